@@ -1,0 +1,777 @@
+//! The directory: the platform's one root actor.
+//!
+//! It owns the platform records (tenants, the slug and API-key indexes, dashboard accounts,
+//! onboarding idempotency records), starts a `TenantActor` the first time a tenant is used,
+//! supervises it (a crashed tenant is restarted from sled, within a restart budget) and
+//! publishes the snapshot handlers read to find a tenant without a mailbox hop.
+//!
+//! Invariant: only the directory writes platform records and the published snapshot.
+
+use std::{
+    collections::HashMap,
+    time::{Duration, Instant},
+};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use serde::{Deserialize, Serialize};
+use tessera_storage::{
+    random_token, sha256, KeyedHasher, Kind, MasterKey, PlatformBatch, PlatformStore, Store,
+    TenantId,
+};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    durable::reply_when_durable,
+    error::DirectoryError,
+    handle::{Index, Published},
+    records::{
+        AccountEmailIndex, ApiKeyIndex, ApiKeyMeta, DashboardAccount, IdempotencyRecord,
+        Membership, Role, SlugIndex, TenantRecord, TenantRef, Tier,
+    },
+    tenant::{TenantActor, TenantArgs, TenantInfo, TenantMsg},
+};
+
+/// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
+const MAX_RESTARTS: u32 = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+/// How long an onboarding answer is replayed for its idempotency key.
+const IDEMPOTENCY_TTL: time::Duration = time::Duration::hours(24);
+/// The visible start of every API key.
+pub const API_KEY_PREFIX: &str = "tsk_";
+/// Longest generated slug.
+const MAX_SLUG_LEN: usize = 40;
+
+/// A new tenant, as validated by the caller (HTTP onboarding or the admin socket).
+#[derive(Debug)]
+pub struct NewTenant {
+    pub name: String,
+    /// A slug the operator chose; `None` derives one from the name.
+    pub slug: Option<String>,
+    pub owner: Option<NewOwner>,
+    pub idempotency: Option<IdempotencyKey>,
+}
+
+/// Who owns a new tenant.
+#[derive(Debug)]
+pub enum NewOwner {
+    /// A new dashboard account; the password was hashed by the caller, off this actor.
+    Create { email: String, password_hash: String },
+    /// An existing account whose password the caller has verified.
+    Existing { account_id: Uuid },
+}
+
+/// An onboarding idempotency key and a fingerprint of the request it came with.
+#[derive(Debug)]
+pub struct IdempotencyKey {
+    pub key: String,
+    pub fingerprint: Vec<u8>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantSummary {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OwnerSummary {
+    pub id: Uuid,
+    pub email: String,
+}
+
+/// The answer to a tenant creation: the API key appears here and nowhere else.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Created {
+    pub tenant: TenantSummary,
+    pub owner: Option<OwnerSummary>,
+    pub api_key: String,
+}
+
+/// A creation, or the replay of an earlier one with the same idempotency key.
+#[derive(Debug)]
+pub struct CreateOutcome {
+    pub created: Created,
+    pub replayed: bool,
+}
+
+/// What operators see of a tenant.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantDetails {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+    pub tier: Tier,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub api_key_prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub api_key_created_at: OffsetDateTime,
+    pub owners: Vec<String>,
+    pub running: bool,
+}
+
+/// A freshly rotated API key, shown once.
+#[derive(Clone, Debug, Serialize)]
+pub struct RotatedKey {
+    pub tenant: TenantSummary,
+    pub api_key: String,
+}
+
+/// A dashboard account's credential, for verification off the actor.
+#[derive(Clone, Debug)]
+pub struct AccountCredential {
+    pub account_id: Uuid,
+    pub password_hash: String,
+}
+
+pub enum DirectoryMsg {
+    CreateTenant {
+        req: NewTenant,
+        reply: RpcReplyPort<Result<CreateOutcome, DirectoryError>>,
+    },
+    FindAccount {
+        email: String,
+        reply: RpcReplyPort<Option<AccountCredential>>,
+    },
+    ListTenants {
+        reply: RpcReplyPort<Vec<TenantDetails>>,
+    },
+    ShowTenant {
+        slug: String,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
+    SetTier {
+        slug: String,
+        tier: Tier,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
+    RotateApiKey {
+        slug: String,
+        reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
+    },
+    /// Starts the tenant's actor unless it runs; answers it.
+    EnsureRunning {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<ActorRef<TenantMsg>, DirectoryError>>,
+    },
+    Ping {
+        reply: RpcReplyPort<()>,
+    },
+}
+
+/// What the directory starts with.
+pub struct DirectoryArgs {
+    pub store: Store,
+    pub master_key: MasterKey,
+    pub published: Published,
+    pub fault_injection: bool,
+}
+
+pub struct Directory;
+
+struct RestartBudget {
+    window_start: Instant,
+    count: u32,
+    failed_until: Option<Instant>,
+}
+
+pub struct DirectoryState {
+    root: Store,
+    platform: PlatformStore,
+    master_key: MasterKey,
+    idempotency_hasher: KeyedHasher,
+    published: Published,
+    fault_injection: bool,
+    tenants: HashMap<TenantId, TenantRecord>,
+    running: HashMap<TenantId, ActorRef<TenantMsg>>,
+    restarts: HashMap<TenantId, RestartBudget>,
+}
+
+impl Actor for Directory {
+    type Msg = DirectoryMsg;
+    type State = DirectoryState;
+    type Arguments = DirectoryArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<DirectoryMsg>,
+        args: DirectoryArgs,
+    ) -> Result<DirectoryState, ActorProcessingErr> {
+        let platform = args.store.platform();
+        let mut tenants = HashMap::new();
+        for rec in platform.scan::<TenantRecord>() {
+            let rec = rec?;
+            tenants.insert(rec.id, rec);
+        }
+        let state = DirectoryState {
+            root: args.store,
+            platform,
+            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
+            master_key: args.master_key,
+            published: args.published,
+            fault_injection: args.fault_injection,
+            tenants,
+            running: HashMap::new(),
+            restarts: HashMap::new(),
+        };
+        state.publish_index();
+        state.publish_running();
+        tracing::info!(tenants = state.tenants.len(), "directory started");
+        Ok(state)
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<DirectoryMsg>,
+        state: &mut DirectoryState,
+    ) -> Result<(), ActorProcessingErr> {
+        for (_, actor) in state.running.drain() {
+            actor
+                .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
+                .await
+                .ok();
+        }
+        state.publish_running();
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<DirectoryMsg>,
+        message: DirectoryMsg,
+        state: &mut DirectoryState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            DirectoryMsg::CreateTenant { req, reply } => state.create_tenant(req, reply),
+            DirectoryMsg::FindAccount { email, reply } => {
+                let _ = reply.send(state.find_account(&email));
+            }
+            DirectoryMsg::ListTenants { reply } => {
+                let mut all: Vec<_> = state.tenants.values().map(|t| state.details(t, false)).collect();
+                all.sort_by(|a, b| a.slug.cmp(&b.slug));
+                let _ = reply.send(all);
+            }
+            DirectoryMsg::ShowTenant { slug, reply } => {
+                let out = state
+                    .by_slug(&slug)
+                    .map(|t| state.details(t, true))
+                    .ok_or(DirectoryError::TenantNotFound);
+                let _ = reply.send(out);
+            }
+            DirectoryMsg::SetTier { slug, tier, reply } => state.set_tier(&slug, tier, reply),
+            DirectoryMsg::RotateApiKey { slug, reply } => state.rotate_api_key(&slug, reply),
+            DirectoryMsg::EnsureRunning { tenant, reply } => {
+                let out = state.ensure_running(&myself, tenant).await;
+                let _ = reply.send(out);
+            }
+            DirectoryMsg::Ping { reply } => {
+                let _ = reply.send(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<DirectoryMsg>,
+        event: SupervisionEvent,
+        state: &mut DirectoryState,
+    ) -> Result<(), ActorProcessingErr> {
+        match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some(id) = state.tenant_of(cell.get_id()) else {
+                    return Ok(());
+                };
+                tracing::error!(tenant = %id, error = %err, "tenant actor crashed");
+                state.running.remove(&id);
+                state.publish_running();
+                if state.charge_restart(id) {
+                    if let Err(e) = state.spawn_tenant(&myself, id).await {
+                        tracing::error!(tenant = %id, error = %e, "tenant actor restart failed");
+                    }
+                } else {
+                    tracing::error!(tenant = %id, "tenant over its restart budget; answering 503");
+                }
+            }
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                if let Some(id) = state.tenant_of(cell.get_id()) {
+                    state.running.remove(&id);
+                    state.publish_running();
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Whether `slug` is a valid tenant slug: 2-50 of `[a-z0-9-]`, starting and ending with a
+/// letter or digit.
+pub fn is_valid_slug(slug: &str) -> bool {
+    let b = slug.as_bytes();
+    (2..=50).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.first().is_some_and(|c| *c != b'-')
+        && b.last().is_some_and(|c| *c != b'-')
+}
+
+/// A slug derived from a tenant name: transliterated, lowercase `[a-z0-9-]`.
+pub fn slug_from_name(name: &str) -> String {
+    let mut s = slug::slugify(name);
+    s.truncate(MAX_SLUG_LEN);
+    let s = s.trim_matches('-').to_owned();
+    if s.len() < 2 {
+        "tenant".to_owned()
+    } else {
+        s
+    }
+}
+
+fn new_api_key() -> String {
+    format!("{API_KEY_PREFIX}{}", random_token(32))
+}
+
+fn api_key_meta(key: &str, now: OffsetDateTime) -> ApiKeyMeta {
+    ApiKeyMeta {
+        hash: sha256(key.as_bytes()),
+        prefix: key.chars().take(API_KEY_PREFIX.len() + 8).collect(),
+        created_at: now,
+    }
+}
+
+fn info_of(rec: &TenantRecord) -> TenantInfo {
+    TenantInfo {
+        id: rec.id,
+        slug: rec.slug.clone(),
+        name: rec.name.clone(),
+        tier: rec.tier,
+        created_at: rec.created_at,
+        api_key_prefix: rec.api_key.prefix.clone(),
+        api_key_created_at: rec.api_key.created_at,
+    }
+}
+
+fn summary_of(rec: &TenantRecord) -> TenantSummary {
+    TenantSummary {
+        id: rec.id,
+        slug: rec.slug.clone(),
+        name: rec.name.clone(),
+    }
+}
+
+impl DirectoryState {
+    fn publish_index(&self) {
+        let mut index = Index::default();
+        for rec in self.tenants.values() {
+            index.by_key_hash.insert(rec.api_key.hash, rec.id);
+            index.by_slug.insert(rec.slug.clone(), rec.id);
+            index.slugs.insert(rec.id, rec.slug.clone());
+        }
+        self.published.index.store(index.into());
+    }
+
+    fn publish_running(&self) {
+        self.published.running.store(self.running.clone().into());
+    }
+
+    fn by_slug(&self, slug: &str) -> Option<&TenantRecord> {
+        self.tenants.values().find(|t| t.slug == slug)
+    }
+
+    fn tenant_of(&self, actor: ractor::ActorId) -> Option<TenantId> {
+        self.running
+            .iter()
+            .find(|(_, a)| a.get_id() == actor)
+            .map(|(id, _)| *id)
+    }
+
+    fn details(&self, rec: &TenantRecord, with_owners: bool) -> TenantDetails {
+        let owners = if with_owners {
+            self.platform
+                .scan::<DashboardAccount>()
+                .filter_map(Result::ok)
+                .filter(|a| {
+                    a.memberships
+                        .iter()
+                        .any(|m| m.tenant == rec.id && m.role == Role::Owner)
+                })
+                .map(|a| a.email)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        TenantDetails {
+            id: rec.id,
+            slug: rec.slug.clone(),
+            name: rec.name.clone(),
+            tier: rec.tier,
+            created_at: rec.created_at,
+            api_key_prefix: rec.api_key.prefix.clone(),
+            api_key_created_at: rec.api_key.created_at,
+            owners,
+            running: self.running.contains_key(&rec.id),
+        }
+    }
+
+    fn find_account(&self, email: &str) -> Option<AccountCredential> {
+        let idx = self
+            .platform
+            .get::<AccountEmailIndex>(email.to_lowercase().as_bytes())
+            .ok()??;
+        let acct = self
+            .platform
+            .get::<DashboardAccount>(idx.account.as_bytes())
+            .ok()??;
+        Some(AccountCredential {
+            account_id: acct.id,
+            password_hash: acct.password_hash,
+        })
+    }
+
+    fn idempotency_aad(key_hash: &[u8; 32]) -> Vec<u8> {
+        let mut aad = b"onboarding-idempotency:".to_vec();
+        aad.extend_from_slice(key_hash);
+        aad
+    }
+
+    /// The earlier answer for this idempotency key, if any and still fresh.
+    fn replay(
+        &self,
+        idem: &IdempotencyKey,
+        now: OffsetDateTime,
+    ) -> Result<Option<Created>, DirectoryError> {
+        let key_hash = self.idempotency_hasher.hash(idem.key.as_bytes());
+        let Some(rec) = self.platform.get::<IdempotencyRecord>(&key_hash)? else {
+            return Ok(None);
+        };
+        if now - rec.created_at > IDEMPOTENCY_TTL {
+            return Ok(None);
+        }
+        let fingerprint = self.idempotency_hasher.hash(&idem.fingerprint);
+        if !tessera_storage::ct_eq(&fingerprint, &rec.body_hash) {
+            return Err(DirectoryError::IdempotencyConflict);
+        }
+        let plain = self
+            .master_key
+            .open(&Self::idempotency_aad(&key_hash), &rec.response)?;
+        serde_json::from_slice(&plain)
+            .map(Some)
+            .map_err(|e| DirectoryError::Internal(format!("idempotency record: {e}")))
+    }
+
+    fn unique_slug(&self, base: &str) -> String {
+        if !self.tenants.values().any(|t| t.slug == base) {
+            return base.to_owned();
+        }
+        (2u32..)
+            .map(|n| format!("{base}-{n}"))
+            .find(|s| !self.tenants.values().any(|t| &t.slug == s))
+            .unwrap_or_else(|| format!("{base}-{}", Uuid::new_v4().simple()))
+    }
+
+    fn create_tenant(
+        &mut self,
+        req: NewTenant,
+        reply: RpcReplyPort<Result<CreateOutcome, DirectoryError>>,
+    ) {
+        let now = OffsetDateTime::now_utc();
+        if let Some(idem) = &req.idempotency {
+            match self.replay(idem, now) {
+                Ok(Some(created)) => {
+                    let _ = reply.send(Ok(CreateOutcome {
+                        created,
+                        replayed: true,
+                    }));
+                    return;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                    return;
+                }
+            }
+        }
+        let result = self.insert_tenant(req, now);
+        match result {
+            Ok(created) => reply_when_durable(
+                self.platform.ticket(),
+                reply,
+                Ok(CreateOutcome {
+                    created,
+                    replayed: false,
+                }),
+                DirectoryError::Internal,
+            ),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    fn insert_tenant(
+        &mut self,
+        req: NewTenant,
+        now: OffsetDateTime,
+    ) -> Result<Created, DirectoryError> {
+        let slug = match req.slug {
+            Some(s) if self.tenants.values().any(|t| t.slug == s) => {
+                return Err(DirectoryError::SlugTaken(s))
+            }
+            Some(s) => s,
+            None => self.unique_slug(&slug_from_name(&req.name)),
+        };
+        let api_key = new_api_key();
+        let rec = TenantRecord {
+            id: TenantId::new(),
+            slug,
+            name: req.name,
+            tier: Tier::Free,
+            created_at: now,
+            api_key: api_key_meta(&api_key, now),
+        };
+        let mut batch = PlatformBatch::default();
+        batch.put(rec.id.as_bytes(), &rec)?;
+        batch.put(rec.slug.as_bytes(), &SlugIndex(TenantRef { tenant: rec.id }))?;
+        batch.put(&rec.api_key.hash, &ApiKeyIndex(TenantRef { tenant: rec.id }))?;
+        let membership = Membership {
+            tenant: rec.id,
+            role: Role::Owner,
+        };
+        let owner = match req.owner {
+            None => None,
+            Some(NewOwner::Create {
+                email,
+                password_hash,
+            }) => {
+                let email = email.to_lowercase();
+                if self
+                    .platform
+                    .get::<AccountEmailIndex>(email.as_bytes())?
+                    .is_some()
+                {
+                    return Err(DirectoryError::AccountExists);
+                }
+                let acct = DashboardAccount {
+                    id: Uuid::now_v7(),
+                    email,
+                    password_hash,
+                    created_at: now,
+                    memberships: vec![membership],
+                };
+                batch.put(acct.id.as_bytes(), &acct)?;
+                batch.put(
+                    acct.email.as_bytes(),
+                    &AccountEmailIndex { account: acct.id },
+                )?;
+                Some(OwnerSummary {
+                    id: acct.id,
+                    email: acct.email,
+                })
+            }
+            Some(NewOwner::Existing { account_id }) => {
+                let mut acct = self
+                    .platform
+                    .get::<DashboardAccount>(account_id.as_bytes())?
+                    .ok_or_else(|| DirectoryError::Internal("account vanished".into()))?;
+                acct.memberships.push(membership);
+                batch.put(acct.id.as_bytes(), &acct)?;
+                Some(OwnerSummary {
+                    id: acct.id,
+                    email: acct.email,
+                })
+            }
+        };
+        let created = Created {
+            tenant: summary_of(&rec),
+            owner,
+            api_key,
+        };
+        if let Some(idem) = &req.idempotency {
+            let key_hash = self.idempotency_hasher.hash(idem.key.as_bytes());
+            let plain = serde_json::to_vec(&created)
+                .map_err(|e| DirectoryError::Internal(e.to_string()))?;
+            let record = IdempotencyRecord {
+                body_hash: self.idempotency_hasher.hash(&idem.fingerprint),
+                created_at: now,
+                response: self
+                    .master_key
+                    .seal(&Self::idempotency_aad(&key_hash), &plain)?,
+            };
+            batch.put(&key_hash, &record)?;
+        }
+        self.platform.apply(batch)?;
+        tracing::info!(tenant = %rec.id, slug = %rec.slug, "tenant created");
+        self.tenants.insert(rec.id, rec);
+        self.publish_index();
+        Ok(created)
+    }
+
+    fn update_record(
+        &mut self,
+        slug: &str,
+        change: impl FnOnce(&mut TenantRecord, &mut PlatformBatch),
+    ) -> Result<TenantRecord, DirectoryError> {
+        let mut rec = self
+            .by_slug(slug)
+            .cloned()
+            .ok_or(DirectoryError::TenantNotFound)?;
+        let mut batch = PlatformBatch::default();
+        change(&mut rec, &mut batch);
+        batch.put(rec.id.as_bytes(), &rec)?;
+        self.platform.apply(batch)?;
+        if let Some(actor) = self.running.get(&rec.id) {
+            let _ = actor.cast(TenantMsg::UpdateInfo {
+                info: info_of(&rec),
+            });
+        }
+        self.tenants.insert(rec.id, rec.clone());
+        self.publish_index();
+        Ok(rec)
+    }
+
+    fn set_tier(
+        &mut self,
+        slug: &str,
+        tier: Tier,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    ) {
+        match self.update_record(slug, |rec, _| rec.tier = tier) {
+            Ok(rec) => {
+                let details = self.details(&rec, true);
+                reply_when_durable(
+                    self.platform.ticket(),
+                    reply,
+                    Ok(details),
+                    DirectoryError::Internal,
+                );
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    fn rotate_api_key(&mut self, slug: &str, reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>) {
+        let api_key = new_api_key();
+        let now = OffsetDateTime::now_utc();
+        let mut index_error = None;
+        let result = self.update_record(slug, |rec, batch| {
+            batch.remove(Kind::ApiKeyIndex, &rec.api_key.hash);
+            rec.api_key = api_key_meta(&api_key, now);
+            if let Err(e) = batch.put(&rec.api_key.hash, &ApiKeyIndex(TenantRef { tenant: rec.id })) {
+                index_error = Some(e);
+            }
+        });
+        let result = match (result, index_error) {
+            (_, Some(e)) => Err(e.into()),
+            (r, None) => r,
+        };
+        match result {
+            Ok(rec) => {
+                tracing::info!(tenant = %rec.id, "API key rotated");
+                reply_when_durable(
+                    self.platform.ticket(),
+                    reply,
+                    Ok(RotatedKey {
+                        tenant: summary_of(&rec),
+                        api_key,
+                    }),
+                    DirectoryError::Internal,
+                );
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e));
+            }
+        }
+    }
+
+    /// Records a crash; false when the tenant is over its budget (it then answers 503 until
+    /// the window passes).
+    fn charge_restart(&mut self, id: TenantId) -> bool {
+        let now = Instant::now();
+        let budget = self.restarts.entry(id).or_insert(RestartBudget {
+            window_start: now,
+            count: 0,
+            failed_until: None,
+        });
+        if now.duration_since(budget.window_start) > RESTART_WINDOW {
+            budget.window_start = now;
+            budget.count = 0;
+        }
+        budget.count += 1;
+        if budget.count > MAX_RESTARTS {
+            budget.failed_until = Some(now + RESTART_WINDOW);
+            false
+        } else {
+            true
+        }
+    }
+
+    async fn ensure_running(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        id: TenantId,
+    ) -> Result<ActorRef<TenantMsg>, DirectoryError> {
+        if let Some(a) = self.running.get(&id) {
+            if matches!(a.get_status(), ractor::ActorStatus::Running) {
+                return Ok(a.clone());
+            }
+        }
+        if let Some(b) = self.restarts.get_mut(&id) {
+            match b.failed_until {
+                Some(until) if Instant::now() < until => {
+                    return Err(DirectoryError::TenantUnavailable)
+                }
+                Some(_) => {
+                    b.failed_until = None;
+                    b.count = 0;
+                }
+                None => {}
+            }
+        }
+        self.spawn_tenant(myself, id).await
+    }
+
+    async fn spawn_tenant(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        id: TenantId,
+    ) -> Result<ActorRef<TenantMsg>, DirectoryError> {
+        let rec = self.tenants.get(&id).ok_or(DirectoryError::TenantNotFound)?;
+        let args = TenantArgs {
+            info: info_of(rec),
+            store: self.root.tenant(id),
+            fault_injection: self.fault_injection,
+        };
+        let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
+            .await
+            .map_err(|e| {
+                tracing::error!(tenant = %id, error = %e, "tenant actor failed to start");
+                DirectoryError::TenantUnavailable
+            })?;
+        self.running.insert(id, actor.clone());
+        self.publish_running();
+        Ok(actor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_derived_and_validated() {
+        assert_eq!(slug_from_name("Acme Corp"), "acme-corp");
+        assert_eq!(slug_from_name("Żółć & Co."), "zolc-co");
+        assert_eq!(slug_from_name("!!"), "tenant");
+        assert!(slug_from_name(&"x".repeat(80)).len() <= MAX_SLUG_LEN);
+        assert!(is_valid_slug("acme-2"));
+        assert!(!is_valid_slug("-acme"));
+        assert!(!is_valid_slug("Acme"));
+        assert!(!is_valid_slug("a"));
+        assert!(!is_valid_slug("a_b"));
+    }
+}

@@ -1,0 +1,54 @@
+//! Business errors, carried in replies. An `Err` returned from an actor's `handle` means
+//! "restart me"; these never are.
+
+use thiserror::Error;
+
+/// What a call to any actor can fail with, besides its own business error.
+#[derive(Debug, Error)]
+pub enum CallError<E> {
+    /// The actor is dead, restarting, over its restart budget, or did not answer in time.
+    #[error("the service is unavailable")]
+    Unavailable,
+    #[error(transparent)]
+    Failed(E),
+}
+
+/// Errors of the tenant supervisor.
+#[derive(Debug, Error)]
+pub enum TenantError {
+    #[error("not found")]
+    NotFound,
+    #[error("fault injection is disabled")]
+    FaultInjectionDisabled,
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+/// Errors of the directory.
+#[derive(Debug, Error)]
+pub enum DirectoryError {
+    #[error("no such tenant")]
+    TenantNotFound,
+    #[error("the slug {0:?} is taken")]
+    SlugTaken(String),
+    #[error("the idempotency key was used with a different request")]
+    IdempotencyConflict,
+    #[error("a dashboard account with this e-mail already exists")]
+    AccountExists,
+    #[error("the tenant is over its restart budget")]
+    TenantUnavailable,
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl From<tessera_storage::StorageError> for DirectoryError {
+    fn from(e: tessera_storage::StorageError) -> Self {
+        DirectoryError::Internal(e.to_string())
+    }
+}
+
+impl From<tessera_storage::StorageError> for TenantError {
+    fn from(e: tessera_storage::StorageError) -> Self {
+        TenantError::Internal(e.to_string())
+    }
+}

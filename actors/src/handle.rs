@@ -1,0 +1,169 @@
+//! Typed handles through which the binary reaches the actors.
+//!
+//! A request costs one actor hop: the tenant is found in a read-mostly snapshot that only the
+//! directory writes, and its running actor is called directly. Only a miss (the tenant's actor
+//! is not running) goes through the directory's mailbox.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use arc_swap::ArcSwap;
+use ractor::{rpc::CallResult, ActorRef, ActorStatus, MessagingErr, RpcReplyPort};
+use tessera_storage::{sha256, TenantId};
+
+use crate::{
+    directory::DirectoryMsg,
+    error::{CallError, DirectoryError, TenantError},
+    tenant::TenantMsg,
+};
+
+/// Where each tenant is found: rebuilt by the directory when a tenant, slug or key changes.
+#[derive(Default, Clone)]
+pub struct Index {
+    pub by_key_hash: HashMap<[u8; 32], TenantId>,
+    pub by_slug: HashMap<String, TenantId>,
+    pub slugs: HashMap<TenantId, String>,
+}
+
+/// The tenant actors running now: rebuilt by the directory when one starts or stops.
+pub type Running = HashMap<TenantId, ActorRef<TenantMsg>>;
+
+/// The snapshot the directory publishes.
+#[derive(Clone, Default)]
+pub struct Published {
+    pub index: Arc<ArcSwap<Index>>,
+    pub running: Arc<ArcSwap<Running>>,
+}
+
+/// How handlers reach the directory and, through it, the tenants.
+#[derive(Clone)]
+pub struct DirectoryHandle {
+    actor: ActorRef<DirectoryMsg>,
+    published: Published,
+    timeout: Duration,
+}
+
+impl DirectoryHandle {
+    pub fn new(actor: ActorRef<DirectoryMsg>, published: Published, timeout: Duration) -> Self {
+        DirectoryHandle {
+            actor,
+            published,
+            timeout,
+        }
+    }
+
+    /// Calls the directory with the handle's timeout.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        build: impl FnOnce(RpcReplyPort<T>) -> DirectoryMsg,
+    ) -> Result<T, CallError<DirectoryError>> {
+        match self.actor.call(build, Some(self.timeout)).await {
+            Ok(CallResult::Success(v)) => Ok(v),
+            Ok(CallResult::Timeout) => {
+                tracing::warn!("the directory did not answer in time");
+                Err(CallError::Unavailable)
+            }
+            Ok(CallResult::SenderError) | Err(_) => Err(CallError::Unavailable),
+        }
+    }
+
+    /// Calls the directory for a fallible command and flattens the two error layers.
+    pub async fn request<T: Send + 'static>(
+        &self,
+        build: impl FnOnce(RpcReplyPort<Result<T, DirectoryError>>) -> DirectoryMsg,
+    ) -> Result<T, CallError<DirectoryError>> {
+        match self.call(build).await? {
+            Ok(v) => Ok(v),
+            Err(DirectoryError::TenantUnavailable) => Err(CallError::Unavailable),
+            Err(e) => Err(CallError::Failed(e)),
+        }
+    }
+
+    /// The tenant whose API key this is, without a mailbox hop.
+    pub fn tenant_for_api_key(&self, api_key: &str) -> Option<TenantHandle> {
+        let hash = sha256(api_key.as_bytes());
+        let index = self.published.index.load();
+        let id = *index.by_key_hash.get(&hash)?;
+        let slug = index.slugs.get(&id)?.clone();
+        Some(self.tenant_handle(id, slug))
+    }
+
+    /// The tenant with this slug, without a mailbox hop.
+    pub fn tenant_for_slug(&self, slug: &str) -> Option<TenantHandle> {
+        let index = self.published.index.load();
+        let id = *index.by_slug.get(slug)?;
+        Some(self.tenant_handle(id, slug.to_owned()))
+    }
+
+    fn tenant_handle(&self, id: TenantId, slug: String) -> TenantHandle {
+        TenantHandle {
+            id,
+            slug,
+            directory: self.clone(),
+        }
+    }
+
+    /// How many tenant actors run now.
+    pub fn running_tenants(&self) -> usize {
+        self.published.running.load().len()
+    }
+
+    /// Whether the directory actor is alive and answering.
+    pub async fn ping(&self) -> bool {
+        self.call(|reply| DirectoryMsg::Ping { reply }).await.is_ok()
+    }
+
+    /// Stops the directory and, with it, every tenant actor.
+    pub async fn stop(&self) {
+        self.actor
+            .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(10)))
+            .await
+            .ok();
+    }
+}
+
+/// A tenant as a handler sees it: an id, a slug and a way to call its actor.
+#[derive(Clone)]
+pub struct TenantHandle {
+    pub id: TenantId,
+    pub slug: String,
+    directory: DirectoryHandle,
+}
+
+impl TenantHandle {
+    /// Calls the tenant's actor with a timeout, starting it through the directory when it is
+    /// not running. A message sent to an actor that has just stopped is sent once more to its
+    /// successor; a timeout or a crash during the call is `Unavailable`.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        build: impl Fn(RpcReplyPort<Result<T, TenantError>>) -> TenantMsg,
+    ) -> Result<T, CallError<TenantError>> {
+        for _attempt in 0..2 {
+            let actor = self.actor().await?;
+            match actor.call(&build, Some(self.directory.timeout)).await {
+                Ok(CallResult::Success(Ok(v))) => return Ok(v),
+                Ok(CallResult::Success(Err(e))) => return Err(CallError::Failed(e)),
+                Ok(CallResult::Timeout) => {
+                    tracing::warn!(tenant = %self.id, "a tenant actor did not answer in time");
+                    return Err(CallError::Unavailable);
+                }
+                Ok(CallResult::SenderError) => return Err(CallError::Unavailable),
+                Err(MessagingErr::SendErr(_)) | Err(MessagingErr::ChannelClosed) => continue,
+                Err(_) => return Err(CallError::Unavailable),
+            }
+        }
+        Err(CallError::Unavailable)
+    }
+
+    async fn actor(&self) -> Result<ActorRef<TenantMsg>, CallError<TenantError>> {
+        if let Some(a) = self.directory.published.running.load().get(&self.id) {
+            if matches!(a.get_status(), ActorStatus::Running) {
+                return Ok(a.clone());
+            }
+        }
+        let id = self.id;
+        self.directory
+            .request(|reply| DirectoryMsg::EnsureRunning { tenant: id, reply })
+            .await
+            .map_err(|_| CallError::Unavailable)
+    }
+}

@@ -1,0 +1,19 @@
+//! Tessera's actors: the platform [`directory`] and one [`tenant`] supervisor per tenant.
+//!
+//! Handlers in the binary never touch storage: they hold a [`DirectoryHandle`] or a
+//! [`TenantHandle`], send one message and render the reply. Every call has a timeout, and a
+//! dead or slow actor comes back as [`CallError::Unavailable`], never as a hang.
+
+pub mod directory;
+pub mod durable;
+pub mod error;
+pub mod handle;
+pub mod password;
+pub mod records;
+pub mod tenant;
+
+pub use directory::{Directory, DirectoryArgs, DirectoryMsg};
+pub use error::{CallError, DirectoryError, TenantError};
+pub use handle::{DirectoryHandle, TenantHandle};
+pub use password::{Password, PasswordHasher};
+pub use tenant::TenantMsg;

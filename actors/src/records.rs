@@ -1,0 +1,157 @@
+//! Platform records, owned by the directory: tenants, their API-key and slug indexes, dashboard
+//! accounts and onboarding idempotency records.
+
+use serde::{Deserialize, Serialize};
+use tessera_storage::{Kind, PlatformRecord, Record, Sealed, TenantId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A tenant's commercial tier: sets its default limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Free,
+    Pro,
+    Enterprise,
+}
+
+impl Tier {
+    pub fn parse(s: &str) -> Option<Tier> {
+        match s {
+            "free" => Some(Tier::Free),
+            "pro" => Some(Tier::Pro),
+            "enterprise" => Some(Tier::Enterprise),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Tier::Free => "free",
+            Tier::Pro => "pro",
+            Tier::Enterprise => "enterprise",
+        }
+    }
+}
+
+/// The API key of a tenant, as stored: never the key itself.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ApiKeyMeta {
+    /// SHA-256 of the whole key.
+    pub hash: [u8; 32],
+    /// The first characters of the key, for operators to recognise it.
+    pub prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// A tenant, as the platform knows it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantRecord {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+    pub tier: Tier,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub api_key: ApiKeyMeta,
+}
+
+impl Record for TenantRecord {
+    const KIND: Kind = Kind::Tenant;
+    const NAME: &'static str = "tenant";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for TenantRecord {}
+
+/// `slug -> tenant` and `API-key hash -> tenant`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantRef {
+    pub tenant: TenantId,
+}
+
+/// Index by slug.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SlugIndex(pub TenantRef);
+impl Record for SlugIndex {
+    const KIND: Kind = Kind::TenantSlug;
+    const NAME: &'static str = "slug index";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for SlugIndex {}
+
+/// Index by API-key hash.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ApiKeyIndex(pub TenantRef);
+impl Record for ApiKeyIndex {
+    const KIND: Kind = Kind::ApiKeyIndex;
+    const NAME: &'static str = "api key index";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for ApiKeyIndex {}
+
+/// A member's role in a tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Owner,
+    Admin,
+    Viewer,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Membership {
+    pub tenant: TenantId,
+    pub role: Role,
+}
+
+/// A person who operates tenants through the dashboard.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DashboardAccount {
+    pub id: Uuid,
+    /// Lowercased.
+    pub email: String,
+    /// Argon2id PHC string.
+    pub password_hash: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub memberships: Vec<Membership>,
+}
+
+impl Record for DashboardAccount {
+    const KIND: Kind = Kind::DashboardAccount;
+    const NAME: &'static str = "dashboard account";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for DashboardAccount {}
+
+/// Index of dashboard accounts by lowercased e-mail.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AccountEmailIndex {
+    pub account: Uuid,
+}
+impl Record for AccountEmailIndex {
+    const KIND: Kind = Kind::DashboardEmail;
+    const NAME: &'static str = "account e-mail index";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for AccountEmailIndex {}
+
+/// The first answer to an onboarding request with an idempotency key, kept 24 hours so a retry
+/// gets the same answer. Keyed by a keyed hash of the idempotency key; the answer holds the API
+/// key, so it is sealed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IdempotencyRecord {
+    pub body_hash: [u8; 32],
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub response: Sealed,
+}
+impl Record for IdempotencyRecord {
+    const KIND: Kind = Kind::Idempotency;
+    const NAME: &'static str = "idempotency record";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for IdempotencyRecord {}

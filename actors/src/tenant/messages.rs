@@ -1,0 +1,42 @@
+//! The tenant's whole command surface: one variant per command, each with its reply port.
+
+use ractor::RpcReplyPort;
+use serde::{Deserialize, Serialize};
+use tessera_storage::TenantId;
+use time::OffsetDateTime;
+
+use crate::{error::TenantError, records::Tier, tenant::settings::TenantSettings};
+
+/// The platform's facts about a tenant, handed to its actor by the directory.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantInfo {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+    pub tier: Tier,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    pub api_key_prefix: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub api_key_created_at: OffsetDateTime,
+}
+
+/// The tenant as its own API key sees it.
+#[derive(Clone, Debug)]
+pub struct TenantOverview {
+    pub info: TenantInfo,
+    pub settings: TenantSettings,
+}
+
+pub enum TenantMsg {
+    /// The tenant's platform facts and its settings.
+    GetOverview {
+        reply: RpcReplyPort<Result<TenantOverview, TenantError>>,
+    },
+    /// The directory changed a platform fact (tier, API key). No reply.
+    UpdateInfo { info: TenantInfo },
+    /// Crashes the actor when fault injection is enabled; otherwise answers an error.
+    InjectPanic {
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+}

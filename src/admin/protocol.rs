@@ -1,0 +1,47 @@
+//! The admin socket's wire format: one JSON object per line each way.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A command. Passwords travel only over the 0600 socket.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum AdminRequest {
+    TenantCreate {
+        name: String,
+        slug: Option<String>,
+        owner_email: Option<String>,
+        owner_password: Option<String>,
+    },
+    TenantList,
+    TenantShow {
+        slug: String,
+    },
+    TenantSetTier {
+        slug: String,
+        tier: String,
+    },
+    ApikeyRotate {
+        slug: String,
+    },
+    FaultPanicTenant {
+        slug: String,
+    },
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub struct AdminError {
+    pub code: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub struct AdminResponse {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<AdminError>,
+}

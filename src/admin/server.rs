@@ -1,0 +1,197 @@
+//! The admin socket server.
+
+use std::{os::unix::fs::PermissionsExt, path::Path, time::Duration};
+
+use serde_json::{json, Value};
+use tessera_actors::{
+    directory::{is_valid_slug, RotatedKey, TenantDetails},
+    records::Tier,
+    CallError, DirectoryMsg, Password, TenantMsg,
+};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
+    net::{UnixListener, UnixStream},
+};
+
+use super::protocol::{AdminError, AdminRequest, AdminResponse};
+use crate::{
+    app::{AppState, TenantCreation},
+    http::{
+        error::{is_email, len_between, ApiError, FieldErrors},
+        onboarding::SignupResponse,
+    },
+};
+
+/// Longest request line accepted.
+const MAX_REQUEST: u64 = 64 * 1024;
+
+/// Binds the socket (replacing a stale one: the data-directory lock proves no other server
+/// owns it) and restricts it to its owner.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Serves admin connections until the task is aborted.
+pub async fn run(listener: UnixListener, state: AppState) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let state = state.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = serve_one(stream, state).await {
+                        tracing::warn!(error = %e, "admin connection failed");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "admin accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn serve_one(stream: UnixStream, state: AppState) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read.take(MAX_REQUEST)).read_line(&mut line).await?;
+    let response = match serde_json::from_str::<AdminRequest>(&line) {
+        Ok(req) => {
+            let command = command_name(&req);
+            let out = dispatch(req, &state).await;
+            tracing::info!(command, ok = out.is_ok(), "admin command");
+            out
+        }
+        Err(e) => Err(ApiError::invalid_field("command", e.to_string())),
+    };
+    let body = match response {
+        Ok(result) => AdminResponse {
+            ok: true,
+            result: Some(result),
+            error: None,
+        },
+        Err(e) => AdminResponse {
+            ok: false,
+            result: None,
+            error: Some(AdminError {
+                code: e.code,
+                message: e.message,
+                details: e.details,
+            }),
+        },
+    };
+    let mut bytes = serde_json::to_vec(&body).map_err(std::io::Error::other)?;
+    bytes.push(b'\n');
+    write.write_all(&bytes).await?;
+    write.shutdown().await
+}
+
+fn command_name(req: &AdminRequest) -> &'static str {
+    match req {
+        AdminRequest::TenantCreate { .. } => "tenant create",
+        AdminRequest::TenantList => "tenant list",
+        AdminRequest::TenantShow { .. } => "tenant show",
+        AdminRequest::TenantSetTier { .. } => "tenant set-tier",
+        AdminRequest::ApikeyRotate { .. } => "apikey rotate",
+        AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
+    serde_json::to_value(v).map_err(ApiError::internal)
+}
+
+async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError> {
+    let dir = &state.directory;
+    match req {
+        AdminRequest::TenantCreate {
+            name,
+            slug,
+            owner_email,
+            owner_password,
+        } => {
+            let name = name.trim().to_owned();
+            let mut e = FieldErrors::new();
+            e.check("name", len_between(&name, 2, 50), "must be 2-50 characters");
+            if let Some(s) = &slug {
+                e.check(
+                    "slug",
+                    is_valid_slug(s),
+                    "must be 2-50 of a-z, 0-9 and '-', not starting or ending with '-'",
+                );
+            }
+            if let Some(email) = &owner_email {
+                e.check("owner_email", is_email(email), "must be a valid e-mail address");
+                e.check(
+                    "owner_password",
+                    owner_password
+                        .as_deref()
+                        .is_some_and(|p| len_between(p, 12, 128)),
+                    "must be 12-128 characters (read from stdin)",
+                );
+            }
+            e.finish()?;
+            let owner = owner_email.map(|email| {
+                (email, Password::new(owner_password.unwrap_or_default()))
+            });
+            let outcome = state
+                .create_tenant(TenantCreation {
+                    name,
+                    slug,
+                    owner,
+                    idempotency: None,
+                })
+                .await?;
+            to_value(SignupResponse::from(outcome.created))
+        }
+        AdminRequest::TenantList => {
+            let tenants: Vec<TenantDetails> = dir
+                .call(|reply| DirectoryMsg::ListTenants { reply })
+                .await?;
+            Ok(json!({ "tenants": tenants }))
+        }
+        AdminRequest::TenantShow { slug } => to_value(
+            dir.request(|reply| DirectoryMsg::ShowTenant { slug, reply })
+                .await?,
+        ),
+        AdminRequest::TenantSetTier { slug, tier } => {
+            let tier = Tier::parse(&tier).ok_or_else(|| {
+                ApiError::invalid_field("tier", "must be free, pro or enterprise")
+            })?;
+            to_value(
+                dir.request(|reply| DirectoryMsg::SetTier { slug, tier, reply })
+                    .await?,
+            )
+        }
+        AdminRequest::ApikeyRotate { slug } => {
+            let rotated: RotatedKey = dir
+                .request(|reply| DirectoryMsg::RotateApiKey { slug, reply })
+                .await?;
+            to_value(rotated)
+        }
+        AdminRequest::FaultPanicTenant { slug } => {
+            if !state.config.testing.fault_injection {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::FORBIDDEN,
+                    "admin/fault_injection_disabled",
+                    "fault injection is off; set [testing] fault_injection = true",
+                ));
+            }
+            let tenant = dir
+                .tenant_for_slug(&slug)
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            match tenant.call(|reply| TenantMsg::InjectPanic { reply }).await {
+                Err(CallError::Unavailable) => Ok(json!({ "panicked": true, "tenant": slug })),
+                Ok(()) => Ok(json!({ "panicked": false, "tenant": slug })),
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The CAPTCHA verifier of onboarding: none, or a Turnstile-compatible siteverify endpoint.
+//!
+//! The verify URL is configurable so tests (and operators with a proxy) point it elsewhere; the
+//! request is the provider's own protocol: a form POST of `secret`, `response` and `remoteip`,
+//! answered by JSON with a boolean `success`.
+
+use std::{net::IpAddr, time::Duration};
+
+use serde::Deserialize;
+
+use crate::config::{CaptchaConfig, CaptchaProvider};
+
+#[derive(Debug)]
+pub enum CaptchaOutcome {
+    Passed,
+    Failed,
+    /// The verifier could not be asked; onboarding fails closed.
+    Unreachable(String),
+}
+
+#[derive(Clone)]
+pub struct Captcha {
+    config: CaptchaConfig,
+    client: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct SiteVerify {
+    success: bool,
+}
+
+impl Captcha {
+    pub fn new(config: CaptchaConfig) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Captcha { config, client })
+    }
+
+    pub async fn verify(&self, token: Option<&str>, client_ip: IpAddr) -> CaptchaOutcome {
+        if self.config.provider == CaptchaProvider::None {
+            return CaptchaOutcome::Passed;
+        }
+        let Some(token) = token.map(str::trim).filter(|t| !t.is_empty() && t.len() <= 2048) else {
+            return CaptchaOutcome::Failed;
+        };
+        let ip = client_ip.to_string();
+        let form = [
+            ("secret", self.config.secret.0.as_str()),
+            ("response", token),
+            ("remoteip", ip.as_str()),
+        ];
+        let resp = match self
+            .client
+            .post(&self.config.verify_url)
+            .form(&form)
+            .send()
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return CaptchaOutcome::Unreachable(e.without_url().to_string()),
+        };
+        if !resp.status().is_success() {
+            return CaptchaOutcome::Unreachable(format!("verifier answered {}", resp.status()));
+        }
+        match resp.json::<SiteVerify>().await {
+            Ok(v) if v.success => CaptchaOutcome::Passed,
+            Ok(_) => CaptchaOutcome::Failed,
+            Err(e) => CaptchaOutcome::Unreachable(format!("unreadable verifier answer: {e}")),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! Configuration: `config.toml`, then `TESSERA__SECTION__KEY` environment variables, then the
+//! command line, each winning over the one before.
+//!
+//! Every section rejects unknown keys, so a typo is an error naming the key instead of a
+//! setting silently ignored. [`Config::load`] validates the whole and is the only way in; the
+//! result is passed explicitly (no global config).
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    path::{Path, PathBuf},
+};
+
+use figment::{
+    providers::{Env, Format, Serialized, Toml},
+    Figment,
+};
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("config file {0} not found (pass --config FILE)")]
+    Missing(PathBuf),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("invalid value for `{key}`: {reason}")]
+    Key { key: &'static str, reason: String },
+}
+
+/// A secret from the config: shown as `<redacted>` in `Debug`.
+#[derive(Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct SecretString(pub String);
+
+impl std::fmt::Debug for SecretString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("\"\"")
+        } else {
+            f.write_str("<redacted>")
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub security: SecurityConfig,
+    pub tokens: TokensConfig,
+    pub mail: MailConfig,
+    pub sms: SmsConfig,
+    pub captcha: CaptchaConfig,
+    pub log: LogConfig,
+    pub testing: TestingConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address the HTTP listener binds.
+    pub listen: String,
+    /// Public base URL of the API; empty means `http://<the bound address>`.
+    pub base_url: String,
+    /// Public URL of the browser-facing OAuth routes; empty means the base URL.
+    pub accounts_url: String,
+    /// CIDRs (or single addresses) of proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<String>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Whole-request timeout, in seconds.
+    pub request_timeout_secs: u64,
+    /// How long a handler waits for an actor before answering 503, in milliseconds.
+    pub actor_timeout_ms: u64,
+    /// Open connections accepted at once; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// How long shutdown waits for in-flight requests, in seconds.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: "127.0.0.1:8080".into(),
+            base_url: String::new(),
+            accounts_url: String::new(),
+            trusted_proxies: Vec::new(),
+            max_body_bytes: 64 * 1024,
+            request_timeout_secs: 30,
+            actor_timeout_ms: 5000,
+            max_connections: 10_000,
+            shutdown_grace_secs: 20,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Where sled, the admin socket and (by default) the master key live.
+    pub data_dir: PathBuf,
+    /// sled's page cache, in MiB.
+    pub cache_capacity_mb: u64,
+    /// Whether an acknowledged write waits for the disk (group commit). Only benchmarks turn
+    /// this off.
+    pub sync_writes: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            data_dir: PathBuf::from("data"),
+            cache_capacity_mb: 256,
+            sync_writes: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// The master key file; relative paths are under the data directory. Created 0600 on first
+    /// start when absent.
+    pub master_key_file: PathBuf,
+    pub argon2_m_cost_kib: u32,
+    pub argon2_t_cost: u32,
+    pub argon2_p_cost: u32,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            master_key_file: PathBuf::from("master.key"),
+            argon2_m_cost_kib: 19456,
+            argon2_t_cost: 2,
+            argon2_p_cost: 1,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokensConfig {
+    pub access_ttl_secs: u64,
+    pub refresh_ttl_secs: u64,
+    pub refresh_reuse_grace_secs: u64,
+}
+
+impl Default for TokensConfig {
+    fn default() -> Self {
+        TokensConfig {
+            access_ttl_secs: 900,
+            refresh_ttl_secs: 30 * 24 * 3600,
+            refresh_reuse_grace_secs: 10,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MailTransport {
+    File,
+    Smtp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpTls {
+    None,
+    Starttls,
+    Tls,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MailConfig {
+    pub transport: MailTransport,
+    pub from: String,
+    /// Where the file transport writes messages; relative paths are under the data directory.
+    pub outbox_dir: PathBuf,
+    pub smtp: SmtpConfig,
+}
+
+impl Default for MailConfig {
+    fn default() -> Self {
+        MailConfig {
+            transport: MailTransport::File,
+            from: "Tessera <no-reply@localhost>".into(),
+            outbox_dir: PathBuf::from("outbox"),
+            smtp: SmtpConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmtpConfig {
+    pub host: String,
+    pub port: u16,
+    pub tls: SmtpTls,
+    pub username: String,
+    pub password: SecretString,
+}
+
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        SmtpConfig {
+            host: "localhost".into(),
+            port: 587,
+            tls: SmtpTls::Starttls,
+            username: String::new(),
+            password: SecretString::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmsTransport {
+    Outbox,
+    Http,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmsConfig {
+    pub transport: SmsTransport,
+    pub base_url: String,
+    pub account_sid: String,
+    pub auth_token: SecretString,
+    pub messaging_service_sid: String,
+}
+
+impl Default for SmsConfig {
+    fn default() -> Self {
+        SmsConfig {
+            transport: SmsTransport::Outbox,
+            base_url: String::new(),
+            account_sid: String::new(),
+            auth_token: SecretString::default(),
+            messaging_service_sid: String::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CaptchaProvider {
+    None,
+    Turnstile,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CaptchaConfig {
+    pub provider: CaptchaProvider,
+    pub secret: SecretString,
+    pub verify_url: String,
+    /// How long to wait for the verifier, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl Default for CaptchaConfig {
+    fn default() -> Self {
+        CaptchaConfig {
+            provider: CaptchaProvider::None,
+            secret: SecretString::default(),
+            verify_url: "https://challenges.cloudflare.com/turnstile/v0/siteverify".into(),
+            timeout_ms: 5000,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing filter: `info`, `tessera=debug,info`, ...
+    pub level: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TestingConfig {
+    /// Enables `tessera admin fault panic-tenant`, which crashes a tenant actor on purpose to
+    /// drill the restart path. Never on in production.
+    pub fault_injection: bool,
+}
+
+/// Command-line values that win over the file and the environment.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub listen: Option<String>,
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Config {
+    /// Reads `path` (which must exist), the environment and `overrides`, and validates.
+    pub fn load(path: &Path, overrides: &Overrides) -> Result<Config, ConfigError> {
+        if !path.is_file() {
+            return Err(ConfigError::Missing(path.to_path_buf()));
+        }
+        Self::from_figment(Figment::from(Serialized::defaults(Config::default())).merge(Toml::file(path)), overrides)
+    }
+
+    /// Like [`Config::load`] from a TOML string (tests, `check-config` of stdin).
+    pub fn from_toml_str(toml: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
+        Self::from_figment(Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)), overrides)
+    }
+
+    fn from_figment(figment: Figment, overrides: &Overrides) -> Result<Config, ConfigError> {
+        let mut figment = figment.merge(Env::prefixed("TESSERA__").split("__"));
+        if let Some(listen) = &overrides.listen {
+            figment = figment.merge(("server.listen", listen));
+        }
+        if let Some(dir) = &overrides.data_dir {
+            figment = figment.merge(("storage.data_dir", dir));
+        }
+        let config: Config = figment
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.listen_addr()?;
+        for (key, url) in [
+            ("server.base_url", &self.server.base_url),
+            ("server.accounts_url", &self.server.accounts_url),
+        ] {
+            if !url.is_empty() {
+                check_http_url(key, url)?;
+            }
+        }
+        self.trusted_proxies()?;
+        positive("server.max_body_bytes", self.server.max_body_bytes as u64)?;
+        positive("server.request_timeout_secs", self.server.request_timeout_secs)?;
+        positive("server.actor_timeout_ms", self.server.actor_timeout_ms)?;
+        positive("server.max_connections", self.server.max_connections as u64)?;
+        positive("storage.cache_capacity_mb", self.storage.cache_capacity_mb)?;
+        if self.storage.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::Key {
+                key: "storage.data_dir",
+                reason: "must not be empty".into(),
+            });
+        }
+        argon2::Params::new(
+            self.security.argon2_m_cost_kib,
+            self.security.argon2_t_cost,
+            self.security.argon2_p_cost,
+            None,
+        )
+        .map_err(|e| ConfigError::Key {
+            key: "security.argon2_m_cost_kib",
+            reason: format!("argon2 refuses m={}, t={}, p={}: {e}", self.security.argon2_m_cost_kib, self.security.argon2_t_cost, self.security.argon2_p_cost),
+        })?;
+        positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
+        positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
+        if self.captcha.provider == CaptchaProvider::Turnstile {
+            if self.captcha.secret.0.is_empty() {
+                return Err(ConfigError::Key {
+                    key: "captcha.secret",
+                    reason: "is required when captcha.provider = \"turnstile\"".into(),
+                });
+            }
+            check_http_url("captcha.verify_url", &self.captcha.verify_url)?;
+        }
+        if self.mail.transport == MailTransport::Smtp && self.mail.smtp.host.is_empty() {
+            return Err(ConfigError::Key {
+                key: "mail.smtp.host",
+                reason: "is required when mail.transport = \"smtp\"".into(),
+            });
+        }
+        tracing_subscriber::EnvFilter::try_new(&self.log.level).map_err(|e| ConfigError::Key {
+            key: "log.level",
+            reason: e.to_string(),
+        })?;
+        Ok(())
+    }
+
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.server.listen.parse().map_err(|_| ConfigError::Key {
+            key: "server.listen",
+            reason: format!("{:?} is not an address such as 127.0.0.1:8080", self.server.listen),
+        })
+    }
+
+    pub fn trusted_proxies(&self) -> Result<Vec<IpNet>, ConfigError> {
+        self.server
+            .trusted_proxies
+            .iter()
+            .map(|s| {
+                s.parse::<IpNet>()
+                    .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+                    .map_err(|_| ConfigError::Key {
+                        key: "server.trusted_proxies",
+                        reason: format!("{s:?} is not a CIDR or an IP address"),
+                    })
+            })
+            .collect()
+    }
+
+    /// A path from the config, under the data directory when relative.
+    pub fn data_path(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.storage.data_dir.join(p)
+        }
+    }
+
+    pub fn master_key_path(&self) -> PathBuf {
+        self.data_path(&self.security.master_key_file)
+    }
+
+    pub fn admin_socket_path(&self) -> PathBuf {
+        self.storage.data_dir.join("admin.sock")
+    }
+}
+
+fn positive(key: &'static str, v: u64) -> Result<(), ConfigError> {
+    if v == 0 {
+        Err(ConfigError::Key {
+            key,
+            reason: "must be greater than 0".into(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+fn check_http_url(key: &'static str, url: &str) -> Result<(), ConfigError> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some() => Ok(()),
+        _ => Err(ConfigError::Key {
+            key,
+            reason: format!("{url:?} is not an http(s) URL"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_config_toml_is_valid_and_matches_the_defaults() {
+        let text = include_str!("../config.toml");
+        let c = Config::from_toml_str(text, &Overrides::default()).unwrap();
+        let d = Config::default();
+        assert_eq!(c.server.listen, d.server.listen);
+        assert_eq!(c.security.argon2_m_cost_kib, 19456);
+        assert_eq!(c.security.argon2_t_cost, 2);
+        assert_eq!(c.security.argon2_p_cost, 1);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let err = Config::from_toml_str("[server]\nlisten = 5\n", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+        let err = Config::from_toml_str("[server]\nlisten = \"nope\"\n", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+        let err = Config::from_toml_str("[server]\nlistn = \"x\"\n", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("listn"), "{err}");
+        let err = Config::from_toml_str(
+            "[server]\ntrusted_proxies = [\"10.0.0.0/33\"]\n",
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("server.trusted_proxies"), "{err}");
+        let err = Config::from_toml_str("[captcha]\nprovider = \"turnstile\"\n", &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("captcha.secret"), "{err}");
+    }
+
+    #[test]
+    fn overrides_win_and_relative_paths_sit_under_the_data_dir() {
+        let c = Config::from_toml_str(
+            "",
+            &Overrides {
+                listen: Some("127.0.0.1:0".into()),
+                data_dir: Some("/tmp/x".into()),
+            },
+        )
+        .unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:0");
+        assert_eq!(c.master_key_path(), PathBuf::from("/tmp/x/master.key"));
+        assert_eq!(c.trusted_proxies().unwrap(), Vec::<IpNet>::new());
+        let c = Config::from_toml_str(
+            "[server]\ntrusted_proxies = [\"10.0.0.0/8\", \"127.0.0.1\"]\n",
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.trusted_proxies().unwrap().len(), 2);
+    }
+}

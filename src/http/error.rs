@@ -1,0 +1,216 @@
+//! The one error type of the HTTP layer: every failure becomes
+//! `{"error": {"code": "<area>/<reason>", "message": "...", "details": {...}?}}`.
+//!
+//! Internal causes are logged here and never sent: a client sees a generic message.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    http::{header, HeaderName, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+use tessera_actors::{CallError, DirectoryError, TenantError};
+use utoipa::ToSchema;
+
+/// The error body, for the OpenAPI document.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `<area>/<reason>`, stable: clients branch on it.
+    pub code: String,
+    /// For people; may change.
+    pub message: String,
+    /// Structured context, e.g. `{"fields": {"password": "..."}}` for validation errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<Value>,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: String,
+    pub message: String,
+    pub details: Option<Value>,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code: code.into(),
+            message: message.into(),
+            details: None,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn with_header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// 400 `validation/invalid_request` naming each offending field.
+    pub fn invalid_fields(fields: BTreeMap<String, String>) -> Self {
+        let names: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let message = format!("invalid request: {}", names.join(", "));
+        Self::new(StatusCode::BAD_REQUEST, "validation/invalid_request", message)
+            .with_details(json!({ "fields": fields }))
+    }
+
+    pub fn invalid_field(field: &str, reason: impl Into<String>) -> Self {
+        Self::invalid_fields(BTreeMap::from([(field.to_owned(), reason.into())]))
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "resource/not_found", format!("{what} not found"))
+    }
+
+    pub fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service/unavailable",
+            "the service is temporarily unavailable; retry shortly",
+        )
+        .with_header(header::RETRY_AFTER, HeaderValue::from_static("1"))
+    }
+
+    /// 500 with a generic message; the cause goes to the log only.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "service/internal_error",
+            "an internal error occurred",
+        )
+    }
+
+    /// The envelope for a bare status produced below the handlers (404, 405, 413, timeouts).
+    pub fn for_status(status: StatusCode) -> Self {
+        let (code, message) = match status {
+            StatusCode::NOT_FOUND => ("route/not_found", "no such route"),
+            StatusCode::METHOD_NOT_ALLOWED => (
+                "route/method_not_allowed",
+                "this route does not take that method",
+            ),
+            StatusCode::PAYLOAD_TOO_LARGE => (
+                "validation/payload_too_large",
+                "the request body is too large",
+            ),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+                "validation/unsupported_media_type",
+                "the request body must be application/json",
+            ),
+            StatusCode::REQUEST_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE => {
+                ("service/unavailable", "the service is temporarily unavailable")
+            }
+            s if s.is_client_error() => ("validation/invalid_request", "the request is invalid"),
+            _ => ("service/internal_error", "an internal error occurred"),
+        };
+        Self::new(status, code, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code,
+                message: self.message,
+                details: self.details,
+            },
+        };
+        let mut resp = (self.status, Json(body)).into_response();
+        for (k, v) in self.headers {
+            resp.headers_mut().insert(k, v);
+        }
+        resp
+    }
+}
+
+impl From<CallError<TenantError>> for ApiError {
+    fn from(e: CallError<TenantError>) -> Self {
+        match e {
+            CallError::Unavailable => ApiError::unavailable(),
+            CallError::Failed(TenantError::NotFound) => ApiError::not_found("resource"),
+            CallError::Failed(e) => ApiError::internal(e),
+        }
+    }
+}
+
+impl From<CallError<DirectoryError>> for ApiError {
+    fn from(e: CallError<DirectoryError>) -> Self {
+        match e {
+            CallError::Unavailable | CallError::Failed(DirectoryError::TenantUnavailable) => {
+                ApiError::unavailable()
+            }
+            CallError::Failed(DirectoryError::TenantNotFound) => ApiError::not_found("tenant"),
+            CallError::Failed(DirectoryError::SlugTaken(s)) => ApiError::new(
+                StatusCode::CONFLICT,
+                "tenant/slug_taken",
+                format!("the slug {s:?} is taken"),
+            ),
+            CallError::Failed(DirectoryError::IdempotencyConflict) => ApiError::new(
+                StatusCode::CONFLICT,
+                "onboarding/idempotency_conflict",
+                "this idempotency_key was used with a different request",
+            ),
+            CallError::Failed(DirectoryError::AccountExists) => ApiError::new(
+                StatusCode::CONFLICT,
+                "onboarding/account_exists",
+                "a dashboard account with this e-mail exists; sign up again with its password to add a tenant to it",
+            ),
+            CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
+        }
+    }
+}
+
+/// Collects every field error of a request before answering.
+#[derive(Default)]
+pub struct FieldErrors(BTreeMap<String, String>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records `reason` for `field` unless `ok`.
+    pub fn check(&mut self, field: &str, ok: bool, reason: impl Into<String>) -> &mut Self {
+        if !ok {
+            self.0.entry(field.to_owned()).or_insert_with(|| reason.into());
+        }
+        self
+    }
+
+    pub fn finish(self) -> Result<(), ApiError> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid_fields(self.0))
+        }
+    }
+}
+
+/// `s` has between `min` and `max` characters (Unicode scalar values).
+pub fn len_between(s: &str, min: usize, max: usize) -> bool {
+    let n = s.chars().count();
+    (min..=max).contains(&n)
+}
+
+/// A syntactically valid e-mail address of at most 254 characters.
+pub fn is_email(s: &str) -> bool {
+    s.len() <= 254 && email_address::EmailAddress::is_valid(s)
+}

@@ -1,0 +1,178 @@
+//! Extractors: the JSON body (with the error envelope for every way it can be wrong), the
+//! client's IP address, and the tenant named by `X-API-Key`.
+
+use std::net::IpAddr;
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Request},
+    http::{header, request::Parts, StatusCode},
+};
+use serde::de::DeserializeOwned;
+use tessera_actors::TenantHandle;
+
+use super::{error::ApiError, AppState};
+
+/// A JSON request body: 415 unless `application/json`, 413 over the size limit, 400
+/// `validation/invalid_request` for broken JSON or a field of the wrong type, naming the field.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if !is_json(req.headers().get(header::CONTENT_TYPE)) {
+            return Err(ApiError::for_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::for_status(StatusCode::PAYLOAD_TOO_LARGE)
+            } else {
+                ApiError::invalid_field("body", "the body could not be read")
+            }
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
+    let Some(ct) = content_type.and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parses `bytes` as `T`, naming the offending field (by its path) on failure.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(v) => {
+            de.end().map_err(|e| {
+                ApiError::invalid_field("body", format!("malformed JSON: {e}"))
+            })?;
+            Ok(v)
+        }
+        Err(err) => {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            match inner.classify() {
+                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => Err(
+                    ApiError::invalid_field("body", format!("malformed JSON: {inner}")),
+                ),
+                _ => {
+                    let field = if path == "." || path.is_empty() {
+                        missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_owned())
+                    } else {
+                        path
+                    };
+                    Err(ApiError::invalid_field(&field, strip_position(&inner.to_string())))
+                }
+            }
+        }
+    }
+}
+
+/// The field named by serde's "missing field `x`" / "unknown field `x`" messages.
+fn missing_field(msg: &str) -> Option<String> {
+    let start = msg.find('`')? + 1;
+    let end = start + msg[start..].find('`')?;
+    Some(msg[start..end].to_owned())
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+/// The client's address: the peer, or the first untrusted hop of `X-Forwarded-For` when the
+/// peer is a trusted proxy. Set by the `client_ip` middleware.
+#[derive(Clone, Copy, Debug)]
+pub struct ClientIp(pub IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<ClientIp>()
+            .copied()
+            .ok_or_else(|| ApiError::internal("client address missing"))
+    }
+}
+
+/// The tenant whose `X-API-Key` came with the request.
+pub struct ApiTenant(pub TenantHandle);
+
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+impl FromRequestParts<AppState> for ApiTenant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(key) = parts.headers.get(API_KEY_HEADER) else {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/missing_api_key",
+                "the X-API-Key header is required",
+            ));
+        };
+        let tenant = key
+            .to_str()
+            .ok()
+            .and_then(|k| state.directory.tenant_for_api_key(k.trim()))
+            .ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNAUTHORIZED,
+                    "auth/invalid_api_key",
+                    "the API key is not valid",
+                )
+            })?;
+        tracing::Span::current().record("tenant", tenant.slug.as_str());
+        Ok(ApiTenant(tenant))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct R {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        n: u32,
+    }
+
+    fn field_of(e: ApiError) -> String {
+        let d = e.details.unwrap();
+        d["fields"].as_object().unwrap().keys().next().unwrap().clone()
+    }
+
+    #[test]
+    fn json_errors_name_the_field() {
+        assert_eq!(field_of(parse_json::<R>(br#"{"n": "x"}"#).unwrap_err()), "n");
+        assert_eq!(field_of(parse_json::<R>(br#"{"name": 5}"#).unwrap_err()), "name");
+        assert_eq!(field_of(parse_json::<R>(br#"{"name": "#).unwrap_err()), "body");
+        assert_eq!(field_of(parse_json::<R>(br#"[]"#).unwrap_err()), "body");
+        assert_eq!(field_of(parse_json::<R>(br#"{} x"#).unwrap_err()), "body");
+        assert!(parse_json::<R>(br#"{"name": "a"}"#).is_ok());
+    }
+
+    #[test]
+    fn json_content_types() {
+        let v = |s: &'static str| header::HeaderValue::from_static(s);
+        assert!(is_json(Some(&v("application/json"))));
+        assert!(is_json(Some(&v("application/json; charset=utf-8"))));
+        assert!(is_json(Some(&v("application/merge-patch+json"))));
+        assert!(!is_json(Some(&v("text/plain"))));
+        assert!(!is_json(None));
+    }
+}

@@ -1,0 +1,181 @@
+//! Tessera: a multi-tenant authentication server in one binary.
+//!
+//! The library holds everything; `main.rs` only parses the command line. [`run`] takes a
+//! validated [`Config`] and a shutdown future, so tests and the binary start the same server.
+
+pub mod admin;
+pub mod app;
+pub mod captcha;
+pub mod config;
+pub mod http;
+pub mod metrics;
+pub mod telemetry;
+
+use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
+
+use fs4::fs_std::FileExt;
+use ractor::Actor;
+use tessera_actors::{handle::Published, Directory, DirectoryArgs, DirectoryHandle, PasswordHasher};
+use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
+use thiserror::Error;
+use tokio::net::TcpListener;
+
+use crate::{app::App, captcha::Captcha, config::Config, metrics::Metrics};
+
+#[derive(Debug, Error)]
+pub enum StartError {
+    #[error("data directory {0} is in use by another tessera process")]
+    DataDirInUse(String),
+    #[error("cannot prepare the data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("master key: {0}")]
+    MasterKey(String),
+    #[error("storage: {0}")]
+    Storage(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the admin socket {path}: {source}")]
+    AdminSocket {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Starts the server and serves until `shutdown` resolves; then drains connections, stops the
+/// actors, flushes storage and returns.
+pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
+    let data_dir = config.storage.data_dir.clone();
+    let dir_err = |source| StartError::DataDir {
+        path: data_dir.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(&data_dir).map_err(dir_err)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(dir_err)?;
+    }
+    // One server per data directory: an exclusive lock held for the life of the process.
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(data_dir.join("LOCK"))
+        .map_err(dir_err)?;
+    match FileExt::try_lock_exclusive(&lock) {
+        Ok(true) => {}
+        Ok(false) => return Err(StartError::DataDirInUse(data_dir.display().to_string())),
+        Err(e) => return Err(dir_err(e)),
+    }
+
+    let (master_key, created) = MasterKey::load_or_create(&config.master_key_path())
+        .map_err(|e| StartError::MasterKey(e.to_string()))?;
+    if created {
+        tracing::warn!(path = %config.master_key_path().display(), "created a new master key; back it up");
+    }
+    let store = Store::open(&StoreOptions {
+        path: tessera_storage::store::db_path(&data_dir),
+        cache_capacity_bytes: config.storage.cache_capacity_mb * 1024 * 1024,
+        durability: if config.storage.sync_writes {
+            Durability::Sync
+        } else {
+            Durability::Relaxed
+        },
+    })
+    .map_err(|e| StartError::Storage(e.to_string()))?;
+
+    let published = Published::default();
+    let (directory_ref, directory_join) = Actor::spawn(
+        None,
+        Directory,
+        DirectoryArgs {
+            store: store.clone(),
+            master_key,
+            published: published.clone(),
+            fault_injection: config.testing.fault_injection,
+        },
+    )
+    .await
+    .map_err(|e| StartError::Storage(format!("the directory failed to start: {e}")))?;
+    let directory = DirectoryHandle::new(
+        directory_ref,
+        published,
+        Duration::from_millis(config.server.actor_timeout_ms),
+    );
+
+    let addr = config.listen_addr().map_err(|e| StartError::Other(e.to_string()))?;
+    let listener = TcpListener::bind(addr).await.map_err(|source| StartError::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let bound = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let base_url = if config.server.base_url.is_empty() {
+        format!("http://{bound}")
+    } else {
+        config.server.base_url.trim_end_matches('/').to_owned()
+    };
+
+    let hasher = PasswordHasher::new(
+        config.security.argon2_m_cost_kib,
+        config.security.argon2_t_cost,
+        config.security.argon2_p_cost,
+    )
+    .map_err(StartError::Other)?;
+    let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
+    let trusted_proxies = config
+        .trusted_proxies()
+        .map_err(|e| StartError::Other(e.to_string()))?;
+    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
+    let max_connections = config.server.max_connections;
+    let socket_path = config.admin_socket_path();
+    let state = Arc::new(App {
+        config,
+        directory: directory.clone(),
+        hasher,
+        captcha,
+        metrics: Metrics::new(),
+        trusted_proxies,
+        base_url: base_url.clone(),
+    });
+    let router = http::app(state.clone()).map_err(|e| StartError::Other(e.to_string()))?;
+
+    let admin_listener =
+        admin::server::bind(&socket_path).map_err(|source| StartError::AdminSocket {
+            path: socket_path.display().to_string(),
+            source,
+        })?;
+    let admin_task = tokio::spawn(admin::server::run(admin_listener, state.clone()));
+
+    tracing::info!(addr = %bound, base_url = %base_url, "listening");
+    // The one line on stdout: scripts and tests read the bound address from it.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "tessera listening on http://{bound} (admin socket {})", socket_path.display());
+    let _ = out.flush();
+
+    http::serve(listener, router, shutdown, grace, max_connections).await;
+
+    admin_task.abort();
+    let _ = std::fs::remove_file(&socket_path);
+    directory.stop().await;
+    let _ = directory_join.await;
+    if let Err(e) = store.flush_blocking() {
+        tracing::error!(error = %e, "final flush failed");
+    }
+    tracing::info!("stopped");
+    drop(lock);
+    Ok(())
+}

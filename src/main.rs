@@ -1,0 +1,236 @@
+//! The `tessera` command: `serve`, `check-config` and `admin ...`.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use clap::{Parser, Subcommand};
+use tessera::{
+    admin::{client, protocol::AdminRequest},
+    config::{Config, Overrides},
+};
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Multi-tenant authentication server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the server.
+    Serve {
+        /// The config file.
+        #[arg(long, default_value = "config.toml")]
+        config: PathBuf,
+        /// Listen address; wins over the config.
+        #[arg(long)]
+        listen: Option<String>,
+        /// Data directory; wins over the config.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+    /// Validates a config file (and the environment) and prints the result.
+    CheckConfig {
+        #[arg(long, default_value = "config.toml")]
+        config: PathBuf,
+    },
+    /// Operator commands over the local admin socket.
+    Admin {
+        /// The admin socket; default `<data_dir>/admin.sock` from the config.
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// The config file used to find the socket when --socket is not given.
+        #[arg(long, default_value = "config.toml")]
+        config: PathBuf,
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Tenants.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// API keys.
+    Apikey {
+        #[command(subcommand)]
+        command: ApikeyCommand,
+    },
+    /// Fault drills (need `[testing] fault_injection = true`).
+    Fault {
+        #[command(subcommand)]
+        command: FaultCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Creates a tenant; with --owner-email, the owner's password is read from stdin.
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        slug: Option<String>,
+        #[arg(long)]
+        owner_email: Option<String>,
+    },
+    /// Lists every tenant.
+    List,
+    /// Shows one tenant.
+    Show { slug: String },
+    /// Sets a tenant's tier: free, pro or enterprise.
+    SetTier { slug: String, tier: String },
+}
+
+#[derive(Subcommand)]
+enum ApikeyCommand {
+    /// Replaces a tenant's API key; the old key stops working at once. Prints the new key once.
+    Rotate { slug: String },
+}
+
+#[derive(Subcommand)]
+enum FaultCommand {
+    /// Crashes a tenant's actor to check that it is restarted.
+    PanicTenant { slug: String },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve {
+            config,
+            listen,
+            data_dir,
+        } => serve(&config, Overrides { listen, data_dir }),
+        Command::CheckConfig { config } => match Config::load(&config, &Overrides::default()) {
+            Ok(c) => {
+                println!("{} is valid; data directory {}", config.display(), c.storage.data_dir.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Admin {
+            socket,
+            config,
+            command,
+        } => {
+            let socket = socket.unwrap_or_else(|| default_socket(&config));
+            let req = match admin_request(command) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match client::run(&socket, &req) {
+                0 => ExitCode::SUCCESS,
+                _ => ExitCode::FAILURE,
+            }
+        }
+    }
+}
+
+fn serve(config_path: &Path, overrides: Overrides) -> ExitCode {
+    let config = match Config::load(config_path, &overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    tessera::telemetry::init(&config.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(tessera::run(config, shutdown_signal())) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot watch SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = term.recv() => {},
+    }
+    tracing::info!("shutdown signal received");
+}
+
+fn default_socket(config: &Path) -> PathBuf {
+    Config::load(config, &Overrides::default())
+        .map(|c| c.admin_socket_path())
+        .unwrap_or_else(|_| PathBuf::from("data/admin.sock"))
+}
+
+fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
+    Ok(match command {
+        AdminCommand::Tenant { command } => match command {
+            TenantCommand::Create {
+                name,
+                slug,
+                owner_email,
+            } => {
+                let owner_password = match &owner_email {
+                    Some(_) => Some(read_password()?),
+                    None => None,
+                };
+                AdminRequest::TenantCreate {
+                    name,
+                    slug,
+                    owner_email,
+                    owner_password,
+                }
+            }
+            TenantCommand::List => AdminRequest::TenantList,
+            TenantCommand::Show { slug } => AdminRequest::TenantShow { slug },
+            TenantCommand::SetTier { slug, tier } => AdminRequest::TenantSetTier { slug, tier },
+        },
+        AdminCommand::Apikey {
+            command: ApikeyCommand::Rotate { slug },
+        } => AdminRequest::ApikeyRotate { slug },
+        AdminCommand::Fault {
+            command: FaultCommand::PanicTenant { slug },
+        } => AdminRequest::FaultPanicTenant { slug },
+    })
+}
+
+/// The owner's password: the first line of stdin.
+fn read_password() -> Result<String, String> {
+    let mut input = String::new();
+    std::io::stdin()
+        .take(4096)
+        .read_to_string(&mut input)
+        .map_err(|e| format!("cannot read the owner password from stdin: {e}"))?;
+    let line = input.lines().next().unwrap_or("").to_owned();
+    if line.is_empty() {
+        return Err("the owner password is read from stdin, and stdin was empty".into());
+    }
+    Ok(line)
+}

@@ -1,0 +1,91 @@
+//! Every storage key is built here, and nowhere else.
+//!
+//! Layout (all big-endian so prefixes scan in order):
+//! - platform tree: `kind (1 byte) | key`
+//! - tenant tree:   `tenant id (16 bytes) | kind (1 byte) | key`
+//!
+//! Invariant: a tenant key always starts with the 16 bytes of its tenant id; the only code that
+//! prepends them is [`tenant_key`], called by `TenantStore` with its own id.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A tenant's identity in keys and records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TenantId(pub Uuid);
+
+impl TenantId {
+    /// A fresh, time-ordered id (UUID v7), so tenants scan in creation order.
+    pub fn new() -> Self {
+        TenantId(Uuid::now_v7())
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        self.0.as_bytes()
+    }
+}
+
+impl Default for TenantId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Display for TenantId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The kind of a record: one byte in its key. Values are part of the on-disk format: never
+/// renumber, only add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    // Platform records.
+    Tenant = 0x01,
+    TenantSlug = 0x02,
+    ApiKeyIndex = 0x03,
+    DashboardAccount = 0x04,
+    DashboardEmail = 0x05,
+    Idempotency = 0x06,
+    // Tenant records.
+    TenantSettings = 0x40,
+}
+
+/// The key of a platform record.
+pub fn platform_key(kind: Kind, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(kind as u8);
+    out.extend_from_slice(key);
+    out
+}
+
+/// The key of a tenant record. Only `TenantStore` calls this, always with its own id.
+pub(crate) fn tenant_key(tenant: &TenantId, kind: Kind, key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(17 + key.len());
+    out.extend_from_slice(tenant.as_bytes());
+    out.push(kind as u8);
+    out.extend_from_slice(key);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_keys_start_with_the_tenant_id_then_the_kind() {
+        let t = TenantId::new();
+        let k = tenant_key(&t, Kind::TenantSettings, b"x");
+        assert_eq!(&k[..16], t.as_bytes());
+        assert_eq!(k[16], Kind::TenantSettings as u8);
+        assert_eq!(&k[17..], b"x");
+    }
+
+    #[test]
+    fn platform_keys_start_with_the_kind() {
+        assert_eq!(platform_key(Kind::TenantSlug, b"acme"), b"\x02acme".to_vec());
+    }
+}
