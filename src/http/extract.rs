@@ -44,34 +44,24 @@ fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Parses `bytes` as `T`, naming the offending field (by its path) on failure.
+/// Parses `bytes` as `T`, naming the offending field (by its path) on failure. Request bodies
+/// are JSON objects: anything else is refused before serde could read an array as a struct.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(v) => {
-            de.end().map_err(|e| {
-                ApiError::invalid_field("body", format!("malformed JSON: {e}"))
-            })?;
-            Ok(v)
-        }
-        Err(err) => {
-            let path = err.path().to_string();
-            let inner = err.into_inner();
-            match inner.classify() {
-                serde_json::error::Category::Syntax | serde_json::error::Category::Eof => Err(
-                    ApiError::invalid_field("body", format!("malformed JSON: {inner}")),
-                ),
-                _ => {
-                    let field = if path == "." || path.is_empty() {
-                        missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_owned())
-                    } else {
-                        path
-                    };
-                    Err(ApiError::invalid_field(&field, strip_position(&inner.to_string())))
-                }
-            }
-        }
+    let value: serde_json::Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::invalid_field("body", format!("malformed JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(ApiError::invalid_field("body", "must be a JSON object"));
     }
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        let field = if path == "." || path.is_empty() {
+            missing_field(&message).unwrap_or_else(|| "body".to_owned())
+        } else {
+            path
+        };
+        ApiError::invalid_field(&field, message)
+    })
 }
 
 /// The field named by serde's "missing field `x`" / "unknown field `x`" messages.
@@ -79,13 +69,6 @@ fn missing_field(msg: &str) -> Option<String> {
     let start = msg.find('`')? + 1;
     let end = start + msg[start..].find('`')?;
     Some(msg[start..end].to_owned())
-}
-
-fn strip_position(msg: &str) -> String {
-    match msg.find(" at line ") {
-        Some(i) => msg[..i].to_owned(),
-        None => msg.to_owned(),
-    }
 }
 
 /// The client's address: the peer, or the first untrusted hop of `X-Forwarded-For` when the

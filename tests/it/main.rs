@@ -1,1 +1,10 @@
+//! Black-box tests against the real `tessera` binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod faults;
+mod onboarding;
+mod platform;
+mod tenants;

@@ -1,0 +1,216 @@
+//! Crashes, restarts, shutdown, the data-directory lock, configuration errors and logs.
+
+use std::{process::Command, time::Duration};
+
+use serde_json::Value;
+
+use crate::support::{config_file, error_code, eventually, spawn, TestServer, PASSWORD};
+
+#[test]
+fn an_acknowledged_signup_survives_sigkill() {
+    let mut srv = TestServer::start();
+    let t = srv.signup("Durable", "durable@example.com");
+    let key = t["api_key"].as_str().unwrap().to_owned();
+    srv.kill();
+    srv.restart();
+    let me: Value = srv.get("/v1/tenant", Some(&key)).json().unwrap();
+    assert_eq!(me["slug"], "durable");
+    let show = srv.admin(&["tenant", "show", "durable"], "").json();
+    assert_eq!(show["owners"], serde_json::json!(["durable@example.com"]));
+    // The owner's password hash survived too: it adds a tenant with the same password...
+    srv.signup("Durable Two", "durable@example.com");
+    // ...and not with another.
+    let mut body = crate::support::signup_body("Durable Three", "durable@example.com");
+    body["password"] = serde_json::json!("some other password");
+    assert_eq!(srv.post_json("/v1/onboarding/signup", &body).status(), 409);
+}
+
+#[test]
+fn a_crashed_tenant_is_restarted_and_others_never_notice() {
+    let srv = TestServer::start_with(&[("TESSERA__TESTING__FAULT_INJECTION", "true")]);
+    let a = srv.signup("Crashy", "crashy@example.com");
+    let b = srv.signup("Steady", "steady@example.com");
+    let key_a = a["api_key"].as_str().unwrap();
+    let key_b = b["api_key"].as_str().unwrap();
+    assert_eq!(srv.get("/v1/tenant", Some(key_a)).status(), 200);
+    assert_eq!(srv.get("/v1/tenant", Some(key_b)).status(), 200);
+
+    let out = srv.admin(&["fault", "panic-tenant", "crashy"], "").json();
+    assert_eq!(out["panicked"], true);
+    // The next request for the crashed tenant succeeds: it was restarted from sled.
+    let me: Value = srv.get("/v1/tenant", Some(key_a)).json().unwrap();
+    assert_eq!(me["slug"], "crashy");
+    assert_eq!(srv.get("/v1/tenant", Some(key_b)).status(), 200);
+
+    // A tenant that keeps crashing is cut off with 503 after its restart budget...
+    for _ in 0..6 {
+        srv.admin(&["fault", "panic-tenant", "crashy"], "").json();
+    }
+    let r = srv.get("/v1/tenant", Some(key_a));
+    assert_eq!(r.status(), 503);
+    assert!(r.headers().contains_key("retry-after"));
+    assert_eq!(error_code(&r.json().unwrap()), "service/unavailable");
+    // ...and the other tenant still never notices.
+    for _ in 0..5 {
+        assert_eq!(srv.get("/v1/tenant", Some(key_b)).status(), 200);
+    }
+    assert!(srv.log_text().contains("tenant actor crashed"));
+}
+
+#[test]
+fn fault_injection_is_off_by_default() {
+    let srv = TestServer::start();
+    srv.signup("Safe", "safe@example.com");
+    let out = srv.admin(&["fault", "panic-tenant", "safe"], "");
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("fault_injection"), "{}", out.stderr);
+}
+
+#[test]
+fn a_second_server_on_the_same_data_directory_refuses_to_start() {
+    let srv = TestServer::start();
+    let log = srv.data_dir.with_extension("second.log");
+    match spawn(&srv.data_dir, &[], &log) {
+        Ok((mut child, _)) => {
+            let _ = child.kill();
+            panic!("a second server started on the same data directory");
+        }
+        Err((status, stderr)) => {
+            assert!(!status.success());
+            assert!(stderr.contains("data directory") && stderr.contains("in use"), "{stderr}");
+        }
+    }
+    // The first one is unharmed.
+    assert_eq!(srv.get("/readyz", None).status(), 200);
+}
+
+#[test]
+fn sigterm_drains_flushes_and_exits_zero() {
+    let mut srv = TestServer::start();
+    let t = srv.signup("Graceful", "graceful@example.com");
+    let key = t["api_key"].as_str().unwrap().to_owned();
+    let status = srv.terminate();
+    assert!(status.success(), "{status}");
+    assert!(!srv.socket.exists(), "the admin socket is removed on shutdown");
+    srv.restart();
+    assert_eq!(srv.get("/v1/tenant", Some(&key)).status(), 200);
+}
+
+fn serve_with(config: &str, env: &[(&str, &str)]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(crate::support::bin())
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A configuration that is wrongly accepted would serve forever: stop it and fail.
+    let exited = eventually(Duration::from_secs(20), || {
+        child.try_wait().unwrap().is_some()
+    });
+    if !exited {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(exited, "the server accepted the configuration {config:?} {env:?}");
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn bad_configuration_is_a_clear_error_naming_the_key() {
+    let (ok, err) = serve_with("[server]\nmax_body_bytes = \"lots\"\n", &[]);
+    assert!(!ok);
+    assert!(err.contains("server.max_body_bytes"), "{err}");
+    // check-config reads the environment like serve does.
+    let out = Command::new(crate::support::bin())
+        .args(["check-config", "--config"])
+        .arg(config_file())
+        .env("TESSERA__SERVER__LISTEN", "nowhere")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("server.listen"));
+    let (ok, err) = serve_with("[storage]\ncache_capacity_mb = \"big\"\n", &[]);
+    assert!(!ok);
+    assert!(err.contains("cache_capacity_mb"), "{err}");
+    let (ok, err) = serve_with("[security]\nmaster_kee_file = \"x\"\n", &[]);
+    assert!(!ok);
+    assert!(err.contains("master_kee_file"), "{err}");
+    let (ok, err) = serve_with("this is not toml [", &[]);
+    assert!(!ok);
+    assert!(err.contains("error"), "{err}");
+    // The environment is checked like the file.
+    let (ok, err) = serve_with("", &[("TESSERA__SECURITY__ARGON2_T_COST", "zero")]);
+    assert!(!ok);
+    assert!(err.contains("argon2_t_cost"), "{err}");
+    let (ok, err) = serve_with("", &[("TESSERA__SERVER__BASE_URL", "ftp://x")]);
+    assert!(!ok);
+    assert!(err.contains("server.base_url"), "{err}");
+    // A missing file.
+    let out = Command::new(crate::support::bin())
+        .args(["serve", "--config", "/nonexistent/tessera.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/tessera.toml"));
+    // No panic anywhere.
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn the_shipped_config_is_valid() {
+    let out = Command::new(crate::support::bin())
+        .args(["check-config", "--config"])
+        .arg(config_file())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn the_master_key_file_is_created_0600_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut srv = TestServer::start();
+    let path = srv.data_dir.join("master.key");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let before = std::fs::read(&path).unwrap();
+    srv.restart();
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn logs_carry_requests_but_never_secrets() {
+    let srv = TestServer::start_with(&[("TESSERA__LOG__FORMAT", "json")]);
+    let t = srv.signup("Quiet Co", "secret.person@example.com");
+    let key = t["api_key"].as_str().unwrap();
+    srv.get("/v1/tenant", Some(key));
+    let mut bad = crate::support::signup_body("Quiet Co", "secret.person@example.com");
+    bad["password"] = serde_json::json!("short");
+    srv.post_json("/v1/onboarding/signup", &bad);
+    assert!(eventually(Duration::from_secs(5), || srv
+        .log_text()
+        .contains("/v1/tenant")));
+    let log = srv.log_text();
+    // Structured request lines: method, route, status, latency, request id, tenant.
+    let line = log
+        .lines()
+        .find(|l| l.contains("\"/v1/tenant\"") && l.contains("\"status\""))
+        .expect("a request line for /v1/tenant");
+    let v: Value = serde_json::from_str(line).unwrap();
+    let span = &v["span"];
+    assert_eq!(span["method"], "GET");
+    assert_eq!(span["tenant"], "quiet-co");
+    assert!(span["request_id"].is_string());
+    assert_eq!(v["status"], 200);
+    assert!(v["latency_ms"].is_number());
+    for secret in [PASSWORD, key, "secret.person@example.com", "secret.person"] {
+        assert!(!log.contains(secret), "the log contains {secret:?}");
+    }
+}

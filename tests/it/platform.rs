@@ -1,0 +1,135 @@
+//! Health, readiness, metrics, the OpenAPI document, request ids and the error envelope.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::support::{error_code, TestServer};
+
+#[test]
+fn health_readiness_and_request_ids() {
+    let srv = TestServer::start();
+    let r = srv.get("/healthz", None);
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(r.json::<Value>().unwrap()["status"], "ok");
+    let r = srv.get("/readyz", None);
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().unwrap()["status"], "ready");
+    // A request id the client sends comes back; errors carry one too.
+    let r = srv
+        .client
+        .get(srv.url("/healthz"))
+        .header("x-request-id", "abc-123")
+        .send()
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "abc-123");
+    let r = srv.get("/no/such/route", None);
+    assert_eq!(r.status(), 404);
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(error_code(&r.json().unwrap()), "route/not_found");
+}
+
+#[test]
+fn wrong_methods_get_405_with_allow_and_the_envelope() {
+    let srv = TestServer::start();
+    let r = srv.client.delete(srv.url("/healthz")).send().unwrap();
+    assert_eq!(r.status(), 405);
+    assert!(r.headers()["allow"].to_str().unwrap().contains("GET"));
+    assert!(r.headers().contains_key("x-request-id"));
+    assert_eq!(error_code(&r.json().unwrap()), "route/method_not_allowed");
+    let r = srv.client.get(srv.url("/v1/onboarding/signup")).send().unwrap();
+    assert_eq!(r.status(), 405);
+}
+
+#[test]
+fn metrics_count_requests_by_route_and_tenant_actors() {
+    let srv = TestServer::start();
+    let t = srv.signup("Metrics Co", "m@example.com");
+    let key = t["api_key"].as_str().unwrap();
+    assert_eq!(srv.get("/v1/tenant", Some(key)).status(), 200);
+    assert_eq!(srv.get("/v1/tenant", Some(key)).status(), 200);
+    srv.get("/nowhere/secret-token-in-path", None);
+    let text = srv.get("/metrics", None).text().unwrap();
+    assert!(
+        text.contains(r#"tessera_http_requests_total{method="GET",route="/v1/tenant",status="200"} 2"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"route="/v1/onboarding/signup",status="201"} 1"#), "{text}");
+    assert!(text.contains("tessera_http_request_duration_seconds_bucket"), "{text}");
+    assert!(text.contains("tessera_tenant_actors_running 1"), "{text}");
+    // Concrete paths never become labels.
+    assert!(!text.contains("secret-token-in-path"));
+    assert!(text.contains(r#"route="unmatched""#));
+}
+
+/// Every route the tests know the server serves, by method.
+const SERVED: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/metrics"),
+    ("get", "/v1/openapi.json"),
+    ("post", "/v1/onboarding/signup"),
+    ("get", "/v1/tenant"),
+    ("get", "/v1/tenants/{slug}"),
+];
+
+const METHODS: &[&str] = &["get", "post", "put", "patch", "delete"];
+
+fn documented(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for m in METHODS {
+            if item.get(*m).is_some() {
+                out.insert((m.to_string(), path.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether the server routes `method path` (anything but 404 `route/not_found` and 405).
+fn is_served(srv: &TestServer, method: &str, path: &str) -> bool {
+    let concrete = path.replace("{slug}", "some-slug");
+    let req = srv.client.request(
+        method.to_uppercase().parse().unwrap(),
+        srv.url(&concrete),
+    );
+    let r = req.send().unwrap();
+    let status = r.status().as_u16();
+    let body: Value = r.json().unwrap_or(Value::Null);
+    !(status == 405 || (status == 404 && error_code(&body) == "route/not_found"))
+}
+
+#[test]
+fn the_openapi_document_is_3_1_and_covers_every_served_route() {
+    let srv = TestServer::start();
+    let doc: Value = srv.get("/v1/openapi.json", None).json().unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert_eq!(doc["info"]["version"], "1.0.0");
+    let documented = documented(&doc);
+    // Everything known to be served is documented...
+    for (m, p) in SERVED {
+        assert!(
+            documented.contains(&(m.to_string(), p.to_string())),
+            "{m} {p} is served but missing from the OpenAPI document"
+        );
+    }
+    // ...every documented operation is really served...
+    for (m, p) in &documented {
+        assert!(is_served(&srv, m, p), "{m} {p} is documented but not served");
+    }
+    // ...and no other method on a documented path is served undocumented.
+    let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();
+    for p in paths {
+        for m in METHODS {
+            if !documented.contains(&(m.to_string(), p.clone())) {
+                assert!(!is_served(&srv, m, p), "{m} {p} is served but undocumented");
+            }
+        }
+    }
+    // Request and response types come from the code.
+    let schemas = &doc["components"]["schemas"];
+    assert!(schemas["OnboardingSignupRequest"]["properties"]["password"]["minLength"] == 12);
+    assert!(schemas.get("ErrorBody").is_some());
+}
