@@ -64,8 +64,11 @@ impl App {
                         }
                     }
                     None => {
-                        let password_hash =
-                            self.hasher.hash(&password).await.map_err(ApiError::internal)?;
+                        let password_hash = self
+                            .hasher
+                            .hash(&password)
+                            .await
+                            .map_err(ApiError::internal)?;
                         Some(NewOwner::Create {
                             email,
                             password_hash,

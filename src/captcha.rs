@@ -42,7 +42,10 @@ impl Captcha {
         if self.config.provider == CaptchaProvider::None {
             return CaptchaOutcome::Passed;
         }
-        let Some(token) = token.map(str::trim).filter(|t| !t.is_empty() && t.len() <= 2048) else {
+        let Some(token) = token
+            .map(str::trim)
+            .filter(|t| !t.is_empty() && t.len() <= 2048)
+        else {
             return CaptchaOutcome::Failed;
         };
         let ip = client_ip.to_string();

@@ -318,12 +318,18 @@ impl Config {
         if !path.is_file() {
             return Err(ConfigError::Missing(path.to_path_buf()));
         }
-        Self::from_figment(Figment::from(Serialized::defaults(Config::default())).merge(Toml::file(path)), overrides)
+        Self::from_figment(
+            Figment::from(Serialized::defaults(Config::default())).merge(Toml::file(path)),
+            overrides,
+        )
     }
 
     /// Like [`Config::load`] from a TOML string (tests, `check-config` of stdin).
     pub fn from_toml_str(toml: &str, overrides: &Overrides) -> Result<Config, ConfigError> {
-        Self::from_figment(Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)), overrides)
+        Self::from_figment(
+            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
+            overrides,
+        )
     }
 
     fn from_figment(figment: Figment, overrides: &Overrides) -> Result<Config, ConfigError> {
@@ -353,7 +359,10 @@ impl Config {
         }
         self.trusted_proxies()?;
         positive("server.max_body_bytes", self.server.max_body_bytes as u64)?;
-        positive("server.request_timeout_secs", self.server.request_timeout_secs)?;
+        positive(
+            "server.request_timeout_secs",
+            self.server.request_timeout_secs,
+        )?;
         positive("server.actor_timeout_ms", self.server.actor_timeout_ms)?;
         positive("server.max_connections", self.server.max_connections as u64)?;
         positive("storage.cache_capacity_mb", self.storage.cache_capacity_mb)?;
@@ -371,7 +380,12 @@ impl Config {
         )
         .map_err(|e| ConfigError::Key {
             key: "security.argon2_m_cost_kib",
-            reason: format!("argon2 refuses m={}, t={}, p={}: {e}", self.security.argon2_m_cost_kib, self.security.argon2_t_cost, self.security.argon2_p_cost),
+            reason: format!(
+                "argon2 refuses m={}, t={}, p={}: {e}",
+                self.security.argon2_m_cost_kib,
+                self.security.argon2_t_cost,
+                self.security.argon2_p_cost
+            ),
         })?;
         positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
         positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
@@ -400,7 +414,10 @@ impl Config {
     pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
         self.server.listen.parse().map_err(|_| ConfigError::Key {
             key: "server.listen",
-            reason: format!("{:?} is not an address such as 127.0.0.1:8080", self.server.listen),
+            reason: format!(
+                "{:?} is not an address such as 127.0.0.1:8080",
+                self.server.listen
+            ),
         })
     }
 
@@ -494,9 +511,12 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("server.trusted_proxies"), "{err}");
-        let err = Config::from_toml_str("[captcha]\nprovider = \"turnstile\"\n", &Overrides::default())
-            .unwrap_err()
-            .to_string();
+        let err = Config::from_toml_str(
+            "[captcha]\nprovider = \"turnstile\"\n",
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("captcha.secret"), "{err}");
     }
 

@@ -15,7 +15,9 @@ use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
 
 use fs4::fs_std::FileExt;
 use ractor::Actor;
-use tessera_actors::{handle::Published, Directory, DirectoryArgs, DirectoryHandle, PasswordHasher};
+use tessera_actors::{
+    handle::Published, Directory, DirectoryArgs, DirectoryHandle, PasswordHasher,
+};
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -114,11 +116,15 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Duration::from_millis(config.server.actor_timeout_ms),
     );
 
-    let addr = config.listen_addr().map_err(|e| StartError::Other(e.to_string()))?;
-    let listener = TcpListener::bind(addr).await.map_err(|source| StartError::Listen {
-        addr: addr.to_string(),
-        source,
-    })?;
+    let addr = config
+        .listen_addr()
+        .map_err(|e| StartError::Other(e.to_string()))?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: addr.to_string(),
+            source,
+        })?;
     let bound = listener.local_addr().map_err(|source| StartError::Listen {
         addr: addr.to_string(),
         source,
@@ -163,7 +169,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     tracing::info!(addr = %bound, base_url = %base_url, "listening");
     // The one line on stdout: scripts and tests read the bound address from it.
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "tessera listening on http://{bound} (admin socket {})", socket_path.display());
+    let _ = writeln!(
+        out,
+        "tessera listening on http://{bound} (admin socket {})",
+        socket_path.display()
+    );
     let _ = out.flush();
 
     http::serve(listener, router, shutdown, grace, max_connections).await;

@@ -13,7 +13,11 @@ use tessera::{
 };
 
 #[derive(Parser)]
-#[command(name = "tessera", version, about = "Multi-tenant authentication server")]
+#[command(
+    name = "tessera",
+    version,
+    about = "Multi-tenant authentication server"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -111,7 +115,11 @@ fn main() -> ExitCode {
         } => serve(&config, Overrides { listen, data_dir }),
         Command::CheckConfig { config } => match Config::load(&config, &Overrides::default()) {
             Ok(c) => {
-                println!("{} is valid; data directory {}", config.display(), c.storage.data_dir.display());
+                println!(
+                    "{} is valid; data directory {}",
+                    config.display(),
+                    c.storage.data_dir.display()
+                );
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -149,7 +157,10 @@ fn serve(config_path: &Path, overrides: Overrides) -> ExitCode {
         }
     };
     tessera::telemetry::init(&config.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");

@@ -22,7 +22,9 @@ type LatencyFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
     // 0.25 ms .. ~8 s
-    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(0.00025, 2.0, 16))
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.00025, 2.0, 16,
+    ))
 }
 
 pub struct Metrics {

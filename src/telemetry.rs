@@ -11,10 +11,16 @@ use crate::config::{LogConfig, LogFormat};
 /// Installs the global subscriber; a second call (tests) is a no-op.
 pub fn init(config: &LogConfig) {
     let filter = EnvFilter::try_new(&config.level).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = fmt().with_env_filter(filter).with_writer(std::io::stderr)
+    let builder = fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     let _ = match config.format {
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
         LogFormat::Text => builder.try_init(),
     };
 }

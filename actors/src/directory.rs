@@ -56,7 +56,10 @@ pub struct NewTenant {
 #[derive(Debug)]
 pub enum NewOwner {
     /// A new dashboard account; the password was hashed by the caller, off this actor.
-    Create { email: String, password_hash: String },
+    Create {
+        email: String,
+        password_hash: String,
+    },
     /// An existing account whose password the caller has verified.
     Existing { account_id: Uuid },
 }
@@ -249,7 +252,11 @@ impl Actor for Directory {
                 let _ = reply.send(state.find_account(&email));
             }
             DirectoryMsg::ListTenants { reply } => {
-                let mut all: Vec<_> = state.tenants.values().map(|t| state.details(t, false)).collect();
+                let mut all: Vec<_> = state
+                    .tenants
+                    .values()
+                    .map(|t| state.details(t, false))
+                    .collect();
                 all.sort_by(|a, b| a.slug.cmp(&b.slug));
                 let _ = reply.send(all);
             }
@@ -534,8 +541,14 @@ impl DirectoryState {
         };
         let mut batch = PlatformBatch::default();
         batch.put(rec.id.as_bytes(), &rec)?;
-        batch.put(rec.slug.as_bytes(), &SlugIndex(TenantRef { tenant: rec.id }))?;
-        batch.put(&rec.api_key.hash, &ApiKeyIndex(TenantRef { tenant: rec.id }))?;
+        batch.put(
+            rec.slug.as_bytes(),
+            &SlugIndex(TenantRef { tenant: rec.id }),
+        )?;
+        batch.put(
+            &rec.api_key.hash,
+            &ApiKeyIndex(TenantRef { tenant: rec.id }),
+        )?;
         let membership = Membership {
             tenant: rec.id,
             role: Role::Owner,
@@ -654,14 +667,21 @@ impl DirectoryState {
         }
     }
 
-    fn rotate_api_key(&mut self, slug: &str, reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>) {
+    fn rotate_api_key(
+        &mut self,
+        slug: &str,
+        reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
+    ) {
         let api_key = new_api_key();
         let now = OffsetDateTime::now_utc();
         let mut index_error = None;
         let result = self.update_record(slug, |rec, batch| {
             batch.remove(Kind::ApiKeyIndex, &rec.api_key.hash);
             rec.api_key = api_key_meta(&api_key, now);
-            if let Err(e) = batch.put(&rec.api_key.hash, &ApiKeyIndex(TenantRef { tenant: rec.id })) {
+            if let Err(e) = batch.put(
+                &rec.api_key.hash,
+                &ApiKeyIndex(TenantRef { tenant: rec.id }),
+            ) {
                 index_error = Some(e);
             }
         });
@@ -740,7 +760,10 @@ impl DirectoryState {
         myself: &ActorRef<DirectoryMsg>,
         id: TenantId,
     ) -> Result<ActorRef<TenantMsg>, DirectoryError> {
-        let rec = self.tenants.get(&id).ok_or(DirectoryError::TenantNotFound)?;
+        let rec = self
+            .tenants
+            .get(&id)
+            .ok_or(DirectoryError::TenantNotFound)?;
         let args = TenantArgs {
             info: info_of(rec),
             store: self.root.tenant(id),

@@ -109,7 +109,9 @@ impl DirectoryHandle {
 
     /// Whether the directory actor is alive and answering.
     pub async fn ping(&self) -> bool {
-        self.call(|reply| DirectoryMsg::Ping { reply }).await.is_ok()
+        self.call(|reply| DirectoryMsg::Ping { reply })
+            .await
+            .is_ok()
     }
 
     /// Stops the directory and, with it, every tenant actor.

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use argon2::{
-    password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher as _, PasswordVerifier, SaltString},
+    password_hash::{
+        rand_core::OsRng, PasswordHash, PasswordHasher as _, PasswordVerifier, SaltString,
+    },
     Algorithm, Argon2, Params, Version,
 };
 use tokio::sync::Semaphore;
@@ -69,7 +71,8 @@ impl PasswordHasher {
     pub async fn hash(&self, password: &Password) -> Result<String, String> {
         let params = self.params.clone();
         let pw = password.0.clone();
-        self.run(move || hash_blocking(&params, pw.as_bytes())).await?
+        self.run(move || hash_blocking(&params, pw.as_bytes()))
+            .await?
     }
 
     /// Whether `password` matches `phc`; with `None`, burns the same time and answers false.

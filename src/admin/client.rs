@@ -29,10 +29,7 @@ pub fn run(socket: &Path, req: &AdminRequest) -> i32 {
         Ok(resp) => {
             match resp.error {
                 Some(e) => {
-                    let details = e
-                        .details
-                        .map(|d| format!(" {d}"))
-                        .unwrap_or_default();
+                    let details = e.details.map(|d| format!(" {d}")).unwrap_or_default();
                     eprintln!("error: {} ({}){details}", e.message, e.code);
                 }
                 None => eprintln!("error: the server answered without a result"),

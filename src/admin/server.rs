@@ -61,7 +61,9 @@ pub async fn run(listener: UnixListener, state: AppState) {
 async fn serve_one(stream: UnixStream, state: AppState) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
-    BufReader::new(read.take(MAX_REQUEST)).read_line(&mut line).await?;
+    BufReader::new(read.take(MAX_REQUEST))
+        .read_line(&mut line)
+        .await?;
     let response = match serde_json::from_str::<AdminRequest>(&line) {
         Ok(req) => {
             let command = command_name(&req);
@@ -128,7 +130,11 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 );
             }
             if let Some(email) = &owner_email {
-                e.check("owner_email", is_email(email), "must be a valid e-mail address");
+                e.check(
+                    "owner_email",
+                    is_email(email),
+                    "must be a valid e-mail address",
+                );
                 e.check(
                     "owner_password",
                     owner_password
@@ -138,9 +144,8 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 );
             }
             e.finish()?;
-            let owner = owner_email.map(|email| {
-                (email, Password::new(owner_password.unwrap_or_default()))
-            });
+            let owner =
+                owner_email.map(|email| (email, Password::new(owner_password.unwrap_or_default())));
             let outcome = state
                 .create_tenant(TenantCreation {
                     name,

@@ -67,8 +67,12 @@ impl ApiError {
     pub fn invalid_fields(fields: BTreeMap<String, String>) -> Self {
         let names: Vec<&str> = fields.keys().map(String::as_str).collect();
         let message = format!("invalid request: {}", names.join(", "));
-        Self::new(StatusCode::BAD_REQUEST, "validation/invalid_request", message)
-            .with_details(json!({ "fields": fields }))
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "validation/invalid_request",
+            message,
+        )
+        .with_details(json!({ "fields": fields }))
     }
 
     pub fn invalid_field(field: &str, reason: impl Into<String>) -> Self {
@@ -76,7 +80,11 @@ impl ApiError {
     }
 
     pub fn not_found(what: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "resource/not_found", format!("{what} not found"))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "resource/not_found",
+            format!("{what} not found"),
+        )
     }
 
     pub fn unavailable() -> Self {
@@ -114,9 +122,10 @@ impl ApiError {
                 "validation/unsupported_media_type",
                 "the request body must be application/json",
             ),
-            StatusCode::REQUEST_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE => {
-                ("service/unavailable", "the service is temporarily unavailable")
-            }
+            StatusCode::REQUEST_TIMEOUT | StatusCode::SERVICE_UNAVAILABLE => (
+                "service/unavailable",
+                "the service is temporarily unavailable",
+            ),
             s if s.is_client_error() => ("validation/invalid_request", "the request is invalid"),
             _ => ("service/internal_error", "an internal error occurred"),
         };
@@ -190,7 +199,9 @@ impl FieldErrors {
     /// Records `reason` for `field` unless `ok`.
     pub fn check(&mut self, field: &str, ok: bool, reason: impl Into<String>) -> &mut Self {
         if !ok {
-            self.0.entry(field.to_owned()).or_insert_with(|| reason.into());
+            self.0
+                .entry(field.to_owned())
+                .or_insert_with(|| reason.into());
         }
         self
     }

@@ -39,7 +39,12 @@ fn is_json(content_type: Option<&header::HeaderValue>) -> bool {
     let Some(ct) = content_type.and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     essence == "application/json"
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
@@ -136,14 +141,29 @@ mod tests {
 
     fn field_of(e: ApiError) -> String {
         let d = e.details.unwrap();
-        d["fields"].as_object().unwrap().keys().next().unwrap().clone()
+        d["fields"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone()
     }
 
     #[test]
     fn json_errors_name_the_field() {
-        assert_eq!(field_of(parse_json::<R>(br#"{"n": "x"}"#).unwrap_err()), "n");
-        assert_eq!(field_of(parse_json::<R>(br#"{"name": 5}"#).unwrap_err()), "name");
-        assert_eq!(field_of(parse_json::<R>(br#"{"name": "#).unwrap_err()), "body");
+        assert_eq!(
+            field_of(parse_json::<R>(br#"{"n": "x"}"#).unwrap_err()),
+            "n"
+        );
+        assert_eq!(
+            field_of(parse_json::<R>(br#"{"name": 5}"#).unwrap_err()),
+            "name"
+        );
+        assert_eq!(
+            field_of(parse_json::<R>(br#"{"name": "#).unwrap_err()),
+            "body"
+        );
         assert_eq!(field_of(parse_json::<R>(br#"[]"#).unwrap_err()), "body");
         assert_eq!(field_of(parse_json::<R>(br#"{} x"#).unwrap_err()), "body");
         assert!(parse_json::<R>(br#"{"name": "a"}"#).is_ok());

@@ -42,7 +42,11 @@ pub fn resolve_client_ip(peer: IpAddr, forwarded: &str, trusted: &[IpNet]) -> Ip
         return peer;
     }
     let mut client = peer;
-    for hop in forwarded.rsplit(',').map(str::trim).filter(|h| !h.is_empty()) {
+    for hop in forwarded
+        .rsplit(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+    {
         let Ok(ip) = hop.parse::<IpAddr>() else {
             break;
         };
@@ -69,9 +73,10 @@ pub async fn error_envelope(req: Request, next: Next) -> Response {
     let (mut parts, _) = resp.into_parts();
     let mut fresh = ApiError::for_status(status).into_response();
     parts.headers.remove(header::CONTENT_LENGTH);
-    parts
-        .headers
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if status == axum::http::StatusCode::SERVICE_UNAVAILABLE
         && !parts.headers.contains_key(header::RETRY_AFTER)
     {
@@ -89,9 +94,12 @@ pub async fn metrics(State(state): State<AppState>, req: Request, next: Next) ->
     let method = req.method().as_str().to_owned();
     let route = route_of(&req);
     let resp = next.run(req).await;
-    state
-        .metrics
-        .observe(&method, &route, resp.status().as_u16(), started.elapsed().as_secs_f64());
+    state.metrics.observe(
+        &method,
+        &route,
+        resp.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
     resp
 }
 
@@ -113,15 +121,27 @@ mod tests {
         let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
         // Untrusted peer: its header is ignored.
-        assert_eq!(resolve_client_ip(ip("1.2.3.4"), "5.6.7.8", &trusted), ip("1.2.3.4"));
+        assert_eq!(
+            resolve_client_ip(ip("1.2.3.4"), "5.6.7.8", &trusted),
+            ip("1.2.3.4")
+        );
         // Trusted peer: the nearest untrusted hop.
-        assert_eq!(resolve_client_ip(ip("10.0.0.1"), "5.6.7.8", &trusted), ip("5.6.7.8"));
+        assert_eq!(
+            resolve_client_ip(ip("10.0.0.1"), "5.6.7.8", &trusted),
+            ip("5.6.7.8")
+        );
         assert_eq!(
             resolve_client_ip(ip("10.0.0.1"), "9.9.9.9, 5.6.7.8, 10.0.0.2", &trusted),
             ip("5.6.7.8")
         );
         // Garbage stops the walk at the last good hop.
-        assert_eq!(resolve_client_ip(ip("10.0.0.1"), "junk", &trusted), ip("10.0.0.1"));
-        assert_eq!(resolve_client_ip(ip("10.0.0.1"), "", &trusted), ip("10.0.0.1"));
+        assert_eq!(
+            resolve_client_ip(ip("10.0.0.1"), "junk", &trusted),
+            ip("10.0.0.1")
+        );
+        assert_eq!(
+            resolve_client_ip(ip("10.0.0.1"), "", &trusted),
+            ip("10.0.0.1")
+        );
     }
 }

@@ -149,7 +149,13 @@ pub async fn serve(
         let svc = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
             let app = app.clone();
-            async move { Ok::<_, Infallible>(app.oneshot(req.map(Body::new)).await.unwrap_or_else(|e| match e {})) }
+            async move {
+                Ok::<_, Infallible>(
+                    app.oneshot(req.map(Body::new))
+                        .await
+                        .unwrap_or_else(|e| match e {}),
+                )
+            }
         });
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), svc)

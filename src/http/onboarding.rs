@@ -99,14 +99,22 @@ impl OnboardingSignupRequest {
     fn validate(&self) -> Result<(), ApiError> {
         let mut e = FieldErrors::new();
         e.check("email", !self.email.is_empty(), "is required")
-            .check("email", is_email(&self.email), "must be a valid e-mail address")
+            .check(
+                "email",
+                is_email(&self.email),
+                "must be a valid e-mail address",
+            )
             .check("password", !self.password.is_empty(), "is required")
             .check(
                 "password",
                 len_between(&self.password, 12, 128),
                 "must be 12-128 characters",
             )
-            .check("tenant_name", !self.tenant_name.trim().is_empty(), "is required")
+            .check(
+                "tenant_name",
+                !self.tenant_name.trim().is_empty(),
+                "is required",
+            )
             .check(
                 "tenant_name",
                 len_between(self.tenant_name.trim(), 2, 50),
@@ -159,7 +167,11 @@ pub async fn signup(
         tracing::info!("onboarding signup rejected: honeypot filled");
         return Err(rejected());
     }
-    match state.captcha.verify(req.turnstile_token.as_deref(), ip).await {
+    match state
+        .captcha
+        .verify(req.turnstile_token.as_deref(), ip)
+        .await
+    {
         CaptchaOutcome::Passed => {}
         CaptchaOutcome::Failed => {
             tracing::info!("onboarding signup rejected: CAPTCHA failed");

@@ -38,7 +38,9 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(HealthResponse { status: "not_ready" }),
+            Json(HealthResponse {
+                status: "not_ready",
+            }),
         )
     }
 }

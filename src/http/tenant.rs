@@ -56,7 +56,9 @@ impl From<TenantOverview> for TenantResponse {
         (status = 401, description = "`auth/missing_api_key` or `auth/invalid_api_key`", body = ErrorBody),
         (status = 503, description = "`service/unavailable`", body = ErrorBody),
     ))]
-pub async fn current_tenant(ApiTenant(tenant): ApiTenant) -> Result<Json<TenantResponse>, ApiError> {
+pub async fn current_tenant(
+    ApiTenant(tenant): ApiTenant,
+) -> Result<Json<TenantResponse>, ApiError> {
     let overview = tenant
         .call(|reply| TenantMsg::GetOverview { reply })
         .await?;

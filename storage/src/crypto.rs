@@ -77,9 +77,10 @@ impl MasterKey {
     }
 
     fn parse(text: &str, path: &Path) -> Result<Self, StorageError> {
-        let bytes = Zeroizing::new(STANDARD.decode(text).map_err(|_| {
-            StorageError::MasterKey(format!("{} is not base64", path.display()))
-        })?);
+        let bytes =
+            Zeroizing::new(STANDARD.decode(text).map_err(|_| {
+                StorageError::MasterKey(format!("{} is not base64", path.display()))
+            })?);
         let arr: [u8; 32] = bytes.as_slice().try_into().map_err(|_| {
             StorageError::MasterKey(format!(
                 "{} must hold 32 bytes, it holds {}",
@@ -226,13 +227,19 @@ mod tests {
     fn sealed_values_open_only_with_the_same_key_and_aad() {
         let k = MasterKey::generate();
         let s = k.seal(b"tenant-a/totp", b"secret seed").unwrap();
-        assert_eq!(k.open(b"tenant-a/totp", &s).unwrap().as_slice(), b"secret seed");
+        assert_eq!(
+            k.open(b"tenant-a/totp", &s).unwrap().as_slice(),
+            b"secret seed"
+        );
         assert!(k.open(b"tenant-b/totp", &s).is_err());
         assert!(MasterKey::generate().open(b"tenant-a/totp", &s).is_err());
         let json = serde_json::to_string(&s).unwrap();
         assert!(!json.contains("secret"));
         let back: Sealed = serde_json::from_str(&json).unwrap();
-        assert_eq!(k.open(b"tenant-a/totp", &back).unwrap().as_slice(), b"secret seed");
+        assert_eq!(
+            k.open(b"tenant-a/totp", &back).unwrap().as_slice(),
+            b"secret seed"
+        );
     }
 
     #[test]

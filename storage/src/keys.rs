@@ -86,6 +86,9 @@ mod tests {
 
     #[test]
     fn platform_keys_start_with_the_kind() {
-        assert_eq!(platform_key(Kind::TenantSlug, b"acme"), b"\x02acme".to_vec());
+        assert_eq!(
+            platform_key(Kind::TenantSlug, b"acme"),
+            b"\x02acme".to_vec()
+        );
     }
 }

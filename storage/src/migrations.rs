@@ -31,12 +31,11 @@ struct FormatRecord {
 }
 
 fn write_format(meta: &sled::Tree, version: u32) -> Result<(), StorageError> {
-    let bytes = serde_json::to_vec(&FormatRecord { version }).map_err(|source| {
-        StorageError::Encode {
+    let bytes =
+        serde_json::to_vec(&FormatRecord { version }).map_err(|source| StorageError::Encode {
             kind: "format",
             source,
-        }
-    })?;
+        })?;
     meta.insert(FORMAT_KEY, bytes)?;
     Ok(())
 }
@@ -80,10 +79,16 @@ pub fn check_and_migrate(
     }
     let mut version = found;
     while version < current {
-        let step = migrations.iter().find(|m| m.from == version).ok_or_else(|| {
-            StorageError::Format(format!("no migration from format {version}"))
-        })?;
-        tracing::info!(from = version, to = version + 1, what = step.describe, "migrating storage");
+        let step = migrations
+            .iter()
+            .find(|m| m.from == version)
+            .ok_or_else(|| StorageError::Format(format!("no migration from format {version}")))?;
+        tracing::info!(
+            from = version,
+            to = version + 1,
+            what = step.describe,
+            "migrating storage"
+        );
         (step.apply)(db)?;
         version += 1;
         write_format(&meta, version)?;
@@ -97,7 +102,8 @@ mod tests {
     use super::*;
 
     fn add_marker(db: &sled::Db) -> Result<(), StorageError> {
-        db.open_tree("platform")?.insert(b"migrated", b"yes".as_slice())?;
+        db.open_tree("platform")?
+            .insert(b"migrated", b"yes".as_slice())?;
         Ok(())
     }
 
@@ -112,9 +118,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = sled::Config::new().path(dir.path()).open().unwrap();
         assert_eq!(check_and_migrate(&db, 1, STEPS).unwrap(), 1);
-        db.open_tree("platform").unwrap().insert(b"x", b"y".as_slice()).unwrap();
+        db.open_tree("platform")
+            .unwrap()
+            .insert(b"x", b"y".as_slice())
+            .unwrap();
         assert_eq!(check_and_migrate(&db, 2, STEPS).unwrap(), 2);
-        assert!(db.open_tree("platform").unwrap().get(b"migrated").unwrap().is_some());
+        assert!(db
+            .open_tree("platform")
+            .unwrap()
+            .get(b"migrated")
+            .unwrap()
+            .is_some());
         // A build that only knows format 1 refuses the newer data.
         let err = check_and_migrate(&db, 1, STEPS).unwrap_err();
         assert!(err.to_string().contains("newer"), "{err}");

@@ -107,9 +107,10 @@ impl PlatformStore {
 
     /// Every record of one kind, in key order.
     pub fn scan<R: PlatformRecord>(&self) -> impl Iterator<Item = Result<R, StorageError>> {
-        self.tree
-            .scan_prefix([R::KIND as u8])
-            .map(|item| item.map_err(StorageError::from).and_then(|(_, v)| decode::<R>(&v)))
+        self.tree.scan_prefix([R::KIND as u8]).map(|item| {
+            item.map_err(StorageError::from)
+                .and_then(|(_, v)| decode::<R>(&v))
+        })
     }
 
     /// Applies a batch atomically (not yet durable: take a ticket).
@@ -254,7 +255,10 @@ mod tests {
         batch.put(b"k", &Setting { v: "a".into() }).unwrap();
         a.apply(batch).unwrap();
         a.ticket().wait().await.unwrap();
-        assert_eq!(a.get::<Setting>(b"k").unwrap(), Some(Setting { v: "a".into() }));
+        assert_eq!(
+            a.get::<Setting>(b"k").unwrap(),
+            Some(Setting { v: "a".into() })
+        );
         assert_eq!(b.get::<Setting>(b"k").unwrap(), None);
         assert_eq!(b.scan::<Setting>(b"").count(), 0);
         // A batch built by one tenant's store is refused by another's.

@@ -77,7 +77,10 @@ fn a_second_server_on_the_same_data_directory_refuses_to_start() {
         }
         Err((status, stderr)) => {
             assert!(!status.success());
-            assert!(stderr.contains("data directory") && stderr.contains("in use"), "{stderr}");
+            assert!(
+                stderr.contains("data directory") && stderr.contains("in use"),
+                "{stderr}"
+            );
         }
     }
     // The first one is unharmed.
@@ -91,7 +94,10 @@ fn sigterm_drains_flushes_and_exits_zero() {
     let key = t["api_key"].as_str().unwrap().to_owned();
     let status = srv.terminate();
     assert!(status.success(), "{status}");
-    assert!(!srv.socket.exists(), "the admin socket is removed on shutdown");
+    assert!(
+        !srv.socket.exists(),
+        "the admin socket is removed on shutdown"
+    );
     srv.restart();
     assert_eq!(srv.get("/v1/tenant", Some(&key)).status(), 200);
 }
@@ -118,8 +124,14 @@ fn serve_with(config: &str, env: &[(&str, &str)]) -> (bool, String) {
         let _ = child.kill();
     }
     let out = child.wait_with_output().unwrap();
-    assert!(exited, "the server accepted the configuration {config:?} {env:?}");
-    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    assert!(
+        exited,
+        "the server accepted the configuration {config:?} {env:?}"
+    );
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -148,7 +160,10 @@ fn bad_configuration_is_a_clear_error_naming_the_key() {
     // The environment is checked like the file.
     let (ok, err) = serve_with("", &[("TESSERA__SECURITY__ARGON2_T_COST", "zero")]);
     assert!(!ok);
-    assert!(err.to_lowercase().contains("security.argon2_t_cost"), "{err}");
+    assert!(
+        err.to_lowercase().contains("security.argon2_t_cost"),
+        "{err}"
+    );
     let (ok, err) = serve_with("", &[("TESSERA__SERVER__BASE_URL", "ftp://x")]);
     assert!(!ok);
     assert!(err.contains("server.base_url"), "{err}");
@@ -170,7 +185,11 @@ fn the_shipped_config_is_valid() {
         .arg(config_file())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

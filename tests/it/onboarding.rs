@@ -68,7 +68,11 @@ fn every_rule_of_2_1_violated_alone_names_its_field() {
         let r = srv.post_json("/v1/onboarding/signup", &body);
         assert_eq!(r.status(), 400, "{field} = {value}");
         let err: Value = r.json().unwrap();
-        assert_eq!(error_code(&err), "validation/invalid_request", "{field} = {value}");
+        assert_eq!(
+            error_code(&err),
+            "validation/invalid_request",
+            "{field} = {value}"
+        );
         let fields = err["error"]["details"]["fields"].as_object().unwrap();
         assert!(
             fields.contains_key(field) && fields.len() == 1,
@@ -79,7 +83,13 @@ fn every_rule_of_2_1_violated_alone_names_its_field() {
     let r = srv.post_json("/v1/onboarding/signup", &json!({}));
     let err: Value = r.json().unwrap();
     let fields = err["error"]["details"]["fields"].as_object().unwrap();
-    for f in ["email", "password", "tenant_name", "consent_terms", "consent_privacy"] {
+    for f in [
+        "email",
+        "password",
+        "tenant_name",
+        "consent_terms",
+        "consent_privacy",
+    ] {
         assert!(fields.contains_key(f), "{f} missing from {err}");
     }
     assert_eq!(tenant_count(&srv), 0);
@@ -138,7 +148,11 @@ fn the_captcha_is_verified_with_the_client_ip_behind_a_trusted_proxy() {
         .unwrap();
     assert_eq!(r.status(), 201);
     let seen = stub.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 2, "the missing token never reaches the verifier");
+    assert_eq!(
+        seen.len(),
+        2,
+        "the missing token never reaches the verifier"
+    );
     let last = seen.last().unwrap();
     assert_eq!(last["response"], "good");
     assert_eq!(last["secret"], "stub-secret");
@@ -171,7 +185,10 @@ fn an_unreachable_captcha_verifier_fails_closed() {
     let srv = TestServer::start_with(&[
         ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
         ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
-        ("TESSERA__CAPTCHA__VERIFY_URL", "http://127.0.0.1:9/siteverify"),
+        (
+            "TESSERA__CAPTCHA__VERIFY_URL",
+            "http://127.0.0.1:9/siteverify",
+        ),
     ]);
     let mut body = signup_body("Down Co", "down@example.com");
     body["turnstile_token"] = json!("good");
@@ -198,7 +215,10 @@ fn idempotency_keys_replay_the_first_answer_and_refuse_another_body() {
     body["tenant_name"] = json!("Twice Ltd");
     let r = srv.post_json("/v1/onboarding/signup", &body);
     assert_eq!(r.status(), 409);
-    assert_eq!(error_code(&r.json().unwrap()), "onboarding/idempotency_conflict");
+    assert_eq!(
+        error_code(&r.json().unwrap()),
+        "onboarding/idempotency_conflict"
+    );
     assert_eq!(tenant_count(&srv), 1);
 }
 
@@ -225,10 +245,14 @@ fn an_existing_owner_adds_a_tenant_only_with_their_password() {
 fn body_errors_have_the_envelope() {
     let srv = TestServer::start();
     // Over the size limit: 413.
-    let big = json!({"email": "x@example.com", "password": PASSWORD, "tenant_name": "x".repeat(70_000)});
+    let big =
+        json!({"email": "x@example.com", "password": PASSWORD, "tenant_name": "x".repeat(70_000)});
     let r = srv.post_json("/v1/onboarding/signup", &big);
     assert_eq!(r.status(), 413);
-    assert_eq!(error_code(&r.json().unwrap()), "validation/payload_too_large");
+    assert_eq!(
+        error_code(&r.json().unwrap()),
+        "validation/payload_too_large"
+    );
     // Wrong content type: 415.
     let r = srv
         .client
@@ -238,7 +262,10 @@ fn body_errors_have_the_envelope() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 415);
-    assert_eq!(error_code(&r.json().unwrap()), "validation/unsupported_media_type");
+    assert_eq!(
+        error_code(&r.json().unwrap()),
+        "validation/unsupported_media_type"
+    );
     // No content type at all: 415 too.
     let r = srv
         .client
@@ -258,6 +285,9 @@ fn body_errors_have_the_envelope() {
     assert_eq!(r.status(), 400);
     let err: Value = r.json().unwrap();
     assert_eq!(error_code(&err), "validation/invalid_request");
-    assert!(err["error"]["details"]["fields"]["body"].is_string(), "{err}");
+    assert!(
+        err["error"]["details"]["fields"]["body"].is_string(),
+        "{err}"
+    );
     assert_eq!(tenant_count(&srv), 0);
 }

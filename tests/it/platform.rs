@@ -38,7 +38,11 @@ fn wrong_methods_get_405_with_allow_and_the_envelope() {
     assert!(r.headers()["allow"].to_str().unwrap().contains("GET"));
     assert!(r.headers().contains_key("x-request-id"));
     assert_eq!(error_code(&r.json().unwrap()), "route/method_not_allowed");
-    let r = srv.client.get(srv.url("/v1/onboarding/signup")).send().unwrap();
+    let r = srv
+        .client
+        .get(srv.url("/v1/onboarding/signup"))
+        .send()
+        .unwrap();
     assert_eq!(r.status(), 405);
 }
 
@@ -52,11 +56,19 @@ fn metrics_count_requests_by_route_and_tenant_actors() {
     srv.get("/nowhere/secret-token-in-path", None);
     let text = srv.get("/metrics", None).text().unwrap();
     assert!(
-        text.contains(r#"tessera_http_requests_total{method="GET",route="/v1/tenant",status="200"} 2"#),
+        text.contains(
+            r#"tessera_http_requests_total{method="GET",route="/v1/tenant",status="200"} 2"#
+        ),
         "{text}"
     );
-    assert!(text.contains(r#"route="/v1/onboarding/signup",status="201"} 1"#), "{text}");
-    assert!(text.contains("tessera_http_request_duration_seconds_bucket"), "{text}");
+    assert!(
+        text.contains(r#"route="/v1/onboarding/signup",status="201"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("tessera_http_request_duration_seconds_bucket"),
+        "{text}"
+    );
     assert!(text.contains("tessera_tenant_actors_running 1"), "{text}");
     // Concrete paths never become labels.
     assert!(!text.contains("secret-token-in-path"));
@@ -91,10 +103,9 @@ fn documented(doc: &Value) -> BTreeSet<(String, String)> {
 /// Whether the server routes `method path` (anything but 404 `route/not_found` and 405).
 fn is_served(srv: &TestServer, method: &str, path: &str) -> bool {
     let concrete = path.replace("{slug}", "some-slug");
-    let req = srv.client.request(
-        method.to_uppercase().parse().unwrap(),
-        srv.url(&concrete),
-    );
+    let req = srv
+        .client
+        .request(method.to_uppercase().parse().unwrap(), srv.url(&concrete));
     let r = req.send().unwrap();
     let status = r.status().as_u16();
     let body: Value = r.json().unwrap_or(Value::Null);
@@ -105,7 +116,11 @@ fn is_served(srv: &TestServer, method: &str, path: &str) -> bool {
 fn the_openapi_document_is_3_1_and_covers_every_served_route() {
     let srv = TestServer::start();
     let doc: Value = srv.get("/v1/openapi.json", None).json().unwrap();
-    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{}", doc["openapi"]);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
     assert_eq!(doc["info"]["version"], "1.0.0");
     let documented = documented(&doc);
     // Everything known to be served is documented...
@@ -117,7 +132,10 @@ fn the_openapi_document_is_3_1_and_covers_every_served_route() {
     }
     // ...every documented operation is really served...
     for (m, p) in &documented {
-        assert!(is_served(&srv, m, p), "{m} {p} is documented but not served");
+        assert!(
+            is_served(&srv, m, p),
+            "{m} {p} is documented but not served"
+        );
     }
     // ...and no other method on a documented path is served undocumented.
     let paths: BTreeSet<&String> = documented.iter().map(|(_, p)| p).collect();

@@ -51,7 +51,16 @@ fn the_admin_cli_creates_lists_shows_tiers_and_rotates() {
 
     let created = srv
         .admin(
-            &["tenant", "create", "--name", "Ops Tenant", "--slug", "ops", "--owner-email", "ops@example.com"],
+            &[
+                "tenant",
+                "create",
+                "--name",
+                "Ops Tenant",
+                "--slug",
+                "ops",
+                "--owner-email",
+                "ops@example.com",
+            ],
             &format!("{PASSWORD}\n"),
         )
         .json();
@@ -64,7 +73,9 @@ fn the_admin_cli_creates_lists_shows_tiers_and_rotates() {
     srv.signup("Ops Two", "ops@example.com");
 
     // Without an owner.
-    let bare = srv.admin(&["tenant", "create", "--name", "No Owner"], "").json();
+    let bare = srv
+        .admin(&["tenant", "create", "--name", "No Owner"], "")
+        .json();
     assert!(bare["owner"].is_null());
 
     let list = srv.admin(&["tenant", "list"], "").json();
@@ -99,12 +110,22 @@ fn admin_errors_go_to_stderr_with_a_non_zero_exit() {
     assert!(out.stdout.is_empty());
     assert!(out.stderr.contains("not found"), "{}", out.stderr);
 
-    srv.admin(&["tenant", "create", "--name", "Taken", "--slug", "taken"], "").json();
-    let out = srv.admin(&["tenant", "create", "--name", "Again", "--slug", "taken"], "");
+    srv.admin(
+        &["tenant", "create", "--name", "Taken", "--slug", "taken"],
+        "",
+    )
+    .json();
+    let out = srv.admin(
+        &["tenant", "create", "--name", "Again", "--slug", "taken"],
+        "",
+    );
     assert!(!out.status.success());
     assert!(out.stderr.contains("tenant/slug_taken"), "{}", out.stderr);
 
-    let out = srv.admin(&["tenant", "create", "--name", "Bad", "--slug", "Bad_Slug"], "");
+    let out = srv.admin(
+        &["tenant", "create", "--name", "Bad", "--slug", "Bad_Slug"],
+        "",
+    );
     assert!(!out.status.success());
     assert!(out.stderr.contains("slug"), "{}", out.stderr);
 
@@ -113,11 +134,31 @@ fn admin_errors_go_to_stderr_with_a_non_zero_exit() {
     assert!(out.stderr.contains("tier"), "{}", out.stderr);
 
     // An owner without a password on stdin.
-    let out = srv.admin(&["tenant", "create", "--name", "Nopw", "--owner-email", "n@example.com"], "");
+    let out = srv.admin(
+        &[
+            "tenant",
+            "create",
+            "--name",
+            "Nopw",
+            "--owner-email",
+            "n@example.com",
+        ],
+        "",
+    );
     assert!(!out.status.success());
     assert!(out.stderr.contains("stdin"), "{}", out.stderr);
 
-    let out = srv.admin(&["tenant", "create", "--name", "Short", "--owner-email", "s@example.com"], "short\n");
+    let out = srv.admin(
+        &[
+            "tenant",
+            "create",
+            "--name",
+            "Short",
+            "--owner-email",
+            "s@example.com",
+        ],
+        "short\n",
+    );
     assert!(!out.status.success());
     assert!(out.stderr.contains("owner_password"), "{}", out.stderr);
 

@@ -41,7 +41,11 @@ impl Actor for TenantActor {
         _myself: ActorRef<Self::Msg>,
         args: TenantArgs,
     ) -> Result<TenantState, ActorProcessingErr> {
-        Ok(TenantState::load(args.info, args.store, args.fault_injection)?)
+        Ok(TenantState::load(
+            args.info,
+            args.store,
+            args.fault_injection,
+        )?)
     }
 
     async fn handle(
