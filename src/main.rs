@@ -103,6 +103,13 @@ enum ApikeyCommand {
 enum FaultCommand {
     /// Crashes a tenant's actor to check that it is restarted.
     PanicTenant { slug: String },
+    /// Holds a tenant's mailbox for a while to check that callers get 503, not a hang.
+    StallTenant {
+        slug: String,
+        /// How long, in milliseconds (at most 60000).
+        #[arg(long, default_value_t = 2000)]
+        ms: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -229,6 +236,9 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Fault {
             command: FaultCommand::PanicTenant { slug },
         } => AdminRequest::FaultPanicTenant { slug },
+        AdminCommand::Fault {
+            command: FaultCommand::StallTenant { slug, ms },
+        } => AdminRequest::FaultStallTenant { slug, millis: ms },
     })
 }
 

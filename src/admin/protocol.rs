@@ -27,6 +27,10 @@ pub enum AdminRequest {
     FaultPanicTenant {
         slug: String,
     },
+    FaultStallTenant {
+        slug: String,
+        millis: u64,
+    },
 }
 
 #[derive(Serialize, Deserialize, Debug)]

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use tessera_actors::{
     directory::{is_valid_slug, RotatedKey, TenantDetails},
     records::Tier,
-    CallError, DirectoryMsg, Password, TenantMsg,
+    CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
 use tokio::{
     io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
@@ -103,7 +103,23 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::TenantSetTier { .. } => "tenant set-tier",
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
+        AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
     }
+}
+
+/// The tenant a fault drill targets, when drills are enabled.
+fn fault_target(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
+    if !state.config.testing.fault_injection {
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "admin/fault_injection_disabled",
+            "fault injection is off; set [testing] fault_injection = true",
+        ));
+    }
+    state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| ApiError::not_found("tenant"))
 }
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
@@ -182,19 +198,25 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             to_value(rotated)
         }
         AdminRequest::FaultPanicTenant { slug } => {
-            if !state.config.testing.fault_injection {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::FORBIDDEN,
-                    "admin/fault_injection_disabled",
-                    "fault injection is off; set [testing] fault_injection = true",
-                ));
-            }
-            let tenant = dir
-                .tenant_for_slug(&slug)
-                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let tenant = fault_target(state, &slug)?;
             match tenant.call(|reply| TenantMsg::InjectPanic { reply }).await {
                 Err(CallError::Unavailable) => Ok(json!({ "panicked": true, "tenant": slug })),
                 Ok(()) => Ok(json!({ "panicked": false, "tenant": slug })),
+                Err(e) => Err(e.into()),
+            }
+        }
+        AdminRequest::FaultStallTenant { slug, millis } => {
+            let tenant = fault_target(state, &slug)?;
+            let millis = millis.min(60_000);
+            // The stall outlasts the actor timeout: the caller is answered "unavailable" while
+            // the mailbox stays held, which is the point of the drill.
+            match tenant
+                .call(|reply| TenantMsg::InjectStall { millis, reply })
+                .await
+            {
+                Ok(()) | Err(CallError::Unavailable) => {
+                    Ok(json!({ "stalled_ms": millis, "tenant": slug }))
+                }
                 Err(e) => Err(e.into()),
             }
         }

@@ -39,4 +39,10 @@ pub enum TenantMsg {
     InjectPanic {
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
+    /// Holds the actor's mailbox for `millis` when fault injection is enabled (a slow tenant);
+    /// otherwise answers an error.
+    InjectStall {
+        millis: u64,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
 }

@@ -67,6 +67,16 @@ impl Actor for TenantActor {
                 }
                 let _ = reply.send(Err(TenantError::FaultInjectionDisabled));
             }
+            TenantMsg::InjectStall { millis, reply } => {
+                if !state.fault_injection() {
+                    let _ = reply.send(Err(TenantError::FaultInjectionDisabled));
+                    return Ok(());
+                }
+                tracing::warn!(tenant = %state.info().id, millis, "fault injection: stalling");
+                // Deliberate: holds the mailbox so callers see their timeout, not a hang.
+                tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+                let _ = reply.send(Ok(()));
+            }
         }
         Ok(())
     }
