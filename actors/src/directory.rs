@@ -488,10 +488,16 @@ impl DirectoryState {
         if let Some(idem) = &req.idempotency {
             match self.replay(idem, now) {
                 Ok(Some(created)) => {
-                    let _ = reply.send(Ok(CreateOutcome {
-                        created,
-                        replayed: true,
-                    }));
+                    // The first answer may not be on disk yet: replay it only once it is.
+                    reply_when_durable(
+                        self.platform.ticket(),
+                        reply,
+                        Ok(CreateOutcome {
+                            created,
+                            replayed: true,
+                        }),
+                        DirectoryError::Internal,
+                    );
                     return;
                 }
                 Ok(None) => {}

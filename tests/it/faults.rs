@@ -244,14 +244,20 @@ fn a_slow_tenant_answers_503_within_the_actor_timeout_not_a_hang() {
     let b = srv.signup("Fast", "fast@example.com");
     let key_a = a["api_key"].as_str().unwrap();
     let key_b = b["api_key"].as_str().unwrap();
-    let out = srv.admin(&["fault", "stall-tenant", "slow", "--ms", "3000"], "").json();
+    let out = srv
+        .admin(&["fault", "stall-tenant", "slow", "--ms", "3000"], "")
+        .json();
     assert_eq!(out["stalled_ms"], 3000);
     // The mailbox is held for ~2.7 s more: the call gives up at the actor timeout.
     let started = std::time::Instant::now();
     let r = srv.get("/v1/tenant", Some(key_a));
     assert_eq!(r.status(), 503);
     assert_eq!(error_code(&r.json().unwrap()), "service/unavailable");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     // Another tenant is served meanwhile.
     assert_eq!(srv.get("/v1/tenant", Some(key_b)).status(), 200);
     // Once the stall ends, the tenant answers again.
