@@ -119,6 +119,19 @@ fn a_filled_honeypot_is_rejected_and_creates_nothing() {
     assert_eq!(srv.post_json("/v1/onboarding/signup", &body).status(), 201);
 }
 
+fn signup_forwarded_for(
+    srv: &TestServer,
+    body: &Value,
+    forwarded_for: &str,
+) -> reqwest::blocking::Response {
+    srv.client
+        .post(srv.url("/v1/onboarding/signup"))
+        .header("x-forwarded-for", forwarded_for)
+        .json(body)
+        .send()
+        .unwrap()
+}
+
 #[test]
 fn the_captcha_is_verified_with_the_client_ip_behind_a_trusted_proxy() {
     let stub = CaptchaStub::start();
@@ -139,13 +152,7 @@ fn the_captcha_is_verified_with_the_client_ip_behind_a_trusted_proxy() {
     assert_eq!(tenant_count(&srv), 0);
     // A good token from a client behind the trusted proxy.
     body["turnstile_token"] = json!("good");
-    let r = srv
-        .client
-        .post(srv.url("/v1/onboarding/signup"))
-        .header("x-forwarded-for", "203.0.113.9")
-        .json(&body)
-        .send()
-        .unwrap();
+    let r = signup_forwarded_for(&srv, &body, "203.0.113.9");
     assert_eq!(r.status(), 201);
     let seen = stub.seen.lock().unwrap().clone();
     assert_eq!(
@@ -169,13 +176,7 @@ fn forwarded_for_from_an_untrusted_peer_is_ignored() {
     ]);
     let mut body = signup_body("Spoof Co", "spoof@example.com");
     body["turnstile_token"] = json!("good");
-    let r = srv
-        .client
-        .post(srv.url("/v1/onboarding/signup"))
-        .header("x-forwarded-for", "203.0.113.9")
-        .json(&body)
-        .send()
-        .unwrap();
+    let r = signup_forwarded_for(&srv, &body, "203.0.113.9");
     assert_eq!(r.status(), 201);
     assert_eq!(stub.seen.lock().unwrap()[0]["remoteip"], "127.0.0.1");
 }
