@@ -5,17 +5,25 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 use tessera_actors::{
-    directory::{CreateOutcome, IdempotencyKey, NewOwner, NewTenant},
+    directory::{CreateOutcome, Created, IdempotencyKey, NewOwner, NewTenant},
     CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher,
 };
 
-use crate::{captcha::Captcha, config::Config, http::error::ApiError, metrics::Metrics};
+use tessera_storage::KeyedHasher;
+
+use crate::{
+    captcha::Captcha, config::Config, delivery::mail::Mailer, http::error::ApiError,
+    metrics::Metrics,
+};
 
 pub struct App {
     pub config: Config,
     pub directory: DirectoryHandle,
     pub hasher: PasswordHasher,
     pub captcha: Captcha,
+    pub mailer: Mailer,
+    /// Keyed hash of client addresses for audit events.
+    pub ip_hasher: KeyedHasher,
     pub metrics: Metrics,
     pub trusted_proxies: Vec<IpNet>,
     /// `server.base_url`, or `http://<bound address>`.
@@ -33,9 +41,10 @@ pub struct TenantCreation {
 }
 
 impl App {
-    /// Creates a tenant with its API key and, when given, its owner. An owner e-mail that
-    /// already has a dashboard account adds the tenant to that account, provided the password
-    /// is that account's; argon2 runs here, off the directory.
+    /// Creates a tenant with its API key and, when given, its owner: a new dashboard account.
+    /// An e-mail that already has an account is refused without looking at the password, so
+    /// this unauthenticated path is never a password oracle; argon2 runs here, off the
+    /// directory.
     pub async fn create_tenant(&self, c: TenantCreation) -> Result<CreateOutcome, ApiError> {
         let owner = match c.owner {
             None => None,
@@ -49,32 +58,20 @@ impl App {
                         reply,
                     })
                     .await?;
-                match existing {
-                    Some(cred) => {
-                        if self
-                            .hasher
-                            .verify(&password, Some(&cred.password_hash))
-                            .await
-                        {
-                            Some(NewOwner::Existing {
-                                account_id: cred.account_id,
-                            })
-                        } else {
-                            return Err(CallError::Failed(DirectoryError::AccountExists).into());
-                        }
-                    }
-                    None => {
-                        let password_hash = self
-                            .hasher
-                            .hash(&password)
-                            .await
-                            .map_err(ApiError::internal)?;
-                        Some(NewOwner::Create {
-                            email,
-                            password_hash,
-                        })
-                    }
+                if existing.is_some() && c.idempotency.is_none() {
+                    return Err(CallError::Failed(DirectoryError::AccountExists).into());
                 }
+                // With an idempotency key the directory decides: a replay of this very
+                // request answers the first result, anything else is refused there.
+                let password_hash = self
+                    .hasher
+                    .hash(&password)
+                    .await
+                    .map_err(ApiError::internal)?;
+                Some(NewOwner::Create {
+                    email,
+                    password_hash,
+                })
             }
         };
         let req = NewTenant {
@@ -86,6 +83,15 @@ impl App {
         Ok(self
             .directory
             .request(|reply| DirectoryMsg::CreateTenant { req, reply })
+            .await?)
+    }
+
+    /// The earlier answer to this idempotency key and request, if any; a different request
+    /// under the same key is refused.
+    pub async fn replay(&self, key: IdempotencyKey) -> Result<Option<Created>, ApiError> {
+        Ok(self
+            .directory
+            .request(|reply| DirectoryMsg::ReplayIdempotent { key, reply })
             .await?)
     }
 }

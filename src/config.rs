@@ -54,7 +54,26 @@ pub struct Config {
     pub sms: SmsConfig,
     pub captcha: CaptchaConfig,
     pub log: LogConfig,
+    pub dashboard: DashboardConfig,
     pub testing: TestingConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DashboardConfig {
+    /// A dashboard session without a request for this long ends, in seconds.
+    pub idle_timeout_secs: u64,
+    /// A dashboard session ends this long after login, in seconds.
+    pub absolute_timeout_secs: u64,
+}
+
+impl Default for DashboardConfig {
+    fn default() -> Self {
+        DashboardConfig {
+            idle_timeout_secs: 30 * 60,
+            absolute_timeout_secs: 12 * 3600,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -366,6 +385,18 @@ impl Config {
         positive("server.actor_timeout_ms", self.server.actor_timeout_ms)?;
         positive("server.max_connections", self.server.max_connections as u64)?;
         positive("storage.cache_capacity_mb", self.storage.cache_capacity_mb)?;
+        if self
+            .storage
+            .cache_capacity_mb
+            .checked_mul(1024 * 1024)
+            .is_none()
+        {
+            return Err(ConfigError::Key {
+                key: "storage.cache_capacity_mb",
+                reason: "is too large".into(),
+            });
+        }
+        positive("captcha.timeout_ms", self.captcha.timeout_ms)?;
         if self.storage.data_dir.as_os_str().is_empty() {
             return Err(ConfigError::Key {
                 key: "storage.data_dir",
@@ -388,6 +419,14 @@ impl Config {
             ),
         })?;
         positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
+        positive(
+            "dashboard.idle_timeout_secs",
+            self.dashboard.idle_timeout_secs,
+        )?;
+        positive(
+            "dashboard.absolute_timeout_secs",
+            self.dashboard.absolute_timeout_secs,
+        )?;
         positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
         if self.captcha.provider == CaptchaProvider::Turnstile {
             if self.captcha.secret.0.is_empty() {

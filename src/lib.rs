@@ -7,6 +7,7 @@ pub mod admin;
 pub mod app;
 pub mod captcha;
 pub mod config;
+pub mod delivery;
 pub mod http;
 pub mod metrics;
 pub mod telemetry;
@@ -16,7 +17,8 @@ use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
 use fs4::fs_std::FileExt;
 use ractor::Actor;
 use tessera_actors::{
-    handle::Published, Directory, DirectoryArgs, DirectoryHandle, PasswordHasher,
+    directory::dashboard::SessionPolicy, handle::Published, Directory, DirectoryArgs,
+    DirectoryHandle, PasswordHasher,
 };
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
@@ -81,14 +83,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Err(e) => return Err(dir_err(e)),
     }
 
-    let (master_key, created) = MasterKey::load_or_create(&config.master_key_path())
-        .map_err(|e| StartError::MasterKey(e.to_string()))?;
-    if created {
-        tracing::warn!(path = %config.master_key_path().display(), "created a new master key; back it up");
-    }
     let store = Store::open(&StoreOptions {
         path: tessera_storage::store::db_path(&data_dir),
-        cache_capacity_bytes: config.storage.cache_capacity_mb * 1024 * 1024,
+        cache_capacity_bytes: config.storage.cache_capacity_mb.saturating_mul(1024 * 1024),
         durability: if config.storage.sync_writes {
             Durability::Sync
         } else {
@@ -96,6 +93,24 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         },
     })
     .map_err(|e| StartError::Storage(e.to_string()))?;
+    let key_path = config.master_key_path();
+    let bound = store
+        .has_master_key()
+        .map_err(|e| StartError::Storage(e.to_string()))?;
+    if bound && !key_path.exists() {
+        return Err(StartError::MasterKey(format!(
+            "{} is missing, but this data directory was written with a master key; restore the key file",
+            key_path.display()
+        )));
+    }
+    let (master_key, created) =
+        MasterKey::load_or_create(&key_path).map_err(|e| StartError::MasterKey(e.to_string()))?;
+    store
+        .bind_master_key(&master_key)
+        .map_err(|e| StartError::MasterKey(e.to_string()))?;
+    if created {
+        tracing::warn!(path = %key_path.display(), "created a new master key; back it up");
+    }
 
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(
@@ -103,9 +118,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Directory,
         DirectoryArgs {
             store: store.clone(),
-            master_key,
+            master_key: master_key.clone(),
             published: published.clone(),
             fault_injection: config.testing.fault_injection,
+            session_policy: SessionPolicy {
+                idle: Duration::from_secs(config.dashboard.idle_timeout_secs),
+                absolute: Duration::from_secs(config.dashboard.absolute_timeout_secs),
+            },
         },
     )
     .await
@@ -142,6 +161,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
+    let mailer = delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?;
+    let ip_hasher = master_key.hasher("audit-ip");
     let trusted_proxies = config
         .trusted_proxies()
         .map_err(|e| StartError::Other(e.to_string()))?;
@@ -153,6 +174,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         directory: directory.clone(),
         hasher,
         captcha,
+        mailer,
+        ip_hasher,
         metrics: Metrics::new(),
         trusted_proxies,
         base_url: base_url.clone(),

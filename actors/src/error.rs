@@ -20,6 +20,10 @@ pub enum TenantError {
     NotFound,
     #[error("fault injection is disabled")]
     FaultInjectionDisabled,
+    #[error("enabling guest sign-ins with a privileged default role needs confirmation")]
+    PrivilegedDefaultRoleUnconfirmed {
+        default_role: crate::tenant::settings::DefaultRole,
+    },
     #[error("internal: {0}")]
     Internal(String),
 }
@@ -37,6 +41,12 @@ pub enum DirectoryError {
     AccountExists,
     #[error("the tenant is over its restart budget")]
     TenantUnavailable,
+    #[error("no valid dashboard session")]
+    SessionInvalid,
+    #[error("the invitation is invalid, used or expired")]
+    InviteInvalid,
+    #[error("already a member of this tenant")]
+    AlreadyMember,
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -155,3 +155,83 @@ impl Record for IdempotencyRecord {
     const VERSION: u16 = 1;
 }
 impl PlatformRecord for IdempotencyRecord {}
+
+/// A dashboard session, keyed by the SHA-256 of its token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DashboardSession {
+    pub account_id: Uuid,
+    /// SHA-256 of the session's CSRF value (the value itself went to the client once).
+    pub csrf_hash: [u8; 32],
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_seen_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub reauth_at: Option<OffsetDateTime>,
+}
+impl Record for DashboardSession {
+    const KIND: Kind = Kind::DashboardSession;
+    const NAME: &'static str = "dashboard session";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for DashboardSession {}
+
+/// A member of a tenant, keyed `tenant id | account id`; the account's `memberships` list is
+/// the same fact seen from the other side, written in the same batch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MembershipRecord {
+    pub role: Role,
+    #[serde(with = "time::serde::rfc3339")]
+    pub added_at: OffsetDateTime,
+}
+impl Record for MembershipRecord {
+    const KIND: Kind = Kind::Membership;
+    const NAME: &'static str = "membership";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for MembershipRecord {}
+
+/// An invitation to join a tenant, keyed by the SHA-256 of its single-use token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InviteRecord {
+    pub tenant: TenantId,
+    pub email: String,
+    pub role: Role,
+    pub invited_by: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+impl Record for InviteRecord {
+    const KIND: Kind = Kind::Invite;
+    const NAME: &'static str = "invite";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for InviteRecord {}
+
+impl Role {
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "owner" => Some(Role::Owner),
+            "admin" => Some(Role::Admin),
+            "viewer" => Some(Role::Viewer),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Owner => "owner",
+            Role::Admin => "admin",
+            Role::Viewer => "viewer",
+        }
+    }
+}
+
+/// The membership key: `tenant id | account id`.
+pub fn membership_key(tenant: &TenantId, account: &Uuid) -> Vec<u8> {
+    let mut k = tenant.as_bytes().to_vec();
+    k.extend_from_slice(account.as_bytes());
+    k
+}

@@ -33,6 +33,9 @@ pub struct ErrorDetail {
     pub details: Option<Value>,
 }
 
+/// Where 429 answers point (`X-Service-Docs`).
+pub const RATE_LIMIT_DOCS: &str = "https://docs.tessera.dev/rate-limits";
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -84,6 +87,40 @@ impl ApiError {
             StatusCode::NOT_FOUND,
             "resource/not_found",
             format!("{what} not found"),
+        )
+    }
+
+    /// 401 `dashboard/unauthenticated`: no session, or an expired one.
+    pub fn unauthenticated() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "dashboard/unauthenticated",
+            "a valid dashboard session is required",
+        )
+    }
+
+    /// 403 `dashboard/forbidden`: the caller's role does not allow this.
+    pub fn forbidden() -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "dashboard/forbidden",
+            "your role in this tenant does not allow this",
+        )
+    }
+
+    /// 429 with `Retry-After` and the rate-limit docs link.
+    pub fn rate_limited(code: &str, retry_after_secs: u64) -> Self {
+        let retry = HeaderValue::from_str(&retry_after_secs.max(1).to_string())
+            .unwrap_or(HeaderValue::from_static("1"));
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            code,
+            "too many attempts; retry later",
+        )
+        .with_header(header::RETRY_AFTER, retry)
+        .with_header(
+            HeaderName::from_static("x-service-docs"),
+            HeaderValue::from_static(RATE_LIMIT_DOCS),
         )
     }
 
@@ -155,6 +192,18 @@ impl From<CallError<TenantError>> for ApiError {
         match e {
             CallError::Unavailable => ApiError::unavailable(),
             CallError::Failed(TenantError::NotFound) => ApiError::not_found("resource"),
+            CallError::Failed(TenantError::PrivilegedDefaultRoleUnconfirmed { default_role }) => {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "anonymous/privileged_default_role_unconfirmed",
+                    "enabling guest sign-ins for the first time while the default role grants more than read access needs the header X-Service-Confirm: privileged-default-role",
+                )
+                .with_details(serde_json::json!({
+                    "reason": "default_role_grants_more_than_read",
+                    "default_role": default_role,
+                    "required_header": "X-Service-Confirm: privileged-default-role",
+                }))
+            }
             CallError::Failed(e) => ApiError::internal(e),
         }
     }
@@ -181,6 +230,17 @@ impl From<CallError<DirectoryError>> for ApiError {
                 StatusCode::CONFLICT,
                 "onboarding/account_exists",
                 "a dashboard account with this e-mail exists; sign up again with its password to add a tenant to it",
+            ),
+            CallError::Failed(DirectoryError::SessionInvalid) => ApiError::unauthenticated(),
+            CallError::Failed(DirectoryError::InviteInvalid) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "dashboard/invite_invalid",
+                "the invitation is invalid, already used or expired",
+            ),
+            CallError::Failed(DirectoryError::AlreadyMember) => ApiError::new(
+                StatusCode::CONFLICT,
+                "dashboard/already_member",
+                "this account is already a member of the tenant",
             ),
             CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
         }
@@ -222,6 +282,12 @@ pub fn len_between(s: &str, min: usize, max: usize) -> bool {
 }
 
 /// A syntactically valid e-mail address of at most 254 characters.
+/// Display-name forms (`Name <a@b>`) are refused: only the bare address is an address here.
 pub fn is_email(s: &str) -> bool {
-    s.len() <= 254 && email_address::EmailAddress::is_valid(s)
+    s.len() <= 254
+        && email_address::EmailAddress::parse_with_options(
+            s,
+            email_address::Options::default().without_display_text(),
+        )
+        .is_ok()
 }

@@ -91,7 +91,11 @@ pub async fn error_envelope(req: Request, next: Next) -> Response {
 /// Counts each request by route template and status, and times it.
 pub async fn metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = req.method().as_str().to_owned();
+    let method = match req.method().as_str() {
+        m @ ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS") => m,
+        _ => "OTHER",
+    }
+    .to_owned();
     let route = route_of(&req);
     let resp = next.run(req).await;
     state.metrics.observe(

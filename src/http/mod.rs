@@ -3,6 +3,7 @@
 //! Handlers parse, find the caller's tenant, send one message to an actor and render the reply.
 //! They never touch storage.
 
+pub mod dashboard;
 pub mod error;
 pub mod extract;
 pub mod middleware;
@@ -49,6 +50,46 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(onboarding::signup))
         .routes(routes!(tenant::current_tenant))
         .routes(routes!(tenant::tenant_by_slug))
+        .routes(routes!(dashboard::session::login))
+        .routes(routes!(dashboard::session::logout))
+        .routes(routes!(dashboard::session::reauth))
+        .routes(routes!(dashboard::session::tenants))
+        .routes(routes!(dashboard::session::tenant))
+        .routes(routes!(dashboard::session::rotate_api_key))
+        .routes(routes!(
+            dashboard::members::list,
+            dashboard::members::invite
+        ))
+        .routes(routes!(dashboard::members::accept))
+        .routes(routes!(dashboard::audit::list))
+        .routes(routes!(
+            dashboard::settings::get_security,
+            dashboard::settings::patch_security
+        ))
+        .routes(routes!(
+            dashboard::settings::get_email_domains,
+            dashboard::settings::put_email_domains
+        ))
+        .routes(routes!(
+            dashboard::settings::get_anonymous,
+            dashboard::settings::patch_anonymous
+        ))
+        .routes(routes!(
+            dashboard::settings::get_roles,
+            dashboard::settings::patch_roles
+        ))
+        .routes(routes!(
+            dashboard::settings::get_passkey_domain,
+            dashboard::settings::put_passkey_domain
+        ))
+        .routes(routes!(
+            dashboard::settings::get_eudi,
+            dashboard::settings::put_eudi
+        ))
+        .routes(routes!(
+            dashboard::settings::get_eudi_age,
+            dashboard::settings::put_eudi_age
+        ))
         .split_for_parts()
 }
 

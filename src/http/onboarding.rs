@@ -48,7 +48,7 @@ pub struct OnboardingSignupRequest {
     #[serde(default)]
     pub consent_marketing: bool,
     /// At least 36 characters (a UUID v4 is recommended). A retry with the same key and body
-    /// gets the first answer again; with another body, 409.
+    /// (the CAPTCHA token aside) gets the first answer again; with another body, 409.
     #[schema(min_length = 36, max_length = 255)]
     pub idempotency_key: Option<String>,
     /// Honeypot: must be left blank.
@@ -96,6 +96,20 @@ impl From<Created> for SignupResponse {
 }
 
 impl OnboardingSignupRequest {
+    /// What identifies "the same request" for idempotency: every field but the CAPTCHA token
+    /// and the honeypot.
+    fn fingerprint(&self) -> Result<Vec<u8>, ApiError> {
+        serde_json::to_vec(&serde_json::json!([
+            self.email,
+            self.password,
+            self.tenant_name,
+            self.consent_terms,
+            self.consent_privacy,
+            self.consent_marketing,
+        ]))
+        .map_err(ApiError::internal)
+    }
+
     fn validate(&self) -> Result<(), ApiError> {
         let mut e = FieldErrors::new();
         e.check("email", !self.email.is_empty(), "is required")
@@ -167,6 +181,24 @@ pub async fn signup(
         tracing::info!("onboarding signup rejected: honeypot filled");
         return Err(rejected());
     }
+    // A retry of an answered request is replayed before the CAPTCHA: its token was spent by
+    // the first attempt. The fingerprint leaves the CAPTCHA token out for the same reason.
+    let idempotency = match &req.idempotency_key {
+        Some(key) => Some(IdempotencyKey {
+            key: key.clone(),
+            fingerprint: req.fingerprint()?,
+        }),
+        None => None,
+    };
+    if let Some(key) = &idempotency {
+        let probe = IdempotencyKey {
+            key: key.key.clone(),
+            fingerprint: key.fingerprint.clone(),
+        };
+        if let Some(created) = state.replay(probe).await? {
+            return Ok(created_response(created, true));
+        }
+    }
     match state
         .captcha
         .verify(req.turnstile_token.as_deref(), ip)
@@ -182,13 +214,6 @@ pub async fn signup(
             return Err(ApiError::unavailable());
         }
     }
-    let idempotency = match &req.idempotency_key {
-        Some(key) => Some(IdempotencyKey {
-            key: key.clone(),
-            fingerprint: serde_json::to_vec(&req).map_err(ApiError::internal)?,
-        }),
-        None => None,
-    };
     let outcome = state
         .create_tenant(TenantCreation {
             name: req.tenant_name.trim().to_owned(),
@@ -197,14 +222,14 @@ pub async fn signup(
             idempotency,
         })
         .await?;
-    let mut resp = (
-        StatusCode::CREATED,
-        Json(SignupResponse::from(outcome.created)),
-    )
-        .into_response();
-    if outcome.replayed {
+    Ok(created_response(outcome.created, outcome.replayed))
+}
+
+fn created_response(created: Created, replayed: bool) -> Response {
+    let mut resp = (StatusCode::CREATED, Json(SignupResponse::from(created))).into_response();
+    if replayed {
         resp.headers_mut()
             .insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
-    Ok(resp)
+    resp
 }

@@ -22,6 +22,8 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "platform", description = "Health, readiness, metrics and this document"),
         (name = "onboarding", description = "Self-service tenant creation"),
         (name = "tenant", description = "The tenant of the calling API key"),
+        (name = "dashboard", description = "Tenant operators: sessions, tenants, members, API keys, audit log"),
+        (name = "dashboard settings", description = "Every tenant setting"),
     )
 )]
 pub struct ApiDoc;

@@ -51,22 +51,27 @@ impl MasterKey {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok((Self::parse(text.trim(), path)?, false)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if let Some(dir) = path.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
+                let dir = path.parent().unwrap_or(Path::new("."));
+                std::fs::create_dir_all(dir)?;
                 let key = Self::generate();
+                // Written whole or not at all: a temporary file, fsynced, renamed, and the
+                // directory fsynced, so a crash never leaves a half key or loses a new one.
+                let tmp = path.with_extension("tmp");
+                let _ = std::fs::remove_file(&tmp);
                 let mut file = OpenOptions::new()
                     .write(true)
                     .create_new(true)
                     .mode(0o600)
-                    .open(path)
+                    .open(&tmp)
                     .map_err(|e| {
-                        StorageError::MasterKey(format!("cannot create {}: {e}", path.display()))
+                        StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
                     })?;
                 let encoded = Zeroizing::new(STANDARD.encode(key.0.as_slice()));
                 file.write_all(encoded.as_bytes())?;
                 file.write_all(b"\n")?;
                 file.sync_all()?;
+                std::fs::rename(&tmp, path)?;
+                std::fs::File::open(dir)?.sync_all()?;
                 Ok((key, true))
             }
             Err(e) => Err(StorageError::MasterKey(format!(
@@ -111,6 +116,12 @@ impl MasterKey {
         }
         let dek = decrypt(self.0.as_slice(), aad, &sealed.wrapped_key)?;
         decrypt(dek.as_slice(), aad, &sealed.data)
+    }
+
+    /// A value that proves which key this is without revealing it: stored beside the data so
+    /// a start with another key is refused instead of silently unable to open secrets.
+    pub fn check_value(&self) -> [u8; 32] {
+        self.hasher("key-check").hash(b"tessera master key")
     }
 
     /// A keyed hasher for one purpose, derived from the master key (HMAC-SHA256 of the purpose).

@@ -7,6 +7,9 @@
 //! ticket taken before that flush began. Many writes share one flush, and a tenant's mailbox
 //! keeps moving while the disk works.
 //!
+//! A failed flush stops the process (exit code 74): after a failed fsync nothing can be
+//! acknowledged truthfully, and sled recovers from its log at the next start.
+//!
 //! `flush_async` is never called: in sled 0.34.7 it can deadlock with concurrent callers.
 
 use std::{
@@ -98,7 +101,11 @@ impl Flusher {
                         .unwrap_or_else(|e| Err(StorageError::Flush(e.to_string())))
                         .map_err(|e| Arc::new(e.to_string()));
                     if let Err(e) = &result {
-                        tracing::error!(error = %e, "group flush failed");
+                        // After a failed fsync the kernel may have dropped the dirty pages:
+                        // nothing acknowledged later could be trusted. Stop, and let the
+                        // operator fix the disk; sled recovers from its log on restart.
+                        tracing::error!(error = %e, "group flush failed; stopping");
+                        std::process::exit(74);
                     }
                     for w in batch {
                         let _ = w.send(result.clone());

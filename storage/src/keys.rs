@@ -50,8 +50,13 @@ pub enum Kind {
     DashboardAccount = 0x04,
     DashboardEmail = 0x05,
     Idempotency = 0x06,
+    DashboardSession = 0x07,
+    Membership = 0x08,
+    Invite = 0x09,
     // Tenant records.
     TenantSettings = 0x40,
+    AuditEvent = 0x41,
+    TenantSecret = 0x42,
 }
 
 /// The key of a platform record.

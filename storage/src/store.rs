@@ -75,6 +75,29 @@ impl Store {
         }
     }
 
+    /// Binds the data to `key`: the first start records the key's check value; a later start
+    /// with another key is refused.
+    pub fn bind_master_key(&self, key: &crate::crypto::MasterKey) -> Result<(), StorageError> {
+        let meta = self.db.open_tree("meta")?;
+        let check = key.check_value();
+        match meta.get(b"key_check")? {
+            Some(stored) if crate::crypto::ct_eq(&stored, &check) => Ok(()),
+            Some(_) => Err(StorageError::MasterKey(
+                "the master key does not match the one this data directory was written with".into(),
+            )),
+            None => {
+                meta.insert(b"key_check", check.as_slice())?;
+                self.db.flush()?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a master key was ever bound to this data (see [`Store::bind_master_key`]).
+    pub fn has_master_key(&self) -> Result<bool, StorageError> {
+        Ok(self.db.open_tree("meta")?.get(b"key_check")?.is_some())
+    }
+
     pub fn flusher(&self) -> &Flusher {
         &self.flusher
     }
@@ -110,6 +133,19 @@ impl PlatformStore {
         self.tree.scan_prefix([R::KIND as u8]).map(|item| {
             item.map_err(StorageError::from)
                 .and_then(|(_, v)| decode::<R>(&v))
+        })
+    }
+
+    /// Records of one kind whose key starts with `prefix`, with their keys (prefix removed).
+    pub fn scan_prefix<R: PlatformRecord>(
+        &self,
+        prefix: &[u8],
+    ) -> impl Iterator<Item = Result<(Vec<u8>, R), StorageError>> {
+        let start = platform_key(R::KIND, prefix);
+        let head = start.len();
+        self.tree.scan_prefix(start).map(move |item| {
+            let (k, v) = item?;
+            Ok((k[head..].to_vec(), decode::<R>(&v)?))
         })
     }
 
@@ -171,6 +207,35 @@ impl TenantStore {
                 let (k, v) = item?;
                 Ok((k[head..].to_vec(), decode::<R>(&v)?))
             })
+    }
+
+    /// Records of one kind under this tenant, newest key first, strictly before `before` when
+    /// given (a cursor), at most `limit`.
+    pub fn scan_rev<R: TenantRecord>(
+        &self,
+        before: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, R)>, StorageError> {
+        let start = tenant_key(&self.id, R::KIND, &[]);
+        let head = start.len();
+        let range = match before {
+            Some(b) => self
+                .tree
+                .range(start.clone()..tenant_key(&self.id, R::KIND, b)),
+            None => self.tree.scan_prefix(start.clone()),
+        };
+        let mut out = Vec::new();
+        for item in range.rev() {
+            let (k, v) = item?;
+            if !k.starts_with(&start) {
+                continue;
+            }
+            out.push((k[head..].to_vec(), decode::<R>(&v)?));
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     /// A batch bound to this tenant.

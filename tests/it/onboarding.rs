@@ -224,22 +224,60 @@ fn idempotency_keys_replay_the_first_answer_and_refuse_another_body() {
 }
 
 #[test]
-fn an_existing_owner_adds_a_tenant_only_with_their_password() {
+fn an_existing_owner_email_is_refused_whatever_the_password() {
     let srv = TestServer::start();
     srv.signup("First Co", "dev@example.com");
-    let second = srv.signup("Second Co", "DEV@example.com");
-    let owner_id = second["owner"]["id"].clone();
-    let shown = srv.admin(&["tenant", "show", "second-co"], "").json();
-    assert_eq!(shown["owners"], json!(["dev@example.com"]));
-    let mut body = signup_body("Third Co", "dev@example.com");
-    body["password"] = json!("a different password");
+    // Neither the right nor a wrong password makes a difference: no password oracle here.
+    for password in [PASSWORD, "a different password"] {
+        let mut body = signup_body("Second Co", "DEV@example.com");
+        body["password"] = json!(password);
+        let r = srv.post_json("/v1/onboarding/signup", &body);
+        assert_eq!(r.status(), 409);
+        assert_eq!(error_code(&r.json().unwrap()), "onboarding/account_exists");
+    }
+    assert_eq!(tenant_count(&srv), 1);
+}
+
+#[test]
+fn display_name_addresses_are_not_addresses() {
+    let srv = TestServer::start();
+    let body = signup_body("Evil Co", "Evil <alice@example.com>");
     let r = srv.post_json("/v1/onboarding/signup", &body);
-    assert_eq!(r.status(), 409);
-    assert_eq!(error_code(&r.json().unwrap()), "onboarding/account_exists");
-    assert_eq!(tenant_count(&srv), 2);
-    let first = srv.admin(&["tenant", "show", "first-co"], "").json();
-    assert_eq!(first["owners"], json!(["dev@example.com"]));
-    assert!(owner_id.is_string());
+    assert_eq!(r.status(), 400);
+    let err: Value = r.json().unwrap();
+    assert!(
+        err["error"]["details"]["fields"]["email"].is_string(),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_retry_with_a_spent_or_fresh_captcha_token_is_replayed() {
+    let stub = CaptchaStub::start();
+    let srv = TestServer::start_with(&[
+        ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
+        ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
+        ("TESSERA__CAPTCHA__VERIFY_URL", &stub.url),
+    ]);
+    let mut body = signup_body("Retry Co", "retry@example.com");
+    body["idempotency_key"] = json!(uuid::Uuid::new_v4().to_string());
+    body["turnstile_token"] = json!("good");
+    let first = srv.post_json("/v1/onboarding/signup", &body);
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().unwrap();
+    // The same token again (the verifier would refuse a spent token) and then a new one.
+    for token in ["good", "spent-or-new"] {
+        body["turnstile_token"] = json!(token);
+        let again = srv.post_json("/v1/onboarding/signup", &body);
+        assert_eq!(again.status(), 201, "token {token}");
+        assert_eq!(again.json::<Value>().unwrap(), first);
+    }
+    assert_eq!(
+        stub.seen.lock().unwrap().len(),
+        1,
+        "replays skip the verifier"
+    );
+    assert_eq!(tenant_count(&srv), 1);
 }
 
 #[test]

@@ -5,7 +5,14 @@ use serde::{Deserialize, Serialize};
 use tessera_storage::TenantId;
 use time::OffsetDateTime;
 
-use crate::{error::TenantError, records::Tier, tenant::settings::TenantSettings};
+use crate::{
+    error::TenantError,
+    records::Tier,
+    tenant::{
+        audit::{AuditContext, AuditPage},
+        settings::{SettingsChange, TenantSettings},
+    },
+};
 
 /// The platform's facts about a tenant, handed to its actor by the directory.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -28,7 +35,38 @@ pub struct TenantOverview {
     pub settings: TenantSettings,
 }
 
+/// The settings as the dashboard sees them: secrets only as "set or not".
+#[derive(Clone, Debug)]
+pub struct SettingsView {
+    pub settings: TenantSettings,
+    pub byok_token_set: bool,
+}
+
 pub enum TenantMsg {
+    GetSettings {
+        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+    },
+    /// One settings change and its audit event, atomically.
+    UpdateSettings {
+        change: SettingsChange,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+    },
+    /// Appends an audit event for something that happened outside the tenant (a dashboard
+    /// login, a member change, a key rotation).
+    AppendAudit {
+        event_type: String,
+        ctx: AuditContext,
+        fields: Vec<String>,
+        metadata: serde_json::Value,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    ListAudit {
+        cursor: Option<Vec<u8>>,
+        limit: usize,
+        event_type: Option<String>,
+        reply: RpcReplyPort<Result<AuditPage, TenantError>>,
+    },
     /// The tenant's platform facts and its settings.
     GetOverview {
         reply: RpcReplyPort<Result<TenantOverview, TenantError>>,

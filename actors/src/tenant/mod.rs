@@ -7,23 +7,26 @@
 //! Invariant: only this actor reads or writes its tenant's keys; its `TenantStore` cannot
 //! address any other tenant's.
 
+pub mod audit;
 pub mod messages;
 pub mod settings;
 pub mod state;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tessera_storage::TenantStore;
+use tessera_storage::{MasterKey, TenantStore};
 
-pub use messages::{TenantInfo, TenantMsg, TenantOverview};
+pub use messages::{SettingsView, TenantInfo, TenantMsg, TenantOverview};
 pub use settings::TenantSettings;
 pub use state::TenantState;
 
-use crate::error::TenantError;
+use crate::{durable::reply_when_durable, error::TenantError};
 
 /// What the directory gives a tenant actor when it starts it.
 pub struct TenantArgs {
     pub info: TenantInfo,
     pub store: TenantStore,
+    /// Seals and opens the tenant's secrets.
+    pub master_key: MasterKey,
     /// Whether `TenantMsg::InjectPanic` may crash this actor (operators' fault drills and tests).
     pub fault_injection: bool,
 }
@@ -44,6 +47,7 @@ impl Actor for TenantActor {
         Ok(TenantState::load(
             args.info,
             args.store,
+            args.master_key,
             args.fault_injection,
         )?)
     }
@@ -59,6 +63,42 @@ impl Actor for TenantActor {
                 let _ = reply.send(Ok(state.overview()));
             }
             TenantMsg::UpdateInfo { info } => state.set_info(info),
+            TenantMsg::GetSettings { reply } => {
+                let _ = reply.send(Ok(state.settings_view()));
+            }
+            TenantMsg::UpdateSettings { change, ctx, reply } => {
+                match state.update_settings(change, &ctx) {
+                    Ok(view) => reply_durable(state, reply, view),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            TenantMsg::AppendAudit {
+                event_type,
+                ctx,
+                fields,
+                metadata,
+                reply,
+            } => {
+                let mut event = audit::AuditEvent::new(&event_type, &ctx, fields);
+                event.metadata = metadata;
+                match state.append_audit(event) {
+                    Ok(()) => reply_durable(state, reply, ()),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            TenantMsg::ListAudit {
+                cursor,
+                limit,
+                event_type,
+                reply,
+            } => {
+                let _ =
+                    reply.send(state.list_audit(cursor.as_deref(), limit, event_type.as_deref()));
+            }
             TenantMsg::InjectPanic { reply } => {
                 if state.fault_injection() {
                     tracing::warn!(tenant = %state.info().id, "fault injection: panicking");
@@ -80,4 +120,18 @@ impl Actor for TenantActor {
         }
         Ok(())
     }
+}
+
+/// Replies `value` once the writes applied so far are on disk.
+fn reply_durable<T: Send + 'static>(
+    state: &TenantState,
+    reply: ractor::RpcReplyPort<Result<T, TenantError>>,
+    value: T,
+) {
+    reply_when_durable(
+        state.store().ticket(),
+        reply,
+        Ok(value),
+        TenantError::Internal,
+    );
 }

@@ -28,6 +28,10 @@ pub struct SecuritySettings {
     pub email_otp_enabled: bool,
     /// `None`: the full platform allowlist.
     pub sms_allowed_countries: Option<Vec<String>>,
+    /// The tenant's own SMS-provider account (BYOK); the auth token is a sealed secret kept
+    /// in its own record.
+    pub byok_provider_account_sid: Option<String>,
+    pub byok_provider_messaging_service_sid: Option<String>,
 }
 
 impl Default for SecuritySettings {
@@ -44,6 +48,8 @@ impl Default for SecuritySettings {
             magic_link_enabled: true,
             email_otp_enabled: true,
             sms_allowed_countries: None,
+            byok_provider_account_sid: None,
+            byok_provider_messaging_service_sid: None,
         }
     }
 }
@@ -72,12 +78,119 @@ impl Default for AnonymousSettings {
     }
 }
 
+/// The role new end users get.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DefaultRole {
+    /// Read access only.
+    Reader,
+    Member,
+    Admin,
+}
+
+impl DefaultRole {
+    /// Whether this role grants more than read access.
+    pub fn is_privileged(&self) -> bool {
+        !matches!(self, DefaultRole::Reader)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AssuranceKind {
+    Aal,
+    Eidas,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AssuranceFloor {
+    pub kind: AssuranceKind,
+    pub value: String,
+}
+
+/// How a wallet issuer's keys are found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "method")]
+pub enum KeyResolution {
+    #[serde(rename = "jwks_uri")]
+    JwksUri {
+        #[serde(rename = "jwksUri")]
+        jwks_uri: String,
+    },
+    #[serde(rename = "did_web")]
+    DidWeb { did: String },
+    #[serde(rename = "x5c")]
+    X5c {
+        #[serde(rename = "x5cRoots")]
+        x5c_roots: Vec<String>,
+    },
+}
+
+/// A trusted wallet-credential issuer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustAnchor {
+    pub issuer: String,
+    pub member_state: Option<String>,
+    pub allowed_algs: Vec<String>,
+    pub max_assurance_level: String,
+    pub allowed_formats: Vec<String>,
+    pub key_resolution: KeyResolution,
+    pub display_name: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// Wallet (EUDI) login configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EudiConfig {
+    pub enabled: bool,
+    pub requested_attributes: Vec<String>,
+    pub trust_anchors: Vec<TrustAnchor>,
+    pub required_assurance_floor: Option<AssuranceFloor>,
+    pub purpose: Option<String>,
+    pub on_status_unavailable: String,
+    pub max_status_staleness_seconds: u32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl EudiConfig {
+    pub fn defaults(now: OffsetDateTime) -> Self {
+        EudiConfig {
+            enabled: false,
+            requested_attributes: Vec::new(),
+            trust_anchors: Vec::new(),
+            required_assurance_floor: None,
+            purpose: None,
+            on_status_unavailable: "accept_with_cache".into(),
+            max_status_staleness_seconds: 3600,
+            updated_at: now,
+        }
+    }
+}
+
+/// Wallet age-verification configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EudiAgeConfig {
+    pub age_verification_enabled: bool,
+    pub supported_member_states: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
 /// Everything a tenant's operators configure.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TenantSettings {
     pub security: SecuritySettings,
     pub email_domains: EmailDomains,
     pub anonymous: AnonymousSettings,
+    /// Whether guest sign-ins were ever enabled (the privileged-role confirmation is asked
+    /// only the first time).
+    pub anonymous_ever_enabled: bool,
+    pub default_role: DefaultRole,
+    /// The WebAuthn relying-party id; `None`: the host of the base URL.
+    pub passkey_rp_id: Option<String>,
+    pub eudi: EudiConfig,
+    pub eudi_age: EudiAgeConfig,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
@@ -88,6 +201,15 @@ impl TenantSettings {
             security: SecuritySettings::default(),
             email_domains: EmailDomains::default(),
             anonymous: AnonymousSettings::default(),
+            anonymous_ever_enabled: false,
+            default_role: DefaultRole::Member,
+            passkey_rp_id: None,
+            eudi: EudiConfig::defaults(now),
+            eudi_age: EudiAgeConfig {
+                age_verification_enabled: false,
+                supported_member_states: Vec::new(),
+                updated_at: now,
+            },
             updated_at: now,
         }
     }
@@ -99,3 +221,63 @@ impl Record for TenantSettings {
     const VERSION: u16 = 1;
 }
 impl TenantRecord for TenantSettings {}
+
+/// A sealed tenant secret (the BYOK SMS token), keyed by its name.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantSecret {
+    pub sealed: tessera_storage::Sealed,
+}
+
+impl Record for TenantSecret {
+    const KIND: Kind = Kind::TenantSecret;
+    const NAME: &'static str = "tenant secret";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for TenantSecret {}
+
+/// Name of the BYOK SMS auth-token secret.
+pub const BYOK_AUTH_TOKEN: &[u8] = b"byok_provider_auth_token";
+
+/// A partial update of the security settings: `None` leaves a field alone; for nullable fields
+/// `Some(None)` clears it. Values are validated by the caller.
+#[derive(Clone, Default)]
+pub struct SecurityPatch {
+    pub mfa_policy: Option<MfaPolicy>,
+    pub mfa_grace_period_days: Option<u32>,
+    pub block_disposable_emails: Option<bool>,
+    pub block_email_subaddresses: Option<bool>,
+    pub automatic_account_linking_enabled: Option<bool>,
+    pub explicit_account_linking_enabled: Option<bool>,
+    pub sms_otp_enabled: Option<bool>,
+    pub sms_otp_monthly_cap: Option<u32>,
+    pub byok_provider_account_sid: Option<Option<String>>,
+    pub byok_provider_auth_token: Option<Option<String>>,
+    pub byok_provider_messaging_service_sid: Option<Option<String>>,
+    pub magic_link_enabled: Option<bool>,
+    pub email_otp_enabled: Option<bool>,
+    /// `Some(None)` and `Some(Some([]))` both restore the full platform allowlist.
+    pub sms_allowed_countries: Option<Option<Vec<String>>>,
+}
+
+impl std::fmt::Debug for SecurityPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecurityPatch(<fields>)")
+    }
+}
+
+/// One change to a tenant's settings.
+#[derive(Clone, Debug)]
+pub enum SettingsChange {
+    Security(Box<SecurityPatch>),
+    EmailDomains(EmailDomains),
+    Anonymous {
+        enabled: Option<bool>,
+        ttl_days: Option<u32>,
+        /// The `X-Service-Confirm: privileged-default-role` header was sent.
+        confirmed_privileged: bool,
+    },
+    DefaultRole(DefaultRole),
+    PasskeyDomain(Option<String>),
+    Eudi(Box<EudiConfig>),
+    EudiAge(EudiAgeConfig),
+}

@@ -1,12 +1,14 @@
 //! The tenant's state and its synchronous logic.
 
-use tessera_storage::{StorageError, TenantStore};
+use tessera_storage::{MasterKey, StorageError, TenantStore};
 use time::OffsetDateTime;
 
 use super::{
-    messages::{TenantInfo, TenantOverview},
-    settings::TenantSettings,
+    audit::{event_key, AuditContext, AuditEvent, AuditPage},
+    messages::{SettingsView, TenantInfo, TenantOverview},
+    settings::{SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN},
 };
+use crate::error::TenantError;
 
 /// Key of the single settings record under the tenant's prefix.
 const SETTINGS_KEY: &[u8] = b"";
@@ -14,8 +16,21 @@ const SETTINGS_KEY: &[u8] = b"";
 pub struct TenantState {
     info: TenantInfo,
     store: TenantStore,
+    master_key: MasterKey,
     settings: TenantSettings,
+    byok_token_set: bool,
     fault_injection: bool,
+    audit_seq: u32,
+}
+
+/// Sets `*slot` to `value` and records `name` when it changes.
+fn set<T: PartialEq>(slot: &mut T, value: Option<T>, name: &str, changed: &mut Vec<String>) {
+    if let Some(v) = value {
+        if *slot != v {
+            *slot = v;
+            changed.push(name.to_owned());
+        }
+    }
 }
 
 impl TenantState {
@@ -24,6 +39,7 @@ impl TenantState {
     pub fn load(
         info: TenantInfo,
         store: TenantStore,
+        master_key: MasterKey,
         fault_injection: bool,
     ) -> Result<Self, StorageError> {
         let settings = match store.get::<TenantSettings>(SETTINGS_KEY)? {
@@ -36,16 +52,24 @@ impl TenantState {
                 s
             }
         };
+        let byok_token_set = store.get::<TenantSecret>(BYOK_AUTH_TOKEN)?.is_some();
         Ok(TenantState {
             info,
             store,
+            master_key,
             settings,
+            byok_token_set,
             fault_injection,
+            audit_seq: 0,
         })
     }
 
     pub fn info(&self) -> &TenantInfo {
         &self.info
+    }
+
+    pub fn store(&self) -> &TenantStore {
+        &self.store
     }
 
     pub fn set_info(&mut self, info: TenantInfo) {
@@ -64,4 +88,325 @@ impl TenantState {
             settings: self.settings.clone(),
         }
     }
+
+    pub fn settings_view(&self) -> SettingsView {
+        SettingsView {
+            settings: self.settings.clone(),
+            byok_token_set: self.byok_token_set,
+        }
+    }
+
+    fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
+        self.audit_seq = self.audit_seq.wrapping_add(1);
+        event_key(at, self.audit_seq)
+    }
+
+    /// Appends one audit event (applied, not yet durable).
+    pub fn append_audit(&mut self, event: AuditEvent) -> Result<(), TenantError> {
+        let mut batch = self.store.batch();
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// Applies one settings change and its audit event in one batch. Nothing is written when
+    /// nothing changes; nothing changes when anything fails.
+    pub fn update_settings(
+        &mut self,
+        change: SettingsChange,
+        ctx: &AuditContext,
+    ) -> Result<SettingsView, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut next = self.settings.clone();
+        let mut batch = self.store.batch();
+        let mut changed = Vec::new();
+        let mut byok_token_set = self.byok_token_set;
+        let event_type = match change {
+            SettingsChange::Security(patch) => {
+                self.apply_security(
+                    &mut next,
+                    *patch,
+                    &mut changed,
+                    &mut batch,
+                    &mut byok_token_set,
+                )?;
+                "settings.security.updated"
+            }
+            SettingsChange::EmailDomains(domains) => {
+                if next.email_domains.allowlist != domains.allowlist {
+                    changed.push("allowlist".into());
+                }
+                if next.email_domains.blocklist != domains.blocklist {
+                    changed.push("blocklist".into());
+                }
+                next.email_domains = domains;
+                "settings.email_domains.updated"
+            }
+            SettingsChange::Anonymous {
+                enabled,
+                ttl_days,
+                confirmed_privileged,
+            } => {
+                let enabling = enabled == Some(true) && !next.anonymous.anonymous_signins_enabled;
+                if enabling
+                    && !next.anonymous_ever_enabled
+                    && next.default_role.is_privileged()
+                    && !confirmed_privileged
+                {
+                    return Err(TenantError::PrivilegedDefaultRoleUnconfirmed {
+                        default_role: next.default_role,
+                    });
+                }
+                set(
+                    &mut next.anonymous.anonymous_signins_enabled,
+                    enabled,
+                    "anonymous_signins_enabled",
+                    &mut changed,
+                );
+                set(
+                    &mut next.anonymous.anonymous_user_ttl_days,
+                    ttl_days,
+                    "anonymous_user_ttl_days",
+                    &mut changed,
+                );
+                if enabling {
+                    next.anonymous_ever_enabled = true;
+                }
+                "settings.anonymous.updated"
+            }
+            SettingsChange::DefaultRole(role) => {
+                set(
+                    &mut next.default_role,
+                    Some(role),
+                    "default_role",
+                    &mut changed,
+                );
+                "settings.roles.updated"
+            }
+            SettingsChange::PasskeyDomain(rp_id) => {
+                set(
+                    &mut next.passkey_rp_id,
+                    Some(rp_id),
+                    "passkey_rp_id",
+                    &mut changed,
+                );
+                "settings.passkey_domain.updated"
+            }
+            SettingsChange::Eudi(mut config) => {
+                config.updated_at = next.eudi.updated_at;
+                if *config != next.eudi {
+                    changed.extend(eudi_fields_changed(&next.eudi, &config));
+                    config.updated_at = now;
+                    next.eudi = *config;
+                }
+                "settings.eudi.updated"
+            }
+            SettingsChange::EudiAge(mut config) => {
+                config.updated_at = next.eudi_age.updated_at;
+                if config != next.eudi_age {
+                    if config.age_verification_enabled != next.eudi_age.age_verification_enabled {
+                        changed.push("age_verification_enabled".into());
+                    }
+                    if config.supported_member_states != next.eudi_age.supported_member_states {
+                        changed.push("supported_member_states".into());
+                    }
+                    config.updated_at = now;
+                    next.eudi_age = config;
+                }
+                "settings.eudi_age.updated"
+            }
+        };
+        if changed.is_empty() {
+            return Ok(self.settings_view());
+        }
+        next.updated_at = now;
+        batch.put(SETTINGS_KEY, &next)?;
+        let mut event = AuditEvent::new(event_type, ctx, changed);
+        event.at = now;
+        batch.put(&self.next_event_key(now), &event)?;
+        self.store.apply(batch)?;
+        self.settings = next;
+        self.byok_token_set = byok_token_set;
+        Ok(self.settings_view())
+    }
+
+    fn apply_security(
+        &self,
+        next: &mut TenantSettings,
+        p: SecurityPatch,
+        changed: &mut Vec<String>,
+        batch: &mut tessera_storage::TenantBatch,
+        byok_token_set: &mut bool,
+    ) -> Result<(), TenantError> {
+        let s = &mut next.security;
+        set(&mut s.mfa_policy, p.mfa_policy, "mfa_policy", changed);
+        set(
+            &mut s.mfa_grace_period_days,
+            p.mfa_grace_period_days,
+            "mfa_grace_period_days",
+            changed,
+        );
+        set(
+            &mut s.block_disposable_emails,
+            p.block_disposable_emails,
+            "block_disposable_emails",
+            changed,
+        );
+        set(
+            &mut s.block_email_subaddresses,
+            p.block_email_subaddresses,
+            "block_email_subaddresses",
+            changed,
+        );
+        set(
+            &mut s.automatic_account_linking_enabled,
+            p.automatic_account_linking_enabled,
+            "automatic_account_linking_enabled",
+            changed,
+        );
+        set(
+            &mut s.explicit_account_linking_enabled,
+            p.explicit_account_linking_enabled,
+            "explicit_account_linking_enabled",
+            changed,
+        );
+        set(
+            &mut s.sms_otp_enabled,
+            p.sms_otp_enabled,
+            "sms_otp_enabled",
+            changed,
+        );
+        set(
+            &mut s.sms_otp_monthly_cap,
+            p.sms_otp_monthly_cap,
+            "sms_otp_monthly_cap",
+            changed,
+        );
+        set(
+            &mut s.byok_provider_account_sid,
+            p.byok_provider_account_sid,
+            "byok_provider_account_sid",
+            changed,
+        );
+        set(
+            &mut s.byok_provider_messaging_service_sid,
+            p.byok_provider_messaging_service_sid,
+            "byok_provider_messaging_service_sid",
+            changed,
+        );
+        set(
+            &mut s.magic_link_enabled,
+            p.magic_link_enabled,
+            "magic_link_enabled",
+            changed,
+        );
+        set(
+            &mut s.email_otp_enabled,
+            p.email_otp_enabled,
+            "email_otp_enabled",
+            changed,
+        );
+        let countries = p
+            .sms_allowed_countries
+            .map(|c| c.filter(|list| !list.is_empty()));
+        set(
+            &mut s.sms_allowed_countries,
+            countries,
+            "sms_allowed_countries",
+            changed,
+        );
+        match p.byok_provider_auth_token {
+            None => {}
+            Some(Some(token)) => {
+                let sealed = self
+                    .master_key
+                    .seal(&self.secret_aad(BYOK_AUTH_TOKEN), token.as_bytes())?;
+                batch.put(BYOK_AUTH_TOKEN, &TenantSecret { sealed })?;
+                *byok_token_set = true;
+                changed.push("byok_provider_auth_token".into());
+            }
+            Some(None) if *byok_token_set => {
+                batch.remove(tessera_storage::Kind::TenantSecret, BYOK_AUTH_TOKEN);
+                *byok_token_set = false;
+                changed.push("byok_provider_auth_token".into());
+            }
+            Some(None) => {}
+        }
+        Ok(())
+    }
+
+    /// Binds a sealed secret to this tenant and its name.
+    fn secret_aad(&self, name: &[u8]) -> Vec<u8> {
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        aad.push(b'/');
+        aad.extend_from_slice(name);
+        aad
+    }
+
+    /// The BYOK SMS auth token, opened (for the SMS sender; never for a response).
+    pub fn byok_auth_token(&self) -> Result<Option<String>, TenantError> {
+        let Some(secret) = self.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
+            return Ok(None);
+        };
+        let plain = self
+            .master_key
+            .open(&self.secret_aad(BYOK_AUTH_TOKEN), &secret.sealed)?;
+        Ok(Some(String::from_utf8_lossy(&plain).into_owned()))
+    }
+
+    /// A page of audit events, newest first, strictly older than `cursor`.
+    pub fn list_audit(
+        &self,
+        cursor: Option<&[u8]>,
+        limit: usize,
+        event_type: Option<&str>,
+    ) -> Result<AuditPage, TenantError> {
+        let mut events = Vec::new();
+        let mut before = cursor.map(<[u8]>::to_vec);
+        let mut more = false;
+        'scan: loop {
+            let chunk = self.store.scan_rev::<AuditEvent>(before.as_deref(), 256)?;
+            let exhausted = chunk.len() < 256;
+            for (key, event) in chunk {
+                before = Some(key.clone());
+                if event_type.is_some_and(|t| t != event.event_type) {
+                    continue;
+                }
+                if events.len() == limit {
+                    more = true;
+                    break 'scan;
+                }
+                events.push((key, event));
+            }
+            if exhausted {
+                break;
+            }
+        }
+        let next_cursor = if more {
+            events.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(AuditPage {
+            events,
+            next_cursor,
+        })
+    }
+}
+
+/// Top-level wallet-configuration fields that differ.
+fn eudi_fields_changed(
+    old: &super::settings::EudiConfig,
+    new: &super::settings::EudiConfig,
+) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
+        return vec!["eudi".into()];
+    };
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return vec!["eudi".into()];
+    };
+    b.iter()
+        .filter(|(k, v)| k.as_str() != "updated_at" && a.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect()
 }

@@ -7,8 +7,12 @@
 //!
 //! Invariant: only the directory writes platform records and the published snapshot.
 
+pub mod dashboard;
+pub mod throttle;
+
 use std::{
     collections::HashMap,
+    net::IpAddr,
     time::{Duration, Instant},
 };
 
@@ -21,13 +25,21 @@ use tessera_storage::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use self::{
+    dashboard::{
+        AcceptedInvite, InviteOutcome, LoginGate, MemberInfo, NewSession, SessionInfo,
+        SessionPolicy, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
+    },
+    throttle::Throttle,
+};
 use crate::{
     durable::reply_when_durable,
     error::DirectoryError,
     handle::{Index, Published},
     records::{
-        AccountEmailIndex, ApiKeyIndex, ApiKeyMeta, DashboardAccount, IdempotencyRecord,
-        Membership, Role, SlugIndex, TenantRecord, TenantRef, Tier,
+        membership_key, AccountEmailIndex, ApiKeyIndex, ApiKeyMeta, DashboardAccount,
+        IdempotencyRecord, Membership, MembershipRecord, Role, SlugIndex, TenantRecord, TenantRef,
+        Tier,
     },
     tenant::{TenantActor, TenantArgs, TenantInfo, TenantMsg},
 };
@@ -141,6 +153,11 @@ pub enum DirectoryMsg {
     ListTenants {
         reply: RpcReplyPort<Vec<TenantDetails>>,
     },
+    /// The stored answer for an idempotency key and request (answered once durable).
+    ReplayIdempotent {
+        key: IdempotencyKey,
+        reply: RpcReplyPort<Result<Option<Created>, DirectoryError>>,
+    },
     ShowTenant {
         slug: String,
         reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
@@ -162,6 +179,54 @@ pub enum DirectoryMsg {
     Ping {
         reply: RpcReplyPort<()>,
     },
+    /// Checks the login throttles for `email` and `ip`, then answers the credential to verify.
+    BeginLogin {
+        email: String,
+        ip: IpAddr,
+        reply: RpcReplyPort<LoginGate>,
+    },
+    /// Counts a failed password check against `email` and `ip`.
+    LoginFailed {
+        email: String,
+        ip: IpAddr,
+        reply: RpcReplyPort<()>,
+    },
+    /// A new dashboard session for an account whose password was verified.
+    CreateSession {
+        account_id: Uuid,
+        reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
+    },
+    /// The live session for a token.
+    Authenticate {
+        token: String,
+        reply: RpcReplyPort<Result<SessionInfo, DirectoryError>>,
+    },
+    Logout {
+        token: String,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// Records a successful re-authentication on the session.
+    MarkReauth {
+        token: String,
+        reply: RpcReplyPort<Result<OffsetDateTime, DirectoryError>>,
+    },
+    ListMembers {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<Vec<MemberInfo>, DirectoryError>>,
+    },
+    InviteMember {
+        tenant: TenantId,
+        email: String,
+        role: Role,
+        invited_by: Uuid,
+        reply: RpcReplyPort<Result<InviteOutcome, DirectoryError>>,
+    },
+    /// Consumes an invitation; `password_hash` is used when the invitee has no account yet.
+    AcceptInvite {
+        token: String,
+        password_hash: String,
+        reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
+    },
 }
 
 /// What the directory starts with.
@@ -170,6 +235,7 @@ pub struct DirectoryArgs {
     pub master_key: MasterKey,
     pub published: Published,
     pub fault_injection: bool,
+    pub session_policy: SessionPolicy,
 }
 
 pub struct Directory;
@@ -190,6 +256,9 @@ pub struct DirectoryState {
     tenants: HashMap<TenantId, TenantRecord>,
     running: HashMap<TenantId, ActorRef<TenantMsg>>,
     restarts: HashMap<TenantId, RestartBudget>,
+    session_policy: SessionPolicy,
+    account_throttle: Throttle<String>,
+    ip_throttle: Throttle<IpAddr>,
 }
 
 impl Actor for Directory {
@@ -218,6 +287,9 @@ impl Actor for Directory {
             tenants,
             running: HashMap::new(),
             restarts: HashMap::new(),
+            session_policy: args.session_policy,
+            account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, MAX_BLOCK),
+            ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, MAX_BLOCK),
         };
         state.publish_index();
         state.publish_running();
@@ -248,6 +320,10 @@ impl Actor for Directory {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             DirectoryMsg::CreateTenant { req, reply } => state.create_tenant(req, reply),
+            DirectoryMsg::ReplayIdempotent { key, reply } => {
+                let out = state.replay(&key, OffsetDateTime::now_utc());
+                state.reply_durable(reply, out);
+            }
             DirectoryMsg::FindAccount { email, reply } => {
                 let _ = reply.send(state.find_account(&email));
             }
@@ -276,6 +352,36 @@ impl Actor for Directory {
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
             }
+            DirectoryMsg::BeginLogin { email, ip, reply } => {
+                let _ = reply.send(state.begin_login(&email, ip));
+            }
+            DirectoryMsg::LoginFailed { email, ip, reply } => {
+                state.login_failed(&email, ip);
+                let _ = reply.send(());
+            }
+            DirectoryMsg::CreateSession { account_id, reply } => {
+                state.create_session(account_id, reply)
+            }
+            DirectoryMsg::Authenticate { token, reply } => {
+                let _ = reply.send(state.authenticate(&token));
+            }
+            DirectoryMsg::Logout { token, reply } => state.logout(&token, reply),
+            DirectoryMsg::MarkReauth { token, reply } => state.mark_reauth(&token, reply),
+            DirectoryMsg::ListMembers { tenant, reply } => {
+                let _ = reply.send(state.list_members(tenant));
+            }
+            DirectoryMsg::InviteMember {
+                tenant,
+                email,
+                role,
+                invited_by,
+                reply,
+            } => state.invite(tenant, &email, role, invited_by, reply),
+            DirectoryMsg::AcceptInvite {
+                token,
+                password_hash,
+                reply,
+            } => state.accept_invite(&token, password_hash, reply),
         }
         Ok(())
     }
@@ -397,15 +503,11 @@ impl DirectoryState {
 
     fn details(&self, rec: &TenantRecord, with_owners: bool) -> TenantDetails {
         let owners = if with_owners {
-            self.platform
-                .scan::<DashboardAccount>()
-                .filter_map(Result::ok)
-                .filter(|a| {
-                    a.memberships
-                        .iter()
-                        .any(|m| m.tenant == rec.id && m.role == Role::Owner)
-                })
-                .map(|a| a.email)
+            self.list_members(rec.id)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|m| m.role == Role::Owner)
+                .map(|m| m.email)
                 .collect()
         } else {
             Vec::new()
@@ -559,6 +661,10 @@ impl DirectoryState {
             tenant: rec.id,
             role: Role::Owner,
         };
+        let owner_record = MembershipRecord {
+            role: Role::Owner,
+            added_at: now,
+        };
         let owner = match req.owner {
             None => None,
             Some(NewOwner::Create {
@@ -585,6 +691,7 @@ impl DirectoryState {
                     acct.email.as_bytes(),
                     &AccountEmailIndex { account: acct.id },
                 )?;
+                batch.put(&membership_key(&rec.id, &acct.id), &owner_record)?;
                 Some(OwnerSummary {
                     id: acct.id,
                     email: acct.email,
@@ -597,6 +704,7 @@ impl DirectoryState {
                     .ok_or_else(|| DirectoryError::Internal("account vanished".into()))?;
                 acct.memberships.push(membership);
                 batch.put(acct.id.as_bytes(), &acct)?;
+                batch.put(&membership_key(&rec.id, &acct.id), &owner_record)?;
                 Some(OwnerSummary {
                     id: acct.id,
                     email: acct.email,
@@ -773,6 +881,7 @@ impl DirectoryState {
         let args = TenantArgs {
             info: info_of(rec),
             store: self.root.tenant(id),
+            master_key: self.master_key.clone(),
             fault_injection: self.fault_injection,
         };
         let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())

@@ -1,0 +1,112 @@
+//! Failed-login throttling: per account and per client address, in memory.
+//!
+//! After `free` consecutive failures a key is blocked, first for one second, then twice as long
+//! after each further failure, capped. A success resets the account's counter (an address keeps
+//! its own). Counters live in the directory's memory: a restart forgives, which is acceptable
+//! for throttling and keeps failed logins free of disk writes.
+
+use std::{
+    collections::HashMap,
+    hash::Hash,
+    time::{Duration, Instant},
+};
+
+/// Counts for one key.
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    failures: u32,
+    blocked_until: Option<Instant>,
+    last: Instant,
+}
+
+/// A throttle over keys of type `K`.
+#[derive(Debug)]
+pub struct Throttle<K> {
+    free: u32,
+    cap: Duration,
+    forget_after: Duration,
+    counts: HashMap<K, Count>,
+}
+
+impl<K: Hash + Eq + Clone> Throttle<K> {
+    pub fn new(free: u32, cap: Duration) -> Self {
+        Throttle {
+            free,
+            cap,
+            forget_after: cap * 2,
+            counts: HashMap::new(),
+        }
+    }
+
+    /// Seconds to wait before trying again, if blocked now.
+    pub fn blocked(&self, key: &K, now: Instant) -> Option<u64> {
+        let c = self.counts.get(key)?;
+        let until = c.blocked_until?;
+        (until > now).then(|| (until - now).as_secs_f64().ceil().max(1.0) as u64)
+    }
+
+    /// Records a failure; answers the new block, if any.
+    pub fn fail(&mut self, key: &K, now: Instant) -> Option<u64> {
+        self.prune(now);
+        let c = self.counts.entry(key.clone()).or_insert(Count {
+            failures: 0,
+            blocked_until: None,
+            last: now,
+        });
+        if now.duration_since(c.last) > self.forget_after {
+            c.failures = 0;
+        }
+        c.failures += 1;
+        c.last = now;
+        if c.failures >= self.free {
+            let exp = (c.failures - self.free).min(20);
+            let wait = Duration::from_secs(1u64 << exp).min(self.cap);
+            c.blocked_until = Some(now + wait);
+            Some(wait.as_secs())
+        } else {
+            None
+        }
+    }
+
+    pub fn reset(&mut self, key: &K) {
+        self.counts.remove(key);
+    }
+
+    /// Drops keys idle long enough to be forgotten, when the map grows.
+    fn prune(&mut self, now: Instant) {
+        if self.counts.len() < 10_000 {
+            return;
+        }
+        let forget = self.forget_after;
+        self.counts.retain(|_, c| {
+            now.duration_since(c.last) <= forget || c.blocked_until.is_some_and(|u| u > now)
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_after_the_free_failures_growing_to_the_cap() {
+        let mut t = Throttle::new(5, Duration::from_secs(900));
+        let now = Instant::now();
+        for _ in 0..4 {
+            assert_eq!(t.fail(&"a", now), None);
+        }
+        assert_eq!(t.blocked(&"a", now), None);
+        assert_eq!(t.fail(&"a", now), Some(1));
+        assert_eq!(t.blocked(&"a", now), Some(1));
+        assert_eq!(t.fail(&"a", now), Some(2));
+        assert_eq!(t.fail(&"a", now), Some(4));
+        for _ in 0..20 {
+            t.fail(&"a", now);
+        }
+        assert_eq!(t.blocked(&"a", now), Some(900));
+        assert_eq!(t.blocked(&"a", now + Duration::from_secs(901)), None);
+        assert_eq!(t.blocked(&"b", now), None);
+        t.reset(&"a");
+        assert_eq!(t.blocked(&"a", now), None);
+    }
+}

@@ -1,0 +1,3 @@
+//! The outside world: outbound mail (and, later, SMS and webhooks).
+
+pub mod mail;

@@ -1,0 +1,127 @@
+//! `GET .../audit-events`: the tenant's audit log, newest first.
+
+use axum::{
+    extract::{Path, Query, State},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::TenantMsg;
+use time::OffsetDateTime;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::Dashboard;
+use crate::http::{
+    error::{ApiError, ErrorBody, FieldErrors},
+    AppState,
+};
+
+#[derive(Deserialize, IntoParams)]
+pub struct AuditQuery {
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+    /// 1-200, default 50.
+    pub limit: Option<String>,
+    /// Only events of this type, e.g. `settings.security.updated`.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    pub event_type: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AuditEventResponse {
+    /// Also usable as a cursor.
+    pub id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// The dashboard account that acted.
+    pub actor_account_id: Option<Uuid>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Names of the changed fields; never their secret values.
+    pub fields: Vec<String>,
+    /// The first 12 characters of the keyed hash of the client address.
+    pub ip_hash_prefix: Option<String>,
+    pub ua_family: Option<String>,
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Value,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Pagination {
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AuditEventList {
+    pub data: Vec<AuditEventResponse>,
+    pub pagination: Pagination,
+}
+
+/// The tenant's audit events, newest first (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/audit-events", tag = "dashboard",
+    params(("slug" = String, Path, description = "The tenant's slug"), AuditQuery),
+    responses(
+        (status = 200, description = "A page of events", body = AuditEventList),
+        (status = 400, description = "`validation/invalid_request` (cursor, limit)", body = ErrorBody),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn list(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    Query(q): Query<AuditQuery>,
+) -> Result<Json<AuditEventList>, ApiError> {
+    let (_, tenant) = auth.member(&state, &slug)?;
+    let limit = match q.limit.as_deref() {
+        None => Some(50),
+        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
+    };
+    let cursor = match q.cursor.as_deref() {
+        None => Some(None),
+        Some(c) => hex::decode(c).ok().filter(|b| b.len() == 12).map(Some),
+    };
+    let mut e = FieldErrors::new();
+    e.check("limit", limit.is_some(), "must be an integer from 1 to 200")
+        .check("cursor", cursor.is_some(), "is not a cursor of this list");
+    if let Some(t) = &q.event_type {
+        e.check(
+            "type",
+            (1..=100).contains(&t.len()),
+            "must be 1-100 characters",
+        );
+    }
+    e.finish()?;
+    let (limit, cursor) = (limit.unwrap_or(50), cursor.unwrap_or(None));
+    let page = tenant
+        .call(|reply| TenantMsg::ListAudit {
+            cursor: cursor.clone(),
+            limit,
+            event_type: q.event_type.clone(),
+            reply,
+        })
+        .await?;
+    let data = page
+        .events
+        .into_iter()
+        .map(|(key, ev)| AuditEventResponse {
+            id: hex::encode(key),
+            event_type: ev.event_type,
+            actor_account_id: ev.actor,
+            created_at: ev.at,
+            fields: ev.fields,
+            ip_hash_prefix: ev.ip_hash.map(|h| h.chars().take(12).collect()),
+            ua_family: ev.ua_family,
+            metadata: ev.metadata,
+        })
+        .collect();
+    Ok(Json(AuditEventList {
+        data,
+        pagination: Pagination {
+            has_more: page.next_cursor.is_some(),
+            next_cursor: page.next_cursor.map(hex::encode),
+        },
+    }))
+}

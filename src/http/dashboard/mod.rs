@@ -1,0 +1,203 @@
+//! The tenant dashboard API (`/v1/auth/dashboard`): sessions, the caller's tenants, members,
+//! settings, API-key rotation and the audit log.
+//!
+//! Order of checks on every tenant route: a session (401), the CSRF header for a
+//! cookie-authenticated write (403 `dashboard/csrf_failed`), membership of the tenant (404,
+//! as if it did not exist), the role (403 `dashboard/forbidden`), then the body (400).
+
+pub mod audit;
+pub mod members;
+pub mod session;
+pub mod settings;
+
+use axum::{
+    extract::FromRequestParts,
+    http::{header, request::Parts, Method, StatusCode},
+};
+use tessera_actors::{
+    directory::dashboard::{MemberOf, SessionInfo},
+    records::Role,
+    tenant::audit::AuditContext,
+    DirectoryMsg, TenantHandle,
+};
+use time::OffsetDateTime;
+
+use super::{error::ApiError, extract::ClientIp, AppState};
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "dashboard_session";
+/// How recent a re-authentication must be for sensitive changes.
+pub const REAUTH_WINDOW: time::Duration = time::Duration::minutes(5);
+
+/// An authenticated dashboard caller.
+pub struct Dashboard {
+    pub session: SessionInfo,
+    pub token: String,
+    pub ctx: AuditContext,
+}
+
+fn bearer(parts: &Parts) -> Option<String> {
+    let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+        .filter(|t| !t.is_empty())
+}
+
+fn cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The audit context of a request: keyed hash of the client address, user-agent family.
+pub fn audit_context(state: &AppState, parts: &Parts, actor: Option<uuid::Uuid>) -> AuditContext {
+    let ip = parts.extensions.get::<ClientIp>().map(|c| c.0);
+    AuditContext {
+        actor,
+        ip_hash: ip.map(|ip| hex::encode(state.ip_hasher.hash(ip.to_string().as_bytes()))),
+        ua_family: parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(ua_family),
+    }
+}
+
+/// A coarse browser or client family from a User-Agent: never the full string.
+pub fn ua_family(ua: &str) -> String {
+    let ua = ua.to_ascii_lowercase();
+    let family = if ua.contains("edg/") {
+        "edge"
+    } else if ua.contains("firefox/") {
+        "firefox"
+    } else if ua.contains("chrome/") || ua.contains("chromium/") {
+        "chrome"
+    } else if ua.contains("safari/") {
+        "safari"
+    } else if ua.starts_with("curl/") {
+        "curl"
+    } else if ua.contains("reqwest") || ua.contains("python") || ua.contains("go-http") {
+        "library"
+    } else {
+        "other"
+    };
+    family.to_owned()
+}
+
+impl FromRequestParts<AppState> for Dashboard {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let (token, via_cookie) = match bearer(parts) {
+            Some(t) => (t, false),
+            None => match cookie(parts, SESSION_COOKIE) {
+                Some(t) => (t, true),
+                None => return Err(ApiError::unauthenticated()),
+            },
+        };
+        if token.len() > 256 {
+            return Err(ApiError::unauthenticated());
+        }
+        let lookup = token.clone();
+        let session = state
+            .directory
+            .request(|reply| DirectoryMsg::Authenticate {
+                token: lookup,
+                reply,
+            })
+            .await?;
+        let writes = !matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
+        if via_cookie && writes {
+            let ok = parts
+                .headers
+                .get("x-csrf-token")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| session.csrf_matches(v));
+            if !ok {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "dashboard/csrf_failed",
+                    "a cookie-authenticated write needs the X-CSRF-Token header of the session",
+                ));
+            }
+        }
+        let ctx = audit_context(state, parts, Some(session.account_id));
+        Ok(Dashboard {
+            session,
+            token,
+            ctx,
+        })
+    }
+}
+
+impl Dashboard {
+    /// The caller's membership of `slug` and the tenant's handle; 404 when not a member.
+    pub fn member(
+        &self,
+        state: &AppState,
+        slug: &str,
+    ) -> Result<(MemberOf, TenantHandle), ApiError> {
+        let m = self
+            .session
+            .role_in(slug)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+        let tenant = state
+            .directory
+            .tenant_for_slug(slug)
+            .ok_or_else(|| ApiError::not_found("tenant"))?;
+        tracing::Span::current().record("tenant", slug);
+        Ok((m, tenant))
+    }
+
+    /// Like [`Dashboard::member`], and the caller must be an owner (403 otherwise).
+    pub fn owner(
+        &self,
+        state: &AppState,
+        slug: &str,
+    ) -> Result<(MemberOf, TenantHandle), ApiError> {
+        let (m, t) = self.member(state, slug)?;
+        if m.role != Role::Owner {
+            return Err(ApiError::forbidden());
+        }
+        Ok((m, t))
+    }
+
+    /// 401 `dashboard/reauth_required` unless the caller re-authenticated in the last five
+    /// minutes.
+    pub fn require_recent_reauth(&self) -> Result<(), ApiError> {
+        let fresh = self
+            .session
+            .reauth_at
+            .is_some_and(|t| OffsetDateTime::now_utc() - t <= REAUTH_WINDOW);
+        if fresh {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "dashboard/reauth_required",
+                "re-authenticate (POST /v1/auth/dashboard/reauth) and retry within 5 minutes",
+            ))
+        }
+    }
+}
+
+/// The audit context of an unauthenticated request (no actor yet).
+pub struct RequestContext(pub AuditContext);
+
+impl FromRequestParts<AppState> for RequestContext {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Ok(RequestContext(audit_context(state, parts, None)))
+    }
+}

@@ -1,0 +1,396 @@
+//! Dashboard login, logout, re-authentication, the caller's tenants, and API-key rotation.
+
+use axum::{
+    extract::{Path, State},
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    directory::{
+        dashboard::{LoginGate, NewSession},
+        RotatedKey,
+    },
+    tenant::audit::AuditContext,
+    DirectoryMsg, Password, TenantMsg,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{Dashboard, RequestContext, SESSION_COOKIE};
+use crate::http::{
+    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ClientIp},
+    AppState,
+};
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardLoginRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    #[serde(default)]
+    #[schema(min_length = 8, max_length = 128, required = true)]
+    pub password: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardReauthRequest {
+    #[serde(default)]
+    #[schema(min_length = 8, max_length = 128, required = true)]
+    pub password: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DashboardReauthResponse {
+    /// When the re-authentication was recorded (RFC 3339).
+    #[serde(with = "time::serde::rfc3339")]
+    pub verified_at: OffsetDateTime,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AccountRef {
+    pub id: Uuid,
+    pub email: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DashboardLoginResponse {
+    /// The session token; also set as the HttpOnly cookie `dashboard_session`. Send it as
+    /// `Authorization: Bearer` or let the browser send the cookie.
+    pub session_token: String,
+    /// Send as `X-CSRF-Token` with every cookie-authenticated write.
+    pub csrf_token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    pub account: AccountRef,
+    pub tenants: Vec<TenantMembership>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TenantMembership {
+    pub id: Uuid,
+    pub slug: String,
+    pub name: String,
+    /// `owner`, `admin` or `viewer`.
+    pub role: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TenantList {
+    pub data: Vec<TenantMembership>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RotatedApiKeyResponse {
+    pub tenant: TenantMembership,
+    /// The new key, shown once. The old key stopped working.
+    pub api_key: String,
+}
+
+fn memberships(s: &tessera_actors::directory::dashboard::SessionInfo) -> Vec<TenantMembership> {
+    s.memberships
+        .iter()
+        .map(|m| TenantMembership {
+            id: m.tenant.0,
+            slug: m.slug.clone(),
+            name: m.name.clone(),
+            role: m.role.as_str().to_owned(),
+        })
+        .collect()
+}
+
+fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
+    let secure = if state.base_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/v1/auth/dashboard; Max-Age={max_age}{secure}"
+    );
+    HeaderValue::from_str(&cookie).unwrap_or(HeaderValue::from_static(""))
+}
+
+fn invalid_credentials() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "dashboard/invalid_credentials",
+        "wrong e-mail or password",
+    )
+}
+
+/// Checks `password` for `email` with the throttles; on success answers the account id.
+async fn check_password(
+    state: &AppState,
+    email: &str,
+    password: &Password,
+    ip: std::net::IpAddr,
+) -> Result<Uuid, ApiError> {
+    let lookup = email.to_owned();
+    let gate = state
+        .directory
+        .call(|reply| DirectoryMsg::BeginLogin {
+            email: lookup,
+            ip,
+            reply,
+        })
+        .await?;
+    let cred = match gate {
+        LoginGate::Throttled { retry_after_secs } => {
+            return Err(ApiError::rate_limited(
+                "dashboard/rate_limited",
+                retry_after_secs,
+            ))
+        }
+        LoginGate::Proceed(cred) => cred,
+    };
+    // Unknown accounts are hashed against a dummy: the answer takes as long either way.
+    let ok = state
+        .hasher
+        .verify(password, cred.as_ref().map(|c| c.password_hash.as_str()))
+        .await;
+    match (ok, cred) {
+        (true, Some(c)) => Ok(c.account_id),
+        _ => {
+            let failed = email.to_owned();
+            state
+                .directory
+                .call(|reply| DirectoryMsg::LoginFailed {
+                    email: failed,
+                    ip,
+                    reply,
+                })
+                .await?;
+            Err(invalid_credentials())
+        }
+    }
+}
+
+/// Records one event in each listed tenant's audit log (best effort: logged when it fails).
+pub async fn audit_in(
+    state: &AppState,
+    slugs: Vec<String>,
+    event_type: &str,
+    ctx: &AuditContext,
+    metadata: serde_json::Value,
+) {
+    for slug in slugs {
+        let Some(tenant) = state.directory.tenant_for_slug(&slug) else {
+            continue;
+        };
+        let result = tenant
+            .call(|reply| TenantMsg::AppendAudit {
+                event_type: event_type.to_owned(),
+                ctx: ctx.clone(),
+                fields: Vec::new(),
+                metadata: metadata.clone(),
+                reply,
+            })
+            .await;
+        if result.is_err() {
+            tracing::error!(tenant = %slug, event_type, "could not write an audit event");
+        }
+    }
+}
+
+/// Logs in to the dashboard.
+#[utoipa::path(post, path = "/v1/auth/dashboard/login", tag = "dashboard",
+    request_body = DashboardLoginRequest,
+    responses(
+        (status = 200, description = "A session: token in the body and in the `dashboard_session` cookie", body = DashboardLoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`dashboard/invalid_credentials`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`", body = ErrorBody),
+    ))]
+pub async fn login(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    RequestContext(mut ctx): RequestContext,
+    ApiJson(req): ApiJson<DashboardLoginRequest>,
+) -> Result<Response, ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "email",
+        is_email(&req.email),
+        "must be a valid e-mail address",
+    )
+    .check(
+        "password",
+        len_between(&req.password, 8, 128),
+        "must be 8-128 characters",
+    );
+    e.finish()?;
+    let password = Password::new(req.password);
+    let account_id = check_password(&state, &req.email, &password, ip).await?;
+    let session: NewSession = state
+        .directory
+        .request(|reply| DirectoryMsg::CreateSession { account_id, reply })
+        .await?;
+    ctx.actor = Some(account_id);
+    let slugs: Vec<String> = session
+        .info
+        .memberships
+        .iter()
+        .map(|m| m.slug.clone())
+        .collect();
+    audit_in(
+        &state,
+        slugs,
+        "dashboard.login",
+        &ctx,
+        serde_json::Value::Null,
+    )
+    .await;
+    let max_age = state.config.dashboard.absolute_timeout_secs as i64;
+    let body = DashboardLoginResponse {
+        session_token: session.token.clone(),
+        csrf_token: session.csrf,
+        expires_at: session.info.expires_at,
+        account: AccountRef {
+            id: session.info.account_id,
+            email: session.info.email.clone(),
+        },
+        tenants: memberships(&session.info),
+    };
+    let mut resp = Json(body).into_response();
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(&state, &session.token, max_age),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+/// Ends the session.
+#[utoipa::path(post, path = "/v1/auth/dashboard/logout", tag = "dashboard",
+    responses(
+        (status = 204, description = "Logged out; the cookie is cleared"),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 403, description = "`dashboard/csrf_failed`", body = ErrorBody),
+    ))]
+pub async fn logout(State(state): State<AppState>, auth: Dashboard) -> Result<Response, ApiError> {
+    let token = auth.token.clone();
+    state
+        .directory
+        .request(|reply| DirectoryMsg::Logout { token, reply })
+        .await?;
+    let mut resp = StatusCode::NO_CONTENT.into_response();
+    resp.headers_mut()
+        .insert(header::SET_COOKIE, session_cookie(&state, "", 0));
+    Ok(resp)
+}
+
+/// Re-authenticates with the password, for sensitive changes in the next five minutes.
+#[utoipa::path(post, path = "/v1/auth/dashboard/reauth", tag = "dashboard",
+    request_body = DashboardReauthRequest,
+    responses(
+        (status = 200, description = "Re-authenticated", body = DashboardReauthResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/invalid_credentials`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`", body = ErrorBody),
+    ))]
+pub async fn reauth(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    auth: Dashboard,
+    ApiJson(req): ApiJson<DashboardReauthRequest>,
+) -> Result<Json<DashboardReauthResponse>, ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "password",
+        len_between(&req.password, 8, 128),
+        "must be 8-128 characters",
+    );
+    e.finish()?;
+    let password = Password::new(req.password);
+    check_password(&state, &auth.session.email, &password, ip).await?;
+    let token = auth.token.clone();
+    let verified_at = state
+        .directory
+        .request(|reply| DirectoryMsg::MarkReauth { token, reply })
+        .await?;
+    Ok(Json(DashboardReauthResponse { verified_at }))
+}
+
+/// The caller's tenants and role in each.
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants", tag = "dashboard",
+    responses(
+        (status = 200, description = "The caller's tenants", body = TenantList),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+    ))]
+pub async fn tenants(auth: Dashboard) -> Json<TenantList> {
+    Json(TenantList {
+        data: memberships(&auth.session),
+    })
+}
+
+/// One of the caller's tenants; another tenant is 404.
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}", tag = "dashboard",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The tenant and the caller's role", body = TenantMembership),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn tenant(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<TenantMembership>, ApiError> {
+    let (m, _) = auth.member(&state, &slug)?;
+    Ok(Json(TenantMembership {
+        id: m.tenant.0,
+        slug: m.slug,
+        name: m.name,
+        role: m.role.as_str().to_owned(),
+    }))
+}
+
+/// Replaces the tenant's API key (owner; re-authenticated in the last 5 minutes).
+#[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/api-key/rotate", tag = "dashboard",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The new key, shown once", body = RotatedApiKeyResponse),
+        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn rotate_api_key(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<RotatedApiKeyResponse>, ApiError> {
+    let (m, _) = auth.owner(&state, &slug)?;
+    auth.require_recent_reauth()?;
+    let target = slug.clone();
+    let rotated: RotatedKey = state
+        .directory
+        .request(|reply| DirectoryMsg::RotateApiKey {
+            slug: target,
+            reply,
+        })
+        .await?;
+    audit_in(
+        &state,
+        vec![slug],
+        "api_key.rotated",
+        &auth.ctx,
+        serde_json::Value::Null,
+    )
+    .await;
+    Ok(Json(RotatedApiKeyResponse {
+        tenant: TenantMembership {
+            id: m.tenant.0,
+            slug: m.slug,
+            name: m.name,
+            role: m.role.as_str().to_owned(),
+        },
+        api_key: rotated.api_key,
+    }))
+}

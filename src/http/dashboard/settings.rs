@@ -1,0 +1,1150 @@
+//! Tenant settings: security (spec 2.8), e-mail domains, guest sign-ins and the default role,
+//! the passkey domain, and wallet login and age verification (spec 2.9, 2.10).
+//!
+//! Reads need any role, writes the owner role. Every request type rejects unknown fields, and
+//! every rule is checked before anything is sent to the tenant actor, so a refused update
+//! changes nothing.
+
+use std::collections::BTreeMap;
+
+use axum::{
+    extract::{Path, State},
+    http::HeaderMap,
+    Json,
+};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use tessera_actors::tenant::{
+    settings::{
+        AssuranceFloor, AssuranceKind, DefaultRole, EmailDomains, EudiAgeConfig, EudiConfig,
+        KeyResolution, MfaPolicy, SecurityPatch, SettingsChange, TrustAnchor,
+    },
+    SettingsView, TenantMsg,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::Dashboard;
+use crate::http::{
+    error::{len_between, ApiError, ErrorBody, FieldErrors},
+    extract::ApiJson,
+    AppState,
+};
+
+/// Deserializes a field that may be absent (`None`), `null` (`Some(None)`) or a value.
+fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A present, non-null value of a field that must not be null.
+fn not_null<T: Clone>(e: &mut FieldErrors, field: &str, v: &Option<Option<T>>) -> Option<T> {
+    match v {
+        None => None,
+        Some(None) => {
+            e.check(field, false, "must not be null");
+            None
+        }
+        Some(Some(x)) => Some(x.clone()),
+    }
+}
+
+fn in_range(e: &mut FieldErrors, field: &str, v: Option<i64>, min: i64, max: i64) -> Option<u32> {
+    let v = v?;
+    let ok = (min..=max).contains(&v);
+    e.check(field, ok, format!("must be an integer from {min} to {max}"));
+    if ok {
+        u32::try_from(v).ok()
+    } else {
+        None
+    }
+}
+
+fn is_sid(s: &str, prefix: &str) -> bool {
+    s.len() == 34
+        && s.starts_with(prefix)
+        && s[2..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+async fn update(
+    state: &AppState,
+    auth: &Dashboard,
+    slug: &str,
+    change: SettingsChange,
+) -> Result<SettingsView, ApiError> {
+    let (_, tenant) = auth.owner(state, slug)?;
+    Ok(tenant
+        .call(|reply| TenantMsg::UpdateSettings {
+            change: change.clone(),
+            ctx: auth.ctx.clone(),
+            reply,
+        })
+        .await?)
+}
+
+async fn read(state: &AppState, auth: &Dashboard, slug: &str) -> Result<SettingsView, ApiError> {
+    let (_, tenant) = auth.member(state, slug)?;
+    Ok(tenant
+        .call(|reply| TenantMsg::GetSettings { reply })
+        .await?)
+}
+
+// ---------------------------------------------------------------- security (2.8)
+
+/// Spec 2.8: every field optional; `null` clears the nullable ones.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantSecurityRequest {
+    /// `optional` or `required`.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>)]
+    pub mfa_policy: Option<Option<String>>,
+    /// 3-30.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>, minimum = 3, maximum = 30)]
+    pub mfa_grace_period_days: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub block_disposable_emails: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub block_email_subaddresses: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub automatic_account_linking_enabled: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub explicit_account_linking_enabled: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub sms_otp_enabled: Option<Option<bool>>,
+    /// 0-100000.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 100000)]
+    pub sms_otp_monthly_cap: Option<Option<i64>>,
+    /// `^AC[a-f0-9]{32}$`, or null to clear.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, pattern = "^AC[a-f0-9]{32}$", nullable)]
+    pub byok_provider_account_sid: Option<Option<String>>,
+    /// 32-128 characters, or null to clear. Stored encrypted; never returned.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, min_length = 32, max_length = 128, nullable)]
+    pub byok_provider_auth_token: Option<Option<String>>,
+    /// `^MG[a-f0-9]{32}$`, or null to clear.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, pattern = "^MG[a-f0-9]{32}$", nullable)]
+    pub byok_provider_messaging_service_sid: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub magic_link_enabled: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub email_otp_enabled: Option<Option<bool>>,
+    /// At most 300 codes matching `^[A-Z]{2}$`; null or `[]` restores the full platform list.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<Vec<String>>, nullable, max_items = 300)]
+    pub sms_allowed_countries: Option<Option<Vec<String>>>,
+}
+
+impl UpdateTenantSecurityRequest {
+    fn touches_byok(&self) -> bool {
+        self.byok_provider_account_sid.is_some()
+            || self.byok_provider_auth_token.is_some()
+            || self.byok_provider_messaging_service_sid.is_some()
+    }
+
+    fn into_patch(self) -> Result<SecurityPatch, ApiError> {
+        let mut e = FieldErrors::new();
+        let mfa_policy = not_null(&mut e, "mfa_policy", &self.mfa_policy).and_then(|p| {
+            let parsed = match p.as_str() {
+                "optional" => Some(MfaPolicy::Optional),
+                "required" => Some(MfaPolicy::Required),
+                _ => None,
+            };
+            e.check(
+                "mfa_policy",
+                parsed.is_some(),
+                "must be optional or required",
+            );
+            parsed
+        });
+        let grace = not_null(&mut e, "mfa_grace_period_days", &self.mfa_grace_period_days);
+        let mfa_grace_period_days = in_range(&mut e, "mfa_grace_period_days", grace, 3, 30);
+        let cap = not_null(&mut e, "sms_otp_monthly_cap", &self.sms_otp_monthly_cap);
+        let sms_otp_monthly_cap = in_range(&mut e, "sms_otp_monthly_cap", cap, 0, 100_000);
+        if let Some(Some(sid)) = &self.byok_provider_account_sid {
+            e.check(
+                "byok_provider_account_sid",
+                is_sid(sid, "AC"),
+                "must match ^AC[a-f0-9]{32}$",
+            );
+        }
+        if let Some(Some(sid)) = &self.byok_provider_messaging_service_sid {
+            e.check(
+                "byok_provider_messaging_service_sid",
+                is_sid(sid, "MG"),
+                "must match ^MG[a-f0-9]{32}$",
+            );
+        }
+        if let Some(Some(token)) = &self.byok_provider_auth_token {
+            e.check(
+                "byok_provider_auth_token",
+                len_between(token, 32, 128),
+                "must be 32-128 characters",
+            );
+        }
+        if let Some(Some(list)) = &self.sms_allowed_countries {
+            e.check(
+                "sms_allowed_countries",
+                list.len() <= 300,
+                "at most 300 codes",
+            );
+            for (i, c) in list.iter().enumerate() {
+                e.check(
+                    &format!("sms_allowed_countries[{i}]"),
+                    c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase()),
+                    "must be a two-letter uppercase ISO 3166-1 alpha-2 code (^[A-Z]{2}$)",
+                );
+            }
+        }
+        let patch = SecurityPatch {
+            mfa_policy,
+            mfa_grace_period_days,
+            block_disposable_emails: not_null(
+                &mut e,
+                "block_disposable_emails",
+                &self.block_disposable_emails,
+            ),
+            block_email_subaddresses: not_null(
+                &mut e,
+                "block_email_subaddresses",
+                &self.block_email_subaddresses,
+            ),
+            automatic_account_linking_enabled: not_null(
+                &mut e,
+                "automatic_account_linking_enabled",
+                &self.automatic_account_linking_enabled,
+            ),
+            explicit_account_linking_enabled: not_null(
+                &mut e,
+                "explicit_account_linking_enabled",
+                &self.explicit_account_linking_enabled,
+            ),
+            sms_otp_enabled: not_null(&mut e, "sms_otp_enabled", &self.sms_otp_enabled),
+            sms_otp_monthly_cap,
+            byok_provider_account_sid: self.byok_provider_account_sid,
+            byok_provider_auth_token: self.byok_provider_auth_token,
+            byok_provider_messaging_service_sid: self.byok_provider_messaging_service_sid,
+            magic_link_enabled: not_null(&mut e, "magic_link_enabled", &self.magic_link_enabled),
+            email_otp_enabled: not_null(&mut e, "email_otp_enabled", &self.email_otp_enabled),
+            sms_allowed_countries: self.sms_allowed_countries,
+        };
+        e.finish()?;
+        Ok(patch)
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SecuritySettingsResponse {
+    pub mfa_policy: String,
+    pub mfa_grace_period_days: u32,
+    pub block_disposable_emails: bool,
+    pub block_email_subaddresses: bool,
+    pub automatic_account_linking_enabled: bool,
+    pub explicit_account_linking_enabled: bool,
+    pub sms_otp_enabled: bool,
+    pub sms_otp_monthly_cap: u32,
+    pub byok_provider_account_sid: Option<String>,
+    /// Whether a BYOK auth token is stored; the token itself is never returned.
+    pub byok_provider_auth_token_set: bool,
+    pub byok_provider_messaging_service_sid: Option<String>,
+    pub magic_link_enabled: bool,
+    pub email_otp_enabled: bool,
+    /// `null`: the full platform allowlist.
+    pub sms_allowed_countries: Option<Vec<String>>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl From<SettingsView> for SecuritySettingsResponse {
+    fn from(v: SettingsView) -> Self {
+        let s = v.settings.security;
+        SecuritySettingsResponse {
+            mfa_policy: match s.mfa_policy {
+                MfaPolicy::Optional => "optional".into(),
+                MfaPolicy::Required => "required".into(),
+            },
+            mfa_grace_period_days: s.mfa_grace_period_days,
+            block_disposable_emails: s.block_disposable_emails,
+            block_email_subaddresses: s.block_email_subaddresses,
+            automatic_account_linking_enabled: s.automatic_account_linking_enabled,
+            explicit_account_linking_enabled: s.explicit_account_linking_enabled,
+            sms_otp_enabled: s.sms_otp_enabled,
+            sms_otp_monthly_cap: s.sms_otp_monthly_cap,
+            byok_provider_account_sid: s.byok_provider_account_sid,
+            byok_provider_auth_token_set: v.byok_token_set,
+            byok_provider_messaging_service_sid: s.byok_provider_messaging_service_sid,
+            magic_link_enabled: s.magic_link_enabled,
+            email_otp_enabled: s.email_otp_enabled,
+            sms_allowed_countries: s.sms_allowed_countries,
+            updated_at: v.settings.updated_at,
+        }
+    }
+}
+
+/// The tenant's security settings (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "Security settings", body = SecuritySettingsResponse),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_security(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<SecuritySettingsResponse>, ApiError> {
+    Ok(Json(read(&state, &auth, &slug).await?.into()))
+}
+
+/// Updates security settings (owner; BYOK changes need a re-authentication in the last 5
+/// minutes).
+#[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = UpdateTenantSecurityRequest,
+    responses(
+        (status = 200, description = "The updated settings", body = SecuritySettingsResponse),
+        (status = 400, description = "`validation/invalid_request` naming each field", body = ErrorBody),
+        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn patch_security(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<UpdateTenantSecurityRequest>,
+) -> Result<Json<SecuritySettingsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let byok = req.touches_byok();
+    let patch = req.into_patch()?;
+    if byok {
+        auth.require_recent_reauth()?;
+    }
+    let view = update(
+        &state,
+        &auth,
+        &slug,
+        SettingsChange::Security(Box::new(patch)),
+    )
+    .await?;
+    Ok(Json(view.into()))
+}
+
+// ---------------------------------------------------------------- e-mail domains
+
+/// Both lists are replaced at once; an absent list is empty.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutEmailDomainsRequest {
+    /// When non-empty, only these domains may register. At most 100, each 1-253 characters.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub allowlist: Vec<String>,
+    /// These domains may not register. At most 100, each 1-253 characters.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub blocklist: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EmailDomainsResponse {
+    /// Lowercase, punycoded, de-duplicated.
+    pub allowlist: Vec<String>,
+    pub blocklist: Vec<String>,
+}
+
+/// A domain as stored: lowercase ASCII (IDNA punycode), exact match, at least two labels.
+pub fn normalize_domain(entry: &str) -> Option<String> {
+    if !len_between(entry, 1, 253) || entry.chars().any(|c| c.is_whitespace()) {
+        return None;
+    }
+    let ascii = idna::domain_to_ascii(entry).ok()?;
+    let labels: Vec<&str> = ascii.split('.').collect();
+    let ok = ascii.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|l| {
+            (1..=63).contains(&l.len())
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        });
+    ok.then_some(ascii)
+}
+
+fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<String> {
+    e.check(field, list.len() <= 100, "at most 100 entries");
+    let mut out: Vec<String> = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        match normalize_domain(entry) {
+            Some(d) => {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+            None => {
+                let shown: String = entry.chars().take(64).collect();
+                e.check(
+                    &format!("{field}[{i}]"),
+                    false,
+                    format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)"),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn domains_response(v: SettingsView) -> EmailDomainsResponse {
+    EmailDomainsResponse {
+        allowlist: v.settings.email_domains.allowlist,
+        blocklist: v.settings.email_domains.blocklist,
+    }
+}
+
+/// The registration e-mail domain lists (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "Both lists", body = EmailDomainsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_email_domains(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<EmailDomainsResponse>, ApiError> {
+    Ok(Json(domains_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces both lists atomically (owner).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = PutEmailDomainsRequest,
+    responses(
+        (status = 200, description = "The stored lists", body = EmailDomainsResponse),
+        (status = 400, description = "`validation/invalid_request` naming each bad entry", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_email_domains(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<PutEmailDomainsRequest>,
+) -> Result<Json<EmailDomainsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    let allowlist = normalize_list(&mut e, "allowlist", &req.allowlist);
+    let blocklist = normalize_list(&mut e, "blocklist", &req.blocklist);
+    e.finish()?;
+    let change = SettingsChange::EmailDomains(EmailDomains {
+        allowlist,
+        blocklist,
+    });
+    Ok(Json(domains_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}
+
+// ---------------------------------------------------------------- anonymous and roles
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantAnonymousSettingsRequest {
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<bool>)]
+    pub anonymous_signins_enabled: Option<Option<bool>>,
+    /// 1-180.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 180)]
+    pub anonymous_user_ttl_days: Option<Option<i64>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AnonymousSettingsResponse {
+    pub anonymous_signins_enabled: bool,
+    pub anonymous_user_ttl_days: u32,
+}
+
+fn anonymous_response(v: SettingsView) -> AnonymousSettingsResponse {
+    AnonymousSettingsResponse {
+        anonymous_signins_enabled: v.settings.anonymous.anonymous_signins_enabled,
+        anonymous_user_ttl_days: v.settings.anonymous.anonymous_user_ttl_days,
+    }
+}
+
+/// Guest sign-in settings (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "Guest sign-in settings", body = AnonymousSettingsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_anonymous(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
+    Ok(Json(anonymous_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Updates guest sign-in settings (owner). Enabling them for the first time while the default
+/// role grants more than read access needs `X-Service-Confirm: privileged-default-role`.
+#[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("X-Service-Confirm" = Option<String>, Header, description = "`privileged-default-role` to confirm"),
+    ),
+    request_body = UpdateTenantAnonymousSettingsRequest,
+    responses(
+        (status = 200, description = "The updated settings", body = AnonymousSettingsResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        (status = 409, description = "`anonymous/privileged_default_role_unconfirmed`", body = ErrorBody),
+    ))]
+pub async fn patch_anonymous(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<UpdateTenantAnonymousSettingsRequest>,
+) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    let enabled = not_null(
+        &mut e,
+        "anonymous_signins_enabled",
+        &req.anonymous_signins_enabled,
+    );
+    let ttl = not_null(
+        &mut e,
+        "anonymous_user_ttl_days",
+        &req.anonymous_user_ttl_days,
+    );
+    let ttl_days = in_range(&mut e, "anonymous_user_ttl_days", ttl, 1, 180);
+    e.finish()?;
+    let confirmed_privileged = headers
+        .get("x-service-confirm")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == "privileged-default-role");
+    let change = SettingsChange::Anonymous {
+        enabled,
+        ttl_days,
+        confirmed_privileged,
+    };
+    Ok(Json(anonymous_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantRolesRequest {
+    /// `reader` (read access only), `member` or `admin`.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub default_role: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RolesResponse {
+    /// The role new end users get.
+    pub default_role: DefaultRoleName,
+}
+
+/// `reader`, `member` or `admin`.
+#[derive(Serialize, ToSchema)]
+#[serde(transparent)]
+pub struct DefaultRoleName(pub String);
+
+fn roles_response(v: SettingsView) -> RolesResponse {
+    let name = match v.settings.default_role {
+        DefaultRole::Reader => "reader",
+        DefaultRole::Member => "member",
+        DefaultRole::Admin => "admin",
+    };
+    RolesResponse {
+        default_role: DefaultRoleName(name.into()),
+    }
+}
+
+/// The default role of new end users (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The default role", body = RolesResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_roles(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<RolesResponse>, ApiError> {
+    Ok(Json(roles_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Sets the default role of new end users (owner).
+#[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = UpdateTenantRolesRequest,
+    responses(
+        (status = 200, description = "The default role", body = RolesResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn patch_roles(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<UpdateTenantRolesRequest>,
+) -> Result<Json<RolesResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let role = match req.default_role.as_str() {
+        "reader" => DefaultRole::Reader,
+        "member" => DefaultRole::Member,
+        "admin" => DefaultRole::Admin,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "default_role",
+                "must be reader, member or admin",
+            ))
+        }
+    };
+    let change = SettingsChange::DefaultRole(role);
+    Ok(Json(roles_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}
+
+// ---------------------------------------------------------------- passkey domain
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantPasskeyDomainRequest {
+    /// 1-253 characters matching `^[a-z0-9.-]+$`, or null for the server's own host. Required.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, required = true, nullable, min_length = 1, max_length = 253, pattern = "^[a-z0-9.-]+$")]
+    pub passkey_rp_id: Option<Option<String>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PasskeyDomainResponse {
+    pub passkey_rp_id: Option<String>,
+}
+
+/// The passkey relying-party id (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The relying-party id", body = PasskeyDomainResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_passkey_domain(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<PasskeyDomainResponse>, ApiError> {
+    let v = read(&state, &auth, &slug).await?;
+    Ok(Json(PasskeyDomainResponse {
+        passkey_rp_id: v.settings.passkey_rp_id,
+    }))
+}
+
+/// Sets the passkey relying-party id (owner).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = UpdateTenantPasskeyDomainRequest,
+    responses(
+        (status = 200, description = "The relying-party id", body = PasskeyDomainResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_passkey_domain(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<UpdateTenantPasskeyDomainRequest>,
+) -> Result<Json<PasskeyDomainResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let rp_id = match req.passkey_rp_id {
+        None => {
+            return Err(ApiError::invalid_field(
+                "passkey_rp_id",
+                "is required (a domain or null)",
+            ))
+        }
+        Some(None) => None,
+        Some(Some(id)) => {
+            let ok = (1..=253).contains(&id.len())
+                && id.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'
+                });
+            if !ok {
+                return Err(ApiError::invalid_field(
+                    "passkey_rp_id",
+                    "must be 1-253 characters matching ^[a-z0-9.-]+$",
+                ));
+            }
+            Some(id)
+        }
+    };
+    let v = update(&state, &auth, &slug, SettingsChange::PasskeyDomain(rp_id)).await?;
+    Ok(Json(PasskeyDomainResponse {
+        passkey_rp_id: v.settings.passkey_rp_id,
+    }))
+}
+
+// ---------------------------------------------------------------- wallet (2.10)
+
+const ATTRIBUTES: &[&str] = &[
+    "family_name",
+    "given_name",
+    "birth_date",
+    "nationality",
+    "age_over_16",
+    "age_over_18",
+    "age_over_21",
+    "resident_country",
+    "resident_city",
+    "email",
+    "phone_number",
+];
+const ALGS: &[&str] = &["ES256", "EdDSA"];
+const FORMATS: &[&str] = &["dc+sd-jwt", "mso_mdoc"];
+const LEVELS: &[&str] = &["low", "substantial", "high"];
+const ON_STATUS: &[&str] = &["reject", "accept_with_cache", "accept_unverified"];
+const AGE_STATES: &[&str] = &["PL", "DE", "FR", "IE"];
+
+/// A trusted issuer of wallet credentials.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TrustAnchorInput {
+    #[schema(min_length = 1)]
+    pub issuer: Option<String>,
+    /// Two characters.
+    pub member_state: Option<String>,
+    /// At least one of `ES256`, `EdDSA`.
+    pub allowed_algs: Option<Vec<String>>,
+    /// `low`, `substantial` or `high` (default).
+    pub max_assurance_level: Option<String>,
+    /// At least one of `dc+sd-jwt`, `mso_mdoc`.
+    pub allowed_formats: Option<Vec<String>>,
+    /// `{method: "jwks_uri", jwksUri}`, `{method: "did_web", did}` (`^did:web:`) or
+    /// `{method: "x5c", x5cRoots: [..1+]}`.
+    #[schema(value_type = Object)]
+    pub key_resolution: Option<Value>,
+    /// Locale to display name.
+    pub display_name: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssuranceFloorInput {
+    /// `aal` or `eidas`.
+    pub kind: Option<String>,
+    #[schema(min_length = 1)]
+    pub value: Option<String>,
+}
+
+/// Spec 2.10, request side.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantEudiConfig {
+    #[schema(required = true)]
+    pub enabled: Option<bool>,
+    /// At least one attribute on update.
+    #[schema(required = true)]
+    pub requested_attributes: Option<Vec<String>>,
+    #[serde(default)]
+    pub trust_anchors: Vec<TrustAnchorInput>,
+    #[serde(default)]
+    pub required_assurance_floor: Option<AssuranceFloorInput>,
+    /// At most 300 characters.
+    #[serde(default)]
+    #[schema(max_length = 300)]
+    pub purpose: Option<String>,
+    /// `reject`, `accept_with_cache` (default) or `accept_unverified`.
+    pub on_status_unavailable: Option<String>,
+    /// 0-86400, default 3600.
+    #[schema(minimum = 0, maximum = 86400)]
+    pub max_status_staleness_seconds: Option<i64>,
+}
+
+/// Spec 2.10, response side: the stored configuration with defaults filled in.
+#[derive(Serialize, ToSchema)]
+pub struct EudiConfigResponse {
+    pub enabled: bool,
+    pub requested_attributes: Vec<String>,
+    #[schema(value_type = Vec<Object>)]
+    pub trust_anchors: Vec<TrustAnchor>,
+    #[schema(value_type = Option<Object>)]
+    pub required_assurance_floor: Option<AssuranceFloor>,
+    pub purpose: Option<String>,
+    pub on_status_unavailable: String,
+    pub max_status_staleness_seconds: u32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+fn eudi_response(v: SettingsView) -> EudiConfigResponse {
+    let c = v.settings.eudi;
+    EudiConfigResponse {
+        enabled: c.enabled,
+        requested_attributes: c.requested_attributes,
+        trust_anchors: c.trust_anchors,
+        required_assurance_floor: c.required_assurance_floor,
+        purpose: c.purpose,
+        on_status_unavailable: c.on_status_unavailable,
+        max_status_staleness_seconds: c.max_status_staleness_seconds,
+        updated_at: c.updated_at,
+    }
+}
+
+fn one_of(e: &mut FieldErrors, field: &str, v: &str, allowed: &[&str]) -> bool {
+    let ok = allowed.contains(&v);
+    e.check(field, ok, format!("must be one of {}", allowed.join(", ")));
+    ok
+}
+
+fn list_of(
+    e: &mut FieldErrors,
+    field: &str,
+    v: &Option<Vec<String>>,
+    allowed: &[&str],
+) -> Vec<String> {
+    let Some(list) = v else {
+        e.check(field, false, "is required");
+        return Vec::new();
+    };
+    e.check(field, !list.is_empty(), "must have at least one item");
+    for (i, item) in list.iter().enumerate() {
+        one_of(e, &format!("{field}[{i}]"), item, allowed);
+    }
+    list.clone()
+}
+
+fn key_resolution(e: &mut FieldErrors, field: &str, v: &Option<Value>) -> Option<KeyResolution> {
+    let Some(v) = v else {
+        e.check(field, false, "is required");
+        return None;
+    };
+    let Some(obj) = v.as_object() else {
+        e.check(field, false, "must be an object with a method");
+        return None;
+    };
+    let method = obj.get("method").and_then(Value::as_str).unwrap_or("");
+    let allowed_keys: &[&str] = match method {
+        "jwks_uri" => &["method", "jwksUri"],
+        "did_web" => &["method", "did"],
+        "x5c" => &["method", "x5cRoots"],
+        _ => {
+            e.check(
+                &format!("{field}.method"),
+                false,
+                "must be jwks_uri, did_web or x5c",
+            );
+            return None;
+        }
+    };
+    for k in obj.keys() {
+        e.check(
+            &format!("{field}.{k}"),
+            allowed_keys.contains(&k.as_str()),
+            format!("is not a field of the {method} method"),
+        );
+    }
+    match method {
+        "jwks_uri" => {
+            let uri = obj.get("jwksUri").and_then(Value::as_str).unwrap_or("");
+            let ok = reqwest::Url::parse(uri)
+                .is_ok_and(|u| matches!(u.scheme(), "https" | "http") && u.host().is_some());
+            e.check(&format!("{field}.jwksUri"), ok, "must be an http(s) URI");
+            ok.then(|| KeyResolution::JwksUri {
+                jwks_uri: uri.to_owned(),
+            })
+        }
+        "did_web" => {
+            let did = obj.get("did").and_then(Value::as_str).unwrap_or("");
+            let ok = did.starts_with("did:web:") && did.len() > "did:web:".len();
+            e.check(&format!("{field}.did"), ok, "must match ^did:web:");
+            ok.then(|| KeyResolution::DidWeb {
+                did: did.to_owned(),
+            })
+        }
+        _ => {
+            let roots: Option<Vec<String>> = obj
+                .get("x5cRoots")
+                .and_then(Value::as_array)
+                .and_then(|a| a.iter().map(|r| r.as_str().map(str::to_owned)).collect());
+            let ok = roots
+                .as_ref()
+                .is_some_and(|r| !r.is_empty() && r.iter().all(|s| !s.is_empty()));
+            e.check(
+                &format!("{field}.x5cRoots"),
+                ok,
+                "must be an array of at least one non-empty string",
+            );
+            ok.then(|| KeyResolution::X5c {
+                x5c_roots: roots.unwrap_or_default(),
+            })
+        }
+    }
+}
+
+impl UpdateTenantEudiConfig {
+    fn into_config(self) -> Result<EudiConfig, ApiError> {
+        let mut e = FieldErrors::new();
+        e.check("enabled", self.enabled.is_some(), "is required");
+        let requested_attributes = list_of(
+            &mut e,
+            "requested_attributes",
+            &self.requested_attributes,
+            ATTRIBUTES,
+        );
+        let mut anchors = Vec::new();
+        for (i, a) in self.trust_anchors.iter().enumerate() {
+            let f = |name: &str| format!("trust_anchors[{i}].{name}");
+            let issuer = a.issuer.clone().unwrap_or_default();
+            e.check(
+                &f("issuer"),
+                !issuer.is_empty(),
+                "is required (at least 1 character)",
+            );
+            if let Some(ms) = &a.member_state {
+                e.check(
+                    &f("memberState"),
+                    ms.chars().count() == 2,
+                    "must be 2 characters",
+                );
+            }
+            let allowed_algs = list_of(&mut e, &f("allowedAlgs"), &a.allowed_algs, ALGS);
+            let level = a
+                .max_assurance_level
+                .clone()
+                .unwrap_or_else(|| "high".into());
+            one_of(&mut e, &f("maxAssuranceLevel"), &level, LEVELS);
+            let allowed_formats =
+                list_of(&mut e, &f("allowedFormats"), &a.allowed_formats, FORMATS);
+            let resolution = key_resolution(&mut e, &f("keyResolution"), &a.key_resolution);
+            if let Some(names) = &a.display_name {
+                for (locale, name) in names {
+                    e.check(
+                        &f(&format!("displayName.{locale}")),
+                        len_between(locale, 2, 35) && len_between(name, 1, 200),
+                        "locale 2-35 characters, name 1-200 characters",
+                    );
+                }
+            }
+            if let Some(key_resolution) = resolution {
+                anchors.push(TrustAnchor {
+                    issuer,
+                    member_state: a.member_state.clone(),
+                    allowed_algs,
+                    max_assurance_level: level,
+                    allowed_formats,
+                    key_resolution,
+                    display_name: a.display_name.clone(),
+                });
+            }
+        }
+        let floor = self.required_assurance_floor.as_ref().and_then(|f| {
+            let kind = match f.kind.as_deref() {
+                Some("aal") => Some(AssuranceKind::Aal),
+                Some("eidas") => Some(AssuranceKind::Eidas),
+                _ => None,
+            };
+            e.check(
+                "required_assurance_floor.kind",
+                kind.is_some(),
+                "must be aal or eidas",
+            );
+            let value = f.value.clone().unwrap_or_default();
+            e.check(
+                "required_assurance_floor.value",
+                !value.is_empty(),
+                "is required (at least 1 character)",
+            );
+            kind.map(|kind| AssuranceFloor { kind, value })
+        });
+        if let Some(p) = &self.purpose {
+            e.check(
+                "purpose",
+                p.chars().count() <= 300,
+                "at most 300 characters",
+            );
+        }
+        let on_status = self
+            .on_status_unavailable
+            .clone()
+            .unwrap_or_else(|| "accept_with_cache".into());
+        one_of(&mut e, "on_status_unavailable", &on_status, ON_STATUS);
+        let staleness = in_range(
+            &mut e,
+            "max_status_staleness_seconds",
+            Some(self.max_status_staleness_seconds.unwrap_or(3600)),
+            0,
+            86_400,
+        );
+        e.finish()?;
+        Ok(EudiConfig {
+            enabled: self.enabled.unwrap_or(false),
+            requested_attributes,
+            trust_anchors: anchors,
+            required_assurance_floor: floor,
+            purpose: self.purpose,
+            on_status_unavailable: on_status,
+            max_status_staleness_seconds: staleness.unwrap_or(3600),
+            updated_at: OffsetDateTime::now_utc(),
+        })
+    }
+}
+
+/// Wallet login configuration (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The configuration with defaults", body = EudiConfigResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_eudi(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<EudiConfigResponse>, ApiError> {
+    Ok(Json(eudi_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces the wallet login configuration (owner).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = UpdateTenantEudiConfig,
+    responses(
+        (status = 200, description = "The stored configuration", body = EudiConfigResponse),
+        (status = 400, description = "`validation/invalid_request` naming each field", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_eudi(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<UpdateTenantEudiConfig>,
+) -> Result<Json<EudiConfigResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let config = req.into_config()?;
+    let v = update(&state, &auth, &slug, SettingsChange::Eudi(Box::new(config))).await?;
+    Ok(Json(eudi_response(v)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateEudiAgeConfig {
+    #[schema(required = true)]
+    pub age_verification_enabled: Option<bool>,
+    /// Any of `PL`, `DE`, `FR`, `IE`; default `[]`.
+    #[serde(default)]
+    pub supported_member_states: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EudiAgeConfigResponse {
+    pub age_verification_enabled: bool,
+    pub supported_member_states: Vec<String>,
+    /// Whether an age threshold (`age_over_*`) can be asked of a wallet: age verification is on
+    /// and at least one member state is supported.
+    pub threshold_supported: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+fn eudi_age_response(v: SettingsView) -> EudiAgeConfigResponse {
+    let c = v.settings.eudi_age;
+    EudiAgeConfigResponse {
+        threshold_supported: c.age_verification_enabled && !c.supported_member_states.is_empty(),
+        age_verification_enabled: c.age_verification_enabled,
+        supported_member_states: c.supported_member_states,
+        updated_at: c.updated_at,
+    }
+}
+
+/// Wallet age-verification configuration (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The configuration", body = EudiAgeConfigResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_eudi_age(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
+    Ok(Json(eudi_age_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces the wallet age-verification configuration (owner).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = UpdateEudiAgeConfig,
+    responses(
+        (status = 200, description = "The stored configuration", body = EudiAgeConfigResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_eudi_age(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<UpdateEudiAgeConfig>,
+) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    e.check(
+        "age_verification_enabled",
+        req.age_verification_enabled.is_some(),
+        "is required",
+    );
+    let mut states: Vec<String> = Vec::new();
+    for (i, s) in req.supported_member_states.iter().enumerate() {
+        if one_of(
+            &mut e,
+            &format!("supported_member_states[{i}]"),
+            s,
+            AGE_STATES,
+        ) && !states.contains(s)
+        {
+            states.push(s.clone());
+        }
+    }
+    e.finish()?;
+    let change = SettingsChange::EudiAge(EudiAgeConfig {
+        age_verification_enabled: req.age_verification_enabled.unwrap_or(false),
+        supported_member_states: states,
+        updated_at: OffsetDateTime::now_utc(),
+    });
+    Ok(Json(eudi_age_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}
