@@ -4,7 +4,9 @@
 
 mod support;
 
+mod dashboard;
 mod faults;
 mod onboarding;
 mod platform;
+mod settings;
 mod tenants;

@@ -115,6 +115,7 @@ impl TestServer {
             log,
             client: Client::builder()
                 .timeout(Duration::from_secs(30))
+                .user_agent("tessera-tests reqwest")
                 .build()
                 .expect("client"),
             env,
@@ -366,4 +367,163 @@ fn decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A local SMTP server speaking enough of RFC 5321 for lettre: it accepts every message and
+/// keeps its DATA.
+pub struct SmtpStub {
+    pub port: u16,
+    pub messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl SmtpStub {
+    pub fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let store = messages.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    let mut out = stream.try_clone().unwrap();
+                    let mut reader = BufReader::new(stream);
+                    let _ = out.write_all(b"220 stub ESMTP\r\n");
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let cmd = line.trim_end().to_ascii_uppercase();
+                        if cmd.starts_with("EHLO") || cmd.starts_with("HELO") {
+                            let _ = out.write_all(b"250-stub\r\n250 8BITMIME\r\n");
+                        } else if cmd.starts_with("DATA") {
+                            let _ = out.write_all(b"354 go ahead\r\n");
+                            let mut data = String::new();
+                            loop {
+                                let mut l = String::new();
+                                if reader.read_line(&mut l).unwrap_or(0) == 0 {
+                                    return;
+                                }
+                                if l == ".\r\n" || l == ".\n" {
+                                    break;
+                                }
+                                data.push_str(&l);
+                            }
+                            store.lock().unwrap().push(data);
+                            let _ = out.write_all(b"250 queued\r\n");
+                        } else if cmd.starts_with("QUIT") {
+                            let _ = out.write_all(b"221 bye\r\n");
+                            return;
+                        } else {
+                            let _ = out.write_all(b"250 ok\r\n");
+                        }
+                    }
+                });
+            }
+        });
+        SmtpStub { port, messages }
+    }
+
+    /// Environment for a server that sends through this stub.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![
+            ("TESSERA__MAIL__TRANSPORT".into(), "smtp".into()),
+            ("TESSERA__MAIL__SMTP__HOST".into(), "127.0.0.1".into()),
+            ("TESSERA__MAIL__SMTP__PORT".into(), self.port.to_string()),
+            ("TESSERA__MAIL__SMTP__TLS".into(), "none".into()),
+        ]
+    }
+
+    /// The value of `name=` in the last message, undoing quoted-printable soft breaks.
+    pub fn last_param(&self, name: &str) -> Option<String> {
+        let msgs = self.messages.lock().unwrap();
+        let text = msgs.last()?.replace("=\r\n", "").replace("=3D", "=");
+        let start = text.find(&format!("{name}="))? + name.len() + 1;
+        Some(
+            text[start..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+                .collect(),
+        )
+    }
+}
+
+/// A dashboard session.
+pub struct Session {
+    pub token: String,
+    pub csrf: String,
+    pub body: Value,
+    pub set_cookie: String,
+}
+
+impl TestServer {
+    pub fn login(&self, email: &str, password: &str) -> Session {
+        let r = self.post_json(
+            "/v1/auth/dashboard/login",
+            &json!({"email": email, "password": password}),
+        );
+        assert_eq!(r.status(), 200, "login of {email}");
+        let set_cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+        let body: Value = r.json().unwrap();
+        Session {
+            token: body["session_token"].as_str().unwrap().to_owned(),
+            csrf: body["csrf_token"].as_str().unwrap().to_owned(),
+            body,
+            set_cookie,
+        }
+    }
+
+    /// A dashboard request with the session as a bearer token.
+    pub fn dash(
+        &self,
+        method: &str,
+        path: &str,
+        session: &Session,
+        body: Option<&Value>,
+    ) -> Response {
+        let mut req = self
+            .client
+            .request(method.parse().unwrap(), self.url(path))
+            .bearer_auth(&session.token);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        req.send().unwrap()
+    }
+
+    /// Re-authenticates the session with its password.
+    pub fn reauth(&self, session: &Session, password: &str) {
+        let r = self.dash(
+            "POST",
+            "/v1/auth/dashboard/reauth",
+            session,
+            Some(&json!({"password": password})),
+        );
+        assert_eq!(r.status(), 200);
+    }
+}
+
+impl TestServer {
+    /// Stops the server and checks that `needle` appears in no file of the data directory.
+    pub fn kill_and_check_absent(&mut self, needle: &str) {
+        self.kill();
+        fn walk(dir: &Path, needle: &[u8]) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, needle);
+                } else if let Ok(bytes) = std::fs::read(&path) {
+                    assert!(
+                        !bytes.windows(needle.len()).any(|w| w == needle),
+                        "{} holds the secret in clear",
+                        path.display()
+                    );
+                }
+            }
+        }
+        walk(&self.data_dir, needle.as_bytes());
+    }
 }

@@ -35,6 +35,8 @@ const INVITE_TTL: time::Duration = time::Duration::days(7);
 /// Failed logins an account or address gets before it is throttled.
 pub const FREE_FAILURES_PER_ACCOUNT: u32 = 5;
 pub const FREE_FAILURES_PER_IP: u32 = 20;
+/// The first block; each further failure doubles it, up to `MAX_BLOCK`.
+pub const FIRST_BLOCK: Duration = Duration::from_secs(15);
 pub const MAX_BLOCK: Duration = Duration::from_secs(15 * 60);
 
 /// One of the caller's tenants.

@@ -28,7 +28,7 @@ use uuid::Uuid;
 use self::{
     dashboard::{
         AcceptedInvite, InviteOutcome, LoginGate, MemberInfo, NewSession, SessionInfo,
-        SessionPolicy, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
+        SessionPolicy, FIRST_BLOCK, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
     },
     throttle::Throttle,
 };
@@ -288,8 +288,8 @@ impl Actor for Directory {
             running: HashMap::new(),
             restarts: HashMap::new(),
             session_policy: args.session_policy,
-            account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, MAX_BLOCK),
-            ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, MAX_BLOCK),
+            account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
+            ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
         };
         state.publish_index();
         state.publish_running();

@@ -1,6 +1,6 @@
 //! Failed-login throttling: per account and per client address, in memory.
 //!
-//! After `free` consecutive failures a key is blocked, first for one second, then twice as long
+//! After `free` consecutive failures a key is blocked, first for `base`, then twice as long
 //! after each further failure, capped. A success resets the account's counter (an address keeps
 //! its own). Counters live in the directory's memory: a restart forgives, which is acceptable
 //! for throttling and keeps failed logins free of disk writes.
@@ -23,15 +23,17 @@ struct Count {
 #[derive(Debug)]
 pub struct Throttle<K> {
     free: u32,
+    base: Duration,
     cap: Duration,
     forget_after: Duration,
     counts: HashMap<K, Count>,
 }
 
 impl<K: Hash + Eq + Clone> Throttle<K> {
-    pub fn new(free: u32, cap: Duration) -> Self {
+    pub fn new(free: u32, base: Duration, cap: Duration) -> Self {
         Throttle {
             free,
+            base,
             cap,
             forget_after: cap * 2,
             counts: HashMap::new(),
@@ -60,7 +62,7 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
         c.last = now;
         if c.failures >= self.free {
             let exp = (c.failures - self.free).min(20);
-            let wait = Duration::from_secs(1u64 << exp).min(self.cap);
+            let wait = self.base.saturating_mul(1u32 << exp).min(self.cap);
             c.blocked_until = Some(now + wait);
             Some(wait.as_secs())
         } else {
@@ -90,7 +92,7 @@ mod tests {
 
     #[test]
     fn blocks_after_the_free_failures_growing_to_the_cap() {
-        let mut t = Throttle::new(5, Duration::from_secs(900));
+        let mut t = Throttle::new(5, Duration::from_secs(1), Duration::from_secs(900));
         let now = Instant::now();
         for _ in 0..4 {
             assert_eq!(t.fail(&"a", now), None);
