@@ -192,9 +192,26 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             )
         }
         AdminRequest::ApikeyRotate { slug } => {
+            let target = slug.clone();
             let rotated: RotatedKey = dir
-                .request(|reply| DirectoryMsg::RotateApiKey { slug, reply })
+                .request(|reply| DirectoryMsg::RotateApiKey {
+                    slug: target,
+                    reply,
+                })
                 .await?;
+            let ctx = tessera_actors::tenant::audit::AuditContext {
+                actor: None,
+                ip_hash: None,
+                ua_family: Some("admin-cli".into()),
+            };
+            crate::http::dashboard::session::audit_in(
+                state,
+                vec![slug],
+                "api_key.rotated",
+                &ctx,
+                Value::Null,
+            )
+            .await;
             to_value(rotated)
         }
         AdminRequest::FaultPanicTenant { slug } => {

@@ -388,6 +388,22 @@ fn api_key_rotation_needs_a_fresh_reauth_and_kills_the_old_key() {
         .to_owned();
     assert_eq!(srv.get("/v1/tenant", Some(old_key)).status(), 401);
     assert_eq!(srv.get("/v1/tenant", Some(&new_key)).status(), 200);
+    // The admin CLI's rotation is audited too.
+    srv.admin(&["apikey", "rotate", "dash-co"], "").json();
+    let events: Value = srv
+        .dash(
+            "GET",
+            "/v1/auth/dashboard/tenants/dash-co/audit-events?type=api_key.rotated",
+            &s,
+            None,
+        )
+        .json()
+        .unwrap();
+    let events = events["data"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["ua_family"], "admin-cli");
+    assert!(events[0]["actor_account_id"].is_null());
+    assert_eq!(events[1]["actor_account_id"], s.body["account"]["id"]);
 }
 
 #[test]
