@@ -114,15 +114,8 @@ pub struct CreateOutcome {
 /// What operators see of a tenant.
 #[derive(Clone, Debug, Serialize)]
 pub struct TenantDetails {
-    pub id: TenantId,
-    pub slug: String,
-    pub name: String,
-    pub tier: Tier,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    pub api_key_prefix: String,
-    #[serde(with = "time::serde::rfc3339")]
-    pub api_key_created_at: OffsetDateTime,
+    #[serde(flatten)]
+    pub info: TenantInfo,
     pub owners: Vec<String>,
     pub running: bool,
 }
@@ -333,7 +326,7 @@ impl Actor for Directory {
                     .values()
                     .map(|t| state.details(t, false))
                     .collect();
-                all.sort_by(|a, b| a.slug.cmp(&b.slug));
+                all.sort_by(|a, b| a.info.slug.cmp(&b.info.slug));
                 let _ = reply.send(all);
             }
             DirectoryMsg::ShowTenant { slug, reply } => {
@@ -513,13 +506,7 @@ impl DirectoryState {
             Vec::new()
         };
         TenantDetails {
-            id: rec.id,
-            slug: rec.slug.clone(),
-            name: rec.name.clone(),
-            tier: rec.tier,
-            created_at: rec.created_at,
-            api_key_prefix: rec.api_key.prefix.clone(),
-            api_key_created_at: rec.api_key.created_at,
+            info: info_of(rec),
             owners,
             running: self.running.contains_key(&rec.id),
         }
