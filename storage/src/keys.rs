@@ -57,6 +57,20 @@ pub enum Kind {
     TenantSettings = 0x40,
     AuditEvent = 0x41,
     TenantSecret = 0x42,
+    /// An end user, by user id.
+    User = 0x43,
+    /// Normalised e-mail address -> user id.
+    UserEmail = 0x44,
+    /// A session (refresh-token family), by session id.
+    Session = 0x45,
+    /// `user id | session id` -> (): a user's sessions.
+    UserSession = 0x46,
+    /// A token-signing key, by key id.
+    SigningKey = 0x47,
+    /// A single-use link token (e-mail verification, password reset), by the token's hash.
+    LinkToken = 0x48,
+    /// A sealed message waiting for delivery, by message id.
+    MailQueue = 0x49,
 }
 
 /// The key of a platform record.
