@@ -21,7 +21,7 @@ pub struct App {
     pub directory: DirectoryHandle,
     pub hasher: PasswordHasher,
     pub captcha: Captcha,
-    pub mailer: Mailer,
+    pub mailer: Arc<Mailer>,
     /// Keyed hash of client addresses for audit events.
     pub ip_hasher: KeyedHasher,
     pub metrics: Metrics,

@@ -17,8 +17,11 @@ use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
 use fs4::fs_std::FileExt;
 use ractor::Actor;
 use tessera_actors::{
-    directory::dashboard::SessionPolicy, handle::Published, Directory, DirectoryArgs,
-    DirectoryHandle, PasswordHasher,
+    directory::dashboard::SessionPolicy,
+    handle::Published,
+    outbound::{ChannelOutbound, MailJob},
+    tenant::{TenantRuntime, TokenPolicy},
+    Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, TenantMsg,
 };
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
@@ -112,29 +115,6 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::warn!(path = %key_path.display(), "created a new master key; back it up");
     }
 
-    let published = Published::default();
-    let (directory_ref, directory_join) = Actor::spawn(
-        None,
-        Directory,
-        DirectoryArgs {
-            store: store.clone(),
-            master_key: master_key.clone(),
-            published: published.clone(),
-            fault_injection: config.testing.fault_injection,
-            session_policy: SessionPolicy {
-                idle: Duration::from_secs(config.dashboard.idle_timeout_secs),
-                absolute: Duration::from_secs(config.dashboard.absolute_timeout_secs),
-            },
-        },
-    )
-    .await
-    .map_err(|e| StartError::Storage(format!("the directory failed to start: {e}")))?;
-    let directory = DirectoryHandle::new(
-        directory_ref,
-        published,
-        Duration::from_millis(config.server.actor_timeout_ms),
-    );
-
     let addr = config
         .listen_addr()
         .map_err(|e| StartError::Other(e.to_string()))?;
@@ -153,6 +133,45 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     } else {
         config.server.base_url.trim_end_matches('/').to_owned()
     };
+    let accounts_url = if config.server.accounts_url.is_empty() {
+        base_url.clone()
+    } else {
+        config.server.accounts_url.trim_end_matches('/').to_owned()
+    };
+
+    let (mail_tx, mail_rx) = tokio::sync::mpsc::unbounded_channel();
+    let runtime = TenantRuntime {
+        tokens: TokenPolicy {
+            access_ttl: Duration::from_secs(config.tokens.access_ttl_secs),
+            refresh_ttl: Duration::from_secs(config.tokens.refresh_ttl_secs),
+            reuse_grace: Duration::from_secs(config.tokens.refresh_reuse_grace_secs),
+        },
+        accounts_url,
+        outbound: Arc::new(ChannelOutbound(mail_tx)),
+    };
+    let published = Published::default();
+    let (directory_ref, directory_join) = Actor::spawn(
+        None,
+        Directory,
+        DirectoryArgs {
+            store: store.clone(),
+            master_key: master_key.clone(),
+            published: published.clone(),
+            fault_injection: config.testing.fault_injection,
+            session_policy: SessionPolicy {
+                idle: Duration::from_secs(config.dashboard.idle_timeout_secs),
+                absolute: Duration::from_secs(config.dashboard.absolute_timeout_secs),
+            },
+            runtime,
+        },
+    )
+    .await
+    .map_err(|e| StartError::Storage(format!("the directory failed to start: {e}")))?;
+    let directory = DirectoryHandle::new(
+        directory_ref,
+        published,
+        Duration::from_millis(config.server.actor_timeout_ms),
+    );
 
     let hasher = PasswordHasher::new(
         config.security.argon2_m_cost_kib,
@@ -161,7 +180,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
-    let mailer = delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?;
+    let mailer = Arc::new(delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?);
+    let postman = tokio::spawn(delivery::postman::run(
+        mailer.clone(),
+        mail_rx,
+        Arc::new(SettleInTenant(directory.clone())),
+    ));
     let ip_hasher = master_key.hasher("audit-ip");
     let trusted_proxies = config
         .trusted_proxies()
@@ -202,6 +226,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     http::serve(listener, router, shutdown, grace, max_connections).await;
 
     admin_task.abort();
+    postman.abort();
     let _ = std::fs::remove_file(&socket_path);
     directory.stop().await;
     let _ = directory_join.await;
@@ -211,4 +236,21 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     tracing::info!("stopped");
     drop(lock);
     Ok(())
+}
+
+/// Tells a message's tenant that delivery is done with it, so it leaves the queue.
+struct SettleInTenant(DirectoryHandle);
+
+impl delivery::postman::Settle for SettleInTenant {
+    fn settled(&self, job: &MailJob, _delivered: bool) {
+        let Some(tenant) = self.0.tenant_by_id(job.tenant) else {
+            return;
+        };
+        let id = job.id;
+        tokio::spawn(async move {
+            if tenant.tell(TenantMsg::MailSettled { id }).await.is_err() {
+                tracing::warn!(tenant = %tenant.id, "cannot dequeue a delivered message; it may be sent again");
+            }
+        });
+    }
 }

@@ -72,6 +72,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: FaultCommand,
     },
+    /// The file outbox (`mail.transport = "file"`).
+    Outbox {
+        #[command(subcommand)]
+        command: OutboxCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -109,6 +114,16 @@ enum FaultCommand {
         /// How long, in milliseconds (at most 60000).
         #[arg(long, default_value_t = 2000)]
         ms: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum OutboxCommand {
+    /// Lists the messages written to the outbox, newest first (empty with SMTP).
+    List {
+        /// Only this tenant's messages (by slug).
+        #[arg(long)]
+        tenant: Option<String>,
     },
 }
 
@@ -239,6 +254,9 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Fault {
             command: FaultCommand::StallTenant { slug, ms },
         } => AdminRequest::FaultStallTenant { slug, millis: ms },
+        AdminCommand::Outbox {
+            command: OutboxCommand::List { tenant },
+        } => AdminRequest::OutboxList { tenant },
     })
 }
 

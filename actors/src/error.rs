@@ -24,6 +24,22 @@ pub enum TenantError {
     PrivilegedDefaultRoleUnconfirmed {
         default_role: crate::tenant::settings::DefaultRole,
     },
+    #[error("invalid e-mail or password")]
+    InvalidCredentials,
+    #[error("the e-mail address is not verified")]
+    EmailNotVerified,
+    #[error("too many failed attempts")]
+    TooManyAttempts { retry_after: u64 },
+    #[error("rate limited")]
+    RateLimited { retry_after: u64 },
+    #[error("the link is invalid, used or expired")]
+    InvalidLinkToken,
+    #[error("the refresh token is invalid or expired")]
+    InvalidRefreshToken,
+    #[error("the refresh token was already used")]
+    RefreshTokenReused,
+    #[error("the session is not valid")]
+    InvalidSession,
     #[error("internal: {0}")]
     Internal(String),
 }

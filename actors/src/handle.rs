@@ -13,7 +13,7 @@ use tessera_storage::{sha256, TenantId};
 use crate::{
     directory::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
-    tenant::TenantMsg,
+    tenant::{keys::TokenKeys, TenantMsg},
 };
 
 /// Where each tenant is found: rebuilt by the directory when a tenant, slug or key changes.
@@ -24,8 +24,17 @@ pub struct Index {
     pub slugs: HashMap<TenantId, String>,
 }
 
+/// A running tenant actor and the signing keys it publishes for handlers.
+#[derive(Clone)]
+pub struct RunningTenant {
+    pub actor: ActorRef<TenantMsg>,
+    /// Written only by the actor (at start and on rotation); read by every token check, so
+    /// verifying a token costs no actor hop.
+    pub keys: Arc<ArcSwap<TokenKeys>>,
+}
+
 /// The tenant actors running now: rebuilt by the directory when one starts or stops.
-pub type Running = HashMap<TenantId, ActorRef<TenantMsg>>;
+pub type Running = HashMap<TenantId, RunningTenant>;
 
 /// The snapshot the directory publishes.
 #[derive(Clone, Default)]
@@ -94,6 +103,12 @@ impl DirectoryHandle {
         Some(self.tenant_handle(id, slug.to_owned()))
     }
 
+    /// The tenant with this id, without a mailbox hop.
+    pub fn tenant_by_id(&self, id: TenantId) -> Option<TenantHandle> {
+        let slug = self.published.index.load().slugs.get(&id)?.clone();
+        Some(self.tenant_handle(id, slug))
+    }
+
     fn tenant_handle(&self, id: TenantId, slug: String) -> TenantHandle {
         TenantHandle {
             id,
@@ -140,7 +155,7 @@ impl TenantHandle {
         build: impl Fn(RpcReplyPort<Result<T, TenantError>>) -> TenantMsg,
     ) -> Result<T, CallError<TenantError>> {
         for _attempt in 0..2 {
-            let actor = self.actor().await?;
+            let actor = self.running().await?.actor;
             match actor.call(&build, Some(self.directory.timeout)).await {
                 Ok(CallResult::Success(Ok(v))) => return Ok(v),
                 Ok(CallResult::Success(Err(e))) => return Err(CallError::Failed(e)),
@@ -156,10 +171,24 @@ impl TenantHandle {
         Err(CallError::Unavailable)
     }
 
-    async fn actor(&self) -> Result<ActorRef<TenantMsg>, CallError<TenantError>> {
-        if let Some(a) = self.directory.published.running.load().get(&self.id) {
-            if matches!(a.get_status(), ActorStatus::Running) {
-                return Ok(a.clone());
+    /// Sends a message that takes no reply (starting the actor if needed).
+    pub async fn tell(&self, message: TenantMsg) -> Result<(), CallError<TenantError>> {
+        self.running()
+            .await?
+            .actor
+            .cast(message)
+            .map_err(|_| CallError::Unavailable)
+    }
+
+    /// The tenant's current signing keys (starting its actor if needed).
+    pub async fn keys(&self) -> Result<Arc<TokenKeys>, CallError<TenantError>> {
+        Ok(self.running().await?.keys.load_full())
+    }
+
+    async fn running(&self) -> Result<RunningTenant, CallError<TenantError>> {
+        if let Some(r) = self.directory.published.running.load().get(&self.id) {
+            if matches!(r.actor.get_status(), ActorStatus::Running) {
+                return Ok(r.clone());
             }
         }
         let id = self.id;

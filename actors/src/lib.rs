@@ -10,8 +10,10 @@ pub mod error;
 pub mod handle;
 pub mod outbound;
 pub mod password;
+pub mod policy;
 pub mod records;
 pub mod tenant;
+pub mod throttle;
 
 pub use directory::{Directory, DirectoryArgs, DirectoryMsg};
 pub use error::{CallError, DirectoryError, TenantError};

@@ -31,6 +31,10 @@ pub enum AdminRequest {
         slug: String,
         millis: u64,
     },
+    /// The messages in the file outbox, newest first; with `tenant`, only that tenant's.
+    OutboxList {
+        tenant: Option<String>,
+    },
 }
 
 #[derive(Serialize, Deserialize, Debug)]

@@ -16,6 +16,8 @@ use tokio::{
 use super::protocol::{AdminError, AdminRequest, AdminResponse};
 use crate::{
     app::{AppState, TenantCreation},
+    config::MailTransport,
+    delivery::outbox,
     http::{
         error::{is_email, len_between, ApiError, FieldErrors},
         onboarding::SignupResponse,
@@ -104,6 +106,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
+        AdminRequest::OutboxList { .. } => "outbox list",
     }
 }
 
@@ -236,6 +239,20 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 }
                 Err(e) => Err(e.into()),
             }
+        }
+        AdminRequest::OutboxList { tenant } => {
+            // With SMTP nothing is kept: an empty list, not an error, so scripts need not
+            // know the transport.
+            if state.config.mail.transport != MailTransport::File {
+                return Ok(json!([]));
+            }
+            let dir = state.config.data_path(&state.config.mail.outbox_dir);
+            let entries =
+                tokio::task::spawn_blocking(move || outbox::list(&dir, tenant.as_deref()))
+                    .await
+                    .map_err(ApiError::internal)?
+                    .map_err(ApiError::internal)?;
+            to_value(entries)
         }
     }
 }

@@ -1,3 +1,11 @@
 //! The outside world: outbound mail (and, later, SMS and webhooks).
+//!
+//! - `mail`: the lettre transport (SMTP or a file outbox) and the message encoding;
+//! - `templates`: the words of each end-user message;
+//! - `postman`: the worker that delivers tenants' queued mail with retries;
+//! - `outbox`: reads the file outbox back for the admin CLI.
 
 pub mod mail;
+pub mod outbox;
+pub mod postman;
+pub mod templates;

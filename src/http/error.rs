@@ -204,6 +204,38 @@ impl From<CallError<TenantError>> for ApiError {
                     "required_header": "X-Service-Confirm: privileged-default-role",
                 }))
             }
+            CallError::Failed(TenantError::InvalidCredentials) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/invalid_credentials",
+                "invalid e-mail or password",
+            ),
+            CallError::Failed(TenantError::EmailNotVerified) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/email_not_verified",
+                "confirm your e-mail address first: follow the link in the verification mail",
+            ),
+            CallError::Failed(TenantError::TooManyAttempts { retry_after }) => {
+                ApiError::rate_limited("auth/too_many_attempts", retry_after)
+            }
+            CallError::Failed(TenantError::RateLimited { retry_after }) => {
+                ApiError::rate_limited("auth/rate_limited", retry_after)
+            }
+            CallError::Failed(TenantError::InvalidLinkToken) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "auth/invalid_or_expired_token",
+                "the link is invalid, already used or expired",
+            ),
+            CallError::Failed(TenantError::InvalidRefreshToken) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/invalid_refresh_token",
+                "the refresh token is invalid, expired or revoked",
+            ),
+            CallError::Failed(TenantError::RefreshTokenReused) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/refresh_token_reused",
+                "this refresh token was already used; the session has been revoked",
+            ),
+            CallError::Failed(TenantError::InvalidSession) => crate::http::bearer::invalid_token(),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

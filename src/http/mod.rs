@@ -3,6 +3,8 @@
 //! Handlers parse, find the caller's tenant, send one message to an actor and render the reply.
 //! They never touch storage.
 
+pub mod accounts;
+pub mod bearer;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -11,6 +13,7 @@ pub mod onboarding;
 pub mod openapi;
 pub mod platform;
 pub mod tenant;
+pub mod wellknown;
 
 use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
@@ -50,6 +53,20 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(onboarding::signup))
         .routes(routes!(tenant::current_tenant))
         .routes(routes!(tenant::tenant_by_slug))
+        .routes(routes!(wellknown::jwks))
+        .routes(routes!(wellknown::openid_configuration))
+        .routes(routes!(accounts::register))
+        .routes(routes!(accounts::verify_email))
+        .routes(routes!(accounts::resend_verification))
+        .routes(routes!(accounts::login))
+        .routes(routes!(accounts::refresh))
+        .routes(routes!(accounts::me))
+        .routes(routes!(accounts::logout))
+        .routes(routes!(accounts::sessions))
+        .routes(routes!(accounts::revoke_session))
+        .routes(routes!(accounts::forgot_password))
+        .routes(routes!(accounts::reset_password))
+        .routes(routes!(accounts::change_password))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))

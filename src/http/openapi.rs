@@ -2,7 +2,7 @@
 //! request and response types. Nothing here is written by hand but the document's header.
 
 use utoipa::{
-    openapi::security::{ApiKey, ApiKeyValue, SecurityScheme},
+    openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
 };
 
@@ -22,6 +22,8 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "platform", description = "Health, readiness, metrics and this document"),
         (name = "onboarding", description = "Self-service tenant creation"),
         (name = "tenant", description = "The tenant of the calling API key"),
+        (name = "accounts", description = "End users: registration, login, tokens, sessions, passwords"),
+        (name = "tokens", description = "A tenant's signing keys and discovery document"),
         (name = "dashboard", description = "Tenant operators: sessions, tenants, members, API keys, audit log"),
         (name = "dashboard settings", description = "Every tenant setting"),
     )
@@ -36,6 +38,15 @@ impl Modify for SecuritySchemes {
         components.add_security_scheme(
             "api_key",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
         );
     }
 }

@@ -7,6 +7,7 @@ mod support;
 mod dashboard;
 mod faults;
 mod onboarding;
+mod outbox;
 mod platform;
 mod settings;
 mod tenants;

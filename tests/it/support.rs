@@ -527,3 +527,603 @@ impl TestServer {
         walk(&self.data_dir, needle.as_bytes());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// End-user accounts (`/v1/auth/...`): a tenant-scoped client, mail read back from the SMTP stub,
+// and access tokens checked the way an application would.
+// ---------------------------------------------------------------------------------------------
+
+/// An end user's password that is on no common-password list.
+pub const USER_PASSWORD: &str = "tessera user passphrase";
+/// Another acceptable password, for changes and resets.
+pub const NEW_USER_PASSWORD: &str = "a brand new passphrase 7";
+
+/// `(name, value)` pairs borrowed the way `TestServer::start_with` takes them.
+pub fn env_refs(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+/// A server that sends its mail through a fresh SMTP stub and believes `X-Forwarded-For` from
+/// 127.0.0.1 (so tests can act as many client addresses), plus `extra` environment.
+pub fn start_with_mail(extra: &[(&str, &str)]) -> (SmtpStub, TestServer) {
+    let smtp = SmtpStub::start();
+    let mut env = smtp.env();
+    env.push((
+        "TESSERA__SERVER__TRUSTED_PROXIES".into(),
+        "[\"127.0.0.1/32\"]".into(),
+    ));
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let srv = TestServer::start_with(&env_refs(&env));
+    (smtp, srv)
+}
+
+static NEXT_CLIENT_IP: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+/// A client address no other request of this test run has used (198.18.0.0/15 is for tests).
+pub fn fresh_client_ip() -> String {
+    let n = NEXT_CLIENT_IP.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!(
+        "198.{}.{}.{}",
+        18 + (n / 62500) % 2,
+        (n / 250) % 250,
+        n % 250 + 1
+    )
+}
+
+/// One mail as the SMTP stub received it: unfolded headers (names lowercased) and the decoded
+/// text of every part (quoted-printable and base64 undone, SMTP dot-stuffing removed).
+#[derive(Clone, Debug)]
+pub struct ReceivedMail {
+    pub headers: Vec<(String, String)>,
+    pub text: String,
+}
+
+impl ReceivedMail {
+    pub fn parse(raw: &str) -> Self {
+        let raw = raw.replace("\r\n", "\n");
+        let raw: String = raw
+            .split('\n')
+            .map(|l| if l.starts_with("..") { &l[1..] } else { l })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let (headers, body) = mime_split(&raw);
+        let text = mime_decode(&headers, body);
+        ReceivedMail { headers, text }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        mime_header(&self.headers, name)
+    }
+
+    /// `X-Tessera-Kind`.
+    pub fn kind(&self) -> Option<&str> {
+        self.header("x-tessera-kind")
+    }
+
+    /// `X-Tessera-Tenant`.
+    pub fn tenant(&self) -> Option<&str> {
+        self.header("x-tessera-tenant")
+    }
+
+    /// Whether `To:` is exactly `email` (bare or in angle brackets, any case).
+    pub fn is_to(&self, email: &str) -> bool {
+        self.header("to").is_some_and(|to| {
+            to.split(',').any(|one| {
+                let one = one.trim();
+                let addr = match (one.find('<'), one.rfind('>')) {
+                    (Some(a), Some(b)) if a < b => &one[a + 1..b],
+                    _ => one,
+                };
+                addr.trim().eq_ignore_ascii_case(email)
+            })
+        })
+    }
+
+    /// The base64url token right after `prefix` (e.g. `http://.../verify-email?token=`).
+    pub fn token_after(&self, prefix: &str) -> Option<String> {
+        let start = self.text.find(prefix)? + prefix.len();
+        let token: String = self.text[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect();
+        (!token.is_empty()).then_some(token)
+    }
+
+    /// The value of the first `token=` in the text.
+    pub fn token(&self) -> Option<String> {
+        self.token_after("token=")
+    }
+}
+
+fn mime_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// Splits an entity (with `\n` line ends) into unfolded headers and its body.
+fn mime_split(s: &str) -> (Vec<(String, String)>, &str) {
+    if let Some(body) = s.strip_prefix('\n') {
+        return (Vec::new(), body);
+    }
+    let (head, body) = match s.find("\n\n") {
+        Some(i) => (&s[..i], &s[i + 2..]),
+        None => (s, ""),
+    };
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for line in head.lines() {
+        if line.starts_with(' ') || line.starts_with('\t') {
+            if let Some(last) = headers.last_mut() {
+                last.1.push(' ');
+                last.1.push_str(line.trim());
+            }
+        } else if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+        }
+    }
+    (headers, body)
+}
+
+fn mime_decode(headers: &[(String, String)], body: &str) -> String {
+    let ctype = mime_header(headers, "content-type").unwrap_or("text/plain");
+    let lower = ctype.to_ascii_lowercase();
+    if lower.starts_with("multipart/") {
+        let Some(i) = lower.find("boundary=") else {
+            return body.to_owned();
+        };
+        let boundary = ctype[i + "boundary=".len()..]
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"');
+        let delimiter = format!("--{boundary}");
+        let mut out = String::new();
+        for part in body.split(delimiter.as_str()).skip(1) {
+            if part.starts_with("--") {
+                break;
+            }
+            let part = part.strip_prefix('\n').unwrap_or(part);
+            let (h, b) = mime_split(part);
+            out.push_str(&mime_decode(&h, b));
+            out.push('\n');
+        }
+        return out;
+    }
+    let encoding = mime_header(headers, "content-transfer-encoding")
+        .unwrap_or("7bit")
+        .to_ascii_lowercase();
+    match encoding.as_str() {
+        "base64" => {
+            use base64::Engine;
+            let compact: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+            base64::engine::general_purpose::STANDARD
+                .decode(compact)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_else(|_| body.to_owned())
+        }
+        "quoted-printable" => {
+            let joined = body.replace("=\n", "");
+            let bytes = joined.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut i = 0;
+            while i < bytes.len() {
+                if bytes[i] == b'=' && i + 3 <= bytes.len() {
+                    if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                        .ok()
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                }
+                out.push(bytes[i]);
+                i += 1;
+            }
+            String::from_utf8_lossy(&out).into_owned()
+        }
+        _ => body.to_owned(),
+    }
+}
+
+impl SmtpStub {
+    /// Every message so far, parsed, in arrival order.
+    pub fn mails(&self) -> Vec<ReceivedMail> {
+        self.messages
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|m| ReceivedMail::parse(m))
+            .collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.messages.lock().unwrap().len()
+    }
+
+    /// Messages of `kind` to `to` from tenant `slug`, in arrival order.
+    pub fn mails_of(&self, slug: &str, kind: &str, to: &str) -> Vec<ReceivedMail> {
+        self.mails()
+            .into_iter()
+            .filter(|m| m.tenant() == Some(slug) && m.kind() == Some(kind) && m.is_to(to))
+            .collect()
+    }
+
+    /// Messages of any kind and tenant to `to`.
+    pub fn mails_to(&self, to: &str) -> Vec<ReceivedMail> {
+        self.mails().into_iter().filter(|m| m.is_to(to)).collect()
+    }
+
+    /// Waits (up to 15 s) for the `n`-th (1-based) message of `kind` to `to` from tenant `slug`.
+    #[track_caller]
+    pub fn wait_for(&self, slug: &str, kind: &str, to: &str, n: usize) -> ReceivedMail {
+        let arrived = eventually(Duration::from_secs(15), || {
+            self.mails_of(slug, kind, to).len() >= n
+        });
+        if !arrived {
+            let seen: Vec<String> = self
+                .mails()
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{:?}/{:?}/{:?}",
+                        m.tenant(),
+                        m.kind(),
+                        m.header("to").unwrap_or("?")
+                    )
+                })
+                .collect();
+            panic!("no {kind} message #{n} to {to} from {slug}; received: {seen:?}");
+        }
+        self.mails_of(slug, kind, to).swap_remove(n - 1)
+    }
+}
+
+/// An HTTP answer, read whole: status, headers and the JSON body (`null` when empty).
+pub struct AuthAnswer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl AuthAnswer {
+    pub fn read(r: Response) -> Self {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().unwrap_or_default();
+        let body = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        AuthAnswer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub fn code(&self) -> &str {
+        error_code(&self.body)
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap_or("<not ascii>").to_owned())
+    }
+
+    /// Asserts the status; answers the body.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Value {
+        assert_eq!(self.status, status, "unexpected answer: {}", self.body);
+        &self.body
+    }
+
+    /// Asserts an error answer with its status and code.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16, code: &str) {
+        assert_eq!(
+            (self.status, self.code()),
+            (status, code),
+            "unexpected answer: {}",
+            self.body
+        );
+    }
+}
+
+/// The token pair of a successful login or refresh.
+#[derive(Clone, Debug)]
+pub struct UserTokens {
+    pub access: String,
+    pub refresh: String,
+    pub body: Value,
+}
+
+impl UserTokens {
+    /// Asserts a 200 token-pair answer and takes its tokens.
+    #[track_caller]
+    pub fn from_answer(a: &AuthAnswer) -> Self {
+        let body = a.expect(200);
+        let access = body["access_token"].as_str();
+        let refresh = body["refresh_token"].as_str();
+        assert!(
+            access.is_some() && refresh.is_some(),
+            "no token pair in {body}"
+        );
+        UserTokens {
+            access: access.unwrap().to_owned(),
+            refresh: refresh.unwrap().to_owned(),
+            body: body.clone(),
+        }
+    }
+
+    /// The access token's claims, read without verification.
+    pub fn claims(&self) -> Value {
+        jwt_part(&self.access, 1)
+    }
+
+    /// The `sid` claim.
+    pub fn sid(&self) -> String {
+        self.claims()["sid"]
+            .as_str()
+            .unwrap_or("<no sid>")
+            .to_owned()
+    }
+}
+
+/// Part `index` (0 header, 1 claims) of a JWT as JSON, without verification.
+pub fn jwt_part(token: &str, index: usize) -> Value {
+    use base64::Engine;
+    let part = token.split('.').nth(index).unwrap_or("");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .unwrap_or_default();
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+}
+
+/// base64url without padding, as JWTs use.
+pub fn b64url(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// One tenant's end-user API, as an application calls it (`X-API-Key` on every call). Owns its
+/// client and base URL, so it outlives a `restart` (call `rebase` afterwards).
+#[derive(Clone)]
+pub struct UserApi {
+    pub base: String,
+    pub client: Client,
+    pub api_key: String,
+    pub slug: String,
+    pub tenant_id: String,
+    /// The tenant owner's (dashboard) e-mail; the password is `PASSWORD`.
+    pub owner: String,
+}
+
+impl UserApi {
+    /// Onboards a tenant and answers its end-user API.
+    pub fn signup(srv: &TestServer, tenant_name: &str, owner: &str) -> Self {
+        let body = srv.signup(tenant_name, owner);
+        UserApi {
+            base: srv.base.clone(),
+            client: srv.client.clone(),
+            api_key: body["api_key"].as_str().expect("api_key").to_owned(),
+            slug: body["tenant"]["slug"].as_str().expect("slug").to_owned(),
+            tenant_id: body["tenant"]["id"].as_str().expect("id").to_owned(),
+            owner: owner.to_owned(),
+        }
+    }
+
+    /// Points at `srv` again (its address changes on restart).
+    pub fn rebase(&mut self, srv: &TestServer) {
+        self.base = srv.base.clone();
+        self.client = srv.client.clone();
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// One request with an explicit API key (or none), bearer, body and `X-Forwarded-For`.
+    pub fn send_as(
+        &self,
+        api_key: Option<&str>,
+        method: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+        forwarded_for: Option<&str>,
+    ) -> AuthAnswer {
+        let mut req = self
+            .client
+            .request(method.parse().expect("method"), self.url(path));
+        if let Some(k) = api_key {
+            req = req.header("x-api-key", k);
+        }
+        if let Some(t) = bearer {
+            req = req.bearer_auth(t);
+        }
+        if let Some(ip) = forwarded_for {
+            req = req.header("x-forwarded-for", ip);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        AuthAnswer::read(req.send().expect("request"))
+    }
+
+    /// One request with this tenant's API key.
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+    ) -> AuthAnswer {
+        self.send_as(Some(&self.api_key), method, path, bearer, body, None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> AuthAnswer {
+        self.send("POST", path, None, Some(body))
+    }
+
+    /// Registers with consent, from an address of its own (never hits the per-IP limit).
+    pub fn register(&self, email: &str, password: &str) -> AuthAnswer {
+        self.register_body(&json!({"email": email, "password": password, "consent": true}))
+    }
+
+    /// Posts `body` to `/v1/auth/register` from an address of its own.
+    pub fn register_body(&self, body: &Value) -> AuthAnswer {
+        self.register_from(body, &fresh_client_ip())
+    }
+
+    pub fn register_from(&self, body: &Value, client_ip: &str) -> AuthAnswer {
+        self.send_as(
+            Some(&self.api_key),
+            "POST",
+            "/v1/auth/register",
+            None,
+            Some(body),
+            Some(client_ip),
+        )
+    }
+
+    pub fn login(&self, email: &str, password: &str) -> AuthAnswer {
+        self.post(
+            "/v1/auth/login",
+            &json!({"email": email, "password": password}),
+        )
+    }
+
+    pub fn login_from(&self, email: &str, password: &str, client_ip: &str) -> AuthAnswer {
+        self.send_as(
+            Some(&self.api_key),
+            "POST",
+            "/v1/auth/login",
+            None,
+            Some(&json!({"email": email, "password": password})),
+            Some(client_ip),
+        )
+    }
+
+    /// Logs in and asserts a token pair.
+    #[track_caller]
+    pub fn login_ok(&self, email: &str, password: &str) -> UserTokens {
+        UserTokens::from_answer(&self.login(email, password))
+    }
+
+    pub fn me(&self, access: &str) -> AuthAnswer {
+        self.send("GET", "/v1/auth/me", Some(access), None)
+    }
+
+    pub fn refresh(&self, refresh: &str) -> AuthAnswer {
+        self.post("/v1/auth/refresh", &json!({"refresh_token": refresh}))
+    }
+
+    pub fn logout(&self, access: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("POST", "/v1/auth/logout", Some(access), body)
+    }
+
+    pub fn sessions(&self, access: &str) -> AuthAnswer {
+        self.send("GET", "/v1/auth/sessions", Some(access), None)
+    }
+
+    pub fn delete_session(&self, access: &str, id: &str) -> AuthAnswer {
+        self.send(
+            "DELETE",
+            &format!("/v1/auth/sessions/{id}"),
+            Some(access),
+            None,
+        )
+    }
+
+    /// The link prefix of a mail of this server (accounts URL = base URL by default).
+    pub fn link(&self, route: &str) -> String {
+        format!("{}/{route}?token=", self.base)
+    }
+
+    /// Waits for the `n`-th verification mail to `email` and answers its token.
+    #[track_caller]
+    pub fn verification_token(&self, smtp: &SmtpStub, email: &str, n: usize) -> String {
+        let mail = smtp.wait_for(&self.slug, "verify_email", email, n);
+        mail.token_after(&self.link("verify-email"))
+            .unwrap_or_else(|| panic!("no verify-email link in {}", mail.text))
+    }
+
+    /// Registers `email`, confirms it from the mail and logs in.
+    #[track_caller]
+    pub fn verified_user(&self, smtp: &SmtpStub, email: &str, password: &str) -> UserTokens {
+        self.register(email, password).expect(200);
+        let token = self.verification_token(smtp, email, 1);
+        let r = self.post("/v1/auth/verify-email", &json!({"token": token}));
+        assert_eq!(r.expect(200)["verified"], true, "{}", r.body);
+        self.login_ok(email, password)
+    }
+
+    /// `iss` of this tenant's tokens.
+    pub fn issuer(&self) -> String {
+        format!("{}/v1/tenants/{}", self.base, self.slug)
+    }
+
+    /// The published JWKS (no API key).
+    #[track_caller]
+    pub fn jwks(&self) -> Value {
+        let r = self.send_as(
+            None,
+            "GET",
+            &format!("/v1/tenants/{}/.well-known/jwks.json", self.slug),
+            None,
+            None,
+            None,
+        );
+        r.expect(200).clone()
+    }
+
+    /// Verifies an access token as an application would: the JWKS key named by `kid`, ES256,
+    /// this tenant's issuer and audience. Answers the header and the claims.
+    #[track_caller]
+    pub fn verify_access(&self, token: &str) -> (jsonwebtoken::Header, Value) {
+        use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+        let header = decode_header(token).expect("a JWT header");
+        let kid = header.kid.clone().expect("a kid in the header");
+        let jwks = self.jwks();
+        let key = jwks["keys"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .find(|k| k["kid"] == kid.as_str())
+            .unwrap_or_else(|| panic!("kid {kid} is not in the JWKS {jwks}"));
+        let key = DecodingKey::from_ec_components(
+            key["x"].as_str().expect("x"),
+            key["y"].as_str().expect("y"),
+        )
+        .expect("an EC key");
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.set_issuer(&[self.issuer()]);
+        validation.set_audience(&[self.slug.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = decode::<Value>(token, &key, &validation)
+            .unwrap_or_else(|e| panic!("the access token does not verify: {e}"));
+        (header, data.claims)
+    }
+}
+
+/// The tenant's audit events of one type (newest first), read by a dashboard member.
+#[track_caller]
+pub fn audit_events(srv: &TestServer, s: &Session, slug: &str, event_type: &str) -> Vec<Value> {
+    let r = srv.dash(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/{slug}/audit-events?type={event_type}&limit=200"),
+        s,
+        None,
+    );
+    assert_eq!(r.status(), 200);
+    let list: Value = r.json().unwrap();
+    list["data"].as_array().cloned().unwrap_or_default()
+}

@@ -8,14 +8,15 @@
 //! Invariant: only the directory writes platform records and the published snapshot.
 
 pub mod dashboard;
-pub mod throttle;
 
 use std::{
     collections::HashMap,
     net::IpAddr,
+    sync::Arc,
     time::{Duration, Instant},
 };
 
+use arc_swap::ArcSwap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde::{Deserialize, Serialize};
 use tessera_storage::{
@@ -25,23 +26,21 @@ use tessera_storage::{
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use self::{
-    dashboard::{
-        AcceptedInvite, InviteOutcome, LoginGate, MemberInfo, NewSession, SessionInfo,
-        SessionPolicy, FIRST_BLOCK, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
-    },
-    throttle::Throttle,
+use self::dashboard::{
+    AcceptedInvite, InviteOutcome, LoginGate, MemberInfo, NewSession, SessionInfo, SessionPolicy,
+    FIRST_BLOCK, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
 };
 use crate::{
     durable::reply_when_durable,
     error::DirectoryError,
-    handle::{Index, Published},
+    handle::{Index, Published, RunningTenant},
     records::{
         membership_key, AccountEmailIndex, ApiKeyIndex, ApiKeyMeta, DashboardAccount,
         IdempotencyRecord, Membership, MembershipRecord, Role, SlugIndex, TenantRecord, TenantRef,
         Tier,
     },
-    tenant::{TenantActor, TenantArgs, TenantInfo, TenantMsg},
+    tenant::{keys::TokenKeys, TenantActor, TenantArgs, TenantInfo, TenantMsg, TenantRuntime},
+    throttle::Throttle,
 };
 
 /// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
@@ -167,7 +166,7 @@ pub enum DirectoryMsg {
     /// Starts the tenant's actor unless it runs; answers it.
     EnsureRunning {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<ActorRef<TenantMsg>, DirectoryError>>,
+        reply: RpcReplyPort<Result<RunningTenant, DirectoryError>>,
     },
     Ping {
         reply: RpcReplyPort<()>,
@@ -229,6 +228,8 @@ pub struct DirectoryArgs {
     pub published: Published,
     pub fault_injection: bool,
     pub session_policy: SessionPolicy,
+    /// Handed to every tenant actor.
+    pub runtime: TenantRuntime,
 }
 
 pub struct Directory;
@@ -247,9 +248,10 @@ pub struct DirectoryState {
     published: Published,
     fault_injection: bool,
     tenants: HashMap<TenantId, TenantRecord>,
-    running: HashMap<TenantId, ActorRef<TenantMsg>>,
+    running: HashMap<TenantId, RunningTenant>,
     restarts: HashMap<TenantId, RestartBudget>,
     session_policy: SessionPolicy,
+    runtime: TenantRuntime,
     account_throttle: Throttle<String>,
     ip_throttle: Throttle<IpAddr>,
 }
@@ -281,6 +283,7 @@ impl Actor for Directory {
             running: HashMap::new(),
             restarts: HashMap::new(),
             session_policy: args.session_policy,
+            runtime: args.runtime,
             account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
             ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
         };
@@ -295,8 +298,9 @@ impl Actor for Directory {
         _myself: ActorRef<DirectoryMsg>,
         state: &mut DirectoryState,
     ) -> Result<(), ActorProcessingErr> {
-        for (_, actor) in state.running.drain() {
-            actor
+        for (_, running) in state.running.drain() {
+            running
+                .actor
                 .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
                 .await
                 .ok();
@@ -490,7 +494,7 @@ impl DirectoryState {
     fn tenant_of(&self, actor: ractor::ActorId) -> Option<TenantId> {
         self.running
             .iter()
-            .find(|(_, a)| a.get_id() == actor)
+            .find(|(_, r)| r.actor.get_id() == actor)
             .map(|(id, _)| *id)
     }
 
@@ -736,8 +740,8 @@ impl DirectoryState {
         change(&mut rec, &mut batch);
         batch.put(rec.id.as_bytes(), &rec)?;
         self.platform.apply(batch)?;
-        if let Some(actor) = self.running.get(&rec.id) {
-            let _ = actor.cast(TenantMsg::UpdateInfo {
+        if let Some(running) = self.running.get(&rec.id) {
+            let _ = running.actor.cast(TenantMsg::UpdateInfo {
                 info: info_of(&rec),
             });
         }
@@ -835,10 +839,10 @@ impl DirectoryState {
         &mut self,
         myself: &ActorRef<DirectoryMsg>,
         id: TenantId,
-    ) -> Result<ActorRef<TenantMsg>, DirectoryError> {
-        if let Some(a) = self.running.get(&id) {
-            if matches!(a.get_status(), ractor::ActorStatus::Running) {
-                return Ok(a.clone());
+    ) -> Result<RunningTenant, DirectoryError> {
+        if let Some(r) = self.running.get(&id) {
+            if matches!(r.actor.get_status(), ractor::ActorStatus::Running) {
+                return Ok(r.clone());
             }
         }
         if let Some(b) = self.restarts.get_mut(&id) {
@@ -860,16 +864,19 @@ impl DirectoryState {
         &mut self,
         myself: &ActorRef<DirectoryMsg>,
         id: TenantId,
-    ) -> Result<ActorRef<TenantMsg>, DirectoryError> {
+    ) -> Result<RunningTenant, DirectoryError> {
         let rec = self
             .tenants
             .get(&id)
             .ok_or(DirectoryError::TenantNotFound)?;
+        let keys = Arc::new(ArcSwap::from_pointee(TokenKeys::empty()));
         let args = TenantArgs {
             info: info_of(rec),
             store: self.root.tenant(id),
             master_key: self.master_key.clone(),
             fault_injection: self.fault_injection,
+            runtime: self.runtime.clone(),
+            keys: keys.clone(),
         };
         let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
             .await
@@ -877,9 +884,10 @@ impl DirectoryState {
                 tracing::error!(tenant = %id, error = %e, "tenant actor failed to start");
                 DirectoryError::TenantUnavailable
             })?;
-        self.running.insert(id, actor.clone());
+        let running = RunningTenant { actor, keys };
+        self.running.insert(id, running.clone());
         self.publish_running();
-        Ok(actor)
+        Ok(running)
     }
 }
 

@@ -1,15 +1,19 @@
 //! The tenant's whole command surface: one variant per command, each with its reply port.
 
+use std::net::IpAddr;
+
 use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_storage::TenantId;
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use crate::{
     error::TenantError,
     records::Tier,
     tenant::{
         audit::{AuditContext, AuditPage},
+        keys::RotatedKeys,
         settings::{SettingsChange, TenantSettings},
     },
 };
@@ -42,7 +46,181 @@ pub struct SettingsView {
     pub byok_token_set: bool,
 }
 
+/// An end user as responses show them.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserView {
+    pub id: Uuid,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub phone: Option<String>,
+    pub phone_verified: bool,
+    pub is_anonymous: bool,
+    pub mfa_enabled: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_sign_in_at: Option<OffsetDateTime>,
+    pub public_metadata: serde_json::Value,
+}
+
+/// A session just created or refreshed: the handler signs the access token from it.
+#[derive(Clone)]
+pub struct Grant {
+    pub user: UserView,
+    pub session_id: Uuid,
+    pub refresh_token: String,
+    /// Access tokens never outlive their session.
+    pub session_expires_at: OffsetDateTime,
+    pub aal: u8,
+    pub amr: Vec<String>,
+}
+
+impl std::fmt::Debug for Grant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grant")
+            .field("user", &self.user.id)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credential to check off the actor, and what must still hold when the check is done.
+#[derive(Clone)]
+pub struct Credential {
+    /// `None` when no such account exists: the caller hashes against a dummy.
+    pub user_id: Option<Uuid>,
+    pub password_hash: Option<String>,
+    pub epoch: u32,
+}
+
+/// A registration, validated and with its password already hashed.
+#[derive(Clone)]
+pub struct Registration {
+    /// Normalised.
+    pub email: String,
+    pub password_hash: String,
+    /// `YYYY-MM-DD`, validated by the caller; sealed before it is stored.
+    pub date_of_birth: Option<String>,
+    pub age_verification_token: Option<String>,
+}
+
+/// One of a user's sessions, as the user sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SessionView {
+    pub id: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_active_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    pub aal: u8,
+    pub amr: Vec<String>,
+    /// The session of the token that asked.
+    pub current: bool,
+}
+
+/// The bearer of an access token: whose session, which user.
+#[derive(Clone, Copy, Debug)]
+pub struct Bearer {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+}
+
 pub enum TenantMsg {
+    /// Counts a registration attempt from `ip` (5 a minute): answers `RateLimited` over it.
+    RegisterAdmit {
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Registers, or (for an existing or policy-blocked address) answers a look-alike.
+    Register {
+        registration: Registration,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    VerifyEmail {
+        token: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Sends a new verification link when the address has an unverified account.
+    ResendVerification {
+        email: String,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Checks the login throttles, then answers the credential to verify.
+    LoginBegin {
+        email: String,
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<Credential, TenantError>>,
+    },
+    /// Records the verification's result; on success opens a session.
+    LoginFinish {
+        email: String,
+        ip: IpAddr,
+        credential: Credential,
+        password_ok: bool,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Grant, TenantError>>,
+    },
+    /// Rotates a refresh token (single use, with a short grace for concurrent retries).
+    Refresh {
+        token: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Grant, TenantError>>,
+    },
+    /// The user behind a verified access token, if its session is still alive.
+    Authenticate {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    Logout {
+        bearer: Bearer,
+        global: bool,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    ListSessions {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<Vec<SessionView>, TenantError>>,
+    },
+    RevokeSession {
+        bearer: Bearer,
+        session_id: Uuid,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Sends a reset link when the address has an account.
+    ForgotPassword {
+        email: String,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    ResetPassword {
+        token: String,
+        password_hash: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// The signed-in user's password hash, to check the current password off the actor.
+    PasswordCredential {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<Credential, TenantError>>,
+    },
+    ChangePassword {
+        bearer: Bearer,
+        credential: Credential,
+        current_ok: bool,
+        new_hash: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// A new signing key; the previous one stays published until its tokens have expired.
+    RotateSigningKey {
+        reply: RpcReplyPort<Result<RotatedKeys, TenantError>>,
+    },
+    /// Delivery is done with a queued message (sent, or given up). No reply.
+    MailSettled { id: Uuid },
     GetSettings {
         reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },

@@ -7,19 +7,50 @@
 //! Invariant: only this actor reads or writes its tenant's keys; its `TenantStore` cannot
 //! address any other tenant's.
 
+pub mod accounts;
 pub mod audit;
+pub mod keys;
 pub mod messages;
+pub mod records;
+pub mod sessions;
 pub mod settings;
 pub mod state;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef};
+use std::{sync::Arc, time::Duration};
+
+use arc_swap::ArcSwap;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tessera_storage::{MasterKey, TenantStore};
 
 pub use messages::{SettingsView, TenantInfo, TenantMsg, TenantOverview};
 pub use settings::TenantSettings;
 pub use state::TenantState;
 
-use crate::{durable::reply_when_durable, error::TenantError};
+use crate::{
+    durable::reply_when_durable,
+    error::TenantError,
+    outbound::{MailJob, Outbound},
+};
+
+/// Token lifetimes, from the platform configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct TokenPolicy {
+    pub access_ttl: Duration,
+    /// A session's absolute lifetime: no rotation extends it.
+    pub refresh_ttl: Duration,
+    /// How long a just-rotated refresh token still answers (the current token) instead of
+    /// counting as reuse.
+    pub reuse_grace: Duration,
+}
+
+/// What every tenant actor takes from the platform.
+#[derive(Clone)]
+pub struct TenantRuntime {
+    pub tokens: TokenPolicy,
+    /// Links in mail point under this URL.
+    pub accounts_url: String,
+    pub outbound: Arc<dyn Outbound>,
+}
 
 /// What the directory gives a tenant actor when it starts it.
 pub struct TenantArgs {
@@ -29,6 +60,9 @@ pub struct TenantArgs {
     pub master_key: MasterKey,
     /// Whether `TenantMsg::InjectPanic` may crash this actor (operators' fault drills and tests).
     pub fault_injection: bool,
+    pub runtime: TenantRuntime,
+    /// Where the actor publishes its signing keys for request handlers.
+    pub keys: Arc<ArcSwap<keys::TokenKeys>>,
 }
 
 /// The tenant supervisor actor.
@@ -44,12 +78,19 @@ impl Actor for TenantActor {
         _myself: ActorRef<Self::Msg>,
         args: TenantArgs,
     ) -> Result<TenantState, ActorProcessingErr> {
-        Ok(TenantState::load(
+        let state = TenantState::load(
             args.info,
             args.store,
             args.master_key,
             args.fault_injection,
-        )?)
+            args.runtime,
+            args.keys,
+        )?;
+        // Whatever was queued when the last run ended goes out now.
+        for job in state.queued_mail()? {
+            state.runtime.outbound.submit(job);
+        }
+        Ok(state)
     }
 
     async fn handle(
@@ -99,6 +140,111 @@ impl Actor for TenantActor {
                 let _ =
                     reply.send(state.list_audit(cursor.as_deref(), limit, event_type.as_deref()));
             }
+            TenantMsg::RegisterAdmit { ip, reply } => {
+                let _ = reply.send(state.register_admit(ip));
+            }
+            TenantMsg::Register {
+                registration,
+                ctx,
+                reply,
+            } => {
+                let out = state.register(registration, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::VerifyEmail { token, ctx, reply } => {
+                let out = state.verify_email(&token, &ctx).map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ResendVerification { email, reply } => {
+                let out = state.resend_verification(&email).map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::LoginBegin { email, ip, reply } => {
+                let _ = reply.send(state.login_begin(&email, ip));
+            }
+            TenantMsg::LoginFinish {
+                email,
+                ip,
+                credential,
+                password_ok,
+                ctx,
+                reply,
+            } => {
+                let out = state.login_finish(&email, ip, &credential, password_ok, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::Refresh { token, ctx, reply } => {
+                let out = state.refresh(&token, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::Authenticate { bearer, reply } => {
+                let _ = reply.send(state.authenticate(bearer));
+            }
+            TenantMsg::Logout {
+                bearer,
+                global,
+                ctx,
+                reply,
+            } => {
+                let out = state.logout(bearer, global, &ctx).map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ListSessions { bearer, reply } => {
+                let _ = reply.send(state.list_sessions(bearer));
+            }
+            TenantMsg::RevokeSession {
+                bearer,
+                session_id,
+                ctx,
+                reply,
+            } => {
+                let out = state
+                    .revoke_session(bearer, session_id, &ctx)
+                    .map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ForgotPassword { email, reply } => {
+                let out = state.forgot_password(&email).map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ResetPassword {
+                token,
+                password_hash,
+                ctx,
+                reply,
+            } => {
+                let out = state
+                    .reset_password(&token, password_hash, &ctx)
+                    .map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasswordCredential { bearer, reply } => {
+                let _ = reply.send(state.password_credential(bearer));
+            }
+            TenantMsg::ChangePassword {
+                bearer,
+                credential,
+                current_ok,
+                new_hash,
+                ctx,
+                reply,
+            } => {
+                let out = state
+                    .change_password(bearer, &credential, current_ok, new_hash, &ctx)
+                    .map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::RotateSigningKey { reply } => match state.rotate_signing_key() {
+                Ok(rotated) => reply_durable(state, reply, rotated),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::MailSettled { id } => {
+                if let Err(e) = state.mail_settled(id) {
+                    tracing::error!(tenant = %state.info().id, error = %e, "cannot dequeue a settled message");
+                }
+            }
             TenantMsg::InjectPanic { reply } => {
                 if state.fault_injection() {
                     tracing::warn!(tenant = %state.info().id, "fault injection: panicking");
@@ -120,6 +266,33 @@ impl Actor for TenantActor {
         }
         Ok(())
     }
+}
+
+/// Replies once the writes applied so far are on disk (errors too: a failed login's counters
+/// and a reuse's revocation are writes), then hands the command's mail to delivery. Mail never
+/// leaves before the change that caused it is durable.
+fn reply_with_mail<T: Send + 'static>(
+    state: &TenantState,
+    reply: RpcReplyPort<Result<T, TenantError>>,
+    out: Result<(T, Vec<MailJob>), TenantError>,
+) {
+    let ticket = state.store().ticket();
+    let outbound = state.runtime.outbound.clone();
+    tokio::spawn(async move {
+        let out = match ticket.wait().await {
+            Ok(()) => out.map(|(value, mail)| {
+                for job in mail {
+                    outbound.submit(job);
+                }
+                value
+            }),
+            Err(e) => {
+                tracing::error!(error = %e, "a write could not be made durable");
+                Err(TenantError::Internal(e.to_string()))
+            }
+        };
+        let _ = reply.send(out);
+    });
 }
 
 /// Replies `value` once the writes applied so far are on disk.

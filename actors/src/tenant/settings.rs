@@ -32,6 +32,14 @@ pub struct SecuritySettings {
     /// in its own record.
     pub byok_provider_account_sid: Option<String>,
     pub byok_provider_messaging_service_sid: Option<String>,
+    /// Whether password login needs a confirmed e-mail address (on by default; not yet
+    /// editable through the dashboard).
+    #[serde(default = "yes")]
+    pub require_email_verification: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for SecuritySettings {
@@ -50,6 +58,7 @@ impl Default for SecuritySettings {
             sms_allowed_countries: None,
             byok_provider_account_sid: None,
             byok_provider_messaging_service_sid: None,
+            require_email_verification: true,
         }
     }
 }

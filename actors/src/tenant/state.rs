@@ -1,26 +1,61 @@
 //! The tenant's state and its synchronous logic.
 
-use tessera_storage::{MasterKey, StorageError, TenantStore};
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use arc_swap::ArcSwap;
+use tessera_storage::{KeyedHasher, MasterKey, TenantStore};
 use time::OffsetDateTime;
+use uuid::Uuid;
 
 use super::{
     audit::{event_key, AuditContext, AuditEvent, AuditPage},
+    keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
     settings::{SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN},
+    TenantRuntime,
 };
-use crate::error::TenantError;
+use crate::{
+    error::TenantError,
+    throttle::{RateWindow, Throttle},
+};
+
+/// Failed logins allowed per account or per address before the first block.
+pub const FREE_LOGIN_FAILURES: u32 = 5;
+/// The first block after the free failures; each further failure doubles it.
+pub const FIRST_LOGIN_BLOCK: Duration = Duration::from_secs(15);
+/// The longest block.
+pub const MAX_LOGIN_BLOCK: Duration = Duration::from_secs(15 * 60);
+/// Registrations per client address per minute (spec section 8).
+pub const REGISTRATIONS_PER_MINUTE: u32 = 5;
 
 /// Key of the single settings record under the tenant's prefix.
 const SETTINGS_KEY: &[u8] = b"";
 
 pub struct TenantState {
-    info: TenantInfo,
-    store: TenantStore,
-    master_key: MasterKey,
-    settings: TenantSettings,
+    pub(super) info: TenantInfo,
+    pub(super) store: TenantStore,
+    pub(super) master_key: MasterKey,
+    pub(super) settings: TenantSettings,
     byok_token_set: bool,
     fault_injection: bool,
     audit_seq: u32,
+    pub(super) runtime: TenantRuntime,
+    /// The public half of the signing keys (and the signer), shared with request handlers.
+    keys: Arc<ArcSwap<TokenKeys>>,
+    key_ring: KeyRing,
+    pub(super) refresh_hasher: KeyedHasher,
+    /// Keyed hash of e-mail domains in audit events.
+    pub(super) domain_hasher: KeyedHasher,
+    pub(super) login_accounts: Throttle<String>,
+    pub(super) login_ips: Throttle<IpAddr>,
+    pub(super) register_ips: RateWindow<IpAddr>,
+    /// When each account was last sent a resend, reset or account-exists message.
+    pub(super) mail_sent: HashMap<Uuid, Instant>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -41,7 +76,9 @@ impl TenantState {
         store: TenantStore,
         master_key: MasterKey,
         fault_injection: bool,
-    ) -> Result<Self, StorageError> {
+        runtime: TenantRuntime,
+        keys: Arc<ArcSwap<TokenKeys>>,
+    ) -> Result<Self, TenantError> {
         let settings = match store.get::<TenantSettings>(SETTINGS_KEY)? {
             Some(s) => s,
             None => {
@@ -53,15 +90,46 @@ impl TenantState {
             }
         };
         let byok_token_set = store.get::<TenantSecret>(BYOK_AUTH_TOKEN)?.is_some();
+        let (key_ring, token_keys) =
+            KeyRing::load_or_create(&store, &master_key, OffsetDateTime::now_utc())?;
+        keys.store(Arc::new(token_keys));
         Ok(TenantState {
             info,
             store,
+            refresh_hasher: master_key.hasher("refresh-token"),
+            domain_hasher: master_key.hasher("email-domain"),
             master_key,
             settings,
             byok_token_set,
             fault_injection,
             audit_seq: 0,
+            runtime,
+            keys,
+            key_ring,
+            login_accounts: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
+            login_ips: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
+            register_ips: RateWindow::new(REGISTRATIONS_PER_MINUTE, Duration::from_secs(60)),
+            mail_sent: HashMap::new(),
         })
+    }
+
+    /// A new signing key (applied, not yet durable); handlers see it at once.
+    pub fn rotate_signing_key(&mut self) -> Result<RotatedKeys, TenantError> {
+        let (rotated, token_keys) = self.key_ring.rotate(
+            &self.store,
+            &self.master_key,
+            OffsetDateTime::now_utc(),
+            self.runtime.tokens.access_ttl,
+        )?;
+        self.keys.store(Arc::new(token_keys));
+        let mut batch = self.store.batch();
+        let ctx = AuditContext::default();
+        let mut event = AuditEvent::new("tokens.signing_key.rotated", &ctx, Vec::new());
+        event.metadata =
+            serde_json::json!({ "kid": rotated.kid, "previous_kid": rotated.previous_kid });
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
+        Ok(rotated)
     }
 
     pub fn info(&self) -> &TenantInfo {
@@ -96,7 +164,7 @@ impl TenantState {
         }
     }
 
-    fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
+    pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
         self.audit_seq = self.audit_seq.wrapping_add(1);
         event_key(at, self.audit_seq)
     }

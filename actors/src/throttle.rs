@@ -1,4 +1,7 @@
-//! Failed-login throttling: per account and per client address, in memory.
+//! Throttles, in memory: failed-attempt blocking ([`Throttle`]) and request-rate windows
+//! ([`RateWindow`]).
+//!
+//! Failed-login throttling works per account and per client address.
 //!
 //! After `free` consecutive failures a key is blocked, first for `base`, then twice as long
 //! after each further failure, capped. A success resets the account's counter (an address keeps
@@ -86,9 +89,59 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
     }
 }
 
+/// At most `limit` requests per `period` and key, counted in fixed windows that start at a
+/// key's first request. Over the limit, the answer is the seconds until the window ends.
+#[derive(Debug)]
+pub struct RateWindow<K> {
+    limit: u32,
+    period: Duration,
+    windows: HashMap<K, (Instant, u32)>,
+}
+
+impl<K: Hash + Eq + Clone> RateWindow<K> {
+    pub fn new(limit: u32, period: Duration) -> Self {
+        RateWindow {
+            limit,
+            period,
+            windows: HashMap::new(),
+        }
+    }
+
+    /// Counts one request; `Err(retry_after_secs)` when it is over the limit (not counted).
+    pub fn hit(&mut self, key: &K, now: Instant) -> Result<(), u64> {
+        if self.windows.len() >= 10_000 {
+            let period = self.period;
+            self.windows
+                .retain(|_, (start, _)| now.duration_since(*start) < period);
+        }
+        let entry = self.windows.entry(key.clone()).or_insert((now, 0));
+        if now.duration_since(entry.0) >= self.period {
+            *entry = (now, 0);
+        }
+        if entry.1 >= self.limit {
+            let left = self.period.saturating_sub(now.duration_since(entry.0));
+            return Err(left.as_secs_f64().ceil().max(1.0) as u64);
+        }
+        entry.1 += 1;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rate_windows_allow_the_limit_then_refuse_until_the_window_ends() {
+        let mut w = RateWindow::new(5, Duration::from_secs(60));
+        let now = Instant::now();
+        for _ in 0..5 {
+            assert_eq!(w.hit(&"ip", now), Ok(()));
+        }
+        assert_eq!(w.hit(&"ip", now + Duration::from_secs(10)), Err(50));
+        assert_eq!(w.hit(&"other", now), Ok(()));
+        assert_eq!(w.hit(&"ip", now + Duration::from_secs(60)), Ok(()));
+    }
 
     #[test]
     fn blocks_after_the_free_failures_growing_to_the_cap() {

@@ -1,0 +1,614 @@
+//! End-user accounts: registration (with the e-mail policy), verification, password login,
+//! password reset and change, and the mail these send.
+//!
+//! Every check-and-change is one method, called from one message: a link token is consumed, a
+//! login finished, a password changed inside a single handler, so two concurrent requests can
+//! never both win. Argon2 never runs here: callers hash and verify off the actor and send the
+//! result, and `LoginFinish` / `ChangePassword` re-check the password epoch before committing.
+
+use std::{net::IpAddr, time::Instant};
+
+use tessera_storage::{sha256, Kind, TenantBatch};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    audit::{AuditContext, AuditEvent},
+    messages::{Credential, Registration, UserView},
+    records::{EmailIndex, LinkPurpose, LinkTokenRecord, QueuedMail, UserRecord},
+    state::TenantState,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, MailKind},
+    policy::{email_domain, EmailPolicy},
+};
+
+/// A verification link lives this long.
+pub const VERIFY_TTL: Duration = Duration::hours(24);
+/// A password-reset link lives this long.
+pub const RESET_TTL: Duration = Duration::hours(1);
+/// At most one resend, reset or account-exists message per account this often.
+pub const MAIL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Writes and messages produced by one command, applied together.
+pub(super) struct Effects {
+    pub batch: TenantBatch,
+    pub mail: Vec<MailJob>,
+}
+
+impl UserRecord {
+    pub fn view(&self) -> UserView {
+        UserView {
+            id: self.id,
+            email: self.email.clone(),
+            email_verified: self.email_verified,
+            phone: self.phone.clone(),
+            phone_verified: self.phone_verified,
+            is_anonymous: self.is_anonymous,
+            mfa_enabled: self.mfa_enabled,
+            created_at: self.created_at,
+            last_sign_in_at: self.last_sign_in_at,
+            public_metadata: self.public_metadata.clone(),
+        }
+    }
+}
+
+impl TenantState {
+    pub(super) fn effects(&self) -> Effects {
+        Effects {
+            batch: self.store.batch(),
+            mail: Vec::new(),
+        }
+    }
+
+    /// Applies the writes of one command at once; its mail goes out once they are durable.
+    pub(super) fn commit(&self, effects: Effects) -> Result<Vec<MailJob>, TenantError> {
+        self.store.apply(effects.batch)?;
+        Ok(effects.mail)
+    }
+
+    pub(super) fn audit_into(
+        &mut self,
+        batch: &mut TenantBatch,
+        event_type: &str,
+        ctx: &AuditContext,
+        metadata: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut event = AuditEvent::new(event_type, ctx, Vec::new());
+        event.metadata = metadata;
+        let key = self.next_event_key(event.at);
+        batch.put(&key, &event)?;
+        Ok(())
+    }
+
+    pub(super) fn user(&self, id: Uuid) -> Result<Option<UserRecord>, TenantError> {
+        Ok(self.store.get::<UserRecord>(id.as_bytes())?)
+    }
+
+    pub(super) fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
+        let Some(ix) = self.store.get::<EmailIndex>(email.as_bytes())? else {
+            return Ok(None);
+        };
+        self.user(ix.user_id)
+    }
+
+    /// A reference-only placeholder user, for answers that must look like a registration.
+    fn lookalike(email: &str, now: OffsetDateTime) -> UserView {
+        UserView {
+            id: Uuid::now_v7(),
+            email: Some(email.to_owned()),
+            email_verified: false,
+            phone: None,
+            phone_verified: false,
+            is_anonymous: false,
+            mfa_enabled: false,
+            created_at: now,
+            last_sign_in_at: None,
+            public_metadata: serde_json::json!({}),
+        }
+    }
+
+    /// Counts a registration attempt from `ip`.
+    pub fn register_admit(&mut self, ip: IpAddr) -> Result<(), TenantError> {
+        self.register_ips
+            .hit(&ip, Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
+    }
+
+    /// Registers a new user, or answers a look-alike for an address that exists (its owner is
+    /// told by mail) or that the tenant's policy blocks (an audit event, nothing else).
+    pub fn register(
+        &mut self,
+        r: Registration,
+        ctx: &AuditContext,
+    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let sec = &self.settings.security;
+        let policy = EmailPolicy {
+            block_disposable: sec.block_disposable_emails,
+            block_subaddress: sec.block_email_subaddresses,
+            allowlist: &self.settings.email_domains.allowlist,
+            blocklist: &self.settings.email_domains.blocklist,
+        };
+        if let Some(block) = policy.check(&r.email) {
+            let domain_hash =
+                hex::encode(self.domain_hasher.hash(email_domain(&r.email).as_bytes()));
+            let decision_ref = Uuid::new_v4();
+            let mut metadata = serde_json::json!({
+                "domain_hash": domain_hash,
+                "decision_ref": decision_ref,
+            });
+            if let crate::policy::EmailBlock::CustomBlocklist { reason } = &block {
+                metadata["reason"] = serde_json::json!(reason);
+            }
+            tracing::info!(
+                tenant = %self.info.id,
+                decision_ref = %decision_ref,
+                event = block.event_type(),
+                "registration blocked by the e-mail policy"
+            );
+            self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
+            self.commit(fx)?;
+            return Ok((Self::lookalike(&r.email, now), Vec::new()));
+        }
+        if let Some(mut existing) = self.user_by_email(&r.email)? {
+            if self.mail_allowed(existing.id) {
+                let token = self.issue_link(
+                    &mut fx.batch,
+                    &mut existing,
+                    LinkPurpose::ResetPassword,
+                    now,
+                )?;
+                let reset_link = self.link("reset-password", &token);
+                fx.batch.put(existing.id.as_bytes(), &existing)?;
+                self.queue_mail(&mut fx, &r.email, MailKind::AccountExists { reset_link })?;
+            }
+            self.audit_into(
+                &mut fx.batch,
+                "auth.register.existing_email",
+                ctx,
+                serde_json::json!({ "user_id": existing.id }),
+            )?;
+            let mail = self.commit(fx)?;
+            return Ok((Self::lookalike(&r.email, now), mail));
+        }
+        let id = Uuid::now_v7();
+        let date_of_birth = r
+            .date_of_birth
+            .map(|d| {
+                self.master_key
+                    .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
+            })
+            .transpose()?;
+        let age_verification_token = r
+            .age_verification_token
+            .map(|t| {
+                self.master_key
+                    .seal(&self.user_aad(id, "age_verification_token"), t.as_bytes())
+            })
+            .transpose()?;
+        let mut user = UserRecord {
+            id,
+            email: Some(r.email.clone()),
+            email_verified: false,
+            password_hash: Some(r.password_hash),
+            password_epoch: 0,
+            phone: None,
+            phone_verified: false,
+            is_anonymous: false,
+            mfa_enabled: false,
+            created_at: now,
+            last_sign_in_at: None,
+            last_active_at: now,
+            public_metadata: serde_json::json!({}),
+            date_of_birth,
+            age_verification_token,
+            verify_token: None,
+            reset_token: None,
+        };
+        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+        let link = self.link("verify-email", &token);
+        fx.batch.put(id.as_bytes(), &user)?;
+        fx.batch
+            .put(r.email.as_bytes(), &EmailIndex { user_id: id })?;
+        self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.register",
+            ctx,
+            serde_json::json!({ "user_id": id }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((user.view(), mail))
+    }
+
+    /// Binds a sealed user secret to this tenant, this user and its name.
+    fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        aad.extend_from_slice(b"/user/");
+        aad.extend_from_slice(user.as_bytes());
+        aad.push(b'/');
+        aad.extend_from_slice(name.as_bytes());
+        aad
+    }
+
+    /// `{accounts_url}/{path}?token=...`
+    fn link(&self, path: &str, token: &str) -> String {
+        format!(
+            "{}/{path}?token={token}",
+            self.runtime.accounts_url.trim_end_matches('/')
+        )
+    }
+
+    /// Whether another message may go to this account now (resend, reset and account-exists
+    /// mail are spaced so the service cannot be used to flood a mailbox); counts it if so.
+    fn mail_allowed(&mut self, user: Uuid) -> bool {
+        let now = Instant::now();
+        if self.mail_sent.len() > 10_000 {
+            self.mail_sent
+                .retain(|_, at| now.duration_since(*at) < MAIL_INTERVAL);
+        }
+        match self.mail_sent.get(&user) {
+            Some(at) if now.duration_since(*at) < MAIL_INTERVAL => false,
+            _ => {
+                self.mail_sent.insert(user, now);
+                true
+            }
+        }
+    }
+
+    /// A new single-use link token for `user`; the previous one of the same purpose dies.
+    /// Answers the token; only its hash is stored.
+    fn issue_link(
+        &self,
+        batch: &mut TenantBatch,
+        user: &mut UserRecord,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
+        let token = tessera_storage::random_token(32);
+        let hash = sha256(token.as_bytes());
+        let (slot, ttl) = match purpose {
+            LinkPurpose::VerifyEmail => (&mut user.verify_token, VERIFY_TTL),
+            LinkPurpose::ResetPassword => (&mut user.reset_token, RESET_TTL),
+        };
+        if let Some(old) = slot.take().and_then(|h| hex::decode(h).ok()) {
+            batch.remove(Kind::LinkToken, &old);
+        }
+        *slot = Some(hex::encode(hash));
+        batch.put(
+            &hash,
+            &LinkTokenRecord {
+                purpose,
+                user_id: user.id,
+                expires_at: now + ttl,
+                epoch: user.password_epoch,
+            },
+        )?;
+        Ok(token)
+    }
+
+    /// Consumes a link token of `purpose`: answers its user, with the token removed from
+    /// `batch`. Unknown, expired, other-purpose and stale-epoch tokens are all the same error.
+    fn consume_link(
+        &self,
+        batch: &mut TenantBatch,
+        token: &str,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<UserRecord, TenantError> {
+        let hash = sha256(token.as_bytes());
+        let Some(rec) = self.store.get::<LinkTokenRecord>(&hash)? else {
+            return Err(TenantError::InvalidLinkToken);
+        };
+        if rec.purpose != purpose {
+            return Err(TenantError::InvalidLinkToken);
+        }
+        batch.remove(Kind::LinkToken, &hash);
+        let user = self.user(rec.user_id)?;
+        let Some(mut user) = user else {
+            return Err(TenantError::InvalidLinkToken);
+        };
+        if rec.expires_at <= now || rec.epoch != user.password_epoch {
+            return Err(TenantError::InvalidLinkToken);
+        }
+        match purpose {
+            LinkPurpose::VerifyEmail => user.verify_token = None,
+            LinkPurpose::ResetPassword => user.reset_token = None,
+        }
+        Ok(user)
+    }
+
+    /// Queues a message in the same batch as the change that caused it.
+    pub(super) fn queue_mail(
+        &self,
+        fx: &mut Effects,
+        to: &str,
+        kind: MailKind,
+    ) -> Result<(), TenantError> {
+        let job = MailJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: to.to_owned(),
+            kind,
+        };
+        let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
+        let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
+        fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
+        fx.mail.push(job);
+        Ok(())
+    }
+
+    fn mail_aad(&self, id: Uuid) -> Vec<u8> {
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        aad.extend_from_slice(b"/mail/");
+        aad.extend_from_slice(id.as_bytes());
+        aad
+    }
+
+    /// Every message still queued (after a restart, to submit again).
+    pub fn queued_mail(&self) -> Result<Vec<MailJob>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<QueuedMail>(b"") {
+            let (key, q) = item?;
+            let Ok(id) = Uuid::from_slice(&key) else {
+                continue;
+            };
+            let plain = self.master_key.open(&self.mail_aad(id), &q.sealed)?;
+            match serde_json::from_slice::<MailJob>(&plain) {
+                Ok(job) => out.push(job),
+                Err(e) => tracing::error!(error = %e, "a queued message cannot be read"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Delivery is done with a message: it leaves the queue.
+    pub fn mail_settled(&self, id: Uuid) -> Result<(), TenantError> {
+        let mut batch = self.store.batch();
+        batch.remove(Kind::MailQueue, id.as_bytes());
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// Confirms an address with a verification link.
+    pub fn verify_email(
+        &mut self,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut user = self.consume_link(&mut fx.batch, token, LinkPurpose::VerifyEmail, now)?;
+        user.email_verified = true;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.email.verified",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        self.commit(fx)
+    }
+
+    /// A new verification link for an unverified account; silently nothing otherwise.
+    pub fn resend_verification(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let Some(mut user) = self.user_by_email(email)? else {
+            return Ok(Vec::new());
+        };
+        if user.email_verified || !self.mail_allowed(user.id) {
+            return Ok(Vec::new());
+        }
+        let mut fx = self.effects();
+        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+        let link = self.link("verify-email", &token);
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.queue_mail(&mut fx, email, MailKind::VerifyEmail { link })?;
+        self.commit(fx)
+    }
+
+    /// A reset link for an account with this address; silently nothing otherwise.
+    pub fn forgot_password(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let Some(mut user) = self.user_by_email(email)? else {
+            return Ok(Vec::new());
+        };
+        if !self.mail_allowed(user.id) {
+            return Ok(Vec::new());
+        }
+        let mut fx = self.effects();
+        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::ResetPassword, now)?;
+        let link = self.link("reset-password", &token);
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.queue_mail(&mut fx, email, MailKind::PasswordReset { link })?;
+        self.commit(fx)
+    }
+
+    /// Sets a new password with a reset link: every session ends, the e-mail counts as
+    /// confirmed (the link proved it), failed-login counters are forgiven.
+    pub fn reset_password(
+        &mut self,
+        token: &str,
+        password_hash: String,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut user = self.consume_link(&mut fx.batch, token, LinkPurpose::ResetPassword, now)?;
+        user.password_hash = Some(password_hash);
+        user.password_epoch = user.password_epoch.wrapping_add(1);
+        user.email_verified = true;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.password.reset",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        if let Some(email) = user.email.clone() {
+            self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+            self.login_accounts.reset(&email);
+        }
+        self.commit(fx)
+    }
+
+    /// Checks the login throttles, then answers what to verify.
+    pub fn login_begin(&self, email: &str, ip: IpAddr) -> Result<Credential, TenantError> {
+        let now = Instant::now();
+        if let Some(retry_after) = self
+            .login_accounts
+            .blocked(&email.to_owned(), now)
+            .into_iter()
+            .chain(self.login_ips.blocked(&ip, now))
+            .max()
+        {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        Ok(match self.user_by_email(email)? {
+            Some(u) => Credential {
+                user_id: Some(u.id),
+                password_hash: u.password_hash,
+                epoch: u.password_epoch,
+            },
+            None => Credential {
+                user_id: None,
+                password_hash: None,
+                epoch: 0,
+            },
+        })
+    }
+
+    /// Records a failed password check for `email` from `ip`, with its audit event.
+    fn login_failed(
+        &mut self,
+        fx: &mut Effects,
+        email: &str,
+        ip: IpAddr,
+        user: Option<Uuid>,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let now = Instant::now();
+        self.login_accounts.fail(&email.to_owned(), now);
+        self.login_ips.fail(&ip, now);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.failed",
+            ctx,
+            serde_json::json!({ "user_id": user, "reason": "invalid_credentials" }),
+        )
+    }
+
+    /// Finishes a password login: a failure counts against the throttles; a success (when
+    /// nothing changed since `login_begin`) opens a session.
+    pub fn login_finish(
+        &mut self,
+        email: &str,
+        ip: IpAddr,
+        credential: &Credential,
+        password_ok: bool,
+        ctx: &AuditContext,
+    ) -> Result<(super::messages::Grant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let user = match credential.user_id {
+            Some(id) => self.user(id)?,
+            None => None,
+        };
+        let user = user.filter(|u| {
+            password_ok && u.password_epoch == credential.epoch && u.email.as_deref() == Some(email)
+        });
+        let Some(mut user) = user else {
+            self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidCredentials);
+        };
+        self.login_accounts.reset(&email.to_owned());
+        self.login_ips.reset(&ip);
+        if self.settings.security.require_email_verification && !user.email_verified {
+            return Err(TenantError::EmailNotVerified);
+        }
+        user.last_sign_in_at = Some(now);
+        user.last_active_at = now;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        let grant = self.open_session(&mut fx.batch, &user, 1, vec!["pwd".into()], now)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.succeeded",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "session_id": grant.session_id, "method": "password" }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((grant, mail))
+    }
+
+    /// The signed-in user's credential, to check the current password off the actor.
+    pub fn password_credential(
+        &self,
+        bearer: super::messages::Bearer,
+    ) -> Result<Credential, TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        if let Some(retry_after) = user
+            .email
+            .as_ref()
+            .and_then(|e| self.login_accounts.blocked(e, Instant::now()))
+        {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        Ok(Credential {
+            user_id: Some(user.id),
+            password_hash: user.password_hash,
+            epoch: user.password_epoch,
+        })
+    }
+
+    /// Changes the password of a signed-in user whose current password was checked: the other
+    /// sessions end, outstanding reset links die (the epoch moves).
+    pub fn change_password(
+        &mut self,
+        bearer: super::messages::Bearer,
+        credential: &Credential,
+        current_ok: bool,
+        new_hash: String,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, mut user) = self.live_session(bearer, now)?;
+        let email = user.email.clone().unwrap_or_default();
+        let mut fx = self.effects();
+        if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
+            // Counts against the account only: the address throttle belongs to login.
+            self.login_accounts.fail(&email, Instant::now());
+            self.audit_into(
+                &mut fx.batch,
+                "auth.password.change_failed",
+                ctx,
+                serde_json::json!({ "user_id": user.id }),
+            )?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidCredentials);
+        }
+        user.password_hash = Some(new_hash);
+        user.password_epoch = user.password_epoch.wrapping_add(1);
+        if let Some(old) = user.reset_token.take().and_then(|h| hex::decode(h).ok()) {
+            fx.batch.remove(Kind::LinkToken, &old);
+        }
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.revoke_user_sessions(&mut fx.batch, user.id, Some(bearer.session_id))?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.password.changed",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        if !email.is_empty() {
+            self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+        }
+        self.commit(fx)
+    }
+}

@@ -1,0 +1,321 @@
+//! Sessions and refresh-token rotation.
+//!
+//! A refresh token is `base64url(session id | generation | tag)`, where the tag is an HMAC
+//! (keyed from the master key) of the tenant, the session and the generation. Nothing about a
+//! refresh token is stored: the session keeps only its current generation. So a token of any
+//! past generation is recognised as *reused* (never mistaken for a forgery, which would let
+//! anyone who saw a session id revoke it), and the grace answer for a concurrent retry can hand
+//! out the current token again instead of forking the family.
+//!
+//! Invariant: a session record exists exactly while the session is alive; revoking deletes it
+//! and its index entry in one batch, so every later check fails.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_storage::{ct_eq, Kind, TenantBatch};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    accounts::Effects,
+    audit::AuditContext,
+    messages::{Bearer, Grant, SessionView, UserView},
+    records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
+    state::TenantState,
+};
+use crate::{error::TenantError, outbound::MailJob};
+
+const TOKEN_LEN: usize = 16 + 4 + 32;
+
+/// The parts of a refresh token.
+struct RefreshParts {
+    session: Uuid,
+    generation: u32,
+    tag: [u8; 32],
+}
+
+fn parse_refresh(token: &str) -> Option<RefreshParts> {
+    if token.len() > 128 {
+        return None;
+    }
+    let raw = URL_SAFE_NO_PAD.decode(token.trim()).ok()?;
+    if raw.len() != TOKEN_LEN {
+        return None;
+    }
+    let session = Uuid::from_slice(&raw[..16]).ok()?;
+    let generation = u32::from_be_bytes(raw[16..20].try_into().ok()?);
+    let tag = raw[20..].try_into().ok()?;
+    Some(RefreshParts {
+        session,
+        generation,
+        tag,
+    })
+}
+
+impl TenantState {
+    fn refresh_tag(&self, session: Uuid, generation: u32) -> [u8; 32] {
+        let mut m = self.store.tenant_id().as_bytes().to_vec();
+        m.extend_from_slice(session.as_bytes());
+        m.extend_from_slice(&generation.to_be_bytes());
+        self.refresh_hasher.hash(&m)
+    }
+
+    fn refresh_token(&self, session: Uuid, generation: u32) -> String {
+        let mut raw = Vec::with_capacity(TOKEN_LEN);
+        raw.extend_from_slice(session.as_bytes());
+        raw.extend_from_slice(&generation.to_be_bytes());
+        raw.extend_from_slice(&self.refresh_tag(session, generation));
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    fn grant(&self, session: &SessionRecord, user: &UserRecord) -> Grant {
+        Grant {
+            user: user.view(),
+            session_id: session.id,
+            refresh_token: self.refresh_token(session.id, session.generation),
+            session_expires_at: session.expires_at,
+            aal: session.aal,
+            amr: session.amr.clone(),
+        }
+    }
+
+    /// Opens a session for `user` (writes into `batch`).
+    pub(super) fn open_session(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
+        aal: u8,
+        amr: Vec<String>,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
+        let ttl = time::Duration::try_from(self.runtime.tokens.refresh_ttl)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        let session = SessionRecord {
+            id: Uuid::now_v7(),
+            user_id: user.id,
+            created_at: now,
+            expires_at: now + ttl,
+            last_active_at: now,
+            generation: 0,
+            rotated_at: None,
+            aal,
+            amr,
+        };
+        batch.put(session.id.as_bytes(), &session)?;
+        batch.put(
+            &user_session_key(user.id, session.id),
+            &UserSessionIndex::default(),
+        )?;
+        Ok(self.grant(&session, user))
+    }
+
+    fn remove_session(&self, batch: &mut TenantBatch, session: &SessionRecord) {
+        batch.remove(Kind::Session, session.id.as_bytes());
+        batch.remove(
+            Kind::UserSession,
+            &user_session_key(session.user_id, session.id),
+        );
+    }
+
+    /// Ends every session of `user` except `keep`.
+    pub(super) fn revoke_user_sessions(
+        &self,
+        batch: &mut TenantBatch,
+        user: Uuid,
+        keep: Option<Uuid>,
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+            let (key, _) = item?;
+            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
+                continue;
+            };
+            if Some(sid) == keep {
+                continue;
+            }
+            batch.remove(Kind::Session, sid.as_bytes());
+            batch.remove(Kind::UserSession, &key);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The session and user behind a verified access token, if the session is still alive and
+    /// belongs to that user.
+    pub(super) fn live_session(
+        &self,
+        bearer: Bearer,
+        now: OffsetDateTime,
+    ) -> Result<(SessionRecord, UserRecord), TenantError> {
+        let session = self
+            .store
+            .get::<SessionRecord>(bearer.session_id.as_bytes())?
+            .filter(|s| s.user_id == bearer.user_id && s.expires_at > now)
+            .ok_or(TenantError::InvalidSession)?;
+        let user = self
+            .user(session.user_id)?
+            .ok_or(TenantError::InvalidSession)?;
+        Ok((session, user))
+    }
+
+    pub fn authenticate(&self, bearer: Bearer) -> Result<UserView, TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        Ok(user.view())
+    }
+
+    /// Rotates a refresh token. The current generation moves on; the previous one, presented
+    /// again within the grace, answers the current token (a client retrying a lost answer, or
+    /// two tabs racing); any other past generation is reuse and ends the session.
+    pub fn refresh(
+        &mut self,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<(Grant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let parts = parse_refresh(token).ok_or(TenantError::InvalidRefreshToken)?;
+        let expected = self.refresh_tag(parts.session, parts.generation);
+        if !ct_eq(&expected, &parts.tag) {
+            return Err(TenantError::InvalidRefreshToken);
+        }
+        let mut fx: Effects = self.effects();
+        let Some(mut session) = self.store.get::<SessionRecord>(parts.session.as_bytes())? else {
+            return Err(TenantError::InvalidRefreshToken);
+        };
+        let user = self.user(session.user_id)?;
+        let Some(mut user) = user.filter(|_| session.expires_at > now) else {
+            self.remove_session(&mut fx.batch, &session);
+            self.commit(fx)?;
+            return Err(TenantError::InvalidRefreshToken);
+        };
+        let grace = time::Duration::try_from(self.runtime.tokens.reuse_grace)
+            .unwrap_or(time::Duration::ZERO);
+        if parts.generation == session.generation {
+            session.generation = session.generation.wrapping_add(1);
+            session.rotated_at = Some(now);
+            session.last_active_at = now;
+            fx.batch.put(session.id.as_bytes(), &session)?;
+            user.last_active_at = now;
+            fx.batch.put(user.id.as_bytes(), &user)?;
+            self.commit(fx)?;
+            return Ok((self.grant(&session, &user), Vec::new()));
+        }
+        let within_grace = parts.generation.wrapping_add(1) == session.generation
+            && session.rotated_at.is_some_and(|at| now - at <= grace);
+        if within_grace {
+            return Ok((self.grant(&session, &user), Vec::new()));
+        }
+        if parts.generation > session.generation {
+            return Err(TenantError::InvalidRefreshToken);
+        }
+        self.remove_session(&mut fx.batch, &session);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.refresh.reused",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "session_id": session.id }),
+        )?;
+        tracing::warn!(tenant = %self.info.id, session = %session.id, "refresh token reused; session revoked");
+        self.commit(fx)?;
+        Err(TenantError::RefreshTokenReused)
+    }
+
+    /// Ends the caller's session, or (`global`) every session of the user.
+    pub fn logout(
+        &mut self,
+        bearer: Bearer,
+        global: bool,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        let mut fx = self.effects();
+        if global {
+            self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+        } else {
+            self.remove_session(&mut fx.batch, &session);
+        }
+        self.audit_into(
+            &mut fx.batch,
+            "auth.logout",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "session_id": session.id,
+                "scope": if global { "global" } else { "local" },
+            }),
+        )?;
+        self.commit(fx)
+    }
+
+    /// The user's live sessions, newest first.
+    pub fn list_sessions(&self, bearer: Bearer) -> Result<Vec<SessionView>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = self.live_session(bearer, now)?;
+        let mut out = Vec::new();
+        for item in self.store.scan::<UserSessionIndex>(user.id.as_bytes()) {
+            let (key, _) = item?;
+            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
+                continue;
+            };
+            let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? else {
+                continue;
+            };
+            if s.expires_at <= now {
+                continue;
+            }
+            out.push(SessionView {
+                id: s.id,
+                created_at: s.created_at,
+                last_active_at: s.last_active_at,
+                expires_at: s.expires_at,
+                aal: s.aal,
+                amr: s.amr,
+                current: s.id == bearer.session_id,
+            });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Ends one of the caller's own sessions; any other id is `NotFound`.
+    pub fn revoke_session(
+        &mut self,
+        bearer: Bearer,
+        target: Uuid,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        let session = self
+            .store
+            .get::<SessionRecord>(target.as_bytes())?
+            .filter(|s| s.user_id == user.id)
+            .ok_or(TenantError::NotFound)?;
+        let mut fx = self.effects();
+        self.remove_session(&mut fx.batch, &session);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.session.revoked",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "session_id": session.id }),
+        )?;
+        self.commit(fx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_tokens_parse_only_in_their_exact_shape() {
+        let sid = Uuid::now_v7();
+        let mut raw = sid.as_bytes().to_vec();
+        raw.extend_from_slice(&7u32.to_be_bytes());
+        raw.extend_from_slice(&[9u8; 32]);
+        let token = URL_SAFE_NO_PAD.encode(&raw);
+        let p = parse_refresh(&token).unwrap();
+        assert_eq!((p.session, p.generation, p.tag), (sid, 7, [9u8; 32]));
+        assert!(parse_refresh(&token[1..]).is_none());
+        assert!(parse_refresh("not a token").is_none());
+        assert!(parse_refresh(&"A".repeat(500)).is_none());
+        assert!(parse_refresh("").is_none());
+    }
+}

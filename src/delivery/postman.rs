@@ -1,0 +1,604 @@
+//! The postman: delivers the [`MailJob`]s tenant actors submit through
+//! [`tessera_actors::outbound::ChannelOutbound`], and reports each outcome back.
+//!
+//! Tenant actors persist every job before submitting it and resubmit their whole queue after a
+//! restart, so delivery is at least once and the postman keeps nothing on disk. What it does:
+//!
+//! - ignores a job whose id is already in flight (a resubmitted queue would otherwise send the
+//!   same message twice at once);
+//! - sends at most [`CONCURRENCY`] messages at a time, so a burst of sign-ups cannot open
+//!   hundreds of SMTP connections;
+//! - retries transient failures with exponential backoff (1 s, 2 s, 4 s ... at most 5 min
+//!   apart, 10 attempts in all, about 8.5 minutes), each job on its own task, so one failing
+//!   message never delays the others;
+//! - reports through [`Settle`]: delivered, or given up (permanent failure or last attempt).
+//!
+//! When the channel closes (shutdown), jobs waiting for a retry stop without being settled:
+//! they stay in their tenant's queue and are submitted again at the next start. A send already
+//! under way finishes (the SMTP timeout bounds it) and is settled.
+//!
+//! Logs carry the job id, its kind and the attempt, never the address or the link.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+    time::Duration,
+};
+
+use tessera_actors::outbound::MailJob;
+use tokio::{
+    sync::{mpsc::UnboundedReceiver, watch, Semaphore},
+    task::{JoinError, JoinSet},
+};
+use uuid::Uuid;
+
+use super::mail::Mailer;
+
+/// Messages sent at the same time, at most.
+pub const CONCURRENCY: usize = 8;
+
+/// Where outcomes go: in the server, a message to the job's tenant actor, which removes the
+/// job from its queue. Called from a delivery task, so it must return quickly (a channel send
+/// or an actor cast, not a storage write awaited here).
+pub trait Settle: Send + Sync + 'static {
+    /// `delivered` is true when the transport accepted the message, false when the postman
+    /// gave up on it.
+    fn settled(&self, job: &MailJob, delivered: bool);
+}
+
+/// The retry schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Backoff {
+    /// The wait after the first failed attempt; each next wait doubles.
+    first: Duration,
+    /// The longest wait.
+    cap: Duration,
+    /// Attempts in all, the first included.
+    attempts: u32,
+}
+
+/// 1 s, 2 s, 4 s ... capped at 5 minutes; 10 attempts.
+const BACKOFF: Backoff = Backoff {
+    first: Duration::from_secs(1),
+    cap: Duration::from_secs(5 * 60),
+    attempts: 10,
+};
+
+impl Backoff {
+    /// The wait after failed attempt `attempt` (1 for the first), or `None` when it was the
+    /// last one.
+    fn delay(&self, attempt: u32) -> Option<Duration> {
+        if attempt >= self.attempts {
+            return None;
+        }
+        let factor = 1u32
+            .checked_shl(attempt.saturating_sub(1))
+            .unwrap_or(u32::MAX);
+        Some(self.first.saturating_mul(factor).min(self.cap))
+    }
+}
+
+/// Delivers jobs from `rx` until it closes, then returns once the sends under way are done.
+pub async fn run(mailer: Arc<Mailer>, rx: UnboundedReceiver<MailJob>, settle: Arc<dyn Settle>) {
+    run_with(mailer, rx, settle, BACKOFF).await;
+}
+
+async fn run_with(
+    mailer: Arc<Mailer>,
+    mut rx: UnboundedReceiver<MailJob>,
+    settle: Arc<dyn Settle>,
+    backoff: Backoff,
+) {
+    let permits = Arc::new(Semaphore::new(CONCURRENCY));
+    // Flipped when the channel closes: tells tasks waiting for a retry to stop.
+    let (stopping, stop) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let mut in_flight = InFlight::default();
+    loop {
+        tokio::select! {
+            job = rx.recv() => {
+                let Some(job) = job else { break };
+                if !in_flight.ids.insert(job.id) {
+                    tracing::debug!(job = %job.id, kind = job.kind.name(), "already in flight");
+                    continue;
+                }
+                let id = job.id;
+                let task = tasks.spawn(deliver(
+                    job,
+                    mailer.clone(),
+                    settle.clone(),
+                    permits.clone(),
+                    stop.clone(),
+                    backoff,
+                ));
+                in_flight.tasks.insert(task.id(), id);
+            }
+            Some(done) = tasks.join_next_with_id() => in_flight.finished(done),
+        }
+    }
+    let _ = stopping.send(true);
+    while let Some(done) = tasks.join_next_with_id().await {
+        in_flight.finished(done);
+    }
+    tracing::info!("mail delivery stopped");
+}
+
+/// The jobs being delivered (or waiting for a retry), by job id and by task.
+#[derive(Default)]
+struct InFlight {
+    ids: HashSet<Uuid>,
+    tasks: HashMap<tokio::task::Id, Uuid>,
+}
+
+impl InFlight {
+    /// Forgets a finished task's job: a later submission of it is sent again.
+    fn finished(&mut self, done: Result<(tokio::task::Id, ()), JoinError>) {
+        let task = match done {
+            Ok((task, ())) => task,
+            Err(e) => {
+                // Only a panicking `Settle` can get here; the job stays in its tenant's
+                // queue and comes back with the next restart of that tenant.
+                tracing::error!(error = %e, "a mail delivery task failed");
+                e.id()
+            }
+        };
+        if let Some(job) = self.tasks.remove(&task) {
+            self.ids.remove(&job);
+        }
+    }
+}
+
+/// Delivers one job: attempts, waits between them, and settles it.
+async fn deliver(
+    job: MailJob,
+    mailer: Arc<Mailer>,
+    settle: Arc<dyn Settle>,
+    permits: Arc<Semaphore>,
+    mut stop: watch::Receiver<bool>,
+    backoff: Backoff,
+) {
+    let kind = job.kind.name();
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let result = {
+            // The semaphore is never closed; should it be, the job stays queued.
+            let Ok(_permit) = permits.acquire().await else {
+                return;
+            };
+            mailer.send_job(&job).await
+        };
+        // `SendError` describes the failure without the address or the content.
+        match result {
+            Ok(()) => {
+                tracing::info!(job = %job.id, kind, attempt, "mail delivered");
+                settle.settled(&job, true);
+                return;
+            }
+            Err(e) if e.is_permanent() => {
+                tracing::warn!(job = %job.id, kind, attempt, error = %e, "mail refused; not retrying");
+                settle.settled(&job, false);
+                return;
+            }
+            Err(e) => {
+                let Some(wait) = backoff.delay(attempt) else {
+                    tracing::warn!(job = %job.id, kind, attempt, error = %e, "mail not delivered; giving up");
+                    settle.settled(&job, false);
+                    return;
+                };
+                tracing::info!(
+                    job = %job.id,
+                    kind,
+                    attempt,
+                    error = %e,
+                    retry_in_ms = wait.as_millis() as u64,
+                    "mail not delivered yet; will retry"
+                );
+                tokio::select! {
+                    () = tokio::time::sleep(wait) => {}
+                    _ = stop.wait_for(|stopping| *stopping) => {
+                        tracing::info!(job = %job.id, kind, "stopping; the message stays queued");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::{
+        collections::VecDeque,
+        sync::{
+            atomic::{AtomicUsize, Ordering},
+            Mutex,
+        },
+    };
+
+    use tessera_actors::outbound::MailKind;
+    use tessera_storage::TenantId;
+    use tokio::{
+        io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+        net::TcpListener,
+        sync::{mpsc, Notify},
+    };
+
+    use super::*;
+    use crate::config::{Config, Overrides};
+
+    #[test]
+    fn the_backoff_doubles_from_one_second_caps_at_five_minutes_and_stops_after_ten() {
+        let waits: Vec<Option<u64>> = (1..=11)
+            .map(|a| BACKOFF.delay(a).map(|d| d.as_secs()))
+            .collect();
+        assert_eq!(
+            waits,
+            vec![
+                Some(1),
+                Some(2),
+                Some(4),
+                Some(8),
+                Some(16),
+                Some(32),
+                Some(64),
+                Some(128),
+                Some(256),
+                None,
+                None
+            ]
+        );
+        let long = Backoff {
+            attempts: 100,
+            ..BACKOFF
+        };
+        assert_eq!(long.delay(9), Some(Duration::from_secs(256)));
+        assert_eq!(long.delay(10), Some(Duration::from_secs(300)));
+        assert_eq!(long.delay(40), Some(Duration::from_secs(300)));
+        assert_eq!(long.delay(99), Some(Duration::from_secs(300)));
+        assert_eq!(long.delay(100), None);
+    }
+
+    /// A scripted SMTP server: each transaction's RCPT gets the next scripted reply (then
+    /// `250`); each accepted DATA is kept.
+    struct Stub {
+        port: u16,
+        rcpts: Arc<AtomicUsize>,
+        messages: Arc<Mutex<Vec<String>>>,
+        busy: Arc<AtomicUsize>,
+        max_busy: Arc<AtomicUsize>,
+        seen: Arc<Notify>,
+    }
+
+    impl Stub {
+        async fn start(script: &[&'static str], data_delay: Duration) -> Stub {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let script = Arc::new(Mutex::new(
+                script.iter().copied().collect::<VecDeque<&str>>(),
+            ));
+            let stub = Stub {
+                port,
+                rcpts: Arc::default(),
+                messages: Arc::default(),
+                busy: Arc::default(),
+                max_busy: Arc::default(),
+                seen: Arc::default(),
+            };
+            let (rcpts, messages, busy, max_busy, seen) = (
+                stub.rcpts.clone(),
+                stub.messages.clone(),
+                stub.busy.clone(),
+                stub.max_busy.clone(),
+                stub.seen.clone(),
+            );
+            tokio::spawn(async move {
+                loop {
+                    let (stream, _) = listener.accept().await.unwrap();
+                    let (script, rcpts, messages, busy, max_busy, seen) = (
+                        script.clone(),
+                        rcpts.clone(),
+                        messages.clone(),
+                        busy.clone(),
+                        max_busy.clone(),
+                        seen.clone(),
+                    );
+                    tokio::spawn(async move {
+                        let (read, mut write) = stream.into_split();
+                        let mut lines = BufReader::new(read).lines();
+                        write.write_all(b"220 stub ESMTP\r\n").await.unwrap();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            let cmd = line.to_ascii_uppercase();
+                            let reply: String = if cmd.starts_with("EHLO") {
+                                "250-stub\r\n250 8BITMIME".into()
+                            } else if cmd.starts_with("RCPT") {
+                                rcpts.fetch_add(1, Ordering::SeqCst);
+                                seen.notify_waiters();
+                                script
+                                    .lock()
+                                    .unwrap()
+                                    .pop_front()
+                                    .unwrap_or("250 ok")
+                                    .into()
+                            } else if cmd.starts_with("DATA") {
+                                let now = busy.fetch_add(1, Ordering::SeqCst) + 1;
+                                max_busy.fetch_max(now, Ordering::SeqCst);
+                                write.write_all(b"354 go ahead\r\n").await.unwrap();
+                                let mut data = String::new();
+                                while let Ok(Some(l)) = lines.next_line().await {
+                                    if l == "." {
+                                        break;
+                                    }
+                                    data.push_str(&l);
+                                    data.push_str("\r\n");
+                                }
+                                tokio::time::sleep(data_delay).await;
+                                messages.lock().unwrap().push(data);
+                                busy.fetch_sub(1, Ordering::SeqCst);
+                                "250 queued".into()
+                            } else if cmd.starts_with("QUIT") {
+                                let _ = write.write_all(b"221 bye\r\n").await;
+                                return;
+                            } else {
+                                "250 ok".into()
+                            };
+                            if write
+                                .write_all(format!("{reply}\r\n").as_bytes())
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            stub
+        }
+
+        fn mailer(&self) -> Arc<Mailer> {
+            let config = Config::from_toml_str(
+                &format!(
+                    "[mail]\ntransport = \"smtp\"\n[mail.smtp]\nhost = \"127.0.0.1\"\n\
+                     port = {}\ntls = \"none\"\n",
+                    self.port
+                ),
+                &Overrides::default(),
+            )
+            .unwrap();
+            Arc::new(Mailer::from_config(&config).unwrap())
+        }
+    }
+
+    /// Records outcomes and wakes the test on each.
+    #[derive(Default)]
+    struct Recorder {
+        outcomes: Mutex<Vec<(Uuid, bool)>>,
+        changed: Notify,
+    }
+
+    impl Settle for Recorder {
+        fn settled(&self, job: &MailJob, delivered: bool) {
+            self.outcomes.lock().unwrap().push((job.id, delivered));
+            self.changed.notify_waiters();
+        }
+    }
+
+    impl Recorder {
+        async fn wait_for(&self, n: usize) -> Vec<(Uuid, bool)> {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                loop {
+                    let notified = self.changed.notified();
+                    {
+                        let o = self.outcomes.lock().unwrap();
+                        if o.len() >= n {
+                            return o.clone();
+                        }
+                    }
+                    notified.await;
+                }
+            })
+            .await
+            .expect("jobs settled in time")
+        }
+    }
+
+    fn job(to: &str, link: &str) -> MailJob {
+        MailJob {
+            id: Uuid::now_v7(),
+            tenant: TenantId::new(),
+            tenant_slug: "acme".into(),
+            tenant_name: "Acme".into(),
+            to: to.into(),
+            kind: MailKind::PasswordReset { link: link.into() },
+        }
+    }
+
+    const FAST: Backoff = Backoff {
+        first: Duration::from_millis(20),
+        cap: Duration::from_millis(100),
+        attempts: 10,
+    };
+
+    /// Log lines written while the test runs (current-thread runtime: every task logs on
+    /// this thread).
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Logs {
+        fn capture(&self) -> tracing::subscriber::DefaultGuard {
+            let logs = self.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(move || logs.clone())
+                .finish();
+            tracing::subscriber::set_default(subscriber)
+        }
+
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transient_refusal_is_retried_then_delivered_once() {
+        let logs = Logs::default();
+        let _guard = logs.capture();
+        let stub = Stub::start(&["451 4.3.0 try again later"], Duration::ZERO).await;
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+
+        let link = format!(
+            "https://accounts.example.com/t/acme/reset?token={}",
+            "Tok3n_-".repeat(15)
+        );
+        let j = job("secret.user@example.com", &link);
+        tx.send(j.clone()).unwrap();
+        // The same job again while it waits for its retry: ignored.
+        tx.send(j.clone()).unwrap();
+
+        let outcomes = recorder.wait_for(1).await;
+        assert_eq!(outcomes, vec![(j.id, true)]);
+        assert_eq!(
+            stub.rcpts.load(Ordering::SeqCst),
+            2,
+            "one refusal, one success"
+        );
+        let messages = stub.messages.lock().unwrap().clone();
+        assert_eq!(messages.len(), 1);
+        let data = &messages[0];
+        assert!(data.contains("X-Tessera-Tenant: acme\r\n"), "{data}");
+        assert!(data.contains("X-Tessera-Kind: password_reset\r\n"));
+        assert!(data.contains("multipart/alternative"));
+        // Verbatim and alone on its line: no quoted-printable wrapping or `=3D`.
+        assert!(data.contains(&format!("\r\n{link}\r\n")), "{data}");
+
+        drop(tx);
+        tokio::time::timeout(Duration::from_secs(10), postman)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(recorder.outcomes.lock().unwrap().len(), 1);
+        let logs = logs.text();
+        assert!(logs.contains(&j.id.to_string()), "{logs}");
+        assert!(logs.contains("451"), "{logs}");
+        assert!(!logs.contains("secret.user"), "{logs}");
+        assert!(!logs.contains("Tok3n"), "{logs}");
+    }
+
+    #[tokio::test]
+    async fn a_permanent_refusal_settles_undelivered_after_one_attempt() {
+        let logs = Logs::default();
+        let _guard = logs.capture();
+        // Servers quote the recipient in their reply; it must not reach the log.
+        let stub = Stub::start(
+            &["550 5.1.1 <gone.user@example.com>: no such user"],
+            Duration::ZERO,
+        )
+        .await;
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+
+        let j = job("gone.user@example.com", "https://a.example.com/r?token=abc");
+        tx.send(j.clone()).unwrap();
+        assert_eq!(recorder.wait_for(1).await, vec![(j.id, false)]);
+        // Past a retry's wait: still one attempt.
+        tokio::time::sleep(FAST.first * 3).await;
+        assert_eq!(stub.rcpts.load(Ordering::SeqCst), 1);
+        assert!(stub.messages.lock().unwrap().is_empty());
+
+        drop(tx);
+        postman.await.unwrap();
+        let logs = logs.text();
+        assert!(logs.contains(&j.id.to_string()), "{logs}");
+        assert!(logs.contains("password_reset"), "{logs}");
+        assert!(logs.contains("550"), "{logs}");
+        assert!(!logs.contains("gone.user"), "{logs}");
+        assert!(!logs.contains("token"), "{logs}");
+    }
+
+    #[tokio::test]
+    async fn the_last_transient_failure_settles_undelivered() {
+        let stub = Stub::start(&["421 busy"; 3], Duration::ZERO).await;
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let three = Backoff {
+            attempts: 3,
+            ..FAST
+        };
+        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), three));
+        let j = job("u@example.com", "https://a.example.com/r?token=abc");
+        tx.send(j.clone()).unwrap();
+        assert_eq!(recorder.wait_for(1).await, vec![(j.id, false)]);
+        assert_eq!(stub.rcpts.load(Ordering::SeqCst), 3);
+        drop(tx);
+        postman.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_retrying_job_does_not_hold_up_others_and_stops_at_shutdown() {
+        let stub = Stub::start(&["451 later"], Duration::ZERO).await;
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        // A retry far in the future.
+        let slow = Backoff {
+            first: Duration::from_secs(600),
+            cap: Duration::from_secs(600),
+            attempts: 10,
+        };
+        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), slow));
+
+        let waiting = job("a@example.com", "https://a.example.com/r?token=a");
+        let seen = stub.seen.notified();
+        tx.send(waiting.clone()).unwrap();
+        seen.await;
+        let other = job("b@example.com", "https://a.example.com/r?token=b");
+        tx.send(other.clone()).unwrap();
+        assert_eq!(recorder.wait_for(1).await, vec![(other.id, true)]);
+
+        // Closing the channel ends the wait at once; the waiting job is not settled (its
+        // tenant keeps it queued for the next start).
+        drop(tx);
+        tokio::time::timeout(Duration::from_secs(10), postman)
+            .await
+            .expect("the postman stops without waiting for the retry")
+            .unwrap();
+        assert_eq!(recorder.outcomes.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn at_most_eight_messages_are_sent_at_once() {
+        let stub = Stub::start(&[], Duration::from_millis(100)).await;
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+        for i in 0..20 {
+            tx.send(job(
+                &format!("u{i}@example.com"),
+                "https://a.example.com/?token=x",
+            ))
+            .unwrap();
+        }
+        let outcomes = recorder.wait_for(20).await;
+        assert!(outcomes.iter().all(|(_, delivered)| *delivered));
+        let max = stub.max_busy.load(Ordering::SeqCst);
+        assert!((2..=CONCURRENCY).contains(&max), "{max} at once");
+        drop(tx);
+        postman.await.unwrap();
+    }
+}

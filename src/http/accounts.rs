@@ -1,0 +1,734 @@
+//! End-user accounts (`/v1/auth/...` with `X-API-Key`): register, verify, login, refresh,
+//! logout, me, password reset and change, sessions.
+//!
+//! Answers never tell whether an address has an account: register answers the same body for
+//! a new, an existing and a policy-blocked address; resend and forgot always answer 202; a
+//! wrong password and an unknown address are the same 401 after the same argon2 work.
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequestParts, Path, State},
+    http::{header, request::Parts, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    policy::{is_weak_password, normalize_email},
+    tenant::{
+        audit::AuditContext,
+        messages::{Credential, Registration, SessionView, UserView},
+    },
+    Password, TenantMsg,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{
+    bearer::{token_pair, TokenPair, UserBearer},
+    dashboard::audit_context,
+    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{parse_json, ApiJson, ApiTenant, ClientIp},
+    AppState,
+};
+
+/// The audit context of an end-user request: hashed client address and user-agent family.
+pub struct RequestCtx(pub AuditContext);
+
+impl FromRequestParts<AppState> for RequestCtx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Ok(RequestCtx(audit_context(state, parts, None)))
+    }
+}
+
+/// The user record (`GET /v1/auth/me`, and `user` in token pairs).
+#[derive(Serialize, ToSchema)]
+pub struct UserResponse {
+    pub id: Uuid,
+    /// `null` for a guest.
+    #[schema(format = "email")]
+    pub email: Option<String>,
+    pub email_verified: bool,
+    /// E.164.
+    pub phone: Option<String>,
+    pub phone_verified: bool,
+    pub is_anonymous: bool,
+    pub mfa_enabled: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_sign_in_at: Option<OffsetDateTime>,
+    #[schema(value_type = Object)]
+    pub public_metadata: serde_json::Value,
+}
+
+impl From<UserView> for UserResponse {
+    fn from(u: UserView) -> Self {
+        UserResponse {
+            id: u.id,
+            email: u.email,
+            email_verified: u.email_verified,
+            phone: u.phone,
+            phone_verified: u.phone_verified,
+            is_anonymous: u.is_anonymous,
+            mfa_enabled: u.mfa_enabled,
+            created_at: u.created_at,
+            last_sign_in_at: u.last_sign_in_at,
+            public_metadata: u.public_metadata,
+        }
+    }
+}
+
+fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
+    errors.check(
+        field,
+        len_between(value, 12, 128),
+        "must be 12-128 characters",
+    );
+}
+
+fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
+    let normalized = is_email(value.trim())
+        .then(|| normalize_email(value))
+        .flatten();
+    errors.check("email", normalized.is_some(), "must be an e-mail address");
+    normalized
+}
+
+fn weak_password() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "auth/weak_password",
+        "this password is too common; choose another",
+    )
+}
+
+/// Spec 2.2 RegisterRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct RegisterRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    #[serde(default)]
+    #[schema(min_length = 12, max_length = 128, required = true)]
+    pub password: String,
+    /// Must be true.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub consent: bool,
+    /// `YYYY-MM-DD`, a real past date. Stored encrypted; never echoed.
+    #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]
+    pub date_of_birth: Option<String>,
+    #[schema(min_length = 1, max_length = 512)]
+    pub age_verification_token: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RegisteredUser {
+    pub id: Uuid,
+    #[schema(format = "email")]
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub is_anonymous: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// The same body for a new, an existing and a policy-blocked address.
+#[derive(Serialize, ToSchema)]
+pub struct RegisterResponse {
+    pub user: RegisteredUser,
+    /// Always true.
+    pub verification_sent: bool,
+}
+
+/// A real, past calendar date in `YYYY-MM-DD`.
+fn is_past_date(s: &str) -> bool {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    s.len() == 10
+        && time::Date::parse(s, &format)
+            .is_ok_and(|d| d < OffsetDateTime::now_utc().date() && d.year() >= 1900)
+}
+
+/// Registers an end user and sends the verification mail.
+#[utoipa::path(post, path = "/v1/auth/register", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = RegisterRequest,
+    responses(
+        (status = 200, description = "Registered; the same answer when the address already has an account or is blocked by the tenant's policy", body = RegisterResponse),
+        (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: 5 a minute per client address", body = ErrorBody),
+    ))]
+pub async fn register(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> Result<Json<RegisterResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    password_field(&mut errors, "password", &req.password);
+    errors.check("consent", req.consent, "must be true");
+    if let Some(dob) = &req.date_of_birth {
+        errors.check(
+            "date_of_birth",
+            is_past_date(dob),
+            "must be a real past date, YYYY-MM-DD",
+        );
+    }
+    if let Some(t) = &req.age_verification_token {
+        errors.check(
+            "age_verification_token",
+            len_between(t, 1, 512),
+            "must be 1-512 characters",
+        );
+    }
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    if is_weak_password(&req.password) {
+        return Err(weak_password());
+    }
+    tenant
+        .call(|reply| TenantMsg::RegisterAdmit { ip, reply })
+        .await?;
+    let password_hash = state
+        .hasher
+        .hash(&Password::new(req.password))
+        .await
+        .map_err(ApiError::internal)?;
+    let registration = Registration {
+        email,
+        password_hash,
+        date_of_birth: req.date_of_birth,
+        age_verification_token: req.age_verification_token,
+    };
+    let user = tenant
+        .call(|reply| TenantMsg::Register {
+            registration: registration.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(RegisterResponse {
+        user: RegisteredUser {
+            id: user.id,
+            email: user.email,
+            email_verified: user.email_verified,
+            is_anonymous: user.is_anonymous,
+            created_at: user.created_at,
+        },
+        verification_sent: true,
+    }))
+}
+
+/// Spec 2.2 VerifyEmailRequest (and the token of a reset link, below).
+#[derive(Deserialize, ToSchema)]
+pub struct VerifyEmailRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub token: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VerifyEmailResponse {
+    pub verified: bool,
+}
+
+fn token_field(errors: &mut FieldErrors, token: &str) {
+    errors.check(
+        "token",
+        len_between(token, 1, 512),
+        "must be 1-512 characters",
+    );
+}
+
+/// Confirms an address with the token of its verification link (single use, 24 hours).
+#[utoipa::path(post, path = "/v1/auth/verify-email", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = VerifyEmailRequest,
+    responses(
+        (status = 200, description = "Confirmed", body = VerifyEmailResponse),
+        (status = 400, description = "`validation/invalid_request`, `auth/invalid_or_expired_token`", body = ErrorBody),
+    ))]
+pub async fn verify_email(
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<VerifyEmailRequest>,
+) -> Result<Json<VerifyEmailResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    token_field(&mut errors, &req.token);
+    errors.finish()?;
+    tenant
+        .call(|reply| TenantMsg::VerifyEmail {
+            token: req.token.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(VerifyEmailResponse { verified: true }))
+}
+
+/// Spec 2.2 ResendVerificationRequest and ForgotPasswordRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct EmailRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Accepted {
+    /// Always true: the answer does not tell whether the address has an account.
+    pub accepted: bool,
+}
+
+fn accepted() -> Response {
+    (StatusCode::ACCEPTED, Json(Accepted { accepted: true })).into_response()
+}
+
+/// Sends a new verification link when the address has an unverified account. Always 202.
+#[utoipa::path(post, path = "/v1/auth/resend-verification", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = EmailRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the address has an account", body = Accepted),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+    ))]
+pub async fn resend_verification(
+    ApiTenant(tenant): ApiTenant,
+    ApiJson(req): ApiJson<EmailRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    tenant
+        .call(|reply| TenantMsg::ResendVerification {
+            email: email.clone(),
+            reply,
+        })
+        .await?;
+    Ok(accepted())
+}
+
+/// Spec 2.2 LoginRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct LoginRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    #[serde(default)]
+    #[schema(min_length = 12, max_length = 128, required = true)]
+    pub password: String,
+}
+
+/// Password login.
+#[utoipa::path(post, path = "/v1/auth/login", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = LoginRequest,
+    responses(
+        (status = 200, description = "Signed in", body = TokenPair),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
+        (status = 403, description = "`auth/email_not_verified`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`: 5 consecutive failures per account or address; `Retry-After` grows to 15 minutes", body = ErrorBody),
+    ))]
+pub async fn login(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<LoginRequest>,
+) -> Result<Json<TokenPair>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    password_field(&mut errors, "password", &req.password);
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    let credential = tenant
+        .call(|reply| TenantMsg::LoginBegin {
+            email: email.clone(),
+            ip,
+            reply,
+        })
+        .await?;
+    let password = Password::new(req.password);
+    let password_ok = state
+        .hasher
+        .verify(&password, credential.password_hash.as_deref())
+        .await;
+    let grant = tenant
+        .call(|reply| TenantMsg::LoginFinish {
+            email: email.clone(),
+            ip,
+            credential: credential.clone(),
+            password_ok,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(token_pair(&state, &tenant, grant).await?))
+}
+
+/// Spec 2.2 RefreshTokenRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct RefreshTokenRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub refresh_token: String,
+}
+
+/// Rotates a refresh token: single use; the previous token presented again within
+/// `tokens.refresh_reuse_grace_secs` answers the current pair, later it revokes the session.
+#[utoipa::path(post, path = "/v1/auth/refresh", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = RefreshTokenRequest,
+    responses(
+        (status = 200, description = "A new pair", body = TokenPair),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_refresh_token`; `auth/refresh_token_reused` (the session is revoked)", body = ErrorBody),
+    ))]
+pub async fn refresh(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<RefreshTokenRequest>,
+) -> Result<Json<TokenPair>, ApiError> {
+    let mut errors = FieldErrors::new();
+    errors.check(
+        "refresh_token",
+        len_between(&req.refresh_token, 1, 512),
+        "must be 1-512 characters",
+    );
+    errors.finish()?;
+    let grant = tenant
+        .call(|reply| TenantMsg::Refresh {
+            token: req.refresh_token.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(token_pair(&state, &tenant, grant).await?))
+}
+
+/// The signed-in user.
+#[utoipa::path(get, path = "/v1/auth/me", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    responses(
+        (status = 200, description = "The user record", body = UserResponse),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token` (also for a revoked session)", body = ErrorBody),
+    ))]
+pub async fn me(user: UserBearer) -> Result<Json<UserResponse>, ApiError> {
+    let bearer = user.bearer;
+    let view = user
+        .tenant
+        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .await?;
+    Ok(Json(view.into()))
+}
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LogoutRequest {
+    /// `local` (default): this session; `global`: every session of the user.
+    #[schema(pattern = "^(local|global)$")]
+    pub scope: Option<String>,
+}
+
+/// Ends the session (or, with `global`, every session of the user).
+#[utoipa::path(post, path = "/v1/auth/logout", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    request_body(content = Option<LogoutRequest>, description = "optional"),
+    responses(
+        (status = 204, description = "Signed out"),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+    ))]
+pub async fn logout(
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<StatusCode, ApiError> {
+    let req: LogoutRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        LogoutRequest::default()
+    } else {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !json {
+            return Err(ApiError::for_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        parse_json(&body)?
+    };
+    let global = match req.scope.as_deref() {
+        None | Some("local") => false,
+        Some("global") => true,
+        Some(_) => return Err(ApiError::invalid_field("scope", "must be local or global")),
+    };
+    let bearer = user.bearer;
+    user.tenant
+        .call(|reply| TenantMsg::Logout {
+            bearer,
+            global,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionResponse {
+    pub id: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_active_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// 1 or 2.
+    pub aal: u8,
+    pub amr: Vec<String>,
+    /// The session of the token that asked.
+    pub current: bool,
+}
+
+impl From<SessionView> for SessionResponse {
+    fn from(s: SessionView) -> Self {
+        SessionResponse {
+            id: s.id,
+            created_at: s.created_at,
+            last_active_at: s.last_active_at,
+            expires_at: s.expires_at,
+            aal: s.aal,
+            amr: s.amr,
+            current: s.current,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Pagination {
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionList {
+    pub data: Vec<SessionResponse>,
+    /// One page holds every live session.
+    pub pagination: Pagination,
+}
+
+/// The user's live sessions, newest first.
+#[utoipa::path(get, path = "/v1/auth/sessions", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    responses(
+        (status = 200, description = "The sessions", body = SessionList),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+    ))]
+pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
+    let bearer = user.bearer;
+    let list = user
+        .tenant
+        .call(|reply| TenantMsg::ListSessions { bearer, reply })
+        .await?;
+    Ok(Json(SessionList {
+        data: list.into_iter().map(Into::into).collect(),
+        pagination: Pagination {
+            next_cursor: None,
+            has_more: false,
+        },
+    }))
+}
+
+/// Ends one of the user's sessions; its tokens stop working at once.
+#[utoipa::path(delete, path = "/v1/auth/sessions/{id}", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    params(("id" = Uuid, Path, description = "A session id from the list")),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: not one of the user's sessions", body = ErrorBody),
+    ))]
+pub async fn revoke_session(
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let session_id: Uuid = id.parse().map_err(|_| ApiError::not_found("session"))?;
+    let bearer = user.bearer;
+    user.tenant
+        .call(|reply| TenantMsg::RevokeSession {
+            bearer,
+            session_id,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sends a password-reset link (single use, 1 hour) when the address has an account.
+/// Always 202.
+#[utoipa::path(post, path = "/v1/auth/forgot-password", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = EmailRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the address has an account", body = Accepted),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+    ))]
+pub async fn forgot_password(
+    ApiTenant(tenant): ApiTenant,
+    ApiJson(req): ApiJson<EmailRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    tenant
+        .call(|reply| TenantMsg::ForgotPassword {
+            email: email.clone(),
+            reply,
+        })
+        .await?;
+    Ok(accepted())
+}
+
+/// Spec 2.2 ResetPasswordRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct ResetPasswordRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub token: String,
+    #[serde(default)]
+    #[schema(min_length = 12, max_length = 128, required = true)]
+    pub password: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ResetPasswordResponse {
+    pub reset: bool,
+}
+
+/// Sets a new password with a reset link; every session of the user ends.
+#[utoipa::path(post, path = "/v1/auth/reset-password", tag = "accounts",
+    security(("api_key" = [])),
+    request_body = ResetPasswordRequest,
+    responses(
+        (status = 200, description = "Password set", body = ResetPasswordResponse),
+        (status = 400, description = "`validation/invalid_request`, `auth/weak_password`, `auth/invalid_or_expired_token`", body = ErrorBody),
+    ))]
+pub async fn reset_password(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<ResetPasswordRequest>,
+) -> Result<Json<ResetPasswordResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    token_field(&mut errors, &req.token);
+    password_field(&mut errors, "password", &req.password);
+    errors.finish()?;
+    if is_weak_password(&req.password) {
+        return Err(weak_password());
+    }
+    let password_hash = state
+        .hasher
+        .hash(&Password::new(req.password))
+        .await
+        .map_err(ApiError::internal)?;
+    tenant
+        .call(|reply| TenantMsg::ResetPassword {
+            token: req.token.clone(),
+            password_hash: password_hash.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(ResetPasswordResponse { reset: true }))
+}
+
+/// Spec 2.2 ChangePasswordRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct ChangePasswordRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub current_password: String,
+    #[serde(default)]
+    #[schema(min_length = 12, max_length = 128, required = true)]
+    pub new_password: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ChangePasswordResponse {
+    pub changed: bool,
+}
+
+/// Changes the signed-in user's password; the user's other sessions end.
+#[utoipa::path(post, path = "/v1/auth/change-password", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    request_body = ChangePasswordRequest,
+    responses(
+        (status = 200, description = "Changed", body = ChangePasswordResponse),
+        (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_credentials` (wrong current password), `auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+    ))]
+pub async fn change_password(
+    State(state): State<AppState>,
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<ChangePasswordRequest>,
+) -> Result<Json<ChangePasswordResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    errors.check(
+        "current_password",
+        len_between(&req.current_password, 1, 1024),
+        "must be 1-1024 characters",
+    );
+    password_field(&mut errors, "new_password", &req.new_password);
+    errors.finish()?;
+    if is_weak_password(&req.new_password) {
+        return Err(weak_password());
+    }
+    let bearer = user.bearer;
+    let credential = user
+        .tenant
+        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
+        .await?;
+    let current_ok = state
+        .hasher
+        .verify(
+            &Password::new(req.current_password),
+            credential.password_hash.as_deref(),
+        )
+        .await;
+    let new_hash = if current_ok {
+        state
+            .hasher
+            .hash(&Password::new(req.new_password))
+            .await
+            .map_err(ApiError::internal)?
+    } else {
+        String::new()
+    };
+    let credential: Credential = credential;
+    user.tenant
+        .call(|reply| TenantMsg::ChangePassword {
+            bearer,
+            credential: credential.clone(),
+            current_ok,
+            new_hash: new_hash.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(ChangePasswordResponse { changed: true }))
+}

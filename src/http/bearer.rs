@@ -1,0 +1,163 @@
+//! End-user bearer tokens: signing the access token of a [`Grant`], and the [`UserBearer`]
+//! extractor that verifies one.
+//!
+//! Verification runs here, off the tenant actor, with the keys the actor publishes; the actor
+//! is then asked only whether the session is still alive (every command taking a [`Bearer`]
+//! checks that itself), so a revoked session's tokens stop working at once.
+
+use axum::{
+    extract::FromRequestParts,
+    http::{header, request::Parts, HeaderValue, StatusCode},
+};
+use serde::Serialize;
+use tessera_actors::{
+    tenant::{
+        keys::{AccessClaims, TokenKeys},
+        messages::{Bearer, Grant},
+    },
+    TenantHandle,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{accounts::UserResponse, error::ApiError, extract::ApiTenant, AppState};
+use crate::app::App;
+
+/// `{base_url}/v1/tenants/{slug}`: the issuer of a tenant's tokens.
+pub fn issuer(app: &App, slug: &str) -> String {
+    format!("{}/v1/tenants/{slug}", app.base_url)
+}
+
+/// The answer to every login and refresh.
+#[derive(Serialize, ToSchema)]
+pub struct TokenPair {
+    /// An ES256 JWT (`typ` `at+jwt`), verifiable with the tenant's JWKS.
+    pub access_token: String,
+    /// Opaque and single-use: each refresh answers a new one.
+    pub refresh_token: String,
+    /// Seconds until the access token expires.
+    pub expires_in: i64,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub user: UserResponse,
+}
+
+/// Signs the access token of `grant` and pairs it with its refresh token.
+pub async fn token_pair(
+    app: &App,
+    tenant: &TenantHandle,
+    grant: Grant,
+) -> Result<TokenPair, ApiError> {
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc();
+    let ttl = i64::try_from(app.config.tokens.access_ttl_secs).unwrap_or(i64::MAX);
+    let exp = now
+        .unix_timestamp()
+        .saturating_add(ttl)
+        .min(grant.session_expires_at.unix_timestamp());
+    let aal = grant.aal.clamp(1, 2);
+    let claims = AccessClaims {
+        iss: issuer(app, &tenant.slug),
+        sub: grant.user.id.to_string(),
+        aud: tenant.slug.clone(),
+        exp,
+        iat: now.unix_timestamp(),
+        jti: Uuid::new_v4().to_string(),
+        sid: grant.session_id.to_string(),
+        tid: tenant.id.to_string(),
+        is_anonymous: grant.user.is_anonymous,
+        aal: format!("AAL{aal}"),
+        acr: format!("aal{aal}"),
+        amr: grant.amr.clone(),
+    };
+    let access_token = keys.sign(&claims).map_err(ApiError::internal)?;
+    Ok(TokenPair {
+        access_token,
+        refresh_token: grant.refresh_token,
+        expires_in: (exp - now.unix_timestamp()).max(0),
+        token_type: "Bearer",
+        user: grant.user.into(),
+    })
+}
+
+/// 401 `auth/invalid_token` with the RFC 6750 challenge.
+pub fn invalid_token() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "auth/invalid_token",
+        "the access token is invalid, expired or revoked",
+    )
+    .with_header(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    )
+}
+
+/// A signed-in end user of the API key's tenant: the token verified (signature, `typ`, `iss`,
+/// `aud`, `exp`, tenant). Whether its session is alive is checked by the command it is used
+/// for.
+pub struct UserBearer {
+    pub tenant: TenantHandle,
+    pub claims: AccessClaims,
+    pub bearer: Bearer,
+}
+
+/// The token of `Authorization: Bearer <token>`, if any.
+fn bearer_token(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// Verifies `token` as an access token of `tenant`.
+pub fn verify(
+    app: &App,
+    tenant: &TenantHandle,
+    keys: &TokenKeys,
+    token: &str,
+) -> Result<(AccessClaims, Bearer), ApiError> {
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let claims = keys
+        .verify(token, &issuer(app, &tenant.slug), &tenant.slug, now)
+        .map_err(|_| invalid_token())?;
+    if claims.tid != tenant.id.to_string() {
+        return Err(invalid_token());
+    }
+    let (Ok(session_id), Ok(user_id)) = (claims.sid.parse(), claims.sub.parse()) else {
+        return Err(invalid_token());
+    };
+    Ok((
+        claims,
+        Bearer {
+            session_id,
+            user_id,
+        },
+    ))
+}
+
+impl FromRequestParts<AppState> for UserBearer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let ApiTenant(tenant) = ApiTenant::from_request_parts(parts, state).await?;
+        let Some(token) = bearer_token(parts) else {
+            return Err(ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/missing_token",
+                "an Authorization: Bearer access token is required",
+            )
+            .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        };
+        let keys = tenant.keys().await?;
+        let (claims, bearer) = verify(state, &tenant, &keys, token)?;
+        Ok(UserBearer {
+            tenant,
+            claims,
+            bearer,
+        })
+    }
+}
