@@ -67,6 +67,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: ApikeyCommand,
     },
+    /// Token-signing keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Fault drills (need `[testing] fault_injection = true`).
     Fault {
         #[command(subcommand)]
@@ -101,6 +106,13 @@ enum TenantCommand {
 #[derive(Subcommand)]
 enum ApikeyCommand {
     /// Replaces a tenant's API key; the old key stops working at once. Prints the new key once.
+    Rotate { slug: String },
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Signs with a new key from now on; the previous key stays in the JWKS until the last
+    /// token it signed has expired.
     Rotate { slug: String },
 }
 
@@ -248,6 +260,9 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Apikey {
             command: ApikeyCommand::Rotate { slug },
         } => AdminRequest::ApikeyRotate { slug },
+        AdminCommand::Keys {
+            command: KeysCommand::Rotate { slug },
+        } => AdminRequest::KeysRotate { slug },
         AdminCommand::Fault {
             command: FaultCommand::PanicTenant { slug },
         } => AdminRequest::FaultPanicTenant { slug },

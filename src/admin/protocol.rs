@@ -24,6 +24,9 @@ pub enum AdminRequest {
     ApikeyRotate {
         slug: String,
     },
+    KeysRotate {
+        slug: String,
+    },
     FaultPanicTenant {
         slug: String,
     },

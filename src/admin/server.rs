@@ -104,6 +104,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::TenantShow { .. } => "tenant show",
         AdminRequest::TenantSetTier { .. } => "tenant set-tier",
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
+        AdminRequest::KeysRotate { .. } => "keys rotate",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::OutboxList { .. } => "outbox list",
@@ -216,6 +217,17 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             )
             .await;
             to_value(rotated)
+        }
+        AdminRequest::KeysRotate { slug } => {
+            let tenant = state
+                .directory
+                .tenant_for_slug(&slug)
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            to_value(
+                tenant
+                    .call(|reply| TenantMsg::RotateSigningKey { reply })
+                    .await?,
+            )
         }
         AdminRequest::FaultPanicTenant { slug } => {
             let tenant = fault_target(state, &slug)?;

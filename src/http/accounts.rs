@@ -402,8 +402,8 @@ pub async fn refresh(
     let mut errors = FieldErrors::new();
     errors.check(
         "refresh_token",
-        len_between(&req.refresh_token, 1, 512),
-        "must be 1-512 characters",
+        !req.refresh_token.is_empty(),
+        "must not be empty",
     );
     errors.finish()?;
     let grant = tenant
@@ -493,8 +493,8 @@ pub struct SessionResponse {
     pub last_active_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
-    /// 1 or 2.
-    pub aal: u8,
+    /// `AAL1` or `AAL2`, as in the session's access tokens.
+    pub aal: String,
     pub amr: Vec<String>,
     /// The session of the token that asked.
     pub current: bool,
@@ -507,7 +507,7 @@ impl From<SessionView> for SessionResponse {
             created_at: s.created_at,
             last_active_at: s.last_active_at,
             expires_at: s.expires_at,
-            aal: s.aal,
+            aal: format!("AAL{}", s.aal),
             amr: s.amr,
             current: s.current,
         }

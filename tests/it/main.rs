@@ -4,6 +4,7 @@
 
 mod support;
 
+mod accounts;
 mod dashboard;
 mod faults;
 mod onboarding;
@@ -11,3 +12,4 @@ mod outbox;
 mod platform;
 mod settings;
 mod tenants;
+mod tokens;

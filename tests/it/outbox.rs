@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{SmtpStub, TestServer, PASSWORD};
+use crate::support::{eventually, SmtpStub, TestServer, UserApi, PASSWORD, USER_PASSWORD};
 
 const OWNER: &str = "owner@mail-co.example.com";
 
@@ -27,20 +27,21 @@ fn the_outbox_lists_sent_mail_newest_first_and_filters_by_tenant() {
     let srv = TestServer::start();
     assert_eq!(srv.admin(&["outbox", "list"], "").json(), json!([]));
 
-    srv.admin(
-        &[
-            "tenant",
-            "create",
-            "--name",
-            "Mail Co",
-            "--slug",
-            "mail-co",
-            "--owner-email",
-            OWNER,
-        ],
-        &format!("{PASSWORD}\n"),
-    )
-    .json();
+    let created = srv
+        .admin(
+            &[
+                "tenant",
+                "create",
+                "--name",
+                "Mail Café",
+                "--slug",
+                "mail-co",
+                "--owner-email",
+                OWNER,
+            ],
+            &format!("{PASSWORD}\n"),
+        )
+        .json();
     let owner = srv.login(OWNER, PASSWORD);
     invite(&srv, &owner, "first@example.com");
     // Distinct write times, so "newest first" is observable.
@@ -79,37 +80,51 @@ fn the_outbox_lists_sent_mail_newest_first_and_filters_by_tenant() {
         json!([])
     );
 
-    // A tenant's end-user message, as `Mailer::send_job` writes it (an encoded subject).
-    std::thread::sleep(Duration::from_millis(50));
-    let eml = "From: Tessera <no-reply@localhost>\r\n\
-               To: user@example.com\r\n\
-               Subject: =?utf-8?b?Q29uZmlybSB5b3VyIGUtbWFpbCBhZGRyZXNzIGZvciBDYWbDqQ==?=\r\n\
-               X-Tessera-Tenant: mail-co\r\n\
-               X-Tessera-Kind: verify_email\r\n\
-               Date: Tue, 03 Mar 2026 10:00:00 +0000\r\n\
-               MIME-Version: 1.0\r\n\
-               Content-Type: text/plain; charset=utf-8\r\n\
-               \r\n\
-               body\r\n";
-    let name = "0195f0c2-0000-7000-8000-000000000001.eml";
-    std::fs::write(srv.data_dir.join("outbox").join(name), eml).unwrap();
-    let mine = srv
-        .admin(&["outbox", "list", "--tenant", "mail-co"], "")
-        .json();
-    assert_eq!(
-        mine,
-        json!([{
-            "file": name,
-            "tenant": "mail-co",
-            "kind": "verify_email",
-            "to": "user@example.com",
-            "subject": "Confirm your e-mail address for Café",
-            "date": "2026-03-03T10:00:00Z",
-        }])
+    // A tenant's end-user message: registering sends a verification mail through the postman,
+    // tagged with the tenant; its non-ASCII subject is RFC 2047 encoded in the file.
+    let api = UserApi {
+        base: srv.base.clone(),
+        client: srv.client.clone(),
+        api_key: created["api_key"].as_str().unwrap().to_owned(),
+        slug: "mail-co".into(),
+        tenant_id: created["tenant"]["id"].as_str().unwrap().to_owned(),
+        owner: OWNER.into(),
+    };
+    api.register("user@example.com", USER_PASSWORD).expect(200);
+    let mut mine = Value::Null;
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            mine = srv
+                .admin(&["outbox", "list", "--tenant", "mail-co"], "")
+                .json();
+            mine.as_array().is_some_and(|a| !a.is_empty())
+        }),
+        "the verification mail reached the outbox"
     );
+    let mine = mine.as_array().unwrap();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    let m = &mine[0];
+    assert_eq!(m["tenant"], "mail-co");
+    assert_eq!(m["kind"], "verify_email");
+    assert_eq!(m["to"], "user@example.com");
+    assert_eq!(m["subject"], "Confirm your e-mail address for Mail Café");
+    let file = srv
+        .data_dir
+        .join("outbox")
+        .join(m["file"].as_str().unwrap());
+    let raw = std::fs::read_to_string(file).unwrap();
+    assert!(raw.contains("Subject: Confirm your e-mail address for Mail =?utf-8?b?"));
+    // The link is whole on its own line: no quoted-printable soft breaks or `=3D`.
+    let link = raw
+        .split("\r\n")
+        .find(|l| l.contains("/verify-email?token="))
+        .expect("the link line");
+    assert!(link.starts_with("http"), "{link}");
+    assert!(!link.contains("=3D") && !link.ends_with('='), "{link}");
+
     let all = srv.admin(&["outbox", "list"], "").json();
     assert_eq!(all.as_array().unwrap().len(), 3);
-    assert_eq!(all[0]["file"], name);
+    assert_eq!(all[0]["kind"], "verify_email", "newest first");
     assert_eq!(
         srv.admin(&["outbox", "list", "--tenant", "other"], "")
             .json(),

@@ -439,13 +439,13 @@ fn generate(
 }
 
 /// What a rotation did, for the caller's reply and audit event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RotatedKeys {
     /// The new current key.
     pub kid: String,
     /// The key it replaced, still published until `previous_published_until`.
     pub previous_kid: Option<String>,
-    #[serde(with = "time::serde::rfc3339::option")]
+    #[serde(with = "time::serde::rfc3339::option", default)]
     pub previous_published_until: Option<OffsetDateTime>,
 }
 
