@@ -30,6 +30,8 @@ pub struct Throttle<K> {
     cap: Duration,
     forget_after: Duration,
     counts: HashMap<K, Count>,
+    /// Pruning scans the whole map: at most once a second.
+    last_prune: Option<Instant>,
 }
 
 impl<K: Hash + Eq + Clone> Throttle<K> {
@@ -40,6 +42,7 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
             cap,
             forget_after: cap * 2,
             counts: HashMap::new(),
+            last_prune: None,
         }
     }
 
@@ -79,9 +82,14 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
 
     /// Drops keys idle long enough to be forgotten, when the map grows.
     fn prune(&mut self, now: Instant) {
-        if self.counts.len() < 10_000 {
+        if self.counts.len() < 10_000
+            || self
+                .last_prune
+                .is_some_and(|at| now.duration_since(at) < Duration::from_secs(1))
+        {
             return;
         }
+        self.last_prune = Some(now);
         let forget = self.forget_after;
         self.counts.retain(|_, c| {
             now.duration_since(c.last) <= forget || c.blocked_until.is_some_and(|u| u > now)
@@ -96,6 +104,8 @@ pub struct RateWindow<K> {
     limit: u32,
     period: Duration,
     windows: HashMap<K, (Instant, u32)>,
+    /// Pruning scans the whole map: at most once a second.
+    last_prune: Option<Instant>,
 }
 
 impl<K: Hash + Eq + Clone> RateWindow<K> {
@@ -104,12 +114,17 @@ impl<K: Hash + Eq + Clone> RateWindow<K> {
             limit,
             period,
             windows: HashMap::new(),
+            last_prune: None,
         }
     }
 
     /// Counts one request; `Err(retry_after_secs)` when it is over the limit (not counted).
     pub fn hit(&mut self, key: &K, now: Instant) -> Result<(), u64> {
-        if self.windows.len() >= 10_000 {
+        let due = self
+            .last_prune
+            .is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1));
+        if self.windows.len() >= 10_000 && due {
+            self.last_prune = Some(now);
             let period = self.period;
             self.windows
                 .retain(|_, (start, _)| now.duration_since(*start) < period);

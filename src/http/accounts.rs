@@ -639,6 +639,13 @@ pub async fn reset_password(
     if is_weak_password(&req.password) {
         return Err(weak_password());
     }
+    // The link first: a guessed token must not cost an argon2 hash.
+    tenant
+        .call(|reply| TenantMsg::CheckResetLink {
+            token: req.token.clone(),
+            reply,
+        })
+        .await?;
     let password_hash = state
         .hasher
         .hash(&Password::new(req.password))

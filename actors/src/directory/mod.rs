@@ -39,7 +39,10 @@ use crate::{
         IdempotencyRecord, Membership, MembershipRecord, Role, SlugIndex, TenantRecord, TenantRef,
         Tier,
     },
-    tenant::{keys::TokenKeys, TenantActor, TenantArgs, TenantInfo, TenantMsg, TenantRuntime},
+    tenant::{
+        keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
+        TenantRuntime,
+    },
     throttle::Throttle,
 };
 
@@ -291,6 +294,35 @@ impl Actor for Directory {
         state.publish_running();
         tracing::info!(tenants = state.tenants.len(), "directory started");
         Ok(state)
+    }
+
+    /// Starts the tenants that have mail waiting from the last run, so it goes out now rather
+    /// than at the tenant's next request. Only the existence of a queued message is read here;
+    /// the tenant's own actor reads and sends it.
+    async fn post_start(
+        &self,
+        myself: ActorRef<DirectoryMsg>,
+        state: &mut DirectoryState,
+    ) -> Result<(), ActorProcessingErr> {
+        let pending: Vec<TenantId> = state
+            .tenants
+            .keys()
+            .copied()
+            .filter(|id| {
+                state
+                    .root
+                    .tenant(*id)
+                    .scan::<QueuedMail>(b"")
+                    .next()
+                    .is_some()
+            })
+            .collect();
+        for id in pending {
+            if let Err(e) = state.ensure_running(&myself, id).await {
+                tracing::error!(tenant = %id, error = %e, "cannot start a tenant with queued mail");
+            }
+        }
+        Ok(())
     }
 
     async fn post_stop(

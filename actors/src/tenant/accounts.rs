@@ -112,7 +112,7 @@ impl TenantState {
     /// Counts a registration attempt from `ip`.
     pub fn register_admit(&mut self, ip: IpAddr) -> Result<(), TenantError> {
         self.register_ips
-            .hit(&ip, Instant::now())
+            .hit(&throttle_ip(ip), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
 
@@ -290,35 +290,69 @@ impl TenantState {
         Ok(token)
     }
 
-    /// Consumes a link token of `purpose`: answers its user, with the token removed from
-    /// `batch`. Unknown, expired, other-purpose and stale-epoch tokens are all the same error.
-    fn consume_link(
+    /// The live link token of `purpose` and its user, without consuming it. Unknown,
+    /// expired, other-purpose and (for resets) stale-epoch tokens are all `None`; a dead token
+    /// found on the way is staged for removal in `batch`.
+    fn find_link(
         &self,
         batch: &mut TenantBatch,
         token: &str,
         purpose: LinkPurpose,
         now: OffsetDateTime,
-    ) -> Result<UserRecord, TenantError> {
+    ) -> Result<Option<UserRecord>, TenantError> {
         let hash = sha256(token.as_bytes());
         let Some(rec) = self.store.get::<LinkTokenRecord>(&hash)? else {
-            return Err(TenantError::InvalidLinkToken);
+            return Ok(None);
         };
         if rec.purpose != purpose {
-            return Err(TenantError::InvalidLinkToken);
+            return Ok(None);
         }
-        batch.remove(Kind::LinkToken, &hash);
         let user = self.user(rec.user_id)?;
-        let Some(mut user) = user else {
+        let stale =
+            |u: &UserRecord| purpose == LinkPurpose::ResetPassword && rec.epoch != u.password_epoch;
+        match user {
+            Some(u) if rec.expires_at > now && !stale(&u) => Ok(Some(u)),
+            _ => {
+                batch.remove(Kind::LinkToken, &hash);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Consumes a link token of `purpose`: answers its user, with the token removed from
+    /// `fx`. An invalid token is `InvalidLinkToken`, after removing it if it was dead.
+    fn consume_link(
+        &self,
+        fx: Effects,
+        token: &str,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<(Effects, UserRecord), TenantError> {
+        let mut fx = fx;
+        let Some(mut user) = self.find_link(&mut fx.batch, token, purpose, now)? else {
+            self.commit(fx)?;
             return Err(TenantError::InvalidLinkToken);
         };
-        if rec.expires_at <= now || rec.epoch != user.password_epoch {
-            return Err(TenantError::InvalidLinkToken);
-        }
+        fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
         match purpose {
             LinkPurpose::VerifyEmail => user.verify_token = None,
             LinkPurpose::ResetPassword => user.reset_token = None,
         }
-        Ok(user)
+        Ok((fx, user))
+    }
+
+    /// Whether a reset link is alive (checked before the new password is hashed, so that
+    /// guessing tokens costs no argon2 work).
+    pub fn check_reset_link(&mut self, token: &str) -> Result<(), TenantError> {
+        let mut fx = self.effects();
+        let found = self.find_link(
+            &mut fx.batch,
+            token,
+            LinkPurpose::ResetPassword,
+            OffsetDateTime::now_utc(),
+        )?;
+        self.commit(fx)?;
+        found.map(|_| ()).ok_or(TenantError::InvalidLinkToken)
     }
 
     /// Queues a message in the same batch as the change that caused it.
@@ -358,7 +392,10 @@ impl TenantState {
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let plain = self.master_key.open(&self.mail_aad(id), &q.sealed)?;
+            let Ok(plain) = self.master_key.open(&self.mail_aad(id), &q.sealed) else {
+                tracing::error!(tenant = %self.info.id, message = %id, "a queued message cannot be opened; skipped");
+                continue;
+            };
             match serde_json::from_slice::<MailJob>(&plain) {
                 Ok(job) => out.push(job),
                 Err(e) => tracing::error!(error = %e, "a queued message cannot be read"),
@@ -382,8 +419,8 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
-        let mut user = self.consume_link(&mut fx.batch, token, LinkPurpose::VerifyEmail, now)?;
+        let (mut fx, mut user) =
+            self.consume_link(self.effects(), token, LinkPurpose::VerifyEmail, now)?;
         user.email_verified = true;
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.audit_into(
@@ -438,8 +475,8 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
-        let mut user = self.consume_link(&mut fx.batch, token, LinkPurpose::ResetPassword, now)?;
+        let (mut fx, mut user) =
+            self.consume_link(self.effects(), token, LinkPurpose::ResetPassword, now)?;
         user.password_hash = Some(password_hash);
         user.password_epoch = user.password_epoch.wrapping_add(1);
         user.email_verified = true;
@@ -458,16 +495,19 @@ impl TenantState {
         self.commit(fx)
     }
 
-    /// Checks the login throttles, then answers what to verify.
-    pub fn login_begin(&self, email: &str, ip: IpAddr) -> Result<Credential, TenantError> {
+    /// Seconds until `email` and `ip` may try again, if either is blocked now.
+    fn login_blocked(&self, email: &str, ip: IpAddr) -> Option<u64> {
         let now = Instant::now();
-        if let Some(retry_after) = self
-            .login_accounts
+        self.login_accounts
             .blocked(&email.to_owned(), now)
             .into_iter()
-            .chain(self.login_ips.blocked(&ip, now))
+            .chain(self.login_ips.blocked(&throttle_ip(ip), now))
             .max()
-        {
+    }
+
+    /// Checks the login throttles, then answers what to verify.
+    pub fn login_begin(&self, email: &str, ip: IpAddr) -> Result<Credential, TenantError> {
+        if let Some(retry_after) = self.login_blocked(email, ip) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         Ok(match self.user_by_email(email)? {
@@ -495,7 +535,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let now = Instant::now();
         self.login_accounts.fail(&email.to_owned(), now);
-        self.login_ips.fail(&ip, now);
+        self.login_ips.fail(&throttle_ip(ip), now);
         self.audit_into(
             &mut fx.batch,
             "auth.login.failed",
@@ -516,6 +556,15 @@ impl TenantState {
     ) -> Result<(super::messages::Grant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
+        // Checked again here: attempts started together all passed `login_begin`, and the
+        // ones finishing after the block began must not learn their result.
+        if let Some(retry_after) = self.login_blocked(email, ip) {
+            if !password_ok {
+                self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
+                self.commit(fx)?;
+            }
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
         let user = match credential.user_id {
             Some(id) => self.user(id)?,
             None => None,
@@ -528,8 +577,9 @@ impl TenantState {
             self.commit(fx)?;
             return Err(TenantError::InvalidCredentials);
         };
+        // A success forgives the account's failures, not the address's: one account of an
+        // attacker's own must not launder failures sprayed over other accounts.
         self.login_accounts.reset(&email.to_owned());
-        self.login_ips.reset(&ip);
         if self.settings.security.require_email_verification && !user.email_verified {
             return Err(TenantError::EmailNotVerified);
         }
@@ -610,5 +660,34 @@ impl TenantState {
             self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
         }
         self.commit(fx)
+    }
+}
+
+/// The key a client address is counted under: IPv4 as is, IPv6 by its /64 (one subscriber's
+/// allocation), so rotating through a prefix does not reset the counters.
+pub fn throttle_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => {
+            let mut s = v6.segments();
+            s[4..].fill(0);
+            IpAddr::V6(std::net::Ipv6Addr::from(s))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_addresses_count_by_their_64_prefix() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(throttle_ip(a), throttle_ip(b));
+        assert_ne!(throttle_ip(a), throttle_ip(c));
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(throttle_ip(v4), v4);
     }
 }

@@ -196,6 +196,11 @@ pub enum TenantMsg {
         email: String,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
+    /// Whether a reset link is alive, before the new password is hashed.
+    CheckResetLink {
+        token: String,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
     ResetPassword {
         token: String,
         password_hash: String,

@@ -113,15 +113,16 @@ impl TenantState {
         })
     }
 
-    /// A new signing key (applied, not yet durable); handlers see it at once.
-    pub fn rotate_signing_key(&mut self) -> Result<RotatedKeys, TenantError> {
+    /// A new signing key (applied, not yet durable). The caller publishes the answered keys
+    /// to handlers once the rotation is on disk, so no token is signed with a key that a
+    /// crash could lose.
+    pub fn rotate_signing_key(&mut self) -> Result<(RotatedKeys, TokenKeys), TenantError> {
         let (rotated, token_keys) = self.key_ring.rotate(
             &self.store,
             &self.master_key,
             OffsetDateTime::now_utc(),
             self.runtime.tokens.access_ttl,
         )?;
-        self.keys.store(Arc::new(token_keys));
         let mut batch = self.store.batch();
         let ctx = AuditContext::default();
         let mut event = AuditEvent::new("tokens.signing_key.rotated", &ctx, Vec::new());
@@ -129,7 +130,12 @@ impl TenantState {
             serde_json::json!({ "kid": rotated.kid, "previous_kid": rotated.previous_kid });
         batch.put(&self.next_event_key(event.at), &event)?;
         self.store.apply(batch)?;
-        Ok(rotated)
+        Ok((rotated, token_keys))
+    }
+
+    /// Where handlers read the signing keys.
+    pub fn keys_cell(&self) -> Arc<ArcSwap<TokenKeys>> {
+        self.keys.clone()
     }
 
     pub fn info(&self) -> &TenantInfo {
