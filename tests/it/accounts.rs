@@ -759,3 +759,41 @@ fn the_tenant_email_policy_blocks_silently_and_audits() {
         &["x@other.example", "other.example", "blocked.example"],
     );
 }
+
+#[test]
+fn mail_queued_when_the_server_dies_goes_out_after_the_restart_unasked() {
+    // SMTP is down at first: the verification mail stays in the tenant's queue.
+    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let data_dir = tmp.path().join("data");
+    let down = [
+        ("TESSERA__MAIL__TRANSPORT", "smtp"),
+        ("TESSERA__MAIL__SMTP__HOST", "127.0.0.1"),
+        ("TESSERA__MAIL__SMTP__PORT", dead_port.as_str()),
+        ("TESSERA__MAIL__SMTP__TLS", "none"),
+    ];
+    let mut srv = TestServer::start_in(&data_dir, &down);
+    let api = UserApi::signup(&srv, "Queue Co", "owner@example.com");
+    api.register("queued@example.com", USER_PASSWORD)
+        .expect(200);
+    srv.kill();
+
+    // Back with a working SMTP server: the message is delivered without any request to the
+    // tenant, and its link works.
+    let smtp = SmtpStub::start();
+    let env = smtp.env();
+    let srv = TestServer::start_in(&data_dir, &crate::support::env_refs(&env));
+    let mail = smtp.wait_for(&api.slug, "verify_email", "queued@example.com", 1);
+    let mut api = api;
+    api.rebase(&srv);
+    api.post(
+        "/v1/auth/verify-email",
+        &json!({"token": mail.token().expect("token")}),
+    )
+    .expect(200);
+}
