@@ -12,6 +12,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
+use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     policy::{is_weak_password, normalize_email},
@@ -19,7 +20,7 @@ use tessera_actors::{
         audit::AuditContext,
         messages::{Credential, Registration, SessionView, UserView},
     },
-    Password, TenantMsg,
+    Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -287,8 +288,18 @@ pub struct Accepted {
     pub accepted: bool,
 }
 
-fn accepted() -> Response {
-    (StatusCode::ACCEPTED, Json(Accepted { accepted: true })).into_response()
+/// Validates the address, sends the command built for it, and answers 202 whatever happened.
+async fn accept_email(
+    tenant: &TenantHandle,
+    req: EmailRequest,
+    build: impl Fn(String, RpcReplyPort<Result<(), TenantError>>) -> TenantMsg,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    tenant.call(|reply| build(email.clone(), reply)).await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { accepted: true })).into_response())
 }
 
 /// Sends a new verification link when the address has an unverified account. Always 202.
@@ -303,17 +314,11 @@ pub async fn resend_verification(
     ApiTenant(tenant): ApiTenant,
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::new();
-    let email = email_field(&mut errors, &req.email);
-    errors.finish()?;
-    let email = email.unwrap_or_default();
-    tenant
-        .call(|reply| TenantMsg::ResendVerification {
-            email: email.clone(),
-            reply,
-        })
-        .await?;
-    Ok(accepted())
+    accept_email(&tenant, req, |email, reply| TenantMsg::ResendVerification {
+        email,
+        reply,
+    })
+    .await
 }
 
 /// Spec 2.2 LoginRequest.
@@ -589,17 +594,11 @@ pub async fn forgot_password(
     ApiTenant(tenant): ApiTenant,
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::new();
-    let email = email_field(&mut errors, &req.email);
-    errors.finish()?;
-    let email = email.unwrap_or_default();
-    tenant
-        .call(|reply| TenantMsg::ForgotPassword {
-            email: email.clone(),
-            reply,
-        })
-        .await?;
-    Ok(accepted())
+    accept_email(&tenant, req, |email, reply| TenantMsg::ForgotPassword {
+        email,
+        reply,
+    })
+    .await
 }
 
 /// Spec 2.2 ResetPasswordRequest.

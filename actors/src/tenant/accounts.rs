@@ -434,35 +434,41 @@ impl TenantState {
 
     /// A new verification link for an unverified account; silently nothing otherwise.
     pub fn resend_verification(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let Some(mut user) = self.user_by_email(email)? else {
-            return Ok(Vec::new());
-        };
-        if user.email_verified || !self.mail_allowed(user.id) {
-            return Ok(Vec::new());
-        }
-        let mut fx = self.effects();
-        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
-        let link = self.link("verify-email", &token);
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.queue_mail(&mut fx, email, MailKind::VerifyEmail { link })?;
-        self.commit(fx)
+        self.mail_link(email, LinkPurpose::VerifyEmail)
     }
 
     /// A reset link for an account with this address; silently nothing otherwise.
     pub fn forgot_password(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
+        self.mail_link(email, LinkPurpose::ResetPassword)
+    }
+
+    /// Mails a new link of `purpose` to the account with this address, unless there is none,
+    /// it was mailed less than [`MAIL_INTERVAL`] ago, or (verification) it is confirmed already.
+    fn mail_link(
+        &mut self,
+        email: &str,
+        purpose: LinkPurpose,
+    ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let Some(mut user) = self.user_by_email(email)? else {
             return Ok(Vec::new());
         };
-        if !self.mail_allowed(user.id) {
+        let verified = purpose == LinkPurpose::VerifyEmail && user.email_verified;
+        if verified || !self.mail_allowed(user.id) {
             return Ok(Vec::new());
         }
         let mut fx = self.effects();
-        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::ResetPassword, now)?;
-        let link = self.link("reset-password", &token);
+        let token = self.issue_link(&mut fx.batch, &mut user, purpose, now)?;
+        let kind = match purpose {
+            LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
+                link: self.link("verify-email", &token),
+            },
+            LinkPurpose::ResetPassword => MailKind::PasswordReset {
+                link: self.link("reset-password", &token),
+            },
+        };
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.queue_mail(&mut fx, email, MailKind::PasswordReset { link })?;
+        self.queue_mail(&mut fx, email, kind)?;
         self.commit(fx)
     }
 
