@@ -6,7 +6,8 @@ use std::sync::Arc;
 use ipnet::IpNet;
 use tessera_actors::{
     directory::{CreateOutcome, Created, IdempotencyKey, NewOwner, NewTenant},
-    CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher,
+    tenant::guests::PurgeReport,
+    CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher, TenantMsg,
 };
 
 use tessera_storage::KeyedHasher;
@@ -84,6 +85,39 @@ impl App {
             .directory
             .request(|reply| DirectoryMsg::CreateTenant { req, reply })
             .await?)
+    }
+
+    /// Runs the guest purge now for one tenant or all, evaluating ages as of `as_of`. A
+    /// tenant that fails is logged and skipped so the others still run.
+    pub async fn purge(
+        &self,
+        slug: Option<&str>,
+        as_of: time::OffsetDateTime,
+        dry_run: bool,
+    ) -> Result<Vec<PurgeReport>, ApiError> {
+        let tenants = match slug {
+            Some(s) => vec![self
+                .directory
+                .tenant_for_slug(s)
+                .ok_or_else(|| ApiError::not_found("tenant"))?],
+            None => self.directory.all_tenants(),
+        };
+        let mut out = Vec::with_capacity(tenants.len());
+        for t in tenants {
+            match t
+                .call(|reply| TenantMsg::PurgeGuests {
+                    as_of,
+                    dry_run,
+                    reply,
+                })
+                .await
+            {
+                Ok(report) => out.push(report),
+                Err(e) if slug.is_some() => return Err(e.into()),
+                Err(e) => tracing::error!(tenant = %t.slug, error = %e, "guest purge failed"),
+            }
+        }
+        Ok(out)
     }
 
     /// The earlier answer to this idempotency key and request, if any; a different request

@@ -212,6 +212,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             source,
         })?;
     let admin_task = tokio::spawn(admin::server::run(admin_listener, state.clone()));
+    let purge_task = tokio::spawn(daily_purge(state.clone()));
 
     tracing::info!(addr = %bound, base_url = %base_url, "listening");
     // The one line on stdout: scripts and tests read the bound address from it.
@@ -226,6 +227,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     http::serve(listener, router, shutdown, grace, max_connections).await;
 
     admin_task.abort();
+    purge_task.abort();
     postman.abort();
     let _ = std::fs::remove_file(&socket_path);
     directory.stop().await;
@@ -252,5 +254,24 @@ impl delivery::postman::Settle for SettleInTenant {
                 tracing::warn!(tenant = %tenant.id, "cannot dequeue a delivered message; it may be sent again");
             }
         });
+    }
+}
+
+/// The daily guest purge of every tenant, first one day after start.
+async fn daily_purge(state: Arc<App>) {
+    let day = Duration::from_secs(24 * 3600);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + day, day);
+    loop {
+        ticks.tick().await;
+        match state
+            .purge(None, time::OffsetDateTime::now_utc(), false)
+            .await
+        {
+            Ok(reports) => {
+                let purged: usize = reports.iter().map(|r| r.purged).sum();
+                tracing::info!(tenants = reports.len(), purged, "daily guest purge done");
+            }
+            Err(e) => tracing::error!(error = ?e.code, "daily guest purge failed"),
+        }
     }
 }

@@ -67,6 +67,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: ApikeyCommand,
     },
+    /// The guest purge.
+    Purge {
+        #[command(subcommand)]
+        command: PurgeCommand,
+    },
     /// Token-signing keys.
     Keys {
         #[command(subcommand)]
@@ -101,12 +106,35 @@ enum TenantCommand {
     Show { slug: String },
     /// Sets a tenant's tier: free, pro or enterprise.
     SetTier { slug: String, tier: String },
+    /// Overrides a tenant's limits.
+    SetLimits {
+        slug: String,
+        /// Monthly active users; past it, no new guests this month.
+        #[arg(long)]
+        mau_cap: u64,
+    },
 }
 
 #[derive(Subcommand)]
 enum ApikeyCommand {
     /// Replaces a tenant's API key; the old key stops working at once. Prints the new key once.
     Rotate { slug: String },
+}
+
+#[derive(Subcommand)]
+enum PurgeCommand {
+    /// Deletes guests inactive beyond their tenant's retention now (at most 1000 a tenant).
+    Run {
+        /// Only this tenant.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Evaluate ages as of this RFC 3339 instant instead of now.
+        #[arg(long)]
+        as_of: Option<String>,
+        /// Count, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -256,10 +284,25 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             TenantCommand::List => AdminRequest::TenantList,
             TenantCommand::Show { slug } => AdminRequest::TenantShow { slug },
             TenantCommand::SetTier { slug, tier } => AdminRequest::TenantSetTier { slug, tier },
+            TenantCommand::SetLimits { slug, mau_cap } => {
+                AdminRequest::TenantSetLimits { slug, mau_cap }
+            }
         },
         AdminCommand::Apikey {
             command: ApikeyCommand::Rotate { slug },
         } => AdminRequest::ApikeyRotate { slug },
+        AdminCommand::Purge {
+            command:
+                PurgeCommand::Run {
+                    tenant,
+                    as_of,
+                    dry_run,
+                },
+        } => AdminRequest::PurgeRun {
+            tenant,
+            as_of,
+            dry_run,
+        },
         AdminCommand::Keys {
             command: KeysCommand::Rotate { slug },
         } => AdminRequest::KeysRotate { slug },

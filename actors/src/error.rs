@@ -40,6 +40,14 @@ pub enum TenantError {
     RefreshTokenReused,
     #[error("the session is not valid")]
     InvalidSession,
+    #[error("guest sign-ins are disabled")]
+    AnonymousDisabled,
+    #[error("guest sign-ins rate limited")]
+    AnonymousRateLimited { retry_after: u64 },
+    #[error("the monthly active user cap is reached")]
+    MauExhausted,
+    #[error("the guest was already claimed")]
+    AlreadyClaimed,
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -103,6 +103,18 @@ impl DirectoryHandle {
         Some(self.tenant_handle(id, slug.to_owned()))
     }
 
+    /// Every tenant, in slug order, without a mailbox hop.
+    pub fn all_tenants(&self) -> Vec<TenantHandle> {
+        let index = self.published.index.load();
+        let mut all: Vec<_> = index
+            .slugs
+            .iter()
+            .map(|(id, slug)| self.tenant_handle(*id, slug.clone()))
+            .collect();
+        all.sort_by(|a, b| a.slug.cmp(&b.slug));
+        all
+    }
+
     /// The tenant with this id, without a mailbox hop.
     pub fn tenant_by_id(&self, id: TenantId) -> Option<TenantHandle> {
         let slug = self.published.index.load().slugs.get(&id)?.clone();

@@ -32,6 +32,15 @@ impl Tier {
             Tier::Enterprise => "enterprise",
         }
     }
+
+    /// Monthly active users a tier allows unless the operator overrides it; `None`: no cap.
+    pub fn default_mau_cap(&self) -> Option<u64> {
+        match self {
+            Tier::Free => Some(10_000),
+            Tier::Pro => Some(100_000),
+            Tier::Enterprise => None,
+        }
+    }
 }
 
 /// The API key of a tenant, as stored: never the key itself.
@@ -55,6 +64,9 @@ pub struct TenantRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub api_key: ApiKeyMeta,
+    /// The operator's monthly-active-user cap (`tenant set-limits`); `None`: the tier's.
+    #[serde(default)]
+    pub mau_cap: Option<u64>,
 }
 
 impl Record for TenantRecord {

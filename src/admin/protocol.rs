@@ -21,8 +21,18 @@ pub enum AdminRequest {
         slug: String,
         tier: String,
     },
+    TenantSetLimits {
+        slug: String,
+        mau_cap: u64,
+    },
     ApikeyRotate {
         slug: String,
+    },
+    PurgeRun {
+        tenant: Option<String>,
+        /// RFC 3339; default now.
+        as_of: Option<String>,
+        dry_run: bool,
     },
     KeysRotate {
         slug: String,

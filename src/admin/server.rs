@@ -105,6 +105,8 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::TenantSetTier { .. } => "tenant set-tier",
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
         AdminRequest::KeysRotate { .. } => "keys rotate",
+        AdminRequest::TenantSetLimits { .. } => "tenant set-limits",
+        AdminRequest::PurgeRun { .. } => "purge run",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::OutboxList { .. } => "outbox list",
@@ -217,6 +219,30 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             )
             .await;
             to_value(rotated)
+        }
+        AdminRequest::TenantSetLimits { slug, mau_cap } => to_value(
+            dir.request(|reply| DirectoryMsg::SetLimits {
+                slug,
+                mau_cap,
+                reply,
+            })
+            .await?,
+        ),
+        AdminRequest::PurgeRun {
+            tenant,
+            as_of,
+            dry_run,
+        } => {
+            let as_of = match as_of {
+                None => time::OffsetDateTime::now_utc(),
+                Some(s) => {
+                    time::OffsetDateTime::parse(&s, &time::format_description::well_known::Rfc3339)
+                        .map_err(|_| {
+                            ApiError::invalid_field("as_of", "must be an RFC 3339 timestamp")
+                        })?
+                }
+            };
+            to_value(state.purge(tenant.as_deref(), as_of, dry_run).await?)
         }
         AdminRequest::KeysRotate { slug } => {
             let tenant = state

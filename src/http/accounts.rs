@@ -8,7 +8,7 @@
 use axum::{
     body::Bytes,
     extract::{FromRequestParts, Path, State},
-    http::{header, request::Parts, HeaderMap, StatusCode},
+    http::{request::Parts, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -27,10 +27,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::{token_pair, TokenPair, UserBearer},
+    bearer::{bearer_token, token_pair, verify, TokenPair, UserBearer},
     dashboard::audit_context,
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{parse_json, ApiJson, ApiTenant, ClientIp},
+    extract::{ApiJson, ApiTenant, ClientIp},
     AppState,
 };
 
@@ -159,9 +159,10 @@ fn is_past_date(s: &str) -> bool {
     security(("api_key" = [])),
     request_body = RegisterRequest,
     responses(
-        (status = 200, description = "Registered; the same answer when the address already has an account or is blocked by the tenant's policy", body = RegisterResponse),
+        (status = 200, description = "Registered; the same answer when the address already has an account or is blocked by the tenant's policy. With a guest's `Authorization: Bearer`, the guest is claimed: same user id, sessions and metadata kept", body = RegisterResponse),
         (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`, `auth/invalid_token` (the bearer)", body = ErrorBody),
+        (status = 409, description = "`anonymous/already_claimed`: the bearer's user is not a guest (any more)", body = ErrorBody),
         (status = 429, description = "`auth/rate_limited`: 5 a minute per client address", body = ErrorBody),
     ))]
 pub async fn register(
@@ -169,8 +170,17 @@ pub async fn register(
     ApiTenant(tenant): ApiTenant,
     ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<RegisterRequest>,
 ) -> Result<Json<RegisterResponse>, ApiError> {
+    // With a guest's bearer, the registration claims that guest.
+    let guest = match bearer_token(&headers) {
+        None => None,
+        Some(token) => {
+            let keys = tenant.keys().await?;
+            Some(verify(&state, &tenant, &keys, token)?.1)
+        }
+    };
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
     password_field(&mut errors, "password", &req.password);
@@ -208,13 +218,27 @@ pub async fn register(
         date_of_birth: req.date_of_birth,
         age_verification_token: req.age_verification_token,
     };
-    let user = tenant
-        .call(|reply| TenantMsg::Register {
-            registration: registration.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    let user = match guest {
+        None => {
+            tenant
+                .call(|reply| TenantMsg::Register {
+                    registration: registration.clone(),
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await?
+        }
+        Some(bearer) => {
+            tenant
+                .call(|reply| TenantMsg::Claim {
+                    bearer,
+                    registration: registration.clone(),
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await?
+        }
+    };
     Ok(Json(RegisterResponse {
         user: RegisteredUser {
             id: user.id,
@@ -460,18 +484,7 @@ pub async fn logout(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
-    let req: LogoutRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        LogoutRequest::default()
-    } else {
-        let json = headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if !json {
-            return Err(ApiError::for_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
-        }
-        parse_json(&body)?
-    };
+    let req: LogoutRequest = super::anonymous::optional_json(&headers, &body)?;
     let global = match req.scope.as_deref() {
         None | Some("local") => false,
         Some("global") => true,

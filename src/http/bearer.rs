@@ -104,8 +104,8 @@ pub struct UserBearer {
 }
 
 /// The token of `Authorization: Bearer <token>`, if any.
-fn bearer_token(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
@@ -144,7 +144,7 @@ impl FromRequestParts<AppState> for UserBearer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let ApiTenant(tenant) = ApiTenant::from_request_parts(parts, state).await?;
-        let Some(token) = bearer_token(parts) else {
+        let Some(token) = bearer_token(&parts.headers) else {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "auth/missing_token",

@@ -236,6 +236,24 @@ impl From<CallError<TenantError>> for ApiError {
                 "this refresh token was already used; the session has been revoked",
             ),
             CallError::Failed(TenantError::InvalidSession) => crate::http::bearer::invalid_token(),
+            CallError::Failed(TenantError::AnonymousDisabled) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "anonymous/disabled",
+                "guest sign-ins are disabled for this tenant",
+            ),
+            CallError::Failed(TenantError::AnonymousRateLimited { retry_after }) => {
+                ApiError::rate_limited("anonymous/rate_limited", retry_after)
+            }
+            CallError::Failed(TenantError::MauExhausted) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "anonymous/mau_exhausted",
+                "this tenant has reached its monthly active user cap; no new guests this month",
+            ),
+            CallError::Failed(TenantError::AlreadyClaimed) => ApiError::new(
+                StatusCode::CONFLICT,
+                "anonymous/already_claimed",
+                "this user is not a guest (any more): it was already claimed",
+            ),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

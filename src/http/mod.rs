@@ -4,6 +4,7 @@
 //! They never touch storage.
 
 pub mod accounts;
+pub mod anonymous;
 pub mod bearer;
 pub mod dashboard;
 pub mod error;
@@ -56,6 +57,7 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(wellknown::jwks))
         .routes(routes!(wellknown::openid_configuration))
         .routes(routes!(accounts::register))
+        .routes(routes!(anonymous::anonymous_signin))
         .routes(routes!(accounts::verify_email))
         .routes(routes!(accounts::resend_verification))
         .routes(routes!(accounts::login))

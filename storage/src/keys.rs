@@ -71,6 +71,10 @@ pub enum Kind {
     LinkToken = 0x48,
     /// A sealed message waiting for delivery, by message id.
     MailQueue = 0x49,
+    /// Usage counters (monthly active users), by name.
+    Usage = 0x4A,
+    /// `user id` -> (): the tenant's guests, for the purge.
+    Guest = 0x4B,
 }
 
 /// The key of a platform record.

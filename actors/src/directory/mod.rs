@@ -162,6 +162,12 @@ pub enum DirectoryMsg {
         tier: Tier,
         reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
     },
+    /// Overrides the tenant's monthly-active-user cap.
+    SetLimits {
+        slug: String,
+        mau_cap: u64,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
     RotateApiKey {
         slug: String,
         reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
@@ -372,7 +378,14 @@ impl Actor for Directory {
                     .ok_or(DirectoryError::TenantNotFound);
                 let _ = reply.send(out);
             }
-            DirectoryMsg::SetTier { slug, tier, reply } => state.set_tier(&slug, tier, reply),
+            DirectoryMsg::SetTier { slug, tier, reply } => {
+                state.update_and_reply(&slug, |rec| rec.tier = tier, reply)
+            }
+            DirectoryMsg::SetLimits {
+                slug,
+                mau_cap,
+                reply,
+            } => state.update_and_reply(&slug, |rec| rec.mau_cap = Some(mau_cap), reply),
             DirectoryMsg::RotateApiKey { slug, reply } => state.rotate_api_key(&slug, reply),
             DirectoryMsg::EnsureRunning { tenant, reply } => {
                 let out = state.ensure_running(&myself, tenant).await;
@@ -493,6 +506,7 @@ fn info_of(rec: &TenantRecord) -> TenantInfo {
         created_at: rec.created_at,
         api_key_prefix: rec.api_key.prefix.clone(),
         api_key_created_at: rec.api_key.created_at,
+        mau_cap: rec.mau_cap.or(rec.tier.default_mau_cap()),
     }
 }
 
@@ -669,6 +683,7 @@ impl DirectoryState {
             tier: Tier::Free,
             created_at: now,
             api_key: api_key_meta(&api_key, now),
+            mau_cap: None,
         };
         let mut batch = PlatformBatch::default();
         batch.put(rec.id.as_bytes(), &rec)?;
@@ -782,13 +797,14 @@ impl DirectoryState {
         Ok(rec)
     }
 
-    fn set_tier(
+    /// Changes a tenant record and answers its details once durable.
+    fn update_and_reply(
         &mut self,
         slug: &str,
-        tier: Tier,
+        change: impl FnOnce(&mut TenantRecord),
         reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
     ) {
-        match self.update_record(slug, |rec, _| rec.tier = tier) {
+        match self.update_record(slug, |rec, _| change(rec)) {
             Ok(rec) => {
                 let details = self.details(&rec, true);
                 reply_when_durable(

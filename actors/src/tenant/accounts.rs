@@ -38,6 +38,29 @@ pub(super) struct Effects {
 }
 
 impl UserRecord {
+    /// A user with nothing set yet: no address, no password, not a guest.
+    pub fn blank(id: Uuid, now: OffsetDateTime) -> Self {
+        UserRecord {
+            id,
+            email: None,
+            email_verified: false,
+            password_hash: None,
+            password_epoch: 0,
+            phone: None,
+            phone_verified: false,
+            is_anonymous: false,
+            mfa_enabled: false,
+            created_at: now,
+            last_sign_in_at: None,
+            last_active_at: now,
+            public_metadata: serde_json::json!({}),
+            date_of_birth: None,
+            age_verification_token: None,
+            verify_token: None,
+            reset_token: None,
+        }
+    }
+
     pub fn view(&self) -> UserView {
         UserView {
             id: self.id,
@@ -123,8 +146,29 @@ impl TenantState {
         r: Registration,
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+        self.register_or_claim(r, None, ctx)
+    }
+
+    /// Registration, or (with `guest`) the claim of a guest: the same user id becomes a
+    /// registered user, keeping its sessions and metadata. Blocked and existing addresses
+    /// answer a look-alike either way (for a claim, with the guest's own id, so a claim
+    /// reveals no more than a registration).
+    pub(super) fn register_or_claim(
+        &mut self,
+        r: Registration,
+        guest: Option<UserRecord>,
+        ctx: &AuditContext,
+    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
+        let lookalike = |email: &str| {
+            let mut view = Self::lookalike(email, now);
+            if let Some(g) = &guest {
+                view.id = g.id;
+                view.created_at = g.created_at;
+            }
+            view
+        };
         let sec = &self.settings.security;
         let policy = EmailPolicy {
             block_disposable: sec.block_disposable_emails,
@@ -151,7 +195,7 @@ impl TenantState {
             );
             self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
             self.commit(fx)?;
-            return Ok((Self::lookalike(&r.email, now), Vec::new()));
+            return Ok((lookalike(&r.email), Vec::new()));
         }
         if let Some(mut existing) = self.user_by_email(&r.email)? {
             if self.mail_allowed(existing.id) {
@@ -172,42 +216,38 @@ impl TenantState {
                 serde_json::json!({ "user_id": existing.id }),
             )?;
             let mail = self.commit(fx)?;
-            return Ok((Self::lookalike(&r.email, now), mail));
+            return Ok((lookalike(&r.email), mail));
         }
-        let id = Uuid::now_v7();
-        let date_of_birth = r
+        let (mut user, event) = match guest {
+            Some(g) => {
+                fx.batch.remove(Kind::Guest, g.id.as_bytes());
+                (g, "auth.anonymous.claimed")
+            }
+            None => {
+                let user = UserRecord::blank(Uuid::now_v7(), now);
+                self.count_active(&mut fx.batch, None, now)?;
+                (user, "auth.register")
+            }
+        };
+        let id = user.id;
+        user.date_of_birth = r
             .date_of_birth
             .map(|d| {
                 self.master_key
                     .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
             })
             .transpose()?;
-        let age_verification_token = r
+        user.age_verification_token = r
             .age_verification_token
             .map(|t| {
                 self.master_key
                     .seal(&self.user_aad(id, "age_verification_token"), t.as_bytes())
             })
             .transpose()?;
-        let mut user = UserRecord {
-            id,
-            email: Some(r.email.clone()),
-            email_verified: false,
-            password_hash: Some(r.password_hash),
-            password_epoch: 0,
-            phone: None,
-            phone_verified: false,
-            is_anonymous: false,
-            mfa_enabled: false,
-            created_at: now,
-            last_sign_in_at: None,
-            last_active_at: now,
-            public_metadata: serde_json::json!({}),
-            date_of_birth,
-            age_verification_token,
-            verify_token: None,
-            reset_token: None,
-        };
+        user.email = Some(r.email.clone());
+        user.email_verified = false;
+        user.password_hash = Some(r.password_hash);
+        user.is_anonymous = false;
         let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
         let link = self.link("verify-email", &token);
         fx.batch.put(id.as_bytes(), &user)?;
@@ -216,7 +256,7 @@ impl TenantState {
         self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
         self.audit_into(
             &mut fx.batch,
-            "auth.register",
+            event,
             ctx,
             serde_json::json!({ "user_id": id }),
         )?;
@@ -589,6 +629,7 @@ impl TenantState {
         if self.settings.security.require_email_verification && !user.email_verified {
             return Err(TenantError::EmailNotVerified);
         }
+        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &user)?;
@@ -722,6 +763,7 @@ mod tests {
             created_at: now,
             api_key_prefix: "tsk_x".into(),
             api_key_created_at: now,
+            mau_cap: None,
         };
         let runtime = TenantRuntime {
             tokens: TokenPolicy {

@@ -13,6 +13,7 @@ use crate::{
     records::Tier,
     tenant::{
         audit::{AuditContext, AuditPage},
+        guests::PurgeReport,
         keys::RotatedKeys,
         settings::{SettingsChange, TenantSettings},
     },
@@ -30,6 +31,8 @@ pub struct TenantInfo {
     pub api_key_prefix: String,
     #[serde(with = "time::serde::rfc3339")]
     pub api_key_created_at: OffsetDateTime,
+    /// The monthly-active-user cap in force (the operator's, else the tier's); `None`: none.
+    pub mau_cap: Option<u64>,
 }
 
 /// The tenant as its own API key sees it.
@@ -219,6 +222,26 @@ pub enum TenantMsg {
         new_hash: String,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// A new guest and its session.
+    AnonymousSignin {
+        ip: IpAddr,
+        public_metadata: serde_json::Value,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Grant, TenantError>>,
+    },
+    /// Registration by a signed-in guest: the same user becomes registered.
+    Claim {
+        bearer: Bearer,
+        registration: Registration,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    /// Deletes (or counts, dry) the guests inactive beyond the tenant's retention.
+    PurgeGuests {
+        as_of: OffsetDateTime,
+        dry_run: bool,
+        reply: RpcReplyPort<Result<PurgeReport, TenantError>>,
     },
     /// A new signing key; the previous one stays published until its tokens have expired.
     RotateSigningKey {

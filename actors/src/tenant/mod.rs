@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod guests;
 pub mod keys;
 pub mod messages;
 pub mod records;
@@ -235,6 +236,32 @@ impl Actor for TenantActor {
                 let out = state
                     .change_password(bearer, &credential, current_ok, new_hash, &ctx)
                     .map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::AnonymousSignin {
+                ip,
+                public_metadata,
+                ctx,
+                reply,
+            } => {
+                let out = state.anonymous_signin(ip, public_metadata, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::Claim {
+                bearer,
+                registration,
+                ctx,
+                reply,
+            } => {
+                let out = state.claim(bearer, registration, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PurgeGuests {
+                as_of,
+                dry_run,
+                reply,
+            } => {
+                let out = state.purge_guests(as_of, dry_run).map(|r| (r, Vec::new()));
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::RotateSigningKey { reply } => match state.rotate_signing_key() {

@@ -108,7 +108,7 @@ impl TenantState {
         Ok(self.grant(&session, user))
     }
 
-    fn remove_session(&self, batch: &mut TenantBatch, session: &SessionRecord) {
+    pub(super) fn remove_session(&self, batch: &mut TenantBatch, session: &SessionRecord) {
         batch.remove(Kind::Session, session.id.as_bytes());
         batch.remove(
             Kind::UserSession,
@@ -193,6 +193,7 @@ impl TenantState {
             session.rotated_at = Some(now);
             session.last_active_at = now;
             fx.batch.put(session.id.as_bytes(), &session)?;
+            self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
             user.last_active_at = now;
             fx.batch.put(user.id.as_bytes(), &user)?;
             self.commit(fx)?;

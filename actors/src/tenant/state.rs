@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::{
     audit::{event_key, AuditContext, AuditEvent, AuditPage},
+    guests::{MauRecord, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR, MAU_KEY},
     keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
     settings::{SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN},
@@ -56,6 +57,11 @@ pub struct TenantState {
     pub(super) register_ips: RateWindow<IpAddr>,
     /// When each account was last sent a resend, reset or account-exists message.
     pub(super) mail_sent: HashMap<Uuid, Instant>,
+    /// This month's active users (persisted).
+    pub(super) mau: MauRecord,
+    pub(super) anon_ips: RateWindow<IpAddr>,
+    /// Per API key: a tenant has one key, so this is per tenant.
+    pub(super) anon_key: RateWindow<()>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -93,6 +99,7 @@ impl TenantState {
         let (key_ring, token_keys) =
             KeyRing::load_or_create(&store, &master_key, OffsetDateTime::now_utc())?;
         keys.store(Arc::new(token_keys));
+        let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
         Ok(TenantState {
             info,
             store,
@@ -110,6 +117,9 @@ impl TenantState {
             login_ips: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
             register_ips: RateWindow::new(REGISTRATIONS_PER_MINUTE, Duration::from_secs(60)),
             mail_sent: HashMap::new(),
+            mau,
+            anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
+            anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
         })
     }
 

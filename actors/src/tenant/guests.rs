@@ -1,0 +1,233 @@
+//! Guests (anonymous users): sign-in with its limits, the claim that turns a guest into a
+//! registered user with the same id, the purge of stale guests, and the monthly-active-user
+//! count that caps new guests.
+
+use std::{net::IpAddr, time::Instant};
+
+use serde::{Deserialize, Serialize};
+use tessera_storage::{Kind, Record, TenantBatch, TenantRecord};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    accounts::throttle_ip,
+    audit::AuditContext,
+    messages::{Bearer, Grant, Registration, UserView},
+    records::{SessionRecord, UserRecord, UserSessionIndex},
+    state::TenantState,
+};
+use crate::{error::TenantError, outbound::MailJob};
+
+/// Guest sign-ins per client address per minute (spec section 8, as registration).
+pub const GUESTS_PER_IP_PER_MINUTE: u32 = 5;
+/// Guest sign-ins per API key (that is, per tenant) per hour (spec section 8).
+pub const GUESTS_PER_KEY_PER_HOUR: u32 = 1000;
+/// Largest `public_metadata` of a guest, serialised.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+/// Guests deleted per tenant per purge run at most (spec section 8).
+pub const PURGE_LIMIT: usize = 1000;
+
+/// Users active in one calendar month: a user counts once a month, at its creation or its
+/// first login or refresh of the month.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct MauRecord {
+    /// `YYYY-MM` (UTC).
+    pub month: String,
+    pub count: u64,
+}
+
+impl Record for MauRecord {
+    const KIND: Kind = Kind::Usage;
+    const NAME: &'static str = "monthly active users";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for MauRecord {}
+
+pub const MAU_KEY: &[u8] = b"mau";
+
+/// `user id` -> marker: the tenant's guests, so the purge never scans registered users.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GuestIndex {}
+
+impl Record for GuestIndex {
+    const KIND: Kind = Kind::Guest;
+    const NAME: &'static str = "guest index";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for GuestIndex {}
+
+fn month_of(t: OffsetDateTime) -> String {
+    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
+}
+
+/// What a purge run did (or, dry, would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct PurgeReport {
+    pub tenant: String,
+    pub purged: usize,
+    pub dry_run: bool,
+}
+
+impl TenantState {
+    /// Counts `now` as activity of a user last active at `previous` (`None`: a new user):
+    /// the month's count grows when this is the user's first activity of the month.
+    pub(super) fn count_active(
+        &mut self,
+        batch: &mut TenantBatch,
+        previous: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let month = month_of(now);
+        if previous.is_some_and(|p| month_of(p) == month) {
+            return Ok(());
+        }
+        if self.mau.month != month {
+            self.mau = MauRecord { month, count: 0 };
+        }
+        self.mau.count += 1;
+        batch.put(MAU_KEY, &self.mau)?;
+        Ok(())
+    }
+
+    /// This month's active users so far.
+    fn active_this_month(&self, now: OffsetDateTime) -> u64 {
+        if self.mau.month == month_of(now) {
+            self.mau.count
+        } else {
+            0
+        }
+    }
+
+    /// A new guest with a session: the tenant must allow guests, the address and the key must
+    /// be under their limits, and the month under the tenant's cap.
+    pub fn anonymous_signin(
+        &mut self,
+        ip: IpAddr,
+        public_metadata: serde_json::Value,
+        ctx: &AuditContext,
+    ) -> Result<(Grant, Vec<MailJob>), TenantError> {
+        if !self.settings.anonymous.anonymous_signins_enabled {
+            return Err(TenantError::AnonymousDisabled);
+        }
+        let now = OffsetDateTime::now_utc();
+        let at = Instant::now();
+        self.anon_ips
+            .hit(&throttle_ip(ip), at)
+            .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
+        self.anon_key
+            .hit(&(), at)
+            .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
+        if self
+            .info
+            .mau_cap
+            .is_some_and(|cap| self.active_this_month(now) >= cap)
+        {
+            return Err(TenantError::MauExhausted);
+        }
+        let mut fx = self.effects();
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.is_anonymous = true;
+        user.public_metadata = public_metadata;
+        self.count_active(&mut fx.batch, None, now)?;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        fx.batch.put(user.id.as_bytes(), &GuestIndex::default())?;
+        let grant = self.open_session(&mut fx.batch, &user, 1, vec!["anonymous".into()], now)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.anonymous.signin",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "session_id": grant.session_id }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((grant, mail))
+    }
+
+    /// Claims the guest behind `bearer` by registration (see `register_or_claim`). A user that
+    /// is not (or no longer) a guest is `AlreadyClaimed`: two claims racing are serialised here
+    /// and the second finds a registered user.
+    pub fn claim(
+        &mut self,
+        bearer: Bearer,
+        registration: Registration,
+        ctx: &AuditContext,
+    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        if !user.is_anonymous {
+            return Err(TenantError::AlreadyClaimed);
+        }
+        self.register_or_claim(registration, Some(user), ctx)
+    }
+
+    /// Deletes (or, dry, counts) up to [`PURGE_LIMIT`] guests inactive for longer than the
+    /// tenant's `anonymous_user_ttl_days` as of `as_of`, with their sessions; one audit event
+    /// per run.
+    pub fn purge_guests(
+        &mut self,
+        as_of: OffsetDateTime,
+        dry_run: bool,
+    ) -> Result<PurgeReport, TenantError> {
+        let ttl = Duration::days(i64::from(self.settings.anonymous.anonymous_user_ttl_days));
+        let cutoff = as_of - ttl;
+        let mut fx = self.effects();
+        let mut purged = 0;
+        for item in self.store.scan::<GuestIndex>(b"") {
+            if purged == PURGE_LIMIT {
+                break;
+            }
+            let (key, _) = item?;
+            let Ok(id) = Uuid::from_slice(&key) else {
+                continue;
+            };
+            let Some(user) = self.user(id)? else {
+                fx.batch.remove(Kind::Guest, &key);
+                continue;
+            };
+            if !user.is_anonymous || user.last_active_at >= cutoff {
+                continue;
+            }
+            purged += 1;
+            if dry_run {
+                continue;
+            }
+            for item in self.store.scan::<UserSessionIndex>(id.as_bytes()) {
+                let (k, _) = item?;
+                if let Some(sid) = k.get(16..).and_then(|b| Uuid::from_slice(b).ok()) {
+                    if let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? {
+                        self.remove_session(&mut fx.batch, &s);
+                    }
+                }
+            }
+            fx.batch.remove(Kind::User, id.as_bytes());
+            fx.batch.remove(Kind::Guest, &key);
+        }
+        self.audit_into(
+            &mut fx.batch,
+            "anonymous.purged",
+            &AuditContext::default(),
+            serde_json::json!({
+                "count": purged,
+                "dry_run": dry_run,
+                "as_of": as_of.unix_timestamp(),
+                "ttl_days": self.settings.anonymous.anonymous_user_ttl_days,
+            }),
+        )?;
+        self.commit(fx)?;
+        Ok(PurgeReport {
+            tenant: self.info.slug.clone(),
+            purged,
+            dry_run,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn months_are_utc_calendar_months() {
+        let t = time::macros::datetime!(2026-03-31 23:59:59 UTC);
+        assert_eq!(month_of(t), "2026-03");
+        assert_eq!(month_of(t + Duration::seconds(1)), "2026-04");
+    }
+}

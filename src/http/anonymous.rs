@@ -1,0 +1,140 @@
+//! `POST /v1/auth/anonymous`: guest sign-in (spec 2.5, 4.2, 8).
+
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{header, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{tenant::guests::MAX_METADATA_BYTES, TenantMsg};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{
+    accounts::RequestCtx,
+    bearer::token_pair,
+    error::{ApiError, ErrorBody},
+    extract::{parse_json, ApiTenant, ClientIp},
+    AppState,
+};
+
+/// Spec 2.2 AnonymousSigninRequest.
+#[derive(Deserialize, ToSchema, Default)]
+pub struct AnonymousSigninRequest {
+    /// A free-form object, at most 16 KiB serialised; readable later at `GET /v1/auth/me`.
+    #[schema(value_type = Option<Object>)]
+    pub public_metadata: Option<serde_json::Value>,
+}
+
+/// Spec 2.5 `user`.
+#[derive(Serialize, ToSchema)]
+pub struct AnonymousUser {
+    pub id: Uuid,
+    /// Always true.
+    pub is_anonymous: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Spec 2.5 AnonymousSigninResponse.
+#[derive(Serialize, ToSchema)]
+pub struct AnonymousSigninResponse {
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: i64,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub user: AnonymousUser,
+}
+
+/// A body that may be absent: empty means the defaults.
+pub fn optional_json<T: serde::de::DeserializeOwned + Default>(
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if !json {
+        return Err(ApiError::for_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+    }
+    parse_json(body)
+}
+
+/// Signs in a new guest. The access token carries `is_anonymous: true` and `aal: "AAL1"`.
+#[utoipa::path(post, path = "/v1/auth/anonymous", tag = "accounts",
+    security(("api_key" = [])),
+    request_body(content = Option<AnonymousSigninRequest>, description = "optional"),
+    responses(
+        (status = 201, description = "A guest and its session", body = AnonymousSigninResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`anonymous/disabled`; `anonymous/mau_exhausted`: the tenant's monthly active user cap is reached", body = ErrorBody),
+        (status = 429, description = "`anonymous/rate_limited`: 5 a minute per client address, 1000 an hour per API key; with `Retry-After` and `X-Service-Docs`", body = ErrorBody),
+    ))]
+pub async fn anonymous_signin(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let req: AnonymousSigninRequest = optional_json(&headers, &body)?;
+    let public_metadata = match req.public_metadata {
+        None | Some(serde_json::Value::Null) => serde_json::json!({}),
+        Some(v @ serde_json::Value::Object(_)) => {
+            let size = serde_json::to_vec(&v)
+                .map(|b| b.len())
+                .unwrap_or(usize::MAX);
+            if size > MAX_METADATA_BYTES {
+                return Err(ApiError::invalid_field(
+                    "public_metadata",
+                    "must be at most 16 KiB serialised",
+                ));
+            }
+            v
+        }
+        Some(_) => {
+            return Err(ApiError::invalid_field(
+                "public_metadata",
+                "must be an object",
+            ))
+        }
+    };
+    let grant = tenant
+        .call(|reply| TenantMsg::AnonymousSignin {
+            ip,
+            public_metadata: public_metadata.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    let user = AnonymousUser {
+        id: grant.user.id,
+        is_anonymous: true,
+        created_at: grant.user.created_at,
+    };
+    let pair = token_pair(&state, &tenant, grant).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(AnonymousSigninResponse {
+            access_token: pair.access_token,
+            refresh_token: pair.refresh_token,
+            expires_in: pair.expires_in,
+            token_type: "Bearer",
+            user,
+        }),
+    )
+        .into_response())
+}
