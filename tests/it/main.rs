@@ -5,6 +5,7 @@
 mod support;
 
 mod accounts;
+mod anonymous;
 mod dashboard;
 mod faults;
 mod onboarding;
