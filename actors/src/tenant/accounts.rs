@@ -724,7 +724,7 @@ pub fn throttle_ip(ip: IpAddr) -> IpAddr {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::{Arc, Mutex};
 
     use arc_swap::ArcSwap;
@@ -746,7 +746,7 @@ mod tests {
         }
     }
 
-    fn tenant(dir: &std::path::Path) -> TenantState {
+    pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
         let store = Store::open(&StoreOptions {
             path: dir.to_path_buf(),
             cache_capacity_bytes: 8 << 20,

@@ -223,6 +223,34 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenant::accounts::tests::tenant;
+
+    #[tokio::test]
+    async fn a_purge_run_deletes_at_most_1000_guests_and_never_a_registered_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let old = OffsetDateTime::now_utc() - Duration::days(400);
+        let mut batch = t.store.batch();
+        for _ in 0..1005 {
+            let mut g = UserRecord::blank(Uuid::now_v7(), old);
+            g.is_anonymous = true;
+            batch.put(g.id.as_bytes(), &g).unwrap();
+            batch.put(g.id.as_bytes(), &GuestIndex::default()).unwrap();
+        }
+        // A registered user that is (wrongly) still in the guest index is never purged.
+        let registered = UserRecord::blank(Uuid::now_v7(), old);
+        batch.put(registered.id.as_bytes(), &registered).unwrap();
+        batch
+            .put(registered.id.as_bytes(), &GuestIndex::default())
+            .unwrap();
+        t.store.apply(batch).unwrap();
+        let now = OffsetDateTime::now_utc();
+        assert_eq!(t.purge_guests(now, true).unwrap().purged, 1000);
+        assert_eq!(t.purge_guests(now, false).unwrap().purged, 1000);
+        assert_eq!(t.purge_guests(now, false).unwrap().purged, 5);
+        assert_eq!(t.purge_guests(now, false).unwrap().purged, 0);
+        assert!(t.user(registered.id).unwrap().is_some());
+    }
 
     #[test]
     fn months_are_utc_calendar_months() {
