@@ -25,15 +25,19 @@ pub fn normalize_email(raw: &str) -> Option<String> {
     if local.is_empty() || domain.is_empty() || domain.contains('@') {
         return None;
     }
+    let ascii = normalize_domain(domain)?;
+    Some(format!("{}@{}", local.to_lowercase(), ascii))
+}
+
+/// A domain as addresses and the tenant's domain lists compare it: lowercase ASCII (IDNA
+/// punycode, STD3 rules), no empty label. The one rule for both sides, so a list entry and an
+/// address's domain can only match when they name the same host.
+pub fn normalize_domain(domain: &str) -> Option<String> {
     let ascii = idna::domain_to_ascii_cow(domain.as_bytes(), AsciiDenyList::STD3).ok()?;
     if ascii.is_empty() || ascii.split('.').any(str::is_empty) {
         return None;
     }
-    Some(format!(
-        "{}@{}",
-        local.to_lowercase(),
-        ascii.to_ascii_lowercase()
-    ))
+    Some(ascii.to_ascii_lowercase())
 }
 
 /// The domain of a normalised address (after the last `@`; empty when there is none).
@@ -111,11 +115,6 @@ impl EmailPolicy<'_> {
 static DISPOSABLE_DOMAINS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| mailchecker::blacklist().into_iter().collect());
 
-/// The number of domains in the disposable list (for the README and metrics).
-pub fn disposable_domain_count() -> usize {
-    DISPOSABLE_DOMAINS.len()
-}
-
 /// Whether `domain` or any of its parent domains (never the bare top-level domain) is on the
 /// disposable list: `x.mailinator.com` is as disposable as `mailinator.com`.
 fn is_disposable_domain(domain: &str) -> bool {
@@ -130,10 +129,6 @@ fn is_disposable_domain(domain: &str) -> bool {
         }
     }
 }
-
-/// Where the common-password list comes from, for the README.
-pub const COMMON_PASSWORD_SOURCE: &str =
-    "the `passwords` crate 3.1.19 (feature `common-password`): 99,838 leaked common passwords";
 
 /// Whether a password is too weak to accept whatever its length:
 /// - it is on the common-password list (compared lowercased);
@@ -336,7 +331,7 @@ mod tests {
             EmailBlock::Disposable.event_type(),
             "auth.register.blocked_disposable"
         );
-        let count = disposable_domain_count();
+        let count = DISPOSABLE_DOMAINS.len();
         assert!(count > 10_000, "{count}");
         println!("mailchecker disposable domains: {count}");
     }

@@ -375,7 +375,7 @@ pub fn normalize_domain(entry: &str) -> Option<String> {
     if !len_between(entry, 1, 253) || entry.chars().any(|c| c.is_whitespace()) {
         return None;
     }
-    let ascii = idna::domain_to_ascii(entry).ok()?;
+    let ascii = tessera_actors::policy::normalize_domain(entry)?;
     let labels: Vec<&str> = ascii.split('.').collect();
     let ok = ascii.len() <= 253
         && labels.len() >= 2
