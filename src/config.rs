@@ -165,6 +165,9 @@ pub struct TokensConfig {
     pub access_ttl_secs: u64,
     pub refresh_ttl_secs: u64,
     pub refresh_reuse_grace_secs: u64,
+    /// `urn:<vendor>:<service>`: step-up challenges name the assurance levels
+    /// `<prefix>:aal1` and `<prefix>:aal2` (RFC 9470 `acr_values`).
+    pub acr_urn_prefix: String,
 }
 
 impl Default for TokensConfig {
@@ -173,6 +176,7 @@ impl Default for TokensConfig {
             access_ttl_secs: 900,
             refresh_ttl_secs: 30 * 24 * 3600,
             refresh_reuse_grace_secs: 10,
+            acr_urn_prefix: "urn:tessera:auth".into(),
         }
     }
 }
@@ -322,6 +326,9 @@ pub struct TestingConfig {
     /// Enables `tessera admin fault panic-tenant`, which crashes a tenant actor on purpose to
     /// drill the restart path. Never on in production.
     pub fault_injection: bool,
+    /// Seconds added to the clock tenant actors check calendar deadlines against (the MFA
+    /// grace period), to drill what happens after one passes. Only with `fault_injection`.
+    pub clock_offset_secs: i64,
 }
 
 /// Command-line values that win over the file and the environment.
@@ -443,6 +450,25 @@ impl Config {
                 reason: "is required when mail.transport = \"smtp\"".into(),
             });
         }
+        if !is_urn_prefix(&self.tokens.acr_urn_prefix) {
+            return Err(ConfigError::Key {
+                key: "tokens.acr_urn_prefix",
+                reason: "must be urn:<vendor>:<service>, each segment letters, digits or '-'"
+                    .into(),
+            });
+        }
+        if self.testing.clock_offset_secs != 0 && !self.testing.fault_injection {
+            return Err(ConfigError::Key {
+                key: "testing.clock_offset_secs",
+                reason: "is only allowed with testing.fault_injection = true".into(),
+            });
+        }
+        if self.testing.clock_offset_secs.unsigned_abs() > 10 * 365 * 86_400 {
+            return Err(ConfigError::Key {
+                key: "testing.clock_offset_secs",
+                reason: "must be within ten years".into(),
+            });
+        }
         tracing_subscriber::EnvFilter::try_new(&self.log.level).map_err(|e| ConfigError::Key {
             key: "log.level",
             reason: e.to_string(),
@@ -502,6 +528,17 @@ fn positive(key: &'static str, v: u64) -> Result<(), ConfigError> {
     } else {
         Ok(())
     }
+}
+
+/// `urn:<vendor>:<service>`: two non-empty segments of ASCII letters, digits and `-`.
+fn is_urn_prefix(s: &str) -> bool {
+    let mut parts = s.split(':');
+    let ok = |p: Option<&str>| {
+        p.is_some_and(|p| {
+            !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+    };
+    parts.next() == Some("urn") && ok(parts.next()) && ok(parts.next()) && parts.next().is_none()
 }
 
 fn check_http_url(key: &'static str, url: &str) -> Result<(), ConfigError> {

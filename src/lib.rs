@@ -148,6 +148,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         },
         accounts_url,
         outbound: Arc::new(ChannelOutbound(mail_tx)),
+        clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(

@@ -48,6 +48,20 @@ pub enum TenantError {
     MauExhausted,
     #[error("the guest was already claimed")]
     AlreadyClaimed,
+    #[error("the challenge or step-up token is invalid, used or expired")]
+    InvalidChallenge,
+    #[error("the MFA code is wrong")]
+    InvalidMfaCode,
+    #[error("MFA is already enabled")]
+    MfaAlreadyEnabled,
+    #[error("MFA is not enabled")]
+    MfaNotEnabled,
+    #[error("MFA setup was not started")]
+    MfaSetupNotStarted,
+    #[error("MFA is not available to this user")]
+    MfaUnavailable,
+    #[error("this step-up method is not available to this user")]
+    StepUpMethodUnavailable,
     #[error("internal: {0}")]
     Internal(String),
 }

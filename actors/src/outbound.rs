@@ -22,6 +22,16 @@ pub enum MailKind {
     PasswordReset { link: String },
     /// The password was changed or reset; no link, a warning to act if it was not the owner.
     PasswordChanged,
+    /// A step-up code (6 digits, 5 minutes), with the app's hint of what it is for.
+    StepUpEmailOtp {
+        code: String,
+        action_hint: Option<String>,
+    },
+    /// A single-use step-up link (10 minutes), with the app's hint of what it is for.
+    StepUpMagicLink {
+        link: String,
+        action_hint: Option<String>,
+    },
 }
 
 impl MailKind {
@@ -32,13 +42,15 @@ impl MailKind {
             MailKind::AccountExists { .. } => "account_exists",
             MailKind::PasswordReset { .. } => "password_reset",
             MailKind::PasswordChanged => "password_changed",
+            MailKind::StepUpEmailOtp { .. } => "step_up_email_otp",
+            MailKind::StepUpMagicLink { .. } => "step_up_magic_link",
         }
     }
 }
 
 impl std::fmt::Debug for MailKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Links carry bearer tokens: never print them.
+        // Links and codes are bearer secrets: never print them.
         f.write_str(self.name())
     }
 }

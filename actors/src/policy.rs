@@ -173,6 +173,14 @@ fn is_digit_run(pw: &str) -> bool {
     (first == 1 || first == 9) && bytes.windows(2).all(|w| step(w[0], w[1]) == first)
 }
 
+/// An address as shown back to its owner: the local part's first character, `***`, and the
+/// domain (`a***@example.com`).
+pub fn mask_email(email: &str) -> String {
+    let (local, domain) = email.rsplit_once('@').unwrap_or((email, ""));
+    let first: String = local.chars().take(1).collect();
+    format!("{first}***@{domain}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,5 +454,15 @@ mod tests {
             "release"
         };
         println!("is_weak_password: {per_call:?} per call ({build} build)");
+    }
+
+    #[test]
+    fn masked_addresses_keep_one_character_and_the_domain() {
+        assert_eq!(mask_email("alice@example.com"), "a***@example.com");
+        assert_eq!(mask_email("a@b.eu"), "a***@b.eu");
+        assert_eq!(
+            mask_email("élodie@xn--bcher-kva.de"),
+            "é***@xn--bcher-kva.de"
+        );
     }
 }

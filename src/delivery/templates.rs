@@ -123,6 +123,72 @@ pub fn render(job: &MailJob) -> Rendered {
                 html,
             }
         }
+        MailKind::StepUpEmailOtp { code, action_hint } => {
+            let (hint, html_hint) = hint_lines(action_hint.as_deref());
+            let text = format!(
+                "Your {name} security code is:\n\n{code}\n\n\
+                 {hint}It works once, for 5 minutes. Never share it: {name} will not ask you \
+                 for it.\n\n{STEP_UP_WARNING}\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>Your {html_name} security code is:</p>\n\
+                     <p style=\"font-size:26px;letter-spacing:4px;font-weight:bold\">{code}</p>\n\
+                     {html_hint}<p>It works once, for 5 minutes. Never share it: {html_name} \
+                     will not ask you for it.</p>\n<p><strong>{}</strong></p>",
+                    escape_html(STEP_UP_WARNING)
+                ),
+            );
+            Rendered {
+                subject: format!("Your {name} security code"),
+                text,
+                html,
+            }
+        }
+        MailKind::StepUpMagicLink { link, action_hint } => {
+            let (hint, html_hint) = hint_lines(action_hint.as_deref());
+            let text = format!(
+                "Confirm it is you at {name}.\n\n{hint}\
+                 Open this link on the device where you asked (it works once, for 10 minutes):\n\
+                 \n{link}\n\n{STEP_UP_WARNING}\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>Confirm it is you at {html_name}.</p>\n{html_hint}\
+                     <p>Open this link on the device where you asked \
+                     (it works once, for 10 minutes):</p>\n{}\n<p><strong>{}</strong></p>",
+                    button(link, "Confirm it is me"),
+                    escape_html(STEP_UP_WARNING)
+                ),
+            );
+            Rendered {
+                subject: format!("Confirm it is you at {name}"),
+                text,
+                html,
+            }
+        }
+    }
+}
+
+/// The warning every step-up message carries (spec section 5, rule 8).
+const STEP_UP_WARNING: &str = "If you did not ask for this, do not act on it: do not use \
+     the code or the link, and do not pass them on. Someone may be trying to make a sensitive \
+     change to your account; change your password if you are worried.";
+
+/// The app's hint of what a step-up confirms, as a text line and an HTML paragraph (empty
+/// without a hint). The hint is the app's text: cleaned of control characters, escaped in HTML.
+fn hint_lines(hint: Option<&str>) -> (String, String) {
+    match hint.map(clean).filter(|h| !h.is_empty()) {
+        Some(h) => (
+            format!("You asked to confirm: {h}\n\n"),
+            format!(
+                "<p>You asked to confirm: <strong>{}</strong></p>\n",
+                escape_html(&h)
+            ),
+        ),
+        None => (String::new(), String::new()),
     }
 }
 
@@ -200,6 +266,10 @@ mod tests {
             },
             MailKind::PasswordReset { link: link.into() },
             MailKind::PasswordChanged,
+            MailKind::StepUpMagicLink {
+                link: link.into(),
+                action_hint: Some("Link your account".into()),
+            },
         ]
     }
 
@@ -259,6 +329,39 @@ mod tests {
                 .contains("&lt;b&gt;Evil &amp; &quot;Co&quot;&lt;/b&gt;"));
             assert!(!r.subject.contains('\r') && !r.subject.contains('\n'));
         }
+    }
+
+    #[test]
+    fn step_up_messages_carry_the_code_the_hint_and_the_warning() {
+        let r = render(&job(
+            "Acme",
+            MailKind::StepUpEmailOtp {
+                code: "042917".into(),
+                action_hint: Some("Delete <all> data\r\nBcc: x".into()),
+            },
+        ));
+        assert!(r.text.lines().any(|l| l == "042917"));
+        assert!(
+            !r.subject.contains("042917"),
+            "the code stays out of previews"
+        );
+        assert!(r
+            .text
+            .contains("You asked to confirm: Delete <all> data  Bcc: x"));
+        assert!(r.html.contains("Delete &lt;all&gt; data"));
+        assert!(r
+            .text
+            .contains("If you did not ask for this, do not act on it"));
+        let r = render(&job(
+            "Acme",
+            MailKind::StepUpMagicLink {
+                link: "https://a.test/step-up/magic-link?token=T".into(),
+                action_hint: None,
+            },
+        ));
+        assert!(!r.text.contains("You asked to confirm"));
+        assert!(r.text.contains("10 minutes"));
+        assert!(r.html.contains("do not act on it"));
     }
 
     #[test]

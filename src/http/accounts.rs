@@ -31,6 +31,7 @@ use super::{
     dashboard::audit_context,
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp},
+    mfa::{login_answer, LoginResponse},
     AppState,
 };
 
@@ -361,7 +362,7 @@ pub struct LoginRequest {
     security(("api_key" = [])),
     request_body = LoginRequest,
     responses(
-        (status = 200, description = "Signed in", body = TokenPair),
+        (status = 200, description = "Signed in (with `mfa_enrollment_required_by` during the tenant's MFA grace period); or, for a user with MFA, `{mfa_required, mfa_challenge_token, available_methods}`; or, past the grace period, `{mfa_enrollment_required, enrollment_token}`", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
         (status = 403, description = "`auth/email_not_verified`", body = ErrorBody),
@@ -373,7 +374,7 @@ pub async fn login(
     ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<LoginRequest>,
-) -> Result<Json<TokenPair>, ApiError> {
+) -> Result<Json<LoginResponse>, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
     password_field(&mut errors, "password", &req.password);
@@ -391,7 +392,7 @@ pub async fn login(
         .hasher
         .verify(&password, credential.password_hash.as_deref())
         .await;
-    let grant = tenant
+    let outcome = tenant
         .call(|reply| TenantMsg::LoginFinish {
             email: email.clone(),
             ip,
@@ -401,7 +402,7 @@ pub async fn login(
             reply,
         })
         .await?;
-    Ok(Json(token_pair(&state, &tenant, grant).await?))
+    Ok(Json(login_answer(&state, &tenant, outcome).await?))
 }
 
 /// Spec 2.2 RefreshTokenRequest.

@@ -41,6 +41,13 @@ pub struct TokenPair {
     /// Always `Bearer`.
     pub token_type: &'static str,
     pub user: UserResponse,
+    /// Login only, when the tenant requires MFA and this user has not set it up: sign-ins
+    /// work until this moment, then only MFA setup does.
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub mfa_enrollment_required_by: Option<OffsetDateTime>,
 }
 
 /// Signs the access token of `grant` and pairs it with its refresh token.
@@ -78,6 +85,7 @@ pub async fn token_pair(
         expires_in: (exp - now.unix_timestamp()).max(0),
         token_type: "Bearer",
         user: grant.user.into(),
+        mfa_enrollment_required_by: None,
     })
 }
 

@@ -254,6 +254,41 @@ impl From<CallError<TenantError>> for ApiError {
                 "anonymous/already_claimed",
                 "this user is not a guest (any more): it was already claimed",
             ),
+            CallError::Failed(TenantError::InvalidChallenge) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "invalid_or_expired_token",
+                "the challenge or step-up token is invalid, already used, expired, or belongs to another session",
+            ),
+            CallError::Failed(TenantError::InvalidMfaCode) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "mfa/invalid_code",
+                "the code is wrong, expired or already used",
+            ),
+            CallError::Failed(TenantError::MfaAlreadyEnabled) => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/already_enabled",
+                "MFA is already enabled; disable it first to set up a new authenticator",
+            ),
+            CallError::Failed(TenantError::MfaNotEnabled) => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/not_enabled",
+                "MFA is not enabled for this user",
+            ),
+            CallError::Failed(TenantError::MfaSetupNotStarted) => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/setup_not_started",
+                "start with POST /v1/auth/mfa/setup",
+            ),
+            CallError::Failed(TenantError::MfaUnavailable) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "mfa/unavailable",
+                "guests cannot set up MFA; register first",
+            ),
+            CallError::Failed(TenantError::StepUpMethodUnavailable) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "step_up/method_unavailable",
+                "this step-up method is not available to this user",
+            ),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

@@ -9,10 +9,12 @@ pub mod bearer;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
+pub mod mfa;
 pub mod middleware;
 pub mod onboarding;
 pub mod openapi;
 pub mod platform;
+pub mod step_up;
 pub mod tenant;
 pub mod wellknown;
 
@@ -69,6 +71,17 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(accounts::forgot_password))
         .routes(routes!(accounts::reset_password))
         .routes(routes!(accounts::change_password))
+        .routes(routes!(mfa::setup))
+        .routes(routes!(mfa::verify_setup))
+        .routes(routes!(mfa::verify_mfa))
+        .routes(routes!(mfa::disable))
+        .routes(routes!(mfa::recovery_codes))
+        .routes(routes!(step_up::password))
+        .routes(routes!(step_up::email_otp_initiate))
+        .routes(routes!(step_up::email_otp_verify))
+        .routes(routes!(step_up::magic_link_initiate))
+        .routes(routes!(step_up::magic_link_verify))
+        .routes(routes!(step_up::link_provider))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))

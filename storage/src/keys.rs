@@ -75,6 +75,8 @@ pub enum Kind {
     Usage = 0x4A,
     /// `user id` -> (): the tenant's guests, for the purge.
     Guest = 0x4B,
+    /// `slot | purpose` -> a single-use challenge (MFA, step-up) or an issued step-up token.
+    Challenge = 0x4C,
 }
 
 /// The key of a platform record.

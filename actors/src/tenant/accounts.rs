@@ -14,7 +14,8 @@ use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
-    messages::{Credential, Registration, UserView},
+    messages::{Credential, LoginOutcome, Registration, UserView},
+    mfa::Enrollment,
     records::{EmailIndex, LinkPurpose, LinkTokenRecord, QueuedMail, UserRecord},
     state::TenantState,
 };
@@ -58,6 +59,10 @@ impl UserRecord {
             age_verification_token: None,
             verify_token: None,
             reset_token: None,
+            totp_seed: None,
+            totp_pending: None,
+            totp_last_step: 0,
+            recovery_codes: Vec::new(),
         }
     }
 
@@ -265,7 +270,7 @@ impl TenantState {
     }
 
     /// Binds a sealed user secret to this tenant, this user and its name.
-    fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
+    pub(super) fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
         let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/user/");
         aad.extend_from_slice(user.as_bytes());
@@ -275,7 +280,7 @@ impl TenantState {
     }
 
     /// `{accounts_url}/{path}?token=...`
-    fn link(&self, path: &str, token: &str) -> String {
+    pub(super) fn link(&self, path: &str, token: &str) -> String {
         format!(
             "{}/{path}?token={token}",
             self.runtime.accounts_url.trim_end_matches('/')
@@ -599,7 +604,7 @@ impl TenantState {
         credential: &Credential,
         password_ok: bool,
         ctx: &AuditContext,
-    ) -> Result<(super::messages::Grant, Vec<MailJob>), TenantError> {
+    ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         // Checked again here: attempts started together all passed `login_begin`, and the
@@ -623,12 +628,26 @@ impl TenantState {
             self.commit(fx)?;
             return Err(TenantError::InvalidCredentials);
         };
+        if self.settings.security.require_email_verification && !user.email_verified {
+            self.login_accounts.reset(&email.to_owned());
+            return Err(TenantError::EmailNotVerified);
+        }
+        if let Some(outcome) = self.login_second_step(&mut fx, &user, now)? {
+            // The account's failures are not forgiven until the second factor is through:
+            // a known password must not reset the count of wrong codes.
+            if !user.mfa_enabled {
+                self.login_accounts.reset(&email.to_owned());
+            }
+            let mail = self.commit(fx)?;
+            return Ok((outcome, mail));
+        }
         // A success forgives the account's failures, not the address's: one account of an
         // attacker's own must not launder failures sprayed over other accounts.
         self.login_accounts.reset(&email.to_owned());
-        if self.settings.security.require_email_verification && !user.email_verified {
-            return Err(TenantError::EmailNotVerified);
-        }
+        let enrollment_required_by = match self.enrollment_of(&user) {
+            Enrollment::Grace(deadline) => Some(deadline),
+            _ => None,
+        };
         self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
@@ -641,7 +660,13 @@ impl TenantState {
             serde_json::json!({ "user_id": user.id, "session_id": grant.session_id, "method": "password" }),
         )?;
         let mail = self.commit(fx)?;
-        Ok((grant, mail))
+        Ok((
+            LoginOutcome::Signed {
+                grant,
+                enrollment_required_by,
+            },
+            mail,
+        ))
     }
 
     /// The signed-in user's credential, to check the current password off the actor.
@@ -773,6 +798,7 @@ pub(crate) mod tests {
             },
             accounts_url: "https://accounts.example".into(),
             outbound: Arc::new(Collect::default()),
+            clock_offset: time::Duration::ZERO,
         };
         TenantState::load(
             info,
@@ -787,9 +813,11 @@ pub(crate) mod tests {
 
     fn token_of(job: &MailJob) -> String {
         let link = match &job.kind {
-            MailKind::VerifyEmail { link } | MailKind::PasswordReset { link } => link.clone(),
+            MailKind::VerifyEmail { link }
+            | MailKind::PasswordReset { link }
+            | MailKind::StepUpMagicLink { link, .. } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
-            MailKind::PasswordChanged => panic!("no link"),
+            MailKind::PasswordChanged | MailKind::StepUpEmailOtp { .. } => panic!("no link"),
         };
         link.split("token=").nth(1).unwrap().to_owned()
     }

@@ -200,6 +200,12 @@ impl TenantState {
             fx.batch.remove(Kind::User, id.as_bytes());
             fx.batch.remove(Kind::Guest, &key);
         }
+        // Expired challenges and step-up tokens go with the same daily run.
+        let swept = if dry_run {
+            0
+        } else {
+            self.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
+        };
         self.audit_into(
             &mut fx.batch,
             "anonymous.purged",
@@ -209,6 +215,7 @@ impl TenantState {
                 "dry_run": dry_run,
                 "as_of": as_of.unix_timestamp(),
                 "ttl_days": self.settings.anonymous.anonymous_user_ttl_days,
+                "expired_challenges_removed": swept,
             }),
         )?;
         self.commit(fx)?;

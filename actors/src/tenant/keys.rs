@@ -41,6 +41,10 @@ use crate::error::TenantError;
 /// The JWS `typ` of an access token (RFC 9068 §2.1).
 pub const ACCESS_TOKEN_TYP: &str = "at+jwt";
 
+/// The JWS `typ` of a step-up token: never accepted where an access token is expected, nor
+/// the reverse.
+pub const STEP_UP_TOKEN_TYP: &str = "step-up+jwt";
+
 /// How long a retired key stays published after the access-token lifetime: covers clock skew
 /// between this server and verifiers, and tokens signed in the instant before the rotation.
 const PUBLISH_MARGIN: time::Duration = time::Duration::seconds(60);
@@ -161,6 +165,43 @@ pub struct AccessClaims {
     pub amr: Vec<String>,
 }
 
+/// The claims of a step-up token: proof that the user of session `sid` re-authenticated.
+/// Its audience is `<tenant slug>/step-up`, so no resource server takes it for an access
+/// token; it is single-use (its `jti` is consumed by the tenant actor).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepUpClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub jti: String,
+    pub sid: String,
+    pub tid: String,
+    /// 1 or 2 (the spec's integer form; access tokens carry `"AAL1"`/`"AAL2"`).
+    pub aal: u8,
+    /// `"aal1"` or `"aal2"`.
+    pub acr: String,
+    pub amr: Vec<String>,
+}
+
+/// Claims with an expiry, for [`TokenKeys::verify_typed`].
+pub trait Expiring {
+    fn exp(&self) -> i64;
+}
+
+impl Expiring for AccessClaims {
+    fn exp(&self) -> i64 {
+        self.exp
+    }
+}
+
+impl Expiring for StepUpClaims {
+    fn exp(&self) -> i64 {
+        self.exp
+    }
+}
+
 /// Why a token could not be signed or was refused. Messages never contain key material or the
 /// token itself.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -173,7 +214,7 @@ pub enum TokenError {
     Header,
     #[error("the token's key id is missing or unknown")]
     UnknownKey,
-    #[error("the token's type is not at+jwt")]
+    #[error("the token's type is not the one expected here")]
     Type,
     #[error("the token has expired")]
     Expired,
@@ -269,12 +310,21 @@ impl TokenKeys {
 
     /// Signs an access token with the current key: `alg` ES256, `typ` at+jwt, `kid`.
     pub fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError> {
+        self.sign_typed(claims, ACCESS_TOKEN_TYP)
+    }
+
+    /// Signs a step-up token with the current key: `alg` ES256, `typ` step-up+jwt, `kid`.
+    pub fn sign_step_up(&self, claims: &StepUpClaims) -> Result<String, TokenError> {
+        self.sign_typed(claims, STEP_UP_TOKEN_TYP)
+    }
+
+    fn sign_typed<T: Serialize>(&self, claims: &T, typ: &str) -> Result<String, TokenError> {
         let current = self
             .current
             .as_ref()
             .ok_or_else(|| TokenError::Sign("no signing key".into()))?;
         let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some(ACCESS_TOKEN_TYP.into());
+        header.typ = Some(typ.into());
         header.kid = Some(current.kid.clone());
         jsonwebtoken::encode(&header, claims, &current.key)
             .map_err(|e| TokenError::Sign(e.to_string()))
@@ -298,6 +348,35 @@ impl TokenKeys {
         audience: &str,
         now: i64,
     ) -> Result<AccessClaims, TokenError> {
+        self.verify_typed(
+            token,
+            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
+            issuer,
+            audience,
+            now,
+        )
+    }
+
+    /// Verifies a step-up token of this tenant (`typ` step-up+jwt), as [`Self::verify`] does
+    /// access tokens.
+    pub fn verify_step_up(
+        &self,
+        token: &str,
+        issuer: &str,
+        audience: &str,
+        now: i64,
+    ) -> Result<StepUpClaims, TokenError> {
+        self.verify_typed(token, &[STEP_UP_TOKEN_TYP], issuer, audience, now)
+    }
+
+    fn verify_typed<T: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        typs: &[&str],
+        issuer: &str,
+        audience: &str,
+        now: i64,
+    ) -> Result<T, TokenError> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(TokenError::Malformed);
         }
@@ -306,9 +385,10 @@ impl TokenKeys {
         if header.alg != Algorithm::ES256 {
             return Err(TokenError::Algorithm);
         }
-        let typ_ok = header.typ.as_deref().is_some_and(|t| {
-            t.eq_ignore_ascii_case(ACCESS_TOKEN_TYP) || t.eq_ignore_ascii_case("application/at+jwt")
-        });
+        let typ_ok = header
+            .typ
+            .as_deref()
+            .is_some_and(|t| typs.iter().any(|ok| t.eq_ignore_ascii_case(ok)));
         if !typ_ok {
             return Err(TokenError::Type);
         }
@@ -325,9 +405,8 @@ impl TokenKeys {
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let data =
-            jsonwebtoken::decode::<AccessClaims>(token, key, &validation).map_err(map_jwt_error)?;
-        if data.claims.exp <= now {
+        let data = jsonwebtoken::decode::<T>(token, key, &validation).map_err(map_jwt_error)?;
+        if data.claims.exp() <= now {
             return Err(TokenError::Expired);
         }
         Ok(data.claims)

@@ -130,6 +130,77 @@ pub struct Bearer {
     pub user_id: Uuid,
 }
 
+/// What a password login leads to.
+#[derive(Debug)]
+pub enum LoginOutcome {
+    /// Signed in; `enrollment_required_by` when the tenant requires MFA and the user is in
+    /// the grace period.
+    Signed {
+        grant: Grant,
+        enrollment_required_by: Option<OffsetDateTime>,
+    },
+    /// The user has MFA: the second step's challenge.
+    MfaRequired {
+        challenge: String,
+        methods: Vec<String>,
+        expires_in: i64,
+    },
+    /// The MFA grace period is over: a token that allows MFA setup only.
+    EnrollmentRequired {
+        token: String,
+        expires_in: i64,
+        user: UserView,
+    },
+}
+
+/// Who an MFA setup call acts for.
+#[derive(Clone, Debug)]
+pub enum MfaWho {
+    Session(Bearer),
+    /// An enrolment token from a login past the grace period.
+    Enrollment(String),
+}
+
+/// A TOTP seed being set up.
+#[derive(Clone)]
+pub struct MfaSecret {
+    /// Base32, unpadded.
+    pub secret: String,
+    pub otpauth_uri: String,
+}
+
+/// A step-up token to sign: its id, whose session, and what it proves.
+#[derive(Clone, Debug)]
+pub struct StepUpGrant {
+    pub jti: Uuid,
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+    pub aal: u8,
+    pub amr: Vec<String>,
+    pub expires_at: OffsetDateTime,
+}
+
+/// What the MFA verify flow answered.
+#[derive(Debug)]
+pub enum MfaVerified {
+    Login(Grant),
+    StepUp(StepUpGrant),
+}
+
+/// The gate's answer to a request without a step-up token.
+#[derive(Clone, Debug)]
+pub struct GateChallenge {
+    pub mfa_challenge_token: String,
+    pub available_methods: Vec<String>,
+}
+
+/// A consumed step-up token: what it proved.
+#[derive(Clone, Debug)]
+pub struct StepUpUse {
+    pub aal: u8,
+    pub amr: Vec<String>,
+}
+
 pub enum TenantMsg {
     /// Counts a registration attempt from `ip` (5 a minute): answers `RateLimited` over it.
     RegisterAdmit {
@@ -165,7 +236,7 @@ pub enum TenantMsg {
         credential: Credential,
         password_ok: bool,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Grant, TenantError>>,
+        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
     },
     /// Rotates a refresh token (single use, with a short grace for concurrent retries).
     Refresh {
@@ -222,6 +293,82 @@ pub enum TenantMsg {
         new_hash: String,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Starts TOTP setup: a new pending seed.
+    MfaSetup {
+        who: MfaWho,
+        reply: RpcReplyPort<Result<MfaSecret, TenantError>>,
+    },
+    /// Confirms the pending seed; answers the recovery codes.
+    MfaVerifySetup {
+        who: MfaWho,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+    },
+    /// Answers an MFA login challenge or the gate's TOTP step-up challenge.
+    MfaVerify {
+        challenge: String,
+        code: String,
+        bearer: Option<Bearer>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<MfaVerified, TenantError>>,
+    },
+    MfaDisable {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    MfaRegenerateCodes {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+    },
+    /// Step-up with the password, checked off the actor.
+    StepUpPassword {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        latency_ms: i128,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// Mails a step-up code (`link: false`) or link (`link: true`); answers the masked address.
+    StepUpMailInitiate {
+        bearer: Bearer,
+        link: bool,
+        action_hint: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<String, TenantError>>,
+    },
+    StepUpEmailVerify {
+        bearer: Bearer,
+        otp: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    StepUpLinkVerify {
+        bearer: Bearer,
+        token: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// A gated request came without a step-up token.
+    StepUpGate {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<GateChallenge, TenantError>>,
+    },
+    /// A gated request came with a (verified) step-up token: consume it.
+    ConsumeStepUp {
+        bearer: Bearer,
+        jti: Uuid,
+        reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
     },
     /// A new guest and its session.
     AnonymousSignin {

@@ -9,13 +9,16 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod challenges;
 pub mod guests;
 pub mod keys;
 pub mod messages;
+pub mod mfa;
 pub mod records;
 pub mod sessions;
 pub mod settings;
 pub mod state;
+pub mod step_up;
 
 use std::{sync::Arc, time::Duration};
 
@@ -51,6 +54,9 @@ pub struct TenantRuntime {
     /// Links in mail point under this URL.
     pub accounts_url: String,
     pub outbound: Arc<dyn Outbound>,
+    /// Added to the clock when calendar deadlines (the MFA grace period) are checked; zero
+    /// except in fault drills.
+    pub clock_offset: time::Duration,
 }
 
 /// What the directory gives a tenant actor when it starts it.
@@ -236,6 +242,105 @@ impl Actor for TenantActor {
                 let out = state
                     .change_password(bearer, &credential, current_ok, new_hash, &ctx)
                     .map(|m| ((), m));
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::MfaSetup { who, reply } => match state.mfa_setup(&who) {
+                Ok(secret) => reply_durable(state, reply, secret),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::MfaVerifySetup {
+                who,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = state.mfa_verify_setup(&who, &code, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::MfaVerify {
+                challenge,
+                code,
+                bearer,
+                ctx,
+                reply,
+            } => {
+                let out = state.mfa_verify(&challenge, &code, bearer, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::MfaDisable {
+                bearer,
+                credential,
+                password_ok,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = state.mfa_disable(bearer, &credential, password_ok, &code, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::MfaRegenerateCodes {
+                bearer,
+                credential,
+                password_ok,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = state.mfa_regenerate(bearer, &credential, password_ok, &code, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::StepUpPassword {
+                bearer,
+                credential,
+                password_ok,
+                latency_ms,
+                ctx,
+                reply,
+            } => {
+                let out =
+                    state.step_up_password(bearer, &credential, password_ok, latency_ms, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::StepUpMailInitiate {
+                bearer,
+                link,
+                action_hint,
+                ctx,
+                reply,
+            } => {
+                let out = if link {
+                    state.step_up_link_initiate(bearer, action_hint, &ctx)
+                } else {
+                    state.step_up_email_initiate(bearer, action_hint, &ctx)
+                };
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::StepUpEmailVerify {
+                bearer,
+                otp,
+                ctx,
+                reply,
+            } => {
+                let out = state.step_up_email_verify(bearer, &otp, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::StepUpLinkVerify {
+                bearer,
+                token,
+                ctx,
+                reply,
+            } => {
+                let out = state.step_up_link_verify(bearer, &token, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::StepUpGate { bearer, reply } => {
+                let out = state.step_up_gate(bearer);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ConsumeStepUp { bearer, jti, reply } => {
+                let out = state.consume_step_up(bearer, jti);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::AnonymousSignin {

@@ -41,6 +41,18 @@ pub struct UserRecord {
     /// old, so at most one of each is alive and stored.
     pub verify_token: Option<String>,
     pub reset_token: Option<String>,
+    /// The TOTP seed in use (sealed), while MFA is enabled.
+    #[serde(default)]
+    pub totp_seed: Option<Sealed>,
+    /// A seed set up but not yet confirmed with a code (sealed).
+    #[serde(default)]
+    pub totp_pending: Option<Sealed>,
+    /// The last TOTP time step accepted: a code is accepted once, and never an older one.
+    #[serde(default)]
+    pub totp_last_step: u64,
+    /// Keyed hashes (hex) of the unused recovery codes.
+    #[serde(default)]
+    pub recovery_codes: Vec<String>,
 }
 
 impl std::fmt::Debug for UserRecord {

@@ -36,6 +36,9 @@ pub struct SecuritySettings {
     /// editable through the dashboard).
     #[serde(default = "yes")]
     pub require_email_verification: bool,
+    /// When `mfa_policy` last became `required`: the start of the grace period.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub mfa_required_since: Option<OffsetDateTime>,
 }
 
 fn yes() -> bool {
@@ -59,6 +62,7 @@ impl Default for SecuritySettings {
             byok_provider_account_sid: None,
             byok_provider_messaging_service_sid: None,
             require_email_verification: true,
+            mfa_required_since: None,
         }
     }
 }

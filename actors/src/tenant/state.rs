@@ -17,7 +17,9 @@ use super::{
     guests::{MauRecord, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR, MAU_KEY},
     keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
-    settings::{SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN},
+    settings::{
+        MfaPolicy, SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN,
+    },
     TenantRuntime,
 };
 use crate::{
@@ -62,6 +64,12 @@ pub struct TenantState {
     pub(super) anon_ips: RateWindow<IpAddr>,
     /// Per API key: a tenant has one key, so this is per tenant.
     pub(super) anon_key: RateWindow<()>,
+    /// Keyed hash of e-mailed step-up codes.
+    pub(super) otp_hasher: KeyedHasher,
+    /// Keyed hash of recovery codes.
+    pub(super) recovery_hasher: KeyedHasher,
+    /// Step-up mails (codes and links) per session.
+    pub(super) step_up_mails: RateWindow<Uuid>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -105,6 +113,8 @@ impl TenantState {
             store,
             refresh_hasher: master_key.hasher("refresh-token"),
             domain_hasher: master_key.hasher("email-domain"),
+            otp_hasher: master_key.hasher("step-up-otp"),
+            recovery_hasher: master_key.hasher("recovery-code"),
             master_key,
             settings,
             byok_token_set,
@@ -120,6 +130,10 @@ impl TenantState {
             mau,
             anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
             anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
+            step_up_mails: RateWindow::new(
+                super::step_up::STEP_UP_MAILS,
+                super::step_up::STEP_UP_MAIL_WINDOW,
+            ),
         })
     }
 
@@ -323,6 +337,10 @@ impl TenantState {
         byok_token_set: &mut bool,
     ) -> Result<(), TenantError> {
         let s = &mut next.security;
+        if p.mfa_policy == Some(MfaPolicy::Required) && s.mfa_policy != MfaPolicy::Required {
+            // The grace period of users without MFA counts from now.
+            s.mfa_required_since = Some(OffsetDateTime::now_utc());
+        }
         set(&mut s.mfa_policy, p.mfa_policy, "mfa_policy", changed);
         set(
             &mut s.mfa_grace_period_days,

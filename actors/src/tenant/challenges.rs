@@ -1,0 +1,307 @@
+//! Single-use challenges: the MFA login challenge, the MFA enrolment token, the step-up
+//! challenges (TOTP, e-mail OTP, magic link) and issued step-up tokens.
+//!
+//! Every challenge is one record keyed `slot (16 bytes) | purpose (1 byte)`. Session-bound
+//! challenges use the session id as their slot, so a session holds at most one of each kind and
+//! a new one replaces the old; the others get a fresh random slot. A challenge's secret is
+//! stored only as a hash. The token handed out is `base64url(tenant id | slot | purpose |
+//! secret)`: it names its tenant (another tenant's token is answered 404 without a lookup) and
+//! its record (no index by hash is needed).
+//!
+//! Invariant: a challenge is checked and consumed inside one actor message, and its removal is
+//! in the same batch as whatever the success writes, so of any number of concurrent uses
+//! exactly one wins and a crash can never bring a consumed challenge back.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use tessera_storage::{ct_eq, sha256, Kind, Record, TenantBatch, TenantRecord};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{records::UserRecord, state::TenantState};
+use crate::error::TenantError;
+
+/// Wrong answers one challenge takes before it dies.
+pub const MAX_CHALLENGE_FAILURES: u32 = 5;
+
+/// What a challenge is for. The discriminant is the key's last byte and the token's 33rd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Purpose {
+    /// A password login of an MFA user waiting for its second factor.
+    MfaLogin = 1,
+    /// A login past the MFA grace period: allows MFA setup only.
+    MfaEnrollment = 2,
+    /// The gate's `mfa_challenge_token`: a TOTP step-up of one session.
+    StepUpTotp = 3,
+    /// An e-mailed one-time code of one session.
+    StepUpEmailOtp = 4,
+    /// An e-mailed step-up link of one session.
+    StepUpMagicLink = 5,
+    /// An issued step-up token (its `jti` is the slot), until a gated request consumes it.
+    StepUpToken = 6,
+}
+
+impl Purpose {
+    fn from_byte(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => Purpose::MfaLogin,
+            2 => Purpose::MfaEnrollment,
+            3 => Purpose::StepUpTotp,
+            4 => Purpose::StepUpEmailOtp,
+            5 => Purpose::StepUpMagicLink,
+            6 => Purpose::StepUpToken,
+            _ => return None,
+        })
+    }
+}
+
+/// A pending challenge.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChallengeRecord {
+    pub purpose: Purpose,
+    pub user_id: Uuid,
+    /// The session the challenge is bound to, if any.
+    pub session_id: Option<Uuid>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    /// Hex SHA-256 of the token's secret, or the keyed hash of an e-mailed code; empty for a
+    /// step-up token (its signature is the proof).
+    pub secret_hash: String,
+    pub failures: u32,
+    /// The user's password epoch when issued: a password change kills an MFA login challenge.
+    pub epoch: u32,
+    /// For a step-up token: the assurance it grants.
+    #[serde(default)]
+    pub aal: u8,
+    #[serde(default)]
+    pub amr: Vec<String>,
+}
+
+impl Record for ChallengeRecord {
+    const KIND: Kind = Kind::Challenge;
+    const NAME: &'static str = "challenge";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for ChallengeRecord {}
+
+pub fn challenge_key(slot: Uuid, purpose: Purpose) -> Vec<u8> {
+    let mut k = slot.as_bytes().to_vec();
+    k.push(purpose as u8);
+    k
+}
+
+const TOKEN_LEN: usize = 16 + 16 + 1 + 32;
+
+/// What a presented token turned out to be.
+enum Presented {
+    Ours {
+        slot: Uuid,
+        purpose: Purpose,
+        secret: [u8; 32],
+    },
+    /// Well-formed, but another tenant's.
+    Foreign,
+    Malformed,
+}
+
+fn parse_token(token: &str, tenant: &[u8; 16]) -> Presented {
+    if token.len() > 128 {
+        return Presented::Malformed;
+    }
+    let Ok(raw) = URL_SAFE_NO_PAD.decode(token.trim()) else {
+        return Presented::Malformed;
+    };
+    if raw.len() != TOKEN_LEN {
+        return Presented::Malformed;
+    }
+    let (Ok(slot), Some(purpose), Ok(secret)) = (
+        Uuid::from_slice(&raw[16..32]),
+        Purpose::from_byte(raw[32]),
+        <[u8; 32]>::try_from(&raw[33..]),
+    ) else {
+        return Presented::Malformed;
+    };
+    if raw[..16] != tenant[..] {
+        return Presented::Foreign;
+    }
+    Presented::Ours {
+        slot,
+        purpose,
+        secret,
+    }
+}
+
+/// A live challenge found for a token, with its key.
+pub(super) struct Found {
+    pub key: Vec<u8>,
+    pub record: ChallengeRecord,
+}
+
+impl TenantState {
+    /// Writes a new challenge into `batch` and answers its token (whose secret only the
+    /// caller ever sees). A session-bound challenge takes the session's slot, replacing the
+    /// one there; any other gets a fresh slot.
+    pub(super) fn issue_challenge(
+        &self,
+        batch: &mut TenantBatch,
+        purpose: Purpose,
+        user: &UserRecord,
+        session_id: Option<Uuid>,
+        ttl: Duration,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
+        let slot = session_id.unwrap_or_else(Uuid::new_v4);
+        let mut secret = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut secret);
+        let record = ChallengeRecord {
+            purpose,
+            user_id: user.id,
+            session_id,
+            created_at: now,
+            expires_at: now + ttl,
+            secret_hash: hex::encode(sha256(&secret)),
+            failures: 0,
+            epoch: user.password_epoch,
+            aal: 0,
+            amr: Vec::new(),
+        };
+        batch.put(&challenge_key(slot, purpose), &record)?;
+        let mut raw = Vec::with_capacity(TOKEN_LEN);
+        raw.extend_from_slice(self.store.tenant_id().as_bytes());
+        raw.extend_from_slice(slot.as_bytes());
+        raw.push(purpose as u8);
+        raw.extend_from_slice(&secret);
+        Ok(URL_SAFE_NO_PAD.encode(raw))
+    }
+
+    /// The live challenge a token names, if its purpose is one of `purposes` and its secret
+    /// matches. Another tenant's token is `NotFound`; anything else that fails is
+    /// `InvalidChallenge`. The secret is compared in constant time, and a malformed token or
+    /// a missing record is compared against a dummy, so the time taken tells nothing.
+    pub(super) fn find_challenge(
+        &self,
+        token: &str,
+        purposes: &[Purpose],
+        now: OffsetDateTime,
+    ) -> Result<Found, TenantError> {
+        let (slot, purpose, secret) = match parse_token(token, self.store.tenant_id().as_bytes()) {
+            Presented::Ours {
+                slot,
+                purpose,
+                secret,
+            } => (slot, purpose, secret),
+            Presented::Foreign => return Err(TenantError::NotFound),
+            Presented::Malformed => {
+                let _ = ct_eq(&sha256(token.as_bytes()), &[0u8; 32]);
+                return Err(TenantError::InvalidChallenge);
+            }
+        };
+        let key = challenge_key(slot, purpose);
+        let record = if purposes.contains(&purpose) {
+            self.store.get::<ChallengeRecord>(&key)?
+        } else {
+            None
+        };
+        let presented = hex::encode(sha256(&secret));
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        match record {
+            Some(r) if matches && r.expires_at > now && r.purpose == purpose => {
+                Ok(Found { key, record: r })
+            }
+            _ => Err(TenantError::InvalidChallenge),
+        }
+    }
+
+    /// Records one wrong answer to a challenge: it dies at the limit.
+    pub(super) fn challenge_failed(
+        &self,
+        batch: &mut TenantBatch,
+        found: &mut Found,
+    ) -> Result<(), TenantError> {
+        found.record.failures += 1;
+        if found.record.failures >= MAX_CHALLENGE_FAILURES {
+            batch.remove(Kind::Challenge, &found.key);
+        } else {
+            batch.put(&found.key, &found.record)?;
+        }
+        Ok(())
+    }
+
+    /// Removes expired challenges (at most `limit`); answers how many.
+    pub(super) fn sweep_challenges(
+        &self,
+        batch: &mut TenantBatch,
+        now: OffsetDateTime,
+        limit: usize,
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<ChallengeRecord>(b"") {
+            if n == limit {
+                break;
+            }
+            let (key, record) = item?;
+            if record.expires_at <= now {
+                batch.remove(Kind::Challenge, &key);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(tenant: [u8; 16], slot: Uuid, purpose: u8) -> String {
+        let mut raw = tenant.to_vec();
+        raw.extend_from_slice(slot.as_bytes());
+        raw.push(purpose);
+        raw.extend_from_slice(&[7u8; 32]);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    #[test]
+    fn tokens_name_their_tenant_slot_and_purpose() {
+        let tenant = [1u8; 16];
+        let slot = Uuid::new_v4();
+        match parse_token(&token(tenant, slot, 4), &tenant) {
+            Presented::Ours {
+                slot: s,
+                purpose,
+                secret,
+            } => {
+                assert_eq!(s, slot);
+                assert_eq!(purpose, Purpose::StepUpEmailOtp);
+                assert_eq!(secret, [7u8; 32]);
+            }
+            _ => panic!("not parsed"),
+        }
+        assert!(matches!(
+            parse_token(&token([2u8; 16], slot, 4), &tenant),
+            Presented::Foreign
+        ));
+        assert!(matches!(
+            parse_token(&token(tenant, slot, 9), &tenant),
+            Presented::Malformed
+        ));
+        let t = token(tenant, slot, 1);
+        assert!(matches!(
+            parse_token(&t[2..], &tenant),
+            Presented::Malformed
+        ));
+        assert!(matches!(parse_token("", &tenant), Presented::Malformed));
+        assert!(matches!(
+            parse_token(&"A".repeat(400), &tenant),
+            Presented::Malformed
+        ));
+    }
+}

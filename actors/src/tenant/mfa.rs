@@ -1,0 +1,684 @@
+//! Multi-factor authentication: TOTP (RFC 6238 with totp-rs: SHA-1, 6 digits, 30 s), recovery
+//! codes, the second step of an MFA login, and the tenant's MFA policy with its grace period.
+//!
+//! Seeds are sealed with the master key, bound to the tenant and the user. Recovery codes are
+//! stored as keyed hashes. A TOTP code is accepted at most once: the user keeps the last
+//! accepted time step, and only a later step is accepted (the window is one step either side).
+//! TOTP checks are a few HMACs, cheap enough for the actor; passwords are checked off it.
+
+use std::time::Instant;
+
+use rand::{Rng, RngCore};
+use tessera_storage::{ct_eq, Kind};
+use time::{Duration, OffsetDateTime};
+use totp_rs::{Algorithm, TOTP};
+use uuid::Uuid;
+
+use super::{
+    accounts::Effects,
+    audit::AuditContext,
+    challenges::{Found, Purpose},
+    messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
+    records::UserRecord,
+    settings::MfaPolicy,
+    state::TenantState,
+};
+use crate::{error::TenantError, outbound::MailJob};
+
+/// How long the second step of an MFA login may take.
+pub const MFA_CHALLENGE_TTL: Duration = Duration::minutes(5);
+/// How long an enrolment token (login past the grace period) allows MFA setup.
+pub const ENROLLMENT_TTL: Duration = Duration::minutes(15);
+/// Recovery codes per set.
+pub const RECOVERY_CODES: usize = 10;
+const TOTP_STEP: u64 = 30;
+const SEED_BYTES: usize = 20;
+/// Recovery-code alphabet: no 0/o, 1/l/i.
+const RECOVERY_ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
+
+/// The MFA methods a login challenge takes.
+pub const LOGIN_METHODS: [&str; 2] = ["totp", "recovery_code"];
+
+/// Where a user without MFA stands under the tenant's policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enrollment {
+    NotRequired,
+    /// Required by this moment; sign-ins are allowed until then.
+    Grace(OffsetDateTime),
+    /// The grace period is over: only MFA setup is allowed.
+    Overdue,
+}
+
+/// The policy's verdict for a user without MFA: the grace runs from the later of the moment
+/// the policy became `required` and the user's sign-up.
+pub fn enrollment(
+    policy: MfaPolicy,
+    required_since: OffsetDateTime,
+    grace_days: u32,
+    user_created: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Enrollment {
+    if policy != MfaPolicy::Required {
+        return Enrollment::NotRequired;
+    }
+    let deadline = required_since.max(user_created) + Duration::days(i64::from(grace_days));
+    if now < deadline {
+        Enrollment::Grace(deadline)
+    } else {
+        Enrollment::Overdue
+    }
+}
+
+fn is_totp_code(code: &str) -> bool {
+    code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Lowercase, without separators: how recovery codes are compared.
+fn normalize_recovery(code: &str) -> String {
+    code.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+fn totp(seed: &[u8], issuer: &str, account: &str) -> TOTP {
+    // The otpauth label is `issuer:account`: neither part may hold a colon.
+    let clean = |s: &str| s.replace(':', " ");
+    TOTP::new_unchecked(
+        Algorithm::SHA1,
+        6,
+        1,
+        TOTP_STEP,
+        seed.to_vec(),
+        Some(clean(issuer)),
+        clean(account),
+    )
+}
+
+/// The time step whose code `code` is (within one step of `now`), if it is later than
+/// `last_step`. Every candidate is compared, in constant time.
+pub fn totp_step(seed: &[u8], code: &str, now_unix: u64, last_step: u64) -> Option<u64> {
+    let t = totp(seed, "", "");
+    let current = now_unix / TOTP_STEP;
+    let mut matched = None;
+    for step in current.saturating_sub(1)..=current + 1 {
+        let expected = t.generate(step * TOTP_STEP);
+        if ct_eq(expected.as_bytes(), code.as_bytes()) && step > last_step {
+            matched = Some(step);
+        }
+    }
+    matched
+}
+
+/// Which second factor a code proved.
+enum Factor {
+    Totp(u64),
+    Recovery(usize),
+}
+
+impl Factor {
+    fn method(&self) -> &'static str {
+        match self {
+            Factor::Totp(_) => "totp",
+            Factor::Recovery(_) => "recovery_code",
+        }
+    }
+}
+
+impl TenantState {
+    /// The calendar the MFA grace period is measured on (shifted only in fault drills).
+    fn calendar_now(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc() + self.runtime.clock_offset
+    }
+
+    /// When the policy became `required` (older settings lack the moment: their last change).
+    fn mfa_required_since(&self) -> OffsetDateTime {
+        self.settings
+            .security
+            .mfa_required_since
+            .unwrap_or(self.settings.updated_at)
+    }
+
+    /// Where `user` stands under the tenant's MFA policy.
+    pub(super) fn enrollment_of(&self, user: &UserRecord) -> Enrollment {
+        if user.mfa_enabled || user.is_anonymous {
+            return Enrollment::NotRequired;
+        }
+        let sec = &self.settings.security;
+        enrollment(
+            sec.mfa_policy,
+            self.mfa_required_since(),
+            sec.mfa_grace_period_days,
+            user.created_at,
+            self.calendar_now(),
+        )
+    }
+
+    /// The throttle key of a user: the address, as for password logins.
+    pub(super) fn throttle_key(user: &UserRecord) -> String {
+        user.email.clone().unwrap_or_else(|| user.id.to_string())
+    }
+
+    /// A user whose password was just checked, with MFA or under an overdue policy: the
+    /// challenge for the second step (or for enrolment) instead of a session.
+    pub(super) fn login_second_step(
+        &self,
+        fx: &mut Effects,
+        user: &UserRecord,
+        now: OffsetDateTime,
+    ) -> Result<Option<LoginOutcome>, TenantError> {
+        if user.mfa_enabled {
+            let token = self.issue_challenge(
+                &mut fx.batch,
+                Purpose::MfaLogin,
+                user,
+                None,
+                MFA_CHALLENGE_TTL,
+                now,
+            )?;
+            return Ok(Some(LoginOutcome::MfaRequired {
+                challenge: token,
+                methods: LOGIN_METHODS.iter().map(|m| (*m).to_owned()).collect(),
+                expires_in: MFA_CHALLENGE_TTL.whole_seconds(),
+            }));
+        }
+        if self.enrollment_of(user) == Enrollment::Overdue {
+            let token = self.issue_challenge(
+                &mut fx.batch,
+                Purpose::MfaEnrollment,
+                user,
+                None,
+                ENROLLMENT_TTL,
+                now,
+            )?;
+            return Ok(Some(LoginOutcome::EnrollmentRequired {
+                token,
+                expires_in: ENROLLMENT_TTL.whole_seconds(),
+                user: user.view(),
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The user an MFA setup call acts for: a signed-in user, or the holder of an enrolment
+    /// token. Anything invalid is an invalid bearer.
+    fn mfa_subject(
+        &self,
+        who: &MfaWho,
+        now: OffsetDateTime,
+    ) -> Result<(UserRecord, Option<Found>), TenantError> {
+        match who {
+            MfaWho::Session(bearer) => Ok((self.live_session(*bearer, now)?.1, None)),
+            MfaWho::Enrollment(token) => {
+                let found = self
+                    .find_challenge(token, &[Purpose::MfaEnrollment], now)
+                    .map_err(|_| TenantError::InvalidSession)?;
+                let user = self
+                    .user(found.record.user_id)?
+                    .ok_or(TenantError::InvalidSession)?;
+                Ok((user, Some(found)))
+            }
+        }
+    }
+
+    fn seed_aad(&self, user: Uuid) -> Vec<u8> {
+        self.user_aad(user, "totp_seed")
+    }
+
+    /// Starts (or restarts) TOTP setup: a new pending seed.
+    pub fn mfa_setup(&mut self, who: &MfaWho) -> Result<MfaSecret, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (mut user, _) = self.mfa_subject(who, now)?;
+        if user.is_anonymous {
+            return Err(TenantError::MfaUnavailable);
+        }
+        if user.mfa_enabled {
+            return Err(TenantError::MfaAlreadyEnabled);
+        }
+        let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
+        rand::rngs::OsRng.fill_bytes(seed.as_mut_slice());
+        user.totp_pending = Some(self.master_key.seal(&self.seed_aad(user.id), &seed[..])?);
+        let account = user.email.clone().unwrap_or_else(|| user.id.to_string());
+        let t = totp(&seed[..], &self.info.name, &account);
+        let mut fx = self.effects();
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.commit(fx)?;
+        Ok(MfaSecret {
+            secret: t.get_secret_base32(),
+            otpauth_uri: t.get_url(),
+        })
+    }
+
+    fn open_seed(
+        &self,
+        user: Uuid,
+        sealed: &tessera_storage::Sealed,
+    ) -> Result<Vec<u8>, TenantError> {
+        Ok(self.master_key.open(&self.seed_aad(user), sealed)?.to_vec())
+    }
+
+    /// Which factor `code` proves for `user`: a TOTP code of a later step than the last
+    /// accepted, or one of the unused recovery codes (when `recovery` allows them).
+    fn check_factor(
+        &self,
+        user: &UserRecord,
+        code: &str,
+        recovery: bool,
+    ) -> Result<Option<Factor>, TenantError> {
+        let Some(sealed) = &user.totp_seed else {
+            return Ok(None);
+        };
+        if is_totp_code(code) {
+            let seed = zeroize::Zeroizing::new(self.open_seed(user.id, sealed)?);
+            let now = u64::try_from(OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0);
+            return Ok(totp_step(&seed, code, now, user.totp_last_step).map(Factor::Totp));
+        }
+        if !recovery {
+            return Ok(None);
+        }
+        let presented = hex::encode(
+            self.recovery_hasher
+                .hash(normalize_recovery(code).as_bytes()),
+        );
+        let mut matched = None;
+        for (i, stored) in user.recovery_codes.iter().enumerate() {
+            if ct_eq(stored.as_bytes(), presented.as_bytes()) {
+                matched = Some(i);
+            }
+        }
+        Ok(matched.map(Factor::Recovery))
+    }
+
+    fn use_factor(user: &mut UserRecord, factor: &Factor) {
+        match factor {
+            Factor::Totp(step) => user.totp_last_step = *step,
+            Factor::Recovery(i) => {
+                user.recovery_codes.remove(*i);
+            }
+        }
+    }
+
+    /// A fresh set of recovery codes: the plain codes for the user, their hashes for the
+    /// record.
+    fn new_recovery_codes(&self) -> (Vec<String>, Vec<String>) {
+        let mut rng = rand::rngs::OsRng;
+        let mut plain = Vec::with_capacity(RECOVERY_CODES);
+        let mut hashes = Vec::with_capacity(RECOVERY_CODES);
+        while plain.len() < RECOVERY_CODES {
+            let raw: String = (0..10)
+                .map(|_| char::from(RECOVERY_ALPHABET[rng.gen_range(0..RECOVERY_ALPHABET.len())]))
+                .collect();
+            let code = format!("{}-{}", &raw[..5], &raw[5..]);
+            if plain.contains(&code) {
+                continue;
+            }
+            hashes.push(hex::encode(self.recovery_hasher.hash(raw.as_bytes())));
+            plain.push(code);
+        }
+        (plain, hashes)
+    }
+
+    /// Counts a wrong code against the user's throttle, with its audit event.
+    fn mfa_failed(
+        &mut self,
+        fx: &mut Effects,
+        user: &UserRecord,
+        reason: &str,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        self.login_accounts
+            .fail(&Self::throttle_key(user), Instant::now());
+        self.audit_into(
+            &mut fx.batch,
+            "auth.mfa.failed",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "reason": reason }),
+        )
+    }
+
+    fn mfa_blocked(&self, user: &UserRecord) -> Result<(), TenantError> {
+        match self
+            .login_accounts
+            .blocked(&Self::throttle_key(user), Instant::now())
+        {
+            Some(retry_after) => Err(TenantError::TooManyAttempts { retry_after }),
+            None => Ok(()),
+        }
+    }
+
+    /// Confirms the pending seed with a code: MFA is on, and the recovery codes are answered
+    /// (shown once). An enrolment token is consumed by it.
+    pub fn mfa_verify_setup(
+        &mut self,
+        who: &MfaWho,
+        code: &str,
+        ctx: &AuditContext,
+    ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (mut user, enrollment) = self.mfa_subject(who, now)?;
+        if user.mfa_enabled {
+            return Err(TenantError::MfaAlreadyEnabled);
+        }
+        let Some(pending) = user.totp_pending.clone() else {
+            return Err(TenantError::MfaSetupNotStarted);
+        };
+        self.mfa_blocked(&user)?;
+        let seed = zeroize::Zeroizing::new(self.open_seed(user.id, &pending)?);
+        let unix = u64::try_from(now.unix_timestamp()).unwrap_or(0);
+        let mut fx = self.effects();
+        let Some(step) = totp_step(&seed, code, unix, user.totp_last_step) else {
+            self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidMfaCode);
+        };
+        let (codes, hashes) = self.new_recovery_codes();
+        user.totp_seed = Some(pending);
+        user.totp_pending = None;
+        user.totp_last_step = step;
+        user.mfa_enabled = true;
+        user.recovery_codes = hashes;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        if let Some(found) = enrollment {
+            fx.batch.remove(Kind::Challenge, &found.key);
+        }
+        self.login_accounts.reset(&Self::throttle_key(&user));
+        self.audit_into(
+            &mut fx.batch,
+            "auth.mfa.enabled",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "method": "totp" }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((codes, mail))
+    }
+
+    /// The second step of a login (`MfaLogin` challenge: a session at AAL2), or a TOTP
+    /// step-up (`StepUpTotp` challenge, which must be answered from its own session: a
+    /// step-up token).
+    pub fn mfa_verify(
+        &mut self,
+        token: &str,
+        code: &str,
+        bearer: Option<Bearer>,
+        ctx: &AuditContext,
+    ) -> Result<(MfaVerified, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut found =
+            self.find_challenge(token, &[Purpose::MfaLogin, Purpose::StepUpTotp], now)?;
+        let mut fx = self.effects();
+        let Some(mut user) = self.user(found.record.user_id)? else {
+            fx.batch.remove(Kind::Challenge, &found.key);
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        };
+        let step_up = found.record.purpose == Purpose::StepUpTotp;
+        let session = if step_up {
+            let session = bearer
+                .filter(|b| Some(b.session_id) == found.record.session_id && b.user_id == user.id)
+                .and_then(|b| self.live_session(b, now).ok());
+            match session {
+                Some((s, _)) => Some(s),
+                None => {
+                    self.step_up_failed(&mut fx, &user, "totp", 2, "session_mismatch", ctx)?;
+                    self.commit(fx)?;
+                    return Err(TenantError::InvalidChallenge);
+                }
+            }
+        } else {
+            if found.record.epoch != user.password_epoch {
+                fx.batch.remove(Kind::Challenge, &found.key);
+                self.commit(fx)?;
+                return Err(TenantError::InvalidChallenge);
+            }
+            None
+        };
+        self.mfa_blocked(&user)?;
+        let Some(factor) = self.check_factor(&user, code, !step_up)? else {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
+            if step_up {
+                self.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
+            }
+            self.commit(fx)?;
+            return Err(TenantError::InvalidMfaCode);
+        };
+        Self::use_factor(&mut user, &factor);
+        fx.batch.remove(Kind::Challenge, &found.key);
+        self.login_accounts.reset(&Self::throttle_key(&user));
+        let outcome = match session {
+            Some(session) => {
+                fx.batch.put(user.id.as_bytes(), &user)?;
+                let latency = (now - found.record.created_at).whole_milliseconds();
+                let grant = self.issue_step_up(
+                    &mut fx,
+                    &session,
+                    2,
+                    vec!["otp".into()],
+                    "totp",
+                    Some(latency),
+                    ctx,
+                    now,
+                )?;
+                MfaVerified::StepUp(grant)
+            }
+            None => {
+                let grant = self.mfa_login_session(&mut fx, &mut user, &factor, ctx, now)?;
+                MfaVerified::Login(grant)
+            }
+        };
+        let mail = self.commit(fx)?;
+        Ok((outcome, mail))
+    }
+
+    /// Opens the AAL2 session of a completed MFA login.
+    fn mfa_login_session(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        factor: &Factor,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
+        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        user.last_sign_in_at = Some(now);
+        user.last_active_at = now;
+        fx.batch.put(user.id.as_bytes(), &*user)?;
+        let grant = self.open_session(
+            &mut fx.batch,
+            user,
+            2,
+            vec!["pwd".into(), "otp".into()],
+            now,
+        )?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.succeeded",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "session_id": grant.session_id,
+                "method": "password",
+                "second_factor": factor.method(),
+            }),
+        )?;
+        Ok(grant)
+    }
+
+    /// The checks shared by disabling MFA and regenerating codes: a live session, MFA on, the
+    /// password (checked off the actor) and a code. Answers the user and the factor used.
+    fn mfa_manage_check(
+        &mut self,
+        fx: &mut Effects,
+        bearer: Bearer,
+        (credential, password_ok): (&Credential, bool),
+        code: &str,
+        recovery: bool,
+        ctx: &AuditContext,
+    ) -> Result<(UserRecord, Factor), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = self.live_session(bearer, now)?;
+        if !user.mfa_enabled {
+            return Err(TenantError::MfaNotEnabled);
+        }
+        self.mfa_blocked(&user)?;
+        let password_ok =
+            password_ok && user.password_hash.is_some() && credential.epoch == user.password_epoch;
+        if !password_ok {
+            self.mfa_failed(fx, &user, "wrong_password", ctx)?;
+            return Err(TenantError::InvalidCredentials);
+        }
+        match self.check_factor(&user, code, recovery)? {
+            Some(f) => Ok((user, f)),
+            None => {
+                self.mfa_failed(fx, &user, "wrong_code", ctx)?;
+                Err(TenantError::InvalidMfaCode)
+            }
+        }
+    }
+
+    /// Turns MFA off (password and a code required); the seed and recovery codes are erased.
+    pub fn mfa_disable(
+        &mut self,
+        bearer: Bearer,
+        credential: &Credential,
+        password_ok: bool,
+        code: &str,
+        ctx: &AuditContext,
+    ) -> Result<((), Vec<MailJob>), TenantError> {
+        let mut fx = self.effects();
+        let (mut user, _) = match self.mfa_manage_check(
+            &mut fx,
+            bearer,
+            (credential, password_ok),
+            code,
+            true,
+            ctx,
+        ) {
+            Ok(v) => v,
+            Err(e) => {
+                self.commit(fx)?;
+                return Err(e);
+            }
+        };
+        user.mfa_enabled = false;
+        user.totp_seed = None;
+        user.totp_pending = None;
+        user.recovery_codes.clear();
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.mfa.disabled",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        Ok(((), self.commit(fx)?))
+    }
+
+    /// A new set of recovery codes (password and a TOTP code required); the old set dies.
+    pub fn mfa_regenerate(
+        &mut self,
+        bearer: Bearer,
+        credential: &Credential,
+        password_ok: bool,
+        code: &str,
+        ctx: &AuditContext,
+    ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
+        let mut fx = self.effects();
+        let (mut user, factor) = match self.mfa_manage_check(
+            &mut fx,
+            bearer,
+            (credential, password_ok),
+            code,
+            false,
+            ctx,
+        ) {
+            Ok(v) => v,
+            Err(e) => {
+                self.commit(fx)?;
+                return Err(e);
+            }
+        };
+        Self::use_factor(&mut user, &factor);
+        let (codes, hashes) = self.new_recovery_codes();
+        user.recovery_codes = hashes;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.mfa.recovery_codes_regenerated",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        Ok((codes, self.commit(fx)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &[u8] = b"12345678901234567890";
+
+    #[test]
+    fn rfc6238_vectors_and_the_one_step_window() {
+        // RFC 6238 appendix B, SHA-1, truncated to 6 digits: T = 59 s -> 94287082.
+        let t = totp(SEED, "x", "y");
+        assert_eq!(t.generate(59), "287082");
+        assert_eq!(t.generate(1_111_111_109), "081804");
+        let now = 1_111_111_109;
+        assert_eq!(totp_step(SEED, "081804", now, 0), Some(now / 30));
+        // The previous and next steps are accepted; two away is not.
+        assert_eq!(
+            totp_step(SEED, &t.generate(now - 30), now, 0),
+            Some(now / 30 - 1)
+        );
+        assert_eq!(
+            totp_step(SEED, &t.generate(now + 30), now, 0),
+            Some(now / 30 + 1)
+        );
+        assert_eq!(totp_step(SEED, &t.generate(now - 60), now, 0), None);
+        assert_eq!(totp_step(SEED, "000000", now, 0), None);
+        assert_eq!(totp_step(SEED, "0818", now, 0), None);
+    }
+
+    #[test]
+    fn a_code_is_accepted_once_and_never_an_older_one() {
+        let t = totp(SEED, "x", "y");
+        let now = 1_700_000_000;
+        let step = totp_step(SEED, &t.generate(now), now, 0).unwrap();
+        assert_eq!(totp_step(SEED, &t.generate(now), now, step), None);
+        assert_eq!(totp_step(SEED, &t.generate(now - 30), now, step), None);
+        assert_eq!(
+            totp_step(SEED, &t.generate(now + 30), now, step),
+            Some(step + 1)
+        );
+    }
+
+    #[test]
+    fn the_grace_period_runs_from_the_later_of_policy_and_sign_up() {
+        let t0 = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let day = Duration::days(1);
+        assert_eq!(
+            enrollment(MfaPolicy::Optional, t0, 3, t0, t0 + 100 * day),
+            Enrollment::NotRequired
+        );
+        assert_eq!(
+            enrollment(MfaPolicy::Required, t0, 3, t0 - 10 * day, t0 + day),
+            Enrollment::Grace(t0 + 3 * day)
+        );
+        // A user who signed up after the policy changed gets the full grace from sign-up.
+        assert_eq!(
+            enrollment(MfaPolicy::Required, t0, 3, t0 + 2 * day, t0 + 4 * day),
+            Enrollment::Grace(t0 + 5 * day)
+        );
+        assert_eq!(
+            enrollment(MfaPolicy::Required, t0, 3, t0, t0 + 3 * day),
+            Enrollment::Overdue
+        );
+    }
+
+    #[test]
+    fn recovery_codes_compare_without_case_or_separators() {
+        assert_eq!(normalize_recovery("AbCdE-fGh23"), "abcdefgh23");
+        assert_eq!(normalize_recovery(" abcde fgh23 "), "abcdefgh23");
+    }
+}

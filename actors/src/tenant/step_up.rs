@@ -1,0 +1,424 @@
+//! Step-up re-authentication (spec 4.1 and 5): a signed-in user proves again who they are
+//! (password, an e-mailed code, an e-mailed link, or TOTP through the MFA verify flow) and
+//! gets a short-lived, single-use step-up token bound to their session, which a gated request
+//! then consumes.
+//!
+//! Every challenge here is bound to the session that started it (its slot is the session id),
+//! so verifying from any other session fails, and a session holds at most one of each kind.
+//! Challenges and tokens are consumed inside one message (see `challenges.rs`).
+
+use std::time::{Duration as StdDuration, Instant};
+
+use rand::Rng;
+use tessera_storage::{ct_eq, Kind};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    accounts::Effects,
+    audit::AuditContext,
+    challenges::{challenge_key, ChallengeRecord, Found, Purpose},
+    messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
+    records::{SessionRecord, UserRecord},
+    state::TenantState,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, MailKind},
+    policy::mask_email,
+};
+
+/// How long a step-up token may wait for its gated request.
+pub const STEP_UP_TOKEN_TTL: Duration = Duration::minutes(5);
+/// An e-mailed step-up code lives this long (spec section 8).
+pub const EMAIL_OTP_TTL: Duration = Duration::minutes(5);
+/// An e-mailed step-up link lives this long (spec section 8).
+pub const MAGIC_LINK_TTL: Duration = Duration::minutes(10);
+/// The gate's TOTP challenge lives this long.
+pub const GATE_CHALLENGE_TTL: Duration = Duration::minutes(5);
+/// Step-up mails (codes and links together) per session per [`STEP_UP_MAIL_WINDOW`].
+pub const STEP_UP_MAILS: u32 = 5;
+pub const STEP_UP_MAIL_WINDOW: StdDuration = StdDuration::from_secs(600);
+
+/// The step-up methods, strongest first (spec 4.1's recommended order; `totp` is AAL2 and
+/// sits with the passkey).
+const METHOD_ORDER: [&str; 5] = ["passkey", "totp", "email_otp", "magic_link", "password"];
+
+impl TenantState {
+    /// The audit metadata of a step-up event (spec section 6).
+    fn step_up_metadata(
+        user: &UserRecord,
+        session: Option<Uuid>,
+        method: &str,
+        aal: u8,
+        ctx: &AuditContext,
+    ) -> serde_json::Value {
+        serde_json::json!({
+            "user_id": user.id,
+            "session_id": session,
+            "step_up_method": method,
+            "aal": aal,
+            "ip_hash": ctx.ip_hash,
+            "ua_family": ctx.ua_family,
+        })
+    }
+
+    /// Writes an `auth.step_up_failed` event.
+    pub(super) fn step_up_failed(
+        &mut self,
+        fx: &mut Effects,
+        user: &UserRecord,
+        method: &str,
+        aal: u8,
+        reason: &str,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let mut metadata = Self::step_up_metadata(user, None, method, aal, ctx);
+        metadata["reason"] = reason.into();
+        self.audit_into(&mut fx.batch, "auth.step_up_failed", ctx, metadata)
+    }
+
+    /// Records a new step-up token for `session` (its `jti` is the slot) and its
+    /// `auth.step_up_issued` event; the handler signs the token.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn issue_step_up(
+        &mut self,
+        fx: &mut Effects,
+        session: &SessionRecord,
+        aal: u8,
+        amr: Vec<String>,
+        method: &str,
+        latency_ms: Option<i128>,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<StepUpGrant, TenantError> {
+        let jti = Uuid::new_v4();
+        let expires_at = now + STEP_UP_TOKEN_TTL;
+        let record = ChallengeRecord {
+            purpose: Purpose::StepUpToken,
+            user_id: session.user_id,
+            session_id: Some(session.id),
+            created_at: now,
+            expires_at,
+            secret_hash: String::new(),
+            failures: 0,
+            epoch: 0,
+            aal,
+            amr: amr.clone(),
+        };
+        fx.batch
+            .put(&challenge_key(jti, Purpose::StepUpToken), &record)?;
+        let user = self
+            .user(session.user_id)?
+            .ok_or(TenantError::InvalidSession)?;
+        let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
+        if let Some(ms) = latency_ms {
+            metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
+        }
+        self.audit_into(&mut fx.batch, "auth.step_up_issued", ctx, metadata)?;
+        Ok(StepUpGrant {
+            jti,
+            user_id: session.user_id,
+            session_id: session.id,
+            aal,
+            amr,
+            expires_at,
+        })
+    }
+
+    /// Step-up with the password (checked off the actor): AAL2, `pwd`. Only for users with a
+    /// password.
+    pub fn step_up_password(
+        &mut self,
+        bearer: Bearer,
+        credential: &Credential,
+        password_ok: bool,
+        latency_ms: i128,
+        ctx: &AuditContext,
+    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        if user.password_hash.is_none() {
+            return Err(TenantError::StepUpMethodUnavailable);
+        }
+        let mut fx = self.effects();
+        if !password_ok || credential.epoch != user.password_epoch {
+            self.login_accounts
+                .fail(&Self::throttle_key(&user), Instant::now());
+            self.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidCredentials);
+        }
+        let grant = self.issue_step_up(
+            &mut fx,
+            &session,
+            2,
+            vec!["pwd".into()],
+            "password",
+            Some(latency_ms),
+            ctx,
+            now,
+        )?;
+        Ok((grant, self.commit(fx)?))
+    }
+
+    /// The session and user of a step-up by mail: the user needs a confirmed address, and the
+    /// session a send left in its window.
+    fn mail_step_up_subject(
+        &mut self,
+        bearer: Bearer,
+        now: OffsetDateTime,
+    ) -> Result<(SessionRecord, UserRecord, String), TenantError> {
+        let (session, user) = self.live_session(bearer, now)?;
+        let email = match &user.email {
+            Some(e) if user.email_verified => e.clone(),
+            _ => return Err(TenantError::StepUpMethodUnavailable),
+        };
+        self.step_up_mails
+            .hit(&session.id, Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+        Ok((session, user, email))
+    }
+
+    fn otp_hash(&self, session: Uuid, code: &str) -> String {
+        let mut m = session.as_bytes().to_vec();
+        m.extend_from_slice(code.as_bytes());
+        hex::encode(self.otp_hasher.hash(&m))
+    }
+
+    /// Mails a 6-digit code (5 minutes, hashed at rest) to the signed-in user; a new code
+    /// replaces the session's previous one. Answers the masked address.
+    pub fn step_up_email_initiate(
+        &mut self,
+        bearer: Bearer,
+        action_hint: Option<String>,
+        ctx: &AuditContext,
+    ) -> Result<(String, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
+        let code = format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32));
+        let record = ChallengeRecord {
+            purpose: Purpose::StepUpEmailOtp,
+            user_id: user.id,
+            session_id: Some(session.id),
+            created_at: now,
+            expires_at: now + EMAIL_OTP_TTL,
+            secret_hash: self.otp_hash(session.id, &code),
+            failures: 0,
+            epoch: user.password_epoch,
+            aal: 1,
+            amr: Vec::new(),
+        };
+        let mut fx = self.effects();
+        fx.batch
+            .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;
+        self.queue_mail(
+            &mut fx,
+            &email,
+            MailKind::StepUpEmailOtp { code, action_hint },
+        )?;
+        let metadata = Self::step_up_metadata(&user, Some(session.id), "email_otp", 1, ctx);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.step_up_email_otp_initiated",
+            ctx,
+            metadata,
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((mask_email(&email), mail))
+    }
+
+    /// Checks the session's e-mailed code: AAL1, `otp`. Five wrong tries kill the code.
+    pub fn step_up_email_verify(
+        &mut self,
+        bearer: Bearer,
+        otp: &str,
+        ctx: &AuditContext,
+    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let key = challenge_key(session.id, Purpose::StepUpEmailOtp);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| r.user_id == user.id && r.session_id == Some(session.id));
+        // Compared in constant time whatever was sent, and against a dummy when there is no
+        // code, so neither the input's shape nor the code's absence shows in the timing.
+        let presented = self.otp_hash(session.id, otp);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let mut fx = self.effects();
+        let Some(record) = record.filter(|r| r.expires_at > now) else {
+            self.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        };
+        let mut found = Found { key, record };
+        if !matches {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.login_accounts
+                .fail(&Self::throttle_key(&user), Instant::now());
+            self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let latency = (now - found.record.created_at).whole_milliseconds();
+        let grant = self.issue_step_up(
+            &mut fx,
+            &session,
+            1,
+            vec!["otp".into()],
+            "email_otp",
+            Some(latency),
+            ctx,
+            now,
+        )?;
+        Ok((grant, self.commit(fx)?))
+    }
+
+    /// Mails a single-use step-up link (10 minutes) to the signed-in user; a new link
+    /// replaces the session's previous one. Answers the masked address.
+    pub fn step_up_link_initiate(
+        &mut self,
+        bearer: Bearer,
+        action_hint: Option<String>,
+        ctx: &AuditContext,
+    ) -> Result<(String, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
+        let mut fx = self.effects();
+        let token = self.issue_challenge(
+            &mut fx.batch,
+            Purpose::StepUpMagicLink,
+            &user,
+            Some(session.id),
+            MAGIC_LINK_TTL,
+            now,
+        )?;
+        let link = self.link("step-up/magic-link", &token);
+        self.queue_mail(
+            &mut fx,
+            &email,
+            MailKind::StepUpMagicLink { link, action_hint },
+        )?;
+        let metadata = Self::step_up_metadata(&user, Some(session.id), "magic_link", 1, ctx);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.step_up_magic_link_initiated",
+            ctx,
+            metadata,
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((mask_email(&email), mail))
+    }
+
+    /// Checks a step-up link's token from the session that asked for it: AAL1, `mca`.
+    pub fn step_up_link_verify(
+        &mut self,
+        bearer: Bearer,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let mut fx = self.effects();
+        let found = match self.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
+            Ok(f) if f.record.session_id == Some(session.id) && f.record.user_id == user.id => f,
+            Ok(_) => {
+                self.step_up_failed(&mut fx, &user, "magic_link", 1, "session_mismatch", ctx)?;
+                self.commit(fx)?;
+                return Err(TenantError::InvalidChallenge);
+            }
+            Err(e) => {
+                self.step_up_failed(&mut fx, &user, "magic_link", 1, "invalid_token", ctx)?;
+                self.commit(fx)?;
+                return Err(e);
+            }
+        };
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let latency = (now - found.record.created_at).whole_milliseconds();
+        let grant = self.issue_step_up(
+            &mut fx,
+            &session,
+            1,
+            vec!["mca".into()],
+            "magic_link",
+            Some(latency),
+            ctx,
+            now,
+        )?;
+        Ok((grant, self.commit(fx)?))
+    }
+
+    /// The step-up methods `user` can use, strongest first.
+    fn step_up_methods(user: &UserRecord) -> Vec<String> {
+        let mailable = user.email.is_some() && user.email_verified;
+        METHOD_ORDER
+            .iter()
+            .filter(|m| match **m {
+                "totp" => user.mfa_enabled,
+                "email_otp" | "magic_link" => mailable,
+                "password" => user.password_hash.is_some(),
+                _ => false,
+            })
+            .map(|m| (*m).to_owned())
+            .collect()
+    }
+
+    /// What a gated request without a step-up token is answered: the methods the user can
+    /// use and a TOTP challenge for this session (answered through the MFA verify flow).
+    pub fn step_up_gate(
+        &mut self,
+        bearer: Bearer,
+    ) -> Result<(GateChallenge, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let mut fx = self.effects();
+        let token = self.issue_challenge(
+            &mut fx.batch,
+            Purpose::StepUpTotp,
+            &user,
+            Some(session.id),
+            GATE_CHALLENGE_TTL,
+            now,
+        )?;
+        let methods = Self::step_up_methods(&user);
+        Ok((
+            GateChallenge {
+                mfa_challenge_token: token,
+                available_methods: methods,
+            },
+            self.commit(fx)?,
+        ))
+    }
+
+    /// Consumes the step-up token `jti` (its signature already checked) for a gated request
+    /// of `bearer`'s session. Another session's, a used or an expired token is refused.
+    pub fn consume_step_up(
+        &mut self,
+        bearer: Bearer,
+        jti: Uuid,
+    ) -> Result<(StepUpUse, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, _) = self.live_session(bearer, now)?;
+        let key = challenge_key(jti, Purpose::StepUpToken);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| r.session_id == Some(session.id) && r.user_id == session.user_id)
+            .filter(|r| r.expires_at > now)
+            .ok_or(TenantError::InvalidChallenge)?;
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::Challenge, &key);
+        Ok((
+            StepUpUse {
+                aal: record.aal,
+                amr: record.amr,
+            },
+            self.commit(fx)?,
+        ))
+    }
+}

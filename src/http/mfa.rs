@@ -1,0 +1,427 @@
+//! MFA routes (`/v1/auth/mfa/...`): TOTP setup and confirmation, the second step of a login
+//! (or of a TOTP step-up), disabling MFA and new recovery codes; and the login answers that
+//! MFA and the tenant's MFA policy add.
+//!
+//! Passwords are checked here, off the tenant actor; codes are checked by the actor, which
+//! owns the seeds, the recovery codes and the single-use challenges.
+
+use axum::{
+    extract::{FromRequestParts, State},
+    http::{request::Parts, HeaderMap},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    tenant::messages::{Bearer, LoginOutcome, MfaVerified, MfaWho},
+    Password, TenantHandle, TenantMsg,
+};
+use utoipa::ToSchema;
+
+use super::{
+    accounts::{RequestCtx, UserResponse},
+    bearer::{bearer_token, invalid_token, token_pair, verify, TokenPair, UserBearer},
+    error::{len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant},
+    step_up::{sign_step_up, StepUpTokenResponse},
+    AppState,
+};
+use crate::app::App;
+
+/// A login that needs its second factor.
+#[derive(Serialize, ToSchema)]
+pub struct MfaChallengeResponse {
+    /// Always true.
+    pub mfa_required: bool,
+    /// For `POST /v1/auth/mfa/verify`: single use, 5 minutes.
+    pub mfa_challenge_token: String,
+    /// `totp`, `recovery_code`.
+    pub available_methods: Vec<String>,
+    pub expires_in: i64,
+}
+
+/// A login past the tenant's MFA grace period: the token allows MFA setup only.
+#[derive(Serialize, ToSchema)]
+pub struct EnrollmentRequiredResponse {
+    /// Always true.
+    pub mfa_enrollment_required: bool,
+    /// Use as `Authorization: Bearer` with `/v1/auth/mfa/setup` and `/v1/auth/mfa/verify-setup`
+    /// only; it dies once MFA is set up, and the user signs in again.
+    pub enrollment_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    pub user: UserResponse,
+}
+
+/// The answer to a password login.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LoginResponse {
+    Tokens(TokenPair),
+    MfaRequired(MfaChallengeResponse),
+    EnrollmentRequired(EnrollmentRequiredResponse),
+}
+
+/// Turns a login's outcome into its answer (signing the access token of a session).
+pub async fn login_answer(
+    app: &App,
+    tenant: &TenantHandle,
+    outcome: LoginOutcome,
+) -> Result<LoginResponse, ApiError> {
+    Ok(match outcome {
+        LoginOutcome::Signed {
+            grant,
+            enrollment_required_by,
+        } => {
+            let mut pair = token_pair(app, tenant, grant).await?;
+            pair.mfa_enrollment_required_by = enrollment_required_by;
+            LoginResponse::Tokens(pair)
+        }
+        LoginOutcome::MfaRequired {
+            challenge,
+            methods,
+            expires_in,
+        } => LoginResponse::MfaRequired(MfaChallengeResponse {
+            mfa_required: true,
+            mfa_challenge_token: challenge,
+            available_methods: methods,
+            expires_in,
+        }),
+        LoginOutcome::EnrollmentRequired {
+            token,
+            expires_in,
+            user,
+        } => LoginResponse::EnrollmentRequired(EnrollmentRequiredResponse {
+            mfa_enrollment_required: true,
+            enrollment_token: token,
+            token_type: "Bearer",
+            expires_in,
+            user: user.into(),
+        }),
+    })
+}
+
+/// The caller of an MFA setup route: a signed-in user (an access token) or the holder of an
+/// enrolment token (opaque, no dots).
+pub struct MfaCaller {
+    pub tenant: TenantHandle,
+    pub who: MfaWho,
+}
+
+impl FromRequestParts<AppState> for MfaCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer_token(&parts.headers).map(str::to_owned);
+        match token {
+            Some(t) if !t.contains('.') => {
+                let ApiTenant(tenant) = ApiTenant::from_request_parts(parts, state).await?;
+                if t.len() > 256 {
+                    return Err(invalid_token());
+                }
+                Ok(MfaCaller {
+                    tenant,
+                    who: MfaWho::Enrollment(t),
+                })
+            }
+            _ => {
+                let user = UserBearer::from_request_parts(parts, state).await?;
+                Ok(MfaCaller {
+                    tenant: user.tenant,
+                    who: MfaWho::Session(user.bearer),
+                })
+            }
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MfaSetupResponse {
+    /// The TOTP seed, base32 without padding, for manual entry.
+    pub secret: String,
+    /// `otpauth://totp/...` for a QR code: SHA-1, 6 digits, 30 seconds, the tenant as issuer.
+    pub otpauth_uri: String,
+}
+
+/// Starts TOTP setup: a new secret, pending until confirmed with a code.
+#[utoipa::path(post, path = "/v1/auth/mfa/setup", tag = "mfa",
+    security(("api_key" = [], "bearer" = [])),
+    responses(
+        (status = 200, description = "The pending secret; calling again replaces it", body = MfaSetupResponse),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token` (an access token or an enrolment token)", body = ErrorBody),
+        (status = 403, description = "`mfa/unavailable`: guests cannot set up MFA", body = ErrorBody),
+        (status = 409, description = "`mfa/already_enabled`", body = ErrorBody),
+    ))]
+pub async fn setup(caller: MfaCaller) -> Result<Json<MfaSetupResponse>, ApiError> {
+    let who = caller.who;
+    let secret = caller
+        .tenant
+        .call(|reply| TenantMsg::MfaSetup {
+            who: who.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(MfaSetupResponse {
+        secret: secret.secret,
+        otpauth_uri: secret.otpauth_uri,
+    }))
+}
+
+/// Spec 2.3 MfaVerifySetupRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct MfaVerifySetupRequest {
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RecoveryCodesResponse {
+    /// Ten single-use codes, shown this once; each replaces a TOTP code once.
+    pub recovery_codes: Vec<String>,
+}
+
+fn six_digits(errors: &mut FieldErrors, field: &str, code: &str) {
+    errors.check(
+        field,
+        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
+        "must be exactly 6 digits",
+    );
+}
+
+/// Confirms the pending secret with a current code: MFA is on, and the recovery codes are
+/// answered once.
+#[utoipa::path(post, path = "/v1/auth/mfa/verify-setup", tag = "mfa",
+    security(("api_key" = [], "bearer" = [])),
+    request_body = MfaVerifySetupRequest,
+    responses(
+        (status = 200, description = "MFA enabled", body = RecoveryCodesResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`mfa/invalid_code`, `auth/invalid_token`", body = ErrorBody),
+        (status = 409, description = "`mfa/setup_not_started`, `mfa/already_enabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+    ))]
+pub async fn verify_setup(
+    caller: MfaCaller,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<MfaVerifySetupRequest>,
+) -> Result<Json<RecoveryCodesResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    six_digits(&mut errors, "code", &req.code);
+    errors.finish()?;
+    let who = caller.who;
+    let codes = caller
+        .tenant
+        .call(|reply| TenantMsg::MfaVerifySetup {
+            who: who.clone(),
+            code: req.code.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(RecoveryCodesResponse {
+        recovery_codes: codes,
+    }))
+}
+
+/// Spec 2.3 MfaVerifyLoginRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct MfaVerifyLoginRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub mfa_challenge_token: String,
+    /// A current TOTP code, or an unused recovery code.
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub code: String,
+}
+
+/// The answer of the MFA verify flow.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum MfaVerifyResponse {
+    /// A login challenge: the session's tokens, AAL2.
+    Tokens(TokenPair),
+    /// The gate's TOTP challenge: a step-up token, AAL2.
+    StepUp(StepUpTokenResponse),
+}
+
+/// The second step of a login (TOTP or recovery code): the token pair at AAL2. With the
+/// gate's `mfa_challenge_token` and the bearer of the session that got it: a step-up token.
+#[utoipa::path(post, path = "/v1/auth/mfa/verify", tag = "mfa",
+    security(("api_key" = []), ("api_key" = [], "bearer" = [])),
+    request_body = MfaVerifyLoginRequest,
+    responses(
+        (status = 200, description = "Signed in (`aal` AAL2, `amr` pwd+otp), or a step-up token (aal 2, amr otp)", body = MfaVerifyResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`mfa/invalid_code`; `invalid_or_expired_token` (unknown, used, expired or dead challenge; a step-up challenge from another session)", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's challenge", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+    ))]
+pub async fn verify_mfa(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<MfaVerifyLoginRequest>,
+) -> Result<Json<MfaVerifyResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    errors.check(
+        "mfa_challenge_token",
+        len_between(&req.mfa_challenge_token, 1, 256),
+        "must be 1-256 characters",
+    );
+    errors.check(
+        "code",
+        len_between(&req.code, 1, 64),
+        "must be 1-64 characters",
+    );
+    errors.finish()?;
+    let bearer: Option<Bearer> = match bearer_token(&headers) {
+        None => None,
+        Some(token) => {
+            let keys = tenant.keys().await?;
+            Some(verify(&state, &tenant, &keys, token)?.1)
+        }
+    };
+    let verified = tenant
+        .call(|reply| TenantMsg::MfaVerify {
+            challenge: req.mfa_challenge_token.clone(),
+            code: req.code.clone(),
+            bearer,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(match verified {
+        MfaVerified::Login(grant) => {
+            MfaVerifyResponse::Tokens(token_pair(&state, &tenant, grant).await?)
+        }
+        MfaVerified::StepUp(grant) => {
+            MfaVerifyResponse::StepUp(sign_step_up(&state, &tenant, &grant).await?)
+        }
+    }))
+}
+
+/// Spec 2.3 MfaDisableRequest and MfaRegenerateCodesRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct MfaManageRequest {
+    /// Disable: a TOTP or recovery code; new recovery codes: a TOTP code (6 digits).
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub code: String,
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub password: String,
+}
+
+/// Checks the fields, then the password off the actor: the credential and its verdict.
+async fn check_password(
+    state: &AppState,
+    user: &UserBearer,
+    req: &MfaManageRequest,
+    totp_only: bool,
+) -> Result<(tessera_actors::tenant::messages::Credential, bool), ApiError> {
+    let mut errors = FieldErrors::new();
+    if totp_only {
+        six_digits(&mut errors, "code", &req.code);
+    } else {
+        errors.check(
+            "code",
+            len_between(&req.code, 1, 64),
+            "must be 1-64 characters",
+        );
+    }
+    errors.check(
+        "password",
+        len_between(&req.password, 1, 1024),
+        "must be 1-1024 characters",
+    );
+    errors.finish()?;
+    let bearer = user.bearer;
+    let credential = user
+        .tenant
+        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
+        .await?;
+    let ok = state
+        .hasher
+        .verify(
+            &Password::new(req.password.clone()),
+            credential.password_hash.as_deref(),
+        )
+        .await;
+    Ok((credential, ok))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MfaDisabledResponse {
+    /// Always false.
+    pub mfa_enabled: bool,
+}
+
+/// Turns MFA off; needs the password and a code. The seed and recovery codes are erased.
+#[utoipa::path(post, path = "/v1/auth/mfa/disable", tag = "mfa",
+    security(("api_key" = [], "bearer" = [])),
+    request_body = MfaManageRequest,
+    responses(
+        (status = 200, description = "MFA disabled", body = MfaDisabledResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_credentials`, `mfa/invalid_code`, `auth/invalid_token`", body = ErrorBody),
+        (status = 409, description = "`mfa/not_enabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+    ))]
+pub async fn disable(
+    State(state): State<AppState>,
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<MfaManageRequest>,
+) -> Result<Json<MfaDisabledResponse>, ApiError> {
+    let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
+    let bearer = user.bearer;
+    user.tenant
+        .call(|reply| TenantMsg::MfaDisable {
+            bearer,
+            credential: credential.clone(),
+            password_ok,
+            code: req.code.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(MfaDisabledResponse { mfa_enabled: false }))
+}
+
+/// Ten new recovery codes; the old ones stop working. Needs the password and a TOTP code.
+#[utoipa::path(post, path = "/v1/auth/mfa/recovery-codes", tag = "mfa",
+    security(("api_key" = [], "bearer" = [])),
+    request_body = MfaManageRequest,
+    responses(
+        (status = 200, description = "The new codes, shown once", body = RecoveryCodesResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_credentials`, `mfa/invalid_code`, `auth/invalid_token`", body = ErrorBody),
+        (status = 409, description = "`mfa/not_enabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+    ))]
+pub async fn recovery_codes(
+    State(state): State<AppState>,
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<MfaManageRequest>,
+) -> Result<Json<RecoveryCodesResponse>, ApiError> {
+    let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
+    let bearer = user.bearer;
+    let codes = user
+        .tenant
+        .call(|reply| TenantMsg::MfaRegenerateCodes {
+            bearer,
+            credential: credential.clone(),
+            password_ok,
+            code: req.code.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(RecoveryCodesResponse {
+        recovery_codes: codes,
+    }))
+}
