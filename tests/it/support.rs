@@ -1127,3 +1127,311 @@ pub fn audit_events(srv: &TestServer, s: &Session, slug: &str, event_type: &str)
     let list: Value = r.json().unwrap();
     list["data"].as_array().cloned().unwrap_or_default()
 }
+
+// ---------------------------------------------------------------------------------------------
+// MFA and step-up: TOTP codes computed independently of the server, the MFA and step-up routes,
+// the account-linking gate, and restarts with another environment.
+// ---------------------------------------------------------------------------------------------
+
+impl TestServer {
+    /// Starts again on the same data directory with the same environment, except `overrides`
+    /// (which replace a variable of the same name, or are added).
+    pub fn restart_with(&mut self, overrides: &[(&str, &str)]) {
+        for (k, v) in overrides {
+            match self.env.iter_mut().find(|(name, _)| name == k) {
+                Some(pair) => pair.1 = v.to_string(),
+                None => self.env.push((k.to_string(), v.to_string())),
+            }
+        }
+        self.restart();
+    }
+}
+
+/// RFC 4648 base32 (the upper-case alphabet; padding and lower case tolerated), or `None` for
+/// any other character.
+pub fn base32_decode(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let (mut buffer, mut bits) = (0u64, 0u32);
+    for c in s.trim_end_matches('=').chars() {
+        let v = match c.to_ascii_uppercase() {
+            c @ 'A'..='Z' => c as u64 - 'A' as u64,
+            c @ '2'..='7' => c as u64 - '2' as u64 + 26,
+            _ => return None,
+        };
+        buffer = (buffer << 5) | v;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+            buffer &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64()
+}
+
+/// The current 30-second TOTP time step.
+pub fn totp_step_now() -> u64 {
+    (unix_now() / 30.0) as u64
+}
+
+/// The current TOTP step, first waiting for the next one to begin when fewer than `margin`
+/// seconds of this one are left (so a code computed now is still current when it arrives).
+pub fn settled_totp_step(margin: f64) -> u64 {
+    let now = unix_now();
+    let left = 30.0 - now % 30.0;
+    if left < margin {
+        std::thread::sleep(Duration::from_secs_f64(left + 0.2));
+    }
+    totp_step_now()
+}
+
+/// Waits until the current TOTP step is at least `step`.
+pub fn wait_for_totp_step(step: u64) {
+    while totp_step_now() < step {
+        let left = 30.0 - unix_now() % 30.0;
+        std::thread::sleep(Duration::from_secs_f64(left.min(30.0) + 0.1));
+    }
+}
+
+/// An authenticator app: TOTP (SHA-1, 6 digits, 30 s) over the secret the server handed out.
+#[derive(Clone, Debug)]
+pub struct Totp {
+    /// The base32 secret as the server gave it.
+    pub secret: String,
+    key: Vec<u8>,
+}
+
+impl Totp {
+    #[track_caller]
+    pub fn new(secret: &str) -> Self {
+        let key = base32_decode(secret).unwrap_or_else(|| panic!("{secret:?} is not base32"));
+        Totp {
+            secret: secret.to_owned(),
+            key,
+        }
+    }
+
+    /// The code of TOTP time step `step`.
+    pub fn at_step(&self, step: u64) -> String {
+        totp_lite::totp_custom::<totp_lite::Sha1>(30, 6, &self.key, step * 30)
+    }
+
+    /// A six-digit code that is the code of no step within two of `step`.
+    pub fn wrong_at(&self, step: u64) -> String {
+        let valid: Vec<String> = (step.saturating_sub(2)..=step + 2)
+            .map(|s| self.at_step(s))
+            .collect();
+        ["000000", "111111", "222222", "123456", "987654", "555555"]
+            .iter()
+            .map(|c| c.to_string())
+            .find(|c| !valid.contains(c))
+            .expect("one of six codes is wrong")
+    }
+
+    /// A code that is wrong now (and for a minute either side).
+    pub fn wrong(&self) -> String {
+        self.wrong_at(totp_step_now())
+    }
+}
+
+/// MFA turned on for a user: the authenticator, the recovery codes and the step whose code
+/// confirmed the set-up.
+#[derive(Clone, Debug)]
+pub struct MfaSetup {
+    pub totp: Totp,
+    pub recovery_codes: Vec<String>,
+    pub step: u64,
+}
+
+/// The `X-Step-Up-Token` header of the account-linking gate.
+pub const STEP_UP_HEADER: &str = "x-step-up-token";
+
+impl UserApi {
+    /// A request with extra headers (and optionally `X-Forwarded-For`).
+    pub fn send_with(
+        &self,
+        method: &str,
+        path: &str,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> AuthAnswer {
+        let mut req = self
+            .client
+            .request(method.parse().expect("method"), self.url(path))
+            .header("x-api-key", &self.api_key);
+        if let Some(t) = bearer {
+            req = req.bearer_auth(t);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        AuthAnswer::read(req.send().expect("request"))
+    }
+
+    /// `POST path` with `bearer` and `body`, from an address of its own.
+    pub fn post_as(&self, path: &str, bearer: Option<&str>, body: &Value) -> AuthAnswer {
+        self.send_as(
+            Some(&self.api_key),
+            "POST",
+            path,
+            bearer,
+            Some(body),
+            Some(&fresh_client_ip()),
+        )
+    }
+
+    /// `POST /v1/auth/mfa/setup` with an empty JSON object.
+    pub fn mfa_setup(&self, bearer: &str) -> AuthAnswer {
+        self.post_as("/v1/auth/mfa/setup", Some(bearer), &json!({}))
+    }
+
+    pub fn mfa_verify_setup(&self, bearer: &str, code: &str) -> AuthAnswer {
+        self.post_as(
+            "/v1/auth/mfa/verify-setup",
+            Some(bearer),
+            &json!({ "code": code }),
+        )
+    }
+
+    /// Sets MFA up for the holder of `bearer` and confirms it with the current code.
+    #[track_caller]
+    pub fn enable_mfa(&self, bearer: &str) -> MfaSetup {
+        let r = self.mfa_setup(bearer);
+        let secret = r.expect(200)["secret"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no secret in {}", r.body))
+            .to_owned();
+        let totp = Totp::new(&secret);
+        let step = settled_totp_step(3.0);
+        let r = self.mfa_verify_setup(bearer, &totp.at_step(step));
+        let codes: Vec<String> = r.expect(200)["recovery_codes"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no recovery_codes in {}", r.body))
+            .iter()
+            .map(|c| c.as_str().expect("a recovery code is a string").to_owned())
+            .collect();
+        MfaSetup {
+            totp,
+            recovery_codes: codes,
+            step,
+        }
+    }
+
+    /// `POST /v1/auth/mfa/verify`, from an address of its own.
+    pub fn mfa_verify(&self, challenge: &str, code: &str, bearer: Option<&str>) -> AuthAnswer {
+        self.post_as(
+            "/v1/auth/mfa/verify",
+            bearer,
+            &json!({ "mfa_challenge_token": challenge, "code": code }),
+        )
+    }
+
+    /// Logs in (from an address of its own) a user with MFA: asserts the challenge answer and
+    /// answers its token.
+    #[track_caller]
+    pub fn mfa_challenge(&self, email: &str, password: &str) -> String {
+        let r = self.login_from(email, password, &fresh_client_ip());
+        let body = r.expect(200);
+        assert_eq!(body["mfa_required"], true, "no MFA challenge in {body}");
+        assert!(
+            body.get("access_token").is_none() && body.get("refresh_token").is_none(),
+            "tokens before the second factor: {body}"
+        );
+        body["mfa_challenge_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no mfa_challenge_token in {body}"))
+            .to_owned()
+    }
+
+    /// `POST /v1/users/me/link/{provider}` with `{}`, and the step-up token when given.
+    pub fn link_gate(&self, provider: &str, bearer: &str, step_up: Option<&str>) -> AuthAnswer {
+        let headers: Vec<(&str, &str)> = step_up.map(|t| (STEP_UP_HEADER, t)).into_iter().collect();
+        self.send_with(
+            "POST",
+            &format!("/v1/users/me/link/{provider}"),
+            Some(bearer),
+            Some(&json!({})),
+            &headers,
+        )
+    }
+
+    /// Verifies a step-up token as an application would: the JWKS key named by `kid`, ES256,
+    /// the signature and expiry (issuer and audience are left to the caller's assertions).
+    /// Answers the header and the claims.
+    #[track_caller]
+    pub fn verify_step_up(&self, token: &str) -> (jsonwebtoken::Header, Value) {
+        use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+        let header = decode_header(token).expect("a JWT header");
+        let kid = header.kid.clone().expect("a kid in the header");
+        let jwks = self.jwks();
+        let key = jwks["keys"]
+            .as_array()
+            .expect("keys")
+            .iter()
+            .find(|k| k["kid"] == kid.as_str())
+            .unwrap_or_else(|| panic!("kid {kid} is not in the JWKS {jwks}"));
+        let key = DecodingKey::from_ec_components(
+            key["x"].as_str().expect("x"),
+            key["y"].as_str().expect("y"),
+        )
+        .expect("an EC key");
+        let mut validation = Validation::new(Algorithm::ES256);
+        validation.validate_aud = false;
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let data = decode::<Value>(token, &key, &validation)
+            .unwrap_or_else(|e| panic!("the step-up token does not verify: {e}"));
+        (header, data.claims)
+    }
+}
+
+/// PATCHes the tenant's security settings as `s`; asserts 200 and answers the settings.
+#[track_caller]
+pub fn patch_security(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Value {
+    let r = srv.dash(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{slug}/settings/security"),
+        s,
+        Some(&body),
+    );
+    let status = r.status().as_u16();
+    let out: Value = r.json().unwrap_or(Value::Null);
+    assert_eq!(status, 200, "{body} refused: {out}");
+    out
+}
+
+/// The first run of exactly six digits in `text` that is a word of its own (not part of a
+/// longer number, a word or a `#rrggbb` colour).
+pub fn six_digit_code(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            let start = i;
+            while i < chars.len() && chars[i].is_ascii_digit() {
+                i += 1;
+            }
+            let before = start.checked_sub(1).map(|j| chars[j]);
+            let after = chars.get(i).copied();
+            let word_before = before.is_some_and(|c| c.is_alphanumeric() || c == '#' || c == '_');
+            let word_after = after.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if i - start == 6 && !word_before && !word_after {
+                return Some(chars[start..i].iter().collect());
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
+}

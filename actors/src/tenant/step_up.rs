@@ -111,6 +111,8 @@ impl TenantState {
         let user = self
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
+        // A proven factor forgives the account's failures, as a completed login does.
+        self.login_accounts.reset(&Self::throttle_key(&user));
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
@@ -237,6 +239,14 @@ impl TenantState {
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
+        // Wrong codes count against the account like failed logins; while it is blocked no
+        // code is even compared.
+        if let Some(retry_after) = self
+            .login_accounts
+            .blocked(&Self::throttle_key(&user), Instant::now())
+        {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
         let key = challenge_key(session.id, Purpose::StepUpEmailOtp);
         let record = self
             .store
