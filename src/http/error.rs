@@ -187,6 +187,12 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<TenantError> for ApiError {
+    fn from(e: TenantError) -> Self {
+        CallError::Failed(e).into()
+    }
+}
+
 impl From<CallError<TenantError>> for ApiError {
     fn from(e: CallError<TenantError>) -> Self {
         match e {

@@ -22,7 +22,7 @@ use super::{
     bearer::{bearer_token, invalid_token, token_pair, verify, TokenPair, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant},
-    step_up::{sign_step_up, StepUpTokenResponse},
+    step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
     AppState,
 };
 use crate::app::App;
@@ -106,6 +106,8 @@ pub async fn login_answer(
 pub struct MfaCaller {
     pub tenant: TenantHandle,
     pub who: MfaWho,
+    /// The signed-in user, when the caller is one.
+    pub user: Option<UserBearer>,
 }
 
 impl FromRequestParts<AppState> for MfaCaller {
@@ -122,13 +124,15 @@ impl FromRequestParts<AppState> for MfaCaller {
                 Ok(MfaCaller {
                     tenant,
                     who: MfaWho::Enrollment(t),
+                    user: None,
                 })
             }
             _ => {
                 let user = UserBearer::from_request_parts(parts, state).await?;
                 Ok(MfaCaller {
-                    tenant: user.tenant,
+                    tenant: user.tenant.clone(),
                     who: MfaWho::Session(user.bearer),
+                    user: Some(user),
                 })
             }
         }
@@ -143,16 +147,39 @@ pub struct MfaSetupResponse {
     pub otpauth_uri: String,
 }
 
-/// Starts TOTP setup: a new secret, pending until confirmed with a code.
+/// Starts TOTP setup: a new secret, pending until confirmed with a code. With an access
+/// token the request is step-up gated (`X-Step-Up-Token`): whoever holds a stolen access
+/// token must not be able to bind their own authenticator to the account. An enrolment token
+/// (a password login just now) needs none.
 #[utoipa::path(post, path = "/v1/auth/mfa/setup", tag = "mfa",
     security(("api_key" = [], "bearer" = [])),
+    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session (not with an enrolment token)")),
     responses(
         (status = 200, description = "The pending secret; calling again replaces it", body = MfaSetupResponse),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token` (an access token or an enrolment token)", body = ErrorBody),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up challenge, see the step-up gate), `invalid_or_expired_token`, `auth/missing_token`, `auth/invalid_token` (an access token or an enrolment token)", body = ErrorBody),
         (status = 403, description = "`mfa/unavailable`: guests cannot set up MFA", body = ErrorBody),
         (status = 409, description = "`mfa/already_enabled`", body = ErrorBody),
     ))]
-pub async fn setup(caller: MfaCaller) -> Result<Json<MfaSetupResponse>, ApiError> {
+pub async fn setup(
+    State(state): State<AppState>,
+    caller: MfaCaller,
+    headers: HeaderMap,
+) -> Result<Json<MfaSetupResponse>, ApiError> {
+    if let Some(user) = &caller.user {
+        // Refusals that need no step-up come first.
+        let bearer = user.bearer;
+        let me = user
+            .tenant
+            .call(|reply| TenantMsg::Authenticate { bearer, reply })
+            .await?;
+        if me.is_anonymous {
+            return Err(tessera_actors::TenantError::MfaUnavailable.into());
+        }
+        if me.mfa_enabled {
+            return Err(tessera_actors::TenantError::MfaAlreadyEnabled.into());
+        }
+        require_step_up(&state, user, &headers).await?;
+    }
     let who = caller.who;
     let secret = caller
         .tenant
@@ -277,11 +304,13 @@ pub async fn verify_mfa(
         "must be 1-64 characters",
     );
     errors.finish()?;
+    // The bearer matters only for a step-up challenge (which then needs this session's);
+    // a stale one sent along with a login challenge is ignored.
     let bearer: Option<Bearer> = match bearer_token(&headers) {
         None => None,
         Some(token) => {
             let keys = tenant.keys().await?;
-            Some(verify(&state, &tenant, &keys, token)?.1)
+            verify(&state, &tenant, &keys, token).ok().map(|(_, b)| b)
         }
     };
     let verified = tenant

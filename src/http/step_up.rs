@@ -91,9 +91,7 @@ pub async fn sign_step_up(
 
 /// 401 `invalid_or_expired_token` (spec 7).
 fn invalid_step_up() -> ApiError {
-    ApiError::from(tessera_actors::CallError::Failed(
-        tessera_actors::TenantError::InvalidChallenge,
-    ))
+    tessera_actors::TenantError::InvalidChallenge.into()
 }
 
 /// The `tid` claim of a token whose signature did not verify here: only to tell another
@@ -115,11 +113,13 @@ pub async fn require_step_up(
 ) -> Result<StepUpUse, ApiError> {
     let tenant = &user.tenant;
     let bearer = user.bearer;
+    // A header that is there but unreadable or blank is a bad token, not a missing one.
     let presented = headers
         .get(&STEP_UP_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
+        .map(|v| v.to_str().map(str::trim).unwrap_or(""));
+    if presented == Some("") {
+        return Err(invalid_step_up());
+    }
     let Some(token) = presented else {
         let challenge = tenant
             .call(|reply| TenantMsg::StepUpGate { bearer, reply })
@@ -229,7 +229,6 @@ pub async fn password(
 
 /// Spec 2.6 StepUpEmailOtpInitiateRequest and StepUpMagicLinkInitiateRequest.
 #[derive(Deserialize, ToSchema, Default)]
-#[serde(deny_unknown_fields)]
 pub struct StepUpInitiateRequest {
     /// What the user is confirming, shown in the e-mail (at most 80 characters).
     #[schema(max_length = 80)]

@@ -141,6 +141,37 @@ fn setup_confirms_with_a_code_then_login_needs_a_second_factor_that_works_once()
     let r = api.post_as("/v1/auth/mfa/setup", None, &json!({}));
     assert_eq!(r.status, 401, "{}", r.body);
 
+    // With an access token, set-up is step-up gated: a stolen token alone cannot bind an
+    // authenticator to the account.
+    let r = api.mfa_setup_with(&t0.access, None);
+    r.expect_error(401, "account_linking/mfa_required");
+    let www = r.header("www-authenticate").expect("WWW-Authenticate");
+    assert!(
+        www.starts_with("Bearer error=\"insufficient_user_authentication\""),
+        "{www}"
+    );
+    assert_eq!(
+        r.body["error"]["details"]["available_methods"],
+        json!(["email_otp", "magic_link", "password"]),
+        "{}",
+        r.body
+    );
+    api.mfa_setup_with(&t0.access, Some("garbage"))
+        .expect_error(401, "invalid_or_expired_token");
+    let step_up = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&t0.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = step_up.expect(200)["step_up_token"]
+        .as_str()
+        .expect("step_up_token")
+        .to_owned();
+    api.mfa_setup_with(&t0.access, Some(&step_up)).expect(200);
+    // The token was consumed by that set-up.
+    api.mfa_setup_with(&t0.access, Some(&step_up))
+        .expect_error(401, "invalid_or_expired_token");
+
     // The set-up: a base32 secret of 20 bytes and its otpauth URI.
     let r = api.mfa_setup(&t0.access);
     let first = r.expect(200).clone();
@@ -160,13 +191,21 @@ fn setup_confirms_with_a_code_then_login_needs_a_second_factor_that_works_once()
     assert!(uri.contains("issuer=Mfa%20Co"), "{uri}");
 
     // Again, with no body at all: a new pending secret replaces the first.
-    let r = api.send_as(
-        Some(&api.api_key),
+    let step_up = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&t0.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = step_up.expect(200)["step_up_token"]
+        .as_str()
+        .expect("step_up_token")
+        .to_owned();
+    let r = api.send_with(
         "POST",
         "/v1/auth/mfa/setup",
         Some(&t0.access),
         None,
-        Some(&fresh_client_ip()),
+        &[(crate::support::STEP_UP_HEADER, &step_up)],
     );
     let secret = r.expect(200)["secret"].as_str().expect("secret").to_owned();
     assert_ne!(secret, first_secret);
@@ -336,15 +375,17 @@ fn wrong_codes_on_several_challenges_add_up_in_the_login_throttle() {
     let mfa = api.enable_mfa(&t0.access);
     api.verified_user(&smtp, "bystander@example.com", USER_PASSWORD);
 
-    // Two challenges, then three wrong codes on one and two on the other: no challenge
-    // reaches five, the account does.
+    // Three wrong codes on one challenge, two on the next: no challenge reaches five, the
+    // account does. A user has one pending login challenge: a new login replaces it.
     let wrong = mfa.totp.wrong();
     let c1 = api.mfa_challenge(email, USER_PASSWORD);
-    let c2 = api.mfa_challenge(email, USER_PASSWORD);
     for _ in 0..3 {
         api.mfa_verify(&c1, &wrong, None)
             .expect_error(401, "mfa/invalid_code");
     }
+    let c2 = api.mfa_challenge(email, USER_PASSWORD);
+    api.mfa_verify(&c1, &wrong, None)
+        .expect_error(401, "invalid_or_expired_token");
     for _ in 0..2 {
         api.mfa_verify(&c2, &wrong, None)
             .expect_error(401, "mfa/invalid_code");

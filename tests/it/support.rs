@@ -1292,9 +1292,33 @@ impl UserApi {
         )
     }
 
-    /// `POST /v1/auth/mfa/setup` with an empty JSON object.
+    /// `POST /v1/auth/mfa/setup` with an empty JSON object. With an access token (a JWT) it
+    /// first steps up with `USER_PASSWORD` and sends the step-up token, as setup requires;
+    /// when that step-up is refused (a guest) it sends none.
     pub fn mfa_setup(&self, bearer: &str) -> AuthAnswer {
-        self.post_as("/v1/auth/mfa/setup", Some(bearer), &json!({}))
+        let step_up = if bearer.contains('.') {
+            let r = self.post_as(
+                "/v1/auth/step-up/password",
+                Some(bearer),
+                &json!({ "password": USER_PASSWORD }),
+            );
+            r.body["step_up_token"].as_str().map(str::to_owned)
+        } else {
+            None
+        };
+        self.mfa_setup_with(bearer, step_up.as_deref())
+    }
+
+    /// `POST /v1/auth/mfa/setup` with an empty JSON object and the step-up token, if any.
+    pub fn mfa_setup_with(&self, bearer: &str, step_up: Option<&str>) -> AuthAnswer {
+        let headers: Vec<(&str, &str)> = step_up.map(|t| (STEP_UP_HEADER, t)).into_iter().collect();
+        self.send_with(
+            "POST",
+            "/v1/auth/mfa/setup",
+            Some(bearer),
+            Some(&json!({})),
+            &headers,
+        )
     }
 
     pub fn mfa_verify_setup(&self, bearer: &str, code: &str) -> AuthAnswer {

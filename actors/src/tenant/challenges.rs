@@ -144,8 +144,9 @@ pub(super) struct Found {
 
 impl TenantState {
     /// Writes a new challenge into `batch` and answers its token (whose secret only the
-    /// caller ever sees). A session-bound challenge takes the session's slot, replacing the
-    /// one there; any other gets a fresh slot.
+    /// caller ever sees). A session-bound challenge takes the session's slot, any other the
+    /// user's, replacing the one there: a session or user holds at most one of each kind, so
+    /// the records cannot pile up however often they are issued.
     pub(super) fn issue_challenge(
         &self,
         batch: &mut TenantBatch,
@@ -155,7 +156,7 @@ impl TenantState {
         ttl: Duration,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let slot = session_id.unwrap_or_else(Uuid::new_v4);
+        let slot = session_id.unwrap_or(user.id);
         let mut secret = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut secret);
         let record = ChallengeRecord {

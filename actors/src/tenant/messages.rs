@@ -131,7 +131,6 @@ pub struct Bearer {
 }
 
 /// What a password login leads to.
-#[derive(Debug)]
 pub enum LoginOutcome {
     /// Signed in; `enrollment_required_by` when the tenant requires MFA and the user is in
     /// the grace period.
@@ -154,11 +153,34 @@ pub enum LoginOutcome {
 }
 
 /// Who an MFA setup call acts for.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum MfaWho {
     Session(Bearer),
     /// An enrolment token from a login past the grace period.
     Enrollment(String),
+}
+
+// The tokens below are bearer secrets: `Debug` never prints them.
+impl std::fmt::Debug for LoginOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoginOutcome::Signed { grant, .. } => f.debug_tuple("Signed").field(grant).finish(),
+            LoginOutcome::MfaRequired { .. } => f.write_str("MfaRequired"),
+            LoginOutcome::EnrollmentRequired { user, .. } => f
+                .debug_struct("EnrollmentRequired")
+                .field("user", &user.id)
+                .finish_non_exhaustive(),
+        }
+    }
+}
+
+impl std::fmt::Debug for MfaWho {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MfaWho::Session(b) => f.debug_tuple("Session").field(b).finish(),
+            MfaWho::Enrollment(_) => f.write_str("Enrollment"),
+        }
+    }
 }
 
 /// A TOTP seed being set up.
@@ -188,10 +210,18 @@ pub enum MfaVerified {
 }
 
 /// The gate's answer to a request without a step-up token.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GateChallenge {
     pub mfa_challenge_token: String,
     pub available_methods: Vec<String>,
+}
+
+impl std::fmt::Debug for GateChallenge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateChallenge")
+            .field("available_methods", &self.available_methods)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A consumed step-up token: what it proved.

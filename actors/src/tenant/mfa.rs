@@ -213,8 +213,10 @@ impl TenantState {
                 let found = self
                     .find_challenge(token, &[Purpose::MfaEnrollment], now)
                     .map_err(|_| TenantError::InvalidSession)?;
+                // A password change since the login kills the enrolment token too.
                 let user = self
                     .user(found.record.user_id)?
+                    .filter(|u| u.password_epoch == found.record.epoch)
                     .ok_or(TenantError::InvalidSession)?;
                 Ok((user, Some(found)))
             }

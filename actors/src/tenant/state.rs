@@ -70,6 +70,8 @@ pub struct TenantState {
     pub(super) recovery_hasher: KeyedHasher,
     /// Step-up mails (codes and links) per session.
     pub(super) step_up_mails: RateWindow<Uuid>,
+    /// Wrong e-mailed step-up codes per user.
+    pub(super) step_up_fails: Throttle<Uuid>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -130,6 +132,7 @@ impl TenantState {
             mau,
             anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
             anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
+            step_up_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
             step_up_mails: RateWindow::new(
                 super::step_up::STEP_UP_MAILS,
                 super::step_up::STEP_UP_MAIL_WINDOW,
@@ -340,6 +343,10 @@ impl TenantState {
         if p.mfa_policy == Some(MfaPolicy::Required) && s.mfa_policy != MfaPolicy::Required {
             // The grace period of users without MFA counts from now.
             s.mfa_required_since = Some(OffsetDateTime::now_utc());
+        } else if s.mfa_policy == MfaPolicy::Required && s.mfa_required_since.is_none() {
+            // Settings written before the moment was kept: pin it to the last change, so
+            // this write does not move every user's deadline.
+            s.mfa_required_since = Some(self.settings.updated_at);
         }
         set(&mut s.mfa_policy, p.mfa_policy, "mfa_policy", changed);
         set(

@@ -94,25 +94,26 @@ impl TenantState {
     ) -> Result<StepUpGrant, TenantError> {
         let jti = Uuid::new_v4();
         let expires_at = now + STEP_UP_TOKEN_TTL;
+        // One outstanding token per session (a new one replaces it), found by the session.
         let record = ChallengeRecord {
             purpose: Purpose::StepUpToken,
             user_id: session.user_id,
             session_id: Some(session.id),
             created_at: now,
             expires_at,
-            secret_hash: String::new(),
+            secret_hash: jti.to_string(),
             failures: 0,
             epoch: 0,
             aal,
             amr: amr.clone(),
         };
         fx.batch
-            .put(&challenge_key(jti, Purpose::StepUpToken), &record)?;
+            .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         let user = self
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
-        // A proven factor forgives the account's failures, as a completed login does.
-        self.login_accounts.reset(&Self::throttle_key(&user));
+        // A proven factor forgives the user's wrong step-up codes (not failed passwords).
+        self.step_up_fails.reset(&user.id);
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
@@ -144,6 +145,20 @@ impl TenantState {
             return Err(TenantError::StepUpMethodUnavailable);
         }
         let mut fx = self.effects();
+        // Checked again here: guesses sent together all passed `PasswordCredential`, and the
+        // ones finishing after the block began must not learn their result.
+        if let Some(retry_after) = self
+            .login_accounts
+            .blocked(&Self::throttle_key(&user), Instant::now())
+        {
+            if !password_ok {
+                self.login_accounts
+                    .fail(&Self::throttle_key(&user), Instant::now());
+                self.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
+                self.commit(fx)?;
+            }
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
         if !password_ok || credential.epoch != user.password_epoch {
             self.login_accounts
                 .fail(&Self::throttle_key(&user), Instant::now());
@@ -239,14 +254,6 @@ impl TenantState {
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
-        // Wrong codes count against the account like failed logins; while it is blocked no
-        // code is even compared.
-        if let Some(retry_after) = self
-            .login_accounts
-            .blocked(&Self::throttle_key(&user), Instant::now())
-        {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
         let key = challenge_key(session.id, Purpose::StepUpEmailOtp);
         let record = self
             .store
@@ -265,11 +272,15 @@ impl TenantState {
             self.commit(fx)?;
             return Err(TenantError::InvalidChallenge);
         };
+        // Wrong codes count per user across codes and sessions: five kill a code, and five
+        // in a row block every code of the user for a while, doubling.
+        if let Some(retry_after) = self.step_up_fails.blocked(&user.id, Instant::now()) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
         let mut found = Found { key, record };
         if !matches {
             self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.login_accounts
-                .fail(&Self::throttle_key(&user), Instant::now());
+            self.step_up_fails.fail(&user.id, Instant::now());
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
             self.commit(fx)?;
             return Err(TenantError::InvalidChallenge);
@@ -414,11 +425,12 @@ impl TenantState {
     ) -> Result<(StepUpUse, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, _) = self.live_session(bearer, now)?;
-        let key = challenge_key(jti, Purpose::StepUpToken);
+        let key = challenge_key(session.id, Purpose::StepUpToken);
         let record = self
             .store
             .get::<ChallengeRecord>(&key)?
             .filter(|r| r.session_id == Some(session.id) && r.user_id == session.user_id)
+            .filter(|r| ct_eq(r.secret_hash.as_bytes(), jti.to_string().as_bytes()))
             .filter(|r| r.expires_at > now)
             .ok_or(TenantError::InvalidChallenge)?;
         let mut fx = self.effects();
