@@ -675,6 +675,28 @@ pub async fn reset_password(
     Ok(Json(ResetPasswordResponse { reset: true }))
 }
 
+/// The signed-in user's credential, and whether `password` is theirs: the throttle is
+/// checked by the actor, argon2 runs here. Commands re-check the epoch before they act.
+pub async fn check_current_password(
+    app: &crate::app::App,
+    user: &UserBearer,
+    password: String,
+) -> Result<(Credential, bool), ApiError> {
+    let bearer = user.bearer;
+    let credential = user
+        .tenant
+        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
+        .await?;
+    let ok = app
+        .hasher
+        .verify(
+            &Password::new(password),
+            credential.password_hash.as_deref(),
+        )
+        .await;
+    Ok((credential, ok))
+}
+
 /// Spec 2.2 ChangePasswordRequest.
 #[derive(Deserialize, ToSchema)]
 pub struct ChangePasswordRequest {
@@ -719,17 +741,8 @@ pub async fn change_password(
         return Err(weak_password());
     }
     let bearer = user.bearer;
-    let credential = user
-        .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
-        .await?;
-    let current_ok = state
-        .hasher
-        .verify(
-            &Password::new(req.current_password),
-            credential.password_hash.as_deref(),
-        )
-        .await;
+    let (credential, current_ok) =
+        check_current_password(&state, &user, req.current_password).await?;
     let new_hash = if current_ok {
         state
             .hasher

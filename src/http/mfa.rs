@@ -13,12 +13,12 @@ use axum::{
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     tenant::messages::{Bearer, LoginOutcome, MfaVerified, MfaWho},
-    Password, TenantHandle, TenantMsg,
+    TenantHandle, TenantMsg,
 };
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{RequestCtx, UserResponse},
+    accounts::{check_current_password, RequestCtx, UserResponse},
     bearer::{bearer_token, invalid_token, token_pair, verify, TokenPair, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant},
@@ -367,19 +367,7 @@ async fn check_password(
         "must be 1-1024 characters",
     );
     errors.finish()?;
-    let bearer = user.bearer;
-    let credential = user
-        .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
-        .await?;
-    let ok = state
-        .hasher
-        .verify(
-            &Password::new(req.password.clone()),
-            credential.password_hash.as_deref(),
-        )
-        .await;
-    Ok((credential, ok))
+    check_current_password(state, user, req.password.clone()).await
 }
 
 #[derive(Serialize, ToSchema)]

@@ -22,13 +22,13 @@ use tessera_actors::{
         keys::StepUpClaims,
         messages::{StepUpGrant, StepUpUse},
     },
-    Password, TenantHandle, TenantMsg,
+    TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    accounts::RequestCtx,
+    accounts::{check_current_password, RequestCtx},
     anonymous::optional_json,
     bearer::{issuer, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -201,17 +201,7 @@ pub async fn password(
     );
     errors.finish()?;
     let bearer = user.bearer;
-    let credential = user
-        .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
-        .await?;
-    let password_ok = state
-        .hasher
-        .verify(
-            &Password::new(req.password),
-            credential.password_hash.as_deref(),
-        )
-        .await;
+    let (credential, password_ok) = check_current_password(&state, &user, req.password).await?;
     let latency_ms = i128::try_from(started.elapsed().as_millis()).unwrap_or(i128::MAX);
     let grant = user
         .tenant

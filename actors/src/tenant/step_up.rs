@@ -229,20 +229,29 @@ impl TenantState {
         let mut fx = self.effects();
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;
-        self.queue_mail(
-            &mut fx,
-            &email,
-            MailKind::StepUpEmailOtp { code, action_hint },
-        )?;
-        let metadata = Self::step_up_metadata(&user, Some(session.id), "email_otp", 1, ctx);
-        self.audit_into(
-            &mut fx.batch,
-            "auth.step_up_email_otp_initiated",
-            ctx,
-            metadata,
-        )?;
+        let kind = MailKind::StepUpEmailOtp { code, action_hint };
+        self.send_step_up_mail(fx, session.id, &user, &email, kind, "email_otp", ctx)
+    }
+
+    /// Queues a step-up message with its `auth.step_up_<method>_initiated` event and commits;
+    /// answers the masked address.
+    #[allow(clippy::too_many_arguments)]
+    fn send_step_up_mail(
+        &mut self,
+        mut fx: Effects,
+        session: Uuid,
+        user: &UserRecord,
+        email: &str,
+        kind: MailKind,
+        method: &str,
+        ctx: &AuditContext,
+    ) -> Result<(String, Vec<MailJob>), TenantError> {
+        self.queue_mail(&mut fx, email, kind)?;
+        let metadata = Self::step_up_metadata(user, Some(session), method, 1, ctx);
+        let event = format!("auth.step_up_{method}_initiated");
+        self.audit_into(&mut fx.batch, &event, ctx, metadata)?;
         let mail = self.commit(fx)?;
-        Ok((mask_email(&email), mail))
+        Ok((mask_email(email), mail))
     }
 
     /// Checks the session's e-mailed code: AAL1, `otp`. Five wrong tries kill the code.
@@ -320,20 +329,8 @@ impl TenantState {
             now,
         )?;
         let link = self.link("step-up/magic-link", &token);
-        self.queue_mail(
-            &mut fx,
-            &email,
-            MailKind::StepUpMagicLink { link, action_hint },
-        )?;
-        let metadata = Self::step_up_metadata(&user, Some(session.id), "magic_link", 1, ctx);
-        self.audit_into(
-            &mut fx.batch,
-            "auth.step_up_magic_link_initiated",
-            ctx,
-            metadata,
-        )?;
-        let mail = self.commit(fx)?;
-        Ok((mask_email(&email), mail))
+        let kind = MailKind::StepUpMagicLink { link, action_hint };
+        self.send_step_up_mail(fx, session.id, &user, &email, kind, "magic_link", ctx)
     }
 
     /// Checks a step-up link's token from the session that asked for it: AAL1, `mca`.
