@@ -62,6 +62,8 @@ pub enum TenantError {
     MfaUnavailable,
     #[error("this step-up method is not available to this user")]
     StepUpMethodUnavailable,
+    #[error("this passwordless method is disabled for the tenant")]
+    PasswordlessDisabled,
     #[error("internal: {0}")]
     Internal(String),
 }

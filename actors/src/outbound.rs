@@ -22,6 +22,10 @@ pub enum MailKind {
     PasswordReset { link: String },
     /// The password was changed or reset; no link, a warning to act if it was not the owner.
     PasswordChanged,
+    /// A passwordless login link (single use, 10 minutes).
+    MagicLink { link: String },
+    /// A passwordless login code (6 digits, 10 minutes).
+    EmailOtp { code: String },
     /// A step-up code (6 digits, 5 minutes), with the app's hint of what it is for.
     StepUpEmailOtp {
         code: String,
@@ -42,6 +46,8 @@ impl MailKind {
             MailKind::AccountExists { .. } => "account_exists",
             MailKind::PasswordReset { .. } => "password_reset",
             MailKind::PasswordChanged => "password_changed",
+            MailKind::MagicLink { .. } => "magic_link",
+            MailKind::EmailOtp { .. } => "email_otp",
             MailKind::StepUpEmailOtp { .. } => "step_up_email_otp",
             MailKind::StepUpMagicLink { .. } => "step_up_magic_link",
         }

@@ -123,6 +123,50 @@ pub fn render(job: &MailJob) -> Rendered {
                 html,
             }
         }
+        MailKind::MagicLink { link } => {
+            let text = format!(
+                "Sign in to {name} by opening this link (it works once, for 10 minutes):\n\
+                 \n{link}\n\n\
+                 If you did not ask to sign in, ignore this message: nobody can sign in \
+                 without the link.\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>Sign in to {html_name} by opening this link \
+                     (it works once, for 10 minutes):</p>\n{}\n\
+                     <p>If you did not ask to sign in, ignore this message: nobody can sign \
+                     in without the link.</p>",
+                    button(link, "Sign in")
+                ),
+            );
+            Rendered {
+                subject: format!("Your sign-in link for {name}"),
+                text,
+                html,
+            }
+        }
+        MailKind::EmailOtp { code } => {
+            let text = format!(
+                "Your {name} sign-in code is:\n\n{code}\n\n\
+                 It works once, for 10 minutes. Never share it: {name} will not ask you for \
+                 it. If you did not ask to sign in, ignore this message.\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>Your {html_name} sign-in code is:</p>\n\
+                     <p style=\"font-size:26px;letter-spacing:4px;font-weight:bold\">{code}</p>\n\
+                     <p>It works once, for 10 minutes. Never share it: {html_name} will not ask \
+                     you for it. If you did not ask to sign in, ignore this message.</p>"
+                ),
+            );
+            Rendered {
+                subject: format!("Your {name} sign-in code"),
+                text,
+                html,
+            }
+        }
         MailKind::StepUpEmailOtp { code, action_hint } => {
             let (hint, html_hint) = hint_lines(action_hint.as_deref());
             let text = format!(
@@ -270,6 +314,7 @@ mod tests {
                 link: link.into(),
                 action_hint: Some("Link your account".into()),
             },
+            MailKind::MagicLink { link: link.into() },
         ]
     }
 

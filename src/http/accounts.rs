@@ -92,7 +92,7 @@ fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     );
 }
 
-fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
+pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
     let normalized = is_email(value.trim())
         .then(|| normalize_email(value))
         .flatten();

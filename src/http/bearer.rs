@@ -48,6 +48,9 @@ pub struct TokenPair {
         skip_serializing_if = "Option::is_none"
     )]
     pub mfa_enrollment_required_by: Option<OffsetDateTime>,
+    /// Passwordless logins started with `oauth_params` only: the authorize request to resume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_to: Option<String>,
 }
 
 /// Signs the access token of `grant` and pairs it with its refresh token.
@@ -86,6 +89,7 @@ pub async fn token_pair(
         token_type: "Bearer",
         user: grant.user.into(),
         mfa_enrollment_required_by: None,
+        redirect_to: None,
     })
 }
 

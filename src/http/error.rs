@@ -295,6 +295,11 @@ impl From<CallError<TenantError>> for ApiError {
                 "step_up/method_unavailable",
                 "this step-up method is not available to this user",
             ),
+            CallError::Failed(TenantError::PasswordlessDisabled) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "passwordless/disabled",
+                "this sign-in method is disabled for this tenant",
+            ),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

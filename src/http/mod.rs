@@ -13,6 +13,7 @@ pub mod mfa;
 pub mod middleware;
 pub mod onboarding;
 pub mod openapi;
+pub mod passwordless;
 pub mod platform;
 pub mod step_up;
 pub mod tenant;
@@ -71,6 +72,10 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(accounts::forgot_password))
         .routes(routes!(accounts::reset_password))
         .routes(routes!(accounts::change_password))
+        .routes(routes!(passwordless::magic_link))
+        .routes(routes!(passwordless::magic_link_verify))
+        .routes(routes!(passwordless::email_otp))
+        .routes(routes!(passwordless::email_otp_verify))
         .routes(routes!(mfa::setup))
         .routes(routes!(mfa::verify_setup))
         .routes(routes!(mfa::verify_mfa))

@@ -11,6 +11,7 @@ mod faults;
 mod mfa;
 mod onboarding;
 mod outbox;
+mod passwordless;
 mod platform;
 mod settings;
 mod stepup;

@@ -632,7 +632,7 @@ impl TenantState {
             self.login_accounts.reset(&email.to_owned());
             return Err(TenantError::EmailNotVerified);
         }
-        if let Some(outcome) = self.login_second_step(&mut fx, &user, now)? {
+        if let Some(outcome) = self.login_second_step(&mut fx, &user, "pwd", now)? {
             // The account's failures are not forgiven until the second factor is through:
             // a known password must not reset the count of wrong codes.
             if !user.mfa_enabled {

@@ -40,8 +40,12 @@ pub enum Purpose {
     StepUpEmailOtp = 4,
     /// An e-mailed step-up link of one session.
     StepUpMagicLink = 5,
-    /// An issued step-up token (its `jti` is the slot), until a gated request consumes it.
+    /// An issued step-up token (in its session's slot), until a gated request consumes it.
     StepUpToken = 6,
+    /// A passwordless login link (in the user's slot).
+    LoginMagicLink = 7,
+    /// A passwordless login code (in the address's slot: the account may not exist yet).
+    LoginEmailOtp = 8,
 }
 
 impl Purpose {
@@ -53,6 +57,8 @@ impl Purpose {
             4 => Purpose::StepUpEmailOtp,
             5 => Purpose::StepUpMagicLink,
             6 => Purpose::StepUpToken,
+            7 => Purpose::LoginMagicLink,
+            8 => Purpose::LoginEmailOtp,
             _ => return None,
         })
     }
@@ -78,8 +84,64 @@ pub struct ChallengeRecord {
     /// For a step-up token: the assurance it grants.
     #[serde(default)]
     pub aal: u8,
+    /// For a step-up token: the methods it proves; for an MFA login challenge: the first
+    /// factor's.
     #[serde(default)]
     pub amr: Vec<String>,
+    /// For a passwordless code: the address it was sent to (normalised).
+    #[serde(default)]
+    pub email: Option<String>,
+    /// For a passwordless challenge started by an OAuth authorize flow: where to resume.
+    #[serde(default)]
+    pub oauth: Option<OAuthResume>,
+}
+
+/// The OAuth authorize parameters a passwordless login resumes (spec 2.4 `oauth_params`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthParams {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub response_type: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub resource: Option<String>,
+}
+
+/// OAuth parameters and the hash of the resume binding handed to the browser that started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthResume {
+    pub params: OAuthParams,
+    /// Hex SHA-256 of the `resume_binding`.
+    pub binding_hash: String,
+}
+
+impl ChallengeRecord {
+    /// A challenge for `user` (and `session`), living `ttl` from `now`; no secret yet.
+    pub fn new(
+        purpose: Purpose,
+        user: &UserRecord,
+        session_id: Option<Uuid>,
+        ttl: Duration,
+        now: OffsetDateTime,
+    ) -> Self {
+        ChallengeRecord {
+            purpose,
+            user_id: user.id,
+            session_id,
+            created_at: now,
+            expires_at: now + ttl,
+            secret_hash: String::new(),
+            failures: 0,
+            epoch: user.password_epoch,
+            aal: 0,
+            amr: Vec::new(),
+            email: None,
+            oauth: None,
+        }
+    }
 }
 
 impl Record for ChallengeRecord {
@@ -156,26 +218,25 @@ impl TenantState {
         ttl: Duration,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let slot = session_id.unwrap_or(user.id);
+        let record = ChallengeRecord::new(purpose, user, session_id, ttl, now);
+        self.store_challenge(batch, session_id.unwrap_or(user.id), record)
+    }
+
+    /// Gives `record` a fresh secret, writes it into `slot` and answers its token.
+    pub(super) fn store_challenge(
+        &self,
+        batch: &mut TenantBatch,
+        slot: Uuid,
+        mut record: ChallengeRecord,
+    ) -> Result<String, TenantError> {
         let mut secret = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut secret);
-        let record = ChallengeRecord {
-            purpose,
-            user_id: user.id,
-            session_id,
-            created_at: now,
-            expires_at: now + ttl,
-            secret_hash: hex::encode(sha256(&secret)),
-            failures: 0,
-            epoch: user.password_epoch,
-            aal: 0,
-            amr: Vec::new(),
-        };
-        batch.put(&challenge_key(slot, purpose), &record)?;
+        record.secret_hash = hex::encode(sha256(&secret));
+        batch.put(&challenge_key(slot, record.purpose), &record)?;
         let mut raw = Vec::with_capacity(TOKEN_LEN);
         raw.extend_from_slice(self.store.tenant_id().as_bytes());
         raw.extend_from_slice(slot.as_bytes());
-        raw.push(purpose as u8);
+        raw.push(record.purpose as u8);
         raw.extend_from_slice(&secret);
         Ok(URL_SAFE_NO_PAD.encode(raw))
     }

@@ -224,6 +224,13 @@ impl std::fmt::Debug for GateChallenge {
     }
 }
 
+/// A passwordless sign-in's outcome, and the OAuth flow it resumes, if any.
+#[derive(Debug)]
+pub struct PasswordlessLogin {
+    pub outcome: LoginOutcome,
+    pub oauth: Option<crate::tenant::challenges::OAuthParams>,
+}
+
 /// A consumed step-up token: what it proved.
 #[derive(Clone, Debug)]
 pub struct StepUpUse {
@@ -399,6 +406,33 @@ pub enum TenantMsg {
         bearer: Bearer,
         jti: Uuid,
         reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
+    },
+    /// Mails a login link when the address has an account (one request per address a minute).
+    MagicLinkRequest {
+        email: String,
+        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    MagicLinkVerify {
+        token: String,
+        /// Hex SHA-256 of the `resume_binding` sent, if any.
+        binding_hash: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+    },
+    /// Mails a login code when the address has an account, or (`create`) in any case.
+    EmailOtpRequest {
+        email: String,
+        create: bool,
+        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    EmailOtpVerify {
+        email: String,
+        code: String,
+        binding_hash: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },
     /// A new guest and its session.
     AnonymousSignin {

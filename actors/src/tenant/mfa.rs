@@ -17,7 +17,7 @@ use uuid::Uuid;
 use super::{
     accounts::Effects,
     audit::AuditContext,
-    challenges::{Found, Purpose},
+    challenges::{ChallengeRecord, Found, Purpose},
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     settings::MfaPolicy,
@@ -66,6 +66,15 @@ pub fn enrollment(
         Enrollment::Grace(deadline)
     } else {
         Enrollment::Overdue
+    }
+}
+
+/// The login method an RFC 8176 first-factor `amr` value stands for, in audit events.
+pub fn first_factor_method(amr: &str) -> &'static str {
+    match amr {
+        "mca" => "magic_link",
+        "otp" => "email_otp",
+        _ => "password",
     }
 }
 
@@ -165,17 +174,14 @@ impl TenantState {
         &self,
         fx: &mut Effects,
         user: &UserRecord,
+        first_factor: &str,
         now: OffsetDateTime,
     ) -> Result<Option<LoginOutcome>, TenantError> {
         if user.mfa_enabled {
-            let token = self.issue_challenge(
-                &mut fx.batch,
-                Purpose::MfaLogin,
-                user,
-                None,
-                MFA_CHALLENGE_TTL,
-                now,
-            )?;
+            let mut record =
+                ChallengeRecord::new(Purpose::MfaLogin, user, None, MFA_CHALLENGE_TTL, now);
+            record.amr = vec![first_factor.to_owned()];
+            let token = self.store_challenge(&mut fx.batch, user.id, record)?;
             return Ok(Some(LoginOutcome::MfaRequired {
                 challenge: token,
                 methods: LOGIN_METHODS.iter().map(|m| (*m).to_owned()).collect(),
@@ -464,7 +470,9 @@ impl TenantState {
                 MfaVerified::StepUp(grant)
             }
             None => {
-                let grant = self.mfa_login_session(&mut fx, &mut user, &factor, ctx, now)?;
+                let first = found.record.amr.first().map_or("pwd", String::as_str);
+                let grant =
+                    self.mfa_login_session(&mut fx, &mut user, (first, &factor), ctx, now)?;
                 MfaVerified::Login(grant)
             }
         };
@@ -477,7 +485,7 @@ impl TenantState {
         &mut self,
         fx: &mut Effects,
         user: &mut UserRecord,
-        factor: &Factor,
+        (first, factor): (&str, &Factor),
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
@@ -489,7 +497,12 @@ impl TenantState {
             &mut fx.batch,
             user,
             2,
-            vec!["pwd".into(), "otp".into()],
+            // RFC 8176: a code after a code is still `otp`; `mfa` says there were two.
+            if first == "otp" {
+                vec!["otp".into(), "mfa".into()]
+            } else {
+                vec![first.to_owned(), "otp".into()]
+            },
             now,
         )?;
         self.audit_into(
@@ -499,7 +512,7 @@ impl TenantState {
             serde_json::json!({
                 "user_id": user.id,
                 "session_id": grant.session_id,
-                "method": "password",
+                "method": first_factor_method(first),
                 "second_factor": factor.method(),
             }),
         )?;

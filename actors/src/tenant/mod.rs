@@ -14,6 +14,7 @@ pub mod guests;
 pub mod keys;
 pub mod messages;
 pub mod mfa;
+pub mod passwordless;
 pub mod records;
 pub mod sessions;
 pub mod settings;
@@ -341,6 +342,42 @@ impl Actor for TenantActor {
             }
             TenantMsg::ConsumeStepUp { bearer, jti, reply } => {
                 let out = state.consume_step_up(bearer, jti);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::MagicLinkRequest {
+                email,
+                oauth,
+                reply,
+            } => {
+                let out = state.magic_link_request(&email, oauth);
+                reply_now_mail_later(state, reply, out);
+            }
+            TenantMsg::MagicLinkVerify {
+                token,
+                binding_hash,
+                ctx,
+                reply,
+            } => {
+                let out = state.magic_link_verify(&token, binding_hash.as_deref(), &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::EmailOtpRequest {
+                email,
+                create,
+                oauth,
+                reply,
+            } => {
+                let out = state.email_otp_request(&email, create, oauth);
+                reply_now_mail_later(state, reply, out);
+            }
+            TenantMsg::EmailOtpVerify {
+                email,
+                code,
+                binding_hash,
+                ctx,
+                reply,
+            } => {
+                let out = state.email_otp_verify(&email, &code, binding_hash.as_deref(), &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::AnonymousSignin {

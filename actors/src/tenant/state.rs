@@ -72,6 +72,8 @@ pub struct TenantState {
     pub(super) step_up_mails: RateWindow<Uuid>,
     /// Wrong e-mailed step-up codes per user.
     pub(super) step_up_fails: Throttle<Uuid>,
+    /// Passwordless link and code requests per flow and address.
+    pub(super) passwordless_requests: RateWindow<String>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -132,6 +134,7 @@ impl TenantState {
             mau,
             anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
             anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
+            passwordless_requests: RateWindow::new(1, super::passwordless::REQUEST_SPACING),
             step_up_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
             step_up_mails: RateWindow::new(
                 super::step_up::STEP_UP_MAILS,

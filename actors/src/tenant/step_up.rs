@@ -44,6 +44,11 @@ pub const STEP_UP_MAIL_WINDOW: StdDuration = StdDuration::from_secs(600);
 /// sits with the passkey).
 const METHOD_ORDER: [&str; 5] = ["passkey", "totp", "email_otp", "magic_link", "password"];
 
+/// A uniformly random 6-digit code.
+pub(super) fn six_digit_code() -> String {
+    format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32))
+}
+
 impl TenantState {
     /// The audit metadata of a step-up event (spec section 6).
     fn step_up_metadata(
@@ -95,23 +100,21 @@ impl TenantState {
         let jti = Uuid::new_v4();
         let expires_at = now + STEP_UP_TOKEN_TTL;
         // One outstanding token per session (a new one replaces it), found by the session.
-        let record = ChallengeRecord {
-            purpose: Purpose::StepUpToken,
-            user_id: session.user_id,
-            session_id: Some(session.id),
-            created_at: now,
-            expires_at,
-            secret_hash: jti.to_string(),
-            failures: 0,
-            epoch: 0,
-            aal,
-            amr: amr.clone(),
-        };
-        fx.batch
-            .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         let user = self
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
+        let mut record = ChallengeRecord::new(
+            Purpose::StepUpToken,
+            &user,
+            Some(session.id),
+            STEP_UP_TOKEN_TTL,
+            now,
+        );
+        record.secret_hash = jti.to_string();
+        record.aal = aal;
+        record.amr = amr.clone();
+        fx.batch
+            .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         // A proven factor forgives the user's wrong step-up codes (not failed passwords).
         self.step_up_fails.reset(&user.id);
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
@@ -197,7 +200,7 @@ impl TenantState {
         Ok((session, user, email))
     }
 
-    fn otp_hash(&self, session: Uuid, code: &str) -> String {
+    pub(super) fn otp_hash(&self, session: Uuid, code: &str) -> String {
         let mut m = session.as_bytes().to_vec();
         m.extend_from_slice(code.as_bytes());
         hex::encode(self.otp_hasher.hash(&m))
@@ -213,19 +216,15 @@ impl TenantState {
     ) -> Result<(String, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
-        let code = format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32));
-        let record = ChallengeRecord {
-            purpose: Purpose::StepUpEmailOtp,
-            user_id: user.id,
-            session_id: Some(session.id),
-            created_at: now,
-            expires_at: now + EMAIL_OTP_TTL,
-            secret_hash: self.otp_hash(session.id, &code),
-            failures: 0,
-            epoch: user.password_epoch,
-            aal: 1,
-            amr: Vec::new(),
-        };
+        let code = six_digit_code();
+        let mut record = ChallengeRecord::new(
+            Purpose::StepUpEmailOtp,
+            &user,
+            Some(session.id),
+            EMAIL_OTP_TTL,
+            now,
+        );
+        record.secret_hash = self.otp_hash(session.id, &code);
         let mut fx = self.effects();
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;

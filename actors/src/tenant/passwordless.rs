@@ -1,0 +1,317 @@
+//! Passwordless login by e-mail: a single-use link (10 minutes, AMR `mca`) or a 6-digit code
+//! (10 minutes, AMR `otp`), each optionally resuming an OAuth authorize flow.
+//!
+//! Requests never tell whether an address has an account: the answer, its timing class and
+//! the per-address spacing are the same for every address; mail goes only where it should.
+//! Links and codes are single-use challenges (see `challenges.rs`): the link in the user's
+//! slot, the code in the address's slot (with `login_or_create` the account may not exist
+//! until the code is verified).
+
+use std::time::Instant;
+
+use tessera_storage::{ct_eq, Kind};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    accounts::Effects,
+    audit::AuditContext,
+    challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    messages::{LoginOutcome, PasswordlessLogin},
+    mfa::Enrollment,
+    records::{EmailIndex, UserRecord},
+    state::TenantState,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, MailKind},
+};
+
+/// A login link lives this long.
+pub const LOGIN_LINK_TTL: Duration = Duration::minutes(10);
+/// A login code lives this long.
+pub const LOGIN_CODE_TTL: Duration = Duration::minutes(10);
+/// One link or code request per address per this long.
+pub const REQUEST_SPACING: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Which passwordless flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    MagicLink,
+    EmailOtp,
+}
+
+impl Flow {
+    fn method(self) -> &'static str {
+        match self {
+            Flow::MagicLink => "magic_link",
+            Flow::EmailOtp => "email_otp",
+        }
+    }
+
+    fn amr(self) -> &'static str {
+        match self {
+            Flow::MagicLink => "mca",
+            Flow::EmailOtp => "otp",
+        }
+    }
+}
+
+impl TenantState {
+    fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
+        let sec = &self.settings.security;
+        let on = match flow {
+            Flow::MagicLink => sec.magic_link_enabled,
+            Flow::EmailOtp => sec.email_otp_enabled,
+        };
+        on.then_some(()).ok_or(TenantError::PasswordlessDisabled)
+    }
+
+    /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
+    /// whether or not the address has an account.
+    fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
+        self.passwordless_requests
+            .hit(&format!("{}:{email}", flow.method()), Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
+    }
+
+    /// The slot of an address's login code.
+    fn address_slot(&self, email: &str) -> Uuid {
+        let mut m = b"login-code:".to_vec();
+        m.extend_from_slice(email.as_bytes());
+        let h = self.otp_hasher.hash(&m);
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h[..16]);
+        Uuid::from_bytes(b)
+    }
+
+    /// The registered (non-guest) user of an address.
+    fn member_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
+        Ok(self.user_by_email(email)?.filter(|u| !u.is_anonymous))
+    }
+
+    /// Mails a login link to the account with this address, if there is one.
+    pub fn magic_link_request(
+        &mut self,
+        email: &str,
+        oauth: Option<OAuthResume>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.flow_enabled(Flow::MagicLink)?;
+        self.space_request(Flow::MagicLink, email)?;
+        let Some(user) = self.member_by_email(email)? else {
+            return Ok(Vec::new());
+        };
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut record =
+            ChallengeRecord::new(Purpose::LoginMagicLink, &user, None, LOGIN_LINK_TTL, now);
+        record.oauth = oauth;
+        let token = self.store_challenge(&mut fx.batch, user.id, record)?;
+        let link = self.link("magic-link", &token);
+        self.queue_mail(&mut fx, email, MailKind::MagicLink { link })?;
+        self.commit(fx)
+    }
+
+    /// Mails a login code to this address when it has an account, or (`create`) whatever it
+    /// has: the account is then created when the code is verified.
+    pub fn email_otp_request(
+        &mut self,
+        email: &str,
+        create: bool,
+        oauth: Option<OAuthResume>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.flow_enabled(Flow::EmailOtp)?;
+        self.space_request(Flow::EmailOtp, email)?;
+        let user = self.member_by_email(email)?;
+        if user.is_none() && !create {
+            return Ok(Vec::new());
+        }
+        let now = OffsetDateTime::now_utc();
+        let slot = self.address_slot(email);
+        let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
+        let code = super::step_up::six_digit_code();
+        let mut record =
+            ChallengeRecord::new(Purpose::LoginEmailOtp, &user, None, LOGIN_CODE_TTL, now);
+        record.secret_hash = self.otp_hash(slot, &code);
+        record.email = Some(email.to_owned());
+        record.oauth = oauth;
+        let mut fx = self.effects();
+        fx.batch
+            .put(&challenge_key(slot, Purpose::LoginEmailOtp), &record)?;
+        self.queue_mail(&mut fx, email, MailKind::EmailOtp { code })?;
+        self.commit(fx)
+    }
+
+    /// Whether the browser verifying is the one that started an OAuth-resuming login:
+    /// `binding_hash` is the hash of the `resume_binding` it sent. Without OAuth parameters
+    /// anything passes.
+    fn binding_ok(record: &ChallengeRecord, binding_hash: Option<&str>) -> bool {
+        match &record.oauth {
+            None => true,
+            Some(o) => binding_hash.is_some_and(|h| ct_eq(h.as_bytes(), o.binding_hash.as_bytes())),
+        }
+    }
+
+    /// Signs in with a login link.
+    pub fn magic_link_verify(
+        &mut self,
+        token: &str,
+        binding_hash: Option<&str>,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        self.flow_enabled(Flow::MagicLink)?;
+        let now = OffsetDateTime::now_utc();
+        let found = self.find_challenge(token, &[Purpose::LoginMagicLink], now)?;
+        let mut fx = self.effects();
+        let user = self
+            .user(found.record.user_id)?
+            .filter(|u| !u.is_anonymous && u.email.is_some());
+        let Some(user) = user else {
+            fx.batch.remove(Kind::Challenge, &found.key);
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        };
+        if !Self::binding_ok(&found.record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let oauth = found.record.oauth.map(|o| o.params);
+        let outcome = self.passwordless_login(&mut fx, user, Flow::MagicLink, ctx, now)?;
+        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+    }
+
+    /// Signs in (or, for `login_or_create`, signs up) with a login code.
+    pub fn email_otp_verify(
+        &mut self,
+        email: &str,
+        code: &str,
+        binding_hash: Option<&str>,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        self.flow_enabled(Flow::EmailOtp)?;
+        let now = OffsetDateTime::now_utc();
+        let slot = self.address_slot(email);
+        let key = challenge_key(slot, Purpose::LoginEmailOtp);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| r.email.as_deref() == Some(email));
+        // Compared in constant time whatever was sent, against a dummy when there is no code.
+        let presented = self.otp_hash(slot, code);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let Some(record) = record.filter(|r| r.expires_at > now) else {
+            return Err(TenantError::InvalidChallenge);
+        };
+        // Without the binding the code is not even compared: another browser learns nothing.
+        if !Self::binding_ok(&record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        // Wrong codes are failed logins of the address: five kill a code, and the address's
+        // login throttle bounds the guesses across codes.
+        if let Some(retry_after) = self
+            .login_accounts
+            .blocked(&email.to_owned(), Instant::now())
+        {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        let mut fx = self.effects();
+        let mut found = Found { key, record };
+        if !matches {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.login_accounts.fail(&email.to_owned(), Instant::now());
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let user = match self.member_by_email(email)? {
+            Some(u) => u,
+            None if found.record.user_id.is_nil() => {
+                self.create_passwordless(&mut fx, email, ctx, now)?
+            }
+            // The account the code was sent to is gone.
+            None => {
+                self.commit(fx)?;
+                return Err(TenantError::InvalidChallenge);
+            }
+        };
+        let oauth = found.record.oauth.map(|o| o.params);
+        let outcome = self.passwordless_login(&mut fx, user, Flow::EmailOtp, ctx, now)?;
+        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+    }
+
+    /// A new account for an address proven by a login code: confirmed, without a password.
+    fn create_passwordless(
+        &mut self,
+        fx: &mut Effects,
+        email: &str,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<UserRecord, TenantError> {
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(email.to_owned());
+        user.email_verified = true;
+        self.count_active(&mut fx.batch, None, now)?;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        fx.batch
+            .put(email.as_bytes(), &EmailIndex { user_id: user.id })?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.register",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "method": "email_otp" }),
+        )?;
+        Ok(user)
+    }
+
+    /// Finishes a passwordless sign-in of `user`, whose address the link or code just proved:
+    /// the address counts as confirmed; MFA and the tenant's MFA policy apply as for a
+    /// password login.
+    fn passwordless_login(
+        &mut self,
+        fx: &mut Effects,
+        mut user: UserRecord,
+        flow: Flow,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<LoginOutcome, TenantError> {
+        if !user.email_verified {
+            user.email_verified = true;
+            if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
+                fx.batch.remove(Kind::LinkToken, &old);
+            }
+        }
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        if let Some(outcome) = self.login_second_step(fx, &user, flow.amr(), now)? {
+            return Ok(outcome);
+        }
+        if let Some(email) = &user.email {
+            self.login_accounts.reset(email);
+        }
+        let enrollment_required_by = match self.enrollment_of(&user) {
+            Enrollment::Grace(deadline) => Some(deadline),
+            _ => None,
+        };
+        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        user.last_sign_in_at = Some(now);
+        user.last_active_at = now;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        let grant = self.open_session(&mut fx.batch, &user, 1, vec![flow.amr().into()], now)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.succeeded",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "session_id": grant.session_id,
+                "method": flow.method(),
+            }),
+        )?;
+        Ok(LoginOutcome::Signed {
+            grant,
+            enrollment_required_by,
+        })
+    }
+}

@@ -1,0 +1,390 @@
+//! Passwordless login by e-mail (`/v1/auth/magic-link`, `/v1/auth/email-otp`): requests
+//! answer 202 whatever the address; verifying a link or code signs in (or, for
+//! `login_or_create`, signs up). With `oauth_params` the request also answers a
+//! `resume_binding` that the verify must present, and the verify answers `redirect_to`,
+//! which resumes the OAuth authorize flow.
+
+use axum::{
+    extract::State,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    tenant::{
+        challenges::{OAuthParams, OAuthResume},
+        messages::PasswordlessLogin,
+    },
+    TenantHandle, TenantMsg,
+};
+use tessera_storage::{random_token, sha256};
+use utoipa::ToSchema;
+
+use super::{
+    accounts::{email_field, RequestCtx},
+    bearer::issuer,
+    error::{len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant, ClientIp},
+    mfa::{login_answer, LoginResponse},
+    AppState,
+};
+use crate::{app::App, captcha::CaptchaOutcome};
+
+/// Spec 2.4 `oauth_params`: the authorize request a passwordless login resumes.
+#[derive(Deserialize, ToSchema)]
+pub struct OAuthParamsBody {
+    #[schema(min_length = 1, max_length = 256)]
+    pub client_id: String,
+    /// An absolute `http(s)` URI.
+    #[schema(format = "uri")]
+    pub redirect_uri: String,
+    pub response_type: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub resource: Option<String>,
+}
+
+/// Validates `oauth_params` into `errors`.
+fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
+    errors.check(
+        "oauth_params.client_id",
+        len_between(&p.client_id, 1, 256),
+        "must be 1-256 characters",
+    );
+    let uri_ok = p.redirect_uri.len() <= 2048
+        && reqwest::Url::parse(&p.redirect_uri)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+    errors.check(
+        "oauth_params.redirect_uri",
+        uri_ok,
+        "must be an absolute http(s) URI of at most 2048 characters",
+    );
+    for (name, v) in optional_params(p) {
+        errors.check(
+            &format!("oauth_params.{name}"),
+            v.is_none_or(|v| v.len() <= 2048),
+            "must be at most 2048 characters",
+        );
+    }
+}
+
+fn optional_params(p: &OAuthParamsBody) -> [(&'static str, Option<&str>); 7] {
+    [
+        ("response_type", p.response_type.as_deref()),
+        ("code_challenge", p.code_challenge.as_deref()),
+        ("code_challenge_method", p.code_challenge_method.as_deref()),
+        ("scope", p.scope.as_deref()),
+        ("state", p.state.as_deref()),
+        ("nonce", p.nonce.as_deref()),
+        ("resource", p.resource.as_deref()),
+    ]
+}
+
+/// The OAuth parameters to store and the `resume_binding` to hand the browser: only its
+/// hash is stored.
+fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
+    let Some(p) = p else {
+        return (None, None);
+    };
+    let binding = random_token(32);
+    let resume = OAuthResume {
+        params: OAuthParams {
+            client_id: p.client_id,
+            redirect_uri: p.redirect_uri,
+            response_type: p.response_type,
+            code_challenge: p.code_challenge,
+            code_challenge_method: p.code_challenge_method,
+            scope: p.scope,
+            state: p.state,
+            nonce: p.nonce,
+            resource: p.resource,
+        },
+        binding_hash: hex::encode(sha256(binding.as_bytes())),
+    };
+    (Some(resume), Some(binding))
+}
+
+/// The answer to a passwordless request: the same for every address.
+#[derive(Serialize, ToSchema)]
+pub struct PasswordlessAccepted {
+    /// Always true: the answer does not tell whether the address has an account.
+    pub accepted: bool,
+    /// With `oauth_params` only: keep it in the browser that started, and send it with the
+    /// verify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_binding: Option<String>,
+}
+
+fn accepted(binding: Option<String>) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(PasswordlessAccepted {
+            accepted: true,
+            resume_binding: binding,
+        }),
+    )
+        .into_response()
+}
+
+/// Spec 2.4 UserMagicLinkRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserMagicLinkRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    pub oauth_params: Option<OAuthParamsBody>,
+}
+
+/// Mails a single-use login link (10 minutes) when the address has an account. Always 202.
+#[utoipa::path(post, path = "/v1/auth/magic-link", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserMagicLinkRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the address has an account; the link is `{accounts_url}/magic-link?token=...`", body = PasswordlessAccepted),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: one request per address a minute", body = ErrorBody),
+    ))]
+pub async fn magic_link(
+    ApiTenant(tenant): ApiTenant,
+    ApiJson(req): ApiJson<UserMagicLinkRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    if let Some(p) = &req.oauth_params {
+        check_oauth(&mut errors, p);
+    }
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    let (oauth, binding) = bind(req.oauth_params);
+    tenant
+        .call(|reply| TenantMsg::MagicLinkRequest {
+            email: email.clone(),
+            oauth: oauth.clone(),
+            reply,
+        })
+        .await?;
+    Ok(accepted(binding))
+}
+
+/// Spec 2.4 UserMagicLinkVerifyRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserMagicLinkVerifyRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub token: String,
+    #[schema(max_length = 64)]
+    pub resume_binding: Option<String>,
+}
+
+fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
+    if let Some(b) = binding {
+        errors.check(
+            "resume_binding",
+            b.len() <= 64,
+            "must be at most 64 characters",
+        );
+    }
+    binding.map(|b| hex::encode(sha256(b.as_bytes())))
+}
+
+/// The answer to a verify: the login's, plus `redirect_to` when it resumes an OAuth flow.
+async fn verified(
+    app: &App,
+    tenant: &TenantHandle,
+    login: PasswordlessLogin,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut answer = login_answer(app, tenant, login.outcome).await?;
+    if let (LoginResponse::Tokens(pair), Some(p)) = (&mut answer, login.oauth) {
+        pair.redirect_to = Some(authorize_url(app, &tenant.slug, &p));
+    }
+    Ok(Json(answer))
+}
+
+/// `{base_url}/v1/tenants/{slug}/oauth/authorize?...`: the authorize request to resume.
+fn authorize_url(app: &App, slug: &str, p: &OAuthParams) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("client_id", &p.client_id);
+    q.append_pair("redirect_uri", &p.redirect_uri);
+    let optional = [
+        ("response_type", &p.response_type),
+        ("code_challenge", &p.code_challenge),
+        ("code_challenge_method", &p.code_challenge_method),
+        ("scope", &p.scope),
+        ("state", &p.state),
+        ("nonce", &p.nonce),
+        ("resource", &p.resource),
+    ];
+    for (name, v) in optional {
+        if let Some(v) = v {
+            q.append_pair(name, v);
+        }
+    }
+    format!("{}/oauth/authorize?{}", issuer(app, slug), q.finish())
+}
+
+/// Signs in with a login link: the token pair (AMR `mca`); the address counts as confirmed.
+#[utoipa::path(post, path = "/v1/auth/magic-link/verify", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserMagicLinkVerifyRequest,
+    responses(
+        (status = 200, description = "Signed in (with `redirect_to` when the link resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`invalid_or_expired_token`: used, expired or unknown link, or a wrong `resume_binding`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's link", body = ErrorBody),
+    ))]
+pub async fn magic_link_verify(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<UserMagicLinkVerifyRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    errors.check(
+        "token",
+        len_between(&req.token, 1, 512),
+        "must be 1-512 characters",
+    );
+    let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
+    errors.finish()?;
+    let login = tenant
+        .call(|reply| TenantMsg::MagicLinkVerify {
+            token: req.token.clone(),
+            binding_hash: binding_hash.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    verified(&state, &tenant, login).await
+}
+
+/// Spec 2.4 UserEmailOtpRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserEmailOtpRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    /// `login` (default): only to existing accounts; `login_or_create`: to any address, the
+    /// account is created at the first verify.
+    #[schema(pattern = "^(login|login_or_create)$")]
+    pub mode: Option<String>,
+    pub oauth_params: Option<OAuthParamsBody>,
+    /// Checked when the server has a CAPTCHA provider configured.
+    pub captcha_token: Option<String>,
+}
+
+/// Mails a 6-digit login code (10 minutes) per `mode`. Always 202.
+#[utoipa::path(post, path = "/v1/auth/email-otp", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserEmailOtpRequest,
+    responses(
+        (status = 202, description = "Accepted, whatever the address", body = PasswordlessAccepted),
+        (status = 400, description = "`validation/invalid_request`, `passwordless/captcha_failed`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: one request per address a minute", body = ErrorBody),
+        (status = 503, description = "`service/unavailable`: the CAPTCHA verifier cannot be reached", body = ErrorBody),
+    ))]
+pub async fn email_otp(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    ApiJson(req): ApiJson<UserEmailOtpRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    let create = match req.mode.as_deref() {
+        None | Some("login") => false,
+        Some("login_or_create") => true,
+        Some(_) => {
+            errors.check("mode", false, "must be login or login_or_create");
+            false
+        }
+    };
+    if let Some(p) = &req.oauth_params {
+        check_oauth(&mut errors, p);
+    }
+    errors.finish()?;
+    match state.captcha.verify(req.captcha_token.as_deref(), ip).await {
+        CaptchaOutcome::Passed => {}
+        CaptchaOutcome::Failed => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "passwordless/captcha_failed",
+                "the CAPTCHA check failed; solve it again",
+            ))
+        }
+        CaptchaOutcome::Unreachable(e) => {
+            tracing::warn!(error = %e, "CAPTCHA verifier unreachable");
+            return Err(ApiError::unavailable());
+        }
+    }
+    let email = email.unwrap_or_default();
+    let (oauth, binding) = bind(req.oauth_params);
+    tenant
+        .call(|reply| TenantMsg::EmailOtpRequest {
+            email: email.clone(),
+            create,
+            oauth: oauth.clone(),
+            reply,
+        })
+        .await?;
+    Ok(accepted(binding))
+}
+
+/// Spec 2.4 UserEmailOtpVerifyRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserEmailOtpVerifyRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+    #[schema(max_length = 64)]
+    pub resume_binding: Option<String>,
+}
+
+/// Signs in (or signs up, for `login_or_create`) with a login code: the token pair (AMR
+/// `otp`); the address counts as confirmed. Five wrong codes kill the code.
+#[utoipa::path(post, path = "/v1/auth/email-otp/verify", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserEmailOtpVerifyRequest,
+    responses(
+        (status = 200, description = "Signed in (with `redirect_to` when the code resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`invalid_or_expired_token`: wrong, used, expired or no code, or a wrong `resume_binding`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`: wrong codes count as failed logins of the address", body = ErrorBody),
+    ))]
+pub async fn email_otp_verify(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<UserEmailOtpVerifyRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    errors.check(
+        "code",
+        req.code.len() == 6 && req.code.bytes().all(|b| b.is_ascii_digit()),
+        "must be exactly 6 digits",
+    );
+    let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
+    errors.finish()?;
+    let email = email.unwrap_or_default();
+    let login = tenant
+        .call(|reply| TenantMsg::EmailOtpVerify {
+            email: email.clone(),
+            code: req.code.clone(),
+            binding_hash: binding_hash.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    verified(&state, &tenant, login).await
+}
