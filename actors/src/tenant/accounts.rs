@@ -815,9 +815,12 @@ pub(crate) mod tests {
         let link = match &job.kind {
             MailKind::VerifyEmail { link }
             | MailKind::PasswordReset { link }
+            | MailKind::MagicLink { link }
             | MailKind::StepUpMagicLink { link, .. } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
-            MailKind::PasswordChanged | MailKind::StepUpEmailOtp { .. } => panic!("no link"),
+            MailKind::PasswordChanged
+            | MailKind::StepUpEmailOtp { .. }
+            | MailKind::EmailOtp { .. } => panic!("no link"),
         };
         link.split("token=").nth(1).unwrap().to_owned()
     }
