@@ -293,6 +293,7 @@ pub async fn email_otp(
     State(state): State<AppState>,
     ApiTenant(tenant): ApiTenant,
     ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<UserEmailOtpRequest>,
 ) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::new();
@@ -330,6 +331,7 @@ pub async fn email_otp(
             email: email.clone(),
             create,
             oauth: oauth.clone(),
+            ctx: ctx.clone(),
             reply,
         })
         .await?;

@@ -722,6 +722,52 @@ fn login_or_create_makes_the_account_only_at_verify() {
 }
 
 #[test]
+fn login_or_create_obeys_the_tenants_email_policy() {
+    let (smtp, srv, api, s) = setup("Policy Co", &[]);
+    patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "block_email_subaddresses": true }),
+    );
+    let r = srv.dash(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/email-domains",
+            api.slug
+        ),
+        &s,
+        Some(&json!({ "allowlist": [], "blocklist": ["blocked.example"] })),
+    );
+    assert_eq!(r.status(), 200);
+
+    // Refused addresses answer like any other, get nothing, and leave only the audit event.
+    for (email, event) in [
+        (
+            "eve@blocked.example",
+            "auth.register.blocked_custom_blocklist",
+        ),
+        ("eve+x@example.com", "auth.register.blocked_subaddress"),
+    ] {
+        assert_accepted(&request_otp_mode(&api, email, "login_or_create"), email);
+        let events = audit_events(&srv, &s, &api.slug, event);
+        assert_eq!(events.len(), 1, "{email}: {events:?}");
+        assert!(
+            !events[0].to_string().contains("eve"),
+            "the event must not carry the address: {}",
+            events[0]
+        );
+        assert_error(&verify_otp(&api, email, "123456"), 401, EXPIRED, email);
+    }
+    // An allowed address in the same tenant still gets its code.
+    let ok = "fine@example.com";
+    assert_accepted(&request_otp_mode(&api, ok, "login_or_create"), ok);
+    otp_code(&smtp, &api, ok, 1);
+    assert_no_mail(&smtp, "eve@blocked.example");
+    assert_no_mail(&smtp, "eve+x@example.com");
+}
+
+#[test]
 fn email_otp_requests_and_verifies_are_validated() {
     let (_smtp, _srv, api, _s) = setup("Shape Co", &[]);
     for (i, bad) in [

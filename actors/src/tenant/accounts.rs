@@ -174,31 +174,7 @@ impl TenantState {
             }
             view
         };
-        let sec = &self.settings.security;
-        let policy = EmailPolicy {
-            block_disposable: sec.block_disposable_emails,
-            block_subaddress: sec.block_email_subaddresses,
-            allowlist: &self.settings.email_domains.allowlist,
-            blocklist: &self.settings.email_domains.blocklist,
-        };
-        if let Some(block) = policy.check(&r.email) {
-            let domain_hash =
-                hex::encode(self.domain_hasher.hash(email_domain(&r.email).as_bytes()));
-            let decision_ref = Uuid::new_v4();
-            let mut metadata = serde_json::json!({
-                "domain_hash": domain_hash,
-                "decision_ref": decision_ref,
-            });
-            if let crate::policy::EmailBlock::CustomBlocklist { reason } = &block {
-                metadata["reason"] = serde_json::json!(reason);
-            }
-            tracing::info!(
-                tenant = %self.info.id,
-                decision_ref = %decision_ref,
-                event = block.event_type(),
-                "registration blocked by the e-mail policy"
-            );
-            self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
+        if self.registration_blocked(&mut fx, &r.email, ctx)? {
             self.commit(fx)?;
             return Ok((lookalike(&r.email), Vec::new()));
         }
@@ -267,6 +243,44 @@ impl TenantState {
         )?;
         let mail = self.commit(fx)?;
         Ok((user.view(), mail))
+    }
+
+    /// Whether the tenant's e-mail policy refuses new accounts at `email`; if so, the
+    /// `auth.register.blocked_*` event (a keyed hash of the domain and a decision reference,
+    /// never the address) is written into `fx`.
+    pub(super) fn registration_blocked(
+        &mut self,
+        fx: &mut Effects,
+        email: &str,
+        ctx: &AuditContext,
+    ) -> Result<bool, TenantError> {
+        let sec = &self.settings.security;
+        let policy = EmailPolicy {
+            block_disposable: sec.block_disposable_emails,
+            block_subaddress: sec.block_email_subaddresses,
+            allowlist: &self.settings.email_domains.allowlist,
+            blocklist: &self.settings.email_domains.blocklist,
+        };
+        let Some(block) = policy.check(email) else {
+            return Ok(false);
+        };
+        let domain_hash = hex::encode(self.domain_hasher.hash(email_domain(email).as_bytes()));
+        let decision_ref = Uuid::new_v4();
+        let mut metadata = serde_json::json!({
+            "domain_hash": domain_hash,
+            "decision_ref": decision_ref,
+        });
+        if let crate::policy::EmailBlock::CustomBlocklist { reason } = &block {
+            metadata["reason"] = serde_json::json!(reason);
+        }
+        tracing::info!(
+            tenant = %self.info.id,
+            decision_ref = %decision_ref,
+            event = block.event_type(),
+            "registration blocked by the e-mail policy"
+        );
+        self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
+        Ok(true)
     }
 
     /// Binds a sealed user secret to this tenant, this user and its name.

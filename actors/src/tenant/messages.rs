@@ -425,6 +425,7 @@ pub enum TenantMsg {
         email: String,
         create: bool,
         oauth: Option<crate::tenant::challenges::OAuthResume>,
+        ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
     EmailOtpVerify {

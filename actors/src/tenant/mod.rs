@@ -365,9 +365,10 @@ impl Actor for TenantActor {
                 email,
                 create,
                 oauth,
+                ctx,
                 reply,
             } => {
-                let out = state.email_otp_request(&email, create, oauth);
+                let out = state.email_otp_request(&email, create, oauth, &ctx);
                 reply_now_mail_later(state, reply, out);
             }
             TenantMsg::EmailOtpVerify {

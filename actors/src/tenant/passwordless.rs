@@ -119,12 +119,21 @@ impl TenantState {
         email: &str,
         create: bool,
         oauth: Option<OAuthResume>,
+        ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
         self.flow_enabled(Flow::EmailOtp)?;
         self.space_request(Flow::EmailOtp, email)?;
         let user = self.member_by_email(email)?;
         if user.is_none() && !create {
             return Ok(Vec::new());
+        }
+        if user.is_none() {
+            // A new account: the tenant's e-mail policy applies as to a registration, and a
+            // refusal looks the same from outside (202, nothing sent).
+            let mut fx = self.effects();
+            if self.registration_blocked(&mut fx, email, ctx)? {
+                return self.commit(fx);
+            }
         }
         let now = OffsetDateTime::now_utc();
         let slot = self.address_slot(email);
