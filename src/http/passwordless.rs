@@ -366,6 +366,7 @@ pub struct UserEmailOtpVerifyRequest {
 pub async fn email_otp_verify(
     State(state): State<AppState>,
     ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<UserEmailOtpVerifyRequest>,
 ) -> Result<Json<LoginResponse>, ApiError> {
@@ -384,6 +385,7 @@ pub async fn email_otp_verify(
             email: email.clone(),
             code: req.code.clone(),
             binding_hash: binding_hash.clone(),
+            ip,
             ctx: ctx.clone(),
             reply,
         })

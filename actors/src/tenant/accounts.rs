@@ -561,7 +561,7 @@ impl TenantState {
     }
 
     /// Seconds until `email` and `ip` may try again, if either is blocked now.
-    fn login_blocked(&self, email: &str, ip: IpAddr) -> Option<u64> {
+    pub(super) fn login_blocked(&self, email: &str, ip: IpAddr) -> Option<u64> {
         let now = Instant::now();
         self.login_accounts
             .blocked(&email.to_owned(), now)

@@ -432,6 +432,7 @@ pub enum TenantMsg {
         email: String,
         code: String,
         binding_hash: Option<String>,
+        ip: IpAddr,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },

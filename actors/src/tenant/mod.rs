@@ -375,10 +375,11 @@ impl Actor for TenantActor {
                 email,
                 code,
                 binding_hash,
+                ip,
                 ctx,
                 reply,
             } => {
-                let out = state.email_otp_verify(&email, &code, binding_hash.as_deref(), &ctx);
+                let out = state.email_otp_verify(&email, &code, binding_hash.as_deref(), ip, &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::AnonymousSignin {

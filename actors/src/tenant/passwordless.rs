@@ -7,14 +7,14 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
-use std::time::Instant;
+use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{ct_eq, Kind};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    accounts::Effects,
+    accounts::{throttle_ip, Effects},
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
     messages::{LoginOutcome, PasswordlessLogin},
@@ -172,9 +172,11 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let found = self.find_challenge(token, &[Purpose::LoginMagicLink], now)?;
         let mut fx = self.effects();
+        // A password change since the link was sent (a recovery) kills it.
         let user = self
             .user(found.record.user_id)?
-            .filter(|u| !u.is_anonymous && u.email.is_some());
+            .filter(|u| !u.is_anonymous && u.email.is_some())
+            .filter(|u| u.password_epoch == found.record.epoch);
         let Some(user) = user else {
             fx.batch.remove(Kind::Challenge, &found.key);
             self.commit(fx)?;
@@ -195,10 +197,16 @@ impl TenantState {
         email: &str,
         code: &str,
         binding_hash: Option<&str>,
+        ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
         self.flow_enabled(Flow::EmailOtp)?;
         let now = OffsetDateTime::now_utc();
+        // Guesses are failed logins of the address and of the client: checked first, the
+        // same for every address, so a block tells nothing about whether a code exists.
+        if let Some(retry_after) = self.login_blocked(email, ip) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
         let slot = self.address_slot(email);
         let key = challenge_key(slot, Purpose::LoginEmailOtp);
         let record = self
@@ -211,26 +219,19 @@ impl TenantState {
             .as_ref()
             .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
         let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let mut fx = self.effects();
         let Some(record) = record.filter(|r| r.expires_at > now) else {
+            self.count_failed_login(email, ip);
             return Err(TenantError::InvalidChallenge);
         };
         // Without the binding the code is not even compared: another browser learns nothing.
         if !Self::binding_ok(&record, binding_hash) {
             return Err(TenantError::InvalidChallenge);
         }
-        // Wrong codes are failed logins of the address: five kill a code, and the address's
-        // login throttle bounds the guesses across codes.
-        if let Some(retry_after) = self
-            .login_accounts
-            .blocked(&email.to_owned(), Instant::now())
-        {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
-        let mut fx = self.effects();
         let mut found = Found { key, record };
         if !matches {
             self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.login_accounts.fail(&email.to_owned(), Instant::now());
+            self.count_failed_login(email, ip);
             self.commit(fx)?;
             return Err(TenantError::InvalidChallenge);
         }
@@ -238,6 +239,11 @@ impl TenantState {
         let user = match self.member_by_email(email)? {
             Some(u) => u,
             None if found.record.user_id.is_nil() => {
+                // The policy may have changed since the code was sent.
+                if self.registration_blocked(&mut fx, email, ctx)? {
+                    self.commit(fx)?;
+                    return Err(TenantError::InvalidChallenge);
+                }
                 self.create_passwordless(&mut fx, email, ctx, now)?
             }
             // The account the code was sent to is gone.
@@ -249,6 +255,12 @@ impl TenantState {
         let oauth = found.record.oauth.map(|o| o.params);
         let outcome = self.passwordless_login(&mut fx, user, Flow::EmailOtp, ctx, now)?;
         Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+    }
+
+    fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
+        let now = Instant::now();
+        self.login_accounts.fail(&email.to_owned(), now);
+        self.login_ips.fail(&throttle_ip(ip), now);
     }
 
     /// A new account for an address proven by a login code: confirmed, without a password.
@@ -287,10 +299,21 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<LoginOutcome, TenantError> {
         if !user.email_verified {
+            // Whoever registered an address they could not confirm must not keep a way in
+            // once its owner proves it: the unconfirmed account's password, MFA and sessions
+            // go (the owner can set a password with a reset link).
             user.email_verified = true;
             if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
                 fx.batch.remove(Kind::LinkToken, &old);
             }
+            if user.password_hash.take().is_some() {
+                user.password_epoch = user.password_epoch.wrapping_add(1);
+            }
+            user.mfa_enabled = false;
+            user.totp_seed = None;
+            user.totp_pending = None;
+            user.recovery_codes.clear();
+            self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
         if let Some(outcome) = self.login_second_step(fx, &user, flow.amr(), now)? {
