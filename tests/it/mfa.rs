@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::support::{
-    audit_events, base32_decode, fresh_client_ip, patch_security, settled_totp_step, spawn,
-    start_with_mail, totp_step_now, AuthAnswer, Session, SmtpStub, TestServer, Totp, UserApi,
-    UserTokens, PASSWORD, USER_PASSWORD,
+    audit_events, base32_decode, fresh_client_ip, json_keys as keys, name_set as set,
+    patch_security, settled_totp_step, spawn, totp_step_now, user_setup as setup, AuthAnswer, Totp,
+    UserApi, UserTokens, PASSWORD, USER_PASSWORD,
 };
 
 /// The code of every refusal of an unknown, used, dead or expired challenge.
@@ -22,27 +22,6 @@ const OFFSET: &str = "TESSERA__TESTING__CLOCK_OFFSET_SECS";
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// A server (mail through a stub, `X-Forwarded-For` believed) with `extra` environment, one
-/// tenant and its owner's dashboard session.
-fn setup(tenant: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(extra);
-    let api = UserApi::signup(&srv, tenant, "owner@example.com");
-    let session = srv.login(&api.owner, PASSWORD);
-    (smtp, srv, api, session)
-}
-
-fn keys(v: &Value) -> BTreeSet<String> {
-    v.as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
 
 /// Asserts ten distinct recovery codes shaped `abcde-fghij`; answers them.
 #[track_caller]

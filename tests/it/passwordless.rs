@@ -6,15 +6,15 @@
 //! Every request for a code or a link is spaced 60 s per address: a sub-case that needs another
 //! request uses another address.
 
-use std::{collections::BTreeSet, sync::Barrier, time::Duration};
+use std::{sync::Barrier, time::Duration};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::support::{
-    audit_events, fresh_client_ip, patch_security, signup_body, six_digit_code, start_with_mail,
-    AuthAnswer, CaptchaStub, Session, SmtpStub, TestServer, UserApi, UserTokens, PASSWORD,
-    USER_PASSWORD,
+    audit_events, fresh_client_ip, json_keys as keys, name_set as set, patch_security, signup_body,
+    six_digit_code, start_with_mail, user_setup as setup, AuthAnswer, CaptchaStub, Session,
+    SmtpStub, TestServer, UserApi, UserTokens, USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, unknown or unbound link or code.
@@ -35,27 +35,6 @@ const OTP_KIND: &str = "email_otp";
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// A server (mail through a stub, `X-Forwarded-For` believed) with `extra` environment, one
-/// tenant and its owner's dashboard session.
-fn setup(tenant: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(extra);
-    let api = UserApi::signup(&srv, tenant, "owner@example.com");
-    let session = srv.login(&api.owner, PASSWORD);
-    (smtp, srv, api, session)
-}
-
-fn keys(v: &Value) -> BTreeSet<String> {
-    v.as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
 
 /// `POST path` with the tenant's API key, from an address of its own.
 fn post(api: &UserApi, path: &str, body: &Value) -> AuthAnswer {

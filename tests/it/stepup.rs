@@ -2,14 +2,15 @@
 //! and bound to the session that obtained it; the account-linking gate that asks for them;
 //! their limits, their audit events, and a consumed code across SIGKILL.
 
-use std::{collections::BTreeSet, sync::Barrier};
+use std::sync::Barrier;
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::support::{
-    audit_events, fresh_client_ip, patch_security, six_digit_code, start_with_mail, AuthAnswer,
-    Session, SmtpStub, TestServer, UserApi, UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
+    audit_events, fresh_client_ip, json_keys as keys, name_set as set, patch_security,
+    six_digit_code, start_with_mail, AuthAnswer, Session, SmtpStub, TestServer, UserApi,
+    UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, expired or foreign code, link or token.
@@ -59,18 +60,6 @@ fn enable_linking(srv: &TestServer, s: &Session, api: &UserApi) {
         json!({"explicit_account_linking_enabled": true}),
     );
     assert_eq!(out["explicit_account_linking_enabled"], true, "{out}");
-}
-
-fn keys(v: &Value) -> BTreeSet<String> {
-    v.as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn set(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
 }
 
 fn step_up_password(api: &UserApi, bearer: &str, password: &str) -> AuthAnswer {

@@ -1459,3 +1459,29 @@ pub fn six_digit_code(text: &str) -> Option<String> {
     }
     None
 }
+
+/// A server (mail through a stub, `X-Forwarded-For` believed) with `extra` environment, one
+/// tenant and its owner's dashboard session.
+pub fn user_setup(
+    tenant: &str,
+    extra: &[(&str, &str)],
+) -> (SmtpStub, TestServer, UserApi, Session) {
+    let (smtp, srv) = start_with_mail(extra);
+    let api = UserApi::signup(&srv, tenant, "owner@example.com");
+    let session = srv.login(&api.owner, PASSWORD);
+    (smtp, srv, api, session)
+}
+
+/// The keys of a JSON object.
+#[track_caller]
+pub fn json_keys(v: &Value) -> std::collections::BTreeSet<String> {
+    v.as_object()
+        .unwrap_or_else(|| panic!("not an object: {v}"))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+pub fn name_set(names: &[&str]) -> std::collections::BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
