@@ -23,6 +23,8 @@ pub struct App {
     pub hasher: PasswordHasher,
     pub captcha: Captcha,
     pub mailer: Arc<Mailer>,
+    /// Sends text messages (the dashboard's test directly; tenants' through the courier).
+    pub texter: Arc<crate::delivery::sms::Texter>,
     /// Keyed hash of client addresses for audit events.
     pub ip_hasher: KeyedHasher,
     pub metrics: Metrics,

@@ -250,20 +250,41 @@ pub enum SmsTransport {
 #[serde(deny_unknown_fields, default)]
 pub struct SmsConfig {
     pub transport: SmsTransport,
+    /// Where the outbox transport writes messages; relative paths are under the data directory.
+    pub outbox_dir: PathBuf,
+    /// The Messages REST API's base URL (the platform's and tenants' own accounts).
     pub base_url: String,
+    /// The platform account, used with `transport = "http"`.
     pub account_sid: String,
     pub auth_token: SecretString,
+    /// Sends through this messaging service when set, else from `from`.
     pub messaging_service_sid: String,
+    pub from: String,
+    /// Countries (ISO 3166-1 alpha-2) that tenants without their own list may text.
+    pub allowed_countries: Vec<String>,
+    /// How long one request to the provider may take, in milliseconds.
+    pub timeout_ms: u64,
 }
+
+/// The EEA, Switzerland and the United Kingdom.
+pub const DEFAULT_SMS_COUNTRIES: [&str; 33] = [
+    "AT", "BE", "BG", "CH", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GB", "GR", "HR", "HU",
+    "IE", "IS", "IT", "LI", "LT", "LU", "LV", "MT", "NL", "NO", "PL", "PT", "RO", "SE", "SI", "SK",
+    "AX",
+];
 
 impl Default for SmsConfig {
     fn default() -> Self {
         SmsConfig {
             transport: SmsTransport::Outbox,
-            base_url: String::new(),
+            outbox_dir: PathBuf::from("sms_outbox"),
+            base_url: "https://api.twilio.com".into(),
             account_sid: String::new(),
             auth_token: SecretString::default(),
             messaging_service_sid: String::new(),
+            from: String::new(),
+            allowed_countries: DEFAULT_SMS_COUNTRIES.map(String::from).to_vec(),
+            timeout_ms: 10_000,
         }
     }
 }
@@ -450,6 +471,35 @@ impl Config {
                 reason: "is required when mail.transport = \"smtp\"".into(),
             });
         }
+        check_http_url("sms.base_url", &self.sms.base_url)?;
+        if self.sms.transport == SmsTransport::Http {
+            let missing = [
+                ("sms.account_sid", self.sms.account_sid.is_empty()),
+                ("sms.auth_token", self.sms.auth_token.0.is_empty()),
+                (
+                    "sms.messaging_service_sid",
+                    self.sms.messaging_service_sid.is_empty() && self.sms.from.is_empty(),
+                ),
+            ];
+            if let Some((key, _)) = missing.into_iter().find(|(_, m)| *m) {
+                return Err(ConfigError::Key {
+                    key,
+                    reason: "is required when sms.transport = \"http\" (or set sms.from instead of sms.messaging_service_sid)".into(),
+                });
+            }
+        }
+        if let Some(c) = self
+            .sms
+            .allowed_countries
+            .iter()
+            .find(|c| !(c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase())))
+        {
+            return Err(ConfigError::Key {
+                key: "sms.allowed_countries",
+                reason: format!("{c:?} is not a two-letter uppercase ISO 3166-1 alpha-2 code"),
+            });
+        }
+        positive("sms.timeout_ms", self.sms.timeout_ms)?;
         if !is_urn_prefix(&self.tokens.acr_urn_prefix) {
             return Err(ConfigError::Key {
                 key: "tokens.acr_urn_prefix",

@@ -140,6 +140,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     };
 
     let (mail_tx, mail_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (sms_tx, sms_rx) = tokio::sync::mpsc::unbounded_channel();
     let runtime = TenantRuntime {
         tokens: TokenPolicy {
             access_ttl: Duration::from_secs(config.tokens.access_ttl_secs),
@@ -147,8 +148,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             reuse_grace: Duration::from_secs(config.tokens.refresh_reuse_grace_secs),
         },
         accounts_url,
-        outbound: Arc::new(ChannelOutbound(mail_tx)),
+        outbound: Arc::new(ChannelOutbound {
+            mail: mail_tx,
+            sms: sms_tx,
+        }),
         clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
+        sms_countries: Arc::new(config.sms.allowed_countries.clone()),
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(
@@ -187,6 +192,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         mail_rx,
         Arc::new(SettleInTenant(directory.clone())),
     ));
+    let texter = Arc::new(delivery::sms::Texter::from_config(&config).map_err(StartError::Other)?);
+    let courier = tokio::spawn(delivery::sms::run(texter.clone(), sms_rx));
     let ip_hasher = master_key.hasher("audit-ip");
     let trusted_proxies = config
         .trusted_proxies()
@@ -200,6 +207,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         hasher,
         captcha,
         mailer,
+        texter,
         ip_hasher,
         metrics: Metrics::new(),
         trusted_proxies,
@@ -230,6 +238,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     admin_task.abort();
     purge_task.abort();
     postman.abort();
+    courier.abort();
     let _ = std::fs::remove_file(&socket_path);
     directory.stop().await;
     let _ = directory_join.await;

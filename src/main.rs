@@ -82,7 +82,7 @@ enum AdminCommand {
         #[command(subcommand)]
         command: FaultCommand,
     },
-    /// The file outbox (`mail.transport = "file"`).
+    /// The local outboxes (`mail.transport = "file"`, `sms.transport = "outbox"`).
     Outbox {
         #[command(subcommand)]
         command: OutboxCommand,
@@ -159,12 +159,22 @@ enum FaultCommand {
 
 #[derive(Subcommand)]
 enum OutboxCommand {
-    /// Lists the messages written to the outbox, newest first (empty with SMTP).
+    /// Lists the messages written to the outbox, newest first (empty with SMTP or the HTTP
+    /// SMS provider).
     List {
         /// Only this tenant's messages (by slug).
         #[arg(long)]
         tenant: Option<String>,
+        /// `mail` (the default) or `sms`.
+        #[arg(long, value_enum, default_value = "mail")]
+        kind: OutboxKind,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum OutboxKind {
+    Mail,
+    Sms,
 }
 
 fn main() -> ExitCode {
@@ -313,8 +323,11 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             command: FaultCommand::StallTenant { slug, ms },
         } => AdminRequest::FaultStallTenant { slug, millis: ms },
         AdminCommand::Outbox {
-            command: OutboxCommand::List { tenant },
-        } => AdminRequest::OutboxList { tenant },
+            command: OutboxCommand::List { tenant, kind },
+        } => AdminRequest::OutboxList {
+            tenant,
+            sms: matches!(kind, OutboxKind::Sms),
+        },
     })
 }
 

@@ -64,6 +64,12 @@ pub enum TenantError {
     StepUpMethodUnavailable,
     #[error("this passwordless method is disabled for the tenant")]
     PasswordlessDisabled,
+    #[error("text messages to this country are not allowed")]
+    CountryNotAllowed,
+    #[error("the tenant's monthly text message cap is reached")]
+    SmsCapReached { retry_after: u64 },
+    #[error("not available to guests")]
+    GuestNotAllowed,
     #[error("internal: {0}")]
     Internal(String),
 }

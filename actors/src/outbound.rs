@@ -1,4 +1,4 @@
-//! What tenant actors hand to the outside world: mail to deliver.
+//! What tenant actors hand to the outside world: mail and text messages to deliver.
 //!
 //! A tenant actor writes each message into its own persisted queue (sealed, in the same batch
 //! as the change that caused it), then submits it here. The delivery side (in the binary) sends
@@ -84,20 +84,94 @@ impl std::fmt::Debug for MailJob {
     }
 }
 
-/// The delivery side, as tenant actors see it. `submit` must not block: it hands the job over
-/// (a channel send) and returns.
-pub trait Outbound: Send + Sync + 'static {
-    fn submit(&self, job: MailJob);
+/// What a text message is about; the delivery side words it.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SmsKind {
+    /// A passwordless login code (6 digits, 10 minutes).
+    LoginCode,
+    /// A code confirming a signed-in user's phone number (6 digits, 10 minutes).
+    PhoneVerify,
+    /// The dashboard's test message.
+    Test,
 }
 
-/// Delivery through a tokio channel: the binary's postman owns the receiving end.
+impl SmsKind {
+    /// A stable name for logs and the outbox listing.
+    pub fn name(self) -> &'static str {
+        match self {
+            SmsKind::LoginCode => "login_code",
+            SmsKind::PhoneVerify => "phone_verify",
+            SmsKind::Test => "test",
+        }
+    }
+}
+
+/// Whose provider account sends a message.
+#[derive(Clone, PartialEq, Eq)]
+pub enum SmsAccount {
+    /// The platform's, from the server configuration.
+    Platform,
+    /// The tenant's own (its three `byok_provider_*` settings).
+    Own {
+        account_sid: String,
+        auth_token: String,
+        messaging_service_sid: String,
+    },
+}
+
+/// One text message to deliver. Never persisted: a code is worth minutes, so a message lost
+/// with a crash is asked for again rather than sent late.
 #[derive(Clone)]
-pub struct ChannelOutbound(pub tokio::sync::mpsc::UnboundedSender<MailJob>);
+pub struct SmsJob {
+    pub id: Uuid,
+    pub tenant: TenantId,
+    pub tenant_slug: String,
+    pub tenant_name: String,
+    /// E.164.
+    pub to: String,
+    pub kind: SmsKind,
+    /// The code the message carries (none for a test).
+    pub code: Option<String>,
+    pub account: SmsAccount,
+}
+
+impl std::fmt::Debug for SmsJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The number, the code and the account's token stay out of every log.
+        f.debug_struct("SmsJob")
+            .field("id", &self.id)
+            .field("tenant", &self.tenant)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The delivery side, as tenant actors see it. Submitting must not block: it hands the job
+/// over (a channel send) and returns.
+pub trait Outbound: Send + Sync + 'static {
+    fn submit(&self, job: MailJob);
+    fn submit_sms(&self, job: SmsJob);
+}
+
+/// Delivery through tokio channels: the binary's postman and SMS courier own the receiving
+/// ends.
+#[derive(Clone)]
+pub struct ChannelOutbound {
+    pub mail: tokio::sync::mpsc::UnboundedSender<MailJob>,
+    pub sms: tokio::sync::mpsc::UnboundedSender<SmsJob>,
+}
 
 impl Outbound for ChannelOutbound {
     fn submit(&self, job: MailJob) {
-        if self.0.send(job).is_err() {
+        if self.mail.send(job).is_err() {
             tracing::warn!("mail delivery is stopped; the message stays queued");
+        }
+    }
+
+    fn submit_sms(&self, job: SmsJob) {
+        if self.sms.send(job).is_err() {
+            tracing::warn!("text message delivery is stopped; the message is dropped");
         }
     }
 }

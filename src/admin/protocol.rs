@@ -44,9 +44,12 @@ pub enum AdminRequest {
         slug: String,
         millis: u64,
     },
-    /// The messages in the file outbox, newest first; with `tenant`, only that tenant's.
+    /// The messages in the file outbox (or, with `sms`, the text message outbox), newest
+    /// first; with `tenant`, only that tenant's.
     OutboxList {
         tenant: Option<String>,
+        #[serde(default)]
+        sms: bool,
     },
 }
 

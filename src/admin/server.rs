@@ -16,7 +16,7 @@ use tokio::{
 use super::protocol::{AdminError, AdminRequest, AdminResponse};
 use crate::{
     app::{AppState, TenantCreation},
-    config::MailTransport,
+    config::{MailTransport, SmsTransport},
     delivery::outbox,
     http::{
         error::{is_email, len_between, ApiError, FieldErrors},
@@ -278,7 +278,20 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 Err(e) => Err(e.into()),
             }
         }
-        AdminRequest::OutboxList { tenant } => {
+        AdminRequest::OutboxList { tenant, sms: true } => {
+            if state.config.sms.transport != SmsTransport::Outbox {
+                return Ok(json!([]));
+            }
+            let dir = state.config.data_path(&state.config.sms.outbox_dir);
+            let entries = tokio::task::spawn_blocking(move || {
+                crate::delivery::sms::list(&dir, tenant.as_deref())
+            })
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)?;
+            to_value(entries)
+        }
+        AdminRequest::OutboxList { tenant, sms: false } => {
             // With SMTP nothing is kept: an empty list, not an error, so scripts need not
             // know the transport.
             if state.config.mail.transport != MailTransport::File {

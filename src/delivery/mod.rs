@@ -1,11 +1,13 @@
-//! The outside world: outbound mail (and, later, SMS and webhooks).
+//! The outside world: outbound mail and text messages (and, later, webhooks).
 //!
 //! - `mail`: the lettre transport (SMTP or a file outbox) and the message encoding;
 //! - `templates`: the words of each end-user message;
 //! - `postman`: the worker that delivers tenants' queued mail with retries;
-//! - `outbox`: reads the file outbox back for the admin CLI.
+//! - `outbox`: reads the file outbox back for the admin CLI;
+//! - `sms`: the text message providers, their courier and their outbox.
 
 pub mod mail;
 pub mod outbox;
 pub mod postman;
+pub mod sms;
 pub mod templates;

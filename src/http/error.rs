@@ -300,6 +300,21 @@ impl From<CallError<TenantError>> for ApiError {
                 "passwordless/disabled",
                 "this sign-in method is disabled for this tenant",
             ),
+            CallError::Failed(TenantError::CountryNotAllowed) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "sms/country_not_allowed",
+                "text messages to this number's country are not allowed for this tenant",
+            ),
+            CallError::Failed(TenantError::SmsCapReached { retry_after }) => {
+                let mut e = ApiError::rate_limited("sms/monthly_cap_reached", retry_after);
+                e.message = "this tenant's monthly text message cap is reached".into();
+                e
+            }
+            CallError::Failed(TenantError::GuestNotAllowed) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/anonymous_not_allowed",
+                "guests cannot do this; register first",
+            ),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

@@ -15,6 +15,7 @@ pub mod onboarding;
 pub mod openapi;
 pub mod passwordless;
 pub mod platform;
+pub mod sms;
 pub mod step_up;
 pub mod tenant;
 pub mod wellknown;
@@ -76,6 +77,11 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(passwordless::magic_link_verify))
         .routes(routes!(passwordless::email_otp))
         .routes(routes!(passwordless::email_otp_verify))
+        .routes(routes!(sms::sms_otp))
+        .routes(routes!(sms::sms_otp_verify))
+        .routes(routes!(sms::phone_verify))
+        .routes(routes!(sms::phone_confirm))
+        .routes(routes!(sms::sms_test))
         .routes(routes!(mfa::setup))
         .routes(routes!(mfa::verify_setup))
         .routes(routes!(mfa::verify_mfa))

@@ -23,7 +23,7 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "onboarding", description = "Self-service tenant creation"),
         (name = "tenant", description = "The tenant of the calling API key"),
         (name = "accounts", description = "End users: registration, login, tokens, sessions, passwords"),
-        (name = "passwordless", description = "Sign-in by e-mailed link or code"),
+        (name = "passwordless", description = "Sign-in by e-mailed link or code, or texted code"),
         (name = "mfa", description = "TOTP multi-factor authentication and recovery codes"),
         (name = "step-up", description = "Step-up re-authentication (RFC 9470) and the routes it gates"),
         (name = "tokens", description = "A tenant's signing keys and discovery document"),

@@ -49,7 +49,7 @@ pub struct OAuthParamsBody {
 }
 
 /// Validates `oauth_params` into `errors`.
-fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
+pub(super) fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
     errors.check(
         "oauth_params.client_id",
         len_between(&p.client_id, 1, 256),
@@ -86,7 +86,7 @@ fn optional_params(p: &OAuthParamsBody) -> [(&'static str, Option<&str>); 7] {
 
 /// The OAuth parameters to store and the `resume_binding` to hand the browser: only its
 /// hash is stored.
-fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
+pub(super) fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
     let Some(p) = p else {
         return (None, None);
     };
@@ -119,7 +119,7 @@ pub struct PasswordlessAccepted {
     pub resume_binding: Option<String>,
 }
 
-fn accepted(binding: Option<String>) -> Response {
+pub(super) fn accepted(binding: Option<String>) -> Response {
     (
         StatusCode::ACCEPTED,
         Json(PasswordlessAccepted {
@@ -181,7 +181,7 @@ pub struct UserMagicLinkVerifyRequest {
     pub resume_binding: Option<String>,
 }
 
-fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
+pub(super) fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
     if let Some(b) = binding {
         errors.check(
             "resume_binding",
@@ -193,7 +193,7 @@ fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<Stri
 }
 
 /// The answer to a verify: the login's, plus `redirect_to` when it resumes an OAuth flow.
-async fn verified(
+pub(super) async fn verified(
     app: &App,
     tenant: &TenantHandle,
     login: PasswordlessLogin,

@@ -77,6 +77,8 @@ pub enum Kind {
     Guest = 0x4B,
     /// `slot | purpose` -> a single-use challenge (MFA, step-up) or an issued step-up token.
     Challenge = 0x4C,
+    /// E.164 phone number -> user id: the confirmed numbers, for SMS login.
+    UserPhone = 0x4D,
 }
 
 /// The key of a platform record.

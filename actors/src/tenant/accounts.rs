@@ -783,6 +783,8 @@ pub(crate) mod tests {
         fn submit(&self, job: MailJob) {
             self.0.lock().unwrap().push(job);
         }
+
+        fn submit_sms(&self, _job: crate::outbound::SmsJob) {}
     }
 
     pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
@@ -813,6 +815,7 @@ pub(crate) mod tests {
             accounts_url: "https://accounts.example".into(),
             outbound: Arc::new(Collect::default()),
             clock_offset: time::Duration::ZERO,
+            sms_countries: Arc::new(vec!["FR".into()]),
         };
         TenantState::load(
             info,

@@ -46,6 +46,10 @@ pub enum Purpose {
     LoginMagicLink = 7,
     /// A passwordless login code (in the address's slot: the account may not exist yet).
     LoginEmailOtp = 8,
+    /// A texted login code (in the number's slot).
+    LoginSmsOtp = 9,
+    /// A texted code confirming a signed-in user's number (in the user's slot).
+    PhoneVerify = 10,
 }
 
 impl Purpose {
@@ -59,6 +63,8 @@ impl Purpose {
             6 => Purpose::StepUpToken,
             7 => Purpose::LoginMagicLink,
             8 => Purpose::LoginEmailOtp,
+            9 => Purpose::LoginSmsOtp,
+            10 => Purpose::PhoneVerify,
             _ => return None,
         })
     }
@@ -94,6 +100,9 @@ pub struct ChallengeRecord {
     /// For a passwordless challenge started by an OAuth authorize flow: where to resume.
     #[serde(default)]
     pub oauth: Option<OAuthResume>,
+    /// For a texted code: the number (E.164) it was sent to.
+    #[serde(default)]
+    pub phone: Option<String>,
 }
 
 /// The OAuth authorize parameters a passwordless login resumes (spec 2.4 `oauth_params`).
@@ -140,6 +149,7 @@ impl ChallengeRecord {
             amr: Vec::new(),
             email: None,
             oauth: None,
+            phone: None,
         }
     }
 }
@@ -352,7 +362,7 @@ mod tests {
             Presented::Foreign
         ));
         assert!(matches!(
-            parse_token(&token(tenant, slot, 9), &tenant),
+            parse_token(&token(tenant, slot, 11), &tenant),
             Presented::Malformed
         ));
         let t = token(tenant, slot, 1);

@@ -56,7 +56,7 @@ impl Record for GuestIndex {
 }
 impl TenantRecord for GuestIndex {}
 
-fn month_of(t: OffsetDateTime) -> String {
+pub(super) fn month_of(t: OffsetDateTime) -> String {
     format!("{:04}-{:02}", t.year(), u8::from(t.month()))
 }
 

@@ -436,6 +436,45 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },
+    /// Texts a login code (answered at once, like every passwordless request).
+    SmsOtpRequest {
+        phone: crate::tenant::sms::Phone,
+        create: bool,
+        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    SmsOtpVerify {
+        /// E.164.
+        phone: String,
+        code: String,
+        binding_hash: Option<String>,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+    },
+    /// Texts a code confirming a signed-in user's number.
+    PhoneVerifyRequest {
+        bearer: Bearer,
+        phone: crate::tenant::sms::Phone,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    PhoneConfirm {
+        bearer: Bearer,
+        /// E.164.
+        phone: String,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    /// Checks and counts the dashboard's test message, and answers it for the caller to send.
+    SmsTest {
+        phone: crate::tenant::sms::Phone,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
+    },
     /// A new guest and its session.
     AnonymousSignin {
         ip: IpAddr,

@@ -18,6 +18,7 @@ pub mod passwordless;
 pub mod records;
 pub mod sessions;
 pub mod settings;
+pub mod sms;
 pub mod state;
 pub mod step_up;
 
@@ -34,7 +35,7 @@ pub use state::TenantState;
 use crate::{
     durable::reply_when_durable,
     error::TenantError,
-    outbound::{MailJob, Outbound},
+    outbound::{MailJob, Outbound, SmsJob},
 };
 
 /// Token lifetimes, from the platform configuration.
@@ -58,6 +59,9 @@ pub struct TenantRuntime {
     /// Added to the clock when calendar deadlines (the MFA grace period) are checked; zero
     /// except in fault drills.
     pub clock_offset: time::Duration,
+    /// The platform's SMS country allowlist (ISO 3166-1 alpha-2), for tenants without their
+    /// own.
+    pub sms_countries: Arc<Vec<String>>,
 }
 
 /// What the directory gives a tenant actor when it starts it.
@@ -382,6 +386,64 @@ impl Actor for TenantActor {
                 let out = state.email_otp_verify(&email, &code, binding_hash.as_deref(), ip, &ctx);
                 reply_with_mail(state, reply, out);
             }
+            TenantMsg::SmsOtpRequest {
+                phone,
+                create,
+                oauth,
+                ip,
+                reply,
+            } => match state.sms_otp_request(&phone, create, oauth, ip) {
+                // Answered at once whether or not anything is sent.
+                Ok(job) => {
+                    let _ = reply.send(Ok(()));
+                    sms_when_durable(state, job);
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::SmsOtpVerify {
+                phone,
+                code,
+                binding_hash,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let out = state.sms_otp_verify(&phone, &code, binding_hash.as_deref(), ip, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PhoneVerifyRequest {
+                bearer,
+                phone,
+                ip,
+                ctx,
+                reply,
+            } => match state.phone_verify_request(bearer, &phone, ip, &ctx) {
+                Ok(job) => {
+                    reply_durable(state, reply, ());
+                    sms_when_durable(state, Some(job));
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::PhoneConfirm {
+                bearer,
+                phone,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = state.phone_confirm(bearer, &phone, &code, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::SmsTest { phone, ctx, reply } => match state.sms_test(&phone, &ctx) {
+                Ok(job) => reply_durable(state, reply, job),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             TenantMsg::AnonymousSignin {
                 ip,
                 public_metadata,
@@ -509,6 +571,20 @@ fn reply_now_mail_later(
             let _ = reply.send(Err(e));
         }
     }
+}
+
+/// Hands a text message to delivery once the writes applied so far (its code, the month's
+/// count) are on disk.
+fn sms_when_durable(state: &TenantState, job: Option<SmsJob>) {
+    let Some(job) = job else { return };
+    let ticket = state.store().ticket();
+    let outbound = state.runtime.outbound.clone();
+    tokio::spawn(async move {
+        match ticket.wait().await {
+            Ok(()) => outbound.submit_sms(job),
+            Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
+        }
+    });
 }
 
 /// Replies `value` once the writes applied so far are on disk.

@@ -39,37 +39,43 @@ pub const REQUEST_SPACING: std::time::Duration = std::time::Duration::from_secs(
 pub enum Flow {
     MagicLink,
     EmailOtp,
+    /// A texted code (see `sms.rs`).
+    SmsOtp,
 }
 
 impl Flow {
-    fn method(self) -> &'static str {
+    pub(super) fn method(self) -> &'static str {
         match self {
             Flow::MagicLink => "magic_link",
             Flow::EmailOtp => "email_otp",
+            Flow::SmsOtp => "sms_otp",
         }
     }
 
+    /// RFC 8176: `mca` (a link), `otp` (an e-mailed code), `sms` (a texted code).
     fn amr(self) -> &'static str {
         match self {
             Flow::MagicLink => "mca",
             Flow::EmailOtp => "otp",
+            Flow::SmsOtp => "sms",
         }
     }
 }
 
 impl TenantState {
-    fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
+    pub(super) fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
         let sec = &self.settings.security;
         let on = match flow {
             Flow::MagicLink => sec.magic_link_enabled,
             Flow::EmailOtp => sec.email_otp_enabled,
+            Flow::SmsOtp => sec.sms_otp_enabled,
         };
         on.then_some(()).ok_or(TenantError::PasswordlessDisabled)
     }
 
     /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
     /// whether or not the address has an account.
-    fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
+    pub(super) fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
         self.passwordless_requests
             .hit(&format!("{}:{email}", flow.method()), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
@@ -154,7 +160,7 @@ impl TenantState {
     /// Whether the browser verifying is the one that started an OAuth-resuming login:
     /// `binding_hash` is the hash of the `resume_binding` it sent. Without OAuth parameters
     /// anything passes.
-    fn binding_ok(record: &ChallengeRecord, binding_hash: Option<&str>) -> bool {
+    pub(super) fn binding_ok(record: &ChallengeRecord, binding_hash: Option<&str>) -> bool {
         match &record.oauth {
             None => true,
             Some(o) => binding_hash.is_some_and(|h| ct_eq(h.as_bytes(), o.binding_hash.as_bytes())),
@@ -257,7 +263,7 @@ impl TenantState {
         Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
     }
 
-    fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
+    pub(super) fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
         let now = Instant::now();
         self.login_accounts.fail(&email.to_owned(), now);
         self.login_ips.fail(&throttle_ip(ip), now);
@@ -287,10 +293,10 @@ impl TenantState {
         Ok(user)
     }
 
-    /// Finishes a passwordless sign-in of `user`, whose address the link or code just proved:
-    /// the address counts as confirmed; MFA and the tenant's MFA policy apply as for a
-    /// password login.
-    fn passwordless_login(
+    /// Finishes a passwordless sign-in of `user`, whose address (or number) the link or code
+    /// just proved: an address counts as confirmed; MFA and the tenant's MFA policy apply as
+    /// for a password login.
+    pub(super) fn passwordless_login(
         &mut self,
         fx: &mut Effects,
         mut user: UserRecord,
@@ -298,7 +304,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<LoginOutcome, TenantError> {
-        if !user.email_verified {
+        if flow != Flow::SmsOtp && !user.email_verified {
             // Whoever registered an address they could not confirm must not keep a way in
             // once its owner proves it: the unconfirmed account's password, MFA and sessions
             // go (the owner can set a password with a reset link).
@@ -319,8 +325,13 @@ impl TenantState {
         if let Some(outcome) = self.login_second_step(fx, &user, flow.amr(), now)? {
             return Ok(outcome);
         }
-        if let Some(email) = &user.email {
-            self.login_accounts.reset(email);
+        // The proven identifier's failures are forgotten, as after a password login.
+        let proven = match flow {
+            Flow::SmsOtp => user.phone.clone(),
+            _ => user.email.clone(),
+        };
+        if let Some(key) = proven {
+            self.login_accounts.reset(&key);
         }
         let enrollment_required_by = match self.enrollment_of(&user) {
             Enrollment::Grace(deadline) => Some(deadline),

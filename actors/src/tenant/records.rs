@@ -83,6 +83,19 @@ impl Record for EmailIndex {
 }
 impl TenantRecord for EmailIndex {}
 
+/// Confirmed phone number (E.164) -> user: the number signs that user in by SMS.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PhoneIndex {
+    pub user_id: Uuid,
+}
+
+impl Record for PhoneIndex {
+    const KIND: Kind = Kind::UserPhone;
+    const NAME: &'static str = "user phone index";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for PhoneIndex {}
+
 /// A session: one refresh-token family. Its refresh tokens are derived, not stored (see
 /// `sessions.rs`); `generation` says which one is current.
 #[derive(Clone, Debug, Serialize, Deserialize)]

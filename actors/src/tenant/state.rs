@@ -72,8 +72,14 @@ pub struct TenantState {
     pub(super) step_up_mails: RateWindow<Uuid>,
     /// Wrong e-mailed step-up codes per user.
     pub(super) step_up_fails: Throttle<Uuid>,
-    /// Passwordless link and code requests per flow and address.
+    /// Passwordless link and code requests per flow and address (or number).
     pub(super) passwordless_requests: RateWindow<String>,
+    /// Text messages per number per hour.
+    pub(super) sms_numbers: RateWindow<String>,
+    /// Text messages requested per client address per hour.
+    pub(super) sms_ips: RateWindow<IpAddr>,
+    /// This month's text messages (persisted), for the tenant's cap.
+    pub(super) sms_usage: MauRecord,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -112,6 +118,9 @@ impl TenantState {
             KeyRing::load_or_create(&store, &master_key, OffsetDateTime::now_utc())?;
         keys.store(Arc::new(token_keys));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
+        let sms_usage = store
+            .get::<MauRecord>(super::sms::SMS_USAGE_KEY)?
+            .unwrap_or_default();
         Ok(TenantState {
             info,
             store,
@@ -140,6 +149,12 @@ impl TenantState {
                 super::step_up::STEP_UP_MAILS,
                 super::step_up::STEP_UP_MAIL_WINDOW,
             ),
+            sms_numbers: RateWindow::new(
+                super::sms::SMS_PER_NUMBER_PER_HOUR,
+                Duration::from_secs(3600),
+            ),
+            sms_ips: RateWindow::new(super::sms::SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
+            sms_usage,
         })
     }
 

@@ -1,0 +1,421 @@
+//! Text messages: passwordless login by a texted code (AMR `sms`), confirming a signed-in
+//! user's phone number, and the dashboard's test message.
+//!
+//! Every send passes [`TenantState::admit_sms`] first: the destination country must be on the
+//! tenant's allowlist (or the platform's), the number and the client are rate limited, and the
+//! tenant's monthly cap must not be reached. These checks run the same way whether or not a
+//! number has an account, so a request's answer tells nothing about accounts.
+//!
+//! Codes are single-use challenges (see `challenges.rs`): a login code in the number's slot (the
+//! account may not exist until the code is verified), a confirmation code in the user's slot.
+//! Only confirmed numbers are indexed ([`PhoneIndex`]), and a number belongs to one user at a
+//! time: confirming it moves it from whoever had it.
+//!
+//! A message leaves only once the change that caused it is durable; messages are not kept for
+//! a later retry after a restart (see [`SmsJob`]).
+
+use std::{net::IpAddr, time::Instant};
+
+use tessera_storage::{ct_eq, Kind, TenantBatch};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    accounts::{throttle_ip, Effects},
+    audit::AuditContext,
+    challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    guests::{month_of, MauRecord},
+    messages::{Bearer, PasswordlessLogin, UserView},
+    passwordless::Flow,
+    records::{PhoneIndex, UserRecord},
+    state::TenantState,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, SmsAccount, SmsJob, SmsKind},
+};
+
+/// A texted code lives this long.
+pub const SMS_CODE_TTL: Duration = Duration::minutes(10);
+/// Messages per number per hour (besides one a minute).
+pub const SMS_PER_NUMBER_PER_HOUR: u32 = 5;
+/// Messages requested per client address (IPv6: per /64) per hour.
+pub const SMS_PER_IP_PER_HOUR: u32 = 10;
+/// The key of this month's message count.
+pub const SMS_USAGE_KEY: &[u8] = b"sms";
+
+/// A parsed destination: E.164 and its country (ISO 3166-1 alpha-2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Phone {
+    pub e164: String,
+    pub country: String,
+}
+
+impl TenantState {
+    /// Checks and counts one message to `phone` requested from `ip` (none for the dashboard's
+    /// test): the country, the per-number and per-client limits, then the monthly cap.
+    fn admit_sms(&mut self, phone: &Phone, ip: Option<IpAddr>) -> Result<(), TenantError> {
+        let own = self
+            .settings
+            .security
+            .sms_allowed_countries
+            .as_ref()
+            .filter(|l| !l.is_empty());
+        let allowed = own.unwrap_or(&self.runtime.sms_countries);
+        if !allowed.contains(&phone.country) {
+            return Err(TenantError::CountryNotAllowed);
+        }
+        let now = Instant::now();
+        let limited = |retry_after| TenantError::RateLimited { retry_after };
+        if let Some(ip) = ip {
+            self.sms_ips.hit(&throttle_ip(ip), now).map_err(limited)?;
+        }
+        self.space_request(Flow::SmsOtp, &phone.e164)?;
+        self.sms_numbers.hit(&phone.e164, now).map_err(limited)?;
+        let wall = OffsetDateTime::now_utc();
+        if self.sms_sent_this_month(wall) >= u64::from(self.settings.security.sms_otp_monthly_cap) {
+            return Err(TenantError::SmsCapReached {
+                retry_after: seconds_to_next_month(wall),
+            });
+        }
+        Ok(())
+    }
+
+    fn sms_sent_this_month(&self, now: OffsetDateTime) -> u64 {
+        if self.sms_usage.month == month_of(now) {
+            self.sms_usage.count
+        } else {
+            0
+        }
+    }
+
+    /// Counts one message in this month's total, in `batch`.
+    fn count_sms(
+        &mut self,
+        batch: &mut TenantBatch,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let month = month_of(now);
+        if self.sms_usage.month != month {
+            self.sms_usage = MauRecord { month, count: 0 };
+        }
+        self.sms_usage.count += 1;
+        batch.put(SMS_USAGE_KEY, &self.sms_usage)?;
+        Ok(())
+    }
+
+    /// The account that sends this tenant's messages: its own when all three `byok_provider_*`
+    /// settings are set, else the platform's.
+    fn sms_account(&self) -> Result<SmsAccount, TenantError> {
+        let sec = &self.settings.security;
+        let (Some(account_sid), Some(messaging_service_sid)) = (
+            sec.byok_provider_account_sid.clone(),
+            sec.byok_provider_messaging_service_sid.clone(),
+        ) else {
+            return Ok(SmsAccount::Platform);
+        };
+        Ok(match self.byok_auth_token()? {
+            Some(auth_token) => SmsAccount::Own {
+                account_sid,
+                auth_token,
+                messaging_service_sid,
+            },
+            None => SmsAccount::Platform,
+        })
+    }
+
+    fn sms_job(
+        &self,
+        phone: &Phone,
+        kind: SmsKind,
+        code: Option<String>,
+    ) -> Result<SmsJob, TenantError> {
+        Ok(SmsJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: phone.e164.clone(),
+            kind,
+            code,
+            account: self.sms_account()?,
+        })
+    }
+
+    /// The slot of a number's login code.
+    fn number_slot(&self, e164: &str) -> Uuid {
+        let mut m = b"login-sms:".to_vec();
+        m.extend_from_slice(e164.as_bytes());
+        let h = self.otp_hasher.hash(&m);
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h[..16]);
+        Uuid::from_bytes(b)
+    }
+
+    /// The user whose confirmed number this is.
+    fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
+        let Some(ix) = self.store.get::<PhoneIndex>(e164.as_bytes())? else {
+            return Ok(None);
+        };
+        Ok(self
+            .user(ix.user_id)?
+            .filter(|u| !u.is_anonymous && u.phone.as_deref() == Some(e164)))
+    }
+
+    /// Texts a login code to this number when a user has confirmed it, or (`create`) whatever
+    /// it is: the account is then created when the code is verified. `None`: nothing to send.
+    pub fn sms_otp_request(
+        &mut self,
+        phone: &Phone,
+        create: bool,
+        oauth: Option<OAuthResume>,
+        ip: IpAddr,
+    ) -> Result<Option<SmsJob>, TenantError> {
+        self.flow_enabled(Flow::SmsOtp)?;
+        self.admit_sms(phone, Some(ip))?;
+        let user = self.user_by_phone(&phone.e164)?;
+        if user.is_none() && !create {
+            return Ok(None);
+        }
+        let now = OffsetDateTime::now_utc();
+        let slot = self.number_slot(&phone.e164);
+        let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
+        let code = super::step_up::six_digit_code();
+        let mut record = ChallengeRecord::new(Purpose::LoginSmsOtp, &user, None, SMS_CODE_TTL, now);
+        record.secret_hash = self.otp_hash(slot, &code);
+        record.phone = Some(phone.e164.clone());
+        record.oauth = oauth;
+        let mut batch = self.store.batch();
+        batch.put(&challenge_key(slot, Purpose::LoginSmsOtp), &record)?;
+        self.count_sms(&mut batch, now)?;
+        self.store.apply(batch)?;
+        Ok(Some(self.sms_job(phone, SmsKind::LoginCode, Some(code))?))
+    }
+
+    /// Signs in (or, for `login_or_create`, signs up) with a texted code.
+    pub fn sms_otp_verify(
+        &mut self,
+        e164: &str,
+        code: &str,
+        binding_hash: Option<&str>,
+        ip: IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        self.flow_enabled(Flow::SmsOtp)?;
+        let now = OffsetDateTime::now_utc();
+        // Guesses are failed logins of the number and of the client, checked first and alike
+        // for every number.
+        if let Some(retry_after) = self.login_blocked(e164, ip) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        let slot = self.number_slot(e164);
+        let key = challenge_key(slot, Purpose::LoginSmsOtp);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| r.phone.as_deref() == Some(e164));
+        let presented = self.otp_hash(slot, code);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let mut fx = self.effects();
+        let Some(record) = record.filter(|r| r.expires_at > now) else {
+            self.count_failed_login(e164, ip);
+            return Err(TenantError::InvalidChallenge);
+        };
+        if !Self::binding_ok(&record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        let mut found = Found { key, record };
+        if !matches {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.count_failed_login(e164, ip);
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        // Whoever holds the number now is who the code proves.
+        let user = match self.user_by_phone(e164)? {
+            Some(u) => u,
+            None if found.record.user_id.is_nil() => {
+                self.create_sms_user(&mut fx, e164, ctx, now)?
+            }
+            None => {
+                self.commit(fx)?;
+                return Err(TenantError::InvalidChallenge);
+            }
+        };
+        let oauth = found.record.oauth.map(|o| o.params);
+        let outcome = self.passwordless_login(&mut fx, user, Flow::SmsOtp, ctx, now)?;
+        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+    }
+
+    /// A new account for a number proven by a login code: no address, no password.
+    fn create_sms_user(
+        &mut self,
+        fx: &mut Effects,
+        e164: &str,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<UserRecord, TenantError> {
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.phone = Some(e164.to_owned());
+        user.phone_verified = true;
+        self.count_active(&mut fx.batch, None, now)?;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        fx.batch
+            .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.register",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "method": "sms_otp" }),
+        )?;
+        Ok(user)
+    }
+
+    /// Texts a code confirming `phone` to the signed-in user; a new code replaces the
+    /// previous one.
+    pub fn phone_verify_request(
+        &mut self,
+        bearer: Bearer,
+        phone: &Phone,
+        ip: IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<SmsJob, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = self.live_session(bearer, now)?;
+        if user.is_anonymous {
+            return Err(TenantError::GuestNotAllowed);
+        }
+        self.admit_sms(phone, Some(ip))?;
+        let code = super::step_up::six_digit_code();
+        let mut record = ChallengeRecord::new(Purpose::PhoneVerify, &user, None, SMS_CODE_TTL, now);
+        record.secret_hash = self.otp_hash(user.id, &code);
+        record.phone = Some(phone.e164.clone());
+        let mut batch = self.store.batch();
+        batch.put(&challenge_key(user.id, Purpose::PhoneVerify), &record)?;
+        self.count_sms(&mut batch, now)?;
+        self.audit_into(
+            &mut batch,
+            "user.phone.verification_sent",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "country": phone.country }),
+        )?;
+        self.store.apply(batch)?;
+        self.sms_job(phone, SmsKind::PhoneVerify, Some(code))
+    }
+
+    /// Confirms the number a code was texted to: it becomes the user's (and leaves any other
+    /// user who had it). Five wrong codes kill the code.
+    pub fn phone_confirm(
+        &mut self,
+        bearer: Bearer,
+        e164: &str,
+        code: &str,
+        ctx: &AuditContext,
+    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, mut user) = self.live_session(bearer, now)?;
+        let key = challenge_key(user.id, Purpose::PhoneVerify);
+        let record = self.store.get::<ChallengeRecord>(&key)?;
+        let presented = self.otp_hash(user.id, code);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let Some(record) = record.filter(|r| r.expires_at > now) else {
+            return Err(TenantError::InvalidChallenge);
+        };
+        let mut fx = self.effects();
+        let mut found = Found { key, record };
+        if !matches || found.record.phone.as_deref() != Some(e164) {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        if let Some(holder) = self.user_by_phone(e164)?.filter(|h| h.id != user.id) {
+            let mut holder = holder;
+            holder.phone = None;
+            holder.phone_verified = false;
+            fx.batch.put(holder.id.as_bytes(), &holder)?;
+            self.audit_into(
+                &mut fx.batch,
+                "user.phone.removed",
+                ctx,
+                serde_json::json!({ "user_id": holder.id, "reason": "confirmed_by_another_user" }),
+            )?;
+        }
+        if let Some(old) = user.phone.take().filter(|p| p != e164) {
+            fx.batch.remove(Kind::UserPhone, old.as_bytes());
+        }
+        user.phone = Some(e164.to_owned());
+        user.phone_verified = true;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        fx.batch
+            .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
+        self.audit_into(
+            &mut fx.batch,
+            "user.phone.verified",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        Ok((user.view(), self.commit(fx)?))
+    }
+
+    /// The dashboard's test message to `phone`: checked and counted like any other.
+    pub fn sms_test(&mut self, phone: &Phone, ctx: &AuditContext) -> Result<SmsJob, TenantError> {
+        self.admit_sms(phone, None)?;
+        let now = OffsetDateTime::now_utc();
+        let mut batch = self.store.batch();
+        self.count_sms(&mut batch, now)?;
+        let job = self.sms_job(phone, SmsKind::Test, None)?;
+        let own = matches!(job.account, SmsAccount::Own { .. });
+        self.audit_into(
+            &mut batch,
+            "tenant.sms_test",
+            ctx,
+            serde_json::json!({ "country": phone.country, "own_account": own }),
+        )?;
+        self.store.apply(batch)?;
+        Ok(job)
+    }
+}
+
+/// Seconds from `now` to the first instant of the next calendar month (UTC).
+fn seconds_to_next_month(now: OffsetDateTime) -> u64 {
+    let (year, month) = match now.month() {
+        time::Month::December => (now.year() + 1, time::Month::January),
+        m => (now.year(), m.next()),
+    };
+    time::Date::from_calendar_date(year, month, 1)
+        .map(|d| d.midnight().assume_utc() - now)
+        .map_or(1, |left| left.whole_seconds().max(1) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn the_cap_resets_at_the_next_month() {
+        assert_eq!(
+            seconds_to_next_month(datetime!(2026-11-30 23:59:00 UTC)),
+            60
+        );
+        assert_eq!(
+            seconds_to_next_month(datetime!(2026-12-31 23:00:00 UTC)),
+            3600
+        );
+        assert_eq!(
+            seconds_to_next_month(datetime!(2027-02-01 00:00:00 UTC)),
+            28 * 86_400
+        );
+    }
+}
