@@ -14,6 +14,7 @@ mod outbox;
 mod passwordless;
 mod platform;
 mod settings;
+mod sms;
 mod stepup;
 mod tenants;
 mod tokens;
