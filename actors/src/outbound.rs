@@ -36,6 +36,10 @@ pub enum MailKind {
         link: String,
         action_hint: Option<String>,
     },
+    /// A phone number (`ending`: its last two digits) now signs in to the account.
+    PhoneAdded { ending: String },
+    /// The account's phone number (`ending`: its last two digits) was confirmed by another account and left this one.
+    PhoneRemoved { ending: String },
 }
 
 impl MailKind {
@@ -50,6 +54,8 @@ impl MailKind {
             MailKind::EmailOtp { .. } => "email_otp",
             MailKind::StepUpEmailOtp { .. } => "step_up_email_otp",
             MailKind::StepUpMagicLink { .. } => "step_up_magic_link",
+            MailKind::PhoneAdded { .. } => "phone_added",
+            MailKind::PhoneRemoved { .. } => "phone_removed",
         }
     }
 }

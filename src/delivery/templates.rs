@@ -123,6 +123,50 @@ pub fn render(job: &MailJob) -> Rendered {
                 html,
             }
         }
+        MailKind::PhoneAdded { ending } => {
+            let ending = escape_html(ending);
+            Rendered {
+                subject: format!("A phone number was added to your {name} account"),
+                text: format!(
+                    "The phone number ending in {ending} was just confirmed on your {name} account: codes \
+                     texted to it now sign you in.\n\n\
+                     If it was you, there is nothing to do.\n\n\
+                     If it was not you, someone has access to your account: reset your password \
+                     at once from the {name} sign-in page, and contact {name}'s support.\n"
+                ),
+                html: page(
+                    &html_name,
+                    &format!(
+                        "<p>The phone number ending in {ending} was just confirmed on your {html_name} \
+                         account: codes texted to it now sign you in.</p>\n\
+                         <p>If it was you, there is nothing to do.</p>\n\
+                         <p><strong>If it was not you</strong>, someone has access to your \
+                         account: reset your password at once from the {html_name} sign-in page, \
+                         and contact {html_name}'s support.</p>"
+                    ),
+                ),
+            }
+        }
+        MailKind::PhoneRemoved { ending } => {
+            let ending = escape_html(ending);
+            Rendered {
+                subject: format!("Your phone number left your {name} account"),
+                text: format!(
+                    "The phone number ending in {ending} was confirmed by another {name} account, so it no \
+                     longer signs in to yours. Phone numbers change hands; if this one is still \
+                     yours, confirm it again from your account, and contact {name}'s support.\n"
+                ),
+                html: page(
+                    &html_name,
+                    &format!(
+                        "<p>The phone number ending in {ending} was confirmed by another {html_name} \
+                         account, so it no longer signs in to yours.</p>\n\
+                         <p>Phone numbers change hands; if this one is still yours, confirm it \
+                         again from your account, and contact {html_name}'s support.</p>"
+                    ),
+                ),
+            }
+        }
         MailKind::MagicLink { link } => {
             let text = format!(
                 "Sign in to {name} by opening this link (it works once, for 10 minutes):\n\
@@ -310,6 +354,12 @@ mod tests {
             },
             MailKind::PasswordReset { link: link.into() },
             MailKind::PasswordChanged,
+            MailKind::PhoneAdded {
+                ending: "78".into(),
+            },
+            MailKind::PhoneRemoved {
+                ending: "78".into(),
+            },
             MailKind::StepUpMagicLink {
                 link: link.into(),
                 action_hint: Some("Link your account".into()),
@@ -322,7 +372,12 @@ mod tests {
     fn every_kind_names_the_tenant_and_carries_its_link_whole() {
         let link = "https://accounts.example.com/acme/verify?token=AbC_dEf-123&x=1";
         for kind in all_kinds(link) {
-            let has_link = !matches!(kind, MailKind::PasswordChanged);
+            let has_link = !matches!(
+                kind,
+                MailKind::PasswordChanged
+                    | MailKind::PhoneAdded { .. }
+                    | MailKind::PhoneRemoved { .. }
+            );
             let r = render(&job("Acme Tools", kind.clone()));
             assert!(r.subject.contains("Acme Tools"), "{kind:?}");
             assert!(r.text.contains("Acme Tools"), "{kind:?}");

@@ -35,7 +35,7 @@ fn phone_field(errors: &mut FieldErrors, name: &str, raw: &str) -> Option<Phone>
     let parsed = (raw.chars().count() >= 5 && raw.len() <= MAX_PHONE)
         .then(|| phonenumber::parse(None, raw).ok())
         .flatten()
-        .filter(|n| n.is_valid())
+        .filter(|n| n.is_valid() && can_receive_texts(n))
         .and_then(|n| {
             let country = n.country().id()?.as_ref().to_owned();
             Some(Phone {
@@ -46,9 +46,20 @@ fn phone_field(errors: &mut FieldErrors, name: &str, raw: &str) -> Option<Phone>
     errors.check(
         name,
         parsed.is_some(),
-        "must be a valid phone number in international format (+ and the country code)",
+        "must be a valid mobile phone number in international format (+ and the country code)",
     );
     parsed
+}
+
+/// Mobile (or possibly mobile), personal and VoIP numbers receive texts. Premium-rate,
+/// shared-cost, toll-free, pager, UAN and fixed-line numbers are refused: texting them is how
+/// SMS pumping fraud makes money, and they cannot read a code anyway.
+fn can_receive_texts(n: &phonenumber::PhoneNumber) -> bool {
+    use phonenumber::Type;
+    matches!(
+        n.number_type(&phonenumber::metadata::DATABASE),
+        Type::Mobile | Type::FixedLineOrMobile | Type::PersonalNumber | Type::Voip
+    )
 }
 
 fn code_field(errors: &mut FieldErrors, code: &str) {
@@ -331,9 +342,11 @@ pub async fn sms_test(
         })),
         Err(e) => {
             tracing::warn!(job = %job.id, provider, error = %e, "test text message not sent");
-            let message = match &e.provider_message {
-                Some(m) => format!("{e}: {m}"),
-                None => e.to_string(),
+            // The provider's own words only for the tenant's own account: about the platform's
+            // account they are the operator's business.
+            let message = match (&e.provider_message, provider) {
+                (Some(m), "byok") => format!("{e}: {m}"),
+                _ => e.to_string(),
             };
             Err(ApiError::new(
                 StatusCode::BAD_GATEWAY,

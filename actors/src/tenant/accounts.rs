@@ -542,6 +542,10 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (mut fx, mut user) =
             self.consume_link(self.effects(), token, LinkPurpose::ResetPassword, now)?;
+        if !user.email_verified {
+            // The link proved the address: an unconfirmed account's other ways in go.
+            self.forget_unconfirmed_holder(&mut fx, &mut user)?;
+        }
         user.password_hash = Some(password_hash);
         user.password_epoch = user.password_epoch.wrapping_add(1);
         user.email_verified = true;
@@ -837,7 +841,9 @@ pub(crate) mod tests {
             MailKind::AccountExists { reset_link } => reset_link.clone(),
             MailKind::PasswordChanged
             | MailKind::StepUpEmailOtp { .. }
-            | MailKind::EmailOtp { .. } => panic!("no link"),
+            | MailKind::EmailOtp { .. }
+            | MailKind::PhoneAdded { .. }
+            | MailKind::PhoneRemoved { .. } => panic!("no link"),
         };
         link.split("token=").nth(1).unwrap().to_owned()
     }

@@ -293,6 +293,28 @@ impl TenantState {
         Ok(user)
     }
 
+    /// The owner of an address just proved it on an account that never confirmed it: whoever
+    /// registered the address without being able to confirm it must keep no way in. The
+    /// account's MFA, phone number and sessions go, and the address counts as confirmed; the
+    /// caller decides about the password.
+    pub(super) fn forget_unconfirmed_holder(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+    ) -> Result<(), TenantError> {
+        user.email_verified = true;
+        if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
+            fx.batch.remove(Kind::LinkToken, &old);
+        }
+        user.mfa_enabled = false;
+        user.totp_seed = None;
+        user.totp_pending = None;
+        user.recovery_codes.clear();
+        self.drop_phone(&mut fx.batch, user)?;
+        self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+        Ok(())
+    }
+
     /// Finishes a passwordless sign-in of `user`, whose address (or number) the link or code
     /// just proved: an address counts as confirmed; MFA and the tenant's MFA policy apply as
     /// for a password login.
@@ -305,21 +327,11 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<LoginOutcome, TenantError> {
         if flow != Flow::SmsOtp && !user.email_verified {
-            // Whoever registered an address they could not confirm must not keep a way in
-            // once its owner proves it: the unconfirmed account's password, MFA and sessions
-            // go (the owner can set a password with a reset link).
-            user.email_verified = true;
-            if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
-                fx.batch.remove(Kind::LinkToken, &old);
-            }
+            // The password goes too: the owner sets one with a reset link.
+            self.forget_unconfirmed_holder(fx, &mut user)?;
             if user.password_hash.take().is_some() {
                 user.password_epoch = user.password_epoch.wrapping_add(1);
             }
-            user.mfa_enabled = false;
-            user.totp_seed = None;
-            user.totp_pending = None;
-            user.recovery_codes.clear();
-            self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
         if let Some(outcome) = self.login_second_step(fx, &user, flow.amr(), now)? {

@@ -32,7 +32,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
-    outbound::{MailJob, SmsAccount, SmsJob, SmsKind},
+    outbound::{MailJob, MailKind, SmsAccount, SmsJob, SmsKind},
 };
 
 /// A texted code lives this long.
@@ -41,6 +41,8 @@ pub const SMS_CODE_TTL: Duration = Duration::minutes(10);
 pub const SMS_PER_NUMBER_PER_HOUR: u32 = 5;
 /// Messages requested per client address (IPv6: per /64) per hour.
 pub const SMS_PER_IP_PER_HOUR: u32 = 10;
+/// The dashboard's test messages per tenant per hour.
+pub const SMS_TESTS_PER_HOUR: u32 = 10;
 /// The key of this month's message count.
 pub const SMS_USAGE_KEY: &[u8] = b"sms";
 
@@ -55,14 +57,7 @@ impl TenantState {
     /// Checks and counts one message to `phone` requested from `ip` (none for the dashboard's
     /// test): the country, the per-number and per-client limits, then the monthly cap.
     fn admit_sms(&mut self, phone: &Phone, ip: Option<IpAddr>) -> Result<(), TenantError> {
-        let own = self
-            .settings
-            .security
-            .sms_allowed_countries
-            .as_ref()
-            .filter(|l| !l.is_empty());
-        let allowed = own.unwrap_or(&self.runtime.sms_countries);
-        if !allowed.contains(&phone.country) {
+        if !self.country_allowed(&phone.country) {
             return Err(TenantError::CountryNotAllowed);
         }
         let now = Instant::now();
@@ -79,6 +74,32 @@ impl TenantState {
             });
         }
         Ok(())
+    }
+
+    /// Whether this tenant may text `country`. Its own list (when not null or empty) decides;
+    /// on the platform's account it can only narrow the platform's list, so no tenant opens
+    /// countries the operator pays for and did not allow.
+    fn country_allowed(&self, country: &str) -> bool {
+        let platform = self.runtime.sms_countries.iter().any(|c| c == country);
+        let own_account = self.sms_account_is_own();
+        match self
+            .settings
+            .security
+            .sms_allowed_countries
+            .as_ref()
+            .filter(|l| !l.is_empty())
+        {
+            Some(list) => list.iter().any(|c| c == country) && (own_account || platform),
+            None => platform,
+        }
+    }
+
+    /// Whether all three `byok_provider_*` settings are set.
+    fn sms_account_is_own(&self) -> bool {
+        let sec = &self.settings.security;
+        sec.byok_provider_account_sid.is_some()
+            && sec.byok_provider_messaging_service_sid.is_some()
+            && self.byok_token_set()
     }
 
     fn sms_sent_this_month(&self, now: OffsetDateTime) -> u64 {
@@ -181,6 +202,7 @@ impl TenantState {
         let slot = self.number_slot(&phone.e164);
         let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
         let code = super::step_up::six_digit_code();
+        let job = self.sms_job(phone, SmsKind::LoginCode, Some(code.clone()))?;
         let mut record = ChallengeRecord::new(Purpose::LoginSmsOtp, &user, None, SMS_CODE_TTL, now);
         record.secret_hash = self.otp_hash(slot, &code);
         record.phone = Some(phone.e164.clone());
@@ -189,7 +211,7 @@ impl TenantState {
         batch.put(&challenge_key(slot, Purpose::LoginSmsOtp), &record)?;
         self.count_sms(&mut batch, now)?;
         self.store.apply(batch)?;
-        Ok(Some(self.sms_job(phone, SmsKind::LoginCode, Some(code))?))
+        Ok(Some(job))
     }
 
     /// Signs in (or, for `login_or_create`, signs up) with a texted code.
@@ -275,6 +297,19 @@ impl TenantState {
         Ok(user)
     }
 
+    /// Guests hold no number; nor does an account whose address is not confirmed yet: its
+    /// holder may be someone who registered an address they do not own, and the owner's proof
+    /// of the address must leave them no way in.
+    fn may_hold_phone(user: &UserRecord) -> Result<(), TenantError> {
+        if user.is_anonymous {
+            return Err(TenantError::GuestNotAllowed);
+        }
+        if user.email.is_some() && !user.email_verified {
+            return Err(TenantError::EmailNotVerified);
+        }
+        Ok(())
+    }
+
     /// Texts a code confirming `phone` to the signed-in user; a new code replaces the
     /// previous one.
     pub fn phone_verify_request(
@@ -286,11 +321,10 @@ impl TenantState {
     ) -> Result<SmsJob, TenantError> {
         let now = OffsetDateTime::now_utc();
         let (_, user) = self.live_session(bearer, now)?;
-        if user.is_anonymous {
-            return Err(TenantError::GuestNotAllowed);
-        }
+        Self::may_hold_phone(&user)?;
         self.admit_sms(phone, Some(ip))?;
         let code = super::step_up::six_digit_code();
+        let job = self.sms_job(phone, SmsKind::PhoneVerify, Some(code.clone()))?;
         let mut record = ChallengeRecord::new(Purpose::PhoneVerify, &user, None, SMS_CODE_TTL, now);
         record.secret_hash = self.otp_hash(user.id, &code);
         record.phone = Some(phone.e164.clone());
@@ -304,7 +338,7 @@ impl TenantState {
             serde_json::json!({ "user_id": user.id, "country": phone.country }),
         )?;
         self.store.apply(batch)?;
-        self.sms_job(phone, SmsKind::PhoneVerify, Some(code))
+        Ok(job)
     }
 
     /// Confirms the number a code was texted to: it becomes the user's (and leaves any other
@@ -318,6 +352,7 @@ impl TenantState {
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (_, mut user) = self.live_session(bearer, now)?;
+        Self::may_hold_phone(&user)?;
         let key = challenge_key(user.id, Purpose::PhoneVerify);
         let record = self.store.get::<ChallengeRecord>(&key)?;
         let presented = self.otp_hash(user.id, code);
@@ -336,11 +371,18 @@ impl TenantState {
             return Err(TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
+        let ending = ending_of(e164);
         if let Some(holder) = self.user_by_phone(e164)?.filter(|h| h.id != user.id) {
             let mut holder = holder;
             holder.phone = None;
             holder.phone_verified = false;
             fx.batch.put(holder.id.as_bytes(), &holder)?;
+            if let Some(email) = holder.email.clone().filter(|_| holder.email_verified) {
+                let kind = MailKind::PhoneRemoved {
+                    ending: ending.clone(),
+                };
+                self.queue_mail(&mut fx, &email, kind)?;
+            }
             self.audit_into(
                 &mut fx.batch,
                 "user.phone.removed",
@@ -362,16 +404,40 @@ impl TenantState {
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
+        // A stolen access token could add the thief's number: the owner hears of it.
+        if let Some(email) = user.email.clone().filter(|_| user.email_verified) {
+            self.queue_mail(&mut fx, &email, MailKind::PhoneAdded { ending })?;
+        }
         Ok((user.view(), self.commit(fx)?))
+    }
+
+    /// Removes `user`'s number (and its index entry, when it names this user), in `batch`;
+    /// the caller writes the user.
+    pub(super) fn drop_phone(
+        &self,
+        batch: &mut TenantBatch,
+        user: &mut UserRecord,
+    ) -> Result<(), TenantError> {
+        user.phone_verified = false;
+        if let Some(old) = user.phone.take() {
+            let indexed = self.store.get::<PhoneIndex>(old.as_bytes())?;
+            if indexed.is_some_and(|ix| ix.user_id == user.id) {
+                batch.remove(Kind::UserPhone, old.as_bytes());
+            }
+        }
+        Ok(())
     }
 
     /// The dashboard's test message to `phone`: checked and counted like any other.
     pub fn sms_test(&mut self, phone: &Phone, ctx: &AuditContext) -> Result<SmsJob, TenantError> {
+        self.sms_tests
+            .hit(&(), Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         self.admit_sms(phone, None)?;
+        let job = self.sms_job(phone, SmsKind::Test, None)?;
         let now = OffsetDateTime::now_utc();
         let mut batch = self.store.batch();
         self.count_sms(&mut batch, now)?;
-        let job = self.sms_job(phone, SmsKind::Test, None)?;
         let own = matches!(job.account, SmsAccount::Own { .. });
         self.audit_into(
             &mut batch,
@@ -382,6 +448,12 @@ impl TenantState {
         self.store.apply(batch)?;
         Ok(job)
     }
+}
+
+/// The last two digits of a number, all a notice shows of it.
+fn ending_of(e164: &str) -> String {
+    let digits: Vec<char> = e164.chars().filter(char::is_ascii_digit).collect();
+    digits[digits.len().saturating_sub(2)..].iter().collect()
 }
 
 /// Seconds from `now` to the first instant of the next calendar month (UTC).
@@ -402,6 +474,12 @@ mod tests {
     use time::macros::datetime;
 
     use super::*;
+
+    #[test]
+    fn notices_show_only_the_last_two_digits() {
+        assert_eq!(ending_of("+33612345678"), "78");
+        assert_eq!(ending_of("+1"), "1");
+    }
 
     #[test]
     fn the_cap_resets_at_the_next_month() {

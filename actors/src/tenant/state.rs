@@ -80,6 +80,8 @@ pub struct TenantState {
     pub(super) sms_ips: RateWindow<IpAddr>,
     /// This month's text messages (persisted), for the tenant's cap.
     pub(super) sms_usage: MauRecord,
+    /// The dashboard's test messages.
+    pub(super) sms_tests: RateWindow<()>,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -155,6 +157,7 @@ impl TenantState {
             ),
             sms_ips: RateWindow::new(super::sms::SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
             sms_usage,
+            sms_tests: RateWindow::new(super::sms::SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
         })
     }
 
@@ -471,6 +474,10 @@ impl TenantState {
     }
 
     /// The BYOK SMS auth token, opened (for the SMS sender; never for a response).
+    pub(super) fn byok_token_set(&self) -> bool {
+        self.byok_token_set
+    }
+
     pub fn byok_auth_token(&self) -> Result<Option<String>, TenantError> {
         let Some(secret) = self.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
             return Ok(None);
