@@ -208,40 +208,17 @@ impl TenantState {
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
         self.flow_enabled(Flow::EmailOtp)?;
         let now = OffsetDateTime::now_utc();
-        // Guesses are failed logins of the address and of the client: checked first, the
-        // same for every address, so a block tells nothing about whether a code exists.
-        if let Some(retry_after) = self.login_blocked(email, ip) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
         let slot = self.address_slot(email);
-        let key = challenge_key(slot, Purpose::LoginEmailOtp);
-        let record = self
-            .store
-            .get::<ChallengeRecord>(&key)?
-            .filter(|r| r.email.as_deref() == Some(email));
-        // Compared in constant time whatever was sent, against a dummy when there is no code.
-        let presented = self.otp_hash(slot, code);
-        let stored = record
-            .as_ref()
-            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
-        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
-        let mut fx = self.effects();
-        let Some(record) = record.filter(|r| r.expires_at > now) else {
-            self.count_failed_login(email, ip);
-            return Err(TenantError::InvalidChallenge);
-        };
-        // Without the binding the code is not even compared: another browser learns nothing.
-        if !Self::binding_ok(&record, binding_hash) {
-            return Err(TenantError::InvalidChallenge);
-        }
-        let mut found = Found { key, record };
-        if !matches {
-            self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.count_failed_login(email, ip);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
+        let code_of = |r: &ChallengeRecord| r.email.as_deref() == Some(email);
+        let (mut fx, found) = self.consume_login_code(
+            email,
+            (slot, Purpose::LoginEmailOtp),
+            code_of,
+            code,
+            binding_hash,
+            ip,
+            now,
+        )?;
         let user = match self.member_by_email(email)? {
             Some(u) => u,
             None if found.record.user_id.is_nil() => {
@@ -261,6 +238,56 @@ impl TenantState {
         let oauth = found.record.oauth.map(|o| o.params);
         let outcome = self.passwordless_login(&mut fx, user, Flow::EmailOtp, ctx, now)?;
         Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+    }
+
+    /// Checks a login code sent to `target` (an address or a number), kept in `at` (slot and
+    /// purpose) when `sent_to` accepts its record, and consumes it: the answer's batch removes
+    /// it. Guesses are failed logins of `target` and of the client: the block is checked first
+    /// and alike for every target, so it tells nothing about whether a code exists. The code
+    /// is compared in constant time whatever was sent, against a dummy when there is none.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn consume_login_code(
+        &mut self,
+        target: &str,
+        at: (Uuid, Purpose),
+        sent_to: impl Fn(&ChallengeRecord) -> bool,
+        code: &str,
+        binding_hash: Option<&str>,
+        ip: IpAddr,
+        now: OffsetDateTime,
+    ) -> Result<(Effects, Found), TenantError> {
+        if let Some(retry_after) = self.login_blocked(target, ip) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        let (slot, purpose) = at;
+        let key = challenge_key(slot, purpose);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| sent_to(r));
+        let presented = self.otp_hash(slot, code);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let mut fx = self.effects();
+        let Some(record) = record.filter(|r| r.expires_at > now) else {
+            self.count_failed_login(target, ip);
+            return Err(TenantError::InvalidChallenge);
+        };
+        // Without the binding the code is not even compared: another browser learns nothing.
+        if !Self::binding_ok(&record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        let mut found = Found { key, record };
+        if !matches {
+            self.challenge_failed(&mut fx.batch, &mut found)?;
+            self.count_failed_login(target, ip);
+            self.commit(fx)?;
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        Ok((fx, found))
     }
 
     pub(super) fn count_failed_login(&mut self, email: &str, ip: IpAddr) {

@@ -225,38 +225,17 @@ impl TenantState {
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
         self.flow_enabled(Flow::SmsOtp)?;
         let now = OffsetDateTime::now_utc();
-        // Guesses are failed logins of the number and of the client, checked first and alike
-        // for every number.
-        if let Some(retry_after) = self.login_blocked(e164, ip) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
         let slot = self.number_slot(e164);
-        let key = challenge_key(slot, Purpose::LoginSmsOtp);
-        let record = self
-            .store
-            .get::<ChallengeRecord>(&key)?
-            .filter(|r| r.phone.as_deref() == Some(e164));
-        let presented = self.otp_hash(slot, code);
-        let stored = record
-            .as_ref()
-            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
-        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
-        let mut fx = self.effects();
-        let Some(record) = record.filter(|r| r.expires_at > now) else {
-            self.count_failed_login(e164, ip);
-            return Err(TenantError::InvalidChallenge);
-        };
-        if !Self::binding_ok(&record, binding_hash) {
-            return Err(TenantError::InvalidChallenge);
-        }
-        let mut found = Found { key, record };
-        if !matches {
-            self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.count_failed_login(e164, ip);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
+        let code_of = |r: &ChallengeRecord| r.phone.as_deref() == Some(e164);
+        let (mut fx, found) = self.consume_login_code(
+            e164,
+            (slot, Purpose::LoginSmsOtp),
+            code_of,
+            code,
+            binding_hash,
+            ip,
+            now,
+        )?;
         // Whoever holds the number now is who the code proves.
         let user = match self.user_by_phone(e164)? {
             Some(u) => u,
