@@ -298,14 +298,7 @@ pub async fn email_otp(
 ) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
-    let create = match req.mode.as_deref() {
-        None | Some("login") => false,
-        Some("login_or_create") => true,
-        Some(_) => {
-            errors.check("mode", false, "must be login or login_or_create");
-            false
-        }
-    };
+    let create = create_mode(&mut errors, req.mode.as_deref());
     if let Some(p) = &req.oauth_params {
         check_oauth(&mut errors, p);
     }
@@ -336,6 +329,16 @@ pub async fn email_otp(
         })
         .await?;
     Ok(accepted(binding))
+}
+
+/// Whether `mode` is `login_or_create` (`login`, the default, is false).
+pub(super) fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
+    errors.check(
+        "mode",
+        matches!(mode, None | Some("login" | "login_or_create")),
+        "must be login or login_or_create",
+    );
+    mode == Some("login_or_create")
 }
 
 /// Spec 2.4 UserEmailOtpVerifyRequest.

@@ -21,7 +21,8 @@ use super::{
     extract::{ApiJson, ApiTenant, ClientIp},
     mfa::LoginResponse,
     passwordless::{
-        accepted, bind, binding_field, check_oauth, verified, OAuthParamsBody, PasswordlessAccepted,
+        accepted, bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody,
+        PasswordlessAccepted,
     },
     AppState,
 };
@@ -103,14 +104,7 @@ pub async fn sms_otp(
 ) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::new();
     let phone = phone_field(&mut errors, "phone", &req.phone);
-    let create = match req.mode.as_deref() {
-        None | Some("login") => false,
-        Some("login_or_create") => true,
-        Some(_) => {
-            errors.check("mode", false, "must be login or login_or_create");
-            false
-        }
-    };
+    let create = create_mode(&mut errors, req.mode.as_deref());
     errors.check(
         "channel",
         req.channel.as_deref().is_none_or(|c| c == "sms"),
