@@ -1,7 +1,9 @@
 //! SMS one-time codes: sign-in by phone (`/v1/auth/sms-otp`), the outbox and HTTP providers (the
 //! platform account and a tenant's own, BYOK), retries, the country allowlist, the monthly cap,
-//! per-number spacing and the login throttle, phone verification of a signed-in user, the
-//! dashboard's `sms-test`, and secrets kept out of the log.
+//! per-number spacing and the login throttle, numbers that cannot receive texts, phone
+//! verification of a signed-in user (confirmed addresses only) and its notices by mail, the
+//! dashboard's `sms-test` (its hourly limit, and the provider's words only for a tenant's own
+//! account), and secrets kept out of the log.
 //!
 //! Requests for a code are spaced 60 s per number: a sub-case that needs another code for the
 //! same number restarts the server first (rate windows live in memory and a restart forgives
@@ -36,6 +38,7 @@ const COUNTRY: &str = "sms/country_not_allowed";
 const CAP: &str = "sms/monthly_cap_reached";
 const PROVIDER_ERROR: &str = "sms/provider_error";
 const ANON_NOT_ALLOWED: &str = "auth/anonymous_not_allowed";
+const NOT_VERIFIED: &str = "auth/email_not_verified";
 
 const SMS_OTP: &str = "/v1/auth/sms-otp";
 const SMS_VERIFY: &str = "/v1/auth/sms-otp/verify";
@@ -46,6 +49,10 @@ const SMS_TEST: &str = "/v1/auth/dashboard/sms-test";
 const LOGIN_KIND: &str = "login_code";
 const PHONE_KIND: &str = "phone_verify";
 const TEST_KIND: &str = "test";
+
+/// The mail notices of a phone number's arrival on an account and its departure.
+const PHONE_ADDED: &str = "phone_added";
+const PHONE_REMOVED: &str = "phone_removed";
 
 /// The platform's provider account (the server's `[sms]` configuration).
 const PLATFORM_SID: &str = "AC0123456789abcdef0123456789abcdef";
@@ -458,6 +465,33 @@ fn set_byok(srv: &TestServer, s: &Session, slug: &str) {
     assert_eq!(out["byok_provider_messaging_service_sid"], BYOK_MG, "{out}");
     assert_eq!(out["byok_provider_auth_token_set"], true, "{out}");
     assert!(!out.to_string().contains(BYOK_TOKEN), "token echoed: {out}");
+}
+
+/// Turns guest sign-ins on (with the confirmation the first enabling needs while the default
+/// role is `member`).
+#[track_caller]
+fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
+    let r = srv
+        .client
+        .patch(srv.url(&format!(
+            "/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
+        )))
+        .bearer_auth(&s.token)
+        .header("x-service-confirm", "privileged-default-role")
+        .json(&json!({ "anonymous_signins_enabled": true }))
+        .send()
+        .expect("PATCH settings/anonymous");
+    assert_eq!(r.status(), 200, "guests not enabled");
+}
+
+/// A new guest's access token.
+#[track_caller]
+fn new_guest(api: &UserApi) -> String {
+    let g = api.post_as("/v1/auth/anonymous", None, &json!({}));
+    g.expect(201)["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no access_token in {}", g.body))
+        .to_owned()
 }
 
 /// Starts the server again (forgetting its in-memory rate windows and throttles) and points
@@ -1161,6 +1195,145 @@ fn the_country_allowlist_decides_which_numbers_get_codes() {
 }
 
 #[test]
+fn on_the_platform_account_a_tenant_allowlist_only_narrows_the_platforms() {
+    // The outbox for the platform account; a tenant's own account still sends to the stub.
+    let stub = ProviderStub::start();
+    let env = [
+        ("TESSERA__SMS__TRANSPORT".to_owned(), "outbox".to_owned()),
+        ("TESSERA__SMS__BASE_URL".to_owned(), stub.url.clone()),
+    ];
+    let (_smtp, srv, api, s) = sms_setup("Narrow Co", &env);
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "sms_allowed_countries": ["US", "FR"] }),
+    );
+    assert_eq!(out["sms_allowed_countries"], json!(["US", "FR"]), "{out}");
+
+    // US is on the tenant's list but not on the platform's (the EEA, CH and GB): refused, for
+    // sign-in, phone verification and the dashboard's test alike; a second try is refused the
+    // same way (no spacing started).
+    for what in ["US", "US again"] {
+        assert_error(
+            &request_sms(&api, US, "login_or_create"),
+            400,
+            COUNTRY,
+            what,
+        );
+    }
+    assert_error(&sms_test(&srv, &s, &api.slug, US), 400, COUNTRY, "US test");
+    // FR is on both; DE only on the platform's.
+    assert_accepted(&request_sms(&api, &fr(1901), "login_or_create"), "FR");
+    wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(1901), 1);
+    assert_error(
+        &request_sms(&api, &de(19), "login_or_create"),
+        400,
+        COUNTRY,
+        "DE, not on the tenant's list",
+    );
+    assert_no_sms(&srv, US);
+    stub.assert_none_to(US);
+
+    // A tenant with its own account decides for itself.
+    let own = UserApi::signup(&srv, "Far Co", "owner@far.example.com");
+    let s2 = srv.login(&own.owner, PASSWORD);
+    enable_sms(&srv, &s2, &own.slug);
+    set_byok(&srv, &s2, &own.slug);
+    let out = patch_security(
+        &srv,
+        &s2,
+        &own.slug,
+        json!({ "sms_allowed_countries": ["US"] }),
+    );
+    assert_eq!(out["sms_allowed_countries"], json!(["US"]), "{out}");
+    assert_accepted(
+        &request_sms(&own, US, "login_or_create"),
+        "US, the tenant's own account",
+    );
+    let sent = stub.wait_to(US, 1);
+    sent.assert_sent_with(BYOK_SID, BYOK_TOKEN, BYOK_MG, US);
+    let t = sms_tokens(&own, &verify_sms(&own, US, &sent.code()), None, None);
+    assert_eq!(own.me(&t.access).expect(200)["phone"], US);
+    assert_error(
+        &request_sms(&own, &fr(1902), "login_or_create"),
+        400,
+        COUNTRY,
+        "FR, not on its own list",
+    );
+    // Without a list of its own, the platform's applies to it too.
+    patch_security(
+        &srv,
+        &s2,
+        &own.slug,
+        json!({ "sms_allowed_countries": null }),
+    );
+    assert_error(
+        &request_sms(&own, US, "login"),
+        400,
+        COUNTRY,
+        "US, own account, no list",
+    );
+    stub.assert_none_to(&fr(1902));
+    assert_eq!(stub.to(US).len(), 1, "{:?}", stub.to(US));
+    assert!(sms_outbox(&srv)
+        .iter()
+        .all(|m| m["tenant"] != own.slug.as_str()));
+}
+
+#[test]
+fn premium_rate_toll_free_and_landline_numbers_get_no_code() {
+    let (smtp, srv, api, s) = sms_setup("Pump Co", &[]);
+    // Valid French numbers, in France (on the platform's list), that cannot receive a text.
+    let refused = [
+        ("+33891123456", phonenumber::Type::PremiumRate),
+        ("+33142685300", phonenumber::Type::FixedLine),
+        ("+33800123456", phonenumber::Type::TollFree),
+    ];
+    for (number, kind) in refused {
+        let parsed = phonenumber::parse(None, number).expect("parses");
+        assert!(
+            parsed.is_valid(),
+            "{number} is no valid number: a useless case"
+        );
+        assert_eq!(
+            parsed.number_type(&phonenumber::metadata::DATABASE),
+            kind,
+            "{number}"
+        );
+    }
+    let t = api.verified_user(&smtp, "pia@example.com", USER_PASSWORD);
+    for (number, kind) in refused {
+        for mode in ["login_or_create", "login"] {
+            assert_error(
+                &request_sms(&api, number, mode),
+                400,
+                INVALID,
+                &format!("{kind:?} {number}, {mode}"),
+            );
+        }
+        assert_error(
+            &phone_verify(&api, &t.access, number),
+            400,
+            INVALID,
+            &format!("{kind:?} {number}, phone verification"),
+        );
+        assert_error(
+            &sms_test(&srv, &s, &api.slug, number),
+            400,
+            INVALID,
+            &format!("{kind:?} {number}, dashboard test"),
+        );
+    }
+    // A mobile number of the same country is texted.
+    assert_accepted(&request_sms(&api, &fr(2001), "login_or_create"), "mobile");
+    wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(2001), 1);
+    for (number, _) in refused {
+        assert_no_sms(&srv, number);
+    }
+}
+
+#[test]
 fn the_monthly_cap_counts_messages_sent() {
     let (smtp, srv, api, s) = sms_setup("Cap Co", &[]);
     let out = patch_security(&srv, &s, &api.slug, json!({ "sms_otp_monthly_cap": 2 }));
@@ -1388,23 +1561,8 @@ fn users_verify_a_phone_which_moves_to_whoever_confirms_it_last() {
     );
     assert_eq!(r.status, 401, "no bearer: {}", r.body);
     let s = srv.login(&api.owner, PASSWORD);
-    let guest_on = srv
-        .client
-        .patch(srv.url(&format!(
-            "/v1/auth/dashboard/tenants/{}/settings/anonymous",
-            api.slug
-        )))
-        .bearer_auth(&s.token)
-        .header("x-service-confirm", "privileged-default-role")
-        .json(&json!({ "anonymous_signins_enabled": true }))
-        .send()
-        .unwrap();
-    assert_eq!(guest_on.status(), 200);
-    let g = api.post_as("/v1/auth/anonymous", None, &json!({}));
-    let guest = g.expect(201)["access_token"]
-        .as_str()
-        .expect("token")
-        .to_owned();
+    enable_guests(&srv, &s, &api.slug);
+    let guest = new_guest(&api);
     assert_error(
         &phone_verify(&api, &guest, &n),
         403,
@@ -1487,6 +1645,139 @@ fn users_verify_a_phone_which_moves_to_whoever_confirms_it_last() {
     assert_accepted(&request_sms(&api, &n, "login"), "login to n");
     let code = code_of(&wait_sms(&srv, &api.slug, LOGIN_KIND, &n, 1));
     sms_tokens(&api, &verify_sms(&api, &n, &code), Some(&id2), None);
+}
+
+#[test]
+fn an_account_whose_address_is_unconfirmed_cannot_take_a_phone_number() {
+    let (smtp, srv, api, s) = user_setup("Hijack Co", &[]);
+    enable_guests(&srv, &s, &api.slug);
+    // A guest claims the account of an address it cannot confirm; its bearer stays valid.
+    let guest = new_guest(&api);
+    let victim = "victim@example.com";
+    let r = api.send_as(
+        Some(&api.api_key),
+        "POST",
+        "/v1/auth/register",
+        Some(&guest),
+        Some(&json!({ "email": victim, "password": USER_PASSWORD, "consent": true })),
+        Some(&fresh_client_ip()),
+    );
+    assert_eq!(r.expect(200)["user"]["is_anonymous"], false, "{}", r.body);
+    let me = api.me(&guest);
+    let me = me.expect(200);
+    assert_eq!(
+        (
+            me["email"].as_str(),
+            &me["email_verified"],
+            &me["is_anonymous"]
+        ),
+        (Some(victim), &json!(false), &json!(false)),
+        "{me}"
+    );
+
+    // No number for it: neither a code, nor a confirmation whatever the code.
+    let n = fr(1801);
+    assert_error(
+        &phone_verify(&api, &guest, &n),
+        403,
+        NOT_VERIFIED,
+        "verify, address unconfirmed",
+    );
+    for code in ["123456", "000000"] {
+        assert_error(
+            &phone_confirm(&api, &guest, &n, code),
+            403,
+            NOT_VERIFIED,
+            &format!("confirm {code}, address unconfirmed"),
+        );
+    }
+    assert_no_sms(&srv, &n);
+    assert_eq!(api.me(&guest).expect(200)["phone"], Value::Null);
+
+    // Once the address is confirmed, its account may.
+    let token = api.verification_token(&smtp, victim, 1);
+    let r = api.post("/v1/auth/verify-email", &json!({ "token": token }));
+    assert_eq!(r.expect(200)["verified"], true, "{}", r.body);
+    let t = api.login_ok(victim, USER_PASSWORD);
+    assert_accepted(&phone_verify(&api, &t.access, &n), "address confirmed");
+    let code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &n, 1));
+    let r = phone_confirm(&api, &t.access, &n, &code);
+    assert_eq!(r.expect(200)["phone"], n.as_str(), "{}", r.body);
+    // Any user with a confirmed address may too.
+    let other = api.verified_user(&smtp, "vera@example.com", USER_PASSWORD);
+    assert_accepted(
+        &phone_verify(&api, &other.access, &fr(1802)),
+        "another user, address confirmed",
+    );
+    wait_sms(&srv, &api.slug, PHONE_KIND, &fr(1802), 1);
+}
+
+/// Asserts a phone notice names the number only by its last two digits.
+#[track_caller]
+fn assert_names_only_the_ending(mail: &crate::support::ReceivedMail, e164: &str) {
+    let digits = e164.trim_start_matches('+');
+    let ending = &digits[digits.len() - 2..];
+    assert!(
+        contains_word(&mail.text, ending),
+        "the ending {ending} is not in {:?}",
+        mail.text
+    );
+    // The whole number in any usual writing, or even its last four digits.
+    let national = &digits[2..];
+    for shown in [e164, digits, national, &digits[digits.len() - 4..]] {
+        assert!(
+            !mail.text.contains(shown),
+            "{shown} is in the notice {:?}",
+            mail.text
+        );
+    }
+}
+
+#[test]
+fn owners_hear_by_mail_when_a_number_joins_or_leaves_their_account() {
+    let (smtp, mut srv, mut api, _s) = user_setup("Notice Co", &[]);
+    let n = fr(1747);
+    let (e1, e2) = ("nora@example.com", "nils@example.com");
+    let u1 = api.verified_user(&smtp, e1, USER_PASSWORD);
+    let u2 = api.verified_user(&smtp, e2, USER_PASSWORD);
+
+    // U1 confirms n: U1 hears of it.
+    assert_accepted(&phone_verify(&api, &u1.access, &n), "U1 verifies n");
+    let code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &n, 1));
+    phone_confirm(&api, &u1.access, &n, &code).expect(200);
+    let added = smtp.wait_for(&api.slug, PHONE_ADDED, e1, 1);
+    assert_names_only_the_ending(&added, &n);
+
+    // U2 confirms n (in a new 60-second window): U1 hears it left, U2 that it came.
+    restart(&mut srv, &mut [&mut api]);
+    let u2 = renew(&api, &u2);
+    assert_accepted(&phone_verify(&api, &u2.access, &n), "U2 verifies n");
+    let code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &n, 2));
+    phone_confirm(&api, &u2.access, &n, &code).expect(200);
+    let removed = smtp.wait_for(&api.slug, PHONE_REMOVED, e1, 1);
+    assert_names_only_the_ending(&removed, &n);
+    let added = smtp.wait_for(&api.slug, PHONE_ADDED, e2, 1);
+    assert_names_only_the_ending(&added, &n);
+
+    // One notice each, no more (a copy sent again after the restart, delivery being at least
+    // once, has the same Message-ID).
+    std::thread::sleep(Duration::from_millis(500));
+    let notices = |kind: &str, to: &str| {
+        let ids: std::collections::BTreeSet<String> = smtp
+            .mails_of(&api.slug, kind, to)
+            .iter()
+            .map(|m| {
+                let id = m.header("message-id");
+                id.unwrap_or_else(|| panic!("no Message-ID: {m:?}"))
+                    .to_owned()
+            })
+            .collect();
+        ids.len()
+    };
+    assert_eq!(notices(PHONE_ADDED, e1), 1, "phone_added to U1");
+    assert_eq!(notices(PHONE_REMOVED, e1), 1, "phone_removed to U1");
+    assert_eq!(notices(PHONE_ADDED, e2), 1, "phone_added to U2");
+    assert!(smtp.mails_of(&api.slug, PHONE_REMOVED, e2).is_empty());
 }
 
 #[test]
@@ -1713,6 +2004,74 @@ fn the_dashboard_sms_test_sends_through_the_tenants_provider() {
     let sent = stub.wait_to(&fr(1507), 1);
     sent.assert_sent_with(BYOK_SID, BYOK_TOKEN, BYOK_MG, &fr(1507));
     assert_eq!(body["message_id"], json!(sent.sid), "{body}");
+}
+
+#[test]
+fn the_eleventh_dashboard_test_message_an_hour_is_refused() {
+    let (_smtp, srv, api, s) = user_setup("Test Limit Co", &[]);
+    patch_security(&srv, &s, &api.slug, json!({ "sms_otp_monthly_cap": 1000 }));
+    for n in 0..10 {
+        let r = sms_test(&srv, &s, &api.slug, &fr(2200 + n));
+        assert_eq!(r.expect(200)["provider"], "outbox", "test #{}", n + 1);
+    }
+    let r = sms_test(&srv, &s, &api.slug, &fr(2210));
+    assert_retry_after(&r, RATE_LIMITED, 1..=3600, "the eleventh test");
+    // The limit is the tenant's, whoever asks: another session of the owner is refused too.
+    let again = srv.login(&api.owner, PASSWORD);
+    let r = sms_test(&srv, &again, &api.slug, &fr(2211));
+    assert_retry_after(&r, RATE_LIMITED, 1..=3600, "another session");
+    // Another tenant has a limit of its own, and sign-in codes are not limited by it.
+    let other = UserApi::signup(&srv, "Other Limit Co", "owner@other.example.com");
+    let s2 = srv.login(&other.owner, PASSWORD);
+    assert_eq!(
+        sms_test(&srv, &s2, &other.slug, &fr(2212)).expect(200)["provider"],
+        "outbox"
+    );
+    enable_sms(&srv, &s, &api.slug);
+    assert_accepted(
+        &request_sms(&api, &fr(2213), "login_or_create"),
+        "a sign-in code",
+    );
+    wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(2213), 1);
+    for n in 0..10 {
+        wait_sms(&srv, &api.slug, TEST_KIND, &fr(2200 + n), 1);
+    }
+    assert_no_sms(&srv, &fr(2210));
+    assert_no_sms(&srv, &fr(2211));
+}
+
+#[test]
+fn the_providers_own_words_reach_only_a_tenant_with_its_own_account() {
+    const SECRET: &str = "SECRETWORD";
+    let stub = ProviderStub::start();
+    let (_smtp, srv, api, s) = user_setup("Words Co", &env_refs(&http_env(&stub)));
+    stub.always_answer(Some((
+        401,
+        provider_error(401, 20003, &format!("Authenticate {SECRET}")),
+    )));
+
+    // The platform's account: the status and the provider's error code, not its message.
+    let r = sms_test(&srv, &s, &api.slug, &fr(2301));
+    assert_error(&r, 502, PROVIDER_ERROR, "platform account, provider 401");
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("20003"), "{}", r.body);
+    assert!(!r.body.to_string().contains(SECRET), "{}", r.body);
+    assert!(!r.body.to_string().contains("Authenticate"), "{}", r.body);
+    let sent = stub.wait_to(&fr(2301), 1);
+    assert_eq!(sent.user.as_deref(), Some(PLATFORM_SID));
+
+    // The tenant's own account: its owner reads the provider's message.
+    set_byok(&srv, &s, &api.slug);
+    let r = sms_test(&srv, &s, &api.slug, &fr(2302));
+    assert_error(&r, 502, PROVIDER_ERROR, "own account, provider 401");
+    let message = r.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("20003") && message.contains(&format!("Authenticate {SECRET}")),
+        "{}",
+        r.body
+    );
+    let sent = stub.wait_to(&fr(2302), 1);
+    assert_eq!(sent.user.as_deref(), Some(BYOK_SID));
 }
 
 // ---------------------------------------------------------------------------------------------
