@@ -348,7 +348,21 @@ mod tests {
                 t.wait().await.unwrap();
             }
         }
-        let store = open(dir.path());
+        // The flush task holds the last handle (and sled's lock) until it ends on this
+        // runtime: open again once it has.
+        let mut reopened = None;
+        for _ in 0..250 {
+            if let Ok(s) = Store::open(&StoreOptions {
+                path: dir.path().to_path_buf(),
+                cache_capacity_bytes: 8 << 20,
+                durability: Durability::Sync,
+            }) {
+                reopened = Some(s);
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let store = reopened.unwrap_or_else(|| open(dir.path()));
         let got: Vec<_> = store
             .tenant(t)
             .scan::<Setting>(b"")

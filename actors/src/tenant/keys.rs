@@ -673,6 +673,23 @@ mod tests {
         .unwrap()
     }
 
+    /// Opens `dir` again once the previous store's last handle (held by its flush task until
+    /// that task ends, on this runtime) lets go of sled's lock.
+    async fn reopen(dir: &Path) -> Store {
+        for _ in 0..250 {
+            let opened = Store::open(&StoreOptions {
+                path: dir.to_path_buf(),
+                cache_capacity_bytes: 8 << 20,
+                durability: Durability::Sync,
+            });
+            match opened {
+                Ok(store) => return store,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+        open(dir)
+    }
+
     fn now_ts() -> i64 {
         OffsetDateTime::now_utc().unix_timestamp()
     }
@@ -1036,7 +1053,7 @@ mod tests {
         };
 
         // Reopened: the same kids, the new one current, the old one still published.
-        let store = open(dir.path());
+        let store = reopen(dir.path()).await;
         let ts = store.tenant(tenant);
         let (ring, keys) = KeyRing::load_or_create(&ts, &master, t0).unwrap();
         assert_eq!(keys.current_kid(), new_kid);
