@@ -1164,3 +1164,39 @@ fn an_email_otp_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
     let t = passwordless_tokens(&api, &r, None, json!(["otp"]), Some(&expected));
     assert_eq!(api.me(&t.access).expect(200)["email"], fresh);
 }
+
+#[test]
+fn links_and_codes_expire_after_ten_minutes() {
+    let (smtp, mut srv, mut api, _s) = setup(
+        "Expiry Mail Co",
+        &[("TESSERA__TESTING__FAULT_INJECTION", "true")],
+    );
+    let (early, late, linked) = (
+        "early@example.com",
+        "late@example.com",
+        "linked@example.com",
+    );
+    assert_accepted(&request_otp_mode(&api, early, "login_or_create"), early);
+    assert_accepted(&request_otp_mode(&api, late, "login_or_create"), late);
+    unverified_user(&api, linked);
+    assert_accepted(&request_link(&api, linked), linked);
+    let early_code = otp_code(&smtp, &api, early, 1);
+    let late_code = otp_code(&smtp, &api, late, 1);
+    let token = link_token(&smtp, &api, linked, 1);
+
+    // Nine minutes on, a code still works.
+    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "540")]);
+    api.rebase(&srv);
+    assert_eq!(verify_otp(&api, early, &early_code).status, 200);
+
+    // Eleven minutes on, neither the code nor the link does.
+    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "660")]);
+    api.rebase(&srv);
+    assert_error(
+        &verify_otp(&api, late, &late_code),
+        401,
+        EXPIRED,
+        "code at 11 min",
+    );
+    assert_error(&verify_link(&api, &token), 401, EXPIRED, "link at 11 min");
+}

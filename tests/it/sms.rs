@@ -2138,3 +2138,49 @@ fn provider_tokens_and_codes_stay_out_of_the_log() {
     // The BYOK token is sealed at rest.
     srv.kill_and_check_absent(BYOK_TOKEN);
 }
+
+#[test]
+fn sms_codes_expire_after_ten_minutes() {
+    let faults = [(
+        "TESSERA__TESTING__FAULT_INJECTION".to_owned(),
+        "true".to_owned(),
+    )];
+    let (_smtp, mut srv, mut api, s) = sms_setup("Sms Expiry Co", &faults);
+    let (early, late) = (fr(4101), fr(4102));
+    assert_accepted(&request_sms(&api, &early, "login_or_create"), "early");
+    assert_accepted(&request_sms(&api, &late, "login_or_create"), "late");
+    let early_code = code_of(&wait_sms(&srv, &api.slug, LOGIN_KIND, &early, 1));
+    let late_code = code_of(&wait_sms(&srv, &api.slug, LOGIN_KIND, &late, 1));
+
+    // Nine minutes on, a code still works.
+    restart_with(
+        &mut srv,
+        &mut api,
+        &[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "540")],
+    );
+    let t = sms_tokens(&api, &verify_sms(&api, &early, &early_code), None, None);
+
+    // A confirmation code sent now is dead eleven minutes later.
+    let third = fr(4103);
+    assert_eq!(phone_verify(&api, &t.access, &third).status, 202);
+    let confirm_code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &third, 1));
+    restart_with(
+        &mut srv,
+        &mut api,
+        &[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "1200")],
+    );
+    assert_error(
+        &verify_sms(&api, &late, &late_code),
+        401,
+        EXPIRED,
+        "a login code after 20 minutes",
+    );
+    let t = renew(&api, &t);
+    assert_error(
+        &phone_confirm(&api, &t.access, &third, &confirm_code),
+        401,
+        EXPIRED,
+        "a confirmation code after 20 minutes",
+    );
+    drop(s);
+}

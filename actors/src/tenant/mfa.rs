@@ -136,7 +136,7 @@ impl Factor {
 
 impl TenantState {
     /// The calendar the MFA grace period is measured on (shifted only in fault drills).
-    fn calendar_now(&self) -> OffsetDateTime {
+    pub(super) fn calendar_now(&self) -> OffsetDateTime {
         OffsetDateTime::now_utc() + self.runtime.clock_offset
     }
 
