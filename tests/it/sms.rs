@@ -2184,3 +2184,49 @@ fn sms_codes_expire_after_ten_minutes() {
     );
     drop(s);
 }
+
+#[test]
+fn the_owner_resetting_a_never_confirmed_account_drops_the_registrants_mfa() {
+    let (smtp, srv, api, s) = user_setup("Reset Hijack Co", &[]);
+    enable_guests(&srv, &s, &api.slug);
+    // A guest claims the address of someone else, never confirms it, and enrols TOTP.
+    let guest = new_guest(&api);
+    let victim = "owner.of.address@example.com";
+    let r = api.send_as(
+        Some(&api.api_key),
+        "POST",
+        "/v1/auth/register",
+        Some(&guest),
+        Some(&json!({ "email": victim, "password": USER_PASSWORD, "consent": true })),
+        Some(&fresh_client_ip()),
+    );
+    assert_eq!(r.expect(200)["user"]["email_verified"], false, "{}", r.body);
+    api.enable_mfa(&guest);
+    assert_eq!(api.me(&guest).expect(200)["mfa_enabled"], true);
+
+    // The address's owner resets the password with the mailed link.
+    api.post("/v1/auth/forgot-password", &json!({ "email": victim }))
+        .expect(202);
+    let mail = smtp.wait_for(&api.slug, "password_reset", victim, 1);
+    let token = mail
+        .token_after(&api.link("reset-password"))
+        .unwrap_or_else(|| panic!("no reset link in {}", mail.text));
+    let new_password = "the real owner's passphrase";
+    api.post(
+        "/v1/auth/reset-password",
+        &json!({ "token": token, "password": new_password }),
+    )
+    .expect(200);
+
+    // The registrant's session and authenticator are gone: the owner signs in with the
+    // password alone.
+    assert_eq!(api.me(&guest).status, 401);
+    let t = api.login_ok(victim, new_password);
+    let me = api.me(&t.access);
+    let me = me.expect(200);
+    assert_eq!(
+        (&me["mfa_enabled"], &me["email_verified"]),
+        (&json!(false), &json!(true)),
+        "{me}"
+    );
+}
