@@ -193,6 +193,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         Arc::new(SettleInTenant(directory.clone())),
     ));
     let texter = Arc::new(delivery::sms::Texter::from_config(&config).map_err(StartError::Other)?);
+    // libphonenumber's metadata is decoded on first use; doing it here keeps the first phone
+    // request from holding a worker thread (and whoever waits on the same lazy value).
+    let _ = tokio::task::spawn_blocking(|| phonenumber::parse(None, "+33612345678").is_ok()).await;
     let courier = tokio::spawn(delivery::sms::run(texter.clone(), sms_rx));
     let ip_hasher = master_key.hasher("audit-ip");
     let trusted_proxies = config
