@@ -524,15 +524,13 @@ fn request_sms(api: &UserApi, phone: &str, mode: &str) -> AuthAnswer {
     post(api, SMS_OTP, &json!({ "phone": phone, "mode": mode }))
 }
 
+/// A POST from client address `ip`.
+fn post_from(api: &UserApi, path: &str, body: &Value, ip: &str) -> AuthAnswer {
+    api.send_as(Some(&api.api_key), "POST", path, None, Some(body), Some(ip))
+}
+
 fn request_from(api: &UserApi, phone: &str, mode: &str, ip: &str) -> AuthAnswer {
-    api.send_as(
-        Some(&api.api_key),
-        "POST",
-        SMS_OTP,
-        None,
-        Some(&json!({ "phone": phone, "mode": mode })),
-        Some(ip),
-    )
+    post_from(api, SMS_OTP, &json!({ "phone": phone, "mode": mode }), ip)
 }
 
 fn verify_sms(api: &UserApi, phone: &str, code: &str) -> AuthAnswer {
@@ -540,13 +538,11 @@ fn verify_sms(api: &UserApi, phone: &str, code: &str) -> AuthAnswer {
 }
 
 fn verify_from(api: &UserApi, phone: &str, code: &str, ip: &str) -> AuthAnswer {
-    api.send_as(
-        Some(&api.api_key),
-        "POST",
+    post_from(
+        api,
         SMS_VERIFY,
-        None,
-        Some(&json!({ "phone": phone, "code": code })),
-        Some(ip),
+        &json!({ "phone": phone, "code": code }),
+        ip,
     )
 }
 
