@@ -28,6 +28,8 @@ pub struct App {
     /// Keyed hash of client addresses for audit events.
     pub ip_hasher: KeyedHasher,
     pub metrics: Metrics,
+    /// Access tokens already verified (see `http::bearer`).
+    pub verified_tokens: crate::http::bearer::VerifiedTokens,
     pub trusted_proxies: Vec<IpNet>,
     /// `server.base_url`, or `http://<bound address>`.
     pub base_url: String,
@@ -66,11 +68,7 @@ impl App {
                 }
                 // With an idempotency key the directory decides: a replay of this very
                 // request answers the first result, anything else is refused there.
-                let password_hash = self
-                    .hasher
-                    .hash(&password)
-                    .await
-                    .map_err(ApiError::internal)?;
+                let password_hash = self.hasher.hash(&password).await?;
                 Some(NewOwner::Create {
                     email,
                     password_hash,

@@ -97,6 +97,9 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// How long shutdown waits for in-flight requests, in seconds.
     pub shutdown_grace_secs: u64,
+    /// A tenant's actor with no request for this long is stopped and its memory freed; the
+    /// next request starts it again. 0: never.
+    pub tenant_idle_secs: u64,
 }
 
 impl Default for ServerConfig {
@@ -111,6 +114,7 @@ impl Default for ServerConfig {
             actor_timeout_ms: 5000,
             max_connections: 10_000,
             shutdown_grace_secs: 20,
+            tenant_idle_secs: 3600,
         }
     }
 }
@@ -146,6 +150,8 @@ pub struct SecurityConfig {
     pub argon2_m_cost_kib: u32,
     pub argon2_t_cost: u32,
     pub argon2_p_cost: u32,
+    /// Password hashes and verifications that may wait for a core; past it, 503.
+    pub hashing_queue_max: usize,
 }
 
 impl Default for SecurityConfig {
@@ -155,6 +161,7 @@ impl Default for SecurityConfig {
             argon2_m_cost_kib: 19456,
             argon2_t_cost: 2,
             argon2_p_cost: 1,
+            hashing_queue_max: 128,
         }
     }
 }
@@ -168,6 +175,9 @@ pub struct TokensConfig {
     /// `urn:<vendor>:<service>`: step-up challenges name the assurance levels
     /// `<prefix>:aal1` and `<prefix>:aal2` (RFC 9470 `acr_values`).
     pub acr_urn_prefix: String,
+    /// Access tokens whose signature was already checked, remembered (by SHA-256) until they
+    /// expire so a repeat skips the ES256 verification. 0: no cache.
+    pub verified_cache_entries: u64,
 }
 
 impl Default for TokensConfig {
@@ -177,6 +187,7 @@ impl Default for TokensConfig {
             refresh_ttl_secs: 30 * 24 * 3600,
             refresh_reuse_grace_secs: 10,
             acr_urn_prefix: "urn:tessera:auth".into(),
+            verified_cache_entries: 65_536,
         }
     }
 }

@@ -169,6 +169,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
                 absolute: Duration::from_secs(config.dashboard.absolute_timeout_secs),
             },
             runtime,
+            tenant_idle: (config.server.tenant_idle_secs > 0)
+                .then(|| Duration::from_secs(config.server.tenant_idle_secs)),
         },
     )
     .await
@@ -183,6 +185,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         config.security.argon2_m_cost_kib,
         config.security.argon2_t_cost,
         config.security.argon2_p_cost,
+        config.security.hashing_queue_max,
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
@@ -204,6 +207,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let grace = Duration::from_secs(config.server.shutdown_grace_secs);
     let max_connections = config.server.max_connections;
     let socket_path = config.admin_socket_path();
+    let verified_tokens = http::bearer::VerifiedTokens::new(config.tokens.verified_cache_entries);
     let state = Arc::new(App {
         config,
         directory: directory.clone(),
@@ -213,6 +217,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         texter,
         ip_hasher,
         metrics: Metrics::new(),
+        verified_tokens,
         trusted_proxies,
         base_url: base_url.clone(),
     });

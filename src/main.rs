@@ -82,6 +82,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: FaultCommand,
     },
+    /// End users.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
     /// The local outboxes (`mail.transport = "file"`, `sms.transport = "outbox"`).
     Outbox {
         #[command(subcommand)]
@@ -112,6 +117,20 @@ enum TenantCommand {
         /// Monthly active users; past it, no new guests this month.
         #[arg(long)]
         mau_cap: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Imports users that come with an Argon2id password hash, from JSON Lines on stdin (or
+    /// --file): {"email": "...", "password_hash": "$argon2id$v=19$...", "email_verified": true}.
+    /// Addresses that already have an account are skipped, so an import can be run again.
+    Import {
+        #[arg(long)]
+        tenant: String,
+        /// Read this file instead of stdin.
+        #[arg(long)]
+        file: Option<PathBuf>,
     },
 }
 
@@ -205,6 +224,12 @@ fn main() -> ExitCode {
             command,
         } => {
             let socket = socket.unwrap_or_else(|| default_socket(&config));
+            if let AdminCommand::User {
+                command: UserCommand::Import { tenant, file },
+            } = &command
+            {
+                return import_users(&socket, tenant, file.as_deref());
+            }
             let req = match admin_request(command) {
                 Ok(r) => r,
                 Err(e) => {
@@ -322,6 +347,9 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Fault {
             command: FaultCommand::StallTenant { slug, ms },
         } => AdminRequest::FaultStallTenant { slug, millis: ms },
+        AdminCommand::User { .. } => {
+            return Err("user import is handled before a single request is built".into())
+        }
         AdminCommand::Outbox {
             command: OutboxCommand::List { tenant, kind },
         } => AdminRequest::OutboxList {
@@ -329,6 +357,24 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             sms: matches!(kind, OutboxKind::Sms),
         },
     })
+}
+
+fn import_users(socket: &Path, tenant: &str, file: Option<&Path>) -> ExitCode {
+    let code = match file {
+        None => client::import(socket, tenant, std::io::stdin().lock()),
+        Some(path) => match std::fs::File::open(path) {
+            Ok(f) => client::import(socket, tenant, std::io::BufReader::new(f)),
+            Err(e) => {
+                eprintln!("error: cannot open {}: {e}", path.display());
+                2
+            }
+        },
+    };
+    match code {
+        0 => ExitCode::SUCCESS,
+        2 => ExitCode::from(2),
+        _ => ExitCode::FAILURE,
+    }
 }
 
 /// The owner's password: the first line of stdin.

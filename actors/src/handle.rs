@@ -4,7 +4,14 @@
 //! directory writes, and its running actor is called directly. Only a miss (the tenant's actor
 //! is not running) goes through the directory's mailbox.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
 
 use arc_swap::ArcSwap;
 use ractor::{rpc::CallResult, ActorRef, ActorStatus, MessagingErr, RpcReplyPort};
@@ -31,6 +38,31 @@ pub struct RunningTenant {
     /// Written only by the actor (at start and on rotation); read by every token check, so
     /// verifying a token costs no actor hop.
     pub keys: Arc<ArcSwap<TokenKeys>>,
+    /// When a handler last reached this actor (Unix seconds): the directory stops actors idle
+    /// for longer than `tenant_idle`.
+    pub last_used: Arc<AtomicU64>,
+}
+
+impl RunningTenant {
+    /// Records a use now. Written at most once a second, so a busy tenant's handlers do not
+    /// all write the same cache line.
+    pub fn touch(&self) {
+        let now = unix_now();
+        if self.last_used.load(Ordering::Relaxed) != now {
+            self.last_used.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Seconds since the last use.
+    pub fn idle_secs(&self) -> u64 {
+        unix_now().saturating_sub(self.last_used.load(Ordering::Relaxed))
+    }
+}
+
+pub(crate) fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The tenant actors running now: rebuilt by the directory when one starts or stops.
@@ -200,13 +232,17 @@ impl TenantHandle {
     async fn running(&self) -> Result<RunningTenant, CallError<TenantError>> {
         if let Some(r) = self.directory.published.running.load().get(&self.id) {
             if matches!(r.actor.get_status(), ActorStatus::Running) {
+                r.touch();
                 return Ok(r.clone());
             }
         }
         let id = self.id;
-        self.directory
+        let r = self
+            .directory
             .request(|reply| DirectoryMsg::EnsureRunning { tenant: id, reply })
             .await
-            .map_err(|_| CallError::Unavailable)
+            .map_err(|_| CallError::Unavailable)?;
+        r.touch();
+        Ok(r)
     }
 }

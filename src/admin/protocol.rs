@@ -44,6 +44,12 @@ pub enum AdminRequest {
         slug: String,
         millis: u64,
     },
+    /// Users with an Argon2id hash, written to one tenant in one batch (at most
+    /// `MAX_IMPORT_BATCH`); addresses that already have an account are skipped.
+    UserImport {
+        tenant: String,
+        users: Vec<ImportLine>,
+    },
     /// The messages in the file outbox (or, with `sms`, the text message outbox), newest
     /// first; with `tenant`, only that tenant's.
     OutboxList {
@@ -51,6 +57,17 @@ pub enum AdminRequest {
         #[serde(default)]
         sms: bool,
     },
+}
+
+/// One line of `tessera admin user import`'s JSON Lines input.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct ImportLine {
+    pub email: String,
+    /// An Argon2id PHC string (`$argon2id$v=19$m=...,t=...,p=...$salt$hash`).
+    pub password_hash: String,
+    #[serde(default)]
+    pub email_verified: bool,
 }
 
 #[derive(Serialize, Deserialize, Debug)]

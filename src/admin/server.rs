@@ -5,7 +5,10 @@ use std::{os::unix::fs::PermissionsExt, path::Path, time::Duration};
 use serde_json::{json, Value};
 use tessera_actors::{
     directory::{is_valid_slug, RotatedKey, TenantDetails},
+    is_argon2id_phc,
+    policy::normalize_email,
     records::Tier,
+    tenant::import::{ImportedUser, MAX_IMPORT_BATCH},
     CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
 use tokio::{
@@ -13,7 +16,7 @@ use tokio::{
     net::{UnixListener, UnixStream},
 };
 
-use super::protocol::{AdminError, AdminRequest, AdminResponse};
+use super::protocol::{AdminError, AdminRequest, AdminResponse, ImportLine};
 use crate::{
     app::{AppState, TenantCreation},
     config::{MailTransport, SmsTransport},
@@ -110,6 +113,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::OutboxList { .. } => "outbox list",
+        AdminRequest::UserImport { .. } => "user import",
     }
 }
 
@@ -130,6 +134,41 @@ fn fault_target(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> 
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
     serde_json::to_value(v).map_err(ApiError::internal)
+}
+
+/// Checks every line of an import batch, naming each bad field by its index.
+fn import_batch(users: Vec<ImportLine>) -> Result<Vec<ImportedUser>, ApiError> {
+    let mut e = FieldErrors::new();
+    if users.len() > MAX_IMPORT_BATCH {
+        e.check(
+            "users",
+            false,
+            format!("at most {MAX_IMPORT_BATCH} users a batch"),
+        );
+    }
+    let mut out = Vec::with_capacity(users.len());
+    for (i, u) in users.into_iter().enumerate() {
+        let email = normalize_email(&u.email).filter(|_| is_email(u.email.trim()));
+        e.check(
+            &format!("users[{i}].email"),
+            email.is_some(),
+            "must be a valid e-mail address",
+        );
+        e.check(
+            &format!("users[{i}].password_hash"),
+            is_argon2id_phc(&u.password_hash),
+            "must be an Argon2id (v=19) PHC string",
+        );
+        if let Some(email) = email {
+            out.push(ImportedUser {
+                email,
+                password_hash: u.password_hash,
+                email_verified: u.email_verified,
+            });
+        }
+    }
+    e.finish()?;
+    Ok(out)
 }
 
 async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError> {
@@ -177,6 +216,25 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 })
                 .await?;
             to_value(SignupResponse::from(outcome.created))
+        }
+        AdminRequest::UserImport { tenant, users } => {
+            let users = import_batch(users)?;
+            let handle = dir
+                .tenant_for_slug(&tenant)
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let ctx = tessera_actors::tenant::audit::AuditContext {
+                actor: None,
+                ip_hash: None,
+                ua_family: Some("admin-cli".into()),
+            };
+            let outcome = handle
+                .call(|reply| TenantMsg::ImportUsers {
+                    users: users.clone(),
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await?;
+            to_value(outcome)
         }
         AdminRequest::TenantList => {
             let tenants: Vec<TenantDetails> = dir

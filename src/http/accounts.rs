@@ -208,11 +208,7 @@ pub async fn register(
     tenant
         .call(|reply| TenantMsg::RegisterAdmit { ip, reply })
         .await?;
-    let password_hash = state
-        .hasher
-        .hash(&Password::new(req.password))
-        .await
-        .map_err(ApiError::internal)?;
+    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     let registration = Registration {
         email,
         password_hash,
@@ -367,6 +363,7 @@ pub struct LoginRequest {
         (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
         (status = 403, description = "`auth/email_not_verified`", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts`: 5 consecutive failures per account or address; `Retry-After` grows to 15 minutes", body = ErrorBody),
+        (status = 503, description = "`service/unavailable`: every core is checking passwords and the queue is full (`security.hashing_queue_max`); `Retry-After: 1`", body = ErrorBody),
     ))]
 pub async fn login(
     State(state): State<AppState>,
@@ -391,7 +388,7 @@ pub async fn login(
     let password_ok = state
         .hasher
         .verify(&password, credential.password_hash.as_deref())
-        .await;
+        .await?;
     let outcome = tenant
         .call(|reply| TenantMsg::LoginFinish {
             email: email.clone(),
@@ -659,11 +656,7 @@ pub async fn reset_password(
             reply,
         })
         .await?;
-    let password_hash = state
-        .hasher
-        .hash(&Password::new(req.password))
-        .await
-        .map_err(ApiError::internal)?;
+    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     tenant
         .call(|reply| TenantMsg::ResetPassword {
             token: req.token.clone(),
@@ -693,7 +686,7 @@ pub async fn check_current_password(
             &Password::new(password),
             credential.password_hash.as_deref(),
         )
-        .await;
+        .await?;
     Ok((credential, ok))
 }
 
@@ -744,11 +737,7 @@ pub async fn change_password(
     let (credential, current_ok) =
         check_current_password(&state, &user, req.current_password).await?;
     let new_hash = if current_ok {
-        state
-            .hasher
-            .hash(&Password::new(req.new_password))
-            .await
-            .map_err(ApiError::internal)?
+        state.hasher.hash(&Password::new(req.new_password)).await?
     } else {
         String::new()
     };

@@ -3,7 +3,11 @@
 //!
 //! Verification runs here, off the tenant actor, with the keys the actor publishes; the actor
 //! is then asked only whether the session is still alive (every command taking a [`Bearer`]
-//! checks that itself), so a revoked session's tokens stop working at once.
+//! checks that itself), so a revoked session's tokens stop working at once. A token verified
+//! once is remembered until it expires ([`VerifiedTokens`]): ES256 verification costs more
+//! than the rest of `GET /v1/auth/me` together.
+
+use std::sync::Arc;
 
 use axum::{
     extract::FromRequestParts,
@@ -17,6 +21,7 @@ use tessera_actors::{
     },
     TenantHandle,
 };
+use tessera_storage::{sha256, TenantId};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -125,14 +130,19 @@ pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Verifies `token` as an access token of `tenant`.
+/// Verifies `token` as an access token of `tenant`; a token verified before (same tenant, same
+/// published keys, not yet expired) is answered from [`VerifiedTokens`] without the ES256 check.
 pub fn verify(
     app: &App,
     tenant: &TenantHandle,
-    keys: &TokenKeys,
+    keys: &Arc<TokenKeys>,
     token: &str,
 ) -> Result<(AccessClaims, Bearer), ApiError> {
     let now = OffsetDateTime::now_utc().unix_timestamp();
+    let digest = sha256(token.as_bytes());
+    if let Some(hit) = app.verified_tokens.get(&digest, tenant, keys, now) {
+        return Ok((hit.claims.clone(), hit.bearer));
+    }
     let claims = keys
         .verify(token, &issuer(app, &tenant.slug), &tenant.slug, now)
         .map_err(|_| invalid_token())?;
@@ -142,13 +152,85 @@ pub fn verify(
     let (Ok(session_id), Ok(user_id)) = (claims.sid.parse(), claims.sub.parse()) else {
         return Err(invalid_token());
     };
-    Ok((
-        claims,
-        Bearer {
-            session_id,
-            user_id,
+    let bearer = Bearer {
+        session_id,
+        user_id,
+    };
+    app.verified_tokens.insert(
+        digest,
+        Verified {
+            tenant: tenant.id,
+            slug: tenant.slug.clone(),
+            keys: keys.clone(),
+            claims: claims.clone(),
+            bearer,
         },
-    ))
+    );
+    Ok((claims, bearer))
+}
+
+/// An access token that passed [`verify`]: what a repeat of it needs, and what it was checked
+/// against.
+pub struct Verified {
+    tenant: TenantId,
+    /// The slug its `iss` and `aud` were checked against.
+    slug: String,
+    /// The key set it was verified with. Held, so a later set is never at the same address;
+    /// a rotation publishes a new set, and the token is checked again once.
+    keys: Arc<TokenKeys>,
+    claims: AccessClaims,
+    bearer: Bearer,
+}
+
+/// Access tokens already verified, keyed by the SHA-256 of the exact token. Bounded (the
+/// least useful entries go first); an entry counts only for its tenant, while that tenant
+/// publishes the same key set, and until the token's `exp`. Whether the session is still alive
+/// is not cached: every command taking a [`Bearer`] asks the tenant's actor.
+pub struct VerifiedTokens(Option<quick_cache::sync::Cache<[u8; 32], Arc<Verified>>>);
+
+impl VerifiedTokens {
+    /// Room for `entries` tokens; 0 turns the cache off.
+    pub fn new(entries: u64) -> Self {
+        let entries = usize::try_from(entries).unwrap_or(usize::MAX);
+        VerifiedTokens((entries > 0).then(|| quick_cache::sync::Cache::new(entries)))
+    }
+
+    fn get(
+        &self,
+        digest: &[u8; 32],
+        tenant: &TenantHandle,
+        keys: &Arc<TokenKeys>,
+        now: i64,
+    ) -> Option<Arc<Verified>> {
+        let cache = self.0.as_ref()?;
+        let hit = cache.get(digest)?;
+        if hit.tenant == tenant.id
+            && hit.slug == tenant.slug
+            && Arc::ptr_eq(&hit.keys, keys)
+            && now < hit.claims.exp
+        {
+            return Some(hit);
+        }
+        if now >= hit.claims.exp {
+            cache.remove(digest);
+        }
+        None
+    }
+
+    fn insert(&self, digest: [u8; 32], verified: Verified) {
+        if let Some(cache) = &self.0 {
+            cache.insert(digest, Arc::new(verified));
+        }
+    }
+
+    /// Entries held now.
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 impl FromRequestParts<AppState> for UserBearer {

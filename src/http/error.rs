@@ -12,7 +12,7 @@ use axum::{
 };
 use serde::Serialize;
 use serde_json::{json, Value};
-use tessera_actors::{CallError, DirectoryError, TenantError};
+use tessera_actors::{password::HashError, CallError, DirectoryError, TenantError};
 use utoipa::ToSchema;
 
 /// The error body, for the OpenAPI document.
@@ -184,6 +184,16 @@ impl IntoResponse for ApiError {
             resp.headers_mut().insert(k, v);
         }
         resp
+    }
+}
+
+/// A full hashing queue is 503 with `Retry-After`, answered at once.
+impl From<HashError> for ApiError {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Busy => ApiError::unavailable(),
+            HashError::Failed(cause) => ApiError::internal(cause),
+        }
     }
 }
 

@@ -185,6 +185,7 @@ pub struct StepUpPasswordRequest {
         (status = 400, description = "`validation/invalid_request`, `step_up/method_unavailable`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`, `auth/invalid_token`", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
+        (status = 503, description = "`service/unavailable`: the password-checking queue is full; `Retry-After: 1`", body = ErrorBody),
     ))]
 pub async fn password(
     State(state): State<AppState>,

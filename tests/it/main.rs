@@ -6,6 +6,7 @@ mod support;
 
 mod accounts;
 mod anonymous;
+mod capacity;
 mod crash;
 mod dashboard;
 mod faults;

@@ -172,6 +172,8 @@ pub enum DirectoryMsg {
         slug: String,
         reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
     },
+    /// Stops the tenant actors idle for longer than `tenant_idle` (sent by a timer).
+    RetireIdle,
     /// Starts the tenant's actor unless it runs; answers it.
     EnsureRunning {
         tenant: TenantId,
@@ -239,9 +241,15 @@ pub struct DirectoryArgs {
     pub session_policy: SessionPolicy,
     /// Handed to every tenant actor.
     pub runtime: TenantRuntime,
+    /// A tenant actor unused for this long is stopped (its state is on disk; the next request
+    /// starts it again). `None`: never.
+    pub tenant_idle: Option<Duration>,
 }
 
 pub struct Directory;
+
+/// How long an idle tenant actor may take to finish the messages it already has.
+const RETIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 struct RestartBudget {
     window_start: Instant,
@@ -263,6 +271,7 @@ pub struct DirectoryState {
     runtime: TenantRuntime,
     account_throttle: Throttle<String>,
     ip_throttle: Throttle<IpAddr>,
+    tenant_idle: Option<Duration>,
 }
 
 impl Actor for Directory {
@@ -295,6 +304,7 @@ impl Actor for Directory {
             runtime: args.runtime,
             account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
             ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
+            tenant_idle: args.tenant_idle,
         };
         state.publish_index();
         state.publish_running();
@@ -327,6 +337,22 @@ impl Actor for Directory {
             if let Err(e) = state.ensure_running(&myself, id).await {
                 tracing::error!(tenant = %id, error = %e, "cannot start a tenant with queued mail");
             }
+        }
+        if let Some(idle) = state.tenant_idle {
+            // Looks for idle tenants a few times per idle period; ends with the directory.
+            let period = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+            let directory = myself.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    if directory.cast(DirectoryMsg::RetireIdle).is_err() {
+                        break;
+                    }
+                }
+            });
         }
         Ok(())
     }
@@ -394,6 +420,7 @@ impl Actor for Directory {
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
             }
+            DirectoryMsg::RetireIdle => state.retire_idle().await,
             DirectoryMsg::BeginLogin { email, ip, reply } => {
                 let _ = reply.send(state.begin_login(&email, ip));
             }
@@ -883,6 +910,42 @@ impl DirectoryState {
         }
     }
 
+    /// Stops every tenant actor unused for `tenant_idle`, one at a time. Each is first taken out
+    /// of the published map (new requests then come here, and wait behind this message), then
+    /// drained: it refuses new messages (their senders retry through `EnsureRunning`), handles
+    /// those already queued, and stops. Only then can a successor start, so one tenant never
+    /// has two actors.
+    async fn retire_idle(&mut self) {
+        let Some(idle) = self.tenant_idle else {
+            return;
+        };
+        let idle_ids: Vec<TenantId> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.idle_secs() >= idle.as_secs())
+            .map(|(id, _)| *id)
+            .collect();
+        if idle_ids.is_empty() {
+            return;
+        }
+        for id in &idle_ids {
+            let Some(r) = self.running.remove(id) else {
+                continue;
+            };
+            self.publish_running();
+            let drained = r.actor.drain_and_wait(Some(RETIRE_TIMEOUT)).await;
+            if drained.is_err() {
+                tracing::warn!(tenant = %id, "an idle tenant actor did not drain in time; stopping it");
+                r.actor.kill_and_wait(Some(RETIRE_TIMEOUT)).await.ok();
+            }
+        }
+        tracing::info!(
+            retired = idle_ids.len(),
+            running = self.running.len(),
+            "idle tenant actors stopped"
+        );
+    }
+
     async fn ensure_running(
         &mut self,
         myself: &ActorRef<DirectoryMsg>,
@@ -932,7 +995,11 @@ impl DirectoryState {
                 tracing::error!(tenant = %id, error = %e, "tenant actor failed to start");
                 DirectoryError::TenantUnavailable
             })?;
-        let running = RunningTenant { actor, keys };
+        let running = RunningTenant {
+            actor,
+            keys,
+            last_used: Arc::new(std::sync::atomic::AtomicU64::new(crate::handle::unix_now())),
+        };
         self.running.insert(id, running.clone());
         self.publish_running();
         Ok(running)

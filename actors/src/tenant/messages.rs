@@ -531,6 +531,12 @@ pub enum TenantMsg {
     },
     /// The directory changed a platform fact (tier, API key). No reply.
     UpdateInfo { info: TenantInfo },
+    /// Writes users that come with an Argon2id hash (`admin user import`), in one batch.
+    ImportUsers {
+        users: Vec<super::import::ImportedUser>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<super::import::ImportOutcome, TenantError>>,
+    },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
     InjectPanic {
         reply: RpcReplyPort<Result<(), TenantError>>,

@@ -11,6 +11,7 @@ pub mod accounts;
 pub mod audit;
 pub mod challenges;
 pub mod guests;
+pub mod import;
 pub mod keys;
 pub mod messages;
 pub mod mfa;
@@ -494,6 +495,12 @@ impl Actor for TenantActor {
                     tracing::error!(tenant = %state.info().id, error = %e, "cannot dequeue a settled message");
                 }
             }
+            TenantMsg::ImportUsers { users, ctx, reply } => match state.import_users(users, &ctx) {
+                Ok(outcome) => reply_durable(state, reply, outcome),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             TenantMsg::InjectPanic { reply } => {
                 if state.fault_injection() {
                     tracing::warn!(tenant = %state.info().id, "fault injection: panicking");

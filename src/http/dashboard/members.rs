@@ -99,6 +99,7 @@ pub struct AcceptInviteResponse {
 
 /// The tenant's members (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "Members", body = MemberList),
@@ -125,6 +126,7 @@ pub async fn list(
 
 /// Invites someone by e-mail with a role (owner).
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = InviteMemberRequest,
     responses(
@@ -262,11 +264,7 @@ pub async fn accept(
         "must be 8-128 characters",
     );
     e.finish()?;
-    let password_hash = state
-        .hasher
-        .hash(&Password::new(req.password))
-        .await
-        .map_err(ApiError::internal)?;
+    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     let token = req.token;
     let accepted: AcceptedInvite = state
         .directory

@@ -153,7 +153,7 @@ async fn check_password(
     let ok = state
         .hasher
         .verify(password, cred.as_ref().map(|c| c.password_hash.as_str()))
-        .await;
+        .await?;
     match (ok, cred) {
         (true, Some(c)) => Ok(c.account_id),
         _ => {
@@ -269,6 +269,7 @@ pub async fn login(
 
 /// Ends the session.
 #[utoipa::path(post, path = "/v1/auth/dashboard/logout", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     responses(
         (status = 204, description = "Logged out; the cookie is cleared"),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -288,6 +289,7 @@ pub async fn logout(State(state): State<AppState>, auth: Dashboard) -> Result<Re
 
 /// Re-authenticates with the password, for sensitive changes in the next five minutes.
 #[utoipa::path(post, path = "/v1/auth/dashboard/reauth", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     request_body = DashboardReauthRequest,
     responses(
         (status = 200, description = "Re-authenticated", body = DashboardReauthResponse),
@@ -320,6 +322,7 @@ pub async fn reauth(
 
 /// The caller's tenants and role in each.
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     responses(
         (status = 200, description = "The caller's tenants", body = TenantList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -332,6 +335,7 @@ pub async fn tenants(auth: Dashboard) -> Json<TenantList> {
 
 /// One of the caller's tenants; another tenant is 404.
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The tenant and the caller's role", body = TenantMembership),
@@ -354,6 +358,7 @@ pub async fn tenant(
 
 /// Replaces the tenant's API key (owner; re-authenticated in the last 5 minutes).
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/api-key/rotate", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The new key, shown once", body = RotatedApiKeyResponse),

@@ -1,0 +1,73 @@
+//! Bulk import of users that already have an Argon2id password hash (`tessera admin user
+//! import`): a migration from another system, or a benchmark's population.
+//!
+//! Each call is one batch: every user in it is written, or none. An address that already has
+//! an account is skipped (so a failed import can simply be run again), as is a repeat inside
+//! the batch. Imported users are not counted as active this month: they have not signed in.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{audit::AuditContext, records::EmailIndex, TenantState};
+use crate::{error::TenantError, tenant::records::UserRecord};
+
+/// Most users one import call may carry (the admin server enforces it).
+pub const MAX_IMPORT_BATCH: usize = 1000;
+
+/// One user to import. The address is already normalised and the hash already checked to be an
+/// Argon2id PHC string by the caller.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ImportedUser {
+    pub email: String,
+    pub password_hash: String,
+    pub email_verified: bool,
+}
+
+/// What one import call did.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImportOutcome {
+    pub imported: u64,
+    pub skipped_existing: u64,
+}
+
+impl TenantState {
+    /// Writes `users` in one batch with one `admin.users.imported` audit event.
+    pub fn import_users(
+        &mut self,
+        users: Vec<ImportedUser>,
+        ctx: &AuditContext,
+    ) -> Result<ImportOutcome, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut outcome = ImportOutcome::default();
+        let mut seen = std::collections::HashSet::new();
+        for u in users {
+            if !seen.insert(u.email.clone()) || self.user_by_email(&u.email)?.is_some() {
+                outcome.skipped_existing += 1;
+                continue;
+            }
+            let mut user = UserRecord::blank(Uuid::now_v7(), now);
+            user.email = Some(u.email.clone());
+            user.email_verified = u.email_verified;
+            user.password_hash = Some(u.password_hash);
+            fx.batch.put(user.id.as_bytes(), &user)?;
+            fx.batch
+                .put(u.email.as_bytes(), &EmailIndex { user_id: user.id })?;
+            outcome.imported += 1;
+        }
+        if outcome.imported > 0 {
+            self.audit_into(
+                &mut fx.batch,
+                "admin.users.imported",
+                ctx,
+                serde_json::json!({
+                    "imported": outcome.imported,
+                    "skipped_existing": outcome.skipped_existing,
+                }),
+            )?;
+        }
+        self.commit(fx)?;
+        Ok(outcome)
+    }
+}

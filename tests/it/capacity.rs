@@ -1,0 +1,294 @@
+//! Capacity features: bulk user import, the bounded password-hashing queue, the cache of
+//! verified access tokens (and what it must not cache), and idle tenant actors let go.
+
+use std::{
+    io::Write,
+    process::{Command, Stdio},
+    thread,
+    time::Duration,
+};
+
+use argon2::{
+    password_hash::{rand_core::OsRng, PasswordHasher, SaltString},
+    Algorithm, Argon2, Params, Version,
+};
+use serde_json::json;
+
+use crate::support::*;
+
+/// An Argon2id PHC string of `password` with small parameters (an import keeps whatever
+/// parameters the hash names).
+fn phc(password: &str) -> String {
+    let params = Params::new(1024, 1, 1, None).unwrap();
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+        .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
+        .unwrap()
+        .to_string()
+}
+
+/// Runs `tessera admin user import --tenant slug` with `input` on stdin.
+fn import(srv: &TestServer, slug: &str, input: &str) -> AdminOutput {
+    let mut child = Command::new(bin())
+        .args(["admin", "--socket"])
+        .arg(&srv.socket)
+        .args(["user", "import", "--tenant", slug])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    AdminOutput {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn line(email: &str, hash: &str, verified: bool) -> String {
+    json!({"email": email, "password_hash": hash, "email_verified": verified}).to_string()
+}
+
+#[test]
+fn imported_users_sign_in_with_their_old_password_and_a_rerun_skips_them() {
+    let srv = TestServer::start();
+    let api = UserApi::signup(&srv, "Import", "owner@example.com");
+    let hash = phc(PASSWORD);
+    let input = [
+        line("Ada@Example.com", &hash, true),
+        String::new(),
+        line("bob@example.com", &hash, false),
+        line("ada@example.com", &hash, true),
+    ]
+    .join("\n");
+    let out = import(&srv, &api.slug, &input).json();
+    assert_eq!(out, json!({"imported": 2, "skipped_existing": 1}));
+
+    // The address was normalised; the password is the one the hash was made from.
+    let t = api.login_ok("ada@example.com", PASSWORD);
+    assert_eq!(api.me(&t.access).expect(200)["email"], "ada@example.com");
+    api.login("ada@example.com", "not the password at all")
+        .expect_error(401, "auth/invalid_credentials");
+    // Imported as unconfirmed: the tenant's confirmation rule applies.
+    api.login("bob@example.com", PASSWORD)
+        .expect_error(403, "auth/email_not_verified");
+
+    // Running the same file again writes nothing new.
+    let again = import(&srv, &api.slug, &input).json();
+    assert_eq!(again, json!({"imported": 0, "skipped_existing": 3}));
+    // A registration of an imported address is the look-alike of an existing one.
+    let reg = api.register("ada@example.com", "another long password 42");
+    assert_eq!(reg.status, 200, "{}", reg.body);
+    api.login_ok("ada@example.com", PASSWORD);
+}
+
+#[test]
+fn an_import_with_a_bad_line_writes_nothing_of_its_batch() {
+    let srv = TestServer::start();
+    let api = UserApi::signup(&srv, "Import Bad", "owner@example.com");
+    let hash = phc(PASSWORD);
+    let bcrypt = "$2b$12$R9h/cIPz0gi.URNNX3kh2OPST9/PgBkqquzi.Ss7KIUgO2t0jWMUW";
+    let cases = [
+        (line("carol@example.com", bcrypt, true), "password_hash"),
+        (
+            line(
+                "carol@example.com",
+                &hash.replace("argon2id", "argon2i"),
+                true,
+            ),
+            "password_hash",
+        ),
+        (line("not an address", &hash, true), "email"),
+    ];
+    for (bad, field) in cases {
+        let input = [line("carol@example.com", &hash, true), bad].join("\n");
+        let out = import(&srv, &api.slug, &input);
+        assert!(!out.status.success(), "accepted: {}", out.stdout);
+        assert!(
+            out.stderr.contains(&format!("users[1].{field}")) && out.stderr.contains("lines 1-2"),
+            "{}",
+            out.stderr
+        );
+        // The good line of the same batch was not written either.
+        api.login("carol@example.com", PASSWORD)
+            .expect_error(401, "auth/invalid_credentials");
+    }
+    // A line that is not JSON of the right shape is refused before anything is sent.
+    let out = import(&srv, &api.slug, "{\"email\": \"x@example.com\"}\n");
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("line 1"), "{}", out.stderr);
+    // An unknown tenant.
+    let out = import(&srv, "no-such-tenant", &line("d@example.com", &hash, true));
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("not_found"), "{}", out.stderr);
+}
+
+#[test]
+fn a_large_import_goes_in_several_batches() {
+    let srv = TestServer::start();
+    let api = UserApi::signup(&srv, "Import Many", "owner@example.com");
+    let hash = phc(PASSWORD);
+    let input: Vec<String> = (0..1500)
+        .map(|i| line(&format!("user{i}@example.com"), &hash, true))
+        .collect();
+    let out = import(&srv, &api.slug, &input.join("\n")).json();
+    assert_eq!(out, json!({"imported": 1500, "skipped_existing": 0}));
+    api.login_ok("user0@example.com", PASSWORD);
+    api.login_ok("user1499@example.com", PASSWORD);
+}
+
+#[test]
+fn a_full_hashing_queue_answers_503_with_retry_after_at_once() {
+    // No room to wait: a login that finds every core busy is refused, not queued.
+    let srv = TestServer::start_with(&[
+        ("TESSERA__SECURITY__HASHING_QUEUE_MAX", "0"),
+        ("TESSERA__SECURITY__ARGON2_M_COST_KIB", "19456"),
+        ("TESSERA__SECURITY__ARGON2_T_COST", "2"),
+    ]);
+    let api = UserApi::signup(&srv, "Queue", "owner@example.com");
+    let hash = phc(PASSWORD);
+    import(&srv, &api.slug, &line("q@example.com", &hash, true)).json();
+    // Each verification here costs the configured (production) parameters.
+    let answers: Vec<AuthAnswer> = thread::scope(|s| {
+        let workers: Vec<_> = (0..16)
+            .map(|_| s.spawn(|| api.login("q@example.com", PASSWORD)))
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let ok = answers.iter().filter(|a| a.status == 200).count();
+    let busy: Vec<_> = answers.iter().filter(|a| a.status == 503).collect();
+    assert_eq!(
+        ok + busy.len(),
+        16,
+        "other answers: {:?}",
+        statuses(&answers)
+    );
+    assert!(ok >= 1, "no login went through: {:?}", statuses(&answers));
+    assert!(
+        !busy.is_empty(),
+        "nothing was refused: {:?}",
+        statuses(&answers)
+    );
+    for a in &busy {
+        a.expect_error(503, "service/unavailable");
+        assert_eq!(a.header("retry-after").as_deref(), Some("1"));
+    }
+    // A refusal is not a failed attempt: the account is not throttled afterwards.
+    for _ in 0..6 {
+        thread::sleep(Duration::from_millis(50));
+        let a = api.login("q@example.com", PASSWORD);
+        if a.status != 503 {
+            UserTokens::from_answer(&a);
+        }
+    }
+}
+
+fn statuses(answers: &[AuthAnswer]) -> Vec<u16> {
+    answers.iter().map(|a| a.status).collect()
+}
+
+/// A verified user of a fresh tenant on `srv`, by import.
+fn user(srv: &TestServer, tenant: &str, owner: &str) -> (UserApi, UserTokens) {
+    let api = UserApi::signup(srv, tenant, owner);
+    import(srv, &api.slug, &line("u@example.com", &phc(PASSWORD), true)).json();
+    let t = api.login_ok("u@example.com", PASSWORD);
+    (api, t)
+}
+
+#[test]
+fn a_remembered_token_still_stops_at_logout_and_at_revocation() {
+    let srv = TestServer::start();
+    let (api, t) = user(&srv, "Cache", "owner@example.com");
+    // Used twice: the second use is answered from the cache of verified tokens.
+    api.me(&t.access).expect(200);
+    api.me(&t.access).expect(200);
+    api.logout(&t.access, None).expect(204);
+    api.me(&t.access).expect_error(401, "auth/invalid_token");
+
+    // Another session of the same user, revoked from a third.
+    let a = api.login_ok("u@example.com", PASSWORD);
+    let b = api.login_ok("u@example.com", PASSWORD);
+    api.me(&a.access).expect(200);
+    api.delete_session(&b.access, &a.sid()).expect(204);
+    api.me(&a.access).expect_error(401, "auth/invalid_token");
+    api.me(&b.access).expect(200);
+}
+
+#[test]
+fn a_remembered_token_is_not_accepted_by_another_tenant() {
+    let srv = TestServer::start();
+    let (a, ta) = user(&srv, "Cache A", "a@example.com");
+    let (b, _) = user(&srv, "Cache B", "b@example.com");
+    a.me(&ta.access).expect(200);
+    a.me(&ta.access).expect(200);
+    b.me(&ta.access).expect_error(401, "auth/invalid_token");
+    // A tampered copy of a remembered token is verified, and fails.
+    let mut tampered = ta.access.clone();
+    tampered.pop();
+    tampered.push(if ta.access.ends_with('A') { 'B' } else { 'A' });
+    a.me(&tampered).expect_error(401, "auth/invalid_token");
+}
+
+#[test]
+fn a_remembered_token_stops_at_its_expiry() {
+    let srv = TestServer::start_with(&[("TESSERA__TOKENS__ACCESS_TTL_SECS", "2")]);
+    let (api, t) = user(&srv, "Cache Exp", "owner@example.com");
+    api.me(&t.access).expect(200);
+    api.me(&t.access).expect(200);
+    let exp = t.claims()["exp"].as_i64().unwrap();
+    // Past `exp` by the server's clock (the test shares it), the same token is refused.
+    while time::OffsetDateTime::now_utc().unix_timestamp() <= exp {
+        thread::sleep(Duration::from_millis(200));
+    }
+    api.me(&t.access).expect_error(401, "auth/invalid_token");
+}
+
+/// The `tessera_tenant_actors_running` gauge.
+fn running_tenants(srv: &TestServer) -> u64 {
+    let text = srv
+        .client
+        .get(srv.url("/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("tessera_tenant_actors_running "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no tessera_tenant_actors_running gauge in {text}"))
+}
+
+#[test]
+fn idle_tenant_actors_are_stopped_and_start_again_with_their_state() {
+    let srv = TestServer::start_with(&[("TESSERA__SERVER__TENANT_IDLE_SECS", "1")]);
+    let (api, mut t) = user(&srv, "Idle", "owner@example.com");
+    assert!(running_tenants(&srv) >= 1);
+    for round in 0..3 {
+        assert!(
+            eventually(Duration::from_secs(15), || running_tenants(&srv) == 0),
+            "round {round}: the idle tenant's actor is still running"
+        );
+        // The next requests start it again, from what is on disk.
+        api.me(&t.access).expect(200);
+        t = UserTokens::from_answer(&api.refresh(&t.refresh));
+        assert_eq!(running_tenants(&srv), 1);
+    }
+    let log = srv.log_text();
+    assert!(log.contains("idle tenant actors stopped"), "{log}");
+
+    // Requests that keep coming keep the actor: none fails while the sweeps run.
+    let until = std::time::Instant::now() + Duration::from_secs(4);
+    let mut n = 0;
+    while std::time::Instant::now() < until {
+        api.me(&t.access).expect(200);
+        n += 1;
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(n > 10);
+}
