@@ -50,7 +50,7 @@ use error::ApiError;
 /// The routes and the OpenAPI document, made from the same `#[utoipa::path]` attributes so a
 /// served route cannot be missing from the document.
 pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(platform::healthz))
         .routes(routes!(platform::readyz))
         .routes(routes!(platform::metrics))
@@ -133,7 +133,9 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             dashboard::settings::get_eudi_age,
             dashboard::settings::put_eudi_age
         ))
-        .split_for_parts()
+        .split_for_parts();
+    openapi::complete(&mut doc);
+    (router, doc)
 }
 
 /// The complete application: routes, middleware and state.

@@ -1,8 +1,17 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` attributes and the
-//! request and response types. Nothing here is written by hand but the document's header.
+//! request and response types. Nothing here is written by hand but the document's header and
+//! [`complete`], which adds the answers the layers and extractors in front of every handler
+//! give, so no handler has to repeat them and none can forget them.
+
+use std::collections::BTreeSet;
 
 use utoipa::{
-    openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
+    openapi::{
+        header::HeaderBuilder,
+        path::Operation,
+        security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
+        ContentBuilder, ObjectBuilder, Ref, RefOr, Response, ResponseBuilder, Type,
+    },
     Modify, OpenApi,
 };
 
@@ -48,8 +57,249 @@ impl Modify for SecuritySchemes {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("JWT")
+                    .description(Some("An end user's access token"))
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            DASHBOARD_SESSION,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The `session_token` of a dashboard login, as `Authorization: Bearer`",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            DASHBOARD_COOKIE,
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                super::dashboard::SESSION_COOKIE,
+                "The dashboard session cookie set at login; writes also need the header \
+                 X-CSRF-Token",
+            ))),
+        );
+    }
+}
+
+/// The security scheme of a dashboard session sent as a bearer token.
+pub const DASHBOARD_SESSION: &str = "dashboard_session";
+/// The security scheme of a dashboard session sent as its cookie (writes need `X-CSRF-Token`).
+pub const DASHBOARD_COOKIE: &str = "dashboard_cookie";
+
+/// Adds to every operation the answers that come from in front of its handler, unless the
+/// operation documents that status itself:
+/// - a JSON request body (`ApiJson`): 400 `validation/invalid_request`, 413
+///   `validation/payload_too_large`, 415 `validation/unsupported_media_type`;
+/// - any security requirement (`ApiTenant`, `UserBearer`, `Dashboard`): 401;
+/// - a dashboard cookie on a write: 403 `dashboard/csrf_failed`;
+/// - every route (the request timeout, an actor that does not answer): 503 with `Retry-After`.
+///
+/// And every 429 (always made by `ApiError::rate_limited`) gets its `Retry-After` and
+/// `X-Service-Docs` headers.
+pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    for item in doc.paths.paths.values_mut() {
+        let ops = [
+            (false, &mut item.get),
+            (false, &mut item.head),
+            (true, &mut item.post),
+            (true, &mut item.put),
+            (true, &mut item.patch),
+            (true, &mut item.delete),
+        ];
+        for (writes, op) in ops {
+            if let Some(op) = op.as_mut() {
+                complete_operation(op, writes);
+            }
+        }
+    }
+}
+
+fn complete_operation(op: &mut Operation, writes: bool) {
+    let json_body = op
+        .request_body
+        .as_ref()
+        .is_some_and(|b| b.content.contains_key("application/json"));
+    let schemes = security_schemes(op);
+    let responses = &mut op.responses.responses;
+    let mut add = |status: &str, response: Response| {
+        responses
+            .entry(status.to_owned())
+            .or_insert(RefOr::T(response));
+    };
+    if json_body {
+        add(
+            "400",
+            error_response(
+                "`validation/invalid_request`: the body is not a JSON object, or a field is \
+                 missing, unknown or invalid (named in `details.fields`)",
+            ),
+        );
+        add(
+            "413",
+            error_response("`validation/payload_too_large`: the body is over the size limit"),
+        );
+        add(
+            "415",
+            error_response(
+                "`validation/unsupported_media_type`: the body is not `application/json`",
+            ),
+        );
+    }
+    if !schemes.is_empty() {
+        add(
+            "401",
+            error_response(
+                "Missing or invalid credentials: `auth/missing_api_key`, `auth/invalid_api_key`, \
+                 `auth/invalid_token` or `dashboard/unauthenticated`",
+            ),
+        );
+    }
+    if writes && schemes.contains(DASHBOARD_COOKIE) {
+        add(
+            "403",
+            error_response(
+                "`dashboard/csrf_failed`: a cookie-authenticated write without the session's \
+                 X-CSRF-Token",
+            ),
+        );
+    }
+    add(
+        "503",
+        with_retry_after(
+            ResponseBuilder::new()
+                .description(
+                    "`service/unavailable`: the request timed out or the tenant is briefly \
+                     unavailable; retry after `Retry-After` seconds",
+                )
+                .content("application/json", error_content()),
+        )
+        .build(),
+    );
+    if let Some(RefOr::T(r)) = responses.get_mut("429") {
+        let retry_after = positive_integer_header("Seconds to wait before retrying");
+        r.headers
+            .entry("Retry-After".to_owned())
+            .or_insert(retry_after);
+        r.headers
+            .entry("X-Service-Docs".to_owned())
+            .or_insert_with(|| {
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::String).format(Some(
+                        utoipa::openapi::SchemaFormat::Custom("uri".to_owned()),
+                    )))
+                    .description(Some("Where the rate limits are explained"))
+                    .build()
+            });
+    }
+}
+
+/// The names of the security schemes any of `op`'s requirements name.
+fn security_schemes(op: &Operation) -> BTreeSet<String> {
+    op.security
+        .iter()
+        .flatten()
+        .filter_map(|req| serde_json::to_value(req).ok())
+        .filter_map(|v| match v {
+            serde_json::Value::Object(m) => Some(m.into_iter().map(|(k, _)| k)),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn error_content() -> utoipa::openapi::Content {
+    ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name("ErrorBody")))
+        .build()
+}
+
+fn error_response(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content("application/json", error_content())
+        .build()
+}
+
+fn positive_integer_header(description: &str) -> utoipa::openapi::header::Header {
+    HeaderBuilder::new()
+        .schema(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1)),
+        )
+        .description(Some(description))
+        .build()
+}
+
+fn with_retry_after(b: ResponseBuilder) -> ResponseBuilder {
+    b.header(
+        "Retry-After",
+        positive_integer_header("Seconds to wait before retrying"),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::Value;
+
+    /// Every operation documents what the layers and extractors in front of its handler can
+    /// answer, and every dashboard route but login and invitation acceptance names the session.
+    #[test]
+    fn every_operation_documents_the_answers_of_the_layers() {
+        let (_, doc) = crate::http::routes();
+        let doc: Value = serde_json::to_value(&doc).unwrap();
+        let schemes = doc["components"]["securitySchemes"].as_object().unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let has = |status: &str| op["responses"].get(status).is_some();
+                let what = format!("{method} {path}");
+                assert!(has("503"), "{what}: no 503");
+                if op["requestBody"]["content"]
+                    .get("application/json")
+                    .is_some()
+                {
+                    for s in ["400", "413", "415"] {
+                        assert!(has(s), "{what}: JSON body but no {s}");
+                    }
+                }
+                let names: Vec<&String> = op["security"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|r| r.as_object().unwrap().keys())
+                    .collect();
+                for n in &names {
+                    assert!(
+                        schemes.contains_key(n.as_str()),
+                        "{what}: unknown scheme {n}"
+                    );
+                }
+                if !names.is_empty() {
+                    assert!(has("401"), "{what}: credentials but no 401");
+                }
+                let public = [
+                    "/v1/auth/dashboard/login",
+                    "/v1/auth/dashboard/accept-invite",
+                ];
+                if path.starts_with("/v1/auth/dashboard/") && !public.contains(&path.as_str()) {
+                    assert!(
+                        names.iter().any(|n| n.as_str() == super::DASHBOARD_SESSION),
+                        "{what}: a dashboard route without the session scheme"
+                    );
+                    if method != "get" {
+                        assert!(has("403"), "{what}: cookie writes can fail CSRF, no 403");
+                    }
+                }
+                if let Some(r) = op["responses"].get("429") {
+                    assert!(
+                        r["headers"].get("Retry-After").is_some(),
+                        "{what}: 429 without Retry-After"
+                    );
+                }
+            }
+        }
     }
 }

@@ -293,6 +293,7 @@ pub struct SmsTestResponse {
 /// Sends a test message through the tenant's provider, once, and answers the provider's
 /// message id or its error. Counts in the tenant's monthly cap; does not need SMS login on.
 #[utoipa::path(post, path = "/v1/auth/dashboard/sms-test", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     request_body = SmsTestRequest,
     responses(
         (status = 200, description = "Sent", body = SmsTestResponse),

@@ -299,6 +299,7 @@ impl From<SettingsView> for SecuritySettingsResponse {
 
 /// The tenant's security settings (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "Security settings", body = SecuritySettingsResponse),
@@ -316,6 +317,7 @@ pub async fn get_security(
 /// Updates security settings (owner; BYOK changes need a re-authentication in the last 5
 /// minutes).
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = UpdateTenantSecurityRequest,
     responses(
@@ -421,6 +423,7 @@ fn domains_response(v: SettingsView) -> EmailDomainsResponse {
 
 /// The registration e-mail domain lists (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "Both lists", body = EmailDomainsResponse),
@@ -436,6 +439,7 @@ pub async fn get_email_domains(
 
 /// Replaces both lists atomically (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = PutEmailDomainsRequest,
     responses(
@@ -493,6 +497,7 @@ fn anonymous_response(v: SettingsView) -> AnonymousSettingsResponse {
 
 /// Guest sign-in settings (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "Guest sign-in settings", body = AnonymousSettingsResponse),
@@ -509,6 +514,7 @@ pub async fn get_anonymous(
 /// Updates guest sign-in settings (owner). Enabling them for the first time while the default
 /// role grants more than read access needs `X-Service-Confirm: privileged-default-role`.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
         ("slug" = String, Path, description = "The tenant's slug"),
         ("X-Service-Confirm" = Option<String>, Header, description = "`privileged-default-role` to confirm"),
@@ -589,6 +595,7 @@ fn roles_response(v: SettingsView) -> RolesResponse {
 
 /// The default role of new end users (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The default role", body = RolesResponse),
@@ -604,6 +611,7 @@ pub async fn get_roles(
 
 /// Sets the default role of new end users (owner).
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = UpdateTenantRolesRequest,
     responses(
@@ -654,6 +662,7 @@ pub struct PasskeyDomainResponse {
 
 /// The passkey relying-party id (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The relying-party id", body = PasskeyDomainResponse),
@@ -672,6 +681,7 @@ pub async fn get_passkey_domain(
 
 /// Sets the passkey relying-party id (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = UpdateTenantPasskeyDomainRequest,
     responses(
@@ -1022,6 +1032,7 @@ impl UpdateTenantEudiConfig {
 
 /// Wallet login configuration (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The configuration with defaults", body = EudiConfigResponse),
@@ -1037,6 +1048,7 @@ pub async fn get_eudi(
 
 /// Replaces the wallet login configuration (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = UpdateTenantEudiConfig,
     responses(
@@ -1090,6 +1102,7 @@ fn eudi_age_response(v: SettingsView) -> EudiAgeConfigResponse {
 
 /// Wallet age-verification configuration (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
         (status = 200, description = "The configuration", body = EudiAgeConfigResponse),
@@ -1105,6 +1118,7 @@ pub async fn get_eudi_age(
 
 /// Replaces the wallet age-verification configuration (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = UpdateEudiAgeConfig,
     responses(
