@@ -47,7 +47,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 
 /// Prometheus metrics in the text exposition format.
 #[utoipa::path(get, path = "/metrics", tag = "platform",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
+    responses((status = 200, description = "The OpenMetrics text format", content_type = "application/openmetrics-text", body = String)))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(

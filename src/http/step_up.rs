@@ -309,6 +309,7 @@ pub struct StepUpEmailOtpVerifyRequest {
         (status = 200, description = "A step-up token", body = StepUpTokenResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`invalid_or_expired_token` (wrong, used, expired, or another session's code); `auth/invalid_token`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`: five wrong codes in a row block the user's codes for a while (15 s doubling to 15 minutes)", body = ErrorBody),
     ))]
 pub async fn email_otp_verify(
     State(state): State<AppState>,
