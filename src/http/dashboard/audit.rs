@@ -17,10 +17,12 @@ use crate::http::{
 };
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
-    /// 1-200, default 50.
+    /// 1-200, default 50. Read as text so a bad value is a named field error.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 200)]
     pub limit: Option<String>,
     /// Only events of this type, e.g. `settings.security.updated`.
     #[serde(rename = "type")]
@@ -61,6 +63,7 @@ pub struct AuditEventList {
 
 /// The tenant's audit events, newest first (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/audit-events", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug"), AuditQuery),
     responses(
         (status = 200, description = "A page of events", body = AuditEventList),
@@ -114,7 +117,11 @@ pub async fn list(
             fields: ev.fields,
             ip_hash_prefix: ev.ip_hash.map(|h| h.chars().take(12).collect()),
             ua_family: ev.ua_family,
-            metadata: ev.metadata,
+            // Always an object (spec 6): events recorded without context carry `null`.
+            metadata: match ev.metadata {
+                serde_json::Value::Object(_) => ev.metadata,
+                _ => serde_json::Value::Object(serde_json::Map::new()),
+            },
         })
         .collect();
     Ok(Json(AuditEventList {
