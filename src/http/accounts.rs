@@ -119,7 +119,7 @@ pub struct RegisterRequest {
     pub password: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(required = true)]
+    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
     pub consent: bool,
     /// `YYYY-MM-DD`, a real past date. Stored encrypted; never echoed.
     #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]

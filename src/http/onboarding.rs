@@ -39,11 +39,11 @@ pub struct OnboardingSignupRequest {
     pub tenant_name: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(required = true)]
+    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
     pub consent_terms: bool,
     /// Must be true.
     #[serde(default)]
-    #[schema(required = true)]
+    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
     pub consent_privacy: bool,
     #[serde(default)]
     pub consent_marketing: bool,
@@ -52,6 +52,7 @@ pub struct OnboardingSignupRequest {
     #[schema(min_length = 36, max_length = 255)]
     pub idempotency_key: Option<String>,
     /// Honeypot: must be left blank.
+    #[schema(pattern = r"^\s*$")]
     pub website: Option<String>,
     /// CAPTCHA token, required when the server verifies CAPTCHAs.
     pub turnstile_token: Option<String>,

@@ -9,8 +9,11 @@ use utoipa::{
     openapi::{
         header::HeaderBuilder,
         path::Operation,
+        request_body::RequestBody,
+        schema::SchemaType,
         security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme},
-        ContentBuilder, ObjectBuilder, Ref, RefOr, Response, ResponseBuilder, Type,
+        ContentBuilder, ObjectBuilder, Ref, RefOr, Required, Response, ResponseBuilder, Schema,
+        Type,
     },
     Modify, OpenApi,
 };
@@ -83,6 +86,16 @@ impl Modify for SecuritySchemes {
     }
 }
 
+/// The schema of a consent flag: a boolean that must be `true` (the handlers answer a named
+/// field error for `false`).
+pub fn must_be_true() -> utoipa::openapi::Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .enum_values(Some([true]))
+        .description(Some("Must be true."))
+        .build()
+}
+
 /// The security scheme of a dashboard session sent as a bearer token.
 pub const DASHBOARD_SESSION: &str = "dashboard_session";
 /// The security scheme of a dashboard session sent as its cookie (writes need `X-CSRF-Token`).
@@ -97,7 +110,7 @@ pub const DASHBOARD_COOKIE: &str = "dashboard_cookie";
 /// - every route (the request timeout, an actor that does not answer): 503 with `Retry-After`.
 ///
 /// And every 429 (always made by `ApiError::rate_limited`) gets its `Retry-After` and
-/// `X-Service-Docs` headers.
+/// `X-Service-Docs` headers, and an optional body is "absent, or this", never "null".
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     for item in doc.paths.paths.values_mut() {
         let ops = [
@@ -117,6 +130,9 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 fn complete_operation(op: &mut Operation, writes: bool) {
+    if let Some(body) = op.request_body.as_mut() {
+        optional_body_is_absent_not_null(body);
+    }
     let json_body = op
         .request_body
         .as_ref()
@@ -192,6 +208,27 @@ fn complete_operation(op: &mut Operation, writes: bool) {
                     .description(Some("Where the rate limits are explained"))
                     .build()
             });
+    }
+}
+
+/// An optional body is written `Option<T>` in a `request_body` attribute, which utoipa renders
+/// as "null or T". The server takes no body or a T, never a JSON `null`: the document says the
+/// body is not required and, when sent, is a T.
+fn optional_body_is_absent_not_null(body: &mut RequestBody) {
+    if matches!(body.required, Some(Required::True)) {
+        return;
+    }
+    for content in body.content.values_mut() {
+        let Some(RefOr::T(Schema::OneOf(one_of))) = &content.schema else {
+            continue;
+        };
+        let is_null = |s: &RefOr<Schema>| matches!(s, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null));
+        let mut rest = one_of.items.iter().filter(|s| !is_null(s));
+        if let (Some(only), None) = (rest.next(), rest.next()) {
+            if one_of.items.len() == 2 {
+                content.schema = Some(only.clone());
+            }
+        }
     }
 }
 
@@ -292,6 +329,14 @@ mod tests {
                     if method != "get" {
                         assert!(has("403"), "{what}: cookie writes can fail CSRF, no 403");
                     }
+                }
+                if let Some(schema) = op["requestBody"]["content"]["application/json"].get("schema")
+                {
+                    let null = serde_json::json!({"type": "null"});
+                    let nullable = schema["oneOf"]
+                        .as_array()
+                        .is_some_and(|alts| alts.contains(&null));
+                    assert!(!nullable, "{what}: a JSON null body is documented");
                 }
                 if let Some(r) = op["responses"].get("429") {
                     assert!(

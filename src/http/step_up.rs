@@ -221,8 +221,9 @@ pub async fn password(
 /// Spec 2.6 StepUpEmailOtpInitiateRequest and StepUpMagicLinkInitiateRequest.
 #[derive(Deserialize, ToSchema, Default)]
 pub struct StepUpInitiateRequest {
-    /// What the user is confirming, shown in the e-mail (at most 80 characters).
-    #[schema(max_length = 80)]
+    /// What the user is confirming, shown in the e-mail (at most 80 characters, no control
+    /// characters).
+    #[schema(max_length = 80, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     pub action_hint: Option<String>,
 }
 

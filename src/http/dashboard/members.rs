@@ -59,8 +59,17 @@ pub struct InviteMemberRequest {
     pub email: String,
     /// `owner`, `admin` or `viewer`.
     #[serde(default)]
-    #[schema(required = true)]
+    #[schema(schema_with = role_schema, required = true)]
     pub role: String,
+}
+
+/// The roles `Role::parse` takes, for the document (the handler reads the role as text so a
+/// bad one is a field error naming it).
+fn role_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .enum_values(Some(["owner", "admin", "viewer"]))
+        .build()
 }
 
 #[derive(Serialize, ToSchema)]

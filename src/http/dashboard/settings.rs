@@ -22,7 +22,13 @@ use tessera_actors::tenant::{
     SettingsView, TenantMsg,
 };
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{
+    openapi::{
+        schema::{AdditionalProperties, ArrayBuilder, OneOfBuilder, SchemaType},
+        Array, Object, ObjectBuilder, Schema, Type,
+    },
+    ToSchema,
+};
 
 use super::Dashboard;
 use crate::http::{
@@ -94,6 +100,133 @@ async fn read(state: &AppState, auth: &Dashboard, slug: &str) -> Result<Settings
         .await?)
 }
 
+// ---------------------------------------------------------------- document schemas
+
+// The handlers read these fields as text (or JSON) so a bad value is a field error naming it;
+// these schemas tell the document what is accepted, exactly as the checks below do.
+
+/// A string that is one of `values`.
+fn enum_schema(values: &[&str]) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(values.iter().copied()))
+}
+
+/// One of `values`, or `null` (which means the default).
+fn nullable_enum_schema(values: &[&str]) -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(
+            values.iter().map(|v| Value::from(*v)).chain([Value::Null]),
+        ))
+        .build()
+}
+
+/// At least `min` items, each one of `values`.
+fn enum_list_schema(values: &[&str], min: usize) -> Array {
+    ArrayBuilder::new()
+        .items(enum_schema(values))
+        .min_items(Some(min))
+        .build()
+}
+
+fn mfa_policy_schema() -> Object {
+    enum_schema(&["optional", "required"]).build()
+}
+
+fn countries_schema() -> Array {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some("^[A-Z]{2}$")),
+        )
+        .max_items(Some(300))
+        .build()
+}
+
+fn default_role_schema() -> Object {
+    enum_schema(&["reader", "member", "admin"]).build()
+}
+
+fn attributes_schema() -> Array {
+    enum_list_schema(ATTRIBUTES, 1)
+}
+
+fn algs_schema() -> Array {
+    enum_list_schema(ALGS, 1)
+}
+
+fn formats_schema() -> Array {
+    enum_list_schema(FORMATS, 1)
+}
+
+fn level_schema() -> Object {
+    nullable_enum_schema(LEVELS)
+}
+
+fn on_status_schema() -> Object {
+    nullable_enum_schema(ON_STATUS)
+}
+
+fn floor_kind_schema() -> Object {
+    enum_schema(&["aal", "eidas"]).build()
+}
+
+fn age_states_schema() -> Array {
+    enum_list_schema(AGE_STATES, 0)
+}
+
+/// Spec 2.10: `{method: "jwks_uri", jwksUri}`, `{method: "did_web", did}` or
+/// `{method: "x5c", x5cRoots}`, nothing else.
+fn key_resolution_schema() -> Schema {
+    let method = |name: &str| {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property("method", enum_schema(&[name]))
+            .required("method")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+    };
+    OneOfBuilder::new()
+        .item(
+            method("jwks_uri")
+                .property(
+                    "jwksUri",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .description(Some("An http(s) URI")),
+                )
+                .required("jwksUri"),
+        )
+        .item(
+            method("did_web")
+                .property(
+                    "did",
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .pattern(Some("^did:web:.")),
+                )
+                .required("did"),
+        )
+        .item(
+            method("x5c")
+                .property(
+                    "x5cRoots",
+                    ArrayBuilder::new()
+                        .items(
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .min_length(Some(1)),
+                        )
+                        .min_items(Some(1)),
+                )
+                .required("x5cRoots"),
+        )
+        .build()
+        .into()
+}
+
 // ---------------------------------------------------------------- security (2.8)
 
 /// Spec 2.8: every field optional; `null` clears the nullable ones.
@@ -102,30 +235,30 @@ async fn read(state: &AppState, auth: &Dashboard, slug: &str) -> Result<Settings
 pub struct UpdateTenantSecurityRequest {
     /// `optional` or `required`.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = mfa_policy_schema, required = false)]
     pub mfa_policy: Option<Option<String>>,
     /// 3-30.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<i64>, minimum = 3, maximum = 30)]
+    #[schema(value_type = i64, required = false, minimum = 3, maximum = 30)]
     pub mfa_grace_period_days: Option<Option<i64>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub block_disposable_emails: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub block_email_subaddresses: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub automatic_account_linking_enabled: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub explicit_account_linking_enabled: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub sms_otp_enabled: Option<Option<bool>>,
     /// 0-100000.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<i64>, minimum = 0, maximum = 100000)]
+    #[schema(value_type = i64, required = false, minimum = 0, maximum = 100000)]
     pub sms_otp_monthly_cap: Option<Option<i64>>,
     /// `^AC[a-f0-9]{32}$`, or null to clear.
     #[serde(default, deserialize_with = "nullable")]
@@ -140,14 +273,14 @@ pub struct UpdateTenantSecurityRequest {
     #[schema(value_type = Option<String>, pattern = "^MG[a-f0-9]{32}$", nullable)]
     pub byok_provider_messaging_service_sid: Option<Option<String>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub magic_link_enabled: Option<Option<bool>>,
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub email_otp_enabled: Option<Option<bool>>,
     /// At most 300 codes matching `^[A-Z]{2}$`; null or `[]` restores the full platform list.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<Vec<String>>, nullable, max_items = 300)]
+    #[schema(schema_with = countries_schema, required = false)]
     pub sms_allowed_countries: Option<Option<Vec<String>>>,
 }
 
@@ -474,11 +607,11 @@ pub async fn put_email_domains(
 #[serde(deny_unknown_fields)]
 pub struct UpdateTenantAnonymousSettingsRequest {
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool, required = false)]
     pub anonymous_signins_enabled: Option<Option<bool>>,
     /// 1-180.
     #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<i64>, minimum = 1, maximum = 180)]
+    #[schema(value_type = i64, required = false, minimum = 1, maximum = 180)]
     pub anonymous_user_ttl_days: Option<Option<i64>>,
 }
 
@@ -567,7 +700,7 @@ pub async fn patch_anonymous(
 pub struct UpdateTenantRolesRequest {
     /// `reader` (read access only), `member` or `admin`.
     #[serde(default)]
-    #[schema(required = true)]
+    #[schema(schema_with = default_role_schema, required = true)]
     pub default_role: String,
 }
 
@@ -750,19 +883,23 @@ const AGE_STATES: &[&str] = &["PL", "DE", "FR", "IE"];
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TrustAnchorInput {
-    #[schema(min_length = 1)]
+    #[schema(value_type = String, required = true, min_length = 1)]
     pub issuer: Option<String>,
     /// Two characters.
+    #[schema(min_length = 2, max_length = 2)]
     pub member_state: Option<String>,
     /// At least one of `ES256`, `EdDSA`.
+    #[schema(schema_with = algs_schema, required = true)]
     pub allowed_algs: Option<Vec<String>>,
     /// `low`, `substantial` or `high` (default).
+    #[schema(schema_with = level_schema, required = false)]
     pub max_assurance_level: Option<String>,
     /// At least one of `dc+sd-jwt`, `mso_mdoc`.
+    #[schema(schema_with = formats_schema, required = true)]
     pub allowed_formats: Option<Vec<String>>,
     /// `{method: "jwks_uri", jwksUri}`, `{method: "did_web", did}` (`^did:web:`) or
     /// `{method: "x5c", x5cRoots: [..1+]}`.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = key_resolution_schema, required = true)]
     pub key_resolution: Option<Value>,
     /// Locale to display name.
     pub display_name: Option<BTreeMap<String, String>>,
@@ -772,8 +909,9 @@ pub struct TrustAnchorInput {
 #[serde(deny_unknown_fields)]
 pub struct AssuranceFloorInput {
     /// `aal` or `eidas`.
+    #[schema(schema_with = floor_kind_schema, required = true)]
     pub kind: Option<String>,
-    #[schema(min_length = 1)]
+    #[schema(value_type = String, required = true, min_length = 1)]
     pub value: Option<String>,
 }
 
@@ -781,10 +919,10 @@ pub struct AssuranceFloorInput {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateTenantEudiConfig {
-    #[schema(required = true)]
+    #[schema(value_type = bool, required = true)]
     pub enabled: Option<bool>,
     /// At least one attribute on update.
-    #[schema(required = true)]
+    #[schema(schema_with = attributes_schema, required = true)]
     pub requested_attributes: Option<Vec<String>>,
     #[serde(default)]
     pub trust_anchors: Vec<TrustAnchorInput>,
@@ -795,6 +933,7 @@ pub struct UpdateTenantEudiConfig {
     #[schema(max_length = 300)]
     pub purpose: Option<String>,
     /// `reject`, `accept_with_cache` (default) or `accept_unverified`.
+    #[schema(schema_with = on_status_schema, required = false)]
     pub on_status_unavailable: Option<String>,
     /// 0-86400, default 3600.
     #[schema(minimum = 0, maximum = 86400)]
@@ -1072,10 +1211,11 @@ pub async fn put_eudi(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateEudiAgeConfig {
-    #[schema(required = true)]
+    #[schema(value_type = bool, required = true)]
     pub age_verification_enabled: Option<bool>,
     /// Any of `PL`, `DE`, `FR`, `IE`; default `[]`.
     #[serde(default)]
+    #[schema(schema_with = age_states_schema)]
     pub supported_member_states: Vec<String>,
 }
 
