@@ -332,15 +332,26 @@ pub async fn verify_mfa(
     }))
 }
 
-/// Spec 2.3 MfaDisableRequest and MfaRegenerateCodesRequest.
+/// Spec 2.3 MfaDisableRequest.
 #[derive(Deserialize, ToSchema)]
 pub struct MfaManageRequest {
-    /// Disable: a TOTP or recovery code; new recovery codes: a TOTP code (6 digits).
+    /// A TOTP or recovery code.
     #[serde(default)]
-    #[schema(min_length = 1, required = true)]
+    #[schema(min_length = 1, max_length = 64, required = true)]
     pub code: String,
     #[serde(default)]
-    #[schema(min_length = 1, required = true)]
+    #[schema(min_length = 1, max_length = 1024, required = true)]
+    pub password: String,
+}
+
+/// Spec 2.3 MfaRegenerateCodesRequest: a TOTP code, not a recovery code.
+#[derive(Deserialize, ToSchema)]
+pub struct MfaRegenerateCodesRequest {
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 1024, required = true)]
     pub password: String,
 }
 
@@ -411,7 +422,7 @@ pub async fn disable(
 /// Ten new recovery codes; the old ones stop working. Needs the password and a TOTP code.
 #[utoipa::path(post, path = "/v1/auth/mfa/recovery-codes", tag = "mfa",
     security(("api_key" = [], "bearer" = [])),
-    request_body = MfaManageRequest,
+    request_body = MfaRegenerateCodesRequest,
     responses(
         (status = 200, description = "The new codes, shown once", body = RecoveryCodesResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
@@ -423,8 +434,12 @@ pub async fn recovery_codes(
     State(state): State<AppState>,
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
-    ApiJson(req): ApiJson<MfaManageRequest>,
+    ApiJson(req): ApiJson<MfaRegenerateCodesRequest>,
 ) -> Result<Json<RecoveryCodesResponse>, ApiError> {
+    let req = MfaManageRequest {
+        code: req.code,
+        password: req.password,
+    };
     let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
     let bearer = user.bearer;
     let codes = user
