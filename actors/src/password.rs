@@ -1,14 +1,14 @@
 //! Argon2id password hashing, always off the actors and the async workers.
 //!
-//! Hashing runs in `spawn_blocking`, gated by a semaphore with one permit per core so a burst of
-//! logins queues instead of starving every other task. The queue is bounded: once `queue_max`
-//! requests wait for a core, the next one is refused at once ([`HashError::Busy`], HTTP 503
-//! with `Retry-After`) rather than waiting seconds behind the others.
+//! Hashing runs on a pool of its own, one thread per core, so a burst of logins never takes the
+//! async workers' threads. The pool's threads run at a lower scheduling priority (nice 9): when
+//! the cores are contended, the cheap requests (token checks, refreshes, a 503) go first and
+//! argon2 takes the rest, instead of every request waiting behind a 25 ms hash. Its queue is
+//! bounded: once `queue_max` requests wait for a thread, the next one is refused at once
+//! ([`HashError::Busy`], HTTP 503 with `Retry-After`) rather than waiting seconds behind the
+//! others.
 
-use std::sync::{
-    atomic::{AtomicUsize, Ordering},
-    Arc,
-};
+use std::{panic::AssertUnwindSafe, sync::Arc};
 
 use argon2::{
     password_hash::{
@@ -16,7 +16,7 @@ use argon2::{
     },
     Algorithm, Argon2, Params, Version,
 };
-use tokio::sync::Semaphore;
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use zeroize::Zeroizing;
 
 /// A password in memory: zeroed on drop, never printed.
@@ -53,10 +53,8 @@ pub enum HashError {
 #[derive(Clone)]
 pub struct PasswordHasher {
     params: Params,
-    permits: Arc<Semaphore>,
-    /// Requests waiting for a core now, and the most that may.
-    waiting: Arc<AtomicUsize>,
-    queue_max: usize,
+    /// The pool's queue: jobs waiting for a hashing thread (at most `queue_max`).
+    jobs: Sender<Job>,
     /// A real hash of a random password, verified against when an account does not exist so
     /// that "no such account" takes as long as "wrong password".
     dummy: Arc<String>,
@@ -80,15 +78,21 @@ impl PasswordHasher {
         queue_max: usize,
     ) -> Result<Self, String> {
         let params = Params::new(m_cost_kib, t_cost, p_cost, None).map_err(|e| e.to_string())?;
-        let permits = std::thread::available_parallelism()
+        let threads = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
         let dummy = hash_blocking(&params, tessera_storage::random_token(24).as_bytes())?;
+        let (jobs, queue) = crossbeam_channel::bounded(queue_max);
+        for n in 0..threads {
+            let queue = queue.clone();
+            std::thread::Builder::new()
+                .name(format!("tessera-hash-{n}"))
+                .spawn(move || hashing_thread(queue))
+                .map_err(|e| format!("cannot start a hashing thread: {e}"))?;
+        }
         Ok(PasswordHasher {
             params,
-            permits: Arc::new(Semaphore::new(permits)),
-            waiting: Arc::new(AtomicUsize::new(0)),
-            queue_max,
+            jobs,
             dummy: Arc::new(dummy),
         })
     }
@@ -127,49 +131,46 @@ impl PasswordHasher {
         }
     }
 
+    /// Runs `f` on a hashing thread; [`HashError::Busy`] at once when the queue is full.
     async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, HashError> {
-        let closed = |_| HashError::Failed("the hashing pool is closed".into());
-        let _permit = match self.permits.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(tokio::sync::TryAcquireError::Closed) => return Err(closed(())),
-            Err(tokio::sync::TryAcquireError::NoPermits) => {
-                let queued = Queued::enter(&self.waiting, self.queue_max)?;
-                let permit = self
-                    .permits
-                    .clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| closed(()));
-                drop(queued);
-                permit?
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            // A request that went away (timeout, closed connection) costs no hash.
+            if tx.is_closed() {
+                return;
             }
-        };
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| HashError::Failed(format!("hashing task failed: {e}")))
+            if let Ok(out) = std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                let _ = tx.send(out);
+            }
+        });
+        self.jobs.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => HashError::Busy,
+            TrySendError::Disconnected(_) => HashError::Failed("the hashing pool is gone".into()),
+        })?;
+        rx.await
+            .map_err(|_| HashError::Failed("a hashing job failed".into()))
     }
 }
 
-/// A place in the hashing queue, given back when dropped (also when the request is cancelled).
-struct Queued<'a>(&'a AtomicUsize);
+type Job = Box<dyn FnOnce() + Send>;
 
-impl<'a> Queued<'a> {
-    fn enter(waiting: &'a AtomicUsize, max: usize) -> Result<Self, HashError> {
-        waiting
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .map(|_| Queued(waiting))
-            .map_err(|_| HashError::Busy)
+/// A hashing thread: lowers its own priority, then runs jobs until every hasher is dropped.
+fn hashing_thread(queue: Receiver<Job>) {
+    use thread_priority::{set_current_thread_priority, ThreadPriority, ThreadPriorityValue};
+    // 25 of 0..=99 is nice 9 on Linux. Not being able to lower it is harmless: log and go on.
+    let lowered = ThreadPriorityValue::try_from(25u8)
+        .map_err(|e| e.to_string())
+        .and_then(|v| {
+            set_current_thread_priority(ThreadPriority::Crossplatform(v)).map_err(|e| e.to_string())
+        });
+    if let Err(e) = lowered {
+        tracing::warn!(error = %e, "cannot lower the priority of a hashing thread");
     }
-}
-
-impl Drop for Queued<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+    while let Ok(job) = queue.recv() {
+        job();
     }
 }
 
