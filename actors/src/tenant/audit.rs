@@ -49,7 +49,7 @@ impl AuditEvent {
             fields,
             ip_hash: ctx.ip_hash.clone(),
             ua_family: ctx.ua_family.clone(),
-            metadata: serde_json::Value::Null,
+            metadata: serde_json::json!({}),
         }
     }
 }
