@@ -1,0 +1,614 @@
+#!/usr/bin/env bash
+# Tessera's benchmark: the real server (release build, production Argon2 parameters from
+# config.toml) on temporary data directories, loaded with wrk, beside the hardware ceilings of
+# its expensive steps measured on the same machine. Prints a table and writes
+# bench/results/latest.json.
+#
+#   bench/run.sh [--runs N] [--quick] [--scale | --no-scale | --scale-only] [--keep]
+#
+#   --runs N     repeat the scenario set N times (default 3); every figure and every ratio is
+#                the median over the runs (ratios are computed per run first)
+#   --quick      1 run, 3 s per scenario after a 1 s warm-up: a smoke check
+#   --scale      also the scale runs (the default): 1, 100 and 10,000 tenants, 100,000 users
+#   --no-scale   skip them
+#   --scale-only only the scale runs (no scenario set, so no ratios); the summary goes to the
+#                work directory, not to latest.json
+#   --keep       keep the temporary directory (data directories, logs, wrk output)
+#
+# Exit status: 0 when every scenario answered without error and every target was met, 1 on an
+# error (socket errors or non-2xx answers in a scenario, a set-up step that failed), 3 when
+# the run was clean but a target was missed.
+set -euo pipefail
+
+RUNS=3
+SCALE_ONLY=0
+QUICK=0
+SCALE=1
+KEEP=0
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+while (($#)); do
+  case $1 in
+    --runs) RUNS=${2:?--runs needs a number}; shift 2 ;;
+    --runs=*) RUNS=${1#--runs=}; shift ;;
+    --quick) QUICK=1; shift ;;
+    --scale) SCALE=1; shift ;;
+    --no-scale) SCALE=0; shift ;;
+    --scale-only) SCALE_ONLY=1; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "--runs must be a positive integer" >&2; exit 2; }
+if ((QUICK)); then
+  RUNS=1 DUR=3 WARM=1
+else
+  DUR=10 WARM=3
+fi
+if ((SCALE_ONLY)); then
+  RUNS=0 SCALE=1
+fi
+
+# ----------------------------------------------------------------------------------------------
+# Fixed parameters of the scenarios
+# ----------------------------------------------------------------------------------------------
+CONNS=64                # wrk -c for every scenario but login_at_cores and overload
+THREADS=2               # wrk -t
+USERS=1000              # imported users of the main tenant (login spreads over them)
+API_USERS=8             # users registered and confirmed through the API
+ANON_TENANTS=100        # tenants the guest sign-ins spread over (1000 an hour per key)
+OVERLOAD_QUEUE=8        # security.hashing_queue_max of the overload server
+OVERLOAD_CONNS=256
+OVERLOAD_SECS=12
+OVERLOAD_PROBES=50
+MIXED_PROBE_RATE=20     # `me` requests a second sent by the probe during the mixed load
+SCALE_TENANTS=${BENCH_SCALE_TENANTS:-10000}
+SCALE_USERS=${BENCH_SCALE_USERS:-100000}
+SCALE_IDLE_SECS=20      # server.tenant_idle_secs of the scale server
+# Every bench user's password (and every owner's): not on the common-password list.
+export BENCH_PASSWORD='tessera-bench passphrase, not a real one'
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$ROOT/bench
+BIN=$ROOT/target/release
+TESSERA=$BIN/tessera
+NPROC=$(nproc)
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+# ----------------------------------------------------------------------------------------------
+# Tools and build
+# ----------------------------------------------------------------------------------------------
+ensure_tool() { # command package
+  command -v "$1" >/dev/null 2>&1 && return 0
+  log "installing $2 with apt-get"
+  local sudo=
+  [[ $(id -u) == 0 ]] || sudo=sudo
+  $sudo apt-get update -qq && $sudo apt-get install -y -qq "$2" >/dev/null
+  command -v "$1" >/dev/null 2>&1 || die "$1 is still missing"
+}
+ensure_tool wrk wrk
+ensure_tool jq jq
+ensure_tool curl curl
+
+cd "$ROOT"
+log "building (release)"
+cargo build --release --locked -p tessera -p tessera-bench >&2
+
+cfg_int() { # key in config.toml
+  local v
+  v=$(sed -n "s/^$1[[:space:]]*=[[:space:]]*\([0-9][0-9]*\).*/\1/p" "$ROOT/config.toml" | head -1)
+  [[ -n $v ]] || die "no $1 in config.toml"
+  echo "$v"
+}
+M_COST=$(cfg_int argon2_m_cost_kib)
+T_COST=$(cfg_int argon2_t_cost)
+P_COST=$(cfg_int argon2_p_cost)
+# The server reads its settings from the environment too: every server here must run on
+# config.toml plus only what this script sets.
+if env | grep -q '^TESSERA__'; then
+  die "unset the TESSERA__* variables first: $(env | grep '^TESSERA__' | cut -d= -f1 | tr '\n' ' ')"
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tessera-bench.XXXXXX")
+log "work directory $WORK"
+FAILURES=$WORK/failures.txt
+: >"$FAILURES"
+
+# ----------------------------------------------------------------------------------------------
+# Servers
+# ----------------------------------------------------------------------------------------------
+declare -A SPID SBASE SDATA
+start_server() { # name data_dir [VAR=value ...]
+  local name=$1 data=$2
+  shift 2
+  local out=$WORK/$name.stdout err=$WORK/$name.log
+  : >"$out"
+  mkdir -p "$data"
+  env TESSERA__SERVER__TRUSTED_PROXIES='["127.0.0.1/32"]' "$@" \
+    "$TESSERA" serve --listen 127.0.0.1:0 --config "$ROOT/config.toml" --data-dir "$data" \
+    >"$out" 2>>"$err" &
+  local pid=$! addr=
+  SPID[$name]=$pid
+  SDATA[$name]=$data
+  for _ in $(seq 1200); do
+    addr=$(grep -o 'http://[^ ]*' "$out" | head -1 || true)
+    [[ -n $addr ]] && break
+    if ! kill -0 "$pid" 2>/dev/null; then
+      tail -20 "$err" >&2
+      unset "SPID[$name]"
+      die "server $name exited at start"
+    fi
+    sleep 0.05
+  done
+  [[ -n $addr ]] || die "server $name did not start in 60 s"
+  SBASE[$name]=$addr
+}
+
+stop_server() { # name
+  local pid=${SPID[$1]:-}
+  [[ -n $pid ]] || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 600); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset "SPID[$1]"
+}
+
+cleanup() {
+  local n
+  for n in "${!SPID[@]}"; do
+    stop_server "$n"
+  done
+  if ((KEEP)); then
+    log "kept $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+
+admin() { # data_dir args...
+  local data=$1
+  shift
+  "$TESSERA" admin --socket "$data/admin.sock" "$@"
+}
+
+rss_kb() { # server name
+  awk '/^VmRSS:/ { print $2 }' "/proc/${SPID[$1]}/status"
+}
+
+running_tenants() { # server name: the gauge, or null when /metrics has none
+  local v
+  v=$(curl -sf "${SBASE[$1]}/metrics" | awk '$1 == "tessera_tenant_actors_running" { print $2 }' || true)
+  echo "${v:-null}"
+}
+
+# ----------------------------------------------------------------------------------------------
+# Set-up: tenants (admin CLI), users (admin import and the API), guest sign-ins enabled
+# ----------------------------------------------------------------------------------------------
+log "hashing the bench password (m=$M_COST, t=$T_COST, p=$P_COST)"
+HASH=$(printf '%s\n' "$BENCH_PASSWORD" |
+  "$BIN/ceilings" hash --m-cost "$M_COST" --t-cost "$T_COST" --p-cost "$P_COST")
+
+users_jsonl() { # count email-format
+  awk -v n="$1" -v fmt="$2" -v h="$HASH" 'BEGIN {
+    for (i = 0; i < n; i++) {
+      printf "{\"email\":\"" fmt "\",\"password_hash\":\"%s\",\"email_verified\":true}\n", i, h
+    }
+  }'
+}
+
+expect_imported() { # json count
+  local got
+  got=$(jq -r '.imported' <<<"$1")
+  [[ $got == "$2" ]] || die "user import: expected $2 imported, got: $1"
+}
+
+# Tenants with an owner each (their dashboard turns guest sign-ins on), on the enterprise tier
+# (no monthly-active-user cap). Runs the admin CLI in parallel.
+create_anon_tenant() {
+  printf '%s\n' "$BENCH_PASSWORD" |
+    "$TESSERA" admin --socket "$SOCK" tenant create --name "Bench Anon $1" --slug "bench-anon-$1" \
+      --owner-email "owner$1@anon.bench.test" >"$DIR/anon/$1.json"
+  "$TESSERA" admin --socket "$SOCK" tenant set-tier "bench-anon-$1" enterprise >/dev/null
+}
+export -f create_anon_tenant
+export TESSERA
+
+# First start of a server on an empty data directory: the main tenant with its users, the
+# guest tenants.
+setup_server() { # name
+  local name=$1 data=${SDATA[$1]} dir=$WORK/$1 key
+  mkdir -p "$dir/anon"
+  log "$name: set-up"
+  admin "$data" tenant create --name "Bench Main" --slug bench-main >"$dir/main.json"
+  key=$(jq -r '.api_key' "$dir/main.json")
+  expect_imported "$(users_jsonl "$USERS" 'u%04d@main.bench.test' |
+    admin "$data" user import --tenant bench-main)" "$USERS"
+  awk -v k="$key" -v n="$USERS" 'BEGIN { for (i = 0; i < n; i++) printf "%s\tu%04d@main.bench.test\n", k, i }' \
+    >"$dir/users.tsv"
+  awk -v k="$key" -v n="$API_USERS" 'BEGIN { for (i = 0; i < n; i++) printf "%s\tapi%d@main.bench.test\n", k, i }' \
+    >"$dir/api_users.tsv"
+  "$BIN/seed" register --base "${SBASE[$name]}" --input "$dir/api_users.tsv" \
+    --outbox "$data/outbox" >/dev/null
+  seq 0 $((ANON_TENANTS - 1)) |
+    SOCK=$data/admin.sock DIR=$dir xargs -P 4 -n 1 bash -c 'create_anon_tenant "$1"' _
+  jq -r '.api_key' "$dir"/anon/*.json >"$dir/anon_keys.txt"
+  jq -r '[.tenant.slug, .owner.email] | @tsv' "$dir"/anon/*.json >"$dir/owners.tsv"
+  [[ $(wc -l <"$dir/anon_keys.txt") == "$ANON_TENANTS" ]] || die "$name: guest tenants missing"
+  "$BIN/seed" enable-guests --base "${SBASE[$name]}" --input "$dir/owners.tsv" >/dev/null
+}
+
+# Signs users in before a run: bearer tokens for me / step_up / the probe, refresh tokens for
+# the refresh and mixed scenarios (each run starts from fresh ones: they are single-use).
+seed_tokens() { # name run_dir
+  local name=$1 rd=$2 dir=$WORK/$1
+  {
+    sed -n '1,64p' "$dir/users.tsv"    # me: 64 users
+    cat "$dir/api_users.tsv"           # step_up: the 8 registered through the API...
+    sed -n '65,72p' "$dir/users.tsv"   # ...and 8 imported
+    sed -n '101,356p' "$dir/users.tsv" # refresh: 256 sessions
+    sed -n '401,528p' "$dir/users.tsv" # mixed: 128 sessions
+    sed -n "${USERS}p" "$dir/users.tsv" # the probe's own user
+  } >"$rd/$name-seed-in.tsv"
+  "$BIN/seed" login --base "${SBASE[$name]}" --input "$rd/$name-seed-in.tsv" \
+    --output "$rd/$name-tokens.tsv" >/dev/null
+  sed -n '1,64p' "$rd/$name-tokens.tsv" >"$rd/$name-me.tsv"
+  sed -n '65,80p' "$rd/$name-tokens.tsv" >"$rd/$name-stepup.tsv"
+  sed -n '81,336p' "$rd/$name-tokens.tsv" >"$rd/$name-refresh.tsv"
+  sed -n '337,464p' "$rd/$name-tokens.tsv" >"$rd/$name-mixed-refresh.tsv"
+  sed -n '465p' "$rd/$name-tokens.tsv" >"$rd/$name-probe.tsv"
+}
+
+# ----------------------------------------------------------------------------------------------
+# Load
+# ----------------------------------------------------------------------------------------------
+# wrk_run base script conns threads seconds result [VAR=value ...]: one wrk invocation; the
+# script's done() writes the JSON result.
+wrk_run() {
+  local base=$1 script=$2 conns=$3 threads=$4 secs=$5 result=$6
+  shift 6
+  env BENCH_WRK_DIR="$BENCH/wrk" BENCH_THREADS="$threads" BENCH_RESULT="$result" "$@" \
+    wrk -t"$threads" -c"$conns" -d"${secs}s" --latency --timeout 30s \
+    -s "$BENCH/wrk/$script.lua" "$base" >"${result%.json}.txt" 2>&1 ||
+    die "wrk $script failed: $(tail -5 "${result%.json}.txt")"
+  [[ -s $result ]] || die "wrk $script wrote no result: $(tail -5 "${result%.json}.txt")"
+}
+
+# Records a failure when a result has errors.
+check_errors() { # label result
+  local errors
+  errors=$(jq -r '.errors' "$2")
+  if [[ $errors != 0 ]]; then
+    echo "$1: $errors errors: $(jq -c '{socket_error_detail, statuses, samples}' "$2")" >>"$FAILURES"
+    log "  $1: $errors ERRORS $(jq -c '{statuses, samples}' "$2")"
+  fi
+}
+
+# scenario server name script conns threads [VAR=value ...]: a warm-up of WARM seconds, then
+# the measured DUR seconds. With BENCH_TOKENS_IN, the measured phase starts from the tokens
+# the warm-up left unused.
+scenario() {
+  local server=$1 name=$2 script=$3 conns=$4 threads=$5
+  shift 5
+  local base=${SBASE[$server]} out=$RD/$name chain=()
+  local a
+  for a in "$@"; do
+    [[ $a == BENCH_TOKENS_IN=* ]] && chain=("BENCH_TOKENS_OUT=$out.left.tsv")
+  done
+  wrk_run "$base" "$script" "$conns" "$threads" "$WARM" "$out.warmup.json" "$@" ${chain[@]+"${chain[@]}"}
+  check_errors "run $RUN $name (warm-up)" "$out.warmup.json"
+  if ((${#chain[@]})); then
+    set -- "$@" "BENCH_TOKENS_IN=$out.left.tsv"
+  fi
+  if [[ -n ${BEFORE_MEASURE:-} ]]; then
+    "$BEFORE_MEASURE"
+  fi
+  wrk_run "$base" "$script" "$conns" "$threads" "$DUR" "$out.json" "$@"
+  check_errors "run $RUN $name" "$out.json"
+  log "  $(jq -r --arg n "$name" '"\($n): \(.rps) req/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$out.json")"
+}
+
+start_mixed_probe() {
+  local row
+  row=$(head -1 "$RD/A-probe.tsv")
+  "$BIN/probe" me --base "${SBASE[A]}" --api-key "$(cut -f1 <<<"$row")" \
+    --token "$(cut -f3 <<<"$row")" --rate "$MIXED_PROBE_RATE" \
+    --seconds "$(awk -v d="$DUR" 'BEGIN { print d - 1 }')" --delay-s 0.5 \
+    >"$RD/mixed_probe.json" 2>"$RD/mixed_probe.err" &
+  PROBE_PID=$!
+}
+
+overload() {
+  local base=${SBASE[C]} row wrk_pid
+  row=$(sed -n '1p' "$WORK/A/users.tsv")
+  env BENCH_WRK_DIR="$BENCH/wrk" BENCH_THREADS="$THREADS" BENCH_RESULT="$RD/overload.json" \
+    BENCH_USERS="$WORK/A/users.tsv" \
+    wrk -t"$THREADS" -c"$OVERLOAD_CONNS" -d"${OVERLOAD_SECS}s" --latency --timeout 30s \
+    -s "$BENCH/wrk/login.lua" "$base" >"$RD/overload.txt" 2>&1 &
+  wrk_pid=$!
+  "$BIN/probe" login --base "$base" --api-key "$(cut -f1 <<<"$row")" \
+    --email "$(cut -f2 <<<"$row")" --count "$OVERLOAD_PROBES" --interval-ms 100 --delay-s 2 \
+    >"$RD/overload_probe.json" || die "the overload probe failed"
+  wait "$wrk_pid" || die "wrk (overload) failed: $(tail -5 "$RD/overload.txt")"
+  log "  overload: wrk $(jq -c '{rps, statuses, socket_errors}' "$RD/overload.json")"
+  log "  overload: probe $(jq -c '{statuses, refused_503, refused_503_with_retry_after, p50: .latency_503.p50_ms, p99: .latency_503.p99_ms}' "$RD/overload_probe.json")"
+  # Anything but 200 and 503 (with Retry-After) is an error here.
+  local bad
+  bad=$(jq -r '[.statuses | to_entries[] | select(.key != "200" and .key != "503") | .value] | add // 0' \
+    "$RD/overload_probe.json")
+  [[ $bad == 0 ]] || echo "run $RUN overload probe: $bad answers other than 200/503: $(jq -c .statuses "$RD/overload_probe.json")" >>"$FAILURES"
+}
+
+# ----------------------------------------------------------------------------------------------
+# The runs
+# ----------------------------------------------------------------------------------------------
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+for RUN in $(seq 1 "$RUNS"); do
+  RD=$WORK/run$RUN
+  mkdir -p "$RD"
+  log "run $RUN/$RUNS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  cut -d' ' -f1-3 /proc/loadavg >"$RD/loadavg"
+
+  log "ceilings"
+  "$BIN/ceilings" measure --m-cost "$M_COST" --t-cost "$T_COST" --p-cost "$P_COST" \
+    --seconds "$((QUICK ? 1 : 3))" --short-seconds 1 --tmp-dir "$WORK" >"$RD/ceilings.json"
+
+  # A: durable writes (the production setting). Restarted every run: rate windows start empty.
+  start_server A "$WORK/data-a"
+  ((RUN > 1)) || setup_server A
+  seed_tokens A "$RD"
+  log "A (durable) at ${SBASE[A]}"
+  scenario A healthz healthz "$CONNS" "$THREADS"
+  scenario A me me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/A-me.tsv"
+  scenario A login login "$CONNS" "$THREADS" BENCH_USERS="$WORK/A/users.tsv"
+  scenario A login_at_cores login "$NPROC" "$((NPROC < THREADS ? NPROC : THREADS))" \
+    BENCH_USERS="$WORK/A/users.tsv"
+  scenario A step_up step_up "$CONNS" "$THREADS" BENCH_TOKENS="$RD/A-stepup.tsv"
+  scenario A refresh refresh "$CONNS" "$THREADS" BENCH_TOKENS_IN="$RD/A-refresh.tsv"
+  scenario A anonymous anonymous "$CONNS" "$THREADS" BENCH_KEYS="$WORK/A/anon_keys.txt"
+  BEFORE_MEASURE=start_mixed_probe scenario A mixed mixed "$CONNS" "$THREADS" \
+    BENCH_TOKENS="$RD/A-me.tsv" BENCH_TOKENS_IN="$RD/A-mixed-refresh.tsv" \
+    BENCH_USERS="$WORK/A/users.tsv"
+  wait "$PROBE_PID" || die "the mixed probe failed: $(cat "$RD/mixed_probe.err")"
+  log "  mixed: probe me $(jq -c '{sent, ok, p50: .latency.p50_ms, p99: .latency.p99_ms}' "$RD/mixed_probe.json")"
+  [[ $(jq -r '.failed' "$RD/mixed_probe.json") == 0 ]] ||
+    echo "run $RUN mixed probe: $(jq -c .statuses "$RD/mixed_probe.json")" >>"$FAILURES"
+  echo "$(rss_kb A)" >"$RD/rss_a_kb"
+  stop_server A
+
+  # B: the same, without waiting for the disk: the cost of durability.
+  start_server B "$WORK/data-b" TESSERA__STORAGE__SYNC_WRITES=false
+  ((RUN > 1)) || setup_server B
+  log "B (sync_writes = false) at ${SBASE[B]}"
+  sed -n '101,356p' "$WORK/B/users.tsv" >"$RD/B-seed-in.tsv"
+  "$BIN/seed" login --base "${SBASE[B]}" --input "$RD/B-seed-in.tsv" --output "$RD/B-refresh.tsv" >/dev/null
+  scenario B refresh_nondurable refresh "$CONNS" "$THREADS" BENCH_TOKENS_IN="$RD/B-refresh.tsv"
+  scenario B anonymous_nondurable anonymous "$CONNS" "$THREADS" BENCH_KEYS="$WORK/B/anon_keys.txt"
+  stop_server B
+
+  # C: A's data with a small hashing queue, overloaded with logins.
+  start_server C "$WORK/data-a" TESSERA__SECURITY__HASHING_QUEUE_MAX="$OVERLOAD_QUEUE"
+  log "C (hashing_queue_max = $OVERLOAD_QUEUE) at ${SBASE[C]}: overload"
+  overload
+  stop_server C
+
+  # The run as one document; the ratios of this run.
+  {
+    for f in "$RD"/*.json; do
+      n=$(basename "$f" .json)
+      jq -c --arg n "$n" '{($n): .}' "$f"
+    done
+    jq -c -n --arg l "$(cat "$RD/loadavg")" --argjson rss "$(cat "$RD/rss_a_kb")" \
+      '{loadavg_at_start: $l, server_rss_kb_after_scenarios: $rss}'
+  } | jq -s 'add' >"$WORK/run$RUN.json"
+done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ----------------------------------------------------------------------------------------------
+# Scale
+# ----------------------------------------------------------------------------------------------
+create_scale_tenants() { # indexes...
+  local i
+  for i in "$@"; do
+    "$TESSERA" admin --socket "$SOCK" tenant create --name "Scale $i" --slug "scale-$i" \
+      >"$DIR/t/$i.json" || return 1
+  done
+}
+import_scale_users() { # indexes...
+  local i
+  for i in "$@"; do
+    printf '{"email":"u0@scale-%d.bench.test","password_hash":"%s","email_verified":true}\n' "$i" "$HASH" |
+      "$TESSERA" admin --socket "$SOCK" user import --tenant "scale-$i" >/dev/null || return 1
+  done
+}
+export -f create_scale_tenants import_scale_users
+export HASH
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
+wait_ok() { # url [curl args...]: polls every 10 ms until a 2xx, for at most 60 s
+  local t0
+  t0=$(now)
+  until curl -sf -o /dev/null "$@"; do
+    awk -v s="$(since "$t0")" 'BEGIN { exit !(s > 60) }' &&
+      die "no 2xx from $1 in 60 s; the last answer: $(curl -s -w ' (%{http_code})' "$@")"
+    sleep 0.01
+  done
+}
+
+SCALE_JSON=$WORK/scale.json
+echo '{}' >"$SCALE_JSON"
+put() { # jq-path json-value
+  jq --argjson v "$2" "$1 = \$v" "$SCALE_JSON" >"$SCALE_JSON.tmp" && mv "$SCALE_JSON.tmp" "$SCALE_JSON"
+}
+
+if ((SCALE)); then
+  RUN=scale
+  RD=$WORK/scale
+  DIR=$RD
+  mkdir -p "$RD/t"
+  # A fixed base URL: token issuers name it, and the restart below must accept earlier tokens
+  # (by default it is the bound address, whose port changes).
+  SCALE_ENV=(TESSERA__SERVER__TENANT_IDLE_SECS="$SCALE_IDLE_SECS"
+    TESSERA__SERVER__BASE_URL=http://tessera-bench.test)
+  start_server S "$WORK/data-s" "${SCALE_ENV[@]}"
+  export SOCK=${SDATA[S]}/admin.sock DIR
+  log "scale: S at ${SBASE[S]} (tenant_idle_secs = $SCALE_IDLE_SECS)"
+
+  log "scale: creating $SCALE_TENANTS tenants with the admin CLI (xargs -P 8)"
+  t0=$(now)
+  seq 0 $((SCALE_TENANTS - 1)) | xargs -P 8 -n 100 bash -c 'create_scale_tenants "$@"' _
+  create_secs=$(since "$t0")
+  log "scale: $SCALE_TENANTS tenants in $create_secs s"
+  t0=$(now)
+  seq 0 $((SCALE_TENANTS - 1)) | xargs -P 8 -n 100 bash -c 'import_scale_users "$@"' _
+  import_secs=$(since "$t0")
+  log "scale: one user each imported in $import_secs s"
+  # Tenant 0 gets 99 more users: the one-tenant runs spread over 100 users of one tenant.
+  expect_imported "$(users_jsonl 100 'u%d@scale-0.bench.test' | admin "${SDATA[S]}" user import --tenant scale-0)" 99
+  # api_key<TAB>email of tenant i on line i+1.
+  find "$RD/t" -name '*.json' -print0 | xargs -0 jq -r '[.tenant.slug, .api_key] | @tsv' |
+    sed 's/^scale-//' | sort -n | awk -F'\t' '{ printf "%s\tu0@scale-%s.bench.test\n", $2, $1 }' \
+    >"$RD/t10k-users.tsv"
+  [[ $(wc -l <"$RD/t10k-users.tsv") == "$SCALE_TENANTS" ]] || die "scale tenants missing"
+  head -100 "$RD/t10k-users.tsv" >"$RD/t100-users.tsv"
+  key0=$(head -1 "$RD/t10k-users.tsv" | cut -f1)
+  for i in $(seq 0 99); do printf '%s\tu%d@scale-0.bench.test\n' "$key0" "$i"; done >"$RD/t1-users.tsv"
+
+  # Tokens for `me` through e-mailed login links: no Argon2 verification per tenant.
+  log "scale: signing in one user of each tenant, and 100 users of tenant 0 (login links)"
+  t0=$(now)
+  "$BIN/seed" magic-link --base "${SBASE[S]}" --input "$RD/t10k-users.tsv" --outbox "${SDATA[S]}/outbox" \
+    --concurrency 8 --output "$RD/t10k-tokens.tsv" >/dev/null
+  # (u0 of tenant 0 has its token already: a second link within a minute would be refused.)
+  tail -n +2 "$RD/t1-users.tsv" >"$RD/t1-seed.tsv"
+  "$BIN/seed" magic-link --base "${SBASE[S]}" --input "$RD/t1-seed.tsv" --outbox "${SDATA[S]}/outbox" \
+    --concurrency 8 --output "$RD/t1-more-tokens.tsv" >/dev/null
+  cat <(head -1 "$RD/t10k-tokens.tsv") "$RD/t1-more-tokens.tsv" >"$RD/t1-tokens.tsv"
+  head -100 "$RD/t10k-tokens.tsv" >"$RD/t100-tokens.tsv"
+  log "scale: signed in in $(since "$t0") s"
+  put '.tenants.created' "$SCALE_TENANTS"
+  put '.tenants.create_seconds' "$create_secs"
+  put '.tenants.import_one_user_each_seconds' "$import_secs"
+
+  for t in 1 100 10k; do
+    scenario S "me_tenants_$t" me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/t$t-tokens.tsv"
+    scenario S "login_tenants_$t" login "$CONNS" "$THREADS" BENCH_USERS="$RD/t$t-users.tsv"
+    put ".tenants.rss_kb_after.\"$t\"" "$(rss_kb S)"
+  done
+  put '.tenants.after_10k_run' "$(jq -n --argjson r "$(rss_kb S)" --argjson n "$(running_tenants S)" \
+    '{rss_kb: $r, tenant_actors_running: $n}')"
+  log "scale: after the 10k-tenant runs: $(jq -c '.tenants.after_10k_run' "$SCALE_JSON")"
+  # Idle: wait the idle time plus 10 s; with the gauge, keep waiting (up to a minute more) until
+  # no tenant actor runs.
+  t0=$(now)
+  sleep $((SCALE_IDLE_SECS + 10))
+  if [[ $(running_tenants S) != null ]]; then
+    for _ in $(seq 30); do
+      [[ $(running_tenants S) == 0 ]] && break
+      sleep 2
+    done
+  fi
+  put '.tenants.after_idle' "$(jq -n --argjson r "$(rss_kb S)" --argjson n "$(running_tenants S)" \
+    --argjson s "$(since "$t0")" '{waited_s: $s, rss_kb: $r, tenant_actors_running: $n}')"
+  log "scale: after the idle time: $(jq -c '.tenants.after_idle' "$SCALE_JSON")"
+
+  # Start-up with every tenant on disk: until /readyz answers 200, until a `me` answers 200.
+  stop_server S
+  row=$(sed -n "$((SCALE_TENANTS / 2))p" "$RD/t10k-tokens.tsv")
+  t0=$(now)
+  start_server S "$WORK/data-s" "${SCALE_ENV[@]}"
+  listening=$(since "$t0")
+  wait_ok "${SBASE[S]}/readyz"
+  ready=$(since "$t0")
+  wait_ok "${SBASE[S]}/v1/auth/me" -H "X-API-Key: $(cut -f1 <<<"$row")" \
+    -H "Authorization: Bearer $(cut -f3 <<<"$row")"
+  first_me=$(since "$t0")
+  put '.tenants.restart' "$(jq -n --argjson l "$listening" --argjson r "$ready" --argjson m "$first_me" \
+    '{listening_s: $l, readyz_200_s: $r, first_me_200_s: $m}')"
+  log "scale: restart with $SCALE_TENANTS tenants: $(jq -c '.tenants.restart' "$SCALE_JSON")"
+  stop_server S
+
+  # One tenant with SCALE_USERS users, on a data directory of its own.
+  start_server U "$WORK/data-u"
+  log "scale: U at ${SBASE[U]}: one tenant, $SCALE_USERS users"
+  admin "${SDATA[U]}" tenant create --name "Scale Users" --slug scale-users >"$RD/u.json"
+  ukey=$(jq -r '.api_key' "$RD/u.json")
+  before_kb=$(du -sk "${SDATA[U]}" | cut -f1)
+  t0=$(now)
+  expect_imported "$(users_jsonl "$SCALE_USERS" 'u%06d@users.bench.test' |
+    admin "${SDATA[U]}" user import --tenant scale-users)" "$SCALE_USERS"
+  import_secs=$(since "$t0")
+  after_kb=$(du -sk "${SDATA[U]}" | cut -f1)
+  log "scale: $SCALE_USERS users imported in $import_secs s; data directory ${before_kb} KiB -> ${after_kb} KiB"
+  awk -v k="$ukey" -v n="$SCALE_USERS" 'BEGIN { for (i = 0; i < n; i++) printf "%s\tu%06d@users.bench.test\n", k, i }' \
+    >"$RD/u-users.tsv"
+  shuf -n 1000 "$RD/u-users.tsv" >"$RD/u-seed.tsv"
+  "$BIN/seed" magic-link --base "${SBASE[U]}" --input "$RD/u-seed.tsv" --outbox "${SDATA[U]}/outbox" \
+    --concurrency 8 --output "$RD/u-tokens.tsv" >/dev/null
+  scenario U me_users_100k me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/u-tokens.tsv"
+  scenario U login_users_100k login "$CONNS" "$THREADS" BENCH_USERS="$RD/u-users.tsv"
+  put '.users' "$(jq -n --argjson n "$SCALE_USERS" --argjson s "$import_secs" --argjson b "$before_kb" \
+    --argjson a "$after_kb" --argjson r "$(rss_kb U)" \
+    '{count: $n, import_seconds: $s, data_dir_kib_before: $b, data_dir_kib_after: $a,
+      bytes_per_user: ((($a - $b) * 1024 / $n) | floor), bytes_per_user_whole_dir: (($a * 1024 / $n) | floor),
+      rss_kb_after: $r}')"
+  stop_server U
+
+  {
+    for f in "$RD"/*.json; do
+      n=$(basename "$f" .json)
+      case $n in u | *.warmup) continue ;; esac
+      [[ $n == me_* || $n == login_* ]] || continue
+      jq -c --arg n "$n" '{($n): .}' "$f"
+    done
+  } | jq -s 'add // {}' >"$RD/scenarios.json"
+  jq --slurpfile s "$RD/scenarios.json" '.scenarios = $s[0]' "$SCALE_JSON" >"$SCALE_JSON.tmp" &&
+    mv "$SCALE_JSON.tmp" "$SCALE_JSON"
+fi
+
+# ----------------------------------------------------------------------------------------------
+# Results
+# ----------------------------------------------------------------------------------------------
+COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git -C "$ROOT" status --porcelain 2>/dev/null | grep -q . && echo true || echo false)
+CPU=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+mkdir -p "$BENCH/results"
+OUT=$BENCH/results/latest.json
+((SCALE_ONLY)) && OUT=$WORK/summary.json && KEEP=1
+
+jq -n \
+  --slurpfile runs <(cat "$WORK"/run[0-9]*.json 2>/dev/null || true) \
+  --slurpfile scale "$SCALE_JSON" \
+  --rawfile failures "$FAILURES" \
+  --argjson nproc "$NPROC" --arg cpu "$CPU" --arg kernel "$(uname -r)" \
+  --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$COMMIT" --argjson dirty "$DIRTY" \
+  --arg rustc "$(rustc --version)" --arg wrk "$(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2)" \
+  --argjson mem "$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)" \
+  --arg load_start "$LOAD_START" --arg load_end "$LOAD_END" \
+  --argjson runs_n "$RUNS" --argjson dur "$DUR" --argjson warm "$WARM" --argjson conns "$CONNS" \
+  --argjson threads "$THREADS" --argjson m "$M_COST" --argjson t "$T_COST" --argjson p "$P_COST" \
+  --argjson scale_on "$SCALE" --argjson quick "$QUICK" \
+  -f "$BENCH/summary.jq" >"$OUT"
+
+jq -r -f "$BENCH/table.jq" "$OUT"
+log "wrote $OUT"
+
+if [[ $(jq -r '.errors_total' "$OUT") != 0 || -s $FAILURES ]]; then
+  log "FAILED: errors during the run:"
+  cat "$FAILURES" >&2
+  exit 1
+fi
+if [[ $(jq -r '.targets_met' "$OUT") != true ]]; then
+  log "a target was missed"
+  exit 3
+fi

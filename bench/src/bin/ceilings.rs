@@ -1,0 +1,362 @@
+//! `ceilings`: what this machine can do at most for the server's expensive steps, measured with
+//! the same crates, versions and features the server uses. `bench/run.sh` divides the server's
+//! throughput by these figures.
+//!
+//! - `ceilings measure --m-cost M --t-cost T --p-cost P`: Argon2id verifications of a PHC hash
+//!   made with those parameters (one thread, then one thread per core), ES256 signing and
+//!   verification of an access-token-shaped JWT with `jsonwebtoken` on aws-lc-rs (one thread,
+//!   then all cores), and sled `insert` + `flush()` (one thread, in a temporary directory; also
+//!   `insert` + `flush()` + `fdatasync` of sled's data file, which is what the server's group
+//!   commit does). One JSON document on stdout.
+//! - `ceilings hash --m-cost M --t-cost T --p-cost P`: the PHC string of the password read from
+//!   stdin (one line), for `tessera admin user import`.
+
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use argon2::{
+    password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher, PasswordVerifier, SaltString},
+    Algorithm, Argon2, Params, Version,
+};
+use aws_lc_rs::{
+    rand::SystemRandom,
+    signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING},
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use clap::{Parser, Subcommand};
+use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tessera_bench::{round3, LatencySummary, Result};
+
+#[derive(Parser)]
+#[command(
+    name = "ceilings",
+    about = "Hardware ceilings of the server's expensive steps"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone, Copy)]
+struct Argon2Args {
+    /// Argon2id memory cost in KiB (config: security.argon2_m_cost_kib).
+    #[arg(long)]
+    m_cost: u32,
+    /// Argon2id iterations (security.argon2_t_cost).
+    #[arg(long)]
+    t_cost: u32,
+    /// Argon2id lanes (security.argon2_p_cost).
+    #[arg(long)]
+    p_cost: u32,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Measures every ceiling; prints JSON.
+    Measure {
+        #[command(flatten)]
+        argon2: Argon2Args,
+        /// Seconds for each Argon2 measurement.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Seconds for each ES256 and sled measurement.
+        #[arg(long, default_value_t = 1.0)]
+        short_seconds: f64,
+        /// Where sled's temporary database goes (default: the system temp directory).
+        #[arg(long)]
+        tmp_dir: Option<PathBuf>,
+    },
+    /// Prints the PHC string of the password read from stdin.
+    Hash {
+        #[command(flatten)]
+        argon2: Argon2Args,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ceilings: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Hash { argon2 } => {
+            let mut input = String::new();
+            std::io::stdin().read_to_string(&mut input)?;
+            let password = input.trim_end_matches(['\r', '\n']);
+            if password.is_empty() {
+                return Err("no password on stdin".into());
+            }
+            println!("{}", hash(argon2, password)?);
+            Ok(())
+        }
+        Command::Measure {
+            argon2,
+            seconds,
+            short_seconds,
+            tmp_dir,
+        } => {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let long = Duration::from_secs_f64(seconds);
+            let short = Duration::from_secs_f64(short_seconds);
+            let argon = measure_argon2(argon2, threads, long)?;
+            let es256 = measure_es256(threads, short)?;
+            let dir = tmp_dir.unwrap_or_else(std::env::temp_dir);
+            let sled = measure_sled(&dir, short)?;
+            let out = json!({
+                "threads": threads,
+                "argon2id": argon,
+                "es256": es256,
+                "sled": sled,
+            });
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            Ok(())
+        }
+    }
+}
+
+fn params(a: Argon2Args) -> Result<Params> {
+    Params::new(a.m_cost, a.t_cost, a.p_cost, None)
+        .map_err(|e| format!("argon2 params: {e}").into())
+}
+
+/// As the server's `hash_blocking`: Argon2id v19, a random salt, the given parameters.
+fn hash(a: Argon2Args, password: &str) -> Result<String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params(a)?)
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| format!("hashing: {e}").into())
+}
+
+/// As the server's `verify`: the parameters come from the PHC string.
+fn verify(phc: &str, password: &[u8]) -> bool {
+    PasswordHash::new(phc)
+        .map(|parsed| Argon2::default().verify_password(password, &parsed).is_ok())
+        .unwrap_or(false)
+}
+
+/// Runs `op` on one thread until `time` has passed (and at least `min` times); answers the
+/// rate and the time of each call.
+fn timed_loop(time: Duration, min: usize, mut op: impl FnMut() -> Result<()>) -> Result<Timed> {
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    while started.elapsed() < time || samples.len() < min {
+        let t = Instant::now();
+        op()?;
+        samples.push(t.elapsed());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(Timed {
+        per_s: samples.len() as f64 / elapsed,
+        samples,
+    })
+}
+
+struct Timed {
+    per_s: f64,
+    samples: Vec<Duration>,
+}
+
+/// Runs `op` on `threads` threads at once until `time` has passed; answers the total rate and
+/// every call's time.
+fn parallel_loop<F>(threads: usize, time: Duration, op: F) -> Result<Timed>
+where
+    F: Fn() -> Result<()> + Sync,
+{
+    let started = Instant::now();
+    let results: Vec<Result<Vec<Duration>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> Result<Vec<Duration>> {
+                    let mut samples = Vec::new();
+                    while started.elapsed() < time || samples.is_empty() {
+                        let t = Instant::now();
+                        op()?;
+                        samples.push(t.elapsed());
+                    }
+                    Ok(samples)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
+            .collect()
+    });
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut samples = Vec::new();
+    for r in results {
+        samples.extend(r?);
+    }
+    Ok(Timed {
+        per_s: samples.len() as f64 / elapsed,
+        samples,
+    })
+}
+
+fn measure_argon2(a: Argon2Args, threads: usize, time: Duration) -> Result<serde_json::Value> {
+    let password = "bench password for the ceilings";
+    let phc = hash(a, password)?;
+    let check = || -> Result<()> {
+        if verify(&phc, password.as_bytes()) {
+            Ok(())
+        } else {
+            Err("argon2 verification failed".into())
+        }
+    };
+    let single = timed_loop(time, 3, check)?;
+    let all = parallel_loop(threads, time, check)?;
+    Ok(json!({
+        "m_cost_kib": a.m_cost,
+        "t_cost": a.t_cost,
+        "p_cost": a.p_cost,
+        "single_thread": {
+            "verifications_per_s": round3(single.per_s),
+            "latency": LatencySummary::of(&single.samples),
+        },
+        "all_cores": {
+            "threads": threads,
+            "verifications_per_s": round3(all.per_s),
+            "latency": LatencySummary::of(&all.samples),
+        },
+    }))
+}
+
+/// The server's `AccessClaims`, field for field, so tokens have the same size.
+#[derive(Serialize, Deserialize)]
+struct AccessClaims {
+    iss: String,
+    sub: String,
+    aud: String,
+    exp: i64,
+    iat: i64,
+    jti: String,
+    sid: String,
+    tid: String,
+    is_anonymous: bool,
+    aal: String,
+    acr: String,
+    amr: Vec<String>,
+}
+
+fn measure_es256(threads: usize, time: Duration) -> Result<serde_json::Value> {
+    // As the server's key ring: a PKCS#8 P-256 key from aws-lc-rs, the private half as DER,
+    // the public half as JWK coordinates.
+    let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+        .map_err(|_| "generating a P-256 key")?;
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref())
+        .map_err(|_| "reading the P-256 key")?;
+    let point = pair.public_key().as_ref();
+    let (Some(x), Some(y)) = (point.get(1..33), point.get(33..65)) else {
+        return Err("unexpected public key encoding".into());
+    };
+    let (x, y) = (URL_SAFE_NO_PAD.encode(x), URL_SAFE_NO_PAD.encode(y));
+    let encoding = EncodingKey::from_ec_der(doc.as_ref());
+    let decoding = DecodingKey::from_ec_components(&x, &y)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let now = i64::try_from(now)?;
+    let issuer = "http://127.0.0.1:8080/v1/tenants/bench-tenant";
+    let claims = AccessClaims {
+        iss: issuer.into(),
+        sub: "0195f3a0-6b1c-7c3e-9d7a-3b2f1e0d9c8b".into(),
+        aud: "bench-tenant".into(),
+        exp: now + 900,
+        iat: now,
+        jti: "0195f3a0-6b1c-7c3e-9d7a-3b2f1e0d9c8c".into(),
+        sid: "0195f3a0-6b1c-7c3e-9d7a-3b2f1e0d9c8d".into(),
+        tid: "0195f3a0-6b1c-7c3e-9d7a-3b2f1e0d9c8e".into(),
+        is_anonymous: false,
+        aal: "AAL1".into(),
+        acr: "aal1".into(),
+        amr: vec!["pwd".into()],
+    };
+    let mut header = Header::new(jsonwebtoken::Algorithm::ES256);
+    header.typ = Some("at+jwt".into());
+    header.kid = Some(format!("{x}{y}").chars().take(43).collect());
+    let sign = || -> Result<String> { Ok(jsonwebtoken::encode(&header, &claims, &encoding)?) };
+    let token = sign()?;
+    let mut validation = Validation::new(jsonwebtoken::Algorithm::ES256);
+    validation.leeway = 0;
+    validation.validate_nbf = false;
+    validation.set_issuer(&[issuer]);
+    validation.set_audience(&["bench-tenant"]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    let check = || -> Result<()> {
+        jsonwebtoken::decode_header(&token)?;
+        jsonwebtoken::decode::<AccessClaims>(&token, &decoding, &validation)?;
+        Ok(())
+    };
+    check()?;
+    let sign_one = timed_loop(time, 10, || sign().map(drop))?;
+    let verify_one = timed_loop(time, 10, check)?;
+    let sign_all = parallel_loop(threads, time, || sign().map(drop))?;
+    let verify_all = parallel_loop(threads, time, check)?;
+    Ok(json!({
+        "token_bytes": token.len(),
+        "sign_per_s_single_thread": round3(sign_one.per_s),
+        "verify_per_s_single_thread": round3(verify_one.per_s),
+        "sign_per_s_all_cores": round3(sign_all.per_s),
+        "verify_per_s_all_cores": round3(verify_all.per_s),
+        "sign_latency_single_thread": LatencySummary::of(&sign_one.samples),
+        "verify_latency_single_thread": LatencySummary::of(&verify_one.samples),
+    }))
+}
+
+/// Removes the temporary database however the measurement ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn measure_sled(parent: &Path, time: Duration) -> Result<serde_json::Value> {
+    let dir = TempDir(parent.join(format!(
+        "tessera-ceilings-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    )));
+    let db = sled::Config::new()
+        .path(&dir.0)
+        .cache_capacity(256 << 20)
+        .open()?;
+    let tree = db.open_tree("bench")?;
+    // A refresh-token rotation writes a few hundred bytes.
+    let value = vec![b'x'; 256];
+    let mut n: u64 = 0;
+    let mut insert = |sync_data: bool| -> Result<()> {
+        n += 1;
+        tree.insert(n.to_be_bytes(), value.as_slice())?;
+        db.flush()?;
+        if sync_data {
+            // The server's flusher follows sled's flush with fdatasync of sled's data file.
+            std::fs::File::open(dir.0.join("db"))?.sync_data()?;
+        }
+        Ok(())
+    };
+    let flush = timed_loop(time, 10, || insert(false))?;
+    let flush_sync = timed_loop(time, 10, || insert(true))?;
+    drop(tree);
+    drop(db);
+    Ok(json!({
+        "value_bytes": value.len(),
+        "insert_flush_per_s": round3(flush.per_s),
+        "insert_flush_latency": LatencySummary::of(&flush.samples),
+        "insert_flush_fdatasync_per_s": round3(flush_sync.per_s),
+        "insert_flush_fdatasync_latency": LatencySummary::of(&flush_sync.samples),
+    }))
+}

@@ -1,0 +1,565 @@
+//! `seed`: the HTTP side of a benchmark's set-up, run before any load (tenants and bulk users
+//! come from the admin CLI; this makes what only the API can make).
+//!
+//! - `seed login`: signs in every `api_key<TAB>email` line of `--input` (with the password of
+//!   `--password` / `BENCH_PASSWORD`) and writes `api_key<TAB>email<TAB>access<TAB>refresh`
+//!   lines, in input order, to `--output`: the bearer tokens of `me` and `step_up`, the
+//!   refresh tokens the refresh scenario starts from.
+//! - `seed register`: registers every `api_key<TAB>email` line through `POST /v1/auth/register`
+//!   and confirms the address with the token of the verification mail, read from the file
+//!   outbox (`--outbox`, `<data_dir>/outbox`).
+//! - `seed enable-guests`: for every `slug<TAB>owner_email` line, logs in to the dashboard as
+//!   the owner and turns guest sign-ins on (`PATCH .../settings/anonymous`).
+//! - `seed magic-link`: signs in every `api_key<TAB>email` line of `--input` with an e-mailed
+//!   login link (`POST /v1/auth/magic-link`, the link read from the file outbox, then
+//!   `.../magic-link/verify`) and writes the same lines as `seed login`. No password is
+//!   checked, so thousands of users (one per tenant of the scale runs) get tokens in seconds
+//!   instead of an Argon2 verification each.
+//!
+//! Any answer other than the expected one stops the program with the status and the body.
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::Arc,
+    time::Duration,
+};
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::{json, Value};
+use tessera_bench::Result;
+use tokio::{sync::Semaphore, task::JoinSet};
+
+#[derive(Parser)]
+#[command(
+    name = "seed",
+    about = "Users, tokens and settings a benchmark needs, made over HTTP"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args)]
+struct Common {
+    /// The server, `http://127.0.0.1:PORT`.
+    #[arg(long)]
+    base: String,
+    /// Tab-separated lines (see the command).
+    #[arg(long)]
+    input: PathBuf,
+    /// The password of every user and owner.
+    #[arg(long, env = "BENCH_PASSWORD")]
+    password: String,
+    /// Requests in flight at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Signs users in; writes their tokens.
+    Login {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        output: PathBuf,
+    },
+    /// Registers users through the API and confirms their addresses.
+    Register {
+        #[command(flatten)]
+        common: Common,
+        /// The server's mail outbox directory.
+        #[arg(long)]
+        outbox: PathBuf,
+    },
+    /// Turns guest sign-ins on for tenants, as their owners.
+    EnableGuests {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Signs users in with e-mailed login links; writes their tokens.
+    MagicLink {
+        #[command(flatten)]
+        common: Common,
+        /// The server's mail outbox directory.
+        #[arg(long)]
+        outbox: PathBuf,
+        #[arg(long)]
+        output: PathBuf,
+        /// Links requested before their mails are awaited.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("seed: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(summary) => {
+            println!("{summary}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("seed: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The tab-separated fields of every non-empty line, each line with at least `min` fields.
+fn read_rows(path: &Path, min: usize) -> Result<Vec<Vec<String>>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        if row.len() < min {
+            return Err(format!(
+                "{}:{}: expected {min} tab-separated fields",
+                path.display(),
+                i + 1
+            )
+            .into());
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn field(row: &[String], i: usize) -> Result<&str> {
+    row.get(i)
+        .map(String::as_str)
+        .ok_or_else(|| "missing field".into())
+}
+
+fn client() -> Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .user_agent("tessera-bench seed")
+        .build()?)
+}
+
+/// A client address of its own for request `n` (198.18.0.0/15 is for benchmarks), so the
+/// per-address limits on registration never bite.
+fn client_ip(n: usize) -> String {
+    format!(
+        "198.{}.{}.{}",
+        18 + (n / 62500) % 2,
+        (n / 250) % 250,
+        n % 250 + 1
+    )
+}
+
+/// Sends and answers the status and the JSON body (`Null` when the body is not JSON).
+async fn exchange(req: reqwest::RequestBuilder) -> Result<(u16, Value)> {
+    let resp = req.send().await?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await?;
+    Ok((
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    ))
+}
+
+fn expect(what: &str, want: u16, (status, body): (u16, Value)) -> Result<Value> {
+    if status == want {
+        Ok(body)
+    } else {
+        Err(format!("{what}: expected {want}, got {status}: {body}").into())
+    }
+}
+
+/// Runs `job(i, row)` for every row with at most `concurrency` at once; answers the results in
+/// row order, or the first error.
+async fn for_each<T, F, Fut>(rows: Vec<Vec<String>>, concurrency: usize, job: F) -> Result<Vec<T>>
+where
+    T: Send + 'static,
+    F: Fn(usize, Vec<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<T>> + Send + 'static,
+{
+    let permits = Arc::new(Semaphore::new(concurrency.max(1)));
+    let mut set = JoinSet::new();
+    let n = rows.len();
+    for (i, row) in rows.into_iter().enumerate() {
+        let permit = permits.clone().acquire_owned().await?;
+        let fut = job(i, row);
+        set.spawn(async move {
+            let out = fut.await;
+            drop(permit);
+            (i, out)
+        });
+    }
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    while let Some(joined) = set.join_next().await {
+        let (i, r) = joined?;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(r?);
+        }
+    }
+    out.into_iter()
+        .map(|o| o.ok_or_else(|| "a job did not finish".into()))
+        .collect()
+}
+
+async fn run(cli: Cli) -> Result<Value> {
+    let http = client()?;
+    match cli.command {
+        Command::Login { common, output } => {
+            let rows = read_rows(&common.input, 2)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let password = Arc::new(common.password);
+            let lines = for_each(rows, common.concurrency, |_, row| {
+                let (http, base, password) = (http.clone(), base.clone(), password.clone());
+                async move {
+                    let key = field(&row, 0)?.to_owned();
+                    let email = field(&row, 1)?.to_owned();
+                    let body = expect(
+                        &format!("login of {email}"),
+                        200,
+                        exchange(
+                            http.post(format!("{base}/v1/auth/login"))
+                                .header("x-api-key", &key)
+                                .json(&json!({ "email": email, "password": *password })),
+                        )
+                        .await?,
+                    )?;
+                    let (Some(access), Some(refresh)) = (
+                        body["access_token"].as_str(),
+                        body["refresh_token"].as_str(),
+                    ) else {
+                        return Err(format!("login of {email}: no token pair in {body}").into());
+                    };
+                    Ok(format!("{key}\t{email}\t{access}\t{refresh}\n"))
+                }
+            })
+            .await?;
+            std::fs::write(&output, lines.concat())?;
+            Ok(json!({ "signed_in": n }))
+        }
+        Command::Register { common, outbox } => {
+            let rows = read_rows(&common.input, 2)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let password = Arc::new(common.password);
+            let emails: Vec<(String, String)> = for_each(rows, common.concurrency, |i, row| {
+                let (http, base, password) = (http.clone(), base.clone(), password.clone());
+                async move {
+                    let key = field(&row, 0)?.to_owned();
+                    let email = field(&row, 1)?.to_owned();
+                    expect(
+                        &format!("registration of {email}"),
+                        200,
+                        exchange(
+                            http.post(format!("{base}/v1/auth/register"))
+                                .header("x-api-key", &key)
+                                .header("x-forwarded-for", client_ip(i))
+                                .json(&json!({
+                                    "email": email, "password": *password, "consent": true,
+                                })),
+                        )
+                        .await?,
+                    )?;
+                    Ok((key, email))
+                }
+            })
+            .await?;
+            let tokens = Outbox::new(outbox)
+                .wait_for("verify-email?token=", &emails)
+                .await?;
+            let rows: Vec<Vec<String>> = emails.into_iter().map(|(k, e)| vec![k, e]).collect();
+            let tokens = Arc::new(tokens);
+            for_each(rows, common.concurrency, |_, row| {
+                let (http, base, tokens) = (http.clone(), base.clone(), tokens.clone());
+                async move {
+                    let key = field(&row, 0)?;
+                    let email = field(&row, 1)?;
+                    let token = tokens
+                        .get(email)
+                        .ok_or_else(|| format!("no verification token for {email}"))?;
+                    expect(
+                        &format!("verification of {email}"),
+                        200,
+                        exchange(
+                            http.post(format!("{base}/v1/auth/verify-email"))
+                                .header("x-api-key", key)
+                                .json(&json!({ "token": token })),
+                        )
+                        .await?,
+                    )?;
+                    Ok(())
+                }
+            })
+            .await?;
+            Ok(json!({ "registered_and_verified": n }))
+        }
+        Command::EnableGuests { common } => {
+            let rows = read_rows(&common.input, 2)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let password = Arc::new(common.password);
+            for_each(rows, common.concurrency, |_, row| {
+                let (http, base, password) = (http.clone(), base.clone(), password.clone());
+                async move {
+                    let slug = field(&row, 0)?.to_owned();
+                    let owner = field(&row, 1)?.to_owned();
+                    let login = expect(
+                        &format!("dashboard login of {owner}"),
+                        200,
+                        exchange(
+                            http.post(format!("{base}/v1/auth/dashboard/login"))
+                                .json(&json!({ "email": owner, "password": *password })),
+                        )
+                        .await?,
+                    )?;
+                    let session = login["session_token"]
+                        .as_str()
+                        .ok_or_else(|| format!("dashboard login of {owner}: no session_token"))?;
+                    let settings = expect(
+                        &format!("enabling guests of {slug}"),
+                        200,
+                        exchange(
+                            http.patch(format!(
+                                "{base}/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
+                            ))
+                            .bearer_auth(session)
+                            // The first enabling while the default role is not `reader`.
+                            .header("x-service-confirm", "privileged-default-role")
+                            .json(&json!({ "anonymous_signins_enabled": true })),
+                        )
+                        .await?,
+                    )?;
+                    if settings["anonymous_signins_enabled"] != Value::Bool(true) {
+                        return Err(format!("{slug}: guests still off: {settings}").into());
+                    }
+                    Ok(())
+                }
+            })
+            .await?;
+            Ok(json!({ "guests_enabled": n }))
+        }
+        Command::MagicLink {
+            common,
+            outbox,
+            output,
+            batch,
+        } => {
+            let rows = read_rows(&common.input, 2)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let mut outbox_state = Outbox::new(outbox);
+            let mut lines = Vec::with_capacity(n);
+            for chunk in rows.chunks(batch.max(1)) {
+                let requested: Vec<(String, String)> =
+                    for_each(chunk.to_vec(), common.concurrency, |_, row| {
+                        let (http, base) = (http.clone(), base.clone());
+                        async move {
+                            let key = field(&row, 0)?.to_owned();
+                            let email = field(&row, 1)?.to_owned();
+                            expect(
+                                &format!("login link for {email}"),
+                                202,
+                                exchange(
+                                    http.post(format!("{base}/v1/auth/magic-link"))
+                                        .header("x-api-key", &key)
+                                        .json(&json!({ "email": email })),
+                                )
+                                .await?,
+                            )?;
+                            Ok((key, email))
+                        }
+                    })
+                    .await?;
+                let tokens = Arc::new(
+                    outbox_state
+                        .wait_for("/magic-link?token=", &requested)
+                        .await?,
+                );
+                let rows: Vec<Vec<String>> =
+                    requested.into_iter().map(|(k, e)| vec![k, e]).collect();
+                let signed = for_each(rows, common.concurrency, |_, row| {
+                    let (http, base, tokens) = (http.clone(), base.clone(), tokens.clone());
+                    async move {
+                        let key = field(&row, 0)?.to_owned();
+                        let email = field(&row, 1)?.to_owned();
+                        let token = tokens
+                            .get(&email)
+                            .ok_or_else(|| format!("no login link for {email}"))?;
+                        let body = expect(
+                            &format!("login link of {email}"),
+                            200,
+                            exchange(
+                                http.post(format!("{base}/v1/auth/magic-link/verify"))
+                                    .header("x-api-key", &key)
+                                    .json(&json!({ "token": token })),
+                            )
+                            .await?,
+                        )?;
+                        let (Some(access), Some(refresh)) = (
+                            body["access_token"].as_str(),
+                            body["refresh_token"].as_str(),
+                        ) else {
+                            return Err(
+                                format!("login link of {email}: no token pair in {body}").into()
+                            );
+                        };
+                        Ok(format!("{key}\t{email}\t{access}\t{refresh}\n"))
+                    }
+                })
+                .await?;
+                lines.extend(signed);
+            }
+            std::fs::write(&output, lines.concat())?;
+            Ok(json!({ "signed_in": n }))
+        }
+    }
+}
+
+/// The file outbox, read incrementally: each `.eml` is parsed once.
+struct Outbox {
+    dir: PathBuf,
+    seen: std::collections::HashSet<std::ffi::OsString>,
+    /// (marker, recipient) -> token, from every mail read so far.
+    found: HashMap<(String, String), String>,
+}
+
+impl Outbox {
+    fn new(dir: PathBuf) -> Self {
+        Outbox {
+            dir,
+            seen: Default::default(),
+            found: HashMap::new(),
+        }
+    }
+
+    /// Reads the mails not read yet, noting the token after each of `markers`.
+    fn scan(&mut self, markers: &[&str]) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if self.seen.contains(&name) || !name.to_string_lossy().ends_with(".eml") {
+                continue;
+            }
+            // A mail without the marker (or still being written) is read again next time.
+            let Ok(text) = std::fs::read_to_string(entry.path()) else {
+                continue;
+            };
+            for marker in markers {
+                if let Some((to, token)) = link_token(&text, marker) {
+                    self.found.insert(((*marker).to_owned(), to), token);
+                    self.seen.insert(name.clone());
+                }
+            }
+        }
+    }
+
+    /// Polls until every address in `emails` has a mail with `marker`; answers address -> token.
+    async fn wait_for(
+        &mut self,
+        marker: &str,
+        emails: &[(String, String)],
+    ) -> Result<HashMap<String, String>> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            self.scan(&[marker]);
+            let missing = emails
+                .iter()
+                .filter(|(_, e)| {
+                    !self
+                        .found
+                        .contains_key(&(marker.to_owned(), e.to_ascii_lowercase()))
+                })
+                .count();
+            if missing == 0 {
+                return Ok(emails
+                    .iter()
+                    .filter_map(|(_, e)| {
+                        self.found
+                            .get(&(marker.to_owned(), e.to_ascii_lowercase()))
+                            .map(|t| (e.clone(), t.clone()))
+                    })
+                    .collect());
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(format!(
+                    "{missing} mails with {marker} missing from {} after 120 s",
+                    self.dir.display()
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// The recipient of a mail and the token right after `marker` in it (links are intact: the
+/// text part of every mail is 7bit or 8bit). A marker preceded by `/step-up` is not a match.
+fn link_token(eml: &str, marker: &str) -> Option<(String, String)> {
+    let to = eml
+        .lines()
+        .take_while(|l| !l.is_empty() && *l != "\r")
+        .find_map(|l| l.strip_prefix("To:"))?
+        .trim();
+    let to = match (to.find('<'), to.rfind('>')) {
+        (Some(a), Some(b)) if a < b => to.get(a + 1..b)?,
+        _ => to,
+    };
+    let start = eml
+        .match_indices(marker)
+        .map(|(i, _)| i)
+        .find(|&i| !eml.get(..i).is_some_and(|head| head.ends_with("/step-up")))?
+        + marker.len();
+    let rest = eml.get(start..)?;
+    let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))?;
+    // No character after the token: the file may still be being written.
+    let token = rest.get(..len)?;
+    (!token.is_empty()).then(|| (to.trim().to_ascii_lowercase(), token.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_recipient_and_the_token() {
+        let eml = "From: x\r\nTo: ada@example.com\r\nSubject: s\r\n\r\nopen http://h/verify-email?token=AbC-_9 now\r\n";
+        assert_eq!(
+            link_token(eml, "verify-email?token="),
+            Some(("ada@example.com".into(), "AbC-_9".into()))
+        );
+        assert_eq!(
+            link_token("To: a@b.c\r\n\r\nno link", "verify-email?token="),
+            None
+        );
+        assert_eq!(
+            link_token(
+                "To: a@b.c\r\n\r\nhttp://h/verify-email?token=Trunc",
+                "verify-email?token="
+            ),
+            None
+        );
+        let step_up = "To: <a@b.c>\r\n\r\nhttp://h/step-up/magic-link?token=X1\r\n";
+        assert_eq!(link_token(step_up, "/magic-link?token="), None);
+        let login = "To: A <a@b.c>\r\n\r\nhttp://h/magic-link?token=Y2\r\n";
+        assert_eq!(
+            link_token(login, "/magic-link?token="),
+            Some(("a@b.c".into(), "Y2".into()))
+        );
+    }
+}

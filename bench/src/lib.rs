@@ -1,0 +1,65 @@
+//! Shared pieces of the benchmark programs (`ceilings`, `probe`, `seed`): the error type and
+//! latency statistics. The programs print one JSON document on stdout; `bench/run.sh` reads it.
+
+use std::time::Duration;
+
+/// Any failure of a benchmark program: printed on stderr, exit status 1.
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Nearest-rank percentile (`q` in 0..=1) of `sorted` (ascending); `None` when empty.
+pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
+}
+
+/// Latency figures of a set of samples, in milliseconds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct LatencySummary {
+    pub count: usize,
+    pub mean_ms: Option<f64>,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+impl LatencySummary {
+    pub fn of(samples: &[Duration]) -> Self {
+        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        ms.sort_by(f64::total_cmp);
+        let mean = (!ms.is_empty()).then(|| ms.iter().sum::<f64>() / ms.len() as f64);
+        LatencySummary {
+            count: ms.len(),
+            mean_ms: mean.map(round3),
+            p50_ms: percentile(&ms, 0.50).map(round3),
+            p90_ms: percentile(&ms, 0.90).map(round3),
+            p99_ms: percentile(&ms, 0.99).map(round3),
+            max_ms: ms.last().copied().map(round3),
+        }
+    }
+}
+
+/// Three decimals: enough for milliseconds, short in JSON.
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 0.5), Some(50.0));
+        assert_eq!(percentile(&v, 0.99), Some(99.0));
+        assert_eq!(percentile(&v, 1.0), Some(100.0));
+        assert_eq!(percentile(&v, 0.0), Some(1.0));
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[7.0], 0.99), Some(7.0));
+    }
+}

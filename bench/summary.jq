@@ -1,0 +1,157 @@
+# Builds bench/results/latest.json from the per-run documents ($runs), the scale document
+# ($scale) and the run's settings (see the jq call at the end of bench/run.sh).
+
+def median:
+  map(select(. != null)) | sort
+  | if length == 0 then null
+    elif length % 2 == 1 then .[(length - 1) / 2]
+    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+def r3: if . == null then null else (. * 1000 | round) / 1000 end;
+def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
+
+def scenario_names: [
+  "healthz", "me", "login", "login_at_cores", "step_up", "refresh", "refresh_nondurable",
+  "anonymous", "anonymous_nondurable", "mixed"
+];
+
+# What each target compares, per run.
+def ratio_values:
+  {
+    "login_rps / argon2_verifications_per_s_all_cores":
+      div(.login.rps; .ceilings.argon2id.all_cores.verifications_per_s),
+    "login_p50_at_cores / argon2_single_verification_ms":
+      div(.login_at_cores.p50_ms; .ceilings.argon2id.single_thread.latency.p50_ms),
+    "me_rps / healthz_rps": div(.me.rps; .healthz.rps),
+    "refresh_rps / refresh_rps_nondurable": div(.refresh.rps; .refresh_nondurable.rps),
+    "anonymous_rps / anonymous_rps_nondurable": div(.anonymous.rps; .anonymous_nondurable.rps),
+    "mixed_me_p99_ms (probe)": .mixed_probe.latency.p99_ms,
+    "overload_503_p99_ms (probe)": .overload_probe.latency_503.p99_ms,
+    "overload_503_answers (probe)": .overload_probe.refused_503,
+    "overload_503_without_retry_after (probe)":
+      (.overload_probe.refused_503 - .overload_probe.refused_503_with_retry_after)
+  };
+
+def targets:
+  {
+    "login_rps / argon2_verifications_per_s_all_cores": {op: ">=", target: 0.85},
+    "login_p50_at_cores / argon2_single_verification_ms": {op: "<=", target: 1.2},
+    "me_rps / healthz_rps": {op: ">=", target: 0.4},
+    "refresh_rps / refresh_rps_nondurable": {op: ">=", target: 0.5},
+    "anonymous_rps / anonymous_rps_nondurable": {op: ">=", target: 0.6},
+    "mixed_me_p99_ms (probe)": {op: "<", target: 20},
+    "overload_503_p99_ms (probe)": {op: "<=", target: 10},
+    "overload_503_answers (probe)": {op: ">=", target: 1},
+    "overload_503_without_retry_after (probe)": {op: "<=", target: 0},
+    "me_throughput_drop_1_to_10k_tenants_pct": {op: "<=", target: 20},
+    "login_throughput_drop_1_to_10k_tenants_pct": {op: "<=", target: 20}
+  };
+
+def meets($v; $t):
+  if $v == null then false
+  elif $t.op == ">=" then $v >= $t.target
+  elif $t.op == "<=" then $v <= $t.target
+  elif $t.op == "<" then $v < $t.target
+  else false end;
+
+def drop_pct($s; $kind):
+  ($s.scenarios["\($kind)_tenants_1"].rps) as $one
+  | ($s.scenarios["\($kind)_tenants_10k"].rps) as $many
+  | if $one == null or $many == null or $one == 0 then null
+    else (1 - $many / $one) * 100 end;
+
+($scale[0] // {}) as $sc
+| ($runs | map(ratio_values)) as $per_run
+| (if $scale_on == 1 then
+     {
+       "me_throughput_drop_1_to_10k_tenants_pct": drop_pct($sc; "me"),
+       "login_throughput_drop_1_to_10k_tenants_pct": drop_pct($sc; "login")
+     }
+   else {} end) as $scale_ratios
+| ([targets | to_entries[]
+    | .key as $k | .value as $t
+    | if ($scale_ratios | has($k)) then
+        {name: $k, value: ($scale_ratios[$k] | r3), per_run: [$scale_ratios[$k] | r3]}
+      elif ($k | test("tenants")) then empty
+      else
+        {name: $k, value: ($per_run | map(.[$k]) | median | r3), per_run: ($per_run | map(.[$k] | r3))}
+      end
+    | . + {target: "\($t.op) \($t.target)", pass: meets(.value; $t)}]) as $ratios
+# Errors of every wrk phase, warm-ups included, but for the overload run (503s are its point).
+| ([$runs[] | to_entries[] | select(.key != "overload")
+    | select(.value | type == "object" and has("errors")) | .value.errors]
+   + [$sc.scenarios // {} | .[] | .errors]
+   | add // 0) as $errors_measured
+| {
+    machine: {
+      nproc: $nproc, cpu_model: $cpu, kernel: $kernel, memory_kib: $mem, date: $date,
+      git_commit: $commit, git_dirty: $dirty, rustc: $rustc, wrk: $wrk,
+      loadavg_at_start: $load_start, loadavg_after_runs: $load_end
+    },
+    settings: {
+      runs: $runs_n, quick: ($quick == 1), seconds_per_scenario: $dur, warmup_seconds: $warm,
+      wrk_connections: $conns, wrk_threads: $threads,
+      argon2id: {m_cost_kib: $m, t_cost: $t, p_cost: $p}
+    },
+    scenarios: (
+      scenario_names | map(. as $n | {
+        key: $n,
+        value: {
+          rps: ($runs | map(.[$n].rps) | median | r3),
+          p50_ms: ($runs | map(.[$n].p50_ms) | median | r3),
+          p99_ms: ($runs | map(.[$n].p99_ms) | median | r3),
+          errors: ($runs | map(.[$n].errors) | add),
+          per_run: ($runs | map(.[$n] | {rps, p50_ms, p99_ms, errors}))
+        }
+      }) | from_entries
+    ),
+    probes: {
+      mixed_me: {
+        method: "probe me: GET /v1/auth/me at a fixed rate, one request at a time over one keep-alive connection, during the measured mixed load; its own user and token",
+        rate_per_s: ($runs[0].mixed_probe.rate_per_s),
+        p50_ms: ($runs | map(.mixed_probe.latency.p50_ms) | median | r3),
+        p99_ms: ($runs | map(.mixed_probe.latency.p99_ms) | median | r3),
+        sent: ($runs | map(.mixed_probe.sent) | add),
+        failed: ($runs | map(.mixed_probe.failed) | add)
+      },
+      overload: {
+        method: "server with security.hashing_queue_max = 8; wrk drives login with 256 connections; probe login sends 50 logins one at a time, 100 ms apart, over one keep-alive connection",
+        probe_sent: ($runs | map(.overload_probe.sent) | add),
+        probe_statuses: ($runs | map(.overload_probe.statuses)),
+        refused_503_median: ($runs | map(.overload_probe.refused_503) | median),
+        refused_503_with_retry_after_median: ($runs | map(.overload_probe.refused_503_with_retry_after) | median),
+        latency_503_p50_ms: ($runs | map(.overload_probe.latency_503.p50_ms) | median | r3),
+        latency_503_p99_ms: ($runs | map(.overload_probe.latency_503.p99_ms) | median | r3),
+        wrk_rps: ($runs | map(.overload.rps) | median | r3),
+        wrk_statuses: ($runs | map(.overload.statuses))
+      }
+    },
+    ceilings: {
+      argon2_verifications_per_s_all_cores:
+        ($runs | map(.ceilings.argon2id.all_cores.verifications_per_s) | median | r3),
+      argon2_verifications_per_s_single_thread:
+        ($runs | map(.ceilings.argon2id.single_thread.verifications_per_s) | median | r3),
+      argon2_single_verification_ms_p50:
+        ($runs | map(.ceilings.argon2id.single_thread.latency.p50_ms) | median | r3),
+      argon2_single_verification_ms_mean:
+        ($runs | map(.ceilings.argon2id.single_thread.latency.mean_ms) | median | r3),
+      es256_sign_per_s_single_thread: ($runs | map(.ceilings.es256.sign_per_s_single_thread) | median | r3),
+      es256_sign_per_s_all_cores: ($runs | map(.ceilings.es256.sign_per_s_all_cores) | median | r3),
+      es256_verify_per_s_single_thread: ($runs | map(.ceilings.es256.verify_per_s_single_thread) | median | r3),
+      es256_verify_per_s_all_cores: ($runs | map(.ceilings.es256.verify_per_s_all_cores) | median | r3),
+      sled_insert_flush_per_s: ($runs | map(.ceilings.sled.insert_flush_per_s) | median | r3),
+      sled_insert_flush_fdatasync_per_s: ($runs | map(.ceilings.sled.insert_flush_fdatasync_per_s) | median | r3)
+    },
+    ratios: $ratios,
+    scale: (if $scale_on == 1 then ($sc + {
+      summary: {
+        rps: ($sc.scenarios // {} | with_entries(.value = .value.rps)),
+        me_throughput_drop_1_to_10k_tenants_pct: ($scale_ratios.me_throughput_drop_1_to_10k_tenants_pct | r3),
+        login_throughput_drop_1_to_10k_tenants_pct: ($scale_ratios.login_throughput_drop_1_to_10k_tenants_pct | r3)
+      }
+    }) else null end),
+    server_rss_kb_after_scenarios: ($runs | map(.server_rss_kb_after_scenarios)),
+    errors_total: $errors_measured,
+    failures: ($failures | split("\n") | map(select(length > 0))),
+    targets_met: ($ratios | all(.pass)),
+    runs: $runs
+  }

@@ -1,0 +1,43 @@
+# The printed table of bench/results/latest.json (jq -r).
+
+def pad($n): tostring | if length < $n then . + (" " * ($n - length)) else . end;
+def lpad($n): tostring | if length < $n then (" " * ($n - length)) + . else . end;
+def f1: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
+def f2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
+def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
+
+"",
+"Tessera benchmark: \(.machine.cpu_model), \(.machine.nproc) cores, kernel \(.machine.kernel)",
+"\(.machine.date), commit \(.machine.git_commit[0:12])\(if .machine.git_dirty then " (+ uncommitted changes)" else "" end), load average at start \(.machine.loadavg_at_start)",
+"\(.settings.runs) run(s), \(.settings.seconds_per_scenario) s per scenario after \(.settings.warmup_seconds) s warm-up, wrk -t\(.settings.wrk_threads) -c\(.settings.wrk_connections) (login_at_cores: -c\(.machine.nproc)); medians over the runs",
+"",
+("scenario" | pad(24)) + ("req/s" | lpad(10)) + ("p50 ms" | lpad(10)) + ("p99 ms" | lpad(10)) + ("errors" | lpad(8)),
+(.scenarios | to_entries[] |
+  (.key | pad(24)) + (.value.rps | f1 | lpad(10)) + (.value.p50_ms | f2 | lpad(10))
+  + (.value.p99_ms | f2 | lpad(10)) + (.value.errors | tostring | lpad(8))),
+"",
+"mixed load, me latency seen by the probe (\(.probes.mixed_me.rate_per_s)/s): p50 \(.probes.mixed_me.p50_ms | f2) ms, p99 \(.probes.mixed_me.p99_ms | f2) ms, \(.probes.mixed_me.failed) failed of \(.probes.mixed_me.sent)",
+"overload (queue 8, 256 connections): probe got \(.probes.overload.refused_503_median) x 503 (\(.probes.overload.refused_503_with_retry_after_median) with Retry-After) of 50, 503 latency p50 \(.probes.overload.latency_503_p50_ms | f2) ms, p99 \(.probes.overload.latency_503_p99_ms | f2) ms; wrk statuses \(.probes.overload.wrk_statuses | tostring)",
+"",
+"ceilings: argon2id \(.ceilings.argon2_verifications_per_s_all_cores | f1)/s all cores, \(.ceilings.argon2_verifications_per_s_single_thread | f1)/s one thread (\(.ceilings.argon2_single_verification_ms_p50 | f2) ms each); ES256 sign \(.ceilings.es256_sign_per_s_single_thread | f1)/s (1 thread), \(.ceilings.es256_sign_per_s_all_cores | f1)/s (all), verify \(.ceilings.es256_verify_per_s_single_thread | f1)/s (1 thread), \(.ceilings.es256_verify_per_s_all_cores | f1)/s (all); sled insert+flush \(.ceilings.sled_insert_flush_per_s | f1)/s, + fdatasync \(.ceilings.sled_insert_flush_fdatasync_per_s | f1)/s",
+"",
+("target" | pad(54)) + ("value" | lpad(10)) + ("  " + ("target" | pad(10))) + "result   per run",
+(.ratios[] |
+  (.name | pad(54)) + (.value | f3 | lpad(10)) + "  " + (.target | pad(10))
+  + (if .pass then "pass" else "FAIL" end | pad(9)) + (.per_run | map(f3) | join(" "))),
+"",
+(if .scale == null then "scale: not run (--no-scale)" else
+  (.scale as $s |
+   "scale (one run):",
+   ($s.scenarios | to_entries[] |
+     "  " + (.key | pad(22)) + (.value.rps | f1 | lpad(10)) + " req/s" + (.value.p50_ms | f2 | lpad(9)) + " ms p50"
+     + (.value.p99_ms | f2 | lpad(9)) + " ms p99" + ("errors " + (.value.errors | tostring) | lpad(10))),
+   "  throughput drop 1 -> 10k tenants: me \($s.summary.me_throughput_drop_1_to_10k_tenants_pct | f1) %, login \($s.summary.login_throughput_drop_1_to_10k_tenants_pct | f1) %",
+   "  \($s.tenants.created) tenants created in \($s.tenants.create_seconds) s (admin CLI, xargs -P 8); one user each imported in \($s.tenants.import_one_user_each_seconds) s",
+   "  server RSS after the runs with 1 / 100 / 10k tenants: \($s.tenants.rss_kb_after["1"] / 1024 | f1) / \($s.tenants.rss_kb_after["100"] / 1024 | f1) / \($s.tenants.rss_kb_after["10k"] / 1024 | f1) MiB",
+   "  idle tenants: right after the 10k run \($s.tenants.after_10k_run.tenant_actors_running) actors running, RSS \($s.tenants.after_10k_run.rss_kb / 1024 | f1) MiB; after \($s.tenants.after_idle.waited_s) s idle \($s.tenants.after_idle.tenant_actors_running) actors, RSS \($s.tenants.after_idle.rss_kb / 1024 | f1) MiB",
+   "  restart with \($s.tenants.created) tenants: listening after \($s.tenants.restart.listening_s) s, /readyz 200 after \($s.tenants.restart.readyz_200_s) s, first me 200 after \($s.tenants.restart.first_me_200_s) s",
+   "  \($s.users.count) users in one tenant: imported in \($s.users.import_seconds) s, \($s.users.bytes_per_user) bytes of data directory per user (\($s.users.bytes_per_user_whole_dir) counting the whole directory), RSS after \($s.users.rss_kb_after / 1024 | f1) MiB")
+ end),
+"",
+"errors: \(.errors_total)\(if (.failures | length) > 0 then " (" + (.failures | join("; ")) + ")" else "" end); targets met: \(.targets_met)"
