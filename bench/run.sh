@@ -271,16 +271,28 @@ seed_tokens() { # name run_dir
 # ----------------------------------------------------------------------------------------------
 # Load
 # ----------------------------------------------------------------------------------------------
-# wrk_run base script conns threads seconds result [VAR=value ...]: one wrk invocation; the
-# script's done() writes the JSON result.
+# CPU time (user + system, in clock ticks) a server has used so far.
+cpu_ticks() { # server name
+  awk '{ print $14 + $15 }' "/proc/${SPID[$1]}/stat"
+}
+TICKS=$(getconf CLK_TCK)
+
+# wrk_run server script conns threads seconds result [VAR=value ...]: one wrk invocation; the
+# script's done() writes the JSON result, to which this adds the server's CPU use (cores) and
+# the load average after the phase.
 wrk_run() {
-  local base=$1 script=$2 conns=$3 threads=$4 secs=$5 result=$6
+  local server=$1 script=$2 conns=$3 threads=$4 secs=$5 result=$6 c0 c1
   shift 6
+  c0=$(cpu_ticks "$server")
   env BENCH_WRK_DIR="$BENCH/wrk" BENCH_THREADS="$threads" BENCH_RESULT="$result" "$@" \
     wrk -t"$threads" -c"$conns" -d"${secs}s" --latency --timeout 30s \
-    -s "$BENCH/wrk/$script.lua" "$base" >"${result%.json}.txt" 2>&1 ||
+    -s "$BENCH/wrk/$script.lua" "${SBASE[$server]}" >"${result%.json}.txt" 2>&1 ||
     die "wrk $script failed: $(tail -5 "${result%.json}.txt")"
+  c1=$(cpu_ticks "$server")
   [[ -s $result ]] || die "wrk $script wrote no result: $(tail -5 "${result%.json}.txt")"
+  jq --argjson t "$((c1 - c0))" --argjson hz "$TICKS" --arg l "$(cut -d' ' -f1-3 /proc/loadavg)" \
+    '. + {server_cpu_cores: (if .duration_s > 0 then ($t / $hz / .duration_s * 100 | round) / 100 else null end),
+          loadavg_after: $l}' "$result" >"$result.tmp" && mv "$result.tmp" "$result"
 }
 
 # Records a failure when a result has errors.
@@ -299,12 +311,12 @@ check_errors() { # label result
 scenario() {
   local server=$1 name=$2 script=$3 conns=$4 threads=$5
   shift 5
-  local base=${SBASE[$server]} out=$RD/$name chain=()
+  local out=$RD/$name chain=()
   local a
   for a in "$@"; do
     [[ $a == BENCH_TOKENS_IN=* ]] && chain=("BENCH_TOKENS_OUT=$out.left.tsv")
   done
-  wrk_run "$base" "$script" "$conns" "$threads" "$WARM" "$out.warmup.json" "$@" ${chain[@]+"${chain[@]}"}
+  wrk_run "$server" "$script" "$conns" "$threads" "$WARM" "$out.warmup.json" "$@" ${chain[@]+"${chain[@]}"}
   check_errors "run $RUN $name (warm-up)" "$out.warmup.json"
   if ((${#chain[@]})); then
     set -- "$@" "BENCH_TOKENS_IN=$out.left.tsv"
@@ -312,7 +324,7 @@ scenario() {
   if [[ -n ${BEFORE_MEASURE:-} ]]; then
     "$BEFORE_MEASURE"
   fi
-  wrk_run "$base" "$script" "$conns" "$threads" "$DUR" "$out.json" "$@"
+  wrk_run "$server" "$script" "$conns" "$threads" "$DUR" "$out.json" "$@"
   check_errors "run $RUN $name" "$out.json"
   log "  $(jq -r --arg n "$name" '"\($n): \(.rps) req/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$out.json")"
 }
@@ -358,10 +370,6 @@ for RUN in $(seq 1 "$RUNS"); do
   log "run $RUN/$RUNS (load average $(cut -d' ' -f1-3 /proc/loadavg))"
   cut -d' ' -f1-3 /proc/loadavg >"$RD/loadavg"
 
-  log "ceilings"
-  "$BIN/ceilings" measure --m-cost "$M_COST" --t-cost "$T_COST" --p-cost "$P_COST" \
-    --seconds "$((QUICK ? 1 : 3))" --short-seconds 1 --tmp-dir "$WORK" >"$RD/ceilings.json"
-
   # A: durable writes (the production setting). Restarted every run: rate windows start empty.
   start_server A "$WORK/data-a"
   ((RUN > 1)) || setup_server A
@@ -369,6 +377,12 @@ for RUN in $(seq 1 "$RUNS"); do
   log "A (durable) at ${SBASE[A]}"
   scenario A healthz healthz "$CONNS" "$THREADS"
   scenario A me me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/A-me.tsv"
+  # The ceilings right before the logins they are compared with (the server is idle): on a
+  # shared machine, what else runs changes both alike.
+  log "  ceilings"
+  "$BIN/ceilings" measure --m-cost "$M_COST" --t-cost "$T_COST" --p-cost "$P_COST" \
+    --seconds "$((QUICK ? 1 : 3))" --short-seconds 1 --tmp-dir "$WORK" >"$RD/ceilings.json"
+  log "  $(jq -r '"argon2id \(.argon2id.all_cores.verifications_per_s)/s on \(.threads) threads (they had \(.argon2id.all_cores.cpu_share * 100 | round) % of the cores), \(.argon2id.single_thread.latency.p50_ms) ms each on one"' "$RD/ceilings.json")"
   scenario A login login "$CONNS" "$THREADS" BENCH_USERS="$WORK/A/users.tsv"
   scenario A login_at_cores login "$NPROC" "$((NPROC < THREADS ? NPROC : THREADS))" \
     BENCH_USERS="$WORK/A/users.tsv"
@@ -501,6 +515,12 @@ if ((SCALE)); then
   put '.tenants.import_one_user_each_seconds' "$import_secs"
 
   for t in 1 100 10k; do
+    # One pass over every token first, so the measurement finds the tenants' actors running
+    # (an idle one is stopped after tenant_idle_secs); its rate is the first-touch rate.
+    wrk_run S me "$CONNS" "$THREADS" 600 "$RD/first_touch_tenants_$t.json" \
+      BENCH_TOKENS="$RD/t$t-tokens.tsv" BENCH_ONCE=1
+    check_errors "scale first_touch_tenants_$t" "$RD/first_touch_tenants_$t.json"
+    log "  $(jq -r --arg n "first_touch_tenants_$t" '"\($n): \(.requests) requests, \(.rps) req/s"' "$RD/first_touch_tenants_$t.json")"
     scenario S "me_tenants_$t" me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/t$t-tokens.tsv"
     scenario S "login_tenants_$t" login "$CONNS" "$THREADS" BENCH_USERS="$RD/t$t-users.tsv"
     put ".tenants.rss_kb_after.\"$t\"" "$(rss_kb S)"
@@ -568,7 +588,7 @@ if ((SCALE)); then
     for f in "$RD"/*.json; do
       n=$(basename "$f" .json)
       case $n in u | *.warmup) continue ;; esac
-      [[ $n == me_* || $n == login_* ]] || continue
+      [[ $n == me_* || $n == login_* || $n == first_touch_* ]] || continue
       jq -c --arg n "$n" '{($n): .}' "$f"
     done
   } | jq -s 'add // {}' >"$RD/scenarios.json"

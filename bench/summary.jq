@@ -100,7 +100,8 @@ def drop_pct($s; $kind):
           p50_ms: ($runs | map(.[$n].p50_ms) | median | r3),
           p99_ms: ($runs | map(.[$n].p99_ms) | median | r3),
           errors: ($runs | map(.[$n].errors) | add),
-          per_run: ($runs | map(.[$n] | {rps, p50_ms, p99_ms, errors}))
+          server_cpu_cores: ($runs | map(.[$n].server_cpu_cores) | median | r3),
+          per_run: ($runs | map(.[$n] | {rps, p50_ms, p99_ms, errors, server_cpu_cores, loadavg_after}))
         }
       }) | from_entries
     ),
@@ -134,6 +135,10 @@ def drop_pct($s; $kind):
         ($runs | map(.ceilings.argon2id.single_thread.latency.p50_ms) | median | r3),
       argon2_single_verification_ms_mean:
         ($runs | map(.ceilings.argon2id.single_thread.latency.mean_ms) | median | r3),
+      argon2_all_cores_verification_ms_p50:
+        ($runs | map(.ceilings.argon2id.all_cores.latency.p50_ms) | median | r3),
+      argon2_all_cores_cpu_share:
+        ($runs | map(.ceilings.argon2id.all_cores.cpu_share) | median | r3),
       es256_sign_per_s_single_thread: ($runs | map(.ceilings.es256.sign_per_s_single_thread) | median | r3),
       es256_sign_per_s_all_cores: ($runs | map(.ceilings.es256.sign_per_s_all_cores) | median | r3),
       es256_verify_per_s_single_thread: ($runs | map(.ceilings.es256.verify_per_s_single_thread) | median | r3),
@@ -142,6 +147,14 @@ def drop_pct($s; $kind):
       sled_insert_flush_fdatasync_per_s: ($runs | map(.ceilings.sled.insert_flush_fdatasync_per_s) | median | r3)
     },
     ratios: $ratios,
+    info: {
+      "login_p50_at_cores / argon2_all_cores_verification_ms_p50": (
+        $runs | map(div(.login_at_cores.p50_ms; .ceilings.argon2id.all_cores.latency.p50_ms)) | median | r3),
+      "login_rps / argon2_verifications_per_s_single_thread": (
+        $runs | map(div(.login.rps; .ceilings.argon2id.single_thread.verifications_per_s)) | median | r3),
+      mixed_overall_p99_ms: ($runs | map(.mixed.p99_ms) | median | r3),
+      mixed_requests_sent_by_kind: ($runs | map(.mixed.extra))
+    },
     scale: (if $scale_on == 1 then ($sc + {
       summary: {
         rps: ($sc.scenarios // {} | with_entries(.value = .value.rps)),

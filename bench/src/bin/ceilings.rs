@@ -146,9 +146,21 @@ fn verify(phc: &str, password: &[u8]) -> bool {
         .unwrap_or(false)
 }
 
+/// Nanoseconds this thread has spent on a CPU (the first field of
+/// `/proc/thread-self/schedstat`); `None` where the kernel does not say.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Runs `op` on one thread until `time` has passed (and at least `min` times); answers the
 /// rate and the time of each call.
 fn timed_loop(time: Duration, min: usize, mut op: impl FnMut() -> Result<()>) -> Result<Timed> {
+    let cpu0 = thread_cpu_ns();
     let started = Instant::now();
     let mut samples = Vec::new();
     while started.elapsed() < time || samples.len() < min {
@@ -156,16 +168,32 @@ fn timed_loop(time: Duration, min: usize, mut op: impl FnMut() -> Result<()>) ->
         op()?;
         samples.push(t.elapsed());
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    Ok(Timed {
-        per_s: samples.len() as f64 / elapsed,
-        samples,
-    })
+    let elapsed = started.elapsed();
+    let cpu = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
+    Ok(Timed::new(samples, elapsed, 1, cpu))
 }
 
 struct Timed {
     per_s: f64,
     samples: Vec<Duration>,
+    /// The share of `threads` cores the loop's threads were on a CPU: well under 1 when other
+    /// processes took the machine during the measurement.
+    cpu_share: Option<f64>,
+    /// CPU time per call, in milliseconds.
+    cpu_ms_per_op: Option<f64>,
+}
+
+impl Timed {
+    fn new(samples: Vec<Duration>, elapsed: Duration, threads: usize, cpu_ns: Option<u64>) -> Self {
+        let n = samples.len().max(1) as f64;
+        let wall_ns = elapsed.as_nanos() as f64 * threads as f64;
+        Timed {
+            per_s: samples.len() as f64 / elapsed.as_secs_f64(),
+            cpu_share: cpu_ns.map(|c| round3(c as f64 / wall_ns)),
+            cpu_ms_per_op: cpu_ns.map(|c| round3(c as f64 / 1e6 / n)),
+            samples,
+        }
+    }
 }
 
 /// Runs `op` on `threads` threads at once until `time` has passed; answers the total rate and
@@ -174,18 +202,21 @@ fn parallel_loop<F>(threads: usize, time: Duration, op: F) -> Result<Timed>
 where
     F: Fn() -> Result<()> + Sync,
 {
+    type ThreadOut = (Vec<Duration>, Option<u64>);
     let started = Instant::now();
-    let results: Vec<Result<Vec<Duration>>> = std::thread::scope(|s| {
+    let results: Vec<Result<ThreadOut>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| {
-                s.spawn(|| -> Result<Vec<Duration>> {
+                s.spawn(|| -> Result<ThreadOut> {
+                    let cpu0 = thread_cpu_ns();
                     let mut samples = Vec::new();
                     while started.elapsed() < time || samples.is_empty() {
                         let t = Instant::now();
                         op()?;
                         samples.push(t.elapsed());
                     }
-                    Ok(samples)
+                    let cpu = cpu0.zip(thread_cpu_ns()).map(|(a, b)| b.saturating_sub(a));
+                    Ok((samples, cpu))
                 })
             })
             .collect();
@@ -194,15 +225,15 @@ where
             .map(|h| h.join().unwrap_or_else(|_| Err("a thread panicked".into())))
             .collect()
     });
-    let elapsed = started.elapsed().as_secs_f64();
+    let elapsed = started.elapsed();
     let mut samples = Vec::new();
+    let mut cpu = Some(0u64);
     for r in results {
-        samples.extend(r?);
+        let (s, c) = r?;
+        samples.extend(s);
+        cpu = cpu.zip(c).map(|(a, b)| a + b);
     }
-    Ok(Timed {
-        per_s: samples.len() as f64 / elapsed,
-        samples,
-    })
+    Ok(Timed::new(samples, elapsed, threads, cpu))
 }
 
 fn measure_argon2(a: Argon2Args, threads: usize, time: Duration) -> Result<serde_json::Value> {
@@ -224,11 +255,15 @@ fn measure_argon2(a: Argon2Args, threads: usize, time: Duration) -> Result<serde
         "single_thread": {
             "verifications_per_s": round3(single.per_s),
             "latency": LatencySummary::of(&single.samples),
+            "cpu_ms_per_verification": single.cpu_ms_per_op,
+            "cpu_share": single.cpu_share,
         },
         "all_cores": {
             "threads": threads,
             "verifications_per_s": round3(all.per_s),
             "latency": LatencySummary::of(&all.samples),
+            "cpu_ms_per_verification": all.cpu_ms_per_op,
+            "cpu_share": all.cpu_share,
         },
     }))
 }
@@ -310,6 +345,7 @@ fn measure_es256(threads: usize, time: Duration) -> Result<serde_json::Value> {
         "verify_per_s_single_thread": round3(verify_one.per_s),
         "sign_per_s_all_cores": round3(sign_all.per_s),
         "verify_per_s_all_cores": round3(verify_all.per_s),
+        "cpu_share_all_cores": {"sign": sign_all.cpu_share, "verify": verify_all.cpu_share},
         "sign_latency_single_thread": LatencySummary::of(&sign_one.samples),
         "verify_latency_single_thread": LatencySummary::of(&verify_one.samples),
     }))
