@@ -65,14 +65,15 @@ pub(crate) fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// The tenant actors running now: rebuilt by the directory when one starts or stops.
-pub type Running = HashMap<TenantId, RunningTenant>;
+/// The tenant actors running now: written only by the directory, one entry at a time as an
+/// actor starts or stops (starting the 10,000th tenant costs what starting the first did).
+pub type Running = dashmap::DashMap<TenantId, RunningTenant>;
 
 /// The snapshot the directory publishes.
 #[derive(Clone, Default)]
 pub struct Published {
     pub index: Arc<ArcSwap<Index>>,
-    pub running: Arc<ArcSwap<Running>>,
+    pub running: Arc<Running>,
 }
 
 /// How handlers reach the directory and, through it, the tenants.
@@ -163,7 +164,7 @@ impl DirectoryHandle {
 
     /// How many tenant actors run now.
     pub fn running_tenants(&self) -> usize {
-        self.published.running.load().len()
+        self.published.running.len()
     }
 
     /// Whether the directory actor is alive and answering.
@@ -230,10 +231,16 @@ impl TenantHandle {
     }
 
     async fn running(&self) -> Result<RunningTenant, CallError<TenantError>> {
-        if let Some(r) = self.directory.published.running.load().get(&self.id) {
+        let found = self
+            .directory
+            .published
+            .running
+            .get(&self.id)
+            .map(|r| r.value().clone());
+        if let Some(r) = found {
             if matches!(r.actor.get_status(), ActorStatus::Running) {
                 r.touch();
-                return Ok(r.clone());
+                return Ok(r);
             }
         }
         let id = self.id;

@@ -266,6 +266,8 @@ pub struct DirectoryState {
     fault_injection: bool,
     tenants: HashMap<TenantId, TenantRecord>,
     running: HashMap<TenantId, RunningTenant>,
+    /// Which tenant each running actor serves (for supervision events).
+    by_actor: HashMap<ractor::ActorId, TenantId>,
     restarts: HashMap<TenantId, RestartBudget>,
     session_policy: SessionPolicy,
     runtime: TenantRuntime,
@@ -299,6 +301,7 @@ impl Actor for Directory {
             fault_injection: args.fault_injection,
             tenants,
             running: HashMap::new(),
+            by_actor: HashMap::new(),
             restarts: HashMap::new(),
             session_policy: args.session_policy,
             runtime: args.runtime,
@@ -307,7 +310,7 @@ impl Actor for Directory {
             tenant_idle: args.tenant_idle,
         };
         state.publish_index();
-        state.publish_running();
+        state.published.running.clear();
         tracing::info!(tenants = state.tenants.len(), "directory started");
         Ok(state)
     }
@@ -362,6 +365,8 @@ impl Actor for Directory {
         _myself: ActorRef<DirectoryMsg>,
         state: &mut DirectoryState,
     ) -> Result<(), ActorProcessingErr> {
+        state.published.running.clear();
+        state.by_actor.clear();
         for (_, running) in state.running.drain() {
             running
                 .actor
@@ -369,7 +374,6 @@ impl Actor for Directory {
                 .await
                 .ok();
         }
-        state.publish_running();
         Ok(())
     }
 
@@ -467,8 +471,7 @@ impl Actor for Directory {
                     return Ok(());
                 };
                 tracing::error!(tenant = %id, error = %err, "tenant actor crashed");
-                state.running.remove(&id);
-                state.publish_running();
+                state.unpublish(id);
                 if state.charge_restart(id) {
                     if let Err(e) = state.spawn_tenant(&myself, id).await {
                         tracing::error!(tenant = %id, error = %e, "tenant actor restart failed");
@@ -479,8 +482,7 @@ impl Actor for Directory {
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
                 if let Some(id) = state.tenant_of(cell.get_id()) {
-                    state.running.remove(&id);
-                    state.publish_running();
+                    state.unpublish(id);
                 }
             }
             _ => {}
@@ -556,8 +558,12 @@ impl DirectoryState {
         self.published.index.store(index.into());
     }
 
-    fn publish_running(&self) {
-        self.published.running.store(self.running.clone().into());
+    /// Takes a stopped (or stopping) actor out of the directory's map and the published one.
+    fn unpublish(&mut self, id: TenantId) -> Option<RunningTenant> {
+        let r = self.running.remove(&id)?;
+        self.by_actor.remove(&r.actor.get_id());
+        self.published.running.remove(&id);
+        Some(r)
     }
 
     fn by_slug(&self, slug: &str) -> Option<&TenantRecord> {
@@ -565,10 +571,7 @@ impl DirectoryState {
     }
 
     fn tenant_of(&self, actor: ractor::ActorId) -> Option<TenantId> {
-        self.running
-            .iter()
-            .find(|(_, r)| r.actor.get_id() == actor)
-            .map(|(id, _)| *id)
+        self.by_actor.get(&actor).copied()
     }
 
     fn details(&self, rec: &TenantRecord, with_owners: bool) -> TenantDetails {
@@ -929,10 +932,9 @@ impl DirectoryState {
             return;
         }
         for id in &idle_ids {
-            let Some(r) = self.running.remove(id) else {
+            let Some(r) = self.unpublish(*id) else {
                 continue;
             };
-            self.publish_running();
             let drained = r.actor.drain_and_wait(Some(RETIRE_TIMEOUT)).await;
             if drained.is_err() {
                 tracing::warn!(tenant = %id, "an idle tenant actor did not drain in time; stopping it");
@@ -1001,7 +1003,8 @@ impl DirectoryState {
             last_used: Arc::new(std::sync::atomic::AtomicU64::new(crate::handle::unix_now())),
         };
         self.running.insert(id, running.clone());
-        self.publish_running();
+        self.by_actor.insert(running.actor.get_id(), id);
+        self.published.running.insert(id, running.clone());
         Ok(running)
     }
 }
