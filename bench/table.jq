@@ -32,8 +32,12 @@ def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
   (.scale as $s |
    "scale (one run):",
    ($s.scenarios | to_entries[] |
-     "  " + (.key | pad(22)) + (.value.rps | f1 | lpad(10)) + " req/s" + (.value.p50_ms | f2 | lpad(9)) + " ms p50"
-     + (.value.p99_ms | f2 | lpad(9)) + " ms p99" + ("errors " + (.value.errors | tostring) | lpad(10))),
+     if (.value | has("seconds")) then
+       "  " + (.key | pad(22)) + (.value.rps | f1 | lpad(10)) + " req/s  (one pass over the tokens: \(.value.requests) requests in \(.value.seconds) s)"
+     else
+       "  " + (.key | pad(22)) + (.value.rps | f1 | lpad(10)) + " req/s" + (.value.p50_ms | f2 | lpad(9)) + " ms p50"
+       + (.value.p99_ms | f2 | lpad(9)) + " ms p99" + ("errors " + (.value.errors | tostring) | lpad(10))
+     end),
    "  throughput drop 1 -> 10k tenants: me \($s.summary.me_throughput_drop_1_to_10k_tenants_pct | f1) %, login \($s.summary.login_throughput_drop_1_to_10k_tenants_pct | f1) %",
    "  \($s.tenants.created) tenants created in \($s.tenants.create_seconds) s (admin CLI, xargs -P 8); one user each imported in \($s.tenants.import_one_user_each_seconds) s",
    "  server RSS after the runs with 1 / 100 / 10k tenants: \($s.tenants.rss_kb_after["1"] / 1024 | f1) / \($s.tenants.rss_kb_after["100"] / 1024 | f1) / \($s.tenants.rss_kb_after["10k"] / 1024 | f1) MiB",

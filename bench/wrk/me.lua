@@ -1,15 +1,10 @@
 -- GET /v1/auth/me with bearer tokens of several users (and, for the scale runs, of many
 -- tenants): BENCH_TOKENS holds `api_key<TAB>email<TAB>access<TAB>refresh` lines; each thread
 -- walks its share round-robin.
---
--- With BENCH_ONCE=1 a thread stops once it has an answer for each of its tokens (at least):
--- one pass that touches every tenant, before a measurement that should find them running.
 dofile(os.getenv("BENCH_WRK_DIR") .. "/common.lua")
 
 local reqs = {}
 local i = 0
-local once = false
-local answered = 0
 
 function init(args)
    bench.init_thread()
@@ -19,8 +14,7 @@ function init(args)
          ["Authorization"] = "Bearer " .. row[3],
       })
    end
-   once = bench.env("BENCH_ONCE", "0") == "1"
-   i = once and 0 or math.random(#reqs) - 1
+   i = math.random(#reqs) - 1
 end
 
 function request()
@@ -30,10 +24,4 @@ end
 
 function response(status, headers, body)
    bench.count(status, body)
-   if once then
-      answered = answered + 1
-      if answered >= #reqs then
-         wrk.thread:stop()
-      end
-   end
 end

@@ -15,6 +15,10 @@
 //!   `.../magic-link/verify`) and writes the same lines as `seed login`. No password is
 //!   checked, so thousands of users (one per tenant of the scale runs) get tokens in seconds
 //!   instead of an Argon2 verification each.
+//! - `seed touch`: `GET /v1/auth/me` once for every `api_key<TAB>email<TAB>access` line, with
+//!   `--concurrency` requests in flight: one pass that starts every tenant's actor before a
+//!   measurement (an idle tenant's actor is stopped after `server.tenant_idle_secs`). Prints
+//!   the count, the time and the rate (the first-touch rate).
 //!
 //! Any answer other than the expected one stops the program with the status and the body.
 
@@ -77,6 +81,17 @@ enum Command {
     EnableGuests {
         #[command(flatten)]
         common: Common,
+    },
+    /// `GET /v1/auth/me` once per token line.
+    Touch {
+        /// The server, `http://127.0.0.1:PORT`.
+        #[arg(long)]
+        base: String,
+        /// `api_key<TAB>email<TAB>access_token[<TAB>...]` lines.
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, default_value_t = 64)]
+        concurrency: usize,
     },
     /// Signs users in with e-mailed login links; writes their tokens.
     MagicLink {
@@ -351,6 +366,44 @@ async fn run(cli: Cli) -> Result<Value> {
             })
             .await?;
             Ok(json!({ "guests_enabled": n }))
+        }
+        Command::Touch {
+            base,
+            input,
+            concurrency,
+        } => {
+            let rows = read_rows(&input, 3)?;
+            let n = rows.len();
+            let base = Arc::new(base);
+            let started = std::time::Instant::now();
+            for_each(rows, concurrency, |_, row| {
+                let (http, base) = (http.clone(), base.clone());
+                async move {
+                    let key = field(&row, 0)?.to_owned();
+                    let email = field(&row, 1)?.to_owned();
+                    let access = field(&row, 2)?.to_owned();
+                    expect(
+                        &format!("me of {email}"),
+                        200,
+                        exchange(
+                            http.get(format!("{base}/v1/auth/me"))
+                                .header("x-api-key", &key)
+                                .bearer_auth(&access),
+                        )
+                        .await?,
+                    )?;
+                    Ok(())
+                }
+            })
+            .await?;
+            let secs = started.elapsed().as_secs_f64();
+            Ok(json!({
+                "requests": n,
+                "seconds": tessera_bench::round3(secs),
+                "rps": tessera_bench::round3(n as f64 / secs),
+                "errors": 0,
+                "connections": concurrency,
+            }))
         }
         Command::MagicLink {
             common,
