@@ -278,7 +278,8 @@ cpu_ticks() { # server name
 TICKS=$(getconf CLK_TCK)
 
 # wrk_run server script conns threads seconds result [VAR=value ...]: one wrk invocation; the
-# script's done() writes the JSON result, to which this adds the server's CPU use (cores) and
+# script's done() writes the JSON result, to which this adds the server's CPU use (cores, and
+# CPU milliseconds per request: unlike rates, hardly changed by other load on the machine) and
 # the load average after the phase.
 wrk_run() {
   local server=$1 script=$2 conns=$3 threads=$4 secs=$5 result=$6 c0 c1
@@ -292,6 +293,7 @@ wrk_run() {
   [[ -s $result ]] || die "wrk $script wrote no result: $(tail -5 "${result%.json}.txt")"
   jq --argjson t "$((c1 - c0))" --argjson hz "$TICKS" --arg l "$(cut -d' ' -f1-3 /proc/loadavg)" \
     '. + {server_cpu_cores: (if .duration_s > 0 then ($t / $hz / .duration_s * 100 | round) / 100 else null end),
+          server_cpu_ms_per_request: (if .requests > 0 then ($t / $hz / .requests * 1e6 | round) / 1000 else null end),
           loadavg_after: $l}' "$result" >"$result.tmp" && mv "$result.tmp" "$result"
 }
 

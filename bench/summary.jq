@@ -101,7 +101,8 @@ def drop_pct($s; $kind):
           p99_ms: ($runs | map(.[$n].p99_ms) | median | r3),
           errors: ($runs | map(.[$n].errors) | add),
           server_cpu_cores: ($runs | map(.[$n].server_cpu_cores) | median | r3),
-          per_run: ($runs | map(.[$n] | {rps, p50_ms, p99_ms, errors, server_cpu_cores, loadavg_after}))
+          server_cpu_ms_per_request: ($runs | map(.[$n].server_cpu_ms_per_request) | median | r3),
+          per_run: ($runs | map(.[$n] | {rps, p50_ms, p99_ms, errors, server_cpu_cores, server_cpu_ms_per_request, loadavg_after}))
         }
       }) | from_entries
     ),
@@ -148,6 +149,13 @@ def drop_pct($s; $kind):
     },
     ratios: $ratios,
     info: {
+      # CPU-time views of the first and third targets: the share of the server's CPU per login
+      # that is the Argon2 verification itself, and the CPU cost of `me` against `healthz`.
+      # Both hardly move with other load on the machine, unlike the rates.
+      "argon2_cpu_ms_per_verification / server_cpu_ms_per_login": (
+        $runs | map(div(.ceilings.argon2id.single_thread.cpu_ms_per_verification; .login.server_cpu_ms_per_request)) | median | r3),
+      "server_cpu_ms_per_me / server_cpu_ms_per_healthz": (
+        $runs | map(div(.me.server_cpu_ms_per_request; .healthz.server_cpu_ms_per_request)) | median | r3),
       "login_p50_at_cores / argon2_all_cores_verification_ms_p50": (
         $runs | map(div(.login_at_cores.p50_ms; .ceilings.argon2id.all_cores.latency.p50_ms)) | median | r3),
       "login_rps / argon2_verifications_per_s_single_thread": (

@@ -11,10 +11,11 @@ def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
 "\(.machine.date), commit \(.machine.git_commit[0:12])\(if .machine.git_dirty then " (+ uncommitted changes)" else "" end), load average at start \(.machine.loadavg_at_start)",
 "\(.settings.runs) run(s), \(.settings.seconds_per_scenario) s per scenario after \(.settings.warmup_seconds) s warm-up, wrk -t\(.settings.wrk_threads) -c\(.settings.wrk_connections) (login_at_cores: -c\(.machine.nproc)); medians over the runs",
 "",
-("scenario" | pad(24)) + ("req/s" | lpad(10)) + ("p50 ms" | lpad(10)) + ("p99 ms" | lpad(10)) + ("errors" | lpad(8)) + ("server cores" | lpad(14)),
+("scenario" | pad(24)) + ("req/s" | lpad(10)) + ("p50 ms" | lpad(10)) + ("p99 ms" | lpad(10)) + ("errors" | lpad(8)) + ("server cores" | lpad(14)) + ("cpu ms/req" | lpad(12)),
 (.scenarios | to_entries[] |
   (.key | pad(24)) + (.value.rps | f1 | lpad(10)) + (.value.p50_ms | f2 | lpad(10))
-  + (.value.p99_ms | f2 | lpad(10)) + (.value.errors | tostring | lpad(8)) + (.value.server_cpu_cores | f2 | lpad(14))),
+  + (.value.p99_ms | f2 | lpad(10)) + (.value.errors | tostring | lpad(8)) + (.value.server_cpu_cores | f2 | lpad(14))
+  + (.value.server_cpu_ms_per_request | f3 | lpad(12))),
 "",
 "mixed load, me latency seen by the probe (\(.probes.mixed_me.rate_per_s)/s): p50 \(.probes.mixed_me.p50_ms | f2) ms, p99 \(.probes.mixed_me.p99_ms | f2) ms, \(.probes.mixed_me.failed) failed of \(.probes.mixed_me.sent)",
 "overload (queue 8, 256 connections): probe got \(.probes.overload.refused_503_median) x 503 (\(.probes.overload.refused_503_with_retry_after_median) with Retry-After) of 50, 503 latency p50 \(.probes.overload.latency_503_p50_ms | f2) ms, p99 \(.probes.overload.latency_503_p99_ms | f2) ms; wrk statuses \(.probes.overload.wrk_statuses | tostring)",
@@ -27,6 +28,7 @@ def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
   + (if .pass then "pass" else "FAIL" end | pad(9)) + (.per_run | map(f3) | join(" "))),
 "",
 "for comparison: login_p50_at_cores / argon2 time of one verification while every core verifies = \(.info["login_p50_at_cores / argon2_all_cores_verification_ms_p50"] | f3); mixed overall p99 (wrk, all kinds) \(.info.mixed_overall_p99_ms | f2) ms",
+"CPU time: argon2 verification / server CPU per login = \(.info["argon2_cpu_ms_per_verification / server_cpu_ms_per_login"] | f3); server CPU per me / per healthz = \(.info["server_cpu_ms_per_me / server_cpu_ms_per_healthz"] | f3)",
 "",
 (if .scale == null then "scale: not run (--no-scale)" else
   (.scale as $s |
