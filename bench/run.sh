@@ -58,7 +58,7 @@ USERS=1000              # imported users of the main tenant (login spreads over 
 API_USERS=8             # users registered and confirmed through the API
 ANON_TENANTS=100        # tenants the guest sign-ins spread over (1000 an hour per key)
 OVERLOAD_QUEUE=8        # security.hashing_queue_max of the overload server
-OVERLOAD_CONNS=256
+OVERLOAD_CONNS=${BENCH_OVERLOAD_CONNS:-256}   # BENCH_OVERLOAD_CONNS=64: the connections of the other scenarios
 OVERLOAD_SECS=12
 OVERLOAD_PROBES=50
 MIXED_PROBE_RATE=20     # `me` requests a second sent by the probe during the mixed load
@@ -619,6 +619,7 @@ jq -n \
   --argjson runs_n "$RUNS" --argjson dur "$DUR" --argjson warm "$WARM" --argjson conns "$CONNS" \
   --argjson threads "$THREADS" --argjson m "$M_COST" --argjson t "$T_COST" --argjson p "$P_COST" \
   --argjson scale_on "$SCALE" --argjson quick "$QUICK" \
+  --argjson overload_conns "$OVERLOAD_CONNS" --argjson overload_queue "$OVERLOAD_QUEUE" \
   -f "$BENCH/summary.jq" >"$OUT"
 
 jq -r -f "$BENCH/table.jq" "$OUT"

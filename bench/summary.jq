@@ -116,7 +116,7 @@ def drop_pct($s; $kind):
         failed: ($runs | map(.mixed_probe.failed) | add)
       },
       overload: {
-        method: "server with security.hashing_queue_max = 8; wrk drives login with 256 connections; probe login sends 50 logins one at a time, 100 ms apart, over one keep-alive connection",
+        connections: $overload_conns, queue: $overload_queue, method: "server with security.hashing_queue_max = \($overload_queue); wrk drives login with \($overload_conns) connections; probe login sends 50 logins one at a time, 100 ms apart, over one keep-alive connection",
         probe_sent: ($runs | map(.overload_probe.sent) | add),
         probe_statuses: ($runs | map(.overload_probe.statuses)),
         refused_503_median: ($runs | map(.overload_probe.refused_503) | median),
