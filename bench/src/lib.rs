@@ -7,6 +7,29 @@ use std::time::Duration;
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// Runs a program's async body on a one-thread runtime: its JSON answer on stdout (exit 0), or
+/// the error on stderr, prefixed with the program's name (exit 1).
+pub fn main_with<F>(name: &str, body: F) -> std::process::ExitCode
+where
+    F: std::future::Future<Output = Result<serde_json::Value>>,
+{
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::from)
+        .and_then(|runtime| runtime.block_on(body));
+    match outcome {
+        Ok(out) => {
+            println!("{out}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Nearest-rank percentile (`q` in 0..=1) of `sorted` (ascending); `None` when empty.
 pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     if sorted.is_empty() {

@@ -85,27 +85,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("probe: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(out) => {
-            println!("{out}");
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("probe: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    tessera_bench::main_with("probe", run(Cli::parse()))
 }
 
 fn client(c: &Common) -> Result<reqwest::Client> {

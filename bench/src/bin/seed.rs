@@ -109,27 +109,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("seed: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run(cli)) {
-        Ok(summary) => {
-            println!("{summary}");
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("seed: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    tessera_bench::main_with("seed", run(Cli::parse()))
 }
 
 /// The tab-separated fields of every non-empty line, each line with at least `min` fields.
