@@ -63,14 +63,13 @@ pub async fn sign_step_up(
     grant: &StepUpGrant,
 ) -> Result<StepUpTokenResponse, ApiError> {
     let keys = tenant.keys().await?;
-    let now = OffsetDateTime::now_utc();
     let aal = grant.aal.clamp(1, 2);
     let claims = StepUpClaims {
         iss: issuer(app, &tenant.slug),
         sub: grant.user_id.to_string(),
         aud: step_up_audience(&tenant.slug),
         exp: grant.expires_at.unix_timestamp(),
-        iat: now.unix_timestamp(),
+        iat: grant.issued_at.unix_timestamp(),
         jti: grant.jti.to_string(),
         sid: grant.session_id.to_string(),
         tid: tenant.id.to_string(),
@@ -82,10 +81,8 @@ pub async fn sign_step_up(
     Ok(StepUpTokenResponse {
         step_up_token: token,
         token_type: "StepUp",
-        // Rounded up: the token was issued an instant ago with the full lifetime.
-        expires_in: i64::try_from(((grant.expires_at - now).whole_milliseconds() + 999) / 1000)
-            .unwrap_or(0)
-            .max(0),
+        // The token's own lifetime, `exp - iat`: it was issued an instant ago.
+        expires_in: (claims.exp - claims.iat).max(0),
     })
 }
 

@@ -199,6 +199,8 @@ pub struct StepUpGrant {
     pub session_id: Uuid,
     pub aal: u8,
     pub amr: Vec<String>,
+    /// When the actor recorded it: the token's `iat`, so `exp - iat` is always the lifetime.
+    pub issued_at: OffsetDateTime,
     pub expires_at: OffsetDateTime,
 }
 

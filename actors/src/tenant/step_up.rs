@@ -128,6 +128,7 @@ impl TenantState {
             session_id: session.id,
             aal,
             amr,
+            issued_at: now,
             expires_at,
         })
     }
