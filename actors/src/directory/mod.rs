@@ -913,7 +913,7 @@ impl DirectoryState {
         }
     }
 
-    /// Stops every tenant actor unused for `tenant_idle`, one at a time. Each is first taken out
+    /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is first taken out
     /// of the published map (new requests then come here, and wait behind this message), then
     /// drained: it refuses new messages (their senders retry through `EnsureRunning`), handles
     /// those already queued, and stops. Only then can a successor start, so one tenant never
@@ -925,7 +925,8 @@ impl DirectoryState {
         let idle_ids: Vec<TenantId> = self
             .running
             .iter()
-            .filter(|(_, r)| r.idle_secs() >= idle.as_secs())
+            // Whole seconds on both sides: `>` means more than `idle` has really passed.
+            .filter(|(_, r)| r.idle_secs() > idle.as_secs())
             .map(|(id, _)| *id)
             .collect();
         if idle_ids.is_empty() {
