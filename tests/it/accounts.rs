@@ -762,13 +762,16 @@ fn the_tenant_email_policy_blocks_silently_and_audits() {
 
 #[test]
 fn mail_queued_when_the_server_dies_goes_out_after_the_restart_unasked() {
-    // SMTP is down at first: the verification mail stays in the tenant's queue.
-    let dead_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    // SMTP is down at first (it greets every connection with 421 and hangs up): the
+    // verification mail stays in the tenant's queue. The listener stays bound to the end of
+    // the run, so no other test's server is given its port.
+    let down_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = down_listener.local_addr().unwrap().port().to_string();
+    std::thread::spawn(move || {
+        for mut conn in down_listener.incoming().flatten() {
+            let _ = std::io::Write::write_all(&mut conn, b"421 4.3.2 down for the test\r\n");
+        }
+    });
     let tmp = tempfile::tempdir().unwrap();
     let data_dir = tmp.path().join("data");
     let down = [

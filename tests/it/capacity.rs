@@ -4,8 +4,9 @@
 use std::{
     io::Write,
     process::{Command, Stdio},
+    sync::Barrier,
     thread,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use argon2::{
@@ -19,7 +20,12 @@ use crate::support::*;
 /// An Argon2id PHC string of `password` with small parameters (an import keeps whatever
 /// parameters the hash names).
 fn phc(password: &str) -> String {
-    let params = Params::new(1024, 1, 1, None).unwrap();
+    phc_with(password, 1024, 1)
+}
+
+/// An Argon2id PHC string of `password` costing `m_kib` KiB and `t` passes to verify.
+fn phc_with(password: &str, m_kib: u32, t: u32) -> String {
+    let params = Params::new(m_kib, t, 1, None).unwrap();
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
         .unwrap()
@@ -152,12 +158,19 @@ fn a_full_hashing_queue_answers_503_with_retry_after_at_once() {
         ("TESSERA__SECURITY__ARGON2_T_COST", "2"),
     ]);
     let api = UserApi::signup(&srv, "Queue", "owner@example.com");
-    let hash = phc(PASSWORD);
+    // A verification costs the parameters the hash names: the production ones here, so the
+    // 16 logins, sent at once, overlap on the hashing threads.
+    let hash = phc_with(PASSWORD, 19456, 2);
     import(&srv, &api.slug, &line("q@example.com", &hash, true)).json();
-    // Each verification here costs the configured (production) parameters.
+    let start = Barrier::new(16);
     let answers: Vec<AuthAnswer> = thread::scope(|s| {
         let workers: Vec<_> = (0..16)
-            .map(|_| s.spawn(|| api.login("q@example.com", PASSWORD)))
+            .map(|_| {
+                s.spawn(|| {
+                    start.wait();
+                    api.login("q@example.com", PASSWORD)
+                })
+            })
             .collect();
         workers.into_iter().map(|w| w.join().unwrap()).collect()
     });
@@ -237,7 +250,8 @@ fn a_remembered_token_is_not_accepted_by_another_tenant() {
 
 #[test]
 fn a_remembered_token_stops_at_its_expiry() {
-    let srv = TestServer::start_with(&[("TESSERA__TOKENS__ACCESS_TTL_SECS", "2")]);
+    // `iat` and `exp` are whole seconds, so a token of 5 s lives between 4 and 5.
+    let srv = TestServer::start_with(&[("TESSERA__TOKENS__ACCESS_TTL_SECS", "5")]);
     let (api, t) = user(&srv, "Cache Exp", "owner@example.com");
     api.me(&t.access).expect(200);
     api.me(&t.access).expect(200);
@@ -282,11 +296,17 @@ fn idle_tenant_actors_are_stopped_and_start_again_with_their_state() {
     let log = srv.log_text();
     assert!(log.contains("idle tenant actors stopped"), "{log}");
 
-    // Requests that keep coming keep the actor: none fails while the sweeps run.
-    let until = std::time::Instant::now() + Duration::from_secs(4);
+    // Requests that keep coming keep the actor: none fails, and it is never stopped, while
+    // the sweeps run every second.
+    let until = Instant::now() + Duration::from_secs(4);
     let mut n = 0;
-    while std::time::Instant::now() < until {
+    while Instant::now() < until {
         api.me(&t.access).expect(200);
+        assert_eq!(
+            running_tenants(&srv),
+            1,
+            "a busy tenant's actor was stopped"
+        );
         n += 1;
         thread::sleep(Duration::from_millis(100));
     }

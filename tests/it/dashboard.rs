@@ -505,17 +505,23 @@ fn the_audit_log_pages_newest_first_and_holds_no_secrets() {
 
 #[test]
 fn an_idle_session_expires() {
-    let srv = TestServer::start_with(&[("TESSERA__DASHBOARD__IDLE_TIMEOUT_SECS", "1")]);
+    let srv = TestServer::start_with(&[("TESSERA__DASHBOARD__IDLE_TIMEOUT_SECS", "3")]);
     srv.signup("Idle Co", OWNER);
     let s = srv.login(OWNER, PASSWORD);
+    let started = std::time::Instant::now();
     assert_eq!(
         srv.dash("GET", "/v1/auth/dashboard/tenants", &s, None)
             .status(),
         200
     );
     // The idle timeout is the point of this test, so time has to pass.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    std::thread::sleep(std::time::Duration::from_millis(3500));
     let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &s, None);
-    assert_eq!(r.status(), 401);
+    assert_eq!(
+        r.status(),
+        401,
+        "{:?} after the first use",
+        started.elapsed()
+    );
     assert_eq!(error_code(&r.json().unwrap()), "dashboard/unauthenticated");
 }

@@ -261,14 +261,20 @@ fn logs_carry_requests_but_never_secrets() {
 
 #[test]
 fn a_slow_tenant_answers_503_within_the_actor_timeout_not_a_hang() {
-    let srv = TestServer::start_with(&[
-        ("TESSERA__TESTING__FAULT_INJECTION", "true"),
-        ("TESSERA__SERVER__ACTOR_TIMEOUT_MS", "300"),
-    ]);
+    let mut srv = TestServer::start_with(&[("TESSERA__TESTING__FAULT_INJECTION", "true")]);
     let a = srv.signup("Slow", "slow@example.com");
     let b = srv.signup("Fast", "fast@example.com");
     let key_a = a["api_key"].as_str().unwrap();
     let key_b = b["api_key"].as_str().unwrap();
+    // A short actor timeout only once both tenants exist (a sign-up waits for its disk sync)
+    // and their actors run, so only the stall can exceed it.
+    srv.restart_with(&[("TESSERA__SERVER__ACTOR_TIMEOUT_MS", "300")]);
+    for key in [key_a, key_b] {
+        assert!(eventually(Duration::from_secs(10), || srv
+            .get("/v1/tenant", Some(key))
+            .status()
+            == 200));
+    }
     let out = srv
         .admin(&["fault", "stall-tenant", "slow", "--ms", "3000"], "")
         .json();

@@ -464,6 +464,7 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
         let r = verify_otp(&api, &t.access, &other_code(&fourth));
         assert_eq!((r.status, r.code()), (401, EXPIRED), "try #{i}: {}", r.body);
     }
+    let blocked_at = std::time::Instant::now();
     verify_otp(&api, &t.access, &fourth).expect_error(401, EXPIRED);
     // Five wrong codes in a row also block the user's codes for a while: a fresh code is
     // not even compared, so re-initiating gives no more guesses.
@@ -476,8 +477,12 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
     );
     let fifth = otp_code(&smtp, &api, email, 5);
     let r = verify_otp(&api, &t.access, &fifth);
-    r.expect_error(429, "auth/too_many_attempts");
-    assert!(r.header("retry-after").is_some(), "{}", r.body);
+    // The block lasts 15 s; only a machine too slow to deliver one mail in that time sees it
+    // lifted already.
+    if blocked_at.elapsed() < std::time::Duration::from_secs(14) {
+        r.expect_error(429, "auth/too_many_attempts");
+        assert!(r.header("retry-after").is_some(), "{}", r.body);
+    }
 
     step_up_events(
         &srv,
