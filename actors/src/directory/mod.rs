@@ -913,11 +913,11 @@ impl DirectoryState {
         }
     }
 
-    /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is first taken out
-    /// of the published map (new requests then come here, and wait behind this message), then
-    /// drained: it refuses new messages (their senders retry through `EnsureRunning`), handles
-    /// those already queued, and stops. Only then can a successor start, so one tenant never
-    /// has two actors.
+    /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is
+    /// first taken out of the published map (new requests then come here, and wait behind this
+    /// message), then drained: it refuses new messages (their senders retry through
+    /// `EnsureRunning`), handles those already queued, and stops. Only then can a successor
+    /// start, so one tenant never has two actors.
     async fn retire_idle(&mut self) {
         let Some(idle) = self.tenant_idle else {
             return;
