@@ -26,7 +26,11 @@ use super::error::{ErrorBody, ErrorDetail};
         title = "Tessera",
         version = "1.0.0",
         description = "Multi-tenant authentication platform. Errors always have the shape \
-            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id."
+            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id. \
+            The one exception is a request that is not valid HTTP/1.1 (an unknown Transfer-Encoding, \
+            a malformed or conflicting Content-Length, a forbidden byte in a header or the request \
+            line, an over-long URI or header section): no route sees it, and the HTTP layer answers \
+            a bare 400, 414 or 431 with no body and closes the connection."
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&SecuritySchemes),

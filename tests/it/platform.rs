@@ -1,6 +1,11 @@
 //! Health, readiness, metrics, the OpenAPI document, request ids and the error envelope.
 
-use std::collections::BTreeSet;
+use std::{
+    collections::BTreeSet,
+    io::{Read, Write},
+    net::TcpStream,
+    time::Duration,
+};
 
 use serde_json::Value;
 
@@ -44,6 +49,60 @@ fn wrong_methods_get_405_with_allow_and_the_envelope() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 405);
+}
+
+/// A request that is not valid HTTP/1.1 (its body's framing cannot be trusted, or a header
+/// holds a forbidden byte) never reaches a route: the HTTP layer answers a bare 400 and closes
+/// the connection, so nothing after the broken header, such as a smuggled second request, is
+/// ever read as a request.
+#[test]
+fn requests_with_broken_framing_get_400_and_the_connection_closed() {
+    let srv = TestServer::start();
+    let addr = srv.base.trim_start_matches("http://");
+    let smuggled = "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n";
+    let cases = [
+        // A transfer coding the server does not know, with a request hidden in the body.
+        format!("POST /v1/auth/register HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: tifvmv\r\n\r\n{smuggled}"),
+        format!("POST /v1/auth/register HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n{smuggled}"),
+        format!("POST /v1/auth/register HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n{smuggled}"),
+        // Two lengths that disagree: which one ends the body is anyone's guess.
+        format!("POST /v1/auth/register HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{{}}{smuggled}"),
+        // DEL is not allowed in a header value (RFC 9110, section 5.5).
+        format!("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Note: a\x7fb\r\n\r\n{smuggled}"),
+    ];
+    for raw in &cases {
+        let mut conn = TcpStream::connect(addr).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        conn.write_all(raw.as_bytes()).unwrap();
+        // read_to_end returns only once the server closes the connection.
+        let mut answer = Vec::new();
+        conn.read_to_end(&mut answer)
+            .unwrap_or_else(|e| panic!("connection left open ({e}) after {raw:?}"));
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 400 "),
+            "{raw:?} got {answer:?}"
+        );
+        assert_eq!(
+            answer.matches("HTTP/1.1 ").count(),
+            1,
+            "{raw:?} got {answer:?}"
+        );
+    }
+    // The same requests, well framed, are served.
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(
+        format!("{smuggled}GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    conn.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert_eq!(answer.matches("HTTP/1.1 200 ").count(), 2, "{answer:?}");
 }
 
 #[test]
