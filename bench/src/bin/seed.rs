@@ -159,18 +159,13 @@ fn client_ip(n: usize) -> String {
     )
 }
 
-/// Sends and answers the status and the JSON body (`Null` when the body is not JSON).
-async fn exchange(req: reqwest::RequestBuilder) -> Result<(u16, Value)> {
+/// Sends `req` and answers its body (JSON, or the text as a string) when the status is `want`;
+/// otherwise an error naming `what`.
+async fn call(what: String, want: u16, req: reqwest::RequestBuilder) -> Result<Value> {
     let resp = req.send().await?;
     let status = resp.status().as_u16();
     let text = resp.text().await?;
-    Ok((
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    ))
-}
-
-fn expect(what: &str, want: u16, (status, body): (u16, Value)) -> Result<Value> {
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
     if status == want {
         Ok(body)
     } else {
@@ -223,16 +218,14 @@ async fn run(cli: Cli) -> Result<Value> {
                 async move {
                     let key = field(&row, 0)?.to_owned();
                     let email = field(&row, 1)?.to_owned();
-                    let body = expect(
-                        &format!("login of {email}"),
+                    let body = call(
+                        format!("login of {email}"),
                         200,
-                        exchange(
-                            http.post(format!("{base}/v1/auth/login"))
-                                .header("x-api-key", &key)
-                                .json(&json!({ "email": email, "password": *password })),
-                        )
-                        .await?,
-                    )?;
+                        http.post(format!("{base}/v1/auth/login"))
+                            .header("x-api-key", &key)
+                            .json(&json!({ "email": email, "password": *password })),
+                    )
+                    .await?;
                     let (Some(access), Some(refresh)) = (
                         body["access_token"].as_str(),
                         body["refresh_token"].as_str(),
@@ -256,19 +249,17 @@ async fn run(cli: Cli) -> Result<Value> {
                 async move {
                     let key = field(&row, 0)?.to_owned();
                     let email = field(&row, 1)?.to_owned();
-                    expect(
-                        &format!("registration of {email}"),
+                    call(
+                        format!("registration of {email}"),
                         200,
-                        exchange(
-                            http.post(format!("{base}/v1/auth/register"))
-                                .header("x-api-key", &key)
-                                .header("x-forwarded-for", client_ip(i))
-                                .json(&json!({
-                                    "email": email, "password": *password, "consent": true,
-                                })),
-                        )
-                        .await?,
-                    )?;
+                        http.post(format!("{base}/v1/auth/register"))
+                            .header("x-api-key", &key)
+                            .header("x-forwarded-for", client_ip(i))
+                            .json(&json!({
+                                "email": email, "password": *password, "consent": true,
+                            })),
+                    )
+                    .await?;
                     Ok((key, email))
                 }
             })
@@ -286,16 +277,14 @@ async fn run(cli: Cli) -> Result<Value> {
                     let token = tokens
                         .get(email)
                         .ok_or_else(|| format!("no verification token for {email}"))?;
-                    expect(
-                        &format!("verification of {email}"),
+                    call(
+                        format!("verification of {email}"),
                         200,
-                        exchange(
-                            http.post(format!("{base}/v1/auth/verify-email"))
-                                .header("x-api-key", key)
-                                .json(&json!({ "token": token })),
-                        )
-                        .await?,
-                    )?;
+                        http.post(format!("{base}/v1/auth/verify-email"))
+                            .header("x-api-key", key)
+                            .json(&json!({ "token": token })),
+                    )
+                    .await?;
                     Ok(())
                 }
             })
@@ -312,32 +301,28 @@ async fn run(cli: Cli) -> Result<Value> {
                 async move {
                     let slug = field(&row, 0)?.to_owned();
                     let owner = field(&row, 1)?.to_owned();
-                    let login = expect(
-                        &format!("dashboard login of {owner}"),
+                    let login = call(
+                        format!("dashboard login of {owner}"),
                         200,
-                        exchange(
-                            http.post(format!("{base}/v1/auth/dashboard/login"))
-                                .json(&json!({ "email": owner, "password": *password })),
-                        )
-                        .await?,
-                    )?;
+                        http.post(format!("{base}/v1/auth/dashboard/login"))
+                            .json(&json!({ "email": owner, "password": *password })),
+                    )
+                    .await?;
                     let session = login["session_token"]
                         .as_str()
                         .ok_or_else(|| format!("dashboard login of {owner}: no session_token"))?;
-                    let settings = expect(
-                        &format!("enabling guests of {slug}"),
+                    let settings = call(
+                        format!("enabling guests of {slug}"),
                         200,
-                        exchange(
-                            http.patch(format!(
-                                "{base}/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
-                            ))
-                            .bearer_auth(session)
-                            // The first enabling while the default role is not `reader`.
-                            .header("x-service-confirm", "privileged-default-role")
-                            .json(&json!({ "anonymous_signins_enabled": true })),
-                        )
-                        .await?,
-                    )?;
+                        http.patch(format!(
+                            "{base}/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
+                        ))
+                        .bearer_auth(session)
+                        // The first enabling while the default role is not `reader`.
+                        .header("x-service-confirm", "privileged-default-role")
+                        .json(&json!({ "anonymous_signins_enabled": true })),
+                    )
+                    .await?;
                     if settings["anonymous_signins_enabled"] != Value::Bool(true) {
                         return Err(format!("{slug}: guests still off: {settings}").into());
                     }
@@ -362,16 +347,14 @@ async fn run(cli: Cli) -> Result<Value> {
                     let key = field(&row, 0)?.to_owned();
                     let email = field(&row, 1)?.to_owned();
                     let access = field(&row, 2)?.to_owned();
-                    expect(
-                        &format!("me of {email}"),
+                    call(
+                        format!("me of {email}"),
                         200,
-                        exchange(
-                            http.get(format!("{base}/v1/auth/me"))
-                                .header("x-api-key", &key)
-                                .bearer_auth(&access),
-                        )
-                        .await?,
-                    )?;
+                        http.get(format!("{base}/v1/auth/me"))
+                            .header("x-api-key", &key)
+                            .bearer_auth(&access),
+                    )
+                    .await?;
                     Ok(())
                 }
             })
@@ -403,16 +386,14 @@ async fn run(cli: Cli) -> Result<Value> {
                         async move {
                             let key = field(&row, 0)?.to_owned();
                             let email = field(&row, 1)?.to_owned();
-                            expect(
-                                &format!("login link for {email}"),
+                            call(
+                                format!("login link for {email}"),
                                 202,
-                                exchange(
-                                    http.post(format!("{base}/v1/auth/magic-link"))
-                                        .header("x-api-key", &key)
-                                        .json(&json!({ "email": email })),
-                                )
-                                .await?,
-                            )?;
+                                http.post(format!("{base}/v1/auth/magic-link"))
+                                    .header("x-api-key", &key)
+                                    .json(&json!({ "email": email })),
+                            )
+                            .await?;
                             Ok((key, email))
                         }
                     })
@@ -432,16 +413,14 @@ async fn run(cli: Cli) -> Result<Value> {
                         let token = tokens
                             .get(&email)
                             .ok_or_else(|| format!("no login link for {email}"))?;
-                        let body = expect(
-                            &format!("login link of {email}"),
+                        let body = call(
+                            format!("login link of {email}"),
                             200,
-                            exchange(
-                                http.post(format!("{base}/v1/auth/magic-link/verify"))
-                                    .header("x-api-key", &key)
-                                    .json(&json!({ "token": token })),
-                            )
-                            .await?,
-                        )?;
+                            http.post(format!("{base}/v1/auth/magic-link/verify"))
+                                .header("x-api-key", &key)
+                                .json(&json!({ "token": token })),
+                        )
+                        .await?;
                         let (Some(access), Some(refresh)) = (
                             body["access_token"].as_str(),
                             body["refresh_token"].as_str(),
