@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 use tessera_actors::{
-    directory::{CreateOutcome, Created, IdempotencyKey, NewOwner, NewTenant},
+    directory::{
+        dashboard::MailedToken, CreateOutcome, Created, IdempotencyKey, NewOwner, NewTenant,
+    },
     tenant::guests::PurgeReport,
     CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher, TenantMsg,
 };
@@ -13,7 +15,10 @@ use tessera_actors::{
 use tessera_storage::KeyedHasher;
 
 use crate::{
-    captcha::Captcha, config::Config, delivery::mail::Mailer, http::error::ApiError,
+    captcha::Captcha,
+    config::Config,
+    delivery::mail::{Mail, Mailer},
+    http::error::ApiError,
     metrics::Metrics,
 };
 
@@ -81,10 +86,55 @@ impl App {
             owner,
             idempotency: c.idempotency,
         };
-        Ok(self
+        let outcome: CreateOutcome = self
             .directory
             .request(|reply| DirectoryMsg::CreateTenant { req, reply })
-            .await?)
+            .await?;
+        if let Some(v) = &outcome.verification {
+            self.mail_verification(v).await;
+        }
+        Ok(outcome)
+    }
+
+    /// Where links mailed by the dashboard point: `server.accounts_url`, else this server.
+    pub fn accounts_base(&self) -> String {
+        if self.config.server.accounts_url.is_empty() {
+            self.base_url.clone()
+        } else {
+            self.config
+                .server
+                .accounts_url
+                .trim_end_matches('/')
+                .to_owned()
+        }
+    }
+
+    /// Sends a dashboard-account message now; whether the transport took it. A failure is
+    /// logged by kind only (never the address or the link).
+    pub async fn mail_account(&self, to: &str, subject: &str, text: String) -> bool {
+        let sent = self.mailer.send(Mail { to, subject, text }).await;
+        if let Err(e) = &sent {
+            tracing::error!(error = %e, subject, "a dashboard e-mail could not be sent");
+        }
+        sent.is_ok()
+    }
+
+    /// Mails a dashboard account the link that verifies its address.
+    pub async fn mail_verification(&self, t: &MailedToken) -> bool {
+        let text = format!(
+            "Confirm that this address is yours to finish setting up your Tessera dashboard \
+             account.\n\nSigned in to the dashboard, open this link (it works once, for 2 days):\n\
+             {}/dashboard/verify-email?token={}\n\n\
+             Until then the account can use only the tenant it created. If you did not sign up, \
+             someone else typed your address: do not use the link; reset the password instead \
+             ({}/dashboard/forgot-password), which makes the account yours and ends the other \
+             person's access.\n",
+            self.accounts_base(),
+            t.token,
+            self.accounts_base(),
+        );
+        self.mail_account(&t.email, "Confirm your Tessera dashboard address", text)
+            .await
     }
 
     /// Runs the guest purge now for one tenant or all, evaluating ages as of `as_of`. A

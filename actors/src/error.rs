@@ -93,6 +93,16 @@ pub enum DirectoryError {
     InviteInvalid,
     #[error("already a member of this tenant")]
     AlreadyMember,
+    #[error("no such member or invitation")]
+    NotFound,
+    #[error("the tenant's last owner cannot be removed or demoted")]
+    LastOwner,
+    #[error("wrong e-mail or password")]
+    InvalidCredentials,
+    #[error("the link is invalid, used or expired")]
+    TokenInvalid,
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    RateLimited { retry_after_secs: u64 },
     #[error("internal: {0}")]
     Internal(String),
 }

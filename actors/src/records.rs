@@ -130,6 +130,27 @@ pub struct DashboardAccount {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     pub memberships: Vec<Membership>,
+    /// Whether the holder of the mailbox has shown that this account is theirs: by the
+    /// mailed verification link (with the account's own session), a password reset, or an
+    /// accepted invitation. Until then the account reaches only `onboarded_tenant`, and
+    /// whoever proves the mailbox takes the account over (its password and sessions end).
+    /// Accounts written before this field existed read as unverified.
+    #[serde(default)]
+    pub email_verified: bool,
+    /// The tenant this account created at onboarding: the one tenant it may use unverified.
+    #[serde(default)]
+    pub onboarded_tenant: Option<TenantId>,
+    /// Bumped when the password is replaced by a mailbox proof; sessions and mailed tokens
+    /// carry the epoch they were made in and die when it moves.
+    #[serde(default)]
+    pub epoch: u32,
+}
+
+impl DashboardAccount {
+    /// Whether this account may act in `tenant` (verified, or the tenant it onboarded).
+    pub fn may_use(&self, tenant: &TenantId) -> bool {
+        self.email_verified || self.onboarded_tenant.as_ref() == Some(tenant)
+    }
 }
 
 impl Record for DashboardAccount {
@@ -180,6 +201,9 @@ pub struct DashboardSession {
     pub last_seen_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub reauth_at: Option<OffsetDateTime>,
+    /// The account's `epoch` when the session began; a session of an older epoch is dead.
+    #[serde(default)]
+    pub epoch: u32,
 }
 impl Record for DashboardSession {
     const KIND: Kind = Kind::DashboardSession;
@@ -221,6 +245,61 @@ impl Record for InviteRecord {
     const VERSION: u16 = 1;
 }
 impl PlatformRecord for InviteRecord {}
+
+/// A tenant's pending invitation of one address, keyed `tenant id | e-mail`: what the member
+/// list shows, and how a new invitation of the same address replaces the old one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PendingInvite {
+    /// SHA-256 of the invitation's token (the `InviteRecord` key).
+    pub token_hash: [u8; 32],
+    pub role: Role,
+    pub invited_by: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+impl Record for PendingInvite {
+    const KIND: Kind = Kind::PendingInvite;
+    const NAME: &'static str = "pending invite";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for PendingInvite {}
+
+pub fn pending_invite_key(tenant: &TenantId, email: &str) -> Vec<u8> {
+    let mut k = tenant.as_bytes().to_vec();
+    k.extend_from_slice(email.as_bytes());
+    k
+}
+
+/// What a mailed dashboard-account token proves when it comes back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccountTokenPurpose {
+    /// The address is the account holder's (redeemed with the account's own session).
+    Verify,
+    /// The mailbox holder chooses a new password.
+    Reset,
+}
+
+/// A single-use token mailed to a dashboard account's address, keyed by its SHA-256.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AccountTokenRecord {
+    pub account: Uuid,
+    /// The address it was mailed to: the token is void if the account's address changed.
+    pub email: String,
+    pub purpose: AccountTokenPurpose,
+    /// The account's `epoch` at issue: a password replaced since voids the token.
+    pub epoch: u32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+impl Record for AccountTokenRecord {
+    const KIND: Kind = Kind::DashboardAccountToken;
+    const NAME: &'static str = "dashboard account token";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for AccountTokenRecord {}
 
 impl Role {
     pub fn parse(s: &str) -> Option<Role> {

@@ -363,6 +363,29 @@ impl From<CallError<DirectoryError>> for ApiError {
                 "dashboard/already_member",
                 "this account is already a member of the tenant",
             ),
+            CallError::Failed(DirectoryError::NotFound) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "resource/not_found",
+                "no such member or invitation",
+            ),
+            CallError::Failed(DirectoryError::LastOwner) => ApiError::new(
+                StatusCode::CONFLICT,
+                "dashboard/last_owner",
+                "a tenant keeps at least one owner: make someone else owner first",
+            ),
+            CallError::Failed(DirectoryError::InvalidCredentials) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "dashboard/invalid_credentials",
+                "wrong e-mail or password",
+            ),
+            CallError::Failed(DirectoryError::TokenInvalid) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "dashboard/token_invalid",
+                "the link is invalid, already used or expired",
+            ),
+            CallError::Failed(DirectoryError::RateLimited { retry_after_secs }) => {
+                ApiError::rate_limited("dashboard/rate_limited", retry_after_secs)
+            }
             CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
         }
     }

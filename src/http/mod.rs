@@ -104,6 +104,15 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             dashboard::members::invite
         ))
         .routes(routes!(dashboard::members::accept))
+        .routes(routes!(
+            dashboard::members::update,
+            dashboard::members::remove
+        ))
+        .routes(routes!(dashboard::members::revoke))
+        .routes(routes!(dashboard::account::verify_email))
+        .routes(routes!(dashboard::account::resend_verification))
+        .routes(routes!(dashboard::account::forgot_password))
+        .routes(routes!(dashboard::account::reset_password))
         .routes(routes!(dashboard::audit::list))
         .routes(routes!(
             dashboard::settings::get_security,

@@ -53,6 +53,10 @@ pub enum Kind {
     DashboardSession = 0x07,
     Membership = 0x08,
     Invite = 0x09,
+    /// `tenant id | e-mail` -> a pending invitation's summary.
+    PendingInvite = 0x0A,
+    /// A mailed dashboard-account token (verification, password reset), by its hash.
+    DashboardAccountToken = 0x0B,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,

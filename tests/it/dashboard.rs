@@ -331,7 +331,8 @@ fn invitations_are_emailed_single_use_and_viewers_cannot_write() {
             ("viewer@example.com".to_owned(), "viewer".to_owned())
         ]
     );
-    // Inviting someone who has an account adds them at once; twice is a conflict.
+    // Inviting an address that has an account is an invitation too: nobody is added before
+    // accepting. Inviting a member again is a conflict.
     srv.signup("Elsewhere", "admin@example.com");
     let r = srv.dash(
         "POST",
@@ -340,14 +341,17 @@ fn invitations_are_emailed_single_use_and_viewers_cannot_write() {
         Some(&json!({"email": "admin@example.com", "role": "admin"})),
     );
     assert_eq!(r.status(), 201);
-    assert_eq!(r.json::<Value>().unwrap()["status"], "added");
+    assert_eq!(r.json::<Value>().unwrap()["status"], "invited");
+    let admin = srv.login("admin@example.com", PASSWORD);
+    assert_eq!(admin.body["tenants"].as_array().unwrap().len(), 1);
     let r = srv.dash(
         "POST",
         "/v1/auth/dashboard/tenants/team-co/members",
         &owner,
-        Some(&json!({"email": "admin@example.com", "role": "admin"})),
+        Some(&json!({"email": "viewer@example.com", "role": "admin"})),
     );
     assert_eq!(r.status(), 409);
+    assert_eq!(error_code(&r.json().unwrap()), "dashboard/already_member");
     let r = srv.dash(
         "POST",
         "/v1/auth/dashboard/tenants/team-co/members",

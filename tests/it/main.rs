@@ -10,6 +10,7 @@ mod capacity;
 mod crash;
 mod dashboard;
 mod faults;
+mod members;
 mod mfa;
 mod onboarding;
 mod outbox;

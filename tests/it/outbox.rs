@@ -50,10 +50,16 @@ fn the_outbox_lists_sent_mail_newest_first_and_filters_by_tenant() {
 
     let listed = srv.admin(&["outbox", "list"], "").json();
     let listed = listed.as_array().expect("a JSON array");
-    assert_eq!(listed.len(), 2, "{listed:?}");
+    // The owner's address verification, then the two invitations.
+    assert_eq!(listed.len(), 3, "{listed:?}");
     assert_eq!(listed[0]["to"], "second@example.com");
     assert_eq!(listed[1]["to"], "first@example.com");
-    for m in listed {
+    assert_eq!(listed[2]["to"], OWNER);
+    assert_eq!(
+        listed[2]["subject"],
+        "Confirm your Tessera dashboard address"
+    );
+    for m in &listed[..2] {
         assert_eq!(m["subject"], "Your invitation to a Tessera dashboard");
         // Invitations are platform mail: no tenant or kind header.
         assert_eq!(m["tenant"], Value::Null);
@@ -123,7 +129,7 @@ fn the_outbox_lists_sent_mail_newest_first_and_filters_by_tenant() {
     assert!(!link.contains("=3D") && !link.ends_with('='), "{link}");
 
     let all = srv.admin(&["outbox", "list"], "").json();
-    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all.as_array().unwrap().len(), 4);
     assert_eq!(all[0]["kind"], "verify_email", "newest first");
     assert_eq!(
         srv.admin(&["outbox", "list", "--tenant", "other"], "")

@@ -1919,7 +1919,7 @@ fn twenty_concurrent_verifies_of_one_sms_code_log_in_once() {
 #[test]
 fn the_dashboard_sms_test_sends_through_the_tenants_provider() {
     let stub = ProviderStub::start();
-    let (_smtp, mut srv, api, s) = user_setup("Test Co", &[]);
+    let (smtp, mut srv, api, s) = user_setup("Test Co", &[]);
 
     // The outbox, with SMS OTP off.
     let r = sms_test(&srv, &s, &api.slug, "+33 6 12 00 15 01");
@@ -1957,6 +1957,7 @@ fn the_dashboard_sms_test_sends_through_the_tenants_provider() {
         Some(&json!({ "email": "admin@example.com", "role": "admin" })),
     );
     assert_eq!(r.status(), 201);
+    srv.accept_mailed_invite(&smtp, "admin@example.com", 1, PASSWORD);
     let admin = srv.login("admin@example.com", PASSWORD);
     let r = sms_test(&srv, &admin, &api.slug, &fr(1503));
     assert_eq!(r.status, 403, "{}", r.body);

@@ -494,6 +494,16 @@ impl TestServer {
         req.send().unwrap()
     }
 
+    /// Accepts the invitation in the `n`-th mail to `to` with a link to it, with `password`.
+    pub fn accept_mailed_invite(&self, smtp: &SmtpStub, to: &str, n: usize, password: &str) {
+        let token = smtp.wait_for_link(to, "/dashboard/accept-invite", n);
+        let r = self.post_json(
+            "/v1/auth/dashboard/accept-invite",
+            &json!({"token": token, "password": password}),
+        );
+        assert_eq!(r.status(), 200, "accepting the invitation of {to}");
+    }
+
     /// Re-authenticates the session with its password.
     pub fn reauth(&self, session: &Session, password: &str) {
         let r = self.dash(
@@ -757,6 +767,22 @@ impl SmtpStub {
     /// Messages of any kind and tenant to `to`.
     pub fn mails_to(&self, to: &str) -> Vec<ReceivedMail> {
         self.mails().into_iter().filter(|m| m.is_to(to)).collect()
+    }
+
+    /// Waits (up to 15 s) for the `n`-th (1-based) message to `to` holding a link to `path`
+    /// (a dashboard mail: no tenant or kind header); answers the link's token.
+    #[track_caller]
+    pub fn wait_for_link(&self, to: &str, path: &str, n: usize) -> String {
+        let prefix = format!("{path}?token=");
+        let with_link = || -> Vec<String> {
+            self.mails_to(to)
+                .iter()
+                .filter_map(|m| m.token_after(&prefix))
+                .collect()
+        };
+        let arrived = eventually(Duration::from_secs(15), || with_link().len() >= n);
+        assert!(arrived, "no message #{n} to {to} with a link to {path}");
+        with_link().swap_remove(n - 1)
     }
 
     /// Waits (up to 15 s) for the `n`-th (1-based) message of `kind` to `to` from tenant `slug`.

@@ -16,8 +16,9 @@ use super::{reply_when_durable, AccountCredential, DirectoryState};
 use crate::{
     error::DirectoryError,
     records::{
-        membership_key, AccountEmailIndex, DashboardAccount, DashboardSession, InviteRecord,
-        Membership, MembershipRecord, Role,
+        membership_key, pending_invite_key, AccountEmailIndex, AccountTokenPurpose,
+        AccountTokenRecord, DashboardAccount, DashboardSession, InviteRecord, Membership,
+        MembershipRecord, PendingInvite, Role, TenantRecord,
     },
 };
 
@@ -32,6 +33,14 @@ pub struct SessionPolicy {
 
 /// How long an invitation link works.
 const INVITE_TTL: time::Duration = time::Duration::days(7);
+/// How long an address-verification link works.
+pub(super) const VERIFY_TTL: time::Duration = time::Duration::days(2);
+/// How long a password-reset link works.
+const RESET_TTL: time::Duration = time::Duration::hours(1);
+/// Mails of one purpose (verification, reset) one account may be sent an hour.
+pub const ACCOUNT_MAILS_PER_HOUR: u32 = 5;
+/// Password-reset requests one client address may make an hour.
+pub const RESETS_PER_IP_HOUR: u32 = 20;
 /// Failed logins an account or address gets before it is throttled.
 pub const FREE_FAILURES_PER_ACCOUNT: u32 = 5;
 pub const FREE_FAILURES_PER_IP: u32 = 20;
@@ -53,6 +62,7 @@ pub struct MemberOf {
 pub struct SessionInfo {
     pub account_id: Uuid,
     pub email: String,
+    pub email_verified: bool,
     pub csrf_hash: [u8; 32],
     pub reauth_at: Option<OffsetDateTime>,
     pub expires_at: OffsetDateTime,
@@ -95,17 +105,51 @@ pub struct MemberInfo {
     pub added_at: OffsetDateTime,
 }
 
+/// A pending invitation, as the member list shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingInfo {
+    pub email: String,
+    pub role: Role,
+    pub invited_by: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// A tenant's members and pending invitations.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberList {
+    pub members: Vec<MemberInfo>,
+    pub invitations: Vec<PendingInfo>,
+}
+
+/// An invitation just recorded: its single-use token is to be mailed to the invitee.
 #[derive(Clone, Debug)]
-pub enum InviteOutcome {
-    /// The e-mail already had an account: it is a member now.
-    Added(MemberInfo),
-    /// A single-use link must be e-mailed to the invitee.
-    Invited {
-        token: String,
-        email: String,
-        role: Role,
-        expires_at: OffsetDateTime,
-    },
+pub struct Invitation {
+    pub token: String,
+    pub email: String,
+    pub role: Role,
+    pub expires_at: OffsetDateTime,
+    /// A pending invitation of the same address was replaced (its link stopped working).
+    pub replaced: bool,
+}
+
+/// What accepting an invitation needs to be shown.
+#[derive(Clone, Debug)]
+pub struct InviteTarget {
+    pub email: String,
+    /// A verified account holds the address: its own password must be given.
+    pub verified_account: bool,
+}
+
+/// How an invitee proved who they are, besides holding the token.
+#[derive(Debug)]
+pub enum InviteProof {
+    /// The verified account's own password was checked (with the login throttles).
+    Login { account_id: Uuid },
+    /// The invitee chose a password: for a new account, or one never verified (taken over).
+    NewPassword { password_hash: String },
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -114,6 +158,43 @@ pub struct AcceptedInvite {
     pub email: String,
     pub tenant_slug: String,
     pub role: Role,
+    /// An unverified account held the address; the invitee took it over.
+    pub reclaimed: bool,
+}
+
+/// A member's role changed (`role` is `Some`) or the member was removed.
+#[derive(Clone, Debug)]
+pub struct MemberChange {
+    pub account_id: Uuid,
+    pub email: String,
+    pub previous: Role,
+    pub role: Option<Role>,
+}
+
+/// Which account a mailed token is for.
+#[derive(Clone, Debug)]
+pub enum AccountTarget {
+    /// The caller's own account (by its session).
+    Id(Uuid),
+    /// Whatever account holds this address, asked for from `ip`.
+    Email { email: String, ip: IpAddr },
+}
+
+/// A token to mail, and where.
+#[derive(Clone, Debug)]
+pub struct MailedToken {
+    pub token: String,
+    pub email: String,
+}
+
+/// A password reset through the mailbox.
+#[derive(Clone, Debug)]
+pub struct AccountReset {
+    pub account_id: Uuid,
+    /// The tenants the account may use now, for their audit logs.
+    pub slugs: Vec<String>,
+    /// The account had never been verified: whoever set its old password lost it.
+    pub reclaimed: bool,
 }
 
 impl DirectoryState {
@@ -142,6 +223,7 @@ impl DirectoryState {
         let mut out: Vec<MemberOf> = account
             .memberships
             .iter()
+            .filter(|m| account.may_use(&m.tenant))
             .filter_map(|m| {
                 let t = self.tenants.get(&m.tenant)?;
                 Some(MemberOf {
@@ -160,6 +242,7 @@ impl DirectoryState {
         SessionInfo {
             account_id: account.id,
             email: account.email.clone(),
+            email_verified: account.email_verified,
             csrf_hash: session.csrf_hash,
             reauth_at: session.reauth_at,
             expires_at: self.expiry(session),
@@ -195,6 +278,7 @@ impl DirectoryState {
                 // Sensitive changes ask for an explicit re-authentication, even right after
                 // login: the password is typed again on purpose, for that change.
                 reauth_at: None,
+                epoch: account.epoch,
             };
             let mut batch = PlatformBatch::default();
             batch.put(&sha256(token.as_bytes()), &session)?;
@@ -222,6 +306,7 @@ impl DirectoryState {
         let account = self
             .platform
             .get::<DashboardAccount>(session.account_id.as_bytes())?
+            .filter(|a| a.epoch == session.epoch)
             .ok_or(DirectoryError::SessionInvalid)?;
         // Touch at most once a minute: the idle timer needs no finer grain, and most requests
         // then write nothing.
@@ -255,12 +340,12 @@ impl DirectoryState {
             if now >= self.expiry(&session) {
                 return Err(DirectoryError::SessionInvalid);
             }
-            if let Some(account) = self
+            let account = self
                 .platform
                 .get::<DashboardAccount>(session.account_id.as_bytes())?
-            {
-                self.account_throttle.reset(&account.email);
-            }
+                .filter(|a| a.epoch == session.epoch)
+                .ok_or(DirectoryError::SessionInvalid)?;
+            self.account_throttle.reset(&account.email);
             session.reauth_at = Some(now);
             session.last_seen_at = now;
             let mut batch = PlatformBatch::default();
@@ -294,6 +379,36 @@ impl DirectoryState {
         Ok(out)
     }
 
+    /// The tenant's members and its pending (unexpired) invitations.
+    pub(super) fn members_and_invitations(
+        &self,
+        tenant: TenantId,
+    ) -> Result<MemberList, DirectoryError> {
+        let now = OffsetDateTime::now_utc();
+        let mut invitations = Vec::new();
+        for item in self
+            .platform
+            .scan_prefix::<PendingInvite>(tenant.as_bytes())
+        {
+            let (key, p) = item?;
+            if p.expires_at <= now {
+                continue;
+            }
+            invitations.push(PendingInfo {
+                email: String::from_utf8_lossy(&key).into_owned(),
+                role: p.role,
+                invited_by: p.invited_by,
+                created_at: p.created_at,
+                expires_at: p.expires_at,
+            });
+        }
+        invitations.sort_by(|a, b| a.email.cmp(&b.email));
+        Ok(MemberList {
+            members: self.list_members(tenant)?,
+            invitations,
+        })
+    }
+
     /// Adds `account` to `tenant` with `role` in `batch` (both sides of the fact).
     fn add_membership(
         &self,
@@ -323,34 +438,52 @@ impl DirectoryState {
         })
     }
 
+    fn account_by_email(&self, email: &str) -> Result<Option<DashboardAccount>, DirectoryError> {
+        let Some(idx) = self.platform.get::<AccountEmailIndex>(email.as_bytes())? else {
+            return Ok(None);
+        };
+        self.platform
+            .get::<DashboardAccount>(idx.account.as_bytes())?
+            .map(Some)
+            .ok_or_else(|| DirectoryError::Internal("account index dangles".into()))
+    }
+
+    /// Records an invitation of `email` to `tenant`: a single-use token to be mailed, whether
+    /// or not the address has an account. Nobody becomes a member until the invitee accepts.
+    /// A new invitation of the same address replaces the pending one (its link stops working).
     pub(super) fn invite(
         &mut self,
         tenant: TenantId,
         email: &str,
         role: Role,
         invited_by: Uuid,
-        reply: RpcReplyPort<Result<InviteOutcome, DirectoryError>>,
+        reply: RpcReplyPort<Result<Invitation, DirectoryError>>,
     ) {
         let result = (|| {
             if !self.tenants.contains_key(&tenant) {
                 return Err(DirectoryError::TenantNotFound);
             }
             let email = email.to_lowercase();
+            if let Some(account) = self.account_by_email(&email)? {
+                if account.memberships.iter().any(|m| m.tenant == tenant) {
+                    return Err(DirectoryError::AlreadyMember);
+                }
+            }
             let now = OffsetDateTime::now_utc();
             let mut batch = PlatformBatch::default();
-            if let Some(idx) = self.platform.get::<AccountEmailIndex>(email.as_bytes())? {
-                let mut account = self
-                    .platform
-                    .get::<DashboardAccount>(idx.account.as_bytes())?
-                    .ok_or_else(|| DirectoryError::Internal("account index dangles".into()))?;
-                let member = self.add_membership(&mut batch, &mut account, tenant, role, now)?;
-                self.platform.apply(batch)?;
-                return Ok(InviteOutcome::Added(member));
-            }
+            let pending_key = pending_invite_key(&tenant, &email);
+            let replaced = match self.platform.get::<PendingInvite>(&pending_key)? {
+                Some(old) => {
+                    batch.remove(Kind::Invite, &old.token_hash);
+                    old.expires_at > now
+                }
+                None => false,
+            };
             let token = random_token(32);
+            let token_hash = sha256(token.as_bytes());
             let expires_at = now + INVITE_TTL;
             batch.put(
-                &sha256(token.as_bytes()),
+                &token_hash,
                 &InviteRecord {
                     tenant,
                     email: email.clone(),
@@ -360,57 +493,120 @@ impl DirectoryState {
                     expires_at,
                 },
             )?;
+            batch.put(
+                &pending_key,
+                &PendingInvite {
+                    token_hash,
+                    role,
+                    invited_by,
+                    created_at: now,
+                    expires_at,
+                },
+            )?;
             self.platform.apply(batch)?;
-            Ok(InviteOutcome::Invited {
+            Ok(Invitation {
                 token,
                 email,
                 role,
                 expires_at,
+                replaced,
             })
         })();
         self.reply_durable(reply, result);
     }
 
+    /// Withdraws the pending invitation of `email` (its link stops working).
+    pub(super) fn revoke_invite(
+        &mut self,
+        tenant: TenantId,
+        email: &str,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    ) {
+        let result = (|| {
+            let pending_key = pending_invite_key(&tenant, &email.to_lowercase());
+            let pending = self
+                .platform
+                .get::<PendingInvite>(&pending_key)?
+                .ok_or(DirectoryError::NotFound)?;
+            let mut batch = PlatformBatch::default();
+            batch.remove(Kind::Invite, &pending.token_hash);
+            batch.remove(Kind::PendingInvite, &pending_key);
+            self.platform.apply(batch)?;
+            Ok(())
+        })();
+        self.reply_durable(reply, result);
+    }
+
+    /// The live invitation for `token`, and what accepting it needs.
+    fn live_invite(
+        &self,
+        token: &str,
+        now: OffsetDateTime,
+    ) -> Result<(InviteRecord, TenantRecord), DirectoryError> {
+        let invite = self
+            .platform
+            .get::<InviteRecord>(&sha256(token.as_bytes()))?
+            .filter(|i| now < i.expires_at)
+            .ok_or(DirectoryError::InviteInvalid)?;
+        let tenant = self
+            .tenants
+            .get(&invite.tenant)
+            .ok_or(DirectoryError::InviteInvalid)?
+            .clone();
+        Ok((invite, tenant))
+    }
+
+    /// What accepting the invitation behind `token` needs: the address, and whether a
+    /// verified account holds it (then its own password is the proof).
+    pub(super) fn invite_target(&self, token: &str) -> Result<InviteTarget, DirectoryError> {
+        let (invite, _) = self.live_invite(token, OffsetDateTime::now_utc())?;
+        let verified_account = self
+            .account_by_email(&invite.email)?
+            .is_some_and(|a| a.email_verified);
+        Ok(InviteTarget {
+            email: invite.email,
+            verified_account,
+        })
+    }
+
+    /// Consumes an invitation. The token proves the mailbox: with no account, one is created
+    /// (verified) with the new password; an unverified account is taken over (its password
+    /// replaced, its sessions and mailed tokens ended); a verified account must have proved
+    /// itself by its own password (`InviteProof::Login`).
     pub(super) fn accept_invite(
         &mut self,
         token: &str,
-        password_hash: String,
+        proof: InviteProof,
         reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
     ) {
         let result = (|| {
-            let key = sha256(token.as_bytes());
-            let invite = self
-                .platform
-                .get::<InviteRecord>(&key)?
-                .ok_or(DirectoryError::InviteInvalid)?;
             let now = OffsetDateTime::now_utc();
+            let (invite, tenant) = self.live_invite(token, now)?;
             let mut batch = PlatformBatch::default();
-            // Single use: consumed in the same batch that creates the membership.
-            batch.remove(Kind::Invite, &key);
-            if now >= invite.expires_at {
-                self.platform.apply(batch)?;
-                return Err(DirectoryError::InviteInvalid);
-            }
-            let tenant = self
-                .tenants
-                .get(&invite.tenant)
-                .ok_or(DirectoryError::InviteInvalid)?
-                .clone();
-            let mut account = match self
-                .platform
-                .get::<AccountEmailIndex>(invite.email.as_bytes())?
-            {
-                Some(idx) => self
-                    .platform
-                    .get::<DashboardAccount>(idx.account.as_bytes())?
-                    .ok_or_else(|| DirectoryError::Internal("account index dangles".into()))?,
-                None => {
+            let existing = self.account_by_email(&invite.email)?;
+            let (mut account, reclaimed) = match (existing, proof) {
+                (Some(a), InviteProof::Login { account_id })
+                    if a.email_verified && a.id == account_id =>
+                {
+                    (a, false)
+                }
+                (Some(a), _) if a.email_verified => return Err(DirectoryError::InvalidCredentials),
+                (Some(mut a), InviteProof::NewPassword { password_hash }) => {
+                    a.password_hash = password_hash;
+                    a.email_verified = true;
+                    a.epoch = a.epoch.wrapping_add(1);
+                    (a, true)
+                }
+                (None, InviteProof::NewPassword { password_hash }) => {
                     let account = DashboardAccount {
                         id: Uuid::now_v7(),
                         email: invite.email.clone(),
                         password_hash,
                         created_at: now,
                         memberships: Vec::new(),
+                        email_verified: true,
+                        onboarded_tenant: None,
+                        epoch: 0,
                     };
                     batch.put(
                         account.email.as_bytes(),
@@ -418,17 +614,271 @@ impl DirectoryState {
                             account: account.id,
                         },
                     )?;
-                    account
+                    (account, false)
                 }
+                // The account changed between the handler's check and now.
+                (_, InviteProof::Login { .. }) => return Err(DirectoryError::InvalidCredentials),
             };
+            // Single use: consumed in the same batch that creates the membership.
+            batch.remove(Kind::Invite, &sha256(token.as_bytes()));
+            batch.remove(
+                Kind::PendingInvite,
+                &pending_invite_key(&tenant.id, &invite.email),
+            );
             let member =
                 self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
             self.platform.apply(batch)?;
+            if reclaimed {
+                self.account_throttle.reset(&account.email);
+            }
             Ok(AcceptedInvite {
                 account_id: member.account_id,
                 email: member.email,
                 tenant_slug: tenant.slug,
                 role: member.role,
+                reclaimed,
+            })
+        })();
+        self.reply_durable(reply, result);
+    }
+
+    /// The owners of `tenant`.
+    fn owner_count(&self, tenant: TenantId) -> Result<usize, DirectoryError> {
+        let mut n = 0;
+        for item in self
+            .platform
+            .scan_prefix::<MembershipRecord>(tenant.as_bytes())
+        {
+            if item?.1.role == Role::Owner {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Changes a member's role (`Some`) or removes the member (`None`). The last owner can be
+    /// neither demoted nor removed.
+    pub(super) fn change_member(
+        &mut self,
+        tenant: TenantId,
+        account_id: Uuid,
+        role: Option<Role>,
+        reply: RpcReplyPort<Result<MemberChange, DirectoryError>>,
+    ) {
+        let result = (|| {
+            let key = membership_key(&tenant, &account_id);
+            let record = self
+                .platform
+                .get::<MembershipRecord>(&key)?
+                .ok_or(DirectoryError::NotFound)?;
+            let mut account = self
+                .platform
+                .get::<DashboardAccount>(account_id.as_bytes())?
+                .ok_or(DirectoryError::NotFound)?;
+            let stays_owner = role == Some(Role::Owner);
+            if record.role == Role::Owner && !stays_owner && self.owner_count(tenant)? <= 1 {
+                return Err(DirectoryError::LastOwner);
+            }
+            let mut batch = PlatformBatch::default();
+            match role {
+                Some(role) => {
+                    for m in account
+                        .memberships
+                        .iter_mut()
+                        .filter(|m| m.tenant == tenant)
+                    {
+                        m.role = role;
+                    }
+                    batch.put(
+                        &key,
+                        &MembershipRecord {
+                            role,
+                            added_at: record.added_at,
+                        },
+                    )?;
+                }
+                None => {
+                    account.memberships.retain(|m| m.tenant != tenant);
+                    if account.onboarded_tenant == Some(tenant) {
+                        account.onboarded_tenant = None;
+                    }
+                    batch.remove(Kind::Membership, &key);
+                }
+            }
+            batch.put(account.id.as_bytes(), &account)?;
+            self.platform.apply(batch)?;
+            Ok(MemberChange {
+                account_id,
+                email: account.email,
+                previous: record.role,
+                role,
+            })
+        })();
+        self.reply_durable(reply, result);
+    }
+
+    /// A token mailed to a dashboard account: a verification link for `Verify` (the account
+    /// by id, only while unverified), a password reset for `Reset` (the account by address).
+    /// `None` when there is nothing to mail; callers answer alike either way. Limited per
+    /// account; the reply waits for the group commit in every case, so an unknown address
+    /// answers as late as a known one.
+    pub(super) fn issue_account_token(
+        &mut self,
+        target: AccountTarget,
+        purpose: AccountTokenPurpose,
+        reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
+    ) {
+        let result = (|| {
+            if let AccountTarget::Email { ip, .. } = &target {
+                // Checked before any lookup: the same answer for every address.
+                self.reset_ip_window
+                    .hit(ip, Instant::now())
+                    .map_err(|retry_after_secs| DirectoryError::RateLimited { retry_after_secs })?;
+            }
+            let account = match target {
+                AccountTarget::Id(id) => self.platform.get::<DashboardAccount>(id.as_bytes())?,
+                AccountTarget::Email { email, .. } => {
+                    self.account_by_email(&email.to_lowercase())?
+                }
+            };
+            let Some(account) = account else {
+                return Ok(None);
+            };
+            if purpose == AccountTokenPurpose::Verify && account.email_verified {
+                return Ok(None);
+            }
+            if let Err(retry_after_secs) = self
+                .account_mail_window
+                .hit(&(account.id, purpose), Instant::now())
+            {
+                // A reset asked for by address answers alike whatever happens; a verification
+                // mail is asked for by the account's own session, which may be told to wait.
+                return match purpose {
+                    AccountTokenPurpose::Verify => {
+                        Err(DirectoryError::RateLimited { retry_after_secs })
+                    }
+                    AccountTokenPurpose::Reset => Ok(None),
+                };
+            }
+            let token = self.account_token(&account, purpose)?;
+            Ok(Some(token))
+        })();
+        // Every outcome waits for the same group commit (no write, no earlier answer).
+        match result {
+            Err(e @ DirectoryError::RateLimited { .. }) => {
+                let _ = reply.send(Err(e));
+            }
+            other => reply_when_durable(
+                self.platform.ticket(),
+                reply,
+                other,
+                DirectoryError::Internal,
+            ),
+        }
+    }
+
+    /// Writes a new mailed token for `account` and answers it.
+    fn account_token(
+        &self,
+        account: &DashboardAccount,
+        purpose: AccountTokenPurpose,
+    ) -> Result<MailedToken, DirectoryError> {
+        let mut batch = PlatformBatch::default();
+        let token = random_token(32);
+        let ttl = match purpose {
+            AccountTokenPurpose::Verify => VERIFY_TTL,
+            AccountTokenPurpose::Reset => RESET_TTL,
+        };
+        batch.put(
+            &sha256(token.as_bytes()),
+            &AccountTokenRecord {
+                account: account.id,
+                email: account.email.clone(),
+                purpose,
+                epoch: account.epoch,
+                expires_at: OffsetDateTime::now_utc() + ttl,
+            },
+        )?;
+        self.platform.apply(batch)?;
+        Ok(MailedToken {
+            token,
+            email: account.email.clone(),
+        })
+    }
+
+    /// The account a live mailed token of `purpose` stands for. A token is void once expired,
+    /// once the account's address changed or once its password was replaced by a mailbox
+    /// proof (`epoch`).
+    fn redeem_account_token(
+        &self,
+        token: &str,
+        purpose: AccountTokenPurpose,
+    ) -> Result<DashboardAccount, DirectoryError> {
+        let key = sha256(token.as_bytes());
+        let rec = self
+            .platform
+            .get::<AccountTokenRecord>(&key)?
+            .filter(|r| r.purpose == purpose && OffsetDateTime::now_utc() < r.expires_at)
+            .ok_or(DirectoryError::TokenInvalid)?;
+        let account = self
+            .platform
+            .get::<DashboardAccount>(rec.account.as_bytes())?
+            .filter(|a| a.email == rec.email && a.epoch == rec.epoch)
+            .ok_or(DirectoryError::TokenInvalid)?;
+        Ok(account)
+    }
+
+    /// Marks the account verified: the mailed token together with the account's own session
+    /// (so a link clicked by the mailbox's real holder never vouches for someone else's
+    /// password).
+    pub(super) fn verify_account(
+        &mut self,
+        token: &str,
+        account_id: Uuid,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    ) {
+        let result = (|| {
+            let mut account = self.redeem_account_token(token, AccountTokenPurpose::Verify)?;
+            if account.id != account_id {
+                return Err(DirectoryError::TokenInvalid);
+            }
+            let mut batch = PlatformBatch::default();
+            batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
+            account.email_verified = true;
+            batch.put(account.id.as_bytes(), &account)?;
+            self.platform.apply(batch)?;
+            Ok(())
+        })();
+        self.reply_durable(reply, result);
+    }
+
+    /// Sets a new password through a mailed reset token: the mailbox is proven, so the
+    /// account is verified, and every session and mailed token of it ends.
+    pub(super) fn reset_password(
+        &mut self,
+        token: &str,
+        password_hash: String,
+        reply: RpcReplyPort<Result<AccountReset, DirectoryError>>,
+    ) {
+        let result = (|| {
+            let mut account = self.redeem_account_token(token, AccountTokenPurpose::Reset)?;
+            let was_verified = account.email_verified;
+            let mut batch = PlatformBatch::default();
+            batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
+            account.password_hash = password_hash;
+            account.email_verified = true;
+            account.epoch = account.epoch.wrapping_add(1);
+            batch.put(account.id.as_bytes(), &account)?;
+            self.platform.apply(batch)?;
+            self.account_throttle.reset(&account.email);
+            Ok(AccountReset {
+                account_id: account.id,
+                slugs: self
+                    .memberships_of(&account)
+                    .into_iter()
+                    .map(|m| m.slug)
+                    .collect(),
+                reclaimed: !was_verified,
             })
         })();
         self.reply_durable(reply, result);

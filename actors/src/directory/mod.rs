@@ -27,23 +27,24 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use self::dashboard::{
-    AcceptedInvite, InviteOutcome, LoginGate, MemberInfo, NewSession, SessionInfo, SessionPolicy,
-    FIRST_BLOCK, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
+    AcceptedInvite, AccountReset, AccountTarget, Invitation, InviteProof, InviteTarget, LoginGate,
+    MailedToken, MemberChange, MemberList, NewSession, SessionInfo, SessionPolicy, FIRST_BLOCK,
+    FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP, MAX_BLOCK,
 };
 use crate::{
     durable::reply_when_durable,
     error::DirectoryError,
     handle::{Index, Published, RunningTenant},
     records::{
-        membership_key, AccountEmailIndex, ApiKeyIndex, ApiKeyMeta, DashboardAccount,
-        IdempotencyRecord, Membership, MembershipRecord, Role, SlugIndex, TenantRecord, TenantRef,
-        Tier,
+        membership_key, AccountEmailIndex, AccountTokenPurpose, AccountTokenRecord, ApiKeyIndex,
+        ApiKeyMeta, DashboardAccount, IdempotencyRecord, Membership, MembershipRecord, Role,
+        SlugIndex, TenantRecord, TenantRef, Tier,
     },
     tenant::{
         keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
         TenantRuntime,
     },
-    throttle::Throttle,
+    throttle::{RateWindow, Throttle},
 };
 
 /// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
@@ -111,6 +112,8 @@ pub struct Created {
 pub struct CreateOutcome {
     pub created: Created,
     pub replayed: bool,
+    /// The new owner account's address-verification token, to be mailed (never replayed).
+    pub verification: Option<MailedToken>,
 }
 
 /// What operators see of a tenant.
@@ -213,22 +216,60 @@ pub enum DirectoryMsg {
         token: String,
         reply: RpcReplyPort<Result<OffsetDateTime, DirectoryError>>,
     },
+    /// The tenant's members and pending invitations.
     ListMembers {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<Vec<MemberInfo>, DirectoryError>>,
+        reply: RpcReplyPort<Result<MemberList, DirectoryError>>,
     },
+    /// Records an invitation (a token to mail); nobody is added before accepting.
     InviteMember {
         tenant: TenantId,
         email: String,
         role: Role,
         invited_by: Uuid,
-        reply: RpcReplyPort<Result<InviteOutcome, DirectoryError>>,
+        reply: RpcReplyPort<Result<Invitation, DirectoryError>>,
     },
-    /// Consumes an invitation; `password_hash` is used when the invitee has no account yet.
+    /// Withdraws a pending invitation.
+    RevokeInvite {
+        tenant: TenantId,
+        email: String,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// What accepting the invitation behind a token needs.
+    InviteTarget {
+        token: String,
+        reply: RpcReplyPort<Result<InviteTarget, DirectoryError>>,
+    },
+    /// Consumes an invitation with the invitee's proof.
     AcceptInvite {
         token: String,
-        password_hash: String,
+        proof: InviteProof,
         reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
+    },
+    /// Changes a member's role (`Some`) or removes the member (`None`).
+    ChangeMember {
+        tenant: TenantId,
+        account_id: Uuid,
+        role: Option<Role>,
+        reply: RpcReplyPort<Result<MemberChange, DirectoryError>>,
+    },
+    /// A verification or reset token to mail to an account, if any.
+    IssueAccountToken {
+        target: AccountTarget,
+        purpose: AccountTokenPurpose,
+        reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
+    },
+    /// Marks the session's account verified with a mailed token.
+    VerifyAccount {
+        token: String,
+        account_id: Uuid,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// Replaces the password through a mailed reset token.
+    ResetPassword {
+        token: String,
+        password_hash: String,
+        reply: RpcReplyPort<Result<AccountReset, DirectoryError>>,
     },
 }
 
@@ -273,6 +314,10 @@ pub struct DirectoryState {
     runtime: TenantRuntime,
     account_throttle: Throttle<String>,
     ip_throttle: Throttle<IpAddr>,
+    /// Verification and reset mails per account and purpose.
+    account_mail_window: RateWindow<(Uuid, AccountTokenPurpose)>,
+    /// Dashboard password-reset requests per client address.
+    reset_ip_window: RateWindow<IpAddr>,
     tenant_idle: Option<Duration>,
 }
 
@@ -307,6 +352,14 @@ impl Actor for Directory {
             runtime: args.runtime,
             account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
             ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
+            account_mail_window: RateWindow::new(
+                dashboard::ACCOUNT_MAILS_PER_HOUR,
+                Duration::from_secs(3600),
+            ),
+            reset_ip_window: RateWindow::new(
+                dashboard::RESETS_PER_IP_HOUR,
+                Duration::from_secs(3600),
+            ),
             tenant_idle: args.tenant_idle,
         };
         state.publish_index();
@@ -441,7 +494,7 @@ impl Actor for Directory {
             DirectoryMsg::Logout { token, reply } => state.logout(&token, reply),
             DirectoryMsg::MarkReauth { token, reply } => state.mark_reauth(&token, reply),
             DirectoryMsg::ListMembers { tenant, reply } => {
-                let _ = reply.send(state.list_members(tenant));
+                let _ = reply.send(state.members_and_invitations(tenant));
             }
             DirectoryMsg::InviteMember {
                 tenant,
@@ -450,11 +503,40 @@ impl Actor for Directory {
                 invited_by,
                 reply,
             } => state.invite(tenant, &email, role, invited_by, reply),
+            DirectoryMsg::RevokeInvite {
+                tenant,
+                email,
+                reply,
+            } => state.revoke_invite(tenant, &email, reply),
+            DirectoryMsg::InviteTarget { token, reply } => {
+                let _ = reply.send(state.invite_target(&token));
+            }
             DirectoryMsg::AcceptInvite {
+                token,
+                proof,
+                reply,
+            } => state.accept_invite(&token, proof, reply),
+            DirectoryMsg::ChangeMember {
+                tenant,
+                account_id,
+                role,
+                reply,
+            } => state.change_member(tenant, account_id, role, reply),
+            DirectoryMsg::IssueAccountToken {
+                target,
+                purpose,
+                reply,
+            } => state.issue_account_token(target, purpose, reply),
+            DirectoryMsg::VerifyAccount {
+                token,
+                account_id,
+                reply,
+            } => state.verify_account(&token, account_id, reply),
+            DirectoryMsg::ResetPassword {
                 token,
                 password_hash,
                 reply,
-            } => state.accept_invite(&token, password_hash, reply),
+            } => state.reset_password(&token, password_hash, reply),
         }
         Ok(())
     }
@@ -664,6 +746,7 @@ impl DirectoryState {
                         Ok(CreateOutcome {
                             created,
                             replayed: true,
+                            verification: None,
                         }),
                         DirectoryError::Internal,
                     );
@@ -678,12 +761,13 @@ impl DirectoryState {
         }
         let result = self.insert_tenant(req, now);
         match result {
-            Ok(created) => reply_when_durable(
+            Ok((created, verification)) => reply_when_durable(
                 self.platform.ticket(),
                 reply,
                 Ok(CreateOutcome {
                     created,
                     replayed: false,
+                    verification,
                 }),
                 DirectoryError::Internal,
             ),
@@ -697,7 +781,7 @@ impl DirectoryState {
         &mut self,
         req: NewTenant,
         now: OffsetDateTime,
-    ) -> Result<Created, DirectoryError> {
+    ) -> Result<(Created, Option<MailedToken>), DirectoryError> {
         let slug = match req.slug {
             Some(s) if self.tenants.values().any(|t| t.slug == s) => {
                 return Err(DirectoryError::SlugTaken(s))
@@ -733,6 +817,7 @@ impl DirectoryState {
             role: Role::Owner,
             added_at: now,
         };
+        let mut verification = None;
         let owner = match req.owner {
             None => None,
             Some(NewOwner::Create {
@@ -747,13 +832,33 @@ impl DirectoryState {
                 {
                     return Err(DirectoryError::AccountExists);
                 }
+                // Nothing proves yet that whoever signed up holds this mailbox: the account
+                // reaches only this tenant until the mailed link is used with its session.
                 let acct = DashboardAccount {
                     id: Uuid::now_v7(),
                     email,
                     password_hash,
                     created_at: now,
                     memberships: vec![membership],
+                    email_verified: false,
+                    onboarded_tenant: Some(rec.id),
+                    epoch: 0,
                 };
+                let token = random_token(32);
+                batch.put(
+                    &sha256(token.as_bytes()),
+                    &AccountTokenRecord {
+                        account: acct.id,
+                        email: acct.email.clone(),
+                        purpose: AccountTokenPurpose::Verify,
+                        epoch: 0,
+                        expires_at: now + dashboard::VERIFY_TTL,
+                    },
+                )?;
+                verification = Some(MailedToken {
+                    token,
+                    email: acct.email.clone(),
+                });
                 batch.put(acct.id.as_bytes(), &acct)?;
                 batch.put(
                     acct.email.as_bytes(),
@@ -801,7 +906,7 @@ impl DirectoryState {
         tracing::info!(tenant = %rec.id, slug = %rec.slug, "tenant created");
         self.tenants.insert(rec.id, rec);
         self.publish_index();
-        Ok(created)
+        Ok((created, verification))
     }
 
     fn update_record(

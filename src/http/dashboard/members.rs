@@ -1,4 +1,5 @@
-//! Members of a tenant: the list, invitations by e-mail, and accepting an invitation.
+//! Members of a tenant: the list with pending invitations, invitations by e-mail (always a
+//! mailed single-use link), accepting one, revoking one, role changes and removal.
 
 use axum::{
     extract::{Path, State},
@@ -7,7 +8,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::dashboard::{AcceptedInvite, InviteOutcome, MemberInfo},
+    directory::dashboard::{AcceptedInvite, InviteProof, MemberInfo},
     records::Role,
     DirectoryMsg, Password,
 };
@@ -15,14 +16,14 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{session::audit_in, Dashboard, RequestContext};
-use crate::{
-    delivery::mail::Mail,
-    http::{
-        error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
-        extract::ApiJson,
-        AppState,
-    },
+use super::{
+    session::{audit_in, check_password},
+    Dashboard, RequestContext,
+};
+use crate::http::{
+    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ClientIp},
+    AppState,
 };
 
 #[derive(Serialize, ToSchema)]
@@ -46,9 +47,25 @@ impl From<MemberInfo> for Member {
     }
 }
 
+/// A pending invitation.
+#[derive(Serialize, ToSchema)]
+pub struct PendingInvitation {
+    pub email: String,
+    /// `owner`, `admin` or `viewer`.
+    pub role: String,
+    /// The account that sent it.
+    pub invited_by: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct MemberList {
     pub data: Vec<Member>,
+    /// Invitations sent and not yet accepted, revoked or expired.
+    pub invitations: Vec<PendingInvitation>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -57,6 +74,15 @@ pub struct InviteMemberRequest {
     #[serde(default)]
     #[schema(format = "email", required = true)]
     pub email: String,
+    /// `owner`, `admin` or `viewer`.
+    #[serde(default)]
+    #[schema(schema_with = role_schema, required = true)]
+    pub role: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMemberRequest {
     /// `owner`, `admin` or `viewer`.
     #[serde(default)]
     #[schema(schema_with = role_schema, required = true)]
@@ -72,18 +98,24 @@ fn role_schema() -> utoipa::openapi::Object {
         .build()
 }
 
+fn parse_role(role: &str) -> Result<Role, ApiError> {
+    Role::parse(role)
+        .ok_or_else(|| ApiError::invalid_field("role", "must be owner, admin or viewer"))
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct InviteMemberResponse {
-    /// `added` (the e-mail had an account: it is a member now) or `invited` (a single-use link
-    /// was e-mailed).
+    /// Always `invited`: a single-use link was e-mailed, whether or not the address has an
+    /// account. Nobody becomes a member before accepting it.
     pub status: String,
     pub email: String,
     pub role: String,
-    pub member: Option<Member>,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub expires_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
     /// Whether the invitation e-mail was handed to the mail transport.
     pub email_sent: bool,
+    /// A pending invitation of the same address was replaced; its link no longer works.
+    pub replaced: bool,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -92,7 +124,10 @@ pub struct AcceptInviteRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 512, required = true)]
     pub token: String,
-    /// The new account's password (8-128), unused when the e-mail already has an account.
+    /// 8-128 characters. When the invited address has a verified dashboard account: that
+    /// account's password (its login proves it is the invitee). Otherwise the password of
+    /// the account the invitation creates, or, for an account never verified, its new
+    /// password (the link proves the mailbox; the old password and sessions end).
     #[serde(default)]
     #[schema(min_length = 8, max_length = 128, required = true)]
     pub password: String,
@@ -106,12 +141,12 @@ pub struct AcceptInviteResponse {
     pub role: String,
 }
 
-/// The tenant's members (any role).
+/// The tenant's members and pending invitations (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
-        (status = 200, description = "Members", body = MemberList),
+        (status = 200, description = "Members and pending invitations", body = MemberList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
@@ -121,7 +156,7 @@ pub async fn list(
     Path(slug): Path<String>,
 ) -> Result<Json<MemberList>, ApiError> {
     let (m, _) = auth.member(&state, &slug)?;
-    let members = state
+    let list = state
         .directory
         .request(|reply| DirectoryMsg::ListMembers {
             tenant: m.tenant,
@@ -129,17 +164,29 @@ pub async fn list(
         })
         .await?;
     Ok(Json(MemberList {
-        data: members.into_iter().map(Member::from).collect(),
+        data: list.members.into_iter().map(Member::from).collect(),
+        invitations: list
+            .invitations
+            .into_iter()
+            .map(|p| PendingInvitation {
+                email: p.email,
+                role: p.role.as_str().to_owned(),
+                invited_by: p.invited_by,
+                created_at: p.created_at,
+                expires_at: p.expires_at,
+            })
+            .collect(),
     }))
 }
 
-/// Invites someone by e-mail with a role (owner).
+/// Invites someone by e-mail with a role (owner): a single-use link is mailed, whether or not
+/// the address has an account. Inviting an address again replaces its pending invitation.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body = InviteMemberRequest,
     responses(
-        (status = 201, description = "Added or invited", body = InviteMemberResponse),
+        (status = 201, description = "Invited: the link was mailed", body = InviteMemberResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -161,103 +208,222 @@ pub async fn invite(
     )
     .check("role", role.is_some(), "must be owner, admin or viewer");
     e.finish()?;
-    let role = role.ok_or_else(|| ApiError::invalid_field("role", "invalid"))?;
+    let role = parse_role(&req.role)?;
     let email = req.email.to_lowercase();
-    let outcome = state
+    let invitation = state
         .directory
         .request(|reply| DirectoryMsg::InviteMember {
             tenant: m.tenant,
-            email: email.clone(),
+            email,
             role,
             invited_by: auth.session.account_id,
             reply,
         })
         .await?;
-    let response = match outcome {
-        InviteOutcome::Added(member) => {
-            audit_in(
-                &state,
-                vec![slug],
-                "member.added",
-                &auth.ctx,
-                serde_json::json!({"role": role}),
-            )
-            .await;
-            InviteMemberResponse {
-                status: "added".into(),
-                email: member.email.clone(),
-                role: role.as_str().into(),
-                member: Some(member.into()),
-                expires_at: None,
-                email_sent: false,
-            }
-        }
-        InviteOutcome::Invited {
-            token,
-            email,
-            role,
-            expires_at,
-        } => {
-            let base = if state.config.server.accounts_url.is_empty() {
-                state.base_url.clone()
-            } else {
-                state
-                    .config
-                    .server
-                    .accounts_url
-                    .trim_end_matches('/')
-                    .to_owned()
-            };
-            let text = format!(
-                "You have been invited to administer \"{}\" on Tessera as {}.\n\n\
-                 Accept the invitation and choose a password here (the link works once, for 7 days):\n\
-                 {base}/dashboard/accept-invite?token={token}\n\n\
-                 If you did not expect this, ignore this message.\n",
-                m.name,
-                role.as_str()
-            );
-            let sent = state
-                .mailer
-                .send(Mail {
-                    to: &email,
-                    subject: "Your invitation to a Tessera dashboard",
-                    text,
-                })
-                .await;
-            if let Err(e) = &sent {
-                tracing::error!(error = %e, "the invitation e-mail could not be sent");
-            }
-            audit_in(
-                &state,
-                vec![slug],
-                "member.invited",
-                &auth.ctx,
-                serde_json::json!({"role": role}),
-            )
-            .await;
-            InviteMemberResponse {
-                status: "invited".into(),
-                email,
-                role: role.as_str().into(),
-                member: None,
-                expires_at: Some(expires_at),
-                email_sent: sent.is_ok(),
-            }
-        }
-    };
-    Ok((StatusCode::CREATED, Json(response)))
+    let text = format!(
+        "You have been invited to administer \"{}\" on Tessera as {}.\n\n\
+         Accept the invitation here (the link works once, for 7 days). If you already have a \
+         Tessera dashboard account, accept with its password; otherwise choose one:\n\
+         {}/dashboard/accept-invite?token={}\n\n\
+         If you did not expect this, ignore this message.\n",
+        m.name,
+        role.as_str(),
+        state.accounts_base(),
+        invitation.token,
+    );
+    let sent = state
+        .mail_account(
+            &invitation.email,
+            "Your invitation to a Tessera dashboard",
+            text,
+        )
+        .await;
+    audit_in(
+        &state,
+        vec![slug],
+        "member.invited",
+        &auth.ctx,
+        serde_json::json!({"role": role, "replaced": invitation.replaced}),
+    )
+    .await;
+    Ok((
+        StatusCode::CREATED,
+        Json(InviteMemberResponse {
+            status: "invited".into(),
+            email: invitation.email,
+            role: role.as_str().into(),
+            expires_at: invitation.expires_at,
+            email_sent: sent,
+            replaced: invitation.replaced,
+        }),
+    ))
 }
 
-/// Accepts an invitation: creates the account (with this password) and the membership.
+/// Withdraws a pending invitation (owner); its link stops working.
+#[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/invitations/{email}", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("email" = String, Path, description = "The invited address"),
+    ),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants, or no pending invitation of that address", body = ErrorBody),
+    ))]
+pub async fn revoke(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path((slug, email)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let (m, _) = auth.owner(&state, &slug)?;
+    if email.len() > 254 {
+        return Err(ApiError::not_found("invitation"));
+    }
+    state
+        .directory
+        .request(|reply| DirectoryMsg::RevokeInvite {
+            tenant: m.tenant,
+            email,
+            reply,
+        })
+        .await?;
+    audit_in(
+        &state,
+        vec![slug],
+        "member.invitation_revoked",
+        &auth.ctx,
+        serde_json::json!({}),
+    )
+    .await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Changes a member's role (owner). The last owner cannot be demoted.
+#[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/members/{account_id}", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("account_id" = Uuid, Path, description = "The member's account id"),
+    ),
+    request_body = UpdateMemberRequest,
+    responses(
+        (status = 200, description = "The member with the new role", body = Member),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants, or not a member", body = ErrorBody),
+        (status = 409, description = "`dashboard/last_owner`", body = ErrorBody),
+    ))]
+pub async fn update(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path((slug, account_id)): Path<(String, String)>,
+    ApiJson(req): ApiJson<UpdateMemberRequest>,
+) -> Result<Json<Member>, ApiError> {
+    let (m, _) = auth.owner(&state, &slug)?;
+    let account_id = member_id(&account_id)?;
+    let role = parse_role(&req.role)?;
+    let change = state
+        .directory
+        .request(|reply| DirectoryMsg::ChangeMember {
+            tenant: m.tenant,
+            account_id,
+            role: Some(role),
+            reply,
+        })
+        .await?;
+    audit_in(
+        &state,
+        vec![slug],
+        "member.role_changed",
+        &auth.ctx,
+        serde_json::json!({"member": account_id, "from": change.previous, "to": role}),
+    )
+    .await;
+    let list = state
+        .directory
+        .request(|reply| DirectoryMsg::ListMembers {
+            tenant: m.tenant,
+            reply,
+        })
+        .await?;
+    list.members
+        .into_iter()
+        .find(|x| x.account_id == account_id)
+        .map(|x| Json(Member::from(x)))
+        .ok_or_else(|| ApiError::not_found("member"))
+}
+
+/// Removes a member: an owner removes anyone, any member may leave. The last owner can do
+/// neither.
+#[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/members/{account_id}", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("account_id" = Uuid, Path, description = "The member's account id (the caller's own to leave)"),
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants, or not a member", body = ErrorBody),
+        (status = 409, description = "`dashboard/last_owner`", body = ErrorBody),
+    ))]
+pub async fn remove(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path((slug, account_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let (m, _) = auth.member(&state, &slug)?;
+    let account_id = member_id(&account_id)?;
+    let leaving = account_id == auth.session.account_id;
+    if !leaving && m.role != Role::Owner {
+        return Err(ApiError::forbidden());
+    }
+    let change = state
+        .directory
+        .request(|reply| DirectoryMsg::ChangeMember {
+            tenant: m.tenant,
+            account_id,
+            role: None,
+            reply,
+        })
+        .await?;
+    audit_in(
+        &state,
+        vec![slug],
+        if leaving {
+            "member.left"
+        } else {
+            "member.removed"
+        },
+        &auth.ctx,
+        serde_json::json!({"member": account_id, "role": change.previous}),
+    )
+    .await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A member id from the path; anything else is a member that does not exist.
+fn member_id(raw: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::not_found("member"))
+}
+
+/// Accepts an invitation. The token proves the invitee holds the mailbox; an address with a
+/// verified account must also give that account's password. For a new address the account
+/// is created with this password; an account that was never verified is taken over (its old
+/// password and sessions end: whoever created it did not hold the mailbox).
 #[utoipa::path(post, path = "/v1/auth/dashboard/accept-invite", tag = "dashboard",
     request_body = AcceptInviteRequest,
     responses(
         (status = 200, description = "The membership now exists", body = AcceptInviteResponse),
         (status = 400, description = "`validation/invalid_request` or `dashboard/invite_invalid`", body = ErrorBody),
+        (status = 401, description = "`dashboard/invalid_credentials`: not the password of the invited address's account", body = ErrorBody),
         (status = 409, description = "`dashboard/already_member`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`", body = ErrorBody),
     ))]
 pub async fn accept(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     RequestContext(mut ctx): RequestContext,
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
@@ -273,13 +439,29 @@ pub async fn accept(
         "must be 8-128 characters",
     );
     e.finish()?;
-    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
+    let lookup = req.token.clone();
+    let target = state
+        .directory
+        .request(|reply| DirectoryMsg::InviteTarget {
+            token: lookup,
+            reply,
+        })
+        .await?;
+    let password = Password::new(req.password);
+    let proof = if target.verified_account {
+        let account_id = check_password(&state, &target.email, &password, ip).await?;
+        InviteProof::Login { account_id }
+    } else {
+        InviteProof::NewPassword {
+            password_hash: state.hasher.hash(&password).await?,
+        }
+    };
     let token = req.token;
     let accepted: AcceptedInvite = state
         .directory
         .request(|reply| DirectoryMsg::AcceptInvite {
             token,
-            password_hash,
+            proof,
             reply,
         })
         .await?;
@@ -289,7 +471,7 @@ pub async fn accept(
         vec![accepted.tenant_slug.clone()],
         "member.joined",
         &ctx,
-        serde_json::json!({"role": accepted.role}),
+        serde_json::json!({"role": accepted.role, "account_reclaimed": accepted.reclaimed}),
     )
     .await;
     Ok(Json(AcceptInviteResponse {

@@ -5,6 +5,7 @@
 //! cookie-authenticated write (403 `dashboard/csrf_failed`), membership of the tenant (404,
 //! as if it did not exist), the role (403 `dashboard/forbidden`), then the body (400).
 
+pub mod account;
 pub mod audit;
 pub mod members;
 pub mod session;

@@ -56,6 +56,9 @@ pub struct DashboardReauthResponse {
 pub struct AccountRef {
     pub id: Uuid,
     pub email: String,
+    /// Whether the address is verified. Until it is, the account reaches only the tenant it
+    /// created at onboarding and cannot accept invitations with its password.
+    pub email_verified: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -125,7 +128,7 @@ fn invalid_credentials() -> ApiError {
 }
 
 /// Checks `password` for `email` with the throttles; on success answers the account id.
-async fn check_password(
+pub(super) async fn check_password(
     state: &AppState,
     email: &str,
     password: &Password,
@@ -254,6 +257,7 @@ pub async fn login(
         account: AccountRef {
             id: session.info.account_id,
             email: session.info.email.clone(),
+            email_verified: session.info.email_verified,
         },
         tenants: memberships(&session.info),
     };

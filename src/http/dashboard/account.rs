@@ -1,0 +1,239 @@
+//! A dashboard account's own address: verifying it, and a new password through it.
+//!
+//! An address is proven by a mailed single-use link. A verification link counts only together
+//! with the account's own session: whoever holds the mailbox but not the password (the real
+//! owner of an address someone else signed up with) must not vouch for that other person's
+//! password by clicking. A password reset proves the mailbox alone, so it also takes an
+//! account over: the old password, its sessions and its mailed links stop working.
+
+use axum::{extract::State, http::StatusCode, Json};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    directory::dashboard::{AccountReset, AccountTarget},
+    records::AccountTokenPurpose,
+    DirectoryMsg, Password,
+};
+use utoipa::ToSchema;
+
+use super::{session::audit_in, Dashboard, RequestContext};
+use crate::http::{
+    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ClientIp},
+    AppState,
+};
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardTokenRequest {
+    /// The token from the mailed link.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 512, required = true)]
+    pub token: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardForgotPasswordRequest {
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardResetPasswordRequest {
+    /// The token from the mailed link.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 512, required = true)]
+    pub token: String,
+    /// The new password, 12-128 characters.
+    #[serde(default)]
+    #[schema(min_length = 12, max_length = 128, required = true)]
+    pub password: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct VerifiedResponse {
+    pub verified: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AcceptedResponse {
+    pub accepted: bool,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PasswordResetResponse {
+    /// The password was replaced; every earlier session of the account has ended.
+    pub reset: bool,
+}
+
+fn check_token(token: &str) -> Result<(), ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "token",
+        len_between(token, 1, 512),
+        "must be 1-512 characters",
+    );
+    e.finish()
+}
+
+/// Verifies the session's address with the token from the mailed link.
+#[utoipa::path(post, path = "/v1/auth/dashboard/verify-email", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    request_body = DashboardTokenRequest,
+    responses(
+        (status = 200, description = "The address is verified: invitations can be accepted", body = VerifiedResponse),
+        (status = 400, description = "`validation/invalid_request`, or `dashboard/token_invalid`: unknown, used, expired, or mailed to another account", body = ErrorBody),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 403, description = "`dashboard/csrf_failed`", body = ErrorBody),
+    ))]
+pub async fn verify_email(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    ApiJson(req): ApiJson<DashboardTokenRequest>,
+) -> Result<Json<VerifiedResponse>, ApiError> {
+    check_token(&req.token)?;
+    let token = req.token;
+    let account_id = auth.session.account_id;
+    state
+        .directory
+        .request(|reply| DirectoryMsg::VerifyAccount {
+            token,
+            account_id,
+            reply,
+        })
+        .await?;
+    Ok(Json(VerifiedResponse { verified: true }))
+}
+
+/// Mails the session's account a new verification link (none when already verified).
+#[utoipa::path(post, path = "/v1/auth/dashboard/resend-verification", tag = "dashboard",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    responses(
+        (status = 202, description = "A link was mailed unless the address is already verified", body = AcceptedResponse),
+        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        (status = 403, description = "`dashboard/csrf_failed`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited` (5 an hour), with `Retry-After`", body = ErrorBody),
+    ))]
+pub async fn resend_verification(
+    State(state): State<AppState>,
+    auth: Dashboard,
+) -> Result<(StatusCode, Json<AcceptedResponse>), ApiError> {
+    let account_id = auth.session.account_id;
+    let mailed = state
+        .directory
+        .request(|reply| DirectoryMsg::IssueAccountToken {
+            target: AccountTarget::Id(account_id),
+            purpose: AccountTokenPurpose::Verify,
+            reply,
+        })
+        .await?;
+    if let Some(t) = mailed {
+        state.mail_verification(&t).await;
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(AcceptedResponse { accepted: true }),
+    ))
+}
+
+/// Mails a password-reset link to the address if it has a dashboard account. The answer is
+/// the same either way, and comes before the mail is sent.
+#[utoipa::path(post, path = "/v1/auth/dashboard/forgot-password", tag = "dashboard",
+    request_body = DashboardForgotPasswordRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the address has an account", body = AcceptedResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`: too many requests from this client, with `Retry-After`", body = ErrorBody),
+    ))]
+pub async fn forgot_password(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    ApiJson(req): ApiJson<DashboardForgotPasswordRequest>,
+) -> Result<(StatusCode, Json<AcceptedResponse>), ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "email",
+        is_email(&req.email),
+        "must be a valid e-mail address",
+    );
+    e.finish()?;
+    let email = req.email;
+    let mailed = state
+        .directory
+        .request(|reply| DirectoryMsg::IssueAccountToken {
+            target: AccountTarget::Email { email, ip },
+            purpose: AccountTokenPurpose::Reset,
+            reply,
+        })
+        .await?;
+    if let Some(t) = mailed {
+        // Off the request: the SMTP exchange must not tell a known address from an unknown.
+        let app = state.clone();
+        tokio::spawn(async move {
+            let text = format!(
+                "Someone asked to reset the password of the Tessera dashboard account of this \
+                 address.\n\nChoose a new password here (the link works once, for 1 hour):\n\
+                 {}/dashboard/reset-password?token={}\n\n\
+                 Every session of the account ends. If you did not ask for this, ignore this \
+                 message: the password stays as it is.\n",
+                app.accounts_base(),
+                t.token
+            );
+            app.mail_account(&t.email, "Reset your Tessera dashboard password", text)
+                .await;
+        });
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(AcceptedResponse { accepted: true }),
+    ))
+}
+
+/// Sets a new password with the token from the mailed link. The mailbox is proven: the
+/// address becomes verified, and every session and earlier link of the account ends.
+#[utoipa::path(post, path = "/v1/auth/dashboard/reset-password", tag = "dashboard",
+    request_body = DashboardResetPasswordRequest,
+    responses(
+        (status = 200, description = "The password was replaced", body = PasswordResetResponse),
+        (status = 400, description = "`validation/invalid_request` or `dashboard/token_invalid`", body = ErrorBody),
+    ))]
+pub async fn reset_password(
+    State(state): State<AppState>,
+    RequestContext(mut ctx): RequestContext,
+    ApiJson(req): ApiJson<DashboardResetPasswordRequest>,
+) -> Result<Json<PasswordResetResponse>, ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "token",
+        len_between(&req.token, 1, 512),
+        "must be 1-512 characters",
+    )
+    .check(
+        "password",
+        len_between(&req.password, 12, 128),
+        "must be 12-128 characters",
+    );
+    e.finish()?;
+    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
+    let token = req.token;
+    let reset: AccountReset = state
+        .directory
+        .request(|reply| DirectoryMsg::ResetPassword {
+            token,
+            password_hash,
+            reply,
+        })
+        .await?;
+    ctx.actor = Some(reset.account_id);
+    audit_in(
+        &state,
+        reset.slugs,
+        "dashboard.password_reset",
+        &ctx,
+        serde_json::json!({"account_reclaimed": reset.reclaimed}),
+    )
+    .await;
+    Ok(Json(PasswordResetResponse { reset: true }))
+}

@@ -1,0 +1,413 @@
+//! Dashboard accounts and members: addresses proven by mail, invitations that never add
+//! anyone without the invitee, the pre-hijack of an address, role changes and removal.
+
+use serde_json::{json, Value};
+
+use crate::support::{audit_events, env_refs, error_code, Session, SmtpStub, TestServer, PASSWORD};
+
+const CORP_OWNER: &str = "boss@corp.test";
+const NEW_HIRE: &str = "new-hire@corp.test";
+const HER_PASSWORD: &str = "the new hire's own passphrase";
+const INVITE: &str = "/dashboard/accept-invite";
+const VERIFY: &str = "/dashboard/verify-email";
+const RESET: &str = "/dashboard/reset-password";
+
+fn start() -> (SmtpStub, TestServer) {
+    let smtp = SmtpStub::start();
+    let srv = TestServer::start_with(&env_refs(&smtp.env()));
+    (smtp, srv)
+}
+
+fn invite(srv: &TestServer, s: &Session, slug: &str, email: &str, role: &str) -> Value {
+    let r = srv.dash(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/members"),
+        s,
+        Some(&json!({"email": email, "role": role})),
+    );
+    assert_eq!(r.status(), 201);
+    r.json().unwrap()
+}
+
+fn accept(srv: &TestServer, token: &str, password: &str) -> (u16, Value) {
+    let r = srv.post_json(
+        "/v1/auth/dashboard/accept-invite",
+        &json!({"token": token, "password": password}),
+    );
+    (r.status().as_u16(), r.json().unwrap_or(Value::Null))
+}
+
+fn login_status(srv: &TestServer, email: &str, password: &str) -> u16 {
+    srv.post_json(
+        "/v1/auth/dashboard/login",
+        &json!({"email": email, "password": password}),
+    )
+    .status()
+    .as_u16()
+}
+
+fn slugs(s: &Session) -> Vec<String> {
+    s.body["tenants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["slug"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn members(srv: &TestServer, s: &Session, slug: &str) -> Value {
+    let r = srv.dash(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/{slug}/members"),
+        s,
+        None,
+    );
+    assert_eq!(r.status(), 200);
+    r.json().unwrap()
+}
+
+fn member_id(list: &Value, email: &str) -> String {
+    list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["email"] == email)
+        .unwrap_or_else(|| panic!("{email} is not a member: {list}"))["account_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The attack: sign up with someone else's address before their employer invites them. The
+/// invitation must not make the squatter a member; the real invitee's acceptance takes the
+/// account over and ends the squatter's password and sessions.
+#[test]
+fn a_squatted_address_gains_nothing_from_an_invitation_and_the_invitee_takes_it_over() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    // The squatter signs up with the new hire's address (no mailbox needed).
+    srv.signup("Squat", NEW_HIRE);
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    assert_eq!(squatter.body["account"]["email_verified"], false);
+
+    let invited = invite(&srv, &boss, "corp", NEW_HIRE, "owner");
+    assert_eq!(invited["status"], "invited");
+    assert_eq!(invited["email_sent"], true);
+    // Nothing reaches the squatter: not the corp tenant, not its settings or key.
+    let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &squatter, None);
+    let listed: Value = r.json().unwrap();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["data"][0]["slug"], "squat");
+    for path in [
+        "/v1/auth/dashboard/tenants/corp",
+        "/v1/auth/dashboard/tenants/corp/members",
+    ] {
+        assert_eq!(srv.dash("GET", path, &squatter, None).status(), 404);
+    }
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/tenants/corp/api-key/rotate",
+        &squatter,
+        None,
+    );
+    assert_eq!(r.status(), 404);
+    // The corp tenant lists the invitation as pending, not a member.
+    let list = members(&srv, &boss, "corp");
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["invitations"][0]["email"], NEW_HIRE);
+    assert_eq!(list["invitations"][0]["role"], "owner");
+
+    // The real new hire opens her mail and accepts with her own password.
+    let token = smtp.wait_for_link(NEW_HIRE, INVITE, 1);
+    let (status, body) = accept(&srv, &token, HER_PASSWORD);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["tenant_slug"], "corp");
+    assert_eq!(body["role"], "owner");
+
+    // The squatter is out: session dead, password refused.
+    let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &squatter, None);
+    assert_eq!(r.status(), 401);
+    assert_eq!(login_status(&srv, NEW_HIRE, PASSWORD), 401);
+    // She holds the account, verified, with the role she was invited to.
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert_eq!(her.body["account"]["email_verified"], true);
+    assert!(slugs(&her).contains(&"corp".to_owned()), "{}", her.body);
+    let list = members(&srv, &boss, "corp");
+    assert!(list["invitations"].as_array().unwrap().is_empty(), "{list}");
+    let joined = audit_events(&srv, &boss, "corp", "member.joined");
+    assert_eq!(joined[0]["metadata"]["account_reclaimed"], true);
+}
+
+/// An invitation to an address whose account is verified is accepted only with that
+/// account's own password; a wrong one is a failed login and leaves the link usable.
+#[test]
+fn accepting_for_a_verified_account_needs_that_accounts_password() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    srv.signup("Own Co", NEW_HIRE);
+    let her = srv.login(NEW_HIRE, PASSWORD);
+    // She verifies her address: the mailed link with her own session.
+    let verify_token = smtp.wait_for_link(NEW_HIRE, VERIFY, 1);
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/verify-email",
+        &her,
+        Some(&json!({"token": verify_token})),
+    );
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().unwrap()["verified"], true);
+
+    invite(&srv, &boss, "corp", NEW_HIRE, "admin");
+    let token = smtp.wait_for_link(NEW_HIRE, INVITE, 1);
+    // Whoever else holds the link cannot attach the membership with a password of theirs.
+    let (status, body) = accept(&srv, &token, "someone else's password");
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(error_code(&body), "dashboard/invalid_credentials");
+    assert_eq!(login_status(&srv, NEW_HIRE, "someone else's password"), 401);
+    let (status, body) = accept(&srv, &token, PASSWORD);
+    assert_eq!(status, 200, "{body}");
+    // Her password and session are untouched; she now has both tenants.
+    let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &her, None);
+    assert_eq!(r.status(), 200);
+    let again = srv.login(NEW_HIRE, PASSWORD);
+    assert_eq!(slugs(&again), vec!["corp".to_owned(), "own-co".to_owned()]);
+    // Single use.
+    let (status, body) = accept(&srv, &token, PASSWORD);
+    assert_eq!(status, 400);
+    assert_eq!(error_code(&body), "dashboard/invite_invalid");
+}
+
+/// A verification link counts only with the session of the account it was mailed for, and
+/// a pending invitation re-sent replaces the first link.
+#[test]
+fn verification_needs_the_accounts_own_session_and_a_new_invitation_replaces_the_old() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    srv.signup("Squat", NEW_HIRE);
+    // The real holder of the mailbox gets the squatter's verification mail. Even signed in
+    // to an account of her own, the link does not verify the squatter's account, nor hers.
+    let squat_link = smtp.wait_for_link(NEW_HIRE, VERIFY, 1);
+    let boss_link = smtp.wait_for_link(CORP_OWNER, VERIFY, 1);
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/verify-email",
+        &boss,
+        Some(&json!({"token": squat_link})),
+    );
+    assert_eq!(r.status(), 400);
+    assert_eq!(error_code(&r.json().unwrap()), "dashboard/token_invalid");
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    assert_eq!(squatter.body["account"]["email_verified"], false);
+    // Resending to a session's own unverified account mails a fresh link.
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/resend-verification",
+        &boss,
+        None,
+    );
+    assert_eq!(r.status(), 202);
+    let fresh = smtp.wait_for_link(CORP_OWNER, VERIFY, 2);
+    assert_ne!(fresh, boss_link);
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/verify-email",
+        &boss,
+        Some(&json!({"token": boss_link})),
+    );
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        srv.login(CORP_OWNER, PASSWORD).body["account"]["email_verified"],
+        true
+    );
+
+    // Inviting twice: the first link stops working, the second works.
+    invite(&srv, &boss, "corp", "pat@corp.test", "viewer");
+    let first = smtp.wait_for_link("pat@corp.test", INVITE, 1);
+    let again = invite(&srv, &boss, "corp", "pat@corp.test", "admin");
+    assert_eq!(again["replaced"], true);
+    let second = smtp.wait_for_link("pat@corp.test", INVITE, 2);
+    let (status, body) = accept(&srv, &first, "pat's password 12");
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = accept(&srv, &second, "pat's password 12");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["role"], "admin");
+    // A revoked invitation's link is dead too.
+    invite(&srv, &boss, "corp", "sam@corp.test", "viewer");
+    let sam = smtp.wait_for_link("sam@corp.test", INVITE, 1);
+    let r = srv.dash(
+        "DELETE",
+        "/v1/auth/dashboard/tenants/corp/invitations/sam@corp.test",
+        &boss,
+        None,
+    );
+    assert_eq!(r.status(), 204);
+    assert_eq!(accept(&srv, &sam, "sam's password 12").0, 400);
+    assert!(members(&srv, &boss, "corp")["invitations"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+/// The real holder of a squatted address resets its password by mail: the squatter's
+/// password and sessions end, and the address is verified. An unknown address gets the same
+/// answer and no mail.
+#[test]
+fn a_password_reset_proves_the_mailbox_and_ends_the_squatter() {
+    let (smtp, srv) = start();
+    srv.signup("Squat", NEW_HIRE);
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    let forgot = |email: &str| {
+        let r = srv.post_json(
+            "/v1/auth/dashboard/forgot-password",
+            &json!({"email": email}),
+        );
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    let unknown = forgot("nobody@corp.test");
+    let known = forgot(NEW_HIRE);
+    assert_eq!(unknown, known);
+    assert_eq!(known.0, 202);
+    let token = smtp.wait_for_link(NEW_HIRE, RESET, 1);
+    // The later mail arrived; the earlier request for an unknown address sent none.
+    assert!(smtp.mails_to("nobody@corp.test").is_empty());
+
+    let r = srv.post_json(
+        "/v1/auth/dashboard/reset-password",
+        &json!({"token": token, "password": "short"}),
+    );
+    assert_eq!(r.status(), 400);
+    let r = srv.post_json(
+        "/v1/auth/dashboard/reset-password",
+        &json!({"token": token, "password": HER_PASSWORD}),
+    );
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        srv.dash("GET", "/v1/auth/dashboard/tenants", &squatter, None)
+            .status(),
+        401
+    );
+    assert_eq!(login_status(&srv, NEW_HIRE, PASSWORD), 401);
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert_eq!(her.body["account"]["email_verified"], true);
+    // Single use.
+    let r = srv.post_json(
+        "/v1/auth/dashboard/reset-password",
+        &json!({"token": token, "password": "yet another passphrase"}),
+    );
+    assert_eq!(r.status(), 400);
+    assert_eq!(error_code(&r.json().unwrap()), "dashboard/token_invalid");
+}
+
+/// Owners change roles and remove members; any member may leave; the last owner can be
+/// neither demoted nor removed; each change is audited.
+#[test]
+fn members_change_roles_leave_and_the_last_owner_stays() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    for (email, role) in [("ann@corp.test", "admin"), ("vic@corp.test", "viewer")] {
+        invite(&srv, &boss, "corp", email, role);
+        let token = smtp.wait_for_link(email, INVITE, 1);
+        assert_eq!(accept(&srv, &token, "a member passphrase").0, 200);
+    }
+    let list = members(&srv, &boss, "corp");
+    let boss_id = member_id(&list, CORP_OWNER);
+    let ann_id = member_id(&list, "ann@corp.test");
+    let vic_id = member_id(&list, "vic@corp.test");
+    let ann = srv.login("ann@corp.test", "a member passphrase");
+    let vic = srv.login("vic@corp.test", "a member passphrase");
+    let member_path = |id: &str| format!("/v1/auth/dashboard/tenants/corp/members/{id}");
+
+    // Only owners change roles or remove others.
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&vic_id),
+        &ann,
+        Some(&json!({"role": "owner"})),
+    );
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        srv.dash("DELETE", &member_path(&vic_id), &ann, None)
+            .status(),
+        403
+    );
+    // The only owner cannot step down or leave.
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&boss_id),
+        &boss,
+        Some(&json!({"role": "admin"})),
+    );
+    assert_eq!(r.status(), 409);
+    assert_eq!(error_code(&r.json().unwrap()), "dashboard/last_owner");
+    let r = srv.dash("DELETE", &member_path(&boss_id), &boss, None);
+    assert_eq!(r.status(), 409);
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&ann_id),
+        &boss,
+        Some(&json!({"role": "superuser"})),
+    );
+    assert_eq!(r.status(), 400);
+
+    // Ann becomes owner; then the first owner may step down.
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&ann_id),
+        &boss,
+        Some(&json!({"role": "owner"})),
+    );
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().unwrap()["role"], "owner");
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&boss_id),
+        &boss,
+        Some(&json!({"role": "viewer"})),
+    );
+    assert_eq!(r.status(), 200);
+    // The change holds at once for existing sessions: the old owner can no longer write.
+    let r = srv.dash(
+        "PATCH",
+        &member_path(&vic_id),
+        &boss,
+        Some(&json!({"role": "admin"})),
+    );
+    assert_eq!(r.status(), 403);
+    // A member leaves; an owner removes another; the removed lose the tenant at once.
+    assert_eq!(
+        srv.dash("DELETE", &member_path(&vic_id), &vic, None)
+            .status(),
+        204
+    );
+    assert_eq!(
+        srv.dash("GET", "/v1/auth/dashboard/tenants/corp", &vic, None)
+            .status(),
+        404
+    );
+    assert_eq!(
+        srv.dash("DELETE", &member_path(&boss_id), &ann, None)
+            .status(),
+        204
+    );
+    assert_eq!(
+        srv.dash("DELETE", &member_path(&boss_id), &ann, None)
+            .status(),
+        404
+    );
+    let list = members(&srv, &ann, "corp");
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(
+        srv.dash("DELETE", &member_path(&ann_id), &ann, None)
+            .status(),
+        409
+    );
+
+    let changed = audit_events(&srv, &ann, "corp", "member.role_changed");
+    assert_eq!(changed.len(), 2);
+    assert_eq!(audit_events(&srv, &ann, "corp", "member.left").len(), 1);
+    assert_eq!(audit_events(&srv, &ann, "corp", "member.removed").len(), 1);
+}
