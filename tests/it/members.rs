@@ -139,6 +139,34 @@ fn a_squatted_address_gains_nothing_from_an_invitation_and_the_invitee_takes_it_
     assert_eq!(joined[0]["metadata"]["account_reclaimed"], true);
 }
 
+/// The same attack the other way round: the invitation is pending when the squatter signs up.
+/// The invitee's acceptance works with her password and the squatter holds nothing.
+#[test]
+fn a_squatter_signing_up_while_an_invitation_is_pending_gains_nothing() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    invite(&srv, &boss, "corp", NEW_HIRE, "admin");
+    srv.signup("Squat", NEW_HIRE);
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    assert_eq!(slugs(&squatter), vec!["squat".to_owned()]);
+
+    let token = smtp.wait_for_link(NEW_HIRE, INVITE, 1);
+    let (status, body) = accept(&srv, &token, HER_PASSWORD);
+    assert_eq!(status, 200, "{body}");
+    // Her password works (it was not dropped), the squatter's does not, nor his session.
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert!(slugs(&her).contains(&"corp".to_owned()));
+    assert_eq!(login_status(&srv, NEW_HIRE, PASSWORD), 401);
+    let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &squatter, None);
+    assert_eq!(r.status(), 401);
+    let list = members(&srv, &boss, "corp");
+    assert_eq!(
+        member_id(&list, NEW_HIRE),
+        her.body["account"]["id"].as_str().unwrap()
+    );
+}
+
 /// An invitation to an address whose account is verified is accepted only with that
 /// account's own password; a wrong one is a failed login and leaves the link usable.
 #[test]
