@@ -11,6 +11,7 @@ mod crash;
 mod dashboard;
 mod faults;
 mod mfa;
+mod network;
 mod onboarding;
 mod outbox;
 mod passwordless;

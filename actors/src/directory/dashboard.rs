@@ -19,6 +19,7 @@ use crate::{
         membership_key, AccountEmailIndex, DashboardAccount, DashboardSession, InviteRecord,
         Membership, MembershipRecord, Role,
     },
+    throttle::throttle_ip,
 };
 
 /// How long dashboard sessions live.
@@ -118,6 +119,7 @@ pub struct AcceptedInvite {
 
 impl DirectoryState {
     pub(super) fn begin_login(&self, email: &str, ip: IpAddr) -> LoginGate {
+        let ip = throttle_ip(ip);
         let now = Instant::now();
         let email = email.to_lowercase();
         let wait = self
@@ -133,6 +135,7 @@ impl DirectoryState {
     }
 
     pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr) {
+        let ip = throttle_ip(ip);
         let now = Instant::now();
         self.account_throttle.fail(&email.to_lowercase(), now);
         self.ip_throttle.fail(&ip, now);
