@@ -41,11 +41,7 @@ use hyper_util::{
     server::{conn::auto, graceful::GracefulShutdown},
 };
 use tessera_actors::throttle::throttle_ip;
-use tokio::{
-    net::TcpListener,
-    sync::{Notify, Semaphore},
-    time::Instant,
-};
+use tokio::{net::TcpListener, sync::Semaphore, time::Instant};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
@@ -325,8 +321,13 @@ pub async fn serve(
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             tokio::pin!(conn);
+            // The watchdog looks only at its deadlines, never at each request: while a
+            // request is under way it looks again `keep_alive_timeout` later, which is before
+            // any deadline that request's end can set.
             loop {
-                let deadline = activity.deadline(&policy);
+                let check = activity
+                    .deadline(&policy)
+                    .unwrap_or_else(|| Instant::now() + policy.keep_alive_timeout);
                 tokio::select! {
                     r = &mut conn => {
                         if let Err(e) = r {
@@ -334,8 +335,7 @@ pub async fn serve(
                         }
                         break;
                     }
-                    _ = activity.changed.notified() => {}
-                    _ = sleep_until_or_forever(deadline) => {
+                    _ = tokio::time::sleep_until(check) => {
                         if activity.deadline(&policy).is_some_and(|d| d <= Instant::now()) {
                             tracing::debug!("closing a connection silent for too long");
                             break;
@@ -366,18 +366,10 @@ fn over_cap_answer() -> Vec<u8> {
     .into_bytes()
 }
 
-async fn sleep_until_or_forever(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// What a connection's watchdog needs: requests under way, and since when it has been idle.
 struct Activity {
     accepted: Instant,
     state: std::sync::Mutex<ActivityState>,
-    changed: Notify,
 }
 
 #[derive(Clone, Copy)]
@@ -395,7 +387,6 @@ impl Activity {
                 under_way: 0,
                 idle_since: None,
             }),
-            changed: Notify::new(),
         }
     }
 
@@ -403,8 +394,6 @@ impl Activity {
         if let Ok(mut s) = self.state.lock() {
             f(&mut s);
         }
-        // One waiter (the watchdog); a notification it was not waiting for is kept for it.
-        self.changed.notify_one();
     }
 
     /// When the connection is to be closed unless something happens; `None` while a request
