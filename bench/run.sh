@@ -129,7 +129,9 @@ start_server() { # name data_dir [VAR=value ...]
   local out=$WORK/$name.stdout err=$WORK/$name.log
   : >"$out"
   mkdir -p "$data"
-  env TESSERA__SERVER__TRUSTED_PROXIES='["127.0.0.1/32"]' "$@" \
+  # Every load generator connects from 127.0.0.1, as a reverse proxy would: no per-address
+  # connection cap (the overload run alone opens 256 connections).
+  env TESSERA__SERVER__TRUSTED_PROXIES='["127.0.0.1/32"]' TESSERA__SERVER__MAX_CONNECTIONS_PER_IP=0 "$@" \
     "$TESSERA" serve --listen 127.0.0.1:0 --config "$ROOT/config.toml" --data-dir "$data" \
     >"$out" 2>>"$err" &
   local pid=$! addr=

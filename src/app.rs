@@ -38,6 +38,8 @@ pub struct App {
     pub trusted_proxies: Vec<IpNet>,
     /// `server.base_url`, or `http://<bound address>`.
     pub base_url: String,
+    /// `X-Service-Docs` of every 429: `server.docs_url`, or the served OpenAPI document.
+    pub service_docs: axum::http::HeaderValue,
 }
 
 pub type AppState = Arc<App>;

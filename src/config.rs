@@ -95,11 +95,27 @@ pub struct ServerConfig {
     pub actor_timeout_ms: u64,
     /// Open connections accepted at once; more wait in the kernel's backlog.
     pub max_connections: usize,
+    /// Open connections one peer address (IPv6: one /64) may hold; one more is answered 503
+    /// and closed. Counts peers: behind a reverse proxy every connection is the proxy's, so set
+    /// it to `max_connections` there (and let the proxy limit its clients). 0: no cap.
+    pub max_connections_per_ip: usize,
+    /// A new connection must have sent its first request's head within this many seconds of
+    /// being accepted, or it is closed.
+    pub header_read_timeout_secs: u64,
+    /// A connection with no request under way is closed this many seconds after its last
+    /// answer (a next request's head must be complete by then).
+    pub keep_alive_timeout_secs: u64,
     /// How long shutdown waits for in-flight requests, in seconds.
     pub shutdown_grace_secs: u64,
     /// A tenant's actor with no request for this long is stopped and its memory freed; the
     /// next request starts it again. 0: never.
     pub tenant_idle_secs: u64,
+    /// A second listener that serves `GET /metrics` (and nothing else); when set, the main
+    /// listener no longer serves it. Empty: `/metrics` is on the main listener.
+    pub metrics_listen: String,
+    /// Where the rate limits are explained: the `X-Service-Docs` header of every 429. Empty:
+    /// `<base_url>/v1/openapi.json`, whose 429 answers state each route's limits.
+    pub docs_url: String,
 }
 
 impl Default for ServerConfig {
@@ -113,8 +129,13 @@ impl Default for ServerConfig {
             request_timeout_secs: 30,
             actor_timeout_ms: 5000,
             max_connections: 10_000,
+            max_connections_per_ip: 256,
+            header_read_timeout_secs: 10,
+            keep_alive_timeout_secs: 60,
             shutdown_grace_secs: 20,
             tenant_idle_secs: 3600,
+            metrics_listen: String::new(),
+            docs_url: String::new(),
         }
     }
 }
@@ -407,9 +428,11 @@ impl Config {
 
     fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
+        self.metrics_addr()?;
         for (key, url) in [
             ("server.base_url", &self.server.base_url),
             ("server.accounts_url", &self.server.accounts_url),
+            ("server.docs_url", &self.server.docs_url),
         ] {
             if !url.is_empty() {
                 check_http_url(key, url)?;
@@ -423,6 +446,16 @@ impl Config {
         )?;
         positive("server.actor_timeout_ms", self.server.actor_timeout_ms)?;
         positive("server.max_connections", self.server.max_connections as u64)?;
+        positive(
+            "server.header_read_timeout_secs",
+            self.server.header_read_timeout_secs,
+        )?;
+        if self.server.keep_alive_timeout_secs < self.server.header_read_timeout_secs {
+            return Err(ConfigError::Key {
+                key: "server.keep_alive_timeout_secs",
+                reason: "must be at least server.header_read_timeout_secs".into(),
+            });
+        }
         positive("storage.cache_capacity_mb", self.storage.cache_capacity_mb)?;
         if self
             .storage
@@ -547,6 +580,24 @@ impl Config {
         })
     }
 
+    /// The management listener's address, if `server.metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        if self.server.metrics_listen.is_empty() {
+            return Ok(None);
+        }
+        self.server
+            .metrics_listen
+            .parse()
+            .map(Some)
+            .map_err(|_| ConfigError::Key {
+                key: "server.metrics_listen",
+                reason: format!(
+                    "{:?} is not an address such as 127.0.0.1:9090",
+                    self.server.metrics_listen
+                ),
+            })
+    }
+
     pub fn trusted_proxies(&self) -> Result<Vec<IpNet>, ConfigError> {
         self.server
             .trusted_proxies
@@ -655,6 +706,26 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("captcha.secret"), "{err}");
+        for (toml, key) in [
+            (
+                "[server]\nmetrics_listen = \"9090\"\n",
+                "server.metrics_listen",
+            ),
+            ("[server]\ndocs_url = \"docs\"\n", "server.docs_url"),
+            (
+                "[server]\nheader_read_timeout_secs = 0\n",
+                "server.header_read_timeout_secs",
+            ),
+            (
+                "[server]\nheader_read_timeout_secs = 30\nkeep_alive_timeout_secs = 5\n",
+                "server.keep_alive_timeout_secs",
+            ),
+        ] {
+            let err = Config::from_toml_str(toml, &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
     }
 
     #[test]

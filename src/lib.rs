@@ -204,8 +204,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let trusted_proxies = config
         .trusted_proxies()
         .map_err(|e| StartError::Other(e.to_string()))?;
-    let grace = Duration::from_secs(config.server.shutdown_grace_secs);
-    let max_connections = config.server.max_connections;
+    let policy = http::ConnectionPolicy::from_config(&config.server);
+    let service_docs = service_docs_header(&config.server.docs_url, &base_url)?;
+    let metrics_addr = config
+        .metrics_addr()
+        .map_err(|e| StartError::Other(e.to_string()))?;
     let socket_path = config.admin_socket_path();
     let verified_tokens = http::bearer::VerifiedTokens::new(config.tokens.verified_cache_entries);
     let state = Arc::new(App {
@@ -220,8 +223,25 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         verified_tokens,
         trusted_proxies,
         base_url: base_url.clone(),
+        service_docs,
     });
     let router = http::app(state.clone()).map_err(|e| StartError::Other(e.to_string()))?;
+    let management = match metrics_addr {
+        Some(addr) => {
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: addr.to_string(),
+                    source,
+                })?;
+            let bound = listener.local_addr().map_err(|source| StartError::Listen {
+                addr: addr.to_string(),
+                source,
+            })?;
+            Some((listener, bound))
+        }
+        None => None,
+    };
 
     let admin_listener =
         admin::server::bind(&socket_path).map_err(|source| StartError::AdminSocket {
@@ -239,9 +259,34 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         "tessera listening on http://{bound} (admin socket {})",
         socket_path.display()
     );
+    let mut stop_management = None;
+    if let Some((listener, bound)) = management {
+        tracing::info!(addr = %bound, "serving /metrics on the management listener");
+        // The second line on stdout, after the one above.
+        let _ = writeln!(out, "tessera metrics on http://{bound}/metrics");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let app = http::management_app(state.clone());
+        let task = tokio::spawn(http::serve(
+            listener,
+            app,
+            async move {
+                let _ = stopped.await;
+            },
+            http::ConnectionPolicy {
+                grace: Duration::from_secs(1),
+                ..policy
+            },
+        ));
+        stop_management = Some((stop, task));
+    }
     let _ = out.flush();
 
-    http::serve(listener, router, shutdown, grace, max_connections).await;
+    http::serve(listener, router, shutdown, policy).await;
+
+    if let Some((stop, task)) = stop_management {
+        let _ = stop.send(());
+        let _ = task.await;
+    }
 
     admin_task.abort();
     purge_task.abort();
@@ -256,6 +301,23 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     tracing::info!("stopped");
     drop(lock);
     Ok(())
+}
+
+/// `X-Service-Docs`: `server.docs_url` (validated as an http(s) URL; sent in its ASCII
+/// serialisation), or the served OpenAPI document, whose 429 answers state each route's limits.
+fn service_docs_header(
+    docs_url: &str,
+    base_url: &str,
+) -> Result<axum::http::HeaderValue, StartError> {
+    let url = if docs_url.is_empty() {
+        format!("{base_url}/v1/openapi.json")
+    } else {
+        reqwest::Url::parse(docs_url)
+            .map_err(|e| StartError::Other(format!("server.docs_url: {e}")))?
+            .to_string()
+    };
+    axum::http::HeaderValue::from_str(&url)
+        .map_err(|e| StartError::Other(format!("server.docs_url: {e}")))
 }
 
 /// Tells a message's tenant that delivery is done with it, so it leaves the queue.

@@ -11,8 +11,25 @@
 use std::{
     collections::HashMap,
     hash::Hash,
+    net::{IpAddr, Ipv6Addr},
     time::{Duration, Instant},
 };
+
+/// The key a client address is counted under, by every per-address limit (end-user and
+/// dashboard logins, registrations, guests, texts, connections): IPv4 as is, IPv6 by its /64
+/// (one subscriber's allocation), so rotating through a prefix does not reset the counters.
+/// An IPv4-mapped address (`::ffff:a.b.c.d`, how a dual-stack listener sees IPv4 peers) is
+/// its IPv4 address first: otherwise every IPv4 client would share the one bucket `::/64`.
+pub fn throttle_ip(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        v4 @ IpAddr::V4(_) => v4,
+        IpAddr::V6(v6) => {
+            let mut s = v6.segments();
+            s[4..].fill(0);
+            IpAddr::V6(Ipv6Addr::from(s))
+        }
+    }
+}
 
 /// Counts for one key.
 #[derive(Debug, Clone, Copy)]

@@ -33,9 +33,6 @@ pub struct ErrorDetail {
     pub details: Option<Value>,
 }
 
-/// Where 429 answers point (`X-Service-Docs`).
-pub const RATE_LIMIT_DOCS: &str = "https://docs.tessera.dev/rate-limits";
-
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -108,7 +105,8 @@ impl ApiError {
         )
     }
 
-    /// 429 with `Retry-After` and the rate-limit docs link.
+    /// 429 with `Retry-After`. The `service_docs` middleware adds `X-Service-Docs`
+    /// (`server.docs_url`) to every 429.
     pub fn rate_limited(code: &str, retry_after_secs: u64) -> Self {
         let retry = HeaderValue::from_str(&retry_after_secs.max(1).to_string())
             .unwrap_or(HeaderValue::from_static("1"));
@@ -118,10 +116,6 @@ impl ApiError {
             "too many attempts; retry later",
         )
         .with_header(header::RETRY_AFTER, retry)
-        .with_header(
-            HeaderName::from_static("x-service-docs"),
-            HeaderValue::from_static(RATE_LIMIT_DOCS),
-        )
     }
 
     pub fn unavailable() -> Self {

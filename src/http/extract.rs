@@ -77,19 +77,32 @@ fn missing_field(msg: &str) -> Option<String> {
 }
 
 /// The client's address: the peer, or the first untrusted hop of `X-Forwarded-For` when the
-/// peer is a trusted proxy. Set by the `client_ip` middleware.
+/// peer is a trusted proxy; canonical (an IPv4-mapped IPv6 address is its IPv4 address). Set
+/// by the `client_ip` middleware.
 #[derive(Clone, Copy, Debug)]
 pub struct ClientIp(pub IpAddr);
+
+/// Set instead of [`ClientIp`] when a trusted proxy's `X-Forwarded-For` names the client with
+/// something that is not an address (`unknown`, an obfuscated identifier). A route that needs
+/// the client's address answers 400 `validation/invalid_request`: counting such requests
+/// against the proxy's address would let one client's failures block every other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownClient;
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<ClientIp>()
-            .copied()
-            .ok_or_else(|| ApiError::internal("client address missing"))
+        if let Some(ip) = parts.extensions.get::<ClientIp>() {
+            return Ok(*ip);
+        }
+        if parts.extensions.get::<UnknownClient>().is_some() {
+            return Err(ApiError::invalid_field(
+                "X-Forwarded-For",
+                "the hop added by the trusted proxy is not an IP address",
+            ));
+        }
+        Err(ApiError::internal("client address missing"))
     }
 }
 

@@ -7,16 +7,22 @@ use std::{
 
 use axum::{
     extract::{ConnectInfo, MatchedPath, Request, State},
-    http::{header, HeaderValue},
+    http::{header, HeaderName, HeaderValue, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 use ipnet::IpNet;
 
-use super::{error::ApiError, extract::ClientIp, AppState};
+use super::{
+    error::ApiError,
+    extract::{ClientIp, UnknownClient},
+    AppState,
+};
 
 /// Sets [`ClientIp`]: the peer address, unless the peer is a trusted proxy; then the nearest
-/// address in `X-Forwarded-For` that is not a trusted proxy.
+/// address in `X-Forwarded-For` that is not a trusted proxy. When that hop is not an address
+/// (`unknown`, an obfuscated identifier), sets [`UnknownClient`] instead: routes that count
+/// by client address then answer 400 rather than count the request against the proxy.
 pub async fn client_ip(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let peer = req
         .extensions()
@@ -30,16 +36,31 @@ pub async fn client_ip(State(state): State<AppState>, mut req: Request, next: Ne
         .filter_map(|v| v.to_str().ok())
         .collect::<Vec<_>>()
         .join(",");
-    let ip = resolve_client_ip(peer, &forwarded, &state.trusted_proxies);
-    req.extensions_mut().insert(ClientIp(ip));
+    match resolve_client_ip(peer, &forwarded, &state.trusted_proxies) {
+        Ok(ip) => {
+            req.extensions_mut().insert(ClientIp(ip));
+        }
+        Err(UnknownClient) => {
+            req.extensions_mut().insert(UnknownClient);
+        }
+    }
     next.run(req).await
 }
 
 /// Walks `X-Forwarded-For` from the right (the hop nearest us) while each hop is trusted.
-pub fn resolve_client_ip(peer: IpAddr, forwarded: &str, trusted: &[IpNet]) -> IpAddr {
+/// Every address is canonical: an IPv4 peer of a dual-stack listener (`::ffff:a.b.c.d`) is
+/// `a.b.c.d`, for the trusted-proxy check and for every limit counted by address. A hop that
+/// is not an address, where the walk needs one, is an error: falling back to the proxy's own
+/// address would put every such request in one bucket.
+pub fn resolve_client_ip(
+    peer: IpAddr,
+    forwarded: &str,
+    trusted: &[IpNet],
+) -> Result<IpAddr, UnknownClient> {
     let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(ip));
+    let peer = peer.to_canonical();
     if !is_trusted(&peer) {
-        return peer;
+        return Ok(peer);
     }
     let mut client = peer;
     for hop in forwarded
@@ -47,15 +68,27 @@ pub fn resolve_client_ip(peer: IpAddr, forwarded: &str, trusted: &[IpNet]) -> Ip
         .map(str::trim)
         .filter(|h| !h.is_empty())
     {
-        let Ok(ip) = hop.parse::<IpAddr>() else {
-            break;
-        };
+        let ip = parse_hop(hop).ok_or(UnknownClient)?;
         client = ip;
         if !is_trusted(&ip) {
             break;
         }
     }
-    client
+    Ok(client)
+}
+
+/// One `X-Forwarded-For` hop: an address, possibly with a port (`192.0.2.1:4711`,
+/// `[2001:db8::1]:4711`) or in brackets, made canonical.
+fn parse_hop(hop: &str) -> Option<IpAddr> {
+    hop.parse::<IpAddr>()
+        .ok()
+        .or_else(|| hop.parse::<SocketAddr>().ok().map(|s| s.ip()))
+        .or_else(|| {
+            hop.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .and_then(|h| h.parse::<IpAddr>().ok())
+        })
+        .map(|ip| ip.to_canonical())
 }
 
 /// Gives every error status without a JSON body (routing's 404 and 405, the body limit, the
@@ -87,6 +120,18 @@ pub async fn error_envelope(req: Request, next: Next) -> Response {
     *fresh.headers_mut() = parts.headers;
     fresh
 }
+
+/// Adds `X-Service-Docs: <server.docs_url>` to every 429: where the limits are explained.
+pub async fn service_docs(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let mut resp = next.run(req).await;
+    if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+        resp.headers_mut()
+            .insert(SERVICE_DOCS, state.service_docs.clone());
+    }
+    resp
+}
+
+const SERVICE_DOCS: HeaderName = HeaderName::from_static("x-service-docs");
 
 /// Counts each request by route template and status, and times it.
 pub async fn metrics(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -124,28 +169,48 @@ mod tests {
     fn forwarded_for_is_believed_only_from_trusted_proxies() {
         let trusted: Vec<IpNet> = vec!["10.0.0.0/8".parse().unwrap()];
         let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let client = |peer: &str, xff: &str| resolve_client_ip(ip(peer), xff, &trusted);
         // Untrusted peer: its header is ignored.
-        assert_eq!(
-            resolve_client_ip(ip("1.2.3.4"), "5.6.7.8", &trusted),
-            ip("1.2.3.4")
-        );
+        assert_eq!(client("1.2.3.4", "5.6.7.8"), Ok(ip("1.2.3.4")));
+        assert_eq!(client("1.2.3.4", "unknown"), Ok(ip("1.2.3.4")));
         // Trusted peer: the nearest untrusted hop.
+        assert_eq!(client("10.0.0.1", "5.6.7.8"), Ok(ip("5.6.7.8")));
         assert_eq!(
-            resolve_client_ip(ip("10.0.0.1"), "5.6.7.8", &trusted),
-            ip("5.6.7.8")
+            client("10.0.0.1", "9.9.9.9, 5.6.7.8, 10.0.0.2"),
+            Ok(ip("5.6.7.8"))
+        );
+        // A client's own junk to the left of the hop we need is never read.
+        assert_eq!(client("10.0.0.1", "junk, 5.6.7.8"), Ok(ip("5.6.7.8")));
+        // Ports and brackets, as some proxies write them.
+        assert_eq!(client("10.0.0.1", "5.6.7.8:4711"), Ok(ip("5.6.7.8")));
+        assert_eq!(
+            client("10.0.0.1", "[2001:db8::1]:4711"),
+            Ok(ip("2001:db8::1"))
+        );
+        assert_eq!(client("10.0.0.1", "[2001:db8::1]"), Ok(ip("2001:db8::1")));
+        // A hop that is not an address where one is needed: no fallback to the proxy.
+        assert_eq!(client("10.0.0.1", "junk"), Err(UnknownClient));
+        assert_eq!(client("10.0.0.1", "5.6.7.8, unknown"), Err(UnknownClient));
+        assert_eq!(
+            client("10.0.0.1", "5.6.7.8, unknown, 10.0.0.2"),
+            Err(UnknownClient)
+        );
+        // No header: the proxy's own request.
+        assert_eq!(client("10.0.0.1", ""), Ok(ip("10.0.0.1")));
+    }
+
+    #[test]
+    fn ipv4_mapped_addresses_are_ipv4() {
+        let trusted: Vec<IpNet> = vec!["127.0.0.1/32".parse().unwrap()];
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        // A dual-stack listener's IPv4 peer, trusted by its IPv4 address.
+        assert_eq!(
+            resolve_client_ip(ip("::ffff:127.0.0.1"), "::ffff:192.0.2.5", &trusted),
+            Ok(ip("192.0.2.5"))
         );
         assert_eq!(
-            resolve_client_ip(ip("10.0.0.1"), "9.9.9.9, 5.6.7.8, 10.0.0.2", &trusted),
-            ip("5.6.7.8")
-        );
-        // Garbage stops the walk at the last good hop.
-        assert_eq!(
-            resolve_client_ip(ip("10.0.0.1"), "junk", &trusted),
-            ip("10.0.0.1")
-        );
-        assert_eq!(
-            resolve_client_ip(ip("10.0.0.1"), "", &trusted),
-            ip("10.0.0.1")
+            resolve_client_ip(ip("::ffff:192.0.2.9"), "", &trusted),
+            Ok(ip("192.0.2.9"))
         );
     }
 }

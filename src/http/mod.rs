@@ -20,7 +20,14 @@ pub mod step_up;
 pub mod tenant;
 pub mod wellknown;
 
-use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::HashMap,
+    convert::Infallible,
+    future::Future,
+    net::{IpAddr, SocketAddr},
+    sync::Arc,
+    time::Duration,
+};
 
 use axum::{
     body::Body,
@@ -33,7 +40,8 @@ use hyper_util::{
     rt::{TokioExecutor, TokioIo, TokioTimer},
     server::{conn::auto, graceful::GracefulShutdown},
 };
-use tokio::{net::TcpListener, sync::Semaphore};
+use tessera_actors::throttle::throttle_ip;
+use tokio::{net::TcpListener, sync::Semaphore, time::Instant};
 use tower::{ServiceBuilder, ServiceExt};
 use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
@@ -48,12 +56,16 @@ pub use crate::app::AppState;
 use error::ApiError;
 
 /// The routes and the OpenAPI document, made from the same `#[utoipa::path]` attributes so a
-/// served route cannot be missing from the document.
-pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+/// served route cannot be missing from the document. `GET /metrics` is among them unless
+/// `public_metrics` is false (it is then served on the management listener only).
+pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let mut router = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(platform::healthz))
-        .routes(routes!(platform::readyz))
-        .routes(routes!(platform::metrics))
+        .routes(routes!(platform::readyz));
+    if public_metrics {
+        router = router.routes(routes!(platform::metrics));
+    }
+    let (router, mut doc) = router
         .routes(routes!(platform::openapi))
         .routes(routes!(onboarding::signup))
         .routes(routes!(tenant::current_tenant))
@@ -149,7 +161,7 @@ pub fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 
 /// The complete application: routes, middleware and state.
 pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
-    let (router, doc) = routes();
+    let (router, doc) = routes(state.config.server.metrics_listen.is_empty());
     let doc = platform::OpenApiJson(Arc::new(doc.to_json()?));
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
     let body_limit = state.config.server.max_body_bytes;
@@ -189,6 +201,10 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .layer(axum::middleware::from_fn(middleware::error_envelope))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            middleware::service_docs,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             middleware::client_ip,
         ))
         .layer(TimeoutLayer::with_status_code(
@@ -203,26 +219,71 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .with_state(state))
 }
 
+/// The management listener's application (`server.metrics_listen`): `GET /metrics` and
+/// nothing else.
+pub fn management_app(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", axum::routing::get(platform::metrics))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(middleware::error_envelope))
+        .with_state(state)
+}
+
 async fn not_found() -> ApiError {
     ApiError::for_status(StatusCode::NOT_FOUND)
 }
 
+/// How connections are admitted and how long they may sit silent (`[server]`).
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionPolicy {
+    /// Connections served at once; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Connections one peer address (IPv6: one /64) may hold; 0: no cap.
+    pub max_per_peer: usize,
+    /// From accept until the first request's head is complete.
+    pub header_read_timeout: Duration,
+    /// From the end of an answer until the next request's head is complete.
+    pub keep_alive_timeout: Duration,
+    /// How long shutdown waits for in-flight requests.
+    pub grace: Duration,
+}
+
+impl ConnectionPolicy {
+    pub fn from_config(server: &crate::config::ServerConfig) -> Self {
+        ConnectionPolicy {
+            max_connections: server.max_connections,
+            max_per_peer: server.max_connections_per_ip,
+            header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
+            keep_alive_timeout: Duration::from_secs(server.keep_alive_timeout_secs),
+            grace: Duration::from_secs(server.shutdown_grace_secs),
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then stops accepting and waits up to
-/// `grace` for in-flight requests.
+/// `policy.grace` for in-flight requests.
+///
+/// Each connection has a watchdog: until its first request arrives it may stay silent for
+/// `header_read_timeout`, and between requests for `keep_alive_timeout`; then it is closed.
+/// This covers every state hyper's own header timer does not (the HTTP/1-or-2 sniff of a new
+/// connection, HTTP/2). A request under way (handler and answer) is bounded by the request
+/// timeout instead. A peer over its connection cap gets a 503 and a closed connection.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
-    max_connections: usize,
+    policy: ConnectionPolicy,
 ) {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10));
+        .header_read_timeout(policy.keep_alive_timeout);
+    builder.http2().timer(TokioTimer::new());
     let graceful = GracefulShutdown::new();
-    let permits = Arc::new(Semaphore::new(max_connections));
+    let permits = Arc::new(Semaphore::new(policy.max_connections));
+    let peers = PeerCounts::default();
+    let over_cap = over_cap_answer();
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -240,16 +301,27 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        let Some(slot) = peers.admit(peer.ip(), policy.max_per_peer) else {
+            tracing::debug!("a peer is over its connection cap; refused");
+            // Best effort: a full socket buffer drops the answer, never blocks the loop.
+            let _ = stream.try_write(&over_cap);
+            drop(stream);
+            continue;
+        };
+        let activity = Arc::new(Activity::new());
         let app = app.clone();
+        let on_request = activity.clone();
         let svc = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
             let app = app.clone();
+            let busy = RequestUnderWay::begin(on_request.clone());
             async move {
-                Ok::<_, Infallible>(
-                    app.oneshot(req.map(Body::new))
-                        .await
-                        .unwrap_or_else(|e| match e {}),
-                )
+                let resp = app
+                    .oneshot(req.map(Body::new))
+                    .await
+                    .unwrap_or_else(|e| match e {});
+                // The request is under way until its answer's body is sent (or dropped).
+                Ok::<_, Infallible>(resp.map(|body| Body::new(TrackedBody { body, _busy: busy })))
             }
         });
         let conn = builder
@@ -257,16 +329,178 @@ pub async fn serve(
             .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+            tokio::pin!(conn);
+            // The watchdog looks only at its deadlines, never at each request: while a
+            // request is under way it looks again `keep_alive_timeout` later, which is before
+            // any deadline that request's end can set.
+            loop {
+                let check = activity
+                    .deadline(&policy)
+                    .unwrap_or_else(|| Instant::now() + policy.keep_alive_timeout);
+                tokio::select! {
+                    r = &mut conn => {
+                        if let Err(e) = r {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    _ = tokio::time::sleep_until(check) => {
+                        if activity.deadline(&policy).is_some_and(|d| d <= Instant::now()) {
+                            tracing::debug!("closing a connection silent for too long");
+                            break;
+                        }
+                    }
+                }
             }
             drop(permit);
+            drop(slot);
         });
     }
     drop(listener);
     tracing::info!("no longer accepting connections; draining");
     tokio::select! {
         _ = graceful.shutdown() => tracing::info!("all connections drained"),
-        _ = tokio::time::sleep(grace) => tracing::warn!("drain timed out; closing the rest"),
+        _ = tokio::time::sleep(policy.grace) => tracing::warn!("drain timed out; closing the rest"),
+    }
+}
+
+/// The answer to a connection over its peer's cap; the connection is closed after it.
+fn over_cap_answer() -> Vec<u8> {
+    let body = r#"{"error":{"code":"service/unavailable","message":"too many connections from this address"}}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// What a connection's watchdog needs: requests under way, and since when it has been idle.
+struct Activity {
+    accepted: Instant,
+    state: std::sync::Mutex<ActivityState>,
+}
+
+#[derive(Clone, Copy)]
+struct ActivityState {
+    under_way: usize,
+    /// The end of the last answer; `None` until the first request.
+    idle_since: Option<Instant>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Activity {
+            accepted: Instant::now(),
+            state: std::sync::Mutex::new(ActivityState {
+                under_way: 0,
+                idle_since: None,
+            }),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ActivityState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// When the connection is to be closed unless something happens; `None` while a request
+    /// is under way.
+    fn deadline(&self, policy: &ConnectionPolicy) -> Option<Instant> {
+        let s = *self.state.lock().ok()?;
+        if s.under_way > 0 {
+            return None;
+        }
+        Some(match s.idle_since {
+            None => self.accepted + policy.header_read_timeout,
+            Some(t) => t + policy.keep_alive_timeout,
+        })
+    }
+}
+
+/// One request under way on a connection, from its head until its answer is sent.
+struct RequestUnderWay(Arc<Activity>);
+
+impl RequestUnderWay {
+    fn begin(activity: Arc<Activity>) -> Self {
+        activity.update(|s| s.under_way += 1);
+        RequestUnderWay(activity)
+    }
+}
+
+impl Drop for RequestUnderWay {
+    fn drop(&mut self) {
+        self.0.update(|s| {
+            s.under_way = s.under_way.saturating_sub(1);
+            s.idle_since = Some(Instant::now());
+        });
+    }
+}
+
+/// An answer's body that marks its request finished when sent or dropped.
+struct TrackedBody {
+    body: Body,
+    _busy: RequestUnderWay,
+}
+
+impl hyper::body::Body for TrackedBody {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        hyper::body::Body::poll_frame(std::pin::Pin::new(&mut self.body), cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        hyper::body::Body::is_end_stream(&self.body)
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::Body::size_hint(&self.body)
+    }
+}
+
+/// Open connections per peer bucket (IPv4 address, IPv6 /64).
+#[derive(Clone, Default)]
+struct PeerCounts(Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>);
+
+impl PeerCounts {
+    /// A slot for one more connection from `peer`, or `None` when it holds `cap` already.
+    fn admit(&self, peer: IpAddr, cap: usize) -> Option<PeerSlot> {
+        if cap == 0 {
+            return Some(PeerSlot(None));
+        }
+        let key = throttle_ip(peer);
+        let mut counts = self.0.lock().ok()?;
+        let n = counts.entry(key).or_insert(0);
+        if *n >= cap {
+            return None;
+        }
+        *n += 1;
+        Some(PeerSlot(Some((self.clone(), key))))
+    }
+}
+
+/// Gives its connection's place back when the connection ends.
+struct PeerSlot(Option<(PeerCounts, IpAddr)>);
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let Some((counts, key)) = self.0.take() else {
+            return;
+        };
+        let Ok(mut map) = counts.0.lock() else {
+            return;
+        };
+        if let Some(n) = map.get_mut(&key) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&key);
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ mod dashboard;
 mod faults;
 mod members;
 mod mfa;
+mod network;
 mod onboarding;
 mod outbox;
 mod passwordless;

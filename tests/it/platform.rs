@@ -9,7 +9,7 @@ use std::{
 
 use serde_json::Value;
 
-use crate::support::{error_code, TestServer};
+use crate::support::{error_code, eventually, TestServer};
 
 #[test]
 fn health_readiness_and_request_ids() {
@@ -132,6 +132,90 @@ fn metrics_count_requests_by_route_and_tenant_actors() {
     // Concrete paths never become labels.
     assert!(!text.contains("secret-token-in-path"));
     assert!(text.contains(r#"route="unmatched""#));
+}
+
+/// With `server.metrics_listen`, `/metrics` is served on that management listener only: the
+/// public listener answers it like any unknown route, and its OpenAPI document leaves it out.
+#[test]
+fn metrics_move_to_the_management_listener() {
+    let srv = TestServer::start_with(&[("TESSERA__SERVER__METRICS_LISTEN", "127.0.0.1:0")]);
+    // The server names the management address on stdout, after the listening line.
+    let mut url = String::new();
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            let lines = srv.stdout.lock().unwrap();
+            match lines
+                .iter()
+                .find_map(|l| l.strip_prefix("tessera metrics on "))
+            {
+                Some(u) => {
+                    url = u.trim().to_owned();
+                    true
+                }
+                None => false,
+            }
+        }),
+        "no metrics line on stdout: {:?}",
+        srv.stdout.lock().unwrap()
+    );
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/metrics"),
+        "{url}"
+    );
+    assert_ne!(url, srv.url("/metrics"));
+    assert_eq!(srv.get("/healthz", None).status(), 200);
+    let r = srv.client.get(&url).send().unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let text = r.text().unwrap();
+    assert!(
+        text.contains(
+            r#"tessera_http_requests_total{method="GET",route="/healthz",status="200"} 1"#
+        ),
+        "{text}"
+    );
+    // The public listener no longer serves it...
+    let r = srv.get("/metrics", None);
+    assert_eq!(r.status(), 404);
+    assert_eq!(error_code(&r.json().unwrap()), "route/not_found");
+    let doc: Value = srv.get("/v1/openapi.json", None).json().unwrap();
+    assert!(doc["paths"].get("/metrics").is_none());
+    assert!(doc["paths"].get("/healthz").is_some());
+    // ...and the management listener serves nothing else.
+    let other = url.replace("/metrics", "/healthz");
+    let r = srv.client.get(&other).send().unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(error_code(&r.json().unwrap()), "route/not_found");
+}
+
+/// A 429's `X-Service-Docs` is `server.docs_url`; by default, the served OpenAPI document
+/// (whose 429 answers state each route's limits).
+#[test]
+fn rate_limited_answers_link_the_configured_docs() {
+    let limited = |srv: &TestServer| {
+        let attempt = || {
+            srv.post_json(
+                "/v1/auth/dashboard/login",
+                &serde_json::json!({"email": "nobody@example.com", "password": "wrong password"}),
+            )
+        };
+        for _ in 0..5 {
+            assert_eq!(attempt().status(), 401);
+        }
+        let r = attempt();
+        assert_eq!(r.status(), 429);
+        r.headers()["x-service-docs"].to_str().unwrap().to_owned()
+    };
+    let srv = TestServer::start_with(&[(
+        "TESSERA__SERVER__DOCS_URL",
+        "https://status.example.com/help/rate-limits",
+    )]);
+    assert_eq!(limited(&srv), "https://status.example.com/help/rate-limits");
+    let srv = TestServer::start();
+    assert_eq!(limited(&srv), srv.url("/v1/openapi.json"));
 }
 
 /// Every route the tests know the server serves, by method.

@@ -28,6 +28,8 @@ pub fn config_file() -> PathBuf {
 pub struct TestServer {
     child: Option<Child>,
     pub base: String,
+    /// Every line the server wrote on stdout (the listening line first).
+    pub stdout: StdoutLines,
     pub data_dir: PathBuf,
     pub socket: PathBuf,
     pub log: PathBuf,
@@ -43,9 +45,23 @@ pub fn spawn(
     env: &[(String, String)],
     log: &Path,
 ) -> Result<(Child, String), (ExitStatus, String)> {
+    spawn_on("127.0.0.1:0", data_dir, env, log).map(|(child, base, _)| (child, base))
+}
+
+/// Lines the server wrote on stdout so far.
+pub type StdoutLines = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Like [`spawn`], listening on `listen` (`--listen`), and also answers every line the server
+/// writes on stdout, as it comes.
+pub fn spawn_on(
+    listen: &str,
+    data_dir: &Path,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<(Child, String, StdoutLines), (ExitStatus, String)> {
     let log_file = std::fs::File::create(log).expect("log file");
     let mut child = Command::new(bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .args(["serve", "--listen", listen, "--config"])
         .arg(config_file())
         .arg("--data-dir")
         .arg(data_dir)
@@ -60,13 +76,15 @@ pub fn spawn(
         .spawn()
         .expect("spawn tessera");
     let stdout = child.stdout.take().expect("stdout");
+    let lines = StdoutLines::default();
+    let seen = lines.clone();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            seen.lock().unwrap().push(line.clone());
             let _ = tx.send(line);
         }
-        for _ in lines {}
     });
     match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(line) => {
@@ -76,7 +94,7 @@ pub fn spawn(
                 .and_then(|s| s.split_whitespace().next())
                 .expect("address in the listening line")
                 .to_owned();
-            Ok((child, format!("http://{addr}")))
+            Ok((child, format!("http://{addr}"), lines))
         }
         Err(_) => {
             let status = child.wait().expect("wait");
@@ -100,16 +118,31 @@ impl TestServer {
 
     /// Starts a server on an existing (or new) data directory the caller keeps.
     pub fn start_in(data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_on("127.0.0.1:0", data_dir, env)
+    }
+
+    /// Starts a server listening on `listen` (such as `[::]:0`, dual-stack) with a temporary
+    /// data directory.
+    pub fn start_listening(listen: &str, env: &[(&str, &str)]) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data_dir = tmp.path().join("data");
+        let mut s = Self::start_on(listen, &data_dir, env);
+        s._tmp = Some(tmp);
+        s
+    }
+
+    fn start_on(listen: &str, data_dir: &Path, env: &[(&str, &str)]) -> Self {
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let log = data_dir.with_extension(format!("{}.log", rand_suffix()));
-        let (child, base) = spawn(data_dir, &env, &log)
+        let (child, base, stdout) = spawn_on(listen, data_dir, &env, &log)
             .unwrap_or_else(|(status, err)| panic!("server did not start ({status}):\n{err}"));
         TestServer {
             child: Some(child),
             base,
+            stdout,
             data_dir: data_dir.to_path_buf(),
             socket: data_dir.join("admin.sock"),
             log,
@@ -196,6 +229,7 @@ impl TestServer {
         let mut fresh = TestServer::start_in(&self.data_dir, &env);
         self.child = fresh.child.take();
         self.base = fresh.base.clone();
+        self.stdout = fresh.stdout.clone();
         self.log = fresh.log.clone();
     }
 
@@ -276,6 +310,45 @@ pub fn signup_body(tenant_name: &str, email: &str) -> Value {
 /// The error code of an error response.
 pub fn error_code(body: &Value) -> &str {
     body["error"]["code"].as_str().unwrap_or("<none>")
+}
+
+/// A TCP connection to `addr` from the local address `from` (any 127.x.y.z is this host), so
+/// one test can be several clients.
+pub fn connect_from(from: std::net::IpAddr, addr: std::net::SocketAddr) -> std::net::TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let stream = rt
+        .block_on(async {
+            let socket = match from {
+                std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+            };
+            socket.bind(std::net::SocketAddr::new(from, 0))?;
+            socket.connect(addr).await?.into_std()
+        })
+        .expect("connect");
+    stream.set_nonblocking(false).expect("blocking");
+    stream
+}
+
+/// An HTTP client whose connections come from the local address `from`.
+pub fn client_from(from: std::net::IpAddr) -> Client {
+    Client::builder()
+        .timeout(Duration::from_secs(30))
+        .local_address(from)
+        .user_agent("tessera-tests reqwest")
+        .build()
+        .expect("client")
+}
+
+/// The port of a base URL such as `http://127.0.0.1:8080` or `http://[::]:8080`.
+pub fn port_of(base: &str) -> u16 {
+    base.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port")
 }
 
 /// Polls `f` until it holds or `timeout` passes.

@@ -20,6 +20,7 @@ use crate::{
         AccountTokenRecord, DashboardAccount, DashboardSession, InviteRecord, Membership,
         MembershipRecord, PendingInvite, Role, TenantRecord,
     },
+    throttle::throttle_ip,
 };
 
 /// How long dashboard sessions live.
@@ -199,6 +200,7 @@ pub struct AccountReset {
 
 impl DirectoryState {
     pub(super) fn begin_login(&self, email: &str, ip: IpAddr) -> LoginGate {
+        let ip = throttle_ip(ip);
         let now = Instant::now();
         let email = email.to_lowercase();
         let wait = self
@@ -214,6 +216,7 @@ impl DirectoryState {
     }
 
     pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr) {
+        let ip = throttle_ip(ip);
         let now = Instant::now();
         self.account_throttle.fail(&email.to_lowercase(), now);
         self.ip_throttle.fail(&ip, now);
@@ -732,7 +735,7 @@ impl DirectoryState {
             if let AccountTarget::Email { ip, .. } = &target {
                 // Checked before any lookup: the same answer for every address.
                 self.reset_ip_window
-                    .hit(ip, Instant::now())
+                    .hit(&throttle_ip(*ip), Instant::now())
                     .map_err(|retry_after_secs| DirectoryError::RateLimited { retry_after_secs })?;
             }
             let account = match target {

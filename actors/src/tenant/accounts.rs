@@ -19,6 +19,7 @@ use super::{
     records::{EmailIndex, LinkPurpose, LinkTokenRecord, QueuedMail, UserRecord},
     state::TenantState,
 };
+pub use crate::throttle::throttle_ip;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
@@ -753,19 +754,6 @@ impl TenantState {
     }
 }
 
-/// The key a client address is counted under: IPv4 as is, IPv6 by its /64 (one subscriber's
-/// allocation), so rotating through a prefix does not reset the counters.
-pub fn throttle_ip(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => {
-            let mut s = v6.segments();
-            s[4..].fill(0);
-            IpAddr::V6(std::net::Ipv6Addr::from(s))
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::{Arc, Mutex};
@@ -975,5 +963,10 @@ pub(crate) mod tests {
         assert_ne!(throttle_ip(a), throttle_ip(c));
         let v4: IpAddr = "192.0.2.7".parse().unwrap();
         assert_eq!(throttle_ip(v4), v4);
+        // An IPv4 client of a dual-stack listener counts as itself, not as `::/64`.
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        let other: IpAddr = "::ffff:192.0.2.8".parse().unwrap();
+        assert_eq!(throttle_ip(mapped), v4);
+        assert_ne!(throttle_ip(mapped), throttle_ip(other));
     }
 }
