@@ -287,7 +287,8 @@ mod tests {
     use serde_json::Value;
 
     /// Every operation documents what the layers and extractors in front of its handler can
-    /// answer, and every dashboard route but login and invitation acceptance names the session.
+    /// answer, and every dashboard route but login, invitation acceptance and the password reset names the
+    /// session.
     #[test]
     fn every_operation_documents_the_answers_of_the_layers() {
         let (_, doc) = crate::http::routes(true);
@@ -324,6 +325,8 @@ mod tests {
                 let public = [
                     "/v1/auth/dashboard/login",
                     "/v1/auth/dashboard/accept-invite",
+                    "/v1/auth/dashboard/forgot-password",
+                    "/v1/auth/dashboard/reset-password",
                 ];
                 if path.starts_with("/v1/auth/dashboard/") && !public.contains(&path.as_str()) {
                     assert!(
