@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use crate::support::{
     env_refs, eventually, fresh_client_ip, json_keys as keys, name_set as set, patch_security,
     six_digit_code, totp_step_now, user_setup, AuthAnswer, Session, SmtpStub, TestServer, UserApi,
-    UserTokens, PASSWORD, USER_PASSWORD,
+    UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
 };
 
 const EXPIRED: &str = "invalid_or_expired_token";
@@ -550,11 +550,33 @@ fn phone_verify(api: &UserApi, bearer: &str, phone: &str) -> AuthAnswer {
     api.post_as(PHONE_VERIFY, Some(bearer), &json!({ "phone": phone }))
 }
 
+/// `POST /v1/users/me/phone/confirm`, step-up gated: first steps up with `USER_PASSWORD` and
+/// sends the step-up token; when that step-up is refused (a guest, no password) it sends none.
 fn phone_confirm(api: &UserApi, bearer: &str, phone: &str, code: &str) -> AuthAnswer {
-    api.post_as(
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(bearer),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = r.body["step_up_token"].as_str().map(str::to_owned);
+    phone_confirm_with(api, bearer, phone, code, step_up.as_deref())
+}
+
+/// `POST /v1/users/me/phone/confirm` with the step-up token, if any.
+fn phone_confirm_with(
+    api: &UserApi,
+    bearer: &str,
+    phone: &str,
+    code: &str,
+    step_up: Option<&str>,
+) -> AuthAnswer {
+    let headers: Vec<(&str, &str)> = step_up.map(|t| (STEP_UP_HEADER, t)).into_iter().collect();
+    api.send_with(
+        "POST",
         PHONE_CONFIRM,
         Some(bearer),
-        &json!({ "phone": phone, "code": code }),
+        Some(&json!({ "phone": phone, "code": code })),
+        &headers,
     )
 }
 
@@ -1643,6 +1665,60 @@ fn users_verify_a_phone_which_moves_to_whoever_confirms_it_last() {
     sms_tokens(&api, &verify_sms(&api, &n, &code), Some(&id2), None);
 }
 
+/// A stolen access token must not attach a number (a permanent SMS sign-in): confirming is
+/// step-up gated like MFA setup. Without a step-up token the gate's challenge answers and the
+/// code stays usable; a token of another session does not pass; a fresh one does.
+#[test]
+fn confirming_a_phone_needs_a_step_up_token_of_the_session() {
+    let (smtp, srv, api, _s) = user_setup("Gate Phone Co", &[]);
+    let n = fr(1901);
+    let u = api.verified_user(&smtp, "gia@example.com", USER_PASSWORD);
+    assert_accepted(&phone_verify(&api, &u.access, &n), "verify n");
+    let code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &n, 1));
+
+    let r = phone_confirm_with(&api, &u.access, &n, &code, None);
+    assert_error(&r, 401, "account_linking/mfa_required", "no step-up token");
+    assert_eq!(
+        r.body["error"]["details"]["next_action"], "verify_mfa",
+        "{}",
+        r.body
+    );
+    assert!(
+        r.header("www-authenticate")
+            .is_some_and(|w| w.contains("insufficient_user_authentication")),
+        "{:?}",
+        r.header("www-authenticate")
+    );
+    assert_error(
+        &phone_confirm_with(&api, &u.access, &n, &code, Some("not-a-token")),
+        401,
+        EXPIRED,
+        "a bad step-up token",
+    );
+    // A step-up token of another session of the same user does not pass either.
+    let other = api.login_ok("gia@example.com", USER_PASSWORD);
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&other.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let foreign = r.expect(200)["step_up_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    assert_error(
+        &phone_confirm_with(&api, &u.access, &n, &code, Some(&foreign)),
+        401,
+        EXPIRED,
+        "another session's step-up token",
+    );
+    assert_eq!(api.me(&u.access).expect(200)["phone"], Value::Null);
+
+    // With its own step-up, the same code confirms the number.
+    let r = phone_confirm(&api, &u.access, &n, &code);
+    assert_eq!(r.expect(200)["phone"], n.as_str(), "{}", r.body);
+}
+
 #[test]
 fn an_account_whose_address_is_unconfirmed_cannot_take_a_phone_number() {
     let (smtp, srv, api, s) = user_setup("Hijack Co", &[]);
@@ -2141,7 +2217,7 @@ fn sms_codes_expire_after_ten_minutes() {
         "TESSERA__TESTING__FAULT_INJECTION".to_owned(),
         "true".to_owned(),
     )];
-    let (_smtp, mut srv, mut api, s) = sms_setup("Sms Expiry Co", &faults);
+    let (smtp, mut srv, mut api, s) = sms_setup("Sms Expiry Co", &faults);
     let (early, late) = (fr(4101), fr(4102));
     assert_accepted(&request_sms(&api, &early, "login_or_create"), "early");
     assert_accepted(&request_sms(&api, &late, "login_or_create"), "late");
@@ -2154,9 +2230,11 @@ fn sms_codes_expire_after_ten_minutes() {
         &mut api,
         &[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "480")],
     );
-    let t = sms_tokens(&api, &verify_sms(&api, &early, &early_code), None, None);
+    sms_tokens(&api, &verify_sms(&api, &early, &early_code), None, None);
 
-    // A confirmation code sent now is dead eleven minutes later.
+    // A confirmation code sent now is dead eleven minutes later (for a user with a password,
+    // who can step up as confirming needs).
+    let t = api.verified_user(&smtp, "expiry@example.com", USER_PASSWORD);
     let third = fr(4103);
     assert_eq!(phone_verify(&api, &t.access, &third).status, 202);
     let confirm_code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &third, 1));
