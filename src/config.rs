@@ -275,6 +275,28 @@ pub struct SmsConfig {
     pub allowed_countries: Vec<String>,
     /// How long one request to the provider may take, in milliseconds.
     pub timeout_ms: u64,
+    /// The highest `sms_otp_monthly_cap` a tenant of each tier may have while its messages go
+    /// through the platform's account (a tenant's own account allows the full 0-100,000).
+    pub platform_monthly_cap_max: SmsTierCaps,
+}
+
+/// One ceiling per tier, 0-100,000 each.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmsTierCaps {
+    pub free: u32,
+    pub pro: u32,
+    pub enterprise: u32,
+}
+
+impl Default for SmsTierCaps {
+    fn default() -> Self {
+        SmsTierCaps {
+            free: 1_000,
+            pro: 10_000,
+            enterprise: 100_000,
+        }
+    }
 }
 
 /// The EEA, Switzerland and the United Kingdom.
@@ -296,6 +318,7 @@ impl Default for SmsConfig {
             from: String::new(),
             allowed_countries: DEFAULT_SMS_COUNTRIES.map(String::from).to_vec(),
             timeout_ms: 10_000,
+            platform_monthly_cap_max: SmsTierCaps::default(),
         }
     }
 }
@@ -511,6 +534,19 @@ impl Config {
             });
         }
         positive("sms.timeout_ms", self.sms.timeout_ms)?;
+        let caps = &self.sms.platform_monthly_cap_max;
+        for (key, cap) in [
+            ("sms.platform_monthly_cap_max.free", caps.free),
+            ("sms.platform_monthly_cap_max.pro", caps.pro),
+            ("sms.platform_monthly_cap_max.enterprise", caps.enterprise),
+        ] {
+            if cap > 100_000 {
+                return Err(ConfigError::Key {
+                    key,
+                    reason: "must be 0-100000 (the largest sms_otp_monthly_cap)".into(),
+                });
+            }
+        }
         if !is_urn_prefix(&self.tokens.acr_urn_prefix) {
             return Err(ConfigError::Key {
                 key: "tokens.acr_urn_prefix",

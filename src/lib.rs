@@ -20,7 +20,7 @@ use tessera_actors::{
     directory::dashboard::SessionPolicy,
     handle::Published,
     outbound::{ChannelOutbound, MailJob},
-    tenant::{TenantRuntime, TokenPolicy},
+    tenant::{PlatformSmsCaps, TenantRuntime, TokenPolicy},
     Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, TenantMsg,
 };
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
@@ -154,6 +154,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         }),
         clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
         sms_countries: Arc::new(config.sms.allowed_countries.clone()),
+        sms_platform_caps: PlatformSmsCaps {
+            free: config.sms.platform_monthly_cap_max.free,
+            pro: config.sms.platform_monthly_cap_max.pro,
+            enterprise: config.sms.platform_monthly_cap_max.enterprise,
+        },
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(

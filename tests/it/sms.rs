@@ -1412,6 +1412,93 @@ fn the_monthly_cap_counts_messages_sent() {
     wait_sms(&srv, &other.slug, LOGIN_KIND, &fr(721), 1);
 }
 
+/// A free tenant cannot make the operator pay for 100,000 texts a month: on the platform's
+/// account its cap is at most its tier's ceiling (`[sms.platform_monthly_cap_max]`), refused at
+/// the settings PATCH and bounded again when sending (a larger stored value counts only up to
+/// the ceiling); its own provider account allows the full 0-100,000.
+#[test]
+fn the_platform_accounts_monthly_cap_is_bounded_by_the_tier() {
+    let env = [(
+        "TESSERA__SMS__PLATFORM_MONTHLY_CAP_MAX__FREE".to_owned(),
+        "2".to_owned(),
+    )];
+    let (_smtp, srv, api, s) = sms_setup("Ceiling Co", &env);
+    let path = format!("/v1/auth/dashboard/tenants/{}/settings/security", api.slug);
+    for cap in [100_000, 3] {
+        let r = srv.dash(
+            "PATCH",
+            &path,
+            &s,
+            Some(&json!({ "sms_otp_enabled": false, "sms_otp_monthly_cap": cap })),
+        );
+        assert_eq!(r.status(), 400, "cap {cap}");
+        let body: Value = r.json().expect("error body");
+        assert_eq!(body["error"]["code"], INVALID, "{body}");
+        let reason = body["error"]["details"]["fields"]["sms_otp_monthly_cap"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the field is named: {body}"));
+        assert!(reason.contains("0-2"), "the ceiling is named: {reason}");
+    }
+    // Nothing of a refused patch is applied.
+    let now: Value = srv.dash("GET", &path, &s, None).json().expect("settings");
+    assert_eq!(now["sms_otp_enabled"], true, "{now}");
+    let out = patch_security(&srv, &s, &api.slug, json!({ "sms_otp_monthly_cap": 2 }));
+    assert_eq!(out["sms_otp_monthly_cap"], 2, "{out}");
+
+    // With its own account the full range is the tenant's; it keeps the value when it goes
+    // back to the platform's account...
+    set_byok(&srv, &s, &api.slug);
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "sms_otp_monthly_cap": 100_000 }),
+    );
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({
+            "byok_provider_account_sid": null,
+            "byok_provider_auth_token": null,
+            "byok_provider_messaging_service_sid": null,
+        }),
+    );
+    assert_eq!(out["byok_provider_auth_token_set"], false, "{out}");
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+
+    // ... but the platform pays for two messages a month, not 100,000.
+    for n in [1951, 1952] {
+        assert_accepted(
+            &request_sms(&api, &fr(n), "login_or_create"),
+            "within the ceiling",
+        );
+        wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(n), 1);
+    }
+    assert_capped(
+        &request_sms(&api, &fr(1953), "login_or_create"),
+        "past the tier's ceiling",
+    );
+    assert_no_sms(&srv, &fr(1953));
+
+    // An enterprise tenant's ceiling (100,000 by default) allows it on the platform's account.
+    srv.admin(&["tenant", "set-tier", &api.slug, "enterprise"], "")
+        .json();
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "sms_otp_monthly_cap": 100_000 }),
+    );
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+    assert_accepted(
+        &request_sms(&api, &fr(1954), "login_or_create"),
+        "enterprise, under its ceiling",
+    );
+    wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(1954), 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The HTTP provider
 // ---------------------------------------------------------------------------------------------

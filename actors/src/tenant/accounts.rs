@@ -820,6 +820,11 @@ pub(crate) mod tests {
             outbound: Arc::new(Collect::default()),
             clock_offset: time::Duration::ZERO,
             sms_countries: Arc::new(vec!["FR".into()]),
+            sms_platform_caps: crate::tenant::PlatformSmsCaps {
+                free: 1_000,
+                pro: 10_000,
+                enterprise: 100_000,
+            },
         };
         TenantState::load(
             info,

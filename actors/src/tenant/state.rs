@@ -462,6 +462,21 @@ impl TenantState {
             }
             Some(None) => {}
         }
+        // On the platform's account the operator pays: a cap above the tier's ceiling is
+        // refused (checked against the account the patch leaves, so one patch may set the
+        // tenant's own account and a large cap together).
+        if let Some(cap) = p.sms_otp_monthly_cap {
+            let own = s.byok_provider_account_sid.is_some()
+                && s.byok_provider_messaging_service_sid.is_some()
+                && *byok_token_set;
+            let max = self.runtime.sms_platform_caps.for_tier(self.info.tier);
+            if !own && cap > max {
+                return Err(TenantError::SmsCapAboveTier {
+                    max,
+                    tier: self.info.tier,
+                });
+            }
+        }
         Ok(())
     }
 
