@@ -53,6 +53,8 @@ pub enum Kind {
     DashboardSession = 0x07,
     Membership = 0x08,
     Invite = 0x09,
+    /// `throttle | key` -> a dashboard login throttle's counts (failures, block).
+    PlatformThrottle = 0x0A,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,
@@ -79,6 +81,8 @@ pub enum Kind {
     Challenge = 0x4C,
     /// E.164 phone number -> user id: the confirmed numbers, for SMS login.
     UserPhone = 0x4D,
+    /// `throttle | key` -> an end-user throttle's counts (failures, block).
+    Throttle = 0x4E,
 }
 
 /// The key of a platform record.

@@ -19,4 +19,5 @@ mod settings;
 mod sms;
 mod stepup;
 mod tenants;
+mod throttles;
 mod tokens;

@@ -494,8 +494,8 @@ fn new_guest(api: &UserApi) -> String {
         .to_owned()
 }
 
-/// Starts the server again (forgetting its in-memory rate windows and throttles) and points
-/// `apis` at its new address.
+/// Starts the server again (forgetting its in-memory rate windows; failure throttles are on
+/// disk) and points `apis` at its new address.
 fn restart(srv: &mut TestServer, apis: &mut [&mut UserApi]) {
     srv.restart();
     for api in apis.iter_mut() {

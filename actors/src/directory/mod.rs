@@ -43,8 +43,12 @@ use crate::{
         keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
         TenantRuntime,
     },
-    throttle::Throttle,
+    throttle::{saved_key, Clocks, PlatformThrottleRecord, SavedCount, Throttle, ThrottleKey},
 };
+
+/// The persisted dashboard throttles, as numbered in their records' keys (never renumber).
+const THROTTLE_ACCOUNTS: u8 = 1;
+const THROTTLE_IPS: u8 = 2;
 
 /// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
 const MAX_RESTARTS: u32 = 5;
@@ -188,7 +192,8 @@ pub enum DirectoryMsg {
         ip: IpAddr,
         reply: RpcReplyPort<LoginGate>,
     },
-    /// Counts a failed password check against `email` and `ip`.
+    /// Counts a failed password check against `email` and `ip`; answers once the count is
+    /// durable.
     LoginFailed {
         email: String,
         ip: IpAddr,
@@ -292,7 +297,7 @@ impl Actor for Directory {
             let rec = rec?;
             tenants.insert(rec.id, rec);
         }
-        let state = DirectoryState {
+        let mut state = DirectoryState {
             root: args.store,
             platform,
             idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
@@ -309,6 +314,7 @@ impl Actor for Directory {
             ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
             tenant_idle: args.tenant_idle,
         };
+        state.restore_throttles()?;
         state.publish_index();
         state.published.running.clear();
         tracing::info!(tenants = state.tenants.len(), "directory started");
@@ -424,13 +430,28 @@ impl Actor for Directory {
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
             }
-            DirectoryMsg::RetireIdle => state.retire_idle().await,
+            DirectoryMsg::RetireIdle => {
+                state.account_throttle.sweep(Instant::now());
+                state.ip_throttle.sweep(Instant::now());
+                state.retire_idle().await
+            }
             DirectoryMsg::BeginLogin { email, ip, reply } => {
                 let _ = reply.send(state.begin_login(&email, ip));
             }
             DirectoryMsg::LoginFailed { email, ip, reply } => {
                 state.login_failed(&email, ip);
-                let _ = reply.send(());
+                // The count is on disk before the failure is answered: a restart forgives
+                // nothing.
+                if let Err(e) = state.persist_throttles() {
+                    tracing::error!(error = %e, "cannot write dashboard throttle state");
+                }
+                let ticket = state.platform.ticket();
+                tokio::spawn(async move {
+                    if let Err(e) = ticket.wait().await {
+                        tracing::error!(error = %e, "a write could not be made durable");
+                    }
+                    let _ = reply.send(());
+                });
             }
             DirectoryMsg::CreateSession { account_id, reply } => {
                 state.create_session(account_id, reply)
@@ -455,6 +476,10 @@ impl Actor for Directory {
                 password_hash,
                 reply,
             } => state.accept_invite(&token, password_hash, reply),
+        }
+        // Resets (a login that went through) and sweeps are written after the message.
+        if let Err(e) = state.persist_throttles() {
+            tracing::error!(error = %e, "cannot write dashboard throttle state");
         }
         Ok(())
     }
@@ -913,6 +938,54 @@ impl DirectoryState {
         }
     }
 
+    /// Loads the dashboard throttles' entries written by earlier runs; expired or unreadable
+    /// ones are deleted.
+    fn restore_throttles(&mut self) -> Result<(), DirectoryError> {
+        let clocks = Clocks::now();
+        let mut stale = PlatformBatch::default();
+        let mut any_stale = false;
+        for item in self.platform.scan_prefix::<PlatformThrottleRecord>(b"") {
+            let (key, PlatformThrottleRecord(saved)) = item?;
+            let kept = match key.split_first() {
+                Some((&THROTTLE_ACCOUNTS, k)) => String::from_key_bytes(k)
+                    .is_some_and(|k| self.account_throttle.restore(k, &saved, clocks)),
+                Some((&THROTTLE_IPS, k)) => IpAddr::from_key_bytes(k)
+                    .is_some_and(|k| self.ip_throttle.restore(k, &saved, clocks)),
+                _ => false,
+            };
+            if !kept {
+                stale.remove(Kind::PlatformThrottle, &key);
+                any_stale = true;
+            }
+        }
+        if any_stale {
+            self.platform.apply(stale)?;
+        }
+        Ok(())
+    }
+
+    /// Writes (or deletes) the dashboard throttle entries changed since the last time, in
+    /// one batch.
+    fn persist_throttles(&mut self) -> Result<(), DirectoryError> {
+        if !(self.account_throttle.has_changes() || self.ip_throttle.has_changes()) {
+            return Ok(());
+        }
+        let clocks = Clocks::now();
+        let mut batch = PlatformBatch::default();
+        put_changes(
+            &mut batch,
+            THROTTLE_ACCOUNTS,
+            self.account_throttle.take_changes(clocks),
+        )?;
+        put_changes(
+            &mut batch,
+            THROTTLE_IPS,
+            self.ip_throttle.take_changes(clocks),
+        )?;
+        self.platform.apply(batch)?;
+        Ok(())
+    }
+
     /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is
     /// first taken out of the published map (new requests then come here, and wait behind this
     /// message), then drained: it refuses new messages (their senders retry through
@@ -1008,6 +1081,22 @@ impl DirectoryState {
         self.published.running.insert(id, running.clone());
         Ok(running)
     }
+}
+
+/// Puts each changed entry of one dashboard throttle in `batch` (or removes its record).
+fn put_changes<K: ThrottleKey>(
+    batch: &mut PlatformBatch,
+    throttle: u8,
+    changes: Vec<(K, Option<SavedCount>)>,
+) -> Result<(), DirectoryError> {
+    for (key, saved) in changes {
+        let key = saved_key(throttle, &key);
+        match saved {
+            Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
+            None => batch.remove(Kind::PlatformThrottle, &key),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

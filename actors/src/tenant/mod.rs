@@ -133,6 +133,9 @@ impl Actor for TenantActor {
         message: TenantMsg,
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
+        // Throttle changes that no command's batch took (a reset on a path that writes
+        // nothing else) are written before the next message, and when the actor stops.
+        state.persist_throttles_logged();
         match message {
             TenantMsg::GetOverview { reply } => {
                 let _ = reply.send(Ok(state.overview()));
@@ -541,6 +544,15 @@ impl Actor for TenantActor {
                 let _ = reply.send(Ok(()));
             }
         }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut TenantState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.persist_throttles_logged();
         Ok(())
     }
 }
