@@ -150,8 +150,18 @@ pub struct SecurityConfig {
     pub argon2_m_cost_kib: u32,
     pub argon2_t_cost: u32,
     pub argon2_p_cost: u32,
-    /// Password hashes and verifications that may wait for a core; past it, 503.
+    /// Checks of existing passwords (logins, step-ups, re-authentications) that may wait for a
+    /// hashing thread; past it, 503. Threads take these before any new password's hash.
     pub hashing_queue_max: usize,
+    /// Hashes of new passwords (sign-ups, registrations, resets, changes, invitations) that
+    /// may wait for a hashing thread; past it, 503. Separate from `hashing_queue_max`, so a
+    /// flood of sign-ups cannot refuse logins.
+    pub hashing_new_queue_max: usize,
+    /// Threads hashing passwords; 0: one per core.
+    pub hashing_threads: usize,
+    /// Onboarding sign-ups (`POST /v1/onboarding/signup`) per client address (IPv6: per /64)
+    /// per hour, counted before any hashing; past it, 429 `auth/rate_limited`.
+    pub onboarding_per_ip_hourly: u32,
 }
 
 impl Default for SecurityConfig {
@@ -162,6 +172,9 @@ impl Default for SecurityConfig {
             argon2_t_cost: 2,
             argon2_p_cost: 1,
             hashing_queue_max: 128,
+            hashing_new_queue_max: 32,
+            hashing_threads: 0,
+            onboarding_per_ip_hourly: 5,
         }
     }
 }
@@ -480,6 +493,16 @@ impl Config {
                 self.security.argon2_p_cost
             ),
         })?;
+        if self.security.hashing_threads > 1024 {
+            return Err(ConfigError::Key {
+                key: "security.hashing_threads",
+                reason: "must be 0 (one per core) to 1024".into(),
+            });
+        }
+        positive(
+            "security.onboarding_per_ip_hourly",
+            u64::from(self.security.onboarding_per_ip_hourly),
+        )?;
         positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
         positive(
             "dashboard.idle_timeout_secs",

@@ -21,7 +21,7 @@ use tessera_actors::{
     handle::Published,
     outbound::{ChannelOutbound, MailJob},
     tenant::{PlatformSmsCaps, TenantRuntime, TokenPolicy},
-    Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, TenantMsg,
+    Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, PoolLimits, TenantMsg,
 };
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
@@ -176,6 +176,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             runtime,
             tenant_idle: (config.server.tenant_idle_secs > 0)
                 .then(|| Duration::from_secs(config.server.tenant_idle_secs)),
+            onboarding_per_ip_hourly: config.security.onboarding_per_ip_hourly,
         },
     )
     .await
@@ -190,7 +191,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         config.security.argon2_m_cost_kib,
         config.security.argon2_t_cost,
         config.security.argon2_p_cost,
-        config.security.hashing_queue_max,
+        PoolLimits {
+            threads: config.security.hashing_threads,
+            verify_queue_max: config.security.hashing_queue_max,
+            hash_queue_max: config.security.hashing_new_queue_max,
+        },
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;

@@ -43,7 +43,9 @@ use crate::{
         keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
         TenantRuntime,
     },
-    throttle::{saved_key, Clocks, PlatformThrottleRecord, SavedCount, Throttle, ThrottleKey},
+    throttle::{
+        saved_key, Clocks, PlatformThrottleRecord, RateWindow, SavedCount, Throttle, ThrottleKey,
+    },
 };
 
 /// The persisted dashboard throttles, as numbered in their records' keys (never renumber).
@@ -192,6 +194,12 @@ pub enum DirectoryMsg {
         ip: IpAddr,
         reply: RpcReplyPort<LoginGate>,
     },
+    /// Counts one onboarding sign-up from `ip` (IPv6: its /64); `Err(retry_after_secs)` past
+    /// the hourly limit. Sent before any hashing.
+    AdmitSignup {
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), u64>>,
+    },
     /// Counts a failed password check against `email` and `ip`; answers once the count is
     /// durable.
     LoginFailed {
@@ -249,6 +257,8 @@ pub struct DirectoryArgs {
     /// A tenant actor unused for this long is stopped (its state is on disk; the next request
     /// starts it again). `None`: never.
     pub tenant_idle: Option<Duration>,
+    /// Onboarding sign-ups per client address (IPv6: per /64) per hour.
+    pub onboarding_per_ip_hourly: u32,
 }
 
 pub struct Directory;
@@ -278,6 +288,8 @@ pub struct DirectoryState {
     runtime: TenantRuntime,
     account_throttle: Throttle<String>,
     ip_throttle: Throttle<IpAddr>,
+    /// Onboarding sign-ups per client address, in memory.
+    signup_ips: RateWindow<IpAddr>,
     tenant_idle: Option<Duration>,
 }
 
@@ -312,6 +324,7 @@ impl Actor for Directory {
             runtime: args.runtime,
             account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
             ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
+            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
             tenant_idle: args.tenant_idle,
         };
         state.restore_throttles()?;
@@ -434,6 +447,10 @@ impl Actor for Directory {
                 state.account_throttle.sweep(Instant::now());
                 state.ip_throttle.sweep(Instant::now());
                 state.retire_idle().await
+            }
+            DirectoryMsg::AdmitSignup { ip, reply } => {
+                let key = crate::tenant::accounts::throttle_ip(ip);
+                let _ = reply.send(state.signup_ips.hit(&key, Instant::now()));
             }
             DirectoryMsg::BeginLogin { email, ip, reply } => {
                 let _ = reply.send(state.begin_login(&email, ip));
