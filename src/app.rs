@@ -172,6 +172,16 @@ impl App {
         Ok(out)
     }
 
+    /// Counts one onboarding sign-up from `ip` against `security.onboarding_per_ip_hourly`
+    /// (IPv6 by its /64): 429 `auth/rate_limited` with `Retry-After` past it. Called before
+    /// anything is hashed, so a flood costs no argon2.
+    pub async fn admit_signup(&self, ip: std::net::IpAddr) -> Result<(), ApiError> {
+        self.directory
+            .call(|reply| DirectoryMsg::AdmitSignup { ip, reply })
+            .await?
+            .map_err(|retry_after| ApiError::rate_limited("auth/rate_limited", retry_after))
+    }
+
     /// The earlier answer to this idempotency key and request, if any; a different request
     /// under the same key is refused.
     pub async fn replay(&self, key: IdempotencyKey) -> Result<Option<Created>, ApiError> {

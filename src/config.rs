@@ -171,8 +171,18 @@ pub struct SecurityConfig {
     pub argon2_m_cost_kib: u32,
     pub argon2_t_cost: u32,
     pub argon2_p_cost: u32,
-    /// Password hashes and verifications that may wait for a core; past it, 503.
+    /// Checks of existing passwords (logins, step-ups, re-authentications) that may wait for a
+    /// hashing thread; past it, 503. Threads take these before any new password's hash.
     pub hashing_queue_max: usize,
+    /// Hashes of new passwords (sign-ups, registrations, resets, changes, invitations) that
+    /// may wait for a hashing thread; past it, 503. Separate from `hashing_queue_max`, so a
+    /// flood of sign-ups cannot refuse logins.
+    pub hashing_new_queue_max: usize,
+    /// Threads hashing passwords; 0: one per core.
+    pub hashing_threads: usize,
+    /// Onboarding sign-ups (`POST /v1/onboarding/signup`) per client address (IPv6: per /64)
+    /// per hour, counted before any hashing; past it, 429 `auth/rate_limited`.
+    pub onboarding_per_ip_hourly: u32,
 }
 
 impl Default for SecurityConfig {
@@ -183,6 +193,9 @@ impl Default for SecurityConfig {
             argon2_t_cost: 2,
             argon2_p_cost: 1,
             hashing_queue_max: 128,
+            hashing_new_queue_max: 32,
+            hashing_threads: 0,
+            onboarding_per_ip_hourly: 5,
         }
     }
 }
@@ -296,6 +309,28 @@ pub struct SmsConfig {
     pub allowed_countries: Vec<String>,
     /// How long one request to the provider may take, in milliseconds.
     pub timeout_ms: u64,
+    /// The highest `sms_otp_monthly_cap` a tenant of each tier may have while its messages go
+    /// through the platform's account (a tenant's own account allows the full 0-100,000).
+    pub platform_monthly_cap_max: SmsTierCaps,
+}
+
+/// One ceiling per tier, 0-100,000 each.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmsTierCaps {
+    pub free: u32,
+    pub pro: u32,
+    pub enterprise: u32,
+}
+
+impl Default for SmsTierCaps {
+    fn default() -> Self {
+        SmsTierCaps {
+            free: 1_000,
+            pro: 10_000,
+            enterprise: 100_000,
+        }
+    }
 }
 
 /// The EEA, Switzerland and the United Kingdom.
@@ -317,6 +352,7 @@ impl Default for SmsConfig {
             from: String::new(),
             allowed_countries: DEFAULT_SMS_COUNTRIES.map(String::from).to_vec(),
             timeout_ms: 10_000,
+            platform_monthly_cap_max: SmsTierCaps::default(),
         }
     }
 }
@@ -490,6 +526,16 @@ impl Config {
                 self.security.argon2_p_cost
             ),
         })?;
+        if self.security.hashing_threads > 1024 {
+            return Err(ConfigError::Key {
+                key: "security.hashing_threads",
+                reason: "must be 0 (one per core) to 1024".into(),
+            });
+        }
+        positive(
+            "security.onboarding_per_ip_hourly",
+            u64::from(self.security.onboarding_per_ip_hourly),
+        )?;
         positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
         positive(
             "dashboard.idle_timeout_secs",
@@ -544,6 +590,19 @@ impl Config {
             });
         }
         positive("sms.timeout_ms", self.sms.timeout_ms)?;
+        let caps = &self.sms.platform_monthly_cap_max;
+        for (key, cap) in [
+            ("sms.platform_monthly_cap_max.free", caps.free),
+            ("sms.platform_monthly_cap_max.pro", caps.pro),
+            ("sms.platform_monthly_cap_max.enterprise", caps.enterprise),
+        ] {
+            if cap > 100_000 {
+                return Err(ConfigError::Key {
+                    key,
+                    reason: "must be 0-100000 (the largest sms_otp_monthly_cap)".into(),
+                });
+            }
+        }
         if !is_urn_prefix(&self.tokens.acr_urn_prefix) {
             return Err(ConfigError::Key {
                 key: "tokens.acr_urn_prefix",

@@ -20,8 +20,8 @@ use tessera_actors::{
     directory::dashboard::SessionPolicy,
     handle::Published,
     outbound::{ChannelOutbound, MailJob},
-    tenant::{TenantRuntime, TokenPolicy},
-    Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, TenantMsg,
+    tenant::{PlatformSmsCaps, TenantRuntime, TokenPolicy},
+    Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, PoolLimits, TenantMsg,
 };
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
@@ -154,6 +154,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         }),
         clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
         sms_countries: Arc::new(config.sms.allowed_countries.clone()),
+        sms_platform_caps: PlatformSmsCaps {
+            free: config.sms.platform_monthly_cap_max.free,
+            pro: config.sms.platform_monthly_cap_max.pro,
+            enterprise: config.sms.platform_monthly_cap_max.enterprise,
+        },
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(
@@ -171,6 +176,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             runtime,
             tenant_idle: (config.server.tenant_idle_secs > 0)
                 .then(|| Duration::from_secs(config.server.tenant_idle_secs)),
+            onboarding_per_ip_hourly: config.security.onboarding_per_ip_hourly,
         },
     )
     .await
@@ -185,7 +191,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         config.security.argon2_m_cost_kib,
         config.security.argon2_t_cost,
         config.security.argon2_p_cost,
-        config.security.hashing_queue_max,
+        PoolLimits {
+            threads: config.security.hashing_threads,
+            verify_queue_max: config.security.hashing_queue_max,
+            hash_queue_max: config.security.hashing_new_queue_max,
+        },
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;

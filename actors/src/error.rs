@@ -68,6 +68,11 @@ pub enum TenantError {
     CountryNotAllowed,
     #[error("the tenant's monthly text message cap is reached")]
     SmsCapReached { retry_after: u64 },
+    #[error("the SMS monthly cap is above the tier's ceiling on the platform's account")]
+    SmsCapAboveTier {
+        max: u32,
+        tier: crate::records::Tier,
+    },
     #[error("not available to guests")]
     GuestNotAllowed,
     #[error("internal: {0}")]

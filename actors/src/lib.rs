@@ -18,5 +18,5 @@ pub mod throttle;
 pub use directory::{Directory, DirectoryArgs, DirectoryMsg};
 pub use error::{CallError, DirectoryError, TenantError};
 pub use handle::{DirectoryHandle, TenantHandle};
-pub use password::{is_argon2id_phc, Password, PasswordHasher};
+pub use password::{is_argon2id_phc, Password, PasswordHasher, PoolLimits};
 pub use tenant::TenantMsg;

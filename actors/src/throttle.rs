@@ -1,19 +1,151 @@
-//! Throttles, in memory: failed-attempt blocking ([`Throttle`]) and request-rate windows
-//! ([`RateWindow`]).
+//! Throttles: failed-attempt blocking ([`Throttle`]) and request-rate windows ([`RateWindow`]).
 //!
 //! Failed-login throttling works per account and per client address.
 //!
 //! After `free` consecutive failures a key is blocked, first for `base`, then twice as long
 //! after each further failure, capped. A success resets the account's counter (an address keeps
-//! its own). Counters live in the directory's memory: a restart forgives, which is acceptable
-//! for throttling and keeps failed logins free of disk writes.
+//! its own).
+//!
+//! A [`Throttle`] is kept in memory and mirrored on disk by its owner: every key it changes is
+//! remembered until the owner takes the changes ([`Throttle::take_changes`]) into the batch it
+//! writes next (for a failed login, the one with the failure's audit event), as a
+//! [`SavedCount`] with wall-clock times, and loaded again when the owner starts
+//! ([`Throttle::restore`]). A restart, or an idle tenant actor's retirement, therefore forgives
+//! nothing. Keys forgotten in memory (reset, expired and swept) are removed on disk the same
+//! way, so the records stay as few as the live entries. [`RateWindow`]s stay in memory only.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     hash::Hash,
     net::{IpAddr, Ipv6Addr},
-    time::{Duration, Instant},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
+
+use serde::{Deserialize, Serialize};
+use tessera_storage::{Kind, PlatformRecord, Record, TenantRecord};
+use uuid::Uuid;
+
+/// A key of a persisted throttle: how it is written in a record's key and read back.
+pub trait ThrottleKey: Hash + Eq + Clone {
+    fn to_key_bytes(&self) -> Vec<u8>;
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self>;
+}
+
+impl ThrottleKey for String {
+    fn to_key_bytes(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        String::from_utf8(bytes.to_vec()).ok()
+    }
+}
+
+impl ThrottleKey for IpAddr {
+    fn to_key_bytes(&self) -> Vec<u8> {
+        match self {
+            IpAddr::V4(v4) => v4.octets().to_vec(),
+            IpAddr::V6(v6) => v6.octets().to_vec(),
+        }
+    }
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        match bytes.len() {
+            4 => <[u8; 4]>::try_from(bytes).ok().map(IpAddr::from),
+            16 => <[u8; 16]>::try_from(bytes).ok().map(IpAddr::from),
+            _ => None,
+        }
+    }
+}
+
+impl ThrottleKey for Uuid {
+    fn to_key_bytes(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        Uuid::from_slice(bytes).ok()
+    }
+}
+
+/// One key's counts as stored: wall-clock times in Unix milliseconds, since an `Instant` means
+/// nothing after a restart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedCount {
+    pub failures: u32,
+    pub blocked_until_ms: Option<i64>,
+    pub last_ms: i64,
+}
+
+/// A tenant's throttle entry, keyed `throttle | key` (see [`saved_key`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TenantThrottleRecord(pub SavedCount);
+
+impl Record for TenantThrottleRecord {
+    const KIND: Kind = Kind::Throttle;
+    const NAME: &'static str = "throttle";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for TenantThrottleRecord {}
+
+/// A dashboard throttle entry of the directory, keyed `throttle | key`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PlatformThrottleRecord(pub SavedCount);
+
+impl Record for PlatformThrottleRecord {
+    const KIND: Kind = Kind::PlatformThrottle;
+    const NAME: &'static str = "dashboard throttle";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for PlatformThrottleRecord {}
+
+/// The record key of `key` in the throttle its owner numbers `throttle`.
+pub fn saved_key<K: ThrottleKey>(throttle: u8, key: &K) -> Vec<u8> {
+    let mut out = vec![throttle];
+    out.extend_from_slice(&key.to_key_bytes());
+    out
+}
+
+/// The clock pair that converts between `Instant`s and wall-clock milliseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Clocks {
+    pub now: Instant,
+    pub wall_ms: i64,
+}
+
+impl Clocks {
+    pub fn now() -> Self {
+        let wall_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        Clocks {
+            now: Instant::now(),
+            wall_ms,
+        }
+    }
+
+    fn to_wall(self, at: Instant) -> i64 {
+        if at >= self.now {
+            let ahead = i64::try_from((at - self.now).as_millis()).unwrap_or(i64::MAX);
+            self.wall_ms.saturating_add(ahead)
+        } else {
+            let behind = i64::try_from((self.now - at).as_millis()).unwrap_or(i64::MAX);
+            self.wall_ms.saturating_sub(behind)
+        }
+    }
+
+    /// The `Instant` of a wall-clock time; `None` when it is before what `Instant` can hold.
+    fn to_instant(self, ms: i64) -> Option<Instant> {
+        let delta = ms.saturating_sub(self.wall_ms);
+        if delta >= 0 {
+            self.now
+                .checked_add(Duration::from_millis(delta.unsigned_abs()))
+        } else {
+            self.now
+                .checked_sub(Duration::from_millis(delta.unsigned_abs()))
+        }
+    }
+}
 
 /// The key a client address is counted under, by every per-address limit (end-user and
 /// dashboard logins, registrations, guests, texts, connections): IPv4 as is, IPv6 by its /64
@@ -47,6 +179,8 @@ pub struct Throttle<K> {
     cap: Duration,
     forget_after: Duration,
     counts: HashMap<K, Count>,
+    /// Keys changed (counted, reset or forgotten) since the owner last took the changes.
+    changed: HashSet<K>,
     /// Pruning scans the whole map: at most once a second.
     last_prune: Option<Instant>,
 }
@@ -59,7 +193,70 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
             cap,
             forget_after: cap * 2,
             counts: HashMap::new(),
+            changed: HashSet::new(),
             last_prune: None,
+        }
+    }
+
+    /// Whether an entry holds nothing worth keeping: not blocked, and idle long enough for its
+    /// failures to be forgotten.
+    fn forgettable(&self, c: &Count, now: Instant) -> bool {
+        now.duration_since(c.last) > self.forget_after && c.blocked_until.is_none_or(|u| u <= now)
+    }
+
+    /// Whether some key changed since the changes were last taken.
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty()
+    }
+
+    /// The keys changed since the last call, each with what to store (`None`: delete its
+    /// record).
+    pub fn take_changes(&mut self, clocks: Clocks) -> Vec<(K, Option<SavedCount>)> {
+        let changed = std::mem::take(&mut self.changed);
+        changed
+            .into_iter()
+            .map(|k| {
+                let saved = self.counts.get(&k).map(|c| SavedCount {
+                    failures: c.failures,
+                    blocked_until_ms: c.blocked_until.map(|u| clocks.to_wall(u)),
+                    last_ms: clocks.to_wall(c.last),
+                });
+                (k, saved)
+            })
+            .collect()
+    }
+
+    /// Loads a stored entry; false when it has nothing left to hold (the caller deletes it).
+    pub fn restore(&mut self, key: K, saved: &SavedCount, clocks: Clocks) -> bool {
+        let Some(last) = clocks.to_instant(saved.last_ms.min(clocks.wall_ms)) else {
+            return false;
+        };
+        let count = Count {
+            failures: saved.failures,
+            blocked_until: saved
+                .blocked_until_ms
+                .filter(|u| *u > clocks.wall_ms)
+                .and_then(|u| clocks.to_instant(u)),
+            last,
+        };
+        if self.forgettable(&count, clocks.now) {
+            return false;
+        }
+        self.counts.insert(key, count);
+        true
+    }
+
+    /// Forgets every entry with nothing left to hold (their records go with the next changes).
+    pub fn sweep(&mut self, now: Instant) {
+        let gone: Vec<K> = self
+            .counts
+            .iter()
+            .filter(|(_, c)| self.forgettable(c, now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in gone {
+            self.counts.remove(&k);
+            self.changed.insert(k);
         }
     }
 
@@ -83,6 +280,7 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
         }
         c.failures += 1;
         c.last = now;
+        self.changed.insert(key.clone());
         if c.failures >= self.free {
             let exp = (c.failures - self.free).min(20);
             let wait = self.base.saturating_mul(1u32 << exp).min(self.cap);
@@ -94,7 +292,9 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
     }
 
     pub fn reset(&mut self, key: &K) {
-        self.counts.remove(key);
+        if self.counts.remove(key).is_some() {
+            self.changed.insert(key.clone());
+        }
     }
 
     /// Drops keys idle long enough to be forgotten, when the map grows.
@@ -107,10 +307,7 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
             return;
         }
         self.last_prune = Some(now);
-        let forget = self.forget_after;
-        self.counts.retain(|_, c| {
-            now.duration_since(c.last) <= forget || c.blocked_until.is_some_and(|u| u > now)
-        });
+        self.sweep(now);
     }
 }
 
@@ -173,6 +370,56 @@ mod tests {
         assert_eq!(w.hit(&"ip", now + Duration::from_secs(10)), Err(50));
         assert_eq!(w.hit(&"other", now), Ok(()));
         assert_eq!(w.hit(&"ip", now + Duration::from_secs(60)), Ok(()));
+    }
+
+    #[test]
+    fn changes_are_taken_once_and_a_restored_block_still_holds() {
+        let mut t = Throttle::new(2, Duration::from_secs(60), Duration::from_secs(900));
+        let clocks = Clocks::now();
+        t.fail(&"a".to_owned(), clocks.now);
+        t.fail(&"a".to_owned(), clocks.now);
+        assert!(t.has_changes());
+        let changes = t.take_changes(clocks);
+        assert!(!t.has_changes());
+        assert_eq!(changes.len(), 1);
+        let saved = changes[0].1.clone().expect("an entry");
+        assert_eq!(saved.failures, 2);
+        assert_eq!(saved.blocked_until_ms, Some(clocks.wall_ms + 60_000));
+
+        // A fresh throttle (a restart) 10 s later: still blocked for the rest.
+        let later = Clocks {
+            now: Instant::now(),
+            wall_ms: clocks.wall_ms + 10_000,
+        };
+        let mut fresh = Throttle::new(2, Duration::from_secs(60), Duration::from_secs(900));
+        assert!(fresh.restore("a".to_owned(), &saved, later));
+        assert_eq!(fresh.blocked(&"a".to_owned(), later.now), Some(50));
+        // Past the block and the forgetting time, there is nothing to restore.
+        let much_later = Clocks {
+            now: Instant::now(),
+            wall_ms: clocks.wall_ms + 2000 * 1000,
+        };
+        assert!(!fresh.restore("a".to_owned(), &saved, much_later));
+
+        // A reset is a change (a deletion); resetting an unknown key is none.
+        t.reset(&"a".to_owned());
+        assert_eq!(t.take_changes(clocks), vec![("a".to_owned(), None)]);
+        t.reset(&"b".to_owned());
+        assert!(!t.has_changes());
+    }
+
+    #[test]
+    fn throttle_keys_round_trip() {
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        let v4: IpAddr = "198.18.0.1".parse().unwrap();
+        for ip in [v4, v6] {
+            assert_eq!(IpAddr::from_key_bytes(&ip.to_key_bytes()), Some(ip));
+        }
+        let id = Uuid::now_v7();
+        assert_eq!(Uuid::from_key_bytes(&id.to_key_bytes()), Some(id));
+        let s = "ana@example.com".to_owned();
+        assert_eq!(String::from_key_bytes(&s.to_key_bytes()), Some(s.clone()));
+        assert_eq!(saved_key(3, &s)[0], 3);
     }
 
     #[test]

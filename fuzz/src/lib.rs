@@ -149,6 +149,8 @@ cache_capacity_mb = 32
 argon2_m_cost_kib = 8
 argon2_t_cost = 1
 argon2_p_cost = 1
+# Sign-ups go past validation into the directory however many a run sends.
+onboarding_per_ip_hourly = 1000000
 
 [tokens]
 access_ttl_secs = 604800

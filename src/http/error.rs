@@ -314,6 +314,13 @@ impl From<CallError<TenantError>> for ApiError {
                 e.message = "this tenant's monthly text message cap is reached".into();
                 e
             }
+            CallError::Failed(TenantError::SmsCapAboveTier { max, tier }) => ApiError::invalid_field(
+                "sms_otp_monthly_cap",
+                format!(
+                    "must be 0-{max} while messages go through the platform's SMS account (tier {}); with the tenant's own provider account, up to 100000",
+                    tier.as_str()
+                ),
+            ),
             CallError::Failed(TenantError::GuestNotAllowed) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "auth/anonymous_not_allowed",

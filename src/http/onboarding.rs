@@ -170,6 +170,7 @@ fn rejected() -> ApiError {
         (status = 409, description = "`onboarding/idempotency_conflict` or `onboarding/account_exists`", body = ErrorBody),
         (status = 413, description = "`validation/payload_too_large`", body = ErrorBody),
         (status = 415, description = "`validation/unsupported_media_type`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: `security.onboarding_per_ip_hourly` sign-ups (5 by default) per client address (IPv6: per /64) per hour; `Retry-After` says when the next is counted", body = ErrorBody),
         (status = 503, description = "`service/unavailable`", body = ErrorBody),
     ))]
 pub async fn signup(
@@ -200,6 +201,8 @@ pub async fn signup(
             return Ok(created_response(created, true));
         }
     }
+    // Counted before the CAPTCHA and any hashing: a flood from one address costs nothing.
+    state.admit_signup(ip).await?;
     match state
         .captcha
         .verify(req.turnstile_token.as_deref(), ip)

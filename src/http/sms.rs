@@ -7,7 +7,12 @@
 //! cap. Requests answer before the message is sent (by the courier, with retries), except the
 //! dashboard's test, which is sent here once so the owner sees the provider's answer.
 
-use axum::{extract::State, http::StatusCode, response::Response, Json};
+use axum::{
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    response::Response,
+    Json,
+};
 use phonenumber::Mode;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{outbound::SmsJob, tenant::sms::Phone, TenantMsg};
@@ -24,6 +29,7 @@ use super::{
         accepted, bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody,
         PasswordlessAccepted,
     },
+    step_up::require_step_up,
     AppState,
 };
 
@@ -237,17 +243,24 @@ pub struct PhoneVerifyConfirmRequest {
 }
 
 /// Confirms the number with its code: it becomes the user's `phone` (`phone_verified: true`)
-/// and signs this user in by SMS from now on; another user who had it loses it.
+/// and signs this user in by SMS from now on; another user who had it loses it. Step-up gated
+/// (`X-Step-Up-Token`), as MFA setup is: a confirmed number is a way in, and whoever holds a
+/// stolen access token must not be able to attach their own.
 #[utoipa::path(post, path = "/v1/users/me/phone/confirm", tag = "accounts",
     security(("api_key" = [], "bearer" = [])),
+    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
     request_body = PhoneVerifyConfirmRequest,
     responses(
         (status = 200, description = "The user record, with the number", body = UserResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
-        (status = 401, description = "`invalid_or_expired_token`: wrong, used or expired code, or another number; `auth/invalid_token`", body = ErrorBody),
+        (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge, see the step-up gate); `invalid_or_expired_token`: wrong, used or expired code, another number, or a bad step-up token; `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_not_verified` (the account's address is not confirmed)", body = ErrorBody),
+        (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
     ))]
 pub async fn phone_confirm(
+    State(state): State<AppState>,
     user: UserBearer,
+    headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyConfirmRequest>,
 ) -> Result<Json<UserResponse>, ApiError> {
@@ -255,6 +268,19 @@ pub async fn phone_confirm(
     let phone = phone_field(&mut errors, "phone", &req.phone);
     code_field(&mut errors, &req.code);
     errors.finish()?;
+    // Refusals that need no step-up come first (the actor checks them again).
+    let bearer = user.bearer;
+    let me = user
+        .tenant
+        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .await?;
+    if me.is_anonymous {
+        return Err(tessera_actors::TenantError::GuestNotAllowed.into());
+    }
+    if me.email.is_some() && !me.email_verified {
+        return Err(tessera_actors::TenantError::EmailNotVerified.into());
+    }
+    require_step_up(&state, &user, &headers).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
     let bearer = user.bearer;
     let view = user

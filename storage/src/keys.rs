@@ -57,6 +57,8 @@ pub enum Kind {
     PendingInvite = 0x0A,
     /// A mailed dashboard-account token (verification, password reset), by its hash.
     DashboardAccountToken = 0x0B,
+    /// `throttle | key` -> a dashboard login throttle's counts (failures, block).
+    PlatformThrottle = 0x0C,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,
@@ -83,6 +85,8 @@ pub enum Kind {
     Challenge = 0x4C,
     /// E.164 phone number -> user id: the confirmed numbers, for SMS login.
     UserPhone = 0x4D,
+    /// `throttle | key` -> an end-user throttle's counts (failures, block).
+    Throttle = 0x4E,
 }
 
 /// The key of a platform record.

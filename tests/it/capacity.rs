@@ -264,7 +264,7 @@ fn a_remembered_token_stops_at_its_expiry() {
 }
 
 /// The `tessera_tenant_actors_running` gauge.
-fn running_tenants(srv: &TestServer) -> u64 {
+pub(crate) fn running_tenants(srv: &TestServer) -> u64 {
     let text = srv
         .client
         .get(srv.url("/metrics"))

@@ -561,6 +561,9 @@ fn acknowledged_writes_survive_sigkill_under_load_and_consumed_codes_stay_consum
     eprintln!("crash: {about}");
 
     let (smtp, mut srv, mut api, s) = user_setup("Crash Co", &[]);
+    // The platform account's ceiling of an enterprise tenant allows the largest cap.
+    srv.admin(&["tenant", "set-tier", &api.slug, "enterprise"], "")
+        .json();
     let out = patch_security(
         &srv,
         &s,

@@ -21,4 +21,5 @@ mod settings;
 mod sms;
 mod stepup;
 mod tenants;
+mod throttles;
 mod tokens;

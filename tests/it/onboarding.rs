@@ -1,9 +1,21 @@
 //! `POST /v1/onboarding/signup`: every rule of spec 2.1, the honeypot, the CAPTCHA, idempotency,
 //! and the body errors.
 
+use std::{
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Barrier,
+    },
+    thread,
+    time::Duration,
+};
+
 use serde_json::{json, Value};
 
-use crate::support::{error_code, signup_body, CaptchaStub, TestServer, PASSWORD};
+use crate::support::{
+    error_code, eventually, signup_body, start_with_mail, CaptchaStub, TestServer, UserApi,
+    PASSWORD, USER_PASSWORD,
+};
 
 fn tenant_count(srv: &TestServer) -> usize {
     srv.admin(&["tenant", "list"], "").json()["tenants"]
@@ -329,4 +341,119 @@ fn body_errors_have_the_envelope() {
         "{err}"
     );
     assert_eq!(tenant_count(&srv), 0);
+}
+
+#[test]
+fn signups_are_limited_per_client_address_before_anything_is_hashed() {
+    let srv = TestServer::start_with(&[
+        ("TESSERA__SECURITY__ONBOARDING_PER_IP_HOURLY", "5"),
+        ("TESSERA__SERVER__TRUSTED_PROXIES", "[\"127.0.0.0/8\"]"),
+    ]);
+    let from = |n: usize, ip: &str| {
+        signup_forwarded_for(
+            &srv,
+            &signup_body(&format!("Flood {n}"), &format!("flood{n}@example.com")),
+            ip,
+        )
+    };
+    for n in 0..5 {
+        assert_eq!(from(n, "203.0.113.7").status(), 201, "signup {n}");
+    }
+    let r = from(5, "203.0.113.7");
+    assert_eq!(r.status(), 429);
+    let retry: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3600).contains(&retry), "{retry}");
+    assert_eq!(error_code(&r.json().unwrap()), "auth/rate_limited");
+    // A refused attempt creates nothing, and an existing address is refused the same way
+    // (counted before the account is looked at or a password hashed).
+    assert_eq!(tenant_count(&srv), 5);
+    assert_eq!(from(0, "203.0.113.7").status(), 429);
+    // Another address is counted on its own...
+    assert_eq!(from(6, "203.0.113.8").status(), 201);
+    // ... and IPv6 by its /64: rotating through a prefix does not reset the count.
+    for n in 0..5 {
+        let ip = format!("2001:db8:7:1::{:x}", n + 1);
+        assert_eq!(from(10 + n, &ip).status(), 201, "IPv6 signup {n}");
+    }
+    assert_eq!(from(20, "2001:db8:7:1:ffff::1").status(), 429);
+    assert_eq!(from(21, "2001:db8:7:2::1").status(), 201);
+    assert_eq!(tenant_count(&srv), 12);
+}
+
+/// A flood of sign-ups (the limit raised for it) fills the queue of new passwords' hashes and
+/// is refused there, while the logins of another tenant's user, checked first, are never.
+/// The pool and its queues are set here, so the case means the same on any number of cores:
+/// two threads, production-cost hashes, 16 places for checks and 2 for new hashes.
+#[test]
+fn a_signup_flood_never_refuses_another_tenants_logins() {
+    let (smtp, srv) = start_with_mail(&[
+        ("TESSERA__SECURITY__ONBOARDING_PER_IP_HOURLY", "100000"),
+        ("TESSERA__SECURITY__HASHING_THREADS", "2"),
+        ("TESSERA__SECURITY__HASHING_QUEUE_MAX", "16"),
+        ("TESSERA__SECURITY__HASHING_NEW_QUEUE_MAX", "2"),
+        ("TESSERA__SECURITY__ARGON2_M_COST_KIB", "19456"),
+        ("TESSERA__SECURITY__ARGON2_T_COST", "2"),
+    ]);
+    let api = UserApi::signup(&srv, "Bystander", "owner@bystander.example.com");
+    api.verified_user(&smtp, "bea@example.com", USER_PASSWORD);
+
+    const FLOODERS: usize = 24;
+    let next = AtomicUsize::new(0);
+    let refused = AtomicUsize::new(0);
+    let created = AtomicUsize::new(0);
+    let others = std::sync::Mutex::new(Vec::new());
+    let done = AtomicBool::new(false);
+    let start = Barrier::new(FLOODERS + 1);
+    let logins: Vec<u16> = thread::scope(|s| {
+        for _ in 0..FLOODERS {
+            s.spawn(|| {
+                start.wait();
+                while !done.load(Ordering::SeqCst) {
+                    let n = next.fetch_add(1, Ordering::SeqCst);
+                    let body =
+                        signup_body(&format!("Flood {n}"), &format!("f{n}@flood.example.com"));
+                    let r = srv.post_json("/v1/onboarding/signup", &body);
+                    match r.status().as_u16() {
+                        201 => created.fetch_add(1, Ordering::SeqCst),
+                        503 => refused.fetch_add(1, Ordering::SeqCst),
+                        other => {
+                            others.lock().unwrap().push(other);
+                            0
+                        }
+                    };
+                }
+            });
+        }
+        start.wait();
+        // The flood has filled the new hashes' queue once some sign-up was refused.
+        let saturated = eventually(Duration::from_secs(30), || {
+            refused.load(Ordering::SeqCst) > 0
+        });
+        let mut statuses = Vec::new();
+        if saturated {
+            for _ in 0..10 {
+                statuses.push(api.login("bea@example.com", USER_PASSWORD).status);
+            }
+        }
+        done.store(true, Ordering::SeqCst);
+        assert!(
+            saturated,
+            "no sign-up was ever refused: the flood did not saturate"
+        );
+        statuses
+    });
+    assert!(
+        others.lock().unwrap().is_empty(),
+        "sign-ups answered {:?}",
+        others.lock().unwrap()
+    );
+    assert!(
+        created.load(Ordering::SeqCst) > 0,
+        "no sign-up went through"
+    );
+    assert_eq!(logins, vec![200; 10], "logins during the flood");
 }

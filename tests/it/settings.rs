@@ -79,6 +79,10 @@ fn security_settings_enforce_every_rule_of_2_8() {
         json!({"mfa_grace_period_days": 7.5}),
         "mfa_grace_period_days",
     );
+    // The schema's bounds: an enterprise tenant may go up to 100000 on the platform's account
+    // (`sms::the_platform_accounts_monthly_cap_is_bounded_by_the_tier` has the tiers).
+    srv.admin(&["tenant", "set-tier", "set-co", "enterprise"], "")
+        .json();
     for (v, good) in [(-1, false), (0, true), (100000, true), (100001, false)] {
         let b = json!({"sms_otp_monthly_cap": v});
         if good {

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use crate::support::{
     env_refs, eventually, fresh_client_ip, json_keys as keys, name_set as set, patch_security,
     six_digit_code, totp_step_now, user_setup, AuthAnswer, Session, SmtpStub, TestServer, UserApi,
-    UserTokens, PASSWORD, USER_PASSWORD,
+    UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
 };
 
 const EXPIRED: &str = "invalid_or_expired_token";
@@ -494,8 +494,8 @@ fn new_guest(api: &UserApi) -> String {
         .to_owned()
 }
 
-/// Starts the server again (forgetting its in-memory rate windows and throttles) and points
-/// `apis` at its new address.
+/// Starts the server again (forgetting its in-memory rate windows; failure throttles are on
+/// disk) and points `apis` at its new address.
 fn restart(srv: &mut TestServer, apis: &mut [&mut UserApi]) {
     srv.restart();
     for api in apis.iter_mut() {
@@ -550,11 +550,33 @@ fn phone_verify(api: &UserApi, bearer: &str, phone: &str) -> AuthAnswer {
     api.post_as(PHONE_VERIFY, Some(bearer), &json!({ "phone": phone }))
 }
 
+/// `POST /v1/users/me/phone/confirm`, step-up gated: first steps up with `USER_PASSWORD` and
+/// sends the step-up token; when that step-up is refused (a guest, no password) it sends none.
 fn phone_confirm(api: &UserApi, bearer: &str, phone: &str, code: &str) -> AuthAnswer {
-    api.post_as(
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(bearer),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = r.body["step_up_token"].as_str().map(str::to_owned);
+    phone_confirm_with(api, bearer, phone, code, step_up.as_deref())
+}
+
+/// `POST /v1/users/me/phone/confirm` with the step-up token, if any.
+fn phone_confirm_with(
+    api: &UserApi,
+    bearer: &str,
+    phone: &str,
+    code: &str,
+    step_up: Option<&str>,
+) -> AuthAnswer {
+    let headers: Vec<(&str, &str)> = step_up.map(|t| (STEP_UP_HEADER, t)).into_iter().collect();
+    api.send_with(
+        "POST",
         PHONE_CONFIRM,
         Some(bearer),
-        &json!({ "phone": phone, "code": code }),
+        Some(&json!({ "phone": phone, "code": code })),
+        &headers,
     )
 }
 
@@ -1390,6 +1412,93 @@ fn the_monthly_cap_counts_messages_sent() {
     wait_sms(&srv, &other.slug, LOGIN_KIND, &fr(721), 1);
 }
 
+/// A free tenant cannot make the operator pay for 100,000 texts a month: on the platform's
+/// account its cap is at most its tier's ceiling (`[sms.platform_monthly_cap_max]`), refused at
+/// the settings PATCH and bounded again when sending (a larger stored value counts only up to
+/// the ceiling); its own provider account allows the full 0-100,000.
+#[test]
+fn the_platform_accounts_monthly_cap_is_bounded_by_the_tier() {
+    let env = [(
+        "TESSERA__SMS__PLATFORM_MONTHLY_CAP_MAX__FREE".to_owned(),
+        "2".to_owned(),
+    )];
+    let (_smtp, srv, api, s) = sms_setup("Ceiling Co", &env);
+    let path = format!("/v1/auth/dashboard/tenants/{}/settings/security", api.slug);
+    for cap in [100_000, 3] {
+        let r = srv.dash(
+            "PATCH",
+            &path,
+            &s,
+            Some(&json!({ "sms_otp_enabled": false, "sms_otp_monthly_cap": cap })),
+        );
+        assert_eq!(r.status(), 400, "cap {cap}");
+        let body: Value = r.json().expect("error body");
+        assert_eq!(body["error"]["code"], INVALID, "{body}");
+        let reason = body["error"]["details"]["fields"]["sms_otp_monthly_cap"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the field is named: {body}"));
+        assert!(reason.contains("0-2"), "the ceiling is named: {reason}");
+    }
+    // Nothing of a refused patch is applied.
+    let now: Value = srv.dash("GET", &path, &s, None).json().expect("settings");
+    assert_eq!(now["sms_otp_enabled"], true, "{now}");
+    let out = patch_security(&srv, &s, &api.slug, json!({ "sms_otp_monthly_cap": 2 }));
+    assert_eq!(out["sms_otp_monthly_cap"], 2, "{out}");
+
+    // With its own account the full range is the tenant's; it keeps the value when it goes
+    // back to the platform's account...
+    set_byok(&srv, &s, &api.slug);
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "sms_otp_monthly_cap": 100_000 }),
+    );
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({
+            "byok_provider_account_sid": null,
+            "byok_provider_auth_token": null,
+            "byok_provider_messaging_service_sid": null,
+        }),
+    );
+    assert_eq!(out["byok_provider_auth_token_set"], false, "{out}");
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+
+    // ... but the platform pays for two messages a month, not 100,000.
+    for n in [1951, 1952] {
+        assert_accepted(
+            &request_sms(&api, &fr(n), "login_or_create"),
+            "within the ceiling",
+        );
+        wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(n), 1);
+    }
+    assert_capped(
+        &request_sms(&api, &fr(1953), "login_or_create"),
+        "past the tier's ceiling",
+    );
+    assert_no_sms(&srv, &fr(1953));
+
+    // An enterprise tenant's ceiling (100,000 by default) allows it on the platform's account.
+    srv.admin(&["tenant", "set-tier", &api.slug, "enterprise"], "")
+        .json();
+    let out = patch_security(
+        &srv,
+        &s,
+        &api.slug,
+        json!({ "sms_otp_monthly_cap": 100_000 }),
+    );
+    assert_eq!(out["sms_otp_monthly_cap"], 100_000, "{out}");
+    assert_accepted(
+        &request_sms(&api, &fr(1954), "login_or_create"),
+        "enterprise, under its ceiling",
+    );
+    wait_sms(&srv, &api.slug, LOGIN_KIND, &fr(1954), 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The HTTP provider
 // ---------------------------------------------------------------------------------------------
@@ -1641,6 +1750,60 @@ fn users_verify_a_phone_which_moves_to_whoever_confirms_it_last() {
     assert_accepted(&request_sms(&api, &n, "login"), "login to n");
     let code = code_of(&wait_sms(&srv, &api.slug, LOGIN_KIND, &n, 1));
     sms_tokens(&api, &verify_sms(&api, &n, &code), Some(&id2), None);
+}
+
+/// A stolen access token must not attach a number (a permanent SMS sign-in): confirming is
+/// step-up gated like MFA setup. Without a step-up token the gate's challenge answers and the
+/// code stays usable; a token of another session does not pass; a fresh one does.
+#[test]
+fn confirming_a_phone_needs_a_step_up_token_of_the_session() {
+    let (smtp, srv, api, _s) = user_setup("Gate Phone Co", &[]);
+    let n = fr(1901);
+    let u = api.verified_user(&smtp, "gia@example.com", USER_PASSWORD);
+    assert_accepted(&phone_verify(&api, &u.access, &n), "verify n");
+    let code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &n, 1));
+
+    let r = phone_confirm_with(&api, &u.access, &n, &code, None);
+    assert_error(&r, 401, "account_linking/mfa_required", "no step-up token");
+    assert_eq!(
+        r.body["error"]["details"]["next_action"], "verify_mfa",
+        "{}",
+        r.body
+    );
+    assert!(
+        r.header("www-authenticate")
+            .is_some_and(|w| w.contains("insufficient_user_authentication")),
+        "{:?}",
+        r.header("www-authenticate")
+    );
+    assert_error(
+        &phone_confirm_with(&api, &u.access, &n, &code, Some("not-a-token")),
+        401,
+        EXPIRED,
+        "a bad step-up token",
+    );
+    // A step-up token of another session of the same user does not pass either.
+    let other = api.login_ok("gia@example.com", USER_PASSWORD);
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&other.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let foreign = r.expect(200)["step_up_token"]
+        .as_str()
+        .expect("token")
+        .to_owned();
+    assert_error(
+        &phone_confirm_with(&api, &u.access, &n, &code, Some(&foreign)),
+        401,
+        EXPIRED,
+        "another session's step-up token",
+    );
+    assert_eq!(api.me(&u.access).expect(200)["phone"], Value::Null);
+
+    // With its own step-up, the same code confirms the number.
+    let r = phone_confirm(&api, &u.access, &n, &code);
+    assert_eq!(r.expect(200)["phone"], n.as_str(), "{}", r.body);
 }
 
 #[test]
@@ -2142,7 +2305,7 @@ fn sms_codes_expire_after_ten_minutes() {
         "TESSERA__TESTING__FAULT_INJECTION".to_owned(),
         "true".to_owned(),
     )];
-    let (_smtp, mut srv, mut api, s) = sms_setup("Sms Expiry Co", &faults);
+    let (smtp, mut srv, mut api, s) = sms_setup("Sms Expiry Co", &faults);
     let (early, late) = (fr(4101), fr(4102));
     assert_accepted(&request_sms(&api, &early, "login_or_create"), "early");
     assert_accepted(&request_sms(&api, &late, "login_or_create"), "late");
@@ -2155,9 +2318,11 @@ fn sms_codes_expire_after_ten_minutes() {
         &mut api,
         &[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "480")],
     );
-    let t = sms_tokens(&api, &verify_sms(&api, &early, &early_code), None, None);
+    sms_tokens(&api, &verify_sms(&api, &early, &early_code), None, None);
 
-    // A confirmation code sent now is dead eleven minutes later.
+    // A confirmation code sent now is dead eleven minutes later (for a user with a password,
+    // who can step up as confirming needs).
+    let t = api.verified_user(&smtp, "expiry@example.com", USER_PASSWORD);
     let third = fr(4103);
     assert_eq!(phone_verify(&api, &t.access, &third).status, 202);
     let confirm_code = code_of(&wait_sms(&srv, &api.slug, PHONE_KIND, &third, 1));

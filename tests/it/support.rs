@@ -69,6 +69,8 @@ pub fn spawn_on(
         // Tests need speed, not password-cracking resistance.
         .env("TESSERA__SECURITY__ARGON2_M_COST_KIB", "1024")
         .env("TESSERA__SECURITY__ARGON2_T_COST", "1")
+        // Tests sign up many tenants from 127.0.0.1; `onboarding::` tests the limit itself.
+        .env("TESSERA__SECURITY__ONBOARDING_PER_IP_HOURLY", "100000")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -44,8 +44,14 @@ use crate::{
         keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
         TenantRuntime,
     },
-    throttle::{RateWindow, Throttle},
+    throttle::{
+        saved_key, Clocks, PlatformThrottleRecord, RateWindow, SavedCount, Throttle, ThrottleKey,
+    },
 };
+
+/// The persisted dashboard throttles, as numbered in their records' keys (never renumber).
+const THROTTLE_ACCOUNTS: u8 = 1;
+const THROTTLE_IPS: u8 = 2;
 
 /// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
 const MAX_RESTARTS: u32 = 5;
@@ -191,7 +197,14 @@ pub enum DirectoryMsg {
         ip: IpAddr,
         reply: RpcReplyPort<LoginGate>,
     },
-    /// Counts a failed password check against `email` and `ip`.
+    /// Counts one onboarding sign-up from `ip` (IPv6: its /64); `Err(retry_after_secs)` past
+    /// the hourly limit. Sent before any hashing.
+    AdmitSignup {
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), u64>>,
+    },
+    /// Counts a failed password check against `email` and `ip`; answers once the count is
+    /// durable.
     LoginFailed {
         email: String,
         ip: IpAddr,
@@ -285,6 +298,8 @@ pub struct DirectoryArgs {
     /// A tenant actor unused for this long is stopped (its state is on disk; the next request
     /// starts it again). `None`: never.
     pub tenant_idle: Option<Duration>,
+    /// Onboarding sign-ups per client address (IPv6: per /64) per hour.
+    pub onboarding_per_ip_hourly: u32,
 }
 
 pub struct Directory;
@@ -318,6 +333,8 @@ pub struct DirectoryState {
     account_mail_window: RateWindow<(Uuid, AccountTokenPurpose)>,
     /// Dashboard password-reset requests per client address.
     reset_ip_window: RateWindow<IpAddr>,
+    /// Onboarding sign-ups per client address, in memory.
+    signup_ips: RateWindow<IpAddr>,
     tenant_idle: Option<Duration>,
 }
 
@@ -337,7 +354,7 @@ impl Actor for Directory {
             let rec = rec?;
             tenants.insert(rec.id, rec);
         }
-        let state = DirectoryState {
+        let mut state = DirectoryState {
             root: args.store,
             platform,
             idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
@@ -360,8 +377,10 @@ impl Actor for Directory {
                 dashboard::RESETS_PER_IP_HOUR,
                 Duration::from_secs(3600),
             ),
+            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
             tenant_idle: args.tenant_idle,
         };
+        state.restore_throttles()?;
         state.publish_index();
         state.published.running.clear();
         tracing::info!(tenants = state.tenants.len(), "directory started");
@@ -477,13 +496,32 @@ impl Actor for Directory {
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
             }
-            DirectoryMsg::RetireIdle => state.retire_idle().await,
+            DirectoryMsg::RetireIdle => {
+                state.account_throttle.sweep(Instant::now());
+                state.ip_throttle.sweep(Instant::now());
+                state.retire_idle().await
+            }
+            DirectoryMsg::AdmitSignup { ip, reply } => {
+                let key = crate::throttle::throttle_ip(ip);
+                let _ = reply.send(state.signup_ips.hit(&key, Instant::now()));
+            }
             DirectoryMsg::BeginLogin { email, ip, reply } => {
                 let _ = reply.send(state.begin_login(&email, ip));
             }
             DirectoryMsg::LoginFailed { email, ip, reply } => {
                 state.login_failed(&email, ip);
-                let _ = reply.send(());
+                // The count is on disk before the failure is answered: a restart forgives
+                // nothing.
+                if let Err(e) = state.persist_throttles() {
+                    tracing::error!(error = %e, "cannot write dashboard throttle state");
+                }
+                let ticket = state.platform.ticket();
+                tokio::spawn(async move {
+                    if let Err(e) = ticket.wait().await {
+                        tracing::error!(error = %e, "a write could not be made durable");
+                    }
+                    let _ = reply.send(());
+                });
             }
             DirectoryMsg::CreateSession { account_id, reply } => {
                 state.create_session(account_id, reply)
@@ -537,6 +575,10 @@ impl Actor for Directory {
                 password_hash,
                 reply,
             } => state.reset_password(&token, password_hash, reply),
+        }
+        // Resets (a login that went through) and sweeps are written after the message.
+        if let Err(e) = state.persist_throttles() {
+            tracing::error!(error = %e, "cannot write dashboard throttle state");
         }
         Ok(())
     }
@@ -1018,6 +1060,54 @@ impl DirectoryState {
         }
     }
 
+    /// Loads the dashboard throttles' entries written by earlier runs; expired or unreadable
+    /// ones are deleted.
+    fn restore_throttles(&mut self) -> Result<(), DirectoryError> {
+        let clocks = Clocks::now();
+        let mut stale = PlatformBatch::default();
+        let mut any_stale = false;
+        for item in self.platform.scan_prefix::<PlatformThrottleRecord>(b"") {
+            let (key, PlatformThrottleRecord(saved)) = item?;
+            let kept = match key.split_first() {
+                Some((&THROTTLE_ACCOUNTS, k)) => String::from_key_bytes(k)
+                    .is_some_and(|k| self.account_throttle.restore(k, &saved, clocks)),
+                Some((&THROTTLE_IPS, k)) => IpAddr::from_key_bytes(k)
+                    .is_some_and(|k| self.ip_throttle.restore(k, &saved, clocks)),
+                _ => false,
+            };
+            if !kept {
+                stale.remove(Kind::PlatformThrottle, &key);
+                any_stale = true;
+            }
+        }
+        if any_stale {
+            self.platform.apply(stale)?;
+        }
+        Ok(())
+    }
+
+    /// Writes (or deletes) the dashboard throttle entries changed since the last time, in
+    /// one batch.
+    fn persist_throttles(&mut self) -> Result<(), DirectoryError> {
+        if !(self.account_throttle.has_changes() || self.ip_throttle.has_changes()) {
+            return Ok(());
+        }
+        let clocks = Clocks::now();
+        let mut batch = PlatformBatch::default();
+        put_changes(
+            &mut batch,
+            THROTTLE_ACCOUNTS,
+            self.account_throttle.take_changes(clocks),
+        )?;
+        put_changes(
+            &mut batch,
+            THROTTLE_IPS,
+            self.ip_throttle.take_changes(clocks),
+        )?;
+        self.platform.apply(batch)?;
+        Ok(())
+    }
+
     /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is
     /// first taken out of the published map (new requests then come here, and wait behind this
     /// message), then drained: it refuses new messages (their senders retry through
@@ -1113,6 +1203,22 @@ impl DirectoryState {
         self.published.running.insert(id, running.clone());
         Ok(running)
     }
+}
+
+/// Puts each changed entry of one dashboard throttle in `batch` (or removes its record).
+fn put_changes<K: ThrottleKey>(
+    batch: &mut PlatformBatch,
+    throttle: u8,
+    changes: Vec<(K, Option<SavedCount>)>,
+) -> Result<(), DirectoryError> {
+    for (key, saved) in changes {
+        let key = saved_key(throttle, &key);
+        match saved {
+            Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
+            None => batch.remove(Kind::PlatformThrottle, &key),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

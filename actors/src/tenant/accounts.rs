@@ -91,8 +91,11 @@ impl TenantState {
         }
     }
 
-    /// Applies the writes of one command at once; its mail goes out once they are durable.
-    pub(super) fn commit(&self, effects: Effects) -> Result<Vec<MailJob>, TenantError> {
+    /// Applies the writes of one command at once, with the throttle entries it changed (a
+    /// failed attempt's count is durable with its audit event); its mail goes out once they
+    /// are durable.
+    pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
+        self.throttle_changes_into(&mut effects.batch)?;
         self.store.apply(effects.batch)?;
         Ok(effects.mail)
     }
@@ -382,7 +385,7 @@ impl TenantState {
     /// Consumes a link token of `purpose`: answers its user, with the token removed from
     /// `fx`. An invalid token is `InvalidLinkToken`, after removing it if it was dead.
     fn consume_link(
-        &self,
+        &mut self,
         fx: Effects,
         token: &str,
         purpose: LinkPurpose,
@@ -808,6 +811,11 @@ pub(crate) mod tests {
             outbound: Arc::new(Collect::default()),
             clock_offset: time::Duration::ZERO,
             sms_countries: Arc::new(vec!["FR".into()]),
+            sms_platform_caps: crate::tenant::PlatformSmsCaps {
+                free: 1_000,
+                pro: 10_000,
+                enterprise: 100_000,
+            },
         };
         TenantState::load(
             info,

@@ -200,10 +200,12 @@ impl TenantState {
             fx.batch.remove(Kind::User, id.as_bytes());
             fx.batch.remove(Kind::Guest, &key);
         }
-        // Expired challenges and step-up tokens go with the same daily run.
+        // Expired challenges and step-up tokens go with the same daily run, and so do the
+        // throttle entries with nothing left to hold (their records leave with this batch).
         let swept = if dry_run {
             0
         } else {
+            self.sweep_throttles();
             self.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
         self.audit_into(

@@ -63,6 +63,27 @@ pub struct TenantRuntime {
     /// The platform's SMS country allowlist (ISO 3166-1 alpha-2), for tenants without their
     /// own.
     pub sms_countries: Arc<Vec<String>>,
+    /// The highest monthly text message cap per tier on the platform's account.
+    pub sms_platform_caps: PlatformSmsCaps,
+}
+
+/// The highest `sms_otp_monthly_cap` that counts, per tier, while a tenant's messages go
+/// through the platform's account (the operator pays for them).
+#[derive(Clone, Copy, Debug)]
+pub struct PlatformSmsCaps {
+    pub free: u32,
+    pub pro: u32,
+    pub enterprise: u32,
+}
+
+impl PlatformSmsCaps {
+    pub fn for_tier(&self, tier: crate::records::Tier) -> u32 {
+        match tier {
+            crate::records::Tier::Free => self.free,
+            crate::records::Tier::Pro => self.pro,
+            crate::records::Tier::Enterprise => self.enterprise,
+        }
+    }
 }
 
 /// What the directory gives a tenant actor when it starts it.
@@ -112,6 +133,9 @@ impl Actor for TenantActor {
         message: TenantMsg,
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
+        // Throttle changes that no command's batch took (a reset on a path that writes
+        // nothing else) are written before the next message, and when the actor stops.
+        state.persist_throttles_logged();
         match message {
             TenantMsg::GetOverview { reply } => {
                 let _ = reply.send(Ok(state.overview()));
@@ -520,6 +544,15 @@ impl Actor for TenantActor {
                 let _ = reply.send(Ok(()));
             }
         }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut TenantState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.persist_throttles_logged();
         Ok(())
     }
 }

@@ -68,7 +68,7 @@ impl TenantState {
         self.space_request(Flow::SmsOtp, &phone.e164)?;
         self.sms_numbers.hit(&phone.e164, now).map_err(limited)?;
         let wall = OffsetDateTime::now_utc();
-        if self.sms_sent_this_month(wall) >= u64::from(self.settings.security.sms_otp_monthly_cap) {
+        if self.sms_sent_this_month(wall) >= u64::from(self.effective_sms_cap()) {
             return Err(TenantError::SmsCapReached {
                 retry_after: seconds_to_next_month(wall),
             });
@@ -91,6 +91,18 @@ impl TenantState {
         {
             Some(list) => list.iter().any(|c| c == country) && (own_account || platform),
             None => platform,
+        }
+    }
+
+    /// The monthly cap that applies: the setting, and on the platform's account at most the
+    /// tier's ceiling (a setting made on the tenant's own account, or before a tier change,
+    /// does not raise what the operator pays for).
+    fn effective_sms_cap(&self) -> u32 {
+        let cap = self.settings.security.sms_otp_monthly_cap;
+        if self.sms_account_is_own() {
+            cap
+        } else {
+            cap.min(self.runtime.sms_platform_caps.for_tier(self.info.tier))
         }
     }
 

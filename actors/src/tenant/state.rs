@@ -24,8 +24,26 @@ use super::{
 };
 use crate::{
     error::TenantError,
-    throttle::{RateWindow, Throttle},
+    throttle::{
+        saved_key, Clocks, RateWindow, SavedCount, TenantThrottleRecord, Throttle, ThrottleKey,
+    },
 };
+
+/// Puts each changed entry of one throttle in `batch` (or removes its record).
+fn put_changes<K: ThrottleKey>(
+    batch: &mut tessera_storage::TenantBatch,
+    throttle: u8,
+    changes: Vec<(K, Option<SavedCount>)>,
+) -> Result<(), TenantError> {
+    for (key, saved) in changes {
+        let key = saved_key(throttle, &key);
+        match saved {
+            Some(saved) => batch.put(&key, &TenantThrottleRecord(saved))?,
+            None => batch.remove(tessera_storage::Kind::Throttle, &key),
+        }
+    }
+    Ok(())
+}
 
 /// Failed logins allowed per account or per address before the first block.
 pub const FREE_LOGIN_FAILURES: u32 = 5;
@@ -35,6 +53,11 @@ pub const FIRST_LOGIN_BLOCK: Duration = Duration::from_secs(15);
 pub const MAX_LOGIN_BLOCK: Duration = Duration::from_secs(15 * 60);
 /// Registrations per client address per minute (spec section 8).
 pub const REGISTRATIONS_PER_MINUTE: u32 = 5;
+
+/// The persisted throttles, as numbered in their records' keys (never renumber).
+const THROTTLE_LOGIN_ACCOUNTS: u8 = 1;
+const THROTTLE_LOGIN_IPS: u8 = 2;
+const THROTTLE_STEP_UP_CODES: u8 = 3;
 
 /// Key of the single settings record under the tenant's prefix.
 const SETTINGS_KEY: &[u8] = b"";
@@ -123,7 +146,7 @@ impl TenantState {
         let sms_usage = store
             .get::<MauRecord>(super::sms::SMS_USAGE_KEY)?
             .unwrap_or_default();
-        Ok(TenantState {
+        let mut state = TenantState {
             info,
             store,
             refresh_hasher: master_key.hasher("refresh-token"),
@@ -158,7 +181,99 @@ impl TenantState {
             sms_ips: RateWindow::new(super::sms::SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
             sms_usage,
             sms_tests: RateWindow::new(super::sms::SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
-        })
+        };
+        state.restore_throttles()?;
+        Ok(state)
+    }
+
+    /// Loads the throttles' entries written by earlier runs; expired or unreadable ones are
+    /// deleted.
+    fn restore_throttles(&mut self) -> Result<(), TenantError> {
+        let clocks = Clocks::now();
+        let mut stale = self.store.batch();
+        let mut any_stale = false;
+        for item in self.store.scan::<TenantThrottleRecord>(b"") {
+            let (key, TenantThrottleRecord(saved)) = item?;
+            let kept = match key.split_first() {
+                Some((&THROTTLE_LOGIN_ACCOUNTS, k)) => String::from_key_bytes(k)
+                    .is_some_and(|k| self.login_accounts.restore(k, &saved, clocks)),
+                Some((&THROTTLE_LOGIN_IPS, k)) => IpAddr::from_key_bytes(k)
+                    .is_some_and(|k| self.login_ips.restore(k, &saved, clocks)),
+                Some((&THROTTLE_STEP_UP_CODES, k)) => Uuid::from_key_bytes(k)
+                    .is_some_and(|k| self.step_up_fails.restore(k, &saved, clocks)),
+                _ => false,
+            };
+            if !kept {
+                stale.remove(tessera_storage::Kind::Throttle, &key);
+                any_stale = true;
+            }
+        }
+        if any_stale {
+            self.store.apply(stale)?;
+        }
+        Ok(())
+    }
+
+    /// Whether a throttle changed since its entries were last written.
+    pub fn throttles_changed(&self) -> bool {
+        self.login_accounts.has_changes()
+            || self.login_ips.has_changes()
+            || self.step_up_fails.has_changes()
+    }
+
+    /// Writes (or deletes) the throttle entries changed since the last time into `batch`.
+    pub(super) fn throttle_changes_into(
+        &mut self,
+        batch: &mut tessera_storage::TenantBatch,
+    ) -> Result<(), TenantError> {
+        if !self.throttles_changed() {
+            return Ok(());
+        }
+        let clocks = Clocks::now();
+        put_changes(
+            batch,
+            THROTTLE_LOGIN_ACCOUNTS,
+            self.login_accounts.take_changes(clocks),
+        )?;
+        put_changes(
+            batch,
+            THROTTLE_LOGIN_IPS,
+            self.login_ips.take_changes(clocks),
+        )?;
+        put_changes(
+            batch,
+            THROTTLE_STEP_UP_CODES,
+            self.step_up_fails.take_changes(clocks),
+        )?;
+        Ok(())
+    }
+
+    /// Writes the throttle changes no command's batch took (a reset on a path that writes
+    /// nothing else), in a batch of their own.
+    pub fn persist_throttles(&mut self) -> Result<(), TenantError> {
+        if !self.throttles_changed() {
+            return Ok(());
+        }
+        let mut batch = self.store.batch();
+        self.throttle_changes_into(&mut batch)?;
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// [`Self::persist_throttles`], logging a failure.
+    pub fn persist_throttles_logged(&mut self) {
+        if let Err(e) = self.persist_throttles() {
+            tracing::error!(tenant = %self.info.slug, error = %e, "cannot write throttle state");
+        }
+    }
+
+    /// Forgets the throttle entries with nothing left to hold (the daily run), so their
+    /// records go too.
+    pub(super) fn sweep_throttles(&mut self) {
+        let now = Instant::now();
+        self.login_accounts.sweep(now);
+        self.login_ips.sweep(now);
+        self.step_up_fails.sweep(now);
     }
 
     /// A new signing key (applied, not yet durable). The caller publishes the answered keys
@@ -461,6 +576,21 @@ impl TenantState {
                 changed.push("byok_provider_auth_token".into());
             }
             Some(None) => {}
+        }
+        // On the platform's account the operator pays: a cap above the tier's ceiling is
+        // refused (checked against the account the patch leaves, so one patch may set the
+        // tenant's own account and a large cap together).
+        if let Some(cap) = p.sms_otp_monthly_cap {
+            let own = s.byok_provider_account_sid.is_some()
+                && s.byok_provider_messaging_service_sid.is_some()
+                && *byok_token_set;
+            let max = self.runtime.sms_platform_caps.for_tier(self.info.tier);
+            if !own && cap > max {
+                return Err(TenantError::SmsCapAboveTier {
+                    max,
+                    tier: self.info.tier,
+                });
+            }
         }
         Ok(())
     }

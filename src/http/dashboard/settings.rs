@@ -256,7 +256,10 @@ pub struct UpdateTenantSecurityRequest {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = bool, required = false)]
     pub sms_otp_enabled: Option<Option<bool>>,
-    /// 0-100000.
+    /// 0-100000 with the tenant's own provider account (all three `byok_provider_*` set); on
+    /// the platform's account at most the tier's ceiling (the operator's
+    /// `[sms.platform_monthly_cap_max]`), which also bounds a larger stored value when texts
+    /// are sent.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = i64, required = false, minimum = 0, maximum = 100000)]
     pub sms_otp_monthly_cap: Option<Option<i64>>,
@@ -455,7 +458,7 @@ pub async fn get_security(
     request_body = UpdateTenantSecurityRequest,
     responses(
         (status = 200, description = "The updated settings", body = SecuritySettingsResponse),
-        (status = 400, description = "`validation/invalid_request` naming each field", body = ErrorBody),
+        (status = 400, description = "`validation/invalid_request` naming each field; `sms_otp_monthly_cap` above the tier's ceiling (`[sms.platform_monthly_cap_max]`, named in the message) while the tenant sends through the platform's SMS account", body = ErrorBody),
         (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
