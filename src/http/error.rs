@@ -427,3 +427,31 @@ pub fn mailer_accepts(address: &str) -> bool {
             .parse::<lettre::message::Mailbox>()
             .is_ok_and(|m| m.name.is_none() && m.email.to_string() == address)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_the_mailer_takes_is_an_address() {
+        for ok in [
+            "ada@example.com",
+            "a.b+c@x.test",
+            "ada@xn--bcher-kva.example",
+        ] {
+            assert!(mailer_accepts(ok), "{ok}");
+            assert!(is_email(ok), "{ok}");
+        }
+        // Lowercased, the dotted capital I becomes `i` and a combining dot the mailer refuses.
+        assert!(!is_email("İlice@x.test"));
+        assert!(!mailer_accepts("i\u{307}lice@x.test"));
+        for bad in [
+            "Ada <ada@example.com>",
+            "ada@example.com rest",
+            "ada",
+            "@x.test",
+        ] {
+            assert!(!mailer_accepts(bad), "{bad}");
+        }
+    }
+}

@@ -385,6 +385,39 @@ mod tests {
     }
 
     #[test]
+    fn a_consumed_code_is_remembered_per_key_until_it_would_have_expired() {
+        let now = OffsetDateTime::now_utc();
+        let mut c = ConsumedCodes::default();
+        let key = challenge_key(Uuid::new_v4(), Purpose::LoginEmailOtp);
+        c.remember(&key, "aa", now + Duration::minutes(10), now);
+        assert!(c.is_resubmission(&key, "aa", now));
+        assert!(
+            !c.is_resubmission(&key, "ab", now),
+            "another code is a guess"
+        );
+        let other = challenge_key(Uuid::new_v4(), Purpose::LoginEmailOtp);
+        assert!(
+            !c.is_resubmission(&other, "aa", now),
+            "another slot is a guess"
+        );
+        assert!(!c.is_resubmission(&key, "aa", now + Duration::minutes(10)));
+        // Past the pruning size, only the live ones stay.
+        for i in 0..CONSUMED_PRUNE_AT {
+            let k = challenge_key(Uuid::from_u128(i as u128), Purpose::LoginSmsOtp);
+            c.remember(
+                &k,
+                "x",
+                now - Duration::seconds(1),
+                now - Duration::minutes(1),
+            );
+        }
+        c.remember(&other, "bb", now + Duration::minutes(1), now);
+        assert!(c.map.len() <= 3, "{}", c.map.len());
+        assert!(c.is_resubmission(&key, "aa", now));
+        assert!(c.is_resubmission(&other, "bb", now));
+    }
+
+    #[test]
     fn tokens_name_their_tenant_slot_and_purpose() {
         let tenant = [1u8; 16];
         let slot = Uuid::new_v4();
