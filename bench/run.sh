@@ -62,6 +62,7 @@ OVERLOAD_CONNS=${BENCH_OVERLOAD_CONNS:-256}   # BENCH_OVERLOAD_CONNS=64: the con
 OVERLOAD_SECS=12
 OVERLOAD_PROBES=50
 MIXED_PROBE_RATE=20     # `me` requests a second sent by the probe during the mixed load
+TIMING_CALLS=200        # calls per route and kind of address of the 202 timing probe
 SCALE_TENANTS=${BENCH_SCALE_TENANTS:-10000}
 SCALE_USERS=${BENCH_SCALE_USERS:-100000}
 SCALE_IDLE_SECS=20      # server.tenant_idle_secs of the scale server
@@ -70,7 +71,7 @@ export BENCH_PASSWORD='tessera-bench passphrase, not a real one'
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH=$ROOT/bench
-BIN=$ROOT/target/release
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release
 TESSERA=$BIN/tessera
 NPROC=$(nproc)
 
@@ -364,6 +365,22 @@ overload() {
   [[ $bad == 0 ]] || echo "run $RUN overload probe: $bad answers other than 200/503: $(jq -c .statuses "$RD/overload_probe.json")" >>"$FAILURES"
 }
 
+# The routes that answer 202 whatever the address (magic-link, email-otp, forgot-password):
+# TIMING_CALLS calls each for addresses with an account (imported users no scenario signs in
+# by link or code; each used once a route, under the one-a-minute spacing) and as many for
+# addresses without one, on the idle server, one at a time. The gap between the medians is
+# what the answer time tells about an address.
+timing_202() {
+  local row
+  row=$(sed -n '1p' "$WORK/A/users.tsv")
+  sed -n "$((USERS - TIMING_CALLS)),$((USERS - 1))p" "$WORK/A/users.tsv" | cut -f2 \
+    >"$RD/timing-existing.txt"
+  "$BIN/probe" timing --base "${SBASE[A]}" --api-key "$(cut -f1 <<<"$row")" \
+    --existing "$RD/timing-existing.txt" --count "$TIMING_CALLS" --tag "run$RUN" \
+    >"$RD/timing_202.json" || die "the 202 timing probe failed"
+  log "  202 timing: $(jq -c '.routes | map_values({existing_p50: .existing.p50_ms, unknown_p50: .unknown.p50_ms, gap_p50_ms, gap_mean_ms})' "$RD/timing_202.json")"
+}
+
 # ----------------------------------------------------------------------------------------------
 # The runs
 # ----------------------------------------------------------------------------------------------
@@ -400,6 +417,7 @@ for RUN in $(seq 1 "$RUNS"); do
   log "  mixed: probe me $(jq -c '{sent, ok, p50: .latency.p50_ms, p99: .latency.p99_ms}' "$RD/mixed_probe.json")"
   [[ $(jq -r '.failed' "$RD/mixed_probe.json") == 0 ]] ||
     echo "run $RUN mixed probe: $(jq -c .statuses "$RD/mixed_probe.json")" >>"$FAILURES"
+  timing_202
   echo "$(rss_kb A)" >"$RD/rss_a_kb"
   stop_server A
 

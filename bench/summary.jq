@@ -115,6 +115,19 @@ def drop_pct($s; $kind):
         sent: ($runs | map(.mixed_probe.sent) | add),
         failed: ($runs | map(.mixed_probe.failed) | add)
       },
+      timing_202: {
+        method: "probe timing: magic-link, email-otp and forgot-password, \($runs[0].timing_202.count_per_kind) calls each for addresses with an account and as many without, interleaved at random, one at a time over one keep-alive connection, on the idle durable server; gap = existing - unknown",
+        routes: (["magic-link", "email-otp", "forgot-password"] | map(. as $r | {
+          key: $r,
+          value: {
+            existing_p50_ms: ($runs | map(.timing_202.routes[$r].existing.p50_ms) | median | r3),
+            unknown_p50_ms: ($runs | map(.timing_202.routes[$r].unknown.p50_ms) | median | r3),
+            gap_p50_ms: ($runs | map(.timing_202.routes[$r].gap_p50_ms) | median | r3),
+            gap_mean_ms: ($runs | map(.timing_202.routes[$r].gap_mean_ms) | median | r3),
+            per_run_gap_p50_ms: ($runs | map(.timing_202.routes[$r].gap_p50_ms))
+          }
+        }) | from_entries)
+      },
       overload: {
         connections: $overload_conns, queue: $overload_queue, method: "server with security.hashing_queue_max = \($overload_queue); wrk drives login with \($overload_conns) connections; probe login sends 50 logins one at a time, 100 ms apart, over one keep-alive connection",
         probe_sent: ($runs | map(.overload_probe.sent) | add),

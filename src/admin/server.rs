@@ -22,7 +22,7 @@ use crate::{
     config::{MailTransport, SmsTransport},
     delivery::outbox,
     http::{
-        error::{is_email, len_between, ApiError, FieldErrors},
+        error::{is_email, len_between, mailer_accepts, ApiError, FieldErrors},
         onboarding::SignupResponse,
     },
 };
@@ -148,7 +148,8 @@ fn import_batch(users: Vec<ImportLine>) -> Result<Vec<ImportedUser>, ApiError> {
     }
     let mut out = Vec::with_capacity(users.len());
     for (i, u) in users.into_iter().enumerate() {
-        let email = normalize_email(&u.email).filter(|_| is_email(u.email.trim()));
+        let email =
+            normalize_email(&u.email).filter(|n| is_email(u.email.trim()) && mailer_accepts(n));
         e.check(
             &format!("users[{i}].email"),
             email.is_some(),

@@ -29,7 +29,7 @@ use uuid::Uuid;
 use super::{
     bearer::{bearer_token, token_pair, verify, TokenPair, UserBearer},
     dashboard::audit_context,
-    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    error::{is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp},
     mfa::{login_answer, LoginResponse},
     AppState,
@@ -92,10 +92,13 @@ fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     );
 }
 
+/// The address of an end-user request, normalised (lowercase, punycode), when it is an
+/// address and the mailer can send to its normalised form (else the field's error).
 pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
     let normalized = is_email(value.trim())
         .then(|| normalize_email(value))
-        .flatten();
+        .flatten()
+        .filter(|n| mailer_accepts(n));
     errors.check("email", normalized.is_some(), "must be an e-mail address");
     normalized
 }

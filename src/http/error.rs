@@ -426,7 +426,9 @@ pub fn len_between(s: &str, min: usize, max: usize) -> bool {
     (min..=max).contains(&n)
 }
 
-/// A syntactically valid e-mail address of at most 254 characters.
+/// A syntactically valid e-mail address of at most 254 characters that the mailer can send
+/// to once lowercased (the form dashboard accounts and invitations keep; end-user routes also
+/// check their normalised form, see `accounts::email_field`).
 /// Display-name forms (`Name <a@b>`) are refused: only the bare address is an address here.
 pub fn is_email(s: &str) -> bool {
     s.len() <= 254
@@ -435,4 +437,45 @@ pub fn is_email(s: &str) -> bool {
             email_address::Options::default().without_display_text(),
         )
         .is_ok()
+        && mailer_accepts(&s.to_lowercase())
+}
+
+/// Whether the mailer (`delivery::mail`, lettre) takes `address`, exactly as it will be stored
+/// and mailed, as a recipient: the same parse it applies before every send, whole (nothing
+/// left over, no display name). An address it refuses would be accepted here and then never
+/// reach anyone (`İlice@x.test` lowercases to `i̇lice@x.test`, whose combining dot lettre
+/// refuses), so every route that takes an address checks this first.
+pub fn mailer_accepts(address: &str) -> bool {
+    address.parse::<lettre::Address>().is_ok()
+        && address
+            .parse::<lettre::message::Mailbox>()
+            .is_ok_and(|m| m.name.is_none() && m.email.to_string() == address)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_the_mailer_takes_is_an_address() {
+        for ok in [
+            "ada@example.com",
+            "a.b+c@x.test",
+            "ada@xn--bcher-kva.example",
+        ] {
+            assert!(mailer_accepts(ok), "{ok}");
+            assert!(is_email(ok), "{ok}");
+        }
+        // Lowercased, the dotted capital I becomes `i` and a combining dot the mailer refuses.
+        assert!(!is_email("İlice@x.test"));
+        assert!(!mailer_accepts("i\u{307}lice@x.test"));
+        for bad in [
+            "Ada <ada@example.com>",
+            "ada@example.com rest",
+            "ada",
+            "@x.test",
+        ] {
+            assert!(!mailer_accepts(bad), "{bad}");
+        }
+    }
 }

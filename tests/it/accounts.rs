@@ -800,3 +800,68 @@ fn mail_queued_when_the_server_dies_goes_out_after_the_restart_unasked() {
     )
     .expect(200);
 }
+
+/// Every route that takes an address refuses one the mailer cannot send to, naming the field:
+/// `İlice@x.test` is a valid address for a generic checker, but it lowercases to
+/// `i̇lice@x.test` (a combining dot above the `i`), which the mailer refuses; registered, it
+/// could never be confirmed. Ordinary and internationalised-domain addresses still go the
+/// whole way through SMTP.
+#[test]
+fn addresses_the_mailer_cannot_send_to_are_refused_at_the_request() {
+    let (smtp, srv, api) = setup(&[]);
+    let bad = "İlice@x.test";
+    let field_refused = |r: &AuthAnswer, what: &str| {
+        r.expect_error(400, "validation/invalid_request");
+        assert!(
+            r.body["error"]["details"]["fields"].get("email").is_some(),
+            "{what}: {}",
+            r.body
+        );
+    };
+    field_refused(&api.register(bad, USER_PASSWORD), "register");
+    for path in [
+        "/v1/auth/resend-verification",
+        "/v1/auth/forgot-password",
+        "/v1/auth/magic-link",
+        "/v1/auth/email-otp",
+    ] {
+        field_refused(&api.post(path, &json!({"email": bad})), path);
+    }
+    field_refused(&api.login(bad, USER_PASSWORD), "login");
+    let r = AuthAnswer::read(srv.post_json(
+        "/v1/onboarding/signup",
+        &crate::support::signup_body("Ilice Co", bad),
+    ));
+    field_refused(&r, "onboarding");
+    let session = srv.login(&api.owner, PASSWORD);
+    let r = AuthAnswer::read(
+        srv.client
+            .post(srv.url(&format!("/v1/auth/dashboard/tenants/{}/members", api.slug)))
+            .bearer_auth(&session.token)
+            .json(&json!({"email": bad, "role": "viewer"}))
+            .send()
+            .expect("POST members"),
+    );
+    field_refused(&r, "invitation");
+
+    // What the mailer takes works end to end: an ordinary address, and one whose domain is
+    // internationalised (kept, and mailed, punycoded).
+    for (given, kept) in [
+        ("Ada@Example.com", "ada@example.com"),
+        ("ada@BÜCHER.example", "ada@xn--bcher-kva.example"),
+    ] {
+        let r = api.register(given, USER_PASSWORD);
+        assert_eq!(r.expect(200)["user"]["email"], kept, "{given}");
+        let token = api.verification_token(&smtp, kept, 1);
+        api.post("/v1/auth/verify-email", &json!({"token": token}))
+            .expect(200);
+        let login = api.login_ok(given, USER_PASSWORD);
+        assert_eq!(login.body["user"]["email"], kept, "{given}");
+    }
+    assert!(
+        smtp.mails()
+            .iter()
+            .all(|m| !m.is_to("i̇lice@x.test") && !m.is_to(bad)),
+        "nothing was sent to the refused address"
+    );
+}

@@ -660,6 +660,100 @@ fn a_guest_claims_its_account_by_registering_with_its_bearer() {
     );
 }
 
+/// A guest claims an address that already has an account: the answer is the 200 of a real
+/// claim, and nothing changes hands. The account keeps its password and its sessions (the
+/// claimer's password never works on it), its owner is mailed "account exists", the guest
+/// stays a guest (what a later `/me` shows, see the README), and claims count toward the
+/// registration limit of the client address like registrations.
+#[test]
+fn a_claim_of_an_existing_address_changes_no_account_and_counts_as_a_registration() {
+    let (smtp, srv, api, s) = setup("Taken Claim Co");
+    enable_guests(&srv, &s, &api.slug);
+    let taken = "taken@example.com";
+    let claimer_password = "the claimer's own passphrase";
+    let owner = api.verified_user(&smtp, taken, USER_PASSWORD);
+    let owner_id = owner.body["user"]["id"].as_str().unwrap().to_owned();
+    let metadata = json!({"cart": ["lamp"]});
+    let g = new_guest(&api, Some(&json!({"public_metadata": metadata})));
+    let fresh = new_guest(&api, None);
+
+    let ip = fresh_client_ip();
+    let claim_from = |bearer: &str, email: &str| {
+        api.send_as(
+            Some(&api.api_key),
+            "POST",
+            "/v1/auth/register",
+            Some(bearer),
+            Some(&json!({"email": email, "password": claimer_password, "consent": true})),
+            Some(&ip),
+        )
+    };
+    // The same answer as the claim of a new address, but for the address itself.
+    let r = claim_from(&g.tokens.access, taken);
+    let real = claim_from(&fresh.tokens.access, "fresh-claim@example.com");
+    let body = r.expect(200).clone();
+    assert_eq!(body["user"]["id"], g.id.as_str(), "{body}");
+    assert_eq!(body["user"]["email"], taken, "{body}");
+    let mut masked = body.clone();
+    masked["user"]["id"] = real.body["user"]["id"].clone();
+    masked["user"]["email"] = real.body["user"]["email"].clone();
+    masked["user"]["created_at"] = real.body["user"]["created_at"].clone();
+    assert_eq!(masked, *real.expect(200), "the two claims answer alike");
+    assert_eq!(r.header("content-type"), real.header("content-type"));
+
+    // The owner hears of it, with a reset link; no verification mail goes anywhere for it.
+    let mail = smtp.wait_for(&api.slug, "account_exists", taken, 1);
+    assert!(
+        mail.token_after(&api.link("reset-password")).is_some(),
+        "no reset link in {}",
+        mail.text
+    );
+    assert_eq!(smtp.mails_of(&api.slug, "verify_email", taken).len(), 1);
+
+    // The account is as it was: its session lives, its password works, the claimer's never.
+    let me = api.me(&owner.access);
+    let me = me.expect(200);
+    assert_eq!(me["id"], owner_id.as_str());
+    assert_eq!(me["email"], taken);
+    assert_eq!(me["email_verified"], true);
+    UserTokens::from_answer(&api.refresh(&owner.refresh));
+    let login = api.login_ok(taken, USER_PASSWORD);
+    assert_eq!(login.body["user"]["id"], owner_id.as_str());
+    api.login(taken, claimer_password)
+        .expect_error(401, "auth/invalid_credentials");
+
+    // The guest is still a guest, with its metadata, and may claim another address.
+    let next = UserTokens::from_answer(&api.refresh(&g.tokens.refresh));
+    let (_, claims) = api.verify_access(&next.access);
+    assert_eq!(claims["is_anonymous"], true);
+    let me = api.me(&next.access);
+    let me = me.expect(200);
+    assert_eq!(me["id"], g.id.as_str());
+    assert_eq!(me["is_anonymous"], true);
+    assert_eq!(me["email"], Value::Null);
+    assert_eq!(me["public_metadata"], metadata);
+
+    // Two claims so far from this client address; three more are allowed this minute, the
+    // sixth is the registration limit's 429.
+    for _ in 0..3 {
+        claim_from(&next.access, taken).expect(200);
+    }
+    let limited = claim_from(&next.access, "later@example.com");
+    limited.expect_error(429, "auth/rate_limited");
+    assert!(limited.header("retry-after").is_some(), "{}", limited.body);
+    // Still nothing changed: one "account exists" mail a minute at most, the owner's
+    // password alone works, and the guest is a guest.
+    assert!(smtp.mails_to("later@example.com").is_empty());
+    api.login_ok(taken, USER_PASSWORD);
+    let me = api.me(&next.access);
+    assert_eq!(me.expect(200)["is_anonymous"], true);
+    let later = claim(&api, &next.access, "later@example.com");
+    assert_eq!(later.expect(200)["user"]["id"], g.id.as_str());
+    let after = UserTokens::from_answer(&api.refresh(&next.refresh));
+    let me = api.me(&after.access);
+    assert_eq!(me.expect(200)["email"], "later@example.com");
+}
+
 #[test]
 fn two_claims_of_one_guest_at_once_make_one_account() {
     let (smtp, srv, api, s) = setup("Race Claim Co");

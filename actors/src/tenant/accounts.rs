@@ -16,7 +16,9 @@ use super::{
     audit::{AuditContext, AuditEvent},
     messages::{Credential, LoginOutcome, Registration, UserView},
     mfa::Enrollment,
-    records::{EmailIndex, LinkPurpose, LinkTokenRecord, QueuedMail, UserRecord},
+    records::{
+        DecoyRecord, EmailIndex, LinkPurpose, LinkTokenRecord, QueuedMail, UserRecord, DECOY_KEY,
+    },
     state::TenantState,
 };
 pub use crate::throttle::throttle_ip;
@@ -440,6 +442,49 @@ impl TenantState {
         Ok(())
     }
 
+    /// For a request that answers 202 whatever the address and found nothing to send: seals
+    /// `stand_in` (the message that would have gone out, with as many bytes again as the
+    /// records that would have been written) as `queue_mail` seals a message, and writes it over
+    /// the tenant's decoy record. The request for an existing account and the one for an unknown
+    /// address then both seal and write about as much before their answer and leave about as
+    /// much for the next flush (see `reply_alike`), so the answer's time does not tell them
+    /// apart.
+    pub(super) fn write_decoy(&self, stand_in: &[u8]) -> Result<(), TenantError> {
+        let sealed = self
+            .master_key
+            .seal(&self.mail_aad(Uuid::now_v7()), stand_in)?;
+        let mut batch = self.store.batch();
+        batch.put(DECOY_KEY, &DecoyRecord { sealed })?;
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// The bytes a decoy stands in for: the message of `kind` to `to`, as `queue_mail` would
+    /// serialise it, followed by as many bytes as `records` (what the real request writes
+    /// besides the message) take encoded.
+    pub(super) fn decoy_of(
+        &self,
+        to: &str,
+        kind: MailKind,
+        records: &[serde_json::Value],
+    ) -> Result<Vec<u8>, TenantError> {
+        let job = MailJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: to.to_owned(),
+            kind,
+        };
+        let mut plain =
+            serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
+        for r in records {
+            let bytes = serde_json::to_vec(r).map_err(|e| TenantError::Internal(e.to_string()))?;
+            plain.extend_from_slice(&bytes);
+        }
+        Ok(plain)
+    }
+
     fn mail_aad(&self, id: Uuid) -> Vec<u8> {
         let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/mail/");
@@ -513,13 +558,45 @@ impl TenantState {
         purpose: LinkPurpose,
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let Some(mut user) = self.user_by_email(email)? else {
-            return Ok(Vec::new());
+        let user = self.user_by_email(email)?;
+        let verified =
+            purpose == LinkPurpose::VerifyEmail && user.as_ref().is_some_and(|u| u.email_verified);
+        let mut user = match user {
+            Some(u) if !verified && self.mail_allowed(u.id) => u,
+            // Nothing to send: as much sealed and written as when there is.
+            found => {
+                let stand_in = found.unwrap_or_else(|| {
+                    let mut u = UserRecord::blank(Uuid::now_v7(), now);
+                    u.email = Some(email.to_owned());
+                    u.password_hash = Some("x".repeat(97));
+                    u
+                });
+                let stand_in_token = tessera_storage::random_token(32);
+                let token = LinkTokenRecord {
+                    purpose,
+                    user_id: stand_in.id,
+                    expires_at: now + RESET_TTL,
+                    epoch: stand_in.password_epoch,
+                };
+                let records = [
+                    serde_json::to_value(&stand_in),
+                    serde_json::to_value(&token),
+                ]
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| TenantError::Internal(e.to_string()))?;
+                let kind = match purpose {
+                    LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
+                        link: self.link("verify-email", &stand_in_token),
+                    },
+                    LinkPurpose::ResetPassword => MailKind::PasswordReset {
+                        link: self.link("reset-password", &stand_in_token),
+                    },
+                };
+                self.write_decoy(&self.decoy_of(email, kind, &records)?)?;
+                return Ok(Vec::new());
+            }
         };
-        let verified = purpose == LinkPurpose::VerifyEmail && user.email_verified;
-        if verified || !self.mail_allowed(user.id) {
-            return Ok(Vec::new());
-        }
         let mut fx = self.effects();
         let token = self.issue_link(&mut fx.batch, &mut user, purpose, now)?;
         let kind = match purpose {

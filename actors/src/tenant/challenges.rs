@@ -11,6 +11,13 @@
 //! Invariant: a challenge is checked and consumed inside one actor message, and its removal is
 //! in the same batch as whatever the success writes, so of any number of concurrent uses
 //! exactly one wins and a crash can never bring a consumed challenge back.
+//!
+//! A typed code (e-mailed or texted) that was just consumed is remembered, as its keyed hash,
+//! until it would have expired ([`ConsumedCodes`]): the same code sent again (a double
+//! submit, a retry after a lost answer, twenty tabs at once) is answered as a used code, never
+//! counted as a wrong guess, so it cannot lock the address out.
+
+use std::collections::HashMap;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::RngCore;
@@ -24,6 +31,42 @@ use crate::error::TenantError;
 
 /// Wrong answers one challenge takes before it dies.
 pub const MAX_CHALLENGE_FAILURES: u32 = 5;
+/// Remembered consumed codes past which the expired ones are dropped.
+const CONSUMED_PRUNE_AT: usize = 10_000;
+
+/// The codes consumed recently, per challenge key (`slot | purpose`): the keyed hash of the
+/// code and when it would have expired. In memory: it only has to outlive the requests racing
+/// the one that consumed the code (a restart forgets it, as it forgets the throttles).
+/// One entry per slot and purpose, written only by a correct code, so it holds at most the
+/// codes consumed in the last code lifetime.
+#[derive(Default)]
+pub struct ConsumedCodes {
+    map: HashMap<Vec<u8>, (String, OffsetDateTime)>,
+}
+
+impl ConsumedCodes {
+    /// Remembers that the code hashed `hash` was consumed from `key`, until `expires_at`.
+    pub fn remember(
+        &mut self,
+        key: &[u8],
+        hash: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) {
+        if self.map.len() >= CONSUMED_PRUNE_AT {
+            self.map.retain(|_, (_, until)| *until > now);
+        }
+        self.map.insert(key.to_vec(), (hash.to_owned(), expires_at));
+    }
+
+    /// Whether `presented` (a keyed hash) is the code last consumed from `key`, and that code
+    /// has not expired yet. Compared in constant time.
+    pub fn is_resubmission(&self, key: &[u8], presented: &str, now: OffsetDateTime) -> bool {
+        self.map.get(key).is_some_and(|(hash, until)| {
+            *until > now && ct_eq(hash.as_bytes(), presented.as_bytes())
+        })
+    }
+}
 
 /// What a challenge is for. The discriminant is the key's last byte and the token's 33rd.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -339,6 +382,39 @@ mod tests {
         raw.push(purpose);
         raw.extend_from_slice(&[7u8; 32]);
         URL_SAFE_NO_PAD.encode(raw)
+    }
+
+    #[test]
+    fn a_consumed_code_is_remembered_per_key_until_it_would_have_expired() {
+        let now = OffsetDateTime::now_utc();
+        let mut c = ConsumedCodes::default();
+        let key = challenge_key(Uuid::new_v4(), Purpose::LoginEmailOtp);
+        c.remember(&key, "aa", now + Duration::minutes(10), now);
+        assert!(c.is_resubmission(&key, "aa", now));
+        assert!(
+            !c.is_resubmission(&key, "ab", now),
+            "another code is a guess"
+        );
+        let other = challenge_key(Uuid::new_v4(), Purpose::LoginEmailOtp);
+        assert!(
+            !c.is_resubmission(&other, "aa", now),
+            "another slot is a guess"
+        );
+        assert!(!c.is_resubmission(&key, "aa", now + Duration::minutes(10)));
+        // Past the pruning size, only the live ones stay.
+        for i in 0..CONSUMED_PRUNE_AT {
+            let k = challenge_key(Uuid::from_u128(i as u128), Purpose::LoginSmsOtp);
+            c.remember(
+                &k,
+                "x",
+                now - Duration::seconds(1),
+                now - Duration::minutes(1),
+            );
+        }
+        c.remember(&other, "bb", now + Duration::minutes(1), now);
+        assert!(c.map.len() <= 3, "{}", c.map.len());
+        assert!(c.is_resubmission(&key, "aa", now));
+        assert!(c.is_resubmission(&other, "bb", now));
     }
 
     #[test]

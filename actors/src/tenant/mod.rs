@@ -194,7 +194,7 @@ impl Actor for TenantActor {
             }
             TenantMsg::ResendVerification { email, reply } => {
                 let out = state.resend_verification(&email);
-                reply_now_mail_later(state, reply, out);
+                reply_alike(state, reply, out);
             }
             TenantMsg::LoginBegin { email, ip, reply } => {
                 let _ = reply.send(state.login_begin(&email, ip));
@@ -242,7 +242,7 @@ impl Actor for TenantActor {
             }
             TenantMsg::ForgotPassword { email, reply } => {
                 let out = state.forgot_password(&email);
-                reply_now_mail_later(state, reply, out);
+                reply_alike(state, reply, out);
             }
             TenantMsg::CheckResetLink { token, reply } => {
                 let _ = reply.send(state.check_reset_link(&token));
@@ -379,7 +379,7 @@ impl Actor for TenantActor {
                 reply,
             } => {
                 let out = state.magic_link_request(&email, oauth);
-                reply_now_mail_later(state, reply, out);
+                reply_alike(state, reply, out);
             }
             TenantMsg::MagicLinkVerify {
                 token,
@@ -398,7 +398,7 @@ impl Actor for TenantActor {
                 reply,
             } => {
                 let out = state.email_otp_request(&email, create, oauth, &ctx);
-                reply_now_mail_later(state, reply, out);
+                reply_alike(state, reply, out);
             }
             TenantMsg::EmailOtpVerify {
                 email,
@@ -418,7 +418,8 @@ impl Actor for TenantActor {
                 ip,
                 reply,
             } => match state.sms_otp_request(&phone, create, oauth, ip) {
-                // Answered at once whether or not anything is sent.
+                // Answered at once, after as much work whether or not anything is sent (a
+                // decoy is written for a number without a user, see `reply_alike`).
                 Ok(job) => {
                     let _ = reply.send(Ok(()));
                     sms_when_durable(state, job);
@@ -584,44 +585,49 @@ fn reply_with_mail<T: Send + 'static>(
     });
 }
 
-/// Replies at once, and hands the mail to delivery once its writes are durable: for the
-/// answers (`202`) that must take the same time whether or not anything was written, so that
-/// the time of a flush does not tell that an account exists.
-fn reply_now_mail_later(
+/// For the answers (`202`) that must not tell whether an address has an account. The command
+/// wrote as much for an unknown address as for an account (a link or code and its sealed
+/// message, or a decoy of the same size: `TenantState::write_decoy`), so this replies at once
+/// and, alike for both, takes a ticket whose flush carries the write; the mail, if any, goes
+/// to delivery once it is durable. The answer thus comes after the same work for every address,
+/// and the flush (whose time depends on what it writes) is never waited for. Refusals (the
+/// switch, the per-address spacing) come before any lookup, alike for every address.
+fn reply_alike(
     state: &TenantState,
     reply: RpcReplyPort<Result<(), TenantError>>,
     out: Result<Vec<MailJob>, TenantError>,
 ) {
-    match out {
-        Ok(mail) => {
-            let _ = reply.send(Ok(()));
-            if mail.is_empty() {
-                return;
-            }
-            let ticket = state.store().ticket();
-            let outbound = state.runtime.outbound.clone();
-            tokio::spawn(async move {
-                match ticket.wait().await {
-                    Ok(()) => mail.into_iter().for_each(|job| outbound.submit(job)),
-                    Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
-                }
-            });
-        }
+    let mail = match out {
+        Ok(mail) => mail,
         Err(e) => {
             let _ = reply.send(Err(e));
+            return;
         }
-    }
-}
-
-/// Hands a text message to delivery once the writes applied so far (its code, the month's
-/// count) are on disk.
-fn sms_when_durable(state: &TenantState, job: Option<SmsJob>) {
-    let Some(job) = job else { return };
+    };
+    let _ = reply.send(Ok(()));
     let ticket = state.store().ticket();
     let outbound = state.runtime.outbound.clone();
     tokio::spawn(async move {
         match ticket.wait().await {
-            Ok(()) => outbound.submit_sms(job),
+            Ok(()) => mail.into_iter().for_each(|job| outbound.submit(job)),
+            Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
+        }
+    });
+}
+
+/// Hands a text message to delivery once the writes applied so far (its code, the month's
+/// count) are on disk. Without a message the flush is asked for all the same (it carries the
+/// decoy written in its place).
+fn sms_when_durable(state: &TenantState, job: Option<SmsJob>) {
+    let ticket = state.store().ticket();
+    let outbound = state.runtime.outbound.clone();
+    tokio::spawn(async move {
+        match ticket.wait().await {
+            Ok(()) => {
+                if let Some(job) = job {
+                    outbound.submit_sms(job);
+                }
+            }
             Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
         }
     });

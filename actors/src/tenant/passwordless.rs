@@ -62,6 +62,11 @@ impl Flow {
     }
 }
 
+/// A record as JSON, for a decoy's size.
+pub(super) fn to_value<T: serde::Serialize>(r: &T) -> Result<serde_json::Value, TenantError> {
+    serde_json::to_value(r).map_err(|e| TenantError::Internal(e.to_string()))
+}
+
 impl TenantState {
     pub(super) fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
         let sec = &self.settings.security;
@@ -104,10 +109,23 @@ impl TenantState {
     ) -> Result<Vec<MailJob>, TenantError> {
         self.flow_enabled(Flow::MagicLink)?;
         self.space_request(Flow::MagicLink, email)?;
+        let now = OffsetDateTime::now_utc();
         let Some(user) = self.member_by_email(email)? else {
+            // As much sealed and written as for an account (see `write_decoy`).
+            let mut record = ChallengeRecord::new(
+                Purpose::LoginMagicLink,
+                &UserRecord::blank(Uuid::now_v7(), now),
+                None,
+                LOGIN_LINK_TTL,
+                now,
+            );
+            record.secret_hash = "0".repeat(64);
+            record.oauth = oauth;
+            let link = self.link("magic-link", &tessera_storage::random_token(65));
+            let records = [to_value(&record)?];
+            self.write_decoy(&self.decoy_of(email, MailKind::MagicLink { link }, &records)?)?;
             return Ok(Vec::new());
         };
-        let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         let mut record =
             ChallengeRecord::new(Purpose::LoginMagicLink, &user, None, LOGIN_LINK_TTL, now);
@@ -131,6 +149,22 @@ impl TenantState {
         self.space_request(Flow::EmailOtp, email)?;
         let user = self.member_by_email(email)?;
         if user.is_none() && !create {
+            // As much sealed and written as for an account (see `write_decoy`).
+            let now = OffsetDateTime::now_utc();
+            let mut record = ChallengeRecord::new(
+                Purpose::LoginEmailOtp,
+                &UserRecord::blank(Uuid::nil(), now),
+                None,
+                LOGIN_CODE_TTL,
+                now,
+            );
+            record.secret_hash = "0".repeat(64);
+            record.email = Some(email.to_owned());
+            record.oauth = oauth;
+            let kind = MailKind::EmailOtp {
+                code: super::step_up::six_digit_code(),
+            };
+            self.write_decoy(&self.decoy_of(email, kind, &[to_value(&record)?])?)?;
             return Ok(Vec::new());
         }
         if user.is_none() {
@@ -246,6 +280,8 @@ impl TenantState {
     /// it. Guesses are failed logins of `target` and of the client: the block is checked first
     /// and alike for every target, so it tells nothing about whether a code exists. The code
     /// is compared in constant time whatever was sent, against a dummy when there is none.
+    /// The code just consumed from this slot, sent again before it would have expired, is
+    /// answered as a used code and counted nowhere: it is no guess.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn consume_login_code(
         &mut self,
@@ -274,12 +310,22 @@ impl TenantState {
         let mut fx = self.effects();
         // Expiry is a calendar deadline: fault drills move it with the clock offset.
         let expiry_now = now.max(self.calendar_now());
+        let resubmitted = !matches
+            && self
+                .consumed_codes
+                .is_resubmission(&key, &presented, expiry_now);
         let Some(record) = record.filter(|r| r.expires_at > expiry_now) else {
-            self.count_failed_login(target, ip);
+            if !resubmitted {
+                self.count_failed_login(target, ip);
+            }
             return Err(TenantError::InvalidChallenge);
         };
         // Without the binding the code is not even compared: another browser learns nothing.
         if !Self::binding_ok(&record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        if resubmitted {
+            // A newer code is pending: the old one is no guess at it either.
             return Err(TenantError::InvalidChallenge);
         }
         let mut found = Found { key, record };
@@ -290,6 +336,12 @@ impl TenantState {
             return Err(TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
+        self.consumed_codes.remember(
+            &found.key,
+            &found.record.secret_hash,
+            found.record.expires_at,
+            expiry_now,
+        );
         Ok((fx, found))
     }
 

@@ -168,6 +168,25 @@ impl Record for LinkTokenRecord {
 }
 impl TenantRecord for LinkTokenRecord {}
 
+/// What a request that found no account writes in place of the records and the sealed message
+/// a request for an existing account writes (see `TenantState::write_decoy`): as much sealed,
+/// about as many bytes, under the one key [`DECOY_KEY`] that each such request overwrites.
+/// Nothing reads it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DecoyRecord {
+    pub sealed: Sealed,
+}
+
+impl Record for DecoyRecord {
+    const KIND: Kind = Kind::Usage;
+    const NAME: &'static str = "decoy";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for DecoyRecord {}
+
+/// The key of the tenant's one [`DecoyRecord`] (beside the usage counters).
+pub const DECOY_KEY: &[u8] = b"decoy";
+
 /// A message waiting for delivery: the whole `MailJob`, sealed (its links carry tokens).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct QueuedMail {

@@ -26,7 +26,7 @@ use super::{
     challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
     guests::{month_of, MauRecord},
     messages::{Bearer, PasswordlessLogin, UserView},
-    passwordless::Flow,
+    passwordless::{to_value, Flow},
     records::{PhoneIndex, UserRecord},
     state::TenantState,
 };
@@ -207,10 +207,26 @@ impl TenantState {
         self.flow_enabled(Flow::SmsOtp)?;
         self.admit_sms(phone, Some(ip))?;
         let user = self.user_by_phone(&phone.e164)?;
+        let now = OffsetDateTime::now_utc();
         if user.is_none() && !create {
+            // As much prepared and written as for a user (see `write_decoy`; the stand-in's
+            // shape does not matter, only its size); the message is dropped.
+            let code = super::step_up::six_digit_code();
+            let _ = self.sms_job(phone, SmsKind::LoginCode, Some(code.clone()))?;
+            let blank = UserRecord::blank(Uuid::nil(), now);
+            let mut record =
+                ChallengeRecord::new(Purpose::LoginSmsOtp, &blank, None, SMS_CODE_TTL, now);
+            record.secret_hash = self.otp_hash(Uuid::nil(), &code);
+            record.phone = Some(phone.e164.clone());
+            record.oauth = oauth;
+            let records = [to_value(&record)?, to_value(&self.sms_usage)?];
+            self.write_decoy(&self.decoy_of(
+                &phone.e164,
+                MailKind::EmailOtp { code },
+                &records,
+            )?)?;
             return Ok(None);
         }
-        let now = OffsetDateTime::now_utc();
         let slot = self.number_slot(&phone.e164);
         let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
         let code = super::step_up::six_digit_code();
@@ -358,11 +374,25 @@ impl TenantState {
         let mut fx = self.effects();
         let mut found = Found { key, record };
         if !matches || found.record.phone.as_deref() != Some(e164) {
+            // The previous code, just used, sent again: no guess at this one.
+            if !matches
+                && self
+                    .consumed_codes
+                    .is_resubmission(&found.key, &presented, expiry_now)
+            {
+                return Err(TenantError::InvalidChallenge);
+            }
             self.challenge_failed(&mut fx.batch, &mut found)?;
             self.commit(fx)?;
             return Err(TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
+        self.consumed_codes.remember(
+            &found.key,
+            &found.record.secret_hash,
+            found.record.expires_at,
+            expiry_now,
+        );
         let ending = ending_of(e164);
         if let Some(holder) = self.user_by_phone(e164)?.filter(|h| h.id != user.id) {
             let mut holder = holder;

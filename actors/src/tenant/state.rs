@@ -105,6 +105,8 @@ pub struct TenantState {
     pub(super) sms_usage: MauRecord,
     /// The dashboard's test messages.
     pub(super) sms_tests: RateWindow<()>,
+    /// Typed codes consumed recently: sent again, they are not guesses.
+    pub(super) consumed_codes: super::challenges::ConsumedCodes,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -181,6 +183,7 @@ impl TenantState {
             sms_ips: RateWindow::new(super::sms::SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
             sms_usage,
             sms_tests: RateWindow::new(super::sms::SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
+            consumed_codes: super::challenges::ConsumedCodes::default(),
         };
         state.restore_throttles()?;
         Ok(state)

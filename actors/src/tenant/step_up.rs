@@ -288,6 +288,13 @@ impl TenantState {
         }
         let mut found = Found { key, record };
         if !matches {
+            // The session's previous code, just used, sent again: no guess at this one.
+            if self
+                .consumed_codes
+                .is_resubmission(&found.key, &presented, now)
+            {
+                return Err(TenantError::InvalidChallenge);
+            }
             self.challenge_failed(&mut fx.batch, &mut found)?;
             self.step_up_fails.fail(&user.id, Instant::now());
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
@@ -295,6 +302,12 @@ impl TenantState {
             return Err(TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
+        self.consumed_codes.remember(
+            &found.key,
+            &found.record.secret_hash,
+            found.record.expires_at,
+            now,
+        );
         let latency = (now - found.record.created_at).whole_milliseconds();
         let grant = self.issue_step_up(
             &mut fx,

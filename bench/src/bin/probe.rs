@@ -7,6 +7,13 @@
 //! - `probe login`: `--count` logins one after the other, `--interval-ms` apart. Used during
 //!   the overload run: how many were refused with 503, whether each 503 had `Retry-After`, and
 //!   how fast the refusals came.
+//! - `probe timing`: the three routes that answer 202 whatever the address (`magic-link`,
+//!   `email-otp`, `forgot-password`), `--count` times each for addresses with an account (read
+//!   from `--existing`, each used once per route: the per-address spacing must not bite) and as
+//!   many without one, interleaved in a random order, one at a time. Reports the latency of
+//!   each kind per route and the gap between their medians and means: how much the answer
+//!   time tells about whether an address has an account. Any answer but 202, or bodies that
+//!   differ between the kinds, is a failure of the probe.
 //!
 //! The client is reqwest (async, rustls, as the server's own outbound client) over one
 //! keep-alive connection opened before the first measured request (a `GET /healthz`), so the
@@ -15,13 +22,15 @@
 //! stdout says which.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
 use clap::{Args, Parser, Subcommand};
+use rand::seq::SliceRandom;
 use serde_json::json;
-use tessera_bench::{LatencySummary, Result};
+use tessera_bench::{round3, LatencySummary, Result};
 
 #[derive(Parser)]
 #[command(name = "probe", about = "Latency probe beside a wrk load")]
@@ -82,7 +91,27 @@ enum Command {
         #[arg(long, default_value_t = 0.0)]
         delay_s: f64,
     },
+    /// The 202 routes, for addresses with and without an account.
+    Timing {
+        #[command(flatten)]
+        common: Common,
+        /// Addresses with an account in the tenant, one per line (at least `--count`).
+        #[arg(long)]
+        existing: PathBuf,
+        /// Calls per route and kind of address.
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+        /// Pause between the end of one call and the start of the next.
+        #[arg(long, default_value_t = 0)]
+        interval_ms: u64,
+        /// Makes this run's unknown addresses its own (`nobody-<tag>-<n>@<domain>`).
+        #[arg(long, default_value = "0")]
+        tag: String,
+    },
 }
+
+/// The routes `probe timing` compares; each takes `{"email": ...}`.
+const TIMING_ROUTES: [&str; 3] = ["magic-link", "email-otp", "forgot-password"];
 
 fn main() -> std::process::ExitCode {
     tessera_bench::main_with("probe", run(Cli::parse()))
@@ -240,5 +269,116 @@ async fn run(cli: Cli) -> Result<serde_json::Value> {
                 "latency_other": latencies(outcomes.iter().filter(|o| o.status != Some(503))),
             }))
         }
+        Command::Timing {
+            common,
+            existing,
+            count,
+            interval_ms,
+            tag,
+        } => timing(&common, &existing, count, interval_ms, &tag).await,
     }
+}
+
+/// One timed call of a 202 route: its latency, or why it is not the expected answer.
+async fn timed_202(
+    client: &reqwest::Client,
+    c: &Common,
+    route: &str,
+    email: &str,
+) -> Result<(Duration, Vec<u8>)> {
+    let req = client
+        .post(format!("{}/v1/auth/{route}", c.base))
+        .header("x-api-key", &c.api_key)
+        .json(&json!({ "email": email }));
+    let started = Instant::now();
+    let resp = req.send().await?;
+    let status = resp.status().as_u16();
+    let body = resp.bytes().await?;
+    let latency = started.elapsed();
+    if status != 202 {
+        return Err(format!(
+            "{route}: expected 202, got {status}: {}",
+            String::from_utf8_lossy(&body)
+        )
+        .into());
+    }
+    Ok((latency, body.to_vec()))
+}
+
+async fn timing(
+    c: &Common,
+    existing: &std::path::Path,
+    count: usize,
+    interval_ms: u64,
+    tag: &str,
+) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(existing)
+        .map_err(|e| format!("reading {}: {e}", existing.display()))?;
+    let known: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if known.len() < count {
+        return Err(format!(
+            "{}: {} addresses, --count needs {count}",
+            existing.display(),
+            known.len()
+        )
+        .into());
+    }
+    let domain = known
+        .first()
+        .and_then(|a| a.rsplit_once('@'))
+        .map_or("bench.test", |(_, d)| d);
+    let client = client(c)?;
+    warm(&client, c).await?;
+    let mut routes = serde_json::Map::new();
+    for route in TIMING_ROUTES {
+        // Every call a (kind, index) pair, in a random order: drift over the run (other load,
+        // the allocator, sled's cache) falls on both kinds alike.
+        let mut calls: Vec<(bool, usize)> =
+            (0..count).flat_map(|i| [(true, i), (false, i)]).collect();
+        calls.shuffle(&mut rand::thread_rng());
+        let (mut with, mut without) = (Vec::with_capacity(count), Vec::with_capacity(count));
+        let mut bodies = BTreeSet::new();
+        for (n, (has_account, i)) in calls.into_iter().enumerate() {
+            if n > 0 && interval_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(interval_ms)).await;
+            }
+            let email = if has_account {
+                known[i].to_owned()
+            } else {
+                format!("nobody-{tag}-{route}-{i}@{domain}")
+            };
+            let (latency, body) = timed_202(&client, c, route, &email).await?;
+            bodies.insert(body);
+            if has_account {
+                with.push(latency);
+            } else {
+                without.push(latency);
+            }
+        }
+        if bodies.len() != 1 {
+            return Err(format!("{route}: the answers differ: {bodies:?}").into());
+        }
+        let (a, b) = (LatencySummary::of(&with), LatencySummary::of(&without));
+        let gap = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| round3(x - y));
+        routes.insert(
+            route.to_owned(),
+            json!({
+                "existing": a,
+                "unknown": b,
+                "gap_p50_ms": gap(a.p50_ms, b.p50_ms),
+                "gap_mean_ms": gap(a.mean_ms, b.mean_ms),
+            }),
+        );
+    }
+    Ok(json!({
+        "mode": "timing",
+        "connection": connection(c),
+        "count_per_kind": count,
+        "interval_ms": interval_ms,
+        "routes": routes,
+    }))
 }
