@@ -40,6 +40,9 @@ pub(super) const VERIFY_TTL: time::Duration = time::Duration::days(2);
 const RESET_TTL: time::Duration = time::Duration::hours(1);
 /// Mails of one purpose (verification, reset) one account may be sent an hour.
 pub const ACCOUNT_MAILS_PER_HOUR: u32 = 5;
+/// The key of the decoy a reset of an unknown address writes (tokens are keyed by 32-byte
+/// hashes, so none is ever this).
+const DECOY_KEY: &[u8] = b"decoy";
 /// Password-reset requests one client address may make an hour.
 pub const RESETS_PER_IP_HOUR: u32 = 20;
 /// Failed logins an account or address gets before it is throttled.
@@ -731,6 +734,13 @@ impl DirectoryState {
         purpose: AccountTokenPurpose,
         reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
     ) {
+        // A reset asked for by address writes one record whatever happens (the token, or a
+        // decoy of its size) and answers after the same group commit, so neither the answer
+        // nor its time tells whether the address has an account.
+        let decoy_len = match &target {
+            AccountTarget::Email { email, .. } => Some(email.len()),
+            AccountTarget::Id(_) => None,
+        };
         let result = (|| {
             if let AccountTarget::Email { ip, .. } = &target {
                 // Checked before any lookup: the same answer for every address.
@@ -754,8 +764,8 @@ impl DirectoryState {
                 .account_mail_window
                 .hit(&(account.id, purpose), Instant::now())
             {
-                // A reset asked for by address answers alike whatever happens; a verification
-                // mail is asked for by the account's own session, which may be told to wait.
+                // A verification mail is asked for by the account's own session, which may be
+                // told to wait; a reset asked for by address answers alike whatever happens.
                 return match purpose {
                     AccountTokenPurpose::Verify => {
                         Err(DirectoryError::RateLimited { retry_after_secs })
@@ -766,7 +776,10 @@ impl DirectoryState {
             let token = self.account_token(&account, purpose)?;
             Ok(Some(token))
         })();
-        // Every outcome waits for the same group commit (no write, no earlier answer).
+        let result = match (result, decoy_len) {
+            (Ok(None), Some(len)) => self.write_decoy(len).map(|()| None),
+            (other, _) => other,
+        };
         match result {
             Err(e @ DirectoryError::RateLimited { .. }) => {
                 let _ = reply.send(Err(e));
@@ -778,6 +791,24 @@ impl DirectoryState {
                 DirectoryError::Internal,
             ),
         }
+    }
+
+    /// Writes a record of the size of a reset token's, under a key no token hashes to,
+    /// overwritten each time and never valid (expired at the epoch).
+    fn write_decoy(&self, email_len: usize) -> Result<(), DirectoryError> {
+        let mut batch = PlatformBatch::default();
+        batch.put(
+            DECOY_KEY,
+            &AccountTokenRecord {
+                account: Uuid::now_v7(),
+                email: "x".repeat(email_len),
+                purpose: AccountTokenPurpose::Reset,
+                epoch: 0,
+                expires_at: OffsetDateTime::UNIX_EPOCH,
+            },
+        )?;
+        self.platform.apply(batch)?;
+        Ok(())
     }
 
     /// Writes a new mailed token for `account` and answers it.
