@@ -351,7 +351,7 @@ impl From<CallError<DirectoryError>> for ApiError {
             CallError::Failed(DirectoryError::AccountExists) => ApiError::new(
                 StatusCode::CONFLICT,
                 "onboarding/account_exists",
-                "a dashboard account with this e-mail exists; sign up again with its password to add a tenant to it",
+                "a dashboard account with this e-mail exists: log in to the dashboard, or reset its password",
             ),
             CallError::Failed(DirectoryError::SessionInvalid) => ApiError::unauthenticated(),
             CallError::Failed(DirectoryError::InviteInvalid) => ApiError::new(
