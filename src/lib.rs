@@ -118,16 +118,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let addr = config
         .listen_addr()
         .map_err(|e| StartError::Other(e.to_string()))?;
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: addr.to_string(),
-            source,
-        })?;
-    let bound = listener.local_addr().map_err(|source| StartError::Listen {
-        addr: addr.to_string(),
-        source,
-    })?;
+    let (listener, bound) = bind(addr).await?;
     let base_url = if config.server.base_url.is_empty() {
         format!("http://{bound}")
     } else {
@@ -237,19 +228,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     });
     let router = http::app(state.clone()).map_err(|e| StartError::Other(e.to_string()))?;
     let management = match metrics_addr {
-        Some(addr) => {
-            let listener = TcpListener::bind(addr)
-                .await
-                .map_err(|source| StartError::Listen {
-                    addr: addr.to_string(),
-                    source,
-                })?;
-            let bound = listener.local_addr().map_err(|source| StartError::Listen {
-                addr: addr.to_string(),
-                source,
-            })?;
-            Some((listener, bound))
-        }
+        Some(addr) => Some(bind(addr).await?),
         None => None,
     };
 
@@ -364,4 +343,17 @@ async fn daily_purge(state: Arc<App>) {
             Err(e) => tracing::error!(error = ?e.code, "daily guest purge failed"),
         }
     }
+}
+
+/// Binds `addr`; answers the listener and the address it got (port 0 picks one).
+async fn bind(
+    addr: std::net::SocketAddr,
+) -> Result<(TcpListener, std::net::SocketAddr), StartError> {
+    let listen_error = |source| StartError::Listen {
+        addr: addr.to_string(),
+        source,
+    };
+    let listener = TcpListener::bind(addr).await.map_err(listen_error)?;
+    let bound = listener.local_addr().map_err(listen_error)?;
+    Ok((listener, bound))
 }

@@ -69,11 +69,31 @@ pub struct PasswordResetResponse {
 }
 
 fn check_token(token: &str) -> Result<(), ApiError> {
+    token_errors(token).finish()
+}
+
+/// The field errors of a mailed token (1-512 characters).
+fn token_errors(token: &str) -> FieldErrors {
     let mut e = FieldErrors::new();
     e.check(
         "token",
         len_between(token, 1, 512),
         "must be 1-512 characters",
+    );
+    e
+}
+
+/// A mailed token and a password of `min`-128 characters, every bad field at once.
+pub(super) fn check_token_and_password(
+    token: &str,
+    password: &str,
+    min: usize,
+) -> Result<(), ApiError> {
+    let mut e = token_errors(token);
+    e.check(
+        "password",
+        len_between(password, min, 128),
+        format!("must be {min}-128 characters"),
     );
     e.finish()
 }
@@ -204,18 +224,7 @@ pub async fn reset_password(
     RequestContext(mut ctx): RequestContext,
     ApiJson(req): ApiJson<DashboardResetPasswordRequest>,
 ) -> Result<Json<PasswordResetResponse>, ApiError> {
-    let mut e = FieldErrors::new();
-    e.check(
-        "token",
-        len_between(&req.token, 1, 512),
-        "must be 1-512 characters",
-    )
-    .check(
-        "password",
-        len_between(&req.password, 12, 128),
-        "must be 12-128 characters",
-    );
-    e.finish()?;
+    check_token_and_password(&req.token, &req.password, 12)?;
     let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     let token = req.token;
     let reset: AccountReset = state

@@ -17,11 +17,12 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
+    account::check_token_and_password,
     session::{audit_in, check_password},
     Dashboard, RequestContext,
 };
 use crate::http::{
-    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},
     AppState,
 };
@@ -427,18 +428,7 @@ pub async fn accept(
     RequestContext(mut ctx): RequestContext,
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
-    let mut e = FieldErrors::new();
-    e.check(
-        "token",
-        len_between(&req.token, 1, 512),
-        "must be 1-512 characters",
-    )
-    .check(
-        "password",
-        len_between(&req.password, 8, 128),
-        "must be 8-128 characters",
-    );
-    e.finish()?;
+    check_token_and_password(&req.token, &req.password, 8)?;
     let lookup = req.token.clone();
     let target = state
         .directory
