@@ -269,7 +269,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 ip_hash: None,
                 ua_family: Some("admin-cli".into()),
             };
-            crate::http::dashboard::session::audit_in(
+            crate::http::dashboard::audit_in(
                 state,
                 vec![slug],
                 "api_key.rotated",

@@ -843,7 +843,7 @@ impl DirectoryState {
     /// The account a live mailed token of `purpose` stands for. A token is void once expired,
     /// once the account's address changed or once its password was replaced by a mailbox
     /// proof (`epoch`).
-    fn redeem_account_token(
+    pub(super) fn redeem_account_token(
         &self,
         token: &str,
         purpose: AccountTokenPurpose,

@@ -278,6 +278,12 @@ pub enum DirectoryMsg {
         account_id: Uuid,
         reply: RpcReplyPort<Result<(), DirectoryError>>,
     },
+    /// Whether a mailed token of `purpose` is live (checked again when it is used).
+    CheckAccountToken {
+        token: String,
+        purpose: AccountTokenPurpose,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
     /// Replaces the password through a mailed reset token.
     ResetPassword {
         token: String,
@@ -570,6 +576,13 @@ impl Actor for Directory {
                 account_id,
                 reply,
             } => state.verify_account(&token, account_id, reply),
+            DirectoryMsg::CheckAccountToken {
+                token,
+                purpose,
+                reply,
+            } => {
+                let _ = reply.send(state.redeem_account_token(&token, purpose).map(|_| ()));
+            }
             DirectoryMsg::ResetPassword {
                 token,
                 password_hash,

@@ -15,9 +15,9 @@ use tessera_actors::{
 };
 use utoipa::ToSchema;
 
-use super::{session::audit_in, Dashboard, RequestContext};
+use super::{audit_in, check_token_and_password, token_errors, Dashboard, RequestContext};
 use crate::http::{
-    error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
+    error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},
     AppState,
 };
@@ -70,32 +70,6 @@ pub struct PasswordResetResponse {
 
 fn check_token(token: &str) -> Result<(), ApiError> {
     token_errors(token).finish()
-}
-
-/// The field errors of a mailed token (1-512 characters).
-fn token_errors(token: &str) -> FieldErrors {
-    let mut e = FieldErrors::new();
-    e.check(
-        "token",
-        len_between(token, 1, 512),
-        "must be 1-512 characters",
-    );
-    e
-}
-
-/// A mailed token and a password of `min`-128 characters, every bad field at once.
-pub(super) fn check_token_and_password(
-    token: &str,
-    password: &str,
-    min: usize,
-) -> Result<(), ApiError> {
-    let mut e = token_errors(token);
-    e.check(
-        "password",
-        len_between(password, min, 128),
-        format!("must be {min}-128 characters"),
-    );
-    e.finish()
 }
 
 /// Verifies the session's address with the token from the mailed link.
@@ -225,6 +199,16 @@ pub async fn reset_password(
     ApiJson(req): ApiJson<DashboardResetPasswordRequest>,
 ) -> Result<Json<PasswordResetResponse>, ApiError> {
     check_token_and_password(&req.token, &req.password, 12)?;
+    // A dead link is refused before any hashing: guessing tokens costs no argon2.
+    let probe = req.token.clone();
+    state
+        .directory
+        .request(|reply| DirectoryMsg::CheckAccountToken {
+            token: probe,
+            purpose: AccountTokenPurpose::Reset,
+            reply,
+        })
+        .await?;
     let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     let token = req.token;
     let reset: AccountReset = state

@@ -16,11 +16,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{
-    account::check_token_and_password,
-    session::{audit_in, check_password},
-    Dashboard, RequestContext,
-};
+use super::{audit_in, check_password, check_token_and_password, Dashboard, RequestContext};
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},

@@ -16,14 +16,19 @@ use axum::{
     http::{header, request::Parts, Method, StatusCode},
 };
 use tessera_actors::{
-    directory::dashboard::{MemberOf, SessionInfo},
+    directory::dashboard::{LoginGate, MemberOf, SessionInfo},
     records::Role,
     tenant::audit::AuditContext,
-    DirectoryMsg, TenantHandle,
+    DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
+use uuid::Uuid;
 
-use super::{error::ApiError, extract::ClientIp, AppState};
+use super::{
+    error::{len_between, ApiError, FieldErrors},
+    extract::ClientIp,
+    AppState,
+};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "dashboard_session";
@@ -201,4 +206,110 @@ impl FromRequestParts<AppState> for RequestContext {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         Ok(RequestContext(audit_context(state, parts, None)))
     }
+}
+
+// Shared by the dashboard's handlers.
+
+fn invalid_credentials() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "dashboard/invalid_credentials",
+        "wrong e-mail or password",
+    )
+}
+
+/// Checks `password` for `email` with the throttles; on success answers the account id.
+pub async fn check_password(
+    state: &AppState,
+    email: &str,
+    password: &Password,
+    ip: std::net::IpAddr,
+) -> Result<Uuid, ApiError> {
+    let lookup = email.to_owned();
+    let gate = state
+        .directory
+        .call(|reply| DirectoryMsg::BeginLogin {
+            email: lookup,
+            ip,
+            reply,
+        })
+        .await?;
+    let cred = match gate {
+        LoginGate::Throttled { retry_after_secs } => {
+            return Err(ApiError::rate_limited(
+                "dashboard/rate_limited",
+                retry_after_secs,
+            ))
+        }
+        LoginGate::Proceed(cred) => cred,
+    };
+    // Unknown accounts are hashed against a dummy: the answer takes as long either way.
+    let ok = state
+        .hasher
+        .verify(password, cred.as_ref().map(|c| c.password_hash.as_str()))
+        .await?;
+    match (ok, cred) {
+        (true, Some(c)) => Ok(c.account_id),
+        _ => {
+            let failed = email.to_owned();
+            state
+                .directory
+                .call(|reply| DirectoryMsg::LoginFailed {
+                    email: failed,
+                    ip,
+                    reply,
+                })
+                .await?;
+            Err(invalid_credentials())
+        }
+    }
+}
+
+/// Records one event in each listed tenant's audit log (best effort: logged when it fails).
+pub async fn audit_in(
+    state: &AppState,
+    slugs: Vec<String>,
+    event_type: &str,
+    ctx: &AuditContext,
+    metadata: serde_json::Value,
+) {
+    for slug in slugs {
+        let Some(tenant) = state.directory.tenant_for_slug(&slug) else {
+            continue;
+        };
+        let result = tenant
+            .call(|reply| TenantMsg::AppendAudit {
+                event_type: event_type.to_owned(),
+                ctx: ctx.clone(),
+                fields: Vec::new(),
+                metadata: metadata.clone(),
+                reply,
+            })
+            .await;
+        if result.is_err() {
+            tracing::error!(tenant = %slug, event_type, "could not write an audit event");
+        }
+    }
+}
+
+/// The field errors of a mailed token (1-512 characters).
+pub fn token_errors(token: &str) -> FieldErrors {
+    let mut e = FieldErrors::new();
+    e.check(
+        "token",
+        len_between(token, 1, 512),
+        "must be 1-512 characters",
+    );
+    e
+}
+
+/// A mailed token and a password of `min`-128 characters, every bad field at once.
+pub fn check_token_and_password(token: &str, password: &str, min: usize) -> Result<(), ApiError> {
+    let mut e = token_errors(token);
+    e.check(
+        "password",
+        len_between(password, min, 128),
+        format!("must be {min}-128 characters"),
+    );
+    e.finish()
 }

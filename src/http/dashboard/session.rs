@@ -8,18 +8,14 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::{
-        dashboard::{LoginGate, NewSession},
-        RotatedKey,
-    },
-    tenant::audit::AuditContext,
-    DirectoryMsg, Password, TenantMsg,
+    directory::{dashboard::NewSession, RotatedKey},
+    DirectoryMsg, Password,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{Dashboard, RequestContext, SESSION_COOKIE};
+use super::{audit_in, check_password, Dashboard, RequestContext, SESSION_COOKIE};
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},
@@ -117,88 +113,6 @@ fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
         "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/v1/auth/dashboard; Max-Age={max_age}{secure}"
     );
     HeaderValue::from_str(&cookie).unwrap_or(HeaderValue::from_static(""))
-}
-
-fn invalid_credentials() -> ApiError {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "dashboard/invalid_credentials",
-        "wrong e-mail or password",
-    )
-}
-
-/// Checks `password` for `email` with the throttles; on success answers the account id.
-pub(super) async fn check_password(
-    state: &AppState,
-    email: &str,
-    password: &Password,
-    ip: std::net::IpAddr,
-) -> Result<Uuid, ApiError> {
-    let lookup = email.to_owned();
-    let gate = state
-        .directory
-        .call(|reply| DirectoryMsg::BeginLogin {
-            email: lookup,
-            ip,
-            reply,
-        })
-        .await?;
-    let cred = match gate {
-        LoginGate::Throttled { retry_after_secs } => {
-            return Err(ApiError::rate_limited(
-                "dashboard/rate_limited",
-                retry_after_secs,
-            ))
-        }
-        LoginGate::Proceed(cred) => cred,
-    };
-    // Unknown accounts are hashed against a dummy: the answer takes as long either way.
-    let ok = state
-        .hasher
-        .verify(password, cred.as_ref().map(|c| c.password_hash.as_str()))
-        .await?;
-    match (ok, cred) {
-        (true, Some(c)) => Ok(c.account_id),
-        _ => {
-            let failed = email.to_owned();
-            state
-                .directory
-                .call(|reply| DirectoryMsg::LoginFailed {
-                    email: failed,
-                    ip,
-                    reply,
-                })
-                .await?;
-            Err(invalid_credentials())
-        }
-    }
-}
-
-/// Records one event in each listed tenant's audit log (best effort: logged when it fails).
-pub async fn audit_in(
-    state: &AppState,
-    slugs: Vec<String>,
-    event_type: &str,
-    ctx: &AuditContext,
-    metadata: serde_json::Value,
-) {
-    for slug in slugs {
-        let Some(tenant) = state.directory.tenant_for_slug(&slug) else {
-            continue;
-        };
-        let result = tenant
-            .call(|reply| TenantMsg::AppendAudit {
-                event_type: event_type.to_owned(),
-                ctx: ctx.clone(),
-                fields: Vec::new(),
-                metadata: metadata.clone(),
-                reply,
-            })
-            .await;
-        if result.is_err() {
-            tracing::error!(tenant = %slug, event_type, "could not write an audit event");
-        }
-    }
 }
 
 /// Logs in to the dashboard.
