@@ -116,6 +116,10 @@ pub struct ServerConfig {
     /// Where the rate limits are explained: the `X-Service-Docs` header of every 429. Empty:
     /// `<base_url>/v1/openapi.json`, whose 429 answers state each route's limits.
     pub docs_url: String,
+    /// Browser origins (`scheme://host[:port]`) of dashboard front ends served elsewhere than
+    /// this server: only they get CORS answers (with credentials) on dashboard routes. Empty:
+    /// the dashboard API is same-origin only.
+    pub dashboard_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -136,6 +140,7 @@ impl Default for ServerConfig {
             tenant_idle_secs: 3600,
             metrics_listen: String::new(),
             docs_url: String::new(),
+            dashboard_origins: Vec::new(),
         }
     }
 }
@@ -475,6 +480,14 @@ impl Config {
             }
         }
         self.trusted_proxies()?;
+        for origin in &self.server.dashboard_origins {
+            if crate::http::cors::normalize_origin(origin).is_none() {
+                return Err(ConfigError::Key {
+                    key: "server.dashboard_origins",
+                    reason: format!("{origin:?} is not an origin (scheme://host[:port], no path)"),
+                });
+            }
+        }
         positive("server.max_body_bytes", self.server.max_body_bytes as u64)?;
         positive(
             "server.request_timeout_secs",

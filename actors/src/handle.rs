@@ -20,7 +20,7 @@ use tessera_storage::{sha256, TenantId};
 use crate::{
     directory::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
-    tenant::{keys::TokenKeys, TenantMsg},
+    tenant::{keys::TokenKeys, settings::EdgePolicy, TenantCells, TenantMsg},
 };
 
 /// Where each tenant is found: rebuilt by the directory when a tenant, slug or key changes.
@@ -35,9 +35,9 @@ pub struct Index {
 #[derive(Clone)]
 pub struct RunningTenant {
     pub actor: ActorRef<TenantMsg>,
-    /// Written only by the actor (at start and on rotation); read by every token check, so
-    /// verifying a token costs no actor hop.
-    pub keys: Arc<ArcSwap<TokenKeys>>,
+    /// Written only by the actor; read by every token check and the edge checks, so neither
+    /// costs an actor hop.
+    pub cells: TenantCells,
     /// When a handler last reached this actor (Unix seconds): the directory stops actors idle
     /// for longer than `tenant_idle`.
     pub last_used: Arc<AtomicU64>,
@@ -227,7 +227,12 @@ impl TenantHandle {
 
     /// The tenant's current signing keys (starting its actor if needed).
     pub async fn keys(&self) -> Result<Arc<TokenKeys>, CallError<TenantError>> {
-        Ok(self.running().await?.keys.load_full())
+        Ok(self.running().await?.cells.keys.load_full())
+    }
+
+    /// What the HTTP edge checks before the actor is called (starting its actor if needed).
+    pub async fn edge(&self) -> Result<Arc<EdgePolicy>, CallError<TenantError>> {
+        Ok(self.running().await?.cells.edge.load_full())
     }
 
     async fn running(&self) -> Result<RunningTenant, CallError<TenantError>> {

@@ -109,30 +109,32 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
 /// The tenant whose `X-API-Key` came with the request.
 pub struct ApiTenant(pub TenantHandle);
 
+/// The tenant whose API key is in `headers`, if the header is there and the key is known.
+pub fn tenant_of_key(state: &AppState, headers: &header::HeaderMap) -> Option<TenantHandle> {
+    let key = headers.get(API_KEY_HEADER)?.to_str().ok()?;
+    state.directory.tenant_for_api_key(key.trim())
+}
+
 pub const API_KEY_HEADER: &str = "x-api-key";
 
 impl FromRequestParts<AppState> for ApiTenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(key) = parts.headers.get(API_KEY_HEADER) else {
+        if !parts.headers.contains_key(API_KEY_HEADER) {
             return Err(ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "auth/missing_api_key",
                 "the X-API-Key header is required",
             ));
-        };
-        let tenant = key
-            .to_str()
-            .ok()
-            .and_then(|k| state.directory.tenant_for_api_key(k.trim()))
-            .ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::UNAUTHORIZED,
-                    "auth/invalid_api_key",
-                    "the API key is not valid",
-                )
-            })?;
+        }
+        let tenant = tenant_of_key(state, &parts.headers).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "auth/invalid_api_key",
+                "the API key is not valid",
+            )
+        })?;
         tracing::Span::current().record("tenant", tenant.slug.as_str());
         Ok(ApiTenant(tenant))
     }

@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod anonymous;
 pub mod bearer;
+pub mod cors;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
@@ -154,6 +155,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::settings::get_eudi_age,
             dashboard::settings::put_eudi_age
         ))
+        .routes(routes!(
+            dashboard::settings::get_cors,
+            dashboard::settings::put_cors
+        ))
         .split_for_parts();
     openapi::complete(&mut doc);
     (router, doc)
@@ -162,6 +167,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
 /// The complete application: routes, middleware and state.
 pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     let (router, doc) = routes(state.config.server.metrics_listen.is_empty());
+    let cors = cors::Cors::new(state.clone(), &doc);
     let doc = platform::OpenApiJson(Arc::new(doc.to_json()?));
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
     let body_limit = state.config.server.max_body_bytes;
@@ -211,6 +217,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             StatusCode::SERVICE_UNAVAILABLE,
             timeout,
         ))
+        .layer(axum::middleware::from_fn_with_state(cors, cors::middleware))
         .layer(DefaultBodyLimit::max(body_limit));
     Ok(router
         .fallback(not_found)

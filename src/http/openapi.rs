@@ -30,7 +30,12 @@ use super::error::{ErrorBody, ErrorDetail};
             The one exception is a request that is not valid HTTP/1.1 (an unknown Transfer-Encoding, \
             a malformed or conflicting Content-Length, a forbidden byte in a header or the request \
             line, an over-long URI or header section): no route sees it, and the HTTP layer answers \
-            a bare 400, 414 or 431 with no body and closes the connection."
+            a bare 400, 414 or 431 with no body and closes the connection. \
+            Browser apps: every end-user route answers a CORS preflight (OPTIONS) from any origin; \
+            a real request from an origin is refused with 403 cors/origin_not_allowed when the API \
+            key's tenant lists allowed_origins (dashboard settings/cors) and that origin is not on \
+            the list. Dashboard routes are same-origin unless the operator lists \
+            server.dashboard_origins."
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&SecuritySchemes),
@@ -110,6 +115,8 @@ pub const DASHBOARD_COOKIE: &str = "dashboard_cookie";
 /// - a JSON request body (`ApiJson`): 400 `validation/invalid_request`, 413
 ///   `validation/payload_too_large`, 415 `validation/unsupported_media_type`;
 /// - any security requirement (`ApiTenant`, `UserBearer`, `Dashboard`): 401;
+/// - an API key: 403 `cors/origin_not_allowed` (the CORS check in front of every end-user
+///   route);
 /// - a dashboard cookie on a write: 403 `dashboard/csrf_failed`;
 /// - every route (the request timeout, an actor that does not answer): 503 with `Retry-After`.
 ///
@@ -212,6 +219,17 @@ fn complete_operation(op: &mut Operation, writes: bool) {
                     .description(Some("Where the rate limits are explained"))
                     .build()
             });
+    }
+    if schemes.contains("api_key") {
+        const CORS: &str = "`cors/origin_not_allowed`: a browser request (with `Origin`) from an \
+                            origin the API key's tenant does not list in `allowed_origins`";
+        match responses.get_mut("403") {
+            Some(RefOr::T(r)) => r.description = format!("{}; or {CORS}", r.description),
+            Some(RefOr::Ref(_)) => {}
+            None => {
+                responses.insert("403".to_owned(), RefOr::T(error_response(CORS)));
+            }
+        }
     }
 }
 

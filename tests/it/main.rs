@@ -7,6 +7,7 @@ mod support;
 mod accounts;
 mod anonymous;
 mod capacity;
+mod cors;
 mod crash;
 mod dashboard;
 mod faults;

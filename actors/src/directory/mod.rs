@@ -16,7 +16,6 @@ use std::{
     time::{Duration, Instant},
 };
 
-use arc_swap::ArcSwap;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use serde::{Deserialize, Serialize};
 use tessera_storage::{
@@ -41,7 +40,7 @@ use crate::{
         SlugIndex, TenantRecord, TenantRef, Tier,
     },
     tenant::{
-        keys::TokenKeys, records::QueuedMail, TenantActor, TenantArgs, TenantInfo, TenantMsg,
+        records::QueuedMail, TenantActor, TenantArgs, TenantCells, TenantInfo, TenantMsg,
         TenantRuntime,
     },
     throttle::{
@@ -1191,14 +1190,14 @@ impl DirectoryState {
             .tenants
             .get(&id)
             .ok_or(DirectoryError::TenantNotFound)?;
-        let keys = Arc::new(ArcSwap::from_pointee(TokenKeys::empty()));
+        let cells = TenantCells::empty();
         let args = TenantArgs {
             info: info_of(rec),
             store: self.root.tenant(id),
             master_key: self.master_key.clone(),
             fault_injection: self.fault_injection,
             runtime: self.runtime.clone(),
-            keys: keys.clone(),
+            cells: cells.clone(),
         };
         let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
             .await
@@ -1208,7 +1207,7 @@ impl DirectoryState {
             })?;
         let running = RunningTenant {
             actor,
-            keys,
+            cells,
             last_used: Arc::new(std::sync::atomic::AtomicU64::new(crate::handle::unix_now())),
         };
         self.running.insert(id, running.clone());

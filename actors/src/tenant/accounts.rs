@@ -838,14 +838,13 @@ impl TenantState {
 pub(crate) mod tests {
     use std::sync::{Arc, Mutex};
 
-    use arc_swap::ArcSwap;
     use tessera_storage::{Durability, MasterKey, Store, StoreOptions, TenantId};
 
     use super::*;
     use crate::{
         outbound::Outbound,
         records::Tier,
-        tenant::{keys::TokenKeys, messages::TenantInfo, TenantRuntime, TokenPolicy},
+        tenant::{messages::TenantInfo, TenantCells, TenantRuntime, TokenPolicy},
     };
 
     #[derive(Default)]
@@ -900,7 +899,7 @@ pub(crate) mod tests {
             MasterKey::generate(),
             false,
             runtime,
-            Arc::new(ArcSwap::from_pointee(TokenKeys::empty())),
+            TenantCells::empty(),
         )
         .unwrap()
     }

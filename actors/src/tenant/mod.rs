@@ -95,8 +95,28 @@ pub struct TenantArgs {
     /// Whether `TenantMsg::InjectPanic` may crash this actor (operators' fault drills and tests).
     pub fault_injection: bool,
     pub runtime: TenantRuntime,
-    /// Where the actor publishes its signing keys for request handlers.
+    /// Where the actor publishes what request handlers read without a hop.
+    pub cells: TenantCells,
+}
+
+/// What a tenant actor publishes for request handlers, each read without a mailbox hop. Only
+/// the actor writes them: at start, and whenever what they hold changes.
+#[derive(Clone)]
+pub struct TenantCells {
+    /// The public half of the signing keys (and the signer): every token check reads them.
     pub keys: Arc<ArcSwap<keys::TokenKeys>>,
+    /// What the HTTP edge checks before a request reaches the actor (the browser origins).
+    pub edge: Arc<ArcSwap<settings::EdgePolicy>>,
+}
+
+impl TenantCells {
+    /// Empty cells, for an actor that has not started yet: no keys, no origin list.
+    pub fn empty() -> Self {
+        TenantCells {
+            keys: Arc::new(ArcSwap::from_pointee(keys::TokenKeys::empty())),
+            edge: Arc::new(ArcSwap::from_pointee(settings::EdgePolicy::default())),
+        }
+    }
 }
 
 /// The tenant supervisor actor.
@@ -118,7 +138,7 @@ impl Actor for TenantActor {
             args.master_key,
             args.fault_injection,
             args.runtime,
-            args.keys,
+            args.cells,
         )?;
         // Whatever was queued when the last run ended goes out now.
         for job in state.queued_mail()? {

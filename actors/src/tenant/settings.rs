@@ -204,6 +204,10 @@ pub struct TenantSettings {
     pub passkey_rp_id: Option<String>,
     pub eudi: EudiConfig,
     pub eudi_age: EudiAgeConfig,
+    /// Browser origins (`scheme://host[:port]`, normalized) that may call the end-user API;
+    /// empty: any origin.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
@@ -223,6 +227,7 @@ impl TenantSettings {
                 supported_member_states: Vec::new(),
                 updated_at: now,
             },
+            allowed_origins: Vec::new(),
             updated_at: now,
         }
     }
@@ -293,4 +298,28 @@ pub enum SettingsChange {
     PasskeyDomain(Option<String>),
     Eudi(Box<EudiConfig>),
     EudiAge(EudiAgeConfig),
+    /// The whole list of allowed browser origins, normalized.
+    AllowedOrigins(Vec<String>),
+}
+
+/// What the HTTP edge checks before a request reaches the tenant's actor, published by the
+/// actor (`TenantCells::edge`) so that the check costs no hop.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EdgePolicy {
+    /// Browser origins that may call the end-user API; empty: any.
+    pub allowed_origins: Vec<String>,
+}
+
+impl EdgePolicy {
+    pub fn of(settings: &TenantSettings) -> Self {
+        EdgePolicy {
+            allowed_origins: settings.allowed_origins.clone(),
+        }
+    }
+
+    /// Whether a request from the browser origin `origin` (the `Origin` header, exactly as
+    /// sent) may proceed.
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        self.allowed_origins.is_empty() || self.allowed_origins.iter().any(|o| o == origin)
+    }
 }

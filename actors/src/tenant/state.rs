@@ -18,9 +18,10 @@ use super::{
     keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
     settings::{
-        MfaPolicy, SecurityPatch, SettingsChange, TenantSecret, TenantSettings, BYOK_AUTH_TOKEN,
+        EdgePolicy, MfaPolicy, SecurityPatch, SettingsChange, TenantSecret, TenantSettings,
+        BYOK_AUTH_TOKEN,
     },
-    TenantRuntime,
+    TenantCells, TenantRuntime,
 };
 use crate::{
     error::TenantError,
@@ -71,8 +72,8 @@ pub struct TenantState {
     fault_injection: bool,
     audit_seq: u32,
     pub(super) runtime: TenantRuntime,
-    /// The public half of the signing keys (and the signer), shared with request handlers.
-    keys: Arc<ArcSwap<TokenKeys>>,
+    /// What request handlers read without a hop: the signing keys, the edge policy.
+    cells: TenantCells,
     key_ring: KeyRing,
     pub(super) refresh_hasher: KeyedHasher,
     /// Keyed hash of e-mail domains in audit events.
@@ -128,7 +129,7 @@ impl TenantState {
         master_key: MasterKey,
         fault_injection: bool,
         runtime: TenantRuntime,
-        keys: Arc<ArcSwap<TokenKeys>>,
+        cells: TenantCells,
     ) -> Result<Self, TenantError> {
         let settings = match store.get::<TenantSettings>(SETTINGS_KEY)? {
             Some(s) => s,
@@ -143,7 +144,8 @@ impl TenantState {
         let byok_token_set = store.get::<TenantSecret>(BYOK_AUTH_TOKEN)?.is_some();
         let (key_ring, token_keys) =
             KeyRing::load_or_create(&store, &master_key, OffsetDateTime::now_utc())?;
-        keys.store(Arc::new(token_keys));
+        cells.keys.store(Arc::new(token_keys));
+        cells.edge.store(Arc::new(EdgePolicy::of(&settings)));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
         let sms_usage = store
             .get::<MauRecord>(super::sms::SMS_USAGE_KEY)?
@@ -161,7 +163,7 @@ impl TenantState {
             fault_injection,
             audit_seq: 0,
             runtime,
-            keys,
+            cells,
             key_ring,
             login_accounts: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
             login_ips: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
@@ -301,7 +303,7 @@ impl TenantState {
 
     /// Where handlers read the signing keys.
     pub fn keys_cell(&self) -> Arc<ArcSwap<TokenKeys>> {
-        self.keys.clone()
+        self.cells.keys.clone()
     }
 
     pub fn info(&self) -> &TenantInfo {
@@ -455,6 +457,15 @@ impl TenantState {
                 }
                 "settings.eudi_age.updated"
             }
+            SettingsChange::AllowedOrigins(origins) => {
+                set(
+                    &mut next.allowed_origins,
+                    Some(origins),
+                    "allowed_origins",
+                    &mut changed,
+                );
+                "settings.cors.updated"
+            }
         };
         if changed.is_empty() {
             return Ok(self.settings_view());
@@ -465,6 +476,10 @@ impl TenantState {
         event.at = now;
         batch.put(&self.next_event_key(now), &event)?;
         self.store.apply(batch)?;
+        let edge = EdgePolicy::of(&next);
+        if **self.cells.edge.load() != edge {
+            self.cells.edge.store(Arc::new(edge));
+        }
         self.settings = next;
         self.byok_token_set = byok_token_set;
         Ok(self.settings_view())

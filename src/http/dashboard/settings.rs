@@ -32,6 +32,7 @@ use utoipa::{
 
 use super::Dashboard;
 use crate::http::{
+    cors::{normalize_origin, MAX_ALLOWED_ORIGINS},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     AppState,
@@ -859,6 +860,103 @@ pub async fn put_passkey_domain(
     Ok(Json(PasskeyDomainResponse {
         passkey_rp_id: v.settings.passkey_rp_id,
     }))
+}
+
+// ---------------------------------------------------------------- browser origins
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutCorsRequest {
+    /// Exact browser origins (`scheme://host[:port]`, no path) that may call the end-user
+    /// API; at most 50. Empty: any origin (the API key is public and end-user calls carry no
+    /// cookie, so an origin check guards against other sites reusing the key, not against
+    /// credential theft). Required; the list replaces the stored one.
+    #[schema(max_items = 50)]
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CorsResponse {
+    /// Normalized: lowercase scheme and host, punycode, no default port; de-duplicated.
+    pub allowed_origins: Vec<String>,
+}
+
+fn cors_response(v: SettingsView) -> CorsResponse {
+    CorsResponse {
+        allowed_origins: v.settings.allowed_origins,
+    }
+}
+
+/// The browser origins allowed to call the end-user API (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/cors", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The list; empty: any origin", body = CorsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_cors(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<CorsResponse>, ApiError> {
+    Ok(Json(cors_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces the list of browser origins allowed to call the end-user API (owner). A request
+/// from another origin with this tenant's key is then refused with 403
+/// `cors/origin_not_allowed` before anything happens.
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/cors", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = PutCorsRequest,
+    responses(
+        (status = 200, description = "The stored list", body = CorsResponse),
+        (status = 400, description = "`validation/invalid_request` naming each bad entry", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_cors(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<PutCorsRequest>,
+) -> Result<Json<CorsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    e.check(
+        "allowed_origins",
+        req.allowed_origins.len() <= MAX_ALLOWED_ORIGINS,
+        format!("at most {MAX_ALLOWED_ORIGINS} origins"),
+    );
+    let mut origins: Vec<String> = Vec::new();
+    for (i, entry) in req.allowed_origins.iter().enumerate() {
+        match normalize_origin(entry) {
+            Some(o) => {
+                if !origins.contains(&o) {
+                    origins.push(o);
+                }
+            }
+            None => {
+                let shown: String = entry.chars().take(64).collect();
+                e.check(
+                    &format!("allowed_origins[{i}]"),
+                    false,
+                    format!("{shown:?} is not an origin (scheme://host[:port], no path)"),
+                );
+            }
+        }
+    }
+    e.finish()?;
+    Ok(Json(cors_response(
+        update(
+            &state,
+            &auth,
+            &slug,
+            SettingsChange::AllowedOrigins(origins),
+        )
+        .await?,
+    )))
 }
 
 // ---------------------------------------------------------------- wallet (2.10)
