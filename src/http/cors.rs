@@ -234,7 +234,7 @@ fn preflight_answer(
 ) -> Response {
     let mut resp = StatusCode::NO_CONTENT.into_response();
     let h = resp.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin.clone());
+    allow_origin(h, origin.clone(), credentials);
     if let Some(m) = methods {
         h.insert(header::ACCESS_CONTROL_ALLOW_METHODS, m);
     }
@@ -246,22 +246,22 @@ fn preflight_answer(
         header::ACCESS_CONTROL_MAX_AGE,
         HeaderValue::from_static(MAX_AGE),
     );
-    if credentials {
-        h.insert(
-            header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-            HeaderValue::from_static("true"),
-        );
-    }
-    vary_origin(h);
     resp
 }
 
+/// The headers of an answer a script on `origin` may read.
 fn allow(h: &mut HeaderMap, origin: HeaderValue, credentials: bool) {
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    allow_origin(h, origin, credentials);
     h.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
         HeaderValue::from_static(EXPOSED),
     );
+}
+
+/// `Access-Control-Allow-Origin`, with credentials when asked, and `Vary: Origin`: what every
+/// CORS answer (preflight or real) to an allowed origin carries.
+fn allow_origin(h: &mut HeaderMap, origin: HeaderValue, credentials: bool) {
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     if credentials {
         h.insert(
             header::ACCESS_CONTROL_ALLOW_CREDENTIALS,

@@ -529,10 +529,25 @@ pub fn normalize_domain(entry: &str) -> Option<String> {
 }
 
 fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<String> {
-    e.check(field, list.len() <= 100, "at most 100 entries");
+    normalize_entries(e, field, list, 100, normalize_domain, |shown| {
+        format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)")
+    })
+}
+
+/// At most `max` entries, each normalized by `normalize` and de-duplicated in order; each bad
+/// entry is a field error naming it (`field[i]`) with `why(the entry's first 64 characters)`.
+fn normalize_entries(
+    e: &mut FieldErrors,
+    field: &str,
+    list: &[String],
+    max: usize,
+    normalize: impl Fn(&str) -> Option<String>,
+    why: impl Fn(&str) -> String,
+) -> Vec<String> {
+    e.check(field, list.len() <= max, format!("at most {max} entries"));
     let mut out: Vec<String> = Vec::new();
     for (i, entry) in list.iter().enumerate() {
-        match normalize_domain(entry) {
+        match normalize(entry) {
             Some(d) => {
                 if !out.contains(&d) {
                     out.push(d);
@@ -540,11 +555,7 @@ fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<Stri
             }
             None => {
                 let shown: String = entry.chars().take(64).collect();
-                e.check(
-                    &format!("{field}[{i}]"),
-                    false,
-                    format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)"),
-                );
+                e.check(&format!("{field}[{i}]"), false, why(&shown));
             }
         }
     }
@@ -924,29 +935,14 @@ pub async fn put_cors(
 ) -> Result<Json<CorsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
     let mut e = FieldErrors::new();
-    e.check(
+    let origins = normalize_entries(
+        &mut e,
         "allowed_origins",
-        req.allowed_origins.len() <= MAX_ALLOWED_ORIGINS,
-        format!("at most {MAX_ALLOWED_ORIGINS} origins"),
+        &req.allowed_origins,
+        MAX_ALLOWED_ORIGINS,
+        normalize_origin,
+        |shown| format!("{shown:?} is not an origin (scheme://host[:port], no path)"),
     );
-    let mut origins: Vec<String> = Vec::new();
-    for (i, entry) in req.allowed_origins.iter().enumerate() {
-        match normalize_origin(entry) {
-            Some(o) => {
-                if !origins.contains(&o) {
-                    origins.push(o);
-                }
-            }
-            None => {
-                let shown: String = entry.chars().take(64).collect();
-                e.check(
-                    &format!("allowed_origins[{i}]"),
-                    false,
-                    format!("{shown:?} is not an origin (scheme://host[:port], no path)"),
-                );
-            }
-        }
-    }
     e.finish()?;
     Ok(Json(cors_response(
         update(
