@@ -10,13 +10,12 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    accounts::throttle_ip,
     audit::AuditContext,
     messages::{Bearer, Grant, Registration, UserView},
     records::{SessionRecord, UserRecord, UserSessionIndex},
     state::TenantState,
 };
-use crate::{error::TenantError, outbound::MailJob};
+use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 
 /// Guest sign-ins per client address per minute (spec section 8, as registration).
 pub const GUESTS_PER_IP_PER_MINUTE: u32 = 5;

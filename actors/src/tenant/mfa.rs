@@ -15,9 +15,9 @@ use totp_rs::{Algorithm, TOTP};
 use uuid::Uuid;
 
 use super::{
-    accounts::Effects,
     audit::AuditContext,
     challenges::{ChallengeRecord, Found, Purpose},
+    effects::Effects,
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     settings::MfaPolicy,
@@ -376,8 +376,7 @@ impl TenantState {
         let mut fx = self.effects();
         let Some(step) = totp_step(&seed, code, unix, user.totp_last_step) else {
             self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
-            self.commit(fx)?;
-            return Err(TenantError::InvalidMfaCode);
+            return self.fail(fx, TenantError::InvalidMfaCode);
         };
         let (codes, hashes) = self.new_recovery_codes();
         user.totp_seed = Some(pending);
@@ -416,8 +415,7 @@ impl TenantState {
         let mut fx = self.effects();
         let Some(mut user) = self.user(found.record.user_id)? else {
             fx.batch.remove(Kind::Challenge, &found.key);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         };
         let step_up = found.record.purpose == Purpose::StepUpTotp;
         let session = if step_up {
@@ -428,15 +426,13 @@ impl TenantState {
                 Some((s, _)) => Some(s),
                 None => {
                     self.step_up_failed(&mut fx, &user, "totp", 2, "session_mismatch", ctx)?;
-                    self.commit(fx)?;
-                    return Err(TenantError::InvalidChallenge);
+                    return self.fail(fx, TenantError::InvalidChallenge);
                 }
             }
         } else {
             if found.record.epoch != user.password_epoch {
                 fx.batch.remove(Kind::Challenge, &found.key);
-                self.commit(fx)?;
-                return Err(TenantError::InvalidChallenge);
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
             None
         };
@@ -447,8 +443,7 @@ impl TenantState {
             if step_up {
                 self.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
             }
-            self.commit(fx)?;
-            return Err(TenantError::InvalidMfaCode);
+            return self.fail(fx, TenantError::InvalidMfaCode);
         };
         Self::use_factor(&mut user, &factor);
         fx.batch.remove(Kind::Challenge, &found.key);
@@ -571,8 +566,7 @@ impl TenantState {
         ) {
             Ok(v) => v,
             Err(e) => {
-                self.commit(fx)?;
-                return Err(e);
+                return self.fail(fx, e);
             }
         };
         user.mfa_enabled = false;
@@ -609,8 +603,7 @@ impl TenantState {
         ) {
             Ok(v) => v,
             Err(e) => {
-                self.commit(fx)?;
-                return Err(e);
+                return self.fail(fx, e);
             }
         };
         Self::use_factor(&mut user, &factor);

@@ -10,6 +10,7 @@
 pub mod accounts;
 pub mod audit;
 pub mod challenges;
+pub mod effects;
 pub mod guests;
 pub mod import;
 pub mod keys;

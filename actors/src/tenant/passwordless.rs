@@ -14,9 +14,9 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    accounts::{throttle_ip, Effects},
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    effects::Effects,
     messages::{LoginOutcome, PasswordlessLogin},
     mfa::Enrollment,
     records::{EmailIndex, UserRecord},
@@ -220,8 +220,7 @@ impl TenantState {
             .filter(|u| u.password_epoch == found.record.epoch);
         let Some(user) = user else {
             fx.batch.remove(Kind::Challenge, &found.key);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         };
         if !Self::binding_ok(&found.record, binding_hash) {
             return Err(TenantError::InvalidChallenge);
@@ -259,15 +258,13 @@ impl TenantState {
             None if found.record.user_id.is_nil() => {
                 // The policy may have changed since the code was sent.
                 if self.registration_blocked(&mut fx, email, ctx)? {
-                    self.commit(fx)?;
-                    return Err(TenantError::InvalidChallenge);
+                    return self.fail(fx, TenantError::InvalidChallenge);
                 }
                 self.create_passwordless(&mut fx, email, ctx, now)?
             }
             // The account the code was sent to is gone.
             None => {
-                self.commit(fx)?;
-                return Err(TenantError::InvalidChallenge);
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
         };
         let oauth = found.record.oauth.map(|o| o.params);
@@ -332,8 +329,7 @@ impl TenantState {
         if !matches {
             self.challenge_failed(&mut fx.batch, &mut found)?;
             self.count_failed_login(target, ip);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
         self.consumed_codes.remember(
@@ -343,12 +339,6 @@ impl TenantState {
             expiry_now,
         );
         Ok((fx, found))
-    }
-
-    pub(super) fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
-        let now = Instant::now();
-        self.login_accounts.fail(&email.to_owned(), now);
-        self.login_ips.fail(&throttle_ip(ip), now);
     }
 
     /// A new account for an address proven by a login code: confirmed, without a password.

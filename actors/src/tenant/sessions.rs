@@ -16,8 +16,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    accounts::Effects,
     audit::AuditContext,
+    effects::Effects,
     messages::{Bearer, Grant, SessionView, UserView},
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     state::TenantState,
@@ -183,8 +183,7 @@ impl TenantState {
         let user = self.user(session.user_id)?;
         let Some(mut user) = user.filter(|_| session.expires_at > now) else {
             self.remove_session(&mut fx.batch, &session);
-            self.commit(fx)?;
-            return Err(TenantError::InvalidRefreshToken);
+            return self.fail(fx, TenantError::InvalidRefreshToken);
         };
         let grace = time::Duration::try_from(self.runtime.tokens.reuse_grace)
             .unwrap_or(time::Duration::ZERO);
@@ -215,8 +214,7 @@ impl TenantState {
             serde_json::json!({ "user_id": user.id, "session_id": session.id }),
         )?;
         tracing::warn!(tenant = %self.info.id, session = %session.id, "refresh token reused; session revoked");
-        self.commit(fx)?;
-        Err(TenantError::RefreshTokenReused)
+        self.fail(fx, TenantError::RefreshTokenReused)
     }
 
     /// Ends the caller's session, or (`global`) every session of the user.

@@ -21,9 +21,9 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    accounts::{throttle_ip, Effects},
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    effects::Effects,
     guests::{month_of, MauRecord},
     messages::{Bearer, PasswordlessLogin, UserView},
     passwordless::{to_value, Flow},
@@ -33,6 +33,7 @@ use super::{
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind, SmsAccount, SmsJob, SmsKind},
+    throttle::throttle_ip,
 };
 
 /// A texted code lives this long.
@@ -271,8 +272,7 @@ impl TenantState {
                 self.create_sms_user(&mut fx, e164, ctx, now)?
             }
             None => {
-                self.commit(fx)?;
-                return Err(TenantError::InvalidChallenge);
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
         };
         let oauth = found.record.oauth.map(|o| o.params);
@@ -383,8 +383,7 @@ impl TenantState {
                 return Err(TenantError::InvalidChallenge);
             }
             self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
         self.consumed_codes.remember(

@@ -15,9 +15,9 @@ use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
-    accounts::Effects,
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, Found, Purpose},
+    effects::Effects,
     messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
     records::{SessionRecord, UserRecord},
     state::TenantState,
@@ -167,8 +167,7 @@ impl TenantState {
             self.login_accounts
                 .fail(&Self::throttle_key(&user), Instant::now());
             self.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
-            self.commit(fx)?;
-            return Err(TenantError::InvalidCredentials);
+            return self.fail(fx, TenantError::InvalidCredentials);
         }
         let grant = self.issue_step_up(
             &mut fx,
@@ -278,8 +277,7 @@ impl TenantState {
         let mut fx = self.effects();
         let Some(record) = record.filter(|r| r.expires_at > now) else {
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         };
         // Wrong codes count per user across codes and sessions: five kill a code, and five
         // in a row block every code of the user for a while, doubling.
@@ -298,8 +296,7 @@ impl TenantState {
             self.challenge_failed(&mut fx.batch, &mut found)?;
             self.step_up_fails.fail(&user.id, Instant::now());
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
-            self.commit(fx)?;
-            return Err(TenantError::InvalidChallenge);
+            return self.fail(fx, TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
         self.consumed_codes.remember(
@@ -360,13 +357,11 @@ impl TenantState {
             Ok(f) if f.record.session_id == Some(session.id) && f.record.user_id == user.id => f,
             Ok(_) => {
                 self.step_up_failed(&mut fx, &user, "magic_link", 1, "session_mismatch", ctx)?;
-                self.commit(fx)?;
-                return Err(TenantError::InvalidChallenge);
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
             Err(e) => {
                 self.step_up_failed(&mut fx, &user, "magic_link", 1, "invalid_token", ctx)?;
-                self.commit(fx)?;
-                return Err(e);
+                return self.fail(fx, e);
             }
         };
         fx.batch.remove(Kind::Challenge, &found.key);

@@ -1,0 +1,207 @@
+//! The kernel every capability writes through: one command's effects (its batch and its
+//! mail), committed together or, for a refused command, with only what a refusal must keep;
+//! the audit log, user lookups, the sealed mail queue and decoys, and the failure counts of
+//! the login throttles.
+//!
+//! A command builds an [`Effects`], stages its writes, and ends in exactly one of
+//! [`TenantState::commit`] (success: everything, and the mail to hand to delivery once it is
+//! durable) or [`TenantState::fail`] (a refusal: the counted failure, its audit event, a dead
+//! token removed, whatever was staged; then the error).
+
+use std::{net::IpAddr, time::Instant};
+
+use tessera_storage::{Kind, TenantBatch};
+use uuid::Uuid;
+
+use super::{
+    audit::{AuditContext, AuditEvent},
+    records::{DecoyRecord, EmailIndex, QueuedMail, UserRecord, DECOY_KEY},
+    state::TenantState,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, MailKind},
+    throttle::throttle_ip,
+};
+
+/// Writes and messages produced by one command, applied together.
+pub(super) struct Effects {
+    pub batch: TenantBatch,
+    pub mail: Vec<MailJob>,
+}
+
+impl TenantState {
+    pub(super) fn effects(&self) -> Effects {
+        Effects {
+            batch: self.store.batch(),
+            mail: Vec::new(),
+        }
+    }
+
+    /// Applies the writes of one command at once, with the throttle entries it changed (a
+    /// failed attempt's count is durable with its audit event); its mail goes out once they
+    /// are durable.
+    pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
+        self.throttle_changes_into(&mut effects.batch)?;
+        self.store.apply(effects.batch)?;
+        Ok(effects.mail)
+    }
+
+    pub(super) fn audit_into(
+        &mut self,
+        batch: &mut TenantBatch,
+        event_type: &str,
+        ctx: &AuditContext,
+        metadata: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut event = AuditEvent::new(event_type, ctx, Vec::new());
+        event.metadata = metadata;
+        let key = self.next_event_key(event.at);
+        batch.put(&key, &event)?;
+        Ok(())
+    }
+
+    pub(super) fn user(&self, id: Uuid) -> Result<Option<UserRecord>, TenantError> {
+        Ok(self.store.get::<UserRecord>(id.as_bytes())?)
+    }
+
+    pub(super) fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
+        let Some(ix) = self.store.get::<EmailIndex>(email.as_bytes())? else {
+            return Ok(None);
+        };
+        self.user(ix.user_id)
+    }
+
+    /// Binds a sealed user secret to this tenant, this user and its name.
+    pub(super) fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        aad.extend_from_slice(b"/user/");
+        aad.extend_from_slice(user.as_bytes());
+        aad.push(b'/');
+        aad.extend_from_slice(name.as_bytes());
+        aad
+    }
+
+    /// `{accounts_url}/{path}?token=...`
+    pub(super) fn link(&self, path: &str, token: &str) -> String {
+        format!(
+            "{}/{path}?token={token}",
+            self.runtime.accounts_url.trim_end_matches('/')
+        )
+    }
+
+    /// Queues a message in the same batch as the change that caused it.
+    pub(super) fn queue_mail(
+        &self,
+        fx: &mut Effects,
+        to: &str,
+        kind: MailKind,
+    ) -> Result<(), TenantError> {
+        let job = MailJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: to.to_owned(),
+            kind,
+        };
+        let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
+        let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
+        fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
+        fx.mail.push(job);
+        Ok(())
+    }
+
+    /// For a request that answers 202 whatever the address and found nothing to send: seals
+    /// `stand_in` (the message that would have gone out, with as many bytes again as the
+    /// records that would have been written) as `queue_mail` seals a message, and writes it over
+    /// the tenant's decoy record. The request for an existing account and the one for an unknown
+    /// address then both seal and write about as much before their answer and leave about as
+    /// much for the next flush (see `reply_alike`), so the answer's time does not tell them
+    /// apart.
+    pub(super) fn write_decoy(&self, stand_in: &[u8]) -> Result<(), TenantError> {
+        let sealed = self
+            .master_key
+            .seal(&self.mail_aad(Uuid::now_v7()), stand_in)?;
+        let mut batch = self.store.batch();
+        batch.put(DECOY_KEY, &DecoyRecord { sealed })?;
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// The bytes a decoy stands in for: the message of `kind` to `to`, as `queue_mail` would
+    /// serialise it, followed by as many bytes as `records` (what the real request writes
+    /// besides the message) take encoded.
+    pub(super) fn decoy_of(
+        &self,
+        to: &str,
+        kind: MailKind,
+        records: &[serde_json::Value],
+    ) -> Result<Vec<u8>, TenantError> {
+        let job = MailJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: to.to_owned(),
+            kind,
+        };
+        let mut plain =
+            serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
+        for r in records {
+            let bytes = serde_json::to_vec(r).map_err(|e| TenantError::Internal(e.to_string()))?;
+            plain.extend_from_slice(&bytes);
+        }
+        Ok(plain)
+    }
+
+    fn mail_aad(&self, id: Uuid) -> Vec<u8> {
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        aad.extend_from_slice(b"/mail/");
+        aad.extend_from_slice(id.as_bytes());
+        aad
+    }
+
+    /// Every message still queued (after a restart, to submit again).
+    pub fn queued_mail(&self) -> Result<Vec<MailJob>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<QueuedMail>(b"") {
+            let (key, q) = item?;
+            let Ok(id) = Uuid::from_slice(&key) else {
+                continue;
+            };
+            let Ok(plain) = self.master_key.open(&self.mail_aad(id), &q.sealed) else {
+                tracing::error!(tenant = %self.info.id, message = %id, "a queued message cannot be opened; skipped");
+                continue;
+            };
+            match serde_json::from_slice::<MailJob>(&plain) {
+                Ok(job) => out.push(job),
+                Err(e) => tracing::error!(error = %e, "a queued message cannot be read"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Delivery is done with a message: it leaves the queue.
+    pub fn mail_settled(&self, id: Uuid) -> Result<(), TenantError> {
+        let mut batch = self.store.batch();
+        batch.remove(Kind::MailQueue, id.as_bytes());
+        self.store.apply(batch)?;
+        Ok(())
+    }
+
+    /// Ends a refused command: commits what it staged (a counted failure is durable with its
+    /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
+    /// staged is mail: a refusal sends none.
+    pub(super) fn fail<T>(&mut self, fx: Effects, err: TenantError) -> Result<T, TenantError> {
+        debug_assert!(fx.mail.is_empty(), "a refused command queued mail");
+        self.commit(fx)?;
+        Err(err)
+    }
+
+    pub(super) fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
+        let now = Instant::now();
+        self.login_accounts.fail(&email.to_owned(), now);
+        self.login_ips.fail(&throttle_ip(ip), now);
+    }
+}
