@@ -16,8 +16,8 @@ use super::{
     audit::AuditContext,
     effects::Effects,
     messages::{Credential, LoginOutcome, Registration, UserView},
-    mfa::Enrollment,
     records::{EmailIndex, LinkPurpose, LinkTokenRecord, UserRecord},
+    sessions::Proof,
     state::TenantState,
 };
 use crate::{
@@ -516,9 +516,7 @@ impl TenantState {
         user: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let now = Instant::now();
-        self.login_accounts.fail(&email.to_owned(), now);
-        self.login_ips.fail(&throttle_ip(ip), now);
+        self.count_failed_login(email, ip);
         self.audit_into(
             &mut fx.batch,
             "auth.login.failed",
@@ -563,41 +561,22 @@ impl TenantState {
             self.login_accounts.reset(&email.to_owned());
             return Err(TenantError::EmailNotVerified);
         }
-        if let Some(outcome) = self.login_second_step(&mut fx, &user, "pwd", now)? {
-            // The account's failures are not forgiven until the second factor is through:
-            // a known password must not reset the count of wrong codes.
-            if !user.mfa_enabled {
-                self.login_accounts.reset(&email.to_owned());
-            }
-            let mail = self.commit(fx)?;
-            return Ok((outcome, mail));
-        }
-        // A success forgives the account's failures, not the address's: one account of an
-        // attacker's own must not launder failures sprayed over other accounts.
-        self.login_accounts.reset(&email.to_owned());
-        let enrollment_required_by = match self.enrollment_of(&user) {
-            Enrollment::Grace(deadline) => Some(deadline),
-            _ => None,
-        };
-        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
-        user.last_sign_in_at = Some(now);
-        user.last_active_at = now;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        let grant = self.open_session(&mut fx.batch, &user, 1, vec!["pwd".into()], now)?;
-        self.audit_into(
-            &mut fx.batch,
-            "auth.login.succeeded",
+        let outcome = self.sign_in(
+            &mut fx,
+            &mut user,
+            Proof::first_factor("pwd", "password"),
             ctx,
-            serde_json::json!({ "user_id": user.id, "session_id": grant.session_id, "method": "password" }),
+            now,
         )?;
+        // The account's failures are forgiven, not the address's (one account of an
+        // attacker's own must not launder failures sprayed over other accounts), and not
+        // while a second factor is still to come: a known password must not reset the count
+        // of wrong codes.
+        if !matches!(outcome, LoginOutcome::MfaRequired { .. }) {
+            self.login_accounts.reset(&email.to_owned());
+        }
         let mail = self.commit(fx)?;
-        Ok((
-            LoginOutcome::Signed {
-                grant,
-                enrollment_required_by,
-            },
-            mail,
-        ))
+        Ok((outcome, mail))
     }
 
     /// The signed-in user's credential, to check the current password off the actor.

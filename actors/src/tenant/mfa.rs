@@ -20,6 +20,7 @@ use super::{
     effects::Effects,
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
+    sessions::Proof,
     settings::MfaPolicy,
     state::TenantState,
 };
@@ -484,34 +485,16 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
-        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
-        user.last_sign_in_at = Some(now);
-        user.last_active_at = now;
-        fx.batch.put(user.id.as_bytes(), &*user)?;
-        let grant = self.open_session(
-            &mut fx.batch,
-            user,
-            2,
-            // RFC 8176: a code after a code is still `otp`; `mfa` says there were two.
-            if first == "otp" {
-                vec!["otp".into(), "mfa".into()]
-            } else {
-                vec![first.to_owned(), "otp".into()]
-            },
-            now,
-        )?;
-        self.audit_into(
-            &mut fx.batch,
-            "auth.login.succeeded",
-            ctx,
-            serde_json::json!({
-                "user_id": user.id,
-                "session_id": grant.session_id,
-                "method": first_factor_method(first),
-                "second_factor": factor.method(),
-            }),
-        )?;
-        Ok(grant)
+        // RFC 8176: a code after a code is still `otp`; `mfa` says there were two.
+        let amr = if first == "otp" {
+            vec!["otp".into(), "mfa".into()]
+        } else {
+            vec![first.to_owned(), "otp".into()]
+        };
+        let mut audit = serde_json::Map::new();
+        audit.insert("method".into(), first_factor_method(first).into());
+        audit.insert("second_factor".into(), factor.method().into());
+        self.signed_in(fx, user, Proof { amr, aal: 2, audit }, ctx, now)
     }
 
     /// The checks shared by disabling MFA and regenerating codes: a live session, MFA on, the

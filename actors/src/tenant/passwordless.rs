@@ -18,8 +18,8 @@ use super::{
     challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
     effects::Effects,
     messages::{LoginOutcome, PasswordlessLogin},
-    mfa::Enrollment,
     records::{EmailIndex, UserRecord},
+    sessions::Proof,
     state::TenantState,
 };
 use crate::{
@@ -406,39 +406,18 @@ impl TenantState {
             }
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
-        if let Some(outcome) = self.login_second_step(fx, &user, flow.amr(), now)? {
-            return Ok(outcome);
+        let proof = Proof::first_factor(flow.amr(), flow.method());
+        let outcome = self.sign_in(fx, &mut user, proof, ctx, now)?;
+        if matches!(outcome, LoginOutcome::Signed { .. }) {
+            // The proven identifier's failures are forgotten, as after a password login.
+            let proven = match flow {
+                Flow::SmsOtp => user.phone.as_ref(),
+                _ => user.email.as_ref(),
+            };
+            if let Some(key) = proven {
+                self.login_accounts.reset(key);
+            }
         }
-        // The proven identifier's failures are forgotten, as after a password login.
-        let proven = match flow {
-            Flow::SmsOtp => user.phone.clone(),
-            _ => user.email.clone(),
-        };
-        if let Some(key) = proven {
-            self.login_accounts.reset(&key);
-        }
-        let enrollment_required_by = match self.enrollment_of(&user) {
-            Enrollment::Grace(deadline) => Some(deadline),
-            _ => None,
-        };
-        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
-        user.last_sign_in_at = Some(now);
-        user.last_active_at = now;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        let grant = self.open_session(&mut fx.batch, &user, 1, vec![flow.amr().into()], now)?;
-        self.audit_into(
-            &mut fx.batch,
-            "auth.login.succeeded",
-            ctx,
-            serde_json::json!({
-                "user_id": user.id,
-                "session_id": grant.session_id,
-                "method": flow.method(),
-            }),
-        )?;
-        Ok(LoginOutcome::Signed {
-            grant,
-            enrollment_required_by,
-        })
+        Ok(outcome)
     }
 }

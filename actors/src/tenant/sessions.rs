@@ -7,6 +7,10 @@
 //! anyone who saw a session id revoke it), and the grace answer for a concurrent retry can hand
 //! out the current token again instead of forking the family.
 //!
+//! Every sign-in method ends in [`TenantState::sign_in`] with what it proved: the tenant's
+//! MFA policy and a second step when one is due, else the month's active count, the user's
+//! last sign-in, the session and the `auth.login.succeeded` event, all in the method's batch.
+//!
 //! Invariant: a session record exists exactly while the session is alive; revoking deletes it
 //! and its index entry in one batch, so every later check fails.
 
@@ -18,7 +22,8 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     effects::Effects,
-    messages::{Bearer, Grant, SessionView, UserView},
+    messages::{Bearer, Grant, LoginOutcome, SessionView, UserView},
+    mfa::Enrollment,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     state::TenantState,
 };
@@ -51,7 +56,86 @@ fn parse_refresh(token: &str) -> Option<RefreshParts> {
     })
 }
 
+/// What a sign-in method proved: what the session records and the audit event says.
+pub(super) struct Proof {
+    /// RFC 8176 method references, in the order proved (the session's `amr`); the first is
+    /// the first factor.
+    pub amr: Vec<String>,
+    /// 1, or 2 once a second factor is through.
+    pub aal: u8,
+    /// What `auth.login.succeeded` records besides the user and the session (`method`, and
+    /// `second_factor` after MFA).
+    pub audit: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Proof {
+    /// A first factor alone (AAL1): `amr` as RFC 8176 names it, `method` as the audit log does.
+    pub fn first_factor(amr: &str, method: &str) -> Self {
+        let mut audit = serde_json::Map::new();
+        audit.insert("method".into(), method.into());
+        Proof {
+            amr: vec![amr.to_owned()],
+            aal: 1,
+            audit,
+        }
+    }
+}
+
 impl TenantState {
+    /// Signs `user` in after a first factor: the second step (an MFA challenge, or the
+    /// enrolment an overdue policy demands) when one is due, else the session (see
+    /// [`Self::signed_in`]), with the enrolment deadline of a user in the policy's grace period.
+    pub(super) fn sign_in(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        proof: Proof,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<LoginOutcome, TenantError> {
+        let first = proof.amr.first().map_or("pwd", String::as_str);
+        if let Some(outcome) = self.login_second_step(fx, user, first, now)? {
+            return Ok(outcome);
+        }
+        let enrollment_required_by = match self.enrollment_of(user) {
+            Enrollment::Grace(deadline) => Some(deadline),
+            _ => None,
+        };
+        let grant = self.signed_in(fx, user, proof, ctx, now)?;
+        Ok(LoginOutcome::Signed {
+            grant,
+            enrollment_required_by,
+        })
+    }
+
+    /// The session of a user whose sign-in is complete: counted in the month's active users,
+    /// `last_sign_in_at` set, the session opened and `auth.login.succeeded` written.
+    pub(super) fn signed_in(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        proof: Proof,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
+        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        user.last_sign_in_at = Some(now);
+        user.last_active_at = now;
+        fx.batch.put(user.id.as_bytes(), &*user)?;
+        let grant = self.open_session(&mut fx.batch, user, proof.aal, proof.amr, now)?;
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("user_id".into(), serde_json::json!(user.id));
+        metadata.insert("session_id".into(), serde_json::json!(grant.session_id));
+        metadata.extend(proof.audit);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.succeeded",
+            ctx,
+            serde_json::Value::Object(metadata),
+        )?;
+        Ok(grant)
+    }
+
     fn refresh_tag(&self, session: Uuid, generation: u32) -> [u8; 32] {
         let mut m = self.store.tenant_id().as_bytes().to_vec();
         m.extend_from_slice(session.as_bytes());
