@@ -16,6 +16,18 @@
 //! until it would have expired ([`ConsumedCodes`]): the same code sent again (a double
 //! submit, a retry after a lost answer, twenty tabs at once) is answered as a used code, never
 //! counted as a wrong guess, so it cannot lock the address out.
+//!
+//! Typed codes (e-mailed and texted login codes, phone confirmation, e-mailed step-up) are all
+//! checked by [`TenantState::check_code`] and consumed by [`TenantState::consume_code`]; each
+//! caller decides only what a wrong or missing code counts against. Links and tokens carry
+//! their record's key ([`TenantState::find_challenge`]).
+//!
+//! Which record a mailed single-use secret gets: a `LinkTokenRecord` (keyed by the token's
+//! SHA-256, one per user and purpose, held on the user record) for the account links that
+//! must die with the account's password epoch or be replaced per account (e-mail verification,
+//! password reset); a `ChallengeRecord` for everything that signs in or steps up (login links
+//! and codes, step-up, MFA), because those need the failure count, the OAuth resume, the
+//! session binding and the sweep of expired ones.
 
 use std::collections::HashMap;
 
@@ -66,6 +78,18 @@ impl ConsumedCodes {
             *until > now && ct_eq(hash.as_bytes(), presented.as_bytes())
         })
     }
+}
+
+/// How a typed code compares with the code kept for it.
+pub(super) enum CodeVerdict {
+    /// No live code there: none, one the caller does not accept, or an expired one.
+    /// `resubmitted`: the code just consumed from there, sent again before it would have
+    /// expired (no guess).
+    Missing { resubmitted: bool },
+    /// A live code that this one does not match; `resubmitted` as for `Missing`.
+    Wrong { found: Found, resubmitted: bool },
+    /// The code matches (not consumed yet: see [`TenantState::consume_code`]).
+    Right(Found),
 }
 
 /// What a challenge is for. The discriminant is the key's last byte and the token's 33rd.
@@ -333,6 +357,66 @@ impl TenantState {
             }
             _ => Err(TenantError::InvalidChallenge),
         }
+    }
+
+    /// The keyed hash of a typed code kept in `slot`: codes are stored and remembered only as
+    /// this.
+    pub(super) fn otp_hash(&self, slot: Uuid, code: &str) -> String {
+        let mut m = slot.as_bytes().to_vec();
+        m.extend_from_slice(code.as_bytes());
+        hex::encode(self.otp_hasher.hash(&m))
+    }
+
+    /// Compares the typed `code` with the code kept at `slot` for `purpose`, when `accept`
+    /// takes its record: in constant time whatever was sent, against a dummy when there is
+    /// none, so neither the input's shape nor the code's absence shows in the timing. A code
+    /// expires at `expiry_now`.
+    pub(super) fn check_code(
+        &self,
+        (slot, purpose): (Uuid, Purpose),
+        code: &str,
+        accept: impl Fn(&ChallengeRecord) -> bool,
+        expiry_now: OffsetDateTime,
+    ) -> Result<CodeVerdict, TenantError> {
+        let key = challenge_key(slot, purpose);
+        let record = self
+            .store
+            .get::<ChallengeRecord>(&key)?
+            .filter(|r| accept(r));
+        let presented = self.otp_hash(slot, code);
+        let stored = record
+            .as_ref()
+            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
+        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let resubmitted = !matches
+            && self
+                .consumed_codes
+                .is_resubmission(&key, &presented, expiry_now);
+        Ok(match record.filter(|r| r.expires_at > expiry_now) {
+            None => CodeVerdict::Missing { resubmitted },
+            Some(record) if matches => CodeVerdict::Right(Found { key, record }),
+            Some(record) => CodeVerdict::Wrong {
+                found: Found { key, record },
+                resubmitted,
+            },
+        })
+    }
+
+    /// Consumes a right code: removed in `batch`, and remembered until it would have expired
+    /// so that sending it again is answered as a used code, not counted as a guess.
+    pub(super) fn consume_code(
+        &mut self,
+        batch: &mut TenantBatch,
+        found: &Found,
+        expiry_now: OffsetDateTime,
+    ) {
+        batch.remove(Kind::Challenge, &found.key);
+        self.consumed_codes.remember(
+            &found.key,
+            &found.record.secret_hash,
+            found.record.expires_at,
+            expiry_now,
+        );
     }
 
     /// Records one wrong answer to a challenge: it dies at the limit.

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
-    challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    challenges::{challenge_key, ChallengeRecord, CodeVerdict, Found, OAuthResume, Purpose},
     effects::Effects,
     messages::{LoginOutcome, PasswordlessLogin},
     records::{EmailIndex, UserRecord},
@@ -293,52 +293,35 @@ impl TenantState {
         if let Some(retry_after) = self.login_blocked(target, ip) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
-        let (slot, purpose) = at;
-        let key = challenge_key(slot, purpose);
-        let record = self
-            .store
-            .get::<ChallengeRecord>(&key)?
-            .filter(|r| sent_to(r));
-        let presented = self.otp_hash(slot, code);
-        let stored = record
-            .as_ref()
-            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
-        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
         let mut fx = self.effects();
         // Expiry is a calendar deadline: fault drills move it with the clock offset.
         let expiry_now = now.max(self.calendar_now());
-        let resubmitted = !matches
-            && self
-                .consumed_codes
-                .is_resubmission(&key, &presented, expiry_now);
-        let Some(record) = record.filter(|r| r.expires_at > expiry_now) else {
-            if !resubmitted {
-                self.count_failed_login(target, ip);
+        let mut found = match self.check_code(at, code, sent_to, expiry_now)? {
+            CodeVerdict::Missing { resubmitted } => {
+                if !resubmitted {
+                    self.count_failed_login(target, ip);
+                }
+                return Err(TenantError::InvalidChallenge);
             }
-            return Err(TenantError::InvalidChallenge);
+            CodeVerdict::Wrong { found, resubmitted } => {
+                // Without the binding the code is not even compared: another browser learns
+                // nothing. A newer code is pending: the old one is no guess at it either.
+                if !Self::binding_ok(&found.record, binding_hash) || resubmitted {
+                    return Err(TenantError::InvalidChallenge);
+                }
+                found
+            }
+            CodeVerdict::Right(found) => {
+                if !Self::binding_ok(&found.record, binding_hash) {
+                    return Err(TenantError::InvalidChallenge);
+                }
+                self.consume_code(&mut fx.batch, &found, expiry_now);
+                return Ok((fx, found));
+            }
         };
-        // Without the binding the code is not even compared: another browser learns nothing.
-        if !Self::binding_ok(&record, binding_hash) {
-            return Err(TenantError::InvalidChallenge);
-        }
-        if resubmitted {
-            // A newer code is pending: the old one is no guess at it either.
-            return Err(TenantError::InvalidChallenge);
-        }
-        let mut found = Found { key, record };
-        if !matches {
-            self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.count_failed_login(target, ip);
-            return self.fail(fx, TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
-        self.consumed_codes.remember(
-            &found.key,
-            &found.record.secret_hash,
-            found.record.expires_at,
-            expiry_now,
-        );
-        Ok((fx, found))
+        self.challenge_failed(&mut fx.batch, &mut found)?;
+        self.count_failed_login(target, ip);
+        self.fail(fx, TenantError::InvalidChallenge)
     }
 
     /// A new account for an address proven by a login code: confirmed, without a password.

@@ -16,13 +16,13 @@
 
 use std::{net::IpAddr, time::Instant};
 
-use tessera_storage::{ct_eq, Kind, TenantBatch};
+use tessera_storage::{Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
-    challenges::{challenge_key, ChallengeRecord, Found, OAuthResume, Purpose},
+    challenges::{challenge_key, ChallengeRecord, CodeVerdict, OAuthResume, Purpose},
     effects::Effects,
     guests::{month_of, MauRecord},
     messages::{Bearer, PasswordlessLogin, UserView},
@@ -360,38 +360,23 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (_, mut user) = self.live_session(bearer, now)?;
         Self::may_hold_phone(&user)?;
-        let key = challenge_key(user.id, Purpose::PhoneVerify);
-        let record = self.store.get::<ChallengeRecord>(&key)?;
-        let presented = self.otp_hash(user.id, code);
-        let stored = record
-            .as_ref()
-            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
-        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
         let expiry_now = now.max(self.calendar_now());
-        let Some(record) = record.filter(|r| r.expires_at > expiry_now) else {
-            return Err(TenantError::InvalidChallenge);
-        };
         let mut fx = self.effects();
-        let mut found = Found { key, record };
-        if !matches || found.record.phone.as_deref() != Some(e164) {
+        let at = (user.id, Purpose::PhoneVerify);
+        let found = match self.check_code(at, code, |_| true, expiry_now)? {
+            CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
             // The previous code, just used, sent again: no guess at this one.
-            if !matches
-                && self
-                    .consumed_codes
-                    .is_resubmission(&found.key, &presented, expiry_now)
-            {
-                return Err(TenantError::InvalidChallenge);
+            CodeVerdict::Wrong {
+                resubmitted: true, ..
+            } => return Err(TenantError::InvalidChallenge),
+            CodeVerdict::Right(found) if found.record.phone.as_deref() == Some(e164) => found,
+            // A wrong code, or the right code for another number.
+            CodeVerdict::Wrong { mut found, .. } | CodeVerdict::Right(mut found) => {
+                self.challenge_failed(&mut fx.batch, &mut found)?;
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
-            self.challenge_failed(&mut fx.batch, &mut found)?;
-            return self.fail(fx, TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
-        self.consumed_codes.remember(
-            &found.key,
-            &found.record.secret_hash,
-            found.record.expires_at,
-            expiry_now,
-        );
+        };
+        self.consume_code(&mut fx.batch, &found, expiry_now);
         let ending = ending_of(e164);
         if let Some(holder) = self.user_by_phone(e164)?.filter(|h| h.id != user.id) {
             let mut holder = holder;

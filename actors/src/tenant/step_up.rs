@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
-    challenges::{challenge_key, ChallengeRecord, Found, Purpose},
+    challenges::{challenge_key, ChallengeRecord, CodeVerdict, Purpose},
     effects::Effects,
     messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
     records::{SessionRecord, UserRecord},
@@ -200,12 +200,6 @@ impl TenantState {
         Ok((session, user, email))
     }
 
-    pub(super) fn otp_hash(&self, session: Uuid, code: &str) -> String {
-        let mut m = session.as_bytes().to_vec();
-        m.extend_from_slice(code.as_bytes());
-        hex::encode(self.otp_hasher.hash(&m))
-    }
-
     /// Mails a 6-digit code (5 minutes, hashed at rest) to the signed-in user; a new code
     /// replaces the session's previous one. Answers the masked address.
     pub fn step_up_email_initiate(
@@ -262,49 +256,35 @@ impl TenantState {
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
-        let key = challenge_key(session.id, Purpose::StepUpEmailOtp);
-        let record = self
-            .store
-            .get::<ChallengeRecord>(&key)?
-            .filter(|r| r.user_id == user.id && r.session_id == Some(session.id));
-        // Compared in constant time whatever was sent, and against a dummy when there is no
-        // code, so neither the input's shape nor the code's absence shows in the timing.
-        let presented = self.otp_hash(session.id, otp);
-        let stored = record
-            .as_ref()
-            .map_or_else(|| "0".repeat(64), |r| r.secret_hash.clone());
-        let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
+        let at = (session.id, Purpose::StepUpEmailOtp);
+        let of_session =
+            |r: &ChallengeRecord| r.user_id == user.id && r.session_id == Some(session.id);
+        let verdict = self.check_code(at, otp, of_session, now)?;
         let mut fx = self.effects();
-        let Some(record) = record.filter(|r| r.expires_at > now) else {
+        if let CodeVerdict::Missing { .. } = verdict {
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
             return self.fail(fx, TenantError::InvalidChallenge);
-        };
+        }
         // Wrong codes count per user across codes and sessions: five kill a code, and five
         // in a row block every code of the user for a while, doubling.
         if let Some(retry_after) = self.step_up_fails.blocked(&user.id, Instant::now()) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
-        let mut found = Found { key, record };
-        if !matches {
+        let found = match verdict {
+            CodeVerdict::Right(found) => found,
             // The session's previous code, just used, sent again: no guess at this one.
-            if self
-                .consumed_codes
-                .is_resubmission(&found.key, &presented, now)
-            {
-                return Err(TenantError::InvalidChallenge);
+            CodeVerdict::Wrong {
+                resubmitted: true, ..
             }
-            self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.step_up_fails.fail(&user.id, Instant::now());
-            self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
-            return self.fail(fx, TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
-        self.consumed_codes.remember(
-            &found.key,
-            &found.record.secret_hash,
-            found.record.expires_at,
-            now,
-        );
+            | CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
+            CodeVerdict::Wrong { mut found, .. } => {
+                self.challenge_failed(&mut fx.batch, &mut found)?;
+                self.step_up_fails.fail(&user.id, Instant::now());
+                self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
+                return self.fail(fx, TenantError::InvalidChallenge);
+            }
+        };
+        self.consume_code(&mut fx.batch, &found, now);
         let latency = (now - found.record.created_at).whole_milliseconds();
         let grant = self.issue_step_up(
             &mut fx,
