@@ -22,7 +22,8 @@ use std::{
 };
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, PlatformRecord, Record, TenantRecord};
+use tessera_storage::{ct_eq, Kind, PlatformRecord, Record, TenantRecord};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// A key of a persisted throttle: how it is written in a record's key and read back.
@@ -353,6 +354,49 @@ impl<K: Hash + Eq + Clone> RateWindow<K> {
         }
         entry.1 += 1;
         Ok(())
+    }
+}
+
+/// Remembered consumed codes past which the expired ones are dropped.
+pub const CONSUMED_PRUNE_AT: usize = 10_000;
+
+/// The codes consumed recently, per challenge key (`slot | purpose`): the keyed hash of the
+/// code and when it would have expired. In memory: it only has to outlive the requests racing
+/// the one that consumed the code (a restart forgets it, as it forgets the throttles).
+/// One entry per slot and purpose, written only by a correct code, so it holds at most the
+/// codes consumed in the last code lifetime.
+#[derive(Default)]
+pub struct ConsumedCodes {
+    map: HashMap<Vec<u8>, (String, OffsetDateTime)>,
+}
+
+impl ConsumedCodes {
+    /// Remembers that the code hashed `hash` was consumed from `key`, until `expires_at`.
+    pub fn remember(
+        &mut self,
+        key: &[u8],
+        hash: &str,
+        expires_at: OffsetDateTime,
+        now: OffsetDateTime,
+    ) {
+        if self.map.len() >= CONSUMED_PRUNE_AT {
+            self.map.retain(|_, (_, until)| *until > now);
+        }
+        self.map.insert(key.to_vec(), (hash.to_owned(), expires_at));
+    }
+
+    /// Codes remembered now.
+    #[cfg(test)]
+    pub(crate) fn remembered(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether `presented` (a keyed hash) is the code last consumed from `key`, and that code
+    /// has not expired yet. Compared in constant time.
+    pub fn is_resubmission(&self, key: &[u8], presented: &str, now: OffsetDateTime) -> bool {
+        self.map.get(key).is_some_and(|(hash, until)| {
+            *until > now && ct_eq(hash.as_bytes(), presented.as_bytes())
+        })
     }
 }
 

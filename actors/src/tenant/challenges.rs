@@ -13,7 +13,7 @@
 //! exactly one wins and a crash can never bring a consumed challenge back.
 //!
 //! A typed code (e-mailed or texted) that was just consumed is remembered, as its keyed hash,
-//! until it would have expired ([`ConsumedCodes`]): the same code sent again (a double
+//! until it would have expired (`ConsumedCodes`, with the throttles): the same code sent again (a double
 //! submit, a retry after a lost answer, twenty tabs at once) is answered as a used code, never
 //! counted as a wrong guess, so it cannot lock the address out.
 //!
@@ -29,8 +29,6 @@
 //! and codes, step-up, MFA), because those need the failure count, the OAuth resume, the
 //! session binding and the sweep of expired ones.
 
-use std::collections::HashMap;
-
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -40,46 +38,12 @@ use uuid::Uuid;
 
 use super::{records::UserRecord, state::TenantState};
 use crate::error::TenantError;
+pub use crate::throttle::ConsumedCodes;
+
+pub use super::messages::{OAuthParams, OAuthResume};
 
 /// Wrong answers one challenge takes before it dies.
 pub const MAX_CHALLENGE_FAILURES: u32 = 5;
-/// Remembered consumed codes past which the expired ones are dropped.
-const CONSUMED_PRUNE_AT: usize = 10_000;
-
-/// The codes consumed recently, per challenge key (`slot | purpose`): the keyed hash of the
-/// code and when it would have expired. In memory: it only has to outlive the requests racing
-/// the one that consumed the code (a restart forgets it, as it forgets the throttles).
-/// One entry per slot and purpose, written only by a correct code, so it holds at most the
-/// codes consumed in the last code lifetime.
-#[derive(Default)]
-pub struct ConsumedCodes {
-    map: HashMap<Vec<u8>, (String, OffsetDateTime)>,
-}
-
-impl ConsumedCodes {
-    /// Remembers that the code hashed `hash` was consumed from `key`, until `expires_at`.
-    pub fn remember(
-        &mut self,
-        key: &[u8],
-        hash: &str,
-        expires_at: OffsetDateTime,
-        now: OffsetDateTime,
-    ) {
-        if self.map.len() >= CONSUMED_PRUNE_AT {
-            self.map.retain(|_, (_, until)| *until > now);
-        }
-        self.map.insert(key.to_vec(), (hash.to_owned(), expires_at));
-    }
-
-    /// Whether `presented` (a keyed hash) is the code last consumed from `key`, and that code
-    /// has not expired yet. Compared in constant time.
-    pub fn is_resubmission(&self, key: &[u8], presented: &str, now: OffsetDateTime) -> bool {
-        self.map.get(key).is_some_and(|(hash, until)| {
-            *until > now && ct_eq(hash.as_bytes(), presented.as_bytes())
-        })
-    }
-}
-
 /// How a typed code compares with the code kept for it.
 pub(super) enum CodeVerdict {
     /// No live code there: none, one the caller does not accept, or an expired one.
@@ -170,28 +134,6 @@ pub struct ChallengeRecord {
     /// For a texted code: the number (E.164) it was sent to.
     #[serde(default)]
     pub phone: Option<String>,
-}
-
-/// The OAuth authorize parameters a passwordless login resumes (spec 2.4 `oauth_params`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OAuthParams {
-    pub client_id: String,
-    pub redirect_uri: String,
-    pub response_type: Option<String>,
-    pub code_challenge: Option<String>,
-    pub code_challenge_method: Option<String>,
-    pub scope: Option<String>,
-    pub state: Option<String>,
-    pub nonce: Option<String>,
-    pub resource: Option<String>,
-}
-
-/// OAuth parameters and the hash of the resume binding handed to the browser that started.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OAuthResume {
-    pub params: OAuthParams,
-    /// Hex SHA-256 of the `resume_binding`.
-    pub binding_hash: String,
 }
 
 impl ChallengeRecord {
@@ -459,6 +401,7 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::throttle::CONSUMED_PRUNE_AT;
 
     fn token(tenant: [u8; 16], slot: Uuid, purpose: u8) -> String {
         let mut raw = tenant.to_vec();
@@ -496,7 +439,7 @@ mod tests {
             );
         }
         c.remember(&other, "bb", now + Duration::minutes(1), now);
-        assert!(c.map.len() <= 3, "{}", c.map.len());
+        assert!(c.remembered() <= 3, "{}", c.remembered());
         assert!(c.is_resubmission(&key, "aa", now));
         assert!(c.is_resubmission(&other, "bb", now));
     }

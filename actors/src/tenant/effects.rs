@@ -11,12 +11,14 @@
 use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{Kind, TenantBatch};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
     records::{DecoyRecord, EmailIndex, QueuedMail, UserRecord, DECOY_KEY},
     state::TenantState,
+    usage::{month_of, MAU_KEY},
 };
 use crate::{
     error::TenantError,
@@ -203,5 +205,21 @@ impl TenantState {
         let now = Instant::now();
         self.login_accounts.fail(&email.to_owned(), now);
         self.login_ips.fail(&throttle_ip(ip), now);
+    }
+
+    /// Counts `now` as activity of a user last active at `previous` (`None`: a new user):
+    /// the month's count grows when this is the user's first activity of the month.
+    pub(super) fn count_active(
+        &mut self,
+        batch: &mut TenantBatch,
+        previous: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        if previous.is_some_and(|p| month_of(p) == month_of(now)) {
+            return Ok(());
+        }
+        self.mau.add(now);
+        batch.put(MAU_KEY, &self.mau)?;
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@
 use std::{net::IpAddr, time::Instant};
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantBatch, TenantRecord};
+use tessera_storage::{Kind, Record, TenantRecord};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -17,32 +17,12 @@ use super::{
 };
 use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 
-/// Guest sign-ins per client address per minute (spec section 8, as registration).
-pub const GUESTS_PER_IP_PER_MINUTE: u32 = 5;
-/// Guest sign-ins per API key (that is, per tenant) per hour (spec section 8).
-pub const GUESTS_PER_KEY_PER_HOUR: u32 = 1000;
+pub use super::messages::PurgeReport;
+
 /// Largest `public_metadata` of a guest, serialised.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024;
 /// Guests deleted per tenant per purge run at most (spec section 8).
 pub const PURGE_LIMIT: usize = 1000;
-
-/// Users active in one calendar month: a user counts once a month, at its creation or its
-/// first login or refresh of the month.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct MauRecord {
-    /// `YYYY-MM` (UTC).
-    pub month: String,
-    pub count: u64,
-}
-
-impl Record for MauRecord {
-    const KIND: Kind = Kind::Usage;
-    const NAME: &'static str = "monthly active users";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for MauRecord {}
-
-pub const MAU_KEY: &[u8] = b"mau";
 
 /// `user id` -> marker: the tenant's guests, so the purge never scans registered users.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -55,46 +35,10 @@ impl Record for GuestIndex {
 }
 impl TenantRecord for GuestIndex {}
 
-pub(super) fn month_of(t: OffsetDateTime) -> String {
-    format!("{:04}-{:02}", t.year(), u8::from(t.month()))
-}
-
-/// What a purge run did (or, dry, would do).
-#[derive(Clone, Debug, Serialize)]
-pub struct PurgeReport {
-    pub tenant: String,
-    pub purged: usize,
-    pub dry_run: bool,
-}
-
 impl TenantState {
-    /// Counts `now` as activity of a user last active at `previous` (`None`: a new user):
-    /// the month's count grows when this is the user's first activity of the month.
-    pub(super) fn count_active(
-        &mut self,
-        batch: &mut TenantBatch,
-        previous: Option<OffsetDateTime>,
-        now: OffsetDateTime,
-    ) -> Result<(), TenantError> {
-        let month = month_of(now);
-        if previous.is_some_and(|p| month_of(p) == month) {
-            return Ok(());
-        }
-        if self.mau.month != month {
-            self.mau = MauRecord { month, count: 0 };
-        }
-        self.mau.count += 1;
-        batch.put(MAU_KEY, &self.mau)?;
-        Ok(())
-    }
-
     /// This month's active users so far.
     fn active_this_month(&self, now: OffsetDateTime) -> u64 {
-        if self.mau.month == month_of(now) {
-            self.mau.count
-        } else {
-            0
-        }
+        self.mau.in_month(now)
     }
 
     /// A new guest with a session: the tenant must allow guests, the address and the key must
@@ -232,6 +176,7 @@ impl TenantState {
 mod tests {
     use super::*;
     use crate::tenant::accounts::tests::tenant;
+    use crate::tenant::usage::month_of;
 
     #[tokio::test]
     async fn a_purge_run_deletes_at_most_1000_guests_and_never_a_registered_user() {

@@ -5,31 +5,16 @@
 //! an account is skipped (so a failed import can simply be run again), as is a repeat inside
 //! the batch. Imported users are not counted as active this month: they have not signed in.
 
-use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{audit::AuditContext, records::EmailIndex, TenantState};
+use super::{audit::AuditContext, records::EmailIndex, state::TenantState};
 use crate::{error::TenantError, tenant::records::UserRecord};
+
+pub use super::messages::{ImportOutcome, ImportedUser};
 
 /// Most users one import call may carry (the admin server enforces it).
 pub const MAX_IMPORT_BATCH: usize = 1000;
-
-/// One user to import. The address is already normalised and the hash already checked to be an
-/// Argon2id PHC string by the caller.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ImportedUser {
-    pub email: String,
-    pub password_hash: String,
-    pub email_verified: bool,
-}
-
-/// What one import call did.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ImportOutcome {
-    pub imported: u64,
-    pub skipped_existing: u64,
-}
 
 impl TenantState {
     /// Writes `users` in one batch with one `admin.users.imported` audit event.

@@ -13,11 +13,63 @@ use crate::{
     records::Tier,
     tenant::{
         audit::{AuditContext, AuditPage},
-        guests::PurgeReport,
         keys::RotatedKeys,
         settings::{SettingsChange, TenantSettings},
     },
 };
+
+/// What a purge run did (or, dry, would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct PurgeReport {
+    pub tenant: String,
+    pub purged: usize,
+    pub dry_run: bool,
+}
+
+/// The OAuth authorize parameters a passwordless login resumes (spec 2.4 `oauth_params`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthParams {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub response_type: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub resource: Option<String>,
+}
+
+/// OAuth parameters and the hash of the resume binding handed to the browser that started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OAuthResume {
+    pub params: OAuthParams,
+    /// Hex SHA-256 of the `resume_binding`.
+    pub binding_hash: String,
+}
+
+/// A parsed destination: E.164 and its country (ISO 3166-1 alpha-2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Phone {
+    pub e164: String,
+    pub country: String,
+}
+
+/// One user to import. The address is already normalised and the hash already checked to be an
+/// Argon2id PHC string by the caller.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ImportedUser {
+    pub email: String,
+    pub password_hash: String,
+    pub email_verified: bool,
+}
+
+/// What one import call did.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImportOutcome {
+    pub imported: u64,
+    pub skipped_existing: u64,
+}
 
 /// The platform's facts about a tenant, handed to its actor by the directory.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -230,7 +282,7 @@ impl std::fmt::Debug for GateChallenge {
 #[derive(Debug)]
 pub struct PasswordlessLogin {
     pub outcome: LoginOutcome,
-    pub oauth: Option<crate::tenant::challenges::OAuthParams>,
+    pub oauth: Option<OAuthParams>,
 }
 
 /// A consumed step-up token: what it proved.
@@ -412,7 +464,7 @@ pub enum TenantMsg {
     /// Mails a login link when the address has an account (one request per address a minute).
     MagicLinkRequest {
         email: String,
-        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        oauth: Option<OAuthResume>,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
     MagicLinkVerify {
@@ -426,7 +478,7 @@ pub enum TenantMsg {
     EmailOtpRequest {
         email: String,
         create: bool,
-        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        oauth: Option<OAuthResume>,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
@@ -440,9 +492,9 @@ pub enum TenantMsg {
     },
     /// Texts a login code (answered at once, like every passwordless request).
     SmsOtpRequest {
-        phone: crate::tenant::sms::Phone,
+        phone: Phone,
         create: bool,
-        oauth: Option<crate::tenant::challenges::OAuthResume>,
+        oauth: Option<OAuthResume>,
         ip: IpAddr,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
@@ -458,7 +510,7 @@ pub enum TenantMsg {
     /// Texts a code confirming a signed-in user's number.
     PhoneVerifyRequest {
         bearer: Bearer,
-        phone: crate::tenant::sms::Phone,
+        phone: Phone,
         ip: IpAddr,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
@@ -473,7 +525,7 @@ pub enum TenantMsg {
     },
     /// Checks and counts the dashboard's test message, and answers it for the caller to send.
     SmsTest {
-        phone: crate::tenant::sms::Phone,
+        phone: Phone,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
     },
@@ -535,9 +587,9 @@ pub enum TenantMsg {
     UpdateInfo { info: TenantInfo },
     /// Writes users that come with an Argon2id hash (`admin user import`), in one batch.
     ImportUsers {
-        users: Vec<super::import::ImportedUser>,
+        users: Vec<ImportedUser>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<super::import::ImportOutcome, TenantError>>,
+        reply: RpcReplyPort<Result<ImportOutcome, TenantError>>,
     },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
     InjectPanic {

@@ -21,10 +21,11 @@ use super::{
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
-    settings::MfaPolicy,
     state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob};
+
+pub use super::settings::{enrollment, Enrollment};
 
 /// How long the second step of an MFA login may take.
 pub const MFA_CHALLENGE_TTL: Duration = Duration::minutes(5);
@@ -39,36 +40,6 @@ const RECOVERY_ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
 
 /// The MFA methods a login challenge takes.
 pub const LOGIN_METHODS: [&str; 2] = ["totp", "recovery_code"];
-
-/// Where a user without MFA stands under the tenant's policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Enrollment {
-    NotRequired,
-    /// Required by this moment; sign-ins are allowed until then.
-    Grace(OffsetDateTime),
-    /// The grace period is over: only MFA setup is allowed.
-    Overdue,
-}
-
-/// The policy's verdict for a user without MFA: the grace runs from the later of the moment
-/// the policy became `required` and the user's sign-up.
-pub fn enrollment(
-    policy: MfaPolicy,
-    required_since: OffsetDateTime,
-    grace_days: u32,
-    user_created: OffsetDateTime,
-    now: OffsetDateTime,
-) -> Enrollment {
-    if policy != MfaPolicy::Required {
-        return Enrollment::NotRequired;
-    }
-    let deadline = required_since.max(user_created) + Duration::days(i64::from(grace_days));
-    if now < deadline {
-        Enrollment::Grace(deadline)
-    } else {
-        Enrollment::Overdue
-    }
-}
 
 /// The login method an RFC 8176 first-factor `amr` value stands for, in audit events.
 pub fn first_factor_method(amr: &str) -> &'static str {
@@ -606,6 +577,7 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenant::settings::MfaPolicy;
 
     const SEED: &[u8] = b"12345678901234567890";
 

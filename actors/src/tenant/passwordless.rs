@@ -31,9 +31,6 @@ use crate::{
 pub const LOGIN_LINK_TTL: Duration = Duration::minutes(10);
 /// A login code lives this long.
 pub const LOGIN_CODE_TTL: Duration = Duration::minutes(10);
-/// One link or code request per address per this long.
-pub const REQUEST_SPACING: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// Which passwordless flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {

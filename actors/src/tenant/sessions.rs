@@ -23,8 +23,8 @@ use super::{
     audit::AuditContext,
     effects::Effects,
     messages::{Bearer, Grant, LoginOutcome, SessionView, UserView},
-    mfa::Enrollment,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
+    settings::Enrollment,
     state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob};

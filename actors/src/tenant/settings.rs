@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantRecord};
-use time::OffsetDateTime;
+use time::{Duration, OffsetDateTime};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -321,5 +321,35 @@ impl EdgePolicy {
     /// sent) may proceed.
     pub fn allows_origin(&self, origin: &str) -> bool {
         self.allowed_origins.is_empty() || self.allowed_origins.iter().any(|o| o == origin)
+    }
+}
+
+/// Where a user without MFA stands under the tenant's policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enrollment {
+    NotRequired,
+    /// Required by this moment; sign-ins are allowed until then.
+    Grace(OffsetDateTime),
+    /// The grace period is over: only MFA setup is allowed.
+    Overdue,
+}
+
+/// The policy's verdict for a user without MFA: the grace runs from the later of the moment
+/// the policy became `required` and the user's sign-up.
+pub fn enrollment(
+    policy: MfaPolicy,
+    required_since: OffsetDateTime,
+    grace_days: u32,
+    user_created: OffsetDateTime,
+    now: OffsetDateTime,
+) -> Enrollment {
+    if policy != MfaPolicy::Required {
+        return Enrollment::NotRequired;
+    }
+    let deadline = required_since.max(user_created) + Duration::days(i64::from(grace_days));
+    if now < deadline {
+        Enrollment::Grace(deadline)
+    } else {
+        Enrollment::Overdue
     }
 }

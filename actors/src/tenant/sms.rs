@@ -24,11 +24,11 @@ use super::{
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, OAuthResume, Purpose},
     effects::Effects,
-    guests::{month_of, MauRecord},
     messages::{Bearer, PasswordlessLogin, UserView},
     passwordless::{to_value, Flow},
     records::{PhoneIndex, UserRecord},
     state::TenantState,
+    usage::SMS_USAGE_KEY,
 };
 use crate::{
     error::TenantError,
@@ -36,24 +36,10 @@ use crate::{
     throttle::throttle_ip,
 };
 
+pub use super::messages::Phone;
+
 /// A texted code lives this long.
 pub const SMS_CODE_TTL: Duration = Duration::minutes(10);
-/// Messages per number per hour (besides one a minute).
-pub const SMS_PER_NUMBER_PER_HOUR: u32 = 5;
-/// Messages requested per client address (IPv6: per /64) per hour.
-pub const SMS_PER_IP_PER_HOUR: u32 = 10;
-/// The dashboard's test messages per tenant per hour.
-pub const SMS_TESTS_PER_HOUR: u32 = 10;
-/// The key of this month's message count.
-pub const SMS_USAGE_KEY: &[u8] = b"sms";
-
-/// A parsed destination: E.164 and its country (ISO 3166-1 alpha-2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Phone {
-    pub e164: String,
-    pub country: String,
-}
-
 impl TenantState {
     /// Checks and counts one message to `phone` requested from `ip` (none for the dashboard's
     /// test): the country, the per-number and per-client limits, then the monthly cap.
@@ -116,11 +102,7 @@ impl TenantState {
     }
 
     fn sms_sent_this_month(&self, now: OffsetDateTime) -> u64 {
-        if self.sms_usage.month == month_of(now) {
-            self.sms_usage.count
-        } else {
-            0
-        }
+        self.sms_usage.in_month(now)
     }
 
     /// Counts one message in this month's total, in `batch`.
@@ -129,11 +111,7 @@ impl TenantState {
         batch: &mut TenantBatch,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        let month = month_of(now);
-        if self.sms_usage.month != month {
-            self.sms_usage = MauRecord { month, count: 0 };
-        }
-        self.sms_usage.count += 1;
+        self.sms_usage.add(now);
         batch.put(SMS_USAGE_KEY, &self.sms_usage)?;
         Ok(())
     }

@@ -14,14 +14,19 @@ use uuid::Uuid;
 
 use super::{
     audit::{event_key, AuditContext, AuditEvent, AuditPage},
-    guests::{MauRecord, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR, MAU_KEY},
     keys::{KeyRing, RotatedKeys, TokenKeys},
+    limits::{
+        FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR,
+        MAX_LOGIN_BLOCK, REGISTRATIONS_PER_MINUTE, REQUEST_SPACING, SMS_PER_IP_PER_HOUR,
+        SMS_PER_NUMBER_PER_HOUR, SMS_TESTS_PER_HOUR, STEP_UP_MAILS, STEP_UP_MAIL_WINDOW,
+    },
     messages::{SettingsView, TenantInfo, TenantOverview},
+    runtime::{TenantCells, TenantRuntime},
     settings::{
         EdgePolicy, MfaPolicy, SecurityPatch, SettingsChange, TenantSecret, TenantSettings,
         BYOK_AUTH_TOKEN,
     },
-    TenantCells, TenantRuntime,
+    usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
 };
 use crate::{
     error::TenantError,
@@ -45,15 +50,6 @@ fn put_changes<K: ThrottleKey>(
     }
     Ok(())
 }
-
-/// Failed logins allowed per account or per address before the first block.
-pub const FREE_LOGIN_FAILURES: u32 = 5;
-/// The first block after the free failures; each further failure doubles it.
-pub const FIRST_LOGIN_BLOCK: Duration = Duration::from_secs(15);
-/// The longest block.
-pub const MAX_LOGIN_BLOCK: Duration = Duration::from_secs(15 * 60);
-/// Registrations per client address per minute (spec section 8).
-pub const REGISTRATIONS_PER_MINUTE: u32 = 5;
 
 /// The persisted throttles, as numbered in their records' keys (never renumber).
 const THROTTLE_LOGIN_ACCOUNTS: u8 = 1;
@@ -107,7 +103,7 @@ pub struct TenantState {
     /// The dashboard's test messages.
     pub(super) sms_tests: RateWindow<()>,
     /// Typed codes consumed recently: sent again, they are not guesses.
-    pub(super) consumed_codes: super::challenges::ConsumedCodes,
+    pub(super) consumed_codes: crate::throttle::ConsumedCodes,
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.
@@ -147,9 +143,7 @@ impl TenantState {
         cells.keys.store(Arc::new(token_keys));
         cells.edge.store(Arc::new(EdgePolicy::of(&settings)));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
-        let sms_usage = store
-            .get::<MauRecord>(super::sms::SMS_USAGE_KEY)?
-            .unwrap_or_default();
+        let sms_usage = store.get::<MauRecord>(SMS_USAGE_KEY)?.unwrap_or_default();
         let mut state = TenantState {
             info,
             store,
@@ -172,20 +166,14 @@ impl TenantState {
             mau,
             anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
             anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
-            passwordless_requests: RateWindow::new(1, super::passwordless::REQUEST_SPACING),
+            passwordless_requests: RateWindow::new(1, REQUEST_SPACING),
             step_up_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
-            step_up_mails: RateWindow::new(
-                super::step_up::STEP_UP_MAILS,
-                super::step_up::STEP_UP_MAIL_WINDOW,
-            ),
-            sms_numbers: RateWindow::new(
-                super::sms::SMS_PER_NUMBER_PER_HOUR,
-                Duration::from_secs(3600),
-            ),
-            sms_ips: RateWindow::new(super::sms::SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
+            step_up_mails: RateWindow::new(STEP_UP_MAILS, STEP_UP_MAIL_WINDOW),
+            sms_numbers: RateWindow::new(SMS_PER_NUMBER_PER_HOUR, Duration::from_secs(3600)),
+            sms_ips: RateWindow::new(SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
             sms_usage,
-            sms_tests: RateWindow::new(super::sms::SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
-            consumed_codes: super::challenges::ConsumedCodes::default(),
+            sms_tests: RateWindow::new(SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
+            consumed_codes: crate::throttle::ConsumedCodes::default(),
         };
         state.restore_throttles()?;
         Ok(state)

@@ -7,7 +7,7 @@
 //! so verifying from any other session fails, and a session holds at most one of each kind.
 //! Challenges and tokens are consumed inside one message (see `challenges.rs`).
 
-use std::time::{Duration as StdDuration, Instant};
+use std::time::Instant;
 
 use rand::Rng;
 use tessera_storage::{ct_eq, Kind};
@@ -36,10 +36,6 @@ pub const EMAIL_OTP_TTL: Duration = Duration::minutes(5);
 pub const MAGIC_LINK_TTL: Duration = Duration::minutes(10);
 /// The gate's TOTP challenge lives this long.
 pub const GATE_CHALLENGE_TTL: Duration = Duration::minutes(5);
-/// Step-up mails (codes and links together) per session per [`STEP_UP_MAIL_WINDOW`].
-pub const STEP_UP_MAILS: u32 = 5;
-pub const STEP_UP_MAIL_WINDOW: StdDuration = StdDuration::from_secs(600);
-
 /// The step-up methods, strongest first (spec 4.1's recommended order; `totp` is AAL2 and
 /// sits with the passkey).
 const METHOD_ORDER: [&str; 5] = ["passkey", "totp", "email_otp", "magic_link", "password"];

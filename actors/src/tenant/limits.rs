@@ -1,0 +1,41 @@
+//! The tenant's in-memory rate limits and login throttle parameters, in one place: the state
+//! builds its windows and throttles from these, and the capabilities that enforce them name
+//! them from here.
+
+use std::time::Duration;
+
+/// Failed logins allowed per account or per address before the first block.
+pub const FREE_LOGIN_FAILURES: u32 = 5;
+
+/// The first block after the free failures; each further failure doubles it.
+pub const FIRST_LOGIN_BLOCK: Duration = Duration::from_secs(15);
+
+/// The longest block.
+pub const MAX_LOGIN_BLOCK: Duration = Duration::from_secs(15 * 60);
+
+/// Registrations per client address per minute (spec section 8).
+pub const REGISTRATIONS_PER_MINUTE: u32 = 5;
+
+/// Guest sign-ins per client address per minute (spec section 8, as registration).
+pub const GUESTS_PER_IP_PER_MINUTE: u32 = 5;
+
+/// Guest sign-ins per API key (that is, per tenant) per hour (spec section 8).
+pub const GUESTS_PER_KEY_PER_HOUR: u32 = 1000;
+
+/// One link or code request per address per this long.
+pub const REQUEST_SPACING: Duration = Duration::from_secs(60);
+
+/// Step-up mails (codes and links together) per session per [`STEP_UP_MAIL_WINDOW`].
+pub const STEP_UP_MAILS: u32 = 5;
+
+/// The window of [`STEP_UP_MAILS`].
+pub const STEP_UP_MAIL_WINDOW: Duration = Duration::from_secs(600);
+
+/// Messages per number per hour (besides one a minute).
+pub const SMS_PER_NUMBER_PER_HOUR: u32 = 5;
+
+/// Messages requested per client address (IPv6: per /64) per hour.
+pub const SMS_PER_IP_PER_HOUR: u32 = 10;
+
+/// The dashboard's test messages per tenant per hour.
+pub const SMS_TESTS_PER_HOUR: u32 = 10;
