@@ -1,9 +1,12 @@
-//! A tenant's settings, with the platform's defaults. The dashboard edits them; every
-//! capability reads them from here.
+//! A tenant's settings, with the platform's defaults, and the rules of changing them
+//! ([`TenantSettings::apply`]: pure, so the actor only seals, writes and audits). The
+//! dashboard edits them; every capability reads them from here.
 
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantRecord};
 use time::{Duration, OffsetDateTime};
+
+use crate::{error::TenantError, records::Tier};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -322,6 +325,312 @@ impl EdgePolicy {
     pub fn allows_origin(&self, origin: &str) -> bool {
         self.allowed_origins.is_empty() || self.allowed_origins.iter().any(|o| o == origin)
     }
+}
+
+/// What applying a change needs besides the settings themselves.
+pub struct ApplyContext {
+    /// Whether a BYOK SMS auth token is stored now.
+    pub byok_token_set: bool,
+    pub tier: Tier,
+    /// The highest monthly text message cap on the platform's account for the tier.
+    pub platform_sms_cap: u32,
+    pub now: OffsetDateTime,
+}
+
+/// What becomes of the stored BYOK SMS auth token.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ByokToken {
+    Keep,
+    /// Seal and store this one.
+    Set(String),
+    Clear,
+}
+
+/// A change applied: the settings to store, the names of the fields that changed (for the
+/// audit event; none means nothing is written), the event's type and the token's fate.
+#[derive(Debug)]
+pub struct Applied {
+    pub next: TenantSettings,
+    pub changed: Vec<String>,
+    pub event_type: &'static str,
+    pub byok_token: ByokToken,
+    /// Whether a BYOK token is stored once this is applied.
+    pub byok_token_set: bool,
+}
+
+impl TenantSettings {
+    /// Applies one validated change to a copy of these settings: every rule that depends on
+    /// the settings themselves (the privileged-role confirmation, the platform's SMS cap) is
+    /// checked here, so a refused change leaves nothing to undo.
+    pub fn apply(&self, change: SettingsChange, cx: &ApplyContext) -> Result<Applied, TenantError> {
+        let mut next = self.clone();
+        let mut changed = Vec::new();
+        let mut byok_token = ByokToken::Keep;
+        let mut byok_token_set = cx.byok_token_set;
+        let event_type = match change {
+            SettingsChange::Security(patch) => {
+                apply_security(
+                    &mut next,
+                    *patch,
+                    &mut changed,
+                    (&mut byok_token, &mut byok_token_set),
+                    self.updated_at,
+                    cx,
+                )?;
+                "settings.security.updated"
+            }
+            SettingsChange::EmailDomains(domains) => {
+                if next.email_domains.allowlist != domains.allowlist {
+                    changed.push("allowlist".into());
+                }
+                if next.email_domains.blocklist != domains.blocklist {
+                    changed.push("blocklist".into());
+                }
+                next.email_domains = domains;
+                "settings.email_domains.updated"
+            }
+            SettingsChange::Anonymous {
+                enabled,
+                ttl_days,
+                confirmed_privileged,
+            } => {
+                let enabling = enabled == Some(true) && !next.anonymous.anonymous_signins_enabled;
+                if enabling
+                    && !next.anonymous_ever_enabled
+                    && next.default_role.is_privileged()
+                    && !confirmed_privileged
+                {
+                    return Err(TenantError::PrivilegedDefaultRoleUnconfirmed {
+                        default_role: next.default_role,
+                    });
+                }
+                set(
+                    &mut next.anonymous.anonymous_signins_enabled,
+                    enabled,
+                    "anonymous_signins_enabled",
+                    &mut changed,
+                );
+                set(
+                    &mut next.anonymous.anonymous_user_ttl_days,
+                    ttl_days,
+                    "anonymous_user_ttl_days",
+                    &mut changed,
+                );
+                if enabling {
+                    next.anonymous_ever_enabled = true;
+                }
+                "settings.anonymous.updated"
+            }
+            SettingsChange::DefaultRole(role) => {
+                set(
+                    &mut next.default_role,
+                    Some(role),
+                    "default_role",
+                    &mut changed,
+                );
+                "settings.roles.updated"
+            }
+            SettingsChange::PasskeyDomain(rp_id) => {
+                set(
+                    &mut next.passkey_rp_id,
+                    Some(rp_id),
+                    "passkey_rp_id",
+                    &mut changed,
+                );
+                "settings.passkey_domain.updated"
+            }
+            SettingsChange::Eudi(mut config) => {
+                config.updated_at = next.eudi.updated_at;
+                if *config != next.eudi {
+                    changed.extend(eudi_fields_changed(&next.eudi, &config));
+                    config.updated_at = cx.now;
+                    next.eudi = *config;
+                }
+                "settings.eudi.updated"
+            }
+            SettingsChange::EudiAge(mut config) => {
+                config.updated_at = next.eudi_age.updated_at;
+                if config != next.eudi_age {
+                    if config.age_verification_enabled != next.eudi_age.age_verification_enabled {
+                        changed.push("age_verification_enabled".into());
+                    }
+                    if config.supported_member_states != next.eudi_age.supported_member_states {
+                        changed.push("supported_member_states".into());
+                    }
+                    config.updated_at = cx.now;
+                    next.eudi_age = config;
+                }
+                "settings.eudi_age.updated"
+            }
+            SettingsChange::AllowedOrigins(origins) => {
+                set(
+                    &mut next.allowed_origins,
+                    Some(origins),
+                    "allowed_origins",
+                    &mut changed,
+                );
+                "settings.cors.updated"
+            }
+        };
+        if !changed.is_empty() {
+            next.updated_at = cx.now;
+        }
+        Ok(Applied {
+            next,
+            changed,
+            event_type,
+            byok_token,
+            byok_token_set,
+        })
+    }
+}
+
+/// Sets `*slot` to `value` and records `name` when it changes.
+fn set<T: PartialEq>(slot: &mut T, value: Option<T>, name: &str, changed: &mut Vec<String>) {
+    if let Some(v) = value {
+        if *slot != v {
+            *slot = v;
+            changed.push(name.to_owned());
+        }
+    }
+}
+
+/// A security patch (spec 2.8) applied to `next`; `last_change` pins the moment an MFA
+/// requirement of older settings began.
+fn apply_security(
+    next: &mut TenantSettings,
+    p: SecurityPatch,
+    changed: &mut Vec<String>,
+    (byok_token, byok_token_set): (&mut ByokToken, &mut bool),
+    last_change: OffsetDateTime,
+    cx: &ApplyContext,
+) -> Result<(), TenantError> {
+    let s = &mut next.security;
+    if p.mfa_policy == Some(MfaPolicy::Required) && s.mfa_policy != MfaPolicy::Required {
+        // The grace period of users without MFA counts from now.
+        s.mfa_required_since = Some(cx.now);
+    } else if s.mfa_policy == MfaPolicy::Required && s.mfa_required_since.is_none() {
+        // Settings written before the moment was kept: pin it to the last change, so
+        // this write does not move every user's deadline.
+        s.mfa_required_since = Some(last_change);
+    }
+    set(&mut s.mfa_policy, p.mfa_policy, "mfa_policy", changed);
+    set(
+        &mut s.mfa_grace_period_days,
+        p.mfa_grace_period_days,
+        "mfa_grace_period_days",
+        changed,
+    );
+    set(
+        &mut s.block_disposable_emails,
+        p.block_disposable_emails,
+        "block_disposable_emails",
+        changed,
+    );
+    set(
+        &mut s.block_email_subaddresses,
+        p.block_email_subaddresses,
+        "block_email_subaddresses",
+        changed,
+    );
+    set(
+        &mut s.automatic_account_linking_enabled,
+        p.automatic_account_linking_enabled,
+        "automatic_account_linking_enabled",
+        changed,
+    );
+    set(
+        &mut s.explicit_account_linking_enabled,
+        p.explicit_account_linking_enabled,
+        "explicit_account_linking_enabled",
+        changed,
+    );
+    set(
+        &mut s.sms_otp_enabled,
+        p.sms_otp_enabled,
+        "sms_otp_enabled",
+        changed,
+    );
+    set(
+        &mut s.sms_otp_monthly_cap,
+        p.sms_otp_monthly_cap,
+        "sms_otp_monthly_cap",
+        changed,
+    );
+    set(
+        &mut s.byok_provider_account_sid,
+        p.byok_provider_account_sid,
+        "byok_provider_account_sid",
+        changed,
+    );
+    set(
+        &mut s.byok_provider_messaging_service_sid,
+        p.byok_provider_messaging_service_sid,
+        "byok_provider_messaging_service_sid",
+        changed,
+    );
+    set(
+        &mut s.magic_link_enabled,
+        p.magic_link_enabled,
+        "magic_link_enabled",
+        changed,
+    );
+    set(
+        &mut s.email_otp_enabled,
+        p.email_otp_enabled,
+        "email_otp_enabled",
+        changed,
+    );
+    let countries = p
+        .sms_allowed_countries
+        .map(|c| c.filter(|list| !list.is_empty()));
+    set(
+        &mut s.sms_allowed_countries,
+        countries,
+        "sms_allowed_countries",
+        changed,
+    );
+    match p.byok_provider_auth_token {
+        None => {}
+        Some(Some(token)) => {
+            *byok_token = ByokToken::Set(token);
+            *byok_token_set = true;
+            changed.push("byok_provider_auth_token".into());
+        }
+        Some(None) if *byok_token_set => {
+            *byok_token = ByokToken::Clear;
+            *byok_token_set = false;
+            changed.push("byok_provider_auth_token".into());
+        }
+        Some(None) => {}
+    }
+    // On the platform's account the operator pays: a cap above the tier's ceiling is
+    // refused (checked against the account the patch leaves, so one patch may set the
+    // tenant's own account and a large cap together).
+    if let Some(cap) = p.sms_otp_monthly_cap {
+        let own = s.byok_provider_account_sid.is_some()
+            && s.byok_provider_messaging_service_sid.is_some()
+            && *byok_token_set;
+        let max = cx.platform_sms_cap;
+        if !own && cap > max {
+            return Err(TenantError::SmsCapAboveTier { max, tier: cx.tier });
+        }
+    }
+    Ok(())
+}
+
+/// Top-level wallet-configuration fields that differ.
+fn eudi_fields_changed(old: &EudiConfig, new: &EudiConfig) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
+        return vec!["eudi".into()];
+    };
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return vec!["eudi".into()];
+    };
+    b.iter()
+        .filter(|(k, v)| k.as_str() != "updated_at" && a.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Where a user without MFA stands under the tenant's policy.

@@ -23,7 +23,7 @@ use super::{
     messages::{SettingsView, TenantInfo, TenantOverview},
     runtime::{TenantCells, TenantRuntime},
     settings::{
-        EdgePolicy, MfaPolicy, SecurityPatch, SettingsChange, TenantSecret, TenantSettings,
+        ApplyContext, ByokToken, EdgePolicy, SettingsChange, TenantSecret, TenantSettings,
         BYOK_AUTH_TOKEN,
     },
     usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
@@ -104,16 +104,6 @@ pub struct TenantState {
     pub(super) sms_tests: RateWindow<()>,
     /// Typed codes consumed recently: sent again, they are not guesses.
     pub(super) consumed_codes: crate::throttle::ConsumedCodes,
-}
-
-/// Sets `*slot` to `value` and records `name` when it changes.
-fn set<T: PartialEq>(slot: &mut T, value: Option<T>, name: &str, changed: &mut Vec<String>) {
-    if let Some(v) = value {
-        if *slot != v {
-            *slot = v;
-            changed.push(name.to_owned());
-        }
-    }
 }
 
 impl TenantState {
@@ -347,258 +337,43 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<SettingsView, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut next = self.settings.clone();
-        let mut batch = self.store.batch();
-        let mut changed = Vec::new();
-        let mut byok_token_set = self.byok_token_set;
-        let event_type = match change {
-            SettingsChange::Security(patch) => {
-                self.apply_security(
-                    &mut next,
-                    *patch,
-                    &mut changed,
-                    &mut batch,
-                    &mut byok_token_set,
-                )?;
-                "settings.security.updated"
-            }
-            SettingsChange::EmailDomains(domains) => {
-                if next.email_domains.allowlist != domains.allowlist {
-                    changed.push("allowlist".into());
-                }
-                if next.email_domains.blocklist != domains.blocklist {
-                    changed.push("blocklist".into());
-                }
-                next.email_domains = domains;
-                "settings.email_domains.updated"
-            }
-            SettingsChange::Anonymous {
-                enabled,
-                ttl_days,
-                confirmed_privileged,
-            } => {
-                let enabling = enabled == Some(true) && !next.anonymous.anonymous_signins_enabled;
-                if enabling
-                    && !next.anonymous_ever_enabled
-                    && next.default_role.is_privileged()
-                    && !confirmed_privileged
-                {
-                    return Err(TenantError::PrivilegedDefaultRoleUnconfirmed {
-                        default_role: next.default_role,
-                    });
-                }
-                set(
-                    &mut next.anonymous.anonymous_signins_enabled,
-                    enabled,
-                    "anonymous_signins_enabled",
-                    &mut changed,
-                );
-                set(
-                    &mut next.anonymous.anonymous_user_ttl_days,
-                    ttl_days,
-                    "anonymous_user_ttl_days",
-                    &mut changed,
-                );
-                if enabling {
-                    next.anonymous_ever_enabled = true;
-                }
-                "settings.anonymous.updated"
-            }
-            SettingsChange::DefaultRole(role) => {
-                set(
-                    &mut next.default_role,
-                    Some(role),
-                    "default_role",
-                    &mut changed,
-                );
-                "settings.roles.updated"
-            }
-            SettingsChange::PasskeyDomain(rp_id) => {
-                set(
-                    &mut next.passkey_rp_id,
-                    Some(rp_id),
-                    "passkey_rp_id",
-                    &mut changed,
-                );
-                "settings.passkey_domain.updated"
-            }
-            SettingsChange::Eudi(mut config) => {
-                config.updated_at = next.eudi.updated_at;
-                if *config != next.eudi {
-                    changed.extend(eudi_fields_changed(&next.eudi, &config));
-                    config.updated_at = now;
-                    next.eudi = *config;
-                }
-                "settings.eudi.updated"
-            }
-            SettingsChange::EudiAge(mut config) => {
-                config.updated_at = next.eudi_age.updated_at;
-                if config != next.eudi_age {
-                    if config.age_verification_enabled != next.eudi_age.age_verification_enabled {
-                        changed.push("age_verification_enabled".into());
-                    }
-                    if config.supported_member_states != next.eudi_age.supported_member_states {
-                        changed.push("supported_member_states".into());
-                    }
-                    config.updated_at = now;
-                    next.eudi_age = config;
-                }
-                "settings.eudi_age.updated"
-            }
-            SettingsChange::AllowedOrigins(origins) => {
-                set(
-                    &mut next.allowed_origins,
-                    Some(origins),
-                    "allowed_origins",
-                    &mut changed,
-                );
-                "settings.cors.updated"
-            }
-        };
-        if changed.is_empty() {
+        let applied = self.settings.apply(
+            change,
+            &ApplyContext {
+                byok_token_set: self.byok_token_set,
+                tier: self.info.tier,
+                platform_sms_cap: self.runtime.sms_platform_caps.for_tier(self.info.tier),
+                now,
+            },
+        )?;
+        if applied.changed.is_empty() {
             return Ok(self.settings_view());
         }
-        next.updated_at = now;
-        batch.put(SETTINGS_KEY, &next)?;
-        let mut event = AuditEvent::new(event_type, ctx, changed);
-        event.at = now;
-        batch.put(&self.next_event_key(now), &event)?;
-        self.store.apply(batch)?;
-        let edge = EdgePolicy::of(&next);
-        if **self.cells.edge.load() != edge {
-            self.cells.edge.store(Arc::new(edge));
-        }
-        self.settings = next;
-        self.byok_token_set = byok_token_set;
-        Ok(self.settings_view())
-    }
-
-    fn apply_security(
-        &self,
-        next: &mut TenantSettings,
-        p: SecurityPatch,
-        changed: &mut Vec<String>,
-        batch: &mut tessera_storage::TenantBatch,
-        byok_token_set: &mut bool,
-    ) -> Result<(), TenantError> {
-        let s = &mut next.security;
-        if p.mfa_policy == Some(MfaPolicy::Required) && s.mfa_policy != MfaPolicy::Required {
-            // The grace period of users without MFA counts from now.
-            s.mfa_required_since = Some(OffsetDateTime::now_utc());
-        } else if s.mfa_policy == MfaPolicy::Required && s.mfa_required_since.is_none() {
-            // Settings written before the moment was kept: pin it to the last change, so
-            // this write does not move every user's deadline.
-            s.mfa_required_since = Some(self.settings.updated_at);
-        }
-        set(&mut s.mfa_policy, p.mfa_policy, "mfa_policy", changed);
-        set(
-            &mut s.mfa_grace_period_days,
-            p.mfa_grace_period_days,
-            "mfa_grace_period_days",
-            changed,
-        );
-        set(
-            &mut s.block_disposable_emails,
-            p.block_disposable_emails,
-            "block_disposable_emails",
-            changed,
-        );
-        set(
-            &mut s.block_email_subaddresses,
-            p.block_email_subaddresses,
-            "block_email_subaddresses",
-            changed,
-        );
-        set(
-            &mut s.automatic_account_linking_enabled,
-            p.automatic_account_linking_enabled,
-            "automatic_account_linking_enabled",
-            changed,
-        );
-        set(
-            &mut s.explicit_account_linking_enabled,
-            p.explicit_account_linking_enabled,
-            "explicit_account_linking_enabled",
-            changed,
-        );
-        set(
-            &mut s.sms_otp_enabled,
-            p.sms_otp_enabled,
-            "sms_otp_enabled",
-            changed,
-        );
-        set(
-            &mut s.sms_otp_monthly_cap,
-            p.sms_otp_monthly_cap,
-            "sms_otp_monthly_cap",
-            changed,
-        );
-        set(
-            &mut s.byok_provider_account_sid,
-            p.byok_provider_account_sid,
-            "byok_provider_account_sid",
-            changed,
-        );
-        set(
-            &mut s.byok_provider_messaging_service_sid,
-            p.byok_provider_messaging_service_sid,
-            "byok_provider_messaging_service_sid",
-            changed,
-        );
-        set(
-            &mut s.magic_link_enabled,
-            p.magic_link_enabled,
-            "magic_link_enabled",
-            changed,
-        );
-        set(
-            &mut s.email_otp_enabled,
-            p.email_otp_enabled,
-            "email_otp_enabled",
-            changed,
-        );
-        let countries = p
-            .sms_allowed_countries
-            .map(|c| c.filter(|list| !list.is_empty()));
-        set(
-            &mut s.sms_allowed_countries,
-            countries,
-            "sms_allowed_countries",
-            changed,
-        );
-        match p.byok_provider_auth_token {
-            None => {}
-            Some(Some(token)) => {
+        let mut batch = self.store.batch();
+        match &applied.byok_token {
+            ByokToken::Keep => {}
+            ByokToken::Set(token) => {
                 let sealed = self
                     .master_key
                     .seal(&self.secret_aad(BYOK_AUTH_TOKEN), token.as_bytes())?;
                 batch.put(BYOK_AUTH_TOKEN, &TenantSecret { sealed })?;
-                *byok_token_set = true;
-                changed.push("byok_provider_auth_token".into());
             }
-            Some(None) if *byok_token_set => {
+            ByokToken::Clear => {
                 batch.remove(tessera_storage::Kind::TenantSecret, BYOK_AUTH_TOKEN);
-                *byok_token_set = false;
-                changed.push("byok_provider_auth_token".into());
-            }
-            Some(None) => {}
-        }
-        // On the platform's account the operator pays: a cap above the tier's ceiling is
-        // refused (checked against the account the patch leaves, so one patch may set the
-        // tenant's own account and a large cap together).
-        if let Some(cap) = p.sms_otp_monthly_cap {
-            let own = s.byok_provider_account_sid.is_some()
-                && s.byok_provider_messaging_service_sid.is_some()
-                && *byok_token_set;
-            let max = self.runtime.sms_platform_caps.for_tier(self.info.tier);
-            if !own && cap > max {
-                return Err(TenantError::SmsCapAboveTier {
-                    max,
-                    tier: self.info.tier,
-                });
             }
         }
-        Ok(())
+        batch.put(SETTINGS_KEY, &applied.next)?;
+        let mut event = AuditEvent::new(applied.event_type, ctx, applied.changed);
+        event.at = now;
+        batch.put(&self.next_event_key(now), &event)?;
+        self.store.apply(batch)?;
+        let edge = EdgePolicy::of(&applied.next);
+        if **self.cells.edge.load() != edge {
+            self.cells.edge.store(Arc::new(edge));
+        }
+        self.settings = applied.next;
+        self.byok_token_set = applied.byok_token_set;
+        Ok(self.settings_view())
     }
 
     /// Binds a sealed secret to this tenant and its name.
@@ -662,21 +437,4 @@ impl TenantState {
             next_cursor,
         })
     }
-}
-
-/// Top-level wallet-configuration fields that differ.
-fn eudi_fields_changed(
-    old: &super::settings::EudiConfig,
-    new: &super::settings::EudiConfig,
-) -> Vec<String> {
-    let (Ok(a), Ok(b)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
-        return vec!["eudi".into()];
-    };
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return vec!["eudi".into()];
-    };
-    b.iter()
-        .filter(|(k, v)| k.as_str() != "updated_at" && a.get(*k) != Some(v))
-        .map(|(k, _)| k.clone())
-        .collect()
 }
