@@ -33,7 +33,7 @@ use self::dashboard::{
 use crate::{
     durable::reply_when_durable,
     error::DirectoryError,
-    handle::{Index, Published, RunningTenant},
+    published::{Index, Published, RunningTenant},
     records::{
         membership_key, AccountEmailIndex, AccountTokenPurpose, AccountTokenRecord, ApiKeyIndex,
         ApiKeyMeta, DashboardAccount, IdempotencyRecord, Membership, MembershipRecord, Role,
@@ -1208,7 +1208,9 @@ impl DirectoryState {
         let running = RunningTenant {
             actor,
             cells,
-            last_used: Arc::new(std::sync::atomic::AtomicU64::new(crate::handle::unix_now())),
+            last_used: Arc::new(std::sync::atomic::AtomicU64::new(
+                crate::published::unix_now(),
+            )),
         };
         self.running.insert(id, running.clone());
         self.by_actor.insert(running.actor.get_id(), id);
