@@ -12,7 +12,7 @@ use tessera_storage::{sha256, TenantId};
 /// The published snapshot, where it has always been reachable.
 pub use crate::published::{Index, Published, Running, RunningTenant};
 use crate::{
-    directory::DirectoryMsg,
+    directory::messages::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
     tenant::{keys::TokenKeys, settings::EdgePolicy, TenantMsg},
 };
