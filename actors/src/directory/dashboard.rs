@@ -153,13 +153,29 @@ impl DirectoryState {
         Ok(NewSession { token, csrf, info })
     }
 
+    /// The session stored under `key` (a token's hash), expired or not.
+    fn stored_session(&self, key: &[u8; 32]) -> Result<DashboardSession, DirectoryError> {
+        self.platform
+            .get::<DashboardSession>(key)?
+            .ok_or(DirectoryError::SessionInvalid)
+    }
+
+    /// The account a session belongs to, unless its password was replaced since the session
+    /// began (`epoch`).
+    fn session_account(
+        &self,
+        session: &DashboardSession,
+    ) -> Result<DashboardAccount, DirectoryError> {
+        self.platform
+            .get::<DashboardAccount>(session.account_id.as_bytes())?
+            .filter(|a| a.epoch == session.epoch)
+            .ok_or(DirectoryError::SessionInvalid)
+    }
+
     /// The live session for `token`; touches its idle timer. An expired one is deleted.
     pub(super) fn authenticate(&mut self, token: &str) -> Result<SessionInfo, DirectoryError> {
         let key = sha256(token.as_bytes());
-        let mut session = self
-            .platform
-            .get::<DashboardSession>(&key)?
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let mut session = self.stored_session(&key)?;
         let now = OffsetDateTime::now_utc();
         let mut batch = PlatformBatch::default();
         if now >= self.expiry(&session) {
@@ -167,11 +183,7 @@ impl DirectoryState {
             self.platform.apply(batch)?;
             return Err(DirectoryError::SessionInvalid);
         }
-        let account = self
-            .platform
-            .get::<DashboardAccount>(session.account_id.as_bytes())?
-            .filter(|a| a.epoch == session.epoch)
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let account = self.session_account(&session)?;
         // Touch at most once a minute: the idle timer needs no finer grain, and most requests
         // then write nothing.
         if now - session.last_seen_at > time::Duration::minutes(1) {
@@ -191,19 +203,12 @@ impl DirectoryState {
 
     pub(super) fn mark_reauth(&mut self, token: &str) -> Result<OffsetDateTime, DirectoryError> {
         let key = sha256(token.as_bytes());
-        let mut session = self
-            .platform
-            .get::<DashboardSession>(&key)?
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let mut session = self.stored_session(&key)?;
         let now = OffsetDateTime::now_utc();
         if now >= self.expiry(&session) {
             return Err(DirectoryError::SessionInvalid);
         }
-        let account = self
-            .platform
-            .get::<DashboardAccount>(session.account_id.as_bytes())?
-            .filter(|a| a.epoch == session.epoch)
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let account = self.session_account(&session)?;
         self.account_throttle.reset(&account.email);
         session.reauth_at = Some(now);
         session.last_seen_at = now;
