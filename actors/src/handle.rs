@@ -4,77 +4,18 @@
 //! directory writes, and its running actor is called directly. Only a miss (the tenant's actor
 //! is not running) goes through the directory's mailbox.
 
-use std::{
-    collections::HashMap,
-    sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc,
-    },
-    time::{Duration, SystemTime, UNIX_EPOCH},
-};
+use std::{sync::Arc, time::Duration};
 
-use arc_swap::ArcSwap;
 use ractor::{rpc::CallResult, ActorRef, ActorStatus, MessagingErr, RpcReplyPort};
 use tessera_storage::{sha256, TenantId};
 
+/// The published snapshot, where it has always been reachable.
+pub use crate::published::{Index, Published, Running, RunningTenant};
 use crate::{
-    directory::DirectoryMsg,
+    directory::messages::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
-    tenant::{keys::TokenKeys, settings::EdgePolicy, TenantCells, TenantMsg},
+    tenant::{keys::TokenKeys, settings::EdgePolicy, TenantMsg},
 };
-
-/// Where each tenant is found: rebuilt by the directory when a tenant, slug or key changes.
-#[derive(Default, Clone)]
-pub struct Index {
-    pub by_key_hash: HashMap<[u8; 32], TenantId>,
-    pub by_slug: HashMap<String, TenantId>,
-    pub slugs: HashMap<TenantId, String>,
-}
-
-/// A running tenant actor and the signing keys it publishes for handlers.
-#[derive(Clone)]
-pub struct RunningTenant {
-    pub actor: ActorRef<TenantMsg>,
-    /// Written only by the actor; read by every token check and the edge checks, so neither
-    /// costs an actor hop.
-    pub cells: TenantCells,
-    /// When a handler last reached this actor (Unix seconds): the directory stops actors idle
-    /// for longer than `tenant_idle`.
-    pub last_used: Arc<AtomicU64>,
-}
-
-impl RunningTenant {
-    /// Records a use now. Written at most once a second, so a busy tenant's handlers do not
-    /// all write the same cache line.
-    pub fn touch(&self) {
-        let now = unix_now();
-        if self.last_used.load(Ordering::Relaxed) != now {
-            self.last_used.store(now, Ordering::Relaxed);
-        }
-    }
-
-    /// Seconds since the last use.
-    pub fn idle_secs(&self) -> u64 {
-        unix_now().saturating_sub(self.last_used.load(Ordering::Relaxed))
-    }
-}
-
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// The tenant actors running now: written only by the directory, one entry at a time as an
-/// actor starts or stops (starting the 10,000th tenant costs what starting the first did).
-pub type Running = dashmap::DashMap<TenantId, RunningTenant>;
-
-/// The snapshot the directory publishes.
-#[derive(Clone, Default)]
-pub struct Published {
-    pub index: Arc<ArcSwap<Index>>,
-    pub running: Arc<Running>,
-}
 
 /// How handlers reach the directory and, through it, the tenants.
 #[derive(Clone)]

@@ -11,6 +11,7 @@ pub mod handle;
 pub mod outbound;
 pub mod password;
 pub mod policy;
+pub mod published;
 pub mod records;
 pub mod tenant;
 pub mod throttle;

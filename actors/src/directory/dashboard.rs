@@ -1,18 +1,25 @@
-//! The directory's dashboard side: sessions, login throttling, members and invitations. All of
-//! it is platform state (accounts span tenants), so the directory owns it.
+//! The directory's dashboard side: accounts, sessions, login throttling, members and
+//! invitations. All of it is platform state (accounts span tenants), so the directory owns it.
 
 use std::{
     net::IpAddr,
     time::{Duration, Instant},
 };
 
-use ractor::RpcReplyPort;
-use serde::Serialize;
-use tessera_storage::{ct_eq, random_token, sha256, Kind, PlatformBatch, TenantId};
+use tessera_storage::{random_token, sha256, Kind, PlatformBatch, TenantId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{reply_when_durable, AccountCredential, DirectoryState};
+use super::state::DirectoryState;
+/// The dashboard's wire types, where they have always been reachable.
+pub use super::{
+    messages::{
+        AcceptedInvite, AccountCredential, AccountReset, AccountTarget, Invitation, InviteProof,
+        InviteTarget, LoginGate, MailedToken, MemberChange, MemberInfo, MemberList, MemberOf,
+        NewSession, PendingInfo, SessionInfo,
+    },
+    state::SessionPolicy,
+};
 use crate::{
     error::DirectoryError,
     records::{
@@ -20,17 +27,8 @@ use crate::{
         AccountTokenRecord, DashboardAccount, DashboardSession, InviteRecord, Membership,
         MembershipRecord, PendingInvite, Role, TenantRecord,
     },
-    throttle::throttle_ip,
+    throttle::{saved_key, throttle_ip, Clocks, PlatformThrottleRecord, SavedCount, ThrottleKey},
 };
-
-/// How long dashboard sessions live.
-#[derive(Clone, Copy, Debug)]
-pub struct SessionPolicy {
-    /// Without a request for this long, a session ends.
-    pub idle: Duration,
-    /// A session ends this long after login, whatever its use.
-    pub absolute: Duration,
-}
 
 /// How long an invitation link works.
 const INVITE_TTL: time::Duration = time::Duration::days(7);
@@ -52,154 +50,9 @@ pub const FREE_FAILURES_PER_IP: u32 = 20;
 pub const FIRST_BLOCK: Duration = Duration::from_secs(15);
 pub const MAX_BLOCK: Duration = Duration::from_secs(15 * 60);
 
-/// One of the caller's tenants.
-#[derive(Clone, Debug, Serialize)]
-pub struct MemberOf {
-    pub tenant: TenantId,
-    pub slug: String,
-    pub name: String,
-    pub role: Role,
-}
-
-/// A valid session, as the HTTP layer needs it.
-#[derive(Clone, Debug)]
-pub struct SessionInfo {
-    pub account_id: Uuid,
-    pub email: String,
-    pub email_verified: bool,
-    pub csrf_hash: [u8; 32],
-    pub reauth_at: Option<OffsetDateTime>,
-    pub expires_at: OffsetDateTime,
-    pub memberships: Vec<MemberOf>,
-}
-
-impl SessionInfo {
-    /// The caller's role in `slug`, if a member.
-    pub fn role_in(&self, slug: &str) -> Option<&MemberOf> {
-        self.memberships.iter().find(|m| m.slug == slug)
-    }
-
-    /// Whether `csrf` is this session's CSRF value (constant time).
-    pub fn csrf_matches(&self, csrf: &str) -> bool {
-        ct_eq(&sha256(csrf.as_bytes()), &self.csrf_hash)
-    }
-}
-
-/// A session just created: the token and CSRF value are shown to the client once.
-#[derive(Clone, Debug)]
-pub struct NewSession {
-    pub token: String,
-    pub csrf: String,
-    pub info: SessionInfo,
-}
-
-/// Whether a login may be attempted.
-#[derive(Debug)]
-pub enum LoginGate {
-    Proceed(Option<AccountCredential>),
-    Throttled { retry_after_secs: u64 },
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct MemberInfo {
-    pub account_id: Uuid,
-    pub email: String,
-    pub role: Role,
-    #[serde(with = "time::serde::rfc3339")]
-    pub added_at: OffsetDateTime,
-}
-
-/// A pending invitation, as the member list shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct PendingInfo {
-    pub email: String,
-    pub role: Role,
-    pub invited_by: Uuid,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
-}
-
-/// A tenant's members and pending invitations.
-#[derive(Clone, Debug, Serialize)]
-pub struct MemberList {
-    pub members: Vec<MemberInfo>,
-    pub invitations: Vec<PendingInfo>,
-}
-
-/// An invitation just recorded: its single-use token is to be mailed to the invitee.
-#[derive(Clone, Debug)]
-pub struct Invitation {
-    pub token: String,
-    pub email: String,
-    pub role: Role,
-    pub expires_at: OffsetDateTime,
-    /// A pending invitation of the same address was replaced (its link stopped working).
-    pub replaced: bool,
-}
-
-/// What accepting an invitation needs to be shown.
-#[derive(Clone, Debug)]
-pub struct InviteTarget {
-    pub email: String,
-    /// A verified account holds the address: its own password must be given.
-    pub verified_account: bool,
-}
-
-/// How an invitee proved who they are, besides holding the token.
-#[derive(Debug)]
-pub enum InviteProof {
-    /// The verified account's own password was checked (with the login throttles).
-    Login { account_id: Uuid },
-    /// The invitee chose a password: for a new account, or one never verified (taken over).
-    NewPassword { password_hash: String },
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct AcceptedInvite {
-    pub account_id: Uuid,
-    pub email: String,
-    pub tenant_slug: String,
-    pub role: Role,
-    /// An unverified account held the address; the invitee took it over.
-    pub reclaimed: bool,
-}
-
-/// A member's role changed (`role` is `Some`) or the member was removed.
-#[derive(Clone, Debug)]
-pub struct MemberChange {
-    pub account_id: Uuid,
-    pub email: String,
-    pub previous: Role,
-    pub role: Option<Role>,
-}
-
-/// Which account a mailed token is for.
-#[derive(Clone, Debug)]
-pub enum AccountTarget {
-    /// The caller's own account (by its session).
-    Id(Uuid),
-    /// Whatever account holds this address, asked for from `ip`.
-    Email { email: String, ip: IpAddr },
-}
-
-/// A token to mail, and where.
-#[derive(Clone, Debug)]
-pub struct MailedToken {
-    pub token: String,
-    pub email: String,
-}
-
-/// A password reset through the mailbox.
-#[derive(Clone, Debug)]
-pub struct AccountReset {
-    pub account_id: Uuid,
-    /// The tenants the account may use now, for their audit logs.
-    pub slugs: Vec<String>,
-    /// The account had never been verified: whoever set its old password lost it.
-    pub reclaimed: bool,
-}
+/// The persisted dashboard throttles, as numbered in their records' keys (never renumber).
+const THROTTLE_ACCOUNTS: u8 = 1;
+const THROTTLE_IPS: u8 = 2;
 
 impl DirectoryState {
     pub(super) fn begin_login(&self, email: &str, ip: IpAddr) -> LoginGate {
@@ -218,11 +71,20 @@ impl DirectoryState {
         }
     }
 
+    /// Counts a failed password check against `email` and `ip`, and writes the counts: the
+    /// failure is answered once they are durable, so a restart forgives nothing.
     pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr) {
         let ip = throttle_ip(ip);
         let now = Instant::now();
         self.account_throttle.fail(&email.to_lowercase(), now);
         self.ip_throttle.fail(&ip, now);
+        self.persist_throttles_logged();
+    }
+
+    /// Forgets the login throttles' entries that have run out.
+    pub(super) fn sweep_throttles(&mut self) {
+        self.account_throttle.sweep(Instant::now());
+        self.ip_throttle.sweep(Instant::now());
     }
 
     fn memberships_of(&self, account: &DashboardAccount) -> Vec<MemberOf> {
@@ -265,43 +127,55 @@ impl DirectoryState {
     pub(super) fn create_session(
         &mut self,
         account_id: Uuid,
-        reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
-    ) {
-        let result = (|| {
-            let account = self
-                .platform
-                .get::<DashboardAccount>(account_id.as_bytes())?
-                .ok_or(DirectoryError::SessionInvalid)?;
-            self.account_throttle.reset(&account.email);
-            let now = OffsetDateTime::now_utc();
-            let token = random_token(32);
-            let csrf = random_token(32);
-            let session = DashboardSession {
-                account_id,
-                csrf_hash: sha256(csrf.as_bytes()),
-                created_at: now,
-                last_seen_at: now,
-                // Sensitive changes ask for an explicit re-authentication, even right after
-                // login: the password is typed again on purpose, for that change.
-                reauth_at: None,
-                epoch: account.epoch,
-            };
-            let mut batch = PlatformBatch::default();
-            batch.put(&sha256(token.as_bytes()), &session)?;
-            self.platform.apply(batch)?;
-            let info = self.info(&account, &session);
-            Ok(NewSession { token, csrf, info })
-        })();
-        self.reply_durable(reply, result);
+    ) -> Result<NewSession, DirectoryError> {
+        let account = self
+            .platform
+            .get::<DashboardAccount>(account_id.as_bytes())?
+            .ok_or(DirectoryError::SessionInvalid)?;
+        self.account_throttle.reset(&account.email);
+        let now = OffsetDateTime::now_utc();
+        let token = random_token(32);
+        let csrf = random_token(32);
+        let session = DashboardSession {
+            account_id,
+            csrf_hash: sha256(csrf.as_bytes()),
+            created_at: now,
+            last_seen_at: now,
+            // Sensitive changes ask for an explicit re-authentication, even right after
+            // login: the password is typed again on purpose, for that change.
+            reauth_at: None,
+            epoch: account.epoch,
+        };
+        let mut batch = PlatformBatch::default();
+        batch.put(&sha256(token.as_bytes()), &session)?;
+        self.platform.apply(batch)?;
+        let info = self.info(&account, &session);
+        Ok(NewSession { token, csrf, info })
+    }
+
+    /// The session stored under `key` (a token's hash), expired or not.
+    fn stored_session(&self, key: &[u8; 32]) -> Result<DashboardSession, DirectoryError> {
+        self.platform
+            .get::<DashboardSession>(key)?
+            .ok_or(DirectoryError::SessionInvalid)
+    }
+
+    /// The account a session belongs to, unless its password was replaced since the session
+    /// began (`epoch`).
+    fn session_account(
+        &self,
+        session: &DashboardSession,
+    ) -> Result<DashboardAccount, DirectoryError> {
+        self.platform
+            .get::<DashboardAccount>(session.account_id.as_bytes())?
+            .filter(|a| a.epoch == session.epoch)
+            .ok_or(DirectoryError::SessionInvalid)
     }
 
     /// The live session for `token`; touches its idle timer. An expired one is deleted.
     pub(super) fn authenticate(&mut self, token: &str) -> Result<SessionInfo, DirectoryError> {
         let key = sha256(token.as_bytes());
-        let mut session = self
-            .platform
-            .get::<DashboardSession>(&key)?
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let mut session = self.stored_session(&key)?;
         let now = OffsetDateTime::now_utc();
         let mut batch = PlatformBatch::default();
         if now >= self.expiry(&session) {
@@ -309,11 +183,7 @@ impl DirectoryState {
             self.platform.apply(batch)?;
             return Err(DirectoryError::SessionInvalid);
         }
-        let account = self
-            .platform
-            .get::<DashboardAccount>(session.account_id.as_bytes())?
-            .filter(|a| a.epoch == session.epoch)
-            .ok_or(DirectoryError::SessionInvalid)?;
+        let account = self.session_account(&session)?;
         // Touch at most once a minute: the idle timer needs no finer grain, and most requests
         // then write nothing.
         if now - session.last_seen_at > time::Duration::minutes(1) {
@@ -324,42 +194,28 @@ impl DirectoryState {
         Ok(self.info(&account, &session))
     }
 
-    pub(super) fn logout(&mut self, token: &str, reply: RpcReplyPort<Result<(), DirectoryError>>) {
+    pub(super) fn logout(&mut self, token: &str) -> Result<(), DirectoryError> {
         let mut batch = PlatformBatch::default();
         batch.remove(Kind::DashboardSession, &sha256(token.as_bytes()));
-        let result = self.platform.apply(batch).map_err(DirectoryError::from);
-        self.reply_durable(reply, result);
+        self.platform.apply(batch)?;
+        Ok(())
     }
 
-    pub(super) fn mark_reauth(
-        &mut self,
-        token: &str,
-        reply: RpcReplyPort<Result<OffsetDateTime, DirectoryError>>,
-    ) {
-        let result = (|| {
-            let key = sha256(token.as_bytes());
-            let mut session = self
-                .platform
-                .get::<DashboardSession>(&key)?
-                .ok_or(DirectoryError::SessionInvalid)?;
-            let now = OffsetDateTime::now_utc();
-            if now >= self.expiry(&session) {
-                return Err(DirectoryError::SessionInvalid);
-            }
-            let account = self
-                .platform
-                .get::<DashboardAccount>(session.account_id.as_bytes())?
-                .filter(|a| a.epoch == session.epoch)
-                .ok_or(DirectoryError::SessionInvalid)?;
-            self.account_throttle.reset(&account.email);
-            session.reauth_at = Some(now);
-            session.last_seen_at = now;
-            let mut batch = PlatformBatch::default();
-            batch.put(&key, &session)?;
-            self.platform.apply(batch)?;
-            Ok(now)
-        })();
-        self.reply_durable(reply, result);
+    pub(super) fn mark_reauth(&mut self, token: &str) -> Result<OffsetDateTime, DirectoryError> {
+        let key = sha256(token.as_bytes());
+        let mut session = self.stored_session(&key)?;
+        let now = OffsetDateTime::now_utc();
+        if now >= self.expiry(&session) {
+            return Err(DirectoryError::SessionInvalid);
+        }
+        let account = self.session_account(&session)?;
+        self.account_throttle.reset(&account.email);
+        session.reauth_at = Some(now);
+        session.last_seen_at = now;
+        let mut batch = PlatformBatch::default();
+        batch.put(&key, &session)?;
+        self.platform.apply(batch)?;
+        Ok(now)
     }
 
     pub(super) fn list_members(&self, tenant: TenantId) -> Result<Vec<MemberInfo>, DirectoryError> {
@@ -463,62 +319,58 @@ impl DirectoryState {
         email: &str,
         role: Role,
         invited_by: Uuid,
-        reply: RpcReplyPort<Result<Invitation, DirectoryError>>,
-    ) {
-        let result = (|| {
-            if !self.tenants.contains_key(&tenant) {
-                return Err(DirectoryError::TenantNotFound);
+    ) -> Result<Invitation, DirectoryError> {
+        if !self.tenants.contains_key(&tenant) {
+            return Err(DirectoryError::TenantNotFound);
+        }
+        let email = email.to_lowercase();
+        if let Some(account) = self.account_by_email(&email)? {
+            if account.memberships.iter().any(|m| m.tenant == tenant) {
+                return Err(DirectoryError::AlreadyMember);
             }
-            let email = email.to_lowercase();
-            if let Some(account) = self.account_by_email(&email)? {
-                if account.memberships.iter().any(|m| m.tenant == tenant) {
-                    return Err(DirectoryError::AlreadyMember);
-                }
+        }
+        let now = OffsetDateTime::now_utc();
+        let mut batch = PlatformBatch::default();
+        let pending_key = pending_invite_key(&tenant, &email);
+        let replaced = match self.platform.get::<PendingInvite>(&pending_key)? {
+            Some(old) => {
+                batch.remove(Kind::Invite, &old.token_hash);
+                old.expires_at > now
             }
-            let now = OffsetDateTime::now_utc();
-            let mut batch = PlatformBatch::default();
-            let pending_key = pending_invite_key(&tenant, &email);
-            let replaced = match self.platform.get::<PendingInvite>(&pending_key)? {
-                Some(old) => {
-                    batch.remove(Kind::Invite, &old.token_hash);
-                    old.expires_at > now
-                }
-                None => false,
-            };
-            let token = random_token(32);
-            let token_hash = sha256(token.as_bytes());
-            let expires_at = now + INVITE_TTL;
-            batch.put(
-                &token_hash,
-                &InviteRecord {
-                    tenant,
-                    email: email.clone(),
-                    role,
-                    invited_by,
-                    created_at: now,
-                    expires_at,
-                },
-            )?;
-            batch.put(
-                &pending_key,
-                &PendingInvite {
-                    token_hash,
-                    role,
-                    invited_by,
-                    created_at: now,
-                    expires_at,
-                },
-            )?;
-            self.platform.apply(batch)?;
-            Ok(Invitation {
-                token,
-                email,
+            None => false,
+        };
+        let token = random_token(32);
+        let token_hash = sha256(token.as_bytes());
+        let expires_at = now + INVITE_TTL;
+        batch.put(
+            &token_hash,
+            &InviteRecord {
+                tenant,
+                email: email.clone(),
                 role,
+                invited_by,
+                created_at: now,
                 expires_at,
-                replaced,
-            })
-        })();
-        self.reply_durable(reply, result);
+            },
+        )?;
+        batch.put(
+            &pending_key,
+            &PendingInvite {
+                token_hash,
+                role,
+                invited_by,
+                created_at: now,
+                expires_at,
+            },
+        )?;
+        self.platform.apply(batch)?;
+        Ok(Invitation {
+            token,
+            email,
+            role,
+            expires_at,
+            replaced,
+        })
     }
 
     /// Withdraws the pending invitation of `email` (its link stops working).
@@ -526,21 +378,17 @@ impl DirectoryState {
         &mut self,
         tenant: TenantId,
         email: &str,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
-    ) {
-        let result = (|| {
-            let pending_key = pending_invite_key(&tenant, &email.to_lowercase());
-            let pending = self
-                .platform
-                .get::<PendingInvite>(&pending_key)?
-                .ok_or(DirectoryError::NotFound)?;
-            let mut batch = PlatformBatch::default();
-            batch.remove(Kind::Invite, &pending.token_hash);
-            batch.remove(Kind::PendingInvite, &pending_key);
-            self.platform.apply(batch)?;
-            Ok(())
-        })();
-        self.reply_durable(reply, result);
+    ) -> Result<(), DirectoryError> {
+        let pending_key = pending_invite_key(&tenant, &email.to_lowercase());
+        let pending = self
+            .platform
+            .get::<PendingInvite>(&pending_key)?
+            .ok_or(DirectoryError::NotFound)?;
+        let mut batch = PlatformBatch::default();
+        batch.remove(Kind::Invite, &pending.token_hash);
+        batch.remove(Kind::PendingInvite, &pending_key);
+        self.platform.apply(batch)?;
+        Ok(())
     }
 
     /// The live invitation for `token`, and what accepting it needs.
@@ -583,69 +431,64 @@ impl DirectoryState {
         &mut self,
         token: &str,
         proof: InviteProof,
-        reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
-    ) {
-        let result = (|| {
-            let now = OffsetDateTime::now_utc();
-            let (invite, tenant) = self.live_invite(token, now)?;
-            let mut batch = PlatformBatch::default();
-            let existing = self.account_by_email(&invite.email)?;
-            let (mut account, reclaimed) = match (existing, proof) {
-                (Some(a), InviteProof::Login { account_id })
-                    if a.email_verified && a.id == account_id =>
-                {
-                    (a, false)
-                }
-                (Some(a), _) if a.email_verified => return Err(DirectoryError::InvalidCredentials),
-                (Some(mut a), InviteProof::NewPassword { password_hash }) => {
-                    a.password_hash = password_hash;
-                    a.email_verified = true;
-                    a.epoch = a.epoch.wrapping_add(1);
-                    (a, true)
-                }
-                (None, InviteProof::NewPassword { password_hash }) => {
-                    let account = DashboardAccount {
-                        id: Uuid::now_v7(),
-                        email: invite.email.clone(),
-                        password_hash,
-                        created_at: now,
-                        memberships: Vec::new(),
-                        email_verified: true,
-                        onboarded_tenant: None,
-                        epoch: 0,
-                    };
-                    batch.put(
-                        account.email.as_bytes(),
-                        &AccountEmailIndex {
-                            account: account.id,
-                        },
-                    )?;
-                    (account, false)
-                }
-                // The account changed between the handler's check and now.
-                (_, InviteProof::Login { .. }) => return Err(DirectoryError::InvalidCredentials),
-            };
-            // Single use: consumed in the same batch that creates the membership.
-            batch.remove(Kind::Invite, &sha256(token.as_bytes()));
-            batch.remove(
-                Kind::PendingInvite,
-                &pending_invite_key(&tenant.id, &invite.email),
-            );
-            let member =
-                self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
-            self.platform.apply(batch)?;
-            if reclaimed {
-                self.account_throttle.reset(&account.email);
+    ) -> Result<AcceptedInvite, DirectoryError> {
+        let now = OffsetDateTime::now_utc();
+        let (invite, tenant) = self.live_invite(token, now)?;
+        let mut batch = PlatformBatch::default();
+        let existing = self.account_by_email(&invite.email)?;
+        let (mut account, reclaimed) = match (existing, proof) {
+            (Some(a), InviteProof::Login { account_id })
+                if a.email_verified && a.id == account_id =>
+            {
+                (a, false)
             }
-            Ok(AcceptedInvite {
-                account_id: member.account_id,
-                email: member.email,
-                tenant_slug: tenant.slug,
-                role: member.role,
-                reclaimed,
-            })
-        })();
-        self.reply_durable(reply, result);
+            (Some(a), _) if a.email_verified => return Err(DirectoryError::InvalidCredentials),
+            (Some(mut a), InviteProof::NewPassword { password_hash }) => {
+                a.password_hash = password_hash;
+                a.email_verified = true;
+                a.epoch = a.epoch.wrapping_add(1);
+                (a, true)
+            }
+            (None, InviteProof::NewPassword { password_hash }) => {
+                let account = DashboardAccount {
+                    id: Uuid::now_v7(),
+                    email: invite.email.clone(),
+                    password_hash,
+                    created_at: now,
+                    memberships: Vec::new(),
+                    email_verified: true,
+                    onboarded_tenant: None,
+                    epoch: 0,
+                };
+                batch.put(
+                    account.email.as_bytes(),
+                    &AccountEmailIndex {
+                        account: account.id,
+                    },
+                )?;
+                (account, false)
+            }
+            // The account changed between the handler's check and now.
+            (_, InviteProof::Login { .. }) => return Err(DirectoryError::InvalidCredentials),
+        };
+        // Single use: consumed in the same batch that creates the membership.
+        batch.remove(Kind::Invite, &sha256(token.as_bytes()));
+        batch.remove(
+            Kind::PendingInvite,
+            &pending_invite_key(&tenant.id, &invite.email),
+        );
+        let member = self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
+        self.platform.apply(batch)?;
+        if reclaimed {
+            self.account_throttle.reset(&account.email);
+        }
+        Ok(AcceptedInvite {
+            account_id: member.account_id,
+            email: member.email,
+            tenant_slug: tenant.slug,
+            role: member.role,
+            reclaimed,
+        })
     }
 
     /// The owners of `tenant`.
@@ -669,71 +512,66 @@ impl DirectoryState {
         tenant: TenantId,
         account_id: Uuid,
         role: Option<Role>,
-        reply: RpcReplyPort<Result<MemberChange, DirectoryError>>,
-    ) {
-        let result = (|| {
-            let key = membership_key(&tenant, &account_id);
-            let record = self
-                .platform
-                .get::<MembershipRecord>(&key)?
-                .ok_or(DirectoryError::NotFound)?;
-            let mut account = self
-                .platform
-                .get::<DashboardAccount>(account_id.as_bytes())?
-                .ok_or(DirectoryError::NotFound)?;
-            let stays_owner = role == Some(Role::Owner);
-            if record.role == Role::Owner && !stays_owner && self.owner_count(tenant)? <= 1 {
-                return Err(DirectoryError::LastOwner);
-            }
-            let mut batch = PlatformBatch::default();
-            match role {
-                Some(role) => {
-                    for m in account
-                        .memberships
-                        .iter_mut()
-                        .filter(|m| m.tenant == tenant)
-                    {
-                        m.role = role;
-                    }
-                    batch.put(
-                        &key,
-                        &MembershipRecord {
-                            role,
-                            added_at: record.added_at,
-                        },
-                    )?;
+    ) -> Result<MemberChange, DirectoryError> {
+        let key = membership_key(&tenant, &account_id);
+        let record = self
+            .platform
+            .get::<MembershipRecord>(&key)?
+            .ok_or(DirectoryError::NotFound)?;
+        let mut account = self
+            .platform
+            .get::<DashboardAccount>(account_id.as_bytes())?
+            .ok_or(DirectoryError::NotFound)?;
+        let stays_owner = role == Some(Role::Owner);
+        if record.role == Role::Owner && !stays_owner && self.owner_count(tenant)? <= 1 {
+            return Err(DirectoryError::LastOwner);
+        }
+        let mut batch = PlatformBatch::default();
+        match role {
+            Some(role) => {
+                for m in account
+                    .memberships
+                    .iter_mut()
+                    .filter(|m| m.tenant == tenant)
+                {
+                    m.role = role;
                 }
-                None => {
-                    account.memberships.retain(|m| m.tenant != tenant);
-                    if account.onboarded_tenant == Some(tenant) {
-                        account.onboarded_tenant = None;
-                    }
-                    batch.remove(Kind::Membership, &key);
-                }
+                batch.put(
+                    &key,
+                    &MembershipRecord {
+                        role,
+                        added_at: record.added_at,
+                    },
+                )?;
             }
-            batch.put(account.id.as_bytes(), &account)?;
-            self.platform.apply(batch)?;
-            Ok(MemberChange {
-                account_id,
-                email: account.email,
-                previous: record.role,
-                role,
-            })
-        })();
-        self.reply_durable(reply, result);
+            None => {
+                account.memberships.retain(|m| m.tenant != tenant);
+                if account.onboarded_tenant == Some(tenant) {
+                    account.onboarded_tenant = None;
+                }
+                batch.remove(Kind::Membership, &key);
+            }
+        }
+        batch.put(account.id.as_bytes(), &account)?;
+        self.platform.apply(batch)?;
+        Ok(MemberChange {
+            account_id,
+            email: account.email,
+            previous: record.role,
+            role,
+        })
     }
 
     /// A token mailed to a dashboard account: a verification link for `Verify` (the account
     /// by id, only while unverified), a password reset for `Reset` (the account by address).
     /// `None` when there is nothing to mail; callers answer alike either way. Limited per
-    /// account; the reply waits for the group commit in every case, so an unknown address
-    /// answers as late as a known one.
+    /// account; the answer (but a rate limit's) is to be sent after the group commit in every
+    /// case, so an unknown address answers as late as a known one.
     pub(super) fn issue_account_token(
         &mut self,
         target: AccountTarget,
         purpose: AccountTokenPurpose,
-        reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
-    ) {
+    ) -> Result<Option<MailedToken>, DirectoryError> {
         // A reset asked for by address writes one record whatever happens (the token, or a
         // decoy of its size) and answers after the same group commit, so neither the answer
         // nor its time tells whether the address has an account.
@@ -741,56 +579,50 @@ impl DirectoryState {
             AccountTarget::Email { email, .. } => Some(email.len()),
             AccountTarget::Id(_) => None,
         };
-        let result = (|| {
-            if let AccountTarget::Email { ip, .. } = &target {
-                // Checked before any lookup: the same answer for every address.
-                self.reset_ip_window
-                    .hit(&throttle_ip(*ip), Instant::now())
-                    .map_err(|retry_after_secs| DirectoryError::RateLimited { retry_after_secs })?;
-            }
-            let account = match target {
-                AccountTarget::Id(id) => self.platform.get::<DashboardAccount>(id.as_bytes())?,
-                AccountTarget::Email { email, .. } => {
-                    self.account_by_email(&email.to_lowercase())?
-                }
-            };
-            let Some(account) = account else {
-                return Ok(None);
-            };
-            if purpose == AccountTokenPurpose::Verify && account.email_verified {
-                return Ok(None);
-            }
-            if let Err(retry_after_secs) = self
-                .account_mail_window
-                .hit(&(account.id, purpose), Instant::now())
-            {
-                // A verification mail is asked for by the account's own session, which may be
-                // told to wait; a reset asked for by address answers alike whatever happens.
-                return match purpose {
-                    AccountTokenPurpose::Verify => {
-                        Err(DirectoryError::RateLimited { retry_after_secs })
-                    }
-                    AccountTokenPurpose::Reset => Ok(None),
-                };
-            }
-            let token = self.account_token(&account, purpose)?;
-            Ok(Some(token))
-        })();
-        let result = match (result, decoy_len) {
+        match (self.mail_token_for(target, purpose), decoy_len) {
             (Ok(None), Some(len)) => self.write_decoy(len).map(|()| None),
             (other, _) => other,
-        };
-        match result {
-            Err(e @ DirectoryError::RateLimited { .. }) => {
-                let _ = reply.send(Err(e));
-            }
-            other => reply_when_durable(
-                self.platform.ticket(),
-                reply,
-                other,
-                DirectoryError::Internal,
-            ),
         }
+    }
+
+    /// The token `issue_account_token` mails, if the target has an account that may be sent
+    /// one now.
+    fn mail_token_for(
+        &mut self,
+        target: AccountTarget,
+        purpose: AccountTokenPurpose,
+    ) -> Result<Option<MailedToken>, DirectoryError> {
+        if let AccountTarget::Email { ip, .. } = &target {
+            // Checked before any lookup: the same answer for every address.
+            self.reset_ip_window
+                .hit(&throttle_ip(*ip), Instant::now())
+                .map_err(|retry_after_secs| DirectoryError::RateLimited { retry_after_secs })?;
+        }
+        let account = match target {
+            AccountTarget::Id(id) => self.platform.get::<DashboardAccount>(id.as_bytes())?,
+            AccountTarget::Email { email, .. } => self.account_by_email(&email.to_lowercase())?,
+        };
+        let Some(account) = account else {
+            return Ok(None);
+        };
+        if purpose == AccountTokenPurpose::Verify && account.email_verified {
+            return Ok(None);
+        }
+        if let Err(retry_after_secs) = self
+            .account_mail_window
+            .hit(&(account.id, purpose), Instant::now())
+        {
+            // A verification mail is asked for by the account's own session, which may be
+            // told to wait; a reset asked for by address answers alike whatever happens.
+            return match purpose {
+                AccountTokenPurpose::Verify => {
+                    Err(DirectoryError::RateLimited { retry_after_secs })
+                }
+                AccountTokenPurpose::Reset => Ok(None),
+            };
+        }
+        let token = self.account_token(&account, purpose)?;
+        Ok(Some(token))
     }
 
     /// Writes a record of the size of a reset token's, under a key no token hashes to,
@@ -843,7 +675,7 @@ impl DirectoryState {
     /// The account a live mailed token of `purpose` stands for. A token is void once expired,
     /// once the account's address changed or once its password was replaced by a mailbox
     /// proof (`epoch`).
-    pub(super) fn redeem_account_token(
+    fn redeem_account_token(
         &self,
         token: &str,
         purpose: AccountTokenPurpose,
@@ -862,6 +694,15 @@ impl DirectoryState {
         Ok(account)
     }
 
+    /// Whether a mailed token of `purpose` is live (checked again when it is used).
+    pub(super) fn check_account_token(
+        &self,
+        token: &str,
+        purpose: AccountTokenPurpose,
+    ) -> Result<(), DirectoryError> {
+        self.redeem_account_token(token, purpose).map(|_| ())
+    }
+
     /// Marks the account verified: the mailed token together with the account's own session
     /// (so a link clicked by the mailbox's real holder never vouches for someone else's
     /// password).
@@ -869,21 +710,17 @@ impl DirectoryState {
         &mut self,
         token: &str,
         account_id: Uuid,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
-    ) {
-        let result = (|| {
-            let mut account = self.redeem_account_token(token, AccountTokenPurpose::Verify)?;
-            if account.id != account_id {
-                return Err(DirectoryError::TokenInvalid);
-            }
-            let mut batch = PlatformBatch::default();
-            batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
-            account.email_verified = true;
-            batch.put(account.id.as_bytes(), &account)?;
-            self.platform.apply(batch)?;
-            Ok(())
-        })();
-        self.reply_durable(reply, result);
+    ) -> Result<(), DirectoryError> {
+        let mut account = self.redeem_account_token(token, AccountTokenPurpose::Verify)?;
+        if account.id != account_id {
+            return Err(DirectoryError::TokenInvalid);
+        }
+        let mut batch = PlatformBatch::default();
+        batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
+        account.email_verified = true;
+        batch.put(account.id.as_bytes(), &account)?;
+        self.platform.apply(batch)?;
+        Ok(())
     }
 
     /// Sets a new password through a mailed reset token: the mailbox is proven, so the
@@ -892,48 +729,113 @@ impl DirectoryState {
         &mut self,
         token: &str,
         password_hash: String,
-        reply: RpcReplyPort<Result<AccountReset, DirectoryError>>,
-    ) {
-        let result = (|| {
-            let mut account = self.redeem_account_token(token, AccountTokenPurpose::Reset)?;
-            let was_verified = account.email_verified;
-            let mut batch = PlatformBatch::default();
-            batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
-            account.password_hash = password_hash;
-            account.email_verified = true;
-            account.epoch = account.epoch.wrapping_add(1);
-            batch.put(account.id.as_bytes(), &account)?;
-            self.platform.apply(batch)?;
-            self.account_throttle.reset(&account.email);
-            Ok(AccountReset {
-                account_id: account.id,
-                slugs: self
-                    .memberships_of(&account)
-                    .into_iter()
-                    .map(|m| m.slug)
-                    .collect(),
-                reclaimed: !was_verified,
-            })
-        })();
-        self.reply_durable(reply, result);
+    ) -> Result<AccountReset, DirectoryError> {
+        let mut account = self.redeem_account_token(token, AccountTokenPurpose::Reset)?;
+        let was_verified = account.email_verified;
+        let mut batch = PlatformBatch::default();
+        batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
+        account.password_hash = password_hash;
+        account.email_verified = true;
+        account.epoch = account.epoch.wrapping_add(1);
+        batch.put(account.id.as_bytes(), &account)?;
+        self.platform.apply(batch)?;
+        self.account_throttle.reset(&account.email);
+        Ok(AccountReset {
+            account_id: account.id,
+            slugs: self
+                .memberships_of(&account)
+                .into_iter()
+                .map(|m| m.slug)
+                .collect(),
+            reclaimed: !was_verified,
+        })
     }
 
-    /// Replies once the writes so far are durable; an error is answered at once.
-    pub(super) fn reply_durable<T: Send + 'static>(
-        &self,
-        reply: RpcReplyPort<Result<T, DirectoryError>>,
-        result: Result<T, DirectoryError>,
-    ) {
-        match result {
-            Ok(v) => reply_when_durable(
-                self.platform.ticket(),
-                reply,
-                Ok(v),
-                DirectoryError::Internal,
-            ),
-            Err(e) => {
-                let _ = reply.send(Err(e));
+    /// The credential of the account with this address, for verification off the actor.
+    pub(super) fn find_account(&self, email: &str) -> Option<AccountCredential> {
+        let idx = self
+            .platform
+            .get::<AccountEmailIndex>(email.to_lowercase().as_bytes())
+            .ok()??;
+        let acct = self
+            .platform
+            .get::<DashboardAccount>(idx.account.as_bytes())
+            .ok()??;
+        Some(AccountCredential {
+            account_id: acct.id,
+            password_hash: acct.password_hash,
+        })
+    }
+
+    /// Loads the dashboard throttles' entries written by earlier runs; expired or unreadable
+    /// ones are deleted.
+    pub(super) fn restore_throttles(&mut self) -> Result<(), DirectoryError> {
+        let clocks = Clocks::now();
+        let mut stale = PlatformBatch::default();
+        let mut any_stale = false;
+        for item in self.platform.scan_prefix::<PlatformThrottleRecord>(b"") {
+            let (key, PlatformThrottleRecord(saved)) = item?;
+            let kept = match key.split_first() {
+                Some((&THROTTLE_ACCOUNTS, k)) => String::from_key_bytes(k)
+                    .is_some_and(|k| self.account_throttle.restore(k, &saved, clocks)),
+                Some((&THROTTLE_IPS, k)) => IpAddr::from_key_bytes(k)
+                    .is_some_and(|k| self.ip_throttle.restore(k, &saved, clocks)),
+                _ => false,
+            };
+            if !kept {
+                stale.remove(Kind::PlatformThrottle, &key);
+                any_stale = true;
             }
         }
+        if any_stale {
+            self.platform.apply(stale)?;
+        }
+        Ok(())
     }
+
+    /// Writes the throttle changes (a login that went through resets its account's count;
+    /// sweeps forget); a failure is logged, and the counts stay in memory.
+    pub(super) fn persist_throttles_logged(&mut self) {
+        if let Err(e) = self.persist_throttles() {
+            tracing::error!(error = %e, "cannot write dashboard throttle state");
+        }
+    }
+
+    /// Writes (or deletes) the dashboard throttle entries changed since the last time, in
+    /// one batch.
+    fn persist_throttles(&mut self) -> Result<(), DirectoryError> {
+        if !(self.account_throttle.has_changes() || self.ip_throttle.has_changes()) {
+            return Ok(());
+        }
+        let clocks = Clocks::now();
+        let mut batch = PlatformBatch::default();
+        put_changes(
+            &mut batch,
+            THROTTLE_ACCOUNTS,
+            self.account_throttle.take_changes(clocks),
+        )?;
+        put_changes(
+            &mut batch,
+            THROTTLE_IPS,
+            self.ip_throttle.take_changes(clocks),
+        )?;
+        self.platform.apply(batch)?;
+        Ok(())
+    }
+}
+
+/// Puts each changed entry of one dashboard throttle in `batch` (or removes its record).
+fn put_changes<K: ThrottleKey>(
+    batch: &mut PlatformBatch,
+    throttle: u8,
+    changes: Vec<(K, Option<SavedCount>)>,
+) -> Result<(), DirectoryError> {
+    for (key, saved) in changes {
+        let key = saved_key(throttle, &key);
+        match saved {
+            Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
+            None => batch.remove(Kind::PlatformThrottle, &key),
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,395 @@
+//! What crosses the directory's mailbox: [`DirectoryMsg`] and the values its commands take
+//! and answer. Nothing here touches storage or the actor's state.
+
+use std::net::IpAddr;
+
+use ractor::RpcReplyPort;
+use serde::{Deserialize, Serialize};
+use tessera_storage::{ct_eq, sha256, TenantId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::{
+    error::DirectoryError,
+    published::RunningTenant,
+    records::{AccountTokenPurpose, Role, Tier},
+    tenant::TenantInfo,
+};
+
+pub enum DirectoryMsg {
+    CreateTenant {
+        req: NewTenant,
+        reply: RpcReplyPort<Result<CreateOutcome, DirectoryError>>,
+    },
+    FindAccount {
+        email: String,
+        reply: RpcReplyPort<Option<AccountCredential>>,
+    },
+    ListTenants {
+        reply: RpcReplyPort<Vec<TenantDetails>>,
+    },
+    /// The stored answer for an idempotency key and request (answered once durable).
+    ReplayIdempotent {
+        key: IdempotencyKey,
+        reply: RpcReplyPort<Result<Option<Created>, DirectoryError>>,
+    },
+    ShowTenant {
+        slug: String,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
+    SetTier {
+        slug: String,
+        tier: Tier,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
+    /// Overrides the tenant's monthly-active-user cap.
+    SetLimits {
+        slug: String,
+        mau_cap: u64,
+        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+    },
+    RotateApiKey {
+        slug: String,
+        reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
+    },
+    /// Stops the tenant actors idle for longer than `tenant_idle` (sent by a timer).
+    RetireIdle,
+    /// Starts the tenant's actor unless it runs; answers it.
+    EnsureRunning {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<RunningTenant, DirectoryError>>,
+    },
+    Ping {
+        reply: RpcReplyPort<()>,
+    },
+    /// Checks the login throttles for `email` and `ip`, then answers the credential to verify.
+    BeginLogin {
+        email: String,
+        ip: IpAddr,
+        reply: RpcReplyPort<LoginGate>,
+    },
+    /// Counts one onboarding sign-up from `ip` (IPv6: its /64); `Err(retry_after_secs)` past
+    /// the hourly limit. Sent before any hashing.
+    AdmitSignup {
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), u64>>,
+    },
+    /// Counts a failed password check against `email` and `ip`; answers once the count is
+    /// durable.
+    LoginFailed {
+        email: String,
+        ip: IpAddr,
+        reply: RpcReplyPort<()>,
+    },
+    /// A new dashboard session for an account whose password was verified.
+    CreateSession {
+        account_id: Uuid,
+        reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
+    },
+    /// The live session for a token.
+    Authenticate {
+        token: String,
+        reply: RpcReplyPort<Result<SessionInfo, DirectoryError>>,
+    },
+    Logout {
+        token: String,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// Records a successful re-authentication on the session.
+    MarkReauth {
+        token: String,
+        reply: RpcReplyPort<Result<OffsetDateTime, DirectoryError>>,
+    },
+    /// The tenant's members and pending invitations.
+    ListMembers {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<MemberList, DirectoryError>>,
+    },
+    /// Records an invitation (a token to mail); nobody is added before accepting.
+    InviteMember {
+        tenant: TenantId,
+        email: String,
+        role: Role,
+        invited_by: Uuid,
+        reply: RpcReplyPort<Result<Invitation, DirectoryError>>,
+    },
+    /// Withdraws a pending invitation.
+    RevokeInvite {
+        tenant: TenantId,
+        email: String,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// What accepting the invitation behind a token needs.
+    InviteTarget {
+        token: String,
+        reply: RpcReplyPort<Result<InviteTarget, DirectoryError>>,
+    },
+    /// Consumes an invitation with the invitee's proof.
+    AcceptInvite {
+        token: String,
+        proof: InviteProof,
+        reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
+    },
+    /// Changes a member's role (`Some`) or removes the member (`None`).
+    ChangeMember {
+        tenant: TenantId,
+        account_id: Uuid,
+        role: Option<Role>,
+        reply: RpcReplyPort<Result<MemberChange, DirectoryError>>,
+    },
+    /// A verification or reset token to mail to an account, if any.
+    IssueAccountToken {
+        target: AccountTarget,
+        purpose: AccountTokenPurpose,
+        reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
+    },
+    /// Marks the session's account verified with a mailed token.
+    VerifyAccount {
+        token: String,
+        account_id: Uuid,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// Whether a mailed token of `purpose` is live (checked again when it is used).
+    CheckAccountToken {
+        token: String,
+        purpose: AccountTokenPurpose,
+        reply: RpcReplyPort<Result<(), DirectoryError>>,
+    },
+    /// Replaces the password through a mailed reset token.
+    ResetPassword {
+        token: String,
+        password_hash: String,
+        reply: RpcReplyPort<Result<AccountReset, DirectoryError>>,
+    },
+}
+
+/// A new tenant, as validated by the caller (HTTP onboarding or the admin socket).
+#[derive(Debug)]
+pub struct NewTenant {
+    pub name: String,
+    /// A slug the operator chose; `None` derives one from the name.
+    pub slug: Option<String>,
+    pub owner: Option<NewOwner>,
+    pub idempotency: Option<IdempotencyKey>,
+}
+
+/// Who owns a new tenant.
+#[derive(Debug)]
+pub enum NewOwner {
+    /// A new dashboard account; the password was hashed by the caller, off this actor.
+    Create {
+        email: String,
+        password_hash: String,
+    },
+    /// An existing account whose password the caller has verified.
+    Existing { account_id: Uuid },
+}
+
+/// An onboarding idempotency key and a fingerprint of the request it came with.
+#[derive(Debug)]
+pub struct IdempotencyKey {
+    pub key: String,
+    pub fingerprint: Vec<u8>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TenantSummary {
+    pub id: TenantId,
+    pub slug: String,
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OwnerSummary {
+    pub id: Uuid,
+    pub email: String,
+}
+
+/// The answer to a tenant creation: the API key appears here and nowhere else.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Created {
+    pub tenant: TenantSummary,
+    pub owner: Option<OwnerSummary>,
+    pub api_key: String,
+}
+
+/// A creation, or the replay of an earlier one with the same idempotency key.
+#[derive(Debug)]
+pub struct CreateOutcome {
+    pub created: Created,
+    pub replayed: bool,
+    /// The new owner account's address-verification token, to be mailed (never replayed).
+    pub verification: Option<MailedToken>,
+}
+
+/// What operators see of a tenant.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantDetails {
+    #[serde(flatten)]
+    pub info: TenantInfo,
+    pub owners: Vec<String>,
+    pub running: bool,
+}
+
+/// A freshly rotated API key, shown once.
+#[derive(Clone, Debug, Serialize)]
+pub struct RotatedKey {
+    pub tenant: TenantSummary,
+    pub api_key: String,
+}
+
+/// A dashboard account's credential, for verification off the actor.
+#[derive(Clone, Debug)]
+pub struct AccountCredential {
+    pub account_id: Uuid,
+    pub password_hash: String,
+}
+
+/// One of the caller's tenants.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberOf {
+    pub tenant: TenantId,
+    pub slug: String,
+    pub name: String,
+    pub role: Role,
+}
+
+/// A valid session, as the HTTP layer needs it.
+#[derive(Clone, Debug)]
+pub struct SessionInfo {
+    pub account_id: Uuid,
+    pub email: String,
+    pub email_verified: bool,
+    pub csrf_hash: [u8; 32],
+    pub reauth_at: Option<OffsetDateTime>,
+    pub expires_at: OffsetDateTime,
+    pub memberships: Vec<MemberOf>,
+}
+
+impl SessionInfo {
+    /// The caller's role in `slug`, if a member.
+    pub fn role_in(&self, slug: &str) -> Option<&MemberOf> {
+        self.memberships.iter().find(|m| m.slug == slug)
+    }
+
+    /// Whether `csrf` is this session's CSRF value (constant time).
+    pub fn csrf_matches(&self, csrf: &str) -> bool {
+        ct_eq(&sha256(csrf.as_bytes()), &self.csrf_hash)
+    }
+}
+
+/// A session just created: the token and CSRF value are shown to the client once.
+#[derive(Clone, Debug)]
+pub struct NewSession {
+    pub token: String,
+    pub csrf: String,
+    pub info: SessionInfo,
+}
+
+/// Whether a login may be attempted.
+#[derive(Debug)]
+pub enum LoginGate {
+    Proceed(Option<AccountCredential>),
+    Throttled { retry_after_secs: u64 },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberInfo {
+    pub account_id: Uuid,
+    pub email: String,
+    pub role: Role,
+    #[serde(with = "time::serde::rfc3339")]
+    pub added_at: OffsetDateTime,
+}
+
+/// A pending invitation, as the member list shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingInfo {
+    pub email: String,
+    pub role: Role,
+    pub invited_by: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+/// A tenant's members and pending invitations.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemberList {
+    pub members: Vec<MemberInfo>,
+    pub invitations: Vec<PendingInfo>,
+}
+
+/// An invitation just recorded: its single-use token is to be mailed to the invitee.
+#[derive(Clone, Debug)]
+pub struct Invitation {
+    pub token: String,
+    pub email: String,
+    pub role: Role,
+    pub expires_at: OffsetDateTime,
+    /// A pending invitation of the same address was replaced (its link stopped working).
+    pub replaced: bool,
+}
+
+/// What accepting an invitation needs to be shown.
+#[derive(Clone, Debug)]
+pub struct InviteTarget {
+    pub email: String,
+    /// A verified account holds the address: its own password must be given.
+    pub verified_account: bool,
+}
+
+/// How an invitee proved who they are, besides holding the token.
+#[derive(Debug)]
+pub enum InviteProof {
+    /// The verified account's own password was checked (with the login throttles).
+    Login { account_id: Uuid },
+    /// The invitee chose a password: for a new account, or one never verified (taken over).
+    NewPassword { password_hash: String },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AcceptedInvite {
+    pub account_id: Uuid,
+    pub email: String,
+    pub tenant_slug: String,
+    pub role: Role,
+    /// An unverified account held the address; the invitee took it over.
+    pub reclaimed: bool,
+}
+
+/// A member's role changed (`role` is `Some`) or the member was removed.
+#[derive(Clone, Debug)]
+pub struct MemberChange {
+    pub account_id: Uuid,
+    pub email: String,
+    pub previous: Role,
+    pub role: Option<Role>,
+}
+
+/// Which account a mailed token is for.
+#[derive(Clone, Debug)]
+pub enum AccountTarget {
+    /// The caller's own account (by its session).
+    Id(Uuid),
+    /// Whatever account holds this address, asked for from `ip`.
+    Email { email: String, ip: IpAddr },
+}
+
+/// A token to mail, and where.
+#[derive(Clone, Debug)]
+pub struct MailedToken {
+    pub token: String,
+    pub email: String,
+}
+
+/// A password reset through the mailbox.
+#[derive(Clone, Debug)]
+pub struct AccountReset {
+    pub account_id: Uuid,
+    /// The tenants the account may use now, for their audit logs.
+    pub slugs: Vec<String>,
+    /// The account had never been verified: whoever set its old password lost it.
+    pub reclaimed: bool,
+}

@@ -1,0 +1,250 @@
+//! The directory as supervisor of the tenant actors: it starts one the first time its tenant is
+//! used (`EnsureRunning`), restarts a crashed one within a budget, stops the ones left idle, and
+//! keeps the published map of running actors in step with all of it.
+
+use std::{
+    sync::{atomic::AtomicU64, Arc},
+    time::{Duration, Instant},
+};
+
+use ractor::{Actor, ActorId, ActorRef, ActorStatus, SupervisionEvent};
+use tessera_storage::TenantId;
+
+use super::{
+    messages::DirectoryMsg,
+    state::{DirectoryState, RestartBudget},
+    tenants::info_of,
+};
+use crate::{
+    error::DirectoryError,
+    published::{unix_now, RunningTenant},
+    tenant::{records::QueuedMail, TenantActor, TenantArgs, TenantCells},
+};
+
+/// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
+const MAX_RESTARTS: u32 = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+/// How long an idle tenant actor may take to finish the messages it already has.
+const RETIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl DirectoryState {
+    /// Starts the tenants that have mail waiting from the last run, so it goes out now rather
+    /// than at the tenant's next request. Only the existence of a queued message is read here;
+    /// the tenant's own actor reads and sends it.
+    pub(super) async fn start_tenants_with_mail(&mut self, myself: &ActorRef<DirectoryMsg>) {
+        let pending: Vec<TenantId> = self
+            .tenants
+            .keys()
+            .copied()
+            .filter(|id| {
+                self.root
+                    .tenant(*id)
+                    .scan::<QueuedMail>(b"")
+                    .next()
+                    .is_some()
+            })
+            .collect();
+        for id in pending {
+            if let Err(e) = self.ensure_running(myself, id).await {
+                tracing::error!(tenant = %id, error = %e, "cannot start a tenant with queued mail");
+            }
+        }
+    }
+
+    /// Sends `RetireIdle` a few times per idle period, when tenant actors are ever retired;
+    /// the timer ends with the directory.
+    pub(super) fn start_idle_timer(&self, myself: &ActorRef<DirectoryMsg>) {
+        let Some(idle) = self.tenant_idle else {
+            return;
+        };
+        let period = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let directory = myself.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if directory.cast(DirectoryMsg::RetireIdle).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    /// A tenant actor crashed or stopped: it leaves the published map, and a crashed one is
+    /// started again while within its restart budget.
+    pub(super) async fn supervise(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        event: SupervisionEvent,
+    ) {
+        match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                let Some(id) = self.tenant_of(cell.get_id()) else {
+                    return;
+                };
+                tracing::error!(tenant = %id, error = %err, "tenant actor crashed");
+                self.unpublish(id);
+                if self.charge_restart(id) {
+                    if let Err(e) = self.spawn_tenant(myself, id).await {
+                        tracing::error!(tenant = %id, error = %e, "tenant actor restart failed");
+                    }
+                } else {
+                    tracing::error!(tenant = %id, "tenant over its restart budget; answering 503");
+                }
+            }
+            SupervisionEvent::ActorTerminated(cell, _, _) => {
+                if let Some(id) = self.tenant_of(cell.get_id()) {
+                    self.unpublish(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Stops every tenant actor (the directory is stopping).
+    pub(super) async fn stop_all(&mut self) {
+        self.published.running.clear();
+        self.by_actor.clear();
+        for (_, running) in self.running.drain() {
+            running
+                .actor
+                .stop_and_wait(Some("shutdown".into()), Some(Duration::from_secs(5)))
+                .await
+                .ok();
+        }
+    }
+
+    /// Takes a stopped (or stopping) actor out of the directory's map and the published one.
+    fn unpublish(&mut self, id: TenantId) -> Option<RunningTenant> {
+        let r = self.running.remove(&id)?;
+        self.by_actor.remove(&r.actor.get_id());
+        self.published.running.remove(&id);
+        Some(r)
+    }
+
+    fn tenant_of(&self, actor: ActorId) -> Option<TenantId> {
+        self.by_actor.get(&actor).copied()
+    }
+
+    /// Records a crash; false when the tenant is over its budget (it then answers 503 until
+    /// the window passes).
+    fn charge_restart(&mut self, id: TenantId) -> bool {
+        let now = Instant::now();
+        let budget = self.restarts.entry(id).or_insert(RestartBudget {
+            window_start: now,
+            count: 0,
+            failed_until: None,
+        });
+        if now.duration_since(budget.window_start) > RESTART_WINDOW {
+            budget.window_start = now;
+            budget.count = 0;
+        }
+        budget.count += 1;
+        if budget.count > MAX_RESTARTS {
+            budget.failed_until = Some(now + RESTART_WINDOW);
+            false
+        } else {
+            true
+        }
+    }
+
+    /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is
+    /// first taken out of the published map (new requests then come here, and wait behind this
+    /// message), then drained: it refuses new messages (their senders retry through
+    /// `EnsureRunning`), handles those already queued, and stops. Only then can a successor
+    /// start, so one tenant never has two actors.
+    pub(super) async fn retire_idle(&mut self) {
+        let Some(idle) = self.tenant_idle else {
+            return;
+        };
+        let idle_ids: Vec<TenantId> = self
+            .running
+            .iter()
+            // Whole seconds on both sides: `>` means more than `idle` has really passed.
+            .filter(|(_, r)| r.idle_secs() > idle.as_secs())
+            .map(|(id, _)| *id)
+            .collect();
+        if idle_ids.is_empty() {
+            return;
+        }
+        for id in &idle_ids {
+            let Some(r) = self.unpublish(*id) else {
+                continue;
+            };
+            let drained = r.actor.drain_and_wait(Some(RETIRE_TIMEOUT)).await;
+            if drained.is_err() {
+                tracing::warn!(tenant = %id, "an idle tenant actor did not drain in time; stopping it");
+                r.actor.kill_and_wait(Some(RETIRE_TIMEOUT)).await.ok();
+            }
+        }
+        tracing::info!(
+            retired = idle_ids.len(),
+            running = self.running.len(),
+            "idle tenant actors stopped"
+        );
+    }
+
+    /// The tenant's running actor, started unless it runs; `TenantUnavailable` while the
+    /// tenant is over its restart budget.
+    pub(super) async fn ensure_running(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        id: TenantId,
+    ) -> Result<RunningTenant, DirectoryError> {
+        if let Some(r) = self.running.get(&id) {
+            if matches!(r.actor.get_status(), ActorStatus::Running) {
+                return Ok(r.clone());
+            }
+        }
+        if let Some(b) = self.restarts.get_mut(&id) {
+            match b.failed_until {
+                Some(until) if Instant::now() < until => {
+                    return Err(DirectoryError::TenantUnavailable)
+                }
+                Some(_) => {
+                    b.failed_until = None;
+                    b.count = 0;
+                }
+                None => {}
+            }
+        }
+        self.spawn_tenant(myself, id).await
+    }
+
+    async fn spawn_tenant(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        id: TenantId,
+    ) -> Result<RunningTenant, DirectoryError> {
+        let rec = self
+            .tenants
+            .get(&id)
+            .ok_or(DirectoryError::TenantNotFound)?;
+        let cells = TenantCells::empty();
+        let args = TenantArgs {
+            info: info_of(rec),
+            store: self.root.tenant(id),
+            master_key: self.master_key.clone(),
+            fault_injection: self.fault_injection,
+            runtime: self.runtime.clone(),
+            cells: cells.clone(),
+        };
+        let (actor, _) = Actor::spawn_linked(None, TenantActor, args, myself.get_cell())
+            .await
+            .map_err(|e| {
+                tracing::error!(tenant = %id, error = %e, "tenant actor failed to start");
+                DirectoryError::TenantUnavailable
+            })?;
+        let running = RunningTenant {
+            actor,
+            cells,
+            last_used: Arc::new(AtomicU64::new(unix_now())),
+        };
+        self.running.insert(id, running.clone());
+        self.by_actor.insert(running.actor.get_id(), id);
+        self.published.running.insert(id, running.clone());
+        Ok(running)
+    }
+}
