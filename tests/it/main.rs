@@ -10,6 +10,7 @@ mod capacity;
 mod cors;
 mod crash;
 mod dashboard;
+mod docs;
 mod faults;
 mod members;
 mod mfa;
