@@ -26,7 +26,9 @@ use super::error::{ErrorBody, ErrorDetail};
         title = "Tessera",
         version = "1.0.0",
         description = "Multi-tenant authentication platform. Errors always have the shape \
-            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id. \
+            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id \
+            (the client's if it sent exactly one of 1-128 characters among A-Za-z0-9._:-, else a \
+            generated UUID). \
             The one exception is a request that is not valid HTTP/1.1 (an unknown Transfer-Encoding, \
             a malformed or conflicting Content-Length, a forbidden byte in a header or the request \
             line, an over-long URI or header section): no route sees it, and the HTTP layer answers \

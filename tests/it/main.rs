@@ -10,6 +10,7 @@ mod capacity;
 mod crash;
 mod dashboard;
 mod faults;
+mod hygiene;
 mod members;
 mod mfa;
 mod network;
