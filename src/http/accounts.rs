@@ -485,7 +485,7 @@ pub async fn logout(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
-    let req: LogoutRequest = super::anonymous::optional_json(&headers, &body)?;
+    let req: LogoutRequest = super::extract::optional_json(&headers, &body)?;
     let global = match req.scope.as_deref() {
         None | Some("local") => false,
         Some("global") => true,

@@ -109,7 +109,7 @@ pub const DASHBOARD_COOKIE: &str = "dashboard_cookie";
 
 /// Adds to every operation the answers that come from in front of its handler, unless the
 /// operation documents that status itself:
-/// - a JSON request body (`ApiJson`): 400 `validation/invalid_request`, 413
+/// - a JSON request body (`ApiJson`, `optional_json`): 400 `validation/invalid_request`, 413
 ///   `validation/payload_too_large`, 415 `validation/unsupported_media_type`;
 /// - any security requirement (`ApiTenant`, `UserBearer`, `Dashboard`): 401;
 /// - a dashboard cookie on a write: 403 `dashboard/csrf_failed`;
@@ -154,8 +154,9 @@ fn complete_operation(op: &mut Operation, writes: bool) {
         add(
             "400",
             error_response(
-                "`validation/invalid_request`: the body is not a JSON object, or a field is \
-                 missing, unknown or invalid (named in `details.fields`)",
+                "`validation/invalid_request`: the body is not a JSON object (whitespace alone \
+                 included), an object repeats a key, or a field is missing, unknown or invalid \
+                 (named by its path in `details.fields`)",
             ),
         );
         add(
@@ -165,7 +166,8 @@ fn complete_operation(op: &mut Operation, writes: bool) {
         add(
             "415",
             error_response(
-                "`validation/unsupported_media_type`: the body is not `application/json`",
+                "`validation/unsupported_media_type`: the body is not `application/json` (with \
+                 at most the parameter `charset=utf-8`; `+json` types are refused)",
             ),
         );
     }

@@ -1,10 +1,20 @@
-//! Request hygiene: request ids that cannot forge log fields.
+//! Request hygiene: request ids that cannot forge log fields, JSON bodies with a repeated key,
+//! bodies of only whitespace, and the one content type a body may have.
 
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 
-use crate::support::{eventually, fresh_client_ip, AuthAnswer, TestServer, UserApi};
+use crate::{
+    anonymous::enable_guests,
+    support::{
+        eventually, fresh_client_ip, start_with_mail, AuthAnswer, Session, SmtpStub, TestServer,
+        UserApi, PASSWORD, USER_PASSWORD,
+    },
+};
+
+const ANONYMOUS: &str = "/v1/auth/anonymous";
+const LOGOUT: &str = "/v1/auth/logout";
 
 /// One request as a client may really send it: any headers (values as raw bytes), any body
 /// bytes, from an address of its own.
@@ -41,6 +51,29 @@ fn api_raw(
     let mut all: Vec<(&str, &[u8])> = vec![("x-api-key", api.api_key.as_bytes())];
     all.extend_from_slice(headers);
     raw(&api.base, &api.client, method, path, &all, body)
+}
+
+const JSON: (&str, &[u8]) = ("content-type", b"application/json");
+
+/// A tenant with guest sign-ins on, its owner's dashboard session.
+fn setup(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session) {
+    let (smtp, srv) = start_with_mail(&[]);
+    let api = UserApi::signup(&srv, tenant, &format!("owner@{tenant}.example.com"));
+    let session = srv.login(&api.owner, PASSWORD);
+    enable_guests(&srv, &session, &api.slug);
+    (smtp, srv, api, session)
+}
+
+/// The field names of a 400 `validation/invalid_request`.
+#[track_caller]
+fn invalid_fields(a: &AuthAnswer) -> Vec<String> {
+    a.expect_error(400, "validation/invalid_request");
+    a.body["error"]["details"]["fields"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no details.fields in {}", a.body))
+        .keys()
+        .cloned()
+        .collect()
 }
 
 fn is_uuid(s: &str) -> bool {
@@ -112,4 +145,157 @@ fn request_ids_are_echoed_only_when_short_and_plain() {
         !log.contains(&"x".repeat(200)),
         "the 60,000-byte id was logged"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repeated JSON keys
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_repeated_json_key_is_refused_at_any_depth() {
+    let (smtp, _srv, api, _) = setup("dupkeys");
+    let email = "dup@dupkeys.test";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+
+    // Last-one-wins would sign this in as `email`.
+    let body = format!(
+        r#"{{"email":"nobody@dupkeys.test","email":"{email}","password":"{USER_PASSWORD}"}}"#
+    );
+    let a = api_raw(
+        &api,
+        "POST",
+        "/v1/auth/login",
+        &[JSON],
+        Some(body.as_bytes()),
+    );
+    assert_eq!(invalid_fields(&a), ["email"], "{}", a.body);
+    assert!(a.body.get("access_token").is_none());
+    // The same key twice with the same value is refused too.
+    let body = format!(r#"{{"email":"{email}","email":"{email}","password":"{USER_PASSWORD}"}}"#);
+    let a = api_raw(
+        &api,
+        "POST",
+        "/v1/auth/login",
+        &[JSON],
+        Some(body.as_bytes()),
+    );
+    assert_eq!(invalid_fields(&a), ["email"]);
+    // One copy of each key signs in.
+    api.login_ok(email, USER_PASSWORD);
+
+    // Nested, in an object field of a typed body...
+    let body = br#"{"email":"dup@dupkeys.test","oauth_params":{"client_id":"web","redirect_uri":"http://localhost:3000/cb","scope":"openid","scope":"admin"}}"#;
+    let a = api_raw(&api, "POST", "/v1/auth/magic-link", &[JSON], Some(body));
+    assert_eq!(invalid_fields(&a), ["oauth_params.scope"], "{}", a.body);
+    // ...and in a free-form object, even inside an array.
+    let body = br#"{"public_metadata":{"plan":"free","tags":[{"k":1},{"k":1,"k":2}]}}"#;
+    let a = api_raw(&api, "POST", ANONYMOUS, &[JSON], Some(body));
+    assert_eq!(
+        invalid_fields(&a),
+        ["public_metadata.tags[1].k"],
+        "{}",
+        a.body
+    );
+    let body = br#"{"public_metadata":{"plan":"free","plan":"pro"}}"#;
+    let a = api_raw(&api, "POST", ANONYMOUS, &[JSON], Some(body));
+    assert_eq!(invalid_fields(&a), ["public_metadata.plan"], "{}", a.body);
+    // The same keys in sibling objects are no repeat.
+    let body = br#"{"public_metadata":{"a":{"k":1},"b":{"k":1}}}"#;
+    assert_eq!(
+        api_raw(&api, "POST", ANONYMOUS, &[JSON], Some(body)).status,
+        201
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optional bodies and content types
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn only_an_empty_body_is_no_body() {
+    let (_smtp, _srv, api, _) = setup("blank");
+    let access = |a: &AuthAnswer| a.body["access_token"].as_str().unwrap().to_owned();
+    for ws in [&b" "[..], b"\n", b"\r\n"] {
+        let a = api_raw(&api, "POST", ANONYMOUS, &[JSON], Some(ws));
+        assert_eq!(invalid_fields(&a), ["body"], "{ws:?}: {}", a.body);
+        // Whitespace is a body: without a JSON content type, 415.
+        let a = api_raw(
+            &api,
+            "POST",
+            ANONYMOUS,
+            &[("content-type", b"text/plain")],
+            Some(ws),
+        );
+        a.expect_error(415, "validation/unsupported_media_type");
+    }
+    // No bytes at all is no body, with or without a content type.
+    let guest = api_raw(&api, "POST", ANONYMOUS, &[JSON], Some(b""));
+    assert_eq!(guest.status, 201, "{}", guest.body);
+    assert_eq!(api_raw(&api, "POST", ANONYMOUS, &[], None).status, 201);
+
+    let token = access(&guest);
+    let bearer = format!("Bearer {token}");
+    let auth = ("authorization", bearer.as_bytes());
+    for ws in [&b" "[..], b"\n", b"\r\n"] {
+        let a = api_raw(&api, "POST", LOGOUT, &[auth, JSON], Some(ws));
+        assert_eq!(invalid_fields(&a), ["body"], "{ws:?}: {}", a.body);
+    }
+    // The session is still alive, and an empty body ends it.
+    api.me(&token).expect(200);
+    assert_eq!(
+        api_raw(&api, "POST", LOGOUT, &[auth, JSON], Some(b"")).status,
+        204
+    );
+    api.me(&token).expect_error(401, "auth/invalid_token");
+}
+
+#[test]
+fn a_body_is_application_json_with_at_most_a_utf8_charset() {
+    let (_smtp, _srv, api, _) = setup("ctypes");
+    let guest = |ct: &[u8]| {
+        api_raw(
+            &api,
+            "POST",
+            ANONYMOUS,
+            &[("content-type", ct)],
+            Some(b"{}"),
+        )
+    };
+    for ok in [
+        &b"application/json; charset=UTF-8"[..],
+        b"application/json;charset=utf-8",
+        b"Application/JSON; Charset=\"utf-8\"",
+    ] {
+        let a = guest(ok);
+        assert_eq!(a.status, 201, "{}: {}", String::from_utf8_lossy(ok), a.body);
+    }
+    for bad in [
+        &b"application/json; charset=latin1"[..],
+        b"application/json; charset=utf-16",
+        b"application/json; profile=x",
+        b"application/merge-patch+json",
+        b"application/vnd.api+json",
+        b"text/plain",
+    ] {
+        guest(bad).expect_error(415, "validation/unsupported_media_type");
+        // The same for a route whose body is required.
+        let login = br#"{"email":"a@ctypes.test","password":"whatever it is"}"#;
+        api_raw(
+            &api,
+            "POST",
+            "/v1/auth/login",
+            &[("content-type", bad)],
+            Some(login),
+        )
+        .expect_error(415, "validation/unsupported_media_type");
+    }
+    // Two Content-Type headers declare no one type.
+    let a = api_raw(
+        &api,
+        "POST",
+        ANONYMOUS,
+        &[JSON, ("content-type", b"application/json")],
+        Some(b"{}"),
+    );
+    a.expect_error(415, "validation/unsupported_media_type");
 }
