@@ -176,7 +176,8 @@ fn complete_operation(op: &mut Operation, writes: bool) {
             "401",
             error_response(
                 "Missing or invalid credentials: `auth/missing_api_key`, `auth/invalid_api_key`, \
-                 `auth/invalid_token` or `dashboard/unauthenticated`",
+                 `auth/invalid_token` (also for a malformed Authorization header) or \
+                 `dashboard/unauthenticated`",
             ),
         );
     }

@@ -1,12 +1,15 @@
 //! Request hygiene: request ids that cannot forge log fields, JSON bodies with a repeated key,
-//! bodies of only whitespace, and the one content type a body may have.
+//! bodies of only whitespace, the one content type a body may have, malformed Authorization
+//! headers, and ids in paths that answer the same whether or not they parse.
 
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
+use serde_json::{json, Value};
 
 use crate::{
     anonymous::enable_guests,
+    members::invite,
     support::{
         eventually, fresh_client_ip, start_with_mail, AuthAnswer, Session, SmtpStub, TestServer,
         UserApi, PASSWORD, USER_PASSWORD,
@@ -298,4 +301,183 @@ fn a_body_is_application_json_with_at_most_a_utf8_charset() {
         Some(b"{}"),
     );
     a.expect_error(415, "validation/unsupported_media_type");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Authorization headers
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_malformed_authorization_header_is_an_invalid_credential() {
+    let (_smtp, srv, api, session) = setup("authz");
+    let me = |value: Option<&[u8]>| {
+        let headers: Vec<(&str, &[u8])> = value.map(|v| ("authorization", v)).into_iter().collect();
+        api_raw(&api, "GET", "/v1/auth/me", &headers, None)
+    };
+    // No bearer token: missing.
+    me(None).expect_error(401, "auth/missing_token");
+    me(Some(b"Basic dXNlcjpwYXNz")).expect_error(401, "auth/missing_token");
+    me(Some(b"Bearer ")).expect_error(401, "auth/missing_token");
+    // Bytes no credential has: invalid, not missing.
+    me(Some(b"Bearer \xe9t\xe9")).expect_error(401, "auth/invalid_token");
+    me(Some(b"\xff")).expect_error(401, "auth/invalid_token");
+    me(Some(b"Bearer\tabc")).expect_error(401, "auth/invalid_token");
+    let a = me(Some(b"Bearer \xe9"));
+    assert_eq!(
+        a.header("www-authenticate").as_deref(),
+        Some("Bearer error=\"invalid_token\"")
+    );
+    // Two Authorization headers: invalid.
+    let guest = api_raw(&api, "POST", ANONYMOUS, &[], None);
+    let token = guest.body["access_token"].as_str().unwrap().to_owned();
+    let bearer = format!("Bearer {token}");
+    let a = api_raw(
+        &api,
+        "GET",
+        "/v1/auth/me",
+        &[
+            ("authorization", bearer.as_bytes()),
+            ("authorization", bearer.as_bytes()),
+        ],
+        None,
+    );
+    a.expect_error(401, "auth/invalid_token");
+
+    // Registering with a malformed header is refused, not taken as "no guest to claim".
+    let body = br#"{"email":"new@authz.test","password":"tessera user passphrase","consent":true}"#;
+    let a = api_raw(
+        &api,
+        "POST",
+        "/v1/auth/register",
+        &[JSON, ("authorization", b"Bearer \xe9")],
+        Some(body),
+    );
+    a.expect_error(401, "auth/invalid_token");
+
+    // The dashboard: a malformed header is refused even with a valid session cookie.
+    let cookie = format!("dashboard_session={}", session.token);
+    let tenants = |headers: &[(&str, &[u8])]| {
+        raw(
+            &srv.base,
+            &srv.client,
+            "GET",
+            "/v1/auth/dashboard/tenants",
+            headers,
+            None,
+        )
+    };
+    assert_eq!(tenants(&[("cookie", cookie.as_bytes())]).status, 200);
+    tenants(&[
+        ("cookie", cookie.as_bytes()),
+        ("authorization", b"Bearer \xe9"),
+    ])
+    .expect_error(401, "dashboard/unauthenticated");
+    tenants(&[("authorization", b"Bearer \xe9")]).expect_error(401, "dashboard/unauthenticated");
+    // Another scheme is no bearer credential: the cookie still counts.
+    assert_eq!(
+        tenants(&[
+            ("cookie", cookie.as_bytes()),
+            ("authorization", b"Basic dXNlcjpwYXNz"),
+        ])
+        .status,
+        200
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ids in paths
+// ---------------------------------------------------------------------------------------------
+
+/// Asserts two answers are the same: status, code, message, details.
+#[track_caller]
+fn same_answer(a: &AuthAnswer, b: &AuthAnswer, what: &str) {
+    assert_eq!(
+        (a.status, &a.body),
+        (b.status, &b.body),
+        "{what}: the answers differ"
+    );
+}
+
+#[test]
+fn an_unknown_session_id_answers_the_same_whether_or_not_it_parses() {
+    let (smtp, _srv, api, _) = setup("sessionids");
+    let email = "ids@sessionids.test";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let unknown = uuid::Uuid::new_v4().to_string();
+    for garbage in [
+        "not-a-uuid",
+        "1",
+        "%20",
+        "00000000-0000-0000-0000-00000000000g",
+    ] {
+        let a = api.delete_session(&user.access, garbage);
+        let b = api.delete_session(&user.access, &unknown);
+        a.expect_error(404, "resource/not_found");
+        same_answer(&a, &b, garbage);
+    }
+    // With a session that has ended, both are about the token, not the id.
+    api.logout(&user.access, None).expect(204);
+    let a = api.delete_session(&user.access, "not-a-uuid");
+    let b = api.delete_session(&user.access, &unknown);
+    a.expect_error(401, "auth/invalid_token");
+    same_answer(&a, &b, "ended session");
+}
+
+#[test]
+fn an_unknown_member_id_answers_the_same_whether_or_not_it_parses() {
+    let (smtp, srv, api, owner) = setup("memberids");
+    let slug = api.slug.clone();
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let member = |s: &Session, method: &str, id: &str, body: Option<&Value>| {
+        AuthAnswer::read(srv.dash(
+            method,
+            &format!("/v1/auth/dashboard/tenants/{slug}/members/{id}"),
+            s,
+            body,
+        ))
+    };
+    let role = json!({"role": "admin"});
+    let bad_role = json!({"role": "emperor"});
+    for garbage in ["not-a-uuid", "42"] {
+        let cases = [
+            ("PATCH", Some(&role), 404),
+            ("PATCH", Some(&bad_role), 400),
+            ("DELETE", None, 404),
+        ];
+        for (method, body, status) in cases {
+            let a = member(&owner, method, garbage, body);
+            let b = member(&owner, method, &unknown, body);
+            assert_eq!(a.status, status, "{method} {garbage}: {}", a.body);
+            same_answer(&a, &b, &format!("{method} {garbage} {body:?}"));
+        }
+    }
+
+    // A viewer may remove only itself: any other id, parsed or not, is forbidden alike.
+    invite(&srv, &owner, &slug, "viewer@memberids.test", "viewer");
+    srv.accept_mailed_invite(
+        &smtp,
+        "viewer@memberids.test",
+        1,
+        "the viewer's own passphrase",
+    );
+    let viewer = srv.login("viewer@memberids.test", "the viewer's own passphrase");
+    let a = member(&viewer, "DELETE", "not-a-uuid", None);
+    let b = member(&viewer, "DELETE", &unknown, None);
+    a.expect_error(403, "dashboard/forbidden");
+    same_answer(&a, &b, "viewer DELETE");
+
+    // Invitations by address: one too long to exist answers like one that does not.
+    let invitation = |email: &str| {
+        AuthAnswer::read(srv.dash(
+            "DELETE",
+            &format!("/v1/auth/dashboard/tenants/{slug}/invitations/{email}"),
+            &owner,
+            None,
+        ))
+    };
+    let long = format!("{}@memberids.test", "a".repeat(300));
+    let a = invitation(&long);
+    let b = invitation("nobody@memberids.test");
+    a.expect_error(404, "resource/not_found");
+    same_answer(&a, &b, "invitation");
 }
