@@ -11,6 +11,7 @@ mod cors;
 mod crash;
 mod dashboard;
 mod faults;
+mod hygiene;
 mod members;
 mod mfa;
 mod network;
