@@ -27,7 +27,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::{bearer_token, token_pair, verify, TokenPair, UserBearer},
+    bearer::{
+        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
+    },
     dashboard::audit_context,
     error::{is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp},
@@ -165,7 +167,7 @@ fn is_past_date(s: &str) -> bool {
     responses(
         (status = 200, description = "Registered; the same answer when the address already has an account or is blocked by the tenant's policy. With a guest's `Authorization: Bearer`, the guest is claimed: same user id, sessions and metadata kept", body = RegisterResponse),
         (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`, `auth/invalid_token` (the bearer)", body = ErrorBody),
+        (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`, `auth/invalid_token` (the bearer, or a malformed Authorization header)", body = ErrorBody),
         (status = 409, description = "`anonymous/already_claimed`: the bearer's user is not a guest (any more)", body = ErrorBody),
         (status = 429, description = "`auth/rate_limited`: 5 a minute per client address", body = ErrorBody),
     ))]
@@ -177,10 +179,12 @@ pub async fn register(
     headers: HeaderMap,
     ApiJson(req): ApiJson<RegisterRequest>,
 ) -> Result<Json<RegisterResponse>, ApiError> {
-    // With a guest's bearer, the registration claims that guest.
-    let guest = match bearer_token(&headers) {
-        None => None,
-        Some(token) => {
+    // With a guest's bearer, the registration claims that guest; a malformed Authorization
+    // header is refused like an invalid token, never taken as "no guest".
+    let guest = match bearer_header(&headers) {
+        BearerHeader::Absent => None,
+        BearerHeader::Malformed => return Err(invalid_token()),
+        BearerHeader::Token(token) => {
             let keys = tenant.keys().await?;
             Some(verify(&state, &tenant, &keys, token)?.1)
         }
@@ -485,7 +489,7 @@ pub async fn logout(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<StatusCode, ApiError> {
-    let req: LogoutRequest = super::anonymous::optional_json(&headers, &body)?;
+    let req: LogoutRequest = super::extract::optional_json(&headers, &body)?;
     let global = match req.scope.as_deref() {
         None | Some("local") => false,
         Some("global") => true,
@@ -575,14 +579,17 @@ pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
     responses(
         (status = 204, description = "Revoked"),
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: not one of the user's sessions", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: not one of the user's sessions (an id that is not a UUID is answered alike)", body = ErrorBody),
     ))]
 pub async fn revoke_session(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let session_id: Uuid = id.parse().map_err(|_| ApiError::not_found("session"))?;
+    // An id that is not a UUID names no session: it goes to the actor as the nil UUID (never
+    // a session's id), so the answer is the one for an unknown session in every respect,
+    // including the check that the caller's own session is alive.
+    let session_id: Uuid = id.parse().unwrap_or(Uuid::nil());
     let bearer = user.bearer;
     user.tenant
         .call(|reply| TenantMsg::RevokeSession {

@@ -3,7 +3,7 @@
 use axum::{
     body::Bytes,
     extract::State,
-    http::{header, HeaderMap, StatusCode},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -17,7 +17,7 @@ use super::{
     accounts::RequestCtx,
     bearer::token_pair,
     error::{ApiError, ErrorBody},
-    extract::{parse_json, ApiTenant, ClientIp},
+    extract::{optional_json, ApiTenant, ClientIp},
     AppState,
 };
 
@@ -48,28 +48,6 @@ pub struct AnonymousSigninResponse {
     /// Always `Bearer`.
     pub token_type: &'static str,
     pub user: AnonymousUser,
-}
-
-/// A body that may be absent: empty means the defaults.
-pub fn optional_json<T: serde::de::DeserializeOwned + Default>(
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("application/json")
-        });
-    if !json {
-        return Err(ApiError::for_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
-    }
-    parse_json(body)
 }
 
 /// Signs in a new guest. The access token carries `is_anonymous: true` and `aal: "AAL1"`.

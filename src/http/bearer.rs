@@ -120,14 +120,55 @@ pub struct UserBearer {
     pub bearer: Bearer,
 }
 
-/// The token of `Authorization: Bearer <token>`, if any.
-pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim())
-        .filter(|t| !t.is_empty())
+/// What a request's `Authorization` header holds, as every bearer-authenticated route reads it
+/// (end users and the dashboard alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BearerHeader<'a> {
+    /// No `Authorization` header, or one of another scheme (`Basic ...`) or with an empty
+    /// token: the request carries no bearer token.
+    Absent,
+    /// An `Authorization` header that cannot be a credential: more than one, or a byte that is
+    /// not visible ASCII or a space. Refused as an invalid credential, never taken as none: a
+    /// request that sent one must not silently be served as anonymous or by its cookie.
+    Malformed,
+    /// The token of `Authorization: Bearer <token>` (scheme in any case).
+    Token(&'a str),
+}
+
+/// Reads the `Authorization` header; see [`BearerHeader`].
+pub fn bearer_header(headers: &axum::http::HeaderMap) -> BearerHeader<'_> {
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let value = match (values.next(), values.next()) {
+        (None, _) => return BearerHeader::Absent,
+        (Some(v), None) => v,
+        (Some(_), Some(_)) => return BearerHeader::Malformed,
+    };
+    let visible = value
+        .as_bytes()
+        .iter()
+        .all(|b| *b == b' ' || b.is_ascii_graphic());
+    let Some(value) = value.to_str().ok().filter(|_| visible) else {
+        return BearerHeader::Malformed;
+    };
+    let Some((scheme, token)) = value.trim().split_once(' ') else {
+        return BearerHeader::Absent;
+    };
+    let token = token.trim();
+    if scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() {
+        BearerHeader::Token(token)
+    } else {
+        BearerHeader::Absent
+    }
+}
+
+/// 401 `auth/missing_token` with the bare RFC 6750 challenge.
+pub fn missing_token() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "auth/missing_token",
+        "an Authorization: Bearer access token is required",
+    )
+    .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))
 }
 
 /// Verifies `token` as an access token of `tenant`; a token verified before (same tenant, same
@@ -238,13 +279,10 @@ impl FromRequestParts<AppState> for UserBearer {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let ApiTenant(tenant) = ApiTenant::from_request_parts(parts, state).await?;
-        let Some(token) = bearer_token(&parts.headers) else {
-            return Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "auth/missing_token",
-                "an Authorization: Bearer access token is required",
-            )
-            .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        let token = match bearer_header(&parts.headers) {
+            BearerHeader::Token(t) => t,
+            BearerHeader::Absent => return Err(missing_token()),
+            BearerHeader::Malformed => return Err(invalid_token()),
         };
         let keys = tenant.keys().await?;
         let (claims, bearer) = verify(state, &tenant, &keys, token)?;

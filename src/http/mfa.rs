@@ -19,7 +19,9 @@ use utoipa::ToSchema;
 
 use super::{
     accounts::{check_current_password, RequestCtx, UserResponse},
-    bearer::{bearer_token, invalid_token, token_pair, verify, TokenPair, UserBearer},
+    bearer::{
+        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
+    },
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant},
     step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
@@ -114,8 +116,13 @@ impl FromRequestParts<AppState> for MfaCaller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer_token(&parts.headers).map(str::to_owned);
+        let token = match bearer_header(&parts.headers) {
+            BearerHeader::Token(t) => Some(t.to_owned()),
+            BearerHeader::Absent | BearerHeader::Malformed => None,
+        };
         match token {
+            // Anything else (no token, a malformed header, a JWT) is refused or verified by
+            // `UserBearer`.
             Some(t) if !t.contains('.') => {
                 let ApiTenant(tenant) = ApiTenant::from_request_parts(parts, state).await?;
                 if t.len() > 256 {
@@ -306,9 +313,9 @@ pub async fn verify_mfa(
     errors.finish()?;
     // The bearer matters only for a step-up challenge (which then needs this session's);
     // a stale one sent along with a login challenge is ignored.
-    let bearer: Option<Bearer> = match bearer_token(&headers) {
-        None => None,
-        Some(token) => {
+    let bearer: Option<Bearer> = match bearer_header(&headers) {
+        BearerHeader::Absent | BearerHeader::Malformed => None,
+        BearerHeader::Token(token) => {
             let keys = tenant.keys().await?;
             verify(&state, &tenant, &keys, token).ok().map(|(_, b)| b)
         }

@@ -16,6 +16,7 @@ pub mod onboarding;
 pub mod openapi;
 pub mod passwordless;
 pub mod platform;
+pub mod request_id;
 pub mod sms;
 pub mod step_up;
 pub mod tenant;
@@ -172,6 +173,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
     let body_limit = state.config.server.max_body_bytes;
     let stack = ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(request_id::sanitise))
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(

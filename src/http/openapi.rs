@@ -26,7 +26,9 @@ use super::error::{ErrorBody, ErrorDetail};
         title = "Tessera",
         version = "1.0.0",
         description = "Multi-tenant authentication platform. Errors always have the shape \
-            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id. \
+            {\"error\": {\"code\", \"message\", \"details\"?}}; every response carries X-Request-Id \
+            (the client's if it sent exactly one of 1-128 characters among A-Za-z0-9._:-, else a \
+            generated UUID). \
             The one exception is a request that is not valid HTTP/1.1 (an unknown Transfer-Encoding, \
             a malformed or conflicting Content-Length, a forbidden byte in a header or the request \
             line, an over-long URI or header section): no route sees it, and the HTTP layer answers \
@@ -112,7 +114,7 @@ pub const DASHBOARD_COOKIE: &str = "dashboard_cookie";
 
 /// Adds to every operation the answers that come from in front of its handler, unless the
 /// operation documents that status itself:
-/// - a JSON request body (`ApiJson`): 400 `validation/invalid_request`, 413
+/// - a JSON request body (`ApiJson`, `optional_json`): 400 `validation/invalid_request`, 413
 ///   `validation/payload_too_large`, 415 `validation/unsupported_media_type`;
 /// - any security requirement (`ApiTenant`, `UserBearer`, `Dashboard`): 401;
 /// - an API key: 403 `cors/origin_not_allowed` (the CORS check in front of every end-user
@@ -159,8 +161,9 @@ fn complete_operation(op: &mut Operation, writes: bool) {
         add(
             "400",
             error_response(
-                "`validation/invalid_request`: the body is not a JSON object, or a field is \
-                 missing, unknown or invalid (named in `details.fields`)",
+                "`validation/invalid_request`: the body is not a JSON object (whitespace alone \
+                 included), an object repeats a key, or a field is missing, unknown or invalid \
+                 (named by its path in `details.fields`)",
             ),
         );
         add(
@@ -170,7 +173,8 @@ fn complete_operation(op: &mut Operation, writes: bool) {
         add(
             "415",
             error_response(
-                "`validation/unsupported_media_type`: the body is not `application/json`",
+                "`validation/unsupported_media_type`: the body is not `application/json` (with \
+                 at most the parameter `charset=utf-8`; `+json` types are refused)",
             ),
         );
     }
@@ -179,7 +183,8 @@ fn complete_operation(op: &mut Operation, writes: bool) {
             "401",
             error_response(
                 "Missing or invalid credentials: `auth/missing_api_key`, `auth/invalid_api_key`, \
-                 `auth/invalid_token` or `dashboard/unauthenticated`",
+                 `auth/invalid_token` (also for a malformed Authorization header) or \
+                 `dashboard/unauthenticated`",
             ),
         );
     }

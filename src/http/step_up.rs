@@ -29,10 +29,9 @@ use utoipa::ToSchema;
 
 use super::{
     accounts::{check_current_password, RequestCtx},
-    anonymous::optional_json,
     bearer::{issuer, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::ApiJson,
+    extract::{optional_json, ApiJson},
     AppState,
 };
 use crate::app::App;

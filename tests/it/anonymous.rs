@@ -65,7 +65,7 @@ fn guest_settings(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Val
 }
 
 #[track_caller]
-fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
+pub(crate) fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
     let out = guest_settings(srv, s, slug, json!({"anonymous_signins_enabled": true}));
     assert_eq!(out["anonymous_signins_enabled"], true, "{out}");
 }

@@ -12,6 +12,7 @@ mod crash;
 mod dashboard;
 mod docs;
 mod faults;
+mod hygiene;
 mod members;
 mod mfa;
 mod network;

@@ -18,7 +18,7 @@ fn start() -> (SmtpStub, TestServer) {
     (smtp, srv)
 }
 
-fn invite(srv: &TestServer, s: &Session, slug: &str, email: &str, role: &str) -> Value {
+pub(crate) fn invite(srv: &TestServer, s: &Session, slug: &str, email: &str, role: &str) -> Value {
     let r = srv.dash(
         "POST",
         &format!("/v1/auth/dashboard/tenants/{slug}/members"),

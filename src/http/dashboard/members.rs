@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use tessera_actors::{
     directory::dashboard::{AcceptedInvite, InviteProof, MemberInfo},
     records::Role,
-    DirectoryMsg, Password,
+    CallError, DirectoryError, DirectoryMsg, Password,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -275,7 +275,8 @@ pub async fn revoke(
 ) -> Result<StatusCode, ApiError> {
     let (m, _) = auth.owner(&state, &slug)?;
     if email.len() > 254 {
-        return Err(ApiError::not_found("invitation"));
+        // No invitation has such an address; answered as the directory answers any other.
+        return Err(CallError::Failed(DirectoryError::NotFound).into());
     }
     state
         .directory
@@ -318,8 +319,8 @@ pub async fn update(
     ApiJson(req): ApiJson<UpdateMemberRequest>,
 ) -> Result<Json<Member>, ApiError> {
     let (m, _) = auth.owner(&state, &slug)?;
-    let account_id = member_id(&account_id)?;
     let role = parse_role(&req.role)?;
+    let account_id = member_id(&account_id);
     let change = state
         .directory
         .request(|reply| DirectoryMsg::ChangeMember {
@@ -371,7 +372,7 @@ pub async fn remove(
     Path((slug, account_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let (m, _) = auth.member(&state, &slug)?;
-    let account_id = member_id(&account_id)?;
+    let account_id = member_id(&account_id);
     let leaving = account_id == auth.session.account_id;
     if !leaving && m.role != Role::Owner {
         return Err(ApiError::forbidden());
@@ -400,9 +401,10 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// A member id from the path; anything else is a member that does not exist.
-fn member_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::not_found("member"))
+/// A member id from the path. Anything that is not a UUID is the nil UUID, which is no
+/// account's id: the request then gets exactly the answer of an unknown member.
+fn member_id(raw: &str) -> Uuid {
+    Uuid::parse_str(raw).unwrap_or(Uuid::nil())
 }
 
 /// Accepts an invitation. The token proves the invitee holds the mailbox; an address with a

@@ -25,6 +25,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
+    bearer::{bearer_header, BearerHeader},
     error::{len_between, ApiError, FieldErrors},
     extract::ClientIp,
     AppState,
@@ -40,15 +41,6 @@ pub struct Dashboard {
     pub session: SessionInfo,
     pub token: String,
     pub ctx: AuditContext,
-}
-
-fn bearer(parts: &Parts) -> Option<String> {
-    let v = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = v.split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim().to_owned())
-        .filter(|t| !t.is_empty())
 }
 
 fn cookie(parts: &Parts, name: &str) -> Option<String> {
@@ -103,9 +95,12 @@ impl FromRequestParts<AppState> for Dashboard {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let (token, via_cookie) = match bearer(parts) {
-            Some(t) => (t, false),
-            None => match cookie(parts, SESSION_COOKIE) {
+        // A malformed Authorization header is refused, even with a session cookie: the
+        // request meant to send a credential, and is not served by another one instead.
+        let (token, via_cookie) = match bearer_header(&parts.headers) {
+            BearerHeader::Token(t) => (t.to_owned(), false),
+            BearerHeader::Malformed => return Err(ApiError::unauthenticated()),
+            BearerHeader::Absent => match cookie(parts, SESSION_COOKIE) {
                 Some(t) => (t, true),
                 None => return Err(ApiError::unauthenticated()),
             },
