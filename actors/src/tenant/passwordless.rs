@@ -31,6 +31,15 @@ use crate::{
 pub const LOGIN_LINK_TTL: Duration = Duration::minutes(10);
 /// A login code lives this long.
 pub const LOGIN_CODE_TTL: Duration = Duration::minutes(10);
+/// Where a login code was sent.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum CodeTarget<'a> {
+    /// An address.
+    Email(&'a str),
+    /// A number, E.164.
+    Phone(&'a str),
+}
+
 /// Which passwordless flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
@@ -237,35 +246,58 @@ impl TenantState {
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
-        self.flow_enabled(Flow::EmailOtp)?;
+        let proof = (code, binding_hash, ip);
+        self.code_login(CodeTarget::Email(email), proof, ctx)
+    }
+
+    /// Signs in whoever a typed login code proves: the code is checked and consumed (see
+    /// [`Self::consume_login_code`]), then the user who holds the address or number now signs
+    /// in, or, when the code was sent for `login_or_create` and nobody does, a new user is
+    /// created (an address under the tenant's e-mail policy, checked again here).
+    pub(super) fn code_login(
+        &mut self,
+        target: CodeTarget<'_>,
+        (code, binding_hash, ip): (&str, Option<&str>, IpAddr),
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        let (flow, to, at) = match target {
+            CodeTarget::Email(e) => (
+                Flow::EmailOtp,
+                e,
+                (self.address_slot(e), Purpose::LoginEmailOtp),
+            ),
+            CodeTarget::Phone(p) => (Flow::SmsOtp, p, (self.number_slot(p), Purpose::LoginSmsOtp)),
+        };
+        self.flow_enabled(flow)?;
         let now = OffsetDateTime::now_utc();
-        let slot = self.address_slot(email);
-        let code_of = |r: &ChallengeRecord| r.email.as_deref() == Some(email);
-        let (mut fx, found) = self.consume_login_code(
-            email,
-            (slot, Purpose::LoginEmailOtp),
-            code_of,
-            code,
-            binding_hash,
-            ip,
-            now,
-        )?;
-        let user = match self.member_by_email(email)? {
-            Some(u) => u,
-            None if found.record.user_id.is_nil() => {
+        let sent_to = |r: &ChallengeRecord| match target {
+            CodeTarget::Email(e) => r.email.as_deref() == Some(e),
+            CodeTarget::Phone(p) => r.phone.as_deref() == Some(p),
+        };
+        let (mut fx, found) =
+            self.consume_login_code(to, at, sent_to, code, binding_hash, ip, now)?;
+        // Whoever holds the address or number now is who the code proves.
+        let holder = match target {
+            CodeTarget::Email(e) => self.member_by_email(e)?,
+            CodeTarget::Phone(p) => self.user_by_phone(p)?,
+        };
+        let user = match (holder, target) {
+            (Some(u), _) => u,
+            (None, CodeTarget::Email(e)) if found.record.user_id.is_nil() => {
                 // The policy may have changed since the code was sent.
-                if self.registration_blocked(&mut fx, email, ctx)? {
+                if self.registration_blocked(&mut fx, e, ctx)? {
                     return self.fail(fx, TenantError::InvalidChallenge);
                 }
-                self.create_passwordless(&mut fx, email, ctx, now)?
+                self.create_passwordless(&mut fx, e, ctx, now)?
+            }
+            (None, CodeTarget::Phone(p)) if found.record.user_id.is_nil() => {
+                self.create_sms_user(&mut fx, p, ctx, now)?
             }
             // The account the code was sent to is gone.
-            None => {
-                return self.fail(fx, TenantError::InvalidChallenge);
-            }
+            (None, _) => return self.fail(fx, TenantError::InvalidChallenge),
         };
         let oauth = found.record.oauth.map(|o| o.params);
-        let outcome = self.passwordless_login(&mut fx, user, Flow::EmailOtp, ctx, now)?;
+        let outcome = self.passwordless_login(&mut fx, user, flow, ctx, now)?;
         Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
     }
 

@@ -25,7 +25,7 @@ use super::{
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, OAuthResume, Purpose},
     effects::Effects,
     messages::{Bearer, PasswordlessLogin, UserView},
-    passwordless::{to_value, Flow},
+    passwordless::{to_value, CodeTarget, Flow},
     records::{PhoneIndex, UserRecord},
     state::TenantState,
     usage::SMS_USAGE_KEY,
@@ -155,7 +155,7 @@ impl TenantState {
     }
 
     /// The slot of a number's login code.
-    fn number_slot(&self, e164: &str) -> Uuid {
+    pub(super) fn number_slot(&self, e164: &str) -> Uuid {
         let mut m = b"login-sms:".to_vec();
         m.extend_from_slice(e164.as_bytes());
         let h = self.otp_hasher.hash(&m);
@@ -165,7 +165,7 @@ impl TenantState {
     }
 
     /// The user whose confirmed number this is.
-    fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
+    pub(super) fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
         let Some(ix) = self.store.get::<PhoneIndex>(e164.as_bytes())? else {
             return Ok(None);
         };
@@ -230,36 +230,11 @@ impl TenantState {
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
-        self.flow_enabled(Flow::SmsOtp)?;
-        let now = OffsetDateTime::now_utc();
-        let slot = self.number_slot(e164);
-        let code_of = |r: &ChallengeRecord| r.phone.as_deref() == Some(e164);
-        let (mut fx, found) = self.consume_login_code(
-            e164,
-            (slot, Purpose::LoginSmsOtp),
-            code_of,
-            code,
-            binding_hash,
-            ip,
-            now,
-        )?;
-        // Whoever holds the number now is who the code proves.
-        let user = match self.user_by_phone(e164)? {
-            Some(u) => u,
-            None if found.record.user_id.is_nil() => {
-                self.create_sms_user(&mut fx, e164, ctx, now)?
-            }
-            None => {
-                return self.fail(fx, TenantError::InvalidChallenge);
-            }
-        };
-        let oauth = found.record.oauth.map(|o| o.params);
-        let outcome = self.passwordless_login(&mut fx, user, Flow::SmsOtp, ctx, now)?;
-        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+        self.code_login(CodeTarget::Phone(e164), (code, binding_hash, ip), ctx)
     }
 
     /// A new account for a number proven by a login code: no address, no password.
-    fn create_sms_user(
+    pub(super) fn create_sms_user(
         &mut self,
         fx: &mut Effects,
         e164: &str,
