@@ -92,6 +92,18 @@ impl TenantState {
         )
     }
 
+    /// A new message of this tenant.
+    fn mail_job(&self, to: &str, kind: MailKind) -> MailJob {
+        MailJob {
+            id: Uuid::now_v7(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
+            to: to.to_owned(),
+            kind,
+        }
+    }
+
     /// Queues a message in the same batch as the change that caused it.
     pub(super) fn queue_mail(
         &self,
@@ -99,14 +111,7 @@ impl TenantState {
         to: &str,
         kind: MailKind,
     ) -> Result<(), TenantError> {
-        let job = MailJob {
-            id: Uuid::now_v7(),
-            tenant: self.info.id,
-            tenant_slug: self.info.slug.clone(),
-            tenant_name: self.info.name.clone(),
-            to: to.to_owned(),
-            kind,
-        };
+        let job = self.mail_job(to, kind);
         let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
         fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
@@ -140,14 +145,7 @@ impl TenantState {
         kind: MailKind,
         records: &[serde_json::Value],
     ) -> Result<Vec<u8>, TenantError> {
-        let job = MailJob {
-            id: Uuid::now_v7(),
-            tenant: self.info.id,
-            tenant_slug: self.info.slug.clone(),
-            tenant_name: self.info.name.clone(),
-            to: to.to_owned(),
-            kind,
-        };
+        let job = self.mail_job(to, kind);
         let mut plain =
             serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         for r in records {
