@@ -27,15 +27,15 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::{
-        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
-    },
+    bearer::{bearer_header, token_pair, verify, BearerHeader, TokenPair, UserBearer},
     dashboard::audit_context,
-    error::{is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors},
+    error::{
+        invalid_token, is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors,
+    },
     extract::{ApiJson, ApiTenant, ClientIp},
     mfa::{login_answer, LoginResponse},
-    AppState,
 };
+use crate::app::AppState;
 
 /// The audit context of an end-user request: hashed client address and user-agent family.
 pub struct RequestCtx(pub AuditContext);

@@ -18,8 +18,8 @@ use super::{
     bearer::token_pair,
     error::{ApiError, ErrorBody},
     extract::{optional_json, ApiTenant, ClientIp},
-    AppState,
 };
+use crate::app::AppState;
 
 /// Spec 2.2 AnonymousSigninRequest.
 #[derive(Deserialize, ToSchema, Default)]

@@ -26,8 +26,12 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{accounts::UserResponse, error::ApiError, extract::ApiTenant, AppState};
-use crate::app::App;
+use super::{
+    accounts::UserResponse,
+    error::{invalid_token, ApiError},
+    extract::ApiTenant,
+};
+use crate::app::{App, AppState};
 
 /// `{base_url}/v1/tenants/{slug}`: the issuer of a tenant's tokens.
 pub fn issuer(app: &App, slug: &str) -> String {
@@ -96,19 +100,6 @@ pub async fn token_pair(
         mfa_enrollment_required_by: None,
         redirect_to: None,
     })
-}
-
-/// 401 `auth/invalid_token` with the RFC 6750 challenge.
-pub fn invalid_token() -> ApiError {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "auth/invalid_token",
-        "the access token is invalid, expired or revoked",
-    )
-    .with_header(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer error=\"invalid_token\""),
-    )
 }
 
 /// A signed-in end user of the API key's tenant: the token verified (signature, `typ`, `iss`,

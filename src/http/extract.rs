@@ -12,7 +12,8 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, V
 use serde_json::Value;
 use tessera_actors::TenantHandle;
 
-use super::{error::ApiError, AppState};
+use super::error::ApiError;
+use crate::app::AppState;
 
 /// A JSON request body: 415 unless `application/json` ([`is_json`]), 413 over the size limit,
 /// 400 `validation/invalid_request` for broken JSON, a repeated key or a field of the wrong

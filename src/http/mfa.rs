@@ -19,15 +19,12 @@ use utoipa::ToSchema;
 
 use super::{
     accounts::{check_current_password, RequestCtx, UserResponse},
-    bearer::{
-        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
-    },
-    error::{len_between, ApiError, ErrorBody, FieldErrors},
+    bearer::{bearer_header, token_pair, verify, BearerHeader, TokenPair, UserBearer},
+    error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant},
     step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
-    AppState,
 };
-use crate::app::App;
+use crate::app::{App, AppState};
 
 /// A login that needs its second factor.
 #[derive(Serialize, ToSchema)]

@@ -18,9 +18,11 @@ use uuid::Uuid;
 use super::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},
-    AppState,
 };
-use crate::{app::TenantCreation, captcha::CaptchaOutcome};
+use crate::{
+    app::{AppState, TenantCreation},
+    captcha::CaptchaOutcome,
+};
 
 /// Spec 2.1. Required fields default to empty so that every missing field is reported at once.
 #[derive(Serialize, Deserialize, ToSchema)]

@@ -27,9 +27,11 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp},
     mfa::{login_answer, LoginResponse},
-    AppState,
 };
-use crate::{app::App, captcha::CaptchaOutcome};
+use crate::{
+    app::{App, AppState},
+    captcha::CaptchaOutcome,
+};
 
 /// Spec 2.4 `oauth_params`: the authorize request a passwordless login resumes.
 #[derive(Deserialize, ToSchema)]

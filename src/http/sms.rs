@@ -30,8 +30,8 @@ use super::{
         PasswordlessAccepted,
     },
     step_up::require_step_up,
-    AppState,
 };
+use crate::app::AppState;
 
 /// Longest phone field accepted, in characters (formatting included).
 const MAX_PHONE: usize = 64;

@@ -32,9 +32,8 @@ use super::{
     bearer::{issuer, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiJson},
-    AppState,
 };
-use crate::app::App;
+use crate::app::{App, AppState};
 
 /// The header a gated request carries its step-up token in.
 pub const STEP_UP_HEADER: HeaderName = HeaderName::from_static("x-step-up-token");

@@ -28,8 +28,8 @@ use super::{
     bearer::{bearer_header, BearerHeader},
     error::{len_between, ApiError, FieldErrors},
     extract::ClientIp,
-    AppState,
 };
+use crate::app::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "dashboard_session";
