@@ -7,19 +7,16 @@
 
 use axum::{
     body::Bytes,
-    extract::{FromRequestParts, Path, State},
-    http::{request::Parts, HeaderMap, StatusCode},
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
 use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    policy::{is_weak_password, normalize_email},
-    tenant::{
-        audit::AuditContext,
-        messages::{Credential, Registration, SessionView, UserView},
-    },
+    policy::is_weak_password,
+    tenant::messages::{Credential, Registration, SessionView, UserView},
     Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
@@ -28,25 +25,12 @@ use uuid::Uuid;
 
 use super::{
     bearer::{bearer_header, token_pair, verify, BearerHeader, TokenPair, UserBearer},
-    dashboard::audit_context,
-    error::{
-        invalid_token, is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors,
-    },
-    extract::{ApiJson, ApiTenant, ClientIp},
+    error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    fields::email_field,
     mfa::{login_answer, LoginResponse},
 };
 use crate::app::AppState;
-
-/// The audit context of an end-user request: hashed client address and user-agent family.
-pub struct RequestCtx(pub AuditContext);
-
-impl FromRequestParts<AppState> for RequestCtx {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(RequestCtx(audit_context(state, parts, None)))
-    }
-}
 
 /// The user record (`GET /v1/auth/me`, and `user` in token pairs).
 #[derive(Serialize, ToSchema)]
@@ -94,17 +78,6 @@ fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     );
 }
 
-/// The address of an end-user request, normalised (lowercase, punycode), when it is an
-/// address and the mailer can send to its normalised form (else the field's error).
-pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
-    let normalized = is_email(value.trim())
-        .then(|| normalize_email(value))
-        .flatten()
-        .filter(|n| mailer_accepts(n));
-    errors.check("email", normalized.is_some(), "must be an e-mail address");
-    normalized
-}
-
 fn weak_password() -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
@@ -124,7 +97,7 @@ pub struct RegisterRequest {
     pub password: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent: bool,
     /// `YYYY-MM-DD`, a real past date. Stored encrypted; never echoed.
     #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]

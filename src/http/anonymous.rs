@@ -14,10 +14,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    accounts::RequestCtx,
     bearer::token_pair,
     error::{ApiError, ErrorBody},
-    extract::{optional_json, ApiTenant, ClientIp},
+    extract::{optional_json, ApiTenant, ClientIp, RequestCtx},
 };
 use crate::app::AppState;
 

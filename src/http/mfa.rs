@@ -18,10 +18,11 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{check_current_password, RequestCtx, UserResponse},
+    accounts::{check_current_password, UserResponse},
     bearer::{bearer_header, token_pair, verify, BearerHeader, TokenPair, UserBearer},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant},
+    extract::{ApiJson, ApiTenant, RequestCtx},
+    fields::six_digits,
     step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
 };
 use crate::app::{App, AppState};
@@ -210,14 +211,6 @@ pub struct MfaVerifySetupRequest {
 pub struct RecoveryCodesResponse {
     /// Ten single-use codes, shown this once; each replaces a TOTP code once.
     pub recovery_codes: Vec<String>,
-}
-
-fn six_digits(errors: &mut FieldErrors, field: &str, code: &str) {
-    errors.check(
-        field,
-        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
-        "must be exactly 6 digits",
-    );
 }
 
 /// Confirms the pending secret with a current code: MFA is on, and the recovery codes are

@@ -10,6 +10,7 @@ pub mod cors;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
+pub mod fields;
 pub mod mfa;
 pub mod middleware;
 pub mod onboarding;

@@ -41,11 +41,11 @@ pub struct OnboardingSignupRequest {
     pub tenant_name: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent_terms: bool,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent_privacy: bool,
     #[serde(default)]
     pub consent_marketing: bool,

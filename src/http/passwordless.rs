@@ -22,10 +22,10 @@ use tessera_storage::{random_token, sha256};
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{email_field, RequestCtx},
     bearer::issuer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp},
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    fields::email_field,
     mfa::{login_answer, LoginResponse},
 };
 use crate::{

@@ -13,17 +13,17 @@ use axum::{
     response::Response,
     Json,
 };
-use phonenumber::Mode;
 use serde::{Deserialize, Serialize};
-use tessera_actors::{outbound::SmsJob, tenant::sms::Phone, TenantMsg};
+use tessera_actors::{outbound::SmsJob, TenantMsg};
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{RequestCtx, UserResponse},
+    accounts::UserResponse,
     bearer::UserBearer,
     dashboard::Dashboard,
     error::{ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp},
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    fields::{phone_field, six_digits},
     mfa::LoginResponse,
     passwordless::{
         accepted, bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody,
@@ -32,50 +32,6 @@ use super::{
     step_up::require_step_up,
 };
 use crate::app::AppState;
-
-/// Longest phone field accepted, in characters (formatting included).
-const MAX_PHONE: usize = 64;
-
-/// Parses `raw` (international form: a leading `+`) into E.164 and its country; a message in
-/// `errors` when it is not a valid number.
-fn phone_field(errors: &mut FieldErrors, name: &str, raw: &str) -> Option<Phone> {
-    let parsed = (raw.chars().count() >= 5 && raw.len() <= MAX_PHONE)
-        .then(|| phonenumber::parse(None, raw).ok())
-        .flatten()
-        .filter(|n| n.is_valid() && can_receive_texts(n))
-        .and_then(|n| {
-            let country = n.country().id()?.as_ref().to_owned();
-            Some(Phone {
-                e164: n.format().mode(Mode::E164).to_string(),
-                country,
-            })
-        });
-    errors.check(
-        name,
-        parsed.is_some(),
-        "must be a valid mobile phone number in international format (+ and the country code)",
-    );
-    parsed
-}
-
-/// Mobile (or possibly mobile), personal and VoIP numbers receive texts. Premium-rate,
-/// shared-cost, toll-free, pager, UAN and fixed-line numbers are refused: texting them is how
-/// SMS pumping fraud makes money, and they cannot read a code anyway.
-fn can_receive_texts(n: &phonenumber::PhoneNumber) -> bool {
-    use phonenumber::Type;
-    matches!(
-        n.number_type(&phonenumber::metadata::DATABASE),
-        Type::Mobile | Type::FixedLineOrMobile | Type::PersonalNumber | Type::Voip
-    )
-}
-
-fn code_field(errors: &mut FieldErrors, code: &str) {
-    errors.check(
-        "code",
-        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
-        "must be exactly 6 digits",
-    );
-}
 
 /// Spec 2.4 UserSmsOtpRequest.
 #[derive(Deserialize, ToSchema)]
@@ -170,7 +126,7 @@ pub async fn sms_otp_verify(
 ) -> Result<Json<LoginResponse>, ApiError> {
     let mut errors = FieldErrors::new();
     let phone = phone_field(&mut errors, "phone", &req.phone);
-    code_field(&mut errors, &req.code);
+    six_digits(&mut errors, "code", &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
@@ -266,7 +222,7 @@ pub async fn phone_confirm(
 ) -> Result<Json<UserResponse>, ApiError> {
     let mut errors = FieldErrors::new();
     let phone = phone_field(&mut errors, "phone", &req.phone);
-    code_field(&mut errors, &req.code);
+    six_digits(&mut errors, "code", &req.code);
     errors.finish()?;
     // Refusals that need no step-up come first (the actor checks them again).
     let bearer = user.bearer;

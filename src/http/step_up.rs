@@ -28,10 +28,10 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{check_current_password, RequestCtx},
+    accounts::check_current_password,
     bearer::{issuer, UserBearer},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{optional_json, ApiJson},
+    extract::{optional_json, ApiJson, RequestCtx},
 };
 use crate::app::{App, AppState};
 

@@ -16,10 +16,10 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, check_token_and_password, Dashboard, RequestContext};
+use super::{audit_in, check_password, check_token_and_password, Dashboard};
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ClientIp},
+    extract::{ApiJson, ClientIp, RequestCtx},
     AppState,
 };
 
@@ -423,7 +423,7 @@ fn member_id(raw: &str) -> Uuid {
 pub async fn accept(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
-    RequestContext(mut ctx): RequestContext,
+    RequestCtx(mut ctx): RequestCtx,
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
     check_token_and_password(&req.token, &req.password, 8)?;
