@@ -16,7 +16,7 @@ use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     policy::is_weak_password,
-    tenant::messages::{Credential, Registration, SessionView, UserView},
+    tenant::messages::{Credential, Registration, SessionView},
     Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
@@ -24,51 +24,13 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::{bearer_header, token_pair, verify, BearerHeader, TokenPair, UserBearer},
+    bearer::{bearer_header, verify, BearerHeader, UserBearer},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::email_field,
-    mfa::{login_answer, LoginResponse},
+    responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
 use crate::app::AppState;
-
-/// The user record (`GET /v1/auth/me`, and `user` in token pairs).
-#[derive(Serialize, ToSchema)]
-pub struct UserResponse {
-    pub id: Uuid,
-    /// `null` for a guest.
-    #[schema(format = "email")]
-    pub email: Option<String>,
-    pub email_verified: bool,
-    /// E.164.
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    #[schema(value_type = Object)]
-    pub public_metadata: serde_json::Value,
-}
-
-impl From<UserView> for UserResponse {
-    fn from(u: UserView) -> Self {
-        UserResponse {
-            id: u.id,
-            email: u.email,
-            email_verified: u.email_verified,
-            phone: u.phone,
-            phone_verified: u.phone_verified,
-            is_anonymous: u.is_anonymous,
-            mfa_enabled: u.mfa_enabled,
-            created_at: u.created_at,
-            last_sign_in_at: u.last_sign_in_at,
-            public_metadata: u.public_metadata,
-        }
-    }
-}
 
 fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     errors.check(

@@ -14,9 +14,9 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::token_pair,
     error::{ApiError, ErrorBody},
     extract::{optional_json, ApiTenant, ClientIp, RequestCtx},
+    responses::token_pair,
 };
 use crate::app::AppState;
 

@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod passwordless;
 pub mod platform;
 pub mod request_id;
+pub mod responses;
 pub mod sms;
 pub mod step_up;
 pub mod tenant;

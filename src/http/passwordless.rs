@@ -4,13 +4,8 @@
 //! `resume_binding` that the verify must present, and the verify answers `redirect_to`,
 //! which resumes the OAuth authorize flow.
 
-use axum::{
-    extract::State,
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    Json,
-};
-use serde::{Deserialize, Serialize};
+use axum::{extract::State, http::StatusCode, response::Response, Json};
+use serde::Deserialize;
 use tessera_actors::{
     tenant::{
         challenges::{OAuthParams, OAuthResume},
@@ -26,7 +21,7 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::email_field,
-    mfa::{login_answer, LoginResponse},
+    responses::{accepted, login_answer, LoginResponse, PasswordlessAccepted},
 };
 use crate::{
     app::{App, AppState},
@@ -108,28 +103,6 @@ pub(super) fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<S
         binding_hash: hex::encode(sha256(binding.as_bytes())),
     };
     (Some(resume), Some(binding))
-}
-
-/// The answer to a passwordless request: the same for every address.
-#[derive(Serialize, ToSchema)]
-pub struct PasswordlessAccepted {
-    /// Always true: the answer does not tell whether the address has an account.
-    pub accepted: bool,
-    /// With `oauth_params` only: keep it in the browser that started, and send it with the
-    /// verify.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resume_binding: Option<String>,
-}
-
-pub(super) fn accepted(binding: Option<String>) -> Response {
-    (
-        StatusCode::ACCEPTED,
-        Json(PasswordlessAccepted {
-            accepted: true,
-            resume_binding: binding,
-        }),
-    )
-        .into_response()
 }
 
 /// Spec 2.4 UserMagicLinkRequest.

@@ -18,17 +18,13 @@ use tessera_actors::{outbound::SmsJob, TenantMsg};
 use utoipa::ToSchema;
 
 use super::{
-    accounts::UserResponse,
     bearer::UserBearer,
     dashboard::Dashboard,
     error::{ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{phone_field, six_digits},
-    mfa::LoginResponse,
-    passwordless::{
-        accepted, bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody,
-        PasswordlessAccepted,
-    },
+    passwordless::{bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody},
+    responses::{accepted, LoginResponse, PasswordlessAccepted, UserResponse},
     step_up::require_step_up,
 };
 use crate::app::AppState;
