@@ -28,6 +28,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::email_field,
+    reauth::check_current_password,
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
 use crate::app::AppState;
@@ -611,28 +612,6 @@ pub async fn reset_password(
         })
         .await?;
     Ok(Json(ResetPasswordResponse { reset: true }))
-}
-
-/// The signed-in user's credential, and whether `password` is theirs: the throttle is
-/// checked by the actor, argon2 runs here. Commands re-check the epoch before they act.
-pub async fn check_current_password(
-    app: &crate::app::App,
-    user: &UserBearer,
-    password: String,
-) -> Result<(Credential, bool), ApiError> {
-    let bearer = user.bearer;
-    let credential = user
-        .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
-        .await?;
-    let ok = app
-        .hasher
-        .verify(
-            &Password::new(password),
-            credential.password_hash.as_deref(),
-        )
-        .await?;
-    Ok((credential, ok))
 }
 
 /// Spec 2.2 ChangePasswordRequest.

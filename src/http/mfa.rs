@@ -18,13 +18,12 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{
-    accounts::check_current_password,
     bearer::{bearer_header, verify, BearerHeader, UserBearer},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, RequestCtx},
     fields::six_digits,
+    reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{token_pair, TokenPair},
-    step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
 };
 use crate::app::AppState;
 

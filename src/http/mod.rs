@@ -17,6 +17,7 @@ pub mod onboarding;
 pub mod openapi;
 pub mod passwordless;
 pub mod platform;
+pub mod reauth;
 pub mod request_id;
 pub mod responses;
 pub mod sms;

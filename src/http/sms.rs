@@ -24,8 +24,8 @@ use super::{
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{phone_field, six_digits},
     passwordless::{bind, binding_field, check_oauth, create_mode, verified, OAuthParamsBody},
+    reauth::require_step_up,
     responses::{accepted, LoginResponse, PasswordlessAccepted, UserResponse},
-    step_up::require_step_up,
 };
 use crate::app::AppState;
 

@@ -16,10 +16,10 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{audit_in, check_token_and_password, token_errors, Dashboard};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
-    AppState,
 };
 
 #[derive(Deserialize, ToSchema)]

@@ -17,10 +17,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{audit_in, check_password, check_token_and_password, Dashboard};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
-    AppState,
 };
 
 #[derive(Serialize, ToSchema)]

@@ -16,10 +16,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{audit_in, check_password, Dashboard, SESSION_COOKIE};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
-    AppState,
 };
 
 #[derive(Deserialize, ToSchema)]
