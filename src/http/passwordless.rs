@@ -1,8 +1,9 @@
-//! Passwordless login by e-mail (`/v1/auth/magic-link`, `/v1/auth/email-otp`): requests
-//! answer 202 whatever the address; verifying a link or code signs in (or, for
-//! `login_or_create`, signs up). With `oauth_params` the request also answers a
-//! `resume_binding` that the verify must present, and the verify answers `redirect_to`,
-//! which resumes the OAuth authorize flow.
+//! Passwordless login by e-mail (`/v1/auth/magic-link`, `/v1/auth/email-otp`) and by a texted
+//! code (`/v1/auth/sms-otp`): requests answer 202 whatever the address or number, before the
+//! message is sent (by the postman or the courier, with retries); verifying a link or code
+//! signs in (or, for `login_or_create`, signs up). With `oauth_params` the request also
+//! answers a `resume_binding` that the verify must present, and the verify answers
+//! `redirect_to`, which resumes the OAuth authorize flow.
 
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use serde::Deserialize;
@@ -20,7 +21,7 @@ use super::{
     bearer::issuer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    fields::email_field,
+    fields::{email_field, phone_field, six_digits},
     responses::{accepted, login_answer, LoginResponse, PasswordlessAccepted},
 };
 use crate::{
@@ -46,7 +47,7 @@ pub struct OAuthParamsBody {
 }
 
 /// Validates `oauth_params` into `errors`.
-pub(super) fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
+fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
     errors.check(
         "oauth_params.client_id",
         len_between(&p.client_id, 1, 256),
@@ -83,7 +84,7 @@ fn optional_params(p: &OAuthParamsBody) -> [(&'static str, Option<&str>); 7] {
 
 /// The OAuth parameters to store and the `resume_binding` to hand the browser: only its
 /// hash is stored.
-pub(super) fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
+fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
     let Some(p) = p else {
         return (None, None);
     };
@@ -156,7 +157,7 @@ pub struct UserMagicLinkVerifyRequest {
     pub resume_binding: Option<String>,
 }
 
-pub(super) fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
+fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
     if let Some(b) = binding {
         errors.check(
             "resume_binding",
@@ -168,7 +169,7 @@ pub(super) fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> 
 }
 
 /// The answer to a verify: the login's, plus `redirect_to` when it resumes an OAuth flow.
-pub(super) async fn verified(
+async fn verified(
     app: &App,
     tenant: &TenantHandle,
     login: PasswordlessLogin,
@@ -307,7 +308,7 @@ pub async fn email_otp(
 }
 
 /// Whether `mode` is `login_or_create` (`login`, the default, is false).
-pub(super) fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
+fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
     errors.check(
         "mode",
         matches!(mode, None | Some("login" | "login_or_create")),
@@ -361,6 +362,116 @@ pub async fn email_otp_verify(
     let login = tenant
         .call(|reply| TenantMsg::EmailOtpVerify {
             email: email.clone(),
+            code: req.code.clone(),
+            binding_hash: binding_hash.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    verified(&state, &tenant, login).await
+}
+
+/// Spec 2.4 UserSmsOtpRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserSmsOtpRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true, example = "+33612345678")]
+    pub phone: String,
+    /// `login` (default): only to numbers a user has confirmed; `login_or_create`: to any
+    /// number, the account is created at the first verify.
+    #[schema(pattern = "^(login|login_or_create)$")]
+    pub mode: Option<String>,
+    /// Only `sms`.
+    #[schema(pattern = "^sms$")]
+    pub channel: Option<String>,
+    pub oauth_params: Option<OAuthParamsBody>,
+}
+
+/// Texts a 6-digit login code (10 minutes) per `mode`. Always 202 for an admitted number.
+#[utoipa::path(post, path = "/v1/auth/sms-otp", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserSmsOtpRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the number has an account", body = PasswordlessAccepted),
+        (status = 400, description = "`validation/invalid_request` (also an invalid number), `sms/country_not_allowed`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited` (one a minute and 5 an hour per number, 10 an hour per client), `sms/monthly_cap_reached`", body = ErrorBody),
+    ))]
+pub async fn sms_otp(
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    ApiJson(req): ApiJson<UserSmsOtpRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    let create = create_mode(&mut errors, req.mode.as_deref());
+    errors.check(
+        "channel",
+        req.channel.as_deref().is_none_or(|c| c == "sms"),
+        "must be sms",
+    );
+    if let Some(p) = &req.oauth_params {
+        check_oauth(&mut errors, p);
+    }
+    errors.finish()?;
+    let Some(phone) = phone else {
+        return Err(ApiError::internal("a checked phone number is missing"));
+    };
+    let (oauth, binding) = bind(req.oauth_params);
+    tenant
+        .call(|reply| TenantMsg::SmsOtpRequest {
+            phone: phone.clone(),
+            create,
+            oauth: oauth.clone(),
+            ip,
+            reply,
+        })
+        .await?;
+    Ok(accepted(binding))
+}
+
+/// Spec 2.4 UserSmsOtpVerifyRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserSmsOtpVerifyRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true)]
+    pub phone: String,
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+    #[schema(max_length = 64)]
+    pub resume_binding: Option<String>,
+}
+
+/// Signs in (or signs up, for `login_or_create`) with a texted code: the token pair (AMR
+/// `sms`). Five wrong codes kill the code.
+#[utoipa::path(post, path = "/v1/auth/sms-otp/verify", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserSmsOtpVerifyRequest,
+    responses(
+        (status = 200, description = "Signed in (with `redirect_to` when the code resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`invalid_or_expired_token`: wrong, used, expired or no code, or a wrong `resume_binding`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`: wrong codes count as failed logins of the number and the client", body = ErrorBody),
+    ))]
+pub async fn sms_otp_verify(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<UserSmsOtpVerifyRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    six_digits(&mut errors, "code", &req.code);
+    let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
+    errors.finish()?;
+    let e164 = phone.map(|p| p.e164).unwrap_or_default();
+    let login = tenant
+        .call(|reply| TenantMsg::SmsOtpVerify {
+            phone: e164.clone(),
             code: req.code.clone(),
             binding_hash: binding_hash.clone(),
             ip,

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use axum::{
     body::Bytes,
-    extract::{Path, State},
+    extract::State,
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -19,7 +19,7 @@ use super::{
     bearer::UserBearer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiJson, RequestCtx},
-    reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
+    reauth::{check_current_password, sign_step_up, StepUpTokenResponse},
 };
 use crate::app::AppState;
 
@@ -251,45 +251,4 @@ pub async fn magic_link_verify(
         })
         .await?;
     Ok(Json(sign_step_up(&state, &user.tenant, &grant).await?))
-}
-
-/// Starts linking a social provider to the signed-in user: gated by step-up (spec 4.1).
-/// No social provider can be configured yet, so past the gate the answer is
-/// `account_linking/provider_not_configured`.
-#[utoipa::path(post, path = "/v1/users/me/link/{provider}", tag = "step-up",
-    security(("api_key" = [], "bearer" = [])),
-    params(
-        ("provider" = String, Path, description = "Lowercase provider name"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
-    ),
-    responses(
-        (status = 400, description = "`account_linking/provider_not_configured` (after the gate passed and consumed the token)", body = ErrorBody),
-        (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
-    ))]
-pub async fn link_provider(
-    State(state): State<AppState>,
-    user: UserBearer,
-    headers: HeaderMap,
-    Path(provider): Path<String>,
-) -> Result<Response, ApiError> {
-    let overview = user
-        .tenant
-        .call(|reply| TenantMsg::GetOverview { reply })
-        .await?;
-    if !overview.settings.security.explicit_account_linking_enabled {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "account_linking/disabled",
-            "this tenant does not allow linking more sign-in providers",
-        ));
-    }
-    require_step_up(&state, &user, &headers).await?;
-    let shown: String = provider.chars().take(32).collect();
-    Err(ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "account_linking/provider_not_configured",
-        format!("no sign-in provider {shown:?} is configured for this tenant"),
-    ))
 }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod members;
 pub mod session;
 pub mod settings;
+pub mod sms_test;
 
 use axum::{
     extract::FromRequestParts,
