@@ -21,7 +21,7 @@ use super::{
     bearer::issuer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    fields::{email_field, phone_field, six_digits},
+    fields::{checked_phone, email_field, phone_field, six_digits},
     responses::{accepted, login_answer, LoginResponse, PasswordlessAccepted},
 };
 use crate::{
@@ -415,9 +415,7 @@ pub async fn sms_otp(
         check_oauth(&mut errors, p);
     }
     errors.finish()?;
-    let Some(phone) = phone else {
-        return Err(ApiError::internal("a checked phone number is missing"));
-    };
+    let phone = checked_phone(phone)?;
     let (oauth, binding) = bind(req.oauth_params);
     tenant
         .call(|reply| TenantMsg::SmsOtpRequest {

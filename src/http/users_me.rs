@@ -17,7 +17,7 @@ use super::{
     bearer::UserBearer,
     error::{ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
-    fields::{phone_field, six_digits},
+    fields::{checked_phone, phone_field, six_digits},
     reauth::require_step_up,
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
@@ -51,9 +51,7 @@ pub async fn phone_verify(
     let mut errors = FieldErrors::new();
     let phone = phone_field(&mut errors, "phone", &req.phone);
     errors.finish()?;
-    let Some(phone) = phone else {
-        return Err(ApiError::internal("a checked phone number is missing"));
-    };
+    let phone = checked_phone(phone)?;
     let bearer = user.bearer;
     user.tenant
         .call(|reply| TenantMsg::PhoneVerifyRequest {

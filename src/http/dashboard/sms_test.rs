@@ -12,7 +12,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    fields::phone_field,
+    fields::{checked_phone, phone_field},
 };
 
 /// Spec 2.4 SmsTestRequest.
@@ -62,9 +62,7 @@ pub async fn sms_test(
     );
     let phone = phone_field(&mut errors, "phone", &req.phone);
     errors.finish()?;
-    let Some(phone) = phone else {
-        return Err(ApiError::internal("a checked phone number is missing"));
-    };
+    let phone = checked_phone(phone)?;
     let (_, tenant) = auth.owner(&state, &req.tenant_slug)?;
     let ctx = auth.ctx.clone();
     let job: SmsJob = tenant
