@@ -1,9 +1,10 @@
 //! MFA routes (`/v1/auth/mfa/...`): TOTP setup and confirmation, the second step of a login
-//! (or of a TOTP step-up), disabling MFA and new recovery codes; and the login answers that
-//! MFA and the tenant's MFA policy add.
+//! (or of a TOTP step-up), disabling MFA and new recovery codes. The login answers that MFA
+//! and the tenant's MFA policy add are in `responses.rs`.
 //!
-//! Passwords are checked here, off the tenant actor; codes are checked by the actor, which
-//! owns the seeds, the recovery codes and the single-use challenges.
+//! Passwords are checked off the tenant actor (`reauth::check_current_password`); codes are
+//! checked by the actor, which owns the seeds, the recovery codes and the single-use
+//! challenges.
 
 use axum::{
     extract::{FromRequestParts, State},
