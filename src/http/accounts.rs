@@ -7,19 +7,16 @@
 
 use axum::{
     body::Bytes,
-    extract::{FromRequestParts, Path, State},
-    http::{request::Parts, HeaderMap, StatusCode},
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
 use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    policy::{is_weak_password, normalize_email},
-    tenant::{
-        audit::AuditContext,
-        messages::{Credential, Registration, SessionView, UserView},
-    },
+    policy::is_weak_password,
+    tenant::messages::{Credential, Registration, SessionView},
     Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
@@ -27,64 +24,14 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    bearer::{
-        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
-    },
-    dashboard::audit_context,
-    error::{is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp},
-    mfa::{login_answer, LoginResponse},
-    AppState,
+    bearer::{bearer_header, verify, BearerHeader, UserBearer},
+    error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    fields::email_field,
+    reauth::check_current_password,
+    responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
-
-/// The audit context of an end-user request: hashed client address and user-agent family.
-pub struct RequestCtx(pub AuditContext);
-
-impl FromRequestParts<AppState> for RequestCtx {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(RequestCtx(audit_context(state, parts, None)))
-    }
-}
-
-/// The user record (`GET /v1/auth/me`, and `user` in token pairs).
-#[derive(Serialize, ToSchema)]
-pub struct UserResponse {
-    pub id: Uuid,
-    /// `null` for a guest.
-    #[schema(format = "email")]
-    pub email: Option<String>,
-    pub email_verified: bool,
-    /// E.164.
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    #[schema(value_type = Object)]
-    pub public_metadata: serde_json::Value,
-}
-
-impl From<UserView> for UserResponse {
-    fn from(u: UserView) -> Self {
-        UserResponse {
-            id: u.id,
-            email: u.email,
-            email_verified: u.email_verified,
-            phone: u.phone,
-            phone_verified: u.phone_verified,
-            is_anonymous: u.is_anonymous,
-            mfa_enabled: u.mfa_enabled,
-            created_at: u.created_at,
-            last_sign_in_at: u.last_sign_in_at,
-            public_metadata: u.public_metadata,
-        }
-    }
-}
+use crate::app::AppState;
 
 fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     errors.check(
@@ -92,17 +39,6 @@ fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
         len_between(value, 12, 128),
         "must be 12-128 characters",
     );
-}
-
-/// The address of an end-user request, normalised (lowercase, punycode), when it is an
-/// address and the mailer can send to its normalised form (else the field's error).
-pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
-    let normalized = is_email(value.trim())
-        .then(|| normalize_email(value))
-        .flatten()
-        .filter(|n| mailer_accepts(n));
-    errors.check("email", normalized.is_some(), "must be an e-mail address");
-    normalized
 }
 
 fn weak_password() -> ApiError {
@@ -124,7 +60,7 @@ pub struct RegisterRequest {
     pub password: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent: bool,
     /// `YYYY-MM-DD`, a real past date. Stored encrypted; never echoed.
     #[schema(pattern = r"^\d{4}-\d{2}-\d{2}$")]
@@ -676,28 +612,6 @@ pub async fn reset_password(
         })
         .await?;
     Ok(Json(ResetPasswordResponse { reset: true }))
-}
-
-/// The signed-in user's credential, and whether `password` is theirs: the throttle is
-/// checked by the actor, argon2 runs here. Commands re-check the epoch before they act.
-pub async fn check_current_password(
-    app: &crate::app::App,
-    user: &UserBearer,
-    password: String,
-) -> Result<(Credential, bool), ApiError> {
-    let bearer = user.bearer;
-    let credential = user
-        .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
-        .await?;
-    let ok = app
-        .hasher
-        .verify(
-            &Password::new(password),
-            credential.password_hash.as_deref(),
-        )
-        .await?;
-    Ok((credential, ok))
 }
 
 /// Spec 2.2 ChangePasswordRequest.

@@ -14,12 +14,11 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    accounts::RequestCtx,
-    bearer::token_pair,
     error::{ApiError, ErrorBody},
-    extract::{optional_json, ApiTenant, ClientIp},
-    AppState,
+    extract::{optional_json, ApiTenant, ClientIp, RequestCtx},
+    responses::token_pair,
 };
+use crate::app::AppState;
 
 /// Spec 2.2 AnonymousSigninRequest.
 #[derive(Deserialize, ToSchema, Default)]

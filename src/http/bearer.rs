@@ -1,5 +1,6 @@
-//! End-user bearer tokens: signing the access token of a [`Grant`], and the [`UserBearer`]
-//! extractor that verifies one.
+//! End-user bearer tokens: the one reading of `Authorization`, the issuer of a tenant's tokens,
+//! and the [`UserBearer`] extractor that verifies an access token (`responses::token_pair`
+//! signs them).
 //!
 //! Verification runs here, off the tenant actor, with the keys the actor publishes; the actor
 //! is then asked only whether the session is still alive (every command taking a [`Bearer`]
@@ -13,102 +14,25 @@ use axum::{
     extract::FromRequestParts,
     http::{header, request::Parts, HeaderValue, StatusCode},
 };
-use serde::Serialize;
 use tessera_actors::{
     tenant::{
         keys::{AccessClaims, TokenKeys},
-        messages::{Bearer, Grant},
+        messages::Bearer,
     },
     TenantHandle,
 };
 use tessera_storage::{sha256, TenantId};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
-use uuid::Uuid;
 
-use super::{accounts::UserResponse, error::ApiError, extract::ApiTenant, AppState};
-use crate::app::App;
+use super::{
+    error::{invalid_token, ApiError},
+    extract::ApiTenant,
+};
+use crate::app::{App, AppState};
 
 /// `{base_url}/v1/tenants/{slug}`: the issuer of a tenant's tokens.
 pub fn issuer(app: &App, slug: &str) -> String {
     format!("{}/v1/tenants/{slug}", app.base_url)
-}
-
-/// The answer to every login and refresh.
-#[derive(Serialize, ToSchema)]
-pub struct TokenPair {
-    /// An ES256 JWT (`typ` `at+jwt`), verifiable with the tenant's JWKS.
-    pub access_token: String,
-    /// Opaque and single-use: each refresh answers a new one.
-    pub refresh_token: String,
-    /// Seconds until the access token expires.
-    pub expires_in: i64,
-    /// Always `Bearer`.
-    pub token_type: &'static str,
-    pub user: UserResponse,
-    /// Login only, when the tenant requires MFA and this user has not set it up: sign-ins
-    /// work until this moment, then only MFA setup does.
-    #[serde(
-        with = "time::serde::rfc3339::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub mfa_enrollment_required_by: Option<OffsetDateTime>,
-    /// Passwordless logins started with `oauth_params` only: the authorize request to resume.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redirect_to: Option<String>,
-}
-
-/// Signs the access token of `grant` and pairs it with its refresh token.
-pub async fn token_pair(
-    app: &App,
-    tenant: &TenantHandle,
-    grant: Grant,
-) -> Result<TokenPair, ApiError> {
-    let keys = tenant.keys().await?;
-    let now = OffsetDateTime::now_utc();
-    let ttl = i64::try_from(app.config.tokens.access_ttl_secs).unwrap_or(i64::MAX);
-    let exp = now
-        .unix_timestamp()
-        .saturating_add(ttl)
-        .min(grant.session_expires_at.unix_timestamp());
-    let aal = grant.aal.clamp(1, 2);
-    let claims = AccessClaims {
-        iss: issuer(app, &tenant.slug),
-        sub: grant.user.id.to_string(),
-        aud: tenant.slug.clone(),
-        exp,
-        iat: now.unix_timestamp(),
-        jti: Uuid::new_v4().to_string(),
-        sid: grant.session_id.to_string(),
-        tid: tenant.id.to_string(),
-        is_anonymous: grant.user.is_anonymous,
-        aal: format!("AAL{aal}"),
-        acr: format!("aal{aal}"),
-        amr: grant.amr.clone(),
-    };
-    let access_token = keys.sign(&claims).map_err(ApiError::internal)?;
-    Ok(TokenPair {
-        access_token,
-        refresh_token: grant.refresh_token,
-        expires_in: (exp - now.unix_timestamp()).max(0),
-        token_type: "Bearer",
-        user: grant.user.into(),
-        mfa_enrollment_required_by: None,
-        redirect_to: None,
-    })
-}
-
-/// 401 `auth/invalid_token` with the RFC 6750 challenge.
-pub fn invalid_token() -> ApiError {
-    ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "auth/invalid_token",
-        "the access token is invalid, expired or revoked",
-    )
-    .with_header(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer error=\"invalid_token\""),
-    )
 }
 
 /// A signed-in end user of the API key's tenant: the token verified (signature, `typ`, `iss`,

@@ -22,7 +22,8 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
-use super::{error::ApiError, extract::tenant_of_key, AppState};
+use super::{error::ApiError, extract::tenant_of_key};
+use crate::app::AppState;
 
 /// Headers a browser may send on an end-user API call.
 const END_USER_HEADERS: &str =

@@ -164,6 +164,19 @@ impl ApiError {
     }
 }
 
+/// 401 `auth/invalid_token` with the RFC 6750 challenge.
+pub fn invalid_token() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "auth/invalid_token",
+        "the access token is invalid, expired or revoked",
+    )
+    .with_header(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer error=\"invalid_token\""),
+    )
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody {
@@ -245,7 +258,7 @@ impl From<CallError<TenantError>> for ApiError {
                 "auth/refresh_token_reused",
                 "this refresh token was already used; the session has been revoked",
             ),
-            CallError::Failed(TenantError::InvalidSession) => crate::http::bearer::invalid_token(),
+            CallError::Failed(TenantError::InvalidSession) => invalid_token(),
             CallError::Failed(TenantError::AnonymousDisabled) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "anonymous/disabled",

@@ -1,5 +1,5 @@
 //! Extractors: the JSON body (with the error envelope for every way it can be wrong), the
-//! client's IP address, and the tenant named by `X-API-Key`.
+//! client's IP address, the tenant named by `X-API-Key`, and the audit context of a request.
 
 use std::net::IpAddr;
 
@@ -10,9 +10,10 @@ use axum::{
 };
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
-use tessera_actors::TenantHandle;
+use tessera_actors::{tenant::audit::AuditContext, TenantHandle};
 
-use super::{error::ApiError, AppState};
+use super::error::ApiError;
+use crate::app::AppState;
 
 /// A JSON request body: 415 unless `application/json` ([`is_json`]), 413 over the size limit,
 /// 400 `validation/invalid_request` for broken JSON, a repeated key or a field of the wrong
@@ -313,6 +314,53 @@ impl FromRequestParts<AppState> for ApiTenant {
         tracing::Span::current().record("tenant", tenant.slug.as_str());
         Ok(ApiTenant(tenant))
     }
+}
+
+/// The audit context of a request before it names an actor (a signed-in caller's extractor
+/// adds one): keyed hash of the client address, user-agent family.
+pub struct RequestCtx(pub AuditContext);
+
+impl FromRequestParts<AppState> for RequestCtx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Ok(RequestCtx(audit_context(state, parts, None)))
+    }
+}
+
+/// The audit context of a request: keyed hash of the client address, user-agent family.
+pub fn audit_context(state: &AppState, parts: &Parts, actor: Option<uuid::Uuid>) -> AuditContext {
+    let ip = parts.extensions.get::<ClientIp>().map(|c| c.0);
+    AuditContext {
+        actor,
+        ip_hash: ip.map(|ip| hex::encode(state.ip_hasher.hash(ip.to_string().as_bytes()))),
+        ua_family: parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(ua_family),
+    }
+}
+
+/// A coarse browser or client family from a User-Agent: never the full string.
+pub fn ua_family(ua: &str) -> String {
+    let ua = ua.to_ascii_lowercase();
+    let family = if ua.contains("edg/") {
+        "edge"
+    } else if ua.contains("firefox/") {
+        "firefox"
+    } else if ua.contains("chrome/") || ua.contains("chromium/") {
+        "chrome"
+    } else if ua.contains("safari/") {
+        "safari"
+    } else if ua.starts_with("curl/") {
+        "curl"
+    } else if ua.contains("reqwest") || ua.contains("python") || ua.contains("go-http") {
+        "library"
+    } else {
+        "other"
+    };
+    family.to_owned()
 }
 
 #[cfg(test)]

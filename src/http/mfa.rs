@@ -1,9 +1,10 @@
 //! MFA routes (`/v1/auth/mfa/...`): TOTP setup and confirmation, the second step of a login
-//! (or of a TOTP step-up), disabling MFA and new recovery codes; and the login answers that
-//! MFA and the tenant's MFA policy add.
+//! (or of a TOTP step-up), disabling MFA and new recovery codes. The login answers that MFA
+//! and the tenant's MFA policy add are in `responses.rs`.
 //!
-//! Passwords are checked here, off the tenant actor; codes are checked by the actor, which
-//! owns the seeds, the recovery codes and the single-use challenges.
+//! Passwords are checked off the tenant actor (`reauth::check_current_password`); codes are
+//! checked by the actor, which owns the seeds, the recovery codes and the single-use
+//! challenges.
 
 use axum::{
     extract::{FromRequestParts, State},
@@ -12,96 +13,20 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    tenant::messages::{Bearer, LoginOutcome, MfaVerified, MfaWho},
+    tenant::messages::{Bearer, MfaVerified, MfaWho},
     TenantHandle, TenantMsg,
 };
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{check_current_password, RequestCtx, UserResponse},
-    bearer::{
-        bearer_header, invalid_token, token_pair, verify, BearerHeader, TokenPair, UserBearer,
-    },
-    error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant},
-    step_up::{require_step_up, sign_step_up, StepUpTokenResponse},
-    AppState,
+    bearer::{bearer_header, verify, BearerHeader, UserBearer},
+    error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant, RequestCtx},
+    fields::six_digits,
+    reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
+    responses::{token_pair, TokenPair},
 };
-use crate::app::App;
-
-/// A login that needs its second factor.
-#[derive(Serialize, ToSchema)]
-pub struct MfaChallengeResponse {
-    /// Always true.
-    pub mfa_required: bool,
-    /// For `POST /v1/auth/mfa/verify`: single use, 5 minutes.
-    pub mfa_challenge_token: String,
-    /// `totp`, `recovery_code`.
-    pub available_methods: Vec<String>,
-    pub expires_in: i64,
-}
-
-/// A login past the tenant's MFA grace period: the token allows MFA setup only.
-#[derive(Serialize, ToSchema)]
-pub struct EnrollmentRequiredResponse {
-    /// Always true.
-    pub mfa_enrollment_required: bool,
-    /// Use as `Authorization: Bearer` with `/v1/auth/mfa/setup` and `/v1/auth/mfa/verify-setup`
-    /// only; it dies once MFA is set up, and the user signs in again.
-    pub enrollment_token: String,
-    /// Always `Bearer`.
-    pub token_type: &'static str,
-    pub expires_in: i64,
-    pub user: UserResponse,
-}
-
-/// The answer to a password login.
-#[derive(Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum LoginResponse {
-    Tokens(TokenPair),
-    MfaRequired(MfaChallengeResponse),
-    EnrollmentRequired(EnrollmentRequiredResponse),
-}
-
-/// Turns a login's outcome into its answer (signing the access token of a session).
-pub async fn login_answer(
-    app: &App,
-    tenant: &TenantHandle,
-    outcome: LoginOutcome,
-) -> Result<LoginResponse, ApiError> {
-    Ok(match outcome {
-        LoginOutcome::Signed {
-            grant,
-            enrollment_required_by,
-        } => {
-            let mut pair = token_pair(app, tenant, grant).await?;
-            pair.mfa_enrollment_required_by = enrollment_required_by;
-            LoginResponse::Tokens(pair)
-        }
-        LoginOutcome::MfaRequired {
-            challenge,
-            methods,
-            expires_in,
-        } => LoginResponse::MfaRequired(MfaChallengeResponse {
-            mfa_required: true,
-            mfa_challenge_token: challenge,
-            available_methods: methods,
-            expires_in,
-        }),
-        LoginOutcome::EnrollmentRequired {
-            token,
-            expires_in,
-            user,
-        } => LoginResponse::EnrollmentRequired(EnrollmentRequiredResponse {
-            mfa_enrollment_required: true,
-            enrollment_token: token,
-            token_type: "Bearer",
-            expires_in,
-            user: user.into(),
-        }),
-    })
-}
+use crate::app::AppState;
 
 /// The caller of an MFA setup route: a signed-in user (an access token) or the holder of an
 /// enrolment token (opaque, no dots).
@@ -213,14 +138,6 @@ pub struct MfaVerifySetupRequest {
 pub struct RecoveryCodesResponse {
     /// Ten single-use codes, shown this once; each replaces a TOTP code once.
     pub recovery_codes: Vec<String>,
-}
-
-fn six_digits(errors: &mut FieldErrors, field: &str, code: &str) {
-    errors.check(
-        field,
-        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
-        "must be exactly 6 digits",
-    );
 }
 
 /// Confirms the pending secret with a current code: MFA is on, and the recovery codes are

@@ -16,8 +16,8 @@ use ipnet::IpNet;
 use super::{
     error::ApiError,
     extract::{ClientIp, UnknownClient},
-    AppState,
 };
+use crate::app::AppState;
 
 /// Sets [`ClientIp`]: the peer address, unless the peer is a trusted proxy; then the nearest
 /// address in `X-Forwarded-For` that is not a trusted proxy. When that hop is not an address

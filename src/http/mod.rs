@@ -10,16 +10,19 @@ pub mod cors;
 pub mod dashboard;
 pub mod error;
 pub mod extract;
+pub mod fields;
 pub mod mfa;
 pub mod middleware;
 pub mod onboarding;
 pub mod openapi;
 pub mod passwordless;
 pub mod platform;
+pub mod reauth;
 pub mod request_id;
-pub mod sms;
+pub mod responses;
 pub mod step_up;
 pub mod tenant;
+pub mod users_me;
 pub mod wellknown;
 
 use std::{
@@ -91,11 +94,11 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(passwordless::magic_link_verify))
         .routes(routes!(passwordless::email_otp))
         .routes(routes!(passwordless::email_otp_verify))
-        .routes(routes!(sms::sms_otp))
-        .routes(routes!(sms::sms_otp_verify))
-        .routes(routes!(sms::phone_verify))
-        .routes(routes!(sms::phone_confirm))
-        .routes(routes!(sms::sms_test))
+        .routes(routes!(passwordless::sms_otp))
+        .routes(routes!(passwordless::sms_otp_verify))
+        .routes(routes!(users_me::phone_verify))
+        .routes(routes!(users_me::phone_confirm))
+        .routes(routes!(dashboard::sms_test::sms_test))
         .routes(routes!(mfa::setup))
         .routes(routes!(mfa::verify_setup))
         .routes(routes!(mfa::verify_mfa))
@@ -106,7 +109,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(step_up::email_otp_verify))
         .routes(routes!(step_up::magic_link_initiate))
         .routes(routes!(step_up::magic_link_verify))
-        .routes(routes!(step_up::link_provider))
+        .routes(routes!(users_me::link_provider))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))

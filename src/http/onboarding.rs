@@ -18,9 +18,11 @@ use uuid::Uuid;
 use super::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp},
-    AppState,
 };
-use crate::{app::TenantCreation, captcha::CaptchaOutcome};
+use crate::{
+    app::{AppState, TenantCreation},
+    captcha::CaptchaOutcome,
+};
 
 /// Spec 2.1. Required fields default to empty so that every missing field is reported at once.
 #[derive(Serialize, Deserialize, ToSchema)]
@@ -39,11 +41,11 @@ pub struct OnboardingSignupRequest {
     pub tenant_name: String,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent_terms: bool,
     /// Must be true.
     #[serde(default)]
-    #[schema(schema_with = crate::http::openapi::must_be_true, required = true)]
+    #[schema(schema_with = crate::http::fields::must_be_true, required = true)]
     pub consent_privacy: bool,
     #[serde(default)]
     pub consent_marketing: bool,

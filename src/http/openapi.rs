@@ -97,16 +97,6 @@ impl Modify for SecuritySchemes {
     }
 }
 
-/// The schema of a consent flag: a boolean that must be `true` (the handlers answer a named
-/// field error for `false`).
-pub fn must_be_true() -> utoipa::openapi::Object {
-    ObjectBuilder::new()
-        .schema_type(Type::Boolean)
-        .enum_values(Some([true]))
-        .description(Some("Must be true."))
-        .build()
-}
-
 /// The security scheme of a dashboard session sent as a bearer token.
 pub const DASHBOARD_SESSION: &str = "dashboard_session";
 /// The security scheme of a dashboard session sent as its cookie (writes need `X-CSRF-Token`).

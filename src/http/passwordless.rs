@@ -1,16 +1,12 @@
-//! Passwordless login by e-mail (`/v1/auth/magic-link`, `/v1/auth/email-otp`): requests
-//! answer 202 whatever the address; verifying a link or code signs in (or, for
-//! `login_or_create`, signs up). With `oauth_params` the request also answers a
-//! `resume_binding` that the verify must present, and the verify answers `redirect_to`,
-//! which resumes the OAuth authorize flow.
+//! Passwordless login by e-mail (`/v1/auth/magic-link`, `/v1/auth/email-otp`) and by a texted
+//! code (`/v1/auth/sms-otp`): requests answer 202 whatever the address or number, before the
+//! message is sent (by the postman or the courier, with retries); verifying a link or code
+//! signs in (or, for `login_or_create`, signs up). With `oauth_params` the request also
+//! answers a `resume_binding` that the verify must present, and the verify answers
+//! `redirect_to`, which resumes the OAuth authorize flow.
 
-use axum::{
-    extract::State,
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    Json,
-};
-use serde::{Deserialize, Serialize};
+use axum::{extract::State, http::StatusCode, response::Response, Json};
+use serde::Deserialize;
 use tessera_actors::{
     tenant::{
         challenges::{OAuthParams, OAuthResume},
@@ -22,14 +18,16 @@ use tessera_storage::{random_token, sha256};
 use utoipa::ToSchema;
 
 use super::{
-    accounts::{email_field, RequestCtx},
     bearer::issuer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp},
-    mfa::{login_answer, LoginResponse},
-    AppState,
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    fields::{checked_phone, email_field, phone_field, six_digits},
+    responses::{accepted, login_answer, LoginResponse, PasswordlessAccepted},
 };
-use crate::{app::App, captcha::CaptchaOutcome};
+use crate::{
+    app::{App, AppState},
+    captcha::CaptchaOutcome,
+};
 
 /// Spec 2.4 `oauth_params`: the authorize request a passwordless login resumes.
 #[derive(Deserialize, ToSchema)]
@@ -49,7 +47,7 @@ pub struct OAuthParamsBody {
 }
 
 /// Validates `oauth_params` into `errors`.
-pub(super) fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
+fn check_oauth(errors: &mut FieldErrors, p: &OAuthParamsBody) {
     errors.check(
         "oauth_params.client_id",
         len_between(&p.client_id, 1, 256),
@@ -86,7 +84,7 @@ fn optional_params(p: &OAuthParamsBody) -> [(&'static str, Option<&str>); 7] {
 
 /// The OAuth parameters to store and the `resume_binding` to hand the browser: only its
 /// hash is stored.
-pub(super) fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
+fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<String>) {
     let Some(p) = p else {
         return (None, None);
     };
@@ -106,28 +104,6 @@ pub(super) fn bind(p: Option<OAuthParamsBody>) -> (Option<OAuthResume>, Option<S
         binding_hash: hex::encode(sha256(binding.as_bytes())),
     };
     (Some(resume), Some(binding))
-}
-
-/// The answer to a passwordless request: the same for every address.
-#[derive(Serialize, ToSchema)]
-pub struct PasswordlessAccepted {
-    /// Always true: the answer does not tell whether the address has an account.
-    pub accepted: bool,
-    /// With `oauth_params` only: keep it in the browser that started, and send it with the
-    /// verify.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resume_binding: Option<String>,
-}
-
-pub(super) fn accepted(binding: Option<String>) -> Response {
-    (
-        StatusCode::ACCEPTED,
-        Json(PasswordlessAccepted {
-            accepted: true,
-            resume_binding: binding,
-        }),
-    )
-        .into_response()
 }
 
 /// Spec 2.4 UserMagicLinkRequest.
@@ -181,7 +157,7 @@ pub struct UserMagicLinkVerifyRequest {
     pub resume_binding: Option<String>,
 }
 
-pub(super) fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
+fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> Option<String> {
     if let Some(b) = binding {
         errors.check(
             "resume_binding",
@@ -193,7 +169,7 @@ pub(super) fn binding_field(errors: &mut FieldErrors, binding: Option<&str>) -> 
 }
 
 /// The answer to a verify: the login's, plus `redirect_to` when it resumes an OAuth flow.
-pub(super) async fn verified(
+async fn verified(
     app: &App,
     tenant: &TenantHandle,
     login: PasswordlessLogin,
@@ -332,7 +308,7 @@ pub async fn email_otp(
 }
 
 /// Whether `mode` is `login_or_create` (`login`, the default, is false).
-pub(super) fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
+fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
     errors.check(
         "mode",
         matches!(mode, None | Some("login" | "login_or_create")),
@@ -386,6 +362,114 @@ pub async fn email_otp_verify(
     let login = tenant
         .call(|reply| TenantMsg::EmailOtpVerify {
             email: email.clone(),
+            code: req.code.clone(),
+            binding_hash: binding_hash.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    verified(&state, &tenant, login).await
+}
+
+/// Spec 2.4 UserSmsOtpRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserSmsOtpRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true, example = "+33612345678")]
+    pub phone: String,
+    /// `login` (default): only to numbers a user has confirmed; `login_or_create`: to any
+    /// number, the account is created at the first verify.
+    #[schema(pattern = "^(login|login_or_create)$")]
+    pub mode: Option<String>,
+    /// Only `sms`.
+    #[schema(pattern = "^sms$")]
+    pub channel: Option<String>,
+    pub oauth_params: Option<OAuthParamsBody>,
+}
+
+/// Texts a 6-digit login code (10 minutes) per `mode`. Always 202 for an admitted number.
+#[utoipa::path(post, path = "/v1/auth/sms-otp", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserSmsOtpRequest,
+    responses(
+        (status = 202, description = "Accepted, whether or not the number has an account", body = PasswordlessAccepted),
+        (status = 400, description = "`validation/invalid_request` (also an invalid number), `sms/country_not_allowed`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited` (one a minute and 5 an hour per number, 10 an hour per client), `sms/monthly_cap_reached`", body = ErrorBody),
+    ))]
+pub async fn sms_otp(
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    ApiJson(req): ApiJson<UserSmsOtpRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    let create = create_mode(&mut errors, req.mode.as_deref());
+    errors.check(
+        "channel",
+        req.channel.as_deref().is_none_or(|c| c == "sms"),
+        "must be sms",
+    );
+    if let Some(p) = &req.oauth_params {
+        check_oauth(&mut errors, p);
+    }
+    errors.finish()?;
+    let phone = checked_phone(phone)?;
+    let (oauth, binding) = bind(req.oauth_params);
+    tenant
+        .call(|reply| TenantMsg::SmsOtpRequest {
+            phone: phone.clone(),
+            create,
+            oauth: oauth.clone(),
+            ip,
+            reply,
+        })
+        .await?;
+    Ok(accepted(binding))
+}
+
+/// Spec 2.4 UserSmsOtpVerifyRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct UserSmsOtpVerifyRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true)]
+    pub phone: String,
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+    #[schema(max_length = 64)]
+    pub resume_binding: Option<String>,
+}
+
+/// Signs in (or signs up, for `login_or_create`) with a texted code: the token pair (AMR
+/// `sms`). Five wrong codes kill the code.
+#[utoipa::path(post, path = "/v1/auth/sms-otp/verify", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = UserSmsOtpVerifyRequest,
+    responses(
+        (status = 200, description = "Signed in (with `redirect_to` when the code resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`invalid_or_expired_token`: wrong, used, expired or no code, or a wrong `resume_binding`", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts`: wrong codes count as failed logins of the number and the client", body = ErrorBody),
+    ))]
+pub async fn sms_otp_verify(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<UserSmsOtpVerifyRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    six_digits(&mut errors, "code", &req.code);
+    let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
+    errors.finish()?;
+    let e164 = phone.map(|p| p.e164).unwrap_or_default();
+    let login = tenant
+        .call(|reply| TenantMsg::SmsOtpVerify {
+            phone: e164.clone(),
             code: req.code.clone(),
             binding_hash: binding_hash.clone(),
             ip,

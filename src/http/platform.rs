@@ -11,7 +11,7 @@ use axum::{
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AppState;
+use crate::app::AppState;
 
 #[derive(Serialize, ToSchema)]
 pub struct HealthResponse {

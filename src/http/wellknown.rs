@@ -14,8 +14,8 @@ use utoipa::ToSchema;
 use super::{
     bearer::issuer,
     error::{ApiError, ErrorBody},
-    AppState,
 };
+use crate::app::AppState;
 
 fn tenant(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
     state

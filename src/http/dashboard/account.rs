@@ -15,11 +15,11 @@ use tessera_actors::{
 };
 use utoipa::ToSchema;
 
-use super::{audit_in, check_token_and_password, token_errors, Dashboard, RequestContext};
+use super::{audit_in, check_token_and_password, token_errors, Dashboard};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ClientIp},
-    AppState,
+    extract::{ApiJson, ClientIp, RequestCtx},
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -195,7 +195,7 @@ pub async fn forgot_password(
     ))]
 pub async fn reset_password(
     State(state): State<AppState>,
-    RequestContext(mut ctx): RequestContext,
+    RequestCtx(mut ctx): RequestCtx,
     ApiJson(req): ApiJson<DashboardResetPasswordRequest>,
 ) -> Result<Json<PasswordResetResponse>, ApiError> {
     check_token_and_password(&req.token, &req.password, 12)?;

@@ -11,10 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::Dashboard;
-use crate::http::{
-    error::{ApiError, ErrorBody, FieldErrors},
-    AppState,
-};
+use crate::app::AppState;
+use crate::http::error::{ApiError, ErrorBody, FieldErrors};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -16,11 +16,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, check_token_and_password, Dashboard, RequestContext};
+use super::{audit_in, check_password, check_token_and_password, Dashboard};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ClientIp},
-    AppState,
+    extract::{ApiJson, ClientIp, RequestCtx},
 };
 
 #[derive(Serialize, ToSchema)]
@@ -423,7 +423,7 @@ fn member_id(raw: &str) -> Uuid {
 pub async fn accept(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
-    RequestContext(mut ctx): RequestContext,
+    RequestCtx(mut ctx): RequestCtx,
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
     check_token_and_password(&req.token, &req.password, 8)?;

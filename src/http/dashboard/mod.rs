@@ -10,6 +10,7 @@ pub mod audit;
 pub mod members;
 pub mod session;
 pub mod settings;
+pub mod sms_test;
 
 use axum::{
     extract::FromRequestParts,
@@ -27,9 +28,9 @@ use uuid::Uuid;
 use super::{
     bearer::{bearer_header, BearerHeader},
     error::{len_between, ApiError, FieldErrors},
-    extract::ClientIp,
-    AppState,
+    extract::audit_context,
 };
+use crate::app::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "dashboard_session";
@@ -54,41 +55,6 @@ fn cookie(parts: &Parts, name: &str) -> Option<String> {
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.to_owned())
         .filter(|v| !v.is_empty())
-}
-
-/// The audit context of a request: keyed hash of the client address, user-agent family.
-pub fn audit_context(state: &AppState, parts: &Parts, actor: Option<uuid::Uuid>) -> AuditContext {
-    let ip = parts.extensions.get::<ClientIp>().map(|c| c.0);
-    AuditContext {
-        actor,
-        ip_hash: ip.map(|ip| hex::encode(state.ip_hasher.hash(ip.to_string().as_bytes()))),
-        ua_family: parts
-            .headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(ua_family),
-    }
-}
-
-/// A coarse browser or client family from a User-Agent: never the full string.
-pub fn ua_family(ua: &str) -> String {
-    let ua = ua.to_ascii_lowercase();
-    let family = if ua.contains("edg/") {
-        "edge"
-    } else if ua.contains("firefox/") {
-        "firefox"
-    } else if ua.contains("chrome/") || ua.contains("chromium/") {
-        "chrome"
-    } else if ua.contains("safari/") {
-        "safari"
-    } else if ua.starts_with("curl/") {
-        "curl"
-    } else if ua.contains("reqwest") || ua.contains("python") || ua.contains("go-http") {
-        "library"
-    } else {
-        "other"
-    };
-    family.to_owned()
 }
 
 impl FromRequestParts<AppState> for Dashboard {
@@ -189,17 +155,6 @@ impl Dashboard {
                 "re-authenticate (POST /v1/auth/dashboard/reauth) and retry within 5 minutes",
             ))
         }
-    }
-}
-
-/// The audit context of an unauthenticated request (no actor yet).
-pub struct RequestContext(pub AuditContext);
-
-impl FromRequestParts<AppState> for RequestContext {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(RequestContext(audit_context(state, parts, None)))
     }
 }
 

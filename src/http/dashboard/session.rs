@@ -15,11 +15,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, Dashboard, RequestContext, SESSION_COOKIE};
+use super::{audit_in, check_password, Dashboard, SESSION_COOKIE};
+use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ClientIp},
-    AppState,
+    extract::{ApiJson, ClientIp, RequestCtx},
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -127,7 +127,7 @@ fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
 pub async fn login(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
-    RequestContext(mut ctx): RequestContext,
+    RequestCtx(mut ctx): RequestCtx,
     ApiJson(req): ApiJson<DashboardLoginRequest>,
 ) -> Result<Response, ApiError> {
     let mut e = FieldErrors::new();

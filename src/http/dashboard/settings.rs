@@ -31,11 +31,11 @@ use utoipa::{
 };
 
 use super::Dashboard;
+use crate::app::AppState;
 use crate::http::{
     cors::{normalize_origin, MAX_ALLOWED_ORIGINS},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    AppState,
 };
 
 /// Deserializes a field that may be absent (`None`), `null` (`Some(None)`) or a value.

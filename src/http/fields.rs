@@ -1,0 +1,83 @@
+//! Checks of request fields that several routes share: an e-mail address, a six-digit code,
+//! a phone number, and the schema of a consent flag.
+//!
+//! Phone numbers are parsed with `phonenumber` (libphonenumber's metadata) in international
+//! form and normalised to E.164 before anything reaches an actor; the tenant actor then checks
+//! the country, the limits and the monthly cap.
+
+use phonenumber::{metadata, Mode, PhoneNumber, Type};
+use tessera_actors::{policy::normalize_email, tenant::sms::Phone};
+use utoipa::openapi::{ObjectBuilder, Type as JsonType};
+
+use super::error::{is_email, mailer_accepts, ApiError, FieldErrors};
+
+/// The address of an end-user request, normalised (lowercase, punycode), when it is an
+/// address and the mailer can send to its normalised form (else the field's error).
+pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
+    let normalized = is_email(value.trim())
+        .then(|| normalize_email(value))
+        .flatten()
+        .filter(|n| mailer_accepts(n));
+    errors.check("email", normalized.is_some(), "must be an e-mail address");
+    normalized
+}
+
+/// A one-time code of exactly six digits (a TOTP code, a texted code).
+pub fn six_digits(errors: &mut FieldErrors, field: &str, code: &str) {
+    errors.check(
+        field,
+        code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit()),
+        "must be exactly 6 digits",
+    );
+}
+
+/// Longest phone field accepted, in characters (formatting included).
+const MAX_PHONE: usize = 64;
+
+/// Parses `raw` (international form: a leading `+`) into E.164 and its country; a message in
+/// `errors` when it is not a valid number.
+pub fn phone_field(errors: &mut FieldErrors, name: &str, raw: &str) -> Option<Phone> {
+    let parsed = (raw.chars().count() >= 5 && raw.len() <= MAX_PHONE)
+        .then(|| phonenumber::parse(None, raw).ok())
+        .flatten()
+        .filter(|n| n.is_valid() && can_receive_texts(n))
+        .and_then(|n| {
+            let country = n.country().id()?.as_ref().to_owned();
+            Some(Phone {
+                e164: n.format().mode(Mode::E164).to_string(),
+                country,
+            })
+        });
+    errors.check(
+        name,
+        parsed.is_some(),
+        "must be a valid mobile phone number in international format (+ and the country code)",
+    );
+    parsed
+}
+
+/// The number [`phone_field`] parsed, once its errors have been answered: always there then;
+/// a bug that skipped the check is a 500, never a panic.
+pub fn checked_phone(phone: Option<Phone>) -> Result<Phone, ApiError> {
+    phone.ok_or_else(|| ApiError::internal("a checked phone number is missing"))
+}
+
+/// Mobile (or possibly mobile), personal and VoIP numbers receive texts. Premium-rate,
+/// shared-cost, toll-free, pager, UAN and fixed-line numbers are refused: texting them is how
+/// SMS pumping fraud makes money, and they cannot read a code anyway.
+fn can_receive_texts(n: &PhoneNumber) -> bool {
+    matches!(
+        n.number_type(&metadata::DATABASE),
+        Type::Mobile | Type::FixedLineOrMobile | Type::PersonalNumber | Type::Voip
+    )
+}
+
+/// The schema of a consent flag: a boolean that must be `true` (the handlers answer a named
+/// field error for `false`).
+pub fn must_be_true() -> utoipa::openapi::Object {
+    ObjectBuilder::new()
+        .schema_type(JsonType::Boolean)
+        .enum_values(Some([true]))
+        .description(Some("Must be true."))
+        .build()
+}

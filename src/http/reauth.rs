@@ -1,0 +1,177 @@
+//! What a signed-in end user proves again, for the routes that need it: the current password
+//! (argon2 here, off the tenant actor) and step-up tokens (spec 4.1 and 5).
+//!
+//! A step-up token is an ES256 JWT (`typ` `step-up+jwt`, audience `<slug>/step-up`) carrying
+//! `aal`, `acr` and `amr`, bound to the session and single-use; [`sign_step_up`] signs one.
+//! A gated route calls [`require_step_up`]: without the `X-Step-Up-Token` header it answers
+//! the RFC 9470 challenge; with one it verifies the signature here and has the tenant actor
+//! consume the token (atomically, once).
+
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::Serialize;
+use tessera_actors::{
+    tenant::{
+        keys::StepUpClaims,
+        messages::{Credential, StepUpGrant, StepUpUse},
+    },
+    Password, TenantHandle, TenantMsg,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{
+    bearer::{issuer, UserBearer},
+    error::ApiError,
+};
+use crate::app::App;
+
+/// The signed-in user's credential, and whether `password` is theirs: the throttle is
+/// checked by the actor, argon2 runs here. Commands re-check the epoch before they act.
+pub async fn check_current_password(
+    app: &App,
+    user: &UserBearer,
+    password: String,
+) -> Result<(Credential, bool), ApiError> {
+    let bearer = user.bearer;
+    let credential = user
+        .tenant
+        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
+        .await?;
+    let ok = app
+        .hasher
+        .verify(
+            &Password::new(password),
+            credential.password_hash.as_deref(),
+        )
+        .await?;
+    Ok((credential, ok))
+}
+
+/// The header a gated request carries its step-up token in.
+pub const STEP_UP_HEADER: HeaderName = HeaderName::from_static("x-step-up-token");
+
+/// The audience of a tenant's step-up tokens: never the access tokens' audience.
+fn step_up_audience(slug: &str) -> String {
+    format!("{slug}/step-up")
+}
+
+/// Spec 2.6: the step-up token answer.
+#[derive(Serialize, ToSchema)]
+pub struct StepUpTokenResponse {
+    /// A JWT: `aal` (1 or 2), `acr` (`aal1`/`aal2`), `amr`, `sid`; single-use, for this
+    /// session only. Send it as `X-Step-Up-Token` on the gated request.
+    pub step_up_token: String,
+    /// Always `StepUp`.
+    pub token_type: &'static str,
+    pub expires_in: i64,
+}
+
+/// Signs the step-up token of `grant`.
+pub async fn sign_step_up(
+    app: &App,
+    tenant: &TenantHandle,
+    grant: &StepUpGrant,
+) -> Result<StepUpTokenResponse, ApiError> {
+    let keys = tenant.keys().await?;
+    let aal = grant.aal.clamp(1, 2);
+    let claims = StepUpClaims {
+        iss: issuer(app, &tenant.slug),
+        sub: grant.user_id.to_string(),
+        aud: step_up_audience(&tenant.slug),
+        exp: grant.expires_at.unix_timestamp(),
+        iat: grant.issued_at.unix_timestamp(),
+        jti: grant.jti.to_string(),
+        sid: grant.session_id.to_string(),
+        tid: tenant.id.to_string(),
+        aal,
+        acr: format!("aal{aal}"),
+        amr: grant.amr.clone(),
+    };
+    let token = keys.sign_step_up(&claims).map_err(ApiError::internal)?;
+    Ok(StepUpTokenResponse {
+        step_up_token: token,
+        token_type: "StepUp",
+        // The token's own lifetime, `exp - iat`: it was issued an instant ago.
+        expires_in: (claims.exp - claims.iat).max(0),
+    })
+}
+
+/// 401 `invalid_or_expired_token` (spec 7).
+fn invalid_step_up() -> ApiError {
+    tessera_actors::TenantError::InvalidChallenge.into()
+}
+
+/// The `tid` claim of a token whose signature did not verify here: only to tell another
+/// tenant's token (404, spec 5 rule 2) from a bad one (401). It decides nothing else.
+fn unverified_tenant(token: &str) -> Option<String> {
+    let payload = token.split('.').nth(1)?;
+    let bytes = URL_SAFE_NO_PAD.decode(payload).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v.get("tid")?.as_str().map(str::to_owned)
+}
+
+/// The step-up gate: passes (consuming the token) when the request carries a valid step-up
+/// token of the caller's session; otherwise answers 401 with the RFC 9470 challenge and the
+/// methods the user can step up with. Every gated route calls this first.
+pub async fn require_step_up(
+    app: &App,
+    user: &UserBearer,
+    headers: &HeaderMap,
+) -> Result<StepUpUse, ApiError> {
+    let tenant = &user.tenant;
+    let bearer = user.bearer;
+    // A header that is there but unreadable or blank is a bad token, not a missing one.
+    let presented = headers
+        .get(&STEP_UP_HEADER)
+        .map(|v| v.to_str().map(str::trim).unwrap_or(""));
+    if presented == Some("") {
+        return Err(invalid_step_up());
+    }
+    let Some(token) = presented else {
+        let challenge = tenant
+            .call(|reply| TenantMsg::StepUpGate { bearer, reply })
+            .await?;
+        let p = &app.config.tokens.acr_urn_prefix;
+        let www = format!(
+            "Bearer error=\"insufficient_user_authentication\", acr_values=\"{p}:aal1 {p}:aal2\""
+        );
+        let www = HeaderValue::from_str(&www).map_err(ApiError::internal)?;
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "account_linking/mfa_required",
+            "this action needs a fresh re-authentication: step up with one of the available methods and send the step-up token in X-Step-Up-Token",
+        )
+        .with_details(serde_json::json!({
+            "next_action": "verify_mfa",
+            "mfa_challenge_token": challenge.mfa_challenge_token,
+            "available_methods": challenge.available_methods,
+        }))
+        .with_header(header::WWW_AUTHENTICATE, www));
+    };
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let claims = match keys.verify_step_up(
+        token,
+        &issuer(app, &tenant.slug),
+        &step_up_audience(&tenant.slug),
+        now,
+    ) {
+        Ok(c) => c,
+        Err(_) => {
+            return Err(match unverified_tenant(token) {
+                Some(tid) if tid != tenant.id.to_string() => ApiError::not_found("step-up token"),
+                _ => invalid_step_up(),
+            });
+        }
+    };
+    let bound = claims.tid == tenant.id.to_string()
+        && claims.sid == bearer.session_id.to_string()
+        && claims.sub == bearer.user_id.to_string();
+    let Some(jti) = claims.jti.parse().ok().filter(|_| bound) else {
+        return Err(invalid_step_up());
+    };
+    Ok(tenant
+        .call(|reply| TenantMsg::ConsumeStepUp { bearer, jti, reply })
+        .await?)
+}

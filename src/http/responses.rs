@@ -1,0 +1,225 @@
+//! The answers that several routes give: the user record, the token pair and the answers to a
+//! login (tokens, the MFA challenge, the MFA enrolment token), and the 202 of a request whose
+//! code or link is on its way.
+//!
+//! [`token_pair`] signs the access token of a session; [`login_answer`] turns a login's outcome
+//! into its answer.
+
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Serialize;
+use tessera_actors::{
+    tenant::{
+        keys::AccessClaims,
+        messages::{Grant, LoginOutcome, UserView},
+    },
+    TenantHandle,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{bearer::issuer, error::ApiError};
+use crate::app::App;
+
+/// The user record (`GET /v1/auth/me`, and `user` in token pairs).
+#[derive(Serialize, ToSchema)]
+pub struct UserResponse {
+    pub id: Uuid,
+    /// `null` for a guest.
+    #[schema(format = "email")]
+    pub email: Option<String>,
+    pub email_verified: bool,
+    /// E.164.
+    pub phone: Option<String>,
+    pub phone_verified: bool,
+    pub is_anonymous: bool,
+    pub mfa_enabled: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_sign_in_at: Option<OffsetDateTime>,
+    #[schema(value_type = Object)]
+    pub public_metadata: serde_json::Value,
+}
+
+impl From<UserView> for UserResponse {
+    fn from(u: UserView) -> Self {
+        UserResponse {
+            id: u.id,
+            email: u.email,
+            email_verified: u.email_verified,
+            phone: u.phone,
+            phone_verified: u.phone_verified,
+            is_anonymous: u.is_anonymous,
+            mfa_enabled: u.mfa_enabled,
+            created_at: u.created_at,
+            last_sign_in_at: u.last_sign_in_at,
+            public_metadata: u.public_metadata,
+        }
+    }
+}
+
+/// The answer to every login and refresh.
+#[derive(Serialize, ToSchema)]
+pub struct TokenPair {
+    /// An ES256 JWT (`typ` `at+jwt`), verifiable with the tenant's JWKS.
+    pub access_token: String,
+    /// Opaque and single-use: each refresh answers a new one.
+    pub refresh_token: String,
+    /// Seconds until the access token expires.
+    pub expires_in: i64,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub user: UserResponse,
+    /// Login only, when the tenant requires MFA and this user has not set it up: sign-ins
+    /// work until this moment, then only MFA setup does.
+    #[serde(
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub mfa_enrollment_required_by: Option<OffsetDateTime>,
+    /// Passwordless logins started with `oauth_params` only: the authorize request to resume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_to: Option<String>,
+}
+
+/// Signs the access token of `grant` and pairs it with its refresh token.
+pub async fn token_pair(
+    app: &App,
+    tenant: &TenantHandle,
+    grant: Grant,
+) -> Result<TokenPair, ApiError> {
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc();
+    let ttl = i64::try_from(app.config.tokens.access_ttl_secs).unwrap_or(i64::MAX);
+    let exp = now
+        .unix_timestamp()
+        .saturating_add(ttl)
+        .min(grant.session_expires_at.unix_timestamp());
+    let aal = grant.aal.clamp(1, 2);
+    let claims = AccessClaims {
+        iss: issuer(app, &tenant.slug),
+        sub: grant.user.id.to_string(),
+        aud: tenant.slug.clone(),
+        exp,
+        iat: now.unix_timestamp(),
+        jti: Uuid::new_v4().to_string(),
+        sid: grant.session_id.to_string(),
+        tid: tenant.id.to_string(),
+        is_anonymous: grant.user.is_anonymous,
+        aal: format!("AAL{aal}"),
+        acr: format!("aal{aal}"),
+        amr: grant.amr.clone(),
+    };
+    let access_token = keys.sign(&claims).map_err(ApiError::internal)?;
+    Ok(TokenPair {
+        access_token,
+        refresh_token: grant.refresh_token,
+        expires_in: (exp - now.unix_timestamp()).max(0),
+        token_type: "Bearer",
+        user: grant.user.into(),
+        mfa_enrollment_required_by: None,
+        redirect_to: None,
+    })
+}
+
+/// A login that needs its second factor.
+#[derive(Serialize, ToSchema)]
+pub struct MfaChallengeResponse {
+    /// Always true.
+    pub mfa_required: bool,
+    /// For `POST /v1/auth/mfa/verify`: single use, 5 minutes.
+    pub mfa_challenge_token: String,
+    /// `totp`, `recovery_code`.
+    pub available_methods: Vec<String>,
+    pub expires_in: i64,
+}
+
+/// A login past the tenant's MFA grace period: the token allows MFA setup only.
+#[derive(Serialize, ToSchema)]
+pub struct EnrollmentRequiredResponse {
+    /// Always true.
+    pub mfa_enrollment_required: bool,
+    /// Use as `Authorization: Bearer` with `/v1/auth/mfa/setup` and `/v1/auth/mfa/verify-setup`
+    /// only; it dies once MFA is set up, and the user signs in again.
+    pub enrollment_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    pub user: UserResponse,
+}
+
+/// The answer to a password login.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum LoginResponse {
+    Tokens(TokenPair),
+    MfaRequired(MfaChallengeResponse),
+    EnrollmentRequired(EnrollmentRequiredResponse),
+}
+
+/// Turns a login's outcome into its answer (signing the access token of a session).
+pub async fn login_answer(
+    app: &App,
+    tenant: &TenantHandle,
+    outcome: LoginOutcome,
+) -> Result<LoginResponse, ApiError> {
+    Ok(match outcome {
+        LoginOutcome::Signed {
+            grant,
+            enrollment_required_by,
+        } => {
+            let mut pair = token_pair(app, tenant, grant).await?;
+            pair.mfa_enrollment_required_by = enrollment_required_by;
+            LoginResponse::Tokens(pair)
+        }
+        LoginOutcome::MfaRequired {
+            challenge,
+            methods,
+            expires_in,
+        } => LoginResponse::MfaRequired(MfaChallengeResponse {
+            mfa_required: true,
+            mfa_challenge_token: challenge,
+            available_methods: methods,
+            expires_in,
+        }),
+        LoginOutcome::EnrollmentRequired {
+            token,
+            expires_in,
+            user,
+        } => LoginResponse::EnrollmentRequired(EnrollmentRequiredResponse {
+            mfa_enrollment_required: true,
+            enrollment_token: token,
+            token_type: "Bearer",
+            expires_in,
+            user: user.into(),
+        }),
+    })
+}
+
+/// The answer to a passwordless request: the same for every address.
+#[derive(Serialize, ToSchema)]
+pub struct PasswordlessAccepted {
+    /// Always true: the answer does not tell whether the address has an account.
+    pub accepted: bool,
+    /// With `oauth_params` only: keep it in the browser that started, and send it with the
+    /// verify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_binding: Option<String>,
+}
+
+/// 202 with [`PasswordlessAccepted`] (and the `resume_binding`, if any).
+pub fn accepted(binding: Option<String>) -> Response {
+    (
+        StatusCode::ACCEPTED,
+        Json(PasswordlessAccepted {
+            accepted: true,
+            resume_binding: binding,
+        }),
+    )
+        .into_response()
+}

@@ -1,0 +1,172 @@
+//! The signed-in user's own routes under `/v1/users/me/...` (API key and access token):
+//! confirming a phone number (`phone/verify`, `phone/confirm`) and linking a sign-in provider
+//! (`link/{provider}`). Confirming a number and linking a provider add a way in to the account,
+//! so both pass the step-up gate (`reauth::require_step_up`) first.
+
+use axum::{
+    extract::{Path, State},
+    http::{HeaderMap, StatusCode},
+    response::Response,
+    Json,
+};
+use serde::Deserialize;
+use tessera_actors::TenantMsg;
+use utoipa::ToSchema;
+
+use super::{
+    bearer::UserBearer,
+    error::{ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ClientIp, RequestCtx},
+    fields::{checked_phone, phone_field, six_digits},
+    reauth::require_step_up,
+    responses::{accepted, PasswordlessAccepted, UserResponse},
+};
+use crate::app::AppState;
+
+/// Spec 2.4 PhoneVerifyRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct PhoneVerifyRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true, example = "+33612345678")]
+    pub phone: String,
+}
+
+/// Texts the signed-in user a 6-digit code (10 minutes) confirming this number.
+#[utoipa::path(post, path = "/v1/users/me/phone/verify", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    request_body = PhoneVerifyRequest,
+    responses(
+        (status = 202, description = "The code is on its way", body = PasswordlessAccepted),
+        (status = 400, description = "`validation/invalid_request`, `sms/country_not_allowed`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed`: a guest", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`, `sms/monthly_cap_reached`", body = ErrorBody),
+    ))]
+pub async fn phone_verify(
+    user: UserBearer,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<PhoneVerifyRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    errors.finish()?;
+    let phone = checked_phone(phone)?;
+    let bearer = user.bearer;
+    user.tenant
+        .call(|reply| TenantMsg::PhoneVerifyRequest {
+            bearer,
+            phone: phone.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(accepted(None))
+}
+
+/// Spec 2.4 PhoneVerifyConfirmRequest.
+#[derive(Deserialize, ToSchema)]
+pub struct PhoneVerifyConfirmRequest {
+    #[serde(default)]
+    #[schema(min_length = 5, required = true)]
+    pub phone: String,
+    #[serde(default)]
+    #[schema(pattern = r"^\d{6}$", required = true)]
+    pub code: String,
+}
+
+/// Confirms the number with its code: it becomes the user's `phone` (`phone_verified: true`)
+/// and signs this user in by SMS from now on; another user who had it loses it. Step-up gated
+/// (`X-Step-Up-Token`), as MFA setup is: a confirmed number is a way in, and whoever holds a
+/// stolen access token must not be able to attach their own.
+#[utoipa::path(post, path = "/v1/users/me/phone/confirm", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    request_body = PhoneVerifyConfirmRequest,
+    responses(
+        (status = 200, description = "The user record, with the number", body = UserResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge, see the step-up gate); `invalid_or_expired_token`: wrong, used or expired code, another number, or a bad step-up token; `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_not_verified` (the account's address is not confirmed)", body = ErrorBody),
+        (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
+    ))]
+pub async fn phone_confirm(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<PhoneVerifyConfirmRequest>,
+) -> Result<Json<UserResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", &req.phone);
+    six_digits(&mut errors, "code", &req.code);
+    errors.finish()?;
+    // Refusals that need no step-up come first (the actor checks them again).
+    let bearer = user.bearer;
+    let me = user
+        .tenant
+        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .await?;
+    if me.is_anonymous {
+        return Err(tessera_actors::TenantError::GuestNotAllowed.into());
+    }
+    if me.email.is_some() && !me.email_verified {
+        return Err(tessera_actors::TenantError::EmailNotVerified.into());
+    }
+    require_step_up(&state, &user, &headers).await?;
+    let e164 = phone.map(|p| p.e164).unwrap_or_default();
+    let bearer = user.bearer;
+    let view = user
+        .tenant
+        .call(|reply| TenantMsg::PhoneConfirm {
+            bearer,
+            phone: e164.clone(),
+            code: req.code.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(view.into()))
+}
+
+/// Starts linking a social provider to the signed-in user: gated by step-up (spec 4.1).
+/// No social provider can be configured yet, so past the gate the answer is
+/// `account_linking/provider_not_configured`.
+#[utoipa::path(post, path = "/v1/users/me/link/{provider}", tag = "step-up",
+    security(("api_key" = [], "bearer" = [])),
+    params(
+        ("provider" = String, Path, description = "Lowercase provider name"),
+        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+    ),
+    responses(
+        (status = 400, description = "`account_linking/provider_not_configured` (after the gate passed and consumed the token)", body = ErrorBody),
+        (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+    ))]
+pub async fn link_provider(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+    Path(provider): Path<String>,
+) -> Result<Response, ApiError> {
+    let overview = user
+        .tenant
+        .call(|reply| TenantMsg::GetOverview { reply })
+        .await?;
+    if !overview.settings.security.explicit_account_linking_enabled {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "account_linking/disabled",
+            "this tenant does not allow linking more sign-in providers",
+        ));
+    }
+    require_step_up(&state, &user, &headers).await?;
+    let shown: String = provider.chars().take(32).collect();
+    Err(ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "account_linking/provider_not_configured",
+        format!("no sign-in provider {shown:?} is configured for this tenant"),
+    ))
+}
