@@ -69,8 +69,8 @@ pub enum SendError {
     Transient(String),
 }
 
-impl SendError {
-    pub fn is_permanent(&self) -> bool {
+impl super::retry::Failure for SendError {
+    fn is_permanent(&self) -> bool {
         matches!(self, SendError::Permanent(_))
     }
 }
@@ -277,6 +277,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use tessera_actors::outbound::MailKind;
+
+    use crate::delivery::retry::Failure;
     use tessera_storage::TenantId;
     use uuid::Uuid;
 

@@ -33,7 +33,10 @@ use tokio::{
 };
 use uuid::Uuid;
 
-use super::mail::Mailer;
+use super::{
+    mail::Mailer,
+    retry::{self, Backoff, Job, Outcome, Words},
+};
 
 /// Messages sent at the same time, at most.
 pub const CONCURRENCY: usize = 8;
@@ -47,17 +50,6 @@ pub trait Settle: Send + Sync + 'static {
     fn settled(&self, job: &MailJob, delivered: bool);
 }
 
-/// The retry schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Backoff {
-    /// The wait after the first failed attempt; each next wait doubles.
-    first: Duration,
-    /// The longest wait.
-    cap: Duration,
-    /// Attempts in all, the first included.
-    attempts: u32,
-}
-
 /// 1 s, 2 s, 4 s ... capped at 5 minutes; 295 attempts: 8 doubling waits (511 s), then 286
 /// of 5 minutes, about 24 hours in all.
 const BACKOFF: Backoff = Backoff {
@@ -65,20 +57,6 @@ const BACKOFF: Backoff = Backoff {
     cap: Duration::from_secs(5 * 60),
     attempts: 295,
 };
-
-impl Backoff {
-    /// The wait after failed attempt `attempt` (1 for the first), or `None` when it was the
-    /// last one.
-    fn delay(&self, attempt: u32) -> Option<Duration> {
-        if attempt >= self.attempts {
-            return None;
-        }
-        let factor = 1u32
-            .checked_shl(attempt.saturating_sub(1))
-            .unwrap_or(u32::MAX);
-        Some(self.first.saturating_mul(factor).min(self.cap))
-    }
-}
 
 /// Delivers jobs from `rx` until it closes, then returns once the sends under way are done.
 pub async fn run(mailer: Arc<Mailer>, rx: UnboundedReceiver<MailJob>, settle: Arc<dyn Settle>) {
@@ -150,61 +128,36 @@ impl InFlight {
     }
 }
 
-/// Delivers one job: attempts, waits between them, and settles it.
+/// What the postman's log lines say.
+const WORDS: Words = Words {
+    delivered: "mail delivered",
+    refused: "mail refused; not retrying",
+    gave_up: "mail not delivered; giving up",
+    will_retry: "mail not delivered yet; will retry",
+    stopped: "stopping; the message stays queued",
+};
+
+/// Delivers one job (see [`retry::deliver`]) and settles it, unless delivery stopped first.
 async fn deliver(
     job: MailJob,
     mailer: Arc<Mailer>,
     settle: Arc<dyn Settle>,
     permits: Arc<Semaphore>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
     backoff: Backoff,
 ) {
-    let kind = job.kind.name();
-    let mut attempt = 0u32;
-    loop {
-        attempt += 1;
-        let result = {
-            // The semaphore is never closed; should it be, the job stays queued.
-            let Ok(_permit) = permits.acquire().await else {
-                return;
-            };
-            mailer.send_job(&job).await
-        };
-        // `SendError` describes the failure without the address or the content.
-        match result {
-            Ok(()) => {
-                tracing::info!(job = %job.id, kind, attempt, "mail delivered");
-                settle.settled(&job, true);
-                return;
-            }
-            Err(e) if e.is_permanent() => {
-                tracing::warn!(job = %job.id, kind, attempt, error = %e, "mail refused; not retrying");
-                settle.settled(&job, false);
-                return;
-            }
-            Err(e) => {
-                let Some(wait) = backoff.delay(attempt) else {
-                    tracing::warn!(job = %job.id, kind, attempt, error = %e, "mail not delivered; giving up");
-                    settle.settled(&job, false);
-                    return;
-                };
-                tracing::info!(
-                    job = %job.id,
-                    kind,
-                    attempt,
-                    error = %e,
-                    retry_in_ms = wait.as_millis() as u64,
-                    "mail not delivered yet; will retry"
-                );
-                tokio::select! {
-                    () = tokio::time::sleep(wait) => {}
-                    _ = stop.wait_for(|stopping| *stopping) => {
-                        tracing::info!(job = %job.id, kind, "stopping; the message stays queued");
-                        return;
-                    }
-                }
-            }
-        }
+    let which = Job {
+        id: job.id,
+        kind: job.kind.name(),
+    };
+    let outcome = retry::deliver(which, &permits, backoff, stop, &WORDS, || {
+        mailer.send_job(&job)
+    })
+    .await;
+    match outcome {
+        Outcome::Delivered => settle.settled(&job, true),
+        Outcome::Refused | Outcome::GaveUp => settle.settled(&job, false),
+        Outcome::Stopped => {}
     }
 }
 

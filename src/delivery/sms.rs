@@ -12,18 +12,25 @@ use serde::{Deserialize, Serialize};
 use tessera_actors::outbound::{SmsAccount, SmsJob, SmsKind};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use tokio::{
-    sync::{mpsc::UnboundedReceiver, Semaphore},
+    sync::{mpsc::UnboundedReceiver, watch, Semaphore},
     task::JoinSet,
 };
 
+use tracing::Instrument;
+
+use super::retry::{self, Backoff, Failure, Job, Words};
 use crate::config::{Config, SmsTransport};
 
 /// Messages sent at the same time, at most.
 pub const CONCURRENCY: usize = 8;
-/// Attempts per message, the first included: waits of 1, 2, 4, 8 and 16 s between them, so
-/// a message is given up about half a minute after it was asked for, long before its code
+/// The retry schedule: 6 attempts, with waits of 1, 2, 4, 8 and 16 s between them, so a
+/// message is given up about half a minute after it was asked for, long before its code
 /// expires.
-pub const ATTEMPTS: u32 = 6;
+pub const BACKOFF: Backoff = Backoff {
+    first: Duration::from_secs(1),
+    cap: Duration::from_secs(16),
+    attempts: 6,
+};
 
 /// Why a message was not sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +46,12 @@ pub struct SmsError {
 impl std::fmt::Display for SmsError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.what)
+    }
+}
+
+impl Failure for SmsError {
+    fn is_permanent(&self) -> bool {
+        self.permanent
     }
 }
 
@@ -271,25 +284,22 @@ pub fn text(job: &SmsJob) -> String {
     }
 }
 
-/// The wait after failed attempt `attempt` (1 for the first), or `None` after the last.
-fn retry_delay(attempt: u32, first: Duration) -> Option<Duration> {
-    (attempt < ATTEMPTS).then(|| first.saturating_mul(1 << (attempt - 1).min(16)))
-}
-
 /// Sends tenants' messages from `rx` until it closes, at most [`CONCURRENCY`] at once, each
 /// retried on its own task after transient failures.
 pub async fn run(texter: Arc<Texter>, rx: UnboundedReceiver<SmsJob>) {
-    run_with(texter, rx, Duration::from_secs(1)).await;
+    run_with(texter, rx, BACKOFF).await;
 }
 
-async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, first: Duration) {
+async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, backoff: Backoff) {
     let permits = Arc::new(Semaphore::new(CONCURRENCY));
+    // Never flipped: at the end the tasks are aborted, retries and sends alike.
+    let (_stopping, stop) = watch::channel(false);
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             job = rx.recv() => {
                 let Some(job) = job else { break };
-                tasks.spawn(deliver(job, texter.clone(), permits.clone(), first));
+                tasks.spawn(deliver(job, texter.clone(), permits.clone(), stop.clone(), backoff));
             }
             Some(_) = tasks.join_next() => {}
         }
@@ -298,37 +308,32 @@ async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, first:
     tracing::info!("text message delivery stopped");
 }
 
-async fn deliver(job: SmsJob, texter: Arc<Texter>, permits: Arc<Semaphore>, first: Duration) {
-    let kind = job.kind.name();
-    let provider = texter.provider(&job);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let result = {
-            let Ok(_permit) = permits.acquire().await else {
-                return;
-            };
-            texter.send(&job).await
-        };
-        match result {
-            Ok(_) => {
-                tracing::info!(job = %job.id, kind, provider, attempt, "text message sent");
-                return;
-            }
-            Err(e) if e.permanent => {
-                tracing::warn!(job = %job.id, kind, provider, attempt, error = %e, "text message refused; not retrying");
-                return;
-            }
-            Err(e) => {
-                let Some(wait) = retry_delay(attempt, first) else {
-                    tracing::warn!(job = %job.id, kind, provider, attempt, error = %e, "text message not sent; giving up");
-                    return;
-                };
-                tracing::info!(job = %job.id, kind, provider, attempt, error = %e, retry_in_ms = wait.as_millis() as u64, "text message not sent yet; will retry");
-                tokio::time::sleep(wait).await;
-            }
-        }
-    }
+/// What the courier's log lines say.
+const WORDS: Words = Words {
+    delivered: "text message sent",
+    refused: "text message refused; not retrying",
+    gave_up: "text message not sent; giving up",
+    will_retry: "text message not sent yet; will retry",
+    stopped: "stopping; the text message is dropped",
+};
+
+/// Sends one message (see [`retry::deliver`]); the log lines name the provider.
+async fn deliver(
+    job: SmsJob,
+    texter: Arc<Texter>,
+    permits: Arc<Semaphore>,
+    stop: watch::Receiver<bool>,
+    backoff: Backoff,
+) {
+    let which = Job {
+        id: job.id,
+        kind: job.kind.name(),
+    };
+    let span = tracing::info_span!("sms", provider = texter.provider(&job));
+    let send = || async { texter.send(&job).await.map(|_| ()) };
+    retry::deliver(which, &permits, backoff, stop, &WORDS, send)
+        .instrument(span)
+        .await;
 }
 
 /// The messages in the outbox, newest first; with `tenant`, only that tenant's. A missing
@@ -392,9 +397,8 @@ mod tests {
 
     #[test]
     fn retries_wait_one_two_four_eight_sixteen_then_stop() {
-        let first = Duration::from_secs(1);
-        let waits: Vec<_> = (1..=ATTEMPTS)
-            .map(|a| retry_delay(a, first).map(|d| d.as_secs()))
+        let waits: Vec<_> = (1..=BACKOFF.attempts)
+            .map(|a| BACKOFF.delay(a).map(|d| d.as_secs()))
             .collect();
         assert_eq!(
             waits,
