@@ -28,14 +28,14 @@ use std::{
 
 use tessera_actors::outbound::MailJob;
 use tokio::{
-    sync::{mpsc::UnboundedReceiver, watch, Semaphore},
+    sync::mpsc::UnboundedReceiver,
     task::{JoinError, JoinSet},
 };
 use uuid::Uuid;
 
 use super::{
     mail::Mailer,
-    retry::{self, Backoff, Job, Outcome, Words},
+    retry::{self, Backoff, Job, Lane, Outcome, Words},
 };
 
 /// Messages sent at the same time, at most.
@@ -69,9 +69,9 @@ async fn run_with(
     settle: Arc<dyn Settle>,
     backoff: Backoff,
 ) {
-    let permits = Arc::new(Semaphore::new(CONCURRENCY));
-    // Flipped when the channel closes: tells tasks waiting for a retry to stop.
-    let (stopping, stop) = watch::channel(false);
+    // `stopping` is flipped when the channel closes: it tells tasks waiting for a retry to
+    // stop.
+    let (lane, stopping) = Lane::new(CONCURRENCY, backoff, &WORDS);
     let mut tasks = JoinSet::new();
     let mut in_flight = InFlight::default();
     loop {
@@ -83,14 +83,7 @@ async fn run_with(
                     continue;
                 }
                 let id = job.id;
-                let task = tasks.spawn(deliver(
-                    job,
-                    mailer.clone(),
-                    settle.clone(),
-                    permits.clone(),
-                    stop.clone(),
-                    backoff,
-                ));
+                let task = tasks.spawn(deliver(job, mailer.clone(), settle.clone(), lane.clone()));
                 in_flight.tasks.insert(task.id(), id);
             }
             Some(done) = tasks.join_next_with_id() => in_flight.finished(done),
@@ -138,23 +131,12 @@ const WORDS: Words = Words {
 };
 
 /// Delivers one job (see [`retry::deliver`]) and settles it, unless delivery stopped first.
-async fn deliver(
-    job: MailJob,
-    mailer: Arc<Mailer>,
-    settle: Arc<dyn Settle>,
-    permits: Arc<Semaphore>,
-    stop: watch::Receiver<bool>,
-    backoff: Backoff,
-) {
+async fn deliver(job: MailJob, mailer: Arc<Mailer>, settle: Arc<dyn Settle>, lane: Lane) {
     let which = Job {
         id: job.id,
         kind: job.kind.name(),
     };
-    let outcome = retry::deliver(which, &permits, backoff, stop, &WORDS, || {
-        mailer.send_job(&job)
-    })
-    .await;
-    match outcome {
+    match retry::deliver(which, lane, || mailer.send_job(&job)).await {
         Outcome::Delivered => settle.settled(&job, true),
         Outcome::Refused | Outcome::GaveUp => settle.settled(&job, false),
         Outcome::Stopped => {}

@@ -5,7 +5,7 @@
 //! attempt gives up. Log lines carry the job id, its kind and the attempt, and the failure as
 //! the channel's error type describes it (never an address, a number or a message's content).
 
-use std::{fmt::Display, future::Future, time::Duration};
+use std::{fmt::Display, future::Future, sync::Arc, time::Duration};
 
 use tokio::sync::{watch, Semaphore};
 use uuid::Uuid;
@@ -66,21 +66,48 @@ pub struct Job {
     pub kind: &'static str,
 }
 
-/// Attempts `send` for `job` until it is delivered, fails permanently, or `backoff` ends;
-/// each attempt holds a permit of `permits`, and a wait between attempts ends early when
-/// `stop` turns true.
-pub async fn deliver<E, Fut>(
-    job: Job,
-    permits: &Semaphore,
-    backoff: Backoff,
-    mut stop: watch::Receiver<bool>,
-    words: &Words,
-    mut send: impl FnMut() -> Fut,
-) -> Outcome
+/// One channel's way of delivering: how many sends at once (`permits`), the schedule, the
+/// signal that delivery is stopping, and what its log lines say. Cloned into each job's task.
+#[derive(Clone)]
+pub struct Lane {
+    pub permits: Arc<Semaphore>,
+    pub backoff: Backoff,
+    pub stop: watch::Receiver<bool>,
+    pub words: &'static Words,
+}
+
+impl Lane {
+    /// A lane of `concurrency` sends at once; answers it and the sender that stops it.
+    pub fn new(
+        concurrency: usize,
+        backoff: Backoff,
+        words: &'static Words,
+    ) -> (Self, watch::Sender<bool>) {
+        let (stopping, stop) = watch::channel(false);
+        let lane = Lane {
+            permits: Arc::new(Semaphore::new(concurrency)),
+            backoff,
+            stop,
+            words,
+        };
+        (lane, stopping)
+    }
+}
+
+/// Attempts `send` for `job` until it is delivered, fails permanently, or the lane's schedule
+/// ends; each attempt holds one of the lane's permits, and a wait between attempts ends early
+/// when the lane stops.
+pub async fn deliver<E, Fut>(job: Job, lane: Lane, mut send: impl FnMut() -> Fut) -> Outcome
 where
     E: Failure,
     Fut: Future<Output = Result<(), E>>,
 {
+    let Lane {
+        permits,
+        backoff,
+        mut stop,
+        words,
+    } = lane;
     let Job { id, kind } = job;
     let mut attempt = 0u32;
     loop {

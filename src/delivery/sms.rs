@@ -11,14 +11,11 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 use serde::{Deserialize, Serialize};
 use tessera_actors::outbound::{SmsAccount, SmsJob, SmsKind};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
-use tokio::{
-    sync::{mpsc::UnboundedReceiver, watch, Semaphore},
-    task::JoinSet,
-};
+use tokio::{sync::mpsc::UnboundedReceiver, task::JoinSet};
 
 use tracing::Instrument;
 
-use super::retry::{self, Backoff, Failure, Job, Words};
+use super::retry::{self, Backoff, Failure, Job, Lane, Words};
 use crate::config::{Config, SmsTransport};
 
 /// Messages sent at the same time, at most.
@@ -291,15 +288,14 @@ pub async fn run(texter: Arc<Texter>, rx: UnboundedReceiver<SmsJob>) {
 }
 
 async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, backoff: Backoff) {
-    let permits = Arc::new(Semaphore::new(CONCURRENCY));
     // Never flipped: at the end the tasks are aborted, retries and sends alike.
-    let (_stopping, stop) = watch::channel(false);
+    let (lane, _stopping) = Lane::new(CONCURRENCY, backoff, &WORDS);
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {
             job = rx.recv() => {
                 let Some(job) = job else { break };
-                tasks.spawn(deliver(job, texter.clone(), permits.clone(), stop.clone(), backoff));
+                tasks.spawn(deliver(job, texter.clone(), lane.clone()));
             }
             Some(_) = tasks.join_next() => {}
         }
@@ -318,22 +314,14 @@ const WORDS: Words = Words {
 };
 
 /// Sends one message (see [`retry::deliver`]); the log lines name the provider.
-async fn deliver(
-    job: SmsJob,
-    texter: Arc<Texter>,
-    permits: Arc<Semaphore>,
-    stop: watch::Receiver<bool>,
-    backoff: Backoff,
-) {
+async fn deliver(job: SmsJob, texter: Arc<Texter>, lane: Lane) {
     let which = Job {
         id: job.id,
         kind: job.kind.name(),
     };
     let span = tracing::info_span!("sms", provider = texter.provider(&job));
     let send = || async { texter.send(&job).await.map(|_| ()) };
-    retry::deliver(which, &permits, backoff, stop, &WORDS, send)
-        .instrument(span)
-        .await;
+    retry::deliver(which, lane, send).instrument(span).await;
 }
 
 /// The messages in the outbox, newest first; with `tenant`, only that tenant's. A missing
