@@ -24,7 +24,7 @@ use super::{
     extract::{ApiJson, ApiTenant, RequestCtx},
     fields::six_digits,
     reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
-    responses::{token_pair, TokenPair},
+    responses::{resume, token_pair, TokenPair},
 };
 use crate::app::AppState;
 
@@ -203,7 +203,7 @@ pub enum MfaVerifyResponse {
     security(("api_key" = []), ("api_key" = [], "bearer" = [])),
     request_body = MfaVerifyLoginRequest,
     responses(
-        (status = 200, description = "Signed in (`aal` AAL2, `amr` pwd+otp), or a step-up token (aal 2, amr otp)", body = MfaVerifyResponse),
+        (status = 200, description = "Signed in (`aal` AAL2, `amr` pwd+otp; with `redirect_to` when the first step resumes an OAuth flow), or a step-up token (aal 2, amr otp)", body = MfaVerifyResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`mfa/invalid_code`; `invalid_or_expired_token` (unknown, used, expired or dead challenge; a step-up challenge from another session)", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: another tenant's challenge", body = ErrorBody),
@@ -247,8 +247,10 @@ pub async fn verify_mfa(
         })
         .await?;
     Ok(Json(match verified {
-        MfaVerified::Login(grant) => {
-            MfaVerifyResponse::Tokens(token_pair(&state, &tenant, grant).await?)
+        MfaVerified::Login(login) => {
+            let mut pair = token_pair(&state, &tenant, login.grant).await?;
+            resume(&state, &tenant.slug, &mut pair, login.oauth);
+            MfaVerifyResponse::Tokens(pair)
         }
         MfaVerified::StepUp(grant) => {
             MfaVerifyResponse::StepUp(sign_step_up(&state, &tenant, &grant).await?)

@@ -18,11 +18,10 @@ use tessera_storage::{random_token, sha256};
 use utoipa::ToSchema;
 
 use super::{
-    bearer::issuer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{checked_phone, email_field, phone_field, six_digits},
-    responses::{accepted, login_answer, LoginResponse, PasswordlessAccepted},
+    responses::{accepted, login_answer, resume, LoginResponse, PasswordlessAccepted},
 };
 use crate::{
     app::{App, AppState},
@@ -175,32 +174,10 @@ async fn verified(
     login: PasswordlessLogin,
 ) -> Result<Json<LoginResponse>, ApiError> {
     let mut answer = login_answer(app, tenant, login.outcome).await?;
-    if let (LoginResponse::Tokens(pair), Some(p)) = (&mut answer, login.oauth) {
-        pair.redirect_to = Some(authorize_url(app, &tenant.slug, &p));
+    if let LoginResponse::Tokens(pair) = &mut answer {
+        resume(app, &tenant.slug, pair, login.oauth);
     }
     Ok(Json(answer))
-}
-
-/// `{base_url}/v1/tenants/{slug}/oauth/authorize?...`: the authorize request to resume.
-fn authorize_url(app: &App, slug: &str, p: &OAuthParams) -> String {
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    q.append_pair("client_id", &p.client_id);
-    q.append_pair("redirect_uri", &p.redirect_uri);
-    let optional = [
-        ("response_type", &p.response_type),
-        ("code_challenge", &p.code_challenge),
-        ("code_challenge_method", &p.code_challenge_method),
-        ("scope", &p.scope),
-        ("state", &p.state),
-        ("nonce", &p.nonce),
-        ("resource", &p.resource),
-    ];
-    for (name, v) in optional {
-        if let Some(v) = v {
-            q.append_pair(name, v);
-        }
-    }
-    format!("{}/oauth/authorize?{}", issuer(app, slug), q.finish())
 }
 
 /// Signs in with a login link: the token pair (AMR `mca`); the address counts as confirmed.

@@ -13,6 +13,7 @@ use axum::{
 use serde::Serialize;
 use tessera_actors::{
     tenant::{
+        challenges::OAuthParams,
         keys::AccessClaims,
         messages::{Grant, LoginOutcome, UserView},
     },
@@ -82,7 +83,8 @@ pub struct TokenPair {
         skip_serializing_if = "Option::is_none"
     )]
     pub mfa_enrollment_required_by: Option<OffsetDateTime>,
-    /// Passwordless logins started with `oauth_params` only: the authorize request to resume.
+    /// Sign-ins started with `oauth_params` only (passwordless, and the MFA step after one): the
+    /// authorize request to resume.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_to: Option<String>,
 }
@@ -222,4 +224,33 @@ pub fn accepted(binding: Option<String>) -> Response {
         }),
     )
         .into_response()
+}
+
+/// Sets `redirect_to` of a sign-in's token pair when the sign-in resumes an OAuth flow.
+pub fn resume(app: &App, slug: &str, pair: &mut TokenPair, oauth: Option<OAuthParams>) {
+    if let Some(p) = oauth {
+        pair.redirect_to = Some(authorize_url(app, slug, &p));
+    }
+}
+
+/// `{base_url}/v1/tenants/{slug}/oauth/authorize?...`: the authorize request to resume.
+fn authorize_url(app: &App, slug: &str, p: &OAuthParams) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("client_id", &p.client_id);
+    q.append_pair("redirect_uri", &p.redirect_uri);
+    let optional = [
+        ("response_type", &p.response_type),
+        ("code_challenge", &p.code_challenge),
+        ("code_challenge_method", &p.code_challenge_method),
+        ("scope", &p.scope),
+        ("state", &p.state),
+        ("nonce", &p.nonce),
+        ("resource", &p.resource),
+    ];
+    for (name, v) in optional {
+        if let Some(v) = v {
+            q.append_pair(name, v);
+        }
+    }
+    format!("{}/oauth/authorize?{}", issuer(app, slug), q.finish())
 }

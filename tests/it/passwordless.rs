@@ -566,6 +566,52 @@ fn a_magic_link_for_a_user_with_mfa_asks_for_the_second_factor() {
     assert_eq!(claims["amr"], json!(["mca", "otp"]), "{claims}");
 }
 
+#[test]
+fn an_oauth_flow_resumes_after_the_second_factor() {
+    let (smtp, _srv, api, _s) = setup("Mfa Resume Co", &[]);
+    let email = "max@example.com";
+    let t0 = api.verified_user(&smtp, email, USER_PASSWORD);
+    let mfa = api.enable_mfa(&t0.access);
+
+    let binding = accepted_binding(
+        &post(
+            &api,
+            LINK,
+            &json!({ "email": email, "oauth_params": full_oauth_params() }),
+        ),
+        "magic link with oauth_params",
+    );
+    let token = link_token(&smtp, &api, email, 1);
+    // The first step checks the binding and asks for the second factor: no flow yet.
+    let r = post(
+        &api,
+        LINK_VERIFY,
+        &json!({ "token": token, "resume_binding": binding }),
+    );
+    let body = r.expect(200);
+    assert_eq!(body["mfa_required"], true, "{body}");
+    assert!(body.get("redirect_to").is_none(), "{body}");
+    let challenge = body["mfa_challenge_token"]
+        .as_str()
+        .expect("mfa_challenge_token")
+        .to_owned();
+    // The second factor signs in and resumes the flow the link was asked with.
+    let r = api.mfa_verify(&challenge, &mfa.totp.at_step(mfa.step + 1), None);
+    assert_eq!(
+        r.expect(200)["redirect_to"],
+        full_redirect_to(&api),
+        "{}",
+        r.body
+    );
+    let t = UserTokens::from_answer(&r);
+    let (_, claims) = api.verify_access(&t.access);
+    assert_eq!(claims["amr"], json!(["mca", "otp"]), "{claims}");
+    // A password login's MFA step resumes nothing.
+    let challenge = api.mfa_challenge(email, USER_PASSWORD);
+    let r = api.mfa_verify(&challenge, &mfa.recovery_codes[0], None);
+    assert!(r.expect(200).get("redirect_to").is_none(), "{}", r.body);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tenant's toggles
 // ---------------------------------------------------------------------------------------------

@@ -561,13 +561,8 @@ impl TenantState {
             self.login_accounts.reset(&email.to_owned());
             return Err(TenantError::EmailNotVerified);
         }
-        let outcome = self.sign_in(
-            &mut fx,
-            &mut user,
-            Proof::first_factor("pwd", "password"),
-            ctx,
-            now,
-        )?;
+        let proof = Proof::first_factor("pwd", "password");
+        let outcome = self.sign_in(&mut fx, &mut user, proof, ctx, now)?.outcome;
         // The account's failures are forgiven, not the address's (one account of an
         // attacker's own must not launder failures sprayed over other accounts), and not
         // while a second factor is still to come: a known password must not reset the count

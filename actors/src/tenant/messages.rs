@@ -259,8 +259,16 @@ pub struct StepUpGrant {
 /// What the MFA verify flow answered.
 #[derive(Debug)]
 pub enum MfaVerified {
-    Login(Grant),
+    /// The second step of a login: the session, and the OAuth flow the first step resumes.
+    Login(Box<MfaLogin>),
     StepUp(StepUpGrant),
+}
+
+/// A login completed by its second factor.
+#[derive(Debug)]
+pub struct MfaLogin {
+    pub grant: Grant,
+    pub oauth: Option<OAuthParams>,
 }
 
 /// The gate's answer to a request without a step-up token.
@@ -278,7 +286,8 @@ impl std::fmt::Debug for GateChallenge {
     }
 }
 
-/// A passwordless sign-in's outcome, and the OAuth flow it resumes, if any.
+/// A sign-in's outcome, and the OAuth flow it resumes, if any (only with a session: after a
+/// second step is asked for, the challenge carries the flow, and the MFA verify resumes it).
 #[derive(Debug)]
 pub struct PasswordlessLogin {
     pub outcome: LoginOutcome,

@@ -16,9 +16,9 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
-    challenges::{ChallengeRecord, Found, Purpose},
+    challenges::{ChallengeRecord, Found, OAuthResume, Purpose},
     effects::Effects,
-    messages::{Bearer, Credential, Grant, LoginOutcome, MfaSecret, MfaVerified, MfaWho},
+    messages::{Bearer, Credential, Grant, LoginOutcome, MfaLogin, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
     state::TenantState,
@@ -147,12 +147,16 @@ impl TenantState {
         fx: &mut Effects,
         user: &UserRecord,
         first_factor: &str,
+        oauth: Option<OAuthResume>,
         now: OffsetDateTime,
     ) -> Result<Option<LoginOutcome>, TenantError> {
         if user.mfa_enabled {
             let mut record =
                 ChallengeRecord::new(Purpose::MfaLogin, user, None, MFA_CHALLENGE_TTL, now);
             record.amr = vec![first_factor.to_owned()];
+            // The flow resumes after the second factor; the challenge token, handed to the
+            // client that passed the binding check, carries it there.
+            record.oauth = oauth;
             let token = self.store_challenge(&mut fx.batch, user.id, record)?;
             return Ok(Some(LoginOutcome::MfaRequired {
                 challenge: token,
@@ -440,7 +444,8 @@ impl TenantState {
                 let first = found.record.amr.first().map_or("pwd", String::as_str);
                 let grant =
                     self.mfa_login_session(&mut fx, &mut user, (first, &factor), ctx, now)?;
-                MfaVerified::Login(grant)
+                let oauth = found.record.oauth.take().map(|o| o.params);
+                MfaVerified::Login(Box::new(MfaLogin { grant, oauth }))
             }
         };
         let mail = self.commit(fx)?;
@@ -465,7 +470,13 @@ impl TenantState {
         let mut audit = serde_json::Map::new();
         audit.insert("method".into(), first_factor_method(first).into());
         audit.insert("second_factor".into(), factor.method().into());
-        self.signed_in(fx, user, Proof { amr, aal: 2, audit }, ctx, now)
+        let proof = Proof {
+            amr,
+            aal: 2,
+            audit,
+            oauth: None,
+        };
+        self.signed_in(fx, user, proof, ctx, now)
     }
 
     /// The checks shared by disabling MFA and regenerating codes: a live session, MFA on, the

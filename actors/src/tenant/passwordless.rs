@@ -232,9 +232,9 @@ impl TenantState {
             return Err(TenantError::InvalidChallenge);
         }
         fx.batch.remove(Kind::Challenge, &found.key);
-        let oauth = found.record.oauth.map(|o| o.params);
-        let outcome = self.passwordless_login(&mut fx, user, Flow::MagicLink, ctx, now)?;
-        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+        let login =
+            self.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
+        Ok((login, self.commit(fx)?))
     }
 
     /// Signs in (or, for `login_or_create`, signs up) with a login code.
@@ -296,9 +296,8 @@ impl TenantState {
             // The account the code was sent to is gone.
             (None, _) => return self.fail(fx, TenantError::InvalidChallenge),
         };
-        let oauth = found.record.oauth.map(|o| o.params);
-        let outcome = self.passwordless_login(&mut fx, user, flow, ctx, now)?;
-        Ok((PasswordlessLogin { outcome, oauth }, self.commit(fx)?))
+        let login = self.passwordless_login(&mut fx, user, flow, found.record.oauth, ctx, now)?;
+        Ok((login, self.commit(fx)?))
     }
 
     /// Checks a login code sent to `target` (an address or a number), kept in `at` (slot and
@@ -407,9 +406,10 @@ impl TenantState {
         fx: &mut Effects,
         mut user: UserRecord,
         flow: Flow,
+        oauth: Option<OAuthResume>,
         ctx: &AuditContext,
         now: OffsetDateTime,
-    ) -> Result<LoginOutcome, TenantError> {
+    ) -> Result<PasswordlessLogin, TenantError> {
         if flow != Flow::SmsOtp && !user.email_verified {
             // The password goes too: the owner sets one with a reset link.
             self.forget_unconfirmed_holder(fx, &mut user)?;
@@ -418,9 +418,10 @@ impl TenantState {
             }
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
-        let proof = Proof::first_factor(flow.amr(), flow.method());
-        let outcome = self.sign_in(fx, &mut user, proof, ctx, now)?;
-        if matches!(outcome, LoginOutcome::Signed { .. }) {
+        let mut proof = Proof::first_factor(flow.amr(), flow.method());
+        proof.oauth = oauth;
+        let login = self.sign_in(fx, &mut user, proof, ctx, now)?;
+        if matches!(login.outcome, LoginOutcome::Signed { .. }) {
             // The proven identifier's failures are forgotten, as after a password login.
             let proven = match flow {
                 Flow::SmsOtp => user.phone.as_ref(),
@@ -430,6 +431,6 @@ impl TenantState {
                 self.login_accounts.reset(key);
             }
         }
-        Ok(outcome)
+        Ok(login)
     }
 }

@@ -21,8 +21,9 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
+    challenges::OAuthResume,
     effects::Effects,
-    messages::{Bearer, Grant, LoginOutcome, SessionView, UserView},
+    messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionView, UserView},
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
     state::TenantState,
@@ -66,6 +67,8 @@ pub(super) struct Proof {
     /// What `auth.login.succeeded` records besides the user and the session (`method`, and
     /// `second_factor` after MFA).
     pub audit: serde_json::Map<String, serde_json::Value>,
+    /// The OAuth flow the sign-in resumes (its binding already checked by the method).
+    pub oauth: Option<OAuthResume>,
 }
 
 impl Proof {
@@ -77,34 +80,43 @@ impl Proof {
             amr: vec![amr.to_owned()],
             aal: 1,
             audit,
+            oauth: None,
         }
     }
 }
 
 impl TenantState {
-    /// Signs `user` in after a first factor: the second step (an MFA challenge, or the
-    /// enrolment an overdue policy demands) when one is due, else the session (see
-    /// [`Self::signed_in`]), with the enrolment deadline of a user in the policy's grace period.
+    /// Signs `user` in after a first factor: the second step (an MFA challenge, which carries
+    /// the OAuth flow to resume, or the enrolment an overdue policy demands) when one is due,
+    /// else the session (see [`Self::signed_in`]), with the enrolment deadline of a user in
+    /// the policy's grace period and the OAuth flow it resumes.
     pub(super) fn sign_in(
         &mut self,
         fx: &mut Effects,
         user: &mut UserRecord,
-        proof: Proof,
+        mut proof: Proof,
         ctx: &AuditContext,
         now: OffsetDateTime,
-    ) -> Result<LoginOutcome, TenantError> {
+    ) -> Result<PasswordlessLogin, TenantError> {
         let first = proof.amr.first().map_or("pwd", String::as_str);
-        if let Some(outcome) = self.login_second_step(fx, user, first, now)? {
-            return Ok(outcome);
+        let oauth = proof.oauth.take();
+        if let Some(outcome) = self.login_second_step(fx, user, first, oauth.clone(), now)? {
+            return Ok(PasswordlessLogin {
+                outcome,
+                oauth: None,
+            });
         }
         let enrollment_required_by = match self.enrollment_of(user) {
             Enrollment::Grace(deadline) => Some(deadline),
             _ => None,
         };
         let grant = self.signed_in(fx, user, proof, ctx, now)?;
-        Ok(LoginOutcome::Signed {
-            grant,
-            enrollment_required_by,
+        Ok(PasswordlessLogin {
+            outcome: LoginOutcome::Signed {
+                grant,
+                enrollment_required_by,
+            },
+            oauth: oauth.map(|o| o.params),
         })
     }
 
