@@ -582,7 +582,8 @@ if ((SCALE)); then
   # One tenant with SCALE_USERS users, on a data directory of its own.
   start_server U "$WORK/data-u"
   log "scale: U at ${SBASE[U]}: one tenant, $SCALE_USERS users"
-  admin "${SDATA[U]}" tenant create --name "Scale Users" --slug scale-users >"$RD/u.json"
+  printf '%s\n' "$BENCH_PASSWORD" | admin "${SDATA[U]}" tenant create --name "Scale Users" \
+    --slug scale-users --owner-email owner@users.bench.test >"$RD/u.json"
   ukey=$(jq -r '.api_key' "$RD/u.json")
   before_kb=$(du -sk "${SDATA[U]}" | cut -f1)
   t0=$(now)
@@ -598,6 +599,11 @@ if ((SCALE)); then
     --concurrency 8 --output "$RD/u-tokens.tsv" >/dev/null
   scenario U me_users_100k me "$CONNS" "$THREADS" BENCH_TOKENS="$RD/u-tokens.tsv"
   scenario U login_users_100k login "$CONNS" "$THREADS" BENCH_USERS="$RD/u-users.tsv"
+  # The users list by e-mail prefix, as the tenant's owner searches it in the dashboard.
+  usession=$(curl -sf "${SBASE[U]}/v1/auth/dashboard/login" -H 'content-type: application/json' \
+    -d "$(jq -n --arg p "$BENCH_PASSWORD" '{email: "owner@users.bench.test", password: $p}')" |
+    jq -r '.session_token') || die "the dashboard login of the scale-users owner failed"
+  scenario U users_prefix_100k users_prefix "$CONNS" "$THREADS" BENCH_SESSION="$usession" BENCH_SLUG=scale-users
   put '.users' "$(jq -n --argjson n "$SCALE_USERS" --argjson s "$import_secs" --argjson b "$before_kb" \
     --argjson a "$after_kb" --argjson r "$(rss_kb U)" \
     '{count: $n, import_seconds: $s, data_dir_kib_before: $b, data_dir_kib_after: $a,
@@ -609,7 +615,7 @@ if ((SCALE)); then
     for f in "$RD"/*.json; do
       n=$(basename "$f" .json)
       case $n in u | *.warmup) continue ;; esac
-      [[ $n == me_* || $n == login_* || $n == first_touch_* ]] || continue
+      [[ $n == me_* || $n == login_* || $n == first_touch_* || $n == users_* ]] || continue
       jq -c --arg n "$n" '{($n): .}' "$f"
     done
   } | jq -s 'add // {}' >"$RD/scenarios.json"

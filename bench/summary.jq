@@ -43,7 +43,8 @@ def targets:
     "overload_503_answers (probe)": {op: ">=", target: 1},
     "overload_503_without_retry_after (probe)": {op: "<=", target: 0},
     "me_throughput_drop_1_to_10k_tenants_pct": {op: "<=", target: 20},
-    "login_throughput_drop_1_to_10k_tenants_pct": {op: "<=", target: 20}
+    "login_throughput_drop_1_to_10k_tenants_pct": {op: "<=", target: 20},
+    "users_by_email_prefix_p99_ms_100k_users": {op: "<", target: 20}
   };
 
 def meets($v; $t):
@@ -64,14 +65,15 @@ def drop_pct($s; $kind):
 | (if $scale_on == 1 then
      {
        "me_throughput_drop_1_to_10k_tenants_pct": drop_pct($sc; "me"),
-       "login_throughput_drop_1_to_10k_tenants_pct": drop_pct($sc; "login")
+       "login_throughput_drop_1_to_10k_tenants_pct": drop_pct($sc; "login"),
+       "users_by_email_prefix_p99_ms_100k_users": $sc.scenarios.users_prefix_100k.p99_ms
      }
    else {} end) as $scale_ratios
 | ([targets | to_entries[]
     | .key as $k | .value as $t
     | if ($scale_ratios | has($k)) then
         {name: $k, value: ($scale_ratios[$k] | r3), per_run: [$scale_ratios[$k] | r3]}
-      elif ($k | test("tenants")) then empty
+      elif ($k | test("tenants|100k_users")) then empty
       else
         {name: $k, value: ($per_run | map(.[$k]) | median | r3), per_run: ($per_run | map(.[$k] | r3))}
       end

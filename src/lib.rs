@@ -19,7 +19,7 @@ use ractor::Actor;
 use tessera_actors::{
     directory::dashboard::SessionPolicy,
     handle::Published,
-    outbound::{ChannelOutbound, MailJob},
+    outbound::{ChannelOutbound, MailJob, Withdrawn},
     tenant::{PlatformSmsCaps, TenantRuntime, TokenPolicy},
     Directory, DirectoryArgs, DirectoryHandle, PasswordHasher, PoolLimits, TenantMsg,
 };
@@ -132,6 +132,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
 
     let (mail_tx, mail_rx) = tokio::sync::mpsc::unbounded_channel();
     let (sms_tx, sms_rx) = tokio::sync::mpsc::unbounded_channel();
+    let withdrawn = Withdrawn::default();
     let runtime = TenantRuntime {
         tokens: TokenPolicy {
             access_ttl: Duration::from_secs(config.tokens.access_ttl_secs),
@@ -142,6 +143,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         outbound: Arc::new(ChannelOutbound {
             mail: mail_tx,
             sms: sms_tx,
+            withdrawn: withdrawn.clone(),
         }),
         clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
         sms_countries: Arc::new(config.sms.allowed_countries.clone()),
@@ -195,6 +197,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         mailer.clone(),
         mail_rx,
         Arc::new(SettleInTenant(directory.clone())),
+        withdrawn,
     ));
     let texter = Arc::new(delivery::sms::Texter::from_config(&config).map_err(StartError::Other)?);
     // libphonenumber's metadata is decoded on first use; doing it here keeps the first phone

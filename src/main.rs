@@ -132,6 +132,55 @@ enum UserCommand {
         #[arg(long)]
         file: Option<PathBuf>,
     },
+    /// Lists a tenant's users, newest first (one page; `--cursor` for the next).
+    List {
+        #[arg(long)]
+        tenant: String,
+        /// Only addresses starting with this (any case).
+        #[arg(long)]
+        email: Option<String>,
+        /// active, blocked, held, anonymous or unverified.
+        #[arg(long)]
+        status: Option<String>,
+        /// 1-200 (default 50).
+        #[arg(long)]
+        limit: Option<usize>,
+        /// The `next_cursor` of the previous page.
+        #[arg(long)]
+        cursor: Option<String>,
+    },
+    /// Shows one user: profile, factors, sessions, activity.
+    Show {
+        #[arg(long)]
+        tenant: String,
+        id: String,
+    },
+    /// Blocks a user: every session ends and signing in is refused until unblocked.
+    Block {
+        #[arg(long)]
+        tenant: String,
+        id: String,
+    },
+    Unblock {
+        #[arg(long)]
+        tenant: String,
+        id: String,
+    },
+    /// Erases a user and everything keyed to them.
+    Delete {
+        #[arg(long)]
+        tenant: String,
+        id: String,
+    },
+    /// Lists every stored record of the tenant whose key or value contains one of the
+    /// needles (a user id, also matched as its 16 raw bytes; an address; a number): the check
+    /// that an erasure left nothing behind. Audit events keep the ids of erased users.
+    Traces {
+        #[arg(long)]
+        tenant: String,
+        #[arg(required = true)]
+        needles: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -347,9 +396,37 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Fault {
             command: FaultCommand::StallTenant { slug, ms },
         } => AdminRequest::FaultStallTenant { slug, millis: ms },
-        AdminCommand::User { .. } => {
-            return Err("user import is handled before a single request is built".into())
-        }
+        AdminCommand::User { command } => match command {
+            UserCommand::Import { .. } => {
+                return Err("user import is handled before a single request is built".into())
+            }
+            UserCommand::List {
+                tenant,
+                email,
+                status,
+                limit,
+                cursor,
+            } => AdminRequest::UserList {
+                tenant,
+                email,
+                status,
+                limit,
+                cursor,
+            },
+            UserCommand::Show { tenant, id } => AdminRequest::UserShow { tenant, id },
+            UserCommand::Block { tenant, id } => AdminRequest::UserBlock {
+                tenant,
+                id,
+                block: true,
+            },
+            UserCommand::Unblock { tenant, id } => AdminRequest::UserBlock {
+                tenant,
+                id,
+                block: false,
+            },
+            UserCommand::Delete { tenant, id } => AdminRequest::UserDelete { tenant, id },
+            UserCommand::Traces { tenant, needles } => AdminRequest::UserTraces { tenant, needles },
+        },
         AdminCommand::Outbox {
             command: OutboxCommand::List { tenant, kind },
         } => AdminRequest::OutboxList {

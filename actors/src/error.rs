@@ -75,6 +75,16 @@ pub enum TenantError {
     },
     #[error("not available to guests")]
     GuestNotAllowed,
+    #[error("the account is blocked")]
+    UserBlocked,
+    #[error("another user has this e-mail address")]
+    EmailInUse,
+    #[error("another user has confirmed this phone number")]
+    PhoneInUse,
+    #[error("the user has no e-mail address")]
+    NoEmail,
+    #[error("users cannot delete their own accounts in this tenant")]
+    SelfDeletionDisabled,
     #[error("internal: {0}")]
     Internal(String),
 }

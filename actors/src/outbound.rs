@@ -6,6 +6,12 @@
 //! queue. After a restart the actor submits whatever is still queued: delivery is at least
 //! once, and nothing acknowledged is lost.
 
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::TenantId;
 use uuid::Uuid;
@@ -40,6 +46,11 @@ pub enum MailKind {
     PhoneAdded { ending: String },
     /// The account's phone number (`ending`: its last two digits) was confirmed by another account and left this one.
     PhoneRemoved { ending: String },
+    /// An account a tenant admin made for this address: a single-use link (7 days) to choose
+    /// a password, which also confirms the address.
+    Invitation { link: String },
+    /// A tenant admin removed the account's authenticator app and recovery codes.
+    MfaReset,
 }
 
 impl MailKind {
@@ -56,6 +67,8 @@ impl MailKind {
             MailKind::StepUpMagicLink { .. } => "step_up_magic_link",
             MailKind::PhoneAdded { .. } => "phone_added",
             MailKind::PhoneRemoved { .. } => "phone_removed",
+            MailKind::Invitation { .. } => "invitation",
+            MailKind::MfaReset => "mfa_reset",
         }
     }
 }
@@ -158,6 +171,33 @@ impl std::fmt::Debug for SmsJob {
 pub trait Outbound: Send + Sync + 'static {
     fn submit(&self, job: MailJob);
     fn submit_sms(&self, job: SmsJob);
+    /// Withdraws submitted messages (their account was erased): an attempt not yet made is
+    /// not made.
+    fn withdraw(&self, ids: &[Uuid]);
+}
+
+/// The messages withdrawn after they were submitted, shared by the tenant actors (who add)
+/// and delivery (who checks before each attempt). An entry is forgotten when delivery sees it,
+/// or after a day (the message was delivered or given up on by then).
+#[derive(Clone, Default)]
+pub struct Withdrawn(Arc<Mutex<HashMap<Uuid, Instant>>>);
+
+/// How long an unseen withdrawal is remembered.
+const WITHDRAWN_FOR: Duration = Duration::from_secs(24 * 3600);
+
+impl Withdrawn {
+    pub fn add(&self, ids: &[Uuid]) {
+        let now = Instant::now();
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|_, at| now.duration_since(*at) < WITHDRAWN_FOR);
+            map.extend(ids.iter().map(|id| (*id, now)));
+        }
+    }
+
+    /// Whether `id` was withdrawn (and forgets it).
+    pub fn take(&self, id: Uuid) -> bool {
+        self.0.lock().is_ok_and(|mut map| map.remove(&id).is_some())
+    }
 }
 
 /// Delivery through tokio channels: the binary's postman and SMS courier own the receiving
@@ -166,6 +206,7 @@ pub trait Outbound: Send + Sync + 'static {
 pub struct ChannelOutbound {
     pub mail: tokio::sync::mpsc::UnboundedSender<MailJob>,
     pub sms: tokio::sync::mpsc::UnboundedSender<SmsJob>,
+    pub withdrawn: Withdrawn,
 }
 
 impl Outbound for ChannelOutbound {
@@ -179,5 +220,9 @@ impl Outbound for ChannelOutbound {
         if self.sms.send(job).is_err() {
             tracing::warn!("text message delivery is stopped; the message is dropped");
         }
+    }
+
+    fn withdraw(&self, ids: &[Uuid]) {
+        self.withdrawn.add(ids);
     }
 }

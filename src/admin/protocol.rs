@@ -50,6 +50,32 @@ pub enum AdminRequest {
         tenant: String,
         users: Vec<ImportLine>,
     },
+    UserList {
+        tenant: String,
+        email: Option<String>,
+        status: Option<String>,
+        limit: Option<usize>,
+        cursor: Option<String>,
+    },
+    UserShow {
+        tenant: String,
+        id: String,
+    },
+    UserBlock {
+        tenant: String,
+        id: String,
+        block: bool,
+    },
+    UserDelete {
+        tenant: String,
+        id: String,
+    },
+    /// Records whose key or value holds one of the needles (a UUID is also matched as its
+    /// 16 raw bytes).
+    UserTraces {
+        tenant: String,
+        needles: Vec<String>,
+    },
     /// The messages in the file outbox (or, with `sms`, the text message outbox), newest
     /// first; with `tenant`, only that tenant's.
     OutboxList {

@@ -8,7 +8,11 @@ use tessera_actors::{
     is_argon2id_phc,
     policy::normalize_email,
     records::Tier,
-    tenant::import::{ImportedUser, MAX_IMPORT_BATCH},
+    tenant::{
+        audit::AuditContext,
+        import::{ImportedUser, MAX_IMPORT_BATCH},
+        messages::{UserAction, UserQuery, UserStatus},
+    },
     CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
 use tokio::{
@@ -114,6 +118,12 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::OutboxList { .. } => "outbox list",
         AdminRequest::UserImport { .. } => "user import",
+        AdminRequest::UserList { .. } => "user list",
+        AdminRequest::UserShow { .. } => "user show",
+        AdminRequest::UserBlock { block: true, .. } => "user block",
+        AdminRequest::UserBlock { block: false, .. } => "user unblock",
+        AdminRequest::UserDelete { .. } => "user delete",
+        AdminRequest::UserTraces { .. } => "user traces",
     }
 }
 
@@ -130,6 +140,27 @@ fn fault_target(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> 
         .directory
         .tenant_for_slug(slug)
         .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
+fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
+    state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
+/// A user id; a malformed one is answered like one that exists nowhere.
+fn user_id(id: &str) -> Result<uuid::Uuid, ApiError> {
+    uuid::Uuid::parse_str(id).map_err(|_| ApiError::not_found("user"))
+}
+
+/// The audit context of an operator's command.
+fn cli_context() -> AuditContext {
+    AuditContext {
+        actor: None,
+        ip_hash: None,
+        ua_family: Some("admin-cli".into()),
+    }
 }
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, ApiError> {
@@ -223,11 +254,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             let handle = dir
                 .tenant_for_slug(&tenant)
                 .ok_or_else(|| ApiError::not_found("tenant"))?;
-            let ctx = tessera_actors::tenant::audit::AuditContext {
-                actor: None,
-                ip_hash: None,
-                ua_family: Some("admin-cli".into()),
-            };
+            let ctx = cli_context();
             let outcome = handle
                 .call(|reply| TenantMsg::ImportUsers {
                     users: users.clone(),
@@ -236,6 +263,106 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 })
                 .await?;
             to_value(outcome)
+        }
+        AdminRequest::UserList {
+            tenant,
+            email,
+            status,
+            limit,
+            cursor,
+        } => {
+            let handle = tenant_of(state, &tenant)?;
+            let mut e = FieldErrors::new();
+            let status = status.map(|s| UserStatus::parse(&s));
+            e.check(
+                "status",
+                status.is_none_or(|s| s.is_some()),
+                "must be active, blocked, held, anonymous or unverified",
+            );
+            let limit = limit.unwrap_or(50);
+            e.check("limit", (1..=200).contains(&limit), "must be 1-200");
+            let cursor = cursor.map(|c| hex::decode(c).ok().filter(|b| b.len() == 24));
+            e.check(
+                "cursor",
+                cursor.as_ref().is_none_or(Option::is_some),
+                "is not a cursor of this list",
+            );
+            e.finish()?;
+            let query = UserQuery {
+                email_prefix: email.map(|p| p.trim().to_lowercase()),
+                status: status.flatten(),
+                cursor: cursor.flatten(),
+                limit,
+                ..UserQuery::default()
+            };
+            let page = handle
+                .call(|reply| TenantMsg::ListUsers {
+                    query: query.clone(),
+                    reply,
+                })
+                .await?;
+            Ok(json!({
+                "users": page.users,
+                "next_cursor": page.next_cursor.map(hex::encode),
+            }))
+        }
+        AdminRequest::UserShow { tenant, id } => {
+            let handle = tenant_of(state, &tenant)?;
+            let id = user_id(&id)?;
+            to_value(
+                handle
+                    .call(|reply| TenantMsg::GetUser { id, reply })
+                    .await?,
+            )
+        }
+        AdminRequest::UserBlock { tenant, id, block } => {
+            let handle = tenant_of(state, &tenant)?;
+            let id = user_id(&id)?;
+            let action = if block {
+                UserAction::Block
+            } else {
+                UserAction::Unblock
+            };
+            let detail = handle
+                .call(|reply| TenantMsg::ActOnUser {
+                    id,
+                    action,
+                    ctx: cli_context(),
+                    reply,
+                })
+                .await?;
+            to_value(detail)
+        }
+        AdminRequest::UserDelete { tenant, id } => {
+            let handle = tenant_of(state, &tenant)?;
+            let id = user_id(&id)?;
+            handle
+                .call(|reply| TenantMsg::DeleteUser {
+                    id,
+                    ctx: cli_context(),
+                    reply,
+                })
+                .await?;
+            Ok(json!({ "deleted": id }))
+        }
+        AdminRequest::UserTraces { tenant, needles } => {
+            let handle = tenant_of(state, &tenant)?;
+            let mut bytes: Vec<Vec<u8>> = Vec::new();
+            for n in needles {
+                if let Ok(id) = uuid::Uuid::parse_str(&n) {
+                    bytes.push(id.as_bytes().to_vec());
+                    bytes.push(id.to_string().into_bytes());
+                } else {
+                    bytes.push(n.into_bytes());
+                }
+            }
+            let traces = handle
+                .call(|reply| TenantMsg::UserTraces {
+                    needles: bytes.clone(),
+                    reply,
+                })
+                .await?;
+            Ok(json!({ "traces": traces }))
         }
         AdminRequest::TenantList => {
             let tenants: Vec<TenantDetails> = dir

@@ -26,7 +26,7 @@ use std::{
     time::Duration,
 };
 
-use tessera_actors::outbound::MailJob;
+use tessera_actors::outbound::{MailJob, Withdrawn};
 use tokio::{
     sync::mpsc::UnboundedReceiver,
     task::{JoinError, JoinSet},
@@ -34,7 +34,7 @@ use tokio::{
 use uuid::Uuid;
 
 use super::{
-    mail::Mailer,
+    mail::{Mailer, SendError},
     retry::{self, Backoff, Job, Lane, Outcome, Words},
 };
 
@@ -59,8 +59,14 @@ const BACKOFF: Backoff = Backoff {
 };
 
 /// Delivers jobs from `rx` until it closes, then returns once the sends under way are done.
-pub async fn run(mailer: Arc<Mailer>, rx: UnboundedReceiver<MailJob>, settle: Arc<dyn Settle>) {
-    run_with(mailer, rx, settle, BACKOFF).await;
+/// A message in `withdrawn` is not attempted again (it settles undelivered).
+pub async fn run(
+    mailer: Arc<Mailer>,
+    rx: UnboundedReceiver<MailJob>,
+    settle: Arc<dyn Settle>,
+    withdrawn: Withdrawn,
+) {
+    run_with(mailer, rx, settle, BACKOFF, withdrawn).await;
 }
 
 async fn run_with(
@@ -68,6 +74,7 @@ async fn run_with(
     mut rx: UnboundedReceiver<MailJob>,
     settle: Arc<dyn Settle>,
     backoff: Backoff,
+    withdrawn: Withdrawn,
 ) {
     // `stopping` is flipped when the channel closes: it tells tasks waiting for a retry to
     // stop.
@@ -83,7 +90,13 @@ async fn run_with(
                     continue;
                 }
                 let id = job.id;
-                let task = tasks.spawn(deliver(job, mailer.clone(), settle.clone(), lane.clone()));
+                let task = tasks.spawn(deliver(
+                    job,
+                    mailer.clone(),
+                    settle.clone(),
+                    lane.clone(),
+                    withdrawn.clone(),
+                ));
                 in_flight.tasks.insert(task.id(), id);
             }
             Some(done) = tasks.join_next_with_id() => in_flight.finished(done),
@@ -131,12 +144,26 @@ const WORDS: Words = Words {
 };
 
 /// Delivers one job (see [`retry::deliver`]) and settles it, unless delivery stopped first.
-async fn deliver(job: MailJob, mailer: Arc<Mailer>, settle: Arc<dyn Settle>, lane: Lane) {
+async fn deliver(
+    job: MailJob,
+    mailer: Arc<Mailer>,
+    settle: Arc<dyn Settle>,
+    lane: Lane,
+    withdrawn: Withdrawn,
+) {
     let which = Job {
         id: job.id,
         kind: job.kind.name(),
     };
-    match retry::deliver(which, lane, || mailer.send_job(&job)).await {
+    let attempt = || async {
+        if withdrawn.take(job.id) {
+            return Err(SendError::Permanent(
+                "the message was withdrawn (its account was erased)".into(),
+            ));
+        }
+        mailer.send_job(&job).await
+    };
+    match retry::deliver(which, lane, attempt).await {
         Outcome::Delivered => settle.settled(&job, true),
         Outcome::Refused | Outcome::GaveUp => settle.settled(&job, false),
         Outcome::Stopped => {}
@@ -394,7 +421,13 @@ mod tests {
         let stub = Stub::start(&["451 4.3.0 try again later"], Duration::ZERO).await;
         let recorder = Arc::new(Recorder::default());
         let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+        let postman = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            FAST,
+            Withdrawn::default(),
+        ));
 
         let link = format!(
             "https://accounts.example.com/t/acme/reset?token={}",
@@ -446,7 +479,13 @@ mod tests {
         .await;
         let recorder = Arc::new(Recorder::default());
         let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+        let postman = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            FAST,
+            Withdrawn::default(),
+        ));
 
         let j = job("gone.user@example.com", "https://a.example.com/r?token=abc");
         tx.send(j.clone()).unwrap();
@@ -475,7 +514,13 @@ mod tests {
             attempts: 3,
             ..FAST
         };
-        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), three));
+        let postman = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            three,
+            Withdrawn::default(),
+        ));
         let j = job("u@example.com", "https://a.example.com/r?token=abc");
         tx.send(j.clone()).unwrap();
         assert_eq!(recorder.wait_for(1).await, vec![(j.id, false)]);
@@ -495,7 +540,13 @@ mod tests {
             cap: Duration::from_secs(600),
             attempts: 10,
         };
-        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), slow));
+        let postman = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            slow,
+            Withdrawn::default(),
+        ));
 
         let waiting = job("a@example.com", "https://a.example.com/r?token=a");
         let seen = stub.seen.notified();
@@ -520,7 +571,13 @@ mod tests {
         let stub = Stub::start(&[], Duration::from_millis(100)).await;
         let recorder = Arc::new(Recorder::default());
         let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(stub.mailer(), rx, recorder.clone(), FAST));
+        let postman = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            FAST,
+            Withdrawn::default(),
+        ));
         for i in 0..20 {
             tx.send(job(
                 &format!("u{i}@example.com"),

@@ -123,6 +123,58 @@ pub fn render(job: &MailJob) -> Rendered {
                 html,
             }
         }
+        MailKind::Invitation { link } => {
+            let text = format!(
+                "An account at {name} was created for this e-mail address.\n\n\
+                 Choose your password by opening this link (it works once, for 7 days):\n\
+                 \n{link}\n\n\
+                 If you did not expect this, ignore this message: nobody can sign in with \
+                 this address until a password is chosen through the link.\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>An account at {html_name} was created for this e-mail address.</p>\n\
+                     <p>Choose your password by opening this link \
+                     (it works once, for 7 days):</p>\n\
+                     {}\n\
+                     <p>If you did not expect this, ignore this message: nobody can sign in \
+                     with this address until a password is chosen through the link.</p>",
+                    button(link, "Choose my password")
+                ),
+            );
+            Rendered {
+                subject: format!("Your {name} account is ready"),
+                text,
+                html,
+            }
+        }
+        MailKind::MfaReset => {
+            let text = format!(
+                "An administrator of {name} removed the authenticator app and the recovery codes \
+                 from your account, as you or someone claiming to be you asked.\n\n\
+                 Set up two-step verification again from your account.\n\n\
+                 If you did not ask for this, reset your password at once from the {name} \
+                 sign-in page, and contact {name}'s support.\n"
+            );
+            let html = page(
+                &html_name,
+                &format!(
+                    "<p>An administrator of {html_name} removed the authenticator app and the \
+                     recovery codes from your account, as you or someone claiming to be you \
+                     asked.</p>\n\
+                     <p>Set up two-step verification again from your account.</p>\n\
+                     <p><strong>If you did not ask for this</strong>, reset your password at \
+                     once from the {html_name} sign-in page, and contact {html_name}'s \
+                     support.</p>"
+                ),
+            );
+            Rendered {
+                subject: format!("Two-step verification was reset on your {name} account"),
+                text,
+                html,
+            }
+        }
         MailKind::PhoneAdded { ending } => {
             let ending = escape_html(ending);
             Rendered {
@@ -365,6 +417,8 @@ mod tests {
                 action_hint: Some("Link your account".into()),
             },
             MailKind::MagicLink { link: link.into() },
+            MailKind::Invitation { link: link.into() },
+            MailKind::MfaReset,
         ]
     }
 
@@ -375,6 +429,7 @@ mod tests {
             let has_link = !matches!(
                 kind,
                 MailKind::PasswordChanged
+                    | MailKind::MfaReset
                     | MailKind::PhoneAdded { .. }
                     | MailKind::PhoneRemoved { .. }
             );

@@ -33,7 +33,7 @@ use super::{
 };
 use crate::app::AppState;
 
-fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
+pub(crate) fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     errors.check(
         field,
         len_between(value, 12, 128),
@@ -41,7 +41,7 @@ fn password_field(errors: &mut FieldErrors, field: &str, value: &str) {
     );
 }
 
-fn weak_password() -> ApiError {
+pub(crate) fn weak_password() -> ApiError {
     ApiError::new(
         StatusCode::BAD_REQUEST,
         "auth/weak_password",

@@ -8,14 +8,15 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::{tenant::guests::MAX_METADATA_BYTES, TenantMsg};
+use tessera_actors::TenantMsg;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    error::{ApiError, ErrorBody},
+    error::{ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiTenant, ClientIp, RequestCtx},
+    fields::metadata_field,
     responses::token_pair,
 };
 use crate::app::AppState;
@@ -68,27 +69,14 @@ pub async fn anonymous_signin(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let req: AnonymousSigninRequest = optional_json(&headers, &body)?;
-    let public_metadata = match req.public_metadata {
-        None | Some(serde_json::Value::Null) => serde_json::json!({}),
-        Some(v @ serde_json::Value::Object(_)) => {
-            let size = serde_json::to_vec(&v)
-                .map(|b| b.len())
-                .unwrap_or(usize::MAX);
-            if size > MAX_METADATA_BYTES {
-                return Err(ApiError::invalid_field(
-                    "public_metadata",
-                    "must be at most 16 KiB serialised",
-                ));
-            }
-            v
-        }
-        Some(_) => {
-            return Err(ApiError::invalid_field(
-                "public_metadata",
-                "must be an object",
-            ))
-        }
-    };
+    let mut errors = FieldErrors::new();
+    let public_metadata = metadata_field(
+        &mut errors,
+        "public_metadata",
+        req.public_metadata.unwrap_or_default(),
+    );
+    errors.finish()?;
+    let public_metadata = public_metadata.unwrap_or_default();
     let grant = tenant
         .call(|reply| TenantMsg::AnonymousSignin {
             ip,

@@ -339,6 +339,31 @@ impl From<CallError<TenantError>> for ApiError {
                 "auth/anonymous_not_allowed",
                 "guests cannot do this; register first",
             ),
+            CallError::Failed(TenantError::UserBlocked) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/user_blocked",
+                "this account is blocked; contact the app's support",
+            ),
+            CallError::Failed(TenantError::EmailInUse) => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/email_in_use",
+                "another user of this tenant has this e-mail address",
+            ),
+            CallError::Failed(TenantError::PhoneInUse) => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/phone_in_use",
+                "another user of this tenant has confirmed this phone number",
+            ),
+            CallError::Failed(TenantError::NoEmail) => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/no_email",
+                "the user has no e-mail address to send to",
+            ),
+            CallError::Failed(TenantError::SelfDeletionDisabled) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "user/self_deletion_disabled",
+                "this app does not let users delete their own accounts; ask its support",
+            ),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

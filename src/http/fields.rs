@@ -6,7 +6,10 @@
 //! the country, the limits and the monthly cap.
 
 use phonenumber::{metadata, Mode, PhoneNumber, Type};
-use tessera_actors::{policy::normalize_email, tenant::sms::Phone};
+use tessera_actors::{
+    policy::normalize_email,
+    tenant::{guests::MAX_METADATA_BYTES, sms::Phone},
+};
 use utoipa::openapi::{ObjectBuilder, Type as JsonType};
 
 use super::error::{is_email, mailer_accepts, ApiError, FieldErrors};
@@ -20,6 +23,31 @@ pub fn email_field(errors: &mut FieldErrors, value: &str) -> Option<String> {
         .filter(|n| mailer_accepts(n));
     errors.check("email", normalized.is_some(), "must be an e-mail address");
     normalized
+}
+
+/// A metadata object (`public_metadata`, `app_metadata`) of at most 16 KiB serialised;
+/// `null` reads as an empty object.
+pub fn metadata_field(
+    errors: &mut FieldErrors,
+    name: &str,
+    value: serde_json::Value,
+) -> Option<serde_json::Value> {
+    match value {
+        serde_json::Value::Null => Some(serde_json::json!({})),
+        v @ serde_json::Value::Object(_) => {
+            let size = serde_json::to_vec(&v).map_or(usize::MAX, |b| b.len());
+            errors.check(
+                name,
+                size <= MAX_METADATA_BYTES,
+                "must be at most 16 KiB serialised",
+            );
+            (size <= MAX_METADATA_BYTES).then_some(v)
+        }
+        _ => {
+            errors.check(name, false, "must be an object");
+            None
+        }
+    }
 }
 
 /// A one-time code of exactly six digits (a TOTP code, a texted code).

@@ -22,6 +22,7 @@ pub mod request_id;
 pub mod responses;
 pub mod step_up;
 pub mod tenant;
+pub mod users;
 pub mod users_me;
 pub mod wellknown;
 
@@ -163,6 +164,19 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::settings::get_cors,
             dashboard::settings::put_cors
         ))
+        .routes(routes!(
+            dashboard::settings::get_users,
+            dashboard::settings::patch_users
+        ))
+        .routes(routes!(users::dashboard_list, users::dashboard_create))
+        .routes(routes!(
+            users::dashboard_show,
+            users::dashboard_update,
+            users::dashboard_delete
+        ))
+        .routes(routes!(users::dashboard_act))
+        .routes(routes!(users_me::export))
+        .routes(routes!(users_me::delete_me))
         .split_for_parts();
     openapi::complete(&mut doc);
     (router, doc)

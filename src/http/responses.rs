@@ -116,6 +116,12 @@ pub async fn token_pair(
         aal: format!("AAL{aal}"),
         acr: format!("aal{aal}"),
         amr: grant.amr.clone(),
+        app_metadata: grant
+            .user
+            .app_metadata
+            .as_object()
+            .filter(|m| !m.is_empty())
+            .map(|_| grant.user.app_metadata.clone()),
     };
     let access_token = keys.sign(&claims).map_err(ApiError::internal)?;
     Ok(TokenPair {

@@ -1,12 +1,13 @@
 //! The signed-in user's own routes under `/v1/users/me/...` (API key and access token):
-//! confirming a phone number (`phone/verify`, `phone/confirm`) and linking a sign-in provider
-//! (`link/{provider}`). Confirming a number and linking a provider add a way in to the account,
+//! confirming a phone number (`phone/verify`, `phone/confirm`), linking a sign-in provider
+//! (`link/{provider}`), and the GDPR rights: the export (`export`) and the erasure
+//! (`DELETE /v1/users/me`), both behind the step-up gate. Confirming a number and linking a provider add a way in to the account,
 //! so both pass the step-up gate (`reauth::require_step_up`) first.
 
 use axum::{
     extract::{Path, State},
-    http::{HeaderMap, StatusCode},
-    response::Response,
+    http::{header, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
     Json,
 };
 use serde::Deserialize;
@@ -169,4 +170,76 @@ pub async fn link_provider(
         "account_linking/provider_not_configured",
         format!("no sign-in provider {shown:?} is configured for this tenant"),
     ))
+}
+
+/// Everything held about the signed-in user (GDPR art. 15 and 20), as a JSON document to
+/// download: the profile, identities, factors (never a secret), sessions, consents and the
+/// audit events about them. Gated by step-up (`X-Step-Up-Token`).
+#[utoipa::path(get, path = "/v1/users/me/export", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    responses(
+        (status = 200, description = "The export, `Content-Disposition: attachment`", body = Object),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+    ))]
+pub async fn export(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    require_step_up(&state, &user, &headers).await?;
+    let bearer = user.bearer;
+    let document = user
+        .tenant
+        .call(|reply| TenantMsg::ExportMe { bearer, reply })
+        .await?;
+    let filename = format!("{}-user-export.json", user.tenant.slug);
+    Ok((
+        [(
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{filename}\""),
+        )],
+        Json(document),
+    )
+        .into_response())
+}
+
+/// Erases the signed-in user and everything keyed to them (GDPR art. 17): sessions end, the
+/// address and number are free to register again, and the audit log keeps `user.deleted`
+/// with the id only. Gated by step-up; refused when the tenant turned
+/// `self_service_deletion_enabled` off.
+#[utoipa::path(delete, path = "/v1/users/me", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    responses(
+        (status = 204, description = "Erased"),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`user/self_deletion_disabled`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+    ))]
+pub async fn delete_me(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<StatusCode, ApiError> {
+    // Refused before the gate, so no step-up token is spent on a request that cannot pass.
+    let overview = user
+        .tenant
+        .call(|reply| TenantMsg::GetOverview { reply })
+        .await?;
+    if !overview.settings.users.self_service_deletion_enabled {
+        return Err(tessera_actors::TenantError::SelfDeletionDisabled.into());
+    }
+    require_step_up(&state, &user, &headers).await?;
+    let bearer = user.bearer;
+    user.tenant
+        .call(|reply| TenantMsg::DeleteMe {
+            bearer,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -87,6 +87,13 @@ pub enum Kind {
     UserPhone = 0x4D,
     /// `throttle | key` -> an end-user throttle's counts (failures, block).
     Throttle = 0x4E,
+    /// `created_at (u64 ns, big-endian) | user id` -> (): users newest first, for listing.
+    UserCreated = 0x4F,
+    /// `user id | audit event key` -> (): the audit events about a user, for the export and
+    /// the erasure.
+    UserAudit = 0x50,
+    /// One-off markers of tenant-level index builds, by name.
+    TenantIndexBuilt = 0x51,
 }
 
 /// The key of a platform record.

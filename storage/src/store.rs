@@ -209,6 +209,20 @@ impl TenantStore {
             })
     }
 
+    /// Every entry under this tenant, of every kind, undecoded: `(kind byte, key, value)`.
+    /// Only for operators' checks of what is stored (e.g. that an erasure left nothing).
+    pub fn raw_entries(
+        &self,
+    ) -> impl Iterator<Item = Result<(u8, Vec<u8>, Vec<u8>), StorageError>> {
+        let head = self.id.as_bytes().len();
+        self.tree.scan_prefix(self.id.as_bytes()).map(move |item| {
+            let (k, v) = item?;
+            let kind = k.get(head).copied().unwrap_or(0);
+            let key = k.get(head + 1..).unwrap_or_default().to_vec();
+            Ok((kind, key, v.to_vec()))
+        })
+    }
+
     /// Records of one kind under this tenant, newest key first, strictly before `before` when
     /// given (a cursor), at most `limit`.
     pub fn scan_rev<R: TenantRecord>(

@@ -26,3 +26,4 @@ mod stepup;
 mod tenants;
 mod throttles;
 mod tokens;
+mod users;

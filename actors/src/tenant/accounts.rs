@@ -16,7 +16,7 @@ use super::{
     audit::AuditContext,
     effects::Effects,
     messages::{Credential, LoginOutcome, Registration, UserView},
-    records::{EmailIndex, LinkPurpose, LinkTokenRecord, UserRecord},
+    records::{LinkPurpose, LinkTokenRecord, UserRecord},
     sessions::Proof,
     state::TenantState,
 };
@@ -59,6 +59,8 @@ impl UserRecord {
             totp_pending: None,
             totp_last_step: 0,
             recovery_codes: Vec::new(),
+            blocked_at: None,
+            app_metadata: serde_json::json!({}),
         }
     }
 
@@ -74,6 +76,7 @@ impl UserRecord {
             created_at: self.created_at,
             last_sign_in_at: self.last_sign_in_at,
             public_metadata: self.public_metadata.clone(),
+            app_metadata: self.app_metadata.clone(),
         }
     }
 }
@@ -92,6 +95,7 @@ impl TenantState {
             created_at: now,
             last_sign_in_at: None,
             public_metadata: serde_json::json!({}),
+            app_metadata: serde_json::json!({}),
         }
     }
 
@@ -189,9 +193,7 @@ impl TenantState {
         user.is_anonymous = false;
         let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
         let link = self.link("verify-email", &token);
-        fx.batch.put(id.as_bytes(), &user)?;
-        fx.batch
-            .put(r.email.as_bytes(), &EmailIndex { user_id: id })?;
+        self.put_new_user(&mut fx.batch, &user)?;
         self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
         self.audit_into(
             &mut fx.batch,
@@ -260,18 +262,35 @@ impl TenantState {
 
     /// A new single-use link token for `user`; the previous one of the same purpose dies.
     /// Answers the token; only its hash is stored.
-    fn issue_link(
+    pub(super) fn issue_link(
         &self,
         batch: &mut TenantBatch,
         user: &mut UserRecord,
         purpose: LinkPurpose,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
+        let ttl = match purpose {
+            LinkPurpose::VerifyEmail => VERIFY_TTL,
+            LinkPurpose::ResetPassword => RESET_TTL,
+        };
+        self.issue_link_for(batch, user, purpose, ttl, now)
+    }
+
+    /// [`Self::issue_link`] with a lifetime of its own (an admin's invitation is a reset link
+    /// that lives a week).
+    pub(super) fn issue_link_for(
+        &self,
+        batch: &mut TenantBatch,
+        user: &mut UserRecord,
+        purpose: LinkPurpose,
+        ttl: Duration,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
         let token = tessera_storage::random_token(32);
         let hash = sha256(token.as_bytes());
-        let (slot, ttl) = match purpose {
-            LinkPurpose::VerifyEmail => (&mut user.verify_token, VERIFY_TTL),
-            LinkPurpose::ResetPassword => (&mut user.reset_token, RESET_TTL),
+        let slot = match purpose {
+            LinkPurpose::VerifyEmail => &mut user.verify_token,
+            LinkPurpose::ResetPassword => &mut user.reset_token,
         };
         if let Some(old) = slot.take().and_then(|h| hex::decode(h).ok()) {
             batch.remove(Kind::LinkToken, &old);
@@ -661,6 +680,8 @@ pub(crate) mod tests {
         }
 
         fn submit_sms(&self, _job: crate::outbound::SmsJob) {}
+
+        fn withdraw(&self, _ids: &[Uuid]) {}
     }
 
     pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
@@ -714,9 +735,11 @@ pub(crate) mod tests {
             MailKind::VerifyEmail { link }
             | MailKind::PasswordReset { link }
             | MailKind::MagicLink { link }
-            | MailKind::StepUpMagicLink { link, .. } => link.clone(),
+            | MailKind::StepUpMagicLink { link, .. }
+            | MailKind::Invitation { link } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
             MailKind::PasswordChanged
+            | MailKind::MfaReset
             | MailKind::StepUpEmailOtp { .. }
             | MailKind::EmailOtp { .. }
             | MailKind::PhoneAdded { .. }

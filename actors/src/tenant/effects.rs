@@ -16,7 +16,10 @@ use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
-    records::{DecoyRecord, EmailIndex, QueuedMail, UserRecord, DECOY_KEY},
+    records::{
+        created_key, DecoyRecord, EmailIndex, QueuedMail, UserAuditIndex, UserCreatedIndex,
+        UserRecord, DECOY_KEY,
+    },
     state::TenantState,
     usage::{month_of, MAU_KEY},
 };
@@ -25,6 +28,22 @@ use crate::{
     outbound::{MailJob, MailKind},
     throttle::throttle_ip,
 };
+
+/// The user an audit event is about: its metadata's `user_id`.
+pub(super) fn subject_of(event: &AuditEvent) -> Option<Uuid> {
+    event
+        .metadata
+        .get("user_id")
+        .and_then(|v| v.as_str())
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// The key of an event in its user's audit index.
+pub(super) fn user_audit_key(user: Uuid, event_key: &[u8]) -> Vec<u8> {
+    let mut k = user.as_bytes().to_vec();
+    k.extend_from_slice(event_key);
+    k
+}
 
 /// Writes and messages produced by one command, applied together.
 pub(super) struct Effects {
@@ -60,6 +79,27 @@ impl TenantState {
         event.metadata = metadata;
         let key = self.next_event_key(event.at);
         batch.put(&key, &event)?;
+        if let Some(user) = subject_of(&event) {
+            batch.put(&user_audit_key(user, &key), &UserAuditIndex::default())?;
+        }
+        Ok(())
+    }
+
+    /// Writes a user created just now: its record, its place in the creation index and, with
+    /// an address, the e-mail index.
+    pub(super) fn put_new_user(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
+    ) -> Result<(), TenantError> {
+        batch.put(user.id.as_bytes(), user)?;
+        batch.put(
+            &created_key(user.created_at, user.id),
+            &UserCreatedIndex::default(),
+        )?;
+        if let Some(email) = &user.email {
+            batch.put(email.as_bytes(), &EmailIndex::of(user))?;
+        }
         Ok(())
     }
 

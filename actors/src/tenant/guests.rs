@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     messages::{Bearer, Grant, Registration, UserView},
-    records::{SessionRecord, UserRecord, UserSessionIndex},
+    records::UserRecord,
     state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
@@ -72,9 +72,15 @@ impl TenantState {
         user.is_anonymous = true;
         user.public_metadata = public_metadata;
         self.count_active(&mut fx.batch, None, now)?;
-        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.put_new_user(&mut fx.batch, &user)?;
         fx.batch.put(user.id.as_bytes(), &GuestIndex::default())?;
-        let grant = self.open_session(&mut fx.batch, &user, 1, vec!["anonymous".into()], now)?;
+        let grant = self.open_session(
+            &mut fx.batch,
+            &user,
+            (1, vec!["anonymous".into()]),
+            ctx,
+            now,
+        )?;
         self.audit_into(
             &mut fx.batch,
             "auth.anonymous.signin",
@@ -132,16 +138,8 @@ impl TenantState {
             if dry_run {
                 continue;
             }
-            for item in self.store.scan::<UserSessionIndex>(id.as_bytes()) {
-                let (k, _) = item?;
-                if let Some(sid) = k.get(16..).and_then(|b| Uuid::from_slice(b).ok()) {
-                    if let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? {
-                        self.remove_session(&mut fx.batch, &s);
-                    }
-                }
-            }
-            fx.batch.remove(Kind::User, id.as_bytes());
-            fx.batch.remove(Kind::Guest, &key);
+            // Its record, indexes, sessions and per-user audit index.
+            self.erase_user_records(&mut fx.batch, &user)?;
         }
         // Expired challenges and step-up tokens go with the same daily run, and so do the
         // throttle entries with nothing left to hold (their records leave with this batch).

@@ -8,7 +8,7 @@
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{audit::AuditContext, records::EmailIndex, state::TenantState};
+use super::{audit::AuditContext, state::TenantState};
 use crate::{error::TenantError, tenant::records::UserRecord};
 
 pub use super::messages::{ImportOutcome, ImportedUser};
@@ -36,9 +36,7 @@ impl TenantState {
             user.email = Some(u.email.clone());
             user.email_verified = u.email_verified;
             user.password_hash = Some(u.password_hash);
-            fx.batch.put(user.id.as_bytes(), &user)?;
-            fx.batch
-                .put(u.email.as_bytes(), &EmailIndex { user_id: user.id })?;
+            self.put_new_user(&mut fx.batch, &user)?;
             outcome.imported += 1;
         }
         if outcome.imported > 0 {

@@ -163,6 +163,9 @@ pub struct AccessClaims {
     pub acr: String,
     /// Authentication methods (RFC 8176 values).
     pub amr: Vec<String>,
+    /// What the tenant's admins set on the user (absent when nothing is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_metadata: Option<serde_json::Value>,
 }
 
 /// The claims of a step-up token: proof that the user of session `sid` re-authenticated.
@@ -709,6 +712,7 @@ mod tests {
             aal: "AAL1".into(),
             acr: "aal1".into(),
             amr: vec!["pwd".into()],
+            app_metadata: None,
         }
     }
 

@@ -55,6 +55,178 @@ pub struct Phone {
     pub country: String,
 }
 
+/// A user's state as the users list shows and filters it (the first that applies, in this
+/// order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UserStatus {
+    /// Blocked by a tenant admin.
+    Blocked,
+    /// Waiting for a guardian's consent (minor protection).
+    Held,
+    /// A guest.
+    Anonymous,
+    /// Registered with an address that is not confirmed yet.
+    Unverified,
+    Active,
+}
+
+impl UserStatus {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "active" => UserStatus::Active,
+            "blocked" => UserStatus::Blocked,
+            "held" => UserStatus::Held,
+            "anonymous" => UserStatus::Anonymous,
+            "unverified" => UserStatus::Unverified,
+            _ => return None,
+        })
+    }
+}
+
+/// A page request of the users list, newest first. Every filter given must hold.
+#[derive(Clone, Debug, Default)]
+pub struct UserQuery {
+    /// Lowercase; matched against the start of the normalised address.
+    pub email_prefix: Option<String>,
+    /// E.164: the user whose confirmed number this is.
+    pub phone: Option<String>,
+    pub status: Option<UserStatus>,
+    pub created_after: Option<OffsetDateTime>,
+    pub created_before: Option<OffsetDateTime>,
+    pub last_sign_in_before: Option<OffsetDateTime>,
+    /// The `next_cursor` of the previous page (a key of the creation index).
+    pub cursor: Option<Vec<u8>>,
+    pub limit: usize,
+}
+
+/// A user as the users list shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserSummary {
+    pub id: Uuid,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub phone: Option<String>,
+    pub phone_verified: bool,
+    pub is_anonymous: bool,
+    pub status: UserStatus,
+    pub mfa_enabled: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_sign_in_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub blocked_at: Option<OffsetDateTime>,
+    pub public_metadata: serde_json::Value,
+    pub app_metadata: serde_json::Value,
+}
+
+/// One page of users and where the next starts. A page can hold fewer than `limit` users
+/// while `next_cursor` is set (each page examines a bounded number of users); follow it.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserPage {
+    pub users: Vec<UserSummary>,
+    pub next_cursor: Option<Vec<u8>>,
+}
+
+/// What signs a user in besides a password.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserFactors {
+    pub totp_enabled: bool,
+    pub recovery_codes_remaining: usize,
+    pub passkeys: usize,
+    /// Social providers linked to the account.
+    pub linked_providers: Vec<String>,
+}
+
+/// A live session, as a tenant admin sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdminSessionView {
+    pub id: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_active_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    pub aal: u8,
+    pub amr: Vec<String>,
+    /// The client family that opened it (`Chrome`, `curl`, ...).
+    pub device: Option<String>,
+    /// The first 12 characters of the keyed hash of the address that opened it.
+    pub ip_hash_prefix: Option<String>,
+}
+
+/// When the user was last seen and whether they count in this month's active users.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserActivity {
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_active_at: OffsetDateTime,
+    /// `YYYY-MM` (UTC).
+    pub month: String,
+    pub active_this_month: bool,
+}
+
+/// Everything a tenant admin sees of one user.
+#[derive(Clone, Debug, Serialize)]
+pub struct UserDetail {
+    #[serde(flatten)]
+    pub summary: UserSummary,
+    pub factors: UserFactors,
+    pub sessions: Vec<AdminSessionView>,
+    pub activity: UserActivity,
+}
+
+/// A user a tenant admin creates.
+#[derive(Clone, Debug)]
+pub struct NewUser {
+    /// Normalised.
+    pub email: String,
+    /// Argon2id, hashed by the caller.
+    pub password_hash: Option<String>,
+    pub email_verified: bool,
+    /// Mail a link to choose a password (which also confirms the address).
+    pub invite: bool,
+}
+
+/// A tenant admin's change to a user; `None` leaves a field as it is.
+#[derive(Clone, Debug, Default)]
+pub struct UserPatch {
+    /// Normalised. Unless `email_verified` is `Some(true)`, the new address is unconfirmed
+    /// and mailed a verification link.
+    pub email: Option<String>,
+    pub email_verified: Option<bool>,
+    /// E.164, or `Some(None)` to remove the number. A number set here is confirmed.
+    pub phone: Option<Option<String>>,
+    pub app_metadata: Option<serde_json::Value>,
+    pub public_metadata: Option<serde_json::Value>,
+}
+
+/// A tenant admin's action on one user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserAction {
+    /// Revokes every session; sign-in is refused until unblocked.
+    Block,
+    Unblock,
+    /// Revokes every session.
+    SignOut,
+    /// Removes the TOTP seed and recovery codes, and tells the user by mail.
+    ResetMfa,
+    /// Mails a password-reset link.
+    SendPasswordReset,
+}
+
+/// Where a user's trace was found by [`TenantMsg::UserTraces`].
+#[derive(Clone, Debug, Serialize)]
+pub struct Trace {
+    /// The record kind's byte, in hex.
+    pub kind: String,
+    /// The key under the tenant's prefix, in hex.
+    pub key: String,
+    /// `key` when the key holds a needle, `value` when only the stored value does.
+    pub found_in: String,
+}
+
 /// One user to import. The address is already normalised and the hash already checked to be an
 /// Argon2id PHC string by the caller.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -116,6 +288,8 @@ pub struct UserView {
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_sign_in_at: Option<OffsetDateTime>,
     pub public_metadata: serde_json::Value,
+    /// Set by the tenant's admins only; the `app_metadata` claim of access tokens.
+    pub app_metadata: serde_json::Value,
 }
 
 /// A session just created or refreshed: the handler signs the access token from it.
@@ -599,6 +773,55 @@ pub enum TenantMsg {
         users: Vec<ImportedUser>,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<ImportOutcome, TenantError>>,
+    },
+    /// A page of the users list.
+    ListUsers {
+        query: UserQuery,
+        reply: RpcReplyPort<Result<UserPage, TenantError>>,
+    },
+    GetUser {
+        id: Uuid,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    CreateUser {
+        user: NewUser,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    UpdateUser {
+        id: Uuid,
+        patch: UserPatch,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    ActOnUser {
+        id: Uuid,
+        action: UserAction,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    /// Erases a user and everything keyed to them (an admin's request).
+    DeleteUser {
+        id: Uuid,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Everything held about the caller (GDPR art. 15 and 20).
+    ExportMe {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Erases the caller (GDPR art. 17), when the tenant allows it.
+    DeleteMe {
+        bearer: Bearer,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Every record of the tenant whose key or plain value holds one of `needles` (an
+    /// operator's check that an erasure left nothing behind).
+    UserTraces {
+        needles: Vec<Vec<u8>>,
+        reply: RpcReplyPort<Result<Vec<Trace>, TenantError>>,
     },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
     InjectPanic {

@@ -26,6 +26,7 @@ pub mod sms;
 pub mod state;
 pub mod step_up;
 pub mod usage;
+pub mod users;
 
 use std::sync::Arc;
 
@@ -483,6 +484,48 @@ impl Actor for TenantActor {
                     let _ = reply.send(Err(e));
                 }
             },
+            TenantMsg::ListUsers { query, reply } => {
+                let _ = reply.send(state.list_users(&query));
+            }
+            TenantMsg::GetUser { id, reply } => {
+                let _ = reply.send(state.get_user(id));
+            }
+            TenantMsg::CreateUser { user, ctx, reply } => {
+                let out = state.create_user(user, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::UpdateUser {
+                id,
+                patch,
+                ctx,
+                reply,
+            } => {
+                let out = state.update_user(id, patch, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::ActOnUser {
+                id,
+                action,
+                ctx,
+                reply,
+            } => {
+                let out = state.act_on_user(id, action, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::DeleteUser { id, ctx, reply } => {
+                let out = state.delete_user(id, &ctx);
+                reply_erased(state, reply, out);
+            }
+            TenantMsg::ExportMe { bearer, reply } => {
+                let _ = reply.send(state.export_me(bearer));
+            }
+            TenantMsg::DeleteMe { bearer, ctx, reply } => {
+                let out = state.delete_me(bearer, &ctx);
+                reply_erased(state, reply, out);
+            }
+            TenantMsg::UserTraces { needles, reply } => {
+                let _ = reply.send(state.user_traces(&needles));
+            }
             TenantMsg::InjectPanic { reply } => {
                 if state.fault_injection() {
                     tracing::warn!(tenant = %state.info().id, "fault injection: panicking");
@@ -588,6 +631,24 @@ fn sms_when_durable(state: &TenantState, job: Option<SmsJob>) {
             Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
         }
     });
+}
+
+/// After an erasure: the queued messages it removed are withdrawn from delivery at once (so
+/// none is attempted again), and the reply waits for the erasure to be on disk.
+fn reply_erased(
+    state: &TenantState,
+    reply: RpcReplyPort<Result<(), TenantError>>,
+    out: Result<Vec<uuid::Uuid>, TenantError>,
+) {
+    match out {
+        Ok(withdrawn) => {
+            state.runtime.outbound.withdraw(&withdrawn);
+            reply_durable(state, reply, ());
+        }
+        Err(e) => {
+            let _ = reply.send(Err(e));
+        }
+    }
 }
 
 /// Replies `value` once the writes applied so far are on disk.

@@ -18,7 +18,7 @@ use super::{
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, Found, OAuthResume, Purpose},
     effects::Effects,
     messages::{LoginOutcome, PasswordlessLogin},
-    records::{EmailIndex, UserRecord},
+    records::UserRecord,
     sessions::Proof,
     state::TenantState,
 };
@@ -364,9 +364,7 @@ impl TenantState {
         user.email = Some(email.to_owned());
         user.email_verified = true;
         self.count_active(&mut fx.batch, None, now)?;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        fx.batch
-            .put(email.as_bytes(), &EmailIndex { user_id: user.id })?;
+        self.put_new_user(&mut fx.batch, &user)?;
         self.audit_into(
             &mut fx.batch,
             "auth.register",

@@ -53,6 +53,13 @@ pub struct UserRecord {
     /// Keyed hashes (hex) of the unused recovery codes.
     #[serde(default)]
     pub recovery_codes: Vec<String>,
+    /// Set while a tenant admin has blocked the account: no session, no sign-in.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub blocked_at: Option<OffsetDateTime>,
+    /// Written only by the tenant's admins (and back ends); the user cannot change it. It is
+    /// the `app_metadata` claim of the user's access tokens.
+    #[serde(default = "empty_object")]
+    pub app_metadata: serde_json::Value,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -70,11 +77,69 @@ impl Record for UserRecord {
 }
 impl TenantRecord for UserRecord {}
 
-/// Normalised e-mail address -> user.
+/// Normalised e-mail address -> user. A prefix scan of these keys is the case-insensitive
+/// e-mail search of the users list; `created_at` lets it sort the matches without reading
+/// the users (entries written before it existed get it from the start-up index build).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EmailIndex {
     pub user_id: Uuid,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub created_at: Option<OffsetDateTime>,
 }
+
+impl EmailIndex {
+    pub fn of(user: &UserRecord) -> Self {
+        EmailIndex {
+            user_id: user.id,
+            created_at: Some(user.created_at),
+        }
+    }
+}
+
+/// `created_at | user id` -> this marker: the users newest first (see [`created_key`]).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct UserCreatedIndex {}
+
+impl Record for UserCreatedIndex {
+    const KIND: Kind = Kind::UserCreated;
+    const NAME: &'static str = "user creation index";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for UserCreatedIndex {}
+
+/// The key of a user in the creation index: nanoseconds since 1970 (big-endian, so keys sort
+/// by time) and the id, which breaks ties.
+pub fn created_key(created_at: OffsetDateTime, user: Uuid) -> Vec<u8> {
+    let nanos = u64::try_from(created_at.unix_timestamp_nanos()).unwrap_or(0);
+    let mut k = nanos.to_be_bytes().to_vec();
+    k.extend_from_slice(user.as_bytes());
+    k
+}
+
+/// `user id | audit event key` -> this marker: the events about one user.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct UserAuditIndex {}
+
+impl Record for UserAuditIndex {
+    const KIND: Kind = Kind::UserAudit;
+    const NAME: &'static str = "user audit index";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for UserAuditIndex {}
+
+/// That a one-off index build of this tenant is done (keyed by the build's name).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct IndexBuilt {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+impl Record for IndexBuilt {
+    const KIND: Kind = Kind::TenantIndexBuilt;
+    const NAME: &'static str = "index build marker";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for IndexBuilt {}
 
 impl Record for EmailIndex {
     const KIND: Kind = Kind::UserEmail;
@@ -116,6 +181,12 @@ pub struct SessionRecord {
     /// Authenticator assurance level, 1 or 2.
     pub aal: u8,
     pub amr: Vec<String>,
+    /// The browser or client family that opened the session (`Chrome`, `curl`, ...).
+    #[serde(default)]
+    pub ua_family: Option<String>,
+    /// The keyed hash (hex) of the client address that opened it; only a prefix is shown.
+    #[serde(default)]
+    pub ip_hash: Option<String>,
 }
 
 impl Record for SessionRecord {

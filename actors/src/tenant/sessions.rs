@@ -98,6 +98,9 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<PasswordlessLogin, TenantError> {
+        if user.blocked_at.is_some() {
+            return Err(TenantError::UserBlocked);
+        }
         let first = proof.amr.first().map_or("pwd", String::as_str);
         let oauth = proof.oauth.take();
         if let Some(outcome) = self.login_second_step(fx, user, first, oauth.clone(), now)? {
@@ -130,11 +133,14 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
+        if user.blocked_at.is_some() {
+            return Err(TenantError::UserBlocked);
+        }
         self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &*user)?;
-        let grant = self.open_session(&mut fx.batch, user, proof.aal, proof.amr, now)?;
+        let grant = self.open_session(&mut fx.batch, user, (proof.aal, proof.amr), ctx, now)?;
         let mut metadata = serde_json::Map::new();
         metadata.insert("user_id".into(), serde_json::json!(user.id));
         metadata.insert("session_id".into(), serde_json::json!(grant.session_id));
@@ -179,8 +185,8 @@ impl TenantState {
         &self,
         batch: &mut TenantBatch,
         user: &UserRecord,
-        aal: u8,
-        amr: Vec<String>,
+        (aal, amr): (u8, Vec<String>),
+        ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
         let ttl = time::Duration::try_from(self.runtime.tokens.refresh_ttl)
@@ -195,6 +201,8 @@ impl TenantState {
             rotated_at: None,
             aal,
             amr,
+            ua_family: ctx.ua_family.clone(),
+            ip_hash: ctx.ip_hash.clone(),
         };
         batch.put(session.id.as_bytes(), &session)?;
         batch.put(
@@ -277,7 +285,8 @@ impl TenantState {
             return Err(TenantError::InvalidRefreshToken);
         };
         let user = self.user(session.user_id)?;
-        let Some(mut user) = user.filter(|_| session.expires_at > now) else {
+        let alive = session.expires_at > now;
+        let Some(mut user) = user.filter(|u| alive && u.blocked_at.is_none()) else {
             self.remove_session(&mut fx.batch, &session);
             return self.fail(fx, TenantError::InvalidRefreshToken);
         };

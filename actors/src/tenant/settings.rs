@@ -211,8 +211,26 @@ pub struct TenantSettings {
     /// empty: any origin.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    #[serde(default)]
+    pub users: UserSettings,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// What the tenant's users may do about their own accounts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserSettings {
+    /// Whether `DELETE /v1/users/me` erases the caller (GDPR art. 17 without a ticket).
+    #[serde(default = "yes")]
+    pub self_service_deletion_enabled: bool,
+}
+
+impl Default for UserSettings {
+    fn default() -> Self {
+        UserSettings {
+            self_service_deletion_enabled: true,
+        }
+    }
 }
 
 impl TenantSettings {
@@ -231,6 +249,7 @@ impl TenantSettings {
                 updated_at: now,
             },
             allowed_origins: Vec::new(),
+            users: UserSettings::default(),
             updated_at: now,
         }
     }
@@ -303,6 +322,9 @@ pub enum SettingsChange {
     EudiAge(EudiAgeConfig),
     /// The whole list of allowed browser origins, normalized.
     AllowedOrigins(Vec<String>),
+    Users {
+        self_service_deletion_enabled: Option<bool>,
+    },
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -470,6 +492,17 @@ impl TenantSettings {
                     &mut changed,
                 );
                 "settings.cors.updated"
+            }
+            SettingsChange::Users {
+                self_service_deletion_enabled,
+            } => {
+                set(
+                    &mut next.users.self_service_deletion_enabled,
+                    self_service_deletion_enabled,
+                    "self_service_deletion_enabled",
+                    &mut changed,
+                );
+                "settings.users.updated"
             }
         };
         if !changed.is_empty() {

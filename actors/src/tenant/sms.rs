@@ -245,7 +245,7 @@ impl TenantState {
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;
         self.count_active(&mut fx.batch, None, now)?;
-        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.put_new_user(&mut fx.batch, &user)?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
         self.audit_into(
@@ -354,7 +354,7 @@ impl TenantState {
         }
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;
-        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.put_new_user(&mut fx.batch, &user)?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
         self.audit_into(

@@ -166,6 +166,7 @@ impl TenantState {
             consumed_codes: crate::throttle::ConsumedCodes::default(),
         };
         state.restore_throttles()?;
+        state.ensure_user_indexes()?;
         Ok(state)
     }
 

@@ -149,13 +149,18 @@ impl Dashboard {
         if fresh {
             Ok(())
         } else {
-            Err(ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "dashboard/reauth_required",
-                "re-authenticate (POST /v1/auth/dashboard/reauth) and retry within 5 minutes",
-            ))
+            Err(reauth_required())
         }
     }
+}
+
+/// 401 `dashboard/reauth_required`.
+pub fn reauth_required() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "dashboard/reauth_required",
+        "re-authenticate (POST /v1/auth/dashboard/reauth) and retry within 5 minutes",
+    )
 }
 
 // Shared by the dashboard's handlers.

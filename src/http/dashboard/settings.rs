@@ -955,6 +955,70 @@ pub async fn put_cors(
     )))
 }
 
+// ---------------------------------------------------------------- users
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatchUserSettingsRequest {
+    /// Whether `DELETE /v1/users/me` lets a user erase their own account (default true).
+    pub self_service_deletion_enabled: Option<bool>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UserSettingsResponse {
+    pub self_service_deletion_enabled: bool,
+}
+
+fn user_settings_response(v: SettingsView) -> UserSettingsResponse {
+    UserSettingsResponse {
+        self_service_deletion_enabled: v.settings.users.self_service_deletion_enabled,
+    }
+}
+
+/// What users may do about their own accounts (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/users", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The settings", body = UserSettingsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_users(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<UserSettingsResponse>, ApiError> {
+    Ok(Json(user_settings_response(
+        read(&state, &auth, &slug).await?,
+    )))
+}
+
+/// Changes what users may do about their own accounts (owner); audited as
+/// `settings.users.updated`.
+#[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/users", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = PatchUserSettingsRequest,
+    responses(
+        (status = 200, description = "The settings as they are now", body = UserSettingsResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn patch_users(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<PatchUserSettingsRequest>,
+) -> Result<Json<UserSettingsResponse>, ApiError> {
+    let change = SettingsChange::Users {
+        self_service_deletion_enabled: req.self_service_deletion_enabled,
+    };
+    Ok(Json(user_settings_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}
+
 // ---------------------------------------------------------------- wallet (2.10)
 
 const ATTRIBUTES: &[&str] = &[

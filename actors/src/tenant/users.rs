@@ -1,0 +1,754 @@
+//! User management by the tenant's admins (the dashboard and management keys), and the
+//! users' own GDPR rights: the export of everything held about them and the erasure.
+//!
+//! The list walks the creation index (`created_at | id`, newest first), so a cursor is a key of
+//! that index and users created after a page was read never shift the pages after it. An
+//! e-mail prefix is served by the e-mail index (its keys are the normalised, lowercase
+//! addresses, and its entries carry `created_at` to sort the matches), a phone number by the
+//! phone index; other filters are checked on the users the walk reads, at most
+//! [`MAX_EXAMINED`] a page, so no request holds the actor for long.
+//!
+//! Invariant: every record keyed to a user is found from the user (its indexes, its sessions,
+//! its link tokens, its audit index) or by a bounded scan of short-lived records (challenges,
+//! the mail queue), and [`TenantState::erase_user`] removes all of them in one batch.
+
+use std::collections::HashSet;
+
+use tessera_storage::{Kind, TenantBatch};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    audit::{AuditContext, AuditEvent},
+    challenges::ChallengeRecord,
+    effects::{subject_of, user_audit_key, Effects},
+    messages::{
+        AdminSessionView, Bearer, NewUser, Trace, UserAction, UserActivity, UserDetail,
+        UserFactors, UserPage, UserPatch, UserQuery, UserStatus, UserSummary,
+    },
+    records::{
+        created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
+        UserAuditIndex, UserCreatedIndex, UserRecord, UserSessionIndex,
+    },
+    state::TenantState,
+    usage::month_of,
+};
+use crate::{
+    error::TenantError,
+    outbound::{MailJob, MailKind},
+};
+
+/// Users a list page reads at most while filtering.
+pub const MAX_EXAMINED: usize = 5_000;
+/// E-mail prefix matches sorted in memory at most; a broader prefix walks the creation index
+/// with the prefix as a filter instead.
+pub const MAX_PREFIX_MATCHES: usize = 10_000;
+/// An admin's invitation link lives this long.
+pub const INVITE_TTL: Duration = Duration::days(7);
+/// The audit events an export carries at most (the newest).
+pub const MAX_EXPORTED_EVENTS: usize = 10_000;
+
+/// The name of the index build that added the creation index, `created_at` on e-mail index
+/// entries and the per-user audit index to tenants written before them.
+const USER_INDEXES_V1: &[u8] = b"user-indexes-v1";
+
+impl UserRecord {
+    pub fn status(&self) -> UserStatus {
+        if self.blocked_at.is_some() {
+            UserStatus::Blocked
+        } else if self.is_anonymous {
+            UserStatus::Anonymous
+        } else if self.email.is_some() && !self.email_verified {
+            UserStatus::Unverified
+        } else {
+            UserStatus::Active
+        }
+    }
+
+    fn summary(&self) -> UserSummary {
+        UserSummary {
+            id: self.id,
+            email: self.email.clone(),
+            email_verified: self.email_verified,
+            phone: self.phone.clone(),
+            phone_verified: self.phone_verified,
+            is_anonymous: self.is_anonymous,
+            status: self.status(),
+            mfa_enabled: self.mfa_enabled,
+            created_at: self.created_at,
+            last_sign_in_at: self.last_sign_in_at,
+            blocked_at: self.blocked_at,
+            public_metadata: self.public_metadata.clone(),
+            app_metadata: self.app_metadata.clone(),
+        }
+    }
+
+    fn matches(&self, q: &UserQuery) -> bool {
+        let email_ok = q
+            .email_prefix
+            .as_deref()
+            .is_none_or(|p| self.email.as_deref().is_some_and(|e| e.starts_with(p)));
+        let phone_ok = q
+            .phone
+            .as_deref()
+            .is_none_or(|p| self.phone.as_deref() == Some(p));
+        let status_ok = q.status.is_none_or(|s| s == self.status());
+        let after_ok = q.created_after.is_none_or(|t| self.created_at > t);
+        let before_ok = q.created_before.is_none_or(|t| self.created_at < t);
+        let signed_ok = q
+            .last_sign_in_before
+            .is_none_or(|t| self.last_sign_in_at.is_some_and(|s| s < t));
+        email_ok && phone_ok && status_ok && after_ok && before_ok && signed_ok
+    }
+}
+
+impl TenantState {
+    /// Builds, once per tenant, the user indexes that came after its first users: the
+    /// creation index, `created_at` in e-mail index entries, and the per-user audit index.
+    /// One batch: a crash before it lands builds again from scratch at the next start.
+    pub(super) fn ensure_user_indexes(&mut self) -> Result<(), TenantError> {
+        if self.store.get::<IndexBuilt>(USER_INDEXES_V1)?.is_some() {
+            return Ok(());
+        }
+        let mut batch = self.store.batch();
+        let mut users = 0usize;
+        for item in self.store.scan::<UserRecord>(b"") {
+            let (_, user) = item?;
+            batch.put(
+                &created_key(user.created_at, user.id),
+                &UserCreatedIndex::default(),
+            )?;
+            if let Some(email) = &user.email {
+                let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
+                if indexed.is_some_and(|ix| ix.user_id == user.id) {
+                    batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
+                }
+            }
+            users += 1;
+        }
+        for item in self.store.scan::<AuditEvent>(b"") {
+            let (key, event) = item?;
+            if let Some(user) = subject_of(&event) {
+                batch.put(&user_audit_key(user, &key), &UserAuditIndex::default())?;
+            }
+        }
+        batch.put(
+            USER_INDEXES_V1,
+            &IndexBuilt {
+                at: OffsetDateTime::now_utc(),
+            },
+        )?;
+        self.store.apply(batch)?;
+        if users > 0 {
+            tracing::info!(tenant = %self.info.slug, users, "built the user indexes");
+        }
+        Ok(())
+    }
+
+    /// One page of the users list (see the module's documentation).
+    pub fn list_users(&self, q: &UserQuery) -> Result<UserPage, TenantError> {
+        let limit = q.limit.max(1);
+        // The creation bounds narrow the walk: it starts below `created_before` (or the
+        // cursor, whichever is lower) and ends at `created_after`.
+        let mut start = q.cursor.clone();
+        if let Some(before) = q.created_before {
+            let bound = created_key(before, Uuid::nil());
+            if start.as_ref().is_none_or(|c| *c > bound) {
+                start = Some(bound);
+            }
+        }
+        let floor = q.created_after.map(|t| created_key(t, Uuid::max()));
+        if let Some(phone) = &q.phone {
+            let found = self.store.get::<PhoneIndex>(phone.as_bytes())?;
+            let candidates = match found {
+                Some(ix) => self
+                    .user(ix.user_id)?
+                    .map(|u| vec![created_key(u.created_at, u.id)])
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            return self.page_of(candidates, start.as_deref(), q, limit);
+        }
+        if let Some(prefix) = &q.email_prefix {
+            let mut matches = Vec::new();
+            let mut broad = false;
+            for item in self.store.scan::<EmailIndex>(prefix.as_bytes()) {
+                let (_, ix) = item?;
+                if matches.len() == MAX_PREFIX_MATCHES {
+                    broad = true;
+                    break;
+                }
+                let created = match ix.created_at {
+                    Some(t) => t,
+                    None => match self.user(ix.user_id)? {
+                        Some(u) => u.created_at,
+                        None => continue,
+                    },
+                };
+                matches.push(created_key(created, ix.user_id));
+            }
+            if !broad {
+                matches.sort_unstable_by(|a, b| b.cmp(a));
+                return self.page_of(matches, start.as_deref(), q, limit);
+            }
+        }
+        let mut users = Vec::new();
+        let mut examined = 0usize;
+        let mut before = start;
+        loop {
+            let chunk = self
+                .store
+                .scan_rev::<UserCreatedIndex>(before.as_deref(), 256)?;
+            let exhausted = chunk.len() < 256;
+            for (key, _) in chunk {
+                if floor.as_ref().is_some_and(|f| key <= *f) {
+                    return Ok(UserPage {
+                        users,
+                        next_cursor: None,
+                    });
+                }
+                before = Some(key.clone());
+                examined += 1;
+                if let Some(user) = self.user_at(&key)? {
+                    if user.matches(q) {
+                        users.push(user.summary());
+                        if users.len() == limit {
+                            return Ok(UserPage {
+                                next_cursor: self.more_after(&key, floor.as_deref())?,
+                                users,
+                            });
+                        }
+                    }
+                }
+                if examined >= MAX_EXAMINED {
+                    return Ok(UserPage {
+                        next_cursor: self.more_after(&key, floor.as_deref())?,
+                        users,
+                    });
+                }
+            }
+            if exhausted {
+                return Ok(UserPage {
+                    users,
+                    next_cursor: None,
+                });
+            }
+        }
+    }
+
+    /// A page from candidate keys already in list order (newest first).
+    fn page_of(
+        &self,
+        candidates: Vec<Vec<u8>>,
+        start: Option<&[u8]>,
+        q: &UserQuery,
+        limit: usize,
+    ) -> Result<UserPage, TenantError> {
+        let mut users = Vec::new();
+        let mut examined = 0usize;
+        let mut rest = candidates
+            .into_iter()
+            .filter(|k| start.is_none_or(|s| k.as_slice() < s))
+            .peekable();
+        while let Some(key) = rest.next() {
+            examined += 1;
+            if let Some(user) = self.user_at(&key)? {
+                if user.matches(q) {
+                    users.push(user.summary());
+                }
+            }
+            if users.len() == limit || examined >= MAX_EXAMINED {
+                let next_cursor = rest.peek().map(|_| key);
+                return Ok(UserPage { users, next_cursor });
+            }
+        }
+        Ok(UserPage {
+            users,
+            next_cursor: None,
+        })
+    }
+
+    /// The user of a creation-index key.
+    fn user_at(&self, key: &[u8]) -> Result<Option<UserRecord>, TenantError> {
+        let Some(id) = key.get(8..).and_then(|b| Uuid::from_slice(b).ok()) else {
+            return Ok(None);
+        };
+        self.user(id)
+    }
+
+    /// `key` as the next cursor when the creation index goes on below it (above `floor`).
+    fn more_after(&self, key: &[u8], floor: Option<&[u8]>) -> Result<Option<Vec<u8>>, TenantError> {
+        let next = self.store.scan_rev::<UserCreatedIndex>(Some(key), 1)?;
+        let more = next
+            .first()
+            .is_some_and(|(k, _)| floor.is_none_or(|f| k.as_slice() > f));
+        Ok(more.then(|| key.to_vec()))
+    }
+
+    fn found(&self, id: Uuid) -> Result<UserRecord, TenantError> {
+        self.user(id)?.ok_or(TenantError::NotFound)
+    }
+
+    /// A user's live sessions, newest first.
+    fn sessions_of(
+        &self,
+        user: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<Vec<SessionRecord>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+            let (key, _) = item?;
+            let Some(sid) = key.get(16..).and_then(|b| Uuid::from_slice(b).ok()) else {
+                continue;
+            };
+            if let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? {
+                if s.expires_at > now {
+                    out.push(s);
+                }
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    fn detail(&self, user: &UserRecord) -> Result<UserDetail, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let sessions = self
+            .sessions_of(user.id, now)?
+            .into_iter()
+            .map(|s| AdminSessionView {
+                id: s.id,
+                created_at: s.created_at,
+                last_active_at: s.last_active_at,
+                expires_at: s.expires_at,
+                aal: s.aal,
+                amr: s.amr,
+                device: s.ua_family,
+                ip_hash_prefix: s.ip_hash.map(|h| h.chars().take(12).collect()),
+            })
+            .collect();
+        Ok(UserDetail {
+            summary: user.summary(),
+            factors: UserFactors {
+                totp_enabled: user.totp_seed.is_some(),
+                recovery_codes_remaining: user.recovery_codes.len(),
+                passkeys: 0,
+                linked_providers: Vec::new(),
+            },
+            sessions,
+            activity: UserActivity {
+                last_active_at: user.last_active_at,
+                month: month_of(now),
+                active_this_month: month_of(user.last_active_at) == month_of(now),
+            },
+        })
+    }
+
+    pub fn get_user(&self, id: Uuid) -> Result<UserDetail, TenantError> {
+        self.detail(&self.found(id)?)
+    }
+
+    /// A user made by an admin: with a password, confirmed or sent a verification link, or
+    /// (`invite`) without one and sent a link to choose it.
+    pub fn create_user(
+        &mut self,
+        new: NewUser,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        if self.user_by_email(&new.email)?.is_some() {
+            return Err(TenantError::EmailInUse);
+        }
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(new.email.clone());
+        user.email_verified = new.email_verified;
+        user.password_hash = new.password_hash;
+        self.count_active(&mut fx.batch, None, now)?;
+        if new.invite {
+            let token = self.issue_link_for(
+                &mut fx.batch,
+                &mut user,
+                LinkPurpose::ResetPassword,
+                INVITE_TTL,
+                now,
+            )?;
+            let link = self.link("reset-password", &token);
+            self.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
+        } else if !new.email_verified {
+            let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+            let link = self.link("verify-email", &token);
+            self.queue_mail(&mut fx, &new.email, MailKind::VerifyEmail { link })?;
+        }
+        self.put_new_user(&mut fx.batch, &user)?;
+        self.audit_into(
+            &mut fx.batch,
+            "user.created",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "invited": new.invite,
+                "email_verified": new.email_verified,
+            }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((self.detail(&user)?, mail))
+    }
+
+    /// An admin's change to a user's address, number or metadata.
+    pub fn update_user(
+        &mut self,
+        id: Uuid,
+        patch: UserPatch,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mut user = self.found(id)?;
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let mut changed: Vec<&str> = Vec::new();
+        if let Some(email) = patch.email.filter(|e| user.email.as_deref() != Some(e)) {
+            if self.user_by_email(&email)?.is_some() {
+                return Err(TenantError::EmailInUse);
+            }
+            if let Some(old) = user.email.take() {
+                fx.batch.remove(Kind::UserEmail, old.as_bytes());
+                self.login_accounts.reset(&old);
+            }
+            user.email = Some(email.clone());
+            user.is_anonymous = false;
+            fx.batch.remove(Kind::Guest, user.id.as_bytes());
+            fx.batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
+            // Links mailed to the old address die with it.
+            for slot in [user.verify_token.take(), user.reset_token.take()] {
+                if let Some(h) = slot.and_then(|h| hex::decode(h).ok()) {
+                    fx.batch.remove(Kind::LinkToken, &h);
+                }
+            }
+            user.email_verified = patch.email_verified == Some(true);
+            if !user.email_verified {
+                let token =
+                    self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+                let link = self.link("verify-email", &token);
+                self.queue_mail(&mut fx, &email, MailKind::VerifyEmail { link })?;
+            }
+            changed.push("email");
+        } else if let Some(verified) = patch.email_verified {
+            if user.email.is_none() {
+                return Err(TenantError::NoEmail);
+            }
+            if verified != user.email_verified {
+                user.email_verified = verified;
+                changed.push("email_verified");
+            }
+        }
+        if let Some(phone) = patch.phone.filter(|p| *p != user.phone) {
+            if let Some(p) = &phone {
+                if self.user_by_phone(p)?.is_some_and(|h| h.id != user.id) {
+                    return Err(TenantError::PhoneInUse);
+                }
+            }
+            self.drop_phone(&mut fx.batch, &mut user)?;
+            if let Some(p) = phone {
+                fx.batch
+                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
+                user.phone = Some(p);
+                user.phone_verified = true;
+            }
+            changed.push("phone");
+        }
+        if let Some(meta) = patch.app_metadata.filter(|m| *m != user.app_metadata) {
+            user.app_metadata = meta;
+            changed.push("app_metadata");
+        }
+        if let Some(meta) = patch.public_metadata.filter(|m| *m != user.public_metadata) {
+            user.public_metadata = meta;
+            changed.push("public_metadata");
+        }
+        if changed.is_empty() {
+            return Ok((self.detail(&user)?, Vec::new()));
+        }
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.audit_into(
+            &mut fx.batch,
+            "user.updated",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "fields": changed }),
+        )?;
+        let mail = self.commit(fx)?;
+        Ok((self.detail(&user)?, mail))
+    }
+
+    /// Block, unblock, sign out everywhere, reset MFA, or mail a password-reset link.
+    pub fn act_on_user(
+        &mut self,
+        id: Uuid,
+        action: UserAction,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mut user = self.found(id)?;
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let (event, mut metadata) = match action {
+            UserAction::Block => {
+                if user.blocked_at.is_none() {
+                    user.blocked_at = Some(now);
+                }
+                let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                (
+                    "user.blocked",
+                    serde_json::json!({ "sessions_revoked": ended }),
+                )
+            }
+            UserAction::Unblock => {
+                user.blocked_at = None;
+                ("user.unblocked", serde_json::json!({}))
+            }
+            UserAction::SignOut => {
+                let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                (
+                    "user.signed_out",
+                    serde_json::json!({ "sessions_revoked": ended }),
+                )
+            }
+            UserAction::ResetMfa => {
+                let had = user.totp_seed.is_some() || !user.recovery_codes.is_empty();
+                user.mfa_enabled = false;
+                user.totp_seed = None;
+                user.totp_pending = None;
+                user.recovery_codes.clear();
+                if had {
+                    if let Some(email) = user.email.clone() {
+                        self.queue_mail(&mut fx, &email, MailKind::MfaReset)?;
+                    }
+                }
+                ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
+            }
+            UserAction::SendPasswordReset => {
+                let email = user.email.clone().ok_or(TenantError::NoEmail)?;
+                let token =
+                    self.issue_link(&mut fx.batch, &mut user, LinkPurpose::ResetPassword, now)?;
+                let link = self.link("reset-password", &token);
+                self.queue_mail(&mut fx, &email, MailKind::PasswordReset { link })?;
+                ("user.password_reset_sent", serde_json::json!({}))
+            }
+        };
+        metadata["user_id"] = serde_json::json!(user.id);
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        let mail = self.commit(fx)?;
+        Ok((self.detail(&user)?, mail))
+    }
+
+    /// Erases a user for an admin; answers the queued messages withdrawn from delivery.
+    pub fn delete_user(&mut self, id: Uuid, ctx: &AuditContext) -> Result<Vec<Uuid>, TenantError> {
+        let user = self.found(id)?;
+        self.erase_and_record(user, "admin", ctx)
+    }
+
+    /// Erases the caller, when the tenant lets users do so.
+    pub fn delete_me(
+        &mut self,
+        bearer: Bearer,
+        ctx: &AuditContext,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        if !self.settings.users.self_service_deletion_enabled {
+            return Err(TenantError::SelfDeletionDisabled);
+        }
+        self.erase_and_record(user, "self", ctx)
+    }
+
+    fn erase_and_record(
+        &mut self,
+        user: UserRecord,
+        by: &str,
+        ctx: &AuditContext,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        let mut fx = self.effects();
+        let withdrawn = self.erase_user(&mut fx, &user)?;
+        // The event names the erased id and nothing else about the user; it is not indexed
+        // under the user (that index is gone with them).
+        let mut event = AuditEvent::new("user.deleted", ctx, Vec::new());
+        event.metadata = serde_json::json!({ "deleted_user_id": user.id, "by": by });
+        let key = self.next_event_key(event.at);
+        fx.batch.put(&key, &event)?;
+        self.commit(fx)?;
+        Ok(withdrawn)
+    }
+
+    /// Stages the removal of `user` and everything keyed to them: the record and its
+    /// indexes (e-mail, phone, creation, guest), sessions, link tokens, challenges, queued
+    /// mail to their address, the per-user audit index and their throttle entries. The audit
+    /// events themselves stay (the security record), naming only the user's id. Answers the
+    /// ids of the withdrawn messages.
+    pub(super) fn erase_user(
+        &mut self,
+        fx: &mut Effects,
+        user: &UserRecord,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        self.erase_user_records(&mut fx.batch, user)?;
+        for item in self.store.scan::<ChallengeRecord>(b"") {
+            let (key, challenge) = item?;
+            if challenge.user_id == user.id {
+                fx.batch.remove(Kind::Challenge, &key);
+            }
+        }
+        let mut withdrawn = Vec::new();
+        let addresses: HashSet<&str> = user
+            .email
+            .iter()
+            .chain(user.phone.iter())
+            .map(String::as_str)
+            .collect();
+        if !addresses.is_empty() {
+            for job in self.queued_mail()? {
+                if addresses.contains(job.to.as_str()) {
+                    fx.batch.remove(Kind::MailQueue, job.id.as_bytes());
+                    withdrawn.push(job.id);
+                }
+            }
+        }
+        if let Some(email) = &user.email {
+            self.login_accounts.reset(email);
+        }
+        self.step_up_fails.reset(&user.id);
+        self.mail_sent.remove(&user.id);
+        Ok(withdrawn)
+    }
+
+    /// The records found from the user alone (what a guest purge removes too).
+    pub(super) fn erase_user_records(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
+    ) -> Result<(), TenantError> {
+        batch.remove(Kind::User, user.id.as_bytes());
+        batch.remove(Kind::UserCreated, &created_key(user.created_at, user.id));
+        batch.remove(Kind::Guest, user.id.as_bytes());
+        if let Some(email) = &user.email {
+            let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
+            if indexed.is_some_and(|ix| ix.user_id == user.id) {
+                batch.remove(Kind::UserEmail, email.as_bytes());
+            }
+        }
+        if let Some(phone) = &user.phone {
+            let indexed = self.store.get::<PhoneIndex>(phone.as_bytes())?;
+            if indexed.is_some_and(|ix| ix.user_id == user.id) {
+                batch.remove(Kind::UserPhone, phone.as_bytes());
+            }
+        }
+        for h in [&user.verify_token, &user.reset_token]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(h) = hex::decode(h) {
+                batch.remove(Kind::LinkToken, &h);
+            }
+        }
+        self.revoke_user_sessions(batch, user.id, None)?;
+        for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+            let (key, _) = item?;
+            batch.remove(Kind::UserAudit, &key);
+        }
+        Ok(())
+    }
+
+    /// Everything held about the caller, as one JSON document: the profile, how they sign in
+    /// (never a secret), their sessions and the audit events about them.
+    pub fn export_me(&self, bearer: Bearer) -> Result<serde_json::Value, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = self.live_session(bearer, now)?;
+        let detail = self.detail(&user)?;
+        let date_of_birth = match &user.date_of_birth {
+            Some(sealed) => {
+                let plain = self
+                    .master_key
+                    .open(&self.user_aad(user.id, "date_of_birth"), sealed)?;
+                Some(String::from_utf8_lossy(&plain).into_owned())
+            }
+            None => None,
+        };
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+            let (key, _) = item?;
+            keys.push(key.get(16..).unwrap_or_default().to_vec());
+        }
+        let mut events = Vec::new();
+        for key in keys.iter().rev().take(MAX_EXPORTED_EVENTS) {
+            if let Some(e) = self.store.get::<AuditEvent>(key)? {
+                events.push(serde_json::json!({
+                    "type": e.event_type,
+                    "created_at": e.at.format(&time::format_description::well_known::Rfc3339)
+                        .unwrap_or_default(),
+                    "ip_hash_prefix": e.ip_hash.map(|h| h.chars().take(12).collect::<String>()),
+                    "ua_family": e.ua_family,
+                    "metadata": e.metadata,
+                }));
+            }
+        }
+        let summary = serde_json::to_value(&detail.summary)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        Ok(serde_json::json!({
+            "format": "tessera.user-export.v1",
+            "exported_at": now.format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            "tenant": { "slug": self.info.slug, "name": self.info.name },
+            "profile": summary,
+            "date_of_birth": date_of_birth,
+            "identities": {
+                "email": user.email.as_ref().map(|e| serde_json::json!({
+                    "address": e, "verified": user.email_verified,
+                })),
+                "phone": user.phone.as_ref().map(|p| serde_json::json!({
+                    "number": p, "verified": user.phone_verified,
+                })),
+                "password_set": user.password_hash.is_some(),
+                "social": [],
+            },
+            "factors": detail.factors,
+            "sessions": detail.sessions,
+            "activity": detail.activity,
+            "consents": [],
+            "audit_events": events,
+            "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
+        }))
+    }
+
+    /// Every record of this tenant whose key or plain value contains one of `needles`.
+    pub fn user_traces(&self, needles: &[Vec<u8>]) -> Result<Vec<Trace>, TenantError> {
+        let holds = |hay: &[u8]| {
+            needles
+                .iter()
+                .filter(|n| !n.is_empty())
+                .any(|n| hay.windows(n.len()).any(|w| w == n.as_slice()))
+        };
+        let mut out = Vec::new();
+        for item in self.store.raw_entries() {
+            let (kind, key, value) = item?;
+            let found_in = if holds(&key) {
+                "key"
+            } else if holds(&value) {
+                "value"
+            } else {
+                continue;
+            };
+            out.push(Trace {
+                kind: format!("{kind:02x}"),
+                key: hex::encode(&key),
+                found_in: found_in.to_owned(),
+            });
+        }
+        // The mail queue is sealed: open it to look inside.
+        for job in self.queued_mail()? {
+            let plain = serde_json::to_vec(&job).unwrap_or_default();
+            if holds(&plain) {
+                out.push(Trace {
+                    kind: format!("{:02x}", Kind::MailQueue as u8),
+                    key: hex::encode(job.id.as_bytes()),
+                    found_in: "sealed value".to_owned(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
