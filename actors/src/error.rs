@@ -112,6 +112,8 @@ pub enum DirectoryError {
     NotFound,
     #[error("the tenant's last owner cannot be removed or demoted")]
     LastOwner,
+    #[error("the tenant has as many management keys as it may")]
+    ManagementKeyLimit,
     #[error("wrong e-mail or password")]
     InvalidCredentials,
     #[error("the link is invalid, used or expired")]

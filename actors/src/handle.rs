@@ -10,7 +10,7 @@ use ractor::{rpc::CallResult, ActorRef, ActorStatus, MessagingErr, RpcReplyPort}
 use tessera_storage::{sha256, TenantId};
 
 /// The published snapshot, where it has always been reachable.
-pub use crate::published::{Index, Published, Running, RunningTenant};
+pub use crate::published::{Index, ManagementKeyRef, Published, Running, RunningTenant};
 use crate::{
     directory::messages::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
@@ -68,6 +68,16 @@ impl DirectoryHandle {
         let id = *index.by_key_hash.get(&hash)?;
         let slug = index.slugs.get(&id)?.clone();
         Some(self.tenant_handle(id, slug))
+    }
+
+    /// The tenant and the grant of an unrevoked management key, without a mailbox hop (the
+    /// caller checks its expiry).
+    pub fn management_key(&self, key: &str) -> Option<(TenantHandle, ManagementKeyRef)> {
+        let hash = sha256(key.as_bytes());
+        let index = self.published.index.load();
+        let grant = index.by_management_key.get(&hash)?.clone();
+        let slug = index.slugs.get(&grant.tenant)?.clone();
+        Some((self.tenant_handle(grant.tenant, slug), grant))
     }
 
     /// The tenant with this slug, without a mailbox hop.

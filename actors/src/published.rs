@@ -17,7 +17,10 @@ use arc_swap::ArcSwap;
 use ractor::ActorRef;
 use tessera_storage::TenantId;
 
-use crate::tenant::{TenantCells, TenantMsg};
+use crate::{
+    records::Role,
+    tenant::{TenantCells, TenantMsg},
+};
 
 /// Where each tenant is found: rebuilt by the directory when a tenant, slug or key changes.
 #[derive(Default, Clone)]
@@ -25,6 +28,17 @@ pub struct Index {
     pub by_key_hash: HashMap<[u8; 32], TenantId>,
     pub by_slug: HashMap<String, TenantId>,
     pub slugs: HashMap<TenantId, String>,
+    /// The unrevoked management keys, by the SHA-256 of the key.
+    pub by_management_key: HashMap<[u8; 32], ManagementKeyRef>,
+}
+
+/// What a handler needs of a management key.
+#[derive(Clone, Debug)]
+pub struct ManagementKeyRef {
+    pub tenant: TenantId,
+    pub id: uuid::Uuid,
+    pub role: Role,
+    pub expires_at: Option<time::OffsetDateTime>,
 }
 
 /// A running tenant actor and the signing keys it publishes for handlers.

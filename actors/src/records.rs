@@ -104,6 +104,43 @@ impl Record for ApiKeyIndex {
 }
 impl PlatformRecord for ApiKeyIndex {}
 
+/// A key a tenant's back end manages the tenant's users with (`tmk_...`): stored as its
+/// SHA-256 only, under `tenant id | key id`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ManagementKeyRecord {
+    pub id: Uuid,
+    pub tenant: TenantId,
+    pub name: String,
+    /// `Admin` or `Viewer`.
+    pub role: Role,
+    /// The first characters of the key, for people to recognise it.
+    pub prefix: String,
+    pub hash: [u8; 32],
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// The dashboard account that created it.
+    pub created_by: Uuid,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub revoked_at: Option<OffsetDateTime>,
+}
+
+impl ManagementKeyRecord {
+    pub fn key_of(tenant: TenantId, id: Uuid) -> Vec<u8> {
+        let mut k = tenant.as_bytes().to_vec();
+        k.extend_from_slice(id.as_bytes());
+        k
+    }
+}
+
+impl Record for ManagementKeyRecord {
+    const KIND: Kind = Kind::ManagementKey;
+    const NAME: &'static str = "management key";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for ManagementKeyRecord {}
+
 /// A member's role in a tenant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -160,6 +160,7 @@ fn cli_context() -> AuditContext {
         actor: None,
         ip_hash: None,
         ua_family: Some("admin-cli".into()),
+        management_key: None,
     }
 }
 
@@ -391,11 +392,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     reply,
                 })
                 .await?;
-            let ctx = tessera_actors::tenant::audit::AuditContext {
-                actor: None,
-                ip_hash: None,
-                ua_family: Some("admin-cli".into()),
-            };
+            let ctx = cli_context();
             crate::http::dashboard::audit_in(
                 state,
                 vec![slug],

@@ -11,7 +11,8 @@
 //!   unless the operator lists `server.dashboard_origins`; only those get CORS headers, with
 //!   credentials.
 //!
-//! Platform routes (`/healthz`, `/readyz`, `/metrics`) and unknown paths get no CORS headers.
+//! Platform routes (`/healthz`, `/readyz`, `/metrics`), the management-key routes
+//! (`/v1/management/...`: back ends only) and unknown paths get no CORS headers.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -78,6 +79,9 @@ enum Scope {
 fn scope(route: &str) -> Option<Scope> {
     if route.starts_with("/v1/auth/dashboard/") || route.starts_with("/v1/onboarding/") {
         Some(Scope::Dashboard)
+    } else if route.starts_with("/v1/management/") {
+        // Management keys are back-end secrets: no browser may call with one.
+        None
     } else if route.starts_with("/v1/") {
         Some(Scope::EndUser)
     } else {
@@ -355,6 +359,7 @@ mod tests {
             Some(Scope::EndUser)
         );
         assert_eq!(scope("/v1/auth/dashboard/login"), Some(Scope::Dashboard));
+        assert_eq!(scope("/v1/management/users"), None);
         assert_eq!(scope("/v1/onboarding/signup"), Some(Scope::Dashboard));
         assert_eq!(scope("/healthz"), None);
         assert_eq!(scope("/metrics"), None);

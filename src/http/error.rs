@@ -412,6 +412,11 @@ impl From<CallError<DirectoryError>> for ApiError {
                 "dashboard/last_owner",
                 "a tenant keeps at least one owner: make someone else owner first",
             ),
+            CallError::Failed(DirectoryError::ManagementKeyLimit) => ApiError::new(
+                StatusCode::CONFLICT,
+                "management_key/limit_reached",
+                "a tenant holds at most 20 management keys: revoke one first",
+            ),
             CallError::Failed(DirectoryError::InvalidCredentials) => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "dashboard/invalid_credentials",

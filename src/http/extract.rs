@@ -339,6 +339,7 @@ pub fn audit_context(state: &AppState, parts: &Parts, actor: Option<uuid::Uuid>)
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(ua_family),
+        management_key: None,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod dashboard;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod management;
 pub mod mfa;
 pub mod middleware;
 pub mod onboarding;
@@ -175,6 +176,19 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             users::dashboard_delete
         ))
         .routes(routes!(users::dashboard_act))
+        .routes(routes!(
+            dashboard::management_keys::list,
+            dashboard::management_keys::create
+        ))
+        .routes(routes!(dashboard::management_keys::revoke))
+        .routes(routes!(management::current_key))
+        .routes(routes!(users::key_list, users::key_create))
+        .routes(routes!(
+            users::key_show,
+            users::key_update,
+            users::key_delete
+        ))
+        .routes(routes!(users::key_act))
         .routes(routes!(users_me::export))
         .routes(routes!(users_me::delete_me))
         .split_for_parts();

@@ -76,6 +76,17 @@ impl Modify for SecuritySchemes {
             ),
         );
         components.add_security_scheme(
+            "management_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "A tenant's management key (`tmk_...`), for its back end only",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
             DASHBOARD_SESSION,
             SecurityScheme::Http(
                 HttpBuilder::new()

@@ -33,6 +33,7 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{email_field, metadata_field, phone_field},
+    management::Management,
 };
 use crate::{
     app::AppState,
@@ -61,6 +62,16 @@ impl Manager {
             fresh: auth.require_recent_reauth().is_ok(),
             ctx: auth.ctx.clone(),
         })
+    }
+
+    fn key(key: Management) -> Self {
+        Manager {
+            can_write: key.role != Role::Viewer,
+            tenant: key.tenant,
+            forbidden: Management::forbidden,
+            fresh: true,
+            ctx: key.ctx,
+        }
     }
 
     fn sensitive(&self) -> Result<(), ApiError> {
@@ -650,4 +661,116 @@ fn action_of(name: &str) -> Result<UserAction, ApiError> {
         "send-password-reset" => UserAction::SendPasswordReset,
         _ => return Err(ApiError::for_status(StatusCode::NOT_FOUND)),
     })
+}
+
+// ---------------------------------------------------------------- management-key routes
+
+/// The tenant's users, newest first (any management key); as the dashboard's list.
+#[utoipa::path(get, path = "/v1/management/users", tag = "management",
+    security(("management_key" = [])),
+    params(UsersQuery),
+    responses(
+        (status = 200, description = "A page of users", body = ManagedUserList),
+        (status = 400, description = "`validation/invalid_request` naming each bad filter", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+    ))]
+pub async fn key_list(
+    key: Management,
+    Query(q): Query<UsersQuery>,
+) -> Result<Json<ManagedUserList>, ApiError> {
+    list(Manager::key(key), q).await
+}
+
+/// Creates a user (admin key).
+#[utoipa::path(post, path = "/v1/management/users", tag = "management",
+    security(("management_key" = [])),
+    request_body = CreateUserRequest,
+    responses(
+        (status = 201, description = "The new user", body = ManagedUserDetail),
+        (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
+        (status = 409, description = "`user/email_in_use`", body = ErrorBody),
+        (status = 503, description = "`service/unavailable`: the password hashing queue is full", body = ErrorBody),
+    ))]
+pub async fn key_create(
+    State(state): State<AppState>,
+    key: Management,
+    ApiJson(req): ApiJson<CreateUserRequest>,
+) -> Result<Response, ApiError> {
+    create(&state, Manager::key(key), req).await
+}
+
+/// One user (any management key).
+#[utoipa::path(get, path = "/v1/management/users/{id}", tag = "management",
+    security(("management_key" = [])),
+    params(("id" = String, Path, description = "The user's id")),
+    responses(
+        (status = 200, description = "The user", body = ManagedUserDetail),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
+    ))]
+pub async fn key_show(
+    key: Management,
+    Path(id): Path<String>,
+) -> Result<Json<ManagedUserDetail>, ApiError> {
+    show(Manager::key(key), &id).await
+}
+
+/// Changes a user's address, number or metadata (admin key).
+#[utoipa::path(patch, path = "/v1/management/users/{id}", tag = "management",
+    security(("management_key" = [])),
+    params(("id" = String, Path, description = "The user's id")),
+    request_body = UpdateUserRequest,
+    responses(
+        (status = 200, description = "The user as it is now", body = ManagedUserDetail),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
+        (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
+        (status = 409, description = "`user/email_in_use`, `user/phone_in_use`, `user/no_email`", body = ErrorBody),
+    ))]
+pub async fn key_update(
+    key: Management,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateUserRequest>,
+) -> Result<Json<ManagedUserDetail>, ApiError> {
+    update(Manager::key(key), &id, req).await
+}
+
+/// Erases a user (admin key).
+#[utoipa::path(delete, path = "/v1/management/users/{id}", tag = "management",
+    security(("management_key" = [])),
+    params(("id" = String, Path, description = "The user's id")),
+    responses(
+        (status = 204, description = "Erased"),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
+        (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
+    ))]
+pub async fn key_delete(key: Management, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    delete(Manager::key(key), &id).await
+}
+
+/// Blocks, unblocks, signs out everywhere, resets MFA or mails a password-reset link (admin
+/// key).
+#[utoipa::path(post, path = "/v1/management/users/{id}/{action}", tag = "management",
+    security(("management_key" = [])),
+    params(
+        ("id" = String, Path, description = "The user's id"),
+        ("action" = String, Path, description = "`block`, `unblock`, `sign-out`, `reset-mfa` or `send-password-reset`"),
+    ),
+    responses(
+        (status = 200, description = "The user as it is now", body = ManagedUserDetail),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
+        (status = 404, description = "No such user or action", body = ErrorBody),
+        (status = 409, description = "`user/no_email` (send-password-reset)", body = ErrorBody),
+    ))]
+pub async fn key_act(
+    key: Management,
+    Path((id, action)): Path<(String, String)>,
+) -> Result<Json<ManagedUserDetail>, ApiError> {
+    let action = action_of(&action)?;
+    act(Manager::key(key), &id, action).await
 }

@@ -59,6 +59,8 @@ pub enum Kind {
     DashboardAccountToken = 0x0B,
     /// `throttle | key` -> a dashboard login throttle's counts (failures, block).
     PlatformThrottle = 0x0C,
+    /// `tenant id | key id` -> a tenant's management key (its hash, never the key).
+    ManagementKey = 0x0D,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,

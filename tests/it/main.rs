@@ -13,6 +13,7 @@ mod dashboard;
 mod docs;
 mod faults;
 mod hygiene;
+mod management_keys;
 mod members;
 mod mfa;
 mod network;

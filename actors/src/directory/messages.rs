@@ -12,11 +12,45 @@ use uuid::Uuid;
 use crate::{
     error::DirectoryError,
     published::RunningTenant,
-    records::{AccountTokenPurpose, Role, Tier},
+    records::{AccountTokenPurpose, ManagementKeyRecord, Role, Tier},
     tenant::TenantInfo,
 };
 
+/// A management key to create.
+#[derive(Clone, Debug)]
+pub struct NewManagementKey {
+    pub tenant: TenantId,
+    pub name: String,
+    /// `Admin` or `Viewer`.
+    pub role: Role,
+    pub expires_at: Option<OffsetDateTime>,
+    pub created_by: Uuid,
+}
+
+/// A management key just created: its record and the key itself, shown once.
+#[derive(Clone, Debug)]
+pub struct CreatedManagementKey {
+    pub record: ManagementKeyRecord,
+    pub key: String,
+}
+
 pub enum DirectoryMsg {
+    CreateManagementKey {
+        key: NewManagementKey,
+        reply: RpcReplyPort<Result<CreatedManagementKey, DirectoryError>>,
+    },
+    /// A tenant's management keys, newest first, revoked ones included.
+    ListManagementKeys {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<Vec<ManagementKeyRecord>, DirectoryError>>,
+    },
+    /// Revokes a key; answers it and whether this call revoked it (again: the record as it
+    /// is, and false).
+    RevokeManagementKey {
+        tenant: TenantId,
+        id: Uuid,
+        reply: RpcReplyPort<Result<(ManagementKeyRecord, bool), DirectoryError>>,
+    },
     CreateTenant {
         req: NewTenant,
         reply: RpcReplyPort<Result<CreateOutcome, DirectoryError>>,

@@ -12,6 +12,7 @@
 //! Invariant: only the directory writes platform records and the published snapshot.
 
 pub mod dashboard;
+mod management_keys;
 pub mod messages;
 mod state;
 mod supervision;
@@ -27,6 +28,7 @@ use self::dashboard::{
     MAX_BLOCK, RESETS_PER_IP_HOUR,
 };
 pub use self::{
+    management_keys::{MANAGEMENT_KEY_PREFIX, MAX_MANAGEMENT_KEYS},
     messages::{
         AccountCredential, CreateOutcome, Created, DirectoryMsg, IdempotencyKey, NewOwner,
         NewTenant, OwnerSummary, RotatedKey, TenantDetails, TenantSummary,
@@ -96,8 +98,10 @@ impl Actor for Directory {
             reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
             signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
             tenant_idle: args.tenant_idle,
+            management_keys: HashMap::new(),
         };
         state.restore_throttles()?;
+        state.load_management_keys()?;
         state.publish_index();
         state.published.running.clear();
         tracing::info!(tenants = state.tenants.len(), "directory started");
@@ -165,6 +169,17 @@ impl Actor for Directory {
             }
             DirectoryMsg::EnsureRunning { tenant, reply } => {
                 let _ = reply.send(state.ensure_running(&myself, tenant).await);
+            }
+            DirectoryMsg::CreateManagementKey { key, reply } => {
+                let out = state.create_management_key(key);
+                reply_durable(state, reply, out);
+            }
+            DirectoryMsg::ListManagementKeys { tenant, reply } => {
+                let _ = reply.send(state.list_management_keys(tenant));
+            }
+            DirectoryMsg::RevokeManagementKey { tenant, id, reply } => {
+                let out = state.revoke_management_key(tenant, id);
+                reply_durable(state, reply, out);
             }
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());

@@ -13,7 +13,7 @@ use tessera_storage::{KeyedHasher, MasterKey, PlatformStore, Store, TenantId};
 use uuid::Uuid;
 
 use crate::{
-    published::{Published, RunningTenant},
+    published::{ManagementKeyRef, Published, RunningTenant},
     records::{AccountTokenPurpose, TenantRecord},
     tenant::TenantRuntime,
     throttle::{RateWindow, Throttle},
@@ -58,4 +58,6 @@ pub struct DirectoryState {
     /// Onboarding sign-ups per client address, in memory.
     pub(super) signup_ips: RateWindow<IpAddr>,
     pub(super) tenant_idle: Option<Duration>,
+    /// The unrevoked management keys (published with the index).
+    pub(super) management_keys: HashMap<[u8; 32], ManagementKeyRef>,
 }

@@ -99,6 +99,7 @@ impl DirectoryState {
             index.by_slug.insert(rec.slug.clone(), rec.id);
             index.slugs.insert(rec.id, rec.slug.clone());
         }
+        index.by_management_key = self.management_keys.clone();
         self.published.index.store(index.into());
     }
 

@@ -16,12 +16,17 @@ pub struct AuditContext {
     /// Keyed hash of the client address (hex); only a 12-character prefix is ever shown.
     pub ip_hash: Option<String>,
     pub ua_family: Option<String>,
+    /// The management key acting, if any (a tenant's back end).
+    pub management_key: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AuditEvent {
     pub event_type: String,
     pub actor: Option<Uuid>,
+    /// The management key that acted, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub management_key: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// Names of the fields that changed.
@@ -45,6 +50,7 @@ impl AuditEvent {
         AuditEvent {
             event_type: event_type.to_owned(),
             actor: ctx.actor,
+            management_key: ctx.management_key,
             at: OffsetDateTime::now_utc(),
             fields,
             ip_hash: ctx.ip_hash.clone(),

@@ -78,22 +78,35 @@ impl Record for UserRecord {
 impl TenantRecord for UserRecord {}
 
 /// Normalised e-mail address -> user. A prefix scan of these keys is the case-insensitive
-/// e-mail search of the users list; `created_at` lets it sort the matches without reading
-/// the users (entries written before it existed get it from the start-up index build).
+/// e-mail search of the users list; `created_ns` (the user's creation, nanoseconds since
+/// 1970, an integer because the search decodes every match) lets it sort the matches without
+/// reading the users. Entries written before it existed get it from the start-up index build.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EmailIndex {
     pub user_id: Uuid,
-    #[serde(default, with = "time::serde::rfc3339::option")]
-    pub created_at: Option<OffsetDateTime>,
+    #[serde(default)]
+    pub created_ns: Option<u64>,
 }
 
 impl EmailIndex {
     pub fn of(user: &UserRecord) -> Self {
         EmailIndex {
             user_id: user.id,
-            created_at: Some(user.created_at),
+            created_ns: Some(created_ns(user.created_at)),
         }
     }
+
+    /// The user's key in the creation index, when the entry knows it.
+    pub fn created_key(&self) -> Option<Vec<u8>> {
+        let ns = self.created_ns?;
+        let mut k = ns.to_be_bytes().to_vec();
+        k.extend_from_slice(self.user_id.as_bytes());
+        Some(k)
+    }
+}
+
+fn created_ns(t: OffsetDateTime) -> u64 {
+    u64::try_from(t.unix_timestamp_nanos()).unwrap_or(0)
 }
 
 /// `created_at | user id` -> this marker: the users newest first (see [`created_key`]).
@@ -110,8 +123,7 @@ impl TenantRecord for UserCreatedIndex {}
 /// The key of a user in the creation index: nanoseconds since 1970 (big-endian, so keys sort
 /// by time) and the id, which breaks ties.
 pub fn created_key(created_at: OffsetDateTime, user: Uuid) -> Vec<u8> {
-    let nanos = u64::try_from(created_at.unix_timestamp_nanos()).unwrap_or(0);
-    let mut k = nanos.to_be_bytes().to_vec();
+    let mut k = created_ns(created_at).to_be_bytes().to_vec();
     k.extend_from_slice(user.as_bytes());
     k
 }

@@ -42,7 +42,7 @@ use crate::{
 pub const MAX_EXAMINED: usize = 5_000;
 /// E-mail prefix matches sorted in memory at most; a broader prefix walks the creation index
 /// with the prefix as a filter instead.
-pub const MAX_PREFIX_MATCHES: usize = 10_000;
+pub const MAX_PREFIX_MATCHES: usize = 5_000;
 /// An admin's invitation link lives this long.
 pub const INVITE_TTL: Duration = Duration::days(7);
 /// The audit events an export carries at most (the newest).
@@ -178,14 +178,14 @@ impl TenantState {
                     broad = true;
                     break;
                 }
-                let created = match ix.created_at {
-                    Some(t) => t,
+                let key = match ix.created_key() {
+                    Some(k) => k,
                     None => match self.user(ix.user_id)? {
-                        Some(u) => u.created_at,
+                        Some(u) => created_key(u.created_at, u.id),
                         None => continue,
                     },
                 };
-                matches.push(created_key(created, ix.user_id));
+                matches.push(key);
             }
             if !broad {
                 matches.sort_unstable_by(|a, b| b.cmp(a));

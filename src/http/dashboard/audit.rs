@@ -36,6 +36,8 @@ pub struct AuditEventResponse {
     pub event_type: String,
     /// The dashboard account that acted.
     pub actor_account_id: Option<Uuid>,
+    /// The management key that acted (a tenant's back end).
+    pub actor_management_key_id: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// Names of the changed fields; never their secret values.
@@ -111,6 +113,7 @@ pub async fn list(
             id: hex::encode(key),
             event_type: ev.event_type,
             actor_account_id: ev.actor,
+            actor_management_key_id: ev.management_key,
             created_at: ev.at,
             fields: ev.fields,
             ip_hash_prefix: ev.ip_hash.map(|h| h.chars().take(12).collect()),

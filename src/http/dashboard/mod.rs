@@ -7,6 +7,7 @@
 
 pub mod account;
 pub mod audit;
+pub mod management_keys;
 pub mod members;
 pub mod session;
 pub mod settings;
