@@ -6,7 +6,7 @@ Usage: provision.py BASE_URL TESSERA_BINARY ADMIN_SOCKET DATA_DIR
 Creates a tenant (admin CLI), turns on what is off by default so its routes do more than
 answer 403, signs up and confirms three end users, signs each in, opens two dashboard sessions
 for the owner, and makes a second tenant whose owner's session has just re-authenticated, for
-the API-key rotation. Prints shell `export` lines for schemathesis.toml's variables:
+the API-key rotation, and a management key of the first tenant. Prints shell `export` lines for schemathesis.toml's variables:
 
   TESSERA_ST_API_KEY           the tenant's API key (scheme `api_key`)
   TESSERA_ST_SLUG              the tenant's slug (every `{slug}` path parameter)
@@ -17,6 +17,8 @@ the API-key rotation. Prints shell `export` lines for schemathesis.toml's variab
   TESSERA_ST_DASHBOARD_LOGOUT  a second session of the owner, for dashboard logout
   TESSERA_ST_ROTATE_SLUG       the second tenant, whose API key the pass may rotate
   TESSERA_ST_ROTATE_SESSION    its owner's session, re-authenticated (valid 5 minutes)
+  TESSERA_ST_MANAGEMENT_KEY    an admin management key of the tenant (scheme `management_key`)
+  TESSERA_ST_KEYS_SESSION      the owner's session that made it, re-authenticated (5 minutes)
 
 Standard library only: it runs before anything is installed.
 """
@@ -126,6 +128,15 @@ def main():
     call(base, "POST", "/v1/auth/dashboard/reauth", {"password": OWNER_PASSWORD},
          {"Authorization": f"Bearer {rotate_session}"})
 
+    # A management key, made with a third session of the owner re-authenticated for the
+    # management-key routes alone (the pass's own session stays without a recent one).
+    key_session = call(base, "POST", "/v1/auth/dashboard/login", login)["session_token"]
+    key_dash = {"Authorization": f"Bearer {key_session}"}
+    call(base, "POST", "/v1/auth/dashboard/reauth", {"password": OWNER_PASSWORD}, key_dash)
+    management_key = call(base, "POST", f"/v1/auth/dashboard/tenants/{slug}/management-keys",
+                          {"name": "schemathesis", "role": "admin"}, key_dash,
+                          expect=(201,))["key"]
+
     # End users, confirmed and signed in.
     tokens = {}
     for name in ("user", "logout", "sessions"):
@@ -147,6 +158,8 @@ def main():
         "TESSERA_ST_DASHBOARD_LOGOUT": logout_session,
         "TESSERA_ST_ROTATE_SLUG": ROTATE_SLUG,
         "TESSERA_ST_ROTATE_SESSION": rotate_session,
+        "TESSERA_ST_MANAGEMENT_KEY": management_key,
+        "TESSERA_ST_KEYS_SESSION": key_session,
     }
     for k, v in exports.items():
         print(f"export {k}='{v}'")
