@@ -19,7 +19,7 @@ use crate::support::*;
 
 /// An Argon2id PHC string of `password` with small parameters (an import keeps whatever
 /// parameters the hash names).
-fn phc(password: &str) -> String {
+pub(crate) fn phc(password: &str) -> String {
     phc_with(password, 1024, 1)
 }
 
@@ -33,7 +33,7 @@ fn phc_with(password: &str, m_kib: u32, t: u32) -> String {
 }
 
 /// Runs `tessera admin user import --tenant slug` with `input` on stdin.
-fn import(srv: &TestServer, slug: &str, input: &str) -> AdminOutput {
+pub(crate) fn import(srv: &TestServer, slug: &str, input: &str) -> AdminOutput {
     let mut child = Command::new(bin())
         .args(["admin", "--socket"])
         .arg(&srv.socket)

@@ -871,3 +871,40 @@ fn the_admin_cli_lists_shows_blocks_and_deletes_users() {
     );
     assert!(!out.status.success());
 }
+
+#[test]
+fn the_email_prefix_is_served_by_the_index_among_ten_thousand_users() {
+    let (_smtp, srv, api, s) = user_setup("Crowd", &[]);
+    let hash = crate::capacity::phc("an imported passphrase");
+    let input: Vec<String> = (0..10_000)
+        .map(|i| {
+            json!({"email": format!("bulk{i:05}@example.com"), "password_hash": hash, "email_verified": true})
+                .to_string()
+        })
+        .collect();
+    let out = crate::capacity::import(&srv, &api.slug, &input.join("\n")).json();
+    assert_eq!(out["imported"], 10_000, "{out}");
+    // The oldest users: a walk down the creation order would read 5,000 newer users per page
+    // before reaching them (a short page with `has_more`); the index finds them at once.
+    let (st, page) = call(
+        &srv,
+        &s,
+        "GET",
+        &users_path(&api.slug, "?email=BULK0000"),
+        None,
+    );
+    assert_eq!(st, 200, "{page}");
+    let want: Vec<String> = (0..10).map(|i| format!("bulk{i:05}@example.com")).collect();
+    let mut got = emails(&page);
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(page["pagination"]["has_more"], false);
+    assert_eq!(
+        walk(&srv, &s, &api.slug, "email=bulk001&limit=30").len(),
+        100
+    );
+    // Without a filter the pages walk all ten thousand, newest first.
+    let (_, first) = call(&srv, &s, "GET", &users_path(&api.slug, "?limit=200"), None);
+    assert_eq!(emails(&first).len(), 200);
+    assert_eq!(first["pagination"]["has_more"], true);
+}
