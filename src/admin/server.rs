@@ -136,10 +136,7 @@ fn fault_target(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> 
             "fault injection is off; set [testing] fault_injection = true",
         ));
     }
-    state
-        .directory
-        .tenant_for_slug(slug)
-        .ok_or_else(|| ApiError::not_found("tenant"))
+    tenant_of(state, slug)
 }
 
 fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
