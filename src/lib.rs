@@ -9,6 +9,7 @@ pub mod captcha;
 pub mod config;
 pub mod delivery;
 pub mod http;
+pub mod i18n;
 pub mod metrics;
 pub mod telemetry;
 

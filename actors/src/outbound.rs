@@ -91,6 +91,13 @@ pub struct MailJob {
     pub tenant_name: String,
     pub to: String,
     pub kind: MailKind,
+    /// The language it is written in (`en`, `pl`, `de`, `fr`, `es`).
+    #[serde(default = "english")]
+    pub locale: String,
+}
+
+fn english() -> String {
+    "en".to_owned()
 }
 
 impl std::fmt::Debug for MailJob {

@@ -333,6 +333,7 @@ mod tests {
             tenant_slug: "acme".into(),
             tenant_name: "Café Acme".into(),
             to: "user@example.com".into(),
+            locale: "en".into(),
             kind: MailKind::VerifyEmail { link: link.clone() },
         };
         mailer.send_job(&job).await.unwrap();
@@ -368,6 +369,7 @@ mod tests {
             tenant_slug: "acme".into(),
             tenant_name: "Acme".into(),
             to: "not an address".into(),
+            locale: "en".into(),
             kind: MailKind::PasswordChanged,
         };
         let err = mailer.send_job(&job).await.unwrap_err();

@@ -300,6 +300,7 @@ mod tests {
             tenant_slug: "acme".into(),
             tenant_name: long_name.into(),
             to: "user@example.com".into(),
+            locale: "en".into(),
             kind: MailKind::PasswordReset {
                 link: "https://a.example.com/reset?token=t".into(),
             },

@@ -373,6 +373,7 @@ mod tests {
             tenant_slug: "acme".into(),
             tenant_name: "Acme".into(),
             to: to.into(),
+            locale: "en".into(),
             kind: MailKind::PasswordReset { link: link.into() },
         }
     }

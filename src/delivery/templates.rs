@@ -10,6 +10,8 @@
 
 use tessera_actors::outbound::{MailJob, MailKind};
 
+use crate::i18n::MAIL;
+
 /// A message ready to be encoded: the subject and the two bodies of a
 /// `multipart/alternative` message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,316 +21,178 @@ pub struct Rendered {
     pub html: String,
 }
 
-/// Renders `job` in the template of its kind.
-pub fn render(job: &MailJob) -> Rendered {
-    let name = clean(&job.tenant_name);
-    let html_name = escape_html(&name);
-    match &job.kind {
-        MailKind::VerifyEmail { link } => {
-            let text = format!(
-                "Welcome to {name}.\n\n\
-                 Confirm your e-mail address by opening this link (it works once, for 24 hours):\n\
-                 \n{link}\n\n\
-                 If you did not create an account with {name}, ignore this message.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Welcome to {html_name}.</p>\n\
-                     <p>Confirm your e-mail address by opening this link \
-                     (it works once, for 24 hours):</p>\n\
-                     {}\n\
-                     <p>If you did not create an account with {html_name}, \
-                     ignore this message.</p>",
-                    button(link, "Confirm my e-mail address")
-                ),
-            );
-            Rendered {
-                subject: format!("Confirm your e-mail address for {name}"),
-                text,
-                html,
-            }
-        }
-        MailKind::AccountExists { reset_link } => {
-            let text = format!(
-                "Someone tried to create an account at {name} with this e-mail address, \
-                 but it already has one.\n\n\
-                 If it was you, sign in with your password, or choose a new one here \
-                 (the link works once, for 1 hour):\n\
-                 \n{reset_link}\n\n\
-                 If it was not you, ignore this message: nothing has changed.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Someone tried to create an account at {html_name} with this e-mail \
-                     address, but it already has one.</p>\n\
-                     <p>If it was you, sign in with your password, or choose a new one \
-                     (the link works once, for 1 hour):</p>\n\
-                     {}\n\
-                     <p>If it was not you, ignore this message: nothing has changed.</p>",
-                    button(reset_link, "Reset my password")
-                ),
-            );
-            Rendered {
-                subject: format!("You already have an account at {name}"),
-                text,
-                html,
-            }
-        }
-        MailKind::PasswordReset { link } => {
-            let text = format!(
-                "We received a request to reset your {name} password.\n\n\
-                 Choose a new password by opening this link (it works once, for 1 hour):\n\
-                 \n{link}\n\n\
-                 If you did not ask, ignore this message; your password is unchanged.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>We received a request to reset your {html_name} password.</p>\n\
-                     <p>Choose a new password by opening this link \
-                     (it works once, for 1 hour):</p>\n\
-                     {}\n\
-                     <p>If you did not ask, ignore this message; \
-                     your password is unchanged.</p>",
-                    button(link, "Choose a new password")
-                ),
-            );
-            Rendered {
-                subject: format!("Reset your {name} password"),
-                text,
-                html,
-            }
-        }
-        MailKind::PasswordChanged => {
-            let text = format!(
-                "Your {name} password was just changed.\n\n\
-                 If it was you, there is nothing to do.\n\n\
-                 If it was not you, reset your password at once from the {name} sign-in page, \
-                 and contact {name}'s support.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Your {html_name} password was just changed.</p>\n\
-                     <p>If it was you, there is nothing to do.</p>\n\
-                     <p><strong>If it was not you</strong>, reset your password at once from \
-                     the {html_name} sign-in page, and contact {html_name}'s support.</p>"
-                ),
-            );
-            Rendered {
-                subject: format!("Your {name} password was changed"),
-                text,
-                html,
-            }
-        }
-        MailKind::Invitation { link } => {
-            let text = format!(
-                "An account at {name} was created for this e-mail address.\n\n\
-                 Choose your password by opening this link (it works once, for 7 days):\n\
-                 \n{link}\n\n\
-                 If you did not expect this, ignore this message: nobody can sign in with \
-                 this address until a password is chosen through the link.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>An account at {html_name} was created for this e-mail address.</p>\n\
-                     <p>Choose your password by opening this link \
-                     (it works once, for 7 days):</p>\n\
-                     {}\n\
-                     <p>If you did not expect this, ignore this message: nobody can sign in \
-                     with this address until a password is chosen through the link.</p>",
-                    button(link, "Choose my password")
-                ),
-            );
-            Rendered {
-                subject: format!("Your {name} account is ready"),
-                text,
-                html,
-            }
-        }
-        MailKind::MfaReset => {
-            let text = format!(
-                "An administrator of {name} removed the authenticator app and the recovery codes \
-                 from your account, as you or someone claiming to be you asked.\n\n\
-                 Set up two-step verification again from your account.\n\n\
-                 If you did not ask for this, reset your password at once from the {name} \
-                 sign-in page, and contact {name}'s support.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>An administrator of {html_name} removed the authenticator app and the \
-                     recovery codes from your account, as you or someone claiming to be you \
-                     asked.</p>\n\
-                     <p>Set up two-step verification again from your account.</p>\n\
-                     <p><strong>If you did not ask for this</strong>, reset your password at \
-                     once from the {html_name} sign-in page, and contact {html_name}'s \
-                     support.</p>"
-                ),
-            );
-            Rendered {
-                subject: format!("Two-step verification was reset on your {name} account"),
-                text,
-                html,
-            }
-        }
-        MailKind::PhoneAdded { ending } => {
-            let ending = escape_html(ending);
-            Rendered {
-                subject: format!("A phone number was added to your {name} account"),
-                text: format!(
-                    "The phone number ending in {ending} was just confirmed on your {name} account: codes \
-                     texted to it now sign you in.\n\n\
-                     If it was you, there is nothing to do.\n\n\
-                     If it was not you, someone has access to your account: reset your password \
-                     at once from the {name} sign-in page, and contact {name}'s support.\n"
-                ),
-                html: page(
-                    &html_name,
-                    &format!(
-                        "<p>The phone number ending in {ending} was just confirmed on your {html_name} \
-                         account: codes texted to it now sign you in.</p>\n\
-                         <p>If it was you, there is nothing to do.</p>\n\
-                         <p><strong>If it was not you</strong>, someone has access to your \
-                         account: reset your password at once from the {html_name} sign-in page, \
-                         and contact {html_name}'s support.</p>"
-                    ),
-                ),
-            }
-        }
-        MailKind::PhoneRemoved { ending } => {
-            let ending = escape_html(ending);
-            Rendered {
-                subject: format!("Your phone number left your {name} account"),
-                text: format!(
-                    "The phone number ending in {ending} was confirmed by another {name} account, so it no \
-                     longer signs in to yours. Phone numbers change hands; if this one is still \
-                     yours, confirm it again from your account, and contact {name}'s support.\n"
-                ),
-                html: page(
-                    &html_name,
-                    &format!(
-                        "<p>The phone number ending in {ending} was confirmed by another {html_name} \
-                         account, so it no longer signs in to yours.</p>\n\
-                         <p>Phone numbers change hands; if this one is still yours, confirm it \
-                         again from your account, and contact {html_name}'s support.</p>"
-                    ),
-                ),
-            }
-        }
-        MailKind::MagicLink { link } => {
-            let text = format!(
-                "Sign in to {name} by opening this link (it works once, for 10 minutes):\n\
-                 \n{link}\n\n\
-                 If you did not ask to sign in, ignore this message: nobody can sign in \
-                 without the link.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Sign in to {html_name} by opening this link \
-                     (it works once, for 10 minutes):</p>\n{}\n\
-                     <p>If you did not ask to sign in, ignore this message: nobody can sign \
-                     in without the link.</p>",
-                    button(link, "Sign in")
-                ),
-            );
-            Rendered {
-                subject: format!("Your sign-in link for {name}"),
-                text,
-                html,
-            }
-        }
-        MailKind::EmailOtp { code } => {
-            let text = format!(
-                "Your {name} sign-in code is:\n\n{code}\n\n\
-                 It works once, for 10 minutes. Never share it: {name} will not ask you for \
-                 it. If you did not ask to sign in, ignore this message.\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Your {html_name} sign-in code is:</p>\n\
-                     <p style=\"font-size:26px;letter-spacing:4px;font-weight:bold\">{code}</p>\n\
-                     <p>It works once, for 10 minutes. Never share it: {html_name} will not ask \
-                     you for it. If you did not ask to sign in, ignore this message.</p>"
-                ),
-            );
-            Rendered {
-                subject: format!("Your {name} sign-in code"),
-                text,
-                html,
-            }
-        }
-        MailKind::StepUpEmailOtp { code, action_hint } => {
-            let (hint, html_hint) = hint_lines(action_hint.as_deref());
-            let text = format!(
-                "Your {name} security code is:\n\n{code}\n\n\
-                 {hint}It works once, for 5 minutes. Never share it: {name} will not ask you \
-                 for it.\n\n{STEP_UP_WARNING}\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Your {html_name} security code is:</p>\n\
-                     <p style=\"font-size:26px;letter-spacing:4px;font-weight:bold\">{code}</p>\n\
-                     {html_hint}<p>It works once, for 5 minutes. Never share it: {html_name} \
-                     will not ask you for it.</p>\n<p><strong>{}</strong></p>",
-                    escape_html(STEP_UP_WARNING)
-                ),
-            );
-            Rendered {
-                subject: format!("Your {name} security code"),
-                text,
-                html,
-            }
-        }
-        MailKind::StepUpMagicLink { link, action_hint } => {
-            let (hint, html_hint) = hint_lines(action_hint.as_deref());
-            let text = format!(
-                "Confirm it is you at {name}.\n\n{hint}\
-                 Open this link on the device where you asked (it works once, for 10 minutes):\n\
-                 \n{link}\n\n{STEP_UP_WARNING}\n"
-            );
-            let html = page(
-                &html_name,
-                &format!(
-                    "<p>Confirm it is you at {html_name}.</p>\n{html_hint}\
-                     <p>Open this link on the device where you asked \
-                     (it works once, for 10 minutes):</p>\n{}\n<p><strong>{}</strong></p>",
-                    button(link, "Confirm it is me"),
-                    escape_html(STEP_UP_WARNING)
-                ),
-            );
-            Rendered {
-                subject: format!("Confirm it is you at {name}"),
-                text,
-                html,
-            }
-        }
+/// One part of a message body, in order.
+enum Block<'a> {
+    /// A paragraph: the catalogue message of this id.
+    Para(&'static str),
+    /// A paragraph the reader must not miss (bold in HTML).
+    Strong(&'static str),
+    /// A link: alone on its line in the text part, a button labelled by the message of this
+    /// id (and the bare link) in the HTML part.
+    Link(&'a str, &'static str),
+    /// A one-time code, large in HTML.
+    Code(&'a str),
+    /// The app's hint of what a step-up confirms, when there is one.
+    Hint(Option<&'a str>),
+}
+
+/// The catalogue id of a message's subject and its blocks.
+fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
+    use Block::*;
+    match kind {
+        MailKind::VerifyEmail { link } => (
+            "verify-email-subject",
+            vec![
+                Para("verify-email-1"),
+                Para("verify-email-2"),
+                Link(link, "verify-email-button"),
+                Para("verify-email-3"),
+            ],
+        ),
+        MailKind::AccountExists { reset_link } => (
+            "account-exists-subject",
+            vec![
+                Para("account-exists-1"),
+                Para("account-exists-2"),
+                Link(reset_link, "account-exists-button"),
+                Para("account-exists-3"),
+            ],
+        ),
+        MailKind::PasswordReset { link } => (
+            "password-reset-subject",
+            vec![
+                Para("password-reset-1"),
+                Para("password-reset-2"),
+                Link(link, "password-reset-button"),
+                Para("password-reset-3"),
+            ],
+        ),
+        MailKind::PasswordChanged => (
+            "password-changed-subject",
+            vec![
+                Para("password-changed-1"),
+                Para("password-changed-2"),
+                Strong("password-changed-3"),
+            ],
+        ),
+        MailKind::Invitation { link } => (
+            "invitation-subject",
+            vec![
+                Para("invitation-1"),
+                Para("invitation-2"),
+                Link(link, "invitation-button"),
+                Para("invitation-3"),
+            ],
+        ),
+        MailKind::MfaReset => (
+            "mfa-reset-subject",
+            vec![
+                Para("mfa-reset-1"),
+                Para("mfa-reset-2"),
+                Strong("mfa-reset-3"),
+            ],
+        ),
+        MailKind::PhoneAdded { .. } => (
+            "phone-added-subject",
+            vec![
+                Para("phone-added-1"),
+                Para("phone-added-2"),
+                Strong("phone-added-3"),
+            ],
+        ),
+        MailKind::PhoneRemoved { .. } => (
+            "phone-removed-subject",
+            vec![Para("phone-removed-1"), Para("phone-removed-2")],
+        ),
+        MailKind::MagicLink { link } => (
+            "magic-link-subject",
+            vec![
+                Para("magic-link-1"),
+                Link(link, "magic-link-button"),
+                Para("magic-link-2"),
+            ],
+        ),
+        MailKind::EmailOtp { code } => (
+            "email-otp-subject",
+            vec![Para("email-otp-1"), Code(code), Para("email-otp-2")],
+        ),
+        MailKind::StepUpEmailOtp { code, action_hint } => (
+            "step-up-code-subject",
+            vec![
+                Para("step-up-code-1"),
+                Code(code),
+                Hint(action_hint.as_deref()),
+                Para("step-up-code-2"),
+                Strong("step-up-warning"),
+            ],
+        ),
+        MailKind::StepUpMagicLink { link, action_hint } => (
+            "step-up-link-subject",
+            vec![
+                Para("step-up-link-1"),
+                Hint(action_hint.as_deref()),
+                Para("step-up-link-2"),
+                Link(link, "step-up-link-button"),
+                Strong("step-up-warning"),
+            ],
+        ),
     }
 }
 
-/// The warning every step-up message carries (spec section 5, rule 8).
-const STEP_UP_WARNING: &str = "If you did not ask for this, do not act on it: do not use \
-     the code or the link, and do not pass them on. Someone may be trying to make a sensitive \
-     change to your account; change your password if you are worried.";
-
-/// The app's hint of what a step-up confirms, as a text line and an HTML paragraph (empty
-/// without a hint). The hint is the app's text: cleaned of control characters, escaped in HTML.
-fn hint_lines(hint: Option<&str>) -> (String, String) {
-    match hint.map(clean).filter(|h| !h.is_empty()) {
-        Some(h) => (
-            format!("You asked to confirm: {h}\n\n"),
-            format!(
-                "<p>You asked to confirm: <strong>{}</strong></p>\n",
-                escape_html(&h)
-            ),
-        ),
-        None => (String::new(), String::new()),
+/// Renders `job` in the template of its kind, in its language (`crate::i18n::MAIL`).
+pub fn render(job: &MailJob) -> Rendered {
+    let name = clean(&job.tenant_name);
+    let ending = match &job.kind {
+        MailKind::PhoneAdded { ending } | MailKind::PhoneRemoved { ending } => clean(ending),
+        _ => String::new(),
+    };
+    let lang = job.locale.as_str();
+    let t = |id: &str, hint: &str| {
+        MAIL.text(
+            lang,
+            id,
+            &[("tenant", &name), ("ending", &ending), ("hint", hint)],
+        )
+    };
+    let (subject, blocks) = layout(&job.kind);
+    let mut text = String::new();
+    let mut html = String::new();
+    for block in blocks {
+        match block {
+            Block::Para(id) => {
+                let p = t(id, "");
+                text.push_str(&format!("{p}\n\n"));
+                html.push_str(&format!("<p>{}</p>\n", escape_html(&p)));
+            }
+            Block::Strong(id) => {
+                let p = t(id, "");
+                text.push_str(&format!("{p}\n\n"));
+                html.push_str(&format!("<p><strong>{}</strong></p>\n", escape_html(&p)));
+            }
+            Block::Link(link, label) => {
+                text.push_str(&format!("{link}\n\n"));
+                html.push_str(&button(link, &t(label, ""), &t("link-fallback", "")));
+            }
+            Block::Code(code) => {
+                text.push_str(&format!("{code}\n\n"));
+                html.push_str(&format!(
+                    "<p style=\"font-size:26px;letter-spacing:4px;font-weight:bold\">{}</p>\n",
+                    escape_html(code)
+                ));
+            }
+            Block::Hint(hint) => {
+                if let Some(h) = hint.map(clean).filter(|h| !h.is_empty()) {
+                    let p = t("step-up-hint", &h);
+                    text.push_str(&format!("{p}\n\n"));
+                    html.push_str(&format!("<p>{}</p>\n", escape_html(&p)));
+                }
+            }
+        }
+    }
+    Rendered {
+        subject: clean(&t(subject, "")),
+        text: format!("{}\n", text.trim_end()),
+        html: page(lang, &escape_html(&name), html.trim_end()),
     }
 }
 
@@ -359,20 +223,22 @@ pub fn escape_html(s: &str) -> String {
 }
 
 /// A link as a button, followed by the bare link for clients that hide buttons.
-fn button(link: &str, label: &str) -> String {
+fn button(link: &str, label: &str, fallback: &str) -> String {
     let href = escape_html(link);
+    let label = escape_html(label);
+    let fallback = escape_html(fallback);
     format!(
         "<p><a href=\"{href}\" style=\"display:inline-block;padding:10px 18px;\
          background:#1f4fd1;color:#ffffff;text-decoration:none;border-radius:4px\">{label}</a></p>\n\
-         <p style=\"font-size:13px;color:#555555\">Or copy this link into your browser:<br>\
-         <a href=\"{href}\" style=\"word-break:break-all\">{href}</a></p>"
+         <p style=\"font-size:13px;color:#555555\">{fallback}<br>\
+         <a href=\"{href}\" style=\"word-break:break-all\">{href}</a></p>\n"
     )
 }
 
 /// The HTML frame shared by every message.
-fn page(html_name: &str, body: &str) -> String {
+fn page(lang: &str, html_name: &str, body: &str) -> String {
     format!(
-        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{html_name}</title></head>\n\
+        "<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head><meta charset=\"utf-8\"><title>{html_name}</title></head>\n\
          <body style=\"font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;\
          font-size:15px;line-height:1.5;color:#222222\">\n{body}\n</body>\n</html>\n"
     )
@@ -395,6 +261,7 @@ mod tests {
             tenant_name: name.into(),
             to: "user@example.com".into(),
             kind,
+            locale: "en".into(),
         }
     }
 

@@ -27,7 +27,7 @@ use super::{
     bearer::{bearer_header, verify, BearerHeader, UserBearer},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    fields::email_field,
+    fields::{email_field, redirect_to_field},
     reauth::check_current_password,
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
@@ -67,6 +67,15 @@ pub struct RegisterRequest {
     pub date_of_birth: Option<String>,
     #[schema(min_length = 1, max_length = 512)]
     pub age_verification_token: Option<String>,
+    /// Where the verification page sends the user once the address is confirmed: the
+    /// tenant's site URL or one of its redirect URLs, exactly (`settings/urls`). Default: the
+    /// site URL.
+    #[schema(format = "uri", max_length = 2048)]
+    pub redirect_to: Option<String>,
+    /// The language of the user's mail: `en`, `pl`, `de`, `fr` or `es`. Default: the best
+    /// match of the request's `Accept-Language`, else the tenant's `default_locale`.
+    #[schema(pattern = "^(en|pl|de|fr|es)$")]
+    pub locale: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -143,7 +152,24 @@ pub async fn register(
             "must be 1-512 characters",
         );
     }
+    let edge = tenant.edge().await?;
+    let redirect_to = redirect_to_field(&mut errors, &edge.urls, req.redirect_to.as_deref());
+    if let Some(l) = &req.locale {
+        errors.check(
+            "locale",
+            crate::i18n::LOCALES.contains(&l.as_str()),
+            "must be one of en, pl, de, fr, es",
+        );
+    }
     errors.finish()?;
+    // The body's choice, else the browser's languages; else the tenant's default applies.
+    let locale = req.locale.clone().or_else(|| {
+        let accept = headers
+            .get(axum::http::header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok())?;
+        let chosen = crate::i18n::negotiate(&[], Some(accept), "");
+        (!chosen.is_empty()).then(|| chosen.to_owned())
+    });
     let email = email.unwrap_or_default();
     if is_weak_password(&req.password) {
         return Err(weak_password());
@@ -157,6 +183,8 @@ pub async fn register(
         password_hash,
         date_of_birth: req.date_of_birth,
         age_verification_token: req.age_verification_token,
+        redirect_to,
+        locale,
     };
     let user = match guest {
         None => {
@@ -244,6 +272,10 @@ pub struct EmailRequest {
     #[serde(default)]
     #[schema(format = "email", required = true)]
     pub email: String,
+    /// Where the link's hosted page sends the user afterwards: the tenant's site URL or one
+    /// of its redirect URLs, exactly. Default: the site URL.
+    #[schema(format = "uri", max_length = 2048)]
+    pub redirect_to: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -256,13 +288,17 @@ pub struct Accepted {
 async fn accept_email(
     tenant: &TenantHandle,
     req: EmailRequest,
-    build: impl Fn(String, RpcReplyPort<Result<(), TenantError>>) -> TenantMsg,
+    build: impl Fn(String, Option<String>, RpcReplyPort<Result<(), TenantError>>) -> TenantMsg,
 ) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
+    let edge = tenant.edge().await?;
+    let redirect_to = redirect_to_field(&mut errors, &edge.urls, req.redirect_to.as_deref());
     errors.finish()?;
     let email = email.unwrap_or_default();
-    tenant.call(|reply| build(email.clone(), reply)).await?;
+    tenant
+        .call(|reply| build(email.clone(), redirect_to.clone(), reply))
+        .await?;
     Ok((StatusCode::ACCEPTED, Json(Accepted { accepted: true })).into_response())
 }
 
@@ -278,9 +314,12 @@ pub async fn resend_verification(
     ApiTenant(tenant): ApiTenant,
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
-    accept_email(&tenant, req, |email, reply| TenantMsg::ResendVerification {
-        email,
-        reply,
+    accept_email(&tenant, req, |email, redirect_to, reply| {
+        TenantMsg::ResendVerification {
+            email,
+            redirect_to,
+            reply,
+        }
     })
     .await
 }
@@ -551,9 +590,12 @@ pub async fn forgot_password(
     ApiTenant(tenant): ApiTenant,
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
-    accept_email(&tenant, req, |email, reply| TenantMsg::ForgotPassword {
-        email,
-        reply,
+    accept_email(&tenant, req, |email, redirect_to, reply| {
+        TenantMsg::ForgotPassword {
+            email,
+            redirect_to,
+            reply,
+        }
     })
     .await
 }

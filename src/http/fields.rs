@@ -8,7 +8,7 @@
 use phonenumber::{metadata, Mode, PhoneNumber, Type};
 use tessera_actors::{
     policy::normalize_email,
-    tenant::{guests::MAX_METADATA_BYTES, sms::Phone},
+    tenant::{guests::MAX_METADATA_BYTES, settings::UrlSettings, sms::Phone},
 };
 use utoipa::openapi::{ObjectBuilder, Type as JsonType};
 
@@ -108,4 +108,56 @@ pub fn must_be_true() -> utoipa::openapi::Object {
         .enum_values(Some([true]))
         .description(Some("Must be true."))
         .build()
+}
+
+/// A request's `redirect_to`: absent, or exactly the tenant's site URL or one of its redirect
+/// URLs (never an open redirect). The field's error names the rule, not the list.
+pub fn redirect_to_field(
+    errors: &mut FieldErrors,
+    urls: &UrlSettings,
+    value: Option<&str>,
+) -> Option<String> {
+    let value = value?;
+    let ok = value.len() <= 2048 && urls.allows(value);
+    errors.check(
+        "redirect_to",
+        ok,
+        "must be the tenant's site URL or one of its redirect URLs, exactly",
+    );
+    ok.then(|| value.to_owned())
+}
+
+/// A PKCE `code_challenge` (RFC 7636): the S256 transform of a verifier, 43 base64url
+/// characters; `code_challenge_method`, when sent, must be `S256`.
+pub fn code_challenge_field(
+    errors: &mut FieldErrors,
+    challenge: Option<&str>,
+    method: Option<&str>,
+) -> Option<String> {
+    if let Some(m) = method {
+        errors.check("code_challenge_method", m == "S256", "must be S256");
+    }
+    let c = challenge?;
+    let ok = c.len() == 43
+        && c.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    errors.check(
+        "code_challenge",
+        ok,
+        "must be the S256 challenge: 43 base64url characters",
+    );
+    ok.then(|| c.to_owned())
+}
+
+/// A PKCE `code_verifier` (RFC 7636): 43-128 characters of `[A-Za-z0-9-._~]`.
+pub fn code_verifier_field(errors: &mut FieldErrors, verifier: &str) {
+    let ok = (43..=128).contains(&verifier.len())
+        && verifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+    errors.check(
+        "code_verifier",
+        ok,
+        "must be 43-128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'",
+    );
 }

@@ -92,15 +92,15 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
 }
 
 /// Gives every error status without a JSON body (routing's 404 and 405, the body limit, the
-/// timeout) the standard error envelope, keeping headers such as `Allow`.
+/// timeout) the standard error envelope, keeping headers such as `Allow`. The hosted pages'
+/// own HTML error pages pass as they are.
 pub async fn error_envelope(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    let rendered = resp.headers().get(header::CONTENT_TYPE).is_some_and(|v| {
+        v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/html")
+    });
+    if !(status.is_client_error() || status.is_server_error()) || rendered {
         return resp;
     }
     let (mut parts, _) = resp.into_parts();

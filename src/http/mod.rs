@@ -11,6 +11,7 @@ pub mod dashboard;
 pub mod error;
 pub mod extract;
 pub mod fields;
+pub mod hosted;
 pub mod management;
 pub mod mfa;
 pub mod middleware;
@@ -94,6 +95,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(accounts::change_password))
         .routes(routes!(passwordless::magic_link))
         .routes(routes!(passwordless::magic_link_verify))
+        .routes(routes!(passwordless::token_exchange))
         .routes(routes!(passwordless::email_otp))
         .routes(routes!(passwordless::email_otp_verify))
         .routes(routes!(passwordless::sms_otp))
@@ -168,6 +170,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(
             dashboard::settings::get_users,
             dashboard::settings::patch_users
+        ))
+        .routes(routes!(
+            dashboard::settings::get_urls,
+            dashboard::settings::put_urls
         ))
         .routes(routes!(users::dashboard_list, users::dashboard_create))
         .routes(routes!(
@@ -253,6 +259,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .layer(axum::middleware::from_fn_with_state(cors, cors::middleware))
         .layer(DefaultBodyLimit::max(body_limit));
     Ok(router
+        .merge(hosted::router())
         .fallback(not_found)
         .layer(Extension(doc))
         .layer(stack)

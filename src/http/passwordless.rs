@@ -10,7 +10,7 @@ use serde::Deserialize;
 use tessera_actors::{
     tenant::{
         challenges::{OAuthParams, OAuthResume},
-        messages::PasswordlessLogin,
+        messages::{HostedReturn, PasswordlessLogin},
     },
     TenantHandle, TenantMsg,
 };
@@ -20,7 +20,10 @@ use utoipa::ToSchema;
 use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    fields::{checked_phone, email_field, phone_field, six_digits},
+    fields::{
+        checked_phone, code_challenge_field, code_verifier_field, email_field, phone_field,
+        redirect_to_field, six_digits,
+    },
     responses::{accepted, login_answer, resume, LoginResponse, PasswordlessAccepted},
 };
 use crate::{
@@ -112,6 +115,18 @@ pub struct UserMagicLinkRequest {
     #[schema(format = "email", required = true)]
     pub email: String,
     pub oauth_params: Option<OAuthParamsBody>,
+    /// Where the link's hosted page sends the user with `?code=`: the tenant's site URL or
+    /// one of its redirect URLs, exactly. Default: the site URL.
+    #[schema(format = "uri", max_length = 2048)]
+    pub redirect_to: Option<String>,
+    /// PKCE (RFC 7636): the S256 challenge of a verifier the app keeps. Needed for the hosted
+    /// page to finish the sign-in: its `code` is exchanged at `POST /v1/auth/token/exchange`
+    /// with the verifier.
+    #[schema(min_length = 43, max_length = 43, pattern = "^[A-Za-z0-9_-]{43}$")]
+    pub code_challenge: Option<String>,
+    /// `S256`, the only method, when sent.
+    #[schema(pattern = "^S256$")]
+    pub code_challenge_method: Option<String>,
 }
 
 /// Mails a single-use login link (10 minutes) when the address has an account. Always 202.
@@ -133,6 +148,15 @@ pub async fn magic_link(
     if let Some(p) = &req.oauth_params {
         check_oauth(&mut errors, p);
     }
+    let edge = tenant.edge().await?;
+    let hosted = HostedReturn {
+        redirect_to: redirect_to_field(&mut errors, &edge.urls, req.redirect_to.as_deref()),
+        code_challenge: code_challenge_field(
+            &mut errors,
+            req.code_challenge.as_deref(),
+            req.code_challenge_method.as_deref(),
+        ),
+    };
     errors.finish()?;
     let email = email.unwrap_or_default();
     let (oauth, binding) = bind(req.oauth_params);
@@ -140,6 +164,7 @@ pub async fn magic_link(
         .call(|reply| TenantMsg::MagicLinkRequest {
             email: email.clone(),
             oauth: oauth.clone(),
+            hosted: hosted.clone(),
             reply,
         })
         .await?;
@@ -209,6 +234,61 @@ pub async fn magic_link_verify(
         .call(|reply| TenantMsg::MagicLinkVerify {
             token: req.token.clone(),
             binding_hash: binding_hash.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    verified(&state, &tenant, login).await
+}
+
+/// The hosted login-link page's code and the app's PKCE verifier.
+#[derive(Deserialize, ToSchema)]
+pub struct TokenExchangeRequest {
+    /// The `code` the hosted page appended to `redirect_to`.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 512, required = true)]
+    pub code: String,
+    /// The verifier whose S256 transform was the magic-link request's `code_challenge`.
+    #[serde(default)]
+    #[schema(
+        min_length = 43,
+        max_length = 128,
+        pattern = "^[A-Za-z0-9._~-]{43,128}$",
+        required = true
+    )]
+    pub code_verifier: String,
+}
+
+/// Exchanges the code of a hosted login-link page (single use, 60 seconds, this tenant's)
+/// and the PKCE verifier for what the link signs in to: the token pair, or the MFA challenge
+/// for a user with MFA. Any attempt uses the code up.
+#[utoipa::path(post, path = "/v1/auth/token/exchange", tag = "passwordless",
+    security(("api_key" = [])),
+    request_body = TokenExchangeRequest,
+    responses(
+        (status = 200, description = "Signed in (AMR `mca`), or the MFA challenge for a user with MFA", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`invalid_or_expired_token`: a used, expired, unknown or another tenant's code, or a verifier that does not match", body = ErrorBody),
+        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+    ))]
+pub async fn token_exchange(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<TokenExchangeRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let mut errors = FieldErrors::new();
+    errors.check(
+        "code",
+        len_between(&req.code, 1, 512),
+        "must be 1-512 characters",
+    );
+    code_verifier_field(&mut errors, &req.code_verifier);
+    errors.finish()?;
+    let login = tenant
+        .call(|reply| TenantMsg::ExchangeCode {
+            code: req.code.clone(),
+            code_verifier: req.code_verifier.clone(),
             ctx: ctx.clone(),
             reply,
         })

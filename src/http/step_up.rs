@@ -19,6 +19,7 @@ use super::{
     bearer::UserBearer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiJson, RequestCtx},
+    fields::redirect_to_field,
     reauth::{check_current_password, sign_step_up, StepUpTokenResponse},
 };
 use crate::app::AppState;
@@ -82,6 +83,20 @@ pub struct StepUpInitiateRequest {
     pub action_hint: Option<String>,
 }
 
+/// Spec 2.6 StepUpMagicLinkInitiateRequest, with where the link's hosted page hands its token.
+#[derive(Deserialize, ToSchema, Default)]
+pub struct StepUpMagicLinkInitiateRequest {
+    /// What the user is confirming, shown in the e-mail (at most 80 characters, no control
+    /// characters).
+    #[schema(max_length = 80, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
+    pub action_hint: Option<String>,
+    /// Where the link's hosted page sends the user with `?token=`, for the app to call the
+    /// verify route with the session that asked: the tenant's site URL or one of its
+    /// redirect URLs, exactly. Default: the site URL.
+    #[schema(format = "uri", max_length = 2048)]
+    pub redirect_to: Option<String>,
+}
+
 /// Spec 4.1: `{status: "sent", email_masked}`.
 #[derive(Serialize, ToSchema)]
 pub struct StepUpSentResponse {
@@ -98,16 +113,27 @@ async fn initiate(
     body: &Bytes,
     link: bool,
 ) -> Result<Response, ApiError> {
-    let req: StepUpInitiateRequest = optional_json(headers, body)?;
+    let req: StepUpMagicLinkInitiateRequest = optional_json(headers, body)?;
+    let mut errors = FieldErrors::new();
     if let Some(hint) = &req.action_hint {
-        let mut errors = FieldErrors::new();
         errors.check(
             "action_hint",
             len_between(hint, 0, 80) && !hint.chars().any(char::is_control),
             "must be at most 80 characters, without control characters",
         );
-        errors.finish()?;
     }
+    let redirect_to = if link {
+        let edge = user.tenant.edge().await?;
+        redirect_to_field(&mut errors, &edge.urls, req.redirect_to.as_deref())
+    } else {
+        errors.check(
+            "redirect_to",
+            req.redirect_to.is_none(),
+            "only a step-up link takes redirect_to",
+        );
+        None
+    };
+    errors.finish()?;
     let bearer = user.bearer;
     let masked = user
         .tenant
@@ -115,6 +141,7 @@ async fn initiate(
             bearer,
             link,
             action_hint: req.action_hint.clone().filter(|h| !h.trim().is_empty()),
+            redirect_to: redirect_to.clone(),
             ctx: ctx.clone(),
             reply,
         })
@@ -193,7 +220,7 @@ pub async fn email_otp_verify(
 /// replaces the previous. The mail warns not to act on it unless the user asked.
 #[utoipa::path(post, path = "/v1/auth/step-up/magic-link/initiate", tag = "step-up",
     security(("api_key" = [], "bearer" = [])),
-    request_body(content = Option<StepUpInitiateRequest>, description = "optional"),
+    request_body(content = Option<StepUpMagicLinkInitiateRequest>, description = "optional"),
     responses(
         (status = 202, description = "Sent; the link is `{accounts_url}/step-up/magic-link?token=...`", body = StepUpSentResponse),
         (status = 400, description = "`validation/invalid_request`, `step_up/method_unavailable` (no confirmed address)", body = ErrorBody),

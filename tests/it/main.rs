@@ -6,12 +6,14 @@ mod support;
 
 mod accounts;
 mod anonymous;
+mod browser;
 mod capacity;
 mod cors;
 mod crash;
 mod dashboard;
 mod docs;
 mod faults;
+mod hosted;
 mod hygiene;
 mod management_keys;
 mod members;

@@ -61,6 +61,7 @@ impl UserRecord {
             recovery_codes: Vec::new(),
             blocked_at: None,
             app_metadata: serde_json::json!({}),
+            locale: None,
         }
     }
 
@@ -145,7 +146,7 @@ impl TenantState {
                 let token = self.issue_link(
                     &mut fx.batch,
                     &mut existing,
-                    LinkPurpose::ResetPassword,
+                    (LinkPurpose::ResetPassword, r.redirect_to.clone()),
                     now,
                 )?;
                 let reset_link = self.link("reset-password", &token);
@@ -191,7 +192,14 @@ impl TenantState {
         user.email_verified = false;
         user.password_hash = Some(r.password_hash);
         user.is_anonymous = false;
-        let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+        user.locale = r.locale.clone();
+        fx.locale = r.locale;
+        let token = self.issue_link(
+            &mut fx.batch,
+            &mut user,
+            (LinkPurpose::VerifyEmail, r.redirect_to),
+            now,
+        )?;
         let link = self.link("verify-email", &token);
         self.put_new_user(&mut fx.batch, &user)?;
         self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
@@ -266,14 +274,14 @@ impl TenantState {
         &self,
         batch: &mut TenantBatch,
         user: &mut UserRecord,
-        purpose: LinkPurpose,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
         let ttl = match purpose {
             LinkPurpose::VerifyEmail => VERIFY_TTL,
             LinkPurpose::ResetPassword => RESET_TTL,
         };
-        self.issue_link_for(batch, user, purpose, ttl, now)
+        self.issue_link_for(batch, user, (purpose, redirect_to), ttl, now)
     }
 
     /// [`Self::issue_link`] with a lifetime of its own (an admin's invitation is a reset link
@@ -282,11 +290,11 @@ impl TenantState {
         &self,
         batch: &mut TenantBatch,
         user: &mut UserRecord,
-        purpose: LinkPurpose,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
         ttl: Duration,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let token = tessera_storage::random_token(32);
+        let token = self.link_token();
         let hash = sha256(token.as_bytes());
         let slot = match purpose {
             LinkPurpose::VerifyEmail => &mut user.verify_token,
@@ -303,6 +311,7 @@ impl TenantState {
                 user_id: user.id,
                 expires_at: now + ttl,
                 epoch: user.password_epoch,
+                redirect_to,
             },
         )?;
         Ok(token)
@@ -318,6 +327,32 @@ impl TenantState {
         purpose: LinkPurpose,
         now: OffsetDateTime,
     ) -> Result<Option<UserRecord>, TenantError> {
+        Ok(self
+            .live_link(batch, token, purpose, now)?
+            .map(|(_, user)| user))
+    }
+
+    /// The record of a live link token of `purpose`, without consuming it (for the hosted
+    /// page's first look); as [`Self::find_link`] otherwise.
+    pub(super) fn peek_link(
+        &self,
+        batch: &mut TenantBatch,
+        token: &str,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<Option<LinkTokenRecord>, TenantError> {
+        Ok(self
+            .live_link(batch, token, purpose, now)?
+            .map(|(rec, _)| rec))
+    }
+
+    fn live_link(
+        &self,
+        batch: &mut TenantBatch,
+        token: &str,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<Option<(LinkTokenRecord, UserRecord)>, TenantError> {
         let hash = sha256(token.as_bytes());
         let Some(rec) = self.store.get::<LinkTokenRecord>(&hash)? else {
             return Ok(None);
@@ -329,7 +364,7 @@ impl TenantState {
         let stale =
             |u: &UserRecord| purpose == LinkPurpose::ResetPassword && rec.epoch != u.password_epoch;
         match user {
-            Some(u) if rec.expires_at > now && !stale(&u) => Ok(Some(u)),
+            Some(u) if rec.expires_at > now && !stale(&u) => Ok(Some((rec, u))),
             _ => {
                 batch.remove(Kind::LinkToken, &hash);
                 Ok(None)
@@ -393,13 +428,21 @@ impl TenantState {
     }
 
     /// A new verification link for an unverified account; silently nothing otherwise.
-    pub fn resend_verification(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
-        self.mail_link(email, LinkPurpose::VerifyEmail)
+    pub fn resend_verification(
+        &mut self,
+        email: &str,
+        redirect_to: Option<String>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.mail_link(email, (LinkPurpose::VerifyEmail, redirect_to))
     }
 
     /// A reset link for an account with this address; silently nothing otherwise.
-    pub fn forgot_password(&mut self, email: &str) -> Result<Vec<MailJob>, TenantError> {
-        self.mail_link(email, LinkPurpose::ResetPassword)
+    pub fn forgot_password(
+        &mut self,
+        email: &str,
+        redirect_to: Option<String>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.mail_link(email, (LinkPurpose::ResetPassword, redirect_to))
     }
 
     /// Mails a new link of `purpose` to the account with this address, unless there is none,
@@ -407,7 +450,7 @@ impl TenantState {
     fn mail_link(
         &mut self,
         email: &str,
-        purpose: LinkPurpose,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let user = self.user_by_email(email)?;
@@ -423,12 +466,13 @@ impl TenantState {
                     u.password_hash = Some("x".repeat(97));
                     u
                 });
-                let stand_in_token = tessera_storage::random_token(32);
+                let stand_in_token = self.link_token();
                 let token = LinkTokenRecord {
                     purpose,
                     user_id: stand_in.id,
                     expires_at: now + RESET_TTL,
                     epoch: stand_in.password_epoch,
+                    redirect_to,
                 };
                 let records = [
                     serde_json::to_value(&stand_in),
@@ -450,7 +494,7 @@ impl TenantState {
             }
         };
         let mut fx = self.effects();
-        let token = self.issue_link(&mut fx.batch, &mut user, purpose, now)?;
+        let token = self.issue_link(&mut fx.batch, &mut user, (purpose, redirect_to), now)?;
         let kind = match purpose {
             LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
                 link: self.link("verify-email", &token),
@@ -757,6 +801,8 @@ pub(crate) mod tests {
                     password_hash: "$argon2id$opaque".into(),
                     date_of_birth: None,
                     age_verification_token: None,
+                    redirect_to: None,
+                    locale: None,
                 },
                 &AuditContext::default(),
             )
@@ -832,12 +878,14 @@ pub(crate) mod tests {
                     password_hash: "$argon2id$opaque".into(),
                     date_of_birth: Some("1990-01-02".into()),
                     age_verification_token: None,
+                    redirect_to: None,
+                    locale: None,
                 },
                 &ctx,
             )
             .unwrap();
         let verify = token_of(&mail[0]);
-        let reset = token_of(&t.forgot_password("bo@example.com").unwrap()[0]);
+        let reset = token_of(&t.forgot_password("bo@example.com", None).unwrap()[0]);
         // A password change (simulated at the record: the epoch moves).
         let mut rec = t.user(user.id).unwrap().unwrap();
         rec.password_epoch += 1;

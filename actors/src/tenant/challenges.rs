@@ -81,6 +81,9 @@ pub enum Purpose {
     LoginSmsOtp = 9,
     /// A texted code confirming a signed-in user's number (in the user's slot).
     PhoneVerify = 10,
+    /// The one-minute code the hosted login-link page hands the app (in a fresh slot),
+    /// exchanged with its PKCE verifier for the token pair.
+    HostedCode = 11,
 }
 
 impl Purpose {
@@ -96,6 +99,7 @@ impl Purpose {
             8 => Purpose::LoginEmailOtp,
             9 => Purpose::LoginSmsOtp,
             10 => Purpose::PhoneVerify,
+            11 => Purpose::HostedCode,
             _ => return None,
         })
     }
@@ -134,6 +138,13 @@ pub struct ChallengeRecord {
     /// For a texted code: the number (E.164) it was sent to.
     #[serde(default)]
     pub phone: Option<String>,
+    /// For a mailed link: where the hosted page sends the user afterwards.
+    #[serde(default)]
+    pub redirect_to: Option<String>,
+    /// For a login link (and the hosted page's code it turns into): the PKCE S256 challenge
+    /// the exchange's `code_verifier` must match.
+    #[serde(default)]
+    pub code_challenge: Option<String>,
 }
 
 impl ChallengeRecord {
@@ -159,6 +170,8 @@ impl ChallengeRecord {
             email: None,
             oauth: None,
             phone: None,
+            redirect_to: None,
+            code_challenge: None,
         }
     }
 }
@@ -177,6 +190,21 @@ pub fn challenge_key(slot: Uuid, purpose: Purpose) -> Vec<u8> {
 }
 
 const TOKEN_LEN: usize = 16 + 16 + 1 + 32;
+
+/// The tenant a mailed token names: challenge tokens and link tokens both begin with the
+/// tenant's id (see `TenantState::link_token`), which is how the hosted pages, served for
+/// every tenant at one address, find the tenant without a key. `None` for anything shorter
+/// or not base64url; the tenant's actor still checks the rest.
+pub fn tenant_of_token(token: &str) -> Option<Uuid> {
+    if token.len() > 128 {
+        return None;
+    }
+    let raw = URL_SAFE_NO_PAD.decode(token.trim()).ok()?;
+    if raw.len() < 48 {
+        return None;
+    }
+    Uuid::from_slice(&raw[..16]).ok()
+}
 
 /// What a presented token turned out to be.
 enum Presented {
@@ -465,7 +493,7 @@ mod tests {
             Presented::Foreign
         ));
         assert!(matches!(
-            parse_token(&token(tenant, slot, 11), &tenant),
+            parse_token(&token(tenant, slot, 12), &tenant),
             Presented::Malformed
         ));
         let t = token(tenant, slot, 1);

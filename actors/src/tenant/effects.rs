@@ -49,6 +49,9 @@ pub(super) fn user_audit_key(user: Uuid, event_key: &[u8]) -> Vec<u8> {
 pub(super) struct Effects {
     pub batch: TenantBatch,
     pub mail: Vec<MailJob>,
+    /// The language of the mail this command queues, when the command knows it better than
+    /// the store does (a user it creates in this very batch).
+    pub locale: Option<String>,
 }
 
 impl TenantState {
@@ -56,6 +59,7 @@ impl TenantState {
         Effects {
             batch: self.store.batch(),
             mail: Vec::new(),
+            locale: None,
         }
     }
 
@@ -124,6 +128,19 @@ impl TenantState {
         aad
     }
 
+    /// A fresh secret for a mailed link kept as a `LinkTokenRecord`: `base64url(tenant id |
+    /// 32 random bytes)`. Like a challenge token it begins with the tenant's id, so the hosted
+    /// page that opens it knows whose it is (see `challenges::tenant_of_token`).
+    pub(super) fn link_token(&self) -> String {
+        use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+        use rand::RngCore;
+        let mut raw = self.store.tenant_id().as_bytes().to_vec();
+        let mut secret = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut secret);
+        raw.extend_from_slice(&secret);
+        URL_SAFE_NO_PAD.encode(raw)
+    }
+
     /// `{accounts_url}/{path}?token=...`
     pub(super) fn link(&self, path: &str, token: &str) -> String {
         format!(
@@ -133,8 +150,9 @@ impl TenantState {
     }
 
     /// A new message of this tenant.
-    fn mail_job(&self, to: &str, kind: MailKind) -> MailJob {
+    fn mail_job(&self, to: &str, kind: MailKind, locale: String) -> MailJob {
         MailJob {
+            locale,
             id: Uuid::now_v7(),
             tenant: self.info.id,
             tenant_slug: self.info.slug.clone(),
@@ -151,7 +169,14 @@ impl TenantState {
         to: &str,
         kind: MailKind,
     ) -> Result<(), TenantError> {
-        let job = self.mail_job(to, kind);
+        let locale = match fx.locale.clone() {
+            Some(l) => l,
+            None => self
+                .user_by_email(to)?
+                .and_then(|u| u.locale)
+                .unwrap_or_else(|| self.settings.users.default_locale.clone()),
+        };
+        let job = self.mail_job(to, kind, locale);
         let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
         fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
@@ -185,7 +210,7 @@ impl TenantState {
         kind: MailKind,
         records: &[serde_json::Value],
     ) -> Result<Vec<u8>, TenantError> {
-        let job = self.mail_job(to, kind);
+        let job = self.mail_job(to, kind, self.settings.users.default_locale.clone());
         let mut plain =
             serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         for r in records {

@@ -322,6 +322,46 @@ pub struct Credential {
     pub epoch: u32,
 }
 
+/// Which mailed link a hosted page opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostedLink {
+    VerifyEmail,
+    ResetPassword,
+    MagicLink,
+    StepUp,
+}
+
+/// What a hosted page shows about a mailed link.
+#[derive(Clone, Debug)]
+pub struct HostedView {
+    pub tenant_name: String,
+    /// `None`: the link is used, expired or unknown.
+    pub live: Option<LiveLink>,
+    pub magic_link_enabled: bool,
+    /// The tenant's default language for its users.
+    pub default_locale: String,
+}
+
+/// A link that can still be used.
+#[derive(Clone, Debug)]
+pub struct LiveLink {
+    /// Where the user goes afterwards: the link's `redirect_to` while it is still one of the
+    /// tenant's URLs, else the site URL; `None`: nowhere.
+    pub destination: Option<String>,
+    /// For a login link: whether the page can finish it (it has a destination and was
+    /// requested with a code challenge).
+    pub code_flow: bool,
+}
+
+/// How a login link's hosted page returns to the app: the `redirect_to` (one of the
+/// tenant's URLs, checked by the caller) and the PKCE S256 `code_challenge` the exchange of
+/// the page's code must answer.
+#[derive(Clone, Debug, Default)]
+pub struct HostedReturn {
+    pub redirect_to: Option<String>,
+    pub code_challenge: Option<String>,
+}
+
 /// A registration, validated and with its password already hashed.
 #[derive(Clone)]
 pub struct Registration {
@@ -331,6 +371,11 @@ pub struct Registration {
     /// `YYYY-MM-DD`, validated by the caller; sealed before it is stored.
     pub date_of_birth: Option<String>,
     pub age_verification_token: Option<String>,
+    /// Where the verification page sends the user afterwards (one of the tenant's URLs,
+    /// checked by the caller).
+    pub redirect_to: Option<String>,
+    /// The language of the user's mail, one of the five (checked by the caller).
+    pub locale: Option<String>,
 }
 
 /// One of a user's sessions, as the user sees it.
@@ -495,6 +540,7 @@ pub enum TenantMsg {
     /// Sends a new verification link when the address has an unverified account.
     ResendVerification {
         email: String,
+        redirect_to: Option<String>,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
     /// Checks the login throttles, then answers the credential to verify.
@@ -542,6 +588,7 @@ pub enum TenantMsg {
     /// Sends a reset link when the address has an account.
     ForgotPassword {
         email: String,
+        redirect_to: Option<String>,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
     /// Whether a reset link is alive, before the new password is hashed.
@@ -618,6 +665,8 @@ pub enum TenantMsg {
         bearer: Bearer,
         link: bool,
         action_hint: Option<String>,
+        /// For a link: where the hosted page hands its token to the app.
+        redirect_to: Option<String>,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<String, TenantError>>,
     },
@@ -648,7 +697,27 @@ pub enum TenantMsg {
     MagicLinkRequest {
         email: String,
         oauth: Option<OAuthResume>,
+        hosted: HostedReturn,
         reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// A hosted page's look at a mailed link (nothing is used).
+    HostedPeek {
+        link: HostedLink,
+        token: String,
+        reply: RpcReplyPort<Result<HostedView, TenantError>>,
+    },
+    /// The hosted login-link page's button: answers the code and where to send it.
+    HostedMagicLink {
+        token: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(String, String), TenantError>>,
+    },
+    /// `POST /v1/auth/token/exchange`: a hosted page's code and its PKCE verifier.
+    ExchangeCode {
+        code: String,
+        code_verifier: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },
     MagicLinkVerify {
         token: String,

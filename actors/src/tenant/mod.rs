@@ -12,6 +12,7 @@ pub mod audit;
 pub mod challenges;
 pub mod effects;
 pub mod guests;
+pub mod hosted;
 pub mod import;
 pub mod keys;
 pub mod limits;
@@ -150,8 +151,12 @@ impl Actor for TenantActor {
                 let out = state.verify_email(&token, &ctx).map(|m| ((), m));
                 reply_with_mail(state, reply, out);
             }
-            TenantMsg::ResendVerification { email, reply } => {
-                let out = state.resend_verification(&email);
+            TenantMsg::ResendVerification {
+                email,
+                redirect_to,
+                reply,
+            } => {
+                let out = state.resend_verification(&email, redirect_to);
                 reply_alike(state, reply, out);
             }
             TenantMsg::LoginBegin { email, ip, reply } => {
@@ -198,8 +203,12 @@ impl Actor for TenantActor {
                     .map(|m| ((), m));
                 reply_with_mail(state, reply, out);
             }
-            TenantMsg::ForgotPassword { email, reply } => {
-                let out = state.forgot_password(&email);
+            TenantMsg::ForgotPassword {
+                email,
+                redirect_to,
+                reply,
+            } => {
+                let out = state.forgot_password(&email, redirect_to);
                 reply_alike(state, reply, out);
             }
             TenantMsg::CheckResetLink { token, reply } => {
@@ -295,11 +304,12 @@ impl Actor for TenantActor {
                 bearer,
                 link,
                 action_hint,
+                redirect_to,
                 ctx,
                 reply,
             } => {
                 let out = if link {
-                    state.step_up_link_initiate(bearer, action_hint, &ctx)
+                    state.step_up_link_initiate(bearer, action_hint, redirect_to, &ctx)
                 } else {
                     state.step_up_email_initiate(bearer, action_hint, &ctx)
                 };
@@ -334,10 +344,26 @@ impl Actor for TenantActor {
             TenantMsg::MagicLinkRequest {
                 email,
                 oauth,
+                hosted,
                 reply,
             } => {
-                let out = state.magic_link_request(&email, oauth);
+                let out = state.magic_link_request(&email, oauth, hosted);
                 reply_alike(state, reply, out);
+            }
+            TenantMsg::HostedPeek { link, token, reply } => {
+                let _ = reply.send(state.hosted_peek(link, &token));
+            }
+            TenantMsg::HostedMagicLink { token, ctx, reply } => {
+                let _ = reply.send(state.hosted_magic_link(&token, &ctx));
+            }
+            TenantMsg::ExchangeCode {
+                code,
+                code_verifier,
+                ctx,
+                reply,
+            } => {
+                let out = state.exchange_code(&code, &code_verifier, &ctx);
+                reply_with_mail(state, reply, out);
             }
             TenantMsg::MagicLinkVerify {
                 token,

@@ -17,7 +17,7 @@ use super::{
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, Found, OAuthResume, Purpose},
     effects::Effects,
-    messages::{LoginOutcome, PasswordlessLogin},
+    messages::{HostedReturn, LoginOutcome, PasswordlessLogin},
     records::UserRecord,
     sessions::Proof,
     state::TenantState,
@@ -112,6 +112,7 @@ impl TenantState {
         &mut self,
         email: &str,
         oauth: Option<OAuthResume>,
+        hosted: HostedReturn,
     ) -> Result<Vec<MailJob>, TenantError> {
         self.flow_enabled(Flow::MagicLink)?;
         self.space_request(Flow::MagicLink, email)?;
@@ -127,6 +128,8 @@ impl TenantState {
             );
             record.secret_hash = "0".repeat(64);
             record.oauth = oauth;
+            record.redirect_to = hosted.redirect_to;
+            record.code_challenge = hosted.code_challenge;
             let link = self.link("magic-link", &tessera_storage::random_token(65));
             let records = [to_value(&record)?];
             self.write_decoy(&self.decoy_of(email, MailKind::MagicLink { link }, &records)?)?;
@@ -136,6 +139,8 @@ impl TenantState {
         let mut record =
             ChallengeRecord::new(Purpose::LoginMagicLink, &user, None, LOGIN_LINK_TTL, now);
         record.oauth = oauth;
+        record.redirect_to = hosted.redirect_to;
+        record.code_challenge = hosted.code_challenge;
         let token = self.store_challenge(&mut fx.batch, user.id, record)?;
         let link = self.link("magic-link", &token);
         self.queue_mail(&mut fx, email, MailKind::MagicLink { link })?;

@@ -60,6 +60,10 @@ pub struct UserRecord {
     /// the `app_metadata` claim of the user's access tokens.
     #[serde(default = "empty_object")]
     pub app_metadata: serde_json::Value,
+    /// The language mail to the user is written in (`en`, `pl`, `de`, `fr`, `es`), chosen at
+    /// registration; `None`: the tenant's default.
+    #[serde(default)]
+    pub locale: Option<String>,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -242,6 +246,10 @@ pub struct LinkTokenRecord {
     pub expires_at: OffsetDateTime,
     /// The user's password epoch when issued: a later password change kills a reset link.
     pub epoch: u32,
+    /// Where the hosted page sends the user afterwards (checked against the tenant's URLs
+    /// when the link was requested, and again when it is used).
+    #[serde(default)]
+    pub redirect_to: Option<String>,
 }
 
 impl Record for LinkTokenRecord {

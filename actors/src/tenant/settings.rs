@@ -213,8 +213,37 @@ pub struct TenantSettings {
     pub allowed_origins: Vec<String>,
     #[serde(default)]
     pub users: UserSettings,
+    /// Where the hosted pages send users back to.
+    #[serde(default)]
+    pub urls: UrlSettings,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// The tenant's app: where the hosted pages send users back to. Every `redirect_to` a
+/// request carries must be one of these exactly (never an open redirect).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UrlSettings {
+    /// The app's address: the default destination when a link carries no `redirect_to`.
+    pub site_url: Option<String>,
+    /// Other exact destinations a request may name.
+    pub redirect_urls: Vec<String>,
+}
+
+impl UrlSettings {
+    /// Whether `url` may be a `redirect_to`.
+    pub fn allows(&self, url: &str) -> bool {
+        self.site_url.as_deref() == Some(url) || self.redirect_urls.iter().any(|u| u == url)
+    }
+
+    /// Where a link that asked for `redirect_to` ends now: that URL while it is still
+    /// allowed, else the site URL.
+    pub fn destination(&self, redirect_to: Option<&str>) -> Option<String> {
+        match redirect_to {
+            Some(u) if self.allows(u) => Some(u.to_owned()),
+            _ => self.site_url.clone(),
+        }
+    }
 }
 
 /// What the tenant's users may do about their own accounts.
@@ -223,12 +252,20 @@ pub struct UserSettings {
     /// Whether `DELETE /v1/users/me` erases the caller (GDPR art. 17 without a ticket).
     #[serde(default = "yes")]
     pub self_service_deletion_enabled: bool,
+    /// The language of mail and pages for users who chose none (`en`, `pl`, `de`, `fr`, `es`).
+    #[serde(default = "english")]
+    pub default_locale: String,
+}
+
+fn english() -> String {
+    "en".to_owned()
 }
 
 impl Default for UserSettings {
     fn default() -> Self {
         UserSettings {
             self_service_deletion_enabled: true,
+            default_locale: english(),
         }
     }
 }
@@ -250,6 +287,7 @@ impl TenantSettings {
             },
             allowed_origins: Vec::new(),
             users: UserSettings::default(),
+            urls: UrlSettings::default(),
             updated_at: now,
         }
     }
@@ -324,7 +362,11 @@ pub enum SettingsChange {
     AllowedOrigins(Vec<String>),
     Users {
         self_service_deletion_enabled: Option<bool>,
+        /// One of the five languages, checked by the caller.
+        default_locale: Option<String>,
     },
+    /// The app's URLs, validated and normalized by the caller.
+    Urls(UrlSettings),
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -333,12 +375,15 @@ pub enum SettingsChange {
 pub struct EdgePolicy {
     /// Browser origins that may call the end-user API; empty: any.
     pub allowed_origins: Vec<String>,
+    /// The destinations a `redirect_to` may name.
+    pub urls: UrlSettings,
 }
 
 impl EdgePolicy {
     pub fn of(settings: &TenantSettings) -> Self {
         EdgePolicy {
             allowed_origins: settings.allowed_origins.clone(),
+            urls: settings.urls.clone(),
         }
     }
 
@@ -495,6 +540,7 @@ impl TenantSettings {
             }
             SettingsChange::Users {
                 self_service_deletion_enabled,
+                default_locale,
             } => {
                 set(
                     &mut next.users.self_service_deletion_enabled,
@@ -502,7 +548,28 @@ impl TenantSettings {
                     "self_service_deletion_enabled",
                     &mut changed,
                 );
+                set(
+                    &mut next.users.default_locale,
+                    default_locale,
+                    "default_locale",
+                    &mut changed,
+                );
                 "settings.users.updated"
+            }
+            SettingsChange::Urls(urls) => {
+                set(
+                    &mut next.urls.site_url,
+                    Some(urls.site_url),
+                    "site_url",
+                    &mut changed,
+                );
+                set(
+                    &mut next.urls.redirect_urls,
+                    Some(urls.redirect_urls),
+                    "redirect_urls",
+                    &mut changed,
+                );
+                "settings.urls.updated"
             }
         };
         if !changed.is_empty() {

@@ -301,19 +301,21 @@ impl TenantState {
         &mut self,
         bearer: Bearer,
         action_hint: Option<String>,
+        redirect_to: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
         let mut fx = self.effects();
-        let token = self.issue_challenge(
-            &mut fx.batch,
+        let mut record = ChallengeRecord::new(
             Purpose::StepUpMagicLink,
             &user,
             Some(session.id),
             MAGIC_LINK_TTL,
             now,
-        )?;
+        );
+        record.redirect_to = redirect_to;
+        let token = self.store_challenge(&mut fx.batch, session.id, record)?;
         let link = self.link("step-up/magic-link", &token);
         let kind = MailKind::StepUpMagicLink { link, action_hint };
         self.send_step_up_mail(fx, session.id, &user, &email, kind, "magic_link", ctx)

@@ -369,14 +369,19 @@ impl TenantState {
             let token = self.issue_link_for(
                 &mut fx.batch,
                 &mut user,
-                LinkPurpose::ResetPassword,
+                (LinkPurpose::ResetPassword, None),
                 INVITE_TTL,
                 now,
             )?;
             let link = self.link("reset-password", &token);
             self.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
         } else if !new.email_verified {
-            let token = self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+            let token = self.issue_link(
+                &mut fx.batch,
+                &mut user,
+                (LinkPurpose::VerifyEmail, None),
+                now,
+            )?;
             let link = self.link("verify-email", &token);
             self.queue_mail(&mut fx, &new.email, MailKind::VerifyEmail { link })?;
         }
@@ -426,8 +431,12 @@ impl TenantState {
             }
             user.email_verified = patch.email_verified == Some(true);
             if !user.email_verified {
-                let token =
-                    self.issue_link(&mut fx.batch, &mut user, LinkPurpose::VerifyEmail, now)?;
+                let token = self.issue_link(
+                    &mut fx.batch,
+                    &mut user,
+                    (LinkPurpose::VerifyEmail, None),
+                    now,
+                )?;
                 let link = self.link("verify-email", &token);
                 self.queue_mail(&mut fx, &email, MailKind::VerifyEmail { link })?;
             }
@@ -525,8 +534,12 @@ impl TenantState {
             }
             UserAction::SendPasswordReset => {
                 let email = user.email.clone().ok_or(TenantError::NoEmail)?;
-                let token =
-                    self.issue_link(&mut fx.batch, &mut user, LinkPurpose::ResetPassword, now)?;
+                let token = self.issue_link(
+                    &mut fx.batch,
+                    &mut user,
+                    (LinkPurpose::ResetPassword, None),
+                    now,
+                )?;
                 let link = self.link("reset-password", &token);
                 self.queue_mail(&mut fx, &email, MailKind::PasswordReset { link })?;
                 ("user.password_reset_sent", serde_json::json!({}))

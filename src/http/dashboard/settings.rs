@@ -17,7 +17,7 @@ use serde_json::Value;
 use tessera_actors::tenant::{
     settings::{
         AssuranceFloor, AssuranceKind, DefaultRole, EmailDomains, EudiAgeConfig, EudiConfig,
-        KeyResolution, MfaPolicy, SecurityPatch, SettingsChange, TrustAnchor,
+        KeyResolution, MfaPolicy, SecurityPatch, SettingsChange, TrustAnchor, UrlSettings,
     },
     SettingsView, TenantMsg,
 };
@@ -962,16 +962,22 @@ pub async fn put_cors(
 pub struct PatchUserSettingsRequest {
     /// Whether `DELETE /v1/users/me` lets a user erase their own account (default true).
     pub self_service_deletion_enabled: Option<bool>,
+    /// The language of mail and hosted pages for users who chose none: `en` (default),
+    /// `pl`, `de`, `fr` or `es`.
+    #[schema(pattern = "^(en|pl|de|fr|es)$")]
+    pub default_locale: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct UserSettingsResponse {
     pub self_service_deletion_enabled: bool,
+    pub default_locale: String,
 }
 
 fn user_settings_response(v: SettingsView) -> UserSettingsResponse {
     UserSettingsResponse {
         self_service_deletion_enabled: v.settings.users.self_service_deletion_enabled,
+        default_locale: v.settings.users.default_locale,
     }
 }
 
@@ -1011,8 +1017,18 @@ pub async fn patch_users(
     Path(slug): Path<String>,
     ApiJson(req): ApiJson<PatchUserSettingsRequest>,
 ) -> Result<Json<UserSettingsResponse>, ApiError> {
+    let mut e = FieldErrors::new();
+    if let Some(l) = &req.default_locale {
+        e.check(
+            "default_locale",
+            crate::i18n::LOCALES.contains(&l.as_str()),
+            "must be one of en, pl, de, fr, es",
+        );
+    }
+    e.finish()?;
     let change = SettingsChange::Users {
         self_service_deletion_enabled: req.self_service_deletion_enabled,
+        default_locale: req.default_locale,
     };
     Ok(Json(user_settings_response(
         update(&state, &auth, &slug, change).await?,
@@ -1461,5 +1477,114 @@ pub async fn put_eudi_age(
     });
     Ok(Json(eudi_age_response(
         update(&state, &auth, &slug, change).await?,
+    )))
+}
+
+// ---------------------------------------------------------------- the app's URLs
+
+/// At most this many redirect URLs.
+pub const MAX_REDIRECT_URLS: usize = 50;
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutUrlsRequest {
+    /// The app's address: where the hosted pages send users when a link names no
+    /// `redirect_to`. An absolute `https` URL (`http` only for `localhost` and `127.0.0.1`),
+    /// without a fragment or user info; `null`: none. Required.
+    #[schema(format = "uri", max_length = 2048)]
+    pub site_url: Option<String>,
+    /// Other exact URLs a request's `redirect_to` may name (the same rules); at most 50.
+    /// Required; the list replaces the stored one.
+    #[schema(max_items = 50)]
+    pub redirect_urls: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UrlsResponse {
+    pub site_url: Option<String>,
+    pub redirect_urls: Vec<String>,
+}
+
+fn urls_response(v: SettingsView) -> UrlsResponse {
+    UrlsResponse {
+        site_url: v.settings.urls.site_url,
+        redirect_urls: v.settings.urls.redirect_urls,
+    }
+}
+
+/// Whether `raw` may be a destination of the hosted pages: an absolute `https` URL, or
+/// `http` on `localhost` or `127.0.0.1`, with a host, no user info and no fragment, of at
+/// most 2,048 characters. It is kept exactly as written: `redirect_to` is compared with it
+/// byte for byte.
+pub fn is_app_url(raw: &str) -> bool {
+    let Ok(u) = url::Url::parse(raw) else {
+        return false;
+    };
+    let loopback = matches!(u.host_str(), Some("localhost" | "127.0.0.1"));
+    raw.len() <= 2048
+        && (u.scheme() == "https" || (u.scheme() == "http" && loopback))
+        && u.host_str().is_some_and(|h| !h.is_empty())
+        && u.username().is_empty()
+        && u.password().is_none()
+        && u.fragment().is_none()
+}
+
+/// The tenant's site URL and redirect URLs (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/urls", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The URLs", body = UrlsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_urls(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<UrlsResponse>, ApiError> {
+    Ok(Json(urls_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces the tenant's site URL and redirect URLs (owner); audited as
+/// `settings.urls.updated`. Links mailed earlier with a `redirect_to` that is no longer
+/// listed then end at the site URL.
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/urls", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = PutUrlsRequest,
+    responses(
+        (status = 200, description = "The stored URLs", body = UrlsResponse),
+        (status = 400, description = "`validation/invalid_request` naming each bad entry", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_urls(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<PutUrlsRequest>,
+) -> Result<Json<UrlsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    const WHY: &str = "must be an absolute https URL (http only for localhost and 127.0.0.1), \
+                       without user info or fragment, at most 2048 characters";
+    if let Some(site) = &req.site_url {
+        e.check("site_url", is_app_url(site), WHY);
+    }
+    let redirect_urls = normalize_entries(
+        &mut e,
+        "redirect_urls",
+        &req.redirect_urls,
+        MAX_REDIRECT_URLS,
+        |u| is_app_url(u).then(|| u.to_owned()),
+        |shown| format!("{shown:?} {WHY}"),
+    );
+    e.finish()?;
+    let urls = UrlSettings {
+        site_url: req.site_url,
+        redirect_urls,
+    };
+    Ok(Json(urls_response(
+        update(&state, &auth, &slug, SettingsChange::Urls(urls)).await?,
     )))
 }

@@ -1,0 +1,190 @@
+//! What the hosted pages at the accounts URL ask of a tenant: a look at a mailed link without
+//! using it (a GET must never consume a single-use token: mail scanners and link previews
+//! fetch links), a login link turned into a one-minute code for the app, and that code
+//! exchanged with its PKCE verifier for the token pair.
+//!
+//! The verification and reset pages use the links through the same commands as the API
+//! (`verify_email`, `reset_password`); only the login link has a flow of its own here, because
+//! its page must not hold the token pair: it hands the app a code bound to the app's
+//! `code_challenge` (RFC 7636, S256) instead.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_storage::{ct_eq, sha256, Kind};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    audit::AuditContext,
+    challenges::{ChallengeRecord, Purpose},
+    messages::{HostedLink, HostedView, LiveLink, PasswordlessLogin},
+    passwordless::Flow,
+    records::LinkPurpose,
+    state::TenantState,
+};
+use crate::{error::TenantError, outbound::MailJob};
+
+/// How long the login-link page's code lives.
+pub const HOSTED_CODE_TTL: Duration = Duration::seconds(60);
+
+/// Whether `verifier` is a PKCE code verifier whose S256 transform is `challenge`.
+pub fn pkce_s256_matches(verifier: &str, challenge: &str) -> bool {
+    let transformed = URL_SAFE_NO_PAD.encode(sha256(verifier.as_bytes()));
+    ct_eq(transformed.as_bytes(), challenge.as_bytes())
+}
+
+impl TenantState {
+    /// What the page of a mailed link shows, without using the link: the tenant's name and,
+    /// while the link is alive, where the user goes afterwards and, for a login link, whether
+    /// it can finish here. A used, expired or unknown link is answered with `live: None`.
+    pub fn hosted_peek(
+        &mut self,
+        link: HostedLink,
+        token: &str,
+    ) -> Result<HostedView, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let found = match link {
+            HostedLink::VerifyEmail | HostedLink::ResetPassword => {
+                let purpose = match link {
+                    HostedLink::VerifyEmail => LinkPurpose::VerifyEmail,
+                    _ => LinkPurpose::ResetPassword,
+                };
+                let mut fx = self.effects();
+                let found = self.peek_link(&mut fx.batch, token, purpose, now)?;
+                self.commit(fx)?;
+                found.map(|rec| (rec.redirect_to, None))
+            }
+            HostedLink::MagicLink | HostedLink::StepUp => {
+                let purpose = match link {
+                    HostedLink::MagicLink => Purpose::LoginMagicLink,
+                    _ => Purpose::StepUpMagicLink,
+                };
+                let expiry_now = now.max(self.calendar_now());
+                self.find_challenge(token, &[purpose], expiry_now)
+                    .ok()
+                    .map(|f| (f.record.redirect_to, f.record.code_challenge))
+            }
+        };
+        let live = found.map(|(redirect_to, code_challenge)| {
+            let destination = self.settings.urls.destination(redirect_to.as_deref());
+            LiveLink {
+                code_flow: destination.is_some() && code_challenge.is_some(),
+                destination,
+            }
+        });
+        Ok(HostedView {
+            tenant_name: self.info.name.clone(),
+            live,
+            magic_link_enabled: self.settings.security.magic_link_enabled,
+            default_locale: self.settings.users.default_locale.clone(),
+        })
+    }
+
+    /// Uses a login link on its hosted page: the link is consumed and a single-use code that
+    /// lives [`HOSTED_CODE_TTL`] takes its place, bound to the link's `code_challenge`.
+    /// Answers the code and where to send it. A link requested without a code challenge, or
+    /// with nowhere to go, is refused and left alive (the app can still verify it itself).
+    pub fn hosted_magic_link(
+        &mut self,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<(String, String), TenantError> {
+        self.flow_enabled(Flow::MagicLink)?;
+        let now = OffsetDateTime::now_utc();
+        let expiry_now = now.max(self.calendar_now());
+        let found = self
+            .find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)
+            .map_err(|_| TenantError::InvalidChallenge)?;
+        let destination = self
+            .settings
+            .urls
+            .destination(found.record.redirect_to.as_deref());
+        let (Some(destination), Some(challenge)) =
+            (destination, found.record.code_challenge.clone())
+        else {
+            return Err(TenantError::InvalidChallenge);
+        };
+        let mut fx = self.effects();
+        let user = self
+            .user(found.record.user_id)?
+            .filter(|u| !u.is_anonymous && u.email.is_some())
+            .filter(|u| u.password_epoch == found.record.epoch);
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let Some(user) = user else {
+            return self.fail(fx, TenantError::InvalidChallenge);
+        };
+        let mut code = ChallengeRecord::new(Purpose::HostedCode, &user, None, HOSTED_CODE_TTL, now);
+        code.code_challenge = Some(challenge);
+        code.oauth = found.record.oauth;
+        let secret = self.store_challenge(&mut fx.batch, Uuid::new_v4(), code)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.magic_link.code_issued",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        self.commit(fx)?;
+        Ok((secret, destination))
+    }
+
+    /// Exchanges a hosted page's code and its PKCE verifier for a sign-in, as the login link
+    /// itself would have signed in (the MFA challenge for a user with MFA). The code is used
+    /// up by any attempt, right or wrong; another tenant's, an expired or a used code is
+    /// `InvalidChallenge`.
+    pub fn exchange_code(
+        &mut self,
+        code: &str,
+        verifier: &str,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let expiry_now = now.max(self.calendar_now());
+        let found = self
+            .find_challenge(code, &[Purpose::HostedCode], expiry_now)
+            .map_err(|_| TenantError::InvalidChallenge)?;
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let verified = found
+            .record
+            .code_challenge
+            .as_deref()
+            .is_some_and(|c| pkce_s256_matches(verifier, c));
+        if !verified {
+            self.audit_into(
+                &mut fx.batch,
+                "auth.magic_link.code_refused",
+                ctx,
+                serde_json::json!({ "user_id": found.record.user_id, "reason": "code_verifier" }),
+            )?;
+            return self.fail(fx, TenantError::InvalidChallenge);
+        }
+        let user = self
+            .user(found.record.user_id)?
+            .filter(|u| !u.is_anonymous && u.password_epoch == found.record.epoch);
+        let Some(user) = user else {
+            return self.fail(fx, TenantError::InvalidChallenge);
+        };
+        if let Err(e) = self.flow_enabled(Flow::MagicLink) {
+            return self.fail(fx, e);
+        }
+        let login =
+            self.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
+        Ok((login, self.commit(fx)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pkce_s256_matches;
+
+    #[test]
+    fn the_rfc_7636_example_verifier_matches_its_challenge() {
+        // RFC 7636, appendix B.
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert!(pkce_s256_matches(verifier, challenge));
+        assert!(!pkce_s256_matches(
+            "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXl",
+            challenge
+        ));
+    }
+}

@@ -1,0 +1,66 @@
+# Nachrichten an Endnutzer. Variablen: $tenant, $ending, $hint.
+
+link-fallback = Oder kopieren Sie diesen Link in Ihren Browser:
+step-up-hint = Sie möchten Folgendes bestätigen: { $hint }
+step-up-warning = Wenn Sie dies nicht angefordert haben, reagieren Sie nicht darauf: Verwenden Sie den Code oder den Link nicht und geben Sie sie nicht weiter. Möglicherweise versucht jemand, eine sensible Änderung an Ihrem Konto vorzunehmen; ändern Sie Ihr Passwort, wenn Sie besorgt sind.
+
+verify-email-subject = Bestätigen Sie Ihre E-Mail-Adresse für { $tenant }
+verify-email-1 = Willkommen bei { $tenant }.
+verify-email-2 = Bestätigen Sie Ihre E-Mail-Adresse, indem Sie diesen Link öffnen (er funktioniert einmal, 24 Stunden lang):
+verify-email-button = Meine E-Mail-Adresse bestätigen
+verify-email-3 = Wenn Sie kein Konto bei { $tenant } erstellt haben, ignorieren Sie diese Nachricht.
+
+account-exists-subject = Sie haben bereits ein Konto bei { $tenant }
+account-exists-1 = Jemand hat versucht, mit dieser E-Mail-Adresse ein Konto bei { $tenant } zu erstellen, es gibt jedoch bereits eines.
+account-exists-2 = Wenn Sie das waren, melden Sie sich mit Ihrem Passwort an oder wählen Sie hier ein neues (der Link funktioniert einmal, 1 Stunde lang):
+account-exists-button = Mein Passwort zurücksetzen
+account-exists-3 = Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Es hat sich nichts geändert.
+
+password-reset-subject = Passwort für { $tenant } zurücksetzen
+password-reset-1 = Wir haben eine Anfrage erhalten, Ihr Passwort bei { $tenant } zurückzusetzen.
+password-reset-2 = Wählen Sie ein neues Passwort, indem Sie diesen Link öffnen (er funktioniert einmal, 1 Stunde lang):
+password-reset-button = Neues Passwort wählen
+password-reset-3 = Wenn Sie dies nicht angefordert haben, ignorieren Sie diese Nachricht; Ihr Passwort bleibt unverändert.
+
+password-changed-subject = Ihr Passwort bei { $tenant } wurde geändert
+password-changed-1 = Ihr Passwort bei { $tenant } wurde soeben geändert.
+password-changed-2 = Wenn Sie das waren, müssen Sie nichts tun.
+password-changed-3 = Wenn Sie das nicht waren, setzen Sie Ihr Passwort sofort über die Anmeldeseite von { $tenant } zurück und wenden Sie sich an den Support von { $tenant }.
+
+invitation-subject = Ihr Konto bei { $tenant } ist bereit
+invitation-1 = Für diese E-Mail-Adresse wurde ein Konto bei { $tenant } erstellt.
+invitation-2 = Wählen Sie Ihr Passwort, indem Sie diesen Link öffnen (er funktioniert einmal, 7 Tage lang):
+invitation-button = Mein Passwort wählen
+invitation-3 = Wenn Sie dies nicht erwartet haben, ignorieren Sie diese Nachricht: Niemand kann sich mit dieser Adresse anmelden, bevor über den Link ein Passwort gewählt wurde.
+
+mfa-reset-subject = Die Zwei-Schritt-Verifizierung Ihres Kontos bei { $tenant } wurde zurückgesetzt
+mfa-reset-1 = Ein Administrator von { $tenant } hat die Authenticator-App und die Wiederherstellungscodes aus Ihrem Konto entfernt, wie Sie oder jemand in Ihrem Namen es verlangt hat.
+mfa-reset-2 = Richten Sie die Zwei-Schritt-Verifizierung in Ihrem Konto erneut ein.
+mfa-reset-3 = Wenn Sie dies nicht verlangt haben, setzen Sie Ihr Passwort sofort über die Anmeldeseite von { $tenant } zurück und wenden Sie sich an den Support von { $tenant }.
+
+phone-added-subject = Ihrem Konto bei { $tenant } wurde eine Telefonnummer hinzugefügt
+phone-added-1 = Die Telefonnummer mit der Endung { $ending } wurde soeben für Ihr Konto bei { $tenant } bestätigt: Per SMS an sie gesendete Codes melden Sie nun an.
+phone-added-2 = Wenn Sie das waren, müssen Sie nichts tun.
+phone-added-3 = Wenn Sie das nicht waren, hat jemand Zugriff auf Ihr Konto: Setzen Sie Ihr Passwort sofort über die Anmeldeseite von { $tenant } zurück und wenden Sie sich an den Support von { $tenant }.
+
+phone-removed-subject = Ihre Telefonnummer gehört nicht mehr zu Ihrem Konto bei { $tenant }
+phone-removed-1 = Die Telefonnummer mit der Endung { $ending } wurde von einem anderen Konto bei { $tenant } bestätigt und meldet daher nicht mehr bei Ihrem an.
+phone-removed-2 = Telefonnummern wechseln den Besitzer; wenn diese noch Ihnen gehört, bestätigen Sie sie in Ihrem Konto erneut und wenden Sie sich an den Support von { $tenant }.
+
+magic-link-subject = Ihr Anmeldelink für { $tenant }
+magic-link-1 = Melden Sie sich bei { $tenant } an, indem Sie diesen Link öffnen (er funktioniert einmal, 10 Minuten lang):
+magic-link-button = Anmelden
+magic-link-2 = Wenn Sie sich nicht anmelden wollten, ignorieren Sie diese Nachricht: Ohne den Link kann sich niemand anmelden.
+
+email-otp-subject = Ihr Anmeldecode für { $tenant }
+email-otp-1 = Ihr Anmeldecode für { $tenant } lautet:
+email-otp-2 = Er funktioniert einmal, 10 Minuten lang. Geben Sie ihn niemals weiter: { $tenant } wird Sie nie danach fragen. Wenn Sie sich nicht anmelden wollten, ignorieren Sie diese Nachricht.
+
+step-up-code-subject = Ihr Sicherheitscode für { $tenant }
+step-up-code-1 = Ihr Sicherheitscode für { $tenant } lautet:
+step-up-code-2 = Er funktioniert einmal, 5 Minuten lang. Geben Sie ihn niemals weiter: { $tenant } wird Sie nie danach fragen.
+
+step-up-link-subject = Bestätigen Sie bei { $tenant }, dass Sie es sind
+step-up-link-1 = Bestätigen Sie bei { $tenant }, dass Sie es sind.
+step-up-link-2 = Öffnen Sie diesen Link auf dem Gerät, auf dem Sie ihn angefordert haben (er funktioniert einmal, 10 Minuten lang):
+step-up-link-button = Ja, das bin ich

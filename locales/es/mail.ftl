@@ -1,0 +1,66 @@
+# Mensajes a los usuarios. Variables: $tenant, $ending, $hint.
+
+link-fallback = O copia este enlace en tu navegador:
+step-up-hint = Has pedido confirmar: { $hint }
+step-up-warning = Si no lo has pedido tú, no hagas nada: no uses el código ni el enlace, y no se los pases a nadie. Puede que alguien intente hacer un cambio delicado en tu cuenta; cambia tu contraseña si te preocupa.
+
+verify-email-subject = Confirma tu dirección de correo para { $tenant }
+verify-email-1 = Te damos la bienvenida a { $tenant }.
+verify-email-2 = Confirma tu dirección de correo abriendo este enlace (funciona una vez, durante 24 horas):
+verify-email-button = Confirmar mi dirección de correo
+verify-email-3 = Si no has creado una cuenta en { $tenant }, ignora este mensaje.
+
+account-exists-subject = Ya tienes una cuenta en { $tenant }
+account-exists-1 = Alguien ha intentado crear una cuenta en { $tenant } con esta dirección de correo, pero ya tiene una.
+account-exists-2 = Si has sido tú, inicia sesión con tu contraseña o elige una nueva aquí (el enlace funciona una vez, durante 1 hora):
+account-exists-button = Restablecer mi contraseña
+account-exists-3 = Si no has sido tú, ignora este mensaje: no ha cambiado nada.
+
+password-reset-subject = Restablece tu contraseña de { $tenant }
+password-reset-1 = Hemos recibido una solicitud para restablecer tu contraseña de { $tenant }.
+password-reset-2 = Elige una contraseña nueva abriendo este enlace (funciona una vez, durante 1 hora):
+password-reset-button = Elegir una contraseña nueva
+password-reset-3 = Si no lo has pedido, ignora este mensaje; tu contraseña no ha cambiado.
+
+password-changed-subject = Se ha cambiado tu contraseña de { $tenant }
+password-changed-1 = Se acaba de cambiar tu contraseña de { $tenant }.
+password-changed-2 = Si has sido tú, no tienes que hacer nada.
+password-changed-3 = Si no has sido tú, restablece tu contraseña de inmediato desde la página de inicio de sesión de { $tenant } y contacta con el soporte de { $tenant }.
+
+invitation-subject = Tu cuenta en { $tenant } está lista
+invitation-1 = Se ha creado una cuenta en { $tenant } para esta dirección de correo.
+invitation-2 = Elige tu contraseña abriendo este enlace (funciona una vez, durante 7 días):
+invitation-button = Elegir mi contraseña
+invitation-3 = Si no lo esperabas, ignora este mensaje: nadie puede iniciar sesión con esta dirección hasta que se elija una contraseña mediante el enlace.
+
+mfa-reset-subject = Se ha restablecido la verificación en dos pasos de tu cuenta en { $tenant }
+mfa-reset-1 = Un administrador de { $tenant } ha quitado la aplicación de autenticación y los códigos de recuperación de tu cuenta, tal como pediste tú o alguien que dijo ser tú.
+mfa-reset-2 = Vuelve a configurar la verificación en dos pasos desde tu cuenta.
+mfa-reset-3 = Si no lo has pedido, restablece tu contraseña de inmediato desde la página de inicio de sesión de { $tenant } y contacta con el soporte de { $tenant }.
+
+phone-added-subject = Se ha añadido un número de teléfono a tu cuenta en { $tenant }
+phone-added-1 = Se acaba de confirmar el número de teléfono terminado en { $ending } en tu cuenta de { $tenant }: los códigos que se envíen a ese número ahora te permiten iniciar sesión.
+phone-added-2 = Si has sido tú, no tienes que hacer nada.
+phone-added-3 = Si no has sido tú, alguien tiene acceso a tu cuenta: restablece tu contraseña de inmediato desde la página de inicio de sesión de { $tenant } y contacta con el soporte de { $tenant }.
+
+phone-removed-subject = Tu número de teléfono ya no está en tu cuenta de { $tenant }
+phone-removed-1 = El número de teléfono terminado en { $ending } ha sido confirmado por otra cuenta de { $tenant }, así que ya no permite iniciar sesión en la tuya.
+phone-removed-2 = Los números de teléfono cambian de dueño; si este sigue siendo tuyo, vuelve a confirmarlo desde tu cuenta y contacta con el soporte de { $tenant }.
+
+magic-link-subject = Tu enlace de inicio de sesión para { $tenant }
+magic-link-1 = Inicia sesión en { $tenant } abriendo este enlace (funciona una vez, durante 10 minutos):
+magic-link-button = Iniciar sesión
+magic-link-2 = Si no has pedido iniciar sesión, ignora este mensaje: nadie puede iniciar sesión sin el enlace.
+
+email-otp-subject = Tu código de inicio de sesión para { $tenant }
+email-otp-1 = Tu código de inicio de sesión para { $tenant } es:
+email-otp-2 = Funciona una vez, durante 10 minutos. No lo compartas nunca: { $tenant } nunca te lo pedirá. Si no has pedido iniciar sesión, ignora este mensaje.
+
+step-up-code-subject = Tu código de seguridad para { $tenant }
+step-up-code-1 = Tu código de seguridad para { $tenant } es:
+step-up-code-2 = Funciona una vez, durante 5 minutos. No lo compartas nunca: { $tenant } nunca te lo pedirá.
+
+step-up-link-subject = Confirma que eres tú en { $tenant }
+step-up-link-1 = Confirma que eres tú en { $tenant }.
+step-up-link-2 = Abre este enlace en el dispositivo donde lo pediste (funciona una vez, durante 10 minutos):
+step-up-link-button = Sí, soy yo

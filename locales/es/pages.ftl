@@ -1,0 +1,50 @@
+# Páginas alojadas. Variables: $tenant (nombre del servicio), $min (número).
+
+lang-name = Español
+page-footer = Esta página pertenece al servicio de inicio de sesión de { $tenant }.
+skip-to-content = Saltar al contenido
+
+verify-title = Confirma tu dirección de correo
+verify-intro = Confirma que esta dirección de correo es tuya para terminar de configurar tu cuenta en { $tenant }.
+verify-button = Confirmar mi dirección
+verify-done-title = Dirección confirmada
+verify-done = Tu dirección de correo está confirmada. Ya puedes iniciar sesión en { $tenant }.
+
+reset-title = Elige una contraseña nueva
+reset-intro = Elige una contraseña nueva para tu cuenta en { $tenant }. Se cerrará la sesión en todos los dispositivos conectados a la cuenta.
+reset-password-label = Contraseña nueva
+reset-password-hint = De { $min } a 128 caracteres. Una frase larga y fácil de recordar es una buena elección.
+reset-confirm-label = Repite la contraseña nueva
+reset-button = Guardar la contraseña nueva
+reset-error-length = La contraseña debe tener de { $min } a 128 caracteres.
+reset-error-weak = Esta contraseña es demasiado común o fácil de adivinar. Elige otra.
+reset-error-mismatch = Las dos contraseñas no coinciden.
+reset-error-summary = La contraseña no se ha guardado. Revisa los campos marcados.
+reset-done-title = Contraseña cambiada
+reset-done = Tu contraseña se ha cambiado y se ha cerrado la sesión en todos los dispositivos conectados a tu cuenta. Inicia sesión en { $tenant } con tu contraseña nueva.
+
+magic-title = Iniciar sesión en { $tenant }
+magic-intro = Pulsa el botón para iniciar sesión en { $tenant } en este navegador.
+magic-button = Iniciar sesión en { $tenant }
+magic-unusable-title = Abre este enlace en la aplicación
+magic-unusable = Este enlace de inicio de sesión no se puede usar en esta página. Ábrelo desde la aplicación de { $tenant } donde lo pediste, o pide allí uno nuevo.
+
+stepup-title = Confirma que eres tú
+stepup-intro = Vuelve a { $tenant } para terminar de confirmar que eres tú. Usa el mismo navegador o dispositivo donde pediste este enlace.
+stepup-button = Volver a { $tenant }
+stepup-unusable = Este enlace solo se puede usar en la aplicación de { $tenant } donde lo pediste. Cópialo en esa aplicación, o pide allí uno nuevo.
+
+continue = Continuar a { $tenant }
+
+error-expired-title = Este enlace ya no funciona
+error-expired = El enlace ha caducado o ya se ha usado. Pide uno nuevo a { $tenant }.
+error-invalid-title = Este enlace no es válido
+error-invalid = El enlace está incompleto o se modificó por el camino. Ábrelo de nuevo desde el correo, o pide uno nuevo.
+error-csrf-title = La página ha caducado
+error-csrf = Por tu seguridad, no se pudo enviar el formulario. Abre de nuevo el enlace del correo e inténtalo otra vez.
+error-disabled-title = Los enlaces de inicio de sesión están desactivados
+error-disabled = { $tenant } no acepta enlaces de inicio de sesión en este momento.
+error-busy-title = Inténtalo de nuevo en un momento
+error-busy = Demasiados intentos, o el servicio está ocupado. Espera un minuto e inténtalo de nuevo.
+error-internal-title = Algo salió mal
+error-internal = No se pudo completar la solicitud. Inténtalo más tarde.

@@ -1,0 +1,66 @@
+# Messages aux utilisateurs. Variables : $tenant, $ending, $hint.
+
+link-fallback = Ou copiez ce lien dans votre navigateur :
+step-up-hint = Vous avez demandé à confirmer : { $hint }
+step-up-warning = Si vous n'êtes pas à l'origine de cette demande, n'y donnez pas suite : n'utilisez ni le code ni le lien, et ne les transmettez à personne. Quelqu'un essaie peut-être d'effectuer une modification sensible sur votre compte ; changez votre mot de passe en cas de doute.
+
+verify-email-subject = Confirmez votre adresse e-mail pour { $tenant }
+verify-email-1 = Bienvenue sur { $tenant }.
+verify-email-2 = Confirmez votre adresse e-mail en ouvrant ce lien (il fonctionne une fois, pendant 24 heures) :
+verify-email-button = Confirmer mon adresse e-mail
+verify-email-3 = Si vous n'avez pas créé de compte sur { $tenant }, ignorez ce message.
+
+account-exists-subject = Vous avez déjà un compte sur { $tenant }
+account-exists-1 = Quelqu'un a essayé de créer un compte sur { $tenant } avec cette adresse e-mail, mais elle en a déjà un.
+account-exists-2 = Si c'était vous, connectez-vous avec votre mot de passe ou choisissez-en un nouveau ici (le lien fonctionne une fois, pendant 1 heure) :
+account-exists-button = Réinitialiser mon mot de passe
+account-exists-3 = Si ce n'était pas vous, ignorez ce message : rien n'a changé.
+
+password-reset-subject = Réinitialisez votre mot de passe sur { $tenant }
+password-reset-1 = Nous avons reçu une demande de réinitialisation de votre mot de passe sur { $tenant }.
+password-reset-2 = Choisissez un nouveau mot de passe en ouvrant ce lien (il fonctionne une fois, pendant 1 heure) :
+password-reset-button = Choisir un nouveau mot de passe
+password-reset-3 = Si vous n'avez rien demandé, ignorez ce message ; votre mot de passe reste inchangé.
+
+password-changed-subject = Votre mot de passe sur { $tenant } a été modifié
+password-changed-1 = Votre mot de passe sur { $tenant } vient d'être modifié.
+password-changed-2 = Si c'était vous, vous n'avez rien à faire.
+password-changed-3 = Si ce n'était pas vous, réinitialisez immédiatement votre mot de passe depuis la page de connexion de { $tenant } et contactez le support de { $tenant }.
+
+invitation-subject = Votre compte sur { $tenant } est prêt
+invitation-1 = Un compte sur { $tenant } a été créé pour cette adresse e-mail.
+invitation-2 = Choisissez votre mot de passe en ouvrant ce lien (il fonctionne une fois, pendant 7 jours) :
+invitation-button = Choisir mon mot de passe
+invitation-3 = Si vous ne vous y attendiez pas, ignorez ce message : personne ne peut se connecter avec cette adresse tant qu'un mot de passe n'a pas été choisi via le lien.
+
+mfa-reset-subject = La vérification en deux étapes de votre compte sur { $tenant } a été réinitialisée
+mfa-reset-1 = Un administrateur de { $tenant } a retiré l'application d'authentification et les codes de récupération de votre compte, comme vous ou une personne se faisant passer pour vous l'a demandé.
+mfa-reset-2 = Configurez à nouveau la vérification en deux étapes depuis votre compte.
+mfa-reset-3 = Si vous n'avez rien demandé, réinitialisez immédiatement votre mot de passe depuis la page de connexion de { $tenant } et contactez le support de { $tenant }.
+
+phone-added-subject = Un numéro de téléphone a été ajouté à votre compte sur { $tenant }
+phone-added-1 = Le numéro de téléphone se terminant par { $ending } vient d'être confirmé sur votre compte { $tenant } : les codes envoyés par SMS à ce numéro vous connectent désormais.
+phone-added-2 = Si c'était vous, vous n'avez rien à faire.
+phone-added-3 = Si ce n'était pas vous, quelqu'un a accès à votre compte : réinitialisez immédiatement votre mot de passe depuis la page de connexion de { $tenant } et contactez le support de { $tenant }.
+
+phone-removed-subject = Votre numéro de téléphone a quitté votre compte sur { $tenant }
+phone-removed-1 = Le numéro de téléphone se terminant par { $ending } a été confirmé par un autre compte { $tenant } : il ne permet donc plus de se connecter au vôtre.
+phone-removed-2 = Les numéros de téléphone changent de propriétaire ; si celui-ci est toujours le vôtre, confirmez-le à nouveau depuis votre compte et contactez le support de { $tenant }.
+
+magic-link-subject = Votre lien de connexion pour { $tenant }
+magic-link-1 = Connectez-vous à { $tenant } en ouvrant ce lien (il fonctionne une fois, pendant 10 minutes) :
+magic-link-button = Se connecter
+magic-link-2 = Si vous n'avez pas demandé à vous connecter, ignorez ce message : personne ne peut se connecter sans le lien.
+
+email-otp-subject = Votre code de connexion pour { $tenant }
+email-otp-1 = Votre code de connexion pour { $tenant } est :
+email-otp-2 = Il fonctionne une fois, pendant 10 minutes. Ne le communiquez jamais : { $tenant } ne vous le demandera jamais. Si vous n'avez pas demandé à vous connecter, ignorez ce message.
+
+step-up-code-subject = Votre code de sécurité pour { $tenant }
+step-up-code-1 = Votre code de sécurité pour { $tenant } est :
+step-up-code-2 = Il fonctionne une fois, pendant 5 minutes. Ne le communiquez jamais : { $tenant } ne vous le demandera jamais.
+
+step-up-link-subject = Confirmez votre identité sur { $tenant }
+step-up-link-1 = Confirmez votre identité sur { $tenant }.
+step-up-link-2 = Ouvrez ce lien sur l'appareil où vous avez fait la demande (il fonctionne une fois, pendant 10 minutes) :
+step-up-link-button = C'est bien moi

@@ -1,0 +1,66 @@
+# Wiadomości do użytkowników. Zmienne: $tenant, $ending, $hint.
+
+link-fallback = Możesz też skopiować ten link do przeglądarki:
+step-up-hint = Prosisz o potwierdzenie: { $hint }
+step-up-warning = Jeśli to nie Ty o to prosiłeś, nie reaguj: nie używaj kodu ani linku i nikomu ich nie przekazuj. Ktoś może próbować wprowadzić ważną zmianę na Twoim koncie; jeśli się niepokoisz, zmień hasło.
+
+verify-email-subject = Potwierdź adres e-mail w serwisie { $tenant }
+verify-email-1 = Witamy w serwisie { $tenant }.
+verify-email-2 = Potwierdź swój adres e-mail, otwierając ten link (działa jeden raz, przez 24 godziny):
+verify-email-button = Potwierdź mój adres e-mail
+verify-email-3 = Jeśli nie zakładałeś konta w serwisie { $tenant }, zignoruj tę wiadomość.
+
+account-exists-subject = Masz już konto w serwisie { $tenant }
+account-exists-1 = Ktoś próbował założyć konto w serwisie { $tenant } z tym adresem e-mail, ale to konto już istnieje.
+account-exists-2 = Jeśli to byłeś Ty, zaloguj się swoim hasłem albo wybierz tutaj nowe (link działa jeden raz, przez 1 godzinę):
+account-exists-button = Zresetuj moje hasło
+account-exists-3 = Jeśli to nie byłeś Ty, zignoruj tę wiadomość: nic się nie zmieniło.
+
+password-reset-subject = Zresetuj hasło w serwisie { $tenant }
+password-reset-1 = Otrzymaliśmy prośbę o zresetowanie Twojego hasła w serwisie { $tenant }.
+password-reset-2 = Wybierz nowe hasło, otwierając ten link (działa jeden raz, przez 1 godzinę):
+password-reset-button = Wybierz nowe hasło
+password-reset-3 = Jeśli to nie Ty prosiłeś, zignoruj tę wiadomość; Twoje hasło się nie zmieniło.
+
+password-changed-subject = Twoje hasło w serwisie { $tenant } zostało zmienione
+password-changed-1 = Twoje hasło w serwisie { $tenant } zostało właśnie zmienione.
+password-changed-2 = Jeśli to byłeś Ty, nie musisz nic robić.
+password-changed-3 = Jeśli to nie byłeś Ty, natychmiast zresetuj hasło na stronie logowania serwisu { $tenant } i skontaktuj się z pomocą techniczną serwisu { $tenant }.
+
+invitation-subject = Twoje konto w serwisie { $tenant } jest gotowe
+invitation-1 = Dla tego adresu e-mail założono konto w serwisie { $tenant }.
+invitation-2 = Wybierz hasło, otwierając ten link (działa jeden raz, przez 7 dni):
+invitation-button = Wybierz moje hasło
+invitation-3 = Jeśli się tego nie spodziewałeś, zignoruj tę wiadomość: nikt nie zaloguje się tym adresem, dopóki przez link nie zostanie wybrane hasło.
+
+mfa-reset-subject = Weryfikacja dwuetapowa Twojego konta w serwisie { $tenant } została zresetowana
+mfa-reset-1 = Administrator serwisu { $tenant } usunął z Twojego konta aplikację uwierzytelniającą i kody odzyskiwania, zgodnie z prośbą Twoją lub osoby podającej się za Ciebie.
+mfa-reset-2 = Skonfiguruj ponownie weryfikację dwuetapową na swoim koncie.
+mfa-reset-3 = Jeśli to nie Ty o to prosiłeś, natychmiast zresetuj hasło na stronie logowania serwisu { $tenant } i skontaktuj się z pomocą techniczną serwisu { $tenant }.
+
+phone-added-subject = Do Twojego konta w serwisie { $tenant } dodano numer telefonu
+phone-added-1 = Numer telefonu kończący się na { $ending } został właśnie potwierdzony na Twoim koncie w serwisie { $tenant }: kody wysyłane SMS-em na ten numer logują Cię teraz.
+phone-added-2 = Jeśli to byłeś Ty, nie musisz nic robić.
+phone-added-3 = Jeśli to nie byłeś Ty, ktoś ma dostęp do Twojego konta: natychmiast zresetuj hasło na stronie logowania serwisu { $tenant } i skontaktuj się z pomocą techniczną serwisu { $tenant }.
+
+phone-removed-subject = Twój numer telefonu nie jest już przypisany do konta w serwisie { $tenant }
+phone-removed-1 = Numer telefonu kończący się na { $ending } został potwierdzony przez inne konto w serwisie { $tenant }, więc nie loguje już do Twojego.
+phone-removed-2 = Numery telefonów zmieniają właścicieli; jeśli ten numer nadal jest Twój, potwierdź go ponownie na swoim koncie i skontaktuj się z pomocą techniczną serwisu { $tenant }.
+
+magic-link-subject = Twój link do logowania w serwisie { $tenant }
+magic-link-1 = Zaloguj się w serwisie { $tenant }, otwierając ten link (działa jeden raz, przez 10 minut):
+magic-link-button = Zaloguj się
+magic-link-2 = Jeśli nie chciałeś się logować, zignoruj tę wiadomość: bez linku nikt się nie zaloguje.
+
+email-otp-subject = Twój kod logowania w serwisie { $tenant }
+email-otp-1 = Twój kod logowania w serwisie { $tenant } to:
+email-otp-2 = Działa jeden raz, przez 10 minut. Nigdy go nikomu nie podawaj: serwis { $tenant } nigdy o niego nie poprosi. Jeśli nie chciałeś się logować, zignoruj tę wiadomość.
+
+step-up-code-subject = Twój kod bezpieczeństwa w serwisie { $tenant }
+step-up-code-1 = Twój kod bezpieczeństwa w serwisie { $tenant } to:
+step-up-code-2 = Działa jeden raz, przez 5 minut. Nigdy go nikomu nie podawaj: serwis { $tenant } nigdy o niego nie poprosi.
+
+step-up-link-subject = Potwierdź, że to Ty, w serwisie { $tenant }
+step-up-link-1 = Potwierdź, że to Ty, w serwisie { $tenant }.
+step-up-link-2 = Otwórz ten link na urządzeniu, na którym o niego prosiłeś (działa jeden raz, przez 10 minut):
+step-up-link-button = Tak, to ja

@@ -1,0 +1,50 @@
+# Strony logowania. Zmienne: $tenant (nazwa serwisu), $min (liczba).
+
+lang-name = Polski
+page-footer = Ta strona należy do usługi logowania serwisu { $tenant }.
+skip-to-content = Przejdź do treści
+
+verify-title = Potwierdź swój adres e-mail
+verify-intro = Potwierdź, że ten adres e-mail należy do Ciebie, aby dokończyć zakładanie konta w serwisie { $tenant }.
+verify-button = Potwierdź mój adres
+verify-done-title = Adres potwierdzony
+verify-done = Twój adres e-mail został potwierdzony. Możesz teraz zalogować się w serwisie { $tenant }.
+
+reset-title = Wybierz nowe hasło
+reset-intro = Wybierz nowe hasło do konta w serwisie { $tenant }. Wszystkie urządzenia zalogowane na to konto zostaną wylogowane.
+reset-password-label = Nowe hasło
+reset-password-hint = Od { $min } do 128 znaków. Dobrym wyborem jest długie, łatwe do zapamiętania zdanie.
+reset-confirm-label = Powtórz nowe hasło
+reset-button = Zapisz nowe hasło
+reset-error-length = Hasło musi mieć od { $min } do 128 znaków.
+reset-error-weak = To hasło jest zbyt popularne lub łatwe do odgadnięcia. Wybierz inne.
+reset-error-mismatch = Podane hasła nie są takie same.
+reset-error-summary = Hasło nie zostało zapisane. Sprawdź oznaczone pola.
+reset-done-title = Hasło zmienione
+reset-done = Twoje hasło zostało zmienione, a wszystkie urządzenia zalogowane na Twoje konto zostały wylogowane. Zaloguj się w serwisie { $tenant } nowym hasłem.
+
+magic-title = Logowanie w serwisie { $tenant }
+magic-intro = Naciśnij przycisk, aby zalogować się w serwisie { $tenant } w tej przeglądarce.
+magic-button = Zaloguj się w serwisie { $tenant }
+magic-unusable-title = Otwórz ten link w aplikacji
+magic-unusable = Tego linku do logowania nie można użyć na tej stronie. Otwórz go w aplikacji serwisu { $tenant }, w której o niego prosiłeś, albo poproś tam o nowy.
+
+stepup-title = Potwierdź, że to Ty
+stepup-intro = Wróć do serwisu { $tenant }, aby dokończyć potwierdzanie tożsamości. Użyj tej samej przeglądarki lub urządzenia, na którym poprosiłeś o ten link.
+stepup-button = Wróć do serwisu { $tenant }
+stepup-unusable = Tego linku można użyć tylko w aplikacji serwisu { $tenant }, w której o niego prosiłeś. Skopiuj go do tej aplikacji albo poproś tam o nowy.
+
+continue = Przejdź do serwisu { $tenant }
+
+error-expired-title = Ten link już nie działa
+error-expired = Link wygasł lub został już użyty. Poproś serwis { $tenant } o nowy.
+error-invalid-title = Ten link jest nieprawidłowy
+error-invalid = Link jest niepełny lub został zmieniony po drodze. Otwórz go ponownie z wiadomości e-mail albo poproś o nowy.
+error-csrf-title = Strona wygasła
+error-csrf = Ze względów bezpieczeństwa nie udało się wysłać formularza. Otwórz ponownie link z wiadomości e-mail i spróbuj jeszcze raz.
+error-disabled-title = Linki do logowania są wyłączone
+error-disabled = Serwis { $tenant } obecnie nie przyjmuje linków do logowania.
+error-busy-title = Spróbuj ponownie za chwilę
+error-busy = Zbyt wiele prób lub usługa jest przeciążona. Odczekaj minutę i spróbuj ponownie.
+error-internal-title = Coś poszło nie tak
+error-internal = Nie udało się wykonać żądania. Spróbuj ponownie później.

@@ -1,0 +1,306 @@
+//! The hosted pages in a real browser: headless Chromium (Debian's `chromium` and
+//! `chromium-driver`) driven over WebDriver. A user registers, opens the mailed link, confirms
+//! and signs in; forgets the password, resets it on the page and signs in with the new one;
+//! and signs in with a login link that ends at a local test app, which exchanges the page's code
+//! with its PKCE verifier. A failing step saves a screenshot of the page under the test's
+//! temporary directory and names it.
+//!
+//! Without Chromium the test says so loudly and skips; `.ci/run` installs it, so CI runs it.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::Duration,
+};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+use crate::support::{b64url, eventually, user_setup as setup, UserApi, USER_PASSWORD};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// chromedriver on a free port, stopped on drop.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start(dir: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .arg(format!(
+                "--log-path={}",
+                dir.join("chromedriver.log").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let up = eventually(Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "chromedriver did not listen on {port}");
+        Driver {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A local test app: `GET /cb?code=` exchanges the code with the verifier it holds, as a real
+/// app's back end would, and shows who signed in.
+fn start_test_app(api: &UserApi, verifier: &str) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let api = api.clone();
+    let verifier = verifier.to_owned();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let code = url::Url::parse(&format!("http://app{target}"))
+                .ok()
+                .and_then(|u| {
+                    u.query_pairs()
+                        .find(|(k, _)| k == "code")
+                        .map(|(_, v)| v.into_owned())
+                });
+            let body = match code {
+                Some(code) => {
+                    let r = api.post_as(
+                        "/v1/auth/token/exchange",
+                        None,
+                        &json!({"code": code, "code_verifier": verifier}),
+                    );
+                    match r.body["access_token"].as_str() {
+                        Some(access) => {
+                            let me = api.me(access);
+                            format!("signed in as {}", me.body["email"].as_str().unwrap_or("?"))
+                        }
+                        None => format!("exchange refused: {}", r.body),
+                    }
+                }
+                None => "no code".to_owned(),
+            };
+            let html = format!("<!DOCTYPE html><html><body><p id=\"who\">{body}</p></body></html>");
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+                html.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{}/cb", addr.port())
+}
+
+/// The browser, driven step by step from this (blocking) test: every step that fails saves
+/// the page's screenshot under the test's temporary directory and fails naming it.
+struct Ui {
+    rt: tokio::runtime::Runtime,
+    browser: Client,
+    shots: PathBuf,
+}
+
+impl Ui {
+    fn fail(&self, name: &str, why: String) -> ! {
+        let path = self.shots.join(format!("{name}.png"));
+        if let Ok(png) = self.rt.block_on(self.browser.screenshot()) {
+            let _ = std::fs::write(&path, png);
+        }
+        let source = self.rt.block_on(self.browser.source()).unwrap_or_default();
+        panic!(
+            "browser step {name:?}: {why}; screenshot: {}; page: {source}",
+            path.display()
+        );
+    }
+
+    fn ok<T>(&self, name: &str, r: Result<T, fantoccini::error::CmdError>) -> T {
+        match r {
+            Ok(v) => v,
+            Err(e) => self.fail(name, e.to_string()),
+        }
+    }
+
+    fn goto(&self, name: &str, url: &str) {
+        let r = self.rt.block_on(self.browser.goto(url));
+        self.ok(name, r);
+    }
+
+    fn click(&self, name: &str, css: &str) {
+        let r = self
+            .rt
+            .block_on(async { self.browser.find(Locator::Css(css)).await?.click().await });
+        self.ok(name, r);
+    }
+
+    fn type_into(&self, name: &str, id: &str, text: &str) {
+        let r = self.rt.block_on(async {
+            self.browser
+                .find(Locator::Id(id))
+                .await?
+                .send_keys(text)
+                .await
+        });
+        self.ok(name, r);
+    }
+
+    /// Asserts the page's main text contains `expected`.
+    fn expect_text(&self, name: &str, expected: &str) {
+        let r = self.rt.block_on(async {
+            self.browser
+                .find(Locator::Css("main, #who"))
+                .await?
+                .text()
+                .await
+        });
+        let text = self.ok(name, r);
+        if !text.contains(expected) {
+            self.fail(name, format!("{expected:?} not in {text:?}"));
+        }
+    }
+
+    fn url(&self, name: &str) -> String {
+        let r = self.rt.block_on(self.browser.current_url());
+        self.ok(name, r).to_string()
+    }
+}
+
+#[test]
+fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
+    if !(Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()) {
+        eprintln!(
+            "\n\n*** SKIPPED: no Chromium at {CHROMIUM} or no ChromeDriver at {CHROMEDRIVER}. \
+             Install Debian's `chromium` and `chromium-driver` (.ci/run does) to run the \
+             browser test. ***\n"
+        );
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Browser Co", &[]);
+    let verifier = format!("browser-verifier-{}", "v".repeat(40));
+    let challenge = b64url(&tessera_storage::sha256(verifier.as_bytes()));
+    let app = start_test_app(&api, &verifier);
+    let r = srv.dash(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
+        &s,
+        Some(&json!({"site_url": app, "redirect_urls": []})),
+    );
+    assert_eq!(r.status(), 200);
+
+    let dir = tempfile::tempdir().unwrap();
+    let driver = Driver::start(dir.path());
+    let profile = dir.path().join("profile");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": CHROMIUM,
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=360,800",
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        }),
+    );
+    let browser = rt
+        .block_on(
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(caps)
+                .connect(&driver.url),
+        )
+        .expect("a WebDriver session in Chromium");
+    let ui = Ui {
+        rt,
+        browser,
+        shots: dir.path().to_owned(),
+    };
+
+    // Register, open the mailed link, confirm, sign in.
+    let email = "browser-user@example.com";
+    api.register(email, USER_PASSWORD).expect(200);
+    let mail = smtp.wait_for(&api.slug, "verify_email", email, 1);
+    ui.goto(
+        "open-verify",
+        &link_in(&mail.text, &format!("{}/verify-email?token=", srv.base)),
+    );
+    ui.expect_text("verify-page", "Browser Co");
+    api.login(email, USER_PASSWORD)
+        .expect_error(403, "auth/email_not_verified");
+    ui.click("verify-click", "button[type=submit]");
+    ui.expect_text("verify-done", "Address confirmed");
+    api.login_ok(email, USER_PASSWORD);
+
+    // Forget the password, choose a new one on the page, sign in with it.
+    api.post_as("/v1/auth/forgot-password", None, &json!({"email": email}))
+        .expect(202);
+    let mail = smtp.wait_for(&api.slug, "password_reset", email, 1);
+    ui.goto(
+        "open-reset",
+        &link_in(&mail.text, &format!("{}/reset-password?token=", srv.base)),
+    );
+    let new_password = "chromium picked passphrase";
+    ui.type_into("reset-type", "password", new_password);
+    ui.type_into("reset-type-2", "password_confirm", new_password);
+    ui.click("reset-click", "button[type=submit]");
+    ui.expect_text("reset-done", "Password changed");
+    api.login(email, USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+    api.login_ok(email, new_password);
+
+    // A login link that ends at the app, which exchanges the code.
+    let r = api.post_as(
+        "/v1/auth/magic-link",
+        None,
+        &json!({"email": email, "code_challenge": challenge, "code_challenge_method": "S256"}),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let mail = smtp.wait_for(&api.slug, "magic_link", email, 1);
+    ui.goto(
+        "open-magic",
+        &link_in(&mail.text, &format!("{}/magic-link?token=", srv.base)),
+    );
+    ui.expect_text("magic-page", "Sign in to Browser Co");
+    ui.click("magic-click", "button[type=submit]");
+    ui.expect_text("app-page", &format!("signed in as {email}"));
+    let at = ui.url("app-url");
+    assert!(at.starts_with(&app), "{at}");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
+/// The whole link that starts with `prefix` in a mail's text.
+fn link_in(text: &str, prefix: &str) -> String {
+    let start = text
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no {prefix} in {text}"));
+    text[start..].split_whitespace().next().unwrap().to_owned()
+}
