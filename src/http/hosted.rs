@@ -357,6 +357,32 @@ async fn open_link(
     Ok((tenant, view, token.to_owned()))
 }
 
+/// The path of the page of `link` (what its CSRF value is bound to).
+fn page_path(link: HostedLink) -> &'static str {
+    match link {
+        HostedLink::VerifyEmail => "/verify-email",
+        HostedLink::ResetPassword => "/reset-password",
+        HostedLink::MagicLink => "/magic-link",
+        HostedLink::StepUp => "/step-up/magic-link",
+    }
+}
+
+/// [`open_link`] for a form's POST, whose `csrf` must match the browser's cookie; a POST
+/// that does not is refused before anything is used.
+async fn open_submitted(
+    state: &AppState,
+    reader: &mut Reader,
+    link: HostedLink,
+    token: Option<&str>,
+    csrf: &str,
+) -> Result<(TenantHandle, HostedView, String), Response> {
+    let found = open_link(state, reader, link, token).await?;
+    if !reader.csrf_ok(page_path(link), &found.2, csrf) {
+        return Err(reader.problem(Problem::Csrf));
+    }
+    Ok(found)
+}
+
 /// The tenant's name as shown: control characters become spaces.
 fn clean_name(name: &str) -> String {
     name.chars()
@@ -397,7 +423,7 @@ async fn verify_page(
     let mut page = reader.page("verify-title");
     page.paragraphs.push(reader.t("verify-intro"));
     page.form = Some(FormView {
-        csrf: reader.csrf("/verify-email", &token),
+        csrf: reader.csrf(page_path(HostedLink::VerifyEmail), &token),
         button: reader.t("verify-button"),
         fields: Vec::new(),
     });
@@ -418,20 +444,18 @@ async fn verify_submit(
     Form(form): Form<CsrfForm>,
 ) -> Response {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (tenant, view, token) = match open_link(
+    let found = open_submitted(
         &state,
         &mut reader,
         HostedLink::VerifyEmail,
         q.token.as_deref(),
+        &form.csrf,
     )
-    .await
-    {
+    .await;
+    let (tenant, view, token) = match found {
         Ok(found) => found,
         Err(page) => return page,
     };
-    if !reader.csrf_ok("/verify-email", &token, &form.csrf) {
-        return reader.problem(Problem::Csrf);
-    }
     let done = tenant
         .call(|reply| TenantMsg::VerifyEmail {
             token: token.clone(),
@@ -458,7 +482,7 @@ fn reset_form(reader: &Reader, token: &str, errors: [Option<String>; 2]) -> Page
     }
     page.paragraphs.push(reader.t("reset-intro"));
     page.form = Some(FormView {
-        csrf: reader.csrf("/reset-password", token),
+        csrf: reader.csrf(page_path(HostedLink::ResetPassword), token),
         button: reader.t("reset-button"),
         fields: vec![
             FieldView {
@@ -519,20 +543,18 @@ async fn reset_submit(
     Form(form): Form<ResetForm>,
 ) -> Response {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (tenant, view, token) = match open_link(
+    let found = open_submitted(
         &state,
         &mut reader,
         HostedLink::ResetPassword,
         q.token.as_deref(),
+        &form.csrf,
     )
-    .await
-    {
+    .await;
+    let (tenant, view, token) = match found {
         Ok(found) => found,
         Err(page) => return page,
     };
-    if !reader.csrf_ok("/reset-password", &token, &form.csrf) {
-        return reader.problem(Problem::Csrf);
-    }
     // The API's rules, in the API's order: the length, then the common-password list.
     let first = if !len_between(&form.password, PASSWORD_MIN, PASSWORD_MAX) {
         Some(reader.t("reset-error-length"))
@@ -622,7 +644,7 @@ async fn magic_page(
     let mut page = reader.page("magic-title");
     page.paragraphs.push(reader.t("magic-intro"));
     page.form = Some(FormView {
-        csrf: reader.csrf("/magic-link", &token),
+        csrf: reader.csrf(page_path(HostedLink::MagicLink), &token),
         button: reader.t("magic-button"),
         fields: Vec::new(),
     });
@@ -637,20 +659,18 @@ async fn magic_submit(
     Form(form): Form<CsrfForm>,
 ) -> Response {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (tenant, _, token) = match open_link(
+    let found = open_submitted(
         &state,
         &mut reader,
         HostedLink::MagicLink,
         q.token.as_deref(),
+        &form.csrf,
     )
-    .await
-    {
+    .await;
+    let (tenant, _, token) = match found {
         Ok(found) => found,
         Err(page) => return page,
     };
-    if !reader.csrf_ok("/magic-link", &token, &form.csrf) {
-        return reader.problem(Problem::Csrf);
-    }
     let issued = tenant
         .call(|reply| TenantMsg::HostedMagicLink {
             token: token.clone(),

@@ -166,19 +166,27 @@ impl Ui {
         self.ok(name, r);
     }
 
-    /// Asserts the page's main text contains `expected`.
+    /// Waits (up to 15 s: a click may still be loading the next page) until the page's main
+    /// text contains `expected`.
     fn expect_text(&self, name: &str, expected: &str) {
-        let r = self.rt.block_on(async {
-            self.browser
-                .find(Locator::Css("main, #who"))
-                .await?
-                .text()
-                .await
-        });
-        let text = self.ok(name, r);
-        if !text.contains(expected) {
-            self.fail(name, format!("{expected:?} not in {text:?}"));
+        let mut last = String::new();
+        for _ in 0..75 {
+            let r = self.rt.block_on(async {
+                self.browser
+                    .find(Locator::Css("main, #who"))
+                    .await?
+                    .text()
+                    .await
+            });
+            match r {
+                Ok(text) if text.contains(expected) => return,
+                Ok(text) => last = text,
+                // The element went away with the page it belonged to: look again.
+                Err(e) => last = e.to_string(),
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
+        self.fail(name, format!("{expected:?} not in {last:?}"));
     }
 
     fn url(&self, name: &str) -> String {

@@ -136,15 +136,7 @@ fn put_urls(srv: &TestServer, s: &Session, slug: &str, body: Value) -> (u16, Val
 
 /// A tenant whose site URL is `APP` and whose other redirect URL is `OTHER`.
 fn tenant_with_urls(name: &str) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv, api, s) = setup(name, &[]);
-    let (status, body) = put_urls(
-        &srv,
-        &s,
-        &api.slug,
-        json!({"site_url": APP, "redirect_urls": [OTHER]}),
-    );
-    assert_eq!(status, 200, "{body}");
-    (smtp, srv, api, s)
+    tenant_with_urls_and(name, &[])
 }
 
 fn token_in(mail_text: &str, prefix: &str) -> String {
