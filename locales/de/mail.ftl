@@ -1,4 +1,8 @@
-# Nachrichten an Endnutzer. Variablen: $tenant, $ending, $hint.
+# Nachrichten an die Endnutzer eines Anbieters. Jeder Text, den eine Nachricht zeigt, stammt von hier.
+# Variablen: $tenant ist der Name des Anbieters (so angezeigt, wie er geschrieben ist); $ending sind die letzten zwei Ziffern
+# einer Telefonnummer; $hint ist die Beschreibung der App, was bestätigt wird.
+# Eine Nachricht besteht aus Betreff und Absätzen, in dieser Reihenfolge; ein „-button“ ist die Beschriftung der
+# Schaltfläche des Links im HTML-Teil (der Textteil zeigt den Link allein in seiner Zeile).
 
 link-fallback = Oder kopieren Sie diesen Link in Ihren Browser:
 step-up-hint = Sie möchten Folgendes bestätigen: { $hint }

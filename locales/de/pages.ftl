@@ -1,15 +1,18 @@
-# Gehostete Seiten. Variablen: $tenant (Name des Anbieters), $min (Zahl).
+# Gehostete Seiten unter der Konten-URL. Jeder Text, den eine Seite zeigt, stammt von hier.
+# Variablen: $tenant ist der Name des Anbieters (so angezeigt, wie er geschrieben ist); $min ist eine Zahl.
 
 lang-name = Deutsch
 page-footer = Diese Seite gehört zum Anmeldedienst von { $tenant }.
 skip-to-content = Zum Inhalt springen
 
+# Bestätigung der E-Mail-Adresse
 verify-title = Bestätigen Sie Ihre E-Mail-Adresse
 verify-intro = Bestätigen Sie, dass diese E-Mail-Adresse Ihnen gehört, um die Einrichtung Ihres Kontos bei { $tenant } abzuschließen.
 verify-button = Meine Adresse bestätigen
 verify-done-title = Adresse bestätigt
 verify-done = Ihre E-Mail-Adresse ist bestätigt. Sie können sich jetzt bei { $tenant } anmelden.
 
+# Passwort zurücksetzen
 reset-title = Neues Passwort wählen
 reset-intro = Wählen Sie ein neues Passwort für Ihr Konto bei { $tenant }. Alle angemeldeten Geräte werden abgemeldet.
 reset-password-label = Neues Passwort
@@ -23,19 +26,23 @@ reset-error-summary = Das Passwort wurde nicht gespeichert. Prüfen Sie die mark
 reset-done-title = Passwort geändert
 reset-done = Ihr Passwort wurde geändert, und alle angemeldeten Geräte wurden abgemeldet. Melden Sie sich mit Ihrem neuen Passwort bei { $tenant } an.
 
+# Anmeldelink
 magic-title = Bei { $tenant } anmelden
 magic-intro = Klicken Sie auf die Schaltfläche, um sich in diesem Browser bei { $tenant } anzumelden.
 magic-button = Bei { $tenant } anmelden
 magic-unusable-title = Öffnen Sie diesen Link in der App
 magic-unusable = Dieser Anmeldelink kann auf dieser Seite nicht verwendet werden. Öffnen Sie ihn in der App von { $tenant }, in der Sie ihn angefordert haben, oder fordern Sie dort einen neuen an.
 
+# Link zur zusätzlichen Bestätigung (bestätigen, dass Sie es sind)
 stepup-title = Bestätigen Sie, dass Sie es sind
 stepup-intro = Kehren Sie zu { $tenant } zurück, um die Bestätigung abzuschließen. Verwenden Sie denselben Browser oder dasselbe Gerät, auf dem Sie diesen Link angefordert haben.
 stepup-button = Zurück zu { $tenant }
 stepup-unusable = Dieser Link kann nur in der App von { $tenant } verwendet werden, in der Sie ihn angefordert haben. Kopieren Sie ihn dorthin oder fordern Sie dort einen neuen an.
 
+# Nach einer Aktion
 continue = Weiter zu { $tenant }
 
+# Fehler
 error-expired-title = Dieser Link funktioniert nicht mehr
 error-expired = Der Link ist abgelaufen oder wurde bereits verwendet. Fordern Sie bei { $tenant } einen neuen an.
 error-invalid-title = Dieser Link ist ungültig

@@ -1,4 +1,8 @@
-# Mensajes a los usuarios. Variables: $tenant, $ending, $hint.
+# Mensajes enviados a los usuarios finales de un servicio. Todo texto que muestra un mensaje viene de aquí.
+# Variables: $tenant es el nombre del servicio (se muestra tal cual); $ending son los dos últimos dígitos
+# de un número de teléfono; $hint es la descripción, dada por la aplicación, de lo que se confirma.
+# Un mensaje es su asunto y sus párrafos, en orden; un "-button" es la etiqueta del botón
+# del enlace en la parte HTML (la parte de texto muestra solo el enlace en su propia línea).
 
 link-fallback = O copia este enlace en tu navegador:
 step-up-hint = Has pedido confirmar: { $hint }

@@ -1,15 +1,18 @@
-# Páginas alojadas. Variables: $tenant (nombre del servicio), $min (número).
+# Páginas alojadas en la URL de cuentas. Todo texto que muestra una página viene de aquí.
+# Variables: $tenant es el nombre del servicio (se muestra tal cual); $min es un número.
 
 lang-name = Español
 page-footer = Esta página pertenece al servicio de inicio de sesión de { $tenant }.
 skip-to-content = Saltar al contenido
 
+# Confirmación de la dirección de correo
 verify-title = Confirma tu dirección de correo
 verify-intro = Confirma que esta dirección de correo es tuya para terminar de configurar tu cuenta en { $tenant }.
 verify-button = Confirmar mi dirección
 verify-done-title = Dirección confirmada
 verify-done = Tu dirección de correo está confirmada. Ya puedes iniciar sesión en { $tenant }.
 
+# Restablecimiento de la contraseña
 reset-title = Elige una contraseña nueva
 reset-intro = Elige una contraseña nueva para tu cuenta en { $tenant }. Se cerrará la sesión en todos los dispositivos conectados a la cuenta.
 reset-password-label = Contraseña nueva
@@ -23,19 +26,23 @@ reset-error-summary = La contraseña no se ha guardado. Revisa los campos marcad
 reset-done-title = Contraseña cambiada
 reset-done = Tu contraseña se ha cambiado y se ha cerrado la sesión en todos los dispositivos conectados a tu cuenta. Inicia sesión en { $tenant } con tu contraseña nueva.
 
+# Enlace de inicio de sesión
 magic-title = Iniciar sesión en { $tenant }
 magic-intro = Pulsa el botón para iniciar sesión en { $tenant } en este navegador.
 magic-button = Iniciar sesión en { $tenant }
 magic-unusable-title = Abre este enlace en la aplicación
 magic-unusable = Este enlace de inicio de sesión no se puede usar en esta página. Ábrelo desde la aplicación de { $tenant } donde lo pediste, o pide allí uno nuevo.
 
+# Enlace de verificación adicional (confirmar que eres tú)
 stepup-title = Confirma que eres tú
 stepup-intro = Vuelve a { $tenant } para terminar de confirmar que eres tú. Usa el mismo navegador o dispositivo donde pediste este enlace.
 stepup-button = Volver a { $tenant }
 stepup-unusable = Este enlace solo se puede usar en la aplicación de { $tenant } donde lo pediste. Cópialo en esa aplicación, o pide allí uno nuevo.
 
+# Después de una acción
 continue = Continuar a { $tenant }
 
+# Errores
 error-expired-title = Este enlace ya no funciona
 error-expired = El enlace ha caducado o ya se ha usado. Pide uno nuevo a { $tenant }.
 error-invalid-title = Este enlace no es válido

@@ -1,4 +1,8 @@
-# Messages aux utilisateurs. Variables : $tenant, $ending, $hint.
+# Messages envoyés aux utilisateurs finaux d'un service. Chaque texte affiché par un message provient d'ici.
+# Variables : $tenant est le nom du service (affiché tel quel) ; $ending correspond aux deux derniers chiffres
+# d'un numéro de téléphone ; $hint est la description, fournie par l'application, de ce qui est confirmé.
+# Un message se compose de son objet et de ses paragraphes, dans l'ordre ; un « -button » est le libellé du
+# bouton du lien dans la partie HTML (la partie texte affiche le lien seul sur sa ligne).
 
 link-fallback = Ou copiez ce lien dans votre navigateur :
 step-up-hint = Vous avez demandé à confirmer : { $hint }

@@ -1,4 +1,8 @@
-# Wiadomości do użytkowników. Zmienne: $tenant, $ending, $hint.
+# Wiadomości wysyłane do użytkowników końcowych serwisu. Stąd pochodzi każdy tekst wiadomości.
+# Zmienne: $tenant to nazwa serwisu (wyświetlana bez zmian); $ending to dwie ostatnie cyfry
+# numeru telefonu; $hint to opis z aplikacji, czego dotyczy potwierdzenie.
+# Wiadomość to jej temat i akapity, w tej kolejności; „-button” to etykieta przycisku
+# z linkiem w części HTML (część tekstowa pokazuje sam link w osobnym wierszu).
 
 link-fallback = Możesz też skopiować ten link do przeglądarki:
 step-up-hint = Prosisz o potwierdzenie: { $hint }

@@ -1,15 +1,18 @@
-# Strony logowania. Zmienne: $tenant (nazwa serwisu), $min (liczba).
+# Strony udostępniane pod adresem URL kont. Stąd pochodzi każdy tekst wyświetlany na stronie.
+# Zmienne: $tenant to nazwa serwisu (wyświetlana bez zmian); $min to liczba.
 
 lang-name = Polski
 page-footer = Ta strona należy do usługi logowania serwisu { $tenant }.
 skip-to-content = Przejdź do treści
 
+# Potwierdzenie adresu e-mail
 verify-title = Potwierdź swój adres e-mail
 verify-intro = Potwierdź, że ten adres e-mail należy do Ciebie, aby dokończyć zakładanie konta w serwisie { $tenant }.
 verify-button = Potwierdź mój adres
 verify-done-title = Adres potwierdzony
 verify-done = Twój adres e-mail został potwierdzony. Możesz teraz zalogować się w serwisie { $tenant }.
 
+# Resetowanie hasła
 reset-title = Wybierz nowe hasło
 reset-intro = Wybierz nowe hasło do konta w serwisie { $tenant }. Wszystkie urządzenia zalogowane na to konto zostaną wylogowane.
 reset-password-label = Nowe hasło
@@ -23,19 +26,23 @@ reset-error-summary = Hasło nie zostało zapisane. Sprawdź oznaczone pola.
 reset-done-title = Hasło zmienione
 reset-done = Twoje hasło zostało zmienione, a wszystkie urządzenia zalogowane na Twoje konto zostały wylogowane. Zaloguj się w serwisie { $tenant } nowym hasłem.
 
+# Link do logowania
 magic-title = Logowanie w serwisie { $tenant }
 magic-intro = Naciśnij przycisk, aby zalogować się w serwisie { $tenant } w tej przeglądarce.
 magic-button = Zaloguj się w serwisie { $tenant }
 magic-unusable-title = Otwórz ten link w aplikacji
 magic-unusable = Tego linku do logowania nie można użyć na tej stronie. Otwórz go w aplikacji serwisu { $tenant }, w której o niego prosiłeś, albo poproś tam o nowy.
 
+# Link do dodatkowego potwierdzenia tożsamości (potwierdzenie, że to Ty)
 stepup-title = Potwierdź, że to Ty
 stepup-intro = Wróć do serwisu { $tenant }, aby dokończyć potwierdzanie tożsamości. Użyj tej samej przeglądarki lub urządzenia, na którym poprosiłeś o ten link.
 stepup-button = Wróć do serwisu { $tenant }
 stepup-unusable = Tego linku można użyć tylko w aplikacji serwisu { $tenant }, w której o niego prosiłeś. Skopiuj go do tej aplikacji albo poproś tam o nowy.
 
+# Po wykonaniu działania
 continue = Przejdź do serwisu { $tenant }
 
+# Błędy
 error-expired-title = Ten link już nie działa
 error-expired = Link wygasł lub został już użyty. Poproś serwis { $tenant } o nowy.
 error-invalid-title = Ten link jest nieprawidłowy
