@@ -11,7 +11,7 @@ def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b e
 
 def scenario_names: [
   "healthz", "me", "login", "login_at_cores", "step_up", "refresh", "refresh_nondurable",
-  "anonymous", "anonymous_nondurable", "mixed"
+  "anonymous", "anonymous_nondurable", "mixed", "passkey_sign_in"
 ];
 
 # What each target compares, per run.
@@ -23,6 +23,7 @@ def ratio_values:
       div(.login_at_cores.p50_ms; .ceilings.argon2id.single_thread.latency.p50_ms),
     "me_rps / healthz_rps": div(.me.rps; .healthz.rps),
     "refresh_rps / refresh_rps_nondurable": div(.refresh.rps; .refresh_nondurable.rps),
+    "passkey_sign_in_rps / refresh_rps": div(.passkey_sign_in.rps; .refresh.rps),
     "anonymous_rps / anonymous_rps_nondurable": div(.anonymous.rps; .anonymous_nondurable.rps),
     "mixed_me_p99_ms (probe)": .mixed_probe.latency.p99_ms,
     "overload_503_p99_ms (probe)": .overload_probe.latency_503.p99_ms,
@@ -37,6 +38,7 @@ def targets:
     "login_p50_at_cores / argon2_single_verification_ms": {op: "<=", target: 1.2},
     "me_rps / healthz_rps": {op: ">=", target: 0.4},
     "refresh_rps / refresh_rps_nondurable": {op: ">=", target: 0.5},
+    "passkey_sign_in_rps / refresh_rps": {op: ">=", target: 0.5},
     "anonymous_rps / anonymous_rps_nondurable": {op: ">=", target: 0.6},
     "mixed_me_p99_ms (probe)": {op: "<", target: 20},
     "overload_503_p99_ms (probe)": {op: "<=", target: 10},

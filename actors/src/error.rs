@@ -85,6 +85,22 @@ pub enum TenantError {
     NoEmail,
     #[error("users cannot delete their own accounts in this tenant")]
     SelfDeletionDisabled,
+    #[error("the user has as many passkeys as they may")]
+    PasskeyLimit,
+    #[error("no such passkey ceremony")]
+    PasskeyCeremonyNotFound,
+    #[error("the passkey assertion was refused")]
+    PasskeyInvalidAssertion,
+    #[error("the passkey registration was refused")]
+    PasskeyInvalidRegistration,
+    #[error("this credential is already registered")]
+    PasskeyAlreadyRegistered,
+    #[error("the passkey assertion lacks user verification")]
+    PasskeyStepUpRequired,
+    #[error("the last way to sign in cannot be deleted")]
+    PasskeyLastCredential,
+    #[error("users hold passkeys under the current relying-party id")]
+    PasskeyRpIdInUse { passkeys: usize },
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -1,7 +1,12 @@
-//! Shared pieces of the benchmark programs (`ceilings`, `probe`, `seed`): the error type and
-//! latency statistics. The programs print one JSON document on stdout; `bench/run.sh` reads it.
+//! Shared pieces of the benchmark programs (`ceilings`, `probe`, `seed`, `passkeys`): the error
+//! type, latency statistics, and the software WebAuthn authenticator (which the integration
+//! tests use too). The programs print one JSON document on stdout; `bench/run.sh` reads it.
 
-use std::time::Duration;
+use std::{path::Path, time::Duration};
+
+use serde_json::Value;
+
+pub mod webauthn;
 
 /// Any failure of a benchmark program: printed on stderr, exit status 1.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -69,6 +74,60 @@ impl LatencySummary {
 /// Three decimals: enough for milliseconds, short in JSON.
 pub fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
+}
+
+/// The tab-separated fields of every non-empty line, each line with at least `min` fields.
+pub fn read_rows(path: &Path, min: usize) -> Result<Vec<Vec<String>>> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        if row.len() < min {
+            return Err(format!(
+                "{}:{}: expected {min} tab-separated fields",
+                path.display(),
+                i + 1
+            )
+            .into());
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+pub fn field(row: &[String], i: usize) -> Result<&str> {
+    row.get(i)
+        .map(String::as_str)
+        .ok_or_else(|| "missing field".into())
+}
+
+/// A client address of its own for request `n` (198.18.0.0/15 is for benchmarks), so the
+/// per-address limits on registration never bite.
+pub fn client_ip(n: usize) -> String {
+    format!(
+        "198.{}.{}.{}",
+        18 + (n / 62500) % 2,
+        (n / 250) % 250,
+        n % 250 + 1
+    )
+}
+
+/// Sends `req` and answers its body (JSON, or the text as a string) when the status is `want`;
+/// otherwise an error naming `what`.
+pub async fn call(what: String, want: u16, req: reqwest::RequestBuilder) -> Result<Value> {
+    let resp = req.send().await?;
+    let status = resp.status().as_u16();
+    let text = resp.text().await?;
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    if status == want {
+        Ok(body)
+    } else {
+        Err(format!("{what}: expected {want}, got {status}: {body}").into())
+    }
 }
 
 #[cfg(test)]

@@ -354,6 +354,50 @@ impl From<CallError<TenantError>> for ApiError {
                 "user/phone_in_use",
                 "another user of this tenant has confirmed this phone number",
             ),
+            CallError::Failed(TenantError::PasskeyLimit) => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/limit_reached",
+                "a user may hold at most 10 passkeys; delete one first",
+            ),
+            CallError::Failed(TenantError::PasskeyCeremonyNotFound) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "passkey/ceremony_not_found",
+                "no pending passkey ceremony has this challenge: it expired (5 minutes), was already used, or belongs elsewhere; begin again",
+            ),
+            CallError::Failed(TenantError::PasskeyInvalidAssertion) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "passkey/invalid_assertion",
+                "the passkey assertion was not accepted",
+            ),
+            CallError::Failed(TenantError::PasskeyInvalidRegistration) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "passkey/invalid_registration",
+                "the new credential was not accepted: wrong origin or relying party, a mismatched challenge, or a malformed response",
+            ),
+            CallError::Failed(TenantError::PasskeyAlreadyRegistered) => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/already_registered",
+                "this credential is already registered",
+            ),
+            CallError::Failed(TenantError::PasskeyStepUpRequired) => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "passkey/step_up_required",
+                "the authenticator did not verify the user (PIN or biometric); try again with user verification",
+            ),
+            CallError::Failed(TenantError::PasskeyLastCredential) => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/last_credential",
+                "this passkey is the account's last way to sign in: add a password, a confirmed address or another passkey first",
+            ),
+            CallError::Failed(TenantError::PasskeyRpIdInUse { passkeys }) => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/rp_id_in_use",
+                "users hold passkeys under the current relying-party id; changing it stops them working. Send X-Service-Confirm: passkey-rp-id-change to go ahead",
+            )
+            .with_details(serde_json::json!({
+                "passkeys": passkeys,
+                "required_header": "X-Service-Confirm: passkey-rp-id-change",
+            })),
             CallError::Failed(TenantError::NoEmail) => ApiError::new(
                 StatusCode::CONFLICT,
                 "user/no_email",

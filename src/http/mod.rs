@@ -17,6 +17,7 @@ pub mod mfa;
 pub mod middleware;
 pub mod onboarding;
 pub mod openapi;
+pub mod passkeys;
 pub mod passwordless;
 pub mod platform;
 pub mod reauth;
@@ -113,6 +114,14 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(step_up::email_otp_verify))
         .routes(routes!(step_up::magic_link_initiate))
         .routes(routes!(step_up::magic_link_verify))
+        .routes(routes!(passkeys::step_up_options))
+        .routes(routes!(passkeys::step_up_verify))
+        .routes(routes!(passkeys::register_begin))
+        .routes(routes!(passkeys::register_finish))
+        .routes(routes!(passkeys::assert_begin))
+        .routes(routes!(passkeys::assert_finish))
+        .routes(routes!(passkeys::list))
+        .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))

@@ -49,6 +49,7 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "passwordless", description = "Sign-in by e-mailed link or code, or texted code"),
         (name = "mfa", description = "TOTP multi-factor authentication and recovery codes"),
         (name = "step-up", description = "Step-up re-authentication (RFC 9470) and the routes it gates"),
+        (name = "passkeys", description = "Passkeys (WebAuthn): registration, sign-in with or without a user handle, the owner's list"),
         (name = "tokens", description = "A tenant's signing keys and discovery document"),
         (name = "dashboard", description = "Tenant operators: sessions, tenants, members, API keys, audit log"),
         (name = "dashboard settings", description = "Every tenant setting"),

@@ -96,6 +96,10 @@ pub enum Kind {
     UserAudit = 0x50,
     /// One-off markers of tenant-level index builds, by name.
     TenantIndexBuilt = 0x51,
+    /// `user id | passkey id` -> a user's WebAuthn credential.
+    Passkey = 0x52,
+    /// SHA-256 of a WebAuthn credential id -> its user and passkey.
+    PasskeyCredential = 0x53,
 }
 
 /// The key of a platform record.

@@ -21,6 +21,7 @@ mod mfa;
 mod network;
 mod onboarding;
 mod outbox;
+mod passkeys;
 mod passwordless;
 mod platform;
 mod settings;

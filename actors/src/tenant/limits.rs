@@ -39,3 +39,7 @@ pub const SMS_PER_IP_PER_HOUR: u32 = 10;
 
 /// The dashboard's test messages per tenant per hour.
 pub const SMS_TESTS_PER_HOUR: u32 = 10;
+
+/// Passkey sign-in options per client address (IPv6: per /64) per minute: each holds a
+/// pending ceremony for 5 minutes.
+pub const PASSKEY_BEGINS_PER_MINUTE: u32 = 60;

@@ -490,6 +490,28 @@ pub struct MfaLogin {
     pub oauth: Option<OAuthParams>,
 }
 
+/// A passkey as its owner sees it: never the key.
+#[derive(Clone, Debug, Serialize)]
+pub struct PasskeyView {
+    pub id: Uuid,
+    pub nickname: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+    /// The credential may live on more than one device (a synced passkey).
+    pub backup_eligible: bool,
+    /// The credential is backed up or synced now.
+    pub backed_up: bool,
+    /// How the browser may reach the authenticator (`internal`, `hybrid`, `usb`...).
+    pub transports: Vec<String>,
+    /// The authenticator model (all zeros when it does not say).
+    pub aaguid: Uuid,
+    /// A sign-in showed a signature counter that did not increase: the passkey may have
+    /// been copied, and it signs nobody in.
+    pub suspected_clone: bool,
+}
+
 /// The gate's answer to a request without a step-up token.
 #[derive(Clone)]
 pub struct GateChallenge {
@@ -681,6 +703,75 @@ pub enum TenantMsg {
         token: String,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// Starts a passkey registration for the signed-in user (step-up already passed):
+    /// answers the `publicKey` creation options.
+    PasskeyRegisterBegin {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Finishes a registration of the caller's session with the browser's credential.
+    PasskeyRegisterFinish {
+        bearer: Bearer,
+        response: serde_json::Value,
+        nickname: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+    },
+    /// Starts a passkey sign-in: for one user (`user_handle`) or any discoverable one.
+    PasskeyAssertBegin {
+        user_handle: Option<String>,
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Finishes a passkey sign-in with the browser's assertion.
+    PasskeyAssertFinish {
+        response: serde_json::Value,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
+    },
+    /// The step-up options: the caller's passkeys, user verification required.
+    PasskeyStepUpOptions {
+        bearer: Bearer,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// A passkey step-up: the assertion of the caller's session's options.
+    PasskeyStepUpVerify {
+        bearer: Bearer,
+        assertion: serde_json::Value,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// The caller's passkeys.
+    PasskeyList {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<Vec<PasskeyView>, TenantError>>,
+    },
+    /// Renames one of the caller's passkeys (step-up already passed).
+    PasskeyRename {
+        bearer: Bearer,
+        id: Uuid,
+        nickname: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+    },
+    /// Deletes one of the caller's passkeys (step-up already passed).
+    PasskeyDelete {
+        bearer: Bearer,
+        id: Uuid,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Changes the relying-party id and the extra origins; a change that strands users'
+    /// passkeys needs `confirmed`.
+    PasskeyDomain {
+        rp_id: Option<Option<String>>,
+        origins: Option<Vec<String>>,
+        confirmed: bool,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },
     /// A gated request came without a step-up token.
     StepUpGate {

@@ -9,6 +9,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod ceremonies;
 pub mod challenges;
 pub mod effects;
 pub mod guests;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod limits;
 pub mod messages;
 pub mod mfa;
+pub mod passkeys;
 pub mod passwordless;
 pub mod records;
 pub mod runtime;
@@ -333,6 +335,82 @@ impl Actor for TenantActor {
                 let out = state.step_up_link_verify(bearer, &token, &ctx);
                 reply_with_mail(state, reply, out);
             }
+            TenantMsg::PasskeyRegisterBegin { bearer, reply } => {
+                let _ = reply.send(state.passkey_register_begin(bearer));
+            }
+            TenantMsg::PasskeyRegisterFinish {
+                bearer,
+                response,
+                nickname,
+                ctx,
+                reply,
+            } => {
+                let out = state.passkey_register_finish(bearer, response, nickname, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyAssertBegin {
+                user_handle,
+                ip,
+                reply,
+            } => {
+                let _ = reply.send(state.passkey_assert_begin(user_handle.as_deref(), ip));
+            }
+            TenantMsg::PasskeyAssertFinish {
+                response,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let out = state.passkey_assert_finish(response, ip, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
+                let out = state.passkey_step_up_options(bearer, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyStepUpVerify {
+                bearer,
+                assertion,
+                ctx,
+                reply,
+            } => {
+                let out = state.passkey_step_up_verify(bearer, assertion, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyList { bearer, reply } => {
+                let _ = reply.send(state.passkey_list(bearer));
+            }
+            TenantMsg::PasskeyRename {
+                bearer,
+                id,
+                nickname,
+                ctx,
+                reply,
+            } => {
+                let out = state.passkey_rename(bearer, id, nickname, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyDelete {
+                bearer,
+                id,
+                ctx,
+                reply,
+            } => {
+                let out = state.passkey_delete(bearer, id, &ctx);
+                reply_with_mail(state, reply, out);
+            }
+            TenantMsg::PasskeyDomain {
+                rp_id,
+                origins,
+                confirmed,
+                ctx,
+                reply,
+            } => match state.passkey_domain(rp_id, origins, confirmed, &ctx) {
+                Ok(view) => reply_durable(state, reply, view),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             TenantMsg::StepUpGate { bearer, reply } => {
                 let out = state.step_up_gate(bearer);
                 reply_with_mail(state, reply, out);

@@ -290,3 +290,64 @@ impl Record for QueuedMail {
     const VERSION: u16 = 1;
 }
 impl TenantRecord for QueuedMail {}
+
+/// A user's passkey (a WebAuthn credential), keyed `user id | passkey id`.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct PasskeyRecord {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    pub nickname: Option<String>,
+    /// The credential as the WebAuthn library verifies it: id, public key, signature
+    /// counter, backup flags, transports.
+    pub credential: webauthn_rs_core::proto::Credential,
+    /// The relying-party id it was registered under: it works only while that is the
+    /// tenant's.
+    pub rp_id: String,
+    /// The authenticator model's AAGUID (all zeros when the authenticator does not say).
+    pub aaguid: Uuid,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+    /// Set when a sign-in showed a signature counter that did not increase: the credential
+    /// may have been copied, and it signs nobody in until the user deletes it.
+    #[serde(default)]
+    pub suspected_clone: bool,
+}
+
+impl std::fmt::Debug for PasskeyRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasskeyRecord")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Record for PasskeyRecord {
+    const KIND: Kind = Kind::Passkey;
+    const NAME: &'static str = "passkey";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for PasskeyRecord {}
+
+/// The key of a passkey: `user id | passkey id`.
+pub fn passkey_key(user: Uuid, passkey: Uuid) -> Vec<u8> {
+    let mut k = user.as_bytes().to_vec();
+    k.extend_from_slice(passkey.as_bytes());
+    k
+}
+
+/// SHA-256 of a credential id -> its passkey: finds the passkey an assertion names, and
+/// keeps one credential from being registered twice.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PasskeyCredentialIndex {
+    pub user_id: Uuid,
+    pub passkey_id: Uuid,
+}
+
+impl Record for PasskeyCredentialIndex {
+    const KIND: Kind = Kind::PasskeyCredential;
+    const NAME: &'static str = "passkey_credential";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for PasskeyCredentialIndex {}

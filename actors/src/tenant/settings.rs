@@ -205,6 +205,10 @@ pub struct TenantSettings {
     pub default_role: DefaultRole,
     /// The WebAuthn relying-party id; `None`: the host of the base URL.
     pub passkey_rp_id: Option<String>,
+    /// Exact origins accepted in passkey ceremonies besides `https://<rp id>` and its
+    /// subdomains (`http://localhost:PORT`, `android:apk-key-hash:...`); at most 20.
+    #[serde(default)]
+    pub passkey_origins: Vec<String>,
     pub eudi: EudiConfig,
     pub eudi_age: EudiAgeConfig,
     /// Browser origins (`scheme://host[:port]`, normalized) that may call the end-user API;
@@ -279,6 +283,7 @@ impl TenantSettings {
             anonymous_ever_enabled: false,
             default_role: DefaultRole::Member,
             passkey_rp_id: None,
+            passkey_origins: Vec::new(),
             eudi: EudiConfig::defaults(now),
             eudi_age: EudiAgeConfig {
                 age_verification_enabled: false,
@@ -355,7 +360,12 @@ pub enum SettingsChange {
         confirmed_privileged: bool,
     },
     DefaultRole(DefaultRole),
-    PasskeyDomain(Option<String>),
+    /// The relying-party id (`Some(None)`: the accounts URL's host) and the extra origins;
+    /// `None` keeps a field.
+    PasskeyDomain {
+        rp_id: Option<Option<String>>,
+        origins: Option<Vec<String>>,
+    },
     Eudi(Box<EudiConfig>),
     EudiAge(EudiAgeConfig),
     /// The whole list of allowed browser origins, normalized.
@@ -497,11 +507,17 @@ impl TenantSettings {
                 );
                 "settings.roles.updated"
             }
-            SettingsChange::PasskeyDomain(rp_id) => {
+            SettingsChange::PasskeyDomain { rp_id, origins } => {
                 set(
                     &mut next.passkey_rp_id,
-                    Some(rp_id),
+                    rp_id,
                     "passkey_rp_id",
+                    &mut changed,
+                );
+                set(
+                    &mut next.passkey_origins,
+                    origins,
+                    "passkey_origins",
                     &mut changed,
                 );
                 "settings.passkey_domain.updated"

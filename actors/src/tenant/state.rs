@@ -17,8 +17,9 @@ use super::{
     keys::{KeyRing, RotatedKeys, TokenKeys},
     limits::{
         FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR,
-        MAX_LOGIN_BLOCK, REGISTRATIONS_PER_MINUTE, REQUEST_SPACING, SMS_PER_IP_PER_HOUR,
-        SMS_PER_NUMBER_PER_HOUR, SMS_TESTS_PER_HOUR, STEP_UP_MAILS, STEP_UP_MAIL_WINDOW,
+        MAX_LOGIN_BLOCK, PASSKEY_BEGINS_PER_MINUTE, REGISTRATIONS_PER_MINUTE, REQUEST_SPACING,
+        SMS_PER_IP_PER_HOUR, SMS_PER_NUMBER_PER_HOUR, SMS_TESTS_PER_HOUR, STEP_UP_MAILS,
+        STEP_UP_MAIL_WINDOW,
     },
     messages::{SettingsView, TenantInfo, TenantOverview},
     runtime::{TenantCells, TenantRuntime},
@@ -104,6 +105,10 @@ pub struct TenantState {
     pub(super) sms_tests: RateWindow<()>,
     /// Typed codes consumed recently: sent again, they are not guesses.
     pub(super) consumed_codes: crate::throttle::ConsumedCodes,
+    /// Pending passkey ceremonies, by challenge (in memory only).
+    pub(super) ceremonies: super::ceremonies::Ceremonies,
+    /// Passkey sign-in options requested per client address per minute.
+    pub(super) passkey_begins: RateWindow<IpAddr>,
 }
 
 impl TenantState {
@@ -164,6 +169,8 @@ impl TenantState {
             sms_usage,
             sms_tests: RateWindow::new(SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
             consumed_codes: crate::throttle::ConsumedCodes::default(),
+            ceremonies: Default::default(),
+            passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
         };
         state.restore_throttles()?;
         state.ensure_user_indexes()?;

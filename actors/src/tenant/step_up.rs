@@ -358,18 +358,20 @@ impl TenantState {
     }
 
     /// The step-up methods `user` can use, strongest first.
-    fn step_up_methods(user: &UserRecord) -> Vec<String> {
+    fn step_up_methods(&self, user: &UserRecord) -> Result<Vec<String>, TenantError> {
         let mailable = user.email.is_some() && user.email_verified;
-        METHOD_ORDER
+        let passkey = !self.usable_passkeys(user.id)?.is_empty();
+        Ok(METHOD_ORDER
             .iter()
             .filter(|m| match **m {
+                "passkey" => passkey,
                 "totp" => user.mfa_enabled,
                 "email_otp" | "magic_link" => mailable,
                 "password" => user.password_hash.is_some(),
                 _ => false,
             })
             .map(|m| (*m).to_owned())
-            .collect()
+            .collect())
     }
 
     /// What a gated request without a step-up token is answered: the methods the user can
@@ -389,7 +391,7 @@ impl TenantState {
             GATE_CHALLENGE_TTL,
             now,
         )?;
-        let methods = Self::step_up_methods(&user);
+        let methods = self.step_up_methods(&user)?;
         Ok((
             GateChallenge {
                 mfa_challenge_token: token,

@@ -332,7 +332,7 @@ impl TenantState {
             factors: UserFactors {
                 totp_enabled: user.totp_seed.is_some(),
                 recovery_codes_remaining: user.recovery_codes.len(),
-                passkeys: 0,
+                passkeys: self.passkeys_of(user.id)?.len(),
                 linked_providers: Vec::new(),
             },
             sessions,
@@ -659,6 +659,7 @@ impl TenantState {
             }
         }
         self.revoke_user_sessions(batch, user.id, None)?;
+        self.erase_passkeys(batch, user.id)?;
         for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             batch.remove(Kind::UserAudit, &key);
@@ -717,6 +718,11 @@ impl TenantState {
                 })),
                 "password_set": user.password_hash.is_some(),
                 "social": [],
+                "passkeys": self
+                    .passkeys_of(user.id)?
+                    .iter()
+                    .map(|p| p.view())
+                    .collect::<Vec<_>>(),
             },
             "factors": detail.factors,
             "sessions": detail.sessions,

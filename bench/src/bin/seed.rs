@@ -22,16 +22,11 @@
 //!
 //! Any answer other than the expected one stops the program with the status and the body.
 
-use std::{
-    collections::HashMap,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
 
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
-use tessera_bench::Result;
+use tessera_bench::{call, client_ip, field, read_rows, Result};
 use tokio::{sync::Semaphore, task::JoinSet};
 
 #[derive(Parser)]
@@ -112,65 +107,11 @@ fn main() -> std::process::ExitCode {
     tessera_bench::main_with("seed", run(Cli::parse()))
 }
 
-/// The tab-separated fields of every non-empty line, each line with at least `min` fields.
-fn read_rows(path: &Path, min: usize) -> Result<Vec<Vec<String>>> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row: Vec<String> = line.split('\t').map(str::to_owned).collect();
-        if row.len() < min {
-            return Err(format!(
-                "{}:{}: expected {min} tab-separated fields",
-                path.display(),
-                i + 1
-            )
-            .into());
-        }
-        rows.push(row);
-    }
-    Ok(rows)
-}
-
-fn field(row: &[String], i: usize) -> Result<&str> {
-    row.get(i)
-        .map(String::as_str)
-        .ok_or_else(|| "missing field".into())
-}
-
 fn client() -> Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
         .timeout(Duration::from_secs(60))
         .user_agent("tessera-bench seed")
         .build()?)
-}
-
-/// A client address of its own for request `n` (198.18.0.0/15 is for benchmarks), so the
-/// per-address limits on registration never bite.
-fn client_ip(n: usize) -> String {
-    format!(
-        "198.{}.{}.{}",
-        18 + (n / 62500) % 2,
-        (n / 250) % 250,
-        n % 250 + 1
-    )
-}
-
-/// Sends `req` and answers its body (JSON, or the text as a string) when the status is `want`;
-/// otherwise an error naming `what`.
-async fn call(what: String, want: u16, req: reqwest::RequestBuilder) -> Result<Value> {
-    let resp = req.send().await?;
-    let status = resp.status().as_u16();
-    let text = resp.text().await?;
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    if status == want {
-        Ok(body)
-    } else {
-        Err(format!("{what}: expected {want}, got {status}: {body}").into())
-    }
 }
 
 /// Runs `job(i, row)` for every row with at most `concurrency` at once; answers the results in

@@ -94,6 +94,15 @@ async fn update(
         .await?)
 }
 
+/// Whether the request carries `X-Service-Confirm: <what>`, the confirmation of a change with
+/// consequences the caller must have seen.
+fn confirmed(headers: &HeaderMap, what: &str) -> bool {
+    headers
+        .get("x-service-confirm")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == what)
+}
+
 async fn read(state: &AppState, auth: &Dashboard, slug: &str) -> Result<SettingsView, ApiError> {
     let (_, tenant) = auth.member(state, slug)?;
     Ok(tenant
@@ -696,10 +705,7 @@ pub async fn patch_anonymous(
     );
     let ttl_days = in_range(&mut e, "anonymous_user_ttl_days", ttl, 1, 180);
     e.finish()?;
-    let confirmed_privileged = headers
-        .get("x-service-confirm")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim() == "privileged-default-role");
+    let confirmed_privileged = confirmed(&headers, "privileged-default-role");
     let change = SettingsChange::Anonymous {
         enabled,
         ttl_days,
@@ -797,23 +803,40 @@ pub async fn patch_roles(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateTenantPasskeyDomainRequest {
-    /// 1-253 characters matching `^[a-z0-9.-]+$`, or null for the server's own host. Required.
+    /// 1-253 characters matching `^[a-z0-9.-]+$`, or null for the host of the accounts URL.
+    /// Required.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, required = true, nullable, min_length = 1, max_length = 253, pattern = "^[a-z0-9.-]+$")]
     pub passkey_rp_id: Option<Option<String>>,
+    /// Exact origins accepted besides `https://<rp id>` and its subdomains: web origins
+    /// (`http://localhost:5173` in development) or Android apps
+    /// (`android:apk-key-hash:<base64url SHA-256 of the signing certificate>`). At most 20;
+    /// absent keeps the list.
+    #[schema(max_items = 20)]
+    pub passkey_origins: Option<Vec<String>>,
 }
 
 #[derive(Serialize, ToSchema)]
 pub struct PasskeyDomainResponse {
+    /// The relying-party id set; null: the host of the accounts URL.
     pub passkey_rp_id: Option<String>,
+    /// The extra origins accepted in passkey ceremonies.
+    pub passkey_origins: Vec<String>,
 }
 
-/// The passkey relying-party id (any role).
+fn passkey_domain_response(v: SettingsView) -> PasskeyDomainResponse {
+    PasskeyDomainResponse {
+        passkey_rp_id: v.settings.passkey_rp_id,
+        passkey_origins: v.settings.passkey_origins,
+    }
+}
+
+/// The passkey relying-party id and extra origins (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug")),
     responses(
-        (status = 200, description = "The relying-party id", body = PasskeyDomainResponse),
+        (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn get_passkey_domain(
@@ -821,56 +844,95 @@ pub async fn get_passkey_domain(
     auth: Dashboard,
     Path(slug): Path<String>,
 ) -> Result<Json<PasskeyDomainResponse>, ApiError> {
-    let v = read(&state, &auth, &slug).await?;
-    Ok(Json(PasskeyDomainResponse {
-        passkey_rp_id: v.settings.passkey_rp_id,
-    }))
+    Ok(Json(passkey_domain_response(
+        read(&state, &auth, &slug).await?,
+    )))
 }
 
-/// Sets the passkey relying-party id (owner).
+/// An extra passkey origin: a web origin as browsers send it, or an Android app's
+/// `android:apk-key-hash:` origin, exactly.
+fn passkey_origin(input: &str) -> Option<String> {
+    if let Some(hash) = input.strip_prefix("android:apk-key-hash:") {
+        let ok = (16..=128).contains(&hash.len())
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        return ok.then(|| input.to_owned());
+    }
+    normalize_origin(input).filter(|o| o == input)
+}
+
+/// Sets the passkey relying-party id and extra origins (owner). A new relying-party id
+/// strands the passkeys registered under the old one; while there are any, the change needs
+/// `X-Service-Confirm: passkey-rp-id-change` (409 `passkey/rp_id_in_use` without it).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("X-Service-Confirm" = Option<String>, Header, description = "`passkey-rp-id-change` to strand existing passkeys"),
+    ),
     request_body = UpdateTenantPasskeyDomainRequest,
     responses(
-        (status = 200, description = "The relying-party id", body = PasskeyDomainResponse),
+        (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        (status = 409, description = "`passkey/rp_id_in_use`: users hold passkeys under the current id; `details.passkeys` says how many", body = ErrorBody),
     ))]
 pub async fn put_passkey_domain(
     State(state): State<AppState>,
     auth: Dashboard,
     Path(slug): Path<String>,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<UpdateTenantPasskeyDomainRequest>,
 ) -> Result<Json<PasskeyDomainResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    let (_, tenant) = auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
     let rp_id = match req.passkey_rp_id {
         None => {
-            return Err(ApiError::invalid_field(
-                "passkey_rp_id",
-                "is required (a domain or null)",
-            ))
+            e.check("passkey_rp_id", false, "is required (a domain or null)");
+            None
         }
-        Some(None) => None,
+        Some(None) => Some(None),
         Some(Some(id)) => {
             let ok = (1..=253).contains(&id.len())
                 && id.bytes().all(|b| {
                     b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'
                 });
-            if !ok {
-                return Err(ApiError::invalid_field(
-                    "passkey_rp_id",
-                    "must be 1-253 characters matching ^[a-z0-9.-]+$",
-                ));
-            }
-            Some(id)
+            e.check(
+                "passkey_rp_id",
+                ok,
+                "must be 1-253 characters matching ^[a-z0-9.-]+$",
+            );
+            Some(Some(id))
         }
     };
-    let v = update(&state, &auth, &slug, SettingsChange::PasskeyDomain(rp_id)).await?;
-    Ok(Json(PasskeyDomainResponse {
-        passkey_rp_id: v.settings.passkey_rp_id,
-    }))
+    if let Some(origins) = &req.passkey_origins {
+        e.check("passkey_origins", origins.len() <= 20, "at most 20 origins");
+        for (i, o) in origins.iter().enumerate() {
+            e.check(
+                &format!("passkey_origins[{i}]"),
+                passkey_origin(o).is_some(),
+                "must be an origin as browsers send it (scheme://host[:port], lowercase, no path) or android:apk-key-hash:<base64url>",
+            );
+        }
+    }
+    e.finish()?;
+    let confirmed = confirmed(&headers, "passkey-rp-id-change");
+    let origins = req.passkey_origins.map(|mut o| {
+        o.dedup();
+        o
+    });
+    let v = tenant
+        .call(|reply| TenantMsg::PasskeyDomain {
+            rp_id: rp_id.clone(),
+            origins: origins.clone(),
+            confirmed,
+            ctx: auth.ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(passkey_domain_response(v)))
 }
 
 // ---------------------------------------------------------------- browser origins

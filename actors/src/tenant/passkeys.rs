@@ -1,0 +1,807 @@
+//! Passkeys (WebAuthn, spec 2.6 and 4.1): registration, sign-in with or without a user
+//! handle, step-up at AAL2, and the owner's list, rename and delete.
+//!
+//! The WebAuthn checks are `webauthn-rs-core`'s (the core of the webauthn-rs project; its
+//! opinionated wrapper cannot ask for a resident key with user verification preferred, and
+//! cannot tell the caller why an assertion failed). The relying party is built per call from
+//! the settings: the RP id is `passkey_rp_id`, else the accounts URL's host; the accepted
+//! origins are `https://<rp id>` with its subdomains, and `passkey_origins` exactly.
+//!
+//! A ceremony (the state between begin and finish) lives in memory for 5 minutes, keyed by
+//! its challenge, which the finish finds inside `clientDataJSON`; the first finish that
+//! names it takes it out, whatever its outcome, so of any number of concurrent finishes at
+//! most one can succeed. A restart forgets the pending ceremonies: the user starts again.
+//!
+//! Sign-in requires user verification and gives AAL2 (`amr` `hwk` for a device-bound
+//! credential, `swk` for a synced one); the passkey is both factors, so no MFA challenge
+//! follows. The signature counter is the store's: one that does not increase (when either
+//! value is non-zero) refuses the assertion and marks the passkey `suspected_clone`.
+
+use std::{net::IpAddr, time::Instant};
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_storage::{sha256, Kind};
+use time::OffsetDateTime;
+use url::Url;
+use uuid::Uuid;
+use webauthn_rs_core::{
+    error::WebauthnError,
+    proto::{
+        AllowCredentials, AttestationConveyancePreference, AuthenticationState,
+        AuthenticatorTransport, COSEAlgorithm, Credential, PublicKeyCredential,
+        RegisterPublicKeyCredential, RequestRegistrationExtensions, UserVerificationPolicy,
+    },
+    WebauthnCore,
+};
+
+use super::{
+    audit::AuditContext,
+    ceremonies::{Ceremony, CEREMONY_TTL},
+    effects::Effects,
+    messages::{Bearer, LoginOutcome, PasskeyView, StepUpGrant},
+    records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, UserRecord},
+    sessions::Proof,
+    state::TenantState,
+};
+use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
+
+/// Passkeys a user may hold.
+pub const MAX_PASSKEYS: usize = 10;
+/// Extra origins a tenant may accept.
+pub const MAX_PASSKEY_ORIGINS: usize = 20;
+
+/// The challenge a browser signed, from `clientDataJSON`.
+fn signed_challenge(client_data_json: &[u8]) -> Option<Vec<u8>> {
+    let v: serde_json::Value = serde_json::from_slice(client_data_json).ok()?;
+    URL_SAFE_NO_PAD
+        .decode(v.get("challenge")?.as_str()?.trim_end_matches('='))
+        .ok()
+}
+
+/// The AAGUID in a registration's attestation object (zeros when absent).
+fn aaguid_of(attestation_object: &[u8]) -> Uuid {
+    let auth_data = ciborium::from_reader::<ciborium::Value, _>(attestation_object)
+        .ok()
+        .and_then(|v| {
+            v.as_map()?.iter().find_map(|(k, v)| {
+                (k.as_text() == Some("authData")).then(|| v.as_bytes().cloned())?
+            })
+        });
+    // rp id hash (32), flags (1), counter (4), then the attested credential data.
+    auth_data
+        .and_then(|d| d.get(37..53).map(<[u8]>::to_vec))
+        .and_then(|b| Uuid::from_slice(&b).ok())
+        .unwrap_or(Uuid::nil())
+}
+
+/// The user handle of a sign-in request: the user id's 16 bytes in base64url (as the
+/// authenticator returns it), or the id as text.
+fn parse_user_handle(handle: &str) -> Option<Uuid> {
+    if let Ok(id) = Uuid::parse_str(handle) {
+        return Some(id);
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(handle.trim_end_matches('=')).ok()?;
+    Uuid::from_slice(&bytes).ok()
+}
+
+/// RFC 8176: `hwk` for a key bound to its device, `swk` for one that may be copied (synced).
+fn amr_of(credential: &Credential) -> &'static str {
+    if credential.backup_eligible {
+        "swk"
+    } else {
+        "hwk"
+    }
+}
+
+impl PasskeyRecord {
+    pub fn view(&self) -> PasskeyView {
+        let transports = self
+            .credential
+            .transports
+            .iter()
+            .flatten()
+            .filter_map(|t| serde_json::to_value(t).ok())
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
+        PasskeyView {
+            id: self.id,
+            nickname: self.nickname.clone(),
+            created_at: self.created_at,
+            last_used_at: self.last_used_at,
+            backup_eligible: self.credential.backup_eligible,
+            backed_up: self.credential.backup_state,
+            transports,
+            aaguid: self.aaguid,
+            suspected_clone: self.suspected_clone,
+        }
+    }
+}
+
+impl TenantState {
+    /// The relying-party id in force: the setting, else the accounts URL's host.
+    pub(super) fn passkey_rp_id(&self) -> String {
+        self.rp_id_for(self.settings.passkey_rp_id.as_deref())
+    }
+
+    /// The relying-party id a `passkey_rp_id` setting gives.
+    fn rp_id_for(&self, setting: Option<&str>) -> String {
+        setting.map(str::to_owned).unwrap_or_else(|| {
+            Url::parse(&self.runtime.accounts_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "localhost".to_owned())
+        })
+    }
+
+    /// The relying party as the settings define it now.
+    fn relying_party(&self) -> Result<WebauthnCore, TenantError> {
+        let rp_id = self.passkey_rp_id();
+        let mut origins = vec![Url::parse(&format!("https://{rp_id}"))
+            .map_err(|e| TenantError::Internal(format!("relying-party origin: {e}")))?];
+        origins.extend(
+            self.settings
+                .passkey_origins
+                .iter()
+                .filter_map(|o| Url::parse(o).ok()),
+        );
+        Ok(WebauthnCore::new_unsafe_experts_only(
+            &self.info.name,
+            &rp_id,
+            origins,
+            CEREMONY_TTL,
+            Some(true),
+            Some(false),
+        ))
+    }
+
+    /// The user's passkeys, oldest first.
+    pub(super) fn passkeys_of(&self, user: Uuid) -> Result<Vec<PasskeyRecord>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<PasskeyRecord>(user.as_bytes()) {
+            let (_, record) = item?;
+            out.push(record);
+        }
+        out.sort_by_key(|p| p.created_at);
+        Ok(out)
+    }
+
+    /// The user's passkeys that can sign in now: under the RP id in force, not suspect.
+    pub(super) fn usable_passkeys(&self, user: Uuid) -> Result<Vec<PasskeyRecord>, TenantError> {
+        let rp_id = self.passkey_rp_id();
+        Ok(self
+            .passkeys_of(user)?
+            .into_iter()
+            .filter(|p| p.rp_id == rp_id && !p.suspected_clone)
+            .collect())
+    }
+
+    /// How many passkeys of all users were registered under `rp_id`.
+    pub(super) fn passkeys_under(&self, rp_id: &str) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<PasskeyRecord>(b"") {
+            let (_, record) = item?;
+            if record.rp_id == rp_id {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Removes the user's passkeys and their index entries (the erasure's part).
+    pub(super) fn erase_passkeys(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
+        for p in self.passkeys_of(user)? {
+            batch.remove(Kind::Passkey, &passkey_key(user, p.id));
+            batch.remove(Kind::PasskeyCredential, &sha256(&p.credential.cred_id));
+        }
+        Ok(())
+    }
+
+    fn passkey_audit(
+        &mut self,
+        fx: &mut Effects,
+        event: &str,
+        record: &PasskeyRecord,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let metadata = serde_json::json!({
+            "user_id": record.user_id,
+            "passkey_id": record.id,
+            "backup_eligible": record.credential.backup_eligible,
+            "ip_hash": ctx.ip_hash,
+            "ua_family": ctx.ua_family,
+        });
+        self.audit_into(&mut fx.batch, event, ctx, metadata)
+    }
+
+    /// The creation options for the signed-in user (its step-up already consumed): a
+    /// resident key, user verification preferred, no attestation, the user's passkeys
+    /// excluded.
+    pub fn passkey_register_begin(
+        &mut self,
+        bearer: Bearer,
+    ) -> Result<serde_json::Value, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        if user.is_anonymous {
+            return Err(TenantError::GuestNotAllowed);
+        }
+        let existing = self.passkeys_of(user.id)?;
+        if existing.len() >= MAX_PASSKEYS {
+            return Err(TenantError::PasskeyLimit);
+        }
+        let name = user
+            .email
+            .clone()
+            .or_else(|| user.phone.clone())
+            .unwrap_or_else(|| user.id.to_string());
+        let exclude = existing
+            .iter()
+            .map(|p| p.credential.cred_id.clone())
+            .collect();
+        let rp = self.relying_party()?;
+        let builder = rp
+            .new_challenge_register_builder(user.id.as_bytes(), &name, &name)
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?
+            .attestation(AttestationConveyancePreference::None)
+            .credential_algorithms(COSEAlgorithm::secure_algs())
+            .require_resident_key(true)
+            .user_verification_policy(UserVerificationPolicy::Preferred)
+            .exclude_credentials(Some(exclude))
+            .extensions(Some(RequestRegistrationExtensions {
+                cred_props: Some(true),
+                ..Default::default()
+            }));
+        let (ccr, state) = rp
+            .generate_challenge_register(builder)
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
+        let challenge = ccr.public_key.challenge.to_vec();
+        let options = serde_json::to_value(&ccr.public_key)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        self.ceremonies.insert(
+            challenge,
+            Ceremony::Register {
+                session: session.id,
+                user: user.id,
+                state: Box::new(state),
+            },
+            Instant::now(),
+        );
+        Ok(options)
+    }
+
+    /// Verifies the browser's new credential against the session's ceremony and stores it.
+    pub fn passkey_register_finish(
+        &mut self,
+        bearer: Bearer,
+        response: serde_json::Value,
+        nickname: Option<String>,
+        ctx: &AuditContext,
+    ) -> Result<(PasskeyView, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let reg: RegisterPublicKeyCredential = serde_json::from_value(response)
+            .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
+        let challenge = signed_challenge(&reg.response.client_data_json)
+            .ok_or(TenantError::PasskeyInvalidRegistration)?;
+        let state = match self.ceremonies.take(&challenge, Instant::now()) {
+            Some(Ceremony::Register {
+                session: s,
+                user: u,
+                state,
+            }) if s == session.id && u == user.id => state,
+            _ => return Err(TenantError::PasskeyCeremonyNotFound),
+        };
+        let mut credential = self
+            .relying_party()?
+            .register_credential(&reg, &state, None)
+            .map_err(|e| {
+                tracing::debug!(error = %e, "passkey registration refused");
+                TenantError::PasskeyInvalidRegistration
+            })?;
+        // A hint for later options (`allowCredentials`), as the browser reported it; the
+        // library leaves it to the caller.
+        credential.transports = reg.response.transports.clone().map(|t| {
+            t.into_iter()
+                .filter(|t| !matches!(t, AuthenticatorTransport::Unknown))
+                .collect()
+        });
+        let index_key = sha256(&credential.cred_id);
+        if self
+            .store
+            .get::<PasskeyCredentialIndex>(&index_key)?
+            .is_some()
+        {
+            return Err(TenantError::PasskeyAlreadyRegistered);
+        }
+        if self.passkeys_of(user.id)?.len() >= MAX_PASSKEYS {
+            return Err(TenantError::PasskeyLimit);
+        }
+        let record = PasskeyRecord {
+            id: Uuid::now_v7(),
+            user_id: user.id,
+            nickname,
+            aaguid: aaguid_of(&reg.response.attestation_object),
+            credential,
+            rp_id: self.passkey_rp_id(),
+            created_at: now,
+            last_used_at: None,
+            suspected_clone: false,
+        };
+        let mut fx = self.effects();
+        fx.batch.put(&passkey_key(user.id, record.id), &record)?;
+        fx.batch.put(
+            &index_key,
+            &PasskeyCredentialIndex {
+                user_id: user.id,
+                passkey_id: record.id,
+            },
+        )?;
+        self.passkey_audit(&mut fx, "auth.passkey.registered", &record, ctx)?;
+        Ok((record.view(), self.commit(fx)?))
+    }
+
+    /// The request options of a sign-in: for the user `user_handle` names (their usable
+    /// passkeys; for an unknown user or one without passkeys, a credential id derived from
+    /// the handle, so the answer does not tell), or discoverable without one.
+    pub fn passkey_assert_begin(
+        &mut self,
+        user_handle: Option<&str>,
+        ip: IpAddr,
+    ) -> Result<serde_json::Value, TenantError> {
+        let clock = Instant::now();
+        if let Some(retry_after) = self.login_ips.blocked(&throttle_ip(ip), clock) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        self.passkey_begins
+            .hit(&throttle_ip(ip), clock)
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+        let rp = self.relying_party()?;
+        let (user, creds, decoy) = match user_handle {
+            None => (None, Vec::new(), None),
+            Some(handle) => {
+                let found = parse_user_handle(handle)
+                    .map(|id| self.user(id))
+                    .transpose()?
+                    .flatten()
+                    .filter(|u| u.blocked_at.is_none());
+                let creds: Vec<Credential> = match &found {
+                    Some(u) => self
+                        .usable_passkeys(u.id)?
+                        .into_iter()
+                        .map(|p| p.credential)
+                        .collect(),
+                    None => Vec::new(),
+                };
+                if creds.is_empty() {
+                    let decoy = self.otp_hasher.hash(handle.as_bytes()).to_vec();
+                    (Some(Uuid::nil()), creds, Some(decoy))
+                } else {
+                    (found.map(|u| u.id), creds, None)
+                }
+            }
+        };
+        let builder = rp
+            .new_challenge_authenticate_builder(creds, Some(UserVerificationPolicy::Required))
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
+        let (mut rcr, state) = rp
+            .generate_challenge_authenticate(builder)
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
+        if let Some(id) = decoy {
+            rcr.public_key.allow_credentials = vec![AllowCredentials {
+                type_: "public-key".into(),
+                id,
+                transports: None,
+            }];
+        }
+        let challenge = rcr.public_key.challenge.to_vec();
+        let options = serde_json::to_value(&rcr.public_key)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        self.ceremonies.insert(
+            challenge,
+            Ceremony::SignIn {
+                user,
+                state: Box::new(state),
+            },
+            clock,
+        );
+        Ok(options)
+    }
+
+    /// Checks an assertion against the stored credential it names: the store's counter,
+    /// user verification as the ceremony required. A counter that did not increase marks
+    /// the passkey a suspected clone (written with `fx`).
+    fn check_assertion(
+        &mut self,
+        fx: &mut Effects,
+        assertion: &PublicKeyCredential,
+        state: &AuthenticationState,
+        record: &mut PasskeyRecord,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        if record.rp_id != self.passkey_rp_id() || record.suspected_clone {
+            return Err(TenantError::PasskeyInvalidAssertion);
+        }
+        let before = record.credential.counter;
+        match self.relying_party()?.authenticate_single_credential(
+            assertion,
+            state,
+            &record.credential,
+        ) {
+            Ok(result) => {
+                record.credential.counter = result.counter();
+                record.credential.backup_state = result.backup_state();
+                record.credential.backup_eligible = result.backup_eligible();
+                Ok(())
+            }
+            Err(WebauthnError::CredentialPossibleCompromise) => {
+                record.suspected_clone = true;
+                fx.batch
+                    .put(&passkey_key(record.user_id, record.id), &*record)?;
+                let metadata = serde_json::json!({
+                    "user_id": record.user_id,
+                    "passkey_id": record.id,
+                    "stored_counter": before,
+                    "ip_hash": ctx.ip_hash,
+                    "ua_family": ctx.ua_family,
+                });
+                self.audit_into(
+                    &mut fx.batch,
+                    "auth.passkey.counter_regression",
+                    ctx,
+                    metadata,
+                )?;
+                Err(TenantError::PasskeyInvalidAssertion)
+            }
+            Err(WebauthnError::UserNotVerified) => Err(TenantError::PasskeyStepUpRequired),
+            Err(e) => {
+                tracing::debug!(error = %e, "passkey assertion refused");
+                Err(TenantError::PasskeyInvalidAssertion)
+            }
+        }
+    }
+
+    /// The stored passkey an assertion names, if any.
+    fn passkey_named(
+        &self,
+        assertion: &PublicKeyCredential,
+    ) -> Result<Option<PasskeyRecord>, TenantError> {
+        let Some(ix) = self
+            .store
+            .get::<PasskeyCredentialIndex>(&sha256(&assertion.raw_id))?
+        else {
+            return Ok(None);
+        };
+        Ok(self
+            .store
+            .get::<PasskeyRecord>(&passkey_key(ix.user_id, ix.passkey_id))?)
+    }
+
+    /// A refused sign-in: counted against the client address, and audited.
+    fn passkey_sign_in_failed<T>(
+        &mut self,
+        mut fx: Effects,
+        ip: IpAddr,
+        user: Option<Uuid>,
+        reason: &str,
+        ctx: &AuditContext,
+    ) -> Result<T, TenantError> {
+        self.login_ips.fail(&throttle_ip(ip), Instant::now());
+        self.audit_into(
+            &mut fx.batch,
+            "auth.login.failed",
+            ctx,
+            serde_json::json!({
+                "user_id": user,
+                "method": "passkey",
+                "reason": reason,
+                "ip_hash": ctx.ip_hash,
+                "ua_family": ctx.ua_family,
+            }),
+        )?;
+        self.fail(fx, TenantError::PasskeyInvalidAssertion)
+    }
+
+    /// Signs in with an assertion: AAL2, `hwk` or `swk`, no second step.
+    pub fn passkey_assert_finish(
+        &mut self,
+        response: serde_json::Value,
+        ip: IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let clock = Instant::now();
+        let fx = self.effects();
+        let Ok(assertion) = serde_json::from_value::<PublicKeyCredential>(response) else {
+            return self.passkey_sign_in_failed(fx, ip, None, "malformed", ctx);
+        };
+        let challenge = signed_challenge(&assertion.response.client_data_json)
+            .ok_or(TenantError::PasskeyCeremonyNotFound)?;
+        let (named, state) = match self.ceremonies.take(&challenge, clock) {
+            Some(Ceremony::SignIn { user, state }) => (user, state),
+            _ => return Err(TenantError::PasskeyCeremonyNotFound),
+        };
+        if let Some(retry_after) = self.login_ips.blocked(&throttle_ip(ip), clock) {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        let Some(mut record) = self.passkey_named(&assertion)? else {
+            return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
+        };
+        let owner = record.user_id;
+        let handle_ok = match &assertion.response.user_handle {
+            Some(h) => h.as_slice() == owner.as_bytes(),
+            // A discoverable sign-in must say whose credential it is.
+            None => named.is_some(),
+        };
+        if !handle_ok || named.is_some_and(|u| u != owner) {
+            return self.passkey_sign_in_failed(fx, ip, Some(owner), "wrong_user", ctx);
+        }
+        let mut fx = fx;
+        if let Err(e) = self.check_assertion(&mut fx, &assertion, &state, &mut record, ctx) {
+            let reason = match e {
+                TenantError::PasskeyStepUpRequired => "user_not_verified",
+                _ => "invalid_assertion",
+            };
+            return self.passkey_sign_in_failed(fx, ip, Some(owner), reason, ctx);
+        }
+        let mut user: UserRecord = self
+            .user(owner)?
+            .ok_or(TenantError::PasskeyInvalidAssertion)?;
+        record.last_used_at = Some(now);
+        fx.batch.put(&passkey_key(owner, record.id), &record)?;
+        let amr = amr_of(&record.credential);
+        let mut proof = Proof::first_factor(amr, "passkey");
+        proof.aal = 2;
+        proof
+            .audit
+            .insert("passkey_id".into(), serde_json::json!(record.id));
+        let grant = match self.signed_in(&mut fx, &mut user, proof, ctx, now) {
+            Ok(g) => g,
+            Err(e) => return self.fail(fx, e),
+        };
+        self.login_ips.reset(&throttle_ip(ip));
+        let outcome = LoginOutcome::Signed {
+            grant,
+            enrollment_required_by: None,
+        };
+        Ok((outcome, self.commit(fx)?))
+    }
+
+    /// The step-up options of the caller's session: their usable passkeys, user
+    /// verification required.
+    pub fn passkey_step_up_options(
+        &mut self,
+        bearer: Bearer,
+        ctx: &AuditContext,
+    ) -> Result<(serde_json::Value, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let creds: Vec<Credential> = self
+            .usable_passkeys(user.id)?
+            .into_iter()
+            .map(|p| p.credential)
+            .collect();
+        if creds.is_empty() {
+            return Err(TenantError::StepUpMethodUnavailable);
+        }
+        let rp = self.relying_party()?;
+        let builder = rp
+            .new_challenge_authenticate_builder(creds, Some(UserVerificationPolicy::Required))
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
+        let (rcr, state) = rp
+            .generate_challenge_authenticate(builder)
+            .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
+        let options = serde_json::to_value(&rcr.public_key)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        self.ceremonies.insert(
+            rcr.public_key.challenge.to_vec(),
+            Ceremony::StepUp {
+                session: session.id,
+                user: user.id,
+                state: Box::new(state),
+            },
+            Instant::now(),
+        );
+        let mut fx = self.effects();
+        let metadata = serde_json::json!({
+            "user_id": user.id,
+            "session_id": session.id,
+            "step_up_method": "passkey",
+            "aal": 2,
+            "ip_hash": ctx.ip_hash,
+            "ua_family": ctx.ua_family,
+        });
+        self.audit_into(
+            &mut fx.batch,
+            "auth.step_up_passkey_options_issued",
+            ctx,
+            metadata,
+        )?;
+        Ok((options, self.commit(fx)?))
+    }
+
+    /// A passkey step-up of the caller's session: AAL2, `hwk` or `swk`. Without user
+    /// verification: `PasskeyStepUpRequired`, nothing issued.
+    pub fn passkey_step_up_verify(
+        &mut self,
+        bearer: Bearer,
+        assertion: serde_json::Value,
+        ctx: &AuditContext,
+    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let mut fx = self.effects();
+        let assertion: PublicKeyCredential = match serde_json::from_value(assertion) {
+            Ok(a) => a,
+            Err(_) => {
+                self.step_up_failed(&mut fx, &user, "passkey", 2, "malformed", ctx)?;
+                return self.fail(fx, TenantError::PasskeyInvalidAssertion);
+            }
+        };
+        let challenge = signed_challenge(&assertion.response.client_data_json)
+            .ok_or(TenantError::InvalidChallenge)?;
+        let state = match self.ceremonies.take(&challenge, Instant::now()) {
+            Some(Ceremony::StepUp {
+                session: s,
+                user: u,
+                state,
+            }) if s == session.id && u == user.id => state,
+            _ => {
+                self.step_up_failed(&mut fx, &user, "passkey", 2, "no_challenge", ctx)?;
+                return self.fail(fx, TenantError::InvalidChallenge);
+            }
+        };
+        let mut record = match self.passkey_named(&assertion)? {
+            Some(r) if r.user_id == user.id => r,
+            _ => {
+                self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
+                return self.fail(fx, TenantError::PasskeyInvalidAssertion);
+            }
+        };
+        if let Err(e) = self.check_assertion(&mut fx, &assertion, &state, &mut record, ctx) {
+            let reason = match e {
+                TenantError::PasskeyStepUpRequired => "user_not_verified",
+                _ => "invalid_assertion",
+            };
+            self.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
+            return self.fail(fx, e);
+        }
+        record.last_used_at = Some(now);
+        fx.batch.put(&passkey_key(user.id, record.id), &record)?;
+        let grant = self.issue_step_up(
+            &mut fx,
+            &session,
+            2,
+            vec![amr_of(&record.credential).to_owned()],
+            "passkey",
+            None,
+            ctx,
+            now,
+        )?;
+        Ok((grant, self.commit(fx)?))
+    }
+
+    /// The caller's passkeys, oldest first.
+    pub fn passkey_list(&self, bearer: Bearer) -> Result<Vec<PasskeyView>, TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        Ok(self
+            .passkeys_of(user.id)?
+            .iter()
+            .map(PasskeyRecord::view)
+            .collect())
+    }
+
+    /// One of the caller's passkeys (another's: not found).
+    fn own_passkey(
+        &self,
+        bearer: Bearer,
+        id: Uuid,
+    ) -> Result<(UserRecord, PasskeyRecord), TenantError> {
+        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        let record = self
+            .store
+            .get::<PasskeyRecord>(&passkey_key(user.id, id))?
+            .ok_or(TenantError::NotFound)?;
+        Ok((user, record))
+    }
+
+    /// Renames one of the caller's passkeys.
+    pub fn passkey_rename(
+        &mut self,
+        bearer: Bearer,
+        id: Uuid,
+        nickname: String,
+        ctx: &AuditContext,
+    ) -> Result<(PasskeyView, Vec<MailJob>), TenantError> {
+        let (user, mut record) = self.own_passkey(bearer, id)?;
+        record.nickname = Some(nickname);
+        let mut fx = self.effects();
+        fx.batch.put(&passkey_key(user.id, id), &record)?;
+        self.passkey_audit(&mut fx, "auth.passkey.renamed", &record, ctx)?;
+        Ok((record.view(), self.commit(fx)?))
+    }
+
+    /// Deletes one of the caller's passkeys, unless it is their last way in: no password,
+    /// no confirmed address or number, no other passkey.
+    pub fn passkey_delete(
+        &mut self,
+        bearer: Bearer,
+        id: Uuid,
+        ctx: &AuditContext,
+    ) -> Result<((), Vec<MailJob>), TenantError> {
+        let (user, record) = self.own_passkey(bearer, id)?;
+        let other_way_in = user.password_hash.is_some()
+            || (user.email.is_some() && user.email_verified)
+            || (user.phone.is_some() && user.phone_verified)
+            || self.usable_passkeys(user.id)?.iter().any(|p| p.id != id);
+        if !other_way_in {
+            return Err(TenantError::PasskeyLastCredential);
+        }
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::Passkey, &passkey_key(user.id, id));
+        fx.batch
+            .remove(Kind::PasskeyCredential, &sha256(&record.credential.cred_id));
+        self.passkey_audit(&mut fx, "auth.passkey.deleted", &record, ctx)?;
+        Ok(((), self.commit(fx)?))
+    }
+
+    /// Changes the relying-party id and the extra origins. A new RP id strands the passkeys
+    /// registered under the old one: refused while there are any, unless `confirmed`; then
+    /// the audit log says how many stopped working.
+    pub fn passkey_domain(
+        &mut self,
+        rp_id: Option<Option<String>>,
+        origins: Option<Vec<String>>,
+        confirmed: bool,
+        ctx: &AuditContext,
+    ) -> Result<super::messages::SettingsView, TenantError> {
+        let old = self.passkey_rp_id();
+        let stranded = match &rp_id {
+            Some(next) if self.rp_id_for(next.as_deref()) != old => self.passkeys_under(&old)?,
+            _ => 0,
+        };
+        if stranded > 0 && !confirmed {
+            return Err(TenantError::PasskeyRpIdInUse { passkeys: stranded });
+        }
+        let view = self.update_settings(
+            super::settings::SettingsChange::PasskeyDomain { rp_id, origins },
+            ctx,
+        )?;
+        if stranded > 0 {
+            let mut fx = self.effects();
+            let metadata = serde_json::json!({
+                "old_rp_id": old,
+                "new_rp_id": self.passkey_rp_id(),
+                "passkeys_stranded": stranded,
+            });
+            self.audit_into(&mut fx.batch, "auth.passkey.rp_id_changed", ctx, metadata)?;
+            self.commit(fx)?;
+        }
+        Ok(view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_handles_are_read_as_bytes_or_as_text() {
+        let id = Uuid::new_v4();
+        assert_eq!(parse_user_handle(&id.to_string()), Some(id));
+        let b64 = URL_SAFE_NO_PAD.encode(id.as_bytes());
+        assert_eq!(parse_user_handle(&b64), Some(id));
+        assert_eq!(parse_user_handle("not-a-handle"), None);
+    }
+
+    #[test]
+    fn the_challenge_comes_from_the_client_data() {
+        let json = br#"{"type":"webauthn.get","challenge":"AAEC","origin":"https://a.example"}"#;
+        assert_eq!(signed_challenge(json), Some(vec![0, 1, 2]));
+        assert_eq!(signed_challenge(b"{}"), None);
+        assert_eq!(signed_challenge(b"not json"), None);
+    }
+}
