@@ -413,7 +413,7 @@ for RUN in $(seq 1 "$RUNS"); do
   # Passkey sign-ins (assert/begin, an ES256 signature, assert/finish): wrk cannot sign, so
   # the bench's own load generator, one passkey per loop, each sign-in from its own address.
   "$BIN/passkeys" --base "${SBASE[A]}" --input "$RD/A-me.tsv" --concurrency "$CONNS" \
-    --seconds "$DUR" --warmup "$WARM" >"$RD/passkey_sign_in.json" 2>"$RD/passkey_sign_in.err" ||
+    --seconds "$DUR" --warmup "$WARM" --server-pid "${SPID[A]}" --clock-ticks "$TICKS" >"$RD/passkey_sign_in.json" 2>"$RD/passkey_sign_in.err" ||
     die "the passkey load failed: $(cat "$RD/passkey_sign_in.err")"
   check_errors "run $RUN passkey_sign_in" "$RD/passkey_sign_in.json"
   log "  $(jq -r '"passkey_sign_in: \(.rps) sign-ins/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$RD/passkey_sign_in.json")"

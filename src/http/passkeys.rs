@@ -279,9 +279,21 @@ pub async fn assert_finish(
     let mut errors = FieldErrors::new();
     let response = credential_field(&mut errors, "response", req.response);
     errors.finish()?;
+    let check = tenant
+        .call(|reply| TenantMsg::PasskeyAssertTake {
+            response: response.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    // The P-256 verification runs here, off the tenant's actor.
+    let verdict = check.verify();
+    let passkey = (check.user_id, check.passkey_id);
     let outcome = tenant
         .call(|reply| TenantMsg::PasskeyAssertFinish {
-            response: response.clone(),
+            passkey,
+            verdict,
             ip,
             ctx: ctx.clone(),
             reply,

@@ -724,9 +724,18 @@ pub enum TenantMsg {
         ip: IpAddr,
         reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
     },
-    /// Finishes a passkey sign-in with the browser's assertion.
-    PasskeyAssertFinish {
+    /// Takes the ceremony of a sign-in's assertion and finds its passkey: the signature is
+    /// then checked off the actor.
+    PasskeyAssertTake {
         response: serde_json::Value,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+    },
+    /// Finishes a passkey sign-in with the verdict on its signature.
+    PasskeyAssertFinish {
+        passkey: (Uuid, Uuid),
+        verdict: crate::tenant::passkeys::AssertionVerdict,
         ip: IpAddr,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,

@@ -355,13 +355,26 @@ impl Actor for TenantActor {
             } => {
                 let _ = reply.send(state.passkey_assert_begin(user_handle.as_deref(), ip));
             }
-            TenantMsg::PasskeyAssertFinish {
+            TenantMsg::PasskeyAssertTake {
                 response,
                 ip,
                 ctx,
                 reply,
+            } => match state.passkey_assert_take(response, ip, &ctx) {
+                // Nothing written: the check goes straight back.
+                Ok(check) => {
+                    let _ = reply.send(Ok(check));
+                }
+                Err(e) => reply_with_mail(state, reply, Err(e)),
+            },
+            TenantMsg::PasskeyAssertFinish {
+                passkey,
+                verdict,
+                ip,
+                ctx,
+                reply,
             } => {
-                let out = state.passkey_assert_finish(response, ip, &ctx);
+                let out = state.passkey_assert_finish(passkey, verdict, ip, &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {

@@ -50,6 +50,66 @@ pub const MAX_PASSKEYS: usize = 10;
 /// Extra origins a tenant may accept.
 pub const MAX_PASSKEY_ORIGINS: usize = 20;
 
+/// What the WebAuthn checks said of an assertion (see [`PasskeyCheck::verify`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssertionVerdict {
+    /// Every check passed; what the authenticator data said.
+    Valid {
+        counter: u32,
+        backup_eligible: bool,
+        backup_state: bool,
+    },
+    /// A good signature without user verification where it was required.
+    UserNotVerified,
+    /// A signature counter at or below the one the check was given.
+    CounterRegression,
+    /// Anything else: origin, RP id, challenge, type, flags, signature.
+    Invalid,
+}
+
+/// An assertion with everything needed to check it, taken from the actor so the signature
+/// (a P-256 verification, the costly part of a sign-in) is checked on a request's thread.
+pub struct PasskeyCheck {
+    rp: WebauthnCore,
+    assertion: PublicKeyCredential,
+    state: Box<AuthenticationState>,
+    credential: Credential,
+    pub user_id: Uuid,
+    pub passkey_id: Uuid,
+}
+
+impl std::fmt::Debug for PasskeyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasskeyCheck")
+            .field("passkey_id", &self.passkey_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PasskeyCheck {
+    /// The WebAuthn checks of the assertion (client data type, challenge and origin, RP id
+    /// hash, user presence, user verification as the ceremony required, backup flags, the
+    /// signature, the counter against the one taken) by `webauthn-rs-core`.
+    pub fn verify(&self) -> AssertionVerdict {
+        match self
+            .rp
+            .authenticate_single_credential(&self.assertion, &self.state, &self.credential)
+        {
+            Ok(result) => AssertionVerdict::Valid {
+                counter: result.counter(),
+                backup_eligible: result.backup_eligible(),
+                backup_state: result.backup_state(),
+            },
+            Err(WebauthnError::CredentialPossibleCompromise) => AssertionVerdict::CounterRegression,
+            Err(WebauthnError::UserNotVerified) => AssertionVerdict::UserNotVerified,
+            Err(e) => {
+                tracing::debug!(error = %e, "passkey assertion refused");
+                AssertionVerdict::Invalid
+            }
+        }
+    }
+}
+
 /// The challenge a browser signed, from `clientDataJSON`.
 fn signed_challenge(client_data_json: &[u8]) -> Option<Vec<u8>> {
     let v: serde_json::Value = serde_json::from_slice(client_data_json).ok()?;
@@ -411,40 +471,42 @@ impl TenantState {
         Ok(options)
     }
 
-    /// Checks an assertion against the stored credential it names: the store's counter,
-    /// user verification as the ceremony required. A counter that did not increase marks
-    /// the passkey a suspected clone (written with `fx`).
-    fn check_assertion(
+    /// Applies what the library said of an assertion to the passkey as stored now: a
+    /// counter that did not increase past the stored one (when either is non-zero) marks it
+    /// a suspected clone (written with `fx`, with its audit event); a valid one moves the
+    /// counter and the backup flags. A passkey made under another RP id, or already suspect,
+    /// is refused whatever the verdict.
+    fn apply_verdict(
         &mut self,
         fx: &mut Effects,
-        assertion: &PublicKeyCredential,
-        state: &AuthenticationState,
         record: &mut PasskeyRecord,
+        verdict: AssertionVerdict,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         if record.rp_id != self.passkey_rp_id() || record.suspected_clone {
             return Err(TenantError::PasskeyInvalidAssertion);
         }
-        let before = record.credential.counter;
-        match self.relying_party()?.authenticate_single_credential(
-            assertion,
-            state,
-            &record.credential,
-        ) {
-            Ok(result) => {
-                record.credential.counter = result.counter();
-                record.credential.backup_state = result.backup_state();
-                record.credential.backup_eligible = result.backup_eligible();
+        let stored = record.credential.counter;
+        let counted = |c: u32| (c > 0 || stored > 0) && c <= stored;
+        match verdict {
+            AssertionVerdict::Valid {
+                counter,
+                backup_eligible,
+                backup_state,
+            } if !counted(counter) => {
+                record.credential.counter = counter.max(stored);
+                record.credential.backup_eligible = backup_eligible;
+                record.credential.backup_state = backup_state;
                 Ok(())
             }
-            Err(WebauthnError::CredentialPossibleCompromise) => {
+            AssertionVerdict::Valid { .. } | AssertionVerdict::CounterRegression => {
                 record.suspected_clone = true;
                 fx.batch
                     .put(&passkey_key(record.user_id, record.id), &*record)?;
                 let metadata = serde_json::json!({
                     "user_id": record.user_id,
                     "passkey_id": record.id,
-                    "stored_counter": before,
+                    "stored_counter": stored,
                     "ip_hash": ctx.ip_hash,
                     "ua_family": ctx.ua_family,
                 });
@@ -456,11 +518,8 @@ impl TenantState {
                 )?;
                 Err(TenantError::PasskeyInvalidAssertion)
             }
-            Err(WebauthnError::UserNotVerified) => Err(TenantError::PasskeyStepUpRequired),
-            Err(e) => {
-                tracing::debug!(error = %e, "passkey assertion refused");
-                Err(TenantError::PasskeyInvalidAssertion)
-            }
+            AssertionVerdict::UserNotVerified => Err(TenantError::PasskeyStepUpRequired),
+            AssertionVerdict::Invalid => Err(TenantError::PasskeyInvalidAssertion),
         }
     }
 
@@ -505,14 +564,16 @@ impl TenantState {
         self.fail(fx, TenantError::PasskeyInvalidAssertion)
     }
 
-    /// Signs in with an assertion: AAL2, `hwk` or `swk`, no second step.
-    pub fn passkey_assert_finish(
+    /// The first half of a sign-in: takes the ceremony the assertion names and finds the
+    /// passkey, so the signature can be checked off the actor ([`PasskeyCheck::verify`]);
+    /// [`Self::passkey_assert_finish`] then applies the verdict. Refusals here are counted
+    /// and audited like a wrong signature.
+    pub fn passkey_assert_take(
         &mut self,
         response: serde_json::Value,
         ip: IpAddr,
         ctx: &AuditContext,
-    ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+    ) -> Result<PasskeyCheck, TenantError> {
         let clock = Instant::now();
         let fx = self.effects();
         let Ok(assertion) = serde_json::from_value::<PublicKeyCredential>(response) else {
@@ -527,7 +588,7 @@ impl TenantState {
         if let Some(retry_after) = self.login_ips.blocked(&throttle_ip(ip), clock) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
-        let Some(mut record) = self.passkey_named(&assertion)? else {
+        let Some(record) = self.passkey_named(&assertion)? else {
             return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
         };
         let owner = record.user_id;
@@ -539,19 +600,47 @@ impl TenantState {
         if !handle_ok || named.is_some_and(|u| u != owner) {
             return self.passkey_sign_in_failed(fx, ip, Some(owner), "wrong_user", ctx);
         }
-        let mut fx = fx;
-        if let Err(e) = self.check_assertion(&mut fx, &assertion, &state, &mut record, ctx) {
+        Ok(PasskeyCheck {
+            rp: self.relying_party()?,
+            assertion,
+            state,
+            credential: record.credential,
+            user_id: owner,
+            passkey_id: record.id,
+        })
+    }
+
+    /// The second half of a sign-in: the verdict on the signature applied to the passkey as
+    /// stored now (its counter may have moved since the take), then AAL2, `hwk` or `swk`, no
+    /// second step.
+    pub fn passkey_assert_finish(
+        &mut self,
+        (user_id, passkey_id): (Uuid, Uuid),
+        verdict: AssertionVerdict,
+        ip: IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = self.effects();
+        let Some(mut record) = self
+            .store
+            .get::<PasskeyRecord>(&passkey_key(user_id, passkey_id))?
+        else {
+            // Deleted while its signature was being checked.
+            return self.passkey_sign_in_failed(fx, ip, Some(user_id), "unknown_credential", ctx);
+        };
+        if let Err(e) = self.apply_verdict(&mut fx, &mut record, verdict, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",
             };
-            return self.passkey_sign_in_failed(fx, ip, Some(owner), reason, ctx);
+            return self.passkey_sign_in_failed(fx, ip, Some(user_id), reason, ctx);
         }
         let mut user: UserRecord = self
-            .user(owner)?
+            .user(user_id)?
             .ok_or(TenantError::PasskeyInvalidAssertion)?;
         record.last_used_at = Some(now);
-        fx.batch.put(&passkey_key(owner, record.id), &record)?;
+        fx.batch.put(&passkey_key(user_id, record.id), &record)?;
         let amr = amr_of(&record.credential);
         let mut proof = Proof::first_factor(amr, "passkey");
         proof.aal = 2;
@@ -661,7 +750,16 @@ impl TenantState {
                 return self.fail(fx, TenantError::PasskeyInvalidAssertion);
             }
         };
-        if let Err(e) = self.check_assertion(&mut fx, &assertion, &state, &mut record, ctx) {
+        let check = PasskeyCheck {
+            rp: self.relying_party()?,
+            assertion,
+            state,
+            credential: record.credential.clone(),
+            user_id: user.id,
+            passkey_id: record.id,
+        };
+        let verdict = check.verify();
+        if let Err(e) = self.apply_verdict(&mut fx, &mut record, verdict, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",

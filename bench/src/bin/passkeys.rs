@@ -6,7 +6,8 @@
 //! software authenticator, `assert/finish`, expecting the token pair. Every sign-in comes from
 //! a client address of its own (`X-Forwarded-For`; the server must trust 127.0.0.1), as many
 //! users behind a proxy would. Prints `{rps, p50_ms, p99_ms, errors, ...}` like the wrk
-//! scenarios, a sign-in (begin + finish) being one request.
+//! scenarios, a sign-in (begin + finish) being one request, and with `--server-pid` the
+//! server's CPU over the measured seconds.
 
 use std::{
     path::PathBuf,
@@ -41,6 +42,22 @@ struct Cli {
     seconds: f64,
     #[arg(long, default_value_t = 3.0)]
     warmup: f64,
+    /// The server's process id: its CPU time over the measured seconds is reported.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Clock ticks a second of `/proc/<pid>/stat` (`getconf CLK_TCK`).
+    #[arg(long, default_value_t = 100)]
+    clock_ticks: u64,
+}
+
+/// User plus system CPU time of process `pid`, in clock ticks.
+fn cpu_ticks(pid: Option<u32>) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 fn main() -> std::process::ExitCode {
@@ -200,8 +217,12 @@ async fn run(cli: Cli) -> Result<Value> {
     tokio::time::sleep(Duration::from_secs_f64(cli.warmup)).await;
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
+    let ticks_before = cpu_ticks(cli.server_pid);
     tokio::time::sleep(Duration::from_secs_f64(cli.seconds)).await;
     measuring.store(false, Ordering::Relaxed);
+    let ticks = cpu_ticks(cli.server_pid)
+        .zip(ticks_before)
+        .map(|(after, before)| after.saturating_sub(before) as f64 / cli.clock_ticks as f64);
     let elapsed = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let mut samples = Vec::new();
@@ -210,7 +231,12 @@ async fn run(cli: Cli) -> Result<Value> {
     }
     let latency = LatencySummary::of(&samples);
     let first_error = first_error.lock().ok().and_then(|e| e.clone());
+    let cpu_s = ticks.filter(|_| elapsed > 0.0);
     Ok(json!({
+        "server_cpu_cores": cpu_s.map(|c| tessera_bench::round3(c / elapsed)),
+        "server_cpu_ms_per_request": cpu_s
+            .filter(|_| !samples.is_empty())
+            .map(|c| tessera_bench::round3(c * 1e3 / samples.len() as f64)),
         "sign_ins": samples.len(),
         "seconds": tessera_bench::round3(elapsed),
         "rps": tessera_bench::round3(samples.len() as f64 / elapsed),
