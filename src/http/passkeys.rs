@@ -405,13 +405,14 @@ pub async fn delete(
 }
 
 /// The step-up options: the user's passkeys in `allowCredentials`, user verification
-/// required. The body, if any, is ignored.
+/// required. The body, if any, is ignored. New options replace the session's earlier ones.
 #[utoipa::path(post, path = "/v1/auth/step-up/passkey/options", tag = "step-up",
     security(("api_key" = [], "bearer" = [])),
     responses(
         (status = 200, description = "Request options, valid 5 minutes", body = PasskeyOptionsResponse),
         (status = 400, description = "`step_up/method_unavailable`: the user has no passkey", body = ErrorBody),
         (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: 20 options per session a minute", body = ErrorBody),
     ))]
 pub async fn step_up_options(
     user: UserBearer,

@@ -468,7 +468,13 @@ fn passkey_step_up_is_aal2_and_refused_without_user_verification() {
     sign_in(&api, &mut key, ORIGIN).expect_error(401, INVALID_ASSERTION);
 
     key.verifies_user = true;
+    // New options replace the session's earlier ones.
+    let first = post(&api, STEP_UP_OPTIONS, Some(&user.access), &json!({}));
+    let stale = key
+        .get(&first.expect(200)["publicKey"], ORIGIN)
+        .expect("assertion");
     let r = passkey_step_up(&api, &user, &mut key);
+    step_up_verify(&api, &user.access, &stale).expect_error(401, "invalid_or_expired_token");
     let body = r.expect(200);
     let token = body["step_up_token"].as_str().expect("token");
     let (_, claims) = api.verify_step_up(token);

@@ -676,6 +676,9 @@ impl TenantState {
         if creds.is_empty() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
+        self.passkey_step_ups
+            .hit(&session.id, Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let rp = self.relying_party()?;
         let builder = rp
             .new_challenge_authenticate_builder(creds, Some(UserVerificationPolicy::Required))
