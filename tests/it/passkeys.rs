@@ -292,6 +292,27 @@ fn a_passkey_registers_behind_the_gate_and_signs_in_with_and_without_a_user_hand
     );
     assert!(laptop.get(&options, ORIGIN).is_err());
 
+    // A credential answers only for its own user: under another user's handle, without a
+    // user handle in a username-less sign-in, or with someone else's handle in it.
+    let bob = api.verified_user(&smtp, "bob@example.com", USER_PASSWORD);
+    let mut bobs_key = SoftAuthenticator::synced();
+    register_from(&api, &bob, &mut bobs_key, ORIGIN, None).expect(201);
+    let options = sign_in_options(&api, Some(&user_handle(&bob)));
+    let challenge = options["challenge"].as_str().expect("challenge");
+    let assertion = laptop.assert_with(0, challenge, ORIGIN).expect("assertion");
+    finish(&api, &assertion).expect_error(401, INVALID_ASSERTION);
+    let options = sign_in_options(&api, None);
+    let mut assertion = laptop.get(&options, ORIGIN).expect("assertion");
+    assertion["response"]
+        .as_object_mut()
+        .expect("response")
+        .remove("userHandle");
+    finish(&api, &assertion).expect_error(401, INVALID_ASSERTION);
+    let options = sign_in_options(&api, None);
+    let mut assertion = laptop.get(&options, ORIGIN).expect("assertion");
+    assertion["response"]["userHandle"] = json!(user_handle(&bob));
+    finish(&api, &assertion).expect_error(401, INVALID_ASSERTION);
+
     // Origins: a subdomain of the RP id and the listed development origin pass; another
     // site does not, nor a signature for another RP id.
     verified_claims(
@@ -314,13 +335,24 @@ fn a_passkey_registers_behind_the_gate_and_signs_in_with_and_without_a_user_hand
         .count();
     assert_eq!(by_passkey, 4, "{events:?}");
     let registered = audit_events(&srv, &s, &api.slug, "auth.passkey.registered");
-    assert_eq!(registered.len(), 1, "{registered:?}");
-    assert_eq!(registered[0]["metadata"]["passkey_id"], record["id"]);
+    assert_eq!(registered.len(), 2, "ada's and bob's: {registered:?}");
+    assert!(
+        registered
+            .iter()
+            .any(|e| e["metadata"]["passkey_id"] == record["id"]
+                && e["metadata"]["user_id"] == user.claims()["sub"]),
+        "{registered:?}"
+    );
     let failed: Vec<Value> = audit_events(&srv, &s, &api.slug, "auth.login.failed")
         .into_iter()
         .filter(|e| e["metadata"]["method"] == "passkey")
         .collect();
-    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert_eq!(failed.len(), 6, "{failed:?}");
+    let wrong_user = failed
+        .iter()
+        .filter(|e| e["metadata"]["reason"] == "wrong_user")
+        .count();
+    assert_eq!(wrong_user, 3, "{failed:?}");
 
     // The export names it (never its key); the user detail counts it.
     let token = step_up(&api, &user);
