@@ -161,6 +161,7 @@ def drop_pct($s; $kind):
       es256_sign_per_s_all_cores: ($runs | map(.ceilings.es256.sign_per_s_all_cores) | median | r3),
       es256_verify_per_s_single_thread: ($runs | map(.ceilings.es256.verify_per_s_single_thread) | median | r3),
       es256_verify_per_s_all_cores: ($runs | map(.ceilings.es256.verify_per_s_all_cores) | median | r3),
+      webauthn_assertion_verify_per_s_single_thread: ($runs | map(.ceilings.webauthn.assertion_verify_per_s_single_thread) | median | r3),
       sled_insert_flush_per_s: ($runs | map(.ceilings.sled.insert_flush_per_s) | median | r3),
       sled_insert_flush_fdatasync_per_s: ($runs | map(.ceilings.sled.insert_flush_fdatasync_per_s) | median | r3)
     },

@@ -111,12 +111,14 @@ fn run(cli: Cli) -> Result<()> {
             let short = Duration::from_secs_f64(short_seconds);
             let argon = measure_argon2(argon2, threads, long)?;
             let es256 = measure_es256(threads, short)?;
+            let webauthn = measure_webauthn(short)?;
             let dir = tmp_dir.unwrap_or_else(std::env::temp_dir);
             let sled = measure_sled(&dir, short)?;
             let out = json!({
                 "threads": threads,
                 "argon2id": argon,
                 "es256": es256,
+                "webauthn": webauthn,
                 "sled": sled,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
@@ -348,6 +350,67 @@ fn measure_es256(threads: usize, time: Duration) -> Result<serde_json::Value> {
         "cpu_share_all_cores": {"sign": sign_all.cpu_share, "verify": verify_all.cpu_share},
         "sign_latency_single_thread": LatencySummary::of(&sign_one.samples),
         "verify_latency_single_thread": LatencySummary::of(&verify_one.samples),
+    }))
+}
+
+/// A passkey assertion checked as the server checks it: `webauthn-rs-core`'s
+/// `authenticate_single_credential` over an ES256 credential of the bench's software
+/// authenticator (client data, authenticator data, the P-256 signature). One thread; the
+/// assertions are made beforehand, one fresh challenge each.
+fn measure_webauthn(time: Duration) -> Result<serde_json::Value> {
+    use tessera_bench::webauthn::SoftAuthenticator;
+    use webauthn_rs_core::{
+        proto::{
+            AuthenticationState, COSEAlgorithm, PublicKeyCredential, RegisterPublicKeyCredential,
+            UserVerificationPolicy,
+        },
+        WebauthnCore,
+    };
+    const ORIGIN: &str = "https://bench.example";
+    let rp = WebauthnCore::new_unsafe_experts_only(
+        "bench",
+        "bench.example",
+        vec![url::Url::parse(ORIGIN)?],
+        Duration::from_secs(300),
+        Some(true),
+        Some(false),
+    );
+    let builder = rp
+        .new_challenge_register_builder(&[7; 16], "bench", "bench")?
+        .credential_algorithms(vec![COSEAlgorithm::ES256])
+        .require_resident_key(true)
+        .user_verification_policy(UserVerificationPolicy::Preferred);
+    let (ccr, reg_state) = rp.generate_challenge_register(builder)?;
+    let mut authenticator = SoftAuthenticator::device_bound();
+    let created = authenticator.create(&serde_json::to_value(&ccr.public_key)?, ORIGIN)?;
+    let created: RegisterPublicKeyCredential = serde_json::from_value(created)?;
+    let credential = rp.register_credential(&created, &reg_state, None)?;
+    let mut make = || -> Result<(AuthenticationState, PublicKeyCredential)> {
+        let builder = rp.new_challenge_authenticate_builder(
+            vec![credential.clone()],
+            Some(UserVerificationPolicy::Required),
+        )?;
+        let (rcr, state) = rp.generate_challenge_authenticate(builder)?;
+        let assertion = authenticator.get(&serde_json::to_value(&rcr.public_key)?, ORIGIN)?;
+        Ok((state, serde_json::from_value(assertion)?))
+    };
+    // Made beforehand (signing them is not what is measured); the loop stops at `time` or
+    // when they run out, whichever comes first.
+    let prepared: Vec<_> = (0..10_000).map(|_| make()).collect::<Result<_>>()?;
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    for (state, assertion) in &prepared {
+        if started.elapsed() >= time {
+            break;
+        }
+        let t = Instant::now();
+        rp.authenticate_single_credential(assertion, state, &credential)?;
+        samples.push(t.elapsed());
+    }
+    let verify_one = Timed::new(samples, started.elapsed(), 1, None);
+    Ok(json!({
+        "assertion_verify_per_s_single_thread": round3(verify_one.per_s),
+        "assertion_verify_latency_single_thread": LatencySummary::of(&verify_one.samples),
     }))
 }
 
