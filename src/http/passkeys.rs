@@ -132,18 +132,14 @@ pub async fn register_begin(
     headers: HeaderMap,
 ) -> Result<Json<PasskeyOptionsResponse>, ApiError> {
     let bearer = user.bearer;
-    let me = user
-        .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
-        .await?;
-    if me.is_anonymous {
-        return Err(tessera_actors::TenantError::GuestNotAllowed.into());
-    }
-    require_step_up(&state, &user, &headers).await?;
+    // The options first: a guest or a user at the limit is refused before the gate, so the
+    // step-up token is not used up on a request that cannot succeed. Options answered with
+    // the gate's refusal are never sent; the session's next begin replaces them.
     let options = user
         .tenant
         .call(|reply| TenantMsg::PasskeyRegisterBegin { bearer, reply })
         .await?;
+    require_step_up(&state, &user, &headers).await?;
     Ok(Json(PasskeyOptionsResponse {
         public_key: options,
     }))

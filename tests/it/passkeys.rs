@@ -790,3 +790,40 @@ fn the_last_way_in_cannot_be_deleted_and_the_rp_id_change_needs_confirmation() {
     );
     assert_eq!(status, 200, "{body}");
 }
+
+#[test]
+fn a_user_holds_at_most_ten_passkeys_and_the_refusal_keeps_the_step_up_token() {
+    let (smtp, _srv, api, _s) = setup("Ten Co");
+    let user = api.verified_user(&smtp, "jo@example.com", USER_PASSWORD);
+    let mut last = String::new();
+    for _ in 0..10 {
+        // One authenticator each: an authenticator refuses a second credential for an
+        // account that excludes its first.
+        let mut key = SoftAuthenticator::synced();
+        let r = register_from(&api, &user, &mut key, ORIGIN, None);
+        last = r.expect(201)["id"].as_str().expect("id").to_owned();
+    }
+    let token = step_up(&api, &user);
+    api.send_with(
+        "POST",
+        REGISTER_BEGIN,
+        Some(&user.access),
+        Some(&json!({})),
+        &[(STEP_UP_HEADER, &token)],
+    )
+    .expect_error(409, "passkey/limit_reached");
+    // Refused before the gate: the step-up token is still good for a gated request.
+    let r = api.send_with(
+        "PATCH",
+        &format!("{MY_PASSKEYS}/{last}"),
+        Some(&user.access),
+        Some(&json!({"nickname": "Tenth"})),
+        &[(STEP_UP_HEADER, &token)],
+    );
+    assert_eq!(r.expect(200)["nickname"], "Tenth", "{}", r.body);
+    let list = api.send_with("GET", MY_PASSKEYS, Some(&user.access), None, &[]);
+    assert_eq!(
+        list.expect(200)["passkeys"].as_array().map(Vec::len),
+        Some(10)
+    );
+}

@@ -15,6 +15,7 @@ use axum::{
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use tessera_actors::tenant::{
+    passkeys::MAX_PASSKEY_ORIGINS,
     settings::{
         AssuranceFloor, AssuranceKind, DefaultRole, EmailDomains, EudiAgeConfig, EudiConfig,
         KeyResolution, MfaPolicy, SecurityPatch, SettingsChange, TrustAnchor, UrlSettings,
@@ -908,7 +909,11 @@ pub async fn put_passkey_domain(
         }
     };
     if let Some(origins) = &req.passkey_origins {
-        e.check("passkey_origins", origins.len() <= 20, "at most 20 origins");
+        e.check(
+            "passkey_origins",
+            origins.len() <= MAX_PASSKEY_ORIGINS,
+            "at most 20 origins",
+        );
         for (i, o) in origins.iter().enumerate() {
             e.check(
                 &format!("passkey_origins[{i}]"),
