@@ -781,14 +781,20 @@ fn the_last_way_in_cannot_be_deleted_and_the_rp_id_change_needs_confirmation() {
         let (status, body) = put_domain(&srv, &s, &api, &bad, Some("passkey-rp-id-change"));
         assert_eq!(status, 400, "{bad}: {body}");
     }
+    let android = "android:apk-key-hash:sYUC8p5I9SxqFernBPHmDxz_YVZXmVJdW8s-m3RTTqE";
     let (status, body) = put_domain(
         &srv,
         &s,
         &api,
-        &json!({"passkey_rp_id": "new.example", "passkey_origins": ["android:apk-key-hash:sYUC8p5I9SxqFernBPHmDxz_YVZXmVJdW8s-m3RTTqE"]}),
+        &json!({"passkey_rp_id": "new.example", "passkey_origins": [android, DEV_ORIGIN, android]}),
         None,
     );
     assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["passkey_origins"],
+        json!([android, DEV_ORIGIN]),
+        "{body}"
+    );
 }
 
 #[test]

@@ -924,9 +924,12 @@ pub async fn put_passkey_domain(
     }
     e.finish()?;
     let confirmed = confirmed(&headers, "passkey-rp-id-change");
-    let origins = req.passkey_origins.map(|mut o| {
-        o.dedup();
-        o
+    // An origin listed twice is kept once, in the order first given.
+    let origins = req.passkey_origins.map(|list| {
+        let mut seen = std::collections::HashSet::new();
+        list.into_iter()
+            .filter(|o| seen.insert(o.clone()))
+            .collect::<Vec<_>>()
     });
     let v = tenant
         .call(|reply| TenantMsg::PasskeyDomain {
