@@ -24,15 +24,16 @@ pub fn b64url(bytes: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn b64decode(s: &str) -> Vec<u8> {
+fn b64decode(s: &str) -> Result<Vec<u8>, String> {
     use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
     URL_SAFE_NO_PAD
         .decode(s.trim_end_matches('='))
-        .unwrap_or_else(|e| panic!("not base64url: {s}: {e}"))
+        .map_err(|e| format!("not base64url: {s}: {e}"))
 }
 
-/// The ids of a list of credential descriptors (`excludeCredentials`, `allowCredentials`).
-fn credential_ids(list: &Value) -> Vec<Vec<u8>> {
+/// The ids of a list of credential descriptors (`excludeCredentials`, `allowCredentials`);
+/// an id that is not base64url is an error, as a browser's parse of the options would be.
+fn credential_ids(list: &Value) -> Result<Vec<Vec<u8>>, String> {
     list.as_array()
         .map(|a| {
             a.iter()
@@ -40,7 +41,7 @@ fn credential_ids(list: &Value) -> Vec<Vec<u8>> {
                 .map(b64decode)
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_else(|| Ok(Vec::new()))
 }
 
 fn cbor(v: &Cbor) -> Vec<u8> {
@@ -135,14 +136,14 @@ impl SoftAuthenticator {
     pub fn create(&mut self, options: &Value, origin: &str) -> Result<Value, String> {
         let rp_id = options["rp"]["id"].as_str().ok_or("no rp.id")?.to_owned();
         let challenge = options["challenge"].as_str().ok_or("no challenge")?;
-        let user_handle = b64decode(options["user"]["id"].as_str().ok_or("no user.id")?);
+        let user_handle = b64decode(options["user"]["id"].as_str().ok_or("no user.id")?)?;
         if !options["pubKeyCredParams"]
             .as_array()
             .is_some_and(|a| a.iter().any(|p| p["alg"] == -7))
         {
             return Err("ES256 not offered".into());
         }
-        let excluded = credential_ids(&options["excludeCredentials"]);
+        let excluded = credential_ids(&options["excludeCredentials"])?;
         if self
             .credentials
             .iter()
@@ -216,7 +217,7 @@ impl SoftAuthenticator {
             .as_str()
             .ok_or("no challenge")?
             .to_owned();
-        let allowed = credential_ids(&options["allowCredentials"]);
+        let allowed = credential_ids(&options["allowCredentials"])?;
         let index = self
             .credentials
             .iter()

@@ -494,11 +494,24 @@ pub async fn step_up_verify(
     errors.finish()?;
     let assertion = serde_json::to_value(&req.assertion).map_err(ApiError::internal)?;
     let bearer = user.bearer;
-    let grant = user
+    let check = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyStepUpVerify {
+        .call(|reply| TenantMsg::PasskeyStepUpTake {
             bearer,
             assertion: assertion.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    // The P-256 verification runs here, off the tenant's actor, as at sign-in.
+    let verdict = check.verify();
+    let passkey_id = check.passkey_id;
+    let grant = user
+        .tenant
+        .call(|reply| TenantMsg::PasskeyStepUpFinish {
+            bearer,
+            passkey_id,
+            verdict,
             ctx: ctx.clone(),
             reply,
         })

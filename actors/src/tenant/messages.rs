@@ -746,10 +746,19 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
     },
-    /// A passkey step-up: the assertion of the caller's session's options.
-    PasskeyStepUpVerify {
+    /// A passkey step-up, first half: takes the options of the caller's session that the
+    /// assertion names; the signature is then checked off the actor.
+    PasskeyStepUpTake {
         bearer: Bearer,
         assertion: serde_json::Value,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+    },
+    /// A passkey step-up, second half: the verdict on the signature.
+    PasskeyStepUpFinish {
+        bearer: Bearer,
+        passkey_id: Uuid,
+        verdict: crate::tenant::passkeys::AssertionVerdict,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
     },

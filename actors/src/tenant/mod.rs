@@ -381,13 +381,25 @@ impl Actor for TenantActor {
                 let out = state.passkey_step_up_options(bearer, &ctx);
                 reply_with_mail(state, reply, out);
             }
-            TenantMsg::PasskeyStepUpVerify {
+            TenantMsg::PasskeyStepUpTake {
                 bearer,
                 assertion,
                 ctx,
                 reply,
+            } => match state.passkey_step_up_take(bearer, assertion, &ctx) {
+                Ok(check) => {
+                    let _ = reply.send(Ok(check));
+                }
+                Err(e) => reply_with_mail(state, reply, Err(e)),
+            },
+            TenantMsg::PasskeyStepUpFinish {
+                bearer,
+                passkey_id,
+                verdict,
+                ctx,
+                reply,
             } => {
-                let out = state.passkey_step_up_verify(bearer, assertion, &ctx);
+                let out = state.passkey_step_up_finish(bearer, passkey_id, verdict, &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::PasskeyList { bearer, reply } => {

@@ -715,16 +715,16 @@ impl TenantState {
         Ok((options, self.commit(fx)?))
     }
 
-    /// A passkey step-up of the caller's session: AAL2, `hwk` or `swk`. Without user
-    /// verification: `PasskeyStepUpRequired`, nothing issued.
-    pub fn passkey_step_up_verify(
+    /// The first half of a passkey step-up: takes the caller's session's options that the
+    /// assertion names and finds the passkey, so the signature is checked off the actor
+    /// ([`PasskeyCheck::verify`]); [`Self::passkey_step_up_finish`] applies the verdict.
+    pub fn passkey_step_up_take(
         &mut self,
         bearer: Bearer,
         assertion: serde_json::Value,
         ctx: &AuditContext,
-    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (session, user) = self.live_session(bearer, now)?;
+    ) -> Result<PasskeyCheck, TenantError> {
+        let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
         let mut fx = self.effects();
         let assertion: PublicKeyCredential = match serde_json::from_value(assertion) {
             Ok(a) => a,
@@ -746,22 +746,44 @@ impl TenantState {
                 return self.fail(fx, TenantError::InvalidChallenge);
             }
         };
-        let mut record = match self.passkey_named(&assertion)? {
+        let record = match self.passkey_named(&assertion)? {
             Some(r) if r.user_id == user.id => r,
             _ => {
                 self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
                 return self.fail(fx, TenantError::PasskeyInvalidAssertion);
             }
         };
-        let check = PasskeyCheck {
+        Ok(PasskeyCheck {
             rp: self.relying_party()?,
             assertion,
             state,
-            credential: record.credential.clone(),
+            credential: record.credential,
             user_id: user.id,
             passkey_id: record.id,
+        })
+    }
+
+    /// The second half of a passkey step-up: the verdict applied to the passkey as stored
+    /// now, then a step-up token of the caller's session at AAL2, `hwk` or `swk`. Without
+    /// user verification: `PasskeyStepUpRequired`, nothing issued.
+    pub fn passkey_step_up_finish(
+        &mut self,
+        bearer: Bearer,
+        passkey_id: Uuid,
+        verdict: AssertionVerdict,
+        ctx: &AuditContext,
+    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (session, user) = self.live_session(bearer, now)?;
+        let mut fx = self.effects();
+        let Some(mut record) = self
+            .store
+            .get::<PasskeyRecord>(&passkey_key(user.id, passkey_id))?
+        else {
+            // Deleted while its signature was being checked.
+            self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
+            return self.fail(fx, TenantError::PasskeyInvalidAssertion);
         };
-        let verdict = check.verify();
         if let Err(e) = self.apply_verdict(&mut fx, &mut record, verdict, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
