@@ -67,6 +67,17 @@ impl SoftCredential {
         EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &self.pkcs8)
             .map_err(|e| format!("key: {e}"))
     }
+
+    /// An ES256 (ASN.1 DER) signature of `message` by this credential's key: for tests that
+    /// build an assertion's bytes themselves.
+    pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(self
+            .key()?
+            .sign(&SystemRandom::new(), message)
+            .map_err(|e| format!("signature: {e}"))?
+            .as_ref()
+            .to_vec())
+    }
 }
 
 /// What the authenticator does on its next operations.

@@ -8,6 +8,7 @@
 //! address any other tenant's.
 
 pub mod accounts;
+pub mod assertion;
 pub mod audit;
 pub mod ceremonies;
 pub mod challenges;

@@ -25,7 +25,6 @@ use time::OffsetDateTime;
 use url::Url;
 use uuid::Uuid;
 use webauthn_rs_core::{
-    error::WebauthnError,
     proto::{
         AllowCredentials, AttestationConveyancePreference, AuthenticationState,
         AuthenticatorTransport, COSEAlgorithm, Credential, PublicKeyCredential,
@@ -34,6 +33,7 @@ use webauthn_rs_core::{
     WebauthnCore,
 };
 
+use super::assertion;
 use super::{
     audit::AuditContext,
     ceremonies::{Ceremony, CEREMONY_TTL},
@@ -49,6 +49,9 @@ use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 pub const MAX_PASSKEYS: usize = 10;
 /// Extra origins a tenant may accept.
 pub const MAX_PASSKEY_ORIGINS: usize = 20;
+/// Sign-in and step-up both require user verification: a passkey is both factors only
+/// with it (spec 5 rule 4).
+const ASSERTION_UV: UserVerificationPolicy = UserVerificationPolicy::Required;
 
 /// What the WebAuthn checks said of an assertion (see [`PasskeyCheck::verify`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,9 +73,12 @@ pub enum AssertionVerdict {
 /// An assertion with everything needed to check it, taken from the actor so the signature
 /// (a P-256 verification, the costly part of a sign-in) is checked on a request's thread.
 pub struct PasskeyCheck {
-    rp: WebauthnCore,
+    rp: RelyingPartyParts,
     assertion: PublicKeyCredential,
     state: Box<AuthenticationState>,
+    /// The ceremony's challenge (the key it was found by) and user-verification policy.
+    challenge: Vec<u8>,
+    policy: UserVerificationPolicy,
     credential: Credential,
     pub user_id: Uuid,
     pub passkey_id: Uuid,
@@ -89,24 +95,63 @@ impl std::fmt::Debug for PasskeyCheck {
 impl PasskeyCheck {
     /// The WebAuthn checks of the assertion (client data type, challenge and origin, RP id
     /// hash, user presence, user verification as the ceremony required, backup flags, the
-    /// signature, the counter against the one taken) by `webauthn-rs-core`.
+    /// signature, the counter against the one taken): for ES256 credentials the same steps
+    /// with the signature verified by aws-lc-rs ([`super::assertion`]), for any other
+    /// algorithm by `webauthn-rs-core`.
     pub fn verify(&self) -> AssertionVerdict {
-        match self
-            .rp
-            .authenticate_single_credential(&self.assertion, &self.state, &self.credential)
-        {
-            Ok(result) => AssertionVerdict::Valid {
-                counter: result.counter(),
-                backup_eligible: result.backup_eligible(),
-                backup_state: result.backup_state(),
-            },
-            Err(WebauthnError::CredentialPossibleCompromise) => AssertionVerdict::CounterRegression,
-            Err(WebauthnError::UserNotVerified) => AssertionVerdict::UserNotVerified,
-            Err(e) => {
-                tracing::debug!(error = %e, "passkey assertion refused");
-                AssertionVerdict::Invalid
-            }
+        match assertion::es256_point(&self.credential) {
+            Some(point) => assertion::check_es256(
+                &self.rp.borrowed(),
+                &assertion::Expected {
+                    challenge: &self.challenge,
+                    policy: self.policy,
+                },
+                &self.credential,
+                &point,
+                &self.assertion,
+            ),
+            None => self.verify_with_library(),
         }
+    }
+
+    /// The whole check by `webauthn-rs-core`.
+    fn verify_with_library(&self) -> AssertionVerdict {
+        assertion::library_check(
+            &self.rp.core(),
+            &self.state,
+            &self.credential,
+            &self.assertion,
+        )
+    }
+}
+
+/// A tenant's relying party: its id and the origins it accepts (`https://<rp id>` with its
+/// subdomains, and `passkey_origins` exactly; no other port).
+#[derive(Clone)]
+struct RelyingPartyParts {
+    name: String,
+    rp_id: String,
+    origins: Vec<Url>,
+}
+
+impl RelyingPartyParts {
+    fn borrowed(&self) -> assertion::RelyingParty<'_> {
+        assertion::RelyingParty {
+            rp_id: &self.rp_id,
+            origins: &self.origins,
+            allow_subdomains: true,
+        }
+    }
+
+    fn core(&self) -> WebauthnCore {
+        WebauthnCore::new_unsafe_experts_only(
+            &self.name,
+            &self.rp_id,
+            self.origins.clone(),
+            CEREMONY_TTL,
+            Some(true),
+            Some(false),
+        )
     }
 }
 
@@ -194,7 +239,7 @@ impl TenantState {
     }
 
     /// The relying party as the settings define it now.
-    fn relying_party(&self) -> Result<WebauthnCore, TenantError> {
+    fn relying_party_parts(&self) -> Result<RelyingPartyParts, TenantError> {
         let rp_id = self.passkey_rp_id();
         let mut origins = vec![Url::parse(&format!("https://{rp_id}"))
             .map_err(|e| TenantError::Internal(format!("relying-party origin: {e}")))?];
@@ -204,14 +249,15 @@ impl TenantState {
                 .iter()
                 .filter_map(|o| Url::parse(o).ok()),
         );
-        Ok(WebauthnCore::new_unsafe_experts_only(
-            &self.info.name,
-            &rp_id,
+        Ok(RelyingPartyParts {
+            name: self.info.name.clone(),
+            rp_id,
             origins,
-            CEREMONY_TTL,
-            Some(true),
-            Some(false),
-        ))
+        })
+    }
+
+    fn relying_party(&self) -> Result<WebauthnCore, TenantError> {
+        Ok(self.relying_party_parts()?.core())
     }
 
     /// The user's passkeys, oldest first.
@@ -445,7 +491,7 @@ impl TenantState {
             }
         };
         let builder = rp
-            .new_challenge_authenticate_builder(creds, Some(UserVerificationPolicy::Required))
+            .new_challenge_authenticate_builder(creds, Some(ASSERTION_UV))
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
         let (mut rcr, state) = rp
             .generate_challenge_authenticate(builder)
@@ -601,9 +647,11 @@ impl TenantState {
             return self.passkey_sign_in_failed(fx, ip, Some(owner), "wrong_user", ctx);
         }
         Ok(PasskeyCheck {
-            rp: self.relying_party()?,
+            rp: self.relying_party_parts()?,
             assertion,
             state,
+            challenge,
+            policy: ASSERTION_UV,
             credential: record.credential,
             user_id: owner,
             passkey_id: record.id,
@@ -681,7 +729,7 @@ impl TenantState {
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let rp = self.relying_party()?;
         let builder = rp
-            .new_challenge_authenticate_builder(creds, Some(UserVerificationPolicy::Required))
+            .new_challenge_authenticate_builder(creds, Some(ASSERTION_UV))
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
         let (rcr, state) = rp
             .generate_challenge_authenticate(builder)
@@ -754,9 +802,11 @@ impl TenantState {
             }
         };
         Ok(PasskeyCheck {
-            rp: self.relying_party()?,
+            rp: self.relying_party_parts()?,
             assertion,
             state,
+            challenge,
+            policy: ASSERTION_UV,
             credential: record.credential,
             user_id: user.id,
             passkey_id: record.id,
