@@ -77,6 +77,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// A tenant's OAuth clients.
+    OauthClient {
+        #[command(subcommand)]
+        command: OauthClientCommand,
+    },
     /// Fault drills (need `[testing] fault_injection = true`).
     Fault {
         #[command(subcommand)]
@@ -210,6 +215,13 @@ enum KeysCommand {
     /// Signs with a new key from now on; the previous key stays in the JWKS until the last
     /// token it signed has expired.
     Rotate { slug: String },
+}
+
+#[derive(Subcommand)]
+enum OauthClientCommand {
+    /// Marks a third-party client as checked by the operator: its consent screen says
+    /// `attested` instead of `unverified`.
+    Attest { slug: String, client_id: String },
 }
 
 #[derive(Subcommand)]
@@ -390,6 +402,9 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Keys {
             command: KeysCommand::Rotate { slug },
         } => AdminRequest::KeysRotate { slug },
+        AdminCommand::OauthClient {
+            command: OauthClientCommand::Attest { slug, client_id },
+        } => AdminRequest::OauthClientAttest { slug, client_id },
         AdminCommand::Fault {
             command: FaultCommand::PanicTenant { slug },
         } => AdminRequest::FaultPanicTenant { slug },

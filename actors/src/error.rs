@@ -101,6 +101,10 @@ pub enum TenantError {
     PasskeyLastCredential,
     #[error("users hold passkeys under the current relying-party id")]
     PasskeyRpIdInUse { passkeys: usize },
+    #[error("the tenant has as many OAuth clients as it may")]
+    OAuthClientLimit,
+    #[error("a public client has no secret")]
+    OAuthClientPublic,
     #[error("internal: {0}")]
     Internal(String),
 }

@@ -37,6 +37,12 @@ pub enum AdminRequest {
     KeysRotate {
         slug: String,
     },
+    /// Marks a tenant's third-party OAuth client as checked by the operator: its consent
+    /// screen says `attested` instead of `unverified`.
+    OauthClientAttest {
+        slug: String,
+        client_id: String,
+    },
     FaultPanicTenant {
         slug: String,
     },

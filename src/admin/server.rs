@@ -12,6 +12,7 @@ use tessera_actors::{
         audit::AuditContext,
         import::{ImportedUser, MAX_IMPORT_BATCH},
         messages::{UserAction, UserQuery, UserStatus},
+        oauth_clients::OAuthClientCmd,
     },
     CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
@@ -26,6 +27,7 @@ use crate::{
     config::{MailTransport, SmsTransport},
     delivery::outbox,
     http::{
+        dashboard::oauth_clients::{one, registry, OAuthClientResponse},
         error::{is_email, len_between, mailer_accepts, ApiError, FieldErrors},
         onboarding::SignupResponse,
     },
@@ -112,6 +114,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::TenantSetTier { .. } => "tenant set-tier",
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
         AdminRequest::KeysRotate { .. } => "keys rotate",
+        AdminRequest::OauthClientAttest { .. } => "oauth-client attest",
         AdminRequest::TenantSetLimits { .. } => "tenant set-limits",
         AdminRequest::PurgeRun { .. } => "purge run",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
@@ -434,6 +437,15 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     .call(|reply| TenantMsg::RotateSigningKey { reply })
                     .await?,
             )
+        }
+        AdminRequest::OauthClientAttest { slug, client_id } => {
+            let tenant = state
+                .directory
+                .tenant_for_slug(&slug)
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let attest = OAuthClientCmd::Attest(client_id);
+            let client = one(registry(&tenant, &cli_context(), attest).await?)?;
+            to_value(OAuthClientResponse::from(client))
         }
         AdminRequest::FaultPanicTenant { slug } => {
             let tenant = fault_target(state, &slug)?;

@@ -398,6 +398,16 @@ impl From<CallError<TenantError>> for ApiError {
                 "passkeys": passkeys,
                 "required_header": "X-Service-Confirm: passkey-rp-id-change",
             })),
+            CallError::Failed(TenantError::OAuthClientLimit) => ApiError::new(
+                StatusCode::CONFLICT,
+                "oauth_client/limit_reached",
+                "a tenant may register at most 100 OAuth clients; delete one first",
+            ),
+            CallError::Failed(TenantError::OAuthClientPublic) => ApiError::new(
+                StatusCode::CONFLICT,
+                "oauth_client/public_client",
+                "a public client has no secret to rotate",
+            ),
             CallError::Failed(TenantError::NoEmail) => ApiError::new(
                 StatusCode::CONFLICT,
                 "user/no_email",

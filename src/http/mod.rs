@@ -196,6 +196,16 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::management_keys::create
         ))
         .routes(routes!(dashboard::management_keys::revoke))
+        .routes(routes!(
+            dashboard::oauth_clients::list,
+            dashboard::oauth_clients::create
+        ))
+        .routes(routes!(
+            dashboard::oauth_clients::show,
+            dashboard::oauth_clients::update,
+            dashboard::oauth_clients::delete
+        ))
+        .routes(routes!(dashboard::oauth_clients::rotate_secret))
         .routes(routes!(management::current_key))
         .routes(routes!(users::key_list, users::key_create))
         .routes(routes!(

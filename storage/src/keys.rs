@@ -100,6 +100,8 @@ pub enum Kind {
     Passkey = 0x52,
     /// SHA-256 of a WebAuthn credential id -> its user and passkey.
     PasskeyCredential = 0x53,
+    /// Client id -> a registered OAuth client (its secret's hash, never the secret).
+    OAuthClient = 0x54,
 }
 
 /// The key of a platform record.

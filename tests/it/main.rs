@@ -19,6 +19,7 @@ mod management_keys;
 mod members;
 mod mfa;
 mod network;
+mod oauth_clients;
 mod onboarding;
 mod outbox;
 mod passkeys;

@@ -791,6 +791,12 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },
+    /// The OAuth client registry (dashboard and admin CLI).
+    OAuthClients {
+        cmd: crate::tenant::oauth_clients::OAuthClientCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::oauth_clients::OAuthClientAnswer, TenantError>>,
+    },
     /// A gated request came without a step-up token.
     StepUpGate {
         bearer: Bearer,

@@ -20,6 +20,7 @@ pub mod keys;
 pub mod limits;
 pub mod messages;
 pub mod mfa;
+pub mod oauth_clients;
 pub mod passkeys;
 pub mod passwordless;
 pub mod records;
@@ -437,6 +438,14 @@ impl Actor for TenantActor {
                     let _ = reply.send(Err(e));
                 }
             },
+            TenantMsg::OAuthClients { cmd, ctx, reply } => {
+                match state.oauth_client_cmd(cmd, &ctx) {
+                    Ok(answer) => reply_durable(state, reply, answer),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
             TenantMsg::StepUpGate { bearer, reply } => {
                 let out = state.step_up_gate(bearer);
                 reply_with_mail(state, reply, out);

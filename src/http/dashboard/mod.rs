@@ -9,6 +9,7 @@ pub mod account;
 pub mod audit;
 pub mod management_keys;
 pub mod members;
+pub mod oauth_clients;
 pub mod session;
 pub mod settings;
 pub mod sms_test;

@@ -40,7 +40,7 @@ use crate::http::{
 };
 
 /// Deserializes a field that may be absent (`None`), `null` (`Some(None)`) or a value.
-fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

@@ -1,0 +1,443 @@
+//! The tenant's OAuth clients: the relying parties (web apps, native apps, tools such as
+//! Grafana) that its authorization server will answer. Owners register, change, delete and
+//! re-key them on the dashboard; the operator attests third-party ones with the admin CLI.
+//!
+//! A confidential client's secret is random (32 bytes), shown once and kept as its SHA-256
+//! (a high-entropy secret needs no slow hash; the comparison is in constant time). Public
+//! clients (single-page and native apps) have none and authenticate with PKCE alone.
+//! Agents are clients too, registered through their own endpoint; the `client_type` field
+//! leaves room for them.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::{Deserialize, Serialize};
+use tessera_storage::{ct_eq, sha256, Kind, Record, TenantRecord};
+use time::OffsetDateTime;
+
+use super::{audit::AuditContext, state::TenantState};
+use crate::error::TenantError;
+
+/// Clients a tenant may register.
+pub const MAX_OAUTH_CLIENTS: usize = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientType {
+    /// Runs where a secret cannot be kept (a browser, a phone): PKCE only.
+    Public,
+    /// Runs on a server: authenticates at the token endpoint with its secret.
+    Confidential,
+}
+
+impl ClientType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientType::Public => "public",
+            ClientType::Confidential => "confidential",
+        }
+    }
+}
+
+/// How a client authenticates at the token endpoint (RFC 7591 names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenAuthMethod {
+    ClientSecretBasic,
+    ClientSecretPost,
+    None,
+}
+
+impl TokenAuthMethod {
+    pub fn parse(s: &str) -> Option<TokenAuthMethod> {
+        match s {
+            "client_secret_basic" => Some(TokenAuthMethod::ClientSecretBasic),
+            "client_secret_post" => Some(TokenAuthMethod::ClientSecretPost),
+            "none" => Some(TokenAuthMethod::None),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
+            TokenAuthMethod::ClientSecretPost => "client_secret_post",
+            TokenAuthMethod::None => "none",
+        }
+    }
+}
+
+/// A registered client, keyed by its client id.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct OAuthClientRecord {
+    pub client_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub logo_url: Option<String>,
+    pub client_type: ClientType,
+    pub token_endpoint_auth_method: TokenAuthMethod,
+    /// Compared byte for byte with an authorization request's `redirect_uri`.
+    pub redirect_uris: Vec<String>,
+    /// Where RP-initiated logout may send the browser back to.
+    #[serde(default)]
+    pub post_logout_redirect_uris: Vec<String>,
+    pub allowed_scopes: Vec<String>,
+    /// The tenant's own app: its consent screen says so.
+    pub first_party: bool,
+    /// Set by the operator (`tessera admin oauth-client attest`) for a third party it checked.
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub attested_at: Option<OffsetDateTime>,
+    /// SHA-256 of the secret; `None` for a public client.
+    pub secret_hash: Option<[u8; 32]>,
+    /// The secret's first 12 characters, to tell secrets apart.
+    pub secret_prefix: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub secret_rotated_at: Option<OffsetDateTime>,
+}
+
+impl std::fmt::Debug for OAuthClientRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClientRecord")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Record for OAuthClientRecord {
+    const KIND: Kind = Kind::OAuthClient;
+    const NAME: &'static str = "oauth_client";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for OAuthClientRecord {}
+
+impl OAuthClientRecord {
+    /// What the consent screen says of the client (spec 2.12 `verification`).
+    pub fn verification(&self) -> &'static str {
+        if self.first_party {
+            "first_party"
+        } else if self.attested_at.is_some() {
+            "attested"
+        } else {
+            "unverified"
+        }
+    }
+
+    /// Whether `secret` is this client's secret (constant time).
+    pub fn secret_matches(&self, secret: &str) -> bool {
+        self.secret_hash
+            .is_some_and(|h| ct_eq(&h, &sha256(secret.as_bytes())))
+    }
+}
+
+/// A client as the dashboard registers it; validated by the caller.
+#[derive(Clone, Debug)]
+pub struct NewOAuthClient {
+    pub name: String,
+    pub description: Option<String>,
+    pub logo_url: Option<String>,
+    pub client_type: ClientType,
+    pub token_endpoint_auth_method: TokenAuthMethod,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub allowed_scopes: Vec<String>,
+    pub first_party: bool,
+}
+
+/// A change to a client; `None` leaves a field as it is. Validated by the caller.
+#[derive(Clone, Debug, Default)]
+pub struct OAuthClientPatch {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub logo_url: Option<Option<String>>,
+    pub redirect_uris: Option<Vec<String>>,
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    pub allowed_scopes: Option<Vec<String>>,
+    pub first_party: Option<bool>,
+}
+
+/// A client with its new secret: the only time the secret is anywhere but in the caller's
+/// hands.
+#[derive(Clone, Debug)]
+pub struct IssuedClient {
+    pub record: OAuthClientRecord,
+    pub client_secret: Option<String>,
+}
+
+/// A new client secret and its hash.
+fn new_secret() -> (String, [u8; 32], String) {
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!("tcs_{}", URL_SAFE_NO_PAD.encode(bytes));
+    let prefix = secret.chars().take(12).collect();
+    (secret.clone(), sha256(secret.as_bytes()), prefix)
+}
+
+fn new_client_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    format!("tc_{}", hex::encode(bytes))
+}
+
+/// Sets `field` to `new` if given, noting `name` in `changed` when that changes it.
+fn apply<T: PartialEq>(
+    changed: &mut Vec<&'static str>,
+    name: &'static str,
+    field: &mut T,
+    new: Option<T>,
+) {
+    if let Some(v) = new {
+        if v != *field {
+            changed.push(name);
+        }
+        *field = v;
+    }
+}
+
+impl TenantState {
+    /// Stores `client` with its audit event (`extra` added to the event's metadata).
+    fn oauth_client_write(
+        &mut self,
+        client: &OAuthClientRecord,
+        event: &str,
+        ctx: &AuditContext,
+        extra: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut fx = self.effects();
+        fx.batch.put(client.client_id.as_bytes(), client)?;
+        self.oauth_client_audit(&mut fx.batch, event, client, ctx, extra)?;
+        self.commit(fx)?;
+        Ok(())
+    }
+
+    fn oauth_client_audit(
+        &mut self,
+        batch: &mut tessera_storage::TenantBatch,
+        event: &str,
+        client: &OAuthClientRecord,
+        ctx: &AuditContext,
+        extra: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut metadata = serde_json::json!({
+            "client_id": client.client_id,
+            "name": client.name,
+            "client_type": client.client_type.as_str(),
+        });
+        if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
+            m.extend(extra);
+        }
+        self.audit_into(batch, event, ctx, metadata)
+    }
+
+    /// The tenant's clients, oldest first.
+    pub fn oauth_clients(&self) -> Result<Vec<OAuthClientRecord>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<OAuthClientRecord>(b"") {
+            out.push(item?.1);
+        }
+        out.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then(a.client_id.cmp(&b.client_id))
+        });
+        Ok(out)
+    }
+
+    pub fn oauth_client(&self, client_id: &str) -> Result<OAuthClientRecord, TenantError> {
+        self.store
+            .get::<OAuthClientRecord>(client_id.as_bytes())?
+            .ok_or(TenantError::NotFound)
+    }
+
+    /// Registers a client; a confidential one gets its secret, answered here only.
+    pub fn oauth_client_create(
+        &mut self,
+        new: NewOAuthClient,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        if self.store.scan::<OAuthClientRecord>(b"").count() >= MAX_OAUTH_CLIENTS {
+            return Err(TenantError::OAuthClientLimit);
+        }
+        let now = OffsetDateTime::now_utc();
+        let secret = (new.client_type == ClientType::Confidential).then(new_secret);
+        let record = OAuthClientRecord {
+            client_id: new_client_id(),
+            name: new.name,
+            description: new.description,
+            logo_url: new.logo_url,
+            client_type: new.client_type,
+            token_endpoint_auth_method: new.token_endpoint_auth_method,
+            redirect_uris: new.redirect_uris,
+            post_logout_redirect_uris: new.post_logout_redirect_uris,
+            allowed_scopes: new.allowed_scopes,
+            first_party: new.first_party,
+            attested_at: None,
+            secret_hash: secret.as_ref().map(|s| s.1),
+            secret_prefix: secret.as_ref().map(|s| s.2.clone()),
+            created_at: now,
+            updated_at: now,
+            secret_rotated_at: None,
+        };
+        let extra = serde_json::json!({
+            "redirect_uris": record.redirect_uris,
+            "allowed_scopes": record.allowed_scopes,
+            "first_party": record.first_party,
+        });
+        self.oauth_client_write(&record, "oauth_client.created", ctx, extra)?;
+        Ok(IssuedClient {
+            record,
+            client_secret: secret.map(|s| s.0),
+        })
+    }
+
+    pub fn oauth_client_update(
+        &mut self,
+        client_id: &str,
+        patch: OAuthClientPatch,
+        ctx: &AuditContext,
+    ) -> Result<OAuthClientRecord, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        let mut changed = Vec::new();
+        let c = &mut changed;
+        apply(c, "name", &mut record.name, patch.name);
+        apply(c, "description", &mut record.description, patch.description);
+        apply(c, "logo_url", &mut record.logo_url, patch.logo_url);
+        apply(
+            c,
+            "redirect_uris",
+            &mut record.redirect_uris,
+            patch.redirect_uris,
+        );
+        apply(
+            c,
+            "post_logout_redirect_uris",
+            &mut record.post_logout_redirect_uris,
+            patch.post_logout_redirect_uris,
+        );
+        apply(
+            c,
+            "allowed_scopes",
+            &mut record.allowed_scopes,
+            patch.allowed_scopes,
+        );
+        apply(c, "first_party", &mut record.first_party, patch.first_party);
+        if changed.is_empty() {
+            return Ok(record);
+        }
+        record.updated_at = OffsetDateTime::now_utc();
+        let extra = serde_json::json!({ "changed": changed });
+        self.oauth_client_write(&record, "oauth_client.updated", ctx, extra)?;
+        Ok(record)
+    }
+
+    pub fn oauth_client_delete(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let record = self.oauth_client(client_id)?;
+        let mut fx = self.effects();
+        fx.batch
+            .remove(Kind::OAuthClient, record.client_id.as_bytes());
+        self.oauth_client_audit(
+            &mut fx.batch,
+            "oauth_client.deleted",
+            &record,
+            ctx,
+            serde_json::json!({}),
+        )?;
+        self.commit(fx)?;
+        Ok(())
+    }
+
+    /// A new secret for a confidential client; the old one stops working at once.
+    pub fn oauth_client_rotate_secret(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        if record.client_type != ClientType::Confidential {
+            return Err(TenantError::OAuthClientPublic);
+        }
+        let (secret, hash, prefix) = new_secret();
+        let now = OffsetDateTime::now_utc();
+        record.secret_hash = Some(hash);
+        record.secret_prefix = Some(prefix);
+        record.secret_rotated_at = Some(now);
+        record.updated_at = now;
+        let extra = serde_json::json!({ "secret_prefix": record.secret_prefix });
+        self.oauth_client_write(&record, "oauth_client.secret_rotated", ctx, extra)?;
+        Ok(IssuedClient {
+            record,
+            client_secret: Some(secret),
+        })
+    }
+
+    /// The operator's attestation of a third-party client (the admin CLI). Attesting again
+    /// keeps the first date.
+    pub fn oauth_client_attest(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<OAuthClientRecord, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        if record.attested_at.is_some() {
+            return Ok(record);
+        }
+        let now = OffsetDateTime::now_utc();
+        record.attested_at = Some(now);
+        record.updated_at = now;
+        self.oauth_client_write(&record, "oauth_client.attested", ctx, serde_json::json!({}))?;
+        Ok(record)
+    }
+}
+
+/// What the dashboard and the admin CLI ask of the registry.
+#[derive(Clone, Debug)]
+pub enum OAuthClientCmd {
+    List,
+    Get(String),
+    Create(NewOAuthClient),
+    Update(String, OAuthClientPatch),
+    Delete(String),
+    RotateSecret(String),
+    Attest(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum OAuthClientAnswer {
+    List(Vec<OAuthClientRecord>),
+    One(OAuthClientRecord),
+    Issued(IssuedClient),
+    Deleted,
+}
+
+impl TenantState {
+    /// Carries out one registry command.
+    pub fn oauth_client_cmd(
+        &mut self,
+        cmd: OAuthClientCmd,
+        ctx: &AuditContext,
+    ) -> Result<OAuthClientAnswer, TenantError> {
+        Ok(match cmd {
+            OAuthClientCmd::List => OAuthClientAnswer::List(self.oauth_clients()?),
+            OAuthClientCmd::Get(id) => OAuthClientAnswer::One(self.oauth_client(&id)?),
+            OAuthClientCmd::Create(new) => {
+                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
+            }
+            OAuthClientCmd::Update(id, patch) => {
+                OAuthClientAnswer::One(self.oauth_client_update(&id, patch, ctx)?)
+            }
+            OAuthClientCmd::Delete(id) => {
+                self.oauth_client_delete(&id, ctx)?;
+                OAuthClientAnswer::Deleted
+            }
+            OAuthClientCmd::RotateSecret(id) => {
+                OAuthClientAnswer::Issued(self.oauth_client_rotate_secret(&id, ctx)?)
+            }
+            OAuthClientCmd::Attest(id) => {
+                OAuthClientAnswer::One(self.oauth_client_attest(&id, ctx)?)
+            }
+        })
+    }
+}
