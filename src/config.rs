@@ -55,7 +55,28 @@ pub struct Config {
     pub captcha: CaptchaConfig,
     pub log: LogConfig,
     pub dashboard: DashboardConfig,
+    pub catalog: CatalogConfig,
     pub testing: TestingConfig,
+}
+
+/// The resource scope catalog's caps (spec 2.13).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CatalogConfig {
+    /// Scopes one resource may hold; past it, 400 `resource_scope_catalog/resource_cap_exceeded`.
+    pub max_scopes_per_resource: usize,
+    /// Scopes all of a tenant's resources may hold together; past it, 400
+    /// `resource_scope_catalog/tenant_aggregate_cap_exceeded`.
+    pub max_scopes_per_tenant: usize,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        CatalogConfig {
+            max_scopes_per_resource: 50,
+            max_scopes_per_tenant: 500,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -559,6 +580,14 @@ impl Config {
             self.dashboard.absolute_timeout_secs,
         )?;
         positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
+        positive(
+            "catalog.max_scopes_per_resource",
+            self.catalog.max_scopes_per_resource as u64,
+        )?;
+        positive(
+            "catalog.max_scopes_per_tenant",
+            self.catalog.max_scopes_per_tenant as u64,
+        )?;
         if self.captcha.provider == CaptchaProvider::Turnstile {
             if self.captcha.secret.0.is_empty() {
                 return Err(ConfigError::Key {

@@ -77,6 +77,16 @@ enum AdminCommand {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// Resources of the scope catalog.
+    Resource {
+        #[command(subcommand)]
+        command: ResourceCommand,
+    },
+    /// The scope catalog's entries.
+    Scope {
+        #[command(subcommand)]
+        command: ScopeCommand,
+    },
     /// A tenant's OAuth clients.
     OauthClient {
         #[command(subcommand)]
@@ -215,6 +225,34 @@ enum KeysCommand {
     /// Signs with a new key from now on; the previous key stays in the JWKS until the last
     /// token it signed has expired.
     Rotate { slug: String },
+}
+
+#[derive(Subcommand)]
+enum ResourceCommand {
+    /// Registers a resource (an API the tenant's tokens may be minted for, RFC 8707) owned
+    /// by a tenant; prints it with its id.
+    Register {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        uri: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScopeCommand {
+    /// The catalog's entries (with --pending, only those awaiting review).
+    List {
+        #[arg(long)]
+        pending: bool,
+    },
+    /// Approves an entry: it becomes grantable.
+    Approve {
+        resource_id: String,
+        scope_id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -402,6 +440,22 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::Keys {
             command: KeysCommand::Rotate { slug },
         } => AdminRequest::KeysRotate { slug },
+        AdminCommand::Resource {
+            command: ResourceCommand::Register { tenant, name, uri },
+        } => AdminRequest::ResourceRegister { tenant, name, uri },
+        AdminCommand::Scope {
+            command: ScopeCommand::List { pending },
+        } => AdminRequest::ScopeList { pending },
+        AdminCommand::Scope {
+            command:
+                ScopeCommand::Approve {
+                    resource_id,
+                    scope_id,
+                },
+        } => AdminRequest::ScopeApprove {
+            resource_id,
+            scope_id,
+        },
         AdminCommand::OauthClient {
             command: OauthClientCommand::Attest { slug, client_id },
         } => AdminRequest::OauthClientAttest { slug, client_id },

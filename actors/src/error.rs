@@ -134,6 +134,14 @@ pub enum DirectoryError {
     LastOwner,
     #[error("the tenant has as many management keys as it may")]
     ManagementKeyLimit,
+    #[error("no such resource of this tenant")]
+    ResourceNotFound,
+    #[error("this scope name is already registered on the resource")]
+    CatalogDuplicate,
+    #[error("the resource has as many scopes as it may")]
+    CatalogResourceCap,
+    #[error("the tenant has as many catalog scopes as it may")]
+    CatalogTenantCap,
     #[error("wrong e-mail or password")]
     InvalidCredentials,
     #[error("the link is invalid, used or expired")]

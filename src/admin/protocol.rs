@@ -37,6 +37,21 @@ pub enum AdminRequest {
     KeysRotate {
         slug: String,
     },
+    /// Registers a resource (an API a tenant's tokens may be minted for) owned by a tenant.
+    ResourceRegister {
+        tenant: String,
+        name: String,
+        uri: String,
+    },
+    /// The scope catalog's entries, or only those awaiting review.
+    ScopeList {
+        pending: bool,
+    },
+    /// Approves a catalog entry: it becomes grantable.
+    ScopeApprove {
+        resource_id: String,
+        scope_id: String,
+    },
     /// Marks a tenant's third-party OAuth client as checked by the operator: its consent
     /// screen says `attested` instead of `unverified`.
     OauthClientAttest {

@@ -27,7 +27,11 @@ use crate::{
     config::{MailTransport, SmsTransport},
     delivery::outbox,
     http::{
-        dashboard::oauth_clients::{one, registry, OAuthClientResponse},
+        catalog::{resource_uri_ok, CatalogEntry},
+        dashboard::{
+            audit_in,
+            oauth_clients::{one, registry, OAuthClientResponse},
+        },
         error::{is_email, len_between, mailer_accepts, ApiError, FieldErrors},
         onboarding::SignupResponse,
     },
@@ -115,6 +119,9 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
         AdminRequest::KeysRotate { .. } => "keys rotate",
         AdminRequest::OauthClientAttest { .. } => "oauth-client attest",
+        AdminRequest::ResourceRegister { .. } => "resource register",
+        AdminRequest::ScopeList { .. } => "scope list",
+        AdminRequest::ScopeApprove { .. } => "scope approve",
         AdminRequest::TenantSetLimits { .. } => "tenant set-limits",
         AdminRequest::PurgeRun { .. } => "purge run",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
@@ -437,6 +444,106 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     .call(|reply| TenantMsg::RotateSigningKey { reply })
                     .await?,
             )
+        }
+        AdminRequest::ResourceRegister { tenant, name, uri } => {
+            let handle = state
+                .directory
+                .tenant_for_slug(&tenant)
+                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let mut e = FieldErrors::new();
+            let name = name.trim().to_owned();
+            e.check("name", len_between(&name, 1, 64), "must be 1-64 characters");
+            e.check(
+                "uri",
+                resource_uri_ok(&uri),
+                "must be an absolute https URI (http on 127.0.0.1, [::1] or localhost) without fragment, at most 2048 characters",
+            );
+            e.finish()?;
+            let id = handle.id;
+            let record = state
+                .directory
+                .request(|reply| DirectoryMsg::RegisterResource {
+                    tenant: id,
+                    name: name.clone(),
+                    uri: uri.clone(),
+                    reply,
+                })
+                .await?;
+            let body = json!({
+                "id": record.id,
+                "tenant_id": record.tenant,
+                "tenant": tenant,
+                "name": record.name,
+                "uri": record.uri,
+                "created_at": record.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+            });
+            audit_in(
+                state,
+                vec![tenant],
+                "resource.registered",
+                &cli_context(),
+                body.clone(),
+            )
+            .await;
+            Ok(body)
+        }
+        AdminRequest::ScopeList { pending } => {
+            let scopes = state
+                .directory
+                .request(|reply| DirectoryMsg::CatalogScopes {
+                    pending_only: pending,
+                    reply,
+                })
+                .await?;
+            let data: Vec<Value> = scopes
+                .into_iter()
+                .map(|s| {
+                    let tenant = s.tenant;
+                    let mut v = to_value(CatalogEntry::from(s)).unwrap_or(Value::Null);
+                    v["tenant_id"] = json!(tenant);
+                    v
+                })
+                .collect();
+            Ok(json!({ "data": data }))
+        }
+        AdminRequest::ScopeApprove {
+            resource_id,
+            scope_id,
+        } => {
+            let not_found = || ApiError::not_found("catalog entry");
+            let resource = uuid::Uuid::parse_str(&resource_id).map_err(|_| not_found())?;
+            let scope = uuid::Uuid::parse_str(&scope_id).map_err(|_| not_found())?;
+            let (entry, approved_now) = state
+                .directory
+                .request(|reply| DirectoryMsg::ApproveCatalogScope {
+                    resource,
+                    scope,
+                    reply,
+                })
+                .await
+                .map_err(|e| match ApiError::from(e) {
+                    e if e.status == axum::http::StatusCode::NOT_FOUND => not_found(),
+                    e => e,
+                })?;
+            if approved_now {
+                if let Some(t) = state.directory.tenant_by_id(entry.tenant) {
+                    let slug = t.slug;
+                    let meta = json!({
+                        "resource_id": entry.resource_id,
+                        "scope_id": entry.id,
+                        "scope_name": entry.scope_name,
+                    });
+                    audit_in(
+                        state,
+                        vec![slug],
+                        "resource_scope.approved",
+                        &cli_context(),
+                        meta,
+                    )
+                    .await;
+                }
+            }
+            to_value(CatalogEntry::from(entry))
         }
         AdminRequest::OauthClientAttest { slug, client_id } => {
             let tenant = state

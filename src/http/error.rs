@@ -471,6 +471,26 @@ impl From<CallError<DirectoryError>> for ApiError {
                 "management_key/limit_reached",
                 "a tenant holds at most 20 management keys: revoke one first",
             ),
+            CallError::Failed(DirectoryError::ResourceNotFound) => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "resource_scope_catalog/resource_not_found",
+                "no resource with this id is owned by a tenant you own",
+            ),
+            CallError::Failed(DirectoryError::CatalogDuplicate) => ApiError::new(
+                StatusCode::CONFLICT,
+                "resource_scope_catalog/duplicate",
+                "this scope name is already registered on the resource",
+            ),
+            CallError::Failed(DirectoryError::CatalogResourceCap) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "resource_scope_catalog/resource_cap_exceeded",
+                "the resource holds as many scopes as it may; delete one first",
+            ),
+            CallError::Failed(DirectoryError::CatalogTenantCap) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "resource_scope_catalog/tenant_aggregate_cap_exceeded",
+                "the tenant's resources hold as many scopes as they may; delete one first",
+            ),
             CallError::Failed(DirectoryError::InvalidCredentials) => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "dashboard/invalid_credentials",
@@ -506,6 +526,15 @@ impl FieldErrors {
                 .or_insert_with(|| reason.into());
         }
         self
+    }
+
+    /// How many fields have an error so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     pub fn finish(self) -> Result<(), ApiError> {

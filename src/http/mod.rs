@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod anonymous;
 pub mod bearer;
+pub mod catalog;
 pub mod cors;
 pub mod dashboard;
 pub mod error;
@@ -206,6 +207,8 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::oauth_clients::delete
         ))
         .routes(routes!(dashboard::oauth_clients::rotate_secret))
+        .routes(routes!(catalog::list, catalog::register))
+        .routes(routes!(catalog::delete))
         .routes(routes!(management::current_key))
         .routes(routes!(users::key_list, users::key_create))
         .routes(routes!(

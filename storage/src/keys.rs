@@ -61,6 +61,10 @@ pub enum Kind {
     PlatformThrottle = 0x0C,
     /// `tenant id | key id` -> a tenant's management key (its hash, never the key).
     ManagementKey = 0x0D,
+    /// Resource id -> a resource of the scope catalog (RFC 8707 indicator, owner tenant).
+    Resource = 0x0E,
+    /// `resource id | scope id` -> a catalog entry.
+    CatalogScope = 0x0F,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,

@@ -8,6 +8,7 @@ mod accounts;
 mod anonymous;
 mod browser;
 mod capacity;
+mod catalog;
 mod cors;
 mod crash;
 mod dashboard;

@@ -10,18 +10,6 @@ fn clients(slug: &str) -> String {
     format!("/v1/auth/dashboard/tenants/{slug}/oauth-clients")
 }
 
-fn call(
-    srv: &TestServer,
-    s: &Session,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let r = srv.dash(method, path, s, body.as_ref());
-    let status = r.status().as_u16();
-    (status, r.json().unwrap_or(Value::Null))
-}
-
 fn web_app() -> Value {
     json!({
         "name": "Acme Web",
@@ -338,4 +326,14 @@ fn bad_registrations_are_refused_and_only_owners_write() {
     assert_eq!(list["data"], json!([]));
     let (st, _) = call(&srv, &boss, "GET", &format!("{base}/{web_id}"), None);
     assert_eq!(st, 404);
+}
+
+fn call(
+    srv: &TestServer,
+    s: &Session,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    srv.dash_json(method, path, s, body.as_ref())
 }

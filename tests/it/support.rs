@@ -569,6 +569,20 @@ impl TestServer {
         req.send().unwrap()
     }
 
+    /// A dashboard request; answers the status and the body (`null` when empty).
+    pub fn dash_json(
+        &self,
+        method: &str,
+        path: &str,
+        session: &Session,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let r = self.dash(method, path, session, body);
+        let status = r.status().as_u16();
+        let text = r.text().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
     /// Accepts the invitation in the `n`-th mail to `to` with a link to it, with `password`.
     pub fn accept_mailed_invite(&self, smtp: &SmtpStub, to: &str, n: usize, password: &str) {
         let token = smtp.wait_for_link(to, "/dashboard/accept-invite", n);

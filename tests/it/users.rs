@@ -21,10 +21,7 @@ fn call(
     path: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    let r = srv.dash(method, path, s, body);
-    let status = r.status().as_u16();
-    let text = r.text().unwrap_or_default();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    srv.dash_json(method, path, s, body)
 }
 
 /// Creates a confirmed user without a password; answers its id.

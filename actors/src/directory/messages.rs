@@ -35,6 +35,46 @@ pub struct CreatedManagementKey {
 }
 
 pub enum DirectoryMsg {
+    /// The operator registers a resource owned by `tenant`.
+    RegisterResource {
+        tenant: TenantId,
+        name: String,
+        uri: String,
+        reply: RpcReplyPort<Result<super::catalog::ResourceRecord, DirectoryError>>,
+    },
+    /// A resource, whoever owns it.
+    GetResource {
+        id: Uuid,
+        reply: RpcReplyPort<Result<Option<super::catalog::ResourceRecord>, DirectoryError>>,
+    },
+    /// The entries of a resource `tenant` owns; none for any other resource.
+    ListCatalogScopes {
+        tenant: TenantId,
+        resource: Uuid,
+        reply: RpcReplyPort<Result<Vec<super::catalog::CatalogScopeRecord>, DirectoryError>>,
+    },
+    RegisterCatalogScope {
+        tenant: TenantId,
+        scope: super::catalog::NewCatalogScope,
+        reply: RpcReplyPort<Result<super::catalog::CatalogScopeRecord, DirectoryError>>,
+    },
+    DeleteCatalogScope {
+        tenant: TenantId,
+        resource: Uuid,
+        scope: Uuid,
+        reply: RpcReplyPort<Result<super::catalog::CatalogScopeRecord, DirectoryError>>,
+    },
+    /// Every entry, or every one awaiting the operator's review.
+    CatalogScopes {
+        pending_only: bool,
+        reply: RpcReplyPort<Result<Vec<super::catalog::CatalogScopeRecord>, DirectoryError>>,
+    },
+    /// The operator approves an entry; answers it and whether this call approved it.
+    ApproveCatalogScope {
+        resource: Uuid,
+        scope: Uuid,
+        reply: RpcReplyPort<Result<(super::catalog::CatalogScopeRecord, bool), DirectoryError>>,
+    },
     CreateManagementKey {
         key: NewManagementKey,
         reply: RpcReplyPort<Result<CreatedManagementKey, DirectoryError>>,

@@ -11,6 +11,7 @@
 //!
 //! Invariant: only the directory writes platform records and the published snapshot.
 
+pub mod catalog;
 pub mod dashboard;
 mod management_keys;
 pub mod messages;
@@ -169,6 +170,56 @@ impl Actor for Directory {
             }
             DirectoryMsg::EnsureRunning { tenant, reply } => {
                 let _ = reply.send(state.ensure_running(&myself, tenant).await);
+            }
+            DirectoryMsg::RegisterResource {
+                tenant,
+                name,
+                uri,
+                reply,
+            } => {
+                let out = state.register_resource(tenant, name, uri);
+                reply_durable(state, reply, out);
+            }
+            DirectoryMsg::GetResource { id, reply } => {
+                let _ = reply.send(state.resource(id));
+            }
+            DirectoryMsg::ListCatalogScopes {
+                tenant,
+                resource,
+                reply,
+            } => {
+                let _ = reply.send(state.list_catalog_scopes(tenant, resource));
+            }
+            DirectoryMsg::RegisterCatalogScope {
+                tenant,
+                scope,
+                reply,
+            } => {
+                let out = state.register_catalog_scope(tenant, scope);
+                reply_durable(state, reply, out);
+            }
+            DirectoryMsg::DeleteCatalogScope {
+                tenant,
+                resource,
+                scope,
+                reply,
+            } => {
+                let out = state.delete_catalog_scope(tenant, resource, scope);
+                reply_durable(state, reply, out);
+            }
+            DirectoryMsg::CatalogScopes {
+                pending_only,
+                reply,
+            } => {
+                let _ = reply.send(state.all_catalog_scopes(pending_only));
+            }
+            DirectoryMsg::ApproveCatalogScope {
+                resource,
+                scope,
+                reply,
+            } => {
+                let out = state.approve_catalog_scope(resource, scope);
+                reply_durable(state, reply, out);
             }
             DirectoryMsg::CreateManagementKey { key, reply } => {
                 let out = state.create_management_key(key);

@@ -202,13 +202,9 @@ pub fn redirect_uri_ok(uri: &str) -> bool {
     }
 }
 
-/// Whether `scope` may be allowed to a client.
+/// Whether `scope` may be allowed to a client: a protocol scope or a catalog scope's name.
 fn scope_ok(scope: &str) -> bool {
-    let mut bytes = scope.bytes();
-    PROTOCOL_SCOPES.contains(&scope)
-        || (scope.len() <= 64
-            && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
-            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.:-".contains(&b)))
+    PROTOCOL_SCOPES.contains(&scope) || crate::http::catalog::well_formed(scope)
 }
 
 fn check_uris(e: &mut FieldErrors, field: &str, uris: &[String], min: usize) {
