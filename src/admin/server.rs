@@ -27,12 +27,13 @@ use crate::{
     config::{MailTransport, SmsTransport},
     delivery::outbox,
     http::{
-        catalog::{resource_uri_ok, CatalogEntry},
+        catalog::CatalogEntry,
         dashboard::{
             audit_in,
             oauth_clients::{one, registry, OAuthClientResponse},
         },
         error::{is_email, len_between, mailer_accepts, ApiError, FieldErrors},
+        fields::is_app_url,
         onboarding::SignupResponse,
     },
 };
@@ -446,17 +447,14 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             )
         }
         AdminRequest::ResourceRegister { tenant, name, uri } => {
-            let handle = state
-                .directory
-                .tenant_for_slug(&tenant)
-                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let handle = tenant_of(state, &tenant)?;
             let mut e = FieldErrors::new();
             let name = name.trim().to_owned();
             e.check("name", len_between(&name, 1, 64), "must be 1-64 characters");
             e.check(
                 "uri",
-                resource_uri_ok(&uri),
-                "must be an absolute https URI (http on 127.0.0.1, [::1] or localhost) without fragment, at most 2048 characters",
+                is_app_url(&uri),
+                "must be an absolute https URL (http on 127.0.0.1 or localhost) without user info or fragment, at most 2048 characters",
             );
             e.finish()?;
             let id = handle.id;
@@ -546,10 +544,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             to_value(CatalogEntry::from(entry))
         }
         AdminRequest::OauthClientAttest { slug, client_id } => {
-            let tenant = state
-                .directory
-                .tenant_for_slug(&slug)
-                .ok_or_else(|| ApiError::not_found("tenant"))?;
+            let tenant = tenant_of(state, &slug)?;
             let attest = OAuthClientCmd::Attest(client_id);
             let client = one(registry(&tenant, &cli_context(), attest).await?)?;
             to_value(OAuthClientResponse::from(client))

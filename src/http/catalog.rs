@@ -42,11 +42,12 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::dashboard::{audit_in, oauth_clients::PROTOCOL_SCOPES, Dashboard};
+use super::dashboard::{audit_in, Dashboard};
 use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
+    fields::{scope_name_ok, PROTOCOL_SCOPES},
 };
 
 const LOCALES: [&str; 5] = ["en", "pl", "de", "fr", "es"];
@@ -168,27 +169,6 @@ fn reserved(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     PROTOCOL_SCOPES.contains(&lower.as_str())
         || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))
-}
-
-/// Spec 2.13's scope name shape: `^[a-z][a-z0-9_.:-]{0,63}$`.
-pub fn well_formed(name: &str) -> bool {
-    let mut bytes = name.bytes();
-    name.len() <= 64
-        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
-        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.:-".contains(&b))
-}
-
-/// Whether `uri` may be a resource indicator (RFC 8707: absolute, no fragment): https, or
-/// http on a loopback host for development.
-pub fn resource_uri_ok(uri: &str) -> bool {
-    if uri.len() > 2048 || uri.contains('#') {
-        return false;
-    }
-    url::Url::parse(uri).is_ok_and(|u| match u.scheme() {
-        "https" => u.host().is_some(),
-        "http" => matches!(u.host_str(), Some("127.0.0.1" | "[::1]" | "localhost")),
-        _ => false,
-    })
 }
 
 fn catalog_error(code: &str, message: &str) -> ApiError {
@@ -409,7 +389,7 @@ pub async fn register(
             "scope names may not start with mcp:, tessera:, sso: or agent:, nor be a bare protocol scope",
         ));
     }
-    if !well_formed(&name) {
+    if !scope_name_ok(&name) {
         return Err(catalog_error(
             "resource_scope_catalog/malformed_scope_name",
             "scope names match ^[a-z][a-z0-9_.:-]{0,63}$",
@@ -580,10 +560,10 @@ mod tests {
             assert!(reserved(r), "{r}");
         }
         for ok in ["orders:read", "a", "billing.v2-x_y"] {
-            assert!(!reserved(ok) && well_formed(ok), "{ok}");
+            assert!(!reserved(ok) && scope_name_ok(ok), "{ok}");
         }
         for bad in ["Orders", "9x", "has space", "", &"a".repeat(65)] {
-            assert!(!well_formed(bad), "{bad}");
+            assert!(!scope_name_ok(bad), "{bad}");
         }
     }
 }

@@ -1,11 +1,12 @@
 //! Checks of request fields that several routes share: an e-mail address, a six-digit code,
-//! a phone number, and the schema of a consent flag.
+//! a phone number, the schema of a consent flag, app URLs, scope names and nullable fields.
 //!
 //! Phone numbers are parsed with `phonenumber` (libphonenumber's metadata) in international
 //! form and normalised to E.164 before anything reaches an actor; the tenant actor then checks
 //! the country, the limits and the monthly cap.
 
 use phonenumber::{metadata, Mode, PhoneNumber, Type};
+use serde::{Deserialize, Deserializer};
 use tessera_actors::{
     policy::normalize_email,
     tenant::{guests::MAX_METADATA_BYTES, settings::UrlSettings, sms::Phone},
@@ -160,4 +161,48 @@ pub fn code_verifier_field(errors: &mut FieldErrors, verifier: &str) {
         ok,
         "must be 43-128 characters of A-Z, a-z, 0-9, '-', '.', '_', '~'",
     );
+}
+
+/// Deserializes a field that may be absent (`None`), `null` (`Some(None)`) or a value.
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Whether `raw` may be a destination of the hosted pages: an absolute `https` URL, or
+/// `http` on `localhost` or `127.0.0.1`, with a host, no user info and no fragment, of at
+/// most 2,048 characters. It is kept exactly as written: `redirect_to` is compared with it
+/// byte for byte.
+pub fn is_app_url(raw: &str) -> bool {
+    let Ok(u) = url::Url::parse(raw) else {
+        return false;
+    };
+    let loopback = matches!(u.host_str(), Some("localhost" | "127.0.0.1"));
+    raw.len() <= 2048
+        && (u.scheme() == "https" || (u.scheme() == "http" && loopback))
+        && u.host_str().is_some_and(|h| !h.is_empty())
+        && u.username().is_empty()
+        && u.password().is_none()
+        && u.fragment().is_none()
+}
+
+/// The OpenID Connect and OAuth scopes every tenant knows.
+pub const PROTOCOL_SCOPES: [&str; 6] = [
+    "openid",
+    "profile",
+    "email",
+    "phone",
+    "address",
+    "offline_access",
+];
+
+/// A resource scope's name (spec 2.13): `^[a-z][a-z0-9_.:-]{0,63}$`.
+pub fn scope_name_ok(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    name.len() <= 64
+        && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+        && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.:-".contains(&b))
 }

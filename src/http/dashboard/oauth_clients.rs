@@ -28,26 +28,18 @@ use time::OffsetDateTime;
 use url::Url;
 use utoipa::ToSchema;
 
-use super::{settings::nullable, Dashboard};
+use super::Dashboard;
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
+    fields::{is_app_url, nullable, scope_name_ok, PROTOCOL_SCOPES},
 };
 
 /// Redirect URIs (and post-logout redirect URIs) a client may list.
 const MAX_REDIRECT_URIS: usize = 20;
 /// Scopes a client may be allowed.
 const MAX_SCOPES: usize = 50;
-/// The OpenID Connect and OAuth scopes every tenant knows.
-pub const PROTOCOL_SCOPES: [&str; 6] = [
-    "openid",
-    "profile",
-    "email",
-    "phone",
-    "address",
-    "offline_access",
-];
 
 /// A client as the dashboard shows it: never its secret.
 #[derive(Serialize, ToSchema)]
@@ -184,27 +176,31 @@ pub struct UpdateOAuthClientRequest {
     pub first_party: Option<bool>,
 }
 
-/// Whether `uri` may be registered as a redirect URI.
+/// Whether `uri` may be registered as a redirect URI: an app URL as the hosted pages take
+/// them ([`is_app_url`]), or a native app's (RFC 8252): `http` on `[::1]`, or a private-use
+/// scheme with a dot in it.
 pub fn redirect_uri_ok(uri: &str) -> bool {
-    if uri.len() > 2048 || uri.contains('#') {
-        return false;
+    if is_app_url(uri) {
+        return true;
     }
     let Ok(u) = Url::parse(uri) else {
         return false;
     };
-    if !u.username().is_empty() || u.password().is_some() {
-        return false;
-    }
-    match u.scheme() {
-        "https" => u.host().is_some(),
-        "http" => matches!(u.host_str(), Some("127.0.0.1" | "[::1]" | "localhost")),
-        scheme => scheme.contains('.'),
-    }
+    let clean = uri.len() <= 2048
+        && u.fragment().is_none()
+        && u.username().is_empty()
+        && u.password().is_none();
+    clean
+        && match u.scheme() {
+            "http" => u.host_str() == Some("[::1]"),
+            "https" => false,
+            scheme => scheme.contains('.'),
+        }
 }
 
 /// Whether `scope` may be allowed to a client: a protocol scope or a catalog scope's name.
 fn scope_ok(scope: &str) -> bool {
-    PROTOCOL_SCOPES.contains(&scope) || crate::http::catalog::well_formed(scope)
+    PROTOCOL_SCOPES.contains(&scope) || scope_name_ok(scope)
 }
 
 fn check_uris(e: &mut FieldErrors, field: &str, uris: &[String], min: usize) {

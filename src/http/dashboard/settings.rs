@@ -12,7 +12,7 @@ use axum::{
     http::HeaderMap,
     Json,
 };
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_actors::tenant::{
     passkeys::MAX_PASSKEY_ORIGINS,
@@ -33,20 +33,12 @@ use utoipa::{
 
 use super::Dashboard;
 use crate::app::AppState;
+use crate::http::fields::{is_app_url, nullable};
 use crate::http::{
     cors::{normalize_origin, MAX_ALLOWED_ORIGINS},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
 };
-
-/// Deserializes a field that may be absent (`None`), `null` (`Some(None)`) or a value.
-pub(crate) fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
 
 /// A present, non-null value of a field that must not be null.
 fn not_null<T: Clone>(e: &mut FieldErrors, field: &str, v: &Option<Option<T>>) -> Option<T> {
@@ -1580,23 +1572,6 @@ fn urls_response(v: SettingsView) -> UrlsResponse {
         site_url: v.settings.urls.site_url,
         redirect_urls: v.settings.urls.redirect_urls,
     }
-}
-
-/// Whether `raw` may be a destination of the hosted pages: an absolute `https` URL, or
-/// `http` on `localhost` or `127.0.0.1`, with a host, no user info and no fragment, of at
-/// most 2,048 characters. It is kept exactly as written: `redirect_to` is compared with it
-/// byte for byte.
-pub fn is_app_url(raw: &str) -> bool {
-    let Ok(u) = url::Url::parse(raw) else {
-        return false;
-    };
-    let loopback = matches!(u.host_str(), Some("localhost" | "127.0.0.1"));
-    raw.len() <= 2048
-        && (u.scheme() == "https" || (u.scheme() == "http" && loopback))
-        && u.host_str().is_some_and(|h| !h.is_empty())
-        && u.username().is_empty()
-        && u.password().is_none()
-        && u.fragment().is_none()
 }
 
 /// The tenant's site URL and redirect URLs (any role).
