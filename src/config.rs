@@ -232,6 +232,8 @@ pub struct TokensConfig {
     pub access_ttl_secs: u64,
     pub refresh_ttl_secs: u64,
     pub refresh_reuse_grace_secs: u64,
+    /// How long an OAuth authorization code can be exchanged (RFC 6749 4.1.2: short).
+    pub authorization_code_ttl_secs: u64,
     /// `urn:<vendor>:<service>`: step-up challenges name the assurance levels
     /// `<prefix>:aal1` and `<prefix>:aal2` (RFC 9470 `acr_values`).
     pub acr_urn_prefix: String,
@@ -246,6 +248,7 @@ impl Default for TokensConfig {
             access_ttl_secs: 900,
             refresh_ttl_secs: 30 * 24 * 3600,
             refresh_reuse_grace_secs: 10,
+            authorization_code_ttl_secs: 60,
             acr_urn_prefix: "urn:tessera:auth".into(),
             verified_cache_entries: 65_536,
         }
@@ -580,6 +583,16 @@ impl Config {
             self.dashboard.absolute_timeout_secs,
         )?;
         positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
+        positive(
+            "tokens.authorization_code_ttl_secs",
+            self.tokens.authorization_code_ttl_secs,
+        )?;
+        if self.tokens.authorization_code_ttl_secs > 600 {
+            return Err(ConfigError::Key {
+                key: "tokens.authorization_code_ttl_secs",
+                reason: "must be at most 600 (RFC 6749 4.1.2: codes are short-lived)".into(),
+            });
+        }
         positive(
             "catalog.max_scopes_per_resource",
             self.catalog.max_scopes_per_resource as u64,

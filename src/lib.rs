@@ -139,6 +139,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             access_ttl: Duration::from_secs(config.tokens.access_ttl_secs),
             refresh_ttl: Duration::from_secs(config.tokens.refresh_ttl_secs),
             reuse_grace: Duration::from_secs(config.tokens.refresh_reuse_grace_secs),
+            code_ttl: Duration::from_secs(config.tokens.authorization_code_ttl_secs),
         },
         accounts_url,
         outbound: Arc::new(ChannelOutbound {

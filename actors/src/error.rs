@@ -105,6 +105,8 @@ pub enum TenantError {
     OAuthClientLimit,
     #[error("a public client has no secret")]
     OAuthClientPublic,
+    #[error("the OAuth request was refused: {}", .0.code())]
+    OAuth(crate::tenant::oauth::OAuthFailure),
     #[error("internal: {0}")]
     Internal(String),
 }

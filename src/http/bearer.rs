@@ -95,9 +95,25 @@ pub fn missing_token() -> ApiError {
     .with_header(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))
 }
 
-/// Verifies `token` as an access token of `tenant`; a token verified before (same tenant, same
-/// published keys, not yet expired) is answered from [`VerifiedTokens`] without the ES256 check.
+/// Verifies `token` as a first-party access token of `tenant`: audience the tenant's slug, no
+/// `client_id` (an OAuth client's token never stands in for the user's own).
 pub fn verify(
+    app: &App,
+    tenant: &TenantHandle,
+    keys: &Arc<TokenKeys>,
+    token: &str,
+) -> Result<(AccessClaims, Bearer), ApiError> {
+    let (claims, bearer) = verify_any(app, tenant, keys, token)?;
+    if claims.aud != tenant.slug || claims.client_id.is_some() {
+        return Err(invalid_token());
+    }
+    Ok((claims, bearer))
+}
+
+/// Verifies `token` as an access token of `tenant` for any audience, first-party or issued to
+/// an OAuth client; a token verified before (same tenant, same published keys, not yet
+/// expired) is answered from [`VerifiedTokens`] without the ES256 check.
+pub fn verify_any(
     app: &App,
     tenant: &TenantHandle,
     keys: &Arc<TokenKeys>,
@@ -109,7 +125,7 @@ pub fn verify(
         return Ok((hit.claims.clone(), hit.bearer));
     }
     let claims = keys
-        .verify(token, &issuer(app, &tenant.slug), &tenant.slug, now)
+        .verify_any_audience(token, &issuer(app, &tenant.slug), now)
         .map_err(|_| invalid_token())?;
     if claims.tid != tenant.id.to_string() {
         return Err(invalid_token());
@@ -134,11 +150,11 @@ pub fn verify(
     Ok((claims, bearer))
 }
 
-/// An access token that passed [`verify`]: what a repeat of it needs, and what it was checked
+/// An access token that passed [`verify_any`]: what a repeat of it needs, and what it was checked
 /// against.
 pub struct Verified {
     tenant: TenantId,
-    /// The slug its `iss` and `aud` were checked against.
+    /// The slug its `iss` was checked against.
     slug: String,
     /// The key set it was verified with. Held, so a later set is never at the same address;
     /// a rotation publishes a new set, and the token is checked again once.

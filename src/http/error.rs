@@ -408,6 +408,15 @@ impl From<CallError<TenantError>> for ApiError {
                 "oauth_client/public_client",
                 "a public client has no secret to rotate",
             ),
+            CallError::Failed(TenantError::OAuth(f)) => ApiError::new(
+                if f == tessera_actors::tenant::oauth::OAuthFailure::InvalidClient {
+                    StatusCode::UNAUTHORIZED
+                } else {
+                    StatusCode::BAD_REQUEST
+                },
+                format!("oauth/{}", f.code()),
+                "the OAuth request was refused",
+            ),
             CallError::Failed(TenantError::NoEmail) => ApiError::new(
                 StatusCode::CONFLICT,
                 "user/no_email",

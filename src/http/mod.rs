@@ -16,6 +16,7 @@ pub mod hosted;
 pub mod management;
 pub mod mfa;
 pub mod middleware;
+pub mod oauth;
 pub mod onboarding;
 pub mod openapi;
 pub mod passkeys;
@@ -207,6 +208,17 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::oauth_clients::delete
         ))
         .routes(routes!(dashboard::oauth_clients::rotate_secret))
+        .routes(routes!(oauth::authorize::authorize))
+        .routes(routes!(oauth::authorize::consent))
+        .routes(routes!(oauth::token::token))
+        .routes(routes!(oauth::token::revoke))
+        .routes(routes!(oauth::token::introspect))
+        .routes(routes!(
+            oauth::token::userinfo_get,
+            oauth::token::userinfo_post
+        ))
+        .routes(routes!(oauth::consents::list))
+        .routes(routes!(oauth::consents::withdraw))
         .routes(routes!(catalog::list, catalog::register))
         .routes(routes!(catalog::delete))
         .routes(routes!(management::current_key))

@@ -51,6 +51,7 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "step-up", description = "Step-up re-authentication (RFC 9470) and the routes it gates"),
         (name = "passkeys", description = "Passkeys (WebAuthn): registration, sign-in with or without a user handle, the owner's list"),
         (name = "tokens", description = "A tenant's signing keys and discovery document"),
+        (name = "oauth", description = "The tenant's OAuth 2.1 / OpenID Connect provider: authorize, consent, token, userinfo, revocation, introspection, and the user's consents"),
         (name = "dashboard", description = "Tenant operators: sessions, tenants, members, API keys, audit log"),
         (name = "dashboard settings", description = "Every tenant setting"),
     )

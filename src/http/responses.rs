@@ -89,26 +89,20 @@ pub struct TokenPair {
     pub redirect_to: Option<String>,
 }
 
-/// Signs the access token of `grant` and pairs it with its refresh token.
-pub async fn token_pair(
-    app: &App,
-    tenant: &TenantHandle,
-    grant: Grant,
-) -> Result<TokenPair, ApiError> {
-    let keys = tenant.keys().await?;
-    let now = OffsetDateTime::now_utc();
+/// The claims of the access token of `grant` issued at `now`: it ends `tokens.access_ttl_secs`
+/// later or with its session, whichever is first.
+pub fn access_claims(app: &App, tenant: &TenantHandle, grant: &Grant, now: i64) -> AccessClaims {
     let ttl = i64::try_from(app.config.tokens.access_ttl_secs).unwrap_or(i64::MAX);
     let exp = now
-        .unix_timestamp()
         .saturating_add(ttl)
         .min(grant.session_expires_at.unix_timestamp());
     let aal = grant.aal.clamp(1, 2);
-    let claims = AccessClaims {
+    AccessClaims {
         iss: issuer(app, &tenant.slug),
         sub: grant.user.id.to_string(),
         aud: tenant.slug.clone(),
         exp,
-        iat: now.unix_timestamp(),
+        iat: now,
         jti: Uuid::new_v4().to_string(),
         sid: grant.session_id.to_string(),
         tid: tenant.id.to_string(),
@@ -122,12 +116,25 @@ pub async fn token_pair(
             .as_object()
             .filter(|m| !m.is_empty())
             .map(|_| grant.user.app_metadata.clone()),
-    };
+        client_id: None,
+        scope: None,
+    }
+}
+
+/// Signs the access token of `grant` and pairs it with its refresh token.
+pub async fn token_pair(
+    app: &App,
+    tenant: &TenantHandle,
+    grant: Grant,
+) -> Result<TokenPair, ApiError> {
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let claims = access_claims(app, tenant, &grant, now);
     let access_token = keys.sign(&claims).map_err(ApiError::internal)?;
     Ok(TokenPair {
         access_token,
         refresh_token: grant.refresh_token,
-        expires_in: (exp - now.unix_timestamp()).max(0),
+        expires_in: (claims.exp - now).max(0),
         token_type: "Bearer",
         user: grant.user.into(),
         mfa_enrollment_required_by: None,

@@ -49,11 +49,28 @@ pub async fn jwks(
 #[derive(Serialize, ToSchema)]
 pub struct DiscoveryDocument {
     pub issuer: String,
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub userinfo_endpoint: String,
+    pub revocation_endpoint: String,
+    pub introspection_endpoint: String,
     pub jwks_uri: String,
+    pub scopes_supported: Vec<&'static str>,
+    pub response_types_supported: Vec<&'static str>,
+    pub response_modes_supported: Vec<&'static str>,
+    pub grant_types_supported: Vec<&'static str>,
+    pub code_challenge_methods_supported: Vec<&'static str>,
+    pub token_endpoint_auth_methods_supported: Vec<&'static str>,
+    pub revocation_endpoint_auth_methods_supported: Vec<&'static str>,
+    pub introspection_endpoint_auth_methods_supported: Vec<&'static str>,
     pub subject_types_supported: Vec<&'static str>,
     pub id_token_signing_alg_values_supported: Vec<&'static str>,
     pub claims_supported: Vec<&'static str>,
     pub acr_values_supported: Vec<&'static str>,
+    pub prompt_values_supported: Vec<&'static str>,
+    pub authorization_response_iss_parameter_supported: bool,
+    pub request_parameter_supported: bool,
+    pub request_uri_parameter_supported: bool,
 }
 
 /// OpenID discovery for the tenant's issuer.
@@ -69,9 +86,32 @@ pub async fn openid_configuration(
 ) -> Result<Response, ApiError> {
     let t = tenant(&state, &slug)?;
     let iss = issuer(&state, &t.slug);
+    let oauth = format!("{iss}/oauth");
+    let secret_methods = vec!["client_secret_basic", "client_secret_post"];
     let doc = DiscoveryDocument {
+        authorization_endpoint: format!("{oauth}/authorize"),
+        token_endpoint: format!("{oauth}/token"),
+        userinfo_endpoint: format!("{oauth}/userinfo"),
+        revocation_endpoint: format!("{oauth}/revoke"),
+        introspection_endpoint: format!("{oauth}/introspect"),
         jwks_uri: format!("{iss}/.well-known/jwks.json"),
         issuer: iss,
+        scopes_supported: vec!["openid", "email", "phone", "offline_access"],
+        response_types_supported: vec!["code"],
+        response_modes_supported: vec!["query"],
+        grant_types_supported: vec!["authorization_code", "refresh_token"],
+        code_challenge_methods_supported: vec!["S256"],
+        token_endpoint_auth_methods_supported: vec![
+            "client_secret_basic",
+            "client_secret_post",
+            "none",
+        ],
+        revocation_endpoint_auth_methods_supported: vec![
+            "client_secret_basic",
+            "client_secret_post",
+            "none",
+        ],
+        introspection_endpoint_auth_methods_supported: secret_methods,
         subject_types_supported: vec!["public"],
         id_token_signing_alg_values_supported: vec!["ES256"],
         claims_supported: vec![
@@ -80,15 +120,29 @@ pub async fn openid_configuration(
             "aud",
             "exp",
             "iat",
+            "auth_time",
+            "nonce",
+            "acr",
+            "amr",
+            "azp",
+            "at_hash",
+            "email",
+            "email_verified",
+            "phone_number",
+            "phone_number_verified",
             "jti",
             "sid",
             "tid",
+            "client_id",
+            "scope",
             "is_anonymous",
             "aal",
-            "acr",
-            "amr",
         ],
         acr_values_supported: vec!["aal1", "aal2"],
+        prompt_values_supported: vec!["none", "login", "consent"],
+        authorization_response_iss_parameter_supported: true,
+        request_parameter_supported: false,
+        request_uri_parameter_supported: false,
     };
     let mut resp = Json(doc).into_response();
     resp.headers_mut().insert(header::CACHE_CONTROL, CACHE);

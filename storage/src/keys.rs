@@ -106,6 +106,11 @@ pub enum Kind {
     PasskeyCredential = 0x53,
     /// Client id -> a registered OAuth client (its secret's hash, never the secret).
     OAuthClient = 0x54,
+    /// `user id | client id` -> the scopes and resources the user granted that client.
+    OAuthConsent = 0x55,
+    /// SHA-256 of an authorization code -> what it grants (kept a while after its use, to
+    /// recognise a second one).
+    OAuthCode = 0x56,
 }
 
 /// The key of a platform record.

@@ -20,6 +20,7 @@ mod management_keys;
 mod members;
 mod mfa;
 mod network;
+mod oauth;
 mod oauth_clients;
 mod onboarding;
 mod outbox;

@@ -106,6 +106,13 @@ impl Record for CatalogScopeRecord {
 }
 impl PlatformRecord for CatalogScopeRecord {}
 
+/// A resource and its catalog entries.
+#[derive(Clone, Debug)]
+pub struct TenantResource {
+    pub resource: ResourceRecord,
+    pub scopes: Vec<CatalogScopeRecord>,
+}
+
 /// A scope as an owner registers it, checked by the HTTP layer.
 #[derive(Clone, Debug)]
 pub struct NewCatalogScope {
@@ -121,6 +128,22 @@ pub struct NewCatalogScope {
 impl DirectoryState {
     pub(super) fn resource(&self, id: Uuid) -> Result<Option<ResourceRecord>, DirectoryError> {
         Ok(self.platform.get::<ResourceRecord>(id.as_bytes())?)
+    }
+
+    /// Every resource `tenant` owns, with its entries.
+    pub(super) fn tenant_catalog(
+        &self,
+        tenant: TenantId,
+    ) -> Result<Vec<TenantResource>, DirectoryError> {
+        let mut out = Vec::new();
+        for item in self.platform.scan_prefix::<ResourceRecord>(b"") {
+            let (_, resource) = item?;
+            if resource.tenant == tenant {
+                let scopes = self.scopes_of(resource.id)?;
+                out.push(TenantResource { resource, scopes });
+            }
+        }
+        Ok(out)
     }
 
     fn scopes_of(&self, resource: Uuid) -> Result<Vec<CatalogScopeRecord>, DirectoryError> {

@@ -53,6 +53,11 @@ pub enum DirectoryMsg {
         resource: Uuid,
         reply: RpcReplyPort<Result<Vec<super::catalog::CatalogScopeRecord>, DirectoryError>>,
     },
+    /// Every resource `tenant` owns, with its catalog entries (for the authorization server).
+    TenantCatalog {
+        tenant: TenantId,
+        reply: RpcReplyPort<Result<Vec<super::catalog::TenantResource>, DirectoryError>>,
+    },
     RegisterCatalogScope {
         tenant: TenantId,
         scope: super::catalog::NewCatalogScope,

@@ -183,6 +183,9 @@ impl Actor for Directory {
             DirectoryMsg::GetResource { id, reply } => {
                 let _ = reply.send(state.resource(id));
             }
+            DirectoryMsg::TenantCatalog { tenant, reply } => {
+                let _ = reply.send(state.tenant_catalog(tenant));
+            }
             DirectoryMsg::ListCatalogScopes {
                 tenant,
                 resource,

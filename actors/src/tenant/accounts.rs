@@ -752,6 +752,7 @@ pub(crate) mod tests {
                 access_ttl: std::time::Duration::from_secs(900),
                 refresh_ttl: std::time::Duration::from_secs(3600),
                 reuse_grace: std::time::Duration::from_secs(10),
+                code_ttl: std::time::Duration::from_secs(60),
             },
             accounts_url: "https://accounts.example".into(),
             outbound: Arc::new(Collect::default()),

@@ -148,6 +148,7 @@ impl TenantState {
         } else {
             self.sweep_throttles();
             self.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + self.sweep_oauth_codes(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
         self.audit_into(
             &mut fx.batch,

@@ -166,6 +166,13 @@ pub struct AccessClaims {
     /// What the tenant's admins set on the user (absent when nothing is set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub app_metadata: Option<serde_json::Value>,
+    /// The OAuth client the token was issued to (RFC 9068); absent on first-party tokens,
+    /// which are the only ones first-party routes take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The granted scopes, space-separated (RFC 9068); OAuth tokens only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// The claims of a step-up token: proof that the user of session `sid` re-authenticated.
@@ -316,6 +323,29 @@ impl TokenKeys {
         self.sign_typed(claims, ACCESS_TOKEN_TYP)
     }
 
+    /// Signs an OpenID Connect ID token with the current key: `alg` ES256, `typ` JWT, `kid`.
+    pub fn sign_id_token<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
+        self.sign_typed(claims, "JWT")
+    }
+
+    /// Verifies an access token of this tenant as [`Self::verify`] does, whatever its
+    /// audience (an OAuth token's `aud` is the resource it was asked for): for the endpoints
+    /// that speak for every audience (introspection, revocation, userinfo).
+    pub fn verify_any_audience(
+        &self,
+        token: &str,
+        issuer: &str,
+        now: i64,
+    ) -> Result<AccessClaims, TokenError> {
+        self.verify_typed(
+            token,
+            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
+            issuer,
+            None,
+            now,
+        )
+    }
+
     /// Signs a step-up token with the current key: `alg` ES256, `typ` step-up+jwt, `kid`.
     pub fn sign_step_up(&self, claims: &StepUpClaims) -> Result<String, TokenError> {
         self.sign_typed(claims, STEP_UP_TOKEN_TYP)
@@ -355,7 +385,7 @@ impl TokenKeys {
             token,
             &[ACCESS_TOKEN_TYP, "application/at+jwt"],
             issuer,
-            audience,
+            Some(audience),
             now,
         )
     }
@@ -369,7 +399,7 @@ impl TokenKeys {
         audience: &str,
         now: i64,
     ) -> Result<StepUpClaims, TokenError> {
-        self.verify_typed(token, &[STEP_UP_TOKEN_TYP], issuer, audience, now)
+        self.verify_typed(token, &[STEP_UP_TOKEN_TYP], issuer, Some(audience), now)
     }
 
     fn verify_typed<T: serde::de::DeserializeOwned + Expiring>(
@@ -377,7 +407,7 @@ impl TokenKeys {
         token: &str,
         typs: &[&str],
         issuer: &str,
-        audience: &str,
+        audience: Option<&str>,
         now: i64,
     ) -> Result<T, TokenError> {
         if token.len() > MAX_TOKEN_LEN {
@@ -406,7 +436,10 @@ impl TokenKeys {
         validation.validate_exp = true;
         validation.validate_nbf = false;
         validation.set_issuer(&[issuer]);
-        validation.set_audience(&[audience]);
+        match audience {
+            Some(aud) => validation.set_audience(&[aud]),
+            None => validation.validate_aud = false,
+        }
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let data = jsonwebtoken::decode::<T>(token, key, &validation).map_err(map_jwt_error)?;
         if data.claims.exp() <= now {
@@ -713,6 +746,8 @@ mod tests {
             acr: "aal1".into(),
             amr: vec!["pwd".into()],
             app_metadata: None,
+            client_id: None,
+            scope: None,
         }
     }
 

@@ -302,6 +302,8 @@ pub struct Grant {
     pub session_expires_at: OffsetDateTime,
     pub aal: u8,
     pub amr: Vec<String>,
+    /// A client's grant: what it was granted.
+    pub oauth: Option<crate::tenant::oauth::OAuthGrant>,
 }
 
 impl std::fmt::Debug for Grant {
@@ -792,6 +794,13 @@ pub enum TenantMsg {
         reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },
     /// The OAuth client registry (dashboard and admin CLI).
+    /// The authorization server: authorize, consent, token, userinfo, revoke, introspect and
+    /// the user's consents.
+    OAuth {
+        cmd: crate::tenant::oauth::OAuthCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::oauth::OAuthAnswer, TenantError>>,
+    },
     OAuthClients {
         cmd: crate::tenant::oauth_clients::OAuthClientCmd,
         ctx: AuditContext,

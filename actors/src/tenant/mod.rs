@@ -20,6 +20,7 @@ pub mod keys;
 pub mod limits;
 pub mod messages;
 pub mod mfa;
+pub mod oauth;
 pub mod oauth_clients;
 pub mod passkeys;
 pub mod passwordless;
@@ -434,6 +435,15 @@ impl Actor for TenantActor {
                 reply,
             } => match state.passkey_domain(rp_id, origins, confirmed, &ctx) {
                 Ok(view) => reply_durable(state, reply, view),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::OAuth { cmd, ctx, reply } => match state.oauth_cmd(cmd, &ctx) {
+                Ok((answer, true)) => reply_durable(state, reply, answer),
+                Ok((answer, false)) => {
+                    let _ = reply.send(Ok(answer));
+                }
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }

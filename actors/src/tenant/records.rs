@@ -203,6 +203,10 @@ pub struct SessionRecord {
     /// The keyed hash (hex) of the client address that opened it; only a prefix is shown.
     #[serde(default)]
     pub ip_hash: Option<String>,
+    /// Set on a client's grant (opened by the OAuth token endpoint), never on a first-party
+    /// session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<super::oauth::OAuthGrant>,
 }
 
 impl Record for SessionRecord {

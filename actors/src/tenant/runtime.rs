@@ -18,6 +18,8 @@ pub struct TokenPolicy {
     /// How long a just-rotated refresh token still answers (the current token) instead of
     /// counting as reuse.
     pub reuse_grace: Duration,
+    /// How long an OAuth authorization code can be exchanged.
+    pub code_ttl: Duration,
 }
 
 /// What every tenant actor takes from the platform.

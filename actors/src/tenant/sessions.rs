@@ -24,6 +24,7 @@ use super::{
     challenges::OAuthResume,
     effects::Effects,
     messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionView, UserView},
+    oauth::OAuthGrant,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
     state::TenantState,
@@ -177,6 +178,7 @@ impl TenantState {
             session_expires_at: session.expires_at,
             aal: session.aal,
             amr: session.amr.clone(),
+            oauth: session.oauth.clone(),
         }
     }
 
@@ -185,7 +187,20 @@ impl TenantState {
         &self,
         batch: &mut TenantBatch,
         user: &UserRecord,
+        proved: (u8, Vec<String>),
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
+        self.open_session_with(batch, user, proved, None, ctx, now)
+    }
+
+    /// Opens a session for `user`, or with `oauth` a client's grant (writes into `batch`).
+    pub(super) fn open_session_with(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
         (aal, amr): (u8, Vec<String>),
+        oauth: Option<OAuthGrant>,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
@@ -203,6 +218,7 @@ impl TenantState {
             amr,
             ua_family: ctx.ua_family.clone(),
             ip_hash: ctx.ip_hash.clone(),
+            oauth,
         };
         batch.put(session.id.as_bytes(), &session)?;
         batch.put(
@@ -243,8 +259,8 @@ impl TenantState {
         Ok(n)
     }
 
-    /// The session and user behind a verified access token, if the session is still alive and
-    /// belongs to that user.
+    /// The session and user behind a verified access token, if the session is still alive,
+    /// belongs to that user and is a first-party session (a client's grant is not).
     pub(super) fn live_session(
         &self,
         bearer: Bearer,
@@ -253,7 +269,7 @@ impl TenantState {
         let session = self
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
-            .filter(|s| s.user_id == bearer.user_id && s.expires_at > now)
+            .filter(|s| s.user_id == bearer.user_id && s.expires_at > now && s.oauth.is_none())
             .ok_or(TenantError::InvalidSession)?;
         let user = self
             .user(session.user_id)?
@@ -266,22 +282,43 @@ impl TenantState {
         Ok(user.view())
     }
 
-    /// Rotates a refresh token. The current generation moves on; the previous one, presented
-    /// again within the grace, answers the current token (a client retrying a lost answer, or
-    /// two tabs racing); any other past generation is reuse and ends the session.
+    /// The session and generation a refresh token names, if its tag is this tenant's.
+    pub(super) fn refresh_token_session(&self, token: &str) -> Option<(Uuid, u32)> {
+        let parts = parse_refresh(token)?;
+        let expected = self.refresh_tag(parts.session, parts.generation);
+        ct_eq(&expected, &parts.tag).then_some((parts.session, parts.generation))
+    }
+
+    /// Rotates a first-party session's refresh token (see [`Self::rotate`]).
     pub fn refresh(
         &mut self,
         token: &str,
         ctx: &AuditContext,
     ) -> Result<(Grant, Vec<MailJob>), TenantError> {
+        Ok((self.rotate(token, None, ctx)?, Vec::new()))
+    }
+
+    /// Rotates a refresh token of a first-party session (`client` none) or of a client's
+    /// grant. The current generation moves on; the previous one, presented again within the
+    /// grace, answers the current token (a client retrying a lost answer, or two tabs
+    /// racing); any other past generation is reuse and ends the session. A token of the other
+    /// kind, or of another client, is invalid and changes nothing.
+    pub(super) fn rotate(
+        &mut self,
+        token: &str,
+        client: Option<&str>,
+        ctx: &AuditContext,
+    ) -> Result<Grant, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let parts = parse_refresh(token).ok_or(TenantError::InvalidRefreshToken)?;
-        let expected = self.refresh_tag(parts.session, parts.generation);
-        if !ct_eq(&expected, &parts.tag) {
-            return Err(TenantError::InvalidRefreshToken);
-        }
+        let (session_id, generation) = self
+            .refresh_token_session(token)
+            .ok_or(TenantError::InvalidRefreshToken)?;
         let mut fx: Effects = self.effects();
-        let Some(mut session) = self.store.get::<SessionRecord>(parts.session.as_bytes())? else {
+        let Some(mut session) = self
+            .store
+            .get::<SessionRecord>(session_id.as_bytes())?
+            .filter(|s| s.oauth.as_ref().map(|o| o.client_id.as_str()) == client)
+        else {
             return Err(TenantError::InvalidRefreshToken);
         };
         let user = self.user(session.user_id)?;
@@ -292,7 +329,7 @@ impl TenantState {
         };
         let grace = time::Duration::try_from(self.runtime.tokens.reuse_grace)
             .unwrap_or(time::Duration::ZERO);
-        if parts.generation == session.generation {
+        if generation == session.generation {
             session.generation = session.generation.wrapping_add(1);
             session.rotated_at = Some(now);
             session.last_active_at = now;
@@ -301,14 +338,14 @@ impl TenantState {
             user.last_active_at = now;
             fx.batch.put(user.id.as_bytes(), &user)?;
             self.commit(fx)?;
-            return Ok((self.grant(&session, &user), Vec::new()));
+            return Ok(self.grant(&session, &user));
         }
-        let within_grace = parts.generation.wrapping_add(1) == session.generation
+        let within_grace = generation.wrapping_add(1) == session.generation
             && session.rotated_at.is_some_and(|at| now - at <= grace);
         if within_grace {
-            return Ok((self.grant(&session, &user), Vec::new()));
+            return Ok(self.grant(&session, &user));
         }
-        if parts.generation > session.generation {
+        if generation > session.generation {
             return Err(TenantError::InvalidRefreshToken);
         }
         self.remove_session(&mut fx.batch, &session);
@@ -316,7 +353,7 @@ impl TenantState {
             &mut fx.batch,
             "auth.refresh.reused",
             ctx,
-            serde_json::json!({ "user_id": user.id, "session_id": session.id }),
+            serde_json::json!({ "user_id": user.id, "session_id": session.id, "client_id": client }),
         )?;
         tracing::warn!(tenant = %self.info.id, session = %session.id, "refresh token reused; session revoked");
         self.fail(fx, TenantError::RefreshTokenReused)
@@ -362,7 +399,7 @@ impl TenantState {
             let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };
-            if s.expires_at <= now {
+            if s.expires_at <= now || s.oauth.is_some() {
                 continue;
             }
             out.push(SessionView {
@@ -390,7 +427,7 @@ impl TenantState {
         let session = self
             .store
             .get::<SessionRecord>(target.as_bytes())?
-            .filter(|s| s.user_id == user.id)
+            .filter(|s| s.user_id == user.id && s.oauth.is_none())
             .ok_or(TenantError::NotFound)?;
         let mut fx = self.effects();
         self.remove_session(&mut fx.batch, &session);

@@ -73,6 +73,8 @@ pub struct TenantState {
     cells: TenantCells,
     key_ring: KeyRing,
     pub(super) refresh_hasher: KeyedHasher,
+    /// Keyed hash of OAuth consent requests (the commitment a decision carries back).
+    pub(super) oauth_hasher: KeyedHasher,
     /// Keyed hash of e-mail domains in audit events.
     pub(super) domain_hasher: KeyedHasher,
     pub(super) login_accounts: Throttle<String>,
@@ -145,6 +147,7 @@ impl TenantState {
             info,
             store,
             refresh_hasher: master_key.hasher("refresh-token"),
+            oauth_hasher: master_key.hasher("oauth-consent"),
             domain_hasher: master_key.hasher("email-domain"),
             otp_hasher: master_key.hasher("step-up-otp"),
             recovery_hasher: master_key.hasher("recovery-code"),

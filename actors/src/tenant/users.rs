@@ -660,6 +660,7 @@ impl TenantState {
         }
         self.revoke_user_sessions(batch, user.id, None)?;
         self.erase_passkeys(batch, user.id)?;
+        self.erase_consents(batch, user.id)?;
         for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             batch.remove(Kind::UserAudit, &key);
@@ -727,7 +728,7 @@ impl TenantState {
             "factors": detail.factors,
             "sessions": detail.sessions,
             "activity": detail.activity,
-            "consents": [],
+            "consents": self.consent_records(user.id)?,
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))

@@ -24,6 +24,7 @@
 
 use std::{collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
 
+use base64::Engine;
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 use tessera_bench::{call, client_ip, field, read_rows, Result};
@@ -88,6 +89,26 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         concurrency: usize,
     },
+    /// Registers a confidential OAuth client for a tenant, as its owner; writes
+    /// `slug<TAB>client_id<TAB>basic` (`basic`: the HTTP Basic credentials, base64).
+    OauthClient {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        output: PathBuf,
+    },
+    /// For every user of `--input` (token lines), an OAuth grant of the client in `--client`
+    /// (authorize with the user's token, consent when asked, code exchange); writes
+    /// `slug<TAB>basic<TAB>user_access<TAB>oauth_access<TAB>oauth_refresh` lines.
+    OauthGrants {
+        #[command(flatten)]
+        common: Common,
+        /// The `oauth-client` output.
+        #[arg(long)]
+        client: PathBuf,
+        #[arg(long)]
+        output: PathBuf,
+    },
     /// Signs users in with e-mailed login links; writes their tokens.
     MagicLink {
         #[command(flatten)]
@@ -101,6 +122,20 @@ enum Command {
         #[arg(long, default_value_t = 500)]
         batch: usize,
     },
+}
+
+/// The bench client's redirect URI, and the PKCE pair of RFC 7636 appendix B that every bench
+/// authorization uses (the wrk scripts send the same).
+const OAUTH_REDIRECT: &str = "https://rp.bench.test/cb";
+const OAUTH_VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const OAUTH_CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+fn oauth_authorize_url(iss: &str, client_id: &str) -> String {
+    format!(
+        "{iss}/oauth/authorize?client_id={client_id}&redirect_uri=https%3A%2F%2Frp.bench.test%2Fcb\
+         &response_type=code&scope=openid%20email&state=bench&code_challenge={OAUTH_CHALLENGE}\
+         &code_challenge_method=S256"
+    )
 }
 
 fn main() -> std::process::ExitCode {
@@ -272,6 +307,140 @@ async fn run(cli: Cli) -> Result<Value> {
             })
             .await?;
             Ok(json!({ "guests_enabled": n }))
+        }
+        Command::OauthClient { common, output } => {
+            let rows = read_rows(&common.input, 2)?;
+            let (slug, owner) = (field(&rows[0], 0)?, field(&rows[0], 1)?);
+            let base = &common.base;
+            let login = call(
+                format!("dashboard login of {owner}"),
+                200,
+                http.post(format!("{base}/v1/auth/dashboard/login"))
+                    .json(&json!({ "email": owner, "password": common.password })),
+            )
+            .await?;
+            let session = login["session_token"]
+                .as_str()
+                .ok_or_else(|| format!("dashboard login of {owner}: no session_token"))?;
+            call(
+                "re-authentication".into(),
+                200,
+                http.post(format!("{base}/v1/auth/dashboard/reauth"))
+                    .bearer_auth(session)
+                    .json(&json!({ "password": common.password })),
+            )
+            .await?;
+            let client = call(
+                format!("an OAuth client of {slug}"),
+                201,
+                http.post(format!(
+                    "{base}/v1/auth/dashboard/tenants/{slug}/oauth-clients"
+                ))
+                .bearer_auth(session)
+                .json(&json!({
+                    "name": "Bench RP",
+                    "client_type": "confidential",
+                    "redirect_uris": [OAUTH_REDIRECT],
+                    "allowed_scopes": ["openid", "email"],
+                })),
+            )
+            .await?;
+            let (Some(id), Some(secret)) = (
+                client["client_id"].as_str(),
+                client["client_secret"].as_str(),
+            ) else {
+                return Err(format!("no client id and secret in {client}").into());
+            };
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+            std::fs::write(&output, format!("{slug}\t{id}\t{basic}\n"))?;
+            Ok(json!({ "client_id": id }))
+        }
+        Command::OauthGrants {
+            common,
+            client,
+            output,
+        } => {
+            let c = read_rows(&client, 3)?;
+            let (slug, id, basic) = (
+                field(&c[0], 0)?.to_owned(),
+                field(&c[0], 1)?.to_owned(),
+                field(&c[0], 2)?.to_owned(),
+            );
+            let rows = read_rows(&common.input, 3)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let ctx = Arc::new((slug, id, basic));
+            let lines = for_each(rows, common.concurrency, |_, row| {
+                let (http, base, ctx) = (http.clone(), base.clone(), ctx.clone());
+                async move {
+                    let (slug, id, basic) = &*ctx;
+                    let user = field(&row, 2)?.to_owned();
+                    let iss = format!("{base}/v1/tenants/{slug}");
+                    let asked = call(
+                        "authorize".into(),
+                        200,
+                        http.get(oauth_authorize_url(&iss, id))
+                            .header("accept", "application/json")
+                            .bearer_auth(&user),
+                    )
+                    .await?;
+                    let to = if asked["consent_required"] == Value::Bool(true) {
+                        let mut body = json!({"decision": "approve"});
+                        for k in [
+                            "client_id",
+                            "redirect_uri",
+                            "response_type",
+                            "scope",
+                            "state",
+                            "code_challenge",
+                            "code_challenge_method",
+                            "resource_commitment",
+                        ] {
+                            body[k] = asked[k].clone();
+                        }
+                        call(
+                            "consent".into(),
+                            200,
+                            http.post(format!("{iss}/oauth/consent"))
+                                .bearer_auth(&user)
+                                .json(&body),
+                        )
+                        .await?["redirect_to"]
+                            .clone()
+                    } else {
+                        asked["redirect_to"].clone()
+                    };
+                    let code = to
+                        .as_str()
+                        .and_then(|t| t.split("code=").nth(1))
+                        .and_then(|t| t.split('&').next())
+                        .ok_or_else(|| format!("no code in {to}"))?
+                        .to_owned();
+                    let tokens = call(
+                        "code exchange".into(),
+                        200,
+                        http.post(format!("{iss}/oauth/token"))
+                            .header("authorization", format!("Basic {basic}"))
+                            .form(&[
+                                ("grant_type", "authorization_code"),
+                                ("code", &code),
+                                ("redirect_uri", OAUTH_REDIRECT),
+                                ("code_verifier", OAUTH_VERIFIER),
+                            ]),
+                    )
+                    .await?;
+                    let (Some(access), Some(refresh)) = (
+                        tokens["access_token"].as_str(),
+                        tokens["refresh_token"].as_str(),
+                    ) else {
+                        return Err(format!("no tokens in {tokens}").into());
+                    };
+                    Ok(format!("{slug}\t{basic}\t{user}\t{access}\t{refresh}\n"))
+                }
+            })
+            .await?;
+            std::fs::write(&output, lines.concat())?;
+            Ok(json!({ "grants": n }))
         }
         Command::Touch {
             base,

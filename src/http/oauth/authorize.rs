@@ -1,0 +1,792 @@
+//! `GET /v1/tenants/{slug}/oauth/authorize` and `POST /v1/tenants/{slug}/oauth/consent`.
+//!
+//! One check serves both ([`check`]): a request whose client or `redirect_uri` is wrong is
+//! refused to the caller and never sent anywhere (RFC 6749 4.1.2.1); any other fault goes back
+//! to the client's `redirect_uri` with `error`, `state` and `iss` (RFC 9207). A request that
+//! passes goes to the tenant's actor with the signed-in user (the `Authorization: Bearer`
+//! access token of the tenant's own app), which answers with a code, the consent screen's
+//! payload, or that a sign-in is needed.
+
+use axum::{
+    extract::{Path, RawQuery, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    directory::catalog::{DisplayMetadata, Sensitivity, TenantResource},
+    tenant::{
+        messages::{Bearer, TenantMsg},
+        oauth::{
+            AuthorizeOutcome, AuthzRequest, ConsentDecision, OAuthAnswer, OAuthCmd, OAuthFailure,
+        },
+        oauth_clients::{OAuthClientAnswer, OAuthClientCmd, OAuthClientRecord},
+    },
+    CallError, TenantError, TenantHandle,
+};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{grantable, is_protocol_scope, oauth, split_scopes, tenant_catalog, Params, MAX_PARAM};
+use crate::{
+    app::AppState,
+    http::{
+        bearer::{bearer_header, issuer, missing_token, verify, BearerHeader},
+        error::{invalid_token, ApiError, ErrorBody},
+        extract::{ApiJson, RequestCtx},
+    },
+};
+
+/// An authorization request's parameters as sent (a query string, or the consent decision's
+/// body).
+#[derive(Default)]
+pub struct RawRequest<'a> {
+    pub client_id: Option<&'a str>,
+    pub redirect_uri: Option<&'a str>,
+    pub response_type: Option<&'a str>,
+    pub scope: Option<&'a str>,
+    pub state: Option<&'a str>,
+    pub nonce: Option<&'a str>,
+    pub code_challenge: Option<&'a str>,
+    pub code_challenge_method: Option<&'a str>,
+    pub resource: Option<&'a str>,
+    pub prompt: Option<&'a str>,
+    pub max_age: Option<&'a str>,
+    /// `request` or `request_uri` (OpenID Connect request objects, not supported).
+    pub request_object: Option<&'static str>,
+}
+
+impl<'a> RawRequest<'a> {
+    fn of(p: &'a Params) -> Self {
+        RawRequest {
+            client_id: p.get("client_id"),
+            redirect_uri: p.get("redirect_uri"),
+            response_type: p.get("response_type"),
+            scope: p.get("scope"),
+            state: p.get("state"),
+            nonce: p.get("nonce"),
+            code_challenge: p.get("code_challenge"),
+            code_challenge_method: p.get("code_challenge_method"),
+            resource: p.get("resource"),
+            prompt: p.get("prompt"),
+            max_age: p.get("max_age"),
+            request_object: if p.get("request").is_some() {
+                Some("request_not_supported")
+            } else if p.get("request_uri").is_some() {
+                Some("request_uri_not_supported")
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// `prompt` (OpenID Connect Core 3.1.2.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prompt {
+    pub none: bool,
+    pub login: bool,
+    pub consent: bool,
+}
+
+/// A request that passed [`check`].
+pub struct Checked {
+    pub request: AuthzRequest,
+    pub client: OAuthClientRecord,
+    pub catalog: Vec<TenantResource>,
+    pub prompt: Prompt,
+    pub max_age: Option<u64>,
+}
+
+/// Why a request is refused.
+pub enum Refusal {
+    /// To the caller only: the client or the redirect URI is wrong.
+    Shown(ApiError),
+    /// Back to the client.
+    Redirect(String),
+}
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Self {
+        Refusal::Shown(e)
+    }
+}
+
+/// `redirect_uri` with `pairs` added to its query.
+pub fn redirect_with(redirect_uri: &str, pairs: &[(&str, &str)]) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        q.append_pair(k, v);
+    }
+    let sep = if redirect_uri.contains('?') { '&' } else { '?' };
+    format!("{redirect_uri}{sep}{}", q.finish())
+}
+
+/// The client's redirect URI with an RFC 6749 4.1.2.1 error.
+fn error_redirect(
+    iss: &str,
+    redirect_uri: &str,
+    state: Option<&str>,
+    error: &str,
+    description: &str,
+) -> String {
+    let mut pairs = vec![("error", error), ("error_description", description)];
+    if let Some(s) = state {
+        pairs.push(("state", s));
+    }
+    pairs.push(("iss", iss));
+    redirect_with(redirect_uri, &pairs)
+}
+
+/// The client's redirect URI with a code (RFC 6749 4.1.2, RFC 9207).
+fn code_redirect(iss: &str, redirect_uri: &str, state: Option<&str>, code: &str) -> String {
+    let mut pairs = vec![("code", code)];
+    if let Some(s) = state {
+        pairs.push(("state", s));
+    }
+    pairs.push(("iss", iss));
+    redirect_with(redirect_uri, &pairs)
+}
+
+fn shown(code: &str, message: &str) -> Refusal {
+    Refusal::Shown(ApiError::new(StatusCode::BAD_REQUEST, code, message))
+}
+
+async fn client_of(tenant: &TenantHandle, client_id: &str) -> Result<OAuthClientRecord, Refusal> {
+    let id = client_id.to_owned();
+    let ctx = tessera_actors::tenant::audit::AuditContext::default();
+    match tenant
+        .call(|reply| TenantMsg::OAuthClients {
+            cmd: OAuthClientCmd::Get(id.clone()),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+    {
+        Ok(OAuthClientAnswer::One(c)) => Ok(c),
+        Ok(_) | Err(CallError::Failed(TenantError::NotFound)) => Err(shown(
+            "oauth/invalid_client",
+            "client_id names no client of this tenant",
+        )),
+        Err(e) => Err(Refusal::Shown(e.into())),
+    }
+}
+
+/// Whether `s` is an S256 challenge: 43 base64url characters.
+fn challenge_ok(s: &str) -> bool {
+    s.len() == 43
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Checks an authorization request against the client's registration and the catalog.
+pub async fn check(
+    state: &AppState,
+    tenant: &TenantHandle,
+    raw: &RawRequest<'_>,
+) -> Result<Checked, Refusal> {
+    let client_id = raw
+        .client_id
+        .ok_or_else(|| shown("oauth/invalid_client", "client_id is required"))?;
+    let client = client_of(tenant, client_id).await?;
+    let redirect_uri = raw
+        .redirect_uri
+        .filter(|r| client.redirect_uris.iter().any(|u| u == r))
+        .ok_or_else(|| {
+            shown(
+                "oauth/invalid_redirect_uri",
+                "redirect_uri is missing or is not one of the client's registered redirect URIs, exactly",
+            )
+        })?;
+    let iss = issuer(state, &tenant.slug);
+    let back = |error: &str, description: &str| {
+        Refusal::Redirect(error_redirect(
+            &iss,
+            redirect_uri,
+            raw.state,
+            error,
+            description,
+        ))
+    };
+    if let Some(e) = raw.request_object {
+        return Err(back(e, "request objects are not supported"));
+    }
+    match raw.response_type {
+        None => return Err(back("invalid_request", "response_type is required")),
+        Some("code") => {}
+        Some(_) => {
+            return Err(back(
+                "unsupported_response_type",
+                "only response_type=code is supported (no implicit or hybrid flow)",
+            ))
+        }
+    }
+    let Some(challenge) = raw.code_challenge else {
+        return Err(back(
+            "invalid_request",
+            "code_challenge is required (PKCE, S256)",
+        ));
+    };
+    if raw.code_challenge_method != Some("S256") {
+        return Err(back(
+            "invalid_request",
+            "code_challenge_method must be S256 (plain is not accepted)",
+        ));
+    }
+    if !challenge_ok(challenge) {
+        return Err(back(
+            "invalid_request",
+            "code_challenge must be 43 base64url characters",
+        ));
+    }
+    let mut prompt = Prompt::default();
+    for p in raw
+        .prompt
+        .unwrap_or("")
+        .split(' ')
+        .filter(|p| !p.is_empty())
+    {
+        match p {
+            "none" => prompt.none = true,
+            "login" => prompt.login = true,
+            "consent" => prompt.consent = true,
+            _ => {
+                return Err(back(
+                    "invalid_request",
+                    "prompt may be none, login or consent",
+                ))
+            }
+        }
+    }
+    if prompt.none && (prompt.login || prompt.consent) {
+        return Err(back("invalid_request", "prompt=none stands alone"));
+    }
+    let max_age = match raw.max_age {
+        None => None,
+        Some(m) => Some(m.parse::<u64>().map_err(|_| {
+            back(
+                "invalid_request",
+                "max_age must be a whole number of seconds",
+            )
+        })?),
+    };
+    let catalog = tenant_catalog(state, tenant).await?;
+    if let Some(r) = raw.resource {
+        let absolute = url::Url::parse(r).is_ok_and(|u| u.fragment().is_none());
+        if !absolute || !catalog.iter().any(|t| t.resource.uri == r) {
+            return Err(back(
+                "invalid_target",
+                "resource must be the URI of one of the tenant's registered resources",
+            ));
+        }
+    }
+    let scopes = split_scopes(raw.scope.unwrap_or(""));
+    if scopes.is_empty() {
+        return Err(back("invalid_scope", "scope is required"));
+    }
+    let approved = grantable(&catalog, raw.resource);
+    for s in &scopes {
+        if !client.allowed_scopes.iter().any(|a| a == s) {
+            return Err(back(
+                "invalid_scope",
+                &format!("{s} is not among the client's allowed scopes"),
+            ));
+        }
+        if !is_protocol_scope(s) && !approved.iter().any(|a| &a.scope_name == s) {
+            return Err(back(
+                "invalid_scope",
+                &format!("{s} is not an approved scope of the resource"),
+            ));
+        }
+    }
+    let request = AuthzRequest {
+        client_id: client.client_id.clone(),
+        redirect_uri: redirect_uri.to_owned(),
+        scopes,
+        resource: raw.resource.map(str::to_owned),
+        code_challenge: challenge.to_owned(),
+        state: raw.state.map(str::to_owned),
+        nonce: raw.nonce.map(str::to_owned),
+    };
+    Ok(Checked {
+        request,
+        client,
+        catalog,
+        prompt,
+        max_age,
+    })
+}
+
+/// Spec 2.12: no one is signed in (or must sign in again).
+#[derive(Serialize, ToSchema)]
+pub struct LoginRequiredResponse {
+    /// Always true.
+    pub login_required: bool,
+    /// The authorize request to repeat once the user has signed in.
+    pub authorize_url: String,
+}
+
+/// The client as the consent screen shows it.
+#[derive(Serialize, ToSchema)]
+pub struct ConsentClient {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_url: Option<String>,
+    /// `first_party`, `attested` or `unverified`.
+    pub verification: &'static str,
+    pub registered_seconds_ago: i64,
+}
+
+/// A resource scope offered for individual approval (an approved `normal` catalog entry).
+#[derive(Serialize, ToSchema)]
+pub struct CustomScope {
+    pub scope: String,
+    /// The owner's text in the reader's language, or, for platform-authored copy, its
+    /// `consent.scopes.*` key for the app to translate.
+    pub display_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct AgentScope {
+    pub scope: String,
+}
+
+/// Spec 2.12: what the consent screen shows, and the request the decision carries back.
+#[derive(Serialize, ToSchema)]
+pub struct ConsentRequiredResponse {
+    /// Always true.
+    pub consent_required: bool,
+    pub client: ConsentClient,
+    /// Every scope asked for.
+    pub scopes: Vec<String>,
+    /// Not granted before.
+    pub new_scopes: Vec<String>,
+    /// Granted before.
+    pub unchanged_scopes: Vec<String>,
+    pub custom_scopes: Vec<CustomScope>,
+    /// A consent is on file and this request asks for more.
+    pub is_re_consent: bool,
+    /// `first_consent`, `new_scopes`, `new_resources` or `prompt_consent`.
+    pub change_reason: &'static str,
+    pub resources: Vec<String>,
+    pub new_resources: Vec<String>,
+    pub resource: Option<String>,
+    /// Carry it back in the decision: it binds the decision to this request and this user.
+    pub resource_commitment: String,
+    pub redirect_uri: String,
+    pub state: Option<String>,
+    pub client_id: String,
+    pub code_challenge: String,
+    /// Always `S256`.
+    pub code_challenge_method: &'static str,
+    /// Always `code`.
+    pub response_type: &'static str,
+    /// Space-separated.
+    pub scope: String,
+    pub nonce: Option<String>,
+    /// Agent capabilities offered for individual approval; none for a client that is not an
+    /// agent.
+    pub agent_scopes: Vec<AgentScope>,
+}
+
+/// Where the browser goes next: the client's redirect URI with a code or an error.
+#[derive(Serialize, ToSchema)]
+pub struct RedirectResponse {
+    pub redirect_to: String,
+}
+
+fn custom_scopes(checked: &Checked, lang: &str) -> Vec<CustomScope> {
+    let approved = grantable(&checked.catalog, checked.request.resource.as_deref());
+    checked
+        .request
+        .scopes
+        .iter()
+        .filter_map(|s| approved.iter().find(|a| &a.scope_name == s))
+        .filter(|a| a.sensitivity == Sensitivity::Normal)
+        .map(|a| CustomScope {
+            scope: a.scope_name.clone(),
+            display_name: match &a.display_metadata {
+                DisplayMetadata::LocaleText { locale_text } => match lang {
+                    "pl" => locale_text.pl.clone(),
+                    "de" => locale_text.de.clone(),
+                    "fr" => locale_text.fr.clone(),
+                    "es" => locale_text.es.clone(),
+                    _ => locale_text.en.clone(),
+                },
+                DisplayMetadata::I18nKey { i18n_key } => i18n_key.clone(),
+            },
+            description: None,
+        })
+        .collect()
+}
+
+/// The signed-in user of the tenant's own app, if the request carries a valid access token.
+async fn signed_in(
+    state: &AppState,
+    tenant: &TenantHandle,
+    headers: &HeaderMap,
+) -> Result<Option<Bearer>, ApiError> {
+    let BearerHeader::Token(token) = bearer_header(headers) else {
+        return Ok(None);
+    };
+    let keys = tenant.keys().await?;
+    Ok(verify(state, tenant, &keys, token).ok().map(|(_, b)| b))
+}
+
+fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
+    state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
+fn redirect(to: String) -> Response {
+    no_store(Json(RedirectResponse { redirect_to: to }).into_response())
+}
+
+fn no_store(mut resp: Response) -> Response {
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    resp
+}
+
+/// The authorize request to repeat after a sign-in: the same, without `prompt=login`.
+fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in params.iter() {
+        if k == "prompt" {
+            let rest: Vec<&str> = v
+                .split(' ')
+                .filter(|p| *p != "login" && !p.is_empty())
+                .collect();
+            if !rest.is_empty() {
+                q.append_pair(k, &rest.join(" "));
+            }
+            continue;
+        }
+        q.append_pair(k, v);
+    }
+    format!("{}/oauth/authorize?{}", issuer(state, slug), q.finish())
+}
+
+/// The authorization endpoint (RFC 6749 4.1.1, OpenID Connect Core 3.1.2), for the tenant's
+/// own sign-in UI: it sends the user's access token (if any) and renders what comes back.
+#[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/authorize", tag = "oauth",
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("client_id" = String, Query, description = "A client of the tenant"),
+        ("redirect_uri" = String, Query, description = "One of the client's redirect URIs, exactly"),
+        ("response_type" = String, Query, description = "`code`"),
+        ("scope" = String, Query, description = "Space-separated; each among the client's allowed scopes, resource scopes approved in the catalog"),
+        ("code_challenge" = String, Query, description = "PKCE S256 challenge"),
+        ("code_challenge_method" = String, Query, description = "`S256`"),
+        ("state" = Option<String>, Query, description = "Returned unchanged"),
+        ("nonce" = Option<String>, Query, description = "Put in the ID token"),
+        ("prompt" = Option<String>, Query, description = "`none`, or `login` and/or `consent`"),
+        ("max_age" = Option<u64>, Query, description = "Seconds since the user's sign-in after which a new one is needed"),
+        ("resource" = Option<String>, Query, description = "RFC 8707: the URI of one of the tenant's registered resources; the access token's audience"),
+        ("login_hint" = Option<String>, Query, description = "Passed on to the sign-in"),
+    ),
+    security((), ("bearer" = [])),
+    responses(
+        (status = 200, description = "`LoginRequiredResponse`, `ConsentRequiredResponse`, or `{redirect_to}`: the client's redirect URI with a code, or with an RFC 6749 error (`invalid_request`, `unsupported_response_type`, `invalid_scope`, `invalid_target`, `login_required`, `consent_required`), `state` and `iss`", body = ConsentRequiredResponse),
+        (status = 400, description = "`oauth/invalid_client` (unknown client), `oauth/invalid_redirect_uri` (not registered), `oauth/invalid_request` (a parameter repeated or too long): never redirected", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
+    ))]
+pub async fn authorize(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_of(&state, &slug)?;
+    let params = Params::parse(query.unwrap_or_default().as_bytes())
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "oauth/invalid_request", e))?;
+    let checked = match check(&state, &tenant, &RawRequest::of(&params)).await {
+        Ok(c) => c,
+        Err(Refusal::Shown(e)) => return Err(e),
+        Err(Refusal::Redirect(to)) => return Ok(redirect(to)),
+    };
+    let iss = issuer(&state, &tenant.slug);
+    let req = &checked.request;
+    let login_required = || -> Response {
+        if checked.prompt.none {
+            return redirect(error_redirect(
+                &iss,
+                &req.redirect_uri,
+                req.state.as_deref(),
+                "login_required",
+                "the user is not signed in",
+            ));
+        }
+        no_store(
+            Json(LoginRequiredResponse {
+                login_required: true,
+                authorize_url: repeat_url(&state, &slug, &params),
+            })
+            .into_response(),
+        )
+    };
+    let user = if checked.prompt.login {
+        None
+    } else {
+        signed_in(&state, &tenant, &headers).await?
+    };
+    let Some(bearer) = user else {
+        return Ok(login_required());
+    };
+    let cmd = OAuthCmd::Authorize {
+        bearer,
+        request: req.clone(),
+        max_age: checked.max_age,
+        force_consent: checked.prompt.consent,
+        no_prompt: checked.prompt.none,
+    };
+    let outcome = match oauth(&tenant, ctx, cmd).await {
+        Ok(OAuthAnswer::Authorize(o)) => o,
+        Ok(_) => return Err(ApiError::internal("an unexpected answer to authorize")),
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::ConsentRequired))) => {
+            return Ok(redirect(error_redirect(
+                &iss,
+                &req.redirect_uri,
+                req.state.as_deref(),
+                "consent_required",
+                "the user has not consented to this request",
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let needed = match outcome {
+        AuthorizeOutcome::LoginRequired => return Ok(login_required()),
+        AuthorizeOutcome::Code(code) => {
+            return Ok(redirect(code_redirect(
+                &iss,
+                &req.redirect_uri,
+                req.state.as_deref(),
+                &code,
+            )))
+        }
+        AuthorizeOutcome::Consent(n) => n,
+    };
+    let lang = crate::i18n::negotiate(
+        &[],
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+        "en",
+    );
+    let change_reason = if !needed.is_re_consent && needed.unchanged_scopes.is_empty() {
+        "first_consent"
+    } else if !needed.new_scopes.is_empty() {
+        "new_scopes"
+    } else if !needed.new_resources.is_empty() {
+        "new_resources"
+    } else {
+        "prompt_consent"
+    };
+    let client = &needed.client;
+    let body = ConsentRequiredResponse {
+        consent_required: true,
+        client: ConsentClient {
+            name: client.name.clone(),
+            description: client.description.clone(),
+            logo_url: client.logo_url.clone(),
+            verification: client.verification(),
+            registered_seconds_ago: (OffsetDateTime::now_utc() - client.created_at)
+                .whole_seconds()
+                .max(0),
+        },
+        scopes: req.scopes.clone(),
+        new_scopes: needed.new_scopes.clone(),
+        unchanged_scopes: needed.unchanged_scopes.clone(),
+        custom_scopes: custom_scopes(&checked, lang),
+        is_re_consent: needed.is_re_consent,
+        change_reason,
+        resources: req.resource.iter().cloned().collect(),
+        new_resources: needed.new_resources.clone(),
+        resource: req.resource.clone(),
+        resource_commitment: needed.commitment.clone(),
+        redirect_uri: req.redirect_uri.clone(),
+        state: req.state.clone(),
+        client_id: req.client_id.clone(),
+        code_challenge: req.code_challenge.clone(),
+        code_challenge_method: "S256",
+        response_type: "code",
+        scope: req.scopes.join(" "),
+        nonce: req.nonce.clone(),
+        agent_scopes: Vec::new(),
+    };
+    Ok(no_store(Json(body).into_response()))
+}
+
+/// The user's decision on the consent screen, with the request it was shown for.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConsentRequest {
+    pub client_id: String,
+    pub redirect_uri: String,
+    pub response_type: String,
+    pub scope: String,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: String,
+    pub code_challenge_method: String,
+    pub resource: Option<String>,
+    /// As the consent screen's payload gave it.
+    pub resource_commitment: String,
+    /// `approve` or `deny`.
+    pub decision: String,
+    /// The scopes approved (default: all asked). Only the individually checkable ones (the
+    /// `custom_scopes` of the payload) may be left out.
+    pub granted_scopes: Option<Vec<String>>,
+}
+
+/// Takes the user's consent decision and answers where the browser goes: the client's
+/// redirect URI with a code, or with `error=access_denied`.
+#[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/consent", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    security(("bearer" = [])),
+    request_body = OAuthConsentRequest,
+    responses(
+        (status = 200, description = "Where to send the browser", body = RedirectResponse),
+        (status = 400, description = "`validation/invalid_request`; `oauth/invalid_client`, `oauth/invalid_redirect_uri`; `oauth/consent_mismatch` (the commitment is not the one shown to this user for this request)", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
+    ))]
+pub async fn consent(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(body): ApiJson<OAuthConsentRequest>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_of(&state, &slug)?;
+    let bearer = match bearer_header(&headers) {
+        BearerHeader::Absent => return Err(missing_token()),
+        BearerHeader::Malformed => return Err(invalid_token()),
+        BearerHeader::Token(t) => {
+            let keys = tenant.keys().await?;
+            verify(&state, &tenant, &keys, t)?.1
+        }
+    };
+    let too_long = [
+        body.state.as_deref(),
+        body.nonce.as_deref(),
+        Some(body.redirect_uri.as_str()),
+        Some(body.scope.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .any(|s| s.len() > MAX_PARAM);
+    if too_long {
+        return Err(ApiError::invalid_field(
+            "state",
+            format!("parameters are at most {MAX_PARAM} characters"),
+        ));
+    }
+    let decision = match body.decision.as_str() {
+        "approve" => true,
+        "deny" => false,
+        _ => {
+            return Err(ApiError::invalid_field(
+                "decision",
+                "must be approve or deny",
+            ))
+        }
+    };
+    let raw = RawRequest {
+        client_id: Some(&body.client_id),
+        redirect_uri: Some(&body.redirect_uri),
+        response_type: Some(&body.response_type),
+        scope: Some(&body.scope),
+        state: body.state.as_deref(),
+        nonce: body.nonce.as_deref(),
+        code_challenge: Some(&body.code_challenge),
+        code_challenge_method: Some(&body.code_challenge_method),
+        resource: body.resource.as_deref(),
+        ..RawRequest::default()
+    };
+    let checked = match check(&state, &tenant, &raw).await {
+        Ok(c) => c,
+        Err(Refusal::Shown(e)) => return Err(e),
+        Err(Refusal::Redirect(to)) => return Ok(redirect(to)),
+    };
+    let req = &checked.request;
+    let decision = if decision {
+        let granted = body
+            .granted_scopes
+            .clone()
+            .unwrap_or_else(|| req.scopes.clone());
+        let checkable: Vec<String> = custom_scopes(&checked, "en")
+            .into_iter()
+            .map(|c| c.scope)
+            .collect();
+        if let Some(s) = granted.iter().find(|s| !req.scopes.contains(s)) {
+            return Err(ApiError::invalid_field(
+                "granted_scopes",
+                format!("{s} was not asked for"),
+            ));
+        }
+        let required: Vec<&String> = req
+            .scopes
+            .iter()
+            .filter(|s| !checkable.contains(s) && !granted.contains(s))
+            .collect();
+        if !required.is_empty() {
+            return Err(ApiError::invalid_field(
+                "granted_scopes",
+                format!(
+                    "only individually checkable scopes may be left out; missing {}",
+                    required
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            ));
+        }
+        ConsentDecision::Approve(granted)
+    } else {
+        ConsentDecision::Deny
+    };
+    let cmd = OAuthCmd::Consent {
+        bearer,
+        request: req.clone(),
+        commitment: body.resource_commitment.clone(),
+        decision,
+    };
+    let iss = issuer(&state, &tenant.slug);
+    match oauth(&tenant, ctx, cmd).await {
+        Ok(OAuthAnswer::Decided(Some(code))) => Ok(redirect(code_redirect(
+            &iss,
+            &req.redirect_uri,
+            req.state.as_deref(),
+            &code,
+        ))),
+        Ok(OAuthAnswer::Decided(None)) => Ok(redirect(error_redirect(
+            &iss,
+            &req.redirect_uri,
+            req.state.as_deref(),
+            "access_denied",
+            "the user denied the request",
+        ))),
+        Ok(_) => Err(ApiError::internal("an unexpected answer to a consent")),
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::InvalidRequest))) => {
+            Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "oauth/consent_mismatch",
+                "resource_commitment is not the one shown to this user for this request",
+            ))
+        }
+        Err(CallError::Failed(TenantError::InvalidSession)) => Err(invalid_token()),
+        Err(e) => Err(e.into()),
+    }
+}

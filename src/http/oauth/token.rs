@@ -1,0 +1,535 @@
+//! The token endpoint (RFC 6749 3.2, OpenID Connect Core 3.1.3), revocation (RFC 7009),
+//! introspection (RFC 7662) and userinfo (OpenID Connect Core 5.3).
+
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::Serialize;
+use tessera_actors::{
+    tenant::{
+        keys::AccessClaims,
+        oauth::{ClientAuth, OAuthAnswer, OAuthCmd, OAuthIssued, PresentedToken, TokenGrant},
+    },
+    CallError, TenantError, TenantHandle,
+};
+use tessera_storage::sha256;
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+use super::{
+    client_auth, oauth, split_scopes, still_grantable, tenant_catalog, OAuthError, OAuthErrorBody,
+    Params,
+};
+use crate::{
+    app::AppState,
+    http::{
+        bearer::{bearer_header, issuer, verify_any, BearerHeader},
+        error::{ApiError, ErrorBody},
+        extract::RequestCtx,
+        responses::access_claims,
+    },
+};
+
+fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, OAuthError> {
+    state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| OAuthError::invalid_request("no such tenant"))
+}
+
+/// A form body (`application/x-www-form-urlencoded`), each parameter at most once.
+fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| {
+            m.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        });
+    if !is_form {
+        return Err(OAuthError::invalid_request(
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    }
+    Params::parse(body).map_err(OAuthError::invalid_request)
+}
+
+/// A client's form request: its tenant, the parameters, and how the client authenticates.
+fn client_request(
+    state: &AppState,
+    slug: &str,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(TenantHandle, Params, ClientAuth), OAuthError> {
+    let tenant = tenant_of(state, slug)?;
+    let p = form(headers, body)?;
+    let client = client_auth(headers, &p)?;
+    Ok((tenant, p, client))
+}
+
+fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
+    p.get(name)
+        .ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
+}
+
+/// A successful token response (RFC 6749 5.1).
+#[derive(Serialize, ToSchema)]
+pub struct OAuthTokenResponse {
+    /// An ES256 JWT (`typ` `at+jwt`, RFC 9068) with `client_id` and `scope`; its `aud` is the
+    /// `resource` asked for, else the tenant's slug.
+    pub access_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    /// Single-use: each refresh answers a new one.
+    pub refresh_token: String,
+    /// Space-separated.
+    pub scope: String,
+    /// With `openid` on a code exchange: the ES256 ID token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+}
+
+/// The claims of an ID token (OpenID Connect Core 2).
+#[derive(Serialize)]
+struct IdClaims {
+    iss: String,
+    sub: String,
+    aud: String,
+    exp: i64,
+    iat: i64,
+    auth_time: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce: Option<String>,
+    acr: String,
+    amr: Vec<String>,
+    azp: String,
+    at_hash: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email_verified: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phone_number_verified: Option<bool>,
+}
+
+/// The left half of the access token's SHA-256, base64url (OpenID Connect Core 3.1.3.6).
+fn at_hash(access_token: &str) -> String {
+    URL_SAFE_NO_PAD.encode(&sha256(access_token.as_bytes())[..16])
+}
+
+/// The claims about the user that `scopes` release (in ID tokens and at userinfo).
+struct UserClaims {
+    email: Option<String>,
+    email_verified: Option<bool>,
+    phone_number: Option<String>,
+    phone_number_verified: Option<bool>,
+}
+
+fn user_claims(user: &tessera_actors::tenant::messages::UserView, scopes: &[String]) -> UserClaims {
+    let has = |s: &str| scopes.iter().any(|x| x == s);
+    let email = has("email").then(|| user.email.clone()).flatten();
+    let phone = has("phone").then(|| user.phone.clone()).flatten();
+    UserClaims {
+        email_verified: email.as_ref().map(|_| user.email_verified),
+        email,
+        phone_number_verified: phone.as_ref().map(|_| user.phone_verified),
+        phone_number: phone,
+    }
+}
+
+/// Signs the access token (and the ID token when due) of what the actor issued.
+async fn sign(
+    state: &AppState,
+    tenant: &TenantHandle,
+    issued: OAuthIssued,
+) -> Result<OAuthTokenResponse, OAuthError> {
+    let catalog = tenant_catalog(state, tenant).await?;
+    let oauth_grant = &issued.oauth;
+    let scopes = still_grantable(&catalog, oauth_grant.resource.as_deref(), &issued.scopes);
+    let keys = tenant.keys().await.map_err(OAuthError::from)?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let mut claims: AccessClaims = access_claims(state, tenant, &issued.grant, now);
+    claims.client_id = Some(oauth_grant.client_id.clone());
+    claims.scope = Some(scopes.join(" "));
+    claims.app_metadata = None;
+    if let Some(r) = &oauth_grant.resource {
+        claims.aud = r.clone();
+    }
+    let access_token = keys
+        .sign(&claims)
+        .map_err(|e| OAuthError::from(ApiError::internal(e)))?;
+    let id_token = if issued.id_token {
+        let u = user_claims(&issued.grant.user, &scopes);
+        let id = IdClaims {
+            iss: claims.iss.clone(),
+            sub: claims.sub.clone(),
+            aud: oauth_grant.client_id.clone(),
+            exp: claims.exp,
+            iat: now,
+            auth_time: oauth_grant.auth_time.unix_timestamp(),
+            nonce: issued.nonce.clone(),
+            acr: claims.acr.clone(),
+            amr: claims.amr.clone(),
+            azp: oauth_grant.client_id.clone(),
+            at_hash: at_hash(&access_token),
+            email: u.email,
+            email_verified: u.email_verified,
+            phone_number: u.phone_number,
+            phone_number_verified: u.phone_number_verified,
+        };
+        Some(
+            keys.sign_id_token(&id)
+                .map_err(|e| OAuthError::from(ApiError::internal(e)))?,
+        )
+    } else {
+        None
+    };
+    Ok(OAuthTokenResponse {
+        access_token,
+        token_type: "Bearer",
+        expires_in: (claims.exp - now).max(0),
+        refresh_token: issued.grant.refresh_token,
+        scope: scopes.join(" "),
+        id_token,
+    })
+}
+
+fn no_store(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// The token endpoint: `authorization_code` (with the PKCE verifier) and `refresh_token`.
+#[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/token", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
+    responses(
+        (status = 200, description = "Tokens", body = OAuthTokenResponse),
+        (status = 400, description = "`invalid_request`, `invalid_grant`, `invalid_scope`, `unsupported_grant_type`", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_client`, with `WWW-Authenticate: Basic`", body = OAuthErrorBody),
+    ))]
+pub async fn token(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let grant = match required(&p, "grant_type")? {
+        "authorization_code" => TokenGrant::AuthorizationCode {
+            code: required(&p, "code")?.to_owned(),
+            redirect_uri: required(&p, "redirect_uri")?.to_owned(),
+            code_verifier: required(&p, "code_verifier")?.to_owned(),
+        },
+        "refresh_token" => TokenGrant::RefreshToken {
+            refresh_token: required(&p, "refresh_token")?.to_owned(),
+            scopes: p.get("scope").map(split_scopes),
+        },
+        _ => {
+            return Err(OAuthError::new(
+                "unsupported_grant_type",
+                "grant_type must be authorization_code or refresh_token",
+            ))
+        }
+    };
+    let issued = match oauth(&tenant, ctx, OAuthCmd::Token { client, grant }).await? {
+        OAuthAnswer::Issued(i) => *i,
+        _ => return Err(ApiError::internal("an unexpected answer to a token request").into()),
+    };
+    Ok(no_store(
+        Json(sign(&state, &tenant, issued).await?).into_response(),
+    ))
+}
+
+/// What a presented token is, read without the actor: a verified access token of the tenant,
+/// or something to try as a refresh token.
+async fn presented(
+    state: &AppState,
+    tenant: &TenantHandle,
+    token: &str,
+) -> Result<(PresentedToken, Option<AccessClaims>), OAuthError> {
+    if token.split('.').count() == 3 {
+        let keys = tenant.keys().await.map_err(OAuthError::from)?;
+        return Ok(match verify_any(state, tenant, &keys, token) {
+            Ok((claims, bearer)) => (
+                PresentedToken::Access {
+                    bearer,
+                    client_id: claims.client_id.clone(),
+                },
+                Some(claims),
+            ),
+            Err(_) => (PresentedToken::Unknown, None),
+        });
+    }
+    Ok((PresentedToken::Refresh(token.to_owned()), None))
+}
+
+/// Revokes a token of the calling client (RFC 7009): a refresh token, or an access token, ends
+/// its grant. Tokens that are unknown, expired or another client's are answered 200 alike.
+#[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/revoke", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "`token`, optional `token_type_hint`; client authentication as at the token endpoint"),
+    responses(
+        (status = 200, description = "Revoked, or nothing to revoke"),
+        (status = 400, description = "`invalid_request`", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
+    ))]
+pub async fn revoke(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let (token, _) = presented(&state, &tenant, required(&p, "token")?).await?;
+    oauth(&tenant, ctx, OAuthCmd::Revoke { client, token }).await?;
+    Ok(no_store(StatusCode::OK.into_response()))
+}
+
+/// An introspection answer (RFC 7662 2.2).
+#[derive(Serialize, ToSchema)]
+pub struct IntrospectionResponse {
+    pub active: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exp: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aud: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iss: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jti: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amr: Option<Vec<String>>,
+}
+
+impl IntrospectionResponse {
+    fn inactive() -> Self {
+        IntrospectionResponse {
+            active: false,
+            scope: None,
+            client_id: None,
+            token_type: None,
+            exp: None,
+            iat: None,
+            sub: None,
+            aud: None,
+            iss: None,
+            jti: None,
+            acr: None,
+            amr: None,
+        }
+    }
+}
+
+/// Whether a token is active, for resource servers (RFC 7662): confidential clients only.
+/// An access token of any client of the tenant (or of its own app) is described; a refresh
+/// token only to the client holding it. Revoked, expired and unknown tokens are
+/// `{"active": false}`.
+#[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/introspect", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "`token`, optional `token_type_hint`; a confidential client's authentication"),
+    responses(
+        (status = 200, description = "The token's state", body = IntrospectionResponse),
+        (status = 400, description = "`invalid_request`; `unauthorized_client` (a public client)", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
+    ))]
+pub async fn introspect(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Result<Response, OAuthError> {
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let (token, claims) = presented(&state, &tenant, required(&p, "token")?).await?;
+    let answer = oauth(&tenant, ctx, OAuthCmd::Introspect { client, token }).await?;
+    let OAuthAnswer::Introspected { active, refresh } = answer else {
+        return Err(ApiError::internal("an unexpected answer to introspection").into());
+    };
+    let body = match (active, claims, refresh) {
+        (true, Some(c), _) => IntrospectionResponse {
+            active: true,
+            scope: c.scope,
+            client_id: c.client_id,
+            token_type: Some("Bearer"),
+            exp: Some(c.exp),
+            iat: Some(c.iat),
+            sub: Some(c.sub),
+            aud: Some(c.aud),
+            iss: Some(c.iss),
+            jti: Some(c.jti),
+            acr: Some(c.acr),
+            amr: Some(c.amr),
+        },
+        (true, None, Some((_, user, grant, expires_at))) => IntrospectionResponse {
+            active: true,
+            scope: Some(grant.scopes.join(" ")),
+            client_id: Some(grant.client_id),
+            token_type: Some("refresh_token"),
+            exp: Some(expires_at.unix_timestamp()),
+            sub: Some(user.to_string()),
+            iss: Some(issuer(&state, &tenant.slug)),
+            aud: grant.resource,
+            ..IntrospectionResponse::inactive()
+        },
+        _ => IntrospectionResponse::inactive(),
+    };
+    Ok(no_store(Json(body).into_response()))
+}
+
+/// The claims userinfo answers.
+#[derive(Serialize, ToSchema)]
+pub struct UserInfoResponse {
+    pub sub: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone_number: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone_number_verified: Option<bool>,
+}
+
+/// An RFC 6750 error: 401 `invalid_token` or 403 `insufficient_scope`.
+fn bearer_error(status: StatusCode, error: &str, description: &str) -> Response {
+    let challenge = format!("Bearer error=\"{error}\", error_description=\"{description}\"");
+    let mut resp = (
+        status,
+        Json(serde_json::json!({ "error": error, "error_description": description })),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    resp
+}
+
+async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Response {
+    let invalid = || {
+        bearer_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_token",
+            "the access token is missing, invalid, expired or revoked",
+        )
+    };
+    let Some(tenant) = state.directory.tenant_for_slug(slug) else {
+        return ApiError::not_found("tenant").into_response();
+    };
+    let BearerHeader::Token(token) = bearer_header(headers) else {
+        return invalid();
+    };
+    let Ok(keys) = tenant.keys().await else {
+        return ApiError::unavailable().into_response();
+    };
+    let Ok((claims, bearer)) = verify_any(state, &tenant, &keys, token) else {
+        return invalid();
+    };
+    let Some(client_id) = claims.client_id.clone() else {
+        return invalid();
+    };
+    let scopes = split_scopes(claims.scope.as_deref().unwrap_or(""));
+    if !scopes.iter().any(|s| s == "openid") {
+        return bearer_error(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            "the access token was not granted the openid scope",
+        );
+    }
+    let cmd = OAuthCmd::UserInfo { bearer, client_id };
+    let ctx = tessera_actors::tenant::audit::AuditContext::default();
+    let user = match oauth(&tenant, ctx, cmd).await {
+        Ok(OAuthAnswer::User(u)) => u,
+        Err(CallError::Failed(TenantError::InvalidSession)) => return invalid(),
+        Ok(_) => return ApiError::internal("an unexpected answer to userinfo").into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let u = user_claims(&user, &scopes);
+    no_store(
+        Json(UserInfoResponse {
+            sub: user.id.to_string(),
+            email: u.email,
+            email_verified: u.email_verified,
+            phone_number: u.phone_number,
+            phone_number_verified: u.phone_number_verified,
+        })
+        .into_response(),
+    )
+}
+
+/// The signed-in user's claims, by the access token's scopes (`email`, `phone`).
+#[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/userinfo", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The claims", body = UserInfoResponse),
+        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token"),
+        (status = 403, description = "`insufficient_scope`: the token lacks `openid`"),
+        (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
+    ))]
+pub async fn userinfo_get(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    userinfo_of(&state, &slug, &headers).await
+}
+
+/// As `GET`, for clients that post.
+#[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/userinfo", tag = "oauth",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The claims", body = UserInfoResponse),
+        (status = 401, description = "`invalid_token`"),
+        (status = 403, description = "`insufficient_scope`"),
+    ))]
+pub async fn userinfo_post(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    userinfo_of(&state, &slug, &headers).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_hash_is_the_left_half_of_sha256() {
+        // OpenID Connect Core A.3's example access token and at_hash (RS256 / SHA-256).
+        assert_eq!(
+            at_hash("jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y"),
+            "77QmUPtjPfzWtF2AnpK9RQ"
+        );
+    }
+}

@@ -1,0 +1,970 @@
+//! The tenant's OpenID provider, driven by a real OpenID Connect client library
+//! (`openidconnect`) in API mode: discovery, authorize with consent, code + PKCE, ID token
+//! (signature, nonce, at_hash), the `iss` parameter, userinfo, refresh rotation, revocation
+//! and introspection; and every refusal the flow must make.
+
+use openidconnect::{
+    core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreUserInfoClaims},
+    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IntrospectionUrl,
+    IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, RedirectUrl, RefreshToken, Scope,
+    TokenIntrospectionResponse, TokenResponse,
+};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const CALLBACK: &str = "https://rp.example/callback";
+const API: &str = "https://api.acme.example/orders";
+
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// Registers a client on the dashboard; answers its id and secret (none for a public one).
+fn register_client(
+    srv: &TestServer,
+    s: &Session,
+    slug: &str,
+    client_type: &str,
+    scopes: &[&str],
+) -> (String, Option<String>) {
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/oauth-clients"),
+        s,
+        Some(&json!({
+            "name": "Relying Party",
+            "client_type": client_type,
+            "redirect_uris": [CALLBACK],
+            "allowed_scopes": scopes,
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    (
+        c["client_id"].as_str().expect("client_id").to_owned(),
+        c["client_secret"].as_str().map(str::to_owned),
+    )
+}
+
+/// A resource of the tenant with one approved `normal` scope `orders:read`.
+fn resource_with_scope(srv: &TestServer, s: &Session, slug: &str) -> (String, String) {
+    let out = srv.admin(
+        &[
+            "resource", "register", "--tenant", slug, "--name", "Orders", "--uri", API,
+        ],
+        "",
+    );
+    let resource = out.json()["id"].as_str().expect("resource id").to_owned();
+    let (st, entry) = srv.dash_json(
+        "POST",
+        &format!("/v1/resources/{resource}/scopes"),
+        s,
+        Some(&json!({
+            "scope_name": "orders:read",
+            "sensitivity": "normal",
+            "display_metadata": {"kind": "locale_text", "locale_text": {
+                "en": "Read your orders", "pl": "Odczyt zamówień", "de": "Bestellungen lesen",
+                "fr": "Lire vos commandes", "es": "Leer sus pedidos"}},
+        })),
+    );
+    assert_eq!(st, 201, "{entry}");
+    let id = entry["id"].as_str().expect("scope id").to_owned();
+    let approved = srv.admin(&["scope", "approve", &resource, &id], "");
+    assert!(approved.status.success(), "{}", approved.stderr);
+    (resource, id)
+}
+
+/// The authorize request in API mode: the tenant's UI sends the user's token.
+fn authorize(api: &UserApi, url: &str, bearer: Option<&str>, lang: &str) -> AuthAnswer {
+    let mut req = api
+        .client
+        .get(url)
+        .header("accept", "application/json")
+        .header("accept-language", lang);
+    if let Some(t) = bearer {
+        req = req.bearer_auth(t);
+    }
+    AuthAnswer::read(req.send().expect("authorize answers"))
+}
+
+fn consent(
+    api: &UserApi,
+    bearer: &str,
+    shown: &Value,
+    decision: &str,
+    granted: Option<Value>,
+) -> AuthAnswer {
+    let mut body = json!({
+        "decision": decision,
+        "resource_commitment": shown["resource_commitment"],
+    });
+    for k in [
+        "client_id",
+        "redirect_uri",
+        "response_type",
+        "scope",
+        "state",
+        "nonce",
+        "code_challenge",
+        "code_challenge_method",
+        "resource",
+    ] {
+        if !shown[k].is_null() {
+            body[k] = shown[k].clone();
+        }
+    }
+    if let Some(g) = granted {
+        body["granted_scopes"] = g;
+    }
+    api.send_as(
+        None,
+        "POST",
+        &format!("/v1/tenants/{}/oauth/consent", api.slug),
+        Some(bearer),
+        Some(&body),
+        None,
+    )
+}
+
+/// The query parameters of a redirect.
+fn query_of(redirect_to: &str) -> std::collections::HashMap<String, String> {
+    let u = url::Url::parse(redirect_to).expect("a URL");
+    u.query_pairs().into_owned().collect()
+}
+
+fn form(
+    api: &UserApi,
+    path: &str,
+    basic: Option<(&str, &str)>,
+    pairs: &[(&str, &str)],
+) -> AuthAnswer {
+    let mut req = api.client.post(api.url(path)).form(pairs);
+    if let Some((id, secret)) = basic {
+        req = req.basic_auth(id, Some(secret));
+    }
+    AuthAnswer::read(req.send().expect("answers"))
+}
+
+#[test]
+fn a_relying_party_signs_users_in_with_an_oidc_library() {
+    let (smtp, srv, api, s) = user_setup("Provider", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (_resource, scope_id) = resource_with_scope(&srv, &s, &api.slug);
+    let scopes = ["openid", "email", "offline_access", "orders:read"];
+    let (client_id, secret) = register_client(&srv, &s, &api.slug, "confidential", &scopes);
+    let secret = secret.expect("a confidential client has a secret");
+    let user = api.verified_user(&smtp, "reader@example.com", "correct horse battery");
+    let http = http();
+
+    // Discovery, as the library reads it.
+    let issuer = IssuerUrl::new(api.issuer()).expect("issuer");
+    let metadata = CoreProviderMetadata::discover(&issuer, &http).expect("discovery");
+    let oauth = format!("{}/oauth", api.issuer());
+    let client = CoreClient::from_provider_metadata(
+        metadata,
+        ClientId::new(client_id.clone()),
+        Some(ClientSecret::new(secret.clone())),
+    )
+    .set_redirect_uri(RedirectUrl::new(CALLBACK.into()).expect("redirect"))
+    .set_introspection_url(IntrospectionUrl::new(format!("{oauth}/introspect")).expect("url"));
+
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, csrf, nonce) = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_scope(Scope::new("email".into()))
+        .add_scope(Scope::new("offline_access".into()))
+        .add_scope(Scope::new("orders:read".into()))
+        .add_extra_param("resource", API)
+        .set_pkce_challenge(challenge)
+        .url();
+
+    // Nobody signed in: the UI is told to sign the user in, then repeat the request.
+    let login = authorize(&api, url.as_str(), None, "en");
+    let body = login.expect(200);
+    assert_eq!(body["login_required"], true, "{body}");
+    assert!(body["authorize_url"]
+        .as_str()
+        .unwrap()
+        .contains("code_challenge="));
+
+    // Signed in: the consent screen's payload.
+    let shown = authorize(&api, url.as_str(), Some(&user.access), "de-DE,de;q=0.9");
+    let shown = shown.expect(200).clone();
+    assert_eq!(shown["consent_required"], true, "{shown}");
+    assert_eq!(shown["client"]["name"], "Relying Party");
+    assert_eq!(shown["client"]["verification"], "unverified");
+    assert!(shown["client"]["registered_seconds_ago"].as_i64().unwrap() >= 0);
+    assert_eq!(
+        shown["scopes"],
+        json!(["openid", "email", "offline_access", "orders:read"])
+    );
+    assert_eq!(shown["new_scopes"], shown["scopes"]);
+    assert_eq!(shown["unchanged_scopes"], json!([]));
+    assert_eq!(shown["is_re_consent"], false);
+    assert_eq!(shown["change_reason"], "first_consent");
+    assert_eq!(
+        shown["custom_scopes"],
+        json!([{"scope": "orders:read", "display_name": "Bestellungen lesen"}])
+    );
+    assert_eq!(shown["resources"], json!([API]));
+    assert_eq!(shown["new_resources"], json!([API]));
+    assert_eq!(shown["resource"], API);
+    assert_eq!(shown["state"], csrf.secret().as_str());
+    assert_eq!(shown["nonce"], nonce.secret().as_str());
+    assert_eq!(shown["code_challenge_method"], "S256");
+    assert_eq!(shown["response_type"], "code");
+    assert_eq!(shown["agent_scopes"], json!([]));
+
+    // A decision for another request than the one shown is refused.
+    let mut forged = shown.clone();
+    forged["scope"] = json!("openid email");
+    consent(&api, &user.access, &forged, "approve", None)
+        .expect_error(400, "oauth/consent_mismatch");
+    // Only the individually checkable scope may be left out.
+    consent(
+        &api,
+        &user.access,
+        &shown,
+        "approve",
+        Some(json!(["openid", "orders:read"])),
+    )
+    .expect_error(400, "validation/invalid_request");
+
+    let decided = consent(&api, &user.access, &shown, "approve", None);
+    let to = decided.expect(200)["redirect_to"]
+        .as_str()
+        .expect("redirect_to")
+        .to_owned();
+    assert!(to.starts_with(CALLBACK), "{to}");
+    let q = query_of(&to);
+    assert_eq!(q["state"], *csrf.secret());
+    assert_eq!(q["iss"], api.issuer(), "RFC 9207 iss");
+
+    let tokens = client
+        .exchange_code(AuthorizationCode::new(q["code"].clone()))
+        .expect("token endpoint")
+        .set_pkce_verifier(verifier)
+        .request(&http)
+        .expect("the code exchange");
+    let id_token = tokens.id_token().expect("an ID token");
+    let id_verifier = client.id_token_verifier();
+    let claims = id_token
+        .claims(&id_verifier, &nonce)
+        .expect("a valid ID token");
+    assert_eq!(
+        claims.subject().as_str(),
+        user.claims()["sub"].as_str().unwrap()
+    );
+    assert_eq!(
+        claims.email().map(|e| e.as_str()),
+        Some("reader@example.com")
+    );
+    assert_eq!(claims.email_verified(), Some(true));
+    assert!(claims.auth_time().is_some());
+    let expected_hash = claims.access_token_hash().expect("at_hash");
+    let actual = AccessTokenHash::from_token(
+        tokens.access_token(),
+        id_token.signing_alg().expect("alg"),
+        id_token.signing_key(&id_verifier).expect("key"),
+    )
+    .expect("hash");
+    assert_eq!(&actual, expected_hash);
+    let at = jwt_part(tokens.access_token().secret(), 1);
+    assert_eq!(at["client_id"], client_id.as_str());
+    assert_eq!(at["aud"], API, "aud is the resource asked for");
+    assert_eq!(at["scope"], "openid email offline_access orders:read");
+    assert_eq!(jwt_part(tokens.access_token().secret(), 0)["typ"], "at+jwt");
+
+    // The client's token is not the user's own: first-party routes refuse it.
+    api.me(tokens.access_token().secret())
+        .expect_error(401, "auth/invalid_token");
+
+    let info: CoreUserInfoClaims = client
+        .user_info(
+            tokens.access_token().clone(),
+            Some(claims.subject().clone()),
+        )
+        .expect("userinfo endpoint")
+        .request(&http)
+        .expect("userinfo");
+    assert_eq!(info.email().map(|e| e.as_str()), Some("reader@example.com"));
+    // A first-party token is not for userinfo.
+    let r = api
+        .client
+        .get(format!("{oauth}/userinfo"))
+        .bearer_auth(&user.access)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // The consent is on file: the next authorize answers a code at once.
+    let (challenge2, verifier2) = PkceCodeChallenge::new_random_sha256();
+    let (url2, _, nonce2) = client
+        .authorize_url(
+            CoreAuthenticationFlow::AuthorizationCode,
+            CsrfToken::new_random,
+            Nonce::new_random,
+        )
+        .add_scope(Scope::new("email".into()))
+        .set_pkce_challenge(challenge2)
+        .url();
+    let again = authorize(&api, url2.as_str(), Some(&user.access), "en");
+    let to2 = again.expect(200)["redirect_to"]
+        .as_str()
+        .expect("a code at once")
+        .to_owned();
+    let t2 = client
+        .exchange_code(AuthorizationCode::new(query_of(&to2)["code"].clone()))
+        .unwrap()
+        .set_pkce_verifier(verifier2)
+        .request(&http)
+        .expect("second exchange");
+    t2.id_token()
+        .unwrap()
+        .claims(&id_verifier, &nonce2)
+        .expect("ID token");
+    assert_eq!(
+        jwt_part(t2.access_token().secret(), 1)["aud"],
+        api.slug.as_str()
+    );
+
+    // Refresh rotation: the new pair works, the old refresh token is reuse.
+    let old_refresh = tokens.refresh_token().expect("a refresh token").clone();
+    let refreshed = client
+        .exchange_refresh_token(&old_refresh)
+        .unwrap()
+        .request(&http)
+        .expect("refresh");
+    assert_ne!(
+        refreshed.refresh_token().unwrap().secret(),
+        old_refresh.secret()
+    );
+    assert_eq!(
+        jwt_part(refreshed.access_token().secret(), 1)["scope"],
+        "openid email offline_access orders:read"
+    );
+
+    // Introspection (the library's request), then revocation, then introspection again.
+    let live = client
+        .introspect(refreshed.access_token())
+        .request(&http)
+        .expect("introspection");
+    assert!(live.active());
+    assert_eq!(
+        live.client_id().map(|c| c.as_str()),
+        Some(client_id.as_str())
+    );
+    // Deleting a catalog scope keeps it out of every later token.
+    let (st, _) = srv.dash_json(
+        "DELETE",
+        &format!("/v1/resources/{_resource}/scopes/{scope_id}"),
+        &s,
+        None,
+    );
+    assert_eq!(st, 204);
+    let after_delete = client
+        .exchange_refresh_token(refreshed.refresh_token().unwrap())
+        .unwrap()
+        .request(&http)
+        .expect("refresh after the scope was deleted");
+    assert_eq!(
+        jwt_part(after_delete.access_token().secret(), 1)["scope"],
+        "openid email offline_access"
+    );
+    // (The library refuses to revoke over plain http, so the revocation is posted by hand.)
+    let revoked = form(
+        &api,
+        &format!("/v1/tenants/{}/oauth/revoke", api.slug),
+        Some((&client_id, &secret)),
+        &[
+            ("token", after_delete.access_token().secret()),
+            ("token_type_hint", "access_token"),
+        ],
+    );
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let dead = client
+        .introspect(after_delete.access_token())
+        .request(&http)
+        .expect("introspection");
+    assert!(!dead.active(), "a revoked grant's token is inactive");
+    let refresh_dead = client
+        .exchange_refresh_token(after_delete.refresh_token().unwrap())
+        .unwrap()
+        .request(&http);
+    assert!(
+        refresh_dead.is_err(),
+        "the revoked grant's refresh token is dead"
+    );
+    let r = api
+        .client
+        .get(format!("{oauth}/userinfo"))
+        .bearer_auth(after_delete.access_token().secret())
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .contains("invalid_token"));
+
+    // The user's consents, and withdrawing one ends the client's other grant too.
+    let list = api.send_as(
+        Some(&api.api_key),
+        "GET",
+        "/v1/users/me/consents",
+        Some(&user.access),
+        None,
+        None,
+    );
+    let data = list.expect(200)["data"].clone();
+    assert_eq!(data.as_array().unwrap().len(), 1, "{data}");
+    assert_eq!(data[0]["client_id"], client_id.as_str());
+    assert_eq!(data[0]["client_name"], "Relying Party");
+    assert_eq!(data[0]["resources"], json!([API]));
+    let second_refresh: RefreshToken = t2.refresh_token().unwrap().clone();
+    let gone = api.send_as(
+        Some(&api.api_key),
+        "DELETE",
+        &format!("/v1/users/me/consents/{client_id}"),
+        Some(&user.access),
+        None,
+        None,
+    );
+    assert_eq!(gone.status, 204, "{}", gone.body);
+    assert!(client
+        .exchange_refresh_token(&second_refresh)
+        .unwrap()
+        .request(&http)
+        .is_err());
+    let empty = api.send_as(
+        Some(&api.api_key),
+        "GET",
+        "/v1/users/me/consents",
+        Some(&user.access),
+        None,
+        None,
+    );
+    assert_eq!(empty.expect(200)["data"], json!([]));
+    api.send_as(
+        Some(&api.api_key),
+        "DELETE",
+        &format!("/v1/users/me/consents/{client_id}"),
+        Some(&user.access),
+        None,
+        None,
+    )
+    .expect_error(404, "resource/not_found");
+
+    // The audit trail names consents, exchanges, revocation and withdrawal.
+    let (st, audit) = srv.dash_json(
+        "GET",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/audit-events?limit=100",
+            api.slug
+        ),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{audit}");
+    let kinds: Vec<&str> = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event_type"].as_str().or(e["type"].as_str()))
+        .collect();
+    for k in [
+        "oauth.consent.granted",
+        "oauth.code.exchanged",
+        "oauth.token.revoked",
+        "oauth.consent.withdrawn",
+    ] {
+        assert!(kinds.contains(&k), "{k} missing from {kinds:?}");
+    }
+}
+
+/// A signed-in user, a confidential client and a public one.
+struct Flow {
+    api: UserApi,
+    user: UserTokens,
+    confidential: (String, String),
+    public: String,
+}
+
+fn flow(srv: &TestServer, smtp: &SmtpStub, api: UserApi, s: &Session) -> Flow {
+    srv.reauth(s, PASSWORD);
+    let (cid, secret) = register_client(srv, s, &api.slug, "confidential", &["openid", "email"]);
+    let (pid, none) = register_client(srv, s, &api.slug, "public", &["openid", "email"]);
+    assert!(none.is_none());
+    let user = api.verified_user(smtp, "neg@example.com", "correct horse battery");
+    Flow {
+        api,
+        user,
+        confidential: (cid, secret.unwrap()),
+        public: pid,
+    }
+}
+
+impl Flow {
+    fn url(&self, client_id: &str, extra: &[(&str, &str)]) -> String {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("client_id", client_id);
+        q.append_pair("redirect_uri", CALLBACK);
+        let defaults = [
+            ("response_type", "code"),
+            ("scope", "openid email"),
+            ("state", "st-1"),
+            ("code_challenge", CHALLENGE),
+            ("code_challenge_method", "S256"),
+        ];
+        for (k, v) in defaults {
+            if !extra.iter().any(|(e, _)| *e == k) {
+                q.append_pair(k, v);
+            }
+        }
+        for (k, v) in extra {
+            if !v.is_empty() {
+                q.append_pair(k, v);
+            }
+        }
+        format!("{}/oauth/authorize?{}", self.api.issuer(), q.finish())
+    }
+
+    /// A code for `client_id`, consenting when asked.
+    fn code(&self, client_id: &str) -> String {
+        let a = authorize(
+            &self.api,
+            &self.url(client_id, &[]),
+            Some(&self.user.access),
+            "en",
+        );
+        let body = a.expect(200).clone();
+        let to = if body["consent_required"] == true {
+            consent(&self.api, &self.user.access, &body, "approve", None).expect(200)["redirect_to"]
+                .clone()
+        } else {
+            body["redirect_to"].clone()
+        };
+        query_of(to.as_str().expect("redirect_to"))["code"].clone()
+    }
+
+    fn exchange(&self, client: (&str, &str), code: &str, verifier: &str) -> AuthAnswer {
+        form(
+            &self.api,
+            &format!("/v1/tenants/{}/oauth/token", self.api.slug),
+            Some(client),
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", CALLBACK),
+                ("code_verifier", verifier),
+            ],
+        )
+    }
+}
+
+/// RFC 7636 appendix B.
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+#[track_caller]
+fn redirected_error(a: &AuthAnswer, error: &str, iss: &str) {
+    let to = a.expect(200)["redirect_to"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no redirect: {}", a.body));
+    assert!(to.starts_with(CALLBACK), "{to}");
+    let q = query_of(to);
+    assert_eq!(q.get("error").map(String::as_str), Some(error), "{to}");
+    assert_eq!(q.get("state").map(String::as_str), Some("st-1"), "{to}");
+    assert_eq!(q.get("iss").map(String::as_str), Some(iss), "{to}");
+    assert!(!q.contains_key("code"));
+}
+
+#[test]
+fn authorize_refuses_what_it_must_and_never_redirects_to_an_unregistered_uri() {
+    let (smtp, srv, api, s) = user_setup("Refusals", &[]);
+    let f = flow(&srv, &smtp, api, &s);
+    let (cid, _) = (&f.confidential.0, &f.confidential.1);
+    let iss = f.api.issuer();
+    let bearer = Some(f.user.access.as_str());
+
+    // The client or the redirect URI is wrong: shown, never redirected.
+    let evil = f
+        .url(cid, &[])
+        .replace("rp.example%2Fcallback", "evil.example%2Fcallback");
+    let r = authorize(&f.api, &evil, bearer, "en");
+    r.expect_error(400, "oauth/invalid_redirect_uri");
+    assert!(r.header("location").is_none());
+    authorize(&f.api, &f.url("tc_nope", &[]), bearer, "en")
+        .expect_error(400, "oauth/invalid_client");
+    let no_redirect = f.url(cid, &[]).replace(
+        &format!("redirect_uri={}", "https%3A%2F%2Frp.example%2Fcallback"),
+        "",
+    );
+    authorize(&f.api, &no_redirect, bearer, "en").expect_error(400, "oauth/invalid_redirect_uri");
+    // A repeated parameter.
+    let twice = format!("{}&scope=openid", f.url(cid, &[]));
+    authorize(&f.api, &twice, bearer, "en").expect_error(400, "oauth/invalid_request");
+    // Another tenant's client is unknown here.
+    let other = UserApi::signup(&srv, "Elsewhere", "else@example.com");
+    let there = f.url(cid, &[]).replace(&f.api.slug, &other.slug);
+    authorize(&f.api, &there, None, "en").expect_error(400, "oauth/invalid_client");
+
+    // Everything else goes back to the client with error, state and iss.
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("response_type", "token")]),
+            bearer,
+            "en",
+        ),
+        "unsupported_response_type",
+        &iss,
+    );
+    redirected_error(
+        &authorize(&f.api, &f.url(cid, &[("code_challenge", "")]), bearer, "en"),
+        "invalid_request",
+        &iss,
+    );
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("code_challenge_method", "plain")]),
+            bearer,
+            "en",
+        ),
+        "invalid_request",
+        &iss,
+    );
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("code_challenge_method", "")]),
+            bearer,
+            "en",
+        ),
+        "invalid_request",
+        &iss,
+    );
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("scope", "openid phone")]),
+            bearer,
+            "en",
+        ),
+        "invalid_scope",
+        &iss,
+    );
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("resource", "https://unknown.example/")]),
+            bearer,
+            "en",
+        ),
+        "invalid_target",
+        &iss,
+    );
+    redirected_error(
+        &authorize(
+            &f.api,
+            &f.url(cid, &[("prompt", "none login")]),
+            bearer,
+            "en",
+        ),
+        "invalid_request",
+        &iss,
+    );
+    redirected_error(
+        &authorize(&f.api, &f.url(cid, &[("prompt", "none")]), None, "en"),
+        "login_required",
+        &iss,
+    );
+    // Signed in but no consent yet, and prompt=none forbids asking.
+    redirected_error(
+        &authorize(&f.api, &f.url(cid, &[("prompt", "none")]), bearer, "en"),
+        "consent_required",
+        &iss,
+    );
+
+    // The user denies.
+    let shown = authorize(&f.api, &f.url(cid, &[]), bearer, "en")
+        .expect(200)
+        .clone();
+    assert_eq!(shown["consent_required"], true);
+    redirected_error(
+        &consent(&f.api, &f.user.access, &shown, "deny", None),
+        "access_denied",
+        &iss,
+    );
+    // A consent decision needs the user.
+    consent(&f.api, "not-a-token", &shown, "approve", None).expect_error(401, "auth/invalid_token");
+
+    // prompt=login asks for a sign-in even with a session, and the repeat drops it.
+    let relog = authorize(&f.api, &f.url(cid, &[("prompt", "login")]), bearer, "en");
+    let repeat = relog.expect(200)["authorize_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!repeat.contains("prompt"), "{repeat}");
+    // max_age=0 on a session older than a second asks for a sign-in too.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let aged = authorize(&f.api, &f.url(cid, &[("max_age", "0")]), bearer, "en");
+    assert_eq!(aged.expect(200)["login_required"], true, "{}", aged.body);
+}
+
+#[test]
+fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
+    let (smtp, srv, api, s) = user_setup(
+        "Codes",
+        &[("TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS", "2")],
+    );
+    let f = flow(&srv, &smtp, api, &s);
+    let conf = (f.confidential.0.as_str(), f.confidential.1.as_str());
+    let token_path = format!("/v1/tenants/{}/oauth/token", f.api.slug);
+
+    // Wrong secret, unknown client, a public client presenting a secret: 401 invalid_client.
+    let code = f.code(conf.0);
+    let wrong = f.exchange((conf.0, "tcs_wrong"), &code, VERIFIER);
+    assert_eq!(
+        (wrong.status, wrong.body["error"].as_str()),
+        (401, Some("invalid_client")),
+        "{}",
+        wrong.body
+    );
+    assert!(wrong
+        .header("www-authenticate")
+        .unwrap()
+        .starts_with("Basic"));
+    let public_with_secret = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", &f.public),
+            ("client_secret", "anything"),
+        ],
+    );
+    assert_eq!(
+        public_with_secret.status, 401,
+        "{}",
+        public_with_secret.body
+    );
+    // The confidential client without its secret is not a public client.
+    let no_secret = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", conf.0),
+        ],
+    );
+    assert_eq!(no_secret.body["error"], "invalid_client");
+    // Another client's code: refused, and the code stays good for its own client.
+    let theirs = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", &f.public),
+        ],
+    );
+    assert_eq!(
+        (theirs.status, theirs.body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
+    // The password grant and unknown grants are refused.
+    let pw = form(
+        &f.api,
+        &token_path,
+        Some(conf),
+        &[
+            ("grant_type", "password"),
+            ("username", "a"),
+            ("password", "b"),
+        ],
+    );
+    assert_eq!(pw.body["error"], "unsupported_grant_type");
+
+    let first = f.exchange(conf, &code, VERIFIER);
+    let tokens = first.expect(200).clone();
+    assert_eq!(first.header("cache-control").as_deref(), Some("no-store"));
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let introspect = |token: &str| {
+        form(
+            &f.api,
+            &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+            Some(conf),
+            &[("token", token)],
+        )
+    };
+    assert_eq!(introspect(&access).expect(200)["active"], true);
+    assert_eq!(introspect(&refresh).expect(200)["active"], true);
+
+    // A second use of the code: refused, and what the first one issued is revoked.
+    let again = f.exchange(conf, &code, VERIFIER);
+    assert_eq!(again.body["error"], "invalid_grant", "{}", again.body);
+    assert_eq!(introspect(&access).expect(200)["active"], false);
+    assert_eq!(introspect(&refresh).expect(200), &json!({"active": false}));
+    let dead = form(
+        &f.api,
+        &token_path,
+        Some(conf),
+        &[("grant_type", "refresh_token"), ("refresh_token", &refresh)],
+    );
+    assert_eq!(dead.body["error"], "invalid_grant");
+
+    // PKCE: a wrong verifier burns the code; so does a wrong redirect URI.
+    let code = f.code(conf.0);
+    let other_verifier = "a".repeat(43);
+    assert_eq!(
+        f.exchange(conf, &code, &other_verifier).body["error"],
+        "invalid_grant"
+    );
+    assert_eq!(
+        f.exchange(conf, &code, VERIFIER).body["error"],
+        "invalid_grant"
+    );
+    let code = f.code(conf.0);
+    let moved = form(
+        &f.api,
+        &token_path,
+        Some(conf),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", "https://rp.example/other"),
+            ("code_verifier", VERIFIER),
+        ],
+    );
+    assert_eq!(moved.body["error"], "invalid_grant");
+    // A missing verifier is a malformed request.
+    let code = f.code(conf.0);
+    let bare = form(
+        &f.api,
+        &token_path,
+        Some(conf),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+        ],
+    );
+    assert_eq!(bare.body["error"], "invalid_request");
+
+    // Another tenant's code is nothing to that tenant's clients.
+    let other = UserApi::signup(&srv, "Other Codes", "other@example.com");
+    let s2 = srv.login(&other.owner, PASSWORD);
+    srv.reauth(&s2, PASSWORD);
+    let (oid, osecret) = register_client(&srv, &s2, &other.slug, "confidential", &["openid"]);
+    let osecret = osecret.unwrap();
+    let cross = form(
+        &other,
+        &format!("/v1/tenants/{}/oauth/token", other.slug),
+        Some((&oid, &osecret)),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+        ],
+    );
+    assert_eq!(cross.body["error"], "invalid_grant", "{}", cross.body);
+
+    // An expired code (the TTL is 2 s here).
+    let code = f.code(conf.0);
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    assert_eq!(
+        f.exchange(conf, &code, VERIFIER).body["error"],
+        "invalid_grant"
+    );
+
+    // A public client exchanges with PKCE alone; it may not introspect.
+    let a = authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en")
+        .expect(200)
+        .clone();
+    let to =
+        consent(&f.api, &f.user.access, &a, "approve", None).expect(200)["redirect_to"].clone();
+    let code = query_of(to.as_str().unwrap())["code"].clone();
+    let ok = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", &f.public),
+        ],
+    );
+    let public_tokens = ok.expect(200).clone();
+    let no = form(
+        &f.api,
+        &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+        None,
+        &[
+            ("token", public_tokens["access_token"].as_str().unwrap()),
+            ("client_id", &f.public),
+        ],
+    );
+    assert_eq!(no.body["error"], "unauthorized_client", "{}", no.body);
+    // A public client's refresh token is bound to it: the confidential client cannot use it.
+    let stolen = form(
+        &f.api,
+        &token_path,
+        Some(conf),
+        &[
+            ("grant_type", "refresh_token"),
+            (
+                "refresh_token",
+                public_tokens["refresh_token"].as_str().unwrap(),
+            ),
+        ],
+    );
+    assert_eq!(stolen.body["error"], "invalid_grant");
+    // Nor is a first-party refresh token an OAuth one, or the other way round.
+    let first_party = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &f.user.refresh),
+            ("client_id", &f.public),
+        ],
+    );
+    assert_eq!(first_party.body["error"], "invalid_grant");
+    f.api
+        .refresh(public_tokens["refresh_token"].as_str().unwrap())
+        .expect_error(401, "auth/invalid_refresh_token");
+    // A form body is required.
+    let json_body = f
+        .api
+        .client
+        .post(f.api.url(&token_path))
+        .json(&json!({"grant_type": "refresh_token"}))
+        .send()
+        .unwrap();
+    assert_eq!(json_body.status(), 400);
+}
