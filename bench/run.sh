@@ -233,7 +233,9 @@ setup_server() { # name
   local name=$1 data=${SDATA[$1]} dir=$WORK/$1 key
   mkdir -p "$dir/anon"
   log "$name: set-up"
-  admin "$data" tenant create --name "Bench Main" --slug bench-main >"$dir/main.json"
+  printf '%s\n' "$BENCH_PASSWORD" |
+    admin "$data" tenant create --name "Bench Main" --slug bench-main \
+      --owner-email owner@main.bench.test >"$dir/main.json"
   key=$(jq -r '.api_key' "$dir/main.json")
   expect_imported "$(users_jsonl "$USERS" 'u%04d@main.bench.test' |
     admin "$data" user import --tenant bench-main)" "$USERS"
@@ -249,6 +251,10 @@ setup_server() { # name
   jq -r '[.tenant.slug, .owner.email] | @tsv' "$dir"/anon/*.json >"$dir/owners.tsv"
   [[ $(wc -l <"$dir/anon_keys.txt") == "$ANON_TENANTS" ]] || die "$name: guest tenants missing"
   "$BIN/seed" enable-guests --base "${SBASE[$name]}" --input "$dir/owners.tsv" >/dev/null
+  # The OAuth scenarios' confidential client, registered by the main tenant's owner.
+  printf 'bench-main\towner@main.bench.test\n' >"$dir/main_owner.tsv"
+  "$BIN/seed" oauth-client --base "${SBASE[$name]}" --input "$dir/main_owner.tsv" \
+    --output "$dir/oauth_client.tsv" >/dev/null
 }
 
 # Signs users in before a run: bearer tokens for me / step_up / the probe, refresh tokens for
@@ -270,6 +276,9 @@ seed_tokens() { # name run_dir
   sed -n '81,336p' "$rd/$name-tokens.tsv" >"$rd/$name-refresh.tsv"
   sed -n '337,464p' "$rd/$name-tokens.tsv" >"$rd/$name-mixed-refresh.tsv"
   sed -n '465p' "$rd/$name-tokens.tsv" >"$rd/$name-probe.tsv"
+  # OAuth grants of the me users (their consent is asked and given on the first run only).
+  "$BIN/seed" oauth-grants --base "${SBASE[$name]}" --input "$rd/$name-me.tsv" \
+    --client "$dir/oauth_client.tsv" --output "$rd/$name-oauth.tsv" >/dev/null
 }
 
 # ----------------------------------------------------------------------------------------------
@@ -410,6 +419,10 @@ for RUN in $(seq 1 "$RUNS"); do
     BENCH_USERS="$WORK/A/users.tsv"
   scenario A step_up step_up "$CONNS" "$THREADS" BENCH_TOKENS="$RD/A-stepup.tsv"
   scenario A refresh refresh "$CONNS" "$THREADS" BENCH_TOKENS_IN="$RD/A-refresh.tsv"
+  # The OAuth provider: introspection of grants' access tokens by a confidential client, and
+  # the authorize (consent on file) -> code exchange round trip.
+  scenario A introspect introspect "$CONNS" "$THREADS" BENCH_OAUTH="$RD/A-oauth.tsv"
+  scenario A oauth_round_trip oauth_round_trip "$CONNS" "$THREADS" BENCH_OAUTH="$RD/A-oauth.tsv"
   # Passkey sign-ins (assert/begin, an ES256 signature, assert/finish): wrk cannot sign, so
   # the bench's own load generator, one passkey per loop, each sign-in from its own address.
   "$BIN/passkeys" --base "${SBASE[A]}" --input "$RD/A-me.tsv" --concurrency "$CONNS" \

@@ -181,6 +181,13 @@ impl TenantHandle {
         Ok(self.running().await?.cells.keys.load_full())
     }
 
+    /// The tenant's OAuth clients as last published (starting its actor if needed).
+    pub async fn oauth_clients(
+        &self,
+    ) -> Result<Arc<crate::tenant::oauth_clients::PublishedClients>, CallError<TenantError>> {
+        Ok(self.running().await?.cells.oauth_clients.load_full())
+    }
+
     /// What the HTTP edge checks before the actor is called (starting its actor if needed).
     pub async fn edge(&self) -> Result<Arc<EdgePolicy>, CallError<TenantError>> {
         Ok(self.running().await?.cells.edge.load_full())

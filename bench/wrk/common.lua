@@ -94,6 +94,15 @@ function bench.count(status, body)
    end
 end
 
+-- A 2xx answer that is still wrong (`label` says how): counted with the non-2xx ones.
+function bench.fail(label, body)
+   non2xx = non2xx + 1
+   statuses[label] = (statuses[label] or 0) + 1
+   if #samples < 3 then
+      samples[#samples + 1] = label .. " " .. string.sub(body or "", 1, 300)
+   end
+end
+
 function bench.bump(name, n)
    extra[name] = (extra[name] or 0) + (n or 1)
 end

@@ -481,7 +481,6 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
         .collect();
     for k in [
         "oauth.consent.granted",
-        "oauth.code.exchanged",
         "oauth.token.revoked",
         "oauth.consent.withdrawn",
     ] {
@@ -958,6 +957,55 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
     f.api
         .refresh(public_tokens["refresh_token"].as_str().unwrap())
         .expect_error(401, "auth/invalid_refresh_token");
+    // A re-keyed client's old secret, and a deleted client, get no more tokens; a deleted
+    // client's authorize requests are refused to the caller.
+    srv.reauth(&s, PASSWORD);
+    let clients = format!("/v1/auth/dashboard/tenants/{}/oauth-clients", f.api.slug);
+    let (st, rotated) = srv.dash_json(
+        "POST",
+        &format!("{clients}/{}/rotate-secret", conf.0),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{rotated}");
+    let code = f.code(conf.0);
+    assert_eq!(
+        f.exchange(conf, &code, VERIFIER).body["error"],
+        "invalid_client"
+    );
+    let new_secret = rotated["client_secret"].as_str().unwrap();
+    let code = f.code(conf.0);
+    f.exchange((conf.0, new_secret), &code, VERIFIER)
+        .expect(200);
+    let (st, _) = srv.dash_json("DELETE", &format!("{clients}/{}", f.public), &s, None);
+    assert_eq!(st, 204);
+    authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en")
+        .expect_error(400, "oauth/invalid_client");
+    let gone = form(
+        &f.api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "refresh_token"),
+            (
+                "refresh_token",
+                public_tokens["refresh_token"].as_str().unwrap(),
+            ),
+            ("client_id", &f.public),
+        ],
+    );
+    assert_eq!(gone.body["error"], "invalid_client");
+    let dead = form(
+        &f.api,
+        &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+        Some((conf.0, new_secret)),
+        &[("token", public_tokens["access_token"].as_str().unwrap())],
+    );
+    assert_eq!(
+        dead.expect(200)["active"],
+        false,
+        "a deleted client's tokens are inactive"
+    );
     // A form body is required.
     let json_body = f
         .api

@@ -18,6 +18,8 @@
 //! A consent decision must carry the commitment the server answered with the consent screen
 //! (a keyed hash of the whole request and the user), so only what was shown can be approved.
 
+use std::sync::Arc;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::{Deserialize, Serialize};
 use tessera_storage::{ct_eq, sha256, Kind, Record, TenantBatch, TenantRecord};
@@ -157,7 +159,7 @@ impl AuthzRequest {
 /// What the consent screen needs from the actor.
 #[derive(Clone, Debug)]
 pub struct ConsentNeeded {
-    pub client: OAuthClientRecord,
+    pub client: Arc<OAuthClientRecord>,
     pub new_scopes: Vec<String>,
     pub unchanged_scopes: Vec<String>,
     pub new_resources: Vec<String>,
@@ -270,8 +272,9 @@ pub enum OAuthCmd {
         commitment: String,
         decision: ConsentDecision,
     },
+    /// `client` authenticated by the edge ([`super::oauth_clients::PublishedClients`]).
     Token {
-        client: ClientAuth,
+        client: Arc<OAuthClientRecord>,
         grant: TokenGrant,
     },
     /// The user of a live grant of `client_id`.
@@ -280,11 +283,11 @@ pub enum OAuthCmd {
         client_id: String,
     },
     Revoke {
-        client: ClientAuth,
+        client: Arc<OAuthClientRecord>,
         token: PresentedToken,
     },
     Introspect {
-        client: ClientAuth,
+        client: Arc<OAuthClientRecord>,
         token: PresentedToken,
     },
     Consents {
@@ -366,33 +369,6 @@ fn fail(f: OAuthFailure) -> TenantError {
 }
 
 impl TenantState {
-    /// The client presenting `auth`, if it is who it says: a confidential client with its
-    /// secret by its registered method, a public client with none and no secret.
-    fn oauth_authenticate_client(
-        &self,
-        auth: &ClientAuth,
-    ) -> Result<OAuthClientRecord, TenantError> {
-        let client = self
-            .store
-            .get::<OAuthClientRecord>(auth.client_id.as_bytes())?
-            .ok_or(fail(OAuthFailure::InvalidClient))?;
-        let ok = match client.client_type {
-            ClientType::Confidential => {
-                auth.method == client.token_endpoint_auth_method
-                    && auth
-                        .secret
-                        .as_deref()
-                        .is_some_and(|s| client.secret_matches(s))
-            }
-            ClientType::Public => auth.method == TokenAuthMethod::None && auth.secret.is_none(),
-        };
-        if ok {
-            Ok(client)
-        } else {
-            Err(fail(OAuthFailure::InvalidClient))
-        }
-    }
-
     /// The user's live first-party session behind `bearer`, for authorize and consent.
     fn oauth_signed_in(
         &self,
@@ -470,7 +446,14 @@ impl TenantState {
                 return Ok((AuthorizeOutcome::LoginRequired, false));
             }
         }
-        let client = self.oauth_client(&request.client_id)?;
+        // The published registry: the same records, without decoding one.
+        let client = self
+            .cells
+            .oauth_clients
+            .load()
+            .get(&request.client_id)
+            .cloned()
+            .ok_or(TenantError::NotFound)?;
         let consent = self.consent_of(user.id, &client.client_id)?;
         let (granted, resources) = consent
             .as_ref()
@@ -609,11 +592,18 @@ impl TenantState {
     /// rotated.
     pub fn oauth_token(
         &mut self,
-        auth: &ClientAuth,
+        client: &OAuthClientRecord,
         grant: TokenGrant,
         ctx: &AuditContext,
     ) -> Result<OAuthIssued, TenantError> {
-        let client = self.oauth_authenticate_client(auth)?;
+        // Deleted (or re-keyed) since the edge read it: no more tokens. The actor publishes
+        // every change before it answers, so its cell is the registry.
+        let current = self.cells.oauth_clients.load();
+        let client = current
+            .get(&client.client_id)
+            .filter(|c| c.secret_hash == client.secret_hash)
+            .cloned()
+            .ok_or(fail(OAuthFailure::InvalidClient))?;
         match grant {
             TokenGrant::AuthorizationCode {
                 code,
@@ -720,17 +710,6 @@ impl TenantState {
             grant: grant.session_id,
         });
         fx.batch.put(&key, &record)?;
-        self.audit_into(
-            &mut fx.batch,
-            "oauth.code.exchanged",
-            ctx,
-            serde_json::json!({
-                "user_id": user.id,
-                "client_id": client.client_id,
-                "grant_id": grant.session_id,
-                "scopes": oauth.scopes,
-            }),
-        )?;
         self.commit(fx)?;
         Ok(OAuthIssued {
             grant,
@@ -741,13 +720,17 @@ impl TenantState {
         })
     }
 
-    /// The live grant behind an OAuth access token of `client_id`, and its user.
+    /// The live grant behind an OAuth access token of `client_id`, and its user. A deleted
+    /// client's grants are dead.
     fn live_grant(
         &self,
         bearer: Bearer,
         client_id: &str,
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord), TenantError> {
+        if self.cells.oauth_clients.load().get(client_id).is_none() {
+            return Err(TenantError::InvalidSession);
+        }
         let session = self
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
@@ -776,11 +759,10 @@ impl TenantState {
 
     fn oauth_revoke(
         &mut self,
-        auth: &ClientAuth,
+        client: &OAuthClientRecord,
         token: PresentedToken,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let client = self.oauth_authenticate_client(auth)?;
         let now = OffsetDateTime::now_utc();
         let session = match token {
             PresentedToken::Access {
@@ -817,10 +799,9 @@ impl TenantState {
 
     fn oauth_introspect(
         &self,
-        auth: &ClientAuth,
+        client: &OAuthClientRecord,
         token: PresentedToken,
     ) -> Result<OAuthAnswer, TenantError> {
-        let client = self.oauth_authenticate_client(auth)?;
         if client.client_type != ClientType::Confidential {
             return Err(fail(OAuthFailure::UnauthorizedClient));
         }

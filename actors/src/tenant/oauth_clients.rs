@@ -13,7 +13,15 @@ use serde::{Deserialize, Serialize};
 use tessera_storage::{ct_eq, sha256, Kind, Record, TenantRecord};
 use time::OffsetDateTime;
 
-use super::{audit::AuditContext, state::TenantState};
+use std::{collections::HashMap, sync::Arc};
+
+use tessera_storage::TenantStore;
+
+use super::{
+    audit::AuditContext,
+    oauth::{ClientAuth, OAuthFailure},
+    state::TenantState,
+};
 use crate::error::TenantError;
 
 /// Clients a tenant may register.
@@ -131,6 +139,50 @@ impl OAuthClientRecord {
     }
 }
 
+/// The tenant's clients as the HTTP edge reads them ([`super::runtime::TenantCells`]): the
+/// actor publishes a new set after every change to the registry.
+#[derive(Debug, Default)]
+pub struct PublishedClients(HashMap<String, Arc<OAuthClientRecord>>);
+
+impl PublishedClients {
+    /// Every client of `store`.
+    pub fn load(store: &TenantStore) -> Result<Self, TenantError> {
+        let mut map = HashMap::new();
+        for item in store.scan::<OAuthClientRecord>(b"") {
+            let (_, c) = item?;
+            map.insert(c.client_id.clone(), Arc::new(c));
+        }
+        Ok(PublishedClients(map))
+    }
+
+    pub fn get(&self, client_id: &str) -> Option<&Arc<OAuthClientRecord>> {
+        self.0.get(client_id)
+    }
+
+    /// The client presenting `auth`, if it is who it says: a confidential client with its
+    /// secret by its registered method, a public client with none and no secret.
+    pub fn authenticate(&self, auth: &ClientAuth) -> Result<Arc<OAuthClientRecord>, OAuthFailure> {
+        let client = self
+            .get(&auth.client_id)
+            .ok_or(OAuthFailure::InvalidClient)?;
+        let ok = match client.client_type {
+            ClientType::Confidential => {
+                auth.method == client.token_endpoint_auth_method
+                    && auth
+                        .secret
+                        .as_deref()
+                        .is_some_and(|s| client.secret_matches(s))
+            }
+            ClientType::Public => auth.method == TokenAuthMethod::None && auth.secret.is_none(),
+        };
+        if ok {
+            Ok(client.clone())
+        } else {
+            Err(OAuthFailure::InvalidClient)
+        }
+    }
+}
+
 /// A client as the dashboard registers it; validated by the caller.
 #[derive(Clone, Debug)]
 pub struct NewOAuthClient {
@@ -206,7 +258,7 @@ impl TenantState {
         fx.batch.put(client.client_id.as_bytes(), client)?;
         self.oauth_client_audit(&mut fx.batch, event, client, ctx, extra)?;
         self.commit(fx)?;
-        Ok(())
+        self.publish_oauth_clients()
     }
 
     fn oauth_client_audit(
@@ -226,6 +278,14 @@ impl TenantState {
             m.extend(extra);
         }
         self.audit_into(batch, event, ctx, metadata)
+    }
+
+    /// Publishes the registry as it is now for the HTTP edge.
+    fn publish_oauth_clients(&self) -> Result<(), TenantError> {
+        self.cells
+            .oauth_clients
+            .store(Arc::new(PublishedClients::load(&self.store)?));
+        Ok(())
     }
 
     /// The tenant's clients, oldest first.
@@ -346,7 +406,7 @@ impl TenantState {
             serde_json::json!({}),
         )?;
         self.commit(fx)?;
-        Ok(())
+        self.publish_oauth_clients()
     }
 
     /// A new secret for a confidential client; the old one stops working at once.

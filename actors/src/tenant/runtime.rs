@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use arc_swap::ArcSwap;
 
-use super::{keys, settings};
+use super::{keys, oauth_clients, settings};
 use crate::outbound::Outbound;
 
 /// Token lifetimes, from the platform configuration.
@@ -66,6 +66,9 @@ pub struct TenantCells {
     pub keys: Arc<ArcSwap<keys::TokenKeys>>,
     /// What the HTTP edge checks before a request reaches the actor (the browser origins).
     pub edge: Arc<ArcSwap<settings::EdgePolicy>>,
+    /// The OAuth clients, for the authorization server's routes to check a request's client
+    /// and its credentials without a hop.
+    pub oauth_clients: Arc<ArcSwap<oauth_clients::PublishedClients>>,
 }
 
 impl TenantCells {
@@ -74,6 +77,9 @@ impl TenantCells {
         TenantCells {
             keys: Arc::new(ArcSwap::from_pointee(keys::TokenKeys::empty())),
             edge: Arc::new(ArcSwap::from_pointee(settings::EdgePolicy::default())),
+            oauth_clients: Arc::new(ArcSwap::from_pointee(
+                oauth_clients::PublishedClients::default(),
+            )),
         }
     }
 }

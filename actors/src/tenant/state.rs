@@ -70,7 +70,7 @@ pub struct TenantState {
     audit_seq: u32,
     pub(super) runtime: TenantRuntime,
     /// What request handlers read without a hop: the signing keys, the edge policy.
-    cells: TenantCells,
+    pub(super) cells: TenantCells,
     key_ring: KeyRing,
     pub(super) refresh_hasher: KeyedHasher,
     /// Keyed hash of OAuth consent requests (the commitment a decision carries back).
@@ -141,6 +141,11 @@ impl TenantState {
             KeyRing::load_or_create(&store, &master_key, OffsetDateTime::now_utc())?;
         cells.keys.store(Arc::new(token_keys));
         cells.edge.store(Arc::new(EdgePolicy::of(&settings)));
+        cells
+            .oauth_clients
+            .store(Arc::new(super::oauth_clients::PublishedClients::load(
+                &store,
+            )?));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
         let sms_usage = store.get::<MauRecord>(SMS_USAGE_KEY)?.unwrap_or_default();
         let mut state = TenantState {

@@ -99,7 +99,8 @@ enum Command {
     },
     /// For every user of `--input` (token lines), an OAuth grant of the client in `--client`
     /// (authorize with the user's token, consent when asked, code exchange); writes
-    /// `slug<TAB>basic<TAB>user_access<TAB>oauth_access<TAB>oauth_refresh` lines.
+    /// `slug<TAB>basic<TAB>user_access<TAB>oauth_access<TAB>oauth_refresh<TAB>client_id`
+    /// lines.
     OauthGrants {
         #[command(flatten)]
         common: Common,
@@ -435,7 +436,9 @@ async fn run(cli: Cli) -> Result<Value> {
                     ) else {
                         return Err(format!("no tokens in {tokens}").into());
                     };
-                    Ok(format!("{slug}\t{basic}\t{user}\t{access}\t{refresh}\n"))
+                    Ok(format!(
+                        "{slug}\t{basic}\t{user}\t{access}\t{refresh}\t{id}\n"
+                    ))
                 }
             })
             .await?;

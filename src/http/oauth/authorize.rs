@@ -7,6 +7,8 @@
 //! access token of the tenant's own app), which answers with a code, the consent screen's
 //! payload, or that a sign-in is needed.
 
+use std::sync::Arc;
+
 use axum::{
     extract::{Path, RawQuery, State},
     http::{header, HeaderMap, StatusCode},
@@ -17,11 +19,11 @@ use serde::{Deserialize, Serialize};
 use tessera_actors::{
     directory::catalog::{DisplayMetadata, Sensitivity, TenantResource},
     tenant::{
-        messages::{Bearer, TenantMsg},
+        messages::Bearer,
         oauth::{
             AuthorizeOutcome, AuthzRequest, ConsentDecision, OAuthAnswer, OAuthCmd, OAuthFailure,
         },
-        oauth_clients::{OAuthClientAnswer, OAuthClientCmd, OAuthClientRecord},
+        oauth_clients::OAuthClientRecord,
     },
     CallError, TenantError, TenantHandle,
 };
@@ -93,7 +95,7 @@ pub struct Prompt {
 /// A request that passed [`check`].
 pub struct Checked {
     pub request: AuthzRequest,
-    pub client: OAuthClientRecord,
+    pub client: Arc<OAuthClientRecord>,
     pub catalog: Vec<TenantResource>,
     pub prompt: Prompt,
     pub max_age: Option<u64>,
@@ -153,24 +155,20 @@ fn shown(code: &str, message: &str) -> Refusal {
     Refusal::Shown(ApiError::new(StatusCode::BAD_REQUEST, code, message))
 }
 
-async fn client_of(tenant: &TenantHandle, client_id: &str) -> Result<OAuthClientRecord, Refusal> {
-    let id = client_id.to_owned();
-    let ctx = tessera_actors::tenant::audit::AuditContext::default();
-    match tenant
-        .call(|reply| TenantMsg::OAuthClients {
-            cmd: OAuthClientCmd::Get(id.clone()),
-            ctx: ctx.clone(),
-            reply,
-        })
+async fn client_of(
+    tenant: &TenantHandle,
+    client_id: &str,
+) -> Result<Arc<OAuthClientRecord>, Refusal> {
+    let clients = tenant
+        .oauth_clients()
         .await
-    {
-        Ok(OAuthClientAnswer::One(c)) => Ok(c),
-        Ok(_) | Err(CallError::Failed(TenantError::NotFound)) => Err(shown(
+        .map_err(|e| Refusal::Shown(e.into()))?;
+    clients.get(client_id).cloned().ok_or_else(|| {
+        shown(
             "oauth/invalid_client",
             "client_id names no client of this tenant",
-        )),
-        Err(e) => Err(Refusal::Shown(e.into())),
-    }
+        )
+    })
 }
 
 /// Whether `s` is an S256 challenge: 43 base64url characters.
@@ -271,7 +269,13 @@ pub async fn check(
             )
         })?),
     };
-    let catalog = tenant_catalog(state, tenant).await?;
+    let scopes = split_scopes(raw.scope.unwrap_or(""));
+    // The catalog is read only when the request names a resource or a resource scope.
+    let catalog = if raw.resource.is_some() || scopes.iter().any(|s| !is_protocol_scope(s)) {
+        tenant_catalog(state, tenant).await?
+    } else {
+        Vec::new()
+    };
     if let Some(r) = raw.resource {
         let absolute = url::Url::parse(r).is_ok_and(|u| u.fragment().is_none());
         if !absolute || !catalog.iter().any(|t| t.resource.uri == r) {
@@ -281,7 +285,6 @@ pub async fn check(
             ));
         }
     }
-    let scopes = split_scopes(raw.scope.unwrap_or(""));
     if scopes.is_empty() {
         return Err(back("invalid_scope", "scope is required"));
     }

@@ -1,6 +1,8 @@
 //! The token endpoint (RFC 6749 3.2, OpenID Connect Core 3.1.3), revocation (RFC 7009),
 //! introspection (RFC 7662) and userinfo (OpenID Connect Core 5.3).
 
+use std::sync::Arc;
+
 use axum::{
     body::Bytes,
     extract::{Path, State},
@@ -13,7 +15,8 @@ use serde::Serialize;
 use tessera_actors::{
     tenant::{
         keys::AccessClaims,
-        oauth::{ClientAuth, OAuthAnswer, OAuthCmd, OAuthIssued, PresentedToken, TokenGrant},
+        oauth::{OAuthAnswer, OAuthCmd, OAuthIssued, PresentedToken, TokenGrant},
+        oauth_clients::OAuthClientRecord,
     },
     CallError, TenantError, TenantHandle,
 };
@@ -22,8 +25,8 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    client_auth, oauth, split_scopes, still_grantable, tenant_catalog, OAuthError, OAuthErrorBody,
-    Params,
+    client_auth, is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
+    OAuthError, OAuthErrorBody, Params,
 };
 use crate::{
     app::AppState,
@@ -60,16 +63,22 @@ fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
     Params::parse(body).map_err(OAuthError::invalid_request)
 }
 
-/// A client's form request: its tenant, the parameters, and how the client authenticates.
-fn client_request(
+/// A client's form request: its tenant, the parameters, and the client, authenticated against
+/// the tenant's published registry.
+async fn client_request(
     state: &AppState,
     slug: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(TenantHandle, Params, ClientAuth), OAuthError> {
+) -> Result<(TenantHandle, Params, Arc<OAuthClientRecord>), OAuthError> {
     let tenant = tenant_of(state, slug)?;
     let p = form(headers, body)?;
-    let client = client_auth(headers, &p)?;
+    let auth = client_auth(headers, &p)?;
+    let client = tenant
+        .oauth_clients()
+        .await?
+        .authenticate(&auth)
+        .map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
     Ok((tenant, p, client))
 }
 
@@ -152,9 +161,14 @@ async fn sign(
     tenant: &TenantHandle,
     issued: OAuthIssued,
 ) -> Result<OAuthTokenResponse, OAuthError> {
-    let catalog = tenant_catalog(state, tenant).await?;
     let oauth_grant = &issued.oauth;
-    let scopes = still_grantable(&catalog, oauth_grant.resource.as_deref(), &issued.scopes);
+    // Only resource scopes can have left the catalog.
+    let scopes = if issued.scopes.iter().all(|s| is_protocol_scope(s)) {
+        issued.scopes.clone()
+    } else {
+        let catalog = tenant_catalog(state, tenant).await?;
+        still_grantable(&catalog, oauth_grant.resource.as_deref(), &issued.scopes)
+    };
     let keys = tenant.keys().await.map_err(OAuthError::from)?;
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let mut claims: AccessClaims = access_claims(state, tenant, &issued.grant, now);
@@ -227,7 +241,7 @@ pub async fn token(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
     let grant = match required(&p, "grant_type")? {
         "authorization_code" => TokenGrant::AuthorizationCode {
             code: required(&p, "code")?.to_owned(),
@@ -295,7 +309,7 @@ pub async fn revoke(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
     let (token, _) = presented(&state, &tenant, required(&p, "token")?).await?;
     oauth(&tenant, ctx, OAuthCmd::Revoke { client, token }).await?;
     Ok(no_store(StatusCode::OK.into_response()))
@@ -365,11 +379,12 @@ pub async fn introspect(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     headers: HeaderMap,
-    RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body)?;
+    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
     let (token, claims) = presented(&state, &tenant, required(&p, "token")?).await?;
+    // Introspection writes nothing: no audit context.
+    let ctx = tessera_actors::tenant::audit::AuditContext::default();
     let answer = oauth(&tenant, ctx, OAuthCmd::Introspect { client, token }).await?;
     let OAuthAnswer::Introspected { active, refresh } = answer else {
         return Err(ApiError::internal("an unexpected answer to introspection").into());
