@@ -217,6 +217,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             oauth::token::userinfo_get,
             oauth::token::userinfo_post
         ))
+        .routes(routes!(oauth::logout::end_session))
         .routes(routes!(oauth::consents::list))
         .routes(routes!(oauth::consents::withdraw))
         .routes(routes!(catalog::list, catalog::register))

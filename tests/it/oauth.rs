@@ -1016,3 +1016,104 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         .unwrap();
     assert_eq!(json_body.status(), 400);
 }
+
+#[test]
+fn rp_initiated_logout_ends_the_sign_in_session_and_returns_to_a_registered_uri() {
+    let (smtp, srv, api, s) = user_setup("Logout", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Signs Out",
+            "client_type": "public",
+            "redirect_uris": [CALLBACK],
+            "post_logout_redirect_uris": ["https://rp.example/bye"],
+            "allowed_scopes": ["openid"],
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    let client_id = c["client_id"].as_str().unwrap().to_owned();
+    let user = api.verified_user(&smtp, "out@example.com", "correct horse battery");
+    let f = Flow {
+        api: api.clone(),
+        user: user.clone(),
+        confidential: (String::new(), String::new()),
+        public: client_id.clone(),
+    };
+    let url = f.url(&client_id, &[("scope", "openid")]);
+    let shown = authorize(&api, &url, Some(&user.access), "en")
+        .expect(200)
+        .clone();
+    let to =
+        consent(&api, &user.access, &shown, "approve", None).expect(200)["redirect_to"].clone();
+    let code = query_of(to.as_str().unwrap())["code"].clone();
+    let token_path = format!("/v1/tenants/{}/oauth/token", api.slug);
+    let tokens = form(
+        &api,
+        &token_path,
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", &client_id),
+        ],
+    );
+    let id_token = tokens.expect(200)["id_token"].as_str().unwrap().to_owned();
+    assert_eq!(
+        jwt_part(&id_token, 1)["sid"],
+        user.sid().as_str(),
+        "sid is the sign-in session"
+    );
+    let disco = api.send_as(
+        None,
+        "GET",
+        &format!("/v1/tenants/{}/.well-known/openid-configuration", api.slug),
+        None,
+        None,
+        None,
+    );
+    let end = disco.expect(200)["end_session_endpoint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(end, format!("{}/oauth/end_session", api.issuer()));
+
+    let http = http();
+    let get = |q: &[(&str, &str)]| {
+        let mut u = url::Url::parse(&end).unwrap();
+        u.query_pairs_mut().extend_pairs(q);
+        AuthAnswer::read(http.get(u).send().unwrap())
+    };
+    get(&[]).expect_error(400, "oauth/invalid_request");
+    get(&[("id_token_hint", &user.access)]).expect_error(400, "oauth/invalid_request");
+    get(&[
+        ("id_token_hint", &id_token),
+        ("post_logout_redirect_uri", "https://evil.example/"),
+    ])
+    .expect_error(400, "oauth/invalid_post_logout_redirect_uri");
+    get(&[("id_token_hint", &id_token), ("client_id", "tc_other")])
+        .expect_error(400, "oauth/invalid_client");
+    // Nothing was ended by the refusals.
+    api.me(&user.access).expect(200);
+
+    let out = get(&[
+        ("id_token_hint", &id_token),
+        ("post_logout_redirect_uri", "https://rp.example/bye"),
+        ("state", "bye-1"),
+    ]);
+    assert_eq!(out.status, 302, "{}", out.body);
+    assert_eq!(
+        out.header("location").as_deref(),
+        Some("https://rp.example/bye?state=bye-1")
+    );
+    api.me(&user.access).expect_error(401, "auth/invalid_token");
+    // Again: nothing left to end, the same answer.
+    assert_eq!(
+        get(&[("id_token_hint", &id_token)]).expect(200)["signed_out"],
+        true
+    );
+}

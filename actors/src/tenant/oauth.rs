@@ -49,6 +49,10 @@ pub struct OAuthGrant {
     /// When the user last signed in (the ID token's `auth_time`).
     #[serde(with = "time::serde::rfc3339")]
     pub auth_time: OffsetDateTime,
+    /// The user's sign-in session the authorization came from (the ID token's `sid`, which
+    /// RP-initiated logout ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sign_in_session: Option<Uuid>,
 }
 
 impl OAuthGrant {
@@ -112,6 +116,9 @@ pub struct AuthCodeRecord {
     pub expires_at: OffsetDateTime,
     #[serde(default)]
     pub exchanged: Option<ExchangedCode>,
+    /// The sign-in session that authorized.
+    #[serde(default)]
+    pub sign_in_session: Option<Uuid>,
 }
 
 impl Record for AuthCodeRecord {
@@ -293,6 +300,13 @@ pub enum OAuthCmd {
     Consents {
         bearer: Bearer,
     },
+    /// RP-initiated logout: ends the user's sign-in session `session` (from a verified ID
+    /// token) if it is still theirs.
+    EndSession {
+        user: Uuid,
+        session: Uuid,
+        client_id: String,
+    },
     Withdraw {
         bearer: Bearer,
         client_id: String,
@@ -422,6 +436,7 @@ impl TenantState {
                 + Duration::try_from(self.runtime.tokens.code_ttl)
                     .map_err(|e| TenantError::Internal(e.to_string()))?,
             exchanged: None,
+            sign_in_session: Some(session.id),
         };
         batch.put(&sha256(code.as_bytes()), &record)?;
         Ok(code)
@@ -693,6 +708,7 @@ impl TenantState {
             scopes: record.scopes.clone(),
             resource: record.resource.clone(),
             auth_time: record.auth_time,
+            sign_in_session: record.sign_in_session,
         };
         self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_active_at = now;
@@ -938,6 +954,39 @@ impl TenantState {
         Ok(())
     }
 
+    /// Ends a first-party sign-in session of `user` (RP-initiated logout); answers whether
+    /// there was one to end.
+    fn oauth_end_session(
+        &mut self,
+        user: Uuid,
+        session: Uuid,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<bool, TenantError> {
+        let Some(s) = self
+            .store
+            .get::<SessionRecord>(session.as_bytes())?
+            .filter(|s| s.user_id == user && s.oauth.is_none())
+        else {
+            return Ok(false);
+        };
+        let mut fx = self.effects();
+        self.remove_session(&mut fx.batch, &s);
+        self.audit_into(
+            &mut fx.batch,
+            "auth.logout",
+            ctx,
+            serde_json::json!({
+                "user_id": user,
+                "session_id": s.id,
+                "scope": "rp_initiated",
+                "client_id": client_id,
+            }),
+        )?;
+        self.commit(fx)?;
+        Ok(true)
+    }
+
     /// Removes a user's consents (with the user's other records, into `batch`).
     pub(super) fn erase_consents(
         &self,
@@ -1024,6 +1073,14 @@ impl TenantState {
             OAuthCmd::Consents { bearer } => {
                 (OAuthAnswer::Consents(self.oauth_consents(bearer)?), false)
             }
+            OAuthCmd::EndSession {
+                user,
+                session,
+                client_id,
+            } => (
+                OAuthAnswer::Done,
+                self.oauth_end_session(user, session, &client_id, ctx)?,
+            ),
             OAuthCmd::Withdraw { bearer, client_id } => {
                 self.oauth_withdraw(bearer, &client_id, ctx)?;
                 (OAuthAnswer::Done, true)

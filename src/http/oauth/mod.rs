@@ -9,6 +9,7 @@
 
 pub mod authorize;
 pub mod consents;
+pub mod logout;
 pub mod token;
 
 use std::collections::BTreeMap;

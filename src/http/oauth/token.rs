@@ -120,6 +120,9 @@ struct IdClaims {
     amr: Vec<String>,
     azp: String,
     at_hash: String,
+    /// The sign-in session (for RP-initiated logout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sid: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     email: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -195,6 +198,7 @@ async fn sign(
             amr: claims.amr.clone(),
             azp: oauth_grant.client_id.clone(),
             at_hash: at_hash(&access_token),
+            sid: oauth_grant.sign_in_session.map(|s| s.to_string()),
             email: u.email,
             email_verified: u.email_verified,
             phone_number: u.phone_number,
