@@ -304,18 +304,32 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
         .unwrap();
     assert_eq!(r.status(), 401);
 
-    // The consent is on file: the next authorize answers a code at once.
-    let (challenge2, verifier2) = PkceCodeChallenge::new_random_sha256();
-    let (url2, _, nonce2) = client
-        .authorize_url(
-            CoreAuthenticationFlow::AuthorizationCode,
-            CsrfToken::new_random,
-            Nonce::new_random,
-        )
-        .add_scope(Scope::new("email".into()))
-        .set_pkce_challenge(challenge2)
-        .url();
-    let again = authorize(&api, url2.as_str(), Some(&user.access), "en");
+    // Consent is per resource: the same client asking without the resource is asked again
+    // (everything is new there); once approved, the next request gets its code at once.
+    let second = |nonce_fn: fn() -> Nonce| {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let (url, _, nonce) = client
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                CsrfToken::new_random,
+                nonce_fn,
+            )
+            .add_scope(Scope::new("email".into()))
+            .set_pkce_challenge(challenge)
+            .url();
+        (url, verifier, nonce)
+    };
+    let (url2, _, _) = second(Nonce::new_random);
+    let asked = authorize(&api, url2.as_str(), Some(&user.access), "en")
+        .expect(200)
+        .clone();
+    assert_eq!(asked["consent_required"], true, "{asked}");
+    assert_eq!(asked["is_re_consent"], true);
+    assert_eq!(asked["new_scopes"], json!(["openid", "email"]));
+    assert_eq!(asked["new_resources"], json!([]));
+    consent(&api, &user.access, &asked, "approve", None).expect(200);
+    let (url3, verifier2, nonce2) = second(Nonce::new_random);
+    let again = authorize(&api, url3.as_str(), Some(&user.access), "en");
     let to2 = again.expect(200)["redirect_to"]
         .as_str()
         .expect("a code at once")
@@ -332,7 +346,8 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
         .expect("ID token");
     assert_eq!(
         jwt_part(t2.access_token().secret(), 1)["aud"],
-        api.slug.as_str()
+        format!("{oauth}/userinfo"),
+        "never the slug of first-party tokens"
     );
 
     // Refresh rotation: the new pair works, the old refresh token is reuse.
@@ -1116,4 +1131,109 @@ fn rp_initiated_logout_ends_the_sign_in_session_and_returns_to_a_registered_uri(
         get(&[("id_token_hint", &id_token)]).expect(200)["signed_out"],
         true
     );
+}
+
+#[test]
+fn consent_is_per_resource_and_a_withdrawn_consent_voids_its_codes() {
+    let (smtp, srv, api, s) = user_setup("Per Resource", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (_orders, _) = resource_with_scope(&srv, &s, &api.slug);
+    // A second resource with a scope of the same name.
+    const BILLING: &str = "https://api.acme.example/billing";
+    let out = srv.admin(
+        &[
+            "resource", "register", "--tenant", &api.slug, "--name", "Billing", "--uri", BILLING,
+        ],
+        "",
+    );
+    let billing = out.json()["id"].as_str().unwrap().to_owned();
+    let (st, entry) = srv.dash_json(
+        "POST",
+        &format!("/v1/resources/{billing}/scopes"),
+        &s,
+        Some(
+            &json!({"scope_name": "orders:read", "sensitivity": "normal",
+            "display_metadata": {"kind": "i18n_key", "i18n_key": "consent.scopes.orders_read"}}),
+        ),
+    );
+    assert_eq!(st, 201, "{entry}");
+    let approved = srv.admin(
+        &["scope", "approve", &billing, entry["id"].as_str().unwrap()],
+        "",
+    );
+    assert!(approved.status.success());
+    let (cid, secret) = register_client(
+        &srv,
+        &s,
+        &api.slug,
+        "confidential",
+        &["openid", "orders:read"],
+    );
+    let secret = secret.unwrap();
+    let user = api.verified_user(&smtp, "per@example.com", "correct horse battery");
+    let f = Flow {
+        api: api.clone(),
+        user: user.clone(),
+        confidential: (cid.clone(), secret.clone()),
+        public: String::new(),
+    };
+    let iss = api.issuer();
+
+    // A resource scope needs its resource.
+    redirected_error(
+        &authorize(
+            &api,
+            &f.url(&cid, &[("scope", "openid orders:read")]),
+            Some(&user.access),
+            "en",
+        ),
+        "invalid_scope",
+        &iss,
+    );
+    // Granted for the orders API...
+    let for_orders = f.url(&cid, &[("scope", "openid orders:read"), ("resource", API)]);
+    let shown = authorize(&api, &for_orders, Some(&user.access), "en")
+        .expect(200)
+        .clone();
+    assert_eq!(shown["consent_required"], true);
+    consent(&api, &user.access, &shown, "approve", None).expect(200);
+    let again = authorize(&api, &for_orders, Some(&user.access), "en");
+    assert!(
+        again.expect(200)["redirect_to"].is_string(),
+        "{}",
+        again.body
+    );
+    // ...is not granted for billing: asked again, everything new there.
+    let for_billing = f.url(
+        &cid,
+        &[("scope", "openid orders:read"), ("resource", BILLING)],
+    );
+    let asked = authorize(&api, &for_billing, Some(&user.access), "en")
+        .expect(200)
+        .clone();
+    assert_eq!(asked["consent_required"], true, "{asked}");
+    assert_eq!(asked["is_re_consent"], true);
+    assert_eq!(asked["new_scopes"], json!(["openid", "orders:read"]));
+    assert_eq!(asked["new_resources"], json!([BILLING]));
+    assert_eq!(asked["change_reason"], "new_scopes");
+    assert_eq!(
+        asked["custom_scopes"],
+        json!([{"scope": "orders:read", "display_name": "consent.scopes.orders_read"}])
+    );
+
+    // A code issued on consent, then the consent withdrawn: the code is void.
+    let to =
+        authorize(&api, &for_orders, Some(&user.access), "en").expect(200)["redirect_to"].clone();
+    let code = query_of(to.as_str().unwrap())["code"].clone();
+    let gone = api.send_as(
+        Some(&api.api_key),
+        "DELETE",
+        &format!("/v1/users/me/consents/{cid}"),
+        Some(&user.access),
+        None,
+        None,
+    );
+    assert_eq!(gone.status, 204);
+    let r = f.exchange((&cid, &secret), &code, VERIFIER);
+    assert_eq!(r.body["error"], "invalid_grant", "{}", r.body);
 }

@@ -61,19 +61,43 @@ impl OAuthGrant {
     }
 }
 
-/// The scopes and resources a user has granted a client, keyed `user id | client id`.
+/// What a user has granted a client, keyed `user id | client id`: for each resource (`""` for
+/// requests that name none) the scopes granted for it. A scope granted for one resource is
+/// not granted for another.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConsentRecord {
     pub user_id: Uuid,
     pub client_id: String,
-    /// Sorted, no duplicates.
-    pub scopes: Vec<String>,
-    /// Sorted, no duplicates.
-    pub resources: Vec<String>,
+    /// Resource URI (or `""`) -> its scopes, sorted, no duplicates.
+    pub grants: std::collections::BTreeMap<String, Vec<String>>,
     #[serde(with = "time::serde::rfc3339")]
     pub granted_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+impl ConsentRecord {
+    /// The scopes granted for `resource` (none: the requests that name no resource).
+    pub fn scopes_for(&self, resource: Option<&str>) -> &[String] {
+        self.grants
+            .get(resource.unwrap_or(""))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Every scope granted, for any resource.
+    pub fn all_scopes(&self) -> Vec<String> {
+        let all: Vec<String> = self.grants.values().flatten().cloned().collect();
+        sorted_union(&all, &[])
+    }
+
+    /// The resources named in a grant.
+    pub fn resources(&self) -> Vec<String> {
+        self.grants
+            .keys()
+            .filter(|k| !k.is_empty())
+            .cloned()
+            .collect()
+    }
 }
 
 impl Record for ConsentRecord {
@@ -146,19 +170,24 @@ impl AuthzRequest {
     /// The bytes the consent commitment covers: every field, length-prefixed, so no two
     /// requests share them.
     fn canonical(&self, user: Uuid) -> Vec<u8> {
-        let mut out = b"oauth-consent/1".to_vec();
-        let mut field = |s: &str| {
-            out.extend_from_slice(&(s.len() as u64).to_be_bytes());
-            out.extend_from_slice(s.as_bytes());
+        let mut out = b"oauth-consent/2".to_vec();
+        // Each field: a presence byte, then (if present) its length and bytes.
+        let mut field = |s: Option<&str>| match s {
+            None => out.push(0),
+            Some(s) => {
+                out.push(1);
+                out.extend_from_slice(&(s.len() as u64).to_be_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
         };
-        field(&user.to_string());
-        field(&self.client_id);
-        field(&self.redirect_uri);
-        field(&self.scopes.join(" "));
-        field(self.resource.as_deref().unwrap_or("\u{0}"));
-        field(&self.code_challenge);
-        field(self.state.as_deref().unwrap_or("\u{0}"));
-        field(self.nonce.as_deref().unwrap_or("\u{0}"));
+        field(Some(&user.to_string()));
+        field(Some(&self.client_id));
+        field(Some(&self.redirect_uri));
+        field(Some(&self.scopes.join(" ")));
+        field(self.resource.as_deref());
+        field(Some(&self.code_challenge));
+        field(self.state.as_deref());
+        field(self.nonce.as_deref());
         out
     }
 }
@@ -470,10 +499,9 @@ impl TenantState {
             .cloned()
             .ok_or(TenantError::NotFound)?;
         let consent = self.consent_of(user.id, &client.client_id)?;
-        let (granted, resources) = consent
-            .as_ref()
-            .map(|c| (c.scopes.as_slice(), c.resources.as_slice()))
-            .unwrap_or_default();
+        let resource = request.resource.as_deref();
+        let granted = consent.as_ref().map_or(&[][..], |c| c.scopes_for(resource));
+        let resources = consent.as_ref().map(|c| c.resources()).unwrap_or_default();
         let new_scopes: Vec<String> = request
             .scopes
             .iter()
@@ -568,24 +596,22 @@ impl TenantState {
             .cloned()
             .collect();
         let key = consent_key(user.id, &client.client_id);
-        let previous = self.store.get::<ConsentRecord>(&key)?;
-        let resources: Vec<String> = request.resource.iter().cloned().collect();
-        let record = match previous {
-            Some(mut c) => {
-                c.scopes = sorted_union(&c.scopes, &scopes);
-                c.resources = sorted_union(&c.resources, &resources);
-                c.updated_at = now;
-                c
-            }
-            None => ConsentRecord {
+        let mut record = self
+            .store
+            .get::<ConsentRecord>(&key)?
+            .unwrap_or_else(|| ConsentRecord {
                 user_id: user.id,
                 client_id: client.client_id.clone(),
-                scopes: sorted_union(&scopes, &[]),
-                resources: sorted_union(&resources, &[]),
+                grants: Default::default(),
                 granted_at: now,
                 updated_at: now,
-            },
-        };
+            });
+        let slot = record
+            .grants
+            .entry(request.resource.clone().unwrap_or_default())
+            .or_default();
+        *slot = sorted_union(slot, &scopes);
+        record.updated_at = now;
         fx.batch.put(&key, &record)?;
         let code = self.issue_code(&mut fx.batch, request, scopes.clone(), &session, now)?;
         self.audit_into(
@@ -641,6 +667,11 @@ impl TenantState {
                     Some(asked) => asked,
                     None => oauth.scopes.clone(),
                 };
+                // Scopes taken off the client since the grant are not in new tokens.
+                let scopes = scopes
+                    .into_iter()
+                    .filter(|s| client.allowed_scopes.contains(s))
+                    .collect();
                 Ok(OAuthIssued {
                     grant,
                     oauth,
@@ -703,6 +734,17 @@ impl TenantState {
             fx.batch.remove(Kind::OAuthCode, &key);
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
+        // Consent withdrawn since the code was issued: the code is void.
+        if !client.first_party {
+            let consent = self.consent_of(user.id, &client.client_id)?;
+            let granted = consent
+                .as_ref()
+                .map_or(&[][..], |c| c.scopes_for(record.resource.as_deref()));
+            if record.scopes.iter().any(|s| !granted.contains(s)) {
+                fx.batch.remove(Kind::OAuthCode, &key);
+                return self.fail(fx, fail(OAuthFailure::InvalidGrant));
+            }
+        }
         let oauth = OAuthGrant {
             client_id: client.client_id.clone(),
             scopes: record.scopes.clone(),
@@ -888,10 +930,10 @@ impl TenantState {
                 .get::<OAuthClientRecord>(c.client_id.as_bytes())?
                 .map(|r| r.name);
             out.push(ConsentView {
+                scopes: c.all_scopes(),
+                resources: c.resources(),
                 client_id: c.client_id,
                 client_name,
-                scopes: c.scopes,
-                resources: c.resources,
                 granted_at: c.granted_at,
                 updated_at: c.updated_at,
             });

@@ -270,11 +270,23 @@ pub async fn check(
         })?),
     };
     let scopes = split_scopes(raw.scope.unwrap_or(""));
-    // The catalog is read only when the request names a resource or a resource scope.
-    let catalog = if raw.resource.is_some() || scopes.iter().any(|s| !is_protocol_scope(s)) {
-        tenant_catalog(state, tenant).await?
-    } else {
-        Vec::new()
+    if scopes.is_empty() {
+        return Err(back("invalid_scope", "scope is required"));
+    }
+    if let Some(s) = scopes
+        .iter()
+        .find(|s| !client.allowed_scopes.iter().any(|a| a == *s))
+    {
+        return Err(back(
+            "invalid_scope",
+            &format!("{s} is not among the client's allowed scopes"),
+        ));
+    }
+    // The catalog is read only for a request that names a resource (the only one that may ask
+    // for resource scopes), and only once the client is known to allow what it asks.
+    let catalog = match raw.resource {
+        Some(_) => tenant_catalog(state, tenant).await?,
+        None => Vec::new(),
     };
     if let Some(r) = raw.resource {
         let absolute = url::Url::parse(r).is_ok_and(|u| u.fragment().is_none());
@@ -285,18 +297,15 @@ pub async fn check(
             ));
         }
     }
-    if scopes.is_empty() {
-        return Err(back("invalid_scope", "scope is required"));
-    }
     let approved = grantable(&catalog, raw.resource);
-    for s in &scopes {
-        if !client.allowed_scopes.iter().any(|a| a == s) {
+    for s in scopes.iter().filter(|s| !is_protocol_scope(s)) {
+        if raw.resource.is_none() {
             return Err(back(
                 "invalid_scope",
-                &format!("{s} is not among the client's allowed scopes"),
+                &format!("{s} is a resource scope: name its resource (RFC 8707 resource)"),
             ));
         }
-        if !is_protocol_scope(s) && !approved.iter().any(|a| &a.scope_name == s) {
+        if !approved.iter().any(|a| &a.scope_name == s) {
             return Err(back(
                 "invalid_scope",
                 &format!("{s} is not an approved scope of the resource"),

@@ -304,15 +304,18 @@ pub async fn tenant_catalog(
         .await?)
 }
 
-/// The approved catalog entries a request may ask for: those of `resource` when one is
-/// named, else those of every resource of the tenant.
+/// The approved catalog entries a request for `resource` may ask for (none without a
+/// resource: a resource scope is only ever granted for its resource).
 pub fn grantable<'a>(
     catalog: &'a [TenantResource],
     resource: Option<&str>,
 ) -> Vec<&'a CatalogScopeRecord> {
+    let Some(uri) = resource else {
+        return Vec::new();
+    };
     catalog
         .iter()
-        .filter(|r| resource.is_none_or(|uri| r.resource.uri == uri))
+        .filter(|r| r.resource.uri == uri)
         .flat_map(|r| r.scopes.iter())
         .filter(|s| s.status == ScopeStatus::Approved)
         .collect()

@@ -91,7 +91,7 @@ fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
 #[derive(Serialize, ToSchema)]
 pub struct OAuthTokenResponse {
     /// An ES256 JWT (`typ` `at+jwt`, RFC 9068) with `client_id` and `scope`; its `aud` is the
-    /// `resource` asked for, else the tenant's slug.
+    /// `resource` asked for, else the userinfo endpoint.
     pub access_token: String,
     /// Always `Bearer`.
     pub token_type: &'static str,
@@ -178,9 +178,12 @@ async fn sign(
     claims.client_id = Some(oauth_grant.client_id.clone());
     claims.scope = Some(scopes.join(" "));
     claims.app_metadata = None;
-    if let Some(r) = &oauth_grant.resource {
-        claims.aud = r.clone();
-    }
+    // The audience is the resource asked for, else the userinfo endpoint: never the slug,
+    // which first-party tokens carry, so no app takes a client's token for its user's own.
+    claims.aud = match &oauth_grant.resource {
+        Some(r) => r.clone(),
+        None => format!("{}/oauth/userinfo", claims.iss),
+    };
     let access_token = keys
         .sign(&claims)
         .map_err(|e| OAuthError::from(ApiError::internal(e)))?;
