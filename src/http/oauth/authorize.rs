@@ -412,6 +412,15 @@ pub struct RedirectResponse {
     pub redirect_to: String,
 }
 
+/// What authorize answers (for the OpenAPI document): one of the three.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AuthorizeResponse {
+    LoginRequired(LoginRequiredResponse),
+    ConsentRequired(Box<ConsentRequiredResponse>),
+    Redirect(RedirectResponse),
+}
+
 fn custom_scopes(checked: &Checked, lang: &str) -> Vec<CustomScope> {
     let approved = grantable(&checked.catalog, checked.request.resource.as_deref());
     checked
@@ -508,7 +517,7 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
     ),
     security((), ("bearer" = [])),
     responses(
-        (status = 200, description = "`LoginRequiredResponse`, `ConsentRequiredResponse`, or `{redirect_to}`: the client's redirect URI with a code, or with an RFC 6749 error (`invalid_request`, `unsupported_response_type`, `invalid_scope`, `invalid_target`, `login_required`, `consent_required`), `state` and `iss`", body = ConsentRequiredResponse),
+        (status = 200, description = "`LoginRequiredResponse`, `ConsentRequiredResponse`, or `{redirect_to}`: the client's redirect URI with a code, or with an RFC 6749 error (`invalid_request`, `unsupported_response_type`, `invalid_scope`, `invalid_target`, `login_required`, `consent_required`), `state` and `iss`", body = AuthorizeResponse),
         (status = 400, description = "`oauth/invalid_client` (unknown client), `oauth/invalid_redirect_uri` (not registered), `oauth/invalid_request` (a parameter repeated or too long): never redirected", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]

@@ -513,8 +513,8 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token"),
-        (status = 403, description = "`insufficient_scope`: the token lacks `openid`"),
+        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token", body = OAuthErrorBody),
+        (status = 403, description = "`insufficient_scope`: the token lacks `openid`", body = OAuthErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
 pub async fn userinfo_get(
@@ -531,8 +531,9 @@ pub async fn userinfo_get(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token`"),
-        (status = 403, description = "`insufficient_scope`"),
+        (status = 401, description = "`invalid_token`", body = OAuthErrorBody),
+        (status = 403, description = "`insufficient_scope`", body = OAuthErrorBody),
+        (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
 pub async fn userinfo_post(
     State(state): State<AppState>,
