@@ -87,6 +87,30 @@ fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
         .ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
+/// The token endpoint's form (for the OpenAPI document; the handler reads the form itself,
+/// refusing repeated parameters).
+#[derive(Serialize, ToSchema)]
+pub struct TokenForm {
+    /// `authorization_code` or `refresh_token`.
+    pub grant_type: String,
+    pub code: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub code_verifier: Option<String>,
+    pub refresh_token: Option<String>,
+    pub scope: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+}
+
+/// The revocation and introspection form (for the OpenAPI document).
+#[derive(Serialize, ToSchema)]
+pub struct TokenHintForm {
+    pub token: String,
+    pub token_type_hint: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+}
+
 /// A successful token response (RFC 6749 5.1).
 #[derive(Serialize, ToSchema)]
 pub struct OAuthTokenResponse {
@@ -234,7 +258,7 @@ fn no_store(mut resp: Response) -> Response {
 /// The token endpoint: `authorization_code` (with the PKCE verifier) and `refresh_token`.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/token", tag = "oauth",
     params(("slug" = String, Path, description = "The tenant's slug")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded",
         description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
     responses(
         (status = 200, description = "Tokens", body = OAuthTokenResponse),
@@ -302,7 +326,7 @@ async fn presented(
 /// its grant. Tokens that are unknown, expired or another client's are answered 200 alike.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/revoke", tag = "oauth",
     params(("slug" = String, Path, description = "The tenant's slug")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+    request_body(content = TokenHintForm, content_type = "application/x-www-form-urlencoded",
         description = "`token`, optional `token_type_hint`; client authentication as at the token endpoint"),
     responses(
         (status = 200, description = "Revoked, or nothing to revoke"),
@@ -375,7 +399,7 @@ impl IntrospectionResponse {
 /// `{"active": false}`.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/introspect", tag = "oauth",
     params(("slug" = String, Path, description = "The tenant's slug")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+    request_body(content = TokenHintForm, content_type = "application/x-www-form-urlencoded",
         description = "`token`, optional `token_type_hint`; a confidential client's authentication"),
     responses(
         (status = 200, description = "The token's state", body = IntrospectionResponse),
