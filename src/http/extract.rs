@@ -316,6 +316,15 @@ impl FromRequestParts<AppState> for ApiTenant {
     }
 }
 
+/// The tenant a public route names by its slug (`/v1/tenants/{slug}/...`): 404
+/// `resource/not_found` for none.
+pub fn tenant_by_slug(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
+    state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
 /// The audit context of a request before it names an actor (a signed-in caller's extractor
 /// adds one): keyed hash of the client address, user-agent family.
 pub struct RequestCtx(pub AuditContext);

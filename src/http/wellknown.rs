@@ -1,6 +1,7 @@
 //! A tenant's public token metadata: its JWKS and OpenID discovery document. No API key:
 //! apps and resource servers fetch these to verify access tokens themselves.
 
+use super::extract::tenant_by_slug;
 use axum::{
     extract::{Path, State},
     http::{header, HeaderValue},
@@ -8,7 +9,6 @@ use axum::{
     Json,
 };
 use serde::Serialize;
-use tessera_actors::TenantHandle;
 use utoipa::ToSchema;
 
 use super::{
@@ -16,13 +16,6 @@ use super::{
     error::{ApiError, ErrorBody},
 };
 use crate::app::AppState;
-
-fn tenant(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
-    state
-        .directory
-        .tenant_for_slug(slug)
-        .ok_or_else(|| ApiError::not_found("tenant"))
-}
 
 /// Short enough that a rotation is seen soon; the previous key stays published meanwhile.
 const CACHE: HeaderValue = HeaderValue::from_static("public, max-age=60");
@@ -39,7 +32,7 @@ pub async fn jwks(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> Result<Response, ApiError> {
-    let keys = tenant(&state, &slug)?.keys().await?;
+    let keys = tenant_by_slug(&state, &slug)?.keys().await?;
     let mut resp = Json(keys.jwks().clone()).into_response();
     resp.headers_mut().insert(header::CACHE_CONTROL, CACHE);
     Ok(resp)
@@ -85,7 +78,7 @@ pub async fn openid_configuration(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> Result<Response, ApiError> {
-    let t = tenant(&state, &slug)?;
+    let t = tenant_by_slug(&state, &slug)?;
     let iss = issuer(&state, &t.slug);
     let oauth = format!("{iss}/oauth");
     let secret_methods = vec!["client_secret_basic", "client_secret_post"];

@@ -36,7 +36,7 @@ use crate::{
     http::{
         bearer::{bearer_header, issuer, missing_token, verify, BearerHeader},
         error::{invalid_token, ApiError, ErrorBody},
-        extract::{ApiJson, RequestCtx},
+        extract::{tenant_by_slug, ApiJson, RequestCtx},
     },
 };
 
@@ -459,13 +459,6 @@ async fn signed_in(
     Ok(verify(state, tenant, &keys, token).ok().map(|(_, b)| b))
 }
 
-fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
-    state
-        .directory
-        .tenant_for_slug(slug)
-        .ok_or_else(|| ApiError::not_found("tenant"))
-}
-
 fn redirect(to: String) -> Response {
     no_store(Json(RedirectResponse { redirect_to: to }).into_response())
 }
@@ -528,7 +521,7 @@ pub async fn authorize(
     headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_of(&state, &slug)?;
+    let tenant = tenant_by_slug(&state, &slug)?;
     let params = Params::parse(query.unwrap_or_default().as_bytes())
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "oauth/invalid_request", e))?;
     let checked = match check(&state, &tenant, &RawRequest::of(&params)).await {
@@ -689,7 +682,7 @@ pub async fn consent(
     RequestCtx(ctx): RequestCtx,
     ApiJson(body): ApiJson<OAuthConsentRequest>,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_of(&state, &slug)?;
+    let tenant = tenant_by_slug(&state, &slug)?;
     let bearer = match bearer_header(&headers) {
         BearerHeader::Absent => return Err(missing_token()),
         BearerHeader::Malformed => return Err(invalid_token()),

@@ -18,7 +18,7 @@ use crate::{
     http::{
         bearer::issuer,
         error::{ApiError, ErrorBody},
-        extract::RequestCtx,
+        extract::{tenant_by_slug, RequestCtx},
     },
 };
 
@@ -56,10 +56,7 @@ pub async fn end_session(
     RawQuery(query): RawQuery,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
-    let tenant = state
-        .directory
-        .tenant_for_slug(&slug)
-        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let tenant = tenant_by_slug(&state, &slug)?;
     let p = Params::parse(query.unwrap_or_default().as_bytes())
         .map_err(|e| bad("oauth/invalid_request", &e))?;
     let hint = p.get("id_token_hint").ok_or_else(|| {

@@ -33,16 +33,13 @@ use crate::{
     http::{
         bearer::{bearer_header, issuer, verify_any, BearerHeader},
         error::{ApiError, ErrorBody},
-        extract::RequestCtx,
+        extract::{tenant_by_slug, RequestCtx},
         responses::access_claims,
     },
 };
 
 fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, OAuthError> {
-    state
-        .directory
-        .tenant_for_slug(slug)
-        .ok_or_else(|| OAuthError::invalid_request("no such tenant"))
+    tenant_by_slug(state, slug).map_err(|_| OAuthError::invalid_request("no such tenant"))
 }
 
 /// A form body (`application/x-www-form-urlencoded`), each parameter at most once.
@@ -487,8 +484,9 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
             "the access token is missing, invalid, expired or revoked",
         )
     };
-    let Some(tenant) = state.directory.tenant_for_slug(slug) else {
-        return ApiError::not_found("tenant").into_response();
+    let tenant = match tenant_by_slug(state, slug) {
+        Ok(t) => t,
+        Err(e) => return e.into_response(),
     };
     let BearerHeader::Token(token) = bearer_header(headers) else {
         return invalid();
