@@ -32,6 +32,9 @@ pub struct App {
     pub texter: Arc<crate::delivery::sms::Texter>,
     /// Keyed hash of client addresses for audit events.
     pub ip_hasher: KeyedHasher,
+    /// Keyed hash that makes the hosted sign-in cookies of the authorization server
+    /// unforgeable (`http::oauth::browser`).
+    pub sign_in_hasher: KeyedHasher,
     pub metrics: Metrics,
     /// Access tokens already verified (see `http::bearer`).
     pub verified_tokens: crate::http::bearer::VerifiedTokens,

@@ -38,6 +38,11 @@ impl Captcha {
         Ok(Captcha { config, client })
     }
 
+    /// Whether requests must carry a solved CAPTCHA.
+    pub fn required(&self) -> bool {
+        self.config.provider != CaptchaProvider::None
+    }
+
     pub async fn verify(&self, token: Option<&str>, client_ip: IpAddr) -> CaptchaOutcome {
         if self.config.provider == CaptchaProvider::None {
             return CaptchaOutcome::Passed;

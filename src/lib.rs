@@ -207,6 +207,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let _ = tokio::task::spawn_blocking(|| phonenumber::parse(None, "+33612345678").is_ok()).await;
     let courier = tokio::spawn(delivery::sms::run(texter.clone(), sms_rx));
     let ip_hasher = master_key.hasher("audit-ip");
+    let sign_in_hasher = master_key.hasher("hosted-sign-in");
     let trusted_proxies = config
         .trusted_proxies()
         .map_err(|e| StartError::Other(e.to_string()))?;
@@ -225,6 +226,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         mailer,
         texter,
         ip_hasher,
+        sign_in_hasher,
         metrics: Metrics::new(),
         verified_tokens,
         trusted_proxies,

@@ -55,3 +55,47 @@ error-busy-title = Bitte versuchen Sie es gleich noch einmal
 error-busy = Zu viele Versuche, oder der Dienst ist ausgelastet. Warten Sie eine Minute und versuchen Sie es erneut.
 error-internal-title = Etwas ist schiefgelaufen
 error-internal = Die Anfrage konnte nicht abgeschlossen werden. Versuchen Sie es später noch einmal.
+
+# Anmeldung bei einer App (Autorisierungsserver)
+oauth-invalid-title = Diese Anmeldeanfrage ist ungültig
+oauth-invalid = Die App, die Sie hierher geschickt hat, hat eine fehlerhafte Anfrage gestellt. Kehren Sie zur App zurück und versuchen Sie es erneut.
+login-title = Bei { $tenant } anmelden
+login-intro = Melden Sie sich an, um mit { $client } fortzufahren.
+login-password-heading = Mit Ihrem Passwort
+login-email-label = E-Mail-Adresse
+login-password-label = Passwort
+login-button = Anmelden
+login-code-heading = Mit einem Code per E-Mail
+login-code-send = Code per E-Mail senden
+login-error-credentials = Die E-Mail-Adresse oder das Passwort ist nicht richtig.
+login-error-email = Geben Sie Ihre E-Mail-Adresse ein, zum Beispiel name@example.com.
+login-error-unverified = Bestätigen Sie zuerst Ihre E-Mail-Adresse: Öffnen Sie den Link, den wir Ihnen geschickt haben, und melden Sie sich dann erneut an.
+login-error-expired = Dieser Schritt ist abgelaufen. Melden Sie sich erneut an.
+code-title = Code eingeben
+code-intro = Wenn { $email } ein Konto hat, haben wir einen 6-stelligen Code dorthin gesendet. Der Code gilt 10 Minuten.
+code-label = Code
+code-button = Weiter
+code-error = Der Code ist falsch oder abgelaufen.
+mfa-title = Bestätigung in zwei Schritten
+mfa-intro = Geben Sie den 6-stelligen Code aus Ihrer Authenticator-App oder einen Ihrer Wiederherstellungscodes ein.
+mfa-error = Der Code ist falsch.
+mfa-enrol-title = Richten Sie zuerst die Bestätigung in zwei Schritten ein
+mfa-enrol = { $tenant } verlangt die Bestätigung in zwei Schritten. Richten Sie sie in der App von { $tenant } ein und melden Sie sich dann hier erneut an.
+
+# Einwilligung
+consent-title = { $client } möchte Ihr Konto bei { $tenant } verwenden
+consent-intro = Wenn Sie es erlauben, kann { $client }:
+consent-reconsent = Sie haben { $client } schon einmal etwas erlaubt. Jetzt bittet die App um mehr. Wenn Sie es erlauben, kann sie:
+consent-unverified = { $tenant } hat { $client } nicht überprüft. Erlauben Sie es nur, wenn Sie die App kennen und ihr vertrauen.
+consent-unchanged = { $scope } (bereits erlaubt)
+consent-resource = Für: { $resource }
+consent-optional = Sie können wählen, was Sie davon erlauben:
+consent-allow = Erlauben
+consent-deny = Ablehnen
+scope-openid = Wissen, wer Sie sind
+scope-profile = Ihren Namen sehen
+scope-email = Ihre E-Mail-Adresse sehen
+scope-phone = Ihre Telefonnummer sehen
+scope-address = Ihre Postanschrift sehen
+scope-offline_access = Zugriff behalten, auch wenn Sie die App nicht nutzen
+scope-other = { $scope } verwenden

@@ -55,3 +55,47 @@ error-busy-title = Please try again in a moment
 error-busy = Too many attempts, or the service is busy. Wait a minute and try again.
 error-internal-title = Something went wrong
 error-internal = The request could not be completed. Try again later.
+
+# Signing in to an app (the authorization server)
+oauth-invalid-title = This sign-in request is not valid
+oauth-invalid = The app that sent you here made a mistake in its request. Go back to the app and try again.
+login-title = Sign in to { $tenant }
+login-intro = Sign in to continue to { $client }.
+login-password-heading = With your password
+login-email-label = E-mail address
+login-password-label = Password
+login-button = Sign in
+login-code-heading = With a code sent by e-mail
+login-code-send = E-mail me a code
+login-error-credentials = The e-mail address or the password is not right.
+login-error-email = Enter your e-mail address, like name@example.com.
+login-error-unverified = Confirm your e-mail address first: open the link we sent you, then sign in again.
+login-error-expired = That step has expired. Sign in again.
+code-title = Enter the code
+code-intro = If { $email } has an account, we have sent it a 6-digit code. The code works for 10 minutes.
+code-label = Code
+code-button = Continue
+code-error = The code is not right or has expired.
+mfa-title = Two-step verification
+mfa-intro = Enter the 6-digit code from your authenticator app, or one of your recovery codes.
+mfa-error = The code is not right.
+mfa-enrol-title = Set up two-step verification first
+mfa-enrol = { $tenant } requires two-step verification. Set it up in the { $tenant } app, then sign in here again.
+
+# Consent
+consent-title = { $client } wants to use your { $tenant } account
+consent-intro = If you allow it, { $client } will be able to:
+consent-reconsent = You have allowed { $client } before. It now asks for more. If you allow it, it will be able to:
+consent-unverified = { $tenant } has not verified { $client }. Allow it only if you know and trust it.
+consent-unchanged = { $scope } (already allowed)
+consent-resource = For: { $resource }
+consent-optional = You can choose which of these to allow:
+consent-allow = Allow
+consent-deny = Deny
+scope-openid = Know who you are
+scope-profile = See your name
+scope-email = See your e-mail address
+scope-phone = See your phone number
+scope-address = See your postal address
+scope-offline_access = Keep access while you are not using it
+scope-other = Use { $scope }

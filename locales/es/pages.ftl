@@ -55,3 +55,47 @@ error-busy-title = Inténtalo de nuevo en un momento
 error-busy = Demasiados intentos, o el servicio está ocupado. Espera un minuto e inténtalo de nuevo.
 error-internal-title = Algo salió mal
 error-internal = No se pudo completar la solicitud. Inténtalo más tarde.
+
+# Iniciar sesión en una aplicación (servidor de autorización)
+oauth-invalid-title = Esta solicitud de inicio de sesión no es válida
+oauth-invalid = La aplicación que le ha enviado aquí ha cometido un error en su solicitud. Vuelva a la aplicación e inténtelo de nuevo.
+login-title = Iniciar sesión en { $tenant }
+login-intro = Inicie sesión para continuar a { $client }.
+login-password-heading = Con su contraseña
+login-email-label = Dirección de correo electrónico
+login-password-label = Contraseña
+login-button = Iniciar sesión
+login-code-heading = Con un código enviado por correo electrónico
+login-code-send = Enviarme un código por correo
+login-error-credentials = La dirección de correo o la contraseña no son correctas.
+login-error-email = Escriba su dirección de correo, por ejemplo nombre@example.com.
+login-error-unverified = Confirme primero su dirección de correo: abra el enlace que le hemos enviado y vuelva a iniciar sesión.
+login-error-expired = Este paso ha caducado. Vuelva a iniciar sesión.
+code-title = Introduzca el código
+code-intro = Si { $email } tiene una cuenta, le hemos enviado un código de 6 cifras. El código vale durante 10 minutos.
+code-label = Código
+code-button = Continuar
+code-error = El código no es correcto o ha caducado.
+mfa-title = Verificación en dos pasos
+mfa-intro = Introduzca el código de 6 cifras de su aplicación de autenticación o uno de sus códigos de recuperación.
+mfa-error = El código no es correcto.
+mfa-enrol-title = Configure primero la verificación en dos pasos
+mfa-enrol = { $tenant } exige la verificación en dos pasos. Configúrela en la aplicación de { $tenant } y vuelva a iniciar sesión aquí.
+
+# Consentimiento
+consent-title = { $client } quiere usar su cuenta de { $tenant }
+consent-intro = Si lo permite, { $client } podrá:
+consent-reconsent = Ya ha dado permisos a { $client }. Ahora pide más. Si lo permite, podrá:
+consent-unverified = { $tenant } no ha verificado { $client }. Permítalo solo si la conoce y confía en ella.
+consent-unchanged = { $scope } (ya permitido)
+consent-resource = Para: { $resource }
+consent-optional = Puede elegir qué permitir de esto:
+consent-allow = Permitir
+consent-deny = Denegar
+scope-openid = Saber quién es usted
+scope-profile = Ver su nombre
+scope-email = Ver su dirección de correo
+scope-phone = Ver su número de teléfono
+scope-address = Ver su dirección postal
+scope-offline_access = Mantener el acceso cuando no use la aplicación
+scope-other = Usar { $scope }

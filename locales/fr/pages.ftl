@@ -55,3 +55,47 @@ error-busy-title = Veuillez réessayer dans un instant
 error-busy = Trop de tentatives, ou le service est surchargé. Patientez une minute puis réessayez.
 error-internal-title = Une erreur s'est produite
 error-internal = La demande n'a pas pu aboutir. Réessayez plus tard.
+
+# Connexion à une application (serveur d'autorisation)
+oauth-invalid-title = Cette demande de connexion n’est pas valable
+oauth-invalid = L’application qui vous a envoyé ici a fait une erreur dans sa demande. Revenez à l’application et réessayez.
+login-title = Se connecter à { $tenant }
+login-intro = Connectez-vous pour continuer vers { $client }.
+login-password-heading = Avec votre mot de passe
+login-email-label = Adresse e-mail
+login-password-label = Mot de passe
+login-button = Se connecter
+login-code-heading = Avec un code reçu par e-mail
+login-code-send = M’envoyer un code par e-mail
+login-error-credentials = L’adresse e-mail ou le mot de passe n’est pas correct.
+login-error-email = Saisissez votre adresse e-mail, par exemple nom@example.com.
+login-error-unverified = Confirmez d’abord votre adresse e-mail : ouvrez le lien que nous vous avons envoyé, puis reconnectez-vous.
+login-error-expired = Cette étape a expiré. Reconnectez-vous.
+code-title = Saisissez le code
+code-intro = Si { $email } a un compte, nous y avons envoyé un code à 6 chiffres. Le code est valable 10 minutes.
+code-label = Code
+code-button = Continuer
+code-error = Le code n’est pas correct ou a expiré.
+mfa-title = Validation en deux étapes
+mfa-intro = Saisissez le code à 6 chiffres de votre application d’authentification, ou l’un de vos codes de récupération.
+mfa-error = Le code n’est pas correct.
+mfa-enrol-title = Configurez d’abord la validation en deux étapes
+mfa-enrol = { $tenant } exige la validation en deux étapes. Configurez-la dans l’application { $tenant }, puis reconnectez-vous ici.
+
+# Consentement
+consent-title = { $client } souhaite utiliser votre compte { $tenant }
+consent-intro = Si vous l’autorisez, { $client } pourra :
+consent-reconsent = Vous avez déjà autorisé { $client }. L’application demande maintenant davantage. Si vous l’autorisez, elle pourra :
+consent-unverified = { $tenant } n’a pas vérifié { $client }. Ne l’autorisez que si vous la connaissez et lui faites confiance.
+consent-unchanged = { $scope } (déjà autorisé)
+consent-resource = Pour : { $resource }
+consent-optional = Vous pouvez choisir ce que vous autorisez :
+consent-allow = Autoriser
+consent-deny = Refuser
+scope-openid = Savoir qui vous êtes
+scope-profile = Voir votre nom
+scope-email = Voir votre adresse e-mail
+scope-phone = Voir votre numéro de téléphone
+scope-address = Voir votre adresse postale
+scope-offline_access = Garder l’accès quand vous n’utilisez pas l’application
+scope-other = Utiliser { $scope }

@@ -55,3 +55,47 @@ error-busy-title = Spróbuj ponownie za chwilę
 error-busy = Zbyt wiele prób lub usługa jest przeciążona. Odczekaj minutę i spróbuj ponownie.
 error-internal-title = Coś poszło nie tak
 error-internal = Nie udało się wykonać żądania. Spróbuj ponownie później.
+
+# Logowanie do aplikacji (serwer autoryzacji)
+oauth-invalid-title = To żądanie logowania jest nieprawidłowe
+oauth-invalid = Aplikacja, która Cię tu przekierowała, wysłała błędne żądanie. Wróć do aplikacji i spróbuj ponownie.
+login-title = Zaloguj się do { $tenant }
+login-intro = Zaloguj się, aby przejść do { $client }.
+login-password-heading = Hasłem
+login-email-label = Adres e-mail
+login-password-label = Hasło
+login-button = Zaloguj się
+login-code-heading = Kodem wysłanym e-mailem
+login-code-send = Wyślij mi kod e-mailem
+login-error-credentials = Adres e-mail lub hasło są nieprawidłowe.
+login-error-email = Wpisz swój adres e-mail, np. imie@example.com.
+login-error-unverified = Najpierw potwierdź adres e-mail: otwórz wysłany link, a potem zaloguj się ponownie.
+login-error-expired = Ten krok wygasł. Zaloguj się ponownie.
+code-title = Wpisz kod
+code-intro = Jeśli { $email } ma konto, wysłaliśmy na ten adres 6-cyfrowy kod. Kod jest ważny 10 minut.
+code-label = Kod
+code-button = Dalej
+code-error = Kod jest nieprawidłowy lub wygasł.
+mfa-title = Weryfikacja dwuetapowa
+mfa-intro = Wpisz 6-cyfrowy kod z aplikacji uwierzytelniającej albo jeden z kodów odzyskiwania.
+mfa-error = Kod jest nieprawidłowy.
+mfa-enrol-title = Najpierw skonfiguruj weryfikację dwuetapową
+mfa-enrol = { $tenant } wymaga weryfikacji dwuetapowej. Skonfiguruj ją w aplikacji { $tenant }, a potem zaloguj się tutaj ponownie.
+
+# Zgoda
+consent-title = { $client } chce korzystać z Twojego konta w { $tenant }
+consent-intro = Jeśli się zgodzisz, { $client } będzie mogła:
+consent-reconsent = Już wcześniej udzieliłeś zgody { $client }. Teraz aplikacja prosi o więcej. Jeśli się zgodzisz, będzie mogła:
+consent-unverified = { $tenant } nie zweryfikował { $client }. Zgódź się tylko wtedy, gdy znasz tę aplikację i jej ufasz.
+consent-unchanged = { $scope } (zgoda już udzielona)
+consent-resource = Dla: { $resource }
+consent-optional = Możesz wybrać, na co się zgadzasz:
+consent-allow = Zezwól
+consent-deny = Odmów
+scope-openid = Wiedzieć, kim jesteś
+scope-profile = Widzieć Twoje imię i nazwisko
+scope-email = Widzieć Twój adres e-mail
+scope-phone = Widzieć Twój numer telefonu
+scope-address = Widzieć Twój adres pocztowy
+scope-offline_access = Zachować dostęp, gdy nie korzystasz z aplikacji
+scope-other = Używać { $scope }

@@ -19,6 +19,7 @@ pub mod middleware;
 pub mod oauth;
 pub mod onboarding;
 pub mod openapi;
+pub mod pages;
 pub mod passkeys;
 pub mod passwordless;
 pub mod platform;
@@ -295,6 +296,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .layer(DefaultBodyLimit::max(body_limit));
     Ok(router
         .merge(hosted::router())
+        .merge(oauth::browser::router())
         .fallback(not_found)
         .layer(Extension(doc))
         .layer(stack)

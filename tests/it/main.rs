@@ -21,6 +21,7 @@ mod members;
 mod mfa;
 mod network;
 mod oauth;
+mod oauth_browser;
 mod oauth_clients;
 mod onboarding;
 mod outbox;

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     challenges::{ChallengeRecord, Purpose},
-    messages::{HostedLink, HostedView, LiveLink, PasswordlessLogin},
+    messages::{HostedLink, HostedView, LiveLink, PasswordlessLogin, SignInView},
     passwordless::Flow,
     records::LinkPurpose,
     state::TenantState,
@@ -33,6 +33,16 @@ pub fn pkce_s256_matches(verifier: &str, challenge: &str) -> bool {
 }
 
 impl TenantState {
+    /// What the authorization server's sign-in page offers.
+    pub fn sign_in_view(&self) -> SignInView {
+        SignInView {
+            tenant_name: self.info.name.clone(),
+            default_locale: self.settings.users.default_locale.clone(),
+            email_otp_enabled: self.settings.security.email_otp_enabled,
+            magic_link_enabled: self.settings.security.magic_link_enabled,
+        }
+    }
+
     /// What the page of a mailed link shows, without using the link: the tenant's name and,
     /// while the link is alive, where the user goes afterwards and, for a login link, whether
     /// it can finish here. A used, expired or unknown link is answered with `live: None`.

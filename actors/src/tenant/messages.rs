@@ -344,6 +344,15 @@ pub struct HostedView {
     pub default_locale: String,
 }
 
+/// The tenant as the authorization server's hosted sign-in page shows it.
+#[derive(Clone, Debug)]
+pub struct SignInView {
+    pub tenant_name: String,
+    pub default_locale: String,
+    pub email_otp_enabled: bool,
+    pub magic_link_enabled: bool,
+}
+
 /// A link that can still be used.
 #[derive(Clone, Debug)]
 pub struct LiveLink {
@@ -829,6 +838,10 @@ pub enum TenantMsg {
         link: HostedLink,
         token: String,
         reply: RpcReplyPort<Result<HostedView, TenantError>>,
+    },
+    /// What the hosted sign-in page of the authorization server offers (nothing is used).
+    SignInView {
+        reply: RpcReplyPort<Result<SignInView, TenantError>>,
     },
     /// The hosted login-link page's button: answers the code and where to send it.
     HostedMagicLink {

@@ -476,6 +476,9 @@ impl Actor for TenantActor {
             TenantMsg::HostedPeek { link, token, reply } => {
                 let _ = reply.send(state.hosted_peek(link, &token));
             }
+            TenantMsg::SignInView { reply } => {
+                let _ = reply.send(Ok(state.sign_in_view()));
+            }
             TenantMsg::HostedMagicLink { token, ctx, reply } => {
                 let _ = reply.send(state.hosted_magic_link(&token, &ctx));
             }

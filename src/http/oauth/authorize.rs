@@ -30,7 +30,10 @@ use tessera_actors::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{grantable, is_protocol_scope, oauth, split_scopes, tenant_catalog, Params, MAX_PARAM};
+use super::{
+    browser::{hosted_authorize_url, is_navigation},
+    grantable, is_protocol_scope, oauth, split_scopes, tenant_catalog, Params, MAX_PARAM,
+};
 use crate::{
     app::AppState,
     http::{
@@ -60,7 +63,7 @@ pub struct RawRequest<'a> {
 }
 
 impl<'a> RawRequest<'a> {
-    fn of(p: &'a Params) -> Self {
+    pub fn of(p: &'a Params) -> Self {
         RawRequest {
             client_id: p.get("client_id"),
             redirect_uri: p.get("redirect_uri"),
@@ -126,7 +129,7 @@ pub fn redirect_with(redirect_uri: &str, pairs: &[(&str, &str)]) -> String {
 }
 
 /// The client's redirect URI with an RFC 6749 4.1.2.1 error.
-fn error_redirect(
+pub fn error_redirect(
     iss: &str,
     redirect_uri: &str,
     state: Option<&str>,
@@ -142,7 +145,7 @@ fn error_redirect(
 }
 
 /// The client's redirect URI with a code (RFC 6749 4.1.2, RFC 9207).
-fn code_redirect(iss: &str, redirect_uri: &str, state: Option<&str>, code: &str) -> String {
+pub fn code_redirect(iss: &str, redirect_uri: &str, state: Option<&str>, code: &str) -> String {
     let mut pairs = vec![("code", code)];
     if let Some(s) = state {
         pairs.push(("state", s));
@@ -421,7 +424,9 @@ pub enum AuthorizeResponse {
     Redirect(RedirectResponse),
 }
 
-fn custom_scopes(checked: &Checked, lang: &str) -> Vec<CustomScope> {
+/// The request's resource scopes that the user may approve one by one (approved `normal`
+/// catalog entries), in the reader's language.
+pub fn custom_scopes(checked: &Checked, lang: &str) -> Vec<CustomScope> {
     let approved = grantable(&checked.catalog, checked.request.resource.as_deref());
     checked
         .request
@@ -522,7 +527,24 @@ pub async fn authorize(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
     let tenant = tenant_by_slug(&state, &slug)?;
-    let params = Params::parse(query.unwrap_or_default().as_bytes())
+    let query = query.unwrap_or_default();
+    if is_navigation(&headers) {
+        // Browser mode: the hosted pages at the accounts URL take it from here.
+        let to = hosted_authorize_url(&state, &tenant.slug, &query);
+        let mut resp = StatusCode::FOUND.into_response();
+        let h = resp.headers_mut();
+        h.insert(
+            header::LOCATION,
+            axum::http::HeaderValue::from_str(&to)
+                .map_err(|_| ApiError::internal("an authorize URL that is not a header value"))?,
+        );
+        h.insert(
+            header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        );
+        return Ok(resp);
+    }
+    let params = Params::parse(query.as_bytes())
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "oauth/invalid_request", e))?;
     let checked = match check(&state, &tenant, &RawRequest::of(&params)).await {
         Ok(c) => c,
@@ -641,6 +663,46 @@ pub async fn authorize(
     Ok(no_store(Json(body).into_response()))
 }
 
+/// The consent decision for `checked`: approve `granted` (default: everything asked), of which
+/// only the individually checkable scopes may leave anything out, or deny.
+pub fn decide(
+    checked: &Checked,
+    approve: bool,
+    granted: Option<Vec<String>>,
+) -> Result<ConsentDecision, ApiError> {
+    if !approve {
+        return Ok(ConsentDecision::Deny);
+    }
+    let req = &checked.request;
+    let granted = granted.unwrap_or_else(|| req.scopes.clone());
+    let checkable: Vec<String> = custom_scopes(checked, "en")
+        .into_iter()
+        .map(|c| c.scope)
+        .collect();
+    if let Some(s) = granted.iter().find(|s| !req.scopes.contains(s)) {
+        return Err(ApiError::invalid_field(
+            "granted_scopes",
+            format!("{s} was not asked for"),
+        ));
+    }
+    let required: Vec<&str> = req
+        .scopes
+        .iter()
+        .filter(|s| !checkable.contains(s) && !granted.contains(s))
+        .map(String::as_str)
+        .collect();
+    if !required.is_empty() {
+        return Err(ApiError::invalid_field(
+            "granted_scopes",
+            format!(
+                "only individually checkable scopes may be left out; missing {}",
+                required.join(" ")
+            ),
+        ));
+    }
+    Ok(ConsentDecision::Approve(granted))
+}
+
 /// The user's decision on the consent screen, with the request it was shown for.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -734,43 +796,7 @@ pub async fn consent(
         Err(Refusal::Redirect(to)) => return Ok(redirect(to)),
     };
     let req = &checked.request;
-    let decision = if decision {
-        let granted = body
-            .granted_scopes
-            .clone()
-            .unwrap_or_else(|| req.scopes.clone());
-        let checkable: Vec<String> = custom_scopes(&checked, "en")
-            .into_iter()
-            .map(|c| c.scope)
-            .collect();
-        if let Some(s) = granted.iter().find(|s| !req.scopes.contains(s)) {
-            return Err(ApiError::invalid_field(
-                "granted_scopes",
-                format!("{s} was not asked for"),
-            ));
-        }
-        let required: Vec<&String> = req
-            .scopes
-            .iter()
-            .filter(|s| !checkable.contains(s) && !granted.contains(s))
-            .collect();
-        if !required.is_empty() {
-            return Err(ApiError::invalid_field(
-                "granted_scopes",
-                format!(
-                    "only individually checkable scopes may be left out; missing {}",
-                    required
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            ));
-        }
-        ConsentDecision::Approve(granted)
-    } else {
-        ConsentDecision::Deny
-    };
+    let decision = decide(&checked, decision, body.granted_scopes.clone())?;
     let cmd = OAuthCmd::Consent {
         bearer,
         request: req.clone(),

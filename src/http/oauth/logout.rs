@@ -12,7 +12,7 @@ use serde::Serialize;
 use tessera_actors::tenant::oauth::OAuthCmd;
 use utoipa::ToSchema;
 
-use super::{authorize::redirect_with, oauth, Params};
+use super::{authorize::redirect_with, browser::clear_sign_in_cookie, oauth, Params};
 use crate::{
     app::AppState,
     http::{
@@ -125,5 +125,10 @@ pub async fn end_session(
     };
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // The session is ended, so the hosted sign-in cookie naming it is dead wherever it is;
+    // where the accounts URL shares this host, the browser also drops it.
+    if let Some(c) = clear_sign_in_cookie(&tenant) {
+        resp.headers_mut().append(header::SET_COOKIE, c);
+    }
     Ok(resp)
 }

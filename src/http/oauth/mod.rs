@@ -8,6 +8,7 @@
 //! expects; the others speak the service's error shape.
 
 pub mod authorize;
+pub mod browser;
 pub mod consents;
 pub mod logout;
 pub mod token;

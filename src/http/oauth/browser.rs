@@ -1,0 +1,886 @@
+//! Browser mode of the authorization endpoint: the hosted sign-in and consent pages at the
+//! accounts URL, for relying parties that send the user's browser to
+//! `/v1/tenants/{slug}/oauth/authorize` with no Tessera code of their own.
+//!
+//! The API's authorize answers a plain navigation (no bearer, `Accept` naming `text/html`)
+//! with a `302` to `{accounts_url}/oauth/{slug}/authorize` with the same query, where the same
+//! [`check`] and the same actor command decide, with the user of the tenant's hosted sign-in
+//! cookie instead of a bearer token:
+//!
+//! - no cookie (or `prompt=login`, or a sign-in older than `max_age`): the sign-in page
+//!   (password, then the TOTP step for a user with MFA; or a code by e-mail, which is the
+//!   passwordless flow with the request as its `oauth_params`, resumed here with its binding);
+//!   a sign-in sets the cookie and sends the browser back to the authorize page;
+//! - consent on file (or a first-party client): `302` to the client with the code;
+//! - otherwise the consent page, whose decision `303`s to the client with a code or
+//!   `error=access_denied`.
+//!
+//! The hosted sign-in cookie (`tessera_signin_<tenant id>`, `Path=/oauth/<slug>/`, `HttpOnly`,
+//! `SameSite=Lax`, `Secure` when the accounts URL is https) names a first-party session opened
+//! by the sign-in, with a keyed hash of the tenant, the session and the user: nothing is
+//! stored for it, and whatever ends the session (RP-initiated logout through the ID token's
+//! `sid`, a password change, the user revoking it, a block) ends it. Its refresh token is
+//! never handed out.
+//!
+//! Every form carries the CSRF value of [`super::super::pages`], bound to the page and the
+//! whole authorize request; the pages run no script.
+
+use std::collections::HashMap;
+
+use axum::{
+    body::Bytes,
+    extract::{Path, RawQuery, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::Response,
+    routing::{get, post},
+    Router,
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_actors::{
+    password::Password,
+    tenant::{
+        audit::AuditContext,
+        messages::{
+            Bearer, Grant, LoginOutcome, MfaVerified, OAuthParams, OAuthResume, PasswordlessLogin,
+            SignInView,
+        },
+        oauth::{AuthorizeOutcome, ConsentNeeded, OAuthAnswer, OAuthCmd, OAuthFailure},
+    },
+    CallError, TenantError, TenantHandle, TenantMsg,
+};
+use tessera_storage::{ct_eq, random_token, sha256};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    authorize::{
+        check, code_redirect, custom_scopes, decide, error_redirect, Checked, RawRequest, Refusal,
+    },
+    oauth, Params,
+};
+use crate::{
+    app::AppState,
+    http::{
+        bearer::issuer,
+        error::{is_email, ApiError},
+        extract::{ClientIp, RequestCtx},
+        pages::{
+            cookie, see_other, ButtonView, CheckView, FieldView, FormView, Problem, Reader,
+            PASSWORD_MAX,
+        },
+    },
+};
+
+/// The hosted pages of the authorization server.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/oauth/{slug}/authorize",
+            get(authorize_page).post(sign_in_submit),
+        )
+        .route("/oauth/{slug}/consent", post(consent_submit))
+}
+
+/// Where a browser-mode authorize request is served.
+pub fn hosted_authorize_url(state: &AppState, slug: &str, query: &str) -> String {
+    format!("{}/oauth/{slug}/authorize?{query}", state.accounts_base())
+}
+
+/// Whether a request to the authorize endpoint is a plain browser navigation: no bearer token,
+/// and an `Accept` that names HTML.
+pub fn is_navigation(headers: &HeaderMap) -> bool {
+    headers.get(header::AUTHORIZATION).is_none()
+        && headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("text/html"))
+}
+
+// ---------------------------------------------------------------- the sign-in cookie
+
+const COOKIE_PREFIX: &str = "tessera_signin_";
+
+fn cookie_name(tenant: &TenantHandle) -> String {
+    format!("{COOKIE_PREFIX}{}", tenant.id.0.simple())
+}
+
+fn cookie_path(slug: &str) -> String {
+    format!("/oauth/{slug}/")
+}
+
+fn cookie_tag(state: &AppState, tenant: &TenantHandle, bearer: Bearer) -> [u8; 32] {
+    let mut m = tenant.id.0.as_bytes().to_vec();
+    m.extend_from_slice(bearer.session_id.as_bytes());
+    m.extend_from_slice(bearer.user_id.as_bytes());
+    state.sign_in_hasher.hash(&m)
+}
+
+/// The user and session of the tenant's sign-in cookie, when its tag is right (whether the
+/// session is still alive is the actor's check).
+fn signed_in(state: &AppState, tenant: &TenantHandle, headers: &HeaderMap) -> Option<Bearer> {
+    let raw = URL_SAFE_NO_PAD
+        .decode(cookie(headers, &cookie_name(tenant))?)
+        .ok()?;
+    if raw.len() != 64 {
+        return None;
+    }
+    let bearer = Bearer {
+        session_id: Uuid::from_slice(&raw[..16]).ok()?,
+        user_id: Uuid::from_slice(&raw[16..32]).ok()?,
+    };
+    ct_eq(&cookie_tag(state, tenant, bearer), &raw[32..]).then_some(bearer)
+}
+
+/// The `Set-Cookie` of a sign-in that opened `grant`.
+fn sign_in_cookie(state: &AppState, tenant: &TenantHandle, grant: &Grant) -> Option<HeaderValue> {
+    let bearer = Bearer {
+        session_id: grant.session_id,
+        user_id: grant.user.id,
+    };
+    let mut raw = bearer.session_id.as_bytes().to_vec();
+    raw.extend_from_slice(bearer.user_id.as_bytes());
+    raw.extend_from_slice(&cookie_tag(state, tenant, bearer));
+    let max_age = (grant.session_expires_at - OffsetDateTime::now_utc())
+        .whole_seconds()
+        .max(0);
+    let secure = if state.accounts_base().starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{}={}; Path={}; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}",
+        cookie_name(tenant),
+        URL_SAFE_NO_PAD.encode(raw),
+        cookie_path(&tenant.slug),
+    ))
+    .ok()
+}
+
+/// The `Set-Cookie` that removes the tenant's sign-in cookie (RP-initiated logout).
+pub fn clear_sign_in_cookie(tenant: &TenantHandle) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!(
+        "{}=; Path={}; HttpOnly; SameSite=Lax; Max-Age=0",
+        cookie_name(tenant),
+        cookie_path(&tenant.slug),
+    ))
+    .ok()
+}
+
+// ---------------------------------------------------------------- one request
+
+/// A hosted authorize request, checked: the tenant, what its page shows, the request.
+struct Flow {
+    tenant: TenantHandle,
+    view: SignInView,
+    query: String,
+    params: Params,
+    checked: Checked,
+}
+
+impl Flow {
+    fn authorize_path(&self) -> String {
+        format!("/oauth/{}/authorize", self.tenant.slug)
+    }
+
+    fn consent_path(&self) -> String {
+        format!("/oauth/{}/consent", self.tenant.slug)
+    }
+
+    fn iss(&self, state: &AppState) -> String {
+        issuer(state, &self.tenant.slug)
+    }
+
+    fn redirect_uri(&self) -> &str {
+        &self.checked.request.redirect_uri
+    }
+
+    /// The authorize page again, without `prompt=login` (the user has just signed in).
+    fn again(&self) -> String {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in self.params.iter() {
+            if k == "prompt" {
+                let rest: Vec<&str> = v
+                    .split(' ')
+                    .filter(|p| *p != "login" && !p.is_empty())
+                    .collect();
+                if !rest.is_empty() {
+                    q.append_pair(k, &rest.join(" "));
+                }
+                continue;
+            }
+            q.append_pair(k, v);
+        }
+        format!("{}?{}", self.authorize_path(), q.finish())
+    }
+
+    /// The client's redirect URI with an error, `state` and `iss`.
+    fn error_to_client(&self, state: &AppState, error: &str, description: &str) -> String {
+        error_redirect(
+            &self.iss(state),
+            self.redirect_uri(),
+            self.checked.request.state.as_deref(),
+            error,
+            description,
+        )
+    }
+}
+
+/// The request behind a hosted page, checked as the API checks it; or the answer already due
+/// (a page that shows a fault, or the redirect that sends one to the client).
+async fn open(
+    state: &AppState,
+    reader: &mut Reader,
+    slug: &str,
+    query: Option<String>,
+) -> Result<Flow, Response> {
+    let tenant = state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    let view = tenant
+        .call(|reply| TenantMsg::SignInView { reply })
+        .await
+        .map_err(|e| reader.problem(e.into()))?;
+    reader.set_tenant(&view.tenant_name, &view.default_locale);
+    let query = query.unwrap_or_default();
+    let params = Params::parse(query.as_bytes())
+        .map_err(|e| shown(reader, &ApiError::new(StatusCode::BAD_REQUEST, "", e)))?;
+    let checked = match check(state, &tenant, &RawRequest::of(&params)).await {
+        Ok(c) => c,
+        Err(Refusal::Shown(e)) => return Err(shown(reader, &e)),
+        Err(Refusal::Redirect(to)) => return Err(to_client(reader, &to)),
+    };
+    Ok(Flow {
+        tenant,
+        view,
+        query,
+        params,
+        checked,
+    })
+}
+
+/// A fault about the client or its redirect URI: shown, never redirected.
+fn shown(reader: &Reader, e: &ApiError) -> Response {
+    if e.status != StatusCode::BAD_REQUEST {
+        return reader.problem(Problem::Busy);
+    }
+    let mut page = reader.page("oauth-invalid-title");
+    page.paragraphs.push(reader.t("oauth-invalid"));
+    page.paragraphs.push(e.message.clone());
+    reader.answer(StatusCode::BAD_REQUEST, page, None)
+}
+
+/// `302 Found` to the client (RFC 6749 4.1.2).
+fn to_client(reader: &Reader, location: &str) -> Response {
+    see_other(reader, location, StatusCode::FOUND)
+}
+
+/// The form fields of a hosted page's POST (the first of a repeated name; the consent page's
+/// scope boxes are read apart).
+fn form_fields(body: &[u8]) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for (k, v) in form_urlencoded::parse(body) {
+        out.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+    }
+    out
+}
+
+fn field<'f>(form: &'f HashMap<String, String>, name: &str) -> &'f str {
+    form.get(name).map_or("", String::as_str)
+}
+
+// ---------------------------------------------------------------- GET: the state machine
+
+async fn authorize_page(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let flow = match open(&state, &mut reader, &slug, query).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let bearer = if flow.checked.prompt.login {
+        None
+    } else {
+        signed_in(&state, &flow.tenant, &headers)
+    };
+    decide_for(&state, &reader, &flow, bearer, ctx).await
+}
+
+/// What authorize answers for the user of the cookie: the sign-in page, a code for the
+/// client, or the consent page.
+async fn decide_for(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    bearer: Option<Bearer>,
+    ctx: AuditContext,
+) -> Response {
+    let login_required = || {
+        if flow.checked.prompt.none {
+            let to = flow.error_to_client(state, "login_required", "the user is not signed in");
+            return to_client(reader, &to);
+        }
+        sign_in_page(state, reader, flow, Shown::default(), StatusCode::OK)
+    };
+    let Some(bearer) = bearer else {
+        return login_required();
+    };
+    let cmd = OAuthCmd::Authorize {
+        bearer,
+        request: flow.checked.request.clone(),
+        max_age: flow.checked.max_age,
+        force_consent: flow.checked.prompt.consent,
+        no_prompt: flow.checked.prompt.none,
+    };
+    match oauth(&flow.tenant, ctx, cmd).await {
+        Ok(OAuthAnswer::Authorize(AuthorizeOutcome::LoginRequired)) => login_required(),
+        Ok(OAuthAnswer::Authorize(AuthorizeOutcome::Code(code))) => {
+            let to = code_redirect(
+                &flow.iss(state),
+                flow.redirect_uri(),
+                flow.checked.request.state.as_deref(),
+                &code,
+            );
+            to_client(reader, &to)
+        }
+        Ok(OAuthAnswer::Authorize(AuthorizeOutcome::Consent(needed))) => {
+            consent_page(reader, flow, &needed)
+        }
+        Ok(_) => reader.problem(Problem::Internal),
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::ConsentRequired))) => {
+            let to = flow.error_to_client(
+                state,
+                "consent_required",
+                "the user has not consented to this request",
+            );
+            to_client(reader, &to)
+        }
+        Err(e) => reader.problem(e.into()),
+    }
+}
+
+// ---------------------------------------------------------------- the sign-in page
+
+/// What the sign-in page shows besides its forms: an error, and what the user typed.
+#[derive(Default)]
+struct Shown {
+    error: Option<String>,
+    email: String,
+}
+
+fn sign_in_page(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    shown: Shown,
+    status: StatusCode,
+) -> Response {
+    let client = &flow.checked.client.name;
+    let mut page = reader.page("login-title");
+    page.error_summary = shown.error;
+    page.paragraphs
+        .push(reader.t_with("login-intro", &[("client", client)]));
+    let csrf = reader.csrf(&flow.authorize_path(), &flow.query);
+    let email = if shown.email.is_empty() {
+        flow.params.get("login_hint").unwrap_or("").to_owned()
+    } else {
+        shown.email
+    };
+    let mut form = FormView::new(csrf.clone(), reader.t("login-button"));
+    form.heading = Some(reader.t("login-password-heading"));
+    form.hidden.push(("step", "password".to_owned()));
+    let mut email_input = FieldView::input(
+        "email",
+        "email",
+        "email",
+        reader.t("login-email-label"),
+        "username",
+    );
+    email_input.value = email.clone();
+    let mut password = FieldView::input(
+        "password",
+        "password",
+        "password",
+        reader.t("login-password-label"),
+        "current-password",
+    );
+    password.max = PASSWORD_MAX;
+    form.fields = vec![email_input, password];
+    page.forms.push(form);
+    // A code by e-mail needs no CAPTCHA widget only when none is configured (the pages run no
+    // script).
+    if flow.view.email_otp_enabled && !state.captcha.required() {
+        let mut form = FormView::new(csrf, reader.t("login-code-send"));
+        form.heading = Some(reader.t("login-code-heading"));
+        form.hidden.push(("step", "email_code".to_owned()));
+        let mut email_input = FieldView::input(
+            "code-email",
+            "email",
+            "email",
+            reader.t("login-email-label"),
+            "username",
+        );
+        email_input.value = email;
+        form.fields = vec![email_input];
+        page.forms.push(form);
+    }
+    reader.answer(status, page, None)
+}
+
+/// The page that takes a code: the e-mailed one (`step=verify_code`) or the TOTP or recovery
+/// code of a user with MFA (`step=mfa`).
+fn code_page(
+    reader: &Reader,
+    flow: &Flow,
+    step: &'static str,
+    hidden: Vec<(&'static str, String)>,
+    error: Option<String>,
+    email: Option<&str>,
+) -> Response {
+    let (title, intro) = match step {
+        "mfa" => ("mfa-title", reader.t("mfa-intro")),
+        _ => (
+            "code-title",
+            reader.t_with("code-intro", &[("email", email.unwrap_or(""))]),
+        ),
+    };
+    let status = if error.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    let mut page = reader.page(title);
+    page.error_summary = error;
+    page.paragraphs.push(intro);
+    let mut form = FormView::new(
+        reader.csrf(&flow.authorize_path(), &flow.query),
+        reader.t("code-button"),
+    );
+    form.hidden.push(("step", step.to_owned()));
+    form.hidden.extend(hidden);
+    let mut code = FieldView::input(
+        "code",
+        "code",
+        "text",
+        reader.t("code-label"),
+        "one-time-code",
+    );
+    code.max = 64;
+    if step != "mfa" {
+        code.inputmode = "numeric";
+        code.max = 6;
+    }
+    form.fields = vec![code];
+    page.forms.push(form);
+    reader.answer(status, page, None)
+}
+
+// ---------------------------------------------------------------- POST: signing in
+
+async fn sign_in_submit(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let flow = match open(&state, &mut reader, &slug, query).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let form = form_fields(&body);
+    if !reader.csrf_ok(&flow.authorize_path(), &flow.query, field(&form, "csrf")) {
+        return reader.problem(Problem::Csrf);
+    }
+    let email = field(&form, "email").trim().to_owned();
+    let retry = |key: &str, status: StatusCode| {
+        let shown = Shown {
+            error: Some(reader.t(key)),
+            email: email.clone(),
+        };
+        sign_in_page(&state, &reader, &flow, shown, status)
+    };
+    let login = match field(&form, "step") {
+        "password" => {
+            let password = field(&form, "password");
+            if !is_email(&email) || password.is_empty() || password.len() > PASSWORD_MAX {
+                return retry("login-error-credentials", StatusCode::UNAUTHORIZED);
+            }
+            password_login(&state, &flow.tenant, &email, password, ip, &ctx)
+                .await
+                .map(|outcome| PasswordlessLogin {
+                    outcome,
+                    oauth: None,
+                })
+        }
+        "email_code" => {
+            if !is_email(&email) {
+                return retry("login-error-email", StatusCode::BAD_REQUEST);
+            }
+            return request_code(&state, &reader, &flow, &email, ctx).await;
+        }
+        "verify_code" => {
+            let binding = field(&form, "binding").to_owned();
+            let login = flow
+                .tenant
+                .call(|reply| TenantMsg::EmailOtpVerify {
+                    email: email.clone(),
+                    code: field(&form, "code").trim().to_owned(),
+                    binding_hash: Some(hex::encode(sha256(binding.as_bytes()))),
+                    ip,
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await;
+            match login {
+                Err(CallError::Failed(TenantError::InvalidChallenge)) => {
+                    let hidden = vec![("email", email.clone()), ("binding", binding)];
+                    let error = Some(reader.t("code-error"));
+                    return code_page(&reader, &flow, "verify_code", hidden, error, Some(&email));
+                }
+                other => other,
+            }
+        }
+        "mfa" => {
+            let challenge = field(&form, "challenge").to_owned();
+            let verified = flow
+                .tenant
+                .call(|reply| TenantMsg::MfaVerify {
+                    challenge: challenge.clone(),
+                    code: field(&form, "code").trim().to_owned(),
+                    bearer: None,
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await;
+            match verified {
+                Ok(MfaVerified::Login(l)) => Ok(PasswordlessLogin {
+                    outcome: LoginOutcome::Signed {
+                        grant: l.grant,
+                        enrollment_required_by: None,
+                    },
+                    oauth: l.oauth,
+                }),
+                Ok(MfaVerified::StepUp(_)) => return reader.problem(Problem::Invalid),
+                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
+                    let error = Some(reader.t("mfa-error"));
+                    return code_page(
+                        &reader,
+                        &flow,
+                        "mfa",
+                        vec![("challenge", challenge)],
+                        error,
+                        None,
+                    );
+                }
+                Err(e) => Err(e),
+            }
+        }
+        _ => return reader.problem(Problem::Invalid),
+    };
+    let login = match login {
+        Ok(l) => l,
+        Err(CallError::Failed(TenantError::InvalidCredentials | TenantError::UserBlocked)) => {
+            return retry("login-error-credentials", StatusCode::UNAUTHORIZED)
+        }
+        Err(CallError::Failed(TenantError::EmailNotVerified)) => {
+            return retry("login-error-unverified", StatusCode::FORBIDDEN)
+        }
+        Err(CallError::Failed(TenantError::InvalidChallenge | TenantError::InvalidLinkToken)) => {
+            return retry("login-error-expired", StatusCode::UNAUTHORIZED)
+        }
+        Err(e) => return reader.problem(e.into()),
+    };
+    signed(&state, &reader, &flow, login)
+}
+
+/// Checks a password the way `POST /v1/auth/login` does: the actor's throttles first,
+/// argon2 off the actor (against a dummy when there is no account), then the verdict.
+async fn password_login(
+    state: &AppState,
+    tenant: &TenantHandle,
+    email: &str,
+    password: &str,
+    ip: std::net::IpAddr,
+    ctx: &AuditContext,
+) -> Result<LoginOutcome, CallError<TenantError>> {
+    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let credential = tenant
+        .call(|reply| TenantMsg::LoginBegin {
+            email: email.clone(),
+            ip,
+            reply,
+        })
+        .await?;
+    let password_ok = state
+        .hasher
+        .verify(
+            &Password::new(password.to_owned()),
+            credential.password_hash.as_deref(),
+        )
+        .await
+        .map_err(|_| CallError::Unavailable)?;
+    tenant
+        .call(|reply| TenantMsg::LoginFinish {
+            email: email.clone(),
+            ip,
+            credential: credential.clone(),
+            password_ok,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
+/// Mails a login code carrying this request as its OAuth flow, bound to a secret only this
+/// page holds; the same page follows whether or not the address has an account.
+async fn request_code(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    email: &str,
+    ctx: AuditContext,
+) -> Response {
+    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let binding = random_token(32);
+    let req = &flow.checked.request;
+    let resume = OAuthResume {
+        params: OAuthParams {
+            client_id: req.client_id.clone(),
+            redirect_uri: req.redirect_uri.clone(),
+            response_type: Some("code".to_owned()),
+            code_challenge: Some(req.code_challenge.clone()),
+            code_challenge_method: Some("S256".to_owned()),
+            scope: Some(req.scopes.join(" ")),
+            state: req.state.clone(),
+            nonce: req.nonce.clone(),
+            resource: req.resource.clone(),
+        },
+        binding_hash: hex::encode(sha256(binding.as_bytes())),
+    };
+    let sent = flow
+        .tenant
+        .call(|reply| TenantMsg::EmailOtpRequest {
+            email: email.clone(),
+            create: false,
+            oauth: Some(resume.clone()),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    match sent {
+        Ok(()) => {}
+        Err(CallError::Failed(TenantError::RateLimited { .. })) => {
+            let shown = Shown {
+                error: Some(reader.t("error-busy")),
+                email,
+            };
+            return sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
+        }
+        Err(e) => return reader.problem(e.into()),
+    }
+    let hidden = vec![("email", email.clone()), ("binding", binding)];
+    code_page(reader, flow, "verify_code", hidden, None, Some(&email))
+}
+
+/// After a sign-in: the second step of a user with MFA, or the sign-in cookie and back to the
+/// authorize page.
+fn signed(state: &AppState, reader: &Reader, flow: &Flow, login: PasswordlessLogin) -> Response {
+    // A resumed code flow must be this request's.
+    if let Some(p) = &login.oauth {
+        let req = &flow.checked.request;
+        if p.client_id != req.client_id || p.redirect_uri != req.redirect_uri {
+            return reader.problem(Problem::Invalid);
+        }
+    }
+    let grant = match login.outcome {
+        LoginOutcome::Signed { grant, .. } => grant,
+        LoginOutcome::MfaRequired { challenge, .. } => {
+            return code_page(
+                reader,
+                flow,
+                "mfa",
+                vec![("challenge", challenge)],
+                None,
+                None,
+            )
+        }
+        LoginOutcome::EnrollmentRequired { .. } => {
+            return reader.problem_page(StatusCode::FORBIDDEN, "mfa-enrol-title", "mfa-enrol")
+        }
+    };
+    let mut resp = see_other(reader, &flow.again(), StatusCode::SEE_OTHER);
+    match sign_in_cookie(state, &flow.tenant, &grant) {
+        Some(c) => {
+            resp.headers_mut().append(header::SET_COOKIE, c);
+            resp
+        }
+        None => reader.problem(Problem::Internal),
+    }
+}
+
+// ---------------------------------------------------------------- the consent page
+
+/// The words for a protocol scope.
+fn scope_text(reader: &Reader, scope: &str) -> String {
+    match scope {
+        "openid" | "profile" | "email" | "phone" | "address" | "offline_access" => {
+            reader.t(&format!("scope-{scope}"))
+        }
+        other => reader.t_with("scope-other", &[("scope", other)]),
+    }
+}
+
+fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Response {
+    let client = needed.client.name.as_str();
+    let req = &flow.checked.request;
+    let mut page = reader.page("consent-title");
+    page.title = reader.t_with("consent-title", &[("client", client)]);
+    if needed.client.verification() == "unverified" {
+        page.paragraphs
+            .push(reader.t_with("consent-unverified", &[("client", client)]));
+    }
+    let intro = if needed.is_re_consent {
+        "consent-reconsent"
+    } else {
+        "consent-intro"
+    };
+    page.paragraphs
+        .push(reader.t_with(intro, &[("client", client)]));
+    let checkable = custom_scopes(&flow.checked, reader.lang);
+    for s in req
+        .scopes
+        .iter()
+        .filter(|s| !checkable.iter().any(|c| &c.scope == *s))
+    {
+        let text = scope_text(reader, s);
+        page.items.push(if needed.unchanged_scopes.contains(s) {
+            reader.t_with("consent-unchanged", &[("scope", &text)])
+        } else {
+            text
+        });
+    }
+    if let Some(r) = &req.resource {
+        page.paragraphs
+            .push(reader.t_with("consent-resource", &[("resource", r)]));
+    }
+    let mut form = FormView::new(
+        reader.csrf(&flow.consent_path(), &flow.query),
+        reader.t("consent-allow"),
+    );
+    form.action = Some(format!("{}?{}", flow.consent_path(), flow.query));
+    form.hidden.push(("commitment", needed.commitment.clone()));
+    form.checks = checkable
+        .iter()
+        .enumerate()
+        .map(|(i, c)| CheckView {
+            name: "scope",
+            id: format!("scope-{i}"),
+            value: c.scope.clone(),
+            label: c.display_name.clone(),
+        })
+        .collect();
+    if !form.checks.is_empty() {
+        form.heading = Some(reader.t("consent-optional"));
+    }
+    form.buttons = vec![
+        ButtonView {
+            name: "decision",
+            value: "approve".to_owned(),
+            label: reader.t("consent-allow"),
+            secondary: false,
+        },
+        ButtonView {
+            name: "decision",
+            value: "deny".to_owned(),
+            label: reader.t("consent-deny"),
+            secondary: true,
+        },
+    ];
+    page.forms.push(form);
+    reader.answer(StatusCode::OK, page, Some(&req.redirect_uri))
+}
+
+async fn consent_submit(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let flow = match open(&state, &mut reader, &slug, query).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let form = form_fields(&body);
+    if !reader.csrf_ok(&flow.consent_path(), &flow.query, field(&form, "csrf")) {
+        return reader.problem(Problem::Csrf);
+    }
+    let Some(bearer) = signed_in(&state, &flow.tenant, &headers) else {
+        return see_other(&reader, &flow.again(), StatusCode::SEE_OTHER);
+    };
+    let approve = match field(&form, "decision") {
+        "approve" => true,
+        "deny" => false,
+        _ => return reader.problem(Problem::Invalid),
+    };
+    // The boxes left checked, and every scope that has no box.
+    let req = &flow.checked.request;
+    let checked_boxes: Vec<String> = form_urlencoded::parse(&body)
+        .filter(|(k, _)| k == "scope")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    let checkable = custom_scopes(&flow.checked, "en");
+    let granted: Vec<String> = req
+        .scopes
+        .iter()
+        .filter(|s| !checkable.iter().any(|c| &c.scope == *s) || checked_boxes.contains(s))
+        .cloned()
+        .collect();
+    let decision = match decide(&flow.checked, approve, Some(granted)) {
+        Ok(d) => d,
+        Err(_) => return reader.problem(Problem::Invalid),
+    };
+    let cmd = OAuthCmd::Consent {
+        bearer,
+        request: req.clone(),
+        commitment: field(&form, "commitment").to_owned(),
+        decision,
+    };
+    match oauth(&flow.tenant, ctx, cmd).await {
+        Ok(OAuthAnswer::Decided(Some(code))) => {
+            let to = code_redirect(
+                &flow.iss(&state),
+                flow.redirect_uri(),
+                req.state.as_deref(),
+                &code,
+            );
+            see_other(&reader, &to, StatusCode::SEE_OTHER)
+        }
+        Ok(OAuthAnswer::Decided(None)) => {
+            let to = flow.error_to_client(&state, "access_denied", "the user denied the request");
+            see_other(&reader, &to, StatusCode::SEE_OTHER)
+        }
+        Ok(_) => reader.problem(Problem::Internal),
+        // Not the request or the user the page was shown for.
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::InvalidRequest))) => {
+            reader.problem(Problem::Csrf)
+        }
+        Err(CallError::Failed(TenantError::InvalidSession)) => {
+            see_other(&reader, &flow.again(), StatusCode::SEE_OTHER)
+        }
+        Err(e) => reader.problem(e.into()),
+    }
+}

@@ -1,0 +1,463 @@
+//! What every HTML page of the accounts URL shares: the one template
+//! (`templates/hosted/page.html`), the reader's language, the CSRF value bound to the
+//! browser's random cookie, the security headers, and the page that says what went wrong.
+//! Used by the mailed links' pages ([`super::hosted`]) and the authorization server's sign-in
+//! and consent pages (`oauth::browser`).
+//!
+//! - Each form carries a per-page CSRF value: a hash of the browser's `tessera_csrf` cookie
+//!   (random, `HttpOnly`, `SameSite=Lax`), the page and what it is for. A `POST` whose value
+//!   does not match its cookie is refused (403) before anything is used.
+//! - Every page answers with a strict `Content-Security-Policy` (no script at all),
+//!   `frame-ancestors 'none'`, `X-Frame-Options: DENY`, `Referrer-Policy: no-referrer` and
+//!   `Cache-Control: no-store`.
+//! - Pages speak the reader's language: `?lang=`, else `Accept-Language`, else the tenant's
+//!   default, else English.
+
+use askama::Template;
+use axum::{
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_actors::{CallError, TenantError};
+use tessera_storage::{ct_eq, random_token, sha256};
+
+use crate::{app::AppState, i18n};
+
+pub const CSRF_COOKIE: &str = "tessera_csrf";
+/// The shortest and longest passwords, as the API takes them.
+pub const PASSWORD_MIN: usize = 12;
+pub const PASSWORD_MAX: usize = 128;
+
+#[derive(Template)]
+#[template(path = "hosted/page.html")]
+pub struct PageTemplate {
+    pub lang: &'static str,
+    pub tenant: Option<String>,
+    pub title: String,
+    pub skip: String,
+    pub footer: Option<String>,
+    pub error_summary: Option<String>,
+    pub paragraphs: Vec<String>,
+    /// A bulleted list after the paragraphs (what a consent grants).
+    pub items: Vec<String>,
+    pub forms: Vec<FormView>,
+    pub link: Option<LinkView>,
+}
+
+/// A form that posts back to the page (or to `action`).
+pub struct FormView {
+    pub action: Option<String>,
+    pub csrf: String,
+    /// A heading above the form, when a page has several.
+    pub heading: Option<String>,
+    pub hidden: Vec<(&'static str, String)>,
+    pub fields: Vec<FieldView>,
+    pub checks: Vec<CheckView>,
+    pub buttons: Vec<ButtonView>,
+}
+
+impl FormView {
+    /// A form with one submit button.
+    pub fn new(csrf: String, button: String) -> Self {
+        FormView {
+            action: None,
+            csrf,
+            heading: None,
+            hidden: Vec::new(),
+            fields: Vec::new(),
+            checks: Vec::new(),
+            buttons: vec![ButtonView {
+                name: "",
+                value: String::new(),
+                label: button,
+                secondary: false,
+            }],
+        }
+    }
+}
+
+pub struct FieldView {
+    pub name: &'static str,
+    /// The input's `id` (unique on the page).
+    pub id: String,
+    /// `password`, `email` or `text`.
+    pub kind: &'static str,
+    pub label: String,
+    pub hint: Option<String>,
+    pub error: Option<String>,
+    pub autocomplete: &'static str,
+    pub value: String,
+    pub min: usize,
+    pub max: usize,
+    /// `numeric` for codes.
+    pub inputmode: &'static str,
+}
+
+impl FieldView {
+    /// A new password (the reset page).
+    pub fn new_password(name: &'static str, label: String, hint: Option<String>) -> Self {
+        FieldView {
+            name,
+            id: name.to_owned(),
+            kind: "password",
+            label,
+            hint,
+            error: None,
+            autocomplete: "new-password",
+            value: String::new(),
+            min: PASSWORD_MIN,
+            max: PASSWORD_MAX,
+            inputmode: "",
+        }
+    }
+
+    /// Any other input: `kind` is its type, `id` unique on the page.
+    pub fn input(
+        id: &str,
+        name: &'static str,
+        kind: &'static str,
+        label: String,
+        autocomplete: &'static str,
+    ) -> Self {
+        FieldView {
+            name,
+            id: id.to_owned(),
+            kind,
+            label,
+            hint: None,
+            error: None,
+            autocomplete,
+            value: String::new(),
+            min: 0,
+            max: 320,
+            inputmode: "",
+        }
+    }
+}
+
+/// A checkbox (checked at first).
+pub struct CheckView {
+    pub name: &'static str,
+    pub id: String,
+    pub value: String,
+    pub label: String,
+}
+
+/// A submit button; with a `name`, its `value` is sent.
+pub struct ButtonView {
+    pub name: &'static str,
+    pub value: String,
+    pub label: String,
+    pub secondary: bool,
+}
+
+pub struct LinkView {
+    pub href: String,
+    pub label: String,
+}
+
+/// One request's page context: the reader's language, the tenant, the browser's CSRF secret.
+pub struct Reader {
+    pub lang: &'static str,
+    /// The reader's own choice (`?lang=`, `Accept-Language`), if it is one of the five.
+    pub requested: Option<&'static str>,
+    pub tenant: Option<String>,
+    /// The browser's secret, and whether it must be set (it was absent or malformed).
+    secret: (String, bool),
+    pub secure_cookie: bool,
+}
+
+impl Reader {
+    pub fn new(state: &AppState, headers: &HeaderMap, lang: Option<&str>) -> Self {
+        let accept = headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok());
+        let secret = cookie(headers, CSRF_COOKIE)
+            .filter(|v| v.len() == 43 && URL_SAFE_NO_PAD.decode(v).is_ok())
+            .map_or_else(|| (random_token(32), true), |v| (v.to_owned(), false));
+        let requested = Some(i18n::negotiate(&[lang], accept, "")).filter(|l| !l.is_empty());
+        Reader {
+            lang: requested.unwrap_or("en"),
+            requested,
+            tenant: None,
+            secret,
+            secure_cookie: state.accounts_base().starts_with("https://"),
+        }
+    }
+
+    /// Shows the tenant's name, and speaks its default language unless the reader chose one.
+    pub fn set_tenant(&mut self, name: &str, default_locale: &str) {
+        self.tenant = Some(clean_name(name));
+        if self.requested.is_none() {
+            self.lang = i18n::supported(default_locale).unwrap_or("en");
+        }
+    }
+
+    pub fn t(&self, id: &str) -> String {
+        self.t_with(id, &[])
+    }
+
+    /// The text `id` with variables besides `$tenant` and `$min`.
+    pub fn t_with(&self, id: &str, args: &[(&str, &str)]) -> String {
+        let tenant = self.tenant.as_deref().unwrap_or("");
+        let min = PASSWORD_MIN.to_string();
+        let mut all = vec![("tenant", tenant), ("min", min.as_str())];
+        all.extend_from_slice(args);
+        i18n::PAGES.text(self.lang, id, &all)
+    }
+
+    /// The CSRF value of the page at `path` for `subject` (the link's token, the request).
+    pub fn csrf(&self, path: &str, subject: &str) -> String {
+        let mut m = self.secret.0.as_bytes().to_vec();
+        m.push(0);
+        m.extend_from_slice(path.as_bytes());
+        m.push(0);
+        m.extend_from_slice(subject.as_bytes());
+        URL_SAFE_NO_PAD.encode(sha256(&m))
+    }
+
+    pub fn csrf_ok(&self, path: &str, subject: &str, sent: &str) -> bool {
+        // A secret made for this request (no cookie came) matches nothing sent.
+        !self.secret.1 && ct_eq(self.csrf(path, subject).as_bytes(), sent.as_bytes())
+    }
+
+    pub fn page(&self, title: &str) -> PageTemplate {
+        PageTemplate {
+            lang: self.lang,
+            tenant: self.tenant.clone(),
+            title: self.t(title),
+            skip: self.t("skip-to-content"),
+            footer: self.tenant.as_ref().map(|_| self.t("page-footer")),
+            error_summary: None,
+            paragraphs: Vec::new(),
+            items: Vec::new(),
+            forms: Vec::new(),
+            link: None,
+        }
+    }
+
+    /// The page as an answer with `status` and the security headers; `form_target` is where
+    /// a form on it may lead besides this server (a redirect to the app after the post).
+    pub fn answer(
+        &self,
+        status: StatusCode,
+        page: PageTemplate,
+        form_target: Option<&str>,
+    ) -> Response {
+        let Ok(html) = page.render() else {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
+        };
+        let form_action = match form_target.and_then(source_of) {
+            Some(o) => format!("'self' {o}"),
+            None => "'self'".to_owned(),
+        };
+        let csp = format!(
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action {form_action}; \
+             frame-ancestors 'none'; base-uri 'none'"
+        );
+        let mut resp = (status, html).into_response();
+        let h = resp.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        if let Ok(v) = HeaderValue::from_str(&csp) {
+            h.insert(header::CONTENT_SECURITY_POLICY, v);
+        }
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        protect(h);
+        h.insert(
+            header::CONTENT_LANGUAGE,
+            HeaderValue::from_static(self.lang),
+        );
+        self.set_csrf_cookie(&mut resp);
+        resp
+    }
+
+    /// Sets the browser's CSRF secret when this request made it.
+    pub fn set_csrf_cookie(&self, resp: &mut Response) {
+        if self.secret.1 {
+            let secure = if self.secure_cookie { "; Secure" } else { "" };
+            let c = format!(
+                "{CSRF_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400{secure}",
+                self.secret.0
+            );
+            if let Ok(v) = HeaderValue::from_str(&c) {
+                resp.headers_mut().append(header::SET_COOKIE, v);
+            }
+        }
+    }
+
+    /// A page that says what went wrong, with its status.
+    pub fn problem(&self, problem: Problem) -> Response {
+        let (status, title, text) = match problem {
+            Problem::Invalid => (
+                StatusCode::BAD_REQUEST,
+                "error-invalid-title",
+                "error-invalid",
+            ),
+            Problem::Expired => (StatusCode::GONE, "error-expired-title", "error-expired"),
+            Problem::Csrf => (StatusCode::FORBIDDEN, "error-csrf-title", "error-csrf"),
+            Problem::Disabled => (
+                StatusCode::FORBIDDEN,
+                "error-disabled-title",
+                "error-disabled",
+            ),
+            Problem::Busy => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "error-busy-title",
+                "error-busy",
+            ),
+            Problem::Internal => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "error-internal-title",
+                "error-internal",
+            ),
+        };
+        self.problem_page(status, title, text)
+    }
+
+    /// A page of one paragraph with `status`.
+    pub fn problem_page(&self, status: StatusCode, title: &str, text: &str) -> Response {
+        let mut page = self.page(title);
+        page.paragraphs.push(self.t(text));
+        let mut resp = self.answer(status, page, None);
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+        }
+        resp
+    }
+}
+
+/// `Referrer-Policy: no-referrer`, `Cache-Control: no-store`, `nosniff`: on every page and
+/// every redirect that carries a token or a code.
+pub fn protect(h: &mut HeaderMap) {
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
+/// A `303 See Other` to `location` (after a form), or the internal-error page.
+pub fn see_other(reader: &Reader, location: &str, status: StatusCode) -> Response {
+    let Ok(v) = HeaderValue::from_str(location) else {
+        return reader.problem(Problem::Internal);
+    };
+    let mut resp = status.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::LOCATION, v);
+    protect(h);
+    reader.set_csrf_cookie(&mut resp);
+    resp
+}
+
+/// What can go wrong on a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// No token, or one that names no tenant.
+    Invalid,
+    /// Used, expired or unknown.
+    Expired,
+    Csrf,
+    Disabled,
+    Busy,
+    Internal,
+}
+
+impl From<CallError<TenantError>> for Problem {
+    fn from(e: CallError<TenantError>) -> Self {
+        match e {
+            CallError::Failed(
+                TenantError::InvalidLinkToken
+                | TenantError::InvalidChallenge
+                | TenantError::NotFound,
+            ) => Problem::Expired,
+            CallError::Failed(TenantError::PasswordlessDisabled) => Problem::Disabled,
+            CallError::Failed(
+                TenantError::RateLimited { .. } | TenantError::TooManyAttempts { .. },
+            )
+            | CallError::Unavailable => Problem::Busy,
+            CallError::Failed(other) => {
+                tracing::error!(error = %other, "a hosted page failed");
+                Problem::Internal
+            }
+        }
+    }
+}
+
+/// What a CSP source list names to allow `url`: its origin (`scheme://host[:port]`), or for a
+/// native app's private-use scheme (RFC 8252) the scheme alone.
+pub fn source_of(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    if matches!(u.scheme(), "http" | "https") {
+        return Some(u.origin().ascii_serialization()).filter(|o| o != "null");
+    }
+    Some(format!("{}:", u.scheme()))
+}
+
+/// The value of cookie `name` in the request.
+pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// `url` with `name=value` added to its query.
+pub fn with_query(url: &str, name: &str, value: &str) -> Option<String> {
+    let mut u = url::Url::parse(url).ok()?;
+    u.query_pairs_mut().append_pair(name, value);
+    Some(u.into())
+}
+
+/// A name as shown: control characters become spaces.
+pub fn clean_name(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cookies_are_found_by_exact_name() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; tessera_csrf_x=2; tessera_csrf=three"),
+        );
+        assert_eq!(cookie(&h, CSRF_COOKIE), Some("three"));
+        assert_eq!(cookie(&h, "b"), None);
+    }
+
+    #[test]
+    fn a_query_pair_is_added_and_form_targets_are_named_by_origin_or_scheme() {
+        assert_eq!(
+            with_query("https://app.test/cb?x=1", "code", "a b").as_deref(),
+            Some("https://app.test/cb?x=1&code=a+b")
+        );
+        assert_eq!(
+            source_of("http://127.0.0.1:9/cb?x").as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        assert_eq!(
+            source_of("com.example.app:/oauth/cb").as_deref(),
+            Some("com.example.app:")
+        );
+    }
+}

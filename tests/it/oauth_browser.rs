@@ -1,0 +1,622 @@
+//! The OpenID provider in browser mode, over HTTP as a browser would speak it (no script, form
+//! posts, cookies, redirects followed by hand): a relying party built on the `openidconnect`
+//! crate sends the browser to authorize; the hosted pages sign the user in (password, the TOTP
+//! step, a code by e-mail) and ask for consent; the hosted sign-in cookie makes the next
+//! authorize silent; `prompt`, CSRF, a forged cookie, denial and RP-initiated logout behave.
+//! The same flow in headless Chromium is in `browser.rs`.
+
+use std::collections::HashMap;
+
+use openidconnect::{
+    core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata},
+    AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce, PkceCodeChallenge,
+    PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+};
+use serde_json::json;
+
+use crate::support::*;
+
+const CALLBACK: &str = "https://rp.example/callback";
+
+/// A browser without script: a cookie jar, redirects followed by hand.
+struct Browser {
+    client: reqwest::blocking::Client,
+    jar: HashMap<String, String>,
+    /// Every `Set-Cookie` seen, by cookie name (the last one).
+    set_cookies: HashMap<String, String>,
+}
+
+/// One answer: status, `Location`, body.
+struct Page {
+    status: u16,
+    location: Option<String>,
+    body: String,
+}
+
+impl Page {
+    /// The value of hidden input `name` in the `n`th form (0-based) that has one.
+    fn hidden(&self, name: &str, n: usize) -> String {
+        let needle = format!("name=\"{name}\" value=\"");
+        let mut rest = self.body.as_str();
+        for _ in 0..n {
+            let at = rest
+                .find(&needle)
+                .unwrap_or_else(|| panic!("no {name} in {}", self.body));
+            rest = &rest[at + needle.len()..];
+        }
+        let at = rest
+            .find(&needle)
+            .unwrap_or_else(|| panic!("no {name} in {}", self.body));
+        let start = &rest[at + needle.len()..];
+        unescape(&start[..start.find('"').unwrap()])
+    }
+
+    /// The `action` of the page's first form that has one, absolute.
+    fn action(&self, base: &str) -> String {
+        let needle = "action=\"";
+        let at = self
+            .body
+            .find(needle)
+            .unwrap_or_else(|| panic!("no form action in {}", self.body));
+        let rest = &self.body[at + needle.len()..];
+        let action = unescape(&rest[..rest.find('"').unwrap()]);
+        Browser::absolute(base, &action)
+    }
+
+    #[track_caller]
+    fn redirect(&self, status: u16) -> String {
+        assert_eq!(self.status, status, "{}", self.body);
+        self.location.clone().expect("a Location")
+    }
+}
+
+/// An attribute value as the browser reads it.
+fn unescape(v: &str) -> String {
+    v.replace("&#38;", "&")
+        .replace("&amp;", "&")
+        .replace("&#39;", "'")
+        .replace("&#34;", "\"")
+        .replace("&quot;", "\"")
+}
+
+impl Browser {
+    fn new() -> Self {
+        Browser {
+            client: reqwest::blocking::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            jar: HashMap::new(),
+            set_cookies: HashMap::new(),
+        }
+    }
+
+    fn absolute(base: &str, location: &str) -> String {
+        if location.starts_with('/') {
+            format!("{base}{location}")
+        } else {
+            location.to_owned()
+        }
+    }
+
+    fn send(&mut self, req: reqwest::blocking::RequestBuilder) -> Page {
+        let cookies: Vec<String> = self.jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let mut req = req.header("accept", "text/html,application/xhtml+xml,*/*;q=0.8");
+        if !cookies.is_empty() {
+            req = req.header("cookie", cookies.join("; "));
+        }
+        let r = req.send().expect("an answer");
+        for v in r.headers().get_all("set-cookie") {
+            let v = v.to_str().unwrap().to_owned();
+            let (name, value) = v.split(';').next().unwrap().split_once('=').unwrap();
+            self.set_cookies.insert(name.to_owned(), v.clone());
+            if v.contains("Max-Age=0") {
+                self.jar.remove(name);
+            } else {
+                self.jar.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        Page {
+            status: r.status().as_u16(),
+            location: r
+                .headers()
+                .get("location")
+                .map(|l| l.to_str().unwrap().to_owned()),
+            body: r.text().unwrap_or_default(),
+        }
+    }
+
+    fn get(&mut self, url: &str) -> Page {
+        let req = self.client.get(url);
+        self.send(req)
+    }
+
+    fn post(&mut self, url: &str, form: &[(&str, &str)]) -> Page {
+        let req = self.client.post(url).form(form);
+        self.send(req)
+    }
+
+    fn signin_cookie(&self) -> Option<(&String, &String)> {
+        self.jar
+            .iter()
+            .find(|(k, _)| k.starts_with("tessera_signin_"))
+    }
+}
+
+struct Rp {
+    client: CoreClient<
+        openidconnect::EndpointSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointNotSet,
+        openidconnect::EndpointMaybeSet,
+        openidconnect::EndpointMaybeSet,
+    >,
+    http: reqwest::blocking::Client,
+}
+
+/// One authorize request of the relying party.
+struct Request {
+    url: String,
+    state: String,
+    nonce: Nonce,
+    verifier: PkceCodeVerifier,
+}
+
+impl Rp {
+    fn new(api: &UserApi, client_id: &str, secret: &str) -> Self {
+        let http = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let issuer = IssuerUrl::new(api.issuer()).expect("issuer");
+        let metadata = CoreProviderMetadata::discover(&issuer, &http).expect("discovery");
+        let client = CoreClient::from_provider_metadata(
+            metadata,
+            ClientId::new(client_id.to_owned()),
+            Some(ClientSecret::new(secret.to_owned())),
+        )
+        .set_redirect_uri(RedirectUrl::new(CALLBACK.into()).expect("redirect"));
+        Rp { client, http }
+    }
+
+    fn request(&self, extra: &[(&str, &str)]) -> Request {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut b = self
+            .client
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                CsrfToken::new_random,
+                Nonce::new_random,
+            )
+            .add_scope(Scope::new("email".into()))
+            .set_pkce_challenge(challenge);
+        for (k, v) in extra {
+            b = b.add_extra_param(*k, *v);
+        }
+        let (url, state, nonce) = b.url();
+        Request {
+            url: url.to_string(),
+            state: state.secret().clone(),
+            nonce,
+            verifier,
+        }
+    }
+
+    /// The code at the callback (after checking `state` and `iss`) exchanged: the ID token's
+    /// claims.
+    fn finish(&self, api: &UserApi, req: Request, callback: &str) -> serde_json::Value {
+        assert!(callback.starts_with(CALLBACK), "{callback}");
+        let q: HashMap<String, String> = url::Url::parse(callback)
+            .unwrap()
+            .query_pairs()
+            .into_owned()
+            .collect();
+        assert_eq!(q.get("state"), Some(&req.state), "{callback}");
+        assert_eq!(q.get("iss"), Some(&api.issuer()), "{callback}");
+        let code = q
+            .get("code")
+            .unwrap_or_else(|| panic!("no code: {callback}"));
+        let tokens = self
+            .client
+            .exchange_code(AuthorizationCode::new(code.clone()))
+            .expect("token endpoint")
+            .set_pkce_verifier(req.verifier)
+            .request(&self.http)
+            .expect("the code exchange");
+        let id_token = tokens.id_token().expect("an ID token");
+        id_token
+            .claims(&self.client.id_token_verifier(), &req.nonce)
+            .expect("a valid ID token");
+        jwt_part(&id_token.to_string(), 1)
+    }
+}
+
+fn callback_error(location: &str) -> String {
+    url::Url::parse(location)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "error")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
+    let (smtp, srv, api, s) = user_setup("Hosted Provider", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Photo Printer",
+            "client_type": "confidential",
+            "redirect_uris": [CALLBACK],
+            "post_logout_redirect_uris": [CALLBACK],
+            "allowed_scopes": ["openid", "email"],
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    let rp = Rp::new(
+        &api,
+        c["client_id"].as_str().unwrap(),
+        c["client_secret"].as_str().unwrap(),
+    );
+    let email = "walker@example.com";
+    let password = "correct horse battery";
+    let user = api.verified_user(&smtp, email, password);
+    let mut b = Browser::new();
+
+    // A plain navigation to authorize goes to the hosted page with the same request.
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let query = req.url.split_once('?').unwrap().1;
+    assert_eq!(
+        hosted,
+        format!("{}/oauth/{}/authorize?{query}", srv.base, api.slug)
+    );
+
+    // Nobody signed in: the sign-in page, in the reader's language, with both ways in.
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Sign in to Hosted Provider"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("Photo Printer"));
+    assert!(page.body.contains("E-mail me a code"));
+    let csrf = page.hidden("csrf", 0);
+
+    // A post without the page's CSRF value is refused before anything is used.
+    let forged = b.post(
+        &hosted,
+        &[
+            ("step", "password"),
+            ("email", email),
+            ("password", password),
+        ],
+    );
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    // A wrong password: the page again, with the error, and no cookie.
+    let wrong = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("email", email),
+            ("password", "not the password at all"),
+        ],
+    );
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("is not right"), "{}", wrong.body);
+    assert!(b.signin_cookie().is_none());
+
+    // The right one: the sign-in cookie, and back to authorize.
+    let back = b
+        .post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "password"),
+                ("email", email),
+                ("password", password),
+            ],
+        )
+        .redirect(303);
+    let (name, _) = b.signin_cookie().expect("the sign-in cookie");
+    let set = &b.set_cookies[name];
+    for attr in [
+        "HttpOnly",
+        "SameSite=Lax",
+        &format!("Path=/oauth/{}/", api.slug),
+    ] {
+        assert!(set.contains(attr), "{attr} missing: {set}");
+    }
+    assert!(!set.contains("Secure"), "plain http accounts URL: {set}");
+
+    // The consent page, then the decision: a code at the client with state and iss.
+    let consent = b.get(&Browser::absolute(&srv.base, &back));
+    assert_eq!(consent.status, 200, "{}", consent.body);
+    assert!(
+        consent
+            .body
+            .contains("Photo Printer wants to use your Hosted Provider account"),
+        "{}",
+        consent.body
+    );
+    assert!(consent.body.contains("See your e-mail address"));
+    assert!(consent.body.contains("has not verified Photo Printer"));
+    let action = consent.action(&srv.base);
+    assert!(
+        action.starts_with(&format!("{}/oauth/{}/consent?", srv.base, api.slug)),
+        "{action}"
+    );
+    let commitment = consent.hidden("commitment", 0);
+    let consent_csrf = consent.hidden("csrf", 0);
+    assert_ne!(consent_csrf, csrf, "bound to its page");
+    let mismatch = b.post(
+        &action,
+        &[
+            ("csrf", &consent_csrf),
+            ("commitment", "not-the-commitment"),
+            ("decision", "approve"),
+        ],
+    );
+    assert_eq!(mismatch.status, 403, "{}", mismatch.body);
+    assert!(mismatch.body.contains("The page has expired"));
+    let no_csrf = b.post(
+        &action,
+        &[("commitment", &commitment), ("decision", "approve")],
+    );
+    assert_eq!(no_csrf.status, 403, "{}", no_csrf.body);
+    let to = b
+        .post(
+            &action,
+            &[
+                ("csrf", &consent_csrf),
+                ("commitment", &commitment),
+                ("decision", "approve"),
+            ],
+        )
+        .redirect(303);
+    let claims = rp.finish(&api, req, &to);
+    assert_eq!(claims["sub"], user.claims()["sub"]);
+    assert_eq!(claims["email"], email);
+    assert_eq!(claims["amr"], json!(["pwd"]));
+    let sid = claims["sid"].as_str().expect("sid").to_owned();
+
+    // Signed in and consented: the next authorize is a code at once.
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let to = b.get(&hosted).redirect(302);
+    let again = rp.finish(&api, req, &to);
+    assert_eq!(again["sid"], sid, "the same sign-in session");
+
+    // prompt=login asks again even with the cookie; prompt=none without it answers
+    // login_required; a cookie whose tag was changed is nobody's.
+    let req = rp.request(&[("prompt", "login")]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("name=\"password\""));
+    let mut stranger = Browser::new();
+    let req = rp.request(&[("prompt", "none")]);
+    let hosted = stranger.get(&req.url).redirect(302);
+    let to = stranger.get(&hosted).redirect(302);
+    assert_eq!(callback_error(&to), "login_required", "{to}");
+    let (name, value) = b
+        .signin_cookie()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    let mut tampered = value.clone().into_bytes();
+    let last = tampered.len() - 2;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    stranger
+        .jar
+        .insert(name.clone(), String::from_utf8(tampered).unwrap());
+    let req = rp.request(&[]);
+    let hosted = stranger.get(&req.url).redirect(302);
+    let page = stranger.get(&hosted);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("name=\"password\""),
+        "a forged cookie signs nobody in"
+    );
+
+    // A denial goes back to the client as access_denied (prompt=consent asks again).
+    let req = rp.request(&[("prompt", "consent")]);
+    let hosted = b.get(&req.url).redirect(302);
+    let consent = b.get(&hosted);
+    assert_eq!(consent.status, 200);
+    let action = consent.action(&srv.base);
+    let to = b
+        .post(
+            &action,
+            &[
+                ("csrf", &consent.hidden("csrf", 0)),
+                ("commitment", &consent.hidden("commitment", 0)),
+                ("decision", "deny"),
+            ],
+        )
+        .redirect(303);
+    assert_eq!(callback_error(&to), "access_denied", "{to}");
+
+    // RP-initiated logout ends the sign-in session: the cookie is dropped, and even kept it
+    // signs nobody in.
+    let kept = (name.clone(), value.clone());
+    let hint = signed_id_token(&rp, &mut b, &api);
+    let out = b.get(&format!(
+        "{}/oauth/end_session?id_token_hint={hint}&post_logout_redirect_uri={}",
+        api.issuer(),
+        url::form_urlencoded::byte_serialize(CALLBACK.as_bytes()).collect::<String>()
+    ));
+    assert_eq!(out.status, 302, "{}", out.body);
+    assert!(b.signin_cookie().is_none(), "the cookie is cleared");
+    b.jar.insert(kept.0, kept.1);
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("name=\"password\""),
+        "the session is over"
+    );
+}
+
+/// An ID token of the browser's current sign-in session (for `id_token_hint`).
+fn signed_id_token(rp: &Rp, b: &mut Browser, api: &UserApi) -> String {
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let to = b.get(&hosted).redirect(302);
+    let q: HashMap<String, String> = url::Url::parse(&to)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(q.get("iss"), Some(&api.issuer()));
+    let tokens = rp
+        .client
+        .exchange_code(AuthorizationCode::new(q["code"].clone()))
+        .expect("token endpoint")
+        .set_pkce_verifier(req.verifier)
+        .request(&rp.http)
+        .expect("the code exchange");
+    tokens.id_token().expect("an ID token").to_string()
+}
+
+#[test]
+fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
+    let (smtp, srv, api, s) = user_setup("Hosted Codes", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Own App",
+            "client_type": "confidential",
+            "redirect_uris": [CALLBACK],
+            "allowed_scopes": ["openid", "email"],
+            "first_party": true,
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    let rp = Rp::new(
+        &api,
+        c["client_id"].as_str().unwrap(),
+        c["client_secret"].as_str().unwrap(),
+    );
+
+    // A user with TOTP: the password, then the code; a first-party client asks no consent.
+    let email = "two.steps@example.com";
+    let password = USER_PASSWORD;
+    let user = api.verified_user(&smtp, email, password);
+    let mfa = api.enable_mfa(&user.access);
+    patch_security(&srv, &s, &api.slug, json!({"email_otp_enabled": true}));
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    let csrf = page.hidden("csrf", 0);
+    let step = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("email", email),
+            ("password", password),
+        ],
+    );
+    assert_eq!(step.status, 200, "{}", step.body);
+    assert!(step.body.contains("Two-step verification"), "{}", step.body);
+    assert!(
+        b.signin_cookie().is_none(),
+        "not signed in before the second step"
+    );
+    let challenge = step.hidden("challenge", 0);
+    let wrong = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "mfa"),
+            ("challenge", &challenge),
+            ("code", &mfa.totp.wrong()),
+        ],
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    let code = mfa.totp.at_step(mfa.step + 1);
+    let back = b
+        .post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "mfa"),
+                ("challenge", &challenge),
+                ("code", &code),
+            ],
+        )
+        .redirect(303);
+    let to = b.get(&Browser::absolute(&srv.base, &back)).redirect(302);
+    let claims = rp.finish(&api, req, &to);
+    assert_eq!(claims["acr"], "aal2", "{claims}");
+    assert_eq!(claims["amr"], json!(["pwd", "otp"]));
+
+    // A code by e-mail: the same page for an address with no account (no enumeration), and
+    // the code resumes this very request.
+    let other = "coded@example.com";
+    let _coded = api.verified_user(&smtp, other, password);
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    let csrf = page.hidden("csrf", 1);
+    let nobody = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "email_code"),
+            ("email", "nobody@example.com"),
+        ],
+    );
+    assert_eq!(nobody.status, 200);
+    assert!(nobody.body.contains("Enter the code"));
+    let sent = b.post(
+        &hosted,
+        &[("csrf", &csrf), ("step", "email_code"), ("email", other)],
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert!(sent.body.contains("Enter the code"));
+    let binding = sent.hidden("binding", 0);
+    let mail = smtp.wait_for(&api.slug, "email_otp", other, 1);
+    let code = six_digit_code(&mail.text).expect("a code in the mail");
+    // Without the page's binding the code does not sign in.
+    let unbound = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "verify_code"),
+            ("email", other),
+            ("binding", "another-browser"),
+            ("code", &code),
+        ],
+    );
+    assert_eq!(unbound.status, 401, "{}", unbound.body);
+    assert!(b.signin_cookie().is_none());
+    let back = b
+        .post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "verify_code"),
+                ("email", other),
+                ("binding", &binding),
+                ("code", &code),
+            ],
+        )
+        .redirect(303);
+    let to = b.get(&Browser::absolute(&srv.base, &back)).redirect(302);
+    let claims = rp.finish(&api, req, &to);
+    assert_eq!(claims["email"], other);
+}
