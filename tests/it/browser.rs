@@ -18,7 +18,10 @@ use std::{
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
-use crate::support::{b64url, eventually, user_setup as setup, UserApi, USER_PASSWORD};
+use crate::{
+    oauth_browser::Rp,
+    support::{b64url, eventually, user_setup as setup, UserApi, USER_PASSWORD},
+};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -195,31 +198,23 @@ impl Ui {
     }
 }
 
-#[test]
-fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
-    if !(Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()) {
+/// Whether Chromium and its driver are here; says loudly when not.
+fn chromium_present() -> bool {
+    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    if !present {
         eprintln!(
             "\n\n*** SKIPPED: no Chromium at {CHROMIUM} or no ChromeDriver at {CHROMEDRIVER}. \
              Install Debian's `chromium` and `chromium-driver` (.ci/run does) to run the \
-             browser test. ***\n"
+             browser tests. ***\n"
         );
-        return;
     }
-    let (smtp, srv, api, s) = setup("Browser Co", &[]);
-    let verifier = format!("browser-verifier-{}", "v".repeat(40));
-    let challenge = b64url(&tessera_storage::sha256(verifier.as_bytes()));
-    let app = start_test_app(&api, &verifier);
-    let r = srv.dash(
-        "PUT",
-        &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
-        &s,
-        Some(&json!({"site_url": app, "redirect_urls": []})),
-    );
-    assert_eq!(r.status(), 200);
+    present
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let driver = Driver::start(dir.path());
-    let profile = dir.path().join("profile");
+/// ChromeDriver and a headless Chromium session with a profile under `dir`.
+fn chromium(dir: &Path) -> (Driver, Ui) {
+    let driver = Driver::start(dir);
+    let profile = dir.join("profile");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -247,8 +242,30 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
     let ui = Ui {
         rt,
         browser,
-        shots: dir.path().to_owned(),
+        shots: dir.to_owned(),
     };
+    (driver, ui)
+}
+
+#[test]
+fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Browser Co", &[]);
+    let verifier = format!("browser-verifier-{}", "v".repeat(40));
+    let challenge = b64url(&tessera_storage::sha256(verifier.as_bytes()));
+    let app = start_test_app(&api, &verifier);
+    let r = srv.dash(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
+        &s,
+        Some(&json!({"site_url": app, "redirect_urls": []})),
+    );
+    assert_eq!(r.status(), 200);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
 
     // Register, open the mailed link, confirm, sign in.
     let email = "browser-user@example.com";
@@ -299,6 +316,119 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
     ui.expect_text("app-page", &format!("signed in as {email}"));
     let at = ui.url("app-url");
     assert!(at.starts_with(&app), "{at}");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
+/// A relying party's callback: answers a page with `#who` and hands the URL it was called at
+/// to the test.
+fn start_callback() -> (String, std::sync::mpsc::Receiver<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let at = base.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+            if target.starts_with("/cb") {
+                let _ = tx.send(format!("{at}{target}"));
+            }
+            let html =
+                "<!DOCTYPE html><html><body><p id=\"who\">callback received</p></body></html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
+                html.len()
+            );
+        }
+    });
+    (format!("{base}/cb"), rx)
+}
+
+/// A relying party on the `openidconnect` crate sends Chromium to authorize: the hosted
+/// sign-in page, the consent page, the code at the callback (through the consent page's
+/// `form-action`, which must allow the client's origin); the hosted sign-in cookie is
+/// `HttpOnly` and `SameSite=Lax`, and the next authorize comes back without a page.
+#[test]
+fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Chromium Co", &[]);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Gallery",
+            "client_type": "confidential",
+            "redirect_uris": [callback],
+            "allowed_scopes": ["openid", "email"],
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    let rp = Rp::new(
+        &api,
+        c["client_id"].as_str().unwrap(),
+        c["client_secret"].as_str().unwrap(),
+        &callback,
+    );
+    let email = "chromium-rp@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Co");
+    ui.type_into("type-email", "email", email);
+    ui.type_into("type-password", "password", USER_PASSWORD);
+    ui.click("sign-in", "form button[type=submit]");
+    ui.expect_text(
+        "consent-page",
+        "Gallery wants to use your Chromium Co account",
+    );
+    let cookies = ui.rt.block_on(ui.browser.get_all_cookies());
+    let cookies = ui.ok("cookies", cookies);
+    let signin = cookies
+        .iter()
+        .find(|c| c.name().starts_with("tessera_signin_"))
+        .unwrap_or_else(|| panic!("no sign-in cookie in {cookies:?}"));
+    assert_eq!(signin.http_only(), Some(true), "{signin:?}");
+    assert_eq!(
+        format!("{:?}", signin.same_site()),
+        "Some(Lax)",
+        "{signin:?}"
+    );
+    assert_eq!(
+        signin.path(),
+        Some(format!("/oauth/{}/", api.slug).as_str())
+    );
+    ui.click("allow", "button[value=approve]");
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let claims = rp.finish(&api, req, &called);
+    assert_eq!(claims["email"], email);
+
+    // Signed in and consented: straight back to the client.
+    let req = rp.request(&[]);
+    ui.goto("authorize-again", &req.url);
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called again");
+    let again = rp.finish(&api, req, &called);
+    assert_eq!(again["sid"], claims["sid"]);
 
     let Ui { rt, browser, .. } = ui;
     let _ = rt.block_on(browser.close());

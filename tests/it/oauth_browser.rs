@@ -143,7 +143,8 @@ impl Browser {
     }
 }
 
-struct Rp {
+/// A relying party built on the `openidconnect` crate.
+pub struct Rp {
     client: CoreClient<
         openidconnect::EndpointSet,
         openidconnect::EndpointNotSet,
@@ -153,18 +154,19 @@ struct Rp {
         openidconnect::EndpointMaybeSet,
     >,
     http: reqwest::blocking::Client,
+    redirect: String,
 }
 
 /// One authorize request of the relying party.
-struct Request {
-    url: String,
+pub struct Request {
+    pub url: String,
     state: String,
     nonce: Nonce,
     verifier: PkceCodeVerifier,
 }
 
 impl Rp {
-    fn new(api: &UserApi, client_id: &str, secret: &str) -> Self {
+    pub fn new(api: &UserApi, client_id: &str, secret: &str, redirect: &str) -> Self {
         let http = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -176,11 +178,15 @@ impl Rp {
             ClientId::new(client_id.to_owned()),
             Some(ClientSecret::new(secret.to_owned())),
         )
-        .set_redirect_uri(RedirectUrl::new(CALLBACK.into()).expect("redirect"));
-        Rp { client, http }
+        .set_redirect_uri(RedirectUrl::new(redirect.into()).expect("redirect"));
+        Rp {
+            client,
+            http,
+            redirect: redirect.to_owned(),
+        }
     }
 
-    fn request(&self, extra: &[(&str, &str)]) -> Request {
+    pub fn request(&self, extra: &[(&str, &str)]) -> Request {
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
         let mut b = self
             .client
@@ -205,8 +211,8 @@ impl Rp {
 
     /// The code at the callback (after checking `state` and `iss`) exchanged: the ID token's
     /// claims.
-    fn finish(&self, api: &UserApi, req: Request, callback: &str) -> serde_json::Value {
-        assert!(callback.starts_with(CALLBACK), "{callback}");
+    pub fn finish(&self, api: &UserApi, req: Request, callback: &str) -> serde_json::Value {
+        assert!(callback.starts_with(&self.redirect), "{callback}");
         let q: HashMap<String, String> = url::Url::parse(callback)
             .unwrap()
             .query_pairs()
@@ -262,6 +268,7 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
         &api,
         c["client_id"].as_str().unwrap(),
         c["client_secret"].as_str().unwrap(),
+        CALLBACK,
     );
     let email = "walker@example.com";
     let password = "correct horse battery";
@@ -507,6 +514,7 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
         &api,
         c["client_id"].as_str().unwrap(),
         c["client_secret"].as_str().unwrap(),
+        CALLBACK,
     );
 
     // A user with TOTP: the password, then the code; a first-party client asks no consent.
@@ -619,4 +627,47 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     let to = b.get(&Browser::absolute(&srv.base, &back)).redirect(302);
     let claims = rp.finish(&api, req, &to);
     assert_eq!(claims["email"], other);
+
+    // A sign-in link by e-mail: its page hands the code back here, where only the browser
+    // that asked (holding the PKCE verifier's cookie) finishes it.
+    let linked = "linked@example.com";
+    let _linked = api.verified_user(&smtp, linked, password);
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    assert!(
+        page.body.contains("E-mail me a sign-in link"),
+        "{}",
+        page.body
+    );
+    let csrf = page.hidden("csrf", 2);
+    let sent = b.post(
+        &hosted,
+        &[("csrf", &csrf), ("step", "magic_link"), ("email", linked)],
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert!(sent.body.contains("Check your e-mail"));
+    assert!(b.jar.keys().any(|k| k.starts_with("tessera_oauth_link_")));
+    let token = smtp.wait_for_link(linked, "/magic-link", 1);
+    let link = format!("{}/magic-link?token={token}", srv.base);
+    let link_page = b.get(&link);
+    assert_eq!(link_page.status, 200, "{}", link_page.body);
+    let back = b
+        .post(&link, &[("csrf", &link_page.hidden("csrf", 0))])
+        .redirect(303);
+    assert!(
+        back.starts_with(&format!("{}/oauth/{}/link?code=", srv.base, api.slug)),
+        "{back}"
+    );
+    let mut elsewhere = Browser::new();
+    let refused = elsewhere.get(&back);
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("same browser"), "{}", refused.body);
+    let again = b.get(&back).redirect(303);
+    assert!(!b.jar.keys().any(|k| k.starts_with("tessera_oauth_link_")));
+    let to = b.get(&Browser::absolute(&srv.base, &again)).redirect(302);
+    let claims = rp.finish(&api, req, &to);
+    assert_eq!(claims["email"], linked);
+    assert_eq!(claims["amr"], json!(["mca"]));
 }

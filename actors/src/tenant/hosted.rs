@@ -32,7 +32,28 @@ pub fn pkce_s256_matches(verifier: &str, challenge: &str) -> bool {
     ct_eq(transformed.as_bytes(), challenge.as_bytes())
 }
 
+/// The path, under the accounts URL, where a login link asked for on the authorization
+/// server's hosted sign-in page returns (with its code) to finish the authorize request.
+pub fn oauth_link_return_path(slug: &str) -> String {
+    format!("/oauth/{slug}/link")
+}
+
 impl TenantState {
+    /// Where a login link's page sends the user: the link's `redirect_to` while it is one of
+    /// the tenant's URLs (else the site URL), or the authorization server's own return page
+    /// when the link was asked for there.
+    fn link_destination(&self, redirect_to: Option<&str>) -> Option<String> {
+        let own = format!(
+            "{}{}",
+            self.runtime.accounts_url.trim_end_matches('/'),
+            oauth_link_return_path(&self.info.slug)
+        );
+        match redirect_to {
+            Some(r) if r == own => Some(own),
+            other => self.settings.urls.destination(other),
+        }
+    }
+
     /// What the authorization server's sign-in page offers.
     pub fn sign_in_view(&self) -> SignInView {
         SignInView {
@@ -75,7 +96,10 @@ impl TenantState {
             }
         };
         let live = found.map(|(redirect_to, code_challenge)| {
-            let destination = self.settings.urls.destination(redirect_to.as_deref());
+            let destination = match link {
+                HostedLink::MagicLink => self.link_destination(redirect_to.as_deref()),
+                _ => self.settings.urls.destination(redirect_to.as_deref()),
+            };
             LiveLink {
                 code_flow: destination.is_some() && code_challenge.is_some(),
                 destination,
@@ -104,10 +128,7 @@ impl TenantState {
         let found = self
             .find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)
             .map_err(|_| TenantError::InvalidChallenge)?;
-        let destination = self
-            .settings
-            .urls
-            .destination(found.record.redirect_to.as_deref());
+        let destination = self.link_destination(found.record.redirect_to.as_deref());
         let (Some(destination), Some(challenge)) =
             (destination, found.record.code_challenge.clone())
         else {

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use axum::{
     body::Bytes,
-    extract::{Path, RawQuery, State},
+    extract::{Path, Query, RawQuery, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::Response,
     routing::{get, post},
@@ -40,11 +40,12 @@ use tessera_actors::{
     password::Password,
     tenant::{
         audit::AuditContext,
+        hosted::oauth_link_return_path,
         messages::{
-            Bearer, Grant, LoginOutcome, MfaVerified, OAuthParams, OAuthResume, PasswordlessLogin,
-            SignInView,
+            Bearer, Grant, HostedReturn, LoginOutcome, MfaVerified, OAuthParams, OAuthResume,
+            PasswordlessLogin, SignInView,
         },
-        oauth::{AuthorizeOutcome, ConsentNeeded, OAuthAnswer, OAuthCmd, OAuthFailure},
+        oauth::{s256, AuthorizeOutcome, ConsentNeeded, OAuthAnswer, OAuthCmd, OAuthFailure},
     },
     CallError, TenantError, TenantHandle, TenantMsg,
 };
@@ -79,6 +80,7 @@ pub fn router() -> Router<AppState> {
             get(authorize_page).post(sign_in_submit),
         )
         .route("/oauth/{slug}/consent", post(consent_submit))
+        .route("/oauth/{slug}/link", get(link_return))
 }
 
 /// Where a browser-mode authorize request is served.
@@ -427,6 +429,24 @@ fn sign_in_page(
             reader.t("login-email-label"),
             "username",
         );
+        email_input.value = email.clone();
+        form.fields = vec![email_input];
+        page.forms.push(form);
+    }
+    if flow.view.magic_link_enabled && !state.captcha.required() {
+        let mut form = FormView::new(
+            reader.csrf(&flow.authorize_path(), &flow.query),
+            reader.t("login-link-send"),
+        );
+        form.heading = Some(reader.t("login-link-heading"));
+        form.hidden.push(("step", "magic_link".to_owned()));
+        let mut email_input = FieldView::input(
+            "link-email",
+            "email",
+            "email",
+            reader.t("login-email-label"),
+            "username",
+        );
         email_input.value = email;
         form.fields = vec![email_input];
         page.forms.push(form);
@@ -463,6 +483,8 @@ fn code_page(
         reader.csrf(&flow.authorize_path(), &flow.query),
         reader.t("code-button"),
     );
+    // Also after a login link, whose page has another address.
+    form.action = Some(format!("{}?{}", flow.authorize_path(), flow.query));
     form.hidden.push(("step", step.to_owned()));
     form.hidden.extend(hidden);
     let mut code = FieldView::input(
@@ -528,6 +550,12 @@ async fn sign_in_submit(
                 return retry("login-error-email", StatusCode::BAD_REQUEST);
             }
             return request_code(&state, &reader, &flow, &email, ctx).await;
+        }
+        "magic_link" => {
+            if !is_email(&email) {
+                return retry("login-error-email", StatusCode::BAD_REQUEST);
+            }
+            return request_link(&state, &reader, &flow, &email).await;
         }
         "verify_code" => {
             let binding = field(&form, "binding").to_owned();
@@ -642,16 +670,9 @@ async fn password_login(
         .await
 }
 
-/// Mails a login code carrying this request as its OAuth flow, bound to a secret only this
-/// page holds; the same page follows whether or not the address has an account.
-async fn request_code(
-    state: &AppState,
-    reader: &Reader,
-    flow: &Flow,
-    email: &str,
-    ctx: AuditContext,
-) -> Response {
-    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+/// This request as the OAuth flow a passwordless sign-in resumes, bound to a fresh secret
+/// (answered with it).
+fn resume_of(flow: &Flow) -> (OAuthResume, String) {
     let binding = random_token(32);
     let req = &flow.checked.request;
     let resume = OAuthResume {
@@ -668,6 +689,163 @@ async fn request_code(
         },
         binding_hash: hex::encode(sha256(binding.as_bytes())),
     };
+    (resume, binding)
+}
+
+/// The authorize query of a resumed flow.
+fn query_of(p: &OAuthParams) -> String {
+    let mut q = form_urlencoded::Serializer::new(String::new());
+    q.append_pair("client_id", &p.client_id);
+    q.append_pair("redirect_uri", &p.redirect_uri);
+    let optional = [
+        ("response_type", &p.response_type),
+        ("code_challenge", &p.code_challenge),
+        ("code_challenge_method", &p.code_challenge_method),
+        ("scope", &p.scope),
+        ("state", &p.state),
+        ("nonce", &p.nonce),
+        ("resource", &p.resource),
+    ];
+    for (name, v) in optional {
+        if let Some(v) = v {
+            q.append_pair(name, v);
+        }
+    }
+    q.finish()
+}
+
+const LINK_COOKIE_PREFIX: &str = "tessera_oauth_link_";
+
+fn link_cookie_name(tenant: &TenantHandle) -> String {
+    format!("{LINK_COOKIE_PREFIX}{}", tenant.id.0.simple())
+}
+
+/// Mails a login link whose page hands its code back to this server's return page, bound
+/// (PKCE) to a verifier kept in this browser's cookie: the link finishes only here.
+async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &str) -> Response {
+    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let (resume, _) = resume_of(flow);
+    let verifier = random_token(32);
+    let hosted = HostedReturn {
+        redirect_to: Some(format!(
+            "{}{}",
+            state.accounts_base(),
+            oauth_link_return_path(&flow.tenant.slug)
+        )),
+        code_challenge: Some(s256(&verifier)),
+    };
+    let sent = flow
+        .tenant
+        .call(|reply| TenantMsg::MagicLinkRequest {
+            email: email.clone(),
+            oauth: Some(resume.clone()),
+            hosted: hosted.clone(),
+            reply,
+        })
+        .await;
+    match sent {
+        Ok(()) => {}
+        Err(CallError::Failed(TenantError::RateLimited { .. })) => {
+            let shown = Shown {
+                error: Some(reader.t("error-busy")),
+                email,
+            };
+            return sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
+        }
+        Err(e) => return reader.problem(e.into()),
+    }
+    let mut page = reader.page("link-sent-title");
+    page.paragraphs
+        .push(reader.t_with("link-sent", &[("email", &email)]));
+    let mut resp = reader.answer(StatusCode::OK, page, None);
+    let secure = if reader.secure_cookie { "; Secure" } else { "" };
+    let c = format!(
+        "{}={verifier}; Path={}; HttpOnly; SameSite=Lax; Max-Age=600{secure}",
+        link_cookie_name(&flow.tenant),
+        cookie_path(&flow.tenant.slug),
+    );
+    match HeaderValue::from_str(&c) {
+        Ok(v) => {
+            resp.headers_mut().append(header::SET_COOKIE, v);
+            resp
+        }
+        Err(_) => reader.problem(Problem::Internal),
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct LinkReturn {
+    code: Option<String>,
+}
+
+/// Where a login link asked for on the sign-in page returns: its code exchanged with the
+/// verifier this browser kept, then on as any sign-in.
+async fn link_return(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    Query(q): Query<LinkReturn>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let Some(tenant) = state.directory.tenant_for_slug(&slug) else {
+        return reader.problem(Problem::Invalid);
+    };
+    let Some(code) = q.code.filter(|c| !c.is_empty() && c.len() <= 512) else {
+        return reader.problem(Problem::Invalid);
+    };
+    let Some(verifier) = cookie(&headers, &link_cookie_name(&tenant)).map(str::to_owned) else {
+        if let Ok(view) = tenant.call(|reply| TenantMsg::SignInView { reply }).await {
+            reader.set_tenant(&view.tenant_name, &view.default_locale);
+        }
+        return reader.problem_page(
+            StatusCode::BAD_REQUEST,
+            "link-elsewhere-title",
+            "link-elsewhere",
+        );
+    };
+    let login = tenant
+        .call(|reply| TenantMsg::ExchangeCode {
+            code: code.clone(),
+            code_verifier: verifier.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    let login = match login {
+        Ok(l) => l,
+        Err(e) => return reader.problem(e.into()),
+    };
+    let Some(params) = login.oauth.clone() else {
+        return reader.problem(Problem::Invalid);
+    };
+    let flow = match open(&state, &mut reader, &slug, Some(query_of(&params))).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let mut resp = signed(&state, &reader, &flow, login);
+    let clear = format!(
+        "{}=; Path={}; HttpOnly; SameSite=Lax; Max-Age=0",
+        link_cookie_name(&tenant),
+        cookie_path(&slug),
+    );
+    if let Ok(v) = HeaderValue::from_str(&clear) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp
+}
+
+/// Mails a login code carrying this request as its OAuth flow, bound to a secret only this
+/// page holds; the same page follows whether or not the address has an account.
+async fn request_code(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    email: &str,
+    ctx: AuditContext,
+) -> Response {
+    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let (resume, binding) = resume_of(flow);
     let sent = flow
         .tenant
         .call(|reply| TenantMsg::EmailOtpRequest {
