@@ -495,8 +495,9 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
     format!("{}/oauth/authorize?{}", issuer(state, slug), q.finish())
 }
 
-/// The authorization endpoint (RFC 6749 4.1.1, OpenID Connect Core 3.1.2), for the tenant's
-/// own sign-in UI: it sends the user's access token (if any) and renders what comes back.
+/// The authorization endpoint (RFC 6749 4.1.1, OpenID Connect Core 3.1.2). A plain browser
+/// navigation goes on to the hosted sign-in and consent pages (browser mode); the tenant's own
+/// sign-in UI sends the user's access token (if any) and renders what comes back (API mode).
 #[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/authorize", tag = "oauth",
     params(
         ("slug" = String, Path, description = "The tenant's slug"),
@@ -515,6 +516,7 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
     ),
     security((), ("bearer" = [])),
     responses(
+        (status = 302, description = "Browser mode (no `Authorization`, an `Accept` that names `text/html`): to the hosted sign-in and consent pages, `{accounts_url}/oauth/{slug}/authorize` with the same query", headers(("Location" = String, description = "The hosted authorize page"))),
         (status = 200, description = "`LoginRequiredResponse`, `ConsentRequiredResponse`, or `{redirect_to}`: the client's redirect URI with a code, or with an RFC 6749 error (`invalid_request`, `unsupported_response_type`, `invalid_scope`, `invalid_target`, `login_required`, `consent_required`), `state` and `iss`", body = AuthorizeResponse),
         (status = 400, description = "`oauth/invalid_client` (unknown client), `oauth/invalid_redirect_uri` (not registered), `oauth/invalid_request` (a parameter repeated or too long): never redirected", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
