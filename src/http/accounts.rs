@@ -28,7 +28,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{email_field, redirect_to_field},
-    reauth::check_current_password,
+    reauth::{check_current_password, password_login},
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
 use crate::app::AppState;
@@ -359,28 +359,8 @@ pub async fn login(
     password_field(&mut errors, "password", &req.password);
     errors.finish()?;
     let email = email.unwrap_or_default();
-    let credential = tenant
-        .call(|reply| TenantMsg::LoginBegin {
-            email: email.clone(),
-            ip,
-            reply,
-        })
-        .await?;
     let password = Password::new(req.password);
-    let password_ok = state
-        .hasher
-        .verify(&password, credential.password_hash.as_deref())
-        .await?;
-    let outcome = tenant
-        .call(|reply| TenantMsg::LoginFinish {
-            email: email.clone(),
-            ip,
-            credential: credential.clone(),
-            password_ok,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    let outcome = password_login(&state, &tenant, &email, password, ip, &ctx).await?;
     Ok(Json(login_answer(&state, &tenant, outcome).await?))
 }
 

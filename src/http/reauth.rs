@@ -1,5 +1,7 @@
-//! What a signed-in end user proves again, for the routes that need it: the current password
-//! (argon2 here, off the tenant actor) and step-up tokens (spec 4.1 and 5).
+//! What an end user proves: a password at sign-in ([`password_login`], for the API's login and
+//! the hosted sign-in page), and, signed in, what they prove again for the routes that need
+//! it: the current password (argon2 here, off the tenant actor) and step-up tokens (spec 4.1
+//! and 5).
 //!
 //! A step-up token is an ES256 JWT (`typ` `step-up+jwt`, audience `<slug>/step-up`) carrying
 //! `aal`, `acr` and `amr`, bound to the session and single-use; [`sign_step_up`] signs one.
@@ -11,11 +13,13 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use tessera_actors::{
+    password::HashError,
     tenant::{
+        audit::AuditContext,
         keys::StepUpClaims,
-        messages::{Credential, StepUpGrant, StepUpUse},
+        messages::{Credential, LoginOutcome, StepUpGrant, StepUpUse},
     },
-    Password, TenantHandle, TenantMsg,
+    CallError, Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -25,6 +29,44 @@ use super::{
     error::ApiError,
 };
 use crate::app::App;
+
+/// A password sign-in: the actor's throttles first (`LoginBegin`), argon2 here, off the actor
+/// (against a dummy hash when the address has no account, so both cost the same), then the
+/// verdict (`LoginFinish`). `email` is normalised.
+pub async fn password_login(
+    app: &App,
+    tenant: &TenantHandle,
+    email: &str,
+    password: Password,
+    ip: std::net::IpAddr,
+    ctx: &AuditContext,
+) -> Result<LoginOutcome, CallError<TenantError>> {
+    let credential = tenant
+        .call(|reply| TenantMsg::LoginBegin {
+            email: email.to_owned(),
+            ip,
+            reply,
+        })
+        .await?;
+    let password_ok = app
+        .hasher
+        .verify(&password, credential.password_hash.as_deref())
+        .await
+        .map_err(|e| match e {
+            HashError::Busy => CallError::Unavailable,
+            HashError::Failed(cause) => CallError::Failed(TenantError::Internal(cause)),
+        })?;
+    tenant
+        .call(|reply| TenantMsg::LoginFinish {
+            email: email.to_owned(),
+            ip,
+            credential: credential.clone(),
+            password_ok,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
 
 /// The signed-in user's credential, and whether `password` is theirs: the throttle is
 /// checked by the actor, argon2 runs here. Commands re-check the epoch before they act.

@@ -248,6 +248,15 @@ pub fn resume(app: &App, slug: &str, pair: &mut TokenPair, oauth: Option<OAuthPa
 
 /// `{base_url}/v1/tenants/{slug}/oauth/authorize?...`: the authorize request to resume.
 fn authorize_url(app: &App, slug: &str, p: &OAuthParams) -> String {
+    format!(
+        "{}/oauth/authorize?{}",
+        issuer(app, slug),
+        authorize_query(p)
+    )
+}
+
+/// The query of the authorize request a sign-in resumes.
+pub fn authorize_query(p: &OAuthParams) -> String {
     let mut q = form_urlencoded::Serializer::new(String::new());
     q.append_pair("client_id", &p.client_id);
     q.append_pair("redirect_uri", &p.redirect_uri);
@@ -265,5 +274,5 @@ fn authorize_url(app: &App, slug: &str, p: &OAuthParams) -> String {
             q.append_pair(name, v);
         }
     }
-    format!("{}/oauth/authorize?{}", issuer(app, slug), q.finish())
+    q.finish()
 }

@@ -478,6 +478,15 @@ fn no_store(mut resp: Response) -> Response {
 
 /// The authorize request to repeat after a sign-in: the same, without `prompt=login`.
 fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
+    format!(
+        "{}/oauth/authorize?{}",
+        issuer(state, slug),
+        query_without_login(params)
+    )
+}
+
+/// The query of an authorize request without `prompt=login` (the user has just signed in).
+pub fn query_without_login(params: &Params) -> String {
     let mut q = form_urlencoded::Serializer::new(String::new());
     for (k, v) in params.iter() {
         if k == "prompt" {
@@ -492,7 +501,7 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
         }
         q.append_pair(k, v);
     }
-    format!("{}/oauth/authorize?{}", issuer(state, slug), q.finish())
+    q.finish()
 }
 
 /// The authorization endpoint (RFC 6749 4.1.1, OpenID Connect Core 3.1.2). A plain browser

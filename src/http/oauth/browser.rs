@@ -38,6 +38,7 @@ use axum::{
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::{
     password::Password,
+    policy::normalize_email,
     tenant::{
         audit::AuditContext,
         hosted::oauth_link_return_path,
@@ -55,7 +56,8 @@ use uuid::Uuid;
 
 use super::{
     authorize::{
-        check, code_redirect, custom_scopes, decide, error_redirect, Checked, RawRequest, Refusal,
+        check, code_redirect, custom_scopes, decide, error_redirect, query_without_login, Checked,
+        RawRequest, Refusal,
     },
     oauth, Params,
 };
@@ -69,6 +71,8 @@ use crate::{
             cookie, see_other, ButtonView, CheckView, FieldView, FormView, Problem, Reader,
             PASSWORD_MAX,
         },
+        reauth::password_login,
+        responses::authorize_query,
     },
 };
 
@@ -200,21 +204,11 @@ impl Flow {
 
     /// The authorize page again, without `prompt=login` (the user has just signed in).
     fn again(&self) -> String {
-        let mut q = form_urlencoded::Serializer::new(String::new());
-        for (k, v) in self.params.iter() {
-            if k == "prompt" {
-                let rest: Vec<&str> = v
-                    .split(' ')
-                    .filter(|p| *p != "login" && !p.is_empty())
-                    .collect();
-                if !rest.is_empty() {
-                    q.append_pair(k, &rest.join(" "));
-                }
-                continue;
-            }
-            q.append_pair(k, v);
-        }
-        format!("{}?{}", self.authorize_path(), q.finish())
+        format!(
+            "{}?{}",
+            self.authorize_path(),
+            query_without_login(&self.params)
+        )
     }
 
     /// The client's redirect URI with an error, `state` and `iss`.
@@ -538,7 +532,9 @@ async fn sign_in_submit(
             if !is_email(&email) || password.is_empty() || password.len() > PASSWORD_MAX {
                 return retry("login-error-credentials", StatusCode::UNAUTHORIZED);
             }
-            password_login(&state, &flow.tenant, &email, password, ip, &ctx)
+            let normalized = normalize_email(&email).unwrap_or_default();
+            let password = Password::new(password.to_owned());
+            password_login(&state, &flow.tenant, &normalized, password, ip, &ctx)
                 .await
                 .map(|outcome| PasswordlessLogin {
                     outcome,
@@ -632,44 +628,6 @@ async fn sign_in_submit(
     signed(&state, &reader, &flow, login)
 }
 
-/// Checks a password the way `POST /v1/auth/login` does: the actor's throttles first,
-/// argon2 off the actor (against a dummy when there is no account), then the verdict.
-async fn password_login(
-    state: &AppState,
-    tenant: &TenantHandle,
-    email: &str,
-    password: &str,
-    ip: std::net::IpAddr,
-    ctx: &AuditContext,
-) -> Result<LoginOutcome, CallError<TenantError>> {
-    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
-    let credential = tenant
-        .call(|reply| TenantMsg::LoginBegin {
-            email: email.clone(),
-            ip,
-            reply,
-        })
-        .await?;
-    let password_ok = state
-        .hasher
-        .verify(
-            &Password::new(password.to_owned()),
-            credential.password_hash.as_deref(),
-        )
-        .await
-        .map_err(|_| CallError::Unavailable)?;
-    tenant
-        .call(|reply| TenantMsg::LoginFinish {
-            email: email.clone(),
-            ip,
-            credential: credential.clone(),
-            password_ok,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-}
-
 /// This request as the OAuth flow a passwordless sign-in resumes, bound to a fresh secret
 /// (answered with it).
 fn resume_of(flow: &Flow) -> (OAuthResume, String) {
@@ -692,28 +650,6 @@ fn resume_of(flow: &Flow) -> (OAuthResume, String) {
     (resume, binding)
 }
 
-/// The authorize query of a resumed flow.
-fn query_of(p: &OAuthParams) -> String {
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    q.append_pair("client_id", &p.client_id);
-    q.append_pair("redirect_uri", &p.redirect_uri);
-    let optional = [
-        ("response_type", &p.response_type),
-        ("code_challenge", &p.code_challenge),
-        ("code_challenge_method", &p.code_challenge_method),
-        ("scope", &p.scope),
-        ("state", &p.state),
-        ("nonce", &p.nonce),
-        ("resource", &p.resource),
-    ];
-    for (name, v) in optional {
-        if let Some(v) = v {
-            q.append_pair(name, v);
-        }
-    }
-    q.finish()
-}
-
 const LINK_COOKIE_PREFIX: &str = "tessera_oauth_link_";
 
 fn link_cookie_name(tenant: &TenantHandle) -> String {
@@ -723,7 +659,7 @@ fn link_cookie_name(tenant: &TenantHandle) -> String {
 /// Mails a login link whose page hands its code back to this server's return page, bound
 /// (PKCE) to a verifier kept in this browser's cookie: the link finishes only here.
 async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &str) -> Response {
-    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let email = normalize_email(email).unwrap_or_default();
     let (resume, _) = resume_of(flow);
     let verifier = random_token(32);
     let hosted = HostedReturn {
@@ -819,7 +755,7 @@ async fn link_return(
     let Some(params) = login.oauth.clone() else {
         return reader.problem(Problem::Invalid);
     };
-    let flow = match open(&state, &mut reader, &slug, Some(query_of(&params))).await {
+    let flow = match open(&state, &mut reader, &slug, Some(authorize_query(&params))).await {
         Ok(f) => f,
         Err(resp) => return resp,
     };
@@ -844,7 +780,7 @@ async fn request_code(
     email: &str,
     ctx: AuditContext,
 ) -> Response {
-    let email = tessera_actors::policy::normalize_email(email).unwrap_or_default();
+    let email = normalize_email(email).unwrap_or_default();
     let (resume, binding) = resume_of(flow);
     let sent = flow
         .tenant
