@@ -364,23 +364,11 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
     let (smtp, srv, api, s) = setup("Chromium Co", &[]);
     srv.reauth(&s, crate::support::PASSWORD);
     let (callback, calls) = start_callback();
-    let (st, c) = srv.dash_json(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+    let rp = Rp::register(
+        &srv,
         &s,
-        Some(&json!({
-            "name": "Gallery",
-            "client_type": "confidential",
-            "redirect_uris": [callback],
-            "allowed_scopes": ["openid", "email"],
-        })),
-    );
-    assert_eq!(st, 201, "{c}");
-    let rp = Rp::new(
         &api,
-        c["client_id"].as_str().unwrap(),
-        c["client_secret"].as_str().unwrap(),
-        &callback,
+        json!({"name": "Gallery", "redirect_uris": [callback]}),
     );
     let email = "chromium-rp@example.com";
     api.verified_user(&smtp, email, USER_PASSWORD);

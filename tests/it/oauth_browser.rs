@@ -166,7 +166,38 @@ pub struct Request {
 }
 
 impl Rp {
-    pub fn new(api: &UserApi, client_id: &str, secret: &str, redirect: &str) -> Self {
+    /// Registers a confidential client allowed `openid email` (`fields` adds or overrides
+    /// registration fields; its first redirect URI is the relying party's) and discovers the
+    /// provider.
+    pub fn register(
+        srv: &TestServer,
+        s: &Session,
+        api: &UserApi,
+        fields: serde_json::Value,
+    ) -> Self {
+        let mut body = json!({
+            "client_type": "confidential",
+            "allowed_scopes": ["openid", "email"],
+        });
+        for (k, v) in fields.as_object().expect("an object") {
+            body[k] = v.clone();
+        }
+        let (st, c) = srv.dash_json(
+            "POST",
+            &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+            s,
+            Some(&body),
+        );
+        assert_eq!(st, 201, "{c}");
+        Rp::new(
+            api,
+            c["client_id"].as_str().expect("client_id"),
+            c["client_secret"].as_str().expect("client_secret"),
+            body["redirect_uris"][0].as_str().expect("a redirect URI"),
+        )
+    }
+
+    fn new(api: &UserApi, client_id: &str, secret: &str, redirect: &str) -> Self {
         let http = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -251,24 +282,15 @@ fn callback_error(location: &str) -> String {
 fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
     let (smtp, srv, api, s) = user_setup("Hosted Provider", &[]);
     srv.reauth(&s, PASSWORD);
-    let (st, c) = srv.dash_json(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+    let rp = Rp::register(
+        &srv,
         &s,
-        Some(&json!({
+        &api,
+        json!({
             "name": "Photo Printer",
-            "client_type": "confidential",
             "redirect_uris": [CALLBACK],
             "post_logout_redirect_uris": [CALLBACK],
-            "allowed_scopes": ["openid", "email"],
-        })),
-    );
-    assert_eq!(st, 201, "{c}");
-    let rp = Rp::new(
-        &api,
-        c["client_id"].as_str().unwrap(),
-        c["client_secret"].as_str().unwrap(),
-        CALLBACK,
+        }),
     );
     let email = "walker@example.com";
     let password = "correct horse battery";
@@ -497,24 +519,11 @@ fn signed_id_token(rp: &Rp, b: &mut Browser, api: &UserApi) -> String {
 fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     let (smtp, srv, api, s) = user_setup("Hosted Codes", &[]);
     srv.reauth(&s, PASSWORD);
-    let (st, c) = srv.dash_json(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+    let rp = Rp::register(
+        &srv,
         &s,
-        Some(&json!({
-            "name": "Own App",
-            "client_type": "confidential",
-            "redirect_uris": [CALLBACK],
-            "allowed_scopes": ["openid", "email"],
-            "first_party": true,
-        })),
-    );
-    assert_eq!(st, 201, "{c}");
-    let rp = Rp::new(
         &api,
-        c["client_id"].as_str().unwrap(),
-        c["client_secret"].as_str().unwrap(),
-        CALLBACK,
+        json!({"name": "Own App", "redirect_uris": [CALLBACK], "first_party": true}),
     );
 
     // A user with TOTP: the password, then the code; a first-party client asks no consent.

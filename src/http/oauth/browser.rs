@@ -257,6 +257,25 @@ async fn open(
     })
 }
 
+/// A hosted form's POST: the request checked as [`open`] does, then the form's CSRF value for
+/// the page at `page` (refused, 403, before anything is used).
+async fn open_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    slug: &str,
+    query: Option<String>,
+    body: &[u8],
+    page: fn(&Flow) -> String,
+) -> Result<(Reader, Flow, HashMap<String, String>), Response> {
+    let mut reader = Reader::new(state, headers, None);
+    let flow = open(state, &mut reader, slug, query).await?;
+    let form = form_fields(body);
+    if !reader.csrf_ok(&page(&flow), &flow.query, field(&form, "csrf")) {
+        return Err(reader.problem(Problem::Csrf));
+    }
+    Ok((reader, flow, form))
+}
+
 /// A fault about the client or its redirect URI: shown, never redirected.
 fn shown(reader: &Reader, e: &ApiError) -> Response {
     if e.status != StatusCode::BAD_REQUEST {
@@ -509,15 +528,11 @@ async fn sign_in_submit(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Response {
-    let mut reader = Reader::new(&state, &headers, None);
-    let flow = match open(&state, &mut reader, &slug, query).await {
-        Ok(f) => f,
-        Err(resp) => return resp,
-    };
-    let form = form_fields(&body);
-    if !reader.csrf_ok(&flow.authorize_path(), &flow.query, field(&form, "csrf")) {
-        return reader.problem(Problem::Csrf);
-    }
+    let (reader, flow, form) =
+        match open_form(&state, &headers, &slug, query, &body, Flow::authorize_path).await {
+            Ok(found) => found,
+            Err(resp) => return resp,
+        };
     let email = field(&form, "email").trim().to_owned();
     let retry = |key: &str, status: StatusCode| {
         let shown = Shown {
@@ -933,15 +948,11 @@ async fn consent_submit(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Response {
-    let mut reader = Reader::new(&state, &headers, None);
-    let flow = match open(&state, &mut reader, &slug, query).await {
-        Ok(f) => f,
-        Err(resp) => return resp,
-    };
-    let form = form_fields(&body);
-    if !reader.csrf_ok(&flow.consent_path(), &flow.query, field(&form, "csrf")) {
-        return reader.problem(Problem::Csrf);
-    }
+    let (reader, flow, form) =
+        match open_form(&state, &headers, &slug, query, &body, Flow::consent_path).await {
+            Ok(found) => found,
+            Err(resp) => return resp,
+        };
     let Some(bearer) = signed_in(&state, &flow.tenant, &headers) else {
         return see_other(&reader, &flow.again(), StatusCode::SEE_OTHER);
     };
