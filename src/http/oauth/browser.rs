@@ -694,16 +694,8 @@ async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &st
             reply,
         })
         .await;
-    match sent {
-        Ok(()) => {}
-        Err(CallError::Failed(TenantError::RateLimited { .. })) => {
-            let shown = Shown {
-                error: Some(reader.t("error-busy")),
-                email,
-            };
-            return sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
-        }
-        Err(e) => return reader.problem(e.into()),
+    if let Err(e) = sent {
+        return unsent(state, reader, flow, email, e);
     }
     let mut page = reader.page("link-sent-title");
     page.paragraphs
@@ -786,6 +778,27 @@ async fn link_return(
     resp
 }
 
+/// The page after a code or a link could not be sent: the sign-in page again when the
+/// address asked too often, else what went wrong.
+fn unsent(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    email: String,
+    e: CallError<TenantError>,
+) -> Response {
+    match e {
+        CallError::Failed(TenantError::RateLimited { .. }) => {
+            let shown = Shown {
+                error: Some(reader.t("error-busy")),
+                email,
+            };
+            sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS)
+        }
+        e => reader.problem(e.into()),
+    }
+}
+
 /// Mails a login code carrying this request as its OAuth flow, bound to a secret only this
 /// page holds; the same page follows whether or not the address has an account.
 async fn request_code(
@@ -807,16 +820,8 @@ async fn request_code(
             reply,
         })
         .await;
-    match sent {
-        Ok(()) => {}
-        Err(CallError::Failed(TenantError::RateLimited { .. })) => {
-            let shown = Shown {
-                error: Some(reader.t("error-busy")),
-                email,
-            };
-            return sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
-        }
-        Err(e) => return reader.problem(e.into()),
+    if let Err(e) = sent {
+        return unsent(state, reader, flow, email, e);
     }
     let hidden = vec![("email", email.clone()), ("binding", binding)];
     code_page(reader, flow, "verify_code", hidden, None, Some(&email))
