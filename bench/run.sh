@@ -326,12 +326,15 @@ check_errors() { # label result
 scenario() {
   local server=$1 name=$2 script=$3 conns=$4 threads=$5
   shift 5
-  local out=$RD/$name chain=()
+  local out=$RD/$name chain=() warm=()
   local a
   for a in "$@"; do
     [[ $a == BENCH_TOKENS_IN=* ]] && chain=("BENCH_TOKENS_OUT=$out.left.tsv")
+    # Single-use inputs without a chain: the warm-up takes its own file.
+    [[ $a == BENCH_CODES=* ]] && warm=("BENCH_CODES=${a#BENCH_CODES=}.warm")
   done
-  wrk_run "$server" "$script" "$conns" "$threads" "$WARM" "$out.warmup.json" "$@" ${chain[@]+"${chain[@]}"}
+  wrk_run "$server" "$script" "$conns" "$threads" "$WARM" "$out.warmup.json" "$@" \
+    ${chain[@]+"${chain[@]}"} ${warm[@]+"${warm[@]}"}
   check_errors "run $RUN $name (warm-up)" "$out.warmup.json"
   if ((${#chain[@]})); then
     set -- "$@" "BENCH_TOKENS_IN=$out.left.tsv"
@@ -342,6 +345,26 @@ scenario() {
   wrk_run "$server" "$script" "$conns" "$threads" "$DUR" "$out.json" "$@"
   check_errors "run $RUN $name" "$out.json"
   log "  $(jq -r --arg n "$name" '"\($n): \(.rps) req/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$out.json")"
+}
+
+# Codes for the code-exchange scenario: its warm-up's and its own, each 1.5 times what the
+# refresh rate of this run would use (an exchange costs at least a refresh).
+mint_codes() { # file
+  local rate n part out
+  rate=$(jq -r '.rps' "$RD/refresh.json")
+  for part in warm main; do
+    if [[ $part == warm ]]; then
+      n=$(awk -v r="$rate" -v s="$WARM" 'BEGIN { printf "%d", r * s * 1.5 + 1000 }')
+      out=$1.warm
+    else
+      n=$(awk -v r="$rate" -v s="$DUR" 'BEGIN { printf "%d", r * s * 1.5 + 1000 }')
+      out=$1
+    fi
+    "$BIN/seed" oauth-codes --base "${SBASE[A]}" --input "$RD/A-oauth.tsv" --count "$n" \
+      --concurrency 64 --output "$out" >"$RD/mint-$part.json" ||
+      die "minting codes failed"
+  done
+  log "  minted codes: $(jq -c . "$RD/mint-warm.json") $(jq -c . "$RD/mint-main.json")"
 }
 
 start_mixed_probe() {
@@ -402,7 +425,8 @@ for RUN in $(seq 1 "$RUNS"); do
   cut -d' ' -f1-3 /proc/loadavg >"$RD/loadavg"
 
   # A: durable writes (the production setting). Restarted every run: rate windows start empty.
-  start_server A "$WORK/data-a"
+  # Codes live 10 minutes here: the code-exchange scenario uses codes made before it.
+  start_server A "$WORK/data-a" TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS=600
   ((RUN > 1)) || setup_server A
   seed_tokens A "$RD"
   log "A (durable) at ${SBASE[A]}"
@@ -419,9 +443,12 @@ for RUN in $(seq 1 "$RUNS"); do
     BENCH_USERS="$WORK/A/users.tsv"
   scenario A step_up step_up "$CONNS" "$THREADS" BENCH_TOKENS="$RD/A-stepup.tsv"
   scenario A refresh refresh "$CONNS" "$THREADS" BENCH_TOKENS_IN="$RD/A-refresh.tsv"
-  # The OAuth provider: introspection of grants' access tokens by a confidential client, and
-  # the authorize (consent on file) -> code exchange round trip.
+  # The OAuth provider: introspection of grants' access tokens by a confidential client, the
+  # code exchange alone (codes made just before, enough for the refresh rate just measured,
+  # half again), and the authorize (consent on file) -> code exchange round trip.
   scenario A introspect introspect "$CONNS" "$THREADS" BENCH_OAUTH="$RD/A-oauth.tsv"
+  mint_codes "$RD/A-codes.tsv"
+  scenario A code_exchange code_exchange "$CONNS" "$THREADS" BENCH_CODES="$RD/A-codes.tsv"
   scenario A oauth_round_trip oauth_round_trip "$CONNS" "$THREADS" BENCH_OAUTH="$RD/A-oauth.tsv"
   # Passkey sign-ins (assert/begin, an ES256 signature, assert/finish): wrk cannot sign, so
   # the bench's own load generator, one passkey per loop, each sign-in from its own address.

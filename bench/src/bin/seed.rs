@@ -110,6 +110,18 @@ enum Command {
         #[arg(long)]
         output: PathBuf,
     },
+    /// Authorization codes for the code-exchange scenario: `--count` authorizes (consent on
+    /// file) spread over the grants of `--input` (the `oauth-grants` output), each with the
+    /// user's token; writes `slug<TAB>basic<TAB>code` lines. The server's code lifetime
+    /// (`tokens.authorization_code_ttl_secs`) must outlast the scenario.
+    OauthCodes {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        count: usize,
+        #[arg(long)]
+        output: PathBuf,
+    },
     /// Signs users in with e-mailed login links; writes their tokens.
     MagicLink {
         #[command(flatten)]
@@ -444,6 +456,54 @@ async fn run(cli: Cli) -> Result<Value> {
             .await?;
             std::fs::write(&output, lines.concat())?;
             Ok(json!({ "grants": n }))
+        }
+        Command::OauthCodes {
+            common,
+            count,
+            output,
+        } => {
+            let grants = read_rows(&common.input, 6)?;
+            if grants.is_empty() {
+                return Err("no grants".into());
+            }
+            let rows: Vec<Vec<String>> = (0..count)
+                .map(|i| grants[i % grants.len()].clone())
+                .collect();
+            let base = Arc::new(common.base);
+            let started = std::time::Instant::now();
+            let lines = for_each(rows, common.concurrency, |_, row| {
+                let (http, base) = (http.clone(), base.clone());
+                async move {
+                    let slug = field(&row, 0)?.to_owned();
+                    let basic = field(&row, 1)?.to_owned();
+                    let user = field(&row, 2)?.to_owned();
+                    let id = field(&row, 5)?.to_owned();
+                    let iss = format!("{base}/v1/tenants/{slug}");
+                    let asked = call(
+                        "authorize".into(),
+                        200,
+                        http.get(oauth_authorize_url(&iss, &id))
+                            .header("accept", "application/json")
+                            .bearer_auth(&user),
+                    )
+                    .await?;
+                    let to = asked["redirect_to"].as_str().unwrap_or_default();
+                    let code = to
+                        .split("code=")
+                        .nth(1)
+                        .and_then(|t| t.split('&').next())
+                        .filter(|c| !c.is_empty())
+                        .ok_or_else(|| format!("no code (consent on file?) in {asked}"))?;
+                    Ok(format!("{slug}\t{basic}\t{code}\n"))
+                }
+            })
+            .await?;
+            std::fs::write(&output, lines.concat())?;
+            let secs = started.elapsed().as_secs_f64();
+            Ok(json!({
+                "codes": count,
+                "seconds": tessera_bench::round3(secs),
+            }))
         }
         Command::Touch {
             base,
