@@ -68,6 +68,12 @@ impl SoftCredential {
             .map_err(|e| format!("key: {e}"))
     }
 
+    /// The private key, PKCS#8 DER: for a test that hands the credential to another
+    /// authenticator (a browser's virtual one).
+    pub fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
+    }
+
     /// An ES256 (ASN.1 DER) signature of `message` by this credential's key: for tests that
     /// build an assertion's bytes themselves.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {

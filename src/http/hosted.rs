@@ -47,9 +47,23 @@ pub fn router() -> Router<AppState> {
         .route("/magic-link", get(magic_page).post(magic_submit))
         .route("/step-up/magic-link", get(step_up_page))
         .route("/hosted/style.css", get(stylesheet))
+        .route("/hosted/passkey.js", get(passkey_script))
 }
 
 const STYLESHEET: &str = include_str!("../../assets/hosted.css");
+const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
+
+async fn passkey_script() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        PASSKEY_SCRIPT,
+    )
+        .into_response()
+}
 
 async fn stylesheet() -> Response {
     (

@@ -43,6 +43,20 @@ pub struct PageTemplate {
     pub items: Vec<String>,
     pub forms: Vec<FormView>,
     pub link: Option<LinkView>,
+    /// The passkey button: the one part of a page that runs script (`/hosted/passkey.js`).
+    pub passkey: Option<PasskeyButton>,
+}
+
+/// What the passkey script needs: where to get options and send the assertion, the page's
+/// CSRF value, and the words.
+pub struct PasskeyButton {
+    pub begin: String,
+    pub finish: String,
+    pub csrf: String,
+    pub heading: String,
+    pub button: String,
+    /// Shown when the browser or the server refuses.
+    pub failed: String,
 }
 
 /// A form that posts back to the page (or to `action`).
@@ -234,6 +248,7 @@ impl Reader {
             items: Vec::new(),
             forms: Vec::new(),
             link: None,
+            passkey: None,
         }
     }
 
@@ -252,9 +267,15 @@ impl Reader {
             Some(o) => format!("'self' {o}"),
             None => "'self'".to_owned(),
         };
+        // Script only for the passkey button: this server's one file, calling this server.
+        let script = if page.passkey.is_some() {
+            "script-src 'self'; connect-src 'self'; "
+        } else {
+            ""
+        };
         let csp = format!(
-            "default-src 'none'; style-src 'self'; img-src 'self'; form-action {form_action}; \
-             frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; {script}style-src 'self'; img-src 'self'; \
+             form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
         );
         let mut resp = (status, html).into_response();
         let h = resp.headers_mut();

@@ -423,6 +423,125 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
     drop(driver);
 }
 
+/// A command of the WebDriver WebAuthn extension (virtual authenticators), under the session.
+#[derive(Debug)]
+struct WebAuthnCmd {
+    path: String,
+    body: serde_json::Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for WebAuthnCmd {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/{}",
+            session_id.unwrap_or(""),
+            self.path
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        (axum::http::Method::POST, Some(self.body.to_string()))
+    }
+}
+
+/// A passkey in Chromium's virtual authenticator: registered through the API with the
+/// software authenticator, then handed (key, id, user handle) to the browser, which signs with
+/// it when the hosted page's script asks.
+#[test]
+fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    // WebAuthn wants a secure context and a domain: http://localhost is both.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin = format!("http://localhost:{port}");
+    let (smtp, mut srv) = crate::support::start_with_mail_on(
+        &format!("127.0.0.1:{port}"),
+        &[("TESSERA__SERVER__BASE_URL", &origin)],
+    );
+    srv.base = origin.clone();
+    let api = UserApi::signup(&srv, "Passkey Chromium", "owner@example.com");
+    let s = srv.login(&api.owner, crate::support::PASSWORD);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let r = crate::passkeys::put_domain(
+        &srv,
+        &s,
+        &api,
+        &json!({"passkey_rp_id": "localhost", "passkey_origins": [origin]}),
+        None,
+    );
+    assert_eq!(r.0, 200, "{}", r.1);
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Keys Gallery", "redirect_uris": [callback], "first_party": true}),
+    );
+    let email = "chromium-key@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let mut key = tessera_bench::webauthn::SoftAuthenticator::device_bound();
+    crate::passkeys::register_from(&api, &user, &mut key, &origin, None).expect(201);
+    let cred = key.credentials[0].clone();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let added = ui.rt.block_on(ui.browser.issue_cmd(WebAuthnCmd {
+        path: "webauthn/authenticator".into(),
+        body: json!({
+            "protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+            "hasUserVerification": true, "isUserVerified": true, "isUserConsenting": true,
+        }),
+    }));
+    let added = ui.ok("virtual-authenticator", added);
+    let authenticator = added.as_str().expect("an authenticator id").to_owned();
+    let stored = ui.rt.block_on(ui.browser.issue_cmd(WebAuthnCmd {
+        path: format!("webauthn/authenticator/{authenticator}/credential"),
+        body: json!({
+            "credentialId": b64url(&cred.id),
+            "isResidentCredential": true,
+            "rpId": "localhost",
+            "privateKey": b64url(cred.pkcs8()),
+            "userHandle": b64url(&cred.user_handle),
+            "signCount": cred.counter,
+        }),
+    }));
+    ui.ok("virtual-credential", stored);
+
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Sign in with a passkey");
+    // The script ran under the page's policy: it showed the button (hidden without script).
+    let shown = ui.rt.block_on(async {
+        ui.browser
+            .find(Locator::Id("passkey-button"))
+            .await?
+            .is_displayed()
+            .await
+    });
+    assert!(ui.ok("passkey-shown", shown), "the script did not run");
+    ui.click("passkey-click", "#passkey-button");
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let claims = rp.finish(&api, req, &called);
+    assert_eq!(claims["email"], email);
+    assert_eq!(claims["amr"], json!(["hwk"]));
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
 /// The whole link that starts with `prefix` in a mail's text.
 fn link_in(text: &str, prefix: &str) -> String {
     let start = text

@@ -680,3 +680,104 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     assert_eq!(claims["email"], linked);
     assert_eq!(claims["amr"], json!(["mca"]));
 }
+
+/// The data attribute `name` of the page's passkey section.
+fn data_attr(page: &Page, name: &str) -> String {
+    let needle = format!("data-{name}=\"");
+    let at = page
+        .body
+        .find(&needle)
+        .unwrap_or_else(|| panic!("no data-{name} in {}", page.body));
+    let rest = &page.body[at + needle.len()..];
+    unescape(&rest[..rest.find('"').unwrap()])
+}
+
+#[test]
+fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
+    const ORIGIN: &str = "https://app.example";
+    let (smtp, srv, api, s) = user_setup("Hosted Keys", &[]);
+    srv.reauth(&s, PASSWORD);
+    let r = crate::passkeys::put_domain(
+        &srv,
+        &s,
+        &api,
+        &json!({"passkey_rp_id": "app.example", "passkey_origins": []}),
+        None,
+    );
+    assert_eq!(r.0, 200, "{}", r.1);
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Keyed App", "redirect_uris": [CALLBACK], "first_party": true}),
+    );
+    let email = "keyholder@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let mut key = tessera_bench::webauthn::SoftAuthenticator::device_bound();
+    crate::passkeys::register_from(&api, &user, &mut key, ORIGIN, None).expect(201);
+
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("/hosted/passkey.js"), "{}", page.body);
+    let csp = b
+        .client
+        .get(&hosted)
+        .header("accept", "text/html")
+        .send()
+        .unwrap()
+        .headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let script = b.get(&format!("{}/hosted/passkey.js", srv.base));
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("navigator.credentials.get"));
+
+    let csrf = data_attr(&page, "csrf");
+    let begin = Browser::absolute(&srv.base, &data_attr(&page, "begin"));
+    let finish = Browser::absolute(&srv.base, &data_attr(&page, "finish"));
+    // Without the page's CSRF value, no options.
+    assert_eq!(b.post(&begin, &[("csrf", "forged")]).status, 403);
+    let options = b.post(&begin, &[("csrf", &csrf)]);
+    assert_eq!(options.status, 200, "{}", options.body);
+    let options: serde_json::Value = serde_json::from_str(&options.body).unwrap();
+    let assertion = key
+        .get(&options["publicKey"], ORIGIN)
+        .expect("an assertion");
+
+    // An assertion from an origin the tenant does not accept signs nobody in.
+    let other = b.post(&begin, &[("csrf", &csrf)]);
+    let other: serde_json::Value = serde_json::from_str(&other.body).unwrap();
+    let foreign = key
+        .get(&other["publicKey"], "https://evil.example")
+        .expect("an assertion");
+    let refused = b.post(
+        &finish,
+        &[("csrf", &csrf), ("credential", &foreign.to_string())],
+    );
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused.body.contains("did not sign you in"),
+        "{}",
+        refused.body
+    );
+    assert!(b.signin_cookie().is_none());
+
+    let done = b.post(
+        &finish,
+        &[("csrf", &csrf), ("credential", &assertion.to_string())],
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(b.signin_cookie().is_some(), "the sign-in cookie");
+    let answer: serde_json::Value = serde_json::from_str(&done.body).unwrap();
+    let next = answer["redirect_to"].as_str().expect("redirect_to");
+    let to = b.get(&Browser::absolute(&srv.base, next)).redirect(302);
+    let claims = rp.finish(&api, req, &to);
+    assert_eq!(claims["email"], email);
+    assert_eq!(claims["amr"], json!(["hwk"]));
+    assert_eq!(claims["acr"], "aal2");
+}

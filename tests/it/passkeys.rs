@@ -51,7 +51,7 @@ fn slug(name: &str) -> String {
     name.to_ascii_lowercase().replace(' ', "-")
 }
 
-fn put_domain(
+pub(crate) fn put_domain(
     srv: &TestServer,
     s: &Session,
     api: &UserApi,
@@ -123,7 +123,7 @@ fn register_options(api: &UserApi, user: &UserTokens) -> Value {
 }
 
 /// Registers a passkey of `auth` for `user` from `origin`; answers the finish.
-fn register_from(
+pub(crate) fn register_from(
     api: &UserApi,
     user: &UserTokens,
     auth: &mut SoftAuthenticator,

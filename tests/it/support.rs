@@ -659,6 +659,19 @@ pub fn start_with_mail(extra: &[(&str, &str)]) -> (SmtpStub, TestServer) {
     (smtp, srv)
 }
 
+/// [`start_with_mail`] listening on `listen`.
+pub fn start_with_mail_on(listen: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer) {
+    let smtp = SmtpStub::start();
+    let mut env = smtp.env();
+    env.push((
+        "TESSERA__SERVER__TRUSTED_PROXIES".into(),
+        "[\"127.0.0.1/32\"]".into(),
+    ));
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let srv = TestServer::start_listening(listen, &env_refs(&env));
+    (smtp, srv)
+}
+
 static NEXT_CLIENT_IP: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
 
 /// A client address no other request of this test run has used (198.18.0.0/15 is for tests).

@@ -31,9 +31,9 @@ use axum::{
     body::Bytes,
     extract::{Path, Query, RawQuery, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
-    response::Response,
+    response::{IntoResponse, Response},
     routing::{get, post},
-    Router,
+    Json, Router,
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::{
@@ -68,8 +68,8 @@ use crate::{
         error::{is_email, ApiError},
         extract::{ClientIp, RequestCtx},
         pages::{
-            cookie, see_other, ButtonView, CheckView, FieldView, FormView, Problem, Reader,
-            PASSWORD_MAX,
+            cookie, protect, see_other, ButtonView, CheckView, FieldView, FormView, PasskeyButton,
+            Problem, Reader, PASSWORD_MAX,
         },
         reauth::password_login,
         responses::authorize_query,
@@ -85,6 +85,8 @@ pub fn router() -> Router<AppState> {
         )
         .route("/oauth/{slug}/consent", post(consent_submit))
         .route("/oauth/{slug}/link", get(link_return))
+        .route("/oauth/{slug}/passkey/begin", post(passkey_begin))
+        .route("/oauth/{slug}/passkey/finish", post(passkey_finish))
 }
 
 /// Where a browser-mode authorize request is served.
@@ -408,6 +410,14 @@ fn sign_in_page(
     } else {
         shown.email
     };
+    page.passkey = Some(PasskeyButton {
+        begin: format!("/oauth/{}/passkey/begin?{}", flow.tenant.slug, flow.query),
+        finish: format!("/oauth/{}/passkey/finish?{}", flow.tenant.slug, flow.query),
+        csrf: csrf.clone(),
+        heading: reader.t("login-passkey-heading"),
+        button: reader.t("login-passkey-button"),
+        failed: reader.t("login-passkey-failed"),
+    });
     let mut form = FormView::new(csrf.clone(), reader.t("login-button"));
     form.heading = Some(reader.t("login-password-heading"));
     form.hidden.push(("step", "password".to_owned()));
@@ -861,6 +871,129 @@ fn signed(state: &AppState, reader: &Reader, flow: &Flow, login: PasswordlessLog
         }
         None => reader.problem(Problem::Internal),
     }
+}
+
+// ---------------------------------------------------------------- passkeys
+
+/// A JSON answer of the passkey script's calls: `{error}` with the reader's words.
+fn script_error(reader: &Reader, status: StatusCode, key: &str) -> Response {
+    let mut resp = (status, Json(serde_json::json!({ "error": reader.t(key) }))).into_response();
+    protect(resp.headers_mut());
+    resp
+}
+
+fn script_refusal(reader: &Reader, e: CallError<TenantError>) -> Response {
+    match e {
+        CallError::Failed(
+            TenantError::RateLimited { .. } | TenantError::TooManyAttempts { .. },
+        ) => script_error(reader, StatusCode::TOO_MANY_REQUESTS, "error-busy"),
+        CallError::Unavailable => {
+            script_error(reader, StatusCode::SERVICE_UNAVAILABLE, "error-busy")
+        }
+        CallError::Failed(
+            TenantError::PasskeyInvalidAssertion
+            | TenantError::PasskeyCeremonyNotFound
+            | TenantError::UserBlocked,
+        ) => script_error(reader, StatusCode::UNAUTHORIZED, "login-passkey-failed"),
+        CallError::Failed(e) => {
+            tracing::error!(error = %e, "a hosted passkey sign-in failed");
+            script_error(reader, StatusCode::INTERNAL_SERVER_ERROR, "error-internal")
+        }
+    }
+}
+
+/// The passkey button's options: a username-less sign-in (any discoverable credential).
+async fn passkey_begin(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    body: Bytes,
+) -> Response {
+    let (reader, flow, _) =
+        match open_form(&state, &headers, &slug, query, &body, Flow::authorize_path).await {
+            Ok(found) => found,
+            Err(resp) => return resp,
+        };
+    let options = flow
+        .tenant
+        .call(|reply| TenantMsg::PasskeyAssertBegin {
+            user_handle: None,
+            ip,
+            reply,
+        })
+        .await;
+    match options {
+        Ok(o) => {
+            let mut resp = Json(serde_json::json!({ "publicKey": o })).into_response();
+            protect(resp.headers_mut());
+            resp
+        }
+        Err(e) => script_refusal(&reader, e),
+    }
+}
+
+/// The passkey button's assertion: checked as `POST /v1/auth/passkeys/assert/finish` checks
+/// it (the signature off the actor); a sign-in sets the cookie and answers where to go.
+async fn passkey_finish(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Response {
+    let (reader, flow, form) =
+        match open_form(&state, &headers, &slug, query, &body, Flow::authorize_path).await {
+            Ok(found) => found,
+            Err(resp) => return resp,
+        };
+    let response = match serde_json::from_str::<serde_json::Value>(field(&form, "credential")) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        _ => return script_error(&reader, StatusCode::BAD_REQUEST, "login-passkey-failed"),
+    };
+    let check = flow
+        .tenant
+        .call(|reply| TenantMsg::PasskeyAssertTake {
+            response: response.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    let check = match check {
+        Ok(c) => c,
+        Err(e) => return script_refusal(&reader, e),
+    };
+    // The P-256 verification runs here, off the tenant's actor.
+    let verdict = check.verify();
+    let passkey = (check.user_id, check.passkey_id);
+    let outcome = flow
+        .tenant
+        .call(|reply| TenantMsg::PasskeyAssertFinish {
+            passkey,
+            verdict,
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    let grant = match outcome {
+        Ok(LoginOutcome::Signed { grant, .. }) => grant,
+        Ok(LoginOutcome::MfaRequired { .. } | LoginOutcome::EnrollmentRequired { .. }) => {
+            return script_error(&reader, StatusCode::FORBIDDEN, "mfa-enrol")
+        }
+        Err(e) => return script_refusal(&reader, e),
+    };
+    let Some(cookie) = sign_in_cookie(&state, &flow.tenant, &grant) else {
+        return script_error(&reader, StatusCode::INTERNAL_SERVER_ERROR, "error-internal");
+    };
+    let mut resp = Json(serde_json::json!({ "redirect_to": flow.again() })).into_response();
+    protect(resp.headers_mut());
+    resp.headers_mut().append(header::SET_COOKIE, cookie);
+    resp
 }
 
 // ---------------------------------------------------------------- the consent page
