@@ -1135,7 +1135,7 @@ fn rp_initiated_logout_ends_the_sign_in_session_and_returns_to_a_registered_uri(
 
 #[test]
 fn consent_is_per_resource_and_a_withdrawn_consent_voids_its_codes() {
-    let (smtp, srv, api, s) = user_setup("Per Resource", &[]);
+    let (smtp, mut srv, mut api, s) = user_setup("Per Resource", &[]);
     srv.reauth(&s, PASSWORD);
     let (_orders, _) = resource_with_scope(&srv, &s, &api.slug);
     // A second resource with a scope of the same name.
@@ -1236,4 +1236,16 @@ fn consent_is_per_resource_and_a_withdrawn_consent_voids_its_codes() {
     assert_eq!(gone.status, 204);
     let r = f.exchange((&cid, &secret), &code, VERIFIER);
     assert_eq!(r.body["error"], "invalid_grant", "{}", r.body);
+
+    // The catalog outlives a restart (each tenant's resources are indexed at start).
+    let old_base = api.base.clone();
+    srv.restart();
+    api.rebase(&srv);
+    let user = api.login_ok("per@example.com", "correct horse battery");
+    let url = for_orders.replace(&old_base, &api.base);
+    let asked = authorize(&api, &url, Some(&user.access), "en")
+        .expect(200)
+        .clone();
+    assert_eq!(asked["consent_required"], true, "{asked}");
+    assert_eq!(asked["resources"], json!([API]));
 }

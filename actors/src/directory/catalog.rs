@@ -130,15 +130,26 @@ impl DirectoryState {
         Ok(self.platform.get::<ResourceRecord>(id.as_bytes())?)
     }
 
+    /// Builds [`DirectoryState::resources_by_tenant`] at start.
+    pub(super) fn load_resources(&mut self) -> Result<(), DirectoryError> {
+        for item in self.platform.scan::<ResourceRecord>() {
+            let resource = item?;
+            self.resources_by_tenant
+                .entry(resource.tenant)
+                .or_default()
+                .push(resource.id);
+        }
+        Ok(())
+    }
+
     /// Every resource `tenant` owns, with its entries.
     pub(super) fn tenant_catalog(
         &self,
         tenant: TenantId,
     ) -> Result<Vec<TenantResource>, DirectoryError> {
         let mut out = Vec::new();
-        for item in self.platform.scan_prefix::<ResourceRecord>(b"") {
-            let (_, resource) = item?;
-            if resource.tenant == tenant {
+        for id in self.resources_by_tenant.get(&tenant).into_iter().flatten() {
+            if let Some(resource) = self.resource(*id)? {
                 let scopes = self.scopes_of(resource.id)?;
                 out.push(TenantResource { resource, scopes });
             }
@@ -178,6 +189,10 @@ impl DirectoryState {
         let mut batch = PlatformBatch::default();
         batch.put(record.id.as_bytes(), &record)?;
         self.platform.apply(batch)?;
+        self.resources_by_tenant
+            .entry(tenant)
+            .or_default()
+            .push(record.id);
         Ok(record)
     }
 

@@ -100,9 +100,11 @@ impl Actor for Directory {
             signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
             tenant_idle: args.tenant_idle,
             management_keys: HashMap::new(),
+            resources_by_tenant: HashMap::new(),
         };
         state.restore_throttles()?;
         state.load_management_keys()?;
+        state.load_resources()?;
         state.publish_index();
         state.published.running.clear();
         tracing::info!(tenants = state.tenants.len(), "directory started");

@@ -60,4 +60,7 @@ pub struct DirectoryState {
     pub(super) tenant_idle: Option<Duration>,
     /// The unrevoked management keys (published with the index).
     pub(super) management_keys: HashMap<[u8; 32], ManagementKeyRef>,
+    /// Each tenant's resources of the scope catalog (resources are never deleted), so a
+    /// tenant's catalog is read without a scan of every tenant's.
+    pub(super) resources_by_tenant: HashMap<TenantId, Vec<uuid::Uuid>>,
 }
