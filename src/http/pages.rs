@@ -330,6 +330,11 @@ impl Reader {
                 "error-busy-title",
                 "error-busy",
             ),
+            Problem::TooMany => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "error-busy-title",
+                "error-busy",
+            ),
             Problem::Internal => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "error-internal-title",
@@ -344,7 +349,10 @@ impl Reader {
         let mut page = self.page(title);
         page.paragraphs.push(self.t(text));
         let mut resp = self.answer(status, page, None);
-        if status == StatusCode::SERVICE_UNAVAILABLE {
+        if matches!(
+            status,
+            StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS
+        ) {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
         }
@@ -388,7 +396,10 @@ pub enum Problem {
     Expired,
     Csrf,
     Disabled,
+    /// The service is busy (503).
     Busy,
+    /// Too many attempts or requests from this address or for this account (429).
+    TooMany,
     Internal,
 }
 
@@ -403,8 +414,8 @@ impl From<CallError<TenantError>> for Problem {
             CallError::Failed(TenantError::PasswordlessDisabled) => Problem::Disabled,
             CallError::Failed(
                 TenantError::RateLimited { .. } | TenantError::TooManyAttempts { .. },
-            )
-            | CallError::Unavailable => Problem::Busy,
+            ) => Problem::TooMany,
+            CallError::Unavailable => Problem::Busy,
             CallError::Failed(other) => {
                 tracing::error!(error = %other, "a hosted page failed");
                 Problem::Internal

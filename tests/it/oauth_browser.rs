@@ -24,12 +24,15 @@ struct Browser {
     jar: HashMap<String, String>,
     /// Every `Set-Cookie` seen, by cookie name (the last one).
     set_cookies: HashMap<String, String>,
+    /// The client address a trusted proxy would name (`X-Forwarded-For`).
+    forwarded_for: Option<String>,
 }
 
-/// One answer: status, `Location`, body.
+/// One answer: status, `Location`, `Retry-After`, body.
 struct Page {
     status: u16,
     location: Option<String>,
+    retry_after: Option<String>,
     body: String,
 }
 
@@ -88,6 +91,7 @@ impl Browser {
                 .expect("client"),
             jar: HashMap::new(),
             set_cookies: HashMap::new(),
+            forwarded_for: None,
         }
     }
 
@@ -105,6 +109,9 @@ impl Browser {
         if !cookies.is_empty() {
             req = req.header("cookie", cookies.join("; "));
         }
+        if let Some(ip) = &self.forwarded_for {
+            req = req.header("x-forwarded-for", ip);
+        }
         let r = req.send().expect("an answer");
         for v in r.headers().get_all("set-cookie") {
             let v = v.to_str().unwrap().to_owned();
@@ -121,6 +128,10 @@ impl Browser {
             location: r
                 .headers()
                 .get("location")
+                .map(|l| l.to_str().unwrap().to_owned()),
+            retry_after: r
+                .headers()
+                .get("retry-after")
                 .map(|l| l.to_str().unwrap().to_owned()),
             body: r.text().unwrap_or_default(),
         }
@@ -679,6 +690,56 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     let claims = rp.finish(&api, req, &to);
     assert_eq!(claims["email"], linked);
     assert_eq!(claims["amr"], json!(["mca"]));
+
+    // From an address of its own: five wrong passwords, then 429; a second code for one
+    // address within the minute, 429 too (the sign-in page again, with the reason).
+    let mut b = Browser::new();
+    b.forwarded_for = Some(fresh_client_ip());
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let csrf = b.get(&hosted).hidden("csrf", 0);
+    let pages: Vec<Page> = (0..6)
+        .map(|_| {
+            b.post(
+                &hosted,
+                &[
+                    ("csrf", &csrf),
+                    ("step", "password"),
+                    ("email", linked),
+                    ("password", "wrong wrong wrong"),
+                ],
+            )
+        })
+        .collect();
+    let statuses: Vec<u16> = pages.iter().map(|p| p.status).collect();
+    assert_eq!(statuses, [401, 401, 401, 401, 401, 429]);
+    let refused = &pages[5];
+    assert!(refused.body.contains("try again"), "{}", refused.body);
+    assert!(
+        refused.body.contains("name=\"password\""),
+        "{}",
+        refused.body
+    );
+    let wait: u64 = refused
+        .retry_after
+        .as_deref()
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!(wait >= 1, "{wait}");
+    let twice = "twice@example.com";
+    let first = b.post(
+        &hosted,
+        &[("csrf", &csrf), ("step", "email_code"), ("email", twice)],
+    );
+    assert_eq!(first.status, 200, "{}", first.body);
+    let second = b.post(
+        &hosted,
+        &[("csrf", &csrf), ("step", "email_code"), ("email", twice)],
+    );
+    assert_eq!(second.status, 429, "{}", second.body);
+    assert!(second.body.contains("try again"), "{}", second.body);
+    assert!(second.retry_after.is_some());
 }
 
 /// The data attribute `name` of the page's passkey section.

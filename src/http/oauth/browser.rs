@@ -648,6 +648,9 @@ async fn sign_in_submit(
         Err(CallError::Failed(TenantError::InvalidChallenge | TenantError::InvalidLinkToken)) => {
             return retry("login-error-expired", StatusCode::UNAUTHORIZED)
         }
+        Err(CallError::Failed(
+            TenantError::RateLimited { retry_after } | TenantError::TooManyAttempts { retry_after },
+        )) => return throttled(&state, &reader, &flow, email, retry_after),
         Err(e) => return reader.problem(e.into()),
     };
     signed(&state, &reader, &flow, login)
@@ -798,15 +801,30 @@ fn unsent(
     e: CallError<TenantError>,
 ) -> Response {
     match e {
-        CallError::Failed(TenantError::RateLimited { .. }) => {
-            let shown = Shown {
-                error: Some(reader.t("error-busy")),
-                email,
-            };
-            sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS)
-        }
+        CallError::Failed(
+            TenantError::RateLimited { retry_after } | TenantError::TooManyAttempts { retry_after },
+        ) => throttled(state, reader, flow, email, retry_after),
         e => reader.problem(e.into()),
     }
+}
+
+/// The sign-in page again with the reason, 429 and `Retry-After`, when the client address or
+/// the account tried too often.
+fn throttled(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    email: String,
+    retry_after: u64,
+) -> Response {
+    let shown = Shown {
+        error: Some(reader.t("error-busy")),
+        email,
+    };
+    let mut resp = sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
+    resp
 }
 
 /// Mails a login code carrying this request as its OAuth flow, bound to a secret only this
