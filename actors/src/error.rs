@@ -105,6 +105,11 @@ pub enum TenantError {
     OAuthClientLimit,
     #[error("a public client has no secret")]
     OAuthClientPublic,
+    #[error("{field}: {reason}")]
+    SocialCredentialMissing {
+        field: &'static str,
+        reason: &'static str,
+    },
     #[error("the OAuth request was refused: {}", .0.code())]
     OAuth(crate::tenant::oauth::OAuthFailure),
     #[error("internal: {0}")]

@@ -403,6 +403,9 @@ impl From<CallError<TenantError>> for ApiError {
                 "oauth_client/limit_reached",
                 "a tenant may register at most 100 OAuth clients; delete one first",
             ),
+            CallError::Failed(TenantError::SocialCredentialMissing { field, reason }) => {
+                ApiError::invalid_field(field, reason)
+            }
             CallError::Failed(TenantError::OAuthClientPublic) => ApiError::new(
                 StatusCode::CONFLICT,
                 "oauth_client/public_client",

@@ -187,6 +187,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::settings::get_urls,
             dashboard::settings::put_urls
         ))
+        .routes(routes!(
+            dashboard::social::get_provider,
+            dashboard::social::put_provider
+        ))
         .routes(routes!(users::dashboard_list, users::dashboard_create))
         .routes(routes!(
             users::dashboard_show,

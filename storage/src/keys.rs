@@ -111,6 +111,9 @@ pub enum Kind {
     /// SHA-256 of an authorization code -> what it grants (kept a while after its use, to
     /// recognise a second one).
     OAuthCode = 0x56,
+    /// Provider name -> the tenant's configuration of a social sign-in provider (its secret
+    /// sealed).
+    SocialProvider = 0x57,
 }
 
 /// The key of a platform record.

@@ -30,6 +30,7 @@ mod passwordless;
 mod platform;
 mod settings;
 mod sms;
+mod social;
 mod stepup;
 mod tenants;
 mod throttles;

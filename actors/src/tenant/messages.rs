@@ -815,6 +815,12 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::oauth_clients::OAuthClientAnswer, TenantError>>,
     },
+    /// The tenant's configuration of a social sign-in provider (dashboard).
+    SocialConfig {
+        cmd: crate::tenant::social::SocialConfigCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::social::SocialProviderView, TenantError>>,
+    },
     /// A gated request came without a step-up token.
     StepUpGate {
         bearer: Bearer,

@@ -29,6 +29,7 @@ pub mod runtime;
 pub mod sessions;
 pub mod settings;
 pub mod sms;
+pub mod social;
 pub mod state;
 pub mod step_up;
 pub mod usage;
@@ -451,6 +452,14 @@ impl Actor for TenantActor {
             TenantMsg::OAuthClients { cmd, ctx, reply } => {
                 match state.oauth_client_cmd(cmd, &ctx) {
                     Ok(answer) => reply_durable(state, reply, answer),
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
+            TenantMsg::SocialConfig { cmd, ctx, reply } => {
+                match state.social_config_cmd(cmd, &ctx) {
+                    Ok(view) => reply_durable(state, reply, view),
                     Err(e) => {
                         let _ = reply.send(Err(e));
                     }

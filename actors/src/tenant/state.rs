@@ -399,7 +399,7 @@ impl TenantState {
     }
 
     /// Binds a sealed secret to this tenant and its name.
-    fn secret_aad(&self, name: &[u8]) -> Vec<u8> {
+    pub(super) fn secret_aad(&self, name: &[u8]) -> Vec<u8> {
         let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.push(b'/');
         aad.extend_from_slice(name);

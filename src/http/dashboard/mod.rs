@@ -13,6 +13,7 @@ pub mod oauth_clients;
 pub mod session;
 pub mod settings;
 pub mod sms_test;
+pub mod social;
 
 use axum::{
     extract::FromRequestParts,
