@@ -27,6 +27,8 @@ pub struct App {
     pub directory: DirectoryHandle,
     pub hasher: PasswordHasher,
     pub captcha: Captcha,
+    /// Speaks to the social sign-in providers.
+    pub social: crate::social::SocialClient,
     pub mailer: Arc<Mailer>,
     /// Sends text messages (the dashboard's test directly; tenants' through the courier).
     pub texter: Arc<crate::delivery::sms::Texter>,

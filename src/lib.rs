@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod http;
 pub mod i18n;
 pub mod metrics;
+pub mod social;
 pub mod telemetry;
 
 use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
@@ -194,6 +195,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     )
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
+    let social = social::SocialClient::new(config.social.clone()).map_err(StartError::Other)?;
     let mailer = Arc::new(delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?);
     let postman = tokio::spawn(delivery::postman::run(
         mailer.clone(),
@@ -223,6 +225,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         directory: directory.clone(),
         hasher,
         captcha,
+        social,
         mailer,
         texter,
         ip_hasher,

@@ -105,6 +105,18 @@ pub enum TenantError {
     OAuthClientLimit,
     #[error("a public client has no secret")]
     OAuthClientPublic,
+    #[error("the social provider is not configured")]
+    SocialNotConfigured,
+    #[error("the redirect URI is not one of the tenant's URLs")]
+    SocialRedirectNotAllowed,
+    #[error("the sign-in state is unknown, used or expired")]
+    SocialStateInvalid,
+    #[error("the sign-in was begun in another browser")]
+    SocialStateForeign { redirect_uri: String },
+    #[error("the social sign-in was refused: {}", .0.as_str())]
+    SocialRefused(crate::tenant::social::SocialRefusal),
+    #[error("the exchange token is unknown, used or expired")]
+    SocialExchangeInvalid,
     #[error("{field}: {reason}")]
     SocialCredentialMissing {
         field: &'static str,

@@ -26,6 +26,7 @@ pub mod platform;
 pub mod reauth;
 pub mod request_id;
 pub mod responses;
+pub mod social;
 pub mod step_up;
 pub mod tenant;
 pub mod users;
@@ -123,6 +124,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(passkeys::register_finish))
         .routes(routes!(passkeys::assert_begin))
         .routes(routes!(passkeys::assert_finish))
+        .routes(routes!(social::session))
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
@@ -301,6 +303,14 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     Ok(router
         .merge(hosted::router())
         .merge(oauth::browser::router())
+        .route(
+            "/oauth/{slug}/authorize",
+            axum::routing::get(hosted_authorize),
+        )
+        .route(
+            "/oauth/{slug}/callback",
+            axum::routing::get(social::callback_get).post(social::callback_post),
+        )
         .fallback(not_found)
         .layer(Extension(doc))
         .layer(stack)
@@ -315,6 +325,22 @@ pub fn management_app(state: AppState) -> Router {
         .fallback(not_found)
         .layer(axum::middleware::from_fn(middleware::error_envelope))
         .with_state(state)
+}
+
+/// `GET /oauth/{name}/authorize` at the accounts URL: a social sign-in (spec 4.2) when `name`
+/// is a provider's and the query has `tenant_id`, else the authorization server's hosted
+/// sign-in page of the tenant whose slug `name` is.
+async fn hosted_authorize(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: axum::extract::Request,
+) -> axum::response::Response {
+    use axum::handler::Handler;
+    let name = req.uri().path().split('/').nth(2).unwrap_or("").to_owned();
+    if social::is_social_authorize(&name, req.uri().query()) {
+        Handler::call(social::authorize, req, state).await
+    } else {
+        Handler::call(oauth::browser::authorize_page, req, state).await
+    }
 }
 
 async fn not_found() -> ApiError {

@@ -114,6 +114,14 @@ pub enum Kind {
     /// Provider name -> the tenant's configuration of a social sign-in provider (its secret
     /// sealed).
     SocialProvider = 0x57,
+    /// SHA-256 of a social sign-in's `state` -> the flow waiting for the provider's callback.
+    SocialState = 0x58,
+    /// An exchange token's `jti` -> the user it signs in, until it is traded or expires.
+    SocialExchange = 0x59,
+    /// `provider | 0 | subject` -> the user a provider account is linked to.
+    SocialIdentity = 0x5A,
+    /// `user id | provider` -> the subject: a user's linked provider accounts.
+    UserIdentity = 0x5B,
 }
 
 /// The key of a platform record.

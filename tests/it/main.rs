@@ -31,6 +31,7 @@ mod platform;
 mod settings;
 mod sms;
 mod social;
+mod social_signin;
 mod stepup;
 mod tenants;
 mod throttles;

@@ -45,6 +45,9 @@ pub const ACCESS_TOKEN_TYP: &str = "at+jwt";
 /// the reverse.
 pub const STEP_UP_TOKEN_TYP: &str = "step-up+jwt";
 
+/// `typ` of a social sign-in's exchange token.
+pub const EXCHANGE_TOKEN_TYP: &str = "exchange+jwt";
+
 /// How long a retired key stays published after the access-token lifetime: covers clock skew
 /// between this server and verifiers, and tokens signed in the instant before the rotation.
 const PUBLISH_MARGIN: time::Duration = time::Duration::seconds(60);
@@ -193,6 +196,29 @@ pub struct StepUpClaims {
     /// `"aal1"` or `"aal2"`.
     pub acr: String,
     pub amr: Vec<String>,
+}
+
+/// The claims of a social sign-in's exchange token (`typ` exchange+jwt): the callback's
+/// answer, which the app's back end trades for the token pair within 60 seconds, once (its
+/// `jti` is consumed by the tenant actor). Its audience is `<tenant slug>/social`, so nothing
+/// takes it for an access token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExchangeClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub jti: String,
+    pub tid: String,
+    /// The provider the user signed in with.
+    pub provider: String,
+}
+
+impl Expiring for ExchangeClaims {
+    fn exp(&self) -> i64 {
+        self.exp
+    }
 }
 
 /// What an `id_token_hint` tells: whose sign-in, for which client, and the session.
@@ -378,6 +404,29 @@ impl TokenKeys {
     /// Signs a step-up token with the current key: `alg` ES256, `typ` step-up+jwt, `kid`.
     pub fn sign_step_up(&self, claims: &StepUpClaims) -> Result<String, TokenError> {
         self.sign_typed(claims, STEP_UP_TOKEN_TYP)
+    }
+
+    /// Signs a social sign-in's exchange token: `alg` ES256, `typ` exchange+jwt, `kid`.
+    pub fn sign_exchange(&self, claims: &ExchangeClaims) -> Result<String, TokenError> {
+        self.sign_typed(claims, EXCHANGE_TOKEN_TYP)
+    }
+
+    /// Verifies an exchange token of this tenant: as [`Self::verify`], with `typ`
+    /// exchange+jwt.
+    pub fn verify_exchange(
+        &self,
+        token: &str,
+        issuer: &str,
+        audience: &str,
+        now: i64,
+    ) -> Result<ExchangeClaims, TokenError> {
+        self.verify_typed(
+            token,
+            &[EXCHANGE_TOKEN_TYP],
+            issuer,
+            Some(audience),
+            Some(now),
+        )
     }
 
     fn sign_typed<T: Serialize>(&self, claims: &T, typ: &str) -> Result<String, TokenError> {

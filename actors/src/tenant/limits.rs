@@ -44,5 +44,9 @@ pub const SMS_TESTS_PER_HOUR: u32 = 10;
 /// pending ceremony for 5 minutes.
 pub const PASSKEY_BEGINS_PER_MINUTE: u32 = 60;
 
+/// Social sign-ins begun per client address (IPv6: per /64) per minute: each holds a stored
+/// state for 10 minutes.
+pub const SOCIAL_BEGINS_PER_MINUTE: u32 = 30;
+
 /// Passkey step-up options per session per minute (each writes an audit event).
 pub const PASSKEY_STEP_UP_OPTIONS_PER_MINUTE: u32 = 20;

@@ -815,6 +815,12 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::oauth_clients::OAuthClientAnswer, TenantError>>,
     },
+    /// Social sign-in: the authorize route, the callback and the exchange.
+    Social {
+        cmd: crate::tenant::social::SocialCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::social::SocialAnswer, TenantError>>,
+    },
     /// The tenant's configuration of a social sign-in provider (dashboard).
     SocialConfig {
         cmd: crate::tenant::social::SocialConfigCmd,

@@ -457,6 +457,12 @@ impl Actor for TenantActor {
                     }
                 }
             }
+            TenantMsg::Social { cmd, ctx, reply } => match state.social_cmd(cmd, &ctx) {
+                Ok(answer) => reply_durable(state, reply, answer),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
             TenantMsg::SocialConfig { cmd, ctx, reply } => {
                 match state.social_config_cmd(cmd, &ctx) {
                     Ok(view) => reply_durable(state, reply, view),

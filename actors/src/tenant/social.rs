@@ -8,15 +8,22 @@
 //! address whether it was checked; `never_trust` ones say nothing reliable, so their address
 //! never links to, or claims, an existing account.
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
-use time::OffsetDateTime;
+use tessera_storage::{ct_eq, random_token, sha256, Kind, Record, Sealed, TenantRecord};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
+    effects::Effects,
+    messages::{Bearer, PasswordlessLogin},
+    records::UserRecord,
+    sessions::Proof,
     state::TenantState,
 };
-use crate::error::TenantError;
+use crate::{error::TenantError, throttle::throttle_ip};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -403,6 +410,680 @@ impl TenantState {
         fx.batch.put(&self.next_event_key(event.at), &event)?;
         self.commit(fx)?;
         Ok(SocialProviderView::of(provider, Some(&next)))
+    }
+}
+
+// ---------------------------------------------------------------- sign-in flows
+
+/// How long a sign-in may stay at the provider.
+pub const SOCIAL_STATE_TTL: Duration = Duration::minutes(10);
+
+/// How long a callback's exchange token may wait for the app's back end.
+pub const EXCHANGE_TTL: Duration = Duration::seconds(60);
+
+/// A sign-in under way at a provider, keyed by the SHA-256 of its `state`: single use, for
+/// [`SOCIAL_STATE_TTL`], in the browser holding the binding cookie.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct SocialStateRecord {
+    pub provider: Provider,
+    /// Where the browser goes back to (one of the tenant's URLs when it was asked for).
+    pub redirect_uri: String,
+    pub nonce: String,
+    pub pkce_verifier: String,
+    /// SHA-256 of the cookie value that binds the flow to the browser that began it.
+    pub binding_hash: [u8; 32],
+    /// The guest whose bearer came with the authorize request: claimed in place by a trusted
+    /// provider.
+    pub guest: Option<Uuid>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl std::fmt::Debug for SocialStateRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SocialStateRecord")
+            .field("provider", &self.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Record for SocialStateRecord {
+    const KIND: Kind = Kind::SocialState;
+    const NAME: &'static str = "social sign-in state";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for SocialStateRecord {}
+
+/// A callback's outcome waiting for the exchange, keyed by the exchange token's `jti`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SocialExchangeRecord {
+    pub user_id: Uuid,
+    pub provider: Provider,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl Record for SocialExchangeRecord {
+    const KIND: Kind = Kind::SocialExchange;
+    const NAME: &'static str = "social exchange";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for SocialExchangeRecord {}
+
+/// A provider account linked to a user, keyed `provider | 0 | subject`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SocialIdentityRecord {
+    pub user_id: Uuid,
+    pub provider: Provider,
+    /// The provider's id of the account.
+    pub subject: String,
+    /// The address the provider gave when it was linked.
+    pub email: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub linked_at: OffsetDateTime,
+}
+
+impl Record for SocialIdentityRecord {
+    const KIND: Kind = Kind::SocialIdentity;
+    const NAME: &'static str = "social identity";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for SocialIdentityRecord {}
+
+/// `user id | provider` -> the subject: a user's linked provider accounts.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct UserIdentityIndex {
+    pub subject: String,
+}
+
+impl Record for UserIdentityIndex {
+    const KIND: Kind = Kind::UserIdentity;
+    const NAME: &'static str = "user identity index";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for UserIdentityIndex {}
+
+fn identity_key(provider: Provider, subject: &str) -> Vec<u8> {
+    let mut k = provider.as_str().as_bytes().to_vec();
+    k.push(0);
+    k.extend_from_slice(subject.as_bytes());
+    k
+}
+
+fn user_identity_key(user: Uuid, provider: Provider) -> Vec<u8> {
+    let mut k = user.as_bytes().to_vec();
+    k.extend_from_slice(provider.as_str().as_bytes());
+    k
+}
+
+/// What the authorize route needs to send the browser to the provider.
+#[derive(Clone, Debug)]
+pub struct SocialStart {
+    /// The `state` sent to the provider, `<tenant id, 32 hex digits>.<random>` (only its hash
+    /// is stored).
+    pub state: String,
+    pub nonce: String,
+    /// RFC 7636 S256 of the flow's verifier.
+    pub code_challenge: String,
+    /// The cookie value that binds the flow to this browser.
+    pub binding: String,
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    pub microsoft_tenant: Option<String>,
+}
+
+/// A taken sign-in: what the callback needs to finish it at the provider, with the opened
+/// secret (never logged, never answered).
+#[derive(Clone)]
+pub struct SocialPending {
+    pub redirect_uri: String,
+    pub nonce: String,
+    pub pkce_verifier: String,
+    pub guest: Option<Uuid>,
+    pub client_id: String,
+    /// The client secret, or Apple's private key (PEM).
+    pub secret: String,
+    pub apple: Option<AppleKeyId>,
+    pub microsoft_tenant: Option<String>,
+}
+
+impl std::fmt::Debug for SocialPending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SocialPending")
+            .field("redirect_uri", &self.redirect_uri)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who the provider says the user is, checked by the caller (the ID token's signature and
+/// claims, or the provider's API over TLS).
+#[derive(Clone, Debug)]
+pub struct SocialIdentity {
+    pub subject: String,
+    pub email: Option<String>,
+    /// What the provider says of the address (trust decides what it is worth).
+    pub email_verified: bool,
+}
+
+/// Why a callback did not sign anyone in: the `error` the browser is sent back with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocialRefusal {
+    /// The provider's address belongs to another account, and it may not be linked.
+    EmailExists,
+    /// The provider account is linked to another user.
+    ProviderInUse,
+    /// The guest was claimed (or signed up) meanwhile.
+    AlreadyClaimed,
+    /// The account is blocked by the tenant's admins.
+    AccountBlocked,
+    /// The tenant's e-mail policy refuses new accounts at the provider's address.
+    EmailNotAllowed,
+}
+
+impl SocialRefusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SocialRefusal::EmailExists => "email_exists",
+            SocialRefusal::ProviderInUse => "provider_in_use",
+            SocialRefusal::AlreadyClaimed => "already_claimed",
+            SocialRefusal::AccountBlocked => "account_blocked",
+            SocialRefusal::EmailNotAllowed => "email_not_allowed",
+        }
+    }
+}
+
+/// A callback that found its user: the exchange token's `jti` and `sub`.
+#[derive(Clone, Debug)]
+pub struct SocialFinished {
+    pub user_id: Uuid,
+    pub jti: Uuid,
+    pub expires_at: OffsetDateTime,
+}
+
+#[derive(Clone, Debug)]
+pub enum SocialCmd {
+    /// The authorize route: a new flow for `redirect_uri`, claiming `guest` if given.
+    Begin {
+        provider: Provider,
+        redirect_uri: String,
+        guest: Option<Bearer>,
+        ip: IpAddr,
+    },
+    /// The callback: takes the flow of `state`, which must be bound to `binding`.
+    Take {
+        provider: Provider,
+        state: String,
+        binding: String,
+    },
+    /// The callback, after the provider: the user of `identity`, by the rules of spec 4.2.
+    Finish {
+        provider: Provider,
+        identity: SocialIdentity,
+        guest: Option<Uuid>,
+    },
+    /// The app's back end trades an exchange token for a session.
+    Session { provider: Provider, jti: Uuid },
+}
+
+pub enum SocialAnswer {
+    Started(Box<SocialStart>),
+    Pending(Box<SocialPending>),
+    Finished(SocialFinished),
+    Login(Box<PasswordlessLogin>),
+}
+
+impl std::fmt::Debug for SocialAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SocialAnswer(..)")
+    }
+}
+
+impl TenantState {
+    pub fn social_cmd(
+        &mut self,
+        cmd: SocialCmd,
+        ctx: &AuditContext,
+    ) -> Result<SocialAnswer, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        Ok(match cmd {
+            SocialCmd::Begin {
+                provider,
+                redirect_uri,
+                guest,
+                ip,
+            } => SocialAnswer::Started(Box::new(self.social_begin(
+                provider,
+                redirect_uri,
+                guest,
+                ip,
+                now,
+            )?)),
+            SocialCmd::Take {
+                provider,
+                state,
+                binding,
+            } => {
+                SocialAnswer::Pending(Box::new(self.social_take(provider, &state, &binding, now)?))
+            }
+            SocialCmd::Finish {
+                provider,
+                identity,
+                guest,
+            } => SocialAnswer::Finished(self.social_finish(provider, identity, guest, ctx, now)?),
+            SocialCmd::Session { provider, jti } => {
+                SocialAnswer::Login(Box::new(self.social_session(provider, jti, ctx, now)?))
+            }
+        })
+    }
+
+    /// The configuration of an enabled provider, with its secret opened.
+    fn social_enabled(
+        &self,
+        provider: Provider,
+    ) -> Result<(SocialProviderRecord, String), TenantError> {
+        let record = self
+            .store
+            .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
+            .filter(|r| r.enabled && r.client_id.is_some())
+            .ok_or(TenantError::SocialNotConfigured)?;
+        let sealed = record
+            .secret
+            .as_ref()
+            .ok_or(TenantError::SocialNotConfigured)?;
+        let plain = self
+            .master_key
+            .open(&self.secret_aad(&secret_name(provider)), sealed)?;
+        let secret = std::str::from_utf8(&plain)
+            .map_err(|_| TenantError::Internal("a sealed provider secret is not text".into()))?
+            .to_owned();
+        Ok((record, secret))
+    }
+
+    fn social_begin(
+        &mut self,
+        provider: Provider,
+        redirect_uri: String,
+        guest: Option<Bearer>,
+        ip: IpAddr,
+        now: OffsetDateTime,
+    ) -> Result<SocialStart, TenantError> {
+        let (config, _) = self.social_enabled(provider)?;
+        if !self.settings.urls.allows(&redirect_uri) {
+            return Err(TenantError::SocialRedirectNotAllowed);
+        }
+        let guest = match guest {
+            Some(bearer) => {
+                let (_, user) = self.live_session(bearer, now)?;
+                if !user.is_anonymous {
+                    return Err(TenantError::AlreadyClaimed);
+                }
+                Some(user.id)
+            }
+            None => None,
+        };
+        self.social_begins
+            .hit(&throttle_ip(ip), std::time::Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+        // The callback URL is one for every tenant: the state names its tenant.
+        let state = format!("{}.{}", self.store.tenant_id().0.simple(), random_token(32));
+        let binding = random_token(32);
+        let nonce = random_token(16);
+        let pkce_verifier = random_token(32);
+        let record = SocialStateRecord {
+            provider,
+            redirect_uri,
+            nonce: nonce.clone(),
+            pkce_verifier: pkce_verifier.clone(),
+            binding_hash: sha256(binding.as_bytes()),
+            guest,
+            expires_at: now + SOCIAL_STATE_TTL,
+        };
+        let mut fx = self.effects();
+        fx.batch.put(&sha256(state.as_bytes()), &record)?;
+        self.commit(fx)?;
+        let scopes = config.scopes.clone().unwrap_or_else(|| {
+            provider
+                .default_scopes()
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect()
+        });
+        Ok(SocialStart {
+            state,
+            nonce,
+            code_challenge: super::oauth::s256(&pkce_verifier),
+            binding,
+            client_id: config.client_id.unwrap_or_default(),
+            scopes,
+            microsoft_tenant: config.microsoft_tenant,
+        })
+    }
+
+    /// Takes (removes) the flow of `state`: unknown, expired or another provider's is
+    /// `SocialStateInvalid`; one begun in another browser is `SocialStateForeign`.
+    fn social_take(
+        &mut self,
+        provider: Provider,
+        state: &str,
+        binding: &str,
+        now: OffsetDateTime,
+    ) -> Result<SocialPending, TenantError> {
+        if state.is_empty() || state.len() > 160 {
+            return Err(TenantError::SocialStateInvalid);
+        }
+        let key = sha256(state.as_bytes());
+        let Some(record) = self.store.get::<SocialStateRecord>(&key)? else {
+            return Err(TenantError::SocialStateInvalid);
+        };
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::SocialState, &key);
+        if record.provider != provider || record.expires_at <= now {
+            return self.fail(fx, TenantError::SocialStateInvalid);
+        }
+        if !ct_eq(&record.binding_hash, &sha256(binding.as_bytes())) {
+            return self.fail(
+                fx,
+                TenantError::SocialStateForeign {
+                    redirect_uri: record.redirect_uri,
+                },
+            );
+        }
+        let (config, secret) = match self.social_enabled(provider) {
+            Ok(found) => found,
+            Err(e) => return self.fail(fx, e),
+        };
+        self.commit(fx)?;
+        Ok(SocialPending {
+            redirect_uri: record.redirect_uri,
+            nonce: record.nonce,
+            pkce_verifier: record.pkce_verifier,
+            guest: record.guest,
+            client_id: config.client_id.unwrap_or_default(),
+            secret,
+            apple: config.apple,
+            microsoft_tenant: config.microsoft_tenant,
+        })
+    }
+
+    /// Links `identity` to `user` in `batch`.
+    fn put_identity(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        user: Uuid,
+        provider: Provider,
+        identity: &SocialIdentity,
+        email: Option<&String>,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let record = SocialIdentityRecord {
+            user_id: user,
+            provider,
+            subject: identity.subject.clone(),
+            email: email.cloned(),
+            linked_at: now,
+        };
+        batch.put(&identity_key(provider, &identity.subject), &record)?;
+        batch.put(
+            &user_identity_key(user, provider),
+            &UserIdentityIndex {
+                subject: identity.subject.clone(),
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The user a provider's account signs in as (spec 4.2): the account already linked; else
+    /// the account of a trusted, verified address when automatic linking is on (else
+    /// `email_exists`); else the guest of the flow, claimed in place (trusted providers);
+    /// else a new account. Answers the exchange token's `jti`, recorded for one use.
+    fn social_finish(
+        &mut self,
+        provider: Provider,
+        identity: SocialIdentity,
+        guest: Option<Uuid>,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<SocialFinished, TenantError> {
+        let trust = provider.email_trust();
+        let email = identity
+            .email
+            .as_deref()
+            .and_then(crate::policy::normalize_email);
+        let verified = email.is_some()
+            && match trust {
+                EmailTrust::AlwaysVerified => true,
+                EmailTrust::ProviderVerified => identity.email_verified,
+                EmailTrust::NeverTrust => false,
+            };
+        let mut fx = self.effects();
+        let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
+            state.audit_into(
+                &mut fx.batch,
+                "auth.social.link_refused",
+                ctx,
+                serde_json::json!({ "provider": provider.as_str(), "reason": why.as_str() }),
+            )?;
+            state.fail(fx, TenantError::SocialRefused(why))
+        };
+        let linked = self
+            .store
+            .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?;
+        let (user, how) = if let Some(linked) = linked {
+            let user = self
+                .user(linked.user_id)?
+                .ok_or_else(|| TenantError::Internal("an identity without its user".into()))?;
+            if user.blocked_at.is_some() {
+                return refuse(self, fx, SocialRefusal::AccountBlocked);
+            }
+            (user, "linked")
+        } else if let Some(existing) = match &email {
+            Some(e) => self.user_by_email(e)?,
+            None => None,
+        } {
+            let may_link = guest.is_none()
+                && verified
+                && existing.email_verified
+                && !existing.is_anonymous
+                && self.settings.security.automatic_account_linking_enabled;
+            if !may_link {
+                return refuse(self, fx, SocialRefusal::EmailExists);
+            }
+            if existing.blocked_at.is_some() {
+                return refuse(self, fx, SocialRefusal::AccountBlocked);
+            }
+            self.put_identity(
+                &mut fx.batch,
+                existing.id,
+                provider,
+                &identity,
+                email.as_ref(),
+                now,
+            )?;
+            self.audit_into(
+                &mut fx.batch,
+                "auth.social.linked",
+                ctx,
+                serde_json::json!({
+                    "user_id": existing.id,
+                    "provider": provider.as_str(),
+                    "method": "automatic",
+                }),
+            )?;
+            (existing, "automatic_link")
+        } else {
+            if let Some(e) = &email {
+                if self.registration_blocked(&mut fx, e, ctx)? {
+                    return refuse(self, fx, SocialRefusal::EmailNotAllowed);
+                }
+            }
+            let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
+            let (mut user, event) = match claim {
+                Some(id) => match self.user(id)? {
+                    Some(g) if g.is_anonymous && g.blocked_at.is_none() => {
+                        fx.batch.remove(Kind::Guest, g.id.as_bytes());
+                        (g, "auth.anonymous.claimed")
+                    }
+                    _ => return refuse(self, fx, SocialRefusal::AlreadyClaimed),
+                },
+                None => {
+                    let user = UserRecord::blank(Uuid::now_v7(), now);
+                    self.count_active(&mut fx.batch, None, now)?;
+                    (user, "auth.register")
+                }
+            };
+            user.is_anonymous = false;
+            user.email = email.clone();
+            user.email_verified = verified;
+            self.put_new_user(&mut fx.batch, &user)?;
+            self.put_identity(
+                &mut fx.batch,
+                user.id,
+                provider,
+                &identity,
+                email.as_ref(),
+                now,
+            )?;
+            self.audit_into(
+                &mut fx.batch,
+                event,
+                ctx,
+                serde_json::json!({
+                    "user_id": user.id,
+                    "method": "social",
+                    "provider": provider.as_str(),
+                }),
+            )?;
+            (
+                user,
+                if claim.is_some() {
+                    "guest_claim"
+                } else {
+                    "new_account"
+                },
+            )
+        };
+        let jti = Uuid::now_v7();
+        let expires_at = now + EXCHANGE_TTL;
+        fx.batch.put(
+            jti.as_bytes(),
+            &SocialExchangeRecord {
+                user_id: user.id,
+                provider,
+                expires_at,
+            },
+        )?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.social.signed_in",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "provider": provider.as_str(),
+                "outcome": how,
+            }),
+        )?;
+        self.commit(fx)?;
+        Ok(SocialFinished {
+            user_id: user.id,
+            jti,
+            expires_at,
+        })
+    }
+
+    /// Trades an exchange token (its `jti`, verified by the caller) for a sign-in: once,
+    /// before it expires, for the provider it names. The tenant's MFA policy applies.
+    fn social_session(
+        &mut self,
+        provider: Provider,
+        jti: Uuid,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<PasswordlessLogin, TenantError> {
+        let Some(record) = self.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
+            return Err(TenantError::SocialExchangeInvalid);
+        };
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::SocialExchange, jti.as_bytes());
+        if record.provider != provider || record.expires_at <= now {
+            return self.fail(fx, TenantError::SocialExchangeInvalid);
+        }
+        let Some(mut user) = self.user(record.user_id)? else {
+            return self.fail(fx, TenantError::SocialExchangeInvalid);
+        };
+        let mut proof = Proof::first_factor("fed", "social");
+        proof
+            .audit
+            .insert("provider".into(), provider.as_str().into());
+        let login = match self.sign_in(&mut fx, &mut user, proof, ctx, now) {
+            Ok(l) => l,
+            Err(e) => return self.fail(fx, e),
+        };
+        self.commit(fx)?;
+        Ok(login)
+    }
+
+    /// The provider accounts linked to `user`, in provider order.
+    pub(super) fn identities_of(
+        &self,
+        user: Uuid,
+    ) -> Result<Vec<SocialIdentityRecord>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+            let (key, ix) = item?;
+            let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
+            let Some(p) = Provider::parse(name) else {
+                continue;
+            };
+            if let Some(r) = self
+                .store
+                .get::<SocialIdentityRecord>(&identity_key(p, &ix.subject))?
+            {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes every provider account linked to `user` (the erasure).
+    pub(super) fn erase_identities(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
+        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+            let (key, ix) = item?;
+            batch.remove(Kind::UserIdentity, &key);
+            let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
+            if let Some(p) = Provider::parse(name) {
+                batch.remove(Kind::SocialIdentity, &identity_key(p, &ix.subject));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes expired sign-in states and exchange records, at most `limit` of each.
+    pub(super) fn sweep_social(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        now: OffsetDateTime,
+        limit: usize,
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<SocialStateRecord>(b"").take(limit) {
+            let (key, r) = item?;
+            if r.expires_at <= now {
+                batch.remove(Kind::SocialState, &key);
+                n += 1;
+            }
+        }
+        for item in self.store.scan::<SocialExchangeRecord>(b"").take(limit) {
+            let (key, r) = item?;
+            if r.expires_at <= now {
+                batch.remove(Kind::SocialExchange, &key);
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 }
 

@@ -19,7 +19,7 @@ use super::{
         FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR,
         MAX_LOGIN_BLOCK, PASSKEY_BEGINS_PER_MINUTE, PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
         REGISTRATIONS_PER_MINUTE, REQUEST_SPACING, SMS_PER_IP_PER_HOUR, SMS_PER_NUMBER_PER_HOUR,
-        SMS_TESTS_PER_HOUR, STEP_UP_MAILS, STEP_UP_MAIL_WINDOW,
+        SMS_TESTS_PER_HOUR, SOCIAL_BEGINS_PER_MINUTE, STEP_UP_MAILS, STEP_UP_MAIL_WINDOW,
     },
     messages::{SettingsView, TenantInfo, TenantOverview},
     runtime::{TenantCells, TenantRuntime},
@@ -111,6 +111,7 @@ pub struct TenantState {
     pub(super) ceremonies: super::ceremonies::Ceremonies,
     /// Passkey sign-in options requested per client address per minute.
     pub(super) passkey_begins: RateWindow<IpAddr>,
+    pub(super) social_begins: RateWindow<IpAddr>,
     /// Passkey step-up options per session per minute.
     pub(super) passkey_step_ups: RateWindow<Uuid>,
 }
@@ -181,6 +182,7 @@ impl TenantState {
             consumed_codes: crate::throttle::ConsumedCodes::default(),
             ceremonies: Default::default(),
             passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            social_begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             passkey_step_ups: RateWindow::new(
                 PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
                 Duration::from_secs(60),

@@ -661,6 +661,7 @@ impl TenantState {
         self.revoke_user_sessions(batch, user.id, None)?;
         self.erase_passkeys(batch, user.id)?;
         self.erase_consents(batch, user.id)?;
+        self.erase_identities(batch, user.id)?;
         for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             batch.remove(Kind::UserAudit, &key);
@@ -718,7 +719,7 @@ impl TenantState {
                     "number": p, "verified": user.phone_verified,
                 })),
                 "password_set": user.password_hash.is_some(),
-                "social": [],
+                "social": self.identities_of(user.id)?,
                 "passkeys": self
                     .passkeys_of(user.id)?
                     .iter()

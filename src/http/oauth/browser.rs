@@ -79,10 +79,8 @@ use crate::{
 /// The hosted pages of the authorization server.
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(
-            "/oauth/{slug}/authorize",
-            get(authorize_page).post(sign_in_submit),
-        )
+        // GET is `http::hosted_authorize`, which shares the path with social sign-in.
+        .route("/oauth/{slug}/authorize", post(sign_in_submit))
         .route("/oauth/{slug}/consent", post(consent_submit))
         .route("/oauth/{slug}/link", get(link_return))
         .route("/oauth/{slug}/passkey/begin", post(passkey_begin))
@@ -310,7 +308,7 @@ fn field<'f>(form: &'f HashMap<String, String>, name: &str) -> &'f str {
 
 // ---------------------------------------------------------------- GET: the state machine
 
-async fn authorize_page(
+pub async fn authorize_page(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     RawQuery(query): RawQuery,

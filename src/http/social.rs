@@ -1,0 +1,511 @@
+//! Social sign-in (spec 4.2): the authorize route and the callback at the accounts URL, and
+//! the exchange of the callback's token for a session.
+//!
+//! 1. `GET {accounts_url}/oauth/{provider}/authorize?tenant_id=&redirect_uri=` (an optional
+//!    guest's bearer token in `Authorization`): the tenant's actor stores the flow (state,
+//!    nonce, PKCE verifier, where to go back, the guest) for 10 minutes under the hash of its
+//!    `state`; the browser gets a cookie binding the flow to it (`HttpOnly`,
+//!    `SameSite=Lax`; `None` and `Secure` for Apple, whose answer is a cross-site form post)
+//!    and a 302 to the provider.
+//! 2. `GET|POST {accounts_url}/oauth/{provider}/callback`: the `state` names its tenant; the
+//!    actor takes the flow once, in the browser holding its cookie; the code is exchanged and
+//!    the ID token checked (or the provider's API read) here, off the actor; the actor decides
+//!    who the user is; the browser goes back to `redirect_uri?access_token=<exchange token>`
+//!    (ES256, `typ` exchange+jwt, 60 seconds, single-use), or `?error=`.
+//! 3. `POST /v1/auth/social/{provider}/session` (API key): the app's back end trades the
+//!    exchange token for the token pair (`amr` `["fed"]`), or the MFA step.
+
+use axum::{
+    extract::{Path, Query, RawQuery, State},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde::Deserialize;
+use tessera_actors::{
+    tenant::{
+        keys::ExchangeClaims,
+        social::{
+            Provider, SocialAnswer, SocialCmd, SocialFinished, SocialPending, SocialStart,
+            EXCHANGE_TTL,
+        },
+    },
+    CallError, TenantError, TenantHandle, TenantMsg,
+};
+use tessera_storage::{sha256, TenantId};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::{
+    bearer::{bearer_header, issuer, verify, BearerHeader},
+    error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
+    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    responses::{login_answer, LoginResponse},
+};
+use crate::app::{App, AppState};
+
+/// Whether a `GET /oauth/{name}/authorize` is a social sign-in: a provider's name and a
+/// `tenant_id` (the authorization server's hosted sign-in page of a tenant whose slug is a
+/// provider's name never has one).
+pub fn is_social_authorize(name: &str, query: Option<&str>) -> bool {
+    Provider::parse(name).is_some()
+        && query
+            .is_some_and(|q| form_urlencoded::parse(q.as_bytes()).any(|(k, _)| k == "tenant_id"))
+}
+
+#[derive(Deserialize)]
+pub struct AuthorizeQuery {
+    tenant_id: Option<String>,
+    redirect_uri: Option<String>,
+}
+
+/// The provider of a path; 404 for any other name.
+fn provider_of(name: &str) -> Result<Provider, ApiError> {
+    Provider::parse(name).ok_or_else(|| ApiError::not_found("social provider"))
+}
+
+fn callback_url(app: &App, p: Provider) -> String {
+    format!("{}/oauth/{}/callback", app.accounts_base(), p.as_str())
+}
+
+/// The name of the cookie that binds the flow of `state` to the browser.
+fn cookie_name(state: &str) -> String {
+    format!(
+        "tessera_social_{}",
+        &hex::encode(sha256(state.as_bytes()))[..16]
+    )
+}
+
+fn cookie_of(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The flow's cookie: `value` for 10 minutes, or cleared (`None`).
+fn flow_cookie(app: &App, p: Provider, state: &str, value: Option<&str>) -> Option<HeaderValue> {
+    let secure = app.accounts_base().starts_with("https://");
+    // Apple answers with a cross-site form post, which carries only a `SameSite=None` cookie
+    // (and browsers take those only with `Secure`).
+    let same_site = if p == Provider::Apple && secure {
+        "None"
+    } else {
+        "Lax"
+    };
+    let mut c = format!(
+        "{}={}; Path=/oauth/{}/callback; HttpOnly; SameSite={same_site}; Max-Age={}",
+        cookie_name(state),
+        value.unwrap_or(""),
+        p.as_str(),
+        if value.is_some() { 600 } else { 0 },
+    );
+    if secure {
+        c.push_str("; Secure");
+    }
+    HeaderValue::from_str(&c).ok()
+}
+
+/// `to` with `name=value` added to its query.
+fn with_param(to: &str, name: &str, value: &str) -> String {
+    match url::Url::parse(to) {
+        Ok(mut u) => {
+            u.query_pairs_mut().append_pair(name, value);
+            u.into()
+        }
+        Err(_) => to.to_owned(),
+    }
+}
+
+fn found(location: &str) -> Response {
+    let mut resp = StatusCode::FOUND.into_response();
+    if let Ok(v) = HeaderValue::from_str(location) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    resp
+}
+
+fn not_configured(p: Provider) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "account_linking/provider_not_configured",
+        format!("{} sign-in is not enabled for this tenant", p.as_str()),
+    )
+}
+
+fn invalid_state() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "social/invalid_state",
+        "this sign-in is unknown, already finished or expired: start again from the app",
+    )
+}
+
+async fn social(
+    tenant: &TenantHandle,
+    ctx: &tessera_actors::tenant::audit::AuditContext,
+    cmd: SocialCmd,
+) -> Result<SocialAnswer, CallError<TenantError>> {
+    tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: cmd.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
+/// Starts a social sign-in: stores the flow and sends the browser to the provider.
+pub async fn authorize(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<AuthorizeQuery>,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Response, ApiError> {
+    let p = provider_of(&name)?;
+    let mut e = FieldErrors::new();
+    let tenant_id = q.tenant_id.as_deref().and_then(|t| Uuid::try_parse(t).ok());
+    e.check("tenant_id", tenant_id.is_some(), "a tenant's id (UUID)");
+    let redirect_uri = q.redirect_uri.unwrap_or_default();
+    e.check(
+        "redirect_uri",
+        len_between(&redirect_uri, 1, 2048),
+        "one of the tenant's URLs (settings/urls)",
+    );
+    e.finish()?;
+    let tenant = tenant_id
+        .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    let guest = match bearer_header(&headers) {
+        BearerHeader::Absent => None,
+        BearerHeader::Malformed => return Err(invalid_token()),
+        BearerHeader::Token(t) => {
+            let keys = tenant.keys().await?;
+            Some(verify(&state, &tenant, &keys, t)?.1)
+        }
+    };
+    let begun = social(
+        &tenant,
+        &ctx,
+        SocialCmd::Begin {
+            provider: p,
+            redirect_uri: redirect_uri.clone(),
+            guest,
+            ip,
+        },
+    )
+    .await;
+    let start: SocialStart = match begun {
+        Ok(SocialAnswer::Started(s)) => *s,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
+        Err(CallError::Failed(TenantError::SocialRedirectNotAllowed)) => {
+            return Err(ApiError::invalid_field(
+                "redirect_uri",
+                "must be one of the tenant's URLs (settings/urls), exactly",
+            ))
+        }
+        Err(CallError::Failed(TenantError::AlreadyClaimed)) => {
+            return Ok(found(&with_param(
+                &redirect_uri,
+                "error",
+                "already_claimed",
+            )))
+        }
+        Err(CallError::Failed(TenantError::InvalidSession)) => return Err(invalid_token()),
+        Err(e) => return Err(e.into()),
+    };
+    let to = match state
+        .social
+        .authorize_url(p, &start, &callback_url(&state, p))
+        .await
+    {
+        Ok(u) => u,
+        Err(err) => {
+            tracing::warn!(provider = p.as_str(), error = %err, "a social sign-in could not start");
+            return Ok(found(&with_param(&redirect_uri, "error", err.code())));
+        }
+    };
+    let mut resp = found(&to);
+    if let Some(c) = flow_cookie(&state, p, &start.state, Some(&start.binding)) {
+        resp.headers_mut().append(header::SET_COOKIE, c);
+    }
+    Ok(resp)
+}
+
+/// The provider's answer: `code` and `state`, or `error`; Apple's first answer also carries
+/// `user` (the name), which is not kept.
+#[derive(Default)]
+struct CallbackParams {
+    code: Option<String>,
+    state: Option<String>,
+    error: Option<String>,
+}
+
+impl CallbackParams {
+    /// The parameters of a query or a form body; a repeated one keeps its first value.
+    fn parse(raw: &[u8]) -> Self {
+        let mut p = CallbackParams::default();
+        for (k, v) in form_urlencoded::parse(raw) {
+            let slot = match k.as_ref() {
+                "code" => &mut p.code,
+                "state" => &mut p.state,
+                "error" => &mut p.error,
+                _ => continue,
+            };
+            if slot.is_none() {
+                *slot = Some(v.into_owned());
+            }
+        }
+        p
+    }
+}
+
+/// `GET /oauth/{provider}/callback`: the provider's redirect.
+pub async fn callback_get(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Response, ApiError> {
+    let params = CallbackParams::parse(query.as_deref().unwrap_or("").as_bytes());
+    callback(&state, &name, params, &headers, ctx).await
+}
+
+/// `POST /oauth/{provider}/callback`: the provider's form post (Apple's `form_post`).
+pub async fn callback_post(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let params = CallbackParams::parse(&body);
+    callback(&state, &name, params, &headers, ctx).await
+}
+
+async fn callback(
+    app: &AppState,
+    name: &str,
+    params: CallbackParams,
+    headers: &HeaderMap,
+    ctx: tessera_actors::tenant::audit::AuditContext,
+) -> Result<Response, ApiError> {
+    let p = provider_of(name)?;
+    let flow_state = params.state.unwrap_or_default();
+    let tenant = flow_state
+        .split_once('.')
+        .and_then(|(id, _)| Uuid::try_parse(id).ok())
+        .and_then(|id| app.directory.tenant_by_id(TenantId(id)))
+        .ok_or_else(invalid_state)?;
+    let binding = cookie_of(headers, &cookie_name(&flow_state)).unwrap_or_default();
+    let taken = social(
+        &tenant,
+        &ctx,
+        SocialCmd::Take {
+            provider: p,
+            state: flow_state.clone(),
+            binding,
+        },
+    )
+    .await;
+    let clear = flow_cookie(app, p, &flow_state, None);
+    let back = |to: String| {
+        let mut resp = found(&to);
+        if let Some(c) = &clear {
+            resp.headers_mut().append(header::SET_COOKIE, c.clone());
+        }
+        resp
+    };
+    let pending: SocialPending = match taken {
+        Ok(SocialAnswer::Pending(p)) => *p,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_state()),
+        Err(CallError::Failed(TenantError::SocialStateForeign { redirect_uri })) => {
+            return Ok(back(with_param(&redirect_uri, "error", "invalid_state")))
+        }
+        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
+        Err(e) => return Err(e.into()),
+    };
+    let to = &pending.redirect_uri;
+    if let Some(error) = params.error {
+        let code = match error.as_str() {
+            "access_denied" | "user_cancelled_authorize" => "access_denied",
+            _ => "provider_error",
+        };
+        return Ok(back(with_param(to, "error", code)));
+    }
+    let Some(code) = params.code.filter(|c| !c.is_empty() && c.len() <= 2048) else {
+        return Ok(back(with_param(to, "error", "provider_error")));
+    };
+    let identity = match app
+        .social
+        .identity(p, &pending, &code, &callback_url(app, p))
+        .await
+    {
+        Ok(i) => i,
+        Err(err) => {
+            tracing::warn!(provider = p.as_str(), error = %err, "a social sign-in failed at the provider");
+            return Ok(back(with_param(to, "error", err.code())));
+        }
+    };
+    let finished = social(
+        &tenant,
+        &ctx,
+        SocialCmd::Finish {
+            provider: p,
+            identity,
+            guest: pending.guest,
+        },
+    )
+    .await;
+    let finished: SocialFinished = match finished {
+        Ok(SocialAnswer::Finished(f)) => f,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialRefused(why))) => {
+            return Ok(back(with_param(to, "error", why.as_str())))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let token = exchange_token(app, &tenant, p, &finished).await?;
+    Ok(back(with_param(to, "access_token", &token)))
+}
+
+fn exchange_audience(slug: &str) -> String {
+    format!("{slug}/social")
+}
+
+async fn exchange_token(
+    app: &App,
+    tenant: &TenantHandle,
+    p: Provider,
+    f: &SocialFinished,
+) -> Result<String, ApiError> {
+    let keys = tenant.keys().await?;
+    let exp = f.expires_at.unix_timestamp();
+    let claims = ExchangeClaims {
+        iss: issuer(app, &tenant.slug),
+        sub: f.user_id.to_string(),
+        aud: exchange_audience(&tenant.slug),
+        exp,
+        iat: exp - EXCHANGE_TTL.whole_seconds(),
+        jti: f.jti.to_string(),
+        tid: tenant.id.0.to_string(),
+        provider: p.as_str().to_owned(),
+    };
+    keys.sign_exchange(&claims).map_err(ApiError::internal)
+}
+
+/// Spec 2.1's social session request.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SocialSessionRequest {
+    /// The exchange token the callback put in `redirect_uri?access_token=`.
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub access_token: String,
+    /// The tenant the app expects (checked against the API key's); null: the API key's.
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub tenant_slug: Option<String>,
+}
+
+/// Trades a social sign-in's exchange token (60 seconds, single-use) for the token pair
+/// (`amr` `["fed"]`, `aal` AAL1), or the MFA step the tenant's policy asks for.
+#[utoipa::path(post, path = "/v1/auth/social/{provider}/session", tag = "social",
+    security(("api_key" = [])),
+    params(("provider" = String, Path, description = "google, apple, microsoft, gitlab, linkedin, slack, github, discord, facebook or x")),
+    request_body = SocialSessionRequest,
+    responses(
+        (status = 200, description = "Signed in, or the MFA step", body = LoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`auth/invalid_token`: not an exchange token of this tenant and provider, expired, or already used", body = ErrorBody),
+        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: an unknown provider, or another tenant's token or `tenant_slug`", body = ErrorBody),
+    ))]
+pub async fn session(
+    State(state): State<AppState>,
+    ApiTenant(tenant): ApiTenant,
+    Path(name): Path<String>,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<SocialSessionRequest>,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let p = provider_of(&name)?;
+    let mut e = FieldErrors::new();
+    e.check(
+        "access_token",
+        len_between(&req.access_token, 1, 4096),
+        "the exchange token, 1-4096 characters",
+    );
+    if let Some(slug) = &req.tenant_slug {
+        e.check("tenant_slug", len_between(slug, 1, 64), "1-64 characters");
+    }
+    e.finish()?;
+    if req.tenant_slug.as_deref().is_some_and(|s| s != tenant.slug) {
+        return Err(ApiError::not_found("tenant"));
+    }
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let claims = match keys.verify_exchange(
+        &req.access_token,
+        &issuer(&state, &tenant.slug),
+        &exchange_audience(&tenant.slug),
+        now,
+    ) {
+        Ok(c) => c,
+        Err(_) => {
+            return Err(if names_another_tenant(&req.access_token, &tenant) {
+                ApiError::not_found("tenant")
+            } else {
+                invalid_token()
+            })
+        }
+    };
+    let Ok(jti) = Uuid::try_parse(&claims.jti) else {
+        return Err(invalid_token());
+    };
+    if claims.provider != p.as_str() || claims.tid != tenant.id.0.to_string() {
+        return Err(invalid_token());
+    }
+    let answer = social(&tenant, &ctx, SocialCmd::Session { provider: p, jti }).await;
+    let login = match answer {
+        Ok(SocialAnswer::Login(l)) => *l,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialExchangeInvalid)) => return Err(invalid_token()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Json(login_answer(&state, &tenant, login.outcome).await?))
+}
+
+/// Whether `token` (unverified) says it is another tenant's: its `tid` names a tenant other
+/// than `tenant`.
+fn names_another_tenant(token: &str, tenant: &TenantHandle) -> bool {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+    let Some(payload) = token.split('.').nth(1) else {
+        return false;
+    };
+    let Ok(raw) = URL_SAFE_NO_PAD.decode(payload) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&raw) else {
+        return false;
+    };
+    v.get("tid")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|t| Uuid::try_parse(t).ok())
+        .is_some_and(|t| t != tenant.id.0)
+}
