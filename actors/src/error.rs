@@ -112,7 +112,7 @@ pub enum TenantError {
     #[error("the sign-in state is unknown, used or expired")]
     SocialStateInvalid,
     #[error("the sign-in was begun in another browser")]
-    SocialStateForeign { redirect_uri: String },
+    SocialStateForeign { redirect_uri: String, hosted: bool },
     #[error("the social sign-in was refused: {}", .0.as_str())]
     SocialRefused(crate::tenant::social::SocialRefusal),
     #[error("the exchange token is unknown, used or expired")]

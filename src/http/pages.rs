@@ -45,6 +45,14 @@ pub struct PageTemplate {
     pub link: Option<LinkView>,
     /// The passkey button: the one part of a page that runs script (`/hosted/passkey.js`).
     pub passkey: Option<PasskeyButton>,
+    /// Links that sign in with a social provider.
+    pub social: Option<SocialButtons>,
+}
+
+/// The sign-in page's social providers: a heading and one link each.
+pub struct SocialButtons {
+    pub heading: String,
+    pub links: Vec<LinkView>,
 }
 
 /// What the passkey script needs: where to get options and send the assertion, the page's
@@ -249,6 +257,7 @@ impl Reader {
             forms: Vec::new(),
             link: None,
             passkey: None,
+            social: None,
         }
     }
 

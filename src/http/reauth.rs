@@ -17,7 +17,8 @@ use tessera_actors::{
     tenant::{
         audit::AuditContext,
         keys::StepUpClaims,
-        messages::{Credential, LoginOutcome, StepUpGrant, StepUpUse},
+        messages::{Credential, LoginOutcome, PasswordlessLogin, StepUpGrant, StepUpUse},
+        social::{Provider, SocialAnswer, SocialCmd},
     },
     CallError, Password, TenantError, TenantHandle, TenantMsg,
 };
@@ -26,7 +27,7 @@ use utoipa::ToSchema;
 
 use super::{
     bearer::{issuer, UserBearer},
-    error::ApiError,
+    error::{invalid_token, ApiError},
 };
 use crate::app::App;
 
@@ -216,4 +217,82 @@ pub async fn require_step_up(
     Ok(tenant
         .call(|reply| TenantMsg::ConsumeStepUp { bearer, jti, reply })
         .await?)
+}
+
+/// The cookie that carries a social sign-in's outcome back to the hosted sign-in page:
+/// `t.<exchange token>` or `e.<error>` (60 seconds, `Path=/oauth/<slug>/social-return`).
+pub const SOCIAL_DONE_COOKIE: &str = "tessera_social_done";
+
+/// The audience of a tenant's social exchange tokens: never an access token's.
+pub fn exchange_audience(slug: &str) -> String {
+    format!("{slug}/social")
+}
+
+/// Trades a social sign-in's exchange token for its sign-in (the API's session route and the
+/// hosted sign-in page): the signature by the tenant's keys, `typ` exchange+jwt, the audience
+/// `<slug>/social`, the provider when one is named; then the tenant's actor consumes its
+/// `jti` once. A token that names another tenant is 404, any other refusal 401
+/// `auth/invalid_token`.
+pub async fn exchange_sign_in(
+    app: &App,
+    tenant: &TenantHandle,
+    token: &str,
+    provider: Option<Provider>,
+    ctx: &AuditContext,
+) -> Result<PasswordlessLogin, ApiError> {
+    let keys = tenant.keys().await?;
+    let now = OffsetDateTime::now_utc().unix_timestamp();
+    let Ok(claims) = keys.verify_exchange(
+        token,
+        &issuer(app, &tenant.slug),
+        &exchange_audience(&tenant.slug),
+        now,
+    ) else {
+        return Err(if names_another_tenant(token, tenant) {
+            ApiError::not_found("tenant")
+        } else {
+            invalid_token()
+        });
+    };
+    let named = Provider::parse(&claims.provider).ok_or_else(invalid_token)?;
+    let Ok(jti) = uuid::Uuid::try_parse(&claims.jti) else {
+        return Err(invalid_token());
+    };
+    if provider.is_some_and(|p| p != named) || claims.tid != tenant.id.0.to_string() {
+        return Err(invalid_token());
+    }
+    let answer = tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: SocialCmd::Session {
+                provider: named,
+                jti,
+            },
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    match answer {
+        Ok(SocialAnswer::Login(l)) => Ok(*l),
+        Ok(_) => Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialExchangeInvalid)) => Err(invalid_token()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether `token` (unverified) says it is another tenant's: its `tid` names a tenant other
+/// than `tenant`.
+fn names_another_tenant(token: &str, tenant: &TenantHandle) -> bool {
+    let Some(payload) = token.split('.').nth(1) else {
+        return false;
+    };
+    let Ok(raw) = URL_SAFE_NO_PAD.decode(payload) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&raw) else {
+        return false;
+    };
+    v.get("tid")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|t| uuid::Uuid::try_parse(t).ok())
+        .is_some_and(|t| t != tenant.id.0)
 }

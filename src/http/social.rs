@@ -33,7 +33,6 @@ use tessera_actors::{
     CallError, TenantError, TenantHandle, TenantMsg,
 };
 use tessera_storage::{sha256, TenantId};
-use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -41,6 +40,7 @@ use super::{
     bearer::{bearer_header, issuer, verify, BearerHeader},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    reauth::{exchange_audience, exchange_sign_in, SOCIAL_DONE_COOKIE},
     responses::{login_answer, LoginResponse},
 };
 use crate::app::{App, AppState};
@@ -58,6 +58,9 @@ pub fn is_social_authorize(name: &str, query: Option<&str>) -> bool {
 pub struct AuthorizeQuery {
     tenant_id: Option<String>,
     redirect_uri: Option<String>,
+    /// Set by the authorization server's hosted sign-in page: its authorize request, which
+    /// the sign-in returns to (`/oauth/<slug>/social-return?<it>`) instead of an app URL.
+    hosted: Option<String>,
 }
 
 /// The provider of a path; 404 for any other name.
@@ -106,6 +109,19 @@ fn flow_cookie(app: &App, p: Provider, state: &str, value: Option<&str>) -> Opti
         if value.is_some() { 600 } else { 0 },
     );
     if secure {
+        c.push_str("; Secure");
+    }
+    HeaderValue::from_str(&c).ok()
+}
+
+/// The cookie that hands a hosted flow's outcome to the hosted sign-in page (see
+/// [`SOCIAL_DONE_COOKIE`]): `t.<token>` for `access_token`, `e.<error>` for `error`.
+fn done_cookie(app: &App, slug: &str, name: &str, value: &str) -> Option<HeaderValue> {
+    let tag = if name == "access_token" { "t" } else { "e" };
+    let mut c = format!(
+        "{SOCIAL_DONE_COOKIE}={tag}.{value}; Path=/oauth/{slug}/social-return; HttpOnly; SameSite=Lax; Max-Age=60"
+    );
+    if app.accounts_base().starts_with("https://") {
         c.push_str("; Secure");
     }
     HeaderValue::from_str(&c).ok()
@@ -180,15 +196,28 @@ pub async fn authorize(
     let tenant_id = q.tenant_id.as_deref().and_then(|t| Uuid::try_parse(t).ok());
     e.check("tenant_id", tenant_id.is_some(), "a tenant's id (UUID)");
     let redirect_uri = q.redirect_uri.unwrap_or_default();
-    e.check(
-        "redirect_uri",
-        len_between(&redirect_uri, 1, 2048),
-        "one of the tenant's URLs (settings/urls)",
-    );
+    match &q.hosted {
+        Some(h) => e.check("hosted", len_between(h, 1, 4096), "1-4096 characters"),
+        None => e.check(
+            "redirect_uri",
+            len_between(&redirect_uri, 1, 2048),
+            "one of the tenant's URLs (settings/urls)",
+        ),
+    };
     e.finish()?;
     let tenant = tenant_id
         .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(|| ApiError::not_found("tenant"))?;
+    // The hosted page's return page is this server's, whatever the tenant's URLs are.
+    let hosted = q.hosted.is_some();
+    let redirect_uri = match &q.hosted {
+        Some(h) => format!(
+            "{}/oauth/{}/social-return?{h}",
+            state.accounts_base(),
+            tenant.slug
+        ),
+        None => redirect_uri,
+    };
     let guest = match bearer_header(&headers) {
         BearerHeader::Absent => None,
         BearerHeader::Malformed => return Err(invalid_token()),
@@ -203,6 +232,7 @@ pub async fn authorize(
         SocialCmd::Begin {
             provider: p,
             redirect_uri: redirect_uri.clone(),
+            hosted,
             guest,
             ip,
         },
@@ -324,33 +354,53 @@ async fn callback(
     )
     .await;
     let clear = flow_cookie(app, p, &flow_state, None);
-    let back = |to: String| {
-        let mut resp = found(&to);
+    let pending: SocialPending = match taken {
+        Ok(SocialAnswer::Pending(p)) => *p,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_state()),
+        Err(CallError::Failed(TenantError::SocialStateForeign {
+            redirect_uri,
+            hosted,
+        })) => {
+            if hosted {
+                return Err(invalid_state());
+            }
+            let mut resp = found(&with_param(&redirect_uri, "error", "invalid_state"));
+            if let Some(c) = &clear {
+                resp.headers_mut().append(header::SET_COOKIE, c.clone());
+            }
+            return Ok(resp);
+        }
+        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
+        Err(e) => return Err(e.into()),
+    };
+    // Back to the app with `name=value` in the query, or to the hosted sign-in page with it
+    // in a cookie.
+    let done = |name: &str, value: &str| {
+        let to = &pending.redirect_uri;
+        let mut resp = if pending.hosted {
+            let mut resp = found(to);
+            if let Some(c) = done_cookie(app, &tenant.slug, name, value) {
+                resp.headers_mut().append(header::SET_COOKIE, c);
+            }
+            resp
+        } else {
+            found(&with_param(to, name, value))
+        };
         if let Some(c) = &clear {
             resp.headers_mut().append(header::SET_COOKIE, c.clone());
         }
         resp
     };
-    let pending: SocialPending = match taken {
-        Ok(SocialAnswer::Pending(p)) => *p,
-        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_state()),
-        Err(CallError::Failed(TenantError::SocialStateForeign { redirect_uri })) => {
-            return Ok(back(with_param(&redirect_uri, "error", "invalid_state")))
-        }
-        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
-        Err(e) => return Err(e.into()),
-    };
-    let to = &pending.redirect_uri;
     if let Some(error) = params.error {
         let code = match error.as_str() {
             "access_denied" | "user_cancelled_authorize" => "access_denied",
             _ => "provider_error",
         };
-        return Ok(back(with_param(to, "error", code)));
+        return Ok(done("error", code));
     }
     let Some(code) = params.code.filter(|c| !c.is_empty() && c.len() <= 2048) else {
-        return Ok(back(with_param(to, "error", "provider_error")));
+        return Ok(done("error", "provider_error"));
     };
     let identity = match app
         .social
@@ -360,7 +410,7 @@ async fn callback(
         Ok(i) => i,
         Err(err) => {
             tracing::warn!(provider = p.as_str(), error = %err, "a social sign-in failed at the provider");
-            return Ok(back(with_param(to, "error", err.code())));
+            return Ok(done("error", err.code()));
         }
     };
     let finished = social(
@@ -377,16 +427,12 @@ async fn callback(
         Ok(SocialAnswer::Finished(f)) => f,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
         Err(CallError::Failed(TenantError::SocialRefused(why))) => {
-            return Ok(back(with_param(to, "error", why.as_str())))
+            return Ok(done("error", why.as_str()))
         }
         Err(e) => return Err(e.into()),
     };
     let token = exchange_token(app, &tenant, p, &finished).await?;
-    Ok(back(with_param(to, "access_token", &token)))
-}
-
-fn exchange_audience(slug: &str) -> String {
-    format!("{slug}/social")
+    Ok(done("access_token", &token))
 }
 
 async fn exchange_token(
@@ -458,54 +504,6 @@ pub async fn session(
     if req.tenant_slug.as_deref().is_some_and(|s| s != tenant.slug) {
         return Err(ApiError::not_found("tenant"));
     }
-    let keys = tenant.keys().await?;
-    let now = OffsetDateTime::now_utc().unix_timestamp();
-    let claims = match keys.verify_exchange(
-        &req.access_token,
-        &issuer(&state, &tenant.slug),
-        &exchange_audience(&tenant.slug),
-        now,
-    ) {
-        Ok(c) => c,
-        Err(_) => {
-            return Err(if names_another_tenant(&req.access_token, &tenant) {
-                ApiError::not_found("tenant")
-            } else {
-                invalid_token()
-            })
-        }
-    };
-    let Ok(jti) = Uuid::try_parse(&claims.jti) else {
-        return Err(invalid_token());
-    };
-    if claims.provider != p.as_str() || claims.tid != tenant.id.0.to_string() {
-        return Err(invalid_token());
-    }
-    let answer = social(&tenant, &ctx, SocialCmd::Session { provider: p, jti }).await;
-    let login = match answer {
-        Ok(SocialAnswer::Login(l)) => *l,
-        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialExchangeInvalid)) => return Err(invalid_token()),
-        Err(e) => return Err(e.into()),
-    };
+    let login = exchange_sign_in(&state, &tenant, &req.access_token, Some(p), &ctx).await?;
     Ok(Json(login_answer(&state, &tenant, login.outcome).await?))
-}
-
-/// Whether `token` (unverified) says it is another tenant's: its `tid` names a tenant other
-/// than `tenant`.
-fn names_another_tenant(token: &str, tenant: &TenantHandle) -> bool {
-    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-    let Some(payload) = token.split('.').nth(1) else {
-        return false;
-    };
-    let Ok(raw) = URL_SAFE_NO_PAD.decode(payload) else {
-        return false;
-    };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&raw) else {
-        return false;
-    };
-    v.get("tid")
-        .and_then(serde_json::Value::as_str)
-        .and_then(|t| Uuid::try_parse(t).ok())
-        .is_some_and(|t| t != tenant.id.0)
 }

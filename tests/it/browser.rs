@@ -423,6 +423,56 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
     drop(driver);
 }
 
+/// Issue 22's browser test: a social provider's button on the hosted sign-in page, clicked in
+/// Chromium; the local OpenID provider answers at once, and the relying party gets its code.
+#[test]
+fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
+    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    if !chromium_present() {
+        return;
+    }
+    let google = Stub::start();
+    let env = [("TESSERA__SOCIAL__GOOGLE__ISSUER", google.base.as_str())];
+    let (_smtp, srv, api, s) = setup("Chromium Social", &env);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/social/google",
+            api.slug
+        ),
+        &s,
+        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Own Gallery", "redirect_uris": [callback], "first_party": true}),
+    );
+    google.next("chromium-g-1", Some("chromium-social@example.com"), true);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Continue with Google");
+    ui.click("google", "#social a");
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let claims = rp.finish(&api, req, &called);
+    assert_eq!(claims["email"], "chromium-social@example.com");
+    assert_eq!(claims["amr"], json!(["fed"]));
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
 /// A command of the WebDriver WebAuthn extension (virtual authenticators), under the session.
 #[derive(Debug)]
 struct WebAuthnCmd {

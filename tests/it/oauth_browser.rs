@@ -842,3 +842,70 @@ fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
     assert_eq!(claims["amr"], json!(["hwk"]));
     assert_eq!(claims["acr"], "aal2");
 }
+
+/// A social provider's button on the sign-in page: the provider's sign-in returns to the
+/// hosted page, which signs the user in and finishes the authorize request (`amr` `fed`).
+#[test]
+fn the_hosted_sign_in_takes_a_social_provider() {
+    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    let google = Stub::start();
+    let env = [("TESSERA__SOCIAL__GOOGLE__ISSUER", google.base.as_str())];
+    let (_smtp, srv, api, s) = user_setup("Social Hosted", &env);
+    srv.reauth(&s, PASSWORD);
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Own App", "redirect_uris": [CALLBACK], "first_party": true}),
+    );
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    // No provider enabled: no social section.
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(!page.body.contains("id=\"social\""), "{}", page.body);
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/social/google",
+            api.slug
+        ),
+        &s,
+        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let page = b.get(&hosted);
+    assert!(page.body.contains("Continue with Google"), "{}", page.body);
+    let needle = "href=\"/oauth/google/authorize?";
+    let at = page.body.find(needle).expect("the Google button");
+    let rest = &page.body[at + "href=\"".len()..];
+    let href = unescape(&rest[..rest.find('"').unwrap()]);
+
+    // The button, the provider, the callback, then the return page signs in.
+    let to_provider = b.get(&format!("{}{href}", srv.base)).redirect(302);
+    assert!(to_provider.starts_with(&google.base), "{to_provider}");
+    google.next("hosted-g-1", Some("hosted@example.com"), true);
+    let callback = b.get(&to_provider).redirect(302);
+    let back = b.get(&callback).redirect(302);
+    let query = hosted.split_once('?').unwrap().1;
+    assert_eq!(
+        back,
+        format!("{}/oauth/{}/social-return?{query}", srv.base, api.slug)
+    );
+    assert!(
+        !back.contains("access_token"),
+        "the token travels in a cookie: {back}"
+    );
+    let again = b.get(&back).redirect(303);
+    assert!(b.signin_cookie().is_some());
+    let to_client = b.get(&Browser::absolute(&srv.base, &again)).redirect(302);
+    let claims = rp.finish(&api, req, &to_client);
+    assert_eq!(claims["email"], "hosted@example.com");
+    assert_eq!(claims["amr"], json!(["fed"]));
+
+    // The return page again (its cookie used and cleared): the sign-in page with the reason.
+    let replay = b.get(&back);
+    assert_eq!(replay.status, 401, "{}", replay.body);
+    assert!(replay.body.contains("did not work"), "{}", replay.body);
+}

@@ -29,8 +29,8 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 const APP: &str = "https://app.example/social/done";
-const OIDC_CLIENT: &str = "oidc-client";
-const OIDC_SECRET: &str = "oidc-secret-0123456789";
+pub(crate) const OIDC_CLIENT: &str = "oidc-client";
+pub(crate) const OIDC_SECRET: &str = "oidc-secret-0123456789";
 const REST_SECRET: &str = "rest-secret-0123456789";
 
 /// Who the local provider says signs in next, and how it misbehaves.
@@ -68,8 +68,8 @@ struct StubState {
 }
 
 /// A local provider: OpenID at `/`, GitHub-shaped at `/gh`, Facebook-shaped at `/fb`.
-struct Stub {
-    base: String,
+pub(crate) struct Stub {
+    pub(crate) base: String,
     state: Arc<Mutex<StubState>>,
 }
 
@@ -231,7 +231,7 @@ async fn fb_me(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
 }
 
 impl Stub {
-    fn start() -> Stub {
+    pub(crate) fn start() -> Stub {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
@@ -283,7 +283,7 @@ impl Stub {
         Stub { base, state }
     }
 
-    fn next(&self, sub: &str, email: Option<&str>, verified: bool) {
+    pub(crate) fn next(&self, sub: &str, email: Option<&str>, verified: bool) {
         self.state.lock().unwrap().next = Person {
             sub: sub.into(),
             email: email.map(str::to_owned),

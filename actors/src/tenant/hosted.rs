@@ -61,6 +61,7 @@ impl TenantState {
             default_locale: self.settings.users.default_locale.clone(),
             email_otp_enabled: self.settings.security.email_otp_enabled,
             magic_link_enabled: self.settings.security.magic_link_enabled,
+            social: self.social_providers_enabled(),
         }
     }
 

@@ -351,6 +351,8 @@ pub struct SignInView {
     pub default_locale: String,
     pub email_otp_enabled: bool,
     pub magic_link_enabled: bool,
+    /// The social providers enabled (and configured).
+    pub social: Vec<crate::tenant::social::Provider>,
 }
 
 /// A link that can still be used.

@@ -98,6 +98,22 @@ impl Provider {
         Provider::ALL.into_iter().find(|p| p.as_str() == name)
     }
 
+    /// The name people know it by.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Provider::Google => "Google",
+            Provider::Apple => "Apple",
+            Provider::Microsoft => "Microsoft",
+            Provider::Gitlab => "GitLab",
+            Provider::Linkedin => "LinkedIn",
+            Provider::Slack => "Slack",
+            Provider::Github => "GitHub",
+            Provider::Discord => "Discord",
+            Provider::Facebook => "Facebook",
+            Provider::X => "X",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Provider::Google => "google",
@@ -435,6 +451,10 @@ pub struct SocialStateRecord {
     /// The guest whose bearer came with the authorize request: claimed in place by a trusted
     /// provider.
     pub guest: Option<Uuid>,
+    /// Begun on the authorization server's hosted sign-in page, whose return page
+    /// `redirect_uri` is.
+    #[serde(default)]
+    pub hosted: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
 }
@@ -537,6 +557,8 @@ pub struct SocialStart {
 #[derive(Clone)]
 pub struct SocialPending {
     pub redirect_uri: String,
+    /// Begun on the hosted sign-in page: `redirect_uri` is its return page.
+    pub hosted: bool,
     pub nonce: String,
     pub pkce_verifier: String,
     pub guest: Option<Uuid>,
@@ -602,10 +624,12 @@ pub struct SocialFinished {
 
 #[derive(Clone, Debug)]
 pub enum SocialCmd {
-    /// The authorize route: a new flow for `redirect_uri`, claiming `guest` if given.
+    /// The authorize route: a new flow for `redirect_uri` (one of the tenant's URLs, or with
+    /// `hosted` the hosted sign-in page's return page), claiming `guest` if given.
     Begin {
         provider: Provider,
         redirect_uri: String,
+        hosted: bool,
         guest: Option<Bearer>,
         ip: IpAddr,
     },
@@ -649,11 +673,12 @@ impl TenantState {
             SocialCmd::Begin {
                 provider,
                 redirect_uri,
+                hosted,
                 guest,
                 ip,
             } => SocialAnswer::Started(Box::new(self.social_begin(
                 provider,
-                redirect_uri,
+                (redirect_uri, hosted),
                 guest,
                 ip,
                 now,
@@ -702,13 +727,13 @@ impl TenantState {
     fn social_begin(
         &mut self,
         provider: Provider,
-        redirect_uri: String,
+        (redirect_uri, hosted): (String, bool),
         guest: Option<Bearer>,
         ip: IpAddr,
         now: OffsetDateTime,
     ) -> Result<SocialStart, TenantError> {
         let (config, _) = self.social_enabled(provider)?;
-        if !self.settings.urls.allows(&redirect_uri) {
+        if !hosted && !self.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
         let guest = match guest {
@@ -736,6 +761,7 @@ impl TenantState {
             pkce_verifier: pkce_verifier.clone(),
             binding_hash: sha256(binding.as_bytes()),
             guest,
+            hosted,
             expires_at: now + SOCIAL_STATE_TTL,
         };
         let mut fx = self.effects();
@@ -785,6 +811,7 @@ impl TenantState {
                 fx,
                 TenantError::SocialStateForeign {
                     redirect_uri: record.redirect_uri,
+                    hosted: record.hosted,
                 },
             );
         }
@@ -795,6 +822,7 @@ impl TenantState {
         self.commit(fx)?;
         Ok(SocialPending {
             redirect_uri: record.redirect_uri,
+            hosted: record.hosted,
             nonce: record.nonce,
             pkce_verifier: record.pkce_verifier,
             guest: record.guest,
@@ -1020,6 +1048,20 @@ impl TenantState {
         };
         self.commit(fx)?;
         Ok(login)
+    }
+
+    /// The providers a user may sign in with now, in the table's order.
+    pub(super) fn social_providers_enabled(&self) -> Vec<Provider> {
+        Provider::ALL
+            .into_iter()
+            .filter(|p| {
+                self.store
+                    .get::<SocialProviderRecord>(p.as_str().as_bytes())
+                    .ok()
+                    .flatten()
+                    .is_some_and(|r| r.enabled && r.client_id.is_some() && r.secret.is_some())
+            })
+            .collect()
     }
 
     /// The provider accounts linked to `user`, in provider order.

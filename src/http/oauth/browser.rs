@@ -68,10 +68,10 @@ use crate::{
         error::{is_email, ApiError},
         extract::{ClientIp, RequestCtx},
         pages::{
-            cookie, protect, see_other, ButtonView, CheckView, FieldView, FormView, PasskeyButton,
-            Problem, Reader, PASSWORD_MAX,
+            cookie, protect, see_other, ButtonView, CheckView, FieldView, FormView, LinkView,
+            PasskeyButton, Problem, Reader, SocialButtons, PASSWORD_MAX,
         },
-        reauth::password_login,
+        reauth::{exchange_sign_in, password_login, SOCIAL_DONE_COOKIE},
         responses::authorize_query,
     },
 };
@@ -85,6 +85,7 @@ pub fn router() -> Router<AppState> {
         .route("/oauth/{slug}/link", get(link_return))
         .route("/oauth/{slug}/passkey/begin", post(passkey_begin))
         .route("/oauth/{slug}/passkey/finish", post(passkey_finish))
+        .route("/oauth/{slug}/social-return", get(social_return))
 }
 
 /// Where a browser-mode authorize request is served.
@@ -416,6 +417,29 @@ fn sign_in_page(
         button: reader.t("login-passkey-button"),
         failed: reader.t("login-passkey-failed"),
     });
+    if !flow.view.social.is_empty() {
+        // Each goes to the social sign-in's authorize route, which returns to
+        // `social-return` with this request.
+        let links = flow
+            .view
+            .social
+            .iter()
+            .map(|p| {
+                let query = form_urlencoded::Serializer::new(String::new())
+                    .append_pair("tenant_id", &flow.tenant.id.0.to_string())
+                    .append_pair("hosted", &flow.query)
+                    .finish();
+                LinkView {
+                    href: format!("/oauth/{}/authorize?{query}", p.as_str()),
+                    label: reader.t_with("login-social-button", &[("provider", p.display_name())]),
+                }
+            })
+            .collect();
+        page.social = Some(SocialButtons {
+            heading: reader.t("login-social-heading"),
+            links,
+        });
+    }
     let mut form = FormView::new(csrf.clone(), reader.t("login-button"));
     form.heading = Some(reader.t("login-password-heading"));
     form.hidden.push(("step", "password".to_owned()));
@@ -887,6 +911,53 @@ fn signed(state: &AppState, reader: &Reader, flow: &Flow, login: PasswordlessLog
         }
         None => reader.problem(Problem::Internal),
     }
+}
+
+// ---------------------------------------------------------------- social sign-in
+
+/// Where a social sign-in begun on the sign-in page comes back: its outcome is in the
+/// [`SOCIAL_DONE_COOKIE`] (an exchange token, traded here as the API's session route does,
+/// or the error), the authorize request in the query. Then as after any sign-in.
+async fn social_return(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let flow = match open(&state, &mut reader, &slug, query).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+    let failed = |key: &str| {
+        let shown = Shown {
+            error: Some(reader.t(key)),
+            email: String::new(),
+        };
+        sign_in_page(&state, &reader, &flow, shown, StatusCode::UNAUTHORIZED)
+    };
+    let done = cookie(&headers, SOCIAL_DONE_COOKIE);
+    let mut resp = match done.and_then(|v| v.split_once('.')) {
+        Some(("t", token)) => {
+            match exchange_sign_in(&state, &flow.tenant, token, None, &ctx).await {
+                Ok(login) => signed(&state, &reader, &flow, login),
+                Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {
+                    reader.problem(Problem::Busy)
+                }
+                Err(_) => failed("login-social-failed"),
+            }
+        }
+        Some(("e", "email_exists")) => failed("login-social-email-exists"),
+        _ => failed("login-social-failed"),
+    };
+    let clear = format!(
+        "{SOCIAL_DONE_COOKIE}=; Path=/oauth/{slug}/social-return; HttpOnly; SameSite=Lax; Max-Age=0"
+    );
+    if let Ok(v) = HeaderValue::from_str(&clear) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp
 }
 
 // ---------------------------------------------------------------- passkeys
