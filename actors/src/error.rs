@@ -117,6 +117,8 @@ pub enum TenantError {
     SocialRefused(crate::tenant::social::SocialRefusal),
     #[error("the exchange token is unknown, used or expired")]
     SocialExchangeInvalid,
+    #[error("the provider is the user's only way to sign in")]
+    SocialLastMethod,
     #[error("{field}: {reason}")]
     SocialCredentialMissing {
         field: &'static str,

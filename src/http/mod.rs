@@ -128,6 +128,8 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
+        .routes(routes!(users_me::identities))
+        .routes(routes!(users_me::unlink))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))

@@ -61,6 +61,9 @@ pub struct AuthorizeQuery {
     /// Set by the authorization server's hosted sign-in page: its authorize request, which
     /// the sign-in returns to (`/oauth/<slug>/social-return?<it>`) instead of an app URL.
     hosted: Option<String>,
+    /// From `POST /v1/users/me/link/{provider}`: the flow links to that user and returns to
+    /// the URL the link request named.
+    link_ticket: Option<String>,
 }
 
 /// The provider of a path; 404 for any other name.
@@ -196,9 +199,10 @@ pub async fn authorize(
     let tenant_id = q.tenant_id.as_deref().and_then(|t| Uuid::try_parse(t).ok());
     e.check("tenant_id", tenant_id.is_some(), "a tenant's id (UUID)");
     let redirect_uri = q.redirect_uri.unwrap_or_default();
-    match &q.hosted {
-        Some(h) => e.check("hosted", len_between(h, 1, 4096), "1-4096 characters"),
-        None => e.check(
+    match (&q.hosted, &q.link_ticket) {
+        (Some(h), _) => e.check("hosted", len_between(h, 1, 4096), "1-4096 characters"),
+        (None, Some(t)) => e.check("link_ticket", len_between(t, 1, 128), "1-128 characters"),
+        (None, None) => e.check(
             "redirect_uri",
             len_between(&redirect_uri, 1, 2048),
             "one of the tenant's URLs (settings/urls)",
@@ -234,6 +238,7 @@ pub async fn authorize(
             redirect_uri: redirect_uri.clone(),
             hosted,
             guest,
+            link_ticket: q.link_ticket.clone(),
             ip,
         },
     )
@@ -256,6 +261,13 @@ pub async fn authorize(
             )))
         }
         Err(CallError::Failed(TenantError::InvalidSession)) => return Err(invalid_token()),
+        Err(CallError::Failed(TenantError::SocialStateInvalid)) => {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "social/invalid_link_ticket",
+                "this link request is unknown, already used or expired: ask again",
+            ))
+        }
         Err(e) => return Err(e.into()),
     };
     let to = match state
@@ -420,11 +432,13 @@ async fn callback(
             provider: p,
             identity,
             guest: pending.guest,
+            link_user: pending.link_user,
         },
     )
     .await;
     let finished: SocialFinished = match finished {
         Ok(SocialAnswer::Finished(f)) => f,
+        Ok(SocialAnswer::Linked) => return Ok(done("linked", p.as_str())),
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
         Err(CallError::Failed(TenantError::SocialRefused(why))) => {
             return Ok(done("error", why.as_str()))

@@ -5,19 +5,23 @@
 //! so both pass the step-up gate (`reauth::require_step_up`) first.
 
 use axum::{
+    body::Bytes,
     extract::{Path, State},
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
-use serde::Deserialize;
-use tessera_actors::TenantMsg;
+use serde::{Deserialize, Serialize};
+use tessera_actors::{
+    tenant::social::{Provider, SocialAnswer, SocialCmd},
+    CallError, TenantError, TenantMsg,
+};
 use utoipa::ToSchema;
 
 use super::{
     bearer::UserBearer,
     error::{ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ClientIp, RequestCtx},
+    extract::{optional_json, ApiJson, ClientIp, RequestCtx},
     fields::{checked_phone, phone_field, six_digits},
     reauth::require_step_up,
     responses::{accepted, PasswordlessAccepted, UserResponse},
@@ -131,17 +135,38 @@ pub async fn phone_confirm(
     Ok(Json(view.into()))
 }
 
-/// Starts linking a social provider to the signed-in user: gated by step-up (spec 4.1).
-/// No social provider can be configured yet, so past the gate the answer is
-/// `account_linking/provider_not_configured`.
+/// Spec 4.1's gated link request's body (optional): where the browser returns.
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LinkProviderRequest {
+    /// One of the tenant's URLs (`settings/urls`), exactly; default: the site URL. The
+    /// browser comes back to it with `?linked=<provider>` or `?error=`.
+    pub redirect_uri: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct LinkProviderResponse {
+    /// Send the browser here: the provider's sign-in, then back to `redirect_uri`. Single
+    /// use, 10 minutes.
+    pub authorize_url: String,
+}
+
+/// Starts linking a social provider to the signed-in user: gated by step-up (spec 4.1). The
+/// answer's URL runs the provider's sign-in in the browser and links that account to this
+/// user: `redirect_uri?linked=<provider>`, or `?error=provider_in_use` (the account is
+/// another user's), `already_linked` (the user has another account of this provider),
+/// `access_denied`, `provider_error`. Audited as `auth.social.linked` (`method`
+/// `explicit`) or `auth.social.link_refused`.
 #[utoipa::path(post, path = "/v1/users/me/link/{provider}", tag = "step-up",
     security(("api_key" = [], "bearer" = [])),
     params(
         ("provider" = String, Path, description = "Lowercase provider name"),
         ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
     ),
+    request_body(content = Option<LinkProviderRequest>, description = "Optional"),
     responses(
-        (status = 400, description = "`account_linking/provider_not_configured` (after the gate passed and consumed the token)", body = ErrorBody),
+        (status = 200, description = "Where to send the browser", body = LinkProviderResponse),
+        (status = 400, description = "`account_linking/provider_not_configured` (not a provider, or not enabled for this tenant; after the gate passed and consumed the token); `validation/invalid_request` (`redirect_uri` not one of the tenant's URLs)", body = ErrorBody),
         (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
@@ -151,7 +176,10 @@ pub async fn link_provider(
     user: UserBearer,
     headers: HeaderMap,
     Path(provider): Path<String>,
-) -> Result<Response, ApiError> {
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Result<Json<LinkProviderResponse>, ApiError> {
+    let req: LinkProviderRequest = optional_json(&headers, &body)?;
     let overview = user
         .tenant
         .call(|reply| TenantMsg::GetOverview { reply })
@@ -165,11 +193,156 @@ pub async fn link_provider(
     }
     require_step_up(&state, &user, &headers).await?;
     let shown: String = provider.chars().take(32).collect();
-    Err(ApiError::new(
-        StatusCode::BAD_REQUEST,
-        "account_linking/provider_not_configured",
-        format!("no sign-in provider {shown:?} is configured for this tenant"),
-    ))
+    let not_configured = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "account_linking/provider_not_configured",
+            format!("no sign-in provider {shown:?} is configured for this tenant"),
+        )
+    };
+    let p = Provider::parse(&provider).ok_or_else(not_configured)?;
+    // None and no site URL: refused by the actor as not one of the tenant's URLs, after it
+    // checked the provider.
+    let redirect_uri = req
+        .redirect_uri
+        .or(overview.settings.urls.site_url.clone())
+        .unwrap_or_default();
+    let bearer = user.bearer;
+    let answer = user
+        .tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: SocialCmd::LinkStart {
+                bearer,
+                provider: p,
+                redirect_uri: redirect_uri.clone(),
+            },
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    let ticket = match answer {
+        Ok(SocialAnswer::Ticket(t)) => t,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured()),
+        Err(CallError::Failed(TenantError::SocialRedirectNotAllowed)) => {
+            return Err(ApiError::invalid_field(
+                "redirect_uri",
+                "must be one of the tenant's URLs (settings/urls), exactly",
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("tenant_id", &user.tenant.id.0.to_string())
+        .append_pair("link_ticket", &ticket)
+        .finish();
+    Ok(Json(LinkProviderResponse {
+        authorize_url: format!(
+            "{}/oauth/{}/authorize?{query}",
+            state.accounts_base(),
+            p.as_str()
+        ),
+    }))
+}
+
+/// A linked provider account.
+#[derive(Serialize, ToSchema)]
+pub struct IdentityResponse {
+    pub provider: String,
+    /// The provider's id of the account.
+    pub subject: String,
+    /// The address the provider gave when it was linked.
+    pub email: Option<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub linked_at: time::OffsetDateTime,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IdentityList {
+    pub data: Vec<IdentityResponse>,
+}
+
+/// The signed-in user's linked social accounts.
+#[utoipa::path(get, path = "/v1/users/me/identities", tag = "social",
+    security(("api_key" = [], "bearer" = [])),
+    responses(
+        (status = 200, description = "The linked accounts, in provider order", body = IdentityList),
+    ))]
+pub async fn identities(
+    user: UserBearer,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Json<IdentityList>, ApiError> {
+    let bearer = user.bearer;
+    let answer = user
+        .tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: SocialCmd::Identities { bearer },
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    let SocialAnswer::Identities(list) = answer else {
+        return Err(ApiError::internal("unexpected social answer"));
+    };
+    Ok(Json(IdentityList {
+        data: list
+            .into_iter()
+            .map(|i| IdentityResponse {
+                provider: i.provider.as_str().to_owned(),
+                subject: i.subject,
+                email: i.email,
+                linked_at: i.linked_at,
+            })
+            .collect(),
+    }))
+}
+
+/// Unlinks the signed-in user's account of `provider` (step-up gated). Refused while it is
+/// the user's only way in: no password, passkey, other provider, or confirmed address or
+/// number the tenant signs in with codes. Audited as `auth.social.unlinked`.
+#[utoipa::path(delete, path = "/v1/users/me/identities/{provider}", tag = "social",
+    security(("api_key" = [], "bearer" = [])),
+    params(
+        ("provider" = String, Path, description = "Lowercase provider name"),
+        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+    ),
+    responses(
+        (status = 204, description = "Unlinked"),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up gate); `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: no account of that provider is linked (or another tenant's step-up token)", body = ErrorBody),
+        (status = 409, description = "`account_linking/last_method`: it is the user's only way in", body = ErrorBody),
+    ))]
+pub async fn unlink(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+    Path(provider): Path<String>,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<StatusCode, ApiError> {
+    require_step_up(&state, &user, &headers).await?;
+    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let bearer = user.bearer;
+    let answer = user
+        .tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: SocialCmd::Unlink {
+                bearer,
+                provider: p,
+            },
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    match answer {
+        Ok(_) => Ok(StatusCode::NO_CONTENT),
+        Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),
+        Err(CallError::Failed(TenantError::SocialLastMethod)) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "account_linking/last_method",
+            "this is the account's only way to sign in: add a password or a passkey first",
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Everything held about the signed-in user (GDPR art. 15 and 20), as a JSON document to

@@ -122,6 +122,8 @@ pub enum Kind {
     SocialIdentity = 0x5A,
     /// `user id | provider` -> the subject: a user's linked provider accounts.
     UserIdentity = 0x5B,
+    /// SHA-256 of a link ticket -> the signed-in user a provider is to be linked to.
+    SocialLinkTicket = 0x5C,
 }
 
 /// The key of a platform record.

@@ -784,3 +784,179 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
     let linked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.linked");
     assert_eq!(linked.len(), 2, "{linked:?}");
 }
+
+/// A password step-up token of `user`'s session.
+fn step_up(api: &UserApi, user: &UserTokens) -> String {
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&user.access),
+        &json!({ "password": PASSWORD }),
+    );
+    r.expect(200)["step_up_token"]
+        .as_str()
+        .expect("a step-up token")
+        .to_owned()
+}
+
+#[test]
+fn a_signed_in_user_links_lists_and_unlinks_providers() {
+    let w = World::start();
+    let smtp = &w._smtp;
+    patch_security(
+        &w.srv,
+        &w.owner,
+        &w.api.slug,
+        json!({"explicit_account_linking_enabled": true}),
+    );
+    let ada = w.api.verified_user(smtp, "ada@example.com", PASSWORD);
+    let ada_id = ada.claims()["sub"].clone();
+
+    // The gate, then a URL that runs the provider's sign-in and links to Ada.
+    w.api
+        .link_gate("google", &ada.access, None)
+        .expect_error(401, "account_linking/mfa_required");
+    let token = step_up(&w.api, &ada);
+    w.api
+        .link_gate("discord", &ada.access, Some(&token))
+        .expect_error(400, "account_linking/provider_not_configured");
+    let r = w
+        .api
+        .link_gate("google", &ada.access, Some(&step_up(&w.api, &ada)));
+    let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&w.srv.url("/oauth/google/authorize?")),
+        "{url}"
+    );
+    // A Google account with another address: linked all the same (the user proved both).
+    w.oidc
+        .next("g-ada-linked", Some("ada.other@example.com"), false);
+    let mut b = Browser::new();
+    let (st, at, body) = b.get(&url, None);
+    assert_eq!(st, 302, "{body}");
+    let callback = w.at_provider(&mut b, &at);
+    let (_, back, _) = b.get(&callback, None);
+    assert_eq!(param(&back, "linked").as_deref(), Some("google"), "{back}");
+    assert!(back.starts_with(APP), "{back}");
+    // The ticket was used: the same URL again is refused.
+    let (st, _, body) = Browser::new().get(&url, None);
+    assert_eq!(st, 400, "{body}");
+    assert!(body.contains("social/invalid_link_ticket"), "{body}");
+
+    // Listed; and that Google account now signs in as Ada.
+    let list = w
+        .api
+        .send("GET", "/v1/users/me/identities", Some(&ada.access), None);
+    let data = list.expect(200)["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert_eq!(data[0]["provider"], "google");
+    assert_eq!(data[0]["subject"], "g-ada-linked");
+    let signed = w.signed_in("google", None);
+    assert_eq!(signed.claims()["sub"], ada_id);
+
+    // Another user cannot take it: provider_in_use. Nor can Ada link a second Google account.
+    let bob = w.api.verified_user(smtp, "bob@example.com", PASSWORD);
+    let url = w
+        .api
+        .link_gate("google", &bob.access, Some(&step_up(&w.api, &bob)))
+        .expect(200)["authorize_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut b = Browser::new();
+    let (_, at, _) = b.get(&url, None);
+    let callback = w.at_provider(&mut b, &at);
+    let (_, back, _) = b.get(&callback, None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("provider_in_use"),
+        "{back}"
+    );
+    w.oidc
+        .next("g-ada-second", Some("ada.second@example.com"), true);
+    let url = w
+        .api
+        .link_gate("google", &ada.access, Some(&step_up(&w.api, &ada)))
+        .expect(200)["authorize_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut b = Browser::new();
+    let (_, at, _) = b.get(&url, None);
+    let callback = w.at_provider(&mut b, &at);
+    let (_, back, _) = b.get(&callback, None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("already_linked"),
+        "{back}"
+    );
+
+    // Unlinking is gated, and then removes it: the Google account no longer signs in as Ada.
+    let path = "/v1/users/me/identities/google";
+    let r = w.api.send("DELETE", path, Some(&ada.access), None);
+    r.expect_error(401, "account_linking/mfa_required");
+    let t = step_up(&w.api, &ada);
+    let r = w.api.send_with(
+        "DELETE",
+        path,
+        Some(&ada.access),
+        None,
+        &[("x-step-up-token", &t)],
+    );
+    assert_eq!(r.status, 204, "{}", r.body);
+    let t = step_up(&w.api, &ada);
+    let r = w.api.send_with(
+        "DELETE",
+        path,
+        Some(&ada.access),
+        None,
+        &[("x-step-up-token", &t)],
+    );
+    r.expect_error(404, "resource/not_found");
+    w.oidc
+        .next("g-ada-linked", Some("ada.other@example.com"), false);
+    let again = w.signed_in("google", None);
+    assert_ne!(again.claims()["sub"], ada_id);
+
+    // An account made by Google (no password, no passkey) while the tenant signs in by no
+    // mailed code or link: Google is its only way in, and stays linked.
+    patch_security(
+        &w.srv,
+        &w.owner,
+        &w.api.slug,
+        json!({"magic_link_enabled": false, "email_otp_enabled": false}),
+    );
+    let fresh = again;
+    let email = "ada.other@example.com";
+    w.api
+        .post_as(
+            "/v1/auth/step-up/email-otp/initiate",
+            Some(&fresh.access),
+            &json!({}),
+        )
+        .expect(202);
+    let mail = smtp.wait_for(&w.api.slug, "step_up_email_otp", email, 1);
+    let code = six_digit_code(&mail.text).unwrap_or_else(|| panic!("no code in {}", mail.text));
+    let r = w.api.post_as(
+        "/v1/auth/step-up/email-otp/verify",
+        Some(&fresh.access),
+        &json!({ "otp": code }),
+    );
+    let t = r.expect(200)["step_up_token"].as_str().unwrap().to_owned();
+    let r = w.api.send_with(
+        "DELETE",
+        path,
+        Some(&fresh.access),
+        None,
+        &[("x-step-up-token", &t)],
+    );
+    r.expect_error(409, "account_linking/last_method");
+    let list = w
+        .api
+        .send("GET", "/v1/users/me/identities", Some(&fresh.access), None);
+    assert_eq!(list.expect(200)["data"].as_array().unwrap().len(), 1);
+
+    let linked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.linked");
+    assert!(linked.iter().any(|e| e["metadata"]["method"] == "explicit"));
+    let unlinked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.unlinked");
+    assert_eq!(unlinked.len(), 1);
+}

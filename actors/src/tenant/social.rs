@@ -455,6 +455,9 @@ pub struct SocialStateRecord {
     /// `redirect_uri` is.
     #[serde(default)]
     pub hosted: bool,
+    /// The signed-in user the provider account is to be linked to (explicit linking).
+    #[serde(default)]
+    pub link_user: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
 }
@@ -473,6 +476,25 @@ impl Record for SocialStateRecord {
     const VERSION: u16 = 1;
 }
 impl TenantRecord for SocialStateRecord {}
+
+/// A signed-in user's leave to link a provider (`POST /v1/users/me/link/{provider}`, past
+/// the step-up gate), keyed by the SHA-256 of the ticket its authorize URL carries: single
+/// use, [`SOCIAL_STATE_TTL`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SocialLinkTicketRecord {
+    pub user_id: Uuid,
+    pub provider: Provider,
+    pub redirect_uri: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl Record for SocialLinkTicketRecord {
+    const KIND: Kind = Kind::SocialLinkTicket;
+    const NAME: &'static str = "social link ticket";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for SocialLinkTicketRecord {}
 
 /// A callback's outcome waiting for the exchange, keyed by the exchange token's `jti`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -559,6 +581,8 @@ pub struct SocialPending {
     pub redirect_uri: String,
     /// Begun on the hosted sign-in page: `redirect_uri` is its return page.
     pub hosted: bool,
+    /// Explicit linking: the user to link to.
+    pub link_user: Option<Uuid>,
     pub nonce: String,
     pub pkce_verifier: String,
     pub guest: Option<Uuid>,
@@ -598,6 +622,8 @@ pub enum SocialRefusal {
     AlreadyClaimed,
     /// The account is blocked by the tenant's admins.
     AccountBlocked,
+    /// The user has another account of this provider linked already.
+    AlreadyLinked,
     /// The tenant's e-mail policy refuses new accounts at the provider's address.
     EmailNotAllowed,
 }
@@ -609,6 +635,7 @@ impl SocialRefusal {
             SocialRefusal::ProviderInUse => "provider_in_use",
             SocialRefusal::AlreadyClaimed => "already_claimed",
             SocialRefusal::AccountBlocked => "account_blocked",
+            SocialRefusal::AlreadyLinked => "already_linked",
             SocialRefusal::EmailNotAllowed => "email_not_allowed",
         }
     }
@@ -631,6 +658,8 @@ pub enum SocialCmd {
         redirect_uri: String,
         hosted: bool,
         guest: Option<Bearer>,
+        /// A link ticket: the flow links to its user and returns to its `redirect_uri`.
+        link_ticket: Option<String>,
         ip: IpAddr,
     },
     /// The callback: takes the flow of `state`, which must be bound to `binding`.
@@ -644,16 +673,33 @@ pub enum SocialCmd {
         provider: Provider,
         identity: SocialIdentity,
         guest: Option<Uuid>,
+        link_user: Option<Uuid>,
     },
     /// The app's back end trades an exchange token for a session.
     Session { provider: Provider, jti: Uuid },
+    /// A signed-in user (past the step-up gate) asks to link `provider`: a ticket for the
+    /// authorize URL.
+    LinkStart {
+        bearer: Bearer,
+        provider: Provider,
+        redirect_uri: String,
+    },
+    /// The signed-in user's linked provider accounts.
+    Identities { bearer: Bearer },
+    /// Unlinks the signed-in user's account of `provider` (past the step-up gate).
+    Unlink { bearer: Bearer, provider: Provider },
 }
 
 pub enum SocialAnswer {
     Started(Box<SocialStart>),
     Pending(Box<SocialPending>),
     Finished(SocialFinished),
+    /// An explicit link made (or already there).
+    Linked,
     Login(Box<PasswordlessLogin>),
+    Ticket(String),
+    Identities(Vec<SocialIdentityRecord>),
+    Unlinked,
 }
 
 impl std::fmt::Debug for SocialAnswer {
@@ -675,11 +721,12 @@ impl TenantState {
                 redirect_uri,
                 hosted,
                 guest,
+                link_ticket,
                 ip,
             } => SocialAnswer::Started(Box::new(self.social_begin(
                 provider,
                 (redirect_uri, hosted),
-                guest,
+                (guest, link_ticket),
                 ip,
                 now,
             )?)),
@@ -693,8 +740,36 @@ impl TenantState {
             SocialCmd::Finish {
                 provider,
                 identity,
+                link_user: Some(user),
+                ..
+            } => {
+                self.social_link(provider, identity, user, ctx, now)?;
+                SocialAnswer::Linked
+            }
+            SocialCmd::Finish {
+                provider,
+                identity,
                 guest,
+                link_user: None,
             } => SocialAnswer::Finished(self.social_finish(provider, identity, guest, ctx, now)?),
+            SocialCmd::LinkStart {
+                bearer,
+                provider,
+                redirect_uri,
+            } => SocialAnswer::Ticket(self.social_link_ticket(
+                bearer,
+                provider,
+                redirect_uri,
+                now,
+            )?),
+            SocialCmd::Identities { bearer } => {
+                let (_, user) = self.live_session(bearer, now)?;
+                SocialAnswer::Identities(self.identities_of(user.id)?)
+            }
+            SocialCmd::Unlink { bearer, provider } => {
+                self.social_unlink(bearer, provider, ctx, now)?;
+                SocialAnswer::Unlinked
+            }
             SocialCmd::Session { provider, jti } => {
                 SocialAnswer::Login(Box::new(self.social_session(provider, jti, ctx, now)?))
             }
@@ -728,15 +803,32 @@ impl TenantState {
         &mut self,
         provider: Provider,
         (redirect_uri, hosted): (String, bool),
-        guest: Option<Bearer>,
+        (guest, link_ticket): (Option<Bearer>, Option<String>),
         ip: IpAddr,
         now: OffsetDateTime,
     ) -> Result<SocialStart, TenantError> {
         let (config, _) = self.social_enabled(provider)?;
-        if !hosted && !self.settings.urls.allows(&redirect_uri) {
+        // A link ticket is used here, once: the flow links to its user and returns where the
+        // ticket says.
+        let mut fx = self.effects();
+        let (redirect_uri, link_user) = match link_ticket {
+            Some(ticket) => {
+                let key = sha256(ticket.as_bytes());
+                let found = self.store.get::<SocialLinkTicketRecord>(&key)?;
+                fx.batch.remove(Kind::SocialLinkTicket, &key);
+                match found {
+                    Some(t) if t.provider == provider && t.expires_at > now => {
+                        (t.redirect_uri, Some(t.user_id))
+                    }
+                    _ => return self.fail(fx, TenantError::SocialStateInvalid),
+                }
+            }
+            None => (redirect_uri, None),
+        };
+        if link_user.is_none() && !hosted && !self.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
-        let guest = match guest {
+        let guest = match guest.filter(|_| link_user.is_none()) {
             Some(bearer) => {
                 let (_, user) = self.live_session(bearer, now)?;
                 if !user.is_anonymous {
@@ -762,9 +854,9 @@ impl TenantState {
             binding_hash: sha256(binding.as_bytes()),
             guest,
             hosted,
+            link_user,
             expires_at: now + SOCIAL_STATE_TTL,
         };
-        let mut fx = self.effects();
         fx.batch.put(&sha256(state.as_bytes()), &record)?;
         self.commit(fx)?;
         let scopes = config.scopes.clone().unwrap_or_else(|| {
@@ -823,6 +915,7 @@ impl TenantState {
         Ok(SocialPending {
             redirect_uri: record.redirect_uri,
             hosted: record.hosted,
+            link_user: record.link_user,
             nonce: record.nonce,
             pkce_verifier: record.pkce_verifier,
             guest: record.guest,
@@ -1050,6 +1143,142 @@ impl TenantState {
         Ok(login)
     }
 
+    /// A ticket that lets the signed-in user's next flow with `provider` link to them.
+    fn social_link_ticket(
+        &mut self,
+        bearer: Bearer,
+        provider: Provider,
+        redirect_uri: String,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
+        self.social_enabled(provider)?;
+        if !self.settings.urls.allows(&redirect_uri) {
+            return Err(TenantError::SocialRedirectNotAllowed);
+        }
+        let (_, user) = self.live_session(bearer, now)?;
+        let ticket = random_token(32);
+        let mut fx = self.effects();
+        fx.batch.put(
+            &sha256(ticket.as_bytes()),
+            &SocialLinkTicketRecord {
+                user_id: user.id,
+                provider,
+                redirect_uri,
+                expires_at: now + SOCIAL_STATE_TTL,
+            },
+        )?;
+        self.commit(fx)?;
+        Ok(ticket)
+    }
+
+    /// Links `identity` to `user` (explicit linking): refused when the provider account is
+    /// another user's (`provider_in_use`) or the user has another account of this provider
+    /// (`already_linked`); linking it again is no change.
+    fn social_link(
+        &mut self,
+        provider: Provider,
+        identity: SocialIdentity,
+        user: Uuid,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let mut fx = self.effects();
+        let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
+            state.audit_into(
+                &mut fx.batch,
+                "auth.social.link_refused",
+                ctx,
+                serde_json::json!({
+                    "user_id": user,
+                    "provider": provider.as_str(),
+                    "reason": why.as_str(),
+                }),
+            )?;
+            state.fail(fx, TenantError::SocialRefused(why))
+        };
+        if self.user(user)?.is_none_or(|u| u.blocked_at.is_some()) {
+            return refuse(self, fx, SocialRefusal::AccountBlocked);
+        }
+        if let Some(linked) = self
+            .store
+            .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
+        {
+            if linked.user_id == user {
+                return Ok(());
+            }
+            return refuse(self, fx, SocialRefusal::ProviderInUse);
+        }
+        if self
+            .store
+            .get::<UserIdentityIndex>(&user_identity_key(user, provider))?
+            .is_some()
+        {
+            return refuse(self, fx, SocialRefusal::AlreadyLinked);
+        }
+        let email = identity
+            .email
+            .as_deref()
+            .and_then(crate::policy::normalize_email);
+        self.put_identity(
+            &mut fx.batch,
+            user,
+            provider,
+            &identity,
+            email.as_ref(),
+            now,
+        )?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.social.linked",
+            ctx,
+            serde_json::json!({
+                "user_id": user,
+                "provider": provider.as_str(),
+                "method": "explicit",
+            }),
+        )?;
+        self.commit(fx)?;
+        Ok(())
+    }
+
+    /// Unlinks the user's account of `provider`, unless nothing else would sign them in: a
+    /// password, a passkey, another provider, or a confirmed address or number while the
+    /// tenant signs in by mailed or texted codes.
+    fn social_unlink(
+        &mut self,
+        bearer: Bearer,
+        provider: Provider,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let (_, user) = self.live_session(bearer, now)?;
+        let key = user_identity_key(user.id, provider);
+        let Some(ix) = self.store.get::<UserIdentityIndex>(&key)? else {
+            return Err(TenantError::NotFound);
+        };
+        let sec = &self.settings.security;
+        let other_ways = user.password_hash.is_some()
+            || !self.passkeys_of(user.id)?.is_empty()
+            || self.identities_of(user.id)?.len() > 1
+            || (user.email_verified && (sec.magic_link_enabled || sec.email_otp_enabled))
+            || (user.phone_verified && sec.sms_otp_enabled);
+        if !other_ways {
+            return Err(TenantError::SocialLastMethod);
+        }
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::UserIdentity, &key);
+        fx.batch
+            .remove(Kind::SocialIdentity, &identity_key(provider, &ix.subject));
+        self.audit_into(
+            &mut fx.batch,
+            "auth.social.unlinked",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "provider": provider.as_str() }),
+        )?;
+        self.commit(fx)?;
+        Ok(())
+    }
+
     /// The providers a user may sign in with now, in the table's order.
     pub(super) fn social_providers_enabled(&self) -> Vec<Provider> {
         Provider::ALL
@@ -1115,6 +1344,13 @@ impl TenantState {
             let (key, r) = item?;
             if r.expires_at <= now {
                 batch.remove(Kind::SocialState, &key);
+                n += 1;
+            }
+        }
+        for item in self.store.scan::<SocialLinkTicketRecord>(b"").take(limit) {
+            let (key, r) = item?;
+            if r.expires_at <= now {
+                batch.remove(Kind::SocialLinkTicket, &key);
                 n += 1;
             }
         }
