@@ -65,6 +65,9 @@ struct StubState {
     faults: Faults,
     codes: HashMap<String, Code>,
     tokens: HashMap<String, Person>,
+    /// Apple's shape: the client secret is an ES256 JWT by this public key (`x`, `y`), team
+    /// and key id.
+    apple: Option<(String, String, String, String)>,
 }
 
 /// A local provider: OpenID at `/`, GitHub-shaped at `/gh`, Facebook-shaped at `/fb`.
@@ -128,11 +131,37 @@ async fn authorize(State(s): Shared, Query(q): Query<HashMap<String, String>>) -
     (StatusCode::FOUND, [(header::LOCATION, to.to_string())]).into_response()
 }
 
+/// Whether `secret` is the client secret Apple expects: an ES256 JWT signed with the
+/// tenant's key (`kid`), naming the team (`iss`), the client (`sub`) and Apple (`aud`).
+fn apple_secret_ok(st: &StubState, secret: &str, client_id: &str) -> bool {
+    let Some((x, y, team, kid)) = &st.apple else {
+        return false;
+    };
+    let Ok(header) = jsonwebtoken::decode_header(secret) else {
+        return false;
+    };
+    let Ok(key) = jsonwebtoken::DecodingKey::from_ec_components(x, y) else {
+        return false;
+    };
+    let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::ES256);
+    v.set_issuer(&[team]);
+    v.set_audience(&[&st.base]);
+    v.sub = Some(client_id.to_owned());
+    header.kid.as_deref() == Some(kid.as_str())
+        && jsonwebtoken::decode::<Value>(secret, &key, &v).is_ok()
+}
+
 /// Takes the code once, for its client, redirect URI and PKCE verifier.
 fn take_code(st: &mut StubState, form: &HashMap<String, String>, secret: &str) -> Option<Code> {
     let code = st.codes.remove(form.get("code")?)?;
+    let given = form.get("client_secret").map(String::as_str).unwrap_or("");
+    let secret_ok = if st.apple.is_some() {
+        apple_secret_ok(st, given, &code.client_id)
+    } else {
+        given == secret
+    };
     let ok = form.get("client_id") == Some(&code.client_id)
-        && form.get("client_secret").map(String::as_str) == Some(secret)
+        && secret_ok
         && form.get("redirect_uri") == Some(&code.redirect_uri)
         && code
             .challenge
@@ -166,7 +195,12 @@ async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>)
         "aud": code.client_id,
         "sub": code.person.sub,
         "email": code.person.email,
-        "email_verified": code.person.email_verified,
+        // Apple sends the flag as a string.
+        "email_verified": if st.apple.is_some() {
+            json!(code.person.email_verified.to_string())
+        } else {
+            json!(code.person.email_verified)
+        },
         "nonce": nonce,
         "iat": now,
         "exp": exp,
@@ -223,6 +257,16 @@ async fn gh_emails(State(s): Shared, headers: axum::http::HeaderMap) -> Response
     }
 }
 
+async fn dc_me(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
+    match person_of(&s.lock().unwrap(), &headers) {
+        Some(p) => Json(json!({
+            "id": p.sub, "username": "dc", "email": p.email, "verified": p.email_verified,
+        }))
+        .into_response(),
+        None => StatusCode::UNAUTHORIZED.into_response(),
+    }
+}
+
 async fn fb_me(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
     match person_of(&s.lock().unwrap(), &headers) {
         Some(p) => Json(json!({"id": p.sub, "email": p.email})).into_response(),
@@ -256,6 +300,7 @@ impl Stub {
             faults: Faults::default(),
             codes: HashMap::new(),
             tokens: HashMap::new(),
+            apple: None,
         }));
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
@@ -269,6 +314,9 @@ impl Stub {
             .route("/fb/dialog/oauth", get(authorize))
             .route("/fb/oauth/access_token", post(rest_token))
             .route("/fb/api/me", get(fb_me))
+            .route("/dc/oauth2/authorize", get(authorize))
+            .route("/dc/api/oauth2/token", post(rest_token))
+            .route("/dc/api/users/@me", get(dc_me))
             .with_state(state.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -281,6 +329,16 @@ impl Stub {
             });
         });
         Stub { base, state }
+    }
+
+    /// Apple's shape: client secrets must be ES256 JWTs by `public` (uncompressed P-256).
+    fn expect_apple(&self, public: &[u8], team: &str, kid: &str) {
+        self.state.lock().unwrap().apple = Some((
+            URL_SAFE_NO_PAD.encode(&public[1..33]),
+            URL_SAFE_NO_PAD.encode(&public[33..65]),
+            team.to_owned(),
+            kid.to_owned(),
+        ));
     }
 
     pub(crate) fn next(&self, sub: &str, email: Option<&str>, verified: bool) {
@@ -330,6 +388,18 @@ impl Stub {
                 "TESSERA__SOCIAL__FACEBOOK__API_BASE_URL".into(),
                 format!("{b}/fb/api"),
             ),
+            (
+                "TESSERA__SOCIAL__DISCORD__AUTHORIZATION_ENDPOINT".into(),
+                format!("{b}/dc/oauth2/authorize"),
+            ),
+            (
+                "TESSERA__SOCIAL__DISCORD__TOKEN_ENDPOINT".into(),
+                format!("{b}/dc/api/oauth2/token"),
+            ),
+            (
+                "TESSERA__SOCIAL__DISCORD__API_BASE_URL".into(),
+                format!("{b}/dc/api"),
+            ),
         ]
     }
 }
@@ -353,7 +423,22 @@ impl Browser {
 
     /// GET `url` (with `bearer`), keeping its cookies; answers the status and `Location`.
     fn get(&mut self, url: &str, bearer: Option<&str>) -> (u16, String, String) {
-        let mut req = self.client.get(url).header("x-forwarded-for", "192.0.2.77");
+        let req = self.client.get(url);
+        self.send(req, bearer)
+    }
+
+    /// POSTs `form` to `url`, as a provider's `form_post` page makes the browser do.
+    fn post_form(&mut self, url: &str, form: &[(&str, &str)]) -> (u16, String, String) {
+        let req = self.client.post(url).form(form);
+        self.send(req, None)
+    }
+
+    fn send(
+        &mut self,
+        req: reqwest::blocking::RequestBuilder,
+        bearer: Option<&str>,
+    ) -> (u16, String, String) {
+        let mut req = req.header("x-forwarded-for", "192.0.2.77");
         let cookies: Vec<String> = self.jar.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if !cookies.is_empty() {
             req = req.header("cookie", cookies.join("; "));
@@ -420,6 +505,7 @@ impl World {
             ("gitlab", OIDC_SECRET),
             ("github", REST_SECRET),
             ("facebook", REST_SECRET),
+            ("discord", REST_SECRET),
         ] {
             let (st, v) = srv.dash_json(
                 "PUT",
@@ -655,7 +741,7 @@ fn openid_sign_in_creates_links_and_exchanges_once() {
     assert!(body.contains("redirect_uri"), "{body}");
     let (st, _, body) = bad(&format!("tenant_id={}&redirect_uri={}", uuid_like(), APP));
     assert_eq!(st, 404, "{body}");
-    let mut u = url::Url::parse(&w.srv.url("/oauth/discord/authorize")).unwrap();
+    let mut u = url::Url::parse(&w.srv.url("/oauth/slack/authorize")).unwrap();
     u.query_pairs_mut()
         .append_pair("tenant_id", &w.api.tenant_id)
         .append_pair("redirect_uri", APP);
@@ -710,6 +796,24 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
         Some("email_exists"),
         "{back}"
     );
+
+    // Discord (provider_verified): its `verified` flag is the address's.
+    w.oidc.next("dc-1", Some("discord@example.com"), true);
+    let dc = w.signed_in("discord", None);
+    assert_eq!(w.api.me(&dc.access).expect(200)["email_verified"], true);
+    w.oidc.next("dc-2", Some("discord2@example.com"), false);
+    let dc2 = w.signed_in("discord", None);
+    assert_eq!(w.api.me(&dc2.access).expect(200)["email_verified"], false);
+
+    // The tenant's MFA applies: a user with TOTP gets the challenge, not tokens.
+    let mfa = w.api.verified_user(smtp, "mfa@example.com", USER_PASSWORD);
+    w.api.enable_mfa(&mfa.access);
+    w.oidc.next("g-mfa", Some("mfa@example.com"), true);
+    let back = w.sign_in("google", None);
+    let r = w.session("google", &param(&back, "access_token").unwrap());
+    let body = r.expect(200);
+    assert_eq!(body["mfa_required"], true, "{body}");
+    assert!(body.get("access_token").is_none(), "{body}");
 
     // A new GitLab account with an unverified address: created, the address unverified.
     w.gitlab.next("gl-new", Some("new@example.com"), false);
@@ -782,7 +886,7 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
         .iter()
         .any(|e| e["metadata"]["reason"] == "already_claimed"));
     let linked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.linked");
-    assert_eq!(linked.len(), 2, "{linked:?}");
+    assert_eq!(linked.len(), 3, "{linked:?}");
 }
 
 /// A password step-up token of `user`'s session.
@@ -817,7 +921,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
         .expect_error(401, "account_linking/mfa_required");
     let token = step_up(&w.api, &ada);
     w.api
-        .link_gate("discord", &ada.access, Some(&token))
+        .link_gate("slack", &ada.access, Some(&token))
         .expect_error(400, "account_linking/provider_not_configured");
     let r = w
         .api
@@ -959,4 +1063,90 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     assert!(linked.iter().any(|e| e["metadata"]["method"] == "explicit"));
     let unlinked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.unlinked");
     assert_eq!(unlinked.len(), 1);
+}
+
+#[test]
+fn apple_answers_by_form_post_and_takes_a_client_secret_signed_with_the_tenants_key() {
+    use base64::engine::general_purpose::STANDARD;
+    let apple = Stub::start();
+    let (der, public) = p256_pkcs8();
+    apple.expect_apple(&public, "TEAM012345", "KEY0123456");
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        STANDARD.encode(&der)
+    );
+    let env = [("TESSERA__SOCIAL__APPLE__ISSUER", apple.base.as_str())];
+    let (_smtp, srv) = start_with_mail(&env);
+    let api = UserApi::signup(&srv, "Apple Co", "owner@example.com");
+    let owner = srv.login("owner@example.com", PASSWORD);
+    srv.reauth(&owner, PASSWORD);
+    let r = srv.dash(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
+        &owner,
+        Some(&json!({"site_url": APP, "redirect_urls": []})),
+    );
+    assert_eq!(r.status(), 200);
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/social/apple",
+            api.slug
+        ),
+        &owner,
+        Some(&json!({"enabled": true, "client_id": "com.example.web",
+            "apple": {"team_id": "TEAM012345", "key_id": "KEY0123456", "private_key": pem}})),
+    );
+    assert_eq!(st, 200, "{v}");
+
+    apple.next("001234.abcdef", Some("x1y2@privaterelay.appleid.com"), true);
+    let mut b = Browser::new();
+    let mut u = url::Url::parse(&srv.url("/oauth/apple/authorize")).unwrap();
+    u.query_pairs_mut()
+        .append_pair("tenant_id", &api.tenant_id)
+        .append_pair("redirect_uri", APP);
+    let (st, at, body) = b.get(u.as_str(), None);
+    assert_eq!(st, 302, "{body}");
+    assert_eq!(param(&at, "response_mode").as_deref(), Some("form_post"));
+    assert_eq!(param(&at, "scope").as_deref(), Some("name email"));
+    // Apple posts the answer to the callback (its `user` field carries the name once).
+    let (_, callback, _) = b.get(&at, None);
+    let (path, _) = callback.split_once('?').unwrap();
+    let code = param(&callback, "code").unwrap();
+    let state = param(&callback, "state").unwrap();
+    let (st, back, body) = b.post_form(
+        path,
+        &[
+            ("code", &code),
+            ("state", &state),
+            ("user", r#"{"name":{"firstName":"Ada","lastName":"L"}}"#),
+        ],
+    );
+    assert_eq!(st, 302, "{body}");
+    let token = param(&back, "access_token").unwrap_or_else(|| panic!("{back}"));
+    let r = api.post(
+        "/v1/auth/social/apple/session",
+        &json!({"access_token": token, "tenant_slug": api.slug}),
+    );
+    let user = &r.expect(200)["user"];
+    assert_eq!(user["email"], "x1y2@privaterelay.appleid.com");
+    assert_eq!(user["email_verified"], true);
+
+    // A client secret signed with another key is refused by Apple: provider_error.
+    apple.expect_apple(&p256_pkcs8().1, "TEAM012345", "KEY0123456");
+    let (_, at, _) = b.get(u.as_str(), None);
+    let (_, callback, _) = b.get(&at, None);
+    let (path, _) = callback.split_once('?').unwrap();
+    let (_, back, _) = b.post_form(
+        path,
+        &[
+            ("code", &param(&callback, "code").unwrap()),
+            ("state", &param(&callback, "state").unwrap()),
+        ],
+    );
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("provider_error"),
+        "{back}"
+    );
 }
