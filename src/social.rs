@@ -17,7 +17,7 @@ use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, EncodingKey, Header, Val
 use serde::Deserialize;
 use serde_json::Value;
 use tessera_actors::tenant::social::{
-    pkcs8_der, Protocol, Provider, SocialIdentity, SocialPending, SocialStart,
+    pkcs8_der, Protocol, Provider, ProviderTokens, SocialIdentity, SocialPending, SocialStart,
 };
 
 use crate::config::SocialConfig;
@@ -136,6 +136,21 @@ fn or_default(configured: &str, default: &str) -> String {
         default.to_owned()
     } else {
         configured.trim_end_matches('/').to_owned()
+    }
+}
+
+/// The provider's tokens in a token endpoint's answer.
+fn tokens_of(answer: &Value) -> ProviderTokens {
+    let text = |k: &str| answer.get(k).and_then(Value::as_str).map(str::to_owned);
+    ProviderTokens {
+        access_token: text("access_token").unwrap_or_default(),
+        refresh_token: text("refresh_token"),
+        expires_at: answer
+            .get("expires_in")
+            .and_then(Value::as_i64)
+            .filter(|s| (1..=10 * 365 * 86_400).contains(s))
+            .map(|s| time::OffsetDateTime::now_utc() + time::Duration::seconds(s)),
+        scope: text("scope"),
     }
 }
 
@@ -381,6 +396,7 @@ impl SocialClient {
         let email_verified = truthy(claims.get("email_verified"))
             || (p == Provider::Microsoft && truthy(claims.get("xms_edov")));
         Ok(SocialIdentity {
+            tokens: tokens_of(&answer),
             subject,
             email: claims
                 .get("email")
@@ -473,6 +489,7 @@ impl SocialClient {
             form.push(("client_secret", pending.secret.as_str()));
         }
         let answer = self.json("token", req.form(&form)).await?;
+        let tokens = tokens_of(&answer);
         let token = answer
             .get("access_token")
             .and_then(Value::as_str)
@@ -501,6 +518,7 @@ impl SocialClient {
                     .flatten()
                     .find(|m| m.get("primary").and_then(Value::as_bool) == Some(true));
                 Ok(SocialIdentity {
+                    tokens,
                     subject,
                     email: primary
                         .and_then(|m| m.get("email"))
@@ -515,6 +533,7 @@ impl SocialClient {
             Provider::Discord => {
                 let user = self.json("profile", get("/users/@me")).await?;
                 Ok(SocialIdentity {
+                    tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
                     email: user.get("email").and_then(Value::as_str).map(str::to_owned),
                     email_verified: user.get("verified").and_then(Value::as_bool) == Some(true),
@@ -523,6 +542,7 @@ impl SocialClient {
             Provider::Facebook => {
                 let user = self.json("profile", get("/me?fields=id,email")).await?;
                 Ok(SocialIdentity {
+                    tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
                     email: user.get("email").and_then(Value::as_str).map(str::to_owned),
                     email_verified: false,
@@ -532,6 +552,7 @@ impl SocialClient {
                 // X: the account's id; X gives no address without a separate permission.
                 let user = self.json("profile", get("/users/me")).await?;
                 Ok(SocialIdentity {
+                    tokens,
                     subject: user
                         .get("data")
                         .and_then(|d| d.get("id"))

@@ -130,6 +130,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(users_me::link_provider))
         .routes(routes!(users_me::identities))
         .routes(routes!(users_me::unlink))
+        .routes(routes!(users_me::provider_tokens))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))

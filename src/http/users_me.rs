@@ -297,6 +297,69 @@ pub async fn identities(
     }))
 }
 
+/// A linked account's provider tokens, as the provider answered them at the last sign-in.
+#[derive(Serialize, ToSchema)]
+pub struct ProviderTokensResponse {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    /// When the provider said `access_token` expires.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<time::OffsetDateTime>,
+    pub scope: Option<String>,
+}
+
+/// The provider tokens kept for the signed-in user's account of `provider` (step-up gated):
+/// kept, sealed, only while the tenant's configuration of that provider has
+/// `store_provider_tokens`, from the last sign-in or link with it.
+#[utoipa::path(get, path = "/v1/users/me/identities/{provider}/tokens", tag = "social",
+    security(("api_key" = [], "bearer" = [])),
+    params(
+        ("provider" = String, Path, description = "Lowercase provider name"),
+        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+    ),
+    responses(
+        (status = 200, description = "The tokens (`Cache-Control: no-store`)", body = ProviderTokensResponse),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up gate); `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: no account of that provider linked, or no tokens kept for it (or another tenant's step-up token)", body = ErrorBody),
+    ))]
+pub async fn provider_tokens(
+    State(state): State<AppState>,
+    user: UserBearer,
+    headers: HeaderMap,
+    Path(provider): Path<String>,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Response, ApiError> {
+    require_step_up(&state, &user, &headers).await?;
+    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let bearer = user.bearer;
+    let answer = user
+        .tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: SocialCmd::Tokens {
+                bearer,
+                provider: p,
+            },
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    let tokens = match answer {
+        Ok(SocialAnswer::Tokens(t)) => *t,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::NotFound)) => {
+            return Err(ApiError::not_found("provider tokens"))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let body = Json(ProviderTokensResponse {
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token,
+        expires_at: tokens.expires_at,
+        scope: tokens.scope,
+    });
+    Ok(([(header::CACHE_CONTROL, "no-store")], body).into_response())
+}
+
 /// Unlinks the signed-in user's account of `provider` (step-up gated). Refused while it is
 /// the user's only way in: no password, passkey, other provider, or confirmed address or
 /// number the tenant signs in with codes. Audited as `auth.social.unlinked`.

@@ -124,6 +124,9 @@ pub enum Kind {
     UserIdentity = 0x5B,
     /// SHA-256 of a link ticket -> the signed-in user a provider is to be linked to.
     SocialLinkTicket = 0x5C,
+    /// `provider | 0 | subject` -> a linked account's provider tokens, sealed (kept only when
+    /// the tenant's configuration asks).
+    SocialToken = 0x5D,
 }
 
 /// The key of a platform record.

@@ -214,7 +214,7 @@ async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>)
     h.kid = Some(kid.into());
     let id_token =
         jsonwebtoken::encode(&h, &claims, &jsonwebtoken::EncodingKey::from_ec_der(key)).unwrap();
-    Json(json!({"access_token": "at", "token_type": "Bearer", "id_token": id_token}))
+    Json(json!({"access_token": format!("oidc-access-{}", code.person.sub), "refresh_token": "oidc-refresh-kept", "expires_in": 3600, "token_type": "Bearer", "id_token": id_token}))
         .into_response()
 }
 
@@ -931,6 +931,19 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
         url.starts_with(&w.srv.url("/oauth/google/authorize?")),
         "{url}"
     );
+    // The tenant keeps Google's tokens (the secret stays: same client id).
+    let (st, v) = w.srv.dash_json(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/social/google",
+            w.api.slug
+        ),
+        &w.owner,
+        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "store_provider_tokens": true})),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["store_provider_tokens"], true);
+    assert_eq!(v["client_secret_set"], true);
     // A Google account with another address: linked all the same (the user proved both).
     w.oidc
         .next("g-ada-linked", Some("ada.other@example.com"), false);
@@ -941,6 +954,23 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     let (_, back, _) = b.get(&callback, None);
     assert_eq!(param(&back, "linked").as_deref(), Some("google"), "{back}");
     assert!(back.starts_with(APP), "{back}");
+    // Its tokens are the user's to read, past the step-up gate.
+    let tokens_path = "/v1/users/me/identities/google/tokens";
+    w.api
+        .send("GET", tokens_path, Some(&ada.access), None)
+        .expect_error(401, "account_linking/mfa_required");
+    let t = step_up(&w.api, &ada);
+    let r = w.api.send_with(
+        "GET",
+        tokens_path,
+        Some(&ada.access),
+        None,
+        &[("x-step-up-token", &t)],
+    );
+    assert_eq!(r.expect(200)["access_token"], "oidc-access-g-ada-linked");
+    assert_eq!(r.body["refresh_token"], "oidc-refresh-kept");
+    assert!(r.body["expires_at"].is_string(), "{}", r.body);
+    assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
     // The ticket was used: the same URL again is refused.
     let (st, _, body) = Browser::new().get(&url, None);
     assert_eq!(st, 400, "{body}");
@@ -956,6 +986,28 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     assert_eq!(data[0]["subject"], "g-ada-linked");
     let signed = w.signed_in("google", None);
     assert_eq!(signed.claims()["sub"], ada_id);
+    // With the setting off, the next sign-in drops the kept tokens.
+    let (st, _) = w.srv.dash_json(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/social/google",
+            w.api.slug
+        ),
+        &w.owner,
+        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT})),
+    );
+    assert_eq!(st, 200);
+    w.signed_in("google", None);
+    let t = step_up(&w.api, &ada);
+    w.api
+        .send_with(
+            "GET",
+            tokens_path,
+            Some(&ada.access),
+            None,
+            &[("x-step-up-token", &t)],
+        )
+        .expect_error(404, "resource/not_found");
 
     // Another user cannot take it: provider_in_use. Nor can Ada link a second Google account.
     let bob = w.api.verified_user(smtp, "bob@example.com", PASSWORD);

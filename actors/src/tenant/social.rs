@@ -211,6 +211,10 @@ pub struct SocialProviderRecord {
     /// The client secret (Apple: the PKCS#8 PEM private key), sealed and bound to this tenant
     /// and provider.
     pub secret: Option<Sealed>,
+    /// Keep the provider's tokens after a sign-in (sealed), for the user's app to call the
+    /// provider's API; off: they are dropped once the user is known.
+    #[serde(default)]
+    pub store_tokens: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
@@ -242,6 +246,7 @@ pub struct SocialConfigPut {
     pub apple: Option<AppleKeyId>,
     pub microsoft_tenant: Option<String>,
     pub scopes: Option<Vec<String>>,
+    pub store_tokens: bool,
 }
 
 impl std::fmt::Debug for SocialConfigPut {
@@ -261,6 +266,7 @@ pub struct SocialProviderView {
     pub microsoft_tenant: Option<String>,
     /// The scopes asked for (the defaults when the tenant named none).
     pub scopes: Vec<String>,
+    pub store_tokens: bool,
     /// `None`: never configured.
     pub updated_at: Option<OffsetDateTime>,
 }
@@ -282,6 +288,7 @@ impl SocialProviderView {
             apple: record.and_then(|r| r.apple.clone()),
             microsoft_tenant: record.and_then(|r| r.microsoft_tenant.clone()),
             scopes,
+            store_tokens: record.is_some_and(|r| r.store_tokens),
             updated_at: record.map(|r| r.updated_at),
         }
     }
@@ -387,6 +394,7 @@ impl TenantState {
             apple: put.apple,
             microsoft_tenant: put.microsoft_tenant,
             secret,
+            store_tokens: put.store_tokens,
             updated_at: OffsetDateTime::now_utc(),
         };
         let mut changed: Vec<&str> = Vec::new();
@@ -410,6 +418,9 @@ impl TenantState {
         }
         if was.and_then(|r| r.microsoft_tenant.as_ref()) != next.microsoft_tenant.as_ref() {
             changed.push("microsoft_tenant");
+        }
+        if was.is_some_and(|r| r.store_tokens) != next.store_tokens {
+            changed.push("store_provider_tokens");
         }
         if changed.is_empty() {
             return Ok(SocialProviderView::of(provider, was));
@@ -609,7 +620,39 @@ pub struct SocialIdentity {
     pub email: Option<String>,
     /// What the provider says of the address (trust decides what it is worth).
     pub email_verified: bool,
+    /// The provider's answer at the code exchange: kept (sealed) only when the tenant's
+    /// configuration says so.
+    pub tokens: ProviderTokens,
 }
+
+/// The tokens a provider answered for the user.
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct ProviderTokens {
+    pub access_token: String,
+    pub refresh_token: Option<String>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for ProviderTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProviderTokens(<redacted>)")
+    }
+}
+
+/// A linked account's provider tokens, sealed, keyed as its [`SocialIdentityRecord`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SocialTokenRecord {
+    pub sealed: Sealed,
+}
+
+impl Record for SocialTokenRecord {
+    const KIND: Kind = Kind::SocialToken;
+    const NAME: &'static str = "social provider tokens";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for SocialTokenRecord {}
 
 /// Why a callback did not sign anyone in: the `error` the browser is sent back with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -688,6 +731,9 @@ pub enum SocialCmd {
     Identities { bearer: Bearer },
     /// Unlinks the signed-in user's account of `provider` (past the step-up gate).
     Unlink { bearer: Bearer, provider: Provider },
+    /// The kept provider tokens of the signed-in user's account of `provider` (past the
+    /// step-up gate).
+    Tokens { bearer: Bearer, provider: Provider },
 }
 
 pub enum SocialAnswer {
@@ -700,6 +746,7 @@ pub enum SocialAnswer {
     Ticket(String),
     Identities(Vec<SocialIdentityRecord>),
     Unlinked,
+    Tokens(Box<ProviderTokens>),
 }
 
 impl std::fmt::Debug for SocialAnswer {
@@ -769,6 +816,9 @@ impl TenantState {
             SocialCmd::Unlink { bearer, provider } => {
                 self.social_unlink(bearer, provider, ctx, now)?;
                 SocialAnswer::Unlinked
+            }
+            SocialCmd::Tokens { bearer, provider } => {
+                SocialAnswer::Tokens(Box::new(self.social_tokens(bearer, provider, now)?))
             }
             SocialCmd::Session { provider, jti } => {
                 SocialAnswer::Login(Box::new(self.social_session(provider, jti, ctx, now)?))
@@ -924,6 +974,65 @@ impl TenantState {
             apple: config.apple,
             microsoft_tenant: config.microsoft_tenant,
         })
+    }
+
+    fn token_aad(&self, provider: Provider, subject: &str) -> Vec<u8> {
+        self.secret_aad(
+            &[
+                b"social-token/".as_slice(),
+                &identity_key(provider, subject),
+            ]
+            .concat(),
+        )
+    }
+
+    /// Keeps (sealed) or drops the provider's tokens of `identity`, as the tenant's
+    /// configuration of `provider` says now.
+    fn keep_tokens(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        provider: Provider,
+        identity: &SocialIdentity,
+    ) -> Result<(), TenantError> {
+        let key = identity_key(provider, &identity.subject);
+        let keep = self
+            .store
+            .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
+            .is_some_and(|r| r.store_tokens);
+        if !keep {
+            batch.remove(Kind::SocialToken, &key);
+            return Ok(());
+        }
+        let plain = serde_json::to_vec(&identity.tokens)
+            .map_err(|e| TenantError::Internal(e.to_string()))?;
+        let sealed = self
+            .master_key
+            .seal(&self.token_aad(provider, &identity.subject), &plain)?;
+        batch.put(&key, &SocialTokenRecord { sealed })?;
+        Ok(())
+    }
+
+    /// The kept provider tokens of the caller's account of `provider`; `NotFound` when none
+    /// are kept.
+    fn social_tokens(
+        &self,
+        bearer: Bearer,
+        provider: Provider,
+        now: OffsetDateTime,
+    ) -> Result<ProviderTokens, TenantError> {
+        let (_, user) = self.live_session(bearer, now)?;
+        let ix = self
+            .store
+            .get::<UserIdentityIndex>(&user_identity_key(user.id, provider))?
+            .ok_or(TenantError::NotFound)?;
+        let record = self
+            .store
+            .get::<SocialTokenRecord>(&identity_key(provider, &ix.subject))?
+            .ok_or(TenantError::NotFound)?;
+        let plain = self
+            .master_key
+            .open(&self.token_aad(provider, &ix.subject), &record.sealed)?;
+        serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))
     }
 
     /// Links `identity` to `user` in `batch`.
@@ -1083,6 +1192,7 @@ impl TenantState {
                 },
             )
         };
+        self.keep_tokens(&mut fx.batch, provider, &identity)?;
         let jti = Uuid::now_v7();
         let expires_at = now + EXCHANGE_TTL;
         fx.batch.put(
@@ -1227,6 +1337,7 @@ impl TenantState {
             email.as_ref(),
             now,
         )?;
+        self.keep_tokens(&mut fx.batch, provider, &identity)?;
         self.audit_into(
             &mut fx.batch,
             "auth.social.linked",
@@ -1269,6 +1380,8 @@ impl TenantState {
         fx.batch.remove(Kind::UserIdentity, &key);
         fx.batch
             .remove(Kind::SocialIdentity, &identity_key(provider, &ix.subject));
+        fx.batch
+            .remove(Kind::SocialToken, &identity_key(provider, &ix.subject));
         self.audit_into(
             &mut fx.batch,
             "auth.social.unlinked",
@@ -1327,6 +1440,7 @@ impl TenantState {
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             if let Some(p) = Provider::parse(name) {
                 batch.remove(Kind::SocialIdentity, &identity_key(p, &ix.subject));
+                batch.remove(Kind::SocialToken, &identity_key(p, &ix.subject));
             }
         }
         Ok(())

@@ -78,6 +78,11 @@ pub struct PutSocialProviderRequest {
     /// need not).
     #[schema(min_items = 1, max_items = 20)]
     pub scopes: Option<Vec<String>>,
+    /// Keep the provider's tokens after each sign-in (sealed), so the user's app can call
+    /// the provider's API for them (`GET /v1/users/me/identities/{provider}/tokens`, step-up
+    /// gated). Default false: they are dropped once the user is known.
+    #[serde(default)]
+    pub store_provider_tokens: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -108,6 +113,8 @@ pub struct SocialProviderResponse {
     pub microsoft_tenant: Option<String>,
     /// The scopes asked for: the tenant's, or the provider's defaults.
     pub scopes: Vec<String>,
+    /// Whether the provider's tokens are kept (sealed) after a sign-in.
+    pub store_provider_tokens: bool,
     /// The redirect URI to register at the provider:
     /// `{accounts_url}/oauth/{provider}/callback`.
     pub callback_url: String,
@@ -135,6 +142,7 @@ fn response(state: &AppState, v: SocialProviderView) -> SocialProviderResponse {
             _ => None,
         },
         scopes: v.scopes,
+        store_provider_tokens: v.store_tokens,
         callback_url: format!("{}/oauth/{}/callback", state.accounts_base(), p.as_str()),
         updated_at: v.updated_at,
     }
@@ -267,6 +275,7 @@ fn checked(provider: Provider, req: PutSocialProviderRequest) -> Result<SocialCo
         apple,
         microsoft_tenant: tenant,
         scopes,
+        store_tokens: req.store_provider_tokens,
     })
 }
 
