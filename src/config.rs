@@ -69,6 +69,9 @@ pub struct SocialConfig {
     /// How long one request to a provider (discovery, keys, token, profile) may take, in
     /// milliseconds.
     pub timeout_ms: u64,
+    /// A provider's key set is fetched again for an ID token that names a key not in it, at
+    /// most once in this many seconds (0: every time).
+    pub keys_refetch_secs: u64,
     pub google: ProviderEndpoints,
     pub apple: ProviderEndpoints,
     pub microsoft: ProviderEndpoints,
@@ -85,6 +88,7 @@ impl Default for SocialConfig {
     fn default() -> Self {
         SocialConfig {
             timeout_ms: 10_000,
+            keys_refetch_secs: 10,
             google: ProviderEndpoints::default(),
             apple: ProviderEndpoints::default(),
             microsoft: ProviderEndpoints::default(),

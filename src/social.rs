@@ -24,8 +24,6 @@ use crate::config::SocialConfig;
 
 /// How long a discovery document and a key set are used before they are fetched again.
 const CACHE_TTL: Duration = Duration::from_secs(3600);
-/// A key set is fetched again for an unknown `kid` at most this often.
-const KEYS_REFETCH_SPACING: Duration = Duration::from_secs(10);
 /// The largest answer read from a provider.
 const MAX_ANSWER: usize = 1 << 20;
 /// How far in the future an ID token's `iat` may be, and how late its `exp` is forgiven.
@@ -262,12 +260,13 @@ impl SocialClient {
     }
 
     /// The key set at `uri`: from the cache while fresh, unless `refetch` (an unknown `kid`)
-    /// and the cached one is older than [`KEYS_REFETCH_SPACING`].
+    /// and the cached one is older than `social.keys_refetch_secs`.
     async fn key_set(&self, uri: &str, refetch: bool) -> Result<Arc<JwkSet>, SocialError> {
         if let Ok(cache) = self.keys.lock() {
             if let Some((at, set)) = cache.get(uri) {
                 let age = at.elapsed();
-                if age < CACHE_TTL && (!refetch || age < KEYS_REFETCH_SPACING) {
+                let spacing = Duration::from_secs(self.config.keys_refetch_secs);
+                if age < CACHE_TTL && (!refetch || age < spacing) {
                     return Ok(set.clone());
                 }
             }

@@ -61,6 +61,8 @@ struct StubState {
     key: Vec<u8>,
     other_key: Vec<u8>,
     jwk: Value,
+    /// The `kid` of `key` (`jwk` names it).
+    kid: String,
     next: Person,
     faults: Faults,
     codes: HashMap<String, Code>,
@@ -208,7 +210,7 @@ async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>)
     let (key, kid) = if st.faults.unknown_key {
         (&st.other_key, "k-unknown")
     } else {
-        (&st.key, "k1")
+        (&st.key, st.kid.as_str())
     };
     let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
     h.kid = Some(kid.into());
@@ -292,6 +294,7 @@ impl Stub {
             key,
             other_key,
             jwk,
+            kid: "k1".into(),
             next: Person {
                 sub: "0".into(),
                 email: None,
@@ -341,6 +344,19 @@ impl Stub {
         ));
     }
 
+    /// The provider rotates its signing key: a new key, a new `kid`, the old one unpublished.
+    fn rotate(&self) {
+        let (key, public) = p256_pkcs8();
+        let mut st = self.state.lock().unwrap();
+        st.key = key;
+        st.kid = "k2".into();
+        st.jwk = json!({
+            "kty": "EC", "crv": "P-256", "kid": "k2", "use": "sig", "alg": "ES256",
+            "x": URL_SAFE_NO_PAD.encode(&public[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&public[33..65]),
+        });
+    }
+
     pub(crate) fn next(&self, sub: &str, email: Option<&str>, verified: bool) {
         self.state.lock().unwrap().next = Person {
             sub: sub.into(),
@@ -360,6 +376,8 @@ impl Stub {
         let b = &self.base;
         vec![
             ("TESSERA__SOCIAL__GOOGLE__ISSUER".into(), b.clone()),
+            // A rotated key is looked up at once (the default waits 10 s between fetches).
+            ("TESSERA__SOCIAL__KEYS_REFETCH_SECS".into(), "0".into()),
             (
                 "TESSERA__SOCIAL__GITLAB__ISSUER".into(),
                 gitlab.base.clone(),
@@ -707,6 +725,11 @@ fn openid_sign_in_creates_links_and_exchanges_once() {
         );
     }
     w.oidc.faults(Faults::default());
+    // The provider rotates its key: the key set is fetched again for the new `kid`.
+    w.oidc.rotate();
+    w.oidc.next("g-1", Some("Ada@Example.com"), true);
+    let rotated = w.signed_in("google", None);
+    assert_eq!(rotated.claims()["sub"], claims["sub"]);
     // The user says no at the provider.
     let mut b = Browser::new();
     let at = w.begin(&mut b, "google", None);
