@@ -392,8 +392,13 @@ impl SocialClient {
             .filter(|s| !s.is_empty() && s.len() <= 255)
             .ok_or_else(|| SocialError::IdToken("no sub".into()))?
             .to_owned();
-        let email_verified = truthy(claims.get("email_verified"))
-            || (p == Provider::Microsoft && truthy(claims.get("xms_edov")));
+        let said = |k: &str| claims.get(k).map(|v| truthy(Some(v)));
+        let email_verified = match (said("email_verified"), p) {
+            (Some(false) | None, Provider::Microsoft) if said("xms_edov") == Some(true) => {
+                Some(true)
+            }
+            (said, _) => said,
+        };
         Ok(SocialIdentity {
             tokens: tokens_of(&answer),
             subject,
@@ -525,8 +530,7 @@ impl SocialClient {
                         .map(str::to_owned),
                     email_verified: primary
                         .and_then(|m| m.get("verified"))
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
+                        .and_then(Value::as_bool),
                 })
             }
             Provider::Discord => {
@@ -535,7 +539,7 @@ impl SocialClient {
                     tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
                     email: user.get("email").and_then(Value::as_str).map(str::to_owned),
-                    email_verified: user.get("verified").and_then(Value::as_bool) == Some(true),
+                    email_verified: user.get("verified").and_then(Value::as_bool),
                 })
             }
             Provider::Facebook => {
@@ -544,7 +548,7 @@ impl SocialClient {
                     tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
                     email: user.get("email").and_then(Value::as_str).map(str::to_owned),
-                    email_verified: false,
+                    email_verified: None,
                 })
             }
             _ => {
@@ -558,7 +562,7 @@ impl SocialClient {
                         .and_then(id_of)
                         .ok_or_else(missing)?,
                     email: None,
-                    email_verified: false,
+                    email_verified: None,
                 })
             }
         }

@@ -112,3 +112,7 @@ scope-phone = Ihre Telefonnummer sehen
 scope-address = Ihre Postanschrift sehen
 scope-offline_access = Zugriff behalten, auch wenn Sie die App nicht nutzen
 scope-other = { $scope } verwenden
+link-confirm-title = Ihr { $provider }-Konto verknüpfen
+link-confirm-intro = Sie verknüpfen gleich ein { $provider }-Konto mit { $account }: Damit melden Sie sich dann auch bei { $account } an.
+link-confirm-warning = Wenn Sie das nicht selbst in der App angefordert haben, schließen Sie diese Seite: Jemand versucht vielleicht, in Ihr Konto zu gelangen oder Sie in seines zu locken.
+link-confirm-button = Weiter zu { $provider }

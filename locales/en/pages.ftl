@@ -112,3 +112,7 @@ scope-phone = See your phone number
 scope-address = See your postal address
 scope-offline_access = Keep access while you are not using it
 scope-other = Use { $scope }
+link-confirm-title = Link your { $provider } account
+link-confirm-intro = You are about to link a { $provider } account to { $account }: it will then sign in to { $account } too.
+link-confirm-warning = If you did not ask for this in the app yourself, close this page: someone may be trying to get into your account, or to have you sign in to theirs.
+link-confirm-button = Continue to { $provider }

@@ -112,3 +112,7 @@ scope-phone = Ver su número de teléfono
 scope-address = Ver su dirección postal
 scope-offline_access = Mantener el acceso cuando no use la aplicación
 scope-other = Usar { $scope }
+link-confirm-title = Vincular su cuenta de { $provider }
+link-confirm-intro = Va a vincular una cuenta de { $provider } a { $account }: después también iniciará sesión en { $account }.
+link-confirm-warning = Si no lo ha pedido usted mismo en la aplicación, cierre esta página: alguien podría estar intentando entrar en su cuenta o hacerle entrar en la suya.
+link-confirm-button = Continuar a { $provider }

@@ -112,3 +112,7 @@ scope-phone = Voir votre numéro de téléphone
 scope-address = Voir votre adresse postale
 scope-offline_access = Garder l’accès quand vous n’utilisez pas l’application
 scope-other = Utiliser { $scope }
+link-confirm-title = Associer votre compte { $provider }
+link-confirm-intro = Vous allez associer un compte { $provider } à { $account } : il permettra ensuite de se connecter aussi à { $account }.
+link-confirm-warning = Si vous ne l’avez pas demandé vous-même dans l’application, fermez cette page : quelqu’un essaie peut-être d’accéder à votre compte ou de vous connecter au sien.
+link-confirm-button = Continuer vers { $provider }

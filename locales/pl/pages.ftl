@@ -112,3 +112,7 @@ scope-phone = Widzieć Twój numer telefonu
 scope-address = Widzieć Twój adres pocztowy
 scope-offline_access = Zachować dostęp, gdy nie korzystasz z aplikacji
 scope-other = Używać { $scope }
+link-confirm-title = Połącz konto { $provider }
+link-confirm-intro = Za chwilę połączysz konto { $provider } z { $account }: będzie ono też logować do { $account }.
+link-confirm-warning = Jeśli nie prosiłeś o to sam w aplikacji, zamknij tę stronę: ktoś może próbować dostać się do twojego konta albo zalogować cię do swojego.
+link-confirm-button = Przejdź do { $provider }

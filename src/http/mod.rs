@@ -314,6 +314,10 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             "/oauth/{slug}/callback",
             axum::routing::get(social::callback_get).post(social::callback_post),
         )
+        .route(
+            "/oauth/{slug}/link-confirm",
+            axum::routing::get(social::link_confirm),
+        )
         .fallback(not_found)
         .layer(Extension(doc))
         .layer(stack)

@@ -40,6 +40,7 @@ use super::{
     bearer::{bearer_header, issuer, verify, BearerHeader},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    pages::{LinkView, Problem, Reader},
     reauth::{exchange_audience, exchange_sign_in, SOCIAL_DONE_COOKIE},
     responses::{login_answer, LoginResponse},
 };
@@ -64,6 +65,8 @@ pub struct AuthorizeQuery {
     /// From `POST /v1/users/me/link/{provider}`: the flow links to that user and returns to
     /// the URL the link request named.
     link_ticket: Option<String>,
+    /// The link confirmation page's value, bound to the browser that saw the page.
+    csrf: Option<String>,
 }
 
 /// The provider of a path; 404 for any other name.
@@ -185,7 +188,8 @@ async fn social(
         .await
 }
 
-/// Starts a social sign-in: stores the flow and sends the browser to the provider.
+/// Starts a social sign-in: stores the flow and sends the browser to the provider. A link
+/// ticket's URL first shows the confirmation page (see [`link_confirm`]).
 pub async fn authorize(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -194,13 +198,127 @@ pub async fn authorize(
     ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
+    if q.hosted.is_none() {
+        if let (Some(ticket), Some(tenant)) = (&q.link_ticket, &q.tenant_id) {
+            return link_page(&state, &name, tenant, ticket, &headers, ctx).await;
+        }
+    }
+    begin(&state, &name, q, &headers, ip, ctx).await
+}
+
+/// The path the link confirmation page posts to.
+fn link_confirm_path(p: Provider) -> String {
+    format!("/oauth/{}/link-confirm", p.as_str())
+}
+
+/// The tenant of a `tenant_id` parameter.
+fn tenant_of_id(app: &App, id: &str) -> Result<TenantHandle, ApiError> {
+    Uuid::try_parse(id)
+        .ok()
+        .and_then(|id| app.directory.tenant_by_id(TenantId(id)))
+        .ok_or_else(|| ApiError::not_found("tenant"))
+}
+
+/// The page a link ticket's URL opens: which account the provider account will be linked
+/// to, and a button (a form bound to this browser) that starts it. Nothing is used here, so a
+/// link opened by someone else (sent by whoever asked for the ticket) does nothing unless
+/// they confirm linking their provider account to an account they can see is not theirs.
+async fn link_page(
+    app: &AppState,
+    name: &str,
+    tenant_id: &str,
+    ticket: &str,
+    headers: &HeaderMap,
+    ctx: tessera_actors::tenant::audit::AuditContext,
+) -> Result<Response, ApiError> {
+    let p = provider_of(name)?;
+    let tenant = tenant_of_id(app, tenant_id)?;
+    let peek = social(
+        &tenant,
+        &ctx,
+        SocialCmd::PeekTicket {
+            provider: p,
+            ticket: ticket.to_owned(),
+        },
+    )
+    .await;
+    let mut reader = Reader::new(app, headers, None);
+    let view = match peek {
+        Ok(SocialAnswer::TicketView(v)) => *v,
+        Ok(_) => return Err(ApiError::internal("unexpected social answer")),
+        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_ticket()),
+        Err(e) => return Err(e.into()),
+    };
+    reader.set_tenant(&view.tenant_name, &view.default_locale);
+    let provider = p.display_name();
+    let mut page = reader.page("link-confirm-title");
+    page.title = reader.t_with("link-confirm-title", &[("provider", provider)]);
+    page.paragraphs.push(reader.t_with(
+        "link-confirm-intro",
+        &[("provider", provider), ("account", &view.account)],
+    ));
+    page.paragraphs
+        .push(reader.t_with("link-confirm-warning", &[("provider", provider)]));
+    // A link, not a form: the provider and then the app answer with redirects, which a
+    // form's `form-action` policy would have to list one by one.
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("tenant_id", tenant_id)
+        .append_pair("link_ticket", ticket)
+        .append_pair("csrf", &reader.csrf(&link_confirm_path(p), ticket))
+        .finish();
+    page.link = Some(LinkView {
+        href: format!("{}?{query}", link_confirm_path(p)),
+        label: reader.t_with("link-confirm-button", &[("provider", provider)]),
+    });
+    Ok(reader.answer(StatusCode::OK, page, None))
+}
+
+/// The link confirmation page's button: its CSRF value (only the browser that saw the page
+/// has it: it is bound to that browser's cookie), then the flow as any other. A GET, since it
+/// starts a chain of redirects; the ticket it uses was never mailed.
+pub async fn link_confirm(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(q): Query<AuthorizeQuery>,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+) -> Result<Response, ApiError> {
     let p = provider_of(&name)?;
+    let ticket = q.link_ticket.clone().unwrap_or_default();
+    let sent = q.csrf.clone().unwrap_or_default();
+    let reader = Reader::new(&state, &headers, None);
+    if q.hosted.is_some() || !reader.csrf_ok(&link_confirm_path(p), &ticket, &sent) {
+        return Ok(reader.problem(Problem::Csrf));
+    }
+    begin(&state, &name, q, &headers, ip, ctx).await
+}
+
+fn invalid_ticket() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        "social/invalid_link_ticket",
+        "this link request is unknown, already used or expired: ask again",
+    )
+}
+
+/// Stores the flow and sends the browser to the provider.
+async fn begin(
+    state: &AppState,
+    name: &str,
+    q: AuthorizeQuery,
+    headers: &HeaderMap,
+    ip: std::net::IpAddr,
+    ctx: tessera_actors::tenant::audit::AuditContext,
+) -> Result<Response, ApiError> {
+    let p = provider_of(name)?;
     let mut e = FieldErrors::new();
     let tenant_id = q.tenant_id.as_deref().and_then(|t| Uuid::try_parse(t).ok());
     e.check("tenant_id", tenant_id.is_some(), "a tenant's id (UUID)");
     let redirect_uri = q.redirect_uri.unwrap_or_default();
     match (&q.hosted, &q.link_ticket) {
-        (Some(h), _) => e.check("hosted", len_between(h, 1, 4096), "1-4096 characters"),
+        (Some(_), Some(_)) => e.check("link_ticket", false, "not with hosted"),
+        (Some(h), None) => e.check("hosted", len_between(h, 1, 4096), "1-4096 characters"),
         (None, Some(t)) => e.check("link_ticket", len_between(t, 1, 128), "1-128 characters"),
         (None, None) => e.check(
             "redirect_uri",
@@ -222,12 +340,12 @@ pub async fn authorize(
         ),
         None => redirect_uri,
     };
-    let guest = match bearer_header(&headers) {
+    let guest = match bearer_header(headers) {
         BearerHeader::Absent => None,
         BearerHeader::Malformed => return Err(invalid_token()),
         BearerHeader::Token(t) => {
             let keys = tenant.keys().await?;
-            Some(verify(&state, &tenant, &keys, t)?.1)
+            Some(verify(state, &tenant, &keys, t)?.1)
         }
     };
     let begun = social(
@@ -261,28 +379,22 @@ pub async fn authorize(
             )))
         }
         Err(CallError::Failed(TenantError::InvalidSession)) => return Err(invalid_token()),
-        Err(CallError::Failed(TenantError::SocialStateInvalid)) => {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "social/invalid_link_ticket",
-                "this link request is unknown, already used or expired: ask again",
-            ))
-        }
+        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_ticket()),
         Err(e) => return Err(e.into()),
     };
     let to = match state
         .social
-        .authorize_url(p, &start, &callback_url(&state, p))
+        .authorize_url(p, &start, &callback_url(state, p))
         .await
     {
         Ok(u) => u,
         Err(err) => {
             tracing::warn!(provider = p.as_str(), error = %err, "a social sign-in could not start");
-            return Ok(found(&with_param(&redirect_uri, "error", err.code())));
+            return Ok(found(&with_param(&start.redirect_uri, "error", err.code())));
         }
     };
     let mut resp = found(&to);
-    if let Some(c) = flow_cookie(&state, p, &start.state, Some(&start.binding)) {
+    if let Some(c) = flow_cookie(state, p, &start.state, Some(&start.binding)) {
         resp.headers_mut().append(header::SET_COOKIE, c);
     }
     Ok(resp)

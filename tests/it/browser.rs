@@ -473,6 +473,69 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
     drop(driver);
 }
 
+/// The link confirmation page in Chromium: its button is a form whose policy must let the
+/// browser go on to the provider; the provider account is then linked.
+#[test]
+fn a_user_links_a_provider_through_the_confirmation_page_in_chromium() {
+    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    if !chromium_present() {
+        return;
+    }
+    let google = Stub::start();
+    let env = [("TESSERA__SOCIAL__GOOGLE__ISSUER", google.base.as_str())];
+    let (smtp, srv, api, s) = setup("Chromium Link", &env);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let slug = &api.slug;
+    for (method, path, body) in [
+        (
+            "PUT",
+            format!("/v1/auth/dashboard/tenants/{slug}/settings/social/google"),
+            json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET}),
+        ),
+        (
+            "PUT",
+            format!("/v1/auth/dashboard/tenants/{slug}/settings/urls"),
+            json!({"site_url": callback, "redirect_urls": []}),
+        ),
+        (
+            "PATCH",
+            format!("/v1/auth/dashboard/tenants/{slug}/settings/security"),
+            json!({"explicit_account_linking_enabled": true}),
+        ),
+    ] {
+        let (st, v) = srv.dash_json(method, &path, &s, Some(&body));
+        assert_eq!(st, 200, "{path}: {v}");
+    }
+    let user = api.verified_user(&smtp, "linker@example.com", USER_PASSWORD);
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&user.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = r.expect(200)["step_up_token"].as_str().unwrap().to_owned();
+    let r = api.link_gate("google", &user.access, Some(&step_up));
+    let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
+    google.next("chromium-linked", Some("other@example.com"), true);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("link-page", &url);
+    ui.expect_text("link-page", "l***@example.com");
+    ui.click("continue", "a.button");
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the app was called back");
+    assert!(called.contains("linked=google"), "{called}");
+    let list = api.send("GET", "/v1/users/me/identities", Some(&user.access), None);
+    assert_eq!(list.expect(200)["data"][0]["subject"], "chromium-linked");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
 /// A command of the WebDriver WebAuthn extension (virtual authenticators), under the session.
 #[derive(Debug)]
 struct WebAuthnCmd {

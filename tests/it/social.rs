@@ -332,6 +332,19 @@ fn ten_providers_with_their_trust_and_sealed_secrets_set_by_owners_only() {
     let body_line = key.lines().nth(1).unwrap().to_owned();
     assert!(!v.to_string().contains(&body_line));
 
+    // A PUT that leaves the key out keeps it with its ids (same client id).
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &social(slug, "apple"),
+        &owner,
+        Some(&json!({"enabled": true, "client_id": "com.example.signin"})),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(
+        v["apple"],
+        json!({"team_id": "ABCDE12345", "key_id": "KEY0123456", "private_key_set": true})
+    );
+
     // Clearing the client removes the secret too.
     let (st, v) = srv.dash_json(
         "PUT",

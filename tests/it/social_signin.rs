@@ -861,7 +861,10 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
     let fresh = w.signed_in("facebook", Some(&guest2.access));
     assert_ne!(fresh.claims()["sub"], guest2.claims()["sub"]);
     assert_eq!(w.api.me(&guest2.access).expect(200)["is_anonymous"], true);
-    assert_eq!(w.api.me(&fresh.access).expect(200)["email_verified"], false);
+    // Its address is not kept: an unverified claim holds no address for anyone.
+    let me = w.api.me(&fresh.access);
+    assert_eq!(me.expect(200)["email_verified"], false);
+    assert!(me.body["email"].is_null(), "{}", me.body);
 
     // Two callbacks racing to claim one guest: one wins, the other is `already_claimed`.
     let guest3 = w.guest();
@@ -900,6 +903,50 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
         .count();
     assert_eq!((won, lost), (1, 1), "{outcomes:?}");
 
+    // Ada has a Google account linked: another Google account with her address is refused.
+    w.oidc.next("g-ada-2", Some("ada@example.com"), true);
+    let back = w.sign_in("google", None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("already_linked"),
+        "{back}"
+    );
+    // Google saying outright that an address is unverified is believed.
+    w.oidc
+        .next("g-unverified", Some("unverified@example.com"), false);
+    let un = w.signed_in("google", None);
+    let me = w.api.me(&un.access);
+    assert_eq!(me.expect(200)["email_verified"], false);
+    assert!(me.body["email"].is_null(), "{}", me.body);
+    // An allowlist admits only verified addresses it lists.
+    let r = w.srv.dash(
+        "PUT",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/settings/email-domains",
+            w.api.slug
+        ),
+        &w.owner,
+        Some(&json!({"allowlist": ["example.com"], "blocklist": []})),
+    );
+    assert_eq!(r.status(), 200);
+    w.oidc.next("fb-allow", Some("claims@example.com"), true);
+    let back = w.sign_in("facebook", None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("email_not_allowed"),
+        "{back}"
+    );
+    w.oidc
+        .next("g-other-domain", Some("someone@other.org"), true);
+    let back = w.sign_in("google", None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("email_not_allowed"),
+        "{back}"
+    );
+    w.oidc.next("g-listed", Some("listed@example.com"), true);
+    w.signed_in("google", None);
+
     // Audit: the sign-ins and the refusals, with their reasons.
     let refused = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.link_refused");
     assert!(refused.iter().any(
@@ -910,6 +957,27 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
         .any(|e| e["metadata"]["reason"] == "already_claimed"));
     let linked = audit_events(&w.srv, &w.owner, &w.api.slug, "auth.social.linked");
     assert_eq!(linked.len(), 3, "{linked:?}");
+}
+
+/// The confirmation page's button: its link (relative).
+fn button_of(page: &str) -> String {
+    let needle = "class=\"button\" href=\"";
+    let at = page
+        .find(needle)
+        .unwrap_or_else(|| panic!("no button in {page}"));
+    let rest = &page[at + needle.len()..];
+    rest[..rest.find('"').unwrap()]
+        .replace("&amp;", "&")
+        .replace("&#38;", "&")
+}
+
+/// Opens a link ticket's URL in `b` and confirms: the provider's authorization URL.
+fn confirm(w: &World, b: &mut Browser, url: &str) -> String {
+    let (st, _, page) = b.get(url, None);
+    assert_eq!(st, 200, "{page}");
+    let (st, at, body) = b.get(&w.srv.url(&button_of(&page)), None);
+    assert_eq!(st, 302, "{body}");
+    at
 }
 
 /// A password step-up token of `user`'s session.
@@ -971,7 +1039,18 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     w.oidc
         .next("g-ada-linked", Some("ada.other@example.com"), false);
     let mut b = Browser::new();
-    let (st, at, body) = b.get(&url, None);
+    // The link first shows which account it links to; nothing is used until confirmed.
+    let (st, _, page) = b.get(&url, None);
+    assert_eq!(st, 200, "{page}");
+    assert!(page.contains("a***@example.com"), "{page}");
+    assert!(page.contains("Continue to Google"), "{page}");
+    let go = w.srv.url(&button_of(&page));
+    let forged = go.replace("csrf=", "csrf=forged");
+    let (st, _, body) = b.get(&forged, None);
+    assert_eq!(st, 403, "{body}");
+    let (st, _, body) = Browser::new().get(&go, None);
+    assert_eq!(st, 403, "another browser's CSRF value: {body}");
+    let (st, at, body) = b.get(&go, None);
     assert_eq!(st, 302, "{body}");
     let callback = w.at_provider(&mut b, &at);
     let (_, back, _) = b.get(&callback, None);
@@ -994,8 +1073,11 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     assert_eq!(r.body["refresh_token"], "oidc-refresh-kept");
     assert!(r.body["expires_at"].is_string(), "{}", r.body);
     assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
-    // The ticket was used: the same URL again is refused.
+    // The ticket was used: the same URL again is refused, and so is its form.
     let (st, _, body) = Browser::new().get(&url, None);
+    assert_eq!(st, 400, "{body}");
+    assert!(body.contains("social/invalid_link_ticket"), "{body}");
+    let (st, _, body) = b.get(&go, None);
     assert_eq!(st, 400, "{body}");
     assert!(body.contains("social/invalid_link_ticket"), "{body}");
 
@@ -1042,7 +1124,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
         .unwrap()
         .to_owned();
     let mut b = Browser::new();
-    let (_, at, _) = b.get(&url, None);
+    let at = confirm(&w, &mut b, &url);
     let callback = w.at_provider(&mut b, &at);
     let (_, back, _) = b.get(&callback, None);
     assert_eq!(
@@ -1060,7 +1142,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
         .unwrap()
         .to_owned();
     let mut b = Browser::new();
-    let (_, at, _) = b.get(&url, None);
+    let at = confirm(&w, &mut b, &url);
     let callback = w.at_provider(&mut b, &at);
     let (_, back, _) = b.get(&callback, None);
     assert_eq!(
@@ -1092,7 +1174,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     );
     r.expect_error(404, "resource/not_found");
     w.oidc
-        .next("g-ada-linked", Some("ada.other@example.com"), false);
+        .next("g-ada-linked", Some("ada.other@example.com"), true);
     let again = w.signed_in("google", None);
     assert_ne!(again.claims()["sub"], ada_id);
 

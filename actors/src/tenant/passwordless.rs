@@ -397,6 +397,7 @@ impl TenantState {
         user.totp_pending = None;
         user.recovery_codes.clear();
         self.drop_phone(&mut fx.batch, user)?;
+        self.erase_identities(&mut fx.batch, user.id)?;
         self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
         Ok(())
     }

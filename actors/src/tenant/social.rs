@@ -386,12 +386,18 @@ impl TenantState {
                 reason: "an enabled provider needs its secret",
             });
         }
+        // Apple's key ids go with the key: kept with it, dropped with it.
+        let apple = match (put.apple, put.secret.is_some(), secret.is_some()) {
+            (Some(ids), _, _) => Some(ids),
+            (None, false, true) => current.as_ref().and_then(|r| r.apple.clone()),
+            _ => None,
+        };
         let next = SocialProviderRecord {
             provider,
             enabled: put.enabled,
             client_id: put.client_id,
             scopes: put.scopes,
-            apple: put.apple,
+            apple,
             microsoft_tenant: put.microsoft_tenant,
             secret,
             store_tokens: put.store_tokens,
@@ -444,6 +450,9 @@ impl TenantState {
 
 /// How long a sign-in may stay at the provider.
 pub const SOCIAL_STATE_TTL: Duration = Duration::minutes(10);
+
+/// The most expired flows, tickets and exchange records one daily run removes (in one batch).
+const SOCIAL_SWEEP_MAX: usize = 200_000;
 
 /// How long a callback's exchange token may wait for the app's back end.
 pub const EXCHANGE_TTL: Duration = Duration::seconds(60);
@@ -572,6 +581,8 @@ fn user_identity_key(user: Uuid, provider: Provider) -> Vec<u8> {
 /// What the authorize route needs to send the browser to the provider.
 #[derive(Clone, Debug)]
 pub struct SocialStart {
+    /// Where the flow returns: the request's, or a link ticket's.
+    pub redirect_uri: String,
     /// The `state` sent to the provider, `<tenant id, 32 hex digits>.<random>` (only its hash
     /// is stored).
     pub state: String,
@@ -618,8 +629,9 @@ impl std::fmt::Debug for SocialPending {
 pub struct SocialIdentity {
     pub subject: String,
     pub email: Option<String>,
-    /// What the provider says of the address (trust decides what it is worth).
-    pub email_verified: bool,
+    /// What the provider says of the address, when it says anything (trust decides what it
+    /// is worth).
+    pub email_verified: Option<bool>,
     /// The provider's answer at the code exchange: kept (sealed) only when the tenant's
     /// configuration says so.
     pub tokens: ProviderTokens,
@@ -734,6 +746,17 @@ pub enum SocialCmd {
     /// The kept provider tokens of the signed-in user's account of `provider` (past the
     /// step-up gate).
     Tokens { bearer: Bearer, provider: Provider },
+    /// What the link confirmation page shows of a ticket, without using it.
+    PeekTicket { provider: Provider, ticket: String },
+}
+
+/// A link ticket as its confirmation page shows it.
+#[derive(Clone, Debug)]
+pub struct TicketView {
+    /// The account it links to: its masked address (or its id, without one).
+    pub account: String,
+    pub tenant_name: String,
+    pub default_locale: String,
 }
 
 pub enum SocialAnswer {
@@ -747,6 +770,7 @@ pub enum SocialAnswer {
     Identities(Vec<SocialIdentityRecord>),
     Unlinked,
     Tokens(Box<ProviderTokens>),
+    TicketView(Box<TicketView>),
 }
 
 impl std::fmt::Debug for SocialAnswer {
@@ -819,6 +843,9 @@ impl TenantState {
             }
             SocialCmd::Tokens { bearer, provider } => {
                 SocialAnswer::Tokens(Box::new(self.social_tokens(bearer, provider, now)?))
+            }
+            SocialCmd::PeekTicket { provider, ticket } => {
+                SocialAnswer::TicketView(Box::new(self.peek_ticket(provider, &ticket, now)?))
             }
             SocialCmd::Session { provider, jti } => {
                 SocialAnswer::Login(Box::new(self.social_session(provider, jti, ctx, now)?))
@@ -898,7 +925,7 @@ impl TenantState {
         let pkce_verifier = random_token(32);
         let record = SocialStateRecord {
             provider,
-            redirect_uri,
+            redirect_uri: redirect_uri.clone(),
             nonce: nonce.clone(),
             pkce_verifier: pkce_verifier.clone(),
             binding_hash: sha256(binding.as_bytes()),
@@ -917,6 +944,7 @@ impl TenantState {
                 .collect()
         });
         Ok(SocialStart {
+            redirect_uri,
             state,
             nonce,
             code_challenge: super::oauth::s256(&pkce_verifier),
@@ -1079,10 +1107,11 @@ impl TenantState {
             .email
             .as_deref()
             .and_then(crate::policy::normalize_email);
+        // An always-verified provider's address counts unless it says otherwise.
         let verified = email.is_some()
             && match trust {
-                EmailTrust::AlwaysVerified => true,
-                EmailTrust::ProviderVerified => identity.email_verified,
+                EmailTrust::AlwaysVerified => identity.email_verified != Some(false),
+                EmailTrust::ProviderVerified => identity.email_verified == Some(true),
                 EmailTrust::NeverTrust => false,
             };
         let mut fx = self.effects();
@@ -1095,13 +1124,15 @@ impl TenantState {
             )?;
             state.fail(fx, TenantError::SocialRefused(why))
         };
-        let linked = self
+        // A link whose user is gone counts as none (the next write replaces it).
+        let linked = match self
             .store
-            .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?;
-        let (user, how) = if let Some(linked) = linked {
-            let user = self
-                .user(linked.user_id)?
-                .ok_or_else(|| TenantError::Internal("an identity without its user".into()))?;
+            .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
+        {
+            Some(l) => self.user(l.user_id)?,
+            None => None,
+        };
+        let (user, how) = if let Some(user) = linked {
             if user.blocked_at.is_some() {
                 return refuse(self, fx, SocialRefusal::AccountBlocked);
             }
@@ -1120,6 +1151,14 @@ impl TenantState {
             }
             if existing.blocked_at.is_some() {
                 return refuse(self, fx, SocialRefusal::AccountBlocked);
+            }
+            // One account of a provider per user: another one is linked explicitly, if at all.
+            if self
+                .store
+                .get::<UserIdentityIndex>(&user_identity_key(existing.id, provider))?
+                .is_some()
+            {
+                return refuse(self, fx, SocialRefusal::AlreadyLinked);
             }
             self.put_identity(
                 &mut fx.batch,
@@ -1141,10 +1180,17 @@ impl TenantState {
             )?;
             (existing, "automatic_link")
         } else {
-            if let Some(e) = &email {
-                if self.registration_blocked(&mut fx, e, ctx)? {
-                    return refuse(self, fx, SocialRefusal::EmailNotAllowed);
-                }
+            // A new account keeps only an address the trust rule vouches for: an unverified
+            // one would hold the address for whoever claimed it (and keep this provider
+            // account's way in once the real owner confirms it).
+            let kept = email.clone().filter(|_| verified);
+            // An allowlist admits only the addresses it lists: without one, nothing.
+            let refused = match &kept {
+                Some(e) => self.registration_blocked(&mut fx, e, ctx)?,
+                None => !self.settings.email_domains.allowlist.is_empty(),
+            };
+            if refused {
+                return refuse(self, fx, SocialRefusal::EmailNotAllowed);
             }
             let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
             let (mut user, event) = match claim {
@@ -1162,7 +1208,7 @@ impl TenantState {
                 }
             };
             user.is_anonymous = false;
-            user.email = email.clone();
+            user.email = kept;
             user.email_verified = verified;
             self.put_new_user(&mut fx.batch, &user)?;
             self.put_identity(
@@ -1279,6 +1325,31 @@ impl TenantState {
         )?;
         self.commit(fx)?;
         Ok(ticket)
+    }
+
+    /// A live ticket of `provider`, as its confirmation page shows it.
+    fn peek_ticket(
+        &self,
+        provider: Provider,
+        ticket: &str,
+        now: OffsetDateTime,
+    ) -> Result<TicketView, TenantError> {
+        let t = self
+            .store
+            .get::<SocialLinkTicketRecord>(&sha256(ticket.as_bytes()))?
+            .filter(|t| t.provider == provider && t.expires_at > now)
+            .ok_or(TenantError::SocialStateInvalid)?;
+        let user = self
+            .user(t.user_id)?
+            .ok_or(TenantError::SocialStateInvalid)?;
+        Ok(TicketView {
+            account: user
+                .email
+                .as_deref()
+                .map_or_else(|| user.id.to_string(), crate::policy::mask_email),
+            tenant_name: self.info.name.clone(),
+            default_locale: self.settings.users.default_locale.clone(),
+        })
     }
 
     /// Links `identity` to `user` (explicit linking): refused when the provider account is
@@ -1451,26 +1522,27 @@ impl TenantState {
         &self,
         batch: &mut tessera_storage::TenantBatch,
         now: OffsetDateTime,
-        limit: usize,
     ) -> Result<usize, TenantError> {
+        // Every expired one: anyone may begin flows (30 a minute per address), so a cap below
+        // what a day can write would let them pile up.
         let mut n = 0;
-        for item in self.store.scan::<SocialStateRecord>(b"").take(limit) {
+        for item in self.store.scan::<SocialStateRecord>(b"") {
             let (key, r) = item?;
-            if r.expires_at <= now {
+            if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialState, &key);
                 n += 1;
             }
         }
-        for item in self.store.scan::<SocialLinkTicketRecord>(b"").take(limit) {
+        for item in self.store.scan::<SocialLinkTicketRecord>(b"") {
             let (key, r) = item?;
-            if r.expires_at <= now {
+            if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialLinkTicket, &key);
                 n += 1;
             }
         }
-        for item in self.store.scan::<SocialExchangeRecord>(b"").take(limit) {
+        for item in self.store.scan::<SocialExchangeRecord>(b"") {
             let (key, r) = item?;
-            if r.expires_at <= now {
+            if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialExchange, &key);
                 n += 1;
             }
