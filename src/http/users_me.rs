@@ -135,6 +135,21 @@ pub async fn phone_confirm(
     Ok(Json(view.into()))
 }
 
+/// One social command of the signed-in user on their tenant's actor.
+async fn social(
+    user: &UserBearer,
+    ctx: &tessera_actors::tenant::audit::AuditContext,
+    cmd: SocialCmd,
+) -> Result<SocialAnswer, CallError<TenantError>> {
+    user.tenant
+        .call(|reply| TenantMsg::Social {
+            cmd: cmd.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
 /// Spec 4.1's gated link request's body (optional): where the browser returns.
 #[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
@@ -208,18 +223,16 @@ pub async fn link_provider(
         .or(overview.settings.urls.site_url.clone())
         .unwrap_or_default();
     let bearer = user.bearer;
-    let answer = user
-        .tenant
-        .call(|reply| TenantMsg::Social {
-            cmd: SocialCmd::LinkStart {
-                bearer,
-                provider: p,
-                redirect_uri: redirect_uri.clone(),
-            },
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await;
+    let answer = social(
+        &user,
+        &ctx,
+        SocialCmd::LinkStart {
+            bearer,
+            provider: p,
+            redirect_uri: redirect_uri.clone(),
+        },
+    )
+    .await;
     let ticket = match answer {
         Ok(SocialAnswer::Ticket(t)) => t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -273,14 +286,7 @@ pub async fn identities(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Json<IdentityList>, ApiError> {
     let bearer = user.bearer;
-    let answer = user
-        .tenant
-        .call(|reply| TenantMsg::Social {
-            cmd: SocialCmd::Identities { bearer },
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    let answer = social(&user, &ctx, SocialCmd::Identities { bearer }).await?;
     let SocialAnswer::Identities(list) = answer else {
         return Err(ApiError::internal("unexpected social answer"));
     };
@@ -332,17 +338,15 @@ pub async fn provider_tokens(
     require_step_up(&state, &user, &headers).await?;
     let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
     let bearer = user.bearer;
-    let answer = user
-        .tenant
-        .call(|reply| TenantMsg::Social {
-            cmd: SocialCmd::Tokens {
-                bearer,
-                provider: p,
-            },
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await;
+    let answer = social(
+        &user,
+        &ctx,
+        SocialCmd::Tokens {
+            bearer,
+            provider: p,
+        },
+    )
+    .await;
     let tokens = match answer {
         Ok(SocialAnswer::Tokens(t)) => *t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -385,17 +389,15 @@ pub async fn unlink(
     require_step_up(&state, &user, &headers).await?;
     let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
     let bearer = user.bearer;
-    let answer = user
-        .tenant
-        .call(|reply| TenantMsg::Social {
-            cmd: SocialCmd::Unlink {
-                bearer,
-                provider: p,
-            },
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await;
+    let answer = social(
+        &user,
+        &ctx,
+        SocialCmd::Unlink {
+            bearer,
+            provider: p,
+        },
+    )
+    .await;
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
         Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),

@@ -980,6 +980,19 @@ fn confirm(w: &World, b: &mut Browser, url: &str) -> String {
     at
 }
 
+/// `user` links Google (the step-up, the link request, the confirmation page, the provider):
+/// where the app is sent back to.
+fn link_through(w: &World, user: &UserTokens) -> String {
+    let r = w
+        .api
+        .link_gate("google", &user.access, Some(&step_up(&w.api, user)));
+    let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
+    let mut b = Browser::new();
+    let at = confirm(w, &mut b, &url);
+    let callback = w.at_provider(&mut b, &at);
+    b.get(&callback, None).1
+}
+
 /// A password step-up token of `user`'s session.
 fn step_up(api: &UserApi, user: &UserTokens) -> String {
     let r = api.post_as(
@@ -1116,17 +1129,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
 
     // Another user cannot take it: provider_in_use. Nor can Ada link a second Google account.
     let bob = w.api.verified_user(smtp, "bob@example.com", PASSWORD);
-    let url = w
-        .api
-        .link_gate("google", &bob.access, Some(&step_up(&w.api, &bob)))
-        .expect(200)["authorize_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut b = Browser::new();
-    let at = confirm(&w, &mut b, &url);
-    let callback = w.at_provider(&mut b, &at);
-    let (_, back, _) = b.get(&callback, None);
+    let back = link_through(&w, &bob);
     assert_eq!(
         param(&back, "error").as_deref(),
         Some("provider_in_use"),
@@ -1134,17 +1137,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     );
     w.oidc
         .next("g-ada-second", Some("ada.second@example.com"), true);
-    let url = w
-        .api
-        .link_gate("google", &ada.access, Some(&step_up(&w.api, &ada)))
-        .expect(200)["authorize_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut b = Browser::new();
-    let at = confirm(&w, &mut b, &url);
-    let callback = w.at_provider(&mut b, &at);
-    let (_, back, _) = b.get(&callback, None);
+    let back = link_through(&w, &ada);
     assert_eq!(
         param(&back, "error").as_deref(),
         Some("already_linked"),
