@@ -85,8 +85,33 @@ struct RestEndpoints {
 pub struct SocialClient {
     http: reqwest::Client,
     config: SocialConfig,
-    discovery: Mutex<HashMap<String, (Instant, Arc<Discovery>)>>,
-    keys: Mutex<HashMap<String, (Instant, Arc<JwkSet>)>>,
+    discovery: Fetched<Discovery>,
+    keys: Fetched<JwkSet>,
+}
+
+/// Documents fetched from providers, by where they came from, with when.
+struct Fetched<T>(Mutex<HashMap<String, (Instant, Arc<T>)>>);
+
+impl<T> Fetched<T> {
+    fn new() -> Self {
+        Fetched(Mutex::new(HashMap::new()))
+    }
+
+    /// The document of `key` if it was fetched less than `max_age` ago.
+    fn fresh(&self, key: &str, max_age: Duration) -> Option<Arc<T>> {
+        let cache = self.0.lock().ok()?;
+        let (at, doc) = cache.get(key)?;
+        (at.elapsed() < max_age).then(|| doc.clone())
+    }
+
+    /// Keeps `doc` as the document of `key`, fetched now.
+    fn keep(&self, key: &str, doc: T) -> Arc<T> {
+        let doc = Arc::new(doc);
+        if let Ok(mut cache) = self.0.lock() {
+            cache.insert(key.to_owned(), (Instant::now(), doc.clone()));
+        }
+        doc
+    }
 }
 
 /// The provider's own issuer of an OpenID provider (`{tenant}`: Microsoft's directory).
@@ -195,8 +220,8 @@ impl SocialClient {
         Ok(SocialClient {
             http,
             config,
-            discovery: Mutex::new(HashMap::new()),
-            keys: Mutex::new(HashMap::new()),
+            discovery: Fetched::new(),
+            keys: Fetched::new(),
         })
     }
 
@@ -239,45 +264,39 @@ impl SocialClient {
         Ok(value)
     }
 
+    /// The JSON document at `url`, read as `T`.
+    async fn document<T: serde::de::DeserializeOwned>(
+        &self,
+        what: &str,
+        url: &str,
+    ) -> Result<T, SocialError> {
+        let value = self.json(what, self.http.get(url)).await?;
+        serde_json::from_value(value).map_err(|e| provider_err(what, e))
+    }
+
     /// The discovery document of `issuer`, from the cache while fresh.
     pub async fn discovery(&self, issuer: &str) -> Result<Arc<Discovery>, SocialError> {
-        if let Ok(cache) = self.discovery.lock() {
-            if let Some((at, d)) = cache.get(issuer) {
-                if at.elapsed() < CACHE_TTL {
-                    return Ok(d.clone());
-                }
-            }
+        if let Some(d) = self.discovery.fresh(issuer, CACHE_TTL) {
+            return Ok(d);
         }
         let url = format!("{issuer}/.well-known/openid-configuration");
-        let value = self.json("discovery", self.http.get(&url)).await?;
-        let d: Discovery =
-            serde_json::from_value(value).map_err(|e| provider_err("discovery", e))?;
-        let d = Arc::new(d);
-        if let Ok(mut cache) = self.discovery.lock() {
-            cache.insert(issuer.to_owned(), (Instant::now(), d.clone()));
-        }
-        Ok(d)
+        let d = self.document("discovery", &url).await?;
+        Ok(self.discovery.keep(issuer, d))
     }
 
     /// The key set at `uri`: from the cache while fresh, unless `refetch` (an unknown `kid`)
     /// and the cached one is older than `social.keys_refetch_secs`.
     async fn key_set(&self, uri: &str, refetch: bool) -> Result<Arc<JwkSet>, SocialError> {
-        if let Ok(cache) = self.keys.lock() {
-            if let Some((at, set)) = cache.get(uri) {
-                let age = at.elapsed();
-                let spacing = Duration::from_secs(self.config.keys_refetch_secs);
-                if age < CACHE_TTL && (!refetch || age < spacing) {
-                    return Ok(set.clone());
-                }
-            }
+        let max_age = if refetch {
+            CACHE_TTL.min(Duration::from_secs(self.config.keys_refetch_secs))
+        } else {
+            CACHE_TTL
+        };
+        if let Some(set) = self.keys.fresh(uri, max_age) {
+            return Ok(set);
         }
-        let value = self.json("keys", self.http.get(uri)).await?;
-        let set: JwkSet = serde_json::from_value(value).map_err(|e| provider_err("keys", e))?;
-        let set = Arc::new(set);
-        if let Ok(mut cache) = self.keys.lock() {
-            cache.insert(uri.to_owned(), (Instant::now(), set.clone()));
-        }
-        Ok(set)
+        let set = self.document("keys", uri).await?;
+        Ok(self.keys.keep(uri, set))
     }
 
     /// Where the browser is sent: the provider's authorization endpoint with the flow's
@@ -584,8 +603,8 @@ mod tests {
     }
 
     #[test]
-    fn endpoints_default_to_the_providers_own() {
-        let c = SocialClient::new(SocialConfig::default()).expect("client");
+    fn endpoints_default_to_the_providers_own() -> Result<(), String> {
+        let c = SocialClient::new(SocialConfig::default())?;
         assert_eq!(
             c.issuer(Provider::Microsoft, Some("organizations")),
             "https://login.microsoftonline.com/organizations/v2.0"
@@ -597,10 +616,11 @@ mod tests {
         assert_eq!(c.rest(Provider::Github).api, "https://api.github.com");
         let mut config = SocialConfig::default();
         config.gitlab.issuer = "https://gitlab.example.com/".into();
-        let c = SocialClient::new(config).expect("client");
+        let c = SocialClient::new(config)?;
         assert_eq!(
             c.issuer(Provider::Gitlab, None),
             "https://gitlab.example.com"
         );
+        Ok(())
     }
 }

@@ -13,7 +13,7 @@ use tessera_actors::{
 };
 use utoipa::openapi::{ObjectBuilder, Type as JsonType};
 
-use super::error::{is_email, mailer_accepts, ApiError, FieldErrors};
+use super::error::{is_email, len_between, mailer_accepts, ApiError, FieldErrors};
 
 /// The address of an end-user request, normalised (lowercase, punycode), when it is an
 /// address and the mailer can send to its normalised form (else the field's error).
@@ -205,4 +205,23 @@ pub fn scope_name_ok(name: &str) -> bool {
     name.len() <= 64
         && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
         && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.:-".contains(&b))
+}
+
+/// A domain as stored: lowercase ASCII (IDNA punycode), exact match, at least two labels.
+pub fn normalize_domain(entry: &str) -> Option<String> {
+    if !len_between(entry, 1, 253) || entry.chars().any(|c| c.is_whitespace()) {
+        return None;
+    }
+    let ascii = tessera_actors::policy::normalize_domain(entry)?;
+    let labels: Vec<&str> = ascii.split('.').collect();
+    let ok = ascii.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|l| {
+            (1..=63).contains(&l.len())
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        });
+    ok.then_some(ascii)
 }

@@ -40,7 +40,7 @@ use super::{
     bearer::{bearer_header, issuer, verify, BearerHeader},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    pages::{LinkView, Problem, Reader},
+    pages::{cookie, with_query, LinkView, Problem, Reader},
     reauth::{exchange_audience, exchange_sign_in, SOCIAL_DONE_COOKIE},
     responses::{login_answer, LoginResponse},
 };
@@ -86,17 +86,6 @@ fn cookie_name(state: &str) -> String {
     )
 }
 
-fn cookie_of(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
-}
-
 /// The flow's cookie: `value` for 10 minutes, or cleared (`None`).
 fn flow_cookie(app: &App, p: Provider, state: &str, value: Option<&str>) -> Option<HeaderValue> {
     let secure = app.accounts_base().starts_with("https://");
@@ -133,15 +122,9 @@ fn done_cookie(app: &App, slug: &str, name: &str, value: &str) -> Option<HeaderV
     HeaderValue::from_str(&c).ok()
 }
 
-/// `to` with `name=value` added to its query.
+/// `to` with `name=value` added to its query (`to` as it is when it is no URL).
 fn with_param(to: &str, name: &str, value: &str) -> String {
-    match url::Url::parse(to) {
-        Ok(mut u) => {
-            u.query_pairs_mut().append_pair(name, value);
-            u.into()
-        }
-        Err(_) => to.to_owned(),
-    }
+    with_query(to, name, value).unwrap_or_else(|| to.to_owned())
 }
 
 fn found(location: &str) -> Response {
@@ -466,7 +449,9 @@ async fn callback(
         .and_then(|(id, _)| Uuid::try_parse(id).ok())
         .and_then(|id| app.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(invalid_state)?;
-    let binding = cookie_of(headers, &cookie_name(&flow_state)).unwrap_or_default();
+    let binding = cookie(headers, &cookie_name(&flow_state))
+        .unwrap_or_default()
+        .to_owned();
     let taken = social(
         &tenant,
         &ctx,

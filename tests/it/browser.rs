@@ -427,7 +427,7 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
 /// Chromium; the local OpenID provider answers at once, and the relying party gets its code.
 #[test]
 fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
-    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    use crate::social_signin::{enable_google, Stub};
     if !chromium_present() {
         return;
     }
@@ -435,16 +435,7 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
     let env = [("TESSERA__SOCIAL__GOOGLE__ISSUER", google.base.as_str())];
     let (_smtp, srv, api, s) = setup("Chromium Social", &env);
     srv.reauth(&s, crate::support::PASSWORD);
-    let (st, v) = srv.dash_json(
-        "PUT",
-        &format!(
-            "/v1/auth/dashboard/tenants/{}/settings/social/google",
-            api.slug
-        ),
-        &s,
-        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET})),
-    );
-    assert_eq!(st, 200, "{v}");
+    enable_google(&srv, &s, &api.slug);
     let (callback, calls) = start_callback();
     let rp = Rp::register(
         &srv,
@@ -477,7 +468,7 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
 /// browser go on to the provider; the provider account is then linked.
 #[test]
 fn a_user_links_a_provider_through_the_confirmation_page_in_chromium() {
-    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    use crate::social_signin::{enable_google, Stub};
     if !chromium_present() {
         return;
     }
@@ -487,12 +478,8 @@ fn a_user_links_a_provider_through_the_confirmation_page_in_chromium() {
     srv.reauth(&s, crate::support::PASSWORD);
     let (callback, calls) = start_callback();
     let slug = &api.slug;
+    enable_google(&srv, &s, slug);
     for (method, path, body) in [
-        (
-            "PUT",
-            format!("/v1/auth/dashboard/tenants/{slug}/settings/social/google"),
-            json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET}),
-        ),
         (
             "PUT",
             format!("/v1/auth/dashboard/tenants/{slug}/settings/urls"),

@@ -847,7 +847,7 @@ fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
 /// hosted page, which signs the user in and finishes the authorize request (`amr` `fed`).
 #[test]
 fn the_hosted_sign_in_takes_a_social_provider() {
-    use crate::social_signin::{Stub, OIDC_CLIENT, OIDC_SECRET};
+    use crate::social_signin::{enable_google, Stub};
     let google = Stub::start();
     let env = [("TESSERA__SOCIAL__GOOGLE__ISSUER", google.base.as_str())];
     let (_smtp, srv, api, s) = user_setup("Social Hosted", &env);
@@ -865,16 +865,7 @@ fn the_hosted_sign_in_takes_a_social_provider() {
     let page = b.get(&hosted);
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(!page.body.contains("id=\"social\""), "{}", page.body);
-    let (st, v) = srv.dash_json(
-        "PUT",
-        &format!(
-            "/v1/auth/dashboard/tenants/{}/settings/social/google",
-            api.slug
-        ),
-        &s,
-        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET})),
-    );
-    assert_eq!(st, 200, "{v}");
+    enable_google(&srv, &s, &api.slug);
     let page = b.get(&hosted);
     assert!(page.body.contains("Continue with Google"), "{}", page.body);
     let needle = "href=\"/oauth/google/authorize?";

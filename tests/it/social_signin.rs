@@ -29,8 +29,8 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 const APP: &str = "https://app.example/social/done";
-pub(crate) const OIDC_CLIENT: &str = "oidc-client";
-pub(crate) const OIDC_SECRET: &str = "oidc-secret-0123456789";
+const OIDC_CLIENT: &str = "oidc-client";
+const OIDC_SECRET: &str = "oidc-secret-0123456789";
 const REST_SECRET: &str = "rest-secret-0123456789";
 
 /// Who the local provider says signs in next, and how it misbehaves.
@@ -420,6 +420,19 @@ impl Stub {
             ),
         ]
     }
+}
+
+/// Enables Google for the tenant `slug` with the local provider's client (the session
+/// `s` re-authenticated: the secret is sent).
+#[track_caller]
+pub(crate) fn enable_google(srv: &TestServer, s: &Session, slug: &str) {
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{slug}/settings/social/google"),
+        s,
+        Some(&json!({"enabled": true, "client_id": OIDC_CLIENT, "client_secret": OIDC_SECRET})),
+    );
+    assert_eq!(st, 200, "{v}");
 }
 
 /// A browser: keeps cookies, follows no redirect.

@@ -38,6 +38,12 @@ use uuid::Uuid;
 
 use super::{records::UserRecord, state::TenantState};
 use crate::error::TenantError;
+
+/// RFC 7636 S256: `BASE64URL(SHA256(ASCII(code_verifier)))` (the PKCE of OAuth codes, of the
+/// hosted login link's code and of social sign-in).
+pub fn s256(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(sha256(verifier.as_bytes()))
+}
 pub use crate::throttle::ConsumedCodes;
 
 pub use super::messages::{OAuthParams, OAuthResume};

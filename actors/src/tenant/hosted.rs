@@ -8,8 +8,7 @@
 //! its page must not hold the token pair: it hands the app a code bound to the app's
 //! `code_challenge` (RFC 7636, S256) instead.
 
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use tessera_storage::{ct_eq, sha256, Kind};
+use tessera_storage::{ct_eq, Kind};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -28,8 +27,10 @@ pub const HOSTED_CODE_TTL: Duration = Duration::seconds(60);
 
 /// Whether `verifier` is a PKCE code verifier whose S256 transform is `challenge`.
 pub fn pkce_s256_matches(verifier: &str, challenge: &str) -> bool {
-    let transformed = URL_SAFE_NO_PAD.encode(sha256(verifier.as_bytes()));
-    ct_eq(transformed.as_bytes(), challenge.as_bytes())
+    ct_eq(
+        super::challenges::s256(verifier).as_bytes(),
+        challenge.as_bytes(),
+    )
 }
 
 /// The path, under the accounts URL, where a login link asked for on the authorization

@@ -388,10 +388,7 @@ impl OAuthFailure {
     }
 }
 
-/// RFC 7636 S256: `BASE64URL(SHA256(ASCII(code_verifier)))`.
-pub fn s256(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(sha256(verifier.as_bytes()))
-}
+pub use super::challenges::s256;
 
 /// A verifier as RFC 7636 4.1 shapes it: 43 to 128 unreserved characters.
 pub fn verifier_ok(v: &str) -> bool {

@@ -947,7 +947,7 @@ impl TenantState {
             redirect_uri,
             state,
             nonce,
-            code_challenge: super::oauth::s256(&pkce_verifier),
+            code_challenge: super::challenges::s256(&pkce_verifier),
             binding,
             client_id: config.client_id.unwrap_or_default(),
             scopes,

@@ -33,7 +33,7 @@ use utoipa::{
 
 use super::Dashboard;
 use crate::app::AppState;
-use crate::http::fields::{is_app_url, nullable};
+use crate::http::fields::{is_app_url, normalize_domain, nullable};
 use crate::http::{
     cors::{normalize_origin, MAX_ALLOWED_ORIGINS},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -509,25 +509,6 @@ pub struct EmailDomainsResponse {
     /// Lowercase, punycoded, de-duplicated.
     pub allowlist: Vec<String>,
     pub blocklist: Vec<String>,
-}
-
-/// A domain as stored: lowercase ASCII (IDNA punycode), exact match, at least two labels.
-pub fn normalize_domain(entry: &str) -> Option<String> {
-    if !len_between(entry, 1, 253) || entry.chars().any(|c| c.is_whitespace()) {
-        return None;
-    }
-    let ascii = tessera_actors::policy::normalize_domain(entry)?;
-    let labels: Vec<&str> = ascii.split('.').collect();
-    let ok = ascii.len() <= 253
-        && labels.len() >= 2
-        && labels.iter().all(|l| {
-            (1..=63).contains(&l.len())
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        });
-    ok.then_some(ascii)
 }
 
 fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<String> {

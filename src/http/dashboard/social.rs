@@ -18,11 +18,12 @@ use tessera_actors::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{settings::normalize_domain, Dashboard};
+use super::Dashboard;
 use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
+    fields::normalize_domain,
 };
 
 /// Scopes a tenant may ask a provider for.
