@@ -155,6 +155,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             pro: config.sms.platform_monthly_cap_max.pro,
             enterprise: config.sms.platform_monthly_cap_max.enterprise,
         },
+        agents: config.agents.policy(),
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(

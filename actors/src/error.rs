@@ -18,6 +18,14 @@ pub enum CallError<E> {
 pub enum TenantError {
     #[error("not found")]
     NotFound,
+    #[error("agents are not available on the free tier")]
+    AgentTierUnauthorized,
+    #[error("the tenant has as many agents as it may")]
+    AgentLimit,
+    #[error("the agent is revoked")]
+    AgentAlreadyRevoked,
+    #[error("the user revoked this agent")]
+    AgentRevokedByUser,
     #[error("fault injection is disabled")]
     FaultInjectionDisabled,
     #[error("enabling guest sign-ins with a privileged default role needs confirmation")]

@@ -182,6 +182,13 @@ impl TenantHandle {
     }
 
     /// The tenant's OAuth clients as last published (starting its actor if needed).
+    /// The tenant's agents and the denylist of their tokens, as its actor last published them.
+    pub async fn agents(
+        &self,
+    ) -> Result<Arc<crate::tenant::agents::PublishedAgents>, CallError<TenantError>> {
+        Ok(self.running().await?.cells.agents.load_full())
+    }
+
     pub async fn oauth_clients(
         &self,
     ) -> Result<Arc<crate::tenant::oauth_clients::PublishedClients>, CallError<TenantError>> {

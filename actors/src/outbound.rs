@@ -51,6 +51,18 @@ pub enum MailKind {
     Invitation { link: String },
     /// A tenant admin removed the account's authenticator app and recovery codes.
     MfaReset,
+    /// An agent asks to act for the user (CIBA): a link (for the request's lifetime) to the
+    /// hosted page that approves or denies it, with the message the agent shows.
+    AgentRequest {
+        link: String,
+        agent_name: String,
+        binding_message: Option<String>,
+    },
+    /// To a tenant owner: an agent was revoked.
+    AgentRevoked {
+        agent_name: String,
+        client_id: String,
+    },
 }
 
 impl MailKind {
@@ -69,6 +81,8 @@ impl MailKind {
             MailKind::PhoneRemoved { .. } => "phone_removed",
             MailKind::Invitation { .. } => "invitation",
             MailKind::MfaReset => "mfa_reset",
+            MailKind::AgentRequest { .. } => "agent_request",
+            MailKind::AgentRevoked { .. } => "agent_revoked",
         }
     }
 }

@@ -68,3 +68,14 @@ step-up-link-subject = Bestätigen Sie bei { $tenant }, dass Sie es sind
 step-up-link-1 = Bestätigen Sie bei { $tenant }, dass Sie es sind.
 step-up-link-2 = Öffnen Sie diesen Link auf dem Gerät, auf dem Sie ihn angefordert haben (er funktioniert einmal, 10 Minuten lang):
 step-up-link-button = Ja, das bin ich
+
+agent-request-subject = { $agent } möchte bei { $tenant } für Sie handeln
+agent-request-1 = { $agent }, ein bei { $tenant } registrierter Agent, bittet darum, in Ihrem Namen zu handeln.
+agent-request-binding = Prüfen Sie, dass dort, wo Sie begonnen haben, dieselbe Nachricht angezeigt wird: { $hint }
+agent-request-2 = Genehmigen oder ablehnen Sie die Anfrage über diesen Link (gültig für 5 Minuten):
+agent-request-button = Anfrage prüfen
+agent-request-3 = Wenn Sie nichts mit { $agent } begonnen haben, lehnen Sie die Anfrage ab: Ohne Ihre Zustimmung wird nichts geteilt.
+
+agent-revoked-subject = Der Agent { $agent } wurde bei { $tenant } widerrufen
+agent-revoked-1 = Der Agent { $agent } von { $tenant } wurde im Dashboard widerrufen: Sein Geheimnis funktioniert nicht mehr, und alle seine Tokens sind ungültig.
+agent-revoked-2 = Wenn kein Eigentümer von { $tenant } dies getan hat, prüfen Sie sofort das Audit-Protokoll und die Mitglieder von { $tenant }.

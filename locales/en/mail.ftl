@@ -68,3 +68,14 @@ step-up-link-subject = Confirm it is you at { $tenant }
 step-up-link-1 = Confirm it is you at { $tenant }.
 step-up-link-2 = Open this link on the device where you asked (it works once, for 10 minutes):
 step-up-link-button = Confirm it is me
+
+agent-request-subject = { $agent } asks to act for you at { $tenant }
+agent-request-1 = { $agent }, an agent registered with { $tenant }, asks to act on your behalf.
+agent-request-binding = Check that where you started, the same message is shown: { $hint }
+agent-request-2 = Approve or deny the request by opening this link (it works for 5 minutes):
+agent-request-button = Review the request
+agent-request-3 = If you did not start anything with { $agent }, deny the request: nothing is shared with it unless you approve.
+
+agent-revoked-subject = The agent { $agent } was revoked at { $tenant }
+agent-revoked-1 = The agent { $agent } of { $tenant } was revoked from the dashboard: its secret no longer works, and every token it held has stopped working.
+agent-revoked-2 = If no owner of { $tenant } did this, check the audit log and the members of { $tenant } at once.

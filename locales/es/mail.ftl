@@ -68,3 +68,14 @@ step-up-link-subject = Confirma que eres tú en { $tenant }
 step-up-link-1 = Confirma que eres tú en { $tenant }.
 step-up-link-2 = Abre este enlace en el dispositivo donde lo pediste (funciona una vez, durante 10 minutos):
 step-up-link-button = Sí, soy yo
+
+agent-request-subject = { $agent } pide actuar por ti en { $tenant }
+agent-request-1 = { $agent }, un agente registrado en { $tenant }, pide actuar en tu nombre.
+agent-request-binding = Comprueba que donde empezaste se muestra el mismo mensaje: { $hint }
+agent-request-2 = Aprueba o rechaza la solicitud abriendo este enlace (funciona durante 5 minutos):
+agent-request-button = Revisar la solicitud
+agent-request-3 = Si no empezaste nada con { $agent }, rechaza la solicitud: no se comparte nada sin tu aprobación.
+
+agent-revoked-subject = El agente { $agent } fue revocado en { $tenant }
+agent-revoked-1 = El agente { $agent } de { $tenant } fue revocado desde el panel: su secreto ya no funciona y todos sus tokens han dejado de funcionar.
+agent-revoked-2 = Si ningún propietario de { $tenant } lo hizo, revisa de inmediato el registro de auditoría y los miembros de { $tenant }.

@@ -68,3 +68,14 @@ step-up-link-subject = Confirmez votre identité sur { $tenant }
 step-up-link-1 = Confirmez votre identité sur { $tenant }.
 step-up-link-2 = Ouvrez ce lien sur l'appareil où vous avez fait la demande (il fonctionne une fois, pendant 10 minutes) :
 step-up-link-button = C'est bien moi
+
+agent-request-subject = { $agent } demande à agir pour vous chez { $tenant }
+agent-request-1 = { $agent }, un agent enregistré auprès de { $tenant }, demande à agir en votre nom.
+agent-request-binding = Vérifiez que là où vous avez commencé, le même message s'affiche : { $hint }
+agent-request-2 = Approuvez ou refusez la demande en ouvrant ce lien (valable 5 minutes) :
+agent-request-button = Examiner la demande
+agent-request-3 = Si vous n'avez rien commencé avec { $agent }, refusez la demande : rien ne lui est partagé sans votre accord.
+
+agent-revoked-subject = L'agent { $agent } a été révoqué chez { $tenant }
+agent-revoked-1 = L'agent { $agent } de { $tenant } a été révoqué depuis le tableau de bord : son secret ne fonctionne plus et tous ses jetons ont cessé de fonctionner.
+agent-revoked-2 = Si aucun propriétaire de { $tenant } ne l'a fait, vérifiez immédiatement le journal d'audit et les membres de { $tenant }.

@@ -68,3 +68,14 @@ step-up-link-subject = Potwierdź, że to Ty, w serwisie { $tenant }
 step-up-link-1 = Potwierdź, że to Ty, w serwisie { $tenant }.
 step-up-link-2 = Otwórz ten link na urządzeniu, na którym o niego prosiłeś (działa jeden raz, przez 10 minut):
 step-up-link-button = Tak, to ja
+
+agent-request-subject = { $agent } prosi o działanie w Twoim imieniu w { $tenant }
+agent-request-1 = { $agent }, agent zarejestrowany w { $tenant }, prosi o zgodę na działanie w Twoim imieniu.
+agent-request-binding = Sprawdź, czy tam, gdzie zaczęto, widać ten sam komunikat: { $hint }
+agent-request-2 = Zatwierdź lub odrzuć prośbę, otwierając ten link (działa przez 5 minut):
+agent-request-button = Przejrzyj prośbę
+agent-request-3 = Jeśli niczego nie zaczynałeś z { $agent }, odrzuć prośbę: nic nie zostanie mu udostępnione bez Twojej zgody.
+
+agent-revoked-subject = Agent { $agent } został unieważniony w { $tenant }
+agent-revoked-1 = Agent { $agent } w { $tenant } został unieważniony z panelu: jego sekret już nie działa, a wszystkie jego tokeny przestały działać.
+agent-revoked-2 = Jeśli nie zrobił tego żaden właściciel { $tenant }, natychmiast sprawdź dziennik audytu i członków { $tenant }.

@@ -169,6 +169,7 @@ fn cli_context() -> AuditContext {
         ip_hash: None,
         ua_family: Some("admin-cli".into()),
         management_key: None,
+        ua_hash: None,
     }
 }
 

@@ -32,8 +32,9 @@ enum Block<'a> {
     Link(&'a str, &'static str),
     /// A one-time code, large in HTML.
     Code(&'a str),
-    /// The app's hint of what a step-up confirms, when there is one.
-    Hint(Option<&'a str>),
+    /// Text the app or agent gave (`$hint`) in the catalogue message of this id, when there
+    /// is some.
+    Hint(&'static str, Option<&'a str>),
 }
 
 /// The catalogue id of a message's subject and its blocks.
@@ -121,7 +122,7 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
             vec![
                 Para("step-up-code-1"),
                 Code(code),
-                Hint(action_hint.as_deref()),
+                Hint("step-up-hint", action_hint.as_deref()),
                 Para("step-up-code-2"),
                 Strong("step-up-warning"),
             ],
@@ -130,11 +131,29 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
             "step-up-link-subject",
             vec![
                 Para("step-up-link-1"),
-                Hint(action_hint.as_deref()),
+                Hint("step-up-hint", action_hint.as_deref()),
                 Para("step-up-link-2"),
                 Link(link, "step-up-link-button"),
                 Strong("step-up-warning"),
             ],
+        ),
+        MailKind::AgentRequest {
+            link,
+            binding_message,
+            ..
+        } => (
+            "agent-request-subject",
+            vec![
+                Para("agent-request-1"),
+                Hint("agent-request-binding", binding_message.as_deref()),
+                Para("agent-request-2"),
+                Link(link, "agent-request-button"),
+                Strong("agent-request-3"),
+            ],
+        ),
+        MailKind::AgentRevoked { .. } => (
+            "agent-revoked-subject",
+            vec![Para("agent-revoked-1"), Strong("agent-revoked-2")],
         ),
     }
 }
@@ -146,12 +165,23 @@ pub fn render(job: &MailJob) -> Rendered {
         MailKind::PhoneAdded { ending } | MailKind::PhoneRemoved { ending } => clean(ending),
         _ => String::new(),
     };
+    let agent = match &job.kind {
+        MailKind::AgentRequest { agent_name, .. } | MailKind::AgentRevoked { agent_name, .. } => {
+            clean(agent_name)
+        }
+        _ => String::new(),
+    };
     let lang = job.locale.as_str();
     let t = |id: &str, hint: &str| {
         MAIL.text(
             lang,
             id,
-            &[("tenant", &name), ("ending", &ending), ("hint", hint)],
+            &[
+                ("tenant", &name),
+                ("ending", &ending),
+                ("hint", hint),
+                ("agent", &agent),
+            ],
         )
     };
     let (subject, blocks) = layout(&job.kind);
@@ -180,9 +210,9 @@ pub fn render(job: &MailJob) -> Rendered {
                     escape_html(code)
                 ));
             }
-            Block::Hint(hint) => {
+            Block::Hint(id, hint) => {
                 if let Some(h) = hint.map(clean).filter(|h| !h.is_empty()) {
-                    let p = t("step-up-hint", &h);
+                    let p = t(id, &h);
                     text.push_str(&format!("{p}\n\n"));
                     html.push_str(&format!("<p>{}</p>\n", escape_html(&p)));
                 }
@@ -286,6 +316,15 @@ mod tests {
             MailKind::MagicLink { link: link.into() },
             MailKind::Invitation { link: link.into() },
             MailKind::MfaReset,
+            MailKind::AgentRequest {
+                link: link.into(),
+                agent_name: "Helper".into(),
+                binding_message: Some("Order 42".into()),
+            },
+            MailKind::AgentRevoked {
+                agent_name: "Helper".into(),
+                client_id: "agt_1".into(),
+            },
         ]
     }
 
@@ -297,6 +336,7 @@ mod tests {
                 kind,
                 MailKind::PasswordChanged
                     | MailKind::MfaReset
+                    | MailKind::AgentRevoked { .. }
                     | MailKind::PhoneAdded { .. }
                     | MailKind::PhoneRemoved { .. }
             );

@@ -215,6 +215,26 @@ impl From<CallError<TenantError>> for ApiError {
         match e {
             CallError::Unavailable => ApiError::unavailable(),
             CallError::Failed(TenantError::NotFound) => ApiError::not_found("resource"),
+            CallError::Failed(TenantError::AgentTierUnauthorized) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "agent/tier_unauthorized",
+                "agents are not available on the free tier",
+            ),
+            CallError::Failed(TenantError::AgentLimit) => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/limit_reached",
+                "the tenant has as many agents as it may (500, revoked ones included)",
+            ),
+            CallError::Failed(TenantError::AgentAlreadyRevoked) => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/already_revoked",
+                "the agent is revoked; it cannot be changed or re-keyed",
+            ),
+            CallError::Failed(TenantError::AgentRevokedByUser) => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/revoked_by_user",
+                "you revoked this agent; restore it first",
+            ),
             CallError::Failed(TenantError::PrivilegedDefaultRoleUnconfirmed { default_role }) => {
                 ApiError::new(
                     StatusCode::CONFLICT,

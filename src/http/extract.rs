@@ -349,6 +349,10 @@ pub fn audit_context(state: &AppState, parts: &Parts, actor: Option<uuid::Uuid>)
             .and_then(|v| v.to_str().ok())
             .map(ua_family),
         management_key: None,
+        ua_hash: parts
+            .headers
+            .get(header::USER_AGENT)
+            .map(|v| hex::encode(state.ip_hasher.hash(&[b"ua:", v.as_bytes()].concat()))),
     }
 }
 

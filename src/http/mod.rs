@@ -16,6 +16,7 @@ pub mod hosted;
 pub mod management;
 pub mod mfa;
 pub mod middleware;
+pub mod my_agents;
 pub mod oauth;
 pub mod onboarding;
 pub mod openapi;
@@ -85,6 +86,9 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(tenant::tenant_by_slug))
         .routes(routes!(wellknown::jwks))
         .routes(routes!(wellknown::openid_configuration))
+        .routes(routes!(wellknown::authorization_server))
+        .routes(routes!(wellknown::authorization_server_root))
+        .routes(routes!(oauth::register::register))
         .routes(routes!(accounts::register))
         .routes(routes!(anonymous::anonymous_signin))
         .routes(routes!(accounts::verify_email))
@@ -131,6 +135,12 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(users_me::identities))
         .routes(routes!(users_me::unlink))
         .routes(routes!(users_me::provider_tokens))
+        .routes(routes!(my_agents::list))
+        .routes(routes!(my_agents::revoke))
+        .routes(routes!(my_agents::restore))
+        .routes(routes!(my_agents::requests))
+        .routes(routes!(my_agents::approve))
+        .routes(routes!(my_agents::deny))
         .routes(routes!(dashboard::session::login))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))
@@ -193,6 +203,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::settings::put_urls
         ))
         .routes(routes!(
+            dashboard::settings::get_agents,
+            dashboard::settings::patch_agents
+        ))
+        .routes(routes!(
             dashboard::social::get_provider,
             dashboard::social::put_provider
         ))
@@ -218,11 +232,21 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::oauth_clients::delete
         ))
         .routes(routes!(dashboard::oauth_clients::rotate_secret))
+        .routes(routes!(dashboard::agents::list, dashboard::agents::create))
+        .routes(routes!(
+            dashboard::agents::show,
+            dashboard::agents::update,
+            dashboard::agents::revoke
+        ))
+        .routes(routes!(dashboard::agents::rotate_secret))
+        .routes(routes!(dashboard::agents::activity))
         .routes(routes!(oauth::authorize::authorize))
         .routes(routes!(oauth::authorize::consent))
         .routes(routes!(oauth::token::token))
         .routes(routes!(oauth::token::revoke))
         .routes(routes!(oauth::token::introspect))
+        .routes(routes!(oauth::agents::backchannel))
+        .routes(routes!(oauth::agents::device_authorization))
         .routes(routes!(
             oauth::token::userinfo_get,
             oauth::token::userinfo_post

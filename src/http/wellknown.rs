@@ -48,6 +48,17 @@ pub struct DiscoveryDocument {
     pub revocation_endpoint: String,
     pub introspection_endpoint: String,
     pub end_session_endpoint: String,
+    /// RFC 8628.
+    pub device_authorization_endpoint: String,
+    /// CIBA (poll mode).
+    pub backchannel_authentication_endpoint: String,
+    pub backchannel_token_delivery_modes_supported: Vec<&'static str>,
+    pub backchannel_user_code_parameter_supported: bool,
+    /// RFC 7591; present only while the tenant allows dynamic registration.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registration_endpoint: Option<String>,
+    /// RFC 8707 resource indicators are taken at the authorization and token endpoints.
+    pub resource_indicators_supported: bool,
     pub jwks_uri: String,
     pub scopes_supported: Vec<&'static str>,
     pub response_types_supported: Vec<&'static str>,
@@ -78,8 +89,47 @@ pub async fn openid_configuration(
     State(state): State<AppState>,
     Path(slug): Path<String>,
 ) -> Result<Response, ApiError> {
-    let t = tenant_by_slug(&state, &slug)?;
-    let iss = issuer(&state, &t.slug);
+    metadata(&state, &slug).await
+}
+
+/// OAuth 2.0 authorization server metadata (RFC 8414) for the tenant's issuer: the same
+/// document as OpenID discovery, for MCP clients and other OAuth clients.
+#[utoipa::path(get, path = "/v1/tenants/{slug}/.well-known/oauth-authorization-server", tag = "tokens",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The metadata", body = DiscoveryDocument),
+        (status = 404, description = "`resource/not_found`", body = ErrorBody),
+    ))]
+pub async fn authorization_server(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Response, ApiError> {
+    metadata(&state, &slug).await
+}
+
+/// The same at RFC 8414 3.1's own place: `/.well-known/oauth-authorization-server` followed
+/// by the issuer's path.
+#[utoipa::path(get, path = "/.well-known/oauth-authorization-server/v1/tenants/{slug}", tag = "tokens",
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The metadata", body = DiscoveryDocument),
+        (status = 404, description = "`resource/not_found`", body = ErrorBody),
+    ))]
+pub async fn authorization_server_root(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Response, ApiError> {
+    metadata(&state, &slug).await
+}
+
+async fn metadata(state: &AppState, slug: &str) -> Result<Response, ApiError> {
+    let t = tenant_by_slug(state, slug)?;
+    let dcr = t
+        .call(|reply| tessera_actors::TenantMsg::GetOverview { reply })
+        .await?
+        .settings
+        .dynamic_client_registration;
+    let iss = issuer(state, &t.slug);
     let oauth = format!("{iss}/oauth");
     let secret_methods = vec!["client_secret_basic", "client_secret_post"];
     let doc = DiscoveryDocument {
@@ -89,12 +139,25 @@ pub async fn openid_configuration(
         revocation_endpoint: format!("{oauth}/revoke"),
         introspection_endpoint: format!("{oauth}/introspect"),
         end_session_endpoint: format!("{oauth}/end_session"),
+        device_authorization_endpoint: format!("{oauth}/device_authorization"),
+        backchannel_authentication_endpoint: format!("{oauth}/bc-authorize"),
+        backchannel_token_delivery_modes_supported: vec!["poll"],
+        backchannel_user_code_parameter_supported: false,
+        registration_endpoint: dcr.then(|| format!("{oauth}/register")),
+        resource_indicators_supported: true,
         jwks_uri: format!("{iss}/.well-known/jwks.json"),
         issuer: iss,
         scopes_supported: vec!["openid", "email", "phone", "offline_access"],
         response_types_supported: vec!["code"],
         response_modes_supported: vec!["query"],
-        grant_types_supported: vec!["authorization_code", "refresh_token"],
+        grant_types_supported: vec![
+            "authorization_code",
+            "refresh_token",
+            "client_credentials",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+            "urn:openid:params:grant-type:ciba",
+            "urn:ietf:params:oauth:grant-type:device_code",
+        ],
         code_challenge_methods_supported: vec!["S256"],
         token_endpoint_auth_methods_supported: vec![
             "client_secret_basic",
@@ -130,6 +193,7 @@ pub async fn openid_configuration(
             "tid",
             "client_id",
             "scope",
+            "act",
             "is_anonymous",
             "aal",
         ],

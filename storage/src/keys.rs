@@ -127,6 +127,22 @@ pub enum Kind {
     /// `provider | 0 | subject` -> a linked account's provider tokens, sealed (kept only when
     /// the tenant's configuration asks).
     SocialToken = 0x5D,
+    /// Agent id -> a registered agent (its secret's hash, never the secret).
+    Agent = 0x5E,
+    /// `agent id | jti` -> a token an agent holds, until it expires.
+    AgentToken = 0x5F,
+    /// `jti` -> a denylisted agent token, until it would have expired.
+    AgentDenied = 0x60,
+    /// `agent id | time | sequence` -> one entry of an agent's activity feed.
+    AgentAction = 0x61,
+    /// `user id | agent id` -> what a user and an agent have to do with each other.
+    UserAgent = 0x62,
+    /// SHA-256 of an `auth_req_id` or `device_code` -> a CIBA or device request.
+    AgentRequest = 0x63,
+    /// `u` + user code, `l` + link hash, `i` + request id -> the key of an agent request.
+    AgentRequestIndex = 0x64,
+    /// Event id -> an event waiting for delivery to the tenant's webhooks.
+    OutboundEvent = 0x65,
 }
 
 /// The key of a platform record.

@@ -5,6 +5,7 @@
 mod support;
 
 mod accounts;
+mod agents;
 mod anonymous;
 mod browser;
 mod capacity;

@@ -763,6 +763,7 @@ pub(crate) mod tests {
                 pro: 10_000,
                 enterprise: 100_000,
             },
+            agents: Default::default(),
         };
         TenantState::load(
             info,

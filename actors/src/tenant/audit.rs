@@ -18,6 +18,10 @@ pub struct AuditContext {
     pub ua_family: Option<String>,
     /// The management key acting, if any (a tenant's back end).
     pub management_key: Option<Uuid>,
+    /// Keyed hash of the whole User-Agent (hex), for agents' activity feeds; only a
+    /// 12-character prefix is ever shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ua_hash: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

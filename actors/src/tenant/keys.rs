@@ -221,6 +221,37 @@ impl Expiring for ExchangeClaims {
     }
 }
 
+/// The claims of an agent's access token (`typ` at+jwt, RFC 9068): `sub` is the agent's
+/// client id when it acts as itself, else the user it acts for, and then `act` names the
+/// agent (RFC 8693 4.1). It has no `sid`, so no first-party route and no OAuth client's
+/// grant check takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub jti: String,
+    pub tid: String,
+    pub client_id: String,
+    pub scope: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<ActorClaim>,
+}
+
+/// RFC 8693 `act`: who acts for the subject.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActorClaim {
+    pub sub: String,
+}
+
+impl Expiring for AgentClaims {
+    fn exp(&self) -> i64 {
+        self.exp
+    }
+}
+
 /// What an `id_token_hint` tells: whose sign-in, for which client, and the session.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct IdTokenHint {
@@ -365,6 +396,27 @@ impl TokenKeys {
     /// Signs an access token with the current key: `alg` ES256, `typ` at+jwt, `kid`.
     pub fn sign(&self, claims: &AccessClaims) -> Result<String, TokenError> {
         self.sign_typed(claims, ACCESS_TOKEN_TYP)
+    }
+
+    /// Signs an agent's access token with the current key: `alg` ES256, `typ` at+jwt, `kid`.
+    pub fn sign_agent(&self, claims: &AgentClaims) -> Result<String, TokenError> {
+        self.sign_typed(claims, ACCESS_TOKEN_TYP)
+    }
+
+    /// Verifies an access token of this tenant as an agent's (any audience).
+    pub fn verify_agent(
+        &self,
+        token: &str,
+        issuer: &str,
+        now: i64,
+    ) -> Result<AgentClaims, TokenError> {
+        self.verify_typed(
+            token,
+            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
+            issuer,
+            None,
+            Some(now),
+        )
     }
 
     /// Signs an OpenID Connect ID token with the current key: `alg` ES256, `typ` JWT, `kid`.

@@ -829,6 +829,12 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::social::SocialProviderView, TenantError>>,
     },
+    /// Agents: the registry, their grants, their users and their activity.
+    Agents {
+        cmd: crate::tenant::agents::AgentCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::agents::AgentAnswer, TenantError>>,
+    },
     /// A gated request came without a step-up token.
     StepUpGate {
         bearer: Bearer,

@@ -8,6 +8,7 @@
 //! address any other tenant's.
 
 pub mod accounts;
+pub mod agents;
 pub mod assertion;
 pub mod audit;
 pub mod ceremonies;
@@ -463,6 +464,15 @@ impl Actor for TenantActor {
                     let _ = reply.send(Err(e));
                 }
             },
+            TenantMsg::Agents { cmd, ctx, reply } => {
+                let reads_only = cmd.reads_only();
+                let out = state.agent_cmd(cmd, &ctx);
+                if reads_only {
+                    let _ = reply.send(out.map(|(answer, _)| answer));
+                } else {
+                    reply_with_mail(state, reply, out);
+                }
+            }
             TenantMsg::SocialConfig { cmd, ctx, reply } => {
                 match state.social_config_cmd(cmd, &ctx) {
                     Ok(view) => reply_durable(state, reply, view),

@@ -777,7 +777,7 @@ impl TenantState {
 
     /// The live grant behind an OAuth access token of `client_id`, and its user. A deleted
     /// client's grants are dead.
-    fn live_grant(
+    pub(super) fn live_grant(
         &self,
         bearer: Bearer,
         client_id: &str,

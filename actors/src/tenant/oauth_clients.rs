@@ -462,6 +462,9 @@ pub enum OAuthClientCmd {
     Delete(String),
     RotateSecret(String),
     Attest(String),
+    /// RFC 7591 dynamic registration of a public client from `ip`, when the tenant allows it
+    /// (else not found).
+    Register(NewOAuthClient, std::net::IpAddr),
 }
 
 #[derive(Clone, Debug)]
@@ -497,6 +500,18 @@ impl TenantState {
             }
             OAuthClientCmd::Attest(id) => {
                 OAuthClientAnswer::One(self.oauth_client_attest(&id, ctx)?)
+            }
+            OAuthClientCmd::Register(new, ip) => {
+                if !self.settings.dynamic_client_registration
+                    || new.client_type != ClientType::Public
+                {
+                    return Err(TenantError::NotFound);
+                }
+                let ip = crate::throttle::throttle_ip(ip);
+                self.dcr_ips
+                    .hit(&ip, std::time::Instant::now())
+                    .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
             }
         })
     }

@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use arc_swap::ArcSwap;
 
-use super::{keys, oauth_clients, settings};
+use super::{agents, keys, oauth_clients, settings};
 use crate::outbound::Outbound;
 
 /// Token lifetimes, from the platform configuration.
@@ -37,6 +37,8 @@ pub struct TenantRuntime {
     pub sms_countries: Arc<Vec<String>>,
     /// The highest monthly text message cap per tier on the platform's account.
     pub sms_platform_caps: PlatformSmsCaps,
+    /// The ceilings and timings of agents.
+    pub agents: agents::AgentPolicy,
 }
 
 /// The highest `sms_otp_monthly_cap` that counts, per tier, while a tenant's messages go
@@ -69,6 +71,9 @@ pub struct TenantCells {
     /// The OAuth clients, for the authorization server's routes to check a request's client
     /// and its credentials without a hop.
     pub oauth_clients: Arc<ArcSwap<oauth_clients::PublishedClients>>,
+    /// The agents and the denylist of their tokens, for the token endpoint to authenticate
+    /// agents and for every agent token's revocation check.
+    pub agents: Arc<ArcSwap<agents::PublishedAgents>>,
 }
 
 impl TenantCells {
@@ -80,6 +85,7 @@ impl TenantCells {
             oauth_clients: Arc::new(ArcSwap::from_pointee(
                 oauth_clients::PublishedClients::default(),
             )),
+            agents: Arc::new(ArcSwap::from_pointee(agents::PublishedAgents::default())),
         }
     }
 }

@@ -220,6 +220,9 @@ pub struct TenantSettings {
     /// Where the hosted pages send users back to.
     #[serde(default)]
     pub urls: UrlSettings,
+    /// RFC 7591 dynamic registration of public clients (MCP clients); off by default.
+    #[serde(default)]
+    pub dynamic_client_registration: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
@@ -293,6 +296,7 @@ impl TenantSettings {
             allowed_origins: Vec::new(),
             users: UserSettings::default(),
             urls: UrlSettings::default(),
+            dynamic_client_registration: false,
             updated_at: now,
         }
     }
@@ -377,6 +381,10 @@ pub enum SettingsChange {
     },
     /// The app's URLs, validated and normalized by the caller.
     Urls(UrlSettings),
+    /// Agent-related settings: dynamic client registration on or off.
+    Agents {
+        dynamic_client_registration: bool,
+    },
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -586,6 +594,17 @@ impl TenantSettings {
                     &mut changed,
                 );
                 "settings.urls.updated"
+            }
+            SettingsChange::Agents {
+                dynamic_client_registration,
+            } => {
+                set(
+                    &mut next.dynamic_client_registration,
+                    Some(dynamic_client_registration),
+                    "dynamic_client_registration",
+                    &mut changed,
+                );
+                "settings.agents.updated"
             }
         };
         if !changed.is_empty() {

@@ -114,6 +114,12 @@ pub struct TenantState {
     pub(super) social_begins: RateWindow<IpAddr>,
     /// Passkey step-up options per session per minute.
     pub(super) passkey_step_ups: RateWindow<Uuid>,
+    /// Agents' per-minute windows and live tokens.
+    pub(super) agent_counters: super::agents::AgentCounters,
+    /// Breaks ties between agent actions of the same nanosecond.
+    agent_seq: u32,
+    /// Dynamic client registrations per client address (IPv6: per /64) per hour.
+    pub(super) dcr_ips: RateWindow<IpAddr>,
 }
 
 impl TenantState {
@@ -147,8 +153,12 @@ impl TenantState {
             .store(Arc::new(super::oauth_clients::PublishedClients::load(
                 &store,
             )?));
+        cells
+            .agents
+            .store(Arc::new(super::agents::PublishedAgents::load(&store)?));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
         let sms_usage = store.get::<MauRecord>(SMS_USAGE_KEY)?.unwrap_or_default();
+        let dcr_per_hour = runtime.agents.registrations_per_ip_hourly;
         let mut state = TenantState {
             info,
             store,
@@ -187,6 +197,9 @@ impl TenantState {
                 PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
                 Duration::from_secs(60),
             ),
+            agent_counters: Default::default(),
+            agent_seq: 0,
+            dcr_ips: RateWindow::new(dcr_per_hour, Duration::from_secs(3600)),
         };
         state.restore_throttles()?;
         state.ensure_user_indexes()?;
@@ -338,6 +351,11 @@ impl TenantState {
             settings: self.settings.clone(),
             byok_token_set: self.byok_token_set,
         }
+    }
+
+    pub(super) fn next_action_seq(&mut self) -> u32 {
+        self.agent_seq = self.agent_seq.wrapping_add(1);
+        self.agent_seq
     }
 
     pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {

@@ -199,7 +199,7 @@ pub fn redirect_uri_ok(uri: &str) -> bool {
 }
 
 /// Whether `scope` may be allowed to a client: a protocol scope or a catalog scope's name.
-fn scope_ok(scope: &str) -> bool {
+pub(crate) fn scope_ok(scope: &str) -> bool {
     PROTOCOL_SCOPES.contains(&scope) || scope_name_ok(scope)
 }
 
@@ -233,7 +233,7 @@ fn check_scopes(e: &mut FieldErrors, scopes: &[String]) {
     }
 }
 
-fn check_description(e: &mut FieldErrors, d: Option<&str>) {
+pub(crate) fn check_description(e: &mut FieldErrors, d: Option<&str>) {
     e.check(
         "description",
         d.is_none_or(|d| d.chars().count() <= 500),
@@ -241,7 +241,7 @@ fn check_description(e: &mut FieldErrors, d: Option<&str>) {
     );
 }
 
-fn check_logo(e: &mut FieldErrors, l: Option<&str>) {
+pub(crate) fn check_logo(e: &mut FieldErrors, l: Option<&str>) {
     e.check(
         "logo_url",
         l.is_none_or(|l| l.len() <= 2048 && Url::parse(l).is_ok_and(|u| u.scheme() == "https")),
@@ -250,7 +250,7 @@ fn check_logo(e: &mut FieldErrors, l: Option<&str>) {
 }
 
 /// The list without repeats, in the order first given.
-fn dedup(list: Vec<String>) -> Vec<String> {
+pub(crate) fn dedup(list: Vec<String>) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     list.into_iter()
         .filter(|s| seen.insert(s.clone()))

@@ -7,10 +7,12 @@
 //! (`{"error", "error_description"}`, form-encoded requests), as every OAuth client library
 //! expects; the others speak the service's error shape.
 
+pub mod agents;
 pub mod authorize;
 pub mod browser;
 pub mod consents;
 pub mod logout;
+pub mod register;
 pub mod token;
 
 use std::collections::BTreeMap;
@@ -46,6 +48,8 @@ pub struct OAuthError {
     status: StatusCode,
     error: &'static str,
     description: String,
+    /// A 429's `Retry-After`, in seconds.
+    retry_after: Option<u64>,
 }
 
 /// The error body of the token, revocation and introspection endpoints.
@@ -69,6 +73,18 @@ impl OAuthError {
             status,
             error,
             description: description.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429 `rate_limited` with `Retry-After` (an agent over one of its limits).
+    pub fn rate_limited(retry_after: u64) -> Self {
+        OAuthError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            error: "rate_limited",
+            description: "too many requests; retry after the number of seconds in Retry-After"
+                .into(),
+            retry_after: Some(retry_after.max(1)),
         }
     }
 
@@ -98,6 +114,12 @@ impl IntoResponse for OAuthError {
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             h.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        if let Some(v) = self
+            .retry_after
+            .and_then(|s| HeaderValue::from_str(&s.to_string()).ok())
+        {
+            h.insert(header::RETRY_AFTER, v);
+        }
         resp
     }
 }
@@ -121,6 +143,7 @@ impl From<TenantError> for OAuthError {
                 "invalid_grant",
                 "the refresh token is invalid, expired, revoked or not this client's",
             ),
+            TenantError::RateLimited { retry_after } => OAuthError::rate_limited(retry_after),
             TenantError::MauExhausted => OAuthError::new(
                 "temporarily_unavailable",
                 "the tenant's monthly active user cap is reached",
@@ -157,7 +180,9 @@ fn failure_text(f: OAuthFailure) -> &'static str {
         OAuthFailure::InvalidScope => "a scope asked for was not granted",
         OAuthFailure::ConsentRequired => "the user has not consented to this request",
         OAuthFailure::InvalidRequest => "the consent does not match the request shown",
-        OAuthFailure::UnauthorizedClient => "only confidential clients may introspect tokens",
+        OAuthFailure::UnauthorizedClient => {
+            "the client may not use this grant or endpoint (introspection: confidential clients and agents only)"
+        }
     }
 }
 

@@ -14,7 +14,8 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use tessera_actors::{
     tenant::{
-        keys::AccessClaims,
+        agents::{AgentGrant, AgentRecord},
+        keys::{AccessClaims, AgentClaims},
         oauth::{OAuthAnswer, OAuthCmd, OAuthIssued, PresentedToken, TokenGrant},
         oauth_clients::OAuthClientRecord,
     },
@@ -25,6 +26,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
+    agents::{self, AgentToken},
     client_auth, is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
     OAuthError, OAuthErrorBody, Params,
 };
@@ -38,12 +40,12 @@ use crate::{
     },
 };
 
-fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, OAuthError> {
+pub(super) fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, OAuthError> {
     tenant_by_slug(state, slug).map_err(|_| OAuthError::invalid_request("no such tenant"))
 }
 
 /// A form body (`application/x-www-form-urlencoded`), each parameter at most once.
-fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
+pub(super) fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -60,26 +62,55 @@ fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
     Params::parse(body).map_err(OAuthError::invalid_request)
 }
 
-/// A client's form request: its tenant, the parameters, and the client, authenticated against
-/// the tenant's published registry.
-async fn client_request(
+/// Who called a form endpoint: an OAuth client or an agent.
+enum Caller {
+    Client(Arc<OAuthClientRecord>),
+    Agent(Arc<AgentRecord>),
+}
+
+/// A form request: its tenant, the parameters, and the caller, authenticated against the
+/// tenant's published clients, else its agents (`agt_...`).
+async fn caller_request(
     state: &AppState,
     slug: &str,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<(TenantHandle, Params, Arc<OAuthClientRecord>), OAuthError> {
+) -> Result<(TenantHandle, Params, Caller), OAuthError> {
     let tenant = tenant_of(state, slug)?;
     let p = form(headers, body)?;
     let auth = client_auth(headers, &p)?;
-    let client = tenant
-        .oauth_clients()
-        .await?
-        .authenticate(&auth)
-        .map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
-    Ok((tenant, p, client))
+    let caller = if auth.client_id.starts_with("agt_") {
+        tenant
+            .agents()
+            .await?
+            .authenticate(&auth)
+            .map(Caller::Agent)
+    } else {
+        tenant
+            .oauth_clients()
+            .await?
+            .authenticate(&auth)
+            .map(Caller::Client)
+    };
+    let caller = caller.map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
+    Ok((tenant, p, caller))
 }
 
-fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
+fn unsupported_grant() -> OAuthError {
+    OAuthError::new(
+        "unsupported_grant_type",
+        "grant_type must be authorization_code, refresh_token, client_credentials, urn:ietf:params:oauth:grant-type:token-exchange, urn:openid:params:grant-type:ciba or urn:ietf:params:oauth:grant-type:device_code",
+    )
+}
+
+fn unauthorized_grant() -> OAuthError {
+    OAuthError::new(
+        "unauthorized_client",
+        "this client may not use this grant type",
+    )
+}
+
+pub(super) fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
     p.get(name)
         .ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
@@ -245,7 +276,7 @@ async fn sign(
     })
 }
 
-fn no_store(mut resp: Response) -> Response {
+pub(super) fn no_store(mut resp: Response) -> Response {
     let h = resp.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
@@ -269,8 +300,24 @@ pub async fn token(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
-    let grant = match required(&p, "grant_type")? {
+    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let grant_type = required(&p, "grant_type")?;
+    let client = match caller {
+        Caller::Agent(agent) => {
+            if let Some(g) = AgentGrant::parse(grant_type) {
+                if !agent.allows(g) {
+                    return Err(unauthorized_grant());
+                }
+                return agents::grant(&state, &tenant, agent, g, &p, ctx).await;
+            }
+            return Err(match grant_type {
+                "authorization_code" | "refresh_token" => unauthorized_grant(),
+                _ => unsupported_grant(),
+            });
+        }
+        Caller::Client(client) => client,
+    };
+    let grant = match grant_type {
         "authorization_code" => TokenGrant::AuthorizationCode {
             code: required(&p, "code")?.to_owned(),
             redirect_uri: required(&p, "redirect_uri")?.to_owned(),
@@ -280,12 +327,8 @@ pub async fn token(
             refresh_token: required(&p, "refresh_token")?.to_owned(),
             scopes: p.get("scope").map(split_scopes),
         },
-        _ => {
-            return Err(OAuthError::new(
-                "unsupported_grant_type",
-                "grant_type must be authorization_code or refresh_token",
-            ))
-        }
+        g if AgentGrant::parse(g).is_some() => return Err(unauthorized_grant()),
+        _ => return Err(unsupported_grant()),
     };
     let issued = match oauth(&tenant, ctx, OAuthCmd::Token { client, grant }).await? {
         OAuthAnswer::Issued(i) => *i,
@@ -337,9 +380,25 @@ pub async fn revoke(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
-    let (token, _) = presented(&state, &tenant, required(&p, "token")?).await?;
-    oauth(&tenant, ctx, OAuthCmd::Revoke { client, token }).await?;
+    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let raw = required(&p, "token")?;
+    match caller {
+        Caller::Client(client) => {
+            let (token, _) = presented(&state, &tenant, raw).await?;
+            oauth(&tenant, ctx, OAuthCmd::Revoke { client, token }).await?;
+        }
+        // An agent revokes only its own tokens; anything else is answered 200 alike.
+        Caller::Agent(agent) => {
+            let keys = tenant.keys().await?;
+            if let AgentToken::Live(claims, _) =
+                agents::agent_token(&state, &tenant, &keys, raw).await?
+            {
+                if claims.client_id == agent.client_id {
+                    agents::revoke_own(&tenant, ctx, &claims).await?;
+                }
+            }
+        }
+    }
     Ok(no_store(StatusCode::OK.into_response()))
 }
 
@@ -369,9 +428,30 @@ pub struct IntrospectionResponse {
     pub acr: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub amr: Option<Vec<String>>,
+    /// An agent's token on a user's behalf: the agent (RFC 8693 `act`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub act: Option<serde_json::Value>,
 }
 
 impl IntrospectionResponse {
+    fn of_agent(c: AgentClaims) -> Self {
+        IntrospectionResponse {
+            active: true,
+            scope: Some(c.scope),
+            client_id: Some(c.client_id),
+            token_type: Some("Bearer"),
+            exp: Some(c.exp),
+            iat: Some(c.iat),
+            sub: Some(c.sub),
+            aud: Some(c.aud),
+            iss: Some(c.iss),
+            jti: Some(c.jti),
+            act: c.act.map(|a| serde_json::json!({ "sub": a.sub })),
+            ..IntrospectionResponse::inactive()
+        }
+    }
+
     fn inactive() -> Self {
         IntrospectionResponse {
             active: false,
@@ -386,6 +466,7 @@ impl IntrospectionResponse {
             jti: None,
             acr: None,
             amr: None,
+            act: None,
         }
     }
 }
@@ -407,10 +488,37 @@ pub async fn introspect(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     headers: HeaderMap,
+    RequestCtx(actx): RequestCtx,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, client) = client_request(&state, &slug, &headers, &body).await?;
-    let (token, claims) = presented(&state, &tenant, required(&p, "token")?).await?;
+    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let raw = required(&p, "token")?;
+    let keys = tenant.keys().await?;
+    match agents::agent_token(&state, &tenant, &keys, raw).await? {
+        AgentToken::NotAgent => {}
+        AgentToken::Revoked(c) => {
+            agents::introspected(&tenant, actx, &c, false).await;
+            return Ok(no_store(
+                Json(IntrospectionResponse::inactive()).into_response(),
+            ));
+        }
+        AgentToken::Live(c, _) => {
+            agents::introspected(&tenant, actx, &c, true).await;
+            return Ok(no_store(
+                Json(IntrospectionResponse::of_agent(c)).into_response(),
+            ));
+        }
+    }
+    let client = match caller {
+        Caller::Client(c) => c,
+        // An agent introspects agent tokens only.
+        Caller::Agent(_) => {
+            return Ok(no_store(
+                Json(IntrospectionResponse::inactive()).into_response(),
+            ))
+        }
+    };
+    let (token, claims) = presented(&state, &tenant, raw).await?;
     // Introspection writes nothing: no audit context.
     let ctx = tessera_actors::tenant::audit::AuditContext::default();
     let answer = oauth(&tenant, ctx, OAuthCmd::Introspect { client, token }).await?;
@@ -431,6 +539,7 @@ pub async fn introspect(
             jti: Some(c.jti),
             acr: Some(c.acr),
             amr: Some(c.amr),
+            act: None,
         },
         (true, None, Some((_, user, grant, expires_at))) => IntrospectionResponse {
             active: true,
@@ -463,7 +572,7 @@ pub struct UserInfoResponse {
 }
 
 /// An RFC 6750 error: 401 `invalid_token` or 403 `insufficient_scope`.
-fn bearer_error(status: StatusCode, error: &str, description: &str) -> Response {
+pub(super) fn bearer_error(status: StatusCode, error: &str, description: &str) -> Response {
     let challenge = format!("Bearer error=\"{error}\", error_description=\"{description}\"");
     let mut resp = (
         status,
@@ -495,7 +604,16 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
         return ApiError::unavailable().into_response();
     };
     let Ok((claims, bearer)) = verify_any(state, &tenant, &keys, token) else {
-        return invalid();
+        return match agents::agent_token(state, &tenant, &keys, token).await {
+            Ok(AgentToken::Live(c, _)) => match agents::userinfo(&tenant, c.clone()).await {
+                Ok(Some(user)) => user_info(&user, &split_scopes(&c.scope)),
+                Ok(None) => invalid(),
+                Err(resp) => resp,
+            },
+            Ok(AgentToken::Revoked(_)) => agents::agent_revoked(),
+            Ok(AgentToken::NotAgent) => invalid(),
+            Err(e) => e.into_response(),
+        };
     };
     let Some(client_id) = claims.client_id.clone() else {
         return invalid();
@@ -516,7 +634,12 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
         Ok(_) => return ApiError::internal("an unexpected answer to userinfo").into_response(),
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let u = user_claims(&user, &scopes);
+    user_info(&user, &scopes)
+}
+
+/// The userinfo answer about `user` for `scopes`.
+fn user_info(user: &tessera_actors::tenant::messages::UserView, scopes: &[String]) -> Response {
+    let u = user_claims(user, scopes);
     no_store(
         Json(UserInfoResponse {
             sub: user.id.to_string(),

@@ -1,0 +1,1669 @@
+//! Agents: the registry on the dashboard (paid tiers, owners, a secret shown once), machine
+//! tokens by client credentials through a real OAuth library, CIBA consent and polling, token
+//! exchange on a user's behalf, revocation by the tenant and by the user, the activity feed,
+//! rate limits clamped to the platform's ceilings, discovery and dynamic registration.
+
+use std::time::Duration;
+
+use openidconnect::{
+    core::{
+        CoreClient, CoreErrorResponseType, CoreJsonWebKey, CoreRequestTokenError, CoreTokenType,
+    },
+    AuthType, ClientId, ClientSecret, EndpointNotSet, EndpointSet, IssuerUrl, JsonWebKey,
+    JsonWebKeySet, JsonWebKeySetUrl, OAuth2TokenResponse, RequestTokenError, Scope, TokenResponse,
+    TokenUrl,
+};
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+const POLL: (&str, &str) = ("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1");
+const CLIENT_CREDENTIALS: &str = "client_credentials";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const CIBA: &str = "urn:openid:params:grant-type:ciba";
+const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+const RESOURCE: &str = "https://api.example/";
+const REVOKED_CHALLENGE: &str =
+    r#"Bearer error="invalid_token", error_description="agent_revoked""#;
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+fn agents_path(slug: &str) -> String {
+    format!("/v1/auth/dashboard/tenants/{slug}/agents")
+}
+
+fn agent_path(slug: &str, id: &str) -> String {
+    format!("{}/{id}", agents_path(slug))
+}
+
+/// Lifts the tenant to the pro tier with the admin CLI.
+#[track_caller]
+fn set_pro(srv: &TestServer, slug: &str) {
+    let out = srv.admin(&["tenant", "set-tier", slug, "pro"], "");
+    assert!(out.status.success(), "set-tier failed: {}", out.stderr);
+}
+
+/// [`user_setup`] with a 1 s poll interval and `extra`, the tenant on the pro tier and the
+/// owner's session freshly re-authenticated.
+fn pro_setup(tenant: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer, UserApi, Session) {
+    let mut env = vec![POLL];
+    env.extend_from_slice(extra);
+    let (smtp, srv, api, s) = user_setup(tenant, &env);
+    set_pro(&srv, &api.slug);
+    srv.reauth(&s, PASSWORD);
+    (smtp, srv, api, s)
+}
+
+/// A registered agent: its registration answer and credentials.
+struct Agent {
+    id: String,
+    client_id: String,
+    secret: String,
+    body: Value,
+}
+
+impl Agent {
+    fn basic(&self) -> (&str, &str) {
+        (&self.client_id, &self.secret)
+    }
+}
+
+/// Registers an agent (the session must be freshly re-authenticated); asserts 201.
+#[track_caller]
+fn register_agent(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Agent {
+    let (st, answer) = srv.dash_json("POST", &agents_path(slug), s, Some(&body));
+    assert_eq!(st, 201, "registering {body}: {answer}");
+    Agent {
+        id: answer["id"].as_str().expect("an agent id").to_owned(),
+        client_id: answer["client_id"]
+            .as_str()
+            .expect("a client_id")
+            .to_owned(),
+        secret: answer["client_secret"]
+            .as_str()
+            .expect("a client_secret at registration")
+            .to_owned(),
+        body: answer,
+    }
+}
+
+fn agent_json(name: &str, grant_types: &[&str], scopes: &[&str]) -> Value {
+    json!({"name": name, "grant_types": grant_types, "scopes": scopes})
+}
+
+/// A form POST to `/v1/tenants/{slug}/oauth/{endpoint}` with HTTP Basic client credentials.
+fn oauth_post(
+    api: &UserApi,
+    endpoint: &str,
+    basic: Option<(&str, &str)>,
+    form: &[(&str, &str)],
+) -> AuthAnswer {
+    let mut req = api
+        .client
+        .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
+        .form(form);
+    if let Some((id, secret)) = basic {
+        req = req.basic_auth(id, Some(secret));
+    }
+    AuthAnswer::read(req.send().expect("the OAuth endpoint answers"))
+}
+
+/// The token endpoint, the agent authenticating with HTTP Basic.
+fn token(api: &UserApi, agent: &Agent, form: &[(&str, &str)]) -> AuthAnswer {
+    oauth_post(api, "token", Some(agent.basic()), form)
+}
+
+fn client_credentials(api: &UserApi, agent: &Agent, scope: Option<&str>) -> AuthAnswer {
+    let mut form = vec![("grant_type", CLIENT_CREDENTIALS)];
+    if let Some(s) = scope {
+        form.push(("scope", s));
+    }
+    token(api, agent, &form)
+}
+
+fn bc_authorize(
+    api: &UserApi,
+    agent: &Agent,
+    login_hint: &str,
+    scope: &str,
+    binding_message: Option<&str>,
+) -> AuthAnswer {
+    let mut form = vec![("login_hint", login_hint), ("scope", scope)];
+    if let Some(m) = binding_message {
+        form.push(("binding_message", m));
+    }
+    oauth_post(api, "bc-authorize", Some(agent.basic()), &form)
+}
+
+/// Starts a CIBA request; asserts 200 and answers its `auth_req_id`.
+#[track_caller]
+fn ciba_request(
+    api: &UserApi,
+    agent: &Agent,
+    login_hint: &str,
+    scope: &str,
+    binding: &str,
+) -> String {
+    let r = bc_authorize(api, agent, login_hint, scope, Some(binding));
+    r.expect(200)["auth_req_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no auth_req_id in {}", r.body))
+        .to_owned()
+}
+
+fn poll_ciba(api: &UserApi, agent: &Agent, auth_req_id: &str) -> AuthAnswer {
+    token(
+        api,
+        agent,
+        &[("grant_type", CIBA), ("auth_req_id", auth_req_id)],
+    )
+}
+
+/// Token exchange of `subject` (a user's access token) by `agent`.
+fn exchange(api: &UserApi, agent: &Agent, subject: &str, scope: Option<&str>) -> AuthAnswer {
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE),
+        ("subject_token", subject),
+        ("subject_token_type", ACCESS_TOKEN_TYPE),
+    ];
+    if let Some(s) = scope {
+        form.push(("scope", s));
+    }
+    token(api, agent, &form)
+}
+
+/// Asserts an RFC 6749 error answer (`{"error": ...}`) with its status.
+#[track_caller]
+fn expect_oauth_error(a: &AuthAnswer, status: u16, error: &str) {
+    assert_eq!(
+        (a.status, a.body["error"].as_str().unwrap_or("<none>")),
+        (status, error),
+        "unexpected answer: {}",
+        a.body
+    );
+}
+
+/// The `access_token` of a 200 token answer.
+#[track_caller]
+fn access_token(a: &AuthAnswer) -> String {
+    a.expect(200)["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no access_token in {}", a.body))
+        .to_owned()
+}
+
+/// Waits a little longer than a poll interval of `secs` seconds.
+fn wait_interval(secs: u64) {
+    std::thread::sleep(Duration::from_millis(secs * 1000 + 300));
+}
+
+fn user_get(api: &UserApi, bearer: &str, path: &str) -> AuthAnswer {
+    api.send("GET", path, Some(bearer), None)
+}
+
+fn user_post(api: &UserApi, bearer: &str, path: &str) -> AuthAnswer {
+    api.send("POST", path, Some(bearer), Some(&json!({})))
+}
+
+fn user_delete(api: &UserApi, bearer: &str, path: &str) -> AuthAnswer {
+    api.send("DELETE", path, Some(bearer), None)
+}
+
+/// The user's pending agent requests.
+#[track_caller]
+fn pending_requests(api: &UserApi, bearer: &str) -> Vec<Value> {
+    let r = user_get(api, bearer, "/v1/users/me/agent-requests");
+    r.expect(200)["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no data in {}", r.body))
+        .clone()
+}
+
+/// Waits (up to 5 s) for the user's pending request with `binding_message`.
+#[track_caller]
+fn pending_request(api: &UserApi, bearer: &str, binding_message: &str) -> Value {
+    let mut found = None;
+    let seen = eventually(Duration::from_secs(5), || {
+        found = pending_requests(api, bearer)
+            .into_iter()
+            .find(|r| r["binding_message"] == binding_message);
+        found.is_some()
+    });
+    assert!(seen, "no pending request {binding_message:?}");
+    found.expect("found")
+}
+
+fn decide(api: &UserApi, bearer: &str, request_id: &str, decision: &str) -> AuthAnswer {
+    user_post(
+        api,
+        bearer,
+        &format!("/v1/users/me/agent-requests/{request_id}/{decision}"),
+    )
+}
+
+/// Has the user consent to `scope` for the agent: a CIBA request, approved (nothing polled).
+#[track_caller]
+fn consent_by_ciba(api: &UserApi, agent: &Agent, bearer: &str, email: &str, scope: &str) -> String {
+    let binding = "consent for the test";
+    let auth_req_id = ciba_request(api, agent, email, scope, binding);
+    let request = pending_request(api, bearer, binding);
+    let id = request["id"].as_str().expect("a request id");
+    let r = decide(api, bearer, id, "approve");
+    assert_eq!(r.expect(200)["status"], "approved", "{}", r.body);
+    auth_req_id
+}
+
+/// Verifies an agent's access token as a resource server would: the tenant JWKS key named by
+/// `kid`, ES256, the tenant's issuer, and the audience when given. Answers header and claims.
+#[track_caller]
+fn verify_agent_token(
+    api: &UserApi,
+    token: &str,
+    audience: Option<&str>,
+) -> (jsonwebtoken::Header, Value) {
+    use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+    let header = decode_header(token).expect("a JWT header");
+    let kid = header.kid.clone().expect("a kid in the header");
+    let jwks = api.jwks();
+    let key = jwks["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .find(|k| k["kid"] == kid.as_str())
+        .unwrap_or_else(|| panic!("kid {kid} is not in the JWKS {jwks}"));
+    let key = DecodingKey::from_ec_components(
+        key["x"].as_str().expect("x"),
+        key["y"].as_str().expect("y"),
+    )
+    .expect("an EC key");
+    let mut validation = Validation::new(Algorithm::ES256);
+    validation.set_issuer(&[api.issuer()]);
+    match audience {
+        Some(aud) => validation.set_audience(&[aud]),
+        None => validation.validate_aud = false,
+    }
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    let data = decode::<Value>(token, &key, &validation)
+        .unwrap_or_else(|e| panic!("the agent's access token does not verify: {e}"));
+    (header, data.claims)
+}
+
+/// The space-separated scopes of a claim or answer, sorted.
+fn scope_set(v: &Value) -> Vec<String> {
+    let mut s: Vec<String> = v
+        .as_str()
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    s.sort();
+    s
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = items.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+/// A confidential OAuth client of the tenant (for introspection); answers id and secret.
+#[track_caller]
+fn confidential_client(srv: &TestServer, s: &Session, slug: &str) -> (String, String) {
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/oauth-clients"),
+        s,
+        Some(&json!({
+            "name": "Resource Server",
+            "client_type": "confidential",
+            "redirect_uris": ["https://rs.example/callback"],
+            "allowed_scopes": ["openid"],
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    (
+        c["client_id"].as_str().expect("client_id").to_owned(),
+        c["client_secret"]
+            .as_str()
+            .expect("client_secret")
+            .to_owned(),
+    )
+}
+
+fn introspect(api: &UserApi, client: (&str, &str), token: &str) -> AuthAnswer {
+    oauth_post(api, "introspect", Some(client), &[("token", token)])
+}
+
+fn userinfo(api: &UserApi, token: &str) -> AuthAnswer {
+    let r = api
+        .client
+        .get(api.url(&format!("/v1/tenants/{}/oauth/userinfo", api.slug)))
+        .bearer_auth(token)
+        .send()
+        .expect("userinfo answers");
+    AuthAnswer::read(r)
+}
+
+/// Mails of `kind` to `to` (any tenant header).
+fn mails_of_kind(smtp: &SmtpStub, kind: &str, to: &str) -> Vec<ReceivedMail> {
+    smtp.mails()
+        .into_iter()
+        .filter(|m| m.kind() == Some(kind) && m.is_to(to))
+        .collect()
+}
+
+fn http() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+type AgentClient =
+    CoreClient<EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointNotSet, EndpointSet>;
+
+/// The OAuth library's client for an agent: its credentials and the tenant's token endpoint.
+fn library_client(
+    api: &UserApi,
+    client_id: &str,
+    secret: &str,
+    jwks: JsonWebKeySet<CoreJsonWebKey>,
+) -> AgentClient {
+    CoreClient::new(
+        ClientId::new(client_id.to_owned()),
+        IssuerUrl::new(api.issuer()).expect("issuer URL"),
+        jwks,
+    )
+    .set_client_secret(ClientSecret::new(secret.to_owned()))
+    .set_token_uri(TokenUrl::new(format!("{}/oauth/token", api.issuer())).expect("token URL"))
+}
+
+/// The error code of a token request the library saw refused.
+#[track_caller]
+fn refusal<T: std::fmt::Debug, RE: std::error::Error + 'static>(
+    r: Result<T, CoreRequestTokenError<RE>>,
+) -> CoreErrorResponseType {
+    match r {
+        Err(RequestTokenError::ServerResponse(e)) => e.error().clone(),
+        other => panic!("expected an OAuth error answer, got {other:?}"),
+    }
+}
+
+fn activity(srv: &TestServer, s: &Session, slug: &str, id: &str, query: &str) -> (u16, Value) {
+    srv.dash_json(
+        "GET",
+        &format!("{}/activity{query}", agent_path(slug, id)),
+        s,
+        None,
+    )
+}
+
+fn data(v: &Value) -> Vec<Value> {
+    v["data"].as_array().cloned().unwrap_or_default()
+}
+
+fn encode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The registry
+// ---------------------------------------------------------------------------------------------
+
+fn full_agent() -> Value {
+    json!({
+        "name": "Order Bot",
+        "description": "Reads and updates orders for the support team",
+        "agent_class": "mcp-server",
+        "logo_url": "https://bot.example/logo.png",
+        "scopes": ["orders:read", "orders:write"],
+        "grant_types": [CLIENT_CREDENTIALS, TOKEN_EXCHANGE],
+        "redirect_uris": [],
+        "agent_token_max_ttl_sec": 600,
+        "agent_settings": {
+            "rate_limits": {"client_credentials_per_min": 50},
+            "max_concurrent_tokens": 10,
+        },
+    })
+}
+
+#[test]
+fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
+    let (smtp, srv, api, s) = user_setup("Agent Registry", &[POLL]);
+    let base = agents_path(&api.slug);
+    srv.reauth(&s, PASSWORD);
+
+    // The free tier (the default) has no agents.
+    let (st, body) = srv.dash_json("POST", &base, &s, Some(&full_agent()));
+    assert_eq!(
+        (st, error_code(&body)),
+        (403, "agent/tier_unauthorized"),
+        "{body}"
+    );
+    set_pro(&srv, &api.slug);
+
+    // Registering needs a recent re-authentication.
+    let stale = srv.login(&api.owner, PASSWORD);
+    let (st, body) = srv.dash_json("POST", &base, &stale, Some(&full_agent()));
+    assert_eq!(
+        (st, error_code(&body)),
+        (401, "dashboard/reauth_required"),
+        "{body}"
+    );
+
+    // Bad registrations.
+    for grants in [
+        json!(["authorization_code"]),
+        json!([CLIENT_CREDENTIALS, "password"]),
+        json!(["refresh_token"]),
+    ] {
+        let mut body = full_agent();
+        body["grant_types"] = grants.clone();
+        let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+        assert_eq!(
+            (st, error_code(&answer)),
+            (422, "agent/invalid_grant_type"),
+            "{grants}: {answer}"
+        );
+    }
+    let mut body = full_agent();
+    body["redirect_uris"] = json!(["https://bot.example/callback"]);
+    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    assert_eq!(
+        (st, error_code(&answer)),
+        (422, "agent/invalid_field"),
+        "{answer}"
+    );
+    let mut body = full_agent();
+    body["favourite_colour"] = json!("blue");
+    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    assert_eq!(
+        (st, error_code(&answer)),
+        (400, "validation/invalid_request"),
+        "{answer}"
+    );
+
+    // A registration: the secret once, everything as set.
+    let bot = register_agent(&srv, &s, &api.slug, full_agent());
+    let b = &bot.body;
+    assert!(
+        uuid::Uuid::parse_str(&bot.id).is_ok(),
+        "id {} is not a UUID",
+        bot.id
+    );
+    assert!(bot.client_id.starts_with("agt_"), "{}", bot.client_id);
+    assert!(bot.secret.starts_with("tas_"), "{}", bot.secret);
+    let prefix = b["secret_prefix"].as_str().expect("secret_prefix");
+    assert!(
+        bot.secret.starts_with(prefix) && prefix.len() < bot.secret.len(),
+        "{prefix} vs {}",
+        bot.secret
+    );
+    assert_eq!(b["name"], "Order Bot");
+    assert_eq!(
+        b["description"],
+        "Reads and updates orders for the support team"
+    );
+    assert_eq!(b["agent_class"], "mcp-server");
+    assert_eq!(b["logo_url"], "https://bot.example/logo.png");
+    assert_eq!(b["scopes"], json!(["orders:read", "orders:write"]));
+    assert_eq!(
+        b["grant_types"],
+        json!([CLIENT_CREDENTIALS, TOKEN_EXCHANGE])
+    );
+    assert_eq!(b["redirect_uris"], json!([]));
+    assert_eq!(b["agent_token_max_ttl_sec"], 600);
+    assert_eq!(
+        b["agent_settings"]["rate_limits"]["client_credentials_per_min"],
+        50
+    );
+    assert_eq!(b["agent_settings"]["max_concurrent_tokens"], 10);
+    assert_eq!(
+        json_keys(&b["effective_limits"]),
+        name_set(&[
+            "api_calls_per_min",
+            "token_exchange_per_min",
+            "ciba_initiate_per_min",
+            "device_code_per_min",
+            "client_credentials_per_min",
+            "max_concurrent_tokens",
+        ])
+    );
+    let effective = b["effective_limits"]["client_credentials_per_min"]
+        .as_u64()
+        .expect("an effective limit");
+    assert!((1..=50).contains(&effective), "{b}");
+    assert_eq!(b["agent_metadata_version"], 1);
+    assert_eq!(b["revoked_at"], Value::Null);
+    for k in ["created_at", "updated_at"] {
+        assert!(b[k].is_string(), "{k} in {b}");
+    }
+
+    // Defaults, and two more for the pages.
+    let helper = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        json!({"name": "Helper", "grant_types": [CLIENT_CREDENTIALS]}),
+    );
+    assert_eq!(helper.body["scopes"], json!([]));
+    assert_eq!(helper.body["redirect_uris"], json!([]));
+    assert_eq!(helper.body["agent_token_max_ttl_sec"], 3600);
+    assert_eq!(helper.body["agent_metadata_version"], 1);
+    let third = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Third", &[CIBA], &["openid"]),
+    );
+
+    // Read back without any secret.
+    let (st, one) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &s, None);
+    assert_eq!(st, 200, "{one}");
+    assert!(one.get("client_secret").is_none(), "{one}");
+    assert_eq!(one["client_id"], bot.client_id.as_str());
+    assert_eq!(one["name"], "Order Bot");
+
+    // Pages, oldest first.
+    let (st, page1) = srv.dash_json("GET", &format!("{base}?limit=2"), &s, None);
+    assert_eq!(st, 200, "{page1}");
+    let ids = |page: &Value| -> Vec<String> {
+        data(page)
+            .iter()
+            .map(|a| a["id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&page1), vec![bot.id.clone(), helper.id.clone()]);
+    assert_eq!(page1["pagination"]["has_more"], true, "{page1}");
+    assert!(!page1.to_string().contains(&bot.secret), "{page1}");
+    assert!(data(&page1)
+        .iter()
+        .all(|a| a.get("client_secret").is_none()));
+    let cursor = page1["pagination"]["next_cursor"]
+        .as_str()
+        .expect("a next_cursor");
+    let (st, page2) = srv.dash_json(
+        "GET",
+        &format!("{base}?limit=2&cursor={}", encode(cursor)),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{page2}");
+    assert_eq!(ids(&page2), vec![third.id.clone()]);
+    assert_eq!(page2["pagination"]["has_more"], false);
+    assert_eq!(page2["pagination"]["next_cursor"], Value::Null);
+    let (st, body) = srv.dash_json("GET", &format!("{base}?limit=101"), &s, None);
+    assert_eq!(
+        (st, error_code(&body)),
+        (400, "validation/invalid_request"),
+        "{body}"
+    );
+
+    // A change bumps the metadata version.
+    let (st, changed) = srv.dash_json(
+        "PATCH",
+        &agent_path(&api.slug, &bot.id),
+        &s,
+        Some(&json!({"name": "Order Bot 2", "scopes": ["orders:read"]})),
+    );
+    assert_eq!(st, 200, "{changed}");
+    assert_eq!(changed["name"], "Order Bot 2");
+    assert_eq!(changed["scopes"], json!(["orders:read"]));
+    assert_eq!(changed["agent_metadata_version"], 2);
+    assert_eq!(
+        changed["agent_class"], "mcp-server",
+        "untouched fields stay"
+    );
+
+    // A new secret: the old one is refused at once, the new one works.
+    client_credentials(&api, &bot, Some("orders:read")).expect(200);
+    let (st, rotated) = srv.dash_json(
+        "POST",
+        &format!("{}/rotate-secret", agent_path(&api.slug, &bot.id)),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{rotated}");
+    let new_secret = rotated["client_secret"]
+        .as_str()
+        .expect("a new client_secret")
+        .to_owned();
+    assert_ne!(new_secret, bot.secret);
+    assert!(new_secret.starts_with("tas_"));
+    assert!(rotated["secret_rotated_at"].is_string(), "{rotated}");
+    let old = client_credentials(&api, &bot, Some("orders:read"));
+    expect_oauth_error(&old, 401, "invalid_client");
+    let rekeyed = Agent {
+        secret: new_secret.clone(),
+        id: bot.id.clone(),
+        client_id: bot.client_id.clone(),
+        body: rotated.clone(),
+    };
+    client_credentials(&api, &rekeyed, Some("orders:read")).expect(200);
+    let (_, one) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &s, None);
+    assert!(!one.to_string().contains(&new_secret), "{one}");
+
+    // Unknown ids and other tenants' agents are not found.
+    let (st, body) = srv.dash_json(
+        "GET",
+        &agent_path(&api.slug, &uuid::Uuid::new_v4().to_string()),
+        &s,
+        None,
+    );
+    assert_eq!(
+        (st, error_code(&body)),
+        (404, "resource/not_found"),
+        "{body}"
+    );
+    let other = UserApi::signup(&srv, "Elsewhere", "boss@example.com");
+    let boss = srv.login(&other.owner, PASSWORD);
+    let (st, body) = srv.dash_json("GET", &agent_path(&other.slug, &bot.id), &boss, None);
+    assert_eq!(
+        (st, error_code(&body)),
+        (404, "resource/not_found"),
+        "{body}"
+    );
+    let (st, list) = srv.dash_json("GET", &agents_path(&other.slug), &boss, None);
+    assert_eq!(st, 200, "{list}");
+    assert_eq!(list["data"], json!([]));
+    let (st, _) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &boss, None);
+    assert_eq!(st, 404);
+
+    // A viewer reads; writes are the owners'.
+    let r = srv.dash(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
+        &s,
+        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
+    );
+    assert_eq!(r.status(), 201);
+    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    let viewer = srv.login("viewer@example.com", PASSWORD);
+    srv.reauth(&viewer, PASSWORD);
+    let (st, _) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &viewer, None);
+    assert_eq!(st, 200);
+    let (st, _) = srv.dash_json("GET", &base, &viewer, None);
+    assert_eq!(st, 200);
+    let one_path = agent_path(&api.slug, &helper.id);
+    for (method, path, body) in [
+        ("POST", base.clone(), Some(full_agent())),
+        ("PATCH", one_path.clone(), Some(json!({"name": "x"}))),
+        ("POST", format!("{one_path}/rotate-secret"), None),
+        ("DELETE", one_path.clone(), None),
+    ] {
+        let (st, answer) = srv.dash_json(method, &path, &viewer, body.as_ref());
+        assert_eq!(st, 403, "{method} {path}: {answer}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client credentials through the OAuth library
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn an_oauth_library_gets_client_credentials_tokens_signed_by_the_tenant() {
+    let (_smtp, srv, api, s) = pro_setup("Machine Tokens", &[]);
+    let mut body = agent_json(
+        "Nightly Sync",
+        &[CLIENT_CREDENTIALS],
+        &["orders:read", "orders:write"],
+    );
+    body["agent_token_max_ttl_sec"] = json!(600);
+    let agent = register_agent(&srv, &s, &api.slug, body);
+    // A token is bound only to a resource the tenant has registered (RFC 8707).
+    let out = srv.admin(
+        &[
+            "resource", "register", "--tenant", &api.slug, "--name", "API", "--uri", RESOURCE,
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    let exchanger = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Exchanger", &[TOKEN_EXCHANGE], &["orders:read"]),
+    );
+    let http = http();
+    let iss = api.issuer();
+    let jwks_url = JsonWebKeySetUrl::new(format!("{iss}/.well-known/jwks.json")).expect("JWKS URL");
+    let jwks: JsonWebKeySet<CoreJsonWebKey> =
+        JsonWebKeySet::fetch(&jwks_url, &http).expect("the library reads the tenant JWKS");
+    let client = library_client(&api, &agent.client_id, &agent.secret, jwks.clone());
+
+    // Every scope of the agent by default; HTTP Basic (the library's default).
+    let tokens = client
+        .exchange_client_credentials()
+        .request(&http)
+        .expect("the client credentials grant");
+    assert_eq!(*tokens.token_type(), CoreTokenType::Bearer);
+    assert!(tokens.refresh_token().is_none(), "no refresh token");
+    assert!(tokens.id_token().is_none(), "no ID token");
+    let expires_in = tokens.expires_in().expect("expires_in").as_secs();
+    assert!((1..=600).contains(&expires_in), "expires_in {expires_in}");
+    let mut granted: Vec<String> = tokens
+        .scopes()
+        .expect("scope in the answer")
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    granted.sort();
+    assert_eq!(granted, strings(&["orders:read", "orders:write"]));
+
+    let at = tokens.access_token().secret();
+    let (header, claims) = verify_agent_token(&api, at, Some(&format!("{iss}/oauth/userinfo")));
+    assert_eq!(header.typ.as_deref(), Some("at+jwt"));
+    let kid = header.kid.clone().expect("kid");
+    assert!(
+        jwks.keys()
+            .iter()
+            .any(|k| k.key_id().map(|id| id.as_str()) == Some(kid.as_str())),
+        "kid {kid} is not in the JWKS the library read"
+    );
+    assert_eq!(claims["iss"], iss.as_str());
+    assert_eq!(claims["sub"], agent.client_id.as_str());
+    assert_eq!(claims["client_id"], agent.client_id.as_str());
+    assert_eq!(claims["tid"], api.tenant_id.as_str());
+    assert_eq!(
+        scope_set(&claims["scope"]),
+        strings(&["orders:read", "orders:write"])
+    );
+    assert!(
+        claims["jti"].as_str().is_some_and(|j| !j.is_empty()),
+        "{claims}"
+    );
+    let lifetime = claims["exp"].as_i64().expect("exp") - claims["iat"].as_i64().expect("iat");
+    assert!(
+        (1..=600).contains(&lifetime),
+        "exp - iat = {lifetime} past agent_token_max_ttl_sec"
+    );
+    assert!(
+        claims.get("act").is_none(),
+        "a machine token acts for nobody"
+    );
+
+    // A subset, for a resource, authenticating in the body.
+    let narrow = client
+        .clone()
+        .set_auth_type(AuthType::RequestBody)
+        .exchange_client_credentials()
+        .add_scope(Scope::new("orders:read".into()))
+        .add_extra_param("resource", RESOURCE)
+        .request(&http)
+        .expect("a narrower token");
+    let (_, narrow_claims) =
+        verify_agent_token(&api, narrow.access_token().secret(), Some(RESOURCE));
+    assert_eq!(narrow_claims["aud"], RESOURCE);
+    assert_eq!(narrow_claims["scope"], "orders:read");
+    assert_ne!(narrow_claims["jti"], claims["jti"]);
+    // A resource the tenant never registered is no audience.
+    let unknown = token(
+        &api,
+        &agent,
+        &[
+            ("grant_type", CLIENT_CREDENTIALS),
+            ("resource", "https://elsewhere.example/"),
+        ],
+    );
+    expect_oauth_error(&unknown, 400, "invalid_target");
+
+    // Refusals, as the library sees them.
+    assert_eq!(
+        refusal(
+            client
+                .exchange_client_credentials()
+                .add_scope(Scope::new("orders:delete".into()))
+                .request(&http)
+        ),
+        CoreErrorResponseType::InvalidScope
+    );
+    let not_registered =
+        library_client(&api, &exchanger.client_id, &exchanger.secret, jwks.clone());
+    assert_eq!(
+        refusal(not_registered.exchange_client_credentials().request(&http)),
+        CoreErrorResponseType::UnauthorizedClient
+    );
+    let wrong = library_client(&api, &agent.client_id, "tas_not-the-secret", jwks);
+    assert_eq!(
+        refusal(wrong.exchange_client_credentials().request(&http)),
+        CoreErrorResponseType::InvalidClient
+    );
+    // The same refusals on the wire: statuses.
+    let bad_scope = client_credentials(&api, &agent, Some("orders:delete"));
+    expect_oauth_error(&bad_scope, 400, "invalid_scope");
+    let unauthorized = client_credentials(&api, &exchanger, None);
+    expect_oauth_error(&unauthorized, 400, "unauthorized_client");
+    let impostor = Agent {
+        id: agent.id.clone(),
+        client_id: agent.client_id.clone(),
+        secret: "tas_not-the-secret".into(),
+        body: Value::Null,
+    };
+    expect_oauth_error(
+        &client_credentials(&api, &impostor, None),
+        401,
+        "invalid_client",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// CIBA and token exchange
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn ciba_consent_then_polling_and_token_exchange_act_for_the_user() {
+    let (smtp, srv, api, s) = pro_setup("Backchannel", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json(
+            "Shopping Assistant",
+            &[CIBA, TOKEN_EXCHANGE],
+            &["openid", "orders:read", "orders:write"],
+        ),
+    );
+    let email = "ciba@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let user_id = user.claims()["sub"].as_str().expect("sub").to_owned();
+    let other = api.verified_user(&smtp, "bystander@example.com", USER_PASSWORD);
+    let scope = "openid orders:read";
+
+    // A poll sooner than the interval after the request: slow down.
+    let early = bc_authorize(&api, &agent, email, scope, Some("too eager"));
+    let early = early.expect(200).clone();
+    assert_eq!(
+        json_keys(&early),
+        name_set(&["auth_req_id", "expires_in", "interval"])
+    );
+    assert_eq!(early["expires_in"], 300);
+    assert_eq!(early["interval"], 1, "the configured poll interval");
+    let early_id = early["auth_req_id"].as_str().expect("auth_req_id");
+    expect_oauth_error(&poll_ciba(&api, &agent, early_id), 400, "slow_down");
+
+    // An unknown address gets the same answer (no enumeration).
+    let nobody = bc_authorize(&api, &agent, "nobody@example.com", scope, None);
+    let nobody = nobody.expect(200);
+    assert_eq!(
+        json_keys(nobody),
+        name_set(&["auth_req_id", "expires_in", "interval"])
+    );
+    assert!(nobody["auth_req_id"].is_string());
+    assert_eq!(nobody["expires_in"], 300);
+
+    let approved = ciba_request(&api, &agent, email, scope, "order #42");
+    let denied = ciba_request(&api, &agent, email, scope, "refund #7");
+
+    // The user is told by mail, with a link to the hosted page.
+    let mail = smtp.wait_for(&api.slug, "agent_request", email, 3);
+    assert!(
+        mail.token_after(&api.link("agent-request")).is_some(),
+        "no agent-request link in {}",
+        mail.text
+    );
+    assert!(mails_of_kind(&smtp, "agent_request", "nobody@example.com").is_empty());
+
+    // ...and sees the requests.
+    let req = pending_request(&api, &user.access, "order #42");
+    assert_eq!(pending_requests(&api, &user.access).len(), 3);
+    assert_eq!(req["agent_client_id"], agent.client_id.as_str());
+    assert_eq!(req["agent_name"], "Shopping Assistant");
+    assert_eq!(req["scopes"], json!(["openid", "orders:read"]));
+    for k in ["id", "created_at", "expires_at"] {
+        assert!(req[k].is_string(), "{k} in {req}");
+    }
+    let approved_req = req["id"].as_str().expect("id").to_owned();
+    let denied_req = pending_request(&api, &user.access, "refund #7")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let early_req = pending_request(&api, &user.access, "too eager")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert!(pending_requests(&api, &other.access).is_empty());
+
+    // Pending until the user decides.
+    wait_interval(1);
+    expect_oauth_error(
+        &poll_ciba(&api, &agent, &approved),
+        400,
+        "authorization_pending",
+    );
+    expect_oauth_error(
+        &poll_ciba(&api, &agent, &denied),
+        400,
+        "authorization_pending",
+    );
+
+    // Another user cannot decide it; a decision is final.
+    decide(&api, &other.access, &early_req, "approve").expect_error(404, "resource/not_found");
+    let ok = decide(&api, &user.access, &approved_req, "approve");
+    assert_eq!(
+        ok.expect(200),
+        &json!({"id": approved_req, "status": "approved"})
+    );
+    let no = decide(&api, &user.access, &denied_req, "deny");
+    assert_eq!(
+        no.expect(200),
+        &json!({"id": denied_req, "status": "denied"})
+    );
+    decide(&api, &user.access, &approved_req, "approve").expect_error(404, "resource/not_found");
+    decide(&api, &user.access, &approved_req, "deny").expect_error(404, "resource/not_found");
+    decide(
+        &api,
+        &user.access,
+        &uuid::Uuid::new_v4().to_string(),
+        "approve",
+    )
+    .expect_error(404, "resource/not_found");
+    let left: Vec<Value> = pending_requests(&api, &user.access);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["id"], early_req.as_str());
+
+    // The token, once.
+    wait_interval(1);
+    let granted = poll_ciba(&api, &agent, &approved);
+    let body = granted.expect(200).clone();
+    assert_eq!(
+        json_keys(&body),
+        name_set(&["access_token", "token_type", "expires_in", "scope"])
+    );
+    assert_eq!(body["token_type"], "Bearer");
+    let expires_in = body["expires_in"].as_u64().expect("expires_in");
+    assert!((1..=900).contains(&expires_in), "{body}");
+    assert_eq!(
+        scope_set(&body["scope"]),
+        strings(&["openid", "orders:read"])
+    );
+    let (_, claims) = verify_agent_token(&api, &access_token(&granted), None);
+    assert_eq!(claims["sub"], user_id.as_str());
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
+    assert_eq!(claims["client_id"], agent.client_id.as_str());
+    expect_oauth_error(&poll_ciba(&api, &agent, &denied), 400, "access_denied");
+    wait_interval(1);
+    expect_oauth_error(&poll_ciba(&api, &agent, &approved), 400, "invalid_grant");
+
+    // Token exchange: the user's own token for one acting for the user, within the consent.
+    let swapped = exchange(&api, &agent, &user.access, Some("orders:read"));
+    let body = swapped.expect(200).clone();
+    assert_eq!(
+        json_keys(&body),
+        name_set(&[
+            "access_token",
+            "issued_token_type",
+            "token_type",
+            "expires_in",
+            "scope"
+        ])
+    );
+    assert_eq!(body["issued_token_type"], ACCESS_TOKEN_TYPE);
+    assert_eq!(body["token_type"], "Bearer");
+    assert_eq!(body["scope"], "orders:read");
+    let expires_in = body["expires_in"].as_u64().expect("expires_in");
+    assert!((1..=900).contains(&expires_in), "{body}");
+    let (_, claims) = verify_agent_token(&api, &access_token(&swapped), None);
+    assert_eq!(claims["sub"], user_id.as_str());
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
+    assert_eq!(claims["client_id"], agent.client_id.as_str());
+    let lifetime = claims["exp"].as_i64().expect("exp") - claims["iat"].as_i64().expect("iat");
+    assert!((1..=900).contains(&lifetime), "exp - iat = {lifetime}");
+
+    // A scope the agent holds but the user never consented to.
+    expect_oauth_error(
+        &exchange(&api, &agent, &user.access, Some("orders:write")),
+        400,
+        "invalid_scope",
+    );
+    // A user who consented to nothing; a token that is no token.
+    expect_oauth_error(
+        &exchange(&api, &agent, &other.access, Some("orders:read")),
+        400,
+        "invalid_grant",
+    );
+    expect_oauth_error(
+        &exchange(&api, &agent, "not-a-token", Some("orders:read")),
+        400,
+        "invalid_grant",
+    );
+    // The subject token type is required.
+    let untyped = token(
+        &api,
+        &agent,
+        &[
+            ("grant_type", TOKEN_EXCHANGE),
+            ("subject_token", &user.access),
+            ("scope", "orders:read"),
+        ],
+    );
+    assert_eq!(untyped.status, 400, "{}", untyped.body);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revocation by the tenant
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_revoked_agent_loses_its_tokens_and_owners_hear_of_it_once() {
+    let (smtp, srv, api, s) = pro_setup("Revocation", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json(
+            "Doomed Bot",
+            &[CLIENT_CREDENTIALS, CIBA, TOKEN_EXCHANGE],
+            &["openid", "orders:read"],
+        ),
+    );
+    let email = "holder@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let user_id = user.claims()["sub"].as_str().expect("sub").to_owned();
+    consent_by_ciba(&api, &agent, &user.access, email, "openid orders:read");
+    let machine = access_token(&client_credentials(&api, &agent, Some("orders:read")));
+    let on_behalf = access_token(&exchange(
+        &api,
+        &agent,
+        &user.access,
+        Some("openid orders:read"),
+    ));
+    let (rs_id, rs_secret) = confidential_client(&srv, &s, &api.slug);
+    let rs = (rs_id.as_str(), rs_secret.as_str());
+
+    // Live: introspection and userinfo answer.
+    let live = introspect(&api, rs, &machine);
+    let live = live.expect(200);
+    assert_eq!(live["active"], true, "{live}");
+    assert_eq!(live["client_id"], agent.client_id.as_str());
+    assert_eq!(live["sub"], agent.client_id.as_str());
+    assert_eq!(live["token_type"], "Bearer");
+    assert_eq!(live["scope"], "orders:read");
+    assert_eq!(live["jti"], jwt_part(&machine, 1)["jti"]);
+    let live = introspect(&api, rs, &on_behalf);
+    let live = live.expect(200);
+    assert_eq!(live["active"], true, "{live}");
+    assert_eq!(live["sub"], user_id.as_str());
+    assert_eq!(live["act"]["sub"], agent.client_id.as_str());
+    let info = userinfo(&api, &on_behalf);
+    assert_eq!(info.expect(200)["sub"], user_id.as_str());
+
+    // The owner revokes it.
+    let path = agent_path(&api.slug, &agent.id);
+    let (st, revoked) = srv.dash_json("DELETE", &path, &s, None);
+    assert_eq!(st, 200, "{revoked}");
+    assert_eq!(
+        json_keys(&revoked),
+        name_set(&["id", "name", "revoked_at", "agent_metadata_version"])
+    );
+    assert_eq!(revoked["id"], agent.id.as_str());
+    assert_eq!(revoked["name"], "Doomed Bot");
+    let revoked_at = revoked["revoked_at"]
+        .as_str()
+        .expect("revoked_at")
+        .to_owned();
+    assert!(revoked["agent_metadata_version"].is_u64(), "{revoked}");
+
+    // Its tokens are dead everywhere.
+    assert_eq!(
+        introspect(&api, rs, &machine).expect(200),
+        &json!({"active": false})
+    );
+    assert_eq!(
+        introspect(&api, rs, &on_behalf).expect(200),
+        &json!({"active": false})
+    );
+    let refused = userinfo(&api, &on_behalf);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert_eq!(
+        refused.header("www-authenticate").as_deref(),
+        Some(REVOKED_CHALLENGE)
+    );
+    expect_oauth_error(
+        &client_credentials(&api, &agent, Some("orders:read")),
+        401,
+        "invalid_client",
+    );
+
+    // The owner is told once, the audit log has it once, even when revoked twice.
+    let told = eventually(Duration::from_secs(10), || {
+        !mails_of_kind(&smtp, "agent_revoked", &api.owner).is_empty()
+    });
+    assert!(told, "no agent_revoked mail to {}", api.owner);
+    let (st, again) = srv.dash_json("DELETE", &path, &s, None);
+    assert_eq!(st, 200, "{again}");
+    assert_eq!(again["revoked_at"], revoked_at.as_str());
+    assert_eq!(again["id"], agent.id.as_str());
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(mails_of_kind(&smtp, "agent_revoked", &api.owner).len(), 1);
+    let events = audit_events(&srv, &s, &api.slug, "agent.revoked");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "agent.revoked");
+    assert_eq!(events[0]["metadata"]["severity"], "HIGH", "{}", events[0]);
+
+    // No more changes.
+    srv.reauth(&s, PASSWORD);
+    let (st, body) = srv.dash_json("PATCH", &path, &s, Some(&json!({"name": "Back"})));
+    assert_eq!(
+        (st, error_code(&body)),
+        (409, "agent/already_revoked"),
+        "{body}"
+    );
+    let (st, body) = srv.dash_json("POST", &format!("{path}/rotate-secret"), &s, None);
+    assert_eq!(
+        (st, error_code(&body)),
+        (409, "agent/already_revoked"),
+        "{body}"
+    );
+
+    // Listed only on request.
+    let base = agents_path(&api.slug);
+    let (st, list) = srv.dash_json("GET", &base, &s, None);
+    assert_eq!(st, 200, "{list}");
+    assert!(
+        data(&list).iter().all(|a| a["id"] != agent.id.as_str()),
+        "{list}"
+    );
+    let (st, list) = srv.dash_json("GET", &format!("{base}?include_revoked=true"), &s, None);
+    assert_eq!(st, 200, "{list}");
+    let listed = data(&list)
+        .into_iter()
+        .find(|a| a["id"] == agent.id.as_str())
+        .unwrap_or_else(|| panic!("the revoked agent is not in {list}"));
+    assert_eq!(listed["revoked_at"], revoked_at.as_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revocation and restoration by the user
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
+    let (smtp, srv, api, s) = pro_setup("Withdrawal", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json(
+            "Travel Agent",
+            &[CIBA, TOKEN_EXCHANGE],
+            &["openid", "orders:read"],
+        ),
+    );
+    let email = "traveller@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    consent_by_ciba(&api, &agent, &user.access, email, "openid orders:read");
+    exchange(&api, &agent, &user.access, Some("orders:read")).expect(200);
+
+    // The agent that acted for the user is listed.
+    let my_agent = |bearer: &str| -> Value {
+        let r = user_get(&api, bearer, "/v1/users/me/agents");
+        data(r.expect(200))
+            .into_iter()
+            .find(|a| a["agent_client_id"] == agent.client_id.as_str())
+            .unwrap_or_else(|| panic!("the agent is not in {}", r.body))
+    };
+    let mine = my_agent(&user.access);
+    assert_eq!(mine["agent_name"], "Travel Agent");
+    assert!(
+        mine["action_count"].as_u64().is_some_and(|n| n >= 1),
+        "{mine}"
+    );
+    assert!(mine["last_action_at"].is_string(), "{mine}");
+    assert!(mine.get("revoked_at").is_none_or(Value::is_null), "{mine}");
+
+    // Withdrawn (idempotent); unknown agents are not found.
+    let me_path = format!("/v1/users/me/agents/{}", agent.client_id);
+    let gone = user_delete(&api, &user.access, &me_path);
+    let body = gone.expect(200).clone();
+    assert_eq!(body["agent_client_id"], agent.client_id.as_str());
+    assert_eq!(body["reason"], "gdpr_art_7_withdrawal");
+    let revoked_at = body["revoked_at"].as_str().expect("revoked_at").to_owned();
+    let again = user_delete(&api, &user.access, &me_path);
+    assert_eq!(again.expect(200)["revoked_at"], revoked_at.as_str());
+    let unknown = user_delete(&api, &user.access, "/v1/users/me/agents/agt_unknown");
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    assert_eq!(my_agent(&user.access)["revoked_at"], revoked_at.as_str());
+
+    // Token exchange refuses; a new CIBA request is answered, but cannot be approved.
+    expect_oauth_error(
+        &exchange(&api, &agent, &user.access, Some("orders:read")),
+        400,
+        "invalid_grant",
+    );
+    ciba_request(
+        &api,
+        &agent,
+        email,
+        "openid orders:read",
+        "after withdrawal",
+    );
+    let req = pending_request(&api, &user.access, "after withdrawal");
+    decide(
+        &api,
+        &user.access,
+        req["id"].as_str().expect("id"),
+        "approve",
+    )
+    .expect_error(409, "agent/revoked_by_user");
+
+    // Restored, once.
+    let restore_path = format!("{me_path}/restore");
+    let back = user_post(&api, &user.access, &restore_path);
+    let body = back.expect(200).clone();
+    assert_eq!(body["agent_client_id"], agent.client_id.as_str());
+    assert_eq!(body["newly_restored"], true, "{body}");
+    assert!(body["restored_at"].is_string(), "{body}");
+    assert!(
+        body.get("still_blocked_by").is_none_or(Value::is_null),
+        "{body}"
+    );
+    let twice = user_post(&api, &user.access, &restore_path);
+    assert_eq!(twice.expect(200)["newly_restored"], false, "{}", twice.body);
+
+    // The tenant's revocation outranks the user's restoration.
+    let (st, revoked) = srv.dash_json("DELETE", &agent_path(&api.slug, &agent.id), &s, None);
+    assert_eq!(st, 200, "{revoked}");
+    let blocked = user_post(&api, &user.access, &restore_path);
+    assert_eq!(
+        blocked.expect(200)["still_blocked_by"],
+        "tenant",
+        "{}",
+        blocked.body
+    );
+    assert!(
+        my_agent(&user.access)["agent_revoked_at"].is_string(),
+        "the tenant's revocation is shown"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activity
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_activity_feed_lists_each_grant_newest_first() {
+    let (_smtp, srv, api, s) = pro_setup("Activity", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Busy Bot", &[CLIENT_CREDENTIALS], &["orders:read"]),
+    );
+    let jtis: Vec<String> = (0..3)
+        .map(|_| {
+            let at = access_token(&client_credentials(&api, &agent, Some("orders:read")));
+            jwt_part(&at, 1)["jti"].as_str().expect("a jti").to_owned()
+        })
+        .collect();
+    expect_oauth_error(
+        &client_credentials(&api, &agent, Some("orders:write")),
+        400,
+        "invalid_scope",
+    );
+
+    let issued_query = "?action_type=token.issued";
+    let mut issued = Vec::new();
+    let complete = eventually(Duration::from_secs(5), || {
+        let (st, feed) = activity(&srv, &s, &api.slug, &agent.id, issued_query);
+        issued = data(&feed);
+        st == 200 && issued.len() >= 3
+    });
+    assert!(complete, "three token.issued entries: {issued:?}");
+    assert_eq!(issued.len(), 3, "{issued:?}");
+    let newest_first: Vec<String> = jtis.iter().rev().cloned().collect();
+    let listed: Vec<String> = issued
+        .iter()
+        .map(|e| e["jti"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(listed, newest_first);
+    for e in &issued {
+        assert_eq!(e["action"], "token.issued", "{e}");
+        assert_eq!(e["method_or_event"], CLIENT_CREDENTIALS, "{e}");
+        assert_eq!(e["ip_hash_prefix"].as_str().map(str::len), Some(12), "{e}");
+        assert!(e["id"].is_string() && e["created_at"].is_string(), "{e}");
+        assert!(e.get("actor_user_id").is_none_or(Value::is_null), "{e}");
+    }
+
+    // The refusal is there too.
+    let (st, refused) = activity(&srv, &s, &api.slug, &agent.id, "?action_type=token.refused");
+    assert_eq!(st, 200, "{refused}");
+    let refused = data(&refused);
+    assert!(!refused.is_empty(), "no token.refused entry");
+    assert!(refused
+        .iter()
+        .all(|e| e["action"] == "token.refused" && e["method_or_event"] == CLIENT_CREDENTIALS));
+
+    // Pages of one.
+    let (st, all) = activity(&srv, &s, &api.slug, &agent.id, "");
+    assert_eq!(st, 200, "{all}");
+    let all = data(&all);
+    assert!(all.len() >= 4, "{all:?}");
+    let (st, first) = activity(&srv, &s, &api.slug, &agent.id, "?limit=1");
+    assert_eq!(st, 200, "{first}");
+    assert_eq!(data(&first), vec![all[0].clone()]);
+    assert_eq!(first["pagination"]["has_more"], true);
+    let cursor = first["pagination"]["next_cursor"]
+        .as_str()
+        .expect("a next_cursor");
+    let (st, second) = activity(
+        &srv,
+        &s,
+        &api.slug,
+        &agent.id,
+        &format!("?limit=1&cursor={}", encode(cursor)),
+    );
+    assert_eq!(st, 200, "{second}");
+    assert_eq!(data(&second), vec![all[1].clone()]);
+
+    let (st, body) = activity(&srv, &s, &api.slug, &agent.id, "?limit=201");
+    assert_eq!(
+        (st, error_code(&body)),
+        (400, "validation/invalid_request"),
+        "{body}"
+    );
+    let (st, body) = activity(&srv, &s, &api.slug, &agent.id, "?limit=200");
+    assert_eq!(st, 200, "{body}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rate limits
+// ---------------------------------------------------------------------------------------------
+
+/// Waits for the next UTC minute when fewer than `margin` seconds of this one are left, so a
+/// burst of requests falls in one minute.
+fn early_in_a_minute(margin: f64) {
+    let into = unix_now() % 60.0;
+    if into > 60.0 - margin {
+        std::thread::sleep(Duration::from_secs_f64(60.0 - into + 0.2));
+    }
+}
+
+#[track_caller]
+fn expect_rate_limited(a: &AuthAnswer) {
+    assert_eq!(a.status, 429, "{}", a.body);
+    assert_eq!(a.body["error"], "rate_limited", "{}", a.body);
+    let retry = a
+        .header("retry-after")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no Retry-After seconds: {:?}", a.headers));
+    assert!((1..=3600).contains(&retry), "Retry-After {retry}");
+}
+
+#[test]
+fn agent_limits_are_clamped_to_the_platform_ceilings() {
+    let (_smtp, srv, api, s) = pro_setup(
+        "Limits",
+        &[
+            ("TESSERA__AGENTS__MAX_CLIENT_CREDENTIALS_PER_MIN", "3"),
+            ("TESSERA__AGENTS__MAX_TOKEN_EXCHANGE_PER_MIN", "7"),
+            ("TESSERA__AGENTS__MAX_CONCURRENT_TOKENS", "50"),
+        ],
+    );
+    let mut body = agent_json("Greedy", &[CLIENT_CREDENTIALS], &["orders:read"]);
+    body["agent_settings"] = json!({"rate_limits": {"client_credentials_per_min": 100}});
+    let greedy = register_agent(&srv, &s, &api.slug, body);
+    let limits = &greedy.body["effective_limits"];
+    assert_eq!(limits["client_credentials_per_min"], 3, "clamped: {limits}");
+    assert_eq!(
+        limits["token_exchange_per_min"], 7,
+        "the ceiling when unset: {limits}"
+    );
+    assert_eq!(
+        greedy.body["agent_settings"]["rate_limits"]["client_credentials_per_min"], 100,
+        "the setting is kept as set"
+    );
+    let mut body = agent_json("Modest", &[CLIENT_CREDENTIALS], &["orders:read"]);
+    body["agent_settings"] = json!({
+        "rate_limits": {"token_exchange_per_min": 5},
+        "max_concurrent_tokens": 2,
+    });
+    let modest = register_agent(&srv, &s, &api.slug, body);
+    let limits = &modest.body["effective_limits"];
+    assert_eq!(
+        limits["token_exchange_per_min"], 5,
+        "under the ceiling: {limits}"
+    );
+    assert_eq!(limits["max_concurrent_tokens"], 2, "{limits}");
+
+    // Three a minute, then 429s; one audit event for the minute.
+    early_in_a_minute(8.0);
+    for n in 1..=3 {
+        let r = client_credentials(&api, &greedy, None);
+        assert_eq!(r.status, 200, "grant {n}: {}", r.body);
+    }
+    expect_rate_limited(&client_credentials(&api, &greedy, None));
+    expect_rate_limited(&client_credentials(&api, &greedy, None));
+    let of_scope = |scope: &str| -> Vec<Value> {
+        audit_events(&srv, &s, &api.slug, "agent.rate_limited")
+            .into_iter()
+            .filter(|e| e["metadata"]["scope"] == scope)
+            .collect()
+    };
+    let recorded = eventually(Duration::from_secs(5), || {
+        !of_scope("client_credentials_per_min").is_empty()
+    });
+    assert!(recorded, "no agent.rate_limited event");
+    let events = of_scope("client_credentials_per_min");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["metadata"]["limit"], 3, "{}", events[0]);
+
+    // Two live tokens at most.
+    client_credentials(&api, &modest, None).expect(200);
+    client_credentials(&api, &modest, None).expect(200);
+    expect_rate_limited(&client_credentials(&api, &modest, None));
+    let recorded = eventually(Duration::from_secs(5), || {
+        !of_scope("max_concurrent_tokens").is_empty()
+    });
+    assert!(
+        recorded,
+        "no agent.rate_limited event for max_concurrent_tokens"
+    );
+    assert_eq!(of_scope("max_concurrent_tokens")[0]["metadata"]["limit"], 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery and dynamic registration
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn discovery_lists_agent_grants_and_dynamic_registration_is_opt_in() {
+    let (_smtp, srv, api, s) = pro_setup("Discovery", &[]);
+    let iss = api.issuer();
+    let documents = || -> (Value, Value) {
+        let tenant_path = api.send_as(
+            None,
+            "GET",
+            &format!(
+                "/v1/tenants/{}/.well-known/oauth-authorization-server",
+                api.slug
+            ),
+            None,
+            None,
+            None,
+        );
+        let rfc8414 = api.send_as(
+            None,
+            "GET",
+            &format!(
+                "/.well-known/oauth-authorization-server/v1/tenants/{}",
+                api.slug
+            ),
+            None,
+            None,
+            None,
+        );
+        (tenant_path.expect(200).clone(), rfc8414.expect(200).clone())
+    };
+    let (doc, other) = documents();
+    assert_eq!(doc, other, "both paths answer the same metadata");
+    assert_eq!(doc["issuer"], iss.as_str());
+    assert_eq!(doc["token_endpoint"], format!("{iss}/oauth/token"));
+    assert_eq!(
+        doc["device_authorization_endpoint"],
+        format!("{iss}/oauth/device_authorization")
+    );
+    assert_eq!(
+        doc["backchannel_authentication_endpoint"],
+        format!("{iss}/oauth/bc-authorize")
+    );
+    let grants: Vec<&str> = doc["grant_types_supported"]
+        .as_array()
+        .expect("grant_types_supported")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for g in [CLIENT_CREDENTIALS, TOKEN_EXCHANGE, CIBA, DEVICE_CODE] {
+        assert!(grants.contains(&g), "{g} missing from {grants:?}");
+    }
+    assert!(doc.get("registration_endpoint").is_none(), "{doc}");
+
+    let register_path = format!("/v1/tenants/{}/oauth/register", api.slug);
+    let register = |body: &Value| {
+        api.send_as(
+            None,
+            "POST",
+            &register_path,
+            None,
+            Some(body),
+            Some(&fresh_client_ip()),
+        )
+    };
+    let public = json!({
+        "client_name": "CLI Tool",
+        "redirect_uris": ["https://tool.example/callback"],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code"],
+        "response_types": ["code"],
+    });
+    register(&public).expect_error(404, "resource/not_found");
+
+    // Turned on by the owner.
+    let settings = format!("/v1/auth/dashboard/tenants/{}/settings/agents", api.slug);
+    let (st, current) = srv.dash_json("GET", &settings, &s, None);
+    assert_eq!(st, 200, "{current}");
+    assert_eq!(current["dynamic_client_registration"], false);
+    let (st, on) = srv.dash_json(
+        "PATCH",
+        &settings,
+        &s,
+        Some(&json!({"dynamic_client_registration": true})),
+    );
+    assert_eq!(st, 200, "{on}");
+    assert_eq!(on["dynamic_client_registration"], true);
+    let (doc, other) = documents();
+    assert_eq!(
+        doc["registration_endpoint"],
+        format!("{iss}/oauth/register")
+    );
+    assert_eq!(other["registration_endpoint"], doc["registration_endpoint"]);
+
+    let made = register(&public);
+    let c = made.expect(201).clone();
+    assert!(
+        c["client_id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{c}"
+    );
+    assert!(
+        c["client_id_issued_at"].is_i64() || c["client_id_issued_at"].is_u64(),
+        "{c}"
+    );
+    assert_eq!(c["client_name"], "CLI Tool");
+    assert_eq!(c["redirect_uris"], json!(["https://tool.example/callback"]));
+    assert_eq!(c["token_endpoint_auth_method"], "none");
+    assert!(
+        c["grant_types"].is_array() && c["response_types"].is_array(),
+        "{c}"
+    );
+    assert!(
+        c.get("client_secret").is_none(),
+        "a public client has no secret: {c}"
+    );
+
+    let mut confidential = public.clone();
+    confidential["token_endpoint_auth_method"] = json!("client_secret_basic");
+    let refused = register(&confidential);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.body["error"], "invalid_client_metadata",
+        "{}",
+        refused.body
+    );
+    let mut bad_uri = public.clone();
+    bad_uri["redirect_uris"] = json!(["javascript:alert(1)"]);
+    let refused = register(&bad_uri);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.body["error"], "invalid_redirect_uri",
+        "{}",
+        refused.body
+    );
+
+    // Off again: gone from discovery, and 404.
+    let (st, off) = srv.dash_json(
+        "PATCH",
+        &settings,
+        &s,
+        Some(&json!({"dynamic_client_registration": false})),
+    );
+    assert_eq!(st, 200, "{off}");
+    let (doc, _) = documents();
+    assert!(doc.get("registration_endpoint").is_none(), "{doc}");
+    register(&public).expect_error(404, "resource/not_found");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device authorization
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn device_authorization_answers_a_user_code_and_polls_pending() {
+    let (_smtp, srv, api, s) = pro_setup("Devices", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Smart TV", &[DEVICE_CODE], &["openid", "orders:read"]),
+    );
+    let r = oauth_post(
+        &api,
+        "device_authorization",
+        Some(agent.basic()),
+        &[("scope", "openid orders:read")],
+    );
+    let d = r.expect(200).clone();
+    let user_code = d["user_code"].as_str().expect("user_code");
+    let letters = "BCDFGHJKLMNPQRSTVWXZ";
+    assert_eq!(user_code.len(), 9, "{user_code}");
+    assert!(
+        user_code.char_indices().all(|(i, c)| if i == 4 {
+            c == '-'
+        } else {
+            letters.contains(c)
+        }),
+        "{user_code}"
+    );
+    let uri = format!("{}/oauth/{}/device", api.base, api.slug);
+    assert_eq!(d["verification_uri"], uri.as_str());
+    let complete = d["verification_uri_complete"]
+        .as_str()
+        .expect("verification_uri_complete");
+    assert!(
+        complete.starts_with(&format!("{uri}?"))
+            && complete.contains(&format!("user_code={user_code}")),
+        "{complete}"
+    );
+    assert_eq!(d["expires_in"], 600);
+    assert_eq!(d["interval"], 1);
+    let device_code = d["device_code"].as_str().expect("device_code");
+
+    wait_interval(1);
+    let pending = token(
+        &api,
+        &agent,
+        &[("grant_type", DEVICE_CODE), ("device_code", device_code)],
+    );
+    expect_oauth_error(&pending, 400, "authorization_pending");
+}
