@@ -339,6 +339,16 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             axum::routing::get(social::callback_get).post(social::callback_post),
         )
         .route(
+            "/agent-request",
+            axum::routing::get(oauth::agent_pages::request_page)
+                .post(oauth::agent_pages::request_submit),
+        )
+        .route(
+            "/oauth/{slug}/device",
+            axum::routing::get(oauth::agent_pages::device_page)
+                .post(oauth::agent_pages::device_submit),
+        )
+        .route(
             "/oauth/{slug}/link-confirm",
             axum::routing::get(social::link_confirm),
         )

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use openidconnect::{
     core::{
-        CoreClient, CoreErrorResponseType, CoreJsonWebKey, CoreRequestTokenError, CoreTokenType,
+        CoreClient, CoreDeviceAuthorizationResponse, CoreErrorResponseType, CoreJsonWebKey,
+        CoreRequestTokenError, CoreTokenType,
     },
-    AuthType, ClientId, ClientSecret, EndpointNotSet, EndpointSet, IssuerUrl, JsonWebKey,
-    JsonWebKeySet, JsonWebKeySetUrl, OAuth2TokenResponse, RequestTokenError, Scope, TokenResponse,
-    TokenUrl,
+    AuthType, ClientId, ClientSecret, DeviceAuthorizationUrl, EndpointNotSet, EndpointSet,
+    IssuerUrl, JsonWebKey, JsonWebKeySet, JsonWebKeySetUrl, OAuth2TokenResponse, RequestTokenError,
+    Scope, TokenResponse, TokenUrl,
 };
 use serde_json::{json, Value};
 
@@ -1666,4 +1667,364 @@ fn device_authorization_answers_a_user_code_and_polls_pending() {
         &[("grant_type", DEVICE_CODE), ("device_code", device_code)],
     );
     expect_oauth_error(&pending, 400, "authorization_pending");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hosted pages: the device page and the mailed CIBA link
+// ---------------------------------------------------------------------------------------------
+
+/// A user connects a device on the hosted device page, as a browser without script speaks to
+/// it: the complete verification URI, the sign-in form (password), the agent and what it
+/// asks, approve; the agent's poll then gets a token on the user's behalf. A wrong code, a
+/// post without the CSRF value and a denial behave.
+#[test]
+fn a_user_approves_a_device_on_the_hosted_device_page() {
+    use crate::oauth_browser::Browser;
+    let (smtp, srv, api, s) = pro_setup("Device Page", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Living Room TV", &[DEVICE_CODE], &["openid", "email"]),
+    );
+    let user = api.verified_user(&smtp, "viewer@example.com", USER_PASSWORD);
+    let user_id = user.claims()["sub"].as_str().expect("sub").to_owned();
+
+    // The device asks through the OAuth library (RFC 8628).
+    let http = http();
+    let iss = api.issuer();
+    let jwks_url = JsonWebKeySetUrl::new(format!("{iss}/.well-known/jwks.json")).expect("JWKS URL");
+    let jwks: JsonWebKeySet<CoreJsonWebKey> =
+        JsonWebKeySet::fetch(&jwks_url, &http).expect("the library reads the tenant JWKS");
+    let device = library_client(&api, &agent.client_id, &agent.secret, jwks)
+        .set_device_authorization_url(
+            DeviceAuthorizationUrl::new(format!("{iss}/oauth/device_authorization"))
+                .expect("device authorization URL"),
+        );
+    let details: CoreDeviceAuthorizationResponse = device
+        .exchange_device_code()
+        .request(&http)
+        .expect("the library starts the device flow");
+    let device_code = details.device_code().secret().to_owned();
+    let user_code = details.user_code().secret().to_owned();
+    let complete = details
+        .verification_uri_complete()
+        .expect("verification_uri_complete")
+        .secret()
+        .to_owned();
+    let page_url = details.verification_uri().to_string();
+    assert_eq!(details.interval(), Duration::from_secs(1));
+
+    let mut b = Browser::new();
+    // Not signed in: the sign-in form, which keeps the code.
+    let page = b.get(&complete);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Connect a device"), "{}", page.body);
+    assert_eq!(page.hidden("user_code", 0), user_code);
+    let csrf = page.hidden("csrf", 0);
+    // A post without the page's CSRF value is refused before anything is used.
+    let forged = b.post(
+        &page_url,
+        &[
+            ("step", "password"),
+            ("user_code", &user_code),
+            ("email", "viewer@example.com"),
+            ("password", USER_PASSWORD),
+        ],
+    );
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let wrong = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("user_code", &user_code),
+            ("email", "viewer@example.com"),
+            ("password", "not the password at all"),
+        ],
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    assert!(b.signin_cookie().is_none());
+    let signed = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("user_code", &user_code),
+            ("email", "viewer@example.com"),
+            ("password", USER_PASSWORD),
+        ],
+    );
+    let back = signed.redirect(303);
+    assert!(back.ends_with(&format!("?user_code={user_code}")), "{back}");
+    assert!(b.signin_cookie().is_some(), "the sign-in cookie is set");
+
+    // A code nobody was given: the code form again, with its error.
+    let unknown = b.get(&format!("{page_url}?user_code=BBBB-BBBB"));
+    assert_eq!(unknown.status, 400, "{}", unknown.body);
+    assert!(
+        unknown.body.contains("not right or has expired"),
+        "{}",
+        unknown.body
+    );
+
+    // The code the device shows: the agent, what it asks, the buttons.
+    let confirm = b.get(&format!("{}{back}", srv.url("")));
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    assert!(confirm.body.contains("Living Room TV"), "{}", confirm.body);
+    assert!(confirm.body.contains(&user_code), "{}", confirm.body);
+    let csrf = confirm.hidden("csrf", 0);
+    // Polled before the decision: pending.
+    wait_interval(1);
+    let pending = token(
+        &api,
+        &agent,
+        &[("grant_type", DEVICE_CODE), ("device_code", &device_code)],
+    );
+    expect_oauth_error(&pending, 400, "authorization_pending");
+    let done = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "decide"),
+            ("user_code", &user_code),
+            ("decision", "approve"),
+        ],
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(done.body.contains("Approved"), "{}", done.body);
+    // The code is used: a second decision finds nothing.
+    let again = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "decide"),
+            ("user_code", &user_code),
+            ("decision", "deny"),
+        ],
+    );
+    assert_eq!(again.status, 400, "{}", again.body);
+
+    // The library polls (respecting the interval) and gets the token.
+    let issued = device
+        .exchange_device_access_token(&details)
+        .request(&http, std::thread::sleep, Some(Duration::from_secs(20)))
+        .expect("the library's poll gets the token");
+    let claims = jwt_part(issued.access_token().secret(), 1);
+    assert_eq!(claims["sub"], user_id.as_str());
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
+    assert!(issued.expires_in().expect("expires_in") <= Duration::from_secs(900));
+    // Once only.
+    wait_interval(1);
+    let replay = token(
+        &api,
+        &agent,
+        &[("grant_type", DEVICE_CODE), ("device_code", &device_code)],
+    );
+    expect_oauth_error(&replay, 400, "invalid_grant");
+
+    // A denial: the next poll is access_denied.
+    let started = oauth_post(&api, "device_authorization", Some(agent.basic()), &[]);
+    let body = started.expect(200).clone();
+    let device_code = body["device_code"]
+        .as_str()
+        .expect("device_code")
+        .to_owned();
+    let user_code = body["user_code"].as_str().expect("user_code").to_owned();
+    let confirm = b.get(&format!(
+        "{page_url}?user_code={}",
+        user_code.to_lowercase()
+    ));
+    assert_eq!(confirm.status, 200, "typed in lower case: {}", confirm.body);
+    let csrf = confirm.hidden("csrf", 0);
+    let denied = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "decide"),
+            ("user_code", &user_code),
+            ("decision", "deny"),
+        ],
+    );
+    assert!(denied.body.contains("Denied"), "{}", denied.body);
+    wait_interval(1);
+    let refused = token(
+        &api,
+        &agent,
+        &[("grant_type", DEVICE_CODE), ("device_code", &device_code)],
+    );
+    expect_oauth_error(&refused, 400, "access_denied");
+}
+
+/// The CIBA request's mailed link opens a page that shows the agent and the binding message
+/// and decides nothing on GET; its approve button (with the page's CSRF value) lets the
+/// agent's next poll get the token.
+#[test]
+fn the_mailed_link_of_a_ciba_request_approves_it() {
+    use crate::oauth_browser::Browser;
+    let (smtp, srv, api, s) = pro_setup("Mailed Approval", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Travel Planner", &[CIBA], &["openid", "email"]),
+    );
+    api.verified_user(&smtp, "traveller@example.com", USER_PASSWORD);
+    let auth_req_id = ciba_request(
+        &api,
+        &agent,
+        "traveller@example.com",
+        "openid email",
+        "Trip 7C2",
+    );
+    let token_of_link = smtp.wait_for_link("traveller@example.com", "/agent-request", 1);
+    let link = srv.url(&format!("/agent-request?token={token_of_link}"));
+    let mut b = Browser::new();
+    let page = b.get(&link);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Travel Planner"), "{}", page.body);
+    assert!(page.body.contains("Trip 7C2"), "{}", page.body);
+    // Opening the link decided nothing.
+    wait_interval(1);
+    expect_oauth_error(
+        &poll_ciba(&api, &agent, &auth_req_id),
+        400,
+        "authorization_pending",
+    );
+    let forged = b.post(&link, &[("decision", "approve")]);
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let csrf = page.hidden("csrf", 0);
+    let done = b.post(&link, &[("csrf", &csrf), ("decision", "approve")]);
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(done.body.contains("Approved"), "{}", done.body);
+    // The link is spent.
+    let spent = b.get(&link);
+    assert_ne!(spent.status, 200, "{}", spent.body);
+    wait_interval(1);
+    let issued = poll_ciba(&api, &agent, &auth_req_id);
+    let claims = jwt_part(&access_token(&issued), 1);
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
+    assert_eq!(claims["scope"], "openid email");
+}
+
+/// Dynamic registration is limited per client address (`agents.registrations_per_ip_hourly`);
+/// another address still registers; the client is unverified (never first party or
+/// attested) in the owners' registry.
+#[test]
+fn dynamic_registrations_are_limited_per_client_address() {
+    let (_smtp, srv, api, s) = pro_setup(
+        "Registration Limit",
+        &[("TESSERA__AGENTS__REGISTRATIONS_PER_IP_HOURLY", "2")],
+    );
+    let settings = format!("/v1/auth/dashboard/tenants/{}/settings/agents", api.slug);
+    let (st, on) = srv.dash_json(
+        "PATCH",
+        &settings,
+        &s,
+        Some(&json!({"dynamic_client_registration": true})),
+    );
+    assert_eq!(st, 200, "{on}");
+    let path = format!("/v1/tenants/{}/oauth/register", api.slug);
+    let body = json!({"client_name": "MCP Client", "redirect_uris": ["http://127.0.0.1:7777/cb"]});
+    let ip = fresh_client_ip();
+    let register = |from: &str| api.send_as(None, "POST", &path, None, Some(&body), Some(from));
+    let first = register(&ip);
+    let id = first.expect(201)["client_id"]
+        .as_str()
+        .expect("client_id")
+        .to_owned();
+    register(&ip).expect(201);
+    let third = register(&ip);
+    assert_eq!(third.status, 429, "{}", third.body);
+    assert!(third.header("retry-after").is_some());
+    register(&fresh_client_ip()).expect(201);
+    let (st, c) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients/{id}", api.slug),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{c}");
+    assert_eq!(c["verification"], "unverified");
+    assert_eq!(c["client_type"], "public");
+}
+
+/// Only owners see what agents did for users: a viewer's feed leaves out the user's
+/// approval. An agent introspects its own tokens and no other's; a public client introspects
+/// nothing.
+#[test]
+fn owners_alone_see_users_actions_and_agents_introspect_only_their_own_tokens() {
+    let (smtp, srv, api, s) = pro_setup("Feed Privacy", &[]);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Mail Sorter", &[CIBA, CLIENT_CREDENTIALS], &["openid"]),
+    );
+    let other = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Other Bot", &[CLIENT_CREDENTIALS], &["openid"]),
+    );
+    let user = api.verified_user(&smtp, "sorted@example.com", USER_PASSWORD);
+    consent_by_ciba(&api, &agent, &user.access, "sorted@example.com", "openid");
+
+    let r = srv.dash(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
+        &s,
+        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
+    );
+    assert_eq!(r.status(), 201);
+    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    let viewer = srv.login("viewer@example.com", PASSWORD);
+    let query = "?action_type=request.approved";
+    let (st, owners) = activity(&srv, &s, &api.slug, &agent.id, query);
+    assert_eq!(st, 200, "{owners}");
+    let approved = data(&owners);
+    assert_eq!(approved.len(), 1, "{owners}");
+    assert_eq!(approved[0]["actor_user_email"], "sorted@example.com");
+    assert_eq!(approved[0]["actor_user_id"], user.claims()["sub"]);
+    let (st, viewers) = activity(&srv, &viewer, &api.slug, &agent.id, query);
+    assert_eq!(st, 200, "{viewers}");
+    assert_eq!(data(&viewers), Vec::<Value>::new(), "{viewers}");
+    // The agent's own requests (no user) are the viewer's to see.
+    let (st, viewers) = activity(&srv, &viewer, &api.slug, &agent.id, "");
+    assert_eq!(st, 200, "{viewers}");
+    assert!(
+        data(&viewers)
+            .iter()
+            .all(|e| e.get("actor_user_id").is_none()),
+        "{viewers}"
+    );
+
+    let own = access_token(&client_credentials(&api, &agent, None));
+    let r = introspect(&api, agent.basic(), &own);
+    assert_eq!(r.expect(200)["active"], true, "{}", r.body);
+    assert_eq!(r.body["client_id"], agent.client_id.as_str());
+    let r = introspect(&api, other.basic(), &own);
+    assert_eq!(r.expect(200), &json!({"active": false}));
+    // A public client is no resource server.
+    let (st, spa) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug),
+        &s,
+        Some(&json!({"name": "SPA", "client_type": "public",
+                     "redirect_uris": ["https://spa.example/cb"]})),
+    );
+    assert_eq!(st, 201, "{spa}");
+    let spa_id = spa["client_id"].as_str().expect("client_id");
+    let r = oauth_post(
+        &api,
+        "introspect",
+        None,
+        &[("token", &own), ("client_id", spa_id)],
+    );
+    expect_oauth_error(&r, 400, "unauthorized_client");
+    // An agent's own token, revoked by the agent (RFC 7009), is dead at once.
+    let r = oauth_post(&api, "revoke", Some(agent.basic()), &[("token", &own)]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = introspect(&api, agent.basic(), &own);
+    assert_eq!(r.expect(200), &json!({"active": false}));
 }

@@ -649,3 +649,159 @@ fn link_in(text: &str, prefix: &str) -> String {
         .unwrap_or_else(|| panic!("no {prefix} in {text}"));
     text[start..].split_whitespace().next().unwrap().to_owned()
 }
+
+/// The device page in Chromium: the user follows the device's complete verification URI, signs
+/// in with a password, sees the agent and the code, and approves; the agent's poll then gets
+/// a token on the user's behalf.
+#[test]
+fn a_user_connects_a_device_on_the_hosted_device_page_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup(
+        "Chromium Device",
+        &[("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1")],
+    );
+    let out = srv.admin(&["tenant", "set-tier", &api.slug, "pro"], "");
+    assert!(out.status.success(), "{}", out.stderr);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (st, agent) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/agents", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Kitchen Speaker",
+            "grant_types": ["urn:ietf:params:oauth:grant-type:device_code"],
+            "scopes": ["openid"],
+        })),
+    );
+    assert_eq!(st, 201, "{agent}");
+    let (id, secret) = (
+        agent["client_id"].as_str().unwrap().to_owned(),
+        agent["client_secret"].as_str().unwrap().to_owned(),
+    );
+    api.verified_user(&smtp, "cook@example.com", USER_PASSWORD);
+    let post = |form: &[(&str, &str)], endpoint: &str| {
+        let r = api
+            .client
+            .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
+            .basic_auth(&id, Some(&secret))
+            .form(form)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
+    };
+    let (st, started) = post(&[], "device_authorization");
+    assert_eq!(st, 200, "{started}");
+    let device_code = started["device_code"].as_str().unwrap().to_owned();
+    let user_code = started["user_code"].as_str().unwrap().to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto(
+        "device-page",
+        started["verification_uri_complete"].as_str().unwrap(),
+    );
+    ui.expect_text("sign-in", "Connect a device");
+    ui.type_into("email", "email", "cook@example.com");
+    ui.type_into("password", "password", USER_PASSWORD);
+    ui.click("sign-in-button", "main form button");
+    ui.expect_text("confirm", "Kitchen Speaker");
+    ui.expect_text("confirm-code", &user_code);
+    ui.click("approve", "main form button[value=approve]");
+    ui.expect_text("approved", "Approved");
+
+    std::thread::sleep(Duration::from_millis(1300));
+    let (st, issued) = post(
+        &[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+            ("device_code", &device_code),
+        ],
+        "token",
+    );
+    assert_eq!(st, 200, "{issued}");
+    assert!(issued["access_token"].as_str().is_some(), "{issued}");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
+/// The mailed link of an agent's CIBA request in Chromium: the page shows the agent and its
+/// binding message; the approve button lets the agent's next poll get the token.
+#[test]
+fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup(
+        "Chromium Agent",
+        &[("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1")],
+    );
+    let out = srv.admin(&["tenant", "set-tier", &api.slug, "pro"], "");
+    assert!(out.status.success(), "{}", out.stderr);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (st, agent) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/agents", api.slug),
+        &s,
+        Some(&json!({
+            "name": "Calendar Helper",
+            "grant_types": ["urn:openid:params:grant-type:ciba"],
+            "scopes": ["openid"],
+        })),
+    );
+    assert_eq!(st, 201, "{agent}");
+    let (id, secret) = (
+        agent["client_id"].as_str().unwrap().to_owned(),
+        agent["client_secret"].as_str().unwrap().to_owned(),
+    );
+    api.verified_user(&smtp, "planner@example.com", USER_PASSWORD);
+    let post = |form: &[(&str, &str)], endpoint: &str| {
+        let r = api
+            .client
+            .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
+            .basic_auth(&id, Some(&secret))
+            .form(form)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
+    };
+    let (st, started) = post(
+        &[
+            ("login_hint", "planner@example.com"),
+            ("scope", "openid"),
+            ("binding_message", "Meeting 4F"),
+        ],
+        "bc-authorize",
+    );
+    assert_eq!(st, 200, "{started}");
+    let auth_req_id = started["auth_req_id"].as_str().unwrap().to_owned();
+    let token = smtp.wait_for_link("planner@example.com", "/agent-request", 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto(
+        "request-page",
+        &srv.url(&format!("/agent-request?token={token}")),
+    );
+    ui.expect_text("request", "Calendar Helper");
+    ui.expect_text("binding", "Meeting 4F");
+    ui.click("approve", "main form button[value=approve]");
+    ui.expect_text("approved", "Approved");
+
+    std::thread::sleep(Duration::from_millis(1300));
+    let (st, issued) = post(
+        &[
+            ("grant_type", "urn:openid:params:grant-type:ciba"),
+            ("auth_req_id", &auth_req_id),
+        ],
+        "token",
+    );
+    assert_eq!(st, 200, "{issued}");
+    assert!(issued["access_token"].as_str().is_some(), "{issued}");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}

@@ -19,7 +19,7 @@ use crate::support::*;
 const CALLBACK: &str = "https://rp.example/callback";
 
 /// A browser without script: a cookie jar, redirects followed by hand.
-struct Browser {
+pub struct Browser {
     client: reqwest::blocking::Client,
     jar: HashMap<String, String>,
     /// Every `Set-Cookie` seen, by cookie name (the last one).
@@ -29,16 +29,16 @@ struct Browser {
 }
 
 /// One answer: status, `Location`, `Retry-After`, body.
-struct Page {
-    status: u16,
-    location: Option<String>,
-    retry_after: Option<String>,
-    body: String,
+pub struct Page {
+    pub status: u16,
+    pub location: Option<String>,
+    pub retry_after: Option<String>,
+    pub body: String,
 }
 
 impl Page {
     /// The value of hidden input `name` in the `n`th form (0-based) that has one.
-    fn hidden(&self, name: &str, n: usize) -> String {
+    pub fn hidden(&self, name: &str, n: usize) -> String {
         let needle = format!("name=\"{name}\" value=\"");
         let mut rest = self.body.as_str();
         for _ in 0..n {
@@ -55,7 +55,7 @@ impl Page {
     }
 
     /// The `action` of the page's first form that has one, absolute.
-    fn action(&self, base: &str) -> String {
+    pub fn action(&self, base: &str) -> String {
         let needle = "action=\"";
         let at = self
             .body
@@ -67,7 +67,7 @@ impl Page {
     }
 
     #[track_caller]
-    fn redirect(&self, status: u16) -> String {
+    pub fn redirect(&self, status: u16) -> String {
         assert_eq!(self.status, status, "{}", self.body);
         self.location.clone().expect("a Location")
     }
@@ -83,7 +83,7 @@ fn unescape(v: &str) -> String {
 }
 
 impl Browser {
-    fn new() -> Self {
+    pub fn new() -> Self {
         Browser {
             client: reqwest::blocking::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -137,17 +137,17 @@ impl Browser {
         }
     }
 
-    fn get(&mut self, url: &str) -> Page {
+    pub fn get(&mut self, url: &str) -> Page {
         let req = self.client.get(url);
         self.send(req)
     }
 
-    fn post(&mut self, url: &str, form: &[(&str, &str)]) -> Page {
+    pub fn post(&mut self, url: &str, form: &[(&str, &str)]) -> Page {
         let req = self.client.post(url).form(form);
         self.send(req)
     }
 
-    fn signin_cookie(&self) -> Option<(&String, &String)> {
+    pub fn signin_cookie(&self) -> Option<(&String, &String)> {
         self.jar
             .iter()
             .find(|(k, _)| k.starts_with("tessera_signin_"))

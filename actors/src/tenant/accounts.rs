@@ -782,9 +782,11 @@ pub(crate) mod tests {
             | MailKind::PasswordReset { link }
             | MailKind::MagicLink { link }
             | MailKind::StepUpMagicLink { link, .. }
-            | MailKind::Invitation { link } => link.clone(),
+            | MailKind::Invitation { link }
+            | MailKind::AgentRequest { link, .. } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
-            MailKind::PasswordChanged
+            MailKind::AgentRevoked { .. }
+            | MailKind::PasswordChanged
             | MailKind::MfaReset
             | MailKind::StepUpEmailOtp { .. }
             | MailKind::EmailOtp { .. }

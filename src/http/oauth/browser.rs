@@ -125,7 +125,11 @@ fn cookie_tag(state: &AppState, tenant: &TenantHandle, bearer: Bearer) -> [u8; 3
 
 /// The user and session of the tenant's sign-in cookie, when its tag is right (whether the
 /// session is still alive is the actor's check).
-fn signed_in(state: &AppState, tenant: &TenantHandle, headers: &HeaderMap) -> Option<Bearer> {
+pub(crate) fn signed_in(
+    state: &AppState,
+    tenant: &TenantHandle,
+    headers: &HeaderMap,
+) -> Option<Bearer> {
     let raw = URL_SAFE_NO_PAD
         .decode(cookie(headers, &cookie_name(tenant))?)
         .ok()?;
@@ -140,7 +144,11 @@ fn signed_in(state: &AppState, tenant: &TenantHandle, headers: &HeaderMap) -> Op
 }
 
 /// The `Set-Cookie` of a sign-in that opened `grant`.
-fn sign_in_cookie(state: &AppState, tenant: &TenantHandle, grant: &Grant) -> Option<HeaderValue> {
+pub(crate) fn sign_in_cookie(
+    state: &AppState,
+    tenant: &TenantHandle,
+    grant: &Grant,
+) -> Option<HeaderValue> {
     let bearer = Bearer {
         session_id: grant.session_id,
         user_id: grant.user.id,
@@ -295,7 +303,7 @@ fn to_client(reader: &Reader, location: &str) -> Response {
 
 /// The form fields of a hosted page's POST (the first of a repeated name; the consent page's
 /// scope boxes are read apart).
-fn form_fields(body: &[u8]) -> HashMap<String, String> {
+pub(crate) fn form_fields(body: &[u8]) -> HashMap<String, String> {
     let mut out = HashMap::new();
     for (k, v) in form_urlencoded::parse(body) {
         out.entry(k.into_owned()).or_insert_with(|| v.into_owned());
@@ -303,7 +311,7 @@ fn form_fields(body: &[u8]) -> HashMap<String, String> {
     out
 }
 
-fn field<'f>(form: &'f HashMap<String, String>, name: &str) -> &'f str {
+pub(crate) fn field<'f>(form: &'f HashMap<String, String>, name: &str) -> &'f str {
     form.get(name).map_or("", String::as_str)
 }
 
@@ -1086,7 +1094,7 @@ async fn passkey_finish(
 // ---------------------------------------------------------------- the consent page
 
 /// The words for a protocol scope.
-fn scope_text(reader: &Reader, scope: &str) -> String {
+pub(crate) fn scope_text(reader: &Reader, scope: &str) -> String {
     match scope {
         "openid" | "profile" | "email" | "phone" | "address" | "offline_access" => {
             reader.t(&format!("scope-{scope}"))

@@ -7,6 +7,7 @@
 //! (`{"error", "error_description"}`, form-encoded requests), as every OAuth client library
 //! expects; the others speak the service's error shape.
 
+pub mod agent_pages;
 pub mod agents;
 pub mod authorize;
 pub mod browser;

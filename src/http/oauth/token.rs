@@ -16,8 +16,8 @@ use tessera_actors::{
     tenant::{
         agents::{AgentGrant, AgentRecord},
         keys::{AccessClaims, AgentClaims},
-        oauth::{OAuthAnswer, OAuthCmd, OAuthIssued, PresentedToken, TokenGrant},
-        oauth_clients::OAuthClientRecord,
+        oauth::{OAuthAnswer, OAuthCmd, OAuthFailure, OAuthIssued, PresentedToken, TokenGrant},
+        oauth_clients::{ClientType, OAuthClientRecord},
     },
     CallError, TenantError, TenantHandle,
 };
@@ -493,15 +493,27 @@ pub async fn introspect(
 ) -> Result<Response, OAuthError> {
     let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
     let raw = required(&p, "token")?;
+    // Resource servers introspect: confidential clients (and agents, their own tokens only).
+    if let Caller::Client(c) = &caller {
+        if c.client_type != ClientType::Confidential {
+            return Err(OAuthError::from(TenantError::OAuth(
+                OAuthFailure::UnauthorizedClient,
+            )));
+        }
+    }
     let keys = tenant.keys().await?;
+    let foreign =
+        |c: &AgentClaims| matches!(&caller, Caller::Agent(a) if a.client_id != c.client_id);
+    let inactive = || no_store(Json(IntrospectionResponse::inactive()).into_response());
     match agents::agent_token(&state, &tenant, &keys, raw).await? {
         AgentToken::NotAgent => {}
         AgentToken::Revoked(c) => {
-            agents::introspected(&tenant, actx, &c, false).await;
-            return Ok(no_store(
-                Json(IntrospectionResponse::inactive()).into_response(),
-            ));
+            if !foreign(&c) {
+                agents::introspected(&tenant, actx, &c, false).await;
+            }
+            return Ok(inactive());
         }
+        AgentToken::Live(c, _) if foreign(&c) => return Ok(inactive()),
         AgentToken::Live(c, _) => {
             agents::introspected(&tenant, actx, &c, true).await;
             return Ok(no_store(

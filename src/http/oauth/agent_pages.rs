@@ -1,0 +1,540 @@
+//! The hosted pages where users decide on agents:
+//!
+//! - `{accounts_url}/agent-request?token=` opens a CIBA request's mailed link: it shows the
+//!   agent, what it asks for and its binding message, and two buttons; nothing is decided on
+//!   `GET`. The link's token names its tenant and its request.
+//! - `{accounts_url}/oauth/{slug}/device` is RFC 8628's verification page: the user signs in
+//!   (the tenant's hosted sign-in cookie, or a password and, with MFA, the TOTP step on this
+//!   page), types the code the device shows (or follows `verification_uri_complete`), checks
+//!   the agent and what it asks for, and approves or denies. It lives under the tenant's
+//!   `/oauth/{slug}/` so that the hosted sign-in cookie reaches it.
+//!
+//! Every form carries the CSRF value of [`crate::http::pages`], bound to the page.
+
+use axum::{
+    body::Bytes,
+    extract::{Path, Query, State},
+    http::{header, HeaderMap, StatusCode},
+    response::Response,
+};
+use serde::Deserialize;
+use tessera_actors::{
+    password::Password,
+    policy::normalize_email,
+    tenant::{
+        agents::{normalize_user_code, AgentAnswer, AgentCmd, RequestView},
+        audit::AuditContext,
+        challenges::tenant_of_token,
+        messages::{Bearer, LoginOutcome, MfaVerified},
+    },
+    CallError, TenantError, TenantHandle, TenantMsg,
+};
+use tessera_storage::TenantId;
+
+use super::browser::{field, form_fields, scope_text, sign_in_cookie, signed_in};
+use crate::{
+    app::AppState,
+    http::{
+        error::{is_email, len_between},
+        extract::{ClientIp, RequestCtx},
+        pages::{see_other, ButtonView, FieldView, FormView, Problem, Reader, PASSWORD_MAX},
+        reauth::password_login,
+    },
+};
+
+const REQUEST_PATH: &str = "/agent-request";
+
+async fn agent_call(
+    tenant: &TenantHandle,
+    ctx: AuditContext,
+    cmd: AgentCmd,
+) -> Result<AgentAnswer, CallError<TenantError>> {
+    tenant
+        .call(|reply| TenantMsg::Agents {
+            cmd: cmd.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
+/// The request's agent, what it asks for and its binding message, as paragraphs and items.
+fn describe(reader: &Reader, page: &mut crate::http::pages::PageTemplate, view: &RequestView) {
+    page.title = reader.t_with("agent-request-title", &[("agent", &view.agent_name)]);
+    page.paragraphs
+        .push(reader.t_with("agent-request-intro", &[("agent", &view.agent_name)]));
+    page.items = view.scopes.iter().map(|s| scope_text(reader, s)).collect();
+    if let Some(m) = &view.binding_message {
+        page.paragraphs
+            .push(reader.t_with("agent-request-binding", &[("message", m)]));
+    }
+}
+
+fn decision_buttons(reader: &Reader, form: &mut FormView) {
+    form.buttons = vec![
+        ButtonView {
+            name: "decision",
+            value: "approve".to_owned(),
+            label: reader.t("agent-request-approve"),
+            secondary: false,
+        },
+        ButtonView {
+            name: "decision",
+            value: "deny".to_owned(),
+            label: reader.t("agent-request-deny"),
+            secondary: true,
+        },
+    ];
+}
+
+fn decided(reader: &Reader, agent: &str, approved: bool) -> Response {
+    let (title, text) = if approved {
+        ("agent-request-approved-title", "agent-request-approved")
+    } else {
+        ("agent-request-denied-title", "agent-request-denied")
+    };
+    let mut page = reader.page(title);
+    page.paragraphs
+        .push(reader.t_with(text, &[("agent", agent)]));
+    reader.answer(StatusCode::OK, page, None)
+}
+
+// ---------------------------------------------------------------- the mailed CIBA link
+
+#[derive(Deserialize)]
+pub struct LinkQuery {
+    token: Option<String>,
+    lang: Option<String>,
+}
+
+/// The tenant and the pending request of a mailed link; or the page that says why not.
+async fn open_request(
+    state: &AppState,
+    reader: &mut Reader,
+    token: Option<&str>,
+) -> Result<(TenantHandle, RequestView, String), Response> {
+    let token = token
+        .filter(|t| len_between(t, 1, 512))
+        .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    let tenant = tenant_of_token(token)
+        .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
+        .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    let cmd = AgentCmd::PeekLink {
+        token: token.to_owned(),
+    };
+    let view = match agent_call(&tenant, AuditContext::default(), cmd).await {
+        Ok(AgentAnswer::Request(v)) => *v,
+        Ok(_) => return Err(reader.problem(Problem::Internal)),
+        Err(e) => return Err(reader.problem(e.into())),
+    };
+    reader.set_tenant(&view.tenant_name, &view.default_locale);
+    Ok((tenant, view, token.to_owned()))
+}
+
+/// `GET /agent-request?token=`: the request and the two buttons.
+pub async fn request_page(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<LinkQuery>,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
+    let (_, view, token) = match open_request(&state, &mut reader, q.token.as_deref()).await {
+        Ok(found) => found,
+        Err(page) => return page,
+    };
+    let mut page = reader.page("agent-request-title");
+    describe(&reader, &mut page, &view);
+    let mut form = FormView::new(reader.csrf(REQUEST_PATH, &token), String::new());
+    decision_buttons(&reader, &mut form);
+    page.forms.push(form);
+    reader.answer(StatusCode::OK, page, None)
+}
+
+/// `POST /agent-request?token=`: the decision.
+pub async fn request_submit(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RequestCtx(ctx): RequestCtx,
+    Query(q): Query<LinkQuery>,
+    body: Bytes,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
+    let (tenant, view, token) = match open_request(&state, &mut reader, q.token.as_deref()).await {
+        Ok(found) => found,
+        Err(page) => return page,
+    };
+    let form = form_fields(&body);
+    if !reader.csrf_ok(REQUEST_PATH, &token, field(&form, "csrf")) {
+        return reader.problem(Problem::Csrf);
+    }
+    let approve = match field(&form, "decision") {
+        "approve" => true,
+        "deny" => false,
+        _ => return reader.problem(Problem::Invalid),
+    };
+    let cmd = AgentCmd::DecideLink { token, approve };
+    match agent_call(&tenant, ctx, cmd).await {
+        Ok(_) => decided(&reader, &view.agent_name, approve),
+        Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
+            let mut page = reader.page("agent-request-blocked-title");
+            page.paragraphs
+                .push(reader.t_with("agent-request-blocked", &[("agent", &view.agent_name)]));
+            reader.answer(StatusCode::CONFLICT, page, None)
+        }
+        Err(e) => reader.problem(e.into()),
+    }
+}
+
+// ---------------------------------------------------------------- the device page
+
+#[derive(Deserialize)]
+pub struct DeviceQuery {
+    user_code: Option<String>,
+    lang: Option<String>,
+}
+
+fn device_path(slug: &str) -> String {
+    format!("/oauth/{slug}/device")
+}
+
+/// The tenant of the page, its name and language set.
+async fn open_device(
+    state: &AppState,
+    reader: &mut Reader,
+    slug: &str,
+) -> Result<TenantHandle, Response> {
+    let tenant = state
+        .directory
+        .tenant_for_slug(slug)
+        .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    let view = tenant
+        .call(|reply| TenantMsg::SignInView { reply })
+        .await
+        .map_err(|e| reader.problem(e.into()))?;
+    reader.set_tenant(&view.tenant_name, &view.default_locale);
+    Ok(tenant)
+}
+
+/// A form of the device page, posting `step` with `user_code` kept.
+fn device_form(reader: &Reader, slug: &str, step: &str, code: &str, button: String) -> FormView {
+    let mut form = FormView::new(reader.csrf(&device_path(slug), "device"), button);
+    form.action = Some(device_path(slug));
+    form.hidden.push(("step", step.to_owned()));
+    form.hidden.push(("user_code", code.to_owned()));
+    form
+}
+
+/// The sign-in form (password), with an error when one is due.
+fn sign_in_form(
+    reader: &Reader,
+    slug: &str,
+    code: &str,
+    error: Option<&str>,
+    status: StatusCode,
+) -> Response {
+    let mut page = reader.page("device-title");
+    page.error_summary = error.map(|e| reader.t(e));
+    page.paragraphs.push(reader.t("device-signin-intro"));
+    let mut form = device_form(reader, slug, "password", code, reader.t("login-button"));
+    form.fields = vec![
+        FieldView::input(
+            "email",
+            "email",
+            "email",
+            reader.t("login-email-label"),
+            "username",
+        ),
+        FieldView::new_password("password", reader.t("login-password-label"), None),
+    ];
+    page.forms.push(form);
+    reader.answer(status, page, None)
+}
+
+/// The TOTP step of a sign-in with MFA.
+fn mfa_form(reader: &Reader, slug: &str, code: &str, challenge: &str, error: bool) -> Response {
+    let mut page = reader.page("mfa-title");
+    page.error_summary = error.then(|| reader.t("mfa-error"));
+    page.paragraphs.push(reader.t("mfa-intro"));
+    let mut form = device_form(reader, slug, "mfa", code, reader.t("code-button"));
+    form.hidden.push(("challenge", challenge.to_owned()));
+    let mut field = FieldView::input(
+        "code",
+        "code",
+        "text",
+        reader.t("code-label"),
+        "one-time-code",
+    );
+    field.max = 64;
+    form.fields = vec![field];
+    page.forms.push(form);
+    let status = if error {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    reader.answer(status, page, None)
+}
+
+/// The code entry form.
+fn code_form(reader: &Reader, slug: &str, error: bool) -> Response {
+    let mut page = reader.page("device-title");
+    page.error_summary = error.then(|| reader.t("device-code-error"));
+    page.paragraphs.push(reader.t("device-intro"));
+    let mut form = device_form(reader, slug, "code", "", reader.t("device-code-button"));
+    let mut field = FieldView::input(
+        "user_code",
+        "user_code",
+        "text",
+        reader.t("device-code-label"),
+        "one-time-code",
+    );
+    field.max = 16;
+    form.fields = vec![field];
+    form.hidden.retain(|(n, _)| *n != "user_code");
+    page.forms.push(form);
+    let status = if error {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    reader.answer(status, page, None)
+}
+
+/// What the signed-in user sees for `code`: the request and the decision, or the code form.
+async fn confirm_page(
+    reader: &Reader,
+    tenant: &TenantHandle,
+    bearer: Bearer,
+    code: &str,
+) -> Result<Response, ()> {
+    let cmd = AgentCmd::PeekUserCode {
+        bearer,
+        user_code: code.to_owned(),
+    };
+    match agent_call(tenant, AuditContext::default(), cmd).await {
+        Ok(AgentAnswer::Request(view)) => {
+            let mut page = reader.page("agent-request-title");
+            describe(reader, &mut page, &view);
+            page.paragraphs
+                .push(reader.t_with("device-confirm-check", &[("code", code)]));
+            let mut form = device_form(reader, &tenant.slug, "decide", code, String::new());
+            decision_buttons(reader, &mut form);
+            page.forms.push(form);
+            Ok(reader.answer(StatusCode::OK, page, None))
+        }
+        Err(CallError::Failed(TenantError::InvalidSession)) => Err(()),
+        Err(CallError::Failed(TenantError::NotFound)) => Ok(code_form(reader, &tenant.slug, true)),
+        Ok(_) => Ok(reader.problem(Problem::Internal)),
+        Err(e) => Ok(reader.problem(e.into())),
+    }
+}
+
+/// A user code as shown (`XXXX-XXXX`), from what was typed or linked.
+fn shown_code(raw: Option<&str>) -> String {
+    let c = normalize_user_code(raw.unwrap_or(""));
+    if c.len() == 8 {
+        format!("{}-{}", &c[..4], &c[4..])
+    } else {
+        c
+    }
+}
+
+/// `GET /oauth/{slug}/device[?user_code=]`.
+pub async fn device_page(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    Query(q): Query<DeviceQuery>,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
+    let tenant = match open_device(&state, &mut reader, &slug).await {
+        Ok(t) => t,
+        Err(page) => return page,
+    };
+    let code = shown_code(q.user_code.as_deref());
+    let Some(bearer) = signed_in(&state, &tenant, &headers) else {
+        return sign_in_form(&reader, &slug, &code, None, StatusCode::OK);
+    };
+    if code.is_empty() {
+        return code_form(&reader, &slug, false);
+    }
+    match confirm_page(&reader, &tenant, bearer, &code).await {
+        Ok(page) => page,
+        Err(()) => sign_in_form(&reader, &slug, &code, None, StatusCode::OK),
+    }
+}
+
+/// Back to the page for `code`, signed in by `grant` (its cookie set).
+fn signed_back(
+    state: &AppState,
+    reader: &Reader,
+    tenant: &TenantHandle,
+    grant: &tessera_actors::tenant::messages::Grant,
+    code: &str,
+) -> Response {
+    let location = if code.is_empty() {
+        device_path(&tenant.slug)
+    } else {
+        format!("{}?user_code={code}", device_path(&tenant.slug))
+    };
+    let mut resp = see_other(reader, &location, StatusCode::SEE_OTHER);
+    if let Some(c) = sign_in_cookie(state, tenant, grant) {
+        resp.headers_mut().append(header::SET_COOKIE, c);
+    }
+    resp
+}
+
+/// `POST /oauth/{slug}/device`: a sign-in step, a typed code, or the decision.
+pub async fn device_submit(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    ClientIp(ip): ClientIp,
+    RequestCtx(ctx): RequestCtx,
+    body: Bytes,
+) -> Response {
+    let mut reader = Reader::new(&state, &headers, None);
+    let tenant = match open_device(&state, &mut reader, &slug).await {
+        Ok(t) => t,
+        Err(page) => return page,
+    };
+    let form = form_fields(&body);
+    if !reader.csrf_ok(&device_path(&slug), "device", field(&form, "csrf")) {
+        return reader.problem(Problem::Csrf);
+    }
+    let code = shown_code(Some(field(&form, "user_code")));
+    match field(&form, "step") {
+        "password" => {
+            let email = field(&form, "email").trim();
+            let password = field(&form, "password");
+            let normalized = normalize_email(email).filter(|e| is_email(e));
+            let Some(email) =
+                normalized.filter(|_| !password.is_empty() && password.len() <= PASSWORD_MAX)
+            else {
+                return sign_in_form(
+                    &reader,
+                    &slug,
+                    &code,
+                    Some("login-error-credentials"),
+                    StatusCode::UNAUTHORIZED,
+                );
+            };
+            let password = Password::new(password.to_owned());
+            match password_login(&state, &tenant, &email, password, ip, &ctx).await {
+                Ok(LoginOutcome::Signed { grant, .. }) => {
+                    signed_back(&state, &reader, &tenant, &grant, &code)
+                }
+                Ok(LoginOutcome::MfaRequired { challenge, .. }) => {
+                    mfa_form(&reader, &slug, &code, &challenge, false)
+                }
+                Ok(LoginOutcome::EnrollmentRequired { .. }) => {
+                    let mut page = reader.page("mfa-enrol-title");
+                    page.paragraphs.push(reader.t("mfa-enrol"));
+                    reader.answer(StatusCode::FORBIDDEN, page, None)
+                }
+                Err(CallError::Failed(
+                    TenantError::InvalidCredentials | TenantError::UserBlocked,
+                )) => sign_in_form(
+                    &reader,
+                    &slug,
+                    &code,
+                    Some("login-error-credentials"),
+                    StatusCode::UNAUTHORIZED,
+                ),
+                Err(CallError::Failed(TenantError::EmailNotVerified)) => sign_in_form(
+                    &reader,
+                    &slug,
+                    &code,
+                    Some("login-error-unverified"),
+                    StatusCode::FORBIDDEN,
+                ),
+                Err(e) => reader.problem(e.into()),
+            }
+        }
+        "mfa" => {
+            let challenge = field(&form, "challenge").to_owned();
+            let verified = tenant
+                .call(|reply| TenantMsg::MfaVerify {
+                    challenge: challenge.clone(),
+                    code: field(&form, "code").trim().to_owned(),
+                    bearer: None,
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await;
+            match verified {
+                Ok(MfaVerified::Login(l)) => signed_back(&state, &reader, &tenant, &l.grant, &code),
+                Ok(MfaVerified::StepUp(_)) => reader.problem(Problem::Invalid),
+                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
+                    mfa_form(&reader, &slug, &code, &challenge, true)
+                }
+                Err(CallError::Failed(TenantError::InvalidChallenge)) => sign_in_form(
+                    &reader,
+                    &slug,
+                    &code,
+                    Some("login-error-expired"),
+                    StatusCode::UNAUTHORIZED,
+                ),
+                Err(e) => reader.problem(e.into()),
+            }
+        }
+        "code" => {
+            let location = format!("{}?user_code={code}", device_path(&slug));
+            see_other(&reader, &location, StatusCode::SEE_OTHER)
+        }
+        "decide" => {
+            let Some(bearer) = signed_in(&state, &tenant, &headers) else {
+                return sign_in_form(
+                    &reader,
+                    &slug,
+                    &code,
+                    Some("login-error-expired"),
+                    StatusCode::UNAUTHORIZED,
+                );
+            };
+            let approve = match field(&form, "decision") {
+                "approve" => true,
+                "deny" => false,
+                _ => return reader.problem(Problem::Invalid),
+            };
+            let peek = AgentCmd::PeekUserCode {
+                bearer,
+                user_code: code.clone(),
+            };
+            let agent = match agent_call(&tenant, AuditContext::default(), peek).await {
+                Ok(AgentAnswer::Request(v)) => v.agent_name,
+                Err(CallError::Failed(TenantError::NotFound)) => {
+                    return code_form(&reader, &slug, true)
+                }
+                Err(CallError::Failed(TenantError::InvalidSession)) => {
+                    return sign_in_form(
+                        &reader,
+                        &slug,
+                        &code,
+                        Some("login-error-expired"),
+                        StatusCode::UNAUTHORIZED,
+                    )
+                }
+                Ok(_) => return reader.problem(Problem::Internal),
+                Err(e) => return reader.problem(e.into()),
+            };
+            let cmd = AgentCmd::DecideUserCode {
+                bearer,
+                user_code: code,
+                approve,
+            };
+            match agent_call(&tenant, ctx, cmd).await {
+                Ok(_) => decided(&reader, &agent, approve),
+                Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
+                    let mut page = reader.page("agent-request-blocked-title");
+                    page.paragraphs
+                        .push(reader.t_with("agent-request-blocked", &[("agent", &agent)]));
+                    reader.answer(StatusCode::CONFLICT, page, None)
+                }
+                Err(CallError::Failed(TenantError::NotFound)) => code_form(&reader, &slug, true),
+                Err(e) => reader.problem(e.into()),
+            }
+        }
+        _ => reader.problem(Problem::Invalid),
+    }
+}
