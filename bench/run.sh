@@ -67,6 +67,13 @@ SCALE_TENANTS=${BENCH_SCALE_TENANTS:-10000}
 SCALE_USERS=${BENCH_SCALE_USERS:-100000}
 SCALE_IDLE_SECS=20      # server.tenant_idle_secs of the scale server
 USERS_CONNS=4           # wrk -c of the users-list search at 100,000 users
+# The ceilings of every agent's limits (config.toml holds production's: 600 tokens a minute by
+# each grant, 1,000 live tokens, 60 CIBA requests a minute): one agent takes every token of the
+# agent scenarios, and each `me` user consents to it through a CIBA request.
+AGENT_ENV=(TESSERA__AGENTS__MAX_CLIENT_CREDENTIALS_PER_MIN=100000000
+  TESSERA__AGENTS__MAX_TOKEN_EXCHANGE_PER_MIN=100000000
+  TESSERA__AGENTS__MAX_CONCURRENT_TOKENS=100000000
+  TESSERA__AGENTS__MAX_CIBA_INITIATE_PER_MIN=100000)
 # Every bench user's password (and every owner's): not on the common-password list.
 export BENCH_PASSWORD='tessera-bench passphrase, not a real one'
 
@@ -132,8 +139,10 @@ start_server() { # name data_dir [VAR=value ...]
   : >"$out"
   mkdir -p "$data"
   # Every load generator connects from 127.0.0.1, as a reverse proxy would: no per-address
-  # connection cap (the overload run alone opens 256 connections).
-  env TESSERA__SERVER__TRUSTED_PROXIES='["127.0.0.1/32"]' TESSERA__SERVER__MAX_CONNECTIONS_PER_IP=0 "$@" \
+  # connection cap (the overload run alone opens 256 connections). The agents' ceilings: see
+  # AGENT_ENV.
+  env TESSERA__SERVER__TRUSTED_PROXIES='["127.0.0.1/32"]' TESSERA__SERVER__MAX_CONNECTIONS_PER_IP=0 \
+    "${AGENT_ENV[@]}" "$@" \
     "$TESSERA" serve --listen 127.0.0.1:0 --config "$ROOT/config.toml" --data-dir "$data" \
     >"$out" 2>>"$err" &
   local pid=$! addr=
@@ -255,6 +264,11 @@ setup_server() { # name
   printf 'bench-main\towner@main.bench.test\n' >"$dir/main_owner.tsv"
   "$BIN/seed" oauth-client --base "${SBASE[$name]}" --input "$dir/main_owner.tsv" \
     --output "$dir/oauth_client.tsv" >/dev/null
+  # The agent scenarios' agent (client credentials, token exchange, CIBA), registered by the
+  # same owner once the tenant is on a paid tier (agents are not for the free tier).
+  admin "$data" tenant set-tier bench-main pro >/dev/null
+  "$BIN/seed" agent --base "${SBASE[$name]}" --input "$dir/main_owner.tsv" \
+    --output "$dir/agent.tsv" >/dev/null
 }
 
 # Signs users in before a run: bearer tokens for me / step_up / the probe, refresh tokens for
@@ -279,6 +293,14 @@ seed_tokens() { # name run_dir
   # OAuth grants of the me users (their consent is asked and given on the first run only).
   "$BIN/seed" oauth-grants --base "${SBASE[$name]}" --input "$rd/$name-me.tsv" \
     --client "$dir/oauth_client.tsv" --output "$rd/$name-oauth.tsv" >/dev/null
+  # The me users' consent to the agent for orders:read (a CIBA request each, approved by the
+  # user, checked by one token exchange): asked on the first run only, the tenant keeps it.
+  if [[ ! -s $dir/agent_consent.json ]]; then
+    "$BIN/seed" agent-consent --base "${SBASE[$name]}" --input "$rd/$name-me.tsv" \
+      --agent "$dir/agent.tsv" --scope orders:read --concurrency 8 >"$dir/agent_consent.json.tmp"
+    mv "$dir/agent_consent.json.tmp" "$dir/agent_consent.json"
+    log "$name: agent consent $(jq -c . "$dir/agent_consent.json")"
+  fi
 }
 
 # ----------------------------------------------------------------------------------------------
@@ -450,6 +472,13 @@ for RUN in $(seq 1 "$RUNS"); do
   mint_codes "$RD/A-codes.tsv"
   scenario A code_exchange code_exchange "$CONNS" "$THREADS" BENCH_CODES="$RD/A-codes.tsv"
   scenario A oauth_round_trip oauth_round_trip "$CONNS" "$THREADS" BENCH_OAUTH="$RD/A-oauth.tsv"
+  # Agents: machine tokens by client credentials, and RFC 8693 token exchange of the me users'
+  # access tokens (each user consented to the agent for orders:read at set-up). One agent,
+  # HTTP Basic; each token a durable write.
+  scenario A client_credentials client_credentials "$CONNS" "$THREADS" \
+    BENCH_AGENT="$WORK/A/agent.tsv"
+  scenario A token_exchange token_exchange "$CONNS" "$THREADS" \
+    BENCH_AGENT="$WORK/A/agent.tsv" BENCH_TOKENS="$RD/A-me.tsv"
   # Passkey sign-ins (assert/begin, an ES256 signature, assert/finish): wrk cannot sign, so
   # the bench's own load generator, one passkey per loop, each sign-in from its own address.
   "$BIN/passkeys" --base "${SBASE[A]}" --input "$RD/A-me.tsv" --concurrency "$CONNS" \

@@ -12,7 +12,7 @@ def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b e
 def scenario_names: [
   "healthz", "me", "login", "login_at_cores", "step_up", "refresh", "refresh_nondurable",
   "anonymous", "anonymous_nondurable", "mixed", "passkey_sign_in", "introspect",
-  "code_exchange", "oauth_round_trip"
+  "code_exchange", "oauth_round_trip", "client_credentials", "token_exchange"
 ];
 
 # What each target compares, per run.
@@ -27,6 +27,8 @@ def ratio_values:
     "passkey_sign_in_rps / refresh_rps": div(.passkey_sign_in.rps; .refresh.rps),
     "introspect_rps / me_rps": div(.introspect.rps; .me.rps),
     "code_exchange_rps / refresh_rps": div(.code_exchange.rps; .refresh.rps),
+    "client_credentials_rps / refresh_rps": div(.client_credentials.rps; .refresh.rps),
+    "token_exchange_rps / refresh_rps": div(.token_exchange.rps; .refresh.rps),
     "anonymous_rps / anonymous_rps_nondurable": div(.anonymous.rps; .anonymous_nondurable.rps),
     "mixed_me_p99_ms (probe)": .mixed_probe.latency.p99_ms,
     "overload_503_p99_ms (probe)": .overload_probe.latency_503.p99_ms,
@@ -44,6 +46,8 @@ def targets:
     "passkey_sign_in_rps / refresh_rps": {op: ">=", target: 0.5},
     "introspect_rps / me_rps": {op: ">=", target: 0.8},
     "code_exchange_rps / refresh_rps": {op: ">=", target: 0.5},
+    "client_credentials_rps / refresh_rps": {op: ">=", target: 0.8},
+    "token_exchange_rps / refresh_rps": {op: ">=", target: 0.5},
     "anonymous_rps / anonymous_rps_nondurable": {op: ">=", target: 0.6},
     "mixed_me_p99_ms (probe)": {op: "<", target: 20},
     "overload_503_p99_ms (probe)": {op: "<=", target: 10},
@@ -183,6 +187,12 @@ def drop_pct($s; $kind):
         $runs | map(div(.login_at_cores.p50_ms; .ceilings.argon2id.all_cores.latency.p50_ms)) | median | r3),
       "login_rps / argon2_verifications_per_s_single_thread": (
         $runs | map(div(.login.rps; .ceilings.argon2id.single_thread.verifications_per_s)) | median | r3),
+      # The agent grants' server CPU per token against a refresh's (the rates' targets on a
+      # machine shared with wrk).
+      "server_cpu_ms_per_client_credentials / server_cpu_ms_per_refresh": (
+        $runs | map(div(.client_credentials.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
+      "server_cpu_ms_per_token_exchange / server_cpu_ms_per_refresh": (
+        $runs | map(div(.token_exchange.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
       mixed_overall_p99_ms: ($runs | map(.mixed.p99_ms) | median | r3),
       mixed_requests_sent_by_kind: ($runs | map(.mixed.extra))
     },

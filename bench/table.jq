@@ -30,6 +30,7 @@ def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
 "",
 "for comparison: login_p50_at_cores / argon2 time of one verification while every core verifies = \(.info["login_p50_at_cores / argon2_all_cores_verification_ms_p50"] | f3); mixed overall p99 (wrk, all kinds) \(.info.mixed_overall_p99_ms | f2) ms",
 "CPU time: argon2 verification / server CPU per login = \(.info["argon2_cpu_ms_per_verification / server_cpu_ms_per_login"] | f3); server CPU per me / per healthz = \(.info["server_cpu_ms_per_me / server_cpu_ms_per_healthz"] | f3)",
+"CPU time of the agent grants: server CPU per client_credentials token / per refresh = \(.info["server_cpu_ms_per_client_credentials / server_cpu_ms_per_refresh"] | f3); per token_exchange / per refresh = \(.info["server_cpu_ms_per_token_exchange / server_cpu_ms_per_refresh"] | f3)",
 "",
 (if .scale == null then "scale: not run (--no-scale)" else
   (.scale as $s |

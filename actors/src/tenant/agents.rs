@@ -56,6 +56,9 @@ pub const MAX_AGENTS: usize = 500;
 pub const SLOW_DOWN_STEP: u32 = 5;
 /// Letters of a device flow's user code (RFC 8628 6.1: no vowels, no look-alikes).
 pub const USER_CODE_ALPHABET: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
+/// User codes one user may look up on the device page per minute (RFC 8628 5.1: the codes
+/// are short, so guessing is slowed).
+pub const USER_CODE_TRIES_PER_MINUTE: u32 = 20;
 /// Live CIBA and device requests one agent may hold.
 const MAX_PENDING_REQUESTS: usize = 1000;
 
@@ -950,10 +953,16 @@ impl TenantState {
 
     /// The current record of an agent the edge authenticated: gone or re-keyed since, it
     /// gets nothing.
-    fn current_agent(&self, agent: &AgentRecord) -> Result<AgentRecord, TenantError> {
-        self.store
-            .get::<AgentRecord>(agent.id.as_bytes())?
-            .filter(|a| a.revoked_at.is_none() && a.secret_hash == agent.secret_hash)
+    /// The actor publishes every change before it answers, so its cell is the registry.
+    fn current_agent(&self, agent: &AgentRecord) -> Result<Arc<AgentRecord>, TenantError> {
+        self.cells
+            .agents
+            .load()
+            .get(&agent.client_id)
+            .filter(|a| {
+                a.id == agent.id && a.revoked_at.is_none() && a.secret_hash == agent.secret_hash
+            })
+            .cloned()
             .ok_or(TenantError::OAuth(OAuthFailure::InvalidClient))
     }
 
@@ -1126,10 +1135,9 @@ impl TenantState {
         let cap = agent
             .effective_limits(&self.agent_policy())
             .max_concurrent_tokens;
-        let live = self.live_tokens(agent.id, iat)?.len();
-        if live >= cap as usize {
-            let retry_after = self
-                .live_tokens(agent.id, iat)?
+        let live = self.live_tokens(agent.id, iat)?;
+        if live.len() >= cap as usize {
+            let retry_after = live
                 .peek()
                 .map_or(1, |std::cmp::Reverse(exp)| (exp - iat).max(1) as u64);
             let over = OverLimit {
@@ -1309,17 +1317,17 @@ impl TenantState {
         resource: Option<String>,
         binding_message: Option<String>,
     ) -> Result<(super::effects::Effects, RequestStarted, AgentRequestRecord), TenantError> {
+        let now = OffsetDateTime::now_utc();
         let pending = self
             .store
             .scan::<AgentRequestRecord>(b"")
             .filter_map(Result::ok)
-            .filter(|(_, r)| r.agent_id == agent.id)
+            .filter(|(_, r)| r.agent_id == agent.id && r.expires_at > now)
             .count();
         if pending >= MAX_PENDING_REQUESTS {
             return Err(TenantError::RateLimited { retry_after: 60 });
         }
         let policy = self.agent_policy();
-        let now = OffsetDateTime::now_utc();
         let ttl = match flow {
             RequestFlow::Ciba => policy.ciba_ttl_secs,
             RequestFlow::Device => policy.device_code_ttl_secs,
@@ -2353,7 +2361,10 @@ impl TenantState {
                 AgentAnswer::Done
             }
             AgentCmd::PeekUserCode { bearer, user_code } => {
-                self.live_session(bearer, OffsetDateTime::now_utc())?;
+                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+                self.user_code_tries
+                    .hit(&user.id, Instant::now())
+                    .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
                 let (_, record) = self
                     .request_by_index(b'u', normalize_user_code(&user_code).as_bytes())?
                     .ok_or(TenantError::NotFound)?;

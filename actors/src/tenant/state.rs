@@ -120,6 +120,8 @@ pub struct TenantState {
     agent_seq: u32,
     /// Dynamic client registrations per client address (IPv6: per /64) per hour.
     pub(super) dcr_ips: RateWindow<IpAddr>,
+    /// Device-page user code lookups per user per minute.
+    pub(super) user_code_tries: RateWindow<Uuid>,
 }
 
 impl TenantState {
@@ -200,6 +202,10 @@ impl TenantState {
             agent_counters: Default::default(),
             agent_seq: 0,
             dcr_ips: RateWindow::new(dcr_per_hour, Duration::from_secs(3600)),
+            user_code_tries: RateWindow::new(
+                super::agents::USER_CODE_TRIES_PER_MINUTE,
+                Duration::from_secs(60),
+            ),
         };
         state.restore_throttles()?;
         state.ensure_user_indexes()?;

@@ -19,6 +19,10 @@
 //!   `--concurrency` requests in flight: one pass that starts every tenant's actor before a
 //!   measurement (an idle tenant's actor is stopped after `server.tenant_idle_secs`). Prints
 //!   the count, the time and the rate (the first-touch rate).
+//! - `seed agent`: registers the bench's agent (client credentials, token exchange, CIBA;
+//!   scopes `openid orders:read`) as the tenant's owner, the tenant already on a paid tier.
+//! - `seed agent-consent`: has every user of a token file consent to the agent (a CIBA
+//!   request, approved by the user), then checks it with one token exchange each.
 //!
 //! Any answer other than the expected one stops the program with the status and the body.
 
@@ -122,6 +126,32 @@ enum Command {
         #[arg(long)]
         output: PathBuf,
     },
+    /// Registers an agent for a tenant, as its owner (the tenant must be on a paid tier:
+    /// `tessera admin tenant set-tier SLUG pro`), with the client credentials, token exchange
+    /// and CIBA grants and the scopes `openid orders:read`; writes `slug<TAB>client_id<TAB>basic`
+    /// (`basic`: the HTTP Basic credentials, each part form-urlencoded, base64).
+    Agent {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long)]
+        output: PathBuf,
+    },
+    /// For every user of `--input` (`api_key<TAB>email<TAB>access[<TAB>...]` lines), the
+    /// user's consent to the agent of `--agent` (the `agent` output) for `--scope`: the agent
+    /// starts a CIBA request (`bc-authorize`, `login_hint` the user's address), the user finds
+    /// it in `GET /v1/users/me/agent-requests` and approves it. The consent is remembered: one
+    /// token exchange of the user's access token then checks it. The server's ceiling of CIBA
+    /// requests per agent and minute (`agents.max_ciba_initiate_per_min`) must allow as many
+    /// requests as there are users.
+    AgentConsent {
+        #[command(flatten)]
+        common: Common,
+        /// The `agent` output.
+        #[arg(long)]
+        agent: PathBuf,
+        #[arg(long, default_value = "orders:read")]
+        scope: String,
+    },
     /// Signs users in with e-mailed login links; writes their tokens.
     MagicLink {
         #[command(flatten)]
@@ -142,6 +172,50 @@ enum Command {
 const OAUTH_REDIRECT: &str = "https://rp.bench.test/cb";
 const OAUTH_VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const OAUTH_CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+/// The grants of the bench's agent, and RFC 8693's token type of an access token.
+const CLIENT_CREDENTIALS: &str = "client_credentials";
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+const CIBA: &str = "urn:openid:params:grant-type:ciba";
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+/// The binding message of the set-up's CIBA requests: the user finds them by it.
+const CONSENT_BINDING: &str = "tessera bench consent";
+
+/// HTTP Basic credentials of an OAuth client (RFC 6749 2.3.1: each part form-urlencoded).
+fn basic_credentials(id: &str, secret: &str) -> String {
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", enc(id), enc(secret)))
+}
+
+/// Logs the owner in to the dashboard and re-authenticates the session (registering a client
+/// or an agent asks for a recent one); answers the session token.
+async fn owner_session(
+    http: &reqwest::Client,
+    base: &str,
+    owner: &str,
+    password: &str,
+) -> Result<String> {
+    let login = call(
+        format!("dashboard login of {owner}"),
+        200,
+        http.post(format!("{base}/v1/auth/dashboard/login"))
+            .json(&json!({ "email": owner, "password": password })),
+    )
+    .await?;
+    let session = login["session_token"]
+        .as_str()
+        .ok_or_else(|| format!("dashboard login of {owner}: no session_token"))?
+        .to_owned();
+    call(
+        "re-authentication".into(),
+        200,
+        http.post(format!("{base}/v1/auth/dashboard/reauth"))
+            .bearer_auth(&session)
+            .json(&json!({ "password": password })),
+    )
+    .await?;
+    Ok(session)
+}
 
 fn oauth_authorize_url(iss: &str, client_id: &str) -> String {
     format!(
@@ -325,31 +399,14 @@ async fn run(cli: Cli) -> Result<Value> {
             let rows = read_rows(&common.input, 2)?;
             let (slug, owner) = (field(&rows[0], 0)?, field(&rows[0], 1)?);
             let base = &common.base;
-            let login = call(
-                format!("dashboard login of {owner}"),
-                200,
-                http.post(format!("{base}/v1/auth/dashboard/login"))
-                    .json(&json!({ "email": owner, "password": common.password })),
-            )
-            .await?;
-            let session = login["session_token"]
-                .as_str()
-                .ok_or_else(|| format!("dashboard login of {owner}: no session_token"))?;
-            call(
-                "re-authentication".into(),
-                200,
-                http.post(format!("{base}/v1/auth/dashboard/reauth"))
-                    .bearer_auth(session)
-                    .json(&json!({ "password": common.password })),
-            )
-            .await?;
+            let session = owner_session(&http, base, owner, &common.password).await?;
             let client = call(
                 format!("an OAuth client of {slug}"),
                 201,
                 http.post(format!(
                     "{base}/v1/auth/dashboard/tenants/{slug}/oauth-clients"
                 ))
-                .bearer_auth(session)
+                .bearer_auth(&session)
                 .json(&json!({
                     "name": "Bench RP",
                     "client_type": "confidential",
@@ -367,6 +424,141 @@ async fn run(cli: Cli) -> Result<Value> {
             let basic = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
             std::fs::write(&output, format!("{slug}\t{id}\t{basic}\n"))?;
             Ok(json!({ "client_id": id }))
+        }
+        Command::Agent { common, output } => {
+            let rows = read_rows(&common.input, 2)?;
+            let (slug, owner) = (field(&rows[0], 0)?, field(&rows[0], 1)?);
+            let base = &common.base;
+            let session = owner_session(&http, base, owner, &common.password).await?;
+            let agent = call(
+                format!("an agent of {slug} (is the tenant on a paid tier?)"),
+                201,
+                http.post(format!("{base}/v1/auth/dashboard/tenants/{slug}/agents"))
+                    .bearer_auth(&session)
+                    .json(&json!({
+                        "name": "Bench Agent",
+                        "grant_types": [CLIENT_CREDENTIALS, TOKEN_EXCHANGE, CIBA],
+                        "scopes": ["openid", "orders:read"],
+                    })),
+            )
+            .await?;
+            let (Some(id), Some(secret)) =
+                (agent["client_id"].as_str(), agent["client_secret"].as_str())
+            else {
+                return Err(format!("no client id and secret in {agent}").into());
+            };
+            let basic = basic_credentials(id, secret);
+            std::fs::write(&output, format!("{slug}\t{id}\t{basic}\n"))?;
+            Ok(json!({ "client_id": id }))
+        }
+        Command::AgentConsent {
+            common,
+            agent,
+            scope,
+        } => {
+            let a = read_rows(&agent, 3)?;
+            let (slug, id, basic) = (
+                field(&a[0], 0)?.to_owned(),
+                field(&a[0], 1)?.to_owned(),
+                field(&a[0], 2)?.to_owned(),
+            );
+            let rows = read_rows(&common.input, 3)?;
+            let n = rows.len();
+            let base = Arc::new(common.base);
+            let ctx = Arc::new((slug, id, basic, scope));
+            let started = std::time::Instant::now();
+            for_each(rows, common.concurrency, |_, row| {
+                let (http, base, ctx) = (http.clone(), base.clone(), ctx.clone());
+                async move {
+                    let (slug, id, basic, scope) = &*ctx;
+                    let key = field(&row, 0)?.to_owned();
+                    let email = field(&row, 1)?.to_owned();
+                    let user = field(&row, 2)?.to_owned();
+                    let oauth = format!("{base}/v1/tenants/{slug}/oauth");
+                    call(
+                        format!("the agent's CIBA request to {email}"),
+                        200,
+                        http.post(format!("{oauth}/bc-authorize"))
+                            .header("authorization", format!("Basic {basic}"))
+                            .form(&[
+                                ("login_hint", email.as_str()),
+                                ("scope", scope.as_str()),
+                                ("binding_message", CONSENT_BINDING),
+                            ]),
+                    )
+                    .await?;
+                    // The user's pending requests from this agent (seconds at most).
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+                    let pending = loop {
+                        let list = call(
+                            format!("agent requests of {email}"),
+                            200,
+                            http.get(format!("{base}/v1/users/me/agent-requests"))
+                                .header("x-api-key", &key)
+                                .bearer_auth(&user),
+                        )
+                        .await?;
+                        let ids: Vec<String> = list["data"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter(|r| {
+                                r["agent_client_id"] == id.as_str()
+                                    && r["binding_message"] == CONSENT_BINDING
+                            })
+                            .filter_map(|r| r["id"].as_str().map(str::to_owned))
+                            .collect();
+                        if !ids.is_empty() {
+                            break ids;
+                        }
+                        if tokio::time::Instant::now() > deadline {
+                            return Err(format!(
+                                "{email}: no request of the agent after 10 s: {list}"
+                            )
+                            .into());
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    };
+                    for request in pending {
+                        let decided = call(
+                            format!("approval by {email}"),
+                            200,
+                            http.post(format!(
+                                "{base}/v1/users/me/agent-requests/{request}/approve"
+                            ))
+                            .header("x-api-key", &key)
+                            .bearer_auth(&user)
+                            .json(&json!({})),
+                        )
+                        .await?;
+                        if decided["status"] != "approved" {
+                            return Err(format!("{email}: not approved: {decided}").into());
+                        }
+                    }
+                    let exchanged = call(
+                        format!("token exchange for {email}"),
+                        200,
+                        http.post(format!("{oauth}/token"))
+                            .header("authorization", format!("Basic {basic}"))
+                            .form(&[
+                                ("grant_type", TOKEN_EXCHANGE),
+                                ("subject_token", user.as_str()),
+                                ("subject_token_type", ACCESS_TOKEN_TYPE),
+                                ("scope", scope.as_str()),
+                            ]),
+                    )
+                    .await?;
+                    if exchanged["access_token"].as_str().is_none() {
+                        return Err(format!("{email}: no access_token in {exchanged}").into());
+                    }
+                    Ok(())
+                }
+            })
+            .await?;
+            Ok(json!({
+                "consented": n,
+                "seconds": tessera_bench::round3(started.elapsed().as_secs_f64()),
+            }))
         }
         Command::OauthGrants {
             common,

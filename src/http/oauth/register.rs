@@ -77,10 +77,17 @@ pub async fn register(
     Path(slug): Path<String>,
     ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
-    ApiJson(req): ApiJson<RegistrationRequest>,
+    body: Result<ApiJson<RegistrationRequest>, ApiError>,
 ) -> Result<Response, Response> {
     let tenant = tenant_by_slug(&state, &slug).map_err(IntoResponse::into_response)?;
     let fail = |e: OAuthError| e.into_response();
+    // Metadata that does not parse is RFC 7591's `invalid_client_metadata`; a body that is
+    // not JSON at all, or too large, is answered as everywhere else (415, 413).
+    let req = match body {
+        Ok(ApiJson(req)) => req,
+        Err(e) if e.status == StatusCode::BAD_REQUEST => return Err(fail(metadata(&e.message))),
+        Err(e) => return Err(e.into_response()),
+    };
     let method = req.token_endpoint_auth_method.as_deref().unwrap_or("none");
     if method != "none" {
         return Err(fail(metadata(
