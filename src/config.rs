@@ -156,6 +156,12 @@ impl AgentsConfig {
         ] {
             positive(key, u64::from(v))?;
         }
+        if self.activity_retention_days > 3650 {
+            return Err(ConfigError::Key {
+                key: "agents.activity_retention_days",
+                reason: "must be at most 3650".into(),
+            });
+        }
         for (key, v) in [
             ("agents.max_token_ttl_secs", self.max_token_ttl_secs),
             ("agents.ciba_expires_secs", self.ciba_expires_secs),

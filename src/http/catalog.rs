@@ -126,7 +126,7 @@ pub struct CatalogList {
 
 /// Whether `c` is removed from locale text: a control, bidirectional-control or
 /// default-ignorable (invisible) character.
-fn invisible(c: char) -> bool {
+pub(crate) fn invisible(c: char) -> bool {
     c.is_control()
         || matches!(
             u32::from(c),
@@ -165,7 +165,7 @@ pub fn normalize_locale_text(s: &str) -> String {
     out.trim_end().to_owned()
 }
 
-fn reserved(name: &str) -> bool {
+pub(crate) fn reserved(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     PROTOCOL_SCOPES.contains(&lower.as_str())
         || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p))

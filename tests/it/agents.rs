@@ -478,6 +478,15 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
         (422, "agent/invalid_field"),
         "{answer}"
     );
+    // A scope in a reserved namespace is not an agent's.
+    let mut body = full_agent();
+    body["scopes"] = json!(["openid", "mcp:tools"]);
+    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    assert_eq!(
+        (st, error_code(&answer)),
+        (400, "validation/invalid_request"),
+        "{answer}"
+    );
     let mut body = full_agent();
     body["favourite_colour"] = json!("blue");
     let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
@@ -714,13 +723,31 @@ fn an_oauth_library_gets_client_credentials_tokens_signed_by_the_tenant() {
     );
     body["agent_token_max_ttl_sec"] = json!(600);
     let agent = register_agent(&srv, &s, &api.slug, body);
-    // A token is bound only to a resource the tenant has registered (RFC 8707).
+    // A token is bound only to a resource the tenant has registered (RFC 8707), and carries
+    // a resource scope only while the catalog approves it for that resource.
     let out = srv.admin(
         &[
             "resource", "register", "--tenant", &api.slug, "--name", "API", "--uri", RESOURCE,
         ],
         "",
     );
+    assert!(out.status.success(), "{}", out.stderr);
+    let resource_id = out.json()["id"].as_str().expect("resource id").to_owned();
+    let (st, entry) = srv.dash_json(
+        "POST",
+        &format!("/v1/resources/{resource_id}/scopes"),
+        &s,
+        Some(&json!({
+            "scope_name": "orders:read",
+            "sensitivity": "normal",
+            "display_metadata": {"kind": "locale_text", "locale_text": {
+                "en": "Read your orders", "pl": "Odczyt zamówień", "de": "Bestellungen lesen",
+                "fr": "Lire vos commandes", "es": "Leer sus pedidos"}},
+        })),
+    );
+    assert_eq!(st, 201, "{entry}");
+    let entry_id = entry["id"].as_str().expect("scope id");
+    let out = srv.admin(&["scope", "approve", &resource_id, entry_id], "");
     assert!(out.status.success(), "{}", out.stderr);
     let exchanger = register_agent(
         &srv,
@@ -800,6 +827,17 @@ fn an_oauth_library_gets_client_credentials_tokens_signed_by_the_tenant() {
     assert_eq!(narrow_claims["aud"], RESOURCE);
     assert_eq!(narrow_claims["scope"], "orders:read");
     assert_ne!(narrow_claims["jti"], claims["jti"]);
+    // orders:write is not in the resource's catalog: a token for the resource leaves it out.
+    let both = token(
+        &api,
+        &agent,
+        &[
+            ("grant_type", CLIENT_CREDENTIALS),
+            ("scope", "orders:read orders:write"),
+            ("resource", RESOURCE),
+        ],
+    );
+    assert_eq!(both.expect(200)["scope"], "orders:read", "{}", both.body);
     // A resource the tenant never registered is no audience.
     let unknown = token(
         &api,
@@ -1158,6 +1196,13 @@ fn a_revoked_agent_loses_its_tokens_and_owners_hear_of_it_once() {
         (409, "agent/already_revoked"),
         "{body}"
     );
+    // The agent's state is answered before anything about the request.
+    let (st, body) = srv.dash_json("PATCH", &path, &s, Some(&json!({"name": ""})));
+    assert_eq!(
+        (st, error_code(&body)),
+        (409, "agent/already_revoked"),
+        "{body}"
+    );
 
     // Listed only on request.
     let base = agents_path(&api.slug);
@@ -1215,6 +1260,16 @@ fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
     assert!(mine["last_action_at"].is_string(), "{mine}");
     assert!(mine.get("revoked_at").is_none_or(Value::is_null), "{mine}");
 
+    // A request waiting when the user withdraws.
+    ciba_request(
+        &api,
+        &agent,
+        email,
+        "openid orders:read",
+        "before withdrawal",
+    );
+    let waiting = pending_request(&api, &user.access, "before withdrawal");
+
     // Withdrawn (idempotent); unknown agents are not found.
     let me_path = format!("/v1/users/me/agents/{}", agent.client_id);
     let gone = user_delete(&api, &user.access, &me_path);
@@ -1228,12 +1283,17 @@ fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
     assert_eq!(unknown.status, 404, "{}", unknown.body);
     assert_eq!(my_agent(&user.access)["revoked_at"], revoked_at.as_str());
 
-    // Token exchange refuses; a new CIBA request is answered, but cannot be approved.
+    // Token exchange refuses; a new CIBA request is answered as for anyone, but reaches
+    // nobody (not listed, not mailed); the one waiting cannot be approved.
     expect_oauth_error(
         &exchange(&api, &agent, &user.access, Some("orders:read")),
         400,
         "invalid_grant",
     );
+    // The consent's request and the waiting one were mailed.
+    let mailed = || mails_of_kind(&smtp, "agent_request", email).len();
+    assert!(eventually(Duration::from_secs(10), || mailed() >= 2));
+    let mails_before = mailed();
     ciba_request(
         &api,
         &agent,
@@ -1241,11 +1301,18 @@ fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
         "openid orders:read",
         "after withdrawal",
     );
-    let req = pending_request(&api, &user.access, "after withdrawal");
+    assert!(
+        pending_requests(&api, &user.access)
+            .iter()
+            .all(|r| r["binding_message"] != "after withdrawal"),
+        "a request after the withdrawal is listed"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(mailed(), mails_before, "a request was mailed");
     decide(
         &api,
         &user.access,
-        req["id"].as_str().expect("id"),
+        waiting["id"].as_str().expect("id"),
         "approve",
     )
     .expect_error(409, "agent/revoked_by_user");

@@ -59,6 +59,8 @@ pub const USER_CODE_ALPHABET: &[u8] = b"BCDFGHJKLMNPQRSTVWXZ";
 /// User codes one user may look up on the device page per minute (RFC 8628 5.1: the codes
 /// are short, so guessing is slowed).
 pub const USER_CODE_TRIES_PER_MINUTE: u32 = 20;
+/// Pending CIBA requests of one agent mailed to one user at a time.
+const MAILED_REQUESTS_PER_USER: usize = 3;
 /// Live CIBA and device requests one agent may hold.
 const MAX_PENDING_REQUESTS: usize = 1000;
 
@@ -325,6 +327,20 @@ impl PublishedAgents {
         self.by_client.get(client_id)
     }
 
+    /// This set with `agent` as it is now and `denied` added to the denylist.
+    fn with(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) -> Self {
+        let mut next = PublishedAgents {
+            by_client: self.by_client.clone(),
+            denied: self.denied.clone(),
+        };
+        if let Some(a) = agent {
+            next.by_client
+                .insert(a.client_id.clone(), Arc::new(a.clone()));
+        }
+        next.denied.extend(denied.iter().copied());
+        next
+    }
+
     /// Whether the token `jti` was denylisted.
     pub fn is_denied(&self, jti: &str) -> bool {
         Uuid::parse_str(jti).is_ok_and(|j| self.denied.contains(&j))
@@ -550,7 +566,8 @@ pub struct AgentPatch {
 }
 
 /// An agent with its new secret: the only time the secret is anywhere but with its caller.
-#[derive(Clone, Debug)]
+// Holds secrets (a client secret, a poll handle, a mailed token): no `Debug`.
+#[derive(Clone)]
 pub struct IssuedAgent {
     pub record: AgentRecord,
     pub client_secret: String,
@@ -612,7 +629,8 @@ pub struct RequestView {
 }
 
 /// A started CIBA or device request.
-#[derive(Clone, Debug)]
+// Holds secrets (a client secret, a poll handle, a mailed token): no `Debug`.
+#[derive(Clone)]
 pub struct RequestStarted {
     /// `auth_req_id` or `device_code`.
     pub secret: String,
@@ -651,7 +669,8 @@ pub struct Restored {
 }
 
 /// What the dashboard, the token endpoint, the users and the hosted pages ask of agents.
-#[derive(Clone, Debug)]
+// Holds secrets (a client secret, a poll handle, a mailed token): no `Debug`.
+#[derive(Clone)]
 pub enum AgentCmd {
     Register(NewAgent),
     List {
@@ -757,11 +776,13 @@ pub enum AgentCmd {
 }
 
 impl AgentCmd {
-    /// Whether the command only reads (its answer need not wait for the disk).
+    /// Whether the answer need not wait for the disk: the command only reads, or (an
+    /// introspection's feed entry) writes what may be lost with a crash.
     pub fn reads_only(&self) -> bool {
         matches!(
             self,
             AgentCmd::List { .. }
+                | AgentCmd::Introspected { .. }
                 | AgentCmd::Get(_)
                 | AgentCmd::Activity(..)
                 | AgentCmd::UseToken { .. }
@@ -773,7 +794,8 @@ impl AgentCmd {
     }
 }
 
-#[derive(Clone, Debug)]
+// Holds secrets (a client secret, a poll handle, a mailed token): no `Debug`.
+#[derive(Clone)]
 pub enum AgentAnswer {
     Issued(Box<IssuedAgent>),
     One(Box<AgentRecord>),
@@ -799,6 +821,11 @@ pub struct AgentCounters {
     windows: HashMap<(Uuid, AgentLimit), Window>,
     /// Expiry times of each agent's unexpired tokens (a min-heap).
     live: HashMap<Uuid, BinaryHeap<std::cmp::Reverse<i64>>>,
+    /// When each agent's refusal at `max_concurrent_tokens` was last reported.
+    cap_reported: HashMap<Uuid, Instant>,
+    /// Each polled request's last poll and current interval (by the key of its record): a
+    /// poll writes nothing; a restart starts each from its record.
+    polls: HashMap<[u8; 32], (OffsetDateTime, u32)>,
 }
 
 struct Window {
@@ -817,6 +844,22 @@ struct OverLimit {
 }
 
 impl AgentCounters {
+    /// Whether a refusal at the concurrency cap is the first of its minute for `agent`.
+    fn cap_first(&mut self, agent: Uuid, now: Instant) -> bool {
+        let minute = std::time::Duration::from_secs(60);
+        if self.cap_reported.len() > 10_000 {
+            self.cap_reported
+                .retain(|_, at| now.duration_since(*at) < minute);
+        }
+        match self.cap_reported.get(&agent) {
+            Some(at) if now.duration_since(*at) < minute => false,
+            _ => {
+                self.cap_reported.insert(agent, now);
+                true
+            }
+        }
+    }
+
     fn hit(
         &mut self,
         agent: Uuid,
@@ -937,12 +980,11 @@ impl TenantState {
         self.runtime.agents
     }
 
-    /// Publishes the registry and the denylist as they are now for the HTTP edge.
-    pub(super) fn publish_agents(&self) -> Result<(), TenantError> {
-        self.cells
-            .agents
-            .store(Arc::new(PublishedAgents::load(&self.store)?));
-        Ok(())
+    /// Publishes a change just committed to the registry (and tokens just denylisted) for
+    /// the HTTP edge: in memory, so it cannot fail once the change is durable.
+    fn publish_agent(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) {
+        let next = self.cells.agents.load().with(agent, denied);
+        self.cells.agents.store(Arc::new(next));
     }
 
     fn agent(&self, id: Uuid) -> Result<AgentRecord, TenantError> {
@@ -1142,13 +1184,18 @@ impl TenantState {
                 .map_or(1, |std::cmp::Reverse(exp)| (exp - iat).max(1) as u64);
             let over = OverLimit {
                 retry_after,
-                first: true,
+                first: self.agent_counters.cap_first(agent.id, Instant::now()),
                 limit: cap,
                 name: "max_concurrent_tokens",
             };
             return Err(self.over_limit(agent, over, ctx));
         }
-        let mut ttl = i64::from(agent.token_ttl_secs);
+        // The platform's ceiling may have come down since the agent was registered.
+        let mut ttl = i64::from(
+            agent
+                .token_ttl_secs
+                .min(self.agent_policy().max_token_ttl_secs),
+        );
         if user.is_some() {
             ttl = ttl.min(ON_BEHALF_MAX_TTL);
         }
@@ -1405,10 +1452,32 @@ impl TenantState {
         self.agent_rate(&agent, AgentLimit::CibaInitiate, ctx)?;
         // An address with no account gets a request all the same, which nobody can approve:
         // the answer does not tell whether the account exists.
-        let user = self
-            .user_by_email(login_hint)?
-            .filter(|u| u.blocked_at.is_none());
+        // A user who revoked this agent is treated alike: no request reaches them.
         let now = OffsetDateTime::now_utc();
+        let user = match self
+            .user_by_email(login_hint)?
+            .filter(|u| u.blocked_at.is_none())
+        {
+            Some(u) if !self.user_revoked(u.id, agent.id)? => Some(u),
+            _ => None,
+        };
+        // At most a few requests of one agent wait in one mailbox; more are listed for the
+        // user in the API but not mailed.
+        let mailed_pending = match &user {
+            Some(u) => self
+                .store
+                .scan::<AgentRequestRecord>(b"")
+                .filter_map(Result::ok)
+                .filter(|(_, r)| {
+                    r.agent_id == agent.id
+                        && r.user == Some(u.id)
+                        && r.link_hash.is_some()
+                        && r.status == RequestStatus::Pending
+                        && r.expires_at > now
+                })
+                .count(),
+            None => 0,
+        };
         let (mut fx, started, mut record) = self.start_request(
             &agent,
             RequestFlow::Ciba,
@@ -1417,7 +1486,10 @@ impl TenantState {
             resource,
             binding_message,
         )?;
-        if let Some(u) = &user {
+        if let Some(u) = user
+            .as_ref()
+            .filter(|_| mailed_pending < MAILED_REQUESTS_PER_USER)
+        {
             if let Some(email) = &u.email {
                 let token = self.link_token();
                 let link_hash = sha256(token.as_bytes());
@@ -1503,7 +1575,7 @@ impl TenantState {
             return Err(unauthorized());
         }
         let key = sha256(secret.as_bytes());
-        let Some(mut record) = self.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
+        let Some(record) = self.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
             r.agent_id == agent.id && r.flow == flow && r.status != RequestStatus::Issued
         }) else {
             return Err(invalid_grant());
@@ -1521,23 +1593,26 @@ impl TenantState {
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
         }
-        let too_soon =
-            now - record.last_poll_at < Duration::seconds(i64::from(record.interval_secs));
-        record.last_poll_at = now;
+        let polls = &mut self.agent_counters.polls;
+        if polls.len() > 10_000 {
+            polls.retain(|_, (at, _)| now - *at < Duration::hours(1));
+        }
+        let (last, mut interval) = polls
+            .get(&key)
+            .copied()
+            .unwrap_or((record.last_poll_at, record.interval_secs));
+        let too_soon = now - last < Duration::seconds(i64::from(interval));
         if too_soon {
-            record.interval_secs += SLOW_DOWN_STEP;
-            let mut fx = self.effects();
-            fx.batch.put(&key, &record)?;
-            self.commit(fx)?;
+            interval = interval.saturating_add(SLOW_DOWN_STEP);
+        }
+        polls.insert(key, (now, interval));
+        if too_soon {
             return Ok(Err(PollRefusal::SlowDown));
         }
         if record.status == RequestStatus::Pending {
-            // The poll time is kept in memory-speed terms: a crash forgets at most one poll.
-            let mut fx = self.effects();
-            fx.batch.put(&key, &record)?;
-            self.commit(fx)?;
             return Ok(Err(PollRefusal::Pending));
         }
+        self.agent_counters.polls.remove(&key);
         // Approved: one token, once.
         let Some(user) = record.user else {
             return Err(invalid_grant());
@@ -1550,8 +1625,13 @@ impl TenantState {
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
         }
-        self.agent_rate(&agent, grant.limit(), ctx)?;
-        let scopes = record.scopes.clone();
+        // What the agent may still ask for (its scopes may have changed since).
+        let scopes: Vec<String> = record
+            .scopes
+            .iter()
+            .filter(|s| agent.scopes.contains(s))
+            .cloned()
+            .collect();
         let resource = record.resource.clone();
         let issued = self.issue_agent_token(
             &agent,
@@ -1693,7 +1773,13 @@ impl TenantState {
                 && r.status == RequestStatus::Pending
                 && r.expires_at > now
             {
-                out.push(self.request_view(&r)?);
+                let revoked = self
+                    .store
+                    .get::<AgentRecord>(r.agent_id.as_bytes())?
+                    .is_none_or(|a| a.revoked_at.is_some());
+                if !revoked {
+                    out.push(self.request_view(&r)?);
+                }
             }
         }
         out.sort_by_key(|r| std::cmp::Reverse(r.created_at));
@@ -1839,7 +1925,8 @@ impl TenantState {
         }
         self.audit_into(&mut fx.batch, event, ctx, metadata)?;
         self.commit(fx)?;
-        self.publish_agents()
+        self.publish_agent(Some(agent), &[]);
+        Ok(())
     }
 
     fn register_agent(
@@ -1979,7 +2066,7 @@ impl TenantState {
         a.updated_at = now;
         let mut fx = self.effects();
         fx.batch.put(a.id.as_bytes(), &a)?;
-        let mut denied = 0usize;
+        let mut denied = Vec::new();
         for item in self.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
             let (key, t) = item?;
             if t.exp <= now.unix_timestamp() {
@@ -1988,7 +2075,7 @@ impl TenantState {
             if let Ok(jti) = Uuid::from_slice(&key[16..]) {
                 fx.batch
                     .put(jti.as_bytes(), &DeniedTokenRecord { exp: t.exp })?;
-                denied += 1;
+                denied.push(jti);
             }
         }
         self.audit_into(
@@ -2000,7 +2087,7 @@ impl TenantState {
                 "agent_id": a.id,
                 "client_id": a.client_id,
                 "name": a.name,
-                "tokens_denylisted": denied,
+                "tokens_denylisted": denied.len(),
             }),
         )?;
         let mut action = Action::new("agent.revoked");
@@ -2030,7 +2117,7 @@ impl TenantState {
         }
         let mail = self.commit(fx)?;
         self.agent_counters.live.remove(&a.id);
-        self.publish_agents()?;
+        self.publish_agent(Some(&a), &denied);
         Ok((a, mail))
     }
 
@@ -2132,6 +2219,27 @@ impl TenantState {
         })
     }
 
+    /// Removes a user's dealings with agents (with the user's other records, into `batch`).
+    pub(super) fn erase_user_agents(
+        &self,
+        batch: &mut TenantBatch,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
+        for item in self.store.scan::<UserAgentRecord>(user.as_bytes()) {
+            let (key, _) = item?;
+            batch.remove(Kind::UserAgent, &key);
+        }
+        for item in self.store.scan::<AgentRequestRecord>(b"") {
+            let (key, r) = item?;
+            if r.user == Some(user) {
+                if let Ok(k) = <[u8; 32]>::try_from(key.as_slice()) {
+                    self.remove_request(batch, &k, &r);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Removes expired token records, denylist entries and requests, and actions past the
     /// retention (at most `limit` of each); answers how many.
     pub(super) fn sweep_agents(
@@ -2142,7 +2250,7 @@ impl TenantState {
     ) -> Result<usize, TenantError> {
         let mut n = 0;
         let ts = now.unix_timestamp();
-        for item in self.store.scan::<AgentTokenRecord>(b"").take(100_000) {
+        for item in self.store.scan::<AgentTokenRecord>(b"") {
             let (key, t) = item?;
             if n >= limit {
                 break;
@@ -2154,6 +2262,9 @@ impl TenantState {
         }
         for item in self.store.scan::<DeniedTokenRecord>(b"") {
             let (key, t) = item?;
+            if n >= 2 * limit {
+                break;
+            }
             if t.exp <= ts {
                 batch.remove(Kind::AgentDenied, &key);
                 n += 1;
@@ -2161,6 +2272,9 @@ impl TenantState {
         }
         for item in self.store.scan::<AgentRequestRecord>(b"") {
             let (key, r) = item?;
+            if n >= 3 * limit {
+                break;
+            }
             if r.expires_at <= now {
                 if let Ok(k) = <[u8; 32]>::try_from(key.as_slice()) {
                     self.remove_request(batch, &k, &r);
@@ -2313,7 +2427,7 @@ impl TenantState {
                     self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
                     self.commit(fx)?;
                     self.agent_counters.live.remove(&agent.id);
-                    self.publish_agents()?;
+                    self.publish_agent(None, &[jti]);
                 }
                 AgentAnswer::Done
             }

@@ -24,8 +24,10 @@ use super::{
 };
 use crate::error::TenantError;
 
-/// Clients a tenant may register.
+/// Clients a tenant's owners may register.
 pub const MAX_OAUTH_CLIENTS: usize = 100;
+/// Clients that registered themselves (RFC 7591) a tenant may hold, apart from the owners'.
+pub const MAX_DYNAMIC_CLIENTS: usize = 200;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -103,6 +105,9 @@ pub struct OAuthClientRecord {
     pub updated_at: OffsetDateTime,
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub secret_rotated_at: Option<OffsetDateTime>,
+    /// Registered by itself (RFC 7591), not by an owner.
+    #[serde(default)]
+    pub dynamic: bool,
 }
 
 impl std::fmt::Debug for OAuthClientRecord {
@@ -314,7 +319,29 @@ impl TenantState {
         new: NewOAuthClient,
         ctx: &AuditContext,
     ) -> Result<IssuedClient, TenantError> {
-        if self.store.scan::<OAuthClientRecord>(b"").count() >= MAX_OAUTH_CLIENTS {
+        self.oauth_client_make(new, false, ctx)
+    }
+
+    /// Registers a client, an owner's or (`dynamic`) one registering itself; each kind has
+    /// its own cap, so clients registering themselves never take the owners' places.
+    fn oauth_client_make(
+        &mut self,
+        new: NewOAuthClient,
+        dynamic: bool,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        let cap = if dynamic {
+            MAX_DYNAMIC_CLIENTS
+        } else {
+            MAX_OAUTH_CLIENTS
+        };
+        let held = self
+            .store
+            .scan::<OAuthClientRecord>(b"")
+            .filter_map(Result::ok)
+            .filter(|(_, c)| c.dynamic == dynamic)
+            .count();
+        if held >= cap {
             return Err(TenantError::OAuthClientLimit);
         }
         let now = OffsetDateTime::now_utc();
@@ -336,6 +363,7 @@ impl TenantState {
             created_at: now,
             updated_at: now,
             secret_rotated_at: None,
+            dynamic,
         };
         let extra = serde_json::json!({
             "redirect_uris": record.redirect_uris,
@@ -486,7 +514,7 @@ impl TenantState {
             OAuthClientCmd::List => OAuthClientAnswer::List(self.oauth_clients()?),
             OAuthClientCmd::Get(id) => OAuthClientAnswer::One(self.oauth_client(&id)?),
             OAuthClientCmd::Create(new) => {
-                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_make(new, true, ctx)?)
             }
             OAuthClientCmd::Update(id, patch) => {
                 OAuthClientAnswer::One(self.oauth_client_update(&id, patch, ctx)?)

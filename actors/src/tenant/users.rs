@@ -661,6 +661,7 @@ impl TenantState {
         self.revoke_user_sessions(batch, user.id, None)?;
         self.erase_passkeys(batch, user.id)?;
         self.erase_consents(batch, user.id)?;
+        self.erase_user_agents(batch, user.id)?;
         self.erase_identities(batch, user.id)?;
         for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;

@@ -36,7 +36,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    fields::nullable,
+    fields::{nullable, PROTOCOL_SCOPES},
 };
 
 /// Scopes an agent may be registered for.
@@ -354,6 +354,18 @@ fn agent_id(id: &str) -> Result<Uuid, ApiError> {
     Uuid::parse_str(id).map_err(|_| ApiError::not_found("agent"))
 }
 
+/// The agent, unless it is revoked (409 `agent/already_revoked`, before anything about the
+/// request is checked: nothing changes a revoked agent).
+async fn live_agent(tenant: &TenantHandle, auth: &Dashboard, id: Uuid) -> Result<(), ApiError> {
+    let a = one(agents(tenant, &auth.ctx, AgentCmd::Get(id)).await?)?;
+    if a.revoked_at.is_some() {
+        return Err(ApiError::from(tessera_actors::CallError::Failed(
+            tessera_actors::TenantError::AgentAlreadyRevoked,
+        )));
+    }
+    Ok(())
+}
+
 /// 422 with `code`.
 fn unprocessable(code: &str, message: &str) -> ApiError {
     ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
@@ -380,8 +392,9 @@ fn check_scopes(e: &mut FieldErrors, scopes: &[String]) {
     for (i, s) in scopes.iter().enumerate() {
         e.check(
             &format!("scopes[{i}]"),
-            scope_ok(s),
-            "must be openid, profile, email, phone, address, offline_access or match ^[a-z][a-z0-9_.:-]{0,63}$",
+            scope_ok(s)
+                && (PROTOCOL_SCOPES.contains(&s.as_str()) || !crate::http::catalog::reserved(s)),
+            "must be openid, profile, email, phone, address, offline_access or match ^[a-z][a-z0-9_.:-]{0,63}$ outside the reserved namespaces (mcp:, tessera:, sso:, agent:)",
         );
     }
 }
@@ -631,6 +644,7 @@ pub async fn update(
 ) -> Result<Json<AgentResponse>, ApiError> {
     let (_, tenant) = auth.owner(&state, &slug)?;
     let id = agent_id(&id)?;
+    live_agent(&tenant, &auth, id).await?;
     if let Some(uris) = &req.redirect_uris {
         no_redirects(uris)?;
     }
@@ -699,6 +713,7 @@ pub async fn rotate_secret(
 ) -> Result<Json<IssuedAgentResponse>, ApiError> {
     let (_, tenant) = auth.owner(&state, &slug)?;
     let id = agent_id(&id)?;
+    live_agent(&tenant, &auth, id).await?;
     auth.require_recent_reauth()?;
     let i = issued(agents(&tenant, &auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
     Ok(Json(IssuedAgentResponse::of(&state, i)))

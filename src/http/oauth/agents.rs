@@ -32,7 +32,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    client_auth, split_scopes, tenant_catalog,
+    client_auth, is_protocol_scope, split_scopes, still_grantable, tenant_catalog,
     token::{bearer_error, form, no_store, required, tenant_of},
     OAuthError, OAuthErrorBody, Params,
 };
@@ -45,6 +45,12 @@ use crate::{
     },
 };
 
+/// A character a binding message may not hold: a control character, or an invisible or
+/// bidirectional one that would make the message read differently on the two sides.
+fn unshowable(c: char) -> bool {
+    crate::http::catalog::invisible(c)
+}
+
 /// RFC 8693's token type of an access token.
 pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 /// The longest CIBA `binding_message`.
@@ -54,8 +60,10 @@ const MAX_BINDING_MESSAGE: usize = 64;
 pub enum AgentToken {
     /// Not an agent token of this tenant (maybe a user's, maybe nothing).
     NotAgent,
-    /// Its agent is revoked, or the token was denylisted.
+    /// Its agent is revoked.
     Revoked(AgentClaims),
+    /// Denylisted on its own (the agent revoked it, RFC 7009); the agent lives on.
+    Denied(AgentClaims),
     Live(AgentClaims, Arc<AgentRecord>),
 }
 
@@ -77,8 +85,11 @@ pub async fn agent_token(
     let Some(agent) = published.get(&claims.client_id).cloned() else {
         return Ok(AgentToken::NotAgent);
     };
-    if agent.revoked_at.is_some() || published.is_denied(&claims.jti) {
+    if agent.revoked_at.is_some() {
         return Ok(AgentToken::Revoked(claims));
+    }
+    if published.is_denied(&claims.jti) {
+        return Ok(AgentToken::Denied(claims));
     }
     Ok(AgentToken::Live(claims, agent))
 }
@@ -251,13 +262,24 @@ pub async fn grant(
         },
     };
     match call(tenant, ctx, cmd).await.map_err(grant_error)? {
-        AgentAnswer::Token(issued) => sign(
-            state,
-            tenant,
-            &keys,
-            issued,
-            grant == AgentGrant::TokenExchange,
-        ),
+        AgentAnswer::Token(mut issued) => {
+            // For a resource, a resource scope only while the catalog approves it there (as
+            // for OAuth clients' tokens).
+            // Without a resource, a token's audience is the userinfo endpoint, which no
+            // resource server takes for its own: the agent's scopes are kept as registered.
+            if issued.resource.is_some() && issued.scopes.iter().any(|s| !is_protocol_scope(s)) {
+                let catalog = tenant_catalog(state, tenant).await?;
+                issued.scopes =
+                    still_grantable(&catalog, issued.resource.as_deref(), &issued.scopes);
+            }
+            sign(
+                state,
+                tenant,
+                &keys,
+                issued,
+                grant == AgentGrant::TokenExchange,
+            )
+        }
         AgentAnswer::NotYet(r) => Err(match r {
             PollRefusal::Pending => OAuthError::new(
                 "authorization_pending",
@@ -369,11 +391,11 @@ pub async fn backchannel(
     let binding_message = p.get("binding_message").map(str::to_owned);
     if binding_message
         .as_deref()
-        .is_some_and(|m| m.chars().count() > MAX_BINDING_MESSAGE || m.chars().any(char::is_control))
+        .is_some_and(|m| m.chars().count() > MAX_BINDING_MESSAGE || m.chars().any(unshowable))
     {
         return Err(OAuthError::new(
             "invalid_binding_message",
-            "binding_message must be at most 64 characters, without control characters",
+            "binding_message must be at most 64 characters, without control, invisible or bidirectional characters",
         ));
     }
     let cmd = AgentCmd::Backchannel {

@@ -501,36 +501,38 @@ pub async fn introspect(
             )));
         }
     }
-    let keys = tenant.keys().await?;
-    let foreign =
-        |c: &AgentClaims| matches!(&caller, Caller::Agent(a) if a.client_id != c.client_id);
-    let inactive = || no_store(Json(IntrospectionResponse::inactive()).into_response());
-    match agents::agent_token(&state, &tenant, &keys, raw).await? {
-        AgentToken::NotAgent => {}
-        AgentToken::Revoked(c) => {
-            if !foreign(&c) {
-                agents::introspected(&tenant, actx, &c, false).await;
-            }
-            return Ok(inactive());
-        }
-        AgentToken::Live(c, _) if foreign(&c) => return Ok(inactive()),
-        AgentToken::Live(c, _) => {
-            agents::introspected(&tenant, actx, &c, true).await;
-            return Ok(no_store(
-                Json(IntrospectionResponse::of_agent(c)).into_response(),
-            ));
-        }
+    // A user's or an OAuth client's token first (its check is cached); only what is none of
+    // those is tried as an agent's.
+    let (token, claims) = presented(&state, &tenant, raw).await?;
+    if matches!(token, PresentedToken::Unknown) {
+        let keys = tenant.keys().await?;
+        let foreign =
+            |c: &AgentClaims| matches!(&caller, Caller::Agent(a) if a.client_id != c.client_id);
+        return Ok(no_store(
+            match agents::agent_token(&state, &tenant, &keys, raw).await? {
+                AgentToken::Revoked(c) | AgentToken::Denied(c) => {
+                    if !foreign(&c) {
+                        agents::introspected(&tenant, actx, &c, false).await;
+                    }
+                    Json(IntrospectionResponse::inactive()).into_response()
+                }
+                AgentToken::Live(c, _) if !foreign(&c) => {
+                    agents::introspected(&tenant, actx, &c, true).await;
+                    Json(IntrospectionResponse::of_agent(c)).into_response()
+                }
+                _ => Json(IntrospectionResponse::inactive()).into_response(),
+            },
+        ));
     }
     let client = match caller {
         Caller::Client(c) => c,
-        // An agent introspects agent tokens only.
+        // An agent introspects its own tokens only.
         Caller::Agent(_) => {
             return Ok(no_store(
                 Json(IntrospectionResponse::inactive()).into_response(),
             ))
         }
     };
-    let (token, claims) = presented(&state, &tenant, raw).await?;
     // Introspection writes nothing: no audit context.
     let ctx = tessera_actors::tenant::audit::AuditContext::default();
     let answer = oauth(&tenant, ctx, OAuthCmd::Introspect { client, token }).await?;
@@ -623,6 +625,7 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
                 Err(resp) => resp,
             },
             Ok(AgentToken::Revoked(_)) => agents::agent_revoked(),
+            Ok(AgentToken::Denied(_)) => invalid(),
             Ok(AgentToken::NotAgent) => invalid(),
             Err(e) => e.into_response(),
         };
