@@ -4,12 +4,9 @@
 
 use axum::{extract::Path, Json};
 use serde::Serialize;
-use tessera_actors::{
-    tenant::{
-        agents::{AgentAnswer, AgentCmd, RequestView},
-        audit::AuditContext,
-    },
-    TenantMsg,
+use tessera_actors::tenant::{
+    agents::{AgentAnswer, AgentCmd, RequestView},
+    audit::AuditContext,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -29,17 +26,7 @@ async fn call(
     ctx: &AuditContext,
     cmd: AgentCmd,
 ) -> Result<AgentAnswer, ApiError> {
-    user.tenant
-        .call(|reply| TenantMsg::Agents {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == axum::http::StatusCode::NOT_FOUND => ApiError::not_found("agent"),
-            e => e,
-        })
+    super::oauth::agents::call_api(&user.tenant, ctx, cmd, "agent").await
 }
 
 /// An agent as the user it acted for sees it (spec 2.11 UserAgentResponse).

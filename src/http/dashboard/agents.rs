@@ -321,17 +321,7 @@ async fn agents(
     ctx: &tessera_actors::tenant::audit::AuditContext,
     cmd: AgentCmd,
 ) -> Result<AgentAnswer, ApiError> {
-    tenant
-        .call(|reply| TenantMsg::Agents {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found("agent"),
-            e => e,
-        })
+    crate::http::oauth::agents::call_api(tenant, ctx, cmd, "agent").await
 }
 
 fn one(answer: AgentAnswer) -> Result<AgentRecord, ApiError> {

@@ -31,7 +31,10 @@ use tessera_actors::{
 };
 use tessera_storage::TenantId;
 
-use super::browser::{field, form_fields, scope_text, sign_in_cookie, signed_in};
+use super::{
+    agents::call,
+    browser::{field, form_fields, scope_text, sign_in_cookie, signed_in},
+};
 use crate::{
     app::AppState,
     http::{
@@ -43,20 +46,6 @@ use crate::{
 };
 
 const REQUEST_PATH: &str = "/agent-request";
-
-async fn agent_call(
-    tenant: &TenantHandle,
-    ctx: AuditContext,
-    cmd: AgentCmd,
-) -> Result<AgentAnswer, CallError<TenantError>> {
-    tenant
-        .call(|reply| TenantMsg::Agents {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-}
 
 /// The request's agent, what it asks for and its binding message, as paragraphs and items.
 fn describe(reader: &Reader, page: &mut crate::http::pages::PageTemplate, view: &RequestView) {
@@ -122,7 +111,7 @@ async fn open_request(
     let cmd = AgentCmd::PeekLink {
         token: token.to_owned(),
     };
-    let view = match agent_call(&tenant, AuditContext::default(), cmd).await {
+    let view = match call(&tenant, AuditContext::default(), cmd).await {
         Ok(AgentAnswer::Request(v)) => *v,
         Ok(_) => return Err(reader.problem(Problem::Internal)),
         Err(e) => return Err(reader.problem(e.into())),
@@ -173,7 +162,7 @@ pub async fn request_submit(
         _ => return reader.problem(Problem::Invalid),
     };
     let cmd = AgentCmd::DecideLink { token, approve };
-    match agent_call(&tenant, ctx, cmd).await {
+    match call(&tenant, ctx, cmd).await {
         Ok(_) => decided(&reader, &view.agent_name, approve),
         Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
             let mut page = reader.page("agent-request-blocked-title");
@@ -311,7 +300,7 @@ async fn confirm_page(
         bearer,
         user_code: code.to_owned(),
     };
-    match agent_call(tenant, AuditContext::default(), cmd).await {
+    match call(tenant, AuditContext::default(), cmd).await {
         Ok(AgentAnswer::Request(view)) => {
             let mut page = reader.page("agent-request-title");
             describe(reader, &mut page, &view);
@@ -501,7 +490,7 @@ pub async fn device_submit(
                 bearer,
                 user_code: code.clone(),
             };
-            let agent = match agent_call(&tenant, AuditContext::default(), peek).await {
+            let agent = match call(&tenant, AuditContext::default(), peek).await {
                 Ok(AgentAnswer::Request(v)) => v.agent_name,
                 Err(CallError::Failed(TenantError::NotFound)) => {
                     return code_form(&reader, &slug, true)
@@ -523,7 +512,7 @@ pub async fn device_submit(
                 user_code: code,
                 approve,
             };
-            match agent_call(&tenant, ctx, cmd).await {
+            match call(&tenant, ctx, cmd).await {
                 Ok(_) => decided(&reader, &agent, approve),
                 Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
                     let mut page = reader.page("agent-request-blocked-title");

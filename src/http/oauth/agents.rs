@@ -150,19 +150,19 @@ fn sign(
         .sign_agent(&claims)
         .map_err(|e| OAuthError::from(ApiError::internal(e)))?;
     Ok(no_store(
-        Json(AgentTokenResponse {
+        Json(super::token::TokenAnswer::Agent(AgentTokenResponse {
             access_token,
             issued_token_type: exchange.then_some(ACCESS_TOKEN_TYPE),
             token_type: "Bearer",
             expires_in: (issued.exp - issued.iat).max(0),
             scope: claims.scope,
-        })
+        }))
         .into_response(),
     ))
 }
 
-/// One agent command.
-async fn call(
+/// One agent command (the hosted pages and the user's routes send theirs through it too).
+pub(crate) async fn call(
     tenant: &TenantHandle,
     ctx: AuditContext,
     cmd: AgentCmd,
@@ -174,6 +174,22 @@ async fn call(
             reply,
         })
         .await
+}
+
+/// [`call`] for the service's routes: an unknown agent (or request) is 404
+/// `resource/not_found` naming `what`.
+pub(crate) async fn call_api(
+    tenant: &TenantHandle,
+    ctx: &AuditContext,
+    cmd: AgentCmd,
+    what: &str,
+) -> Result<AgentAnswer, ApiError> {
+    call(tenant, ctx.clone(), cmd)
+        .await
+        .map_err(|e| match ApiError::from(e) {
+            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found(what),
+            e => e,
+        })
 }
 
 /// The RFC 8707 `resource`: one of the tenant's registered resources (else `invalid_target`).

@@ -119,15 +119,38 @@ pub(super) fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthEr
 /// refusing repeated parameters).
 #[derive(Serialize, ToSchema)]
 pub struct TokenForm {
-    /// `authorization_code` or `refresh_token`.
+    /// `authorization_code` or `refresh_token` (OAuth clients); `client_credentials`,
+    /// `urn:ietf:params:oauth:grant-type:token-exchange`, `urn:openid:params:grant-type:ciba`
+    /// or `urn:ietf:params:oauth:grant-type:device_code` (agents).
     pub grant_type: String,
     pub code: Option<String>,
     pub redirect_uri: Option<String>,
     pub code_verifier: Option<String>,
     pub refresh_token: Option<String>,
     pub scope: Option<String>,
+    /// RFC 8707: one of the tenant's registered resources (agents' grants).
+    pub resource: Option<String>,
+    /// Token exchange: the user's access token, and its type
+    /// (`urn:ietf:params:oauth:token-type:access_token`).
+    pub subject_token: Option<String>,
+    pub subject_token_type: Option<String>,
+    /// Token exchange: optionally the agent's own token, and its type.
+    pub actor_token: Option<String>,
+    pub actor_token_type: Option<String>,
+    /// CIBA: what `bc-authorize` answered.
+    pub auth_req_id: Option<String>,
+    /// Device code: what `device_authorization` answered.
+    pub device_code: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
+}
+
+/// A token endpoint answer: an OAuth client's pair, or an agent's token.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum TokenAnswer {
+    Client(OAuthTokenResponse),
+    Agent(agents::AgentTokenResponse),
 }
 
 /// The revocation and introspection form (for the OpenAPI document).
@@ -283,15 +306,18 @@ pub(super) fn no_store(mut resp: Response) -> Response {
     resp
 }
 
-/// The token endpoint: `authorization_code` (with the PKCE verifier) and `refresh_token`.
+/// The token endpoint: for OAuth clients `authorization_code` (with the PKCE verifier) and
+/// `refresh_token`; for agents `client_credentials`, token exchange (RFC 8693), CIBA and the
+/// device code (RFC 8628), polled.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/token", tag = "oauth",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded",
-        description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
+        description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); an agent's `client_credentials` (`scope`, `resource`), token exchange (`subject_token`, `subject_token_type`, optional `actor_token`, `scope`, `resource`), CIBA (`auth_req_id`) or device code (`device_code`). Client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
     responses(
-        (status = 200, description = "Tokens", body = OAuthTokenResponse),
-        (status = 400, description = "`invalid_request`, `invalid_grant`, `invalid_scope`, `unsupported_grant_type`", body = OAuthErrorBody),
-        (status = 401, description = "`invalid_client`, with `WWW-Authenticate: Basic`", body = OAuthErrorBody),
+        (status = 200, description = "An OAuth client's tokens, or an agent's token (no refresh token; `issued_token_type` after a token exchange)", body = TokenAnswer),
+        (status = 400, description = "`invalid_request`, `invalid_grant`, `invalid_scope`, `invalid_target`, `unauthorized_client`, `unsupported_grant_type`; polling: `authorization_pending`, `slow_down`, `access_denied`, `expired_token`", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_client`, with `WWW-Authenticate: Basic`; a revoked agent's `actor_token`: `invalid_token` with `error_description=\"agent_revoked\"`", body = OAuthErrorBody),
+        (status = 429, description = "`rate_limited`: an agent over one of its limits, with `Retry-After`", body = OAuthErrorBody),
     ))]
 pub async fn token(
     State(state): State<AppState>,
@@ -335,7 +361,7 @@ pub async fn token(
         _ => return Err(ApiError::internal("an unexpected answer to a token request").into()),
     };
     Ok(no_store(
-        Json(sign(&state, &tenant, issued).await?).into_response(),
+        Json(TokenAnswer::Client(sign(&state, &tenant, issued).await?)).into_response(),
     ))
 }
 
