@@ -1259,6 +1259,30 @@ fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
     );
     assert!(mine["last_action_at"].is_string(), "{mine}");
     assert!(mine.get("revoked_at").is_none_or(Value::is_null), "{mine}");
+    // The user's data export lists it too.
+    let step_up = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&user.access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let step_up = step_up.expect(200)["step_up_token"]
+        .as_str()
+        .expect("a step-up token")
+        .to_owned();
+    let export = api.send_with(
+        "GET",
+        "/v1/users/me/export",
+        Some(&user.access),
+        None,
+        &[(STEP_UP_HEADER, step_up.as_str())],
+    );
+    let exported = export.expect(200)["agents"].clone();
+    assert_eq!(
+        exported[0]["agent_client_id"],
+        agent.client_id.as_str(),
+        "{exported}"
+    );
+    assert_eq!(exported[0]["agent_name"], "Travel Agent", "{exported}");
 
     // A request waiting when the user withdraws.
     ciba_request(

@@ -1808,6 +1808,31 @@ impl TenantState {
         Ok(out)
     }
 
+    /// The agents that acted for `user`, as the user's data export lists them.
+    pub(super) fn agents_of_user(&self, user: Uuid) -> Result<serde_json::Value, TenantError> {
+        let rfc3339 = |t: Option<OffsetDateTime>| {
+            t.and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .ok()
+            })
+        };
+        let list: Vec<serde_json::Value> = self
+            .my_agents(user)?
+            .into_iter()
+            .map(|a| {
+                serde_json::json!({
+                    "agent_client_id": a.client_id,
+                    "agent_name": a.name,
+                    "action_count": a.action_count,
+                    "last_action_at": rfc3339(a.last_action_at),
+                    "revoked_at": rfc3339(a.revoked_at),
+                    "agent_revoked_at": rfc3339(a.agent_revoked_at),
+                })
+            })
+            .collect();
+        Ok(serde_json::Value::Array(list))
+    }
+
     fn agent_by_client(&self, client_id: &str) -> Result<AgentRecord, TenantError> {
         self.cells
             .agents

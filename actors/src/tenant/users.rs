@@ -731,6 +731,7 @@ impl TenantState {
             "sessions": detail.sessions,
             "activity": detail.activity,
             "consents": self.consent_records(user.id)?,
+            "agents": self.agents_of_user(user.id)?,
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))
