@@ -225,3 +225,58 @@ pub fn normalize_domain(entry: &str) -> Option<String> {
         });
     ok.then_some(ascii)
 }
+
+/// Whether `uri` may be registered as a redirect URI: an app URL as the hosted pages take
+/// them ([`is_app_url`]), or a native app's (RFC 8252): `http` on `[::1]`, or a private-use
+/// scheme with a dot in it.
+pub fn redirect_uri_ok(uri: &str) -> bool {
+    if is_app_url(uri) {
+        return true;
+    }
+    let Ok(u) = url::Url::parse(uri) else {
+        return false;
+    };
+    let clean = uri.len() <= 2048
+        && u.fragment().is_none()
+        && u.username().is_empty()
+        && u.password().is_none();
+    clean
+        && match u.scheme() {
+            "http" => u.host_str() == Some("[::1]"),
+            "https" => false,
+            scheme => scheme.contains('.'),
+        }
+}
+
+/// Whether `scope` may be allowed to a client: a protocol scope or a catalog scope's name.
+pub fn scope_ok(scope: &str) -> bool {
+    PROTOCOL_SCOPES.contains(&scope) || scope_name_ok(scope)
+}
+
+/// `description`: at most 500 characters.
+pub fn check_description(e: &mut FieldErrors, d: Option<&str>) {
+    e.check(
+        "description",
+        d.is_none_or(|d| d.chars().count() <= 500),
+        "at most 500 characters",
+    );
+}
+
+/// `logo_url`: an https URL of at most 2,048 characters.
+pub fn check_logo(e: &mut FieldErrors, l: Option<&str>) {
+    e.check(
+        "logo_url",
+        l.is_none_or(|l| {
+            l.len() <= 2048 && url::Url::parse(l).is_ok_and(|u| u.scheme() == "https")
+        }),
+        "must be an https URL of at most 2048 characters",
+    );
+}
+
+/// The list without repeats, in the order first given.
+pub fn dedup(list: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    list.into_iter()
+        .filter(|s| seen.insert(s.clone()))
+        .collect()
+}

@@ -396,6 +396,20 @@ pub fn see_other(reader: &Reader, location: &str, status: StatusCode) -> Respons
     resp
 }
 
+/// The form fields of a hosted page's POST (the first of a repeated name; the consent page's
+/// scope boxes are read apart).
+pub fn form_fields(body: &[u8]) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    for (k, v) in form_urlencoded::parse(body) {
+        out.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+    }
+    out
+}
+
+pub fn field<'f>(form: &'f std::collections::HashMap<String, String>, name: &str) -> &'f str {
+    form.get(name).map_or("", String::as_str)
+}
+
 /// What can go wrong on a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Problem {

@@ -650,6 +650,55 @@ fn link_in(text: &str, prefix: &str) -> String {
     text[start..].split_whitespace().next().unwrap().to_owned()
 }
 
+/// A tenant on the pro tier with one agent of `grant` (scope `openid`) and a confirmed user
+/// `email`: the server, the user API and the agent's `(client id, secret)`.
+fn agent_world(
+    tenant: &str,
+    agent: &str,
+    grant: &str,
+    email: &str,
+) -> (
+    crate::support::SmtpStub,
+    crate::support::TestServer,
+    UserApi,
+    (String, String),
+) {
+    let (smtp, srv, api, s) = setup(tenant, &[("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1")]);
+    let out = srv.admin(&["tenant", "set-tier", &api.slug, "pro"], "");
+    assert!(out.status.success(), "{}", out.stderr);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (st, body) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/agents", api.slug),
+        &s,
+        Some(&json!({"name": agent, "grant_types": [grant], "scopes": ["openid"]})),
+    );
+    assert_eq!(st, 201, "{body}");
+    let creds = (
+        body["client_id"].as_str().unwrap().to_owned(),
+        body["client_secret"].as_str().unwrap().to_owned(),
+    );
+    api.verified_user(&smtp, email, USER_PASSWORD);
+    (smtp, srv, api, creds)
+}
+
+/// A form POST of the agent to `/v1/tenants/{slug}/oauth/{endpoint}`: status and body.
+fn agent_post(
+    api: &UserApi,
+    (id, secret): &(String, String),
+    endpoint: &str,
+    form: &[(&str, &str)],
+) -> (u16, serde_json::Value) {
+    let r = api
+        .client
+        .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
+        .basic_auth(id, Some(secret))
+        .form(form)
+        .send()
+        .unwrap();
+    (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
+}
+
 /// The device page in Chromium: the user follows the device's complete verification URI, signs
 /// in with a password, sees the agent and the code, and approves; the agent's poll then gets
 /// a token on the user's behalf.
@@ -658,40 +707,13 @@ fn a_user_connects_a_device_on_the_hosted_device_page_in_chromium() {
     if !chromium_present() {
         return;
     }
-    let (smtp, srv, api, s) = setup(
+    let (_smtp, _srv, api, agent) = agent_world(
         "Chromium Device",
-        &[("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1")],
+        "Kitchen Speaker",
+        "urn:ietf:params:oauth:grant-type:device_code",
+        "cook@example.com",
     );
-    let out = srv.admin(&["tenant", "set-tier", &api.slug, "pro"], "");
-    assert!(out.status.success(), "{}", out.stderr);
-    srv.reauth(&s, crate::support::PASSWORD);
-    let (st, agent) = srv.dash_json(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/agents", api.slug),
-        &s,
-        Some(&json!({
-            "name": "Kitchen Speaker",
-            "grant_types": ["urn:ietf:params:oauth:grant-type:device_code"],
-            "scopes": ["openid"],
-        })),
-    );
-    assert_eq!(st, 201, "{agent}");
-    let (id, secret) = (
-        agent["client_id"].as_str().unwrap().to_owned(),
-        agent["client_secret"].as_str().unwrap().to_owned(),
-    );
-    api.verified_user(&smtp, "cook@example.com", USER_PASSWORD);
-    let post = |form: &[(&str, &str)], endpoint: &str| {
-        let r = api
-            .client
-            .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
-            .basic_auth(&id, Some(&secret))
-            .form(form)
-            .send()
-            .unwrap();
-        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
-    };
-    let (st, started) = post(&[], "device_authorization");
+    let (st, started) = agent_post(&api, &agent, "device_authorization", &[]);
     assert_eq!(st, 200, "{started}");
     let device_code = started["device_code"].as_str().unwrap().to_owned();
     let user_code = started["user_code"].as_str().unwrap().to_owned();
@@ -712,12 +734,14 @@ fn a_user_connects_a_device_on_the_hosted_device_page_in_chromium() {
     ui.expect_text("approved", "Approved");
 
     std::thread::sleep(Duration::from_millis(1300));
-    let (st, issued) = post(
+    let (st, issued) = agent_post(
+        &api,
+        &agent,
+        "token",
         &[
             ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
             ("device_code", &device_code),
         ],
-        "token",
     );
     assert_eq!(st, 200, "{issued}");
     assert!(issued["access_token"].as_str().is_some(), "{issued}");
@@ -734,46 +758,21 @@ fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
     if !chromium_present() {
         return;
     }
-    let (smtp, srv, api, s) = setup(
+    let (smtp, srv, api, agent) = agent_world(
         "Chromium Agent",
-        &[("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1")],
+        "Calendar Helper",
+        "urn:openid:params:grant-type:ciba",
+        "planner@example.com",
     );
-    let out = srv.admin(&["tenant", "set-tier", &api.slug, "pro"], "");
-    assert!(out.status.success(), "{}", out.stderr);
-    srv.reauth(&s, crate::support::PASSWORD);
-    let (st, agent) = srv.dash_json(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/agents", api.slug),
-        &s,
-        Some(&json!({
-            "name": "Calendar Helper",
-            "grant_types": ["urn:openid:params:grant-type:ciba"],
-            "scopes": ["openid"],
-        })),
-    );
-    assert_eq!(st, 201, "{agent}");
-    let (id, secret) = (
-        agent["client_id"].as_str().unwrap().to_owned(),
-        agent["client_secret"].as_str().unwrap().to_owned(),
-    );
-    api.verified_user(&smtp, "planner@example.com", USER_PASSWORD);
-    let post = |form: &[(&str, &str)], endpoint: &str| {
-        let r = api
-            .client
-            .post(api.url(&format!("/v1/tenants/{}/oauth/{endpoint}", api.slug)))
-            .basic_auth(&id, Some(&secret))
-            .form(form)
-            .send()
-            .unwrap();
-        (r.status().as_u16(), r.json::<serde_json::Value>().unwrap())
-    };
-    let (st, started) = post(
+    let (st, started) = agent_post(
+        &api,
+        &agent,
+        "bc-authorize",
         &[
             ("login_hint", "planner@example.com"),
             ("scope", "openid"),
             ("binding_message", "Meeting 4F"),
         ],
-        "bc-authorize",
     );
     assert_eq!(st, 200, "{started}");
     let auth_req_id = started["auth_req_id"].as_str().unwrap().to_owned();
@@ -791,12 +790,14 @@ fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
     ui.expect_text("approved", "Approved");
 
     std::thread::sleep(Duration::from_millis(1300));
-    let (st, issued) = post(
+    let (st, issued) = agent_post(
+        &api,
+        &agent,
+        "token",
         &[
             ("grant_type", "urn:openid:params:grant-type:ciba"),
             ("auth_req_id", &auth_req_id),
         ],
-        "token",
     );
     assert_eq!(st, 200, "{issued}");
     assert!(issued["access_token"].as_str().is_some(), "{issued}");

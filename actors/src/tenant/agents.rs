@@ -1517,6 +1517,18 @@ impl TenantState {
         a.user = record.user;
         a.scopes = Some(&record.scopes);
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
+        if record.link_hash.is_none() {
+            // Nobody is mailed (an unknown address, a user who revoked the agent, a full
+            // mailbox): seal and write as much as a mailed request does, so the answer's time
+            // does not tell the cases apart.
+            let link = self.link("agent-request", &self.link_token());
+            let kind = MailKind::AgentRequest {
+                link,
+                agent_name: agent.name.clone(),
+                binding_message: record.binding_message.clone(),
+            };
+            self.write_decoy(&self.decoy_of(login_hint, kind, &[])?)?;
+        }
         let mail = self.commit(fx)?;
         Ok((started, mail))
     }
@@ -2273,53 +2285,55 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let mut n = 0;
         let ts = now.unix_timestamp();
-        for item in self.store.scan::<AgentTokenRecord>(b"") {
-            let (key, t) = item?;
+        let retention = Duration::days(i64::from(self.agent_policy().activity_retention_days));
+        let cutoff = now - retention;
+        let mut n = self.sweep_kind::<AgentTokenRecord>(
+            limit,
+            |_, t| t.exp <= ts,
+            |k, _| batch.remove(Kind::AgentToken, k),
+        )?;
+        n += self.sweep_kind::<DeniedTokenRecord>(
+            limit,
+            |_, t| t.exp <= ts,
+            |k, _| batch.remove(Kind::AgentDenied, k),
+        )?;
+        n += self.sweep_kind::<AgentRequestRecord>(
+            limit,
+            |k, r| r.expires_at <= now && k.len() == 32,
+            |k, r| {
+                if let Ok(k) = <[u8; 32]>::try_from(k) {
+                    self.remove_request(batch, &k, r);
+                }
+            },
+        )?;
+        n += self.sweep_kind::<AgentActionRecord>(
+            limit,
+            |_, r| r.created_at < cutoff,
+            |k, _| batch.remove(Kind::AgentAction, k),
+        )?;
+        Ok(n)
+    }
+
+    /// Hands at most `limit` records of one kind that are `due` to `remove`; answers how many.
+    fn sweep_kind<R: TenantRecord>(
+        &self,
+        limit: usize,
+        due: impl Fn(&[u8], &R) -> bool,
+        mut remove: impl FnMut(&[u8], &R),
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<R>(b"") {
             if n >= limit {
                 break;
             }
-            if t.exp <= ts {
-                batch.remove(Kind::AgentToken, &key);
+            let (key, record) = item?;
+            if due(&key, &record) {
+                remove(&key, &record);
                 n += 1;
             }
         }
-        for item in self.store.scan::<DeniedTokenRecord>(b"") {
-            let (key, t) = item?;
-            if n >= 2 * limit {
-                break;
-            }
-            if t.exp <= ts {
-                batch.remove(Kind::AgentDenied, &key);
-                n += 1;
-            }
-        }
-        for item in self.store.scan::<AgentRequestRecord>(b"") {
-            let (key, r) = item?;
-            if n >= 3 * limit {
-                break;
-            }
-            if r.expires_at <= now {
-                if let Ok(k) = <[u8; 32]>::try_from(key.as_slice()) {
-                    self.remove_request(batch, &k, &r);
-                    n += 1;
-                }
-            }
-        }
-        let cutoff = now - Duration::days(i64::from(self.agent_policy().activity_retention_days));
-        let mut m = 0;
-        for item in self.store.scan::<AgentActionRecord>(b"") {
-            let (key, r) = item?;
-            if m >= limit {
-                break;
-            }
-            if r.created_at < cutoff {
-                batch.remove(Kind::AgentAction, &key);
-                m += 1;
-            }
-        }
-        Ok(n + m)
+        Ok(n)
     }
 
     /// Carries out one command; answers with the mail it queued.

@@ -27,16 +27,12 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{
-    audit::Pagination,
-    oauth_clients::{check_description, check_logo, dedup, scope_ok},
-    Dashboard,
-};
+use super::{audit::Pagination, Dashboard};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    fields::{nullable, PROTOCOL_SCOPES},
+    fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
 };
 
 /// Scopes an agent may be registered for.

@@ -25,7 +25,6 @@ use tessera_actors::{
     TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
-use url::Url;
 use utoipa::ToSchema;
 
 use super::Dashboard;
@@ -33,7 +32,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    fields::{is_app_url, nullable, scope_name_ok, PROTOCOL_SCOPES},
+    fields::{check_description, check_logo, dedup, nullable, redirect_uri_ok, scope_ok},
 };
 
 /// Redirect URIs (and post-logout redirect URIs) a client may list.
@@ -176,33 +175,6 @@ pub struct UpdateOAuthClientRequest {
     pub first_party: Option<bool>,
 }
 
-/// Whether `uri` may be registered as a redirect URI: an app URL as the hosted pages take
-/// them ([`is_app_url`]), or a native app's (RFC 8252): `http` on `[::1]`, or a private-use
-/// scheme with a dot in it.
-pub fn redirect_uri_ok(uri: &str) -> bool {
-    if is_app_url(uri) {
-        return true;
-    }
-    let Ok(u) = Url::parse(uri) else {
-        return false;
-    };
-    let clean = uri.len() <= 2048
-        && u.fragment().is_none()
-        && u.username().is_empty()
-        && u.password().is_none();
-    clean
-        && match u.scheme() {
-            "http" => u.host_str() == Some("[::1]"),
-            "https" => false,
-            scheme => scheme.contains('.'),
-        }
-}
-
-/// Whether `scope` may be allowed to a client: a protocol scope or a catalog scope's name.
-pub(crate) fn scope_ok(scope: &str) -> bool {
-    PROTOCOL_SCOPES.contains(&scope) || scope_name_ok(scope)
-}
-
 fn check_uris(e: &mut FieldErrors, field: &str, uris: &[String], min: usize) {
     e.check(
         field,
@@ -231,30 +203,6 @@ fn check_scopes(e: &mut FieldErrors, scopes: &[String]) {
             "must be openid, profile, email, phone, address, offline_access or match ^[a-z][a-z0-9_.:-]{0,63}$",
         );
     }
-}
-
-pub(crate) fn check_description(e: &mut FieldErrors, d: Option<&str>) {
-    e.check(
-        "description",
-        d.is_none_or(|d| d.chars().count() <= 500),
-        "at most 500 characters",
-    );
-}
-
-pub(crate) fn check_logo(e: &mut FieldErrors, l: Option<&str>) {
-    e.check(
-        "logo_url",
-        l.is_none_or(|l| l.len() <= 2048 && Url::parse(l).is_ok_and(|u| u.scheme() == "https")),
-        "must be an https URL of at most 2048 characters",
-    );
-}
-
-/// The list without repeats, in the order first given.
-pub(crate) fn dedup(list: Vec<String>) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    list.into_iter()
-        .filter(|s| seen.insert(s.clone()))
-        .collect()
 }
 
 /// One registry command on the tenant's actor; an unknown client is 404 `resource/not_found`.

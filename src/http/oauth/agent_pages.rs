@@ -33,14 +33,17 @@ use tessera_storage::TenantId;
 
 use super::{
     agents::call,
-    browser::{field, form_fields, scope_text, sign_in_cookie, signed_in},
+    browser::{scope_text, sign_in_cookie, signed_in},
 };
 use crate::{
     app::AppState,
     http::{
         error::{is_email, len_between},
         extract::{ClientIp, RequestCtx},
-        pages::{see_other, ButtonView, FieldView, FormView, Problem, Reader, PASSWORD_MAX},
+        pages::{
+            field, form_fields, see_other, ButtonView, FieldView, FormView, Problem, Reader,
+            PASSWORD_MAX,
+        },
         reauth::password_login,
     },
 };

@@ -68,8 +68,8 @@ use crate::{
         error::{is_email, ApiError},
         extract::{ClientIp, RequestCtx},
         pages::{
-            cookie, protect, see_other, ButtonView, CheckView, FieldView, FormView, LinkView,
-            PasskeyButton, Problem, Reader, SocialButtons, PASSWORD_MAX,
+            cookie, field, form_fields, protect, see_other, ButtonView, CheckView, FieldView,
+            FormView, LinkView, PasskeyButton, Problem, Reader, SocialButtons, PASSWORD_MAX,
         },
         reauth::{exchange_sign_in, password_login, SOCIAL_DONE_COOKIE},
         responses::authorize_query,
@@ -299,20 +299,6 @@ fn shown(reader: &Reader, e: &ApiError) -> Response {
 /// `302 Found` to the client (RFC 6749 4.1.2).
 fn to_client(reader: &Reader, location: &str) -> Response {
     see_other(reader, location, StatusCode::FOUND)
-}
-
-/// The form fields of a hosted page's POST (the first of a repeated name; the consent page's
-/// scope boxes are read apart).
-pub(crate) fn form_fields(body: &[u8]) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    for (k, v) in form_urlencoded::parse(body) {
-        out.entry(k.into_owned()).or_insert_with(|| v.into_owned());
-    }
-    out
-}
-
-pub(crate) fn field<'f>(form: &'f HashMap<String, String>, name: &str) -> &'f str {
-    form.get(name).map_or("", String::as_str)
 }
 
 // ---------------------------------------------------------------- GET: the state machine

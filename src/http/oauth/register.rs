@@ -19,9 +19,10 @@ use super::{split_scopes, OAuthError, OAuthErrorBody};
 use crate::{
     app::AppState,
     http::{
-        dashboard::oauth_clients::{dedup, redirect_uri_ok, registry, scope_ok},
+        dashboard::oauth_clients::registry,
         error::{len_between, ApiError, ErrorBody},
         extract::{tenant_by_slug, ApiJson, ClientIp, RequestCtx},
+        fields::{dedup, redirect_uri_ok, scope_ok},
     },
 };
 
