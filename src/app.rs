@@ -29,6 +29,8 @@ pub struct App {
     pub captcha: Captcha,
     /// Speaks to the social sign-in providers.
     pub social: crate::social::SocialClient,
+    /// Checks wallet presentations (fetches issuers' keys and status lists).
+    pub wallet: crate::eudi::WalletVerifier,
     pub mailer: Arc<Mailer>,
     /// Sends text messages (the dashboard's test directly; tenants' through the courier).
     pub texter: Arc<crate::delivery::sms::Texter>,

@@ -59,7 +59,48 @@ pub struct Config {
     pub catalog: CatalogConfig,
     pub social: SocialConfig,
     pub agents: AgentsConfig,
+    pub eudi: WalletConfig,
     pub testing: TestingConfig,
+}
+
+/// How the wallet verifier reaches issuers' keys and status lists.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WalletConfig {
+    /// How long one fetch (an issuer's key set or DID document, a status list) may take, in
+    /// milliseconds.
+    pub timeout_ms: u64,
+    /// How long a fetched key set or DID document is used before it is fetched again.
+    pub keys_cache_secs: u64,
+    /// The largest status list accepted, in bytes once inflated.
+    pub status_list_max_bytes: usize,
+    /// Fetch `http://` URLs on loopback hosts (local trials of issuers and status lists).
+    /// Everything else is HTTPS only.
+    pub allow_loopback_http: bool,
+}
+
+impl Default for WalletConfig {
+    fn default() -> Self {
+        WalletConfig {
+            timeout_ms: 5_000,
+            keys_cache_secs: 600,
+            status_list_max_bytes: 4 << 20,
+            allow_loopback_http: false,
+        }
+    }
+}
+
+impl WalletConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        positive("eudi.timeout_ms", self.timeout_ms)?;
+        if !(1024..=(64 << 20)).contains(&self.status_list_max_bytes) {
+            return Err(ConfigError::Key {
+                key: "eudi.status_list_max_bytes",
+                reason: "must be between 1024 and 67108864".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// The platform's ceilings for agents, and the timings of their user-approved flows. An
@@ -824,6 +865,7 @@ impl Config {
         positive("tokens.refresh_ttl_secs", self.tokens.refresh_ttl_secs)?;
         self.social.validate()?;
         self.agents.validate()?;
+        self.eudi.validate()?;
         positive(
             "tokens.authorization_code_ttl_secs",
             self.tokens.authorization_code_ttl_secs,

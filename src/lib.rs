@@ -8,6 +8,7 @@ pub mod app;
 pub mod captcha;
 pub mod config;
 pub mod delivery;
+pub mod eudi;
 pub mod http;
 pub mod i18n;
 pub mod metrics;
@@ -197,6 +198,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     .map_err(StartError::Other)?;
     let captcha = Captcha::new(config.captcha.clone()).map_err(StartError::Other)?;
     let social = social::SocialClient::new(config.social.clone()).map_err(StartError::Other)?;
+    let wallet = eudi::WalletVerifier::new(config.eudi.clone()).map_err(StartError::Other)?;
     let mailer = Arc::new(delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?);
     let postman = tokio::spawn(delivery::postman::run(
         mailer.clone(),
@@ -227,6 +229,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         hasher,
         captcha,
         social,
+        wallet,
         mailer,
         texter,
         ip_hasher,

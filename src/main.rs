@@ -107,6 +107,37 @@ enum AdminCommand {
         #[command(subcommand)]
         command: OutboxCommand,
     },
+    /// A tenant's wallet verifier identity (OpenID4VP request signing).
+    Eudi {
+        #[command(subcommand)]
+        command: EudiCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum EudiCommand {
+    /// Sets the key and certificate chain that sign the tenant's wallet requests. The chain
+    /// (PEM, leaf first, without the root) must end at a CA wallets trust; the leaf must not
+    /// be self-signed and must hold the key's public half.
+    SetVerifierCert {
+        slug: String,
+        /// PEM private key (PKCS#8, or SEC1 `EC PRIVATE KEY`), P-256 or Ed25519.
+        #[arg(long)]
+        key_file: PathBuf,
+        /// PEM certificates, leaf first.
+        #[arg(long)]
+        chain_file: PathBuf,
+    },
+    /// Makes and sets a development chain (a root and a leaf for this server's host) so the
+    /// flow can be tried with a test wallet. No real wallet trusts it. Prints the root.
+    DevCert {
+        slug: String,
+        /// How long the leaf is valid.
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+    },
+    /// The verifier identity in use: client id, expiry, whether it is a development one.
+    Show { slug: String },
 }
 
 #[derive(Subcommand)]
@@ -496,6 +527,19 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             UserCommand::Delete { tenant, id } => AdminRequest::UserDelete { tenant, id },
             UserCommand::Traces { tenant, needles } => AdminRequest::UserTraces { tenant, needles },
         },
+        AdminCommand::Eudi { command } => match command {
+            EudiCommand::SetVerifierCert {
+                slug,
+                key_file,
+                chain_file,
+            } => AdminRequest::EudiSetVerifier {
+                slug,
+                key_pem: read_pem(&key_file)?,
+                chain_pem: read_pem(&chain_file)?,
+            },
+            EudiCommand::DevCert { slug, days } => AdminRequest::EudiDevCert { slug, days },
+            EudiCommand::Show { slug } => AdminRequest::EudiShow { slug },
+        },
         AdminCommand::Outbox {
             command: OutboxCommand::List { tenant, kind },
         } => AdminRequest::OutboxList {
@@ -521,6 +565,15 @@ fn import_users(socket: &Path, tenant: &str, file: Option<&Path>) -> ExitCode {
         2 => ExitCode::from(2),
         _ => ExitCode::FAILURE,
     }
+}
+
+/// A PEM file the admin command sends over the socket (at most 64 KiB).
+fn read_pem(path: &std::path::Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if meta.len() > 64 * 1024 {
+        return Err(format!("{}: larger than 64 KiB", path.display()));
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The owner's password: the first line of stdin.

@@ -132,6 +132,10 @@ pub enum TenantError {
         field: &'static str,
         reason: &'static str,
     },
+    #[error("the age verification token is unknown, used or expired")]
+    AgeTokenInvalid,
+    #[error("the wallet request was refused: {}", .0.as_str())]
+    Eudi(crate::tenant::eudi::EudiRefusal),
     #[error("the OAuth request was refused: {}", .0.code())]
     OAuth(crate::tenant::oauth::OAuthFailure),
     #[error("internal: {0}")]

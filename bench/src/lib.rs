@@ -6,6 +6,7 @@ use std::{path::Path, time::Duration};
 
 use serde_json::Value;
 
+pub mod wallet;
 pub mod webauthn;
 
 /// Any failure of a benchmark program: printed on stderr, exit status 1.

@@ -104,6 +104,20 @@ pub enum AdminRequest {
         #[serde(default)]
         sms: bool,
     },
+    /// Sets a tenant's wallet verifier key and chain (PEM texts read by the CLI).
+    EudiSetVerifier {
+        slug: String,
+        key_pem: String,
+        chain_pem: String,
+    },
+    /// Makes and sets a development verifier chain.
+    EudiDevCert {
+        slug: String,
+        days: u32,
+    },
+    EudiShow {
+        slug: String,
+    },
 }
 
 /// One line of `tessera admin user import`'s JSON Lines input.

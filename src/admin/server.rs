@@ -10,12 +10,14 @@ use tessera_actors::{
     records::Tier,
     tenant::{
         audit::AuditContext,
+        eudi::{EudiAnswer, EudiCmd, VerifierIdentity},
         import::{ImportedUser, MAX_IMPORT_BATCH},
         messages::{UserAction, UserQuery, UserStatus},
         oauth_clients::OAuthClientCmd,
     },
     CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
+use tessera_eudi::x509;
 use tokio::{
     io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
     net::{UnixListener, UnixStream},
@@ -128,6 +130,9 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::OutboxList { .. } => "outbox list",
+        AdminRequest::EudiSetVerifier { .. } => "eudi set-verifier-cert",
+        AdminRequest::EudiDevCert { .. } => "eudi dev-cert",
+        AdminRequest::EudiShow { .. } => "eudi show",
         AdminRequest::UserImport { .. } => "user import",
         AdminRequest::UserList { .. } => "user list",
         AdminRequest::UserShow { .. } => "user show",
@@ -573,6 +578,73 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 Err(e) => Err(e.into()),
             }
         }
+        AdminRequest::EudiSetVerifier {
+            slug,
+            key_pem,
+            chain_pem,
+        } => {
+            let tenant = tenant_of(state, &slug)?;
+            let key = x509::signing_key_from_pem(&key_pem)
+                .map_err(|e| ApiError::invalid_field("key_file", e.to_string()))?;
+            let chain = x509::certs_from_pem(&chain_pem)
+                .map_err(|e| ApiError::invalid_field("chain_file", e.to_string()))?;
+            let now = time::OffsetDateTime::now_utc().unix_timestamp();
+            let not_after = x509::check_verifier_chain(&chain, &key, now)
+                .map_err(|e| ApiError::invalid_field("chain_file", e.to_string()))?;
+            let pkcs8 = key.to_pkcs8().map_err(ApiError::internal)?;
+            let v = set_verifier(&tenant, pkcs8, chain, not_after, false).await?;
+            Ok(verifier_json(&v, None))
+        }
+        AdminRequest::EudiDevCert { slug, days } => {
+            let tenant = tenant_of(state, &slug)?;
+            if !(1..=365).contains(&days) {
+                return Err(ApiError::invalid_field("days", "must be 1-365"));
+            }
+            let host = url::Url::parse(&state.base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "localhost".into());
+            let dev = x509::dev_chain(
+                &format!("Tessera development verifier ({slug})"),
+                &host,
+                days,
+            )
+            .map_err(ApiError::internal)?;
+            let not_after = x509::check_verifier_chain(
+                std::slice::from_ref(&dev.leaf_der),
+                &tessera_eudi::jose::SigningKey::from_pkcs8(&dev.leaf_key_pkcs8)
+                    .map_err(ApiError::internal)?,
+                time::OffsetDateTime::now_utc().unix_timestamp(),
+            )
+            .map_err(ApiError::internal)?;
+            let v = set_verifier(
+                &tenant,
+                dev.leaf_key_pkcs8,
+                vec![dev.leaf_der],
+                not_after,
+                true,
+            )
+            .await?;
+            Ok(verifier_json(
+                &v,
+                Some(x509::to_pem("CERTIFICATE", &dev.root_der)),
+            ))
+        }
+        AdminRequest::EudiShow { slug } => {
+            let tenant = tenant_of(state, &slug)?;
+            let answer = tenant
+                .call(|reply| TenantMsg::Eudi {
+                    cmd: EudiCmd::Verifier,
+                    ctx: AuditContext::default(),
+                    reply,
+                })
+                .await?;
+            match answer {
+                EudiAnswer::Verifier(Some(v)) => Ok(verifier_json(&v, None)),
+                EudiAnswer::Verifier(None) => Ok(json!({ "configured": false })),
+                _ => Err(ApiError::internal("an unexpected wallet answer")),
+            }
+        }
         AdminRequest::OutboxList { tenant, sms: true } => {
             if state.config.sms.transport != SmsTransport::Outbox {
                 return Ok(json!([]));
@@ -601,4 +673,52 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             to_value(entries)
         }
     }
+}
+
+/// Stores a verifier identity (already checked) in the tenant.
+async fn set_verifier(
+    tenant: &TenantHandle,
+    pkcs8: Vec<u8>,
+    chain: Vec<Vec<u8>>,
+    not_after: i64,
+    development: bool,
+) -> Result<std::sync::Arc<VerifierIdentity>, ApiError> {
+    let key_pkcs8 = zeroize::Zeroizing::new(pkcs8);
+    let answer = tenant
+        .call(|reply| TenantMsg::Eudi {
+            cmd: EudiCmd::SetVerifier {
+                key_pkcs8: key_pkcs8.clone(),
+                chain: chain.clone(),
+                not_after,
+                development,
+            },
+            ctx: AuditContext::default(),
+            reply,
+        })
+        .await?;
+    match answer {
+        EudiAnswer::VerifierSet(v) => Ok(v),
+        _ => Err(ApiError::internal("an unexpected wallet answer")),
+    }
+}
+
+/// What the admin commands print of a verifier identity.
+fn verifier_json(v: &VerifierIdentity, root_pem: Option<String>) -> serde_json::Value {
+    let not_after = time::OffsetDateTime::from_unix_timestamp(v.not_after)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        });
+    let mut out = json!({
+        "configured": true,
+        "client_id": v.client_id,
+        "not_after": not_after,
+        "development": v.development,
+        "chain_length": v.chain.len(),
+    });
+    if let (Some(root), Some(o)) = (root_pem, out.as_object_mut()) {
+        o.insert("root_pem".into(), json!(root));
+    }
+    out
 }

@@ -165,6 +165,47 @@ impl ApiError {
 }
 
 /// 401 `auth/invalid_token` with the RFC 6750 challenge.
+/// A refused wallet command.
+fn eudi_refusal(r: tessera_actors::tenant::eudi::EudiRefusal) -> ApiError {
+    use tessera_actors::tenant::eudi::EudiRefusal as R;
+    let (status, message) = match r {
+        R::Disabled => (
+            StatusCode::FORBIDDEN,
+            "wallet sign-in (or age verification) is not enabled for this tenant",
+        ),
+        R::VerifierMissing => (
+            StatusCode::CONFLICT,
+            "the tenant has no wallet verifier certificate yet (tessera admin eudi set-verifier-cert)",
+        ),
+        R::RedirectNotAllowed => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "redirect_uri is not one of the tenant's URLs",
+        ),
+        R::RequestUnknown => (
+            StatusCode::NOT_FOUND,
+            "no pending wallet request has this id (unknown, answered or expired)",
+        ),
+        R::Replayed => (
+            StatusCode::CONFLICT,
+            "this wallet request was already answered",
+        ),
+        R::AccountBlocked => (StatusCode::FORBIDDEN, "the account is blocked"),
+        R::EmailExists => (
+            StatusCode::FORBIDDEN,
+            "the wallet's address belongs to an account that cannot be linked automatically; sign in and link the wallet instead",
+        ),
+        R::BelowFloor => (
+            StatusCode::FORBIDDEN,
+            "the credential's assurance level is below the tenant's floor",
+        ),
+        R::ResponseCodeMismatch => (
+            StatusCode::BAD_REQUEST,
+            "a same-device result needs the response_code from the wallet's redirect",
+        ),
+    };
+    ApiError::new(status, format!("eudi/{}", r.as_str()), message)
+}
+
 pub fn invalid_token() -> ApiError {
     ApiError::new(
         StatusCode::UNAUTHORIZED,
@@ -418,6 +459,11 @@ impl From<CallError<TenantError>> for ApiError {
                 "passkeys": passkeys,
                 "required_header": "X-Service-Confirm: passkey-rp-id-change",
             })),
+            CallError::Failed(TenantError::Eudi(r)) => eudi_refusal(r),
+            CallError::Failed(TenantError::AgeTokenInvalid) => ApiError::invalid_field(
+                "age_verification_token",
+                "is unknown, used or expired: verify the age again (POST /v1/auth/eudi/age/initiate)",
+            ),
             CallError::Failed(TenantError::OAuthClientLimit) => ApiError::new(
                 StatusCode::CONFLICT,
                 "oauth_client/limit_reached",

@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod cors;
 pub mod dashboard;
 pub mod error;
+pub mod eudi;
 pub mod extract;
 pub mod fields;
 pub mod hosted;
@@ -129,6 +130,12 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(passkeys::assert_begin))
         .routes(routes!(passkeys::assert_finish))
         .routes(routes!(social::session))
+        .routes(routes!(eudi::initiate_login))
+        .routes(routes!(eudi::initiate_age))
+        .routes(routes!(eudi::request_get, eudi::request_post))
+        .routes(routes!(eudi::response))
+        .routes(routes!(eudi::result_login))
+        .routes(routes!(eudi::result_age))
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
@@ -348,6 +355,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             axum::routing::get(oauth::agent_pages::device_page)
                 .post(oauth::agent_pages::device_submit),
         )
+        .route("/eudi/{request_id}", axum::routing::get(eudi::page))
         .route(
             "/oauth/{slug}/link-confirm",
             axum::routing::get(social::link_confirm),

@@ -47,6 +47,8 @@ pub struct PageTemplate {
     pub passkey: Option<PasskeyButton>,
     /// Links that sign in with a social provider.
     pub social: Option<SocialButtons>,
+    /// A QR code (inline SVG made by this server from its own URL).
+    pub qr: Option<String>,
 }
 
 /// The sign-in page's social providers: a heading and one link each.
@@ -258,6 +260,7 @@ impl Reader {
             link: None,
             passkey: None,
             social: None,
+            qr: None,
         }
     }
 

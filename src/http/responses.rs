@@ -108,7 +108,9 @@ pub fn access_claims(app: &App, tenant: &TenantHandle, grant: &Grant, now: i64) 
         tid: tenant.id.to_string(),
         is_anonymous: grant.user.is_anonymous,
         aal: format!("AAL{aal}"),
-        acr: format!("aal{aal}"),
+        acr: grant
+            .acr
+            .map_or_else(|| format!("aal{aal}"), |e| e.acr().to_owned()),
         amr: grant.amr.clone(),
         app_metadata: grant
             .user

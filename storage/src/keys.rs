@@ -143,6 +143,18 @@ pub enum Kind {
     AgentRequestIndex = 0x64,
     /// Event id -> an event waiting for delivery to the tenant's webhooks.
     OutboundEvent = 0x65,
+    /// `verifier` -> the tenant's wallet verifier key (sealed) and certificate chain.
+    EudiVerifier = 0x66,
+    /// A request id's random part -> a wallet transaction.
+    EudiTx = 0x67,
+    /// SHA-256 of a client's poll state -> the key of its wallet transaction.
+    EudiPoll = 0x68,
+    /// Keyed hash of (issuer, identifier) -> the user a wallet identity signs in as.
+    EudiSubject = 0x69,
+    /// User id -> the attributes a wallet attested (sealed).
+    EudiClaims = 0x6A,
+    /// SHA-256 of an age-verification token -> what it proves, until used.
+    AgeToken = 0x6B,
 }
 
 /// The key of a platform record.

@@ -14,6 +14,7 @@ mod cors;
 mod crash;
 mod dashboard;
 mod docs;
+mod eudi;
 mod faults;
 mod hosted;
 mod hygiene;

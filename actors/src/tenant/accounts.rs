@@ -129,6 +129,21 @@ impl TenantState {
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
+        // A wallet's age verification is used here, once, whatever else the registration
+        // meets (an existing address answers a look-alike, and the token is spent all the same).
+        let age_proof = match &r.age_verification_token {
+            Some(token) => {
+                let key = sha256(token.as_bytes());
+                match self.store.get::<super::eudi::AgeTokenRecord>(&key)? {
+                    Some(proof) if proof.expires_at > now => {
+                        fx.batch.remove(Kind::AgeToken, &key);
+                        Some(proof)
+                    }
+                    _ => return Err(TenantError::AgeTokenInvalid),
+                }
+            }
+            None => None,
+        };
         let lookalike = |email: &str| {
             let mut view = Self::lookalike(email, now);
             if let Some(g) = &guest {
@@ -181,11 +196,19 @@ impl TenantState {
                     .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
             })
             .transpose()?;
-        user.age_verification_token = r
-            .age_verification_token
-            .map(|t| {
-                self.master_key
-                    .seal(&self.user_aad(id, "age_verification_token"), t.as_bytes())
+        // What the wallet proved (not the spent token): sealed like the date of birth.
+        user.age_verification_token = age_proof
+            .map(|p| {
+                let proof = serde_json::json!({
+                    "method": "eudi_wallet",
+                    "over": p.over,
+                    "threshold": p.threshold,
+                    "verified_at": p.verified_at.unix_timestamp(),
+                });
+                self.master_key.seal(
+                    &self.user_aad(id, "age_verification_token"),
+                    proof.to_string().as_bytes(),
+                )
             })
             .transpose()?;
         user.email = Some(r.email.clone());

@@ -2316,7 +2316,7 @@ impl TenantState {
     }
 
     /// Hands at most `limit` records of one kind that are `due` to `remove`; answers how many.
-    fn sweep_kind<R: TenantRecord>(
+    pub(super) fn sweep_kind<R: TenantRecord>(
         &self,
         limit: usize,
         due: impl Fn(&[u8], &R) -> bool,

@@ -302,6 +302,8 @@ pub struct Grant {
     pub session_expires_at: OffsetDateTime,
     pub aal: u8,
     pub amr: Vec<String>,
+    /// The session's `acr` when it is not the AAL's (wallet sign-ins: `eidas_*`).
+    pub acr: Option<crate::tenant::eudi::Eidas>,
     /// A client's grant: what it was granted.
     pub oauth: Option<crate::tenant::oauth::OAuthGrant>,
 }
@@ -828,6 +830,12 @@ pub enum TenantMsg {
         cmd: crate::tenant::social::SocialConfigCmd,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::social::SocialProviderView, TenantError>>,
+    },
+    /// Wallet sign-in and age verification.
+    Eudi {
+        cmd: crate::tenant::eudi::EudiCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::eudi::EudiAnswer, TenantError>>,
     },
     /// Agents: the registry, their grants, their users and their activity.
     Agents {

@@ -475,6 +475,7 @@ impl TenantState {
             aal: 2,
             audit,
             oauth: None,
+            acr: None,
         };
         self.signed_in(fx, user, proof, ctx, now)
     }

@@ -14,6 +14,7 @@ pub mod audit;
 pub mod ceremonies;
 pub mod challenges;
 pub mod effects;
+pub mod eudi;
 pub mod guests;
 pub mod hosted;
 pub mod import;
@@ -459,6 +460,12 @@ impl Actor for TenantActor {
                 }
             }
             TenantMsg::Social { cmd, ctx, reply } => match state.social_cmd(cmd, &ctx) {
+                Ok(answer) => reply_durable(state, reply, answer),
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            },
+            TenantMsg::Eudi { cmd, ctx, reply } => match state.eudi_cmd(cmd, &ctx) {
                 Ok(answer) => reply_durable(state, reply, answer),
                 Err(e) => {
                     let _ = reply.send(Err(e));

@@ -197,6 +197,10 @@ pub struct SessionRecord {
     /// Authenticator assurance level, 1 or 2.
     pub aal: u8,
     pub amr: Vec<String>,
+    /// The `acr` its tokens carry when not the AAL's: `eidas_low|substantial|high` for a
+    /// wallet sign-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acr: Option<super::eudi::Eidas>,
     /// The browser or client family that opened the session (`Chrome`, `curl`, ...).
     #[serde(default)]
     pub ua_family: Option<String>,

@@ -70,6 +70,9 @@ pub(super) struct Proof {
     pub audit: serde_json::Map<String, serde_json::Value>,
     /// The OAuth flow the sign-in resumes (its binding already checked by the method).
     pub oauth: Option<OAuthResume>,
+    /// The `acr` the session's tokens carry when it is not the AAL's (`eidas_*` for wallet
+    /// sign-ins).
+    pub acr: Option<super::eudi::Eidas>,
 }
 
 impl Proof {
@@ -82,6 +85,7 @@ impl Proof {
             aal: 1,
             audit,
             oauth: None,
+            acr: None,
         }
     }
 }
@@ -141,7 +145,14 @@ impl TenantState {
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &*user)?;
-        let grant = self.open_session(&mut fx.batch, user, (proof.aal, proof.amr), ctx, now)?;
+        let grant = self.open_session_full(
+            &mut fx.batch,
+            user,
+            (proof.aal, proof.amr, proof.acr),
+            None,
+            ctx,
+            now,
+        )?;
         let mut metadata = serde_json::Map::new();
         metadata.insert("user_id".into(), serde_json::json!(user.id));
         metadata.insert("session_id".into(), serde_json::json!(grant.session_id));
@@ -178,6 +189,7 @@ impl TenantState {
             session_expires_at: session.expires_at,
             aal: session.aal,
             amr: session.amr.clone(),
+            acr: session.acr,
             oauth: session.oauth.clone(),
         }
     }
@@ -204,6 +216,19 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
+        self.open_session_full(batch, user, (aal, amr, None), oauth, ctx, now)
+    }
+
+    /// Opens a session with what was proved: its AAL, `amr` and, when not the AAL's, `acr`.
+    fn open_session_full(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
+        (aal, amr, acr): (u8, Vec<String>, Option<super::eudi::Eidas>),
+        oauth: Option<OAuthGrant>,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
         let ttl = time::Duration::try_from(self.runtime.tokens.refresh_ttl)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
         let session = SessionRecord {
@@ -216,6 +241,7 @@ impl TenantState {
             rotated_at: None,
             aal,
             amr,
+            acr,
             ua_family: ctx.ua_family.clone(),
             ip_hash: ctx.ip_hash.clone(),
             oauth,

@@ -112,6 +112,12 @@ pub struct TenantState {
     /// Passkey sign-in options requested per client address per minute.
     pub(super) passkey_begins: RateWindow<IpAddr>,
     pub(super) social_begins: RateWindow<IpAddr>,
+    /// Wallet transactions begun per client address.
+    pub(super) eudi_begins: RateWindow<IpAddr>,
+    /// Hashes wallet identities into the subjects users are linked by.
+    pub(super) eudi_hasher: KeyedHasher,
+    /// The wallet verifier identity, opened.
+    pub(super) eudi_verifier: Option<Arc<super::eudi::VerifierIdentity>>,
     /// Passkey step-up options per session per minute.
     pub(super) passkey_step_ups: RateWindow<Uuid>,
     /// Agents' per-minute windows and live tokens.
@@ -169,6 +175,7 @@ impl TenantState {
             domain_hasher: master_key.hasher("email-domain"),
             otp_hasher: master_key.hasher("step-up-otp"),
             recovery_hasher: master_key.hasher("recovery-code"),
+            eudi_hasher: master_key.hasher("eudi-subject"),
             master_key,
             settings,
             byok_token_set,
@@ -195,6 +202,8 @@ impl TenantState {
             ceremonies: Default::default(),
             passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             social_begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            eudi_begins: RateWindow::new(super::eudi::BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            eudi_verifier: None,
             passkey_step_ups: RateWindow::new(
                 PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
                 Duration::from_secs(60),
@@ -207,6 +216,7 @@ impl TenantState {
                 Duration::from_secs(60),
             ),
         };
+        state.eudi_verifier = state.load_verifier()?;
         state.restore_throttles()?;
         state.ensure_user_indexes()?;
         Ok(state)

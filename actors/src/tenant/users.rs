@@ -663,6 +663,7 @@ impl TenantState {
         self.erase_consents(batch, user.id)?;
         self.erase_user_agents(batch, user.id)?;
         self.erase_identities(batch, user.id)?;
+        self.erase_wallet_links(batch, user.id)?;
         for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             batch.remove(Kind::UserAudit, &key);

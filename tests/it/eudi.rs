@@ -1,0 +1,759 @@
+//! Wallet sign-in and age verification (OpenID4VP 1.0) through the real binary: a
+//! development verifier chain from the admin CLI, a test wallet holding PID credentials from
+//! test issuers (SD-JWT VC and mdoc, each under its own X.509 root), the signed request object,
+//! the encrypted `direct_post.jwt` answer, the secret result poll, token status lists served
+//! by a local HTTP server, and every refusal a verifier owes.
+
+use std::{
+    collections::HashMap,
+    io::{BufRead, BufReader, Read, Write},
+    sync::{Arc, Mutex},
+};
+
+use serde_json::{json, Map, Value};
+use tessera_bench::wallet::{
+    encrypt_answer, OpenedRequest, TestIssuer, TestWallet, AV_DOCTYPE, PID_DOCTYPE,
+};
+use tessera_eudi::{jose::Alg, x509::Usage};
+
+use crate::support::*;
+
+const ISSUER: &str = "https://pid.example";
+const MDOC_ISSUER: &str = "PID mdoc issuer";
+const APP: &str = "https://app.example";
+
+/// A local HTTP server answering GETs from a table of paths; `down` makes it answer 503.
+#[derive(Clone)]
+struct Files {
+    base: String,
+    table: Arc<Mutex<HashMap<String, (String, String)>>>,
+    hits: Arc<Mutex<HashMap<String, usize>>>,
+    down: Arc<Mutex<bool>>,
+}
+
+impl Files {
+    fn start() -> Files {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let files = Files {
+            base: format!("http://{}", listener.local_addr().unwrap()),
+            table: Arc::default(),
+            hits: Arc::default(),
+            down: Arc::default(),
+        };
+        let me = files.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                let _ = reader.read_line(&mut first);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                }
+                let path = first.split(' ').nth(1).unwrap_or("/").to_owned();
+                *me.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
+                let found = me.table.lock().unwrap().get(&path).cloned();
+                let (status, ctype, body) = match found {
+                    _ if *me.down.lock().unwrap() => {
+                        ("503 Unavailable", "text/plain".into(), String::new())
+                    }
+                    Some((t, b)) => ("200 OK", t, b),
+                    None => ("404 Not Found", "text/plain".into(), String::new()),
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.read(&mut [0u8; 0]);
+            }
+        });
+        files
+    }
+
+    fn put(&self, path: &str, ctype: &str, body: String) {
+        self.table
+            .lock()
+            .unwrap()
+            .insert(path.to_owned(), (ctype.to_owned(), body));
+    }
+
+    fn hits(&self, path: &str) -> usize {
+        self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+}
+
+/// A tenant with wallet sign-in on, a development verifier chain, and two test issuers.
+struct World {
+    srv: TestServer,
+    slug: String,
+    api_key: String,
+    owner: Session,
+    verifier_root: String,
+    sd_issuer: TestIssuer,
+    mdoc_issuer: TestIssuer,
+}
+
+fn pid_claims() -> Map<String, Value> {
+    json!({
+        "family_name": "Mustermann",
+        "given_name": "Erika",
+        "birthdate": "1984-01-26",
+        "email": "erika@pid.example",
+        "age_equal_or_over": {"18": true},
+        "nationalities": ["DE"],
+    })
+    .as_object()
+    .unwrap()
+    .clone()
+}
+
+fn mdoc_elements() -> Map<String, Value> {
+    json!({
+        "family_name": "Nowak",
+        "given_name": "Anna",
+        "birth_date": "1990-05-01",
+        "age_over_18": true,
+        "nationality": "PL",
+    })
+    .as_object()
+    .unwrap()
+    .clone()
+}
+
+impl World {
+    fn start() -> World {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[(&str, &str)]) -> World {
+        let mut env = vec![("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP", "true")];
+        env.extend_from_slice(extra);
+        let srv = TestServer::start_with(&env);
+        let signup = srv.signup("Wallet Co", "owner@example.com");
+        let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
+        let api_key = signup["api_key"].as_str().unwrap().to_owned();
+        let owner = srv.login("owner@example.com", PASSWORD);
+        let out = srv.admin(&["eudi", "dev-cert", &slug], "");
+        let dev = out.json();
+        assert_eq!(dev["development"], true, "{dev}");
+        assert!(dev["client_id"].as_str().unwrap().starts_with("x509_hash:"));
+        let (st, _) = srv.dash_json(
+            "PUT",
+            &format!("/v1/auth/dashboard/tenants/{slug}/settings/urls"),
+            &owner,
+            Some(&json!({"site_url": APP, "redirect_urls": [format!("{APP}/wallet-done")]})),
+        );
+        assert_eq!(st, 200);
+        let world = World {
+            verifier_root: dev["root_pem"].as_str().unwrap().to_owned(),
+            sd_issuer: TestIssuer::new("pid.example", Alg::Es256, Usage::Issuer).unwrap(),
+            mdoc_issuer: TestIssuer::new("mdoc.pid.example", Alg::EdDsa, Usage::MdocDocumentSigner)
+                .unwrap(),
+            srv,
+            slug,
+            api_key,
+            owner,
+        };
+        world.configure(json!({}));
+        world
+    }
+
+    /// Sets the wallet configuration: both issuers as x5c anchors, with `over` merged in.
+    fn configure(&self, over: Value) {
+        let mut body = json!({
+            "enabled": true,
+            "requested_attributes": ["given_name", "family_name", "birth_date", "email"],
+            "trust_anchors": [
+                {
+                    "issuer": ISSUER,
+                    "memberState": "DE",
+                    "allowedAlgs": ["ES256"],
+                    "maxAssuranceLevel": "high",
+                    "allowedFormats": ["dc+sd-jwt"],
+                    "keyResolution": {"method": "x5c", "x5cRoots": [self.sd_issuer.root_b64()]},
+                },
+                {
+                    "issuer": MDOC_ISSUER,
+                    "memberState": "PL",
+                    "allowedAlgs": ["EdDSA"],
+                    "maxAssuranceLevel": "substantial",
+                    "allowedFormats": ["mso_mdoc"],
+                    "keyResolution": {"method": "x5c", "x5cRoots": [self.mdoc_issuer.root_b64()]},
+                },
+            ],
+        });
+        for (k, v) in over.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let (st, v) = self.srv.dash_json(
+            "PUT",
+            &format!("/v1/auth/dashboard/tenants/{}/settings/eudi", self.slug),
+            &self.owner,
+            Some(&body),
+        );
+        assert_eq!(st, 200, "{v}");
+    }
+
+    fn wallet_with_pid(&self, status: Option<(&str, u64)>) -> TestWallet {
+        let mut w = TestWallet::new(&self.verifier_root).unwrap();
+        let exp = tessera_bench::wallet::now() + 86_400;
+        w.sd_jwt = Some(
+            self.sd_issuer
+                .pid_sd_jwt(ISSUER, &pid_claims(), &w.device.public_key(), exp, status)
+                .unwrap(),
+        );
+        w
+    }
+
+    fn wallet_with_mdoc(&self, doctype: &str, elements: Map<String, Value>) -> TestWallet {
+        let mut w = TestWallet::new(&self.verifier_root).unwrap();
+        let cred = self
+            .mdoc_issuer
+            .mdoc(doctype, &elements, &w.device.public_key(), None)
+            .unwrap();
+        w.mdocs.push((doctype.to_owned(), cred));
+        w
+    }
+
+    fn post(&self, path: &str, body: &Value) -> AuthAnswer {
+        AuthAnswer::read(
+            self.srv
+                .client
+                .post(self.srv.url(path))
+                .header("x-api-key", &self.api_key)
+                .json(body)
+                .send()
+                .unwrap(),
+        )
+    }
+
+    fn initiate(&self, path: &str, body: Value) -> Value {
+        self.post(path, &body).expect(200).clone()
+    }
+
+    fn fetch_request(&self, started: &Value) -> String {
+        let r = self
+            .srv
+            .client
+            .post(started["request_uri"].as_str().unwrap())
+            .form(&[("wallet_nonce", "wn-1")])
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            r.headers()["content-type"].to_str().unwrap(),
+            "application/oauth-authz-req+jwt"
+        );
+        r.text().unwrap()
+    }
+
+    fn respond(&self, req: &OpenedRequest, form: String) -> AuthAnswer {
+        AuthAnswer::read(
+            self.srv
+                .client
+                .post(&req.response_uri)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(form)
+                .send()
+                .unwrap(),
+        )
+    }
+
+    fn result(&self, path: &str, state: &str, code: Option<&str>) -> AuthAnswer {
+        let mut url = format!("{path}?state={state}");
+        if let Some(c) = code {
+            url.push_str(&format!("&response_code={c}"));
+        }
+        AuthAnswer::read(self.srv.get(&url, Some(&self.api_key)))
+    }
+}
+
+#[test]
+fn a_wallet_signs_in_with_an_sd_jwt_pid_across_devices() {
+    let w = World::start();
+    let wallet = w.wallet_with_pid(None);
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let state = started["state"].as_str().unwrap();
+    let client_id = started["client_id"].as_str().unwrap();
+    assert!(started["expires_at"].is_string());
+    assert!(started["response_uri"]
+        .as_str()
+        .unwrap()
+        .ends_with("/v1/auth/eudi/response"));
+    // The wallet URL names the request object by reference, and never the poll state.
+    let wallet_url = started["wallet_url"].as_str().unwrap();
+    assert!(wallet_url.starts_with("openid4vp://?client_id=x509_hash%3A"));
+    assert!(wallet_url.contains("request_uri_method=post"));
+    for public in [wallet_url, started["request_object"].as_str().unwrap()] {
+        assert!(!public.contains(state), "the poll state leaked");
+    }
+
+    // The initiate answer's request object is the one the wallet fetches, and it checks out
+    // against the development root; the POST variant echoes wallet_nonce.
+    let inline = wallet
+        .open(started["request_object"].as_str().unwrap())
+        .unwrap();
+    let jar = w.fetch_request(&started);
+    assert!(!jar.contains(state));
+    let req = wallet.open(&jar).unwrap();
+    assert_eq!(req.claims["wallet_nonce"], "wn-1");
+    assert_eq!(req.client_id, client_id);
+    assert_eq!(req.nonce, inline.nonce);
+    assert_eq!(req.claims["response_type"], "vp_token");
+    assert_eq!(
+        req.claims["client_metadata"]["encrypted_response_enc_values_supported"],
+        json!(["A128GCM", "A256GCM"])
+    );
+    assert_eq!(req.query_ids(), vec!["pid_sd_jwt", "pid_mdoc"]);
+    let get = w.srv.get(
+        &format!(
+            "/v1/auth/eudi/request/{}",
+            started["request_uri"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+        ),
+        None,
+    );
+    assert_eq!(get.status(), 200);
+    // A wallet that trusts another root refuses the request.
+    let stranger = TestWallet::new(&tessera_eudi::x509::to_pem(
+        "CERTIFICATE",
+        &w.sd_issuer.root_der,
+    ))
+    .unwrap();
+    assert!(stranger.open(&jar).is_err());
+
+    assert_eq!(
+        w.result("/v1/auth/eudi/result", state, None).expect(200)["status"],
+        "pending"
+    );
+    let answer = wallet.answer(&req).unwrap();
+    let ack = w.respond(&req, answer.clone());
+    assert!(ack.expect(200)["redirect_uri"].is_null());
+
+    // The same answer again is a replay.
+    w.respond(&req, answer)
+        .expect_error(409, "eudi/response_replayed");
+
+    // The poll hands out the session once.
+    let first = w.result("/v1/auth/eudi/result", state, None);
+    let body = first.expect(200);
+    assert_eq!(body["status"], "consumed");
+    assert_eq!(body["token_type"], "Bearer");
+    let access = body["access_token"].as_str().unwrap();
+    let claims = jwt_part(access, 1);
+    assert_eq!(claims["acr"], "eidas_high");
+    assert_eq!(claims["aal"], "AAL2");
+    assert_eq!(claims["amr"], json!(["pop"]));
+    let again = w.result("/v1/auth/eudi/result", state, None);
+    assert_eq!(again.expect(200)["status"], "consumed");
+    assert!(again.expect(200)["access_token"].is_null());
+
+    // The token works, and its refresh keeps the wallet's acr.
+    let me = w
+        .srv
+        .client
+        .get(w.srv.url("/v1/auth/me"))
+        .header("x-api-key", &w.api_key)
+        .bearer_auth(access)
+        .send()
+        .unwrap();
+    assert_eq!(me.status(), 200);
+    let me: Value = me.json().unwrap();
+    assert_eq!(me["email"], "erika@pid.example");
+    assert_eq!(me["email_verified"], true);
+    let refreshed = w.post(
+        "/v1/auth/refresh",
+        &json!({"refresh_token": body["refresh_token"]}),
+    );
+    let refreshed = UserTokens::from_answer(&refreshed);
+    assert_eq!(refreshed.claims()["acr"], "eidas_high");
+
+    // A second sign-in with the same PID is the same user.
+    let again = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let req2 = wallet.open(&w.fetch_request(&again)).unwrap();
+    w.respond(&req2, wallet.answer(&req2).unwrap()).expect(200);
+    let second = w.result(
+        "/v1/auth/eudi/result",
+        again["state"].as_str().unwrap(),
+        None,
+    );
+    let second = jwt_part(second.expect(200)["access_token"].as_str().unwrap(), 1);
+    assert_eq!(second["sub"], claims["sub"]);
+
+    // A poll with a state nobody was given finds nothing.
+    assert_eq!(
+        w.result("/v1/auth/eudi/result", "made-up", None)
+            .expect(200)["status"],
+        "not_found"
+    );
+}
+
+#[test]
+fn a_wallet_signs_in_with_an_mdoc_pid_on_the_same_device() {
+    let w = World::start();
+    let wallet = w.wallet_with_mdoc(PID_DOCTYPE, mdoc_elements());
+    w.post(
+        "/v1/auth/eudi/initiate",
+        &json!({"redirect_uri": "https://evil.example/back"}),
+    )
+    .expect_error(422, "eudi/redirect_not_allowed");
+    let started = w.initiate(
+        "/v1/auth/eudi/initiate",
+        json!({"redirect_uri": format!("{APP}/wallet-done")}),
+    );
+    let state = started["state"].as_str().unwrap();
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    let ack = w.respond(&req, wallet.answer(&req).unwrap());
+    let redirect = ack.expect(200)["redirect_uri"].as_str().unwrap().to_owned();
+    let code = redirect
+        .strip_prefix(&format!("{APP}/wallet-done#response_code="))
+        .expect("the redirect carries a response code")
+        .to_owned();
+    // Without the code from the redirect (or with another), the poll gives nothing away.
+    w.result("/v1/auth/eudi/result", state, None)
+        .expect_error(400, "eudi/response_code_mismatch");
+    w.result("/v1/auth/eudi/result", state, Some("nope"))
+        .expect_error(400, "eudi/response_code_mismatch");
+    let done = w.result("/v1/auth/eudi/result", state, Some(&code));
+    let claims = jwt_part(done.expect(200)["access_token"].as_str().unwrap(), 1);
+    // The mdoc anchor's level caps the acr.
+    assert_eq!(claims["acr"], "eidas_substantial");
+}
+
+#[test]
+fn presentations_that_fail_a_check_are_refused_and_leave_the_transaction_open() {
+    let w = World::start();
+    let wallet = w.wallet_with_pid(None);
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let state = started["state"].as_str().unwrap();
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    let send = |vp: Value, st: &str| {
+        let form = encrypt_answer(&req, &json!({"vp_token": vp, "state": st})).unwrap();
+        w.respond(&req, form)
+    };
+    let sd = |aud: &str, nonce: &str| json!({"pid_sd_jwt": [wallet.sd_jwt_presentation(aud, nonce).unwrap()]});
+
+    // Bound to another nonce or another verifier.
+    send(sd(&req.client_id, "other-nonce"), &req.state).expect_error(400, "eudi/binding_mismatch");
+    send(sd("x509_hash:someone-else", &req.nonce), &req.state)
+        .expect_error(400, "eudi/binding_mismatch");
+    // Another transaction's state.
+    send(sd(&req.client_id, &req.nonce), "not-the-state")
+        .expect_error(400, "eudi/invalid_response");
+    // A disclosure altered after issuance.
+    let good = wallet
+        .sd_jwt_presentation(&req.client_id, &req.nonce)
+        .unwrap();
+    let mut parts: Vec<String> = good.split('~').map(str::to_owned).collect();
+    let mut d = tessera_eudi::b64d(&parts[1]).unwrap();
+    let last = d.len() - 3;
+    d[last] ^= 0x01;
+    parts[1] = tessera_eudi::b64e(d);
+    send(json!({"pid_sd_jwt": [parts.join("~")]}), &req.state)
+        .expect_error(400, "eudi/invalid_presentation");
+    // An issuer that is no trust anchor's, and one that signs as a known issuer with its own
+    // root.
+    let rogue = TestIssuer::new("rogue.example", Alg::Es256, Usage::Issuer).unwrap();
+    let mut fake = TestWallet::new(&w.verifier_root).unwrap();
+    let exp = tessera_bench::wallet::now() + 3600;
+    fake.sd_jwt = Some(
+        rogue
+            .pid_sd_jwt(ISSUER, &pid_claims(), &fake.device.public_key(), exp, None)
+            .unwrap(),
+    );
+    w.respond(&req, fake.answer(&req).unwrap())
+        .expect_error(403, "eudi/untrusted_issuer");
+    fake.sd_jwt = Some(
+        rogue
+            .pid_sd_jwt(
+                "https://rogue.example",
+                &pid_claims(),
+                &fake.device.public_key(),
+                exp,
+                None,
+            )
+            .unwrap(),
+    );
+    w.respond(&req, fake.answer(&req).unwrap())
+        .expect_error(403, "eudi/untrusted_issuer");
+    // An expired credential.
+    let mut old = TestWallet::new(&w.verifier_root).unwrap();
+    old.sd_jwt = Some(
+        w.sd_issuer
+            .pid_sd_jwt(
+                ISSUER,
+                &pid_claims(),
+                &old.device.public_key(),
+                exp - 7200,
+                None,
+            )
+            .unwrap(),
+    );
+    w.respond(&req, old.answer(&req).unwrap())
+        .expect_error(400, "eudi/credential_expired");
+    // An answer encrypted to a key that is not the transaction's.
+    let other = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let other_req = wallet.open(&w.fetch_request(&other)).unwrap();
+    let mut crossed = req.clone();
+    crossed.enc_jwk = other_req.enc_jwk.clone();
+    let form = encrypt_answer(
+        &crossed,
+        &json!({"vp_token": sd(&req.client_id, &req.nonce), "state": req.state}),
+    )
+    .unwrap();
+    w.respond(&req, form)
+        .expect_error(400, "eudi/invalid_response");
+    // Garbage.
+    w.respond(&req, "response=abc.def".into())
+        .expect_error(400, "eudi/invalid_response");
+    w.respond(&req, String::new())
+        .expect_error(400, "validation/invalid_request");
+
+    // None of it ended the transaction: the genuine answer still signs in.
+    assert_eq!(
+        w.result("/v1/auth/eudi/result", state, None).expect(200)["status"],
+        "pending"
+    );
+    w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+    assert!(w.result("/v1/auth/eudi/result", state, None).expect(200)["access_token"].is_string());
+    // The answered request object is gone.
+    let again = w
+        .srv
+        .client
+        .get(started["request_uri"].as_str().unwrap())
+        .send()
+        .unwrap();
+    assert_eq!(again.status(), 404);
+}
+
+#[test]
+fn status_lists_revoke_and_their_outage_follows_the_policy() {
+    let files = Files::start();
+    let w = World::start();
+    let list = format!("{}/lists/1", files.base);
+    // Entry 3 is revoked, entry 5 valid; the list may be cached 1 second.
+    let token = w
+        .sd_issuer
+        .status_list(&list, &[0, 0, 0, 1, 0, 0], Some(1))
+        .unwrap();
+    files.put("/lists/1", "application/statuslist+jwt", token);
+
+    let attempt = |wallet: &TestWallet| {
+        let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+        let req = wallet.open(&w.fetch_request(&started)).unwrap();
+        w.respond(&req, wallet.answer(&req).unwrap())
+    };
+    let revoked = w.wallet_with_pid(Some((&list, 3)));
+    attempt(&revoked).expect_error(403, "eudi/credential_revoked");
+    let valid = w.wallet_with_pid(Some((&list, 5)));
+    attempt(&valid).expect(200);
+    assert!(files.hits("/lists/1") >= 1);
+
+    // The list's server goes down: within max_status_staleness_seconds the cached list
+    // serves (accept_with_cache, the default)...
+    *files.down.lock().unwrap() = true;
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    attempt(&valid).expect(200);
+    attempt(&revoked).expect_error(403, "eudi/credential_revoked");
+    // ...`reject` refuses...
+    w.configure(json!({"on_status_unavailable": "reject"}));
+    attempt(&valid).expect_error(403, "eudi/status_unavailable");
+    // ...a cache older than the staleness allowed is refused too...
+    w.configure(json!({"max_status_staleness_seconds": 0}));
+    attempt(&valid).expect_error(403, "eudi/status_unavailable");
+    // ...and `accept_unverified` lets the credential through unchecked.
+    w.configure(json!({"on_status_unavailable": "accept_unverified"}));
+    attempt(&revoked).expect(200);
+}
+
+#[test]
+fn age_verification_answers_a_single_use_token_that_registration_takes() {
+    let w = World::start();
+    let age_path = format!("/v1/auth/dashboard/tenants/{}/settings/eudi-age", w.slug);
+    w.post("/v1/auth/eudi/age/initiate", &json!({}))
+        .expect_error(403, "eudi/disabled");
+    let (st, v) = w.srv.dash_json(
+        "PUT",
+        &age_path,
+        &w.owner,
+        Some(&json!({"age_verification_enabled": true, "supported_member_states": ["PL"]})),
+    );
+    assert_eq!(st, 200, "{v}");
+
+    // A proof-of-age attestation from a PL issuer: determined, with a token, once.
+    let wallet = w.wallet_with_mdoc(
+        AV_DOCTYPE,
+        json!({"age_over_18": true}).as_object().unwrap().clone(),
+    );
+    let started = w.initiate("/v1/auth/eudi/age/initiate", json!({}));
+    let state = started["state"].as_str().unwrap();
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    assert!(req.query_ids().contains(&"av_mdoc".to_owned()));
+    assert_eq!(
+        w.result("/v1/auth/eudi/age/result", state, None)
+            .expect(200)["status"],
+        "pending"
+    );
+    w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+    let done = w.result("/v1/auth/eudi/age/result", state, None);
+    assert_eq!(done.expect(200)["status"], "determined");
+    let token = done.expect(200)["age_verification_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let again = w.result("/v1/auth/eudi/age/result", state, None);
+    assert_eq!(again.expect(200)["status"], "determined");
+    assert!(again.expect(200)["age_verification_token"].is_null());
+    // The login poll does not know an age transaction.
+    assert_eq!(
+        w.result("/v1/auth/eudi/result", state, None).expect(200)["status"],
+        "not_found"
+    );
+
+    // Registration takes the token once; a second use (or a made-up one) is refused.
+    let register = |email: &str, token: &str| {
+        w.post(
+            "/v1/auth/register",
+            &json!({"email": email, "password": PASSWORD, "consent": true, "age_verification_token": token}),
+        )
+    };
+    let first = register("kid@example.com", &token);
+    assert!(first.status < 300, "{:?}", first.body);
+    register("other@example.com", &token).expect_error(400, "validation/invalid_request");
+    register("third@example.com", "made-up-token").expect_error(400, "validation/invalid_request");
+
+    // A PID from a member state the tenant does not take (DE): fallback to the date of birth.
+    let de = w.wallet_with_pid(None);
+    let started = w.initiate("/v1/auth/eudi/age/initiate", json!({}));
+    let req = de.open(&w.fetch_request(&started)).unwrap();
+    w.respond(&req, de.answer(&req).unwrap()).expect(200);
+    assert_eq!(
+        w.result(
+            "/v1/auth/eudi/age/result",
+            started["state"].as_str().unwrap(),
+            None
+        )
+        .expect(200)["status"],
+        "fallback"
+    );
+}
+
+#[test]
+fn wallet_routes_refuse_when_off_unconfigured_or_unknown() {
+    let srv = TestServer::start();
+    let signup = srv.signup("Plain Co", "owner@example.com");
+    let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
+    let key = signup["api_key"].as_str().unwrap().to_owned();
+    let owner = srv.login("owner@example.com", PASSWORD);
+    let initiate = || {
+        AuthAnswer::read(
+            srv.client
+                .post(srv.url("/v1/auth/eudi/initiate"))
+                .header("x-api-key", &key)
+                .json(&json!({}))
+                .send()
+                .unwrap(),
+        )
+    };
+    initiate().expect_error(403, "eudi/disabled");
+    let (st, _) = srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{slug}/settings/eudi"),
+        &owner,
+        Some(&json!({"enabled": true, "requested_attributes": ["given_name"]})),
+    );
+    assert_eq!(st, 200);
+    initiate().expect_error(409, "eudi/verifier_not_configured");
+    assert_eq!(
+        srv.admin(&["eudi", "show", &slug], "").json()["configured"],
+        false
+    );
+    let r = srv.get("/v1/auth/eudi/request/0000.nothing", None);
+    assert_eq!(r.status(), 404);
+    let r = srv.get("/eudi/0000.nothing", None);
+    assert_eq!(r.status(), 410, "the QR page of no transaction is gone");
+    AuthAnswer::read(srv.get("/v1/auth/eudi/result", Some(&key)))
+        .expect_error(400, "validation/invalid_request");
+    AuthAnswer::read(srv.get("/v1/auth/eudi/result?state=x", None))
+        .expect_error(401, "auth/missing_api_key");
+}
+
+#[test]
+fn the_admin_cli_sets_a_verifier_chain_only_when_it_holds_together() {
+    let srv = TestServer::start();
+    let signup = srv.signup("Cert Co", "owner@example.com");
+    let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = tessera_eudi::x509::dev_chain("Cert Co verifier", "verifier.example", 90).unwrap();
+    let other = tessera_eudi::x509::dev_chain("Other", "other.example", 90).unwrap();
+    let write = |name: &str, label: &str, der: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, tessera_eudi::x509::to_pem(label, der)).unwrap();
+        p.to_str().unwrap().to_owned()
+    };
+    let key = write("key.pem", "PRIVATE KEY", &dev.leaf_key_pkcs8);
+    let chain = write("chain.pem", "CERTIFICATE", &dev.leaf_der);
+    let wrong_key = write("other.pem", "PRIVATE KEY", &other.leaf_key_pkcs8);
+    let root_only = write("root.pem", "CERTIFICATE", &dev.root_der);
+
+    let refused = srv.admin(
+        &[
+            "eudi",
+            "set-verifier-cert",
+            &slug,
+            "--key-file",
+            &wrong_key,
+            "--chain-file",
+            &chain,
+        ],
+        "",
+    );
+    assert!(
+        !refused.status.success(),
+        "a key that is not the leaf's was taken"
+    );
+    let refused = srv.admin(
+        &[
+            "eudi",
+            "set-verifier-cert",
+            &slug,
+            "--key-file",
+            &key,
+            "--chain-file",
+            &root_only,
+        ],
+        "",
+    );
+    assert!(!refused.status.success(), "a self-signed leaf was taken");
+    let set = srv.admin(
+        &[
+            "eudi",
+            "set-verifier-cert",
+            &slug,
+            "--key-file",
+            &key,
+            "--chain-file",
+            &chain,
+        ],
+        "",
+    );
+    let v = set.json();
+    assert_eq!(v["development"], false);
+    assert_eq!(
+        v["client_id"],
+        format!("x509_hash:{}", tessera_eudi::x509::x509_hash(&dev.leaf_der))
+    );
+    // It survives a restart (sealed in the tenant's store).
+    let mut srv = srv;
+    srv.restart();
+    let shown = srv.admin(&["eudi", "show", &slug], "").json();
+    assert_eq!(shown["client_id"], v["client_id"]);
+}
