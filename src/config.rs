@@ -77,6 +77,8 @@ pub struct WalletConfig {
     /// Fetch `http://` URLs on loopback hosts (local trials of issuers and status lists).
     /// Everything else is HTTPS only.
     pub allow_loopback_http: bool,
+    /// How long a wallet has to answer a request (the request object's `exp`).
+    pub request_ttl_secs: u32,
 }
 
 impl Default for WalletConfig {
@@ -86,6 +88,7 @@ impl Default for WalletConfig {
             keys_cache_secs: 600,
             status_list_max_bytes: 4 << 20,
             allow_loopback_http: false,
+            request_ttl_secs: 300,
         }
     }
 }
@@ -93,6 +96,12 @@ impl Default for WalletConfig {
 impl WalletConfig {
     fn validate(&self) -> Result<(), ConfigError> {
         positive("eudi.timeout_ms", self.timeout_ms)?;
+        if !(1..=3600).contains(&self.request_ttl_secs) {
+            return Err(ConfigError::Key {
+                key: "eudi.request_ttl_secs",
+                reason: "must be between 1 and 3600".into(),
+            });
+        }
         if !(1024..=(64 << 20)).contains(&self.status_list_max_bytes) {
             return Err(ConfigError::Key {
                 key: "eudi.status_list_max_bytes",

@@ -29,6 +29,8 @@ use crate::config::WalletConfig;
 const MAX_ANSWER: usize = 1 << 20;
 /// How old a key-binding JWT (or nothing else) may be, in seconds.
 const KB_MAX_AGE: i64 = 300;
+/// Status lists (and key documents) kept at most.
+const MAX_CACHED: usize = 1024;
 /// How long a status list is used without asking again when its token names no `ttl`.
 const DEFAULT_STATUS_TTL: u64 = 300;
 
@@ -46,6 +48,10 @@ fn attribute_paths(name: &str) -> (Vec<Vec<&'static str>>, &'static str) {
         "family_name" => (vec![vec!["family_name"]], "family_name"),
         "given_name" => (vec![vec!["given_name"]], "given_name"),
         "birth_date" => (vec![vec!["birthdate"], vec!["birth_date"]], "birth_date"),
+        "birth_place" => (
+            vec![vec!["place_of_birth"], vec!["birth_place"]],
+            "birth_place",
+        ),
         "nationality" => (
             vec![vec!["nationalities"], vec!["nationality"]],
             "nationality",
@@ -79,8 +85,15 @@ fn attribute_paths(name: &str) -> (Vec<Vec<&'static str>>, &'static str) {
     }
 }
 
-/// What identifies a person at an issuer: these, when all are disclosed.
-const IDENTIFYING: [&str; 3] = ["family_name", "given_name", "birth_date"];
+/// What identifies a person at an issuer: the PID's mandatory attributes (the PID carries no
+/// identifier every issuer sets).
+const IDENTIFYING: [&str; 5] = [
+    "family_name",
+    "given_name",
+    "birth_date",
+    "birth_place",
+    "nationality",
+];
 
 /// The attributes a sign-in asks for: the tenant's, and what identifies the person.
 fn login_attributes(config: &EudiConfig) -> Vec<String> {
@@ -392,10 +405,14 @@ impl WalletVerifier {
     }
 
     /// The key that signed `jws` by the anchor's key resolution, and the algorithm allowed.
+    /// The key that signed `jws` by the anchor's key resolution. With `iss` (a credential,
+    /// not a status list), an `x5c` leaf must name the issuer (SD-JWT VC §3.5: its host as a
+    /// DNS name, or the whole URL as a URI).
     async fn anchor_key(
         &self,
         anchor: &TrustAnchor,
         jws: &Jws,
+        iss: Option<&str>,
         now: i64,
     ) -> Result<PublicKey, Refusal> {
         let kid = jws.header_str("kid");
@@ -406,7 +423,22 @@ impl WalletVerifier {
                     .map_err(Refusal::invalid)?
                     .ok_or_else(|| untrusted("no x5c in the header"))?;
                 let roots = anchor_roots(x5c_roots)?;
-                x509::verify_chain(&chain, &roots, now, Usage::Issuer).map_err(untrusted)
+                let key =
+                    x509::verify_chain(&chain, &roots, now, Usage::Issuer).map_err(untrusted)?;
+                if let Some(iss) = iss {
+                    let (dns, uris) = x509::san_names(&chain[0]).map_err(untrusted)?;
+                    let host = url::Url::parse(iss)
+                        .ok()
+                        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+                    let named = uris.iter().any(|u| u == iss)
+                        || host.is_some_and(|h| dns.contains(&h));
+                    if !named {
+                        return Err(untrusted(format!(
+                            "the issuer's certificate does not name {iss}"
+                        )));
+                    }
+                }
+                Ok(key)
             }
             KeyResolution::JwksUri { jwks_uri } => {
                 let doc = self.cached_json(jwks_uri).await?;
@@ -419,6 +451,19 @@ impl WalletVerifier {
             KeyResolution::DidWeb { did } => {
                 let url = did_web_url(did).ok_or_else(|| untrusted("not a did:web"))?;
                 let doc = self.cached_json(&url).await?;
+                if doc.get("id").and_then(Value::as_str) != Some(did.as_str()) {
+                    return Err(untrusted("the DID document is not the anchor's DID's"));
+                }
+                // Only methods the DID lets assert (when it says which) sign credentials.
+                let assertion: Option<Vec<String>> = doc
+                    .get("assertionMethod")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|m| m.as_str().or_else(|| m.get("id")?.as_str()))
+                            .map(|id| id.strip_prefix(did.as_str()).unwrap_or(id).to_owned())
+                            .collect()
+                    });
                 let methods = doc
                     .get("verificationMethod")
                     .and_then(Value::as_array)
@@ -430,6 +475,12 @@ impl WalletVerifier {
                     .filter_map(|m| {
                         let id = m.get("id").and_then(Value::as_str)?;
                         let id = id.strip_prefix(did.as_str()).unwrap_or(id);
+                        if assertion
+                            .as_ref()
+                            .is_some_and(|a| !a.iter().any(|x| x == id))
+                        {
+                            return None;
+                        }
                         let mut jwk = m.get("publicKeyJwk")?.clone();
                         jwk.as_object_mut()?.insert("kid".into(), json!(id));
                         Some(jwk)
@@ -449,18 +500,22 @@ impl WalletVerifier {
         now: i64,
     ) -> Result<(), Refusal> {
         let staleness = Duration::from_secs(u64::from(config.max_status_staleness_seconds));
+        let key = status_key(anchor, &status.uri);
         let cached = self
             .status
             .lock()
             .ok()
-            .and_then(|c| c.get(&status.uri).map(|s| (s.at.elapsed(), s.list.clone())));
+            .and_then(|c| c.get(&key).map(|s| (s.at.elapsed(), s.list.clone())))
+            .filter(|(_, list)| list.exp.is_none_or(|e| e > now));
+        // A list is used again for its `ttl`, but never longer than the tenant lets a status
+        // be old.
         let fresh = cached.as_ref().and_then(|(age, list)| {
             let ttl = Duration::from_secs(list.ttl.unwrap_or(DEFAULT_STATUS_TTL));
-            (*age < ttl && list.exp.is_none_or(|e| e > now)).then(|| list.clone())
+            (*age < ttl.min(staleness)).then(|| list.clone())
         });
         let list = match fresh {
             Some(list) => Some(list),
-            None => match self.fetch_status(anchor, &status.uri, now).await {
+            None => match self.fetch_status(anchor, &status.uri, &key, now).await {
                 Ok(list) => Some(list),
                 Err(e) => {
                     tracing::warn!(reason = %e.detail, "a status list could not be had");
@@ -494,6 +549,7 @@ impl WalletVerifier {
         &self,
         anchor: &TrustAnchor,
         uri: &str,
+        cache_key: &str,
         now: i64,
     ) -> Result<Arc<StatusList>, Refusal> {
         self.fetchable(uri)?;
@@ -506,15 +562,25 @@ impl WalletVerifier {
             .map_err(|_| unavailable(format!("{uri}: not text")))?
             .trim();
         let jws = Jws::decode(text).map_err(|e| unavailable(format!("{uri}: {e}")))?;
-        let key = self.anchor_key(anchor, &jws, now).await?;
+        let key = self.anchor_key(anchor, &jws, None, now).await?;
         jws.verify(&key, &anchor_algs(anchor))
             .map_err(|e| unavailable(format!("{uri}: {e}")))?;
         let list = StatusList::from_token(&jws, uri, now, self.config.status_list_max_bytes)
             .map_err(|e| unavailable(format!("{uri}: {e}")))?;
         let list = Arc::new(list);
         if let Ok(mut cache) = self.status.lock() {
+            // Only trusted issuers' lists get here; still, the oldest goes past a bound.
+            if cache.len() >= MAX_CACHED && !cache.contains_key(cache_key) {
+                let oldest = cache
+                    .iter()
+                    .min_by_key(|(_, s)| s.at)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    cache.remove(&k);
+                }
+            }
             cache.insert(
-                uri.to_owned(),
+                cache_key.to_owned(),
                 CachedStatus {
                     at: Instant::now(),
                     list: list.clone(),
@@ -628,7 +694,9 @@ impl WalletVerifier {
             .iter()
             .find(|a| a.issuer == iss && a.allowed_formats.iter().any(|f| f == "dc+sd-jwt"))
             .ok_or_else(|| untrusted(format!("no trust anchor for issuer {iss}")))?;
-        let key = self.anchor_key(anchor, &p.issuer_jwt, now).await?;
+        let key = self
+            .anchor_key(anchor, &p.issuer_jwt, Some(iss), now)
+            .await?;
         let algs = anchor_algs(anchor);
         let verified = sdjwt::verify(
             &p,
@@ -664,6 +732,7 @@ impl WalletVerifier {
             "family_name",
             "given_name",
             "birth_date",
+            "birth_place",
             "nationality",
             "age_over_16",
             "age_over_18",
@@ -672,7 +741,6 @@ impl WalletVerifier {
             "resident_city",
             "email",
             "phone_number",
-            "personal_administrative_number",
         ] {
             let (paths, _) = attribute_paths(name);
             let paths = if paths.is_empty() {
@@ -734,11 +802,18 @@ impl WalletVerifier {
             }
             other => Refusal::invalid(other),
         })?;
+        // One document, of the type asked for: so the anchor that verified it is the one
+        // `matched` names (the closure runs once per document).
         let anchor = matched.ok_or_else(|| untrusted("no trust anchor matched"))?;
-        let doc = docs
-            .into_iter()
-            .find(|d| d.doctype == doctype)
-            .ok_or_else(|| Refusal::invalid(format!("no {doctype} document")))?;
+        let mut docs = docs.into_iter();
+        let doc = match (docs.next(), docs.next()) {
+            (Some(d), None) if d.doctype == doctype => d,
+            _ => {
+                return Err(Refusal::invalid(format!(
+                    "one {doctype} document is asked for"
+                )))
+            }
+        };
         if let Some(status) = mdoc_status(&doc) {
             self.check_status(&anchor, &status, config, now).await?;
         }
@@ -748,6 +823,7 @@ impl WalletVerifier {
             "family_name",
             "given_name",
             "birth_date",
+            "birth_place",
             "nationality",
             "age_over_16",
             "age_over_18",
@@ -756,7 +832,6 @@ impl WalletVerifier {
             "resident_city",
             "email",
             "phone_number",
-            "personal_administrative_number",
         ] {
             let (_, element) = attribute_paths(name);
             let element = if element.is_empty() { name } else { element };
@@ -784,6 +859,13 @@ fn lookup<'a>(claims: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value
         v = v.get(*p)?;
     }
     Some(v)
+}
+
+/// The cache key of a status list: its URI and the keys it was checked against (another
+/// tenant's anchor for the same URI checks it again).
+fn status_key(anchor: &TrustAnchor, uri: &str) -> String {
+    let keys = serde_json::to_string(&anchor.key_resolution).unwrap_or_default();
+    format!("{uri}\n{keys}")
 }
 
 /// A trust anchor's roots, as configured (base64 DER or PEM).
@@ -833,11 +915,19 @@ pub fn did_web_url(did: &str) -> Option<String> {
         return None;
     }
     let path: Vec<&str> = parts.collect();
-    let scheme = if host.starts_with("localhost") || host.starts_with("127.") {
-        "http"
-    } else {
-        "https"
+    // Loopback hosts are reached over HTTP (and only when the operator allows loopback
+    // fetches at all); everything else over HTTPS.
+    let name = match host.rsplit_once(':') {
+        Some((h, port)) if !h.is_empty() && port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host.as_str(),
     };
+    let loopback = match url::Host::parse(name) {
+        Ok(url::Host::Domain(d)) => d == "localhost",
+        Ok(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Ok(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Err(_) => return None,
+    };
+    let scheme = if loopback { "http" } else { "https" };
     Some(if path.is_empty() {
         format!("{scheme}://{host}/.well-known/did.json")
     } else {
@@ -865,25 +955,18 @@ fn age_over(claims: &Map<String, Value>, now: i64) -> Option<bool> {
 /// The identity of a checked PID: its anchor, what identifies the person, the requested
 /// attributes, the level.
 fn identity_of(c: Checked, config: &EudiConfig) -> Result<WalletIdentity, Refusal> {
-    let identifier = match c
-        .claims
-        .get("personal_administrative_number")
-        .and_then(Value::as_str)
-    {
-        Some(n) => format!("pan:{n}"),
-        None => {
-            let mut parts = Vec::new();
-            for name in IDENTIFYING {
-                let v = c
-                    .claims
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| Refusal::invalid(format!("{name} was not disclosed")))?;
-                parts.push(v.to_owned());
-            }
-            parts.join("\u{1f}")
-        }
-    };
+    let mut parts = Vec::new();
+    for name in IDENTIFYING {
+        let v = c
+            .claims
+            .get(name)
+            .ok_or_else(|| Refusal::invalid(format!("{name} was not disclosed")))?;
+        parts.push(match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        });
+    }
+    let identifier = parts.join("\u{1f}");
     // A level the credential states lowers the anchor's cap; without one the cap holds.
     let cap = Eidas::parse(&c.anchor.max_assurance_level).unwrap_or(Eidas::High);
     let level = c

@@ -157,6 +157,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             enterprise: config.sms.platform_monthly_cap_max.enterprise,
         },
         agents: config.agents.policy(),
+        eudi_request_ttl: time::Duration::seconds(i64::from(config.eudi.request_ttl_secs)),
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(

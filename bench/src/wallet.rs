@@ -340,3 +340,39 @@ pub fn now() -> i64 {
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
 }
+
+impl TestIssuer {
+    /// The issuer key's public JWK (for a JWKS at a `jwks_uri`, or a DID document's
+    /// `publicKeyJwk`).
+    pub fn public_jwk(&self) -> Value {
+        self.key.public_key().to_jwk()
+    }
+
+    /// A PID as [`TestIssuer::pid_sd_jwt`] makes it, but naming the issuer key by `kid` in the
+    /// header instead of carrying `x5c` (issuers found by `jwks_uri` or `did:web`).
+    pub fn pid_sd_jwt_with_kid(
+        &self,
+        kid: &str,
+        iss: &str,
+        claims: &Map<String, Value>,
+        holder: &PublicKey,
+        exp: i64,
+    ) -> Result<String> {
+        let mut header = Map::new();
+        header.insert("kid".into(), json!(kid));
+        let mut payload = claims.clone();
+        let names: Vec<String> = claims.keys().cloned().collect();
+        payload.insert("iss".into(), json!(iss));
+        payload.insert("vct".into(), json!("urn:eudi:pid:1"));
+        payload.insert("iat".into(), json!(now() - 60));
+        payload.insert("exp".into(), json!(exp));
+        let disclosable: Vec<&str> = names.iter().map(String::as_str).collect();
+        Ok(sdjwt::issue(
+            &self.key,
+            header,
+            payload,
+            &disclosable,
+            holder,
+        )?)
+    }
+}

@@ -124,6 +124,10 @@ pub fn digest(disclosure: &str) -> String {
     b64e(sha256(disclosure.as_bytes()))
 }
 
+/// Claims an SD-JWT VC never makes selectively disclosable.
+pub const NEVER_DISCLOSED: [&str; 7] =
+    ["iss", "nbf", "exp", "cnf", "vct", "vct#integrity", "status"];
+
 /// A decoded Disclosure: `[salt, name, value]` for an object property, `[salt, value]` for an
 /// array element.
 struct Disclosure {
@@ -144,6 +148,11 @@ fn decode_disclosure(text: &str) -> Result<Disclosure> {
                 Some(n) if n == "_sd" || n == "..." => {
                     Err(malformed(format!("a disclosure of the reserved name {n}")))
                 }
+                // SD-JWT VC §3.2.2.2: these stay in the clear, so a holder cannot leave out
+                // its credential's expiry or status by not disclosing them.
+                Some(n) if NEVER_DISCLOSED.contains(&n.as_str()) => Err(malformed(format!(
+                    "{n} must not be selectively disclosable"
+                ))),
                 Some(n) => Ok(Disclosure {
                     name: Some(n),
                     value,
@@ -687,6 +696,23 @@ mod tests {
 
     fn present_default(s: &Setup) -> String {
         present(&s.issued, &["age_over_18"], &s.holder, AUD, NONCE, NOW - 5).unwrap()
+    }
+
+    /// SD-JWT VC keeps `status`, `exp` and the like in the clear: a disclosure of one (an
+    /// issuer that made it selectively disclosable, so a holder could leave it out) is refused.
+    #[test]
+    fn status_and_expiry_are_never_selectively_disclosable() {
+        let disclosure = |name: &str| b64e(serde_json::to_vec(&json!(["salt", name, 1])).unwrap());
+        for name in NEVER_DISCLOSED {
+            assert!(
+                matches!(
+                    decode_disclosure(&disclosure(name)),
+                    Err(Error::Malformed(_))
+                ),
+                "{name}"
+            );
+        }
+        assert!(decode_disclosure(&disclosure("given_name")).is_ok());
     }
 
     #[test]

@@ -305,6 +305,28 @@ fn signed_by(cert: &X509Certificate<'_>, issuer_der: &[u8]) -> bool {
     })
 }
 
+/// Whether `der` is a self-signed certificate (a root).
+pub fn is_self_signed(der: &[u8]) -> bool {
+    parse(der).is_ok_and(|c| c.issuer().as_raw() == c.subject().as_raw() && signed_by(&c, der))
+}
+
+/// The leaf's subject alternative names: DNS names and URIs.
+pub fn san_names(der: &[u8]) -> Result<(Vec<String>, Vec<String>)> {
+    use x509_parser::extensions::GeneralName;
+    let cert = parse(der)?;
+    let (mut dns, mut uris) = (Vec::new(), Vec::new());
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for name in &san.value.general_names {
+            match name {
+                GeneralName::DNSName(d) => dns.push(d.to_ascii_lowercase()),
+                GeneralName::URI(u) => uris.push((*u).to_owned()),
+                _ => {}
+            }
+        }
+    }
+    Ok((dns, uris))
+}
+
 /// Checks a verifier certificate chain against its key before it is stored: the leaf's public
 /// key equals `key.public_key()`, every certificate parses, the leaf is not self-signed (its
 /// issuer differs from its subject, or its signature does not verify with its own key), the

@@ -586,8 +586,12 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             let tenant = tenant_of(state, &slug)?;
             let key = x509::signing_key_from_pem(&key_pem)
                 .map_err(|e| ApiError::invalid_field("key_file", e.to_string()))?;
-            let chain = x509::certs_from_pem(&chain_pem)
+            let mut chain = x509::certs_from_pem(&chain_pem)
                 .map_err(|e| ApiError::invalid_field("chain_file", e.to_string()))?;
+            // Wallets take `x5c` without the root: a root at the end of the file is dropped.
+            while chain.len() > 1 && chain.last().is_some_and(|c| x509::is_self_signed(c)) {
+                chain.pop();
+            }
             let now = time::OffsetDateTime::now_utc().unix_timestamp();
             let not_after = x509::check_verifier_chain(&chain, &key, now)
                 .map_err(|e| ApiError::invalid_field("chain_file", e.to_string()))?;

@@ -177,6 +177,10 @@ fn eudi_refusal(r: tessera_actors::tenant::eudi::EudiRefusal) -> ApiError {
             StatusCode::CONFLICT,
             "the tenant has no wallet verifier certificate yet (tessera admin eudi set-verifier-cert)",
         ),
+        R::VerifierExpired => (
+            StatusCode::CONFLICT,
+            "the tenant's wallet verifier certificate has expired; set a new one",
+        ),
         R::RedirectNotAllowed => (
             StatusCode::UNPROCESSABLE_ENTITY,
             "redirect_uri is not one of the tenant's URLs",
@@ -192,7 +196,7 @@ fn eudi_refusal(r: tessera_actors::tenant::eudi::EudiRefusal) -> ApiError {
         R::AccountBlocked => (StatusCode::FORBIDDEN, "the account is blocked"),
         R::EmailExists => (
             StatusCode::FORBIDDEN,
-            "the wallet's address belongs to an account that cannot be linked automatically; sign in and link the wallet instead",
+            "the wallet's e-mail address belongs to another account of this tenant",
         ),
         R::BelowFloor => (
             StatusCode::FORBIDDEN,

@@ -806,3 +806,101 @@ fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
     let _ = rt.block_on(browser.close());
     drop(driver);
 }
+
+/// The wallet QR page in Chromium: a phone's camera reads the QR code back as the wallet URL
+/// the initiate call answered (decoded here from a screenshot of the rendered code), and the
+/// same-device button opens that URL.
+#[test]
+fn the_wallet_qr_page_shows_a_scannable_code_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    use crate::support::{TestServer, PASSWORD};
+    let srv = TestServer::start();
+    let signup = srv.signup("Chromium Wallet", "owner@example.com");
+    let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
+    let key = signup["api_key"].as_str().unwrap().to_owned();
+    let owner = srv.login("owner@example.com", PASSWORD);
+    srv.admin(&["eudi", "dev-cert", &slug], "").json();
+    let issuer = tessera_bench::wallet::TestIssuer::new(
+        "pid.example",
+        tessera_eudi::jose::Alg::Es256,
+        tessera_eudi::x509::Usage::Issuer,
+    )
+    .unwrap();
+    let (st, v) = srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{slug}/settings/eudi"),
+        &owner,
+        Some(&json!({
+            "enabled": true,
+            "requested_attributes": ["given_name"],
+            "trust_anchors": [{
+                "issuer": "https://pid.example", "allowedAlgs": ["ES256"],
+                "allowedFormats": ["dc+sd-jwt"],
+                "keyResolution": {"method": "x5c", "x5cRoots": [issuer.root_b64()]},
+            }],
+        })),
+    );
+    assert_eq!(st, 200, "{v}");
+    let started: serde_json::Value = srv
+        .client
+        .post(srv.url("/v1/auth/eudi/initiate"))
+        .header("x-api-key", &key)
+        .json(&json!({}))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let wallet_url = started["wallet_url"].as_str().unwrap().to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("qr-page", started["page_url"].as_str().unwrap());
+    ui.expect_text("qr-title", "Sign in with your EU wallet");
+    let png = ui.rt.block_on(async {
+        ui.browser
+            .find(Locator::Css("figure.qr svg"))
+            .await?
+            .screenshot()
+            .await
+    });
+    let png = ui.ok("qr-screenshot", png);
+    assert_eq!(qr_text(&png), wallet_url, "the QR code says something else");
+    let href = ui.rt.block_on(async {
+        ui.browser
+            .find(Locator::Css("main a.button"))
+            .await?
+            .attr("href")
+            .await
+    });
+    assert_eq!(
+        ui.ok("same-device", href).as_deref(),
+        Some(wallet_url.as_str())
+    );
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
+/// The text of the one QR code in a PNG.
+fn qr_text(png_bytes: &[u8]) -> String {
+    let decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let mut img = rqrr::PreparedImage::prepare_from_greyscale(w, h, |x, y| {
+        let p = &buf[(y * w + x) * channels..];
+        if channels >= 3 {
+            ((u16::from(p[0]) + u16::from(p[1]) + u16::from(p[2])) / 3) as u8
+        } else {
+            p[0]
+        }
+    });
+    let grids = img.detect_grids();
+    assert_eq!(grids.len(), 1, "one QR code on the screenshot");
+    grids[0].decode().unwrap().1
+}

@@ -102,6 +102,7 @@ fn pid_claims() -> Map<String, Value> {
         "family_name": "Mustermann",
         "given_name": "Erika",
         "birthdate": "1984-01-26",
+        "place_of_birth": {"locality": "Berlin", "country": "DE"},
         "email": "erika@pid.example",
         "age_equal_or_over": {"18": true},
         "nationalities": ["DE"],
@@ -116,6 +117,7 @@ fn mdoc_elements() -> Map<String, Value> {
         "family_name": "Nowak",
         "given_name": "Anna",
         "birth_date": "1990-05-01",
+        "birth_place": "Kraków",
         "age_over_18": true,
         "nationality": "PL",
     })
@@ -368,7 +370,8 @@ fn a_wallet_signs_in_with_an_sd_jwt_pid_across_devices() {
     assert_eq!(me.status(), 200);
     let me: Value = me.json().unwrap();
     assert_eq!(me["email"], "erika@pid.example");
-    assert_eq!(me["email_verified"], true);
+    // A PID's address is the holder's say-so: kept, not confirmed.
+    assert_eq!(me["email_verified"], false);
     let refreshed = w.post(
         "/v1/auth/refresh",
         &json!({"refresh_token": body["refresh_token"]}),
@@ -756,4 +759,504 @@ fn the_admin_cli_sets_a_verifier_chain_only_when_it_holds_together() {
     srv.restart();
     let shown = srv.admin(&["eudi", "show", &slug], "").json();
     assert_eq!(shown["client_id"], v["client_id"]);
+}
+
+/// A JWK with a `kid`.
+fn with_kid(mut jwk: Value, kid: &str) -> Value {
+    jwk["kid"] = json!(kid);
+    jwk
+}
+
+impl World {
+    /// An SD-JWT anchor for `issuer` whose keys are found by `key_resolution`.
+    fn sd_anchor(issuer: &str, key_resolution: Value) -> Value {
+        json!({
+            "issuer": issuer,
+            "memberState": "DE",
+            "allowedAlgs": ["ES256"],
+            "maxAssuranceLevel": "high",
+            "allowedFormats": ["dc+sd-jwt"],
+            "keyResolution": key_resolution,
+        })
+    }
+
+    /// A wallet holding a PID of `iss` signed by `issuer`, whose header names the key by `kid`.
+    fn wallet_with_kid_pid(&self, issuer: &TestIssuer, kid: &str, iss: &str) -> TestWallet {
+        let mut w = TestWallet::new(&self.verifier_root).unwrap();
+        let exp = tessera_bench::wallet::now() + 86_400;
+        w.sd_jwt = Some(
+            issuer
+                .pid_sd_jwt_with_kid(kid, iss, &pid_claims(), &w.device.public_key(), exp)
+                .unwrap(),
+        );
+        w
+    }
+
+    /// A new transaction answered by `wallet`: the wallet's acknowledgement.
+    fn attempt(&self, wallet: &TestWallet) -> AuthAnswer {
+        let started = self.initiate("/v1/auth/eudi/initiate", json!({}));
+        let req = wallet.open(&self.fetch_request(&started)).unwrap();
+        self.respond(&req, wallet.answer(&req).unwrap())
+    }
+
+    /// A sign-in by `wallet` that must succeed: the access token's claims.
+    #[track_caller]
+    fn sign_in(&self, wallet: &TestWallet) -> Value {
+        let started = self.initiate("/v1/auth/eudi/initiate", json!({}));
+        let req = wallet.open(&self.fetch_request(&started)).unwrap();
+        self.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+        let done = self.result(
+            "/v1/auth/eudi/result",
+            started["state"].as_str().unwrap(),
+            None,
+        );
+        let body = done.expect(200);
+        assert_eq!(body["status"], "consumed", "{body}");
+        let access = body["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no access token in {body}"));
+        jwt_part(access, 1)
+    }
+
+    /// `/v1/auth/me` with an access token.
+    fn me(&self, access: &str) -> AuthAnswer {
+        AuthAnswer::read(
+            self.srv
+                .client
+                .get(self.srv.url("/v1/auth/me"))
+                .header("x-api-key", &self.api_key)
+                .bearer_auth(access)
+                .send()
+                .unwrap(),
+        )
+    }
+
+    fn users_path(&self, rest: &str) -> String {
+        format!("/v1/auth/dashboard/tenants/{}/users{rest}", self.slug)
+    }
+}
+
+#[test]
+fn an_issuer_found_by_its_jwks_uri_signs_in() {
+    let files = Files::start();
+    let w = World::start();
+    // The JWKS holds another key first: the header's kid, not the position, picks the key.
+    let other = TestIssuer::new("other.example", Alg::Es256, Usage::Issuer).unwrap();
+    let jwks = json!({"keys": [
+        with_kid(other.public_jwk(), "other-1"),
+        with_kid(w.sd_issuer.public_jwk(), "pid-2025"),
+    ]});
+    files.put("/jwks", "application/json", jwks.to_string());
+    w.configure(json!({"trust_anchors": [World::sd_anchor(
+        ISSUER,
+        json!({"method": "jwks_uri", "jwksUri": format!("{}/jwks", files.base)}),
+    )]}));
+
+    let wallet = w.wallet_with_kid_pid(&w.sd_issuer, "pid-2025", ISSUER);
+    let first = w.sign_in(&wallet);
+    assert_eq!(first["acr"], "eidas_high");
+    let again = w.sign_in(&wallet);
+    assert_eq!(again["sub"], first["sub"]);
+    // Two sign-ins, one fetch: the key set is cached.
+    assert_eq!(files.hits("/jwks"), 1);
+
+    // A key whose kid is not in the set is no issuer key.
+    let rogue = TestIssuer::new("rogue.example", Alg::Es256, Usage::Issuer).unwrap();
+    let unknown = w.wallet_with_kid_pid(&rogue, "rotated-away", ISSUER);
+    w.attempt(&unknown)
+        .expect_error(403, "eudi/untrusted_issuer");
+    // Naming the genuine kid does not make a rogue key's signature the issuer's.
+    let forged = w.wallet_with_kid_pid(&rogue, "pid-2025", ISSUER);
+    w.attempt(&forged)
+        .expect_error(400, "eudi/invalid_presentation");
+    // Nor does the issuer's own key under another key's kid.
+    let crossed = w.wallet_with_kid_pid(&w.sd_issuer, "other-1", ISSUER);
+    w.attempt(&crossed)
+        .expect_error(400, "eudi/invalid_presentation");
+    // The genuine one still signs in.
+    assert_eq!(w.sign_in(&wallet)["sub"], first["sub"]);
+}
+
+#[test]
+fn an_issuer_found_by_did_web_signs_in() {
+    let files = Files::start();
+    let w = World::start();
+    let did = format!("did:web:127.0.0.1%3A{}", port_of(&files.base));
+    let other = TestIssuer::new("other.example", Alg::Es256, Usage::Issuer).unwrap();
+    let method = |fragment: &str, jwk: Value| {
+        json!({
+            "id": format!("{did}{fragment}"),
+            "type": "JsonWebKey2020",
+            "controller": did,
+            "publicKeyJwk": jwk,
+        })
+    };
+    let doc = json!({
+        "@context": ["https://www.w3.org/ns/did/v1"],
+        "id": did,
+        "verificationMethod": [
+            method("#key-0", other.public_jwk()),
+            method("#key-1", w.sd_issuer.public_jwk()),
+        ],
+        "assertionMethod": [format!("{did}#key-0"), format!("{did}#key-1")],
+    });
+    files.put(
+        "/.well-known/did.json",
+        "application/did+json",
+        doc.to_string(),
+    );
+    w.configure(json!({"trust_anchors": [World::sd_anchor(
+        &did,
+        json!({"method": "did_web", "did": did}),
+    )]}));
+
+    let wallet = w.wallet_with_kid_pid(&w.sd_issuer, &format!("{did}#key-1"), &did);
+    let claims = w.sign_in(&wallet);
+    assert_eq!(claims["acr"], "eidas_high");
+    assert!(files.hits("/.well-known/did.json") >= 1);
+
+    // A kid naming a method the document does not have, or the right fragment of another
+    // DID, is refused.
+    let missing = w.wallet_with_kid_pid(&w.sd_issuer, &format!("{did}#key-9"), &did);
+    w.attempt(&missing)
+        .expect_error(403, "eudi/untrusted_issuer");
+    let elsewhere = w.wallet_with_kid_pid(&w.sd_issuer, "did:web:elsewhere.example#key-1", &did);
+    w.attempt(&elsewhere)
+        .expect_error(403, "eudi/untrusted_issuer");
+    // A kid naming the document's other method: that key did not sign.
+    let crossed = w.wallet_with_kid_pid(&w.sd_issuer, &format!("{did}#key-0"), &did);
+    w.attempt(&crossed)
+        .expect_error(400, "eudi/invalid_presentation");
+    // A rogue key under the genuine method's id.
+    let rogue = TestIssuer::new("rogue.example", Alg::Es256, Usage::Issuer).unwrap();
+    let forged = w.wallet_with_kid_pid(&rogue, &format!("{did}#key-1"), &did);
+    w.attempt(&forged)
+        .expect_error(400, "eudi/invalid_presentation");
+    assert_eq!(w.sign_in(&wallet)["sub"], claims["sub"]);
+}
+
+#[test]
+fn an_unanswered_request_expires() {
+    let w = World::start_with(&[("TESSERA__EUDI__REQUEST_TTL_SECS", "1")]);
+    let wallet = w.wallet_with_pid(None);
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let state = started["state"].as_str().unwrap();
+    // The request object given with the initiate answer says how long it lives.
+    let req = wallet
+        .open(started["request_object"].as_str().unwrap())
+        .unwrap();
+    let lifetime = req.claims["exp"].as_i64().unwrap() - req.claims["iat"].as_i64().unwrap();
+    assert!((0..=1).contains(&lifetime), "exp - iat = {lifetime}");
+
+    assert!(
+        eventually(std::time::Duration::from_secs(15), || {
+            w.result("/v1/auth/eudi/result", state, None).expect(200)["status"] == "expired"
+        }),
+        "the transaction never expired"
+    );
+    let request_uri = started["request_uri"].as_str().unwrap();
+    let get = w.srv.client.get(request_uri).send().unwrap();
+    assert_eq!(get.status(), 404);
+    let post = w
+        .srv
+        .client
+        .post(request_uri)
+        .form(&[("wallet_nonce", "wn-1")])
+        .send()
+        .unwrap();
+    assert_eq!(post.status(), 404);
+    w.respond(&req, wallet.answer(&req).unwrap())
+        .expect_error(404, "eudi/request_not_found");
+    // The late answer signed nobody in.
+    assert_eq!(
+        w.result("/v1/auth/eudi/result", state, None).expect(200)["status"],
+        "expired"
+    );
+}
+
+#[test]
+fn mdoc_answers_bound_elsewhere_are_refused() {
+    let w = World::start();
+    let wallet = w.wallet_with_mdoc(PID_DOCTYPE, mdoc_elements());
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let state = started["state"].as_str().unwrap();
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    let other = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let other_req = wallet.open(&w.fetch_request(&other)).unwrap();
+
+    // Presented over another transaction's transcript, sent (encrypted) to this one.
+    let elsewhere = wallet
+        .mdoc_presentation(PID_DOCTYPE, &other_req.transcript().unwrap())
+        .unwrap();
+    let form = encrypt_answer(
+        &req,
+        &json!({"vp_token": {"pid_mdoc": [elsewhere]}, "state": req.state}),
+    )
+    .unwrap();
+    w.respond(&req, form)
+        .expect_error(400, "eudi/binding_mismatch");
+
+    // An mdoc whose document signer chains to no anchor's root.
+    let rogue =
+        TestIssuer::new("rogue.mdoc.example", Alg::EdDsa, Usage::MdocDocumentSigner).unwrap();
+    let mut fake = TestWallet::new(&w.verifier_root).unwrap();
+    let cred = rogue
+        .mdoc(
+            PID_DOCTYPE,
+            &mdoc_elements(),
+            &fake.device.public_key(),
+            None,
+        )
+        .unwrap();
+    fake.mdocs.push((PID_DOCTYPE.to_owned(), cred));
+    w.respond(&req, fake.answer(&req).unwrap())
+        .expect_error(403, "eudi/untrusted_issuer");
+
+    // Neither ended the transaction; the genuine answer, bound to it, signs in.
+    w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+    let done = w.result("/v1/auth/eudi/result", state, None);
+    assert!(done.expect(200)["access_token"].is_string());
+    // The other transaction still waits for its own answer.
+    assert_eq!(
+        w.result(
+            "/v1/auth/eudi/result",
+            other["state"].as_str().unwrap(),
+            None
+        )
+        .expect(200)["status"],
+        "pending"
+    );
+}
+
+#[test]
+fn the_assurance_floor_refuses_lower_levels() {
+    let w = World::start();
+    let mdoc = w.wallet_with_mdoc(PID_DOCTYPE, mdoc_elements());
+    let sd = w.wallet_with_pid(None);
+    w.configure(json!({"required_assurance_floor": {"kind": "eidas", "value": "high"}}));
+    // The mdoc anchor caps at substantial: below the floor.
+    w.attempt(&mdoc)
+        .expect_error(403, "eudi/assurance_below_floor");
+    assert_eq!(w.sign_in(&sd)["acr"], "eidas_high");
+
+    // AAL2 is what substantial gives.
+    w.configure(json!({"required_assurance_floor": {"kind": "aal", "value": "aal2"}}));
+    let claims = w.sign_in(&mdoc);
+    assert_eq!(claims["acr"], "eidas_substantial");
+    assert_eq!(claims["aal"], "AAL2");
+    assert_eq!(w.sign_in(&sd)["acr"], "eidas_high");
+}
+
+#[test]
+fn erasing_a_user_unlinks_the_wallet() {
+    let w = World::start();
+    let wallet = w.wallet_with_pid(None);
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+    let first = w.result(
+        "/v1/auth/eudi/result",
+        started["state"].as_str().unwrap(),
+        None,
+    );
+    let access = first.expect(200)["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let old = jwt_part(&access, 1)["sub"].as_str().unwrap().to_owned();
+    assert_eq!(w.me(&access).expect(200)["email"], "erika@pid.example");
+    assert_eq!(w.sign_in(&wallet)["sub"], old.as_str());
+
+    // Erasure by the tenant's admin (who re-authenticates for it).
+    w.srv.reauth(&w.owner, PASSWORD);
+    let (st, body) = w
+        .srv
+        .dash_json("DELETE", &w.users_path(&format!("/{old}")), &w.owner, None);
+    assert_eq!(st, 204, "{body}");
+    let (st, _) = w
+        .srv
+        .dash_json("GET", &w.users_path(&format!("/{old}")), &w.owner, None);
+    assert_eq!(st, 404);
+    w.me(&access).expect_error(401, "auth/invalid_token");
+
+    // The same wallet again: a new account, not the erased one.
+    let again = w.sign_in(&wallet);
+    let new = again["sub"].as_str().unwrap();
+    assert_ne!(new, old);
+    let (st, user) = w
+        .srv
+        .dash_json("GET", &w.users_path(&format!("/{new}")), &w.owner, None);
+    assert_eq!(st, 200, "{user}");
+    assert_eq!(user["email"], "erika@pid.example");
+    // And it stays linked to the new one.
+    assert_eq!(w.sign_in(&wallet)["sub"], new);
+}
+
+/// A PID's e-mail address never opens the account that holds it, whatever the tenant's
+/// automatic linking says (PID issuers need not check addresses, so that would hand accounts to
+/// whoever puts someone's address in a wallet), and no second account takes the address.
+#[test]
+fn an_address_another_account_holds_is_never_taken_over() {
+    let w = World::start();
+    let email = "erika@pid.example";
+    let registered = w.post(
+        "/v1/auth/register",
+        &json!({"email": email, "password": USER_PASSWORD, "consent": true}),
+    );
+    assert_eq!(registered.status, 200, "{}", registered.body);
+    let (st, page) = w
+        .srv
+        .dash_json("GET", &w.users_path("?email=erika"), &w.owner, None);
+    assert_eq!(st, 200, "{page}");
+    let id = page["data"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(page["data"][0]["email"], email);
+    let link = |on: bool| {
+        let out = patch_security(
+            &w.srv,
+            &w.owner,
+            &w.slug,
+            json!({"automatic_account_linking_enabled": on}),
+        );
+        assert_eq!(out["automatic_account_linking_enabled"], on, "{out}");
+    };
+    let wallet = w.wallet_with_pid(None);
+
+    // An unconfirmed address never links, even with automatic linking on.
+    link(true);
+    w.attempt(&wallet).expect_error(403, "eudi/email_exists");
+
+    // The admin confirms it: with automatic linking off the wallet is still refused...
+    let (st, body) = w.srv.dash_json(
+        "PATCH",
+        &w.users_path(&format!("/{id}")),
+        &w.owner,
+        Some(&json!({"email_verified": true})),
+    );
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body["email_verified"], true, "{body}");
+    link(false);
+    w.attempt(&wallet).expect_error(403, "eudi/email_exists");
+    let (_, page) = w
+        .srv
+        .dash_json("GET", &w.users_path("?email=erika"), &w.owner, None);
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+
+    // ...and with it on, the same.
+    link(true);
+    w.attempt(&wallet).expect_error(403, "eudi/email_exists");
+    let (_, page) = w
+        .srv
+        .dash_json("GET", &w.users_path("?email=erika"), &w.owner, None);
+    assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
+    assert_eq!(page["data"][0]["id"], id.as_str());
+    // The password user is untouched.
+    let login = w.post(
+        "/v1/auth/login",
+        &json!({"email": email, "password": USER_PASSWORD}),
+    );
+    assert_eq!(login.expect(200)["user"]["id"], id.as_str());
+}
+
+/// An issuer's certificate vouches only for the issuer it names: a credential claiming
+/// another anchor's issuer, though signed under that anchor's root, is refused. And an mdoc
+/// answer carries the one document asked for: a second document (which another anchor may
+/// have verified) is refused rather than lending its anchor to the first.
+#[test]
+fn certificates_vouch_for_their_own_issuer_and_mdoc_answers_for_one_document() {
+    let w = World::start();
+    let mut body = json!([]);
+    for (issuer, root) in [
+        (ISSUER, w.sd_issuer.root_b64()),
+        ("https://other.example", w.sd_issuer.root_b64()),
+    ] {
+        body.as_array_mut().unwrap().push(json!({
+            "issuer": issuer,
+            "allowedAlgs": ["ES256"],
+            "allowedFormats": ["dc+sd-jwt"],
+            "keyResolution": {"method": "x5c", "x5cRoots": [root]},
+        }));
+    }
+    body.as_array_mut().unwrap().push(json!({
+        "issuer": MDOC_ISSUER,
+        "allowedAlgs": ["EdDSA"],
+        "maxAssuranceLevel": "substantial",
+        "allowedFormats": ["mso_mdoc"],
+        "keyResolution": {"method": "x5c", "x5cRoots": [w.mdoc_issuer.root_b64()]},
+    }));
+    w.configure(json!({ "trust_anchors": body }));
+    // pid.example's certificate, claiming to be other.example.
+    let mut posing = TestWallet::new(&w.verifier_root).unwrap();
+    let exp = tessera_bench::wallet::now() + 3600;
+    posing.sd_jwt = Some(
+        w.sd_issuer
+            .pid_sd_jwt(
+                "https://other.example",
+                &pid_claims(),
+                &posing.device.public_key(),
+                exp,
+                None,
+            )
+            .unwrap(),
+    );
+    w.attempt(&posing)
+        .expect_error(403, "eudi/untrusted_issuer");
+    // The same certificate under its own name signs in.
+    w.sign_in(&w.wallet_with_pid(None));
+
+    // Two genuine documents in one answer.
+    let mut wallet = w.wallet_with_mdoc(PID_DOCTYPE, mdoc_elements());
+    let av = w
+        .mdoc_issuer
+        .mdoc(
+            AV_DOCTYPE,
+            json!({"age_over_18": true}).as_object().unwrap(),
+            &wallet.device.public_key(),
+            None,
+        )
+        .unwrap();
+    wallet.mdocs.push((AV_DOCTYPE.to_owned(), av));
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let req = wallet.open(&w.fetch_request(&started)).unwrap();
+    let transcript = req.transcript().unwrap();
+    let one = wallet.mdoc_presentation(PID_DOCTYPE, &transcript).unwrap();
+    let other = wallet.mdoc_presentation(AV_DOCTYPE, &transcript).unwrap();
+    let both = merge_documents(&one, &other);
+    let form = encrypt_answer(
+        &req,
+        &json!({"vp_token": {"pid_mdoc": [both]}, "state": req.state}),
+    )
+    .unwrap();
+    w.respond(&req, form)
+        .expect_error(400, "eudi/invalid_presentation");
+    // The PID alone is fine.
+    w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+}
+
+/// One DeviceResponse (base64url CBOR) holding the documents of both.
+fn merge_documents(a: &str, b: &str) -> String {
+    let read = |t: &str| -> ciborium::Value {
+        ciborium::from_reader(tessera_eudi::b64d(t).unwrap().as_slice()).unwrap()
+    };
+    let docs_of = |v: &ciborium::Value| -> Vec<ciborium::Value> {
+        v.as_map()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.as_text() == Some("documents"))
+            .unwrap()
+            .1
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let mut first = read(a);
+    let mut docs = docs_of(&first);
+    docs.extend(docs_of(&read(b)));
+    for (k, v) in first.as_map_mut().unwrap() {
+        if k.as_text() == Some("documents") {
+            *v = ciborium::Value::Array(docs.clone());
+        }
+    }
+    let mut out = Vec::new();
+    ciborium::into_writer(&first, &mut out).unwrap();
+    tessera_eudi::b64e(out)
 }

@@ -461,6 +461,11 @@ fn anchor(resolution: Value) -> Value {
 fn wallet_configuration_enforces_2_10_and_fills_defaults() {
     let (srv, s) = setup();
     let path = "/v1/auth/dashboard/tenants/set-co/settings/eudi";
+    let root = {
+        use base64::{engine::general_purpose::STANDARD, Engine};
+        let chain = tessera_eudi::x509::dev_chain("Issuer", "issuer.example", 30).unwrap();
+        STANDARD.encode(chain.root_der)
+    };
     let initial: Value = srv.dash("GET", path, &s, None).json().unwrap();
     assert_eq!(initial["enabled"], false);
     assert_eq!(initial["on_status_unavailable"], "accept_with_cache");
@@ -476,7 +481,7 @@ fn wallet_configuration_enforces_2_10_and_fills_defaults() {
             "trust_anchors": [
                 anchor(json!({"method": "jwks_uri", "jwksUri": "https://issuer.example/jwks"})),
                 anchor(json!({"method": "did_web", "did": "did:web:issuer.example"})),
-                anchor(json!({"method": "x5c", "x5cRoots": ["MIIB..."]})),
+                anchor(json!({"method": "x5c", "x5cRoots": [root.clone()]})),
             ],
         }),
     );
@@ -488,7 +493,7 @@ fn wallet_configuration_enforces_2_10_and_fills_defaults() {
     );
     assert_eq!(
         out["trust_anchors"][2]["keyResolution"]["x5cRoots"],
-        json!(["MIIB..."])
+        json!([root])
     );
     assert!(out["required_assurance_floor"].is_null());
     assert!(out["purpose"].is_null());
@@ -582,6 +587,11 @@ fn wallet_configuration_enforces_2_10_and_fills_defaults() {
     );
     bad(
         a(json!({"method": "x5c", "x5cRoots": []})),
+        "trust_anchors[0].keyResolution.x5cRoots",
+    );
+    // A root that is no certificate would refuse every credential later: refused now.
+    bad(
+        a(json!({"method": "x5c", "x5cRoots": ["MIIB..."]})),
         "trust_anchors[0].keyResolution.x5cRoots",
     );
     bad(

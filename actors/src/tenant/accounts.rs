@@ -787,6 +787,7 @@ pub(crate) mod tests {
                 enterprise: 100_000,
             },
             agents: Default::default(),
+            eudi_request_ttl: crate::tenant::eudi::TX_TTL,
         };
         TenantState::load(
             info,

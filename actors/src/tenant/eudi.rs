@@ -37,7 +37,8 @@ use super::{
 };
 use crate::{error::TenantError, throttle::throttle_ip};
 
-/// How long a wallet has to answer (the request object's `exp` too).
+/// How long a wallet has to answer by default (the request object's `exp` too;
+/// `eudi.request_ttl_secs`).
 pub const TX_TTL: Duration = Duration::minutes(5);
 /// How long a finished transaction's outcome is kept for the poll (then `not_found`).
 pub const RESULT_TTL: Duration = Duration::minutes(10);
@@ -280,6 +281,8 @@ pub enum EudiRefusal {
     Disabled,
     /// No verifier certificate is set.
     VerifierMissing,
+    /// The verifier certificate has expired.
+    VerifierExpired,
     /// `redirect_uri` is not one of the tenant's URLs.
     RedirectNotAllowed,
     /// Unknown, finished or expired request id.
@@ -288,7 +291,7 @@ pub enum EudiRefusal {
     Replayed,
     /// The wallet's identity links to a blocked account.
     AccountBlocked,
-    /// The wallet's address belongs to an account that may not be linked automatically.
+    /// The wallet's address belongs to another account.
     EmailExists,
     /// The credential's assurance is below the tenant's floor.
     BelowFloor,
@@ -301,6 +304,7 @@ impl EudiRefusal {
         match self {
             EudiRefusal::Disabled => "disabled",
             EudiRefusal::VerifierMissing => "verifier_not_configured",
+            EudiRefusal::VerifierExpired => "verifier_certificate_expired",
             EudiRefusal::RedirectNotAllowed => "redirect_not_allowed",
             EudiRefusal::RequestUnknown => "request_not_found",
             EudiRefusal::Replayed => "response_replayed",
@@ -619,8 +623,13 @@ impl TenantState {
         if !enabled {
             return Err(TenantError::Eudi(EudiRefusal::Disabled));
         }
-        if self.eudi_verifier.is_none() {
-            return Err(TenantError::Eudi(EudiRefusal::VerifierMissing));
+        match &self.eudi_verifier {
+            None => return Err(TenantError::Eudi(EudiRefusal::VerifierMissing)),
+            // Wallets refuse a request signed under an expired certificate.
+            Some(v) if v.not_after <= now.unix_timestamp() => {
+                return Err(TenantError::Eudi(EudiRefusal::VerifierExpired))
+            }
+            Some(_) => {}
         }
         if let Some(uri) = &redirect_uri {
             if !self.settings.urls.allows(uri) {
@@ -650,7 +659,7 @@ impl TenantState {
             redirect_uri,
             response_code_hash: None,
             created_at: now,
-            expires_at: now + TX_TTL,
+            expires_at: now + self.runtime.eudi_request_ttl,
             outcome: TxOutcome::Pending,
         };
         let mut fx = self.effects();
@@ -774,19 +783,16 @@ impl TenantState {
             .email
             .as_deref()
             .and_then(crate::policy::normalize_email);
+        // A wallet identity signs in only as the account it made: a PID's e-mail address is
+        // the holder's say-so (issuers need not check it), so it never opens another account,
+        // and an address an account holds is not taken over.
         let user: UserRecord = if let Some(user) = linked {
             user
-        } else if let Some(existing) = match &email {
-            Some(e) => self.user_by_email(e)?,
-            None => None,
+        } else if match &email {
+            Some(e) => self.user_by_email(e)?.is_some(),
+            None => false,
         } {
-            let may_link = existing.email_verified
-                && !existing.is_anonymous
-                && self.settings.security.automatic_account_linking_enabled;
-            if !may_link {
-                return Err(TenantError::Eudi(EudiRefusal::EmailExists));
-            }
-            existing
+            return Err(TenantError::Eudi(EudiRefusal::EmailExists));
         } else {
             if match &email {
                 Some(e) => self.registration_blocked(fx, e, ctx)?,
@@ -796,9 +802,9 @@ impl TenantState {
             }
             let mut user = UserRecord::blank(Uuid::now_v7(), now);
             self.count_active(&mut fx.batch, None, now)?;
+            // Kept unconfirmed: the account's confirmation rule applies as to any address.
             user.email = email.clone();
-            // The issuer attested it.
-            user.email_verified = email.is_some();
+            user.email_verified = false;
             self.put_new_user(&mut fx.batch, &user)?;
             self.audit_into(
                 &mut fx.batch,
@@ -932,6 +938,27 @@ impl TenantState {
         fx.batch.put(&ix.tx_key, &tx)?;
         self.commit(fx)?;
         poll(answer)
+    }
+
+    /// What wallets attested for the user (the data export): issuer, level, when, and the
+    /// disclosed attributes; `null` for a user who never signed in with a wallet.
+    pub(super) fn wallet_claims_of(&self, user: Uuid) -> Result<serde_json::Value, TenantError> {
+        let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? else {
+            return Ok(serde_json::Value::Null);
+        };
+        let plain = self
+            .master_key
+            .open(&self.user_aad(user, "eudi_claims"), &c.sealed)?;
+        let claims: serde_json::Value =
+            serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))?;
+        Ok(serde_json::json!({
+            "issuer": c.issuer,
+            "acr": c.acr.acr(),
+            "verified_at": c.verified_at
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            "claims": claims,
+        }))
     }
 
     /// Unlinks the user's wallet identities and drops what wallets attested (erasure).

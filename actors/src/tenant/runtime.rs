@@ -39,6 +39,8 @@ pub struct TenantRuntime {
     pub sms_platform_caps: PlatformSmsCaps,
     /// The ceilings and timings of agents.
     pub agents: agents::AgentPolicy,
+    /// How long a wallet has to answer a request.
+    pub eudi_request_ttl: time::Duration,
 }
 
 /// The highest `sms_otp_monthly_cap` that counts, per tier, while a tenant's messages go

@@ -733,6 +733,7 @@ impl TenantState {
             "activity": detail.activity,
             "consents": self.consent_records(user.id)?,
             "agents": self.agents_of_user(user.id)?,
+            "wallet": self.wallet_claims_of(user.id)?,
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))

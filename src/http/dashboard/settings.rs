@@ -1266,13 +1266,16 @@ fn key_resolution(e: &mut FieldErrors, field: &str, v: &Option<Value>) -> Option
                 .get("x5cRoots")
                 .and_then(Value::as_array)
                 .and_then(|a| a.iter().map(|r| r.as_str().map(str::to_owned)).collect());
-            let ok = roots
-                .as_ref()
-                .is_some_and(|r| !r.is_empty() && r.iter().all(|s| !s.is_empty()));
+            let ok = roots.as_ref().is_some_and(|r| {
+                !r.is_empty()
+                    && r.len() <= 20
+                    && r.iter()
+                        .all(|s| tessera_eudi::x509::root_from_config(s).is_ok())
+            });
             e.check(
                 &format!("{field}.x5cRoots"),
                 ok,
-                "must be an array of at least one non-empty string",
+                "must be 1-20 certificates (base64 DER or PEM)",
             );
             ok.then(|| KeyResolution::X5c {
                 x5c_roots: roots.unwrap_or_default(),
