@@ -303,6 +303,61 @@ fn untrusted(e: impl std::fmt::Display) -> Refusal {
     Refusal::new("eudi/untrusted_issuer", e.to_string())
 }
 
+/// Resolves names to public addresses only (and loopback ones when loopback fetches are
+/// allowed), so a configured `jwksUri` or `did:web` cannot reach into the operator's network.
+struct PublicOnly {
+    loopback: bool,
+}
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let loopback = self.loopback;
+        Box::pin(async move {
+            let found = tokio::net::lookup_host((name.as_str(), 0)).await?;
+            let kept: Vec<std::net::SocketAddr> =
+                found.filter(|a| reachable(a.ip(), loopback)).collect();
+            if kept.is_empty() {
+                return Err(format!("{} has no public address", name.as_str()).into());
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(kept.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// Whether the wallet verifier may connect to `ip`: a public address, or a loopback one when
+/// allowed.
+fn reachable(ip: std::net::IpAddr, loopback: bool) -> bool {
+    use std::net::IpAddr;
+    if ip.is_loopback() {
+        return loopback;
+    }
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || v4.is_multicast()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (b == 18 || b == 19)))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return reachable(IpAddr::V4(v4), loopback);
+            }
+            let first = v6.segments()[0];
+            !(v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
+    }
+}
+
 /// One cached status list, with when it was fetched.
 struct CachedStatus {
     at: Instant,
@@ -329,6 +384,9 @@ struct Checked {
 impl WalletVerifier {
     pub fn new(config: WalletConfig) -> Result<Self, String> {
         let http = reqwest::Client::builder()
+            .dns_resolver(Arc::new(PublicOnly {
+                loopback: config.allow_loopback_http,
+            }))
             .timeout(Duration::from_millis(config.timeout_ms))
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(concat!("Tessera/", env!("CARGO_PKG_VERSION")))
@@ -352,6 +410,18 @@ impl WalletVerifier {
             Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
             None => false,
         };
+        // Addresses inside the operator's network are no issuer's (names are checked when
+        // resolved, by `PublicOnly`).
+        let literal = match parsed.host() {
+            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+            _ => None,
+        };
+        if let Some(ip) = literal {
+            if !reachable(ip, self.config.allow_loopback_http) {
+                return Err(untrusted(format!("not a public address: {url}")));
+            }
+        }
         match parsed.scheme() {
             "https" => Ok(parsed),
             "http" if loopback && self.config.allow_loopback_http => Ok(parsed),
@@ -430,8 +500,8 @@ impl WalletVerifier {
                     let host = url::Url::parse(iss)
                         .ok()
                         .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-                    let named = uris.iter().any(|u| u == iss)
-                        || host.is_some_and(|h| dns.contains(&h));
+                    let named =
+                        uris.iter().any(|u| u == iss) || host.is_some_and(|h| dns.contains(&h));
                     if !named {
                         return Err(untrusted(format!(
                             "the issuer's certificate does not name {iss}"
@@ -996,6 +1066,29 @@ fn identity_of(c: Checked, config: &EudiConfig) -> Result<WalletIdentity, Refusa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_public_addresses_are_fetched() {
+        for (ip, loopback, ok) in [
+            ("93.184.215.14", false, true),
+            ("2606:2800:21f:cb07::1", false, true),
+            ("127.0.0.1", false, false),
+            ("127.0.0.1", true, true),
+            ("::1", true, true),
+            ("10.1.2.3", true, false),
+            ("172.16.0.1", false, false),
+            ("192.168.1.1", false, false),
+            ("169.254.169.254", true, false),
+            ("100.64.0.1", false, false),
+            ("0.0.0.0", true, false),
+            ("fd00::1", false, false),
+            ("fe80::1", false, false),
+            ("::ffff:10.0.0.1", false, false),
+        ] {
+            let ip: std::net::IpAddr = ip.parse().unwrap();
+            assert_eq!(reachable(ip, loopback), ok, "{ip} loopback={loopback}");
+        }
+    }
 
     #[test]
     fn did_web_urls_follow_the_method() {
