@@ -342,13 +342,24 @@ pub async fn response(
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Json<WalletAck>, ApiError> {
+    let app = state;
     let form = form_fields(&body);
     let jwe = field(&form, "response");
     if jwe.is_empty() {
-        // An error answer (`error`, `error_description`) is not encrypted and names no
-        // transaction: the transaction waits for another answer until it expires.
+        // An error answer (`error`, `error_description`, `state`) is not encrypted: an age
+        // verification ends in `fallback`, a sign-in stays open for another try. Whatever it
+        // names, the wallet gets the same answer.
         if !field(&form, "error").is_empty() {
-            tracing::info!(error = %field(&form, "error").chars().take(64).collect::<String>(), "a wallet declined");
+            let error: String = field(&form, "error").chars().take(64).collect();
+            tracing::info!(%error, "a wallet declined");
+            let state = field(&form, "state");
+            let request_id = state.rsplit_once('.').map_or("", |(r, _)| r);
+            if let Some(tenant) = tenant_of(&app, request_id).filter(|_| state.len() <= 256) {
+                let cmd = EudiCmd::Declined {
+                    state: state.to_owned(),
+                };
+                let _ = eudi(&tenant, &ctx, cmd).await;
+            }
             return Ok(Json(WalletAck { redirect_uri: None }));
         }
         return Err(ApiError::invalid_field("response", "is required"));
@@ -362,7 +373,7 @@ pub async fn response(
             "the response is not a JWE to one of this server's transaction keys",
         )
     })?;
-    let tenant = tenant_of(&state, &request_id).ok_or_else(request_not_found)?;
+    let tenant = tenant_of(&app, &request_id).ok_or_else(request_not_found)?;
     let cmd = EudiCmd::Open {
         request_id: request_id.clone(),
     };
@@ -370,9 +381,9 @@ pub async fn response(
         EudiAnswer::Opened(o) => o,
         _ => return Err(unexpected()),
     };
-    let response_uri = format!("{}/v1/auth/eudi/response", state.base_url);
+    let response_uri = format!("{}/v1/auth/eudi/response", app.base_url);
     let now = OffsetDateTime::now_utc().unix_timestamp();
-    let outcome = state
+    let outcome = app
         .wallet
         .check_response(&open, jwe, &response_uri, now)
         .await

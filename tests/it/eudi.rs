@@ -1260,3 +1260,44 @@ fn merge_documents(a: &str, b: &str) -> String {
     ciborium::into_writer(&first, &mut out).unwrap();
     tessera_eudi::b64e(out)
 }
+
+/// A wallet's error answer (not encrypted, naming the request by its `state`): an age
+/// verification falls back at once, a sign-in stays open for another try, and one that names
+/// no transaction is answered the same.
+#[test]
+fn a_declining_wallet_ends_an_age_check_and_leaves_a_sign_in_open() {
+    let w = World::start();
+    let (st, v) = w.srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/eudi-age", w.slug),
+        &w.owner,
+        Some(&json!({"age_verification_enabled": true})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let wallet = w.wallet_with_pid(None);
+    let decline = |req: &OpenedRequest, state: &str| {
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("error", "access_denied")
+            .append_pair("state", state)
+            .finish();
+        w.respond(req, form)
+    };
+    for (path, result, after) in [
+        (
+            "/v1/auth/eudi/age/initiate",
+            "/v1/auth/eudi/age/result",
+            "fallback",
+        ),
+        ("/v1/auth/eudi/initiate", "/v1/auth/eudi/result", "pending"),
+    ] {
+        let started = w.initiate(path, json!({}));
+        let req = wallet.open(&w.fetch_request(&started)).unwrap();
+        // A made-up state changes nothing, and is answered alike.
+        assert!(decline(&req, &format!("{}x", req.state)).expect(200)["redirect_uri"].is_null());
+        let poll = |state: &str| w.result(result, state, None).expect(200)["status"].clone();
+        let state = started["state"].as_str().unwrap();
+        assert_eq!(poll(state), "pending");
+        decline(&req, &req.state).expect(200);
+        assert_eq!(poll(state), after, "{path}");
+    }
+}

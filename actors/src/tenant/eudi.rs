@@ -394,6 +394,9 @@ pub enum EudiCmd {
     Request { request_id: String },
     /// A live, pending transaction and its decryption key, for the wallet's answer.
     Open { request_id: String },
+    /// The wallet's error answer (the user declined, or it holds nothing that fits), which
+    /// names its transaction by the OpenID4VP `state` alone.
+    Declined { state: String },
     /// The checked outcome of the answer: taken once.
     Complete {
         request_id: String,
@@ -552,6 +555,21 @@ impl TenantState {
                 request_id,
                 outcome,
             } => self.eudi_complete(&request_id, outcome, ctx, now),
+            EudiCmd::Declined { state } => {
+                let request_id = state.rsplit_once('.').map_or("", |(r, _)| r).to_owned();
+                let (_, tx) = self.live_tx(&request_id, now)?;
+                if !ct_eq(tx.oid_state.as_bytes(), state.as_bytes()) {
+                    return Err(TenantError::Eudi(EudiRefusal::RequestUnknown));
+                }
+                match tx.purpose {
+                    // The app can ask for the date of birth now instead of waiting.
+                    EudiPurpose::Age => {
+                        self.eudi_complete(&request_id, WalletOutcome::Age(None), ctx, now)
+                    }
+                    // A sign-in stays open: the user may try again, with another wallet too.
+                    EudiPurpose::Login => Ok(EudiAnswer::Completed { redirect_uri: None }),
+                }
+            }
             EudiCmd::Result {
                 purpose,
                 state,
@@ -653,7 +671,9 @@ impl TenantState {
             purpose,
             request_id: request_id.clone(),
             poll_hash,
-            oid_state: random_token(24),
+            // The request id leads from an unencrypted error answer (which carries only
+            // this) back to its transaction.
+            oid_state: format!("{request_id}.{}", random_token(24)),
             nonce: random_token(24),
             enc_key,
             redirect_uri,
