@@ -271,6 +271,30 @@ setup_server() { # name
     --output "$dir/agent.tsv" >/dev/null
 }
 
+# The wallet scenario's tenant (on a data directory's first start): its owner, a development
+# verifier chain from the admin CLI (the wallets trust its root), the bench's test issuers
+# (`wallet issuers`), and wallet sign-in turned on with those issuers as trust anchors through
+# the dashboard API.
+setup_wallet() { # name
+  local name=$1 data=${SDATA[$1]} dir=$WORK/$1 session code
+  printf '%s\n' "$BENCH_PASSWORD" |
+    admin "$data" tenant create --name "Bench Wallet" --slug bench-wallet \
+      --owner-email owner@wallet.bench.test >"$dir/wallet_tenant.json"
+  admin "$data" eudi dev-cert bench-wallet >"$dir/wallet_verifier.json"
+  jq -r '.root_pem' "$dir/wallet_verifier.json" >"$dir/wallet_verifier_root.pem"
+  grep -q 'BEGIN CERTIFICATE' "$dir/wallet_verifier_root.pem" ||
+    die "$name: eudi dev-cert gave no root: $(cat "$dir/wallet_verifier.json")"
+  "$BIN/wallet" issuers --output "$dir/wallet_issuers.json" >"$dir/wallet_settings.json"
+  session=$(curl -sf "${SBASE[$name]}/v1/auth/dashboard/login" -H 'content-type: application/json' \
+    -d "$(jq -n --arg p "$BENCH_PASSWORD" '{email: "owner@wallet.bench.test", password: $p}')" |
+    jq -r '.session_token') || die "$name: the dashboard login of the wallet tenant's owner failed"
+  code=$(curl -s -o "$dir/wallet_settings_put.json" -w '%{http_code}' -X PUT \
+    "${SBASE[$name]}/v1/auth/dashboard/tenants/bench-wallet/settings/eudi" \
+    -H "authorization: Bearer $session" -H 'content-type: application/json' \
+    --data-binary @"$dir/wallet_settings.json")
+  [[ $code == 200 ]] || die "$name: PUT settings/eudi: $code $(cat "$dir/wallet_settings_put.json")"
+}
+
 # Signs users in before a run: bearer tokens for me / step_up / the probe, refresh tokens for
 # the refresh and mixed scenarios (each run starts from fresh ones: they are single-use).
 seed_tokens() { # name run_dir
@@ -337,8 +361,8 @@ check_errors() { # label result
   local errors
   errors=$(jq -r '.errors' "$2")
   if [[ $errors != 0 ]]; then
-    echo "$1: $errors errors: $(jq -c '{socket_error_detail, statuses, samples}' "$2")" >>"$FAILURES"
-    log "  $1: $errors ERRORS $(jq -c '{statuses, samples}' "$2")"
+    echo "$1: $errors errors: $(jq -c '{socket_error_detail, statuses, samples, first_error}' "$2")" >>"$FAILURES"
+    log "  $1: $errors ERRORS $(jq -c '{statuses, samples, first_error}' "$2")"
   fi
 }
 
@@ -448,8 +472,11 @@ for RUN in $(seq 1 "$RUNS"); do
 
   # A: durable writes (the production setting). Restarted every run: rate windows start empty.
   # Codes live 10 minutes here: the code-exchange scenario uses codes made before it.
-  start_server A "$WORK/data-a" TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS=600
+  # The wallet load serves its issuer's status list on 127.0.0.1 over plain HTTP.
+  start_server A "$WORK/data-a" TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS=600 \
+    TESSERA__EUDI__ALLOW_LOOPBACK_HTTP=true
   ((RUN > 1)) || setup_server A
+  ((RUN > 1)) || setup_wallet A
   seed_tokens A "$RD"
   log "A (durable) at ${SBASE[A]}"
   scenario A healthz healthz "$CONNS" "$THREADS"
@@ -486,6 +513,18 @@ for RUN in $(seq 1 "$RUNS"); do
     die "the passkey load failed: $(cat "$RD/passkey_sign_in.err")"
   check_errors "run $RUN passkey_sign_in" "$RD/passkey_sign_in.json"
   log "  $(jq -r '"passkey_sign_in: \(.rps) sign-ins/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$RD/passkey_sign_in.json")"
+  # Wallet presentations (OpenID4VP, direct_post.jwt): the bench's own load generator again,
+  # a test wallet per loop (half SD-JWT VC PIDs with a status list it serves itself, cached
+  # by the server; half mdoc PIDs): initiate, request object, encrypted answer. The figure
+  # is the answers the server verified and took, a second; the latency that of the answer.
+  "$BIN/wallet" run --base "${SBASE[A]}" --api-key "$(jq -r '.api_key' "$WORK/A/wallet_tenant.json")" \
+    --verifier-root "$WORK/A/wallet_verifier_root.pem" --issuers "$WORK/A/wallet_issuers.json" \
+    --wallets "$CONNS" --concurrency "$CONNS" --seconds "$DUR" --warmup "$WARM" \
+    --server-pid "${SPID[A]}" --clock-ticks "$TICKS" \
+    >"$RD/wallet_presentation.json" 2>"$RD/wallet_presentation.err" ||
+    die "the wallet load failed: $(cat "$RD/wallet_presentation.err")"
+  check_errors "run $RUN wallet_presentation" "$RD/wallet_presentation.json"
+  log "  $(jq -r '"wallet_presentation: \(.rps) verified/s (sd-jwt \(.by_format["dc+sd-jwt"].rps), mdoc \(.by_format.mso_mdoc.rps)), answer p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors), status list fetched \(.status_list.fetches_during_load) times under load"' "$RD/wallet_presentation.json")"
   scenario A anonymous anonymous "$CONNS" "$THREADS" BENCH_KEYS="$WORK/A/anon_keys.txt"
   BEFORE_MEASURE=start_mixed_probe scenario A mixed mixed "$CONNS" "$THREADS" \
     BENCH_TOKENS="$RD/A-me.tsv" BENCH_TOKENS_IN="$RD/A-mixed-refresh.tsv" \

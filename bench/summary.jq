@@ -12,7 +12,8 @@ def div($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b e
 def scenario_names: [
   "healthz", "me", "login", "login_at_cores", "step_up", "refresh", "refresh_nondurable",
   "anonymous", "anonymous_nondurable", "mixed", "passkey_sign_in", "introspect",
-  "code_exchange", "oauth_round_trip", "client_credentials", "token_exchange"
+  "code_exchange", "oauth_round_trip", "client_credentials", "token_exchange",
+  "wallet_presentation"
 ];
 
 # What each target compares, per run.
@@ -29,6 +30,7 @@ def ratio_values:
     "code_exchange_rps / refresh_rps": div(.code_exchange.rps; .refresh.rps),
     "client_credentials_rps / refresh_rps": div(.client_credentials.rps; .refresh.rps),
     "token_exchange_rps / refresh_rps": div(.token_exchange.rps; .refresh.rps),
+    "wallet_presentation_rps": .wallet_presentation.rps,
     "anonymous_rps / anonymous_rps_nondurable": div(.anonymous.rps; .anonymous_nondurable.rps),
     "mixed_me_p99_ms (probe)": .mixed_probe.latency.p99_ms,
     "overload_503_p99_ms (probe)": .overload_probe.latency_503.p99_ms,
@@ -48,6 +50,7 @@ def targets:
     "code_exchange_rps / refresh_rps": {op: ">=", target: 0.5},
     "client_credentials_rps / refresh_rps": {op: ">=", target: 0.8},
     "token_exchange_rps / refresh_rps": {op: ">=", target: 0.5},
+    "wallet_presentation_rps": {op: ">=", target: 500},
     "anonymous_rps / anonymous_rps_nondurable": {op: ">=", target: 0.6},
     "mixed_me_p99_ms (probe)": {op: "<", target: 20},
     "overload_503_p99_ms (probe)": {op: "<=", target: 10},
@@ -193,6 +196,25 @@ def drop_pct($s; $kind):
         $runs | map(div(.client_credentials.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
       "server_cpu_ms_per_token_exchange / server_cpu_ms_per_refresh": (
         $runs | map(div(.token_exchange.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
+      # Wallet presentations (an answer's JWE decrypted, then an SD-JWT VC with its issuer
+      # chain, signature, key binding and cached status list, or an mdoc with its chain,
+      # issuer and device signatures) against one ES256 (P-256) verification, the
+      # presentations' main cost; and the figures per credential format.
+      "wallet_presentation_rps / es256_verify_per_s_all_cores": (
+        $runs | map(div(.wallet_presentation.rps; .ceilings.es256.verify_per_s_all_cores)) | median | r3),
+      "wallet_presentation_rps / es256_verify_per_s_single_thread": (
+        $runs | map(div(.wallet_presentation.rps; .ceilings.es256.verify_per_s_single_thread)) | median | r3),
+      wallet_presentation_by_format: (["dc+sd-jwt", "mso_mdoc"] | map(. as $f | {
+        key: $f,
+        value: {
+          rps: ($runs | map(.wallet_presentation.by_format[$f].rps) | median | r3),
+          p50_ms: ($runs | map(.wallet_presentation.by_format[$f].p50_ms) | median | r3),
+          p99_ms: ($runs | map(.wallet_presentation.by_format[$f].p99_ms) | median | r3)
+        }
+      }) | from_entries),
+      wallet_presentation_flow_p50_ms: ($runs | map(.wallet_presentation.flow_latency.p50_ms) | median | r3),
+      wallet_presentation_generator_cpu_cores: ($runs | map(.wallet_presentation.generator_cpu_cores) | median | r3),
+      wallet_status_list_fetches_under_load: ($runs | map(.wallet_presentation.status_list.fetches_during_load)),
       mixed_overall_p99_ms: ($runs | map(.mixed.p99_ms) | median | r3),
       mixed_requests_sent_by_kind: ($runs | map(.mixed.extra))
     },
