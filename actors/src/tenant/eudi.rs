@@ -351,7 +351,7 @@ impl std::fmt::Debug for Opening {
 }
 
 /// A verified wallet identity.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WalletIdentity {
     /// The trust anchor's `issuer`.
     pub issuer: String,
@@ -365,6 +365,16 @@ pub struct WalletIdentity {
     pub email: Option<String>,
 }
 
+/// Names and attributes stay out of logs.
+impl std::fmt::Debug for WalletIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WalletIdentity")
+            .field("issuer", &self.issuer)
+            .field("level", &self.level)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The checked outcome of a wallet's answer.
 #[derive(Clone, Debug)]
 pub enum WalletOutcome {
@@ -373,7 +383,7 @@ pub enum WalletOutcome {
     Age(Option<bool>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum EudiCmd {
     /// The admin CLI sets the verifier's key (PKCS#8 DER) and chain (checked by the caller).
     SetVerifier {
@@ -410,8 +420,23 @@ pub enum EudiCmd {
     },
 }
 
+/// Keys and handles stay out of logs: the command's name only.
+impl std::fmt::Debug for EudiCmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EudiCmd::SetVerifier { .. } => "EudiCmd::SetVerifier",
+            EudiCmd::Verifier => "EudiCmd::Verifier",
+            EudiCmd::Begin { .. } => "EudiCmd::Begin",
+            EudiCmd::Request { .. } => "EudiCmd::Request",
+            EudiCmd::Open { .. } => "EudiCmd::Open",
+            EudiCmd::Declined { .. } => "EudiCmd::Declined",
+            EudiCmd::Complete { .. } => "EudiCmd::Complete",
+            EudiCmd::Result { .. } => "EudiCmd::Result",
+        })
+    }
+}
+
 /// What a poll finds.
-#[derive(Debug)]
 pub enum PollAnswer {
     Pending,
     Expired,
@@ -423,7 +448,6 @@ pub enum PollAnswer {
     Fallback,
 }
 
-#[derive(Debug)]
 pub enum EudiAnswer {
     VerifierSet(Arc<VerifierIdentity>),
     Verifier(Option<Arc<VerifierIdentity>>),
@@ -438,6 +462,34 @@ pub enum EudiAnswer {
         redirect_uri: Option<String>,
     },
     Poll(PollAnswer),
+}
+
+/// Tokens, poll handles and sessions stay out of logs: the variant's name only.
+impl std::fmt::Debug for PollAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PollAnswer::Pending => "Pending",
+            PollAnswer::Expired => "Expired",
+            PollAnswer::NotFound => "NotFound",
+            PollAnswer::Consumed(_) => "Consumed",
+            PollAnswer::Determined(_) => "Determined",
+            PollAnswer::Fallback => "Fallback",
+        })
+    }
+}
+
+impl std::fmt::Debug for EudiAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EudiAnswer::VerifierSet(_) => "VerifierSet",
+            EudiAnswer::Verifier(_) => "Verifier",
+            EudiAnswer::Begun { .. } => "Begun",
+            EudiAnswer::Tx(_) => "Tx",
+            EudiAnswer::Opened(_) => "Opened",
+            EudiAnswer::Completed { .. } => "Completed",
+            EudiAnswer::Poll(_) => "Poll",
+        })
+    }
 }
 
 /// The request id's random part: the key of its transaction.
@@ -826,6 +878,7 @@ impl TenantState {
             user.email = email.clone();
             user.email_verified = false;
             self.put_new_user(&mut fx.batch, &user)?;
+            self.emit_user_created(&mut fx.batch, &user, "eudi_wallet")?;
             self.audit_into(
                 &mut fx.batch,
                 "auth.register",
