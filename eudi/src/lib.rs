@@ -60,6 +60,26 @@ pub fn b64d(text: &str) -> Result<Vec<u8>> {
         .map_err(|_| malformed("base64url"))
 }
 
+/// A NumericDate claim (RFC 7519) as whole seconds (fractions dropped); absent is `None`, a
+/// non-number is malformed.
+pub(crate) fn numeric_date(
+    claims: &serde_json::Map<String, serde_json::Value>,
+    name: &str,
+) -> Result<Option<i64>> {
+    match claims.get(name) {
+        None => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .or_else(|| {
+                v.as_f64()
+                    .filter(|f| f.is_finite())
+                    .map(|f| f.floor() as i64)
+            })
+            .map(Some)
+            .ok_or_else(|| malformed(format!("{name} must be a number"))),
+    }
+}
+
 /// SHA-256.
 pub fn sha256(bytes: impl AsRef<[u8]>) -> [u8; 32] {
     let d = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, bytes.as_ref());

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::jose::{Alg, Jws, PublicKey, SigningKey};
 use crate::status::StatusRef;
-use crate::{b64d, b64e, malformed, sha256, Error, Result};
+use crate::{b64d, b64e, malformed, numeric_date, sha256, Error, Result};
 
 /// The header `typ` of an SD-JWT VC.
 pub const TYP: &str = "dc+sd-jwt";
@@ -297,22 +297,6 @@ fn process_disclosures(p: &Presentation) -> Result<Map<String, Value>> {
         )));
     }
     Ok(claims)
-}
-
-/// A NumericDate claim as whole seconds (fractions dropped); a non-number is malformed.
-fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>> {
-    match claims.get(name) {
-        None => Ok(None),
-        Some(v) => v
-            .as_i64()
-            .or_else(|| {
-                v.as_f64()
-                    .filter(|f| f.is_finite())
-                    .map(|f| f.floor() as i64)
-            })
-            .map(Some)
-            .ok_or_else(|| malformed(format!("{name} must be a number"))),
-    }
 }
 
 /// Checks the Key Binding JWT: `typ`, algorithm, signature by `holder`, `aud`, `nonce`, `iat`

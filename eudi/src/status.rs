@@ -15,7 +15,7 @@ use flate2::Compression;
 use serde_json::{Map, Value};
 
 use crate::jose::{Jws, SigningKey};
-use crate::{b64d, b64e, malformed, Error, Result};
+use crate::{b64d, b64e, malformed, numeric_date, Error, Result};
 
 /// The header `typ` of a Status List Token in JWT form.
 pub const TYP: &str = "statuslist+jwt";
@@ -87,22 +87,6 @@ fn check_bits(bits: u8) -> Result<()> {
         other => Err(malformed(format!(
             "status list bits {other} (1, 2, 4 or 8)"
         ))),
-    }
-}
-
-/// A NumericDate claim as whole seconds; fractions are dropped.
-fn numeric_date(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>> {
-    match claims.get(name) {
-        None => Ok(None),
-        Some(v) => v
-            .as_i64()
-            .or_else(|| {
-                v.as_f64()
-                    .filter(|f| f.is_finite())
-                    .map(|f| f.floor() as i64)
-            })
-            .map(Some)
-            .ok_or_else(|| malformed(format!("{name} must be a number"))),
     }
 }
 
