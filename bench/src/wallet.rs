@@ -58,6 +58,19 @@ impl TestIssuer {
         use base64::{engine::general_purpose::STANDARD, Engine};
         let mut header = Map::new();
         header.insert("x5c".into(), json!([STANDARD.encode(&self.leaf_der)]));
+        self.pid_with_header(header, iss, claims, holder, exp, status)
+    }
+
+    /// A PID as SD-JWT VC under `header` (`x5c` or `kid`).
+    fn pid_with_header(
+        &self,
+        header: Map<String, Value>,
+        iss: &str,
+        claims: &Map<String, Value>,
+        holder: &PublicKey,
+        exp: i64,
+        status: Option<(&str, u64)>,
+    ) -> Result<String> {
         let mut payload = claims.clone();
         let names: Vec<String> = claims.keys().cloned().collect();
         payload.insert("iss".into(), json!(iss));
@@ -360,19 +373,6 @@ impl TestIssuer {
     ) -> Result<String> {
         let mut header = Map::new();
         header.insert("kid".into(), json!(kid));
-        let mut payload = claims.clone();
-        let names: Vec<String> = claims.keys().cloned().collect();
-        payload.insert("iss".into(), json!(iss));
-        payload.insert("vct".into(), json!("urn:eudi:pid:1"));
-        payload.insert("iat".into(), json!(now() - 60));
-        payload.insert("exp".into(), json!(exp));
-        let disclosable: Vec<&str> = names.iter().map(String::as_str).collect();
-        Ok(sdjwt::issue(
-            &self.key,
-            header,
-            payload,
-            &disclosable,
-            holder,
-        )?)
+        self.pid_with_header(header, iss, claims, holder, exp, None)
     }
 }
