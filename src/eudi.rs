@@ -303,61 +303,6 @@ fn untrusted(e: impl std::fmt::Display) -> Refusal {
     Refusal::new("eudi/untrusted_issuer", e.to_string())
 }
 
-/// Resolves names to public addresses only (and loopback ones when loopback fetches are
-/// allowed), so a configured `jwksUri` or `did:web` cannot reach into the operator's network.
-struct PublicOnly {
-    loopback: bool,
-}
-
-impl reqwest::dns::Resolve for PublicOnly {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let loopback = self.loopback;
-        Box::pin(async move {
-            let found = tokio::net::lookup_host((name.as_str(), 0)).await?;
-            let kept: Vec<std::net::SocketAddr> =
-                found.filter(|a| reachable(a.ip(), loopback)).collect();
-            if kept.is_empty() {
-                return Err(format!("{} has no public address", name.as_str()).into());
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(kept.into_iter());
-            Ok(addrs)
-        })
-    }
-}
-
-/// Whether the wallet verifier may connect to `ip`: a public address, or a loopback one when
-/// allowed.
-fn reachable(ip: std::net::IpAddr, loopback: bool) -> bool {
-    use std::net::IpAddr;
-    if ip.is_loopback() {
-        return loopback;
-    }
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || v4.is_multicast()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 198 && (b == 18 || b == 19)))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return reachable(IpAddr::V4(v4), loopback);
-            }
-            let first = v6.segments()[0];
-            !(v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80)
-        }
-    }
-}
-
 /// One cached status list, with when it was fetched.
 struct CachedStatus {
     at: Instant,
@@ -383,21 +328,27 @@ struct Checked {
 
 impl WalletVerifier {
     pub fn new(config: WalletConfig) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
-            .dns_resolver(Arc::new(PublicOnly {
-                loopback: config.allow_loopback_http,
-            }))
-            .timeout(Duration::from_millis(config.timeout_ms))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("Tessera/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("wallet client: {e}"))?;
+        let http = crate::net::client(
+            Self::reach(&config),
+            Duration::from_millis(config.timeout_ms),
+        )
+        .map_err(|e| format!("wallet client: {e}"))?;
         Ok(WalletVerifier {
             http,
             config,
             jwks: Mutex::new(HashMap::new()),
             status: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The addresses the verifier may fetch from: public ones, and loopback ones when the
+    /// operator allowed loopback fetches.
+    fn reach(config: &WalletConfig) -> crate::net::Reach {
+        if config.allow_loopback_http {
+            crate::net::Reach::PublicAndLoopback
+        } else {
+            crate::net::Reach::Public
+        }
     }
 
     /// Whether `url` may be fetched: HTTPS, or HTTP to a loopback host when the operator
@@ -411,14 +362,9 @@ impl WalletVerifier {
             None => false,
         };
         // Addresses inside the operator's network are no issuer's (names are checked when
-        // resolved, by `PublicOnly`).
-        let literal = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
-            _ => None,
-        };
-        if let Some(ip) = literal {
-            if !reachable(ip, self.config.allow_loopback_http) {
+        // resolved, by `net::PublicOnly`).
+        if let Some(ip) = crate::net::host_ip(&parsed) {
+            if !crate::net::reachable(ip, Self::reach(&self.config)) {
                 return Err(untrusted(format!("not a public address: {url}")));
             }
         }
@@ -1086,7 +1032,16 @@ mod tests {
             ("::ffff:10.0.0.1", false, false),
         ] {
             let ip: std::net::IpAddr = ip.parse().unwrap();
-            assert_eq!(reachable(ip, loopback), ok, "{ip} loopback={loopback}");
+            let reach = if loopback {
+                crate::net::Reach::PublicAndLoopback
+            } else {
+                crate::net::Reach::Public
+            };
+            assert_eq!(
+                crate::net::reachable(ip, reach),
+                ok,
+                "{ip} loopback={loopback}"
+            );
         }
     }
 

@@ -12,8 +12,10 @@ pub mod eudi;
 pub mod http;
 pub mod i18n;
 pub mod metrics;
+pub mod net;
 pub mod social;
 pub mod telemetry;
+pub mod webhooks;
 
 use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
 
@@ -135,6 +137,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
 
     let (mail_tx, mail_rx) = tokio::sync::mpsc::unbounded_channel();
     let (sms_tx, sms_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (webhooks_tx, webhooks_rx) = tokio::sync::mpsc::unbounded_channel();
     let withdrawn = Withdrawn::default();
     let runtime = TenantRuntime {
         tokens: TokenPolicy {
@@ -148,6 +151,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             mail: mail_tx,
             sms: sms_tx,
             withdrawn: withdrawn.clone(),
+            webhooks: webhooks_tx,
         }),
         clock_offset: time::Duration::seconds(config.testing.clock_offset_secs),
         sms_countries: Arc::new(config.sms.allowed_countries.clone()),
@@ -158,6 +162,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         },
         agents: config.agents.policy(),
         eudi_request_ttl: time::Duration::seconds(i64::from(config.eudi.request_ttl_secs)),
+        webhooks: config.webhooks.policy(),
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(
@@ -212,6 +217,11 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     // request from holding a worker thread (and whoever waits on the same lazy value).
     let _ = tokio::task::spawn_blocking(|| phonenumber::parse(None, "+33612345678").is_ok()).await;
     let courier = tokio::spawn(delivery::sms::run(texter.clone(), sms_rx));
+    let webhook_worker = tokio::spawn(webhooks::run(
+        directory.clone(),
+        config.webhooks.clone(),
+        webhooks_rx,
+    ));
     let ip_hasher = master_key.hasher("audit-ip");
     let sign_in_hasher = master_key.hasher("hosted-sign-in");
     let trusted_proxies = config
@@ -296,6 +306,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     purge_task.abort();
     postman.abort();
     courier.abort();
+    webhook_worker.abort();
     let _ = std::fs::remove_file(&socket_path);
     directory.stop().await;
     let _ = directory_join.await;

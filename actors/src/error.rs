@@ -138,6 +138,12 @@ pub enum TenantError {
     Eudi(crate::tenant::eudi::EudiRefusal),
     #[error("the OAuth request was refused: {}", .0.code())]
     OAuth(crate::tenant::oauth::OAuthFailure),
+    #[error("the tenant has as many webhook endpoints as it may")]
+    WebhookLimit,
+    #[error("the webhook endpoint is disabled")]
+    WebhookDisabled,
+    #[error("an attempt of this delivery is under way")]
+    WebhookDeliveryInFlight,
     #[error("internal: {0}")]
     Internal(String),
 }

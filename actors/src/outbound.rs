@@ -1,4 +1,5 @@
-//! What tenant actors hand to the outside world: mail and text messages to deliver.
+//! What tenant actors hand to the outside world: mail and text messages to deliver, and the
+//! wake-ups of webhook delivery.
 //!
 //! A tenant actor writes each message into its own persisted queue (sealed, in the same batch
 //! as the change that caused it), then submits it here. The delivery side (in the binary) sends
@@ -63,6 +64,8 @@ pub enum MailKind {
         agent_name: String,
         client_id: String,
     },
+    /// To a tenant owner: a webhook endpoint failed for days and was disabled.
+    WebhookDisabled { url: String, endpoint_id: String },
 }
 
 impl MailKind {
@@ -83,6 +86,7 @@ impl MailKind {
             MailKind::MfaReset => "mfa_reset",
             MailKind::AgentRequest { .. } => "agent_request",
             MailKind::AgentRevoked { .. } => "agent_revoked",
+            MailKind::WebhookDisabled { .. } => "webhook_disabled",
         }
     }
 }
@@ -195,6 +199,8 @@ pub trait Outbound: Send + Sync + 'static {
     /// Withdraws submitted messages (their account was erased): an attempt not yet made is
     /// not made.
     fn withdraw(&self, ids: &[Uuid]);
+    /// Tells webhook delivery that `tenant` has deliveries due at `at` (written and durable).
+    fn webhooks_due(&self, tenant: TenantId, at: time::OffsetDateTime);
 }
 
 /// The messages withdrawn after they were submitted, shared by the tenant actors (who add)
@@ -228,6 +234,8 @@ pub struct ChannelOutbound {
     pub mail: tokio::sync::mpsc::UnboundedSender<MailJob>,
     pub sms: tokio::sync::mpsc::UnboundedSender<SmsJob>,
     pub withdrawn: Withdrawn,
+    /// The webhook worker's wake-ups: a tenant and when its next delivery is due.
+    pub webhooks: tokio::sync::mpsc::UnboundedSender<(TenantId, time::OffsetDateTime)>,
 }
 
 impl Outbound for ChannelOutbound {
@@ -245,5 +253,11 @@ impl Outbound for ChannelOutbound {
 
     fn withdraw(&self, ids: &[Uuid]) {
         self.withdrawn.add(ids);
+    }
+
+    fn webhooks_due(&self, tenant: TenantId, at: time::OffsetDateTime) {
+        if self.webhooks.send((tenant, at)).is_err() {
+            tracing::warn!(tenant = %tenant, "webhook delivery is stopped; deliveries stay queued");
+        }
     }
 }

@@ -79,3 +79,7 @@ agent-request-3 = Wenn Sie nichts mit { $agent } begonnen haben, lehnen Sie die 
 agent-revoked-subject = Der Agent { $agent } wurde bei { $tenant } widerrufen
 agent-revoked-1 = Der Agent { $agent } von { $tenant } wurde im Dashboard widerrufen: Sein Geheimnis funktioniert nicht mehr, und alle seine Tokens sind ungültig.
 agent-revoked-2 = Wenn kein Eigentümer von { $tenant } dies getan hat, prüfen Sie sofort das Audit-Protokoll und die Mitglieder von { $tenant }.
+
+webhook-disabled-subject = Ein Webhook-Endpunkt von { $tenant } wurde deaktiviert
+webhook-disabled-1 = Der Webhook-Endpunkt { $endpoint } von { $tenant } hat tagelang jede Zustellung abgelehnt und wurde deshalb deaktiviert: Es werden keine Ereignisse mehr an ihn gesendet.
+webhook-disabled-2 = Beheben Sie das Problem am Endpunkt, aktivieren Sie ihn im Dashboard wieder und senden Sie die fehlgeschlagenen Zustellungen aus seinem Zustellprotokoll erneut.

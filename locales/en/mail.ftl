@@ -79,3 +79,7 @@ agent-request-3 = If you did not start anything with { $agent }, deny the reques
 agent-revoked-subject = The agent { $agent } was revoked at { $tenant }
 agent-revoked-1 = The agent { $agent } of { $tenant } was revoked from the dashboard: its secret no longer works, and every token it held has stopped working.
 agent-revoked-2 = If no owner of { $tenant } did this, check the audit log and the members of { $tenant } at once.
+
+webhook-disabled-subject = A webhook endpoint of { $tenant } was disabled
+webhook-disabled-1 = The webhook endpoint { $endpoint } of { $tenant } failed every delivery for days, so it was disabled: no events are sent to it now.
+webhook-disabled-2 = Fix the endpoint, enable it again from the dashboard, then resend the failed deliveries from its delivery log.

@@ -79,3 +79,7 @@ agent-request-3 = Si no empezaste nada con { $agent }, rechaza la solicitud: no 
 agent-revoked-subject = El agente { $agent } fue revocado en { $tenant }
 agent-revoked-1 = El agente { $agent } de { $tenant } fue revocado desde el panel: su secreto ya no funciona y todos sus tokens han dejado de funcionar.
 agent-revoked-2 = Si ningún propietario de { $tenant } lo hizo, revisa de inmediato el registro de auditoría y los miembros de { $tenant }.
+
+webhook-disabled-subject = Se desactivó un endpoint de webhook de { $tenant }
+webhook-disabled-1 = El endpoint de webhook { $endpoint } de { $tenant } falló todas las entregas durante días, por lo que se desactivó: ya no se le envían eventos.
+webhook-disabled-2 = Corrige el endpoint, vuelve a activarlo desde el panel y reenvía las entregas fallidas desde su registro de entregas.

@@ -79,3 +79,7 @@ agent-request-3 = Si vous n'avez rien commencé avec { $agent }, refusez la dema
 agent-revoked-subject = L'agent { $agent } a été révoqué chez { $tenant }
 agent-revoked-1 = L'agent { $agent } de { $tenant } a été révoqué depuis le tableau de bord : son secret ne fonctionne plus et tous ses jetons ont cessé de fonctionner.
 agent-revoked-2 = Si aucun propriétaire de { $tenant } ne l'a fait, vérifiez immédiatement le journal d'audit et les membres de { $tenant }.
+
+webhook-disabled-subject = Un point de terminaison webhook de { $tenant } a été désactivé
+webhook-disabled-1 = Le point de terminaison webhook { $endpoint } de { $tenant } a échoué à chaque livraison pendant plusieurs jours ; il a donc été désactivé : aucun événement ne lui est plus envoyé.
+webhook-disabled-2 = Corrigez le point de terminaison, réactivez-le depuis le tableau de bord, puis renvoyez les livraisons échouées depuis son journal de livraison.

@@ -79,3 +79,7 @@ agent-request-3 = Jeśli niczego nie zaczynałeś z { $agent }, odrzuć prośbę
 agent-revoked-subject = Agent { $agent } został unieważniony w { $tenant }
 agent-revoked-1 = Agent { $agent } w { $tenant } został unieważniony z panelu: jego sekret już nie działa, a wszystkie jego tokeny przestały działać.
 agent-revoked-2 = Jeśli nie zrobił tego żaden właściciel { $tenant }, natychmiast sprawdź dziennik audytu i członków { $tenant }.
+
+webhook-disabled-subject = Punkt końcowy webhooka w { $tenant } został wyłączony
+webhook-disabled-1 = Punkt końcowy webhooka { $endpoint } w { $tenant } przez kilka dni odrzucał każde doręczenie, więc został wyłączony: nie są do niego wysyłane żadne zdarzenia.
+webhook-disabled-2 = Napraw punkt końcowy, włącz go ponownie w panelu, a następnie wyślij ponownie nieudane doręczenia z jego dziennika doręczeń.

@@ -155,6 +155,10 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
             "agent-revoked-subject",
             vec![Para("agent-revoked-1"), Strong("agent-revoked-2")],
         ),
+        MailKind::WebhookDisabled { .. } => (
+            "webhook-disabled-subject",
+            vec![Para("webhook-disabled-1"), Para("webhook-disabled-2")],
+        ),
     }
 }
 
@@ -171,6 +175,10 @@ pub fn render(job: &MailJob) -> Rendered {
         }
         _ => String::new(),
     };
+    let endpoint = match &job.kind {
+        MailKind::WebhookDisabled { url, .. } => clean(url),
+        _ => String::new(),
+    };
     let lang = job.locale.as_str();
     let t = |id: &str, hint: &str| {
         MAIL.text(
@@ -181,6 +189,7 @@ pub fn render(job: &MailJob) -> Rendered {
                 ("ending", &ending),
                 ("hint", hint),
                 ("agent", &agent),
+                ("endpoint", &endpoint),
             ],
         )
     };
@@ -325,6 +334,10 @@ mod tests {
                 agent_name: "Helper".into(),
                 client_id: "agt_1".into(),
             },
+            MailKind::WebhookDisabled {
+                url: "https://hooks.example.com/tessera".into(),
+                endpoint_id: "0190a6b2-0000-7000-8000-000000000000".into(),
+            },
         ]
     }
 
@@ -337,6 +350,7 @@ mod tests {
                 MailKind::PasswordChanged
                     | MailKind::MfaReset
                     | MailKind::AgentRevoked { .. }
+                    | MailKind::WebhookDisabled { .. }
                     | MailKind::PhoneAdded { .. }
                     | MailKind::PhoneRemoved { .. }
             );

@@ -495,6 +495,21 @@ impl From<CallError<TenantError>> for ApiError {
                 "user/no_email",
                 "the user has no e-mail address to send to",
             ),
+            CallError::Failed(TenantError::WebhookLimit) => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/limit_reached",
+                "a tenant may have at most 10 webhook endpoints; delete one first",
+            ),
+            CallError::Failed(TenantError::WebhookDisabled) => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/endpoint_disabled",
+                "the endpoint is disabled: enable it (PATCH with \"enabled\": true) first",
+            ),
+            CallError::Failed(TenantError::WebhookDeliveryInFlight) => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/delivery_in_flight",
+                "an attempt of this delivery is under way; retry once it is recorded",
+            ),
             CallError::Failed(TenantError::SelfDeletionDisabled) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "user/self_deletion_disabled",

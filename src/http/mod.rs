@@ -247,6 +247,19 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         ))
         .routes(routes!(dashboard::agents::rotate_secret))
         .routes(routes!(dashboard::agents::activity))
+        .routes(routes!(
+            dashboard::webhooks::list,
+            dashboard::webhooks::create
+        ))
+        .routes(routes!(
+            dashboard::webhooks::show,
+            dashboard::webhooks::update,
+            dashboard::webhooks::delete
+        ))
+        .routes(routes!(dashboard::webhooks::rotate_secret))
+        .routes(routes!(dashboard::webhooks::test))
+        .routes(routes!(dashboard::webhooks::deliveries))
+        .routes(routes!(dashboard::webhooks::redeliver))
         .routes(routes!(oauth::authorize::authorize))
         .routes(routes!(oauth::authorize::consent))
         .routes(routes!(oauth::token::token))

@@ -55,6 +55,21 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "oauth", description = "The tenant's OAuth 2.1 / OpenID Connect provider: authorize, consent, token, userinfo, revocation, introspection, and the user's consents"),
         (name = "dashboard", description = "Tenant operators: sessions, tenants, members, API keys, audit log"),
         (name = "dashboard settings", description = "Every tenant setting"),
+        (name = "webhooks", description = "The tenant's webhook endpoints and their delivery log. \
+            Each event is POSTed as JSON `{\"type\", \"timestamp\" (RFC 3339), \"data\"}` and \
+            signed per Standard Webhooks: `webhook-id` (the event's id, the same on every \
+            attempt), `webhook-timestamp` (Unix seconds of the attempt), `webhook-signature` \
+            (`v1,<base64 HMAC-SHA256 of \"{id}.{timestamp}.{body}\">`, keyed by the \
+            base64-decoded part of the secret after `whsec_`; two space-separated signatures \
+            for 24 hours after a rotation). Events (`data` holds ids, never secrets): \
+            `user.created` {user_id, method (password, guest_claim, email_otp, sms_otp, social, \
+            eudi_wallet, admin), email_verified}, never for a blocked registration; \
+            `user.deleted` {user_id}; `user.email_verified` {user_id}; `session.revoked` \
+            {user_id, scope (one, all, all_but_current), session_id or kept_session_id, reason}; \
+            `agent.revoked` {agent_id, client_id, name, revoked_at}; `webhook.test` \
+            {endpoint_id, message}, sent only by the test route. A 2xx answer within 10 s \
+            delivers; anything else is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and \
+            10 h; an endpoint failing for 5 days is disabled and its owners are mailed."),
     )
 )]
 pub struct ApiDoc;

@@ -155,6 +155,14 @@ pub enum Kind {
     EudiClaims = 0x6A,
     /// SHA-256 of an age-verification token -> what it proves, until used.
     AgeToken = 0x6B,
+    /// Endpoint id -> one of the tenant's webhook endpoints (its secrets sealed).
+    WebhookEndpoint = 0x6C,
+    /// `endpoint id | event id` -> one event's delivery to one endpoint: its attempts and
+    /// outcome (the delivery log).
+    WebhookDelivery = 0x6D,
+    /// `next attempt (u64 ms, big-endian) | endpoint id | event id` -> nothing: the pending
+    /// deliveries in the order they are due.
+    WebhookDue = 0x6E,
 }
 
 /// The key of a platform record.

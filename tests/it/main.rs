@@ -39,3 +39,4 @@ mod tenants;
 mod throttles;
 mod tokens;
 mod users;
+mod webhooks;

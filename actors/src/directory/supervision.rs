@@ -18,7 +18,9 @@ use super::{
 use crate::{
     error::DirectoryError,
     published::{unix_now, RunningTenant},
-    tenant::{records::QueuedMail, TenantActor, TenantArgs, TenantCells},
+    tenant::{
+        records::QueuedMail, webhooks::WebhookDueIndex, TenantActor, TenantArgs, TenantCells,
+    },
 };
 
 /// Crashes tolerated per tenant within [`RESTART_WINDOW`] before it answers 503 for a while.
@@ -28,25 +30,24 @@ const RESTART_WINDOW: Duration = Duration::from_secs(60);
 const RETIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl DirectoryState {
-    /// Starts the tenants that have mail waiting from the last run, so it goes out now rather
-    /// than at the tenant's next request. Only the existence of a queued message is read here;
-    /// the tenant's own actor reads and sends it.
+    /// Starts the tenants that have mail or webhook deliveries waiting from the last run, so
+    /// they go out now rather than at the tenant's next request. Only the existence of a
+    /// queued message or a due delivery is read here; the tenant's own actor reads and sends
+    /// them (and wakes the webhook worker).
     pub(super) async fn start_tenants_with_mail(&mut self, myself: &ActorRef<DirectoryMsg>) {
         let pending: Vec<TenantId> = self
             .tenants
             .keys()
             .copied()
             .filter(|id| {
-                self.root
-                    .tenant(*id)
-                    .scan::<QueuedMail>(b"")
-                    .next()
-                    .is_some()
+                let store = self.root.tenant(*id);
+                store.scan::<QueuedMail>(b"").next().is_some()
+                    || store.scan::<WebhookDueIndex>(b"").next().is_some()
             })
             .collect();
         for id in pending {
             if let Err(e) = self.ensure_running(myself, id).await {
-                tracing::error!(tenant = %id, error = %e, "cannot start a tenant with queued mail");
+                tracing::error!(tenant = %id, error = %e, "cannot start a tenant with queued mail or webhooks");
             }
         }
     }

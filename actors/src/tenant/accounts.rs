@@ -19,6 +19,7 @@ use super::{
     records::{LinkPurpose, LinkTokenRecord, UserRecord},
     sessions::Proof,
     state::TenantState,
+    webhooks::Revoked,
 };
 use crate::{
     error::TenantError,
@@ -177,6 +178,7 @@ impl TenantState {
             let mail = self.commit(fx)?;
             return Ok((lookalike(&r.email), mail));
         }
+        let claimed = guest.is_some();
         let (mut user, event) = match guest {
             Some(g) => {
                 fx.batch.remove(Kind::Guest, g.id.as_bytes());
@@ -225,6 +227,8 @@ impl TenantState {
         )?;
         let link = self.link("verify-email", &token);
         self.put_new_user(&mut fx.batch, &user)?;
+        let method = if claimed { "guest_claim" } else { "password" };
+        self.emit_user_created(&mut fx.batch, &user, method)?;
         self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
         self.audit_into(
             &mut fx.batch,
@@ -439,6 +443,9 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (mut fx, mut user) =
             self.consume_link(self.effects(), token, LinkPurpose::VerifyEmail, now)?;
+        if !user.email_verified {
+            self.emit_email_verified(&mut fx.batch, user.id)?;
+        }
         user.email_verified = true;
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.audit_into(
@@ -550,7 +557,9 @@ impl TenantState {
         user.password_epoch = user.password_epoch.wrapping_add(1);
         user.email_verified = true;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+        if self.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
+            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "password_reset")?;
+        }
         self.audit_into(
             &mut fx.batch,
             "auth.password.reset",
@@ -711,7 +720,14 @@ impl TenantState {
             fx.batch.remove(Kind::LinkToken, &old);
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.revoke_user_sessions(&mut fx.batch, user.id, Some(bearer.session_id))?;
+        if self.revoke_user_sessions(&mut fx.batch, user.id, Some(bearer.session_id))? > 0 {
+            self.emit_session_revoked(
+                &mut fx.batch,
+                user.id,
+                Revoked::AllBut(bearer.session_id),
+                "password_changed",
+            )?;
+        }
         self.audit_into(
             &mut fx.batch,
             "auth.password.changed",
@@ -749,6 +765,8 @@ pub(crate) mod tests {
         fn submit_sms(&self, _job: crate::outbound::SmsJob) {}
 
         fn withdraw(&self, _ids: &[Uuid]) {}
+
+        fn webhooks_due(&self, _tenant: TenantId, _at: OffsetDateTime) {}
     }
 
     pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
@@ -788,6 +806,7 @@ pub(crate) mod tests {
             },
             agents: Default::default(),
             eudi_request_ttl: crate::tenant::eudi::TX_TTL,
+            webhooks: Default::default(),
         };
         TenantState::load(
             info,
@@ -810,6 +829,7 @@ pub(crate) mod tests {
             | MailKind::AgentRequest { link, .. } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
             MailKind::AgentRevoked { .. }
+            | MailKind::WebhookDisabled { .. }
             | MailKind::PasswordChanged
             | MailKind::MfaReset
             | MailKind::StepUpEmailOtp { .. }

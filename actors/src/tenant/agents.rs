@@ -520,23 +520,6 @@ fn index_key(tag: u8, value: &[u8]) -> Vec<u8> {
     k
 }
 
-/// An event for the tenant's webhooks, kept until delivered (keyed by its UUID v7).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct OutboundEventRecord {
-    pub id: Uuid,
-    pub event_type: String,
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    pub data: serde_json::Value,
-}
-
-impl Record for OutboundEventRecord {
-    const KIND: Kind = Kind::OutboundEvent;
-    const NAME: &'static str = "outbound event";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for OutboundEventRecord {}
-
 /// An agent as registered, validated by the caller.
 #[derive(Clone, Debug)]
 pub struct NewAgent {
@@ -2130,18 +2113,16 @@ impl TenantState {
         let mut action = Action::new("agent.revoked");
         action.method = Some("admin");
         self.record_action(&mut fx.batch, a.id, action, ctx, now)?;
-        let event = OutboundEventRecord {
-            id: Uuid::now_v7(),
-            event_type: "agent.revoked".to_owned(),
-            at: now,
-            data: serde_json::json!({
+        self.emit_event(
+            &mut fx.batch,
+            "agent.revoked",
+            serde_json::json!({
                 "agent_id": a.id,
                 "client_id": a.client_id,
                 "name": a.name,
                 "revoked_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
             }),
-        };
-        fx.batch.put(event.id.as_bytes(), &event)?;
+        )?;
         for owner in owners {
             self.queue_mail(
                 &mut fx,

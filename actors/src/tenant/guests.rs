@@ -152,6 +152,7 @@ impl TenantState {
                 + self.sweep_social(&mut fx.batch, as_of)?
                 + self.sweep_agents(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + self.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + self.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
         self.audit_into(
             &mut fx.batch,

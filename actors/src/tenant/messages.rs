@@ -843,6 +843,13 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::agents::AgentAnswer, TenantError>>,
     },
+    /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
+    /// outcomes.
+    Webhooks {
+        cmd: crate::tenant::webhooks::WebhookCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::webhooks::WebhookAnswer, TenantError>>,
+    },
     /// A gated request came without a step-up token.
     StepUpGate {
         bearer: Bearer,

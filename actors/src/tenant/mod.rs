@@ -36,6 +36,7 @@ pub mod state;
 pub mod step_up;
 pub mod usage;
 pub mod users;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -90,6 +91,9 @@ impl Actor for TenantActor {
         // Whatever was queued when the last run ended goes out now.
         for job in state.queued_mail()? {
             state.runtime.outbound.submit(job);
+        }
+        if let Some(at) = state.next_webhook_due()? {
+            state.runtime.outbound.webhooks_due(state.info().id, at);
         }
         Ok(state)
     }
@@ -480,6 +484,15 @@ impl Actor for TenantActor {
                     reply_with_mail(state, reply, out);
                 }
             }
+            TenantMsg::Webhooks { cmd, ctx, reply } => {
+                let at_once = cmd.answers_at_once();
+                let out = state.webhook_cmd(cmd, &ctx);
+                if at_once {
+                    let _ = reply.send(out.map(|(answer, _)| answer));
+                } else {
+                    reply_with_mail(state, reply, out);
+                }
+            }
             TenantMsg::SocialConfig { cmd, ctx, reply } => {
                 match state.social_config_cmd(cmd, &ctx) {
                     Ok(view) => reply_durable(state, reply, view),
@@ -729,6 +742,7 @@ impl Actor for TenantActor {
                 let _ = reply.send(Ok(()));
             }
         }
+        wake_webhooks(state);
         Ok(())
     }
 
@@ -740,6 +754,23 @@ impl Actor for TenantActor {
         state.persist_throttles_logged();
         Ok(())
     }
+}
+
+/// Wakes the webhook worker when the message just handled scheduled deliveries, once they
+/// are on disk (the worker never sends an event whose cause could still be lost).
+fn wake_webhooks(state: &TenantState) {
+    let Some(at) = state.take_webhook_wake() else {
+        return;
+    };
+    let ticket = state.store().ticket();
+    let outbound = state.runtime.outbound.clone();
+    let tenant = state.info().id;
+    tokio::spawn(async move {
+        match ticket.wait().await {
+            Ok(()) => outbound.webhooks_due(tenant, at),
+            Err(e) => tracing::error!(error = %e, "a write could not be made durable"),
+        }
+    });
 }
 
 /// Replies once the writes applied so far are on disk (errors too: a failed login's counters

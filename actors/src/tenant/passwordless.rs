@@ -370,6 +370,7 @@ impl TenantState {
         user.email_verified = true;
         self.count_active(&mut fx.batch, None, now)?;
         self.put_new_user(&mut fx.batch, &user)?;
+        self.emit_user_created(&mut fx.batch, &user, "email_otp")?;
         self.audit_into(
             &mut fx.batch,
             "auth.register",
@@ -388,6 +389,9 @@ impl TenantState {
         fx: &mut Effects,
         user: &mut UserRecord,
     ) -> Result<(), TenantError> {
+        if !user.email_verified {
+            self.emit_email_verified(&mut fx.batch, user.id)?;
+        }
         user.email_verified = true;
         if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
             fx.batch.remove(Kind::LinkToken, &old);
@@ -398,7 +402,14 @@ impl TenantState {
         user.recovery_codes.clear();
         self.drop_phone(&mut fx.batch, user)?;
         self.erase_identities(&mut fx.batch, user.id)?;
-        self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+        if self.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
+            self.emit_session_revoked(
+                &mut fx.batch,
+                user.id,
+                super::webhooks::Revoked::All,
+                "unconfirmed_holder_removed",
+            )?;
+        }
         Ok(())
     }
 

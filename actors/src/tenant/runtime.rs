@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use arc_swap::ArcSwap;
 
-use super::{agents, keys, oauth_clients, settings};
+use super::{agents, keys, oauth_clients, settings, webhooks};
 use crate::outbound::Outbound;
 
 /// Token lifetimes, from the platform configuration.
@@ -41,6 +41,9 @@ pub struct TenantRuntime {
     pub agents: agents::AgentPolicy,
     /// How long a wallet has to answer a request.
     pub eudi_request_ttl: time::Duration,
+    /// The retry schedule's scale, when a failing webhook endpoint is disabled, and how long
+    /// the delivery log is kept.
+    pub webhooks: webhooks::WebhookPolicy,
 }
 
 /// The highest `sms_otp_monthly_cap` that counts, per tier, while a tenant's messages go

@@ -28,6 +28,7 @@ use super::{
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
     state::TenantState,
+    webhooks::Revoked,
 };
 use crate::{error::TenantError, outbound::MailJob};
 
@@ -375,6 +376,14 @@ impl TenantState {
             return Err(TenantError::InvalidRefreshToken);
         }
         self.remove_session(&mut fx.batch, &session);
+        if client.is_none() {
+            self.emit_session_revoked(
+                &mut fx.batch,
+                user.id,
+                Revoked::One(session.id),
+                "refresh_token_reused",
+            )?;
+        }
         self.audit_into(
             &mut fx.batch,
             "auth.refresh.reused",
@@ -396,8 +405,10 @@ impl TenantState {
         let mut fx = self.effects();
         if global {
             self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "logout")?;
         } else {
             self.remove_session(&mut fx.batch, &session);
+            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::One(session.id), "logout")?;
         }
         self.audit_into(
             &mut fx.batch,
@@ -457,6 +468,12 @@ impl TenantState {
             .ok_or(TenantError::NotFound)?;
         let mut fx = self.effects();
         self.remove_session(&mut fx.batch, &session);
+        self.emit_session_revoked(
+            &mut fx.batch,
+            user.id,
+            Revoked::One(session.id),
+            "user_revoked",
+        )?;
         self.audit_into(
             &mut fx.batch,
             "auth.session.revoked",

@@ -246,6 +246,7 @@ impl TenantState {
         user.phone_verified = true;
         self.count_active(&mut fx.batch, None, now)?;
         self.put_new_user(&mut fx.batch, &user)?;
+        self.emit_user_created(&mut fx.batch, &user, "sms_otp")?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
         self.audit_into(

@@ -1211,6 +1211,12 @@ impl TenantState {
             user.email = kept;
             user.email_verified = verified;
             self.put_new_user(&mut fx.batch, &user)?;
+            let method = if claim.is_some() {
+                "guest_claim"
+            } else {
+                "social"
+            };
+            self.emit_user_created(&mut fx.batch, &user, method)?;
             self.put_identity(
                 &mut fx.batch,
                 user.id,

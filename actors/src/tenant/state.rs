@@ -128,6 +128,8 @@ pub struct TenantState {
     pub(super) dcr_ips: RateWindow<IpAddr>,
     /// Device-page user code lookups per user per minute.
     pub(super) user_code_tries: RateWindow<Uuid>,
+    /// Webhook attempts under way, and the deliveries a command just scheduled.
+    pub(super) webhooks: super::webhooks::WebhookMemory,
 }
 
 impl TenantState {
@@ -215,6 +217,7 @@ impl TenantState {
                 super::agents::USER_CODE_TRIES_PER_MINUTE,
                 Duration::from_secs(60),
             ),
+            webhooks: Default::default(),
         };
         state.eudi_verifier = state.load_verifier()?;
         state.restore_throttles()?;

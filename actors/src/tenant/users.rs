@@ -32,6 +32,7 @@ use super::{
     },
     state::TenantState,
     usage::month_of,
+    webhooks::Revoked,
 };
 use crate::{
     error::TenantError,
@@ -386,6 +387,7 @@ impl TenantState {
             self.queue_mail(&mut fx, &new.email, MailKind::VerifyEmail { link })?;
         }
         self.put_new_user(&mut fx.batch, &user)?;
+        self.emit_user_created(&mut fx.batch, &user, "admin")?;
         self.audit_into(
             &mut fx.batch,
             "user.created",
@@ -408,6 +410,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
         let mut user = self.found(id)?;
+        let was_verified = user.email_verified;
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         let mut changed: Vec<&str> = Vec::new();
@@ -477,6 +480,10 @@ impl TenantState {
             return Ok((self.detail(&user)?, Vec::new()));
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
+        // A confirmed address that was not one before (unconfirmed, or another address).
+        if user.email_verified && (!was_verified || changed.contains(&"email")) {
+            self.emit_email_verified(&mut fx.batch, user.id)?;
+        }
         self.audit_into(
             &mut fx.batch,
             "user.updated",
@@ -503,6 +510,9 @@ impl TenantState {
                     user.blocked_at = Some(now);
                 }
                 let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                if ended > 0 {
+                    self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "blocked")?;
+                }
                 (
                     "user.blocked",
                     serde_json::json!({ "sessions_revoked": ended }),
@@ -514,6 +524,14 @@ impl TenantState {
             }
             UserAction::SignOut => {
                 let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                if ended > 0 {
+                    self.emit_session_revoked(
+                        &mut fx.batch,
+                        user.id,
+                        Revoked::All,
+                        "admin_sign_out",
+                    )?;
+                }
                 (
                     "user.signed_out",
                     serde_json::json!({ "sessions_revoked": ended }),
@@ -600,6 +618,7 @@ impl TenantState {
         user: &UserRecord,
     ) -> Result<Vec<Uuid>, TenantError> {
         self.erase_user_records(&mut fx.batch, user)?;
+        self.emit_user_deleted(&mut fx.batch, user.id)?;
         for item in self.store.scan::<ChallengeRecord>(b"") {
             let (key, challenge) = item?;
             if challenge.user_id == user.id {

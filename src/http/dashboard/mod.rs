@@ -15,6 +15,7 @@ pub mod session;
 pub mod settings;
 pub mod sms_test;
 pub mod social;
+pub mod webhooks;
 
 use axum::{
     extract::FromRequestParts,
