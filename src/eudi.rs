@@ -85,6 +85,22 @@ fn attribute_paths(name: &str) -> (Vec<Vec<&'static str>>, &'static str) {
     }
 }
 
+/// Every attribute a presentation is read for (each has its places in [`attribute_paths`]).
+const ATTRIBUTES: [&str; 12] = [
+    "family_name",
+    "given_name",
+    "birth_date",
+    "birth_place",
+    "nationality",
+    "age_over_16",
+    "age_over_18",
+    "age_over_21",
+    "resident_country",
+    "resident_city",
+    "email",
+    "phone_number",
+];
+
 /// What identifies a person at an issuer: the PID's mandatory attributes (the PID carries no
 /// identifier every issuer sets).
 const IDENTIFYING: [&str; 5] = [
@@ -322,7 +338,7 @@ struct Checked {
     anchor: TrustAnchor,
     /// Claims by attribute name (SD-JWT paths or mdoc elements already resolved).
     claims: Map<String, Value>,
-    /// The whole disclosed claims (to read what identifies the person).
+    /// A level of assurance the credential states (`low`, `substantial`, `high`), if any.
     level: Option<String>,
 }
 
@@ -744,26 +760,8 @@ impl WalletVerifier {
             self.check_status(anchor, status, config, now).await?;
         }
         let mut claims = Map::new();
-        for name in [
-            "family_name",
-            "given_name",
-            "birth_date",
-            "birth_place",
-            "nationality",
-            "age_over_16",
-            "age_over_18",
-            "age_over_21",
-            "resident_country",
-            "resident_city",
-            "email",
-            "phone_number",
-        ] {
+        for name in ATTRIBUTES {
             let (paths, _) = attribute_paths(name);
-            let paths = if paths.is_empty() {
-                vec![vec![name]]
-            } else {
-                paths
-            };
             if let Some(v) = paths.iter().find_map(|p| lookup(&verified.claims, p)) {
                 claims.insert(name.to_owned(), v.clone());
             }
@@ -835,22 +833,8 @@ impl WalletVerifier {
         }
         let elements = doc.namespaces.get(doctype).cloned().unwrap_or_default();
         let mut claims = Map::new();
-        for name in [
-            "family_name",
-            "given_name",
-            "birth_date",
-            "birth_place",
-            "nationality",
-            "age_over_16",
-            "age_over_18",
-            "age_over_21",
-            "resident_country",
-            "resident_city",
-            "email",
-            "phone_number",
-        ] {
+        for name in ATTRIBUTES {
             let (_, element) = attribute_paths(name);
-            let element = if element.is_empty() { name } else { element };
             if let Some(v) = elements.get(element) {
                 claims.insert(name.to_owned(), v.clone());
             }
