@@ -252,10 +252,15 @@ pub async fn initiate_age(
     Ok(Json(answer))
 }
 
-async fn live_tx(state: &AppState, request_id: &str) -> Result<(TenantHandle, TxView), ApiError> {
+async fn live_tx(
+    state: &AppState,
+    request_id: &str,
+    ip: std::net::IpAddr,
+) -> Result<(TenantHandle, TxView), ApiError> {
     let tenant = tenant_of(state, request_id).ok_or_else(request_not_found)?;
     let cmd = EudiCmd::Request {
         request_id: request_id.to_owned(),
+        ip,
     };
     match eudi(&tenant, &AuditContext::default(), cmd).await {
         Ok(EudiAnswer::Tx(tx)) => Ok((tenant, tx)),
@@ -267,10 +272,11 @@ async fn live_tx(state: &AppState, request_id: &str) -> Result<(TenantHandle, Tx
 
 async fn serve_request(
     state: &AppState,
+    ip: std::net::IpAddr,
     request_id: &str,
     wallet_nonce: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let (_, tx) = live_tx(state, request_id).await?;
+    let (_, tx) = live_tx(state, request_id, ip).await?;
     let urls = TxUrls::of(&tx, &state.base_url, &state.accounts_base());
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let jar =
@@ -291,12 +297,14 @@ async fn serve_request(
     responses(
         (status = 200, description = "`application/oauth-authz-req+jwt`", content_type = "application/oauth-authz-req+jwt", body = String),
         (status = 404, description = "`eudi/request_not_found`: unknown, answered or expired", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited` (120 calls of the wallet routes a minute per address)", body = ErrorBody),
     ))]
 pub async fn request_get(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     Path(request_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    serve_request(&state, &request_id, None).await
+    serve_request(&state, ip, &request_id, None).await
 }
 
 /// The request object for `request_uri_method=post` (OpenID4VP 1.0 §5.10): the wallet may
@@ -308,9 +316,11 @@ pub async fn request_get(
         (status = 200, description = "`application/oauth-authz-req+jwt`", content_type = "application/oauth-authz-req+jwt", body = String),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 404, description = "`eudi/request_not_found`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`", body = ErrorBody),
     ))]
 pub async fn request_post(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     Path(request_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -323,7 +333,7 @@ pub async fn request_post(
         ));
     }
     let nonce = (!nonce.is_empty()).then_some(nonce);
-    serve_request(&state, &request_id, nonce).await
+    serve_request(&state, ip, &request_id, nonce).await
 }
 
 /// The wallet's answer (`response_mode=direct_post.jwt`): `response` is a JWE (ECDH-ES on
@@ -336,9 +346,11 @@ pub async fn request_post(
         (status = 403, description = "`eudi/untrusted_issuer`, `eudi/credential_revoked`, `eudi/status_unavailable` (policy `reject`), `eudi/assurance_below_floor`, `eudi/email_exists`, `eudi/account_blocked`", body = ErrorBody),
         (status = 404, description = "`eudi/request_not_found`: unknown or expired", body = ErrorBody),
         (status = 409, description = "`eudi/response_replayed`: the transaction was already answered", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited` (120 calls of the wallet routes a minute per address)", body = ErrorBody),
     ))]
 pub async fn response(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
 ) -> Result<Json<WalletAck>, ApiError> {
@@ -357,6 +369,7 @@ pub async fn response(
             if let Some(tenant) = tenant_of(&app, request_id).filter(|_| state.len() <= 256) {
                 let cmd = EudiCmd::Declined {
                     state: state.to_owned(),
+                    ip,
                 };
                 let _ = eudi(&tenant, &ctx, cmd).await;
             }
@@ -376,6 +389,7 @@ pub async fn response(
     let tenant = tenant_of(&app, &request_id).ok_or_else(request_not_found)?;
     let cmd = EudiCmd::Open {
         request_id: request_id.clone(),
+        ip,
     };
     let open = match eudi(&tenant, &ctx, cmd).await? {
         EudiAnswer::Opened(o) => o,
@@ -556,11 +570,12 @@ pub async fn result_age(
 /// opens a wallet on this device.
 pub async fn page(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     Path(request_id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
     let mut reader = Reader::new(&state, &headers, None);
-    let Ok((_, tx)) = live_tx(&state, &request_id).await else {
+    let Ok((_, tx)) = live_tx(&state, &request_id, ip).await else {
         return reader.problem(super::pages::Problem::Expired);
     };
     reader.set_tenant(&tx.tenant_name, &tx.default_locale);

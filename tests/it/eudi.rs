@@ -1301,3 +1301,38 @@ fn a_declining_wallet_ends_an_age_check_and_leaves_a_sign_in_open() {
         assert_eq!(poll(state), after, "{path}");
     }
 }
+
+/// The wallets' routes need no key and each costs the server a signature or a key
+/// agreement: one client address gets 120 calls a minute, then 429 with `Retry-After`.
+#[test]
+fn the_wallet_routes_limit_each_address() {
+    let w = World::start();
+    let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
+    let uri = started["request_uri"].as_str().unwrap();
+    for n in 0..120 {
+        let r = w.srv.client.get(uri).send().unwrap();
+        assert_eq!(r.status(), 200, "call {n}");
+    }
+    let refused = AuthAnswer::read(w.srv.client.get(uri).send().unwrap());
+    refused.expect_error(429, "auth/rate_limited");
+    assert!(refused.header("retry-after").is_some());
+    // The answer route counts too.
+    let refused = AuthAnswer::read(
+        w.srv
+            .client
+            .post(started["response_uri"].as_str().unwrap())
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!(
+                "response={}",
+                "eyJraWQiOiJ4In0.a.b.c.d".replace(
+                    "eyJraWQiOiJ4In0",
+                    &tessera_eudi::b64e(
+                        json!({"kid": uri.rsplit('/').next().unwrap()}).to_string()
+                    )
+                )
+            ))
+            .send()
+            .unwrap(),
+    );
+    refused.expect_error(429, "auth/rate_limited");
+}

@@ -46,6 +46,9 @@ pub const RESULT_TTL: Duration = Duration::minutes(10);
 pub const AGE_TOKEN_TTL: Duration = Duration::minutes(30);
 /// Transactions one client address may begin per minute.
 pub const BEGINS_PER_MINUTE: u32 = 30;
+/// Calls of the wallets' routes (request object, answer, QR page) one client address may
+/// make per minute.
+pub const WALLET_CALLS_PER_MINUTE: u32 = 120;
 /// The age the age verification establishes.
 pub const AGE_THRESHOLD: u8 = 18;
 const VERIFIER_KEY: &[u8] = b"verifier";
@@ -401,12 +404,12 @@ pub enum EudiCmd {
         ip: IpAddr,
     },
     /// A live, pending transaction for its request object or its QR page.
-    Request { request_id: String },
+    Request { request_id: String, ip: IpAddr },
     /// A live, pending transaction and its decryption key, for the wallet's answer.
-    Open { request_id: String },
+    Open { request_id: String, ip: IpAddr },
     /// The wallet's error answer (the user declined, or it holds nothing that fits), which
     /// names its transaction by the OpenID4VP `state` alone.
-    Declined { state: String },
+    Declined { state: String, ip: IpAddr },
     /// The checked outcome of the answer: taken once.
     Complete {
         request_id: String,
@@ -587,11 +590,13 @@ impl TenantState {
                 redirect_uri,
                 ip,
             } => self.eudi_begin(purpose, redirect_uri, ip, now),
-            EudiCmd::Request { request_id } => {
+            EudiCmd::Request { request_id, ip } => {
+                self.wallet_call(ip)?;
                 let (_, tx) = self.live_tx(&request_id, now)?;
                 Ok(EudiAnswer::Tx(self.tx_view(&tx)?))
             }
-            EudiCmd::Open { request_id } => {
+            EudiCmd::Open { request_id, ip } => {
+                self.wallet_call(ip)?;
                 let (_, tx) = self.live_tx(&request_id, now)?;
                 let enc_key = self
                     .master_key
@@ -607,7 +612,8 @@ impl TenantState {
                 request_id,
                 outcome,
             } => self.eudi_complete(&request_id, outcome, ctx, now),
-            EudiCmd::Declined { state } => {
+            EudiCmd::Declined { state, ip } => {
+                self.wallet_call(ip)?;
                 let request_id = state.rsplit_once('.').map_or("", |(r, _)| r).to_owned();
                 let (_, tx) = self.live_tx(&request_id, now)?;
                 if !ct_eq(tx.oid_state.as_bytes(), state.as_bytes()) {
@@ -628,6 +634,14 @@ impl TenantState {
                 response_code,
             } => self.eudi_result(purpose, &state, response_code.as_deref(), ctx, now),
         }
+    }
+
+    /// Counts a call of a wallet-facing route from `ip` (they need no key, and each costs a
+    /// signature or a key agreement).
+    fn wallet_call(&mut self, ip: IpAddr) -> Result<(), TenantError> {
+        self.eudi_wallet_calls
+            .hit(&throttle_ip(ip), std::time::Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
 
     fn tx_aad(&self, request_id: &str) -> Vec<u8> {

@@ -114,6 +114,8 @@ pub struct TenantState {
     pub(super) social_begins: RateWindow<IpAddr>,
     /// Wallet transactions begun per client address.
     pub(super) eudi_begins: RateWindow<IpAddr>,
+    /// Calls of the wallet-facing routes per client address.
+    pub(super) eudi_wallet_calls: RateWindow<IpAddr>,
     /// Hashes wallet identities into the subjects users are linked by.
     pub(super) eudi_hasher: KeyedHasher,
     /// The wallet verifier identity, opened.
@@ -205,6 +207,10 @@ impl TenantState {
             passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             social_begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             eudi_begins: RateWindow::new(super::eudi::BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            eudi_wallet_calls: RateWindow::new(
+                super::eudi::WALLET_CALLS_PER_MINUTE,
+                Duration::from_secs(60),
+            ),
             eudi_verifier: None,
             passkey_step_ups: RateWindow::new(
                 PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
