@@ -125,6 +125,27 @@ pub struct EudiAgeVerificationResultResponse {
     pub age_verification_token: Option<String>,
 }
 
+/// The request object's POST form (OpenID4VP 1.0 §5.10).
+#[derive(Serialize, ToSchema)]
+pub struct RequestObjectForm {
+    /// Echoed in the request object.
+    #[schema(max_length = 256)]
+    pub wallet_nonce: Option<String>,
+    /// The wallet's capabilities (JSON); read, not used.
+    pub wallet_metadata: Option<String>,
+}
+
+/// The wallet's `direct_post.jwt` form: `response` (the JWE), or an error answer.
+#[derive(Serialize, ToSchema)]
+pub struct WalletAnswerForm {
+    /// The encrypted answer (compact JWE).
+    pub response: Option<String>,
+    /// An error answer (`access_denied`, ...), with the request's `state`.
+    pub error: Option<String>,
+    pub error_description: Option<String>,
+    pub state: Option<String>,
+}
+
 /// What the wallet gets back for its answer.
 #[derive(Serialize, ToSchema)]
 pub struct WalletAck {
@@ -311,7 +332,7 @@ pub async fn request_get(
 /// send `wallet_nonce` (echoed in the object) and `wallet_metadata` (form fields).
 #[utoipa::path(post, path = "/v1/auth/eudi/request/{request_id}", tag = "wallet",
     params(("request_id" = String, Path, description = "The transaction's request id")),
-    request_body(content_type = "application/x-www-form-urlencoded", content = String, description = "`wallet_nonce`, `wallet_metadata`"),
+    request_body(content_type = "application/x-www-form-urlencoded", content = RequestObjectForm),
     responses(
         (status = 200, description = "`application/oauth-authz-req+jwt`", content_type = "application/oauth-authz-req+jwt", body = String),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
@@ -339,7 +360,7 @@ pub async fn request_post(
 /// The wallet's answer (`response_mode=direct_post.jwt`): `response` is a JWE (ECDH-ES on
 /// P-256 to the transaction's key, A128GCM or A256GCM) of `{vp_token, state}`.
 #[utoipa::path(post, path = "/v1/auth/eudi/response", tag = "wallet",
-    request_body(content_type = "application/x-www-form-urlencoded", content = String, description = "`response`: the encrypted answer"),
+    request_body(content_type = "application/x-www-form-urlencoded", content = WalletAnswerForm),
     responses(
         (status = 200, description = "Taken; same-device flows get `redirect_uri`", body = WalletAck),
         (status = 400, description = "`eudi/invalid_response` (not decryptable, wrong `state`), `eudi/invalid_presentation`, `eudi/binding_mismatch` (nonce, audience, session transcript), `eudi/credential_expired`", body = ErrorBody),
