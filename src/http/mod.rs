@@ -28,6 +28,7 @@ pub mod platform;
 pub mod reauth;
 pub mod request_id;
 pub mod responses;
+pub mod sdk_policy;
 pub mod social;
 pub mod step_up;
 pub mod tenant;
@@ -82,6 +83,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
     }
     let (router, mut doc) = router
         .routes(routes!(platform::openapi))
+        .routes(routes!(sdk_policy::sdk_support_policy))
         .routes(routes!(onboarding::signup))
         .routes(routes!(tenant::current_tenant))
         .routes(routes!(tenant::tenant_by_slug))
@@ -296,6 +298,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     let (router, doc) = routes(state.config.server.metrics_listen.is_empty());
     let cors = cors::Cors::new(state.clone(), &doc);
     let doc = platform::OpenApiJson(Arc::new(doc.to_json()?));
+    let sdk_policy = sdk_policy::Served::new(state.config.sdk.policy.as_deref())?;
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
     let body_limit = state.config.server.max_body_bytes;
     let stack = ServiceBuilder::new()
@@ -375,6 +378,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         )
         .fallback(not_found)
         .layer(Extension(doc))
+        .layer(Extension(sdk_policy))
         .layer(stack)
         .with_state(state))
 }

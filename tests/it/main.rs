@@ -30,6 +30,7 @@ mod outbox;
 mod passkeys;
 mod passwordless;
 mod platform;
+mod sdk_policy;
 mod settings;
 mod sms;
 mod social;
