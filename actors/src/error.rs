@@ -134,6 +134,20 @@ pub enum TenantError {
     },
     #[error("the age verification token is unknown, used or expired")]
     AgeTokenInvalid,
+    #[error("the tenant's minor protection needs a date of birth or an age verification token")]
+    DateOfBirthRequired,
+    #[error(
+        "the tenant protects minors: accounts are created by registration with a date of birth"
+    )]
+    AgeRequired,
+    #[error("the account waits for a guardian's consent")]
+    GuardianConsentPending,
+    #[error("a guardian declined consent for the account")]
+    GuardianConsentDeclined,
+    #[error("the account does not wait for a guardian's consent")]
+    GuardianConsentNotPending,
+    #[error("the guardian link or its form is invalid")]
+    GuardianInvalid,
     #[error("the wallet request was refused: {}", .0.as_str())]
     Eudi(crate::tenant::eudi::EudiRefusal),
     #[error("the OAuth request was refused: {}", .0.code())]

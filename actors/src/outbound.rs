@@ -66,6 +66,13 @@ pub enum MailKind {
     },
     /// To a tenant owner: a webhook endpoint failed for days and was disabled.
     WebhookDisabled { url: String, endpoint_id: String },
+    /// To a guardian: a minor (`child_email`) asks for consent; the link (7 days, single use)
+    /// opens the consent page.
+    GuardianConsent { link: String, child_email: String },
+    /// To a guardian who consented: a link (an hour) to the guardian portal.
+    GuardianPortal { link: String, child_email: String },
+    /// To a guardian: the download link (24 hours) of the child's data.
+    GuardianExport { link: String, child_email: String },
 }
 
 impl MailKind {
@@ -87,6 +94,9 @@ impl MailKind {
             MailKind::AgentRequest { .. } => "agent_request",
             MailKind::AgentRevoked { .. } => "agent_revoked",
             MailKind::WebhookDisabled { .. } => "webhook_disabled",
+            MailKind::GuardianConsent { .. } => "guardian_consent",
+            MailKind::GuardianPortal { .. } => "guardian_portal",
+            MailKind::GuardianExport { .. } => "guardian_export",
         }
     }
 }

@@ -83,3 +83,19 @@ agent-revoked-2 = Wenn kein Eigentümer von { $tenant } dies getan hat, prüfen 
 webhook-disabled-subject = Ein Webhook-Endpunkt von { $tenant } wurde deaktiviert
 webhook-disabled-1 = Der Webhook-Endpunkt { $endpoint } von { $tenant } hat tagelang jede Zustellung abgelehnt und wurde deshalb deaktiviert: Es werden keine Ereignisse mehr an ihn gesendet.
 webhook-disabled-2 = Beheben Sie das Problem am Endpunkt, aktivieren Sie ihn im Dashboard wieder und senden Sie die fehlgeschlagenen Zustellungen aus seinem Zustellprotokoll erneut.
+
+guardian-consent-subject = Ihre Einwilligung für ein Konto bei { $tenant } wird erbeten
+guardian-consent-1 = Jemand hat bei { $tenant } ein Konto mit der Adresse { $hint } angelegt, angegeben, noch nicht allein einwilligen zu dürfen, und Sie als Elternteil oder Sorgeberechtigte(n) genannt.
+guardian-consent-2 = Öffnen Sie diesen Link, um zu sehen, welche Daten { $tenant } verarbeiten würde, und um einzuwilligen oder abzulehnen (er gilt einmal, 7 Tage lang):
+guardian-consent-button = Anfrage ansehen
+guardian-consent-3 = Wenn Sie nicht Elternteil oder sorgeberechtigt für diese Person sind oder diese Nachricht nicht erwartet haben, willigen Sie nicht ein: Lehnen Sie ab oder ignorieren Sie diese Nachricht, dann bleibt das Konto unbenutzbar.
+
+guardian-portal-subject = Das Konto Ihres Kindes bei { $tenant } verwalten
+guardian-portal-1 = Sie möchten das Konto { $hint } bei { $tenant } verwalten, für das Sie eingewilligt haben. Öffnen Sie diesen Link, um die Einwilligung zu widerrufen, eine Kopie der Daten zu erhalten oder das Konto zu löschen (er gilt eine Stunde):
+guardian-portal-button = Portal für Sorgeberechtigte öffnen
+guardian-portal-2 = Wenn Sie das nicht angefordert haben, ignorieren Sie diese Nachricht: Nichts ändert sich, solange der Link nicht benutzt wird.
+
+guardian-export-subject = Die Daten des Kontos { $hint } bei { $tenant }
+guardian-export-1 = Hier ist die angeforderte Kopie der Daten, die { $tenant } zum Konto { $hint } speichert. Laden Sie sie mit diesem Link herunter (er gilt 24 Stunden):
+guardian-export-button = Daten herunterladen
+guardian-export-2 = Die Datei enthält personenbezogene Daten: Bewahren Sie sie sicher auf. Wenn Sie diese Kopie nicht angefordert haben, ignorieren Sie diese Nachricht und verwalten Sie das Konto im Portal für Sorgeberechtigte.

@@ -83,3 +83,19 @@ agent-revoked-2 = If no owner of { $tenant } did this, check the audit log and t
 webhook-disabled-subject = A webhook endpoint of { $tenant } was disabled
 webhook-disabled-1 = The webhook endpoint { $endpoint } of { $tenant } failed every delivery for days, so it was disabled: no events are sent to it now.
 webhook-disabled-2 = Fix the endpoint, enable it again from the dashboard, then resend the failed deliveries from its delivery log.
+
+guardian-consent-subject = Your consent is asked for an account at { $tenant }
+guardian-consent-1 = Someone registered an account at { $tenant } with the address { $hint }, said they are below the age at which they may consent alone, and named you as their parent or guardian.
+guardian-consent-2 = Open this link to see what { $tenant } would process and to give or refuse your consent (it works once, for 7 days):
+guardian-consent-button = Review the request
+guardian-consent-3 = If you are not this person's parent or guardian, or you did not expect this message, do not consent: refuse, or ignore this message, and the account stays unusable.
+
+guardian-portal-subject = Manage your child's account at { $tenant }
+guardian-portal-1 = You asked to manage the account { $hint } at { $tenant }, for which you gave consent. Open this link to withdraw consent, get a copy of the data or delete the account (it works for one hour):
+guardian-portal-button = Open the guardian portal
+guardian-portal-2 = If you did not ask for this, ignore this message: nothing changes unless the link is used.
+
+guardian-export-subject = The data of the account { $hint } at { $tenant }
+guardian-export-1 = Here is the copy you asked for of the data { $tenant } holds about the account { $hint }. Download it with this link (it works for 24 hours):
+guardian-export-button = Download the data
+guardian-export-2 = The file holds personal data: keep it safe. If you did not ask for this copy, ignore this message and manage the account from the guardian portal.

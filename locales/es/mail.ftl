@@ -83,3 +83,19 @@ agent-revoked-2 = Si ningún propietario de { $tenant } lo hizo, revisa de inmed
 webhook-disabled-subject = Se desactivó un endpoint de webhook de { $tenant }
 webhook-disabled-1 = El endpoint de webhook { $endpoint } de { $tenant } falló todas las entregas durante días, por lo que se desactivó: ya no se le envían eventos.
 webhook-disabled-2 = Corrige el endpoint, vuelve a activarlo desde el panel y reenvía las entregas fallidas desde su registro de entregas.
+
+guardian-consent-subject = Se solicita tu consentimiento para una cuenta en { $tenant }
+guardian-consent-1 = Alguien ha creado una cuenta en { $tenant } con la dirección { $hint }, ha indicado que no tiene la edad para consentir por sí mismo y te ha señalado como su madre, padre o tutor.
+guardian-consent-2 = Abre este enlace para ver qué datos trataría { $tenant } y para dar o negar tu consentimiento (funciona una vez, durante 7 días):
+guardian-consent-button = Revisar la solicitud
+guardian-consent-3 = Si no eres la madre, el padre o el tutor de esta persona, o no esperabas este mensaje, no des tu consentimiento: recházalo o ignora este mensaje, y la cuenta seguirá sin poder usarse.
+
+guardian-portal-subject = Gestiona la cuenta de tu hijo o hija en { $tenant }
+guardian-portal-1 = Has pedido gestionar la cuenta { $hint } en { $tenant }, para la que diste tu consentimiento. Abre este enlace para retirar el consentimiento, obtener una copia de los datos o eliminar la cuenta (funciona durante una hora):
+guardian-portal-button = Abrir el portal del tutor
+guardian-portal-2 = Si no lo has pedido tú, ignora este mensaje: nada cambia mientras no se use el enlace.
+
+guardian-export-subject = Los datos de la cuenta { $hint } en { $tenant }
+guardian-export-1 = Aquí tienes la copia que pediste de los datos que { $tenant } guarda sobre la cuenta { $hint }. Descárgala con este enlace (funciona durante 24 horas):
+guardian-export-button = Descargar los datos
+guardian-export-2 = El archivo contiene datos personales: guárdalo de forma segura. Si no pediste esta copia, ignora este mensaje y gestiona la cuenta desde el portal del tutor.

@@ -83,3 +83,19 @@ agent-revoked-2 = Si aucun propriétaire de { $tenant } ne l'a fait, vérifiez i
 webhook-disabled-subject = Un point de terminaison webhook de { $tenant } a été désactivé
 webhook-disabled-1 = Le point de terminaison webhook { $endpoint } de { $tenant } a échoué à chaque livraison pendant plusieurs jours ; il a donc été désactivé : aucun événement ne lui est plus envoyé.
 webhook-disabled-2 = Corrigez le point de terminaison, réactivez-le depuis le tableau de bord, puis renvoyez les livraisons échouées depuis son journal de livraison.
+
+guardian-consent-subject = Votre consentement est demandé pour un compte chez { $tenant }
+guardian-consent-1 = Quelqu'un a créé un compte chez { $tenant } avec l'adresse { $hint }, a indiqué ne pas avoir l'âge de consentir seul et vous a désigné comme parent ou tuteur.
+guardian-consent-2 = Ouvrez ce lien pour voir ce que { $tenant } traiterait et pour donner ou refuser votre consentement (il fonctionne une fois, pendant 7 jours) :
+guardian-consent-button = Voir la demande
+guardian-consent-3 = Si vous n'êtes pas le parent ou le tuteur de cette personne, ou si vous n'attendiez pas ce message, ne consentez pas : refusez ou ignorez ce message, et le compte restera inutilisable.
+
+guardian-portal-subject = Gérer le compte de votre enfant chez { $tenant }
+guardian-portal-1 = Vous avez demandé à gérer le compte { $hint } chez { $tenant }, pour lequel vous avez donné votre consentement. Ouvrez ce lien pour retirer votre consentement, obtenir une copie des données ou supprimer le compte (il fonctionne pendant une heure) :
+guardian-portal-button = Ouvrir le portail parental
+guardian-portal-2 = Si vous n'avez rien demandé, ignorez ce message : rien ne change tant que le lien n'est pas utilisé.
+
+guardian-export-subject = Les données du compte { $hint } chez { $tenant }
+guardian-export-1 = Voici la copie demandée des données que { $tenant } détient sur le compte { $hint }. Téléchargez-la avec ce lien (il fonctionne pendant 24 heures) :
+guardian-export-button = Télécharger les données
+guardian-export-2 = Le fichier contient des données personnelles : conservez-le en lieu sûr. Si vous n'avez pas demandé cette copie, ignorez ce message et gérez le compte depuis le portail parental.

@@ -83,3 +83,19 @@ agent-revoked-2 = Jeśli nie zrobił tego żaden właściciel { $tenant }, natyc
 webhook-disabled-subject = Punkt końcowy webhooka w { $tenant } został wyłączony
 webhook-disabled-1 = Punkt końcowy webhooka { $endpoint } w { $tenant } przez kilka dni odrzucał każde doręczenie, więc został wyłączony: nie są do niego wysyłane żadne zdarzenia.
 webhook-disabled-2 = Napraw punkt końcowy, włącz go ponownie w panelu, a następnie wyślij ponownie nieudane doręczenia z jego dziennika doręczeń.
+
+guardian-consent-subject = Prośba o Twoją zgodę na konto w { $tenant }
+guardian-consent-1 = Ktoś założył konto w { $tenant } z adresem { $hint }, podał, że nie osiągnął wieku, w którym może sam wyrazić zgodę, i wskazał Ciebie jako rodzica lub opiekuna.
+guardian-consent-2 = Otwórz ten link, aby zobaczyć, jakie dane { $tenant } będzie przetwarzać, i wyrazić zgodę lub jej odmówić (działa raz, przez 7 dni):
+guardian-consent-button = Sprawdź prośbę
+guardian-consent-3 = Jeśli nie jesteś rodzicem ani opiekunem tej osoby albo nie spodziewałeś się tej wiadomości, nie wyrażaj zgody: odmów lub zignoruj tę wiadomość, a konto pozostanie nieaktywne.
+
+guardian-portal-subject = Zarządzaj kontem dziecka w { $tenant }
+guardian-portal-1 = Poprosiłeś o zarządzanie kontem { $hint } w { $tenant }, na które wyraziłeś zgodę. Otwórz ten link, aby wycofać zgodę, pobrać kopię danych lub usunąć konto (działa przez godzinę):
+guardian-portal-button = Otwórz portal opiekuna
+guardian-portal-2 = Jeśli to nie Ty prosiłeś, zignoruj tę wiadomość: nic się nie zmieni, dopóki link nie zostanie użyty.
+
+guardian-export-subject = Dane konta { $hint } w { $tenant }
+guardian-export-1 = Oto kopia danych, które { $tenant } przechowuje o koncie { $hint }, o którą prosiłeś. Pobierz ją tym linkiem (działa przez 24 godziny):
+guardian-export-button = Pobierz dane
+guardian-export-2 = Plik zawiera dane osobowe: przechowuj go bezpiecznie. Jeśli nie prosiłeś o tę kopię, zignoruj tę wiadomość i zarządzaj kontem w portalu opiekuna.

@@ -159,6 +159,31 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
             "webhook-disabled-subject",
             vec![Para("webhook-disabled-1"), Para("webhook-disabled-2")],
         ),
+        MailKind::GuardianConsent { link, child_email } => (
+            "guardian-consent-subject",
+            vec![
+                Hint("guardian-consent-1", Some(child_email)),
+                Para("guardian-consent-2"),
+                Link(link, "guardian-consent-button"),
+                Strong("guardian-consent-3"),
+            ],
+        ),
+        MailKind::GuardianPortal { link, child_email } => (
+            "guardian-portal-subject",
+            vec![
+                Hint("guardian-portal-1", Some(child_email)),
+                Link(link, "guardian-portal-button"),
+                Strong("guardian-portal-2"),
+            ],
+        ),
+        MailKind::GuardianExport { link, child_email } => (
+            "guardian-export-subject",
+            vec![
+                Hint("guardian-export-1", Some(child_email)),
+                Link(link, "guardian-export-button"),
+                Strong("guardian-export-2"),
+            ],
+        ),
     }
 }
 
@@ -333,6 +358,18 @@ mod tests {
             MailKind::AgentRevoked {
                 agent_name: "Helper".into(),
                 client_id: "agt_1".into(),
+            },
+            MailKind::GuardianConsent {
+                link: link.into(),
+                child_email: "kid@example.com".into(),
+            },
+            MailKind::GuardianPortal {
+                link: link.into(),
+                child_email: "kid@example.com".into(),
+            },
+            MailKind::GuardianExport {
+                link: link.into(),
+                child_email: "kid@example.com".into(),
             },
             MailKind::WebhookDisabled {
                 url: "https://hooks.example.com/tessera".into(),

@@ -206,6 +206,11 @@ fn eudi_refusal(r: tessera_actors::tenant::eudi::EudiRefusal) -> ApiError {
             StatusCode::BAD_REQUEST,
             "a same-device result needs the response_code from the wallet's redirect",
         ),
+        R::AgeRequired => (
+            StatusCode::FORBIDDEN,
+            "this app protects minors and the wallet's birth date is below the consent age: \
+             register with POST /v1/auth/register, where a guardian's consent is asked",
+        ),
     };
     ApiError::new(status, format!("eudi/{}", r.as_str()), message)
 }
@@ -403,6 +408,37 @@ impl From<CallError<TenantError>> for ApiError {
                 StatusCode::FORBIDDEN,
                 "auth/anonymous_not_allowed",
                 "guests cannot do this; register first",
+            ),
+            CallError::Failed(TenantError::DateOfBirthRequired) => ApiError::invalid_field(
+                "date_of_birth",
+                "is required: this app protects minors (or send an age_verification_token)",
+            ),
+            CallError::Failed(TenantError::AgeRequired) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/age_required",
+                "this app protects minors: create the account with POST /v1/auth/register \
+                 and a date of birth (or a wallet's age proof)",
+            ),
+            CallError::Failed(TenantError::GuardianConsentPending) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/guardian_consent_pending",
+                "this account waits for a parent's or guardian's consent \
+                 (POST /v1/auth/parental-consent asks for it)",
+            ),
+            CallError::Failed(TenantError::GuardianConsentDeclined) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/guardian_consent_declined",
+                "a parent or guardian declined consent for this account",
+            ),
+            CallError::Failed(TenantError::GuardianConsentNotPending) => ApiError::new(
+                StatusCode::CONFLICT,
+                "guardian/consent_not_pending",
+                "this account does not wait for a guardian's consent",
+            ),
+            CallError::Failed(TenantError::GuardianInvalid) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "guardian/invalid_token",
+                "the link is invalid, used or expired, or the form was not sent from its page",
             ),
             CallError::Failed(TenantError::UserBlocked) => ApiError::new(
                 StatusCode::FORBIDDEN,

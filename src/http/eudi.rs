@@ -208,7 +208,15 @@ async fn initiate(
         redirect_uri: req.redirect_uri,
         ip,
     };
-    let EudiAnswer::Begun { tx, state: secret } = eudi(tenant, ctx, cmd).await? else {
+    begun_response(state, eudi(tenant, ctx, cmd).await?)
+}
+
+/// The initiate answer of a transaction just begun (`EudiAnswer::Begun`).
+pub fn begun_response(
+    state: &AppState,
+    answer: EudiAnswer,
+) -> Result<EudiInitiateResponse, ApiError> {
+    let EudiAnswer::Begun { tx, state: secret } = answer else {
         return Err(unexpected());
     };
     let urls = TxUrls::of(&tx, &state.base_url, &state.accounts_base());

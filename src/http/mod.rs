@@ -13,6 +13,7 @@ pub mod error;
 pub mod eudi;
 pub mod extract;
 pub mod fields;
+pub mod guardian;
 pub mod hosted;
 pub mod management;
 pub mod mfa;
@@ -138,6 +139,12 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(eudi::response))
         .routes(routes!(eudi::result_login))
         .routes(routes!(eudi::result_age))
+        .routes(routes!(guardian::parental_consent))
+        .routes(routes!(guardian::consent_get, guardian::consent_post))
+        .routes(routes!(guardian::consent_wallet))
+        .routes(routes!(guardian::management_link))
+        .routes(routes!(guardian::portal_get, guardian::portal_post))
+        .routes(routes!(guardian::export_download))
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
@@ -214,6 +221,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(
             dashboard::settings::get_agents,
             dashboard::settings::patch_agents
+        ))
+        .routes(routes!(
+            dashboard::settings::get_minors,
+            dashboard::settings::put_minors
         ))
         .routes(routes!(
             dashboard::social::get_provider,

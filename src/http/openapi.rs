@@ -50,6 +50,7 @@ use super::error::{ErrorBody, ErrorDetail};
         (name = "mfa", description = "TOTP multi-factor authentication and recovery codes"),
         (name = "step-up", description = "Step-up re-authentication (RFC 9470) and the routes it gates"),
         (name = "passkeys", description = "Passkeys (WebAuthn): registration, sign-in with or without a user handle, the owner's list"),
+        (name = "guardian", description = "Guardian (parental) consent for minors: the child's request, the consent page, the guardian portal (GDPR art. 8)"),
         (name = "wallet", description = "EU digital identity wallet sign-in and age verification (OpenID4VP 1.0 with SD-JWT VC and mdoc)"),
         (name = "tokens", description = "A tenant's signing keys and discovery document"),
         (name = "oauth", description = "The tenant's OAuth 2.1 / OpenID Connect provider: authorize, consent, token, userinfo, revocation, introspection, and the user's consents"),

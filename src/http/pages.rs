@@ -160,12 +160,14 @@ impl FieldView {
     }
 }
 
-/// A checkbox (checked at first).
+/// A checkbox.
 pub struct CheckView {
     pub name: &'static str,
     pub id: String,
     pub value: String,
     pub label: String,
+    /// Ticked at first (an attestation never is: the reader must tick it).
+    pub checked: bool,
 }
 
 /// A submit button; with a `name`, its `value` is sent.

@@ -163,6 +163,10 @@ pub enum Kind {
     /// `next attempt (u64 ms, big-endian) | endpoint id | event id` -> nothing: the pending
     /// deliveries in the order they are due.
     WebhookDue = 0x6E,
+    /// SHA-256 of a guardian's link token (consent, portal, export download) -> its record.
+    GuardianToken = 0x6F,
+    /// User id -> when a guardian declined for that minor (the account goes 30 days later).
+    ChildBlocked = 0x70,
 }
 
 /// The key of a platform record.

@@ -904,3 +904,57 @@ fn qr_text(png_bytes: &[u8]) -> String {
     assert_eq!(grids.len(), 1, "one QR code on the screenshot");
     grids[0].decode().unwrap().1
 }
+
+/// A guardian answers a minor's consent request on the hosted page, then manages the account
+/// from the portal: withdraw, then delete after the confirmation form.
+#[test]
+fn a_guardian_consents_and_manages_the_account_in_chromium() {
+    use crate::guardian::{
+        ask_guardian, portal_token, protect_minors, register_verified, GUARDIAN, KID_DOB,
+    };
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Chromium Kids", &[]);
+    protect_minors(&srv, &s, &api.slug);
+    register_verified(&api, &smtp, "kid@example.com", KID_DOB);
+    let token = ask_guardian(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto(
+        "consent-page",
+        &srv.url(&format!("/v1/guardian/consent?token={token}")),
+    );
+    ui.expect_text("consent", "kid@example.com");
+    // Accepting without the attestation ticked: the page says what is missing.
+    ui.click("accept-unticked", "main form button[value=accept]");
+    ui.expect_text("attestation-missing", "Tick the box");
+    api.login("kid@example.com", USER_PASSWORD)
+        .expect_error(403, "auth/guardian_consent_pending");
+    ui.click("tick", "#attestation");
+    ui.click("accept", "main form button[value=accept]");
+    ui.expect_text("accepted", "Consent given");
+    api.login_ok("kid@example.com", USER_PASSWORD);
+
+    let portal = portal_token(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+    ui.goto(
+        "portal-page",
+        &srv.url(&format!("/v1/guardian/portal?token={portal}")),
+    );
+    ui.expect_text("portal", "kid@example.com");
+    ui.click("withdraw", "main form button[value=withdraw]");
+    ui.expect_text("withdrawn", "Consent withdrawn");
+    api.login("kid@example.com", USER_PASSWORD)
+        .expect_error(403, "auth/guardian_consent_pending");
+    ui.click("delete", "main form button[value=delete]");
+    ui.expect_text("confirm", "Confirm within 10 minutes");
+    ui.click("delete-confirmed", "main form button[value=delete]");
+    ui.expect_text("deleted", "Account deleted");
+    api.login("kid@example.com", USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}

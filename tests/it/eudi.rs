@@ -1336,3 +1336,149 @@ fn the_wallet_routes_limit_each_address() {
     );
     refused.expect_error(429, "auth/rate_limited");
 }
+
+#[test]
+fn a_guardian_proves_adulthood_with_the_wallet_and_the_receipt_says_so() {
+    use crate::guardian::{minors_body, minors_path, Guardian, GUARDIAN, KID_DOB};
+    let smtp = SmtpStub::start();
+    let mut env = smtp.env();
+    env.push(("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP".into(), "true".into()));
+    let w = World::start_with(&env_refs(&env));
+    let (st, v) = w.srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/eudi-age", w.slug),
+        &w.owner,
+        Some(&json!({"age_verification_enabled": true, "supported_member_states": ["PL"]})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = w
+        .srv
+        .dash_json("PUT", &minors_path(&w.slug), &w.owner, Some(&minors_body()));
+    assert_eq!(st, 200, "{v}");
+    let age_wallet = |over: bool| {
+        w.wallet_with_mdoc(
+            AV_DOCTYPE,
+            json!({ "age_over_18": over }).as_object().unwrap().clone(),
+        )
+    };
+
+    // A wallet's proof of 18 or over registers an adult without a date of birth; a proof of
+    // under 18 (the consent age is 16) and no date: held, the safe side.
+    let age_token = |over: bool| {
+        let wallet = age_wallet(over);
+        let started = w.initiate("/v1/auth/eudi/age/initiate", json!({}));
+        let req = wallet.open(&w.fetch_request(&started)).unwrap();
+        w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+        let done = w.result(
+            "/v1/auth/eudi/age/result",
+            started["state"].as_str().unwrap(),
+            None,
+        );
+        done.expect(200)["age_verification_token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let register = |email: &str, extra: Value| {
+        let mut body = json!({"email": email, "password": PASSWORD, "consent": true});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        w.post("/v1/auth/register", &body).expect(200).clone()
+    };
+    let ask = |email: &str| {
+        w.post(
+            "/v1/auth/parental-consent",
+            &json!({"email": email, "password": PASSWORD, "guardian_email": GUARDIAN}),
+        )
+    };
+    register(
+        "adult@example.com",
+        json!({"age_verification_token": age_token(true)}),
+    );
+    ask("adult@example.com").expect_error(409, "guardian/consent_not_pending");
+    register(
+        "teen@example.com",
+        json!({"age_verification_token": age_token(false)}),
+    );
+    ask("teen@example.com").expect(202);
+    register("kid@example.com", json!({"date_of_birth": KID_DOB}));
+    ask("kid@example.com").expect(202);
+    let link = |child: &str| {
+        let mail = smtp.wait_for(&w.slug, "guardian_consent", GUARDIAN, 2).text;
+        let all = smtp.mails_of(&w.slug, "guardian_consent", GUARDIAN);
+        let m = all
+            .iter()
+            .find(|m| m.text.contains(child))
+            .unwrap_or_else(|| panic!("{mail}"));
+        m.token_after("/v1/guardian/consent?token=").unwrap()
+    };
+    let kid_token = link("kid@example.com");
+    let teen_token = link("teen@example.com");
+
+    // The consent context offers the wallet; an under-18 wallet proves nothing.
+    let mut g = Guardian::new(&w.srv);
+    let prove = |g: &mut Guardian, token: &str, over: bool| {
+        let ctx = g
+            .get_json(&format!("/v1/guardian/consent?token={token}"))
+            .expect(200)
+            .clone();
+        assert_eq!(ctx["wallet_available"], true, "{ctx}");
+        let csrf = ctx["csrf"].as_str().unwrap().to_owned();
+        g.post_json(
+            "/v1/guardian/consent/wallet",
+            &json!({"token": token, "csrf": "forged"}),
+        )
+        .expect_error(403, "guardian/csrf_failed");
+        let started = g
+            .post_json(
+                "/v1/guardian/consent/wallet",
+                &json!({"token": token, "csrf": csrf}),
+            )
+            .expect(200)
+            .clone();
+        assert!(started["page_url"].as_str().unwrap().contains("/eudi/"));
+        let wallet = age_wallet(over);
+        let req = wallet.open(&w.fetch_request(&started)).unwrap();
+        w.respond(&req, wallet.answer(&req).unwrap()).expect(200);
+        let after = g
+            .get_json(&format!("/v1/guardian/consent?token={token}"))
+            .expect(200)
+            .clone();
+        (after, csrf)
+    };
+    let (after, _) = prove(&mut g, &teen_token, false);
+    assert_eq!(after["adult_proven"], false);
+    let (after, csrf) = prove(&mut g, &kid_token, true);
+    assert_eq!(after["adult_proven"], true);
+
+    // Accepted: the receipt records the wallet.
+    let r = g.post_json(
+        "/v1/guardian/consent",
+        &json!({"token": kid_token, "action": "accept", "csrf": csrf, "attestation": true}),
+    );
+    assert_eq!(r.expect(200)["child_account_status"], "active");
+    w.post(
+        "/v1/guardian/management-link",
+        &json!({"child_email": "kid@example.com", "guardian_email": GUARDIAN}),
+    )
+    .expect(202);
+    let portal = smtp
+        .wait_for(&w.slug, "guardian_portal", GUARDIAN, 1)
+        .token_after("/v1/guardian/portal?token=")
+        .unwrap();
+    let ctx = g
+        .get_json(&format!("/v1/guardian/portal?token={portal}"))
+        .expect(200)
+        .clone();
+    assert_eq!(
+        ctx["consent_receipt"]["consent_method"], "eudi_wallet",
+        "{ctx}"
+    );
+    // A link already answered starts no wallet check.
+    g.post_json(
+        "/v1/guardian/consent/wallet",
+        &json!({"token": kid_token, "csrf": csrf}),
+    )
+    .expect_error(400, "guardian/invalid_token");
+}

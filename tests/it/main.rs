@@ -16,6 +16,7 @@ mod dashboard;
 mod docs;
 mod eudi;
 mod faults;
+mod guardian;
 mod hosted;
 mod hygiene;
 mod management_keys;

@@ -15,7 +15,7 @@ use standardwebhooks::Webhook;
 
 use crate::support::*;
 
-const PRIVATE_OK: (&str, &str) = ("TESSERA__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true");
+pub(crate) const PRIVATE_OK: (&str, &str) = ("TESSERA__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true");
 const FAST_RETRIES: (&str, &str) = ("TESSERA__WEBHOOKS__RETRY_SCALE", "0.001");
 const ALL_EVENTS: [&str; 5] = [
     "user.created",
@@ -39,7 +39,7 @@ enum Answer {
 
 /// One request the receiver got.
 #[derive(Clone, Debug)]
-struct Received {
+pub(crate) struct Received {
     headers: Vec<(String, String)>,
     body: String,
     answered: u16,
@@ -53,7 +53,7 @@ impl Received {
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).expect("a JSON body")
     }
 
@@ -81,8 +81,8 @@ impl Received {
 
 /// An HTTP/1.1 server on 127.0.0.1 that records every request and answers from a script
 /// (then 200).
-struct Receiver {
-    url: String,
+pub(crate) struct Receiver {
+    pub(crate) url: String,
     got: Arc<Mutex<Vec<Received>>>,
     script: Arc<Mutex<VecDeque<Answer>>>,
     /// What it answers once the script is spent.
@@ -90,7 +90,7 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/hooks/tessera", listener.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -133,7 +133,7 @@ impl Receiver {
 
     /// Waits (up to 20 s) for `n` requests of `event_type`; answers them.
     #[track_caller]
-    fn wait_for(&self, event_type: &str, n: usize) -> Vec<Received> {
+    pub(crate) fn wait_for(&self, event_type: &str, n: usize) -> Vec<Received> {
         let ok = eventually(Duration::from_secs(20), || {
             self.of_type(event_type).len() >= n
         });
@@ -220,14 +220,14 @@ fn hook_path(slug: &str, id: &str) -> String {
 }
 
 /// An endpoint just registered: its id and secret.
-struct Endpoint {
-    id: String,
-    secret: String,
+pub(crate) struct Endpoint {
+    pub(crate) id: String,
+    pub(crate) secret: String,
 }
 
 /// Registers an endpoint (the session must be freshly re-authenticated); asserts 201.
 #[track_caller]
-fn create_endpoint(
+pub(crate) fn create_endpoint(
     srv: &TestServer,
     s: &Session,
     slug: &str,
@@ -297,7 +297,7 @@ fn send_test(srv: &TestServer, s: &Session, slug: &str, endpoint: &str) -> Strin
 
 /// The standard checks of one delivered request: headers, signature, body shape.
 #[track_caller]
-fn assert_signed(r: &Received, secret: &str) {
+pub(crate) fn assert_signed(r: &Received, secret: &str) {
     assert!(r.verifies_with(secret), "signature refused: {r:?}");
     assert_eq!(r.header("content-type"), Some("application/json"));
     let id = r.header("webhook-id").expect("webhook-id");

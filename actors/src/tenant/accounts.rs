@@ -39,6 +39,7 @@ impl UserRecord {
     /// A user with nothing set yet: no address, no password, not a guest.
     pub fn blank(id: Uuid, now: OffsetDateTime) -> Self {
         UserRecord {
+            guardian: None,
             id,
             email: None,
             email_verified: false,
@@ -145,6 +146,10 @@ impl TenantState {
             }
             None => None,
         };
+        // Minor protection decides before anything is written: a missing date of birth is
+        // refused, whatever the address.
+        let held =
+            self.guardian_hold(&r, age_proof.as_ref().map(|p| (p.over, p.threshold)), now)?;
         let lookalike = |email: &str| {
             let mut view = Self::lookalike(email, now);
             if let Some(g) = &guest {
@@ -218,6 +223,21 @@ impl TenantState {
         user.password_hash = Some(r.password_hash);
         user.is_anonymous = false;
         user.locale = r.locale.clone();
+        if held == Some(true) {
+            Self::hold_child(&mut user, now);
+            // A guest claimed into a held account keeps no session.
+            if claimed {
+                let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                if ended > 0 {
+                    self.emit_session_revoked(
+                        &mut fx.batch,
+                        user.id,
+                        super::webhooks::Revoked::All,
+                        "guardian_consent_pending",
+                    )?;
+                }
+            }
+        }
         fx.locale = r.locale;
         let token = self.issue_link(
             &mut fx.batch,
@@ -230,12 +250,11 @@ impl TenantState {
         let method = if claimed { "guest_claim" } else { "password" };
         self.emit_user_created(&mut fx.batch, &user, method)?;
         self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
-        self.audit_into(
-            &mut fx.batch,
-            event,
-            ctx,
-            serde_json::json!({ "user_id": id }),
-        )?;
+        let mut metadata = serde_json::json!({ "user_id": id });
+        if held == Some(true) {
+            metadata["guardian_consent"] = serde_json::json!("pending");
+        }
+        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
         let mail = self.commit(fx)?;
         Ok((user.view(), mail))
     }
@@ -280,7 +299,7 @@ impl TenantState {
 
     /// Whether another message may go to this account now (resend, reset and account-exists
     /// mail are spaced so the service cannot be used to flood a mailbox); counts it if so.
-    fn mail_allowed(&mut self, user: Uuid) -> bool {
+    pub(super) fn mail_allowed(&mut self, user: Uuid) -> bool {
         let now = Instant::now();
         if self.mail_sent.len() > 10_000 {
             self.mail_sent
@@ -652,6 +671,11 @@ impl TenantState {
             self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
             return self.fail(fx, TenantError::InvalidCredentials);
         };
+        // A held minor learns that first: confirming the address alone would not help.
+        if let Err(e) = user.guardian_gate() {
+            self.login_accounts.reset(&email.to_owned());
+            return Err(e);
+        }
         if self.settings.security.require_email_verification && !user.email_verified {
             self.login_accounts.reset(&email.to_owned());
             return Err(TenantError::EmailNotVerified);
@@ -826,7 +850,10 @@ pub(crate) mod tests {
             | MailKind::MagicLink { link }
             | MailKind::StepUpMagicLink { link, .. }
             | MailKind::Invitation { link }
-            | MailKind::AgentRequest { link, .. } => link.clone(),
+            | MailKind::AgentRequest { link, .. }
+            | MailKind::GuardianConsent { link, .. }
+            | MailKind::GuardianPortal { link, .. }
+            | MailKind::GuardianExport { link, .. } => link.clone(),
             MailKind::AccountExists { reset_link } => reset_link.clone(),
             MailKind::AgentRevoked { .. }
             | MailKind::WebhookDisabled { .. }

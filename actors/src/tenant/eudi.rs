@@ -185,6 +185,10 @@ pub struct EudiTxRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
     pub outcome: TxOutcome,
+    /// An age check a guardian started from a consent link: the SHA-256 of that link's token,
+    /// which a proof of adulthood marks.
+    #[serde(default)]
+    pub guardian_link: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for EudiTxRecord {
@@ -300,6 +304,9 @@ pub enum EudiRefusal {
     BelowFloor,
     /// A same-device result polled without its `response_code` (or with a wrong one).
     ResponseCodeMismatch,
+    /// Minor protection: a new account for a wallet whose birth date is below the consent age
+    /// (or undisclosed).
+    AgeRequired,
 }
 
 impl EudiRefusal {
@@ -315,6 +322,7 @@ impl EudiRefusal {
             EudiRefusal::EmailExists => "email_exists",
             EudiRefusal::BelowFloor => "assurance_below_floor",
             EudiRefusal::ResponseCodeMismatch => "response_code_mismatch",
+            EudiRefusal::AgeRequired => "age_required",
         }
     }
 }
@@ -589,7 +597,7 @@ impl TenantState {
                 purpose,
                 redirect_uri,
                 ip,
-            } => self.eudi_begin(purpose, redirect_uri, ip, now),
+            } => self.eudi_begin(purpose, redirect_uri, ip, now, None),
             EudiCmd::Request { request_id, ip } => {
                 self.wallet_call(ip)?;
                 let (_, tx) = self.live_tx(&request_id, now)?;
@@ -693,12 +701,13 @@ impl TenantState {
         }
     }
 
-    fn eudi_begin(
+    pub(super) fn eudi_begin(
         &mut self,
         purpose: EudiPurpose,
         redirect_uri: Option<String>,
         ip: IpAddr,
         now: OffsetDateTime,
+        guardian_link: Option<[u8; 32]>,
     ) -> Result<EudiAnswer, TenantError> {
         let enabled = match purpose {
             EudiPurpose::Login => self.settings.eudi.enabled,
@@ -747,6 +756,7 @@ impl TenantState {
             created_at: now,
             expires_at: now + self.runtime.eudi_request_ttl,
             outcome: TxOutcome::Pending,
+            guardian_link,
         };
         let mut fx = self.effects();
         fx.batch.put(random.as_bytes(), &tx)?;
@@ -802,6 +812,11 @@ impl TenantState {
                     token_hash,
                     sealed_token: Some(sealed),
                 };
+                if over {
+                    if let Some(link) = tx.guardian_link {
+                        self.mark_guardian_adult(&mut fx.batch, &link, now)?;
+                    }
+                }
                 "eudi.age.determined"
             }
             (EudiPurpose::Age, _) => {
@@ -887,6 +902,19 @@ impl TenantState {
                 return Err(TenantError::Eudi(EudiRefusal::EmailExists));
             }
             let mut user = UserRecord::blank(Uuid::now_v7(), now);
+            // Minor protection: the PID's birth date must show the consent age.
+            let born = identity.claims.get("birth_date").and_then(|v| v.as_str());
+            if self.settings.minors.minor_protection_enabled {
+                if !born.is_some_and(|b| self.adult_for_consent(b, now)) {
+                    return Err(TenantError::Eudi(EudiRefusal::AgeRequired));
+                }
+                user.date_of_birth = born
+                    .map(|b| {
+                        self.master_key
+                            .seal(&self.user_aad(user.id, "date_of_birth"), b.as_bytes())
+                    })
+                    .transpose()?;
+            }
             self.count_active(&mut fx.batch, None, now)?;
             // Kept unconfirmed: the account's confirmation rule applies as to any address.
             user.email = email.clone();

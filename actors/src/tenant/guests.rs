@@ -154,6 +154,12 @@ impl TenantState {
                 + self.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + self.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
+        // Minors whose guardian declined, 30 days on.
+        let declined = if dry_run {
+            0
+        } else {
+            self.purge_declined(&mut fx, as_of, PURGE_LIMIT)?
+        };
         self.audit_into(
             &mut fx.batch,
             "anonymous.purged",
@@ -164,6 +170,7 @@ impl TenantState {
                 "as_of": as_of.unix_timestamp(),
                 "ttl_days": self.settings.anonymous.anonymous_user_ttl_days,
                 "expired_challenges_removed": swept,
+                "declined_minors_erased": declined,
             }),
         )?;
         self.commit(fx)?;

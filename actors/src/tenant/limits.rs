@@ -50,3 +50,6 @@ pub const SOCIAL_BEGINS_PER_MINUTE: u32 = 30;
 
 /// Passkey step-up options per session per minute (each writes an audit event).
 pub const PASSKEY_STEP_UP_OPTIONS_PER_MINUTE: u32 = 20;
+
+/// Guardian consent requests per child per hour: each mails the guardian it names.
+pub const GUARDIAN_ASKS_PER_HOUR: u32 = 3;

@@ -843,6 +843,19 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::agents::AgentAnswer, TenantError>>,
     },
+    /// Guardian consent for minors: the child's request, the consent page, the portal.
+    Guardian {
+        cmd: crate::tenant::guardian::GuardianCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::guardian::GuardianAnswer, TenantError>>,
+    },
+    /// A portal link for a guardian who consented for that child; silently nothing otherwise.
+    GuardianManagementLink {
+        child_email: String,
+        guardian_email: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
     /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
     /// outcomes.
     Webhooks {

@@ -15,6 +15,7 @@ pub mod ceremonies;
 pub mod challenges;
 pub mod effects;
 pub mod eudi;
+pub mod guardian;
 pub mod guests;
 pub mod hosted;
 pub mod import;
@@ -483,6 +484,24 @@ impl Actor for TenantActor {
                 } else {
                     reply_with_mail(state, reply, out);
                 }
+            }
+            TenantMsg::Guardian { cmd, ctx, reply } => {
+                let reads_only = cmd.reads_only();
+                let out = state.guardian_cmd(cmd, &ctx);
+                if reads_only {
+                    let _ = reply.send(out.map(|(answer, _)| answer));
+                } else {
+                    reply_with_mail(state, reply, out);
+                }
+            }
+            TenantMsg::GuardianManagementLink {
+                child_email,
+                guardian_email,
+                ctx,
+                reply,
+            } => {
+                let out = state.guardian_management_link(&child_email, &guardian_email, &ctx);
+                reply_alike(state, reply, out);
             }
             TenantMsg::Webhooks { cmd, ctx, reply } => {
                 let at_once = cmd.answers_at_once();

@@ -365,6 +365,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<UserRecord, TenantError> {
+        self.age_unknown_signup()?;
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.email = Some(email.to_owned());
         user.email_verified = true;

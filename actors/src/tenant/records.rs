@@ -64,6 +64,52 @@ pub struct UserRecord {
     /// registration; `None`: the tenant's default.
     #[serde(default)]
     pub locale: Option<String>,
+    /// A minor's account under the tenant's minor protection: held until a guardian consents.
+    /// `None` for everyone else.
+    #[serde(default)]
+    pub guardian: Option<ChildConsent>,
+}
+
+/// Where a minor's account stands with guardian consent (spec 3.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChildStatus {
+    /// No guardian consent (yet, or any more): no sign-in.
+    Held,
+    /// A guardian consented.
+    Active,
+    /// A guardian declined: no sign-in, the data goes 30 days later.
+    Blocked,
+}
+
+/// The guardian side of a minor's account.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ChildConsent {
+    pub status: ChildStatus,
+    #[serde(with = "time::serde::rfc3339")]
+    pub status_at: OffsetDateTime,
+    /// The guardian most recently asked (normalised address).
+    pub asked: Option<String>,
+    /// SHA-256 (hex) of the one live consent link's token.
+    pub consent_token: Option<String>,
+    /// The guardian who consented, and the receipt; kept after a withdrawal.
+    pub consented_by: Option<String>,
+    pub receipt: Option<ConsentReceipt>,
+}
+
+/// Spec 2.7 consent_receipt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentReceipt {
+    #[serde(with = "time::serde::rfc3339")]
+    pub consented_at: OffsetDateTime,
+    pub lawful_basis: String,
+    pub purposes: Vec<String>,
+    pub data_categories: Vec<String>,
+    pub retention: String,
+    pub controller: String,
+    pub withdrawal_available: bool,
+    /// `email` or `eudi_wallet`.
+    pub consent_method: String,
 }
 
 impl std::fmt::Debug for UserRecord {

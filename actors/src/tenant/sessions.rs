@@ -107,6 +107,7 @@ impl TenantState {
         if user.blocked_at.is_some() {
             return Err(TenantError::UserBlocked);
         }
+        user.guardian_gate()?;
         let first = proof.amr.first().map_or("pwd", String::as_str);
         let oauth = proof.oauth.take();
         if let Some(outcome) = self.login_second_step(fx, user, first, oauth.clone(), now)? {
@@ -142,6 +143,7 @@ impl TenantState {
         if user.blocked_at.is_some() {
             return Err(TenantError::UserBlocked);
         }
+        user.guardian_gate()?;
         self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;

@@ -223,8 +223,61 @@ pub struct TenantSettings {
     /// RFC 7591 dynamic registration of public clients (MCP clients); off by default.
     #[serde(default)]
     pub dynamic_client_registration: bool,
+    /// Minor protection: guardian consent below the age of digital consent (GDPR art. 8).
+    #[serde(default)]
+    pub minors: MinorSettings,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// Minor protection (GDPR art. 8): with it on, registration needs a date of birth (or a
+/// wallet's age proof), and an account of someone younger than `digital_consent_age` is held
+/// until a guardian consents. The other fields are the consent receipt's text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MinorSettings {
+    pub minor_protection_enabled: bool,
+    /// 13-16, by the member state's law.
+    pub digital_consent_age: u8,
+    /// The controller named on the receipt; `None`: the tenant's name.
+    pub controller_name: Option<String>,
+    pub lawful_basis: String,
+    pub purposes: Vec<String>,
+    pub data_categories: Vec<String>,
+    pub retention: String,
+    /// The DPIA version the tenant linked to this processing (spec 2.7 DpiaVcGateLink).
+    pub dpia: Option<DpiaLink>,
+}
+
+/// Spec 2.7 DpiaVcGateLink.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DpiaLink {
+    pub dpia_key: uuid::Uuid,
+    pub dpia_version: u32,
+    pub dpia_content_hash: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub linked_at: OffsetDateTime,
+}
+
+impl Default for MinorSettings {
+    fn default() -> Self {
+        MinorSettings {
+            minor_protection_enabled: false,
+            digital_consent_age: 16,
+            controller_name: None,
+            lawful_basis: "consent given by the holder of parental responsibility \
+                           (GDPR art. 6(1)(a) and art. 8)"
+                .to_owned(),
+            purposes: vec!["providing the account and signing in".to_owned()],
+            data_categories: vec![
+                "e-mail address".to_owned(),
+                "date of birth".to_owned(),
+                "sign-in activity".to_owned(),
+            ],
+            retention: "until the account is deleted, or 30 days after consent is declined"
+                .to_owned(),
+            dpia: None,
+        }
+    }
 }
 
 /// The tenant's app: where the hosted pages send users back to. Every `redirect_to` a
@@ -297,6 +350,7 @@ impl TenantSettings {
             users: UserSettings::default(),
             urls: UrlSettings::default(),
             dynamic_client_registration: false,
+            minors: MinorSettings::default(),
             updated_at: now,
         }
     }
@@ -385,6 +439,8 @@ pub enum SettingsChange {
     Agents {
         dynamic_client_registration: bool,
     },
+    /// The whole minor-protection setting, validated by the caller.
+    Minors(Box<MinorSettings>),
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -605,6 +661,36 @@ impl TenantSettings {
                     &mut changed,
                 );
                 "settings.agents.updated"
+            }
+            SettingsChange::Minors(minors) => {
+                if next.minors != *minors {
+                    let m = &next.minors;
+                    let fields = [
+                        (
+                            "minor_protection_enabled",
+                            m.minor_protection_enabled != minors.minor_protection_enabled,
+                        ),
+                        (
+                            "digital_consent_age",
+                            m.digital_consent_age != minors.digital_consent_age,
+                        ),
+                        (
+                            "controller_name",
+                            m.controller_name != minors.controller_name,
+                        ),
+                        ("lawful_basis", m.lawful_basis != minors.lawful_basis),
+                        ("purposes", m.purposes != minors.purposes),
+                        (
+                            "data_categories",
+                            m.data_categories != minors.data_categories,
+                        ),
+                        ("retention", m.retention != minors.retention),
+                        ("dpia", m.dpia != minors.dpia),
+                    ];
+                    changed.extend(fields.iter().filter(|f| f.1).map(|f| f.0.to_owned()));
+                    next.minors = *minors;
+                }
+                "settings.minors.updated"
             }
         };
         if !changed.is_empty() {

@@ -241,6 +241,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<UserRecord, TenantError> {
+        self.age_unknown_signup()?;
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;

@@ -681,6 +681,8 @@ pub enum SocialRefusal {
     AlreadyLinked,
     /// The tenant's e-mail policy refuses new accounts at the provider's address.
     EmailNotAllowed,
+    /// Minor protection: accounts are made by registration with a date of birth.
+    AgeRequired,
 }
 
 impl SocialRefusal {
@@ -692,6 +694,7 @@ impl SocialRefusal {
             SocialRefusal::AccountBlocked => "account_blocked",
             SocialRefusal::AlreadyLinked => "already_linked",
             SocialRefusal::EmailNotAllowed => "email_not_allowed",
+            SocialRefusal::AgeRequired => "age_required",
         }
     }
 }
@@ -1191,6 +1194,9 @@ impl TenantState {
             };
             if refused {
                 return refuse(self, fx, SocialRefusal::EmailNotAllowed);
+            }
+            if self.age_unknown_signup().is_err() {
+                return refuse(self, fx, SocialRefusal::AgeRequired);
             }
             let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
             let (mut user, event) = match claim {

@@ -114,6 +114,8 @@ pub struct TenantState {
     pub(super) social_begins: RateWindow<IpAddr>,
     /// Wallet transactions begun per client address.
     pub(super) eudi_begins: RateWindow<IpAddr>,
+    /// Consent requests per child: each mails a guardian.
+    pub(super) guardian_asks: RateWindow<Uuid>,
     /// Calls of the wallet-facing routes per client address.
     pub(super) eudi_wallet_calls: RateWindow<IpAddr>,
     /// Hashes wallet identities into the subjects users are linked by.
@@ -207,6 +209,10 @@ impl TenantState {
             passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             social_begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
             eudi_begins: RateWindow::new(super::eudi::BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            guardian_asks: RateWindow::new(
+                super::limits::GUARDIAN_ASKS_PER_HOUR,
+                Duration::from_secs(3600),
+            ),
             eudi_wallet_calls: RateWindow::new(
                 super::eudi::WALLET_CALLS_PER_MINUTE,
                 Duration::from_secs(60),

@@ -55,8 +55,11 @@ const USER_INDEXES_V1: &[u8] = b"user-indexes-v1";
 
 impl UserRecord {
     pub fn status(&self) -> UserStatus {
-        if self.blocked_at.is_some() {
+        let guardian = self.guardian.as_ref().map(|g| g.status);
+        if self.blocked_at.is_some() || guardian == Some(super::records::ChildStatus::Blocked) {
             UserStatus::Blocked
+        } else if guardian == Some(super::records::ChildStatus::Held) {
+            UserStatus::Held
         } else if self.is_anonymous {
             UserStatus::Anonymous
         } else if self.email.is_some() && !self.email_verified {
@@ -695,6 +698,16 @@ impl TenantState {
     pub fn export_me(&self, bearer: Bearer) -> Result<serde_json::Value, TenantError> {
         let now = OffsetDateTime::now_utc();
         let (_, user) = self.live_session(bearer, now)?;
+        self.export_of(&user, now)
+    }
+
+    /// The export document of `user` (for the user, or for a minor's guardian).
+    pub(super) fn export_of(
+        &self,
+        user: &UserRecord,
+        now: OffsetDateTime,
+    ) -> Result<serde_json::Value, TenantError> {
+        let user = user.clone();
         let detail = self.detail(&user)?;
         let date_of_birth = match &user.date_of_birth {
             Some(sealed) => {
@@ -753,6 +766,10 @@ impl TenantState {
             "consents": self.consent_records(user.id)?,
             "agents": self.agents_of_user(user.id)?,
             "wallet": self.wallet_claims_of(user.id)?,
+            "guardian_consent": user.guardian.as_ref().map(|g| serde_json::json!({
+                "status": g.status,
+                "consent_receipt": g.receipt,
+            })),
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))

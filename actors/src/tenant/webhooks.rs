@@ -41,12 +41,14 @@ use crate::{
 /// Endpoints a tenant may have.
 pub const MAX_ENDPOINTS: usize = 10;
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 5] = [
+pub const EVENT_TYPES: [&str; 7] = [
     "user.created",
     "user.deleted",
     "user.email_verified",
     "session.revoked",
     "agent.revoked",
+    "guardian.consent_granted",
+    "guardian.consent_withdrawn",
 ];
 /// The event `POST .../webhooks/{id}/test` sends, to that endpoint only.
 pub const TEST_EVENT: &str = "webhook.test";

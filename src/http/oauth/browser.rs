@@ -1136,6 +1136,7 @@ fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Respons
             id: format!("scope-{i}"),
             value: c.scope.clone(),
             label: c.display_name.clone(),
+            checked: true,
         })
         .collect();
     if !form.checks.is_empty() {
