@@ -148,6 +148,8 @@ pub enum TenantError {
     GuardianConsentNotPending,
     #[error("the guardian link or its form is invalid")]
     GuardianInvalid,
+    #[error("another guardian consented for this account")]
+    GuardianOther,
     #[error("the wallet request was refused: {}", .0.as_str())]
     Eudi(crate::tenant::eudi::EudiRefusal),
     #[error("the OAuth request was refused: {}", .0.code())]

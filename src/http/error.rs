@@ -435,6 +435,11 @@ impl From<CallError<TenantError>> for ApiError {
                 "guardian/consent_not_pending",
                 "this account does not wait for a guardian's consent",
             ),
+            CallError::Failed(TenantError::GuardianOther) => ApiError::new(
+                StatusCode::CONFLICT,
+                "guardian/other_guardian",
+                "a guardian consented for this account before: only that guardian can be asked again",
+            ),
             CallError::Failed(TenantError::GuardianInvalid) => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "guardian/invalid_token",

@@ -112,10 +112,11 @@ pub struct ParentalConsentResponse {
     request_body = ParentalConsentRequest,
     responses(
         (status = 202, description = "The consent link was mailed to the guardian", body = ParentalConsentResponse),
-        (status = 400, description = "`validation/invalid_request`; `guardian/invalid_token` when the guardian's address is the child's own", body = ErrorBody),
+        (status = 400, description = "`validation/invalid_request` (also when `guardian_email` is the child's own address)", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`, `auth/missing_api_key`, `auth/invalid_api_key`", body = ErrorBody),
-        (status = 409, description = "`guardian/consent_not_pending`: the account does not wait for consent", body = ErrorBody),
-        (status = 429, description = "`auth/too_many_attempts` (the login throttles)", body = ErrorBody),
+        (status = 403, description = "`auth/user_blocked`: blocked by the tenant's admins", body = ErrorBody),
+        (status = 409, description = "`guardian/consent_not_pending`: the account does not wait for consent; `guardian/other_guardian`: a guardian consented before (and withdrew), and only that guardian can be asked again", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts` (the login throttles); `auth/rate_limited` (three requests an hour per child)", body = ErrorBody),
     ))]
 pub async fn parental_consent(
     State(state): State<AppState>,
@@ -132,6 +133,13 @@ pub async fn parental_consent(
         "must be 1-1024 characters",
     );
     let guardian_email = address(&mut errors, "guardian_email", &req.guardian_email);
+    if email.is_some() && email == guardian_email {
+        errors.check(
+            "guardian_email",
+            false,
+            "must be the guardian's own address, not the child's",
+        );
+    }
     errors.finish()?;
     let (email, guardian_email) = (
         email.unwrap_or_default(),
@@ -779,7 +787,7 @@ pub struct PortalValid {
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_login_at: Option<OffsetDateTime>,
     pub data_categories: Vec<String>,
-    pub consent_receipt: Option<ConsentReceiptBody>,
+    pub consent_receipt: ConsentReceiptBody,
     pub controller_name: String,
     #[schema(min_length = 1, max_length = 512)]
     pub csrf: String,
@@ -804,14 +812,19 @@ impl GuardianPortalContext {
         GuardianPortalContext::Invalid(PortalInvalid { state: "invalid" })
     }
 
+    /// The context of `view` (only a guardian who consented opens a portal, so there is a
+    /// receipt; without one the link is as good as invalid).
     fn of(view: PortalView, csrf: String) -> Self {
+        let Some(receipt) = view.receipt else {
+            return Self::invalid();
+        };
         GuardianPortalContext::Valid(Box::new(PortalValid {
             state: "valid",
             child_account_status: status_name(view.status),
             registered_at: view.registered_at,
             last_login_at: view.last_login_at,
             data_categories: view.data_categories,
-            consent_receipt: view.receipt.map(Into::into),
+            consent_receipt: receipt.into(),
             controller_name: view.controller,
             csrf,
             available_actions: view.actions.iter().map(|a| a.as_str()).collect(),
@@ -947,6 +960,7 @@ pub struct GuardianPortalResult {
         (status = 400, description = "`validation/invalid_request`; `guardian/invalid_token`: the link (or the confirm nonce) is unknown, used or expired", body = ErrorBody),
         (status = 403, description = "`guardian/csrf_failed`", body = ErrorBody),
         (status = 409, description = "`guardian/consent_not_pending`: the action is not available now (withdrawing a consent already withdrawn)", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: a portal link asks for at most three exports", body = ErrorBody),
         (status = 415, description = "Not JSON (the page's forms post `application/x-www-form-urlencoded` and get a page)", body = ErrorBody),
     ))]
 pub async fn portal_post(

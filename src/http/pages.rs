@@ -354,6 +354,21 @@ impl Reader {
                 "error-internal-title",
                 "error-internal",
             ),
+            Problem::GuardianPending => (
+                StatusCode::FORBIDDEN,
+                "error-guardian-pending-title",
+                "error-guardian-pending",
+            ),
+            Problem::GuardianDeclined => (
+                StatusCode::FORBIDDEN,
+                "error-guardian-declined-title",
+                "error-guardian-declined",
+            ),
+            Problem::AgeRequired => (
+                StatusCode::FORBIDDEN,
+                "error-age-required-title",
+                "error-age-required",
+            ),
         };
         self.problem_page(status, title, text)
     }
@@ -429,6 +444,12 @@ pub enum Problem {
     /// Too many attempts or requests from this address or for this account (429).
     TooMany,
     Internal,
+    /// The account waits for a guardian's consent (minor protection).
+    GuardianPending,
+    /// A guardian declined consent for the account.
+    GuardianDeclined,
+    /// Minor protection: this way of signing up brings no age.
+    AgeRequired,
 }
 
 impl From<CallError<TenantError>> for Problem {
@@ -444,6 +465,9 @@ impl From<CallError<TenantError>> for Problem {
                 TenantError::RateLimited { .. } | TenantError::TooManyAttempts { .. },
             ) => Problem::TooMany,
             CallError::Unavailable => Problem::Busy,
+            CallError::Failed(TenantError::GuardianConsentPending) => Problem::GuardianPending,
+            CallError::Failed(TenantError::GuardianConsentDeclined) => Problem::GuardianDeclined,
+            CallError::Failed(TenantError::AgeRequired) => Problem::AgeRequired,
             CallError::Failed(other) => {
                 tracing::error!(error = %other, "a hosted page failed");
                 Problem::Internal

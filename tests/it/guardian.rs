@@ -454,9 +454,13 @@ fn a_declined_minor_cannot_sign_in_and_is_erased_30_days_later() {
     run(29);
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(403, "auth/guardian_consent_declined");
+    assert!(audit_events(&srv, &s, &api.slug, "guardian.declined_account_erased").is_empty());
     run(31);
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
+    let erased = audit_events(&srv, &s, &api.slug, "guardian.declined_account_erased");
+    assert_eq!(erased.len(), 1);
+    assert!(!erased[0].to_string().contains("kid@example.com"));
     // The address is free again.
     api.register_body(&json!({
         "email": "kid@example.com", "password": USER_PASSWORD, "consent": true,
@@ -574,6 +578,13 @@ fn the_portal_withdraws_exports_and_deletes_only_for_the_guardian_who_consented(
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(403, "auth/guardian_consent_pending");
     act("withdraw", None).expect_error(409, "guardian/consent_not_pending");
+    // Only the guardian who consented can be asked again; the portal stays theirs.
+    api.post(
+        "/v1/auth/parental-consent",
+        &json!({"email": "kid@example.com", "password": USER_PASSWORD, "guardian_email": "kid.alt@example.com"}),
+    )
+    .expect_error(409, "guardian/other_guardian");
+    assert!(smtp.mails_to("kid.alt@example.com").is_empty());
     let withdrawn = receiver.wait_for("guardian.consent_withdrawn", 1);
     assert_signed(&withdrawn[0], &ep.secret);
     assert_eq!(withdrawn[0].json()["data"]["user_id"], kid_id.as_str());
@@ -609,6 +620,13 @@ fn the_portal_withdraws_exports_and_deletes_only_for_the_guardian_who_consented(
             .unwrap(),
     );
     forged.expect_error(404, "guardian/export_not_found");
+    // A portal link asks for three exports at most.
+    act("export", None).expect(200);
+    act("export", None).expect(200);
+    let r = act("export", None);
+    r.expect_error(429, "auth/rate_limited");
+    assert!(r.header("retry-after").is_some());
+    smtp.wait_for(&api.slug, "guardian_export", GUARDIAN, 3);
 
     // Delete: the first call answers a nonce; a wrong one is refused; the right one erases.
     let first = act("delete", None).expect(200).clone();
@@ -753,7 +771,7 @@ fn every_guardian_schema_rule_is_enforced() {
     let mut own = ok.clone();
     own["guardian_email"] = json!("kid@example.com");
     api.post("/v1/auth/parental-consent", &own)
-        .expect_error(400, "guardian/invalid_token");
+        .expect_error(400, "validation/invalid_request");
     // No key: 401.
     let r = api.send_as(
         None,
@@ -894,4 +912,71 @@ fn sign_ups_that_bring_no_age_are_refused_and_a_claimed_minor_guest_is_held() {
     r.expect_error(429, "auth/rate_limited");
     assert!(r.header("retry-after").is_some());
     smtp.wait_for(&api.slug, "guardian_consent", GUARDIAN, 3);
+}
+
+#[test]
+fn an_admin_erasing_a_minor_leaves_no_guardian_link_or_export_behind() {
+    let (smtp, srv, api, s) = user_setup("Kids Club", &[]);
+    protect_minors(&srv, &s, &api.slug);
+    let kid = register_verified(&api, &smtp, "kid@example.com", KID_DOB);
+    let kid_id = kid["user"]["id"].as_str().unwrap().to_owned();
+    let token = ask_guardian(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+    let mut g = Guardian::new(&srv);
+    accept(&mut g, &token);
+    let portal = portal_token(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+    let ctx = g
+        .get_json(&format!("/v1/guardian/portal?token={portal}"))
+        .expect(200)
+        .clone();
+    let r = g.post_json(
+        "/v1/guardian/portal",
+        &json!({"token": portal, "action": "export", "csrf": ctx["csrf"]}),
+    );
+    assert_eq!(r.expect(200)["result"], "export_sent");
+    let download = smtp
+        .wait_for(&api.slug, "guardian_export", GUARDIAN, 1)
+        .token_after("/v1/guardian/export?token=")
+        .unwrap();
+    let traces = |needle: &str| {
+        srv.admin(&["user", "traces", "--tenant", &api.slug, needle], "")
+            .json()["traces"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    assert!(
+        traces(&kid_id).iter().any(|t| t["kind"] == "6f"),
+        "the guardian links name the child: {:?}",
+        traces(&kid_id)
+    );
+
+    srv.reauth(&s, crate::support::PASSWORD);
+    let r = srv.dash(
+        "DELETE",
+        &format!("/v1/auth/dashboard/tenants/{}/users/{kid_id}", api.slug),
+        &s,
+        None,
+    );
+    assert_eq!(r.status(), 204);
+    // Only audit events remain (the security record), and only by the id in their values.
+    let left = traces(&kid_id);
+    assert!(
+        left.iter()
+            .all(|t| t["kind"] == "41" && t["found_in"] == "value"),
+        "{left:?}"
+    );
+    assert_eq!(traces("kid@example.com"), Vec::<Value>::new());
+    let r = AuthAnswer::read(
+        srv.client
+            .get(srv.url(&format!("/v1/guardian/export?token={download}")))
+            .send()
+            .unwrap(),
+    );
+    r.expect_error(404, "guardian/export_not_found");
+    assert_eq!(
+        g.get_json(&format!("/v1/guardian/portal?token={portal}"))
+            .expect(200)
+            .clone(),
+        json!({"state": "invalid"})
+    );
 }

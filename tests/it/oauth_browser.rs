@@ -900,3 +900,36 @@ fn the_hosted_sign_in_takes_a_social_provider() {
     assert_eq!(replay.status, 401, "{}", replay.body);
     assert!(replay.body.contains("did not work"), "{}", replay.body);
 }
+
+#[test]
+fn a_held_minor_signing_in_on_the_hosted_page_is_told_why() {
+    use crate::guardian::{protect_minors, register_verified, KID_DOB};
+    let (smtp, srv, api, s) = user_setup("Hosted Kids", &[]);
+    srv.reauth(&s, PASSWORD);
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Homework Helper", "redirect_uris": [CALLBACK]}),
+    );
+    protect_minors(&srv, &s, &api.slug);
+    register_verified(&api, &smtp, "kid@example.com", KID_DOB);
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let csrf = page.hidden("csrf", 0);
+    let held = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("email", "kid@example.com"),
+            ("password", USER_PASSWORD),
+        ],
+    );
+    assert_eq!(held.status, 403, "{}", held.body);
+    assert!(held.body.contains("Waiting for a parent"), "{}", held.body);
+    assert!(b.signin_cookie().is_none());
+}

@@ -1294,7 +1294,7 @@ impl TenantState {
             None => self.live_session(subject, now).map(|(_, u)| u),
         };
         let user = match alive {
-            Ok(u) if u.blocked_at.is_none() => u,
+            Ok(u) if !u.suspended() => u,
             Ok(_) | Err(TenantError::InvalidSession) => {
                 return self.refuse_grant(&agent, grant, None, ctx, invalid_grant())
             }
@@ -1437,10 +1437,7 @@ impl TenantState {
         // the answer does not tell whether the account exists.
         // A user who revoked this agent is treated alike: no request reaches them.
         let now = OffsetDateTime::now_utc();
-        let user = match self
-            .user_by_email(login_hint)?
-            .filter(|u| u.blocked_at.is_none())
-        {
+        let user = match self.user_by_email(login_hint)?.filter(|u| !u.suspended()) {
             Some(u) if !self.user_revoked(u.id, agent.id)? => Some(u),
             _ => None,
         };
@@ -1612,9 +1609,7 @@ impl TenantState {
         let Some(user) = record.user else {
             return Err(invalid_grant());
         };
-        if self.user_revoked(user, agent.id)?
-            || self.user(user)?.is_none_or(|u| u.blocked_at.is_some())
-        {
+        if self.user_revoked(user, agent.id)? || self.user(user)?.is_none_or(|u| u.suspended()) {
             let mut fx = self.effects();
             self.remove_request(&mut fx.batch, &key, &record);
             self.commit(fx)?;
@@ -2424,7 +2419,7 @@ impl TenantState {
                 let view = match user {
                     Some(u) => Some(
                         self.user(u)?
-                            .filter(|u| u.blocked_at.is_none())
+                            .filter(|u| !u.suspended())
                             .ok_or(TenantError::InvalidSession)?
                             .view(),
                     ),

@@ -40,6 +40,8 @@ pub const PORTAL_TTL: Duration = Duration::hours(1);
 pub const EXPORT_TTL: Duration = Duration::hours(24);
 /// How long the nonce of a deletion's second call lives.
 pub const CONFIRM_TTL: Duration = Duration::minutes(10);
+/// Exports one portal link may ask for (each seals a copy of the child's data).
+pub const EXPORTS_PER_LINK: u8 = 3;
 /// How long a declined minor's account is kept before it is erased.
 pub const DECLINED_RETENTION: Duration = Duration::days(30);
 
@@ -71,6 +73,9 @@ pub struct GuardianTokenRecord {
     /// A consent link whose guardian proved adulthood with the EU wallet's age check.
     #[serde(default)]
     pub adult_proven: bool,
+    /// A portal link's exports so far (at most [`EXPORTS_PER_LINK`]).
+    #[serde(default)]
+    pub exports: u8,
 }
 
 impl Record for GuardianTokenRecord {
@@ -209,7 +214,6 @@ pub struct PortalView {
 }
 
 /// What a guardian command answers.
-#[derive(Debug)]
 pub enum GuardianAnswer {
     Requested {
         expires_at: OffsetDateTime,
@@ -229,7 +233,28 @@ pub enum GuardianAnswer {
     Archive(serde_json::Value),
 }
 
+/// The archive and the child's address stay out of logs.
+impl std::fmt::Debug for GuardianAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GuardianAnswer::Requested { .. } => "GuardianAnswer::Requested",
+            GuardianAnswer::Consent(_) => "GuardianAnswer::Consent",
+            GuardianAnswer::Answered { .. } => "GuardianAnswer::Answered",
+            GuardianAnswer::WalletBegun(_) => "GuardianAnswer::WalletBegun",
+            GuardianAnswer::Portal(_) => "GuardianAnswer::Portal",
+            GuardianAnswer::Deleted { .. } => "GuardianAnswer::Deleted",
+            GuardianAnswer::Archive(_) => "GuardianAnswer::Archive",
+        })
+    }
+}
+
 impl UserRecord {
+    /// Whether the account may hold no session or token: blocked by the tenant's admins, or a
+    /// minor's account without a guardian's consent (held, or declined).
+    pub fn suspended(&self) -> bool {
+        self.blocked_at.is_some() || self.guardian_gate().is_err()
+    }
+
     /// Whether the account may sign in as far as guardian consent goes.
     pub fn guardian_gate(&self) -> Result<(), TenantError> {
         match self.guardian.as_ref().map(|g| g.status) {
@@ -361,6 +386,18 @@ impl TenantState {
                 return Err(TenantError::GuardianInvalid);
             }
         };
+        // Portal and export links work only for the guardian who consented (a child who asked
+        // someone else after a withdrawal does not take the portal from them).
+        if purpose != GuardianPurpose::Consent
+            && child
+                .guardian
+                .as_ref()
+                .and_then(|g| g.consented_by.as_deref())
+                != Some(rec.guardian.as_str())
+        {
+            batch.remove(Kind::GuardianToken, &hash);
+            return Err(TenantError::GuardianInvalid);
+        }
         // A consent link is the child's one live link.
         if purpose == GuardianPurpose::Consent
             && child
@@ -495,8 +532,15 @@ impl TenantState {
         else {
             return Err(TenantError::GuardianConsentNotPending);
         };
+        if child.blocked_at.is_some() {
+            return Err(TenantError::UserBlocked);
+        }
         if guardian == email {
             return Err(TenantError::GuardianInvalid);
+        }
+        // Once a guardian consented (and withdrew), only that guardian is asked again.
+        if g.consented_by.as_deref().is_some_and(|c| c != guardian) {
+            return Err(TenantError::GuardianOther);
         }
         self.guardian_asks
             .hit(&child.id, std::time::Instant::now())
@@ -515,6 +559,7 @@ impl TenantState {
                 confirm: None,
                 archive: None,
                 adult_proven: false,
+                exports: 0,
             },
         )?;
         g.consent_token = Some(hex::encode(sha256(token.as_bytes())));
@@ -712,6 +757,14 @@ impl TenantState {
                 Ok((GuardianAnswer::Portal(Box::new(view)), mail))
             }
             PortalAction::Export => {
+                if rec.exports >= EXPORTS_PER_LINK {
+                    let left = (rec.expires_at - now).whole_seconds().max(1);
+                    return Err(TenantError::RateLimited {
+                        retry_after: u64::try_from(left).unwrap_or(1),
+                    });
+                }
+                rec.exports += 1;
+                fx.batch.put(&hash, &rec)?;
                 let archive = self.export_of(&child, now)?;
                 let plain = serde_json::to_vec(&archive)
                     .map_err(|e| TenantError::Internal(e.to_string()))?;
@@ -728,6 +781,7 @@ impl TenantState {
                         confirm: None,
                         archive: Some(sealed),
                         adult_proven: false,
+                        exports: 0,
                     },
                 )?;
                 let link = self.link("v1/guardian/export", &download);
@@ -814,17 +868,51 @@ impl TenantState {
         Ok(())
     }
 
-    /// Stages the erasure of a minor's account and its guardian links.
+    /// Stages the erasure of a minor's account (with its guardian links, see
+    /// `erase_user`); the messages queued about it are withdrawn from delivery.
     fn erase_child(&mut self, fx: &mut Effects, child: &UserRecord) -> Result<(), TenantError> {
-        self.erase_user(fx, child)?;
-        fx.batch.remove(Kind::ChildBlocked, child.id.as_bytes());
+        let withdrawn = self.erase_user(fx, child)?;
+        self.runtime.outbound.withdraw(&withdrawn);
+        Ok(())
+    }
+
+    /// Stages the removal of every guardian link of `user` and its declined-account entry
+    /// (part of every erasure).
+    pub(super) fn erase_guardian_links(
+        &self,
+        batch: &mut TenantBatch,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
+        batch.remove(Kind::ChildBlocked, user.as_bytes());
         for item in self.store.scan::<GuardianTokenRecord>(b"") {
             let (key, rec) = item?;
-            if rec.child == child.id {
-                fx.batch.remove(Kind::GuardianToken, &key);
+            if rec.child == user {
+                batch.remove(Kind::GuardianToken, &key);
             }
         }
         Ok(())
+    }
+
+    /// Removes up to `limit` expired guardian links (an export's sealed archive among them);
+    /// answers how many.
+    pub(super) fn sweep_guardian(
+        &self,
+        batch: &mut TenantBatch,
+        as_of: OffsetDateTime,
+        limit: usize,
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.store.scan::<GuardianTokenRecord>(b"") {
+            if n == limit {
+                break;
+            }
+            let (key, rec) = item?;
+            if rec.expires_at <= as_of {
+                batch.remove(Kind::GuardianToken, &key);
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     /// `POST /v1/guardian/management-link`: a portal link to `guardian` when they consented
@@ -849,6 +937,7 @@ impl TenantState {
             confirm: None,
             archive: None,
             adult_proven: false,
+            exports: 0,
         };
         let allowed = child
             .as_ref()
@@ -925,6 +1014,13 @@ impl TenantState {
                 continue;
             }
             self.erase_child(fx, &child)?;
+            // The record of the erasure names the erased id and nothing else.
+            self.audit_into(
+                &mut fx.batch,
+                "guardian.declined_account_erased",
+                &AuditContext::default(),
+                serde_json::json!({ "deleted_user_id": child.id }),
+            )?;
             n += 1;
         }
         Ok(n)

@@ -153,6 +153,7 @@ impl TenantState {
                 + self.sweep_agents(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + self.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + self.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + self.sweep_guardian(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
         // Minors whose guardian declined, 30 days on.
         let declined = if dry_run {

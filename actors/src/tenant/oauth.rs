@@ -416,7 +416,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Option<(SessionRecord, UserRecord)>, TenantError> {
         match self.live_session(bearer, now) {
-            Ok((s, u)) if u.blocked_at.is_none() => Ok(Some((s, u))),
+            Ok((s, u)) if !u.suspended() => Ok(Some((s, u))),
             Ok(_) | Err(TenantError::InvalidSession) => Ok(None),
             Err(e) => Err(e),
         }
@@ -724,10 +724,7 @@ impl TenantState {
             fx.batch.remove(Kind::OAuthCode, &key);
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         }
-        let Some(mut user) = self
-            .user(record.user_id)?
-            .filter(|u| u.blocked_at.is_none())
-        else {
+        let Some(mut user) = self.user(record.user_id)?.filter(|u| !u.suspended()) else {
             fx.batch.remove(Kind::OAuthCode, &key);
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
@@ -797,7 +794,7 @@ impl TenantState {
             .ok_or(TenantError::InvalidSession)?;
         let user = self
             .user(session.user_id)?
-            .filter(|u| u.blocked_at.is_none())
+            .filter(|u| !u.suspended())
             .ok_or(TenantError::InvalidSession)?;
         Ok((session, user))
     }
@@ -871,7 +868,7 @@ impl TenantState {
                     Some(c) => self.live_grant(bearer, &c, now).is_ok(),
                     None => self
                         .live_session(bearer, now)
-                        .is_ok_and(|(_, u)| u.blocked_at.is_none()),
+                        .is_ok_and(|(_, u)| !u.suspended()),
                 };
                 Ok(OAuthAnswer::Introspected {
                     active,
@@ -890,9 +887,7 @@ impl TenantState {
                 else {
                     return Ok(inactive);
                 };
-                let alive = self
-                    .user(session.user_id)?
-                    .is_some_and(|u| u.blocked_at.is_none());
+                let alive = self.user(session.user_id)?.is_some_and(|u| !u.suspended());
                 Ok(OAuthAnswer::Introspected {
                     active: alive,
                     refresh: alive.then_some((

@@ -293,9 +293,16 @@ impl TenantState {
                 if self.registration_blocked(&mut fx, e, ctx)? {
                     return self.fail(fx, TenantError::InvalidChallenge);
                 }
+                // Minor protection: the code is spent, no account is made.
+                if let Err(e) = self.age_unknown_signup() {
+                    return self.fail(fx, e);
+                }
                 self.create_passwordless(&mut fx, e, ctx, now)?
             }
             (None, CodeTarget::Phone(p)) if found.record.user_id.is_nil() => {
+                if let Err(e) = self.age_unknown_signup() {
+                    return self.fail(fx, e);
+                }
                 self.create_sms_user(&mut fx, p, ctx, now)?
             }
             // The account the code was sent to is gone.

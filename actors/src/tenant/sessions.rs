@@ -352,7 +352,7 @@ impl TenantState {
         };
         let user = self.user(session.user_id)?;
         let alive = session.expires_at > now;
-        let Some(mut user) = user.filter(|u| alive && u.blocked_at.is_none()) else {
+        let Some(mut user) = user.filter(|u| alive && !u.suspended()) else {
             self.remove_session(&mut fx.batch, &session);
             return self.fail(fx, TenantError::InvalidRefreshToken);
         };

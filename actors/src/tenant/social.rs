@@ -1201,7 +1201,7 @@ impl TenantState {
             let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
             let (mut user, event) = match claim {
                 Some(id) => match self.user(id)? {
-                    Some(g) if g.is_anonymous && g.blocked_at.is_none() => {
+                    Some(g) if g.is_anonymous && !g.suspended() => {
                         fx.batch.remove(Kind::Guest, g.id.as_bytes());
                         (g, "auth.anonymous.claimed")
                     }
@@ -1389,7 +1389,7 @@ impl TenantState {
             )?;
             state.fail(fx, TenantError::SocialRefused(why))
         };
-        if self.user(user)?.is_none_or(|u| u.blocked_at.is_some()) {
+        if self.user(user)?.is_none_or(|u| u.suspended()) {
             return refuse(self, fx, SocialRefusal::AccountBlocked);
         }
         if let Some(linked) = self

@@ -621,6 +621,7 @@ impl TenantState {
         user: &UserRecord,
     ) -> Result<Vec<Uuid>, TenantError> {
         self.erase_user_records(&mut fx.batch, user)?;
+        self.erase_guardian_links(&mut fx.batch, user.id)?;
         self.emit_user_deleted(&mut fx.batch, user.id)?;
         for item in self.store.scan::<ChallengeRecord>(b"") {
             let (key, challenge) = item?;
@@ -637,7 +638,16 @@ impl TenantState {
             .collect();
         if !addresses.is_empty() {
             for job in self.queued_mail()? {
-                if addresses.contains(job.to.as_str()) {
+                // Mail to a minor's guardian names the child's address.
+                let about = match &job.kind {
+                    MailKind::GuardianConsent { child_email, .. }
+                    | MailKind::GuardianPortal { child_email, .. }
+                    | MailKind::GuardianExport { child_email, .. } => Some(child_email.as_str()),
+                    _ => None,
+                };
+                if addresses.contains(job.to.as_str())
+                    || about.is_some_and(|a| addresses.contains(a))
+                {
                     fx.batch.remove(Kind::MailQueue, job.id.as_bytes());
                     withdrawn.push(job.id);
                 }

@@ -1693,7 +1693,7 @@ pub async fn patch_agents(
 pub struct DpiaVcGateLink {
     pub dpia_key: uuid::Uuid,
     /// 1 or more.
-    #[schema(minimum = 1)]
+    #[schema(minimum = 1, maximum = 4294967295_i64)]
     pub dpia_version: i64,
     #[schema(min_length = 1, max_length = 256)]
     pub dpia_content_hash: String,
@@ -1844,8 +1844,8 @@ pub async fn put_minors(
         Some(d) => {
             e.check(
                 "dpia.dpia_version",
-                d.dpia_version >= 1,
-                "must be 1 or more",
+                d.dpia_version >= 1 && u32::try_from(d.dpia_version).is_ok(),
+                "must be an integer from 1 to 4294967295",
             );
             e.check(
                 "dpia.dpia_content_hash",

@@ -976,6 +976,12 @@ fn script_refusal(reader: &Reader, e: CallError<TenantError>) -> Response {
             | TenantError::PasskeyCeremonyNotFound
             | TenantError::UserBlocked,
         ) => script_error(reader, StatusCode::UNAUTHORIZED, "login-passkey-failed"),
+        CallError::Failed(TenantError::GuardianConsentPending) => {
+            script_error(reader, StatusCode::FORBIDDEN, "error-guardian-pending")
+        }
+        CallError::Failed(TenantError::GuardianConsentDeclined) => {
+            script_error(reader, StatusCode::FORBIDDEN, "error-guardian-declined")
+        }
         CallError::Failed(e) => {
             tracing::error!(error = %e, "a hosted passkey sign-in failed");
             script_error(reader, StatusCode::INTERNAL_SERVER_ERROR, "error-internal")
