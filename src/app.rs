@@ -24,6 +24,9 @@ use crate::{
 
 pub struct App {
     pub config: Config,
+    /// The database itself, for the one storage-level operation that spans every owner: the
+    /// admin backup (see ARCHITECTURE.md). Everything else goes through the actors.
+    pub store: tessera_storage::Store,
     pub directory: DirectoryHandle,
     pub hasher: PasswordHasher,
     pub captcha: Captcha,

@@ -13,6 +13,7 @@ pub mod http;
 pub mod i18n;
 pub mod metrics;
 pub mod net;
+pub mod ops;
 pub mod social;
 pub mod telemetry;
 pub mod webhooks;
@@ -235,6 +236,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let socket_path = config.admin_socket_path();
     let verified_tokens = http::bearer::VerifiedTokens::new(config.tokens.verified_cache_entries);
     let state = Arc::new(App {
+        store: store.clone(),
         config,
         directory: directory.clone(),
         hasher,

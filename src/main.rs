@@ -42,6 +42,24 @@ enum Command {
         #[arg(long, default_value = "config.toml")]
         config: PathBuf,
     },
+    /// Restores a backup into an empty data directory (the server stopped).
+    Restore {
+        /// The backup file (`tessera admin backup --out`).
+        #[arg(long)]
+        from: PathBuf,
+        /// The new data directory: empty, or holding only the master key file.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The master key file the data was written with; default `<data-dir>/master.key`.
+        #[arg(long)]
+        master_key_file: Option<PathBuf>,
+    },
+    /// Reports a data directory's format, tenants and users, and whether a migration is
+    /// pending, without changing anything (the server stopped).
+    CheckData {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// Operator commands over the local admin socket.
     Admin {
         /// The admin socket; default `<data_dir>/admin.sock` from the config.
@@ -111,6 +129,16 @@ enum AdminCommand {
     Eudi {
         #[command(subcommand)]
         command: EudiCommand,
+    },
+    /// A consistent snapshot of the whole database while the server serves (`--out FILE`),
+    /// or the check of one (`--verify FILE`, offline).
+    Backup {
+        /// Where the server writes the backup (a new file).
+        #[arg(long, conflicts_with = "verify", required_unless_present = "verify")]
+        out: Option<PathBuf>,
+        /// Checks a backup file without restoring it.
+        #[arg(long)]
+        verify: Option<PathBuf>,
     },
 }
 
@@ -348,6 +376,22 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Restore {
+            from,
+            data_dir,
+            master_key_file,
+        } => print_local(tessera::ops::restore(
+            &from,
+            &data_dir,
+            master_key_file.as_deref(),
+        )),
+        Command::CheckData { data_dir } => print_local(tessera::ops::check_data(&data_dir)),
+        Command::Admin {
+            command: AdminCommand::Backup {
+                verify: Some(file), ..
+            },
+            ..
+        } => print_local(tessera::ops::verify_backup(&file)),
         Command::Admin {
             socket,
             config,
@@ -419,6 +463,20 @@ async fn shutdown_signal() {
         _ = term.recv() => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+/// Prints a local command's document, or its error (exit 1).
+fn print_local(out: Result<serde_json::Value, String>) -> ExitCode {
+    match out.and_then(|v| serde_json::to_string_pretty(&v).map_err(|e| e.to_string())) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn default_socket(config: &Path) -> PathBuf {
@@ -540,6 +598,14 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             EudiCommand::DevCert { slug, days } => AdminRequest::EudiDevCert { slug, days },
             EudiCommand::Show { slug } => AdminRequest::EudiShow { slug },
         },
+        AdminCommand::Backup { out, .. } => {
+            let out = out.ok_or("--out FILE or --verify FILE")?;
+            // The server writes the file: name it absolutely.
+            let out = std::path::absolute(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            AdminRequest::Backup {
+                out: out.display().to_string(),
+            }
+        }
         AdminCommand::Outbox {
             command: OutboxCommand::List { tenant, kind },
         } => AdminRequest::OutboxList {

@@ -7,6 +7,10 @@ use serde_json::Value;
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "command", rename_all = "kebab-case")]
 pub enum AdminRequest {
+    /// A consistent snapshot of the database, written by the server to `out` (absolute).
+    Backup {
+        out: String,
+    },
     TenantCreate {
         name: String,
         slug: Option<String>,

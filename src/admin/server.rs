@@ -140,6 +140,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::UserBlock { block: false, .. } => "user unblock",
         AdminRequest::UserDelete { .. } => "user delete",
         AdminRequest::UserTraces { .. } => "user traces",
+        AdminRequest::Backup { .. } => "backup",
     }
 }
 
@@ -633,6 +634,39 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 &v,
                 Some(x509::to_pem("CERTIFICATE", &dev.root_der)),
             ))
+        }
+        AdminRequest::Backup { out } => {
+            let path = std::path::PathBuf::from(&out);
+            if !path.is_absolute() {
+                return Err(ApiError::invalid_field("out", "must be an absolute path"));
+            }
+            let store = state.store.clone();
+            let now = time::OffsetDateTime::now_utc()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default();
+            let started = std::time::Instant::now();
+            let header = tokio::task::spawn_blocking(move || {
+                store.backup(&path, env!("CARGO_PKG_VERSION"), &now)
+            })
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(|e| {
+                ApiError::new(
+                    axum::http::StatusCode::CONFLICT,
+                    "admin/backup_failed",
+                    e.to_string(),
+                )
+            })?;
+            let mut body = json!({
+                "file": out,
+                "seconds": started.elapsed().as_secs_f64(),
+                "master_key": format!(
+                    "not in the backup: keep {} safe on its own; a restore needs it",
+                    state.config.master_key_path().display()
+                ),
+            });
+            body["header"] = serde_json::to_value(&header).map_err(ApiError::internal)?;
+            Ok(body)
         }
         AdminRequest::EudiShow { slug } => {
             let tenant = tenant_of(state, &slug)?;

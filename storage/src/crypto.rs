@@ -45,6 +45,14 @@ impl MasterKey {
         Self::from_bytes(k)
     }
 
+    /// Reads an existing key file (never creates one).
+    pub fn load(path: &Path) -> Result<Self, StorageError> {
+        let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| {
+            StorageError::MasterKey(format!("cannot read {}: {e}", path.display()))
+        })?);
+        Self::parse(text.trim(), path)
+    }
+
     /// Reads the key file, or creates it (mode 0600, base64 of 32 random bytes) when absent.
     /// Returns the key and whether it was created now.
     pub fn load_or_create(path: &Path) -> Result<(Self, bool), StorageError> {

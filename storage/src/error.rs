@@ -38,4 +38,6 @@ pub enum StorageError {
     FlusherGone,
     #[error("a flush failed: {0}")]
     Flush(String),
+    #[error("backup: {0}")]
+    Backup(String),
 }

@@ -6,6 +6,7 @@
 //! cannot be written by mistake. Platform records (tenants, dashboard accounts, the API-key
 //! index) live behind [`PlatformStore`], which only the directory actor holds.
 
+pub mod backup;
 pub mod codec;
 pub mod crypto;
 pub mod error;

@@ -40,6 +40,75 @@ fn write_format(meta: &sled::Tree, version: u32) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// The version in a `meta/format` record's bytes.
+pub fn format_of(bytes: &[u8]) -> Result<u32, StorageError> {
+    Ok(serde_json::from_slice::<FormatRecord>(bytes)
+        .map_err(|source| StorageError::Decode {
+            kind: "format",
+            source,
+        })?
+        .version)
+}
+
+/// What a data directory holds, read without changing a record (`tessera check-data`).
+#[derive(Clone, Debug, Serialize)]
+pub struct DataReport {
+    /// `None`: a database without a format record (new, or not Tessera's).
+    pub format: Option<u32>,
+    pub build_format: u32,
+    /// The format is older than this build's: the next start migrates it.
+    pub migration_pending: bool,
+    /// The format is newer than this build's: this build refuses to start on it.
+    pub newer_than_build: bool,
+    pub tenants: u64,
+    pub users: u64,
+    pub entries: u64,
+    pub master_key_bound: bool,
+    pub size_on_disk_bytes: u64,
+}
+
+/// [`report`] of the database at `path` (which must exist), opened for the reading.
+pub fn report_at(path: &std::path::Path) -> Result<DataReport, StorageError> {
+    let db = sled::Config::new().path(path).create_new(false).open()?;
+    report(&db)
+}
+
+/// Reads what `db` holds: its format against this build's, and its counts.
+pub fn report(db: &sled::Db) -> Result<DataReport, StorageError> {
+    let meta = db.open_tree(META_TREE)?;
+    let format = meta.get(FORMAT_KEY)?.map(|b| format_of(&b)).transpose()?;
+    let mut tenants = 0;
+    for item in db
+        .open_tree("platform")?
+        .scan_prefix([crate::keys::Kind::Tenant as u8])
+    {
+        item?;
+        tenants += 1;
+    }
+    let mut users = 0;
+    let mut entries = 0;
+    for name in db.tree_names() {
+        for item in db.open_tree(&name)?.iter() {
+            let (k, _) = item?;
+            entries += 1;
+            if name.as_ref() == b"tenants" && k.get(16) == Some(&(crate::keys::Kind::User as u8)) {
+                users += 1;
+            }
+        }
+    }
+    Ok(DataReport {
+        format,
+        build_format: CURRENT_FORMAT,
+        migration_pending: format.is_some_and(|f| f < CURRENT_FORMAT),
+        newer_than_build: format.is_some_and(|f| f > CURRENT_FORMAT),
+        tenants,
+        users,
+        entries,
+        master_key_bound: meta.get(b"key_check")?.is_some(),
+        size_on_disk_bytes: db.size_on_disk()?,
+    })
+}
+
 /// Reads the format record, migrates up to `current`, and refuses a newer format.
 pub fn check_and_migrate(
     db: &sled::Db,

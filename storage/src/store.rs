@@ -5,7 +5,10 @@
 //! `Batch`, which sled applies atomically; a crash never leaves half a change. It also keeps a
 //! tenant's data contiguous, so a tenant can be scanned or erased with one prefix.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
+};
 
 use crate::{
     codec::{decode, encode, PlatformRecord, TenantRecord},
@@ -28,13 +31,30 @@ pub struct StoreOptions {
     pub durability: Durability,
 }
 
+/// The write gate: every batch is applied under its read side; an online backup holds its
+/// write side while it reads, so it sees every batch whole or not at all.
+#[derive(Clone, Default)]
+pub(crate) struct Gate(Arc<RwLock<()>>);
+
+impl Gate {
+    fn pass(&self) -> RwLockReadGuard<'_, ()> {
+        // The gate guards no data: a panic elsewhere while it was held leaves nothing to fix.
+        self.0.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn close(&self) -> RwLockWriteGuard<'_, ()> {
+        self.0.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The open database: hands out the platform store and tenant stores.
 #[derive(Clone)]
 pub struct Store {
-    db: sled::Db,
+    pub(crate) db: sled::Db,
     platform: sled::Tree,
     tenants: sled::Tree,
     flusher: Flusher,
+    pub(crate) gate: Gate,
 }
 
 impl Store {
@@ -55,6 +75,7 @@ impl Store {
             platform,
             tenants,
             flusher,
+            gate: Gate::default(),
         })
     }
 
@@ -63,6 +84,7 @@ impl Store {
         PlatformStore {
             tree: self.platform.clone(),
             flusher: self.flusher.clone(),
+            gate: self.gate.clone(),
         }
     }
 
@@ -72,6 +94,7 @@ impl Store {
             id: tenant,
             tree: self.tenants.clone(),
             flusher: self.flusher.clone(),
+            gate: self.gate.clone(),
         }
     }
 
@@ -118,6 +141,7 @@ impl Store {
 pub struct PlatformStore {
     tree: sled::Tree,
     flusher: Flusher,
+    gate: Gate,
 }
 
 impl PlatformStore {
@@ -151,6 +175,7 @@ impl PlatformStore {
 
     /// Applies a batch atomically (not yet durable: take a ticket).
     pub fn apply(&self, batch: PlatformBatch) -> Result<(), StorageError> {
+        let _pass = self.gate.pass();
         Ok(self.tree.apply_batch(batch.0)?)
     }
 
@@ -181,6 +206,7 @@ pub struct TenantStore {
     id: TenantId,
     tree: sled::Tree,
     flusher: Flusher,
+    gate: Gate,
 }
 
 impl TenantStore {
@@ -267,6 +293,7 @@ impl TenantStore {
                 "a batch of another tenant was applied".into(),
             ));
         }
+        let _pass = self.gate.pass();
         Ok(self.tree.apply_batch(batch.inner)?)
     }
 

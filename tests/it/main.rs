@@ -7,6 +7,7 @@ mod support;
 mod accounts;
 mod agents;
 mod anonymous;
+mod backup;
 mod browser;
 mod capacity;
 mod catalog;
