@@ -315,3 +315,70 @@ fn restore_and_verify_refuse_what_they_must() {
         fresh.to_str().unwrap(),
     ]);
 }
+
+/// Sets the data directory's format record as another build would have left it.
+fn stamp_format(data_dir: &Path, version: u32) {
+    let db = sled::Config::new()
+        .path(tessera_storage::store::db_path(data_dir))
+        .open()
+        .unwrap();
+    db.open_tree("meta")
+        .unwrap()
+        .insert(b"format", format!("{{\"version\":{version}}}").as_bytes())
+        .unwrap();
+    db.flush().unwrap();
+}
+
+#[test]
+fn check_data_reports_the_format_and_serve_refuses_what_it_cannot_read() {
+    let (_smtp, mut srv, api, s) = user_setup("Upgrade Co", &[]);
+    api.register("ada@example.com", USER_PASSWORD).expect(200);
+    srv.terminate();
+    let dir = srv.data_dir.to_str().unwrap().to_owned();
+    let report = run_ok(&["check-data", "--data-dir", &dir]);
+    assert_eq!(report["format"], 1);
+    assert_eq!(report["build_format"], 1);
+    assert_eq!(report["migration_pending"], false);
+    assert_eq!(report["newer_than_build"], false);
+    assert_eq!(report["tenants"], 1);
+    assert_eq!(report["users"], 1);
+    assert_eq!(report["master_key_bound"], true);
+    // check-data wrote nothing: the same report again, and the server starts as before.
+    assert_eq!(run_ok(&["check-data", "--data-dir", &dir]), report);
+
+    // A directory a newer build wrote: reported, and refused by serve (nothing is misread).
+    stamp_format(&srv.data_dir, 2);
+    let newer = run_ok(&["check-data", "--data-dir", &dir]);
+    assert_eq!(newer["newer_than_build"], true);
+    assert_eq!(newer["migration_pending"], false);
+    let log_file = srv.data_dir.parent().unwrap().join("refused.log");
+    let (status, log) = match spawn(&srv.data_dir, &[], &log_file) {
+        Err(failed) => failed,
+        Ok(_) => panic!("serve started on a newer format"),
+    };
+    assert!(!status.success());
+    assert!(log.contains("newer than this build"), "{log}");
+
+    // An older format with no migration to it: pending, and refused until one exists.
+    stamp_format(&srv.data_dir, 0);
+    let older = run_ok(&["check-data", "--data-dir", &dir]);
+    assert_eq!(older["migration_pending"], true);
+    let (_, log) = match spawn(&srv.data_dir, &[], &log_file) {
+        Err(failed) => failed,
+        Ok(_) => panic!("serve started without its migration"),
+    };
+    assert!(log.contains("no migration from format 0"), "{log}");
+
+    // Back to this build's format: it serves the same data.
+    stamp_format(&srv.data_dir, 1);
+    srv.restart();
+    let mut api = api.clone();
+    api.rebase(&srv);
+    let (st, _) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/{}/users", api.slug),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200);
+}
