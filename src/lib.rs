@@ -33,7 +33,13 @@ use tessera_storage::{Durability, MasterKey, Store, StoreOptions};
 use thiserror::Error;
 use tokio::net::TcpListener;
 
-use crate::{app::App, captcha::Captcha, config::Config, metrics::Metrics};
+use crate::{
+    app::App,
+    captcha::Captcha,
+    config::Config,
+    delivery::backlog::Backlog,
+    metrics::{Metrics, Sources},
+};
 
 #[derive(Debug, Error)]
 pub enum StartError {
@@ -207,17 +213,23 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     let social = social::SocialClient::new(config.social.clone()).map_err(StartError::Other)?;
     let wallet = eudi::WalletVerifier::new(config.eudi.clone()).map_err(StartError::Other)?;
     let mailer = Arc::new(delivery::mail::Mailer::from_config(&config).map_err(StartError::Other)?);
+    let (mail_backlog, sms_backlog) = (Backlog::default(), Backlog::default());
     let postman = tokio::spawn(delivery::postman::run(
         mailer.clone(),
         mail_rx,
         Arc::new(SettleInTenant(directory.clone())),
         withdrawn,
+        mail_backlog.clone(),
     ));
     let texter = Arc::new(delivery::sms::Texter::from_config(&config).map_err(StartError::Other)?);
     // libphonenumber's metadata is decoded on first use; doing it here keeps the first phone
     // request from holding a worker thread (and whoever waits on the same lazy value).
     let _ = tokio::task::spawn_blocking(|| phonenumber::parse(None, "+33612345678").is_ok()).await;
-    let courier = tokio::spawn(delivery::sms::run(texter.clone(), sms_rx));
+    let courier = tokio::spawn(delivery::sms::run(
+        texter.clone(),
+        sms_rx,
+        sms_backlog.clone(),
+    ));
     let webhook_worker = tokio::spawn(webhooks::run(
         directory.clone(),
         config.webhooks.clone(),
@@ -235,6 +247,12 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         .map_err(|e| StartError::Other(e.to_string()))?;
     let socket_path = config.admin_socket_path();
     let verified_tokens = http::bearer::VerifiedTokens::new(config.tokens.verified_cache_entries);
+    let metrics = Metrics::new(Sources {
+        store: store.clone(),
+        hasher: hasher.clone(),
+        mail: mail_backlog,
+        sms: sms_backlog,
+    });
     let state = Arc::new(App {
         store: store.clone(),
         config,
@@ -247,7 +265,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         texter,
         ip_hasher,
         sign_in_hasher,
-        metrics: Metrics::new(),
+        metrics,
         verified_tokens,
         trusted_proxies,
         base_url: base_url.clone(),

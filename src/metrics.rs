@@ -1,10 +1,24 @@
-//! Prometheus metrics: requests by route and status, latency by route, tenant actors running.
+//! Prometheus metrics: requests by route and status, latency by route, tenant actors running,
+//! and what an operator watches besides: group commit latency, the mail and text message
+//! backlogs, the password hashing queues and the size of the database.
+//!
+//! Requests and group commits are counted as they happen; the rest is read from its owner
+//! ([`Sources`]) at each scrape, so a gauge is never stale.
+
+use std::{
+    sync::{atomic::AtomicU64, Arc},
+    time::{Duration, SystemTime},
+};
 
 use prometheus_client::{
     encoding::{text::encode, EncodeLabelSet},
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
+use tessera_actors::PasswordHasher;
+use tessera_storage::{flusher::FlushObserver, Store};
+
+use crate::delivery::backlog::Backlog;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -18,7 +32,16 @@ struct RouteLabels {
     route: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    /// `verify` (checks of existing passwords) or `new` (hashes of new passwords).
+    queue: &'static str,
+}
+
 type LatencyFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+/// A gauge of seconds.
+type Seconds = Gauge<f64, AtomicU64>;
 
 fn latency_histogram() -> Histogram {
     // 0.25 ms .. ~8 s
@@ -27,25 +50,97 @@ fn latency_histogram() -> Histogram {
     ))
 }
 
+fn group_commit_histogram() -> Histogram {
+    // 0.1 ms .. ~3.3 s: an fdatasync takes tenths of a millisecond on an SSD, tens on a disk
+    // that spins, seconds on one that is failing.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.0001, 2.0, 16,
+    ))
+}
+
+/// Hears each group commit's duration from the storage flusher.
+struct GroupCommit(Histogram);
+
+impl FlushObserver for GroupCommit {
+    fn flushed(&self, took: Duration) {
+        self.0.observe(took.as_secs_f64());
+    }
+}
+
+/// What the scrape reads from the rest of the server.
+pub struct Sources {
+    /// The database: its size on disk, and its flusher, which reports group commits.
+    pub store: Store,
+    /// The password hashing pool, for its queues.
+    pub hasher: PasswordHasher,
+    /// The mail the postman holds.
+    pub mail: Backlog,
+    /// The text messages the courier holds.
+    pub sms: Backlog,
+}
+
+/// The gauges of one delivery backlog.
+#[derive(Default)]
+struct BacklogGauges {
+    depth: Gauge,
+    oldest: Seconds,
+}
+
+impl BacklogGauges {
+    /// `channel`: the name's stem (`mail`); `messages` and `message`: what it carries, for
+    /// the help lines.
+    fn register(&self, registry: &mut Registry, channel: &str, messages: &str, message: &str) {
+        registry.register(
+            format!("{channel}_queue_depth"),
+            format!(
+                "{messages} handed to delivery and not yet delivered or given up (being sent \
+                 or waiting for a retry)"
+            ),
+            self.depth.clone(),
+        );
+        registry.register(
+            format!("{channel}_queue_oldest_age_seconds"),
+            format!(
+                "Seconds since the oldest {message} that delivery holds was queued by its \
+                 tenant; 0 when it holds none"
+            ),
+            self.oldest.clone(),
+        );
+    }
+
+    fn set(&self, backlog: &Backlog, now: SystemTime) {
+        let depth = backlog.depth(now);
+        self.depth.set(count(depth.messages));
+        self.oldest.set(depth.oldest.as_secs_f64());
+    }
+}
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
     tenants_running: Gauge,
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
+    sources: Sources,
+    size_on_disk: Gauge,
+    mail: BacklogGauges,
+    sms: BacklogGauges,
+    hash_queue: Family<QueueLabels, Gauge>,
+    hash_queue_capacity: Family<QueueLabels, Gauge>,
 }
 
 impl Metrics {
-    pub fn new() -> Self {
+    /// The metrics of a server whose other parts are `sources`. Installs itself as the store's
+    /// flush observer, so group commits are timed from now on.
+    pub fn new(sources: Sources) -> Self {
         let mut registry = Registry::with_prefix("tessera");
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = LatencyFamily::new_with_constructor(latency_histogram);
         let tenants_running = Gauge::default();
+        let group_commit = group_commit_histogram();
+        let size_on_disk = Gauge::default();
+        let (mail, sms) = (BacklogGauges::default(), BacklogGauges::default());
+        let hash_queue = Family::<QueueLabels, Gauge>::default();
+        let hash_queue_capacity = Family::<QueueLabels, Gauge>::default();
         registry.register(
             "http_requests",
             "HTTP requests by method, route template and status",
@@ -61,11 +156,48 @@ impl Metrics {
             "Tenant supervisor actors running now",
             tenants_running.clone(),
         );
+        registry.register(
+            "storage_group_commit_duration_seconds",
+            "Group commit latency: from the start of a flush to the end of its fdatasync \
+             (none with storage.sync_writes = false)",
+            group_commit.clone(),
+        );
+        registry.register(
+            "storage_size_on_disk_bytes",
+            "Size of the sled database on disk, as sled reports it",
+            size_on_disk.clone(),
+        );
+        mail.register(&mut registry, "mail", "Mail messages", "mail message");
+        sms.register(&mut registry, "sms", "Text messages", "text message");
+        registry.register(
+            "password_hash_queue_depth",
+            "Password hashing jobs waiting for a thread, by queue (verify: checks of existing \
+             passwords; new: hashes of new passwords)",
+            hash_queue.clone(),
+        );
+        registry.register(
+            "password_hash_queue_capacity",
+            "Bound of each password hashing queue; a job past it is answered 503 at once",
+            hash_queue_capacity.clone(),
+        );
+        if !sources
+            .store
+            .flusher()
+            .observe(Arc::new(GroupCommit(group_commit)))
+        {
+            tracing::warn!("the store's group commits are already observed; not timed here");
+        }
         Metrics {
             registry,
             requests,
             latency,
             tenants_running,
+            sources,
+            size_on_disk,
+            mail,
+            sms,
+            hash_queue,
+            hash_queue_capacity,
         }
     }
 
@@ -84,14 +216,52 @@ impl Metrics {
             .observe(seconds);
     }
 
-    /// The text exposition, with the running-tenant gauge set to `tenants_running`.
+    /// The text exposition, with the running-tenant gauge set to `tenants_running` and the
+    /// other gauges read from their sources now.
     pub fn render(&self, tenants_running: usize) -> String {
-        self.tenants_running
-            .set(i64::try_from(tenants_running).unwrap_or(i64::MAX));
+        self.tenants_running.set(count(tenants_running));
+        self.read_sources();
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
         out
     }
+
+    /// Sets the gauges that mirror another part of the server.
+    fn read_sources(&self) {
+        let Sources {
+            store,
+            hasher,
+            mail,
+            sms,
+        } = &self.sources;
+        match store.size_on_disk() {
+            Ok(bytes) => {
+                self.size_on_disk
+                    .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+            }
+            // Keeps the last size read; the error is the disk's, for the logs.
+            Err(e) => tracing::warn!(error = %e, "cannot read the database's size on disk"),
+        }
+        let now = SystemTime::now();
+        self.mail.set(mail, now);
+        self.sms.set(sms, now);
+        let load = hasher.queue_load();
+        for (queue, waiting, max) in [
+            ("verify", load.verify_waiting, load.verify_max),
+            ("new", load.new_waiting, load.new_max),
+        ] {
+            let labels = QueueLabels { queue };
+            self.hash_queue.get_or_create(&labels).set(count(waiting));
+            self.hash_queue_capacity
+                .get_or_create(&labels)
+                .set(count(max));
+        }
+    }
+}
+
+/// A count as a gauge's value.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }

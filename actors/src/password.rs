@@ -67,6 +67,19 @@ pub struct PoolLimits {
     pub hash_queue_max: usize,
 }
 
+/// The hashing queues at one moment (see [`PasswordHasher::queue_load`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueLoad {
+    /// Checks of existing passwords waiting for a thread.
+    pub verify_waiting: usize,
+    /// Their bound (`security.hashing_queue_max`).
+    pub verify_max: usize,
+    /// Hashes of new passwords waiting for a thread.
+    pub new_waiting: usize,
+    /// Their bound (`security.hashing_new_queue_max`).
+    pub new_max: usize,
+}
+
 /// Hashes and verifies passwords with the configured Argon2id parameters.
 #[derive(Clone)]
 pub struct PasswordHasher {
@@ -153,6 +166,17 @@ impl PasswordHasher {
             Ok(ok) => Ok(ok && real),
             Err(HashError::Busy) => Err(HashError::Busy),
             Err(HashError::Failed(_)) => Ok(false),
+        }
+    }
+
+    /// How many jobs wait for a thread in each queue now, beside each queue's bound (a job
+    /// past it is refused): what the metrics show. Jobs being hashed are not counted.
+    pub fn queue_load(&self) -> QueueLoad {
+        QueueLoad {
+            verify_waiting: self.verifies.len(),
+            verify_max: self.verifies.capacity().unwrap_or(0),
+            new_waiting: self.hashes.len(),
+            new_max: self.hashes.capacity().unwrap_or(0),
         }
     }
 
@@ -289,6 +313,15 @@ mod tests {
             Err(HashError::Busy)
         ));
         let check = submit(&h.verifies, job("check")).unwrap();
+        assert_eq!(
+            h.queue_load(),
+            QueueLoad {
+                verify_waiting: 1,
+                verify_max: 4,
+                new_waiting: 2,
+                new_max: 2,
+            }
+        );
         release_tx.send(()).unwrap();
         busy.await.unwrap();
         check.await.unwrap();
@@ -296,6 +329,10 @@ mod tests {
             r.await.unwrap();
         }
         assert_eq!(*order.lock().unwrap(), ["check", "hash 1", "hash 2"]);
+        assert_eq!(
+            h.queue_load().verify_waiting + h.queue_load().new_waiting,
+            0
+        );
     }
 
     #[tokio::test]

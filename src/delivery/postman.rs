@@ -5,7 +5,8 @@
 //! restart, so delivery is at least once and the postman keeps nothing on disk. What it does:
 //!
 //! - ignores a job whose id is already in flight (a resubmitted queue would otherwise send the
-//!   same message twice at once);
+//!   same message twice at once): the jobs in flight are its [`Backlog`], which the metrics
+//!   read;
 //! - sends at most [`CONCURRENCY`] messages at a time, so a burst of sign-ups cannot open
 //!   hundreds of SMTP connections;
 //! - retries transient failures with exponential backoff (1 s, 2 s, 4 s ... at most 5 min
@@ -20,20 +21,13 @@
 //!
 //! Logs carry the job id, its kind and the attempt, never the address or the link.
 
-use std::{
-    collections::{HashMap, HashSet},
-    sync::Arc,
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use tessera_actors::outbound::{MailJob, Withdrawn};
-use tokio::{
-    sync::mpsc::UnboundedReceiver,
-    task::{JoinError, JoinSet},
-};
-use uuid::Uuid;
+use tokio::{sync::mpsc::UnboundedReceiver, task::JoinSet};
 
 use super::{
+    backlog::{Backlog, Entry},
     mail::{Mailer, SendError},
     retry::{self, Backoff, Job, Lane, Outcome, Words},
 };
@@ -59,14 +53,16 @@ const BACKOFF: Backoff = Backoff {
 };
 
 /// Delivers jobs from `rx` until it closes, then returns once the sends under way are done.
-/// A message in `withdrawn` is not attempted again (it settles undelivered).
+/// A message in `withdrawn` is not attempted again (it settles undelivered). `in_flight`
+/// holds each job from its arrival until its task ends.
 pub async fn run(
     mailer: Arc<Mailer>,
     rx: UnboundedReceiver<MailJob>,
     settle: Arc<dyn Settle>,
     withdrawn: Withdrawn,
+    in_flight: Backlog,
 ) {
-    run_with(mailer, rx, settle, BACKOFF, withdrawn).await;
+    run_with(mailer, rx, settle, BACKOFF, withdrawn, in_flight).await;
 }
 
 async fn run_with(
@@ -75,62 +71,46 @@ async fn run_with(
     settle: Arc<dyn Settle>,
     backoff: Backoff,
     withdrawn: Withdrawn,
+    in_flight: Backlog,
 ) {
     // `stopping` is flipped when the channel closes: it tells tasks waiting for a retry to
     // stop.
     let (lane, stopping) = Lane::new(CONCURRENCY, backoff, &WORDS);
     let mut tasks = JoinSet::new();
-    let mut in_flight = InFlight::default();
     loop {
         tokio::select! {
             job = rx.recv() => {
                 let Some(job) = job else { break };
-                if !in_flight.ids.insert(job.id) {
+                // Held until the task ends, however it ends: a later submission of the same
+                // job is then sent again.
+                let Some(entry) = in_flight.enter(job.id) else {
                     tracing::debug!(job = %job.id, kind = job.kind.name(), "already in flight");
                     continue;
-                }
-                let id = job.id;
-                let task = tasks.spawn(deliver(
+                };
+                tasks.spawn(deliver(
                     job,
                     mailer.clone(),
                     settle.clone(),
                     lane.clone(),
                     withdrawn.clone(),
+                    entry,
                 ));
-                in_flight.tasks.insert(task.id(), id);
             }
-            Some(done) = tasks.join_next_with_id() => in_flight.finished(done),
+            Some(done) = tasks.join_next() => failed(done),
         }
     }
     let _ = stopping.send(true);
-    while let Some(done) = tasks.join_next_with_id().await {
-        in_flight.finished(done);
+    while let Some(done) = tasks.join_next().await {
+        failed(done);
     }
     tracing::info!("mail delivery stopped");
 }
 
-/// The jobs being delivered (or waiting for a retry), by job id and by task.
-#[derive(Default)]
-struct InFlight {
-    ids: HashSet<Uuid>,
-    tasks: HashMap<tokio::task::Id, Uuid>,
-}
-
-impl InFlight {
-    /// Forgets a finished task's job: a later submission of it is sent again.
-    fn finished(&mut self, done: Result<(tokio::task::Id, ()), JoinError>) {
-        let task = match done {
-            Ok((task, ())) => task,
-            Err(e) => {
-                // Only a panicking `Settle` can get here; the job stays in its tenant's
-                // queue and comes back with the next restart of that tenant.
-                tracing::error!(error = %e, "a mail delivery task failed");
-                e.id()
-            }
-        };
-        if let Some(job) = self.tasks.remove(&task) {
-            self.ids.remove(&job);
-        }
+/// Logs a delivery task that panicked. Only a panicking `Settle` can get here; the job stays
+/// in its tenant's queue and comes back with the next restart of that tenant.
+fn failed(done: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        tracing::error!(error = %e, "a mail delivery task failed");
     }
 }
 
@@ -143,13 +123,15 @@ const WORDS: Words = Words {
     stopped: "stopping; the message stays queued",
 };
 
-/// Delivers one job (see [`retry::deliver`]) and settles it, unless delivery stopped first.
+/// Delivers one job (see [`retry::deliver`]) and settles it, unless delivery stopped first;
+/// `_entry` keeps it in the postman's backlog meanwhile.
 async fn deliver(
     job: MailJob,
     mailer: Arc<Mailer>,
     settle: Arc<dyn Settle>,
     lane: Lane,
     withdrawn: Withdrawn,
+    _entry: Entry,
 ) {
     let which = Job {
         id: job.id,
@@ -189,6 +171,7 @@ mod tests {
         net::TcpListener,
         sync::{mpsc, Notify},
     };
+    use uuid::Uuid;
 
     use super::*;
     use crate::config::{Config, Overrides};
@@ -428,6 +411,7 @@ mod tests {
             recorder.clone(),
             FAST,
             Withdrawn::default(),
+            Backlog::default(),
         ));
 
         let link = format!(
@@ -486,6 +470,7 @@ mod tests {
             recorder.clone(),
             FAST,
             Withdrawn::default(),
+            Backlog::default(),
         ));
 
         let j = job("gone.user@example.com", "https://a.example.com/r?token=abc");
@@ -521,6 +506,7 @@ mod tests {
             recorder.clone(),
             three,
             Withdrawn::default(),
+            Backlog::default(),
         ));
         let j = job("u@example.com", "https://a.example.com/r?token=abc");
         tx.send(j.clone()).unwrap();
@@ -541,12 +527,14 @@ mod tests {
             cap: Duration::from_secs(600),
             attempts: 10,
         };
+        let in_flight = Backlog::default();
         let postman = tokio::spawn(run_with(
             stub.mailer(),
             rx,
             recorder.clone(),
             slow,
             Withdrawn::default(),
+            in_flight.clone(),
         ));
 
         let waiting = job("a@example.com", "https://a.example.com/r?token=a");
@@ -556,6 +544,16 @@ mod tests {
         let other = job("b@example.com", "https://a.example.com/r?token=b");
         tx.send(other.clone()).unwrap();
         assert_eq!(recorder.wait_for(1).await, vec![(other.id, true)]);
+        // The delivered job has left the backlog (its task ended right after settling it);
+        // the waiting one is still there, counted once though it was sent twice.
+        tx.send(waiting.clone()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while in_flight.depth(std::time::SystemTime::now()).messages != 1 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("only the waiting job is held");
 
         // Closing the channel ends the wait at once; the waiting job is not settled (its
         // tenant keeps it queued for the next start).
@@ -565,6 +563,7 @@ mod tests {
             .expect("the postman stops without waiting for the retry")
             .unwrap();
         assert_eq!(recorder.outcomes.lock().unwrap().len(), 1);
+        assert_eq!(in_flight.depth(std::time::SystemTime::now()).messages, 0);
     }
 
     #[tokio::test]
@@ -578,6 +577,7 @@ mod tests {
             recorder.clone(),
             FAST,
             Withdrawn::default(),
+            Backlog::default(),
         ));
         for i in 0..20 {
             tx.send(job(

@@ -15,7 +15,10 @@ use tokio::{sync::mpsc::UnboundedReceiver, task::JoinSet};
 
 use tracing::Instrument;
 
-use super::retry::{self, Backoff, Failure, Job, Lane, Words};
+use super::{
+    backlog::{Backlog, Entry},
+    retry::{self, Backoff, Failure, Job, Lane, Words},
+};
 use crate::config::{Config, SmsTransport};
 
 /// Messages sent at the same time, at most.
@@ -282,12 +285,18 @@ pub fn text(job: &SmsJob) -> String {
 }
 
 /// Sends tenants' messages from `rx` until it closes, at most [`CONCURRENCY`] at once, each
-/// retried on its own task after transient failures.
-pub async fn run(texter: Arc<Texter>, rx: UnboundedReceiver<SmsJob>) {
-    run_with(texter, rx, BACKOFF).await;
+/// retried on its own task after transient failures. `pending` holds each message from its
+/// arrival until it is sent, given up or dropped.
+pub async fn run(texter: Arc<Texter>, rx: UnboundedReceiver<SmsJob>, pending: Backlog) {
+    run_with(texter, rx, BACKOFF, pending).await;
 }
 
-async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, backoff: Backoff) {
+async fn run_with(
+    texter: Arc<Texter>,
+    mut rx: UnboundedReceiver<SmsJob>,
+    backoff: Backoff,
+    pending: Backlog,
+) {
     // Never flipped: at the end the tasks are aborted, retries and sends alike.
     let (lane, _stopping) = Lane::new(CONCURRENCY, backoff, &WORDS);
     let mut tasks = JoinSet::new();
@@ -295,7 +304,10 @@ async fn run_with(texter: Arc<Texter>, mut rx: UnboundedReceiver<SmsJob>, backof
         tokio::select! {
             job = rx.recv() => {
                 let Some(job) = job else { break };
-                tasks.spawn(deliver(job, texter.clone(), lane.clone()));
+                // Every message is sent, even one whose id were already held (ids are fresh
+                // UUIDs: it does not happen); only the first is counted.
+                let entry = pending.enter(job.id);
+                tasks.spawn(deliver(job, texter.clone(), lane.clone(), entry));
             }
             Some(_) = tasks.join_next() => {}
         }
@@ -313,8 +325,9 @@ const WORDS: Words = Words {
     stopped: "stopping; the text message is dropped",
 };
 
-/// Sends one message (see [`retry::deliver`]); the log lines name the provider.
-async fn deliver(job: SmsJob, texter: Arc<Texter>, lane: Lane) {
+/// Sends one message (see [`retry::deliver`]); the log lines name the provider. `_entry`
+/// keeps it in the courier's backlog meanwhile.
+async fn deliver(job: SmsJob, texter: Arc<Texter>, lane: Lane, _entry: Option<Entry>) {
     let which = Job {
         id: job.id,
         kind: job.kind.name(),

@@ -11,11 +11,15 @@
 //! acknowledged truthfully, and sled recovers from its log at the next start.
 //!
 //! `flush_async` is never called: in sled 0.34.7 it can deadlock with concurrent callers.
+//!
+//! How long each group commit takes (sled's flush through the fdatasync) is told to a
+//! [`FlushObserver`], which the binary's metrics install; this crate knows nothing of them.
 
 use std::{
     fs::File,
     path::PathBuf,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, OnceLock},
+    time::{Duration, Instant},
 };
 
 use tokio::sync::{oneshot, Notify};
@@ -34,12 +38,21 @@ pub enum Durability {
 
 type Waiter = oneshot::Sender<Result<(), Arc<String>>>;
 
+/// Told the duration of every group commit, from the start of sled's flush to the end of the
+/// fdatasync of its data file (the time acknowledged writers wait on the disk). Called on a
+/// blocking thread once per flush, not per write; it must return quickly.
+pub trait FlushObserver: Send + Sync + 'static {
+    fn flushed(&self, took: Duration);
+}
+
 struct Inner {
     db: sled::Db,
     data_file: Option<PathBuf>,
     durability: Durability,
     waiters: Mutex<Vec<Waiter>>,
     wake: Arc<Notify>,
+    /// Who hears of each group commit's duration; set once, after the store opened.
+    observer: OnceLock<Arc<dyn FlushObserver>>,
 }
 
 impl Drop for Inner {
@@ -80,6 +93,7 @@ impl Flusher {
             durability,
             waiters: Mutex::new(Vec::new()),
             wake: Arc::new(Notify::new()),
+            observer: OnceLock::new(),
         });
         if durability == Durability::Sync {
             let weak = Arc::downgrade(&inner);
@@ -96,7 +110,7 @@ impl Flusher {
                         continue;
                     }
                     let worker = inner.clone();
-                    let result = tokio::task::spawn_blocking(move || worker.flush_blocking())
+                    let result = tokio::task::spawn_blocking(move || worker.group_commit())
                         .await
                         .unwrap_or_else(|e| Err(StorageError::Flush(e.to_string())))
                         .map_err(|e| Arc::new(e.to_string()));
@@ -134,9 +148,25 @@ impl Flusher {
     pub fn flush_blocking(&self) -> Result<(), StorageError> {
         self.inner.flush_blocking()
     }
+
+    /// Tells `observer` the duration of every group commit from now on. There is one
+    /// observer: answers false, and changes nothing, when one was already set.
+    pub fn observe(&self, observer: Arc<dyn FlushObserver>) -> bool {
+        self.inner.observer.set(observer).is_ok()
+    }
 }
 
 impl Inner {
+    /// One group commit: the flush and its fdatasync, timed for the observer.
+    fn group_commit(&self) -> Result<(), StorageError> {
+        let started = Instant::now();
+        self.flush_blocking()?;
+        if let Some(observer) = self.observer.get() {
+            observer.flushed(started.elapsed());
+        }
+        Ok(())
+    }
+
     fn flush_blocking(&self) -> Result<(), StorageError> {
         self.db.flush()?;
         if let Some(path) = &self.data_file {
@@ -147,5 +177,51 @@ impl Inner {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Count {
+        flushes: AtomicU64,
+        nanos: AtomicU64,
+    }
+
+    impl FlushObserver for Count {
+        fn flushed(&self, took: Duration) {
+            self.flushes.fetch_add(1, Ordering::SeqCst);
+            let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            self.nanos.fetch_add(nanos, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn each_group_commit_is_timed_for_the_one_observer() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::Config::new()
+            .path(dir.path().join("db"))
+            .open()
+            .unwrap();
+        let flusher = Flusher::start(db.clone(), Some(dir.path().join("db/db")), Durability::Sync);
+        let count = Arc::new(Count::default());
+        assert!(flusher.observe(count.clone()));
+        assert!(!flusher.observe(Arc::new(Count::default())), "one observer");
+        for n in 0u8..3 {
+            db.insert([n], vec![n; 64]).unwrap();
+            flusher.ticket().wait().await.unwrap();
+        }
+        // Each ticket waited for a flush that began after it was taken.
+        assert_eq!(count.flushes.load(Ordering::SeqCst), 3);
+        assert!(count.nanos.load(Ordering::SeqCst) > 0);
+        // Flushes outside group commit (shutdown) are not group commits.
+        flusher.flush_blocking().unwrap();
+        assert_eq!(count.flushes.load(Ordering::SeqCst), 3);
     }
 }

@@ -22,6 +22,7 @@ mod hosted;
 mod hygiene;
 mod management_keys;
 mod members;
+mod metrics;
 mod mfa;
 mod network;
 mod oauth;
