@@ -722,6 +722,42 @@ if ((SCALE)); then
     -d "$(jq -n --arg p "$BENCH_PASSWORD" '{email: "owner@users.bench.test", password: $p}')" |
     jq -r '.session_token') || die "the dashboard login of the scale-users owner failed"
   scenario U users_prefix_100k users_prefix "$USERS_CONNS" 1 BENCH_SESSION="$usession" BENCH_SLUG=scale-users
+  # The online backup of this directory: how long it takes, its size, the check's time, and how
+  # long a write waits meanwhile (writes pause while the snapshot is read): a settings write
+  # probed back to back before and during the backup.
+  probe_writes() { # out-file stop-file
+    local i=0
+    while [[ ! -e $2 ]]; do
+      i=$((i + 1))
+      # Two site URLs in turn: each call changes the setting, so each is a write and a flush.
+      curl -s -o /dev/null -w '%{time_total}\n' -X PUT \
+        "${SBASE[U]}/v1/auth/dashboard/tenants/scale-users/settings/urls" \
+        -H "Authorization: Bearer $usession" -H 'content-type: application/json' \
+        -d "{\"site_url\": \"https://app$((i % 2)).bench.test/\", \"redirect_urls\": []}" >>"$1"
+    done
+  }
+  probe_writes "$RD/writes-before.txt" "$RD/before.stop" &
+  probe=$!
+  sleep 3
+  touch "$RD/before.stop"
+  wait "$probe"
+  probe_writes "$RD/writes-during.txt" "$RD/during.stop" &
+  probe=$!
+  sleep 0.5
+  admin "${SDATA[U]}" backup --out "$RD/u.backup" >"$RD/backup.json" || die "the backup failed"
+  touch "$RD/during.stop"
+  wait "$probe"
+  t0=$(now)
+  "$TESSERA" admin backup --verify "$RD/u.backup" >/dev/null || die "the backup's check failed"
+  verify_secs=$(since "$t0")
+  max_ms() { sort -g "$1" | tail -1 | awk '{ printf "%.1f", $1 * 1000 }'; }
+  put '.backup' "$(jq -n --slurpfile b "$RD/backup.json" --argjson v "$verify_secs" \
+    --argjson wb "$(max_ms "$RD/writes-before.txt")" --argjson wd "$(max_ms "$RD/writes-during.txt")" \
+    --argjson nb "$(wc -l <"$RD/writes-before.txt")" --argjson nd "$(wc -l <"$RD/writes-during.txt")" \
+    '{entries: $b[0].header.entries, seconds: $b[0].seconds, bytes: ($b[0].header.body_bytes + 4096),
+      verify_seconds: $v, write_max_ms_before: $wb, write_max_ms_during: $wd,
+      writes_before: $nb, writes_during: $nd}')"
+  log "scale: backup of $SCALE_USERS users: $(jq -c '.backup' "$SCALE_JSON")"
   put '.users' "$(jq -n --argjson n "$SCALE_USERS" --argjson s "$import_secs" --argjson b "$before_kb" \
     --argjson a "$after_kb" --argjson r "$(rss_kb U)" \
     '{count: $n, import_seconds: $s, data_dir_kib_before: $b, data_dir_kib_after: $a,
