@@ -407,38 +407,62 @@ pub async fn consent_get(
     headers: HeaderMap,
     Query(q): Query<TokenQuery>,
 ) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
+    let reader = Reader::new(&state, &headers, q.lang.as_deref());
     let found = consent_view(&state, q.token.as_deref()).await;
     let token = q.token.unwrap_or_default();
-    if wants_json(&headers) {
-        let body = match found {
-            Some((_, view)) => GuardianConsentContext {
-                state: "valid",
-                tenant_name: Some(view.tenant.name),
-                child_email: Some(view.child_email),
-                controller_name: Some(view.controller),
-                lawful_basis: Some(view.lawful_basis),
-                purposes: Some(view.purposes),
-                data_categories: Some(view.data_categories),
-                retention: Some(view.retention),
-                expires_at: Some(rfc3339(view.expires_at)),
-                csrf: Some(reader.csrf(CONSENT_PATH, &token)),
-                wallet_available: Some(view.wallet_available),
-                adult_proven: Some(view.adult_proven),
-            },
-            None => GuardianConsentContext::invalid(),
-        };
+    let json = |found: Option<ConsentView>, reader: &Reader| match found {
+        Some(view) => GuardianConsentContext {
+            state: "valid",
+            tenant_name: Some(view.tenant.name),
+            child_email: Some(view.child_email),
+            controller_name: Some(view.controller),
+            lawful_basis: Some(view.lawful_basis),
+            purposes: Some(view.purposes),
+            data_categories: Some(view.data_categories),
+            retention: Some(view.retention),
+            expires_at: Some(rfc3339(view.expires_at)),
+            csrf: Some(reader.csrf(CONSENT_PATH, &token)),
+            wallet_available: Some(view.wallet_available),
+            adult_proven: Some(view.adult_proven),
+        },
+        None => GuardianConsentContext::invalid(),
+    };
+    let found = found.map(|(_, view)| view);
+    link_answer(
+        reader,
+        &headers,
+        &token,
+        found,
+        |v| &v.tenant,
+        json,
+        |r, v| consent_page(r, v, &token, None),
+    )
+}
+
+/// A guardian link's `GET`: with `Accept: application/json` the context `json` makes (of
+/// the live link's view, or of none), else the page; a dead link's page says why.
+fn link_answer<V, J: Serialize>(
+    mut reader: Reader,
+    headers: &HeaderMap,
+    token: &str,
+    found: Option<V>,
+    tenant: impl Fn(&V) -> &GuardianTenant,
+    json: impl FnOnce(Option<V>, &Reader) -> J,
+    page: impl FnOnce(&Reader, &V) -> super::pages::PageTemplate,
+) -> Response {
+    if wants_json(headers) {
+        let body = json(found, &reader);
         return json_answer(&reader, StatusCode::OK, &body);
     }
-    let Some((_, view)) = found else {
+    let Some(view) = found else {
         return reader.problem(if token.is_empty() {
             Problem::Invalid
         } else {
             Problem::Expired
         });
     };
-    set_tenant(&mut reader, &view.tenant);
-    let page = consent_page(&reader, &view, &token, None);
+    set_tenant(&mut reader, tenant(&view));
+    let page = page(&reader, &view);
     reader.answer(StatusCode::OK, page, None)
 }
 
@@ -903,26 +927,23 @@ pub async fn portal_get(
     headers: HeaderMap,
     Query(q): Query<TokenQuery>,
 ) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
+    let reader = Reader::new(&state, &headers, q.lang.as_deref());
     let found = portal_view(&state, q.token.as_deref()).await;
     let token = q.token.unwrap_or_default();
-    if wants_json(&headers) {
-        let body = match found {
-            Some((_, view)) => GuardianPortalContext::of(view, reader.csrf(PORTAL_PATH, &token)),
-            None => GuardianPortalContext::invalid(),
-        };
-        return json_answer(&reader, StatusCode::OK, &body);
-    }
-    let Some((_, view)) = found else {
-        return reader.problem(if token.is_empty() {
-            Problem::Invalid
-        } else {
-            Problem::Expired
-        });
+    let json = |found: Option<PortalView>, reader: &Reader| match found {
+        Some(view) => GuardianPortalContext::of(view, reader.csrf(PORTAL_PATH, &token)),
+        None => GuardianPortalContext::invalid(),
     };
-    set_tenant(&mut reader, &view.tenant);
-    let page = portal_page(&reader, &view, &token);
-    reader.answer(StatusCode::OK, page, None)
+    let found = found.map(|(_, view)| view);
+    link_answer(
+        reader,
+        &headers,
+        &token,
+        found,
+        |v| &v.tenant,
+        json,
+        |r, v| portal_page(r, v, &token),
+    )
 }
 
 /// Spec 2.7 GuardianManagementMutate.

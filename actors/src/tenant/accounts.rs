@@ -660,14 +660,7 @@ impl TenantState {
             }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
-        let user = match credential.user_id {
-            Some(id) => self.user(id)?,
-            None => None,
-        };
-        let user = user.filter(|u| {
-            password_ok && u.password_epoch == credential.epoch && u.email.as_deref() == Some(email)
-        });
-        let Some(mut user) = user else {
+        let Some(mut user) = self.proven_user(email, credential, password_ok)? else {
             self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
             return self.fail(fx, TenantError::InvalidCredentials);
         };
@@ -691,6 +684,24 @@ impl TenantState {
         }
         let mail = self.commit(fx)?;
         Ok((outcome, mail))
+    }
+
+    /// The account a password checked off the actor opens: the credential's user, when the
+    /// password was right and nothing changed since `login_begin` (the same password epoch and
+    /// the same address).
+    pub(super) fn proven_user(
+        &self,
+        email: &str,
+        credential: &Credential,
+        password_ok: bool,
+    ) -> Result<Option<UserRecord>, TenantError> {
+        let user = match credential.user_id {
+            Some(id) => self.user(id)?,
+            None => None,
+        };
+        Ok(user.filter(|u| {
+            password_ok && u.password_epoch == credential.epoch && u.email.as_deref() == Some(email)
+        }))
     }
 
     /// The signed-in user's credential, to check the current password off the actor.

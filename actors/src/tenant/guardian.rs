@@ -504,17 +504,14 @@ impl TenantState {
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
+        // As a login: a wrong password finishing after the block began still counts.
         if let Some(retry_after) = self.login_blocked(email, ip) {
+            if !password_ok {
+                self.count_failed_login(email, ip);
+            }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
-        let user = match credential.user_id {
-            Some(id) => self.user(id)?,
-            None => None,
-        };
-        let user = user.filter(|u| {
-            password_ok && u.password_epoch == credential.epoch && u.email.as_deref() == Some(email)
-        });
-        let Some(mut child) = user else {
+        let Some(mut child) = self.proven_user(email, credential, password_ok)? else {
             self.count_failed_login(email, ip);
             self.audit_into(
                 &mut fx.batch,
