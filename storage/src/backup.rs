@@ -5,14 +5,19 @@
 //! - the header: the line `TESSERA-BACKUP 1`, then one JSON object ([`BackupHeader`]), padded
 //!   with spaces to 4096 bytes. It is written last, into space reserved first, and the file
 //!   takes its name only once it is complete and synced, so a file under the name is whole.
-//! - the body: one zstd stream of entries, each `tree name length (u16 BE) | name | key length
-//!   (u32 BE) | key | value length (u32 BE) | value`, tree after tree in name order, keys in
-//!   order. The header holds the SHA-256 of the body as stored and the counts.
+//! - the body: one zstd stream of records, each `tag (u8) | tree name length (u16 BE) | name |
+//!   key length (u32 BE) | key | value length (u32 BE) | value`: first the snapshot (tag 0),
+//!   tree after tree in name order, keys in order; then the journal, the writes applied while
+//!   the snapshot was read, in the order applied (tag 1, a put; tag 2, a removal, without the
+//!   value). The header holds the SHA-256 of the body as stored and the counts.
 //!
-//! [`Store::backup`] reads every tree while holding the write side of the store's gate: every
-//! batch applied before it began is in the snapshot, none is in it by half, and writers wait
-//! for the read (about as long as compressing the database takes). The master key is not in
-//! a backup: only its check value, so a restore can say whether the key it is given matches.
+//! [`Store::backup`] starts the store's journal (an instant under the write side of its gate),
+//! reads every tree while writes go on, and ends the journal. A read that saw some of a
+//! batch is made whole by the journal, replayed after the snapshot: the restored database is
+//! the one at the end of the backup, every batch whole, and every write acknowledged before
+//! the backup began is in it. While the journal runs, batches are applied one at a time.
+//! The master key is not in a backup: only its check value, so a restore can say whether the
+//! key it is given matches.
 
 use std::{
     fs::{File, OpenOptions},
@@ -49,8 +54,10 @@ pub struct BackupHeader {
     /// RFC 3339.
     pub created_at: String,
     pub tenant_count: u64,
-    /// Entries in the body, all trees.
+    /// Snapshot entries in the body, all trees.
     pub entries: u64,
+    /// Writes journaled while the snapshot was read (replayed after it).
+    pub journal_ops: u64,
     /// Entries per tree.
     pub trees: Vec<TreeCount>,
     /// Bytes of the body as stored (compressed).
@@ -113,30 +120,35 @@ fn io_at(path: &Path) -> impl Fn(std::io::Error) -> StorageError + '_ {
     move |e| StorageError::Backup(format!("{}: {e}", path.display()))
 }
 
-fn write_entry(out: &mut impl Write, tree: &[u8], key: &[u8], value: &[u8]) -> std::io::Result<()> {
+const SNAPSHOT: u8 = 0;
+const PUT: u8 = 1;
+const REMOVE: u8 = 2;
+
+fn write_record(
+    out: &mut impl Write,
+    tag: u8,
+    tree: &[u8],
+    key: &[u8],
+    value: Option<&[u8]>,
+) -> std::io::Result<()> {
     let too_long = |what: &str| std::io::Error::other(format!("a {what} too long for a backup"));
-    out.write_all(
-        &u16::try_from(tree.len())
-            .map_err(|_| too_long("tree name"))?
-            .to_be_bytes(),
-    )?;
+    out.write_all(&[tag])?;
+    let n = u16::try_from(tree.len()).map_err(|_| too_long("tree name"))?;
+    out.write_all(&n.to_be_bytes())?;
     out.write_all(tree)?;
-    out.write_all(
-        &u32::try_from(key.len())
-            .map_err(|_| too_long("key"))?
-            .to_be_bytes(),
-    )?;
+    let n = u32::try_from(key.len()).map_err(|_| too_long("key"))?;
+    out.write_all(&n.to_be_bytes())?;
     out.write_all(key)?;
-    out.write_all(
-        &u32::try_from(value.len())
-            .map_err(|_| too_long("value"))?
-            .to_be_bytes(),
-    )?;
-    out.write_all(value)
+    if let Some(value) = value {
+        let n = u32::try_from(value.len()).map_err(|_| too_long("value"))?;
+        out.write_all(&n.to_be_bytes())?;
+        out.write_all(value)?;
+    }
+    Ok(())
 }
 
-/// One entry of a body, or `None` at its clean end.
-type Entry = (Vec<u8>, Vec<u8>, Vec<u8>);
+/// One record of a body: its tag, tree, key and (but for a removal) value.
+type Entry = (u8, Vec<u8>, Vec<u8>, Option<Vec<u8>>);
 
 fn read_exact_or_end(input: &mut impl Read, buf: &mut [u8]) -> Result<bool, StorageError> {
     let mut filled = 0;
@@ -161,9 +173,17 @@ fn read_field(input: &mut impl Read, len: usize) -> Result<Vec<u8>, StorageError
 }
 
 fn read_entry(input: &mut impl Read) -> Result<Option<Entry>, StorageError> {
+    let mut tag = [0u8; 1];
+    if !read_exact_or_end(input, &mut tag)? {
+        return Ok(None);
+    }
+    let tag = tag[0];
+    if tag > REMOVE {
+        return Err(corrupt("the body holds a record of an unknown kind"));
+    }
     let mut n2 = [0u8; 2];
     if !read_exact_or_end(input, &mut n2)? {
-        return Ok(None);
+        return Err(corrupt("the body ends inside an entry"));
     }
     let tree = read_field(input, usize::from(u16::from_be_bytes(n2)))?;
     let mut n4 = [0u8; 4];
@@ -171,11 +191,14 @@ fn read_entry(input: &mut impl Read) -> Result<Option<Entry>, StorageError> {
         return Err(corrupt("the body ends inside an entry"));
     }
     let key = read_field(input, u32::from_be_bytes(n4) as usize)?;
+    if tag == REMOVE {
+        return Ok(Some((tag, tree, key, None)));
+    }
     if !read_exact_or_end(input, &mut n4)? {
         return Err(corrupt("the body ends inside an entry"));
     }
     let value = read_field(input, u32::from_be_bytes(n4) as usize)?;
-    Ok(Some((tree, key, value)))
+    Ok(Some((tag, tree, key, Some(value))))
 }
 
 impl Store {
@@ -235,9 +258,9 @@ impl Store {
         let mut tenant_count = 0u64;
         let mut storage_format = CURRENT_FORMAT;
         let mut key_check = None;
-        {
-            // Writers wait from here to the end of the read.
-            let _closed = self.gate.close();
+        // From here every applied batch is journaled as well, so the read needs no pause.
+        self.gate.start_journal();
+        let read = (|| {
             let mut names: Vec<sled::IVec> = self.db.tree_names();
             names.sort();
             for name in names {
@@ -245,7 +268,7 @@ impl Store {
                 let mut n = 0u64;
                 for item in tree.iter() {
                     let (k, v) = item?;
-                    write_entry(&mut z, &name, &k, &v)?;
+                    write_record(&mut z, SNAPSHOT, &name, &k, Some(&v))?;
                     n += 1;
                     if name.as_ref() == PLATFORM_TREE && k.first() == Some(&(Kind::Tenant as u8)) {
                         tenant_count += 1;
@@ -264,6 +287,17 @@ impl Store {
                     entries: n,
                 });
             }
+            Ok::<(), StorageError>(())
+        })();
+        let journal = self.gate.end_journal();
+        read?;
+        let mut journal_ops = 0u64;
+        for (tree, ops) in journal {
+            for (key, value) in ops {
+                let tag = if value.is_some() { PUT } else { REMOVE };
+                write_record(&mut z, tag, tree.as_bytes(), &key, value.as_deref())?;
+                journal_ops += 1;
+            }
         }
         let hashing = z.finish()?;
         let digest = hashing.hash.finalize();
@@ -281,6 +315,7 @@ impl Store {
                 created_at: created_at.to_owned(),
                 tenant_count,
                 entries,
+                journal_ops,
                 trees,
                 body_bytes,
                 body_sha256: hex_of(&digest),
@@ -354,17 +389,25 @@ fn read_backup(
         bytes: 0,
     };
     let mut counts: Vec<TreeCount> = Vec::new();
+    let mut journal_ops = 0u64;
     {
         let mut z = zstd::Decoder::new(&mut hashing)
             .map_err(|e| corrupt(format!("the body cannot be read: {e}")))?;
         while let Some(entry) = read_entry(&mut z)? {
-            let name = String::from_utf8_lossy(&entry.0).into_owned();
-            match counts.last_mut() {
-                Some(c) if c.tree == name => c.entries += 1,
-                _ => counts.push(TreeCount {
-                    tree: name,
-                    entries: 1,
-                }),
+            if entry.0 == SNAPSHOT {
+                if journal_ops > 0 {
+                    return Err(corrupt("a snapshot entry after the journal"));
+                }
+                let name = String::from_utf8_lossy(&entry.1).into_owned();
+                match counts.last_mut() {
+                    Some(c) if c.tree == name => c.entries += 1,
+                    _ => counts.push(TreeCount {
+                        tree: name,
+                        entries: 1,
+                    }),
+                }
+            } else {
+                journal_ops += 1;
             }
             each(entry)?;
         }
@@ -382,7 +425,10 @@ fn read_backup(
     }
     let listed: Vec<&TreeCount> = header.trees.iter().filter(|t| t.entries > 0).collect();
     let total: u64 = counts.iter().map(|c| c.entries).sum();
-    if total != header.entries || counts.iter().collect::<Vec<_>>() != listed {
+    if total != header.entries
+        || journal_ops != header.journal_ops
+        || counts.iter().collect::<Vec<_>>() != listed
+    {
         return Err(corrupt(
             "the body's entries do not match the header's counts",
         ));
@@ -435,7 +481,9 @@ pub fn restore(
             }
             Ok::<(), StorageError>(())
         };
-        let header = read_backup(from, |(tree, key, value)| {
+        // In order: a batch holds one tree's consecutive records, and a later record of a key
+        // in it wins, as it did when the journal's writes were applied.
+        let header = read_backup(from, |(_, tree, key, value)| {
             let full = batch
                 .as_ref()
                 .is_some_and(|(t, _, n)| *t != tree || *n >= RESTORE_CHUNK);
@@ -443,7 +491,10 @@ pub fn restore(
                 apply(&db, batch.take())?;
             }
             let (_, b, n) = batch.get_or_insert_with(|| (tree.clone(), sled::Batch::default(), 0));
-            b.insert(key, value);
+            match value {
+                Some(value) => b.insert(key, value),
+                None => b.remove(key),
+            }
             *n += 1;
             Ok(())
         })?;
@@ -546,6 +597,10 @@ mod tests {
             "the batches write Tenant records"
         );
         assert!(!header.master_key_included);
+        assert!(
+            header.journal_ops > 0,
+            "writes went on while the snapshot was read"
+        );
         assert_eq!(verify(&file).unwrap().entries, header.entries);
         // The same name again is refused.
         assert!(store.backup(&file, "test", "now").is_err());

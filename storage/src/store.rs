@@ -7,7 +7,10 @@
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, RwLock, RwLockWriteGuard,
+    },
 };
 
 use crate::{
@@ -31,19 +34,65 @@ pub struct StoreOptions {
     pub durability: Durability,
 }
 
-/// The write gate: every batch is applied under its read side; an online backup holds its
-/// write side while it reads, so it sees every batch whole or not at all.
+/// A batch's writes in order (`None`: a removal), kept beside sled's batch so an online
+/// backup can replay what was applied while it read.
+pub(crate) type Ops = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// The batches applied while a backup read, in the order applied, with their tree's name.
+pub(crate) type Journal = Vec<(&'static str, Ops)>;
+
+/// The write gate: every batch is applied under its read side. A backup holds the write side
+/// only for an instant, to start and to end its journal; between the two, batches are applied
+/// one at a time and recorded in the journal in the order they were applied, so the snapshot
+/// read meanwhile plus the journal replayed after it is the database as it was at the end.
 #[derive(Clone, Default)]
-pub(crate) struct Gate(Arc<RwLock<()>>);
+pub(crate) struct Gate {
+    lock: Arc<RwLock<()>>,
+    journaling: Arc<AtomicBool>,
+    journal: Arc<Mutex<Option<Journal>>>,
+}
 
 impl Gate {
-    fn pass(&self) -> RwLockReadGuard<'_, ()> {
-        // The gate guards no data: a panic elsewhere while it was held leaves nothing to fix.
-        self.0.read().unwrap_or_else(|p| p.into_inner())
+    // The locks guard no invariant a panic could break: a poisoned one is used as it is.
+    fn close(&self) -> RwLockWriteGuard<'_, ()> {
+        self.lock.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn close(&self) -> RwLockWriteGuard<'_, ()> {
-        self.0.write().unwrap_or_else(|p| p.into_inner())
+    fn apply(
+        &self,
+        name: &'static str,
+        tree: &sled::Tree,
+        batch: sled::Batch,
+        ops: Ops,
+    ) -> Result<(), StorageError> {
+        let _pass = self.lock.read().unwrap_or_else(|p| p.into_inner());
+        if !self.journaling.load(Ordering::Acquire) {
+            return Ok(tree.apply_batch(batch)?);
+        }
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        tree.apply_batch(batch)?;
+        if let Some(j) = journal.as_mut() {
+            j.push((name, ops));
+        }
+        Ok(())
+    }
+
+    /// From now on every applied batch is journaled (batches under way finish first).
+    pub(crate) fn start_journal(&self) {
+        let _closed = self.close();
+        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+        self.journaling.store(true, Ordering::Release);
+    }
+
+    /// Ends the journal and answers it.
+    pub(crate) fn end_journal(&self) -> Journal {
+        let _closed = self.close();
+        self.journaling.store(false, Ordering::Release);
+        self.journal
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
     }
 }
 
@@ -175,8 +224,8 @@ impl PlatformStore {
 
     /// Applies a batch atomically (not yet durable: take a ticket).
     pub fn apply(&self, batch: PlatformBatch) -> Result<(), StorageError> {
-        let _pass = self.gate.pass();
-        Ok(self.tree.apply_batch(batch.0)?)
+        self.gate
+            .apply(PLATFORM_TREE, &self.tree, batch.inner, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -187,16 +236,23 @@ impl PlatformStore {
 
 /// An atomic set of platform writes.
 #[derive(Default)]
-pub struct PlatformBatch(sled::Batch);
+pub struct PlatformBatch {
+    inner: sled::Batch,
+    ops: Ops,
+}
 
 impl PlatformBatch {
     pub fn put<R: PlatformRecord>(&mut self, key: &[u8], value: &R) -> Result<(), StorageError> {
-        self.0.insert(platform_key(R::KIND, key), encode(value)?);
+        let (key, value) = (platform_key(R::KIND, key), encode(value)?);
+        self.ops.push((key.clone(), Some(value.clone())));
+        self.inner.insert(key, value);
         Ok(())
     }
 
     pub fn remove(&mut self, kind: Kind, key: &[u8]) {
-        self.0.remove(platform_key(kind, key));
+        let key = platform_key(kind, key);
+        self.ops.push((key.clone(), None));
+        self.inner.remove(key);
     }
 }
 
@@ -283,6 +339,7 @@ impl TenantStore {
         TenantBatch {
             id: self.id,
             inner: sled::Batch::default(),
+            ops: Ops::new(),
         }
     }
 
@@ -293,8 +350,8 @@ impl TenantStore {
                 "a batch of another tenant was applied".into(),
             ));
         }
-        let _pass = self.gate.pass();
-        Ok(self.tree.apply_batch(batch.inner)?)
+        self.gate
+            .apply(TENANT_TREE, &self.tree, batch.inner, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -307,17 +364,21 @@ impl TenantStore {
 pub struct TenantBatch {
     id: TenantId,
     inner: sled::Batch,
+    ops: Ops,
 }
 
 impl TenantBatch {
     pub fn put<R: TenantRecord>(&mut self, key: &[u8], value: &R) -> Result<(), StorageError> {
-        self.inner
-            .insert(tenant_key(&self.id, R::KIND, key), encode(value)?);
+        let (key, value) = (tenant_key(&self.id, R::KIND, key), encode(value)?);
+        self.ops.push((key.clone(), Some(value.clone())));
+        self.inner.insert(key, value);
         Ok(())
     }
 
     pub fn remove(&mut self, kind: Kind, key: &[u8]) {
-        self.inner.remove(tenant_key(&self.id, kind, key));
+        let key = tenant_key(&self.id, kind, key);
+        self.ops.push((key.clone(), None));
+        self.inner.remove(key);
     }
 }
 
