@@ -259,7 +259,7 @@ impl Store {
         let mut storage_format = CURRENT_FORMAT;
         let mut key_check = None;
         // From here every applied batch is journaled as well, so the read needs no pause.
-        self.gate.start_journal();
+        self.gate.start_journal()?;
         let read = (|| {
             let mut names: Vec<sled::IVec> = self.db.tree_names();
             names.sort();
@@ -602,8 +602,13 @@ mod tests {
             "writes went on while the snapshot was read"
         );
         assert_eq!(verify(&file).unwrap().entries, header.entries);
-        // The same name again is refused.
+        // The same name again is refused; so is a second backup while one runs.
         assert!(store.backup(&file, "test", "now").is_err());
+        store.gate.start_journal().unwrap();
+        let second = store.backup(&dir.path().join("two.backup"), "test", "now");
+        assert!(second.unwrap_err().to_string().contains("under way"));
+        store.gate.end_journal();
+        assert!(!dir.path().join("two.backup").exists());
 
         let key = MasterKey::generate();
         let restored = dir.path().join("restored");

@@ -77,11 +77,17 @@ impl Gate {
         Ok(())
     }
 
-    /// From now on every applied batch is journaled (batches under way finish first).
-    pub(crate) fn start_journal(&self) {
+    /// From now on every applied batch is journaled (batches under way finish first). One
+    /// journal at a time: a second backup is refused while one runs.
+    pub(crate) fn start_journal(&self) -> Result<(), StorageError> {
         let _closed = self.close();
-        *self.journal.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
+        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+        if journal.is_some() {
+            return Err(StorageError::Backup("another backup is under way".into()));
+        }
+        *journal = Some(Vec::new());
         self.journaling.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Ends the journal and answers it.
