@@ -47,6 +47,7 @@ use super::{
     pages::{field, form_fields, ButtonView, CheckView, FormView, Problem, Reader},
 };
 use crate::app::AppState;
+use std::net::IpAddr;
 use tessera_actors::policy::normalize_email;
 
 const CONSENT_PATH: &str = "/v1/guardian/consent";
@@ -69,16 +70,38 @@ fn address(errors: &mut FieldErrors, name: &str, value: &str) -> Option<String> 
 
 async fn guardian(
     tenant: &TenantHandle,
-    ctx: AuditContext,
+    (ctx, ip): (AuditContext, IpAddr),
     cmd: GuardianCmd,
 ) -> Result<GuardianAnswer, CallError<TenantError>> {
     tenant
         .call(|reply| TenantMsg::Guardian {
             cmd: cmd.clone(),
+            ip,
             ctx: ctx.clone(),
             reply,
         })
         .await
+}
+
+/// A link's view, or why none: `Ok(None)` for a link that is unknown, used or expired; an
+/// error for a refusal that is not about the link (too many calls, the service busy).
+type Viewed<V> = Result<Option<(TenantHandle, V)>, CallError<TenantError>>;
+
+/// A look at a link refused for a reason not about the link: the JSON error, or the page.
+fn refused(reader: &Reader, headers: &HeaderMap, e: CallError<TenantError>) -> Response {
+    if wants_json(headers) {
+        ApiError::from(e).into_response()
+    } else {
+        reader.problem(e.into())
+    }
+}
+
+/// Whether a failed look at a link is about the link (answered as an invalid one).
+fn link_refusal<V>(e: CallError<TenantError>) -> Viewed<V> {
+    match e {
+        CallError::Failed(TenantError::RateLimited { .. }) | CallError::Unavailable => Err(e),
+        _ => Ok(None),
+    }
 }
 
 // ---------------------------------------------------------------- the child's request
@@ -170,7 +193,7 @@ pub async fn parental_consent(
         guardian: guardian_email,
         ip,
     };
-    match guardian(&tenant, ctx, cmd).await? {
+    match guardian(&tenant, (ctx, ip), cmd).await? {
         GuardianAnswer::Requested { expires_at } => Ok((
             StatusCode::ACCEPTED,
             Json(ParentalConsentResponse {
@@ -305,18 +328,17 @@ impl GuardianConsentContext {
 }
 
 /// The consent link's view, when it is live.
-async fn consent_view(
-    state: &AppState,
-    token: Option<&str>,
-) -> Option<(TenantHandle, ConsentView)> {
-    let token = token?;
-    let tenant = tenant_of_link(state, token)?;
+async fn consent_view(state: &AppState, token: Option<&str>, ip: IpAddr) -> Viewed<ConsentView> {
+    let Some((token, tenant)) = token.and_then(|t| Some((t, tenant_of_link(state, t)?))) else {
+        return Ok(None);
+    };
     let cmd = GuardianCmd::ConsentView {
         token: token.to_owned(),
     };
-    match guardian(&tenant, AuditContext::default(), cmd).await {
-        Ok(GuardianAnswer::Consent(view)) => Some((tenant, *view)),
-        _ => None,
+    match guardian(&tenant, (AuditContext::default(), ip), cmd).await {
+        Ok(GuardianAnswer::Consent(view)) => Ok(Some((tenant, *view))),
+        Ok(_) => Ok(None),
+        Err(e) => link_refusal(e),
     }
 }
 
@@ -401,14 +423,22 @@ fn consent_page(
         )),
         (status = 400, description = "The page: the link is invalid", content_type = "text/html", body = String),
         (status = 410, description = "The page: the link is used or expired", content_type = "text/html", body = String),
+        (status = 429, description = "`auth/rate_limited` (JSON) or the page: 120 calls of the guardian routes a minute per address", content(
+            (ErrorBody = "application/json"),
+            (String = "text/html"),
+        )),
     ))]
 pub async fn consent_get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    ClientIp(ip): ClientIp,
     Query(q): Query<TokenQuery>,
 ) -> Response {
     let reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let found = consent_view(&state, q.token.as_deref()).await;
+    let found = match consent_view(&state, q.token.as_deref(), ip).await {
+        Ok(found) => found,
+        Err(e) => return refused(&reader, &headers, e),
+    };
     let token = q.token.unwrap_or_default();
     let json = |found: Option<ConsentView>, reader: &Reader| match found {
         Some(view) => GuardianConsentContext {
@@ -496,18 +526,20 @@ pub struct GuardianConsentResult {
         (status = 400, description = "`validation/invalid_request`; `guardian/invalid_token`: unknown, used or expired", body = ErrorBody),
         (status = 403, description = "`guardian/csrf_failed`", body = ErrorBody),
         (status = 415, description = "Not JSON (the page's form posts `application/x-www-form-urlencoded` and gets a page)", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: 120 calls of the guardian routes a minute per address", body = ErrorBody),
     ))]
 pub async fn consent_post(
     State(state): State<AppState>,
     headers: HeaderMap,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     Query(q): Query<TokenQuery>,
     body: Bytes,
 ) -> Response {
     if is_form(&headers) {
-        return consent_form(&state, &headers, ctx, q.lang.as_deref(), &body).await;
+        return consent_form(&state, &headers, (ctx, ip), q.lang.as_deref(), &body).await;
     }
-    match consent_json(&state, &headers, ctx, &body).await {
+    match consent_json(&state, &headers, (ctx, ip), &body).await {
         Ok((reader, status)) => json_answer(
             &reader,
             StatusCode::OK,
@@ -533,7 +565,7 @@ fn is_form(headers: &HeaderMap) -> bool {
 async fn consent_json(
     state: &AppState,
     headers: &HeaderMap,
-    ctx: AuditContext,
+    who: (AuditContext, IpAddr),
     body: &Bytes,
 ) -> Result<(Reader, ChildStatus), ApiError> {
     if !is_json(headers) {
@@ -568,7 +600,7 @@ async fn consent_json(
         token: req.token,
         accept: req.action == "accept",
     };
-    match guardian(&tenant, ctx, cmd).await.map_err(form_error)? {
+    match guardian(&tenant, who, cmd).await.map_err(form_error)? {
         GuardianAnswer::Answered { status, .. } => Ok((reader, status)),
         _ => Err(ApiError::internal("unexpected guardian answer")),
     }
@@ -577,15 +609,17 @@ async fn consent_json(
 async fn consent_form(
     state: &AppState,
     headers: &HeaderMap,
-    ctx: AuditContext,
+    who: (AuditContext, IpAddr),
     lang: Option<&str>,
     body: &Bytes,
 ) -> Response {
     let mut reader = Reader::new(state, headers, lang);
     let form = form_fields(body);
     let token = field(&form, "token").to_owned();
-    let Some((tenant, view)) = consent_view(state, Some(&token)).await else {
-        return reader.problem(Problem::Expired);
+    let (tenant, view) = match consent_view(state, Some(&token), who.1).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return reader.problem(Problem::Expired),
+        Err(e) => return reader.problem(e.into()),
     };
     set_tenant(&mut reader, &view.tenant);
     if !reader.csrf_ok(CONSENT_PATH, &token, field(&form, "csrf")) {
@@ -606,7 +640,7 @@ async fn consent_form(
         return reader.answer(StatusCode::BAD_REQUEST, page, None);
     }
     let cmd = GuardianCmd::Consent { token, accept };
-    match guardian(&tenant, ctx, cmd).await {
+    match guardian(&tenant, who, cmd).await {
         Ok(_) => {
             let (title, text) = if accept {
                 ("guardian-accepted-title", "guardian-accepted")
@@ -655,7 +689,7 @@ pub struct GuardianWalletRequest {
         (status = 403, description = "`guardian/csrf_failed`; `eudi/disabled`: the tenant's wallet age verification is off", body = ErrorBody),
         (status = 409, description = "`eudi/verifier_not_configured`, `eudi/verifier_expired`", body = ErrorBody),
         (status = 415, description = "Neither JSON nor the page's form", body = ErrorBody),
-        (status = 429, description = "`auth/rate_limited` (30 a minute per address)", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited` (30 age checks a minute per address; 120 calls of the guardian routes)", body = ErrorBody),
     ))]
 pub async fn consent_wallet(
     State(state): State<AppState>,
@@ -700,7 +734,10 @@ pub async fn consent_wallet(
             token: token.clone(),
             ip,
         };
-        match guardian(&tenant, ctx, cmd).await.map_err(form_error)? {
+        match guardian(&tenant, (ctx, ip), cmd)
+            .await
+            .map_err(form_error)?
+        {
             GuardianAnswer::WalletBegun(answer) => {
                 crate::http::eudi::begun_response(&state, *answer)
             }
@@ -737,9 +774,11 @@ pub struct GuardianManagementLinkRequest {
         (status = 202, description = "Accepted, whatever the addresses"),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: 120 calls of the guardian routes a minute per address", body = ErrorBody),
     ))]
 pub async fn management_link(
     ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<GuardianManagementLinkRequest>,
 ) -> Result<StatusCode, ApiError> {
@@ -751,6 +790,7 @@ pub async fn management_link(
         .call(|reply| TenantMsg::GuardianManagementLink {
             child_email: child.clone().unwrap_or_default(),
             guardian_email: guardian.clone().unwrap_or_default(),
+            ip,
             ctx: ctx.clone(),
             reply,
         })
@@ -857,15 +897,17 @@ impl GuardianPortalContext {
     }
 }
 
-async fn portal_view(state: &AppState, token: Option<&str>) -> Option<(TenantHandle, PortalView)> {
-    let token = token?;
-    let tenant = tenant_of_link(state, token)?;
+async fn portal_view(state: &AppState, token: Option<&str>, ip: IpAddr) -> Viewed<PortalView> {
+    let Some((token, tenant)) = token.and_then(|t| Some((t, tenant_of_link(state, t)?))) else {
+        return Ok(None);
+    };
     let cmd = GuardianCmd::PortalView {
         token: token.to_owned(),
     };
-    match guardian(&tenant, AuditContext::default(), cmd).await {
-        Ok(GuardianAnswer::Portal(view)) => Some((tenant, *view)),
-        _ => None,
+    match guardian(&tenant, (AuditContext::default(), ip), cmd).await {
+        Ok(GuardianAnswer::Portal(view)) => Ok(Some((tenant, *view))),
+        Ok(_) => Ok(None),
+        Err(e) => link_refusal(e),
     }
 }
 
@@ -921,14 +963,22 @@ fn portal_page(reader: &Reader, view: &PortalView, token: &str) -> super::pages:
         )),
         (status = 400, description = "The page: the link is invalid", content_type = "text/html", body = String),
         (status = 410, description = "The page: the link is used or expired", content_type = "text/html", body = String),
+        (status = 429, description = "`auth/rate_limited` (JSON) or the page: 120 calls of the guardian routes a minute per address", content(
+            (ErrorBody = "application/json"),
+            (String = "text/html"),
+        )),
     ))]
 pub async fn portal_get(
     State(state): State<AppState>,
     headers: HeaderMap,
+    ClientIp(ip): ClientIp,
     Query(q): Query<TokenQuery>,
 ) -> Response {
     let reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let found = portal_view(&state, q.token.as_deref()).await;
+    let found = match portal_view(&state, q.token.as_deref(), ip).await {
+        Ok(found) => found,
+        Err(e) => return refused(&reader, &headers, e),
+    };
     let token = q.token.unwrap_or_default();
     let json = |found: Option<PortalView>, reader: &Reader| match found {
         Some(view) => GuardianPortalContext::of(view, reader.csrf(PORTAL_PATH, &token)),
@@ -981,20 +1031,21 @@ pub struct GuardianPortalResult {
         (status = 400, description = "`validation/invalid_request`; `guardian/invalid_token`: the link (or the confirm nonce) is unknown, used or expired", body = ErrorBody),
         (status = 403, description = "`guardian/csrf_failed`", body = ErrorBody),
         (status = 409, description = "`guardian/consent_not_pending`: the action is not available now (withdrawing a consent already withdrawn)", body = ErrorBody),
-        (status = 429, description = "`auth/rate_limited`: a portal link asks for at most three exports", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: a portal link asks for at most three exports; 120 calls of the guardian routes a minute per address", body = ErrorBody),
         (status = 415, description = "Not JSON (the page's forms post `application/x-www-form-urlencoded` and get a page)", body = ErrorBody),
     ))]
 pub async fn portal_post(
     State(state): State<AppState>,
     headers: HeaderMap,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     Query(q): Query<TokenQuery>,
     body: Bytes,
 ) -> Response {
     if is_form(&headers) {
-        return portal_form(&state, &headers, ctx, q.lang.as_deref(), &body).await;
+        return portal_form(&state, &headers, (ctx, ip), q.lang.as_deref(), &body).await;
     }
-    match portal_json(&state, &headers, ctx, &body).await {
+    match portal_json(&state, &headers, (ctx, ip), &body).await {
         Ok((reader, result)) => json_answer(&reader, StatusCode::OK, &result),
         Err(e) => e.into_response(),
     }
@@ -1022,7 +1073,7 @@ fn result_of(action: PortalAction, answer: &GuardianAnswer) -> &'static str {
 async fn portal_json(
     state: &AppState,
     headers: &HeaderMap,
-    ctx: AuditContext,
+    who: (AuditContext, IpAddr),
     body: &Bytes,
 ) -> Result<(Reader, GuardianPortalResult), ApiError> {
     if !is_json(headers) {
@@ -1067,7 +1118,7 @@ async fn portal_json(
         action,
         confirm_nonce: req.confirm_nonce,
     };
-    let answer = guardian(&tenant, ctx, cmd).await.map_err(form_error)?;
+    let answer = guardian(&tenant, who, cmd).await.map_err(form_error)?;
     let result = result_of(action, &answer);
     let portal = match answer {
         GuardianAnswer::Portal(view) => GuardianPortalContext::of(*view, csrf),
@@ -1079,15 +1130,17 @@ async fn portal_json(
 async fn portal_form(
     state: &AppState,
     headers: &HeaderMap,
-    ctx: AuditContext,
+    who: (AuditContext, IpAddr),
     lang: Option<&str>,
     body: &Bytes,
 ) -> Response {
     let mut reader = Reader::new(state, headers, lang);
     let form = form_fields(body);
     let token = field(&form, "token").to_owned();
-    let Some((tenant, view)) = portal_view(state, Some(&token)).await else {
-        return reader.problem(Problem::Expired);
+    let (tenant, view) = match portal_view(state, Some(&token), who.1).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return reader.problem(Problem::Expired),
+        Err(e) => return reader.problem(e.into()),
     };
     set_tenant(&mut reader, &view.tenant);
     if !reader.csrf_ok(PORTAL_PATH, &token, field(&form, "csrf")) {
@@ -1102,7 +1155,7 @@ async fn portal_form(
         action,
         confirm_nonce,
     };
-    match guardian(&tenant, ctx, cmd).await {
+    match guardian(&tenant, who, cmd).await {
         Ok(GuardianAnswer::Deleted { .. }) => {
             let mut page = reader.page("guardian-deleted-title");
             page.paragraphs
@@ -1135,9 +1188,11 @@ async fn portal_form(
     responses(
         (status = 200, description = "The archive, as an attachment", body = Object),
         (status = 404, description = "`guardian/export_not_found`: unknown or expired", body = ErrorBody),
+        (status = 429, description = "`auth/rate_limited`: 120 calls of the guardian routes a minute per address", body = ErrorBody),
     ))]
 pub async fn export_download(
     State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
     Query(q): Query<TokenQuery>,
 ) -> Result<Response, ApiError> {
     let not_found = || {
@@ -1150,9 +1205,11 @@ pub async fn export_download(
     let token = q.token.unwrap_or_default();
     let tenant = tenant_of_link(&state, &token).ok_or_else(not_found)?;
     let cmd = GuardianCmd::Download { token };
-    let archive = match guardian(&tenant, AuditContext::default(), cmd).await {
+    let archive = match guardian(&tenant, (AuditContext::default(), ip), cmd).await {
         Ok(GuardianAnswer::Archive(a)) => a,
-        Err(CallError::Unavailable) => return Err(ApiError::unavailable()),
+        Err(e @ (CallError::Unavailable | CallError::Failed(TenantError::RateLimited { .. }))) => {
+            return Err(e.into())
+        }
         _ => return Err(not_found()),
     };
     let mut resp = Json(archive).into_response();

@@ -980,3 +980,33 @@ fn an_admin_erasing_a_minor_leaves_no_guardian_link_or_export_behind() {
         json!({"state": "invalid"})
     );
 }
+
+#[test]
+fn the_guardian_routes_limit_each_client_address() {
+    let (smtp, srv, api, s) = user_setup("Kids Club", &[]);
+    protect_minors(&srv, &s, &api.slug);
+    register_verified(&api, &smtp, "kid@example.com", KID_DOB);
+    let token = ask_guardian(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+    let look = |ip: &str| {
+        AuthAnswer::read(
+            srv.client
+                .get(srv.url(&format!("/v1/guardian/consent?token={token}")))
+                .header("accept", "application/json")
+                .header("x-forwarded-for", ip)
+                .send()
+                .unwrap(),
+        )
+    };
+    let busy = crate::support::fresh_client_ip();
+    for _ in 0..120 {
+        assert_eq!(look(&busy).expect(200)["state"], "valid");
+    }
+    let r = look(&busy);
+    r.expect_error(429, "auth/rate_limited");
+    assert!(r.header("retry-after").is_some());
+    // Another address is not held back, and the link still works.
+    assert_eq!(
+        look(&crate::support::fresh_client_ip()).expect(200)["state"],
+        "valid"
+    );
+}

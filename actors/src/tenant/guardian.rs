@@ -412,11 +412,20 @@ impl TenantState {
         Ok((rec, child))
     }
 
+    /// Counts a call of the guardian routes from `ip` (they need no key).
+    fn guardian_call(&mut self, ip: std::net::IpAddr) -> Result<(), TenantError> {
+        self.guardian_calls
+            .hit(&crate::throttle::throttle_ip(ip), std::time::Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
+    }
+
     pub fn guardian_cmd(
         &mut self,
         cmd: GuardianCmd,
+        ip: std::net::IpAddr,
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
+        self.guardian_call(ip)?;
         let now = OffsetDateTime::now_utc();
         match cmd {
             GuardianCmd::Request {
@@ -918,8 +927,11 @@ impl TenantState {
         &mut self,
         child_email: &str,
         guardian: &str,
+        ip: std::net::IpAddr,
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
+        // Before any lookup: the refusal tells nothing about the addresses.
+        self.guardian_call(ip)?;
         let now = OffsetDateTime::now_utc();
         let child = self.user_by_email(child_email)?.filter(|c| {
             c.guardian

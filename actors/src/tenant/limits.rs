@@ -51,5 +51,9 @@ pub const SOCIAL_BEGINS_PER_MINUTE: u32 = 30;
 /// Passkey step-up options per session per minute (each writes an audit event).
 pub const PASSKEY_STEP_UP_OPTIONS_PER_MINUTE: u32 = 20;
 
+/// Calls of the guardian routes per client address (IPv6: per /64) per minute: the consent
+/// page, the portal, the export download and the management link need no key.
+pub const GUARDIAN_CALLS_PER_MINUTE: u32 = 120;
+
 /// Guardian consent requests per child per hour: each mails the guardian it names.
 pub const GUARDIAN_ASKS_PER_HOUR: u32 = 3;

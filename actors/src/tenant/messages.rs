@@ -846,6 +846,8 @@ pub enum TenantMsg {
     /// Guardian consent for minors: the child's request, the consent page, the portal.
     Guardian {
         cmd: crate::tenant::guardian::GuardianCmd,
+        /// The client's address, for the guardian routes' per-address limit.
+        ip: IpAddr,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::guardian::GuardianAnswer, TenantError>>,
     },
@@ -853,6 +855,7 @@ pub enum TenantMsg {
     GuardianManagementLink {
         child_email: String,
         guardian_email: String,
+        ip: IpAddr,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },

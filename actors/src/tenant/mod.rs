@@ -485,9 +485,14 @@ impl Actor for TenantActor {
                     reply_with_mail(state, reply, out);
                 }
             }
-            TenantMsg::Guardian { cmd, ctx, reply } => {
+            TenantMsg::Guardian {
+                cmd,
+                ip,
+                ctx,
+                reply,
+            } => {
                 let reads_only = cmd.reads_only();
-                let out = state.guardian_cmd(cmd, &ctx);
+                let out = state.guardian_cmd(cmd, ip, &ctx);
                 if reads_only {
                     let _ = reply.send(out.map(|(answer, _)| answer));
                 } else {
@@ -497,10 +502,11 @@ impl Actor for TenantActor {
             TenantMsg::GuardianManagementLink {
                 child_email,
                 guardian_email,
+                ip,
                 ctx,
                 reply,
             } => {
-                let out = state.guardian_management_link(&child_email, &guardian_email, &ctx);
+                let out = state.guardian_management_link(&child_email, &guardian_email, ip, &ctx);
                 reply_alike(state, reply, out);
             }
             TenantMsg::Webhooks { cmd, ctx, reply } => {

@@ -116,6 +116,8 @@ pub struct TenantState {
     pub(super) eudi_begins: RateWindow<IpAddr>,
     /// Consent requests per child: each mails a guardian.
     pub(super) guardian_asks: RateWindow<Uuid>,
+    /// Calls of the guardian routes per client address.
+    pub(super) guardian_calls: RateWindow<IpAddr>,
     /// Calls of the wallet-facing routes per client address.
     pub(super) eudi_wallet_calls: RateWindow<IpAddr>,
     /// Hashes wallet identities into the subjects users are linked by.
@@ -212,6 +214,10 @@ impl TenantState {
             guardian_asks: RateWindow::new(
                 super::limits::GUARDIAN_ASKS_PER_HOUR,
                 Duration::from_secs(3600),
+            ),
+            guardian_calls: RateWindow::new(
+                super::limits::GUARDIAN_CALLS_PER_MINUTE,
+                Duration::from_secs(60),
             ),
             eudi_wallet_calls: RateWindow::new(
                 super::eudi::WALLET_CALLS_PER_MINUTE,
