@@ -758,6 +758,21 @@ if ((SCALE)); then
       verify_seconds: $v, write_max_ms_before: $wb, write_max_ms_during: $wd,
       writes_before: $nb, writes_during: $nd}')"
   log "scale: backup of $SCALE_USERS users: $(jq -c '.backup' "$SCALE_JSON")"
+  # A master-key rotation of the same directory: every record read, the sealed ones re-wrapped
+  # in one transaction, requests held meanwhile (the same write probe shows for how long).
+  head -c 32 /dev/urandom | base64 >"$RD/new.key"
+  probe_writes "$RD/writes-rotation.txt" "$RD/rotation.stop" &
+  probe=$!
+  sleep 0.5
+  admin "${SDATA[U]}" master-key rotate --new-key-file "$RD/new.key" >"$RD/rotation.json" ||
+    die "the master-key rotation failed"
+  touch "$RD/rotation.stop"
+  wait "$probe"
+  put '.rotation' "$(jq -n --slurpfile r "$RD/rotation.json" \
+    --argjson wd "$(max_ms "$RD/writes-rotation.txt")" \
+    '{records_scanned: $r[0].records_scanned, records_rewritten: $r[0].records_rewritten,
+      sealed_values: $r[0].sealed_values, seconds: $r[0].seconds, write_max_ms_during: $wd}')"
+  log "scale: master-key rotation of $SCALE_USERS users: $(jq -c '.rotation' "$SCALE_JSON")"
   put '.users' "$(jq -n --argjson n "$SCALE_USERS" --argjson s "$import_secs" --argjson b "$before_kb" \
     --argjson a "$after_kb" --argjson r "$(rss_kb U)" \
     '{count: $n, import_seconds: $s, data_dir_kib_before: $b, data_dir_kib_after: $a,

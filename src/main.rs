@@ -140,6 +140,23 @@ enum AdminCommand {
         #[arg(long)]
         verify: Option<PathBuf>,
     },
+    /// The master key that seals every secret at rest.
+    MasterKey {
+        #[command(subcommand)]
+        command: MasterKeyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MasterKeyCommand {
+    /// Re-seals every sealed value under the key in FILE (base64 of 32 random bytes, e.g.
+    /// `head -c 32 /dev/urandom | base64`) while the server serves, then makes it the key
+    /// file. Crash-safe: the data is always readable with exactly one of the two keys, and the
+    /// server finishes an interrupted rotation at start.
+    Rotate {
+        #[arg(long)]
+        new_key_file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -604,6 +621,18 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
             let out = std::path::absolute(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             AdminRequest::Backup {
                 out: out.display().to_string(),
+            }
+        }
+        AdminCommand::MasterKey {
+            command: MasterKeyCommand::Rotate { new_key_file },
+        } => {
+            // Read and checked here, so a bad file is named before the server is asked.
+            let text = std::fs::read_to_string(&new_key_file)
+                .map_err(|e| format!("cannot read {}: {e}", new_key_file.display()))?;
+            tessera_storage::MasterKey::from_base64(&text)
+                .map_err(|e| format!("{}: {e}", new_key_file.display()))?;
+            AdminRequest::MasterKeyRotate {
+                new_key: text.trim().to_owned(),
             }
         }
         AdminCommand::Outbox {

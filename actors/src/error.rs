@@ -187,6 +187,8 @@ pub enum DirectoryError {
     NotFound,
     #[error("the tenant's last owner cannot be removed or demoted")]
     LastOwner,
+    #[error("the master key was not rotated: {0}")]
+    KeyRotation(String),
     #[error("the tenant has as many management keys as it may")]
     ManagementKeyLimit,
     #[error("no such resource of this tenant")]

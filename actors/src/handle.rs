@@ -49,6 +49,33 @@ impl DirectoryHandle {
         }
     }
 
+    /// Rotates the master key (`DirectoryMsg::RotateMasterKey`). No timeout: a rotation reads
+    /// the whole database, and answering before it ends would say nothing true.
+    pub async fn rotate_master_key(
+        &self,
+        new: tessera_storage::MasterKey,
+        key_path: std::path::PathBuf,
+    ) -> Result<tessera_storage::RotationReport, CallError<DirectoryError>> {
+        match self
+            .actor
+            .call(
+                |reply| DirectoryMsg::RotateMasterKey {
+                    new,
+                    key_path,
+                    reply,
+                },
+                None,
+            )
+            .await
+        {
+            Ok(CallResult::Success(Ok(report))) => Ok(report),
+            Ok(CallResult::Success(Err(e))) => Err(CallError::Failed(e)),
+            Ok(CallResult::Timeout) | Ok(CallResult::SenderError) | Err(_) => {
+                Err(CallError::Unavailable)
+            }
+        }
+    }
+
     /// Calls the directory for a fallible command and flattens the two error layers.
     pub async fn request<T: Send + 'static>(
         &self,

@@ -13,6 +13,7 @@ pub mod password;
 pub mod policy;
 pub mod published;
 pub mod records;
+pub mod sealed_fields;
 pub mod tenant;
 pub mod throttle;
 

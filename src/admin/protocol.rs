@@ -11,6 +11,11 @@ pub enum AdminRequest {
     Backup {
         out: String,
     },
+    /// Re-seals everything under a new master key: the key file's text (base64), which
+    /// travels only over the 0600 socket.
+    MasterKeyRotate {
+        new_key: String,
+    },
     TenantCreate {
         name: String,
         slug: Option<String>,

@@ -141,6 +141,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::UserDelete { .. } => "user delete",
         AdminRequest::UserTraces { .. } => "user traces",
         AdminRequest::Backup { .. } => "backup",
+        AdminRequest::MasterKeyRotate { .. } => "master-key rotate",
     }
 }
 
@@ -667,6 +668,25 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             });
             body["header"] = serde_json::to_value(&header).map_err(ApiError::internal)?;
             Ok(body)
+        }
+        AdminRequest::MasterKeyRotate { new_key } => {
+            let new = tessera_storage::MasterKey::from_base64(&new_key)
+                .map_err(|e| ApiError::invalid_field("new_key", e.to_string()))?;
+            let key_path = state.config.master_key_path();
+            let started = std::time::Instant::now();
+            let report = state
+                .directory
+                .rotate_master_key(new, key_path.clone())
+                .await?;
+            Ok(json!({
+                "key_file": key_path.display().to_string(),
+                "records_rewritten": report.records,
+                "records_scanned": report.scanned,
+                "sealed_values": report.total_values(),
+                "by_field": report.values,
+                "seconds": started.elapsed().as_secs_f64(),
+                "note": "the old key opens nothing in this data any more; backups taken before now still need it",
+            }))
         }
         AdminRequest::EudiShow { slug } => {
             let tenant = tenant_of(state, &slug)?;

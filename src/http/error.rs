@@ -642,7 +642,12 @@ impl From<CallError<DirectoryError>> for ApiError {
             CallError::Failed(DirectoryError::RateLimited { retry_after_secs }) => {
                 ApiError::rate_limited("dashboard/rate_limited", retry_after_secs)
             }
-            CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
+                        CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
+            CallError::Failed(e @ DirectoryError::KeyRotation(_)) => ApiError::new(
+                StatusCode::CONFLICT,
+                "admin/rotation_failed",
+                e.to_string(),
+            ),
         }
     }
 }

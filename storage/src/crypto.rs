@@ -1,8 +1,17 @@
 //! Secrets at rest and hashes of bearer secrets.
 //!
 //! - Envelope encryption: each sealed value gets its own random data key (XChaCha20-Poly1305),
-//!   and that data key is wrapped by the master key. The associated data binds a ciphertext to
+//!   and that data key is wrapped by the master key. The associated data binds the ciphertext to
 //!   where it belongs (a tenant, a purpose), so a sealed value copied elsewhere does not open.
+//!   The wrap itself (format 2) is bound to nothing but the master key, so rotating the master
+//!   key can re-wrap every data key without knowing where each value belongs
+//!   ([`MasterKey::rewrap`]); values written before that (format 1, wrap bound to the same
+//!   associated data) are re-wrapped into format 2 by the same call.
+//! - Keyed hashes derive from a hash root, not from the master key itself: the hashes of
+//!   refresh tokens or recovery codes cannot be recomputed without the secrets, so they must
+//!   outlive a master-key rotation. The root is stored sealed beside the data (see
+//!   `Store::bind_master_key`); data written before it existed keep the old master key's bytes
+//!   as their root, which keeps every stored hash valid.
 //! - Tokens, API keys, codes: stored only as SHA-256 (high-entropy secrets) or as a keyed hash
 //!   (low-entropy inputs such as e-mail domains or request bodies); compared in constant time.
 
@@ -23,10 +32,21 @@ use zeroize::Zeroizing;
 use crate::error::StorageError;
 
 const NONCE_LEN: usize = 24;
+/// The length of a wrapped data key: nonce, 32-byte key, Poly1305 tag.
+const WRAPPED_LEN: usize = NONCE_LEN + 32 + 16;
+/// The associated data of a format-2 wrap.
+const WRAP_AAD: &[u8] = b"tessera/data-key/v2";
+/// The format [`MasterKey::seal`] writes.
+const SEALED_V2: u8 = 2;
 
-/// The 32-byte key that wraps every data key. Its `Debug` never shows the bytes.
+/// The 32-byte key that wraps every data key, with the hash root its keyed hashes derive
+/// from. Its `Debug` never shows the bytes.
 #[derive(Clone)]
-pub struct MasterKey(Zeroizing<[u8; 32]>);
+pub struct MasterKey {
+    key: Zeroizing<[u8; 32]>,
+    /// Until the store sets it ([`MasterKey::with_hash_root`]), the key's own bytes.
+    hash_root: Zeroizing<[u8; 32]>,
+}
 
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -36,7 +56,28 @@ impl std::fmt::Debug for MasterKey {
 
 impl MasterKey {
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
-        MasterKey(Zeroizing::new(bytes))
+        MasterKey {
+            key: Zeroizing::new(bytes),
+            hash_root: Zeroizing::new(bytes),
+        }
+    }
+
+    /// The same key whose keyed hashes derive from `root`.
+    pub(crate) fn with_hash_root(&self, root: &[u8; 32]) -> Self {
+        MasterKey {
+            key: self.key.clone(),
+            hash_root: Zeroizing::new(*root),
+        }
+    }
+
+    /// This key's hash root, and the key's own bytes (what data written before hash roots
+    /// existed derive their hashes from).
+    pub(crate) fn hash_root(&self) -> &[u8; 32] {
+        &self.hash_root
+    }
+
+    pub(crate) fn key_bytes(&self) -> &[u8; 32] {
+        &self.key
     }
 
     pub fn generate() -> Self {
@@ -59,27 +100,8 @@ impl MasterKey {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok((Self::parse(text.trim(), path)?, false)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let dir = path.parent().unwrap_or(Path::new("."));
-                std::fs::create_dir_all(dir)?;
                 let key = Self::generate();
-                // Written whole or not at all: a temporary file, fsynced, renamed, and the
-                // directory fsynced, so a crash never leaves a half key or loses a new one.
-                let tmp = path.with_extension("tmp");
-                let _ = std::fs::remove_file(&tmp);
-                let mut file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&tmp)
-                    .map_err(|e| {
-                        StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
-                    })?;
-                let encoded = Zeroizing::new(STANDARD.encode(key.0.as_slice()));
-                file.write_all(encoded.as_bytes())?;
-                file.write_all(b"\n")?;
-                file.sync_all()?;
-                std::fs::rename(&tmp, path)?;
-                std::fs::File::open(dir)?.sync_all()?;
+                key.write_file(path)?;
                 Ok((key, true))
             }
             Err(e) => Err(StorageError::MasterKey(format!(
@@ -87,6 +109,38 @@ impl MasterKey {
                 path.display()
             ))),
         }
+    }
+
+    /// Writes the key to `path` (mode 0600, base64) whole or not at all: a temporary file,
+    /// fsynced, renamed over `path`, and the directory fsynced, so a crash never leaves a half
+    /// key or loses a new one.
+    pub fn write_file(&self, path: &Path) -> Result<(), StorageError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+        tmp_name.push(".tmp");
+        let tmp = path.with_file_name(tmp_name);
+        let _ = std::fs::remove_file(&tmp);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(|e| {
+                StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
+            })?;
+        let encoded = Zeroizing::new(STANDARD.encode(self.key.as_slice()));
+        file.write_all(encoded.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+
+    /// A key given as the key file's text (base64 of 32 bytes).
+    pub fn from_base64(text: &str) -> Result<Self, StorageError> {
+        Self::parse(text.trim(), Path::new("the key"))
     }
 
     fn parse(text: &str, path: &Path) -> Result<Self, StorageError> {
@@ -109,9 +163,9 @@ impl MasterKey {
         let mut dek = Zeroizing::new([0u8; 32]);
         OsRng.fill_bytes(dek.as_mut_slice());
         let data = encrypt(dek.as_slice(), aad, plaintext)?;
-        let wrapped_key = encrypt(self.0.as_slice(), aad, dek.as_slice())?;
+        let wrapped_key = encrypt(self.key.as_slice(), WRAP_AAD, dek.as_slice())?;
         Ok(Sealed {
-            v: 1,
+            v: SEALED_V2,
             wrapped_key,
             data,
         })
@@ -119,24 +173,67 @@ impl MasterKey {
 
     /// Decrypts a sealed value; fails on a wrong key, wrong `aad` or any tampering.
     pub fn open(&self, aad: &[u8], sealed: &Sealed) -> Result<Zeroizing<Vec<u8>>, StorageError> {
-        if sealed.v != 1 {
+        let wrap_aad = match sealed.v {
+            1 => aad,
+            SEALED_V2 => WRAP_AAD,
+            _ => return Err(StorageError::Crypto),
+        };
+        let dek = decrypt(self.key.as_slice(), wrap_aad, &sealed.wrapped_key)?;
+        decrypt(dek.as_slice(), aad, &sealed.data)
+    }
+
+    /// The wrapped data key of `sealed` (format 1 or 2, wrapped by this key) wrapped again by
+    /// `new`, in format 2; the ciphertext is unchanged. A format-2 wrap is authenticated here;
+    /// a format-1 wrap is bound to associated data this call does not know, so its data key is
+    /// decrypted without its tag, and a tampered wrap then yields a wrong data key, which the
+    /// ciphertext's own tag refuses at the next [`MasterKey::open`], as before.
+    pub fn rewrap(&self, new: &MasterKey, sealed: &Sealed) -> Result<Sealed, StorageError> {
+        let dek = match sealed.v {
+            1 => self.unwrap_unauthenticated(&sealed.wrapped_key)?,
+            SEALED_V2 => decrypt(self.key.as_slice(), WRAP_AAD, &sealed.wrapped_key)?,
+            _ => return Err(StorageError::Crypto),
+        };
+        Ok(Sealed {
+            v: SEALED_V2,
+            wrapped_key: encrypt(new.key.as_slice(), WRAP_AAD, dek.as_slice())?,
+            data: sealed.data.clone(),
+        })
+    }
+
+    /// Whether this key authenticates `sealed`'s format-2 wrap (a format-1 wrap cannot be
+    /// checked without its associated data: false).
+    pub fn wraps(&self, sealed: &Sealed) -> bool {
+        sealed.v == SEALED_V2 && decrypt(self.key.as_slice(), WRAP_AAD, &sealed.wrapped_key).is_ok()
+    }
+
+    /// XChaCha20-Poly1305's ciphertext is the XChaCha20 keystream from block 1 (block 0 keys
+    /// Poly1305) XORed with the message: the data key without checking the tag.
+    fn unwrap_unauthenticated(&self, wrapped: &[u8]) -> Result<Zeroizing<Vec<u8>>, StorageError> {
+        use chacha20::cipher::{KeyIvInit, StreamCipher, StreamCipherSeek};
+        if wrapped.len() != WRAPPED_LEN {
             return Err(StorageError::Crypto);
         }
-        let dek = decrypt(self.0.as_slice(), aad, &sealed.wrapped_key)?;
-        decrypt(dek.as_slice(), aad, &sealed.data)
+        let (nonce, rest) = wrapped.split_at(NONCE_LEN);
+        let mut dek = Zeroizing::new(rest[..32].to_vec());
+        let mut cipher = chacha20::XChaCha20::new(self.key.as_slice().into(), nonce.into());
+        cipher.seek(64u64);
+        cipher.apply_keystream(dek.as_mut_slice());
+        Ok(dek)
     }
 
     /// A value that proves which key this is without revealing it: stored beside the data so
     /// a start with another key is refused instead of silently unable to open secrets.
     pub fn check_value(&self) -> [u8; 32] {
-        self.hasher("key-check").hash(b"tessera master key")
+        let check_key = Zeroizing::new(hmac_sha256(self.key.as_slice(), b"key-check"));
+        hmac_sha256(check_key.as_slice(), b"tessera master key")
     }
 
-    /// A keyed hasher for one purpose, derived from the master key (HMAC-SHA256 of the purpose).
+    /// A keyed hasher for one purpose, derived from the hash root (HMAC-SHA256 of the purpose).
     pub fn hasher(&self, purpose: &str) -> KeyedHasher {
-        let mut key = [0u8; 32];
-        key.copy_from_slice(&hmac_sha256(self.0.as_slice(), purpose.as_bytes()));
-        KeyedHasher(Zeroizing::new(key))
+        KeyedHasher(Zeroizing::new(hmac_sha256(
+            self.hash_root.as_slice(),
+            purpose.as_bytes(),
+        )))
     }
 }
 
@@ -144,11 +241,11 @@ impl MasterKey {
 /// nonce in front. Serialised as base64 strings.
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Sealed {
-    v: u8,
+    pub(crate) v: u8,
     #[serde(with = "b64")]
-    wrapped_key: Vec<u8>,
+    pub(crate) wrapped_key: Vec<u8>,
     #[serde(with = "b64")]
-    data: Vec<u8>,
+    pub(crate) data: Vec<u8>,
 }
 
 impl std::fmt::Debug for Sealed {
@@ -259,6 +356,67 @@ mod tests {
             k.open(b"tenant-a/totp", &back).unwrap().as_slice(),
             b"secret seed"
         );
+    }
+
+    /// A format-1 value (wrap bound to the value's associated data), as written before
+    /// format 2.
+    fn seal_v1(k: &MasterKey, aad: &[u8], plaintext: &[u8]) -> Sealed {
+        let dek = [7u8; 32];
+        Sealed {
+            v: 1,
+            wrapped_key: encrypt(k.key.as_slice(), aad, &dek).unwrap(),
+            data: encrypt(&dek, aad, plaintext).unwrap(),
+        }
+    }
+
+    #[test]
+    fn rewrap_moves_both_formats_to_the_new_key_and_keeps_the_aad_binding() {
+        let old = MasterKey::generate();
+        let new = MasterKey::generate();
+        let v1 = seal_v1(&old, b"t/user/dob", b"2001-02-03");
+        assert_eq!(
+            old.open(b"t/user/dob", &v1).unwrap().as_slice(),
+            b"2001-02-03"
+        );
+        let v2 = old.seal(b"t/webhook", b"whsec").unwrap();
+        assert_eq!(v2.v, 2);
+        assert!(old.wraps(&v2) && !new.wraps(&v2) && !old.wraps(&v1));
+        for (aad, sealed, plain) in [
+            (&b"t/user/dob"[..], &v1, &b"2001-02-03"[..]),
+            (&b"t/webhook"[..], &v2, &b"whsec"[..]),
+        ] {
+            let moved = old.rewrap(&new, sealed).unwrap();
+            assert_eq!(moved.v, 2);
+            assert_eq!(moved.data, sealed.data, "the ciphertext is not touched");
+            assert_eq!(moved.wrapped_key.len(), sealed.wrapped_key.len());
+            assert_eq!(new.open(aad, &moved).unwrap().as_slice(), plain);
+            assert!(
+                old.open(aad, &moved).is_err(),
+                "the old key no longer opens it"
+            );
+            assert!(
+                new.open(b"elsewhere", &moved).is_err(),
+                "still bound to its aad"
+            );
+        }
+        // A wrap from another key (or tampered) is refused in format 2, and in format 1 gives
+        // a data key the ciphertext's tag refuses.
+        let other = MasterKey::generate();
+        assert!(other.rewrap(&new, &v2).is_err());
+        let wrong = other.rewrap(&new, &v1).unwrap();
+        assert!(new.open(b"t/user/dob", &wrong).is_err());
+    }
+
+    #[test]
+    fn keyed_hashes_follow_the_hash_root_not_the_key() {
+        let k = MasterKey::generate();
+        let before = k.hasher("refresh-token").hash(b"x");
+        let other = MasterKey::generate().with_hash_root(k.hash_root());
+        assert_eq!(other.hasher("refresh-token").hash(b"x"), before);
+        assert_ne!(other.check_value(), k.check_value());
+        let rooted = k.with_hash_root(&[9u8; 32]);
+        assert_ne!(rooted.hasher("refresh-token").hash(b"x"), before);
+        assert_eq!(rooted.check_value(), k.check_value());
     }
 
     #[test]

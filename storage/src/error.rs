@@ -41,3 +41,14 @@ pub enum StorageError {
     #[error("backup: {0}")]
     Backup(String),
 }
+
+impl From<sled::transaction::TransactionError<()>> for StorageError {
+    fn from(e: sled::transaction::TransactionError<()>) -> Self {
+        match e {
+            sled::transaction::TransactionError::Storage(e) => StorageError::Sled(e),
+            sled::transaction::TransactionError::Abort(()) => {
+                StorageError::Format("a transaction was aborted".into())
+            }
+        }
+    }
+}

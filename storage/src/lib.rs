@@ -13,6 +13,7 @@ pub mod error;
 pub mod flusher;
 pub mod keys;
 pub mod migrations;
+pub mod rotation;
 pub mod store;
 
 pub use codec::{PlatformRecord, Record, TenantRecord};
@@ -20,4 +21,5 @@ pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed};
 pub use error::StorageError;
 pub use flusher::{Durability, Flusher};
 pub use keys::{Kind, TenantId};
+pub use rotation::{RotationReport, SealedField};
 pub use store::{PlatformBatch, PlatformStore, Store, StoreOptions, TenantBatch, TenantStore};

@@ -90,6 +90,18 @@ impl Gate {
         Ok(())
     }
 
+    /// Closes the gate for a whole rotation; refused while a backup journals (its journal would
+    /// miss the rotation's writes).
+    pub(crate) fn close_for_rotation(&self) -> Result<RwLockWriteGuard<'_, ()>, StorageError> {
+        let closed = self.close();
+        if self.journaling.load(Ordering::Acquire) {
+            return Err(StorageError::Backup(
+                "a backup is under way; rotate the key after it ends".into(),
+            ));
+        }
+        Ok(closed)
+    }
+
     /// Ends the journal and answers it.
     pub(crate) fn end_journal(&self) -> Journal {
         let _closed = self.close();
@@ -106,8 +118,8 @@ impl Gate {
 #[derive(Clone)]
 pub struct Store {
     pub(crate) db: sled::Db,
-    platform: sled::Tree,
-    tenants: sled::Tree,
+    pub(crate) platform: sled::Tree,
+    pub(crate) tenants: sled::Tree,
     flusher: Flusher,
     pub(crate) gate: Gate,
 }
@@ -150,24 +162,6 @@ impl Store {
             tree: self.tenants.clone(),
             flusher: self.flusher.clone(),
             gate: self.gate.clone(),
-        }
-    }
-
-    /// Binds the data to `key`: the first start records the key's check value; a later start
-    /// with another key is refused.
-    pub fn bind_master_key(&self, key: &crate::crypto::MasterKey) -> Result<(), StorageError> {
-        let meta = self.db.open_tree("meta")?;
-        let check = key.check_value();
-        match meta.get(b"key_check")? {
-            Some(stored) if crate::crypto::ct_eq(&stored, &check) => Ok(()),
-            Some(_) => Err(StorageError::MasterKey(
-                "the master key does not match the one this data directory was written with".into(),
-            )),
-            None => {
-                meta.insert(b"key_check", check.as_slice())?;
-                self.db.flush()?;
-                Ok(())
-            }
         }
     }
 

@@ -46,7 +46,7 @@ pub(crate) struct Received {
 }
 
 impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k == name)
@@ -282,7 +282,7 @@ fn wait_delivery(
 
 /// Queues a `webhook.test` event; answers its delivery id.
 #[track_caller]
-fn send_test(srv: &TestServer, s: &Session, slug: &str, endpoint: &str) -> String {
+pub(crate) fn send_test(srv: &TestServer, s: &Session, slug: &str, endpoint: &str) -> String {
     let (st, body) = srv.dash_json(
         "POST",
         &format!("{}/test", hook_path(slug, endpoint)),

@@ -131,6 +131,14 @@ pub enum DirectoryMsg {
         slug: String,
         reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
     },
+    /// Re-seals every sealed value under `new` and makes it the master key (written to
+    /// `key_path`). Tenant actors are stopped first (their memory holds sealed values) and
+    /// start again, with the new key, when next used; requests wait meanwhile.
+    RotateMasterKey {
+        new: tessera_storage::MasterKey,
+        key_path: std::path::PathBuf,
+        reply: RpcReplyPort<Result<tessera_storage::RotationReport, DirectoryError>>,
+    },
     /// Stops the tenant actors idle for longer than `tenant_idle` (sent by a timer).
     RetireIdle,
     /// Starts the tenant's actor unless it runs; answers it.

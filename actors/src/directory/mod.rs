@@ -240,6 +240,13 @@ impl Actor for Directory {
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
             }
+            DirectoryMsg::RotateMasterKey {
+                new,
+                key_path,
+                reply,
+            } => {
+                let _ = reply.send(state.rotate_master_key(&myself, new, key_path).await);
+            }
             DirectoryMsg::RetireIdle => {
                 state.sweep_throttles();
                 state.retire_idle().await;

@@ -3,12 +3,13 @@
 //! keeps the published map of running actors in step with all of it.
 
 use std::{
+    path::PathBuf,
     sync::{atomic::AtomicU64, Arc},
     time::{Duration, Instant},
 };
 
 use ractor::{Actor, ActorId, ActorRef, ActorStatus, SupervisionEvent};
-use tessera_storage::TenantId;
+use tessera_storage::{MasterKey, RotationReport, TenantId};
 
 use super::{
     messages::DirectoryMsg,
@@ -18,6 +19,7 @@ use super::{
 use crate::{
     error::DirectoryError,
     published::{unix_now, RunningTenant},
+    sealed_fields::SEALED_FIELDS,
     tenant::{
         records::QueuedMail, webhooks::WebhookDueIndex, TenantActor, TenantArgs, TenantCells,
     },
@@ -170,21 +172,64 @@ impl DirectoryState {
         if idle_ids.is_empty() {
             return;
         }
-        for id in &idle_ids {
-            let Some(r) = self.unpublish(*id) else {
-                continue;
-            };
-            let drained = r.actor.drain_and_wait(Some(RETIRE_TIMEOUT)).await;
-            if drained.is_err() {
-                tracing::warn!(tenant = %id, "an idle tenant actor did not drain in time; stopping it");
-                r.actor.kill_and_wait(Some(RETIRE_TIMEOUT)).await.ok();
-            }
-        }
+        self.retire(&idle_ids).await;
         tracing::info!(
             retired = idle_ids.len(),
             running = self.running.len(),
             "idle tenant actors stopped"
         );
+    }
+
+    /// Stops these tenant actors as [`DirectoryState::retire_idle`] describes.
+    async fn retire(&mut self, ids: &[TenantId]) {
+        for id in ids {
+            let Some(r) = self.unpublish(*id) else {
+                continue;
+            };
+            let drained = r.actor.drain_and_wait(Some(RETIRE_TIMEOUT)).await;
+            if drained.is_err() {
+                tracing::warn!(tenant = %id, "a tenant actor did not drain in time; stopping it");
+                r.actor.kill_and_wait(Some(RETIRE_TIMEOUT)).await.ok();
+            }
+        }
+    }
+
+    /// Rotates the master key (see `DirectoryMsg::RotateMasterKey`). Every tenant actor is
+    /// drained first; the directory answers nothing else until the rotation ends, so no actor
+    /// starts with the old key after it, or with the new one before it.
+    pub(super) async fn rotate_master_key(
+        &mut self,
+        myself: &ActorRef<DirectoryMsg>,
+        new: MasterKey,
+        key_path: PathBuf,
+    ) -> Result<RotationReport, DirectoryError> {
+        let running: Vec<TenantId> = self.running.keys().copied().collect();
+        self.retire(&running).await;
+        let (store, old) = (self.root.clone(), self.master_key.clone());
+        let started = Instant::now();
+        let outcome = tokio::task::spawn_blocking(move || {
+            store.rotate_master_key(&old, &new, &key_path, SEALED_FIELDS)
+        })
+        .await;
+        let answer = match outcome {
+            Ok(Ok((key, report))) => {
+                self.master_key = key;
+                tracing::warn!(
+                    records = report.records,
+                    values = report.total_values(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "the master key was rotated"
+                );
+                Ok(report)
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "the master-key rotation failed; the old key stays");
+                Err(DirectoryError::KeyRotation(e.to_string()))
+            }
+            Err(e) => Err(DirectoryError::Internal(e.to_string())),
+        };
+        self.start_tenants_with_mail(myself).await;
+        answer
     }
 
     /// The tenant's running actor, started unless it runs; `TenantUnavailable` while the

@@ -1,0 +1,262 @@
+//! Master-key rotation through the real binary: `tessera admin master-key rotate` re-seals every
+//! sealed value while the server serves (TOTP seeds, dates of birth, signing keys, webhook
+//! secrets go on working; refresh tokens and recovery codes, hashed under the hash root, too),
+//! the old key no longer starts the data, and a kill -9 at any point of a rotation leaves a
+//! directory that starts with one key or the other, everything readable.
+
+use std::{
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    time::Instant,
+};
+
+use base64::Engine;
+use serde_json::{json, Value};
+
+use crate::{
+    support::*,
+    webhooks::{assert_signed, create_endpoint, send_test, Receiver, PRIVATE_OK},
+};
+
+const ADULT_DOB: &str = "1990-04-05";
+
+/// A new key file (base64 of 32 random bytes, as the README says to make one) in `dir`.
+fn new_key_file(dir: &Path, name: &str) -> PathBuf {
+    let bytes: [u8; 32] = std::array::from_fn(|_| rand::random::<u8>());
+    let path = dir.join(name);
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn key_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_owned()
+}
+
+fn rotate(srv: &TestServer, file: &Path) -> AdminOutput {
+    srv.admin(
+        &[
+            "master-key",
+            "rotate",
+            "--new-key-file",
+            file.to_str().unwrap(),
+        ],
+        "",
+    )
+}
+
+/// A confirmed user with a date of birth (sealed), TOTP (a sealed seed) and a refresh token.
+struct Holder {
+    email: String,
+    mfa: MfaSetup,
+    refresh: String,
+}
+
+fn holder(api: &UserApi, smtp: &SmtpStub, n: usize) -> Holder {
+    let email = format!("holder{n}@example.com");
+    api.register_body(&json!({
+        "email": email, "password": USER_PASSWORD, "consent": true, "date_of_birth": ADULT_DOB,
+    }))
+    .expect(200);
+    let token = api.verification_token(smtp, &email, 1);
+    api.post("/v1/auth/verify-email", &json!({ "token": token }))
+        .expect(200);
+    let tokens = api.login_ok(&email, USER_PASSWORD);
+    let mfa = api.enable_mfa(&tokens.access);
+    Holder {
+        email,
+        mfa,
+        refresh: tokens.refresh,
+    }
+}
+
+/// Signs `h` in with its TOTP (the sealed seed must open) and answers the verified claims
+/// (the signing key must open). Once per holder: a step's code is good once, and the set-up
+/// used one.
+#[track_caller]
+fn totp_sign_in(api: &UserApi, h: &Holder) -> UserTokens {
+    wait_for_totp_step(h.mfa.step + 1);
+    let challenge = api.mfa_challenge(&h.email, USER_PASSWORD);
+    let step = settled_totp_step(3.0);
+    let r = api.mfa_verify(&challenge, &h.mfa.totp.at_step(step), None);
+    let tokens = UserTokens::from_answer(&r);
+    let (_, claims) = api.verify_access(&tokens.access);
+    assert_eq!(claims["acr"], "aal2", "{claims}");
+    tokens
+}
+
+/// The date of birth in the user's own export (it is sealed at rest).
+fn exported_dob(api: &UserApi, access: &str) -> Value {
+    let step_up = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(access),
+        &json!({ "password": USER_PASSWORD }),
+    );
+    let token = step_up.expect(200)["step_up_token"]
+        .as_str()
+        .expect("a step-up token")
+        .to_owned();
+    let r = api.send_with(
+        "GET",
+        "/v1/users/me/export",
+        Some(access),
+        None,
+        &[(STEP_UP_HEADER, &token)],
+    );
+    r.expect(200)["date_of_birth"].clone()
+}
+
+#[test]
+fn a_rotation_reseals_everything_while_serving_and_the_old_key_opens_nothing() {
+    let receiver = Receiver::start();
+    let (smtp, mut srv, mut api, s) = user_setup("Rotate Co", &[PRIVATE_OK]);
+    srv.reauth(&s, PASSWORD);
+    let hook = create_endpoint(&srv, &s, &api.slug, &receiver.url, &["user.created"]);
+    let h = holder(&api, &smtp, 1);
+    let kid_before = api.jwks()["keys"][0]["kid"].clone();
+    let key_path = srv.data_dir.join("master.key");
+    let old_key = key_text(&key_path);
+    let keys = tempfile::tempdir().unwrap();
+
+    // A bad file is named before the server is asked; the current key is refused by it.
+    let bad = keys.path().join("bad.key");
+    std::fs::write(&bad, "not a key").unwrap();
+    let out = rotate(&srv, &bad);
+    assert!(!out.status.success());
+    assert!(out.stderr.contains("bad.key"), "{}", out.stderr);
+    let same = keys.path().join("same.key");
+    std::fs::write(&same, format!("{old_key}\n")).unwrap();
+    let out = rotate(&srv, &same);
+    assert!(!out.status.success(), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("admin/rotation_failed") && out.stderr.contains("current key"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(key_text(&key_path), old_key);
+
+    let new = new_key_file(keys.path(), "new.key");
+    let report = rotate(&srv, &new).json();
+    // The tenant's signing key, the holder's date of birth and TOTP seed, the webhook secret.
+    assert_eq!(report["by_field"]["signing_keys"], 1, "{report}");
+    assert_eq!(report["by_field"]["user_fields"], 2, "{report}");
+    assert_eq!(report["by_field"]["webhook_secrets"], 1, "{report}");
+    assert!(report["sealed_values"].as_u64().unwrap() >= 4, "{report}");
+    assert_eq!(
+        key_text(&key_path),
+        key_text(&new),
+        "the key file is the new key"
+    );
+    assert!(!srv.data_dir.join("master.key.new").exists());
+
+    // Without a restart: every kind of secret opens under the new key.
+    let tokens = totp_sign_in(&api, &h);
+    assert_eq!(exported_dob(&api, &tokens.access), ADULT_DOB);
+    assert_eq!(
+        api.jwks()["keys"][0]["kid"],
+        kid_before,
+        "the same signing key"
+    );
+    let refreshed = api.refresh(&h.refresh);
+    UserTokens::from_answer(&refreshed);
+    let delivery = send_test(&srv, &s, &api.slug, &hook.id);
+    let got = receiver.wait_for("webhook.test", 1);
+    assert_eq!(got[0].header("webhook-id"), Some(delivery.as_str()));
+    assert_signed(&got[0], &hook.secret);
+    // A recovery code (hashed under the hash root, which a rotation keeps) still works.
+    let challenge = api.mfa_challenge(&h.email, USER_PASSWORD);
+    let r = api.mfa_verify(&challenge, &h.mfa.recovery_codes[0], None);
+    UserTokens::from_answer(&r);
+
+    // After a restart, with the new key file (the crash test signs in with TOTP after each).
+    srv.restart();
+    api.rebase(&srv);
+    let challenge = api.mfa_challenge(&h.email, USER_PASSWORD);
+    let tokens =
+        UserTokens::from_answer(&api.mfa_verify(&challenge, &h.mfa.recovery_codes[1], None));
+    assert_eq!(exported_dob(&api, &tokens.access), ADULT_DOB);
+
+    // The old key does not start the data any more.
+    srv.kill();
+    std::fs::write(&key_path, format!("{old_key}\n")).unwrap();
+    let log = srv.data_dir.with_extension("old-key.log");
+    match spawn(&srv.data_dir, &[], &log) {
+        Ok((mut child, _)) => {
+            let _ = child.kill();
+            panic!("the server started with the old key");
+        }
+        Err((status, err)) => {
+            assert!(!status.success());
+            assert!(err.contains("does not match"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn a_kill_9_at_any_point_of_a_rotation_leaves_data_that_starts_with_one_key() {
+    const RUNS: usize = 20;
+    let (smtp, mut srv, mut api, _s) = user_setup("Rotate Crash", &[]);
+    // One holder per run: each run signs in with a fresh TOTP code of its own.
+    let holders: Vec<Holder> = (0..RUNS).map(|n| holder(&api, &smtp, n)).collect();
+    let key_path = srv.data_dir.join("master.key");
+    let pending = srv.data_dir.join("master.key.new");
+    let keys = tempfile::tempdir().unwrap();
+
+    // How long a whole rotation takes from the command line, to spread the kills over it.
+    let started = Instant::now();
+    let first = new_key_file(keys.path(), "first.key");
+    rotate(&srv, &first).json();
+    let whole = started.elapsed();
+
+    let (mut committed, mut kept) = (0, 0);
+    for (run, h) in holders.iter().enumerate() {
+        let before = key_text(&key_path);
+        let new = new_key_file(keys.path(), &format!("run{run}.key"));
+        let mut cli = Command::new(bin())
+            .args(["admin", "--socket"])
+            .arg(&srv.socket)
+            .args(["master-key", "rotate", "--new-key-file"])
+            .arg(&new)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // From before the command reaches the server to after it has answered.
+        let delay = whole.mul_f64(1.6 * run as f64 / (RUNS - 1) as f64);
+        std::thread::sleep(delay);
+        srv.kill();
+        let _ = cli.wait();
+
+        srv.restart();
+        api.rebase(&srv);
+        let now = key_text(&key_path);
+        assert!(
+            now == before || now == key_text(&new),
+            "run {run}: the key file is neither key"
+        );
+        if now == before {
+            kept += 1;
+        } else {
+            committed += 1;
+        }
+        assert!(
+            !pending.exists(),
+            "run {run}: the pending key file was left"
+        );
+        let tokens = totp_sign_in(&api, h);
+        assert_eq!(exported_dob(&api, &tokens.access), ADULT_DOB, "run {run}");
+        UserTokens::from_answer(&api.refresh(&h.refresh));
+    }
+    eprintln!("rotation kills: {committed} after the commit, {kept} before (a whole rotation took {whole:?})");
+    // The kills fell on both sides of the commit.
+    assert!(
+        committed > 0 && kept > 0,
+        "committed {committed}, kept {kept} (a whole rotation took {whole:?})"
+    );
+}
