@@ -50,6 +50,8 @@ pub struct App {
     pub base_url: String,
     /// `X-Service-Docs` of every 429: `server.docs_url`, or the served OpenAPI document.
     pub service_docs: axum::http::HeaderValue,
+    /// Which tenants this node serves (`[cluster]`); every one when clustering is off.
+    pub cluster: crate::cluster::Cluster,
 }
 
 pub type AppState = Arc<App>;
@@ -102,6 +104,8 @@ impl App {
             .directory
             .request(|reply| DirectoryMsg::CreateTenant { req, reply })
             .await?;
+        // A tenant created here is served here, once its lease is taken.
+        self.cluster.claim(outcome.created.tenant.id).await;
         if let Some(v) = &outcome.verification {
             self.mail_verification(v).await;
         }
@@ -162,7 +166,13 @@ impl App {
                 .directory
                 .tenant_for_slug(s)
                 .ok_or_else(|| ApiError::not_found("tenant"))?],
-            None => self.directory.all_tenants(),
+            // On a cluster node, only the tenants served here.
+            None => self
+                .directory
+                .all_tenants()
+                .into_iter()
+                .filter(|t| self.cluster.admit(t.id).is_ok())
+                .collect(),
         };
         let mut out = Vec::with_capacity(tenants.len());
         for t in tenants {

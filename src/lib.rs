@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod app;
 pub mod captcha;
+pub mod cluster;
 pub mod config;
 pub mod delivery;
 pub mod eudi;
@@ -67,6 +68,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cluster: {0}")]
+    Cluster(String),
     #[error("{0}")]
     Other(String),
 }
@@ -109,6 +112,9 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     })
     .map_err(|e| StartError::Storage(e.to_string()))?;
     let key_path = config.master_key_path();
+    // A rotation a crash interrupted is finished (or undone) before the key file is read.
+    tessera_storage::rotation::settle_key_files(&store, &key_path)
+        .map_err(|e| StartError::MasterKey(e.to_string()))?;
     let bound = store
         .has_master_key()
         .map_err(|e| StartError::Storage(e.to_string()))?;
@@ -120,7 +126,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     }
     let (master_key, created) =
         MasterKey::load_or_create(&key_path).map_err(|e| StartError::MasterKey(e.to_string()))?;
-    store
+    let master_key = store
         .bind_master_key(&master_key)
         .map_err(|e| StartError::MasterKey(e.to_string()))?;
     if created {
@@ -197,6 +203,17 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         published,
         Duration::from_millis(config.server.actor_timeout_ms),
     );
+    // A cluster member takes its tenants' leases before it serves any of them.
+    let (cluster, cluster_tasks) = if config.cluster.enabled() {
+        let advertise = advertise_url(&config.cluster.advertise_url, bound)?;
+        let (cluster, tasks) =
+            cluster::Cluster::join(&config.cluster, advertise, directory.clone())
+                .await
+                .map_err(|e| StartError::Cluster(e.to_string()))?;
+        (cluster, Some(tasks))
+    } else {
+        (cluster::Cluster::off(), None)
+    };
 
     let hasher = PasswordHasher::new(
         config.security.argon2_m_cost_kib,
@@ -232,6 +249,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
     ));
     let webhook_worker = tokio::spawn(webhooks::run(
         directory.clone(),
+        cluster.clone(),
         config.webhooks.clone(),
         webhooks_rx,
     ));
@@ -270,6 +288,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         trusted_proxies,
         base_url: base_url.clone(),
         service_docs,
+        cluster: cluster.clone(),
     });
     let router = http::app(state.clone()).map_err(|e| StartError::Other(e.to_string()))?;
     let management = match metrics_addr {
@@ -322,6 +341,10 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         let _ = task.await;
     }
 
+    // Connections are drained: hand this node's tenants over before stopping the actors.
+    if let Some(tasks) = cluster_tasks {
+        cluster.leave(tasks).await;
+    }
     admin_task.abort();
     purge_task.abort();
     postman.abort();
@@ -353,6 +376,20 @@ fn service_docs_header(
     };
     axum::http::HeaderValue::from_str(&url)
         .map_err(|e| StartError::Other(format!("server.docs_url: {e}")))
+}
+
+/// The URL the cluster knows this node by: `cluster.advertise_url`, else the bound address,
+/// which must then be one other machines can reach (not 0.0.0.0 or `[::]`).
+fn advertise_url(configured: &str, bound: std::net::SocketAddr) -> Result<String, StartError> {
+    if !configured.is_empty() {
+        return Ok(configured.trim_end_matches('/').to_owned());
+    }
+    if bound.ip().is_unspecified() {
+        return Err(StartError::Cluster(format!(
+            "cluster.advertise_url is required when listening on {bound}: other nodes and the router cannot reach an unspecified address"
+        )));
+    }
+    Ok(format!("http://{bound}"))
 }
 
 /// Tells a message's tenant that delivery is done with it, so it leaves the queue.

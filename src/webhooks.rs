@@ -36,6 +36,7 @@ use tokio::{
 };
 
 use crate::{
+    cluster::Cluster,
     config::WebhooksConfig,
     net::{self, Reach},
 };
@@ -126,6 +127,8 @@ pub async fn resolves_only_to_private(url: &url::Url) -> bool {
 /// What the worker shares with its tasks.
 struct Shared {
     directory: DirectoryHandle,
+    /// A cluster member delivers only for the tenants it serves.
+    cluster: Cluster,
     http: reqwest::Client,
     allow_private: bool,
     permits: Semaphore,
@@ -136,6 +139,7 @@ struct Shared {
 /// are gone) or the task is aborted.
 pub async fn run(
     directory: DirectoryHandle,
+    cluster: Cluster,
     config: WebhooksConfig,
     mut wake: UnboundedReceiver<(TenantId, OffsetDateTime)>,
 ) {
@@ -153,6 +157,7 @@ pub async fn run(
     };
     let shared = Arc::new(Shared {
         directory,
+        cluster,
         http,
         allow_private: config.allow_private_targets,
         permits: Semaphore::new(config.concurrency),
@@ -229,6 +234,11 @@ fn merge(due: &mut HashMap<TenantId, OffsetDateTime>, tenant: TenantId, at: Offs
 async fn pass(shared: Arc<Shared>, tenant: TenantId) -> Option<OffsetDateTime> {
     // A deleted tenant has nothing left to deliver.
     let handle = shared.directory.tenant_by_id(tenant)?;
+    // Another node serves it (from its own copy of the deliveries): ask again later, when
+    // the tenant may have moved here.
+    if shared.cluster.admit(tenant).is_err() {
+        return Some(OffsetDateTime::now_utc() + UNAVAILABLE_RETRY);
+    }
     loop {
         let answer = handle
             .call(|reply| TenantMsg::Webhooks {

@@ -37,7 +37,7 @@ use uuid::Uuid;
 
 use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    extract::{served_here, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{field, form_fields, protect, LinkView, Reader},
     responses::{login_answer, LoginResponse},
 };
@@ -287,6 +287,7 @@ async fn live_tx(
     ip: std::net::IpAddr,
 ) -> Result<(TenantHandle, TxView), ApiError> {
     let tenant = tenant_of(state, request_id).ok_or_else(request_not_found)?;
+    served_here(state, tenant.id)?;
     let cmd = EudiCmd::Request {
         request_id: request_id.to_owned(),
         ip,
@@ -395,7 +396,9 @@ pub async fn response(
             tracing::info!(%error, "a wallet declined");
             let state = field(&form, "state");
             let request_id = state.rsplit_once('.').map_or("", |(r, _)| r);
-            if let Some(tenant) = tenant_of(&app, request_id).filter(|_| state.len() <= 256) {
+            if let Some(tenant) = tenant_of(&app, request_id)
+                .filter(|t| state.len() <= 256 && served_here(&app, t.id).is_ok())
+            {
                 let cmd = EudiCmd::Declined {
                     state: state.to_owned(),
                     ip,
@@ -416,6 +419,7 @@ pub async fn response(
         )
     })?;
     let tenant = tenant_of(&app, &request_id).ok_or_else(request_not_found)?;
+    served_here(&app, tenant.id)?;
     let cmd = EudiCmd::Open {
         request_id: request_id.clone(),
         ip,

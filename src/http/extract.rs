@@ -6,14 +6,15 @@ use std::net::IpAddr;
 use axum::{
     body::Bytes,
     extract::{FromRequest, FromRequestParts, Request},
-    http::{header, request::Parts, HeaderMap, StatusCode},
+    http::{header, request::Parts, HeaderMap, HeaderName, HeaderValue, StatusCode},
 };
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use tessera_actors::{tenant::audit::AuditContext, TenantHandle};
+use tessera_storage::TenantId;
 
 use super::error::ApiError;
-use crate::app::AppState;
+use crate::{app::AppState, cluster::Refusal};
 
 /// A JSON request body: 415 unless `application/json` ([`is_json`]), 413 over the size limit,
 /// 400 `validation/invalid_request` for broken JSON, a repeated key or a field of the wrong
@@ -314,6 +315,40 @@ impl FromRequestParts<AppState> for ApiTenant {
         tracing::Span::current().record("tenant", tenant.slug.as_str());
         Ok(ApiTenant(tenant))
     }
+}
+
+/// The header of a cluster node's refusal that names the node serving the tenant.
+pub const TENANT_OWNER_HEADER: &str = "tessera-tenant-owner";
+
+/// Whether this node serves `tenant` (`[cluster]`; always without it): else 503
+/// `cluster/tenant_elsewhere` with the serving node's URL in `Tessera-Tenant-Owner`, or
+/// `cluster/tenant_unowned` while no node holds the tenant; both with `Retry-After`.
+pub fn served_here(state: &crate::app::App, tenant: TenantId) -> Result<(), ApiError> {
+    let refusal = match state.cluster.admit(tenant) {
+        Ok(()) => return Ok(()),
+        Err(r) => r,
+    };
+    let retry = HeaderValue::from_str(&state.cluster.retry_after_secs().to_string())
+        .unwrap_or(HeaderValue::from_static("1"));
+    let error = match refusal {
+        Refusal::Elsewhere(url) => {
+            let e = ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "cluster/tenant_elsewhere",
+                "this tenant is served by another node; send the request there",
+            );
+            match HeaderValue::from_str(&url) {
+                Ok(owner) => e.with_header(HeaderName::from_static(TENANT_OWNER_HEADER), owner),
+                Err(_) => e,
+            }
+        }
+        Refusal::Unowned => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cluster/tenant_unowned",
+            "no node serves this tenant at the moment; retry shortly",
+        ),
+    };
+    Err(error.with_header(header::RETRY_AFTER, retry))
 }
 
 /// The tenant a public route names by its slug (`/v1/tenants/{slug}/...`): 404

@@ -43,7 +43,7 @@ use utoipa::ToSchema;
 
 use super::{
     error::{is_email, len_between, mailer_accepts, ApiError, ErrorBody, FieldErrors},
-    extract::{is_json, parse_json, ApiJson, ApiTenant, ClientIp, RequestCtx},
+    extract::{is_json, parse_json, served_here, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{field, form_fields, ButtonView, CheckView, FormView, Problem, Reader},
 };
 use crate::app::AppState;
@@ -221,12 +221,15 @@ fn wants_json(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/html"))
 }
 
-/// The tenant a guardian link names, when the token is well-formed.
+/// The tenant a guardian link names, when the token is well-formed and the tenant is served
+/// here (on a cluster node, another node's link is unknown here: its records are there).
 fn tenant_of_link(state: &AppState, token: &str) -> Option<TenantHandle> {
     if !len_between(token, 1, 512) {
         return None;
     }
-    tenant_of_token(token).and_then(|id| state.directory.tenant_by_id(TenantId(id)))
+    tenant_of_token(token)
+        .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
+        .filter(|t| served_here(state, t.id).is_ok())
 }
 
 /// JSON with the pages' headers (no caching, no referrer): the answers carry a CSRF value.

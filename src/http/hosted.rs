@@ -31,7 +31,7 @@ use tessera_storage::TenantId;
 
 use super::{
     error::len_between,
-    extract::RequestCtx,
+    extract::{served_here, RequestCtx},
     pages::{
         see_other, with_query, FieldView, FormView, LinkView, PageTemplate, Problem, Reader,
         PASSWORD_MAX, PASSWORD_MIN,
@@ -96,6 +96,7 @@ async fn open_link(
     let tenant = tenant_of_token(token)
         .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    served_here(state, tenant.id).map_err(IntoResponse::into_response)?;
     let view = tenant
         .call(|reply| TenantMsg::HostedPeek {
             link,

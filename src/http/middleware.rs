@@ -6,16 +6,18 @@ use std::{
 };
 
 use axum::{
-    extract::{ConnectInfo, MatchedPath, Request, State},
+    extract::{ConnectInfo, FromRequestParts, MatchedPath, RawPathParams, Request, State},
     http::{header, HeaderName, HeaderValue, StatusCode},
     middleware::Next,
     response::{IntoResponse, Response},
 };
 use ipnet::IpNet;
+use tessera_actors::directory::MANAGEMENT_KEY_PREFIX;
 
 use super::{
+    bearer::{bearer_header, BearerHeader},
     error::ApiError,
-    extract::{ClientIp, UnknownClient},
+    extract::{served_here, tenant_of_key, ClientIp, UnknownClient},
 };
 use crate::app::AppState;
 
@@ -89,6 +91,44 @@ fn parse_hop(hop: &str) -> Option<IpAddr> {
                 .and_then(|h| h.parse::<IpAddr>().ok())
         })
         .map(|ip| ip.to_canonical())
+}
+
+/// On a cluster node (`[cluster]`), refuses a request for a tenant another node serves, or
+/// none, before its handler runs (see [`served_here`]): the tenant of its `X-API-Key`, of a
+/// management key (`Authorization: Bearer tmk_...`), or of the route's `{slug}`, as a front
+/// router routes them. Routes that name their tenant only inside a token check it where
+/// they read the token. Without `[cluster]` it passes everything.
+pub async fn tenant_owner(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if !state.cluster.is_on() {
+        return next.run(req).await;
+    }
+    let (mut parts, body) = req.into_parts();
+    let mut tenants = Vec::with_capacity(2);
+    if let Some(t) = tenant_of_key(&state, &parts.headers) {
+        tenants.push(t.id);
+    }
+    if let BearerHeader::Token(key) = bearer_header(&parts.headers) {
+        if key.starts_with(MANAGEMENT_KEY_PREFIX) && key.len() <= 128 {
+            if let Some((t, _)) = state.directory.management_key(key) {
+                tenants.push(t.id);
+            }
+        }
+    }
+    if let Ok(params) = RawPathParams::from_request_parts(&mut parts, &state).await {
+        let slug = params
+            .iter()
+            .find(|(name, _)| *name == "slug")
+            .map(|(_, v)| v);
+        if let Some(t) = slug.and_then(|s| state.directory.tenant_for_slug(s)) {
+            tenants.push(t.id);
+        }
+    }
+    for tenant in tenants {
+        if let Err(refusal) = served_here(&state, tenant) {
+            return refusal.into_response();
+        }
+    }
+    next.run(Request::from_parts(parts, body)).await
 }
 
 /// Gives every error status without a JSON body (routing's 404 and 405, the body limit, the

@@ -359,6 +359,10 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             StatusCode::SERVICE_UNAVAILABLE,
             timeout,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::tenant_owner,
+        ))
         .layer(axum::middleware::from_fn_with_state(cors, cors::middleware))
         .layer(DefaultBodyLimit::max(body_limit));
     Ok(router

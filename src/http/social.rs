@@ -39,7 +39,7 @@ use uuid::Uuid;
 use super::{
     bearer::{bearer_header, issuer, verify, BearerHeader},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
-    extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    extract::{served_here, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{cookie, with_query, LinkView, Problem, Reader},
     reauth::{exchange_audience, exchange_sign_in, SOCIAL_DONE_COOKIE},
     responses::{login_answer, LoginResponse},
@@ -196,10 +196,12 @@ fn link_confirm_path(p: Provider) -> String {
 
 /// The tenant of a `tenant_id` parameter.
 fn tenant_of_id(app: &App, id: &str) -> Result<TenantHandle, ApiError> {
-    Uuid::try_parse(id)
+    let tenant = Uuid::try_parse(id)
         .ok()
         .and_then(|id| app.directory.tenant_by_id(TenantId(id)))
-        .ok_or_else(|| ApiError::not_found("tenant"))
+        .ok_or_else(|| ApiError::not_found("tenant"))?;
+    served_here(app, tenant.id)?;
+    Ok(tenant)
 }
 
 /// The page a link ticket's URL opens: which account the provider account will be linked
@@ -313,6 +315,7 @@ async fn begin(
     let tenant = tenant_id
         .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(|| ApiError::not_found("tenant"))?;
+    served_here(state, tenant.id)?;
     // The hosted page's return page is this server's, whatever the tenant's URLs are.
     let hosted = q.hosted.is_some();
     let redirect_uri = match &q.hosted {
@@ -449,6 +452,7 @@ async fn callback(
         .and_then(|(id, _)| Uuid::try_parse(id).ok())
         .and_then(|id| app.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(invalid_state)?;
+    served_here(app, tenant.id)?;
     let binding = cookie(headers, &cookie_name(&flow_state))
         .unwrap_or_default()
         .to_owned();

@@ -15,7 +15,7 @@ use axum::{
     body::Bytes,
     extract::{Path, Query, State},
     http::{header, HeaderMap, StatusCode},
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use serde::Deserialize;
 use tessera_actors::{
@@ -39,7 +39,7 @@ use crate::{
     app::AppState,
     http::{
         error::{is_email, len_between},
-        extract::{ClientIp, RequestCtx},
+        extract::{served_here, ClientIp, RequestCtx},
         pages::{
             field, form_fields, see_other, ButtonView, FieldView, FormView, Problem, Reader,
             PASSWORD_MAX,
@@ -111,6 +111,7 @@ async fn open_request(
     let tenant = tenant_of_token(token)
         .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    served_here(state, tenant.id).map_err(IntoResponse::into_response)?;
     let cmd = AgentCmd::PeekLink {
         token: token.to_owned(),
     };
