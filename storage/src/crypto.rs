@@ -334,8 +334,31 @@ mod b64 {
     }
 }
 
+/// What the storage tests need to write data as earlier builds did.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// A format-1 value (wrap bound to the value's associated data), as written before
+    /// format 2.
+    pub(crate) fn seal_v1(k: &MasterKey, aad: &[u8], plaintext: &[u8]) -> Sealed {
+        let dek = [7u8; 32];
+        Sealed {
+            v: 1,
+            wrapped_key: encrypt(k.key.as_slice(), aad, &dek).unwrap(),
+            data: encrypt(&dek, aad, plaintext).unwrap(),
+        }
+    }
+
+    /// HMAC-SHA256, as keyed hashes were made (purpose keys straight from the master key).
+    pub(crate) fn legacy_hmac(key: &[u8], data: &[u8]) -> [u8; 32] {
+        hmac_sha256(key, data)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::tests_support::seal_v1;
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
@@ -356,17 +379,6 @@ mod tests {
             k.open(b"tenant-a/totp", &back).unwrap().as_slice(),
             b"secret seed"
         );
-    }
-
-    /// A format-1 value (wrap bound to the value's associated data), as written before
-    /// format 2.
-    fn seal_v1(k: &MasterKey, aad: &[u8], plaintext: &[u8]) -> Sealed {
-        let dek = [7u8; 32];
-        Sealed {
-            v: 1,
-            wrapped_key: encrypt(k.key.as_slice(), aad, &dek).unwrap(),
-            data: encrypt(&dek, aad, plaintext).unwrap(),
-        }
     }
 
     #[test]

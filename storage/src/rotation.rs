@@ -354,6 +354,7 @@ fn collect_shaped(json: &serde_json::Value, out: &mut Vec<Sealed>) {
 #[cfg(test)]
 mod tests {
     use serde::{Deserialize, Serialize};
+    use zeroize::Zeroizing;
 
     use super::*;
     use crate::{
@@ -475,6 +476,66 @@ mod tests {
         assert!(store
             .rotate_master_key(&new, &bound, &key_path, FIELDS)
             .is_err());
+    }
+
+    /// Data as a build from before the hash root wrote it: `meta/key_check` only, keyed hashes
+    /// made under the key's own bytes, values sealed in format 1 (wrap bound to the AAD).
+    #[tokio::test]
+    async fn data_from_before_the_hash_root_keeps_its_hashes_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let key_path = dir.path().join("master.key");
+        let old = MasterKey::generate();
+        old.write_file(&key_path).unwrap();
+        let store = open(&dir.path().join("data"));
+        let meta = store.db.open_tree("meta").unwrap();
+        meta.insert(KEY_CHECK, old.check_value().as_slice())
+            .unwrap();
+        let legacy_hash = {
+            let k = Zeroizing::new(crate::crypto::tests_support::legacy_hmac(
+                old.key_bytes(),
+                b"refresh-token",
+            ));
+            crate::crypto::tests_support::legacy_hmac(k.as_slice(), b"token")
+        };
+        let tenant = store.tenant(TenantId::new());
+        let mut b = tenant.batch();
+        b.put(
+            &[1],
+            &Holder {
+                secret: crate::crypto::tests_support::seal_v1(&old, b"a", b"seed"),
+                state: Outcome::Done {
+                    token: Some(crate::crypto::tests_support::seal_v1(&old, b"b", b"tok")),
+                },
+                metadata: serde_json::Value::Null,
+            },
+        )
+        .unwrap();
+        tenant.apply(b).unwrap();
+
+        let bound = store.bind_master_key(&old).unwrap();
+        assert_eq!(bound.hasher("refresh-token").hash(b"token"), legacy_hash);
+        assert!(
+            meta.get(HASH_ROOT).unwrap().is_some(),
+            "the root is kept from now on"
+        );
+        let h: Holder = tenant.get(&[1]).unwrap().unwrap();
+        assert_eq!(bound.open(b"a", &h.secret).unwrap().as_slice(), b"seed");
+
+        let (new, report) = store
+            .rotate_master_key(&bound, &MasterKey::generate(), &key_path, FIELDS)
+            .unwrap();
+        assert_eq!(report.values.get("holder"), Some(&2));
+        let h: Holder = tenant.get(&[1]).unwrap().unwrap();
+        assert_eq!(h.secret.v, 2, "moved to format 2");
+        assert_eq!(new.open(b"a", &h.secret).unwrap().as_slice(), b"seed");
+        let Outcome::Done { token: Some(t) } = h.state else {
+            panic!("the enum kept its shape")
+        };
+        assert_eq!(new.open(b"b", &t).unwrap().as_slice(), b"tok");
+        let rebound = store
+            .bind_master_key(&MasterKey::load(&key_path).unwrap())
+            .unwrap();
+        assert_eq!(rebound.hasher("refresh-token").hash(b"token"), legacy_hash);
     }
 
     #[tokio::test]
