@@ -939,7 +939,8 @@ pub struct TestingConfig {
     /// drill the restart path. Never on in production.
     pub fault_injection: bool,
     /// Seconds added to the clock tenant actors check calendar deadlines against (the MFA
-    /// grace period), to drill what happens after one passes. Only with `fault_injection`.
+    /// grace period, codes and links), and dashboard sessions are created, touched and expired
+    /// by, to drill what happens after one passes. Only with `fault_injection`.
     pub clock_offset_secs: i64,
 }
 

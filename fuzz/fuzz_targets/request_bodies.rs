@@ -5,7 +5,9 @@
 //! domain lists...) and, for a body that passes, the tenant actor.
 //!
 //! Input: byte 0 picks the route (`ROUTES[b % len]`), byte 1 the content type
-//! (`CONTENT_TYPES[b % len]`), the rest is the body. Each request comes from its own client
+//! (`CONTENT_TYPES[b % len]`), the rest is the body; the routes, the decoding and the checks of
+//! an answer are in `tessera_fuzz::bodies`, shared with the seed replay of the integration
+//! tests (which also checks each seed's exact answer, as a signed-in user). Each request comes from its own client
 //! address (`X-Forwarded-For` from the trusted loopback proxy) and carries what its route
 //! needs to get past authentication: the API key of a tenant, a guest's access token, or a
 //! dashboard session. Three tenants keep the routes from undoing each other's setup: API-key
@@ -13,121 +15,17 @@
 //! session), dashboard routes change the settings of a third.
 //!
 //! Fails on: a panic anywhere in the server (libFuzzer's panic hook aborts), a 500, an error
-//! answer without the contract's error envelope, a request left unanswered.
+//! answer without the contract's error envelope, a validation error that names no field, a
+//! request left unanswered.
 #![no_main]
 
 use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use tessera_fuzz::{envelope_problem, setup_failed, Addresses, Http, Response, Server};
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Auth {
-    /// No credentials.
-    None,
-    /// `X-API-Key` of the API tenant.
-    ApiKey,
-    /// `X-API-Key` of the users tenant and its guest's access token.
-    User,
-    /// The dashboard session of the dashboard tenant's owner; `{slug}` is that tenant.
-    Dashboard,
-}
-
-struct Route {
-    method: &'static str,
-    path: &'static str,
-    auth: Auth,
-}
-
-const fn route(method: &'static str, path: &'static str, auth: Auth) -> Route {
-    Route { method, path, auth }
-}
-
-/// Every route that reads a body, except `POST /v1/auth/logout` (whose optional body is parsed
-/// by the same `optional_json` as the guest sign-in and step-up initiations, and which would
-/// end the guest's session on nearly every input). Append only: the seeds name routes by index.
-const ROUTES: &[Route] = &[
-    route("POST", "/v1/onboarding/signup", Auth::None), // 0
-    route("POST", "/v1/auth/register", Auth::ApiKey),   // 1
-    route("POST", "/v1/auth/verify-email", Auth::ApiKey), // 2
-    route("POST", "/v1/auth/resend-verification", Auth::ApiKey), // 3
-    route("POST", "/v1/auth/login", Auth::ApiKey),      // 4
-    route("POST", "/v1/auth/refresh", Auth::ApiKey),    // 5
-    route("POST", "/v1/auth/forgot-password", Auth::ApiKey), // 6
-    route("POST", "/v1/auth/reset-password", Auth::ApiKey), // 7
-    route("POST", "/v1/auth/anonymous", Auth::ApiKey),  // 8
-    route("POST", "/v1/auth/mfa/verify", Auth::ApiKey), // 9
-    route("POST", "/v1/auth/magic-link", Auth::ApiKey), // 10
-    route("POST", "/v1/auth/magic-link/verify", Auth::ApiKey), // 11
-    route("POST", "/v1/auth/email-otp", Auth::ApiKey),  // 12
-    route("POST", "/v1/auth/email-otp/verify", Auth::ApiKey), // 13
-    route("POST", "/v1/auth/sms-otp", Auth::ApiKey),    // 14
-    route("POST", "/v1/auth/sms-otp/verify", Auth::ApiKey), // 15
-    route("POST", "/v1/auth/change-password", Auth::User), // 16
-    route("POST", "/v1/auth/mfa/verify-setup", Auth::User), // 17
-    route("POST", "/v1/auth/mfa/disable", Auth::User),  // 18
-    route("POST", "/v1/auth/mfa/recovery-codes", Auth::User), // 19
-    route("POST", "/v1/users/me/phone/verify", Auth::User), // 20
-    route("POST", "/v1/users/me/phone/confirm", Auth::User), // 21
-    route("POST", "/v1/auth/step-up/password", Auth::User), // 22
-    route("POST", "/v1/auth/step-up/email-otp/initiate", Auth::User), // 23
-    route("POST", "/v1/auth/step-up/email-otp/verify", Auth::User), // 24
-    route("POST", "/v1/auth/step-up/magic-link/initiate", Auth::User), // 25
-    route("POST", "/v1/auth/step-up/magic-link/verify", Auth::User), // 26
-    route("POST", "/v1/auth/dashboard/login", Auth::None), // 27
-    route("POST", "/v1/auth/dashboard/accept-invite", Auth::None), // 28
-    route("POST", "/v1/auth/dashboard/reauth", Auth::Dashboard), // 29
-    route("POST", "/v1/auth/dashboard/sms-test", Auth::Dashboard), // 30
-    route(
-        "POST",
-        "/v1/auth/dashboard/tenants/{slug}/members",
-        Auth::Dashboard,
-    ), // 31
-    route(
-        "PATCH",
-        "/v1/auth/dashboard/tenants/{slug}/settings/security",
-        Auth::Dashboard,
-    ), // 32
-    route(
-        "PUT",
-        "/v1/auth/dashboard/tenants/{slug}/settings/email-domains",
-        Auth::Dashboard,
-    ), // 33
-    route(
-        "PATCH",
-        "/v1/auth/dashboard/tenants/{slug}/settings/anonymous",
-        Auth::Dashboard,
-    ), // 34
-    route(
-        "PATCH",
-        "/v1/auth/dashboard/tenants/{slug}/settings/roles",
-        Auth::Dashboard,
-    ), // 35
-    route(
-        "PUT",
-        "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain",
-        Auth::Dashboard,
-    ), // 36
-    route(
-        "PUT",
-        "/v1/auth/dashboard/tenants/{slug}/settings/eudi",
-        Auth::Dashboard,
-    ), // 37
-    route(
-        "PUT",
-        "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age",
-        Auth::Dashboard,
-    ), // 38
-];
-
-/// `None`: no Content-Type header. `application/merge-patch+json` (like no header) is refused
-/// with 415 before any body is read: it keeps the refusal path under the fuzzer.
-const CONTENT_TYPES: &[Option<&str>] = &[
-    Some("application/json"),
-    Some("application/json; charset=utf-8"),
-    Some("application/merge-patch+json"),
-    None,
-];
+use tessera_fuzz::{
+    bodies::{answer_problem, decode, Auth, ROUTES},
+    setup_failed, Addresses, Http, Response, Server,
+};
 
 /// The password of every owner the harness creates.
 const OWNER_PASSWORD: &str = "fuzzing-owner-password-1";
@@ -377,11 +275,9 @@ impl Harness {
     }
 
     fn one(&mut self, data: &[u8]) {
-        let [sel, ct, body @ ..] = data else {
+        let Some((route, content_type, body)) = decode(data) else {
             return;
         };
-        let route = &ROUTES[usize::from(*sel) % ROUTES.len()];
-        let content_type = CONTENT_TYPES[usize::from(*ct) % CONTENT_TYPES.len()];
         let path = route.path.replace("{slug}", &self.dash.slug);
         let bearer = match route.auth {
             Auth::User => Some(format!("Bearer {}", self.bearer)),
@@ -424,7 +320,7 @@ impl Harness {
             )
         };
         if let Some(stats) = &mut self.stats {
-            let st = &mut stats[usize::from(*sel) % ROUTES.len()];
+            let st = &mut stats[usize::from(data[0]) % ROUTES.len()];
             st.count += 1;
             st.micros += started.elapsed().as_micros();
             *st.statuses.entry(r.status).or_default() += 1;
@@ -442,8 +338,7 @@ impl Harness {
                 }
             }
         }
-        assert!(r.status != 500, "internal error: {}", shown());
-        if let Some(problem) = envelope_problem(&r) {
+        if let Some(problem) = answer_problem(r.status, &r.body) {
             panic!("{problem}; {}", shown());
         }
         if r.status == 401 {

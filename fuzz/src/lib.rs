@@ -2,6 +2,9 @@
 //! server started in-process with [`tessera::run`] (the entry point the binary and the
 //! black-box tests use), and a small blocking HTTP/1.1 client that keeps one connection open.
 //!
+//! The oracles live in modules the integration tests also include by path, to replay the
+//! seeds on stable: [`bodies`] (`request_bodies`), [`jwt`] and [`admin`] (`admin_protocol`).
+//!
 //! Setup failures are not findings: they print why and exit with status 2, so libFuzzer
 //! never saves a crash input for a harness that could not start.
 
@@ -13,6 +16,10 @@ use std::{
 };
 
 use tessera::config::{Config, Overrides};
+
+pub mod admin;
+pub mod bodies;
+pub mod jwt;
 
 /// Prints `what` and ends the process without a crash report: the harness, not the input,
 /// is at fault.
@@ -351,31 +358,6 @@ fn read_response(r: &mut BufReader<TcpStream>) -> std::io::Result<Response> {
         headers,
         body,
     })
-}
-
-/// Checks the error envelope of the API contract on an error answer:
-/// `{"error": {"code": "...", "message": "..."}}` (codes are `<area>/<reason>` but for the
-/// few the spec names otherwise, such as `invalid_or_expired_token`). Returns what is wrong.
-pub fn envelope_problem(r: &Response) -> Option<String> {
-    if r.status < 400 {
-        return None;
-    }
-    let Some(v) = r.json() else {
-        return Some(format!(
-            "{} answered with a body that is not JSON: {:?}",
-            r.status,
-            String::from_utf8_lossy(&r.body)
-        ));
-    };
-    let code = v["error"]["code"].as_str();
-    let message = v["error"]["message"].as_str();
-    match (code, message) {
-        (Some(c), Some(_)) if !c.is_empty() => None,
-        _ => Some(format!(
-            "{} answered without the error envelope: {v}",
-            r.status
-        )),
-    }
 }
 
 /// A client address for each request, so per-address limits do not answer every request

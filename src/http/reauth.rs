@@ -193,7 +193,11 @@ pub async fn require_step_up(
         .with_header(header::WWW_AUTHENTICATE, www));
     };
     let keys = tenant.keys().await?;
-    let now = OffsetDateTime::now_utc().unix_timestamp();
+    // Step-up tokens are issued on the tenant actors' clock, which the fault drills' offset
+    // moves (zero in production); their lifetime is checked on the same clock.
+    let now = (OffsetDateTime::now_utc()
+        + time::Duration::seconds(app.config.testing.clock_offset_secs))
+    .unix_timestamp();
     let claims = match keys.verify_step_up(
         token,
         &issuer(app, &tenant.slug),

@@ -18,6 +18,7 @@ mod dashboard;
 mod docs;
 mod eudi;
 mod faults;
+mod fuzz_seeds;
 mod guardian;
 mod hosted;
 mod hygiene;

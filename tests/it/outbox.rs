@@ -144,7 +144,21 @@ fn with_smtp_the_outbox_is_empty() {
     let env = smtp.env();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let srv = TestServer::start_with(&env);
+    // A mail goes out through SMTP (the stub receives it) and leaves nothing in the outbox.
+    let api = UserApi::signup(&srv, "Smtp Co", OWNER);
+    api.register("reader@example.com", USER_PASSWORD)
+        .expect(200);
+    let mail = smtp.wait_for(&api.slug, "verify_email", "reader@example.com", 1);
+    assert!(mail.token().is_some(), "{}", mail.text);
     let out = srv.admin(&["outbox", "list"], "");
     assert_eq!(out.json(), json!([]));
     assert!(out.stderr.is_empty(), "{}", out.stderr);
+    assert!(
+        !srv.data_dir.join("outbox").exists()
+            || std::fs::read_dir(srv.data_dir.join("outbox"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "the file outbox holds something"
+    );
 }

@@ -6,15 +6,21 @@
 //! Every request for a code or a link is spaced 60 s per address: a sub-case that needs another
 //! request uses another address.
 
-use std::{sync::Barrier, time::Duration};
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Barrier,
+    },
+    time::Duration,
+};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::support::{
     audit_events, fresh_client_ip, json_keys as keys, name_set as set, patch_security, signup_body,
-    six_digit_code, start_with_mail, user_setup as setup, AuthAnswer, CaptchaStub, Session,
-    SmtpStub, TestServer, UserApi, UserTokens, USER_PASSWORD,
+    six_digit_code, start_with_mail, user_setup as setup, wait_for_idle_delivery, AuthAnswer,
+    CaptchaStub, Session, SmtpStub, TestServer, UserApi, UserTokens, USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, unknown or unbound link or code.
@@ -162,16 +168,37 @@ fn other_code(code: &str) -> String {
     if code == "000000" { "111111" } else { "000000" }.to_owned()
 }
 
-/// Gives mail in flight time to arrive, then asserts none came to `email`.
+/// Numbers the addresses `mail_caught_up` registers.
+static LATER_MAIL: AtomicUsize = AtomicUsize::new(0);
+
+/// Returns once every message queued by a request answered before the call was delivered: an
+/// account registered now gets its confirmation mail (a later message through the same
+/// postman, whose writes are made durable after theirs), then the postman holds nothing, so
+/// no message handed to it earlier is still on its way.
 #[track_caller]
-fn assert_no_mail(smtp: &SmtpStub, email: &str) {
-    std::thread::sleep(Duration::from_millis(700));
-    let got: Vec<String> = smtp
-        .mails_to(email)
-        .iter()
-        .map(|m| format!("{:?}/{:?}", m.tenant(), m.kind()))
-        .collect();
-    assert!(got.is_empty(), "mail to {email}: {got:?}");
+fn mail_caught_up(smtp: &SmtpStub, srv: &TestServer, api: &UserApi) {
+    let later = format!(
+        "later-{}@example.com",
+        LATER_MAIL.fetch_add(1, Ordering::Relaxed)
+    );
+    api.register(&later, USER_PASSWORD).expect(200);
+    smtp.wait_for(&api.slug, "verify_email", &later, 1);
+    wait_for_idle_delivery(srv, "mail");
+}
+
+/// Asserts the requests answered so far mailed nothing to any of `emails` (checked once mail
+/// asked for later has arrived, see `mail_caught_up`).
+#[track_caller]
+fn assert_no_mail(smtp: &SmtpStub, srv: &TestServer, api: &UserApi, emails: &[&str]) {
+    mail_caught_up(smtp, srv, api);
+    for email in emails {
+        let got: Vec<String> = smtp
+            .mails_to(email)
+            .iter()
+            .map(|m| format!("{:?}/{:?}", m.tenant(), m.kind()))
+            .collect();
+        assert!(got.is_empty(), "mail to {email}: {got:?}");
+    }
 }
 
 /// Asserts a passwordless token pair (exactly the token-pair fields, plus `redirect_to` when
@@ -372,7 +399,7 @@ fn a_magic_link_logs_a_confirmed_user_in() {
 
 #[test]
 fn requests_look_alike_for_known_and_unknown_addresses() {
-    let (smtp, _srv, api, _s) = setup("Same Co", &[]);
+    let (smtp, srv, api, _s) = setup("Same Co", &[]);
     let known = "kara@example.com";
     let unknown = "nobody@example.com";
     api.verified_user(&smtp, known, USER_PASSWORD);
@@ -384,7 +411,7 @@ fn requests_look_alike_for_known_and_unknown_addresses() {
     assert_accepted(&a_known, "known address");
     assert_eq!(a_unknown.body, a_known.body);
     link_token(&smtp, &api, known, 1);
-    assert_no_mail(&smtp, unknown);
+    assert_no_mail(&smtp, &srv, &api, &[unknown]);
 
     // A second request within 60 s: the same refusal for both, whatever the case.
     let r_unknown = request_link(&api, unknown);
@@ -405,7 +432,7 @@ fn requests_look_alike_for_known_and_unknown_addresses() {
     assert_accepted(&o_known, "OTP to the known address");
     assert_eq!(o_unknown.body, o_known.body);
     otp_code(&smtp, &api, known, 1);
-    assert_no_mail(&smtp, unknown);
+    assert_no_mail(&smtp, &srv, &api, &[unknown]);
     let r_unknown = request_otp(&api, unknown);
     let r_known = request_otp(&api, known);
     assert_rate_limited(&r_unknown, "OTP, unknown address again");
@@ -717,7 +744,7 @@ fn an_email_otp_logs_in_once_and_confirms_the_address() {
     // `login` mails nothing to an address without an account, and nothing can be verified.
     let unknown = "ghost@example.com";
     assert_accepted(&request_otp(&api, unknown), "OTP to an unknown address");
-    assert_no_mail(&smtp, unknown);
+    assert_no_mail(&smtp, &srv, &api, &[unknown]);
     assert_error(
         &verify_otp(&api, unknown, "123456"),
         401,
@@ -829,8 +856,12 @@ fn login_or_create_obeys_the_tenants_email_policy() {
     let ok = "fine@example.com";
     assert_accepted(&request_otp_mode(&api, ok, "login_or_create"), ok);
     otp_code(&smtp, &api, ok, 1);
-    assert_no_mail(&smtp, "eve@blocked.example");
-    assert_no_mail(&smtp, "eve+x@example.com");
+    assert_no_mail(
+        &smtp,
+        &srv,
+        &api,
+        &["eve@blocked.example", "eve+x@example.com"],
+    );
 }
 
 #[test]
@@ -991,7 +1022,7 @@ fn email_otp_needs_a_captcha_when_the_server_verifies_them() {
     );
     assert_error(&r, 400, CAPTCHA_FAILED, "login_or_create, no captcha_token");
     // (The registrations mailed their verification links; no code went out.)
-    std::thread::sleep(Duration::from_millis(700));
+    mail_caught_up(&smtp, &srv, &api);
     for email in [known[0], known[1], "c4@example.com"] {
         let codes = smtp.mails_of(&api.slug, OTP_KIND, email);
         assert!(codes.is_empty(), "a code went to {email}: {codes:?}");
@@ -1257,38 +1288,50 @@ fn an_email_otp_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
     assert_eq!(api.me(&t.access).expect(200)["email"], fresh);
 }
 
+/// Codes and links live ten minutes: each still works 30 s before its end and is refused 30 s
+/// after it (on the server's offset clock, moved by restarts).
 #[test]
-fn links_and_codes_expire_after_ten_minutes() {
+fn links_and_codes_work_until_ten_minutes_and_not_after() {
     let (smtp, mut srv, mut api, _s) = setup(
         "Expiry Mail Co",
         &[("TESSERA__TESTING__FAULT_INJECTION", "true")],
     );
-    let (early, late, linked) = (
-        "early@example.com",
-        "late@example.com",
-        "linked@example.com",
-    );
+    let (early, late) = ("early@example.com", "late@example.com");
+    let (early_linked, late_linked) = ("early-link@example.com", "late-link@example.com");
+    unverified_user(&api, early_linked);
+    unverified_user(&api, late_linked);
+    let issued = std::time::Instant::now();
     assert_accepted(&request_otp_mode(&api, early, "login_or_create"), early);
     assert_accepted(&request_otp_mode(&api, late, "login_or_create"), late);
-    unverified_user(&api, linked);
-    assert_accepted(&request_link(&api, linked), linked);
+    assert_accepted(&request_link(&api, early_linked), early_linked);
+    assert_accepted(&request_link(&api, late_linked), late_linked);
     let early_code = otp_code(&smtp, &api, early, 1);
     let late_code = otp_code(&smtp, &api, late, 1);
-    let token = link_token(&smtp, &api, linked, 1);
+    let early_token = link_token(&smtp, &api, early_linked, 1);
+    let late_token = link_token(&smtp, &api, late_linked, 1);
 
-    // Eight minutes on (with two to spare for a slow run), a code still works.
-    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "480")]);
+    // 9 min 30 s on, the code and the link still work.
+    let offset = crate::support::offset_for_age(issued, 570);
+    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", &offset)]);
     api.rebase(&srv);
-    assert_eq!(verify_otp(&api, early, &early_code).status, 200);
+    let r = verify_otp(&api, early, &early_code);
+    assert_eq!(r.status, 200, "a code at 9 min 30 s: {}", r.body);
+    let r = verify_link(&api, &early_token);
+    assert_eq!(r.status, 200, "a link at 9 min 30 s: {}", r.body);
 
-    // Eleven minutes on, neither the code nor the link does.
-    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "660")]);
+    // 10 min 30 s on, neither does.
+    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", "630")]);
     api.rebase(&srv);
     assert_error(
         &verify_otp(&api, late, &late_code),
         401,
         EXPIRED,
-        "code at 11 min",
+        "a code at 10 min 30 s",
     );
-    assert_error(&verify_link(&api, &token), 401, EXPIRED, "link at 11 min");
+    assert_error(
+        &verify_link(&api, &late_token),
+        401,
+        EXPIRED,
+        "a link at 10 min 30 s",
+    );
 }

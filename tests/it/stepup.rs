@@ -477,12 +477,21 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
     );
     let fifth = otp_code(&smtp, &api, email, 5);
     let r = verify_otp(&api, &t.access, &fifth);
-    // The block lasts 15 s; only a machine too slow to deliver one mail in that time sees it
-    // lifted already.
-    if blocked_at.elapsed() < std::time::Duration::from_secs(14) {
-        r.expect_error(429, "auth/too_many_attempts");
-        assert!(r.header("retry-after").is_some(), "{}", r.body);
-    }
+    // The block lasts 15 s (on the monotonic clock, which no offset moves): a run too slow to
+    // deliver one mail in that time fails here rather than passing without the check.
+    let waited = blocked_at.elapsed();
+    assert_eq!(
+        (r.status, r.code()),
+        (429, "auth/too_many_attempts"),
+        "the right fresh code {waited:?} after five wrong ones (the block lasts 15 s): {}",
+        r.body
+    );
+    let retry: u64 = r
+        .header("retry-after")
+        .unwrap_or_else(|| panic!("no Retry-After: {}", r.body))
+        .parse()
+        .expect("Retry-After in seconds");
+    assert!((1..=15).contains(&retry), "Retry-After {retry}");
 
     step_up_events(
         &srv,
@@ -841,4 +850,111 @@ fn a_consumed_otp_stays_consumed_after_sigkill() {
     assert_eq!(renewed.sid(), t.sid());
     api.me(&renewed.access).expect(200);
     verify_otp(&api, &renewed.access, &code).expect_error(401, EXPIRED);
+}
+
+/// Moves the server's clock so that what was issued at `issued` is `age` seconds old.
+fn age_to(srv: &mut TestServer, api: &mut UserApi, issued: std::time::Instant, age: u64) {
+    let offset = crate::support::offset_for_age(issued, age);
+    srv.restart_with(&[("TESSERA__TESTING__CLOCK_OFFSET_SECS", &offset)]);
+    api.rebase(srv);
+}
+
+#[test]
+fn step_up_codes_links_and_tokens_work_until_their_lifetime_and_not_after() {
+    // A fixed base URL: tokens name it as their issuer, so those from before a restart (on
+    // another port) stay the server's own.
+    let (smtp, mut srv, mut api, _s) = setup(
+        "Step Expiry Co",
+        &[
+            ("TESSERA__TESTING__FAULT_INJECTION", "true"),
+            (
+                "TESSERA__SERVER__BASE_URL",
+                "https://step-expiry.example.com",
+            ),
+        ],
+    );
+    let email = "nadia@example.com";
+    const BASE: &str = "https://step-expiry.example.com";
+    api.register(email, USER_PASSWORD).expect(200);
+    let mail = smtp.wait_for(&api.slug, "verify_email", email, 1);
+    let token = mail
+        .token_after(&format!("{BASE}/verify-email?token="))
+        .unwrap_or_else(|| panic!("no confirmation link in {}", mail.text));
+    api.post("/v1/auth/verify-email", &json!({ "token": token }))
+        .expect(200);
+    // One session for each code, link and token: a session holds one of each at a time.
+    let sessions: Vec<UserTokens> = (0..6).map(|_| api.login_ok(email, USER_PASSWORD)).collect();
+    let [early_code_s, late_code_s, early_link_s, late_link_s, early_token_s, late_token_s] =
+        &sessions[..]
+    else {
+        unreachable!("six sessions")
+    };
+    let issued = std::time::Instant::now();
+    // Each mail is awaited before the next is asked for: mail goes out concurrently, so the
+    // n-th to arrive is the n-th asked for only this way.
+    let code_for = |s: &UserTokens, n: usize| {
+        initiate(
+            &api,
+            OTP_INITIATE,
+            &s.access,
+            &json!({}),
+            "n***@example.com",
+        );
+        otp_code(&smtp, &api, email, n)
+    };
+    let (early_code, late_code) = (code_for(early_code_s, 1), code_for(late_code_s, 2));
+    let link_for = |s: &UserTokens, n: usize| {
+        initiate(
+            &api,
+            LINK_INITIATE,
+            &s.access,
+            &json!({}),
+            "n***@example.com",
+        );
+        let mail = smtp.wait_for(&api.slug, LINK_KIND, email, n);
+        mail.token_after(&format!("{BASE}/step-up/magic-link?token="))
+            .unwrap_or_else(|| panic!("no step-up link in {}", mail.text))
+    };
+    let (early_link, late_link) = (link_for(early_link_s, 1), link_for(late_link_s, 2));
+    let token_of = |s: &UserTokens| {
+        let r = step_up_password(&api, &s.access, USER_PASSWORD);
+        r.expect(200)["step_up_token"]
+            .as_str()
+            .expect("a step-up token")
+            .to_owned()
+    };
+    let (early_token, late_token) = (token_of(early_token_s), token_of(late_token_s));
+
+    // The e-mail code and the step-up token live 5 minutes.
+    age_to(&mut srv, &mut api, issued, 290);
+    let r = verify_otp(&api, &early_code_s.access, &early_code);
+    assert_eq!(r.status, 200, "an e-mailed code at 4 min 50 s: {}", r.body);
+    assert_gate_passes(&api, &early_token_s.access, &early_token);
+    age_to(&mut srv, &mut api, issued, 310);
+    let r = verify_otp(&api, &late_code_s.access, &late_code);
+    assert_eq!(
+        (r.status, r.code()),
+        (401, EXPIRED),
+        "an e-mailed code at 5 min 10 s: {}",
+        r.body
+    );
+    assert_gate_refuses(
+        &api,
+        &late_token_s.access,
+        &late_token,
+        "a step-up token at 5 min 10 s",
+    );
+
+    // The magic link lives 10 minutes.
+    age_to(&mut srv, &mut api, issued, 590);
+    let r = verify_link(&api, &early_link_s.access, &early_link);
+    assert_eq!(r.status, 200, "a step-up link at 9 min 50 s: {}", r.body);
+    age_to(&mut srv, &mut api, issued, 610);
+    let r = verify_link(&api, &late_link_s.access, &late_link);
+    assert_eq!(
+        (r.status, r.code()),
+        (401, EXPIRED),
+        "a step-up link at 10 min 10 s: {}",
+        r.body
+    );
 }

@@ -1613,3 +1613,49 @@ pub fn json_keys(v: &Value) -> std::collections::BTreeSet<String> {
 pub fn name_set(names: &[&str]) -> std::collections::BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Delivery caught up: what shows that a message was never sent
+// ---------------------------------------------------------------------------------------------
+
+/// The value of the unlabelled series `name` in the server's `/metrics`, if it is there.
+pub fn metric_value(srv: &TestServer, name: &str) -> Option<f64> {
+    let text = srv.get("/metrics", None).text().ok()?;
+    text.lines().find_map(|line| {
+        line.strip_prefix(name)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Waits (up to 15 s) until delivery holds no message of `channel` (`mail`: the postman,
+/// `sms`: the courier), that is until every message handed to it so far was sent or given up
+/// (`tessera_<channel>_queue_depth` reads 0). Both send several messages at once, so the
+/// arrival of one says nothing of another handed over just before it; this does.
+#[track_caller]
+pub fn wait_for_idle_delivery(srv: &TestServer, channel: &str) {
+    let series = format!("tessera_{channel}_queue_depth");
+    let idle = eventually(Duration::from_secs(15), || {
+        metric_value(srv, &series) == Some(0.0)
+    });
+    assert!(
+        idle,
+        "{series} is still {:?} after 15 s",
+        metric_value(srv, &series)
+    );
+}
+
+/// The clock offset (`TESSERA__TESTING__CLOCK_OFFSET_SECS`) that makes what was issued at
+/// `issued` or later at most `age` seconds old now on the server's offset clock (and what was
+/// issued right then at least `age - 1`): `age` less the whole seconds already gone, rounded up.
+/// A restart with it ages it further only by the time the restart itself takes.
+pub fn offset_for_age(issued: Instant, age: u64) -> String {
+    let gone = issued.elapsed().as_secs() + 1;
+    assert!(
+        gone < age,
+        "{gone} s went by since the issue, more than the age {age} s"
+    );
+    (age - gone).to_string()
+}

@@ -118,6 +118,13 @@ impl DirectoryState {
         }
     }
 
+    /// The clock dashboard sessions are created, touched and expired by: the wall clock plus
+    /// the fault drills' `clock_offset` (zero in production), so a drill can move a session
+    /// past its idle or absolute end without waiting.
+    fn session_clock(&self) -> OffsetDateTime {
+        OffsetDateTime::now_utc() + self.runtime.clock_offset
+    }
+
     fn expiry(&self, s: &DashboardSession) -> OffsetDateTime {
         let idle = s.last_seen_at + self.session_policy.idle;
         let absolute = s.created_at + self.session_policy.absolute;
@@ -133,7 +140,7 @@ impl DirectoryState {
             .get::<DashboardAccount>(account_id.as_bytes())?
             .ok_or(DirectoryError::SessionInvalid)?;
         self.account_throttle.reset(&account.email);
-        let now = OffsetDateTime::now_utc();
+        let now = self.session_clock();
         let token = random_token(32);
         let csrf = random_token(32);
         let session = DashboardSession {
@@ -176,7 +183,7 @@ impl DirectoryState {
     pub(super) fn authenticate(&mut self, token: &str) -> Result<SessionInfo, DirectoryError> {
         let key = sha256(token.as_bytes());
         let mut session = self.stored_session(&key)?;
-        let now = OffsetDateTime::now_utc();
+        let now = self.session_clock();
         let mut batch = PlatformBatch::default();
         if now >= self.expiry(&session) {
             batch.remove(Kind::DashboardSession, &key);
@@ -204,13 +211,14 @@ impl DirectoryState {
     pub(super) fn mark_reauth(&mut self, token: &str) -> Result<OffsetDateTime, DirectoryError> {
         let key = sha256(token.as_bytes());
         let mut session = self.stored_session(&key)?;
-        let now = OffsetDateTime::now_utc();
+        let now = self.session_clock();
         if now >= self.expiry(&session) {
             return Err(DirectoryError::SessionInvalid);
         }
         let account = self.session_account(&session)?;
         self.account_throttle.reset(&account.email);
-        session.reauth_at = Some(now);
+        // The recent-re-authentication check reads the wall clock.
+        session.reauth_at = Some(OffsetDateTime::now_utc());
         session.last_seen_at = now;
         let mut batch = PlatformBatch::default();
         batch.put(&key, &session)?;

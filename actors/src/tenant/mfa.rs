@@ -436,7 +436,6 @@ impl TenantState {
                     "totp",
                     Some(latency),
                     ctx,
-                    now,
                 )?;
                 MfaVerified::StepUp(grant)
             }

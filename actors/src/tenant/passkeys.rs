@@ -852,7 +852,6 @@ impl TenantState {
             "passkey",
             None,
             ctx,
-            now,
         )?;
         Ok((grant, self.commit(fx)?))
     }

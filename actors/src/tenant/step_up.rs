@@ -91,8 +91,9 @@ impl TenantState {
         method: &str,
         latency_ms: Option<i128>,
         ctx: &AuditContext,
-        now: OffsetDateTime,
     ) -> Result<StepUpGrant, TenantError> {
+        // The drills' clock, as every step-up lifetime is checked against.
+        let now = self.calendar_now();
         let jti = Uuid::new_v4();
         let expires_at = now + STEP_UP_TOKEN_TTL;
         // One outstanding token per session (a new one replaces it), found by the session.
@@ -139,7 +140,7 @@ impl TenantState {
         latency_ms: i128,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
         if user.password_hash.is_none() {
             return Err(TenantError::StepUpMethodUnavailable);
@@ -173,7 +174,6 @@ impl TenantState {
             "password",
             Some(latency_ms),
             ctx,
-            now,
         )?;
         Ok((grant, self.commit(fx)?))
     }
@@ -204,7 +204,7 @@ impl TenantState {
         action_hint: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
         let code = six_digit_code();
         let mut record = ChallengeRecord::new(
@@ -250,7 +250,7 @@ impl TenantState {
         otp: &str,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
         let at = (session.id, Purpose::StepUpEmailOtp);
         let of_session =
@@ -290,7 +290,6 @@ impl TenantState {
             "email_otp",
             Some(latency),
             ctx,
-            now,
         )?;
         Ok((grant, self.commit(fx)?))
     }
@@ -304,7 +303,7 @@ impl TenantState {
         redirect_to: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
         let mut fx = self.effects();
         let mut record = ChallengeRecord::new(
@@ -328,7 +327,7 @@ impl TenantState {
         token: &str,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
         let mut fx = self.effects();
         let found = match self.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
@@ -352,7 +351,6 @@ impl TenantState {
             "magic_link",
             Some(latency),
             ctx,
-            now,
         )?;
         Ok((grant, self.commit(fx)?))
     }
@@ -380,7 +378,7 @@ impl TenantState {
         &mut self,
         bearer: Bearer,
     ) -> Result<(GateChallenge, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
         let mut fx = self.effects();
         let token = self.issue_challenge(
@@ -408,7 +406,7 @@ impl TenantState {
         bearer: Bearer,
         jti: Uuid,
     ) -> Result<(StepUpUse, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
+        let now = self.calendar_now();
         let (session, _) = self.live_session(bearer, now)?;
         let key = challenge_key(session.id, Purpose::StepUpToken);
         let record = self

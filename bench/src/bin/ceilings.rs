@@ -7,7 +7,7 @@
 //!   verification of an access-token-shaped JWT with `jsonwebtoken` on aws-lc-rs (one thread,
 //!   then all cores), and sled `insert` + `flush()` (one thread, in a temporary directory; also
 //!   `insert` + `flush()` + `fdatasync` of sled's data file, which is what the server's group
-//!   commit does). One JSON document on stdout.
+//!   commit does), and the password policy's weakness check. One JSON document on stdout.
 //! - `ceilings hash --m-cost M --t-cost T --p-cost P`: the PHC string of the password read from
 //!   stdin (one line), for `tessera admin user import`.
 
@@ -30,6 +30,7 @@ use clap::{Parser, Subcommand};
 use jsonwebtoken::{DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tessera_actors::policy::is_weak_password;
 use tessera_bench::{round3, LatencySummary, Result};
 
 #[derive(Parser)]
@@ -114,12 +115,14 @@ fn run(cli: Cli) -> Result<()> {
             let webauthn = measure_webauthn(short)?;
             let dir = tmp_dir.unwrap_or_else(std::env::temp_dir);
             let sled = measure_sled(&dir, short)?;
+            let weak = measure_weak_password(short)?;
             let out = json!({
                 "threads": threads,
                 "argon2id": argon,
                 "es256": es256,
                 "webauthn": webauthn,
                 "sled": sled,
+                "weak_password_check": weak,
             });
             println!("{}", serde_json::to_string_pretty(&out)?);
             Ok(())
@@ -421,6 +424,29 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The password policy's weakness check (the common-password list, its stems, repeats and digit
+/// runs), which every new password passes through before it is hashed: one thread.
+fn measure_weak_password(time: Duration) -> Result<serde_json::Value> {
+    let samples = [
+        "password1234!",
+        "vT7#qL9!mZ2@",
+        "correct horse battery staple 2024",
+        "Qwertyuiop2024",
+    ];
+    let mut i = 0usize;
+    let timed = timed_loop(time, 100, || {
+        i = i.wrapping_add(1);
+        std::hint::black_box(is_weak_password(std::hint::black_box(
+            samples[i % samples.len()],
+        )));
+        Ok(())
+    })?;
+    Ok(json!({
+        "checks_per_s": round3(timed.per_s),
+        "latency": LatencySummary::of(&timed.samples),
+    }))
 }
 
 fn measure_sled(parent: &Path, time: Duration) -> Result<serde_json::Value> {
