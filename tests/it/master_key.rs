@@ -260,3 +260,96 @@ fn a_kill_9_at_any_point_of_a_rotation_leaves_data_that_starts_with_one_key() {
         "committed {committed}, kept {kept} (a whole rotation took {whole:?})"
     );
 }
+
+/// The meta tree of a stopped server's data directory (no background flusher, so the lock goes
+/// with the handle).
+fn meta_of(data_dir: &Path) -> (sled::Db, sled::Tree) {
+    let db = sled::Config::new()
+        .path(tessera_storage::store::db_path(data_dir))
+        .flush_every_ms(None)
+        .open()
+        .unwrap();
+    let meta = db.open_tree("meta").unwrap();
+    (db, meta)
+}
+
+/// The data's hash root, opened with the key file's key.
+fn hash_root_of(data_dir: &Path, key_file: &Path) -> Vec<u8> {
+    let (_db, meta) = meta_of(data_dir);
+    let sealed: tessera_storage::Sealed =
+        serde_json::from_slice(&meta.get("hash_root").unwrap().expect("a hash root")).unwrap();
+    tessera_storage::MasterKey::load(key_file)
+        .unwrap()
+        .open(b"tessera/hash-root", &sealed)
+        .expect("the hash root opens with the key file's key")
+        .to_vec()
+}
+
+#[test]
+fn a_directory_from_before_the_hash_root_keeps_its_hashes_through_upgrade_and_rotation() {
+    // The directory an earlier build left at its first start: the format record and the key's
+    // check value, no hash root (its keyed hashes were made under the key's own bytes).
+    let tmp = tempfile::tempdir().unwrap();
+    let data_dir = tmp.path().join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    let key_path = data_dir.join("master.key");
+    let key_file = new_key_file(&data_dir, "master.key");
+    assert_eq!(key_file, key_path);
+    let old_bytes = base64::engine::general_purpose::STANDARD
+        .decode(key_text(&key_path))
+        .unwrap();
+    {
+        let (db, meta) = meta_of(&data_dir);
+        meta.insert("format", &b"{\"version\":1}"[..]).unwrap();
+        let check = tessera_storage::MasterKey::load(&key_path)
+            .unwrap()
+            .check_value();
+        meta.insert("key_check", &check[..]).unwrap();
+        db.flush().unwrap();
+    }
+    let report: Value = serde_json::from_slice(
+        &Command::new(bin())
+            .args(["check-data", "--data-dir"])
+            .arg(&data_dir)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            &report["format"],
+            &report["migration_pending"],
+            &report["master_key_bound"]
+        ),
+        (&json!(1), &json!(false), &json!(true)),
+        "{report}"
+    );
+
+    // This build starts on it and keeps the key's bytes as the root, so the hashes an earlier
+    // build stored stay valid.
+    let smtp = SmtpStub::start();
+    let env = smtp.env();
+    let mut srv = TestServer::start_in(&data_dir, &env_refs(&env));
+    let mut api = UserApi::signup(&srv, "Upgraded Co", "owner@upgraded.example.com");
+    let h = holder(&api, &smtp, 1);
+    assert!(srv.terminate().success());
+    assert_eq!(hash_root_of(&data_dir, &key_path), old_bytes);
+
+    // A rotation re-seals the root under the new key and keeps it.
+    srv.restart();
+    api.rebase(&srv);
+    let keys = tempfile::tempdir().unwrap();
+    rotate(&srv, &new_key_file(keys.path(), "new.key")).json();
+    UserTokens::from_answer(&api.refresh(&h.refresh));
+    assert!(srv.terminate().success());
+    let now_bytes = base64::engine::general_purpose::STANDARD
+        .decode(key_text(&key_path))
+        .unwrap();
+    assert_ne!(now_bytes, old_bytes, "the key file holds the new key");
+    assert_eq!(hash_root_of(&data_dir, &key_path), old_bytes);
+    srv.restart();
+    api.rebase(&srv);
+    let tokens = totp_sign_in(&api, &h);
+    assert_eq!(exported_dob(&api, &tokens.access), ADULT_DOB);
+}
