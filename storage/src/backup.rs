@@ -540,14 +540,7 @@ mod tests {
     }
     impl PlatformRecord for Pair {}
 
-    fn open(dir: &Path) -> Store {
-        Store::open(&StoreOptions {
-            path: db_path(dir),
-            cache_capacity_bytes: 8 << 20,
-            durability: Durability::Relaxed,
-        })
-        .unwrap()
-    }
+    use crate::store::open_for_tests as open;
 
     /// Records each batch writes (the wider, the likelier a read without the gate cuts one).
     const WIDTH: u64 = 500;

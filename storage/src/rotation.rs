@@ -359,9 +359,7 @@ mod tests {
     use super::*;
     use crate::{
         codec::{Record, TenantRecord},
-        flusher::Durability,
         keys::TenantId,
-        store::{db_path, StoreOptions},
     };
 
     /// A record with a sealed field, a sealed field inside an enum, and the user's own JSON.
@@ -403,22 +401,19 @@ mod tests {
         paths: &[&["secret"], &["state", "*", "token"]],
     }];
 
-    fn open(dir: &Path) -> Store {
-        Store::open(&StoreOptions {
-            path: db_path(dir),
-            cache_capacity_bytes: 8 << 20,
-            durability: Durability::Relaxed,
-        })
-        .unwrap()
+    /// A key file with a new key, and an open store in a temporary directory (not bound yet).
+    fn fixture() -> (tempfile::TempDir, PathBuf, MasterKey, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let key_path = dir.path().join("master.key");
+        let key = MasterKey::generate();
+        key.write_file(&key_path).unwrap();
+        let store = crate::store::open_for_tests(&dir.path().join("data"));
+        (dir, key_path, key, store)
     }
 
     #[tokio::test]
     async fn a_rotation_moves_every_sealed_value_and_the_key_file_and_keeps_hashes() {
-        let dir = tempfile::tempdir().unwrap();
-        let key_path = dir.path().join("master.key");
-        let old = MasterKey::generate();
-        old.write_file(&key_path).unwrap();
-        let store = open(&dir.path().join("data"));
+        let (_dir, key_path, old, store) = fixture();
         let old = store.bind_master_key(&old).unwrap();
         let hash = old.hasher("refresh-token").hash(b"token");
         let tenant = store.tenant(TenantId::new());
@@ -482,11 +477,7 @@ mod tests {
     /// made under the key's own bytes, values sealed in format 1 (wrap bound to the AAD).
     #[tokio::test]
     async fn data_from_before_the_hash_root_keeps_its_hashes_and_rotates() {
-        let dir = tempfile::tempdir().unwrap();
-        let key_path = dir.path().join("master.key");
-        let old = MasterKey::generate();
-        old.write_file(&key_path).unwrap();
-        let store = open(&dir.path().join("data"));
+        let (_dir, key_path, old, store) = fixture();
         let meta = store.db.open_tree("meta").unwrap();
         meta.insert(KEY_CHECK, old.check_value().as_slice())
             .unwrap();
@@ -540,11 +531,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_sealed_value_the_table_misses_refuses_the_rotation_and_changes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let key_path = dir.path().join("master.key");
-        let old = MasterKey::generate();
-        old.write_file(&key_path).unwrap();
-        let store = open(&dir.path().join("data"));
+        let (_dir, key_path, old, store) = fixture();
         let old = store.bind_master_key(&old).unwrap();
         let tenant = store.tenant(TenantId::new());
         let mut b = tenant.batch();
@@ -582,11 +569,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_interrupted_rotation_settles_to_whichever_key_the_data_has() {
-        let dir = tempfile::tempdir().unwrap();
-        let key_path = dir.path().join("master.key");
-        let old = MasterKey::generate();
-        old.write_file(&key_path).unwrap();
-        let store = open(&dir.path().join("data"));
+        let (_dir, key_path, old, store) = fixture();
         store.bind_master_key(&old).unwrap();
         // Before the commit: the new file is discarded.
         MasterKey::generate()

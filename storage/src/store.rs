@@ -387,6 +387,17 @@ pub fn db_path(data_dir: &Path) -> PathBuf {
     data_dir.join("db")
 }
 
+/// A store on the database in `data_dir`, durability relaxed: for the unit tests.
+#[cfg(test)]
+pub(crate) fn open_for_tests(data_dir: &Path) -> Store {
+    let opened = Store::open(&StoreOptions {
+        path: db_path(data_dir),
+        cache_capacity_bytes: 8 << 20,
+        durability: Durability::Relaxed,
+    });
+    opened.unwrap_or_else(|e| panic!("cannot open a test store: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -322,18 +322,7 @@ impl World {
         ]);
         let api = UserApi::signup(&srv, "Fuzz API", "owner-api@fuzz.example.com");
         let owner = srv.login(&api.owner, PASSWORD);
-        let r = srv
-            .client
-            .patch(srv.url(&format!(
-                "/v1/auth/dashboard/tenants/{}/settings/anonymous",
-                api.slug
-            )))
-            .bearer_auth(&owner.token)
-            .header("x-service-confirm", "privileged-default-role")
-            .json(&json!({"anonymous_signins_enabled": true}))
-            .send()
-            .unwrap();
-        assert_eq!(r.status(), 200, "guests on");
+        crate::anonymous::enable_guests(&srv, &owner, &api.slug);
         patch_security(&srv, &owner, &api.slug, json!({"sms_otp_enabled": true}));
         api.verified_user(&smtp, "alice@example.com", SEED_PASSWORD);
         let users = UserApi::signup(&srv, "Fuzz Users", "owner-users@fuzz.example.com");

@@ -765,18 +765,7 @@ fn the_gates_challenge_with_a_totp_code_and_the_same_session_gives_an_aal2_token
 #[test]
 fn a_guest_has_no_mfa_and_no_step_up_method() {
     let (_smtp, srv, api, s) = setup("Guest Co", &[]);
-    let r = srv
-        .client
-        .patch(srv.url(&format!(
-            "/v1/auth/dashboard/tenants/{}/settings/anonymous",
-            api.slug
-        )))
-        .bearer_auth(&s.token)
-        .header("x-service-confirm", "privileged-default-role")
-        .json(&json!({"anonymous_signins_enabled": true}))
-        .send()
-        .expect("PATCH settings/anonymous");
-    assert_eq!(r.status(), 200);
+    crate::anonymous::enable_guests(&srv, &s, &api.slug);
     let g = api.send_as(
         Some(&api.api_key),
         "POST",
