@@ -128,7 +128,7 @@ impl Store {
             None => {
                 let fresh = MasterKey::generate();
                 let rooted = key.with_hash_root(fresh.key_bytes());
-                let root = seal_root(&rooted, rooted.hash_root());
+                let root = seal_root(&rooted, rooted.hash_root())?;
                 meta.transaction(|m| {
                     m.insert(KEY_CHECK, check.as_slice())?;
                     m.insert(HASH_ROOT, root.as_slice())?;
@@ -151,7 +151,7 @@ impl Store {
             }
             None => {
                 let root = *key.key_bytes();
-                meta.insert(HASH_ROOT, seal_root(key, &root))?;
+                meta.insert(HASH_ROOT, seal_root(key, &root)?)?;
                 self.db.flush()?;
                 Ok(key.with_hash_root(&root))
             }
@@ -207,7 +207,7 @@ impl Store {
             }
         }
         report.records = (platform_writes.len() + tenant_writes.len()) as u64;
-        let root = seal_root(&new, new.hash_root());
+        let root = seal_root(&new, new.hash_root())?;
         let check = new.check_value();
         (&self.platform, &self.tenants, &meta).transaction(|(p, t, m)| {
             for (k, v) in &platform_writes {
@@ -228,13 +228,13 @@ impl Store {
     }
 }
 
-fn seal_root(key: &MasterKey, root: &[u8; 32]) -> Vec<u8> {
-    // Sealing only fails if the OS gives no randomness; the JSON of a sealed value always
-    // serialises.
-    key.seal(HASH_ROOT_AAD, root)
-        .ok()
-        .and_then(|s| serde_json::to_vec(&s).ok())
-        .unwrap_or_default()
+/// The hash root sealed under `key`, as `meta/hash_root` holds it.
+fn seal_root(key: &MasterKey, root: &[u8; 32]) -> Result<Vec<u8>, StorageError> {
+    let sealed = key.seal(HASH_ROOT_AAD, root)?;
+    serde_json::to_vec(&sealed).map_err(|source| StorageError::Encode {
+        kind: "hash root",
+        source,
+    })
 }
 
 /// The record's bytes with every sealed value at `field`'s paths re-wrapped, or `None` when it
