@@ -202,7 +202,7 @@ impl MasterKey {
 
     /// Whether this key authenticates `sealed`'s format-2 wrap (a format-1 wrap cannot be
     /// checked without its associated data: false).
-    pub fn wraps(&self, sealed: &Sealed) -> bool {
+    pub(crate) fn wraps(&self, sealed: &Sealed) -> bool {
         sealed.v == SEALED_V2 && decrypt(self.key.as_slice(), WRAP_AAD, &sealed.wrapped_key).is_ok()
     }
 

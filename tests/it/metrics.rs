@@ -17,7 +17,8 @@ use std::{
 use serde_json::{json, Value};
 
 use crate::support::{
-    env_refs, fresh_client_ip, patch_security, TestServer, UserApi, PASSWORD, USER_PASSWORD,
+    env_refs, fresh_client_ip, patch_security, SmtpStub, TestServer, UserApi, PASSWORD,
+    USER_PASSWORD,
 };
 
 /// The metrics this file is about, with their types.
@@ -38,13 +39,7 @@ fn scrape(srv: &TestServer) -> String {
     r.text().unwrap()
 }
 
-/// The value of one series (`name` or `name{labels}`, exactly as exported).
-fn value(text: &str, series: &str) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix(series)?.strip_prefix(' ')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
-}
+use crate::support::series_value as value;
 
 #[track_caller]
 fn must(text: &str, series: &str) -> f64 {
@@ -66,79 +61,6 @@ fn wait_for(srv: &TestServer, series: &str, ok: impl Fn(f64) -> bool, what: &str
             value(&text, series)
         );
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// An SMTP server that refuses every recipient with a transient 451 until it is opened, then
-/// accepts and keeps the messages.
-struct SmtpGate {
-    port: u16,
-    open: Arc<AtomicBool>,
-    refused: Arc<AtomicUsize>,
-    accepted: Arc<AtomicUsize>,
-}
-
-impl SmtpGate {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let gate = SmtpGate {
-            port: listener.local_addr().unwrap().port(),
-            open: Arc::default(),
-            refused: Arc::default(),
-            accepted: Arc::default(),
-        };
-        let (open, refused, accepted) = (
-            gate.open.clone(),
-            gate.refused.clone(),
-            gate.accepted.clone(),
-        );
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let (open, refused, accepted) = (open.clone(), refused.clone(), accepted.clone());
-                std::thread::spawn(move || {
-                    let mut out = stream.try_clone().unwrap();
-                    let mut reader = BufReader::new(stream);
-                    let _ = out.write_all(b"220 gate ESMTP\r\n");
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let cmd = line.trim_end().to_ascii_uppercase();
-                        let reply: &[u8] = if cmd.starts_with("EHLO") || cmd.starts_with("HELO") {
-                            b"250-gate\r\n250 8BITMIME\r\n"
-                        } else if cmd.starts_with("RCPT") && !open.load(Ordering::SeqCst) {
-                            refused.fetch_add(1, Ordering::SeqCst);
-                            b"451 4.3.0 try again later\r\n"
-                        } else if cmd.starts_with("DATA") {
-                            let _ = out.write_all(b"354 go ahead\r\n");
-                            loop {
-                                let mut l = String::new();
-                                if reader.read_line(&mut l).unwrap_or(0) == 0 {
-                                    return;
-                                }
-                                if l == ".\r\n" || l == ".\n" {
-                                    break;
-                                }
-                            }
-                            accepted.fetch_add(1, Ordering::SeqCst);
-                            b"250 queued\r\n"
-                        } else if cmd.starts_with("QUIT") {
-                            let _ = out.write_all(b"221 bye\r\n");
-                            return;
-                        } else {
-                            b"250 ok\r\n"
-                        };
-                        if out.write_all(reply).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        gate
     }
 }
 
@@ -217,29 +139,27 @@ impl ProviderGate {
 /// the way the load says it must.
 #[test]
 fn operator_metrics_follow_group_commits_queues_and_the_database() {
-    let smtp = SmtpGate::start();
+    let smtp = SmtpStub::start_closed();
     let provider = ProviderGate::start();
-    let env: Vec<(String, String)> = [
-        ("TESSERA__MAIL__TRANSPORT", "smtp"),
-        ("TESSERA__MAIL__SMTP__HOST", "127.0.0.1"),
-        ("TESSERA__MAIL__SMTP__PORT", &smtp.port.to_string()),
-        ("TESSERA__MAIL__SMTP__TLS", "none"),
-        ("TESSERA__SMS__TRANSPORT", "http"),
-        ("TESSERA__SMS__BASE_URL", &provider.url),
-        ("TESSERA__SMS__ACCOUNT_SID", "ACmetrics"),
-        ("TESSERA__SMS__AUTH_TOKEN", "metrics-token"),
-        ("TESSERA__SMS__MESSAGING_SERVICE_SID", "MGmetrics"),
-        ("TESSERA__SERVER__TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
-        // One hashing thread and hashes slow enough for jobs to wait behind each other.
-        ("TESSERA__SECURITY__HASHING_THREADS", "1"),
-        ("TESSERA__SECURITY__ARGON2_M_COST_KIB", "32768"),
-        ("TESSERA__SECURITY__ARGON2_T_COST", "2"),
-        ("TESSERA__SECURITY__HASHING_QUEUE_MAX", "16"),
-        ("TESSERA__SECURITY__HASHING_NEW_QUEUE_MAX", "8"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    let mut env = smtp.env();
+    env.extend(
+        [
+            ("TESSERA__SMS__TRANSPORT", "http"),
+            ("TESSERA__SMS__BASE_URL", &provider.url),
+            ("TESSERA__SMS__ACCOUNT_SID", "ACmetrics"),
+            ("TESSERA__SMS__AUTH_TOKEN", "metrics-token"),
+            ("TESSERA__SMS__MESSAGING_SERVICE_SID", "MGmetrics"),
+            ("TESSERA__SERVER__TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
+            // One hashing thread and hashes slow enough for jobs to wait behind each other.
+            ("TESSERA__SECURITY__HASHING_THREADS", "1"),
+            ("TESSERA__SECURITY__ARGON2_M_COST_KIB", "32768"),
+            ("TESSERA__SECURITY__ARGON2_T_COST", "2"),
+            ("TESSERA__SECURITY__HASHING_QUEUE_MAX", "16"),
+            ("TESSERA__SECURITY__HASHING_NEW_QUEUE_MAX", "8"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     let srv = TestServer::start_with(&env_refs(&env));
 
     // At rest: every metric is there, described, and says nothing is waiting.
@@ -303,13 +223,10 @@ fn operator_metrics_follow_group_commits_queues_and_the_database() {
     );
     assert!(must(&text, "tessera_mail_queue_oldest_age_seconds") < 60.0);
     assert_eq!(must(&text, "tessera_mail_queue_depth"), 1.0);
-    assert!(
-        smtp.refused.load(Ordering::SeqCst) >= 1,
-        "mail was attempted"
-    );
-    assert_eq!(smtp.accepted.load(Ordering::SeqCst), 0);
+    assert!(smtp.refused() >= 1, "mail was attempted");
+    assert_eq!(smtp.count(), 0);
     // Delivered at its next attempt, it leaves the queue.
-    smtp.open.store(true, Ordering::SeqCst);
+    smtp.open();
     let text = wait_for(
         &srv,
         "tessera_mail_queue_depth",
@@ -317,7 +234,7 @@ fn operator_metrics_follow_group_commits_queues_and_the_database() {
         "mail delivered",
     );
     assert_eq!(must(&text, "tessera_mail_queue_oldest_age_seconds"), 0.0);
-    assert_eq!(smtp.accepted.load(Ordering::SeqCst), 1);
+    assert_eq!(smtp.count(), 1);
 
     // The same for a texted code while the provider answers 503.
     let owner = srv.login(&api.owner, PASSWORD);

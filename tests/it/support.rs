@@ -445,22 +445,50 @@ fn decode(s: &str) -> String {
 }
 
 /// A local SMTP server speaking enough of RFC 5321 for lettre: it accepts every message and
-/// keeps its DATA.
+/// keeps its DATA. One started closed ([`SmtpStub::start_closed`]) refuses every recipient
+/// with a transient 451 until [`SmtpStub::open`].
 pub struct SmtpStub {
     pub port: u16,
     pub messages: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    accepting: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl SmtpStub {
     pub fn start() -> Self {
+        Self::start_accepting(true)
+    }
+
+    /// A stub that answers every recipient `451 try again later` until it is opened.
+    pub fn start_closed() -> Self {
+        Self::start_accepting(false)
+    }
+
+    /// From now on, recipients are accepted.
+    pub fn open(&self) {
+        self.accepting
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// How many recipients were refused while the stub was closed.
+    pub fn refused(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn start_accepting(accepting: bool) -> Self {
+        use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let messages = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let accepting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(accepting));
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let store = messages.clone();
+        let (gate, refusals) = (accepting.clone(), refused.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 let store = store.clone();
+                let (gate, refusals) = (gate.clone(), refusals.clone());
                 std::thread::spawn(move || {
                     let mut out = stream.try_clone().unwrap();
                     let mut reader = BufReader::new(stream);
@@ -474,6 +502,9 @@ impl SmtpStub {
                         let cmd = line.trim_end().to_ascii_uppercase();
                         if cmd.starts_with("EHLO") || cmd.starts_with("HELO") {
                             let _ = out.write_all(b"250-stub\r\n250 8BITMIME\r\n");
+                        } else if cmd.starts_with("RCPT") && !gate.load(Ordering::SeqCst) {
+                            refusals.fetch_add(1, Ordering::SeqCst);
+                            let _ = out.write_all(b"451 4.3.0 try again later\r\n");
                         } else if cmd.starts_with("DATA") {
                             let _ = out.write_all(b"354 go ahead\r\n");
                             let mut data = String::new();
@@ -499,7 +530,12 @@ impl SmtpStub {
                 });
             }
         });
-        SmtpStub { port, messages }
+        SmtpStub {
+            port,
+            messages,
+            accepting,
+            refused,
+        }
     }
 
     /// Environment for a server that sends through this stub.
@@ -1618,16 +1654,18 @@ pub fn name_set(names: &[&str]) -> std::collections::BTreeSet<String> {
 // Delivery caught up: what shows that a message was never sent
 // ---------------------------------------------------------------------------------------------
 
-/// The value of the unlabelled series `name` in the server's `/metrics`, if it is there.
-pub fn metric_value(srv: &TestServer, name: &str) -> Option<f64> {
-    let text = srv.get("/metrics", None).text().ok()?;
-    text.lines().find_map(|line| {
-        line.strip_prefix(name)?
-            .strip_prefix(' ')?
-            .trim()
-            .parse()
-            .ok()
+/// The value of one series (`name` or `name{labels}`, exactly as exported) in a `/metrics`
+/// text.
+pub fn series_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(series)?.strip_prefix(' ')?;
+        rest.split_whitespace().next()?.parse().ok()
     })
+}
+
+/// The value of the series `name` in the server's `/metrics`, if it is there.
+pub fn metric_value(srv: &TestServer, name: &str) -> Option<f64> {
+    series_value(&srv.get("/metrics", None).text().ok()?, name)
 }
 
 /// Waits (up to 15 s) until delivery holds no message of `channel` (`mail`: the postman,
