@@ -12,6 +12,9 @@ use tessera::{
     config::{Config, Overrides},
 };
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "tessera",
