@@ -28,7 +28,7 @@ use aws_lc_rs::{
     signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use tessera_storage::{
     sha256, Kind, MasterKey, Record, Sealed, TenantId, TenantRecord, TenantStore,
@@ -311,10 +311,11 @@ pub enum TokenError {
     Sign(String),
 }
 
-/// The key that signs: its kid and private key.
+/// The key that signs: its kid and private key, parsed once (jsonwebtoken's `encode` would
+/// parse and check the PKCS#8 again for every token).
 struct CurrentKey {
     kid: String,
-    key: EncodingKey,
+    key: EcdsaKeyPair,
 }
 
 /// What signing and verification need, built from the key records: immutable, so it can be
@@ -357,7 +358,8 @@ impl TokenKeys {
                 "the signing keys must have exactly one current key".into(),
             ));
         };
-        let (x, y) = public_coordinates(current_pkcs8)?;
+        let pair = parse_pkcs8(current_pkcs8)?;
+        let (x, y) = public_coordinates(&pair)?;
         if x != current.x || y != current.y || thumbprint(&x, &y) != current.kid {
             return Err(TenantError::Internal(format!(
                 "signing key {} does not match its public key",
@@ -376,7 +378,7 @@ impl TokenKeys {
         Ok(TokenKeys {
             current: Some(CurrentKey {
                 kid: current.kid.clone(),
-                key: EncodingKey::from_ec_der(current_pkcs8),
+                key: pair,
             }),
             decoding,
             jwks: serde_json::json!({ "keys": jwks }),
@@ -489,8 +491,22 @@ impl TokenKeys {
         let mut header = Header::new(Algorithm::ES256);
         header.typ = Some(typ.into());
         header.kid = Some(current.kid.clone());
-        jsonwebtoken::encode(&header, claims, &current.key)
-            .map_err(|e| TokenError::Sign(e.to_string()))
+        // RFC 7515 compact serialisation, as jsonwebtoken's `encode` writes it: base64url
+        // JSON header and claims, and the ES256 signature r || s (RFC 7518 section 3.4).
+        fn part<T: Serialize>(value: &T) -> Result<String, TokenError> {
+            let json = serde_json::to_vec(value).map_err(|e| TokenError::Sign(e.to_string()))?;
+            Ok(URL_SAFE_NO_PAD.encode(json))
+        }
+        let mut token = part(&header)?;
+        token.push('.');
+        token.push_str(&part(claims)?);
+        let signature = current
+            .key
+            .sign(&SystemRandom::new(), token.as_bytes())
+            .map_err(|_| TokenError::Sign("ES256 signing failed".into()))?;
+        token.push('.');
+        token.push_str(&URL_SAFE_NO_PAD.encode(signature.as_ref()));
+        Ok(token)
     }
 
     /// Verifies an access token of this tenant and returns its claims.
@@ -631,10 +647,14 @@ fn map_jwt_error(e: jsonwebtoken::errors::Error) -> TokenError {
     }
 }
 
-/// The base64url x and y of the public key in a PKCS#8 P-256 private key.
-fn public_coordinates(pkcs8: &[u8]) -> Result<(String, String), TenantError> {
-    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8)
-        .map_err(|_| TenantError::Internal("a signing key is not a P-256 PKCS#8 key".into()))?;
+/// A PKCS#8 P-256 private key, parsed and checked.
+fn parse_pkcs8(pkcs8: &[u8]) -> Result<EcdsaKeyPair, TenantError> {
+    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8)
+        .map_err(|_| TenantError::Internal("a signing key is not a P-256 PKCS#8 key".into()))
+}
+
+/// The base64url x and y of a P-256 key pair's public key.
+fn public_coordinates(pair: &EcdsaKeyPair) -> Result<(String, String), TenantError> {
     let point = pair.public_key().as_ref();
     // Uncompressed SEC 1 point: 0x04 || x (32 bytes) || y (32 bytes).
     match point {
@@ -672,7 +692,7 @@ fn generate(
     let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
         .map_err(|_| TenantError::Internal("could not generate a signing key".into()))?;
     let pkcs8 = zeroize::Zeroizing::new(doc.as_ref().to_vec());
-    let (x, y) = public_coordinates(&pkcs8)?;
+    let (x, y) = public_coordinates(&parse_pkcs8(&pkcs8)?)?;
     let kid = thumbprint(&x, &y);
     let sealed = master.seal(&signing_key_aad(tenant, &kid), &pkcs8)?;
     Ok((
