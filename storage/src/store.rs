@@ -58,19 +58,24 @@ impl Gate {
         self.lock.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn apply(
-        &self,
-        name: &'static str,
-        tree: &sled::Tree,
-        batch: sled::Batch,
-        ops: Ops,
-    ) -> Result<(), StorageError> {
+    /// The batch's writes are copied only while a journal wants them.
+    fn apply(&self, name: &'static str, tree: &sled::Tree, ops: Ops) -> Result<(), StorageError> {
+        fn batch_of(ops: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) -> sled::Batch {
+            let mut batch = sled::Batch::default();
+            for (key, value) in ops {
+                match value {
+                    Some(v) => batch.insert(key, v),
+                    None => batch.remove(key),
+                }
+            }
+            batch
+        }
         let _pass = self.lock.read().unwrap_or_else(|p| p.into_inner());
         if !self.journaling.load(Ordering::Acquire) {
-            return Ok(tree.apply_batch(batch)?);
+            return Ok(tree.apply_batch(batch_of(ops))?);
         }
         let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        tree.apply_batch(batch)?;
+        tree.apply_batch(batch_of(ops.iter().cloned()))?;
         if let Some(j) = journal.as_mut() {
             j.push((name, ops));
         }
@@ -224,8 +229,7 @@ impl PlatformStore {
 
     /// Applies a batch atomically (not yet durable: take a ticket).
     pub fn apply(&self, batch: PlatformBatch) -> Result<(), StorageError> {
-        self.gate
-            .apply(PLATFORM_TREE, &self.tree, batch.inner, batch.ops)
+        self.gate.apply(PLATFORM_TREE, &self.tree, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -237,22 +241,18 @@ impl PlatformStore {
 /// An atomic set of platform writes.
 #[derive(Default)]
 pub struct PlatformBatch {
-    inner: sled::Batch,
     ops: Ops,
 }
 
 impl PlatformBatch {
     pub fn put<R: PlatformRecord>(&mut self, key: &[u8], value: &R) -> Result<(), StorageError> {
-        let (key, value) = (platform_key(R::KIND, key), encode(value)?);
-        self.ops.push((key.clone(), Some(value.clone())));
-        self.inner.insert(key, value);
+        self.ops
+            .push((platform_key(R::KIND, key), Some(encode(value)?)));
         Ok(())
     }
 
     pub fn remove(&mut self, kind: Kind, key: &[u8]) {
-        let key = platform_key(kind, key);
-        self.ops.push((key.clone(), None));
-        self.inner.remove(key);
+        self.ops.push((platform_key(kind, key), None));
     }
 }
 
@@ -338,7 +338,6 @@ impl TenantStore {
     pub fn batch(&self) -> TenantBatch {
         TenantBatch {
             id: self.id,
-            inner: sled::Batch::default(),
             ops: Ops::new(),
         }
     }
@@ -350,8 +349,7 @@ impl TenantStore {
                 "a batch of another tenant was applied".into(),
             ));
         }
-        self.gate
-            .apply(TENANT_TREE, &self.tree, batch.inner, batch.ops)
+        self.gate.apply(TENANT_TREE, &self.tree, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -363,22 +361,18 @@ impl TenantStore {
 /// An atomic set of writes under one tenant's prefix.
 pub struct TenantBatch {
     id: TenantId,
-    inner: sled::Batch,
     ops: Ops,
 }
 
 impl TenantBatch {
     pub fn put<R: TenantRecord>(&mut self, key: &[u8], value: &R) -> Result<(), StorageError> {
-        let (key, value) = (tenant_key(&self.id, R::KIND, key), encode(value)?);
-        self.ops.push((key.clone(), Some(value.clone())));
-        self.inner.insert(key, value);
+        self.ops
+            .push((tenant_key(&self.id, R::KIND, key), Some(encode(value)?)));
         Ok(())
     }
 
     pub fn remove(&mut self, kind: Kind, key: &[u8]) {
-        let key = tenant_key(&self.id, kind, key);
-        self.ops.push((key.clone(), None));
-        self.inner.remove(key);
+        self.ops.push((tenant_key(&self.id, kind, key), None));
     }
 }
 
