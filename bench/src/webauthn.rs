@@ -10,6 +10,8 @@
 //! handle for username-less sign-in, and be told to leave the user-verified flag unset where
 //! the server asked for it, which is how the tests show the server refusing such an answer.
 
+use std::sync::Arc;
+
 use aws_lc_rs::{
     digest::{digest, SHA256},
     rand::SystemRandom,
@@ -56,6 +58,8 @@ fn cbor(v: &Cbor) -> Vec<u8> {
 pub struct SoftCredential {
     pub id: Vec<u8>,
     pkcs8: Vec<u8>,
+    /// `pkcs8` parsed once: parsing checks the key, which costs as much as a signature.
+    key: Arc<EcdsaKeyPair>,
     pub rp_id: String,
     pub user_handle: Vec<u8>,
     pub counter: u32,
@@ -63,11 +67,6 @@ pub struct SoftCredential {
 }
 
 impl SoftCredential {
-    fn key(&self) -> Result<EcdsaKeyPair, String> {
-        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &self.pkcs8)
-            .map_err(|e| format!("key: {e}"))
-    }
-
     /// The private key, PKCS#8 DER: for a test that hands the credential to another
     /// authenticator (a browser's virtual one).
     pub fn pkcs8(&self) -> &[u8] {
@@ -78,7 +77,7 @@ impl SoftCredential {
     /// build an assertion's bytes themselves.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, String> {
         Ok(self
-            .key()?
+            .key
             .sign(&SystemRandom::new(), message)
             .map_err(|e| format!("signature: {e}"))?
             .as_ref()
@@ -207,6 +206,7 @@ impl SoftAuthenticator {
         self.credentials.push(SoftCredential {
             id: id.clone(),
             pkcs8,
+            key: Arc::new(key),
             rp_id,
             user_handle,
             counter: 0,
@@ -267,7 +267,7 @@ impl SoftAuthenticator {
         let mut message = auth_data.clone();
         message.extend_from_slice(digest(&SHA256, &client_data).as_ref());
         let signature = cred
-            .key()?
+            .key
             .sign(&SystemRandom::new(), &message)
             .map_err(|e| format!("signature: {e}"))?;
         Ok(json!({
