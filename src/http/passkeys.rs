@@ -285,10 +285,10 @@ pub async fn assert_finish(
         .await?;
     // The P-256 verification runs here, off the tenant's actor.
     let verdict = check.verify();
-    let passkey = (check.user_id, check.passkey_id);
+    let passkey = check.passkey;
     let outcome = tenant
         .call(|reply| TenantMsg::PasskeyAssertFinish {
-            passkey,
+            passkey: passkey.clone(),
             verdict,
             ip,
             ctx: ctx.clone(),
@@ -505,12 +505,12 @@ pub async fn step_up_verify(
         .await?;
     // The P-256 verification runs here, off the tenant's actor, as at sign-in.
     let verdict = check.verify();
-    let passkey_id = check.passkey_id;
+    let passkey = check.passkey;
     let grant = user
         .tenant
         .call(|reply| TenantMsg::PasskeyStepUpFinish {
             bearer,
-            passkey_id,
+            passkey: passkey.clone(),
             verdict,
             ctx: ctx.clone(),
             reply,

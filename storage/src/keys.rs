@@ -167,6 +167,9 @@ pub enum Kind {
     GuardianToken = 0x6F,
     /// User id -> when a guardian declined for that minor (the account goes 30 days later).
     ChildBlocked = 0x70,
+    /// `user id | passkey id` -> what the passkey's sign-ins changed: its signature counter,
+    /// backup flags, last use, and the clone mark.
+    PasskeyUse = 0x71,
 }
 
 /// The key of a platform record.

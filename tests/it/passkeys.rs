@@ -159,6 +159,23 @@ fn sign_in(api: &UserApi, auth: &mut SoftAuthenticator, origin: &str) -> AuthAns
     finish(api, &assertion)
 }
 
+/// Gives `user` a device-bound passkey under `app.example` (setting the tenant's relying
+/// party to it) and signs in with it once, so the passkey has a use record beside it: for the
+/// tests of what holds a user's data.
+pub(crate) fn passkey_used_once(
+    srv: &TestServer,
+    s: &Session,
+    api: &UserApi,
+    user: &UserTokens,
+) -> SoftAuthenticator {
+    let r = put_domain(srv, s, api, &json!({"passkey_rp_id": RP_ID}), None);
+    assert_eq!(r.0, 200, "{}", r.1);
+    let mut key = SoftAuthenticator::device_bound();
+    register_from(api, user, &mut key, ORIGIN, None).expect(201);
+    verified_claims(api, &sign_in(api, &mut key, ORIGIN));
+    key
+}
+
 /// The claims of a token pair's access token, verified with the JWKS.
 #[track_caller]
 fn verified_claims(api: &UserApi, a: &AuthAnswer) -> Value {

@@ -774,6 +774,8 @@ fn an_erasure_leaves_no_key_of_the_user_and_frees_the_address() {
     let id = body["id"].as_str().expect("id").to_owned();
     let t = api.login_ok(email, USER_PASSWORD);
     api.login_ok(email, USER_PASSWORD);
+    // A passkey, used once: the credential, its index entry and its use record.
+    crate::passkeys::passkey_used_once(&srv, &s, &api, &t);
     api.enable_mfa(&t.access);
     let (st, body) = call(
         &srv,
@@ -801,8 +803,11 @@ fn an_erasure_leaves_no_key_of_the_user_and_frees_the_address() {
         .iter()
         .map(|t| t["kind"].as_str().unwrap_or("").to_owned())
         .collect();
-    // The user, e-mail, session, phone, creation, audit-index, link, queue and throttle records.
-    for kind in ["43", "44", "45", "46", "48", "49", "4d", "4e", "4f", "50"] {
+    // The user, e-mail, session, phone, creation, audit-index, link, queue, throttle, passkey,
+    // passkey index and passkey use records.
+    for kind in [
+        "43", "44", "45", "46", "48", "49", "4d", "4e", "4f", "50", "52", "53", "71",
+    ] {
         assert!(
             kinds.contains(kind),
             "kind {kind} not found before: {before:?}"

@@ -164,7 +164,7 @@ pub fn check_es256(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! The two checks on the same assertions: valid ones, and ones broken in each way the
     //! steps above refuse, each re-signed so that only the step under test can refuse it.
     use std::time::Duration;
@@ -207,7 +207,9 @@ mod tests {
     }
 
     /// A credential registered through the library, as the server registers one.
-    fn registered(mut authenticator: SoftAuthenticator) -> (Credential, SoftCredential) {
+    pub(in crate::tenant) fn registered(
+        mut authenticator: SoftAuthenticator,
+    ) -> (Credential, SoftCredential) {
         let rp = core();
         let builder = rp
             .new_challenge_register_builder(&[7; 16], "ada", "Ada")

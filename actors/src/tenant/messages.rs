@@ -749,7 +749,7 @@ pub enum TenantMsg {
     },
     /// Finishes a passkey sign-in with the verdict on its signature.
     PasskeyAssertFinish {
-        passkey: (Uuid, Uuid),
+        passkey: crate::tenant::passkeys::CheckedPasskey,
         verdict: crate::tenant::passkeys::AssertionVerdict,
         ip: IpAddr,
         ctx: AuditContext,
@@ -772,7 +772,7 @@ pub enum TenantMsg {
     /// A passkey step-up, second half: the verdict on the signature.
     PasskeyStepUpFinish {
         bearer: Bearer,
-        passkey_id: Uuid,
+        passkey: crate::tenant::passkeys::CheckedPasskey,
         verdict: crate::tenant::passkeys::AssertionVerdict,
         ctx: AuditContext,
         reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,

@@ -405,12 +405,12 @@ impl Actor for TenantActor {
             },
             TenantMsg::PasskeyStepUpFinish {
                 bearer,
-                passkey_id,
+                passkey,
                 verdict,
                 ctx,
                 reply,
             } => {
-                let out = state.passkey_step_up_finish(bearer, passkey_id, verdict, &ctx);
+                let out = state.passkey_step_up_finish(bearer, passkey, verdict, &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::PasskeyList { bearer, reply } => {

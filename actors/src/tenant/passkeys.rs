@@ -16,6 +16,10 @@
 //! credential, `swk` for a synced one); the passkey is both factors, so no MFA challenge
 //! follows. The signature counter is the store's: one that does not increase (when either
 //! value is non-zero) refuses the assertion and marks the passkey `suspected_clone`.
+//!
+//! A sign-in writes only the passkey's use state ([`PasskeyUse`]: counter, backup flags, last
+//! use, clone mark), a few dozen bytes beside the credential; every lookup here reads the two
+//! together.
 
 use std::{net::IpAddr, time::Instant};
 
@@ -39,7 +43,7 @@ use super::{
     ceremonies::{Ceremony, CEREMONY_TTL},
     effects::Effects,
     messages::{Bearer, LoginOutcome, PasskeyView, StepUpGrant},
-    records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, UserRecord},
+    records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, PasskeyUse, UserRecord},
     sessions::Proof,
     state::TenantState,
 };
@@ -80,14 +84,34 @@ pub struct PasskeyCheck {
     challenge: Vec<u8>,
     policy: UserVerificationPolicy,
     credential: Credential,
+    /// The passkey checked, for the finish.
+    pub passkey: CheckedPasskey,
+}
+
+/// The passkey an assertion was checked against, as the finish of a sign-in or step-up needs
+/// it: whose, which, and the relying-party id it was registered under (a record never
+/// changes it, so the finish need not read the credential again).
+#[derive(Clone, Debug)]
+pub struct CheckedPasskey {
     pub user_id: Uuid,
     pub passkey_id: Uuid,
+    rp_id: String,
+}
+
+impl CheckedPasskey {
+    fn of(record: &PasskeyRecord) -> Self {
+        CheckedPasskey {
+            user_id: record.user_id,
+            passkey_id: record.id,
+            rp_id: record.rp_id.clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for PasskeyCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PasskeyCheck")
-            .field("passkey_id", &self.passkey_id)
+            .field("passkey_id", &self.passkey.passkey_id)
             .finish_non_exhaustive()
     }
 }
@@ -190,8 +214,8 @@ fn parse_user_handle(handle: &str) -> Option<Uuid> {
 }
 
 /// RFC 8176: `hwk` for a key bound to its device, `swk` for one that may be copied (synced).
-fn amr_of(credential: &Credential) -> &'static str {
-    if credential.backup_eligible {
+fn amr_of(used: &PasskeyUse) -> &'static str {
+    if used.backup_eligible {
         "swk"
     } else {
         "hwk"
@@ -260,15 +284,45 @@ impl TenantState {
         Ok(self.relying_party_parts()?.core())
     }
 
-    /// The user's passkeys, oldest first.
+    /// The user's passkeys, oldest first, each with its use applied.
     pub(super) fn passkeys_of(&self, user: Uuid) -> Result<Vec<PasskeyRecord>, TenantError> {
         let mut out = Vec::new();
         for item in self.store.scan::<PasskeyRecord>(user.as_bytes()) {
             let (_, record) = item?;
-            out.push(record);
+            out.push(self.in_use(record)?);
         }
         out.sort_by_key(|p| p.created_at);
         Ok(out)
+    }
+
+    /// `record` with its use state applied, when it has one.
+    fn in_use(&self, record: PasskeyRecord) -> Result<PasskeyRecord, TenantError> {
+        let key = passkey_key(record.user_id, record.id);
+        Ok(match self.store.get::<PasskeyUse>(&key)? {
+            Some(used) => record.with_use(used),
+            None => record,
+        })
+    }
+
+    /// A passkey's use state as stored now; `None` when the passkey is gone.
+    fn use_now(&self, user: Uuid, passkey: Uuid) -> Result<Option<PasskeyUse>, TenantError> {
+        let key = passkey_key(user, passkey);
+        if let Some(used) = self.store.get::<PasskeyUse>(&key)? {
+            return Ok(Some(used));
+        }
+        // Never used since registration: the record's own values.
+        Ok(self
+            .store
+            .get::<PasskeyRecord>(&key)?
+            .map(|r| r.use_state()))
+    }
+
+    /// One passkey with its use applied.
+    fn passkey(&self, user: Uuid, passkey: Uuid) -> Result<Option<PasskeyRecord>, TenantError> {
+        self.store
+            .get::<PasskeyRecord>(&passkey_key(user, passkey))?
+            .map(|r| self.in_use(r))
+            .transpose()
     }
 
     /// The user's passkeys that can sign in now: under the RP id in force, not suspect.
@@ -301,6 +355,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         for p in self.passkeys_of(user)? {
             batch.remove(Kind::Passkey, &passkey_key(user, p.id));
+            batch.remove(Kind::PasskeyUse, &passkey_key(user, p.id));
             batch.remove(Kind::PasskeyCredential, &sha256(&p.credential.cred_id));
         }
         Ok(())
@@ -517,22 +572,25 @@ impl TenantState {
         Ok(options)
     }
 
-    /// Applies what the library said of an assertion to the passkey as stored now: a
+    /// Applies what the checks said of an assertion to the passkey's use as stored now: a
     /// counter that did not increase past the stored one (when either is non-zero) marks it
     /// a suspected clone (written with `fx`, with its audit event); a valid one moves the
-    /// counter and the backup flags. A passkey made under another RP id, or already suspect,
-    /// is refused whatever the verdict.
+    /// counter and the backup flags, and the last use to `now`. A passkey made under another
+    /// RP id than the tenant's now, or already suspect, is refused whatever the verdict.
     fn apply_verdict(
         &mut self,
         fx: &mut Effects,
-        record: &mut PasskeyRecord,
+        passkey: &CheckedPasskey,
+        used: &mut PasskeyUse,
         verdict: AssertionVerdict,
+        now: OffsetDateTime,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        if record.rp_id != self.passkey_rp_id() || record.suspected_clone {
+        if passkey.rp_id != self.passkey_rp_id() || used.suspected_clone {
             return Err(TenantError::PasskeyInvalidAssertion);
         }
-        let stored = record.credential.counter;
+        let key = passkey_key(passkey.user_id, passkey.passkey_id);
+        let stored = used.counter;
         let counted = |c: u32| (c > 0 || stored > 0) && c <= stored;
         match verdict {
             AssertionVerdict::Valid {
@@ -540,18 +598,19 @@ impl TenantState {
                 backup_eligible,
                 backup_state,
             } if !counted(counter) => {
-                record.credential.counter = counter.max(stored);
-                record.credential.backup_eligible = backup_eligible;
-                record.credential.backup_state = backup_state;
+                used.counter = counter.max(stored);
+                used.backup_eligible = backup_eligible;
+                used.backed_up = backup_state;
+                used.last_used_at = Some(now);
+                fx.batch.put(&key, &*used)?;
                 Ok(())
             }
             AssertionVerdict::Valid { .. } | AssertionVerdict::CounterRegression => {
-                record.suspected_clone = true;
-                fx.batch
-                    .put(&passkey_key(record.user_id, record.id), &*record)?;
+                used.suspected_clone = true;
+                fx.batch.put(&key, &*used)?;
                 let metadata = serde_json::json!({
-                    "user_id": record.user_id,
-                    "passkey_id": record.id,
+                    "user_id": passkey.user_id,
+                    "passkey_id": passkey.passkey_id,
                     "stored_counter": stored,
                     "ip_hash": ctx.ip_hash,
                     "ua_family": ctx.ua_family,
@@ -580,9 +639,7 @@ impl TenantState {
         else {
             return Ok(None);
         };
-        Ok(self
-            .store
-            .get::<PasskeyRecord>(&passkey_key(ix.user_id, ix.passkey_id))?)
+        self.passkey(ix.user_id, ix.passkey_id)
     }
 
     /// A refused sign-in: counted against the client address, and audited.
@@ -652,9 +709,8 @@ impl TenantState {
             state,
             challenge,
             policy: ASSERTION_UV,
+            passkey: CheckedPasskey::of(&record),
             credential: record.credential,
-            user_id: owner,
-            passkey_id: record.id,
         })
     }
 
@@ -663,21 +719,19 @@ impl TenantState {
     /// second step.
     pub fn passkey_assert_finish(
         &mut self,
-        (user_id, passkey_id): (Uuid, Uuid),
+        passkey: CheckedPasskey,
         verdict: AssertionVerdict,
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
-        let Some(mut record) = self
-            .store
-            .get::<PasskeyRecord>(&passkey_key(user_id, passkey_id))?
-        else {
+        let user_id = passkey.user_id;
+        let Some(mut used) = self.use_now(user_id, passkey.passkey_id)? else {
             // Deleted while its signature was being checked.
             return self.passkey_sign_in_failed(fx, ip, Some(user_id), "unknown_credential", ctx);
         };
-        if let Err(e) = self.apply_verdict(&mut fx, &mut record, verdict, ctx) {
+        if let Err(e) = self.apply_verdict(&mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",
@@ -687,14 +741,11 @@ impl TenantState {
         let mut user: UserRecord = self
             .user(user_id)?
             .ok_or(TenantError::PasskeyInvalidAssertion)?;
-        record.last_used_at = Some(now);
-        fx.batch.put(&passkey_key(user_id, record.id), &record)?;
-        let amr = amr_of(&record.credential);
-        let mut proof = Proof::first_factor(amr, "passkey");
+        let mut proof = Proof::first_factor(amr_of(&used), "passkey");
         proof.aal = 2;
         proof
             .audit
-            .insert("passkey_id".into(), serde_json::json!(record.id));
+            .insert("passkey_id".into(), serde_json::json!(passkey.passkey_id));
         let grant = match self.signed_in(&mut fx, &mut user, proof, ctx, now) {
             Ok(g) => g,
             Err(e) => return self.fail(fx, e),
@@ -807,9 +858,8 @@ impl TenantState {
             state,
             challenge,
             policy: ASSERTION_UV,
+            passkey: CheckedPasskey::of(&record),
             credential: record.credential,
-            user_id: user.id,
-            passkey_id: record.id,
         })
     }
 
@@ -819,22 +869,23 @@ impl TenantState {
     pub fn passkey_step_up_finish(
         &mut self,
         bearer: Bearer,
-        passkey_id: Uuid,
+        passkey: CheckedPasskey,
         verdict: AssertionVerdict,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
         let mut fx = self.effects();
-        let Some(mut record) = self
-            .store
-            .get::<PasskeyRecord>(&passkey_key(user.id, passkey_id))?
-        else {
+        let used = match self.use_now(user.id, passkey.passkey_id)? {
+            Some(u) if passkey.user_id == user.id => Some(u),
+            _ => None,
+        };
+        let Some(mut used) = used else {
             // Deleted while its signature was being checked.
             self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
             return self.fail(fx, TenantError::PasskeyInvalidAssertion);
         };
-        if let Err(e) = self.apply_verdict(&mut fx, &mut record, verdict, ctx) {
+        if let Err(e) = self.apply_verdict(&mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",
@@ -842,13 +893,11 @@ impl TenantState {
             self.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
             return self.fail(fx, e);
         }
-        record.last_used_at = Some(now);
-        fx.batch.put(&passkey_key(user.id, record.id), &record)?;
         let grant = self.issue_step_up(
             &mut fx,
             &session,
             2,
-            vec![amr_of(&record.credential).to_owned()],
+            vec![amr_of(&used).to_owned()],
             "passkey",
             None,
             ctx,
@@ -873,10 +922,7 @@ impl TenantState {
         id: Uuid,
     ) -> Result<(UserRecord, PasskeyRecord), TenantError> {
         let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let record = self
-            .store
-            .get::<PasskeyRecord>(&passkey_key(user.id, id))?
-            .ok_or(TenantError::NotFound)?;
+        let record = self.passkey(user.id, id)?.ok_or(TenantError::NotFound)?;
         Ok((user, record))
     }
 
@@ -914,6 +960,7 @@ impl TenantState {
         }
         let mut fx = self.effects();
         fx.batch.remove(Kind::Passkey, &passkey_key(user.id, id));
+        fx.batch.remove(Kind::PasskeyUse, &passkey_key(user.id, id));
         fx.batch
             .remove(Kind::PasskeyCredential, &sha256(&record.credential.cred_id));
         self.passkey_audit(&mut fx, "auth.passkey.deleted", &record, ctx)?;
@@ -967,6 +1014,45 @@ mod tests {
         let b64 = URL_SAFE_NO_PAD.encode(id.as_bytes());
         assert_eq!(parse_user_handle(&b64), Some(id));
         assert_eq!(parse_user_handle("not-a-handle"), None);
+    }
+
+    #[test]
+    fn a_record_s_own_use_state_stands_until_a_use_record_is_applied() {
+        let (mut credential, _) = assertion::tests::registered(
+            tessera_bench::webauthn::SoftAuthenticator::device_bound(),
+        );
+        // As an earlier build, which kept the use state in the record, left it.
+        credential.counter = 7;
+        let used_at = OffsetDateTime::now_utc();
+        let record = PasskeyRecord {
+            id: Uuid::now_v7(),
+            user_id: Uuid::now_v7(),
+            nickname: None,
+            credential,
+            rp_id: "app.example".into(),
+            aaguid: Uuid::nil(),
+            created_at: used_at,
+            last_used_at: Some(used_at),
+            suspected_clone: false,
+        };
+        let own = record.use_state();
+        assert_eq!(own.counter, 7);
+        assert_eq!(own.last_used_at, Some(used_at));
+        assert!(!own.backup_eligible && !own.backed_up && !own.suspected_clone);
+
+        let later = PasskeyUse {
+            counter: 9,
+            backup_eligible: false,
+            backed_up: false,
+            last_used_at: Some(used_at + time::Duration::hours(1)),
+            suspected_clone: true,
+        };
+        let applied = record.with_use(later);
+        assert_eq!(applied.use_state(), later);
+        assert_eq!(applied.credential.counter, 9);
+        let view = applied.view();
+        assert_eq!(view.last_used_at, later.last_used_at);
+        assert!(view.suspected_clone);
     }
 
     #[test]

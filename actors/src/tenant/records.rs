@@ -345,14 +345,17 @@ impl Record for QueuedMail {
 }
 impl TenantRecord for QueuedMail {}
 
-/// A user's passkey (a WebAuthn credential), keyed `user id | passkey id`.
+/// A user's passkey (a WebAuthn credential), keyed `user id | passkey id`. What its sign-ins
+/// change is kept apart, in a [`PasskeyUse`]; read through the tenant's passkey lookups, a
+/// record has that use applied to it.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct PasskeyRecord {
     pub id: Uuid,
     pub user_id: Uuid,
     pub nickname: Option<String>,
     /// The credential as the WebAuthn library verifies it: id, public key, signature
-    /// counter, backup flags, transports.
+    /// counter, backup flags, transports. The counter and flags stored here are those of the
+    /// registration (or of the last sign-in, for a passkey an earlier build kept whole).
     pub credential: webauthn_rs_core::proto::Credential,
     /// The relying-party id it was registered under: it works only while that is the
     /// tenant's.
@@ -383,6 +386,53 @@ impl Record for PasskeyRecord {
     const VERSION: u16 = 1;
 }
 impl TenantRecord for PasskeyRecord {}
+
+/// What a passkey's sign-ins changed, keyed like the passkey: the signature counter and the
+/// backup flags the latest one reported, when it was, and whether a counter that went back
+/// marked it a suspected clone. Kept apart from the credential, so a sign-in rewrites these
+/// few bytes and not the whole credential. Absent until the first sign-in (or for a passkey an
+/// earlier build kept whole): then the record's own values stand ([`PasskeyRecord::use_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PasskeyUse {
+    pub counter: u32,
+    pub backup_eligible: bool,
+    pub backed_up: bool,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub last_used_at: Option<OffsetDateTime>,
+    #[serde(default)]
+    pub suspected_clone: bool,
+}
+
+impl Record for PasskeyUse {
+    const KIND: Kind = Kind::PasskeyUse;
+    const NAME: &'static str = "passkey_use";
+    const VERSION: u16 = 1;
+}
+impl TenantRecord for PasskeyUse {}
+
+impl PasskeyRecord {
+    /// The use state the record itself holds: the registration's counter and flags, or what an
+    /// earlier build, which kept them here, last wrote.
+    pub fn use_state(&self) -> PasskeyUse {
+        PasskeyUse {
+            counter: self.credential.counter,
+            backup_eligible: self.credential.backup_eligible,
+            backed_up: self.credential.backup_state,
+            last_used_at: self.last_used_at,
+            suspected_clone: self.suspected_clone,
+        }
+    }
+
+    /// The record as `used` leaves it: counter, flags, last use and clone mark from there.
+    pub fn with_use(mut self, used: PasskeyUse) -> Self {
+        self.credential.counter = used.counter;
+        self.credential.backup_eligible = used.backup_eligible;
+        self.credential.backup_state = used.backed_up;
+        self.last_used_at = used.last_used_at;
+        self.suspected_clone = used.suspected_clone;
+        self
+    }
+}
 
 /// The key of a passkey: `user id | passkey id`.
 pub fn passkey_key(user: Uuid, passkey: Uuid) -> Vec<u8> {

@@ -1056,11 +1056,11 @@ async fn passkey_finish(
     };
     // The P-256 verification runs here, off the tenant's actor.
     let verdict = check.verify();
-    let passkey = (check.user_id, check.passkey_id);
+    let passkey = check.passkey;
     let outcome = flow
         .tenant
         .call(|reply| TenantMsg::PasskeyAssertFinish {
-            passkey,
+            passkey: passkey.clone(),
             verdict,
             ip,
             ctx: ctx.clone(),
