@@ -229,18 +229,32 @@ impl SoftAuthenticator {
     /// `navigator.credentials.get({publicKey})` from `origin` with the credential the
     /// options allow (or, with none listed, the first discoverable one for the RP id).
     pub fn get(&mut self, options: &Value, origin: &str) -> Result<Value, String> {
-        let rp_id = options["rpId"].as_str().ok_or("no rpId")?.to_owned();
-        let challenge = options["challenge"]
-            .as_str()
-            .ok_or("no challenge")?
-            .to_owned();
+        let rp_id = options["rpId"].as_str().ok_or("no rpId")?;
+        let challenge = options["challenge"].as_str().ok_or("no challenge")?;
         let allowed = credential_ids(&options["allowCredentials"])?;
-        let index = self
-            .credentials
+        let index = self.credential_for(rp_id, &allowed)?;
+        self.assert_with(index, challenge, origin)
+    }
+
+    /// A username-less `navigator.credentials.get` (no `allowCredentials`) for `rp_id` and
+    /// `challenge` from `origin`, as the typed answer: for the load generator, which reads
+    /// the options without a JSON tree.
+    pub fn get_discoverable(
+        &mut self,
+        rp_id: &str,
+        challenge: &str,
+        origin: &str,
+    ) -> Result<Assertion, String> {
+        let index = self.credential_for(rp_id, &[])?;
+        self.assertion(index, challenge, origin)
+    }
+
+    /// The credential for `rp_id` that `allowed` lists (any, when it lists none).
+    fn credential_for(&self, rp_id: &str, allowed: &[Vec<u8>]) -> Result<usize, String> {
+        self.credentials
             .iter()
             .position(|c| c.rp_id == rp_id && (allowed.is_empty() || allowed.contains(&c.id)))
-            .ok_or("NotAllowedError: no credential for these options")?;
-        self.assert_with(index, &challenge, origin)
+            .ok_or_else(|| "NotAllowedError: no credential for these options".into())
     }
 
     /// Signs an assertion with credential `index` for `challenge` from `origin`.
@@ -250,6 +264,17 @@ impl SoftAuthenticator {
         challenge: &str,
         origin: &str,
     ) -> Result<Value, String> {
+        let assertion = self.assertion(index, challenge, origin)?;
+        serde_json::to_value(&assertion).map_err(|e| e.to_string())
+    }
+
+    /// [`Self::assert_with`], typed.
+    fn assertion(
+        &mut self,
+        index: usize,
+        challenge: &str,
+        origin: &str,
+    ) -> Result<Assertion, String> {
         let counts = self.counts;
         let cred = self
             .credentials
@@ -258,8 +283,8 @@ impl SoftAuthenticator {
         if counts {
             cred.counter += 1;
         }
-        let cred = cred.clone();
-        let signed_rp = self.rp_id_override.clone().unwrap_or(cred.rp_id.clone());
+        let cred = self.credentials.get(index).ok_or("no such credential")?;
+        let signed_rp = self.rp_id_override.as_deref().unwrap_or(&cred.rp_id);
         let mut auth_data = digest(&SHA256, signed_rp.as_bytes()).as_ref().to_vec();
         auth_data.push(self.flags(false, cred.backup_eligible));
         auth_data.extend_from_slice(&cred.counter.to_be_bytes());
@@ -270,18 +295,46 @@ impl SoftAuthenticator {
             .key
             .sign(&SystemRandom::new(), &message)
             .map_err(|e| format!("signature: {e}"))?;
-        Ok(json!({
-            "id": b64url(&cred.id),
-            "rawId": b64url(&cred.id),
-            "type": "public-key",
-            "response": {
-                "clientDataJSON": b64url(&client_data),
-                "authenticatorData": b64url(&auth_data),
-                "signature": b64url(signature.as_ref()),
-                "userHandle": b64url(&cred.user_handle),
+        let id = b64url(&cred.id);
+        Ok(Assertion {
+            raw_id: id.clone(),
+            id,
+            kind: "public-key",
+            response: AssertionResponse {
+                client_data_json: b64url(&client_data),
+                authenticator_data: b64url(&auth_data),
+                signature: b64url(signature.as_ref()),
+                user_handle: b64url(&cred.user_handle),
             },
-            "clientExtensionResults": {},
-            "authenticatorAttachment": "platform",
-        }))
+            client_extension_results: NoExtensions {},
+            authenticator_attachment: "platform",
+        })
     }
 }
+
+/// An assertion as `PublicKeyCredential.toJSON()` writes it.
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Assertion {
+    id: String,
+    raw_id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    response: AssertionResponse,
+    client_extension_results: NoExtensions,
+    authenticator_attachment: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AssertionResponse {
+    #[serde(rename = "clientDataJSON")]
+    client_data_json: String,
+    authenticator_data: String,
+    signature: String,
+    user_handle: String,
+}
+
+/// `clientExtensionResults` without any: `{}`.
+#[derive(Debug, serde::Serialize)]
+struct NoExtensions {}

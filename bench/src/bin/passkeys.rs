@@ -5,7 +5,10 @@
 //! `--warmup`, each with a passkey of its own: `assert/begin` (username-less), sign with the
 //! software authenticator, `assert/finish`, expecting the token pair. Every sign-in comes from
 //! a client address of its own (`X-Forwarded-For`; the server must trust 127.0.0.1), as many
-//! users behind a proxy would. Prints `{rps, p50_ms, p99_ms, errors, ...}` like the wrk
+//! users behind a proxy would. Each loop keeps one HTTP/1.1 connection, as wrk does, and reads
+//! the options and writes the assertion as typed JSON: the load shares the cores with the
+//! server, and a client's pool, URL handling and JSON trees would take from the server's
+//! share. Prints `{rps, p50_ms, p99_ms, errors, ...}` like the wrk
 //! scenarios, a sign-in (begin + finish) being one request, and with `--server-pid` the
 //! server's CPU over the measured seconds.
 
@@ -18,10 +21,23 @@ use std::{
     time::{Duration, Instant},
 };
 
+use std::borrow::Cow;
+
 use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper::{
+    body::Bytes,
+    client::conn::http1::SendRequest,
+    header::{CONTENT_TYPE, HOST},
+    Request,
+};
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tessera_bench::{
-    call, client_ip, field, read_rows, webauthn::SoftAuthenticator, LatencySummary, Result,
+    call, client_ip, field, read_rows,
+    webauthn::{Assertion, SoftAuthenticator},
+    LatencySummary, Result,
 };
 
 #[derive(Parser)]
@@ -130,45 +146,114 @@ fn origin_of(rp_id: Option<&str>) -> Result<String> {
         .ok_or_else(|| "no relying-party id in the options".into())
 }
 
-/// The two routes of a sign-in, parsed once.
-struct Routes {
-    begin: reqwest::Url,
-    finish: reqwest::Url,
+/// One keep-alive HTTP/1.1 connection to the server, opened again when the server closed it.
+struct Conn {
+    /// `host:port` of the server.
+    authority: String,
+    sender: SendRequest<Full<Bytes>>,
 }
 
+impl Conn {
+    async fn open(authority: &str) -> Result<Self> {
+        let stream = tokio::net::TcpStream::connect(authority).await?;
+        stream.set_nodelay(true)?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        Ok(Conn {
+            authority: authority.to_owned(),
+            sender,
+        })
+    }
+
+    /// POSTs `body` (JSON) to `path` for the tenant of `api_key` from client address `ip`;
+    /// answers the body when the status is 200.
+    async fn post(&mut self, path: &str, api_key: &str, ip: &str, body: Vec<u8>) -> Result<Bytes> {
+        if self.sender.is_closed() {
+            *self = Conn::open(&self.authority).await?;
+        }
+        self.sender.ready().await?;
+        let request = Request::post(path)
+            .header(HOST, &self.authority)
+            .header("x-api-key", api_key)
+            .header("x-forwarded-for", ip)
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(Bytes::from(body)))?;
+        let exchange = async {
+            let response = self.sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok::<_, hyper::Error>((status, body))
+        };
+        let (status, body) = tokio::time::timeout(Duration::from_secs(30), exchange)
+            .await
+            .map_err(|_| format!("{path}: no answer in 30 s"))??;
+        if status == 200 {
+            Ok(body)
+        } else {
+            Err(format!(
+                "{path}: expected 200, got {status}: {}",
+                String::from_utf8_lossy(&body)
+            )
+            .into())
+        }
+    }
+}
+
+/// What a sign-in needs of `assert/begin`'s answer.
+#[derive(Deserialize)]
+struct BeginAnswer<'a> {
+    #[serde(rename = "publicKey", borrow)]
+    public_key: RequestOptions<'a>,
+}
+
+#[derive(Deserialize)]
+struct RequestOptions<'a> {
+    #[serde(borrow)]
+    challenge: Cow<'a, str>,
+    #[serde(rename = "rpId", borrow)]
+    rp_id: Cow<'a, str>,
+}
+
+/// What a sign-in looks for in `assert/finish`'s answer.
+#[derive(Deserialize)]
+struct TokenPair<'a> {
+    #[serde(borrow)]
+    access_token: Cow<'a, str>,
+}
+
+#[derive(serde::Serialize)]
+struct FinishBody<'a> {
+    response: &'a Assertion,
+}
+
+const BEGIN: &str = "/v1/auth/passkeys/assert/begin";
+const FINISH: &str = "/v1/auth/passkeys/assert/finish";
+
 /// One username-less sign-in from address `n`.
-async fn sign_in(
-    http: &reqwest::Client,
-    routes: &Routes,
-    holder: &mut Holder,
-    n: usize,
-) -> Result<()> {
+async fn sign_in(conn: &mut Conn, holder: &mut Holder, n: usize) -> Result<()> {
     let ip = client_ip(n);
-    let options = call(
-        "assert/begin".into(),
-        200,
-        http.post(routes.begin.clone())
-            .header("x-api-key", &holder.api_key)
-            .header("x-forwarded-for", &ip)
-            .json(&json!({})),
-    )
-    .await?;
-    let public_key = &options["publicKey"];
-    let origin = origin_of(public_key["rpId"].as_str())?;
-    let assertion = holder.authenticator.get(public_key, &origin)?;
-    let pair: Value = call(
-        "assert/finish".into(),
-        200,
-        http.post(routes.finish.clone())
-            .header("x-api-key", &holder.api_key)
-            .header("x-forwarded-for", &ip)
-            .json(&json!({ "response": assertion })),
-    )
-    .await?;
-    if pair["access_token"].is_string() {
-        Ok(())
-    } else {
-        Err(format!("assert/finish: no token pair in {pair}").into())
+    let options = conn
+        .post(BEGIN, &holder.api_key, &ip, b"{}".to_vec())
+        .await?;
+    let options: BeginAnswer = serde_json::from_slice(&options)?;
+    let origin = origin_of(Some(&options.public_key.rp_id))?;
+    let assertion = holder.authenticator.get_discoverable(
+        &options.public_key.rp_id,
+        &options.public_key.challenge,
+        &origin,
+    )?;
+    let body = serde_json::to_vec(&FinishBody {
+        response: &assertion,
+    })?;
+    let pair = conn.post(FINISH, &holder.api_key, &ip, body).await?;
+    match serde_json::from_slice::<TokenPair>(&pair) {
+        Ok(p) if !p.access_token.is_empty() => Ok(()),
+        _ => Err(format!(
+            "assert/finish: no token pair in {}",
+            String::from_utf8_lossy(&pair)
+        )
+        .into()),
     }
 }
 
@@ -186,10 +271,11 @@ async fn run(cli: Cli) -> Result<Value> {
     if holders.is_empty() {
         return Err("no users in the input".into());
     }
-    let routes = Arc::new(Routes {
-        begin: format!("{}/v1/auth/passkeys/assert/begin", cli.base).parse()?,
-        finish: format!("{}/v1/auth/passkeys/assert/finish", cli.base).parse()?,
-    });
+    let authority = cli
+        .base
+        .strip_prefix("http://")
+        .map(|a| a.trim_end_matches('/').to_owned())
+        .ok_or("--base must be http://HOST:PORT")?;
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let next_ip = Arc::new(AtomicUsize::new(1_000_000));
@@ -202,9 +288,8 @@ async fn run(cli: Cli) -> Result<Value> {
         return Err(format!("--concurrency {loops} exceeds the {} users", holders.len()).into());
     }
     for mut holder in holders.into_iter().take(loops) {
-        let (http, routes, measuring, stop, next_ip, errors, first_error) = (
-            http.clone(),
-            routes.clone(),
+        let mut conn = Conn::open(&authority).await?;
+        let (measuring, stop, next_ip, errors, first_error) = (
             measuring.clone(),
             stop.clone(),
             next_ip.clone(),
@@ -216,7 +301,7 @@ async fn run(cli: Cli) -> Result<Value> {
             while !stop.load(Ordering::Relaxed) {
                 let n = next_ip.fetch_add(1, Ordering::Relaxed);
                 let started = Instant::now();
-                let outcome = sign_in(&http, &routes, &mut holder, n).await;
+                let outcome = sign_in(&mut conn, &mut holder, n).await;
                 if !measuring.load(Ordering::Relaxed) {
                     continue;
                 }
