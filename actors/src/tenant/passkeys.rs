@@ -18,7 +18,7 @@
 //! value is non-zero) refuses the assertion and marks the passkey `suspected_clone`.
 //!
 //! A sign-in writes only the passkey's use state ([`PasskeyUse`]: counter, backup flags, last
-//! use, clone mark), a few dozen bytes beside the credential; every lookup here reads the two
+//! use, clone mark), about 130 bytes beside the credential; every lookup here reads the two
 //! together.
 
 use std::{net::IpAddr, time::Instant};

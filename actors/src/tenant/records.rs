@@ -390,7 +390,7 @@ impl TenantRecord for PasskeyRecord {}
 /// What a passkey's sign-ins changed, keyed like the passkey: the signature counter and the
 /// backup flags the latest one reported, when it was, and whether a counter that went back
 /// marked it a suspected clone. Kept apart from the credential, so a sign-in rewrites these
-/// few bytes and not the whole credential. Absent until the first sign-in (or for a passkey an
+/// ~130 bytes and not the whole credential. Absent until the first sign-in (or for a passkey an
 /// earlier build kept whole): then the record's own values stand ([`PasskeyRecord::use_state`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PasskeyUse {
