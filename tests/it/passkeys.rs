@@ -176,6 +176,19 @@ pub(crate) fn passkey_used_once(
     key
 }
 
+/// The kinds (hex) of the tenant's records whose key or value names `needle`, by the admin
+/// CLI's `user traces`.
+fn kinds_naming(srv: &TestServer, api: &UserApi, needle: &str) -> Vec<String> {
+    let out = srv.admin(&["user", "traces", "--tenant", &api.slug, needle], "");
+    let kinds: std::collections::BTreeSet<String> = out.json()["traces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["kind"].as_str().map(str::to_owned))
+        .collect();
+    kinds.into_iter().collect()
+}
+
 /// The claims of a token pair's access token, verified with the JWKS.
 #[track_caller]
 fn verified_claims(api: &UserApi, a: &AuthAnswer) -> Value {
@@ -419,6 +432,8 @@ fn a_synced_passkey_signs_in_as_swk_and_management_is_gated() {
     }
 
     let id = record["id"].as_str().expect("id");
+    // Used, it is the credential, its index entry, its use record and audit events.
+    assert_eq!(kinds_naming(&srv, &api, id), ["41", "52", "53", "71"]);
     let path = format!("{MY_PASSKEYS}/{id}");
     // Rename and delete need a step-up; a nickname is 1-64 characters.
     api.send_with(
@@ -475,6 +490,8 @@ fn a_synced_passkey_signs_in_as_swk_and_management_is_gated() {
         &[(STEP_UP_HEADER, &token)],
     );
     assert_eq!(r.status, 204, "{}", r.body);
+    // Nothing of it is left but the audit events that name it.
+    assert_eq!(kinds_naming(&srv, &api, id), ["41"]);
     // A deleted passkey signs nobody in.
     sign_in(&api, &mut phone, ORIGIN).expect_error(401, INVALID_ASSERTION);
     let list = api.send_with("GET", MY_PASSKEYS, Some(&user.access), None, &[]);
