@@ -876,10 +876,9 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
         let mut fx = self.effects();
-        let used = match self.use_now(user.id, passkey.passkey_id)? {
-            Some(u) if passkey.user_id == user.id => Some(u),
-            _ => None,
-        };
+        let used = self
+            .use_now(user.id, passkey.passkey_id)?
+            .filter(|_| passkey.user_id == user.id);
         let Some(mut used) = used else {
             // Deleted while its signature was being checked.
             self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
