@@ -36,6 +36,12 @@ pub enum TenantError {
     InvalidCredentials,
     #[error("the e-mail address is not verified")]
     EmailNotVerified,
+    /// An account whose address is not confirmed adds no durable credential (see
+    /// `tenant::credentials`).
+    #[error("confirm the account's e-mail address before adding {credential}")]
+    EmailUnconfirmed {
+        credential: crate::tenant::credentials::Credential,
+    },
     #[error("too many failed attempts")]
     TooManyAttempts { retry_after: u64 },
     #[error("rate limited")]

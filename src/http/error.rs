@@ -307,6 +307,12 @@ impl From<CallError<TenantError>> for ApiError {
                 "auth/email_not_verified",
                 "confirm your e-mail address first: follow the link in the verification mail",
             ),
+            CallError::Failed(TenantError::EmailUnconfirmed { credential }) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "auth/email_unconfirmed",
+                "confirm the account's e-mail address first: an account whose address is not confirmed cannot add passkeys, authenticator apps, phone numbers, linked accounts, wallets or consents",
+            )
+            .with_details(serde_json::json!({ "credential": credential })),
             CallError::Failed(TenantError::TooManyAttempts { retry_after }) => {
                 ApiError::rate_limited("auth/too_many_attempts", retry_after)
             }

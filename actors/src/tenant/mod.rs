@@ -13,6 +13,7 @@ pub mod assertion;
 pub mod audit;
 pub mod ceremonies;
 pub mod challenges;
+pub mod credentials;
 pub mod effects;
 pub mod eudi;
 pub mod guardian;
