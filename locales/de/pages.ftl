@@ -178,3 +178,5 @@ error-guardian-declined-title = Einwilligung abgelehnt
 error-guardian-declined = Ein Elternteil oder Sorgeberechtigter hat die Einwilligung für dieses Konto abgelehnt; es kann nicht benutzt werden.
 error-age-required-title = Legen Sie zuerst Ihr Konto an
 error-age-required = { $tenant } schützt Minderjährige: Legen Sie Ihr Konto zuerst in der App mit Ihrem Geburtsdatum an.
+error-email-unconfirmed-title = Bestätigen Sie zuerst Ihre E-Mail-Adresse
+error-email-unconfirmed = Öffnen Sie den Bestätigungslink, den wir an Ihre E-Mail-Adresse gesendet haben, und versuchen Sie es dann erneut. Solange die Adresse nicht bestätigt ist, kann das Konto Apps keinen Zugriff gewähren und keine neuen Anmeldewege hinzufügen.

@@ -178,3 +178,5 @@ error-guardian-declined-title = Consent refused
 error-guardian-declined = A parent or guardian refused consent for this account, so it cannot be used.
 error-age-required-title = Create your account first
 error-age-required = { $tenant } protects minors: create your account in the app with your date of birth first.
+error-email-unconfirmed-title = Confirm your e-mail address first
+error-email-unconfirmed = Open the confirmation link we sent to your e-mail address, then try again. Until the address is confirmed, the account cannot give apps access or add new ways to sign in.

@@ -178,3 +178,5 @@ error-guardian-declined-title = Consentimiento rechazado
 error-guardian-declined = Una madre, un padre o un tutor rechazó el consentimiento para esta cuenta, así que no puede usarse.
 error-age-required-title = Crea primero tu cuenta
 error-age-required = { $tenant } protege a los menores: crea primero tu cuenta en la aplicación con tu fecha de nacimiento.
+error-email-unconfirmed-title = Confirma primero tu dirección de correo
+error-email-unconfirmed = Abre el enlace de confirmación que enviamos a tu dirección de correo y vuelve a intentarlo. Mientras la dirección no esté confirmada, la cuenta no puede dar acceso a aplicaciones ni añadir nuevas formas de iniciar sesión.

@@ -178,3 +178,5 @@ error-guardian-declined-title = Consentement refusé
 error-guardian-declined = Un parent ou tuteur a refusé son consentement pour ce compte, qui ne peut donc pas être utilisé.
 error-age-required-title = Créez d'abord votre compte
 error-age-required = { $tenant } protège les mineurs : créez d'abord votre compte dans l'application avec votre date de naissance.
+error-email-unconfirmed-title = Confirmez d'abord votre adresse e-mail
+error-email-unconfirmed = Ouvrez le lien de confirmation envoyé à votre adresse e-mail, puis réessayez. Tant que l'adresse n'est pas confirmée, le compte ne peut ni donner accès à des applications ni ajouter de nouveaux moyens de connexion.

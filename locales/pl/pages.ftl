@@ -178,3 +178,5 @@ error-guardian-declined-title = Odmowa zgody
 error-guardian-declined = Rodzic lub opiekun odmówił zgody na to konto, więc nie można z niego korzystać.
 error-age-required-title = Najpierw załóż konto
 error-age-required = { $tenant } chroni osoby niepełnoletnie: najpierw załóż konto w aplikacji, podając datę urodzenia.
+error-email-unconfirmed-title = Najpierw potwierdź adres e-mail
+error-email-unconfirmed = Otwórz link potwierdzający wysłany na Twój adres e-mail, a potem spróbuj ponownie. Dopóki adres nie jest potwierdzony, konto nie może udzielać aplikacjom dostępu ani dodawać nowych sposobów logowania.

@@ -365,8 +365,10 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
         AdminRequest::UserTraces { tenant, needles } => {
             let handle = tenant_of(state, &tenant)?;
             let mut bytes: Vec<Vec<u8>> = Vec::new();
+            let mut ids = Vec::new();
             for n in needles {
                 if let Ok(id) = uuid::Uuid::parse_str(&n) {
+                    ids.push(id);
                     bytes.push(id.as_bytes().to_vec());
                     bytes.push(id.to_string().into_bytes());
                 } else {
@@ -379,7 +381,15 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     reply,
                 })
                 .await?;
-            Ok(json!({ "traces": traces }))
+            // What each user named by id still holds of each kind of credential.
+            let mut credentials = serde_json::Map::new();
+            for id in ids {
+                let held = handle
+                    .call(|reply| TenantMsg::UserCredentials { id, reply })
+                    .await?;
+                credentials.insert(id.to_string(), json!(held));
+            }
+            Ok(json!({ "traces": traces, "credentials": credentials }))
         }
         AdminRequest::TenantList => {
             let tenants: Vec<TenantDetails> = dir

@@ -89,7 +89,7 @@ pub struct MfaSetupResponse {
     responses(
         (status = 200, description = "The pending secret; calling again replaces it", body = MfaSetupResponse),
         (status = 401, description = "`account_linking/mfa_required` (the step-up challenge, see the step-up gate), `invalid_or_expired_token`, `auth/missing_token`, `auth/invalid_token` (an access token or an enrolment token)", body = ErrorBody),
-        (status = 403, description = "`mfa/unavailable`: guests cannot set up MFA", body = ErrorBody),
+        (status = 403, description = "`mfa/unavailable`: guests cannot set up MFA; `auth/email_unconfirmed`: the account's address is not confirmed (no authenticator until it is)", body = ErrorBody),
         (status = 409, description = "`mfa/already_enabled`", body = ErrorBody),
     ))]
 pub async fn setup(
@@ -109,6 +109,12 @@ pub async fn setup(
         }
         if me.mfa_enabled {
             return Err(tessera_actors::TenantError::MfaAlreadyEnabled.into());
+        }
+        if me.email.is_some() && !me.email_verified {
+            return Err(tessera_actors::TenantError::EmailUnconfirmed {
+                credential: tessera_actors::tenant::credentials::Credential::Totp,
+            }
+            .into());
         }
         require_step_up(&state, user, &headers).await?;
     }
@@ -149,6 +155,7 @@ pub struct RecoveryCodesResponse {
         (status = 200, description = "MFA enabled", body = RecoveryCodesResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`mfa/invalid_code`, `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/email_unconfirmed`: the account's address is not confirmed", body = ErrorBody),
         (status = 409, description = "`mfa/setup_not_started`, `mfa/already_enabled`", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
     ))]
@@ -353,6 +360,7 @@ pub async fn disable(
         (status = 200, description = "The new codes, shown once", body = RecoveryCodesResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`, `mfa/invalid_code`, `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/email_unconfirmed`: the account's address is not confirmed", body = ErrorBody),
         (status = 409, description = "`mfa/not_enabled`", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
     ))]

@@ -369,6 +369,11 @@ impl Reader {
                 "error-age-required-title",
                 "error-age-required",
             ),
+            Problem::EmailUnconfirmed => (
+                StatusCode::FORBIDDEN,
+                "error-email-unconfirmed-title",
+                "error-email-unconfirmed",
+            ),
         };
         self.problem_page(status, title, text)
     }
@@ -450,6 +455,8 @@ pub enum Problem {
     GuardianDeclined,
     /// Minor protection: this way of signing up brings no age.
     AgeRequired,
+    /// The account's address is not confirmed: it adds no consent or other lasting way in.
+    EmailUnconfirmed,
 }
 
 impl From<CallError<TenantError>> for Problem {
@@ -468,6 +475,7 @@ impl From<CallError<TenantError>> for Problem {
             CallError::Failed(TenantError::GuardianConsentPending) => Problem::GuardianPending,
             CallError::Failed(TenantError::GuardianConsentDeclined) => Problem::GuardianDeclined,
             CallError::Failed(TenantError::AgeRequired) => Problem::AgeRequired,
+            CallError::Failed(TenantError::EmailUnconfirmed { .. }) => Problem::EmailUnconfirmed,
             CallError::Failed(other) => {
                 tracing::error!(error = %other, "a hosted page failed");
                 Problem::Internal

@@ -122,7 +122,7 @@ const NICKNAME_RULE: &str = "must be 1-64 characters, not blank, without control
     responses(
         (status = 200, description = "Creation options: a resident key, user verification preferred, no attestation, the user's passkeys excluded; valid 5 minutes", body = PasskeyOptionsResponse),
         (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge); `invalid_or_expired_token` (a bad step-up token); `auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`auth/anonymous_not_allowed`: a guest", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed`: a guest; `auth/email_unconfirmed`: the account's address is not confirmed (no passkey until it is)", body = ErrorBody),
         (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
         (status = 409, description = "`passkey/limit_reached`: 10 passkeys already", body = ErrorBody),
     ))]
@@ -166,6 +166,7 @@ pub struct PasskeyRegisterFinishRequest {
         (status = 201, description = "The passkey", body = PasskeyResponse),
         (status = 400, description = "`validation/invalid_request`; `passkey/invalid_registration` (wrong origin or relying party, a malformed credential)", body = ErrorBody),
         (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/email_unconfirmed`: the account's address is not confirmed", body = ErrorBody),
         (status = 404, description = "`passkey/ceremony_not_found`: expired, used, or another session's", body = ErrorBody),
         (status = 409, description = "`passkey/limit_reached`; `passkey/already_registered`", body = ErrorBody),
     ))]

@@ -44,7 +44,7 @@ pub struct PhoneVerifyRequest {
         (status = 202, description = "The code is on its way", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`, `sms/country_not_allowed`", body = ErrorBody),
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`auth/anonymous_not_allowed`: a guest", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed`: a guest; `auth/email_unconfirmed`: the account's address is not confirmed (no phone number until it is)", body = ErrorBody),
         (status = 429, description = "`auth/rate_limited`, `sms/monthly_cap_reached`", body = ErrorBody),
     ))]
 pub async fn phone_verify(
@@ -93,7 +93,7 @@ pub struct PhoneVerifyConfirmRequest {
         (status = 200, description = "The user record, with the number", body = UserResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge, see the step-up gate); `invalid_or_expired_token`: wrong, used or expired code, another number, or a bad step-up token; `auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_not_verified` (the account's address is not confirmed)", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_unconfirmed` (the account's address is not confirmed: no phone number until it is)", body = ErrorBody),
         (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
     ))]
 pub async fn phone_confirm(
@@ -117,7 +117,10 @@ pub async fn phone_confirm(
         return Err(tessera_actors::TenantError::GuestNotAllowed.into());
     }
     if me.email.is_some() && !me.email_verified {
-        return Err(tessera_actors::TenantError::EmailNotVerified.into());
+        return Err(tessera_actors::TenantError::EmailUnconfirmed {
+            credential: tessera_actors::tenant::credentials::Credential::Phone,
+        }
+        .into());
     }
     require_step_up(&state, &user, &headers).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
@@ -183,7 +186,7 @@ pub struct LinkProviderResponse {
         (status = 200, description = "Where to send the browser", body = LinkProviderResponse),
         (status = 400, description = "`account_linking/provider_not_configured` (not a provider, or not enabled for this tenant; after the gate passed and consumed the token); `validation/invalid_request` (`redirect_uri` not one of the tenant's URLs)", body = ErrorBody),
         (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking", body = ErrorBody),
+        (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking; `auth/email_unconfirmed`: the account's address is not confirmed (no linked account until it is)", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
     ))]
 pub async fn link_provider(
@@ -205,6 +208,18 @@ pub async fn link_provider(
             "account_linking/disabled",
             "this tenant does not allow linking more sign-in providers",
         ));
+    }
+    // Refused before the gate, so the step-up token is not used up (the actor checks again).
+    let bearer = user.bearer;
+    let me = user
+        .tenant
+        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .await?;
+    if me.email.is_some() && !me.email_verified {
+        return Err(tessera_actors::TenantError::EmailUnconfirmed {
+            credential: tessera_actors::tenant::credentials::Credential::SocialLinks,
+        }
+        .into());
     }
     require_step_up(&state, &user, &headers).await?;
     let shown: String = provider.chars().take(32).collect();

@@ -38,7 +38,7 @@ const COUNTRY: &str = "sms/country_not_allowed";
 const CAP: &str = "sms/monthly_cap_reached";
 const PROVIDER_ERROR: &str = "sms/provider_error";
 const ANON_NOT_ALLOWED: &str = "auth/anonymous_not_allowed";
-const NOT_VERIFIED: &str = "auth/email_not_verified";
+const NOT_VERIFIED: &str = "auth/email_unconfirmed";
 
 const SMS_OTP: &str = "/v1/auth/sms-otp";
 const SMS_VERIFY: &str = "/v1/auth/sms-otp/verify";

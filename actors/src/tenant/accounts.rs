@@ -363,6 +363,23 @@ impl TenantState {
         Ok(token)
     }
 
+    /// The keys of the verification and reset links mailed for `user`: the user's slots hold
+    /// the newest of each, and issuing one removes the one before.
+    pub(super) fn link_keys(&self, user: &UserRecord) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for h in [&user.verify_token, &user.reset_token]
+            .into_iter()
+            .flatten()
+        {
+            if let Ok(h) = hex::decode(h) {
+                if self.store.get::<LinkTokenRecord>(&h)?.is_some() {
+                    out.push((Kind::LinkToken, h));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// The live link token of `purpose` and its user, without consuming it. Unknown,
     /// expired, other-purpose and (for resets) stale-epoch tokens are all `None`; a dead token
     /// found on the way is staged for removal in `batch`.
@@ -569,8 +586,8 @@ impl TenantState {
         let (mut fx, mut user) =
             self.consume_link(self.effects(), token, LinkPurpose::ResetPassword, now)?;
         if !user.email_verified {
-            // The link proved the address: an unconfirmed account's other ways in go.
-            self.forget_unconfirmed_holder(&mut fx, &mut user)?;
+            // The link proved the address: an unconfirmed account's ways in go.
+            self.recover_address(&mut fx, &mut user, "password_reset", ctx)?;
         }
         user.password_hash = Some(password_hash);
         user.password_epoch = user.password_epoch.wrapping_add(1);

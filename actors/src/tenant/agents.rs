@@ -441,7 +441,7 @@ impl Record for UserAgentRecord {
 }
 impl TenantRecord for UserAgentRecord {}
 
-fn user_agent_key(user: Uuid, agent: Uuid) -> Vec<u8> {
+pub(super) fn user_agent_key(user: Uuid, agent: Uuid) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
     k.extend_from_slice(agent.as_bytes());
     k
@@ -514,7 +514,7 @@ impl Record for AgentRequestIndex {
 }
 impl TenantRecord for AgentRequestIndex {}
 
-fn index_key(tag: u8, value: &[u8]) -> Vec<u8> {
+pub(super) fn index_key(tag: u8, value: &[u8]) -> Vec<u8> {
     let mut k = vec![tag];
     k.extend_from_slice(value);
     k
@@ -922,7 +922,7 @@ fn action_key(agent: Uuid, at: OffsetDateTime, seq: u32) -> Vec<u8> {
     k
 }
 
-fn token_key(agent: Uuid, jti: Uuid) -> Vec<u8> {
+pub(super) fn token_key(agent: Uuid, jti: Uuid) -> Vec<u8> {
     let mut k = agent.as_bytes().to_vec();
     k.extend_from_slice(jti.as_bytes());
     k
@@ -2232,25 +2232,82 @@ impl TenantState {
         })
     }
 
-    /// Removes a user's dealings with agents (with the user's other records, into `batch`).
-    pub(super) fn erase_user_agents(
-        &self,
-        batch: &mut TenantBatch,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
+    /// The keys of what `user` and each agent have to do with each other (counts, the user's
+    /// own revocation).
+    pub(super) fn user_agent_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for item in self.store.scan::<UserAgentRecord>(user.as_bytes()) {
-            let (key, _) = item?;
-            batch.remove(Kind::UserAgent, &key);
+            out.push((Kind::UserAgent, item?.0));
         }
+        Ok(out)
+    }
+
+    /// The CIBA and device requests naming any of `users` (waiting, or approved and not yet
+    /// polled), with their indexes.
+    pub(super) fn agent_request_keys(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for item in self.store.scan::<AgentRequestRecord>(b"") {
             let (key, r) = item?;
-            if r.user == Some(user) {
-                if let Ok(k) = <[u8; 32]>::try_from(key.as_slice()) {
-                    self.remove_request(batch, &k, &r);
-                }
+            if !r.user.is_some_and(|u| users.contains(&u)) {
+                continue;
+            }
+            out.push((Kind::AgentRequestIndex, index_key(b'i', r.id.as_bytes())));
+            if let Some(code) = &r.user_code {
+                out.push((Kind::AgentRequestIndex, index_key(b'u', code.as_bytes())));
+            }
+            if let Some(h) = &r.link_hash {
+                out.push((Kind::AgentRequestIndex, index_key(b'l', h)));
+            }
+            out.push((Kind::AgentRequest, key));
+        }
+        Ok(out)
+    }
+
+    /// The live tokens agents hold to act for any of `users`: `(key, jti, exp)`.
+    pub(super) fn agent_tokens_for(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+        now: OffsetDateTime,
+    ) -> Result<Vec<(Vec<u8>, Uuid, i64)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<AgentTokenRecord>(b"") {
+            let (key, t) = item?;
+            if t.exp <= now.unix_timestamp() || !t.user.is_some_and(|u| users.contains(&u)) {
+                continue;
+            }
+            if let Ok(jti) = Uuid::from_slice(key.get(16..).unwrap_or_default()) {
+                out.push((key, jti, t.exp));
             }
         }
+        Ok(out)
+    }
+
+    /// Denylists agent tokens (`(key, jti, exp)`, from [`Self::agent_tokens_for`]) into
+    /// `batch`; the caller publishes the denylist once the batch is durable
+    /// ([`Self::publish_denied`]).
+    pub(super) fn deny_agent_tokens(
+        &self,
+        batch: &mut TenantBatch,
+        tokens: &[(Vec<u8>, Uuid, i64)],
+    ) -> Result<(), TenantError> {
+        for (key, jti, exp) in tokens {
+            batch.put(jti.as_bytes(), &DeniedTokenRecord { exp: *exp })?;
+            batch.remove(Kind::AgentToken, key);
+        }
         Ok(())
+    }
+
+    /// Publishes denylisted token ids to the edge, and forgets the counts of live tokens
+    /// (read back from the store on next use).
+    pub(super) fn publish_denied(&mut self, denied: &[Uuid]) {
+        if denied.is_empty() {
+            return;
+        }
+        self.agent_counters.live.clear();
+        self.publish_agent(None, denied);
     }
 
     /// Removes expired token records, denylist entries and requests, and actions past the

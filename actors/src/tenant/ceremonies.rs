@@ -91,6 +91,21 @@ impl Ceremonies {
         );
     }
 
+    /// Drops every ceremony of `users` (registrations and step-ups of their sessions, sign-ins
+    /// named by their handle); answers how many.
+    pub(super) fn forget_users(&mut self, users: &std::collections::HashSet<Uuid>) -> usize {
+        let before = self.pending.len();
+        self.pending.retain(|_, p| match &p.ceremony {
+            Ceremony::Register { user, .. } | Ceremony::StepUp { user, .. } => {
+                !users.contains(user)
+            }
+            Ceremony::SignIn { user, .. } => !user.is_some_and(|u| users.contains(&u)),
+        });
+        let pending = &self.pending;
+        self.by_session.retain(|_, c| pending.contains_key(c));
+        before - self.pending.len()
+    }
+
     /// Takes out the live ceremony of `challenge`.
     pub(super) fn take(&mut self, challenge: &[u8], now: Instant) -> Option<Ceremony> {
         let pending = self.pending.remove(challenge)?;

@@ -410,6 +410,21 @@ impl TenantState {
         Ok(())
     }
 
+    /// The keys of the challenges and step-up tokens of any of `users`, live or not.
+    pub(super) fn challenge_keys(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<ChallengeRecord>(b"") {
+            let (key, c) = item?;
+            if users.contains(&c.user_id) {
+                out.push((Kind::Challenge, key));
+            }
+        }
+        Ok(out)
+    }
+
     /// Removes expired challenges (at most `limit`); answers how many.
     pub(super) fn sweep_challenges(
         &self,

@@ -52,6 +52,8 @@ pub(super) struct Effects {
     /// The language of the mail this command queues, when the command knows it better than
     /// the store does (a user it creates in this very batch).
     pub locale: Option<String>,
+    /// Agent tokens this command denylisted: published to the edge once the batch is applied.
+    pub denied_agent_tokens: Vec<Uuid>,
 }
 
 impl TenantState {
@@ -60,6 +62,7 @@ impl TenantState {
             batch: self.store.batch(),
             mail: Vec::new(),
             locale: None,
+            denied_agent_tokens: Vec::new(),
         }
     }
 
@@ -69,6 +72,7 @@ impl TenantState {
     pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
         self.throttle_changes_into(&mut effects.batch)?;
         self.store.apply(effects.batch)?;
+        self.publish_denied(&effects.denied_agent_tokens);
         Ok(effects.mail)
     }
 

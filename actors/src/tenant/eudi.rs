@@ -1076,19 +1076,38 @@ impl TenantState {
         }))
     }
 
-    /// Unlinks the user's wallet identities and drops what wallets attested (erasure).
-    pub(super) fn erase_wallet_links(
-        &self,
-        batch: &mut tessera_storage::TenantBatch,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
+    /// The records of the user's wallet identities: each link to the user and what wallets
+    /// attested.
+    pub(super) fn wallet_link_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         if let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? {
             for subject in &c.subjects {
-                batch.remove(Kind::EudiSubject, subject);
+                let linked = self.store.get::<EudiSubjectRecord>(subject)?;
+                if linked.is_some_and(|l| l.user_id == user) {
+                    out.push((Kind::EudiSubject, subject.to_vec()));
+                }
             }
-            batch.remove(Kind::EudiClaims, user.as_bytes());
+            out.push((Kind::EudiClaims, user.as_bytes().to_vec()));
         }
-        Ok(())
+        Ok(out)
+    }
+
+    /// The wallet sign-ins that completed for any of `users` and wait for the client's poll
+    /// (the transaction and its poll index: the poll then finds nothing).
+    pub(super) fn wallet_sign_in_keys(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<EudiTxRecord>(b"") {
+            let (key, tx) = item?;
+            if matches!(tx.outcome, TxOutcome::SignedIn { user_id, .. } if users.contains(&user_id))
+            {
+                out.push((Kind::EudiTx, key));
+                out.push((Kind::EudiPoll, tx.poll_hash.to_vec()));
+            }
+        }
+        Ok(out)
     }
 
     /// Deletes transactions past their result's keeping and unused age tokens past their

@@ -882,21 +882,19 @@ impl TenantState {
         Ok(())
     }
 
-    /// Stages the removal of every guardian link of `user` and its declined-account entry
-    /// (part of every erasure).
-    pub(super) fn erase_guardian_links(
+    /// The keys of the guardian links (consent, portal, export) about any of `users`.
+    pub(super) fn guardian_link_keys(
         &self,
-        batch: &mut TenantBatch,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
-        batch.remove(Kind::ChildBlocked, user.as_bytes());
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for item in self.store.scan::<GuardianTokenRecord>(b"") {
             let (key, rec) = item?;
-            if rec.child == user {
-                batch.remove(Kind::GuardianToken, &key);
+            if users.contains(&rec.child) {
+                out.push((Kind::GuardianToken, key));
             }
         }
-        Ok(())
+        Ok(out)
     }
 
     /// Removes up to `limit` expired guardian links (an export's sealed archive among them);

@@ -119,6 +119,7 @@ impl TenantState {
         let cutoff = as_of - ttl;
         let mut fx = self.effects();
         let mut purged = 0;
+        let mut guests = Vec::new();
         for item in self.store.scan::<GuestIndex>(b"") {
             if purged == PURGE_LIMIT {
                 break;
@@ -138,8 +139,11 @@ impl TenantState {
             if dry_run {
                 continue;
             }
-            // Its record, indexes, sessions and per-user audit index.
-            self.erase_user_records(&mut fx.batch, &user)?;
+            guests.push(user);
+        }
+        // Their records, indexes, credentials and per-user audit index, in one walk.
+        if !guests.is_empty() {
+            self.erase_user_records(&mut fx, guests)?;
         }
         // Expired challenges and step-up tokens go with the same daily run, and so do the
         // throttle entries with nothing left to hold (their records leave with this batch).

@@ -216,6 +216,14 @@ pub enum UserAction {
     SendPasswordReset,
 }
 
+/// One kind of credential a user holds, and how many records, tokens or fields of it
+/// ([`TenantMsg::UserCredentials`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct HeldCredential {
+    pub kind: super::credentials::Credential,
+    pub count: usize,
+}
+
 /// Where a user's trace was found by [`TenantMsg::UserTraces`].
 #[derive(Clone, Debug, Serialize)]
 pub struct Trace {
@@ -1079,6 +1087,12 @@ pub enum TenantMsg {
     UserTraces {
         needles: Vec<Vec<u8>>,
         reply: RpcReplyPort<Result<Vec<Trace>, TenantError>>,
+    },
+    /// What a user holds of each kind of credential, as stored (the kinds with something):
+    /// the operator's check that a recovery or an erasure left the holder nothing.
+    UserCredentials {
+        id: uuid::Uuid,
+        reply: RpcReplyPort<Result<Vec<HeldCredential>, TenantError>>,
     },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
     InjectPanic {

@@ -17,7 +17,9 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     challenges::{ChallengeRecord, Found, OAuthResume, Purpose},
+    credentials::Credential as CredentialKind,
     effects::Effects,
+    inventory::may_add,
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaLogin, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
@@ -219,6 +221,7 @@ impl TenantState {
         if user.mfa_enabled {
             return Err(TenantError::MfaAlreadyEnabled);
         }
+        may_add(&user, CredentialKind::Totp)?;
         let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
         rand::rngs::OsRng.fill_bytes(seed.as_mut_slice());
         user.totp_pending = Some(self.master_key.seal(&self.seed_aad(user.id), &seed[..])?);
@@ -346,6 +349,7 @@ impl TenantState {
         let Some(pending) = user.totp_pending.clone() else {
             return Err(TenantError::MfaSetupNotStarted);
         };
+        may_add(&user, CredentialKind::Totp)?;
         self.mfa_blocked(&user)?;
         let seed = zeroize::Zeroizing::new(self.open_seed(user.id, &pending)?);
         let unix = u64::try_from(now.unix_timestamp()).unwrap_or(0);
@@ -571,6 +575,9 @@ impl TenantState {
                 return self.fail(fx, e);
             }
         };
+        if let Err(e) = may_add(&user, CredentialKind::RecoveryCodes) {
+            return self.fail(fx, e);
+        }
         Self::use_factor(&mut user, &factor);
         let (codes, hashes) = self.new_recovery_codes();
         user.recovery_codes = hashes;

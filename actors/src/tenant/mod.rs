@@ -20,6 +20,7 @@ pub mod guardian;
 pub mod guests;
 pub mod hosted;
 pub mod import;
+pub mod inventory;
 pub mod keys;
 pub mod limits;
 pub mod messages;
@@ -748,6 +749,9 @@ impl Actor for TenantActor {
             }
             TenantMsg::UserTraces { needles, reply } => {
                 let _ = reply.send(state.user_traces(&needles));
+            }
+            TenantMsg::UserCredentials { id, reply } => {
+                let _ = reply.send(state.user_credentials(id));
             }
             TenantMsg::InjectPanic { reply } => {
                 if state.fault_injection() {

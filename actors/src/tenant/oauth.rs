@@ -28,6 +28,8 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
+    credentials::Credential,
+    inventory::may_add,
     messages::{Bearer, Grant, UserView},
     oauth_clients::{ClientType, OAuthClientRecord, TokenAuthMethod},
     records::{SessionRecord, UserRecord, UserSessionIndex},
@@ -107,7 +109,12 @@ impl Record for ConsentRecord {
 }
 impl TenantRecord for ConsentRecord {}
 
-fn consent_key(user: Uuid, client_id: &str) -> Vec<u8> {
+/// Whether a client id is an agent's (`agt_...`): its consents are agent consents.
+pub fn is_agent_client(client_id: &str) -> bool {
+    client_id.starts_with("agt_")
+}
+
+pub(super) fn consent_key(user: Uuid, client_id: &str) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
     k.extend_from_slice(client_id.as_bytes());
     k
@@ -582,6 +589,7 @@ impl TenantState {
             }
             ConsentDecision::Approve(approved) => approved,
         };
+        may_add(&user, Credential::OAuthConsents)?;
         if approved.iter().any(|s| !request.scopes.contains(s)) {
             return Err(fail(OAuthFailure::InvalidScope));
         }
@@ -1021,17 +1029,37 @@ impl TenantState {
         Ok(true)
     }
 
-    /// Removes a user's consents (with the user's other records, into `batch`).
-    pub(super) fn erase_consents(
+    /// The keys of `user`'s consents to agents (`agents` true) or to OAuth clients.
+    pub(super) fn consent_keys(
         &self,
-        batch: &mut TenantBatch,
         user: Uuid,
-    ) -> Result<(), TenantError> {
+        agents: bool,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for item in self.store.scan::<ConsentRecord>(user.as_bytes()) {
-            let (key, _) = item?;
-            batch.remove(Kind::OAuthConsent, &key);
+            let (key, c) = item?;
+            if is_agent_client(&c.client_id) == agents {
+                out.push((Kind::OAuthConsent, key));
+            }
         }
-        Ok(())
+        Ok(out)
+    }
+
+    /// The keys of the authorization codes issued to any of `users` (redeemed ones too: the
+    /// record of a redeemed code watches for a second use of it, which a gone record cannot
+    /// show, but the grant it opened goes with the user's grants).
+    pub(super) fn code_keys(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<AuthCodeRecord>(b"") {
+            let (key, code) = item?;
+            if users.contains(&code.user_id) {
+                out.push((Kind::OAuthCode, key));
+            }
+        }
+        Ok(out)
     }
 
     /// Removes codes past their reuse watch (at most `limit`); answers how many.

@@ -41,7 +41,9 @@ use super::assertion;
 use super::{
     audit::AuditContext,
     ceremonies::{Ceremony, CEREMONY_TTL},
+    credentials::Credential as CredentialKind,
     effects::Effects,
+    inventory::may_add,
     messages::{Bearer, LoginOutcome, PasskeyView, StepUpGrant},
     records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, PasskeyUse, UserRecord},
     sessions::Proof,
@@ -347,18 +349,19 @@ impl TenantState {
         Ok(n)
     }
 
-    /// Removes the user's passkeys and their index entries (the erasure's part).
-    pub(super) fn erase_passkeys(
-        &self,
-        batch: &mut tessera_storage::TenantBatch,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
+    /// The records of the user's passkeys: each credential, its use record and its index
+    /// entry.
+    pub(super) fn passkey_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for p in self.passkeys_of(user)? {
-            batch.remove(Kind::Passkey, &passkey_key(user, p.id));
-            batch.remove(Kind::PasskeyUse, &passkey_key(user, p.id));
-            batch.remove(Kind::PasskeyCredential, &sha256(&p.credential.cred_id));
+            out.push((Kind::Passkey, passkey_key(user, p.id)));
+            out.push((Kind::PasskeyUse, passkey_key(user, p.id)));
+            out.push((
+                Kind::PasskeyCredential,
+                sha256(&p.credential.cred_id).to_vec(),
+            ));
         }
-        Ok(())
+        Ok(out)
     }
 
     fn passkey_audit(
@@ -390,6 +393,7 @@ impl TenantState {
         if user.is_anonymous {
             return Err(TenantError::GuestNotAllowed);
         }
+        may_add(&user, CredentialKind::Passkeys)?;
         let existing = self.passkeys_of(user.id)?;
         if existing.len() >= MAX_PASSKEYS {
             return Err(TenantError::PasskeyLimit);
@@ -444,6 +448,7 @@ impl TenantState {
     ) -> Result<(PasskeyView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
+        may_add(&user, CredentialKind::Passkeys)?;
         let reg: RegisterPublicKeyCredential = serde_json::from_value(response)
             .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
         let challenge = signed_challenge(&reg.response.client_data_json)

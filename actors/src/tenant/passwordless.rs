@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, Found, OAuthResume, Purpose},
+    credentials::{Credential, Ending},
     effects::Effects,
     messages::{HostedReturn, LoginOutcome, PasswordlessLogin},
     records::UserRecord,
@@ -388,29 +389,28 @@ impl TenantState {
         Ok(user)
     }
 
-    /// The owner of an address just proved it on an account that never confirmed it: whoever
-    /// registered the address without being able to confirm it must keep no way in. The
-    /// account's MFA, phone number and sessions go, and the address counts as confirmed; the
-    /// caller decides about the password.
-    pub(super) fn forget_unconfirmed_holder(
+    /// The owner of an address just proved it (`via`: a reset link, a login link or code, an
+    /// admin's confirmation) on an account that never confirmed it: whoever registered the
+    /// address without being able to confirm it keeps no way in. Every credential the
+    /// inventory's recovery removes goes (the password too: a reset sets the owner's right
+    /// after), the address counts as confirmed, and `auth.account.recovered` names the kinds
+    /// that went. The caller writes the user record.
+    pub(super) fn recover_address(
         &mut self,
         fx: &mut Effects,
         user: &mut UserRecord,
+        via: &str,
+        ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         if !user.email_verified {
             self.emit_email_verified(&mut fx.batch, user.id)?;
         }
         user.email_verified = true;
-        if let Some(old) = user.verify_token.take().and_then(|h| hex::decode(h).ok()) {
-            fx.batch.remove(Kind::LinkToken, &old);
-        }
-        user.mfa_enabled = false;
-        user.totp_seed = None;
-        user.totp_pending = None;
-        user.recovery_codes.clear();
-        self.drop_phone(&mut fx.batch, user)?;
-        self.erase_identities(&mut fx.batch, user.id)?;
-        if self.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
+        let removed = self.end_holds(fx, std::slice::from_mut(user), Ending::Recovery)?;
+        if removed
+            .iter()
+            .any(|k| matches!(k, Credential::Sessions | Credential::OAuthGrants))
+        {
             self.emit_session_revoked(
                 &mut fx.batch,
                 user.id,
@@ -418,7 +418,12 @@ impl TenantState {
                 "unconfirmed_holder_removed",
             )?;
         }
-        Ok(())
+        self.audit_into(
+            &mut fx.batch,
+            "auth.account.recovered",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "via": via, "removed": removed }),
+        )
     }
 
     /// Finishes a passwordless sign-in of `user`, whose address (or number) the link or code
@@ -435,10 +440,7 @@ impl TenantState {
     ) -> Result<PasswordlessLogin, TenantError> {
         if flow != Flow::SmsOtp && !user.email_verified {
             // The password goes too: the owner sets one with a reset link.
-            self.forget_unconfirmed_holder(fx, &mut user)?;
-            if user.password_hash.take().is_some() {
-                user.password_epoch = user.password_epoch.wrapping_add(1);
-            }
+            self.recover_address(fx, &mut user, flow.method(), ctx)?;
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
         let mut proof = Proof::first_factor(flow.amr(), flow.method());

@@ -265,6 +265,33 @@ impl TenantState {
         );
     }
 
+    /// The records of `user`'s first-party sessions (`grants` false) or of clients' grants
+    /// (`grants` true): each session and its index entry. An index entry whose session is
+    /// gone counts as a first-party session's.
+    pub(super) fn session_records(
+        &self,
+        user: Uuid,
+        grants: bool,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+            let (key, _) = item?;
+            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
+                continue;
+            };
+            let session = self.store.get::<SessionRecord>(sid.as_bytes())?;
+            let is_grant = session.as_ref().is_some_and(|s| s.oauth.is_some());
+            if is_grant != grants {
+                continue;
+            }
+            if session.is_some() {
+                out.push((Kind::Session, sid.as_bytes().to_vec()));
+            }
+            out.push((Kind::UserSession, key));
+        }
+        Ok(out)
+    }
+
     /// Ends every session of `user` except `keep`.
     pub(super) fn revoke_user_sessions(
         &self,

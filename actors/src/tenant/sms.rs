@@ -23,7 +23,9 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     challenges::{challenge_key, ChallengeRecord, CodeVerdict, OAuthResume, Purpose},
+    credentials::Credential,
     effects::Effects,
+    inventory::may_add,
     messages::{Bearer, PasswordlessLogin, UserView},
     passwordless::{to_value, CodeTarget, Flow},
     records::{PhoneIndex, UserRecord},
@@ -266,10 +268,7 @@ impl TenantState {
         if user.is_anonymous {
             return Err(TenantError::GuestNotAllowed);
         }
-        if user.email.is_some() && !user.email_verified {
-            return Err(TenantError::EmailNotVerified);
-        }
-        Ok(())
+        may_add(user, Credential::Phone)
     }
 
     /// Texts a code confirming `phone` to the signed-in user; a new code replaces the

@@ -17,7 +17,9 @@ use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
+    credentials::Credential,
     effects::Effects,
+    inventory::may_add,
     messages::{Bearer, PasswordlessLogin},
     records::UserRecord,
     sessions::Proof,
@@ -565,14 +567,14 @@ impl Record for UserIdentityIndex {
 }
 impl TenantRecord for UserIdentityIndex {}
 
-fn identity_key(provider: Provider, subject: &str) -> Vec<u8> {
+pub(super) fn identity_key(provider: Provider, subject: &str) -> Vec<u8> {
     let mut k = provider.as_str().as_bytes().to_vec();
     k.push(0);
     k.extend_from_slice(subject.as_bytes());
     k
 }
 
-fn user_identity_key(user: Uuid, provider: Provider) -> Vec<u8> {
+pub(super) fn user_identity_key(user: Uuid, provider: Provider) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
     k.extend_from_slice(provider.as_str().as_bytes());
     k
@@ -1324,6 +1326,7 @@ impl TenantState {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
         let (_, user) = self.live_session(bearer, now)?;
+        may_add(&user, Credential::SocialLinks)?;
         let ticket = random_token(32);
         let mut fx = self.effects();
         fx.batch.put(
@@ -1389,9 +1392,10 @@ impl TenantState {
             )?;
             state.fail(fx, TenantError::SocialRefused(why))
         };
-        if self.user(user)?.is_none_or(|u| u.suspended()) {
+        let Some(holder) = self.user(user)?.filter(|u| !u.suspended()) else {
             return refuse(self, fx, SocialRefusal::AccountBlocked);
-        }
+        };
+        may_add(&holder, Credential::SocialLinks)?;
         if let Some(linked) = self
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
@@ -1511,22 +1515,56 @@ impl TenantState {
         Ok(out)
     }
 
-    /// Removes every provider account linked to `user` (the erasure).
-    pub(super) fn erase_identities(
-        &self,
-        batch: &mut tessera_storage::TenantBatch,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
+    /// The records of every provider account linked to `user`: the index entry, the link
+    /// and the provider tokens kept for it.
+    pub(super) fn identity_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
         for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
             let (key, ix) = item?;
-            batch.remove(Kind::UserIdentity, &key);
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             if let Some(p) = Provider::parse(name) {
-                batch.remove(Kind::SocialIdentity, &identity_key(p, &ix.subject));
-                batch.remove(Kind::SocialToken, &identity_key(p, &ix.subject));
+                let link = identity_key(p, &ix.subject);
+                if self.store.get::<SocialTokenRecord>(&link)?.is_some() {
+                    out.push((Kind::SocialToken, link.clone()));
+                }
+                out.push((Kind::SocialIdentity, link));
+            }
+            out.push((Kind::UserIdentity, key));
+        }
+        Ok(out)
+    }
+
+    /// The social sign-ins under way for any of `users`: exchange tokens not yet traded,
+    /// link tickets not yet used, and flows waiting for the provider that would link to one
+    /// of them or claim one of them (a guest).
+    pub(super) fn social_sign_in_keys(
+        &self,
+        users: &std::collections::HashSet<Uuid>,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<SocialExchangeRecord>(b"") {
+            let (key, r) = item?;
+            if users.contains(&r.user_id) {
+                out.push((Kind::SocialExchange, key));
             }
         }
-        Ok(())
+        for item in self.store.scan::<SocialLinkTicketRecord>(b"") {
+            let (key, r) = item?;
+            if users.contains(&r.user_id) {
+                out.push((Kind::SocialLinkTicket, key));
+            }
+        }
+        for item in self.store.scan::<SocialStateRecord>(b"") {
+            let (key, r) = item?;
+            if [r.link_user, r.guest]
+                .iter()
+                .flatten()
+                .any(|u| users.contains(u))
+            {
+                out.push((Kind::SocialState, key));
+            }
+        }
+        Ok(out)
     }
 
     /// Removes expired sign-in states and exchange records, at most `limit` of each.

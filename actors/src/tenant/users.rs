@@ -14,17 +14,17 @@
 
 use std::collections::HashSet;
 
-use tessera_storage::{Kind, TenantBatch};
+use tessera_storage::Kind;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
-    challenges::ChallengeRecord,
+    credentials::{Credential, Ending},
     effects::{subject_of, user_audit_key, Effects},
     messages::{
-        AdminSessionView, Bearer, NewUser, Trace, UserAction, UserActivity, UserDetail,
-        UserFactors, UserPage, UserPatch, UserQuery, UserStatus, UserSummary,
+        AdminSessionView, Bearer, HeldCredential, NewUser, Trace, UserAction, UserActivity,
+        UserDetail, UserFactors, UserPage, UserPatch, UserQuery, UserStatus, UserSummary,
     },
     records::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
@@ -414,6 +414,9 @@ impl TenantState {
     ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
         let mut user = self.found(id)?;
         let was_verified = user.email_verified;
+        // An address the account held without confirming it: confirming one now (that
+        // address or another) hands the account to the address's owner.
+        let held_unconfirmed = user.email.is_some() && !user.email_verified;
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         let mut changed: Vec<&str> = Vec::new();
@@ -456,6 +459,7 @@ impl TenantState {
                 changed.push("email_verified");
             }
         }
+        let patch_phone = patch.phone.clone().flatten();
         if let Some(phone) = patch.phone.filter(|p| *p != user.phone) {
             if let Some(p) = &phone {
                 if self.user_by_phone(p)?.is_some_and(|h| h.id != user.id) {
@@ -482,11 +486,24 @@ impl TenantState {
         if changed.is_empty() {
             return Ok((self.detail(&user)?, Vec::new()));
         }
-        fx.batch.put(user.id.as_bytes(), &user)?;
         // A confirmed address that was not one before (unconfirmed, or another address).
-        if user.email_verified && (!was_verified || changed.contains(&"email")) {
+        let confirmed = user.email_verified && (!was_verified || changed.contains(&"email"));
+        if confirmed && held_unconfirmed {
+            // Whoever held the unconfirmed address keeps no way in: the owner signs in with
+            // a reset link or a login link or code. The recovery writes the verified event.
+            user.email_verified = false;
+            self.recover_address(&mut fx, &mut user, "admin", ctx)?;
+            // An admin's number stays: the admin set it in this very change.
+            if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
+                fx.batch
+                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
+                user.phone = Some(p);
+                user.phone_verified = true;
+            }
+        } else if confirmed {
             self.emit_email_verified(&mut fx.batch, user.id)?;
         }
+        fx.batch.put(user.id.as_bytes(), &user)?;
         self.audit_into(
             &mut fx.batch,
             "user.updated",
@@ -512,13 +529,25 @@ impl TenantState {
                 if user.blocked_at.is_none() {
                     user.blocked_at = Some(now);
                 }
-                let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
-                if ended > 0 {
+                let mut ended = 0;
+                for grants in [false, true] {
+                    ended += self
+                        .session_records(user.id, grants)?
+                        .iter()
+                        .filter(|(k, _)| *k == Kind::Session)
+                        .count();
+                }
+                let removed =
+                    self.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)?;
+                if removed
+                    .iter()
+                    .any(|k| matches!(k, Credential::Sessions | Credential::OAuthGrants))
+                {
                     self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "blocked")?;
                 }
                 (
                     "user.blocked",
-                    serde_json::json!({ "sessions_revoked": ended }),
+                    serde_json::json!({ "sessions_revoked": ended, "removed": removed }),
                 )
             }
             UserAction::Unblock => {
@@ -611,24 +640,19 @@ impl TenantState {
     }
 
     /// Stages the removal of `user` and everything keyed to them: the record and its
-    /// indexes (e-mail, phone, creation, guest), sessions, link tokens, challenges, queued
-    /// mail to their address, the per-user audit index and their throttle entries. The audit
-    /// events themselves stay (the security record), naming only the user's id. Answers the
-    /// ids of the withdrawn messages.
+    /// indexes (e-mail, phone, creation, guest), every credential of the inventory (see
+    /// `credentials.rs`), the queued mail to their address, the per-user audit index, the
+    /// declined-consent entry and their throttle entries. The audit events themselves stay
+    /// (the security record), naming only the user's id. Answers the ids of the withdrawn
+    /// messages.
     pub(super) fn erase_user(
         &mut self,
         fx: &mut Effects,
         user: &UserRecord,
     ) -> Result<Vec<Uuid>, TenantError> {
-        self.erase_user_records(&mut fx.batch, user)?;
-        self.erase_guardian_links(&mut fx.batch, user.id)?;
+        self.erase_user_records(fx, vec![user.clone()])?;
+        fx.batch.remove(Kind::ChildBlocked, user.id.as_bytes());
         self.emit_user_deleted(&mut fx.batch, user.id)?;
-        for item in self.store.scan::<ChallengeRecord>(b"") {
-            let (key, challenge) = item?;
-            if challenge.user_id == user.id {
-                fx.batch.remove(Kind::Challenge, &key);
-            }
-        }
         let mut withdrawn = Vec::new();
         let addresses: HashSet<&str> = user
             .email
@@ -661,44 +685,29 @@ impl TenantState {
         Ok(withdrawn)
     }
 
-    /// The records found from the user alone (what a guest purge removes too).
+    /// The records of `users` and every credential they hold (what a guest purge removes
+    /// too, for many guests in one walk of the inventory).
     pub(super) fn erase_user_records(
-        &self,
-        batch: &mut TenantBatch,
-        user: &UserRecord,
+        &mut self,
+        fx: &mut Effects,
+        mut users: Vec<UserRecord>,
     ) -> Result<(), TenantError> {
-        batch.remove(Kind::User, user.id.as_bytes());
-        batch.remove(Kind::UserCreated, &created_key(user.created_at, user.id));
-        batch.remove(Kind::Guest, user.id.as_bytes());
-        if let Some(email) = &user.email {
-            let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
-            if indexed.is_some_and(|ix| ix.user_id == user.id) {
-                batch.remove(Kind::UserEmail, email.as_bytes());
+        self.end_holds(fx, &mut users, Ending::Erasure)?;
+        let batch = &mut fx.batch;
+        for user in &users {
+            batch.remove(Kind::User, user.id.as_bytes());
+            batch.remove(Kind::UserCreated, &created_key(user.created_at, user.id));
+            batch.remove(Kind::Guest, user.id.as_bytes());
+            if let Some(email) = &user.email {
+                let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
+                if indexed.is_some_and(|ix| ix.user_id == user.id) {
+                    batch.remove(Kind::UserEmail, email.as_bytes());
+                }
             }
-        }
-        if let Some(phone) = &user.phone {
-            let indexed = self.store.get::<PhoneIndex>(phone.as_bytes())?;
-            if indexed.is_some_and(|ix| ix.user_id == user.id) {
-                batch.remove(Kind::UserPhone, phone.as_bytes());
+            for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+                let (key, _) = item?;
+                batch.remove(Kind::UserAudit, &key);
             }
-        }
-        for h in [&user.verify_token, &user.reset_token]
-            .into_iter()
-            .flatten()
-        {
-            if let Ok(h) = hex::decode(h) {
-                batch.remove(Kind::LinkToken, &h);
-            }
-        }
-        self.revoke_user_sessions(batch, user.id, None)?;
-        self.erase_passkeys(batch, user.id)?;
-        self.erase_consents(batch, user.id)?;
-        self.erase_user_agents(batch, user.id)?;
-        self.erase_identities(batch, user.id)?;
-        self.erase_wallet_links(batch, user.id)?;
-        for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
-            let (key, _) = item?;
-            batch.remove(Kind::UserAudit, &key);
         }
         Ok(())
     }
@@ -783,6 +792,18 @@ impl TenantState {
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))
+    }
+
+    /// What the user holds of each kind of credential (an unknown user holds nothing).
+    pub fn user_credentials(&self, id: Uuid) -> Result<Vec<HeldCredential>, TenantError> {
+        let Some(user) = self.user(id)? else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .holdings(&user)?
+            .into_iter()
+            .map(|(kind, count)| HeldCredential { kind, count })
+            .collect())
     }
 
     /// Every record of this tenant whose key or plain value contains one of `needles`.

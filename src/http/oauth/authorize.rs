@@ -746,6 +746,7 @@ pub struct OAuthConsentRequest {
         (status = 200, description = "Where to send the browser", body = RedirectResponse),
         (status = 400, description = "`validation/invalid_request`; `oauth/invalid_client`, `oauth/invalid_redirect_uri`; `oauth/consent_mismatch` (the commitment is not the one shown to this user for this request)", body = ErrorBody),
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/email_unconfirmed`: the account's address is not confirmed (an approval stores no consent until it is; a denial is taken)", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
 pub async fn consent(
