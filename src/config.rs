@@ -191,9 +191,10 @@ impl SdkConfig {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WebhooksConfig {
-    /// Let endpoints use `http://` URLs and private, loopback or link-local addresses (an
-    /// operator's own network, local trials, tests). Off: `https://` to public addresses
-    /// only, checked when an endpoint is saved and again at each connection.
+    /// Let endpoints use `http://` URLs and addresses that are not public: private, loopback,
+    /// link-local or another special-use range (an operator's own network, local trials,
+    /// tests). Off: `https://` to public addresses only (`net::is_public`), checked when an
+    /// endpoint is saved and again at each connection.
     pub allow_private_targets: bool,
     /// Multiplies every wait of the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
     /// 10 h). 1 in production; tests shrink it.

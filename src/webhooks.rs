@@ -77,7 +77,8 @@ pub enum UrlRefusal {
     Malformed,
     /// `http://` without `allow_private_targets`.
     NotHttps,
-    /// A loopback, private or link-local host without `allow_private_targets`.
+    /// A loopback name or an address that is not public ([`net::is_public`]) without
+    /// `allow_private_targets`.
     PrivateTarget,
 }
 
@@ -460,6 +461,9 @@ mod tests {
             ("https://169.254.169.254/latest", UrlRefusal::PrivateTarget),
             ("https://[::1]/x", UrlRefusal::PrivateTarget),
             ("https://[fd00::1]/x", UrlRefusal::PrivateTarget),
+            ("https://[64:ff9b::7f00:1]/x", UrlRefusal::PrivateTarget),
+            ("https://[2002:a00:1::]/x", UrlRefusal::PrivateTarget),
+            ("https://240.0.0.1/x", UrlRefusal::PrivateTarget),
             ("https://user:pw@hooks.example.com/", UrlRefusal::Malformed),
             ("https://hooks.example.com/#frag", UrlRefusal::Malformed),
             ("ftp://hooks.example.com/", UrlRefusal::Malformed),

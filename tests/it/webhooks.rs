@@ -882,6 +882,79 @@ fn private_and_loopback_targets_are_refused_unless_the_operator_allows_them() {
 }
 
 #[test]
+fn special_use_ranges_and_ipv4_embedded_in_ipv6_are_refused_on_create_and_update() {
+    let (_smtp, srv, api, s) = user_setup("Special Hooks", &[]);
+    srv.reauth(&s, PASSWORD);
+    let path = hooks_path(&api.slug);
+    let refused = [
+        // IPv4-compatible (deprecated) with a loopback address.
+        "https://[::127.0.0.1]/",
+        // NAT64 (64:ff9b::/96) with a private and a loopback address.
+        "https://[64:ff9b::a00:1]/",
+        "https://[64:ff9b::7f00:1]/",
+        // NAT64 for local use (64:ff9b:1::/48), whatever it embeds.
+        "https://[64:ff9b:1::101:101]/",
+        // 6to4 with a loopback address.
+        "https://[2002:7f00:1::]/",
+        // Teredo: a public server, a loopback client (inverted in the last 32 bits).
+        "https://[2001:0:101:101::80ff:fffe]/",
+        // Site-local (deprecated).
+        "https://[fec0::1]/",
+        // The IPv4 dummy address, and the reserved 240.0.0.0/4.
+        "https://192.0.0.8/",
+        "https://240.0.0.1/",
+    ];
+    for url in refused {
+        let (st, body) = srv.dash_json(
+            "POST",
+            &path,
+            &s,
+            Some(&json!({"url": url, "event_types": ["user.created"]})),
+        );
+        assert_eq!(
+            (st, error_code(&body)),
+            (400, "webhook/target_not_allowed"),
+            "{url}: {body}"
+        );
+    }
+
+    // The same addresses embedding a public IPv4 address are public.
+    for url in [
+        "https://[2002:5db8:d70e::]/hook",
+        "https://[64:ff9b::5db8:d70e]/hook",
+    ] {
+        let ep = create_endpoint(&srv, &s, &api.slug, url, &["user.created"]);
+        let (st, _) = srv.dash_json("DELETE", &hook_path(&api.slug, &ep.id), &s, None);
+        assert_eq!(st, 204);
+    }
+
+    // A change of URL is held to the same rule.
+    let ep = create_endpoint(
+        &srv,
+        &s,
+        &api.slug,
+        "https://93.184.215.14/hook",
+        &["user.created"],
+    );
+    for url in refused {
+        let (st, body) = srv.dash_json(
+            "PATCH",
+            &hook_path(&api.slug, &ep.id),
+            &s,
+            Some(&json!({"url": url})),
+        );
+        assert_eq!(
+            (st, error_code(&body)),
+            (400, "webhook/target_not_allowed"),
+            "{url}: {body}"
+        );
+    }
+    let (st, body) = srv.dash_json("GET", &hook_path(&api.slug, &ep.id), &s, None);
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body["url"], "https://93.184.215.14/hook");
+}
+
+#[test]
 fn only_owners_manage_endpoints_and_a_secret_needs_a_recent_reauthentication() {
     let (_smtp, srv, api, s) = user_setup("Owner Hooks", &[PRIVATE_OK]);
     let path = hooks_path(&api.slug);

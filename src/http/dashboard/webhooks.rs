@@ -2,10 +2,12 @@
 //! owners (a secret is made only after a re-authentication within 5 minutes, and shown
 //! once), read by any member; each endpoint's delivery log and manual redelivery.
 //!
-//! An endpoint URL is `https://` to a public host. `http://` and loopback, private or
-//! link-local targets are refused (400 `webhook/target_not_allowed`) unless the operator set
-//! `[webhooks] allow_private_targets`; a name is checked when saved (when it resolves) and
-//! again at every connection (`crate::net`).
+//! An endpoint URL is `https://` to a public host. `http://` and targets that are not public
+//! (loopback, private, link-local or any other special-use range, an IPv4 address embedded in
+//! an IPv6 one judged as itself: `net::is_public`) are refused (400
+//! `webhook/target_not_allowed`) unless the operator set `[webhooks] allow_private_targets`;
+//! a name is checked when saved (when it resolves) and again at every connection
+//! (`crate::net`).
 
 use axum::{
     extract::{Path, Query, State},
@@ -263,7 +265,7 @@ async fn check_target(state: &AppState, url: &str) -> Result<(), ApiError> {
         Ok(parsed) => {
             if !allow && resolves_only_to_private(&parsed).await {
                 return Err(target_not_allowed(
-                    "the URL's host resolves only to loopback, private or link-local addresses",
+                    "the URL's host resolves only to addresses that are not public (loopback, private, link-local or special-use)",
                 ));
             }
             Ok(())
@@ -272,7 +274,7 @@ async fn check_target(state: &AppState, url: &str) -> Result<(), ApiError> {
             "the URL must be https:// (http:// only where the operator allows private targets)",
         )),
         Err(UrlRefusal::PrivateTarget) => Err(target_not_allowed(
-            "the URL points at a loopback, private or link-local address",
+            "the URL points at an address that is not public (loopback, private, link-local or special-use)",
         )),
         Err(UrlRefusal::Malformed) => Err(ApiError::invalid_field(
             "url",
@@ -358,7 +360,7 @@ pub async fn list(
     request_body = CreateWebhookRequest,
     responses(
         (status = 201, description = "The endpoint, with its secret (shown once)", body = IssuedWebhookResponse),
-        (status = 400, description = "`validation/invalid_request` naming each bad field; `webhook/target_not_allowed` (http://, or a loopback, private or link-local target)", body = ErrorBody),
+        (status = 400, description = "`validation/invalid_request` naming each bad field; `webhook/target_not_allowed` (http://, or a target that is not public: loopback, private, link-local or special-use)", body = ErrorBody),
         (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
