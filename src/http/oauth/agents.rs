@@ -21,7 +21,8 @@ use serde::Serialize;
 use tessera_actors::{
     tenant::{
         agents::{
-            AgentAnswer, AgentCmd, AgentGrant, AgentIssued, AgentRecord, PollRefusal, RequestFlow,
+            AgentAnswer, AgentCmd, AgentGrant, AgentIssued, AgentRecord, OnBehalf, PollRefusal,
+            RequestFlow,
         },
         audit::AuditContext,
         keys::{ActorClaim, AgentClaims, TokenKeys},
@@ -330,6 +331,12 @@ fn grant_error(e: CallError<TenantError>) -> OAuthError {
             "invalid_scope",
             "a scope asked for is not the agent's, or not consented to by the user",
         ),
+        CallError::Failed(TenantError::OAuth(
+            tessera_actors::tenant::oauth::OAuthFailure::InvalidTarget,
+        )) => OAuthError::new(
+            "invalid_target",
+            "the user's consent to this agent does not cover this resource (with none named: the consent given for no resource)",
+        ),
         other => other.into(),
     }
 }
@@ -522,10 +529,9 @@ pub async fn userinfo(
             "the token does not act for a user with the openid scope",
         )));
     }
-    let user = claims.sub.parse().ok();
     let cmd = AgentCmd::UseToken {
+        on_behalf: on_behalf(&claims),
         client_id: claims.client_id,
-        user,
     };
     match call(tenant, AuditContext::default(), cmd).await {
         Ok(AgentAnswer::Used(view)) => Ok(view),
@@ -544,20 +550,46 @@ pub async fn userinfo(
     }
 }
 
-/// Records an introspection of an agent token in its agent's feed.
+/// What a token acting for a user claims (`None`: the agent acts as itself). Its audience
+/// is its resource unless it is the userinfo endpoint, the audience of a token naming none.
+fn on_behalf(claims: &AgentClaims) -> Option<OnBehalf> {
+    claims.act.as_ref()?;
+    let userinfo = format!("{}/oauth/userinfo", claims.iss);
+    Some(OnBehalf {
+        // Signed by the tenant, so a user id; anything else is no user, whose consent
+        // covers nothing.
+        user: claims.sub.parse().unwrap_or_else(|_| uuid::Uuid::nil()),
+        resource: (claims.aud != userinfo).then(|| claims.aud.clone()),
+        scopes: split_scopes(&claims.scope),
+    })
+}
+
+/// Records an introspection of an agent token in its agent's feed; answers whether the token
+/// is active: `active` as the edge found it, and for a token acting for a user only while
+/// the user's consent still covers its resource and scopes (that check failing is an error,
+/// a recording failing only a warning).
 pub async fn introspected(
     tenant: &TenantHandle,
     ctx: AuditContext,
     claims: &AgentClaims,
     active: bool,
-) {
+) -> Result<bool, OAuthError> {
+    let on_behalf = on_behalf(claims).filter(|_| active);
+    let checked = on_behalf.is_some();
     let cmd = AgentCmd::Introspected {
         client_id: claims.client_id.clone(),
         jti: claims.jti.clone(),
         active,
+        on_behalf,
     };
-    if let Err(e) = call(tenant, ctx, cmd).await {
-        tracing::warn!(error = ?e, "an agent token's introspection could not be recorded");
+    match call(tenant, ctx, cmd).await {
+        Ok(AgentAnswer::Active(a)) => Ok(a),
+        Ok(_) => Err(ApiError::internal("an unexpected answer to an introspection").into()),
+        Err(e) if checked => Err(e.into()),
+        Err(e) => {
+            tracing::warn!(error = ?e, "an agent token's introspection could not be recorded");
+            Ok(active)
+        }
     }
 }
 

@@ -538,13 +538,16 @@ pub async fn introspect(
             match agents::agent_token(&state, &tenant, &keys, raw).await? {
                 AgentToken::Revoked(c) | AgentToken::Denied(c) => {
                     if !foreign(&c) {
-                        agents::introspected(&tenant, actx, &c, false).await;
+                        agents::introspected(&tenant, actx, &c, false).await?;
                     }
                     Json(IntrospectionResponse::inactive()).into_response()
                 }
                 AgentToken::Live(c, _) if !foreign(&c) => {
-                    agents::introspected(&tenant, actx, &c, true).await;
-                    Json(IntrospectionResponse::of_agent(c)).into_response()
+                    if agents::introspected(&tenant, actx, &c, true).await? {
+                        Json(IntrospectionResponse::of_agent(c)).into_response()
+                    } else {
+                        Json(IntrospectionResponse::inactive()).into_response()
+                    }
                 }
                 _ => Json(IntrospectionResponse::inactive()).into_response(),
             },
