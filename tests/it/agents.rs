@@ -2392,7 +2392,8 @@ fn the_requests_list_and_both_pages_show_the_resource_a_request_is_for() {
 
 /// A token acting for a user is active at introspection (and taken at userinfo) only while the
 /// user's consent covers its resource: once the user withdraws the consent, the calendar
-/// token the approval gave is inactive, while the agent's own token stays active.
+/// tokens the approval and an exchange gave are inactive, and an approval not yet polled
+/// gives nothing.
 #[test]
 fn an_agent_token_for_a_resource_the_consent_no_longer_covers_is_inactive() {
     let (smtp, srv, api, s, agent) = two_resources("Resource Introspection");
@@ -2427,6 +2428,16 @@ fn an_agent_token_for_a_resource_the_consent_no_longer_covers_is_inactive() {
         assert_eq!(body["act"]["sub"], agent.client_id.as_str(), "{body}");
     }
     userinfo(&api, &polled).expect(200);
+    // Approved, not yet polled when the consent goes.
+    let waiting = ciba_for(&api, &agent, email, "openid read", CALENDAR, "not polled");
+    let request = pending_request(&api, &user.access, "not polled");
+    decide(
+        &api,
+        &user.access,
+        request["id"].as_str().expect("id"),
+        "approve",
+    )
+    .expect(200);
 
     // The user withdraws the consent: the resource is no longer covered.
     let gone = user_delete(
@@ -2442,7 +2453,9 @@ fn an_agent_token_for_a_resource_the_consent_no_longer_covers_is_inactive() {
         assert_eq!(r.expect(200), &json!({"active": false}));
     }
     assert_eq!(userinfo(&api, &polled).status, 401);
-    // Nor is a new one granted.
+    // Nor is a new one granted, by a poll or an exchange.
+    wait_interval(1);
+    expect_oauth_error(&poll_ciba(&api, &agent, &waiting), 400, "access_denied");
     expect_oauth_error(
         &exchange_for(&api, &agent, &user.access, Some("read"), Some(CALENDAR)),
         400,
