@@ -20,8 +20,9 @@
 //! Token exchange grants only those, for that resource; a poll issues only while the approval
 //! still stands; a token acting for a user is live at introspection and userinfo only while
 //! the consent covers its resource and scopes. An account whose address is not confirmed
-//! approves nothing: a consent outlives the session. A user's revocation of an agent (`gdpr_art_7_withdrawal`) is kept per
-//! (user, agent) and makes token exchange and CIBA refuse that pair until the user restores it.
+//! approves nothing: a consent outlives the session. A user's revocation of an agent
+//! (`gdpr_art_7_withdrawal`) is kept per (user, agent) and makes token exchange and CIBA
+//! refuse that pair until the user restores it.
 //!
 //! What an agent did is kept in its activity feed (`agent id | time | sequence`), for
 //! `agents.activity_retention_days`, with keyed hashes of the client address and user agent

@@ -6,8 +6,8 @@
 //! - `{accounts_url}/oauth/{slug}/device` is RFC 8628's verification page: the user signs in
 //!   (the tenant's hosted sign-in cookie, or a password and, with MFA, the TOTP step on this
 //!   page), types the code the device shows (or follows `verification_uri_complete`), checks
-//!   the agent, what it asks for and the resource it asks it for, and approves or denies. It lives under the tenant's
-//!   `/oauth/{slug}/` so that the hosted sign-in cookie reaches it.
+//!   the agent, what it asks for and the resource it asks it for, and approves or denies. It
+//!   lives under the tenant's `/oauth/{slug}/` so that the hosted sign-in cookie reaches it.
 //!
 //! Every form carries the CSRF value of [`crate::http::pages`], bound to the page. An account
 //! whose address is not confirmed may deny but not approve: that refusal is a page too.

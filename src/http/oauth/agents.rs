@@ -368,6 +368,9 @@ pub struct BackchannelForm {
     pub scope: String,
     /// At most 64 characters, shown to the user on both sides.
     pub binding_message: Option<String>,
+    /// RFC 8707: one of the tenant's registered resources. The user is shown it, and an
+    /// approval consents to the scopes for this resource only.
+    pub resource: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
 }
@@ -385,14 +388,15 @@ pub struct BackchannelResponse {
 /// a link to the hosted approval page and sees the request at `GET
 /// /v1/users/me/agent-requests`; the agent polls the token endpoint with
 /// `grant_type=urn:openid:params:grant-type:ciba`. An address with no account is answered
-/// alike (its request can never be approved).
+/// alike (its request can never be approved). With `resource`, the approval is the user's
+/// consent for that resource only; token exchange grants its scopes for no other.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/bc-authorize", tag = "agents",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = BackchannelForm, content_type = "application/x-www-form-urlencoded",
-        description = "An agent's authentication (HTTP Basic, or `client_id` and `client_secret`), `login_hint`, `scope`, optional `binding_message`"),
+        description = "An agent's authentication (HTTP Basic, or `client_id` and `client_secret`), `login_hint`, `scope`, optional `binding_message` and `resource`"),
     responses(
         (status = 200, description = "The request", body = BackchannelResponse),
-        (status = 400, description = "`invalid_request`, `invalid_scope`, `unauthorized_client` (not registered for CIBA)", body = OAuthErrorBody),
+        (status = 400, description = "`invalid_request`, `invalid_scope`, `invalid_target` (not a registered resource), `unauthorized_client` (not registered for CIBA)", body = OAuthErrorBody),
         (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
         (status = 429, description = "`rate_limited` (`ciba_initiate_per_min`), with `Retry-After`", body = OAuthErrorBody),
     ))]
@@ -446,6 +450,9 @@ pub async fn backchannel(
 pub struct DeviceForm {
     /// Space-separated; each one of the agent's scopes (default: all of them).
     pub scope: Option<String>,
+    /// RFC 8707: one of the tenant's registered resources. The device page shows it, and an
+    /// approval consents to the scopes for this resource only.
+    pub resource: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
 }
@@ -469,10 +476,10 @@ pub struct DeviceAuthorizationResponse {
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/device_authorization", tag = "agents",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = DeviceForm, content_type = "application/x-www-form-urlencoded",
-        description = "An agent's authentication, optional `scope`"),
+        description = "An agent's authentication, optional `scope` and `resource`"),
     responses(
         (status = 200, description = "The codes", body = DeviceAuthorizationResponse),
-        (status = 400, description = "`invalid_request`, `invalid_scope`, `unauthorized_client`", body = OAuthErrorBody),
+        (status = 400, description = "`invalid_request`, `invalid_scope`, `invalid_target` (not a registered resource), `unauthorized_client`", body = OAuthErrorBody),
         (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
         (status = 429, description = "`rate_limited` (`device_code_per_min`), with `Retry-After`", body = OAuthErrorBody),
     ))]
