@@ -192,6 +192,9 @@ pub struct AgentRequestResponse {
     /// What the agent shows on its side; the user checks they match.
     pub binding_message: Option<String>,
     pub scopes: Vec<String>,
+    /// The RFC 8707 resource the scopes are asked for: an approval consents to them for this
+    /// resource only. `null`: the request names none (its tokens are for no resource).
+    pub resource: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -206,6 +209,7 @@ impl From<RequestView> for AgentRequestResponse {
             agent_name: r.agent_name,
             binding_message: r.binding_message,
             scopes: r.scopes,
+            resource: r.resource,
             created_at: r.created_at,
             expires_at: r.expires_at,
         }
@@ -276,13 +280,16 @@ async fn decide(
 }
 
 /// Approves a request: the agent's next poll gets a token on the user's behalf, and the
-/// user's consent to the agent gains the request's scopes (what token exchange grants).
+/// user's consent to the agent gains the request's scopes for the request's `resource` only
+/// (what token exchange grants for that resource). An account whose e-mail address is not
+/// confirmed cannot approve.
 #[utoipa::path(post, path = "/v1/users/me/agent-requests/{id}/approve", tag = "agents",
     security(("api_key" = [], "bearer" = [])),
     params(("id" = String, Path, description = "The request's id")),
     responses(
         (status = 200, description = "Approved", body = AgentRequestDecision),
         (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/email_unconfirmed`: the account's e-mail address is not confirmed (`details.credential`: `agent_consents`)", body = ErrorBody),
         (status = 404, description = "No such pending request of this user", body = ErrorBody),
         (status = 409, description = "`agent/revoked_by_user`: restore the agent first", body = ErrorBody),
     ))]

@@ -2119,3 +2119,415 @@ fn owners_alone_see_users_actions_and_agents_introspect_only_their_own_tokens() 
     let r = introspect(&api, agent.basic(), &own);
     assert_eq!(r.expect(200), &json!({"active": false}));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Consent per resource (RFC 8707)
+// ---------------------------------------------------------------------------------------------
+
+const CALENDAR: &str = "https://calendar.example";
+const MAILBOX: &str = "https://mail.example";
+
+/// Registers the resource `uri` for the tenant with the admin CLI and has the operator approve
+/// its catalog scope `scope`.
+#[track_caller]
+fn catalog_resource(srv: &TestServer, s: &Session, slug: &str, name: &str, uri: &str, scope: &str) {
+    let out = srv.admin(
+        &[
+            "resource", "register", "--tenant", slug, "--name", name, "--uri", uri,
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    let resource_id = out.json()["id"].as_str().expect("resource id").to_owned();
+    let (st, entry) = srv.dash_json(
+        "POST",
+        &format!("/v1/resources/{resource_id}/scopes"),
+        s,
+        Some(&json!({
+            "scope_name": scope,
+            "sensitivity": "normal",
+            "display_metadata": {"kind": "locale_text", "locale_text": {
+                "en": "Read", "pl": "Odczyt", "de": "Lesen", "fr": "Lire", "es": "Leer"}},
+        })),
+    );
+    assert_eq!(st, 201, "{entry}");
+    let entry_id = entry["id"].as_str().expect("scope id");
+    let out = srv.admin(&["scope", "approve", &resource_id, entry_id], "");
+    assert!(out.status.success(), "{}", out.stderr);
+}
+
+/// A tenant with two resources whose catalogs each approve `read`, and an agent registered
+/// for CIBA, the device code and token exchange with `openid` and `read`.
+fn two_resources(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session, Agent) {
+    let (smtp, srv, api, s) = pro_setup(tenant, &[]);
+    catalog_resource(&srv, &s, &api.slug, "Calendar", CALENDAR, "read");
+    catalog_resource(&srv, &s, &api.slug, "Mail", MAILBOX, "read");
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json(
+            "Planner",
+            &[CIBA, DEVICE_CODE, TOKEN_EXCHANGE],
+            &["openid", "read"],
+        ),
+    );
+    (smtp, srv, api, s, agent)
+}
+
+/// Starts a CIBA request for `resource`; asserts 200 and answers its `auth_req_id`.
+#[track_caller]
+fn ciba_for(
+    api: &UserApi,
+    agent: &Agent,
+    login_hint: &str,
+    scope: &str,
+    resource: &str,
+    binding: &str,
+) -> String {
+    let r = oauth_post(
+        api,
+        "bc-authorize",
+        Some(agent.basic()),
+        &[
+            ("login_hint", login_hint),
+            ("scope", scope),
+            ("resource", resource),
+            ("binding_message", binding),
+        ],
+    );
+    r.expect(200)["auth_req_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no auth_req_id in {}", r.body))
+        .to_owned()
+}
+
+/// Token exchange of the user's `subject` token by `agent` for `resource` (if any).
+fn exchange_for(
+    api: &UserApi,
+    agent: &Agent,
+    subject: &str,
+    scope: Option<&str>,
+    resource: Option<&str>,
+) -> AuthAnswer {
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE),
+        ("subject_token", subject),
+        ("subject_token_type", ACCESS_TOKEN_TYPE),
+    ];
+    if let Some(s) = scope {
+        form.push(("scope", s));
+    }
+    if let Some(r) = resource {
+        form.push(("resource", r));
+    }
+    token(api, agent, &form)
+}
+
+/// A user approves an agent's CIBA request for `read` at the calendar resource: the consent is
+/// kept for the calendar alone. Token exchange then gets a calendar token, and refuses the
+/// mail resource (which has a `read` scope of its own) and a token naming no resource with
+/// `invalid_target`. The user's consents list the calendar.
+#[test]
+fn a_consent_to_an_agent_holds_only_for_the_resource_it_was_asked_for() {
+    let (smtp, srv, api, s, agent) = two_resources("Resource Bound");
+    let email = "bound@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let user_id = user.claims()["sub"].as_str().expect("sub").to_owned();
+
+    let auth_req_id = ciba_for(
+        &api,
+        &agent,
+        email,
+        "openid read",
+        CALENDAR,
+        "calendar sync",
+    );
+    let request = pending_request(&api, &user.access, "calendar sync");
+    let id = request["id"].as_str().expect("a request id");
+    let r = decide(&api, &user.access, id, "approve");
+    assert_eq!(r.expect(200)["status"], "approved", "{}", r.body);
+
+    // The approval's token is the calendar's.
+    wait_interval(1);
+    let polled = poll_ciba(&api, &agent, &auth_req_id);
+    let (_, claims) = verify_agent_token(&api, &access_token(&polled), Some(CALENDAR));
+    assert_eq!(scope_set(&claims["scope"]), strings(&["openid", "read"]));
+
+    // The consent names its resource.
+    let list = user_get(&api, &user.access, "/v1/users/me/consents");
+    let consents = data(list.expect(200));
+    let consent = consents
+        .iter()
+        .find(|c| c["client_id"] == agent.client_id.as_str())
+        .unwrap_or_else(|| panic!("no consent to the agent in {}", list.body));
+    assert_eq!(consent["resources"], json!([CALENDAR]), "{consent}");
+    assert_eq!(consent["scopes"], json!(["openid", "read"]), "{consent}");
+
+    // The other resource's `read` was never consented to.
+    expect_oauth_error(
+        &exchange_for(&api, &agent, &user.access, Some("read"), Some(MAILBOX)),
+        400,
+        "invalid_target",
+    );
+    expect_oauth_error(
+        &exchange_for(&api, &agent, &user.access, None, Some(MAILBOX)),
+        400,
+        "invalid_target",
+    );
+    // Nor anything for no resource.
+    expect_oauth_error(
+        &exchange_for(&api, &agent, &user.access, Some("read"), None),
+        400,
+        "invalid_target",
+    );
+    // The calendar's: granted, for the calendar.
+    let swapped = exchange_for(&api, &agent, &user.access, Some("read"), Some(CALENDAR));
+    let (_, claims) = verify_agent_token(&api, &access_token(&swapped), Some(CALENDAR));
+    assert_eq!(claims["scope"], "read");
+    assert_eq!(claims["sub"], user_id.as_str());
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
+    // A scope the agent holds that the user never approved there is still `invalid_scope`.
+    let narrow = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Narrow", &[CIBA, TOKEN_EXCHANGE], &["openid", "read"]),
+    );
+    let _ = ciba_for(&api, &narrow, email, "openid", CALENDAR, "narrow");
+    let narrow_req = pending_request(&api, &user.access, "narrow");
+    let r = decide(
+        &api,
+        &user.access,
+        narrow_req["id"].as_str().expect("id"),
+        "approve",
+    );
+    r.expect(200);
+    expect_oauth_error(
+        &exchange_for(&api, &narrow, &user.access, Some("read"), Some(CALENDAR)),
+        400,
+        "invalid_scope",
+    );
+}
+
+/// Where a user decides, the resource a request is for is shown: the requests list, the
+/// mailed CIBA link's page and the device page.
+#[test]
+fn the_requests_list_and_both_pages_show_the_resource_a_request_is_for() {
+    use crate::oauth_browser::Browser;
+    let (smtp, _srv, api, _s, agent) = two_resources("Resource Shown");
+    let email = "shown@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+
+    // The mailed link's page.
+    ciba_for(
+        &api,
+        &agent,
+        email,
+        "openid read",
+        CALENDAR,
+        "with a resource",
+    );
+    let link_token = smtp.wait_for_link(email, "/agent-request", 1);
+    let page = Browser::new().get(&api.url(&format!("/agent-request?token={link_token}")));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("with a resource"), "{}", page.body);
+    assert!(
+        page.body
+            .contains(&format!("These permissions are for {CALENDAR} only.")),
+        "{}",
+        page.body
+    );
+
+    // The list: the resource, and `null` for a request naming none.
+    ciba_request(&api, &agent, email, "openid", "without one");
+    let with = pending_request(&api, &user.access, "with a resource");
+    assert_eq!(with["resource"], CALENDAR, "{with}");
+    let without = pending_request(&api, &user.access, "without one");
+    assert!(without["resource"].is_null(), "{without}");
+
+    // The device page, signed in.
+    let started = oauth_post(
+        &api,
+        "device_authorization",
+        Some(agent.basic()),
+        &[("scope", "openid read"), ("resource", MAILBOX)],
+    );
+    let body = started.expect(200).clone();
+    let complete = body["verification_uri_complete"]
+        .as_str()
+        .expect("verification_uri_complete")
+        .to_owned();
+    let page_url = body["verification_uri"]
+        .as_str()
+        .expect("verification_uri")
+        .to_owned();
+    let user_code = body["user_code"].as_str().expect("user_code").to_owned();
+    let mut b = Browser::new();
+    let form = b.get(&complete);
+    assert_eq!(form.status, 200, "{}", form.body);
+    let csrf = form.hidden("csrf", 0);
+    let signed = b.post(
+        &page_url,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("user_code", &user_code),
+            ("email", email),
+            ("password", USER_PASSWORD),
+        ],
+    );
+    let back = signed.redirect(303);
+    let confirm = b.get(&api.url(&back));
+    assert_eq!(confirm.status, 200, "{}", confirm.body);
+    assert!(confirm.body.contains("Planner"), "{}", confirm.body);
+    assert!(
+        confirm
+            .body
+            .contains(&format!("These permissions are for {MAILBOX} only.")),
+        "{}",
+        confirm.body
+    );
+}
+
+/// A token acting for a user is active at introspection (and taken at userinfo) only while the
+/// user's consent covers its resource: once the user withdraws the consent, the calendar
+/// tokens the approval and an exchange gave are inactive, and an approval not yet polled
+/// gives nothing.
+#[test]
+fn an_agent_token_for_a_resource_the_consent_no_longer_covers_is_inactive() {
+    let (smtp, srv, api, s, agent) = two_resources("Resource Introspection");
+    let (rs_id, rs_secret) = confidential_client(&srv, &s, &api.slug);
+    let rs = (rs_id.as_str(), rs_secret.as_str());
+    let email = "introspected@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let auth_req_id = ciba_for(&api, &agent, email, "openid read", CALENDAR, "calendar");
+    let request = pending_request(&api, &user.access, "calendar");
+    decide(
+        &api,
+        &user.access,
+        request["id"].as_str().expect("id"),
+        "approve",
+    )
+    .expect(200);
+    wait_interval(1);
+    let polled = access_token(&poll_ciba(&api, &agent, &auth_req_id));
+    let swapped = access_token(&exchange_for(
+        &api,
+        &agent,
+        &user.access,
+        Some("openid read"),
+        Some(CALENDAR),
+    ));
+    for t in [&polled, &swapped] {
+        let r = introspect(&api, rs, t);
+        let body = r.expect(200);
+        assert_eq!(body["active"], true, "{body}");
+        assert_eq!(body["aud"], CALENDAR, "{body}");
+        assert_eq!(body["act"]["sub"], agent.client_id.as_str(), "{body}");
+    }
+    userinfo(&api, &polled).expect(200);
+    // Approved, not yet polled when the consent goes.
+    let waiting = ciba_for(&api, &agent, email, "openid read", CALENDAR, "not polled");
+    let request = pending_request(&api, &user.access, "not polled");
+    decide(
+        &api,
+        &user.access,
+        request["id"].as_str().expect("id"),
+        "approve",
+    )
+    .expect(200);
+
+    // The user withdraws the consent: the resource is no longer covered.
+    let gone = user_delete(
+        &api,
+        &user.access,
+        &format!("/v1/users/me/consents/{}", agent.client_id),
+    );
+    assert_eq!(gone.status, 204, "{}", gone.body);
+    for t in [&polled, &swapped] {
+        let r = introspect(&api, rs, t);
+        assert_eq!(r.expect(200), &json!({"active": false}));
+        let r = introspect(&api, agent.basic(), t);
+        assert_eq!(r.expect(200), &json!({"active": false}));
+    }
+    assert_eq!(userinfo(&api, &polled).status, 401);
+    // Nor is a new one granted, by a poll or an exchange.
+    wait_interval(1);
+    expect_oauth_error(&poll_ciba(&api, &agent, &waiting), 400, "access_denied");
+    expect_oauth_error(
+        &exchange_for(&api, &agent, &user.access, Some("read"), Some(CALENDAR)),
+        400,
+        "invalid_grant",
+    );
+}
+
+/// An account whose e-mail address is not confirmed (here: an admin marked it so) may not
+/// approve an agent's request, through the API (403 `auth/email_unconfirmed`) or the mailed
+/// link's page (a 403 page); it may still deny, and the request waits meanwhile.
+#[test]
+fn an_account_whose_address_is_not_confirmed_cannot_approve_an_agent() {
+    use crate::oauth_browser::Browser;
+    let (smtp, srv, api, s, agent) = two_resources("Unconfirmed Approver");
+    let email = "unconfirmed@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+    let uid = user.claims()["sub"].as_str().expect("sub").to_owned();
+    let r = srv.dash(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{}/users/{uid}", api.slug),
+        &s,
+        Some(&json!({"email_verified": false})),
+    );
+    assert_eq!(r.status().as_u16(), 200);
+
+    // The API.
+    let by_api = ciba_for(&api, &agent, email, "openid read", CALENDAR, "by the API");
+    let request = pending_request(&api, &user.access, "by the API");
+    let id = request["id"].as_str().expect("id").to_owned();
+    let refused = decide(&api, &user.access, &id, "approve");
+    refused.expect_error(403, "auth/email_unconfirmed");
+    assert_eq!(
+        refused.body["error"]["details"]["credential"], "agent_consents",
+        "{}",
+        refused.body
+    );
+    wait_interval(1);
+    expect_oauth_error(
+        &poll_ciba(&api, &agent, &by_api),
+        400,
+        "authorization_pending",
+    );
+    let consents = user_get(&api, &user.access, "/v1/users/me/consents");
+    assert_eq!(consents.expect(200)["data"], json!([]), "{}", consents.body);
+    let denied = decide(&api, &user.access, &id, "deny");
+    assert_eq!(denied.expect(200)["status"], "denied", "{}", denied.body);
+
+    // The mailed link's page.
+    let by_page = ciba_for(&api, &agent, email, "openid read", CALENDAR, "by the page");
+    let link_token = smtp.wait_for_link(email, "/agent-request", 2);
+    let link = api.url(&format!("/agent-request?token={link_token}"));
+    let mut b = Browser::new();
+    let page = b.get(&link);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("by the page"), "{}", page.body);
+    let csrf = page.hidden("csrf", 0);
+    let done = b.post(&link, &[("csrf", &csrf), ("decision", "approve")]);
+    assert_eq!(done.status, 403, "{}", done.body);
+    assert!(
+        done.body.contains("Confirm your e-mail address first"),
+        "{}",
+        done.body
+    );
+    assert!(
+        done.body.contains("<html"),
+        "a page, not JSON: {}",
+        done.body
+    );
+    wait_interval(1);
+    expect_oauth_error(
+        &poll_ciba(&api, &agent, &by_page),
+        400,
+        "authorization_pending",
+    );
+}

@@ -15,9 +15,14 @@
 //! denylist, without a hop.
 //!
 //! A user's consent to an agent is the OAuth consent store's record for (user, agent client
-//! id): approving a CIBA request or a device code adds the scopes approved, and token exchange
-//! grants only those. A user's revocation of an agent (`gdpr_art_7_withdrawal`) is kept per
-//! (user, agent) and makes token exchange and CIBA refuse that pair until the user restores it.
+//! id), kept per resource (RFC 8707) as an OAuth client's is: approving a CIBA request or a
+//! device code adds the scopes approved under the resource the request named (`""`: none).
+//! Token exchange grants only those, for that resource; a poll issues only while the approval
+//! still stands; a token acting for a user is live at introspection and userinfo only while
+//! the consent covers its resource and scopes. An account whose address is not confirmed
+//! approves nothing: a consent outlives the session. A user's revocation of an agent
+//! (`gdpr_art_7_withdrawal`) is kept per (user, agent) and makes token exchange and CIBA
+//! refuse that pair until the user restores it.
 //!
 //! What an agent did is kept in its activity feed (`agent id | time | sequence`), for
 //! `agents.activity_retention_days`, with keyed hashes of the client address and user agent
@@ -605,10 +610,21 @@ pub struct RequestView {
     pub agent_logo_url: Option<String>,
     pub binding_message: Option<String>,
     pub scopes: Vec<String>,
+    /// The RFC 8707 resource the scopes are asked for (`None`: the request names none).
+    pub resource: Option<String>,
     pub created_at: OffsetDateTime,
     pub expires_at: OffsetDateTime,
     pub tenant_name: String,
     pub default_locale: String,
+}
+
+/// What an agent token acting for a user claims, as the user's consent must still cover it.
+#[derive(Clone, Debug)]
+pub struct OnBehalf {
+    pub user: Uuid,
+    /// Its audience when that is a resource; `None`: the token names none.
+    pub resource: Option<String>,
+    pub scopes: Vec<String>,
 }
 
 /// A started CIBA or device request.
@@ -701,17 +717,20 @@ pub enum AgentCmd {
         flow: RequestFlow,
         secret: String,
     },
-    /// An agent token was introspected (recorded in its feed).
+    /// An agent token was introspected (recorded in its feed). Acting for a user and live at
+    /// the edge, it stays active only while the user's consent covers it.
     Introspected {
         client_id: String,
         jti: String,
         active: bool,
+        on_behalf: Option<OnBehalf>,
     },
     /// An agent token is used at one of the tenant's endpoints: counted against
-    /// `api_calls_per_min`; with a user, the user's view.
+    /// `api_calls_per_min`; acting for a user, the user's view while the user's consent
+    /// covers it.
     UseToken {
         client_id: String,
-        user: Option<Uuid>,
+        on_behalf: Option<OnBehalf>,
     },
     /// RFC 7009 by the agent: its token denylisted until `exp`.
     RevokeToken {
@@ -788,6 +807,8 @@ pub enum AgentAnswer {
     Started(RequestStarted),
     NotYet(PollRefusal),
     Used(Option<UserView>),
+    /// Whether an introspected token is active.
+    Active(bool),
     Done,
     UserAgents(Vec<UserAgentView>),
     RevokedMine(OffsetDateTime),
@@ -1262,15 +1283,31 @@ impl TenantState {
         self.issue_agent_token(&agent, grant, None, scopes, resource, ctx, |_, _| Ok(()))
     }
 
-    /// The user's consented scopes for this agent.
-    fn agent_consent(&self, user: Uuid, agent: &AgentRecord) -> Result<Vec<String>, TenantError> {
+    /// The user's consent to this agent: per resource, the scopes approved for it.
+    fn agent_consent(
+        &self,
+        user: Uuid,
+        agent: &AgentRecord,
+    ) -> Result<Option<ConsentRecord>, TenantError> {
         let mut key = user.as_bytes().to_vec();
         key.extend_from_slice(agent.client_id.as_bytes());
-        Ok(self
-            .store
-            .get::<ConsentRecord>(&key)?
-            .map(|c| c.all_scopes())
-            .unwrap_or_default())
+        Ok(self.store.get::<ConsentRecord>(&key)?)
+    }
+
+    /// Whether a token acting for a user still stands: the user is there and not suspended,
+    /// and the user's consent to the agent covers the token's resource (none: the grant that
+    /// names none) with every scope in it.
+    fn on_behalf_stands(&self, agent: &AgentRecord, t: &OnBehalf) -> Result<bool, TenantError> {
+        if self.user(t.user)?.is_none_or(|u| u.suspended()) {
+            return Ok(false);
+        }
+        let Some(consent) = self.agent_consent(t.user, agent)? else {
+            return Ok(false);
+        };
+        Ok(consent
+            .grants
+            .get(t.resource.as_deref().unwrap_or(""))
+            .is_some_and(|granted| t.scopes.iter().all(|s| granted.contains(s))))
     }
 
     fn exchange(
@@ -1303,9 +1340,18 @@ impl TenantState {
         if self.user_revoked(user.id, agent.id)? {
             return self.refuse_grant(&agent, grant, Some(user.id), ctx, invalid_grant());
         }
-        let consented = self.agent_consent(user.id, &agent)?;
-        if consented.is_empty() {
+        let Some(consent) = self
+            .agent_consent(user.id, &agent)?
+            .filter(|c| c.grants.values().any(|s| !s.is_empty()))
+        else {
             return self.refuse_grant(&agent, grant, Some(user.id), ctx, invalid_grant());
+        };
+        // RFC 8707: what the user approved for one resource is not approved for another, and
+        // a token naming no resource comes only from what was approved naming none.
+        let consented = consent.scopes_for(resource.as_deref());
+        if consented.is_empty() {
+            let e = TenantError::OAuth(OAuthFailure::InvalidTarget);
+            return self.refuse_grant(&agent, grant, Some(user.id), ctx, e);
         }
         let scopes = match scopes {
             None => agent
@@ -1496,6 +1542,7 @@ impl TenantState {
         let mut a = Action::new("ciba.requested");
         a.user = record.user;
         a.scopes = Some(&record.scopes);
+        a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
         if record.link_hash.is_none() {
             // Nobody is mailed (an unknown address, a user who revoked the agent, a full
@@ -1533,6 +1580,7 @@ impl TenantState {
         fx.batch.put(&sha256(started.secret.as_bytes()), &record)?;
         let mut a = Action::new("device.requested");
         a.scopes = Some(&record.scopes);
+        a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
         self.commit(fx)?;
         Ok(started)
@@ -1609,7 +1657,17 @@ impl TenantState {
         let Some(user) = record.user else {
             return Err(invalid_grant());
         };
-        if self.user_revoked(user, agent.id)? || self.user(user)?.is_none_or(|u| u.suspended()) {
+        // The approval stands while the user's consent for the request's resource still holds
+        // every scope it approved (a withdrawal since ends it).
+        let approved = self.agent_consent(user, &agent)?.is_some_and(|c| {
+            c.grants
+                .get(record.resource.as_deref().unwrap_or(""))
+                .is_some_and(|granted| record.scopes.iter().all(|s| granted.contains(s)))
+        });
+        if !approved
+            || self.user_revoked(user, agent.id)?
+            || self.user(user)?.is_none_or(|u| u.suspended())
+        {
             let mut fx = self.effects();
             self.remove_request(&mut fx.batch, &key, &record);
             self.commit(fx)?;
@@ -1668,6 +1726,7 @@ impl TenantState {
             agent_logo_url: agent.logo_url,
             binding_message: r.binding_message.clone(),
             scopes: r.scopes.clone(),
+            resource: r.resource.clone(),
             created_at: r.created_at,
             expires_at: r.expires_at,
             tenant_name: self.info.name.clone(),
@@ -1676,7 +1735,8 @@ impl TenantState {
     }
 
     /// `user` approves or denies a pending request: approving adds its scopes to the user's
-    /// consent to the agent.
+    /// consent to the agent for the resource the request named (`""`: none). An account whose
+    /// address is not confirmed may deny but not approve: a consent is durable.
     fn decide_request(
         &mut self,
         key: [u8; 32],
@@ -1691,6 +1751,14 @@ impl TenantState {
         }
         if approve && self.user_revoked(user, agent.id)? {
             return Err(TenantError::AgentRevokedByUser);
+        }
+        if approve {
+            let holder = self.user(user)?.ok_or(TenantError::NotFound)?;
+            if holder.email.is_some() && !holder.email_verified {
+                return Err(TenantError::EmailUnconfirmed {
+                    credential: super::credentials::Credential::AgentConsents,
+                });
+            }
         }
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
@@ -1714,7 +1782,10 @@ impl TenantState {
                     granted_at: now,
                     updated_at: now,
                 });
-            let entry = consent.grants.entry(String::new()).or_default();
+            let entry = consent
+                .grants
+                .entry(record.resource.clone().unwrap_or_default())
+                .or_default();
             entry.extend(record.scopes.iter().cloned());
             *entry = sorted_scopes(entry);
             consent.updated_at = now;
@@ -1733,6 +1804,7 @@ impl TenantState {
             RequestFlow::Device => AgentGrant::DeviceCode.as_str(),
         });
         a.scopes = Some(&record.scopes);
+        a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
         self.audit_into(
             &mut fx.batch,
@@ -1747,6 +1819,7 @@ impl TenantState {
                 "agent_id": agent.id,
                 "client_id": agent.client_id,
                 "scopes": record.scopes,
+                "resource": record.resource,
             }),
         )?;
         self.commit(fx)?;
@@ -2460,26 +2533,38 @@ impl TenantState {
                 client_id,
                 jti,
                 active,
+                on_behalf,
             } => {
                 let agent = self.agent_by_client(&client_id)?;
+                let active = match &on_behalf {
+                    Some(t) if active => self.on_behalf_stands(&agent, t)?,
+                    _ => active,
+                };
                 let mut fx = self.effects();
                 let mut a = Action::new("token.introspected");
                 a.method = Some(if active { "active" } else { "inactive" });
                 a.jti = Uuid::parse_str(&jti).ok();
                 self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
                 self.commit(fx)?;
-                AgentAnswer::Done
+                AgentAnswer::Active(active)
             }
-            AgentCmd::UseToken { client_id, user } => {
+            AgentCmd::UseToken {
+                client_id,
+                on_behalf,
+            } => {
                 let agent = self.agent_by_client(&client_id)?;
                 self.agent_rate(&agent, AgentLimit::ApiCalls, ctx)?;
-                let view = match user {
-                    Some(u) => Some(
-                        self.user(u)?
-                            .filter(|u| !u.suspended())
-                            .ok_or(TenantError::InvalidSession)?
-                            .view(),
-                    ),
+                let view = match on_behalf {
+                    Some(t) => {
+                        if !self.on_behalf_stands(&agent, &t)? {
+                            return Err(TenantError::InvalidSession);
+                        }
+                        Some(
+                            self.user(t.user)?
+                                .ok_or(TenantError::InvalidSession)?
+                                .view(),
+                        )
+                    }
                     None => None,
                 };
                 AgentAnswer::Used(view)

@@ -374,6 +374,8 @@ pub enum OAuthFailure {
     /// redirect URI or verifier that does not match.
     InvalidGrant,
     InvalidScope,
+    /// RFC 8707: the resource asked for is not one the grant covers.
+    InvalidTarget,
     /// Consent is needed and `prompt=none` forbids asking.
     ConsentRequired,
     /// The consent decision does not match what was shown.
@@ -388,6 +390,7 @@ impl OAuthFailure {
             OAuthFailure::InvalidClient => "invalid_client",
             OAuthFailure::InvalidGrant => "invalid_grant",
             OAuthFailure::InvalidScope => "invalid_scope",
+            OAuthFailure::InvalidTarget => "invalid_target",
             OAuthFailure::ConsentRequired => "consent_required",
             OAuthFailure::InvalidRequest => "invalid_request",
             OAuthFailure::UnauthorizedClient => "unauthorized_client",

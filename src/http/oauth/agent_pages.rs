@@ -1,15 +1,16 @@
 //! The hosted pages where users decide on agents:
 //!
 //! - `{accounts_url}/agent-request?token=` opens a CIBA request's mailed link: it shows the
-//!   agent, what it asks for and its binding message, and two buttons; nothing is decided on
-//!   `GET`. The link's token names its tenant and its request.
+//!   agent, what it asks for, the resource it asks it for and its binding message, and two
+//!   buttons; nothing is decided on `GET`. The link's token names its tenant and its request.
 //! - `{accounts_url}/oauth/{slug}/device` is RFC 8628's verification page: the user signs in
 //!   (the tenant's hosted sign-in cookie, or a password and, with MFA, the TOTP step on this
 //!   page), types the code the device shows (or follows `verification_uri_complete`), checks
-//!   the agent and what it asks for, and approves or denies. It lives under the tenant's
-//!   `/oauth/{slug}/` so that the hosted sign-in cookie reaches it.
+//!   the agent, what it asks for and the resource it asks it for, and approves or denies. It
+//!   lives under the tenant's `/oauth/{slug}/` so that the hosted sign-in cookie reaches it.
 //!
-//! Every form carries the CSRF value of [`crate::http::pages`], bound to the page.
+//! Every form carries the CSRF value of [`crate::http::pages`], bound to the page. An account
+//! whose address is not confirmed may deny but not approve: that refusal is a page too.
 
 use axum::{
     body::Bytes,
@@ -50,12 +51,17 @@ use crate::{
 
 const REQUEST_PATH: &str = "/agent-request";
 
-/// The request's agent, what it asks for and its binding message, as paragraphs and items.
+/// The request's agent, what it asks for, the resource it asks it for (an approval holds for
+/// that resource only) and its binding message, as paragraphs and items.
 fn describe(reader: &Reader, page: &mut crate::http::pages::PageTemplate, view: &RequestView) {
     page.title = reader.t_with("agent-request-title", &[("agent", &view.agent_name)]);
     page.paragraphs
         .push(reader.t_with("agent-request-intro", &[("agent", &view.agent_name)]));
     page.items = view.scopes.iter().map(|s| scope_text(reader, s)).collect();
+    if let Some(r) = &view.resource {
+        page.paragraphs
+            .push(reader.t_with("agent-request-resource", &[("resource", r)]));
+    }
     if let Some(m) = &view.binding_message {
         page.paragraphs
             .push(reader.t_with("agent-request-binding", &[("message", m)]));
@@ -77,6 +83,25 @@ fn decision_buttons(reader: &Reader, form: &mut FormView) {
             secondary: true,
         },
     ];
+}
+
+/// A refused decision as its page: the agent revoked by the user, an account whose address
+/// is not confirmed; anything else, the problem it is.
+fn refused(reader: &Reader, agent: &str, e: CallError<TenantError>) -> Response {
+    match e {
+        CallError::Failed(TenantError::AgentRevokedByUser) => {
+            let mut page = reader.page("agent-request-blocked-title");
+            page.paragraphs
+                .push(reader.t_with("agent-request-blocked", &[("agent", agent)]));
+            reader.answer(StatusCode::CONFLICT, page, None)
+        }
+        CallError::Failed(TenantError::EmailUnconfirmed { .. }) => reader.problem_page(
+            StatusCode::FORBIDDEN,
+            "agent-request-unconfirmed-title",
+            "agent-request-unconfirmed",
+        ),
+        e => reader.problem(e.into()),
+    }
 }
 
 fn decided(reader: &Reader, agent: &str, approved: bool) -> Response {
@@ -168,13 +193,7 @@ pub async fn request_submit(
     let cmd = AgentCmd::DecideLink { token, approve };
     match call(&tenant, ctx, cmd).await {
         Ok(_) => decided(&reader, &view.agent_name, approve),
-        Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
-            let mut page = reader.page("agent-request-blocked-title");
-            page.paragraphs
-                .push(reader.t_with("agent-request-blocked", &[("agent", &view.agent_name)]));
-            reader.answer(StatusCode::CONFLICT, page, None)
-        }
-        Err(e) => reader.problem(e.into()),
+        Err(e) => refused(&reader, &view.agent_name, e),
     }
 }
 
@@ -518,14 +537,8 @@ pub async fn device_submit(
             };
             match call(&tenant, ctx, cmd).await {
                 Ok(_) => decided(&reader, &agent, approve),
-                Err(CallError::Failed(TenantError::AgentRevokedByUser)) => {
-                    let mut page = reader.page("agent-request-blocked-title");
-                    page.paragraphs
-                        .push(reader.t_with("agent-request-blocked", &[("agent", &agent)]));
-                    reader.answer(StatusCode::CONFLICT, page, None)
-                }
                 Err(CallError::Failed(TenantError::NotFound)) => code_form(&reader, &slug, true),
-                Err(e) => reader.problem(e.into()),
+                Err(e) => refused(&reader, &agent, e),
             }
         }
         _ => reader.problem(Problem::Invalid),

@@ -21,7 +21,8 @@ use serde::Serialize;
 use tessera_actors::{
     tenant::{
         agents::{
-            AgentAnswer, AgentCmd, AgentGrant, AgentIssued, AgentRecord, PollRefusal, RequestFlow,
+            AgentAnswer, AgentCmd, AgentGrant, AgentIssued, AgentRecord, OnBehalf, PollRefusal,
+            RequestFlow,
         },
         audit::AuditContext,
         keys::{ActorClaim, AgentClaims, TokenKeys},
@@ -330,6 +331,12 @@ fn grant_error(e: CallError<TenantError>) -> OAuthError {
             "invalid_scope",
             "a scope asked for is not the agent's, or not consented to by the user",
         ),
+        CallError::Failed(TenantError::OAuth(
+            tessera_actors::tenant::oauth::OAuthFailure::InvalidTarget,
+        )) => OAuthError::new(
+            "invalid_target",
+            "the user's consent to this agent does not cover this resource (with none named: the consent given for no resource)",
+        ),
         other => other.into(),
     }
 }
@@ -361,6 +368,9 @@ pub struct BackchannelForm {
     pub scope: String,
     /// At most 64 characters, shown to the user on both sides.
     pub binding_message: Option<String>,
+    /// RFC 8707: one of the tenant's registered resources. The user is shown it, and an
+    /// approval consents to the scopes for this resource only.
+    pub resource: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
 }
@@ -378,14 +388,15 @@ pub struct BackchannelResponse {
 /// a link to the hosted approval page and sees the request at `GET
 /// /v1/users/me/agent-requests`; the agent polls the token endpoint with
 /// `grant_type=urn:openid:params:grant-type:ciba`. An address with no account is answered
-/// alike (its request can never be approved).
+/// alike (its request can never be approved). With `resource`, the approval is the user's
+/// consent for that resource only; token exchange grants its scopes for no other.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/bc-authorize", tag = "agents",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = BackchannelForm, content_type = "application/x-www-form-urlencoded",
-        description = "An agent's authentication (HTTP Basic, or `client_id` and `client_secret`), `login_hint`, `scope`, optional `binding_message`"),
+        description = "An agent's authentication (HTTP Basic, or `client_id` and `client_secret`), `login_hint`, `scope`, optional `binding_message` and `resource`"),
     responses(
         (status = 200, description = "The request", body = BackchannelResponse),
-        (status = 400, description = "`invalid_request`, `invalid_scope`, `unauthorized_client` (not registered for CIBA)", body = OAuthErrorBody),
+        (status = 400, description = "`invalid_request`, `invalid_scope`, `invalid_target` (not a registered resource), `unauthorized_client` (not registered for CIBA)", body = OAuthErrorBody),
         (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
         (status = 429, description = "`rate_limited` (`ciba_initiate_per_min`), with `Retry-After`", body = OAuthErrorBody),
     ))]
@@ -439,6 +450,9 @@ pub async fn backchannel(
 pub struct DeviceForm {
     /// Space-separated; each one of the agent's scopes (default: all of them).
     pub scope: Option<String>,
+    /// RFC 8707: one of the tenant's registered resources. The device page shows it, and an
+    /// approval consents to the scopes for this resource only.
+    pub resource: Option<String>,
     pub client_id: Option<String>,
     pub client_secret: Option<String>,
 }
@@ -462,10 +476,10 @@ pub struct DeviceAuthorizationResponse {
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/device_authorization", tag = "agents",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = DeviceForm, content_type = "application/x-www-form-urlencoded",
-        description = "An agent's authentication, optional `scope`"),
+        description = "An agent's authentication, optional `scope` and `resource`"),
     responses(
         (status = 200, description = "The codes", body = DeviceAuthorizationResponse),
-        (status = 400, description = "`invalid_request`, `invalid_scope`, `unauthorized_client`", body = OAuthErrorBody),
+        (status = 400, description = "`invalid_request`, `invalid_scope`, `invalid_target` (not a registered resource), `unauthorized_client`", body = OAuthErrorBody),
         (status = 401, description = "`invalid_client`", body = OAuthErrorBody),
         (status = 429, description = "`rate_limited` (`device_code_per_min`), with `Retry-After`", body = OAuthErrorBody),
     ))]
@@ -522,10 +536,9 @@ pub async fn userinfo(
             "the token does not act for a user with the openid scope",
         )));
     }
-    let user = claims.sub.parse().ok();
     let cmd = AgentCmd::UseToken {
+        on_behalf: on_behalf(&claims),
         client_id: claims.client_id,
-        user,
     };
     match call(tenant, AuditContext::default(), cmd).await {
         Ok(AgentAnswer::Used(view)) => Ok(view),
@@ -544,20 +557,46 @@ pub async fn userinfo(
     }
 }
 
-/// Records an introspection of an agent token in its agent's feed.
+/// What a token acting for a user claims (`None`: the agent acts as itself). Its audience
+/// is its resource unless it is the userinfo endpoint, the audience of a token naming none.
+fn on_behalf(claims: &AgentClaims) -> Option<OnBehalf> {
+    claims.act.as_ref()?;
+    let userinfo = format!("{}/oauth/userinfo", claims.iss);
+    Some(OnBehalf {
+        // Signed by the tenant, so a user id; anything else is no user, whose consent
+        // covers nothing.
+        user: claims.sub.parse().unwrap_or_else(|_| uuid::Uuid::nil()),
+        resource: (claims.aud != userinfo).then(|| claims.aud.clone()),
+        scopes: split_scopes(&claims.scope),
+    })
+}
+
+/// Records an introspection of an agent token in its agent's feed; answers whether the token
+/// is active: `active` as the edge found it, and for a token acting for a user only while
+/// the user's consent still covers its resource and scopes (that check failing is an error,
+/// a recording failing only a warning).
 pub async fn introspected(
     tenant: &TenantHandle,
     ctx: AuditContext,
     claims: &AgentClaims,
     active: bool,
-) {
+) -> Result<bool, OAuthError> {
+    let on_behalf = on_behalf(claims).filter(|_| active);
+    let checked = on_behalf.is_some();
     let cmd = AgentCmd::Introspected {
         client_id: claims.client_id.clone(),
         jti: claims.jti.clone(),
         active,
+        on_behalf,
     };
-    if let Err(e) = call(tenant, ctx, cmd).await {
-        tracing::warn!(error = ?e, "an agent token's introspection could not be recorded");
+    match call(tenant, ctx, cmd).await {
+        Ok(AgentAnswer::Active(a)) => Ok(a),
+        Ok(_) => Err(ApiError::internal("an unexpected answer to an introspection").into()),
+        Err(e) if checked => Err(e.into()),
+        Err(e) => {
+            tracing::warn!(error = ?e, "an agent token's introspection could not be recorded");
+            Ok(active)
+        }
     }
 }
 

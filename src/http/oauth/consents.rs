@@ -19,13 +19,17 @@ use crate::http::{
     extract::RequestCtx,
 };
 
-/// A consent on file.
+/// A consent on file: to an OAuth client, or to an agent (`agt_...`, given by approving its
+/// CIBA request or device code).
 #[derive(Serialize, ToSchema)]
 pub struct ConsentResponse {
     pub client_id: String,
-    /// `null` once the client is deleted.
+    /// `null` once the client is deleted, and for an agent.
     pub client_name: Option<String>,
+    /// Every scope granted, for any resource.
     pub scopes: Vec<String>,
+    /// The RFC 8707 resources scopes were granted for: a scope granted for one is granted for
+    /// no other. Scopes granted naming no resource are not listed here.
     pub resources: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub granted_at: OffsetDateTime,
@@ -38,7 +42,7 @@ pub struct ConsentList {
     pub data: Vec<ConsentResponse>,
 }
 
-/// The clients the user has consented to, most recently changed first.
+/// The clients and agents the user has consented to, most recently changed first.
 #[utoipa::path(get, path = "/v1/users/me/consents", tag = "oauth",
     security(("api_key" = [], "bearer" = [])),
     responses(

@@ -179,6 +179,7 @@ fn failure_text(f: OAuthFailure) -> &'static str {
             "the code is invalid, expired, already used, or not issued to this client and redirect_uri with this code_verifier"
         }
         OAuthFailure::InvalidScope => "a scope asked for was not granted",
+        OAuthFailure::InvalidTarget => "the resource asked for is not one the grant covers",
         OAuthFailure::ConsentRequired => "the user has not consented to this request",
         OAuthFailure::InvalidRequest => "the consent does not match the request shown",
         OAuthFailure::UnauthorizedClient => {

@@ -315,7 +315,7 @@ pub(super) fn no_store(mut resp: Response) -> Response {
         description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); an agent's `client_credentials` (`scope`, `resource`), token exchange (`subject_token`, `subject_token_type`, optional `actor_token`, `scope`, `resource`), CIBA (`auth_req_id`) or device code (`device_code`). Client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
     responses(
         (status = 200, description = "An OAuth client's tokens, or an agent's token (no refresh token; `issued_token_type` after a token exchange)", body = TokenAnswer),
-        (status = 400, description = "`invalid_request`, `invalid_grant`, `invalid_scope`, `invalid_target`, `unauthorized_client`, `unsupported_grant_type`; polling: `authorization_pending`, `slow_down`, `access_denied`, `expired_token`", body = OAuthErrorBody),
+        (status = 400, description = "`invalid_request`, `invalid_grant`, `invalid_scope`, `invalid_target` (a resource the tenant has not registered; at token exchange, also one the user's consent to the agent does not cover), `unauthorized_client`, `unsupported_grant_type`; polling: `authorization_pending`, `slow_down`, `access_denied`, `expired_token`", body = OAuthErrorBody),
         (status = 401, description = "`invalid_client`, with `WWW-Authenticate: Basic`; a revoked agent's `actor_token`: `invalid_token` with `error_description=\"agent_revoked\"`", body = OAuthErrorBody),
         (status = 429, description = "`rate_limited`: an agent over one of its limits, with `Retry-After`", body = OAuthErrorBody),
     ))]
@@ -500,7 +500,8 @@ impl IntrospectionResponse {
 /// Whether a token is active, for resource servers (RFC 7662): confidential clients only.
 /// An access token of any client of the tenant (or of its own app) is described; a refresh
 /// token only to the client holding it. Revoked, expired and unknown tokens are
-/// `{"active": false}`.
+/// `{"active": false}`, and so is an agent's token acting for a user once the user's consent
+/// to the agent no longer covers its audience (`aud`) and scopes.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/introspect", tag = "oauth",
     params(("slug" = String, Path, description = "The tenant's slug")),
     request_body(content = TokenHintForm, content_type = "application/x-www-form-urlencoded",
@@ -538,13 +539,16 @@ pub async fn introspect(
             match agents::agent_token(&state, &tenant, &keys, raw).await? {
                 AgentToken::Revoked(c) | AgentToken::Denied(c) => {
                     if !foreign(&c) {
-                        agents::introspected(&tenant, actx, &c, false).await;
+                        agents::introspected(&tenant, actx, &c, false).await?;
                     }
                     Json(IntrospectionResponse::inactive()).into_response()
                 }
                 AgentToken::Live(c, _) if !foreign(&c) => {
-                    agents::introspected(&tenant, actx, &c, true).await;
-                    Json(IntrospectionResponse::of_agent(c)).into_response()
+                    if agents::introspected(&tenant, actx, &c, true).await? {
+                        Json(IntrospectionResponse::of_agent(c)).into_response()
+                    } else {
+                        Json(IntrospectionResponse::inactive()).into_response()
+                    }
                 }
                 _ => Json(IntrospectionResponse::inactive()).into_response(),
             },
