@@ -144,7 +144,8 @@ impl App {
              Until then the account can use only the tenant it created. If you did not sign up, \
              someone else typed your address: do not use the link; reset the password instead \
              ({}/dashboard/forgot-password), which makes the account yours and ends the other \
-             person's access.\n",
+             person's access. The tenant that person created is then detached from the account: \
+             it stays theirs, and you do not become its member.\n",
             self.accounts_base(),
             t.token,
             self.accounts_base(),

@@ -1,9 +1,13 @@
 //! Dashboard accounts and members: addresses proven by mail, invitations that never add
 //! anyone without the invitee, the pre-hijack of an address, role changes and removal.
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
-use crate::support::{audit_events, env_refs, error_code, Session, SmtpStub, TestServer, PASSWORD};
+use crate::support::{
+    audit_events, env_refs, error_code, eventually, Session, SmtpStub, TestServer, PASSWORD,
+};
 
 const CORP_OWNER: &str = "boss@corp.test";
 const NEW_HIRE: &str = "new-hire@corp.test";
@@ -438,4 +442,202 @@ fn members_change_roles_leave_and_the_last_owner_stays() {
     assert_eq!(changed.len(), 2);
     assert_eq!(audit_events(&srv, &ann, "corp", "member.left").len(), 1);
     assert_eq!(audit_events(&srv, &ann, "corp", "member.removed").len(), 1);
+}
+
+/// What a dashboard account that `s` holds sees of tenant `slug`: every route answers 404,
+/// as for a tenant that does not exist.
+fn assert_unreachable(srv: &TestServer, s: &Session, slug: &str, own_id: &str) {
+    for path in ["", "/members", "/audit-events", "/settings/security"] {
+        let path = format!("/v1/auth/dashboard/tenants/{slug}{path}");
+        assert_eq!(srv.dash("GET", &path, s, None).status(), 404, "{path}");
+    }
+    let rotate = format!("/v1/auth/dashboard/tenants/{slug}/api-key/rotate");
+    assert_eq!(srv.dash("POST", &rotate, s, None).status(), 404);
+    let leave = format!("/v1/auth/dashboard/tenants/{slug}/members/{own_id}");
+    assert_eq!(srv.dash("DELETE", &leave, s, None).status(), 404);
+    let r = srv.dash("PATCH", &leave, s, Some(&json!({"role": "owner"})));
+    assert_eq!(r.status(), 404);
+}
+
+/// The tenant's records that hold `needle`, through the operator's admin socket.
+fn traces(srv: &TestServer, slug: &str, needle: &str) -> Vec<Value> {
+    srv.admin(&["user", "traces", "--tenant", slug, needle], "")
+        .json()["traces"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The squatter's sign-up made a tenant of his own, whose API key he holds. When the new
+/// hire takes the account over by accepting an invitation, that tenant does not come with
+/// it: the answer names it, she cannot reach it, and it keeps serving its key, without a
+/// member, visible to the operator.
+#[test]
+fn an_invitation_that_takes_an_account_over_detaches_the_squatters_tenant() {
+    let (smtp, srv) = start();
+    srv.signup("Corp", CORP_OWNER);
+    let boss = srv.login(CORP_OWNER, PASSWORD);
+    let squat = srv.signup("Squat", NEW_HIRE);
+    let api_key = squat["api_key"].as_str().unwrap().to_owned();
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    assert_eq!(slugs(&squatter), vec!["squat".to_owned()]);
+
+    invite(&srv, &boss, "corp", NEW_HIRE, "admin");
+    let token = smtp.wait_for_link(NEW_HIRE, INVITE, 1);
+    let (status, body) = accept(&srv, &token, HER_PASSWORD);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["detached_tenants"],
+        json!([{"slug": "squat", "name": "Squat"}]),
+        "{body}"
+    );
+    let her_id = body["account_id"].as_str().unwrap().to_owned();
+
+    // She holds the account with the corp tenant only.
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert_eq!(slugs(&her), vec!["corp".to_owned()], "{}", her.body);
+    let r = srv.dash("GET", "/v1/auth/dashboard/tenants", &her, None);
+    let listed: Value = r.json().unwrap();
+    let listed: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["slug"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec!["corp"]);
+    assert_unreachable(&srv, &her, "squat", &her_id);
+    // Nobody else reaches the tenant left without a member either.
+    let boss_id = boss.body["account"]["id"].as_str().unwrap().to_owned();
+    assert_unreachable(&srv, &boss, "squat", &boss_id);
+
+    // The squatter's app goes on working with its key.
+    assert_eq!(srv.get("/v1/tenant", Some(&api_key)).status(), 200);
+    // The operator still lists the tenant, now with no owner.
+    let all = srv.admin(&["tenant", "list"], "").json();
+    assert!(
+        all["tenants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["slug"] == "squat"),
+        "{all}"
+    );
+    let shown = srv.admin(&["tenant", "show", "squat"], "").json();
+    assert_eq!(shown["owners"], json!([]), "{shown}");
+    // The tenant's audit log records the detachment; the platform log tells of it without
+    // the address.
+    let events = traces(&srv, "squat", "member.detached");
+    assert!(events.iter().any(|t| t["kind"] == "41"), "{events:?}");
+    assert!(eventually(Duration::from_secs(5), || srv
+        .log_text()
+        .contains("detached from a tenant")));
+    assert!(!srv.log_text().contains(NEW_HIRE));
+}
+
+/// The same through a password reset: the mail names the tenant before she chooses, the
+/// answer after. The squatter's tenant keeps its other members (here an account of his own)
+/// and records the detachment in its audit log.
+#[test]
+fn a_password_reset_that_takes_an_account_over_detaches_its_tenants() {
+    const ACCOMPLICE: &str = "squatter@elsewhere.test";
+    const ACCOMPLICE_PASSWORD: &str = "the squatter's other passphrase";
+    let (smtp, srv) = start();
+    let squat = srv.signup("Squat", NEW_HIRE);
+    let api_key = squat["api_key"].as_str().unwrap().to_owned();
+    let squatter = srv.login(NEW_HIRE, PASSWORD);
+    // Unverified, he still runs the tenant he created: he invites an address of his own.
+    invite(&srv, &squatter, "squat", ACCOMPLICE, "owner");
+    srv.accept_mailed_invite(&smtp, ACCOMPLICE, 1, ACCOMPLICE_PASSWORD);
+    let accomplice = srv.login(ACCOMPLICE, ACCOMPLICE_PASSWORD);
+
+    let r = srv.post_json(
+        "/v1/auth/dashboard/forgot-password",
+        &json!({"email": NEW_HIRE}),
+    );
+    assert_eq!(r.status(), 202);
+    let token = smtp.wait_for_link(NEW_HIRE, RESET, 1);
+    let mail = smtp
+        .mails_to(NEW_HIRE)
+        .into_iter()
+        .find(|m| m.text.contains(RESET))
+        .unwrap();
+    assert!(
+        mail.text.contains("\"Squat\" (squat)") && mail.text.contains("detaches"),
+        "{}",
+        mail.text
+    );
+
+    let r = srv.post_json(
+        "/v1/auth/dashboard/reset-password",
+        &json!({"token": token, "password": HER_PASSWORD}),
+    );
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().unwrap();
+    assert_eq!(body["reset"], true);
+    assert_eq!(
+        body["detached_tenants"],
+        json!([{"slug": "squat", "name": "Squat"}]),
+        "{body}"
+    );
+
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert_eq!(her.body["account"]["email_verified"], true);
+    assert!(slugs(&her).is_empty(), "{}", her.body);
+    let her_id = her.body["account"]["id"].as_str().unwrap().to_owned();
+    assert_unreachable(&srv, &her, "squat", &her_id);
+    assert_eq!(srv.get("/v1/tenant", Some(&api_key)).status(), 200);
+
+    // The tenant is the squatter's other account's now, with the detachment in its log.
+    let list = members(&srv, &accomplice, "squat");
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["data"][0]["email"], ACCOMPLICE);
+    let detached = audit_events(&srv, &accomplice, "squat", "member.detached");
+    assert_eq!(detached.len(), 1, "{detached:?}");
+    assert_eq!(detached[0]["metadata"]["member"], her_id.as_str());
+    assert_eq!(detached[0]["metadata"]["role"], "owner");
+    assert_eq!(detached[0]["metadata"]["reason"], "account_reclaimed");
+    assert_eq!(detached[0]["metadata"]["via"], "password_reset");
+    // The last-owner rule holds for what is left.
+    let accomplice_id = member_id(&list, ACCOMPLICE);
+    let r = srv.dash(
+        "DELETE",
+        &format!("/v1/auth/dashboard/tenants/squat/members/{accomplice_id}"),
+        &accomplice,
+        None,
+    );
+    assert_eq!(r.status(), 409);
+}
+
+/// A reset of an account whose address is verified takes nothing over: its tenants stay,
+/// and nothing is detached.
+#[test]
+fn a_password_reset_of_a_verified_account_keeps_its_tenants() {
+    let (smtp, srv) = start();
+    srv.signup("Own Co", NEW_HIRE);
+    let her = srv.login(NEW_HIRE, PASSWORD);
+    let verify_token = smtp.wait_for_link(NEW_HIRE, VERIFY, 1);
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/verify-email",
+        &her,
+        Some(&json!({"token": verify_token})),
+    );
+    assert_eq!(r.status(), 200);
+
+    let r = srv.post_json(
+        "/v1/auth/dashboard/forgot-password",
+        &json!({"email": NEW_HIRE}),
+    );
+    assert_eq!(r.status(), 202);
+    let token = smtp.wait_for_link(NEW_HIRE, RESET, 1);
+    let r = srv.post_json(
+        "/v1/auth/dashboard/reset-password",
+        &json!({"token": token, "password": HER_PASSWORD}),
+    );
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().unwrap();
+    assert_eq!(body["detached_tenants"], json!([]), "{body}");
+    let her = srv.login(NEW_HIRE, HER_PASSWORD);
+    assert_eq!(slugs(&her), vec!["own-co".to_owned()]);
+    assert!(audit_events(&srv, &her, "own-co", "member.detached").is_empty());
 }

@@ -14,9 +14,9 @@ use super::state::DirectoryState;
 /// The dashboard's wire types, where they have always been reachable.
 pub use super::{
     messages::{
-        AcceptedInvite, AccountCredential, AccountReset, AccountTarget, Invitation, InviteProof,
-        InviteTarget, LoginGate, MailedToken, MemberChange, MemberInfo, MemberList, MemberOf,
-        NewSession, PendingInfo, SessionInfo,
+        AcceptedInvite, AccountCredential, AccountReset, AccountTarget, DetachedTenant, Invitation,
+        InviteProof, InviteTarget, LoginGate, MailedToken, MemberChange, MemberInfo, MemberList,
+        MemberOf, NewSession, PendingInfo, SessionInfo,
     },
     state::SessionPolicy,
 };
@@ -308,6 +308,60 @@ impl DirectoryState {
         })
     }
 
+    /// The memberships a mailbox proof would detach from `account`: every one, while the
+    /// account was never verified (it got them all before anyone proved the mailbox; the
+    /// tenant it onboarded is the creator's, whose API key the creator holds); none once it
+    /// is verified.
+    fn unproven_memberships(&self, account: &DashboardAccount) -> Vec<DetachedTenant> {
+        if account.email_verified {
+            return Vec::new();
+        }
+        let mut out: Vec<DetachedTenant> = account
+            .memberships
+            .iter()
+            .filter_map(|m| {
+                let t = self.tenants.get(&m.tenant)?;
+                Some(DetachedTenant {
+                    tenant: t.id,
+                    slug: t.slug.clone(),
+                    name: t.name.clone(),
+                    role: m.role,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.slug.cmp(&b.slug));
+        out
+    }
+
+    /// Detaches every membership of `account`, which a mailbox proof is taking over while
+    /// unverified, in `batch` (both sides of each fact; the account itself is written by the
+    /// caller, with the takeover). The last-owner rule does not hold here: a tenant whose only
+    /// owner this was is left without one, and keeps serving whoever holds its keys.
+    fn detach_unproven(
+        &self,
+        batch: &mut PlatformBatch,
+        account: &mut DashboardAccount,
+    ) -> Vec<DetachedTenant> {
+        let detached = self.unproven_memberships(account);
+        for m in account.memberships.drain(..) {
+            batch.remove(Kind::Membership, &membership_key(&m.tenant, &account.id));
+        }
+        account.onboarded_tenant = None;
+        detached
+    }
+
+    /// Makes the detachments of a committed takeover visible to the platform (no address).
+    fn log_detached(account: Uuid, detached: &[DetachedTenant]) {
+        for d in detached {
+            tracing::info!(
+                tenant = %d.tenant,
+                slug = %d.slug,
+                account = %account,
+                "dashboard account taken over by a proof of its address: detached from a tenant it had unverified"
+            );
+        }
+    }
+
     fn account_by_email(&self, email: &str) -> Result<Option<DashboardAccount>, DirectoryError> {
         let Some(idx) = self.platform.get::<AccountEmailIndex>(email.as_bytes())? else {
             return Ok(None);
@@ -444,6 +498,7 @@ impl DirectoryState {
         let (invite, tenant) = self.live_invite(token, now)?;
         let mut batch = PlatformBatch::default();
         let existing = self.account_by_email(&invite.email)?;
+        let mut detached = Vec::new();
         let (mut account, reclaimed) = match (existing, proof) {
             (Some(a), InviteProof::Login { account_id })
                 if a.email_verified && a.id == account_id =>
@@ -452,6 +507,8 @@ impl DirectoryState {
             }
             (Some(a), _) if a.email_verified => return Err(DirectoryError::InvalidCredentials),
             (Some(mut a), InviteProof::NewPassword { password_hash }) => {
+                // Whatever the account had before is its creator's, not the invitee's.
+                detached = self.detach_unproven(&mut batch, &mut a);
                 a.password_hash = password_hash;
                 a.email_verified = true;
                 a.epoch = a.epoch.wrapping_add(1);
@@ -485,17 +542,22 @@ impl DirectoryState {
             Kind::PendingInvite,
             &pending_invite_key(&tenant.id, &invite.email),
         );
+        // Should the invitation be to a tenant just detached, accepting it joins that tenant
+        // anew: the put of its membership follows the removal in the batch.
         let member = self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
         self.platform.apply(batch)?;
         if reclaimed {
             self.account_throttle.reset(&account.email);
         }
+        detached.retain(|d| d.tenant != tenant.id);
+        Self::log_detached(account.id, &detached);
         Ok(AcceptedInvite {
             account_id: member.account_id,
             email: member.email,
             tenant_slug: tenant.slug,
             role: member.role,
             reclaimed,
+            detached,
         })
     }
 
@@ -629,7 +691,10 @@ impl DirectoryState {
                 AccountTokenPurpose::Reset => Ok(None),
             };
         }
-        let token = self.account_token(&account, purpose)?;
+        let mut token = self.account_token(&account, purpose)?;
+        if purpose == AccountTokenPurpose::Reset {
+            token.detaches = self.unproven_memberships(&account);
+        }
         Ok(Some(token))
     }
 
@@ -677,6 +742,7 @@ impl DirectoryState {
         Ok(MailedToken {
             token,
             email: account.email.clone(),
+            detaches: Vec::new(),
         })
     }
 
@@ -732,7 +798,8 @@ impl DirectoryState {
     }
 
     /// Sets a new password through a mailed reset token: the mailbox is proven, so the
-    /// account is verified, and every session and mailed token of it ends.
+    /// account is verified, and every session and mailed token of it ends. An account never
+    /// verified is taken over: its memberships are detached in the same batch.
     pub(super) fn reset_password(
         &mut self,
         token: &str,
@@ -742,12 +809,18 @@ impl DirectoryState {
         let was_verified = account.email_verified;
         let mut batch = PlatformBatch::default();
         batch.remove(Kind::DashboardAccountToken, &sha256(token.as_bytes()));
+        let detached = if was_verified {
+            Vec::new()
+        } else {
+            self.detach_unproven(&mut batch, &mut account)
+        };
         account.password_hash = password_hash;
         account.email_verified = true;
         account.epoch = account.epoch.wrapping_add(1);
         batch.put(account.id.as_bytes(), &account)?;
         self.platform.apply(batch)?;
         self.account_throttle.reset(&account.email);
+        Self::log_detached(account.id, &detached);
         Ok(AccountReset {
             account_id: account.id,
             slugs: self
@@ -756,6 +829,7 @@ impl DirectoryState {
                 .map(|m| m.slug)
                 .collect(),
             reclaimed: !was_verified,
+            detached,
         })
     }
 

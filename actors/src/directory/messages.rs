@@ -444,6 +444,19 @@ pub struct AcceptedInvite {
     pub role: Role,
     /// An unverified account held the address; the invitee took it over.
     pub reclaimed: bool,
+    /// The tenants the taken-over account was detached from (empty unless `reclaimed`).
+    pub detached: Vec<DetachedTenant>,
+}
+
+/// A tenant a mailbox proof detached from the unverified account it took over: whoever
+/// created the account (and holds the tenant's API key) made it, not the prover.
+#[derive(Clone, Debug, Serialize)]
+pub struct DetachedTenant {
+    pub tenant: TenantId,
+    pub slug: String,
+    pub name: String,
+    /// The account's role there until the proof.
+    pub role: Role,
 }
 
 /// A member's role changed (`role` is `Some`) or the member was removed.
@@ -469,6 +482,9 @@ pub enum AccountTarget {
 pub struct MailedToken {
     pub token: String,
     pub email: String,
+    /// For a reset of an account never verified: the tenants using the token will detach
+    /// from it, for the mail to name before the holder of the mailbox chooses.
+    pub detaches: Vec<DetachedTenant>,
 }
 
 /// A password reset through the mailbox.
@@ -479,4 +495,6 @@ pub struct AccountReset {
     pub slugs: Vec<String>,
     /// The account had never been verified: whoever set its old password lost it.
     pub reclaimed: bool,
+    /// The tenants the account was detached from (empty unless `reclaimed`).
+    pub detached: Vec<DetachedTenant>,
 }

@@ -272,6 +272,7 @@ impl DirectoryState {
                 verification = Some(MailedToken {
                     token,
                     email: acct.email.clone(),
+                    detaches: Vec::new(),
                 });
                 batch.put(acct.id.as_bytes(), &acct)?;
                 batch.put(

@@ -4,18 +4,22 @@
 //! with the account's own session: whoever holds the mailbox but not the password (the real
 //! owner of an address someone else signed up with) must not vouch for that other person's
 //! password by clicking. A password reset proves the mailbox alone, so it also takes an
-//! account over: the old password, its sessions and its mailed links stop working.
+//! account over: the old password, its sessions and its mailed links stop working, and an
+//! account never verified is detached from the tenants it was a member of (its creator's).
 
 use axum::{extract::State, http::StatusCode, Json};
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::dashboard::{AccountReset, AccountTarget},
+    directory::dashboard::{AccountReset, AccountTarget, DetachedTenant},
     records::AccountTokenPurpose,
     DirectoryMsg, Password,
 };
 use utoipa::ToSchema;
 
-use super::{audit_in, check_token_and_password, token_errors, Dashboard};
+use super::{
+    audit_detached, audit_in, check_token_and_password, detached_refs, token_errors, Dashboard,
+    DetachedTenantRef,
+};
 use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
@@ -66,6 +70,11 @@ pub struct AcceptedResponse {
 pub struct PasswordResetResponse {
     /// The password was replaced; every earlier session of the account has ended.
     pub reset: bool,
+    /// When the account had never been verified, the reset took it over, and the account
+    /// was detached from every tenant it was a member of (the one its creator made at
+    /// sign-up): those tenants keep running for whoever holds their API keys, without this
+    /// account. Empty otherwise.
+    pub detached_tenants: Vec<DetachedTenantRef>,
 }
 
 fn check_token(token: &str) -> Result<(), ApiError> {
@@ -171,9 +180,10 @@ pub async fn forgot_password(
                  address.\n\nChoose a new password here (the link works once, for 1 hour):\n\
                  {}/dashboard/reset-password?token={}\n\n\
                  Every session of the account ends. If you did not ask for this, ignore this \
-                 message: the password stays as it is.\n",
+                 message: the password stays as it is.\n{}",
                 app.accounts_base(),
-                t.token
+                t.token,
+                detaches_notice(&t.detaches),
             );
             app.mail_account(&t.email, "Reset your Tessera dashboard password", text)
                 .await;
@@ -185,12 +195,33 @@ pub async fn forgot_password(
     ))
 }
 
+/// What a reset mail says when the account was never verified: a new password takes it over
+/// and detaches it from its tenants, named here before the reader chooses.
+fn detaches_notice(detaches: &[DetachedTenant]) -> String {
+    if detaches.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = detaches
+        .iter()
+        .map(|d| format!("\"{}\" ({})", d.name, d.slug))
+        .collect();
+    format!(
+        "\nThis address was never confirmed on this account, so whoever created it may not \
+         be you. A new password makes the account yours and detaches it from the tenants it \
+         is a member of: {}. They keep running for whoever holds their API keys; you will \
+         not be their member.\n",
+        names.join(", ")
+    )
+}
+
 /// Sets a new password with the token from the mailed link. The mailbox is proven: the
-/// address becomes verified, and every session and earlier link of the account ends.
+/// address becomes verified, and every session and earlier link of the account ends. An
+/// account never verified is taken over and detached from the tenants it was a member of,
+/// which the answer lists in `detached_tenants`.
 #[utoipa::path(post, path = "/v1/auth/dashboard/reset-password", tag = "dashboard",
     request_body = DashboardResetPasswordRequest,
     responses(
-        (status = 200, description = "The password was replaced", body = PasswordResetResponse),
+        (status = 200, description = "The password was replaced; `detached_tenants` lists the tenants a taken-over account no longer reaches", body = PasswordResetResponse),
         (status = 400, description = "`validation/invalid_request` or `dashboard/token_invalid`", body = ErrorBody),
     ))]
 pub async fn reset_password(
@@ -228,5 +259,16 @@ pub async fn reset_password(
         serde_json::json!({"account_reclaimed": reset.reclaimed}),
     )
     .await;
-    Ok(Json(PasswordResetResponse { reset: true }))
+    audit_detached(
+        &state,
+        reset.account_id,
+        &reset.detached,
+        &ctx,
+        "password_reset",
+    )
+    .await;
+    Ok(Json(PasswordResetResponse {
+        reset: true,
+        detached_tenants: detached_refs(&reset.detached),
+    }))
 }

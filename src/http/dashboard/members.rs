@@ -16,7 +16,10 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, check_token_and_password, Dashboard};
+use super::{
+    audit_detached, audit_in, check_password, check_token_and_password, detached_refs, Dashboard,
+    DetachedTenantRef,
+};
 use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
@@ -124,7 +127,8 @@ pub struct AcceptInviteRequest {
     /// 8-128 characters. When the invited address has a verified dashboard account: that
     /// account's password (its login proves it is the invitee). Otherwise the password of
     /// the account the invitation creates, or, for an account never verified, its new
-    /// password (the link proves the mailbox; the old password and sessions end).
+    /// password (the link proves the mailbox; the old password and sessions end, and the
+    /// account is detached from the tenants it was a member of: `detached_tenants`).
     #[serde(default)]
     #[schema(min_length = 8, max_length = 128, required = true)]
     pub password: String,
@@ -136,6 +140,11 @@ pub struct AcceptInviteResponse {
     pub email: String,
     pub tenant_slug: String,
     pub role: String,
+    /// When the invited address had an account never verified, the invitee took it over,
+    /// and the account was detached from every tenant it was a member of (the one
+    /// its creator made at sign-up): those tenants keep running for whoever holds their API
+    /// keys, without this account. Empty otherwise.
+    pub detached_tenants: Vec<DetachedTenantRef>,
 }
 
 /// The tenant's members and pending invitations (any role).
@@ -410,11 +419,12 @@ fn member_id(raw: &str) -> Uuid {
 /// Accepts an invitation. The token proves the invitee holds the mailbox; an address with a
 /// verified account must also give that account's password. For a new address the account
 /// is created with this password; an account that was never verified is taken over (its old
-/// password and sessions end: whoever created it did not hold the mailbox).
+/// password and sessions end: whoever created it did not hold the mailbox), and detached
+/// from the tenants it was a member of, which the answer lists in `detached_tenants`.
 #[utoipa::path(post, path = "/v1/auth/dashboard/accept-invite", tag = "dashboard",
     request_body = AcceptInviteRequest,
     responses(
-        (status = 200, description = "The membership now exists", body = AcceptInviteResponse),
+        (status = 200, description = "The membership now exists; `detached_tenants` lists the tenants a taken-over account no longer reaches", body = AcceptInviteResponse),
         (status = 400, description = "`validation/invalid_request` or `dashboard/invite_invalid`", body = ErrorBody),
         (status = 401, description = "`dashboard/invalid_credentials`: not the password of the invited address's account", body = ErrorBody),
         (status = 409, description = "`dashboard/already_member`", body = ErrorBody),
@@ -462,10 +472,19 @@ pub async fn accept(
         serde_json::json!({"role": accepted.role, "account_reclaimed": accepted.reclaimed}),
     )
     .await;
+    audit_detached(
+        &state,
+        accepted.account_id,
+        &accepted.detached,
+        &ctx,
+        "invitation",
+    )
+    .await;
     Ok(Json(AcceptInviteResponse {
         account_id: accepted.account_id,
         email: accepted.email,
         tenant_slug: accepted.tenant_slug,
         role: accepted.role.as_str().to_owned(),
+        detached_tenants: detached_refs(&accepted.detached),
     }))
 }

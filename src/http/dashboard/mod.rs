@@ -21,13 +21,15 @@ use axum::{
     extract::FromRequestParts,
     http::{header, request::Parts, Method, StatusCode},
 };
+use serde::Serialize;
 use tessera_actors::{
-    directory::dashboard::{LoginGate, MemberOf, SessionInfo},
+    directory::dashboard::{DetachedTenant, LoginGate, MemberOf, SessionInfo},
     records::Role,
     tenant::audit::AuditContext,
     DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
@@ -249,6 +251,53 @@ pub async fn audit_in(
         if result.is_err() {
             tracing::error!(tenant = %slug, event_type, "could not write an audit event");
         }
+    }
+}
+
+/// A tenant the account was detached from when a mailbox proof took it over: the account
+/// had never been verified, so whoever created it (and holds the tenant's API key) made the
+/// tenant, not the holder of the address. The tenant keeps running; the account is no longer
+/// its member.
+#[derive(Serialize, ToSchema)]
+pub struct DetachedTenantRef {
+    pub slug: String,
+    pub name: String,
+}
+
+/// The answers' view of the detached tenants.
+pub fn detached_refs(detached: &[DetachedTenant]) -> Vec<DetachedTenantRef> {
+    detached
+        .iter()
+        .map(|d| DetachedTenantRef {
+            slug: d.slug.clone(),
+            name: d.name.clone(),
+        })
+        .collect()
+}
+
+/// Records `member.detached` in the audit log of each tenant a takeover detached the account
+/// from (`via`: `invitation` or `password_reset`, the proof that took it over).
+pub async fn audit_detached(
+    state: &AppState,
+    account_id: Uuid,
+    detached: &[DetachedTenant],
+    ctx: &AuditContext,
+    via: &str,
+) {
+    for d in detached {
+        audit_in(
+            state,
+            vec![d.slug.clone()],
+            "member.detached",
+            ctx,
+            serde_json::json!({
+                "member": account_id,
+                "role": d.role,
+                "reason": "account_reclaimed",
+                "via": via,
+            }),
+        )
+        .await;
     }
 }
 
