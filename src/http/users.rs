@@ -585,7 +585,11 @@ pub async fn dashboard_show(
 }
 
 /// Changes a user's address, number or metadata (admin, owner). A new address needs a
-/// re-authentication within 5 minutes.
+/// re-authentication within 5 minutes. Confirming an address the account held unconfirmed
+/// (`email_verified: true`, for it or a new address) hands the account to the address's
+/// owner: whoever held it keeps no way in (password, sessions, grants, passkeys, MFA, number,
+/// linked accounts, wallets, consents: `auth.account.recovered` lists them) and the address is
+/// mailed a reset link.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/users/{id}", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(("slug" = String, Path, description = "The tenant's slug"), ("id" = String, Path, description = "The user's id")),
@@ -717,7 +721,9 @@ pub async fn key_show(
     show(Manager::key(key), &id).await
 }
 
-/// Changes a user's address, number or metadata (admin key).
+/// Changes a user's address, number or metadata (admin key). Confirming an address the
+/// account held unconfirmed hands the account to the address's owner, as on the dashboard's
+/// route.
 #[utoipa::path(patch, path = "/v1/management/users/{id}", tag = "management",
     security(("management_key" = [])),
     params(("id" = String, Path, description = "The user's id")),

@@ -134,7 +134,17 @@ impl World {
     fn start_with(extra: &[(&str, &str)]) -> World {
         let mut env = vec![("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP", "true")];
         env.extend_from_slice(extra);
-        let srv = TestServer::start_with(&env);
+        Self::on(TestServer::start_with(&env))
+    }
+
+    /// The world with mail delivered to an SMTP stub.
+    fn start_with_mail() -> (SmtpStub, World) {
+        let (smtp, srv) = start_with_mail(&[("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP", "true")]);
+        (smtp, Self::on(srv))
+    }
+
+    /// The tenant, its wallet configuration and the test issuers on `srv`.
+    fn on(srv: TestServer) -> World {
         let signup = srv.signup("Wallet Co", "owner@example.com");
         let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
         let api_key = signup["api_key"].as_str().unwrap().to_owned();
@@ -1125,7 +1135,8 @@ fn an_address_another_account_holds_is_never_taken_over() {
     link(true);
     w.attempt(&wallet).expect_error(403, "eudi/email_exists");
 
-    // The admin confirms it: with automatic linking off the wallet is still refused...
+    // The admin confirms it (which hands the account to the address's owner: the password
+    // goes, a reset link is mailed): with automatic linking off the wallet is still refused...
     let (st, body) = w.srv.dash_json(
         "PATCH",
         &w.users_path(&format!("/{id}")),
@@ -1149,12 +1160,12 @@ fn an_address_another_account_holds_is_never_taken_over() {
         .dash_json("GET", &w.users_path("?email=erika"), &w.owner, None);
     assert_eq!(page["data"].as_array().unwrap().len(), 1, "{page}");
     assert_eq!(page["data"][0]["id"], id.as_str());
-    // The password user is untouched.
-    let login = w.post(
-        "/v1/auth/login",
-        &json!({"email": email, "password": USER_PASSWORD}),
-    );
-    assert_eq!(login.expect(200)["user"]["id"], id.as_str());
+    // The account is the same one, still not the wallet's.
+    let (st, user) = w
+        .srv
+        .dash_json("GET", &w.users_path(&format!("/{id}")), &w.owner, None);
+    assert_eq!(st, 200, "{user}");
+    assert_eq!(user["email"], email, "{user}");
 }
 
 /// An issuer's certificate vouches only for the issuer it names: a credential claiming
@@ -1481,4 +1492,64 @@ fn a_guardian_proves_adulthood_with_the_wallet_and_the_receipt_says_so() {
         &json!({"token": kid_token, "csrf": csrf}),
     )
     .expect_error(400, "guardian/invalid_token");
+}
+
+/// A wallet whose PID carries someone else's address makes an account holding it unconfirmed;
+/// when the address's owner proves it (a reset link), the wallet is unlinked: its next sign-in
+/// does not reach her account.
+#[test]
+fn a_wallet_linked_to_an_unconfirmed_address_is_unlinked_when_its_owner_recovers_it() {
+    let (smtp, w) = World::start_with_mail();
+    let victim = "erika@pid.example";
+    // The attacker's wallet, with a PID whose (self-asserted) address is the victim's.
+    let wallet = w.wallet_with_pid(None);
+    let first = w.sign_in(&wallet);
+    let id = first["sub"].as_str().unwrap().to_owned();
+    let (st, user) = w
+        .srv
+        .dash_json("GET", &w.users_path(&format!("/{id}")), &w.owner, None);
+    assert_eq!(st, 200, "{user}");
+    assert_eq!(
+        (&user["email"], &user["email_verified"]),
+        (&json!(victim), &json!(false)),
+        "{user}"
+    );
+    // The victim cannot register the address: the mail she gets offers a reset instead,
+    // which she follows.
+    w.post(
+        "/v1/auth/register",
+        &json!({"email": victim, "password": USER_PASSWORD, "consent": true}),
+    )
+    .expect(200);
+    let mail = smtp.wait_for(&w.slug, "account_exists", victim, 1);
+    let token = mail.token().expect("a reset token");
+    w.post(
+        "/v1/auth/reset-password",
+        &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+    )
+    .expect(200);
+    let login = w.post(
+        "/v1/auth/login",
+        &json!({ "email": victim, "password": NEW_USER_PASSWORD }),
+    );
+    assert_eq!(
+        login.expect(200)["user"]["id"],
+        id.as_str(),
+        "{}",
+        login.body
+    );
+
+    // The attacker's wallet no longer signs in as her: its identity is unlinked, and the
+    // address it asserts belongs to a confirmed account now.
+    w.attempt(&wallet).expect_error(403, "eudi/email_exists");
+    let out = w
+        .srv
+        .admin(&["user", "traces", "--tenant", &w.slug, &id], "");
+    let held: Vec<String> = out.json()["credentials"][&id]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!held.iter().any(|k| k.starts_with("wallet")), "{held:?}");
 }

@@ -1249,3 +1249,61 @@ fn consent_is_per_resource_and_a_withdrawn_consent_voids_its_codes() {
     assert_eq!(asked["consent_required"], true, "{asked}");
     assert_eq!(asked["resources"], json!([API]));
 }
+
+/// An account holding an address it never confirmed gives no client its consent (a denial is
+/// taken); a consent given by an account whose address then becomes unconfirmed goes when the
+/// address's owner proves it, so her next authorization asks her instead of redirecting.
+#[test]
+fn consent_needs_a_confirmed_address_and_goes_when_the_owner_recovers_it() {
+    let (smtp, srv, api, s) = user_setup("Consent Co", &[]);
+    let f = flow(&srv, &smtp, api, &s);
+    // A guest claims an address it cannot confirm; its bearer stays valid.
+    let squatter = crate::recovery::squatter(&srv, &s, &f.api);
+    let asked = authorize(&f.api, &f.url(&f.public, &[]), Some(&squatter), "en");
+    let shown = asked.expect(200).clone();
+    assert_eq!(shown["consent_required"], true, "{shown}");
+    consent(&f.api, &squatter, &shown, "approve", None).expect_error(403, "auth/email_unconfirmed");
+    let denied = consent(&f.api, &squatter, &shown, "deny", None);
+    let to = denied.expect(200)["redirect_to"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(query_of(&to)["error"], "access_denied", "{to}");
+
+    // A confirmed user consents (the next authorization redirects at once)...
+    f.code(&f.public);
+    let again = authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en");
+    assert!(
+        again.expect(200)["redirect_to"].is_string(),
+        "{}",
+        again.body
+    );
+    // ...then an admin moves the account to another address, unconfirmed, whose owner
+    // proves it with a reset link.
+    let victim = "owner-of-it@example.com";
+    let id = f.user.claims()["sub"].as_str().unwrap().to_owned();
+    let (st, body) = srv.dash_json(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{}/users/{id}", f.api.slug),
+        &s,
+        Some(&json!({ "email": victim })),
+    );
+    assert_eq!(st, 200, "{body}");
+    f.api
+        .post("/v1/auth/forgot-password", &json!({ "email": victim }))
+        .expect(202);
+    let mail = smtp.wait_for(&f.api.slug, "password_reset", victim, 1);
+    let token = mail.token().expect("a reset token");
+    f.api
+        .post(
+            "/v1/auth/reset-password",
+            &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+        )
+        .expect(200);
+    let owner = f.api.login_ok(victim, NEW_USER_PASSWORD);
+    assert_eq!(owner.claims()["sub"], id.as_str());
+    let asked = authorize(&f.api, &f.url(&f.public, &[]), Some(&owner.access), "en");
+    let shown = asked.expect(200);
+    assert_eq!(shown["consent_required"], true, "{shown}");
+    assert!(shown["redirect_to"].is_null(), "{shown}");
+}

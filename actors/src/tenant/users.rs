@@ -489,10 +489,20 @@ impl TenantState {
         // A confirmed address that was not one before (unconfirmed, or another address).
         let confirmed = user.email_verified && (!was_verified || changed.contains(&"email"));
         if confirmed && held_unconfirmed {
-            // Whoever held the unconfirmed address keeps no way in: the owner signs in with
-            // a reset link or a login link or code. The recovery writes the verified event.
+            // Whoever held the unconfirmed address keeps no way in; the address's owner gets
+            // a reset link to set a password. The recovery writes the verified event.
             user.email_verified = false;
             self.recover_address(&mut fx, &mut user, "admin", ctx)?;
+            if let Some(email) = user.email.clone() {
+                let token = self.issue_link(
+                    &mut fx.batch,
+                    &mut user,
+                    (LinkPurpose::ResetPassword, None),
+                    now,
+                )?;
+                let link = self.link("reset-password", &token);
+                self.queue_mail(&mut fx, &email, MailKind::PasswordReset { link })?;
+            }
             // An admin's number stays: the admin set it in this very change.
             if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
                 fx.batch
