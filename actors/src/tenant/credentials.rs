@@ -14,12 +14,12 @@
 //! credential ([`Credential::durable`]), so there is little to remove when its address's owner
 //! turns up; what it holds from before (a guest's, or one an admin unconfirmed) goes then.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use strum::{EnumIter, IntoEnumIterator};
 
-/// Everything that can sign a person in or act for them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, EnumIter)]
-#[serde(rename_all = "snake_case")]
+/// Everything that can sign a person in or act for them. Its name in answers and audit
+/// events is [`Credential::as_str`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, EnumIter)]
 pub enum Credential {
     /// The password (its Argon2id hash).
     Password,
@@ -201,6 +201,12 @@ impl Credential {
     }
 }
 
+impl Serialize for Credential {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl std::fmt::Display for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -244,6 +250,17 @@ mod tests {
         for kind in Credential::all().filter(|k| k.durable()) {
             assert_eq!(kind.fate(Ending::Recovery), Fate::Remove, "{kind}");
         }
+    }
+
+    #[test]
+    fn answers_name_each_kind_as_its_name_says() {
+        for kind in Credential::all() {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+        }
+        assert_eq!(Credential::OAuthGrants.as_str(), "oauth_grants");
     }
 
     #[test]
