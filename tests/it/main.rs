@@ -36,6 +36,7 @@ mod outbox;
 mod passkeys;
 mod passwordless;
 mod platform;
+mod recovery_inventory;
 mod sdk_policy;
 mod settings;
 mod sms;
