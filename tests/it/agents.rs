@@ -18,10 +18,10 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const POLL: (&str, &str) = ("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1");
+pub(crate) const POLL: (&str, &str) = ("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1");
 const CLIENT_CREDENTIALS: &str = "client_credentials";
-const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-const CIBA: &str = "urn:openid:params:grant-type:ciba";
+pub(crate) const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+pub(crate) const CIBA: &str = "urn:openid:params:grant-type:ciba";
 const DEVICE_CODE: &str = "urn:ietf:params:oauth:grant-type:device_code";
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 const RESOURCE: &str = "https://api.example/";
@@ -42,7 +42,7 @@ fn agent_path(slug: &str, id: &str) -> String {
 
 /// Lifts the tenant to the pro tier with the admin CLI.
 #[track_caller]
-fn set_pro(srv: &TestServer, slug: &str) {
+pub(crate) fn set_pro(srv: &TestServer, slug: &str) {
     let out = srv.admin(&["tenant", "set-tier", slug, "pro"], "");
     assert!(out.status.success(), "set-tier failed: {}", out.stderr);
 }
@@ -59,22 +59,22 @@ fn pro_setup(tenant: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer, Use
 }
 
 /// A registered agent: its registration answer and credentials.
-struct Agent {
-    id: String,
-    client_id: String,
+pub(crate) struct Agent {
+    pub(crate) id: String,
+    pub(crate) client_id: String,
     secret: String,
     body: Value,
 }
 
 impl Agent {
-    fn basic(&self) -> (&str, &str) {
+    pub(crate) fn basic(&self) -> (&str, &str) {
         (&self.client_id, &self.secret)
     }
 }
 
 /// Registers an agent (the session must be freshly re-authenticated); asserts 201.
 #[track_caller]
-fn register_agent(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Agent {
+pub(crate) fn register_agent(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Agent {
     let (st, answer) = srv.dash_json("POST", &agents_path(slug), s, Some(&body));
     assert_eq!(st, 201, "registering {body}: {answer}");
     Agent {
@@ -91,7 +91,7 @@ fn register_agent(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Age
     }
 }
 
-fn agent_json(name: &str, grant_types: &[&str], scopes: &[&str]) -> Value {
+pub(crate) fn agent_json(name: &str, grant_types: &[&str], scopes: &[&str]) -> Value {
     json!({"name": name, "grant_types": grant_types, "scopes": scopes})
 }
 
@@ -155,7 +155,7 @@ fn ciba_request(
         .to_owned()
 }
 
-fn poll_ciba(api: &UserApi, agent: &Agent, auth_req_id: &str) -> AuthAnswer {
+pub(crate) fn poll_ciba(api: &UserApi, agent: &Agent, auth_req_id: &str) -> AuthAnswer {
     token(
         api,
         agent,
@@ -178,7 +178,7 @@ fn exchange(api: &UserApi, agent: &Agent, subject: &str, scope: Option<&str>) ->
 
 /// Asserts an RFC 6749 error answer (`{"error": ...}`) with its status.
 #[track_caller]
-fn expect_oauth_error(a: &AuthAnswer, status: u16, error: &str) {
+pub(crate) fn expect_oauth_error(a: &AuthAnswer, status: u16, error: &str) {
     assert_eq!(
         (a.status, a.body["error"].as_str().unwrap_or("<none>")),
         (status, error),
@@ -189,7 +189,7 @@ fn expect_oauth_error(a: &AuthAnswer, status: u16, error: &str) {
 
 /// The `access_token` of a 200 token answer.
 #[track_caller]
-fn access_token(a: &AuthAnswer) -> String {
+pub(crate) fn access_token(a: &AuthAnswer) -> String {
     a.expect(200)["access_token"]
         .as_str()
         .unwrap_or_else(|| panic!("no access_token in {}", a.body))
@@ -225,7 +225,7 @@ fn pending_requests(api: &UserApi, bearer: &str) -> Vec<Value> {
 
 /// Waits (up to 5 s) for the user's pending request with `binding_message`.
 #[track_caller]
-fn pending_request(api: &UserApi, bearer: &str, binding_message: &str) -> Value {
+pub(crate) fn pending_request(api: &UserApi, bearer: &str, binding_message: &str) -> Value {
     let mut found = None;
     let seen = eventually(Duration::from_secs(5), || {
         found = pending_requests(api, bearer)
@@ -237,7 +237,7 @@ fn pending_request(api: &UserApi, bearer: &str, binding_message: &str) -> Value 
     found.expect("found")
 }
 
-fn decide(api: &UserApi, bearer: &str, request_id: &str, decision: &str) -> AuthAnswer {
+pub(crate) fn decide(api: &UserApi, bearer: &str, request_id: &str, decision: &str) -> AuthAnswer {
     user_post(
         api,
         bearer,
@@ -334,7 +334,7 @@ fn confidential_client(srv: &TestServer, s: &Session, slug: &str) -> (String, St
     )
 }
 
-fn introspect(api: &UserApi, client: (&str, &str), token: &str) -> AuthAnswer {
+pub(crate) fn introspect(api: &UserApi, client: (&str, &str), token: &str) -> AuthAnswer {
     oauth_post(api, "introspect", Some(client), &[("token", token)])
 }
 
@@ -2124,13 +2124,20 @@ fn owners_alone_see_users_actions_and_agents_introspect_only_their_own_tokens() 
 // Consent per resource (RFC 8707)
 // ---------------------------------------------------------------------------------------------
 
-const CALENDAR: &str = "https://calendar.example";
+pub(crate) const CALENDAR: &str = "https://calendar.example";
 const MAILBOX: &str = "https://mail.example";
 
 /// Registers the resource `uri` for the tenant with the admin CLI and has the operator approve
 /// its catalog scope `scope`.
 #[track_caller]
-fn catalog_resource(srv: &TestServer, s: &Session, slug: &str, name: &str, uri: &str, scope: &str) {
+pub(crate) fn catalog_resource(
+    srv: &TestServer,
+    s: &Session,
+    slug: &str,
+    name: &str,
+    uri: &str,
+    scope: &str,
+) {
     let out = srv.admin(
         &[
             "resource", "register", "--tenant", slug, "--name", name, "--uri", uri,
@@ -2177,7 +2184,7 @@ fn two_resources(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session, Agent
 
 /// Starts a CIBA request for `resource`; asserts 200 and answers its `auth_req_id`.
 #[track_caller]
-fn ciba_for(
+pub(crate) fn ciba_for(
     api: &UserApi,
     agent: &Agent,
     login_hint: &str,
@@ -2203,7 +2210,7 @@ fn ciba_for(
 }
 
 /// Token exchange of the user's `subject` token by `agent` for `resource` (if any).
-fn exchange_for(
+pub(crate) fn exchange_for(
     api: &UserApi,
     agent: &Agent,
     subject: &str,

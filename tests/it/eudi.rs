@@ -87,17 +87,18 @@ impl Files {
 }
 
 /// A tenant with wallet sign-in on, a development verifier chain, and two test issuers.
-struct World {
-    srv: TestServer,
-    slug: String,
+pub(crate) struct World {
+    pub(crate) srv: TestServer,
+    pub(crate) slug: String,
+    tenant_id: String,
     api_key: String,
-    owner: Session,
+    pub(crate) owner: Session,
     verifier_root: String,
     sd_issuer: TestIssuer,
     mdoc_issuer: TestIssuer,
 }
 
-fn pid_claims() -> Map<String, Value> {
+pub(crate) fn pid_claims() -> Map<String, Value> {
     json!({
         "family_name": "Mustermann",
         "given_name": "Erika",
@@ -131,7 +132,7 @@ impl World {
         Self::start_with(&[])
     }
 
-    fn start_with(extra: &[(&str, &str)]) -> World {
+    pub(crate) fn start_with(extra: &[(&str, &str)]) -> World {
         let mut env = vec![("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP", "true")];
         env.extend_from_slice(extra);
         Self::on(TestServer::start_with(&env))
@@ -147,6 +148,7 @@ impl World {
     fn on(srv: TestServer) -> World {
         let signup = srv.signup("Wallet Co", "owner@example.com");
         let slug = signup["tenant"]["slug"].as_str().unwrap().to_owned();
+        let tenant_id = signup["tenant"]["id"].as_str().unwrap().to_owned();
         let api_key = signup["api_key"].as_str().unwrap().to_owned();
         let owner = srv.login("owner@example.com", PASSWORD);
         let out = srv.admin(&["eudi", "dev-cert", &slug], "");
@@ -167,11 +169,24 @@ impl World {
                 .unwrap(),
             srv,
             slug,
+            tenant_id,
             api_key,
             owner,
         };
         world.configure(json!({}));
         world
+    }
+
+    /// The tenant's end-user API (its owner is the dashboard's `owner@example.com`).
+    pub(crate) fn api(&self) -> UserApi {
+        UserApi {
+            base: self.srv.base.clone(),
+            client: self.srv.client.clone(),
+            api_key: self.api_key.clone(),
+            slug: self.slug.clone(),
+            tenant_id: self.tenant_id.clone(),
+            owner: "owner@example.com".to_owned(),
+        }
     }
 
     /// Sets the wallet configuration: both issuers as x5c anchors, with `over` merged in.
@@ -211,11 +226,20 @@ impl World {
     }
 
     fn wallet_with_pid(&self, status: Option<(&str, u64)>) -> TestWallet {
+        self.wallet_with_pid_of(&pid_claims(), status)
+    }
+
+    /// A wallet holding an SD-JWT PID of `claims` from the trusted issuer.
+    pub(crate) fn wallet_with_pid_of(
+        &self,
+        claims: &Map<String, Value>,
+        status: Option<(&str, u64)>,
+    ) -> TestWallet {
         let mut w = TestWallet::new(&self.verifier_root).unwrap();
         let exp = tessera_bench::wallet::now() + 86_400;
         w.sd_jwt = Some(
             self.sd_issuer
-                .pid_sd_jwt(ISSUER, &pid_claims(), &w.device.public_key(), exp, status)
+                .pid_sd_jwt(ISSUER, claims, &w.device.public_key(), exp, status)
                 .unwrap(),
         );
         w
@@ -243,11 +267,11 @@ impl World {
         )
     }
 
-    fn initiate(&self, path: &str, body: Value) -> Value {
+    pub(crate) fn initiate(&self, path: &str, body: Value) -> Value {
         self.post(path, &body).expect(200).clone()
     }
 
-    fn fetch_request(&self, started: &Value) -> String {
+    pub(crate) fn fetch_request(&self, started: &Value) -> String {
         let r = self
             .srv
             .client
@@ -263,7 +287,7 @@ impl World {
         r.text().unwrap()
     }
 
-    fn respond(&self, req: &OpenedRequest, form: String) -> AuthAnswer {
+    pub(crate) fn respond(&self, req: &OpenedRequest, form: String) -> AuthAnswer {
         AuthAnswer::read(
             self.srv
                 .client
@@ -275,7 +299,7 @@ impl World {
         )
     }
 
-    fn result(&self, path: &str, state: &str, code: Option<&str>) -> AuthAnswer {
+    pub(crate) fn result(&self, path: &str, state: &str, code: Option<&str>) -> AuthAnswer {
         let mut url = format!("{path}?state={state}");
         if let Some(c) = code {
             url.push_str(&format!("&response_code={c}"));
@@ -811,7 +835,7 @@ impl World {
 
     /// A sign-in by `wallet` that must succeed: the access token's claims.
     #[track_caller]
-    fn sign_in(&self, wallet: &TestWallet) -> Value {
+    pub(crate) fn sign_in(&self, wallet: &TestWallet) -> Value {
         let started = self.initiate("/v1/auth/eudi/initiate", json!({}));
         let req = wallet.open(&self.fetch_request(&started)).unwrap();
         self.respond(&req, wallet.answer(&req).unwrap()).expect(200);

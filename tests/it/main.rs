@@ -37,6 +37,7 @@ mod passkeys;
 mod passwordless;
 mod platform;
 mod recovery;
+mod recovery_inventory;
 mod sdk_policy;
 mod settings;
 mod sms;

@@ -78,7 +78,7 @@ fn resource_with_scope(srv: &TestServer, s: &Session, slug: &str) -> (String, St
 }
 
 /// The authorize request in API mode: the tenant's UI sends the user's token.
-fn authorize(api: &UserApi, url: &str, bearer: Option<&str>, lang: &str) -> AuthAnswer {
+pub(crate) fn authorize(api: &UserApi, url: &str, bearer: Option<&str>, lang: &str) -> AuthAnswer {
     let mut req = api
         .client
         .get(url)
@@ -135,7 +135,7 @@ fn query_of(redirect_to: &str) -> std::collections::HashMap<String, String> {
     u.query_pairs().into_owned().collect()
 }
 
-fn form(
+pub(crate) fn form(
     api: &UserApi,
     path: &str,
     basic: Option<(&str, &str)>,
@@ -504,19 +504,25 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
 }
 
 /// A signed-in user, a confidential client and a public one.
-struct Flow {
-    api: UserApi,
-    user: UserTokens,
-    confidential: (String, String),
-    public: String,
+pub(crate) struct Flow {
+    pub(crate) api: UserApi,
+    pub(crate) user: UserTokens,
+    pub(crate) confidential: (String, String),
+    pub(crate) public: String,
 }
 
 fn flow(srv: &TestServer, smtp: &SmtpStub, api: UserApi, s: &Session) -> Flow {
+    let user = api.verified_user(smtp, "neg@example.com", "correct horse battery");
+    flow_for(srv, s, api, user)
+}
+
+/// A confidential client and a public one (`openid email`), registered by the owner `s`, and
+/// `user` signed in.
+pub(crate) fn flow_for(srv: &TestServer, s: &Session, api: UserApi, user: UserTokens) -> Flow {
     srv.reauth(s, PASSWORD);
     let (cid, secret) = register_client(srv, s, &api.slug, "confidential", &["openid", "email"]);
     let (pid, none) = register_client(srv, s, &api.slug, "public", &["openid", "email"]);
     assert!(none.is_none());
-    let user = api.verified_user(smtp, "neg@example.com", "correct horse battery");
     Flow {
         api,
         user,
@@ -526,7 +532,7 @@ fn flow(srv: &TestServer, smtp: &SmtpStub, api: UserApi, s: &Session) -> Flow {
 }
 
 impl Flow {
-    fn url(&self, client_id: &str, extra: &[(&str, &str)]) -> String {
+    pub(crate) fn url(&self, client_id: &str, extra: &[(&str, &str)]) -> String {
         let mut q = form_urlencoded::Serializer::new(String::new());
         q.append_pair("client_id", client_id);
         q.append_pair("redirect_uri", CALLBACK);
@@ -551,7 +557,7 @@ impl Flow {
     }
 
     /// A code for `client_id`, consenting when asked.
-    fn code(&self, client_id: &str) -> String {
+    pub(crate) fn code(&self, client_id: &str) -> String {
         let a = authorize(
             &self.api,
             &self.url(client_id, &[]),
@@ -568,7 +574,7 @@ impl Flow {
         query_of(to.as_str().expect("redirect_to"))["code"].clone()
     }
 
-    fn exchange(&self, client: (&str, &str), code: &str, verifier: &str) -> AuthAnswer {
+    pub(crate) fn exchange(&self, client: (&str, &str), code: &str, verifier: &str) -> AuthAnswer {
         form(
             &self.api,
             &format!("/v1/tenants/{}/oauth/token", self.api.slug),
@@ -584,7 +590,7 @@ impl Flow {
 }
 
 /// RFC 7636 appendix B.
-const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+pub(crate) const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
 #[track_caller]

@@ -16,7 +16,7 @@ use crate::support::{
 };
 
 const RP_ID: &str = "app.example";
-const ORIGIN: &str = "https://app.example";
+pub(crate) const ORIGIN: &str = "https://app.example";
 const DEV_ORIGIN: &str = "http://localhost:5173";
 
 const REGISTER_BEGIN: &str = "/v1/auth/passkeys/register/begin";
@@ -153,7 +153,7 @@ fn finish(api: &UserApi, assertion: &Value) -> AuthAnswer {
 }
 
 /// A whole username-less sign-in with `auth` from `origin`.
-fn sign_in(api: &UserApi, auth: &mut SoftAuthenticator, origin: &str) -> AuthAnswer {
+pub(crate) fn sign_in(api: &UserApi, auth: &mut SoftAuthenticator, origin: &str) -> AuthAnswer {
     let options = sign_in_options(api, None);
     let assertion = auth.get(&options, origin).expect("assertion");
     finish(api, &assertion)

@@ -46,8 +46,8 @@ const PHONE_VERIFY: &str = "/v1/users/me/phone/verify";
 const PHONE_CONFIRM: &str = "/v1/users/me/phone/confirm";
 const SMS_TEST: &str = "/v1/auth/dashboard/sms-test";
 
-const LOGIN_KIND: &str = "login_code";
-const PHONE_KIND: &str = "phone_verify";
+pub(crate) const LOGIN_KIND: &str = "login_code";
+pub(crate) const PHONE_KIND: &str = "phone_verify";
 const TEST_KIND: &str = "test";
 
 /// The mail notices of a phone number's arrival on an account and its departure.
@@ -407,7 +407,7 @@ fn reason(status: u16) -> &'static str {
 // ---------------------------------------------------------------------------------------------
 
 /// A French mobile number (E.164), distinct for each `n` below a million.
-fn fr(n: u32) -> String {
+pub(crate) fn fr(n: u32) -> String {
     format!("+33612{n:06}")
 }
 
@@ -444,7 +444,7 @@ fn sms_setup(tenant: &str, extra: &[(String, String)]) -> (SmtpStub, TestServer,
 }
 
 #[track_caller]
-fn enable_sms(srv: &TestServer, s: &Session, slug: &str) {
+pub(crate) fn enable_sms(srv: &TestServer, s: &Session, slug: &str) {
     let out = patch_security(srv, s, slug, json!({ "sms_otp_enabled": true }));
     assert_eq!(out["sms_otp_enabled"], true, "{out}");
 }
@@ -522,7 +522,7 @@ fn post(api: &UserApi, path: &str, body: &Value) -> AuthAnswer {
     api.post_as(path, None, body)
 }
 
-fn request_sms(api: &UserApi, phone: &str, mode: &str) -> AuthAnswer {
+pub(crate) fn request_sms(api: &UserApi, phone: &str, mode: &str) -> AuthAnswer {
     post(api, SMS_OTP, &json!({ "phone": phone, "mode": mode }))
 }
 
@@ -535,7 +535,7 @@ fn request_from(api: &UserApi, phone: &str, mode: &str, ip: &str) -> AuthAnswer 
     post_from(api, SMS_OTP, &json!({ "phone": phone, "mode": mode }), ip)
 }
 
-fn verify_sms(api: &UserApi, phone: &str, code: &str) -> AuthAnswer {
+pub(crate) fn verify_sms(api: &UserApi, phone: &str, code: &str) -> AuthAnswer {
     post(api, SMS_VERIFY, &json!({ "phone": phone, "code": code }))
 }
 
@@ -548,13 +548,13 @@ fn verify_from(api: &UserApi, phone: &str, code: &str, ip: &str) -> AuthAnswer {
     )
 }
 
-fn phone_verify(api: &UserApi, bearer: &str, phone: &str) -> AuthAnswer {
+pub(crate) fn phone_verify(api: &UserApi, bearer: &str, phone: &str) -> AuthAnswer {
     api.post_as(PHONE_VERIFY, Some(bearer), &json!({ "phone": phone }))
 }
 
 /// `POST /v1/users/me/phone/confirm`, step-up gated: first steps up with `USER_PASSWORD` and
 /// sends the step-up token; when that step-up is refused (a guest, no password) it sends none.
-fn phone_confirm(api: &UserApi, bearer: &str, phone: &str, code: &str) -> AuthAnswer {
+pub(crate) fn phone_confirm(api: &UserApi, bearer: &str, phone: &str, code: &str) -> AuthAnswer {
     let r = api.post_as(
         "/v1/auth/step-up/password",
         Some(bearer),
@@ -655,7 +655,7 @@ fn outbox_to(srv: &TestServer, kind: &str, to: &str) -> Vec<Value> {
 /// Waits (up to 15 s) until the outbox holds `n` messages of `kind` to `to` from tenant `slug`;
 /// answers the newest.
 #[track_caller]
-fn wait_sms(srv: &TestServer, slug: &str, kind: &str, to: &str, n: usize) -> Value {
+pub(crate) fn wait_sms(srv: &TestServer, slug: &str, kind: &str, to: &str, n: usize) -> Value {
     let mut found = Vec::new();
     let arrived = eventually(Duration::from_secs(15), || {
         found = outbox_to(srv, kind, to);
@@ -676,7 +676,7 @@ fn wait_sms(srv: &TestServer, slug: &str, kind: &str, to: &str, n: usize) -> Val
 
 /// The six-digit code of an outbox message.
 #[track_caller]
-fn code_of(m: &Value) -> String {
+pub(crate) fn code_of(m: &Value) -> String {
     let body = m["body"].as_str().unwrap_or_default();
     six_digit_code(body).unwrap_or_else(|| panic!("no six-digit code in {m}"))
 }

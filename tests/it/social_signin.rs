@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
-const APP: &str = "https://app.example/social/done";
+pub(crate) const APP: &str = "https://app.example/social/done";
 const OIDC_CLIENT: &str = "oidc-client";
 const OIDC_SECRET: &str = "oidc-secret-0123456789";
 const REST_SECRET: &str = "rest-secret-0123456789";
@@ -372,7 +372,7 @@ impl Stub {
     /// The server's environment: Google and GitLab at the OpenID stub (GitLab's issuer is the
     /// same stub under another name would need a second stub; one issuer per provider), GitHub
     /// and Facebook at the REST shapes.
-    fn env(&self, gitlab: &Stub) -> Vec<(String, String)> {
+    pub(crate) fn env(&self, gitlab: &Stub) -> Vec<(String, String)> {
         let b = &self.base;
         vec![
             ("TESSERA__SOCIAL__GOOGLE__ISSUER".into(), b.clone()),
@@ -436,13 +436,13 @@ pub(crate) fn enable_google(srv: &TestServer, s: &Session, slug: &str) {
 }
 
 /// A browser: keeps cookies, follows no redirect.
-struct Browser {
+pub(crate) struct Browser {
     client: reqwest::blocking::Client,
     jar: HashMap<String, String>,
 }
 
 impl Browser {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Browser {
             client: reqwest::blocking::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -453,7 +453,7 @@ impl Browser {
     }
 
     /// GET `url` (with `bearer`), keeping its cookies; answers the status and `Location`.
-    fn get(&mut self, url: &str, bearer: Option<&str>) -> (u16, String, String) {
+    pub(crate) fn get(&mut self, url: &str, bearer: Option<&str>) -> (u16, String, String) {
         let req = self.client.get(url);
         self.send(req, bearer)
     }
@@ -498,12 +498,54 @@ impl Browser {
 }
 
 /// The query parameter `name` of `url`.
-fn param(url: &str, name: &str) -> Option<String> {
+pub(crate) fn param(url: &str, name: &str) -> Option<String> {
     url::Url::parse(url)
         .ok()?
         .query_pairs()
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
+}
+
+/// Begins a sign-in with `provider` to the tenant of `api` in `b` (sent back to [`APP`]):
+/// the provider's authorization URL.
+fn begin(
+    srv: &TestServer,
+    api: &UserApi,
+    b: &mut Browser,
+    provider: &str,
+    bearer: Option<&str>,
+) -> String {
+    let mut u = url::Url::parse(&srv.url(&format!("/oauth/{provider}/authorize"))).unwrap();
+    u.query_pairs_mut()
+        .append_pair("tenant_id", &api.tenant_id)
+        .append_pair("redirect_uri", APP);
+    let (st, to, body) = b.get(u.as_str(), bearer);
+    assert_eq!(st, 302, "{body}");
+    to
+}
+
+/// The provider's side: the callback URL it sends the browser to.
+fn at_provider(b: &mut Browser, at: &str) -> String {
+    let (st, callback, body) = b.get(at, None);
+    assert_eq!(st, 302, "{body}");
+    callback
+}
+
+/// A whole sign-in with `provider` to the tenant of `api`, in a fresh browser: where the app is
+/// sent back to.
+pub(crate) fn sign_in(
+    srv: &TestServer,
+    api: &UserApi,
+    provider: &str,
+    bearer: Option<&str>,
+) -> String {
+    let mut b = Browser::new();
+    let at = begin(srv, api, &mut b, provider, bearer);
+    let callback = at_provider(&mut b, &at);
+    let (st, back, body) = b.get(&callback, None);
+    assert_eq!(st, 302, "{body}");
+    assert!(back.starts_with(APP), "{back}");
+    back
 }
 
 struct World {
@@ -559,38 +601,19 @@ impl World {
         }
     }
 
-    fn authorize_url(&self, provider: &str) -> String {
-        let mut u =
-            url::Url::parse(&self.srv.url(&format!("/oauth/{provider}/authorize"))).unwrap();
-        u.query_pairs_mut()
-            .append_pair("tenant_id", &self.api.tenant_id)
-            .append_pair("redirect_uri", APP);
-        u.into()
-    }
-
     /// Begins a sign-in in `b`: the provider's authorization URL.
     fn begin(&self, b: &mut Browser, provider: &str, bearer: Option<&str>) -> String {
-        let (st, to, body) = b.get(&self.authorize_url(provider), bearer);
-        assert_eq!(st, 302, "{body}");
-        to
+        begin(&self.srv, &self.api, b, provider, bearer)
     }
 
     /// The provider's side: the callback URL it sends the browser to.
     fn at_provider(&self, b: &mut Browser, at: &str) -> String {
-        let (st, callback, body) = b.get(at, None);
-        assert_eq!(st, 302, "{body}");
-        callback
+        at_provider(b, at)
     }
 
     /// A whole sign-in in a fresh browser: where the app is sent back to.
     fn sign_in(&self, provider: &str, bearer: Option<&str>) -> String {
-        let mut b = Browser::new();
-        let at = self.begin(&mut b, provider, bearer);
-        let callback = self.at_provider(&mut b, &at);
-        let (st, back, body) = b.get(&callback, None);
-        assert_eq!(st, 302, "{body}");
-        assert!(back.starts_with(APP), "{back}");
-        back
+        sign_in(&self.srv, &self.api, provider, bearer)
     }
 
     fn session(&self, provider: &str, token: &str) -> AuthAnswer {
@@ -985,12 +1008,21 @@ fn button_of(page: &str) -> String {
 }
 
 /// Opens a link ticket's URL in `b` and confirms: the provider's authorization URL.
-fn confirm(w: &World, b: &mut Browser, url: &str) -> String {
+fn confirm(srv: &TestServer, b: &mut Browser, url: &str) -> String {
     let (st, _, page) = b.get(url, None);
     assert_eq!(st, 200, "{page}");
-    let (st, at, body) = b.get(&w.srv.url(&button_of(&page)), None);
+    let (st, at, body) = b.get(&srv.url(&button_of(&page)), None);
     assert_eq!(st, 302, "{body}");
     at
+}
+
+/// Follows the link ticket's `url` (a link request's `authorize_url`) in a fresh browser: the
+/// confirmation page, the provider, the callback. Answers where the app is sent back to.
+pub(crate) fn link_in_browser(srv: &TestServer, url: &str) -> String {
+    let mut b = Browser::new();
+    let at = confirm(srv, &mut b, url);
+    let callback = at_provider(&mut b, &at);
+    b.get(&callback, None).1
 }
 
 /// `user` links Google (the step-up, the link request, the confirmation page, the provider):
@@ -1000,10 +1032,7 @@ fn link_through(w: &World, user: &UserTokens) -> String {
         .api
         .link_gate("google", &user.access, Some(&step_up(&w.api, user)));
     let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
-    let mut b = Browser::new();
-    let at = confirm(w, &mut b, &url);
-    let callback = w.at_provider(&mut b, &at);
-    b.get(&callback, None).1
+    link_in_browser(&w.srv, &url)
 }
 
 /// A password step-up token of `user`'s session.

@@ -685,27 +685,27 @@ pub fn env_refs(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
 /// 127.0.0.1 (so tests can act as many client addresses), plus `extra` environment.
 pub fn start_with_mail(extra: &[(&str, &str)]) -> (SmtpStub, TestServer) {
     let smtp = SmtpStub::start();
-    let mut env = smtp.env();
-    env.push((
-        "TESSERA__SERVER__TRUSTED_PROXIES".into(),
-        "[\"127.0.0.1/32\"]".into(),
-    ));
-    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let srv = TestServer::start_with(&env_refs(&env));
+    let srv = TestServer::start_with(&env_refs(&mail_env(&smtp, extra)));
     (smtp, srv)
 }
 
 /// [`start_with_mail`] listening on `listen`.
 pub fn start_with_mail_on(listen: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer) {
     let smtp = SmtpStub::start();
+    let srv = TestServer::start_listening(listen, &env_refs(&mail_env(&smtp, extra)));
+    (smtp, srv)
+}
+
+/// The environment of [`start_with_mail`]: mail through `smtp`, `X-Forwarded-For` believed
+/// from 127.0.0.1, and `extra`.
+pub fn mail_env(smtp: &SmtpStub, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let mut env = smtp.env();
     env.push((
         "TESSERA__SERVER__TRUSTED_PROXIES".into(),
         "[\"127.0.0.1/32\"]".into(),
     ));
     env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let srv = TestServer::start_listening(listen, &env_refs(&env));
-    (smtp, srv)
+    env
 }
 
 static NEXT_CLIENT_IP: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
