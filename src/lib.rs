@@ -82,12 +82,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         path: data_dir.display().to_string(),
         source,
     };
-    std::fs::create_dir_all(&data_dir).map_err(dir_err)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(dir_err)?;
-    }
+    // The server's alone: created 0700, and an existing one made so.
+    tessera_storage::files::private_dir(&data_dir).map_err(dir_err)?;
     // One server per data directory: an exclusive lock held for the life of the process.
     let lock = File::options()
         .create(true)

@@ -15,7 +15,7 @@
 //! - Tokens, API keys, codes: stored only as SHA-256 (high-entropy secrets) or as a keyed hash
 //!   (low-entropy inputs such as e-mail domains or request bodies); compared in constant time.
 
-use std::{fs::OpenOptions, io::Write, os::unix::fs::OpenOptionsExt, path::Path};
+use std::{io::Write, path::Path};
 
 use base64::{engine::general_purpose::STANDARD, engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chacha20poly1305::{
@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::error::StorageError;
+use crate::{error::StorageError, files};
 
 const NONCE_LEN: usize = 24;
 /// The length of a wrapped data key: nonce, 32-byte key, Poly1305 tag.
@@ -121,14 +121,9 @@ impl MasterKey {
         tmp_name.push(".tmp");
         let tmp = path.with_file_name(tmp_name);
         let _ = std::fs::remove_file(&tmp);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| {
-                StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
-            })?;
+        let mut file = files::create_private_file(&tmp).map_err(|e| {
+            StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
+        })?;
         let encoded = Zeroizing::new(STANDARD.encode(self.key.as_slice()));
         file.write_all(encoded.as_bytes())?;
         file.write_all(b"\n")?;

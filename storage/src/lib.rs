@@ -10,6 +10,7 @@ pub mod backup;
 pub mod codec;
 pub mod crypto;
 pub mod error;
+pub mod files;
 pub mod flusher;
 pub mod keys;
 pub mod migrations;
