@@ -39,7 +39,8 @@ pub fn verify_backup(file: &Path) -> Result<Value, String> {
 }
 
 /// `tessera restore --from FILE --data-dir DIR [--master-key-file F]`: into a directory that
-/// holds nothing but (optionally) the master key file, made 0700; the key must be the data's.
+/// holds nothing but (optionally) the master key file, made 0700; the key must be the data's,
+/// in a file only its owner may read or write.
 pub fn restore(from: &Path, data_dir: &Path, key_file: Option<&Path>) -> Result<Value, String> {
     let key_path = key_file.map_or_else(|| data_dir.join("master.key"), Path::to_path_buf);
     // Made 0700 when absent; an existing one is made so by the restore, once found empty.
@@ -58,6 +59,10 @@ pub fn restore(from: &Path, data_dir: &Path, key_file: Option<&Path>) -> Result<
             data_dir.display(),
             others.join(", ")
         ));
+    }
+    // Refused as at the server's start, before anything is written.
+    if let Some(shared) = MasterKey::shared_file(&key_path).map_err(|e| e.to_string())? {
+        return Err(shared.to_string());
     }
     let key = MasterKey::load(&key_path).map_err(|e| {
         format!(

@@ -17,6 +17,14 @@ use std::{
 pub const PRIVATE_FILE: u32 = 0o600;
 /// The mode of a directory only its owner may list, enter and change.
 pub const PRIVATE_DIR: u32 = 0o700;
+/// Group and others' read and write bits.
+const OTHERS_RW: u32 = 0o066;
+
+/// Whether permission bits let anyone but the owner read or write the file.
+pub fn open_to_others(mode: u32) -> bool {
+    mode & OTHERS_RW != 0
+}
+
 /// Creates a new file, mode 0600, for writing; an existing one is refused (`AlreadyExists`),
 /// so the mode is always the one given here.
 pub fn create_private_file(path: &Path) -> io::Result<File> {
@@ -72,6 +80,16 @@ pub fn private_dir(path: &Path) -> io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(PRIVATE_DIR))
 }
 
+/// The permission bits of the file at `path` (the target of a link), or `None` when there is
+/// no file.
+pub fn mode_of(path: &Path) -> io::Result<Option<u32>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m.permissions().mode() & 0o7777)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -79,7 +97,19 @@ mod tests {
     use super::*;
 
     fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+        mode_of(path).unwrap().unwrap() & 0o777
+    }
+
+    #[test]
+    fn open_to_others_is_any_read_or_write_bit_of_group_or_others() {
+        for owner_only in [0o600, 0o400, 0o700, 0o200, 0o611, 0o4600] {
+            assert!(!open_to_others(owner_only), "{owner_only:o}");
+        }
+        for shared in [
+            0o644, 0o640, 0o620, 0o604, 0o602, 0o660, 0o666, 0o777, 0o4640,
+        ] {
+            assert!(open_to_others(shared), "{shared:o}");
+        }
     }
 
     // The process's umask is whatever the test runner has; 0600 and 0700 hold under any umask
@@ -123,5 +153,6 @@ mod tests {
         assert_eq!(mode(&shared), 0o700);
         // A file where a directory should be is an error.
         assert!(create_private_dir(&file).is_err());
+        assert_eq!(mode_of(&tmp.path().join("none")).unwrap(), None);
     }
 }

@@ -18,7 +18,7 @@ pub mod rotation;
 pub mod store;
 
 pub use codec::{PlatformRecord, Record, TenantRecord};
-pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed};
+pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed, SharedKeyFile};
 pub use error::StorageError;
 pub use flusher::{Durability, Flusher};
 pub use keys::{Kind, TenantId};

@@ -234,11 +234,10 @@ fn restore_and_verify_refuse_what_they_must() {
     assert!(e.contains("master key"), "{e}");
     let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(
-        other.join("master.key"),
+    write_owner_only(
+        &other.join("master.key"),
         format!("{}\n", "A".repeat(43) + "="),
-    )
-    .unwrap();
+    );
     let e = run_err(&[
         "restore",
         "--from",
@@ -409,6 +408,25 @@ fn a_backup_and_a_restored_directory_are_their_owners_alone_under_a_permissive_u
         }
         cmd.output().unwrap()
     };
+    // A key file others may read is refused before anything is written.
+    let shared = dir.path().join("shared");
+    copy_key(&srv.data_dir, &shared);
+    std::fs::set_permissions(
+        shared.join("master.key"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = restore(&shared, None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let shown = shared.join("master.key").display().to_string();
+    assert!(
+        err.contains(&format!("{shown} has mode 0644"))
+            && err.contains(&format!("chmod 600 {shown}")),
+        "{err}"
+    );
+    assert!(!shared.join("db").exists(), "nothing written");
+
     // Into a directory made beforehand, open to all, that holds the key file; and into a new
     // one, the key read from elsewhere.
     let made = dir.path().join("made");

@@ -40,6 +40,24 @@ pub fn tessera_under(umask: Option<u32>) -> Command {
     }
 }
 
+/// Writes a new file (or replaces one) only its owner may read or write, as a key file must
+/// be.
+pub fn write_owner_only(path: &Path, contents: impl AsRef<[u8]>) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(contents.as_ref()))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
 /// The permission bits of `path`.
 pub fn mode_of(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
