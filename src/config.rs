@@ -689,6 +689,10 @@ pub struct SecurityConfig {
     /// The master key file; relative paths are under the data directory. Created 0600 on first
     /// start when absent.
     pub master_key_file: PathBuf,
+    /// Use a master key file that group or others may read or write, with a warning at start,
+    /// instead of refusing to start. For a key deliberately shared with a group (a backup
+    /// agent's, say); anyone who can read the file can open every sealed secret.
+    pub allow_insecure_master_key_file_mode: bool,
     pub argon2_m_cost_kib: u32,
     pub argon2_t_cost: u32,
     pub argon2_p_cost: u32,
@@ -710,6 +714,7 @@ impl Default for SecurityConfig {
     fn default() -> Self {
         SecurityConfig {
             master_key_file: PathBuf::from("master.key"),
+            allow_insecure_master_key_file_mode: false,
             argon2_m_cost_kib: 19456,
             argon2_t_cost: 2,
             argon2_p_cost: 1,
@@ -1292,6 +1297,8 @@ mod tests {
         assert_eq!(c.security.argon2_m_cost_kib, 19456);
         assert_eq!(c.security.argon2_t_cost, 2);
         assert_eq!(c.security.argon2_p_cost, 1);
+        assert!(!c.security.allow_insecure_master_key_file_mode);
+        assert!(!d.security.allow_insecure_master_key_file_mode);
     }
 
     #[test]

@@ -74,6 +74,31 @@ pub enum StartError {
     Other(String),
 }
 
+/// Refuses a master key file that group or others may read or write, unless
+/// `security.allow_insecure_master_key_file_mode` allows it, which is then said at every start.
+/// A file about to be created is made 0600.
+fn check_key_file_mode(config: &Config, key_path: &std::path::Path) -> Result<(), StartError> {
+    let Some(shared) =
+        MasterKey::shared_file(key_path).map_err(|e| StartError::MasterKey(e.to_string()))?
+    else {
+        return Ok(());
+    };
+    if !config.security.allow_insecure_master_key_file_mode {
+        return Err(StartError::MasterKey(format!(
+            "{shared} (or set security.allow_insecure_master_key_file_mode = true to start anyway)"
+        )));
+    }
+    tracing::warn!(
+        path = %shared.path.display(),
+        mode = %format!("{:04o}", shared.mode),
+        "INSECURE: the master key file is readable or writable by group or others, and \
+         security.allow_insecure_master_key_file_mode = true uses it anyway; anyone who can \
+         read it can open every sealed secret. Fix: chmod 600 {}",
+        shared.path.display()
+    );
+    Ok(())
+}
+
 /// Starts the server and serves until `shutdown` resolves; then drains connections, stops the
 /// actors, flushes storage and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
@@ -82,12 +107,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         path: data_dir.display().to_string(),
         source,
     };
-    std::fs::create_dir_all(&data_dir).map_err(dir_err)?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(dir_err)?;
-    }
+    // The server's alone: created 0700, and an existing one made so.
+    tessera_storage::files::private_dir(&data_dir).map_err(dir_err)?;
     // One server per data directory: an exclusive lock held for the life of the process.
     let lock = File::options()
         .create(true)
@@ -124,6 +145,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
             key_path.display()
         )));
     }
+    check_key_file_mode(&config, &key_path)?;
     let (master_key, created) =
         MasterKey::load_or_create(&key_path).map_err(|e| StartError::MasterKey(e.to_string()))?;
     let master_key = store

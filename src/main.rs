@@ -54,6 +54,7 @@ enum Command {
         #[arg(long)]
         data_dir: PathBuf,
         /// The master key file the data was written with; default `<data-dir>/master.key`.
+        /// Refused when group or others may read or write it (`chmod 600` it).
         #[arg(long)]
         master_key_file: Option<PathBuf>,
     },
@@ -153,9 +154,10 @@ enum AdminCommand {
 #[derive(Subcommand)]
 enum MasterKeyCommand {
     /// Re-seals every sealed value under the key in FILE (base64 of 32 random bytes, e.g.
-    /// `head -c 32 /dev/urandom | base64`) while the server serves, then makes it the key
-    /// file. Crash-safe: the data is always readable with exactly one of the two keys, and the
-    /// server finishes an interrupted rotation at start.
+    /// `(umask 077; head -c 32 /dev/urandom | base64 > FILE)`; a FILE group or others may read
+    /// or write is refused) while the server serves, then makes it the key file. Crash-safe:
+    /// the data is always readable with exactly one of the two keys, and the server finishes
+    /// an interrupted rotation at start.
     Rotate {
         #[arg(long)]
         new_key_file: PathBuf,
@@ -424,7 +426,7 @@ fn main() -> ExitCode {
             {
                 return import_users(&socket, tenant, file.as_deref());
             }
-            let req = match admin_request(command) {
+            let req = match admin_request(command, &config) {
                 Ok(r) => r,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -505,7 +507,8 @@ fn default_socket(config: &Path) -> PathBuf {
         .unwrap_or_else(|_| PathBuf::from("data/admin.sock"))
 }
 
-fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
+/// `config`: the file `--config` names, read only where a command needs a setting.
+fn admin_request(command: AdminCommand, config: &Path) -> Result<AdminRequest, String> {
     Ok(match command {
         AdminCommand::Tenant { command } => match command {
             TenantCommand::Create {
@@ -629,7 +632,25 @@ fn admin_request(command: AdminCommand) -> Result<AdminRequest, String> {
         AdminCommand::MasterKey {
             command: MasterKeyCommand::Rotate { new_key_file },
         } => {
-            // Read and checked here, so a bad file is named before the server is asked.
+            // Read and checked here, so a bad file is named before the server is asked. A key
+            // others could read may be known already: rotating to it would protect nothing.
+            if let Some(shared) =
+                tessera_storage::MasterKey::shared_file(&new_key_file).map_err(|e| e.to_string())?
+            {
+                let allowed = Config::load(config, &Overrides::default())
+                    .is_ok_and(|c| c.security.allow_insecure_master_key_file_mode);
+                if !allowed {
+                    return Err(format!(
+                        "{shared} (or set security.allow_insecure_master_key_file_mode = true in \
+                         {} to use it anyway)",
+                        config.display()
+                    ));
+                }
+                eprintln!(
+                    "warning: {shared}; used anyway, as security.allow_insecure_master_key_file_mode \
+                     = true allows"
+                );
+            }
             let text = std::fs::read_to_string(&new_key_file)
                 .map_err(|e| format!("cannot read {}: {e}", new_key_file.display()))?;
             tessera_storage::MasterKey::from_base64(&text)

@@ -6,7 +6,7 @@ use std::{fs::File, path::Path};
 
 use fs4::fs_std::FileExt;
 use serde_json::{json, Value};
-use tessera_storage::{backup, migrations, store::db_path, MasterKey};
+use tessera_storage::{backup, files, migrations, store::db_path, MasterKey};
 
 /// Takes the data directory's lock (as `serve` does), or says a server holds it.
 fn lock_data_dir(data_dir: &Path) -> Result<File, String> {
@@ -39,10 +39,12 @@ pub fn verify_backup(file: &Path) -> Result<Value, String> {
 }
 
 /// `tessera restore --from FILE --data-dir DIR [--master-key-file F]`: into a directory that
-/// holds nothing but (optionally) the master key file; the key must be the data's.
+/// holds nothing but (optionally) the master key file, made 0700; the key must be the data's,
+/// in a file only its owner may read or write.
 pub fn restore(from: &Path, data_dir: &Path, key_file: Option<&Path>) -> Result<Value, String> {
     let key_path = key_file.map_or_else(|| data_dir.join("master.key"), Path::to_path_buf);
-    std::fs::create_dir_all(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
+    // Made 0700 when absent; an existing one is made so by the restore, once found empty.
+    files::create_private_dir(data_dir).map_err(|e| format!("{}: {e}", data_dir.display()))?;
     let others: Vec<String> = std::fs::read_dir(data_dir)
         .map_err(|e| format!("{}: {e}", data_dir.display()))?
         .filter_map(Result::ok)
@@ -57,6 +59,10 @@ pub fn restore(from: &Path, data_dir: &Path, key_file: Option<&Path>) -> Result<
             data_dir.display(),
             others.join(", ")
         ));
+    }
+    // Refused as at the server's start, before anything is written.
+    if let Some(shared) = MasterKey::shared_file(&key_path).map_err(|e| e.to_string())? {
+        return Err(shared.to_string());
     }
     let key = MasterKey::load(&key_path).map_err(|e| {
         format!(

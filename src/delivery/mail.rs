@@ -13,7 +13,7 @@
 //! ASCII) with lines up to the 998 octets RFC 5322 allows, so each link stays verbatim on its
 //! own line. The HTML part, whose lines we do not control as tightly, is base64.
 
-use std::time::Duration;
+use std::{path::PathBuf, time::Duration};
 
 use lettre::{
     message::{
@@ -21,9 +21,11 @@ use lettre::{
         Body, Mailbox, MultiPart, SinglePart,
     },
     transport::smtp::authentication::Credentials,
-    AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
+    AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
 };
 use tessera_actors::outbound::MailJob;
+use tessera_storage::files;
+use uuid::Uuid;
 
 use super::templates;
 use crate::config::{Config, MailTransport, SmtpTls};
@@ -39,7 +41,10 @@ pub const KIND_HEADER: &str = "X-Tessera-Kind";
 const MAX_LINE: usize = 998;
 
 enum Transport {
-    File(AsyncFileTransport<Tokio1Executor>),
+    /// The outbox directory: each message is `<uuid>.eml`, mode 0600 (its links carry bearer
+    /// tokens), written whole then renamed. The same files lettre's file transport writes,
+    /// which creates them with the process's umask.
+    File(PathBuf),
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
 }
 
@@ -96,9 +101,9 @@ impl Mailer {
         let transport = match config.mail.transport {
             MailTransport::File => {
                 let dir = config.data_path(&config.mail.outbox_dir);
-                std::fs::create_dir_all(&dir)
+                files::create_private_dir(&dir)
                     .map_err(|e| format!("mail.outbox_dir {}: {e}", dir.display()))?;
-                Transport::File(AsyncFileTransport::new(dir))
+                Transport::File(dir)
             }
             MailTransport::Smtp => {
                 let smtp = &config.mail.smtp;
@@ -179,11 +184,17 @@ impl Mailer {
     async fn deliver(&self, message: Message) -> Result<(), SendError> {
         match &self.transport {
             // A failed write (full disk, permissions) may be fixed by the operator.
-            Transport::File(t) => t
-                .send(message)
-                .await
-                .map(|_| ())
-                .map_err(|e| SendError::Transient(format!("writing to the outbox: {e}"))),
+            Transport::File(dir) => {
+                let path = dir.join(format!("{}.eml", Uuid::new_v4()));
+                let bytes = message.formatted();
+                let failed = |e: &dyn std::fmt::Display| {
+                    SendError::Transient(format!("writing to the outbox: {e}"))
+                };
+                tokio::task::spawn_blocking(move || files::write_private_file(&path, &bytes))
+                    .await
+                    .map_err(|e| failed(&e))?
+                    .map_err(|e| failed(&e))
+            }
             Transport::Smtp(t) => t
                 .send(message)
                 .await
@@ -298,12 +309,17 @@ mod tests {
         Mailer::from_config(&config).unwrap()
     }
 
+    /// The one message in the outbox; it, and the outbox, are their owner's alone.
     fn only_eml(dir: &std::path::Path) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         let files: Vec<_> = std::fs::read_dir(dir.join("outbox"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .collect();
         assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(mode(&dir.join("outbox")), 0o700);
+        assert_eq!(mode(&files[0]), 0o600, "its links carry tokens");
         std::fs::read_to_string(&files[0]).unwrap()
     }
 

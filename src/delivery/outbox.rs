@@ -1,6 +1,7 @@
 //! Reading the file outbox back for `tessera admin outbox list`: with `mail.transport = "file"`
-//! lettre writes each message as `<uuid>.eml`, and an operator (or a newcomer trying the server
-//! without a mail server) wants to see what was sent, for which tenant, without opening files.
+//! the mailer writes each message as `<uuid>.eml` (mode 0600), and an operator (or a newcomer
+//! trying the server without a mail server) wants to see what was sent, for which tenant,
+//! without opening files.
 //!
 //! Only the header block of each file is read. The listing shows the recipient, which is fine
 //! on the 0600 admin socket; nothing here is logged.

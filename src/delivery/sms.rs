@@ -10,6 +10,7 @@ use std::{path::PathBuf, sync::Arc, time::Duration};
 
 use serde::{Deserialize, Serialize};
 use tessera_actors::outbound::{SmsAccount, SmsJob, SmsKind};
+use tessera_storage::files;
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use tokio::{sync::mpsc::UnboundedReceiver, task::JoinSet};
 
@@ -114,7 +115,7 @@ impl Texter {
     pub fn from_config(config: &Config) -> Result<Self, String> {
         let outbox = config.data_path(&config.sms.outbox_dir);
         if config.sms.transport == SmsTransport::Outbox {
-            std::fs::create_dir_all(&outbox)
+            files::create_private_dir(&outbox)
                 .map_err(|e| format!("sms.outbox_dir {}: {e}", outbox.display()))?;
         }
         let client = reqwest::Client::builder()
@@ -242,7 +243,8 @@ impl Texter {
         })
     }
 
-    /// Writes the message to the outbox (`<id>.json`, written whole then renamed).
+    /// Writes the message to the outbox (`<id>.json`, mode 0600: it holds the code; written
+    /// whole then renamed).
     async fn write_outbox(&self, job: &SmsJob, body: String) -> Result<String, SmsError> {
         let id = job.id.to_string();
         let record = OutboxSms {
@@ -258,11 +260,11 @@ impl Texter {
         };
         let bytes = serde_json::to_vec_pretty(&record)
             .map_err(|e| SmsError::transient(format!("cannot encode the message: {e}")))?;
-        let tmp = self.outbox.join(format!(".{id}.tmp"));
         let path = self.outbox.join(format!("{id}.json"));
-        let io = |e: std::io::Error| SmsError::transient(format!("outbox: {}", e.kind()));
-        tokio::fs::write(&tmp, bytes).await.map_err(io)?;
-        tokio::fs::rename(&tmp, &path).await.map_err(io)?;
+        tokio::task::spawn_blocking(move || files::write_private_file(&path, &bytes))
+            .await
+            .map_err(|_| SmsError::transient("outbox: the write stopped"))?
+            .map_err(|e| SmsError::transient(format!("outbox: {}", e.kind())))?;
         Ok(id)
     }
 }
@@ -441,6 +443,13 @@ mod tests {
         assert_eq!(texter.send(&first).await.unwrap(), first.id.to_string());
         texter.send(&second).await.unwrap();
         let dir = config.data_path(&config.sms.outbox_dir);
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode =
+                |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir), 0o700);
+            assert_eq!(mode(&dir.join(format!("{}.json", first.id))), 0o600);
+        }
         let all = list(&dir, None).unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].kind, "test");

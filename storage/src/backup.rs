@@ -17,10 +17,11 @@
 //! the one at the end of the backup, every batch whole, and every write acknowledged before
 //! the backup began is in it. While the journal runs, batches are applied one at a time.
 //! The master key is not in a backup: only its check value, so a restore can say whether the
-//! key it is given matches.
+//! key it is given matches. The file is created 0600 (its `.partial` name too) and a restore's
+//! data directory made 0700 before anything is written into them, whatever the umask.
 
 use std::{
-    fs::{File, OpenOptions},
+    fs::File,
     io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write},
     path::{Path, PathBuf},
 };
@@ -31,6 +32,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     crypto::{ct_eq, MasterKey},
     error::StorageError,
+    files,
     keys::Kind,
     migrations::{self, CURRENT_FORMAT},
     store::{db_path, Store},
@@ -202,8 +204,8 @@ fn read_entry(input: &mut impl Read) -> Result<Option<Entry>, StorageError> {
 }
 
 impl Store {
-    /// Writes a consistent snapshot of the whole database to `out` (a new file; an existing
-    /// one is refused). Answers its header.
+    /// Writes a consistent snapshot of the whole database to `out` (a new file, mode 0600; an
+    /// existing one is refused). Answers its header.
     pub fn backup(
         &self,
         out: &Path,
@@ -215,11 +217,8 @@ impl Store {
         }
         let partial = partial_path(out);
         let _ = std::fs::remove_file(&partial);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&partial)
-            .map_err(io_at(&partial))?;
+        // It holds every user, password hash and audit event: 0600 from its creation.
+        let file = files::create_private_file(&partial).map_err(io_at(&partial))?;
         let written = self.write_body(file, tessera_version, created_at);
         match written {
             Ok((mut file, header)) => {
@@ -443,9 +442,9 @@ pub fn verify(path: &Path) -> Result<BackupHeader, StorageError> {
 }
 
 /// Restores a backup into `data_dir`, which must hold nothing but (optionally) the master key
-/// file. `key` is the master key the restored server will use: it must be the one the data
-/// was written with. Answers the header. On any failure the database directory it began is
-/// removed.
+/// file, and is made 0700 (created so when absent). `key` is the master key the restored
+/// server will use: it must be the one the data was written with. Answers the header. On any
+/// failure the database directory it began is removed.
 pub fn restore(
     from: &Path,
     data_dir: &Path,
@@ -472,7 +471,11 @@ pub fn restore(
     if db_dir.exists() {
         return Err(corrupt(format!("{} exists already", db_dir.display())));
     }
+    // The server's own directory, as `serve` keeps it: the owner's alone before any record is
+    // written into it.
+    files::private_dir(data_dir).map_err(io_at(data_dir))?;
     let result = (|| {
+        files::create_private_dir(&db_dir)?;
         let db = sled::Config::new().path(&db_dir).open()?;
         let mut batch: Option<(Vec<u8>, sled::Batch, usize)> = None;
         let apply = |db: &sled::Db, b: Option<(Vec<u8>, sled::Batch, usize)>| {
@@ -581,6 +584,11 @@ mod tests {
         let file = dir.path().join("one.backup");
         let header = store.backup(&file, "test", "2026-11-26T00:00:00Z").unwrap();
         stop.store(true, Ordering::Relaxed);
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "a backup is its owner's alone");
+        }
         for w in writers {
             w.join().unwrap();
         }
@@ -606,6 +614,13 @@ mod tests {
         let key = MasterKey::generate();
         let restored = dir.path().join("restored");
         restore(&file, &restored, &key).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for dir in [restored.clone(), db_path(&restored)] {
+                let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{}", dir.display());
+            }
+        }
         // sled lets go of the restored database's file lock a moment after the handle drops.
         let mut back = None;
         for _ in 0..200 {

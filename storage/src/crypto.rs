@@ -15,7 +15,10 @@
 //! - Tokens, API keys, codes: stored only as SHA-256 (high-entropy secrets) or as a keyed hash
 //!   (low-entropy inputs such as e-mail domains or request bodies); compared in constant time.
 
-use std::{fs::OpenOptions, io::Write, os::unix::fs::OpenOptionsExt, path::Path};
+use std::{
+    io::Write,
+    path::{Path, PathBuf},
+};
 
 use base64::{engine::general_purpose::STANDARD, engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chacha20poly1305::{
@@ -29,7 +32,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
-use crate::error::StorageError;
+use crate::{error::StorageError, files};
 
 const NONCE_LEN: usize = 24;
 /// The length of a wrapped data key: nonce, 32-byte key, Poly1305 tag.
@@ -51,6 +54,27 @@ pub struct MasterKey {
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("MasterKey(<redacted>)")
+    }
+}
+
+/// A key file that users other than its owner may read or write ([`MasterKey::shared_file`]).
+/// Its `Display` names the file, its mode and the fix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedKeyFile {
+    pub path: PathBuf,
+    /// Its permission bits.
+    pub mode: u32,
+}
+
+impl std::fmt::Display for SharedKeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{path} has mode {mode:04o}: group or others may read or write the master key; \
+             make it the owner's alone with `chmod 600 {path}`",
+            path = self.path.display(),
+            mode = self.mode,
+        )
     }
 }
 
@@ -84,6 +108,21 @@ impl MasterKey {
         let mut k = [0u8; 32];
         OsRng.fill_bytes(&mut k);
         Self::from_bytes(k)
+    }
+
+    /// The key file at `path` when group or others may read or write it; `None` when only its
+    /// owner may, or when there is no file yet ([`MasterKey::load_or_create`] makes it 0600).
+    /// Whoever could read the file has every secret the key seals; whoever could write it can
+    /// make the server seal new secrets under a key of their choosing.
+    pub fn shared_file(path: &Path) -> Result<Option<SharedKeyFile>, StorageError> {
+        let mode = files::mode_of(path)
+            .map_err(|e| StorageError::MasterKey(format!("cannot read {}: {e}", path.display())))?;
+        Ok(mode
+            .filter(|m| files::open_to_others(*m))
+            .map(|mode| SharedKeyFile {
+                path: path.to_path_buf(),
+                mode,
+            }))
     }
 
     /// Reads an existing key file (never creates one).
@@ -121,14 +160,9 @@ impl MasterKey {
         tmp_name.push(".tmp");
         let tmp = path.with_file_name(tmp_name);
         let _ = std::fs::remove_file(&tmp);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(|e| {
-                StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
-            })?;
+        let mut file = files::create_private_file(&tmp).map_err(|e| {
+            StorageError::MasterKey(format!("cannot create {}: {e}", tmp.display()))
+        })?;
         let encoded = Zeroizing::new(STANDARD.encode(self.key.as_slice()));
         file.write_all(encoded.as_bytes())?;
         file.write_all(b"\n")?;
@@ -445,6 +479,29 @@ mod tests {
         assert_eq!(k2.open(b"", &s).unwrap().as_slice(), b"x");
         std::fs::write(&path, "not base64!").unwrap();
         assert!(MasterKey::load_or_create(&path).is_err());
+    }
+
+    #[test]
+    fn a_key_file_open_to_group_or_others_is_named_with_its_mode_and_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("master.key");
+        assert_eq!(MasterKey::shared_file(&path).unwrap(), None, "no file yet");
+        MasterKey::load_or_create(&path).unwrap();
+        assert_eq!(MasterKey::shared_file(&path).unwrap(), None, "made 0600");
+        for (mode, shared) in [(0o644, true), (0o640, true), (0o606, true), (0o400, false)] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let found = MasterKey::shared_file(&path).unwrap();
+            assert_eq!(found.is_some(), shared, "{mode:o}");
+            if let Some(found) = found {
+                assert_eq!(found.mode, mode);
+                let text = found.to_string();
+                assert!(text.contains(&format!("mode 0{mode:o}")), "{text}");
+                assert!(
+                    text.contains(&format!("chmod 600 {}", path.display())),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]

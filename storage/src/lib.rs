@@ -10,6 +10,7 @@ pub mod backup;
 pub mod codec;
 pub mod crypto;
 pub mod error;
+pub mod files;
 pub mod flusher;
 pub mod keys;
 pub mod migrations;
@@ -17,7 +18,7 @@ pub mod rotation;
 pub mod store;
 
 pub use codec::{PlatformRecord, Record, TenantRecord};
-pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed};
+pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed, SharedKeyFile};
 pub use error::StorageError;
 pub use flusher::{Durability, Flusher};
 pub use keys::{Kind, TenantId};

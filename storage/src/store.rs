@@ -133,7 +133,7 @@ impl Store {
     /// Opens (or creates) the database, checks its format record and runs migrations. Must be
     /// called inside a tokio runtime (the flusher task starts here).
     pub fn open(opts: &StoreOptions) -> Result<Self, StorageError> {
-        std::fs::create_dir_all(&opts.path)?;
+        crate::files::create_private_dir(&opts.path)?;
         let db = sled::Config::new()
             .path(&opts.path)
             .cache_capacity(opts.cache_capacity_bytes)

@@ -234,11 +234,10 @@ fn restore_and_verify_refuse_what_they_must() {
     assert!(e.contains("master key"), "{e}");
     let other = dir.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(
-        other.join("master.key"),
+    write_owner_only(
+        &other.join("master.key"),
         format!("{}\n", "A".repeat(43) + "="),
-    )
-    .unwrap();
+    );
     let e = run_err(&[
         "restore",
         "--from",
@@ -381,4 +380,68 @@ fn check_data_reports_the_format_and_serve_refuses_what_it_cannot_read() {
         None,
     );
     assert_eq!(st, 200);
+}
+
+/// A backup holds every user, password hash and audit event, and a restored directory the
+/// whole database: both are their owner's alone whatever the umask of the server and of the
+/// restore (022 here, under which a file is 0644 and a directory 0755 unless made otherwise).
+#[test]
+fn a_backup_and_a_restored_directory_are_their_owners_alone_under_a_permissive_umask() {
+    let mut srv = TestServer::start_under_umask(0o022, &[]);
+    srv.signup("Private Co", "private@example.com");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("private.backup");
+    srv.admin(&["backup", "--out", file.to_str().unwrap()], "")
+        .json();
+    assert_eq!(mode_of(&file), 0o600, "the backup file");
+    assert!(!dir.path().join("private.backup.partial").exists());
+    assert_eq!(mode_of(&srv.data_dir), 0o700, "the data directory");
+    srv.kill();
+    let key = srv.data_dir.join("master.key");
+
+    let restore = |data_dir: &Path, key_file: Option<&Path>| {
+        let mut cmd = tessera_under(Some(0o022));
+        cmd.args(["restore", "--from", file.to_str().unwrap(), "--data-dir"])
+            .arg(data_dir);
+        if let Some(k) = key_file {
+            cmd.arg("--master-key-file").arg(k);
+        }
+        cmd.output().unwrap()
+    };
+    // A key file others may read is refused before anything is written.
+    let shared = dir.path().join("shared");
+    copy_key(&srv.data_dir, &shared);
+    std::fs::set_permissions(
+        shared.join("master.key"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = restore(&shared, None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let shown = shared.join("master.key").display().to_string();
+    assert!(
+        err.contains(&format!("{shown} has mode 0644"))
+            && err.contains(&format!("chmod 600 {shown}")),
+        "{err}"
+    );
+    assert!(!shared.join("db").exists(), "nothing written");
+
+    // Into a directory made beforehand, open to all, that holds the key file; and into a new
+    // one, the key read from elsewhere.
+    let made = dir.path().join("made");
+    copy_key(&srv.data_dir, &made);
+    std::fs::set_permissions(&made, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let fresh = dir.path().join("fresh").join("data");
+    for (data_dir, key_file) in [(&made, None), (&fresh, Some(key.as_path()))] {
+        let out = restore(data_dir, key_file);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(mode_of(data_dir), 0o700, "{}", data_dir.display());
+        let db = tessera_storage::store::db_path(data_dir);
+        assert_eq!(mode_of(&db), 0o700, "{}", db.display());
+    }
 }

@@ -4,7 +4,9 @@ use std::{process::Command, time::Duration};
 
 use serde_json::Value;
 
-use crate::support::{config_file, error_code, eventually, spawn, TestServer, PASSWORD};
+use crate::support::{
+    config_file, error_code, eventually, spawn, write_owner_only, TestServer, PASSWORD,
+};
 
 #[test]
 fn an_acknowledged_signup_survives_sigkill() {
@@ -209,7 +211,7 @@ fn a_missing_or_different_master_key_is_refused_once_data_exists() {
     );
     assert!(!key.exists(), "no new key is made for existing data");
     // Another key is refused too.
-    std::fs::write(&key, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n").unwrap();
+    write_owner_only(&key, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n");
     let (_, err) = spawn(&srv.data_dir, &[], &log).map(|_| ()).unwrap_err();
     assert!(err.contains("does not match"), "{err}");
     std::fs::write(&key, original).unwrap();

@@ -20,18 +20,18 @@ use crate::{
 
 const ADULT_DOB: &str = "1990-04-05";
 
-/// A new key file (base64 of 32 random bytes, as the README says to make one) in `dir`.
+/// A new key file (base64 of 32 random bytes, mode 0600, as the README says to make one) in
+/// `dir`.
 fn new_key_file(dir: &Path, name: &str) -> PathBuf {
     let bytes: [u8; 32] = std::array::from_fn(|_| rand::random::<u8>());
     let path = dir.join(name);
-    std::fs::write(
+    write_owner_only(
         &path,
         format!(
             "{}\n",
             base64::engine::general_purpose::STANDARD.encode(bytes)
         ),
-    )
-    .unwrap();
+    );
     path
 }
 
@@ -126,12 +126,12 @@ fn a_rotation_reseals_everything_while_serving_and_the_old_key_opens_nothing() {
 
     // A bad file is named before the server is asked; the current key is refused by it.
     let bad = keys.path().join("bad.key");
-    std::fs::write(&bad, "not a key").unwrap();
+    write_owner_only(&bad, "not a key");
     let out = rotate(&srv, &bad);
     assert!(!out.status.success());
     assert!(out.stderr.contains("bad.key"), "{}", out.stderr);
     let same = keys.path().join("same.key");
-    std::fs::write(&same, format!("{old_key}\n")).unwrap();
+    write_owner_only(&same, format!("{old_key}\n"));
     let out = rotate(&srv, &same);
     assert!(!out.status.success(), "{}", out.stdout);
     assert!(
@@ -352,4 +352,106 @@ fn a_directory_from_before_the_hash_root_keeps_its_hashes_through_upgrade_and_ro
     api.rebase(&srv);
     let tokens = totp_sign_in(&api, &h);
     assert_eq!(exported_dob(&api, &tokens.access), ADULT_DOB);
+}
+
+const ALLOW_SHARED_KEY: &str = "TESSERA__SECURITY__ALLOW_INSECURE_MASTER_KEY_FILE_MODE";
+
+/// A master key file that group or others may read or write stops the start (the message names
+/// the file, its mode and the fix), unless the configuration allows it, which the log then says
+/// at every start; a 0600 file starts as always. A new key file for a rotation is held to the
+/// same rule.
+#[test]
+fn a_master_key_file_open_to_others_stops_the_start_unless_allowed() {
+    let mut srv = TestServer::start();
+    let key = srv.data_dir.join("master.key");
+    assert_eq!(mode_of(&key), 0o600, "made 0600 at the first start");
+    assert!(!srv.log_text().contains("INSECURE"));
+    srv.kill();
+    let shown = key.display().to_string();
+    let log = srv.data_dir.with_extension("shared-key.log");
+    let set = |mode: u32| {
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
+    };
+
+    for mode in [0o644, 0o640, 0o620] {
+        set(mode);
+        let (status, err) = match spawn(&srv.data_dir, &[], &log) {
+            Err(failed) => failed,
+            Ok((mut child, _)) => {
+                let _ = child.kill();
+                panic!("the server started with a key file of mode {mode:o}");
+            }
+        };
+        assert!(!status.success());
+        assert!(
+            err.contains(&format!("{shown} has mode 0{mode:o}"))
+                && err.contains(&format!("chmod 600 {shown}"))
+                && err.contains("security.allow_insecure_master_key_file_mode"),
+            "{err}"
+        );
+        assert_eq!(mode_of(&key), mode, "the server changes no mode itself");
+    }
+
+    // Allowed: it starts and serves, and says why that is unsafe.
+    set(0o644);
+    let allowed = vec![(ALLOW_SHARED_KEY.to_owned(), "true".to_owned())];
+    let (mut child, base) = spawn(&srv.data_dir, &allowed, &log)
+        .unwrap_or_else(|(status, err)| panic!("refused though allowed ({status}): {err}"));
+    let ready = reqwest::blocking::get(format!("{base}/readyz")).map(|r| r.status().as_u16());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(ready.ok(), Some(200));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let warning = text
+        .lines()
+        .find(|l| l.contains("INSECURE"))
+        .unwrap_or_else(|| panic!("no warning in the log:\n{text}"));
+    assert!(
+        warning.contains("WARN") && warning.contains(&shown) && warning.contains("0644"),
+        "{warning}"
+    );
+
+    // 0600 again: a start like any other.
+    set(0o600);
+    srv.restart();
+    assert_eq!(srv.get("/readyz", None).status(), 200);
+    assert!(!srv.log_text().contains("INSECURE"), "{}", srv.log_text());
+
+    // A rotation's new key file: refused while others may read it (the key may be known
+    // already), used with a warning when the configuration the command reads allows it.
+    let keys = tempfile::tempdir().unwrap();
+    let new = new_key_file(keys.path(), "new.key");
+    std::fs::set_permissions(&new, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let before = key_text(&key);
+    let out = rotate(&srv, &new);
+    assert!(!out.status.success(), "{}", out.stdout);
+    let new_shown = new.display().to_string();
+    assert!(
+        out.stderr.contains(&format!("{new_shown} has mode 0644"))
+            && out.stderr.contains(&format!("chmod 600 {new_shown}")),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(key_text(&key), before, "nothing rotated");
+    let config = keys.path().join("allow.toml");
+    std::fs::write(
+        &config,
+        "[security]\nallow_insecure_master_key_file_mode = true\n",
+    )
+    .unwrap();
+    let out = srv.admin(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "master-key",
+            "rotate",
+            "--new-key-file",
+            &new_shown,
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    assert!(out.stderr.contains("warning"), "{}", out.stderr);
+    assert_eq!(key_text(&key), key_text(&new));
+    assert_eq!(mode_of(&key), 0o600, "the server writes its key file 0600");
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{eventually, SmtpStub, TestServer, UserApi, PASSWORD, USER_PASSWORD};
+use crate::support::{
+    eventually, mode_of, patch_security, SmtpStub, TestServer, UserApi, PASSWORD, USER_PASSWORD,
+};
 
 const OWNER: &str = "owner@mail-co.example.com";
 
@@ -160,5 +162,79 @@ fn with_smtp_the_outbox_is_empty() {
                 .next()
                 .is_none(),
         "the file outbox holds something"
+    );
+}
+
+/// Outbox files carry links with tokens and sign-in codes: under a permissive umask (022), and
+/// with outboxes outside the data directory, each file is its owner's alone (0600) and a
+/// directory the server makes for them is too (0700).
+#[test]
+fn outbox_files_are_their_owners_alone_under_a_permissive_umask() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mail_dir, sms_dir) = (tmp.path().join("out/mail"), tmp.path().join("out/sms"));
+    let (mail_s, sms_s) = (
+        mail_dir.to_str().unwrap().to_owned(),
+        sms_dir.to_str().unwrap().to_owned(),
+    );
+    let srv = TestServer::start_under_umask(
+        0o022,
+        &[
+            ("TESSERA__MAIL__OUTBOX_DIR", &mail_s),
+            ("TESSERA__SMS__OUTBOX_DIR", &sms_s),
+        ],
+    );
+    assert_eq!(mode_of(&mail_dir), 0o700);
+    assert_eq!(mode_of(&sms_dir), 0o700);
+    // The owner's address verification, a link with a token, goes to the mail outbox.
+    srv.admin(
+        &[
+            "tenant",
+            "create",
+            "--name",
+            "Modes Co",
+            "--slug",
+            "modes-co",
+            "--owner-email",
+            OWNER,
+        ],
+        &format!("{PASSWORD}\n"),
+    )
+    .json();
+    let owner = srv.login(OWNER, PASSWORD);
+    patch_security(
+        &srv,
+        &owner,
+        "modes-co",
+        json!({ "sms_otp_monthly_cap": 1000 }),
+    );
+    let r = srv.dash(
+        "POST",
+        "/v1/auth/dashboard/sms-test",
+        &owner,
+        Some(&json!({ "tenantSlug": "modes-co", "phone": "+33612000001" })),
+    );
+    assert_eq!(r.status(), 200);
+    let files = |dir: &std::path::Path, ext: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect()
+    };
+    assert!(
+        eventually(Duration::from_secs(10), || !files(&mail_dir, "eml")
+            .is_empty()
+            && !files(&sms_dir, "json").is_empty()),
+        "a mail and a text message reached their outboxes"
+    );
+    for file in files(&mail_dir, "eml")
+        .into_iter()
+        .chain(files(&sms_dir, "json"))
+    {
+        assert_eq!(mode_of(&file), 0o600, "{}", file.display());
+    }
+    assert!(
+        srv.data_dir.join("outbox").read_dir().is_err(),
+        "the mail went where the configuration says"
     );
 }

@@ -24,6 +24,50 @@ pub fn config_file() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config.toml")
 }
 
+/// The binary, run with `umask` set first when one is given (through `sh`: the test process's
+/// own umask is shared by every test running beside it), so a test sees the modes of what the
+/// command creates under a permissive umask.
+pub fn tessera_under(umask: Option<u32>) -> Command {
+    match umask {
+        None => Command::new(bin()),
+        Some(mask) => {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c")
+                .arg(format!("umask {mask:03o} && exec \"$0\" \"$@\""))
+                .arg(bin());
+            cmd
+        }
+    }
+}
+
+/// Writes a new file (or replaces one) only its owner may read or write, as a key file must
+/// be.
+pub fn write_owner_only(path: &Path, contents: impl AsRef<[u8]>) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let _ = std::fs::remove_file(path);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(contents.as_ref()))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// The permission bits of `path`.
+pub fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
 /// A running server. Killed on drop.
 pub struct TestServer {
     child: Option<Child>,
@@ -35,6 +79,8 @@ pub struct TestServer {
     pub log: PathBuf,
     pub client: Client,
     env: Vec<(String, String)>,
+    /// The umask the server runs under, when not the test process's.
+    umask: Option<u32>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -59,8 +105,19 @@ pub fn spawn_on(
     env: &[(String, String)],
     log: &Path,
 ) -> Result<(Child, String, StdoutLines), (ExitStatus, String)> {
+    spawn_under(None, listen, data_dir, env, log)
+}
+
+/// Like [`spawn_on`], under `umask` when one is given ([`tessera_under`]).
+pub fn spawn_under(
+    umask: Option<u32>,
+    listen: &str,
+    data_dir: &Path,
+    env: &[(String, String)],
+    log: &Path,
+) -> Result<(Child, String, StdoutLines), (ExitStatus, String)> {
     let log_file = std::fs::File::create(log).expect("log file");
-    let mut child = Command::new(bin())
+    let mut child = tessera_under(umask)
         .args(["serve", "--listen", listen, "--config"])
         .arg(config_file())
         .arg("--data-dir")
@@ -123,6 +180,15 @@ impl TestServer {
         Self::start_on("127.0.0.1:0", data_dir, env)
     }
 
+    /// Starts a server under `umask` (a restart keeps it) with a temporary data directory.
+    pub fn start_under_umask(umask: u32, env: &[(&str, &str)]) -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let data_dir = tmp.path().join("data");
+        let mut s = Self::start_full(Some(umask), "127.0.0.1:0", &data_dir, env);
+        s._tmp = Some(tmp);
+        s
+    }
+
     /// Starts a server listening on `listen` (such as `[::]:0`, dual-stack) with a temporary
     /// data directory.
     pub fn start_listening(listen: &str, env: &[(&str, &str)]) -> Self {
@@ -134,12 +200,16 @@ impl TestServer {
     }
 
     fn start_on(listen: &str, data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::start_full(None, listen, data_dir, env)
+    }
+
+    fn start_full(umask: Option<u32>, listen: &str, data_dir: &Path, env: &[(&str, &str)]) -> Self {
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         let log = data_dir.with_extension(format!("{}.log", rand_suffix()));
-        let (child, base, stdout) = spawn_on(listen, data_dir, &env, &log)
+        let (child, base, stdout) = spawn_under(umask, listen, data_dir, &env, &log)
             .unwrap_or_else(|(status, err)| panic!("server did not start ({status}):\n{err}"));
         TestServer {
             child: Some(child),
@@ -154,6 +224,7 @@ impl TestServer {
                 .build()
                 .expect("client"),
             env,
+            umask,
             _tmp: None,
         }
     }
@@ -228,7 +299,7 @@ impl TestServer {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let mut fresh = TestServer::start_in(&self.data_dir, &env);
+        let mut fresh = TestServer::start_full(self.umask, "127.0.0.1:0", &self.data_dir, &env);
         self.child = fresh.child.take();
         self.base = fresh.base.clone();
         self.stdout = fresh.stdout.clone();
