@@ -2420,10 +2420,11 @@ fn sms_codes_work_until_ten_minutes_and_not_after() {
 }
 
 #[test]
-fn the_owner_resetting_a_never_confirmed_account_drops_the_registrants_mfa() {
+fn a_never_confirmed_account_enrols_no_mfa_and_the_owners_reset_ends_its_holder() {
     let (smtp, srv, api, s) = user_setup("Reset Hijack Co", &[]);
     enable_guests(&srv, &s, &api.slug);
-    // A guest claims the address of someone else, never confirms it, and enrols TOTP.
+    // A guest claims the address of someone else and never confirms it: it may not enrol
+    // TOTP (which would survive the owner's reset).
     let guest = new_guest(&api);
     let victim = "owner.of.address@example.com";
     let r = api.send_as(
@@ -2435,8 +2436,13 @@ fn the_owner_resetting_a_never_confirmed_account_drops_the_registrants_mfa() {
         Some(&fresh_client_ip()),
     );
     assert_eq!(r.expect(200)["user"]["email_verified"], false, "{}", r.body);
-    api.enable_mfa(&guest);
-    assert_eq!(api.me(&guest).expect(200)["mfa_enabled"], true);
+    assert_error(
+        &api.mfa_setup(&guest),
+        403,
+        NOT_VERIFIED,
+        "TOTP setup, address unconfirmed",
+    );
+    assert_eq!(api.me(&guest).expect(200)["mfa_enabled"], false);
 
     // The address's owner resets the password with the mailed link.
     api.post("/v1/auth/forgot-password", &json!({ "email": victim }))
@@ -2452,8 +2458,7 @@ fn the_owner_resetting_a_never_confirmed_account_drops_the_registrants_mfa() {
     )
     .expect(200);
 
-    // The registrant's session and authenticator are gone: the owner signs in with the
-    // password alone.
+    // The registrant's session is gone: the owner signs in with the password alone.
     assert_eq!(api.me(&guest).status, 401);
     let t = api.login_ok(victim, new_password);
     let me = api.me(&t.access);
