@@ -559,9 +559,9 @@ impl Squatted {
     /// what may outlive the holder: the user record, its e-mail and creation index entries,
     /// the per-user audit index, audit events, the agents' activity feed, the records of the
     /// tenant's own OAuth client and agent, and the owner's own session (`owner_sid`) with its
-    /// index entry.
+    /// index entry or her own reset link (`owner_link`, its record's key).
     #[track_caller]
-    fn assert_traces(&self, path: Path, owner_sid: Option<&str>) {
+    fn assert_traces(&self, path: Path, owner_sid: Option<&str>, owner_link: Option<&str>) {
         let id_hex = uuid_hex(&self.id);
         let owner_session =
             owner_sid.map(|sid| (uuid_hex(sid), format!("{id_hex}{}", uuid_hex(sid))));
@@ -576,6 +576,8 @@ impl Squatted {
                 // The owner's own session and its index entry.
                 "45" => owner_session.as_ref().is_some_and(|(s, _)| key == s),
                 "46" => owner_session.as_ref().is_some_and(|(_, ix)| key == ix),
+                // The owner's own reset link.
+                "48" => owner_link == Some(key),
                 _ => false,
             };
             if !allowed {
@@ -776,11 +778,24 @@ fn recovery_leaves_nothing_of_the_holder(path: Path) {
         Path::ResetLink => kinds(&["password"]),
         // Her own session, which the link or code just opened.
         Path::LoginLink | Path::LoginCode => kinds(&["sessions"]),
-        Path::AdminConfirms => kinds(&[]),
+        // The reset link the admin's confirmation mails her.
+        Path::AdminConfirms => kinds(&["mailed_links"]),
     };
     assert_holds(&s.w.srv, &s.w.slug, &s.id, &expected, &format!("{path:?}"));
     let sid = signed_in.as_ref().map(UserTokens::sid);
-    s.assert_traces(path, sid.as_deref());
+    // The key of that link's record: the SHA-256 of its token.
+    let owner_link = matches!(path, Path::AdminConfirms).then(|| {
+        let token = mailed_token(
+            &s.smtp,
+            &s.api,
+            "password_reset",
+            OWNER,
+            "reset-password",
+            1,
+        );
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(token.as_bytes()))
+    });
+    s.assert_traces(path, sid.as_deref(), owner_link.as_deref());
 
     let owner = match signed_in {
         Some(t) => t,
