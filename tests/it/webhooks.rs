@@ -390,8 +390,14 @@ fn user_events_are_signed_and_delivered_and_a_blocked_registration_sends_none() 
         json!({"user_id": user_id.as_str()})
     );
 
-    // The log holds every delivery, delivered at the first attempt; one user.created only.
+    // The log holds every delivery, delivered at the first attempt (each recorded just after
+    // the receiver answered it); one user.created only.
+    let all_recorded = eventually(Duration::from_secs(20), || {
+        let log = deliveries(&srv, &s, &api.slug, &ep.id);
+        log.len() == 4 && log.iter().all(|d| d["status"] == "succeeded")
+    });
     let log = deliveries(&srv, &s, &api.slug, &ep.id);
+    assert!(all_recorded, "{log:?}");
     let types: Vec<&str> = log
         .iter()
         .filter_map(|d| d["event_type"].as_str())
@@ -453,9 +459,13 @@ fn a_revoked_agent_is_delivered_only_to_endpoints_that_subscribed() {
     assert_eq!(data["agent_id"], agent_id);
     assert_eq!(data["client_id"], agent["client_id"]);
     assert!(data["revoked_at"].as_str().is_some());
+    // The receiver's answer is recorded just after it was sent.
+    let id = got[0].header("webhook-id").expect("webhook-id").to_owned();
+    wait_delivery(&srv, &s, &api.slug, &ep.id, &id, |d| {
+        d["status"] == "succeeded"
+    });
     let log = deliveries(&srv, &s, &api.slug, &ep.id);
     assert_eq!(log.len(), 1, "{log:?}");
-    assert_eq!(log[0]["status"], "succeeded");
     assert!(
         other.received().is_empty(),
         "not subscribed to agent.revoked"
