@@ -42,19 +42,6 @@ pub(crate) fn squatter(srv: &TestServer, s: &Session, api: &UserApi) -> String {
     guest
 }
 
-/// A password step-up token of the session of `bearer`.
-fn step_up(api: &UserApi, bearer: &str) -> String {
-    let r = api.post_as(
-        "/v1/auth/step-up/password",
-        Some(bearer),
-        &json!({ "password": USER_PASSWORD }),
-    );
-    r.expect(200)["step_up_token"]
-        .as_str()
-        .expect("step_up_token")
-        .to_owned()
-}
-
 #[track_caller]
 fn refused_as_unconfirmed(a: &AuthAnswer, credential: &str, what: &str) {
     assert_eq!(
@@ -103,7 +90,7 @@ fn an_account_whose_address_is_unconfirmed_adds_no_durable_credential() {
         "passkeys",
         "passkey options without a step-up token",
     );
-    let token = step_up(&api, &guest);
+    let token = api.password_step_up(&guest);
     refused_as_unconfirmed(
         &api.send_with(
             "POST",

@@ -263,20 +263,6 @@ fn restart(w: &mut World, apis: &mut [&mut UserApi]) {
     }
 }
 
-/// A password step-up token of the session of `access`.
-#[track_caller]
-fn step_up(api: &UserApi, access: &str) -> String {
-    let r = api.post_as(
-        "/v1/auth/step-up/password",
-        Some(access),
-        &json!({ "password": USER_PASSWORD }),
-    );
-    r.expect(200)["step_up_token"]
-        .as_str()
-        .expect("a step-up token")
-        .to_owned()
-}
-
 /// The token of the `n`-th mail of `kind` to `to` whose link leads to `route`.
 #[track_caller]
 fn mailed_token(
@@ -362,7 +348,7 @@ fn squatted() -> Squatted {
     let r = api.link_gate(
         "google",
         &tokens.access,
-        Some(&step_up(&api, &tokens.access)),
+        Some(&api.password_step_up(&tokens.access)),
     );
     let url = r.expect(200)["authorize_url"]
         .as_str()
@@ -373,7 +359,7 @@ fn squatted() -> Squatted {
     let r = api.link_gate(
         "google",
         &tokens.access,
-        Some(&step_up(&api, &tokens.access)),
+        Some(&api.password_step_up(&tokens.access)),
     );
     let link_ticket = r.expect(200)["authorize_url"]
         .as_str()
@@ -422,7 +408,7 @@ fn squatted() -> Squatted {
     // TOTP and recovery codes.
     api.enable_mfa(&tokens.access);
     // A step-up token never used.
-    let step_up = step_up(&api, &tokens.access);
+    let step_up = api.password_step_up(&tokens.access);
     // A wallet sign-in that completed for the holder and waits for its poll.
     let started = w.initiate("/v1/auth/eudi/initiate", json!({}));
     let req = wallet.open(&w.fetch_request(&started)).expect("request");

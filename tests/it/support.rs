@@ -1527,6 +1527,20 @@ impl UserApi {
         )
     }
 
+    /// A password step-up token (`USER_PASSWORD`) of the session of `access`.
+    #[track_caller]
+    pub fn password_step_up(&self, access: &str) -> String {
+        let r = self.post_as(
+            "/v1/auth/step-up/password",
+            Some(access),
+            &json!({ "password": USER_PASSWORD }),
+        );
+        r.expect(200)["step_up_token"]
+            .as_str()
+            .expect("step_up_token")
+            .to_owned()
+    }
+
     /// `POST /v1/auth/mfa/setup` with an empty JSON object. With an access token (a JWT) it
     /// first steps up with `USER_PASSWORD` and sends the step-up token, as setup requires;
     /// when that step-up is refused (a guest) it sends none.

@@ -627,19 +627,6 @@ fn created_users_sign_in_invitations_set_a_password_and_app_metadata_reaches_tok
     );
 }
 
-/// A password step-up token of the session of `access`.
-fn step_up(api: &UserApi, access: &str) -> String {
-    let r = api.post_as(
-        "/v1/auth/step-up/password",
-        Some(access),
-        &json!({ "password": USER_PASSWORD }),
-    );
-    r.expect(200)["step_up_token"]
-        .as_str()
-        .expect("step_up_token")
-        .to_owned()
-}
-
 #[test]
 fn users_export_what_is_held_and_erase_themselves_behind_a_step_up() {
     let (smtp, srv, api, s) = user_setup("Rights", &[]);
@@ -649,7 +636,7 @@ fn users_export_what_is_held_and_erase_themselves_behind_a_step_up() {
     // Without a step-up token: the gate's challenge.
     let r = api.send("GET", "/v1/users/me/export", Some(&user.access), None);
     r.expect_error(401, "account_linking/mfa_required");
-    let token = step_up(&api, &user.access);
+    let token = api.password_step_up(&user.access);
     let r = api.send_with(
         "GET",
         "/v1/users/me/export",
@@ -713,7 +700,7 @@ fn users_export_what_is_held_and_erase_themselves_behind_a_step_up() {
 
     api.send("DELETE", "/v1/users/me", Some(&user.access), None)
         .expect_error(401, "account_linking/mfa_required");
-    let token = step_up(&api, &user.access);
+    let token = api.password_step_up(&user.access);
     let r = api.send_with(
         "DELETE",
         "/v1/users/me",

@@ -239,17 +239,16 @@ impl TenantState {
             }
         }
         fx.locale = r.locale;
-        let token = self.issue_link(
-            &mut fx.batch,
+        self.send_link(
+            &mut fx,
             &mut user,
             (LinkPurpose::VerifyEmail, r.redirect_to),
+            &r.email,
             now,
         )?;
-        let link = self.link("verify-email", &token);
         self.put_new_user(&mut fx.batch, &user)?;
         let method = if claimed { "guest_claim" } else { "password" };
         self.emit_user_created(&mut fx.batch, &user, method)?;
-        self.queue_mail(&mut fx, &r.email, MailKind::VerifyEmail { link })?;
         let mut metadata = serde_json::json!({ "user_id": id });
         if held == Some(true) {
             metadata["guardian_consent"] = serde_json::json!("pending");
@@ -560,7 +559,22 @@ impl TenantState {
             }
         };
         let mut fx = self.effects();
-        let token = self.issue_link(&mut fx.batch, &mut user, (purpose, redirect_to), now)?;
+        self.send_link(&mut fx, &mut user, (purpose, redirect_to), email, now)?;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        self.commit(fx)
+    }
+
+    /// Issues a new link of `purpose` for `user` and queues its mail (the verification or
+    /// the reset mail) to `to`, into `fx`; the caller writes the user record.
+    pub(super) fn send_link(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
+        to: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let token = self.issue_link(&mut fx.batch, user, (purpose, redirect_to), now)?;
         let kind = match purpose {
             LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
                 link: self.link("verify-email", &token),
@@ -569,9 +583,7 @@ impl TenantState {
                 link: self.link("reset-password", &token),
             },
         };
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.queue_mail(&mut fx, email, kind)?;
-        self.commit(fx)
+        self.queue_mail(fx, to, kind)
     }
 
     /// Sets a new password with a reset link: every session ends, the e-mail counts as

@@ -415,14 +415,7 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = Vec::new();
-        for item in self.store.scan::<ChallengeRecord>(b"") {
-            let (key, c) = item?;
-            if users.contains(&c.user_id) {
-                out.push((Kind::Challenge, key));
-            }
-        }
-        Ok(out)
+        self.keys_where::<ChallengeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes expired challenges (at most `limit`); answers how many.

@@ -10,7 +10,7 @@
 
 use std::{net::IpAddr, time::Instant};
 
-use tessera_storage::{Kind, TenantBatch};
+use tessera_storage::{Kind, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -262,6 +262,22 @@ impl TenantState {
     /// Ends a refused command: commits what it staged (a counted failure is durable with its
     /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
     /// staged is mail: a refusal sends none.
+    /// The kind and key of every record of kind `R` that `pred` holds for (a walk of them
+    /// all: for the short-lived kinds the credential inventory looks through).
+    pub(super) fn keys_where<R: TenantRecord>(
+        &self,
+        pred: impl Fn(&R) -> bool,
+    ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.store.scan::<R>(b"") {
+            let (key, record) = item?;
+            if pred(&record) {
+                out.push((R::KIND, key));
+            }
+        }
+        Ok(out)
+    }
+
     pub(super) fn fail<T>(&mut self, fx: Effects, err: TenantError) -> Result<T, TenantError> {
         debug_assert!(fx.mail.is_empty(), "a refused command queued mail");
         self.commit(fx)?;

@@ -887,14 +887,7 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = Vec::new();
-        for item in self.store.scan::<GuardianTokenRecord>(b"") {
-            let (key, rec) = item?;
-            if users.contains(&rec.child) {
-                out.push((Kind::GuardianToken, key));
-            }
-        }
-        Ok(out)
+        self.keys_where::<GuardianTokenRecord>(|r| users.contains(&r.child))
     }
 
     /// Removes up to `limit` expired guardian links (an export's sealed archive among them);

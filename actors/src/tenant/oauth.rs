@@ -1055,14 +1055,7 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = Vec::new();
-        for item in self.store.scan::<AuthCodeRecord>(b"") {
-            let (key, code) = item?;
-            if users.contains(&code.user_id) {
-                out.push((Kind::OAuthCode, key));
-            }
-        }
-        Ok(out)
+        self.keys_where::<AuthCodeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes codes past their reuse watch (at most `limit`); answers how many.

@@ -1541,29 +1541,14 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = Vec::new();
-        for item in self.store.scan::<SocialExchangeRecord>(b"") {
-            let (key, r) = item?;
-            if users.contains(&r.user_id) {
-                out.push((Kind::SocialExchange, key));
-            }
-        }
-        for item in self.store.scan::<SocialLinkTicketRecord>(b"") {
-            let (key, r) = item?;
-            if users.contains(&r.user_id) {
-                out.push((Kind::SocialLinkTicket, key));
-            }
-        }
-        for item in self.store.scan::<SocialStateRecord>(b"") {
-            let (key, r) = item?;
-            if [r.link_user, r.guest]
+        let mut out = self.keys_where::<SocialExchangeRecord>(|r| users.contains(&r.user_id))?;
+        out.extend(self.keys_where::<SocialLinkTicketRecord>(|r| users.contains(&r.user_id))?);
+        out.extend(self.keys_where::<SocialStateRecord>(|r| {
+            [r.link_user, r.guest]
                 .iter()
                 .flatten()
                 .any(|u| users.contains(u))
-            {
-                out.push((Kind::SocialState, key));
-            }
-        }
+        })?);
         Ok(out)
     }
 

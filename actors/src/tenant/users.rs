@@ -380,14 +380,13 @@ impl TenantState {
             let link = self.link("reset-password", &token);
             self.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
         } else if !new.email_verified {
-            let token = self.issue_link(
-                &mut fx.batch,
+            self.send_link(
+                &mut fx,
                 &mut user,
                 (LinkPurpose::VerifyEmail, None),
+                &new.email,
                 now,
             )?;
-            let link = self.link("verify-email", &token);
-            self.queue_mail(&mut fx, &new.email, MailKind::VerifyEmail { link })?;
         }
         self.put_new_user(&mut fx.batch, &user)?;
         self.emit_user_created(&mut fx.batch, &user, "admin")?;
@@ -440,14 +439,13 @@ impl TenantState {
             }
             user.email_verified = patch.email_verified == Some(true);
             if !user.email_verified {
-                let token = self.issue_link(
-                    &mut fx.batch,
+                self.send_link(
+                    &mut fx,
                     &mut user,
                     (LinkPurpose::VerifyEmail, None),
+                    &email,
                     now,
                 )?;
-                let link = self.link("verify-email", &token);
-                self.queue_mail(&mut fx, &email, MailKind::VerifyEmail { link })?;
             }
             changed.push("email");
         } else if let Some(verified) = patch.email_verified {
@@ -494,14 +492,13 @@ impl TenantState {
             user.email_verified = false;
             self.recover_address(&mut fx, &mut user, "admin", ctx)?;
             if let Some(email) = user.email.clone() {
-                let token = self.issue_link(
-                    &mut fx.batch,
+                self.send_link(
+                    &mut fx,
                     &mut user,
                     (LinkPurpose::ResetPassword, None),
+                    &email,
                     now,
                 )?;
-                let link = self.link("reset-password", &token);
-                self.queue_mail(&mut fx, &email, MailKind::PasswordReset { link })?;
             }
             // An admin's number stays: the admin set it in this very change.
             if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
@@ -594,14 +591,13 @@ impl TenantState {
             }
             UserAction::SendPasswordReset => {
                 let email = user.email.clone().ok_or(TenantError::NoEmail)?;
-                let token = self.issue_link(
-                    &mut fx.batch,
+                self.send_link(
+                    &mut fx,
                     &mut user,
                     (LinkPurpose::ResetPassword, None),
+                    &email,
                     now,
                 )?;
-                let link = self.link("reset-password", &token);
-                self.queue_mail(&mut fx, &email, MailKind::PasswordReset { link })?;
                 ("user.password_reset_sent", serde_json::json!({}))
             }
         };
