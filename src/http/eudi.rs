@@ -627,7 +627,7 @@ pub async fn page(
     let minutes = ((tx.expires_at - OffsetDateTime::now_utc()).whole_minutes() + 1).to_string();
     page.paragraphs
         .push(reader.t_with("eudi-expires", &[("minutes", minutes.as_str())]));
-    let mut resp = reader.answer(StatusCode::OK, page, None);
+    let mut resp = reader.answer(StatusCode::OK, page, &[]);
     protect(resp.headers_mut());
     resp
 }

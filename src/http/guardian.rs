@@ -496,7 +496,7 @@ fn link_answer<V, J: Serialize>(
     };
     set_tenant(&mut reader, tenant(&view));
     let page = page(&reader, &view);
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 /// Spec 2.7 GuardianConsentConsume.
@@ -640,7 +640,7 @@ async fn consent_form(
             &token,
             Some(reader.t("guardian-consent-attestation-missing")),
         );
-        return reader.answer(StatusCode::BAD_REQUEST, page, None);
+        return reader.answer(StatusCode::BAD_REQUEST, page, &[]);
     }
     let cmd = GuardianCmd::Consent { token, accept };
     match guardian(&tenant, who, cmd).await {
@@ -653,7 +653,7 @@ async fn consent_form(
             let mut page = reader.page(title);
             page.paragraphs
                 .push(reader.t_with(text, &[("child", &view.child_email)]));
-            reader.answer(StatusCode::OK, page, None)
+            reader.answer(StatusCode::OK, page, &[])
         }
         Err(e) => reader.problem(guardian_problem(e)),
     }
@@ -1163,7 +1163,7 @@ async fn portal_form(
             let mut page = reader.page("guardian-deleted-title");
             page.paragraphs
                 .push(reader.t_with("guardian-deleted", &[("child", &view.child_email)]));
-            reader.answer(StatusCode::OK, page, None)
+            reader.answer(StatusCode::OK, page, &[])
         }
         Ok(GuardianAnswer::Portal(after)) => {
             let mut page = portal_page(&reader, &after, &token);
@@ -1175,7 +1175,7 @@ async fn portal_form(
             if let Some(done) = done {
                 page.paragraphs.insert(0, reader.t(done));
             }
-            reader.answer(StatusCode::OK, page, None)
+            reader.answer(StatusCode::OK, page, &[])
         }
         Ok(_) => reader.problem(Problem::Internal),
         Err(e) => reader.problem(guardian_problem(e)),

@@ -172,7 +172,7 @@ async fn verify_page(
         reader.csrf(page_path(HostedLink::VerifyEmail), &token),
         reader.t("verify-button"),
     ));
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 #[derive(Deserialize)]
@@ -214,7 +214,7 @@ async fn verify_submit(
     let mut page = reader.page("verify-done-title");
     page.paragraphs.push(reader.t("verify-done"));
     page.link = continue_link(&reader, &view);
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 // ---------------------------------------------------------------- password reset
@@ -262,7 +262,7 @@ async fn reset_page(
         Err(page) => return page,
     };
     let page = reset_form(&reader, &token, [None, None]);
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 #[derive(Deserialize)]
@@ -307,14 +307,14 @@ async fn reset_submit(
         .then(|| reader.t("reset-error-mismatch"));
     if first.is_some() || second.is_some() {
         let page = reset_form(&reader, &token, [first, second]);
-        return reader.answer(StatusCode::BAD_REQUEST, page, None);
+        return reader.answer(StatusCode::BAD_REQUEST, page, &[]);
     }
     match reset(&state, &tenant, &token, form.password, ctx).await {
         Ok(()) => {
             let mut page = reader.page("reset-done-title");
             page.paragraphs.push(reader.t("reset-done"));
             page.link = continue_link(&reader, &view);
-            reader.answer(StatusCode::OK, page, None)
+            reader.answer(StatusCode::OK, page, &[])
         }
         Err(problem) => reader.problem(problem),
     }
@@ -379,7 +379,7 @@ async fn magic_page(
     else {
         let mut page = reader.page("magic-unusable-title");
         page.paragraphs.push(reader.t("magic-unusable"));
-        return reader.answer(StatusCode::OK, page, None);
+        return reader.answer(StatusCode::OK, page, &[]);
     };
     let mut page = reader.page("magic-title");
     page.paragraphs.push(reader.t("magic-intro"));
@@ -387,7 +387,11 @@ async fn magic_page(
         reader.csrf(page_path(HostedLink::MagicLink), &token),
         reader.t("magic-button"),
     ));
-    reader.answer(StatusCode::OK, page, Some(destination))
+    // The post goes to the destination; when that is the authorization server's return
+    // page, its redirects end at the client.
+    let mut targets = vec![destination];
+    targets.extend(live.and_then(|l| l.then.as_deref()));
+    reader.answer(StatusCode::OK, page, &targets)
 }
 
 async fn magic_submit(
@@ -448,7 +452,7 @@ async fn step_up_page(
     let Some(href) = href else {
         let mut page = reader.page("stepup-title");
         page.paragraphs.push(reader.t("stepup-unusable"));
-        return reader.answer(StatusCode::OK, page, None);
+        return reader.answer(StatusCode::OK, page, &[]);
     };
     let mut page = reader.page("stepup-title");
     page.paragraphs.push(reader.t("stepup-intro"));
@@ -456,5 +460,5 @@ async fn step_up_page(
         href,
         label: reader.t("stepup-button"),
     });
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }

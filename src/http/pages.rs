@@ -266,21 +266,29 @@ impl Reader {
         }
     }
 
-    /// The page as an answer with `status` and the security headers; `form_target` is where
-    /// a form on it may lead besides this server (a redirect to the app after the post).
+    /// The page as an answer with `status` and the security headers; `form_targets` are
+    /// where a form on it may lead besides this server: every URL the redirects that follow
+    /// its post can end at (CSP's `form-action` covers the whole chain, so a form whose
+    /// answer redirects to the app, or to this server which then redirects to the app, must
+    /// list the app).
     pub fn answer(
         &self,
         status: StatusCode,
         page: PageTemplate,
-        form_target: Option<&str>,
+        form_targets: &[&str],
     ) -> Response {
         let Ok(html) = page.render() else {
             return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
         };
-        let form_action = match form_target.and_then(source_of) {
-            Some(o) => format!("'self' {o}"),
-            None => "'self'".to_owned(),
-        };
+        let mut form_action = "'self'".to_owned();
+        let mut listed: Vec<String> = Vec::new();
+        for source in form_targets.iter().filter_map(|t| source_of(t)) {
+            if !listed.contains(&source) {
+                form_action.push(' ');
+                form_action.push_str(&source);
+                listed.push(source);
+            }
+        }
         // Script only for the passkey button: this server's one file, calling this server.
         let script = if page.passkey.is_some() {
             "script-src 'self'; connect-src 'self'; "
@@ -382,7 +390,7 @@ impl Reader {
     pub fn problem_page(&self, status: StatusCode, title: &str, text: &str) -> Response {
         let mut page = self.page(title);
         page.paragraphs.push(self.t(text));
-        let mut resp = self.answer(status, page, None);
+        let mut resp = self.answer(status, page, &[]);
         if matches!(
             status,
             StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS

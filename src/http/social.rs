@@ -255,7 +255,7 @@ async fn link_page(
         href: format!("{}?{query}", link_confirm_path(p)),
         label: reader.t_with("link-confirm-button", &[("provider", provider)]),
     });
-    Ok(reader.answer(StatusCode::OK, page, None))
+    Ok(reader.answer(StatusCode::OK, page, &[]))
 }
 
 /// The link confirmation page's button: its CSRF value (only the browser that saw the page

@@ -423,6 +423,153 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
     drop(driver);
 }
 
+/// A user who consented once signs in again from a fresh browser (new device, expired
+/// session): the sign-in form's post answers a redirect to authorize, which answers the
+/// redirect to the client on another origin. CSP's `form-action` covers that whole chain, so
+/// the sign-in page (and the code page of an MFA user, and the login link's page) must list
+/// the client's origin, or Chromium stays on the page. Also with MFA between, by e-mailed
+/// code, by login link, and a denial on the consent page.
+#[test]
+fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Chromium Again", &[]);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Gallery", "redirect_uris": [callback]}),
+    );
+    let email = "returning@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    // WebDriver deletes the cookies the current page sees: those of the sign-in pages.
+    let pages = format!("{}/oauth/{}/authorize", srv.base, api.slug);
+    let fresh_browser = |ui: &Ui| {
+        ui.goto("fresh-browser-page", &pages);
+        let r = ui.rt.block_on(ui.browser.delete_all_cookies());
+        ui.ok("fresh-browser", r);
+    };
+    let password_sign_in = |ui: &Ui, step: &str| {
+        ui.expect_text(&format!("{step}-sign-in-page"), "Sign in to Chromium Again");
+        ui.type_into(&format!("{step}-email"), "email", email);
+        ui.type_into(&format!("{step}-password"), "password", USER_PASSWORD);
+        ui.click(&format!("{step}-sign-in"), "form button[type=submit]");
+    };
+    let reached = |ui: &Ui, step: &str, req| {
+        ui.expect_text(&format!("{step}-callback"), "callback received");
+        let called = calls
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{step}: the callback was not called"));
+        rp.finish(&api, req, &called)
+    };
+
+    // The first visit: sign in and consent.
+    let req = rp.request(&[]);
+    ui.goto("first", &req.url);
+    password_sign_in(&ui, "first");
+    ui.expect_text(
+        "first-consent",
+        "Gallery wants to use your Chromium Again account",
+    );
+    ui.click("first-allow", "button[value=approve]");
+    let first = reached(&ui, "first", req);
+    assert_eq!(first["email"], email);
+
+    // A fresh browser, consent on file: the sign-in post ends at the client.
+    fresh_browser(&ui);
+    let req = rp.request(&[]);
+    ui.goto("returning", &req.url);
+    password_sign_in(&ui, "returning");
+    let again = reached(&ui, "returning", req);
+    assert_eq!(again["sub"], first["sub"]);
+    assert_ne!(again["sid"], first["sid"], "a new sign-in session");
+
+    // With MFA: the code page's post ends at the client too (a recovery code, so no wait
+    // for the next TOTP step).
+    let mfa = api.enable_mfa(&user.access);
+    fresh_browser(&ui);
+    let req = rp.request(&[]);
+    ui.goto("mfa", &req.url);
+    password_sign_in(&ui, "mfa");
+    ui.expect_text("mfa-code-page", "authenticator");
+    ui.type_into("mfa-code", "code", &mfa.recovery_codes[0]);
+    ui.click("mfa-verify", "form button[type=submit]");
+    let with_mfa = reached(&ui, "mfa", req);
+    assert_eq!(with_mfa["sub"], first["sub"]);
+    let challenge = api.mfa_challenge(email, USER_PASSWORD);
+    let signed = api.mfa_verify(&challenge, &mfa.recovery_codes[1], None);
+    let signed = crate::support::UserTokens::from_answer(&signed);
+    let r = api.post_as(
+        "/v1/auth/mfa/disable",
+        Some(&signed.access),
+        &json!({"password": USER_PASSWORD, "code": mfa.recovery_codes[2]}),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // By an e-mailed code.
+    fresh_browser(&ui);
+    let req = rp.request(&[]);
+    ui.goto("code", &req.url);
+    ui.expect_text("code-sign-in-page", "E-mail me a code");
+    ui.type_into("code-email", "code-email", email);
+    ui.click("code-send", "form:has(#code-email) button[type=submit]");
+    ui.expect_text("code-page", email);
+    let mail = smtp.wait_for(&api.slug, "email_otp", email, 1);
+    let code = crate::support::six_digit_code(&mail.text).expect("a code");
+    ui.type_into("code-code", "code", &code);
+    ui.click("code-verify", "form button[type=submit]");
+    let by_code = reached(&ui, "code", req);
+    assert_eq!(by_code["sub"], first["sub"]);
+
+    // By a login link, opened in the same browser: its page's post goes to this server's
+    // return page, which ends at the client.
+    fresh_browser(&ui);
+    let req = rp.request(&[]);
+    ui.goto("link", &req.url);
+    ui.expect_text("link-sign-in-page", "E-mail me a sign-in link");
+    ui.type_into("link-email", "link-email", email);
+    ui.click("link-send", "form:has(#link-email) button[type=submit]");
+    ui.expect_text("link-sent", email);
+    let mail = smtp.wait_for(&api.slug, "magic_link", email, 1);
+    let link = link_in(&mail.text, &format!("{}/magic-link?token=", srv.base));
+    ui.goto("link-open", &link);
+    ui.click("link-use", "form button[type=submit]");
+    let by_link = reached(&ui, "link", req);
+    assert_eq!(by_link["sub"], first["sub"]);
+
+    // A client the user never consented to, denied: the deny post ends at the client with
+    // `access_denied`.
+    let (other_callback, other_calls) = start_callback();
+    let other = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Printer", "redirect_uris": [other_callback]}),
+    );
+    let req = other.request(&[]);
+    ui.goto("deny", &req.url);
+    ui.expect_text(
+        "deny-consent",
+        "Printer wants to use your Chromium Again account",
+    );
+    ui.click("deny", "button[value=deny]");
+    ui.expect_text("deny-callback", "callback received");
+    let called = other_calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the denial reached the client");
+    assert!(called.contains("error=access_denied"), "{called}");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
 /// Issue 22's browser test: a social provider's button on the hosted sign-in page, clicked in
 /// Chromium; the local OpenID provider answers at once, and the relying party gets its code.
 #[test]

@@ -84,7 +84,7 @@ impl TenantState {
                 let mut fx = self.effects();
                 let found = self.peek_link(&mut fx.batch, token, purpose, now)?;
                 self.commit(fx)?;
-                found.map(|rec| (rec.redirect_to, None))
+                found.map(|rec| (rec.redirect_to, None, None))
             }
             HostedLink::MagicLink | HostedLink::StepUp => {
                 let purpose = match link {
@@ -94,10 +94,13 @@ impl TenantState {
                 let expiry_now = now.max(self.calendar_now());
                 self.find_challenge(token, &[purpose], expiry_now)
                     .ok()
-                    .map(|f| (f.record.redirect_to, f.record.code_challenge))
+                    .map(|f| {
+                        let then = f.record.oauth.map(|o| o.params.redirect_uri);
+                        (f.record.redirect_to, f.record.code_challenge, then)
+                    })
             }
         };
-        let live = found.map(|(redirect_to, code_challenge)| {
+        let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
                 HostedLink::MagicLink => self.link_destination(redirect_to.as_deref()),
                 _ => self.settings.urls.destination(redirect_to.as_deref()),
@@ -105,6 +108,7 @@ impl TenantState {
             LiveLink {
                 code_flow: destination.is_some() && code_challenge.is_some(),
                 destination,
+                then,
             }
         });
         Ok(HostedView {

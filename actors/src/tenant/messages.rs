@@ -374,6 +374,9 @@ pub struct LiveLink {
     /// For a login link: whether the page can finish it (it has a destination and was
     /// requested with a code challenge).
     pub code_flow: bool,
+    /// For a login link asked for on the authorization server's sign-in page: the client's
+    /// redirect URI, where the authorize request the link resumes ends.
+    pub then: Option<String>,
 }
 
 /// How a login link's hosted page returns to the app: the `redirect_to` (one of the

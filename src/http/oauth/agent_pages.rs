@@ -93,7 +93,7 @@ fn refused(reader: &Reader, agent: &str, e: CallError<TenantError>) -> Response 
             let mut page = reader.page("agent-request-blocked-title");
             page.paragraphs
                 .push(reader.t_with("agent-request-blocked", &[("agent", agent)]));
-            reader.answer(StatusCode::CONFLICT, page, None)
+            reader.answer(StatusCode::CONFLICT, page, &[])
         }
         CallError::Failed(TenantError::EmailUnconfirmed { .. }) => reader.problem_page(
             StatusCode::FORBIDDEN,
@@ -113,7 +113,7 @@ fn decided(reader: &Reader, agent: &str, approved: bool) -> Response {
     let mut page = reader.page(title);
     page.paragraphs
         .push(reader.t_with(text, &[("agent", agent)]));
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 // ---------------------------------------------------------------- the mailed CIBA link
@@ -165,7 +165,7 @@ pub async fn request_page(
     let mut form = FormView::new(reader.csrf(REQUEST_PATH, &token), String::new());
     decision_buttons(&reader, &mut form);
     page.forms.push(form);
-    reader.answer(StatusCode::OK, page, None)
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 /// `POST /agent-request?token=`: the decision.
@@ -259,7 +259,7 @@ fn sign_in_form(
         FieldView::new_password("password", reader.t("login-password-label"), None),
     ];
     page.forms.push(form);
-    reader.answer(status, page, None)
+    reader.answer(status, page, &[])
 }
 
 /// The TOTP step of a sign-in with MFA.
@@ -284,7 +284,7 @@ fn mfa_form(reader: &Reader, slug: &str, code: &str, challenge: &str, error: boo
     } else {
         StatusCode::OK
     };
-    reader.answer(status, page, None)
+    reader.answer(status, page, &[])
 }
 
 /// The code entry form.
@@ -309,7 +309,7 @@ fn code_form(reader: &Reader, slug: &str, error: bool) -> Response {
     } else {
         StatusCode::OK
     };
-    reader.answer(status, page, None)
+    reader.answer(status, page, &[])
 }
 
 /// What the signed-in user sees for `code`: the request and the decision, or the code form.
@@ -332,7 +332,7 @@ async fn confirm_page(
             let mut form = device_form(reader, &tenant.slug, "decide", code, String::new());
             decision_buttons(reader, &mut form);
             page.forms.push(form);
-            Ok(reader.answer(StatusCode::OK, page, None))
+            Ok(reader.answer(StatusCode::OK, page, &[]))
         }
         Err(CallError::Failed(TenantError::InvalidSession)) => Err(()),
         Err(CallError::Failed(TenantError::NotFound)) => Ok(code_form(reader, &tenant.slug, true)),
@@ -442,7 +442,7 @@ pub async fn device_submit(
                 Ok(LoginOutcome::EnrollmentRequired { .. }) => {
                     let mut page = reader.page("mfa-enrol-title");
                     page.paragraphs.push(reader.t("mfa-enrol"));
-                    reader.answer(StatusCode::FORBIDDEN, page, None)
+                    reader.answer(StatusCode::FORBIDDEN, page, &[])
                 }
                 Err(CallError::Failed(
                     TenantError::InvalidCredentials | TenantError::UserBlocked,

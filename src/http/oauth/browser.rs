@@ -293,7 +293,7 @@ fn shown(reader: &Reader, e: &ApiError) -> Response {
     let mut page = reader.page("oauth-invalid-title");
     page.paragraphs.push(reader.t("oauth-invalid"));
     page.paragraphs.push(e.message.clone());
-    reader.answer(StatusCode::BAD_REQUEST, page, None)
+    reader.answer(StatusCode::BAD_REQUEST, page, &[])
 }
 
 /// `302 Found` to the client (RFC 6749 4.1.2).
@@ -490,7 +490,8 @@ fn sign_in_page(
         form.fields = vec![email_input];
         page.forms.push(form);
     }
-    reader.answer(status, page, None)
+    // Its forms end, through this server's redirects, at the client.
+    reader.answer(status, page, &[flow.redirect_uri()])
 }
 
 /// The page that takes a code: the e-mailed one (`step=verify_code`) or the TOTP or recovery
@@ -540,7 +541,7 @@ fn code_page(
     }
     form.fields = vec![code];
     page.forms.push(form);
-    reader.answer(status, page, None)
+    reader.answer(status, page, &[flow.redirect_uri()])
 }
 
 // ---------------------------------------------------------------- POST: signing in
@@ -729,7 +730,7 @@ async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &st
     let mut page = reader.page("link-sent-title");
     page.paragraphs
         .push(reader.t_with("link-sent", &[("email", &email)]));
-    let mut resp = reader.answer(StatusCode::OK, page, None);
+    let mut resp = reader.answer(StatusCode::OK, page, &[]);
     let secure = if reader.secure_cookie { "; Secure" } else { "" };
     let c = format!(
         "{}={verifier}; Path={}; HttpOnly; SameSite=Lax; Max-Age=600{secure}",
@@ -1163,7 +1164,7 @@ fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Respons
         },
     ];
     page.forms.push(form);
-    reader.answer(StatusCode::OK, page, Some(&req.redirect_uri))
+    reader.answer(StatusCode::OK, page, &[&req.redirect_uri])
 }
 
 async fn consent_submit(
