@@ -80,7 +80,7 @@ impl Harness {
             KeyRing::load_or_create(&ts, &master, now).map_err(|e| format!("keys: {e}"))?;
         let retired_kid = first.current_kid().to_owned();
         let (_, keys) = ring
-            .rotate(&ts, &master, now, std::time::Duration::from_secs(900))
+            .rotate(&ts, &master, now, std::time::Duration::from_secs(900), None)
             .map_err(|e| format!("rotation: {e}"))?;
         let current_kid = keys.current_kid().to_owned();
         let pair = |kid: &str| -> Result<EcdsaKeyPair, String> {

@@ -458,9 +458,22 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 .directory
                 .tenant_for_slug(&slug)
                 .ok_or_else(|| ApiError::not_found("tenant"))?;
+            // A tenant with an RS256 key gets a new one too, made here, off its actor.
+            let rsa_pkcs8 = if tenant.keys().await?.has_rsa() {
+                Some(
+                    tokio::task::spawn_blocking(tessera_actors::tenant::keys::generate_rsa_pkcs8)
+                        .await
+                        .map_err(ApiError::internal)??,
+                )
+            } else {
+                None
+            };
             to_value(
                 tenant
-                    .call(|reply| TenantMsg::RotateSigningKey { reply })
+                    .call(|reply| TenantMsg::RotateSigningKey {
+                        rsa_pkcs8: rsa_pkcs8.clone(),
+                        reply,
+                    })
                     .await?,
             )
         }

@@ -171,7 +171,7 @@ async fn metadata(state: &AppState, slug: &str) -> Result<Response, ApiError> {
         ],
         introspection_endpoint_auth_methods_supported: secret_methods,
         subject_types_supported: vec!["public"],
-        id_token_signing_alg_values_supported: vec!["ES256"],
+        id_token_signing_alg_values_supported: vec!["RS256", "ES256"],
         claims_supported: vec![
             "iss",
             "sub",

@@ -1313,3 +1313,203 @@ fn consent_needs_a_confirmed_address_and_goes_when_the_owner_recovers_it() {
     assert_eq!(shown["consent_required"], true, "{shown}");
     assert!(shown["redirect_to"].is_null(), "{shown}");
 }
+
+/// The header and verified claims of an ID token, checked against the tenant's JWKS by the
+/// key its `kid` names (RS256 from `n` and `e`, ES256 from `x` and `y`).
+fn id_token_checked(
+    api: &UserApi,
+    id_token: &str,
+    client_id: &str,
+) -> (jsonwebtoken::Header, Value) {
+    let header = jsonwebtoken::decode_header(id_token).expect("a JWT header");
+    let jwks = api.jwks();
+    let jwk = jwks["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .find(|k| Some(k["kid"].as_str().unwrap_or("")) == header.kid.as_deref())
+        .unwrap_or_else(|| panic!("no key {:?} in {jwks}", header.kid))
+        .clone();
+    let (key, alg) = match jwk["kty"].as_str() {
+        Some("RSA") => (
+            jsonwebtoken::DecodingKey::from_rsa_components(
+                jwk["n"].as_str().unwrap(),
+                jwk["e"].as_str().unwrap(),
+            )
+            .unwrap(),
+            jsonwebtoken::Algorithm::RS256,
+        ),
+        _ => (
+            jsonwebtoken::DecodingKey::from_ec_components(
+                jwk["x"].as_str().unwrap(),
+                jwk["y"].as_str().unwrap(),
+            )
+            .unwrap(),
+            jsonwebtoken::Algorithm::ES256,
+        ),
+    };
+    assert_eq!(jwk["alg"], json!(format!("{alg:?}")), "{jwk}");
+    let mut v = jsonwebtoken::Validation::new(alg);
+    v.set_audience(&[client_id]);
+    v.set_issuer(&[api.issuer()]);
+    let claims = jsonwebtoken::decode::<Value>(id_token, &key, &v)
+        .unwrap_or_else(|e| panic!("{e}: {id_token}"))
+        .claims;
+    (header, claims)
+}
+
+/// OpenID Connect's mandatory RS256: discovery offers it, a client registered without an
+/// algorithm (on the dashboard or by RFC 7591) gets RS256 ID tokens from the tenant's RSA key
+/// (made when the first such client registered, published in the JWKS), one that registers
+/// ES256 keeps ES256; access tokens stay ES256; a key rotation turns both keys and keeps the
+/// old ones published.
+#[test]
+fn id_tokens_are_rs256_unless_the_client_registered_es256_and_both_keys_rotate() {
+    let (smtp, srv, api, s) = user_setup("Algs", &[]);
+    let discovery = AuthAnswer::read(
+        srv.client
+            .get(format!("{}/.well-known/openid-configuration", api.issuer()))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(
+        discovery.expect(200)["id_token_signing_alg_values_supported"],
+        json!(["RS256", "ES256"])
+    );
+    let kinds = |api: &UserApi| -> Vec<String> {
+        api.jwks()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kty"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(kinds(&api), ["EC"], "no RSA key before a client needs one");
+
+    // Bad values are refused and make nothing.
+    srv.reauth(&s, PASSWORD);
+    let clients = format!("/v1/auth/dashboard/tenants/{}/oauth-clients", api.slug);
+    let (st, body) = srv.dash_json(
+        "POST",
+        &clients,
+        &s,
+        Some(&json!({"name": "HS", "client_type": "confidential",
+            "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "HS256"})),
+    );
+    assert_eq!(st, 400, "{body}");
+    assert!(
+        body["error"]["details"]["fields"]["id_token_signed_response_alg"].is_string(),
+        "{body}"
+    );
+    assert_eq!(kinds(&api), ["EC"]);
+
+    // The default: RS256.
+    let f = flow(&srv, &smtp, api, &s);
+    let (st, c) = srv.dash_json("GET", &format!("{clients}/{}", f.confidential.0), &s, None);
+    assert_eq!(st, 200, "{c}");
+    assert_eq!(c["id_token_signed_response_alg"], "RS256");
+    assert_eq!(kinds(&f.api), ["EC", "RSA"]);
+    let conf = (f.confidential.0.as_str(), f.confidential.1.as_str());
+    let tokens = f.exchange(conf, &f.code(conf.0), VERIFIER);
+    let tokens = tokens.expect(200).clone();
+    let first_id = tokens["id_token"].as_str().unwrap().to_owned();
+    let (header, claims) = id_token_checked(&f.api, &first_id, conf.0);
+    assert_eq!(header.alg, jsonwebtoken::Algorithm::RS256);
+    assert_eq!(claims["sub"], f.user.claims()["sub"]);
+    let access = jsonwebtoken::decode_header(tokens["access_token"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        access.alg,
+        jsonwebtoken::Algorithm::ES256,
+        "access tokens stay ES256"
+    );
+
+    // A client that asks for ES256 keeps it; a change to RS256 takes effect at once.
+    let (st, es) = srv.dash_json(
+        "POST",
+        &clients,
+        &s,
+        Some(&json!({"name": "EC only", "client_type": "confidential",
+            "redirect_uris": [CALLBACK], "allowed_scopes": ["openid", "email"],
+            "id_token_signed_response_alg": "ES256"})),
+    );
+    assert_eq!(st, 201, "{es}");
+    assert_eq!(es["id_token_signed_response_alg"], "ES256");
+    let es_client = (
+        es["client_id"].as_str().unwrap().to_owned(),
+        es["client_secret"].as_str().unwrap().to_owned(),
+    );
+    let es_pair = (es_client.0.as_str(), es_client.1.as_str());
+    let t = f.exchange(es_pair, &f.code(es_pair.0), VERIFIER);
+    let (header, _) = id_token_checked(
+        &f.api,
+        t.expect(200)["id_token"].as_str().unwrap(),
+        es_pair.0,
+    );
+    assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
+    let (st, changed) = srv.dash_json(
+        "PATCH",
+        &format!("{clients}/{}", es_pair.0),
+        &s,
+        Some(&json!({"id_token_signed_response_alg": "RS256"})),
+    );
+    assert_eq!(st, 200, "{changed}");
+    let t = f.exchange(es_pair, &f.code(es_pair.0), VERIFIER);
+    let (header, _) = id_token_checked(
+        &f.api,
+        t.expect(200)["id_token"].as_str().unwrap(),
+        es_pair.0,
+    );
+    assert_eq!(header.alg, jsonwebtoken::Algorithm::RS256);
+
+    // A rotation turns both keys; the old ones stay published, so the first ID token still
+    // verifies, and new ones name the new RSA key.
+    let out = srv.admin(&["keys", "rotate", &f.api.slug], "");
+    assert!(out.status.success(), "{}", out.stderr);
+    let rotated = out.json();
+    let old_rsa = jsonwebtoken::decode_header(&first_id).unwrap().kid.unwrap();
+    assert_eq!(rotated["previous_rsa_kid"], old_rsa.as_str(), "{rotated}");
+    let new_rsa = rotated["rsa_kid"]
+        .as_str()
+        .expect("a new RSA key")
+        .to_owned();
+    assert_ne!(new_rsa, old_rsa);
+    let mut published = kinds(&f.api);
+    published.sort();
+    assert_eq!(published, ["EC", "EC", "RSA", "RSA"]);
+    id_token_checked(&f.api, &first_id, conf.0);
+    let t = f.exchange(conf, &f.code(conf.0), VERIFIER);
+    let (header, _) = id_token_checked(&f.api, t.expect(200)["id_token"].as_str().unwrap(), conf.0);
+    assert_eq!(header.kid.as_deref(), Some(new_rsa.as_str()));
+
+    // RFC 7591 registration: RS256 unless the client names ES256; anything else is refused.
+    let settings = format!("/v1/auth/dashboard/tenants/{}/settings/agents", f.api.slug);
+    let (st, on) = srv.dash_json(
+        "PATCH",
+        &settings,
+        &s,
+        Some(&json!({"dynamic_client_registration": true})),
+    );
+    assert_eq!(st, 200, "{on}");
+    let register = |body: Value| {
+        AuthAnswer::read(
+            srv.client
+                .post(format!("{}/oauth/register", f.api.issuer()))
+                .json(&body)
+                .send()
+                .unwrap(),
+        )
+    };
+    let made = register(json!({"redirect_uris": [CALLBACK]}));
+    assert_eq!(made.expect(201)["id_token_signed_response_alg"], "RS256");
+    let made =
+        register(json!({"redirect_uris": [CALLBACK], "id_token_signed_response_alg": "ES256"}));
+    assert_eq!(made.expect(201)["id_token_signed_response_alg"], "ES256");
+    let refused =
+        register(json!({"redirect_uris": [CALLBACK], "id_token_signed_response_alg": "none"}));
+    assert_eq!(
+        (refused.status, refused.body["error"].as_str()),
+        (400, Some("invalid_client_metadata")),
+        "{}",
+        refused.body
+    );
+}

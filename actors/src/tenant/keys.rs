@@ -1,5 +1,12 @@
-//! The tenant's token-signing keys: ES256 (ECDSA P-256) key pairs, their rotation, the JWKS
-//! document that publishes them, and the signing and verification of access tokens.
+//! The tenant's token-signing keys: ES256 (ECDSA P-256) key pairs, which sign every token,
+//! and RS256 (RSA 2048) key pairs, which sign the ID tokens of OAuth clients that registered
+//! `id_token_signed_response_alg` RS256 (OpenID Connect's mandatory algorithm); their
+//! rotation, the JWKS document that publishes them, and the signing and verification of
+//! tokens.
+//!
+//! - A tenant has its first RS256 key only once a client needs it: the key is generated off
+//!   the actor (RSA key generation takes tens of milliseconds) and handed to it
+//!   ([`KeyRing::add_rsa`]); a rotation rotates both kinds.
 //!
 //! - Each key is one [`SigningKeyRecord`] under the tenant's prefix, keyed by its `kid`. The
 //!   private key (PKCS#8 DER) is sealed with the master key; the associated data is
@@ -16,7 +23,8 @@
 //! `{"crv","kty","x","y"}`, base64url): it names the key by its content, so two keys can never
 //! share a kid and anyone holding the JWKS can check that a kid matches its key.
 //!
-//! Verification trusts nothing in the token's header beyond `alg` (which must be `ES256`),
+//! Verification trusts nothing in the token's header beyond `alg` (which must be `ES256`, or
+//! for an ID token given back as a logout hint `RS256` with an RSA key),
 //! `typ` and `kid` (which must name one of this tenant's published keys). Headers that carry
 //! key material or key locations (`jwk`, `jku`, `x5u`, `x5c`, `x5t`, `x5t#S256`) or critical
 //! extensions (`crit`) are refused outright: this server never issues them.
@@ -24,8 +32,10 @@
 use std::collections::HashMap;
 
 use aws_lc_rs::{
+    encoding::{AsDer, Pkcs8V1Der},
     rand::SystemRandom,
-    signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING},
+    rsa::{KeySize, PublicKeyComponents},
+    signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING, RSA_PKCS1_SHA256},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
@@ -61,6 +71,42 @@ const MAX_TOKEN_LEN: usize = 8 * 1024;
 /// refuses the token.
 const FORBIDDEN_HEADERS: &[&str] = &["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit"];
 
+/// The algorithm of a signing key: each tenant has exactly one current key of each kind it
+/// holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KeyAlg {
+    /// ECDSA P-256 with SHA-256: every access token, step-up and exchange token, and the ID
+    /// tokens of clients that registered it (or registered before RS256 was offered).
+    #[default]
+    ES256,
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over an RSA 2048 key: ID tokens only.
+    RS256,
+}
+
+impl KeyAlg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyAlg::ES256 => "ES256",
+            KeyAlg::RS256 => "RS256",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<KeyAlg> {
+        match s {
+            "ES256" => Some(KeyAlg::ES256),
+            "RS256" => Some(KeyAlg::RS256),
+            _ => None,
+        }
+    }
+
+    fn jwt(self) -> Algorithm {
+        match self {
+            KeyAlg::ES256 => Algorithm::ES256,
+            KeyAlg::RS256 => Algorithm::RS256,
+        }
+    }
+}
+
 /// One token-signing key of a tenant, keyed by its `kid`.
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SigningKeyRecord {
@@ -68,10 +114,21 @@ pub struct SigningKeyRecord {
     pub kid: String,
     /// The PKCS#8 DER private key, sealed with the master key (see [`signing_key_aad`]).
     pub sealed: Sealed,
-    /// The public point's x coordinate, base64url without padding (32 bytes).
+    /// ES256 for records written before RS256 keys existed.
+    #[serde(default)]
+    pub alg: KeyAlg,
+    /// ES256: the public point's x coordinate, base64url without padding (32 bytes).
+    #[serde(default)]
     pub x: String,
-    /// The public point's y coordinate, base64url without padding (32 bytes).
+    /// ES256: the public point's y coordinate, base64url without padding (32 bytes).
+    #[serde(default)]
     pub y: String,
+    /// RS256: the modulus, base64url without padding, no leading zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<String>,
+    /// RS256: the public exponent, base64url without padding, no leading zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// When the key stopped signing; `None` for the current key.
@@ -94,6 +151,7 @@ impl std::fmt::Debug for SigningKeyRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SigningKeyRecord")
             .field("kid", &self.kid)
+            .field("alg", &self.alg)
             .field("x", &self.x)
             .field("y", &self.y)
             .field("created_at", &self.created_at)
@@ -116,15 +174,25 @@ impl SigningKeyRecord {
 
     /// The key's public JWK, as published in the JWKS.
     fn jwk(&self) -> serde_json::Value {
-        serde_json::json!({
-            "kty": "EC",
-            "crv": "P-256",
-            "x": self.x,
-            "y": self.y,
-            "kid": self.kid,
-            "alg": "ES256",
-            "use": "sig",
-        })
+        match self.alg {
+            KeyAlg::ES256 => serde_json::json!({
+                "kty": "EC",
+                "crv": "P-256",
+                "x": self.x,
+                "y": self.y,
+                "kid": self.kid,
+                "alg": "ES256",
+                "use": "sig",
+            }),
+            KeyAlg::RS256 => serde_json::json!({
+                "kty": "RSA",
+                "n": self.n,
+                "e": self.e,
+                "kid": self.kid,
+                "alg": "RS256",
+                "use": "sig",
+            }),
+        }
     }
 }
 
@@ -141,6 +209,12 @@ pub fn signing_key_aad(tenant: TenantId, kid: &str) -> Vec<u8> {
 /// no whitespace, SHA-256, base64url.
 fn thumbprint(x: &str, y: &str) -> String {
     let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
+    URL_SAFE_NO_PAD.encode(sha256(canonical.as_bytes()))
+}
+
+/// The RFC 7638 thumbprint of an RSA public key (`e`, `kty`, `n`).
+fn rsa_thumbprint(n: &str, e: &str) -> String {
+    let canonical = format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#);
     URL_SAFE_NO_PAD.encode(sha256(canonical.as_bytes()))
 }
 
@@ -318,11 +392,18 @@ struct CurrentKey {
     key: EcdsaKeyPair,
 }
 
+/// The current RS256 key.
+struct CurrentRsa {
+    kid: String,
+    key: aws_lc_rs::rsa::KeyPair,
+}
+
 /// What signing and verification need, built from the key records: immutable, so it can be
 /// swapped whole (`ArcSwap<TokenKeys>`) on rotation while readers keep the old one.
 pub struct TokenKeys {
     current: Option<CurrentKey>,
-    decoding: HashMap<String, DecodingKey>,
+    current_rsa: Option<CurrentRsa>,
+    decoding: HashMap<String, (KeyAlg, DecodingKey)>,
     jwks: serde_json::Value,
 }
 
@@ -343,20 +424,56 @@ impl TokenKeys {
     pub fn empty() -> Self {
         TokenKeys {
             current: None,
+            current_rsa: None,
             decoding: HashMap::new(),
             jwks: serde_json::json!({ "keys": [] }),
         }
     }
 
-    /// Builds the material from the records (exactly one current) and the current key's
-    /// opened PKCS#8. The current key's public half is checked against its record, so a record
-    /// whose coordinates were altered cannot publish a key that is not the one signing.
-    fn build(records: &[SigningKeyRecord], current_pkcs8: &[u8]) -> Result<Self, TenantError> {
-        let mut current_records = records.iter().filter(|r| r.is_current());
+    /// Builds the material from the records (exactly one current ES256 key, at most one
+    /// current RS256 key) and the current keys' opened PKCS#8. Each current key's public half
+    /// is checked against its record, so a record whose public key was altered cannot publish
+    /// a key that is not the one signing.
+    fn build(
+        records: &[SigningKeyRecord],
+        current_pkcs8: &[u8],
+        rsa_pkcs8: Option<&[u8]>,
+    ) -> Result<Self, TenantError> {
+        let mut current_records = records
+            .iter()
+            .filter(|r| r.is_current() && r.alg == KeyAlg::ES256);
         let (Some(current), None) = (current_records.next(), current_records.next()) else {
             return Err(TenantError::Internal(
                 "the signing keys must have exactly one current key".into(),
             ));
+        };
+        let mut rsa_records = records
+            .iter()
+            .filter(|r| r.is_current() && r.alg == KeyAlg::RS256);
+        let current_rsa = match (rsa_records.next(), rsa_records.next(), rsa_pkcs8) {
+            (None, _, _) => None,
+            (Some(r), None, Some(pkcs8)) => {
+                let key = parse_rsa_pkcs8(pkcs8)?;
+                let (n, e) = rsa_components(&key);
+                if r.n.as_deref() != Some(n.as_str())
+                    || r.e.as_deref() != Some(e.as_str())
+                    || rsa_thumbprint(&n, &e) != r.kid
+                {
+                    return Err(TenantError::Internal(format!(
+                        "signing key {} does not match its public key",
+                        r.kid
+                    )));
+                }
+                Some(CurrentRsa {
+                    kid: r.kid.clone(),
+                    key,
+                })
+            }
+            _ => {
+                return Err(TenantError::Internal(
+                    "the RS256 keys must have at most one current key, with its private key".into(),
+                ))
+            }
         };
         let pair = parse_pkcs8(current_pkcs8)?;
         let (x, y) = public_coordinates(&pair)?;
@@ -366,13 +483,19 @@ impl TokenKeys {
                 current.kid
             )));
         }
-        // Current first, then retired keys newest first.
+        // Current first (ES256, then RS256), then retired keys, newest first.
         let mut ordered: Vec<&SigningKeyRecord> = records.iter().collect();
-        ordered.sort_by_key(|r| (!r.is_current(), std::cmp::Reverse(r.created_at)));
+        ordered.sort_by_key(|r| {
+            (
+                !r.is_current(),
+                r.alg == KeyAlg::RS256,
+                std::cmp::Reverse(r.created_at),
+            )
+        });
         let mut decoding = HashMap::with_capacity(ordered.len());
         let mut jwks = Vec::with_capacity(ordered.len());
         for r in ordered {
-            decoding.insert(r.kid.clone(), decoding_key(r)?);
+            decoding.insert(r.kid.clone(), (r.alg, decoding_key(r)?));
             jwks.push(r.jwk());
         }
         Ok(TokenKeys {
@@ -380,9 +503,23 @@ impl TokenKeys {
                 kid: current.kid.clone(),
                 key: pair,
             }),
+            current_rsa,
             decoding,
             jwks: serde_json::json!({ "keys": jwks }),
         })
+    }
+
+    /// Whether an RS256 key signs ID tokens (a tenant has one once a client registered RS256).
+    pub fn has_rsa(&self) -> bool {
+        self.current_rsa.is_some()
+    }
+
+    /// The kid of the current key of `alg`, if there is one.
+    pub fn current_kid_of(&self, alg: KeyAlg) -> Option<&str> {
+        match alg {
+            KeyAlg::ES256 => self.current.as_ref().map(|c| c.kid.as_str()),
+            KeyAlg::RS256 => self.current_rsa.as_ref().map(|c| c.kid.as_str()),
+        }
     }
 
     /// The kid of the key that signs; empty when there is none.
@@ -421,9 +558,17 @@ impl TokenKeys {
         )
     }
 
-    /// Signs an OpenID Connect ID token with the current key: `alg` ES256, `typ` JWT, `kid`.
-    pub fn sign_id_token<T: Serialize>(&self, claims: &T) -> Result<String, TokenError> {
-        self.sign_typed(claims, "JWT")
+    /// Signs an OpenID Connect ID token with the current key of `alg`: `typ` JWT, `kid`. An
+    /// RS256 ID token needs the tenant's RS256 key, which a client's registration made.
+    pub fn sign_id_token<T: Serialize>(
+        &self,
+        claims: &T,
+        alg: KeyAlg,
+    ) -> Result<String, TokenError> {
+        match alg {
+            KeyAlg::ES256 => self.sign_typed(claims, "JWT"),
+            KeyAlg::RS256 => self.sign_rsa(claims, "JWT"),
+        }
     }
 
     /// Verifies an access token of this tenant as [`Self::verify`] does, whatever its
@@ -452,7 +597,14 @@ impl TokenKeys {
         token: &str,
         issuer: &str,
     ) -> Result<IdTokenHint, TokenError> {
-        self.verify_typed(token, &["JWT"], issuer, None, None)
+        self.verify_algs(
+            token,
+            &[KeyAlg::ES256, KeyAlg::RS256],
+            &["JWT"],
+            issuer,
+            None,
+            None,
+        )
     }
 
     /// Signs a step-up token with the current key: `alg` ES256, `typ` step-up+jwt, `kid`.
@@ -488,24 +640,37 @@ impl TokenKeys {
             .current
             .as_ref()
             .ok_or_else(|| TokenError::Sign("no signing key".into()))?;
-        let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some(typ.into());
-        header.kid = Some(current.kid.clone());
         // RFC 7515 compact serialisation, as jsonwebtoken's `encode` writes it: base64url
         // JSON header and claims, and the ES256 signature r || s (RFC 7518 section 3.4).
-        fn part<T: Serialize>(value: &T) -> Result<String, TokenError> {
-            let json = serde_json::to_vec(value).map_err(|e| TokenError::Sign(e.to_string()))?;
-            Ok(URL_SAFE_NO_PAD.encode(json))
-        }
-        let mut token = part(&header)?;
-        token.push('.');
-        token.push_str(&part(claims)?);
+        let mut token = signing_input(Algorithm::ES256, &current.kid, typ, claims)?;
         let signature = current
             .key
             .sign(&SystemRandom::new(), token.as_bytes())
             .map_err(|_| TokenError::Sign("ES256 signing failed".into()))?;
         token.push('.');
         token.push_str(&URL_SAFE_NO_PAD.encode(signature.as_ref()));
+        Ok(token)
+    }
+
+    /// As [`Self::sign_typed`], with the current RS256 key (RFC 7518 section 3.3).
+    fn sign_rsa<T: Serialize>(&self, claims: &T, typ: &str) -> Result<String, TokenError> {
+        let current = self
+            .current_rsa
+            .as_ref()
+            .ok_or_else(|| TokenError::Sign("no RS256 signing key".into()))?;
+        let mut token = signing_input(Algorithm::RS256, &current.kid, typ, claims)?;
+        let mut signature = vec![0u8; current.key.public_modulus_len()];
+        current
+            .key
+            .sign(
+                &RSA_PKCS1_SHA256,
+                &SystemRandom::new(),
+                token.as_bytes(),
+                &mut signature,
+            )
+            .map_err(|_| TokenError::Sign("RS256 signing failed".into()))?;
+        token.push('.');
+        token.push_str(&URL_SAFE_NO_PAD.encode(&signature));
         Ok(token)
     }
 
@@ -562,12 +727,26 @@ impl TokenKeys {
         audience: Option<&str>,
         now: Option<i64>,
     ) -> Result<T, TokenError> {
+        self.verify_algs(token, &[KeyAlg::ES256], typs, issuer, audience, now)
+    }
+
+    /// [`Self::verify_typed`] for tokens that may be signed with any of `algs`; the `kid`
+    /// must name a key of the header's algorithm.
+    fn verify_algs<T: serde::de::DeserializeOwned + Expiring>(
+        &self,
+        token: &str,
+        algs: &[KeyAlg],
+        typs: &[&str],
+        issuer: &str,
+        audience: Option<&str>,
+        now: Option<i64>,
+    ) -> Result<T, TokenError> {
         if token.len() > MAX_TOKEN_LEN {
             return Err(TokenError::Malformed);
         }
-        check_alg(token)?;
+        let alg = check_alg(token, algs)?;
         let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
-        if header.alg != Algorithm::ES256 {
+        if header.alg != alg.jwt() {
             return Err(TokenError::Algorithm);
         }
         let typ_ok = header
@@ -581,9 +760,11 @@ impl TokenKeys {
             .kid
             .as_deref()
             .and_then(|kid| self.decoding.get(kid))
+            .filter(|(key_alg, _)| *key_alg == alg)
+            .map(|(_, key)| key)
             .ok_or(TokenError::UnknownKey)?;
 
-        let mut validation = Validation::new(Algorithm::ES256);
+        let mut validation = Validation::new(alg.jwt());
         validation.leeway = 0;
         validation.validate_exp = now.is_some();
         validation.validate_nbf = false;
@@ -601,10 +782,32 @@ impl TokenKeys {
     }
 }
 
-/// Reads the header segment as raw JSON and refuses any `alg` other than the exact string
-/// `ES256`, and any forbidden header parameter, before the typed header is parsed (whose
+/// The compact serialisation's signing input: base64url JSON header (`alg`, `typ`, `kid`)
+/// and claims.
+fn signing_input<T: Serialize>(
+    alg: Algorithm,
+    kid: &str,
+    typ: &str,
+    claims: &T,
+) -> Result<String, TokenError> {
+    fn part<T: Serialize>(value: &T) -> Result<String, TokenError> {
+        let json = serde_json::to_vec(value).map_err(|e| TokenError::Sign(e.to_string()))?;
+        Ok(URL_SAFE_NO_PAD.encode(json))
+    }
+    let mut header = Header::new(alg);
+    header.typ = Some(typ.into());
+    header.kid = Some(kid.to_owned());
+    let mut token = part(&header)?;
+    token.push('.');
+    token.push_str(&part(claims)?);
+    Ok(token)
+}
+
+/// Reads the header segment as raw JSON and refuses any `alg` other than the exact name of
+/// one of `algs`, and any forbidden header parameter, before the typed header is parsed (whose
 /// `alg` enum cannot even represent `none`, which would blur the error into "malformed").
-fn check_alg(token: &str) -> Result<(), TokenError> {
+/// Answers the algorithm named.
+fn check_alg(token: &str, algs: &[KeyAlg]) -> Result<KeyAlg, TokenError> {
     let mut parts = token.split('.');
     let (Some(head), Some(_), Some(_), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -619,13 +822,14 @@ fn check_alg(token: &str) -> Result<(), TokenError> {
     else {
         return Err(TokenError::Malformed);
     };
-    if header.get("alg").and_then(|a| a.as_str()) != Some("ES256") {
+    let named = header.get("alg").and_then(|a| a.as_str()).unwrap_or("");
+    let Some(alg) = algs.iter().copied().find(|a| a.as_str() == named) else {
         return Err(TokenError::Algorithm);
-    }
+    };
     if FORBIDDEN_HEADERS.iter().any(|h| header.contains_key(*h)) {
         return Err(TokenError::Header);
     }
-    Ok(())
+    Ok(alg)
 }
 
 fn map_jwt_error(e: jsonwebtoken::errors::Error) -> TokenError {
@@ -668,8 +872,42 @@ fn public_coordinates(pair: &EcdsaKeyPair) -> Result<(String, String), TenantErr
     }
 }
 
-/// The verification key of a record, after checking that both coordinates are 32 bytes.
+/// A PKCS#8 RSA private key, parsed and checked.
+fn parse_rsa_pkcs8(pkcs8: &[u8]) -> Result<aws_lc_rs::rsa::KeyPair, TenantError> {
+    aws_lc_rs::rsa::KeyPair::from_pkcs8(pkcs8)
+        .map_err(|_| TenantError::Internal("a signing key is not an RSA PKCS#8 key".into()))
+}
+
+/// The base64url modulus and exponent of an RSA key pair's public key.
+fn rsa_components(pair: &aws_lc_rs::rsa::KeyPair) -> (String, String) {
+    let c = PublicKeyComponents::<Vec<u8>>::from(pair.public_key());
+    (URL_SAFE_NO_PAD.encode(&c.n), URL_SAFE_NO_PAD.encode(&c.e))
+}
+
+/// A fresh RS256 key, as PKCS#8 DER: generated by whoever asks the actor to add or rotate
+/// one (off the actor: it takes tens of milliseconds).
+pub fn generate_rsa_pkcs8() -> Result<zeroize::Zeroizing<Vec<u8>>, TenantError> {
+    let pair = aws_lc_rs::rsa::KeyPair::generate(KeySize::Rsa2048)
+        .map_err(|_| TenantError::Internal("could not generate an RSA key".into()))?;
+    let der = AsDer::<Pkcs8V1Der>::as_der(&pair)
+        .map_err(|_| TenantError::Internal("could not encode an RSA key".into()))?;
+    Ok(zeroize::Zeroizing::new(der.as_ref().to_vec()))
+}
+
+/// The verification key of a record, after checking its public key's encoding (ES256: both
+/// coordinates 32 bytes).
 fn decoding_key(r: &SigningKeyRecord) -> Result<DecodingKey, TenantError> {
+    if r.alg == KeyAlg::RS256 {
+        let (Some(n), Some(e)) = (&r.n, &r.e) else {
+            return Err(TenantError::Internal(format!(
+                "signing key {} has no public key",
+                r.kid
+            )));
+        };
+        return DecodingKey::from_rsa_components(n, e).map_err(|_| {
+            TenantError::Internal(format!("signing key {} has a malformed public key", r.kid))
+        });
+    }
     let coordinate_ok = |c: &str| URL_SAFE_NO_PAD.decode(c).is_ok_and(|b| b.len() == 32);
     if !coordinate_ok(&r.x) || !coordinate_ok(&r.y) {
         return Err(TenantError::Internal(format!(
@@ -699,14 +937,41 @@ fn generate(
         SigningKeyRecord {
             kid,
             sealed,
+            alg: KeyAlg::ES256,
             x,
             y,
+            n: None,
+            e: None,
             created_at: now,
             retired_at: None,
             publish_until: None,
         },
         pkcs8,
     ))
+}
+
+/// The record of an RS256 key generated off the actor (its private key sealed).
+fn rsa_record(
+    tenant: TenantId,
+    master: &MasterKey,
+    pkcs8: &[u8],
+    now: OffsetDateTime,
+) -> Result<SigningKeyRecord, TenantError> {
+    let (n, e) = rsa_components(&parse_rsa_pkcs8(pkcs8)?);
+    let kid = rsa_thumbprint(&n, &e);
+    let sealed = master.seal(&signing_key_aad(tenant, &kid), pkcs8)?;
+    Ok(SigningKeyRecord {
+        kid,
+        sealed,
+        alg: KeyAlg::RS256,
+        x: String::new(),
+        y: String::new(),
+        n: Some(n),
+        e: Some(e),
+        created_at: now,
+        retired_at: None,
+        publish_until: None,
+    })
 }
 
 /// What a rotation did, for the caller's reply and audit event.
@@ -718,6 +983,12 @@ pub struct RotatedKeys {
     pub previous_kid: Option<String>,
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub previous_published_until: Option<OffsetDateTime>,
+    /// The new current RS256 key, when the tenant has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rsa_kid: Option<String>,
+    /// The RS256 key it replaced, published as long as the ES256 one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_rsa_kid: Option<String>,
 }
 
 /// The tenant's signing-key records as last written: the actor's view, the only writer.
@@ -750,7 +1021,19 @@ impl KeyRing {
             }
             !expired
         });
-        let currents = records.iter().filter(|r| r.is_current()).count();
+        let rsa_currents = records
+            .iter()
+            .filter(|r| r.is_current() && r.alg == KeyAlg::RS256)
+            .count();
+        if rsa_currents > 1 {
+            return Err(TenantError::Internal(format!(
+                "{rsa_currents} current RS256 signing keys; at most one may be current"
+            )));
+        }
+        let currents = records
+            .iter()
+            .filter(|r| r.is_current() && r.alg == KeyAlg::ES256)
+            .count();
         let fresh_pkcs8 = match currents {
             0 => {
                 let (record, pkcs8) = generate(store.tenant_id(), master, now)?;
@@ -768,7 +1051,10 @@ impl KeyRing {
         };
         let ring = KeyRing { records };
         let keys = match fresh_pkcs8 {
-            Some(pkcs8) => TokenKeys::build(&ring.records, &pkcs8)?,
+            Some(pkcs8) => {
+                let rsa = ring.open_current(store.tenant_id(), master, KeyAlg::RS256)?;
+                TokenKeys::build(&ring.records, &pkcs8, rsa.as_deref().map(|v| v.as_slice()))?
+            }
             None => ring.token_keys(store.tenant_id(), master)?,
         };
         if dirty {
@@ -777,7 +1063,39 @@ impl KeyRing {
         Ok((ring, keys))
     }
 
-    /// Makes a new key current. The old current key is retired now and published until
+    /// Adds the tenant's first RS256 key (`pkcs8`, generated off the actor), unless it has
+    /// one already: then nothing is written. Answers the keys to publish, and whether it wrote
+    /// (applied, not yet durable: the caller publishes once it is).
+    pub fn add_rsa(
+        &mut self,
+        store: &TenantStore,
+        master: &MasterKey,
+        pkcs8: &[u8],
+        now: OffsetDateTime,
+    ) -> Result<(TokenKeys, bool), TenantError> {
+        let has_rsa = self
+            .records
+            .iter()
+            .any(|r| r.is_current() && r.alg == KeyAlg::RS256);
+        if has_rsa {
+            return Ok((self.token_keys(store.tenant_id(), master)?, false));
+        }
+        let record = rsa_record(store.tenant_id(), master, pkcs8, now)?;
+        let mut next = self.records.clone();
+        next.push(record.clone());
+        let current = self
+            .open_current(store.tenant_id(), master, KeyAlg::ES256)?
+            .ok_or_else(|| TenantError::Internal("no current signing key".into()))?;
+        let keys = TokenKeys::build(&next, &current, Some(pkcs8))?;
+        let mut batch = store.batch();
+        batch.put(record.kid.as_bytes(), &record)?;
+        store.apply(batch)?;
+        self.records = next;
+        Ok((keys, true))
+    }
+
+    /// Makes a new key current, and a new RS256 key (`rsa_pkcs8`, generated off the actor)
+    /// when the tenant has one. Each old current key is retired now and published until
     /// `now + access_ttl + 60 s`, when the last token it signed has expired; retired keys past
     /// their publication are deleted. One batch, applied (the caller makes it durable); on any
     /// error nothing is written and the ring is unchanged.
@@ -787,6 +1105,7 @@ impl KeyRing {
         master: &MasterKey,
         now: OffsetDateTime,
         access_ttl: std::time::Duration,
+        rsa_pkcs8: Option<&[u8]>,
     ) -> Result<(RotatedKeys, TokenKeys), TenantError> {
         let ttl = time::Duration::try_from(access_ttl)
             .map_err(|_| TenantError::Internal("access token lifetime out of range".into()))?;
@@ -796,20 +1115,35 @@ impl KeyRing {
             .ok_or_else(|| TenantError::Internal("access token lifetime out of range".into()))?;
 
         let (fresh, pkcs8) = generate(store.tenant_id(), master, now)?;
+        let has_rsa = self
+            .records
+            .iter()
+            .any(|r| r.is_current() && r.alg == KeyAlg::RS256);
+        // A tenant with an RS256 key gets a new one with every rotation; without the new
+        // key's material its current one stays.
+        let fresh_rsa = match rsa_pkcs8.filter(|_| has_rsa) {
+            Some(p) => Some((rsa_record(store.tenant_id(), master, p, now)?, p)),
+            None => None,
+        };
         let mut batch = store.batch();
-        let mut next = Vec::with_capacity(self.records.len() + 1);
+        let mut next = Vec::with_capacity(self.records.len() + 2);
         let mut previous = None;
+        let mut previous_rsa = None;
         for r in &self.records {
             if r.expired(now) {
                 batch.remove(Kind::SigningKey, r.kid.as_bytes());
                 continue;
             }
             let mut r = r.clone();
-            if r.is_current() {
+            let retire = r.is_current() && (r.alg == KeyAlg::ES256 || fresh_rsa.is_some());
+            if retire {
                 r.retired_at = Some(now);
                 r.publish_until = Some(publish_until);
                 batch.put(r.kid.as_bytes(), &r)?;
-                previous = Some(r.kid.clone());
+                match r.alg {
+                    KeyAlg::ES256 => previous = Some(r.kid.clone()),
+                    KeyAlg::RS256 => previous_rsa = Some(r.kid.clone()),
+                }
             }
             next.push(r);
         }
@@ -818,9 +1152,19 @@ impl KeyRing {
             kid: fresh.kid.clone(),
             previous_published_until: previous.as_ref().map(|_| publish_until),
             previous_kid: previous,
+            rsa_kid: fresh_rsa.as_ref().map(|(r, _)| r.kid.clone()),
+            previous_rsa_kid: previous_rsa,
         };
         next.push(fresh);
-        let keys = TokenKeys::build(&next, &pkcs8)?;
+        let rsa_material = match fresh_rsa {
+            Some((record, p)) => {
+                batch.put(record.kid.as_bytes(), &record)?;
+                next.push(record);
+                Some(zeroize::Zeroizing::new(p.to_vec()))
+            }
+            None => self.open_current(store.tenant_id(), master, KeyAlg::RS256)?,
+        };
+        let keys = TokenKeys::build(&next, &pkcs8, rsa_material.as_deref().map(|v| v.as_slice()))?;
         store.apply(batch)?;
         self.records = next;
         Ok((rotated, keys))
@@ -831,19 +1175,31 @@ impl KeyRing {
         &self.records
     }
 
-    /// Builds [`TokenKeys`], opening the current private key.
+    /// Builds [`TokenKeys`], opening the current private keys.
     pub fn token_keys(
         &self,
         tenant: TenantId,
         master: &MasterKey,
     ) -> Result<TokenKeys, TenantError> {
-        let current = self
-            .records
-            .iter()
-            .find(|r| r.is_current())
+        let pkcs8 = self
+            .open_current(tenant, master, KeyAlg::ES256)?
             .ok_or_else(|| TenantError::Internal("no current signing key".into()))?;
+        let rsa = self.open_current(tenant, master, KeyAlg::RS256)?;
+        TokenKeys::build(&self.records, &pkcs8, rsa.as_deref().map(|v| v.as_slice()))
+    }
+
+    /// The opened private key of the current key of `alg`, if there is one.
+    fn open_current(
+        &self,
+        tenant: TenantId,
+        master: &MasterKey,
+        alg: KeyAlg,
+    ) -> Result<Option<zeroize::Zeroizing<Vec<u8>>>, TenantError> {
+        let Some(current) = self.records.iter().find(|r| r.is_current() && r.alg == alg) else {
+            return Ok(None);
+        };
         let pkcs8 = master.open(&signing_key_aad(tenant, &current.kid), &current.sealed)?;
-        TokenKeys::build(&self.records, &pkcs8)
+        Ok(Some(zeroize::Zeroizing::new(pkcs8.to_vec())))
     }
 }
 
@@ -1208,7 +1564,7 @@ mod tests {
             let old_token = keys.sign(&c).unwrap();
             let old_kid = keys.current_kid().to_owned();
 
-            let (rotated, keys2) = ring.rotate(&ts, &master, t0, ttl).unwrap();
+            let (rotated, keys2) = ring.rotate(&ts, &master, t0, ttl, None).unwrap();
             assert_eq!(rotated.previous_kid.as_deref(), Some(old_kid.as_str()));
             assert_eq!(rotated.kid, keys2.current_kid());
             assert_ne!(rotated.kid, old_kid);
@@ -1282,11 +1638,11 @@ mod tests {
         let ttl = std::time::Duration::from_secs(60);
         let (mut ring, _) = KeyRing::load_or_create(&ts, &master, t0).unwrap();
         let first = ring.records()[0].kid.clone();
-        ring.rotate(&ts, &master, t0, ttl).unwrap();
+        ring.rotate(&ts, &master, t0, ttl, None).unwrap();
         assert_eq!(ring.records().len(), 2);
         // Rotating again after the first key's publication ends drops it in the same batch.
         let t1 = t0 + time::Duration::seconds(200);
-        let (rotated, keys) = ring.rotate(&ts, &master, t1, ttl).unwrap();
+        let (rotated, keys) = ring.rotate(&ts, &master, t1, ttl, None).unwrap();
         assert_eq!(ring.records().len(), 2);
         assert!(ring.records().iter().all(|r| r.kid != first));
         assert_eq!(ts.scan::<SigningKeyRecord>(b"").count(), 2);
@@ -1306,5 +1662,161 @@ mod tests {
         batch.put(bad.kid.as_bytes(), &bad).unwrap();
         ts.apply(batch).unwrap();
         assert!(KeyRing::load_or_create(&ts, &master, t1).is_err());
+    }
+
+    fn id_claims(exp: i64) -> serde_json::Value {
+        serde_json::json!({"iss": ISS, "sub": "user-1", "aud": "tc_client", "exp": exp,
+            "iat": exp - 60, "sid": "s-1"})
+    }
+
+    fn rsa_jwk(keys: &TokenKeys) -> serde_json::Value {
+        keys.jwks()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["kty"] == "RSA" && k["kid"] == keys.current_kid_of(KeyAlg::RS256).unwrap())
+            .cloned()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_rs256_key_signs_id_tokens_is_published_and_rotates_with_the_es256_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let ts = store.tenant(TenantId::new());
+        let master = MasterKey::generate();
+        let now = OffsetDateTime::now_utc();
+        let (mut ring, keys) = KeyRing::load_or_create(&ts, &master, now).unwrap();
+        // None until a client needs one.
+        assert!(!keys.has_rsa());
+        assert!(keys
+            .sign_id_token(&id_claims(now_ts() + 60), KeyAlg::RS256)
+            .is_err());
+
+        let pkcs8 = generate_rsa_pkcs8().unwrap();
+        let (keys, wrote) = ring.add_rsa(&ts, &master, &pkcs8, now).unwrap();
+        assert!(wrote && keys.has_rsa());
+        let rsa_kid = keys.current_kid_of(KeyAlg::RS256).unwrap().to_owned();
+        // A second one is not added.
+        let other = generate_rsa_pkcs8().unwrap();
+        let (same, wrote) = ring.add_rsa(&ts, &master, &other, now).unwrap();
+        assert!(!wrote);
+        assert_eq!(same.current_kid_of(KeyAlg::RS256), Some(rsa_kid.as_str()));
+
+        // Published under its RFC 7638 thumbprint, beside the ES256 key (first).
+        let jwk = rsa_jwk(&keys);
+        assert_eq!(
+            (&jwk["alg"], &jwk["use"]),
+            (&serde_json::json!("RS256"), &serde_json::json!("sig"))
+        );
+        let (n, e) = (jwk["n"].as_str().unwrap(), jwk["e"].as_str().unwrap());
+        assert_eq!(rsa_thumbprint(n, e), rsa_kid);
+        assert_eq!(keys.jwks()["keys"][0]["kty"], "EC");
+        assert_eq!(keys.jwks()["keys"].as_array().unwrap().len(), 2);
+
+        // An RS256 ID token a JWKS consumer verifies, and that comes back as a logout hint.
+        let token = keys
+            .sign_id_token(&id_claims(now_ts() + 60), KeyAlg::RS256)
+            .unwrap();
+        let header = jsonwebtoken::decode_header(&token).unwrap();
+        assert_eq!(header.alg, Algorithm::RS256);
+        assert_eq!(header.typ.as_deref(), Some("JWT"));
+        assert_eq!(header.kid.as_deref(), Some(rsa_kid.as_str()));
+        let from_jwks = DecodingKey::from_rsa_components(n, e).unwrap();
+        let mut v = Validation::new(Algorithm::RS256);
+        v.set_audience(&["tc_client"]);
+        assert!(jsonwebtoken::decode::<serde_json::Value>(&token, &from_jwks, &v).is_ok());
+        assert_eq!(
+            keys.verify_id_token_hint(&token, ISS).unwrap().sub,
+            "user-1"
+        );
+        // ES256 ID tokens still come back too.
+        let es = keys
+            .sign_id_token(&id_claims(now_ts() + 60), KeyAlg::ES256)
+            .unwrap();
+        assert_eq!(
+            jsonwebtoken::decode_header(&es).unwrap().alg,
+            Algorithm::ES256
+        );
+        assert!(keys.verify_id_token_hint(&es, ISS).is_ok());
+
+        // RS256 never passes where an access token is expected, even under a published kid.
+        let rsa = aws_lc_rs::rsa::KeyPair::from_pkcs8(&pkcs8).unwrap();
+        let c = claims(&ts.tenant_id().to_string());
+        let msg = format!(
+            "{}.{}",
+            b64json(&serde_json::json!({"alg": "RS256", "typ": "at+jwt", "kid": rsa_kid})),
+            b64json(&serde_json::to_value(&c).unwrap())
+        );
+        let mut sig = vec![0u8; rsa.public_modulus_len()];
+        rsa.sign(
+            &RSA_PKCS1_SHA256,
+            &SystemRandom::new(),
+            msg.as_bytes(),
+            &mut sig,
+        )
+        .unwrap();
+        let forged = format!("{msg}.{}", URL_SAFE_NO_PAD.encode(&sig));
+        assert!(matches!(
+            keys.verify(&forged, ISS, AUD, now_ts()),
+            Err(TokenError::Algorithm)
+        ));
+        // An RS256 header naming the ES256 key is refused as a hint.
+        let es_kid = keys.current_kid().to_owned();
+        let msg = format!(
+            "{}.{}",
+            b64json(&serde_json::json!({"alg": "RS256", "typ": "JWT", "kid": es_kid})),
+            b64json(&id_claims(now_ts() + 60))
+        );
+        rsa.sign(
+            &RSA_PKCS1_SHA256,
+            &SystemRandom::new(),
+            msg.as_bytes(),
+            &mut sig,
+        )
+        .unwrap();
+        let confused = format!("{msg}.{}", URL_SAFE_NO_PAD.encode(&sig));
+        assert!(matches!(
+            keys.verify_id_token_hint(&confused, ISS),
+            Err(TokenError::UnknownKey)
+        ));
+
+        // A restart reads it back.
+        let (_, reloaded) = KeyRing::load_or_create(&ts, &master, now).unwrap();
+        assert_eq!(
+            reloaded.current_kid_of(KeyAlg::RS256),
+            Some(rsa_kid.as_str())
+        );
+
+        // A rotation without new RSA material keeps the RS256 key; with it, both kinds turn
+        // and the old RS256 key stays published, so its ID tokens still come back as hints.
+        let ttl = std::time::Duration::from_secs(900);
+        let (rotated, kept) = ring.rotate(&ts, &master, now, ttl, None).unwrap();
+        assert_eq!(rotated.rsa_kid, None);
+        assert_eq!(kept.current_kid_of(KeyAlg::RS256), Some(rsa_kid.as_str()));
+        let fresh = generate_rsa_pkcs8().unwrap();
+        let (rotated, turned) = ring.rotate(&ts, &master, now, ttl, Some(&fresh)).unwrap();
+        let new_rsa = rotated.rsa_kid.clone().unwrap();
+        assert_ne!(new_rsa, rsa_kid);
+        assert_eq!(rotated.previous_rsa_kid.as_deref(), Some(rsa_kid.as_str()));
+        assert_eq!(turned.current_kid_of(KeyAlg::RS256), Some(new_rsa.as_str()));
+        assert!(turned.verify_id_token_hint(&token, ISS).is_ok());
+        let kids: Vec<&str> = turned.jwks()["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["kty"] == "RSA")
+            .map(|k| k["kid"].as_str().unwrap())
+            .collect();
+        assert_eq!(kids.len(), 2, "{kids:?}");
+        assert!(kids.contains(&rsa_kid.as_str()) && kids.contains(&new_rsa.as_str()));
+        // Exactly one current key of each kind after it all.
+        let currents = |alg: KeyAlg| {
+            ring.records()
+                .iter()
+                .filter(|r| r.is_current() && r.alg == alg)
+                .count()
+        };
+        assert_eq!((currents(KeyAlg::ES256), currents(KeyAlg::RS256)), (1, 1));
     }
 }

@@ -678,25 +678,49 @@ impl Actor for TenantActor {
                 let out = state.purge_guests(as_of, dry_run).map(|r| (r, Vec::new()));
                 reply_with_mail(state, reply, out);
             }
-            TenantMsg::RotateSigningKey { reply } => match state.rotate_signing_key() {
-                Ok((rotated, token_keys)) => {
+            TenantMsg::AddIdTokenKey { pkcs8, reply } => match state.add_id_token_key(&pkcs8) {
+                Ok(Some(token_keys)) => {
                     let ticket = state.store().ticket();
                     let cell = state.keys_cell();
                     tokio::spawn(async move {
                         let out = match ticket.wait().await {
                             Ok(()) => {
                                 cell.store(Arc::new(token_keys));
-                                Ok(rotated)
+                                Ok(true)
                             }
                             Err(e) => Err(TenantError::Internal(e.to_string())),
                         };
                         let _ = reply.send(out);
                     });
                 }
+                Ok(None) => {
+                    let _ = reply.send(Ok(false));
+                }
                 Err(e) => {
                     let _ = reply.send(Err(e));
                 }
             },
+            TenantMsg::RotateSigningKey { rsa_pkcs8, reply } => {
+                match state.rotate_signing_key(rsa_pkcs8.as_deref().map(|v| v.as_slice())) {
+                    Ok((rotated, token_keys)) => {
+                        let ticket = state.store().ticket();
+                        let cell = state.keys_cell();
+                        tokio::spawn(async move {
+                            let out = match ticket.wait().await {
+                                Ok(()) => {
+                                    cell.store(Arc::new(token_keys));
+                                    Ok(rotated)
+                                }
+                                Err(e) => Err(TenantError::Internal(e.to_string())),
+                            };
+                            let _ = reply.send(out);
+                        });
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e));
+                    }
+                }
+            }
             TenantMsg::MailSettled { id } => {
                 if let Err(e) = state.mail_settled(id) {
                     tracing::error!(tenant = %state.info().id, error = %e, "cannot dequeue a settled message");

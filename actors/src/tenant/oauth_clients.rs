@@ -19,6 +19,7 @@ use tessera_storage::TenantStore;
 
 use super::{
     audit::AuditContext,
+    keys::KeyAlg,
     oauth::{ClientAuth, OAuthFailure},
     state::TenantState,
 };
@@ -108,6 +109,10 @@ pub struct OAuthClientRecord {
     /// Registered by itself (RFC 7591), not by an owner.
     #[serde(default)]
     pub dynamic: bool,
+    /// The algorithm of the client's ID tokens (OpenID Connect's `id_token_signed_response_alg`);
+    /// `None` for clients registered before RS256 was offered, whose ID tokens stay ES256.
+    #[serde(default)]
+    pub id_token_signed_response_alg: Option<KeyAlg>,
 }
 
 impl std::fmt::Debug for OAuthClientRecord {
@@ -126,6 +131,11 @@ impl Record for OAuthClientRecord {
 impl TenantRecord for OAuthClientRecord {}
 
 impl OAuthClientRecord {
+    /// The algorithm its ID tokens are signed with.
+    pub fn id_token_alg(&self) -> KeyAlg {
+        self.id_token_signed_response_alg.unwrap_or(KeyAlg::ES256)
+    }
+
     /// What the consent screen says of the client (spec 2.12 `verification`).
     pub fn verification(&self) -> &'static str {
         if self.first_party {
@@ -200,6 +210,8 @@ pub struct NewOAuthClient {
     pub post_logout_redirect_uris: Vec<String>,
     pub allowed_scopes: Vec<String>,
     pub first_party: bool,
+    /// RS256 needs the tenant's RS256 key: the caller adds it first (`AddIdTokenKey`).
+    pub id_token_signed_response_alg: KeyAlg,
 }
 
 /// A change to a client; `None` leaves a field as it is. Validated by the caller.
@@ -212,6 +224,8 @@ pub struct OAuthClientPatch {
     pub post_logout_redirect_uris: Option<Vec<String>>,
     pub allowed_scopes: Option<Vec<String>>,
     pub first_party: Option<bool>,
+    /// RS256 needs the tenant's RS256 key: the caller adds it first (`AddIdTokenKey`).
+    pub id_token_signed_response_alg: Option<KeyAlg>,
 }
 
 /// A client with its new secret: the only time the secret is anywhere but in the caller's
@@ -251,6 +265,17 @@ fn apply<T: PartialEq>(
 }
 
 impl TenantState {
+    /// Whether the tenant has a key of `alg` for ID tokens (RS256 once `AddIdTokenKey` made
+    /// it; the HTTP layer asks for it before a client that needs it is written).
+    fn id_token_alg_available(&self, alg: KeyAlg) -> Result<(), TenantError> {
+        if alg == KeyAlg::RS256 && !self.cells.keys.load().has_rsa() {
+            return Err(TenantError::Internal(
+                "no RS256 key: add one (AddIdTokenKey) before registering the client".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Stores `client` with its audit event (`extra` added to the event's metadata).
     fn oauth_client_write(
         &mut self,
@@ -344,6 +369,7 @@ impl TenantState {
         if held >= cap {
             return Err(TenantError::OAuthClientLimit);
         }
+        self.id_token_alg_available(new.id_token_signed_response_alg)?;
         let now = OffsetDateTime::now_utc();
         let secret = (new.client_type == ClientType::Confidential).then(new_secret);
         let record = OAuthClientRecord {
@@ -364,6 +390,7 @@ impl TenantState {
             updated_at: now,
             secret_rotated_at: None,
             dynamic,
+            id_token_signed_response_alg: Some(new.id_token_signed_response_alg),
         };
         let extra = serde_json::json!({
             "redirect_uris": record.redirect_uris,
@@ -408,6 +435,13 @@ impl TenantState {
             patch.allowed_scopes,
         );
         apply(c, "first_party", &mut record.first_party, patch.first_party);
+        if let Some(alg) = patch.id_token_signed_response_alg {
+            self.id_token_alg_available(alg)?;
+            if record.id_token_signed_response_alg != Some(alg) {
+                c.push("id_token_signed_response_alg");
+            }
+            record.id_token_signed_response_alg = Some(alg);
+        }
         if changed.is_empty() {
             return Ok(record);
         }

@@ -333,24 +333,57 @@ impl TenantState {
         self.step_up_fails.sweep(now);
     }
 
-    /// A new signing key (applied, not yet durable). The caller publishes the answered keys
-    /// to handlers once the rotation is on disk, so no token is signed with a key that a
-    /// crash could lose.
-    pub fn rotate_signing_key(&mut self) -> Result<(RotatedKeys, TokenKeys), TenantError> {
+    /// A new signing key, and a new RS256 key (`rsa_pkcs8`, made off the actor) when the
+    /// tenant has one (applied, not yet durable). The caller publishes the answered keys to
+    /// handlers once the rotation is on disk, so no token is signed with a key that a crash
+    /// could lose.
+    pub fn rotate_signing_key(
+        &mut self,
+        rsa_pkcs8: Option<&[u8]>,
+    ) -> Result<(RotatedKeys, TokenKeys), TenantError> {
         let (rotated, token_keys) = self.key_ring.rotate(
             &self.store,
             &self.master_key,
             OffsetDateTime::now_utc(),
             self.runtime.tokens.access_ttl,
+            rsa_pkcs8,
         )?;
         let mut batch = self.store.batch();
         let ctx = AuditContext::default();
         let mut event = AuditEvent::new("tokens.signing_key.rotated", &ctx, Vec::new());
-        event.metadata =
-            serde_json::json!({ "kid": rotated.kid, "previous_kid": rotated.previous_kid });
+        event.metadata = serde_json::json!({
+            "kid": rotated.kid,
+            "previous_kid": rotated.previous_kid,
+            "rsa_kid": rotated.rsa_kid,
+            "previous_rsa_kid": rotated.previous_rsa_kid,
+        });
         batch.put(&self.next_event_key(event.at), &event)?;
         self.store.apply(batch)?;
         Ok((rotated, token_keys))
+    }
+
+    /// The tenant's first RS256 key (`pkcs8`, made off the actor), unless it has one (then
+    /// nothing is written). Answers the keys to publish once the write is durable, if any.
+    pub fn add_id_token_key(&mut self, pkcs8: &[u8]) -> Result<Option<TokenKeys>, TenantError> {
+        let (keys, wrote) = self.key_ring.add_rsa(
+            &self.store,
+            &self.master_key,
+            pkcs8,
+            OffsetDateTime::now_utc(),
+        )?;
+        if !wrote {
+            return Ok(None);
+        }
+        let mut batch = self.store.batch();
+        let mut event = AuditEvent::new(
+            "tokens.signing_key.added",
+            &AuditContext::default(),
+            Vec::new(),
+        );
+        event.metadata = serde_json::json!({ "alg": "RS256", "kid": keys.current_kid_of(super::keys::KeyAlg::RS256) });
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
+        Ok(Some(keys))
     }
 
     /// Where handlers read the signing keys.

@@ -18,6 +18,7 @@ use axum::{
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     tenant::audit::AuditContext,
+    tenant::keys::{generate_rsa_pkcs8, KeyAlg},
     tenant::oauth_clients::{
         ClientType, IssuedClient, NewOAuthClient, OAuthClientAnswer, OAuthClientCmd,
         OAuthClientPatch, OAuthClientRecord, TokenAuthMethod,
@@ -68,12 +69,16 @@ pub struct OAuthClientResponse {
     pub updated_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
     pub secret_rotated_at: Option<OffsetDateTime>,
+    /// `RS256` or `ES256`: the algorithm of its ID tokens (clients registered before RS256
+    /// was offered have `ES256`).
+    pub id_token_signed_response_alg: String,
 }
 
 impl From<OAuthClientRecord> for OAuthClientResponse {
     fn from(c: OAuthClientRecord) -> Self {
         OAuthClientResponse {
             verification: c.verification().to_owned(),
+            id_token_signed_response_alg: c.id_token_alg().as_str().to_owned(),
             client_id: c.client_id,
             name: c.name,
             description: c.description,
@@ -151,6 +156,10 @@ pub struct CreateOAuthClientRequest {
     /// The tenant's own app (default false).
     #[serde(default)]
     pub first_party: bool,
+    /// The algorithm of its ID tokens: `RS256` (the default, OpenID Connect's) or `ES256`.
+    /// Access tokens are ES256 whatever it says.
+    #[schema(value_type = Option<String>, pattern = "^(RS256|ES256)$")]
+    pub id_token_signed_response_alg: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -173,6 +182,9 @@ pub struct UpdateOAuthClientRequest {
     #[schema(max_items = 50)]
     pub allowed_scopes: Option<Vec<String>>,
     pub first_party: Option<bool>,
+    /// `RS256` or `ES256`.
+    #[schema(value_type = Option<String>, pattern = "^(RS256|ES256)$")]
+    pub id_token_signed_response_alg: Option<String>,
 }
 
 fn check_uris(e: &mut FieldErrors, field: &str, uris: &[String], min: usize) {
@@ -206,6 +218,33 @@ fn check_scopes(e: &mut FieldErrors, scopes: &[String]) {
 }
 
 /// One registry command on the tenant's actor; an unknown client is 404 `resource/not_found`.
+/// The algorithm a registration names for its ID tokens: RS256 (OpenID Connect's default)
+/// when it names none; `None` when it names something else.
+pub(crate) fn id_token_alg(named: Option<&str>) -> Option<KeyAlg> {
+    named.map_or(Some(KeyAlg::RS256), KeyAlg::parse)
+}
+
+/// Makes sure the tenant can sign ID tokens with `alg`: its first RS256 key is generated here,
+/// off the actor (tens of milliseconds), and handed to it; a no-op when it has one.
+pub(crate) async fn ensure_id_token_key(
+    tenant: &TenantHandle,
+    alg: KeyAlg,
+) -> Result<(), ApiError> {
+    if alg != KeyAlg::RS256 || tenant.keys().await?.has_rsa() {
+        return Ok(());
+    }
+    let pkcs8 = tokio::task::spawn_blocking(generate_rsa_pkcs8)
+        .await
+        .map_err(ApiError::internal)??;
+    tenant
+        .call(|reply| TenantMsg::AddIdTokenKey {
+            pkcs8: pkcs8.clone(),
+            reply,
+        })
+        .await?;
+    Ok(())
+}
+
 pub(crate) async fn registry(
     tenant: &TenantHandle,
     ctx: &AuditContext,
@@ -330,8 +369,16 @@ pub async fn create(
     );
     let scopes = req.allowed_scopes.unwrap_or_else(|| vec!["openid".into()]);
     check_scopes(&mut e, &scopes);
+    let alg = id_token_alg(req.id_token_signed_response_alg.as_deref());
+    e.check(
+        "id_token_signed_response_alg",
+        alg.is_some(),
+        "must be RS256 or ES256",
+    );
     e.finish()?;
     auth.require_recent_reauth()?;
+    let alg = alg.unwrap_or(KeyAlg::RS256);
+    ensure_id_token_key(&tenant, alg).await?;
     let new = NewOAuthClient {
         name,
         description: req.description,
@@ -342,6 +389,7 @@ pub async fn create(
         post_logout_redirect_uris: dedup(req.post_logout_redirect_uris),
         allowed_scopes: dedup(scopes),
         first_party: req.first_party,
+        id_token_signed_response_alg: alg,
     };
     let created = issued(registry(&tenant, &auth.ctx, OAuthClientCmd::Create(new)).await?)?;
     let body = IssuedOAuthClientResponse::from(created);
@@ -409,7 +457,20 @@ pub async fn update(
     if let Some(s) = &req.allowed_scopes {
         check_scopes(&mut e, s);
     }
+    let alg = req
+        .id_token_signed_response_alg
+        .as_deref()
+        .map(|a| KeyAlg::parse(a).ok_or(a));
+    e.check(
+        "id_token_signed_response_alg",
+        !matches!(alg, Some(Err(_))),
+        "must be RS256 or ES256",
+    );
     e.finish()?;
+    let alg = alg.and_then(Result::ok);
+    if let Some(a) = alg {
+        ensure_id_token_key(&tenant, a).await?;
+    }
     let patch = OAuthClientPatch {
         name,
         description: req.description,
@@ -418,6 +479,7 @@ pub async fn update(
         post_logout_redirect_uris: req.post_logout_redirect_uris.map(dedup),
         allowed_scopes: req.allowed_scopes.map(dedup),
         first_party: req.first_party,
+        id_token_signed_response_alg: alg,
     };
     let c = one(registry(&tenant, &auth.ctx, OAuthClientCmd::Update(client_id, patch)).await?)?;
     Ok(Json(c.into()))

@@ -19,7 +19,7 @@ use super::{split_scopes, OAuthError, OAuthErrorBody};
 use crate::{
     app::AppState,
     http::{
-        dashboard::oauth_clients::registry,
+        dashboard::oauth_clients::{ensure_id_token_key, id_token_alg, registry},
         error::{len_between, ApiError, ErrorBody},
         extract::{tenant_by_slug, ApiJson, ClientIp, RequestCtx},
         fields::{dedup, redirect_uri_ok, scope_ok},
@@ -44,6 +44,8 @@ pub struct RegistrationRequest {
     pub logo_uri: Option<String>,
     /// Space-separated; default `openid`.
     pub scope: Option<String>,
+    /// `RS256` (the default, OpenID Connect Registration's) or `ES256`.
+    pub id_token_signed_response_alg: Option<String>,
 }
 
 /// The registered client (RFC 7591 3.2.1).
@@ -57,6 +59,7 @@ pub struct RegistrationResponse {
     pub grant_types: Vec<String>,
     pub response_types: Vec<String>,
     pub scope: String,
+    pub id_token_signed_response_alg: &'static str,
 }
 
 fn metadata(description: &str) -> OAuthError {
@@ -142,6 +145,14 @@ pub async fn register(
             "scope must name 1-50 protocol scopes or resource scope names",
         )));
     }
+    let Some(alg) = id_token_alg(req.id_token_signed_response_alg.as_deref()) else {
+        return Err(fail(metadata(
+            "id_token_signed_response_alg must be RS256 or ES256",
+        )));
+    };
+    ensure_id_token_key(&tenant, alg)
+        .await
+        .map_err(IntoResponse::into_response)?;
     let new = NewOAuthClient {
         name,
         description: None,
@@ -152,6 +163,7 @@ pub async fn register(
         post_logout_redirect_uris: Vec::new(),
         allowed_scopes: scopes,
         first_party: false,
+        id_token_signed_response_alg: alg,
     };
     let answer = registry(&tenant, &ctx, OAuthClientCmd::Register(new, ip))
         .await
@@ -163,6 +175,7 @@ pub async fn register(
         return Err(ApiError::internal("unexpected registry answer").into_response());
     };
     let c = issued.record;
+    let alg = c.id_token_alg().as_str();
     let body = RegistrationResponse {
         client_id: c.client_id,
         client_id_issued_at: c.created_at.unix_timestamp(),
@@ -172,6 +185,7 @@ pub async fn register(
         grant_types,
         response_types,
         scope: c.allowed_scopes.join(" "),
+        id_token_signed_response_alg: alg,
     };
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }

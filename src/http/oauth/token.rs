@@ -15,7 +15,7 @@ use serde::Serialize;
 use tessera_actors::{
     tenant::{
         agents::{AgentGrant, AgentRecord},
-        keys::{AccessClaims, AgentClaims},
+        keys::{AccessClaims, AgentClaims, KeyAlg},
         oauth::{OAuthAnswer, OAuthCmd, OAuthFailure, OAuthIssued, PresentedToken, TokenGrant},
         oauth_clients::{ClientType, OAuthClientRecord},
     },
@@ -282,8 +282,15 @@ async fn sign(
             phone_number: u.phone_number,
             phone_number_verified: u.phone_number_verified,
         };
+        // The client's registered algorithm (a client gone since is refused elsewhere).
+        let alg = tenant
+            .oauth_clients()
+            .await
+            .map_err(OAuthError::from)?
+            .get(&oauth_grant.client_id)
+            .map_or(KeyAlg::ES256, |c| c.id_token_alg());
         Some(
-            keys.sign_id_token(&id)
+            keys.sign_id_token(&id, alg)
                 .map_err(|e| OAuthError::from(ApiError::internal(e)))?,
         )
     } else {
