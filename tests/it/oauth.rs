@@ -1390,6 +1390,78 @@ fn a_confidential_client_takes_either_secret_method_unless_it_registered_one() {
 }
 
 #[test]
+fn userinfo_challenges_and_introspection_answer_as_their_rfcs_say() {
+    let (smtp, srv, api, s) = user_setup("Challenges", &[]);
+    let f = flow(&srv, &smtp, api, &s);
+    let conf = (f.confidential.0.as_str(), f.confidential.1.as_str());
+    let code = f.code(conf.0);
+    let tokens = f.exchange(conf, &code, VERIFIER).expect(200).clone();
+    let access = tokens["access_token"].as_str().unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let userinfo = format!("{}/oauth/userinfo", f.api.issuer());
+
+    // No credentials: 401 with the bare challenge, no error code (RFC 6750 3.1); another
+    // scheme is no bearer credential either.
+    for (method, auth) in [
+        ("GET", None),
+        ("POST", None),
+        ("GET", Some("Basic dXNlcjpwYXNz")),
+    ] {
+        let mut req = f.api.client.request(method.parse().unwrap(), &userinfo);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let r = req.send().unwrap();
+        assert_eq!(r.status(), 401, "{method} {auth:?}");
+        let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+        assert!(challenge.starts_with("Bearer"), "{challenge}");
+        assert!(!challenge.contains("error="), "{challenge}");
+    }
+    // A bad token: invalid_token.
+    for bad in ["not-a-token", "a.b.c", refresh] {
+        let r = f.api.client.get(&userinfo).bearer_auth(bad).send().unwrap();
+        assert_eq!(r.status(), 401);
+        let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+    let ok = f
+        .api
+        .client
+        .get(&userinfo)
+        .bearer_auth(access)
+        .send()
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    // Introspection: an access token is a Bearer token; a refresh token has no token_type
+    // (RFC 7662's is an access token's), and the members that apply to it.
+    let introspect = |token: &str| {
+        form(
+            &f.api,
+            &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+            Some(conf),
+            &[("token", token)],
+        )
+        .expect(200)
+        .clone()
+    };
+    let at = introspect(access);
+    assert_eq!(at["active"], true, "{at}");
+    assert_eq!(at["token_type"], "Bearer", "{at}");
+    let rt = introspect(refresh);
+    assert_eq!(rt["active"], true, "{rt}");
+    assert!(!rt.as_object().unwrap().contains_key("token_type"), "{rt}");
+    assert_eq!(rt["client_id"], conf.0, "{rt}");
+    assert_eq!(rt["scope"], "openid email", "{rt}");
+    assert_eq!(rt["sub"], at["sub"], "{rt}");
+    assert_eq!(rt["iss"], f.api.issuer(), "{rt}");
+    assert!(
+        rt["exp"].as_i64().unwrap() > at["exp"].as_i64().unwrap(),
+        "{rt}"
+    );
+}
+
+#[test]
 fn consent_is_per_resource_and_a_withdrawn_consent_voids_its_codes() {
     let (smtp, mut srv, mut api, s) = user_setup("Per Resource", &[]);
     srv.reauth(&s, PASSWORD);
