@@ -112,6 +112,17 @@ scope-phone = Ihre Telefonnummer sehen
 scope-address = Ihre Postanschrift sehen
 scope-offline_access = Zugriff behalten, auch wenn Sie die App nicht nutzen
 scope-other = { $scope } verwenden
+
+# Abmelden von einer App (RP-initiated logout)
+logout-title = Von { $tenant } abmelden?
+logout-intro = Möchten Sie sich in diesem Browser von { $tenant } abmelden?
+logout-intro-client = { $client } möchte Sie von { $tenant } abmelden. Möchten Sie sich in diesem Browser abmelden?
+logout-button = Abmelden
+logout-done-title = Sie sind abgemeldet
+logout-done = Sie sind in diesem Browser von { $tenant } abgemeldet. Sie können diese Seite schließen.
+logout-invalid-title = Diese Abmeldeanfrage ist ungültig
+logout-invalid = Die App, die Sie hierher geschickt hat, hat eine fehlerhafte Anfrage gestellt, daher wurde nichts geändert. Kehren Sie zur App zurück und versuchen Sie es erneut.
+
 link-confirm-title = Ihr { $provider }-Konto verknüpfen
 link-confirm-intro = Sie verknüpfen gleich ein { $provider }-Konto mit { $account }: Damit melden Sie sich dann auch bei { $account } an.
 link-confirm-warning = Wenn Sie das nicht selbst in der App angefordert haben, schließen Sie diese Seite: Jemand versucht vielleicht, in Ihr Konto zu gelangen oder Sie in seines zu locken.

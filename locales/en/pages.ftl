@@ -112,6 +112,17 @@ scope-phone = See your phone number
 scope-address = See your postal address
 scope-offline_access = Keep access while you are not using it
 scope-other = Use { $scope }
+
+# Signing out of an app (RP-initiated logout)
+logout-title = Sign out of { $tenant }?
+logout-intro = Do you want to sign out of { $tenant } in this browser?
+logout-intro-client = { $client } asks to sign you out of { $tenant }. Do you want to sign out in this browser?
+logout-button = Sign out
+logout-done-title = You are signed out
+logout-done = You are signed out of { $tenant } in this browser. You can close this page.
+logout-invalid-title = This sign-out request is not valid
+logout-invalid = The app that sent you here made a mistake in its request, so nothing was changed. Go back to the app and try again.
+
 link-confirm-title = Link your { $provider } account
 link-confirm-intro = You are about to link a { $provider } account to { $account }: it will then sign in to { $account } too.
 link-confirm-warning = If you did not ask for this in the app yourself, close this page: someone may be trying to get into your account, or to have you sign in to theirs.

@@ -112,6 +112,17 @@ scope-phone = Ver su número de teléfono
 scope-address = Ver su dirección postal
 scope-offline_access = Mantener el acceso cuando no use la aplicación
 scope-other = Usar { $scope }
+
+# Cerrar sesión desde una aplicación (RP-initiated logout)
+logout-title = ¿Cerrar sesión en { $tenant }?
+logout-intro = ¿Quiere cerrar su sesión de { $tenant } en este navegador?
+logout-intro-client = { $client } le pide cerrar su sesión de { $tenant }. ¿Quiere cerrar la sesión en este navegador?
+logout-button = Cerrar sesión
+logout-done-title = Sesión cerrada
+logout-done = Se ha cerrado su sesión de { $tenant } en este navegador. Puede cerrar esta página.
+logout-invalid-title = Esta solicitud de cierre de sesión no es válida
+logout-invalid = La aplicación que le ha enviado aquí ha cometido un error en su solicitud, así que no se ha cambiado nada. Vuelva a la aplicación e inténtelo de nuevo.
+
 link-confirm-title = Vincular su cuenta de { $provider }
 link-confirm-intro = Va a vincular una cuenta de { $provider } a { $account }: después también iniciará sesión en { $account }.
 link-confirm-warning = Si no lo ha pedido usted mismo en la aplicación, cierre esta página: alguien podría estar intentando entrar en su cuenta o hacerle entrar en la suya.

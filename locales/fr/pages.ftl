@@ -112,6 +112,17 @@ scope-phone = Voir votre numéro de téléphone
 scope-address = Voir votre adresse postale
 scope-offline_access = Garder l’accès quand vous n’utilisez pas l’application
 scope-other = Utiliser { $scope }
+
+# Se déconnecter d’une application (RP-initiated logout)
+logout-title = Se déconnecter de { $tenant } ?
+logout-intro = Voulez-vous vous déconnecter de { $tenant } dans ce navigateur ?
+logout-intro-client = { $client } demande à vous déconnecter de { $tenant }. Voulez-vous vous déconnecter dans ce navigateur ?
+logout-button = Se déconnecter
+logout-done-title = Déconnexion effectuée
+logout-done = La session { $tenant } de ce navigateur est fermée. Vous pouvez fermer cette page.
+logout-invalid-title = Cette demande de déconnexion n’est pas valable
+logout-invalid = L’application qui vous a envoyé ici a fait une erreur dans sa demande, rien n’a donc été changé. Revenez à l’application et réessayez.
+
 link-confirm-title = Associer votre compte { $provider }
 link-confirm-intro = Vous allez associer un compte { $provider } à { $account } : il permettra ensuite de se connecter aussi à { $account }.
 link-confirm-warning = Si vous ne l’avez pas demandé vous-même dans l’application, fermez cette page : quelqu’un essaie peut-être d’accéder à votre compte ou de vous connecter au sien.

@@ -112,6 +112,17 @@ scope-phone = Widzieć Twój numer telefonu
 scope-address = Widzieć Twój adres pocztowy
 scope-offline_access = Zachować dostęp, gdy nie korzystasz z aplikacji
 scope-other = Używać { $scope }
+
+# Wylogowanie z aplikacji (RP-initiated logout)
+logout-title = Wylogować się z { $tenant }?
+logout-intro = Czy chcesz wylogować się z { $tenant } w tej przeglądarce?
+logout-intro-client = { $client } prosi o wylogowanie Cię z { $tenant }. Czy chcesz wylogować się w tej przeglądarce?
+logout-button = Wyloguj się
+logout-done-title = Wylogowano
+logout-done = Wylogowano Cię z { $tenant } w tej przeglądarce. Możesz zamknąć tę stronę.
+logout-invalid-title = To żądanie wylogowania jest nieprawidłowe
+logout-invalid = Aplikacja, która Cię tu przekierowała, wysłała błędne żądanie, więc nic nie zostało zmienione. Wróć do aplikacji i spróbuj ponownie.
+
 link-confirm-title = Połącz konto { $provider }
 link-confirm-intro = Za chwilę połączysz konto { $provider } z { $account }: będzie ono też logować do { $account }.
 link-confirm-warning = Jeśli nie prosiłeś o to sam w aplikacji, zamknij tę stronę: ktoś może próbować dostać się do twojego konta albo zalogować cię do swojego.

@@ -373,6 +373,10 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
             axum::routing::get(hosted_authorize),
         )
         .route(
+            "/oauth/{slug}/logout",
+            axum::routing::get(oauth::logout::logout_page).post(oauth::logout::logout_submit),
+        )
+        .route(
             "/oauth/{slug}/callback",
             axum::routing::get(social::callback_get).post(social::callback_post),
         )

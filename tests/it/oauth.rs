@@ -5,9 +5,9 @@
 
 use openidconnect::{
     core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata, CoreUserInfoClaims},
-    AccessTokenHash, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IntrospectionUrl,
-    IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, RedirectUrl, RefreshToken, Scope,
-    TokenIntrospectionResponse, TokenResponse,
+    AccessTokenHash, AuthType, AuthorizationCode, ClientId, ClientSecret, CsrfToken,
+    IntrospectionUrl, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier,
+    RedirectUrl, RefreshToken, Scope, TokenIntrospectionResponse, TokenResponse,
 };
 use serde_json::{json, Value};
 
@@ -1136,6 +1136,328 @@ fn rp_initiated_logout_ends_the_sign_in_session_and_returns_to_a_registered_uri(
     assert_eq!(
         get(&[("id_token_hint", &id_token)]).expect(200)["signed_out"],
         true
+    );
+}
+
+/// A confidential client registered with `method` (`openid email`): its id and secret.
+fn register_with_method(
+    srv: &TestServer,
+    s: &Session,
+    slug: &str,
+    method: &str,
+) -> (String, String) {
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/oauth-clients"),
+        s,
+        Some(&json!({
+            "name": format!("Only {method}"),
+            "client_type": "confidential",
+            "token_endpoint_auth_method": method,
+            "redirect_uris": [CALLBACK],
+            "allowed_scopes": ["openid", "email"],
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    assert_eq!(c["token_endpoint_auth_method"], method);
+    (
+        c["client_id"].as_str().expect("client_id").to_owned(),
+        c["client_secret"]
+            .as_str()
+            .expect("client_secret")
+            .to_owned(),
+    )
+}
+
+/// The form of a code exchange (the flow's redirect URI and verifier).
+fn code_exchange(code: &str) -> [(&str, &str); 4] {
+    [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+    ]
+}
+
+/// A form post authenticated by `client_secret_post`: the id and secret in the body.
+fn in_body(api: &UserApi, path: &str, client: (&str, &str), pairs: &[(&str, &str)]) -> AuthAnswer {
+    let mut all = pairs.to_vec();
+    all.extend([("client_id", client.0), ("client_secret", client.1)]);
+    form(api, path, None, &all)
+}
+
+#[test]
+fn a_confidential_client_takes_either_secret_method_unless_it_registered_one() {
+    let (smtp, srv, api, s) = user_setup("Client Methods", &[]);
+    let f = flow(&srv, &smtp, api, &s);
+    let (id, secret) = (f.confidential.0.as_str(), f.confidential.1.as_str());
+    let slug = f.api.slug.clone();
+    let token_path = format!("/v1/tenants/{slug}/oauth/token");
+    let introspect_path = format!("/v1/tenants/{slug}/oauth/introspect");
+    let revoke_path = format!("/v1/tenants/{slug}/oauth/revoke");
+
+    // Registered without a method: the registry says null, and discovery lists both.
+    let (st, shown) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/{slug}/oauth-clients/{id}"),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{shown}");
+    assert_eq!(shown["token_endpoint_auth_method"], Value::Null);
+    let disco = f
+        .api
+        .send_as(
+            None,
+            "GET",
+            &format!("/v1/tenants/{slug}/.well-known/openid-configuration"),
+            None,
+            None,
+            None,
+        )
+        .expect(200)
+        .clone();
+    for m in ["client_secret_basic", "client_secret_post"] {
+        assert!(
+            disco["token_endpoint_auth_methods_supported"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(m)),
+            "{disco}"
+        );
+    }
+
+    // The library sending the secret in the body (`client_secret_post`), as openid-client's
+    // quick start does.
+    let http = http();
+    let metadata =
+        CoreProviderMetadata::discover(&IssuerUrl::new(f.api.issuer()).expect("issuer"), &http)
+            .expect("discovery");
+    let client = CoreClient::from_provider_metadata(
+        metadata,
+        ClientId::new(id.to_owned()),
+        Some(ClientSecret::new(secret.to_owned())),
+    )
+    .set_redirect_uri(RedirectUrl::new(CALLBACK.into()).expect("redirect"))
+    .set_auth_type(AuthType::RequestBody);
+    let code = f.code(id);
+    let posted = client
+        .exchange_code(AuthorizationCode::new(code))
+        .expect("token endpoint")
+        .set_pkce_verifier(PkceCodeVerifier::new(VERIFIER.into()))
+        .request(&http)
+        .expect("a code exchange with client_secret_post");
+    assert!(posted.id_token().is_some());
+    // And HTTP Basic (`client_secret_basic`).
+    let code = f.code(id);
+    let basic = f
+        .exchange((id, secret), &code, VERIFIER)
+        .expect(200)
+        .clone();
+    // Introspection and revocation take either too.
+    let access = posted.access_token().secret().clone();
+    let live = in_body(
+        &f.api,
+        &introspect_path,
+        (id, secret),
+        &[("token", &access)],
+    );
+    assert_eq!(live.expect(200)["active"], true);
+    let by_basic = form(
+        &f.api,
+        &introspect_path,
+        Some((id, secret)),
+        &[("token", &access)],
+    );
+    assert_eq!(by_basic.expect(200)["active"], true);
+    in_body(&f.api, &revoke_path, (id, secret), &[("token", &access)]).expect(200);
+    let dead = form(
+        &f.api,
+        &introspect_path,
+        Some((id, secret)),
+        &[("token", &access)],
+    );
+    assert_eq!(
+        dead.expect(200)["active"],
+        false,
+        "revoked by client_secret_post"
+    );
+    let refresh = basic["refresh_token"].as_str().unwrap();
+    let revoked = form(
+        &f.api,
+        &revoke_path,
+        Some((id, secret)),
+        &[("token", refresh)],
+    );
+    assert_eq!(revoked.status, 200, "{}", revoked.body);
+    let dead = in_body(
+        &f.api,
+        &introspect_path,
+        (id, secret),
+        &[("token", refresh)],
+    );
+    assert_eq!(dead.expect(200)["active"], false);
+    // A wrong secret is refused whichever way it comes.
+    let code = f.code(id);
+    let wrong = in_body(
+        &f.api,
+        &token_path,
+        (id, "tcs_wrong"),
+        &code_exchange(&code),
+    );
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+
+    // Registered with one method: that one only, at every endpoint.
+    let refused = |a: &AuthAnswer| {
+        assert_eq!(
+            (a.status, a.body["error"].as_str()),
+            (401, Some("invalid_client")),
+            "{}",
+            a.body
+        );
+        assert!(a.header("www-authenticate").unwrap().starts_with("Basic"));
+    };
+    let (bid, bsecret) = register_with_method(&srv, &s, &slug, "client_secret_basic");
+    let code = f.code(&bid);
+    refused(&in_body(
+        &f.api,
+        &token_path,
+        (&bid, &bsecret),
+        &code_exchange(&code),
+    ));
+    let tokens = form(
+        &f.api,
+        &token_path,
+        Some((&bid, &bsecret)),
+        &code_exchange(&code),
+    );
+    let access = tokens.expect(200)["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    refused(&in_body(
+        &f.api,
+        &introspect_path,
+        (&bid, &bsecret),
+        &[("token", &access)],
+    ));
+    refused(&in_body(
+        &f.api,
+        &revoke_path,
+        (&bid, &bsecret),
+        &[("token", &access)],
+    ));
+    let live = form(
+        &f.api,
+        &introspect_path,
+        Some((&bid, &bsecret)),
+        &[("token", &access)],
+    );
+    assert_eq!(live.expect(200)["active"], true);
+
+    let (pid, psecret) = register_with_method(&srv, &s, &slug, "client_secret_post");
+    let code = f.code(&pid);
+    refused(&form(
+        &f.api,
+        &token_path,
+        Some((&pid, &psecret)),
+        &code_exchange(&code),
+    ));
+    let tokens = in_body(&f.api, &token_path, (&pid, &psecret), &code_exchange(&code));
+    let access = tokens.expect(200)["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    refused(&form(
+        &f.api,
+        &introspect_path,
+        Some((&pid, &psecret)),
+        &[("token", &access)],
+    ));
+    refused(&form(
+        &f.api,
+        &revoke_path,
+        Some((&pid, &psecret)),
+        &[("token", &access)],
+    ));
+    let live = in_body(
+        &f.api,
+        &introspect_path,
+        (&pid, &psecret),
+        &[("token", &access)],
+    );
+    assert_eq!(live.expect(200)["active"], true);
+}
+
+#[test]
+fn userinfo_challenges_and_introspection_answer_as_their_rfcs_say() {
+    let (smtp, srv, api, s) = user_setup("Challenges", &[]);
+    let f = flow(&srv, &smtp, api, &s);
+    let conf = (f.confidential.0.as_str(), f.confidential.1.as_str());
+    let code = f.code(conf.0);
+    let tokens = f.exchange(conf, &code, VERIFIER).expect(200).clone();
+    let access = tokens["access_token"].as_str().unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let userinfo = format!("{}/oauth/userinfo", f.api.issuer());
+
+    // No credentials: 401 with the bare challenge, no error code (RFC 6750 3.1); another
+    // scheme is no bearer credential either.
+    for (method, auth) in [
+        ("GET", None),
+        ("POST", None),
+        ("GET", Some("Basic dXNlcjpwYXNz")),
+    ] {
+        let mut req = f.api.client.request(method.parse().unwrap(), &userinfo);
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let r = req.send().unwrap();
+        assert_eq!(r.status(), 401, "{method} {auth:?}");
+        let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+        assert!(challenge.starts_with("Bearer"), "{challenge}");
+        assert!(!challenge.contains("error="), "{challenge}");
+    }
+    // A bad token: invalid_token.
+    for bad in ["not-a-token", "a.b.c", refresh] {
+        let r = f.api.client.get(&userinfo).bearer_auth(bad).send().unwrap();
+        assert_eq!(r.status(), 401);
+        let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+    let ok = f
+        .api
+        .client
+        .get(&userinfo)
+        .bearer_auth(access)
+        .send()
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    // Introspection: an access token is a Bearer token; a refresh token has no token_type
+    // (RFC 7662's is an access token's), and the members that apply to it.
+    let introspect = |token: &str| {
+        form(
+            &f.api,
+            &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+            Some(conf),
+            &[("token", token)],
+        )
+        .expect(200)
+        .clone()
+    };
+    let at = introspect(access);
+    assert_eq!(at["active"], true, "{at}");
+    assert_eq!(at["token_type"], "Bearer", "{at}");
+    let rt = introspect(refresh);
+    assert_eq!(rt["active"], true, "{rt}");
+    assert!(!rt.as_object().unwrap().contains_key("token_type"), "{rt}");
+    assert_eq!(rt["client_id"], conf.0, "{rt}");
+    assert_eq!(rt["scope"], "openid email", "{rt}");
+    assert_eq!(rt["sub"], at["sub"], "{rt}");
+    assert_eq!(rt["iss"], f.api.issuer(), "{rt}");
+    assert!(
+        rt["exp"].as_i64().unwrap() > at["exp"].as_i64().unwrap(),
+        "{rt}"
     );
 }
 

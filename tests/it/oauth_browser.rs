@@ -28,9 +28,10 @@ pub struct Browser {
     forwarded_for: Option<String>,
 }
 
-/// One answer: status, `Location`, `Retry-After`, body.
+/// One answer: status, headers, `Location`, `Retry-After`, body.
 pub struct Page {
     pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
     pub location: Option<String>,
     pub retry_after: Option<String>,
     pub body: String,
@@ -125,6 +126,7 @@ impl Browser {
         }
         Page {
             status: r.status().as_u16(),
+            headers: r.headers().clone(),
             location: r
                 .headers()
                 .get("location")
@@ -487,12 +489,19 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
     // signs nobody in.
     let kept = (name.clone(), value.clone());
     let hint = signed_id_token(&rp, &mut b, &api);
-    let out = b.get(&format!(
-        "{}/oauth/end_session?id_token_hint={hint}&post_logout_redirect_uri={}",
-        api.issuer(),
+    let query = format!(
+        "id_token_hint={hint}&post_logout_redirect_uri={}",
         url::form_urlencoded::byte_serialize(CALLBACK.as_bytes()).collect::<String>()
-    ));
-    assert_eq!(out.status, 302, "{}", out.body);
+    );
+    let hosted = b
+        .get(&format!("{}/oauth/end_session?{query}", api.issuer()))
+        .redirect(302);
+    assert_eq!(
+        hosted,
+        format!("{}/oauth/{}/logout?{query}", srv.base, api.slug)
+    );
+    // The hint is this browser's sign-in: no question asked.
+    assert_eq!(b.get(&hosted).redirect(302), CALLBACK);
     assert!(b.signin_cookie().is_none(), "the cookie is cleared");
     b.jar.insert(kept.0, kept.1);
     let req = rp.request(&[]);
@@ -932,4 +941,210 @@ fn a_held_minor_signing_in_on_the_hosted_page_is_told_why() {
     assert_eq!(held.status, 403, "{}", held.body);
     assert!(held.body.contains("Waiting for a parent"), "{}", held.body);
     assert!(b.signin_cookie().is_none());
+}
+
+const BYE: &str = "https://rp.example/bye";
+
+/// A browser signed in on the hosted page with a password (the client asks no consent).
+fn signed_in_browser(rp: &Rp, email: &str, password: &str) -> Browser {
+    let mut b = Browser::new();
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let page = b.get(&hosted);
+    let csrf = page.hidden("csrf", 0);
+    b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "password"),
+            ("email", email),
+            ("password", password),
+        ],
+    )
+    .redirect(303);
+    assert!(b.signin_cookie().is_some(), "signed in");
+    b
+}
+
+/// Whether the browser's hosted sign-in still holds: authorize answers a code at once.
+fn still_signed_in(rp: &Rp, b: &mut Browser) -> bool {
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let next = b.get(&hosted);
+    match next.status {
+        302 => true,
+        200 if next.body.contains("name=\"password\"") => false,
+        _ => panic!("{} {}", next.status, next.body),
+    }
+}
+
+/// The logout route as a browser reaches it: the end-session endpoint, then the hosted page.
+fn logout(b: &mut Browser, srv: &TestServer, api: &UserApi, q: &[(&str, &str)]) -> Page {
+    let mut u = url::Url::parse(&format!("{}/oauth/end_session", api.issuer())).unwrap();
+    if !q.is_empty() {
+        u.query_pairs_mut().extend_pairs(q);
+    }
+    let hosted = b.get(u.as_str()).redirect(302);
+    assert!(
+        hosted.starts_with(&format!("{}/oauth/{}/logout", srv.base, api.slug)),
+        "{hosted}"
+    );
+    b.get(&hosted)
+}
+
+#[track_caller]
+fn assert_html(page: &Page) {
+    let ct = page.headers["content-type"].to_str().unwrap();
+    assert!(ct.starts_with("text/html"), "{ct}: {}", page.body);
+}
+
+#[test]
+fn rp_initiated_logout_asks_the_browser_unless_the_hint_is_its_own_sign_in() {
+    let (smtp, srv, api, s) = user_setup("Signing Out", &[]);
+    srv.reauth(&s, PASSWORD);
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({
+            "name": "Photo Album",
+            "redirect_uris": [CALLBACK],
+            "post_logout_redirect_uris": [BYE],
+            "first_party": true,
+        }),
+    );
+    let client_id = rp.client.client_id().as_str().to_owned();
+    let email = "leaver@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+    let mut a = signed_in_browser(&rp, email, USER_PASSWORD);
+    let mut b = signed_in_browser(&rp, email, USER_PASSWORD);
+    let hint_a = signed_id_token(&rp, &mut a, &api);
+
+    // No parameters at all: asked, then the signed-out page; only this browser's sign-in ends.
+    let asked = logout(&mut b, &srv, &api, &[]);
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert_html(&asked);
+    assert!(
+        asked.body.contains("Sign out of Signing Out?"),
+        "{}",
+        asked.body
+    );
+    assert!(
+        asked
+            .body
+            .contains("sign out of Signing Out in this browser"),
+        "{}",
+        asked.body
+    );
+    let action = asked.action(&srv.base);
+    assert_eq!(action, format!("{}/oauth/{}/logout", srv.base, api.slug));
+    let done = b.post(&action, &[("csrf", &asked.hidden("csrf", 0))]);
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_html(&done);
+    assert!(done.body.contains("You are signed out"), "{}", done.body);
+    assert!(!done.body.contains("<form"), "{}", done.body);
+    assert!(b.signin_cookie().is_none(), "the cookie is cleared");
+    assert!(!still_signed_in(&rp, &mut b));
+    assert!(
+        still_signed_in(&rp, &mut a),
+        "another browser's sign-in stays"
+    );
+
+    // An unregistered post-logout URI, or a client that is not the tenant's: a page, and
+    // nothing ends. So is an unknown tenant.
+    let mut stranger = Browser::new();
+    for q in [
+        vec![
+            ("client_id", client_id.as_str()),
+            ("post_logout_redirect_uri", "https://evil.example/"),
+        ],
+        vec![("client_id", "tc_nobody")],
+        vec![("post_logout_redirect_uri", BYE)],
+        vec![("id_token_hint", "not.a.token")],
+    ] {
+        let refused = logout(&mut a, &srv, &api, &q);
+        assert_eq!(refused.status, 400, "{q:?}: {}", refused.body);
+        assert_html(&refused);
+        assert!(
+            refused.body.contains("This sign-out request is not valid"),
+            "{}",
+            refused.body
+        );
+        assert!(!refused.body.contains("<form"), "{}", refused.body);
+    }
+    assert!(still_signed_in(&rp, &mut a));
+    let nowhere = stranger.get(&format!("{}/v1/tenants/nope/oauth/end_session", srv.base));
+    assert_eq!(nowhere.status, 404, "{}", nowhere.body);
+    assert_html(&nowhere);
+
+    // A hint whose session is not this browser's (here it has none): asked, not ended.
+    let asked = logout(&mut stranger, &srv, &api, &[("id_token_hint", &hint_a)]);
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked
+            .body
+            .contains("Photo Album asks to sign you out of Signing Out"),
+        "{}",
+        asked.body
+    );
+    assert!(still_signed_in(&rp, &mut a), "nothing ends on the GET");
+
+    // client_id and a registered post-logout URI, no hint: asked; the form may lead to the
+    // URI's origin; the post needs its CSRF value; then back to the client with state.
+    let q = [
+        ("client_id", client_id.as_str()),
+        ("post_logout_redirect_uri", BYE),
+        ("state", "bye-1"),
+    ];
+    let asked = logout(&mut a, &srv, &api, &q);
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert_html(&asked);
+    assert!(asked.body.contains("Photo Album asks"), "{}", asked.body);
+    let csp = asked.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("form-action 'self' https://rp.example;"),
+        "{csp}"
+    );
+    let action = asked.action(&srv.base);
+    let forged = a.post(&action, &[]);
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    assert_html(&forged);
+    assert!(still_signed_in(&rp, &mut a));
+    let to = a
+        .post(&action, &[("csrf", &asked.hidden("csrf", 0))])
+        .redirect(303);
+    assert_eq!(to, format!("{BYE}?state=bye-1"));
+    assert!(a.signin_cookie().is_none(), "the cookie is cleared");
+    assert!(!still_signed_in(&rp, &mut a));
+
+    // The hint of this browser's own sign-in: signed out without a question; with no
+    // post-logout URI, the signed-out page.
+    let mut a = signed_in_browser(&rp, email, USER_PASSWORD);
+    let hint = signed_id_token(&rp, &mut a, &api);
+    let done = logout(&mut a, &srv, &api, &[("id_token_hint", &hint)]);
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert_html(&done);
+    assert!(done.body.contains("You are signed out"), "{}", done.body);
+    assert!(!done.body.contains("<form"), "{}", done.body);
+    assert!(a.signin_cookie().is_none());
+    assert!(!still_signed_in(&rp, &mut a));
+
+    // A hint confirmed in another browser ends the hint's session too.
+    let mut a = signed_in_browser(&rp, email, USER_PASSWORD);
+    let hint = signed_id_token(&rp, &mut a, &api);
+    let mut other = Browser::new();
+    let q = [
+        ("id_token_hint", hint.as_str()),
+        ("post_logout_redirect_uri", BYE),
+    ];
+    let asked = logout(&mut other, &srv, &api, &q);
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    let to = other
+        .post(
+            &asked.action(&srv.base),
+            &[("csrf", &asked.hidden("csrf", 0))],
+        )
+        .redirect(303);
+    assert_eq!(to, BYE);
+    assert!(!still_signed_in(&rp, &mut a));
 }

@@ -336,12 +336,12 @@ pub enum OAuthCmd {
     Consents {
         bearer: Bearer,
     },
-    /// RP-initiated logout: ends the user's sign-in session `session` (from a verified ID
-    /// token) if it is still theirs.
+    /// RP-initiated logout: ends each first-party sign-in session of `sessions` (a verified
+    /// ID token's, the browser's hosted sign-in) that is still its user's, at once. `client_id`
+    /// is the relying party that asked, when one is known.
     EndSession {
-        user: Uuid,
-        session: Uuid,
-        client_id: String,
+        sessions: Vec<Bearer>,
+        client_id: Option<String>,
     },
     Withdraw {
         bearer: Bearer,
@@ -999,35 +999,45 @@ impl TenantState {
         Ok(())
     }
 
-    /// Ends a first-party sign-in session of `user` (RP-initiated logout); answers whether
-    /// there was one to end.
+    /// Ends the first-party sign-in sessions of `sessions` that are still their users'
+    /// (RP-initiated logout), in one batch; answers whether there was one to end.
     fn oauth_end_session(
         &mut self,
-        user: Uuid,
-        session: Uuid,
-        client_id: &str,
+        sessions: &[Bearer],
+        client_id: Option<&str>,
         ctx: &AuditContext,
     ) -> Result<bool, TenantError> {
-        let Some(s) = self
-            .store
-            .get::<SessionRecord>(session.as_bytes())?
-            .filter(|s| s.user_id == user && s.oauth.is_none())
-        else {
+        let mut live = Vec::new();
+        for b in sessions {
+            if live.iter().any(|s: &SessionRecord| s.id == b.session_id) {
+                continue;
+            }
+            if let Some(s) = self
+                .store
+                .get::<SessionRecord>(b.session_id.as_bytes())?
+                .filter(|s| s.user_id == b.user_id && s.oauth.is_none())
+            {
+                live.push(s);
+            }
+        }
+        if live.is_empty() {
             return Ok(false);
-        };
+        }
         let mut fx = self.effects();
-        self.remove_session(&mut fx.batch, &s);
-        self.audit_into(
-            &mut fx.batch,
-            "auth.logout",
-            ctx,
-            serde_json::json!({
-                "user_id": user,
-                "session_id": s.id,
-                "scope": "rp_initiated",
-                "client_id": client_id,
-            }),
-        )?;
+        for s in &live {
+            self.remove_session(&mut fx.batch, s);
+            self.audit_into(
+                &mut fx.batch,
+                "auth.logout",
+                ctx,
+                serde_json::json!({
+                    "user_id": s.user_id,
+                    "session_id": s.id,
+                    "scope": "rp_initiated",
+                    "client_id": client_id,
+                }),
+            )?;
+        }
         self.commit(fx)?;
         Ok(true)
     }
@@ -1132,12 +1142,11 @@ impl TenantState {
                 (OAuthAnswer::Consents(self.oauth_consents(bearer)?), false)
             }
             OAuthCmd::EndSession {
-                user,
-                session,
+                sessions,
                 client_id,
             } => (
                 OAuthAnswer::Done,
-                self.oauth_end_session(user, session, &client_id, ctx)?,
+                self.oauth_end_session(&sessions, client_id.as_deref(), ctx)?,
             ),
             OAuthCmd::Withdraw { bearer, client_id } => {
                 self.oauth_withdraw(bearer, &client_id, ctx)?;

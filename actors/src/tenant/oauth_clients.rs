@@ -84,7 +84,9 @@ pub struct OAuthClientRecord {
     pub description: Option<String>,
     pub logo_url: Option<String>,
     pub client_type: ClientType,
-    pub token_endpoint_auth_method: TokenAuthMethod,
+    /// The one method a confidential client registered with; `None`: registered without one,
+    /// so either secret method (`client_secret_basic` or `client_secret_post`) is taken.
+    pub token_endpoint_auth_method: Option<TokenAuthMethod>,
     /// Compared byte for byte with an authorization request's `redirect_uri`.
     pub redirect_uris: Vec<String>,
     /// Where RP-initiated logout may send the browser back to.
@@ -147,6 +149,18 @@ impl OAuthClientRecord {
         }
     }
 
+    /// Whether a confidential client may present its secret by `method`: the one it
+    /// registered with, else either secret method.
+    pub fn takes_method(&self, method: TokenAuthMethod) -> bool {
+        match self.token_endpoint_auth_method {
+            Some(registered) => method == registered,
+            None => matches!(
+                method,
+                TokenAuthMethod::ClientSecretBasic | TokenAuthMethod::ClientSecretPost
+            ),
+        }
+    }
+
     /// Whether `secret` is this client's secret (constant time).
     pub fn secret_matches(&self, secret: &str) -> bool {
         self.secret_hash
@@ -175,14 +189,16 @@ impl PublishedClients {
     }
 
     /// The client presenting `auth`, if it is who it says: a confidential client with its
-    /// secret by its registered method, a public client with none and no secret.
+    /// secret by a method it takes ([`OAuthClientRecord::takes_method`]), a public client
+    /// with none and no secret. The token, revocation and introspection endpoints all ask
+    /// here.
     pub fn authenticate(&self, auth: &ClientAuth) -> Result<Arc<OAuthClientRecord>, OAuthFailure> {
         let client = self
             .get(&auth.client_id)
             .ok_or(OAuthFailure::InvalidClient)?;
         let ok = match client.client_type {
             ClientType::Confidential => {
-                auth.method == client.token_endpoint_auth_method
+                client.takes_method(auth.method)
                     && auth
                         .secret
                         .as_deref()
@@ -205,7 +221,8 @@ pub struct NewOAuthClient {
     pub description: Option<String>,
     pub logo_url: Option<String>,
     pub client_type: ClientType,
-    pub token_endpoint_auth_method: TokenAuthMethod,
+    /// `None`: a confidential client that takes either secret method.
+    pub token_endpoint_auth_method: Option<TokenAuthMethod>,
     pub redirect_uris: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub allowed_scopes: Vec<String>,

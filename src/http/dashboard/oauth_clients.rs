@@ -50,8 +50,11 @@ pub struct OAuthClientResponse {
     pub logo_url: Option<String>,
     /// `public` or `confidential`.
     pub client_type: String,
-    /// `client_secret_basic`, `client_secret_post` or `none` (public clients).
-    pub token_endpoint_auth_method: String,
+    /// How the client authenticates at the token, revocation and introspection endpoints:
+    /// `none` (public clients); `client_secret_basic` or `client_secret_post` (a confidential
+    /// client registered with that method takes only it); or null, a confidential client
+    /// registered without a method, which takes either of the two.
+    pub token_endpoint_auth_method: Option<String>,
     pub redirect_uris: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub allowed_scopes: Vec<String>,
@@ -84,7 +87,7 @@ impl From<OAuthClientRecord> for OAuthClientResponse {
             description: c.description,
             logo_url: c.logo_url,
             client_type: c.client_type.as_str().to_owned(),
-            token_endpoint_auth_method: c.token_endpoint_auth_method.as_str().to_owned(),
+            token_endpoint_auth_method: c.token_endpoint_auth_method.map(|m| m.as_str().to_owned()),
             redirect_uris: c.redirect_uris,
             post_logout_redirect_uris: c.post_logout_redirect_uris,
             allowed_scopes: c.allowed_scopes,
@@ -139,8 +142,10 @@ pub struct CreateOAuthClientRequest {
     #[serde(default)]
     #[schema(required = true)]
     pub client_type: String,
-    /// `client_secret_basic` (default for confidential clients), `client_secret_post`, or
-    /// `none` (public clients; their default).
+    /// `none` (public clients; their default), or for a confidential client
+    /// `client_secret_basic` or `client_secret_post`: the one method it will take. Left out
+    /// (or null), a confidential client takes either secret method, and its answer's
+    /// `token_endpoint_auth_method` is null.
     pub token_endpoint_auth_method: Option<String>,
     /// 1-20 exact redirect URIs (see the rules above).
     #[serde(default)]
@@ -345,15 +350,17 @@ pub async fn create(
         "must be public or confidential",
     );
     let client_type = client_type.unwrap_or(ClientType::Public);
-    let method = match req.token_endpoint_auth_method.as_deref() {
-        None if client_type == ClientType::Public => Some(TokenAuthMethod::None),
-        None => Some(TokenAuthMethod::ClientSecretBasic),
-        Some(m) => TokenAuthMethod::parse(m),
-    };
+    // Named or not (`None`: a confidential client takes either secret method, a public
+    // one `none`); `Some(None)`: a name that is no method.
+    let method = req
+        .token_endpoint_auth_method
+        .as_deref()
+        .map(TokenAuthMethod::parse);
     let method_fits = match method {
-        Some(TokenAuthMethod::None) => client_type == ClientType::Public,
-        Some(_) => client_type == ClientType::Confidential,
-        None => false,
+        None => true,
+        Some(Some(TokenAuthMethod::None)) => client_type == ClientType::Public,
+        Some(Some(_)) => client_type == ClientType::Confidential,
+        Some(None) => false,
     };
     e.check(
         "token_endpoint_auth_method",
@@ -384,7 +391,10 @@ pub async fn create(
         description: req.description,
         logo_url: req.logo_url,
         client_type,
-        token_endpoint_auth_method: method.unwrap_or(TokenAuthMethod::None),
+        token_endpoint_auth_method: match client_type {
+            ClientType::Public => Some(TokenAuthMethod::None),
+            ClientType::Confidential => method.flatten(),
+        },
         redirect_uris: dedup(req.redirect_uris),
         post_logout_redirect_uris: dedup(req.post_logout_redirect_uris),
         allowed_scopes: dedup(scopes),

@@ -18,9 +18,9 @@
 //! The hosted sign-in cookie (`tessera_signin_<tenant id>`, `Path=/oauth/<slug>/`, `HttpOnly`,
 //! `SameSite=Lax`, `Secure` when the accounts URL is https) names a first-party session opened
 //! by the sign-in, with a keyed hash of the tenant, the session and the user: nothing is
-//! stored for it, and whatever ends the session (RP-initiated logout through the ID token's
-//! `sid`, a password change, the user revoking it, a block) ends it. Its refresh token is
-//! never handed out.
+//! stored for it, and whatever ends the session (RP-initiated logout on the hosted logout page
+//! of [`super::logout`] or through an ID token's `sid`, a password change, the user revoking
+//! it, a block) ends it. Its refresh token is never handed out.
 //!
 //! Every form carries the CSRF value of [`super::super::pages`], bound to the page and the
 //! whole authorize request; the pages run no script.

@@ -158,7 +158,7 @@ pub async fn register(
         description: None,
         logo_url: req.logo_uri,
         client_type: ClientType::Public,
-        token_endpoint_auth_method: TokenAuthMethod::None,
+        token_endpoint_auth_method: Some(TokenAuthMethod::None),
         redirect_uris: dedup(req.redirect_uris),
         post_logout_redirect_uris: Vec::new(),
         allowed_scopes: scopes,

@@ -33,7 +33,7 @@ use super::{
 use crate::{
     app::AppState,
     http::{
-        bearer::{bearer_header, issuer, verify_any, BearerHeader},
+        bearer::{bearer_header, issuer, missing_token, verify_any, BearerHeader},
         error::{ApiError, ErrorBody},
         extract::{tenant_by_slug, RequestCtx},
         responses::access_claims,
@@ -435,7 +435,10 @@ pub async fn revoke(
     Ok(no_store(StatusCode::OK.into_response()))
 }
 
-/// An introspection answer (RFC 7662 2.2).
+/// An introspection answer (RFC 7662 2.2): `active`, and for an active token the members
+/// that apply to it. An access token has them all but `act` (an agent's token on a user's
+/// behalf has `act`, no `acr` or `amr`); a refresh token has `scope`, `client_id`, `exp`,
+/// `sub`, `iss` and, when its grant names a resource, `aud`, but no `token_type`.
 #[derive(Serialize, ToSchema)]
 pub struct IntrospectionResponse {
     pub active: bool,
@@ -443,6 +446,8 @@ pub struct IntrospectionResponse {
     pub scope: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// `Bearer` for an access token; absent for a refresh token (RFC 7662's `token_type` is
+    /// the type of an access token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -596,7 +601,8 @@ pub async fn introspect(
             active: true,
             scope: Some(grant.scopes.join(" ")),
             client_id: Some(grant.client_id),
-            token_type: Some("refresh_token"),
+            // RFC 7662's `token_type` is an access token's type: a refresh token has none.
+            token_type: None,
             exp: Some(expires_at.unix_timestamp()),
             sub: Some(user.to_string()),
             iss: Some(issuer(&state, &tenant.slug)),
@@ -648,8 +654,11 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
         Ok(t) => t,
         Err(e) => return e.into_response(),
     };
-    let BearerHeader::Token(token) = bearer_header(headers) else {
-        return invalid();
+    let token = match bearer_header(headers) {
+        BearerHeader::Token(t) => t,
+        // No credentials at all: RFC 6750 3.1's bare challenge, no error code.
+        BearerHeader::Absent => return missing_token().into_response(),
+        BearerHeader::Malformed => return invalid(),
     };
     let Ok(keys) = tenant.keys().await else {
         return ApiError::unavailable().into_response();
@@ -710,7 +719,7 @@ fn user_info(user: &tessera_actors::tenant::messages::UserView, scopes: &[String
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token; with no access token at all, the bare challenge `WWW-Authenticate: Bearer` (no error code) and the service's `auth/missing_token` body", body = OAuthErrorBody),
         (status = 403, description = "`insufficient_scope`: the token lacks `openid`", body = OAuthErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
@@ -728,7 +737,7 @@ pub async fn userinfo_get(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token`", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_token`; with no access token at all, `WWW-Authenticate: Bearer` with no error code (`auth/missing_token`)", body = OAuthErrorBody),
         (status = 403, description = "`insufficient_scope`", body = OAuthErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
