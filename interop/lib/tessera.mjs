@@ -2,6 +2,7 @@
 // and the admin socket as operators and clients do, as the Rust tests do (tests/it/support.rs).
 
 import { spawn, execFile } from 'node:child_process';
+import { createWriteStream, rmSync } from 'node:fs';
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,31 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 
 /** The binary under test: `TESSERA_BIN`, else the debug build CI makes. */
 export const BIN = process.env.TESSERA_BIN || path.join(ROOT, 'target', 'debug', 'tessera');
+
+const exitHooks = [];
+let exitHooked = false;
+
+/**
+ * Runs `fn` (synchronous) when this process ends, however it ends: normally, on an uncaught
+ * error, or on SIGINT, SIGTERM or SIGHUP (the test runner ending it), so no server outlives
+ * the test that started it.
+ */
+export function atExit(fn) {
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once('exit', () => {
+      for (const f of exitHooks.splice(0)) {
+        try {
+          f();
+        } catch {
+          // already gone
+        }
+      }
+    });
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.once(signal, () => process.exit(1));
+  }
+  exitHooks.push(fn);
+}
 
 /** The owner's dashboard password and an end user's password (neither on a common list). */
 export const OWNER_PASSWORD = 'interop owner passphrase';
@@ -40,7 +66,6 @@ export async function startTessera(extraEnv = {}) {
   const dir = await mkdtemp(path.join(tmpdir(), 'tessera-interop-'));
   const dataDir = path.join(dir, 'data');
   const logPath = path.join(dir, 'server.log');
-  const { createWriteStream } = await import('node:fs');
   const log = createWriteStream(logPath);
   const child = spawn(
     BIN,
@@ -48,6 +73,10 @@ export async function startTessera(extraEnv = {}) {
     { env: serverEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stderr.pipe(log);
+  atExit(() => {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  });
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const lines = createInterface({ input: child.stdout });
   const base = await new Promise((resolve, reject) => {

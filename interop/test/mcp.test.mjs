@@ -13,7 +13,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, symlink, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { after } from 'node:test';
 
-import { BIN, ROOT, serverEnv, show } from '../lib/tessera.mjs';
+import { BIN, ROOT, atExit, serverEnv, show } from '../lib/tessera.mjs';
 import { walk, needs, anyFailed, NotReached } from '../lib/steps.mjs';
 import { Browser } from '../lib/user-agent.mjs';
 
@@ -69,7 +69,7 @@ class Background {
     this.output = [];
     this.child = spawn('bash', ['-c', command], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve(code ?? signal)));
-    this.lines = [];
+    atExit(() => process.kill(-this.child.pid, 'SIGKILL'));
     this.waiters = [];
     for (const stream of [this.child.stdout, this.child.stderr]) {
       createInterface({ input: stream }).on('line', (line) => {
@@ -203,6 +203,8 @@ walk('MCP TypeScript SDK', [
         `the walk starts the server, then the MCP server, then the client: ${kinds.join(', ')}`,
       );
       work = await mkdtemp(path.join(tmpdir(), 'tessera-interop-mcp-'));
+      const dir = work;
+      atExit(() => rmSync(dir, { recursive: true, force: true }));
       const bin = path.join(work, 'bin');
       await mkdir(bin);
       await symlink(path.resolve(BIN), path.join(bin, 'tessera'));
