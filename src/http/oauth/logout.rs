@@ -333,7 +333,7 @@ fn refused(reader: &Reader, e: &ApiError) -> Response {
             let mut page = reader.page("logout-invalid-title");
             page.paragraphs.push(reader.t("logout-invalid"));
             page.paragraphs.push(e.message.clone());
-            reader.answer(StatusCode::BAD_REQUEST, page, None)
+            reader.answer(StatusCode::BAD_REQUEST, page, &[])
         }
         StatusCode::SERVICE_UNAVAILABLE => reader.problem(Problem::Busy),
         _ => reader.problem(Problem::Internal),
@@ -375,7 +375,8 @@ fn confirm_page(reader: &Reader, req: &Hosted) -> Response {
     form.action = Some(req.action());
     page.forms.push(form);
     // After the post the browser goes on to the post-logout URI.
-    reader.answer(StatusCode::OK, page, req.asked.back.as_deref())
+    let targets: Vec<&str> = req.asked.back.as_deref().into_iter().collect();
+    reader.answer(StatusCode::OK, page, &targets)
 }
 
 /// The confirmation's post: ends the browser's hosted sign-in and the hint's session.
@@ -424,7 +425,7 @@ async fn signed_out(
         None => {
             let mut page = reader.page("logout-done-title");
             page.paragraphs.push(reader.t("logout-done"));
-            reader.answer(StatusCode::OK, page, None)
+            reader.answer(StatusCode::OK, page, &[])
         }
     };
     clear_cookie(&req.tenant, &mut resp);
