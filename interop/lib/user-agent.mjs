@@ -151,7 +151,7 @@ function unescape(v) {
  * none), the fields a browser submits with it (hidden inputs and checked boxes, in order) and
  * `button(value)`, the name and value of the submit button with that value.
  */
-function form(page, marker) {
+export function form(page, marker) {
   for (const m of page.body.matchAll(/<form([^>]*)>([\s\S]*?)<\/form>/g)) {
     if (!m[2].includes(marker)) continue;
     const act = /action="([^"]*)"/.exec(m[1]);

@@ -11,7 +11,7 @@ import * as jose from 'jose';
 
 import { startTessera } from '../lib/tessera.mjs';
 import { walk, needs, anyFailed } from '../lib/steps.mjs';
-import { approveInApiMode } from '../lib/user-agent.mjs';
+import { approveInApiMode, Browser, form } from '../lib/user-agent.mjs';
 
 const REDIRECT_URI = 'https://rp.example/callback';
 const SIGNED_OUT_URI = 'https://rp.example/signed-out';
@@ -214,10 +214,19 @@ walk('openid-client', [
       const state = client.randomState();
       const url = client.buildEndSessionUrl(config, { post_logout_redirect_uri: SIGNED_OUT_URI, state });
       assert.equal(url.searchParams.get('client_id'), s.clientId, 'openid-client names the client');
-      const r = await fetch(url, { redirect: 'manual' });
-      const body = r.status === 302 ? '' : await r.text();
-      assert.equal(r.status, 302, `end_session answered ${r.status}: ${body}`);
-      const to = new URL(r.headers.get('location'));
+      // Without the hint nothing says which sign-in ends, so the provider asks the person
+      // (RP-Initiated Logout 1.0 section 2): the browser the relying party sends there gets a
+      // confirmation page, and its button ends at the registered URI with the state.
+      const browser = new Browser();
+      let page = await browser.get(url.href);
+      assert.equal(page.status, 302, `end_session answered ${page.status}: ${page.body}`);
+      page = await browser.get(page.location);
+      assert.equal(page.status, 200, `the confirmation page answered ${page.status}: ${page.body}`);
+      const confirm = form(page, 'name="csrf"');
+      assert.ok(confirm, `no confirmation form on ${page.url}`);
+      page = await browser.post(confirm.action, confirm.fields);
+      assert.equal(page.status, 303, `the confirmation answered ${page.status}: ${page.body}`);
+      const to = new URL(page.location);
       assert.equal(`${to.origin}${to.pathname}`, SIGNED_OUT_URI);
       assert.equal(to.searchParams.get('state'), state);
     },
