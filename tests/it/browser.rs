@@ -570,6 +570,75 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     drop(driver);
 }
 
+/// RP-initiated logout in Chromium, from a browser signed in on the hosted pages: without an
+/// `id_token_hint` the provider asks, and the confirmation's button ends the sign-in and goes
+/// on to the client's registered post-logout URI on another origin (the page's `form-action`
+/// lists it); the next authorize asks the user to sign in again.
+#[test]
+fn a_user_signs_out_through_the_logout_confirmation_page_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Chromium Bye", &[]);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let bye = format!("{callback}-bye");
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Gallery", "redirect_uris": [callback],
+            "post_logout_redirect_uris": [bye], "first_party": true}),
+    );
+    let email = "leaving@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Bye");
+    ui.type_into("email", "email", email);
+    ui.type_into("password", "password", USER_PASSWORD);
+    ui.click("sign-in", "form button[type=submit]");
+    ui.expect_text("callback", "callback received");
+    calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+
+    let client_id = url::Url::parse(&req.url)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "client_id")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    let mut end = url::Url::parse(&format!("{}/oauth/end_session", api.issuer())).unwrap();
+    end.query_pairs_mut()
+        .append_pair("client_id", &client_id)
+        .append_pair("post_logout_redirect_uri", &bye)
+        .append_pair("state", "bye-1");
+    ui.goto("end-session", end.as_str());
+    ui.expect_text(
+        "confirmation",
+        "Gallery asks to sign you out of Chromium Bye",
+    );
+    ui.click("sign-out", "form button[type=submit]");
+    ui.expect_text("post-logout", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the post-logout URI was called");
+    assert!(called.starts_with(&bye), "{called}");
+    assert!(called.contains("state=bye-1"), "{called}");
+
+    // Signed out: the next authorize shows the sign-in page again.
+    let req = rp.request(&[]);
+    ui.goto("authorize-again", &req.url);
+    ui.expect_text("signed-out", "Sign in to Chromium Bye");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
 /// Issue 22's browser test: a social provider's button on the hosted sign-in page, clicked in
 /// Chromium; the local OpenID provider answers at once, and the relying party gets its code.
 #[test]
