@@ -62,6 +62,15 @@ pub struct OAuthErrorBody {
     pub error_description: String,
 }
 
+/// A 401 from a protected resource of the provider (userinfo): RFC 6750's `invalid_token`, or,
+/// with no access token at all, the bare challenge and the service's `auth/missing_token` body.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum BearerUnauthorizedBody {
+    Invalid(OAuthErrorBody),
+    Missing(super::error::ErrorBody),
+}
+
 impl OAuthError {
     pub fn new(error: &'static str, description: impl Into<String>) -> Self {
         let status = match error {

@@ -28,7 +28,7 @@ use utoipa::ToSchema;
 use super::{
     agents::{self, AgentToken},
     client_auth, is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
-    OAuthError, OAuthErrorBody, Params,
+    BearerUnauthorizedBody, OAuthError, OAuthErrorBody, Params,
 };
 use crate::{
     app::AppState,
@@ -719,7 +719,7 @@ fn user_info(user: &tessera_actors::tenant::messages::UserView, scopes: &[String
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token; with no access token at all, the bare challenge `WWW-Authenticate: Bearer` (no error code) and the service's `auth/missing_token` body", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_token` (RFC 6750), also for a revoked grant or a first-party token; with no access token at all, the bare challenge `WWW-Authenticate: Bearer` (no error code) and the service's `auth/missing_token` body", body = BearerUnauthorizedBody),
         (status = 403, description = "`insufficient_scope`: the token lacks `openid`", body = OAuthErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
@@ -737,7 +737,7 @@ pub async fn userinfo_get(
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
-        (status = 401, description = "`invalid_token`; with no access token at all, `WWW-Authenticate: Bearer` with no error code (`auth/missing_token`)", body = OAuthErrorBody),
+        (status = 401, description = "`invalid_token`; with no access token at all, `WWW-Authenticate: Bearer` with no error code (`auth/missing_token`)", body = BearerUnauthorizedBody),
         (status = 403, description = "`insufficient_scope`", body = OAuthErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
