@@ -15,6 +15,10 @@
 #                work directory, not to latest.json
 #   --keep       keep the temporary directory (data directories, logs, wrk output)
 #
+# The store stress (`store_stress`, BENCH_STRESS_SECS seconds in each durability mode, default
+# 60, 5 with --quick) drives the store alone at its maximum rate after the scenarios; a storage
+# call stuck for 5 s, or any error, fails the run.
+#
 # Exit status: 0 when every scenario answered without error and every target was met, 1 on an
 # error (socket errors or non-2xx answers in a scenario, a set-up step that failed), 3 when
 # the run was clean but a target was missed.
@@ -793,6 +797,28 @@ if ((SCALE)); then
 fi
 
 # ----------------------------------------------------------------------------------------------
+# Store stress: the store alone, as the tenant actors drive it, at its maximum rate
+# ----------------------------------------------------------------------------------------------
+STRESS_JSON=$WORK/store_stress.json
+echo '{}' >"$STRESS_JSON"
+if ((!SCALE_ONLY)); then
+  STRESS_SECS=${BENCH_STRESS_SECS:-$((QUICK ? 5 : 60))}
+  for mode in sync relaxed; do
+    log "store stress: $mode, $STRESS_SECS s"
+    if ! "$BIN/store_stress" --secs "$STRESS_SECS" --durability "$mode" --tmp-dir "$WORK" \
+      >"$WORK/stress-$mode.json" 2>"$WORK/stress-$mode.log"; then
+      echo "store stress $mode: $(cat "$WORK/stress-$mode.json" "$WORK/stress-$mode.log" | head -c 2000)" >>"$FAILURES"
+      continue
+    fi
+    jq --arg m "$mode" --slurpfile r "$WORK/stress-$mode.json" '.[$m] = $r[0]' "$STRESS_JSON" \
+      >"$STRESS_JSON.tmp" && mv "$STRESS_JSON.tmp" "$STRESS_JSON"
+    errors=$(jq -r '.errors' "$WORK/stress-$mode.json")
+    [[ $errors == 0 ]] || echo "store stress $mode: $errors storage errors" >>"$FAILURES"
+    log "  $(jq -r '"\(.batches_per_s | floor) batches/s, at most \(.outstanding_max) unflushed (bound \(.max_unflushed_batches)), oldest call \(.oldest_call_max_ms) ms, ack p99 \(.ack_latency.p99_ms) ms, \(.disk_bytes_end) bytes on disk"' "$WORK/stress-$mode.json")"
+  done
+fi
+
+# ----------------------------------------------------------------------------------------------
 # Results
 # ----------------------------------------------------------------------------------------------
 COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
@@ -805,6 +831,7 @@ OUT=$BENCH/results/latest.json
 jq -n \
   --slurpfile runs <(cat "$WORK"/run[0-9]*.json 2>/dev/null || true) \
   --slurpfile scale "$SCALE_JSON" \
+  --slurpfile stress "$STRESS_JSON" \
   --rawfile failures "$FAILURES" \
   --argjson nproc "$NPROC" --arg cpu "$CPU" --arg kernel "$(uname -r)" \
   --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg commit "$COMMIT" --argjson dirty "$DIRTY" \

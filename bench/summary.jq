@@ -1,5 +1,5 @@
 # Builds bench/results/latest.json from the per-run documents ($runs), the scale document
-# ($scale) and the run's settings (see the jq call at the end of bench/run.sh).
+# ($scale), the store stress ($stress) and the run's settings (see the jq call at the end of bench/run.sh).
 
 def median:
   map(select(. != null)) | sort
@@ -225,6 +225,7 @@ def drop_pct($s; $kind):
         login_throughput_drop_1_to_10k_tenants_pct: ($scale_ratios.login_throughput_drop_1_to_10k_tenants_pct | r3)
       }
     }) else null end),
+    store_stress: (if ($stress[0] | length) == 0 then null else $stress[0] end),
     server_rss_kb_after_scenarios: ($runs | map(.server_rss_kb_after_scenarios)),
     errors_total: $errors_measured,
     failures: ($failures | split("\n") | map(select(length > 0))),

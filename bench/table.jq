@@ -51,4 +51,11 @@ def f3: if . == null then "-" else (. * 1000 | round / 1000 | tostring) end;
    "  \($s.users.count) users in one tenant: imported in \($s.users.import_seconds) s, \($s.users.bytes_per_user) bytes of data directory per user (\($s.users.bytes_per_user_whole_dir) counting the whole directory), RSS after \($s.users.rss_kb_after / 1024 | f1) MiB")
  end),
 "",
+(if .store_stress == null then "store stress: not run" else
+  (["store stress (the store alone, 64 writers at their maximum rate):"]
+   + (.store_stress | to_entries | map(.value as $v |
+       "  \(.key | pad(8)) \($v.secs | f1) s: \($v.batches_per_s | f1) batches/s, at most \($v.outstanding_max) unflushed (bound \($v.max_unflushed_batches)), oldest call \($v.oldest_call_max_ms | f1) ms, ack p99 \($v.ack_latency.p99_ms | f2) ms, \($v.disk_bytes_max / 1048576 | f1) MiB on disk at most, stalled: \($v.stalled)"))
+   | join("\n"))
+ end),
+"",
 "errors: \(.errors_total)\(if (.failures | length) > 0 then " (" + (.failures | join("; ")) + ")" else "" end); targets met: \(.targets_met)"

@@ -99,6 +99,9 @@ fn check_key_file_mode(config: &Config, key_path: &std::path::Path) -> Result<()
     Ok(())
 }
 
+/// The exit code of a process stopped by the storage watchdog (`EX_TEMPFAIL`: restart it).
+pub const STORAGE_STALLED_EXIT: i32 = 75;
+
 /// Starts the server and serves until `shutdown` resolves; then drains connections, stops the
 /// actors, flushes storage and returns.
 pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(), StartError> {
@@ -130,8 +133,24 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         } else {
             Durability::Relaxed
         },
+        max_unflushed_batches: config.storage.max_unflushed_batches,
     })
     .map_err(|e| StartError::Storage(e.to_string()))?;
+    if config.storage.watchdog_secs > 0 {
+        let limit = std::time::Duration::from_secs(config.storage.watchdog_secs);
+        tessera_storage::watch::start_watchdog(limit, |stalled| {
+            // A graceful shutdown would wait on the same locks: stop at once. Acknowledged
+            // writes are on disk; sled recovers from its log at the next start.
+            tracing::error!(
+                call = %stalled.op,
+                running_secs = stalled.age.as_secs(),
+                exit_code = STORAGE_STALLED_EXIT,
+                "a storage call has not returned; stopping for a restart"
+            );
+            std::process::exit(STORAGE_STALLED_EXIT);
+        })
+        .map_err(|e| StartError::Storage(e.to_string()))?;
+    }
     let key_path = config.master_key_path();
     // A rotation a crash interrupted is finished (or undone) before the key file is read.
     tessera_storage::rotation::settle_key_files(&store, &key_path)

@@ -354,6 +354,9 @@ enum FaultCommand {
         #[arg(long, default_value_t = 2000)]
         ms: u64,
     },
+    /// Makes the next write to the store hang for good, as a sled deadlock would, to check that
+    /// the storage watchdog stops the process (exit code 75) for its supervisor to restart.
+    HangStorage,
 }
 
 #[derive(Subcommand)]
@@ -577,6 +580,9 @@ fn admin_request(command: AdminCommand, config: &Path) -> Result<AdminRequest, S
         AdminCommand::Fault {
             command: FaultCommand::StallTenant { slug, ms },
         } => AdminRequest::FaultStallTenant { slug, millis: ms },
+        AdminCommand::Fault {
+            command: FaultCommand::HangStorage,
+        } => AdminRequest::FaultHangStorage,
         AdminCommand::User { command } => match command {
             UserCommand::Import { .. } => {
                 return Err("user import is handled before a single request is built".into())

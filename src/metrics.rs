@@ -115,8 +115,64 @@ impl BacklogGauges {
     }
 }
 
+/// The store's pacing and the age of its oldest call in flight (what the watchdog watches).
+#[derive(Default)]
+struct StorageGauges {
+    unflushed: Gauge,
+    unflushed_max: Gauge,
+    paced_now: Gauge,
+    paced_total: Gauge,
+    oldest_call: Seconds,
+}
+
+impl StorageGauges {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "storage_unflushed_batches",
+            "Batches applied to sled and not yet flushed",
+            self.unflushed.clone(),
+        );
+        registry.register(
+            "storage_unflushed_batches_max",
+            "storage.max_unflushed_batches: past it a writer waits for the flush under way",
+            self.unflushed_max.clone(),
+        );
+        registry.register(
+            "storage_paced_writers",
+            "Writers waiting now for a flush before they may apply their batch",
+            self.paced_now.clone(),
+        );
+        registry.register(
+            "storage_paced_writes",
+            "Batches that waited for a flush before they were applied, since the start",
+            self.paced_total.clone(),
+        );
+        registry.register(
+            "storage_oldest_call_seconds",
+            "How long the oldest storage call now in flight has run; past \
+             storage.watchdog_secs the process stops",
+            self.oldest_call.clone(),
+        );
+    }
+
+    fn set(&self, store: &Store) {
+        let pacing = store.flusher().pacing();
+        self.unflushed.set(count_u64(pacing.outstanding));
+        self.unflushed_max.set(count_u64(pacing.max_unflushed));
+        self.paced_now.set(count_u64(pacing.paced_now));
+        self.paced_total.set(count_u64(pacing.paced_total));
+        let oldest = tessera_storage::watch::oldest().map_or(0.0, |r| r.age.as_secs_f64());
+        self.oldest_call.set(oldest);
+    }
+}
+
+fn count_u64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 pub struct Metrics {
     registry: Registry,
+    storage: StorageGauges,
     requests: Family<RequestLabels, Counter>,
     latency: LatencyFamily,
     tenants_running: Gauge,
@@ -138,6 +194,8 @@ impl Metrics {
         let tenants_running = Gauge::default();
         let group_commit = group_commit_histogram();
         let size_on_disk = Gauge::default();
+        let storage = StorageGauges::default();
+        storage.register(&mut registry);
         let (mail, sms) = (BacklogGauges::default(), BacklogGauges::default());
         let hash_queue = Family::<QueueLabels, Gauge>::default();
         let hash_queue_capacity = Family::<QueueLabels, Gauge>::default();
@@ -159,7 +217,7 @@ impl Metrics {
         registry.register(
             "storage_group_commit_duration_seconds",
             "Group commit latency: from the start of a flush to the end of its fdatasync \
-             (none with storage.sync_writes = false)",
+             (the flush alone with storage.sync_writes = false)",
             group_commit.clone(),
         );
         registry.register(
@@ -189,6 +247,7 @@ impl Metrics {
         }
         Metrics {
             registry,
+            storage,
             requests,
             latency,
             tenants_running,
@@ -244,6 +303,7 @@ impl Metrics {
             // Keeps the last size read; the error is the disk's, for the logs.
             Err(e) => tracing::warn!(error = %e, "cannot read the database's size on disk"),
         }
+        self.storage.set(store);
         let now = SystemTime::now();
         self.mail.set(mail, now);
         self.sms.set(sms, now);

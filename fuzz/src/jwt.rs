@@ -70,6 +70,7 @@ impl Harness {
             path: dir.join("db"),
             cache_capacity_bytes: 8 << 20,
             durability: Durability::Relaxed,
+            max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
         })
         .map_err(|e| format!("store: {e}"))?;
         let tenant = TenantId::new();

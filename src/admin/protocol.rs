@@ -74,6 +74,9 @@ pub enum AdminRequest {
         slug: String,
         millis: u64,
     },
+    /// The next batch applied to the store hangs for good inside its watched call, as sled's
+    /// deadlock does: the storage watchdog's drill.
+    FaultHangStorage,
     /// Users with an Argon2id hash, written to one tenant in one batch (at most
     /// `MAX_IMPORT_BATCH`); addresses that already have an account are skipped.
     UserImport {

@@ -129,6 +129,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::PurgeRun { .. } => "purge run",
         AdminRequest::FaultPanicTenant { .. } => "fault panic-tenant",
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
+        AdminRequest::FaultHangStorage => "fault hang-storage",
         AdminRequest::OutboxList { .. } => "outbox list",
         AdminRequest::EudiSetVerifier { .. } => "eudi set-verifier-cert",
         AdminRequest::EudiDevCert { .. } => "eudi dev-cert",
@@ -148,13 +149,17 @@ fn command_name(req: &AdminRequest) -> &'static str {
 /// The tenant a fault drill targets, when drills are enabled.
 fn fault_target(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
     if !state.config.testing.fault_injection {
-        return Err(ApiError::new(
-            axum::http::StatusCode::FORBIDDEN,
-            "admin/fault_injection_disabled",
-            "fault injection is off; set [testing] fault_injection = true",
-        ));
+        return Err(fault_injection_disabled());
     }
     tenant_of(state, slug)
+}
+
+fn fault_injection_disabled() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::FORBIDDEN,
+        "admin/fault_injection_disabled",
+        "fault injection is off; set [testing] fault_injection = true",
+    )
 }
 
 fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, ApiError> {
@@ -602,6 +607,16 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 }
                 Err(e) => Err(e.into()),
             }
+        }
+        AdminRequest::FaultHangStorage => {
+            if !state.config.testing.fault_injection {
+                return Err(fault_injection_disabled());
+            }
+            tessera_storage::watch::hang_next_apply();
+            Ok(json!({
+                "armed": true,
+                "watchdog_secs": state.config.storage.watchdog_secs,
+            }))
         }
         AdminRequest::EudiSetVerifier {
             slug,

@@ -30,10 +30,10 @@ pub async fn healthz() -> Json<HealthResponse> {
 #[utoipa::path(get, path = "/readyz", tag = "platform",
     responses(
         (status = 200, description = "Ready to serve", body = HealthResponse),
-        (status = 503, description = "Not ready", body = HealthResponse),
+        (status = 503, description = "Not ready: the directory actor does not answer, or a storage call is stuck (the process is about to stop)", body = HealthResponse),
     ))]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.directory.ping().await {
+    if !tessera_storage::watch::stalled() && state.directory.ping().await {
         (StatusCode::OK, Json(HealthResponse { status: "ready" }))
     } else {
         (

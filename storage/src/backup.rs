@@ -628,6 +628,7 @@ mod tests {
                 path: db_path(&restored),
                 cache_capacity_bytes: 8 << 20,
                 durability: Durability::Relaxed,
+                max_unflushed_batches: crate::flusher::DEFAULT_MAX_UNFLUSHED,
             }) {
                 back = Some(s);
                 break;

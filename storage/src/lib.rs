@@ -16,6 +16,7 @@ pub mod keys;
 pub mod migrations;
 pub mod rotation;
 pub mod store;
+pub mod watch;
 
 pub use codec::{PlatformRecord, Record, TenantRecord};
 pub use crypto::{ct_eq, random_token, sha256, KeyedHasher, MasterKey, Sealed, SharedKeyFile};

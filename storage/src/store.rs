@@ -19,6 +19,7 @@ use crate::{
     flusher::{Durability, Flusher, Ticket},
     keys::{platform_key, tenant_key, Kind, TenantId},
     migrations,
+    watch::{self, Op},
 };
 
 const PLATFORM_TREE: &str = "platform";
@@ -32,6 +33,9 @@ pub struct StoreOptions {
     /// sled's page cache, in bytes. Set explicitly: sled's memory can reach several times it.
     pub cache_capacity_bytes: u64,
     pub durability: Durability,
+    /// The most batches applied and not yet flushed; past it a writer waits for a flush
+    /// ([`crate::flusher`]).
+    pub max_unflushed_batches: u64,
 }
 
 /// A batch's writes in order (`None`: a removal), kept beside sled's batch so an online
@@ -58,8 +62,15 @@ impl Gate {
         self.lock.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The batch's writes are copied only while a journal wants them.
-    fn apply(&self, name: &'static str, tree: &sled::Tree, ops: Ops) -> Result<(), StorageError> {
+    /// Applies a batch, paced by `flusher`, watched while sled holds it. The batch's writes are
+    /// copied only while a journal wants them.
+    fn apply(
+        &self,
+        name: &'static str,
+        tree: &sled::Tree,
+        flusher: &Flusher,
+        ops: Ops,
+    ) -> Result<(), StorageError> {
         fn batch_of(ops: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) -> sled::Batch {
             let mut batch = sled::Batch::default();
             for (key, value) in ops {
@@ -70,15 +81,23 @@ impl Gate {
             }
             batch
         }
+        fn watched(tree: &sled::Tree, batch: sled::Batch) -> Result<(), StorageError> {
+            let _watched = watch::enter(Op::Apply);
+            watch::maybe_hang();
+            Ok(tree.apply_batch(batch)?)
+        }
+        let admitted = flusher.admit();
         let _pass = self.lock.read().unwrap_or_else(|p| p.into_inner());
         if !self.journaling.load(Ordering::Acquire) {
-            return Ok(tree.apply_batch(batch_of(ops))?);
+            watched(tree, batch_of(ops))?;
+        } else {
+            let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
+            watched(tree, batch_of(ops.iter().cloned()))?;
+            if let Some(j) = journal.as_mut() {
+                j.push((name, ops));
+            }
         }
-        let mut journal = self.journal.lock().unwrap_or_else(|p| p.into_inner());
-        tree.apply_batch(batch_of(ops.iter().cloned()))?;
-        if let Some(j) = journal.as_mut() {
-            j.push((name, ops));
-        }
+        admitted.applied();
         Ok(())
     }
 
@@ -130,8 +149,8 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the database, checks its format record and runs migrations. Must be
-    /// called inside a tokio runtime (the flusher task starts here).
+    /// Opens (or creates) the database, checks its format record and runs migrations, and starts
+    /// the flusher thread.
     pub fn open(opts: &StoreOptions) -> Result<Self, StorageError> {
         crate::files::create_private_dir(&opts.path)?;
         let db = sled::Config::new()
@@ -141,7 +160,12 @@ impl Store {
         migrations::check_and_migrate(&db, migrations::CURRENT_FORMAT, migrations::MIGRATIONS)?;
         let platform = db.open_tree(PLATFORM_TREE)?;
         let tenants = db.open_tree(TENANT_TREE)?;
-        let flusher = Flusher::start(db.clone(), Some(opts.path.join("db")), opts.durability);
+        let flusher = Flusher::start(
+            db.clone(),
+            Some(opts.path.join("db")),
+            opts.durability,
+            opts.max_unflushed_batches,
+        )?;
         Ok(Store {
             db,
             platform,
@@ -186,6 +210,7 @@ impl Store {
 
     /// The on-disk size reported by sled, in bytes.
     pub fn size_on_disk(&self) -> Result<u64, StorageError> {
+        let _watched = watch::enter(Op::Other);
         Ok(self.db.size_on_disk()?)
     }
 }
@@ -200,15 +225,14 @@ pub struct PlatformStore {
 
 impl PlatformStore {
     pub fn get<R: PlatformRecord>(&self, key: &[u8]) -> Result<Option<R>, StorageError> {
-        self.tree
-            .get(platform_key(R::KIND, key))?
+        watched_get(&self.tree, platform_key(R::KIND, key))?
             .map(|v| decode::<R>(&v))
             .transpose()
     }
 
     /// Every record of one kind, in key order.
     pub fn scan<R: PlatformRecord>(&self) -> impl Iterator<Item = Result<R, StorageError>> {
-        self.tree.scan_prefix([R::KIND as u8]).map(|item| {
+        Watched(self.tree.scan_prefix([R::KIND as u8])).map(|item| {
             item.map_err(StorageError::from)
                 .and_then(|(_, v)| decode::<R>(&v))
         })
@@ -221,7 +245,7 @@ impl PlatformStore {
     ) -> impl Iterator<Item = Result<(Vec<u8>, R), StorageError>> {
         let start = platform_key(R::KIND, prefix);
         let head = start.len();
-        self.tree.scan_prefix(start).map(move |item| {
+        Watched(self.tree.scan_prefix(start)).map(move |item| {
             let (k, v) = item?;
             Ok((k[head..].to_vec(), decode::<R>(&v)?))
         })
@@ -229,7 +253,8 @@ impl PlatformStore {
 
     /// Applies a batch atomically (not yet durable: take a ticket).
     pub fn apply(&self, batch: PlatformBatch) -> Result<(), StorageError> {
-        self.gate.apply(PLATFORM_TREE, &self.tree, batch.ops)
+        self.gate
+            .apply(PLATFORM_TREE, &self.tree, &self.flusher, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -271,8 +296,7 @@ impl TenantStore {
     }
 
     pub fn get<R: TenantRecord>(&self, key: &[u8]) -> Result<Option<R>, StorageError> {
-        self.tree
-            .get(tenant_key(&self.id, R::KIND, key))?
+        watched_get(&self.tree, tenant_key(&self.id, R::KIND, key))?
             .map(|v| decode::<R>(&v))
             .transpose()
     }
@@ -283,12 +307,10 @@ impl TenantStore {
         prefix: &[u8],
     ) -> impl Iterator<Item = Result<(Vec<u8>, R), StorageError>> {
         let head = tenant_key(&self.id, R::KIND, &[]).len();
-        self.tree
-            .scan_prefix(tenant_key(&self.id, R::KIND, prefix))
-            .map(move |item| {
-                let (k, v) = item?;
-                Ok((k[head..].to_vec(), decode::<R>(&v)?))
-            })
+        Watched(self.tree.scan_prefix(tenant_key(&self.id, R::KIND, prefix))).map(move |item| {
+            let (k, v) = item?;
+            Ok((k[head..].to_vec(), decode::<R>(&v)?))
+        })
     }
 
     /// Every entry under this tenant, of every kind, undecoded: `(kind byte, key, value)`.
@@ -297,7 +319,7 @@ impl TenantStore {
         &self,
     ) -> impl Iterator<Item = Result<(u8, Vec<u8>, Vec<u8>), StorageError>> {
         let head = self.id.as_bytes().len();
-        self.tree.scan_prefix(self.id.as_bytes()).map(move |item| {
+        Watched(self.tree.scan_prefix(self.id.as_bytes())).map(move |item| {
             let (k, v) = item?;
             let kind = k.get(head).copied().unwrap_or(0);
             let key = k.get(head + 1..).unwrap_or_default().to_vec();
@@ -321,7 +343,7 @@ impl TenantStore {
             None => self.tree.scan_prefix(start.clone()),
         };
         let mut out = Vec::new();
-        for item in range.rev() {
+        for item in Watched(range.rev()) {
             let (k, v) = item?;
             if !k.starts_with(&start) {
                 continue;
@@ -349,7 +371,8 @@ impl TenantStore {
                 "a batch of another tenant was applied".into(),
             ));
         }
-        self.gate.apply(TENANT_TREE, &self.tree, batch.ops)
+        self.gate
+            .apply(TENANT_TREE, &self.tree, &self.flusher, batch.ops)
     }
 
     /// Resolves once every write applied so far is on disk.
@@ -376,6 +399,24 @@ impl TenantBatch {
     }
 }
 
+/// A point read, watched while sled holds it.
+fn watched_get(tree: &sled::Tree, key: Vec<u8>) -> Result<Option<sled::IVec>, StorageError> {
+    let _watched = watch::enter(Op::Get);
+    Ok(tree.get(key)?)
+}
+
+/// A sled iterator whose every step is watched.
+struct Watched<I>(I);
+
+impl<I: Iterator> Iterator for Watched<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let _watched = watch::enter(Op::Scan);
+        self.0.next()
+    }
+}
+
 /// Where sled keeps its files inside a data directory.
 pub fn db_path(data_dir: &Path) -> PathBuf {
     data_dir.join("db")
@@ -388,6 +429,7 @@ pub(crate) fn open_for_tests(data_dir: &Path) -> Store {
         path: db_path(data_dir),
         cache_capacity_bytes: 8 << 20,
         durability: Durability::Relaxed,
+        max_unflushed_batches: crate::flusher::DEFAULT_MAX_UNFLUSHED,
     });
     opened.unwrap_or_else(|e| panic!("cannot open a test store: {e}"))
 }
@@ -414,6 +456,7 @@ mod tests {
             path: dir.to_path_buf(),
             cache_capacity_bytes: 8 << 20,
             durability: Durability::Sync,
+            max_unflushed_batches: crate::flusher::DEFAULT_MAX_UNFLUSHED,
         })
         .unwrap()
     }
@@ -463,6 +506,7 @@ mod tests {
                 path: dir.path().to_path_buf(),
                 cache_capacity_bytes: 8 << 20,
                 durability: Durability::Sync,
+                max_unflushed_batches: crate::flusher::DEFAULT_MAX_UNFLUSHED,
             }) {
                 reopened = Some(s);
                 break;

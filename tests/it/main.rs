@@ -48,4 +48,5 @@ mod tenants;
 mod throttles;
 mod tokens;
 mod users;
+mod watchdog;
 mod webhooks;

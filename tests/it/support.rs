@@ -291,6 +291,23 @@ impl TestServer {
         }
     }
 
+    /// Waits up to `timeout` for the server to exit on its own; answers its exit status, or
+    /// None while it still runs.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let c = self.child.as_mut()?;
+            if let Some(status) = c.try_wait().expect("try_wait") {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Starts again on the same data directory with the same environment.
     pub fn restart(&mut self) {
         self.kill();

@@ -838,6 +838,7 @@ pub(crate) mod tests {
             path: dir.to_path_buf(),
             cache_capacity_bytes: 8 << 20,
             durability: Durability::Relaxed,
+            max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
         })
         .unwrap();
         let id = TenantId::new();

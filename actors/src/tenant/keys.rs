@@ -1217,6 +1217,7 @@ mod tests {
             path: dir.to_path_buf(),
             cache_capacity_bytes: 8 << 20,
             durability: Durability::Sync,
+            max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
         })
         .unwrap()
     }
@@ -1229,6 +1230,7 @@ mod tests {
                 path: dir.to_path_buf(),
                 cache_capacity_bytes: 8 << 20,
                 durability: Durability::Sync,
+                max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
             });
             match opened {
                 Ok(store) => return store,
