@@ -764,7 +764,8 @@ if ((SCALE)); then
   log "scale: backup of $SCALE_USERS users: $(jq -c '.backup' "$SCALE_JSON")"
   # A master-key rotation of the same directory: every record read, the sealed ones re-wrapped
   # in one transaction, requests held meanwhile (the same write probe shows for how long).
-  head -c 32 /dev/urandom | base64 >"$RD/new.key"
+  # A key file must be the owner's alone (the server refuses one group or others may read).
+  (umask 077 && head -c 32 /dev/urandom | base64 >"$RD/new.key")
   probe_writes "$RD/writes-rotation.txt" "$RD/rotation.stop" &
   probe=$!
   sleep 0.5
