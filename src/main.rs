@@ -30,9 +30,10 @@ struct Cli {
 enum Command {
     /// Runs the server.
     Serve {
-        /// The config file.
-        #[arg(long, default_value = "config.toml")]
-        config: PathBuf,
+        /// The config file; default `$TESSERA_CONFIG`, then `./config.toml`, then
+        /// `/etc/tessera/config.toml`.
+        #[arg(long, env = "TESSERA_CONFIG")]
+        config: Option<PathBuf>,
         /// Listen address; wins over the config.
         #[arg(long)]
         listen: Option<String>,
@@ -42,8 +43,9 @@ enum Command {
     },
     /// Validates a config file (and the environment) and prints the result.
     CheckConfig {
-        #[arg(long, default_value = "config.toml")]
-        config: PathBuf,
+        /// The config file; found as `serve` finds it.
+        #[arg(long, env = "TESSERA_CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Restores a backup into an empty data directory (the server stopped).
     Restore {
@@ -69,9 +71,10 @@ enum Command {
         /// The admin socket; default `<data_dir>/admin.sock` from the config.
         #[arg(long)]
         socket: Option<PathBuf>,
-        /// The config file used to find the socket when --socket is not given.
-        #[arg(long, default_value = "config.toml")]
-        config: PathBuf,
+        /// The config file used to find the socket when --socket is not given; found as
+        /// `serve` finds it.
+        #[arg(long, env = "TESSERA_CONFIG")]
+        config: Option<PathBuf>,
         #[command(subcommand)]
         command: AdminCommand,
     },
@@ -386,20 +389,13 @@ fn main() -> ExitCode {
             config,
             listen,
             data_dir,
-        } => serve(&config, Overrides { listen, data_dir }),
-        Command::CheckConfig { config } => match Config::load(&config, &Overrides::default()) {
-            Ok(c) => {
-                println!(
-                    "{} is valid; data directory {}",
-                    config.display(),
-                    c.storage.data_dir.display()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(2)
-            }
+        } => match find_config(config) {
+            Ok(config) => serve(&config, Overrides { listen, data_dir }),
+            Err(e) => config_not_found(&e),
+        },
+        Command::CheckConfig { config } => match find_config(config) {
+            Err(e) => config_not_found(&e),
+            Ok(config) => check_config(&config),
         },
         Command::Restore {
             from,
@@ -422,7 +418,32 @@ fn main() -> ExitCode {
             config,
             command,
         } => {
-            let socket = socket.unwrap_or_else(|| default_socket(&config));
+            let config = match (&socket, find_config(config)) {
+                (_, Ok(c)) => c,
+                // The socket alone is enough for every command but those that read a setting.
+                (Some(_), Err(_)) => PathBuf::from(DEFAULT_CONFIG),
+                (None, Err(e)) => {
+                    eprintln!(
+                        "error: cannot find the admin socket: give --socket PATH (the \
+                         `admin.sock` in the server's data directory), or the server's config \
+                         file with --config or TESSERA_CONFIG; {e}"
+                    );
+                    return ExitCode::from(2);
+                }
+            };
+            let socket = match socket {
+                Some(socket) => socket,
+                None => match Config::load(&config, &Overrides::default()) {
+                    Ok(c) => c.admin_socket_path(),
+                    Err(e) => {
+                        eprintln!(
+                            "error: cannot find the admin socket from {}: {e}; give --socket PATH",
+                            config.display()
+                        );
+                        return ExitCode::from(2);
+                    }
+                },
+            };
             if let AdminCommand::User {
                 command: UserCommand::Import { tenant, file },
             } = &command
@@ -504,10 +525,49 @@ fn print_local(out: Result<serde_json::Value, String>) -> ExitCode {
     }
 }
 
-fn default_socket(config: &Path) -> PathBuf {
-    Config::load(config, &Overrides::default())
-        .map(|c| c.admin_socket_path())
-        .unwrap_or_else(|_| PathBuf::from("data/admin.sock"))
+/// The config file in the current directory, the default of `--config`.
+const DEFAULT_CONFIG: &str = "config.toml";
+/// Where a system-wide installation keeps its config file (the systemd unit's path).
+const SYSTEM_CONFIG: &str = "/etc/tessera/config.toml";
+
+/// The config file: `--config` (or `TESSERA_CONFIG`, which clap reads into it) as given,
+/// else `./config.toml`, else `/etc/tessera/config.toml`, whichever exists first.
+fn find_config(given: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    for candidate in [DEFAULT_CONFIG, SYSTEM_CONFIG] {
+        let path = PathBuf::from(candidate);
+        if path.is_file() {
+            return Ok(path);
+        }
+    }
+    Err(format!(
+        "no config file: --config and TESSERA_CONFIG are not set, and neither ./{DEFAULT_CONFIG} \
+         nor {SYSTEM_CONFIG} exists (the repository's config.toml is a complete example)"
+    ))
+}
+
+fn config_not_found(e: &str) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::from(2)
+}
+
+fn check_config(config: &Path) -> ExitCode {
+    match Config::load(config, &Overrides::default()) {
+        Ok(c) => {
+            println!(
+                "{} is valid; data directory {}",
+                config.display(),
+                c.storage.data_dir.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// `config`: the file `--config` names, read only where a command needs a setting.

@@ -299,3 +299,84 @@ fn a_slow_tenant_answers_503_within_the_actor_timeout_not_a_hang() {
         .status()
         == 200));
 }
+
+/// A build without the `cluster` feature (the default: no protoc needed) refuses to start a
+/// cluster node, and says which build can.
+#[cfg(not(feature = "cluster"))]
+#[test]
+fn a_build_without_the_cluster_feature_refuses_cluster_mode_and_says_how_to_build_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env = vec![(
+        "TESSERA__CLUSTER__ETCD_ENDPOINTS".to_owned(),
+        "[\"http://127.0.0.1:2379\"]".to_owned(),
+    )];
+    let started = spawn(&tmp.path().join("data"), &env, &tmp.path().join("log"));
+    let Err((status, log)) = started else {
+        panic!("a build without the cluster feature served a cluster node");
+    };
+    assert!(!status.success(), "{status}");
+    assert!(
+        log.contains("--features cluster") && log.contains("no cluster support"),
+        "the refusal does not say how to build a cluster node:\n{log}"
+    );
+}
+
+/// `tessera` finds its config file by `--config`, then `TESSERA_CONFIG`, then `./config.toml`,
+/// then `/etc/tessera/config.toml`, and says where it looked when there is none; `tessera
+/// admin` without `--socket` or a config says how to name the socket.
+#[test]
+fn the_config_file_is_found_by_flag_environment_or_the_current_directory() {
+    let check = |dir: &std::path::Path, args: &[&str], env: Option<&std::path::Path>| {
+        let mut cmd = Command::new(crate::support::bin());
+        cmd.current_dir(dir).args(args).env_remove("TESSERA_CONFIG");
+        if let Some(path) = env {
+            cmd.env("TESSERA_CONFIG", path);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let empty = tempfile::tempdir().unwrap();
+    let shipped = config_file();
+
+    // Nowhere to be found: exit 2, naming every place looked at.
+    if !std::path::Path::new("/etc/tessera/config.toml").exists() {
+        let (code, _, err) = check(empty.path(), &["check-config"], None);
+        assert_eq!(code, Some(2), "{err}");
+        for place in [
+            "--config",
+            "TESSERA_CONFIG",
+            "./config.toml",
+            "/etc/tessera/config.toml",
+        ] {
+            assert!(err.contains(place), "{place} is not named: {err}");
+        }
+        let (code, _, err) = check(empty.path(), &["admin", "tenant", "list"], None);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.contains("--socket"), "{err}");
+    }
+
+    // TESSERA_CONFIG.
+    let (code, out, err) = check(empty.path(), &["check-config"], Some(&shipped));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&shipped.display().to_string()), "{out}");
+
+    // ./config.toml in the current directory.
+    let here = tempfile::tempdir().unwrap();
+    std::fs::copy(&shipped, here.path().join("config.toml")).unwrap();
+    let (code, out, err) = check(here.path(), &["check-config"], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.starts_with("config.toml is valid"), "{out}");
+
+    // --config wins over the environment.
+    let (code, _, err) = check(
+        here.path(),
+        &["check-config", "--config", "missing.toml"],
+        Some(&shipped),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("missing.toml"), "{err}");
+}

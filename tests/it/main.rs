@@ -11,6 +11,7 @@ mod backup;
 mod browser;
 mod capacity;
 mod catalog;
+#[cfg(feature = "cluster")]
 mod cluster;
 mod cors;
 mod crash;

@@ -1,22 +1,5 @@
-//! Running on several nodes: each tenant is served by one node at a time, the node that holds
-//! the tenant's owner key in etcd (`[cluster]`; see ARCHITECTURE.md, "Past one machine").
-//!
-//! The node holds one etcd lease, kept alive every third of its time to live. For every
-//! tenant in its store it tries to create `{key_prefix}/tenants/{tenant id}/owner` = its
-//! advertised URL, attached to that lease, in a transaction that succeeds only if the key is
-//! absent; a key already there names the owner. Tenants owned elsewhere are looked at again
-//! every half time to live, so when their owner stops (its lease expires) one of the others
-//! takes them.
-//!
-//! Fencing: this node serves its tenants only until a local deadline, the moment its last
-//! acknowledged keep-alive was sent plus five sixths of the time to live. etcd expires the
-//! lease no earlier than a full time to live after it received that keep-alive, so this node
-//! stops serving before another node can take its tenants, whatever happened to etcd or to
-//! the network in between.
-//!
-//! This module only decides whether the node may serve a tenant; it never touches storage
-//! and knows nothing of HTTP (`http::middleware::tenant_owner` turns a [`Refusal`] into a
-//! 503). Storage is not replicated: each node serves from its own copy of the data.
+//! The etcd side of a cluster member (the `cluster` feature): the lease, its keep-alive, the
+//! owner keys and their reconciliation. See the module above for the protocol.
 
 use std::{
     collections::HashMap,
@@ -34,8 +17,9 @@ use etcd_client::{
 use tessera_actors::DirectoryHandle;
 use tessera_storage::TenantId;
 use thiserror::Error;
-use tokio::{sync::Notify, task::JoinHandle};
+use tokio::sync::Notify;
 
+use super::{ClusterTasks, Refusal};
 use crate::config::ClusterConfig;
 
 #[derive(Debug, Error)]
@@ -56,16 +40,6 @@ pub enum ClusterError {
     LeaseExpired,
 }
 
-/// Why this node does not serve a tenant now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// Another node holds the tenant's lease: its advertised URL.
-    Elsewhere(String),
-    /// No node is known to hold it: its owner has just stopped and nobody took it yet, or
-    /// this node has lost etcd and serves nothing until it has a lease again.
-    Unowned,
-}
-
 /// Who holds a tenant's owner key, as last seen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Owner {
@@ -75,14 +49,8 @@ enum Owner {
     Elsewhere(String),
 }
 
-/// Whether this node may serve a tenant. Cheap to clone. [`Cluster::off`], the default,
-/// admits every tenant and never speaks to etcd.
-#[derive(Clone, Default)]
-pub struct Cluster {
-    shared: Option<Arc<Shared>>,
-}
-
-struct Shared {
+/// This node's membership: its lease, and who holds each tenant as last seen.
+pub(super) struct Member {
     client: Client,
     advertise: String,
     prefix: String,
@@ -100,23 +68,15 @@ struct Shared {
     reconcile_now: Notify,
 }
 
-/// The background tasks of a cluster member; stopped by [`Cluster::leave`].
-pub struct ClusterTasks(Vec<JoinHandle<()>>);
-
-impl Cluster {
-    /// The single-node server: every tenant is served here.
-    pub fn off() -> Self {
-        Cluster { shared: None }
-    }
-
+impl Member {
     /// Connects to etcd, takes this node's lease and every free tenant of the store, and
     /// starts keeping them. Fails when etcd cannot be reached: a node configured for a
     /// cluster never serves on its own.
-    pub async fn join(
+    pub(super) async fn join(
         config: &ClusterConfig,
         advertise: String,
         directory: DirectoryHandle,
-    ) -> Result<(Cluster, ClusterTasks), ClusterError> {
+    ) -> Result<(Arc<Member>, ClusterTasks), ClusterError> {
         let timeout = Duration::from_millis(config.timeout_ms);
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
@@ -128,7 +88,7 @@ impl Cluster {
                 endpoints: config.etcd_endpoints.join(", "),
                 source,
             })?;
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Member {
             client,
             advertise,
             prefix: config.key_prefix.clone(),
@@ -159,65 +119,35 @@ impl Cluster {
             tokio::spawn(keep_lease(shared.clone(), keeper, stream)),
             tokio::spawn(reconcile_loop(shared.clone())),
         ]);
-        Ok((
-            Cluster {
-                shared: Some(shared),
-            },
-            tasks,
-        ))
-    }
-
-    /// Whether this node shares tenants with others (`[cluster]`).
-    pub fn is_on(&self) -> bool {
-        self.shared.is_some()
-    }
-
-    /// Whether this node serves `tenant` now.
-    pub fn admit(&self, tenant: TenantId) -> Result<(), Refusal> {
-        let Some(shared) = &self.shared else {
-            return Ok(());
-        };
-        shared.admit(tenant)
+        Ok((shared, tasks))
     }
 
     /// Tries to take a tenant just created here, so it is served before the next
     /// reconciliation. A failure leaves it to that reconciliation.
-    pub async fn claim(&self, tenant: TenantId) {
-        let Some(shared) = &self.shared else {
-            return;
-        };
-        let lease = shared.lease.load(Ordering::Acquire);
+    pub(super) async fn claim_new(&self, tenant: TenantId) {
+        let lease = self.lease.load(Ordering::Acquire);
         if lease == 0 {
             return;
         }
-        match shared.claim(tenant, lease).await {
-            Ok(Some(owner)) => shared.set_owner(tenant, owner),
+        match self.claim(tenant, lease).await {
+            Ok(Some(owner)) => self.set_owner(tenant, owner),
             Ok(None) => {}
             Err(e) => tracing::warn!(tenant = %tenant.0, error = %e, "cannot claim a new tenant"),
         }
     }
 
     /// How long a client should wait before asking again after a refusal.
-    pub fn retry_after_secs(&self) -> u64 {
-        self.shared
-            .as_ref()
-            .map_or(1, |s| s.ttl.as_secs().div_ceil(2).max(1))
+    pub(super) fn retry_after_secs(&self) -> u64 {
+        self.ttl.as_secs().div_ceil(2).max(1)
     }
 
-    /// Stops keeping the lease and revokes it, so the other nodes take this node's tenants
-    /// at their next look instead of after the time to live. Called once connections are
-    /// drained.
-    pub async fn leave(&self, tasks: ClusterTasks) {
-        for t in tasks.0 {
-            t.abort();
-        }
-        let Some(shared) = &self.shared else {
-            return;
-        };
-        shared.serve_until.store(0, Ordering::Release);
-        let lease = shared.lease.swap(0, Ordering::AcqRel);
+    /// Revokes the lease (the tasks are stopped already), so the other nodes take this
+    /// node's tenants at their next look instead of after the time to live.
+    pub(super) async fn leave(&self) {
+        self.serve_until.store(0, Ordering::Release);
+        let lease = self.lease.swap(0, Ordering::AcqRel);
         if lease != 0 {
-            let mut client = shared.client.clone();
+            let mut client = self.client.clone();
             match client.lease_revoke(lease).await {
                 Ok(_) => tracing::info!(lease, "left the cluster; tenants released"),
                 Err(e) => tracing::warn!(
@@ -227,14 +157,12 @@ impl Cluster {
             }
         }
     }
-}
 
-impl Shared {
     fn now_ms(&self) -> u64 {
         u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn admit(&self, tenant: TenantId) -> Result<(), Refusal> {
+    pub(super) fn admit(&self, tenant: TenantId) -> Result<(), Refusal> {
         let lease = self.lease.load(Ordering::Acquire);
         let live = lease != 0 && self.now_ms() < self.serve_until.load(Ordering::Acquire);
         let owners = self.owners.read().unwrap_or_else(|e| e.into_inner());
@@ -386,7 +314,7 @@ fn owner_of(key_lease: i64, value: &[u8], lease: i64) -> Owner {
 /// (this node serves meanwhile only until the deadline of its last answer); when etcd says
 /// the lease has expired, stops serving every tenant at once and takes a new lease as soon
 /// as etcd answers again.
-async fn keep_lease(shared: Arc<Shared>, keeper: LeaseKeeper, stream: LeaseKeepAliveStream) {
+async fn keep_lease(shared: Arc<Member>, keeper: LeaseKeeper, stream: LeaseKeepAliveStream) {
     let pause = (shared.ttl / 6).max(Duration::from_millis(200));
     let mut streams = (keeper, stream);
     loop {
@@ -430,7 +358,7 @@ async fn keep_lease(shared: Arc<Shared>, keeper: LeaseKeeper, stream: LeaseKeepA
 /// Sends a keep-alive every third of the time to live and extends the serving deadline with
 /// each answer; answers why it stopped.
 async fn hold(
-    shared: &Shared,
+    shared: &Member,
     mut keeper: LeaseKeeper,
     mut stream: LeaseKeepAliveStream,
 ) -> ClusterError {
@@ -456,7 +384,7 @@ async fn hold(
 
 /// Looks at the owner keys every half time to live (at least every 500 ms apart), and at
 /// once after a new lease.
-async fn reconcile_loop(shared: Arc<Shared>) {
+async fn reconcile_loop(shared: Arc<Member>) {
     let period = (shared.ttl / 2).max(Duration::from_millis(500));
     loop {
         tokio::select! {
@@ -480,12 +408,5 @@ mod tests {
             owner_of(6, b"http://b:2", 7),
             Owner::Elsewhere("http://b:2".into())
         );
-    }
-
-    #[test]
-    fn off_admits_every_tenant() {
-        let c = Cluster::off();
-        assert_eq!(c.admit(TenantId::new()), Ok(()));
-        assert_eq!(c.retry_after_secs(), 1);
     }
 }
