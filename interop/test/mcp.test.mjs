@@ -1,10 +1,10 @@
-// The official MCP TypeScript SDK against a tenant, by the README's walk "Protect an MCP server
-// with Tessera": its `sh` blocks are read from README.md and run in order, as written, so the
-// README cannot drift from what works. What differs from a person's run is only where things
-// live: free ports stand in for 127.0.0.1:8080 and 127.0.0.1:3000, the data directory is a
-// temporary one (TESSERA__STORAGE__DATA_DIR, which `tessera serve` and `tessera admin` both
-// read), `tessera` on PATH is the binary under test, and a browser without script (HTTP,
-// cookies, forms) signs the user in on the hosted pages and approves the consent where a
+// The official MCP TypeScript SDK against a tenant, by the walk "Protect an MCP server with
+// Tessera" in docs/oauth-oidc-mcp.md: its `sh` blocks are read from that file and run in order,
+// as written, so the walk cannot drift from what works. What differs from a person's run is
+// only where things live: free ports stand in for 127.0.0.1:8080 and 127.0.0.1:3000, the data
+// directory is a temporary one (TESSERA__STORAGE__DATA_DIR, which `tessera serve` and `tessera
+// admin` both read), `tessera` on PATH is the binary under test, and a browser without script
+// (HTTP, cookies, forms) signs the user in on the hosted pages and approves the consent where a
 // person uses a browser. The blocks that start a server or the client run in the background;
 // the others run one after the other in one shell, so a variable set in one is there in the
 // next, as in a person's terminal. Then the MCP server's side is checked directly: its
@@ -25,17 +25,18 @@ import { BIN, ROOT, atExit, serverEnv, show } from '../lib/tessera.mjs';
 import { walk, needs, anyFailed, NotReached } from '../lib/steps.mjs';
 import { Browser } from '../lib/user-agent.mjs';
 
+const WALK_FILE = 'docs/oauth-oidc-mcp.md';
 const SECTION = '## Protect an MCP server with Tessera';
 const TESSERA_ADDR = '127.0.0.1:8080';
 const MCP_ADDR = '127.0.0.1:3000';
 
 /** The section's `sh` blocks, in order, and the user the walk signs in as. */
 function readWalk() {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf(`\n${SECTION}\n`);
-  if (start < 0) return { error: `README.md has no section "${SECTION}"`, blocks: [] };
-  const end = readme.indexOf('\n## ', start + SECTION.length + 2);
-  const section = readme.slice(start, end < 0 ? undefined : end);
+  const doc = readFileSync(path.join(ROOT, WALK_FILE), 'utf8');
+  const start = doc.indexOf(`\n${SECTION}\n`);
+  if (start < 0) return { error: `${WALK_FILE} has no section "${SECTION}"`, blocks: [] };
+  const end = doc.indexOf('\n## ', start + SECTION.length + 2);
+  const section = doc.slice(start, end < 0 ? undefined : end);
   const blocks = [...section.matchAll(/^```sh\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
   const user = /\/users\b[\s\S]*?"email": "([^"]+)", "password": "([^"]+)"/.exec(section);
   if (!user) return { error: `the walk makes no user with an e-mail and a password (${SECTION})`, blocks };
@@ -181,7 +182,7 @@ after(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-const SETUP = "setup: the README's walk, free ports, a temporary data directory";
+const SETUP = "setup: the walk of docs/oauth-oidc-mcp.md, free ports, a temporary data directory";
 
 /** A block's first command, to name its step. */
 function firstCommand(block) {
@@ -226,7 +227,7 @@ walk('MCP TypeScript SDK', [
     },
   ],
   ...w.blocks.map((block, i) => [
-    `README walk, block ${i + 1}: ${firstCommand(block)}`,
+    `MCP walk, block ${i + 1}: ${firstCommand(block)}`,
     async (s) => {
       needs(s.steps, SETUP);
       const step = s.steps[i];

@@ -676,8 +676,8 @@ fn a_guest_claims_its_account_by_registering_with_its_bearer() {
 /// A guest claims an address that already has an account: the answer is the 200 of a real
 /// claim, and nothing changes hands. The account keeps its password and its sessions (the
 /// claimer's password never works on it), its owner is mailed "account exists", the guest
-/// stays a guest (what a later `/me` shows, see the README), and claims count toward the
-/// registration limit of the client address like registrations.
+/// stays a guest (what a later `/me` shows, see docs/app-developers.md), and claims count
+/// toward the registration limit of the client address like registrations.
 #[test]
 fn a_claim_of_an_existing_address_changes_no_account_and_counts_as_a_registration() {
     let (smtp, srv, api, s) = setup("Taken Claim Co");

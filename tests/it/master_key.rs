@@ -20,8 +20,8 @@ use crate::{
 
 const ADULT_DOB: &str = "1990-04-05";
 
-/// A new key file (base64 of 32 random bytes, mode 0600, as the README says to make one) in
-/// `dir`.
+/// A new key file (base64 of 32 random bytes, mode 0600, as docs/operators.md says to make
+/// one) in `dir`.
 fn new_key_file(dir: &Path, name: &str) -> PathBuf {
     let bytes: [u8; 32] = std::array::from_fn(|_| rand::random::<u8>());
     let path = dir.join(name);

@@ -1,6 +1,6 @@
 //! The operators' metrics on `/metrics` (group commit latency, the delivery backlogs, the
 //! password hashing queues, the database's size) follow the load, and the files of `deploy/`
-//! and the README name only metrics the server exports.
+//! and the operators' guide (`docs/operators.md`) name only metrics the server exports.
 
 use std::{
     collections::BTreeSet,
@@ -453,9 +453,9 @@ fn dashboard_exprs(v: &Value, out: &mut Vec<String>) {
 }
 
 /// The alert rules and the dashboard select only series the server exports (or Prometheus's
-/// own `up`), and the README's production section lists every metric family.
+/// own `up`), and the production section of `docs/operators.md` lists every metric family.
 #[test]
-fn deploy_files_and_the_readme_name_only_exported_metrics() {
+fn deploy_files_and_the_operators_guide_name_only_exported_metrics() {
     let srv = TestServer::start();
     // Requests make the per-route series appear.
     assert_eq!(srv.get("/healthz", None).status(), 200);
@@ -525,12 +525,12 @@ fn deploy_files_and_the_readme_name_only_exported_metrics() {
         assert!(referenced.contains(needed), "nothing uses {needed}");
     }
 
-    // The README's production section lists every family the server exports.
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let start = readme
+    // The production section of docs/operators.md lists every family the server exports.
+    let guide = std::fs::read_to_string(root.join("docs/operators.md")).unwrap();
+    let start = guide
         .find("## Running in production")
         .expect("a production section");
-    let section = &readme[start..];
+    let section = &guide[start..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("# TYPE ") else {
@@ -545,7 +545,7 @@ fn deploy_files_and_the_readme_name_only_exported_metrics() {
         };
         assert!(
             section.contains(&listed),
-            "the README's production section does not list {listed}"
+            "the production section of docs/operators.md does not list {listed}"
         );
     }
 }
