@@ -27,7 +27,7 @@ const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// chromedriver on a free port, stopped on drop.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     url: String,
 }
@@ -120,7 +120,7 @@ fn start_test_app(api: &UserApi, verifier: &str) -> String {
 
 /// The browser, driven step by step from this (blocking) test: every step that fails saves
 /// the page's screenshot under the test's temporary directory and fails naming it.
-struct Ui {
+pub(crate) struct Ui {
     rt: tokio::runtime::Runtime,
     browser: Client,
     shots: PathBuf,
@@ -146,12 +146,12 @@ impl Ui {
         }
     }
 
-    fn goto(&self, name: &str, url: &str) {
+    pub(crate) fn goto(&self, name: &str, url: &str) {
         let r = self.rt.block_on(self.browser.goto(url));
         self.ok(name, r);
     }
 
-    fn click(&self, name: &str, css: &str) {
+    pub(crate) fn click(&self, name: &str, css: &str) {
         let r = self
             .rt
             .block_on(async { self.browser.find(Locator::Css(css)).await?.click().await });
@@ -171,7 +171,7 @@ impl Ui {
 
     /// Waits (up to 15 s: a click may still be loading the next page) until the page's main
     /// text contains `expected`.
-    fn expect_text(&self, name: &str, expected: &str) {
+    pub(crate) fn expect_text(&self, name: &str, expected: &str) {
         let mut last = String::new();
         for _ in 0..75 {
             let r = self.rt.block_on(async {
@@ -192,14 +192,14 @@ impl Ui {
         self.fail(name, format!("{expected:?} not in {last:?}"));
     }
 
-    fn url(&self, name: &str) -> String {
+    pub(crate) fn url(&self, name: &str) -> String {
         let r = self.rt.block_on(self.browser.current_url());
         self.ok(name, r).to_string()
     }
 }
 
 /// Whether Chromium and its driver are here; says loudly when not.
-fn chromium_present() -> bool {
+pub(crate) fn chromium_present() -> bool {
     let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
     if !present {
         eprintln!(
@@ -212,7 +212,7 @@ fn chromium_present() -> bool {
 }
 
 /// ChromeDriver and a headless Chromium session with a profile under `dir`.
-fn chromium(dir: &Path) -> (Driver, Ui) {
+pub(crate) fn chromium(dir: &Path) -> (Driver, Ui) {
     let driver = Driver::start(dir);
     let profile = dir.join("profile");
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -325,6 +325,13 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
 /// A relying party's callback: answers a page with `#who` and hands the URL it was called at
 /// to the test.
 fn start_callback() -> (String, std::sync::mpsc::Receiver<String>) {
+    let (base, rx) = start_app("/cb");
+    (format!("{base}/cb"), rx)
+}
+
+/// A local app at the base URL this answers: every page is `#who` "callback received", and
+/// every URL called under `path` is handed to the test.
+pub(crate) fn start_app(path: &'static str) -> (String, std::sync::mpsc::Receiver<String>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let (tx, rx) = std::sync::mpsc::channel();
@@ -337,7 +344,7 @@ fn start_callback() -> (String, std::sync::mpsc::Receiver<String>) {
                 continue;
             }
             let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-            if target.starts_with("/cb") {
+            if target.starts_with(path) {
                 let _ = tx.send(format!("{at}{target}"));
             }
             let html =
@@ -349,7 +356,7 @@ fn start_callback() -> (String, std::sync::mpsc::Receiver<String>) {
             );
         }
     });
-    (format!("{base}/cb"), rx)
+    (base, rx)
 }
 
 /// A relying party on the `openidconnect` crate sends Chromium to authorize: the hosted

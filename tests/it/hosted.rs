@@ -16,10 +16,10 @@ const APP: &str = "https://app.example.test/welcome";
 const OTHER: &str = "http://localhost:5173/callback";
 
 /// A page as the browser got it.
-struct Page {
+pub(crate) struct Page {
     status: u16,
     headers: reqwest::header::HeaderMap,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Page {
@@ -49,7 +49,7 @@ impl Page {
     }
 
     /// The value of the form's hidden `csrf` field.
-    fn csrf_field(&self) -> String {
+    pub(crate) fn csrf_field(&self) -> String {
         let start = self
             .body
             .find("name=\"csrf\" value=\"")
@@ -59,7 +59,7 @@ impl Page {
     }
 
     #[track_caller]
-    fn expect(&self, status: u16) -> &Self {
+    pub(crate) fn expect(&self, status: u16) -> &Self {
         assert_eq!(self.status, status, "{}", self.body);
         self
     }
@@ -78,14 +78,14 @@ impl Page {
 }
 
 /// A browser without JavaScript: redirects are seen, not followed; the CSRF cookie is kept.
-struct Browser {
+pub(crate) struct Browser {
     client: Client,
     base: String,
     cookie: Option<String>,
 }
 
 impl Browser {
-    fn new(srv: &TestServer) -> Self {
+    pub(crate) fn new(srv: &TestServer) -> Self {
         Browser {
             client: Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -96,7 +96,7 @@ impl Browser {
         }
     }
 
-    fn get(&mut self, path_and_query: &str, lang: Option<&str>) -> Page {
+    pub(crate) fn get(&mut self, path_and_query: &str, lang: Option<&str>) -> Page {
         let mut req = self.client.get(format!("{}{path_and_query}", self.base));
         if let Some(l) = lang {
             req = req.header("accept-language", l);
@@ -111,7 +111,7 @@ impl Browser {
         page
     }
 
-    fn post(&self, path_and_query: &str, form: &[(&str, &str)]) -> Page {
+    pub(crate) fn post(&self, path_and_query: &str, form: &[(&str, &str)]) -> Page {
         let mut req = self
             .client
             .post(format!("{}{path_and_query}", self.base))

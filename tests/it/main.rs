@@ -49,5 +49,6 @@ mod tenants;
 mod throttles;
 mod tokens;
 mod users;
+mod walks;
 mod watchdog;
 mod webhooks;

@@ -1,0 +1,405 @@
+//! The documentation's shell walks, run as a reader would run them: the `sh` blocks of a
+//! section are taken from the Markdown as they stand, run by `bash -euo pipefail` against a
+//! started server (its address and a local app's in place of `http://127.0.0.1:8080` and
+//! `http://localhost:5173`, the only edit), and every answer the text shows under a command
+//! (`# {...}`) is compared with the shape of the answer the command printed. A walk that
+//! asks the reader to do something in a browser (`Open this link in a browser ...`) gets it
+//! done in Chromium, or over plain HTTP as a browser would send it where Chromium is missing.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    path::{Path, PathBuf},
+    process::{ChildStdin, Command, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use serde_json::Value;
+
+use crate::{
+    browser::{chromium, chromium_present, start_app, Ui},
+    hosted::Browser,
+    support::TestServer,
+};
+
+/// The address the documentation's commands call.
+const DOC_SERVER: &str = "http://127.0.0.1:8080";
+/// The app's address in the documentation.
+const DOC_APP: &str = "http://localhost:5173";
+
+/// The text of the `sh` blocks under the heading `heading` of `file` (relative to the
+/// repository), up to the next heading of the same or a higher level, in order.
+pub(crate) fn sh_blocks(file: &str, heading: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let level = heading.chars().take_while(|c| *c == '#').count();
+    let mut lines = text.lines();
+    lines
+        .by_ref()
+        .find(|l| *l == heading)
+        .unwrap_or_else(|| panic!("no heading {heading:?} in {file}"));
+    let mut script = String::new();
+    let mut in_sh = false;
+    let mut in_other = false;
+    for line in lines {
+        if !in_sh && !in_other {
+            let hashes = line.chars().take_while(|c| *c == '#').count();
+            if hashes > 0 && hashes <= level && line[hashes..].starts_with(' ') {
+                break;
+            }
+            if line == "```sh" {
+                in_sh = true;
+            } else if line.starts_with("```") {
+                in_other = true;
+            }
+            continue;
+        }
+        if line.starts_with("```") {
+            in_sh = false;
+            in_other = false;
+            continue;
+        }
+        if in_sh {
+            script.push_str(line);
+            script.push('\n');
+        }
+    }
+    assert!(
+        !script.is_empty(),
+        "no sh block under {heading:?} in {file}"
+    );
+    script
+}
+
+/// The answers a script documents: each comment that starts with `# {` or `# [`, with the
+/// comment lines that continue it until its brackets close.
+fn documented_answers(script: &str) -> Vec<String> {
+    let mut answers = Vec::new();
+    let mut open: Option<(String, i32)> = None;
+    for line in script.lines() {
+        let Some(comment) = line.trim_start().strip_prefix('#') else {
+            open = None;
+            continue;
+        };
+        let comment = comment.trim();
+        let (mut text, mut depth) = match open.take() {
+            Some(o) => o,
+            None if comment.starts_with('{') || comment.starts_with('[') => (String::new(), 0),
+            None => continue,
+        };
+        depth += bracket_depth(comment);
+        text.push_str(comment);
+        text.push(' ');
+        if depth > 0 {
+            open = Some((text, depth));
+        } else {
+            answers.push(text);
+        }
+    }
+    answers
+}
+
+/// How many more brackets `text` opens than it closes, outside strings.
+fn bracket_depth(text: &str) -> i32 {
+    let mut depth = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for c in text.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (false, _, '"') => in_string = true,
+            (false, _, '{' | '[') => depth += 1,
+            (false, _, '}' | ']') => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+/// The documented shape as JSON: a bare `...` in an object becomes the key `"..."` (more
+/// keys allowed), in an array the element `"..."` (more elements allowed).
+fn shape(documented: &str) -> Value {
+    let mut out = String::new();
+    let mut stack = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut rest = documented;
+    while let Some(c) = rest.chars().next() {
+        if !in_string && rest.starts_with("...") {
+            out.push_str(if stack.last() == Some(&'{') {
+                "\"...\": \"...\""
+            } else {
+                "\"...\""
+            });
+            rest = &rest[3..];
+            continue;
+        }
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (false, _, '"') => in_string = true,
+            (false, _, '{' | '[') => stack.push(c),
+            (false, _, '}' | ']') => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    serde_json::from_str(&out)
+        .unwrap_or_else(|e| panic!("the documented answer {documented:?} is not JSON: {e}"))
+}
+
+/// Whether `actual` has the documented shape: `"..."` is any value, `"prefix..."` any string
+/// that starts so; an object without the key `"..."` has exactly the documented keys, an array
+/// without the element `"..."` exactly the documented elements; anything else is equal.
+fn matches(doc: &Value, actual: &Value) -> Result<(), String> {
+    match (doc, actual) {
+        (Value::String(d), _) if d == "..." => Ok(()),
+        (Value::String(d), Value::String(a)) if d.ends_with("...") => {
+            let prefix = d.trim_end_matches("...");
+            a.starts_with(prefix)
+                .then_some(())
+                .ok_or_else(|| format!("{a:?} does not start with {prefix:?}"))
+        }
+        (Value::Object(d), Value::Object(a)) => {
+            for (k, v) in d.iter().filter(|(k, _)| *k != "...") {
+                let got = a.get(k).ok_or_else(|| format!("no {k:?} in {actual}"))?;
+                matches(v, got).map_err(|e| format!("{k}: {e}"))?;
+            }
+            if !d.contains_key("...") {
+                if let Some(extra) = a.keys().find(|k| !d.contains_key(*k)) {
+                    return Err(format!("{extra:?} is not documented in {actual}"));
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(d), Value::Array(a)) => {
+            let open = d.last().and_then(Value::as_str) == Some("...");
+            let listed = if open { &d[..d.len() - 1] } else { &d[..] };
+            if a.len() < listed.len() || !open && a.len() != listed.len() {
+                return Err(format!("{} elements, documented {}", a.len(), d.len()));
+            }
+            for (i, (dv, av)) in listed.iter().zip(a).enumerate() {
+                matches(dv, av).map_err(|e| format!("[{i}]: {e}"))?;
+            }
+            Ok(())
+        }
+        _ if doc == actual => Ok(()),
+        _ => Err(format!("{actual} where the text says {doc}")),
+    }
+}
+
+/// The JSON values in what a script printed, in order; lines of other text are passed over.
+fn printed_values(stdout: &str) -> Vec<Value> {
+    let mut values = Vec::new();
+    let mut rest = stdout.trim_start();
+    while !rest.is_empty() {
+        if rest.starts_with('{') || rest.starts_with('[') {
+            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+            if let Some(Ok(v)) = stream.next() {
+                values.push(v);
+                rest = rest[stream.byte_offset()..].trim_start();
+                continue;
+            }
+        }
+        rest = rest.split_once('\n').map_or("", |(_, r)| r).trim_start();
+    }
+    values
+}
+
+/// What a walk printed.
+pub(crate) struct Ran {
+    /// The script as it ran (the addresses replaced).
+    pub script: String,
+    pub stdout: String,
+}
+
+/// Runs `script` in `dir` (where the server's data directory is `data`) against `srv`, with
+/// `app` for the documentation's app address. Each line the script prints goes to `step`
+/// with the script's standard input, so the test can act where the reader would; the walk
+/// must end with status 0 within two minutes.
+pub(crate) fn run(
+    script: &str,
+    dir: &Path,
+    srv: &TestServer,
+    app: &str,
+    mut step: impl FnMut(&str, &mut ChildStdin),
+) -> Ran {
+    let script = script.replace(DOC_SERVER, &srv.base).replace(DOC_APP, app);
+    let mut child = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", &script])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bash");
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut printed = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                step(&line, &mut stdin);
+                printed.push_str(&line);
+                printed.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let _ = child.kill();
+                panic!("the walk did not end in 2 minutes; it printed:\n{printed}");
+            }
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let stderr = err.join().unwrap();
+    assert!(
+        status.success(),
+        "the walk failed ({status}):\n{script}\nprinted:\n{printed}\nstderr:\n{stderr}"
+    );
+    Ran {
+        script,
+        stdout: printed,
+    }
+}
+
+/// Every answer the walk's text documents has the shape of the answer printed in its place.
+#[track_caller]
+pub(crate) fn answers_as_documented(ran: &Ran) {
+    let documented = documented_answers(&ran.script);
+    let printed = printed_values(&ran.stdout);
+    assert_eq!(
+        documented.len(),
+        printed.len(),
+        "the text documents {} answers, the walk printed {}:\n{documented:#?}\n{}",
+        documented.len(),
+        printed.len(),
+        ran.stdout
+    );
+    for (doc, actual) in documented.iter().zip(&printed) {
+        if let Err(e) = matches(&shape(doc), actual) {
+            panic!("documented {doc}\nprinted {actual}\n{e}");
+        }
+    }
+}
+
+/// The URL after `prefix` in a line the walk printed.
+fn url_after<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
+    line.split_once(prefix).map(|(_, rest)| rest.trim())
+}
+
+#[test]
+fn the_readme_quickstart_signs_a_user_in() {
+    let script = sh_blocks(
+        "README.md",
+        "## Quickstart: from nothing to a signed-in user",
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = TestServer::start_in(&tmp.path().join("data"), &[]);
+    let (app, visits) = start_app("/callback");
+    let with_chromium = chromium_present();
+    let mut confirmed = false;
+    let ran = run(&script, tmp.path(), &srv, &app, |line, stdin| {
+        let Some(link) = url_after(line, "Open this link in a browser and press its button:")
+        else {
+            return;
+        };
+        assert!(
+            link.starts_with(&format!("{}/verify-email?token=", srv.base)),
+            "{link}"
+        );
+        if with_chromium {
+            let (_driver, ui) = chromium(tmp.path());
+            confirm_in_chromium(&ui, link, &app);
+        } else {
+            confirm_over_http(&srv, link, &app);
+        }
+        confirmed = true;
+        stdin.write_all(b"\n").unwrap();
+    });
+    assert!(confirmed, "the quickstart never asked for the browser");
+    answers_as_documented(&ran);
+    if with_chromium {
+        let visit = visits
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the page's link reached the app");
+        assert!(visit.starts_with(&format!("{app}/callback")), "{visit}");
+    }
+}
+
+/// The reader's part of the quickstart in Chromium: the mailed link's page, its button, the
+/// confirmation, and the way back to the app.
+fn confirm_in_chromium(ui: &Ui, link: &str, app: &str) {
+    ui.goto("open-verify", link);
+    ui.expect_text("verify-page", "Acme");
+    ui.click("verify-click", "button[type=submit]");
+    ui.expect_text("verify-done", "Address confirmed");
+    ui.click("back-to-app", &format!("a[href=\"{app}/callback\"]"));
+    ui.expect_text("app-page", "callback received");
+}
+
+/// The reader's part of the quickstart as a browser without JavaScript sends it.
+fn confirm_over_http(srv: &TestServer, link: &str, app: &str) {
+    let mut browser = Browser::new(srv);
+    let path = link.strip_prefix(&srv.base).unwrap();
+    let page = browser.get(path, None);
+    page.expect(200);
+    assert!(page.body.contains("Acme"), "{}", page.body);
+    let done = browser.post(path, &[("csrf", &page.csrf_field())]);
+    done.expect(200);
+    assert!(done.body.contains("Address confirmed"), "{}", done.body);
+    assert!(
+        done.body.contains(&format!("href=\"{app}/callback\"")),
+        "{}",
+        done.body
+    );
+}
+
+#[test]
+fn documented_shapes_are_read_and_compared() {
+    let script = "curl x\n# {\"a\": \"tsk_...\", \"b\": [1, ...],\n#   ...}\necho\n# [\"x\"]\n";
+    let answers = documented_answers(script);
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    let doc = shape(&answers[0]);
+    let ok: Value = serde_json::json!({"a": "tsk_1", "b": [1, 2], "c": true});
+    assert_eq!(matches(&doc, &ok), Ok(()));
+    let wrong_prefix = serde_json::json!({"a": "x", "b": [1]});
+    assert!(matches(&doc, &wrong_prefix).is_err());
+    let missing = serde_json::json!({"b": [1]});
+    assert!(matches(&doc, &missing).is_err());
+    let closed = shape(&answers[1]);
+    assert!(matches(&closed, &serde_json::json!(["x", "y"])).is_err());
+    assert_eq!(matches(&closed, &serde_json::json!(["x"])), Ok(()));
+    let printed = printed_values("{\"a\":1}Open this\n[1,\n 2]\ntext {\n{\"b\":2}");
+    assert_eq!(
+        printed,
+        vec![
+            serde_json::json!({"a": 1}),
+            serde_json::json!([1, 2]),
+            serde_json::json!({"b": 2})
+        ]
+    );
+}
