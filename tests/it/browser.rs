@@ -198,9 +198,14 @@ impl Ui {
     }
 }
 
+/// Whether Chromium and its driver are here.
+pub(crate) fn chromium_here() -> bool {
+    Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists()
+}
+
 /// Whether Chromium and its driver are here; says loudly when not.
 pub(crate) fn chromium_present() -> bool {
-    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    let present = chromium_here();
     if !present {
         eprintln!(
             "\n\n*** SKIPPED: no Chromium at {CHROMIUM} or no ChromeDriver at {CHROMEDRIVER}. \

@@ -31,7 +31,7 @@ impl Page {
         }
     }
 
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())

@@ -17,7 +17,7 @@ use std::{
 use serde_json::Value;
 
 use crate::{
-    browser::{chromium, chromium_present, start_app, Ui},
+    browser::{chromium, chromium_here, start_app, Ui},
     hosted::Browser,
     support::TestServer,
 };
@@ -30,6 +30,12 @@ const DOC_APP: &str = "http://localhost:5173";
 /// The text of the `sh` blocks under the heading `heading` of `file` (relative to the
 /// repository), up to the next heading of the same or a higher level, in order.
 pub(crate) fn sh_blocks(file: &str, heading: &str) -> String {
+    sh_blocks_until(file, heading, None)
+}
+
+/// The text of the `sh` blocks from the heading `heading` of `file` up to the heading `until`
+/// (or, without one, the next heading of the same or a higher level), in order.
+pub(crate) fn sh_blocks_until(file: &str, heading: &str, until: Option<&str>) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     let level = heading.chars().take_while(|c| *c == '#').count();
@@ -44,8 +50,11 @@ pub(crate) fn sh_blocks(file: &str, heading: &str) -> String {
     for line in lines {
         if !in_sh && !in_other {
             let hashes = line.chars().take_while(|c| *c == '#').count();
-            if hashes > 0 && hashes <= level && line[hashes..].starts_with(' ') {
-                break;
+            let heading_here = hashes > 0 && line[hashes..].starts_with(' ');
+            match until {
+                Some(end) if line == end => break,
+                None if heading_here && hashes <= level => break,
+                _ => {}
             }
             if line == "```sh" {
                 in_sh = true;
@@ -306,76 +315,165 @@ pub(crate) fn answers_as_documented(ran: &Ran) {
     }
 }
 
-/// The URL after `prefix` in a line the walk printed.
-fn url_after<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
-    line.split_once(prefix).map(|(_, rest)| rest.trim())
+/// The line a walk prints where the reader opens a link in a browser.
+const OPEN_LINK: &str = "Open this link in a browser and press its button:";
+
+/// What the reader does with a link a walk prints: opens it in Chromium (over plain HTTP
+/// without it), presses the page's button and follows it to the app. Answers what the reader
+/// types next: the `code` of the app's address after a login link, nothing after a
+/// confirmation.
+struct Reader<'a> {
+    srv: &'a TestServer,
+    app: String,
+    dir: &'a Path,
+    opened: usize,
+}
+
+impl Reader<'_> {
+    fn step(&mut self, line: &str, stdin: &mut ChildStdin) {
+        let Some(link) = line.split_once(OPEN_LINK).map(|(_, l)| l.trim()) else {
+            return;
+        };
+        let typed = if chromium_here() {
+            let (_driver, ui) = chromium(self.dir);
+            self.in_chromium(&ui, link)
+        } else {
+            self.over_http(link)
+        };
+        self.opened += 1;
+        stdin.write_all(format!("{typed}\n").as_bytes()).unwrap();
+    }
+
+    fn in_chromium(&self, ui: &Ui, link: &str) -> String {
+        ui.goto("open-link", link);
+        ui.expect_text("link-page", "Acme");
+        ui.click("press", "button[type=submit]");
+        if link.contains("/verify-email?") {
+            ui.expect_text("confirmed", "Address confirmed");
+            ui.click("back-to-app", &format!("a[href=\"{}/callback\"]", self.app));
+            ui.expect_text("app-page", "callback received");
+            String::new()
+        } else {
+            ui.expect_text("app-page", "callback received");
+            self.code_in(&ui.url("app-url"))
+        }
+    }
+
+    fn over_http(&self, link: &str) -> String {
+        let mut browser = Browser::new(self.srv);
+        let path = link.strip_prefix(&self.srv.base).unwrap();
+        let page = browser.get(path, None);
+        page.expect(200);
+        assert!(page.body.contains("Acme"), "{}", page.body);
+        let done = browser.post(path, &[("csrf", &page.csrf_field())]);
+        if link.contains("/verify-email?") {
+            done.expect(200);
+            assert!(done.body.contains("Address confirmed"), "{}", done.body);
+            let back = format!("href=\"{}/callback\"", self.app);
+            assert!(done.body.contains(&back), "{}", done.body);
+            String::new()
+        } else {
+            done.expect(303);
+            self.code_in(done.header("location"))
+        }
+    }
+
+    /// The `code` of an address of the app's callback.
+    fn code_in(&self, url: &str) -> String {
+        let prefix = format!("{}/callback?code=", self.app);
+        let code = url.strip_prefix(&prefix).unwrap_or_else(|| panic!("{url}"));
+        code.split('&').next().unwrap().to_owned()
+    }
+}
+
+/// The tools the walks call, besides bash.
+const TOOLS: [&str; 4] = ["curl", "jq", "openssl", "python3"];
+
+/// Whether the walks' tools are here. Without one a walk says so loudly and is not run,
+/// unless `TESSERA_TEST_REQUIRE_TOOLS` is set (`.ci/run` sets it): then it fails.
+fn tools_here() -> bool {
+    let missing: Vec<&str> = TOOLS
+        .into_iter()
+        .filter(|t| {
+            !Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("TESSERA_TEST_REQUIRE_TOOLS").is_none(),
+        "the documentation's walks need {missing:?}"
+    );
+    eprintln!("\n\n*** SKIPPED: the documentation's walks need {missing:?} (curl, jq, openssl, python3). ***\n");
+    false
+}
+
+/// Runs the walk `script` against a new server with a local app, the reader's browser steps
+/// done by [`Reader`]; answers how many links the reader opened.
+fn walk(script: &str) -> usize {
+    let tmp = tempfile::tempdir().unwrap();
+    let srv = TestServer::start_in(&tmp.path().join("data"), &[]);
+    let (app, _visits) = start_app("/callback");
+    let mut reader = Reader {
+        srv: &srv,
+        app: app.clone(),
+        dir: tmp.path(),
+        opened: 0,
+    };
+    let ran = run(script, tmp.path(), &srv, &app, |line, stdin| {
+        reader.step(line, stdin)
+    });
+    answers_as_documented(&ran);
+    reader.opened
 }
 
 #[test]
 fn the_readme_quickstart_signs_a_user_in() {
+    if !tools_here() {
+        return;
+    }
     let script = sh_blocks(
         "README.md",
         "## Quickstart: from nothing to a signed-in user",
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let srv = TestServer::start_in(&tmp.path().join("data"), &[]);
-    let (app, visits) = start_app("/callback");
-    let with_chromium = chromium_present();
-    let mut confirmed = false;
-    let ran = run(&script, tmp.path(), &srv, &app, |line, stdin| {
-        let Some(link) = url_after(line, "Open this link in a browser and press its button:")
-        else {
-            return;
-        };
-        assert!(
-            link.starts_with(&format!("{}/verify-email?token=", srv.base)),
-            "{link}"
-        );
-        if with_chromium {
-            let (_driver, ui) = chromium(tmp.path());
-            confirm_in_chromium(&ui, link, &app);
-        } else {
-            confirm_over_http(&srv, link, &app);
-        }
-        confirmed = true;
-        stdin.write_all(b"\n").unwrap();
-    });
-    assert!(confirmed, "the quickstart never asked for the browser");
-    answers_as_documented(&ran);
-    if with_chromium {
-        let visit = visits
-            .recv_timeout(Duration::from_secs(5))
-            .expect("the page's link reached the app");
-        assert!(visit.starts_with(&format!("{app}/callback")), "{visit}");
-    }
-}
-
-/// The reader's part of the quickstart in Chromium: the mailed link's page, its button, the
-/// confirmation, and the way back to the app.
-fn confirm_in_chromium(ui: &Ui, link: &str, app: &str) {
-    ui.goto("open-verify", link);
-    ui.expect_text("verify-page", "Acme");
-    ui.click("verify-click", "button[type=submit]");
-    ui.expect_text("verify-done", "Address confirmed");
-    ui.click("back-to-app", &format!("a[href=\"{app}/callback\"]"));
-    ui.expect_text("app-page", "callback received");
-}
-
-/// The reader's part of the quickstart as a browser without JavaScript sends it.
-fn confirm_over_http(srv: &TestServer, link: &str, app: &str) {
-    let mut browser = Browser::new(srv);
-    let path = link.strip_prefix(&srv.base).unwrap();
-    let page = browser.get(path, None);
-    page.expect(200);
-    assert!(page.body.contains("Acme"), "{}", page.body);
-    let done = browser.post(path, &[("csrf", &page.csrf_field())]);
-    done.expect(200);
-    assert!(done.body.contains("Address confirmed"), "{}", done.body);
-    assert!(
-        done.body.contains(&format!("href=\"{app}/callback\"")),
-        "{}",
-        done.body
+    assert_eq!(
+        walk(&script),
+        1,
+        "the quickstart has the reader open one link"
     );
+}
+
+#[test]
+fn the_app_developers_walk_runs_as_documented() {
+    if !tools_here() {
+        return;
+    }
+    // From the walk's start to social sign-in (which needs a provider's app), then the rest.
+    let file = "docs/app-developers.md";
+    let script = sh_blocks_until(
+        file,
+        "## A walk through, with curl",
+        Some("## Social sign-in"),
+    ) + &sh_blocks_until(
+        file,
+        "## Browser apps (CORS)",
+        Some("### Your users' rights: export and erasure"),
+    );
+    assert_eq!(walk(&script), 1, "the walk has the reader open one link");
+}
+
+#[test]
+fn the_dashboard_walk_runs_as_documented() {
+    if !tools_here() {
+        return;
+    }
+    let script = sh_blocks("docs/dashboard.md", "# The dashboard API");
+    assert_eq!(walk(&script), 0, "the walk opens no link");
 }
 
 #[test]
