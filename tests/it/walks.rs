@@ -1,7 +1,8 @@
 //! The documentation's shell walks, run as a reader would run them: the `sh` blocks of a
 //! section are taken from the Markdown as they stand, run by `bash -euo pipefail` against a
-//! started server (its address and a local app's in place of `http://127.0.0.1:8080` and
-//! `http://localhost:5173`, the only edit), and every answer the text shows under a command
+//! started server (its address, a local app's and the binary the tests built in place of
+//! `http://127.0.0.1:8080`, `http://localhost:5173` and `target/release/tessera`, the only
+//! edits), and every answer the text shows under a command
 //! (`# {...}`) is compared with the shape of the answer the command printed. A walk that
 //! asks the reader to do something in a browser (`Open this link in a browser ...`) gets it
 //! done in Chromium, or over plain HTTP as a browser would send it where Chromium is missing.
@@ -19,13 +20,15 @@ use serde_json::Value;
 use crate::{
     browser::{chromium, chromium_here, start_app, Ui},
     hosted::Browser,
-    support::TestServer,
+    support::{config_file, TestServer},
 };
 
 /// The address the documentation's commands call.
 const DOC_SERVER: &str = "http://127.0.0.1:8080";
 /// The app's address in the documentation.
 const DOC_APP: &str = "http://localhost:5173";
+/// The binary, as the documentation calls it from the repository's root.
+const DOC_BIN: &str = "target/release/tessera";
 
 /// The text of the `sh` blocks under the heading `heading` of `file` (relative to the
 /// repository), up to the next heading of the same or a higher level, in order.
@@ -239,7 +242,13 @@ pub(crate) fn run(
     app: &str,
     mut step: impl FnMut(&str, &mut ChildStdin),
 ) -> Ran {
-    let script = script.replace(DOC_SERVER, &srv.base).replace(DOC_APP, app);
+    let script = script
+        .replace(DOC_SERVER, &srv.base)
+        .replace(DOC_APP, app)
+        .replace(DOC_BIN, env!("CARGO_BIN_EXE_tessera"));
+    // The reader is at the repository's root, where `tessera admin` finds `config.toml` and,
+    // through its data directory (`data`, the server's here), the admin socket.
+    std::fs::copy(config_file(), dir.join("config.toml")).unwrap();
     let mut child = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])
         .current_dir(dir)
@@ -473,6 +482,15 @@ fn the_dashboard_walk_runs_as_documented() {
         return;
     }
     let script = sh_blocks("docs/dashboard.md", "# The dashboard API");
+    assert_eq!(walk(&script), 0, "the walk opens no link");
+}
+
+#[test]
+fn the_wallet_walk_runs_as_documented() {
+    if !tools_here() {
+        return;
+    }
+    let script = sh_blocks("docs/wallet.md", "# EU wallet sign-in and age verification");
     assert_eq!(walk(&script), 0, "the walk opens no link");
 }
 
