@@ -83,8 +83,9 @@ pub(crate) fn sh_blocks_until(file: &str, heading: &str, until: Option<&str>) ->
     script
 }
 
-/// The answers a script documents: each comment that starts with `# {` or `# [`, with the
-/// comment lines that continue it until its brackets close.
+/// The answers a script documents: each comment that starts with `# {`, `# [` or `# "` (a
+/// JSON string, such as jq's `.error.code`), with the comment lines that continue it until
+/// its brackets close.
 fn documented_answers(script: &str) -> Vec<String> {
     let mut answers = Vec::new();
     let mut open: Option<(String, i32)> = None;
@@ -96,7 +97,7 @@ fn documented_answers(script: &str) -> Vec<String> {
         let comment = comment.trim();
         let (mut text, mut depth) = match open.take() {
             Some(o) => o,
-            None if comment.starts_with('{') || comment.starts_with('[') => (String::new(), 0),
+            None if comment.starts_with(['{', '[', '"']) => (String::new(), 0),
             None => continue,
         };
         depth += bracket_depth(comment);
@@ -206,12 +207,13 @@ fn matches(doc: &Value, actual: &Value) -> Result<(), String> {
     }
 }
 
-/// The JSON values in what a script printed, in order; lines of other text are passed over.
+/// The JSON objects, arrays and strings in what a script printed, in order; lines of other
+/// text are passed over.
 fn printed_values(stdout: &str) -> Vec<Value> {
     let mut values = Vec::new();
     let mut rest = stdout.trim_start();
     while !rest.is_empty() {
-        if rest.starts_with('{') || rest.starts_with('[') {
+        if rest.starts_with(['{', '[', '"']) {
             let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
             if let Some(Ok(v)) = stream.next() {
                 values.push(v);
@@ -491,6 +493,15 @@ fn the_wallet_walk_runs_as_documented() {
         return;
     }
     let script = sh_blocks("docs/wallet.md", "# EU wallet sign-in and age verification");
+    assert_eq!(walk(&script), 0, "the walk opens no link");
+}
+
+#[test]
+fn the_minors_walk_runs_as_documented() {
+    if !tools_here() {
+        return;
+    }
+    let script = sh_blocks("docs/minors.md", "# Minor protection and guardian consent");
     assert_eq!(walk(&script), 0, "the walk opens no link");
 }
 
