@@ -9,7 +9,7 @@ fn tree(root: &Path, dir: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name == "target" || name.starts_with('.') && name != ".ci" {
+        if name == "target" || name.starts_with('.') && name != ".ci" && name != ".cargo" {
             continue;
         }
         let rel = path

@@ -30,15 +30,9 @@ const DOC_APP: &str = "http://localhost:5173";
 /// The binary, as the documentation calls it from the repository's root.
 const DOC_BIN: &str = "target/release/tessera";
 
-/// The text of the `sh` blocks under the heading `heading` of `file` (relative to the
-/// repository), up to the next heading of the same or a higher level, in order.
-pub(crate) fn sh_blocks(file: &str, heading: &str) -> String {
-    sh_blocks_until(file, heading, None)
-}
-
 /// The text of the `sh` blocks from the heading `heading` of `file` up to the heading `until`
 /// (or, without one, the next heading of the same or a higher level), in order.
-pub(crate) fn sh_blocks_until(file: &str, heading: &str, until: Option<&str>) -> String {
+fn sh_blocks_until(file: &str, heading: &str, until: Option<&str>) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file);
     let text = std::fs::read_to_string(&path).unwrap();
     let level = heading.chars().take_while(|c| *c == '#').count();
@@ -131,8 +125,9 @@ fn bracket_depth(text: &str) -> i32 {
     depth
 }
 
-/// The documented shape as JSON: a bare `...` in an object becomes the key `"..."` (more
-/// keys allowed), in an array the element `"..."` (more elements allowed).
+/// The documented shape as JSON: a bare `...` as a value becomes `"..."` (any value); in
+/// place of a key in an object, the key `"..."` (more keys allowed); in an array, the element
+/// `"..."` (more elements allowed).
 fn shape(documented: &str) -> Value {
     let mut out = String::new();
     let mut stack = Vec::new();
@@ -141,7 +136,8 @@ fn shape(documented: &str) -> Value {
     let mut rest = documented;
     while let Some(c) = rest.chars().next() {
         if !in_string && rest.starts_with("...") {
-            out.push_str(if stack.last() == Some(&'{') {
+            let value = out.trim_end().ends_with(':');
+            out.push_str(if stack.last() == Some(&'{') && !value {
                 "\"...\": \"...\""
             } else {
                 "\"...\""
@@ -262,8 +258,16 @@ pub(crate) fn run(
     // The reader is at the repository's root, where `tessera admin` finds `config.toml` and,
     // through its data directory (`data`, the server's here), the admin socket.
     std::fs::copy(config_file(), dir.join("config.toml")).unwrap();
+    // `tessera` on the PATH, as `cargo install` puts it.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_tessera")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut child = Command::new("bash")
         .args(["-euo", "pipefail", "-c", &script])
+        .env("PATH", path)
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -454,93 +458,202 @@ fn walk(script: &str) -> usize {
     reader.opened
 }
 
-#[test]
-fn the_readme_quickstart_signs_a_user_in() {
+/// A part of a Markdown file: from a heading up to another (or, without one, to the next
+/// heading of the same or a higher level).
+type Part = (&'static str, &'static str, Option<&'static str>);
+
+/// The README's quickstart.
+const QUICKSTART: [Part; 1] = [(
+    "README.md",
+    "## Quickstart: from nothing to a signed-in user",
+    None,
+)];
+/// The app developers' walk: from its start to social sign-in (which needs a provider's app),
+/// then from browser apps on.
+const APP_DEVELOPERS: [Part; 2] = [
+    (
+        "docs/app-developers.md",
+        "## A walk through, with curl",
+        Some("## Social sign-in"),
+    ),
+    (
+        "docs/app-developers.md",
+        "## Browser apps (CORS)",
+        Some("### Your users' rights: export and erasure"),
+    ),
+];
+const DASHBOARD: [Part; 1] = [("docs/dashboard.md", "# The dashboard API", None)];
+const WALLET: [Part; 1] = [(
+    "docs/wallet.md",
+    "# EU wallet sign-in and age verification",
+    None,
+)];
+const MINORS: [Part; 1] = [(
+    "docs/minors.md",
+    "# Minor protection and guardian consent",
+    None,
+)];
+/// Up to the MCP walk, which is a walk of its own, run by the interop suite.
+const OAUTH: [Part; 1] = [(
+    "docs/oauth-oidc-mcp.md",
+    "# OAuth, OpenID Connect, agents and MCP",
+    Some("## Protect an MCP server with Tessera"),
+)];
+const OPERATORS: [Part; 1] = [(
+    "docs/operators.md",
+    "## Backup and restore",
+    Some("## The SDK support policy"),
+)];
+const WEBHOOKS: [Part; 1] = [("docs/webhooks.md", "# Webhooks", None)];
+
+/// The `sh` blocks no walk here runs, and why.
+const ELSEWHERE: [(Part, &str); 4] = [
+    (
+        ("README.md", "## Two commands on a fresh machine", None),
+        "the commands that build, serve and test",
+    ),
+    (
+        ("docs/testing.md", "## Running the tests", None),
+        "the test command itself",
+    ),
+    (
+        (
+            "docs/app-developers.md",
+            "## Social sign-in",
+            Some("## Browser apps (CORS)"),
+        ),
+        "needs a social provider's app",
+    ),
+    (
+        (
+            "docs/oauth-oidc-mcp.md",
+            "## Protect an MCP server with Tessera",
+            None,
+        ),
+        "the MCP walk, run by the interop suite (interop/test/mcp.test.mjs)",
+    ),
+];
+
+/// The `sh` blocks of `parts`, in order, as one script.
+fn script_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .map(|(file, from, until)| sh_blocks_until(file, from, *until))
+        .collect()
+}
+
+/// Runs the walk of `parts` (unless its tools are missing) and checks how many links the
+/// reader opened.
+fn walk_parts(parts: &[Part], links: usize) {
     if !tools_here() {
         return;
     }
-    let script = sh_blocks(
-        "README.md",
-        "## Quickstart: from nothing to a signed-in user",
-    );
-    assert_eq!(
-        walk(&script),
-        1,
-        "the quickstart has the reader open one link"
-    );
+    assert_eq!(walk(&script_of(parts)), links, "links the reader opens");
+}
+
+#[test]
+fn the_readme_quickstart_signs_a_user_in() {
+    walk_parts(&QUICKSTART, 1);
 }
 
 #[test]
 fn the_app_developers_walk_runs_as_documented() {
-    if !tools_here() {
-        return;
-    }
-    // From the walk's start to social sign-in (which needs a provider's app), then the rest.
-    let file = "docs/app-developers.md";
-    let script = sh_blocks_until(
-        file,
-        "## A walk through, with curl",
-        Some("## Social sign-in"),
-    ) + &sh_blocks_until(
-        file,
-        "## Browser apps (CORS)",
-        Some("### Your users' rights: export and erasure"),
-    );
-    assert_eq!(walk(&script), 1, "the walk has the reader open one link");
+    walk_parts(&APP_DEVELOPERS, 1);
 }
 
 #[test]
 fn the_dashboard_walk_runs_as_documented() {
-    if !tools_here() {
-        return;
-    }
-    let script = sh_blocks("docs/dashboard.md", "# The dashboard API");
-    assert_eq!(walk(&script), 0, "the walk opens no link");
+    walk_parts(&DASHBOARD, 0);
 }
 
 #[test]
 fn the_wallet_walk_runs_as_documented() {
-    if !tools_here() {
-        return;
-    }
-    let script = sh_blocks("docs/wallet.md", "# EU wallet sign-in and age verification");
-    assert_eq!(walk(&script), 0, "the walk opens no link");
+    walk_parts(&WALLET, 0);
 }
 
 #[test]
 fn the_minors_walk_runs_as_documented() {
-    if !tools_here() {
-        return;
-    }
-    let script = sh_blocks("docs/minors.md", "# Minor protection and guardian consent");
-    assert_eq!(walk(&script), 0, "the walk opens no link");
+    walk_parts(&MINORS, 0);
 }
 
 #[test]
 fn the_oauth_walk_runs_as_documented() {
-    if !tools_here() {
-        return;
+    walk_parts(&OAUTH, 0);
+}
+
+#[test]
+fn the_operators_walk_runs_as_documented() {
+    walk_parts(&OPERATORS, 0);
+}
+
+#[test]
+fn the_webhooks_walk_runs_as_documented() {
+    walk_parts(&WEBHOOKS, 0);
+}
+
+/// Every `sh` block of the README and of `docs/` is run by a walk above, or named in
+/// [`ELSEWHERE`] with the reason: a new block cannot slip past the tests.
+#[test]
+fn every_shell_block_of_the_documentation_is_run_somewhere() {
+    let walks = [
+        &QUICKSTART[..],
+        &APP_DEVELOPERS,
+        &DASHBOARD,
+        &WALLET,
+        &MINORS,
+        &OAUTH,
+        &OPERATORS,
+        &WEBHOOKS,
+    ];
+    let mut covered: String = walks.iter().map(|parts| script_of(parts)).collect();
+    for (part, _why) in ELSEWHERE {
+        covered.push_str(&script_of(&[part]));
     }
-    // The MCP walk at the end is a walk of its own, run by the interop suite (interop/run).
-    let script = sh_blocks_until(
-        "docs/oauth-oidc-mcp.md",
-        "# OAuth, OpenID Connect, agents and MCP",
-        Some("## Protect an MCP server with Tessera"),
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    let mut orphans = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut block: Option<String> = None;
+        for line in text.lines() {
+            match &mut block {
+                None if line == "```sh" => block = Some(String::new()),
+                Some(b) if line.starts_with("```") => {
+                    if !covered.contains(b.as_str()) {
+                        orphans.push(format!("{}:\n{b}", path.display()));
+                    }
+                    block = None;
+                }
+                Some(b) => {
+                    b.push_str(line);
+                    b.push('\n');
+                }
+                None => {}
+            }
+        }
+    }
+    assert!(
+        orphans.is_empty(),
+        "sh blocks no walk runs (add them to a walk, or to ELSEWHERE with the reason):\n{}",
+        orphans.join("\n")
     );
-    assert_eq!(walk(&script), 0, "the walk opens no link");
 }
 
 #[test]
 fn documented_shapes_are_read_and_compared() {
-    let script = "curl x\n# {\"a\": \"tsk_...\", \"b\": [1, ...],\n#   ...}\necho\n# [\"x\"]\n";
+    let script =
+        "curl x\n# {\"a\": \"tsk_...\", \"b\": [1, ...], \"n\": ...,\n#   ...}\necho\n# [\"x\"]\n";
     let answers = documented_answers(script);
     assert_eq!(answers.len(), 2, "{answers:?}");
     let doc = shape(&answers[0]);
-    let ok: Value = serde_json::json!({"a": "tsk_1", "b": [1, 2], "c": true});
+    let ok: Value = serde_json::json!({"a": "tsk_1", "b": [1, 2], "n": 0.4, "c": true});
     assert_eq!(matches(&doc, &ok), Ok(()));
-    let wrong_prefix = serde_json::json!({"a": "x", "b": [1]});
+    let wrong_prefix = serde_json::json!({"a": "x", "b": [1], "n": 1});
     assert!(matches(&doc, &wrong_prefix).is_err());
-    let missing = serde_json::json!({"b": [1]});
+    let missing = serde_json::json!({"b": [1], "n": 1});
     assert!(matches(&doc, &missing).is_err());
     assert_eq!(glob("a...c...e", "abcde"), Some(()));
     assert_eq!(glob("a...c...e", "abcd"), None);
