@@ -11,8 +11,6 @@ mod backup;
 mod browser;
 mod capacity;
 mod catalog;
-#[cfg(feature = "cluster")]
-mod cluster;
 mod cors;
 mod crash;
 mod dashboard;

@@ -468,20 +468,12 @@ const QUICKSTART: [Part; 1] = [(
     "## Quickstart: from nothing to a signed-in user",
     None,
 )];
-/// The app developers' walk: from its start to social sign-in (which needs a provider's app),
-/// then from browser apps on.
-const APP_DEVELOPERS: [Part; 2] = [
-    (
-        "docs/app-developers.md",
-        "## A walk through, with curl",
-        Some("## Social sign-in"),
-    ),
-    (
-        "docs/app-developers.md",
-        "## Browser apps (CORS)",
-        Some("### Your users' rights: export and erasure"),
-    ),
-];
+/// The app developers' walk.
+const APP_DEVELOPERS: [Part; 1] = [(
+    "docs/app-developers.md",
+    "## A walk through, with curl",
+    Some("### Your users' rights: export and erasure"),
+)];
 const DASHBOARD: [Part; 1] = [("docs/dashboard.md", "# The dashboard API", None)];
 const WALLET: [Part; 1] = [(
     "docs/wallet.md",
@@ -507,7 +499,7 @@ const OPERATORS: [Part; 1] = [(
 const WEBHOOKS: [Part; 1] = [("docs/webhooks.md", "# Webhooks", None)];
 
 /// The `sh` blocks no walk here runs, and why.
-const ELSEWHERE: [(Part, &str); 4] = [
+const ELSEWHERE: [(Part, &str); 3] = [
     (
         ("README.md", "## Two commands on a fresh machine", None),
         "the commands that build, serve and test",
@@ -515,14 +507,6 @@ const ELSEWHERE: [(Part, &str); 4] = [
     (
         ("docs/testing.md", "## Running the tests", None),
         "the test command itself",
-    ),
-    (
-        (
-            "docs/app-developers.md",
-            "## Social sign-in",
-            Some("## Browser apps (CORS)"),
-        ),
-        "needs a social provider's app",
     ),
     (
         (
