@@ -492,8 +492,10 @@ fn the_sixth_guest_a_minute_from_one_address_is_limited() {
 fn the_1001st_guest_an_hour_for_one_api_key_is_limited_and_a_purge_takes_at_most_1000() {
     // A purge of a thousand guests in a debug build, beside the other tests on two cores, can
     // take longer than the default 5 s an actor call may: this test is about the counts.
-    let (_smtp, mut srv, mut api, s) =
-        setup_with("Per Key Co", &[("TESSERA__SERVER__ACTOR_TIMEOUT_MS", "30000")]);
+    let (_smtp, mut srv, mut api, s) = setup_with(
+        "Per Key Co",
+        &[("TESSERA__SERVER__ACTOR_TIMEOUT_MS", "30000")],
+    );
     enable_guests(&srv, &s, &api.slug);
     // Whatever the tier's default, the month's cap is not what this test is about.
     set_mau_cap(&srv, &api.slug, 5000);
