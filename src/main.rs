@@ -391,10 +391,10 @@ fn main() -> ExitCode {
             data_dir,
         } => match find_config(config) {
             Ok(config) => serve(&config, Overrides { listen, data_dir }),
-            Err(e) => config_not_found(&e),
+            Err(e) => usage_error(e),
         },
         Command::CheckConfig { config } => match find_config(config) {
-            Err(e) => config_not_found(&e),
+            Err(e) => usage_error(e),
             Ok(config) => check_config(&config),
         },
         Command::Restore {
@@ -423,12 +423,11 @@ fn main() -> ExitCode {
                 // The socket alone is enough for every command but those that read a setting.
                 (Some(_), Err(_)) => PathBuf::from(DEFAULT_CONFIG),
                 (None, Err(e)) => {
-                    eprintln!(
-                        "error: cannot find the admin socket: give --socket PATH (the \
-                         `admin.sock` in the server's data directory), or the server's config \
-                         file with --config or TESSERA_CONFIG; {e}"
-                    );
-                    return ExitCode::from(2);
+                    return usage_error(format!(
+                        "cannot find the admin socket: give --socket PATH (the `admin.sock` in \
+                         the server's data directory), or the server's config file with \
+                         --config or TESSERA_CONFIG; {e}"
+                    ));
                 }
             };
             let socket = match socket {
@@ -436,11 +435,10 @@ fn main() -> ExitCode {
                 None => match Config::load(&config, &Overrides::default()) {
                     Ok(c) => c.admin_socket_path(),
                     Err(e) => {
-                        eprintln!(
-                            "error: cannot find the admin socket from {}: {e}; give --socket PATH",
+                        return usage_error(format!(
+                            "cannot find the admin socket from {}: {e}; give --socket PATH",
                             config.display()
-                        );
-                        return ExitCode::from(2);
+                        ));
                     }
                 },
             };
@@ -452,10 +450,7 @@ fn main() -> ExitCode {
             }
             let req = match admin_request(command, &config) {
                 Ok(r) => r,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
+                Err(e) => return usage_error(e),
             };
             match client::run(&socket, &req) {
                 0 => ExitCode::SUCCESS,
@@ -468,10 +463,7 @@ fn main() -> ExitCode {
 fn serve(config_path: &Path, overrides: Overrides) -> ExitCode {
     let config = match Config::load(config_path, &overrides) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage_error(e),
     };
     tessera::telemetry::init(&config.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -548,7 +540,8 @@ fn find_config(given: Option<PathBuf>) -> Result<PathBuf, String> {
     ))
 }
 
-fn config_not_found(e: &str) -> ExitCode {
+/// Says what is wrong with the command line, the config or the environment; exit status 2.
+fn usage_error(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {e}");
     ExitCode::from(2)
 }
@@ -563,10 +556,7 @@ fn check_config(config: &Path) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => usage_error(e),
     }
 }
 

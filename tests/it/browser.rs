@@ -204,7 +204,7 @@ pub(crate) fn chromium_here() -> bool {
 }
 
 /// Whether Chromium and its driver are here; says loudly when not.
-pub(crate) fn chromium_present() -> bool {
+fn chromium_present() -> bool {
     let present = chromium_here();
     if !present {
         eprintln!(

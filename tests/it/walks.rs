@@ -234,17 +234,17 @@ fn printed_values(stdout: &str) -> Vec<Value> {
 }
 
 /// What a walk printed.
-pub(crate) struct Ran {
+struct Ran {
     /// The script as it ran (the addresses replaced).
-    pub script: String,
-    pub stdout: String,
+    script: String,
+    stdout: String,
 }
 
 /// Runs `script` in `dir` (where the server's data directory is `data`) against `srv`, with
 /// `app` for the documentation's app address. Each line the script prints goes to `step`
 /// with the script's standard input, so the test can act where the reader would; the walk
 /// must end with status 0 within two minutes.
-pub(crate) fn run(
+fn run(
     script: &str,
     dir: &Path,
     srv: &TestServer,
@@ -323,7 +323,7 @@ pub(crate) fn run(
 
 /// Every answer the walk's text documents has the shape of the answer printed in its place.
 #[track_caller]
-pub(crate) fn answers_as_documented(ran: &Ran) {
+fn answers_as_documented(ran: &Ran) {
     let documented = documented_answers(&ran.script);
     let printed = printed_values(&ran.stdout);
     assert_eq!(
