@@ -718,6 +718,13 @@ pub struct SecurityConfig {
     /// Onboarding sign-ups (`POST /v1/onboarding/signup`) per client address (IPv6: per /64)
     /// per hour, counted before any hashing; past it, 429 `auth/rate_limited`.
     pub onboarding_per_ip_hourly: u32,
+    /// Failed sign-ins (passwords and sign-in codes, end users' and the dashboard's) one
+    /// client address (IPv6: per /64) may make over all accounts per 15 minutes; past it,
+    /// attempts from a device without a device token are refused (429
+    /// `auth/too_many_attempts`), or asked for a CAPTCHA (429 `auth/captcha_required`) when
+    /// `[captcha]` is configured. High, because an office, a school or a carrier's NAT puts
+    /// many people behind one address; one person's typos are counted per (address, account).
+    pub login_failures_per_address: u32,
 }
 
 impl Default for SecurityConfig {
@@ -732,6 +739,7 @@ impl Default for SecurityConfig {
             hashing_new_queue_max: 32,
             hashing_threads: 0,
             onboarding_per_ip_hourly: 5,
+            login_failures_per_address: tessera_actors::login_guard::DEFAULT_FAILURES_PER_ADDRESS,
         }
     }
 }
@@ -1100,6 +1108,10 @@ impl Config {
         positive(
             "security.onboarding_per_ip_hourly",
             u64::from(self.security.onboarding_per_ip_hourly),
+        )?;
+        positive(
+            "security.login_failures_per_address",
+            u64::from(self.security.login_failures_per_address),
         )?;
         positive("tokens.access_ttl_secs", self.tokens.access_ttl_secs)?;
         positive(

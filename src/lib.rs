@@ -217,6 +217,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         agents: config.agents.policy(),
         eudi_request_ttl: time::Duration::seconds(i64::from(config.eudi.request_ttl_secs)),
         webhooks: config.webhooks.policy(),
+        login_failures_per_address: config.security.login_failures_per_address,
     };
     let published = Published::default();
     let (directory_ref, directory_join) = Actor::spawn(

@@ -1,12 +1,13 @@
 //! Prometheus metrics: requests by route and status, latency by route, tenant actors running,
 //! and what an operator watches besides: group commit latency, the mail and text message
-//! backlogs, the password hashing queues and the size of the database.
+//! backlogs, the password hashing queues, the sign-in rules' refusals and the size of the
+//! database.
 //!
 //! Requests and group commits are counted as they happen; the rest is read from its owner
 //! ([`Sources`]) at each scrape, so a gauge is never stale.
 
 use std::{
-    sync::{atomic::AtomicU64, Arc},
+    sync::{atomic::AtomicU64, Arc, Mutex},
     time::{Duration, SystemTime},
 };
 
@@ -15,7 +16,7 @@ use prometheus_client::{
     metrics::{counter::Counter, family::Family, gauge::Gauge, histogram::Histogram},
     registry::Registry,
 };
-use tessera_actors::PasswordHasher;
+use tessera_actors::{login_guard, PasswordHasher};
 use tessera_storage::{flusher::FlushObserver, Store};
 
 use crate::delivery::backlog::Backlog;
@@ -36,6 +37,12 @@ struct RouteLabels {
 struct QueueLabels {
     /// `verify` (checks of existing passwords) or `new` (hashes of new passwords).
     queue: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    /// The sign-in rule that refused: `pair`, `account`, `address`, `captcha`, `device`.
+    rule: &'static str,
 }
 
 type LatencyFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
@@ -182,6 +189,9 @@ pub struct Metrics {
     sms: BacklogGauges,
     hash_queue: Family<QueueLabels, Gauge>,
     hash_queue_capacity: Family<QueueLabels, Gauge>,
+    /// Mirrors the sign-in rules' refusal counts ([`login_guard::refusals`]); the lock keeps
+    /// two scrapes from adding the same refusals twice.
+    login_refusals: Mutex<Family<RuleLabels, Counter>>,
 }
 
 impl Metrics {
@@ -238,6 +248,14 @@ impl Metrics {
             "Bound of each password hashing queue; a job past it is answered 503 at once",
             hash_queue_capacity.clone(),
         );
+        let login_refusals = Family::<RuleLabels, Counter>::default();
+        registry.register(
+            "login_refusals",
+            "Sign-in attempts refused by a sign-in rule (pair: an address and an account; \
+             account: every address; address: all accounts from one address; captcha: past \
+             the address's count, asked for a CAPTCHA; device: a known device's own count)",
+            login_refusals.clone(),
+        );
         if !sources
             .store
             .flusher()
@@ -257,6 +275,7 @@ impl Metrics {
             sms,
             hash_queue,
             hash_queue_capacity,
+            login_refusals: Mutex::new(login_refusals),
         }
     }
 
@@ -317,6 +336,14 @@ impl Metrics {
             self.hash_queue_capacity
                 .get_or_create(&labels)
                 .set(count(max));
+        }
+        if let Ok(family) = self.login_refusals.lock() {
+            for (rule, total) in login_guard::refusals() {
+                let counter = family.get_or_create(&RuleLabels {
+                    rule: rule.as_str(),
+                });
+                counter.inc_by(total.saturating_sub(counter.get()));
+            }
         }
     }
 }

@@ -44,6 +44,9 @@ pub enum TenantError {
     },
     #[error("too many failed attempts")]
     TooManyAttempts { retry_after: u64 },
+    /// Past the client address's failed sign-ins: a solved CAPTCHA lets the attempt through.
+    #[error("a CAPTCHA must be solved to go on from this address")]
+    CaptchaRequired,
     #[error("rate limited")]
     RateLimited { retry_after: u64 },
     #[error("the link is invalid, used or expired")]

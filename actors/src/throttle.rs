@@ -1,10 +1,9 @@
 //! Throttles: failed-attempt blocking ([`Throttle`]) and request-rate windows ([`RateWindow`]).
+//! The sign-in rules built from them are [`crate::login_guard`]'s.
 //!
-//! Failed-login throttling works per account and per client address.
-//!
-//! After `free` consecutive failures a key is blocked, first for `base`, then twice as long
-//! after each further failure, capped. A success resets the account's counter (an address keeps
-//! its own).
+//! A doubling throttle blocks a key after `free` consecutive failures, first for `base`, then
+//! twice as long after each further failure, capped; a windowed one blocks a key that failed
+//! `limit` times within a window opened by its first failure, until the window ends.
 //!
 //! A [`Throttle`] is kept in memory and mirrored on disk by its owner: every key it changes is
 //! remembered until the owner takes the changes ([`Throttle::take_changes`]) into the batch it
@@ -57,6 +56,30 @@ impl ThrottleKey for IpAddr {
     }
 }
 
+/// An (address, account) pair: the address's length (4 or 16), its bytes, then the account.
+impl ThrottleKey for (IpAddr, String) {
+    fn to_key_bytes(&self) -> Vec<u8> {
+        let ip = self.0.to_key_bytes();
+        let mut out = Vec::with_capacity(1 + ip.len() + self.1.len());
+        out.push(ip.len() as u8);
+        out.extend_from_slice(&ip);
+        out.extend_from_slice(self.1.as_bytes());
+        out
+    }
+    fn from_key_bytes(bytes: &[u8]) -> Option<Self> {
+        let (&len, rest) = bytes.split_first()?;
+        let len = usize::from(len);
+        if rest.len() < len {
+            return None;
+        }
+        let (ip, account) = rest.split_at(len);
+        Some((
+            IpAddr::from_key_bytes(ip)?,
+            String::from_key_bytes(account)?,
+        ))
+    }
+}
+
 impl ThrottleKey for Uuid {
     fn to_key_bytes(&self) -> Vec<u8> {
         self.as_bytes().to_vec()
@@ -73,6 +96,9 @@ pub struct SavedCount {
     pub failures: u32,
     pub blocked_until_ms: Option<i64>,
     pub last_ms: i64,
+    /// A windowed throttle's window start (absent: the window opened at `last_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_ms: Option<i64>,
 }
 
 /// A tenant's throttle entry, keyed `throttle | key` (see [`saved_key`]).
@@ -170,14 +196,29 @@ struct Count {
     failures: u32,
     blocked_until: Option<Instant>,
     last: Instant,
+    /// When the current window opened (a windowed throttle's; the first failure otherwise).
+    start: Instant,
+}
+
+/// How a throttle turns failures into blocks.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// `free` consecutive failures, then a block of `base`, doubled by each further failure
+    /// up to `cap`.
+    Doubling {
+        free: u32,
+        base: Duration,
+        cap: Duration,
+    },
+    /// At most `limit` failures in a window of `period` opened by the first; the failure that
+    /// reaches the limit blocks the key until the window ends.
+    Window { limit: u32, period: Duration },
 }
 
 /// A throttle over keys of type `K`.
 #[derive(Debug)]
 pub struct Throttle<K> {
-    free: u32,
-    base: Duration,
-    cap: Duration,
+    rule: Rule,
     forget_after: Duration,
     counts: HashMap<K, Count>,
     /// Keys changed (counted, reset or forgotten) since the owner last took the changes.
@@ -187,12 +228,27 @@ pub struct Throttle<K> {
 }
 
 impl<K: Hash + Eq + Clone> Throttle<K> {
+    /// Blocks after `free` consecutive failures, for `base`, doubling up to `cap`.
     pub fn new(free: u32, base: Duration, cap: Duration) -> Self {
+        Self::with_rule(Rule::Doubling { free, base, cap }, cap * 2)
+    }
+
+    /// Blocks a key that failed `limit` times within `period` of its window's first failure,
+    /// until the window ends: at most `limit` failures per `period`.
+    pub fn per_window(limit: u32, period: Duration) -> Self {
+        Self::with_rule(
+            Rule::Window {
+                limit: limit.max(1),
+                period,
+            },
+            period,
+        )
+    }
+
+    fn with_rule(rule: Rule, forget_after: Duration) -> Self {
         Throttle {
-            free,
-            base,
-            cap,
-            forget_after: cap * 2,
+            rule,
+            forget_after,
             counts: HashMap::new(),
             changed: HashSet::new(),
             last_prune: None,
@@ -217,10 +273,12 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
         changed
             .into_iter()
             .map(|k| {
+                let windowed = matches!(self.rule, Rule::Window { .. });
                 let saved = self.counts.get(&k).map(|c| SavedCount {
                     failures: c.failures,
                     blocked_until_ms: c.blocked_until.map(|u| clocks.to_wall(u)),
                     last_ms: clocks.to_wall(c.last),
+                    window_start_ms: windowed.then(|| clocks.to_wall(c.start)),
                 });
                 (k, saved)
             })
@@ -232,6 +290,10 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
         let Some(last) = clocks.to_instant(saved.last_ms.min(clocks.wall_ms)) else {
             return false;
         };
+        let start = saved
+            .window_start_ms
+            .and_then(|ms| clocks.to_instant(ms.min(clocks.wall_ms)))
+            .unwrap_or(last);
         let count = Count {
             failures: saved.failures,
             blocked_until: saved
@@ -239,6 +301,7 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
                 .filter(|u| *u > clocks.wall_ms)
                 .and_then(|u| clocks.to_instant(u)),
             last,
+            start,
         };
         if self.forgettable(&count, clocks.now) {
             return false;
@@ -275,20 +338,54 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
             failures: 0,
             blocked_until: None,
             last: now,
+            start: now,
         });
-        if now.duration_since(c.last) > self.forget_after {
-            c.failures = 0;
-        }
-        c.failures += 1;
-        c.last = now;
         self.changed.insert(key.clone());
-        if c.failures >= self.free {
-            let exp = (c.failures - self.free).min(20);
-            let wait = self.base.saturating_mul(1u32 << exp).min(self.cap);
-            c.blocked_until = Some(now + wait);
-            Some(wait.as_secs())
-        } else {
-            None
+        match self.rule {
+            Rule::Doubling { free, base, cap } => {
+                if now.duration_since(c.last) > self.forget_after {
+                    c.failures = 0;
+                    c.start = now;
+                }
+                c.failures = c.failures.saturating_add(1);
+                c.last = now;
+                if c.failures >= free {
+                    let exp = (c.failures - free).min(20);
+                    let wait = base.saturating_mul(1u32 << exp).min(cap);
+                    c.blocked_until = Some(now + wait);
+                    Some(wait.as_secs())
+                } else {
+                    None
+                }
+            }
+            Rule::Window { limit, period } => {
+                if now.duration_since(c.start) >= period {
+                    *c = Count {
+                        failures: 0,
+                        blocked_until: None,
+                        last: now,
+                        start: now,
+                    };
+                }
+                c.failures = c.failures.saturating_add(1);
+                c.last = now;
+                if c.failures >= limit {
+                    let until = c.start + period;
+                    c.blocked_until = Some(until);
+                    Some(until.saturating_duration_since(now).as_secs().max(1))
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
+    /// Forgets every key `pred` holds for (a walk of them all).
+    pub fn reset_where(&mut self, pred: impl Fn(&K) -> bool) {
+        let gone: Vec<K> = self.counts.keys().filter(|k| pred(k)).cloned().collect();
+        for k in gone {
+            self.counts.remove(&k);
+            self.changed.insert(k);
         }
     }
 
@@ -463,7 +560,40 @@ mod tests {
         assert_eq!(Uuid::from_key_bytes(&id.to_key_bytes()), Some(id));
         let s = "ana@example.com".to_owned();
         assert_eq!(String::from_key_bytes(&s.to_key_bytes()), Some(s.clone()));
+        for ip in [v4, v6] {
+            let pair = (ip, s.clone());
+            assert_eq!(
+                <(IpAddr, String)>::from_key_bytes(&pair.to_key_bytes()),
+                Some(pair)
+            );
+        }
+        assert_eq!(<(IpAddr, String)>::from_key_bytes(&[16, 1, 2]), None);
         assert_eq!(saved_key(3, &s)[0], 3);
+    }
+
+    #[test]
+    fn a_window_allows_its_limit_then_blocks_until_it_ends() {
+        let mut t = Throttle::per_window(3, Duration::from_secs(900));
+        let now = Instant::now();
+        assert_eq!(t.fail(&"ip", now), None);
+        assert_eq!(t.fail(&"ip", now + Duration::from_secs(100)), None);
+        // The third failure, 200 s into the window: blocked for the 700 s left.
+        assert_eq!(t.fail(&"ip", now + Duration::from_secs(200)), Some(700));
+        assert_eq!(t.blocked(&"ip", now + Duration::from_secs(899)), Some(1));
+        assert_eq!(t.blocked(&"ip", now + Duration::from_secs(900)), None);
+        // A new window opens with the next failure.
+        assert_eq!(t.fail(&"ip", now + Duration::from_secs(901)), None);
+        // The window start survives a restart.
+        let clocks = Clocks {
+            now: now + Duration::from_secs(901),
+            wall_ms: 1_000_000_000,
+        };
+        let saved = t.take_changes(clocks).remove(0).1.expect("an entry");
+        assert_eq!(saved.window_start_ms, Some(1_000_000_000));
+        let mut fresh = Throttle::per_window(3, Duration::from_secs(900));
+        assert!(fresh.restore("ip", &saved, clocks));
+        fresh.fail(&"ip", clocks.now);
+        assert_eq!(fresh.fail(&"ip", clocks.now), Some(900));
     }
 
     #[test]

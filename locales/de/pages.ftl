@@ -53,6 +53,7 @@ error-disabled-title = Anmeldelinks sind ausgeschaltet
 error-disabled = { $tenant } nimmt derzeit keine Anmeldelinks an.
 error-busy-title = Bitte versuchen Sie es gleich noch einmal
 error-busy = Zu viele Versuche, oder der Dienst ist ausgelastet. Warten Sie eine Minute und versuchen Sie es erneut.
+login-error-network = Zu viele fehlgeschlagene Anmeldungen aus Ihrem Netzwerk. Melden Sie sich auf einem Gerät an, das Sie hier schon verwendet haben, wählen Sie einen anderen Anmeldeweg oder versuchen Sie es später erneut.
 error-internal-title = Etwas ist schiefgelaufen
 error-internal = Die Anfrage konnte nicht abgeschlossen werden. Versuchen Sie es später noch einmal.
 

@@ -53,6 +53,7 @@ error-disabled-title = Los enlaces de inicio de sesión están desactivados
 error-disabled = { $tenant } no acepta enlaces de inicio de sesión en este momento.
 error-busy-title = Inténtalo de nuevo en un momento
 error-busy = Demasiados intentos, o el servicio está ocupado. Espera un minuto e inténtalo de nuevo.
+login-error-network = Demasiados inicios de sesión fallidos desde tu red. Inicia sesión en un dispositivo que ya hayas usado aquí, usa otra forma de iniciar sesión o inténtalo más tarde.
 error-internal-title = Algo salió mal
 error-internal = No se pudo completar la solicitud. Inténtalo más tarde.
 

@@ -53,6 +53,7 @@ error-disabled-title = Les liens de connexion sont désactivés
 error-disabled = { $tenant } n'accepte pas les liens de connexion pour le moment.
 error-busy-title = Veuillez réessayer dans un instant
 error-busy = Trop de tentatives, ou le service est surchargé. Patientez une minute puis réessayez.
+login-error-network = Trop de connexions échouées depuis votre réseau. Connectez-vous sur un appareil déjà utilisé ici, choisissez un autre moyen de connexion ou réessayez plus tard.
 error-internal-title = Une erreur s'est produite
 error-internal = La demande n'a pas pu aboutir. Réessayez plus tard.
 

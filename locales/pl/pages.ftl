@@ -53,6 +53,7 @@ error-disabled-title = Linki do logowania są wyłączone
 error-disabled = Serwis { $tenant } obecnie nie przyjmuje linków do logowania.
 error-busy-title = Spróbuj ponownie za chwilę
 error-busy = Zbyt wiele prób lub usługa jest przeciążona. Odczekaj minutę i spróbuj ponownie.
+login-error-network = Zbyt wiele nieudanych logowań z Twojej sieci. Zaloguj się na urządzeniu, którego już tu używałeś, wybierz inny sposób logowania lub spróbuj później.
 error-internal-title = Coś poszło nie tak
 error-internal = Nie udało się wykonać żądania. Spróbuj ponownie później.
 

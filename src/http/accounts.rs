@@ -16,7 +16,7 @@ use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     policy::is_weak_password,
-    tenant::messages::{Credential, Registration, SessionView},
+    tenant::messages::{Credential, LoginAttempt, Registration, SessionView},
     Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
@@ -28,7 +28,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{email_field, redirect_to_field},
-    reauth::{check_current_password, password_login},
+    reauth::{check_current_password, login_captcha, password_login},
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
 use crate::app::AppState;
@@ -333,6 +333,14 @@ pub struct LoginRequest {
     #[serde(default)]
     #[schema(min_length = 12, max_length = 128, required = true)]
     pub password: String,
+    /// The `device_token` an earlier sign-in to this account answered on this device: with
+    /// it, the account's lockout does not apply (the device's own, stricter count does).
+    #[schema(max_length = 256)]
+    pub device_token: Option<String>,
+    /// A solved CAPTCHA's token, after an answer `auth/captcha_required` (when the server
+    /// verifies CAPTCHAs).
+    #[schema(max_length = 2048)]
+    pub captcha_token: Option<String>,
 }
 
 /// Password login.
@@ -340,11 +348,12 @@ pub struct LoginRequest {
     security(("api_key" = [])),
     request_body = LoginRequest,
     responses(
-        (status = 200, description = "Signed in (with `mfa_enrollment_required_by` during the tenant's MFA grace period); or, for a user with MFA, `{mfa_required, mfa_challenge_token, available_methods}`; or, past the grace period, `{mfa_enrollment_required, enrollment_token}`", body = LoginResponse),
+        (status = 200, description = "Signed in (with `mfa_enrollment_required_by` during the tenant's MFA grace period, and a new `device_token` unless a valid one was sent); or, for a user with MFA, `{mfa_required, mfa_challenge_token, available_methods}`; or, past the grace period, `{mfa_enrollment_required, enrollment_token}`", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
         (status = 403, description = "`auth/email_not_verified`", body = ErrorBody),
-        (status = 429, description = "`auth/too_many_attempts`: 5 consecutive failures per account or address; `Retry-After` grows to 15 minutes", body = ErrorBody),
+        (status = 400, description = "`auth/captcha_failed`: the `captcha_token` was refused by the verifier", body = ErrorBody),
+        (status = 429, description = "`auth/too_many_attempts` with `Retry-After`: 5 consecutive failures of this account from this address, 10 from any address (each block 15 s, doubling to 15 minutes), or `security.login_failures_per_address` failures from this address in 15 minutes (100 by default) when no CAPTCHA is configured; with a valid `device_token`, 3 consecutive failures of that device instead of the account's and address's rules. `auth/captcha_required`: past the address's count with a CAPTCHA configured: solve it and send `captcha_token`", body = ErrorBody),
         (status = 503, description = "`service/unavailable`: every core is checking passwords and the queue is full (`security.hashing_queue_max`); `Retry-After: 1`", body = ErrorBody),
     ))]
 pub async fn login(
@@ -357,11 +366,31 @@ pub async fn login(
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
     password_field(&mut errors, "password", &req.password);
+    errors.check(
+        "device_token",
+        req.device_token.as_ref().is_none_or(|t| t.len() <= 256),
+        "must be at most 256 characters",
+    );
+    errors.check(
+        "captcha_token",
+        req.captcha_token.as_ref().is_none_or(|t| t.len() <= 2048),
+        "must be at most 2048 characters",
+    );
     errors.finish()?;
-    let email = email.unwrap_or_default();
+    let captcha = login_captcha(&state, req.captcha_token.as_deref(), ip).await?;
+    let attempt = LoginAttempt {
+        email: email.unwrap_or_default(),
+        ip,
+        device_token: req.device_token.filter(|t| !t.is_empty()),
+        captcha,
+    };
     let password = Password::new(req.password);
-    let outcome = password_login(&state, &tenant, &email, password, ip, &ctx).await?;
-    Ok(Json(login_answer(&state, &tenant, outcome).await?))
+    let signed = password_login(&state, &tenant, attempt, password, &ctx).await?;
+    let mut answer = login_answer(&state, &tenant, signed.outcome).await?;
+    if let LoginResponse::Tokens(pair) = &mut answer {
+        pair.device_token = signed.device_token;
+    }
+    Ok(Json(answer))
 }
 
 /// Spec 2.2 RefreshTokenRequest.

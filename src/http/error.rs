@@ -316,6 +316,11 @@ impl From<CallError<TenantError>> for ApiError {
             CallError::Failed(TenantError::TooManyAttempts { retry_after }) => {
                 ApiError::rate_limited("auth/too_many_attempts", retry_after)
             }
+            CallError::Failed(TenantError::CaptchaRequired) => ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "auth/captcha_required",
+                "too many failed sign-ins from this network: solve the CAPTCHA and send its token as captcha_token",
+            ),
             CallError::Failed(TenantError::RateLimited { retry_after }) => {
                 ApiError::rate_limited("auth/rate_limited", retry_after)
             }

@@ -26,6 +26,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
+    login_guard::Captcha,
     password::{HashError, Password},
     tenant::{
         audit::AuditContext,
@@ -33,6 +34,7 @@ use tessera_actors::{
         guardian::{
             ConsentView, GuardianAnswer, GuardianCmd, GuardianTenant, PortalAction, PortalView,
         },
+        messages::LoginAttempt,
         records::{ChildStatus, ConsentReceipt},
     },
     CallError, TenantError, TenantHandle, TenantMsg,
@@ -170,8 +172,12 @@ pub async fn parental_consent(
     );
     let credential = tenant
         .call(|reply| TenantMsg::LoginBegin {
-            email: email.clone(),
-            ip,
+            attempt: LoginAttempt {
+                email: email.clone(),
+                ip,
+                device_token: None,
+                captcha: Captcha::Off,
+            },
             reply,
         })
         .await?;

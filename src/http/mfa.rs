@@ -199,7 +199,7 @@ pub struct MfaVerifyLoginRequest {
 #[serde(untagged)]
 pub enum MfaVerifyResponse {
     /// A login challenge: the session's tokens, AAL2.
-    Tokens(TokenPair),
+    Tokens(Box<TokenPair>),
     /// The gate's TOTP challenge: a step-up token, AAL2.
     StepUp(StepUpTokenResponse),
 }
@@ -257,7 +257,8 @@ pub async fn verify_mfa(
         MfaVerified::Login(login) => {
             let mut pair = token_pair(&state, &tenant, login.grant).await?;
             resume(&state, &tenant.slug, &mut pair, login.oauth);
-            MfaVerifyResponse::Tokens(pair)
+            pair.device_token = login.device_token;
+            MfaVerifyResponse::Tokens(Box::new(pair))
         }
         MfaVerified::StepUp(grant) => {
             MfaVerifyResponse::StepUp(sign_step_up(&state, &tenant, &grant).await?)

@@ -13,11 +13,14 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use tessera_actors::{
+    login_guard::Captcha,
     password::HashError,
     tenant::{
         audit::AuditContext,
         keys::StepUpClaims,
-        messages::{Credential, LoginOutcome, PasswordlessLogin, StepUpGrant, StepUpUse},
+        messages::{
+            Credential, LoginAttempt, PasswordSignIn, PasswordlessLogin, StepUpGrant, StepUpUse,
+        },
         social::{Provider, SocialAnswer, SocialCmd},
     },
     CallError, Password, TenantError, TenantHandle, TenantMsg,
@@ -29,23 +32,21 @@ use super::{
     bearer::{issuer, UserBearer},
     error::{invalid_token, ApiError},
 };
-use crate::app::App;
+use crate::{app::App, captcha::CaptchaOutcome};
 
-/// A password sign-in: the actor's throttles first (`LoginBegin`), argon2 here, off the actor
-/// (against a dummy hash when the address has no account, so both cost the same), then the
-/// verdict (`LoginFinish`). `email` is normalised.
+/// A password sign-in: the actor's sign-in rules first (`LoginBegin`), argon2 here, off the
+/// actor (against a dummy hash when the address has no account, so both cost the same), then
+/// the verdict (`LoginFinish`), with the device token to keep. `attempt.email` is normalised.
 pub async fn password_login(
     app: &App,
     tenant: &TenantHandle,
-    email: &str,
+    attempt: LoginAttempt,
     password: Password,
-    ip: std::net::IpAddr,
     ctx: &AuditContext,
-) -> Result<LoginOutcome, CallError<TenantError>> {
+) -> Result<PasswordSignIn, CallError<TenantError>> {
     let credential = tenant
         .call(|reply| TenantMsg::LoginBegin {
-            email: email.to_owned(),
-            ip,
+            attempt: attempt.clone(),
             reply,
         })
         .await?;
@@ -59,14 +60,41 @@ pub async fn password_login(
         })?;
     tenant
         .call(|reply| TenantMsg::LoginFinish {
-            email: email.to_owned(),
-            ip,
+            attempt: attempt.clone(),
             credential: credential.clone(),
             password_ok,
             ctx: ctx.clone(),
             reply,
         })
         .await
+}
+
+/// What the server knows of a sign-in's CAPTCHA: none configured, none sent, or one sent and
+/// solved. A token the verifier refuses is 400 `auth/captcha_failed`; a verifier that cannot
+/// be asked, 503.
+pub async fn login_captcha(
+    app: &App,
+    token: Option<&str>,
+    ip: std::net::IpAddr,
+) -> Result<Captcha, ApiError> {
+    if !app.captcha.required() {
+        return Ok(Captcha::Off);
+    }
+    let Some(token) = token.filter(|t| !t.trim().is_empty()) else {
+        return Ok(Captcha::Unsolved);
+    };
+    match app.captcha.verify(Some(token), ip).await {
+        CaptchaOutcome::Passed => Ok(Captcha::Solved),
+        CaptchaOutcome::Failed => Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "auth/captcha_failed",
+            "the CAPTCHA check failed; solve it again",
+        )),
+        CaptchaOutcome::Unreachable(e) => {
+            tracing::warn!(error = %e, "CAPTCHA verifier unreachable");
+            Err(ApiError::unavailable())
+        }
+    }
 }
 
 /// The signed-in user's credential, and whether `password` is theirs: the throttle is

@@ -87,6 +87,14 @@ pub struct TokenPair {
     /// authorize request to resume.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_to: Option<String>,
+    /// Password sign-ins only (the login, and the MFA step after one), from a device that
+    /// sent no valid `device_token`: keep it on this device (an app's secure storage) and send
+    /// it as `device_token` with its next logins to this account. A device that signed in
+    /// before is then not locked out by others' failed guesses. Opaque, 180 days; it signs
+    /// nobody in by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^tdv_")]
+    pub device_token: Option<String>,
 }
 
 /// The claims of the access token of `grant` issued at `now`: it ends `tokens.access_ttl_secs`
@@ -141,6 +149,7 @@ pub async fn token_pair(
         user: grant.user.into(),
         mfa_enrollment_required_by: None,
         redirect_to: None,
+        device_token: None,
     })
 }
 

@@ -170,6 +170,8 @@ pub enum Kind {
     /// `user id | passkey id` -> what the passkey's sign-ins changed: its signature counter,
     /// backup flags, last use, and the clone mark.
     PasskeyUse = 0x71,
+    /// `user id | device id` -> a known device's token (its hash) and expiry.
+    DeviceToken = 0x72,
 }
 
 /// The key of a platform record.

@@ -20,7 +20,7 @@ use serde_json::json;
 
 use crate::{
     oauth_browser::Rp,
-    support::{b64url, eventually, user_setup as setup, UserApi, USER_PASSWORD},
+    support::{b64url, eventually, fresh_client_ip, user_setup as setup, UserApi, USER_PASSWORD},
 };
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -1181,6 +1181,97 @@ fn a_guardian_consents_and_manages_the_account_in_chromium() {
     ui.expect_text("deleted", "Account deleted");
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}
+
+/// A returning user whose account someone elsewhere locked on purpose signs in on the hosted
+/// page of a browser that signed in before (its device cookie) and reaches the client; the
+/// same sign-in from a browser without that cookie is told to wait.
+#[test]
+fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s) = setup("Chromium Devices", &[]);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Gallery", "redirect_uris": [callback], "first_party": true}),
+    );
+    let email = "known-device@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let sign_in = |ui: &Ui, step: &str| {
+        let req = rp.request(&[]);
+        ui.goto(step, &req.url);
+        ui.expect_text(&format!("{step}-page"), "Sign in to Chromium Devices");
+        ui.type_into(&format!("{step}-email"), "email", email);
+        ui.type_into(&format!("{step}-password"), "password", USER_PASSWORD);
+        ui.click(&format!("{step}-submit"), "form button[type=submit]");
+        req
+    };
+    let req = sign_in(&ui, "first");
+    ui.expect_text("first-callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let first = rp.finish(&api, req, &called);
+
+    // The browser keeps a device cookie on the hosted pages' path, out of scripts' reach.
+    let pages = format!("{}/oauth/{}/authorize", srv.base, api.slug);
+    ui.goto("pages", &pages);
+    let cookies = ui.rt.block_on(ui.browser.get_all_cookies());
+    let cookies = ui.ok("cookies", cookies);
+    let device = cookies
+        .iter()
+        .find(|c| c.name().starts_with("tessera_device_"))
+        .unwrap_or_else(|| panic!("no device cookie in {cookies:?}"));
+    assert_eq!(device.http_only(), Some(true), "{device:?}");
+    assert_eq!(
+        device.path(),
+        Some(format!("/oauth/{}/", api.slug).as_str())
+    );
+    // Signed out of the pages: the sign-in cookie goes, the device cookie stays.
+    let signin: Vec<String> = cookies
+        .iter()
+        .filter(|c| c.name().starts_with("tessera_signin_"))
+        .map(|c| c.name().to_owned())
+        .collect();
+    for name in signin {
+        let r = ui.rt.block_on(ui.browser.delete_cookie(&name));
+        ui.ok("sign-out", r);
+    }
+
+    // Someone guesses at the password from many addresses: new devices are locked out.
+    for _ in 0..12 {
+        let r = api.login_from(email, "not the right passphrase", &fresh_client_ip());
+        assert!(matches!(r.status, 401 | 429), "{} {}", r.status, r.body);
+    }
+    api.login_from(email, USER_PASSWORD, &fresh_client_ip())
+        .expect_error(429, "auth/too_many_attempts");
+
+    // This browser signs in and reaches the client.
+    let req = sign_in(&ui, "known");
+    ui.expect_text("known-callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the known browser reached the client");
+    assert_eq!(rp.finish(&api, req, &called)["sub"], first["sub"]);
+
+    // A fresh browser is told to wait.
+    ui.goto("fresh-page", &pages);
+    let r = ui.rt.block_on(ui.browser.delete_all_cookies());
+    ui.ok("fresh", r);
+    sign_in(&ui, "fresh");
+    ui.expect_text("fresh-refused", "Too many attempts");
 
     let Ui { rt, browser, .. } = ui;
     let _ = rt.block_on(browser.close());

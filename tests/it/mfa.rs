@@ -315,7 +315,12 @@ fn five_wrong_codes_kill_the_challenge_and_block_the_account() {
             r.body
         );
     }
-    // Five failures block the account like five wrong passwords: even the right password.
+    // Wrong codes count as the account's failed sign-ins: with five wrong passwords more, ten
+    // failures block the account, even for the right password.
+    for _ in 0..5 {
+        api.login_from(email, "not the right passphrase", &fresh_client_ip())
+            .expect_error(401, "auth/invalid_credentials");
+    }
     let blocked = api.login_from(email, USER_PASSWORD, &fresh_client_ip());
     blocked.expect_error(429, "auth/too_many_attempts");
     let retry: u64 = blocked
@@ -354,17 +359,23 @@ fn wrong_codes_on_several_challenges_add_up_in_the_login_throttle() {
     let mfa = api.enable_mfa(&t0.access);
     api.verified_user(&smtp, "bystander@example.com", USER_PASSWORD);
 
-    // Three wrong codes on one challenge, two on the next: no challenge reaches five, the
-    // account does. A user has one pending login challenge: a new login replaces it.
+    // Four wrong codes on one challenge, four on the next, two on a third: no challenge
+    // reaches five, the account reaches ten. A user has one pending login challenge: a new
+    // login replaces it.
     let wrong = mfa.totp.wrong();
     let c1 = api.mfa_challenge(email, USER_PASSWORD);
-    for _ in 0..3 {
+    for _ in 0..4 {
         api.mfa_verify(&c1, &wrong, None)
             .expect_error(401, "mfa/invalid_code");
     }
-    let c2 = api.mfa_challenge(email, USER_PASSWORD);
+    let c0 = api.mfa_challenge(email, USER_PASSWORD);
     api.mfa_verify(&c1, &wrong, None)
         .expect_error(401, "invalid_or_expired_token");
+    for _ in 0..4 {
+        api.mfa_verify(&c0, &wrong, None)
+            .expect_error(401, "mfa/invalid_code");
+    }
+    let c2 = api.mfa_challenge(email, USER_PASSWORD);
     for _ in 0..2 {
         api.mfa_verify(&c2, &wrong, None)
             .expect_error(401, "mfa/invalid_code");
@@ -400,11 +411,16 @@ fn a_right_password_does_not_forgive_wrong_second_factor_codes() {
 
     let wrong = mfa.totp.wrong();
     let c1 = api.mfa_challenge(email, USER_PASSWORD);
-    for _ in 0..3 {
+    for _ in 0..4 {
         api.mfa_verify(&c1, &wrong, None)
             .expect_error(401, "mfa/invalid_code");
     }
-    // The password again (right), then two more wrong codes: five failures for the account.
+    let c0 = api.mfa_challenge(email, USER_PASSWORD);
+    for _ in 0..4 {
+        api.mfa_verify(&c0, &wrong, None)
+            .expect_error(401, "mfa/invalid_code");
+    }
+    // The password again (right), then two more wrong codes: ten failures for the account.
     let c2 = api.mfa_challenge(email, USER_PASSWORD);
     for _ in 0..2 {
         api.mfa_verify(&c2, &wrong, None)
@@ -731,4 +747,66 @@ fn a_clock_offset_needs_fault_injection() {
         }
         Err((status, _)) => assert!(!status.success(), "{status}"),
     }
+}
+
+/// A user with MFA gets a device token from the second step of a password login, and that
+/// device then goes through both steps while someone elsewhere has locked the account; a
+/// device without it is refused at the password step, and the device's own count holds its
+/// second step.
+#[test]
+fn a_known_device_passes_both_steps_of_a_locked_mfa_account() {
+    let (smtp, _srv, api, _s) = setup("Device Co", &[]);
+    let email = "dora@example.com";
+    let t0 = api.verified_user(&smtp, email, USER_PASSWORD);
+    let mfa = api.enable_mfa(&t0.access);
+
+    // The challenge answer keeps its shape; the second step's answer carries the token.
+    let c = api.mfa_challenge(email, USER_PASSWORD);
+    let r = api.mfa_verify(&c, &mfa.recovery_codes[0], None);
+    let device = r.expect(200)["device_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no device_token in {}", r.body))
+        .to_owned();
+    assert!(device.starts_with("tdv_"), "{device}");
+
+    // Someone elsewhere locks the account with wrong passwords from many addresses.
+    for _ in 0..12 {
+        let r = api.login_from(email, "not the right passphrase", &fresh_client_ip());
+        assert!(matches!(r.status, 401 | 429), "{} {}", r.status, r.body);
+    }
+    api.login_from(email, USER_PASSWORD, &fresh_client_ip())
+        .expect_error(429, "auth/too_many_attempts");
+
+    // The known device: the password step, then the second step, both through.
+    let login_with_device = |password: &str| {
+        let body = json!({ "email": email, "password": password, "device_token": device });
+        api.post_as("/v1/auth/login", None, &body)
+    };
+    let r = login_with_device(USER_PASSWORD);
+    let challenge = r.expect(200)["mfa_challenge_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no challenge in {}", r.body))
+        .to_owned();
+    let signed = api.mfa_verify(&challenge, &mfa.recovery_codes[1], None);
+    let body = signed.expect(200);
+    assert!(body["access_token"].is_string(), "{body}");
+    assert!(
+        body.get("device_token").is_none(),
+        "a known device keeps its token: {body}"
+    );
+
+    // Its second step is held to the device's count (three), not the account's.
+    let r = login_with_device(USER_PASSWORD);
+    let challenge = r.expect(200)["mfa_challenge_token"]
+        .as_str()
+        .expect("a challenge")
+        .to_owned();
+    let wrong = mfa.totp.wrong();
+    for _ in 0..3 {
+        api.mfa_verify(&challenge, &wrong, None)
+            .expect_error(401, "mfa/invalid_code");
+    }
+    api.mfa_verify(&challenge, &mfa.recovery_codes[2], None)
+        .expect_error(429, "auth/too_many_attempts");
+    login_with_device(USER_PASSWORD).expect_error(429, "auth/too_many_attempts");
 }

@@ -36,7 +36,11 @@ fn api_from(api: &UserApi, from: &str) -> UserApi {
 /// they did when every mapped address fell into the one IPv6 /64 `::/64`.
 #[test]
 fn ipv4_clients_of_a_dual_stack_listener_are_counted_apart() {
-    let mut srv = TestServer::start_listening("[::]:0", &[]);
+    // Five failed sign-ins per client address, so the address's count is reached quickly.
+    let mut srv = TestServer::start_listening(
+        "[::]:0",
+        &[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")],
+    );
     assert!(srv.base.contains("[::]"), "{}", srv.base);
     srv.base = format!("http://127.0.0.1:{}", port_of(&srv.base));
     let api = UserApi::signup(&srv, "Dual Stack", "owner@dual.example");
@@ -74,7 +78,10 @@ fn ipv4_clients_of_a_dual_stack_listener_are_counted_apart() {
 /// /64, like the end-user limits: forty addresses of one /64 are one client.
 #[test]
 fn dashboard_logins_count_ipv6_clients_by_their_64() {
-    let srv = TestServer::start_with(&[("TESSERA__SERVER__TRUSTED_PROXIES", "[\"127.0.0.1/32\"]")]);
+    let srv = TestServer::start_with(&[
+        ("TESSERA__SERVER__TRUSTED_PROXIES", "[\"127.0.0.1/32\"]"),
+        ("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "20"),
+    ]);
     let attempt = |n: u32, from: &str| {
         srv.client
             .post(srv.url("/v1/auth/dashboard/login"))

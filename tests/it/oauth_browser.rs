@@ -1148,3 +1148,72 @@ fn rp_initiated_logout_asks_the_browser_unless_the_hint_is_its_own_sign_in() {
     assert_eq!(to, BYE);
     assert!(!still_signed_in(&rp, &mut a));
 }
+
+/// The hosted sign-in keeps a device token in an `HttpOnly` cookie of the tenant's path: a
+/// browser that signed in before is not locked out by someone failing on purpose elsewhere,
+/// while a new browser is held to the account's lockout, after a restart too.
+#[test]
+fn a_browser_that_signed_in_before_is_not_locked_out_by_an_attacker() {
+    let (smtp, srv, api, s) = user_setup("Known Devices", &[]);
+    srv.reauth(&s, PASSWORD);
+    let rp_body = json!({"name": "Notes", "redirect_uris": [CALLBACK], "first_party": true});
+    let rp = Rp::register(&srv, &s, &api, rp_body);
+    let email = "owner-of-notes@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let mut known = signed_in_browser(&rp, email, USER_PASSWORD);
+    let (name, cookie) = known
+        .set_cookies
+        .iter()
+        .find(|(k, _)| k.starts_with("tessera_device_"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .expect("a device cookie");
+    assert!(cookie.contains("HttpOnly"), "{cookie}");
+    assert!(cookie.contains("SameSite=Lax"), "{cookie}");
+    // The hosted pages' own path, as their other cookies.
+    assert!(
+        cookie.contains(&format!("Path=/oauth/{}/", api.slug)),
+        "{cookie}"
+    );
+    assert!(known.jar[&name].starts_with("tdv_"), "{cookie}");
+    // Signed out of the hosted page (the sign-in cookie goes), the device cookie stays.
+    known.jar.retain(|k, _| !k.starts_with("tessera_signin_"));
+
+    // Someone guesses at the password from many addresses: the account is locked.
+    for _ in 0..12 {
+        let r = api.login_from(email, "not the right passphrase", &fresh_client_ip());
+        assert!(matches!(r.status, 401 | 429), "{} {}", r.status, r.body);
+    }
+    api.login_from(email, USER_PASSWORD, &fresh_client_ip())
+        .expect_error(429, "auth/too_many_attempts");
+
+    let sign_in = |b: &mut Browser, rp: &Rp| {
+        let req = rp.request(&[]);
+        let hosted = b.get(&req.url).redirect(302);
+        let page = b.get(&hosted);
+        let csrf = page.hidden("csrf", 0);
+        b.post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "password"),
+                ("email", email),
+                ("password", USER_PASSWORD),
+            ],
+        )
+    };
+    // The known browser signs in at once; a new one is told to wait.
+    let back = sign_in(&mut known, &rp);
+    assert_eq!(back.status, 303, "{}", back.body);
+    let mut stranger = Browser::new();
+    let refused = sign_in(&mut stranger, &rp);
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(stranger.signin_cookie().is_none());
+    assert!(
+        !stranger
+            .set_cookies
+            .keys()
+            .any(|k| k.starts_with("tessera_device_")),
+        "a refused browser gets no device cookie"
+    );
+}

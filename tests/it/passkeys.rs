@@ -33,7 +33,8 @@ const NO_CEREMONY: &str = "passkey/ceremony_not_found";
 /// A server with mail, one tenant whose relying party is `app.example` (plus the
 /// development origin), its owner's session.
 fn setup(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(&[]);
+    // Five failed sign-ins per client address, so the address's count is reached quickly.
+    let (smtp, srv) = start_with_mail(&[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")]);
     let api = UserApi::signup(&srv, tenant, &format!("owner@{}.example", slug(tenant)));
     let s = srv.login(&api.owner, PASSWORD);
     let r = put_domain(
@@ -657,7 +658,7 @@ fn ceremonies_belong_to_their_tenant_and_bad_bodies_are_refused() {
     post(&a, REGISTER_BEGIN, Some(access), &json!({}))
         .expect_error(403, "auth/anonymous_not_allowed");
 
-    // Failed sign-ins count against the address: the sixth in a row is throttled.
+    // Failed sign-ins count against the address (five here): the sixth is throttled.
     let ip = fresh_client_ip();
     let from_ip = |path: &str, body: &Value| {
         a.send_as(Some(&a.api_key), "POST", path, None, Some(body), Some(&ip))

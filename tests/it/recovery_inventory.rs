@@ -41,7 +41,7 @@ const GOOGLE_EMAIL: &str = "holder.google@example.com";
 const PHONE: u32 = 777_001;
 
 /// Every kind of credential, as the inventory names them (`Credential::as_str`).
-const ALL_KINDS: [&str; 19] = [
+const ALL_KINDS: [&str; 20] = [
     "password",
     "sessions",
     "oauth_grants",
@@ -61,6 +61,7 @@ const ALL_KINDS: [&str; 19] = [
     "challenges",
     "mailed_links",
     "guardian_links",
+    "device_tokens",
 ];
 
 /// The kinds the holder's setup cannot give through the interface. Guardian links are a

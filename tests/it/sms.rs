@@ -944,18 +944,20 @@ fn sms_codes_die_after_five_wrong_tries_are_replaced_and_are_spaced_per_number()
     );
     assert_sms_count(&srv, &api, &p1, 1);
 
-    // Five wrong codes: each refused, then the number is throttled, right code or not.
+    // Five wrong codes from one client: each refused, then the number is throttled from
+    // there, right code or not.
     let wrong = other_code(&c1);
+    let ip = fresh_client_ip();
     for i in 1..=5 {
         assert_error(
-            &verify_sms(&api, &p1, &wrong),
+            &verify_from(&api, &p1, &wrong, &ip),
             401,
             EXPIRED,
             &format!("wrong code #{i}"),
         );
     }
     assert_retry_after(
-        &verify_sms(&api, &p1, &c1),
+        &verify_from(&api, &p1, &c1, &ip),
         TOO_MANY,
         1..=900,
         "the right code after five wrong ones",
@@ -986,7 +988,14 @@ fn sms_codes_die_after_five_wrong_tries_are_replaced_and_are_spaced_per_number()
 
 #[test]
 fn per_client_address_limits_cover_sms_requests_and_verifies() {
-    let (_smtp, srv, api, _s) = sms_setup("Client Co", &[]);
+    // Five failed sign-ins per client address, so the address's count is reached quickly.
+    let (_smtp, srv, api, _s) = sms_setup(
+        "Client Co",
+        &[(
+            "TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS".to_owned(),
+            "5".to_owned(),
+        )],
+    );
 
     // Ten requests an hour from one address, whatever the numbers.
     let ip = fresh_client_ip();

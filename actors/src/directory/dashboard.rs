@@ -1,10 +1,7 @@
 //! The directory's dashboard side: accounts, sessions, login throttling, members and
 //! invitations. All of it is platform state (accounts span tenants), so the directory owns it.
 
-use std::{
-    net::IpAddr,
-    time::{Duration, Instant},
-};
+use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{random_token, sha256, Kind, PlatformBatch, TenantId};
 use time::OffsetDateTime;
@@ -22,12 +19,13 @@ pub use super::{
 };
 use crate::{
     error::DirectoryError,
+    login_guard::{Attempt, Captcha, Refusal},
     records::{
         membership_key, pending_invite_key, AccountEmailIndex, AccountTokenPurpose,
         AccountTokenRecord, DashboardAccount, DashboardSession, InviteRecord, Membership,
         MembershipRecord, PendingInvite, Role, TenantRecord,
     },
-    throttle::{saved_key, throttle_ip, Clocks, PlatformThrottleRecord, SavedCount, ThrottleKey},
+    throttle::{throttle_ip, Clocks, PlatformThrottleRecord},
 };
 
 /// How long an invitation link works.
@@ -43,48 +41,42 @@ pub const ACCOUNT_MAILS_PER_HOUR: u32 = 5;
 const DECOY_KEY: &[u8] = b"decoy";
 /// Password-reset requests one client address may make an hour.
 pub const RESETS_PER_IP_HOUR: u32 = 20;
-/// Failed logins an account or address gets before it is throttled.
-pub const FREE_FAILURES_PER_ACCOUNT: u32 = 5;
-pub const FREE_FAILURES_PER_IP: u32 = 20;
-/// The first block; each further failure doubles it, up to `MAX_BLOCK`.
-pub const FIRST_BLOCK: Duration = Duration::from_secs(15);
-pub const MAX_BLOCK: Duration = Duration::from_secs(15 * 60);
-
-/// The persisted dashboard throttles, as numbered in their records' keys (never renumber).
-const THROTTLE_ACCOUNTS: u8 = 1;
-const THROTTLE_IPS: u8 = 2;
 
 impl DirectoryState {
+    /// The sign-in rules of end users ([`crate::login_guard`]) apply to dashboard logins,
+    /// without device tokens or a CAPTCHA: past the address's count, a refusal.
     pub(super) fn begin_login(&self, email: &str, ip: IpAddr) -> LoginGate {
-        let ip = throttle_ip(ip);
-        let now = Instant::now();
         let email = email.to_lowercase();
-        let wait = self
-            .account_throttle
-            .blocked(&email, now)
-            .into_iter()
-            .chain(self.ip_throttle.blocked(&ip, now))
-            .max();
-        match wait {
-            Some(retry_after_secs) => LoginGate::Throttled { retry_after_secs },
-            None => LoginGate::Proceed(self.find_account(&email)),
+        match self.login.check(&Attempt::new(&email, ip, Captcha::Off)) {
+            Err(Refusal::Throttled { retry_after, .. }) => LoginGate::Throttled {
+                retry_after_secs: retry_after,
+            },
+            // Not answered without a CAPTCHA; counted as the address's refusal.
+            Err(Refusal::CaptchaRequired) => LoginGate::Throttled {
+                retry_after_secs: 1,
+            },
+            Ok(()) => LoginGate::Proceed(self.find_account(&email)),
         }
     }
 
     /// Counts a failed password check against `email` and `ip`, and writes the counts: the
-    /// failure is answered once they are durable, so a restart forgives nothing.
+    /// failure is answered once they are durable, so a restart forgives nothing. Each rule it
+    /// makes refuse is logged (the dashboard's audit is per tenant, and a login names none).
     pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr) {
-        let ip = throttle_ip(ip);
-        let now = Instant::now();
-        self.account_throttle.fail(&email.to_lowercase(), now);
-        self.ip_throttle.fail(&ip, now);
+        let email = email.to_lowercase();
+        for (rule, retry_after) in self.login.fail(&Attempt::new(&email, ip, Captcha::Off)) {
+            tracing::warn!(
+                rule = rule.as_str(),
+                retry_after,
+                "dashboard logins locked by a sign-in rule"
+            );
+        }
         self.persist_throttles_logged();
     }
 
     /// Forgets the login throttles' entries that have run out.
     pub(super) fn sweep_throttles(&mut self) {
-        self.account_throttle.sweep(Instant::now());
-        self.ip_throttle.sweep(Instant::now());
+        self.login.sweep();
     }
 
     fn memberships_of(&self, account: &DashboardAccount) -> Vec<MemberOf> {
@@ -131,15 +123,19 @@ impl DirectoryState {
         idle.min(absolute)
     }
 
+    /// A session for an account whose password was just verified from `ip` (the pair's and
+    /// the account's failures are forgiven).
     pub(super) fn create_session(
         &mut self,
         account_id: Uuid,
+        ip: IpAddr,
     ) -> Result<NewSession, DirectoryError> {
         let account = self
             .platform
             .get::<DashboardAccount>(account_id.as_bytes())?
             .ok_or(DirectoryError::SessionInvalid)?;
-        self.account_throttle.reset(&account.email);
+        self.login
+            .succeed(&Attempt::new(&account.email, ip, Captcha::Off));
         let now = self.session_clock();
         let token = random_token(32);
         let csrf = random_token(32);
@@ -216,7 +212,7 @@ impl DirectoryState {
             return Err(DirectoryError::SessionInvalid);
         }
         let account = self.session_account(&session)?;
-        self.account_throttle.reset(&account.email);
+        self.login.forgive_account(&account.email);
         // The recent-re-authentication check reads the wall clock.
         session.reauth_at = Some(OffsetDateTime::now_utc());
         session.last_seen_at = now;
@@ -547,7 +543,7 @@ impl DirectoryState {
         let member = self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
         self.platform.apply(batch)?;
         if reclaimed {
-            self.account_throttle.reset(&account.email);
+            self.login.forgive_account(&account.email);
         }
         detached.retain(|d| d.tenant != tenant.id);
         Self::log_detached(account.id, &detached);
@@ -819,7 +815,7 @@ impl DirectoryState {
         account.epoch = account.epoch.wrapping_add(1);
         batch.put(account.id.as_bytes(), &account)?;
         self.platform.apply(batch)?;
-        self.account_throttle.reset(&account.email);
+        self.login.forgive_account(&account.email);
         Self::log_detached(account.id, &detached);
         Ok(AccountReset {
             account_id: account.id,
@@ -857,13 +853,7 @@ impl DirectoryState {
         let mut any_stale = false;
         for item in self.platform.scan_prefix::<PlatformThrottleRecord>(b"") {
             let (key, PlatformThrottleRecord(saved)) = item?;
-            let kept = match key.split_first() {
-                Some((&THROTTLE_ACCOUNTS, k)) => String::from_key_bytes(k)
-                    .is_some_and(|k| self.account_throttle.restore(k, &saved, clocks)),
-                Some((&THROTTLE_IPS, k)) => IpAddr::from_key_bytes(k)
-                    .is_some_and(|k| self.ip_throttle.restore(k, &saved, clocks)),
-                _ => false,
-            };
+            let kept = self.login.restore(&key, &saved, clocks);
             if !kept {
                 stale.remove(Kind::PlatformThrottle, &key);
                 any_stale = true;
@@ -886,38 +876,17 @@ impl DirectoryState {
     /// Writes (or deletes) the dashboard throttle entries changed since the last time, in
     /// one batch.
     fn persist_throttles(&mut self) -> Result<(), DirectoryError> {
-        if !(self.account_throttle.has_changes() || self.ip_throttle.has_changes()) {
+        if !self.login.has_changes() {
             return Ok(());
         }
-        let clocks = Clocks::now();
         let mut batch = PlatformBatch::default();
-        put_changes(
-            &mut batch,
-            THROTTLE_ACCOUNTS,
-            self.account_throttle.take_changes(clocks),
-        )?;
-        put_changes(
-            &mut batch,
-            THROTTLE_IPS,
-            self.ip_throttle.take_changes(clocks),
-        )?;
+        for (key, saved) in self.login.take_changes(Clocks::now()) {
+            match saved {
+                Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
+                None => batch.remove(Kind::PlatformThrottle, &key),
+            }
+        }
         self.platform.apply(batch)?;
         Ok(())
     }
-}
-
-/// Puts each changed entry of one dashboard throttle in `batch` (or removes its record).
-fn put_changes<K: ThrottleKey>(
-    batch: &mut PlatformBatch,
-    throttle: u8,
-    changes: Vec<(K, Option<SavedCount>)>,
-) -> Result<(), DirectoryError> {
-    for (key, saved) in changes {
-        let key = saved_key(throttle, &key);
-        match saved {
-            Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
-            None => batch.remove(Kind::PlatformThrottle, &key),
-        }
-    }
-    Ok(())
 }

@@ -171,6 +171,8 @@ pub enum DirectoryMsg {
     /// A new dashboard session for an account whose password was verified.
     CreateSession {
         account_id: Uuid,
+        /// The address the password came from.
+        ip: IpAddr,
         reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
     },
     /// The live session for a token.

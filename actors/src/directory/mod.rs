@@ -24,10 +24,7 @@ use std::{collections::HashMap, time::Duration};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
-use self::dashboard::{
-    ACCOUNT_MAILS_PER_HOUR, FIRST_BLOCK, FREE_FAILURES_PER_ACCOUNT, FREE_FAILURES_PER_IP,
-    MAX_BLOCK, RESETS_PER_IP_HOUR,
-};
+use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
 pub use self::{
     management_keys::{MANAGEMENT_KEY_PREFIX, MAX_MANAGEMENT_KEYS},
     messages::{
@@ -37,13 +34,10 @@ pub use self::{
     state::{DirectoryState, SessionPolicy},
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
+use crate::login_guard::LoginThrottles;
 use crate::{
-    durable::reply_when_durable,
-    error::DirectoryError,
-    published::Published,
-    records::TenantRecord,
-    tenant::TenantRuntime,
-    throttle::{RateWindow, Throttle},
+    durable::reply_when_durable, error::DirectoryError, published::Published,
+    records::TenantRecord, tenant::TenantRuntime, throttle::RateWindow,
 };
 
 /// What the directory starts with.
@@ -92,9 +86,8 @@ impl Actor for Directory {
             by_actor: HashMap::new(),
             restarts: HashMap::new(),
             session_policy: args.session_policy,
+            login: LoginThrottles::new(args.runtime.login_failures_per_address),
             runtime: args.runtime,
-            account_throttle: Throttle::new(FREE_FAILURES_PER_ACCOUNT, FIRST_BLOCK, MAX_BLOCK),
-            ip_throttle: Throttle::new(FREE_FAILURES_PER_IP, FIRST_BLOCK, MAX_BLOCK),
             account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
             reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
             signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
@@ -261,8 +254,12 @@ impl Actor for Directory {
                 state.login_failed(&email, ip);
                 reply_after_flush(state, reply);
             }
-            DirectoryMsg::CreateSession { account_id, reply } => {
-                let out = state.create_session(account_id);
+            DirectoryMsg::CreateSession {
+                account_id,
+                ip,
+                reply,
+            } => {
+                let out = state.create_session(account_id, ip);
                 reply_durable(state, reply, out);
             }
             DirectoryMsg::Authenticate { token, reply } => {

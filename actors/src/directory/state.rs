@@ -16,7 +16,7 @@ use crate::{
     published::{ManagementKeyRef, Published, RunningTenant},
     records::{AccountTokenPurpose, TenantRecord},
     tenant::TenantRuntime,
-    throttle::{RateWindow, Throttle},
+    throttle::RateWindow,
 };
 
 /// How long dashboard sessions live.
@@ -49,8 +49,8 @@ pub struct DirectoryState {
     pub(super) restarts: HashMap<TenantId, RestartBudget>,
     pub(super) session_policy: SessionPolicy,
     pub(super) runtime: TenantRuntime,
-    pub(super) account_throttle: Throttle<String>,
-    pub(super) ip_throttle: Throttle<IpAddr>,
+    /// The sign-in rules of dashboard logins.
+    pub(super) login: crate::login_guard::LoginThrottles,
     /// Verification and reset mails per account and purpose.
     pub(super) account_mail_window: RateWindow<(Uuid, AccountTokenPurpose)>,
     /// Dashboard password-reset requests per client address.

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     effects::Effects,
-    messages::{Credential, LoginOutcome, Registration, UserView},
+    messages::{Credential, LoginAttempt, LoginOutcome, PasswordSignIn, Registration, UserView},
     records::{LinkPurpose, LinkTokenRecord, UserRecord},
     sessions::Proof,
     state::TenantState,
@@ -23,6 +23,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
+    login_guard::Attempt,
     outbound::{MailJob, MailKind},
     policy::{email_domain, EmailPolicy},
     throttle::throttle_ip,
@@ -616,50 +617,56 @@ impl TenantState {
         )?;
         if let Some(email) = user.email.clone() {
             self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
-            self.login_accounts.reset(&email);
+            self.login.forgive_account(&email);
         }
         self.commit(fx)
     }
 
-    /// Seconds until `email` and `ip` may try again, if either is blocked now.
-    pub(super) fn login_blocked(&self, email: &str, ip: IpAddr) -> Option<u64> {
-        let now = Instant::now();
-        self.login_accounts
-            .blocked(&email.to_owned(), now)
-            .into_iter()
-            .chain(self.login_ips.blocked(&throttle_ip(ip), now))
-            .max()
-    }
-
-    /// Checks the login throttles, then answers what to verify.
-    pub fn login_begin(&self, email: &str, ip: IpAddr) -> Result<Credential, TenantError> {
-        if let Some(retry_after) = self.login_blocked(email, ip) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
-        Ok(match self.user_by_email(email)? {
+    /// Checks the sign-in rules, then answers what to verify: the account's credential, and
+    /// the known device the attempt presented, if it is a live one of that account.
+    pub fn login_begin(&self, attempt: &LoginAttempt) -> Result<Credential, TenantError> {
+        let user = self.user_by_email(&attempt.email)?;
+        let device = match (&user, attempt.device_token.as_deref()) {
+            (Some(u), Some(token)) => self.known_device(u.id, token, OffsetDateTime::now_utc())?,
+            _ => None,
+        };
+        self.login_gate(&Self::guard_attempt(attempt, device))?;
+        Ok(match user {
             Some(u) => Credential {
                 user_id: Some(u.id),
                 password_hash: u.password_hash,
                 epoch: u.password_epoch,
+                device,
             },
             None => Credential {
                 user_id: None,
                 password_hash: None,
                 epoch: 0,
+                device: None,
             },
         })
     }
 
-    /// Records a failed password check for `email` from `ip`, with its audit event.
+    /// The sign-in rules' view of a password login.
+    fn guard_attempt(attempt: &LoginAttempt, device: Option<Uuid>) -> Attempt<'_> {
+        Attempt {
+            account: &attempt.email,
+            ip: attempt.ip,
+            device,
+            captcha: attempt.captcha,
+        }
+    }
+
+    /// Records a failed password check with its audit event (and one for each rule it made
+    /// refuse).
     fn login_failed(
         &mut self,
         fx: &mut Effects,
-        email: &str,
-        ip: IpAddr,
+        attempt: &Attempt<'_>,
         user: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        self.count_failed_login(email, ip);
+        self.count_failed_login(&mut fx.batch, attempt, user, ctx)?;
         self.audit_into(
             &mut fx.batch,
             "auth.login.failed",
@@ -668,51 +675,66 @@ impl TenantState {
         )
     }
 
-    /// Finishes a password login: a failure counts against the throttles; a success (when
-    /// nothing changed since `login_begin`) opens a session.
+    /// Finishes a password login: a failure counts against the sign-in rules; a success (when
+    /// nothing changed since `login_begin`) opens a session and answers the device token to
+    /// keep.
     pub fn login_finish(
         &mut self,
-        email: &str,
-        ip: IpAddr,
+        attempt: &LoginAttempt,
         credential: &Credential,
         password_ok: bool,
         ctx: &AuditContext,
-    ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
+    ) -> Result<(PasswordSignIn, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
+        let guard = Self::guard_attempt(attempt, credential.device);
         // Checked again here: attempts started together all passed `login_begin`, and the
         // ones finishing after the block began must not learn their result.
-        if let Some(retry_after) = self.login_blocked(email, ip) {
+        if let Err(refused) = self.login_gate(&guard) {
             if !password_ok {
-                self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
+                self.login_failed(&mut fx, &guard, credential.user_id, ctx)?;
                 self.commit(fx)?;
             }
-            return Err(TenantError::TooManyAttempts { retry_after });
+            return Err(refused);
         }
-        let Some(mut user) = self.proven_user(email, credential, password_ok)? else {
-            self.login_failed(&mut fx, email, ip, credential.user_id, ctx)?;
+        let Some(mut user) = self.proven_user(&attempt.email, credential, password_ok)? else {
+            self.login_failed(&mut fx, &guard, credential.user_id, ctx)?;
             return self.fail(fx, TenantError::InvalidCredentials);
         };
         // A held minor learns that first: confirming the address alone would not help.
         if let Err(e) = user.guardian_gate() {
-            self.login_accounts.reset(&email.to_owned());
+            self.login.succeed(&guard);
             return Err(e);
         }
         if self.settings.security.require_email_verification && !user.email_verified {
-            self.login_accounts.reset(&email.to_owned());
+            self.login.succeed(&guard);
             return Err(TenantError::EmailNotVerified);
         }
-        let proof = Proof::first_factor("pwd", "password");
+        let mut proof = Proof::first_factor("pwd", "password");
+        proof.device = credential.device;
         let outcome = self.sign_in(&mut fx, &mut user, proof, ctx, now)?.outcome;
-        // The account's failures are forgiven, not the address's (one account of an
-        // attacker's own must not launder failures sprayed over other accounts), and not
-        // while a second factor is still to come: a known password must not reset the count
-        // of wrong codes.
+        // The account's failures are forgiven, not the address's (see `LoginThrottles::
+        // succeed`), and not while a second factor is still to come: a known password must
+        // not reset the count of wrong codes.
         if !matches!(outcome, LoginOutcome::MfaRequired { .. }) {
-            self.login_accounts.reset(&email.to_owned());
+            self.login.succeed(&guard);
         }
+        // A device that signed in is known from now on (one that presented a live token keeps
+        // it). Only a complete sign-in: after MFA, the second step's answer carries it.
+        let device_token = match (&outcome, credential.device) {
+            (LoginOutcome::Signed { .. }, None) => {
+                Some(self.issue_device(&mut fx.batch, user.id, now)?)
+            }
+            _ => None,
+        };
         let mail = self.commit(fx)?;
-        Ok((outcome, mail))
+        Ok((
+            PasswordSignIn {
+                outcome,
+                device_token,
+            },
+            mail,
+        ))
     }
 
     /// The account a password checked off the actor opens: the credential's user, when the
@@ -742,7 +764,7 @@ impl TenantState {
         if let Some(retry_after) = user
             .email
             .as_ref()
-            .and_then(|e| self.login_accounts.blocked(e, Instant::now()))
+            .and_then(|e| self.login.account_blocked(e))
         {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
@@ -750,6 +772,7 @@ impl TenantState {
             user_id: Some(user.id),
             password_hash: user.password_hash,
             epoch: user.password_epoch,
+            device: None,
         })
     }
 
@@ -769,7 +792,7 @@ impl TenantState {
         let mut fx = self.effects();
         if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
             // Counts against the account only: the address throttle belongs to login.
-            self.login_accounts.fail(&email, Instant::now());
+            self.login.fail_account(&email);
             self.audit_into(
                 &mut fx.batch,
                 "auth.password.change_failed",
@@ -872,6 +895,7 @@ pub(crate) mod tests {
             agents: Default::default(),
             eudi_request_ttl: crate::tenant::eudi::TX_TTL,
             webhooks: Default::default(),
+            login_failures_per_address: 100,
         };
         TenantState::load(
             info,
@@ -927,6 +951,15 @@ pub(crate) mod tests {
             .unwrap();
     }
 
+    fn attempt(email: &str, ip: IpAddr) -> LoginAttempt {
+        LoginAttempt {
+            email: email.to_owned(),
+            ip,
+            device_token: None,
+            captcha: crate::login_guard::Captcha::Off,
+        }
+    }
+
     #[tokio::test]
     async fn a_right_password_finishing_after_the_block_began_gets_no_session() {
         let dir = tempfile::tempdir().unwrap();
@@ -936,17 +969,17 @@ pub(crate) mod tests {
         let ctx = AuditContext::default();
         // Six attempts start together: all pass the first check.
         let creds: Vec<Credential> = (0..6)
-            .map(|_| t.login_begin("ada@example.com", ip).unwrap())
+            .map(|_| t.login_begin(&attempt("ada@example.com", ip)).unwrap())
             .collect();
         for c in &creds[..5] {
             assert!(matches!(
-                t.login_finish("ada@example.com", ip, c, false, &ctx),
+                t.login_finish(&attempt("ada@example.com", ip), c, false, &ctx),
                 Err(TenantError::InvalidCredentials)
             ));
         }
         // The sixth had the right password, but the account is blocked by now.
         assert!(matches!(
-            t.login_finish("ada@example.com", ip, &creds[5], true, &ctx),
+            t.login_finish(&attempt("ada@example.com", ip), &creds[5], true, &ctx),
             Err(TenantError::TooManyAttempts { .. })
         ));
     }
@@ -958,27 +991,29 @@ pub(crate) mod tests {
         verified_user(&mut t, "mine@example.com");
         let ip: IpAddr = "192.0.2.9".parse().unwrap();
         let ctx = AuditContext::default();
+        // Five failures per address in the window, for the test.
+        t.login = crate::login_guard::LoginThrottles::new(5);
         for round in 0..2 {
             let victim = format!("victim{round}@example.com");
             for _ in 0..2 {
-                let c = t.login_begin(&victim, ip).unwrap();
-                let _ = t.login_finish(&victim, ip, &c, false, &ctx);
+                let c = t.login_begin(&attempt(&victim, ip)).unwrap();
+                let _ = t.login_finish(&attempt(&victim, ip), &c, false, &ctx);
             }
-            let c = t.login_begin("mine@example.com", ip).unwrap();
+            let c = t.login_begin(&attempt("mine@example.com", ip)).unwrap();
             assert!(t
-                .login_finish("mine@example.com", ip, &c, true, &ctx)
+                .login_finish(&attempt("mine@example.com", ip), &c, true, &ctx)
                 .is_ok());
         }
-        let c = t.login_begin("victim9@example.com", ip).unwrap();
-        let _ = t.login_finish("victim9@example.com", ip, &c, false, &ctx);
+        let c = t.login_begin(&attempt("victim9@example.com", ip)).unwrap();
+        let _ = t.login_finish(&attempt("victim9@example.com", ip), &c, false, &ctx);
         // Five failures from the address in all: it is blocked for every account.
         assert!(matches!(
-            t.login_begin("mine@example.com", ip),
+            t.login_begin(&attempt("mine@example.com", ip)),
             Err(TenantError::TooManyAttempts { .. })
         ));
         // Another address is not.
         assert!(t
-            .login_begin("mine@example.com", "192.0.2.10".parse().unwrap())
+            .login_begin(&attempt("mine@example.com", "192.0.2.10".parse().unwrap()))
             .is_ok());
     }
 

@@ -151,6 +151,10 @@ pub struct ChallengeRecord {
     /// the exchange's `code_verifier` must match.
     #[serde(default)]
     pub code_challenge: Option<String>,
+    /// For an MFA login challenge: the known device the password step presented (its count,
+    /// not the account's, holds the second step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<Uuid>,
 }
 
 impl ChallengeRecord {
@@ -178,6 +182,7 @@ impl ChallengeRecord {
             phone: None,
             redirect_to: None,
             code_challenge: None,
+            device: None,
         }
     }
 }

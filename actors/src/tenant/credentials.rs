@@ -63,6 +63,9 @@ pub enum Credential {
     MailedLinks,
     /// A guardian's links for a minor's account: the consent link, the portal, the export.
     GuardianLinks,
+    /// Known devices: tokens a password sign-in gave a device, which let it past the
+    /// account's lockout (they sign nobody in by themselves).
+    DeviceTokens,
 }
 
 /// A path that ends a holder's hold on an account.
@@ -119,6 +122,7 @@ impl Credential {
             Credential::Challenges => "challenges",
             Credential::MailedLinks => "mailed_links",
             Credential::GuardianLinks => "guardian_links",
+            Credential::DeviceTokens => "device_tokens",
         }
     }
 
@@ -145,7 +149,8 @@ impl Credential {
             | Credential::AgentTokens
             | Credential::Challenges
             | Credential::MailedLinks
-            | Credential::GuardianLinks => false,
+            | Credential::GuardianLinks
+            | Credential::DeviceTokens => false,
         }
     }
 
@@ -190,6 +195,13 @@ impl Credential {
             // the guardian, not to the holder. Recovery keeps them (the account stays under the
             // hold its registration declared, and only the guardian can lift it); a block
             // keeps them (the guardian may still withdraw, export or delete).
+            // A known device of the account as it was: whoever held it before its owner proved
+            // the address must keep no way past a lockout. A block keeps them (they open
+            // nothing while blocked).
+            Credential::DeviceTokens => match ending {
+                Erasure | Recovery => Fate::Remove,
+                Block => Fate::Keep(BLOCK_GATE),
+            },
             Credential::GuardianLinks => match ending {
                 Erasure => Fate::Remove,
                 Recovery => Fate::Keep(

@@ -8,8 +8,6 @@
 //! durable) or [`TenantState::fail`] (a refusal: the counted failure, its audit event, a dead
 //! token removed, whatever was staged; then the error).
 
-use std::{net::IpAddr, time::Instant};
-
 use tessera_storage::{Kind, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -25,8 +23,8 @@ use super::{
 };
 use crate::{
     error::TenantError,
+    login_guard::{Attempt, Refusal},
     outbound::{MailJob, MailKind},
-    throttle::throttle_ip,
 };
 
 /// The user an audit event is about: its metadata's `user_id`.
@@ -284,10 +282,38 @@ impl TenantState {
         Err(err)
     }
 
-    pub(super) fn count_failed_login(&mut self, email: &str, ip: IpAddr) {
-        let now = Instant::now();
-        self.login_accounts.fail(&email.to_owned(), now);
-        self.login_ips.fail(&throttle_ip(ip), now);
+    /// Whether the sign-in rules let `attempt` be checked now; a refusal as its error.
+    pub(super) fn login_gate(&self, attempt: &Attempt<'_>) -> Result<(), TenantError> {
+        self.login.check(attempt).map_err(|refusal| match refusal {
+            Refusal::Throttled { retry_after, .. } => TenantError::TooManyAttempts { retry_after },
+            Refusal::CaptchaRequired => TenantError::CaptchaRequired,
+        })
+    }
+
+    /// Counts a failed check of `attempt` (a password, a sign-in code) against the sign-in
+    /// rules; each rule that begins to refuse with it writes `auth.login.locked` into `batch`,
+    /// naming the rule, the account's user (if any) and how long.
+    pub(super) fn count_failed_login(
+        &mut self,
+        batch: &mut TenantBatch,
+        attempt: &Attempt<'_>,
+        user: Option<Uuid>,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        for (rule, retry_after) in self.login.fail(attempt) {
+            self.audit_into(
+                batch,
+                "auth.login.locked",
+                ctx,
+                serde_json::json!({
+                    "rule": rule,
+                    "user_id": user,
+                    "retry_after": retry_after,
+                    "ip_hash": ctx.ip_hash,
+                }),
+            )?;
+        }
+        Ok(())
     }
 
     /// Counts `now` as activity of a user last active at `previous` (`None`: a new user):

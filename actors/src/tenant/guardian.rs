@@ -30,7 +30,12 @@ use super::{
     records::{ChildConsent, ChildStatus, ConsentReceipt, UserRecord},
     state::TenantState,
 };
-use crate::{error::TenantError, outbound::MailJob, outbound::MailKind};
+use crate::{
+    error::TenantError,
+    login_guard::{Attempt, Captcha},
+    outbound::MailJob,
+    outbound::MailKind,
+};
 
 /// How long a consent link lives.
 pub const CONSENT_TTL: Duration = Duration::days(7);
@@ -514,14 +519,16 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         // As a login: a wrong password finishing after the block began still counts.
-        if let Some(retry_after) = self.login_blocked(email, ip) {
+        let attempt = Attempt::new(email, ip, Captcha::Off);
+        if let Err(refused) = self.login_gate(&attempt) {
             if !password_ok {
-                self.count_failed_login(email, ip);
+                self.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
+                self.commit(fx)?;
             }
-            return Err(TenantError::TooManyAttempts { retry_after });
+            return Err(refused);
         }
         let Some(mut child) = self.proven_user(email, credential, password_ok)? else {
-            self.count_failed_login(email, ip);
+            self.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
             self.audit_into(
                 &mut fx.batch,
                 "guardian.consent_request_failed",
@@ -530,7 +537,7 @@ impl TenantState {
             )?;
             return self.fail(fx, TenantError::InvalidCredentials);
         };
-        self.login_accounts.reset(&email.to_owned());
+        self.login.succeed(&attempt);
         let Some(mut g) = child
             .guardian
             .clone()

@@ -112,6 +112,9 @@ impl TenantState {
                 Stored::Records(self.each_user(users, |s, u| s.link_keys(u))?)
             }
             Credential::GuardianLinks => Stored::Records(self.guardian_link_keys(&ids)?),
+            Credential::DeviceTokens => {
+                Stored::Records(self.each_user(users, |s, u| s.device_keys(u.id))?)
+            }
         })
     }
 
@@ -158,7 +161,8 @@ impl TenantState {
                 | Credential::AgentConsents
                 | Credential::AgentRequests
                 | Credential::AgentTokens
-                | Credential::GuardianLinks => {}
+                | Credential::GuardianLinks
+                | Credential::DeviceTokens => {}
             }
         }
         Ok(())
@@ -565,6 +569,9 @@ mod tests {
                     },
                 )
                 .unwrap();
+            }
+            Credential::DeviceTokens => {
+                t.issue_device(&mut b, user.id, now).unwrap();
             }
         }
         b.put(user.id.as_bytes(), &*user).unwrap();

@@ -332,6 +332,44 @@ pub struct Credential {
     pub user_id: Option<Uuid>,
     pub password_hash: Option<String>,
     pub epoch: u32,
+    /// The known device the attempt presented a live token of (a password login's only).
+    pub device: Option<Uuid>,
+}
+
+/// A password sign-in as asked: the normalised address, the client's address, what it
+/// presents besides the password.
+#[derive(Clone)]
+pub struct LoginAttempt {
+    pub email: String,
+    pub ip: IpAddr,
+    /// The device token the client kept from an earlier sign-in to this account.
+    pub device_token: Option<String>,
+    pub captcha: crate::login_guard::Captcha,
+}
+
+impl std::fmt::Debug for LoginAttempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoginAttempt")
+            .field("ip", &self.ip)
+            .field("device_token", &self.device_token.as_ref().map(|_| "..."))
+            .field("captcha", &self.captcha)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A password sign-in's answer: its outcome, and a new device token to keep (none when the
+/// attempt presented a live one, which stays valid, or when a second step is due).
+pub struct PasswordSignIn {
+    pub outcome: LoginOutcome,
+    pub device_token: Option<String>,
+}
+
+impl std::fmt::Debug for PasswordSignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasswordSignIn")
+            .field("outcome", &self.outcome)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Which mailed link a hosted page opens.
@@ -514,6 +552,8 @@ pub enum MfaVerified {
 pub struct MfaLogin {
     pub grant: Grant,
     pub oauth: Option<OAuthParams>,
+    /// A new device token, when the first factor was a password from a device without one.
+    pub device_token: Option<String>,
 }
 
 /// A passkey as its owner sees it: never the key.
@@ -591,20 +631,18 @@ pub enum TenantMsg {
         redirect_to: Option<String>,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
-    /// Checks the login throttles, then answers the credential to verify.
+    /// Checks the sign-in rules, then answers the credential to verify.
     LoginBegin {
-        email: String,
-        ip: IpAddr,
+        attempt: LoginAttempt,
         reply: RpcReplyPort<Result<Credential, TenantError>>,
     },
     /// Records the verification's result; on success opens a session.
     LoginFinish {
-        email: String,
-        ip: IpAddr,
+        attempt: LoginAttempt,
         credential: Credential,
         password_ok: bool,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
+        reply: RpcReplyPort<Result<PasswordSignIn, TenantError>>,
     },
     /// Rotates a refresh token (single use, with a short grace for concurrent retries).
     Refresh {

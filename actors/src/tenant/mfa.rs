@@ -6,8 +6,6 @@
 //! accepted time step, and only a later step is accepted (the window is one step either side).
 //! TOTP checks are a few HMACs, cheap enough for the actor; passwords are checked off it.
 
-use std::time::Instant;
-
 use rand::{Rng, RngCore};
 use tessera_storage::{ct_eq, Kind};
 use time::{Duration, OffsetDateTime};
@@ -148,14 +146,14 @@ impl TenantState {
         &self,
         fx: &mut Effects,
         user: &UserRecord,
-        first_factor: &str,
-        oauth: Option<OAuthResume>,
+        (first_factor, oauth, device): (&str, Option<OAuthResume>, Option<Uuid>),
         now: OffsetDateTime,
     ) -> Result<Option<LoginOutcome>, TenantError> {
         if user.mfa_enabled {
             let mut record =
                 ChallengeRecord::new(Purpose::MfaLogin, user, None, MFA_CHALLENGE_TTL, now);
             record.amr = vec![first_factor.to_owned()];
+            record.device = device;
             // The flow resumes after the second factor; the challenge token, handed to the
             // client that passed the binding check, carries it there.
             record.oauth = oauth;
@@ -313,8 +311,7 @@ impl TenantState {
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        self.login_accounts
-            .fail(&Self::throttle_key(user), Instant::now());
+        self.login.fail_account(&Self::throttle_key(user));
         self.audit_into(
             &mut fx.batch,
             "auth.mfa.failed",
@@ -324,10 +321,7 @@ impl TenantState {
     }
 
     fn mfa_blocked(&self, user: &UserRecord) -> Result<(), TenantError> {
-        match self
-            .login_accounts
-            .blocked(&Self::throttle_key(user), Instant::now())
-        {
+        match self.login.account_blocked(&Self::throttle_key(user)) {
             Some(retry_after) => Err(TenantError::TooManyAttempts { retry_after }),
             None => Ok(()),
         }
@@ -368,7 +362,7 @@ impl TenantState {
         if let Some(found) = enrollment {
             fx.batch.remove(Kind::Challenge, &found.key);
         }
-        self.login_accounts.reset(&Self::throttle_key(&user));
+        self.login.forgive_account(&Self::throttle_key(&user));
         self.audit_into(
             &mut fx.batch,
             "auth.mfa.enabled",
@@ -416,10 +410,24 @@ impl TenantState {
             }
             None
         };
-        self.mfa_blocked(&user)?;
+        // After a known device's password step, the device's count holds this step too.
+        let device = found.record.device.filter(|_| !step_up);
+        match device {
+            Some(d) => self.login.device_gate(d)?,
+            None => self.mfa_blocked(&user)?,
+        }
         let Some(factor) = self.check_factor(&user, code, !step_up)? else {
             self.challenge_failed(&mut fx.batch, &mut found)?;
-            self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
+            match device {
+                Some(d) => self.login.fail_device(d),
+                None => self.login.fail_account(&Self::throttle_key(&user)),
+            }
+            self.audit_into(
+                &mut fx.batch,
+                "auth.mfa.failed",
+                ctx,
+                serde_json::json!({ "user_id": user.id, "reason": "wrong_code" }),
+            )?;
             if step_up {
                 self.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
             }
@@ -427,7 +435,10 @@ impl TenantState {
         };
         Self::use_factor(&mut user, &factor);
         fx.batch.remove(Kind::Challenge, &found.key);
-        self.login_accounts.reset(&Self::throttle_key(&user));
+        match device {
+            Some(d) => self.login.device_succeeded(d),
+            None => self.login.forgive_account(&Self::throttle_key(&user)),
+        }
         let outcome = match session {
             Some(session) => {
                 fx.batch.put(user.id.as_bytes(), &user)?;
@@ -448,7 +459,16 @@ impl TenantState {
                 let grant =
                     self.mfa_login_session(&mut fx, &mut user, (first, &factor), ctx, now)?;
                 let oauth = found.record.oauth.take().map(|o| o.params);
-                MfaVerified::Login(Box::new(MfaLogin { grant, oauth }))
+                // The device that proved both factors is known from now on.
+                let device_token = match (device, first) {
+                    (None, "pwd") => Some(self.issue_device(&mut fx.batch, user.id, now)?),
+                    _ => None,
+                };
+                MfaVerified::Login(Box::new(MfaLogin {
+                    grant,
+                    oauth,
+                    device_token,
+                }))
             }
         };
         let mail = self.commit(fx)?;
@@ -479,6 +499,7 @@ impl TenantState {
             audit,
             oauth: None,
             acr: None,
+            device: None,
         };
         self.signed_in(fx, user, proof, ctx, now)
     }

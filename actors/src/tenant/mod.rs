@@ -14,6 +14,7 @@ pub mod audit;
 pub mod ceremonies;
 pub mod challenges;
 pub mod credentials;
+pub mod devices;
 pub mod effects;
 pub mod eudi;
 pub mod guardian;
@@ -174,18 +175,17 @@ impl Actor for TenantActor {
                 let out = state.resend_verification(&email, redirect_to);
                 reply_alike(state, reply, out);
             }
-            TenantMsg::LoginBegin { email, ip, reply } => {
-                let _ = reply.send(state.login_begin(&email, ip));
+            TenantMsg::LoginBegin { attempt, reply } => {
+                let _ = reply.send(state.login_begin(&attempt));
             }
             TenantMsg::LoginFinish {
-                email,
-                ip,
+                attempt,
                 credential,
                 password_ok,
                 ctx,
                 reply,
             } => {
-                let out = state.login_finish(&email, ip, &credential, password_ok, &ctx);
+                let out = state.login_finish(&attempt, &credential, password_ok, &ctx);
                 reply_with_mail(state, reply, out);
             }
             TenantMsg::Refresh { token, ctx, reply } => {

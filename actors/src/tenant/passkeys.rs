@@ -519,9 +519,7 @@ impl TenantState {
         ip: IpAddr,
     ) -> Result<serde_json::Value, TenantError> {
         let clock = Instant::now();
-        if let Some(retry_after) = self.login_ips.blocked(&throttle_ip(ip), clock) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
+        self.login.address_gate(ip)?;
         self.passkey_begins
             .hit(&throttle_ip(ip), clock)
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
@@ -656,7 +654,7 @@ impl TenantState {
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<T, TenantError> {
-        self.login_ips.fail(&throttle_ip(ip), Instant::now());
+        self.login.fail_address(ip);
         self.audit_into(
             &mut fx.batch,
             "auth.login.failed",
@@ -693,9 +691,7 @@ impl TenantState {
             Some(Ceremony::SignIn { user, state }) => (user, state),
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };
-        if let Some(retry_after) = self.login_ips.blocked(&throttle_ip(ip), clock) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
+        self.login.address_gate(ip)?;
         let Some(record) = self.passkey_named(&assertion)? else {
             return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
         };
@@ -755,7 +751,6 @@ impl TenantState {
             Ok(g) => g,
             Err(e) => return self.fail(fx, e),
         };
-        self.login_ips.reset(&throttle_ip(ip));
         let outcome = LoginOutcome::Signed {
             grant,
             enrollment_required_by: None,

@@ -25,6 +25,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
+    login_guard::{Attempt, Captcha},
     outbound::{MailJob, MailKind},
 };
 
@@ -281,7 +282,7 @@ impl TenantState {
             CodeTarget::Phone(p) => r.phone.as_deref() == Some(p),
         };
         let (mut fx, found) =
-            self.consume_login_code(to, at, sent_to, code, binding_hash, ip, now)?;
+            self.consume_login_code(to, at, sent_to, code, binding_hash, (ip, ctx), now)?;
         // Whoever holds the address or number now is who the code proves.
         let holder = match target {
             CodeTarget::Email(e) => self.member_by_email(e)?,
@@ -328,21 +329,23 @@ impl TenantState {
         sent_to: impl Fn(&ChallengeRecord) -> bool,
         code: &str,
         binding_hash: Option<&str>,
-        ip: IpAddr,
+        (ip, ctx): (IpAddr, &AuditContext),
         now: OffsetDateTime,
     ) -> Result<(Effects, Found), TenantError> {
-        if let Some(retry_after) = self.login_blocked(target, ip) {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
+        // A code is checked as a password is, by the same rules (no device token, no CAPTCHA:
+        // past the address's count, the answer is a refusal).
+        let attempt = Attempt::new(target, ip, Captcha::Off);
+        self.login_gate(&attempt)?;
         let mut fx = self.effects();
         // Expiry is a calendar deadline: fault drills move it with the clock offset.
         let expiry_now = now.max(self.calendar_now());
         let mut found = match self.check_code(at, code, sent_to, expiry_now)? {
             CodeVerdict::Missing { resubmitted } => {
-                if !resubmitted {
-                    self.count_failed_login(target, ip);
+                if resubmitted {
+                    return Err(TenantError::InvalidChallenge);
                 }
-                return Err(TenantError::InvalidChallenge);
+                self.count_failed_login(&mut fx.batch, &attempt, None, ctx)?;
+                return self.fail(fx, TenantError::InvalidChallenge);
             }
             CodeVerdict::Wrong { found, resubmitted } => {
                 // Without the binding the code is not even compared: another browser learns
@@ -361,7 +364,8 @@ impl TenantState {
             }
         };
         self.challenge_failed(&mut fx.batch, &mut found)?;
-        self.count_failed_login(target, ip);
+        let user = Some(found.record.user_id).filter(|id| !id.is_nil());
+        self.count_failed_login(&mut fx.batch, &attempt, user, ctx)?;
         self.fail(fx, TenantError::InvalidChallenge)
     }
 
@@ -453,7 +457,7 @@ impl TenantState {
                 _ => user.email.as_ref(),
             };
             if let Some(key) = proven {
-                self.login_accounts.reset(key);
+                self.login.forgive_account(key);
             }
         }
         Ok(login)

@@ -44,6 +44,9 @@ pub struct TenantRuntime {
     /// The retry schedule's scale, when a failing webhook endpoint is disabled, and how long
     /// the delivery log is kept.
     pub webhooks: webhooks::WebhookPolicy,
+    /// Failed sign-ins one client address (IPv6: /64) may make per 15 minutes over every
+    /// account (`security.login_failures_per_address`).
+    pub login_failures_per_address: u32,
 }
 
 /// The highest `sms_otp_monthly_cap` that counts, per tier, while a tenant's messages go

@@ -74,6 +74,9 @@ pub(super) struct Proof {
     /// The `acr` the session's tokens carry when it is not the AAL's (`eidas_*` for wallet
     /// sign-ins).
     pub acr: Option<super::eudi::Eidas>,
+    /// The known device a password sign-in presented (see `devices`): an MFA step after it
+    /// is held to the device's count, not the account's.
+    pub device: Option<Uuid>,
 }
 
 impl Proof {
@@ -87,6 +90,7 @@ impl Proof {
             audit,
             oauth: None,
             acr: None,
+            device: None,
         }
     }
 }
@@ -110,7 +114,8 @@ impl TenantState {
         user.guardian_gate()?;
         let first = proof.amr.first().map_or("pwd", String::as_str);
         let oauth = proof.oauth.take();
-        if let Some(outcome) = self.login_second_step(fx, user, first, oauth.clone(), now)? {
+        let second = (first, oauth.clone(), proof.device);
+        if let Some(outcome) = self.login_second_step(fx, user, second, now)? {
             return Ok(PasswordlessLogin {
                 outcome,
                 oauth: None,

@@ -31,6 +31,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
+    login_guard::LoginThrottles,
     throttle::{
         saved_key, Clocks, RateWindow, SavedCount, TenantThrottleRecord, Throttle, ThrottleKey,
     },
@@ -52,9 +53,8 @@ fn put_changes<K: ThrottleKey>(
     Ok(())
 }
 
-/// The persisted throttles, as numbered in their records' keys (never renumber).
-const THROTTLE_LOGIN_ACCOUNTS: u8 = 1;
-const THROTTLE_LOGIN_IPS: u8 = 2;
+/// The persisted step-up code throttle, as numbered in its records' keys (never renumber; the
+/// sign-in rules' numbers are [`LoginThrottles`]'s).
 const THROTTLE_STEP_UP_CODES: u8 = 3;
 
 /// Key of the single settings record under the tenant's prefix.
@@ -77,8 +77,8 @@ pub struct TenantState {
     pub(super) oauth_hasher: KeyedHasher,
     /// Keyed hash of e-mail domains in audit events.
     pub(super) domain_hasher: KeyedHasher,
-    pub(super) login_accounts: Throttle<String>,
-    pub(super) login_ips: Throttle<IpAddr>,
+    /// The sign-in rules: per (address, account), account, address and known device.
+    pub(super) login: LoginThrottles,
     pub(super) register_ips: RateWindow<IpAddr>,
     /// When each account was last sent a resend, reset or account-exists message.
     pub(super) mail_sent: HashMap<Uuid, Instant>,
@@ -175,6 +175,7 @@ impl TenantState {
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
         let sms_usage = store.get::<MauRecord>(SMS_USAGE_KEY)?.unwrap_or_default();
         let dcr_per_hour = runtime.agents.registrations_per_ip_hourly;
+        let per_address = runtime.login_failures_per_address;
         let mut state = TenantState {
             info,
             store,
@@ -192,8 +193,7 @@ impl TenantState {
             runtime,
             cells,
             key_ring,
-            login_accounts: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
-            login_ips: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
+            login: LoginThrottles::new(per_address),
             register_ips: RateWindow::new(REGISTRATIONS_PER_MINUTE, Duration::from_secs(60)),
             mail_sent: HashMap::new(),
             mau,
@@ -252,13 +252,9 @@ impl TenantState {
         for item in self.store.scan::<TenantThrottleRecord>(b"") {
             let (key, TenantThrottleRecord(saved)) = item?;
             let kept = match key.split_first() {
-                Some((&THROTTLE_LOGIN_ACCOUNTS, k)) => String::from_key_bytes(k)
-                    .is_some_and(|k| self.login_accounts.restore(k, &saved, clocks)),
-                Some((&THROTTLE_LOGIN_IPS, k)) => IpAddr::from_key_bytes(k)
-                    .is_some_and(|k| self.login_ips.restore(k, &saved, clocks)),
                 Some((&THROTTLE_STEP_UP_CODES, k)) => Uuid::from_key_bytes(k)
                     .is_some_and(|k| self.step_up_fails.restore(k, &saved, clocks)),
-                _ => false,
+                _ => self.login.restore(&key, &saved, clocks),
             };
             if !kept {
                 stale.remove(tessera_storage::Kind::Throttle, &key);
@@ -273,9 +269,7 @@ impl TenantState {
 
     /// Whether a throttle changed since its entries were last written.
     pub fn throttles_changed(&self) -> bool {
-        self.login_accounts.has_changes()
-            || self.login_ips.has_changes()
-            || self.step_up_fails.has_changes()
+        self.login.has_changes() || self.step_up_fails.has_changes()
     }
 
     /// Writes (or deletes) the throttle entries changed since the last time into `batch`.
@@ -287,16 +281,12 @@ impl TenantState {
             return Ok(());
         }
         let clocks = Clocks::now();
-        put_changes(
-            batch,
-            THROTTLE_LOGIN_ACCOUNTS,
-            self.login_accounts.take_changes(clocks),
-        )?;
-        put_changes(
-            batch,
-            THROTTLE_LOGIN_IPS,
-            self.login_ips.take_changes(clocks),
-        )?;
+        for (key, saved) in self.login.take_changes(clocks) {
+            match saved {
+                Some(saved) => batch.put(&key, &TenantThrottleRecord(saved))?,
+                None => batch.remove(tessera_storage::Kind::Throttle, &key),
+            }
+        }
         put_changes(
             batch,
             THROTTLE_STEP_UP_CODES,
@@ -328,8 +318,7 @@ impl TenantState {
     /// records go too.
     pub(super) fn sweep_throttles(&mut self) {
         let now = Instant::now();
-        self.login_accounts.sweep(now);
-        self.login_ips.sweep(now);
+        self.login.sweep();
         self.step_up_fails.sweep(now);
     }
 

@@ -148,21 +148,16 @@ impl TenantState {
         let mut fx = self.effects();
         // Checked again here: guesses sent together all passed `PasswordCredential`, and the
         // ones finishing after the block began must not learn their result.
-        if let Some(retry_after) = self
-            .login_accounts
-            .blocked(&Self::throttle_key(&user), Instant::now())
-        {
+        if let Some(retry_after) = self.login.account_blocked(&Self::throttle_key(&user)) {
             if !password_ok {
-                self.login_accounts
-                    .fail(&Self::throttle_key(&user), Instant::now());
+                self.login.fail_account(&Self::throttle_key(&user));
                 self.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
                 self.commit(fx)?;
             }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         if !password_ok || credential.epoch != user.password_epoch {
-            self.login_accounts
-                .fail(&Self::throttle_key(&user), Instant::now());
+            self.login.fail_account(&Self::throttle_key(&user));
             self.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
             return self.fail(fx, TenantError::InvalidCredentials);
         }

@@ -425,7 +425,7 @@ impl TenantState {
             }
             if let Some(old) = user.email.take() {
                 fx.batch.remove(Kind::UserEmail, old.as_bytes());
-                self.login_accounts.reset(&old);
+                self.login.forget_account(&old);
             }
             user.email = Some(email.clone());
             user.is_anonymous = false;
@@ -683,8 +683,9 @@ impl TenantState {
                 }
             }
         }
-        if let Some(email) = &user.email {
-            self.login_accounts.reset(email);
+        // The throttles forget the account's identifiers (throttle keys hold them).
+        for identifier in user.email.iter().chain(user.phone.iter()) {
+            self.login.forget_account(identifier);
         }
         self.step_up_fails.reset(&user.id);
         self.mail_sent.remove(&user.id);

@@ -146,7 +146,11 @@ pub async fn login(
     let account_id = check_password(&state, &req.email, &password, ip).await?;
     let session: NewSession = state
         .directory
-        .request(|reply| DirectoryMsg::CreateSession { account_id, reply })
+        .request(|reply| DirectoryMsg::CreateSession {
+            account_id,
+            ip,
+            reply,
+        })
         .await?;
     ctx.actor = Some(account_id);
     let slugs: Vec<String> = session

@@ -20,13 +20,14 @@ use axum::{
 };
 use serde::Deserialize;
 use tessera_actors::{
+    login_guard::Captcha,
     password::Password,
     policy::normalize_email,
     tenant::{
         agents::{normalize_user_code, AgentAnswer, AgentCmd, RequestView},
         audit::AuditContext,
         challenges::tenant_of_token,
-        messages::{Bearer, LoginOutcome, MfaVerified},
+        messages::{Bearer, LoginAttempt, LoginOutcome, MfaVerified},
     },
     CallError, TenantError, TenantHandle, TenantMsg,
 };
@@ -432,7 +433,19 @@ pub async fn device_submit(
                 );
             };
             let password = Password::new(password.to_owned());
-            match password_login(&state, &tenant, &email, password, ip, &ctx).await {
+            // The device page keeps no device token and shows no CAPTCHA.
+            let attempt = LoginAttempt {
+                email,
+                ip,
+                device_token: None,
+                captcha: if state.captcha.required() {
+                    Captcha::Unsolved
+                } else {
+                    Captcha::Off
+                },
+            };
+            let signed = password_login(&state, &tenant, attempt, password, &ctx).await;
+            match signed.map(|s| s.outcome) {
                 Ok(LoginOutcome::Signed { grant, .. }) => {
                     signed_back(&state, &reader, &tenant, &grant, &code)
                 }

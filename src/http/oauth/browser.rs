@@ -37,14 +37,16 @@ use axum::{
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::{
+    login_guard::Captcha,
     password::Password,
     policy::normalize_email,
     tenant::{
         audit::AuditContext,
+        devices::DEVICE_TOKEN_TTL,
         hosted::oauth_link_return_path,
         messages::{
-            Bearer, Grant, HostedReturn, LoginOutcome, MfaVerified, OAuthParams, OAuthResume,
-            PasswordlessLogin, SignInView,
+            Bearer, Grant, HostedReturn, LoginAttempt, LoginOutcome, MfaVerified, OAuthParams,
+            OAuthResume, PasswordlessLogin, SignInView,
         },
         oauth::{s256, AuthorizeOutcome, ConsentNeeded, OAuthAnswer, OAuthCmd, OAuthFailure},
     },
@@ -568,6 +570,8 @@ async fn sign_in_submit(
         };
         sign_in_page(&state, &reader, &flow, shown, status)
     };
+    // A password sign-in's device token, kept in this browser's cookie.
+    let mut device_token: Option<String> = None;
     let login = match field(&form, "step") {
         "password" => {
             let password = field(&form, "password");
@@ -576,11 +580,27 @@ async fn sign_in_submit(
             }
             let normalized = normalize_email(&email).unwrap_or_default();
             let password = Password::new(password.to_owned());
-            password_login(&state, &flow.tenant, &normalized, password, ip, &ctx)
+            let attempt = LoginAttempt {
+                email: normalized,
+                ip,
+                device_token: cookie(&headers, &device_cookie_name(&flow.tenant))
+                    .map(str::to_owned),
+                // The pages run no script, so they show no CAPTCHA: past the address's
+                // count, only a known device goes on.
+                captcha: if state.captcha.required() {
+                    Captcha::Unsolved
+                } else {
+                    Captcha::Off
+                },
+            };
+            password_login(&state, &flow.tenant, attempt, password, &ctx)
                 .await
-                .map(|outcome| PasswordlessLogin {
-                    outcome,
-                    oauth: None,
+                .map(|signed| {
+                    device_token = signed.device_token;
+                    PasswordlessLogin {
+                        outcome: signed.outcome,
+                        oauth: None,
+                    }
                 })
         }
         "email_code" => {
@@ -630,13 +650,16 @@ async fn sign_in_submit(
                 })
                 .await;
             match verified {
-                Ok(MfaVerified::Login(l)) => Ok(PasswordlessLogin {
-                    outcome: LoginOutcome::Signed {
-                        grant: l.grant,
-                        enrollment_required_by: None,
-                    },
-                    oauth: l.oauth,
-                }),
+                Ok(MfaVerified::Login(l)) => {
+                    device_token = l.device_token;
+                    Ok(PasswordlessLogin {
+                        outcome: LoginOutcome::Signed {
+                            grant: l.grant,
+                            enrollment_required_by: None,
+                        },
+                        oauth: l.oauth,
+                    })
+                }
                 Ok(MfaVerified::StepUp(_)) => return reader.problem(Problem::Invalid),
                 Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
                     let error = Some(reader.t("mfa-error"));
@@ -668,9 +691,36 @@ async fn sign_in_submit(
         Err(CallError::Failed(
             TenantError::RateLimited { retry_after } | TenantError::TooManyAttempts { retry_after },
         )) => return throttled(&state, &reader, &flow, email, retry_after),
+        Err(CallError::Failed(TenantError::CaptchaRequired)) => {
+            return retry("login-error-network", StatusCode::TOO_MANY_REQUESTS)
+        }
         Err(e) => return reader.problem(e.into()),
     };
-    signed(&state, &reader, &flow, login)
+    let mut resp = signed(&state, &reader, &flow, login);
+    if let Some(token) = device_token {
+        let secure = if reader.secure_cookie { "; Secure" } else { "" };
+        let c = format!(
+            "{}={token}; Path={}; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+            device_cookie_name(&flow.tenant),
+            cookie_path(&flow.tenant.slug),
+            DEVICE_TOKEN_TTL.whole_seconds(),
+        );
+        match HeaderValue::from_str(&c) {
+            Ok(v) => {
+                resp.headers_mut().append(header::SET_COOKIE, v);
+            }
+            Err(_) => return reader.problem(Problem::Internal),
+        }
+    }
+    resp
+}
+
+const DEVICE_COOKIE_PREFIX: &str = "tessera_device_";
+
+/// The cookie that keeps this browser's device token for the tenant: it lets the browser
+/// past the account's lockout (see `login_guard`), and signs nobody in by itself.
+fn device_cookie_name(tenant: &TenantHandle) -> String {
+    format!("{DEVICE_COOKIE_PREFIX}{}", tenant.id.0.simple())
 }
 
 /// This request as the OAuth flow a passwordless sign-in resumes, bound to a fresh secret
