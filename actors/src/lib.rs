@@ -8,6 +8,7 @@ pub mod directory;
 pub mod durable;
 pub mod error;
 pub mod handle;
+pub mod known_devices;
 pub mod login_guard;
 pub mod outbound;
 pub mod password;

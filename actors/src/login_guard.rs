@@ -302,22 +302,28 @@ impl LoginThrottles {
 
     /// Whether the client address is within its count (a passkey sign-in, whose refusals count
     /// against the address alone: a signature is no guess at an account's secret).
-    pub fn address_gate(&self, ip: IpAddr) -> Result<(), crate::error::TenantError> {
+    pub fn address_gate(&self, ip: IpAddr) -> Result<(), Refusal> {
         match self.addresses.blocked(&throttle_ip(ip), Instant::now()) {
             Some(retry_after) => {
                 count_refusal(LoginRule::Address);
-                Err(crate::error::TenantError::TooManyAttempts { retry_after })
+                Err(Refusal::Throttled {
+                    rule: LoginRule::Address,
+                    retry_after,
+                })
             }
             None => Ok(()),
         }
     }
 
     /// Whether a known device may try now (the second step after its password step).
-    pub fn device_gate(&self, device: Uuid) -> Result<(), crate::error::TenantError> {
+    pub fn device_gate(&self, device: Uuid) -> Result<(), Refusal> {
         match self.devices.blocked(&device, Instant::now()) {
             Some(retry_after) => {
                 count_refusal(LoginRule::Device);
-                Err(crate::error::TenantError::TooManyAttempts { retry_after })
+                Err(Refusal::Throttled {
+                    rule: LoginRule::Device,
+                    retry_after,
+                })
             }
             None => Ok(()),
         }

@@ -197,6 +197,26 @@ impl Record for DashboardAccount {
 }
 impl PlatformRecord for DashboardAccount {}
 
+/// A known device of a dashboard account (see `known_devices`), keyed `account id | device id`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DashboardDevice {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    /// Hex SHA-256 of the token's secret part.
+    pub secret_hash: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+}
+
+impl Record for DashboardDevice {
+    const KIND: Kind = Kind::DashboardDevice;
+    const NAME: &'static str = "dashboard device";
+    const VERSION: u16 = 1;
+}
+impl PlatformRecord for DashboardDevice {}
+
 /// Index of dashboard accounts by lowercased e-mail.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccountEmailIndex {

@@ -65,6 +65,8 @@ pub enum Kind {
     Resource = 0x0E,
     /// `resource id | scope id` -> a catalog entry.
     CatalogScope = 0x0F,
+    /// `account id | device id` -> a dashboard account's known device (its token's hash).
+    DashboardDevice = 0x10,
     // Tenant records.
     TenantSettings = 0x40,
     AuditEvent = 0x41,

@@ -331,6 +331,30 @@ fn a_password_reset_proves_the_mailbox_and_ends_the_squatter() {
     );
     assert_eq!(r.status(), 400);
     assert_eq!(error_code(&r.json().unwrap()), "dashboard/token_invalid");
+
+    // The squatter's known device went with the takeover: once the account is locked from
+    // here, its token lets nothing through, while the owner's own does.
+    let device = |s: &Session| {
+        s.body["device_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no device token in {}", s.body))
+            .to_owned()
+    };
+    let (squatters, hers) = (device(&squatter), device(&her));
+    for _ in 0..5 {
+        assert_eq!(login_status(&srv, NEW_HIRE, "a wrong guess here"), 401);
+    }
+    assert_eq!(login_status(&srv, NEW_HIRE, HER_PASSWORD), 429);
+    let with_device = |token: &str| {
+        srv.post_json(
+            "/v1/auth/dashboard/login",
+            &json!({"email": NEW_HIRE, "password": HER_PASSWORD, "device_token": token}),
+        )
+        .status()
+        .as_u16()
+    };
+    assert_eq!(with_device(&squatters), 429);
+    assert_eq!(with_device(&hers), 200);
 }
 
 /// Owners change roles and remove members; any member may leave; the last owner can be

@@ -130,3 +130,106 @@ fn a_blocked_dashboard_login_stays_blocked_across_a_restart() {
         "dashboard/rate_limited"
     );
 }
+
+/// A dashboard login answers a device token (and its cookie); with it an admin signs in while
+/// someone guessing from many addresses has locked the account, after a restart too, and
+/// without it the lock holds. The device's own count is stricter than the account's.
+#[test]
+fn a_dashboard_admin_is_not_locked_out_of_a_known_device() {
+    let (_smtp, mut srv) = start_with_mail(&[]);
+    srv.signup("Dash Devices Co", "admin@example.com");
+    let login = |srv: &TestServer, body: serde_json::Value, from: &str, cookie: Option<&str>| {
+        let mut req = reqwest::blocking::Client::new()
+            .post(srv.url("/v1/auth/dashboard/login"))
+            .header("x-forwarded-for", from)
+            .json(&body);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        req.send().expect("POST")
+    };
+    let first = login(
+        &srv,
+        json!({"email": "admin@example.com", "password": PASSWORD}),
+        &fresh_client_ip(),
+        None,
+    );
+    assert_eq!(first.status(), 200);
+    let set_cookies: Vec<String> = first
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_owned))
+        .collect();
+    let device_cookie = set_cookies
+        .iter()
+        .find(|c| c.starts_with("dashboard_device="))
+        .unwrap_or_else(|| panic!("no device cookie in {set_cookies:?}"))
+        .clone();
+    assert!(device_cookie.contains("HttpOnly"), "{device_cookie}");
+    assert!(
+        device_cookie.contains("Path=/v1/auth/dashboard"),
+        "{device_cookie}"
+    );
+    let body: serde_json::Value = first.json().expect("JSON");
+    let token = body["device_token"]
+        .as_str()
+        .expect("a device token")
+        .to_owned();
+    assert!(token.starts_with("tdv_"), "{body}");
+    let cookie = format!("dashboard_device={token}");
+
+    // Twelve wrong guesses from as many addresses: the account is locked for new devices.
+    let wrong = json!({"email": "admin@example.com", "password": WRONG_PASSWORD});
+    for _ in 0..12 {
+        let status = login(&srv, wrong.clone(), &fresh_client_ip(), None).status();
+        assert!(matches!(status.as_u16(), 401 | 429), "{status}");
+    }
+    let right = json!({"email": "admin@example.com", "password": PASSWORD});
+    let refused = login(&srv, right.clone(), &fresh_client_ip(), None);
+    assert_eq!(refused.status(), 429);
+    assert_eq!(
+        error_code(&refused.json().unwrap()),
+        "dashboard/rate_limited"
+    );
+
+    // The known device, by its cookie or in the body: signed in, and given no new token.
+    let known = login(&srv, right.clone(), &fresh_client_ip(), Some(&cookie));
+    assert_eq!(known.status(), 200);
+    let known: serde_json::Value = known.json().unwrap();
+    assert!(known.get("device_token").is_none(), "{known}");
+    let with_body =
+        json!({"email": "admin@example.com", "password": PASSWORD, "device_token": token});
+    assert_eq!(
+        login(&srv, with_body.clone(), &fresh_client_ip(), None).status(),
+        200
+    );
+
+    // A restart forgives the account nothing and forgets no device.
+    srv.restart();
+    assert_eq!(login(&srv, right, &fresh_client_ip(), None).status(), 429);
+    assert_eq!(
+        login(&srv, with_body, &fresh_client_ip(), None).status(),
+        200
+    );
+
+    // The device's own count: three wrong passwords, then even the right one waits.
+    let wrong_on_device =
+        json!({"email": "admin@example.com", "password": WRONG_PASSWORD, "device_token": token});
+    for _ in 0..3 {
+        assert_eq!(
+            login(&srv, wrong_on_device.clone(), &fresh_client_ip(), None).status(),
+            401
+        );
+    }
+    assert_eq!(
+        login(
+            &srv,
+            json!({"email": "admin@example.com", "password": PASSWORD}),
+            &fresh_client_ip(),
+            Some(&cookie)
+        )
+        .status(),
+        429
+    );
+}

@@ -19,11 +19,12 @@ pub use super::{
 };
 use crate::{
     error::DirectoryError,
+    known_devices,
     login_guard::{Attempt, Captcha, Refusal},
     records::{
         membership_key, pending_invite_key, AccountEmailIndex, AccountTokenPurpose,
-        AccountTokenRecord, DashboardAccount, DashboardSession, InviteRecord, Membership,
-        MembershipRecord, PendingInvite, Role, TenantRecord,
+        AccountTokenRecord, DashboardAccount, DashboardDevice, DashboardSession, InviteRecord,
+        Membership, MembershipRecord, PendingInvite, Role, TenantRecord,
     },
     throttle::{throttle_ip, Clocks, PlatformThrottleRecord},
 };
@@ -42,12 +43,35 @@ const DECOY_KEY: &[u8] = b"decoy";
 /// Password-reset requests one client address may make an hour.
 pub const RESETS_PER_IP_HOUR: u32 = 20;
 
+/// The record key of `account`'s known device `id`.
+fn dashboard_device_key(account: Uuid, id: Uuid) -> Vec<u8> {
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(account.as_bytes());
+    out.extend_from_slice(id.as_bytes());
+    out
+}
+
 impl DirectoryState {
     /// The sign-in rules of end users ([`crate::login_guard`]) apply to dashboard logins,
-    /// without device tokens or a CAPTCHA: past the address's count, a refusal.
-    pub(super) fn begin_login(&self, email: &str, ip: IpAddr) -> LoginGate {
+    /// known devices included, without a CAPTCHA: past the address's count, a refusal. The
+    /// answer's credential names the known device `device_token` is, if it is a live one of
+    /// the account.
+    pub(super) fn begin_login(
+        &self,
+        email: &str,
+        ip: IpAddr,
+        device_token: Option<&str>,
+    ) -> LoginGate {
         let email = email.to_lowercase();
-        match self.login.check(&Attempt::new(&email, ip, Captcha::Off)) {
+        let mut cred = self.find_account(&email);
+        if let (Some(c), Some(token)) = (cred.as_mut(), device_token) {
+            c.device = self.known_dashboard_device(c.account_id, token);
+        }
+        let attempt = Attempt {
+            device: cred.as_ref().and_then(|c| c.device),
+            ..Attempt::new(&email, ip, Captcha::Off)
+        };
+        match self.login.check(&attempt) {
             Err(Refusal::Throttled { retry_after, .. }) => LoginGate::Throttled {
                 retry_after_secs: retry_after,
             },
@@ -55,16 +79,21 @@ impl DirectoryState {
             Err(Refusal::CaptchaRequired) => LoginGate::Throttled {
                 retry_after_secs: 1,
             },
-            Ok(()) => LoginGate::Proceed(self.find_account(&email)),
+            Ok(()) => LoginGate::Proceed(cred),
         }
     }
 
-    /// Counts a failed password check against `email` and `ip`, and writes the counts: the
-    /// failure is answered once they are durable, so a restart forgives nothing. Each rule it
-    /// makes refuse is logged (the dashboard's audit is per tenant, and a login names none).
-    pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr) {
+    /// Counts a failed password check against `email` and `ip` (or the known `device`), and
+    /// writes the counts: the failure is answered once they are durable, so a restart forgives
+    /// nothing. Each rule it makes refuse is logged (the dashboard's audit is per tenant, and
+    /// a login names none).
+    pub(super) fn login_failed(&mut self, email: &str, ip: IpAddr, device: Option<Uuid>) {
         let email = email.to_lowercase();
-        for (rule, retry_after) in self.login.fail(&Attempt::new(&email, ip, Captcha::Off)) {
+        let attempt = Attempt {
+            device,
+            ..Attempt::new(&email, ip, Captcha::Off)
+        };
+        for (rule, retry_after) in self.login.fail(&attempt) {
             tracing::warn!(
                 rule = rule.as_str(),
                 retry_after,
@@ -123,19 +152,32 @@ impl DirectoryState {
         idle.min(absolute)
     }
 
-    /// A session for an account whose password was just verified from `ip` (the pair's and
-    /// the account's failures are forgiven).
+    /// A session for an account whose password was just verified from `ip`, on the known
+    /// `device` or a new one (whose token the answer carries): the pair's failures and the
+    /// device's, or else the account's, are forgiven.
     pub(super) fn create_session(
         &mut self,
         account_id: Uuid,
         ip: IpAddr,
+        device: Option<Uuid>,
     ) -> Result<NewSession, DirectoryError> {
         let account = self
             .platform
             .get::<DashboardAccount>(account_id.as_bytes())?
             .ok_or(DirectoryError::SessionInvalid)?;
-        self.login
-            .succeed(&Attempt::new(&account.email, ip, Captcha::Off));
+        self.login.succeed(&Attempt {
+            device,
+            ..Attempt::new(&account.email, ip, Captcha::Off)
+        });
+        let mut batch = PlatformBatch::default();
+        let device_token = match device {
+            Some(_) => None,
+            None => Some(self.issue_dashboard_device(
+                &mut batch,
+                account_id,
+                OffsetDateTime::now_utc(),
+            )?),
+        };
         let now = self.session_clock();
         let token = random_token(32);
         let csrf = random_token(32);
@@ -149,11 +191,71 @@ impl DirectoryState {
             reauth_at: None,
             epoch: account.epoch,
         };
-        let mut batch = PlatformBatch::default();
         batch.put(&sha256(token.as_bytes()), &session)?;
         self.platform.apply(batch)?;
         let info = self.info(&account, &session);
-        Ok(NewSession { token, csrf, info })
+        Ok(NewSession {
+            token,
+            csrf,
+            info,
+            device_token,
+        })
+    }
+
+    /// The device `token` names, when it is a live device token of `account`.
+    fn known_dashboard_device(&self, account: Uuid, token: &str) -> Option<Uuid> {
+        let (id, secret) = known_devices::parse(token)?;
+        let record = self
+            .platform
+            .get::<DashboardDevice>(&dashboard_device_key(account, id))
+            .ok()??;
+        known_devices::holds(
+            secret,
+            &record.secret_hash,
+            record.expires_at,
+            OffsetDateTime::now_utc(),
+        )
+        .then_some(id)
+    }
+
+    /// `account`'s known devices, oldest first.
+    fn dashboard_devices(&self, account: Uuid) -> Result<Vec<DashboardDevice>, DirectoryError> {
+        let mut out = Vec::new();
+        for item in self
+            .platform
+            .scan_prefix::<DashboardDevice>(account.as_bytes())
+        {
+            out.push(item?.1);
+        }
+        Ok(out)
+    }
+
+    /// A new device token for `account`, its record into `batch`; expired ones and, past the
+    /// cap, the oldest go.
+    fn issue_dashboard_device(
+        &self,
+        batch: &mut PlatformBatch,
+        account: Uuid,
+        now: OffsetDateTime,
+    ) -> Result<String, DirectoryError> {
+        let held: Vec<(Uuid, OffsetDateTime)> = self
+            .dashboard_devices(account)?
+            .iter()
+            .map(|d| (d.id, d.expires_at))
+            .collect();
+        let new = known_devices::issue(&held, now);
+        for old in new.evict {
+            batch.remove(Kind::DashboardDevice, &dashboard_device_key(account, old));
+        }
+        let record = DashboardDevice {
+            id: new.minted.id,
+            account_id: account,
+            secret_hash: new.minted.secret_hash,
+            created_at: now,
+            expires_at: new.expires_at,
+        };
+        batch.put(&dashboard_device_key(account, record.id), &record)?;
+        Ok(new.minted.token)
     }
 
     /// The session stored under `key` (a token's hash), expired or not.
@@ -341,6 +443,15 @@ impl DirectoryState {
         let detached = self.unproven_memberships(account);
         for m in account.memberships.drain(..) {
             batch.remove(Kind::Membership, &membership_key(&m.tenant, &account.id));
+        }
+        // Its known devices were its creator's: they keep no way past a lockout.
+        if let Ok(devices) = self.dashboard_devices(account.id) {
+            for d in devices {
+                batch.remove(
+                    Kind::DashboardDevice,
+                    &dashboard_device_key(account.id, d.id),
+                );
+            }
         }
         account.onboarded_tenant = None;
         detached
@@ -842,6 +953,7 @@ impl DirectoryState {
         Some(AccountCredential {
             account_id: acct.id,
             password_hash: acct.password_hash,
+            device: None,
         })
     }
 

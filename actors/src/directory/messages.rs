@@ -153,6 +153,8 @@ pub enum DirectoryMsg {
     BeginLogin {
         email: String,
         ip: IpAddr,
+        /// The device token the client kept from an earlier login.
+        device_token: Option<String>,
         reply: RpcReplyPort<LoginGate>,
     },
     /// Counts one onboarding sign-up from `ip` (IPv6: its /64); `Err(retry_after_secs)` past
@@ -166,6 +168,8 @@ pub enum DirectoryMsg {
     LoginFailed {
         email: String,
         ip: IpAddr,
+        /// The known device the login presented (its count, not the account's).
+        device: Option<Uuid>,
         reply: RpcReplyPort<()>,
     },
     /// A new dashboard session for an account whose password was verified.
@@ -173,6 +177,8 @@ pub enum DirectoryMsg {
         account_id: Uuid,
         /// The address the password came from.
         ip: IpAddr,
+        /// The known device it came from; `None`: a new device token is answered.
+        device: Option<Uuid>,
         reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
     },
     /// The live session for a token.
@@ -332,6 +338,8 @@ pub struct RotatedKey {
 pub struct AccountCredential {
     pub account_id: Uuid,
     pub password_hash: String,
+    /// The known device the login presented a live token of.
+    pub device: Option<Uuid>,
 }
 
 /// One of the caller's tenants.
@@ -373,6 +381,8 @@ pub struct NewSession {
     pub token: String,
     pub csrf: String,
     pub info: SessionInfo,
+    /// A new device token, when the login came from a device without one.
+    pub device_token: Option<String>,
 }
 
 /// Whether a login may be attempted.

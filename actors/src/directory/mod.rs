@@ -247,19 +247,30 @@ impl Actor for Directory {
             DirectoryMsg::AdmitSignup { ip, reply } => {
                 let _ = reply.send(state.admit_signup(ip));
             }
-            DirectoryMsg::BeginLogin { email, ip, reply } => {
-                let _ = reply.send(state.begin_login(&email, ip));
+            DirectoryMsg::BeginLogin {
+                email,
+                ip,
+                device_token,
+                reply,
+            } => {
+                let _ = reply.send(state.begin_login(&email, ip, device_token.as_deref()));
             }
-            DirectoryMsg::LoginFailed { email, ip, reply } => {
-                state.login_failed(&email, ip);
+            DirectoryMsg::LoginFailed {
+                email,
+                ip,
+                device,
+                reply,
+            } => {
+                state.login_failed(&email, ip, device);
                 reply_after_flush(state, reply);
             }
             DirectoryMsg::CreateSession {
                 account_id,
                 ip,
+                device,
                 reply,
             } => {
-                let out = state.create_session(account_id, ip);
+                let out = state.create_session(account_id, ip, device);
                 reply_durable(state, reply, out);
             }
             DirectoryMsg::Authenticate { token, reply } => {

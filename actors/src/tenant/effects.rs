@@ -284,10 +284,7 @@ impl TenantState {
 
     /// Whether the sign-in rules let `attempt` be checked now; a refusal as its error.
     pub(super) fn login_gate(&self, attempt: &Attempt<'_>) -> Result<(), TenantError> {
-        self.login.check(attempt).map_err(|refusal| match refusal {
-            Refusal::Throttled { retry_after, .. } => TenantError::TooManyAttempts { retry_after },
-            Refusal::CaptchaRequired => TenantError::CaptchaRequired,
-        })
+        self.login.check(attempt).map_err(refused)
     }
 
     /// Counts a failed check of `attempt` (a password, a sign-in code) against the sign-in
@@ -330,5 +327,13 @@ impl TenantState {
         self.mau.add(now);
         batch.put(MAU_KEY, &self.mau)?;
         Ok(())
+    }
+}
+
+/// The answer to a sign-in rule's refusal.
+pub(super) fn refused(refusal: Refusal) -> TenantError {
+    match refusal {
+        Refusal::Throttled { retry_after, .. } => TenantError::TooManyAttempts { retry_after },
+        Refusal::CaptchaRequired => TenantError::CaptchaRequired,
     }
 }

@@ -16,7 +16,7 @@ use super::{
     audit::AuditContext,
     challenges::{ChallengeRecord, Found, OAuthResume, Purpose},
     credentials::Credential as CredentialKind,
-    effects::Effects,
+    effects::{refused, Effects},
     inventory::may_add,
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaLogin, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
@@ -413,7 +413,7 @@ impl TenantState {
         // After a known device's password step, the device's count holds this step too.
         let device = found.record.device.filter(|_| !step_up);
         match device {
-            Some(d) => self.login.device_gate(d)?,
+            Some(d) => self.login.device_gate(d).map_err(refused)?,
             None => self.mfa_blocked(&user)?,
         }
         let Some(factor) = self.check_factor(&user, code, !step_up)? else {

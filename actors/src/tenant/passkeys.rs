@@ -42,7 +42,7 @@ use super::{
     audit::AuditContext,
     ceremonies::{Ceremony, CEREMONY_TTL},
     credentials::Credential as CredentialKind,
-    effects::Effects,
+    effects::{refused, Effects},
     inventory::may_add,
     messages::{Bearer, LoginOutcome, PasskeyView, StepUpGrant},
     records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, PasskeyUse, UserRecord},
@@ -519,7 +519,7 @@ impl TenantState {
         ip: IpAddr,
     ) -> Result<serde_json::Value, TenantError> {
         let clock = Instant::now();
-        self.login.address_gate(ip)?;
+        self.login.address_gate(ip).map_err(refused)?;
         self.passkey_begins
             .hit(&throttle_ip(ip), clock)
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
@@ -691,7 +691,7 @@ impl TenantState {
             Some(Ceremony::SignIn { user, state }) => (user, state),
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };
-        self.login.address_gate(ip)?;
+        self.login.address_gate(ip).map_err(refused)?;
         let Some(record) = self.passkey_named(&assertion)? else {
             return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
         };

@@ -447,7 +447,9 @@ pub async fn accept(
         .await?;
     let password = Password::new(req.password);
     let proof = if target.verified_account {
-        let account_id = check_password(&state, &target.email, &password, ip).await?;
+        let account_id = check_password(&state, &target.email, &password, (ip, None))
+            .await?
+            .account_id;
         InviteProof::Login { account_id }
     } else {
         InviteProof::NewPassword {

@@ -41,6 +41,8 @@ use crate::app::AppState;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "dashboard_session";
+/// The cookie that keeps a browser's dashboard device token (see `known_devices`).
+pub const DEVICE_COOKIE: &str = "dashboard_device";
 /// How recent a re-authentication must be for sensitive changes.
 pub const REAUTH_WINDOW: time::Duration = time::Duration::minutes(5);
 
@@ -185,14 +187,16 @@ pub async fn check_password(
     state: &AppState,
     email: &str,
     password: &Password,
-    ip: std::net::IpAddr,
-) -> Result<Uuid, ApiError> {
+    (ip, device_token): (std::net::IpAddr, Option<&str>),
+) -> Result<CheckedPassword, ApiError> {
     let lookup = email.to_owned();
+    let device_token = device_token.map(str::to_owned);
     let gate = state
         .directory
         .call(|reply| DirectoryMsg::BeginLogin {
             email: lookup,
             ip,
+            device_token: device_token.clone(),
             reply,
         })
         .await?;
@@ -210,8 +214,12 @@ pub async fn check_password(
         .hasher
         .verify(password, cred.as_ref().map(|c| c.password_hash.as_str()))
         .await?;
+    let device = cred.as_ref().and_then(|c| c.device);
     match (ok, cred) {
-        (true, Some(c)) => Ok(c.account_id),
+        (true, Some(c)) => Ok(CheckedPassword {
+            account_id: c.account_id,
+            device,
+        }),
         _ => {
             let failed = email.to_owned();
             state
@@ -219,12 +227,19 @@ pub async fn check_password(
                 .call(|reply| DirectoryMsg::LoginFailed {
                     email: failed,
                     ip,
+                    device,
                     reply,
                 })
                 .await?;
             Err(invalid_credentials())
         }
     }
+}
+
+/// A dashboard password that checked out: its account, and the known device it came from.
+pub struct CheckedPassword {
+    pub account_id: Uuid,
+    pub device: Option<Uuid>,
 }
 
 /// Records one event in each listed tenant's audit log (best effort: logged when it fails).

@@ -2,24 +2,26 @@
 
 use axum::{
     extract::{Path, State},
-    http::{header, HeaderValue, StatusCode},
+    http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
     directory::{dashboard::NewSession, RotatedKey},
+    known_devices::DEVICE_TOKEN_TTL,
     DirectoryMsg, Password,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, Dashboard, SESSION_COOKIE};
+use super::{audit_in, check_password, Dashboard, DEVICE_COOKIE, SESSION_COOKIE};
 use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
+    pages::cookie,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -31,6 +33,11 @@ pub struct DashboardLoginRequest {
     #[serde(default)]
     #[schema(min_length = 8, max_length = 128, required = true)]
     pub password: String,
+    /// The `device_token` an earlier login to this account answered on this device (a
+    /// browser sends the `dashboard_device` cookie instead): the account's lockout does not
+    /// apply to it, the device's own count does.
+    #[schema(max_length = 256)]
+    pub device_token: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -68,6 +75,12 @@ pub struct DashboardLoginResponse {
     pub expires_at: OffsetDateTime,
     pub account: AccountRef,
     pub tenants: Vec<TenantMembership>,
+    /// From a device that sent no valid `device_token`: keep it (also set as the HttpOnly
+    /// cookie `dashboard_device`) and send it with this device's next logins, so others'
+    /// failed guesses do not lock it out. Opaque, 180 days; it signs nobody in by itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^tdv_")]
+    pub device_token: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -103,14 +116,16 @@ fn memberships(s: &tessera_actors::directory::dashboard::SessionInfo) -> Vec<Ten
         .collect()
 }
 
-fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
+/// A dashboard cookie (the session's, or the device token's): out of scripts' reach, sent
+/// only to the dashboard's routes.
+fn dashboard_cookie(state: &AppState, name: &str, value: &str, max_age: i64) -> HeaderValue {
     let secure = if state.base_url.starts_with("https://") {
         "; Secure"
     } else {
         ""
     };
     let cookie = format!(
-        "{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/v1/auth/dashboard; Max-Age={max_age}{secure}"
+        "{name}={value}; HttpOnly; SameSite=Strict; Path=/v1/auth/dashboard; Max-Age={max_age}{secure}"
     );
     HeaderValue::from_str(&cookie).unwrap_or(HeaderValue::from_static(""))
 }
@@ -122,12 +137,13 @@ fn session_cookie(state: &AppState, value: &str, max_age: i64) -> HeaderValue {
         (status = 200, description = "A session: token in the body and in the `dashboard_session` cookie", body = DashboardLoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`dashboard/invalid_credentials`", body = ErrorBody),
-        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`: 5 consecutive failures of the account from this address, 10 from any, or `security.login_failures_per_address` from this address in 15 minutes; with a valid device token, 3 of that device instead", body = ErrorBody),
     ))]
 pub async fn login(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
     RequestCtx(mut ctx): RequestCtx,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<DashboardLoginRequest>,
 ) -> Result<Response, ApiError> {
     let mut e = FieldErrors::new();
@@ -140,15 +156,27 @@ pub async fn login(
         "password",
         len_between(&req.password, 8, 128),
         "must be 8-128 characters",
+    )
+    .check(
+        "device_token",
+        req.device_token.as_ref().is_none_or(|t| t.len() <= 256),
+        "must be at most 256 characters",
     );
     e.finish()?;
     let password = Password::new(req.password);
-    let account_id = check_password(&state, &req.email, &password, ip).await?;
+    let device_token = req
+        .device_token
+        .filter(|t| !t.is_empty())
+        .or_else(|| cookie(&headers, DEVICE_COOKIE).map(str::to_owned));
+    let checked =
+        check_password(&state, &req.email, &password, (ip, device_token.as_deref())).await?;
+    let (account_id, device) = (checked.account_id, checked.device);
     let session: NewSession = state
         .directory
         .request(|reply| DirectoryMsg::CreateSession {
             account_id,
             ip,
+            device,
             reply,
         })
         .await?;
@@ -178,12 +206,24 @@ pub async fn login(
             email_verified: session.info.email_verified,
         },
         tenants: memberships(&session.info),
+        device_token: session.device_token.clone(),
     };
     let mut resp = Json(body).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie(&state, &session.token, max_age),
+        dashboard_cookie(&state, SESSION_COOKIE, &session.token, max_age),
     );
+    if let Some(token) = &session.device_token {
+        resp.headers_mut().append(
+            header::SET_COOKIE,
+            dashboard_cookie(
+                &state,
+                DEVICE_COOKIE,
+                token,
+                DEVICE_TOKEN_TTL.whole_seconds(),
+            ),
+        );
+    }
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(resp)
@@ -204,8 +244,10 @@ pub async fn logout(State(state): State<AppState>, auth: Dashboard) -> Result<Re
         .request(|reply| DirectoryMsg::Logout { token, reply })
         .await?;
     let mut resp = StatusCode::NO_CONTENT.into_response();
-    resp.headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(&state, "", 0));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        dashboard_cookie(&state, SESSION_COOKIE, "", 0),
+    );
     Ok(resp)
 }
 
@@ -233,7 +275,7 @@ pub async fn reauth(
     );
     e.finish()?;
     let password = Password::new(req.password);
-    check_password(&state, &auth.session.email, &password, ip).await?;
+    check_password(&state, &auth.session.email, &password, (ip, None)).await?;
     let token = auth.token.clone();
     let verified_at = state
         .directory

@@ -37,12 +37,12 @@ use axum::{
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::{
+    known_devices::DEVICE_TOKEN_TTL,
     login_guard::Captcha,
     password::Password,
     policy::normalize_email,
     tenant::{
         audit::AuditContext,
-        devices::DEVICE_TOKEN_TTL,
         hosted::oauth_link_return_path,
         messages::{
             Bearer, Grant, HostedReturn, LoginAttempt, LoginOutcome, MfaVerified, OAuthParams,
