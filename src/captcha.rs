@@ -18,6 +18,17 @@ pub enum CaptchaOutcome {
     Unreachable(String),
 }
 
+/// The widget of a page: its public site key and the provider's script. The script renders
+/// it into the `cf-turnstile` element and adds the solved token to the form as
+/// `cf-turnstile-response`.
+pub struct Widget<'a> {
+    pub site_key: &'a str,
+    pub script: &'a str,
+}
+
+/// The form field the widget's script fills with the solved token.
+pub const WIDGET_FIELD: &str = "cf-turnstile-response";
+
 #[derive(Clone)]
 pub struct Captcha {
     config: CaptchaConfig,
@@ -41,6 +52,14 @@ impl Captcha {
     /// Whether requests must carry a solved CAPTCHA.
     pub fn required(&self) -> bool {
         self.config.provider != CaptchaProvider::None
+    }
+
+    /// The widget a page can show (its site key and script), when one is configured.
+    pub fn widget(&self) -> Option<Widget<'_>> {
+        (self.required() && !self.config.site_key.is_empty()).then(|| Widget {
+            site_key: &self.config.site_key,
+            script: &self.config.widget_script_url,
+        })
     }
 
     pub async fn verify(&self, token: Option<&str>, client_ip: IpAddr) -> CaptchaOutcome {

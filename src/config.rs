@@ -919,6 +919,13 @@ pub struct CaptchaConfig {
     pub verify_url: String,
     /// How long to wait for the verifier, in milliseconds.
     pub timeout_ms: u64,
+    /// The widget's public site key. With it, the hosted sign-in page shows the widget when a
+    /// sign-in must solve a CAPTCHA (`auth/captcha_required`); without it, that page says to
+    /// sign in from a known device or later.
+    pub site_key: String,
+    /// The widget's script, loaded only by a page that shows the widget (its origin is then
+    /// allowed by that page's CSP for scripts and frames).
+    pub widget_script_url: String,
 }
 
 impl Default for CaptchaConfig {
@@ -928,6 +935,8 @@ impl Default for CaptchaConfig {
             secret: SecretString::default(),
             verify_url: "https://challenges.cloudflare.com/turnstile/v0/siteverify".into(),
             timeout_ms: 5000,
+            site_key: String::new(),
+            widget_script_url: "https://challenges.cloudflare.com/turnstile/v0/api.js".into(),
         }
     }
 }
@@ -1154,6 +1163,19 @@ impl Config {
                 });
             }
             check_http_url("captcha.verify_url", &self.captcha.verify_url)?;
+            check_http_url("captcha.widget_script_url", &self.captcha.widget_script_url)?;
+            if self.captcha.site_key.len() > 256
+                || !self
+                    .captcha
+                    .site_key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+            {
+                return Err(ConfigError::Key {
+                    key: "captcha.site_key",
+                    reason: "must be at most 256 letters, digits, '-' or '_'".into(),
+                });
+            }
         }
         if self.mail.transport == MailTransport::Smtp && self.mail.smtp.host.is_empty() {
             return Err(ConfigError::Key {

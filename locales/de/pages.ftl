@@ -54,6 +54,8 @@ error-disabled = { $tenant } nimmt derzeit keine Anmeldelinks an.
 error-busy-title = Bitte versuchen Sie es gleich noch einmal
 error-busy = Zu viele Versuche, oder der Dienst ist ausgelastet. Warten Sie eine Minute und versuchen Sie es erneut.
 login-error-network = Zu viele fehlgeschlagene Anmeldungen aus Ihrem Netzwerk. Melden Sie sich auf einem Gerät an, das Sie hier schon verwendet haben, wählen Sie einen anderen Anmeldeweg oder versuchen Sie es später erneut.
+login-error-captcha-required = Zu viele fehlgeschlagene Anmeldungen aus Ihrem Netzwerk. Bestätigen Sie unten, dass Sie ein Mensch sind, und melden Sie sich dann an.
+login-error-captcha = Die Prüfung, ob Sie ein Mensch sind, ist nicht gelungen. Bitte versuchen Sie es erneut.
 error-internal-title = Etwas ist schiefgelaufen
 error-internal = Die Anfrage konnte nicht abgeschlossen werden. Versuchen Sie es später noch einmal.
 

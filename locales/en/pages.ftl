@@ -54,6 +54,8 @@ error-disabled = { $tenant } does not accept sign-in links at the moment.
 error-busy-title = Please try again in a moment
 error-busy = Too many attempts, or the service is busy. Wait a minute and try again.
 login-error-network = Too many failed sign-ins from your network. Sign in on a device you have used here before, use another way to sign in, or try again later.
+login-error-captcha-required = Too many failed sign-ins from your network. Confirm below that you are a person, then sign in.
+login-error-captcha = The check that you are a person did not pass. Please try it again.
 error-internal-title = Something went wrong
 error-internal = The request could not be completed. Try again later.
 

@@ -54,6 +54,8 @@ error-disabled = { $tenant } no acepta enlaces de inicio de sesión en este mome
 error-busy-title = Inténtalo de nuevo en un momento
 error-busy = Demasiados intentos, o el servicio está ocupado. Espera un minuto e inténtalo de nuevo.
 login-error-network = Demasiados inicios de sesión fallidos desde tu red. Inicia sesión en un dispositivo que ya hayas usado aquí, usa otra forma de iniciar sesión o inténtalo más tarde.
+login-error-captcha-required = Demasiados inicios de sesión fallidos desde tu red. Confirma abajo que eres una persona y luego inicia sesión.
+login-error-captcha = La comprobación de que eres una persona no se superó. Inténtalo de nuevo.
 error-internal-title = Algo salió mal
 error-internal = No se pudo completar la solicitud. Inténtalo más tarde.
 

@@ -54,6 +54,8 @@ error-disabled = { $tenant } n'accepte pas les liens de connexion pour le moment
 error-busy-title = Veuillez réessayer dans un instant
 error-busy = Trop de tentatives, ou le service est surchargé. Patientez une minute puis réessayez.
 login-error-network = Trop de connexions échouées depuis votre réseau. Connectez-vous sur un appareil déjà utilisé ici, choisissez un autre moyen de connexion ou réessayez plus tard.
+login-error-captcha-required = Trop de connexions échouées depuis votre réseau. Confirmez ci-dessous que vous êtes une personne, puis connectez-vous.
+login-error-captcha = La vérification que vous êtes une personne a échoué. Veuillez réessayer.
 error-internal-title = Une erreur s'est produite
 error-internal = La demande n'a pas pu aboutir. Réessayez plus tard.
 

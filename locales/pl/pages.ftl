@@ -54,6 +54,8 @@ error-disabled = Serwis { $tenant } obecnie nie przyjmuje linków do logowania.
 error-busy-title = Spróbuj ponownie za chwilę
 error-busy = Zbyt wiele prób lub usługa jest przeciążona. Odczekaj minutę i spróbuj ponownie.
 login-error-network = Zbyt wiele nieudanych logowań z Twojej sieci. Zaloguj się na urządzeniu, którego już tu używałeś, wybierz inny sposób logowania lub spróbuj później.
+login-error-captcha-required = Zbyt wiele nieudanych logowań z Twojej sieci. Potwierdź poniżej, że jesteś człowiekiem, a potem się zaloguj.
+login-error-captcha = Weryfikacja, że jesteś człowiekiem, nie powiodła się. Spróbuj ponownie.
 error-internal-title = Coś poszło nie tak
 error-internal = Nie udało się wykonać żądania. Spróbuj ponownie później.
 

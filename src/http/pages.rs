@@ -7,7 +7,8 @@
 //! - Each form carries a per-page CSRF value: a hash of the browser's `tessera_csrf` cookie
 //!   (random, `HttpOnly`, `SameSite=Lax`), the page and what it is for. A `POST` whose value
 //!   does not match its cookie is refused (403) before anything is used.
-//! - Every page answers with a strict `Content-Security-Policy` (no script at all),
+//! - Every page answers with a strict `Content-Security-Policy` (no script at all but the
+//!   passkey button's file and, on a sign-in that must solve one, the CAPTCHA widget's),
 //!   `frame-ancestors 'none'`, `X-Frame-Options: DENY`, `Referrer-Policy: no-referrer` and
 //!   `Cache-Control: no-store`.
 //! - Pages speak the reader's language: `?lang=`, else `Accept-Language`, else the tenant's
@@ -49,6 +50,8 @@ pub struct PageTemplate {
     pub social: Option<SocialButtons>,
     /// A QR code (inline SVG made by this server from its own URL).
     pub qr: Option<String>,
+    /// The CAPTCHA provider's script, on a page whose form shows the widget.
+    pub captcha_script: Option<String>,
 }
 
 /// The sign-in page's social providers: a heading and one link each.
@@ -79,6 +82,8 @@ pub struct FormView {
     pub fields: Vec<FieldView>,
     pub checks: Vec<CheckView>,
     pub buttons: Vec<ButtonView>,
+    /// The CAPTCHA widget's site key, when the form must carry a solved CAPTCHA.
+    pub captcha: Option<String>,
 }
 
 impl FormView {
@@ -97,6 +102,7 @@ impl FormView {
                 label: button,
                 secondary: false,
             }],
+            captcha: None,
         }
     }
 }
@@ -263,6 +269,7 @@ impl Reader {
             passkey: None,
             social: None,
             qr: None,
+            captcha_script: None,
         }
     }
 
@@ -289,11 +296,16 @@ impl Reader {
                 listed.push(source);
             }
         }
-        // Script only for the passkey button: this server's one file, calling this server.
-        let script = if page.passkey.is_some() {
-            "script-src 'self'; connect-src 'self'; "
-        } else {
-            ""
+        // Script only for the passkey button (this server's one file, calling this server) and
+        // the CAPTCHA widget (its provider's script, which renders in a frame of its origin).
+        let widget = page.captcha_script.as_deref().and_then(source_of);
+        let script = match (page.passkey.is_some(), widget) {
+            (false, None) => String::new(),
+            (true, None) => "script-src 'self'; connect-src 'self'; ".to_owned(),
+            (passkey, Some(w)) => {
+                let own = if passkey { "'self' " } else { "" };
+                format!("script-src {own}{w}; connect-src {own}{w}; frame-src {w}; ")
+            }
         };
         let csp = format!(
             "default-src 'none'; {script}style-src 'self'; img-src 'self'; \

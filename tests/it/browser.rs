@@ -1277,3 +1277,73 @@ fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_ch
     let _ = rt.block_on(browser.close());
     drop(driver);
 }
+
+/// Past its address's count, the hosted sign-in asks a real browser for the CAPTCHA: the
+/// provider's script (a local stand-in that behaves as Turnstile's does once solved) loads
+/// under the page's CSP and fills the form, and the sign-in reaches the client.
+#[test]
+fn the_hosted_sign_in_asks_for_the_captcha_past_the_address_count_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let stub = crate::support::CaptchaStub::start();
+    let (smtp, srv) = crate::support::start_with_mail(&[
+        ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
+        ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
+        ("TESSERA__CAPTCHA__VERIFY_URL", &stub.url),
+        ("TESSERA__CAPTCHA__SITE_KEY", "0x4AAAAAAA-site_key"),
+        ("TESSERA__CAPTCHA__WIDGET_SCRIPT_URL", &stub.script_url),
+        ("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "2"),
+    ]);
+    let api =
+        crate::passwordless::signup_with_captcha(&srv, "Chromium Widget", "owner@example.com");
+    let s = srv.login(&api.owner, crate::support::PASSWORD);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Gallery", "redirect_uris": [callback], "first_party": true}),
+    );
+    let email = "widget-chromium@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+    // The browser talks to the server from 127.0.0.1, the trusted proxy's own address: two
+    // failures from there spend its count.
+    for i in 0..2 {
+        let r = api.send_as(
+            Some(&api.api_key),
+            "POST",
+            "/v1/auth/login",
+            None,
+            Some(&json!({"email": format!("typo{i}@example.com"), "password": "not the right passphrase"})),
+            None,
+        );
+        assert_eq!(r.status, 401, "{}", r.body);
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Widget");
+    ui.type_into("email", "email", email);
+    ui.type_into("password", "password", USER_PASSWORD);
+    ui.click("sign-in", "form button[type=submit]");
+    // The widget's script ran under the page's CSP.
+    ui.expect_text("widget", "Verified: a person");
+    ui.type_into("password-again", "password", USER_PASSWORD);
+    ui.click(
+        "sign-in-again",
+        "form:has(.cf-turnstile) button[type=submit]",
+    );
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    assert_eq!(rp.finish(&api, req, &called)["email"], email);
+
+    let Ui { rt, browser, .. } = ui;
+    let _ = rt.block_on(browser.close());
+    drop(driver);
+}

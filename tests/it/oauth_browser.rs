@@ -1217,3 +1217,100 @@ fn a_browser_that_signed_in_before_is_not_locked_out_by_an_attacker() {
         "a refused browser gets no device cookie"
     );
 }
+
+/// The hosted sign-in past its address's count, with a CAPTCHA configured: the page shows
+/// the provider's widget (its script and frame allowed by the page's CSP, nothing else), a
+/// refused token shows it again, and a solved one signs in. The token is checked with the
+/// provider's siteverify, with the client's address.
+#[test]
+fn past_the_address_count_the_hosted_sign_in_shows_the_captcha_widget() {
+    let stub = CaptchaStub::start();
+    let (smtp, srv) = start_with_mail(&[
+        ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
+        ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
+        ("TESSERA__CAPTCHA__VERIFY_URL", &stub.url),
+        ("TESSERA__CAPTCHA__SITE_KEY", "0x4AAAAAAA-site_key"),
+        ("TESSERA__CAPTCHA__WIDGET_SCRIPT_URL", &stub.script_url),
+        ("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "3"),
+    ]);
+    let api = crate::passwordless::signup_with_captcha(&srv, "Widget Co", "owner@example.com");
+    let s = srv.login(&api.owner, PASSWORD);
+    srv.reauth(&s, PASSWORD);
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Notes", "redirect_uris": [CALLBACK], "first_party": true}),
+    );
+    let email = "widget-user@example.com";
+    api.verified_user(&smtp, email, USER_PASSWORD);
+    let office = fresh_client_ip();
+    // Three colleagues mistype, each once: the office address is at its count.
+    for i in 0..3 {
+        api.login_from(
+            &format!("colleague{i}@example.com"),
+            "not the right passphrase",
+            &office,
+        )
+        .expect_error(401, "auth/invalid_credentials");
+    }
+
+    let mut b = Browser::new();
+    b.forwarded_for = Some(office.clone());
+    let req = rp.request(&[]);
+    let hosted = b.get(&req.url).redirect(302);
+    let first = b.get(&hosted);
+    assert!(
+        !first.body.contains("cf-turnstile"),
+        "no widget before it is needed"
+    );
+    let csp = first.headers["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!csp.contains("frame-src"), "{csp}");
+    let post = |b: &mut Browser, page: &Page, extra: &[(&str, &str)]| {
+        let csrf = page.hidden("csrf", 0);
+        let mut form = vec![
+            ("csrf", csrf.as_str()),
+            ("step", "password"),
+            ("email", email),
+            ("password", USER_PASSWORD),
+        ];
+        form.extend_from_slice(extra);
+        b.post(&hosted, &form)
+    };
+    let asked = post(&mut b, &first, &[]);
+    assert_eq!(asked.status, 429, "{}", asked.body);
+    assert!(
+        asked
+            .body
+            .contains(r#"<div class="cf-turnstile" data-sitekey="0x4AAAAAAA-site_key">"#),
+        "{}",
+        asked.body
+    );
+    assert!(asked
+        .body
+        .contains(&format!(r#"<script src="{}""#, stub.script_url)));
+    let origin = stub.script_url.trim_end_matches("/api.js");
+    let csp = asked.headers["content-security-policy"].to_str().unwrap();
+    for directive in [
+        format!("script-src 'self' {origin}"),
+        format!("frame-src {origin}"),
+        "default-src 'none'".to_owned(),
+    ] {
+        assert!(csp.contains(&directive), "{directive} in {csp}");
+    }
+    // A token the provider refuses: asked again.
+    let refused = post(&mut b, &asked, &[("cf-turnstile-response", "forged")]);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("cf-turnstile"), "{}", refused.body);
+    // Solved: signed in, and the provider was asked with the client's address.
+    let signed = post(&mut b, &refused, &[("cf-turnstile-response", "good")]);
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    assert!(b.signin_cookie().is_some());
+    let seen = stub.seen.lock().unwrap();
+    let last = seen.last().expect("the provider was asked");
+    assert_eq!(last.get("remoteip"), Some(&office));
+    assert_eq!(last.get("response").map(String::as_str), Some("good"));
+}

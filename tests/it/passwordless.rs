@@ -322,7 +322,7 @@ fn other_binding(binding: &str) -> String {
 }
 
 /// Signs a tenant up on a server that verifies CAPTCHAs (with the stub's good token).
-fn signup_with_captcha(srv: &TestServer, tenant: &str, owner: &str) -> UserApi {
+pub(crate) fn signup_with_captcha(srv: &TestServer, tenant: &str, owner: &str) -> UserApi {
     let mut body = signup_body(tenant, owner);
     body["turnstile_token"] = json!("good");
     let r = srv.post_json("/v1/onboarding/signup", &body);

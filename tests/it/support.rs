@@ -459,14 +459,27 @@ pub fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
 /// (`secret`, `response`, `remoteip`) and answers `{"success": true}` for the token `good`.
 pub struct CaptchaStub {
     pub url: String,
+    /// The widget's script: as the provider's, it renders into each `cf-turnstile` element
+    /// and adds the solved token (`good`) to the form as `cf-turnstile-response`.
+    pub script_url: String,
     pub seen: std::sync::Arc<std::sync::Mutex<Vec<std::collections::HashMap<String, String>>>>,
 }
+
+/// The stub widget's script (what the provider's does once a person solved it).
+const WIDGET_SCRIPT: &str = "document.querySelectorAll('.cf-turnstile').forEach(function (el) {\n\
+  var input = document.createElement('input');\n\
+  input.type = 'hidden'; input.name = 'cf-turnstile-response'; input.value = 'good';\n\
+  el.appendChild(input);\n\
+  var done = document.createElement('p'); done.textContent = 'Verified: a person';\n\
+  el.appendChild(done);\n\
+});\n";
 
 impl CaptchaStub {
     pub fn start() -> Self {
         use std::io::Read;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/siteverify", listener.local_addr().unwrap());
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (url, script_url) = (format!("{base}/siteverify"), format!("{base}/api.js"));
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let record = seen.clone();
         std::thread::spawn(move || {
@@ -474,6 +487,8 @@ impl CaptchaStub {
                 let Ok(mut stream) = stream else { return };
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut len = 0usize;
+                let mut request_line = String::new();
+                let _ = reader.read_line(&mut request_line);
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -486,6 +501,15 @@ impl CaptchaStub {
                     if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
                         len = v.trim().parse().unwrap_or(0);
                     }
+                }
+                if request_line.starts_with("GET ") {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/javascript\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+                        WIDGET_SCRIPT.len(),
+                        WIDGET_SCRIPT
+                    );
+                    continue;
                 }
                 let mut body = vec![0u8; len];
                 let _ = reader.read_exact(&mut body);
@@ -503,7 +527,11 @@ impl CaptchaStub {
                 );
             }
         });
-        CaptchaStub { url, seen }
+        CaptchaStub {
+            url,
+            script_url,
+            seen,
+        }
     }
 }
 

@@ -65,6 +65,7 @@ use super::{
 };
 use crate::{
     app::AppState,
+    captcha::{CaptchaOutcome, WIDGET_FIELD},
     http::{
         bearer::issuer,
         error::{is_email, ApiError},
@@ -385,6 +386,9 @@ async fn decide_for(
 struct Shown {
     error: Option<String>,
     email: String,
+    /// The password form must carry a solved CAPTCHA (it shows the widget, when one is
+    /// configured).
+    captcha: bool,
 }
 
 fn sign_in_page(
@@ -456,6 +460,10 @@ fn sign_in_page(
     );
     password.max = PASSWORD_MAX;
     form.fields = vec![email_input, password];
+    if let Some(widget) = state.captcha.widget().filter(|_| shown.captcha) {
+        form.captcha = Some(widget.site_key.to_owned());
+        page.captcha_script = Some(widget.script.to_owned());
+    }
     page.forms.push(form);
     // A code by e-mail needs no CAPTCHA widget only when none is configured (the pages run no
     // script).
@@ -567,6 +575,16 @@ async fn sign_in_submit(
         let shown = Shown {
             error: Some(reader.t(key)),
             email: email.clone(),
+            captcha: false,
+        };
+        sign_in_page(&state, &reader, &flow, shown, status)
+    };
+    // The sign-in page again, its password form asking for a CAPTCHA.
+    let with_captcha = |key: &str, status: StatusCode| {
+        let shown = Shown {
+            error: Some(reader.t(key)),
+            email: email.clone(),
+            captcha: true,
         };
         sign_in_page(&state, &reader, &flow, shown, status)
     };
@@ -580,18 +598,27 @@ async fn sign_in_submit(
             }
             let normalized = normalize_email(&email).unwrap_or_default();
             let password = Password::new(password.to_owned());
+            // The widget, shown once the address is past its count, fills this field.
+            let captcha = match field(&form, WIDGET_FIELD) {
+                _ if !state.captcha.required() => Captcha::Off,
+                "" => Captcha::Unsolved,
+                token => match state.captcha.verify(Some(token), ip).await {
+                    CaptchaOutcome::Passed => Captcha::Solved,
+                    CaptchaOutcome::Failed => {
+                        return with_captcha("login-error-captcha", StatusCode::BAD_REQUEST)
+                    }
+                    CaptchaOutcome::Unreachable(e) => {
+                        tracing::warn!(error = %e, "CAPTCHA verifier unreachable");
+                        return reader.problem(Problem::Busy);
+                    }
+                },
+            };
             let attempt = LoginAttempt {
                 email: normalized,
                 ip,
                 device_token: cookie(&headers, &device_cookie_name(&flow.tenant))
                     .map(str::to_owned),
-                // The pages run no script, so they show no CAPTCHA: past the address's
-                // count, only a known device goes on.
-                captcha: if state.captcha.required() {
-                    Captcha::Unsolved
-                } else {
-                    Captcha::Off
-                },
+                captcha,
             };
             password_login(&state, &flow.tenant, attempt, password, &ctx)
                 .await
@@ -691,8 +718,16 @@ async fn sign_in_submit(
         Err(CallError::Failed(
             TenantError::RateLimited { retry_after } | TenantError::TooManyAttempts { retry_after },
         )) => return throttled(&state, &reader, &flow, email, retry_after),
+        // Past the address's count: the widget when there is one, else only a known
+        // device goes on.
         Err(CallError::Failed(TenantError::CaptchaRequired)) => {
-            return retry("login-error-network", StatusCode::TOO_MANY_REQUESTS)
+            return match state.captcha.widget() {
+                Some(_) => with_captcha(
+                    "login-error-captcha-required",
+                    StatusCode::TOO_MANY_REQUESTS,
+                ),
+                None => retry("login-error-network", StatusCode::TOO_MANY_REQUESTS),
+            };
         }
         Err(e) => return reader.problem(e.into()),
     };
@@ -887,6 +922,7 @@ fn throttled(
     let shown = Shown {
         error: Some(reader.t("error-busy")),
         email,
+        captcha: false,
     };
     let mut resp = sign_in_page(state, reader, flow, shown, StatusCode::TOO_MANY_REQUESTS);
     resp.headers_mut()
@@ -979,6 +1015,7 @@ async fn social_return(
         let shown = Shown {
             error: Some(reader.t(key)),
             email: String::new(),
+            captcha: false,
         };
         sign_in_page(&state, &reader, &flow, shown, StatusCode::UNAUTHORIZED)
     };
