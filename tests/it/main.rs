@@ -39,6 +39,7 @@ mod recovery;
 mod recovery_inventory;
 mod sdk_policy;
 mod settings;
+mod shared_networks;
 mod sms;
 mod social;
 mod social_signin;
