@@ -1175,7 +1175,8 @@ fn a_revoked_agent_loses_its_tokens_and_owners_hear_of_it_once() {
     assert_eq!(st, 200, "{again}");
     assert_eq!(again["revoked_at"], revoked_at.as_str());
     assert_eq!(again["id"], agent.id.as_str());
-    std::thread::sleep(Duration::from_millis(1000));
+    // Once everything asked so far went out, still one mail.
+    mail_caught_up(&smtp, &srv, &api);
     assert_eq!(mails_of_kind(&smtp, "agent_revoked", &api.owner).len(), 1);
     let events = audit_events(&srv, &s, &api.slug, "agent.revoked");
     assert_eq!(events.len(), 1, "{events:?}");
@@ -1331,7 +1332,7 @@ fn users_withdraw_and_restore_an_agent_but_not_past_the_tenant() {
             .all(|r| r["binding_message"] != "after withdrawal"),
         "a request after the withdrawal is listed"
     );
-    std::thread::sleep(Duration::from_millis(500));
+    mail_caught_up(&smtp, &srv, &api);
     assert_eq!(mailed(), mails_before, "a request was mailed");
     decide(
         &api,

@@ -6,21 +6,16 @@
 //! Every request for a code or a link is spaced 60 s per address: a sub-case that needs another
 //! request uses another address.
 
-use std::{
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Barrier,
-    },
-    time::Duration,
-};
+use std::{sync::Barrier, time::Duration};
 
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::support::{
-    audit_events, fresh_client_ip, json_keys as keys, name_set as set, patch_security, signup_body,
-    six_digit_code, start_with_mail, user_setup as setup, wait_for_idle_delivery, AuthAnswer,
-    CaptchaStub, Session, SmtpStub, TestServer, UserApi, UserTokens, USER_PASSWORD,
+    assert_no_mail, audit_events, fresh_client_ip, json_keys as keys, mail_caught_up,
+    name_set as set, patch_security, signup_body, six_digit_code, start_with_mail,
+    user_setup as setup, AuthAnswer, CaptchaStub, Session, SmtpStub, TestServer, UserApi,
+    UserTokens, USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, unknown or unbound link or code.
@@ -169,37 +164,6 @@ fn other_code(code: &str) -> String {
 }
 
 /// Numbers the addresses `mail_caught_up` registers.
-static LATER_MAIL: AtomicUsize = AtomicUsize::new(0);
-
-/// Returns once every message queued by a request answered before the call was delivered: an
-/// account registered now gets its confirmation mail (a later message through the same
-/// postman, whose writes are made durable after theirs), then the postman holds nothing, so
-/// no message handed to it earlier is still on its way.
-#[track_caller]
-fn mail_caught_up(smtp: &SmtpStub, srv: &TestServer, api: &UserApi) {
-    let later = format!(
-        "later-{}@example.com",
-        LATER_MAIL.fetch_add(1, Ordering::Relaxed)
-    );
-    api.register(&later, USER_PASSWORD).expect(200);
-    smtp.wait_for(&api.slug, "verify_email", &later, 1);
-    wait_for_idle_delivery(srv, "mail");
-}
-
-/// Asserts the requests answered so far mailed nothing to any of `emails` (checked once mail
-/// asked for later has arrived, see `mail_caught_up`).
-#[track_caller]
-fn assert_no_mail(smtp: &SmtpStub, srv: &TestServer, api: &UserApi, emails: &[&str]) {
-    mail_caught_up(smtp, srv, api);
-    for email in emails {
-        let got: Vec<String> = smtp
-            .mails_to(email)
-            .iter()
-            .map(|m| format!("{:?}/{:?}", m.tenant(), m.kind()))
-            .collect();
-        assert!(got.is_empty(), "mail to {email}: {got:?}");
-    }
-}
 
 /// Asserts a passwordless token pair (exactly the token-pair fields, plus `redirect_to` when
 /// `redirect_to` is given, with that value) for `user_id` whose access token verifies against

@@ -1815,6 +1815,58 @@ pub fn wait_for_idle_delivery(srv: &TestServer, channel: &str) {
     );
 }
 
+/// Numbers the accounts [`mail_caught_up`] registers.
+static LATER_MAIL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Returns once every message queued by a request answered before the call was delivered: an
+/// account registered now gets its confirmation mail (a later message through the same
+/// postman, whose writes are made durable after theirs), then the postman holds nothing, so
+/// no message handed to it earlier is still on its way.
+#[track_caller]
+pub fn mail_caught_up(smtp: &SmtpStub, srv: &TestServer, api: &UserApi) {
+    let later = format!(
+        "later-{}@example.com",
+        LATER_MAIL.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    // An adult's birth date, so a tenant that protects minors takes the registration too.
+    api.register_body(&json!({
+        "email": later, "password": USER_PASSWORD, "consent": true, "date_of_birth": "1980-01-01"
+    }))
+    .expect(200);
+    smtp.wait_for(&api.slug, "verify_email", &later, 1);
+    wait_for_idle_delivery(srv, "mail");
+}
+
+/// Asserts the requests answered so far mailed nothing to any of `emails` (checked once mail
+/// asked for later has arrived, see `mail_caught_up`).
+#[track_caller]
+pub fn assert_no_mail(smtp: &SmtpStub, srv: &TestServer, api: &UserApi, emails: &[&str]) {
+    mail_caught_up(smtp, srv, api);
+    assert_none_mailed(smtp, emails);
+}
+
+/// Asserts nothing was mailed to any of `emails` by the requests answered before the last one
+/// whose mail the caller already waited for: the postman is waited for until it holds nothing
+/// (it sends several at once, so one arrival alone says nothing of another handed over before
+/// it), then the mailbox is read.
+#[track_caller]
+pub fn assert_none_mailed_since(smtp: &SmtpStub, srv: &TestServer, emails: &[&str]) {
+    wait_for_idle_delivery(srv, "mail");
+    assert_none_mailed(smtp, emails);
+}
+
+#[track_caller]
+fn assert_none_mailed(smtp: &SmtpStub, emails: &[&str]) {
+    for email in emails {
+        let got: Vec<String> = smtp
+            .mails_to(email)
+            .iter()
+            .map(|m| format!("{:?}/{:?}", m.tenant(), m.kind()))
+            .collect();
+        assert!(got.is_empty(), "mail to {email}: {got:?}");
+    }
+}
+
 /// The clock offset (`TESSERA__TESTING__CLOCK_OFFSET_SECS`) that makes what was issued at
 /// `issued` or later at most `age` seconds old now on the server's offset clock (and what was
 /// issued right then at least `age - 1`): `age` less the whole seconds already gone, rounded up.

@@ -436,7 +436,7 @@ fn a_revoked_agent_is_delivered_only_to_endpoints_that_subscribed() {
     assert!(out.status.success(), "{}", out.stderr);
     srv.reauth(&s, PASSWORD);
     let ep = create_endpoint(&srv, &s, &api.slug, &receiver.url, &["agent.revoked"]);
-    create_endpoint(&srv, &s, &api.slug, &other.url, &["user.created"]);
+    let other_ep = create_endpoint(&srv, &s, &api.slug, &other.url, &["user.created"]);
 
     let (st, agent) = srv.dash_json(
         "POST",
@@ -466,6 +466,10 @@ fn a_revoked_agent_is_delivered_only_to_endpoints_that_subscribed() {
     });
     let log = deliveries(&srv, &s, &api.slug, &ep.id);
     assert_eq!(log.len(), 1, "{log:?}");
+    // Not subscribed to agent.revoked: no delivery was ever scheduled for it (the log is
+    // written with the event, so this does not race a delivery under way).
+    let theirs = deliveries(&srv, &s, &api.slug, &other_ep.id);
+    assert!(theirs.is_empty(), "{theirs:?}");
     assert!(
         other.received().is_empty(),
         "not subscribed to agent.revoked"
@@ -595,6 +599,11 @@ fn an_endpoint_failing_past_the_limit_is_disabled_and_its_owners_mailed() {
     wait_delivery(&srv, &s, &api.slug, &ep.id, &id, |d| {
         d["status"] == "succeeded"
     });
+    // Nothing was queued while it was disabled: the delivery log (written with each event)
+    // holds the test event alone, so no delivery of the registration is still on its way.
+    let log = deliveries(&srv, &s, &api.slug, &ep.id);
+    let types: Vec<&str> = log.iter().filter_map(|d| d["event_type"].as_str()).collect();
+    assert_eq!(types, ["webhook.test"], "{log:?}");
     assert!(
         receiver.of_type("user.created").is_empty(),
         "nothing was queued while it was disabled"
