@@ -163,8 +163,6 @@ fn other_code(code: &str) -> String {
     if code == "000000" { "111111" } else { "000000" }.to_owned()
 }
 
-/// Numbers the addresses `mail_caught_up` registers.
-
 /// Asserts a passwordless token pair (exactly the token-pair fields, plus `redirect_to` when
 /// `redirect_to` is given, with that value) for `user_id` whose access token verifies against
 /// the JWKS with AAL1 and `amr`.
