@@ -110,10 +110,7 @@ fn cluster_env(endpoint: &str) -> Vec<(String, String)> {
 #[test]
 fn a_tenant_moves_to_the_other_node_when_its_owner_dies() {
     let Some(etcd) = Etcd::start() else {
-        eprintln!(
-            "SKIPPED: etcd is not installed (apt-get install etcd-server); \
-             the two-node lease test did not run"
-        );
+        skip_without("etcd", "Debian's etcd-server; .ci/run installs it");
         return;
     };
     let env = cluster_env(&etcd.url);

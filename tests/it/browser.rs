@@ -207,10 +207,9 @@ pub(crate) fn chromium_here() -> bool {
 fn chromium_present() -> bool {
     let present = chromium_here();
     if !present {
-        eprintln!(
-            "\n\n*** SKIPPED: no Chromium at {CHROMIUM} or no ChromeDriver at {CHROMEDRIVER}. \
-             Install Debian's `chromium` and `chromium-driver` (.ci/run does) to run the \
-             browser tests. ***\n"
+        crate::support::skip_without(
+            &format!("Chromium at {CHROMIUM} or ChromeDriver at {CHROMEDRIVER}"),
+            "Debian's `chromium` and `chromium-driver`; .ci/run installs them",
         );
     }
     present

@@ -1879,3 +1879,21 @@ pub fn offset_for_age(issued: Instant, age: u64) -> String {
     );
     (age - gone).to_string()
 }
+
+/// Says that the calling test cannot run because `missing` is not installed (`how`: what
+/// installs it). With `TESSERA_TEST_REQUIRE_TOOLS` set (`.ci/run` sets it) that is a failure;
+/// elsewhere a skip, written straight to the terminal: the test harness captures `eprintln!`
+/// of a test that passes, so a skip said that way would never be seen.
+#[track_caller]
+pub fn skip_without(missing: &str, how: &str) {
+    assert!(
+        std::env::var_os("TESSERA_TEST_REQUIRE_TOOLS").is_none(),
+        "{missing} is missing ({how}); TESSERA_TEST_REQUIRE_TOOLS is set, so this test fails \
+         instead of skipping"
+    );
+    let test = std::thread::current().name().unwrap_or("a test").to_owned();
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED {test}: {missing} is missing ({how}) ***"
+    );
+}

@@ -602,7 +602,10 @@ fn an_endpoint_failing_past_the_limit_is_disabled_and_its_owners_mailed() {
     // Nothing was queued while it was disabled: the delivery log (written with each event)
     // holds the test event alone, so no delivery of the registration is still on its way.
     let log = deliveries(&srv, &s, &api.slug, &ep.id);
-    let types: Vec<&str> = log.iter().filter_map(|d| d["event_type"].as_str()).collect();
+    let types: Vec<&str> = log
+        .iter()
+        .filter_map(|d| d["event_type"].as_str())
+        .collect();
     assert_eq!(types, ["webhook.test"], "{log:?}");
     assert!(
         receiver.of_type("user.created").is_empty(),
