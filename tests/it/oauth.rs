@@ -878,6 +878,9 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(moved.body["error"], "invalid_grant");
+    // Burnt: the right redirect URI and verifier no longer redeem it.
+    let retried = f.exchange(conf, &code, VERIFIER);
+    assert_eq!(retried.body["error"], "invalid_grant", "{}", retried.body);
     // A missing verifier is a malformed request.
     let code = f.code(conf.0);
     let bare = form(
@@ -892,7 +895,10 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
     );
     assert_eq!(bare.body["error"], "invalid_request");
 
-    // Another tenant's code is nothing to that tenant's clients.
+    // Another tenant's code is nothing to that tenant: neither to its clients nor to this
+    // tenant's own client at its token endpoint. The control: the same code, at its own
+    // tenant, is redeemed afterwards, so the refusals were about the tenant alone.
+    let code = f.code(conf.0);
     let other = UserApi::signup(&srv, "Other Codes", "other@example.com");
     let s2 = srv.login(&other.owner, PASSWORD);
     srv.reauth(&s2, PASSWORD);
@@ -910,6 +916,29 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(cross.body["error"], "invalid_grant", "{}", cross.body);
+    let own_client_there = form(
+        &other,
+        &format!("/v1/tenants/{}/oauth/token", other.slug),
+        Some(conf),
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+        ],
+    );
+    // This tenant's client is unknown there.
+    assert_eq!(
+        (
+            own_client_there.status,
+            own_client_there.body["error"].as_str()
+        ),
+        (401, Some("invalid_client")),
+        "{}",
+        own_client_there.body
+    );
+    let control = f.exchange(conf, &code, VERIFIER);
+    assert!(control.body["access_token"].is_string(), "{}", control.body);
 
     // An expired code (the TTL is 2 s here).
     let code = f.code(conf.0);

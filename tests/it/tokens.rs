@@ -282,16 +282,55 @@ fn me_refuses_every_bad_token_with_its_code() {
     );
     assert_invalid_token(&a, &damaged, "a damaged signature");
 
-    // HS256: with garbage, and with the public JWKS as the HMAC secret (algorithm confusion).
+    // HS256: with garbage, and keyed with the public key in every form a confused verifier
+    // could take as an HMAC secret (algorithm confusion): the JWKS and the JWK as served, the
+    // key as PEM (with and without its final newline), as SPKI DER, and as the raw point.
     let mut hs = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256);
     hs.typ = Some("at+jwt".into());
     hs.kid = header["kid"].as_str().map(str::to_owned);
+    let jwks = a.jwks();
+    let jwk = jwks["keys"]
+        .as_array()
+        .and_then(|keys| keys.iter().find(|k| k["kid"] == header["kid"]))
+        .expect("the signing key in the JWKS")
+        .clone();
+    let coordinate = |name: &str| {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(jwk[name].as_str().expect("a coordinate"))
+            .expect("base64url")
+    };
+    let mut point = vec![0x04];
+    point.extend(coordinate("x"));
+    point.extend(coordinate("y"));
+    assert_eq!(point.len(), 65, "an uncompressed P-256 point");
+    // SubjectPublicKeyInfo: id-ecPublicKey, prime256v1, then the point as a BIT STRING.
+    let mut der = hex::decode("3059301306072a8648ce3d020106082a8648ce3d030107034200").unwrap();
+    der.extend(&point);
+    let pem_body = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(&der)
+    };
+    let lines: Vec<&str> = pem_body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let pem = format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----",
+        lines.join("\n")
+    );
     for (what, secret) in [
         ("HS256 with garbage", b"garbage".to_vec()),
+        ("HS256 keyed with the JWKS", jwks.to_string().into_bytes()),
+        ("HS256 keyed with the JWK", jwk.to_string().into_bytes()),
+        ("HS256 keyed with the PEM", pem.clone().into_bytes()),
         (
-            "HS256 keyed with the JWKS",
-            a.jwks().to_string().into_bytes(),
+            "HS256 keyed with the PEM and its newline",
+            format!("{pem}\n").into_bytes(),
         ),
+        ("HS256 keyed with the SPKI DER", der.clone()),
+        ("HS256 keyed with the raw point", point.clone()),
     ] {
         let token = jsonwebtoken::encode(
             &hs,
@@ -314,12 +353,22 @@ fn me_refuses_every_bad_token_with_its_code() {
     assert_invalid_token(&a, &ended.access, "a revoked session");
 
     // Not JWTs at all.
-    for garbage in ["not-a-jwt", "a.b.c", "", "...."] {
-        if garbage.is_empty() {
-            continue;
-        }
+    for garbage in ["not-a-jwt", "a.b.c", "...."] {
         assert_invalid_token(&a, garbage, garbage);
     }
+    // An empty token is no token: the challenge names no error (RFC 6750 3.1).
+    let empty = a.me("");
+    assert_eq!(
+        (empty.status, empty.code()),
+        (401, "auth/missing_token"),
+        "{}",
+        empty.body
+    );
+    let challenge = empty.header("www-authenticate").unwrap_or_default();
+    assert!(
+        challenge.starts_with("Bearer") && !challenge.contains("error="),
+        "an empty token: WWW-Authenticate is {challenge:?}"
+    );
     // The real one still works: the refusals were about the tokens.
     a.me(&t.access).expect(200);
 }
