@@ -172,23 +172,35 @@ fn a_tenant_moves_to_the_other_node_when_its_owner_dies() {
     let killed = Instant::now();
     a.kill();
     let mut last = None;
+    let mut refused_until = None;
     let moved = eventually(Duration::from_secs(30), || {
         let r = api_b.send("GET", "/v1/tenant", None, None);
-        assert!(
-            r.status == 200 || r.status == 503,
-            "unexpected answer while the tenant moves: {} {}",
-            r.status,
-            r.body
-        );
+        match (r.status, r.code()) {
+            (200, _) => {}
+            (503, "cluster/tenant_elsewhere") => refused_until = Some(killed.elapsed()),
+            _ => panic!(
+                "unexpected answer while the tenant moves: {} {}",
+                r.status, r.body
+            ),
+        }
         let done = r.status == 200;
         last = Some((r.status, r.body));
         done
     });
     assert!(moved, "B never took the tenant over: {last:?}");
-    // Not before A's lease could have expired (two seconds).
+    // Not while A's lease could still be alive: A renewed it every third of its two seconds,
+    // so it lived at least 2 - 2/3 s after the kill, and B kept saying the tenant was
+    // elsewhere until then.
+    let held = Duration::from_millis(2000 - 2000 / 3);
+    let took = killed.elapsed();
     assert!(
-        killed.elapsed() >= Duration::from_secs(1),
-        "B took a live lease"
+        took >= held,
+        "B took a lease that could be live, {took:?} after the kill"
+    );
+    let refused_until = refused_until.expect("B refused while A's lease lived");
+    assert!(
+        refused_until + Duration::from_millis(500) >= held,
+        "B stopped refusing {refused_until:?} after the kill, before the lease could expire"
     );
     let tokens = api_b.login_ok("ada@example.com", USER_PASSWORD);
     assert_eq!(

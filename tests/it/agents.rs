@@ -1895,7 +1895,14 @@ fn a_user_approves_a_device_on_the_hosted_device_page() {
             ("decision", "deny"),
         ],
     );
+    // The code form again, saying the code is not right or has expired.
     assert_eq!(again.status, 400, "{}", again.body);
+    assert!(
+        again.body.contains("not right or has expired"),
+        "{}",
+        again.body
+    );
+    assert!(!again.body.contains("Approved"), "{}", again.body);
 
     // The library polls (respecting the interval) and gets the token.
     let issued = device
@@ -1989,9 +1996,11 @@ fn the_mailed_link_of_a_ciba_request_approves_it() {
     let done = b.post(&link, &[("csrf", &csrf), ("decision", "approve")]);
     assert_eq!(done.status, 200, "{}", done.body);
     assert!(done.body.contains("Approved"), "{}", done.body);
-    // The link is spent.
+    // The link is spent: the page says so, and offers no decision.
     let spent = b.get(&link);
-    assert_ne!(spent.status, 200, "{}", spent.body);
+    assert_eq!(spent.status, 410, "{}", spent.body);
+    assert!(spent.body.contains("no longer works"), "{}", spent.body);
+    assert!(!spent.body.contains("decision"), "{}", spent.body);
     wait_interval(1);
     let issued = poll_ciba(&api, &agent, &auth_req_id);
     let claims = jwt_part(&access_token(&issued), 1);

@@ -67,18 +67,29 @@ fn bad_logins_are_alike_and_throttled() {
             &json!({"email": email, "password": password}),
         )
     };
-    let wrong = attempt(OWNER, "wrong password");
-    assert_eq!(wrong.status(), 401);
+    let answer = |r: reqwest::blocking::Response| {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        (status, headers, r.text().unwrap())
+    };
+    let (wrong_status, wrong_headers, wrong) = answer(attempt(OWNER, "wrong password"));
+    assert_eq!(wrong_status, 401);
     assert_eq!(
-        error_code(&wrong.json().unwrap()),
+        error_code(&serde_json::from_str(&wrong).unwrap()),
         "dashboard/invalid_credentials"
     );
-    let unknown = attempt("nobody@example.com", "wrong password");
-    assert_eq!(unknown.status(), 401);
-    assert_eq!(
-        error_code(&unknown.json().unwrap()),
-        "dashboard/invalid_credentials"
-    );
+    let (unknown_status, unknown_headers, unknown) =
+        answer(attempt("nobody@example.com", "wrong password"));
+    // Alike, byte for byte, and in the headers that could tell them apart.
+    assert_eq!((unknown_status, &unknown), (wrong_status, &wrong));
+    for h in [
+        "content-type",
+        "content-length",
+        "www-authenticate",
+        "set-cookie",
+    ] {
+        assert_eq!(unknown_headers.get(h), wrong_headers.get(h), "{h}");
+    }
     // Password bounds: 8-128.
     let r = attempt(OWNER, "1234567");
     assert_eq!(r.status(), 400);
