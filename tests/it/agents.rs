@@ -132,9 +132,22 @@ fn bc_authorize(
     scope: &str,
     binding_message: Option<&str>,
 ) -> AuthAnswer {
+    bc_authorize_for(api, agent, (login_hint, scope, binding_message), None)
+}
+
+/// [`bc_authorize`] for the RFC 8707 `resource`, when given.
+fn bc_authorize_for(
+    api: &UserApi,
+    agent: &Agent,
+    (login_hint, scope, binding_message): (&str, &str, Option<&str>),
+    resource: Option<&str>,
+) -> AuthAnswer {
     let mut form = vec![("login_hint", login_hint), ("scope", scope)];
     if let Some(m) = binding_message {
         form.push(("binding_message", m));
+    }
+    if let Some(r) = resource {
+        form.push(("resource", r));
     }
     oauth_post(api, "bc-authorize", Some(agent.basic()), &form)
 }
@@ -943,7 +956,9 @@ fn ciba_consent_then_polling_and_token_exchange_act_for_the_user() {
         "no agent-request link in {}",
         mail.text
     );
-    assert!(mails_of_kind(&smtp, "agent_request", "nobody@example.com").is_empty());
+    // Those were asked for after the unknown address's: once the postman is idle, nothing
+    // went to it.
+    assert_none_mailed_since(&smtp, &srv, &["nobody@example.com"]);
 
     // ...and sees the requests.
     let req = pending_request(&api, &user.access, "order #42");
@@ -2547,4 +2562,54 @@ fn an_account_whose_address_is_not_confirmed_cannot_approve_an_agent() {
         400,
         "authorization_pending",
     );
+}
+
+/// A CIBA request for a resource (RFC 8707): the token the approval gives is bound to that
+/// resource, and a resource the tenant never registered is refused at the request.
+#[test]
+fn a_ciba_request_for_a_registered_resource_gives_a_token_bound_to_it() {
+    let (smtp, srv, api, s) = pro_setup("Backchannel Resource", &[POLL]);
+    let out = srv.admin(
+        &[
+            "resource", "register", "--tenant", &api.slug, "--name", "API", "--uri", RESOURCE,
+        ],
+        "",
+    );
+    assert!(out.status.success(), "{}", out.stderr);
+    let agent = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        agent_json("Resource Bot", &[CIBA], &["openid"]),
+    );
+    let email = "res@example.com";
+    let user = api.verified_user(&smtp, email, USER_PASSWORD);
+
+    let unknown = bc_authorize_for(
+        &api,
+        &agent,
+        (email, "openid", Some("elsewhere")),
+        Some("https://not-registered.example/"),
+    );
+    expect_oauth_error(&unknown, 400, "invalid_target");
+
+    let r = bc_authorize_for(
+        &api,
+        &agent,
+        (email, "openid", Some("for the API")),
+        Some(RESOURCE),
+    );
+    let auth_req_id = r.expect(200)["auth_req_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no auth_req_id in {}", r.body))
+        .to_owned();
+    let request = pending_request(&api, &user.access, "for the API");
+    let id = request["id"].as_str().expect("a request id");
+    decide(&api, &user.access, id, "approve").expect(200);
+    wait_interval(1);
+    let issued = poll_ciba(&api, &agent, &auth_req_id);
+    let token = access_token(&issued);
+    let (_, claims) = verify_agent_token(&api, &token, Some(RESOURCE));
+    assert_eq!(claims["aud"], RESOURCE, "{claims}");
+    assert_eq!(claims["act"]["sub"], agent.client_id.as_str());
 }

@@ -46,6 +46,8 @@ struct Faults {
     wrong_nonce: bool,
     unknown_key: bool,
     expired: bool,
+    /// The header names ES256 while the `kid` is the provider's RSA key (with `rsa`).
+    alg_mismatch: bool,
 }
 
 struct Code {
@@ -70,6 +72,27 @@ struct StubState {
     /// Apple's shape: the client secret is an ES256 JWT by this public key (`x`, `y`), team
     /// and key id.
     apple: Option<(String, String, String, String)>,
+    /// ID tokens signed RS256 by this key (its `kid` is `r1`), as most providers sign them.
+    rsa: Option<std::sync::Arc<aws_lc_rs::rsa::KeyPair>>,
+}
+
+/// A compact JWS over `claims`, signed RS256 by `key`, with `alg` and `kid` in its header.
+fn rs256_jws(key: &aws_lc_rs::rsa::KeyPair, alg: &str, kid: &str, claims: &Value) -> String {
+    let header = json!({"alg": alg, "typ": "JWT", "kid": kid});
+    let input = format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let mut sig = vec![0u8; key.public_modulus_len()];
+    key.sign(
+        &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+        &aws_lc_rs::rand::SystemRandom::new(),
+        input.as_bytes(),
+        &mut sig,
+    )
+    .unwrap();
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
 }
 
 /// A local provider: OpenID at `/`, GitHub-shaped at `/gh`, Facebook-shaped at `/fb`.
@@ -212,10 +235,21 @@ async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>)
     } else {
         (&st.key, st.kid.as_str())
     };
-    let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
-    h.kid = Some(kid.into());
-    let id_token =
-        jsonwebtoken::encode(&h, &claims, &jsonwebtoken::EncodingKey::from_ec_der(key)).unwrap();
+    let id_token = match &st.rsa {
+        Some(rsa) => {
+            let alg = if st.faults.alg_mismatch {
+                "ES256"
+            } else {
+                "RS256"
+            };
+            rs256_jws(rsa, alg, "r1", &claims)
+        }
+        None => {
+            let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+            h.kid = Some(kid.into());
+            jsonwebtoken::encode(&h, &claims, &jsonwebtoken::EncodingKey::from_ec_der(key)).unwrap()
+        }
+    };
     Json(json!({"access_token": format!("oidc-access-{}", code.person.sub), "refresh_token": "oidc-refresh-kept", "expires_in": 3600, "token_type": "Bearer", "id_token": id_token}))
         .into_response()
 }
@@ -304,6 +338,7 @@ impl Stub {
             codes: HashMap::new(),
             tokens: HashMap::new(),
             apple: None,
+            rsa: None,
         }));
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
@@ -342,6 +377,21 @@ impl Stub {
             team.to_owned(),
             kid.to_owned(),
         ));
+    }
+
+    /// The provider signs its ID tokens RS256 from now on (a new RSA key, `kid` `r1`, the only
+    /// one published).
+    fn use_rsa(&self) {
+        use aws_lc_rs::{rsa::KeySize, signature::KeyPair};
+        let pair = aws_lc_rs::rsa::KeyPair::generate(KeySize::Rsa2048).unwrap();
+        let public = aws_lc_rs::rsa::PublicKeyComponents::<Vec<u8>>::from(pair.public_key());
+        let mut st = self.state.lock().unwrap();
+        st.jwk = json!({
+            "kty": "RSA", "kid": "r1", "use": "sig", "alg": "RS256",
+            "n": URL_SAFE_NO_PAD.encode(&public.n),
+            "e": URL_SAFE_NO_PAD.encode(&public.e),
+        });
+        st.rsa = Some(std::sync::Arc::new(pair));
     }
 
     /// The provider rotates its signing key: a new key, a new `kid`, the old one unpublished.
@@ -1341,4 +1391,41 @@ fn apple_answers_by_form_post_and_takes_a_client_secret_signed_with_the_tenants_
         Some("provider_error"),
         "{back}"
     );
+}
+
+/// Most providers sign ID tokens RS256: such a token signs in. A token whose header names
+/// another algorithm than its key's type (ES256 over the RSA key's `kid`) is refused, and makes
+/// no account.
+#[test]
+fn an_rs256_id_token_signs_in_and_a_header_alg_against_the_key_type_is_refused() {
+    let w = World::start();
+    w.oidc.use_rsa();
+    w.oidc.next("g-rsa", Some("rsa@example.com"), true);
+    let signed = w.signed_in("google", None);
+    assert_eq!(signed.body["user"]["email"], "rsa@example.com");
+
+    w.oidc.faults(Faults {
+        alg_mismatch: true,
+        ..Faults::default()
+    });
+    w.oidc
+        .next("g-mismatch", Some("mismatch@example.com"), true);
+    let back = w.sign_in("google", None);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("provider_error"),
+        "{back}"
+    );
+    assert!(param(&back, "access_token").is_none(), "{back}");
+    let (st, users) = w.srv.dash_json(
+        "GET",
+        &format!(
+            "/v1/auth/dashboard/tenants/{}/users?email=mismatch%40example.com",
+            w.api.slug
+        ),
+        &w.owner,
+        None,
+    );
+    assert_eq!(st, 200, "{users}");
+    assert_eq!(users["data"], json!([]), "{users}");
 }
