@@ -558,7 +558,11 @@ fn acknowledged_writes_survive_sigkill_under_load_and_consumed_codes_stay_consum
         .map(|_| Duration::from_millis(200 + rng.next() % 1301))
         .collect();
     let about = format!("seed {seed:#x} (TESSERA_CRASH_SEED={seed:x}), kill delays {delays:?}");
-    eprintln!("crash: {about}");
+    // Past the harness's capture: the seed is in the output of every run, passing or not.
+    {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "crash: {about}");
+    }
 
     let (smtp, mut srv, mut api, s) = user_setup("Crash Co", &[]);
     // The platform account's ceiling of an enterprise tenant allows the largest cap.
