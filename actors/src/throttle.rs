@@ -369,7 +369,9 @@ impl<K: Hash + Eq + Clone> Throttle<K> {
                 }
                 c.failures = c.failures.saturating_add(1);
                 c.last = now;
-                if c.failures >= limit {
+                // Only the failure that reaches the limit begins a block: later ones (a
+                // client past the CAPTCHA, say) fall inside the same block and report nothing.
+                if c.failures == limit {
                     let until = c.start + period;
                     c.blocked_until = Some(until);
                     Some(until.saturating_duration_since(now).as_secs().max(1))
@@ -579,6 +581,9 @@ mod tests {
         assert_eq!(t.fail(&"ip", now + Duration::from_secs(100)), None);
         // The third failure, 200 s into the window: blocked for the 700 s left.
         assert_eq!(t.fail(&"ip", now + Duration::from_secs(200)), Some(700));
+        // Failures inside the block (past a CAPTCHA) begin nothing new: one block, one report.
+        assert_eq!(t.fail(&"ip", now + Duration::from_secs(300)), None);
+        assert_eq!(t.blocked(&"ip", now + Duration::from_secs(300)), Some(600));
         assert_eq!(t.blocked(&"ip", now + Duration::from_secs(899)), Some(1));
         assert_eq!(t.blocked(&"ip", now + Duration::from_secs(900)), None);
         // A new window opens with the next failure.
