@@ -6,22 +6,12 @@ use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::support::{
-    assert_no_mail, assert_none_mailed_since, audit_events, fresh_client_ip, start_with_mail,
+    assert_no_mail, assert_none_mailed_since, audit_events, fresh_client_ip, is_uuid, user_setup,
     AuthAnswer, SmtpStub, TestServer, UserApi, UserTokens, NEW_USER_PASSWORD, PASSWORD,
     USER_PASSWORD,
 };
 
 const WRONG_PASSWORD: &str = "not the right passphrase";
-
-fn setup(extra: &[(&str, &str)]) -> (SmtpStub, TestServer, UserApi) {
-    let (smtp, srv) = start_with_mail(extra);
-    let api = UserApi::signup(&srv, "App Co", "owner@example.com");
-    (smtp, srv, api)
-}
-
-fn is_uuid(v: &Value) -> bool {
-    v.as_str().is_some_and(|s| uuid::Uuid::parse_str(s).is_ok())
-}
 
 fn is_timestamp(v: &Value) -> bool {
     v.as_str()
@@ -56,7 +46,7 @@ fn assert_unverified(a: &AuthAnswer) {
 
 #[test]
 fn the_whole_journey_over_smtp() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
 
     // Register.
@@ -66,7 +56,7 @@ fn the_whole_journey_over_smtp() {
     assert_eq!(user["email"], "alice@example.com", "{body}");
     assert_eq!(user["email_verified"], false);
     assert_eq!(user["is_anonymous"], false);
-    assert!(is_uuid(&user["id"]), "{body}");
+    assert!(user["id"].as_str().is_some_and(is_uuid), "{body}");
     assert!(is_timestamp(&user["created_at"]), "{body}");
     assert_eq!(body["verification_sent"], true);
     let user_id = user["id"].as_str().unwrap().to_owned();
@@ -191,7 +181,7 @@ fn the_whole_journey_over_smtp() {
 
 #[test]
 fn login_needs_a_confirmed_address_and_bad_credentials_look_alike() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
     api.register("bob@example.com", USER_PASSWORD).expect(200);
     // A wrong password says nothing about the address's state.
@@ -218,7 +208,10 @@ fn login_needs_a_confirmed_address_and_bad_credentials_look_alike() {
 #[test]
 fn consecutive_failures_block_an_account_or_an_address_even_for_the_right_password() {
     // Five failed sign-ins per client address, so the address's count is reached quickly.
-    let (smtp, _srv, api) = setup(&[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")]);
+    let (smtp, _srv, api, _) = user_setup(
+        "App Co",
+        &[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")],
+    );
     api.verified_user(&smtp, "carol@example.com", USER_PASSWORD);
     api.verified_user(&smtp, "dave@example.com", USER_PASSWORD);
 
@@ -262,7 +255,7 @@ fn consecutive_failures_block_an_account_or_an_address_even_for_the_right_passwo
 
 #[test]
 fn register_answers_alike_for_new_existing_and_blocked_addresses() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
     let r = srv.dash(
         "PATCH",
@@ -285,7 +278,11 @@ fn register_answers_alike_for_new_existing_and_blocked_addresses() {
         ("blocked", &blocked),
     ] {
         assert_eq!(a.status, 200, "{name}: {}", a.body);
-        assert!(is_uuid(&a.body["user"]["id"]), "{name}: {}", a.body);
+        assert!(
+            a.body["user"]["id"].as_str().is_some_and(is_uuid),
+            "{name}: {}",
+            a.body
+        );
         assert!(
             is_timestamp(&a.body["user"]["created_at"]),
             "{name}: {}",
@@ -353,7 +350,7 @@ fn register_answers_alike_for_new_existing_and_blocked_addresses() {
 
 #[test]
 fn registration_validates_every_field() {
-    let (_smtp, _srv, api) = setup(&[]);
+    let (_smtp, _srv, api, _) = user_setup("App Co", &[]);
     let base = || json!({"email": "val@example.com", "password": USER_PASSWORD, "consent": true});
 
     // Common passwords, whatever their length.
@@ -433,7 +430,7 @@ fn registration_validates_every_field() {
 
 #[test]
 fn the_sixth_registration_a_minute_from_one_address_is_limited() {
-    let (_smtp, srv, api) = setup(&[]);
+    let (_smtp, srv, api, _) = user_setup("App Co", &[]);
     let ip = "203.0.113.50";
     let reg = |api: &UserApi, email: &str| {
         api.register_from(
@@ -466,7 +463,7 @@ fn the_sixth_registration_a_minute_from_one_address_is_limited() {
 
 #[test]
 fn verification_can_be_resent_and_resend_answers_alike_for_anyone() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     api.register("gina@example.com", USER_PASSWORD).expect(200);
     let first = api.verification_token(&smtp, "gina@example.com", 1);
     let resend = |email: &str| api.post("/v1/auth/resend-verification", &json!({"email": email}));
@@ -490,7 +487,7 @@ fn verification_can_be_resent_and_resend_answers_alike_for_anyone() {
 
 #[test]
 fn a_password_change_keeps_the_caller_and_ends_every_other_session() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
     let caller = api.verified_user(&smtp, "ivy@example.com", USER_PASSWORD);
     let other = api.login_ok("ivy@example.com", USER_PASSWORD);
@@ -540,7 +537,7 @@ fn a_password_change_keeps_the_caller_and_ends_every_other_session() {
 
 #[test]
 fn a_reset_link_is_single_use_ends_every_session_and_dies_with_a_later_change() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
     let a = api.verified_user(&smtp, "jack@example.com", USER_PASSWORD);
     let b = api.login_ok("jack@example.com", USER_PASSWORD);
@@ -609,7 +606,7 @@ fn a_reset_link_is_single_use_ends_every_session_and_dies_with_a_later_change() 
 
 #[test]
 fn a_reset_confirms_the_address() {
-    let (smtp, _srv, api) = setup(&[]);
+    let (smtp, _srv, api, _) = user_setup("App Co", &[]);
     api.register("kate@example.com", USER_PASSWORD).expect(200);
     assert_unverified(&api.login("kate@example.com", USER_PASSWORD));
     api.post(
@@ -659,7 +656,7 @@ fn assert_blocked_events(
 
 #[test]
 fn the_tenant_email_policy_blocks_silently_and_audits() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let session = srv.login(&api.owner, PASSWORD);
     let settings = format!("/v1/auth/dashboard/tenants/{}/settings", api.slug);
     let r = srv.dash(
@@ -808,7 +805,7 @@ fn mail_queued_when_the_server_dies_goes_out_after_the_restart_unasked() {
 /// whole way through SMTP.
 #[test]
 fn addresses_the_mailer_cannot_send_to_are_refused_at_the_request() {
-    let (smtp, srv, api) = setup(&[]);
+    let (smtp, srv, api, _) = user_setup("App Co", &[]);
     let bad = "İlice@x.test";
     let field_refused = |r: &AuthAnswer, what: &str| {
         r.expect_error(400, "validation/invalid_request");

@@ -16,6 +16,7 @@ use openidconnect::{
 };
 use serde_json::{json, Value};
 
+use crate::support::http;
 use crate::support::*;
 
 pub(crate) const POLL: (&str, &str) = ("TESSERA__AGENTS__POLL_INTERVAL_SECS", "1");
@@ -278,31 +279,7 @@ fn verify_agent_token(
     token: &str,
     audience: Option<&str>,
 ) -> (jsonwebtoken::Header, Value) {
-    use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
-    let header = decode_header(token).expect("a JWT header");
-    let kid = header.kid.clone().expect("a kid in the header");
-    let jwks = api.jwks();
-    let key = jwks["keys"]
-        .as_array()
-        .expect("keys")
-        .iter()
-        .find(|k| k["kid"] == kid.as_str())
-        .unwrap_or_else(|| panic!("kid {kid} is not in the JWKS {jwks}"));
-    let key = DecodingKey::from_ec_components(
-        key["x"].as_str().expect("x"),
-        key["y"].as_str().expect("y"),
-    )
-    .expect("an EC key");
-    let mut validation = Validation::new(Algorithm::ES256);
-    validation.set_issuer(&[api.issuer()]);
-    match audience {
-        Some(aud) => validation.set_audience(&[aud]),
-        None => validation.validate_aud = false,
-    }
-    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-    let data = decode::<Value>(token, &key, &validation)
-        .unwrap_or_else(|e| panic!("the agent's access token does not verify: {e}"));
-    (header, data.claims)
+    api.verify_jwt(token, "agent's access", Some(&api.issuer()), audience)
 }
 
 /// The space-separated scopes of a claim or answer, sorted.
@@ -367,13 +344,6 @@ fn mails_of_kind(smtp: &SmtpStub, kind: &str, to: &str) -> Vec<ReceivedMail> {
         .into_iter()
         .filter(|m| m.kind() == Some(kind) && m.is_to(to))
         .collect()
-}
-
-fn http() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
 }
 
 type AgentClient =

@@ -15,8 +15,9 @@ use serde_json::{json, Value};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::support::{
-    assert_no_mail, audit_events, eventually, fresh_client_ip, start_with_mail, AuthAnswer,
-    Session, TestServer, UserApi, UserTokens, PASSWORD, USER_PASSWORD,
+    assert_no_mail, audit_events, enable_guests, eventually, fresh_client_ip, guest_settings,
+    is_uuid, new_guest, user_setup, AuthAnswer, Guest, TestServer, UserApi, UserTokens, PASSWORD,
+    USER_PASSWORD,
 };
 
 const ANONYMOUS: &str = "/v1/auth/anonymous";
@@ -27,57 +28,6 @@ const METADATA_MAX: usize = 16 * 1024;
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// A server (mail through a stub, `X-Forwarded-For` believed), one tenant and its owner's
-/// dashboard session.
-fn setup(tenant: &str) -> (crate::support::SmtpStub, TestServer, UserApi, Session) {
-    setup_with(tenant, &[])
-}
-
-/// [`setup`] with settings of the test's own.
-fn setup_with(
-    tenant: &str,
-    env: &[(&str, &str)],
-) -> (crate::support::SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(env);
-    let api = UserApi::signup(
-        &srv,
-        tenant,
-        &format!("owner@{}.example.com", slugish(tenant)),
-    );
-    let session = srv.login(&api.owner, PASSWORD);
-    (smtp, srv, api, session)
-}
-
-fn slugish(name: &str) -> String {
-    name.to_ascii_lowercase().replace(' ', "-")
-}
-
-/// PATCHes the tenant's guest settings as its owner (with the confirmation header the first
-/// enabling needs while the default role is `member`); answers the settings.
-#[track_caller]
-fn guest_settings(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Value {
-    let r = srv
-        .client
-        .patch(srv.url(&format!(
-            "/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
-        )))
-        .bearer_auth(&s.token)
-        .header("x-service-confirm", "privileged-default-role")
-        .json(&body)
-        .send()
-        .expect("PATCH settings/anonymous");
-    let status = r.status().as_u16();
-    let out: Value = r.json().unwrap_or(Value::Null);
-    assert_eq!(status, 200, "{body} refused: {out}");
-    out
-}
-
-#[track_caller]
-pub(crate) fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
-    let out = guest_settings(srv, s, slug, json!({"anonymous_signins_enabled": true}));
-    assert_eq!(out["anonymous_signins_enabled"], true, "{out}");
-}
-
 /// `POST /v1/auth/anonymous` from `ip`, with `body` (none at all when `None`).
 fn guest_from(api: &UserApi, body: Option<&Value>, ip: &str) -> AuthAnswer {
     api.send_as(Some(&api.api_key), "POST", ANONYMOUS, None, body, Some(ip))
@@ -86,42 +36,6 @@ fn guest_from(api: &UserApi, body: Option<&Value>, ip: &str) -> AuthAnswer {
 /// `POST /v1/auth/anonymous` from an address of its own.
 fn guest_answer(api: &UserApi, body: Option<&Value>) -> AuthAnswer {
     guest_from(api, body, &fresh_client_ip())
-}
-
-/// A guest: its id and token pair.
-#[derive(Clone, Debug)]
-struct Guest {
-    id: String,
-    tokens: UserTokens,
-}
-
-impl Guest {
-    /// Takes a 201 guest answer.
-    #[track_caller]
-    fn from_answer(a: &AuthAnswer) -> Self {
-        let body = a.expect(201);
-        let access = body["access_token"].as_str();
-        let refresh = body["refresh_token"].as_str();
-        let id = body["user"]["id"].as_str();
-        assert!(
-            access.is_some() && refresh.is_some() && id.is_some(),
-            "no token pair and user id in {body}"
-        );
-        Guest {
-            id: id.unwrap().to_owned(),
-            tokens: UserTokens {
-                access: access.unwrap().to_owned(),
-                refresh: refresh.unwrap().to_owned(),
-                body: body.clone(),
-            },
-        }
-    }
-}
-
-/// Makes a guest (from an address of its own) and asserts the 201.
-#[track_caller]
-fn new_guest(api: &UserApi, body: Option<&Value>) -> Guest {
-    Guest::from_answer(&guest_answer(api, body))
 }
 
 /// Registers `email` with `bearer` (claiming the guest it belongs to), from an address of its
@@ -215,10 +129,6 @@ fn find_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
-fn is_uuid(v: &Value) -> bool {
-    v.as_str().is_some_and(|s| uuid::Uuid::parse_str(s).is_ok())
-}
-
 fn parse_time(v: &Value) -> Option<OffsetDateTime> {
     v.as_str()
         .and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
@@ -271,7 +181,7 @@ fn assert_guest_alive(api: &UserApi, g: &Guest, what: &str) {
 
 #[test]
 fn guests_are_off_by_default_and_disabling_stops_only_new_ones() {
-    let (_smtp, srv, api, s) = setup("Switch Co");
+    let (_smtp, srv, api, s) = user_setup("Switch Co", &[]);
     let settings = srv.dash(
         "GET",
         &format!("/v1/auth/dashboard/tenants/{}/settings/anonymous", api.slug),
@@ -327,7 +237,7 @@ fn guests_are_off_by_default_and_disabling_stops_only_new_ones() {
 
 #[test]
 fn a_guest_gets_a_token_pair_its_claims_and_its_metadata() {
-    let (_smtp, srv, api, s) = setup("Guest Co");
+    let (_smtp, srv, api, s) = user_setup("Guest Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let metadata = json!({"plan": "trial", "cart": [1, 2, 3], "nested": {"ok": true}});
     let cases: [(Option<Value>, Value); 3] = [
@@ -367,7 +277,7 @@ fn a_guest_gets_a_token_pair_its_claims_and_its_metadata() {
                 .collect(),
             "{what}: {answer}"
         );
-        assert!(is_uuid(&user["id"]), "{what}: {answer}");
+        assert!(user["id"].as_str().is_some_and(is_uuid), "{what}: {answer}");
         assert_eq!(user["is_anonymous"], true, "{what}");
         let created = parse_time(&user["created_at"]).expect("created_at in RFC 3339");
         assert!(
@@ -420,7 +330,7 @@ fn a_guest_gets_a_token_pair_its_claims_and_its_metadata() {
 
 #[test]
 fn public_metadata_must_be_an_object_of_at_most_16_kib() {
-    let (_smtp, srv, api, s) = setup("Meta Co");
+    let (_smtp, srv, api, s) = user_setup("Meta Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     for bad in [
         json!([1, 2]),
@@ -472,7 +382,7 @@ fn public_metadata_must_be_an_object_of_at_most_16_kib() {
 
 #[test]
 fn the_sixth_guest_a_minute_from_one_address_is_limited() {
-    let (_smtp, srv, api, s) = setup("Per Ip Co");
+    let (_smtp, srv, api, s) = user_setup("Per Ip Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let ip = "203.0.113.77";
     for i in 0..5 {
@@ -492,7 +402,7 @@ fn the_sixth_guest_a_minute_from_one_address_is_limited() {
 fn the_1001st_guest_an_hour_for_one_api_key_is_limited_and_a_purge_takes_at_most_1000() {
     // A purge of a thousand guests in a debug build, beside the other tests on two cores, can
     // take longer than the default 5 s an actor call may: this test is about the counts.
-    let (_smtp, mut srv, mut api, s) = setup_with(
+    let (_smtp, mut srv, mut api, s) = user_setup(
         "Per Key Co",
         &[("TESSERA__SERVER__ACTOR_TIMEOUT_MS", "30000")],
     );
@@ -576,7 +486,7 @@ fn the_1001st_guest_an_hour_for_one_api_key_is_limited_and_a_purge_takes_at_most
 
 #[test]
 fn the_monthly_active_user_cap_stops_new_guests_but_not_existing_ones() {
-    let (_smtp, srv, api, s) = setup("Cap Co");
+    let (_smtp, srv, api, s) = user_setup("Cap Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     set_mau_cap(&srv, &api.slug, 2);
     let a = new_guest(&api, None);
@@ -604,7 +514,7 @@ fn the_monthly_active_user_cap_stops_new_guests_but_not_existing_ones() {
 
 #[test]
 fn registered_users_count_toward_the_cap_and_each_user_counts_once_a_month() {
-    let (smtp, srv, api, s) = setup("Count Co");
+    let (smtp, srv, api, s) = user_setup("Count Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     set_mau_cap(&srv, &api.slug, 3);
     // A registered user: 1, however often it logs in and refreshes.
@@ -634,7 +544,7 @@ fn registered_users_count_toward_the_cap_and_each_user_counts_once_a_month() {
 
 #[test]
 fn a_guest_claims_its_account_by_registering_with_its_bearer() {
-    let (smtp, srv, api, s) = setup("Claim Co");
+    let (smtp, srv, api, s) = user_setup("Claim Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let metadata = json!({"cart": ["book"], "theme": "dark"});
     let g = new_guest(&api, Some(&json!({"public_metadata": metadata})));
@@ -691,7 +601,7 @@ fn a_guest_claims_its_account_by_registering_with_its_bearer() {
 /// toward the registration limit of the client address like registrations.
 #[test]
 fn a_claim_of_an_existing_address_changes_no_account_and_counts_as_a_registration() {
-    let (smtp, srv, api, s) = setup("Taken Claim Co");
+    let (smtp, srv, api, s) = user_setup("Taken Claim Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let taken = "taken@example.com";
     let claimer_password = "the claimer's own passphrase";
@@ -780,7 +690,7 @@ fn a_claim_of_an_existing_address_changes_no_account_and_counts_as_a_registratio
 
 #[test]
 fn two_claims_of_one_guest_at_once_make_one_account() {
-    let (smtp, srv, api, s) = setup("Race Claim Co");
+    let (smtp, srv, api, s) = user_setup("Race Claim Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let g = new_guest(&api, Some(&json!({"public_metadata": {"race": true}})));
     let emails = ["first-claim@example.com", "second-claim@example.com"];
@@ -825,7 +735,7 @@ fn two_claims_of_one_guest_at_once_make_one_account() {
 
 #[test]
 fn only_a_valid_guest_bearer_claims() {
-    let (smtp, srv, api, s) = setup("Bearer Co");
+    let (smtp, srv, api, s) = user_setup("Bearer Co", &[]);
     enable_guests(&srv, &s, &api.slug);
 
     // A registered user is no guest.
@@ -862,7 +772,7 @@ fn only_a_valid_guest_bearer_claims() {
 
 #[test]
 fn purge_removes_exactly_the_stale_guests_of_each_tenant() {
-    let (smtp, srv, api, s) = setup("Purge Co");
+    let (smtp, srv, api, s) = user_setup("Purge Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     let ttl = 7i64;
     let out = guest_settings(&srv, &s, &api.slug, json!({"anonymous_user_ttl_days": ttl}));
@@ -982,7 +892,7 @@ fn purge_removes_exactly_the_stale_guests_of_each_tenant() {
 
 #[test]
 fn a_refresh_keeps_a_guest_from_the_purge() {
-    let (_smtp, srv, api, s) = setup("Active Co");
+    let (_smtp, srv, api, s) = user_setup("Active Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     guest_settings(&srv, &s, &api.slug, json!({"anonymous_user_ttl_days": 1}));
     let idle = new_guest(&api, None);

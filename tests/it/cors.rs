@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::{
     capacity::running_tenants,
     support::{
-        audit_events, error_code, eventually, spawn, start_with_mail, AuthAnswer, Session,
-        TestServer, UserApi, PASSWORD,
+        audit_events, error_code, eventually, spawn, start_with_mail, user_setup, AuthAnswer,
+        Session, TestServer, UserApi, PASSWORD,
     },
 };
 
@@ -23,13 +23,6 @@ const EXPOSED: &str = "Retry-After, X-Request-Id, WWW-Authenticate, X-Service-Do
 
 fn cors_path(slug: &str) -> String {
     format!("/v1/auth/dashboard/tenants/{slug}/settings/cors")
-}
-
-fn setup() -> (TestServer, UserApi, Session) {
-    let srv = TestServer::start();
-    let api = UserApi::signup(&srv, "Cors Co", "owner@cors.example");
-    let s = srv.login("owner@cors.example", PASSWORD);
-    (srv, api, s)
 }
 
 fn put_origins(srv: &TestServer, s: &Session, slug: &str, origins: Value) -> (u16, Value) {
@@ -95,7 +88,7 @@ fn assert_allowed(a: &AuthAnswer, origin: &str) {
 
 #[test]
 fn preflights_on_end_user_routes_answer_any_origin_with_the_routes_methods() {
-    let (srv, api, s) = setup();
+    let (_smtp, srv, api, s) = user_setup("Cors Co", &[]);
     // Even with a list set: a preflight carries no API key, so it names no tenant.
     assert_eq!(put_origins(&srv, &s, &api.slug, json!([APP])).0, 200);
     for (path, method, methods) in [
@@ -271,7 +264,7 @@ fn the_origin_list_survives_a_restart_and_an_idle_stop() {
 
 #[test]
 fn the_origin_list_is_validated_and_bounded() {
-    let (srv, api, s) = setup();
+    let (_smtp, srv, api, s) = user_setup("Cors Co", &[]);
     let bad = |origins: Value, field: &str| {
         let (status, body) = put_origins(&srv, &s, &api.slug, origins.clone());
         assert_eq!(status, 400, "{origins} should be refused: {body}");

@@ -33,7 +33,8 @@ use reqwest::blocking::Client;
 use serde_json::{json, Value};
 
 use crate::support::{
-    fresh_client_ip, patch_security, six_digit_code, user_setup, AuthAnswer, UserApi, USER_PASSWORD,
+    fr, fresh_client_ip, patch_security, six_digit_code, user_setup, AuthAnswer, UserApi,
+    USER_PASSWORD,
 };
 
 const REGISTER: &str = "/v1/auth/register";
@@ -75,11 +76,6 @@ fn seed() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
-}
-
-/// A French mobile number (E.164), distinct for each `n` below a million.
-fn fr(n: u32) -> String {
-    format!("+33612{n:06}")
 }
 
 /// The tenant's API with a client of its own (each thread has one).

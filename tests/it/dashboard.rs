@@ -3,20 +3,13 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{error_code, Session, SmtpStub, TestServer, PASSWORD};
+use crate::support::{error_code, owner_setup, Session, SmtpStub, TestServer, PASSWORD};
 
 const OWNER: &str = "owner@example.com";
 
-fn setup() -> (TestServer, Session, Value) {
-    let srv = TestServer::start();
-    let tenant = srv.signup("Dash Co", OWNER);
-    let session = srv.login(OWNER, PASSWORD);
-    (srv, session, tenant)
-}
-
 #[test]
 fn login_gives_a_session_in_the_body_and_a_strict_http_only_cookie() {
-    let (srv, s, tenant) = setup();
+    let (srv, s, tenant) = owner_setup("Dash Co");
     assert_eq!(s.body["account"]["email"], OWNER);
     assert_eq!(s.body["tenants"][0]["slug"], "dash-co");
     assert_eq!(s.body["tenants"][0]["role"], "owner");
@@ -60,7 +53,7 @@ fn the_secure_flag_follows_an_https_base_url() {
 
 #[test]
 fn bad_logins_are_alike_and_throttled() {
-    let (srv, _, _) = setup();
+    let (srv, _, _) = owner_setup("Dash Co");
     let attempt = |email: &str, password: &str| {
         srv.post_json(
             "/v1/auth/dashboard/login",
@@ -122,7 +115,7 @@ fn bad_logins_are_alike_and_throttled() {
 
 #[test]
 fn logout_ends_the_session_and_clears_the_cookie() {
-    let (srv, s, _) = setup();
+    let (srv, s, _) = owner_setup("Dash Co");
     let r = srv.dash("POST", "/v1/auth/dashboard/logout", &s, None);
     assert_eq!(r.status(), 204);
     assert!(r.headers()["set-cookie"]
@@ -136,7 +129,7 @@ fn logout_ends_the_session_and_clears_the_cookie() {
 
 #[test]
 fn cookie_writes_need_the_csrf_header() {
-    let (srv, s, _) = setup();
+    let (srv, s, _) = owner_setup("Dash Co");
     let path = srv.url("/v1/auth/dashboard/tenants/dash-co/settings/security");
     let cookie = format!("dashboard_session={}", s.token);
     let body = json!({"magic_link_enabled": false});
@@ -238,7 +231,7 @@ fn tenant_routes(slug: &str) -> Vec<(&'static str, String, Option<Value>)> {
 
 #[test]
 fn another_tenant_is_404_everywhere_and_no_session_is_401() {
-    let (srv, s, _) = setup();
+    let (srv, s, _) = owner_setup("Dash Co");
     srv.signup("Other Co", "other@example.com");
     for (method, path, body) in tenant_routes("other-co") {
         let r = srv.dash(method, &path, &s, body.as_ref());
@@ -374,7 +367,7 @@ fn invitations_are_emailed_single_use_and_viewers_cannot_write() {
 
 #[test]
 fn api_key_rotation_needs_a_fresh_reauth_and_kills_the_old_key() {
-    let (srv, s, tenant) = setup();
+    let (srv, s, tenant) = owner_setup("Dash Co");
     let old_key = tenant["api_key"].as_str().unwrap();
     let path = "/v1/auth/dashboard/tenants/dash-co/api-key/rotate";
     let r = srv.dash("POST", path, &s, None);
@@ -423,7 +416,7 @@ fn api_key_rotation_needs_a_fresh_reauth_and_kills_the_old_key() {
 
 #[test]
 fn the_audit_log_pages_newest_first_and_holds_no_secrets() {
-    let (srv, s, _) = setup();
+    let (srv, s, _) = owner_setup("Dash Co");
     srv.reauth(&s, PASSWORD);
     let token = "t".repeat(40);
     for body in [

@@ -322,7 +322,7 @@ impl World {
         ]);
         let api = UserApi::signup(&srv, "Fuzz API", "owner-api@fuzz.example.com");
         let owner = srv.login(&api.owner, PASSWORD);
-        crate::anonymous::enable_guests(&srv, &owner, &api.slug);
+        crate::support::enable_guests(&srv, &owner, &api.slug);
         patch_security(&srv, &owner, &api.slug, json!({"sms_otp_enabled": true}));
         api.verified_user(&smtp, "alice@example.com", SEED_PASSWORD);
         let users = UserApi::signup(&srv, "Fuzz Users", "owner-users@fuzz.example.com");

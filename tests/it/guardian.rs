@@ -857,7 +857,7 @@ fn every_guardian_schema_rule_is_enforced() {
 #[test]
 fn sign_ups_that_bring_no_age_are_refused_and_a_claimed_minor_guest_is_held() {
     let (smtp, srv, api, s) = user_setup("Kids Club", &[]);
-    crate::anonymous::enable_guests(&srv, &s, &api.slug);
+    crate::support::enable_guests(&srv, &s, &api.slug);
     let guest = api
         .send_as(
             Some(&api.api_key),

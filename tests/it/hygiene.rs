@@ -8,11 +8,10 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{json, Value};
 
 use crate::{
-    anonymous::enable_guests,
     members::invite,
     support::{
-        eventually, fresh_client_ip, start_with_mail, AuthAnswer, Session, SmtpStub, TestServer,
-        UserApi, PASSWORD, USER_PASSWORD,
+        enable_guests, eventually, fresh_client_ip, is_uuid, user_setup, AuthAnswer, Session,
+        SmtpStub, TestServer, UserApi, USER_PASSWORD,
     },
 };
 
@@ -60,9 +59,7 @@ const JSON: (&str, &[u8]) = ("content-type", b"application/json");
 
 /// A tenant with guest sign-ins on, its owner's dashboard session.
 fn setup(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(&[]);
-    let api = UserApi::signup(&srv, tenant, &format!("owner@{tenant}.example.com"));
-    let session = srv.login(&api.owner, PASSWORD);
+    let (smtp, srv, api, session) = user_setup(tenant, &[]);
     enable_guests(&srv, &session, &api.slug);
     (smtp, srv, api, session)
 }
@@ -77,10 +74,6 @@ fn invalid_fields(a: &AuthAnswer) -> Vec<String> {
         .keys()
         .cloned()
         .collect()
-}
-
-fn is_uuid(s: &str) -> bool {
-    uuid::Uuid::parse_str(s).is_ok()
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 
 use crate::support::{
     audit_events, base32_decode, fresh_client_ip, json_keys as keys, name_set as set,
-    patch_security, settled_totp_step, spawn, totp_step_now, user_setup as setup, AuthAnswer, Totp,
-    UserApi, UserTokens, PASSWORD, USER_PASSWORD,
+    patch_security, settled_totp_step, spawn, totp_step_now, user_id, user_setup as setup,
+    AuthAnswer, Totp, UserApi, UserTokens, PASSWORD, USER_PASSWORD,
 };
 
 /// The code of every refusal of an unknown, used, dead or expired challenge.
@@ -62,10 +62,6 @@ fn two_factor_tokens(api: &UserApi, a: &AuthAnswer, user_id: &str) -> UserTokens
     assert_eq!(claims["acr"], "aal2", "{claims}");
     assert_eq!(claims["amr"], json!(["pwd", "otp"]), "{claims}");
     t
-}
-
-fn user_id(t: &UserTokens) -> String {
-    t.body["user"]["id"].as_str().expect("user id").to_owned()
 }
 
 fn disable(api: &UserApi, bearer: &str, code: &str, password: &str) -> AuthAnswer {

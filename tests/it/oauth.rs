@@ -11,17 +11,11 @@ use openidconnect::{
 };
 use serde_json::{json, Value};
 
+use crate::support::http;
 use crate::support::*;
 
 const CALLBACK: &str = "https://rp.example/callback";
 const API: &str = "https://api.acme.example/orders";
-
-fn http() -> reqwest::blocking::Client {
-    reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .expect("client")
-}
 
 /// Registers a client on the dashboard; answers its id and secret (none for a public one).
 fn register_client(

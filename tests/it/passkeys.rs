@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use tessera_bench::webauthn::SoftAuthenticator;
 
 use crate::support::{
-    audit_events, b64url, fresh_client_ip, start_with_mail, AuthAnswer, Session, SmtpStub,
-    TestServer, UserApi, UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
+    audit_events, b64url, fresh_client_ip, password_step_up, user_setup, AuthAnswer, Session,
+    SmtpStub, TestServer, UserApi, UserTokens, STEP_UP_HEADER, USER_PASSWORD,
 };
 
 const RP_ID: &str = "app.example";
@@ -34,9 +34,10 @@ const NO_CEREMONY: &str = "passkey/ceremony_not_found";
 /// development origin), its owner's session.
 fn setup(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session) {
     // Five failed sign-ins per client address, so the address's count is reached quickly.
-    let (smtp, srv) = start_with_mail(&[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")]);
-    let api = UserApi::signup(&srv, tenant, &format!("owner@{}.example", slug(tenant)));
-    let s = srv.login(&api.owner, PASSWORD);
+    let (smtp, srv, api, s) = user_setup(
+        tenant,
+        &[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "5")],
+    );
     let r = put_domain(
         &srv,
         &s,
@@ -46,10 +47,6 @@ fn setup(tenant: &str) -> (SmtpStub, TestServer, UserApi, Session) {
     );
     assert_eq!(r.0, 200, "{}", r.1);
     (smtp, srv, api, s)
-}
-
-fn slug(name: &str) -> String {
-    name.to_ascii_lowercase().replace(' ', "-")
 }
 
 pub(crate) fn put_domain(
@@ -79,20 +76,6 @@ fn post(api: &UserApi, path: &str, bearer: Option<&str>, body: &Value) -> AuthAn
     api.post_as(path, bearer, body)
 }
 
-/// A password step-up token of `user`'s session.
-fn step_up(api: &UserApi, user: &UserTokens) -> String {
-    let r = post(
-        api,
-        "/v1/auth/step-up/password",
-        Some(&user.access),
-        &json!({"password": USER_PASSWORD}),
-    );
-    r.expect(200)["step_up_token"]
-        .as_str()
-        .expect("step_up_token")
-        .to_owned()
-}
-
 /// A passkey step-up token of `user`'s session, from `auth`.
 fn passkey_step_up(api: &UserApi, user: &UserTokens, auth: &mut SoftAuthenticator) -> AuthAnswer {
     let options = post(api, STEP_UP_OPTIONS, Some(&user.access), &json!({}));
@@ -112,7 +95,7 @@ fn step_up_verify(api: &UserApi, bearer: &str, assertion: &Value) -> AuthAnswer 
 
 /// Registration options for `user`, past the gate with a password step-up.
 fn register_options(api: &UserApi, user: &UserTokens) -> Value {
-    let token = step_up(api, user);
+    let token = password_step_up(api, user, USER_PASSWORD);
     let r = api.send_with(
         "POST",
         REGISTER_BEGIN,
@@ -386,7 +369,7 @@ fn a_passkey_registers_behind_the_gate_and_signs_in_with_and_without_a_user_hand
     assert_eq!(wrong_user, 3, "{failed:?}");
 
     // The export names it (never its key); the user detail counts it.
-    let token = step_up(&api, &user);
+    let token = password_step_up(&api, &user, USER_PASSWORD);
     let export = api.send_with(
         "GET",
         "/v1/users/me/export",
@@ -472,7 +455,7 @@ fn a_synced_passkey_signs_in_as_swk_and_management_is_gated() {
 
     // Another user's passkey is not found, even with a good step-up.
     let other = api.verified_user(&smtp, "cy@example.com", USER_PASSWORD);
-    let token = step_up(&api, &other);
+    let token = password_step_up(&api, &other, USER_PASSWORD);
     api.send_with(
         "DELETE",
         &path,
@@ -482,7 +465,7 @@ fn a_synced_passkey_signs_in_as_swk_and_management_is_gated() {
     )
     .expect_error(404, "resource/not_found");
 
-    let token = step_up(&api, &user);
+    let token = password_step_up(&api, &user, USER_PASSWORD);
     let r = api.send_with(
         "DELETE",
         &path,
@@ -652,7 +635,7 @@ fn ceremonies_belong_to_their_tenant_and_bad_bodies_are_refused() {
     .expect_error(400, "validation/invalid_request");
 
     // A guest cannot register one.
-    crate::anonymous::enable_guests(&srv, &s, &a.slug);
+    crate::support::enable_guests(&srv, &s, &a.slug);
     let guest = post(&a, "/v1/auth/anonymous", None, &json!({}));
     let access = guest.expect(201)["access_token"].as_str().expect("access");
     post(&a, REGISTER_BEGIN, Some(access), &json!({}))
@@ -844,7 +827,7 @@ fn a_user_holds_at_most_ten_passkeys_and_the_refusal_keeps_the_step_up_token() {
         let r = register_from(&api, &user, &mut key, ORIGIN, None);
         last = r.expect(201)["id"].as_str().expect("id").to_owned();
     }
-    let token = step_up(&api, &user);
+    let token = password_step_up(&api, &user, USER_PASSWORD);
     api.send_with(
         "POST",
         REGISTER_BEGIN,

@@ -9,13 +9,13 @@
 use std::{sync::Barrier, time::Duration};
 
 use serde_json::{json, Value};
-use time::OffsetDateTime;
 
 use crate::support::{
-    assert_no_mail, audit_events, fresh_client_ip, json_keys as keys, mail_caught_up,
-    name_set as set, patch_security, signup_body, six_digit_code, start_with_mail,
-    user_setup as setup, AuthAnswer, CaptchaStub, Session, SmtpStub, TestServer, UserApi,
-    UserTokens, USER_PASSWORD,
+    assert_accepted, assert_error, assert_no_mail, assert_sign_in_tokens, audit_events,
+    fresh_client_ip, json_keys as keys, mail_caught_up, mailed_code, mailed_link_token,
+    name_set as set, other_code, patch_security, signup_body, start_with_mail, user_id,
+    user_setup as setup, AuthAnswer, CaptchaStub, Session, TestServer, UserApi, UserTokens,
+    USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, unknown or unbound link or code.
@@ -60,13 +60,6 @@ fn verify_link(api: &UserApi, token: &str) -> AuthAnswer {
 
 fn verify_otp(api: &UserApi, email: &str, code: &str) -> AuthAnswer {
     post(api, OTP_VERIFY, &json!({ "email": email, "code": code }))
-}
-
-/// Asserts the plain 202 answer `{"accepted": true}`.
-#[track_caller]
-fn assert_accepted(a: &AuthAnswer, what: &str) {
-    assert_eq!(a.status, 202, "{what}: {}", a.body);
-    assert_eq!(a.body, json!({"accepted": true}), "{what}");
 }
 
 /// Asserts the 202 answer of a request with `oauth_params`; answers its `resume_binding`.
@@ -123,49 +116,8 @@ fn assert_same_refusal(a: &AuthAnswer, b: &AuthAnswer) {
     );
 }
 
-/// Asserts an error answer, naming the case.
-#[track_caller]
-fn assert_error(a: &AuthAnswer, status: u16, code: &str, what: &str) {
-    assert_eq!((a.status, a.code()), (status, code), "{what}: {}", a.body);
-}
-
-/// The token of the `n`-th magic-link mail to `email`; asserts the mail's kind and tenant and
-/// that the whole link `{accounts_url}/magic-link?token=<token>` is a line of its own.
-#[track_caller]
-fn link_token(smtp: &SmtpStub, api: &UserApi, email: &str, n: usize) -> String {
-    let mail = smtp.wait_for(&api.slug, LINK_KIND, email, n);
-    assert_eq!(mail.kind(), Some(LINK_KIND));
-    assert_eq!(mail.tenant(), Some(api.slug.as_str()));
-    let prefix = api.link("magic-link");
-    let token = mail
-        .token_after(&prefix)
-        .unwrap_or_else(|| panic!("no {prefix}<TOKEN> in {}", mail.text));
-    let whole = format!("{prefix}{token}");
-    assert!(
-        mail.text.lines().any(|l| l.trim() == whole),
-        "the link {whole} is not on a line of its own in {}",
-        mail.text
-    );
-    token
-}
-
-/// The six-digit code of the `n`-th e-mail OTP mail to `email`.
-#[track_caller]
-fn otp_code(smtp: &SmtpStub, api: &UserApi, email: &str, n: usize) -> String {
-    let mail = smtp.wait_for(&api.slug, OTP_KIND, email, n);
-    assert_eq!(mail.kind(), Some(OTP_KIND));
-    assert_eq!(mail.tenant(), Some(api.slug.as_str()));
-    six_digit_code(&mail.text).unwrap_or_else(|| panic!("no six-digit code in {}", mail.text))
-}
-
-/// A six-digit code other than `code`.
-fn other_code(code: &str) -> String {
-    if code == "000000" { "111111" } else { "000000" }.to_owned()
-}
-
-/// Asserts a passwordless token pair (exactly the token-pair fields, plus `redirect_to` when
-/// `redirect_to` is given, with that value) for `user_id` whose access token verifies against
-/// the JWKS with AAL1 and `amr`.
+/// Asserts a passwordless token pair (see [`assert_sign_in_tokens`]) whose refresh token then
+/// works like any other.
 #[track_caller]
 fn passwordless_tokens(
     api: &UserApi,
@@ -174,40 +126,7 @@ fn passwordless_tokens(
     amr: Value,
     redirect_to: Option<&str>,
 ) -> UserTokens {
-    let t = UserTokens::from_answer(a);
-    let mut expected = vec![
-        "access_token",
-        "refresh_token",
-        "expires_in",
-        "token_type",
-        "user",
-    ];
-    if redirect_to.is_some() {
-        expected.push("redirect_to");
-    }
-    assert_eq!(keys(&t.body), set(&expected), "{}", t.body);
-    if let Some(r) = redirect_to {
-        assert_eq!(t.body["redirect_to"], r, "{}", t.body);
-    }
-    assert_eq!(t.body["token_type"], "Bearer", "{}", t.body);
-    let expires_in = t.body["expires_in"].as_u64().expect("expires_in");
-    assert!((1..=900).contains(&expires_in), "{expires_in}");
-    let (header, claims) = api.verify_access(&t.access);
-    assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
-    assert_eq!(header.typ.as_deref(), Some("at+jwt"));
-    let sub = claims["sub"].as_str().expect("sub").to_owned();
-    assert_eq!(t.body["user"]["id"], sub.as_str(), "{}", t.body);
-    if let Some(id) = user_id {
-        assert_eq!(sub, id, "{claims}");
-    }
-    assert_eq!(claims["tid"], api.tenant_id.as_str(), "{claims}");
-    assert!(claims["sid"].as_str().is_some_and(|s| !s.is_empty()));
-    assert_eq!(claims["aal"], "AAL1", "{claims}");
-    assert_eq!(claims["acr"], "aal1", "{claims}");
-    assert_eq!(claims["amr"], amr, "{claims}");
-    let now = OffsetDateTime::now_utc().unix_timestamp();
-    let iat = claims["iat"].as_i64().expect("iat");
-    assert!((iat - now).abs() < 60, "iat {iat} vs now {now}");
+    let t = assert_sign_in_tokens(api, a, user_id, amr, redirect_to);
     // The refresh token works like any other.
     UserTokens::from_answer(&api.refresh(&t.refresh));
     t
@@ -221,10 +140,6 @@ fn unverified_user(api: &UserApi, email: &str) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no user id in {}", r.body))
         .to_owned()
-}
-
-fn user_id(t: &UserTokens) -> String {
-    t.body["user"]["id"].as_str().expect("user id").to_owned()
 }
 
 /// The tenant's events of `event_type` whose `metadata.method` is `method`.
@@ -290,14 +205,7 @@ pub(crate) fn signup_with_captcha(srv: &TestServer, tenant: &str, owner: &str) -
     let r = srv.post_json("/v1/onboarding/signup", &body);
     assert_eq!(r.status(), 201, "signup with a CAPTCHA");
     let body: Value = r.json().expect("signup body");
-    UserApi {
-        base: srv.base.clone(),
-        client: srv.client.clone(),
-        api_key: body["api_key"].as_str().expect("api_key").to_owned(),
-        slug: body["tenant"]["slug"].as_str().expect("slug").to_owned(),
-        tenant_id: body["tenant"]["id"].as_str().expect("id").to_owned(),
-        owner: owner.to_owned(),
-    }
+    UserApi::from_signup(srv, &body, owner)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,7 +221,7 @@ fn a_magic_link_logs_in_once_and_confirms_the_address() {
         .expect_error(403, "auth/email_not_verified");
 
     assert_accepted(&request_link(&api, email), "magic link");
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
     assert!(!token.is_empty() && token.len() <= 512, "{token}");
 
     // Without oauth_params a resume_binding is ignored, and there is no redirect_to.
@@ -347,7 +255,7 @@ fn a_magic_link_logs_a_confirmed_user_in() {
     let t0 = api.verified_user(&smtp, email, USER_PASSWORD);
     // The address compares without regard to case.
     assert_accepted(&request_link(&api, "Vera@Example.COM"), "magic link");
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
     let t = passwordless_tokens(
         &api,
         &verify_link(&api, &token),
@@ -372,7 +280,7 @@ fn requests_look_alike_for_known_and_unknown_addresses() {
     assert_accepted(&a_unknown, "unknown address");
     assert_accepted(&a_known, "known address");
     assert_eq!(a_unknown.body, a_known.body);
-    link_token(&smtp, &api, known, 1);
+    mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", known, 1);
     assert_no_mail(&smtp, &srv, &api, &[unknown]);
 
     // A second request within 60 s: the same refusal for both, whatever the case.
@@ -393,7 +301,7 @@ fn requests_look_alike_for_known_and_unknown_addresses() {
     assert_accepted(&o_unknown, "OTP to the unknown address");
     assert_accepted(&o_known, "OTP to the known address");
     assert_eq!(o_unknown.body, o_known.body);
-    otp_code(&smtp, &api, known, 1);
+    mailed_code(&smtp, &api, OTP_KIND, known, 1);
     assert_no_mail(&smtp, &srv, &api, &[unknown]);
     let r_unknown = request_otp(&api, unknown);
     let r_known = request_otp(&api, known);
@@ -442,8 +350,8 @@ fn the_202_answers_are_alike_for_known_and_unknown_addresses() {
         }
     }
     // Each went only where there is an account.
-    link_token(&smtp, &api, known, 1);
-    otp_code(&smtp, &api, known, 1);
+    mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", known, 1);
+    mailed_code(&smtp, &api, OTP_KIND, known, 1);
     smtp.wait_for(&api.slug, "password_reset", known, 1);
 }
 
@@ -509,7 +417,7 @@ fn a_magic_link_of_another_tenant_is_not_found() {
     b.verified_user(&smtp, email, USER_PASSWORD);
 
     assert_accepted(&request_link(&a, email), "magic link of A");
-    let token = link_token(&smtp, &a, email, 1);
+    let token = mailed_link_token(&smtp, &a, LINK_KIND, "magic-link", email, 1);
     let r = verify_link(&b, &token);
     assert_eq!(r.status, 404, "A's link with B's API key: {}", r.body);
 }
@@ -523,7 +431,7 @@ fn a_magic_link_for_a_user_with_mfa_asks_for_the_second_factor() {
     let mfa = api.enable_mfa(&t0.access);
 
     assert_accepted(&request_link(&api, email), "magic link");
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
     let r = verify_link(&api, &token);
     let body = r.expect(200);
     assert_eq!(
@@ -570,7 +478,7 @@ fn an_oauth_flow_resumes_after_the_second_factor() {
         ),
         "magic link with oauth_params",
     );
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
     // The first step checks the binding and asks for the second factor: no flow yet.
     let r = post(
         &api,
@@ -613,7 +521,7 @@ fn each_toggle_turns_its_own_method_off() {
 
     // A link asked for while the method is on...
     assert_accepted(&request_link(&api, email), "magic link");
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
     let out = patch_security(&srv, &s, &api.slug, json!({"magic_link_enabled": false}));
     assert_eq!(out["magic_link_enabled"], false, "{out}");
     // ...is refused once it is off, and so is any new request.
@@ -637,7 +545,7 @@ fn each_toggle_turns_its_own_method_off() {
     );
     // The e-mail code is still on.
     assert_accepted(&request_otp(&api, email), "OTP with the magic link off");
-    otp_code(&smtp, &api, email, 1);
+    mailed_code(&smtp, &api, OTP_KIND, email, 1);
 
     let out = patch_security(
         &srv,
@@ -681,7 +589,7 @@ fn an_email_otp_logs_in_once_and_confirms_the_address() {
         &json!({ "email": email, "mode": "login", "captcha_token": "anything" }),
     );
     assert_accepted(&r, "OTP");
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
 
     assert_error(
         &verify_otp(&api, email, &other_code(&code)),
@@ -733,7 +641,7 @@ fn login_or_create_makes_the_account_only_at_verify() {
 
     let r = request_otp_mode(&api, email, "login_or_create");
     assert_accepted(&r, "login_or_create");
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
     // No account yet.
     api.login_from(email, USER_PASSWORD, &fresh_client_ip())
         .expect_error(401, "auth/invalid_credentials");
@@ -761,7 +669,7 @@ fn login_or_create_makes_the_account_only_at_verify() {
         &request_otp_mode(&api, known, "login_or_create"),
         "login_or_create, existing",
     );
-    let code = otp_code(&smtp, &api, known, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, known, 1);
     passwordless_tokens(
         &api,
         &verify_otp(&api, known, &code),
@@ -817,7 +725,7 @@ fn login_or_create_obeys_the_tenants_email_policy() {
     // An allowed address in the same tenant still gets its code.
     let ok = "fine@example.com";
     assert_accepted(&request_otp_mode(&api, ok, "login_or_create"), ok);
-    otp_code(&smtp, &api, ok, 1);
+    mailed_code(&smtp, &api, OTP_KIND, ok, 1);
     assert_no_mail(
         &smtp,
         &srv,
@@ -872,7 +780,7 @@ fn five_wrong_codes_kill_an_email_otp() {
     let email = "kim@example.com";
     api.verified_user(&smtp, email, USER_PASSWORD);
     assert_accepted(&request_otp(&api, email), "OTP");
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
     let wrong = other_code(&code);
     let ip = fresh_client_ip();
     let from_ip = |code: &str| {
@@ -922,7 +830,7 @@ fn twenty_concurrent_verifies_of_one_email_otp_log_in_once_and_lock_nothing() {
     let email = "rosa@example.com";
     let uid = user_id(&api.verified_user(&smtp, email, USER_PASSWORD));
     assert_accepted(&request_otp(&api, email), "OTP");
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
 
     let barrier = Barrier::new(20);
     let answers: Vec<AuthAnswer> = std::thread::scope(|sc| {
@@ -1009,7 +917,7 @@ fn email_otp_needs_a_captcha_when_the_server_verifies_them() {
         &json!({ "email": known[2], "captcha_token": "good" }),
     );
     assert_accepted(&r, "a good captcha_token");
-    let code = otp_code(&smtp, &api, known[2], 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, known[2], 1);
     passwordless_tokens(
         &api,
         &verify_otp(&api, known[2], &code),
@@ -1023,11 +931,11 @@ fn email_otp_needs_a_captcha_when_the_server_verifies_them() {
         &json!({ "email": "c5@example.com", "mode": "login_or_create", "captcha_token": "good" }),
     );
     assert_accepted(&r, "login_or_create with a good captcha_token");
-    otp_code(&smtp, &api, "c5@example.com", 1);
+    mailed_code(&smtp, &api, OTP_KIND, "c5@example.com", 1);
 
     // The magic link takes no CAPTCHA.
     assert_accepted(&request_link(&api, known[0]), "magic link");
-    link_token(&smtp, &api, known[0], 1);
+    mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", known[0], 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1137,7 +1045,7 @@ fn a_magic_link_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
         &json!({ "email": email, "oauth_params": full_oauth_params() }),
     );
     let binding = accepted_binding(&r, "magic link with oauth_params");
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email, 1);
 
     // Without the binding, or with another: refused, and the link is not used up.
     assert_error(&verify_link(&api, &token), 401, EXPIRED, "no binding");
@@ -1185,7 +1093,7 @@ fn a_magic_link_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
         }),
     );
     let binding = accepted_binding(&r, "minimal oauth_params");
-    let token = link_token(&smtp, &api, email2, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", email2, 1);
     let r = post(
         &api,
         LINK_VERIFY,
@@ -1213,7 +1121,7 @@ fn an_email_otp_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
         &json!({ "email": email, "oauth_params": full_oauth_params() }),
     );
     let binding = accepted_binding(&r, "e-mail OTP with oauth_params");
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
 
     assert_error(&verify_otp(&api, email, &code), 401, EXPIRED, "no binding");
     let r = post(
@@ -1249,7 +1157,7 @@ fn an_email_otp_with_oauth_params_needs_its_binding_and_answers_redirect_to() {
         }),
     );
     let binding = accepted_binding(&r, "login_or_create with oauth_params");
-    let code = otp_code(&smtp, &api, fresh, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, fresh, 1);
     let r = post(
         &api,
         OTP_VERIFY,
@@ -1280,10 +1188,10 @@ fn links_and_codes_work_until_ten_minutes_and_not_after() {
     assert_accepted(&request_otp_mode(&api, late, "login_or_create"), late);
     assert_accepted(&request_link(&api, early_linked), early_linked);
     assert_accepted(&request_link(&api, late_linked), late_linked);
-    let early_code = otp_code(&smtp, &api, early, 1);
-    let late_code = otp_code(&smtp, &api, late, 1);
-    let early_token = link_token(&smtp, &api, early_linked, 1);
-    let late_token = link_token(&smtp, &api, late_linked, 1);
+    let early_code = mailed_code(&smtp, &api, OTP_KIND, early, 1);
+    let late_code = mailed_code(&smtp, &api, OTP_KIND, late, 1);
+    let early_token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", early_linked, 1);
+    let late_token = mailed_link_token(&smtp, &api, LINK_KIND, "magic-link", late_linked, 1);
 
     // 9 min 30 s on, the code and the link still work.
     let offset = crate::support::offset_for_age(issued, 570);

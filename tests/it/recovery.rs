@@ -17,7 +17,7 @@ const UNCONFIRMED: &str = "auth/email_unconfirmed";
 /// A guest who claims `VICTIM` with the squatter's password: the guest's bearer, which stays
 /// valid, on an account holding the address unconfirmed.
 pub(crate) fn squatter(srv: &TestServer, s: &Session, api: &UserApi) -> String {
-    crate::anonymous::enable_guests(srv, s, &api.slug);
+    crate::support::enable_guests(srv, s, &api.slug);
     let g = api.post_as("/v1/auth/anonymous", None, &json!({}));
     let guest = g.expect(201)["access_token"]
         .as_str()

@@ -37,7 +37,7 @@ const OWNER_PASSWORD: &str = "the rightful owner's passphrase";
 /// The holder's Google account: its subject and its own (verified) address.
 const GOOGLE_SUBJECT: &str = "holder-google-subject-7f3a";
 const GOOGLE_EMAIL: &str = "holder.google@example.com";
-/// The holder's phone number, as `sms::fr` numbers them.
+/// The holder's phone number, as `support::fr` numbers them.
 const PHONE: u32 = 777_001;
 
 /// Every kind of credential, as the inventory names them (`Credential::as_str`).
@@ -330,7 +330,7 @@ fn squatted() -> Squatted {
     let passkey = passkey_used_once(&w.srv, &w.owner, &api, &tokens);
 
     // A confirmed phone number.
-    let phone = crate::sms::fr(PHONE);
+    let phone = crate::support::fr(PHONE);
     assert_eq!(phone_verify(&api, &tokens.access, &phone).status, 202);
     let code = code_of(&wait_sms(&w.srv, &api.slug, PHONE_KIND, &phone, 1));
     phone_confirm(&api, &tokens.access, &phone, &code).expect(200);

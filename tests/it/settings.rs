@@ -3,16 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{error_code, Session, TestServer, PASSWORD};
+use crate::support::{error_code, owner_setup, Session, TestServer, PASSWORD};
 
 const SEC: &str = "/v1/auth/dashboard/tenants/set-co/settings/security";
-
-fn setup() -> (TestServer, Session) {
-    let srv = TestServer::start();
-    srv.signup("Set Co", "owner@example.com");
-    let s = srv.login("owner@example.com", PASSWORD);
-    (srv, s)
-}
 
 /// Sends `body` and answers the status and, for a 400, the one field named.
 fn send(srv: &TestServer, s: &Session, method: &str, path: &str, body: &Value) -> (u16, Value) {
@@ -47,7 +40,7 @@ fn assert_accepts(srv: &TestServer, s: &Session, method: &str, path: &str, body:
 
 #[test]
 fn security_settings_enforce_every_rule_of_2_8() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let defaults: Value = srv.dash("GET", SEC, &s, None).json().unwrap();
     assert_eq!(defaults["mfa_policy"], "optional");
     assert_eq!(defaults["byok_provider_auth_token_set"], false);
@@ -147,7 +140,7 @@ fn security_settings_enforce_every_rule_of_2_8() {
 
 #[test]
 fn byok_credentials_need_reauth_are_sealed_and_never_returned() {
-    let (mut srv, s) = setup();
+    let (mut srv, s, _) = owner_setup("Set Co");
     let sid = format!("AC{}", "a1".repeat(16));
     let msid = format!("MG{}", "0f".repeat(16));
     let token = "T".repeat(32);
@@ -206,7 +199,7 @@ fn byok_credentials_need_reauth_are_sealed_and_never_returned() {
 
 #[test]
 fn byok_nulls_clear() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     srv.reauth(&s, PASSWORD);
     let sid = format!("AC{}", "b".repeat(32));
     assert_accepts(
@@ -229,7 +222,7 @@ fn byok_nulls_clear() {
 
 #[test]
 fn a_refused_update_changes_nothing() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let before: Value = srv.dash("GET", SEC, &s, None).json().unwrap();
     // One good field, one bad: nothing is applied.
     let (status, _) = send(
@@ -276,7 +269,7 @@ fn a_refused_update_changes_nothing() {
 
 #[test]
 fn email_domains_are_lowercased_punycoded_deduplicated_and_bounded() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let path = "/v1/auth/dashboard/tenants/set-co/settings/email-domains";
     let out = assert_accepts(
         &srv,
@@ -314,7 +307,7 @@ fn email_domains_are_lowercased_punycoded_deduplicated_and_bounded() {
 
 #[test]
 fn guests_need_confirmation_the_first_time_with_a_privileged_default_role() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let anon = "/v1/auth/dashboard/tenants/set-co/settings/anonymous";
     let roles = "/v1/auth/dashboard/tenants/set-co/settings/roles";
     let out: Value = srv.dash("GET", anon, &s, None).json().unwrap();
@@ -397,7 +390,7 @@ fn guests_need_confirmation_the_first_time_with_a_privileged_default_role() {
 
 #[test]
 fn a_reader_default_role_needs_no_confirmation() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     assert_accepts(
         &srv,
         &s,
@@ -416,7 +409,7 @@ fn a_reader_default_role_needs_no_confirmation() {
 
 #[test]
 fn the_passkey_domain_follows_its_pattern() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let path = "/v1/auth/dashboard/tenants/set-co/settings/passkey-domain";
     assert!(srv.dash("GET", path, &s, None).json::<Value>().unwrap()["passkey_rp_id"].is_null());
     assert_eq!(
@@ -459,7 +452,7 @@ fn anchor(resolution: Value) -> Value {
 
 #[test]
 fn wallet_configuration_enforces_2_10_and_fills_defaults() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let path = "/v1/auth/dashboard/tenants/set-co/settings/eudi";
     let root = {
         use base64::{engine::general_purpose::STANDARD, Engine};
@@ -646,7 +639,7 @@ fn wallet_configuration_enforces_2_10_and_fills_defaults() {
 
 #[test]
 fn wallet_age_configuration() {
-    let (srv, s) = setup();
+    let (srv, s, _) = owner_setup("Set Co");
     let path = "/v1/auth/dashboard/tenants/set-co/settings/eudi-age";
     let initial: Value = srv.dash("GET", path, &s, None).json().unwrap();
     assert_eq!(initial["age_verification_enabled"], false);
@@ -682,7 +675,7 @@ fn wallet_age_configuration() {
 
 #[test]
 fn settings_survive_sigkill() {
-    let (mut srv, s) = setup();
+    let (mut srv, s, _) = owner_setup("Set Co");
     srv.reauth(&s, PASSWORD);
     assert_accepts(
         &srv,

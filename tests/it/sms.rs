@@ -24,9 +24,10 @@ use std::{
 use serde_json::{json, Value};
 
 use crate::support::{
-    env_refs, eventually, fresh_client_ip, json_keys as keys, name_set as set, patch_security,
-    six_digit_code, totp_step_now, user_setup, wait_for_idle_delivery, AuthAnswer, Session,
-    SmtpStub, TestServer, UserApi, UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
+    assert_accepted, assert_error, assert_sign_in_tokens, enable_guests, env_refs, eventually, fr,
+    fresh_client_ip, json_keys as keys, name_set as set, new_guest, other_code, patch_security,
+    six_digit_code, totp_step_now, user_id, user_setup, wait_for_idle_delivery, AuthAnswer,
+    Session, SmtpStub, TestServer, UserApi, UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
 };
 
 const EXPIRED: &str = "invalid_or_expired_token";
@@ -406,11 +407,6 @@ fn reason(status: u16) -> &'static str {
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-/// A French mobile number (E.164), distinct for each `n` below a million.
-pub(crate) fn fr(n: u32) -> String {
-    format!("+33612{n:06}")
-}
-
 /// A German mobile number (E.164), distinct for each `n` below a hundred.
 fn de(n: u32) -> String {
     format!("+49151{:08}", 23_456_700 + n)
@@ -467,33 +463,6 @@ fn set_byok(srv: &TestServer, s: &Session, slug: &str) {
     assert_eq!(out["byok_provider_messaging_service_sid"], BYOK_MG, "{out}");
     assert_eq!(out["byok_provider_auth_token_set"], true, "{out}");
     assert!(!out.to_string().contains(BYOK_TOKEN), "token echoed: {out}");
-}
-
-/// Turns guest sign-ins on (with the confirmation the first enabling needs while the default
-/// role is `member`).
-#[track_caller]
-fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
-    let r = srv
-        .client
-        .patch(srv.url(&format!(
-            "/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
-        )))
-        .bearer_auth(&s.token)
-        .header("x-service-confirm", "privileged-default-role")
-        .json(&json!({ "anonymous_signins_enabled": true }))
-        .send()
-        .expect("PATCH settings/anonymous");
-    assert_eq!(r.status(), 200, "guests not enabled");
-}
-
-/// A new guest's access token.
-#[track_caller]
-fn new_guest(api: &UserApi) -> String {
-    let g = api.post_as("/v1/auth/anonymous", None, &json!({}));
-    g.expect(201)["access_token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no access_token in {}", g.body))
-        .to_owned()
 }
 
 /// Starts the server again (forgetting its in-memory rate windows; failure throttles are on
@@ -589,19 +558,6 @@ fn sms_test(srv: &TestServer, s: &Session, slug: &str, phone: &str) -> AuthAnswe
         s,
         Some(&json!({ "tenantSlug": slug, "phone": phone })),
     ))
-}
-
-/// Asserts the plain 202 answer `{"accepted": true}`.
-#[track_caller]
-fn assert_accepted(a: &AuthAnswer, what: &str) {
-    assert_eq!(a.status, 202, "{what}: {}", a.body);
-    assert_eq!(a.body, json!({"accepted": true}), "{what}");
-}
-
-/// Asserts an error answer, naming the case.
-#[track_caller]
-fn assert_error(a: &AuthAnswer, status: u16, code: &str, what: &str) {
-    assert_eq!((a.status, a.code()), (status, code), "{what}: {}", a.body);
 }
 
 /// Asserts a 429 of `code` with a `Retry-After` in seconds within `range`; answers it.
@@ -723,11 +679,6 @@ fn assert_no_sms(srv: &TestServer, courier: &UserApi, numbers: &[&str]) {
     }
 }
 
-/// A six-digit code other than `code`.
-fn other_code(code: &str) -> String {
-    if code == "000000" { "111111" } else { "000000" }.to_owned()
-}
-
 /// Repeats `f` (up to 15 s) while it answers 429 `auth/too_many_attempts`; answers the first
 /// other answer (or the last 429).
 fn past_throttle(mut f: impl FnMut() -> AuthAnswer) -> AuthAnswer {
@@ -744,8 +695,7 @@ fn past_throttle(mut f: impl FnMut() -> AuthAnswer) -> AuthAnswer {
     last.expect("at least one try")
 }
 
-/// Asserts an SMS token pair (exactly the token-pair fields, plus `redirect_to` when given, with
-/// that value) whose access token verifies with AAL1 and `amr: ["sms"]`, for `user_id` if given.
+/// Asserts an SMS token pair (see [`assert_sign_in_tokens`]) with `amr: ["sms"]`.
 #[track_caller]
 fn sms_tokens(
     api: &UserApi,
@@ -753,36 +703,7 @@ fn sms_tokens(
     user_id: Option<&str>,
     redirect_to: Option<&str>,
 ) -> UserTokens {
-    let t = UserTokens::from_answer(a);
-    let mut expected = vec![
-        "access_token",
-        "refresh_token",
-        "expires_in",
-        "token_type",
-        "user",
-    ];
-    if redirect_to.is_some() {
-        expected.push("redirect_to");
-    }
-    assert_eq!(keys(&t.body), set(&expected), "{}", t.body);
-    if let Some(r) = redirect_to {
-        assert_eq!(t.body["redirect_to"], r, "{}", t.body);
-    }
-    assert_eq!(t.body["token_type"], "Bearer", "{}", t.body);
-    let (_, claims) = api.verify_access(&t.access);
-    let sub = claims["sub"].as_str().expect("sub").to_owned();
-    assert_eq!(t.body["user"]["id"], sub.as_str(), "{}", t.body);
-    if let Some(id) = user_id {
-        assert_eq!(sub, id, "{claims}");
-    }
-    assert_eq!(claims["tid"], api.tenant_id.as_str(), "{claims}");
-    assert_eq!(claims["aal"], "AAL1", "{claims}");
-    assert_eq!(claims["amr"], json!(["sms"]), "{claims}");
-    t
-}
-
-fn user_id(t: &UserTokens) -> String {
-    t.body["user"]["id"].as_str().expect("user id").to_owned()
+    assert_sign_in_tokens(api, a, user_id, json!(["sms"]), redirect_to)
 }
 
 /// Whether `word` occurs in `text` with no letter or digit right before or after it.
@@ -1705,7 +1626,7 @@ fn users_verify_a_phone_which_moves_to_whoever_confirms_it_last() {
     assert_eq!(r.status, 401, "no bearer: {}", r.body);
     let s = srv.login(&api.owner, PASSWORD);
     enable_guests(&srv, &s, &api.slug);
-    let guest = new_guest(&api);
+    let guest = new_guest(&api, None).tokens.access;
     assert_error(
         &phone_verify(&api, &guest, &n),
         403,
@@ -1849,7 +1770,7 @@ fn an_account_whose_address_is_unconfirmed_cannot_take_a_phone_number() {
     let (smtp, srv, api, s) = user_setup("Hijack Co", &[]);
     enable_guests(&srv, &s, &api.slug);
     // A guest claims the account of an address it cannot confirm; its bearer stays valid.
-    let guest = new_guest(&api);
+    let guest = new_guest(&api, None).tokens.access;
     let victim = "victim@example.com";
     let r = api.send_as(
         Some(&api.api_key),
@@ -2434,7 +2355,7 @@ fn a_never_confirmed_account_enrols_no_mfa_and_the_owners_reset_ends_its_holder(
     enable_guests(&srv, &s, &api.slug);
     // A guest claims the address of someone else and never confirms it: it may not enrol
     // TOTP (which would survive the owner's reset).
-    let guest = new_guest(&api);
+    let guest = new_guest(&api, None).tokens.access;
     let victim = "owner.of.address@example.com";
     let r = api.send_as(
         Some(&api.api_key),

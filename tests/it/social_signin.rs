@@ -26,6 +26,7 @@ use axum::{
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde_json::{json, Value};
 
+use crate::support::password_step_up;
 use crate::support::*;
 
 pub(crate) const APP: &str = "https://app.example/social/done";
@@ -931,7 +932,7 @@ fn trust_decides_linking_claims_and_fresh_accounts() {
     assert_eq!(r.expect(200)["user"]["email_verified"], false);
 
     // A guest claimed in place by a trusted provider: the same user id, no longer a guest.
-    crate::anonymous::enable_guests(&w.srv, &w.owner, &w.api.slug);
+    crate::support::enable_guests(&w.srv, &w.owner, &w.api.slug);
     let guest = w.guest();
     let guest_id = guest.claims()["sub"].clone();
     w.oidc.next("g-guest", Some("guest@example.com"), true);
@@ -1078,24 +1079,13 @@ pub(crate) fn link_in_browser(srv: &TestServer, url: &str) -> String {
 /// `user` links Google (the step-up, the link request, the confirmation page, the provider):
 /// where the app is sent back to.
 fn link_through(w: &World, user: &UserTokens) -> String {
-    let r = w
-        .api
-        .link_gate("google", &user.access, Some(&step_up(&w.api, user)));
+    let r = w.api.link_gate(
+        "google",
+        &user.access,
+        Some(&password_step_up(&w.api, user, PASSWORD)),
+    );
     let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
     link_in_browser(&w.srv, &url)
-}
-
-/// A password step-up token of `user`'s session.
-fn step_up(api: &UserApi, user: &UserTokens) -> String {
-    let r = api.post_as(
-        "/v1/auth/step-up/password",
-        Some(&user.access),
-        &json!({ "password": PASSWORD }),
-    );
-    r.expect(200)["step_up_token"]
-        .as_str()
-        .expect("a step-up token")
-        .to_owned()
 }
 
 #[test]
@@ -1115,13 +1105,15 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     w.api
         .link_gate("google", &ada.access, None)
         .expect_error(401, "account_linking/mfa_required");
-    let token = step_up(&w.api, &ada);
+    let token = password_step_up(&w.api, &ada, PASSWORD);
     w.api
         .link_gate("slack", &ada.access, Some(&token))
         .expect_error(400, "account_linking/provider_not_configured");
-    let r = w
-        .api
-        .link_gate("google", &ada.access, Some(&step_up(&w.api, &ada)));
+    let r = w.api.link_gate(
+        "google",
+        &ada.access,
+        Some(&password_step_up(&w.api, &ada, PASSWORD)),
+    );
     let url = r.expect(200)["authorize_url"].as_str().unwrap().to_owned();
     assert!(
         url.starts_with(&w.srv.url("/oauth/google/authorize?")),
@@ -1166,7 +1158,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     w.api
         .send("GET", tokens_path, Some(&ada.access), None)
         .expect_error(401, "account_linking/mfa_required");
-    let t = step_up(&w.api, &ada);
+    let t = password_step_up(&w.api, &ada, PASSWORD);
     let r = w.api.send_with(
         "GET",
         tokens_path,
@@ -1208,7 +1200,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     );
     assert_eq!(st, 200);
     w.signed_in("google", None);
-    let t = step_up(&w.api, &ada);
+    let t = password_step_up(&w.api, &ada, PASSWORD);
     w.api
         .send_with(
             "GET",
@@ -1240,7 +1232,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
     let path = "/v1/users/me/identities/google";
     let r = w.api.send("DELETE", path, Some(&ada.access), None);
     r.expect_error(401, "account_linking/mfa_required");
-    let t = step_up(&w.api, &ada);
+    let t = password_step_up(&w.api, &ada, PASSWORD);
     let r = w.api.send_with(
         "DELETE",
         path,
@@ -1249,7 +1241,7 @@ fn a_signed_in_user_links_lists_and_unlinks_providers() {
         &[("x-step-up-token", &t)],
     );
     assert_eq!(r.status, 204, "{}", r.body);
-    let t = step_up(&w.api, &ada);
+    let t = password_step_up(&w.api, &ada, PASSWORD);
     let r = w.api.send_with(
         "DELETE",
         path,

@@ -8,9 +8,10 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use crate::support::{
-    audit_events, fresh_client_ip, json_keys as keys, name_set as set, patch_security,
-    six_digit_code, start_with_mail, AuthAnswer, Session, SmtpStub, TestServer, UserApi,
-    UserTokens, PASSWORD, STEP_UP_HEADER, USER_PASSWORD,
+    audit_events, fresh_client_ip, json_keys as keys, mailed_code, mailed_link_token,
+    name_set as set, other_code, patch_security, six_digit_code, start_with_mail, user_setup,
+    AuthAnswer, Session, SmtpStub, TestServer, UserApi, UserTokens, PASSWORD, STEP_UP_HEADER,
+    USER_PASSWORD,
 };
 
 /// The code of every refusal of a wrong, used, expired or foreign code, link or token.
@@ -36,19 +37,9 @@ const HINT: &str = "Link your Google account";
 /// A server (mail through a stub, `X-Forwarded-For` believed) with `extra` environment, one
 /// tenant with explicit account linking on, and its owner's dashboard session.
 fn setup(tenant: &str, extra: &[(&str, &str)]) -> (SmtpStub, TestServer, UserApi, Session) {
-    let (smtp, srv) = start_with_mail(extra);
-    let api = UserApi::signup(
-        &srv,
-        tenant,
-        &format!("owner@{}.example.com", slugish(tenant)),
-    );
-    let session = srv.login(&api.owner, PASSWORD);
+    let (smtp, srv, api, session) = user_setup(tenant, extra);
     enable_linking(&srv, &session, &api);
     (smtp, srv, api, session)
-}
-
-fn slugish(name: &str) -> String {
-    name.to_ascii_lowercase().replace(' ', "-")
 }
 
 #[track_caller]
@@ -179,38 +170,12 @@ fn initiate(api: &UserApi, path: &str, bearer: &str, body: &Value, masked: &str)
     );
 }
 
-/// The code in the `n`-th step-up OTP mail to `email`.
-#[track_caller]
-fn otp_code(smtp: &SmtpStub, api: &UserApi, email: &str, n: usize) -> String {
-    let mail = smtp.wait_for(&api.slug, OTP_KIND, email, n);
-    six_digit_code(&mail.text).unwrap_or_else(|| panic!("no six-digit code in {}", mail.text))
-}
-
-/// The token of the `n`-th step-up magic-link mail to `email`.
-#[track_caller]
-fn link_token(smtp: &SmtpStub, api: &UserApi, email: &str, n: usize) -> String {
-    let mail = smtp.wait_for(&api.slug, LINK_KIND, email, n);
-    mail.token_after(&api.link("step-up/magic-link"))
-        .unwrap_or_else(|| {
-            panic!(
-                "no {}<TOKEN> in {}",
-                api.link("step-up/magic-link"),
-                mail.text
-            )
-        })
-}
-
 fn verify_otp(api: &UserApi, bearer: &str, otp: &str) -> AuthAnswer {
     api.post_as(OTP_VERIFY, Some(bearer), &json!({ "otp": otp }))
 }
 
 fn verify_link(api: &UserApi, bearer: &str, token: &str) -> AuthAnswer {
     api.post_as(LINK_VERIFY, Some(bearer), &json!({ "token": token }))
-}
-
-/// A six-digit code other than `code`.
-fn other_code(code: &str) -> String {
-    if code == "000000" { "111111" } else { "000000" }.to_owned()
 }
 
 /// The tenant's events of `event_type` for `method`, each checked for the metadata every
@@ -428,7 +393,7 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
         &json!({}),
         "a***@example.com",
     );
-    let second = otp_code(&smtp, &api, email, 2);
+    let second = mailed_code(&smtp, &api, OTP_KIND, email, 2);
     let long_hint = "h".repeat(80);
     initiate(
         &api,
@@ -459,7 +424,7 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
         &json!({}),
         "a***@example.com",
     );
-    let fourth = otp_code(&smtp, &api, email, 4);
+    let fourth = mailed_code(&smtp, &api, OTP_KIND, email, 4);
     for i in 0..5 {
         let r = verify_otp(&api, &t.access, &other_code(&fourth));
         assert_eq!((r.status, r.code()), (401, EXPIRED), "try #{i}: {}", r.body);
@@ -475,7 +440,7 @@ fn an_email_otp_is_mailed_with_the_hint_and_works_once() {
         &json!({}),
         "a***@example.com",
     );
-    let fifth = otp_code(&smtp, &api, email, 5);
+    let fifth = mailed_code(&smtp, &api, OTP_KIND, email, 5);
     let r = verify_otp(&api, &t.access, &fifth);
     // The block lasts 15 s (on the monotonic clock, which no offset moves): a run too slow to
     // deliver one mail in that time fails here rather than passing without the check.
@@ -518,7 +483,7 @@ fn twenty_concurrent_verifies_of_one_otp_make_exactly_one_token() {
         &json!({}),
         "r***@example.com",
     );
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
 
     let barrier = Barrier::new(20);
     let answers: Vec<AuthAnswer> = std::thread::scope(|sc| {
@@ -598,7 +563,7 @@ fn codes_links_and_tokens_belong_to_the_session_that_asked() {
         &json!({}),
         "b***@example.com",
     );
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
     verify_otp(&api, &b.access, &code).expect_error(401, EXPIRED);
     let token = step_up_token(
         &api,
@@ -619,7 +584,7 @@ fn codes_links_and_tokens_belong_to_the_session_that_asked() {
         &json!({}),
         "b***@example.com",
     );
-    let link = link_token(&smtp, &api, email, 1);
+    let link = mailed_link_token(&smtp, &api, LINK_KIND, "step-up/magic-link", email, 1);
     verify_link(&api, &b.access, &link).expect_error(401, EXPIRED);
 }
 
@@ -640,7 +605,7 @@ fn a_magic_link_steps_up_once() {
         &json!({ "action_hint": HINT }),
         "m***@example.com",
     );
-    let token = link_token(&smtp, &api, email, 1);
+    let token = mailed_link_token(&smtp, &api, LINK_KIND, "step-up/magic-link", email, 1);
     for bad in [json!(""), json!("t".repeat(257))] {
         let r = api.post_as(LINK_VERIFY, Some(&t.access), &json!({ "token": bad }));
         assert_eq!(
@@ -700,7 +665,7 @@ fn step_up_tokens_and_links_of_another_tenant_are_not_found() {
         &json!({}),
         "a***@example.com",
     );
-    let link = link_token(&smtp, &a, email, 1);
+    let link = mailed_link_token(&smtp, &a, LINK_KIND, "step-up/magic-link", email, 1);
     let r = verify_link(&b, &tb.access, &link);
     assert_eq!(r.status, 404, "{}", r.body);
     // It still works where it belongs.
@@ -765,7 +730,7 @@ fn the_gates_challenge_with_a_totp_code_and_the_same_session_gives_an_aal2_token
 #[test]
 fn a_guest_has_no_mfa_and_no_step_up_method() {
     let (_smtp, srv, api, s) = setup("Guest Co", &[]);
-    crate::anonymous::enable_guests(&srv, &s, &api.slug);
+    crate::support::enable_guests(&srv, &s, &api.slug);
     let g = api.send_as(
         Some(&api.api_key),
         "POST",
@@ -821,7 +786,7 @@ fn a_consumed_otp_stays_consumed_after_sigkill() {
         &json!({}),
         "c***@example.com",
     );
-    let code = otp_code(&smtp, &api, email, 1);
+    let code = mailed_code(&smtp, &api, OTP_KIND, email, 1);
     step_up_token(
         &api,
         &verify_otp(&api, &t.access, &code),
@@ -889,7 +854,7 @@ fn step_up_codes_links_and_tokens_work_until_their_lifetime_and_not_after() {
             &json!({}),
             "n***@example.com",
         );
-        otp_code(&smtp, &api, email, n)
+        mailed_code(&smtp, &api, OTP_KIND, email, n)
     };
     let (early_code, late_code) = (code_for(early_code_s, 1), code_for(late_code_s, 2));
     let link_for = |s: &UserTokens, n: usize| {

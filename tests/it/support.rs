@@ -1189,7 +1189,11 @@ pub struct UserApi {
 impl UserApi {
     /// Onboards a tenant and answers its end-user API.
     pub fn signup(srv: &TestServer, tenant_name: &str, owner: &str) -> Self {
-        let body = srv.signup(tenant_name, owner);
+        Self::from_signup(srv, &srv.signup(tenant_name, owner), owner)
+    }
+
+    /// The API of the tenant that `body` (a sign-up's 201 answer) made for `owner`.
+    pub fn from_signup(srv: &TestServer, body: &Value, owner: &str) -> Self {
         UserApi {
             base: srv.base.clone(),
             client: srv.client.clone(),
@@ -1369,6 +1373,20 @@ impl UserApi {
     /// this tenant's issuer and audience. Answers the header and the claims.
     #[track_caller]
     pub fn verify_access(&self, token: &str) -> (jsonwebtoken::Header, Value) {
+        self.verify_jwt(token, "access", Some(&self.issuer()), Some(&self.slug))
+    }
+
+    /// Verifies `token` (a `what` token) as a resource server would: the tenant JWKS key named
+    /// by `kid`, ES256, the signature and expiry, and, when given, the issuer and audience.
+    /// Answers the header and the claims.
+    #[track_caller]
+    pub fn verify_jwt(
+        &self,
+        token: &str,
+        what: &str,
+        issuer: Option<&str>,
+        audience: Option<&str>,
+    ) -> (jsonwebtoken::Header, Value) {
         use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
         let header = decode_header(token).expect("a JWT header");
         let kid = header.kid.clone().expect("a kid in the header");
@@ -1385,11 +1403,16 @@ impl UserApi {
         )
         .expect("an EC key");
         let mut validation = Validation::new(Algorithm::ES256);
-        validation.set_issuer(&[self.issuer()]);
-        validation.set_audience(&[self.slug.as_str()]);
+        if let Some(issuer) = issuer {
+            validation.set_issuer(&[issuer]);
+        }
+        match audience {
+            Some(audience) => validation.set_audience(&[audience]),
+            None => validation.validate_aud = false,
+        }
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let data = decode::<Value>(token, &key, &validation)
-            .unwrap_or_else(|e| panic!("the access token does not verify: {e}"));
+            .unwrap_or_else(|e| panic!("the {what} token does not verify: {e}"));
         (header, data.claims)
     }
 }
@@ -1690,27 +1713,7 @@ impl UserApi {
     /// Answers the header and the claims.
     #[track_caller]
     pub fn verify_step_up(&self, token: &str) -> (jsonwebtoken::Header, Value) {
-        use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
-        let header = decode_header(token).expect("a JWT header");
-        let kid = header.kid.clone().expect("a kid in the header");
-        let jwks = self.jwks();
-        let key = jwks["keys"]
-            .as_array()
-            .expect("keys")
-            .iter()
-            .find(|k| k["kid"] == kid.as_str())
-            .unwrap_or_else(|| panic!("kid {kid} is not in the JWKS {jwks}"));
-        let key = DecodingKey::from_ec_components(
-            key["x"].as_str().expect("x"),
-            key["y"].as_str().expect("y"),
-        )
-        .expect("an EC key");
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.validate_aud = false;
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let data = decode::<Value>(token, &key, &validation)
-            .unwrap_or_else(|e| panic!("the step-up token does not verify: {e}"));
-        (header, data.claims)
+        self.verify_jwt(token, "step-up", None, None)
     }
 }
 
@@ -1764,6 +1767,15 @@ pub fn user_setup(
     let api = UserApi::signup(&srv, tenant, "owner@example.com");
     let session = srv.login(&api.owner, PASSWORD);
     (smtp, srv, api, session)
+}
+
+/// A server without mail, one tenant `tenant` signed up by `owner@example.com`, the owner's
+/// dashboard session and the sign-up's answer.
+pub fn owner_setup(tenant: &str) -> (TestServer, Session, Value) {
+    let srv = TestServer::start();
+    let signup = srv.signup(tenant, "owner@example.com");
+    let session = srv.login("owner@example.com", PASSWORD);
+    (srv, session, signup)
 }
 
 /// The keys of a JSON object.
@@ -1896,4 +1908,227 @@ pub fn skip_without(missing: &str, how: &str) {
         std::io::stderr(),
         "\n*** SKIPPED {test}: {missing} is missing ({how}) ***"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers the modules share
+// ---------------------------------------------------------------------------------------------
+
+/// A client that follows no redirect, so a test reads each `Location` itself.
+pub fn http() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// A tenant name as a lower-case, hyphenated slug-like word (`"Guest Co"` → `guest-co`).
+pub fn slugish(name: &str) -> String {
+    name.to_ascii_lowercase().replace(' ', "-")
+}
+
+/// Whether `s` is a UUID.
+pub fn is_uuid(s: &str) -> bool {
+    uuid::Uuid::parse_str(s).is_ok()
+}
+
+/// The user id of a sign-in's answer.
+#[track_caller]
+pub fn user_id(t: &UserTokens) -> String {
+    t.body["user"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no user id in {}", t.body))
+        .to_owned()
+}
+
+/// A six-digit code other than `code`.
+pub fn other_code(code: &str) -> String {
+    if code == "000000" { "111111" } else { "000000" }.to_owned()
+}
+
+/// A French mobile number (E.164), distinct for each `n` below a million.
+pub fn fr(n: u32) -> String {
+    format!("+33612{n:06}")
+}
+
+/// Asserts the plain 202 answer `{"accepted": true}`.
+#[track_caller]
+pub fn assert_accepted(a: &AuthAnswer, what: &str) {
+    assert_eq!(a.status, 202, "{what}: {}", a.body);
+    assert_eq!(a.body, json!({"accepted": true}), "{what}");
+}
+
+/// Asserts an error answer, naming the case.
+#[track_caller]
+pub fn assert_error(a: &AuthAnswer, status: u16, code: &str, what: &str) {
+    assert_eq!((a.status, a.code()), (status, code), "{what}: {}", a.body);
+}
+
+/// Changes the tenant's guest settings by `body` (with the confirmation a privileged default
+/// role needs) and answers the settings after.
+#[track_caller]
+pub fn guest_settings(srv: &TestServer, s: &Session, slug: &str, body: Value) -> Value {
+    let r = srv
+        .client
+        .patch(srv.url(&format!(
+            "/v1/auth/dashboard/tenants/{slug}/settings/anonymous"
+        )))
+        .bearer_auth(&s.token)
+        .header("x-service-confirm", "privileged-default-role")
+        .json(&body)
+        .send()
+        .expect("PATCH settings/anonymous");
+    let status = r.status().as_u16();
+    let out: Value = r.json().unwrap_or(Value::Null);
+    assert_eq!(status, 200, "{body} refused: {out}");
+    out
+}
+
+/// Turns guest sign-ins on.
+#[track_caller]
+pub fn enable_guests(srv: &TestServer, s: &Session, slug: &str) {
+    let out = guest_settings(srv, s, slug, json!({"anonymous_signins_enabled": true}));
+    assert_eq!(out["anonymous_signins_enabled"], true, "{out}");
+}
+
+/// A step-up token for `user`'s session, proven by `password`.
+#[track_caller]
+pub fn password_step_up(api: &UserApi, user: &UserTokens, password: &str) -> String {
+    let r = api.post_as(
+        "/v1/auth/step-up/password",
+        Some(&user.access),
+        &json!({ "password": password }),
+    );
+    r.expect(200)["step_up_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no step_up_token in {}", r.body))
+        .to_owned()
+}
+
+/// The six-digit code of the `n`-th mail of `kind` to `email`; asserts the mail's kind and
+/// tenant.
+#[track_caller]
+pub fn mailed_code(smtp: &SmtpStub, api: &UserApi, kind: &str, email: &str, n: usize) -> String {
+    let mail = smtp.wait_for(&api.slug, kind, email, n);
+    assert_eq!(mail.kind(), Some(kind));
+    assert_eq!(mail.tenant(), Some(api.slug.as_str()));
+    six_digit_code(&mail.text).unwrap_or_else(|| panic!("no six-digit code in {}", mail.text))
+}
+
+/// The token of the `n`-th mail of `kind` to `email`, linked as
+/// `{accounts_url}/<page>?token=<token>`; asserts the mail's kind and tenant and that the whole
+/// link is a line of its own.
+#[track_caller]
+pub fn mailed_link_token(
+    smtp: &SmtpStub,
+    api: &UserApi,
+    kind: &str,
+    page: &str,
+    email: &str,
+    n: usize,
+) -> String {
+    let mail = smtp.wait_for(&api.slug, kind, email, n);
+    assert_eq!(mail.kind(), Some(kind));
+    assert_eq!(mail.tenant(), Some(api.slug.as_str()));
+    let prefix = api.link(page);
+    let token = mail
+        .token_after(&prefix)
+        .unwrap_or_else(|| panic!("no {prefix}<TOKEN> in {}", mail.text));
+    let whole = format!("{prefix}{token}");
+    assert!(
+        mail.text.lines().any(|l| l.trim() == whole),
+        "the link {whole} is not on a line of its own in {}",
+        mail.text
+    );
+    token
+}
+
+/// A guest: its id and token pair.
+#[derive(Clone, Debug)]
+pub struct Guest {
+    pub id: String,
+    pub tokens: UserTokens,
+}
+
+impl Guest {
+    /// Takes a 201 guest answer.
+    #[track_caller]
+    pub fn from_answer(a: &AuthAnswer) -> Self {
+        let body = a.expect(201);
+        let field = |v: &Value| {
+            v.as_str()
+                .unwrap_or_else(|| panic!("no token pair and user id in {body}"))
+                .to_owned()
+        };
+        Guest {
+            id: field(&body["user"]["id"]),
+            tokens: UserTokens {
+                access: field(&body["access_token"]),
+                refresh: field(&body["refresh_token"]),
+                body: body.clone(),
+            },
+        }
+    }
+}
+
+/// Makes a guest (from an address of its own, with `body`, none at all when `None`) and
+/// asserts the 201.
+#[track_caller]
+pub fn new_guest(api: &UserApi, body: Option<&Value>) -> Guest {
+    Guest::from_answer(&api.send_as(
+        Some(&api.api_key),
+        "POST",
+        "/v1/auth/anonymous",
+        None,
+        body,
+        Some(&fresh_client_ip()),
+    ))
+}
+
+/// Asserts a sign-in's token pair (exactly the token-pair fields, plus `redirect_to` when
+/// `redirect_to` is given, with that value) for `user_id` whose access token verifies against
+/// the JWKS with AAL1 and `amr`.
+#[track_caller]
+pub fn assert_sign_in_tokens(
+    api: &UserApi,
+    a: &AuthAnswer,
+    user_id: Option<&str>,
+    amr: Value,
+    redirect_to: Option<&str>,
+) -> UserTokens {
+    let t = UserTokens::from_answer(a);
+    let mut expected = vec![
+        "access_token",
+        "refresh_token",
+        "expires_in",
+        "token_type",
+        "user",
+    ];
+    if redirect_to.is_some() {
+        expected.push("redirect_to");
+    }
+    assert_eq!(json_keys(&t.body), name_set(&expected), "{}", t.body);
+    if let Some(r) = redirect_to {
+        assert_eq!(t.body["redirect_to"], r, "{}", t.body);
+    }
+    assert_eq!(t.body["token_type"], "Bearer", "{}", t.body);
+    let expires_in = t.body["expires_in"].as_u64().expect("expires_in");
+    assert!((1..=900).contains(&expires_in), "{expires_in}");
+    let (header, claims) = api.verify_access(&t.access);
+    assert_eq!(header.alg, jsonwebtoken::Algorithm::ES256);
+    assert_eq!(header.typ.as_deref(), Some("at+jwt"));
+    let sub = claims["sub"].as_str().expect("sub").to_owned();
+    assert_eq!(t.body["user"]["id"], sub.as_str(), "{}", t.body);
+    if let Some(id) = user_id {
+        assert_eq!(sub, id, "{claims}");
+    }
+    assert_eq!(claims["tid"], api.tenant_id.as_str(), "{claims}");
+    assert!(claims["sid"].as_str().is_some_and(|s| !s.is_empty()));
+    assert_eq!(claims["aal"], "AAL1", "{claims}");
+    assert_eq!(claims["acr"], "aal1", "{claims}");
+    assert_eq!(claims["amr"], amr, "{claims}");
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let iat = claims["iat"].as_i64().expect("iat");
+    assert!((iat - now).abs() < 60, "iat {iat} vs now {now}");
+    t
 }
