@@ -140,15 +140,20 @@ pub struct Clocks {
 }
 
 impl Clocks {
-    pub fn now() -> Self {
-        let wall_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0);
+    /// The pair for a process whose wall clock reads `wall` now (the system clock, shifted by
+    /// the fault drills' offset: a drill that restarts a server with its clock set back sees
+    /// stored blocks end that much later).
+    pub fn at(wall: time::OffsetDateTime) -> Self {
+        let wall_ms = i64::try_from(wall.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
         Clocks {
             now: Instant::now(),
             wall_ms,
         }
+    }
+
+    #[cfg(test)]
+    pub fn now() -> Self {
+        Self::at(time::OffsetDateTime::now_utc())
     }
 
     fn to_wall(self, at: Instant) -> i64 {
@@ -599,6 +604,25 @@ mod tests {
         assert!(fresh.restore("ip", &saved, clocks));
         fresh.fail(&"ip", clocks.now);
         assert_eq!(fresh.fail(&"ip", clocks.now), Some(900));
+    }
+
+    #[test]
+    fn a_clock_set_back_at_restart_lengthens_a_stored_block() {
+        let wall = time::OffsetDateTime::now_utc();
+        let before = Clocks::at(wall);
+        let mut t = Throttle::new(1, Duration::from_secs(15), Duration::from_secs(900));
+        assert_eq!(t.fail(&"a", before.now), Some(15));
+        let saved = t.take_changes(before).remove(0).1.expect("an entry");
+        // The same moment on a clock set back a minute: the block has 75 s to run.
+        let back = Clocks::at(wall - time::Duration::seconds(60));
+        let mut fresh = Throttle::new(1, Duration::from_secs(15), Duration::from_secs(900));
+        assert!(fresh.restore("a", &saved, back));
+        assert_eq!(fresh.blocked(&"a", back.now), Some(75));
+        // And on a clock set forward past its end, nothing is left to hold.
+        let ahead = Clocks::at(wall + time::Duration::seconds(20));
+        let mut later = Throttle::new(1, Duration::from_secs(15), Duration::from_secs(900));
+        later.restore("a", &saved, ahead);
+        assert_eq!(later.blocked(&"a", ahead.now), None);
     }
 
     #[test]

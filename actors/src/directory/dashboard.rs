@@ -960,7 +960,7 @@ impl DirectoryState {
     /// Loads the dashboard throttles' entries written by earlier runs; expired or unreadable
     /// ones are deleted.
     pub(super) fn restore_throttles(&mut self) -> Result<(), DirectoryError> {
-        let clocks = Clocks::now();
+        let clocks = Clocks::at(self.session_clock());
         let mut stale = PlatformBatch::default();
         let mut any_stale = false;
         for item in self.platform.scan_prefix::<PlatformThrottleRecord>(b"") {
@@ -992,7 +992,7 @@ impl DirectoryState {
             return Ok(());
         }
         let mut batch = PlatformBatch::default();
-        for (key, saved) in self.login.take_changes(Clocks::now()) {
+        for (key, saved) in self.login.take_changes(Clocks::at(self.session_clock())) {
             match saved {
                 Some(saved) => batch.put(&key, &PlatformThrottleRecord(saved))?,
                 None => batch.remove(Kind::PlatformThrottle, &key),

@@ -246,7 +246,7 @@ impl TenantState {
     /// Loads the throttles' entries written by earlier runs; expired or unreadable ones are
     /// deleted.
     fn restore_throttles(&mut self) -> Result<(), TenantError> {
-        let clocks = Clocks::now();
+        let clocks = Clocks::at(self.calendar_now());
         let mut stale = self.store.batch();
         let mut any_stale = false;
         for item in self.store.scan::<TenantThrottleRecord>(b"") {
@@ -280,7 +280,7 @@ impl TenantState {
         if !self.throttles_changed() {
             return Ok(());
         }
-        let clocks = Clocks::now();
+        let clocks = Clocks::at(self.calendar_now());
         for (key, saved) in self.login.take_changes(clocks) {
             match saved {
                 Some(saved) => batch.put(&key, &TenantThrottleRecord(saved))?,
