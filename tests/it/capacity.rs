@@ -293,6 +293,7 @@ pub(crate) fn running_tenants(srv: &TestServer) -> u64 {
 
 #[test]
 fn idle_tenant_actors_are_stopped_and_start_again_with_their_state() {
+    const IDLE: Duration = Duration::from_secs(1);
     let srv = TestServer::start_with(&[("TESSERA__SERVER__TENANT_IDLE_SECS", "1")]);
     let (api, mut t) = user(&srv, "Idle", "owner@example.com");
     assert!(running_tenants(&srv) >= 1);
@@ -302,26 +303,33 @@ fn idle_tenant_actors_are_stopped_and_start_again_with_their_state() {
             "round {round}: the idle tenant's actor is still running"
         );
         // The next requests start it again, from what is on disk.
+        let woken = Instant::now();
         api.me(&t.access).expect(200);
         t = UserTokens::from_answer(&api.refresh(&t.refresh));
-        assert_eq!(running_tenants(&srv), 1);
+        let running = running_tenants(&srv);
+        // (Unless the machine was so slow the actor had a second idle again.)
+        if woken.elapsed() < IDLE {
+            assert_eq!(running, 1, "round {round}");
+        }
     }
     let log = srv.log_text();
     assert!(log.contains("idle tenant actors stopped"), "{log}");
 
     // Requests that keep coming keep the actor: none fails, and it is never stopped, while
-    // the sweeps run every second.
+    // the sweeps run every second. A check counts when less than the idle time went by since
+    // the answer before (its actor cannot have been idle that long); a loaded machine's
+    // longer gaps are not held against the server.
     let until = Instant::now() + Duration::from_secs(4);
-    let mut n = 0;
+    let (mut checked, mut previous) = (0, Instant::now());
     while Instant::now() < until {
         api.me(&t.access).expect(200);
-        assert_eq!(
-            running_tenants(&srv),
-            1,
-            "a busy tenant's actor was stopped"
-        );
-        n += 1;
+        let running = running_tenants(&srv);
+        if previous.elapsed() < IDLE {
+            assert_eq!(running, 1, "a busy tenant's actor was stopped");
+            checked += 1;
+        }
+        previous = Instant::now();
         thread::sleep(Duration::from_millis(100));
     }
-    assert!(n > 10);
+    assert!(checked > 10, "only {checked} checks in 4 s");
 }
