@@ -17,7 +17,7 @@ use std::{
     collections::{HashMap, HashSet},
     hash::Hash,
     net::{IpAddr, Ipv6Addr},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
 use serde::{Deserialize, Serialize};
