@@ -342,3 +342,54 @@ fn call(
 ) -> (u16, Value) {
     srv.dash_json(method, path, s, body.as_ref())
 }
+
+/// Clients that register themselves (RFC 7591, no sign-in needed) never take the owners'
+/// places: with a hundred of them registered from a hundred addresses, the owner still
+/// registers theirs up to the owners' own cap of a hundred, and self-registration goes on
+/// under its own cap.
+#[test]
+fn self_registered_clients_never_take_the_owners_places() {
+    let (_smtp, srv, api, s) = user_setup("Client Places", &[]);
+    let (st, on) = srv.dash_json(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/agents", api.slug),
+        &s,
+        Some(&json!({"dynamic_client_registration": true})),
+    );
+    assert_eq!(st, 200, "{on}");
+    let register = format!("/v1/tenants/{}/oauth/register", api.slug);
+    let body = json!({"client_name": "MCP Client", "redirect_uris": ["http://127.0.0.1:7777/cb"]});
+    let self_register = || {
+        api.send_as(
+            None,
+            "POST",
+            &register,
+            None,
+            Some(&body),
+            Some(&fresh_client_ip()),
+        )
+    };
+    for n in 0..100 {
+        let r = self_register();
+        assert_eq!(r.status, 201, "self-registration {n}: {}", r.body);
+    }
+    srv.reauth(&s, PASSWORD);
+    let base = clients(&api.slug);
+    let app = |n: usize| {
+        json!({
+            "name": format!("Owner App {n}"),
+            "client_type": "public",
+            "redirect_uris": ["https://acme.example/callback"],
+        })
+    };
+    for n in 0..100 {
+        let (st, body) = call(&srv, &s, "POST", &base, Some(app(n)));
+        assert_eq!(st, 201, "the owner's client {n}: {body}");
+    }
+    let (st, body) = call(&srv, &s, "POST", &base, Some(app(100)));
+    assert_eq!(st, 409, "{body}");
+    assert_eq!(error_code(&body), "oauth_client/limit_reached");
+    // The owners' cap is theirs alone: self-registration still has room.
+    let r = self_register();
+    assert_eq!(r.status, 201, "{}", r.body);
+}

@@ -355,7 +355,7 @@ impl TenantState {
             .ok_or(TenantError::NotFound)
     }
 
-    /// Registers a client; a confidential one gets its secret, answered here only.
+    /// Registers an owner's client; a confidential one gets its secret, answered here only.
     pub fn oauth_client_create(
         &mut self,
         new: NewOAuthClient,
@@ -565,7 +565,7 @@ impl TenantState {
             OAuthClientCmd::List => OAuthClientAnswer::List(self.oauth_clients()?),
             OAuthClientCmd::Get(id) => OAuthClientAnswer::One(self.oauth_client(&id)?),
             OAuthClientCmd::Create(new) => {
-                OAuthClientAnswer::Issued(self.oauth_client_make(new, true, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
             }
             OAuthClientCmd::Update(id, patch) => {
                 OAuthClientAnswer::One(self.oauth_client_update(&id, patch, ctx)?)
@@ -590,7 +590,7 @@ impl TenantState {
                 self.dcr_ips
                     .hit(&ip, std::time::Instant::now())
                     .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_make(new, true, ctx)?)
             }
         })
     }
