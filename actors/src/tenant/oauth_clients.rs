@@ -862,20 +862,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
+        let make = |t: &mut TenantState, dynamic| {
+            t.oauth_client_make(new_client(ClientType::Public, None), dynamic, &ctx)
+        };
+        // As many self-registered clients as owners may have: the owners keep their places.
         for _ in 0..MAX_OAUTH_CLIENTS {
-            t.oauth_client_make(new_client(ClientType::Public, None), false, &ctx)
-                .unwrap();
+            assert!(make(&mut t, true).unwrap().record.dynamic);
+        }
+        for _ in 0..MAX_OAUTH_CLIENTS {
+            assert!(!make(&mut t, false).unwrap().record.dynamic);
         }
         assert!(matches!(
-            t.oauth_client_make(new_client(ClientType::Public, None), false, &ctx),
+            make(&mut t, false),
             Err(TenantError::OAuthClientLimit)
         ));
-        // Self-registered clients do not take the owners' places, nor the owners theirs.
-        let own = t
-            .oauth_client_make(new_client(ClientType::Public, None), true, &ctx)
-            .unwrap();
-        assert!(own.record.dynamic);
-        assert_eq!(t.oauth_clients().unwrap().len(), MAX_OAUTH_CLIENTS + 1);
+        // The owners' full registry takes no self-registered place either.
+        for _ in MAX_OAUTH_CLIENTS..MAX_DYNAMIC_CLIENTS {
+            make(&mut t, true).unwrap();
+        }
+        assert!(matches!(
+            make(&mut t, true),
+            Err(TenantError::OAuthClientLimit)
+        ));
+        assert_eq!(
+            t.oauth_clients().unwrap().len(),
+            MAX_OAUTH_CLIENTS + MAX_DYNAMIC_CLIENTS
+        );
     }
 
     #[tokio::test]
