@@ -78,3 +78,54 @@ pub struct AuditPage {
     pub events: Vec<(Vec<u8>, AuditEvent)>,
     pub next_cursor: Option<Vec<u8>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn event_keys_sort_by_time_then_sequence() {
+        let t = datetime!(2026-03-01 12:00:00 UTC);
+        let k = event_key(t, 7);
+        assert_eq!(k.len(), 12);
+        assert_eq!(&k[..8], &(t.unix_timestamp_nanos() as u64).to_be_bytes());
+        assert_eq!(&k[8..], &7u32.to_be_bytes());
+        // Byte order is time order, then sequence order (so a reverse scan is newest first).
+        let later = event_key(t + time::Duration::nanoseconds(1), 0);
+        assert!(event_key(t, u32::MAX) < later);
+        assert!(event_key(t, 1) < event_key(t, 2));
+        assert!(event_key(t, 255) < event_key(t, 256));
+        // Before 1970 there is no key below zero.
+        assert_eq!(
+            &event_key(datetime!(1969-12-31 23:59:59 UTC), 0)[..8],
+            &[0u8; 8]
+        );
+    }
+
+    #[test]
+    fn an_event_takes_its_actor_and_client_from_the_context() {
+        let ctx = AuditContext {
+            actor: Some(Uuid::now_v7()),
+            ip_hash: Some("ab".repeat(32)),
+            ua_family: Some("Firefox".into()),
+            management_key: Some(Uuid::now_v7()),
+            ua_hash: Some("cd".repeat(32)),
+        };
+        let e = AuditEvent::new("user.updated", &ctx, vec!["email".into()]);
+        assert_eq!(e.event_type, "user.updated");
+        assert_eq!(e.actor, ctx.actor);
+        assert_eq!(e.management_key, ctx.management_key);
+        assert_eq!(e.ip_hash, ctx.ip_hash);
+        assert_eq!(e.ua_family, ctx.ua_family);
+        assert_eq!(e.fields, ["email"]);
+        assert_eq!(e.metadata, serde_json::json!({}));
+        // Without a management key the field is left out of the stored event.
+        let plain = AuditEvent::new("x", &AuditContext::default(), Vec::new());
+        let v = serde_json::to_value(&plain).unwrap();
+        assert!(v.get("management_key").is_none());
+        let back: AuditEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back.at, plain.at);
+    }
+}

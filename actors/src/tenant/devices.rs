@@ -110,3 +110,97 @@ impl TenantState {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::accounts::tests::tenant;
+
+    fn issue(t: &TenantState, user: Uuid, now: OffsetDateTime) -> String {
+        let mut b = t.store.batch();
+        let token = t.issue_device(&mut b, user, now).unwrap();
+        t.store.apply(b).unwrap();
+        token
+    }
+
+    #[tokio::test]
+    async fn a_device_token_is_known_only_for_its_user_while_it_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenant(dir.path());
+        let (user, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let now = OffsetDateTime::now_utc();
+        let token = issue(&t, user, now);
+        let (id, secret) = known_devices::parse(&token).unwrap();
+        assert_eq!(t.known_device(user, &token, now).unwrap(), Some(id));
+        assert_eq!(t.known_device(other, &token, now).unwrap(), None);
+        let end = now + known_devices::DEVICE_TOKEN_TTL;
+        assert_eq!(
+            t.known_device(user, &token, end - time::Duration::seconds(1))
+                .unwrap(),
+            Some(id)
+        );
+        assert_eq!(t.known_device(user, &token, end).unwrap(), None);
+        let forged = token.replace(secret, &"A".repeat(secret.len()));
+        assert_eq!(t.known_device(user, &forged, now).unwrap(), None);
+        for malformed in [
+            "",
+            "tdv_",
+            "not a token",
+            &token[..token.len() - secret.len()],
+        ] {
+            assert_eq!(t.known_device(user, malformed, now).unwrap(), None);
+        }
+        // Only the secret's hash is stored.
+        let record = t
+            .store
+            .get::<DeviceRecord>(&device_key(user, id))
+            .unwrap()
+            .unwrap();
+        assert_ne!(record.secret_hash, secret);
+        assert_eq!(record.user_id, user);
+    }
+
+    #[tokio::test]
+    async fn an_account_keeps_its_newest_devices_and_drops_expired_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tenant(dir.path());
+        let user = Uuid::now_v7();
+        let now = OffsetDateTime::now_utc();
+        // One issued long ago, expired by now.
+        let stale = issue(
+            &t,
+            user,
+            now - known_devices::DEVICE_TOKEN_TTL - time::Duration::days(1),
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let mut tokens = Vec::new();
+        for _ in 0..known_devices::DEVICES_PER_ACCOUNT {
+            tokens.push(issue(&t, user, now));
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // The expired one went when the first new one came.
+        let (stale_id, _) = known_devices::parse(&stale).unwrap();
+        assert!(t
+            .store
+            .get::<DeviceRecord>(&device_key(user, stale_id))
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            t.device_keys(user).unwrap().len(),
+            known_devices::DEVICES_PER_ACCOUNT
+        );
+        // One more: the oldest live one makes room.
+        let newest = issue(&t, user, now);
+        assert_eq!(t.known_device(user, &tokens[0], now).unwrap(), None);
+        for token in tokens[1..].iter().chain([&newest]) {
+            assert!(t.known_device(user, token, now).unwrap().is_some());
+        }
+        let keys = t.device_keys(user).unwrap();
+        assert_eq!(keys.len(), known_devices::DEVICES_PER_ACCOUNT);
+        assert!(keys
+            .iter()
+            .all(|(kind, key)| *kind == Kind::DeviceToken && key.starts_with(user.as_bytes())));
+        // Another user's devices are apart.
+        assert!(t.device_keys(Uuid::now_v7()).unwrap().is_empty());
+    }
+}

@@ -337,3 +337,181 @@ pub(super) fn refused(refusal: Refusal) -> TenantError {
         Refusal::CaptchaRequired => TenantError::CaptchaRequired,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::{
+        login_guard::LoginRule,
+        tenant::{accounts::tests::tenant, challenges::tenant_of_token},
+    };
+
+    fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
+        t.store.raw_entries().any(|item| {
+            let (_, key, value) = item.unwrap();
+            [key, value]
+                .iter()
+                .any(|hay| hay.windows(needle.len()).any(|w| w == needle))
+        })
+    }
+
+    #[test]
+    fn an_event_is_about_the_user_its_metadata_names() {
+        let id = Uuid::now_v7();
+        let mut e = AuditEvent::new("x", &AuditContext::default(), Vec::new());
+        assert_eq!(subject_of(&e), None);
+        e.metadata = serde_json::json!({ "user_id": id });
+        assert_eq!(subject_of(&e), Some(id));
+        e.metadata = serde_json::json!({ "user_id": "not-a-uuid" });
+        assert_eq!(subject_of(&e), None);
+        e.metadata = serde_json::json!({ "deleted_user_id": id });
+        assert_eq!(subject_of(&e), None);
+        let k = user_audit_key(id, b"event");
+        assert_eq!((&k[..16], &k[16..]), (&id.as_bytes()[..], &b"event"[..]));
+    }
+
+    #[test]
+    fn a_sign_in_rule_s_refusal_is_answered_as_such() {
+        assert!(matches!(
+            refused(Refusal::Throttled {
+                rule: LoginRule::Account,
+                retry_after: 30
+            }),
+            TenantError::TooManyAttempts { retry_after: 30 }
+        ));
+        assert!(matches!(
+            refused(Refusal::CaptchaRequired),
+            TenantError::CaptchaRequired
+        ));
+    }
+
+    #[tokio::test]
+    async fn links_name_the_accounts_site_and_tokens_name_their_tenant() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        t.runtime.accounts_url = "https://accounts.example/".into();
+        assert_eq!(
+            t.link("magic-link", "abc"),
+            "https://accounts.example/magic-link?token=abc"
+        );
+        let (a, b) = (t.link_token(), t.link_token());
+        assert_ne!(a, b);
+        assert_eq!(tenant_of_token(&a), Some(t.store.tenant_id().0));
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+    }
+
+    #[tokio::test]
+    async fn queued_mail_is_sealed_at_rest_read_back_and_settled() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let mut user = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
+        user.email = Some("ada@example.com".into());
+        user.locale = Some("pl".into());
+        let mut b = t.store.batch();
+        t.put_new_user(&mut b, &user).unwrap();
+        t.store.apply(b).unwrap();
+        t.settings.users.default_locale = "de".into();
+        let mut fx = t.effects();
+        let link = "https://accounts.example/magic-link?token=s3cr3t-t0ken".to_owned();
+        t.queue_mail(&mut fx, "ada@example.com", MailKind::MagicLink { link })
+            .unwrap();
+        t.queue_mail(&mut fx, "else@example.com", MailKind::PasswordChanged)
+            .unwrap();
+        fx.locale = Some("fr".into());
+        t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
+            .unwrap();
+        let sent = t.commit(fx).unwrap();
+        // The user's language, else the tenant's, unless the command knows better.
+        let locales: Vec<&str> = sent.iter().map(|m| m.locale.as_str()).collect();
+        assert_eq!(locales, ["pl", "de", "fr"]);
+        assert!(!raw_contains(&t, b"s3cr3t-t0ken"));
+        // Whereas what is kept in clear is found (the e-mail index's key).
+        assert!(raw_contains(&t, b"ada@example.com"));
+        let mut queued: Vec<Uuid> = t.queued_mail().unwrap().iter().map(|m| m.id).collect();
+        let mut ids: Vec<Uuid> = sent.iter().map(|m| m.id).collect();
+        queued.sort();
+        ids.sort();
+        assert_eq!(queued, ids);
+        t.mail_settled(sent[0].id).unwrap();
+        assert_eq!(t.queued_mail().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_user_counts_as_active_once_a_month() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let march = datetime!(2026-03-10 10:00:00 UTC);
+        let april = datetime!(2026-04-02 10:00:00 UTC);
+        let mut b = t.store.batch();
+        t.count_active(&mut b, None, march).unwrap();
+        t.count_active(&mut b, Some(march), march + time::Duration::days(5))
+            .unwrap();
+        assert_eq!(t.mau.in_month(march), 1);
+        t.count_active(&mut b, Some(march), april).unwrap();
+        t.count_active(&mut b, Some(april), april).unwrap();
+        assert_eq!(t.mau.in_month(april), 1);
+        t.count_active(&mut b, None, april).unwrap();
+        assert_eq!(t.mau.in_month(april), 2);
+        t.store.apply(b).unwrap();
+        let stored = t
+            .store
+            .get::<super::super::usage::MauRecord>(MAU_KEY)
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.in_month(april), 2);
+    }
+
+    #[tokio::test]
+    async fn events_about_a_user_are_indexed_under_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let user = Uuid::now_v7();
+        let ctx = AuditContext::default();
+        let mut b = t.store.batch();
+        t.audit_into(
+            &mut b,
+            "user.updated",
+            &ctx,
+            serde_json::json!({ "user_id": user }),
+        )
+        .unwrap();
+        t.audit_into(&mut b, "settings.updated", &ctx, serde_json::json!({}))
+            .unwrap();
+        t.store.apply(b).unwrap();
+        let indexed: Vec<Vec<u8>> = t
+            .store
+            .scan::<UserAuditIndex>(user.as_bytes())
+            .map(|i| i.unwrap().0)
+            .collect();
+        assert_eq!(indexed.len(), 1);
+        let event = t
+            .store
+            .get::<AuditEvent>(&indexed[0][16..])
+            .unwrap()
+            .unwrap();
+        assert_eq!(event.event_type, "user.updated");
+        assert_eq!(t.store.scan::<UserAuditIndex>(b"").count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_refusal_keeps_what_it_staged_and_answers_its_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let mut fx = t.effects();
+        t.audit_into(
+            &mut fx.batch,
+            "auth.step_up_failed",
+            &AuditContext::default(),
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let r: Result<(), TenantError> = t.fail(fx, TenantError::InvalidChallenge);
+        assert!(matches!(r, Err(TenantError::InvalidChallenge)));
+        let page = t.list_audit(None, 10, Some("auth.step_up_failed")).unwrap();
+        assert_eq!(page.events.len(), 1);
+    }
+}

@@ -54,3 +54,85 @@ impl TenantState {
         Ok(outcome)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::{accounts::tests::tenant, audit::AuditEvent};
+
+    fn imported(email: &str) -> ImportedUser {
+        ImportedUser {
+            email: email.into(),
+            password_hash: format!("$argon2id$v=19$m=19456,t=2,p=1${email}"),
+            email_verified: true,
+        }
+    }
+
+    fn events_of(t: &TenantState, kind: &str) -> Vec<AuditEvent> {
+        t.list_audit(None, 100, Some(kind))
+            .unwrap()
+            .events
+            .into_iter()
+            .map(|(_, e)| e)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_import_skips_existing_addresses_and_repeats_and_can_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let mut first = imported("ada@example.com");
+        first.email_verified = false;
+        let batch = vec![
+            first,
+            imported("bob@example.com"),
+            imported("ada@example.com"),
+        ];
+        let outcome = t.import_users(batch.clone(), &ctx).unwrap();
+        assert_eq!(
+            outcome,
+            ImportOutcome {
+                imported: 2,
+                skipped_existing: 1
+            }
+        );
+        let ada = t.user_by_email("ada@example.com").unwrap().unwrap();
+        // The first occurrence wins; the hash is kept as given.
+        assert!(!ada.email_verified);
+        assert_eq!(
+            ada.password_hash.as_deref(),
+            Some("$argon2id$v=19$m=19456,t=2,p=1$ada@example.com")
+        );
+        assert_eq!(events_of(&t, "admin.users.imported").len(), 1);
+        // Run again: nothing new, no event.
+        let again = t.import_users(batch, &ctx).unwrap();
+        assert_eq!(
+            again,
+            ImportOutcome {
+                imported: 0,
+                skipped_existing: 3
+            }
+        );
+        assert_eq!(events_of(&t, "admin.users.imported").len(), 1);
+    }
+
+    #[tokio::test]
+    async fn imported_users_are_listed_but_not_counted_active() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let now = OffsetDateTime::now_utc();
+        let before = t.mau.in_month(now);
+        t.import_users(
+            vec![imported("a@example.com"), imported("b@example.com")],
+            &AuditContext::default(),
+        )
+        .unwrap();
+        assert_eq!(t.mau.in_month(now), before);
+        let q = crate::tenant::messages::UserQuery {
+            limit: 10,
+            ..Default::default()
+        };
+        assert_eq!(t.list_users(&q).unwrap().users.len(), 2);
+    }
+}

@@ -57,3 +57,62 @@ pub const GUARDIAN_CALLS_PER_MINUTE: u32 = 120;
 
 /// Guardian consent requests per child per hour: each mails the guardian it names.
 pub const GUARDIAN_ASKS_PER_HOUR: u32 = 3;
+
+#[cfg(test)]
+mod tests {
+    use std::{net::IpAddr, time::Instant};
+
+    use super::*;
+    use crate::tenant::accounts::tests::tenant;
+
+    #[test]
+    fn the_spec_s_limits_are_the_ones_named_here() {
+        // Spec section 8: guests as registration, 5 a minute per address; 1000 an hour per key.
+        assert_eq!(REGISTRATIONS_PER_MINUTE, 5);
+        assert_eq!(GUESTS_PER_IP_PER_MINUTE, 5);
+        assert_eq!(GUESTS_PER_KEY_PER_HOUR, 1000);
+    }
+
+    #[tokio::test]
+    async fn a_tenant_s_windows_admit_what_is_named_here_and_refuse_the_next_for_the_period() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let now = Instant::now();
+        for _ in 0..REGISTRATIONS_PER_MINUTE {
+            t.register_ips.hit(&ip, now).unwrap();
+        }
+        let retry = t.register_ips.hit(&ip, now).unwrap_err();
+        assert!((1..=60).contains(&retry), "{retry}");
+        for _ in 0..GUESTS_PER_IP_PER_MINUTE {
+            t.anon_ips.hit(&ip, now).unwrap();
+        }
+        assert!(t.anon_ips.hit(&ip, now).is_err());
+        for _ in 0..GUESTS_PER_KEY_PER_HOUR {
+            t.anon_key.hit(&(), now).unwrap();
+        }
+        let retry = t.anon_key.hit(&(), now).unwrap_err();
+        assert!(retry > 60 && retry <= 3600, "{retry}");
+        let session = uuid::Uuid::now_v7();
+        for _ in 0..STEP_UP_MAILS {
+            t.step_up_mails.hit(&session, now).unwrap();
+        }
+        let retry = t.step_up_mails.hit(&session, now).unwrap_err();
+        assert_eq!(retry, STEP_UP_MAIL_WINDOW.as_secs());
+        t.passwordless_requests.hit(&"k".to_owned(), now).unwrap();
+        let retry = t
+            .passwordless_requests
+            .hit(&"k".to_owned(), now)
+            .unwrap_err();
+        assert_eq!(retry, REQUEST_SPACING.as_secs());
+        // A period later each window admits again.
+        assert!(t
+            .register_ips
+            .hit(&ip, now + Duration::from_secs(60))
+            .is_ok());
+        assert!(t
+            .passwordless_requests
+            .hit(&"k".to_owned(), now + REQUEST_SPACING)
+            .is_ok());
+    }
+}

@@ -455,3 +455,105 @@ impl Record for PasskeyCredentialIndex {
     const VERSION: u16 = 1;
 }
 impl TenantRecord for PasskeyCredentialIndex {}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn creation_keys_sort_by_time_then_id_and_the_email_index_agrees() {
+        let t = datetime!(2026-03-01 12:00:00 UTC);
+        let (low, high) = (Uuid::from_u128(1), Uuid::from_u128(u128::MAX));
+        let k = created_key(t, low);
+        assert_eq!(k.len(), 24);
+        assert_eq!(&k[8..], low.as_bytes());
+        assert!(created_key(t, low) < created_key(t, high));
+        assert!(created_key(t, high) < created_key(t + time::Duration::nanoseconds(1), low));
+        // Times far apart in the low bytes still sort (big-endian).
+        assert!(created_key(t, high) < created_key(t + time::Duration::seconds(256), low));
+        let mut user = UserRecord::blank(Uuid::now_v7(), t);
+        user.email = Some("ada@example.com".into());
+        assert_eq!(
+            EmailIndex::of(&user).created_key(),
+            Some(created_key(t, user.id))
+        );
+        // An entry written before `created_ns` existed knows no key.
+        let old: EmailIndex =
+            serde_json::from_value(serde_json::json!({ "user_id": user.id })).unwrap();
+        assert_eq!(old.created_key(), None);
+        // Before 1970 a key is clamped to zero, not wrapped to the end.
+        let early = created_key(datetime!(1960-01-01 00:00:00 UTC), low);
+        assert_eq!(&early[..8], &[0u8; 8]);
+    }
+
+    #[test]
+    fn compound_keys_lead_with_the_user() {
+        let (user, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let s = user_session_key(user, other);
+        assert_eq!(
+            (&s[..16], &s[16..]),
+            (&user.as_bytes()[..], &other.as_bytes()[..])
+        );
+        assert_eq!(passkey_key(user, other), s);
+    }
+
+    #[test]
+    fn a_user_record_s_debug_shows_only_its_id() {
+        let mut user = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
+        user.email = Some("ada@example.com".into());
+        user.password_hash = Some("$argon2id$secret".into());
+        user.phone = Some("+33612345678".into());
+        user.recovery_codes = vec!["c0de".into()];
+        let shown = format!("{user:?}");
+        assert!(shown.contains(&user.id.to_string()));
+        for secret in ["ada@", "argon2id", "+336", "c0de"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+    }
+
+    #[test]
+    fn a_user_record_written_before_newer_fields_reads_with_their_defaults() {
+        let user = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
+        let mut v = serde_json::to_value(&user).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for newer in [
+            "public_metadata",
+            "app_metadata",
+            "totp_seed",
+            "totp_pending",
+            "totp_last_step",
+            "recovery_codes",
+            "blocked_at",
+            "locale",
+            "guardian",
+        ] {
+            o.remove(newer).unwrap();
+        }
+        let back: UserRecord = serde_json::from_value(v).unwrap();
+        assert_eq!(back.public_metadata, serde_json::json!({}));
+        assert_eq!(back.app_metadata, serde_json::json!({}));
+        assert!(back.blocked_at.is_none() && back.guardian.is_none());
+        assert!(back.recovery_codes.is_empty() && back.totp_seed.is_none());
+    }
+
+    #[test]
+    fn link_purposes_and_child_states_have_stable_names() {
+        assert_eq!(
+            serde_json::to_value(LinkPurpose::ResetPassword).unwrap(),
+            "reset_password"
+        );
+        assert_eq!(
+            serde_json::to_value(LinkPurpose::VerifyEmail).unwrap(),
+            "verify_email"
+        );
+        for (s, name) in [
+            (ChildStatus::Held, "held"),
+            (ChildStatus::Active, "active"),
+            (ChildStatus::Blocked, "blocked"),
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), name);
+        }
+    }
+}

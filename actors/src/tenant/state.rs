@@ -539,3 +539,227 @@ impl TenantState {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::{
+        accounts::tests::tenant,
+        settings::{MfaPolicy, SecurityPatch},
+    };
+
+    fn security(patch: SecurityPatch) -> SettingsChange {
+        SettingsChange::Security(Box::new(patch))
+    }
+
+    fn event_count(t: &TenantState) -> usize {
+        t.list_audit(None, 1000, None).unwrap().events.len()
+    }
+
+    fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
+        t.store.raw_entries().any(|item| {
+            let (_, key, value) = item.unwrap();
+            [key, value]
+                .iter()
+                .any(|hay| hay.windows(needle.len()).any(|w| w == needle))
+        })
+    }
+
+    #[tokio::test]
+    async fn the_byok_token_is_sealed_at_rest_and_opens_for_the_sender() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let token = "byok-token-0123456789abcdef0123456789";
+        let view = t
+            .update_settings(
+                security(SecurityPatch {
+                    byok_provider_auth_token: Some(Some(token.into())),
+                    ..Default::default()
+                }),
+                &ctx,
+            )
+            .unwrap();
+        assert!(view.byok_token_set);
+        assert_eq!(t.byok_auth_token().unwrap().as_deref(), Some(token));
+        assert!(!raw_contains(&t, token.as_bytes()));
+        // The audit event names the field, never the value.
+        let event = &t.list_audit(None, 1, None).unwrap().events[0].1;
+        assert_eq!(event.event_type, "settings.security.updated");
+        assert_eq!(event.fields, ["byok_provider_auth_token"]);
+        let view = t
+            .update_settings(
+                security(SecurityPatch {
+                    byok_provider_auth_token: Some(None),
+                    ..Default::default()
+                }),
+                &ctx,
+            )
+            .unwrap();
+        assert!(!view.byok_token_set);
+        assert_eq!(t.byok_auth_token().unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_settings_change_is_stored_with_its_event_and_no_change_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let before = event_count(&t);
+        let required = || {
+            security(SecurityPatch {
+                mfa_policy: Some(MfaPolicy::Required),
+                ..Default::default()
+            })
+        };
+        t.update_settings(required(), &ctx).unwrap();
+        assert_eq!(event_count(&t), before + 1);
+        let stored = t
+            .store
+            .get::<TenantSettings>(SETTINGS_KEY)
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.security.mfa_policy, MfaPolicy::Required);
+        assert_eq!(stored, t.settings);
+        t.update_settings(required(), &ctx).unwrap();
+        assert_eq!(event_count(&t), before + 1);
+    }
+
+    #[tokio::test]
+    async fn a_refused_settings_change_leaves_everything_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let settings = t.settings.clone();
+        let before = event_count(&t);
+        let over_cap = security(SecurityPatch {
+            magic_link_enabled: Some(false),
+            byok_provider_auth_token: Some(Some("t".repeat(32))),
+            sms_otp_monthly_cap: Some(t.runtime.sms_platform_caps.free + 1),
+            ..Default::default()
+        });
+        assert!(matches!(
+            t.update_settings(over_cap, &ctx),
+            Err(TenantError::SmsCapAboveTier { .. })
+        ));
+        assert_eq!(t.settings, settings);
+        assert_eq!(
+            t.store
+                .get::<TenantSettings>(SETTINGS_KEY)
+                .unwrap()
+                .unwrap(),
+            settings
+        );
+        assert!(!t.settings_view().byok_token_set);
+        assert_eq!(t.byok_auth_token().unwrap(), None);
+        assert_eq!(event_count(&t), before);
+    }
+
+    #[tokio::test]
+    async fn the_edge_sees_new_origins_and_redirect_urls_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        assert!(t.cells.edge.load().allows_origin("https://any.example"));
+        t.update_settings(
+            SettingsChange::AllowedOrigins(vec!["https://app.example".into()]),
+            &ctx,
+        )
+        .unwrap();
+        let edge = t.cells.edge.load();
+        assert!(edge.allows_origin("https://app.example"));
+        assert!(!edge.allows_origin("https://any.example"));
+        t.update_settings(
+            SettingsChange::Urls(crate::tenant::settings::UrlSettings {
+                site_url: Some("https://app.example/".into()),
+                redirect_urls: Vec::new(),
+            }),
+            &ctx,
+        )
+        .unwrap();
+        assert!(t.cells.edge.load().urls.allows("https://app.example/"));
+    }
+
+    #[tokio::test]
+    async fn the_audit_log_pages_newest_first_with_a_cursor_and_a_type_filter() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        // Whatever loading wrote comes before these.
+        let base = event_count(&t);
+        let at = OffsetDateTime::now_utc();
+        for i in 0..5 {
+            let kind = if i % 2 == 0 { "even" } else { "odd" };
+            let mut e = AuditEvent::new(kind, &ctx, Vec::new());
+            // All in one instant: the sequence keeps them apart and in order.
+            e.at = at;
+            e.metadata = serde_json::json!({ "i": i });
+            t.append_audit(e).unwrap();
+        }
+        let first = t.list_audit(None, 2, None).unwrap();
+        let seen: Vec<i64> = first
+            .events
+            .iter()
+            .map(|(_, e)| e.metadata["i"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seen, [4, 3]);
+        let second = t.list_audit(first.next_cursor.as_deref(), 2, None).unwrap();
+        let seen: Vec<i64> = second
+            .events
+            .iter()
+            .map(|(_, e)| e.metadata["i"].as_i64().unwrap())
+            .collect();
+        assert_eq!(seen, [2, 1]);
+        let odd = t.list_audit(None, 10, Some("odd")).unwrap();
+        assert_eq!(odd.events.len(), 2);
+        assert!(odd.next_cursor.is_none());
+        let even = t.list_audit(None, 2, Some("even")).unwrap();
+        assert_eq!(even.events.len(), 2);
+        // One more "even" is left: the page says so.
+        assert!(even.next_cursor.is_some());
+        let rest = t
+            .list_audit(even.next_cursor.as_deref(), 2, Some("even"))
+            .unwrap();
+        assert_eq!(rest.events.len(), 1);
+        assert!(rest.next_cursor.is_none());
+        assert_eq!(event_count(&t), base + 5);
+    }
+
+    #[tokio::test]
+    async fn another_tenant_s_info_is_not_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let mut other = t.info().clone();
+        other.id = tessera_storage::TenantId::new();
+        other.name = "Other".into();
+        t.set_info(other);
+        assert_eq!(t.info().name, "Acme");
+        let mut renamed = t.info().clone();
+        renamed.name = "Acme Inc".into();
+        t.set_info(renamed);
+        assert_eq!(t.info().name, "Acme Inc");
+    }
+
+    #[tokio::test]
+    async fn failed_step_up_codes_are_written_with_the_next_commit_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let user = uuid::Uuid::now_v7();
+        assert!(!t.throttles_changed());
+        t.step_up_fails.fail(&user, Instant::now());
+        assert!(t.throttles_changed());
+        let fx = t.effects();
+        t.commit(fx).unwrap();
+        assert!(!t.throttles_changed());
+        let saved: Vec<Vec<u8>> = t
+            .store
+            .scan::<TenantThrottleRecord>(b"")
+            .map(|i| i.unwrap().0)
+            .collect();
+        assert_eq!(saved, [saved_key(THROTTLE_STEP_UP_CODES, &user)]);
+        // Forgiven: the record goes with the next write.
+        t.step_up_fails.reset(&user);
+        t.persist_throttles().unwrap();
+        assert_eq!(t.store.scan::<TenantThrottleRecord>(b"").count(), 0);
+    }
+}

@@ -422,3 +422,340 @@ impl TenantState {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::accounts::tests::tenant;
+
+    /// A user (a password, an address confirmed or not) and a first-party session of theirs.
+    fn signed_in(t: &mut TenantState, email: &str, verified: bool) -> (UserRecord, Bearer) {
+        let now = OffsetDateTime::now_utc();
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(email.into());
+        user.email_verified = verified;
+        user.password_hash = Some("$argon2id$opaque".into());
+        let mut b = t.store.batch();
+        t.put_new_user(&mut b, &user).unwrap();
+        t.store.apply(b).unwrap();
+        let bearer = session_of(t, &user);
+        (user, bearer)
+    }
+
+    /// Another live session of `user`.
+    fn session_of(t: &mut TenantState, user: &UserRecord) -> Bearer {
+        let now = OffsetDateTime::now_utc();
+        let s = SessionRecord {
+            id: Uuid::now_v7(),
+            user_id: user.id,
+            created_at: now,
+            expires_at: now + Duration::hours(1),
+            last_active_at: now,
+            generation: 0,
+            rotated_at: None,
+            aal: 1,
+            amr: vec!["pwd".into()],
+            acr: None,
+            ua_family: None,
+            ip_hash: None,
+            oauth: None,
+        };
+        let mut b = t.store.batch();
+        b.put(s.id.as_bytes(), &s).unwrap();
+        t.store.apply(b).unwrap();
+        Bearer {
+            session_id: s.id,
+            user_id: user.id,
+        }
+    }
+
+    fn password(user: &UserRecord) -> Credential {
+        Credential {
+            user_id: Some(user.id),
+            password_hash: user.password_hash.clone(),
+            epoch: user.password_epoch,
+            device: None,
+        }
+    }
+
+    fn code_of(mail: &[MailJob]) -> String {
+        match &mail[0].kind {
+            MailKind::StepUpEmailOtp { code, .. } => code.clone(),
+            _ => panic!("not a step-up code"),
+        }
+    }
+
+    fn link_token_of(mail: &[MailJob]) -> String {
+        match &mail[0].kind {
+            MailKind::StepUpMagicLink { link, .. } => {
+                link.split("token=").nth(1).unwrap().to_owned()
+            }
+            _ => panic!("not a step-up link"),
+        }
+    }
+
+    fn wrong(code: &str) -> String {
+        let first = if code.starts_with('0') { '1' } else { '0' };
+        format!("{first}{}", &code[1..])
+    }
+
+    #[test]
+    fn codes_are_six_digits() {
+        for _ in 0..200 {
+            let c = six_digit_code();
+            assert_eq!(c.len(), 6, "{c}");
+            assert!(c.bytes().all(|b| b.is_ascii_digit()), "{c}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_step_up_token_is_consumed_once_and_only_by_its_own_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let other = session_of(&mut t, &user);
+        let (grant, _) = t
+            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .unwrap();
+        assert_eq!(
+            (grant.aal, grant.amr.as_slice()),
+            (2, &["pwd".to_owned()][..])
+        );
+        assert_eq!(grant.session_id, bearer.session_id);
+        assert_eq!(grant.expires_at - grant.issued_at, STEP_UP_TOKEN_TTL);
+        assert!(matches!(
+            t.consume_step_up(other, grant.jti),
+            Err(TenantError::InvalidChallenge)
+        ));
+        assert!(matches!(
+            t.consume_step_up(bearer, Uuid::new_v4()),
+            Err(TenantError::InvalidChallenge)
+        ));
+        let (used, _) = t.consume_step_up(bearer, grant.jti).unwrap();
+        assert_eq!((used.aal, used.amr), (2, vec!["pwd".to_owned()]));
+        assert!(matches!(
+            t.consume_step_up(bearer, grant.jti),
+            Err(TenantError::InvalidChallenge)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_step_up_token_expires_and_a_newer_one_replaces_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let (first, _) = t
+            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .unwrap();
+        let (second, _) = t
+            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .unwrap();
+        assert!(matches!(
+            t.consume_step_up(bearer, first.jti),
+            Err(TenantError::InvalidChallenge)
+        ));
+        // Past its lifetime (the drills' clock moved on), the newer one is refused too.
+        t.runtime.clock_offset = STEP_UP_TOKEN_TTL + Duration::seconds(1);
+        assert!(matches!(
+            t.consume_step_up(bearer, second.jti),
+            Err(TenantError::InvalidChallenge)
+        ));
+        // A moment before, it was good.
+        t.runtime.clock_offset = STEP_UP_TOKEN_TTL - Duration::seconds(5);
+        assert!(t.consume_step_up(bearer, second.jti).is_ok());
+    }
+
+    #[tokio::test]
+    async fn password_step_up_refuses_a_wrong_or_stale_password_and_users_without_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        assert!(matches!(
+            t.step_up_password(bearer, &password(&user), false, 5, &ctx),
+            Err(TenantError::InvalidCredentials)
+        ));
+        // A hash read before a password change: the right old password is no proof.
+        let stale = password(&user);
+        user.password_epoch += 1;
+        let mut b = t.store.batch();
+        b.put(user.id.as_bytes(), &user).unwrap();
+        t.store.apply(b).unwrap();
+        assert!(matches!(
+            t.step_up_password(bearer, &stale, true, 5, &ctx),
+            Err(TenantError::InvalidCredentials)
+        ));
+        user.password_hash = None;
+        let mut b = t.store.batch();
+        b.put(user.id.as_bytes(), &user).unwrap();
+        t.store.apply(b).unwrap();
+        assert!(matches!(
+            t.step_up_password(bearer, &password(&user), true, 5, &ctx),
+            Err(TenantError::StepUpMethodUnavailable)
+        ));
+        // An unknown session is no bearer.
+        let stranger = Bearer {
+            session_id: Uuid::now_v7(),
+            user_id: user.id,
+        };
+        assert!(matches!(
+            t.step_up_password(stranger, &password(&user), true, 5, &ctx),
+            Err(TenantError::InvalidSession)
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_emailed_code_steps_up_its_own_session_once_at_aal1() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let other = session_of(&mut t, &user);
+        let (masked, mail) = t.step_up_email_initiate(bearer, None, &ctx).unwrap();
+        assert_eq!(masked, "a***@example.com");
+        assert_eq!(mail[0].to, "ada@example.com");
+        let code = code_of(&mail);
+        assert!(matches!(
+            t.step_up_email_verify(other, &code, &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+        assert!(matches!(
+            t.step_up_email_verify(bearer, &wrong(&code), &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+        let (grant, _) = t.step_up_email_verify(bearer, &code, &ctx).unwrap();
+        assert_eq!((grant.aal, grant.amr), (1, vec!["otp".to_owned()]));
+        assert!(matches!(
+            t.step_up_email_verify(bearer, &code, &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_emailed_code_expires_after_five_minutes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let code = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        t.runtime.clock_offset = EMAIL_OTP_TTL + Duration::seconds(1);
+        assert!(matches!(
+            t.step_up_email_verify(bearer, &code, &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+        // A moment before its end, the same code was good.
+        t.runtime.clock_offset = EMAIL_OTP_TTL - Duration::seconds(5);
+        assert!(t.step_up_email_verify(bearer, &code, &ctx).is_ok());
+    }
+
+    #[tokio::test]
+    async fn five_wrong_codes_block_every_code_of_the_user_for_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let code = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        for _ in 0..5 {
+            assert!(matches!(
+                t.step_up_email_verify(bearer, &wrong(&code), &ctx),
+                Err(TenantError::InvalidChallenge)
+            ));
+        }
+        // That code is dead; a new one is right but the user's codes are blocked.
+        let fresh = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        assert!(matches!(
+            t.step_up_email_verify(bearer, &fresh, &ctx),
+            Err(TenantError::TooManyAttempts { .. })
+        ));
+    }
+
+    #[tokio::test]
+    async fn mail_step_up_needs_a_confirmed_address_and_is_spaced_per_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (_, unconfirmed) = signed_in(&mut t, "bo@example.com", false);
+        assert!(matches!(
+            t.step_up_email_initiate(unconfirmed, None, &ctx),
+            Err(TenantError::StepUpMethodUnavailable)
+        ));
+        assert!(matches!(
+            t.step_up_link_initiate(unconfirmed, None, None, &ctx),
+            Err(TenantError::StepUpMethodUnavailable)
+        ));
+        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        for i in 0..crate::tenant::limits::STEP_UP_MAILS {
+            if i % 2 == 0 {
+                t.step_up_email_initiate(bearer, None, &ctx).unwrap();
+            } else {
+                t.step_up_link_initiate(bearer, None, None, &ctx).unwrap();
+            }
+        }
+        assert!(matches!(
+            t.step_up_link_initiate(bearer, None, None, &ctx),
+            Err(TenantError::RateLimited { .. })
+        ));
+        // Another session of the user has its own window.
+        let other = session_of(&mut t, &user);
+        assert!(t.step_up_email_initiate(other, None, &ctx).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_step_up_link_works_once_and_only_from_its_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let ctx = AuditContext::default();
+        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        let other = session_of(&mut t, &user);
+        let (masked, mail) = t
+            .step_up_link_initiate(bearer, Some("link google".into()), None, &ctx)
+            .unwrap();
+        assert_eq!(masked, "a***@example.com");
+        let token = link_token_of(&mail);
+        assert!(matches!(
+            t.step_up_link_verify(other, &token, &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+        let (grant, _) = t.step_up_link_verify(bearer, &token, &ctx).unwrap();
+        assert_eq!((grant.aal, grant.amr), (1, vec!["mca".to_owned()]));
+        assert!(matches!(
+            t.step_up_link_verify(bearer, &token, &ctx),
+            Err(TenantError::InvalidChallenge)
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_gate_offers_what_the_user_can_use_strongest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
+        user.mfa_enabled = true;
+        let mut b = t.store.batch();
+        b.put(user.id.as_bytes(), &user).unwrap();
+        t.store.apply(b).unwrap();
+        let (gate, _) = t.step_up_gate(bearer).unwrap();
+        assert_eq!(
+            gate.available_methods,
+            ["totp", "email_otp", "magic_link", "password"]
+        );
+        // The challenge is the session's TOTP step-up.
+        let found = t
+            .find_challenge(
+                &gate.mfa_challenge_token,
+                &[Purpose::StepUpTotp],
+                OffsetDateTime::now_utc(),
+            )
+            .unwrap();
+        assert_eq!(found.record.session_id, Some(bearer.session_id));
+        // No password, no confirmed address, no MFA: nothing to offer.
+        let (mut bare, bare_bearer) = signed_in(&mut t, "bo@example.com", false);
+        bare.password_hash = None;
+        let mut b = t.store.batch();
+        b.put(bare.id.as_bytes(), &bare).unwrap();
+        t.store.apply(b).unwrap();
+        let (gate, _) = t.step_up_gate(bare_bearer).unwrap();
+        assert!(gate.available_methods.is_empty());
+    }
+}

@@ -50,3 +50,43 @@ pub fn month_of(t: OffsetDateTime) -> String {
 
 /// The key of this month's message count.
 pub const SMS_USAGE_KEY: &[u8] = b"sms";
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    #[test]
+    fn a_count_belongs_to_its_month_and_starts_again_at_the_next() {
+        let march = datetime!(2026-03-31 23:59:59 UTC);
+        let april = datetime!(2026-04-01 00:00:00 UTC);
+        let mut r = MauRecord::default();
+        assert_eq!(r.in_month(march), 0);
+        r.add(march);
+        r.add(march);
+        assert_eq!((r.month.as_str(), r.count), ("2026-03", 2));
+        assert_eq!(r.in_month(march), 2);
+        // A month later nothing of March counts, until April's first.
+        assert_eq!(r.in_month(april), 0);
+        r.add(april);
+        assert_eq!((r.month.as_str(), r.count), ("2026-04", 1));
+        // The same month of another year is another month.
+        assert_eq!(r.in_month(datetime!(2027-04-15 12:00:00 UTC)), 0);
+    }
+
+    #[test]
+    fn months_are_zero_padded_year_month() {
+        assert_eq!(month_of(datetime!(0987-01-05 00:00:00 UTC)), "0987-01");
+        assert_eq!(month_of(datetime!(2026-12-01 00:00:00 UTC)), "2026-12");
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let mut r = MauRecord::default();
+        r.add(datetime!(2026-05-02 10:00:00 UTC));
+        let back: MauRecord = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(back.in_month(datetime!(2026-05-20 10:00:00 UTC)), 1);
+        assert_ne!(MAU_KEY, SMS_USAGE_KEY);
+    }
+}
