@@ -933,4 +933,27 @@ mod tests {
             )
             .is_ok());
     }
+
+    #[tokio::test]
+    async fn an_owners_client_and_a_self_registered_one_are_marked_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        t.settings.dynamic_client_registration = true;
+        let ctx = AuditContext::default();
+        let issued = |answer| match answer {
+            Ok(OAuthClientAnswer::Issued(issued)) => issued.record,
+            _ => panic!("no client issued"),
+        };
+        let owners = issued(t.oauth_client_cmd(
+            OAuthClientCmd::Create(new_client(ClientType::Public, None)),
+            &ctx,
+        ));
+        assert!(!owners.dynamic);
+        let ip: std::net::IpAddr = "192.0.2.7".parse().unwrap();
+        let registered = issued(t.oauth_client_cmd(
+            OAuthClientCmd::Register(new_client(ClientType::Public, None), ip),
+            &ctx,
+        ));
+        assert!(registered.dynamic);
+    }
 }
