@@ -414,31 +414,44 @@ fn full_agent() -> Value {
     })
 }
 
-#[test]
-fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
-    let (smtp, srv, api, s) = user_setup("Agent Registry", &[POLL]);
-    let base = agents_path(&api.slug);
-    srv.reauth(&s, PASSWORD);
+/// The tenant "Agent Registry" on the pro tier with the owner's fresh session ([`pro_setup`]),
+/// and the agent of [`full_agent`] registered.
+fn registry_with_order_bot() -> (SmtpStub, TestServer, UserApi, Session, Agent) {
+    let (smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
+    let bot = register_agent(&srv, &s, &api.slug, full_agent());
+    (smtp, srv, api, s, bot)
+}
 
-    // The free tier (the default) has no agents.
-    let (st, body) = srv.dash_json("POST", &base, &s, Some(&full_agent()));
+/// A tenant on the free tier (the default) registers no agents.
+#[test]
+fn the_free_tier_registers_no_agents() {
+    let (_smtp, srv, api, s) = user_setup("Agent Registry", &[POLL]);
+    srv.reauth(&s, PASSWORD);
+    let (st, body) = srv.dash_json("POST", &agents_path(&api.slug), &s, Some(&full_agent()));
     assert_eq!(
         (st, error_code(&body)),
         (403, "agent/tier_unauthorized"),
         "{body}"
     );
-    set_pro(&srv, &api.slug);
+}
 
-    // Registering needs a recent re-authentication.
+/// Registering an agent needs a recent re-authentication.
+#[test]
+fn registering_an_agent_needs_a_recent_re_authentication() {
+    let (_smtp, srv, api, _s) = pro_setup("Agent Registry", &[]);
     let stale = srv.login(&api.owner, PASSWORD);
-    let (st, body) = srv.dash_json("POST", &base, &stale, Some(&full_agent()));
+    let (st, body) = srv.dash_json("POST", &agents_path(&api.slug), &stale, Some(&full_agent()));
     assert_eq!(
         (st, error_code(&body)),
         (401, "dashboard/reauth_required"),
         "{body}"
     );
+}
 
-    // Bad registrations.
+/// An agent takes only machine grants: a user's code, password or refresh grant is refused.
+#[test]
+fn an_agent_takes_no_grant_type_of_a_user() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     for grants in [
         json!(["authorization_code"]),
         json!([CLIENT_CREDENTIALS, "password"]),
@@ -446,41 +459,61 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     ] {
         let mut body = full_agent();
         body["grant_types"] = grants.clone();
-        let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+        let (st, answer) = srv.dash_json("POST", &agents_path(&api.slug), &s, Some(&body));
         assert_eq!(
             (st, error_code(&answer)),
             (422, "agent/invalid_grant_type"),
             "{grants}: {answer}"
         );
     }
+}
+
+/// An agent whose grants redirect nobody registers no redirect URI.
+#[test]
+fn an_agent_without_a_redirecting_grant_registers_no_redirect_uri() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     let mut body = full_agent();
     body["redirect_uris"] = json!(["https://bot.example/callback"]);
-    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    let (st, answer) = srv.dash_json("POST", &agents_path(&api.slug), &s, Some(&body));
     assert_eq!(
         (st, error_code(&answer)),
         (422, "agent/invalid_field"),
         "{answer}"
     );
-    // A scope in a reserved namespace is not an agent's.
+}
+
+/// A scope in a reserved namespace is not an agent's.
+#[test]
+fn a_scope_in_a_reserved_namespace_is_not_an_agents() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     let mut body = full_agent();
     body["scopes"] = json!(["openid", "mcp:tools"]);
-    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    let (st, answer) = srv.dash_json("POST", &agents_path(&api.slug), &s, Some(&body));
     assert_eq!(
         (st, error_code(&answer)),
         (400, "validation/invalid_request"),
         "{answer}"
     );
+}
+
+/// A registration with a field agents do not have is refused.
+#[test]
+fn an_unknown_registration_field_is_refused() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     let mut body = full_agent();
     body["favourite_colour"] = json!("blue");
-    let (st, answer) = srv.dash_json("POST", &base, &s, Some(&body));
+    let (st, answer) = srv.dash_json("POST", &agents_path(&api.slug), &s, Some(&body));
     assert_eq!(
         (st, error_code(&answer)),
         (400, "validation/invalid_request"),
         "{answer}"
     );
+}
 
-    // A registration: the secret once, everything as set.
-    let bot = register_agent(&srv, &s, &api.slug, full_agent());
+/// A registration answers the secret, once, and every field as set with the limits in force.
+#[test]
+fn a_registration_answers_the_secret_once_and_every_field_as_set() {
+    let (_smtp, _srv, _api, _s, bot) = registry_with_order_bot();
     let b = &bot.body;
     assert!(
         uuid::Uuid::parse_str(&bot.id).is_ok(),
@@ -534,8 +567,13 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     for k in ["created_at", "updated_at"] {
         assert!(b[k].is_string(), "{k} in {b}");
     }
+}
 
-    // Defaults, and two more for the pages.
+/// A registration of a name and a grant alone takes the defaults: no scopes, no redirect URIs,
+/// tokens of an hour.
+#[test]
+fn a_registration_of_a_name_and_a_grant_takes_the_defaults() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     let helper = register_agent(
         &srv,
         &s,
@@ -546,21 +584,36 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     assert_eq!(helper.body["redirect_uris"], json!([]));
     assert_eq!(helper.body["agent_token_max_ttl_sec"], 3600);
     assert_eq!(helper.body["agent_metadata_version"], 1);
+}
+
+/// An agent reads back as registered, without its secret.
+#[test]
+fn an_agent_reads_back_without_its_secret() {
+    let (_smtp, srv, api, s, bot) = registry_with_order_bot();
+    let (st, one) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &s, None);
+    assert_eq!(st, 200, "{one}");
+    assert!(one.get("client_secret").is_none(), "{one}");
+    assert_eq!(one["client_id"], bot.client_id.as_str());
+    assert_eq!(one["name"], "Order Bot");
+}
+
+/// The agents are listed in pages, oldest first, a cursor leading to the next, without secrets.
+#[test]
+fn agents_are_listed_in_pages_oldest_first_without_secrets() {
+    let (_smtp, srv, api, s, bot) = registry_with_order_bot();
+    let base = agents_path(&api.slug);
+    let helper = register_agent(
+        &srv,
+        &s,
+        &api.slug,
+        json!({"name": "Helper", "grant_types": [CLIENT_CREDENTIALS]}),
+    );
     let third = register_agent(
         &srv,
         &s,
         &api.slug,
         agent_json("Third", &[CIBA], &["openid"]),
     );
-
-    // Read back without any secret.
-    let (st, one) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &s, None);
-    assert_eq!(st, 200, "{one}");
-    assert!(one.get("client_secret").is_none(), "{one}");
-    assert_eq!(one["client_id"], bot.client_id.as_str());
-    assert_eq!(one["name"], "Order Bot");
-
-    // Pages, oldest first.
     let (st, page1) = srv.dash_json("GET", &format!("{base}?limit=2"), &s, None);
     assert_eq!(st, 200, "{page1}");
     let ids = |page: &Value| -> Vec<String> {
@@ -588,14 +641,29 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     assert_eq!(ids(&page2), vec![third.id.clone()]);
     assert_eq!(page2["pagination"]["has_more"], false);
     assert_eq!(page2["pagination"]["next_cursor"], Value::Null);
-    let (st, body) = srv.dash_json("GET", &format!("{base}?limit=101"), &s, None);
+}
+
+/// A page of more than a hundred agents is refused.
+#[test]
+fn a_page_of_more_than_a_hundred_agents_is_refused() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
+    let (st, body) = srv.dash_json(
+        "GET",
+        &format!("{}?limit=101", agents_path(&api.slug)),
+        &s,
+        None,
+    );
     assert_eq!(
         (st, error_code(&body)),
         (400, "validation/invalid_request"),
         "{body}"
     );
+}
 
-    // A change bumps the metadata version.
+/// A change bumps the agent's metadata version and leaves untouched fields as they were.
+#[test]
+fn a_change_bumps_the_metadata_version_and_keeps_untouched_fields() {
+    let (_smtp, srv, api, s, bot) = registry_with_order_bot();
     let (st, changed) = srv.dash_json(
         "PATCH",
         &agent_path(&api.slug, &bot.id),
@@ -610,8 +678,12 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
         changed["agent_class"], "mcp-server",
         "untouched fields stay"
     );
+}
 
-    // A new secret: the old one is refused at once, the new one works.
+/// A new secret refuses the old one at once, works itself, and is never read back.
+#[test]
+fn a_new_secret_refuses_the_old_one_at_once() {
+    let (_smtp, srv, api, s, bot) = registry_with_order_bot();
     client_credentials(&api, &bot, Some("orders:read")).expect(200);
     let (st, rotated) = srv.dash_json(
         "POST",
@@ -638,8 +710,12 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     client_credentials(&api, &rekeyed, Some("orders:read")).expect(200);
     let (_, one) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &s, None);
     assert!(!one.to_string().contains(&new_secret), "{one}");
+}
 
-    // Unknown ids and other tenants' agents are not found.
+/// An id that is no agent's is not found.
+#[test]
+fn an_unknown_agent_id_is_not_found() {
+    let (_smtp, srv, api, s) = pro_setup("Agent Registry", &[]);
     let (st, body) = srv.dash_json(
         "GET",
         &agent_path(&api.slug, &uuid::Uuid::new_v4().to_string()),
@@ -651,6 +727,12 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
         (404, "resource/not_found"),
         "{body}"
     );
+}
+
+/// Another tenant's owner finds this tenant's agent neither under their tenant nor under this.
+#[test]
+fn another_tenants_owner_does_not_see_the_agents() {
+    let (_smtp, srv, api, _s, bot) = registry_with_order_bot();
     let other = UserApi::signup(&srv, "Elsewhere", "boss@example.com");
     let boss = srv.login(&other.owner, PASSWORD);
     let (st, body) = srv.dash_json("GET", &agent_path(&other.slug, &bot.id), &boss, None);
@@ -664,8 +746,13 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     assert_eq!(list["data"], json!([]));
     let (st, _) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &boss, None);
     assert_eq!(st, 404);
+}
 
-    // A viewer reads; writes are the owners'.
+/// A viewer reads the agents; registering, changing, re-keying and deleting are the owners'.
+#[test]
+fn a_viewer_reads_agents_but_only_owners_change_them() {
+    let (smtp, srv, api, s, bot) = registry_with_order_bot();
+    let base = agents_path(&api.slug);
     let r = srv.dash(
         "POST",
         &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
@@ -680,7 +767,7 @@ fn owners_register_read_change_and_rekey_agents_on_a_paid_tier() {
     assert_eq!(st, 200);
     let (st, _) = srv.dash_json("GET", &base, &viewer, None);
     assert_eq!(st, 200);
-    let one_path = agent_path(&api.slug, &helper.id);
+    let one_path = agent_path(&api.slug, &bot.id);
     for (method, path, body) in [
         ("POST", base.clone(), Some(full_agent())),
         ("PATCH", one_path.clone(), Some(json!({"name": "x"}))),

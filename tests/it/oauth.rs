@@ -142,18 +142,51 @@ pub(crate) fn form(
     AuthAnswer::read(req.send().expect("answers"))
 }
 
-#[test]
-fn a_relying_party_signs_users_in_with_an_oidc_library() {
+/// The `openidconnect` client of [`Library`]: discovered, with the introspection endpoint set.
+type LibraryClient = CoreClient<
+    openidconnect::EndpointSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointMaybeSet,
+    openidconnect::EndpointMaybeSet,
+>;
+
+/// A relying party on the `openidconnect` library: a confidential client allowed `openid email
+/// offline_access orders:read`, the resource [`API`] that `orders:read` belongs to, and a user
+/// with a confirmed address, signed in.
+struct Library {
+    _smtp: SmtpStub,
+    srv: TestServer,
+    s: Session,
+    api: UserApi,
+    resource: String,
+    scope_id: String,
+    client_id: String,
+    secret: String,
+    user: UserTokens,
+    http: reqwest::blocking::Client,
+    client: LibraryClient,
+}
+
+/// One authorize request of [`Library`]: its URL, state, nonce and PKCE verifier.
+struct LibraryRequest {
+    url: url::Url,
+    csrf: CsrfToken,
+    nonce: Nonce,
+    verifier: PkceCodeVerifier,
+}
+
+/// The tenant "Provider" with the relying party of [`Library`], which discovered the provider.
+fn library_setup() -> Library {
     let (smtp, srv, api, s) = user_setup("Provider", &[]);
     srv.reauth(&s, PASSWORD);
-    let (_resource, scope_id) = resource_with_scope(&srv, &s, &api.slug);
+    let (resource, scope_id) = resource_with_scope(&srv, &s, &api.slug);
     let scopes = ["openid", "email", "offline_access", "orders:read"];
     let (client_id, secret) = register_client(&srv, &s, &api.slug, "confidential", &scopes);
     let secret = secret.expect("a confidential client has a secret");
     let user = api.verified_user(&smtp, "reader@example.com", "correct horse battery");
     let http = http();
-
-    // Discovery, as the library reads it.
     let issuer = IssuerUrl::new(api.issuer()).expect("issuer");
     let metadata = CoreProviderMetadata::discover(&issuer, &http).expect("discovery");
     let oauth = format!("{}/oauth", api.issuer());
@@ -164,33 +197,157 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
     )
     .set_redirect_uri(RedirectUrl::new(CALLBACK.into()).expect("redirect"))
     .set_introspection_url(IntrospectionUrl::new(format!("{oauth}/introspect")).expect("url"));
+    Library {
+        _smtp: smtp,
+        srv,
+        s,
+        api,
+        resource,
+        scope_id,
+        client_id,
+        secret,
+        user,
+        http,
+        client,
+    }
+}
 
-    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-    let (url, csrf, nonce) = client
-        .authorize_url(
-            CoreAuthenticationFlow::AuthorizationCode,
-            CsrfToken::new_random,
-            Nonce::new_random,
+impl Library {
+    /// A code-flow request with PKCE and a nonce for `openid email`; `for_the_api` adds
+    /// `offline_access orders:read` and the resource [`API`].
+    fn request(&self, for_the_api: bool) -> LibraryRequest {
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut b = self
+            .client
+            .authorize_url(
+                CoreAuthenticationFlow::AuthorizationCode,
+                CsrfToken::new_random,
+                Nonce::new_random,
+            )
+            .add_scope(Scope::new("email".into()));
+        if for_the_api {
+            b = b
+                .add_scope(Scope::new("offline_access".into()))
+                .add_scope(Scope::new("orders:read".into()))
+                .add_extra_param("resource", API);
+        }
+        let (url, csrf, nonce) = b.set_pkce_challenge(challenge).url();
+        LibraryRequest {
+            url,
+            csrf,
+            nonce,
+            verifier,
+        }
+    }
+
+    /// The answer to `req` with the user signed in, in `lang`: the consent screen's payload,
+    /// or a redirect.
+    fn shown(&self, req: &LibraryRequest, lang: &str) -> Value {
+        authorize(&self.api, req.url.as_str(), Some(&self.user.access), lang)
+            .expect(200)
+            .clone()
+    }
+
+    /// The user approves `req` on the consent screen; answers where the client is sent.
+    fn approved(&self, req: &LibraryRequest) -> String {
+        let shown = self.shown(req, "en");
+        assert_eq!(shown["consent_required"], true, "{shown}");
+        consent(&self.api, &self.user.access, &shown, "approve", None).expect(200)["redirect_to"]
+            .as_str()
+            .expect("redirect_to")
+            .to_owned()
+    }
+
+    /// The code in `to` exchanged with `req`'s verifier.
+    fn exchange(&self, req: LibraryRequest, to: &str) -> openidconnect::core::CoreTokenResponse {
+        self.client
+            .exchange_code(AuthorizationCode::new(query_of(to)["code"].clone()))
+            .expect("token endpoint")
+            .set_pkce_verifier(req.verifier)
+            .request(&self.http)
+            .expect("the code exchange")
+    }
+
+    /// The first grant: the request for [`API`] approved and its code exchanged; answers the
+    /// tokens and the request's nonce.
+    fn first_grant(&self) -> (openidconnect::core::CoreTokenResponse, Nonce) {
+        let req = self.request(true);
+        let to = self.approved(&req);
+        let nonce = req.nonce.clone();
+        (self.exchange(req, &to), nonce)
+    }
+
+    /// A grant without the resource: approved when asked, then a code for a new request.
+    fn grant_without_resource(&self) -> openidconnect::core::CoreTokenResponse {
+        let req = self.request(false);
+        self.approved(&req);
+        let req = self.request(false);
+        let to = self.shown(&req, "en")["redirect_to"]
+            .as_str()
+            .expect("a code at once")
+            .to_owned();
+        self.exchange(req, &to)
+    }
+
+    /// `/oauth/userinfo` with `token` as the bearer.
+    fn userinfo(&self, token: &str) -> reqwest::blocking::Response {
+        self.api
+            .client
+            .get(format!("{}/oauth/userinfo", self.api.issuer()))
+            .bearer_auth(token)
+            .send()
+            .unwrap()
+    }
+
+    /// Revokes `access` (posted by hand: the library refuses to revoke over plain http).
+    fn revoke(&self, access: &str) -> AuthAnswer {
+        form(
+            &self.api,
+            &format!("/v1/tenants/{}/oauth/revoke", self.api.slug),
+            Some((&self.client_id, &self.secret)),
+            &[("token", access), ("token_type_hint", "access_token")],
         )
-        .add_scope(Scope::new("email".into()))
-        .add_scope(Scope::new("offline_access".into()))
-        .add_scope(Scope::new("orders:read".into()))
-        .add_extra_param("resource", API)
-        .set_pkce_challenge(challenge)
-        .url();
+    }
 
-    // Nobody signed in: the UI is told to sign the user in, then repeat the request.
-    let login = authorize(&api, url.as_str(), None, "en");
+    /// `/v1/users/me/consents` (`GET`) or `/v1/users/me/consents/{client_id}` (`DELETE`), as
+    /// the user.
+    fn consents(&self, method: &str) -> AuthAnswer {
+        let path = match method {
+            "GET" => "/v1/users/me/consents".to_owned(),
+            _ => format!("/v1/users/me/consents/{}", self.client_id),
+        };
+        self.api.send_as(
+            Some(&self.api.api_key),
+            method,
+            &path,
+            Some(&self.user.access),
+            None,
+            None,
+        )
+    }
+}
+
+/// Nobody signed in: authorize tells the UI to sign the user in, then repeat the request.
+#[test]
+fn nobody_signed_in_the_ui_is_told_to_sign_the_user_in_and_repeat_the_request() {
+    let l = library_setup();
+    let req = l.request(true);
+    let login = authorize(&l.api, req.url.as_str(), None, "en");
     let body = login.expect(200);
     assert_eq!(body["login_required"], true, "{body}");
     assert!(body["authorize_url"]
         .as_str()
         .unwrap()
         .contains("code_challenge="));
+}
 
-    // Signed in: the consent screen's payload.
-    let shown = authorize(&api, url.as_str(), Some(&user.access), "de-DE,de;q=0.9");
-    let shown = shown.expect(200).clone();
+/// Signed in, the consent screen's payload names the client, each scope, the resource and the
+/// request, in the reader's language.
+#[test]
+fn the_consent_screen_shows_the_client_its_scopes_the_resource_and_the_request() {
+    let l = library_setup();
+    let req = l.request(true);
+    let shown = l.shown(&req, "de-DE,de;q=0.9");
     assert_eq!(shown["consent_required"], true, "{shown}");
     assert_eq!(shown["client"]["name"], "Relying Party");
     assert_eq!(shown["client"]["verification"], "unverified");
@@ -210,51 +367,64 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
     assert_eq!(shown["resources"], json!([API]));
     assert_eq!(shown["new_resources"], json!([API]));
     assert_eq!(shown["resource"], API);
-    assert_eq!(shown["state"], csrf.secret().as_str());
-    assert_eq!(shown["nonce"], nonce.secret().as_str());
+    assert_eq!(shown["state"], req.csrf.secret().as_str());
+    assert_eq!(shown["nonce"], req.nonce.secret().as_str());
     assert_eq!(shown["code_challenge_method"], "S256");
     assert_eq!(shown["response_type"], "code");
     assert_eq!(shown["agent_scopes"], json!([]));
+}
 
-    // A decision for another request than the one shown is refused.
+/// A consent decision for another request than the one shown is refused.
+#[test]
+fn a_consent_decision_for_another_request_than_the_one_shown_is_refused() {
+    let l = library_setup();
+    let shown = l.shown(&l.request(true), "en");
     let mut forged = shown.clone();
     forged["scope"] = json!("openid email");
-    consent(&api, &user.access, &forged, "approve", None)
+    consent(&l.api, &l.user.access, &forged, "approve", None)
         .expect_error(400, "oauth/consent_mismatch");
-    // Only the individually checkable scope may be left out.
+}
+
+/// Of the scopes asked for, a consent may leave out only the individually checkable one.
+#[test]
+fn a_consent_may_leave_out_only_the_individually_checkable_scope() {
+    let l = library_setup();
+    let shown = l.shown(&l.request(true), "en");
     consent(
-        &api,
-        &user.access,
+        &l.api,
+        &l.user.access,
         &shown,
         "approve",
         Some(json!(["openid", "orders:read"])),
     )
     .expect_error(400, "validation/invalid_request");
+}
 
-    let decided = consent(&api, &user.access, &shown, "approve", None);
-    let to = decided.expect(200)["redirect_to"]
-        .as_str()
-        .expect("redirect_to")
-        .to_owned();
+/// An approved consent sends the client its code with the request's state and the issuer.
+#[test]
+fn an_approved_consent_sends_the_code_back_with_state_and_iss() {
+    let l = library_setup();
+    let req = l.request(true);
+    let to = l.approved(&req);
     assert!(to.starts_with(CALLBACK), "{to}");
     let q = query_of(&to);
-    assert_eq!(q["state"], *csrf.secret());
-    assert_eq!(q["iss"], api.issuer(), "RFC 9207 iss");
+    assert_eq!(q["state"], *req.csrf.secret());
+    assert_eq!(q["iss"], l.api.issuer(), "RFC 9207 iss");
+}
 
-    let tokens = client
-        .exchange_code(AuthorizationCode::new(q["code"].clone()))
-        .expect("token endpoint")
-        .set_pkce_verifier(verifier)
-        .request(&http)
-        .expect("the code exchange");
+/// The code exchange gives an ID token of the user, with its address and the access token's hash.
+#[test]
+fn the_code_exchange_gives_an_id_token_of_the_user_with_the_at_hash() {
+    let l = library_setup();
+    let (tokens, nonce) = l.first_grant();
     let id_token = tokens.id_token().expect("an ID token");
-    let id_verifier = client.id_token_verifier();
+    let id_verifier = l.client.id_token_verifier();
     let claims = id_token
         .claims(&id_verifier, &nonce)
         .expect("a valid ID token");
     assert_eq!(
         claims.subject().as_str(),
-        user.claims()["sub"].as_str().unwrap()
+        l.user.claims()["sub"].as_str().unwrap()
     );
     assert_eq!(
         claims.email().map(|e| e.as_str()),
@@ -270,86 +440,89 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
     )
     .expect("hash");
     assert_eq!(&actual, expected_hash);
+}
+
+/// The access token is an `at+jwt` of the client, for the resource and the scopes asked for.
+#[test]
+fn the_access_token_is_an_at_jwt_for_the_resource_and_scopes_asked_for() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
     let at = jwt_part(tokens.access_token().secret(), 1);
-    assert_eq!(at["client_id"], client_id.as_str());
+    assert_eq!(at["client_id"], l.client_id.as_str());
     assert_eq!(at["aud"], API, "aud is the resource asked for");
     assert_eq!(at["scope"], "openid email offline_access orders:read");
     assert_eq!(jwt_part(tokens.access_token().secret(), 0)["typ"], "at+jwt");
+}
 
-    // The client's token is not the user's own: first-party routes refuse it.
-    api.me(tokens.access_token().secret())
+/// The client's token reads userinfo and is refused by the user's own routes; the user's own
+/// token is refused by userinfo.
+#[test]
+fn a_clients_token_is_for_userinfo_and_the_users_own_token_is_not() {
+    let l = library_setup();
+    let (tokens, nonce) = l.first_grant();
+    l.api
+        .me(tokens.access_token().secret())
         .expect_error(401, "auth/invalid_token");
-
-    let info: CoreUserInfoClaims = client
+    let claims = tokens
+        .id_token()
+        .expect("an ID token")
+        .claims(&l.client.id_token_verifier(), &nonce)
+        .expect("a valid ID token");
+    let info: CoreUserInfoClaims = l
+        .client
         .user_info(
             tokens.access_token().clone(),
             Some(claims.subject().clone()),
         )
         .expect("userinfo endpoint")
-        .request(&http)
+        .request(&l.http)
         .expect("userinfo");
     assert_eq!(info.email().map(|e| e.as_str()), Some("reader@example.com"));
-    // A first-party token is not for userinfo.
-    let r = api
-        .client
-        .get(format!("{oauth}/userinfo"))
-        .bearer_auth(&user.access)
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 401);
+    assert_eq!(l.userinfo(&l.user.access).status(), 401);
+}
 
-    // Consent is per resource: the same client asking without the resource is asked again
-    // (everything is new there); once approved, the next request gets its code at once.
-    let second = |nonce_fn: fn() -> Nonce| {
-        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-        let (url, _, nonce) = client
-            .authorize_url(
-                CoreAuthenticationFlow::AuthorizationCode,
-                CsrfToken::new_random,
-                nonce_fn,
-            )
-            .add_scope(Scope::new("email".into()))
-            .set_pkce_challenge(challenge)
-            .url();
-        (url, verifier, nonce)
-    };
-    let (url2, _, _) = second(Nonce::new_random);
-    let asked = authorize(&api, url2.as_str(), Some(&user.access), "en")
-        .expect(200)
-        .clone();
+/// Consent is per resource: the same client asking without the resource is asked again, with
+/// everything new there; once approved, the next such request gets its code at once, its
+/// token for userinfo, never the tenant's first-party audience.
+#[test]
+fn consent_is_per_resource_so_a_request_without_it_is_asked_again() {
+    let l = library_setup();
+    l.first_grant();
+    let asked = l.shown(&l.request(false), "en");
     assert_eq!(asked["consent_required"], true, "{asked}");
     assert_eq!(asked["is_re_consent"], true);
     assert_eq!(asked["new_scopes"], json!(["openid", "email"]));
     assert_eq!(asked["new_resources"], json!([]));
-    consent(&api, &user.access, &asked, "approve", None).expect(200);
-    let (url3, verifier2, nonce2) = second(Nonce::new_random);
-    let again = authorize(&api, url3.as_str(), Some(&user.access), "en");
-    let to2 = again.expect(200)["redirect_to"]
+    consent(&l.api, &l.user.access, &asked, "approve", None).expect(200);
+    let req = l.request(false);
+    let to2 = l.shown(&req, "en")["redirect_to"]
         .as_str()
         .expect("a code at once")
         .to_owned();
-    let t2 = client
-        .exchange_code(AuthorizationCode::new(query_of(&to2)["code"].clone()))
-        .unwrap()
-        .set_pkce_verifier(verifier2)
-        .request(&http)
-        .expect("second exchange");
+    let nonce2 = req.nonce.clone();
+    let t2 = l.exchange(req, &to2);
     t2.id_token()
         .unwrap()
-        .claims(&id_verifier, &nonce2)
+        .claims(&l.client.id_token_verifier(), &nonce2)
         .expect("ID token");
     assert_eq!(
         jwt_part(t2.access_token().secret(), 1)["aud"],
-        format!("{oauth}/userinfo"),
+        format!("{}/oauth/userinfo", l.api.issuer()),
         "never the slug of first-party tokens"
     );
+}
 
-    // Refresh rotation: the new pair works, the old refresh token is reuse.
+/// A refresh answers a new refresh token and keeps the grant's scopes.
+#[test]
+fn a_refresh_rotates_the_refresh_token_and_keeps_the_scopes() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
     let old_refresh = tokens.refresh_token().expect("a refresh token").clone();
-    let refreshed = client
+    let refreshed = l
+        .client
         .exchange_refresh_token(&old_refresh)
         .unwrap()
-        .request(&http)
+        .request(&l.http)
         .expect("refresh");
     assert_ne!(
         refreshed.refresh_token().unwrap().secret(),
@@ -359,126 +532,126 @@ fn a_relying_party_signs_users_in_with_an_oidc_library() {
         jwt_part(refreshed.access_token().secret(), 1)["scope"],
         "openid email offline_access orders:read"
     );
+}
 
-    // Introspection (the library's request), then revocation, then introspection again.
-    let live = client
+/// Introspection (the library's request) finds a refreshed access token active, for its client.
+#[test]
+fn introspection_finds_a_live_token_active_for_its_client() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
+    let refreshed = l
+        .client
+        .exchange_refresh_token(tokens.refresh_token().expect("a refresh token"))
+        .unwrap()
+        .request(&l.http)
+        .expect("refresh");
+    let live = l
+        .client
         .introspect(refreshed.access_token())
-        .request(&http)
+        .request(&l.http)
         .expect("introspection");
     assert!(live.active());
     assert_eq!(
         live.client_id().map(|c| c.as_str()),
-        Some(client_id.as_str())
+        Some(l.client_id.as_str())
     );
-    // Deleting a catalog scope keeps it out of every later token.
-    let (st, _) = srv.dash_json(
+}
+
+/// Deleting a catalog scope keeps it out of every later token of a grant that had it.
+#[test]
+fn a_deleted_catalog_scope_is_left_out_of_later_tokens() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
+    let (st, _) = l.srv.dash_json(
         "DELETE",
-        &format!("/v1/resources/{_resource}/scopes/{scope_id}"),
-        &s,
+        &format!("/v1/resources/{}/scopes/{}", l.resource, l.scope_id),
+        &l.s,
         None,
     );
     assert_eq!(st, 204);
-    let after_delete = client
-        .exchange_refresh_token(refreshed.refresh_token().unwrap())
+    let after_delete = l
+        .client
+        .exchange_refresh_token(tokens.refresh_token().expect("a refresh token"))
         .unwrap()
-        .request(&http)
+        .request(&l.http)
         .expect("refresh after the scope was deleted");
     assert_eq!(
         jwt_part(after_delete.access_token().secret(), 1)["scope"],
         "openid email offline_access"
     );
-    // (The library refuses to revoke over plain http, so the revocation is posted by hand.)
-    let revoked = form(
-        &api,
-        &format!("/v1/tenants/{}/oauth/revoke", api.slug),
-        Some((&client_id, &secret)),
-        &[
-            ("token", after_delete.access_token().secret()),
-            ("token_type_hint", "access_token"),
-        ],
-    );
+}
+
+/// Revoking an access token ends its grant: the token is inactive, its refresh token dead, and
+/// userinfo refuses it with `invalid_token`.
+#[test]
+fn revoking_an_access_token_ends_its_grant() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
+    let revoked = l.revoke(tokens.access_token().secret());
     assert_eq!(revoked.status, 200, "{}", revoked.body);
-    let dead = client
-        .introspect(after_delete.access_token())
-        .request(&http)
+    let dead = l
+        .client
+        .introspect(tokens.access_token())
+        .request(&l.http)
         .expect("introspection");
     assert!(!dead.active(), "a revoked grant's token is inactive");
-    let refresh_dead = client
-        .exchange_refresh_token(after_delete.refresh_token().unwrap())
+    let refresh_dead = l
+        .client
+        .exchange_refresh_token(tokens.refresh_token().unwrap())
         .unwrap()
-        .request(&http);
+        .request(&l.http);
     assert!(
         refresh_dead.is_err(),
         "the revoked grant's refresh token is dead"
     );
-    let r = api
-        .client
-        .get(format!("{oauth}/userinfo"))
-        .bearer_auth(after_delete.access_token().secret())
-        .send()
-        .unwrap();
+    let r = l.userinfo(tokens.access_token().secret());
     assert_eq!(r.status(), 401);
     assert!(r.headers()["www-authenticate"]
         .to_str()
         .unwrap()
         .contains("invalid_token"));
+}
 
-    // The user's consents, and withdrawing one ends the client's other grant too.
-    let list = api.send_as(
-        Some(&api.api_key),
-        "GET",
-        "/v1/users/me/consents",
-        Some(&user.access),
-        None,
-        None,
-    );
+/// The user's consents list one entry per client, with its name and resources; withdrawing it
+/// ends every grant of the client and leaves nothing to withdraw again.
+#[test]
+fn the_user_lists_a_clients_consent_and_withdrawing_it_ends_the_clients_grants() {
+    let l = library_setup();
+    l.first_grant();
+    let t2 = l.grant_without_resource();
+    let list = l.consents("GET");
     let data = list.expect(200)["data"].clone();
     assert_eq!(data.as_array().unwrap().len(), 1, "{data}");
-    assert_eq!(data[0]["client_id"], client_id.as_str());
+    assert_eq!(data[0]["client_id"], l.client_id.as_str());
     assert_eq!(data[0]["client_name"], "Relying Party");
     assert_eq!(data[0]["resources"], json!([API]));
     let second_refresh: RefreshToken = t2.refresh_token().unwrap().clone();
-    let gone = api.send_as(
-        Some(&api.api_key),
-        "DELETE",
-        &format!("/v1/users/me/consents/{client_id}"),
-        Some(&user.access),
-        None,
-        None,
-    );
+    let gone = l.consents("DELETE");
     assert_eq!(gone.status, 204, "{}", gone.body);
-    assert!(client
+    assert!(l
+        .client
         .exchange_refresh_token(&second_refresh)
         .unwrap()
-        .request(&http)
+        .request(&l.http)
         .is_err());
-    let empty = api.send_as(
-        Some(&api.api_key),
-        "GET",
-        "/v1/users/me/consents",
-        Some(&user.access),
-        None,
-        None,
-    );
-    assert_eq!(empty.expect(200)["data"], json!([]));
-    api.send_as(
-        Some(&api.api_key),
-        "DELETE",
-        &format!("/v1/users/me/consents/{client_id}"),
-        Some(&user.access),
-        None,
-        None,
-    )
-    .expect_error(404, "resource/not_found");
+    assert_eq!(l.consents("GET").expect(200)["data"], json!([]));
+    l.consents("DELETE").expect_error(404, "resource/not_found");
+}
 
-    // The audit trail names consents, exchanges, revocation and withdrawal.
-    let (st, audit) = srv.dash_json(
+/// The audit trail names the consent, the revocation and the withdrawal.
+#[test]
+fn the_audit_trail_names_consents_revocations_and_withdrawals() {
+    let l = library_setup();
+    let (tokens, _) = l.first_grant();
+    assert_eq!(l.revoke(tokens.access_token().secret()).status, 200);
+    assert_eq!(l.consents("DELETE").status, 204);
+    let (st, audit) = l.srv.dash_json(
         "GET",
         &format!(
             "/v1/auth/dashboard/tenants/{}/audit-events?limit=100",
-            api.slug
+            l.api.slug
         ),
-        &s,
+        &l.s,
         None,
     );
     assert_eq!(st, 200, "{audit}");
@@ -734,17 +907,63 @@ fn authorize_refuses_what_it_must_and_never_redirects_to_an_unregistered_uri() {
     assert_eq!(aged.expect(200)["login_required"], true, "{}", aged.body);
 }
 
-#[test]
-fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
-    let (smtp, srv, api, s) = user_setup(
-        "Codes",
-        &[("TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS", "2")],
-    );
+/// The tenant "Codes" (with `extra` environment), the clients and user of [`Flow`], and the
+/// owner's session.
+fn codes_setup(extra: &[(&str, &str)]) -> (SmtpStub, TestServer, Session, Flow) {
+    let (smtp, srv, api, s) = user_setup("Codes", extra);
     let f = flow(&srv, &smtp, api, &s);
-    let conf = (f.confidential.0.as_str(), f.confidential.1.as_str());
-    let token_path = format!("/v1/tenants/{}/oauth/token", f.api.slug);
+    (smtp, srv, s, f)
+}
 
-    // Wrong secret, unknown client, a public client presenting a secret: 401 invalid_client.
+/// The tenant's token endpoint.
+fn token_path(f: &Flow) -> String {
+    format!("/v1/tenants/{}/oauth/token", f.api.slug)
+}
+
+/// The confidential client's id and secret.
+fn conf(f: &Flow) -> (&str, &str) {
+    (f.confidential.0.as_str(), f.confidential.1.as_str())
+}
+
+/// `token` introspected by the confidential client.
+fn introspect_by(f: &Flow, client: (&str, &str), token: &str) -> AuthAnswer {
+    form(
+        &f.api,
+        &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
+        Some(client),
+        &[("token", token)],
+    )
+}
+
+/// A code of the public client (consented) exchanged with PKCE alone, no secret.
+fn public_exchange(f: &Flow) -> AuthAnswer {
+    let a = authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en")
+        .expect(200)
+        .clone();
+    let to =
+        consent(&f.api, &f.user.access, &a, "approve", None).expect(200)["redirect_to"].clone();
+    let code = query_of(to.as_str().unwrap())["code"].clone();
+    form(
+        &f.api,
+        &token_path(f),
+        None,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+            ("client_id", &f.public),
+        ],
+    )
+}
+
+/// A client that does not authenticate as registered is `invalid_client`, and its attempt
+/// leaves the code good: a wrong secret, a public client with a secret, a confidential client
+/// without one.
+#[test]
+fn a_client_that_does_not_authenticate_as_registered_is_invalid_client() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     let wrong = f.exchange((conf.0, "tcs_wrong"), &code, VERIFIER);
     assert_eq!(
@@ -759,7 +978,7 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         .starts_with("Basic"));
     let public_with_secret = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         None,
         &[
             ("grant_type", "authorization_code"),
@@ -775,10 +994,9 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         "{}",
         public_with_secret.body
     );
-    // The confidential client without its secret is not a public client.
     let no_secret = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         None,
         &[
             ("grant_type", "authorization_code"),
@@ -789,10 +1007,18 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(no_secret.body["error"], "invalid_client");
-    // Another client's code: refused, and the code stays good for its own client.
+    f.exchange(conf, &code, VERIFIER).expect(200);
+}
+
+/// Another client's code is refused, and stays good for its own client.
+#[test]
+fn another_clients_code_is_refused_and_stays_good_for_its_own() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
+    let code = f.code(conf.0);
     let theirs = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         None,
         &[
             ("grant_type", "authorization_code"),
@@ -806,11 +1032,19 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         (theirs.status, theirs.body["error"].as_str()),
         (400, Some("invalid_grant"))
     );
-    // The password grant and unknown grants are refused.
+    f.exchange(conf, &code, VERIFIER).expect(200);
+}
+
+/// The password grant is refused as unsupported.
+#[test]
+fn the_password_grant_is_unsupported() {
+    let (_smtp, srv, api, s) = user_setup("Codes", &[]);
+    srv.reauth(&s, PASSWORD);
+    let (cid, secret) = register_client(&srv, &s, &api.slug, "confidential", &["openid"]);
     let pw = form(
-        &f.api,
-        &token_path,
-        Some(conf),
+        &api,
+        &format!("/v1/tenants/{}/oauth/token", api.slug),
+        Some((&cid, &secret.unwrap())),
         &[
             ("grant_type", "password"),
             ("username", "a"),
@@ -818,37 +1052,53 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(pw.body["error"], "unsupported_grant_type");
+}
 
+/// A code exchange answers live access and refresh tokens, marked not to be stored.
+#[test]
+fn a_code_exchange_answers_live_tokens_not_to_be_stored() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
+    let code = f.code(conf.0);
     let first = f.exchange(conf, &code, VERIFIER);
     let tokens = first.expect(200).clone();
     assert_eq!(first.header("cache-control").as_deref(), Some("no-store"));
-    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let access = tokens["access_token"].as_str().unwrap().to_owned();
-    let introspect = |token: &str| {
-        form(
-            &f.api,
-            &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
-            Some(conf),
-            &[("token", token)],
-        )
-    };
-    assert_eq!(introspect(&access).expect(200)["active"], true);
-    assert_eq!(introspect(&refresh).expect(200)["active"], true);
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let access = tokens["access_token"].as_str().unwrap();
+    assert_eq!(introspect_by(&f, conf, access).expect(200)["active"], true);
+    assert_eq!(introspect_by(&f, conf, refresh).expect(200)["active"], true);
+}
 
-    // A second use of the code: refused, and what the first one issued is revoked.
+/// A code used twice is refused, and what its first use issued is revoked.
+#[test]
+fn a_code_used_twice_revokes_what_its_first_use_issued() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
+    let code = f.code(conf.0);
+    let tokens = f.exchange(conf, &code, VERIFIER).expect(200).clone();
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let access = tokens["access_token"].as_str().unwrap();
     let again = f.exchange(conf, &code, VERIFIER);
     assert_eq!(again.body["error"], "invalid_grant", "{}", again.body);
-    assert_eq!(introspect(&access).expect(200)["active"], false);
-    assert_eq!(introspect(&refresh).expect(200), &json!({"active": false}));
+    assert_eq!(introspect_by(&f, conf, access).expect(200)["active"], false);
+    assert_eq!(
+        introspect_by(&f, conf, refresh).expect(200),
+        &json!({"active": false})
+    );
     let dead = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         Some(conf),
-        &[("grant_type", "refresh_token"), ("refresh_token", &refresh)],
+        &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
     );
     assert_eq!(dead.body["error"], "invalid_grant");
+}
 
-    // PKCE: a wrong verifier burns the code; so does a wrong redirect URI.
+/// A wrong PKCE verifier is refused and burns the code: the right one no longer redeems it.
+#[test]
+fn a_wrong_verifier_burns_the_code() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     let other_verifier = "a".repeat(43);
     assert_eq!(
@@ -859,10 +1109,17 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         f.exchange(conf, &code, VERIFIER).body["error"],
         "invalid_grant"
     );
+}
+
+/// A wrong redirect URI is refused and burns the code: the right one no longer redeems it.
+#[test]
+fn a_wrong_redirect_uri_burns_the_code() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     let moved = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         Some(conf),
         &[
             ("grant_type", "authorization_code"),
@@ -872,14 +1129,19 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(moved.body["error"], "invalid_grant");
-    // Burnt: the right redirect URI and verifier no longer redeem it.
     let retried = f.exchange(conf, &code, VERIFIER);
     assert_eq!(retried.body["error"], "invalid_grant", "{}", retried.body);
-    // A missing verifier is a malformed request.
+}
+
+/// A code exchange without a PKCE verifier is a malformed request.
+#[test]
+fn a_missing_verifier_is_a_malformed_request() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     let bare = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         Some(conf),
         &[
             ("grant_type", "authorization_code"),
@@ -888,10 +1150,14 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(bare.body["error"], "invalid_request");
+}
 
-    // Another tenant's code is nothing to that tenant: neither to its clients nor to this
-    // tenant's own client at its token endpoint. The control: the same code, at its own
-    // tenant, is redeemed afterwards, so the refusals were about the tenant alone.
+/// Another tenant's code is nothing to that tenant: neither its client nor this tenant's own
+/// client at its token endpoint redeems it, and the same code is redeemed at home afterwards.
+#[test]
+fn another_tenant_neither_redeems_a_code_nor_knows_its_client() {
+    let (_smtp, srv, _s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     let other = UserApi::signup(&srv, "Other Codes", "other@example.com");
     let s2 = srv.login(&other.owner, PASSWORD);
@@ -933,35 +1199,28 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
     );
     let control = f.exchange(conf, &code, VERIFIER);
     assert!(control.body["access_token"].is_string(), "{}", control.body);
+}
 
-    // An expired code (the TTL is 2 s here).
+/// A code past its lifetime (2 s here) is refused.
+#[test]
+fn an_expired_code_is_refused() {
+    let (_smtp, _srv, _s, f) =
+        codes_setup(&[("TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS", "2")]);
+    let conf = conf(&f);
     let code = f.code(conf.0);
     std::thread::sleep(std::time::Duration::from_millis(2200));
     assert_eq!(
         f.exchange(conf, &code, VERIFIER).body["error"],
         "invalid_grant"
     );
+}
 
-    // A public client exchanges with PKCE alone; it may not introspect.
-    let a = authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en")
-        .expect(200)
-        .clone();
-    let to =
-        consent(&f.api, &f.user.access, &a, "approve", None).expect(200)["redirect_to"].clone();
-    let code = query_of(to.as_str().unwrap())["code"].clone();
-    let ok = form(
-        &f.api,
-        &token_path,
-        None,
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", CALLBACK),
-            ("code_verifier", VERIFIER),
-            ("client_id", &f.public),
-        ],
-    );
-    let public_tokens = ok.expect(200).clone();
+/// A public client exchanges its code with PKCE alone, and may not introspect, even its own
+/// token.
+#[test]
+fn a_public_client_exchanges_with_pkce_alone_but_may_not_introspect() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let public_tokens = public_exchange(&f).expect(200).clone();
     let no = form(
         &f.api,
         &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
@@ -972,11 +1231,18 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(no.body["error"], "unauthorized_client", "{}", no.body);
-    // A public client's refresh token is bound to it: the confidential client cannot use it.
+}
+
+/// A refresh token is good only for whom it was issued to: a public client's not for the
+/// confidential client, a first-party one for no client, and a client's not as a first-party one.
+#[test]
+fn a_refresh_token_is_good_only_for_whom_it_was_issued_to() {
+    let (_smtp, _srv, _s, f) = codes_setup(&[]);
+    let public_tokens = public_exchange(&f).expect(200).clone();
     let stolen = form(
         &f.api,
-        &token_path,
-        Some(conf),
+        &token_path(&f),
+        Some(conf(&f)),
         &[
             ("grant_type", "refresh_token"),
             (
@@ -986,10 +1252,9 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(stolen.body["error"], "invalid_grant");
-    // Nor is a first-party refresh token an OAuth one, or the other way round.
     let first_party = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         None,
         &[
             ("grant_type", "refresh_token"),
@@ -1001,8 +1266,13 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
     f.api
         .refresh(public_tokens["refresh_token"].as_str().unwrap())
         .expect_error(401, "auth/invalid_refresh_token");
-    // A re-keyed client's old secret, and a deleted client, get no more tokens; a deleted
-    // client's authorize requests are refused to the caller.
+}
+
+/// A re-keyed client's old secret gets no more tokens; the new one does.
+#[test]
+fn a_rotated_secret_replaces_the_old_one_at_once() {
+    let (_smtp, srv, s, f) = codes_setup(&[]);
+    let conf = conf(&f);
     srv.reauth(&s, PASSWORD);
     let clients = format!("/v1/auth/dashboard/tenants/{}/oauth-clients", f.api.slug);
     let (st, rotated) = srv.dash_json(
@@ -1021,13 +1291,23 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
     let code = f.code(conf.0);
     f.exchange((conf.0, new_secret), &code, VERIFIER)
         .expect(200);
+}
+
+/// A deleted client's authorize requests are refused to the caller, it gets no more tokens,
+/// and the tokens it had are inactive.
+#[test]
+fn a_deleted_client_gets_nothing_more_and_its_tokens_are_inactive() {
+    let (_smtp, srv, s, f) = codes_setup(&[]);
+    let public_tokens = public_exchange(&f).expect(200).clone();
+    srv.reauth(&s, PASSWORD);
+    let clients = format!("/v1/auth/dashboard/tenants/{}/oauth-clients", f.api.slug);
     let (st, _) = srv.dash_json("DELETE", &format!("{clients}/{}", f.public), &s, None);
     assert_eq!(st, 204);
     authorize(&f.api, &f.url(&f.public, &[]), Some(&f.user.access), "en")
         .expect_error(400, "oauth/invalid_client");
     let gone = form(
         &f.api,
-        &token_path,
+        &token_path(&f),
         None,
         &[
             ("grant_type", "refresh_token"),
@@ -1039,22 +1319,25 @@ fn the_token_endpoint_holds_codes_to_their_client_verifier_and_single_use() {
         ],
     );
     assert_eq!(gone.body["error"], "invalid_client");
-    let dead = form(
-        &f.api,
-        &format!("/v1/tenants/{}/oauth/introspect", f.api.slug),
-        Some((conf.0, new_secret)),
-        &[("token", public_tokens["access_token"].as_str().unwrap())],
+    let dead = introspect_by(
+        &f,
+        conf(&f),
+        public_tokens["access_token"].as_str().unwrap(),
     );
     assert_eq!(
         dead.expect(200)["active"],
         false,
         "a deleted client's tokens are inactive"
     );
-    // A form body is required.
-    let json_body = f
-        .api
+}
+
+/// The token endpoint takes a form body only: JSON is refused.
+#[test]
+fn the_token_endpoint_needs_a_form_body() {
+    let (_smtp, _srv, api, _s) = user_setup("Codes", &[]);
+    let json_body = api
         .client
-        .post(f.api.url(&token_path))
+        .post(api.url(&format!("/v1/tenants/{}/oauth/token", api.slug)))
         .json(&json!({"grant_type": "refresh_token"}))
         .send()
         .unwrap();

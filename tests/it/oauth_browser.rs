@@ -291,8 +291,21 @@ fn callback_error(location: &str) -> String {
         .unwrap_or_default()
 }
 
-#[test]
-fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
+/// The user of [`hosted_provider`]'s tests.
+const WALKER: &str = "walker@example.com";
+const WALKER_PASSWORD: &str = "correct horse battery";
+
+/// The tenant "Hosted Provider" and its client "Photo Printer" (sent back to after a logout
+/// too), with the owner's session.
+struct HostedProvider {
+    smtp: SmtpStub,
+    srv: TestServer,
+    api: UserApi,
+    _s: Session,
+    rp: Rp,
+}
+
+fn hosted_provider() -> HostedProvider {
     let (smtp, srv, api, s) = user_setup("Hosted Provider", &[]);
     srv.reauth(&s, PASSWORD);
     let rp = Rp::register(
@@ -305,21 +318,99 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
             "post_logout_redirect_uris": [CALLBACK],
         }),
     );
-    let email = "walker@example.com";
-    let password = "correct horse battery";
-    let user = api.verified_user(&smtp, email, password);
-    let mut b = Browser::new();
+    HostedProvider {
+        smtp,
+        srv,
+        api,
+        _s: s,
+        rp,
+    }
+}
 
-    // A plain navigation to authorize goes to the hosted page with the same request.
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
+impl HostedProvider {
+    /// [`WALKER`], registered with a confirmed address.
+    fn walker(&self) -> UserTokens {
+        self.api.verified_user(&self.smtp, WALKER, WALKER_PASSWORD)
+    }
+
+    /// The hosted page a browser's navigation to `req` is sent to.
+    fn hosted(&self, b: &mut Browser, req: &Request) -> String {
+        b.get(&req.url).redirect(302)
+    }
+
+    /// [`WALKER`] signs in with the password on the sign-in page at `hosted`; answers the
+    /// page's CSRF value and where the browser is sent on.
+    fn sign_in(&self, b: &mut Browser, hosted: &str) -> (String, String) {
+        let csrf = b.get(hosted).hidden("csrf", 0);
+        let back = b
+            .post(
+                hosted,
+                &[
+                    ("csrf", &csrf),
+                    ("step", "password"),
+                    ("email", WALKER),
+                    ("password", WALKER_PASSWORD),
+                ],
+            )
+            .redirect(303);
+        (csrf, back)
+    }
+
+    /// A browser in which [`WALKER`] signed in and approved the client; answers it with the
+    /// first ID token's claims.
+    fn consented_browser(&self) -> (Browser, serde_json::Value) {
+        let mut b = Browser::new();
+        let req = self.rp.request(&[]);
+        let hosted = self.hosted(&mut b, &req);
+        let (_, back) = self.sign_in(&mut b, &hosted);
+        let consent = b.get(&Browser::absolute(&self.srv.base, &back));
+        assert_eq!(consent.status, 200, "{}", consent.body);
+        let to = b
+            .post(
+                &consent.action(&self.srv.base),
+                &[
+                    ("csrf", &consent.hidden("csrf", 0)),
+                    ("commitment", &consent.hidden("commitment", 0)),
+                    ("decision", "approve"),
+                ],
+            )
+            .redirect(303);
+        let claims = self.rp.finish(&self.api, req, &to);
+        (b, claims)
+    }
+
+    /// Whether a plain authorize request shows the sign-in page in `b`.
+    fn shows_the_sign_in_page(&self, b: &mut Browser) -> bool {
+        let req = self.rp.request(&[]);
+        let hosted = self.hosted(b, &req);
+        let page = b.get(&hosted);
+        assert_eq!(page.status, 200);
+        page.body.contains("name=\"password\"")
+    }
+}
+
+/// A plain navigation to authorize is sent to the hosted page with the same request.
+#[test]
+fn a_plain_navigation_to_authorize_goes_to_the_hosted_page_with_the_same_request() {
+    let h = hosted_provider();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
     let query = req.url.split_once('?').unwrap().1;
     assert_eq!(
         hosted,
-        format!("{}/oauth/{}/authorize?{query}", srv.base, api.slug)
+        format!("{}/oauth/{}/authorize?{query}", h.srv.base, h.api.slug)
     );
+}
 
-    // Nobody signed in: the sign-in page, in the reader's language, with both ways in.
+/// Nobody signed in, the hosted page is the tenant's sign-in page for the client, with both
+/// ways in.
+#[test]
+fn nobody_signed_in_the_hosted_page_signs_in_by_password_or_a_mailed_code() {
+    let h = hosted_provider();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
     let page = b.get(&hosted);
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(
@@ -329,57 +420,84 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
     );
     assert!(page.body.contains("Photo Printer"));
     assert!(page.body.contains("E-mail me a code"));
-    let csrf = page.hidden("csrf", 0);
+}
 
-    // A post without the page's CSRF value is refused before anything is used.
+/// A sign-in post without the page's CSRF value is refused before anything is used.
+#[test]
+fn a_sign_in_post_without_the_pages_csrf_value_is_refused() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    b.get(&hosted);
     let forged = b.post(
         &hosted,
         &[
             ("step", "password"),
-            ("email", email),
-            ("password", password),
+            ("email", WALKER),
+            ("password", WALKER_PASSWORD),
         ],
     );
     assert_eq!(forged.status, 403, "{}", forged.body);
-    // A wrong password: the page again, with the error, and no cookie.
+}
+
+/// A wrong password shows the sign-in page again with the error, and sets no cookie.
+#[test]
+fn a_wrong_password_shows_the_page_again_with_the_error_and_no_cookie() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    let csrf = b.get(&hosted).hidden("csrf", 0);
     let wrong = b.post(
         &hosted,
         &[
             ("csrf", &csrf),
             ("step", "password"),
-            ("email", email),
+            ("email", WALKER),
             ("password", "not the password at all"),
         ],
     );
     assert_eq!(wrong.status, 401);
     assert!(wrong.body.contains("is not right"), "{}", wrong.body);
     assert!(b.signin_cookie().is_none());
+}
 
-    // The right one: the sign-in cookie, and back to authorize.
-    let back = b
-        .post(
-            &hosted,
-            &[
-                ("csrf", &csrf),
-                ("step", "password"),
-                ("email", email),
-                ("password", password),
-            ],
-        )
-        .redirect(303);
+/// The right password sets the sign-in cookie: HttpOnly, SameSite=Lax, for the tenant's pages,
+/// and not Secure on a plain http accounts URL.
+#[test]
+fn the_right_password_sets_an_http_only_lax_sign_in_cookie_for_the_tenants_pages() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    h.sign_in(&mut b, &hosted);
     let (name, _) = b.signin_cookie().expect("the sign-in cookie");
     let set = &b.set_cookies[name];
     for attr in [
         "HttpOnly",
         "SameSite=Lax",
-        &format!("Path=/oauth/{}/", api.slug),
+        &format!("Path=/oauth/{}/", h.api.slug),
     ] {
         assert!(set.contains(attr), "{attr} missing: {set}");
     }
     assert!(!set.contains("Secure"), "plain http accounts URL: {set}");
+}
 
-    // The consent page, then the decision: a code at the client with state and iss.
-    let consent = b.get(&Browser::absolute(&srv.base, &back));
+/// After the sign-in, the consent page names the client, what it asks, and that the tenant has
+/// not verified it, in a form bound to its own page.
+#[test]
+fn the_consent_page_names_the_client_and_what_it_asks() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    let (csrf, back) = h.sign_in(&mut b, &hosted);
+    let consent = b.get(&Browser::absolute(&h.srv.base, &back));
     assert_eq!(consent.status, 200, "{}", consent.body);
     assert!(
         consent
@@ -390,14 +508,29 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
     );
     assert!(consent.body.contains("See your e-mail address"));
     assert!(consent.body.contains("has not verified Photo Printer"));
-    let action = consent.action(&srv.base);
+    let action = consent.action(&h.srv.base);
     assert!(
-        action.starts_with(&format!("{}/oauth/{}/consent?", srv.base, api.slug)),
+        action.starts_with(&format!("{}/oauth/{}/consent?", h.srv.base, h.api.slug)),
         "{action}"
     );
-    let commitment = consent.hidden("commitment", 0);
     let consent_csrf = consent.hidden("csrf", 0);
     assert_ne!(consent_csrf, csrf, "bound to its page");
+}
+
+/// A consent post with another commitment than its page's, or without the page's CSRF value,
+/// is refused.
+#[test]
+fn a_consent_post_not_bound_to_its_page_is_refused() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    let (_, back) = h.sign_in(&mut b, &hosted);
+    let consent = b.get(&Browser::absolute(&h.srv.base, &back));
+    let action = consent.action(&h.srv.base);
+    let commitment = consent.hidden("commitment", 0);
+    let consent_csrf = consent.hidden("csrf", 0);
     let mismatch = b.post(
         &action,
         &[
@@ -413,66 +546,94 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
         &[("commitment", &commitment), ("decision", "approve")],
     );
     assert_eq!(no_csrf.status, 403, "{}", no_csrf.body);
-    let to = b
-        .post(
-            &action,
-            &[
-                ("csrf", &consent_csrf),
-                ("commitment", &commitment),
-                ("decision", "approve"),
-            ],
-        )
-        .redirect(303);
-    let claims = rp.finish(&api, req, &to);
+}
+
+/// An approved consent brings the client a code whose ID token names the user, signed in by
+/// password.
+#[test]
+fn an_approved_consent_brings_the_client_a_code_for_the_user() {
+    let h = hosted_provider();
+    let user = h.walker();
+    let (_, claims) = h.consented_browser();
     assert_eq!(claims["sub"], user.claims()["sub"]);
-    assert_eq!(claims["email"], email);
+    assert_eq!(claims["email"], WALKER);
     assert_eq!(claims["amr"], json!(["pwd"]));
+}
+
+/// Signed in and consented, the browser's next authorize is a code at once, of the same
+/// sign-in session.
+#[test]
+fn a_signed_in_browser_that_consented_gets_its_next_code_at_once() {
+    let h = hosted_provider();
+    h.walker();
+    let (mut b, claims) = h.consented_browser();
     let sid = claims["sid"].as_str().expect("sid").to_owned();
-
-    // Signed in and consented: the next authorize is a code at once.
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
     let to = b.get(&hosted).redirect(302);
-    let again = rp.finish(&api, req, &to);
+    let again = h.rp.finish(&h.api, req, &to);
     assert_eq!(again["sid"], sid, "the same sign-in session");
+}
 
-    // prompt=login asks again even with the cookie; prompt=none without it answers
-    // login_required; a cookie whose tag was changed is nobody's.
-    let req = rp.request(&[("prompt", "login")]);
-    let hosted = b.get(&req.url).redirect(302);
+/// `prompt=login` asks for the password even with the sign-in cookie.
+#[test]
+fn prompt_login_asks_for_the_password_even_with_the_cookie() {
+    let h = hosted_provider();
+    h.walker();
+    let (mut b, _) = h.consented_browser();
+    let req = h.rp.request(&[("prompt", "login")]);
+    let hosted = h.hosted(&mut b, &req);
     let page = b.get(&hosted);
     assert_eq!(page.status, 200);
     assert!(page.body.contains("name=\"password\""));
+}
+
+/// `prompt=none` in a browser nobody signed in to answers the client `login_required`.
+#[test]
+fn prompt_none_without_a_sign_in_answers_login_required() {
+    let h = hosted_provider();
     let mut stranger = Browser::new();
-    let req = rp.request(&[("prompt", "none")]);
-    let hosted = stranger.get(&req.url).redirect(302);
+    let req = h.rp.request(&[("prompt", "none")]);
+    let hosted = h.hosted(&mut stranger, &req);
     let to = stranger.get(&hosted).redirect(302);
     assert_eq!(callback_error(&to), "login_required", "{to}");
+}
+
+/// A sign-in cookie whose tag was changed signs nobody in.
+#[test]
+fn a_sign_in_cookie_whose_tag_was_changed_signs_nobody_in() {
+    let h = hosted_provider();
+    h.walker();
+    let (b, _) = h.consented_browser();
     let (name, value) = b
         .signin_cookie()
         .map(|(k, v)| (k.clone(), v.clone()))
         .unwrap();
-    let mut tampered = value.clone().into_bytes();
+    let mut tampered = value.into_bytes();
     let last = tampered.len() - 2;
     tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let mut stranger = Browser::new();
     stranger
         .jar
-        .insert(name.clone(), String::from_utf8(tampered).unwrap());
-    let req = rp.request(&[]);
-    let hosted = stranger.get(&req.url).redirect(302);
-    let page = stranger.get(&hosted);
-    assert_eq!(page.status, 200);
+        .insert(name, String::from_utf8(tampered).unwrap());
     assert!(
-        page.body.contains("name=\"password\""),
+        h.shows_the_sign_in_page(&mut stranger),
         "a forged cookie signs nobody in"
     );
+}
 
-    // A denial goes back to the client as access_denied (prompt=consent asks again).
-    let req = rp.request(&[("prompt", "consent")]);
-    let hosted = b.get(&req.url).redirect(302);
+/// A denial on the consent page (`prompt=consent` asks again) goes back to the client as
+/// `access_denied`.
+#[test]
+fn a_denial_goes_back_to_the_client_as_access_denied() {
+    let h = hosted_provider();
+    h.walker();
+    let (mut b, _) = h.consented_browser();
+    let req = h.rp.request(&[("prompt", "consent")]);
+    let hosted = h.hosted(&mut b, &req);
     let consent = b.get(&hosted);
     assert_eq!(consent.status, 200);
-    let action = consent.action(&srv.base);
+    let action = consent.action(&h.srv.base);
     let to = b
         .post(
             &action,
@@ -484,34 +645,35 @@ fn a_browser_signs_in_on_the_hosted_pages_consents_and_comes_back_silently() {
         )
         .redirect(303);
     assert_eq!(callback_error(&to), "access_denied", "{to}");
+}
 
-    // RP-initiated logout ends the sign-in session: the cookie is dropped, and even kept it
-    // signs nobody in.
-    let kept = (name.clone(), value.clone());
-    let hint = signed_id_token(&rp, &mut b, &api);
+/// RP-initiated logout with a hint of the browser's own sign-in asks nothing and ends the
+/// sign-in session: the cookie is dropped, and even kept it signs nobody in.
+#[test]
+fn rp_initiated_logout_with_the_browsers_own_hint_ends_its_sign_in() {
+    let h = hosted_provider();
+    h.walker();
+    let (mut b, _) = h.consented_browser();
+    let kept = b
+        .signin_cookie()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    let hint = signed_id_token(&h.rp, &mut b, &h.api);
     let query = format!(
         "id_token_hint={hint}&post_logout_redirect_uri={}",
         url::form_urlencoded::byte_serialize(CALLBACK.as_bytes()).collect::<String>()
     );
     let hosted = b
-        .get(&format!("{}/oauth/end_session?{query}", api.issuer()))
+        .get(&format!("{}/oauth/end_session?{query}", h.api.issuer()))
         .redirect(302);
     assert_eq!(
         hosted,
-        format!("{}/oauth/{}/logout?{query}", srv.base, api.slug)
+        format!("{}/oauth/{}/logout?{query}", h.srv.base, h.api.slug)
     );
-    // The hint is this browser's sign-in: no question asked.
     assert_eq!(b.get(&hosted).redirect(302), CALLBACK);
     assert!(b.signin_cookie().is_none(), "the cookie is cleared");
     b.jar.insert(kept.0, kept.1);
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
-    let page = b.get(&hosted);
-    assert_eq!(page.status, 200);
-    assert!(
-        page.body.contains("name=\"password\""),
-        "the session is over"
-    );
+    assert!(h.shows_the_sign_in_page(&mut b), "the session is over");
 }
 
 /// An ID token of the browser's current sign-in session (for `id_token_hint`).
@@ -535,8 +697,16 @@ fn signed_id_token(rp: &Rp, b: &mut Browser, api: &UserApi) -> String {
     tokens.id_token().expect("an ID token").to_string()
 }
 
-#[test]
-fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
+/// The tenant "Hosted Codes" with codes by e-mail on, and its first-party client "Own App".
+struct HostedCodes {
+    smtp: SmtpStub,
+    srv: TestServer,
+    api: UserApi,
+    _s: Session,
+    rp: Rp,
+}
+
+fn hosted_codes() -> HostedCodes {
     let (smtp, srv, api, s) = user_setup("Hosted Codes", &[]);
     srv.reauth(&s, PASSWORD);
     let rp = Rp::register(
@@ -545,27 +715,102 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
         &api,
         json!({"name": "Own App", "redirect_uris": [CALLBACK], "first_party": true}),
     );
-
-    // A user with TOTP: the password, then the code; a first-party client asks no consent.
-    let email = "two.steps@example.com";
-    let password = USER_PASSWORD;
-    let user = api.verified_user(&smtp, email, password);
-    let mfa = api.enable_mfa(&user.access);
     patch_security(&srv, &s, &api.slug, json!({"email_otp_enabled": true}));
-    let mut b = Browser::new();
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
-    let page = b.get(&hosted);
-    let csrf = page.hidden("csrf", 0);
-    let step = b.post(
-        &hosted,
-        &[
-            ("csrf", &csrf),
-            ("step", "password"),
-            ("email", email),
-            ("password", password),
-        ],
-    );
+    HostedCodes {
+        smtp,
+        srv,
+        api,
+        _s: s,
+        rp,
+    }
+}
+
+/// The user of the TOTP tests.
+const TWO_STEPS: &str = "two.steps@example.com";
+
+impl HostedCodes {
+    /// A new request of the client in `b`: the request, the hosted page it is sent to, and
+    /// that page.
+    fn sign_in_page(&self, b: &mut Browser) -> (Request, String, Page) {
+        let req = self.rp.request(&[]);
+        let hosted = b.get(&req.url).redirect(302);
+        let page = b.get(&hosted);
+        (req, hosted, page)
+    }
+
+    /// [`TWO_STEPS`] with a confirmed address and TOTP on; a browser at the second step of
+    /// the sign-in after the password: the request, the hosted page, its CSRF value, the step's
+    /// page and the authenticator.
+    fn at_the_totp_step(&self) -> (Browser, Request, String, String, Page, MfaSetup) {
+        let user = self.api.verified_user(&self.smtp, TWO_STEPS, USER_PASSWORD);
+        let mfa = self.api.enable_mfa(&user.access);
+        let mut b = Browser::new();
+        let (req, hosted, page) = self.sign_in_page(&mut b);
+        let csrf = page.hidden("csrf", 0);
+        let step = b.post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "password"),
+                ("email", TWO_STEPS),
+                ("password", USER_PASSWORD),
+            ],
+        );
+        (b, req, hosted, csrf, step, mfa)
+    }
+
+    /// Asks for a code by e-mail for `email` (an account's) on the page at `hosted`; answers
+    /// the page's binding and the mailed code.
+    fn mailed_code(
+        &self,
+        b: &mut Browser,
+        hosted: &str,
+        csrf: &str,
+        email: &str,
+    ) -> (String, String) {
+        let sent = b.post(
+            hosted,
+            &[("csrf", csrf), ("step", "email_code"), ("email", email)],
+        );
+        assert_eq!(sent.status, 200, "{}", sent.body);
+        assert!(sent.body.contains("Enter the code"));
+        let binding = sent.hidden("binding", 0);
+        let mail = self.smtp.wait_for(&self.api.slug, "email_otp", email, 1);
+        let code = six_digit_code(&mail.text).expect("a code in the mail");
+        (binding, code)
+    }
+
+    /// `linked@example.com`, with a confirmed address, asks for a sign-in link in a new browser
+    /// and opens the mailed link there; answers the browser, its request and where the link's
+    /// page sends it back to.
+    fn followed_sign_in_link(&self) -> (Browser, Request, String) {
+        let linked = "linked@example.com";
+        self.api.verified_user(&self.smtp, linked, USER_PASSWORD);
+        let mut b = Browser::new();
+        let (req, hosted, page) = self.sign_in_page(&mut b);
+        let csrf = page.hidden("csrf", 2);
+        let sent = b.post(
+            &hosted,
+            &[("csrf", &csrf), ("step", "magic_link"), ("email", linked)],
+        );
+        assert_eq!(sent.status, 200, "{}", sent.body);
+        let token = self.smtp.wait_for_link(linked, "/magic-link", 1);
+        let link = format!("{}/magic-link?token={token}", self.srv.base);
+        let link_page = b.get(&link);
+        assert_eq!(link_page.status, 200, "{}", link_page.body);
+        let back = b
+            .post(&link, &[("csrf", &link_page.hidden("csrf", 0))])
+            .redirect(303);
+        (b, req, back)
+    }
+}
+
+/// With TOTP on, the right password alone signs nobody in: it leads to the second step, which
+/// refuses a wrong code.
+#[test]
+fn with_totp_the_password_leads_to_a_second_step_that_refuses_a_wrong_code() {
+    let h = hosted_codes();
+    let (mut b, _, hosted, csrf, step, mfa) = h.at_the_totp_step();
     assert_eq!(step.status, 200, "{}", step.body);
     assert!(step.body.contains("Two-step verification"), "{}", step.body);
     assert!(
@@ -583,6 +828,15 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
         ],
     );
     assert_eq!(wrong.status, 401, "{}", wrong.body);
+}
+
+/// The TOTP code signs the user in at `aal2` with `pwd otp`, and a first-party client asks no
+/// consent.
+#[test]
+fn the_totp_code_signs_in_at_aal2_with_no_consent_for_a_first_party_client() {
+    let h = hosted_codes();
+    let (mut b, req, hosted, csrf, step, mfa) = h.at_the_totp_step();
+    let challenge = step.hidden("challenge", 0);
     let code = mfa.totp.at_step(mfa.step + 1);
     let back = b
         .post(
@@ -595,19 +849,19 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
             ],
         )
         .redirect(303);
-    let to = b.get(&Browser::absolute(&srv.base, &back)).redirect(302);
-    let claims = rp.finish(&api, req, &to);
+    let to = b.get(&Browser::absolute(&h.srv.base, &back)).redirect(302);
+    let claims = h.rp.finish(&h.api, req, &to);
     assert_eq!(claims["acr"], "aal2", "{claims}");
     assert_eq!(claims["amr"], json!(["pwd", "otp"]));
+}
 
-    // A code by e-mail: the same page for an address with no account (no enumeration), and
-    // the code resumes this very request.
-    let other = "coded@example.com";
-    let _coded = api.verified_user(&smtp, other, password);
+/// A code by e-mail for an address with no account shows the same page as for an account's
+/// (no enumeration).
+#[test]
+fn a_code_for_an_address_with_no_account_shows_the_same_page() {
+    let h = hosted_codes();
     let mut b = Browser::new();
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
-    let page = b.get(&hosted);
+    let (_, hosted, page) = h.sign_in_page(&mut b);
     let csrf = page.hidden("csrf", 1);
     let nobody = b.post(
         &hosted,
@@ -619,16 +873,18 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     );
     assert_eq!(nobody.status, 200);
     assert!(nobody.body.contains("Enter the code"));
-    let sent = b.post(
-        &hosted,
-        &[("csrf", &csrf), ("step", "email_code"), ("email", other)],
-    );
-    assert_eq!(sent.status, 200, "{}", sent.body);
-    assert!(sent.body.contains("Enter the code"));
-    let binding = sent.hidden("binding", 0);
-    let mail = smtp.wait_for(&api.slug, "email_otp", other, 1);
-    let code = six_digit_code(&mail.text).expect("a code in the mail");
-    // Without the page's binding the code does not sign in.
+}
+
+/// A mailed code signs in only with its page's binding, and then resumes this very request.
+#[test]
+fn a_mailed_code_signs_in_only_with_its_pages_binding_and_resumes_the_request() {
+    let h = hosted_codes();
+    let other = "coded@example.com";
+    h.api.verified_user(&h.smtp, other, USER_PASSWORD);
+    let mut b = Browser::new();
+    let (req, hosted, page) = h.sign_in_page(&mut b);
+    let csrf = page.hidden("csrf", 1);
+    let (binding, code) = h.mailed_code(&mut b, &hosted, &csrf, other);
     let unbound = b.post(
         &hosted,
         &[
@@ -653,18 +909,20 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
             ],
         )
         .redirect(303);
-    let to = b.get(&Browser::absolute(&srv.base, &back)).redirect(302);
-    let claims = rp.finish(&api, req, &to);
+    let to = b.get(&Browser::absolute(&h.srv.base, &back)).redirect(302);
+    let claims = h.rp.finish(&h.api, req, &to);
     assert_eq!(claims["email"], other);
+}
 
-    // A sign-in link by e-mail: its page hands the code back here, where only the browser
-    // that asked (holding the PKCE verifier's cookie) finishes it.
+/// A sign-in link by e-mail: its page hands the code back to the hosted page, the asking
+/// browser holding the PKCE verifier's cookie.
+#[test]
+fn a_sign_in_links_page_hands_its_code_back_to_the_hosted_page() {
+    let h = hosted_codes();
     let linked = "linked@example.com";
-    let _linked = api.verified_user(&smtp, linked, password);
+    h.api.verified_user(&h.smtp, linked, USER_PASSWORD);
     let mut b = Browser::new();
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
-    let page = b.get(&hosted);
+    let (_, hosted, page) = h.sign_in_page(&mut b);
     assert!(
         page.body.contains("E-mail me a sign-in link"),
         "{}",
@@ -678,35 +936,48 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
     assert_eq!(sent.status, 200, "{}", sent.body);
     assert!(sent.body.contains("Check your e-mail"));
     assert!(b.jar.keys().any(|k| k.starts_with("tessera_oauth_link_")));
-    let token = smtp.wait_for_link(linked, "/magic-link", 1);
-    let link = format!("{}/magic-link?token={token}", srv.base);
+    let token = h.smtp.wait_for_link(linked, "/magic-link", 1);
+    let link = format!("{}/magic-link?token={token}", h.srv.base);
     let link_page = b.get(&link);
     assert_eq!(link_page.status, 200, "{}", link_page.body);
     let back = b
         .post(&link, &[("csrf", &link_page.hidden("csrf", 0))])
         .redirect(303);
     assert!(
-        back.starts_with(&format!("{}/oauth/{}/link?code=", srv.base, api.slug)),
+        back.starts_with(&format!("{}/oauth/{}/link?code=", h.srv.base, h.api.slug)),
         "{back}"
     );
+}
+
+/// Only the browser that asked for a sign-in link finishes the sign-in with it (`amr` `mca`),
+/// spending its cookie: another browser is refused.
+#[test]
+fn only_the_browser_that_asked_finishes_a_sign_in_link() {
+    let h = hosted_codes();
+    let (mut b, req, back) = h.followed_sign_in_link();
     let mut elsewhere = Browser::new();
     let refused = elsewhere.get(&back);
     assert_eq!(refused.status, 400);
     assert!(refused.body.contains("same browser"), "{}", refused.body);
     let again = b.get(&back).redirect(303);
     assert!(!b.jar.keys().any(|k| k.starts_with("tessera_oauth_link_")));
-    let to = b.get(&Browser::absolute(&srv.base, &again)).redirect(302);
-    let claims = rp.finish(&api, req, &to);
-    assert_eq!(claims["email"], linked);
+    let to = b.get(&Browser::absolute(&h.srv.base, &again)).redirect(302);
+    let claims = h.rp.finish(&h.api, req, &to);
+    assert_eq!(claims["email"], "linked@example.com");
     assert_eq!(claims["amr"], json!(["mca"]));
+}
 
-    // From an address of its own: five wrong passwords, then 429; a second code for one
-    // address within the minute, 429 too (the sign-in page again, with the reason).
+/// From one address, five wrong passwords are refused as wrong, the sixth for a while: the
+/// sign-in page again with the reason and a `Retry-After`.
+#[test]
+fn a_sixth_wrong_password_from_one_address_is_refused_for_a_while() {
+    let h = hosted_codes();
+    let linked = "linked@example.com";
+    h.api.verified_user(&h.smtp, linked, USER_PASSWORD);
     let mut b = Browser::new();
     b.forwarded_for = Some(fresh_client_ip());
-    let req = rp.request(&[]);
-    let hosted = b.get(&req.url).redirect(302);
-    let csrf = b.get(&hosted).hidden("csrf", 0);
+    let (_, hosted, page) = h.sign_in_page(&mut b);
+    let csrf = page.hidden("csrf", 0);
     let pages: Vec<Page> = (0..6)
         .map(|_| {
             b.post(
@@ -736,6 +1007,16 @@ fn the_hosted_sign_in_takes_the_totp_step_and_codes_by_e_mail() {
         .parse()
         .unwrap();
     assert!(wait >= 1, "{wait}");
+}
+
+/// A second code for one address within the minute is refused for a while, with the reason.
+#[test]
+fn a_second_code_for_one_address_within_the_minute_is_refused() {
+    let h = hosted_codes();
+    let mut b = Browser::new();
+    b.forwarded_for = Some(fresh_client_ip());
+    let (_, hosted, page) = h.sign_in_page(&mut b);
+    let csrf = page.hidden("csrf", 0);
     let twice = "twice@example.com";
     let first = b.post(
         &hosted,
