@@ -7,8 +7,6 @@
 //! Handlers run on a blocking thread, so one may block (call the server under test, or stall
 //! past a client's timeout) without holding up the other connections.
 
-#![allow(dead_code)]
-
 use std::{
     collections::BTreeMap,
     convert::Infallible,
@@ -321,7 +319,8 @@ async fn serve(
                     continue;
                 };
                 let (routes, log) = (routes.clone(), log.clone());
-                let service = service_fn(move |request| answer(request, routes.clone(), log.clone()));
+                let service =
+                    service_fn(move |request| answer(request, routes.clone(), log.clone()));
                 connections.spawn(async move {
                     // A malformed request ends its connection (hyper answers 400 first).
                     let _ = http1::Builder::new()
