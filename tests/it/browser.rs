@@ -8,7 +8,6 @@
 //! Without Chromium the test says so loudly and skips; `.ci/run` installs it, so CI runs it.
 
 use std::{
-    io::{BufRead, BufReader, Write},
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
@@ -20,6 +19,7 @@ use serde_json::json;
 
 use crate::{
     oauth_browser::Rp,
+    stub::{Route, StubResponse, StubServer},
     support::{b64url, eventually, fresh_client_ip, user_setup as setup, UserApi, USER_PASSWORD},
 };
 
@@ -68,54 +68,33 @@ impl Drop for Driver {
 }
 
 /// A local test app: `GET /cb?code=` exchanges the code with the verifier it holds, as a real
-/// app's back end would, and shows who signed in.
-fn start_test_app(api: &UserApi, verifier: &str) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
+/// app's back end would, and shows who signed in. Answers the callback's URL and the app, up
+/// until it is dropped.
+fn start_test_app(api: &UserApi, verifier: &str) -> (String, StubServer) {
     let api = api.clone();
     let verifier = verifier.to_owned();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-            let code = url::Url::parse(&format!("http://app{target}"))
-                .ok()
-                .and_then(|u| {
-                    u.query_pairs()
-                        .find(|(k, _)| k == "code")
-                        .map(|(_, v)| v.into_owned())
-                });
-            let body = match code {
-                Some(code) => {
-                    let r = api.post_as(
-                        "/v1/auth/token/exchange",
-                        None,
-                        &json!({"code": code, "code_verifier": verifier}),
-                    );
-                    match r.body["access_token"].as_str() {
-                        Some(access) => {
-                            let me = api.me(access);
-                            format!("signed in as {}", me.body["email"].as_str().unwrap_or("?"))
-                        }
-                        None => format!("exchange refused: {}", r.body),
+    let server = StubServer::start(vec![Route::any(move |req| {
+        let body = match req.query_params().get("code") {
+            Some(code) => {
+                let r = api.post_as(
+                    "/v1/auth/token/exchange",
+                    None,
+                    &json!({"code": code, "code_verifier": verifier}),
+                );
+                match r.body["access_token"].as_str() {
+                    Some(access) => {
+                        let me = api.me(access);
+                        format!("signed in as {}", me.body["email"].as_str().unwrap_or("?"))
                     }
+                    None => format!("exchange refused: {}", r.body),
                 }
-                None => "no code".to_owned(),
-            };
-            let html = format!("<!DOCTYPE html><html><body><p id=\"who\">{body}</p></body></html>");
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
-                html.len()
-            );
-        }
-    });
-    format!("http://127.0.0.1:{}/cb", addr.port())
+            }
+            None => "no code".to_owned(),
+        };
+        let html = format!("<!DOCTYPE html><html><body><p id=\"who\">{body}</p></body></html>");
+        StubResponse::text(200, "text/html", html)
+    })]);
+    (format!("{}/cb", server.url()), server)
 }
 
 /// The browser, driven step by step from this (blocking) test: every step that fails saves
@@ -259,7 +238,7 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
     let (smtp, srv, api, s) = setup("Browser Co", &[]);
     let verifier = format!("browser-verifier-{}", "v".repeat(40));
     let challenge = b64url(&tessera_storage::sha256(verifier.as_bytes()));
-    let app = start_test_app(&api, &verifier);
+    let (app, _app) = start_test_app(&api, &verifier);
     let r = srv.dash(
         "PUT",
         &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
@@ -328,39 +307,42 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
 
 /// A relying party's callback: answers a page with `#who` and hands the URL it was called at
 /// to the test.
-fn start_callback() -> (String, std::sync::mpsc::Receiver<String>) {
+fn start_callback() -> (String, Calls) {
     let (base, rx) = start_app("/cb");
     (format!("{base}/cb"), rx)
 }
 
+/// The URLs a local app was called at, in order; the app answers until this is dropped.
+pub(crate) struct Calls {
+    /// The request targets, with no scheme and host.
+    targets: std::sync::mpsc::Receiver<String>,
+    server: StubServer,
+}
+
+impl Calls {
+    /// The next URL called, waiting up to `timeout`.
+    pub(crate) fn recv_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Result<String, std::sync::mpsc::RecvTimeoutError> {
+        let target = self.targets.recv_timeout(timeout)?;
+        Ok(format!("{}{target}", self.server.url()))
+    }
+}
+
 /// A local app at the base URL this answers: every page is `#who` "callback received", and
 /// every URL called under `path` is handed to the test.
-pub(crate) fn start_app(path: &'static str) -> (String, std::sync::mpsc::Receiver<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let at = base.clone();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                continue;
-            }
-            let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-            if target.starts_with(path) {
-                let _ = tx.send(format!("{at}{target}"));
-            }
-            let html =
-                "<!DOCTYPE html><html><body><p id=\"who\">callback received</p></body></html>";
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{html}",
-                html.len()
-            );
+pub(crate) fn start_app(path: &'static str) -> (String, Calls) {
+    let (tx, targets) = std::sync::mpsc::channel();
+    let server = StubServer::start(vec![Route::any(move |req| {
+        let target = req.target();
+        if target.starts_with(path) {
+            let _ = tx.send(target);
         }
-    });
-    (base, rx)
+        let html = "<!DOCTYPE html><html><body><p id=\"who\">callback received</p></body></html>";
+        StubResponse::text(200, "text/html", html)
+    })]);
+    (server.url().to_owned(), Calls { targets, server })
 }
 
 /// A relying party on the `openidconnect` crate sends Chromium to authorize: the hosted

@@ -6,7 +6,6 @@
 
 use std::{
     collections::HashMap,
-    io::{BufRead, BufReader, Read, Write},
     sync::{Arc, Mutex},
 };
 
@@ -16,6 +15,7 @@ use tessera_bench::wallet::{
 };
 use tessera_eudi::{jose::Alg, x509::Usage};
 
+use crate::stub::{Route, StubResponse, StubServer};
 use crate::support::*;
 
 const ISSUER: &str = "https://pid.example";
@@ -23,55 +23,33 @@ const MDOC_ISSUER: &str = "PID mdoc issuer";
 const APP: &str = "https://app.example";
 
 /// A local HTTP server answering GETs from a table of paths; `down` makes it answer 503.
-#[derive(Clone)]
 struct Files {
     base: String,
     table: Arc<Mutex<HashMap<String, (String, String)>>>,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
     down: Arc<Mutex<bool>>,
+    server: StubServer,
 }
 
 impl Files {
     fn start() -> Files {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let files = Files {
-            base: format!("http://{}", listener.local_addr().unwrap()),
-            table: Arc::default(),
-            hits: Arc::default(),
-            down: Arc::default(),
-        };
-        let me = files.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut first = String::new();
-                let _ = reader.read_line(&mut first);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                        break;
-                    }
-                }
-                let path = first.split(' ').nth(1).unwrap_or("/").to_owned();
-                *me.hits.lock().unwrap().entry(path.clone()).or_default() += 1;
-                let found = me.table.lock().unwrap().get(&path).cloned();
-                let (status, ctype, body) = match found {
-                    _ if *me.down.lock().unwrap() => {
-                        ("503 Unavailable", "text/plain".into(), String::new())
-                    }
-                    Some((t, b)) => ("200 OK", t, b),
-                    None => ("404 Not Found", "text/plain".into(), String::new()),
-                };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = stream.read(&mut [0u8; 0]);
+        let table: Arc<Mutex<HashMap<String, (String, String)>>> = Arc::default();
+        let down: Arc<Mutex<bool>> = Arc::default();
+        let (files, is_down) = (table.clone(), down.clone());
+        let server = StubServer::start(vec![Route::any(move |req| {
+            if *is_down.lock().unwrap() {
+                return StubResponse::text(503, "text/plain", "");
             }
-        });
-        files
+            match files.lock().unwrap().get(&req.target()) {
+                Some((ctype, body)) => StubResponse::text(200, ctype, body.as_str()),
+                None => StubResponse::text(404, "text/plain", ""),
+            }
+        })]);
+        Files {
+            base: server.url().to_owned(),
+            table,
+            down,
+            server,
+        }
     }
 
     fn put(&self, path: &str, ctype: &str, body: String) {
@@ -82,7 +60,8 @@ impl Files {
     }
 
     fn hits(&self, path: &str) -> usize {
-        self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+        let requests = self.server.requests();
+        requests.iter().filter(|r| r.target() == path).count()
     }
 }
 

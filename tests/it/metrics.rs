@@ -4,8 +4,6 @@
 
 use std::{
     collections::BTreeSet,
-    io::{BufRead, BufReader, Read, Write},
-    net::TcpListener,
     path::Path,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -16,6 +14,7 @@ use std::{
 
 use serde_json::{json, Value};
 
+use crate::stub::{Route, StubResponse, StubServer};
 use crate::support::{
     env_refs, fresh_client_ip, patch_security, SmtpStub, TestServer, UserApi, PASSWORD,
     USER_PASSWORD,
@@ -70,68 +69,33 @@ struct ProviderGate {
     open: Arc<AtomicBool>,
     refused: Arc<AtomicUsize>,
     accepted: Arc<AtomicUsize>,
+    _server: StubServer,
 }
 
 impl ProviderGate {
     fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let gate = ProviderGate {
-            url: format!("http://{}", listener.local_addr().unwrap()),
-            open: Arc::default(),
-            refused: Arc::default(),
-            accepted: Arc::default(),
-        };
         let (open, refused, accepted) = (
-            gate.open.clone(),
-            gate.refused.clone(),
-            gate.accepted.clone(),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicUsize::new(0)),
         );
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                // The head, then the body its Content-Length announces.
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut length = 0usize;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    if let Some((name, v)) = line.split_once(':') {
-                        if name.eq_ignore_ascii_case("content-length") {
-                            length = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let (status, answer) = if open.load(Ordering::SeqCst) {
-                    accepted.fetch_add(1, Ordering::SeqCst);
-                    (
-                        "201 Created",
-                        r#"{"sid": "SM00000000000000000000000000000001"}"#,
-                    )
-                } else {
-                    refused.fetch_add(1, Ordering::SeqCst);
-                    (
-                        "503 Service Unavailable",
-                        r#"{"code": 20503, "message": "later"}"#,
-                    )
-                };
-                let _ = stream.write_all(
-                    format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\n\
-                         content-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                        answer.len()
-                    )
-                    .as_bytes(),
-                );
+        let (is_open, refusals, acceptances) = (open.clone(), refused.clone(), accepted.clone());
+        let server = StubServer::start(vec![Route::any(move |_| {
+            if is_open.load(Ordering::SeqCst) {
+                acceptances.fetch_add(1, Ordering::SeqCst);
+                StubResponse::json(201, &json!({"sid": "SM00000000000000000000000000000001"}))
+            } else {
+                refusals.fetch_add(1, Ordering::SeqCst);
+                StubResponse::json(503, &json!({"code": 20503, "message": "later"}))
             }
-        });
-        gate
+        })]);
+        ProviderGate {
+            url: server.url().to_owned(),
+            open,
+            refused,
+            accepted,
+            _server: server,
+        }
     }
 }
 

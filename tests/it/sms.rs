@@ -12,8 +12,6 @@
 
 use std::{
     collections::{BTreeMap, VecDeque},
-    io::{BufRead, BufReader, Write},
-    net::{TcpListener, TcpStream},
     sync::{
         atomic::{AtomicU32, AtomicU64, Ordering},
         Arc, Barrier, Mutex,
@@ -23,6 +21,7 @@ use std::{
 
 use serde_json::{json, Value};
 
+use crate::stub::{Route, StubRequest, StubResponse, StubServer};
 use crate::support::{
     assert_accepted, assert_error, assert_sign_in_tokens, enable_guests, env_refs, eventually, fr,
     fresh_client_ip, json_keys as keys, name_set as set, new_guest, other_code, patch_security,
@@ -148,6 +147,7 @@ struct ProviderStub {
     url: String,
     seen: Arc<Mutex<Vec<ProviderRequest>>>,
     script: Arc<Mutex<Script>>,
+    _server: StubServer,
 }
 
 static NEXT_SID: AtomicU64 = AtomicU64::new(1);
@@ -175,19 +175,18 @@ fn provider_error(status: u16, code: u32, message: &str) -> Value {
 
 impl ProviderStub {
     fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(Script::default()));
         let (seen2, script2) = (seen.clone(), script.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let (seen, script) = (seen2.clone(), script2.clone());
-                std::thread::spawn(move || serve_connection(stream, &seen, &script));
-            }
-        });
-        ProviderStub { url, seen, script }
+        let server = StubServer::start(vec![Route::any(move |req| {
+            answer_request(req, &seen2, &script2)
+        })]);
+        ProviderStub {
+            url: server.url().to_owned(),
+            seen,
+            script,
+            _server: server,
+        }
     }
 
     /// The next request is answered `status` with `body` (once).
@@ -237,170 +236,45 @@ impl ProviderStub {
     }
 }
 
-/// Serves one connection: as many requests as the client sends on it.
-fn serve_connection(stream: TcpStream, seen: &Mutex<Vec<ProviderRequest>>, script: &Mutex<Script>) {
-    let Ok(mut out) = stream.try_clone() else {
-        return;
+/// Records one request and answers it from the script.
+fn answer_request(
+    req: &StubRequest,
+    seen: &Mutex<Vec<ProviderRequest>>,
+    script: &Mutex<Script>,
+) -> StubResponse {
+    let (user, password) = match req.basic_auth() {
+        Some((u, p)) => (Some(u), Some(p)),
+        None => (None, None),
     };
-    let mut reader = BufReader::new(stream);
-    while let Some((method, target, headers, body)) = read_request(&mut reader) {
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
-        let (user, password) = match header("authorization").as_deref().and_then(basic_auth) {
-            Some((u, p)) => (Some(u), Some(p)),
-            None => (None, None),
-        };
-        let form: BTreeMap<String, String> = form_urlencoded::parse(&body).into_owned().collect();
-        let reply = {
-            let mut s = script.lock().unwrap();
-            s.queue.pop_front().or_else(|| s.always.clone())
-        };
-        let (status, answer, sid) = match reply {
-            Some((status, answer)) => (status, answer, None),
-            None => {
-                let sid = fresh_sid();
-                let answer = json!({
-                    "sid": sid,
-                    "status": "queued",
-                    "to": form.get("To"),
-                    "messaging_service_sid": form.get("MessagingServiceSid"),
-                });
-                (201, answer, Some(sid))
-            }
-        };
-        seen.lock().unwrap().push(ProviderRequest {
-            method,
-            path: target.split('?').next().unwrap_or_default().to_owned(),
-            content_type: header("content-type"),
-            user,
-            password,
-            form,
-            status,
-            sid,
-        });
-        let close = header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
-        let text = answer.to_string();
-        let head = format!(
-            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: {}\r\n\r\n",
-            reason(status),
-            text.len(),
-            if close { "close" } else { "keep-alive" },
-        );
-        let written = out
-            .write_all(head.as_bytes())
-            .and_then(|()| out.write_all(text.as_bytes()))
-            .and_then(|()| out.flush());
-        if written.is_err() || close {
-            return;
-        }
-    }
-}
-
-type RawRequest = (String, String, Vec<(String, String)>, Vec<u8>);
-
-/// Reads one HTTP/1.1 request (method, target, lower-cased headers, body); `None` at EOF.
-fn read_request(r: &mut impl BufRead) -> Option<RawRequest> {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if r.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_owned();
-    let target = parts.next()?.to_owned();
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
-        }
-    }
-    let get = |name: &str| {
-        headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+    let form = req.form();
+    let reply = {
+        let mut s = script.lock().unwrap();
+        s.queue.pop_front().or_else(|| s.always.clone())
     };
-    let chunked =
-        get("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    let body = if chunked {
-        read_chunked(r)?
-    } else {
-        let len: usize = get("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut b = vec![0u8; len];
-        r.read_exact(&mut b).ok()?;
-        b
+    let (status, answer, sid) = match reply {
+        Some((status, answer)) => (status, answer, None),
+        None => {
+            let sid = fresh_sid();
+            let answer = json!({
+                "sid": sid,
+                "status": "queued",
+                "to": form.get("To"),
+                "messaging_service_sid": form.get("MessagingServiceSid"),
+            });
+            (201, answer, Some(sid))
+        }
     };
-    Some((method, target, headers, body))
-}
-
-fn read_chunked(r: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        if r.read_line(&mut size).ok()? == 0 {
-            return None;
-        }
-        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
-        if size == 0 {
-            loop {
-                let mut trailer = String::new();
-                if r.read_line(&mut trailer).ok()? == 0 || trailer.trim().is_empty() {
-                    return Some(body);
-                }
-            }
-        }
-        let mut chunk = vec![0u8; size + 2];
-        r.read_exact(&mut chunk).ok()?;
-        body.extend_from_slice(&chunk[..size]);
-    }
-}
-
-/// The user and password of an `Authorization: Basic` value.
-fn basic_auth(value: &str) -> Option<(String, String)> {
-    use base64::Engine;
-    let (scheme, rest) = value.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(rest.trim())
-        .ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let (user, password) = text.split_once(':')?;
-    Some((user.to_owned(), password.to_owned()))
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
+    seen.lock().unwrap().push(ProviderRequest {
+        method: req.method.clone(),
+        path: req.path.clone(),
+        content_type: req.header("content-type").map(str::to_owned),
+        user,
+        password,
+        form,
+        status,
+        sid,
+    });
+    StubResponse::json(status, &answer)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,22 +11,14 @@
 //! token's single use and tenant check.
 
 use std::{
-    collections::HashMap,
-    net::SocketAddr,
+    collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex},
 };
 
-use axum::{
-    extract::{Form, Query, State},
-    http::{header, StatusCode},
-    response::{IntoResponse, Response},
-    routing::{get, post},
-    Json, Router,
-};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde_json::{json, Value};
 
-use crate::support::password_step_up;
+use crate::stub::{Route, StubRequest, StubResponse, StubServer};
 use crate::support::*;
 
 pub(crate) const APP: &str = "https://app.example/social/done";
@@ -100,6 +92,7 @@ fn rs256_jws(key: &aws_lc_rs::rsa::KeyPair, alg: &str, kid: &str, claims: &Value
 pub(crate) struct Stub {
     pub(crate) base: String,
     state: Arc<Mutex<StubState>>,
+    _server: StubServer,
 }
 
 fn p256_pkcs8() -> (Vec<u8>, Vec<u8>) {
@@ -115,11 +108,9 @@ fn s256(v: &str) -> String {
     URL_SAFE_NO_PAD.encode(digest(&SHA256, v.as_bytes()).as_ref())
 }
 
-type Shared = State<Arc<Mutex<StubState>>>;
-
-async fn discovery(State(s): Shared) -> Json<Value> {
-    let base = s.lock().unwrap().base.clone();
-    Json(json!({
+fn discovery(st: &mut StubState, _: &StubRequest) -> StubResponse {
+    let base = &st.base;
+    let body = json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
@@ -128,16 +119,17 @@ async fn discovery(State(s): Shared) -> Json<Value> {
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["ES256"],
         "code_challenge_methods_supported": ["S256"],
-    }))
+    });
+    StubResponse::json(200, &body)
 }
 
-async fn jwks(State(s): Shared) -> Json<Value> {
-    Json(json!({ "keys": [s.lock().unwrap().jwk.clone()] }))
+fn jwks(st: &mut StubState, _: &StubRequest) -> StubResponse {
+    StubResponse::json(200, &json!({ "keys": [st.jwk.clone()] }))
 }
 
 /// The user consents at once: back to `redirect_uri` with a code.
-async fn authorize(State(s): Shared, Query(q): Query<HashMap<String, String>>) -> Response {
-    let mut st = s.lock().unwrap();
+fn authorize(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    let q = req.query_params();
     let code = format!("code-{}", st.codes.len());
     let person = st.next.clone();
     st.codes.insert(
@@ -154,7 +146,7 @@ async fn authorize(State(s): Shared, Query(q): Query<HashMap<String, String>>) -
     to.query_pairs_mut()
         .append_pair("code", &code)
         .append_pair("state", &q["state"]);
-    (StatusCode::FOUND, [(header::LOCATION, to.to_string())]).into_response()
+    StubResponse::found(to.as_str())
 }
 
 /// Whether `secret` is the client secret Apple expects: an ES256 JWT signed with the
@@ -178,7 +170,7 @@ fn apple_secret_ok(st: &StubState, secret: &str, client_id: &str) -> bool {
 }
 
 /// Takes the code once, for its client, redirect URI and PKCE verifier.
-fn take_code(st: &mut StubState, form: &HashMap<String, String>, secret: &str) -> Option<Code> {
+fn take_code(st: &mut StubState, form: &BTreeMap<String, String>, secret: &str) -> Option<Code> {
     let code = st.codes.remove(form.get("code")?)?;
     let given = form.get("client_secret").map(String::as_str).unwrap_or("");
     let secret_ok = if st.apple.is_some() {
@@ -196,14 +188,9 @@ fn take_code(st: &mut StubState, form: &HashMap<String, String>, secret: &str) -
     ok.then_some(code)
 }
 
-async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>) -> Response {
-    let mut st = s.lock().unwrap();
-    let Some(code) = take_code(&mut st, &form, OIDC_SECRET) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": "invalid_grant"})),
-        )
-            .into_response();
+fn oidc_token(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    let Some(code) = take_code(st, &req.form(), OIDC_SECRET) else {
+        return StubResponse::json(400, &json!({"error": "invalid_grant"}));
     };
     let now = unix_now() as i64;
     let exp = if st.faults.expired {
@@ -251,72 +238,83 @@ async fn oidc_token(State(s): Shared, Form(form): Form<HashMap<String, String>>)
             jsonwebtoken::encode(&h, &claims, &jsonwebtoken::EncodingKey::from_ec_der(key)).unwrap()
         }
     };
-    Json(json!({"access_token": format!("oidc-access-{}", code.person.sub), "refresh_token": "oidc-refresh-kept", "expires_in": 3600, "token_type": "Bearer", "id_token": id_token}))
-        .into_response()
+    let body = json!({"access_token": format!("oidc-access-{}", code.person.sub), "refresh_token": "oidc-refresh-kept", "expires_in": 3600, "token_type": "Bearer", "id_token": id_token});
+    StubResponse::json(200, &body)
 }
 
-async fn rest_token(State(s): Shared, Form(form): Form<HashMap<String, String>>) -> Response {
-    let mut st = s.lock().unwrap();
-    let Some(code) = take_code(&mut st, &form, REST_SECRET) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            Json(json!({"error": "bad_verification_code"})),
-        )
-            .into_response();
+fn rest_token(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    let Some(code) = take_code(st, &req.form(), REST_SECRET) else {
+        return StubResponse::json(400, &json!({"error": "bad_verification_code"}));
     };
     let token = format!("rest-token-{}", st.tokens.len());
     st.tokens.insert(token.clone(), code.person);
-    Json(json!({"access_token": token, "token_type": "bearer"})).into_response()
+    StubResponse::json(200, &json!({"access_token": token, "token_type": "bearer"}))
 }
 
-fn person_of(st: &StubState, headers: &axum::http::HeaderMap) -> Option<Person> {
-    let auth = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    st.tokens.get(auth.strip_prefix("Bearer ")?).cloned()
+/// The person the bearer token names, or `401`.
+fn person_of(st: &StubState, req: &StubRequest) -> Result<Person, StubResponse> {
+    req.bearer()
+        .and_then(|token| st.tokens.get(token).cloned())
+        .ok_or(StubResponse::new(401))
 }
 
-async fn gh_user(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
-    match person_of(&s.lock().unwrap(), &headers) {
-        Some(p) => {
-            Json(json!({"id": p.sub.parse::<u64>().unwrap(), "login": "octo"})).into_response()
-        }
-        None => StatusCode::UNAUTHORIZED.into_response(),
+fn gh_user(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    match person_of(st, req) {
+        Ok(p) => StubResponse::json(
+            200,
+            &json!({"id": p.sub.parse::<u64>().unwrap(), "login": "octo"}),
+        ),
+        Err(refused) => refused,
     }
 }
 
-async fn gh_emails(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
-    match person_of(&s.lock().unwrap(), &headers) {
-        Some(p) => Json(json!([
-            {"email": "secondary@example.com", "primary": false, "verified": true},
-            {"email": p.email, "primary": true, "verified": p.email_verified},
-        ]))
-        .into_response(),
-        None => StatusCode::UNAUTHORIZED.into_response(),
+fn gh_emails(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    match person_of(st, req) {
+        Ok(p) => StubResponse::json(
+            200,
+            &json!([
+                {"email": "secondary@example.com", "primary": false, "verified": true},
+                {"email": p.email, "primary": true, "verified": p.email_verified},
+            ]),
+        ),
+        Err(refused) => refused,
     }
 }
 
-async fn dc_me(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
-    match person_of(&s.lock().unwrap(), &headers) {
-        Some(p) => Json(json!({
-            "id": p.sub, "username": "dc", "email": p.email, "verified": p.email_verified,
-        }))
-        .into_response(),
-        None => StatusCode::UNAUTHORIZED.into_response(),
+fn dc_me(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    match person_of(st, req) {
+        Ok(p) => StubResponse::json(
+            200,
+            &json!({
+                "id": p.sub, "username": "dc", "email": p.email, "verified": p.email_verified,
+            }),
+        ),
+        Err(refused) => refused,
     }
 }
 
-async fn fb_me(State(s): Shared, headers: axum::http::HeaderMap) -> Response {
-    match person_of(&s.lock().unwrap(), &headers) {
-        Some(p) => Json(json!({"id": p.sub, "email": p.email})).into_response(),
-        None => StatusCode::UNAUTHORIZED.into_response(),
+fn fb_me(st: &mut StubState, req: &StubRequest) -> StubResponse {
+    match person_of(st, req) {
+        Ok(p) => StubResponse::json(200, &json!({"id": p.sub, "email": p.email})),
+        Err(refused) => refused,
     }
+}
+
+/// A route whose handler works on the provider's state.
+fn route(
+    method: &str,
+    path: &str,
+    state: &Arc<Mutex<StubState>>,
+    handler: fn(&mut StubState, &StubRequest) -> StubResponse,
+) -> Route {
+    let state = state.clone();
+    Route::new(method, path, move |req| {
+        handler(&mut state.lock().unwrap(), req)
+    })
 }
 
 impl Stub {
     pub(crate) fn start() -> Stub {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr: SocketAddr = listener.local_addr().unwrap();
-        let base = format!("http://{addr}");
         let (key, public) = p256_pkcs8();
         let (other_key, _) = p256_pkcs8();
         let jwk = json!({
@@ -325,7 +323,8 @@ impl Stub {
             "y": URL_SAFE_NO_PAD.encode(&public[33..65]),
         });
         let state = Arc::new(Mutex::new(StubState {
-            base: base.clone(),
+            // Known once the server listens.
+            base: String::new(),
             key,
             other_key,
             jwk,
@@ -341,33 +340,34 @@ impl Stub {
             apple: None,
             rsa: None,
         }));
-        let app = Router::new()
-            .route("/.well-known/openid-configuration", get(discovery))
-            .route("/jwks", get(jwks))
-            .route("/authorize", get(authorize))
-            .route("/token", post(oidc_token))
-            .route("/gh/login/oauth/authorize", get(authorize))
-            .route("/gh/login/oauth/access_token", post(rest_token))
-            .route("/gh/api/user", get(gh_user))
-            .route("/gh/api/user/emails", get(gh_emails))
-            .route("/fb/dialog/oauth", get(authorize))
-            .route("/fb/oauth/access_token", post(rest_token))
-            .route("/fb/api/me", get(fb_me))
-            .route("/dc/oauth2/authorize", get(authorize))
-            .route("/dc/api/oauth2/token", post(rest_token))
-            .route("/dc/api/users/@me", get(dc_me))
-            .with_state(state.clone());
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                axum::serve(listener, app).await.unwrap();
-            });
-        });
-        Stub { base, state }
+        let server = StubServer::start(vec![
+            route(
+                "GET",
+                "/.well-known/openid-configuration",
+                &state,
+                discovery,
+            ),
+            route("GET", "/jwks", &state, jwks),
+            route("GET", "/authorize", &state, authorize),
+            route("POST", "/token", &state, oidc_token),
+            route("GET", "/gh/login/oauth/authorize", &state, authorize),
+            route("POST", "/gh/login/oauth/access_token", &state, rest_token),
+            route("GET", "/gh/api/user", &state, gh_user),
+            route("GET", "/gh/api/user/emails", &state, gh_emails),
+            route("GET", "/fb/dialog/oauth", &state, authorize),
+            route("POST", "/fb/oauth/access_token", &state, rest_token),
+            route("GET", "/fb/api/me", &state, fb_me),
+            route("GET", "/dc/oauth2/authorize", &state, authorize),
+            route("POST", "/dc/api/oauth2/token", &state, rest_token),
+            route("GET", "/dc/api/users/@me", &state, dc_me),
+        ]);
+        let base = server.url().to_owned();
+        state.lock().unwrap().base = base.clone();
+        Stub {
+            base,
+            state,
+            _server: server,
+        }
     }
 
     /// Apple's shape: client secrets must be ES256 JWTs by `public` (uncompressed P-256).

@@ -14,6 +14,8 @@ use std::{
 use reqwest::blocking::{Client, Response};
 use serde_json::{json, Value};
 
+use crate::stub::{Route, StubResponse, StubServer};
+
 pub const PASSWORD: &str = "correct horse battery staple";
 
 pub fn bin() -> &'static str {
@@ -463,6 +465,7 @@ pub struct CaptchaStub {
     /// and adds the solved token (`good`) to the form as `cf-turnstile-response`.
     pub script_url: String,
     pub seen: std::sync::Arc<std::sync::Mutex<Vec<std::collections::HashMap<String, String>>>>,
+    _server: StubServer,
 }
 
 /// The stub widget's script (what the provider's does once a person solved it).
@@ -476,88 +479,28 @@ const WIDGET_SCRIPT: &str = "document.querySelectorAll('.cf-turnstile').forEach(
 
 impl CaptchaStub {
     pub fn start() -> Self {
-        use std::io::Read;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (url, script_url) = (format!("{base}/siteverify"), format!("{base}/api.js"));
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let record = seen.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut len = 0usize;
-                let mut request_line = String::new();
-                let _ = reader.read_line(&mut request_line);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                        break;
-                    }
-                    let l = line.trim_end();
-                    if l.is_empty() {
-                        break;
-                    }
-                    if let Some(v) = l.to_ascii_lowercase().strip_prefix("content-length:") {
-                        len = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                if request_line.starts_with("GET ") {
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/javascript\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
-                        WIDGET_SCRIPT.len(),
-                        WIDGET_SCRIPT
-                    );
-                    continue;
-                }
-                let mut body = vec![0u8; len];
-                let _ = reader.read_exact(&mut body);
+        let server = StubServer::start(vec![
+            Route::get("/api.js", |_| {
+                StubResponse::text(200, "text/javascript", WIDGET_SCRIPT)
+            }),
+            Route::post("/siteverify", move |req| {
                 let form: std::collections::HashMap<String, String> =
-                    url_decode_form(&String::from_utf8_lossy(&body));
+                    req.form().into_iter().collect();
                 let ok = form.get("response").map(String::as_str) == Some("good")
                     && form.get("secret").map(String::as_str) == Some("stub-secret");
                 record.lock().unwrap().push(form);
-                let answer = format!("{{\"success\": {ok}, \"error-codes\": []}}");
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
-                    answer.len(),
-                    answer
-                );
-            }
-        });
+                StubResponse::json(200, &json!({"success": ok, "error-codes": []}))
+            }),
+        ]);
         CaptchaStub {
-            url,
-            script_url,
+            url: format!("{}/siteverify", server.url()),
+            script_url: format!("{}/api.js", server.url()),
             seen,
+            _server: server,
         }
     }
-}
-
-fn url_decode_form(s: &str) -> std::collections::HashMap<String, String> {
-    s.split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (decode(k), decode(v)))
-        .collect()
-}
-
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 3 <= bytes.len() => {
-                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(b'?'));
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A local SMTP server speaking enough of RFC 5321 for lettre: it accepts every message and

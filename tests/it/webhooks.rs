@@ -5,7 +5,6 @@
 
 use std::{
     collections::VecDeque,
-    io::{BufRead, BufReader, Read, Write},
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -13,6 +12,7 @@ use std::{
 use serde_json::{json, Value};
 use standardwebhooks::Webhook;
 
+use crate::stub::{Route, StubRequest, StubResponse, StubServer};
 use crate::support::*;
 
 pub(crate) const PRIVATE_OK: (&str, &str) = ("TESSERA__WEBHOOKS__ALLOW_PRIVATE_TARGETS", "true");
@@ -87,28 +87,22 @@ pub(crate) struct Receiver {
     script: Arc<Mutex<VecDeque<Answer>>>,
     /// What it answers once the script is spent.
     default: Arc<Mutex<u16>>,
+    _server: StubServer,
 }
 
 impl Receiver {
     pub(crate) fn start() -> Self {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/hooks/tessera", listener.local_addr().unwrap());
         let got = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let default = Arc::new(Mutex::new(200u16));
         let (g, s, d) = (got.clone(), script.clone(), default.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let (g, s, d) = (g.clone(), s.clone(), d.clone());
-                std::thread::spawn(move || serve_one(stream, &g, &s, &d));
-            }
-        });
+        let server = StubServer::start(vec![Route::any(move |req| answer(req, &g, &s, &d))]);
         Receiver {
-            url,
+            url: format!("{}/hooks/tessera", server.url()),
             got,
             script,
             default,
+            _server: server,
         }
     }
 
@@ -149,41 +143,13 @@ impl Receiver {
     }
 }
 
-fn serve_one(
-    stream: std::net::TcpStream,
+/// Answers one request from the script (a stall blocks this request only), then records it.
+fn answer(
+    req: &StubRequest,
     got: &Mutex<Vec<Received>>,
     script: &Mutex<VecDeque<Answer>>,
     default: &Mutex<u16>,
-) {
-    let mut writer = stream.try_clone().unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut request_line = String::new();
-    if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-        return;
-    }
-    let mut headers = Vec::new();
-    let mut len = 0usize;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_owned());
-            if k == "content-length" {
-                len = v.parse().unwrap_or(0);
-            }
-            headers.push((k, v));
-        }
-    }
-    let mut body = vec![0u8; len];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+) -> StubResponse {
     let answer = script
         .lock()
         .unwrap()
@@ -197,14 +163,11 @@ fn serve_one(
         }
     };
     got.lock().unwrap().push(Received {
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
+        headers: req.headers.clone(),
+        body: req.text(),
         answered: status,
     });
-    let _ = write!(
-        writer,
-        "HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
-    );
+    StubResponse::text(status, "text/plain", "ok")
 }
 
 // ---------------------------------------------------------------------------------------------
