@@ -105,6 +105,14 @@ pub(crate) struct Ui {
     shots: PathBuf,
 }
 
+/// The session ends with its `Ui`, a failed test's too: a browser left open outlives its
+/// chromedriver, orphaned.
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.rt.block_on(self.browser.clone().close());
+    }
+}
+
 impl Ui {
     fn fail(&self, name: &str, why: String) -> ! {
         let path = self.shots.join(format!("{name}.png"));
@@ -300,8 +308,7 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
     let at = ui.url("app-url");
     assert!(at.starts_with(&app), "{at}");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -411,8 +418,7 @@ fn a_relying_party_signs_a_user_in_through_the_hosted_authorize_pages_in_chromiu
     let again = rp.finish(&api, req, &called);
     assert_eq!(again["sid"], claims["sid"]);
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -558,8 +564,7 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
         .expect("the denial reached the client");
     assert!(called.contains("error=access_denied"), "{called}");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -627,8 +632,7 @@ fn a_user_signs_out_through_the_logout_confirmation_page_in_chromium() {
     ui.goto("authorize-again", &req.url);
     ui.expect_text("signed-out", "Sign in to Chromium Bye");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -668,8 +672,7 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
     assert_eq!(claims["email"], "chromium-social@example.com");
     assert_eq!(claims["amr"], json!(["fed"]));
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -727,8 +730,7 @@ fn a_user_links_a_provider_through_the_confirmation_page_in_chromium() {
     let list = api.send("GET", "/v1/users/me/identities", Some(&user.access), None);
     assert_eq!(list.expect(200)["data"][0]["subject"], "chromium-linked");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -846,8 +848,7 @@ fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
     assert_eq!(claims["email"], email);
     assert_eq!(claims["amr"], json!(["hwk"]));
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -955,8 +956,7 @@ fn a_user_connects_a_device_on_the_hosted_device_page_in_chromium() {
     assert_eq!(st, 200, "{issued}");
     assert!(issued["access_token"].as_str().is_some(), "{issued}");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -1011,8 +1011,7 @@ fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
     assert_eq!(st, 200, "{issued}");
     assert!(issued["access_token"].as_str().is_some(), "{issued}");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -1088,8 +1087,7 @@ fn the_wallet_qr_page_shows_a_scannable_code_in_chromium() {
         Some(wallet_url.as_str())
     );
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -1163,8 +1161,7 @@ fn a_guardian_consents_and_manages_the_account_in_chromium() {
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -1254,8 +1251,7 @@ fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_ch
     sign_in(&ui, "fresh");
     ui.expect_text("fresh-refused", "Too many attempts");
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
 
@@ -1324,7 +1320,6 @@ fn the_hosted_sign_in_asks_for_the_captcha_past_the_address_count_in_chromium() 
         .expect("the callback was called");
     assert_eq!(rp.finish(&api, req, &called)["email"], email);
 
-    let Ui { rt, browser, .. } = ui;
-    let _ = rt.block_on(browser.close());
+    drop(ui);
     drop(driver);
 }
