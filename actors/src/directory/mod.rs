@@ -19,12 +19,11 @@ mod state;
 mod supervision;
 mod tenants;
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
-use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
 pub use self::{
     management_keys::{MANAGEMENT_KEY_PREFIX, MAX_MANAGEMENT_KEYS},
     messages::{
@@ -34,10 +33,8 @@ pub use self::{
     state::{DirectoryState, SessionPolicy},
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
-use crate::login_guard::LoginThrottles;
 use crate::{
-    durable::reply_when_durable, error::DirectoryError, published::Published,
-    records::TenantRecord, tenant::TenantRuntime, throttle::RateWindow,
+    durable::reply_when_durable, error::DirectoryError, published::Published, tenant::TenantRuntime,
 };
 
 /// What the directory starts with.
@@ -68,38 +65,7 @@ impl Actor for Directory {
         _myself: ActorRef<DirectoryMsg>,
         args: DirectoryArgs,
     ) -> Result<DirectoryState, ActorProcessingErr> {
-        let platform = args.store.platform();
-        let mut tenants = HashMap::new();
-        for rec in platform.scan::<TenantRecord>() {
-            let rec = rec?;
-            tenants.insert(rec.id, rec);
-        }
-        let mut state = DirectoryState {
-            root: args.store,
-            platform,
-            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
-            master_key: args.master_key,
-            published: args.published,
-            fault_injection: args.fault_injection,
-            tenants,
-            running: HashMap::new(),
-            by_actor: HashMap::new(),
-            restarts: HashMap::new(),
-            session_policy: args.session_policy,
-            login: LoginThrottles::new(args.runtime.login_failures_per_address),
-            runtime: args.runtime,
-            account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
-            reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
-            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
-            tenant_idle: args.tenant_idle,
-            management_keys: HashMap::new(),
-            resources_by_tenant: HashMap::new(),
-        };
-        state.restore_throttles()?;
-        state.load_management_keys()?;
-        state.load_resources()?;
-        state.publish_index();
-        state.published.running.clear();
+        let state = DirectoryState::open(args)?;
         tracing::info!(tenants = state.tenants.len(), "directory started");
         Ok(state)
     }
