@@ -392,3 +392,72 @@ fn reply_after_flush(state: &DirectoryState, reply: RpcReplyPort<()>) {
         let _ = reply.send(());
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use ractor::concurrency::{oneshot, OneshotReceiver};
+
+    use super::*;
+    use crate::directory::state::tests::directory;
+
+    /// The answer, if it was sent already.
+    fn sent<T>(rx: &mut OneshotReceiver<T>) -> Option<T> {
+        rx.try_recv().ok()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_is_answered_once_durable_and_an_error_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_durable(&d, tx.into(), Err::<u8, _>(DirectoryError::NotFound));
+        assert!(matches!(sent(&mut rx), Some(Err(DirectoryError::NotFound))));
+        let (tx, mut rx) = oneshot();
+        reply_durable(&d, tx.into(), Ok::<u8, DirectoryError>(7));
+        assert!(sent(&mut rx).is_none());
+        assert!(matches!(rx.await, Ok(Ok(7))));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_mailed_token_answer_waits_for_the_flush_alike_unless_rate_limited() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_alike(
+            &d,
+            tx.into(),
+            Err::<Option<u8>, _>(DirectoryError::RateLimited {
+                retry_after_secs: 9,
+            }),
+        );
+        assert!(matches!(
+            sent(&mut rx),
+            Some(Err(DirectoryError::RateLimited {
+                retry_after_secs: 9
+            }))
+        ));
+        // A token, none, or any other error: each is answered after the same flush.
+        for out in [
+            Ok(Some(1u8)),
+            Ok(None),
+            Err(DirectoryError::TokenInvalid),
+            Err(DirectoryError::Internal("x".into())),
+        ] {
+            let expected = format!("{out:?}");
+            let (tx, mut rx) = oneshot();
+            reply_alike(&d, tx.into(), out);
+            assert!(sent(&mut rx).is_none(), "{expected} was answered at once");
+            assert_eq!(format!("{:?}", rx.await.unwrap()), expected);
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_login_is_answered_after_the_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_after_flush(&d, tx.into());
+        assert!(sent(&mut rx).is_none());
+        rx.await.unwrap();
+    }
+}
