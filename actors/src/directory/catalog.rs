@@ -316,3 +316,324 @@ impl DirectoryState {
         Ok((record, true))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tessera_storage::{
+        codec::{decode, encode},
+        StorageError,
+    };
+
+    use super::*;
+    use crate::directory::state::tests::{directory, reopen, tenant};
+
+    fn locale_text(word: &str) -> DisplayMetadata {
+        DisplayMetadata::LocaleText {
+            locale_text: LocaleText {
+                en: word.into(),
+                pl: format!("{word} (pl)"),
+                de: format!("{word} (de)"),
+                fr: format!("{word} (fr)"),
+                es: format!("{word} (es)"),
+            },
+        }
+    }
+
+    fn scope(resource: Uuid, name: &str) -> NewCatalogScope {
+        NewCatalogScope {
+            resource_id: resource,
+            scope_name: name.into(),
+            sensitivity: Sensitivity::Normal,
+            display_metadata: locale_text(name),
+            per_resource_cap: 3,
+            per_tenant_cap: 4,
+        }
+    }
+
+    fn names(scopes: &[CatalogScopeRecord]) -> Vec<&str> {
+        scopes.iter().map(|s| s.scope_name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_resource_belongs_to_one_tenant_and_its_catalog_to_it_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        assert!(matches!(
+            d.register_resource(TenantId::new(), "API".into(), "https://x.example".into()),
+            Err(DirectoryError::TenantNotFound)
+        ));
+        let api = d
+            .register_resource(acme, "API".into(), "https://api.acme.example".into())
+            .unwrap();
+        let billing = d
+            .register_resource(
+                acme,
+                "Billing".into(),
+                "https://billing.acme.example".into(),
+            )
+            .unwrap();
+        assert_eq!(d.resource(api.id).unwrap().unwrap().tenant, acme);
+        d.register_catalog_scope(acme, scope(api.id, "read"))
+            .unwrap();
+        d.register_catalog_scope(acme, scope(api.id, "write"))
+            .unwrap();
+        let catalog = d.tenant_catalog(acme).unwrap();
+        let ids: Vec<Uuid> = catalog.iter().map(|r| r.resource.id).collect();
+        assert_eq!(ids, [api.id, billing.id]);
+        assert_eq!(names(&catalog[0].scopes), ["read", "write"]);
+        assert!(catalog[1].scopes.is_empty());
+        assert!(d.tenant_catalog(globex).unwrap().is_empty());
+        assert_eq!(
+            names(&d.list_catalog_scopes(acme, api.id).unwrap()),
+            ["read", "write"]
+        );
+        // Another tenant's resource answers nothing, as an unknown one does.
+        assert!(d.list_catalog_scopes(globex, api.id).unwrap().is_empty());
+        assert!(d
+            .list_catalog_scopes(acme, Uuid::now_v7())
+            .unwrap()
+            .is_empty());
+        for (who, resource) in [
+            (globex, api.id),
+            (acme, Uuid::now_v7()),
+            (acme, PLATFORM_RESOURCE_ID),
+        ] {
+            assert!(matches!(
+                d.register_catalog_scope(who, scope(resource, "admin")),
+                Err(DirectoryError::ResourceNotFound)
+            ));
+        }
+        // The lookup by tenant is rebuilt at start.
+        let d = reopen(d);
+        let ids: Vec<Uuid> = d
+            .tenant_catalog(acme)
+            .unwrap()
+            .iter()
+            .map(|r| r.resource.id)
+            .collect();
+        assert_eq!(ids, [api.id, billing.id]);
+    }
+
+    #[test]
+    fn scope_names_are_unique_per_resource_and_counted_against_both_caps() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        let api = d
+            .register_resource(acme, "API".into(), "https://api.acme.example".into())
+            .unwrap();
+        let billing = d
+            .register_resource(
+                acme,
+                "Billing".into(),
+                "https://billing.acme.example".into(),
+            )
+            .unwrap();
+        let other = d
+            .register_resource(globex, "API".into(), "https://api.globex.example".into())
+            .unwrap();
+        d.register_catalog_scope(acme, scope(api.id, "read"))
+            .unwrap();
+        assert!(matches!(
+            d.register_catalog_scope(acme, scope(api.id, "read")),
+            Err(DirectoryError::CatalogDuplicate)
+        ));
+        // The same name on another resource is another scope.
+        d.register_catalog_scope(acme, scope(billing.id, "read"))
+            .unwrap();
+        d.register_catalog_scope(acme, scope(api.id, "write"))
+            .unwrap();
+        d.register_catalog_scope(acme, scope(api.id, "delete"))
+            .unwrap();
+        assert!(matches!(
+            d.register_catalog_scope(acme, scope(api.id, "admin")),
+            Err(DirectoryError::CatalogResourceCap)
+        ));
+        // Four over the tenant's resources: the fifth is refused on a resource with room.
+        assert!(matches!(
+            d.register_catalog_scope(acme, scope(billing.id, "pay")),
+            Err(DirectoryError::CatalogTenantCap)
+        ));
+        // Another tenant's entries are not counted against this one.
+        for name in ["a", "b", "c"] {
+            d.register_catalog_scope(globex, scope(other.id, name))
+                .unwrap();
+        }
+        let removed = d
+            .delete_catalog_scope(
+                acme,
+                api.id,
+                d.list_catalog_scopes(acme, api.id).unwrap()[0].id,
+            )
+            .unwrap();
+        assert_eq!(removed.scope_name, "read");
+        d.register_catalog_scope(acme, scope(billing.id, "pay"))
+            .unwrap();
+    }
+
+    #[test]
+    fn an_entry_is_pending_until_approved_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let api = d
+            .register_resource(acme, "API".into(), "https://api.acme.example".into())
+            .unwrap();
+        let read = d
+            .register_catalog_scope(acme, scope(api.id, "read"))
+            .unwrap();
+        d.register_catalog_scope(acme, scope(api.id, "write"))
+            .unwrap();
+        assert_eq!(read.status, ScopeStatus::PendingReview);
+        assert!(!read.requires_platform_enable);
+        assert_eq!(
+            names(&d.all_catalog_scopes(true).unwrap()),
+            ["read", "write"]
+        );
+        let (approved, changed) = d.approve_catalog_scope(api.id, read.id).unwrap();
+        assert!(changed);
+        assert_eq!(approved.status, ScopeStatus::Approved);
+        assert!(approved.updated_at >= read.updated_at);
+        let (again, changed) = d.approve_catalog_scope(api.id, read.id).unwrap();
+        assert!(!changed);
+        assert_eq!(again.updated_at, approved.updated_at);
+        assert_eq!(names(&d.all_catalog_scopes(true).unwrap()), ["write"]);
+        assert_eq!(
+            names(&d.all_catalog_scopes(false).unwrap()),
+            ["read", "write"]
+        );
+        assert_eq!(
+            d.list_catalog_scopes(acme, api.id).unwrap()[0].status,
+            ScopeStatus::Approved
+        );
+        assert!(matches!(
+            d.approve_catalog_scope(api.id, Uuid::now_v7()),
+            Err(DirectoryError::NotFound)
+        ));
+    }
+
+    #[test]
+    fn only_the_owner_deletes_an_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        let api = d
+            .register_resource(acme, "API".into(), "https://api.acme.example".into())
+            .unwrap();
+        let read = d
+            .register_catalog_scope(acme, scope(api.id, "read"))
+            .unwrap();
+        assert!(matches!(
+            d.delete_catalog_scope(globex, api.id, read.id),
+            Err(DirectoryError::ResourceNotFound)
+        ));
+        assert_eq!(d.list_catalog_scopes(acme, api.id).unwrap().len(), 1);
+        assert_eq!(
+            d.delete_catalog_scope(acme, api.id, read.id).unwrap().id,
+            read.id
+        );
+        assert!(d.list_catalog_scopes(acme, api.id).unwrap().is_empty());
+        assert!(matches!(
+            d.delete_catalog_scope(acme, api.id, read.id),
+            Err(DirectoryError::NotFound)
+        ));
+    }
+
+    #[test]
+    fn entry_keys_start_with_their_resource() {
+        let (resource, scope) = (Uuid::now_v7(), Uuid::now_v7());
+        let key = CatalogScopeRecord::key_of(resource, scope);
+        assert_eq!(&key[..16], resource.as_bytes());
+        assert_eq!(&key[16..], scope.as_bytes());
+    }
+
+    #[test]
+    fn records_round_trip_and_malformed_bytes_are_refused() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let entry = CatalogScopeRecord {
+            id: Uuid::now_v7(),
+            resource_id: Uuid::now_v7(),
+            tenant: TenantId::new(),
+            scope_name: "read".into(),
+            status: ScopeStatus::PendingReview,
+            sensitivity: Sensitivity::Elevated,
+            requires_platform_enable: true,
+            display_metadata: locale_text("Read"),
+            created_at: now,
+            updated_at: now,
+        };
+        let bytes = encode(&entry).unwrap();
+        let back: CatalogScopeRecord = decode(&bytes).unwrap();
+        assert_eq!(back.id, entry.id);
+        assert_eq!(back.resource_id, entry.resource_id);
+        assert_eq!(back.tenant, entry.tenant);
+        assert_eq!(
+            (back.status, back.sensitivity, back.requires_platform_enable),
+            (ScopeStatus::PendingReview, Sensitivity::Elevated, true)
+        );
+        assert_eq!(back.display_metadata, entry.display_metadata);
+        assert_eq!(back.created_at, now);
+        let keyed = CatalogScopeRecord {
+            display_metadata: DisplayMetadata::I18nKey {
+                i18n_key: "scope.read".into(),
+            },
+            ..entry.clone()
+        };
+        let back: CatalogScopeRecord = decode(&encode(&keyed).unwrap()).unwrap();
+        assert_eq!(back.display_metadata, keyed.display_metadata);
+        // The stored words the operator's tools read.
+        let json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(json["status"], "pending_review");
+        assert_eq!(json["sensitivity"], "elevated");
+        assert_eq!(json["display_metadata"]["kind"], "locale_text");
+        assert_eq!(json["display_metadata"]["locale_text"]["pl"], "Read (pl)");
+
+        let resource = ResourceRecord {
+            id: Uuid::now_v7(),
+            tenant: TenantId::new(),
+            name: "API".into(),
+            uri: "https://api.example/".into(),
+            created_at: now,
+        };
+        let back: ResourceRecord = decode(&encode(&resource).unwrap()).unwrap();
+        assert_eq!(
+            (back.id, back.tenant, back.name.as_str(), back.uri.as_str()),
+            (resource.id, resource.tenant, "API", "https://api.example/")
+        );
+
+        assert!(matches!(
+            decode::<ResourceRecord>(&[0]),
+            Err(StorageError::Format(_))
+        ));
+        let mut other_version = encode(&resource).unwrap();
+        other_version[..2].copy_from_slice(&2u16.to_be_bytes());
+        assert!(matches!(
+            decode::<ResourceRecord>(&other_version),
+            Err(StorageError::SchemaVersion {
+                found: 2,
+                expected: 1,
+                ..
+            })
+        ));
+        let mut truncated = encode(&entry).unwrap();
+        truncated.truncate(truncated.len() - 1);
+        assert!(matches!(
+            decode::<CatalogScopeRecord>(&truncated),
+            Err(StorageError::Decode { .. })
+        ));
+        let mut unknown_status = json.clone();
+        unknown_status["status"] = "live".into();
+        let mut bytes = 1u16.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&serde_json::to_vec(&unknown_status).unwrap());
+        assert!(decode::<CatalogScopeRecord>(&bytes).is_err());
+        let mut untagged = json;
+        untagged["display_metadata"] = serde_json::json!({"i18n_key": "scope.read"});
+        let mut bytes = 1u16.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&serde_json::to_vec(&untagged).unwrap());
+        assert!(decode::<CatalogScopeRecord>(&bytes).is_err());
+    }
+}

@@ -120,3 +120,149 @@ impl DirectoryState {
         Ok((rec, true))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        directory::state::tests::{directory, reopen, tenant},
+        error::DirectoryError,
+        records::Role,
+    };
+
+    fn new_key(tenant: TenantId, name: &str, role: Role) -> NewManagementKey {
+        NewManagementKey {
+            tenant,
+            name: name.into(),
+            role,
+            expires_at: None,
+            created_by: Uuid::now_v7(),
+        }
+    }
+
+    #[test]
+    fn a_new_key_is_shown_once_and_stored_only_as_its_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let expires_at = Some(OffsetDateTime::now_utc() + time::Duration::days(30));
+        let created = d
+            .create_management_key(NewManagementKey {
+                expires_at,
+                ..new_key(acme, "ci", Role::Viewer)
+            })
+            .unwrap();
+        let key = &created.key;
+        assert!(key.starts_with(MANAGEMENT_KEY_PREFIX));
+        assert!(key.len() > MANAGEMENT_KEY_PREFIX.len() + 32);
+        let rec = &created.record;
+        assert_eq!(rec.hash, sha256(key.as_bytes()));
+        assert_eq!(rec.prefix, key[..MANAGEMENT_KEY_PREFIX.len() + 8]);
+        assert_eq!((rec.tenant, rec.role), (acme, Role::Viewer));
+        assert_eq!(rec.revoked_at, None);
+        let stored = d
+            .platform
+            .get::<ManagementKeyRecord>(&ManagementKeyRecord::key_of(acme, rec.id))
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.hash, rec.hash);
+        let encoded =
+            String::from_utf8_lossy(&tessera_storage::codec::encode(&stored).unwrap()).into_owned();
+        assert!(!encoded.contains(&key[MANAGEMENT_KEY_PREFIX.len()..]));
+        // Handlers find the key's tenant, role and expiry by its hash alone.
+        let index = d.published.index.load();
+        let grant = index
+            .by_management_key
+            .get(&sha256(key.as_bytes()))
+            .unwrap();
+        assert_eq!(
+            (grant.tenant, grant.id, grant.role, grant.expires_at),
+            (acme, rec.id, Role::Viewer, expires_at)
+        );
+        let other = d
+            .create_management_key(new_key(acme, "ci", Role::Viewer))
+            .unwrap();
+        assert_ne!(other.key, created.key);
+        assert!(matches!(
+            d.create_management_key(new_key(TenantId::new(), "ci", Role::Admin)),
+            Err(DirectoryError::TenantNotFound)
+        ));
+    }
+
+    #[test]
+    fn a_tenant_holds_a_bounded_number_of_unrevoked_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        let keys: Vec<CreatedManagementKey> = (0..MAX_MANAGEMENT_KEYS)
+            .map(|i| {
+                d.create_management_key(new_key(acme, &format!("k{i}"), Role::Admin))
+                    .unwrap()
+            })
+            .collect();
+        assert!(matches!(
+            d.create_management_key(new_key(acme, "one more", Role::Admin)),
+            Err(DirectoryError::ManagementKeyLimit)
+        ));
+        // Another tenant's count is its own.
+        d.create_management_key(new_key(globex, "k", Role::Admin))
+            .unwrap();
+        d.revoke_management_key(acme, keys[3].record.id).unwrap();
+        d.create_management_key(new_key(acme, "replacement", Role::Admin))
+            .unwrap();
+        assert!(matches!(
+            d.create_management_key(new_key(acme, "one more", Role::Admin)),
+            Err(DirectoryError::ManagementKeyLimit)
+        ));
+    }
+
+    #[test]
+    fn a_revoked_key_leaves_the_index_once_and_stays_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        let first = d
+            .create_management_key(new_key(acme, "first", Role::Admin))
+            .unwrap();
+        let second = d
+            .create_management_key(new_key(acme, "second", Role::Viewer))
+            .unwrap();
+        assert!(matches!(
+            d.revoke_management_key(globex, first.record.id),
+            Err(DirectoryError::NotFound)
+        ));
+        let (revoked, changed) = d.revoke_management_key(acme, first.record.id).unwrap();
+        assert!(changed);
+        let revoked_at = revoked.revoked_at.unwrap();
+        let index = d.published.index.load();
+        assert!(!index
+            .by_management_key
+            .contains_key(&sha256(first.key.as_bytes())));
+        assert!(index
+            .by_management_key
+            .contains_key(&sha256(second.key.as_bytes())));
+        let (again, changed) = d.revoke_management_key(acme, first.record.id).unwrap();
+        assert!(!changed);
+        assert_eq!(again.revoked_at, Some(revoked_at));
+        let names: Vec<(String, bool)> = d
+            .list_management_keys(acme)
+            .unwrap()
+            .into_iter()
+            .map(|k| (k.name, k.revoked_at.is_some()))
+            .collect();
+        assert_eq!(
+            names,
+            [("second".to_owned(), false), ("first".to_owned(), true)]
+        );
+        assert!(d.list_management_keys(globex).unwrap().is_empty());
+        // Nor does a restart bring it back.
+        let d = reopen(d);
+        let index = d.published.index.load();
+        assert!(!index
+            .by_management_key
+            .contains_key(&sha256(first.key.as_bytes())));
+        assert_eq!(index.by_management_key.len(), 1);
+    }
+}

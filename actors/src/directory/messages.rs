@@ -510,3 +510,76 @@ pub struct AccountReset {
     /// The tenants the account was detached from (empty unless `reclaimed`).
     pub detached: Vec<DetachedTenant>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member_of(slug: &str, role: Role) -> MemberOf {
+        MemberOf {
+            tenant: TenantId::new(),
+            slug: slug.into(),
+            name: slug.to_uppercase(),
+            role,
+        }
+    }
+
+    #[test]
+    fn a_session_names_its_role_per_tenant_and_knows_only_its_own_csrf_value() {
+        let now = OffsetDateTime::now_utc();
+        let info = SessionInfo {
+            account_id: Uuid::now_v7(),
+            email: "owner@acme.example".into(),
+            email_verified: true,
+            csrf_hash: sha256(b"the csrf value"),
+            reauth_at: None,
+            expires_at: now,
+            memberships: vec![
+                member_of("acme", Role::Owner),
+                member_of("globex", Role::Viewer),
+            ],
+        };
+        assert_eq!(info.role_in("acme").map(|m| m.role), Some(Role::Owner));
+        assert_eq!(info.role_in("globex").map(|m| m.role), Some(Role::Viewer));
+        assert!(info.role_in("initech").is_none());
+        assert!(info.role_in("ACME").is_none());
+        assert!(info.csrf_matches("the csrf value"));
+        assert!(!info.csrf_matches("the csrf valu"));
+        assert!(!info.csrf_matches(""));
+    }
+
+    #[test]
+    fn a_creation_answer_round_trips_through_its_stored_form() {
+        // Onboarding replays this answer from its sealed JSON.
+        let created = Created {
+            tenant: TenantSummary {
+                id: TenantId::new(),
+                slug: "acme".into(),
+                name: "Acme".into(),
+            },
+            owner: Some(OwnerSummary {
+                id: Uuid::now_v7(),
+                email: "owner@acme.example".into(),
+            }),
+            api_key: "tsk_secret".into(),
+        };
+        let back: Created = serde_json::from_slice(&serde_json::to_vec(&created).unwrap()).unwrap();
+        assert_eq!(back.tenant.id, created.tenant.id);
+        assert_eq!(
+            (back.tenant.slug.as_str(), back.tenant.name.as_str()),
+            ("acme", "Acme")
+        );
+        let owner = back.owner.unwrap();
+        assert_eq!(owner.id, created.owner.as_ref().unwrap().id);
+        assert_eq!(owner.email, "owner@acme.example");
+        assert_eq!(back.api_key, "tsk_secret");
+        let ownerless = Created {
+            owner: None,
+            ..created
+        };
+        let back: Created =
+            serde_json::from_slice(&serde_json::to_vec(&ownerless).unwrap()).unwrap();
+        assert!(back.owner.is_none());
+        assert!(serde_json::from_slice::<Created>(br#"{"tenant":{"slug":"acme"}}"#).is_err());
+    }
+}

@@ -19,12 +19,11 @@ mod state;
 mod supervision;
 mod tenants;
 
-use std::{collections::HashMap, time::Duration};
+use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
-use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
 pub use self::{
     management_keys::{MANAGEMENT_KEY_PREFIX, MAX_MANAGEMENT_KEYS},
     messages::{
@@ -34,10 +33,8 @@ pub use self::{
     state::{DirectoryState, SessionPolicy},
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
-use crate::login_guard::LoginThrottles;
 use crate::{
-    durable::reply_when_durable, error::DirectoryError, published::Published,
-    records::TenantRecord, tenant::TenantRuntime, throttle::RateWindow,
+    durable::reply_when_durable, error::DirectoryError, published::Published, tenant::TenantRuntime,
 };
 
 /// What the directory starts with.
@@ -68,38 +65,7 @@ impl Actor for Directory {
         _myself: ActorRef<DirectoryMsg>,
         args: DirectoryArgs,
     ) -> Result<DirectoryState, ActorProcessingErr> {
-        let platform = args.store.platform();
-        let mut tenants = HashMap::new();
-        for rec in platform.scan::<TenantRecord>() {
-            let rec = rec?;
-            tenants.insert(rec.id, rec);
-        }
-        let mut state = DirectoryState {
-            root: args.store,
-            platform,
-            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
-            master_key: args.master_key,
-            published: args.published,
-            fault_injection: args.fault_injection,
-            tenants,
-            running: HashMap::new(),
-            by_actor: HashMap::new(),
-            restarts: HashMap::new(),
-            session_policy: args.session_policy,
-            login: LoginThrottles::new(args.runtime.login_failures_per_address),
-            runtime: args.runtime,
-            account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
-            reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
-            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
-            tenant_idle: args.tenant_idle,
-            management_keys: HashMap::new(),
-            resources_by_tenant: HashMap::new(),
-        };
-        state.restore_throttles()?;
-        state.load_management_keys()?;
-        state.load_resources()?;
-        state.publish_index();
-        state.published.running.clear();
+        let state = DirectoryState::open(args)?;
         tracing::info!(tenants = state.tenants.len(), "directory started");
         Ok(state)
     }
@@ -425,4 +391,73 @@ fn reply_after_flush(state: &DirectoryState, reply: RpcReplyPort<()>) {
         }
         let _ = reply.send(());
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use ractor::concurrency::{oneshot, OneshotReceiver};
+
+    use super::*;
+    use crate::directory::state::tests::directory;
+
+    /// The answer, if it was sent already.
+    fn sent<T>(rx: &mut OneshotReceiver<T>) -> Option<T> {
+        rx.try_recv().ok()
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_is_answered_once_durable_and_an_error_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_durable(&d, tx.into(), Err::<u8, _>(DirectoryError::NotFound));
+        assert!(matches!(sent(&mut rx), Some(Err(DirectoryError::NotFound))));
+        let (tx, mut rx) = oneshot();
+        reply_durable(&d, tx.into(), Ok::<u8, DirectoryError>(7));
+        assert!(sent(&mut rx).is_none());
+        assert!(matches!(rx.await, Ok(Ok(7))));
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_mailed_token_answer_waits_for_the_flush_alike_unless_rate_limited() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_alike(
+            &d,
+            tx.into(),
+            Err::<Option<u8>, _>(DirectoryError::RateLimited {
+                retry_after_secs: 9,
+            }),
+        );
+        assert!(matches!(
+            sent(&mut rx),
+            Some(Err(DirectoryError::RateLimited {
+                retry_after_secs: 9
+            }))
+        ));
+        // A token, none, or any other error: each is answered after the same flush.
+        for out in [
+            Ok(Some(1u8)),
+            Ok(None),
+            Err(DirectoryError::TokenInvalid),
+            Err(DirectoryError::Internal("x".into())),
+        ] {
+            let expected = format!("{out:?}");
+            let (tx, mut rx) = oneshot();
+            reply_alike(&d, tx.into(), out);
+            assert!(sent(&mut rx).is_none(), "{expected} was answered at once");
+            assert_eq!(format!("{:?}", rx.await.unwrap()), expected);
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failed_login_is_answered_after_the_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = directory(dir.path());
+        let (tx, mut rx) = oneshot();
+        reply_after_flush(&d, tx.into());
+        assert!(sent(&mut rx).is_none());
+        rx.await.unwrap();
+    }
 }

@@ -12,7 +12,13 @@ use std::{
 use tessera_storage::{KeyedHasher, MasterKey, PlatformStore, Store, TenantId};
 use uuid::Uuid;
 
+use super::{
+    dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR},
+    DirectoryArgs,
+};
 use crate::{
+    error::DirectoryError,
+    login_guard::LoginThrottles,
     published::{ManagementKeyRef, Published, RunningTenant},
     records::{AccountTokenPurpose, TenantRecord},
     tenant::TenantRuntime,
@@ -63,4 +69,263 @@ pub struct DirectoryState {
     /// Each tenant's resources of the scope catalog (resources are never deleted), so a
     /// tenant's catalog is read without a scan of every tenant's.
     pub(super) resources_by_tenant: HashMap<TenantId, Vec<uuid::Uuid>>,
+}
+
+impl DirectoryState {
+    /// The directory's state as its records left it: the tenants, the dashboard throttles,
+    /// the unrevoked management keys and the resources, with the index published and no
+    /// tenant actor running.
+    pub(super) fn open(args: DirectoryArgs) -> Result<DirectoryState, DirectoryError> {
+        let platform = args.store.platform();
+        let mut tenants = HashMap::new();
+        for rec in platform.scan::<TenantRecord>() {
+            let rec = rec?;
+            tenants.insert(rec.id, rec);
+        }
+        let mut state = DirectoryState {
+            root: args.store,
+            platform,
+            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
+            master_key: args.master_key,
+            published: args.published,
+            fault_injection: args.fault_injection,
+            tenants,
+            running: HashMap::new(),
+            by_actor: HashMap::new(),
+            restarts: HashMap::new(),
+            session_policy: args.session_policy,
+            login: LoginThrottles::new(args.runtime.login_failures_per_address),
+            runtime: args.runtime,
+            account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
+            reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
+            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
+            tenant_idle: args.tenant_idle,
+            management_keys: HashMap::new(),
+            resources_by_tenant: HashMap::new(),
+        };
+        state.restore_throttles()?;
+        state.load_management_keys()?;
+        state.load_resources()?;
+        state.publish_index();
+        state.published.running.clear();
+        Ok(state)
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::{net::IpAddr, path::Path, sync::Arc};
+
+    use tessera_storage::{sha256, Durability, StoreOptions, TenantId};
+    use time::OffsetDateTime;
+
+    use super::*;
+    use crate::{
+        directory::{
+            catalog::PLATFORM_RESOURCE_ID,
+            messages::{Created, MailedToken, NewManagementKey, NewOwner, NewTenant},
+        },
+        login_guard::FREE_PAIR_FAILURES,
+        outbound::{MailJob, Outbound, SmsJob},
+        records::Role,
+        tenant::TokenPolicy,
+    };
+
+    /// Delivery that drops everything: the directory mails nothing itself.
+    struct NoDelivery;
+
+    impl Outbound for NoDelivery {
+        fn submit(&self, _job: MailJob) {}
+        fn submit_sms(&self, _job: SmsJob) {}
+        fn withdraw(&self, _ids: &[Uuid]) {}
+        fn webhooks_due(&self, _tenant: TenantId, _at: OffsetDateTime) {}
+    }
+
+    /// The dashboard sessions' idle end in the fixture.
+    pub(in crate::directory) const IDLE: Duration = Duration::from_secs(30 * 60);
+    /// The dashboard sessions' absolute end in the fixture.
+    pub(in crate::directory) const ABSOLUTE: Duration = Duration::from_secs(2 * 3600);
+    /// The opaque password hash accounts are created with (argon2 runs off the actor).
+    pub(in crate::directory) const PASSWORD_HASH: &str = "$argon2id$opaque";
+
+    fn args(store: Store, master_key: MasterKey) -> DirectoryArgs {
+        DirectoryArgs {
+            store,
+            master_key,
+            published: Published::default(),
+            fault_injection: false,
+            session_policy: SessionPolicy {
+                idle: IDLE,
+                absolute: ABSOLUTE,
+            },
+            runtime: TenantRuntime {
+                tokens: TokenPolicy {
+                    access_ttl: Duration::from_secs(900),
+                    refresh_ttl: Duration::from_secs(3600),
+                    reuse_grace: Duration::from_secs(10),
+                    code_ttl: Duration::from_secs(60),
+                },
+                accounts_url: "https://accounts.example".into(),
+                outbound: Arc::new(NoDelivery),
+                clock_offset: time::Duration::ZERO,
+                sms_countries: Arc::new(vec!["FR".into()]),
+                sms_platform_caps: crate::tenant::PlatformSmsCaps {
+                    free: 1_000,
+                    pro: 10_000,
+                    enterprise: 100_000,
+                },
+                agents: Default::default(),
+                eudi_request_ttl: crate::tenant::eudi::TX_TTL,
+                webhooks: Default::default(),
+                login_failures_per_address: 100,
+            },
+            tenant_idle: None,
+            onboarding_per_ip_hourly: 3,
+        }
+    }
+
+    /// A directory over a new store in `dir`.
+    pub(in crate::directory) fn directory(dir: &Path) -> DirectoryState {
+        let store = Store::open(&StoreOptions {
+            path: dir.to_path_buf(),
+            cache_capacity_bytes: 8 << 20,
+            durability: Durability::Relaxed,
+            max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
+        })
+        .unwrap();
+        DirectoryState::open(args(store, MasterKey::generate())).unwrap()
+    }
+
+    /// The directory started again over the same store and key, as after a restart: what it
+    /// held in memory is gone and rebuilt from the records.
+    pub(in crate::directory) fn reopen(old: DirectoryState) -> DirectoryState {
+        let (store, key) = (old.root.clone(), old.master_key.clone());
+        drop(old);
+        DirectoryState::open(args(store, key)).unwrap()
+    }
+
+    /// A tenant named `name`, without an owner.
+    pub(in crate::directory) fn tenant(d: &mut DirectoryState, name: &str) -> (TenantId, Created) {
+        let out = d
+            .create_tenant(NewTenant {
+                name: name.into(),
+                slug: None,
+                owner: None,
+                idempotency: None,
+            })
+            .unwrap();
+        (out.created.tenant.id, out.created)
+    }
+
+    /// A tenant named `name` onboarded by a new, unverified account of `email`: the tenant,
+    /// the account and its verification token.
+    pub(in crate::directory) fn onboarded(
+        d: &mut DirectoryState,
+        name: &str,
+        email: &str,
+    ) -> (TenantId, Uuid, MailedToken) {
+        let out = d
+            .create_tenant(NewTenant {
+                name: name.into(),
+                slug: None,
+                owner: Some(NewOwner::Create {
+                    email: email.into(),
+                    password_hash: PASSWORD_HASH.into(),
+                }),
+                idempotency: None,
+            })
+            .unwrap();
+        let owner = out.created.owner.unwrap();
+        (out.created.tenant.id, owner.id, out.verification.unwrap())
+    }
+
+    /// As [`onboarded`], the account then verified by its mailed token.
+    pub(in crate::directory) fn verified_owner(
+        d: &mut DirectoryState,
+        name: &str,
+        email: &str,
+    ) -> (TenantId, Uuid) {
+        let (tenant, account, mail) = onboarded(d, name, email);
+        d.verify_account(&mail.token, account).unwrap();
+        (tenant, account)
+    }
+
+    pub(in crate::directory) fn ip(last: u8) -> IpAddr {
+        IpAddr::from([192, 0, 2, last])
+    }
+
+    #[test]
+    fn a_reopened_directory_finds_its_tenants_keys_and_resources() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, created) = tenant(&mut d, "Acme");
+        let (globex, _) = tenant(&mut d, "Globex");
+        let new_key = |tenant| NewManagementKey {
+            tenant,
+            name: "ci".into(),
+            role: Role::Admin,
+            expires_at: None,
+            created_by: Uuid::now_v7(),
+        };
+        let kept = d.create_management_key(new_key(acme)).unwrap();
+        let revoked = d.create_management_key(new_key(acme)).unwrap();
+        d.revoke_management_key(acme, revoked.record.id).unwrap();
+        let resource = d
+            .register_resource(acme, "API".into(), "https://api.acme.example".into())
+            .unwrap();
+
+        let d = reopen(d);
+        assert_eq!(d.tenants.len(), 2);
+        let index = d.published.index.load();
+        assert_eq!(index.by_slug.get("acme"), Some(&acme));
+        assert_eq!(index.by_slug.get("globex"), Some(&globex));
+        assert_eq!(index.slugs.get(&acme).map(String::as_str), Some("acme"));
+        assert_eq!(
+            index.by_key_hash.get(&sha256(created.api_key.as_bytes())),
+            Some(&acme)
+        );
+        let grant = index
+            .by_management_key
+            .get(&sha256(kept.key.as_bytes()))
+            .expect("the unrevoked key is published");
+        assert_eq!((grant.tenant, grant.id), (acme, kept.record.id));
+        assert!(!index
+            .by_management_key
+            .contains_key(&sha256(revoked.key.as_bytes())));
+        assert_eq!(index.by_management_key.len(), 1);
+        let catalog = d.tenant_catalog(acme).unwrap();
+        assert_eq!(catalog.len(), 1);
+        assert_eq!(catalog[0].resource.id, resource.id);
+        assert!(d.tenant_catalog(globex).unwrap().is_empty());
+        assert!(d.resource(PLATFORM_RESOURCE_ID).unwrap().is_none());
+        assert!(d.running.is_empty() && d.published.running.is_empty());
+    }
+
+    #[test]
+    fn a_reopened_directory_forgives_no_failed_login() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (_, account) = verified_owner(&mut d, "Acme", "owner@acme.example");
+        for _ in 0..FREE_PAIR_FAILURES {
+            d.login_failed("owner@acme.example", ip(1), None);
+        }
+        assert!(matches!(
+            d.begin_login("owner@acme.example", ip(1), None),
+            crate::directory::messages::LoginGate::Throttled { .. }
+        ));
+
+        let mut d = reopen(d);
+        assert!(matches!(
+            d.begin_login("owner@acme.example", ip(1), None),
+            crate::directory::messages::LoginGate::Throttled { .. }
+        ));
+        // A login that went through is written too: after the next start it is still forgiven.
+        d.create_session(account, ip(1), None).unwrap();
+        d.persist_throttles_logged();
+        let d = reopen(d);
+        assert!(matches!(
+            d.begin_login("owner@acme.example", ip(1), None),
+            crate::directory::messages::LoginGate::Proceed(Some(_))
+        ));
+    }
 }

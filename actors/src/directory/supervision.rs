@@ -31,6 +31,53 @@ const RESTART_WINDOW: Duration = Duration::from_secs(60);
 /// How long an idle tenant actor may take to finish the messages it already has.
 const RETIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often idle tenant actors are looked for: a few times per idle period, between once a
+/// second and once a minute.
+fn idle_tick(idle: Duration) -> Duration {
+    (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
+impl RestartBudget {
+    /// A budget with no crash counted, its window opening at `now`.
+    fn new(now: Instant) -> Self {
+        RestartBudget {
+            window_start: now,
+            count: 0,
+            failed_until: None,
+        }
+    }
+
+    /// Counts a crash at `now`; false when it is one more than [`MAX_RESTARTS`] within
+    /// [`RESTART_WINDOW`]: the tenant then answers 503 for a window.
+    fn charge(&mut self, now: Instant) -> bool {
+        if now.duration_since(self.window_start) > RESTART_WINDOW {
+            self.window_start = now;
+            self.count = 0;
+        }
+        self.count += 1;
+        if self.count > MAX_RESTARTS {
+            self.failed_until = Some(now + RESTART_WINDOW);
+            false
+        } else {
+            true
+        }
+    }
+
+    /// Whether the tenant may be started at `now`: not while it answers 503; once that
+    /// period is over, its count starts again from zero.
+    fn admits(&mut self, now: Instant) -> bool {
+        match self.failed_until {
+            Some(until) if now < until => false,
+            Some(_) => {
+                self.failed_until = None;
+                self.count = 0;
+                true
+            }
+            None => true,
+        }
+    }
+}
+
 impl DirectoryState {
     /// Starts the tenants that have mail or webhook deliveries waiting from the last run, so
     /// they go out now rather than at the tenant's next request. Only the existence of a
@@ -60,7 +107,7 @@ impl DirectoryState {
         let Some(idle) = self.tenant_idle else {
             return;
         };
-        let period = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let period = idle_tick(idle);
         let directory = myself.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(period);
@@ -135,22 +182,10 @@ impl DirectoryState {
     /// the window passes).
     fn charge_restart(&mut self, id: TenantId) -> bool {
         let now = Instant::now();
-        let budget = self.restarts.entry(id).or_insert(RestartBudget {
-            window_start: now,
-            count: 0,
-            failed_until: None,
-        });
-        if now.duration_since(budget.window_start) > RESTART_WINDOW {
-            budget.window_start = now;
-            budget.count = 0;
-        }
-        budget.count += 1;
-        if budget.count > MAX_RESTARTS {
-            budget.failed_until = Some(now + RESTART_WINDOW);
-            false
-        } else {
-            true
-        }
+        self.restarts
+            .entry(id)
+            .or_insert_with(|| RestartBudget::new(now))
+            .charge(now)
     }
 
     /// Stops every tenant actor unused for longer than `tenant_idle`, one at a time. Each is
@@ -245,15 +280,8 @@ impl DirectoryState {
             }
         }
         if let Some(b) = self.restarts.get_mut(&id) {
-            match b.failed_until {
-                Some(until) if Instant::now() < until => {
-                    return Err(DirectoryError::TenantUnavailable)
-                }
-                Some(_) => {
-                    b.failed_until = None;
-                    b.count = 0;
-                }
-                None => {}
+            if !b.admits(Instant::now()) {
+                return Err(DirectoryError::TenantUnavailable);
             }
         }
         self.spawn_tenant(myself, id).await
@@ -292,5 +320,196 @@ impl DirectoryState {
         self.by_actor.insert(running.actor.get_id(), id);
         self.published.running.insert(id, running.clone());
         Ok(running)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ractor::ActorProcessingErr;
+
+    use super::*;
+    use crate::directory::state::tests::{directory, tenant};
+
+    /// A supervisor that lets the test deliver supervision events to the state itself.
+    struct Inert;
+
+    impl Actor for Inert {
+        type Msg = DirectoryMsg;
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(
+            &self,
+            _myself: ActorRef<DirectoryMsg>,
+            _args: (),
+        ) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+
+        async fn handle_supervisor_evt(
+            &self,
+            _myself: ActorRef<DirectoryMsg>,
+            _event: SupervisionEvent,
+            _state: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+    }
+
+    /// Waits until the actor has left `Starting` (`spawn` answers before its status is
+    /// `Running`).
+    async fn started(r: &RunningTenant) {
+        while matches!(r.actor.get_status(), ActorStatus::Starting) {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[test]
+    fn a_budget_allows_its_restarts_within_the_window_then_refuses_for_a_window() {
+        let start = Instant::now();
+        let mut b = RestartBudget::new(start);
+        for i in 0..MAX_RESTARTS {
+            assert!(
+                b.charge(start + Duration::from_secs(u64::from(i))),
+                "crash {i}"
+            );
+        }
+        let refused_at = start + Duration::from_secs(10);
+        assert!(!b.charge(refused_at));
+        assert_eq!(b.failed_until, Some(refused_at + RESTART_WINDOW));
+        assert!(!b.admits(refused_at));
+        assert!(!b.admits(refused_at + RESTART_WINDOW - Duration::from_millis(1)));
+        // Once the window has passed the tenant starts again, with its count from zero.
+        assert!(b.admits(refused_at + RESTART_WINDOW));
+        assert_eq!((b.count, b.failed_until), (0, None));
+        assert!(b.admits(refused_at + RESTART_WINDOW));
+    }
+
+    #[test]
+    fn a_window_without_crashes_starts_the_count_again() {
+        let start = Instant::now();
+        let mut b = RestartBudget::new(start);
+        for _ in 0..MAX_RESTARTS {
+            assert!(b.charge(start));
+        }
+        // At the window's end exactly, the crash still counts in it.
+        assert!(!b.charge(start + RESTART_WINDOW));
+        let mut b = RestartBudget::new(start);
+        for _ in 0..MAX_RESTARTS {
+            assert!(b.charge(start));
+        }
+        let later = start + RESTART_WINDOW + Duration::from_millis(1);
+        assert!(b.charge(later));
+        assert_eq!((b.count, b.window_start), (1, later));
+        assert_eq!(b.failed_until, None);
+        assert!(b.admits(later));
+    }
+
+    #[test]
+    fn idle_actors_are_looked_for_a_few_times_per_idle_period() {
+        assert_eq!(idle_tick(Duration::from_secs(120)), Duration::from_secs(30));
+        assert_eq!(idle_tick(Duration::from_secs(2)), Duration::from_secs(1));
+        assert_eq!(idle_tick(Duration::ZERO), Duration::from_secs(1));
+        assert_eq!(
+            idle_tick(Duration::from_secs(3600)),
+            Duration::from_secs(60)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_crashed_tenant_is_restarted_within_its_budget_then_answers_unavailable() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        assert!(matches!(
+            d.ensure_running(&sup, TenantId::new()).await,
+            Err(DirectoryError::TenantNotFound)
+        ));
+        let first = d.ensure_running(&sup, acme).await.unwrap();
+        started(&first).await;
+        let again = d.ensure_running(&sup, acme).await.unwrap();
+        assert_eq!(first.actor.get_id(), again.actor.get_id());
+        assert_eq!(
+            d.published.running.get(&acme).unwrap().actor.get_id(),
+            first.actor.get_id()
+        );
+        let mut current = first.actor.clone();
+        for crash in 0..=MAX_RESTARTS {
+            current
+                .stop_and_wait(None, Some(Duration::from_secs(5)))
+                .await
+                .unwrap();
+            d.supervise(
+                &sup,
+                SupervisionEvent::ActorFailed(current.get_cell(), "crash".into()),
+            )
+            .await;
+            if crash < MAX_RESTARTS {
+                let next = d.published.running.get(&acme).unwrap().clone();
+                started(&next).await;
+                let next = next.actor;
+                assert_ne!(next.get_id(), current.get_id());
+                assert_eq!(d.by_actor.get(&next.get_id()), Some(&acme));
+                assert!(!d.by_actor.contains_key(&current.get_id()));
+                current = next;
+            }
+        }
+        assert!(d.published.running.get(&acme).is_none());
+        assert!(d.running.is_empty() && d.by_actor.is_empty());
+        assert!(matches!(
+            d.ensure_running(&sup, acme).await,
+            Err(DirectoryError::TenantUnavailable)
+        ));
+        // An event of an actor the directory does not know changes nothing.
+        d.supervise(
+            &sup,
+            SupervisionEvent::ActorFailed(sup.get_cell(), "unrelated".into()),
+        )
+        .await;
+        assert_eq!(d.restarts[&acme].count, MAX_RESTARTS + 1);
+        d.stop_all().await;
+        sup.stop(None);
+        sup_handle.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_retired_tenant_leaves_the_published_map_and_starts_again_on_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let first = d.ensure_running(&sup, acme).await.unwrap();
+        started(&first).await;
+        // Never retired while no idle period is set.
+        first
+            .last_used
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        d.retire_idle().await;
+        assert!(d.published.running.contains_key(&acme));
+        d.tenant_idle = Some(Duration::from_secs(60));
+        d.retire_idle().await;
+        assert!(!d.published.running.contains_key(&acme));
+        assert!(d.running.is_empty() && d.by_actor.is_empty());
+        assert!(matches!(
+            first.actor.get_status(),
+            ActorStatus::Stopped | ActorStatus::Stopping
+        ));
+        // Its stop is no crash: nothing is charged.
+        d.supervise(
+            &sup,
+            SupervisionEvent::ActorTerminated(first.actor.get_cell(), None, None),
+        )
+        .await;
+        assert!(d.restarts.is_empty());
+        let second = d.ensure_running(&sup, acme).await.unwrap();
+        assert_ne!(second.actor.get_id(), first.actor.get_id());
+        // One just used is kept.
+        d.retire_idle().await;
+        assert!(d.published.running.contains_key(&acme));
+        d.stop_all().await;
+        assert!(d.published.running.is_empty());
+        sup.stop(None);
+        sup_handle.await.unwrap();
     }
 }

@@ -411,6 +411,16 @@ impl DirectoryState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::directory::state::tests::{directory, ip, tenant, PASSWORD_HASH};
+
+    fn named(name: &str, slug: Option<&str>) -> NewTenant {
+        NewTenant {
+            name: name.into(),
+            slug: slug.map(str::to_owned),
+            owner: None,
+            idempotency: None,
+        }
+    }
 
     #[test]
     fn slugs_are_derived_and_validated() {
@@ -423,5 +433,164 @@ mod tests {
         assert!(!is_valid_slug("Acme"));
         assert!(!is_valid_slug("a"));
         assert!(!is_valid_slug("a_b"));
+    }
+
+    #[test]
+    fn derived_slugs_are_made_unique_and_a_chosen_one_must_be_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let slug = |d: &mut DirectoryState, name: &str, chosen: Option<&str>| {
+            d.create_tenant(named(name, chosen))
+                .map(|o| o.created.tenant.slug)
+        };
+        assert_eq!(slug(&mut d, "Acme", None).unwrap(), "acme");
+        assert_eq!(slug(&mut d, "ACME!", None).unwrap(), "acme-2");
+        assert_eq!(slug(&mut d, "acme", None).unwrap(), "acme-3");
+        assert_eq!(slug(&mut d, "Other", Some("acme-4")).unwrap(), "acme-4");
+        assert_eq!(slug(&mut d, "Acme", None).unwrap(), "acme-5");
+        assert!(matches!(
+            slug(&mut d, "Again", Some("acme")),
+            Err(DirectoryError::SlugTaken(s)) if s == "acme"
+        ));
+        assert_eq!(d.tenants.len(), 5);
+    }
+
+    #[test]
+    fn a_tenant_is_found_by_slug_and_its_tier_sets_its_default_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let owner = d
+            .create_tenant(NewTenant {
+                owner: Some(NewOwner::Create {
+                    email: "Owner@Acme.example".into(),
+                    password_hash: PASSWORD_HASH.into(),
+                }),
+                ..named("Acme", None)
+            })
+            .unwrap();
+        tenant(&mut d, "Globex");
+        let shown = d.show_tenant("acme").unwrap();
+        assert_eq!(shown.owners, ["owner@acme.example"]);
+        assert_eq!(shown.info.tier, Tier::Free);
+        assert_eq!(shown.info.mau_cap, Tier::Free.default_mau_cap());
+        assert!(!shown.running);
+        assert_eq!(shown.info.api_key_prefix, owner.created.api_key[..12]);
+        assert!(matches!(
+            d.show_tenant("initech"),
+            Err(DirectoryError::TenantNotFound)
+        ));
+        let slugs: Vec<String> = d.list_tenants().into_iter().map(|t| t.info.slug).collect();
+        assert_eq!(slugs, ["acme", "globex"]);
+        assert!(d.list_tenants().iter().all(|t| t.owners.is_empty()));
+
+        let pro = d.update_tenant("acme", |rec| rec.tier = Tier::Pro).unwrap();
+        assert_eq!(pro.info.mau_cap, Tier::Pro.default_mau_cap());
+        let enterprise = d
+            .update_tenant("acme", |rec| rec.tier = Tier::Enterprise)
+            .unwrap();
+        assert_eq!(enterprise.info.mau_cap, None);
+        // An explicit cap wins over the tier's, and is stored.
+        d.update_tenant("acme", |rec| rec.mau_cap = Some(42))
+            .unwrap();
+        let stored = d
+            .platform
+            .get::<TenantRecord>(owner.created.tenant.id.as_bytes())
+            .unwrap()
+            .unwrap();
+        assert_eq!((stored.tier, stored.mau_cap), (Tier::Enterprise, Some(42)));
+        assert_eq!(d.show_tenant("acme").unwrap().info.mau_cap, Some(42));
+        assert!(matches!(
+            d.update_tenant("initech", |rec| rec.tier = Tier::Pro),
+            Err(DirectoryError::TenantNotFound)
+        ));
+    }
+
+    #[test]
+    fn a_rotated_api_key_replaces_the_old_one_everywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, created) = tenant(&mut d, "Acme");
+        let old = sha256(created.api_key.as_bytes());
+        let rotated = d.rotate_api_key("acme").unwrap();
+        assert!(rotated.api_key.starts_with(API_KEY_PREFIX));
+        assert_ne!(rotated.api_key, created.api_key);
+        let new = sha256(rotated.api_key.as_bytes());
+        let index = d.published.index.load();
+        assert_eq!(index.by_key_hash.get(&new), Some(&acme));
+        assert!(!index.by_key_hash.contains_key(&old));
+        assert!(d.platform.get::<ApiKeyIndex>(&old).unwrap().is_none());
+        assert!(d.platform.get::<ApiKeyIndex>(&new).unwrap().is_some());
+        assert_eq!(d.tenants[&acme].api_key.hash, new);
+        assert!(matches!(
+            d.rotate_api_key("initech"),
+            Err(DirectoryError::TenantNotFound)
+        ));
+    }
+
+    #[test]
+    fn an_idempotent_creation_is_replayed_for_its_own_request_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let idem = |fingerprint: &[u8]| IdempotencyKey {
+            key: "retry-1".into(),
+            fingerprint: fingerprint.to_vec(),
+        };
+        let first = d
+            .create_tenant(NewTenant {
+                idempotency: Some(idem(b"body")),
+                ..named("Acme", None)
+            })
+            .unwrap();
+        assert!(!first.replayed);
+        let again = d
+            .create_tenant(NewTenant {
+                idempotency: Some(idem(b"body")),
+                ..named("Acme", None)
+            })
+            .unwrap();
+        assert!(again.replayed && again.verification.is_none());
+        assert_eq!(again.created.tenant.id, first.created.tenant.id);
+        assert_eq!(again.created.api_key, first.created.api_key);
+        assert_eq!(d.tenants.len(), 1);
+        assert!(matches!(
+            d.create_tenant(NewTenant {
+                idempotency: Some(idem(b"another body")),
+                ..named("Acme", None)
+            }),
+            Err(DirectoryError::IdempotencyConflict)
+        ));
+        // Past its lifetime the key is free again.
+        let later = OffsetDateTime::now_utc() + IDEMPOTENCY_TTL + time::Duration::minutes(1);
+        assert!(d.replay(&idem(b"body"), later).unwrap().is_none());
+        assert!(d
+            .replay(&idem(b"body"), OffsetDateTime::now_utc())
+            .unwrap()
+            .is_some());
+    }
+
+    #[test]
+    fn an_address_has_one_account_and_sign_ups_per_address_are_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let with_owner = |email: &str| NewTenant {
+            owner: Some(NewOwner::Create {
+                email: email.into(),
+                password_hash: PASSWORD_HASH.into(),
+            }),
+            ..named("Acme", None)
+        };
+        d.create_tenant(with_owner("owner@acme.example")).unwrap();
+        assert!(matches!(
+            d.create_tenant(with_owner("OWNER@acme.example")),
+            Err(DirectoryError::AccountExists)
+        ));
+        assert_eq!(d.tenants.len(), 1);
+        // The fixture admits three sign-ups per address (IPv6: per /64) an hour.
+        let v6 = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]);
+        for i in 0..3 {
+            assert_eq!(d.admit_signup(v6(i)), Ok(()));
+        }
+        assert!(matches!(d.admit_signup(v6(99)), Err(secs) if secs > 3000));
+        assert_eq!(d.admit_signup(ip(1)), Ok(()));
     }
 }
