@@ -6,7 +6,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use ractor::{rpc::CallResult, ActorRef, ActorStatus, MessagingErr, RpcReplyPort};
+use ractor::{rpc::CallResult, ActorRef, MessagingErr, RpcReplyPort};
 use tessera_storage::{sha256, TenantId};
 
 /// The published snapshot, where it has always been reachable.
@@ -235,7 +235,7 @@ impl TenantHandle {
             .get(&self.id)
             .map(|r| r.value().clone());
         if let Some(r) = found {
-            if matches!(r.actor.get_status(), ActorStatus::Running) {
+            if crate::directory::takes_messages(r.actor.get_status()) {
                 r.touch();
                 return Ok(r);
             }

@@ -333,3 +333,50 @@ fn idle_tenant_actors_are_stopped_and_start_again_with_their_state() {
     }
     assert!(checked > 10, "only {checked} checks in 4 s");
 }
+
+/// Many first requests at once to a tenant whose actor was retired start one actor, not
+/// one per request: a second actor would keep memory (rate windows, throttles, codes being
+/// checked) of its own beside the first.
+#[test]
+fn many_first_requests_to_a_retired_tenant_start_one_actor() {
+    let srv = TestServer::start_with(&[("TESSERA__SERVER__TENANT_IDLE_SECS", "1")]);
+    let (api, _) = user(&srv, "Cold", "owner@example.com");
+    let starts = |srv: &TestServer| {
+        srv.log_text()
+            .lines()
+            .filter(|l| l.contains("tenant actor started") && l.contains("\"cold\""))
+            .count()
+    };
+    for round in 0..3 {
+        assert!(
+            eventually(Duration::from_secs(15), || running_tenants(&srv) == 0),
+            "round {round}: the idle tenant's actor is still running"
+        );
+        let before = starts(&srv);
+        let gate = Barrier::new(12);
+        thread::scope(|scope| {
+            for n in 0..12 {
+                let (api, gate) = (&api, &gate);
+                scope.spawn(move || {
+                    gate.wait();
+                    // A sign-in is the actor's to check.
+                    api.login_from(
+                        &format!("nobody{round}-{n}@example.com"),
+                        "not a password here",
+                        &fresh_client_ip(),
+                    )
+                    .expect_error(401, "auth/invalid_credentials");
+                });
+            }
+        });
+        assert!(
+            eventually(Duration::from_secs(5), || starts(&srv) > before),
+            "round {round}: no start was logged"
+        );
+        assert_eq!(
+            starts(&srv),
+            before + 1,
+            "round {round}: one retired tenant was started more than once"
+        );
+    }
+}

@@ -31,6 +31,7 @@ pub use self::{
         NewTenant, OwnerSummary, RotatedKey, TenantDetails, TenantSummary,
     },
     state::{DirectoryState, SessionPolicy},
+    supervision::takes_messages,
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
 use crate::{

@@ -131,10 +131,16 @@ impl DirectoryState {
     ) {
         match event {
             SupervisionEvent::ActorFailed(cell, err) => {
-                let Some(id) = self.tenant_of(cell.get_id()) else {
+                let Some(id) = self.by_actor.remove(&cell.get_id()) else {
                     return;
                 };
                 tracing::error!(tenant = %id, error = %err, "tenant actor crashed");
+                if !self.is_current(id, cell.get_id()) {
+                    // A predecessor that crashed on its way out: its successor runs on. The
+                    // crash still counts against the tenant's budget.
+                    self.charge_restart(id);
+                    return;
+                }
                 self.unpublish(id);
                 if self.charge_restart(id) {
                     if let Err(e) = self.spawn_tenant(myself, id).await {
@@ -145,8 +151,10 @@ impl DirectoryState {
                 }
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                if let Some(id) = self.tenant_of(cell.get_id()) {
-                    self.unpublish(id);
+                if let Some(id) = self.by_actor.remove(&cell.get_id()) {
+                    if self.is_current(id, cell.get_id()) {
+                        self.unpublish(id);
+                    }
                 }
             }
             _ => {}
@@ -167,15 +175,19 @@ impl DirectoryState {
     }
 
     /// Takes a stopped (or stopping) actor out of the directory's map and the published one.
+    /// Its entry in `by_actor` stays until its supervision event comes, so the event is known
+    /// for the tenant's, and for a predecessor's, whatever runs by then.
     fn unpublish(&mut self, id: TenantId) -> Option<RunningTenant> {
         let r = self.running.remove(&id)?;
-        self.by_actor.remove(&r.actor.get_id());
         self.published.running.remove(&id);
         Some(r)
     }
 
-    fn tenant_of(&self, actor: ActorId) -> Option<TenantId> {
-        self.by_actor.get(&actor).copied()
+    /// Whether `actor` is the tenant's actor now (not a predecessor a successor replaced).
+    fn is_current(&self, id: TenantId, actor: ActorId) -> bool {
+        self.running
+            .get(&id)
+            .is_some_and(|r| r.actor.get_id() == actor)
     }
 
     /// Records a crash; false when the tenant is over its budget (it then answers 503 until
@@ -275,9 +287,17 @@ impl DirectoryState {
         id: TenantId,
     ) -> Result<RunningTenant, DirectoryError> {
         if let Some(r) = self.running.get(&id) {
-            if matches!(r.actor.get_status(), ActorStatus::Running) {
+            if takes_messages(r.actor.get_status()) {
                 return Ok(r.clone());
             }
+            // A predecessor on its way out (draining or stopping): its successor starts only
+            // once it has stopped, so one tenant never has two actors.
+            let old = r.actor.clone();
+            if old.wait(Some(RETIRE_TIMEOUT)).await.is_err() {
+                tracing::warn!(tenant = %id, "a stopping tenant actor did not stop in time; killing it");
+                old.kill_and_wait(Some(RETIRE_TIMEOUT)).await.ok();
+            }
+            self.unpublish(id);
         }
         if let Some(b) = self.restarts.get_mut(&id) {
             if !b.admits(Instant::now()) {
@@ -321,6 +341,16 @@ impl DirectoryState {
         self.published.running.insert(id, running.clone());
         Ok(running)
     }
+}
+
+/// Whether a tenant actor takes messages: spawned (its `pre_start` ran; ractor marks it
+/// `Running` only once its task first runs, so a just-spawned actor reads `Starting`) and
+/// neither draining nor stopping.
+pub fn takes_messages(status: ActorStatus) -> bool {
+    matches!(
+        status,
+        ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading
+    )
 }
 
 #[cfg(test)]
@@ -474,6 +504,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_tenant_just_started_is_not_started_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        // Back to back, as two first requests to a cold tenant: the first actor may still
+        // read `Starting`, and is the one answered both times.
+        let a = d.ensure_running(&sup, acme).await.unwrap();
+        let b = d.ensure_running(&sup, acme).await.unwrap();
+        assert_eq!(a.actor.get_id(), b.actor.get_id());
+        assert_eq!(d.by_actor.len(), 1);
+        d.stop_all().await;
+        sup.stop(None);
+        sup_handle.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_late_event_of_a_predecessor_leaves_its_successor_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = directory(dir.path());
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let first = d.ensure_running(&sup, acme).await.unwrap();
+        started(&first).await;
+        // The actor stops on its own; its event has not reached the directory yet.
+        first.actor.stop(None);
+        while takes_messages(first.actor.get_status()) {
+            tokio::task::yield_now().await;
+        }
+        let second = d.ensure_running(&sup, acme).await.unwrap();
+        assert_ne!(second.actor.get_id(), first.actor.get_id());
+        assert!(matches!(first.actor.get_status(), ActorStatus::Stopped));
+        // The predecessor's event (a crash, say) comes late: the successor stays published
+        // and running, and no third actor starts.
+        d.supervise(
+            &sup,
+            SupervisionEvent::ActorFailed(first.actor.get_cell(), "late".into()),
+        )
+        .await;
+        let published = d.published.running.get(&acme).map(|r| r.actor.get_id());
+        assert_eq!(published, Some(second.actor.get_id()));
+        assert!(takes_messages(second.actor.get_status()));
+        assert_eq!(d.by_actor.len(), 1);
+        // A stop of the successor itself still takes it out.
+        second.actor.stop(None);
+        second.actor.wait(None).await.unwrap();
+        d.supervise(
+            &sup,
+            SupervisionEvent::ActorTerminated(second.actor.get_cell(), None, None),
+        )
+        .await;
+        assert!(!d.published.running.contains_key(&acme));
+        sup.stop(None);
+        sup_handle.await.unwrap();
+    }
+
+    #[tokio::test]
     async fn a_retired_tenant_leaves_the_published_map_and_starts_again_on_use() {
         let dir = tempfile::tempdir().unwrap();
         let mut d = directory(dir.path());
@@ -490,7 +577,7 @@ mod tests {
         d.tenant_idle = Some(Duration::from_secs(60));
         d.retire_idle().await;
         assert!(!d.published.running.contains_key(&acme));
-        assert!(d.running.is_empty() && d.by_actor.is_empty());
+        assert!(d.running.is_empty());
         assert!(matches!(
             first.actor.get_status(),
             ActorStatus::Stopped | ActorStatus::Stopping
@@ -501,7 +588,7 @@ mod tests {
             SupervisionEvent::ActorTerminated(first.actor.get_cell(), None, None),
         )
         .await;
-        assert!(d.restarts.is_empty());
+        assert!(d.restarts.is_empty() && d.by_actor.is_empty());
         let second = d.ensure_running(&sup, acme).await.unwrap();
         assert_ne!(second.actor.get_id(), first.actor.get_id());
         // One just used is kept.

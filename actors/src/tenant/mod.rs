@@ -99,6 +99,7 @@ impl Actor for TenantActor {
         if let Some(at) = state.next_webhook_due()? {
             state.runtime.outbound.webhooks_due(state.info().id, at);
         }
+        tracing::info!(tenant = %state.info().slug, "tenant actor started");
         Ok(state)
     }
 
