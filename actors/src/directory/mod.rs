@@ -19,11 +19,12 @@ mod state;
 mod supervision;
 mod tenants;
 
-use std::time::Duration;
+use std::{collections::HashMap, time::Duration};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
+use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
 pub use self::{
     management_keys::{MANAGEMENT_KEY_PREFIX, MAX_MANAGEMENT_KEYS},
     messages::{
@@ -35,7 +36,8 @@ pub use self::{
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
 use crate::{
-    durable::reply_when_durable, error::DirectoryError, published::Published, tenant::TenantRuntime,
+    durable::reply_when_durable, error::DirectoryError, login_guard::LoginThrottles,
+    published::Published, records::TenantRecord, tenant::TenantRuntime, throttle::RateWindow,
 };
 
 /// What the directory starts with.
@@ -392,6 +394,47 @@ fn reply_after_flush(state: &DirectoryState, reply: RpcReplyPort<()>) {
         }
         let _ = reply.send(());
     });
+}
+
+impl DirectoryState {
+    /// The directory's state as its records left it: the tenants, the dashboard throttles,
+    /// the unrevoked management keys and the resources, with the index published and no
+    /// tenant actor running.
+    pub(super) fn open(args: DirectoryArgs) -> Result<DirectoryState, DirectoryError> {
+        let platform = args.store.platform();
+        let mut tenants = HashMap::new();
+        for rec in platform.scan::<TenantRecord>() {
+            let rec = rec?;
+            tenants.insert(rec.id, rec);
+        }
+        let mut state = DirectoryState {
+            root: args.store,
+            platform,
+            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
+            master_key: args.master_key,
+            published: args.published,
+            fault_injection: args.fault_injection,
+            tenants,
+            running: HashMap::new(),
+            by_actor: HashMap::new(),
+            restarts: HashMap::new(),
+            session_policy: args.session_policy,
+            login: LoginThrottles::new(args.runtime.login_failures_per_address),
+            runtime: args.runtime,
+            account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
+            reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
+            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
+            tenant_idle: args.tenant_idle,
+            management_keys: HashMap::new(),
+            resources_by_tenant: HashMap::new(),
+        };
+        state.restore_throttles()?;
+        state.load_management_keys()?;
+        state.load_resources()?;
+        state.publish_index();
+        state.published.running.clear();
+        Ok(state)
+    }
 }
 
 #[cfg(test)]

@@ -12,13 +12,7 @@ use std::{
 use tessera_storage::{KeyedHasher, MasterKey, PlatformStore, Store, TenantId};
 use uuid::Uuid;
 
-use super::{
-    dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR},
-    DirectoryArgs,
-};
 use crate::{
-    error::DirectoryError,
-    login_guard::LoginThrottles,
     published::{ManagementKeyRef, Published, RunningTenant},
     records::{AccountTokenPurpose, TenantRecord},
     tenant::TenantRuntime,
@@ -71,52 +65,11 @@ pub struct DirectoryState {
     pub(super) resources_by_tenant: HashMap<TenantId, Vec<uuid::Uuid>>,
 }
 
-impl DirectoryState {
-    /// The directory's state as its records left it: the tenants, the dashboard throttles,
-    /// the unrevoked management keys and the resources, with the index published and no
-    /// tenant actor running.
-    pub(super) fn open(args: DirectoryArgs) -> Result<DirectoryState, DirectoryError> {
-        let platform = args.store.platform();
-        let mut tenants = HashMap::new();
-        for rec in platform.scan::<TenantRecord>() {
-            let rec = rec?;
-            tenants.insert(rec.id, rec);
-        }
-        let mut state = DirectoryState {
-            root: args.store,
-            platform,
-            idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
-            master_key: args.master_key,
-            published: args.published,
-            fault_injection: args.fault_injection,
-            tenants,
-            running: HashMap::new(),
-            by_actor: HashMap::new(),
-            restarts: HashMap::new(),
-            session_policy: args.session_policy,
-            login: LoginThrottles::new(args.runtime.login_failures_per_address),
-            runtime: args.runtime,
-            account_mail_window: RateWindow::new(ACCOUNT_MAILS_PER_HOUR, Duration::from_secs(3600)),
-            reset_ip_window: RateWindow::new(RESETS_PER_IP_HOUR, Duration::from_secs(3600)),
-            signup_ips: RateWindow::new(args.onboarding_per_ip_hourly, Duration::from_secs(3600)),
-            tenant_idle: args.tenant_idle,
-            management_keys: HashMap::new(),
-            resources_by_tenant: HashMap::new(),
-        };
-        state.restore_throttles()?;
-        state.load_management_keys()?;
-        state.load_resources()?;
-        state.publish_index();
-        state.published.running.clear();
-        Ok(state)
-    }
-}
-
 #[cfg(test)]
 pub(super) mod tests {
     use std::{net::IpAddr, path::Path, sync::Arc};
 
-    use tessera_storage::{sha256, Durability, StoreOptions, TenantId};
+    use tessera_storage::{sha256, TenantId};
     use time::OffsetDateTime;
 
     use super::*;
@@ -124,11 +77,11 @@ pub(super) mod tests {
         directory::{
             catalog::PLATFORM_RESOURCE_ID,
             messages::{Created, MailedToken, NewManagementKey, NewOwner, NewTenant},
+            DirectoryArgs,
         },
         login_guard::FREE_PAIR_FAILURES,
         outbound::{MailJob, Outbound, SmsJob},
         records::Role,
-        tenant::TokenPolicy,
     };
 
     /// Delivery that drops everything: the directory mails nothing itself.
@@ -158,27 +111,7 @@ pub(super) mod tests {
                 idle: IDLE,
                 absolute: ABSOLUTE,
             },
-            runtime: TenantRuntime {
-                tokens: TokenPolicy {
-                    access_ttl: Duration::from_secs(900),
-                    refresh_ttl: Duration::from_secs(3600),
-                    reuse_grace: Duration::from_secs(10),
-                    code_ttl: Duration::from_secs(60),
-                },
-                accounts_url: "https://accounts.example".into(),
-                outbound: Arc::new(NoDelivery),
-                clock_offset: time::Duration::ZERO,
-                sms_countries: Arc::new(vec!["FR".into()]),
-                sms_platform_caps: crate::tenant::PlatformSmsCaps {
-                    free: 1_000,
-                    pro: 10_000,
-                    enterprise: 100_000,
-                },
-                agents: Default::default(),
-                eudi_request_ttl: crate::tenant::eudi::TX_TTL,
-                webhooks: Default::default(),
-                login_failures_per_address: 100,
-            },
+            runtime: crate::tenant::accounts::tests::runtime(Arc::new(NoDelivery)),
             tenant_idle: None,
             onboarding_per_ip_hourly: 3,
         }
@@ -186,13 +119,7 @@ pub(super) mod tests {
 
     /// A directory over a new store in `dir`.
     pub(in crate::directory) fn directory(dir: &Path) -> DirectoryState {
-        let store = Store::open(&StoreOptions {
-            path: dir.to_path_buf(),
-            cache_capacity_bytes: 8 << 20,
-            durability: Durability::Relaxed,
-            max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
-        })
-        .unwrap();
+        let store = crate::tenant::accounts::tests::test_store(dir);
         DirectoryState::open(args(store, MasterKey::generate())).unwrap()
     }
 

@@ -856,14 +856,66 @@ pub(crate) mod tests {
         fn webhooks_due(&self, _tenant: TenantId, _at: OffsetDateTime) {}
     }
 
-    pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
-        let store = Store::open(&StoreOptions {
+    /// The runtime the actors' unit tests run tenants with, delivering to `outbound`.
+    pub(crate) fn runtime(outbound: Arc<dyn crate::outbound::Outbound>) -> TenantRuntime {
+        TenantRuntime {
+            tokens: TokenPolicy {
+                access_ttl: std::time::Duration::from_secs(900),
+                refresh_ttl: std::time::Duration::from_secs(3600),
+                reuse_grace: std::time::Duration::from_secs(10),
+                code_ttl: std::time::Duration::from_secs(60),
+            },
+            accounts_url: "https://accounts.example".into(),
+            outbound,
+            clock_offset: time::Duration::ZERO,
+            sms_countries: Arc::new(vec!["FR".into()]),
+            sms_platform_caps: crate::tenant::PlatformSmsCaps {
+                free: 1_000,
+                pro: 10_000,
+                enterprise: 100_000,
+            },
+            agents: Default::default(),
+            eudi_request_ttl: crate::tenant::eudi::TX_TTL,
+            webhooks: Default::default(),
+            login_failures_per_address: 100,
+        }
+    }
+
+    /// A live password session of `user`, opened (and written) as a sign-in opens one.
+    pub(crate) fn signed_in_session(
+        t: &TenantState,
+        user: &UserRecord,
+    ) -> crate::tenant::messages::Bearer {
+        let mut b = t.store.batch();
+        let grant = t
+            .open_session(
+                &mut b,
+                user,
+                (1, vec!["pwd".into()]),
+                &AuditContext::default(),
+                OffsetDateTime::now_utc(),
+            )
+            .unwrap();
+        t.store.apply(b).unwrap();
+        crate::tenant::messages::Bearer {
+            session_id: grant.session_id,
+            user_id: user.id,
+        }
+    }
+
+    /// A real store in `dir`, with a small cache and relaxed durability, for unit tests.
+    pub(crate) fn test_store(dir: &std::path::Path) -> Store {
+        Store::open(&StoreOptions {
             path: dir.to_path_buf(),
             cache_capacity_bytes: 8 << 20,
             durability: Durability::Relaxed,
             max_unflushed_batches: tessera_storage::flusher::DEFAULT_MAX_UNFLUSHED,
         })
-        .unwrap();
+        .unwrap()
+    }
+
+    pub(crate) fn tenant(dir: &std::path::Path) -> TenantState {
+        let store = test_store(dir);
         let id = TenantId::new();
         let now = OffsetDateTime::now_utc();
         let info = TenantInfo {
@@ -876,27 +928,7 @@ pub(crate) mod tests {
             api_key_created_at: now,
             mau_cap: None,
         };
-        let runtime = TenantRuntime {
-            tokens: TokenPolicy {
-                access_ttl: std::time::Duration::from_secs(900),
-                refresh_ttl: std::time::Duration::from_secs(3600),
-                reuse_grace: std::time::Duration::from_secs(10),
-                code_ttl: std::time::Duration::from_secs(60),
-            },
-            accounts_url: "https://accounts.example".into(),
-            outbound: Arc::new(Collect::default()),
-            clock_offset: time::Duration::ZERO,
-            sms_countries: Arc::new(vec!["FR".into()]),
-            sms_platform_caps: crate::tenant::PlatformSmsCaps {
-                free: 1_000,
-                pro: 10_000,
-                enterprise: 100_000,
-            },
-            agents: Default::default(),
-            eudi_request_ttl: crate::tenant::eudi::TX_TTL,
-            webhooks: Default::default(),
-            login_failures_per_address: 100,
-        };
+        let runtime = runtime(Arc::new(Collect::default()));
         TenantState::load(
             info,
             store.tenant(id),

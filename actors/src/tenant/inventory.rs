@@ -258,10 +258,7 @@ mod tests {
         guardian::{GuardianPurpose, GuardianTokenRecord},
         messages::Registration,
         oauth::{consent_key, AuthCodeRecord, ConsentRecord, OAuthGrant},
-        records::{
-            passkey_key, user_session_key, LinkPurpose, PasskeyCredentialIndex, PasskeyRecord,
-            PhoneIndex, SessionRecord, UserSessionIndex,
-        },
+        records::{passkey_key, LinkPurpose, PasskeyCredentialIndex, PasskeyRecord, PhoneIndex},
         social::{
             identity_key, user_identity_key, Provider, SocialExchangeRecord, SocialIdentityRecord,
             SocialLinkTicketRecord, SocialTokenRecord, UserIdentityIndex,
@@ -275,24 +272,6 @@ mod tests {
             grants: BTreeMap::from([(String::new(), vec!["profile".to_owned()])]),
             granted_at: now,
             updated_at: now,
-        }
-    }
-
-    fn session(user: Uuid, oauth: Option<OAuthGrant>, now: OffsetDateTime) -> SessionRecord {
-        SessionRecord {
-            id: Uuid::now_v7(),
-            user_id: user,
-            created_at: now,
-            expires_at: now + Duration::hours(1),
-            last_active_at: now,
-            generation: 0,
-            rotated_at: None,
-            aal: 1,
-            amr: vec!["pwd".into()],
-            acr: None,
-            ua_family: None,
-            ip_hash: None,
-            oauth,
         }
     }
 
@@ -315,10 +294,15 @@ mod tests {
                     auth_time: now,
                     sign_in_session: None,
                 });
-                let s = session(user.id, grant, now);
-                b.put(s.id.as_bytes(), &s).unwrap();
-                b.put(&user_session_key(user.id, s.id), &UserSessionIndex {})
-                    .unwrap();
+                t.open_session_with(
+                    &mut b,
+                    user,
+                    (1, vec!["pwd".into()]),
+                    grant,
+                    &crate::tenant::audit::AuditContext::default(),
+                    now,
+                )
+                .unwrap();
             }
             Credential::OAuthCodes => {
                 let code = AuthCodeRecord {

@@ -426,7 +426,7 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenant::accounts::tests::tenant;
+    use crate::tenant::accounts::tests::{signed_in_session, tenant};
 
     /// A user (a password, an address confirmed or not) and a first-party session of theirs.
     fn signed_in(t: &mut TenantState, email: &str, verified: bool) -> (UserRecord, Bearer) {
@@ -438,35 +438,8 @@ mod tests {
         let mut b = t.store.batch();
         t.put_new_user(&mut b, &user).unwrap();
         t.store.apply(b).unwrap();
-        let bearer = session_of(t, &user);
+        let bearer = signed_in_session(&t, &user);
         (user, bearer)
-    }
-
-    /// Another live session of `user`.
-    fn session_of(t: &mut TenantState, user: &UserRecord) -> Bearer {
-        let now = OffsetDateTime::now_utc();
-        let s = SessionRecord {
-            id: Uuid::now_v7(),
-            user_id: user.id,
-            created_at: now,
-            expires_at: now + Duration::hours(1),
-            last_active_at: now,
-            generation: 0,
-            rotated_at: None,
-            aal: 1,
-            amr: vec!["pwd".into()],
-            acr: None,
-            ua_family: None,
-            ip_hash: None,
-            oauth: None,
-        };
-        let mut b = t.store.batch();
-        b.put(s.id.as_bytes(), &s).unwrap();
-        t.store.apply(b).unwrap();
-        Bearer {
-            session_id: s.id,
-            user_id: user.id,
-        }
     }
 
     fn password(user: &UserRecord) -> Credential {
@@ -514,7 +487,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = session_of(&mut t, &user);
+        let other = signed_in_session(&t, &user);
         let (grant, _) = t
             .step_up_password(bearer, &password(&user), true, 5, &ctx)
             .unwrap();
@@ -612,7 +585,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = session_of(&mut t, &user);
+        let other = signed_in_session(&t, &user);
         let (masked, mail) = t.step_up_email_initiate(bearer, None, &ctx).unwrap();
         assert_eq!(masked, "a***@example.com");
         assert_eq!(mail[0].to, "ada@example.com");
@@ -698,7 +671,7 @@ mod tests {
             Err(TenantError::RateLimited { .. })
         ));
         // Another session of the user has its own window.
-        let other = session_of(&mut t, &user);
+        let other = signed_in_session(&t, &user);
         assert!(t.step_up_email_initiate(other, None, &ctx).is_ok());
     }
 
@@ -708,7 +681,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = session_of(&mut t, &user);
+        let other = signed_in_session(&t, &user);
         let (masked, mail) = t
             .step_up_link_initiate(bearer, Some("link google".into()), None, &ctx)
             .unwrap();

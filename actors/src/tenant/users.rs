@@ -858,8 +858,8 @@ mod tests {
 
     use super::*;
     use crate::tenant::{
-        accounts::tests::tenant,
-        records::{user_session_key, ChildConsent, ChildStatus},
+        accounts::tests::{signed_in_session, tenant},
+        records::{ChildConsent, ChildStatus},
     };
 
     const T0: OffsetDateTime = datetime!(2026-03-01 12:00:00 UTC);
@@ -875,35 +875,6 @@ mod tests {
         u.email = Some(email.into());
         u.email_verified = true;
         u
-    }
-
-    /// A live first-party session of `user`, indexed under them.
-    fn session_of(t: &TenantState, user: Uuid) -> Bearer {
-        let now = OffsetDateTime::now_utc();
-        let s = SessionRecord {
-            id: Uuid::now_v7(),
-            user_id: user,
-            created_at: now,
-            expires_at: now + Duration::hours(1),
-            last_active_at: now,
-            generation: 0,
-            rotated_at: None,
-            aal: 1,
-            amr: vec!["pwd".into()],
-            acr: None,
-            ua_family: None,
-            ip_hash: None,
-            oauth: None,
-        };
-        let mut b = t.store.batch();
-        b.put(s.id.as_bytes(), &s).unwrap();
-        b.put(&user_session_key(user, s.id), &UserSessionIndex {})
-            .unwrap();
-        t.store.apply(b).unwrap();
-        Bearer {
-            session_id: s.id,
-            user_id: user,
-        }
     }
 
     fn query(limit: usize) -> UserQuery {
@@ -1142,7 +1113,7 @@ mod tests {
         squatter.email_verified = false;
         squatter.password_hash = Some("$argon2id$squatter".into());
         put_user(&t, &squatter);
-        let bearer = session_of(&t, squatter.id);
+        let bearer = signed_in_session(&t, &squatter);
         let patch = UserPatch {
             email_verified: Some(true),
             ..Default::default()
@@ -1163,7 +1134,7 @@ mod tests {
             app_metadata: Some(serde_json::json!({ "plan": "pro" })),
             ..Default::default()
         };
-        let bearer = session_of(&t, squatter.id);
+        let bearer = signed_in_session(&t, &squatter);
         t.update_user(squatter.id, meta, &ctx).unwrap();
         assert!(t.live_session(bearer, OffsetDateTime::now_utc()).is_ok());
     }
@@ -1175,7 +1146,7 @@ mod tests {
         let ctx = AuditContext::default();
         let user = user_at("ada@example.com", T0);
         put_user(&t, &user);
-        let bearer = session_of(&t, user.id);
+        let bearer = signed_in_session(&t, &user);
         let (detail, _) = t.act_on_user(user.id, UserAction::Block, &ctx).unwrap();
         assert_eq!(detail.summary.status, UserStatus::Blocked);
         assert!(detail.sessions.is_empty());
@@ -1195,7 +1166,7 @@ mod tests {
         let ctx = AuditContext::default();
         let user = user_at("ada@example.com", T0);
         put_user(&t, &user);
-        let bearer = session_of(&t, user.id);
+        let bearer = signed_in_session(&t, &user);
         // A message to them waits in the queue.
         let mut fx = t.effects();
         t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
@@ -1227,7 +1198,7 @@ mod tests {
         user.password_hash = Some("$argon2id$v=19$secret-hash".into());
         user.recovery_codes = vec!["recovery-hash-1".into()];
         put_user(&t, &user);
-        let bearer = session_of(&t, user.id);
+        let bearer = signed_in_session(&t, &user);
         let export = t.export_me(bearer).unwrap();
         assert_eq!(export["format"], "tessera.user-export.v1");
         assert_eq!(export["identities"]["password_set"], true);
