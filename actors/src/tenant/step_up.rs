@@ -438,7 +438,7 @@ mod tests {
         let mut b = t.store.batch();
         t.put_new_user(&mut b, &user).unwrap();
         t.store.apply(b).unwrap();
-        let bearer = signed_in_session(&t, &user);
+        let bearer = signed_in_session(t, &user);
         (user, bearer)
     }
 
