@@ -1,0 +1,82 @@
+
+use super::*;
+
+#[test]
+fn user_codes_use_the_rfc_8628_alphabet_and_normalize_as_typed() {
+    for _ in 0..100 {
+        let code = new_user_code();
+        assert_eq!(code.len(), 8);
+        assert!(
+            code.bytes().all(|b| USER_CODE_ALPHABET.contains(&b)),
+            "{code}"
+        );
+    }
+    assert_eq!(normalize_user_code("bcdf-ghjk "), "BCDFGHJK");
+}
+
+#[test]
+fn grant_types_round_trip_their_urns() {
+    for g in AgentGrant::ALL {
+        assert_eq!(AgentGrant::parse(g.as_str()), Some(g));
+    }
+    assert_eq!(AgentGrant::parse("authorization_code"), None);
+}
+
+#[test]
+fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
+    let policy = AgentPolicy {
+        client_credentials_per_min: 3,
+        ..AgentPolicy::default()
+    };
+    let (_, hash, prefix) = new_secret();
+    let now = OffsetDateTime::now_utc();
+    let agent = AgentRecord {
+        id: Uuid::now_v7(),
+        client_id: new_client_id(),
+        name: "a".into(),
+        description: None,
+        agent_class: None,
+        logo_url: None,
+        scopes: vec![],
+        grant_types: vec![AgentGrant::ClientCredentials],
+        token_ttl_secs: 60,
+        rate_limits: AgentRateLimits {
+            client_credentials_per_min: Some(100),
+            token_exchange_per_min: Some(7),
+            ..AgentRateLimits::default()
+        },
+        max_concurrent_tokens: None,
+        secret_hash: hash,
+        secret_prefix: prefix,
+        created_at: now,
+        updated_at: now,
+        secret_rotated_at: None,
+        revoked_at: None,
+        metadata_version: 1,
+    };
+    let e = agent.effective_limits(&policy);
+    assert_eq!(e.client_credentials_per_min, 3);
+    assert_eq!(e.token_exchange_per_min, 7);
+    assert_eq!(e.ciba_initiate_per_min, policy.ciba_initiate_per_min);
+    assert_eq!(e.max_concurrent_tokens, policy.max_concurrent_tokens);
+}
+
+#[test]
+fn a_window_refuses_past_its_limit_and_reports_once() {
+    let mut c = AgentCounters::default();
+    let id = Uuid::now_v7();
+    let now = Instant::now();
+    assert!(c.hit(id, AgentLimit::DeviceCode, 2, now).is_ok());
+    assert!(c.hit(id, AgentLimit::DeviceCode, 2, now).is_ok());
+    let first = c
+        .hit(id, AgentLimit::DeviceCode, 2, now)
+        .err()
+        .map(|o| o.first);
+    let second = c
+        .hit(id, AgentLimit::DeviceCode, 2, now)
+        .err()
+        .map(|o| o.first);
+    assert_eq!((first, second), (Some(true), Some(false)));
+    // Another limit of the same agent counts apart.
+    assert!(c.hit(id, AgentLimit::CibaInitiate, 2, now).is_ok());
+}
