@@ -2,6 +2,7 @@
 //! through the operations here, so one capability has one code path.
 
 use std::sync::Arc;
+use tessera_actors::tenant::GuestsMsg;
 
 use ipnet::IpNet;
 use tessera_actors::{
@@ -9,7 +10,7 @@ use tessera_actors::{
         dashboard::MailedToken, CreateOutcome, Created, IdempotencyKey, NewOwner, NewTenant,
     },
     tenant::guests::PurgeReport,
-    CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher, TenantMsg,
+    CallError, DirectoryError, DirectoryHandle, DirectoryMsg, Password, PasswordHasher,
 };
 
 use tessera_storage::KeyedHasher;
@@ -178,7 +179,7 @@ impl App {
         let mut out = Vec::with_capacity(tenants.len());
         for t in tenants {
             match t
-                .call(|reply| TenantMsg::PurgeGuests {
+                .call(|reply| GuestsMsg::PurgeGuests {
                     as_of,
                     dry_run,
                     reply,

@@ -171,15 +171,17 @@ pub struct TenantHandle {
 
 impl TenantHandle {
     /// Calls the tenant's actor with a timeout, starting it through the directory when it is
-    /// not running. A message sent to an actor that has just stopped is sent once more to its
-    /// successor; a timeout or a crash during the call is `Unavailable`.
-    pub async fn call<T: Send + 'static>(
+    /// not running. `build` makes a flow's command (e.g. `AccountsMsg::Register`) or one of the
+    /// tenant's own messages. A message sent to an actor that has just stopped is sent once
+    /// more to its successor; a timeout or a crash during the call is `Unavailable`.
+    pub async fn call<T: Send + 'static, M: Into<TenantMsg>>(
         &self,
-        build: impl Fn(RpcReplyPort<Result<T, TenantError>>) -> TenantMsg,
+        build: impl Fn(RpcReplyPort<Result<T, TenantError>>) -> M,
     ) -> Result<T, CallError<TenantError>> {
         for _attempt in 0..2 {
             let actor = self.running().await?.actor;
-            match actor.call(&build, Some(self.directory.timeout)).await {
+            let message = |reply| build(reply).into();
+            match actor.call(message, Some(self.directory.timeout)).await {
                 Ok(CallResult::Success(Ok(v))) => return Ok(v),
                 Ok(CallResult::Success(Err(e))) => return Err(CallError::Failed(e)),
                 Ok(CallResult::Timeout) => {

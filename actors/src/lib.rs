@@ -5,7 +5,6 @@
 //! dead or slow actor comes back as [`CallError::Unavailable`], never as a hang.
 
 pub mod directory;
-pub mod durable;
 pub mod error;
 pub mod handle;
 pub mod known_devices;
@@ -15,6 +14,7 @@ pub mod password;
 pub mod policy;
 pub mod published;
 pub mod records;
+pub mod reply;
 pub mod sealed_fields;
 pub mod tenant;
 pub mod throttle;

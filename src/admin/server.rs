@@ -1,6 +1,7 @@
 //! The admin socket server.
 
 use std::{os::unix::fs::PermissionsExt, path::Path, time::Duration};
+use tessera_actors::tenant::{KeysMsg, UsersMsg};
 
 use serde_json::{json, Value};
 use tessera_actors::{
@@ -278,7 +279,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 .ok_or_else(|| ApiError::not_found("tenant"))?;
             let ctx = cli_context();
             let outcome = handle
-                .call(|reply| TenantMsg::ImportUsers {
+                .call(|reply| UsersMsg::ImportUsers {
                     users: users.clone(),
                     ctx: ctx.clone(),
                     reply,
@@ -318,7 +319,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 ..UserQuery::default()
             };
             let page = handle
-                .call(|reply| TenantMsg::ListUsers {
+                .call(|reply| UsersMsg::ListUsers {
                     query: query.clone(),
                     reply,
                 })
@@ -331,11 +332,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
         AdminRequest::UserShow { tenant, id } => {
             let handle = tenant_of(state, &tenant)?;
             let id = user_id(&id)?;
-            to_value(
-                handle
-                    .call(|reply| TenantMsg::GetUser { id, reply })
-                    .await?,
-            )
+            to_value(handle.call(|reply| UsersMsg::GetUser { id, reply }).await?)
         }
         AdminRequest::UserBlock { tenant, id, block } => {
             let handle = tenant_of(state, &tenant)?;
@@ -346,7 +343,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 UserAction::Unblock
             };
             let detail = handle
-                .call(|reply| TenantMsg::ActOnUser {
+                .call(|reply| UsersMsg::ActOnUser {
                     id,
                     action,
                     ctx: cli_context(),
@@ -359,7 +356,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             let handle = tenant_of(state, &tenant)?;
             let id = user_id(&id)?;
             handle
-                .call(|reply| TenantMsg::DeleteUser {
+                .call(|reply| UsersMsg::DeleteUser {
                     id,
                     ctx: cli_context(),
                     reply,
@@ -381,7 +378,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                 }
             }
             let traces = handle
-                .call(|reply| TenantMsg::UserTraces {
+                .call(|reply| UsersMsg::UserTraces {
                     needles: bytes.clone(),
                     reply,
                 })
@@ -390,7 +387,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             let mut credentials = serde_json::Map::new();
             for id in ids {
                 let held = handle
-                    .call(|reply| TenantMsg::UserCredentials { id, reply })
+                    .call(|reply| UsersMsg::UserCredentials { id, reply })
                     .await?;
                 credentials.insert(id.to_string(), json!(held));
             }
@@ -475,7 +472,7 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
             };
             to_value(
                 tenant
-                    .call(|reply| TenantMsg::RotateSigningKey {
+                    .call(|reply| KeysMsg::RotateSigningKey {
                         rsa_pkcs8: rsa_pkcs8.clone(),
                         reply,
                     })

@@ -14,10 +14,11 @@ use axum::{
 };
 use ractor::RpcReplyPort;
 use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::{AccountsMsg, GuestsMsg, SessionsMsg};
 use tessera_actors::{
     policy::is_weak_password,
     tenant::messages::{Credential, LoginAttempt, Registration, SessionView},
-    Password, TenantError, TenantHandle, TenantMsg,
+    Password, TenantError, TenantHandle,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -175,7 +176,7 @@ pub async fn register(
         return Err(weak_password());
     }
     tenant
-        .call(|reply| TenantMsg::RegisterAdmit { ip, reply })
+        .call(|reply| AccountsMsg::RegisterAdmit { ip, reply })
         .await?;
     let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     let registration = Registration {
@@ -189,7 +190,7 @@ pub async fn register(
     let user = match guest {
         None => {
             tenant
-                .call(|reply| TenantMsg::Register {
+                .call(|reply| AccountsMsg::Register {
                     registration: registration.clone(),
                     ctx: ctx.clone(),
                     reply,
@@ -198,7 +199,7 @@ pub async fn register(
         }
         Some(bearer) => {
             tenant
-                .call(|reply| TenantMsg::Claim {
+                .call(|reply| GuestsMsg::Claim {
                     bearer,
                     registration: registration.clone(),
                     ctx: ctx.clone(),
@@ -257,7 +258,7 @@ pub async fn verify_email(
     token_field(&mut errors, &req.token);
     errors.finish()?;
     tenant
-        .call(|reply| TenantMsg::VerifyEmail {
+        .call(|reply| AccountsMsg::VerifyEmail {
             token: req.token.clone(),
             ctx: ctx.clone(),
             reply,
@@ -288,7 +289,7 @@ pub struct Accepted {
 async fn accept_email(
     tenant: &TenantHandle,
     req: EmailRequest,
-    build: impl Fn(String, Option<String>, RpcReplyPort<Result<(), TenantError>>) -> TenantMsg,
+    build: impl Fn(String, Option<String>, RpcReplyPort<Result<(), TenantError>>) -> AccountsMsg,
 ) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
@@ -315,7 +316,7 @@ pub async fn resend_verification(
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
     accept_email(&tenant, req, |email, redirect_to, reply| {
-        TenantMsg::ResendVerification {
+        AccountsMsg::ResendVerification {
             email,
             redirect_to,
             reply,
@@ -425,7 +426,7 @@ pub async fn refresh(
     );
     errors.finish()?;
     let grant = tenant
-        .call(|reply| TenantMsg::Refresh {
+        .call(|reply| SessionsMsg::Refresh {
             token: req.refresh_token.clone(),
             ctx: ctx.clone(),
             reply,
@@ -445,7 +446,7 @@ pub async fn me(user: UserBearer) -> Result<Json<UserResponse>, ApiError> {
     let bearer = user.bearer;
     let view = user
         .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
     Ok(Json(view.into()))
 }
@@ -481,7 +482,7 @@ pub async fn logout(
     };
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::Logout {
+        .call(|reply| SessionsMsg::Logout {
             bearer,
             global,
             ctx: ctx.clone(),
@@ -545,7 +546,7 @@ pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
     let bearer = user.bearer;
     let list = user
         .tenant
-        .call(|reply| TenantMsg::ListSessions { bearer, reply })
+        .call(|reply| SessionsMsg::ListSessions { bearer, reply })
         .await?;
     Ok(Json(SessionList {
         data: list.into_iter().map(Into::into).collect(),
@@ -576,7 +577,7 @@ pub async fn revoke_session(
     let session_id: Uuid = id.parse().unwrap_or(Uuid::nil());
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::RevokeSession {
+        .call(|reply| SessionsMsg::RevokeSession {
             bearer,
             session_id,
             ctx: ctx.clone(),
@@ -600,7 +601,7 @@ pub async fn forgot_password(
     ApiJson(req): ApiJson<EmailRequest>,
 ) -> Result<Response, ApiError> {
     accept_email(&tenant, req, |email, redirect_to, reply| {
-        TenantMsg::ForgotPassword {
+        AccountsMsg::ForgotPassword {
             email,
             redirect_to,
             reply,
@@ -648,14 +649,14 @@ pub async fn reset_password(
     }
     // The link first: a guessed token must not cost an argon2 hash.
     tenant
-        .call(|reply| TenantMsg::CheckResetLink {
+        .call(|reply| AccountsMsg::CheckResetLink {
             token: req.token.clone(),
             reply,
         })
         .await?;
     let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
     tenant
-        .call(|reply| TenantMsg::ResetPassword {
+        .call(|reply| AccountsMsg::ResetPassword {
             token: req.token.clone(),
             password_hash: password_hash.clone(),
             ctx: ctx.clone(),
@@ -718,7 +719,7 @@ pub async fn change_password(
     };
     let credential: Credential = credential;
     user.tenant
-        .call(|reply| TenantMsg::ChangePassword {
+        .call(|reply| AccountsMsg::ChangePassword {
             bearer,
             credential: credential.clone(),
             current_ok,

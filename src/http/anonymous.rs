@@ -8,7 +8,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::TenantMsg;
+use tessera_actors::tenant::GuestsMsg;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -78,7 +78,7 @@ pub async fn anonymous_signin(
     errors.finish()?;
     let public_metadata = public_metadata.unwrap_or_default();
     let grant = tenant
-        .call(|reply| TenantMsg::AnonymousSignin {
+        .call(|reply| GuestsMsg::AnonymousSignin {
             ip,
             public_metadata: public_metadata.clone(),
             ctx: ctx.clone(),

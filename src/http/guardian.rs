@@ -25,6 +25,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::AccountsMsg;
 use tessera_actors::{
     login_guard::Captcha,
     password::{HashError, Password},
@@ -171,7 +172,7 @@ pub async fn parental_consent(
         guardian_email.unwrap_or_default(),
     );
     let credential = tenant
-        .call(|reply| TenantMsg::LoginBegin {
+        .call(|reply| AccountsMsg::LoginBegin {
             attempt: LoginAttempt {
                 email: email.clone(),
                 ip,

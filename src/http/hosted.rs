@@ -17,6 +17,7 @@ use axum::{
     Form, Router,
 };
 use serde::Deserialize;
+use tessera_actors::tenant::{AccountsMsg, HostedMsg};
 use tessera_actors::{
     password::Password,
     policy::is_weak_password,
@@ -25,7 +26,7 @@ use tessera_actors::{
         challenges::tenant_of_token,
         messages::{HostedLink, HostedView},
     },
-    TenantHandle, TenantMsg,
+    TenantHandle,
 };
 use tessera_storage::TenantId;
 
@@ -98,7 +99,7 @@ async fn open_link(
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
     served_here(state, tenant.id).map_err(IntoResponse::into_response)?;
     let view = tenant
-        .call(|reply| TenantMsg::HostedPeek {
+        .call(|reply| HostedMsg::HostedPeek {
             link,
             token: token.to_owned(),
             reply,
@@ -202,7 +203,7 @@ async fn verify_submit(
         Err(page) => return page,
     };
     let done = tenant
-        .call(|reply| TenantMsg::VerifyEmail {
+        .call(|reply| AccountsMsg::VerifyEmail {
             token: token.clone(),
             ctx: ctx.clone(),
             reply,
@@ -329,7 +330,7 @@ async fn reset(
     ctx: AuditContext,
 ) -> Result<(), Problem> {
     tenant
-        .call(|reply| TenantMsg::CheckResetLink {
+        .call(|reply| AccountsMsg::CheckResetLink {
             token: token.to_owned(),
             reply,
         })
@@ -340,7 +341,7 @@ async fn reset(
         .await
         .map_err(|_| Problem::Busy)?;
     tenant
-        .call(|reply| TenantMsg::ResetPassword {
+        .call(|reply| AccountsMsg::ResetPassword {
             token: token.to_owned(),
             password_hash: password_hash.clone(),
             ctx: ctx.clone(),
@@ -415,7 +416,7 @@ async fn magic_submit(
         Err(page) => return page,
     };
     let issued = tenant
-        .call(|reply| TenantMsg::HostedMagicLink {
+        .call(|reply| HostedMsg::HostedMagicLink {
             token: token.clone(),
             ctx: ctx.clone(),
             reply,

@@ -12,9 +12,10 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::{MfaMsg, SessionsMsg};
 use tessera_actors::{
     tenant::messages::{Bearer, MfaVerified, MfaWho},
-    TenantHandle, TenantMsg,
+    TenantHandle,
 };
 use utoipa::ToSchema;
 
@@ -102,7 +103,7 @@ pub async fn setup(
         let bearer = user.bearer;
         let me = user
             .tenant
-            .call(|reply| TenantMsg::Authenticate { bearer, reply })
+            .call(|reply| SessionsMsg::Authenticate { bearer, reply })
             .await?;
         if me.is_anonymous {
             return Err(tessera_actors::TenantError::MfaUnavailable.into());
@@ -121,7 +122,7 @@ pub async fn setup(
     let who = caller.who;
     let secret = caller
         .tenant
-        .call(|reply| TenantMsg::MfaSetup {
+        .call(|reply| MfaMsg::MfaSetup {
             who: who.clone(),
             reply,
         })
@@ -170,7 +171,7 @@ pub async fn verify_setup(
     let who = caller.who;
     let codes = caller
         .tenant
-        .call(|reply| TenantMsg::MfaVerifySetup {
+        .call(|reply| MfaMsg::MfaVerifySetup {
             who: who.clone(),
             code: req.code.clone(),
             ctx: ctx.clone(),
@@ -245,7 +246,7 @@ pub async fn verify_mfa(
         }
     };
     let verified = tenant
-        .call(|reply| TenantMsg::MfaVerify {
+        .call(|reply| MfaMsg::MfaVerify {
             challenge: req.mfa_challenge_token.clone(),
             code: req.code.clone(),
             bearer,
@@ -341,7 +342,7 @@ pub async fn disable(
     let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::MfaDisable {
+        .call(|reply| MfaMsg::MfaDisable {
             bearer,
             credential: credential.clone(),
             password_ok,
@@ -379,7 +380,7 @@ pub async fn recovery_codes(
     let bearer = user.bearer;
     let codes = user
         .tenant
-        .call(|reply| TenantMsg::MfaRegenerateCodes {
+        .call(|reply| MfaMsg::MfaRegenerateCodes {
             bearer,
             credential: credential.clone(),
             password_ok,

@@ -15,7 +15,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::TenantMsg;
+use tessera_actors::tenant::PasskeysMsg;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -137,7 +137,7 @@ pub async fn register_begin(
     // the gate's refusal are never sent; the session's next begin replaces them.
     let options = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyRegisterBegin { bearer, reply })
+        .call(|reply| PasskeysMsg::PasskeyRegisterBegin { bearer, reply })
         .await?;
     require_step_up(&state, &user, &headers).await?;
     Ok(Json(PasskeyOptionsResponse {
@@ -184,7 +184,7 @@ pub async fn register_finish(
     let bearer = user.bearer;
     let view = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyRegisterFinish {
+        .call(|reply| PasskeysMsg::PasskeyRegisterFinish {
             bearer,
             response: response.clone(),
             nickname: req.nickname.clone(),
@@ -231,7 +231,7 @@ pub async fn assert_begin(
     }
     errors.finish()?;
     let options = tenant
-        .call(|reply| TenantMsg::PasskeyAssertBegin {
+        .call(|reply| PasskeysMsg::PasskeyAssertBegin {
             user_handle: req.user_handle.clone(),
             ip,
             reply,
@@ -277,7 +277,7 @@ pub async fn assert_finish(
     let response = credential_field(&mut errors, "response", req.response);
     errors.finish()?;
     let check = tenant
-        .call(|reply| TenantMsg::PasskeyAssertTake {
+        .call(|reply| PasskeysMsg::PasskeyAssertTake {
             response: response.clone(),
             ip,
             ctx: ctx.clone(),
@@ -288,7 +288,7 @@ pub async fn assert_finish(
     let verdict = check.verify();
     let passkey = check.passkey;
     let outcome = tenant
-        .call(|reply| TenantMsg::PasskeyAssertFinish {
+        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
             passkey: passkey.clone(),
             verdict,
             ip,
@@ -310,7 +310,7 @@ pub async fn list(user: UserBearer) -> Result<Json<PasskeyListResponse>, ApiErro
     let bearer = user.bearer;
     let views = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyList { bearer, reply })
+        .call(|reply| PasskeysMsg::PasskeyList { bearer, reply })
         .await?;
     Ok(Json(PasskeyListResponse {
         passkeys: views.into_iter().map(PasskeyResponse::from).collect(),
@@ -355,7 +355,7 @@ pub async fn rename(
     let bearer = user.bearer;
     let view = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyRename {
+        .call(|reply| PasskeysMsg::PasskeyRename {
             bearer,
             id,
             nickname: req.nickname.clone(),
@@ -391,7 +391,7 @@ pub async fn delete(
     require_step_up(&state, &user, &headers).await?;
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::PasskeyDelete {
+        .call(|reply| PasskeysMsg::PasskeyDelete {
             bearer,
             id,
             ctx: ctx.clone(),
@@ -418,7 +418,7 @@ pub async fn step_up_options(
     let bearer = user.bearer;
     let options = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyStepUpOptions {
+        .call(|reply| PasskeysMsg::PasskeyStepUpOptions {
             bearer,
             ctx: ctx.clone(),
             reply,
@@ -497,7 +497,7 @@ pub async fn step_up_verify(
     let bearer = user.bearer;
     let check = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyStepUpTake {
+        .call(|reply| PasskeysMsg::PasskeyStepUpTake {
             bearer,
             assertion: assertion.clone(),
             ctx: ctx.clone(),
@@ -509,7 +509,7 @@ pub async fn step_up_verify(
     let passkey = check.passkey;
     let grant = user
         .tenant
-        .call(|reply| TenantMsg::PasskeyStepUpFinish {
+        .call(|reply| PasskeysMsg::PasskeyStepUpFinish {
             bearer,
             passkey: passkey.clone(),
             verdict,

@@ -7,12 +7,13 @@
 
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use serde::Deserialize;
+use tessera_actors::tenant::{HostedMsg, PasswordlessMsg, SmsMsg};
 use tessera_actors::{
     tenant::{
         challenges::{OAuthParams, OAuthResume},
         messages::{HostedReturn, PasswordlessLogin},
     },
-    TenantHandle, TenantMsg,
+    TenantHandle,
 };
 use tessera_storage::{random_token, sha256};
 use utoipa::ToSchema;
@@ -161,7 +162,7 @@ pub async fn magic_link(
     let email = email.unwrap_or_default();
     let (oauth, binding) = bind(req.oauth_params);
     tenant
-        .call(|reply| TenantMsg::MagicLinkRequest {
+        .call(|reply| PasswordlessMsg::MagicLinkRequest {
             email: email.clone(),
             oauth: oauth.clone(),
             hosted: hosted.clone(),
@@ -231,7 +232,7 @@ pub async fn magic_link_verify(
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
     let login = tenant
-        .call(|reply| TenantMsg::MagicLinkVerify {
+        .call(|reply| PasswordlessMsg::MagicLinkVerify {
             token: req.token.clone(),
             binding_hash: binding_hash.clone(),
             ctx: ctx.clone(),
@@ -286,7 +287,7 @@ pub async fn token_exchange(
     code_verifier_field(&mut errors, &req.code_verifier);
     errors.finish()?;
     let login = tenant
-        .call(|reply| TenantMsg::ExchangeCode {
+        .call(|reply| HostedMsg::ExchangeCode {
             code: req.code.clone(),
             code_verifier: req.code_verifier.clone(),
             ctx: ctx.clone(),
@@ -353,7 +354,7 @@ pub async fn email_otp(
     let email = email.unwrap_or_default();
     let (oauth, binding) = bind(req.oauth_params);
     tenant
-        .call(|reply| TenantMsg::EmailOtpRequest {
+        .call(|reply| PasswordlessMsg::EmailOtpRequest {
             email: email.clone(),
             create,
             oauth: oauth.clone(),
@@ -417,7 +418,7 @@ pub async fn email_otp_verify(
     errors.finish()?;
     let email = email.unwrap_or_default();
     let login = tenant
-        .call(|reply| TenantMsg::EmailOtpVerify {
+        .call(|reply| PasswordlessMsg::EmailOtpVerify {
             email: email.clone(),
             code: req.code.clone(),
             binding_hash: binding_hash.clone(),
@@ -475,7 +476,7 @@ pub async fn sms_otp(
     let phone = checked_phone(phone)?;
     let (oauth, binding) = bind(req.oauth_params);
     tenant
-        .call(|reply| TenantMsg::SmsOtpRequest {
+        .call(|reply| SmsMsg::SmsOtpRequest {
             phone: phone.clone(),
             create,
             oauth: oauth.clone(),
@@ -525,7 +526,7 @@ pub async fn sms_otp_verify(
     errors.finish()?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
     let login = tenant
-        .call(|reply| TenantMsg::SmsOtpVerify {
+        .call(|reply| SmsMsg::SmsOtpVerify {
             phone: e164.clone(),
             code: req.code.clone(),
             binding_hash: binding_hash.clone(),

@@ -12,6 +12,7 @@
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
+use tessera_actors::tenant::{AccountsMsg, StepUpMsg};
 use tessera_actors::{
     login_guard::Captcha,
     password::HashError,
@@ -45,7 +46,7 @@ pub async fn password_login(
     ctx: &AuditContext,
 ) -> Result<PasswordSignIn, CallError<TenantError>> {
     let credential = tenant
-        .call(|reply| TenantMsg::LoginBegin {
+        .call(|reply| AccountsMsg::LoginBegin {
             attempt: attempt.clone(),
             reply,
         })
@@ -59,7 +60,7 @@ pub async fn password_login(
             HashError::Failed(cause) => CallError::Failed(TenantError::Internal(cause)),
         })?;
     tenant
-        .call(|reply| TenantMsg::LoginFinish {
+        .call(|reply| AccountsMsg::LoginFinish {
             attempt: attempt.clone(),
             credential: credential.clone(),
             password_ok,
@@ -107,7 +108,7 @@ pub async fn check_current_password(
     let bearer = user.bearer;
     let credential = user
         .tenant
-        .call(|reply| TenantMsg::PasswordCredential { bearer, reply })
+        .call(|reply| AccountsMsg::PasswordCredential { bearer, reply })
         .await?;
     let ok = app
         .hasher
@@ -201,7 +202,7 @@ pub async fn require_step_up(
     }
     let Some(token) = presented else {
         let challenge = tenant
-            .call(|reply| TenantMsg::StepUpGate { bearer, reply })
+            .call(|reply| StepUpMsg::StepUpGate { bearer, reply })
             .await?;
         let p = &app.config.tokens.acr_urn_prefix;
         let www = format!(
@@ -247,7 +248,7 @@ pub async fn require_step_up(
         return Err(invalid_step_up());
     };
     Ok(tenant
-        .call(|reply| TenantMsg::ConsumeStepUp { bearer, jti, reply })
+        .call(|reply| StepUpMsg::ConsumeStepUp { bearer, jti, reply })
         .await?)
 }
 

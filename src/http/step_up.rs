@@ -3,6 +3,7 @@
 //! Signing it and the gate that consumes it are in `reauth.rs`.
 
 use std::time::Instant;
+use tessera_actors::tenant::StepUpMsg;
 
 use axum::{
     body::Bytes,
@@ -12,7 +13,6 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::TenantMsg;
 use utoipa::ToSchema;
 
 use super::{
@@ -62,7 +62,7 @@ pub async fn password(
     let latency_ms = i128::try_from(started.elapsed().as_millis()).unwrap_or(i128::MAX);
     let grant = user
         .tenant
-        .call(|reply| TenantMsg::StepUpPassword {
+        .call(|reply| StepUpMsg::StepUpPassword {
             bearer,
             credential: credential.clone(),
             password_ok,
@@ -137,7 +137,7 @@ async fn initiate(
     let bearer = user.bearer;
     let masked = user
         .tenant
-        .call(|reply| TenantMsg::StepUpMailInitiate {
+        .call(|reply| StepUpMsg::StepUpMailInitiate {
             bearer,
             link,
             action_hint: req.action_hint.clone().filter(|h| !h.trim().is_empty()),
@@ -206,7 +206,7 @@ pub async fn email_otp_verify(
     let bearer = user.bearer;
     let grant = user
         .tenant
-        .call(|reply| TenantMsg::StepUpEmailVerify {
+        .call(|reply| StepUpMsg::StepUpEmailVerify {
             bearer,
             otp: req.otp.clone(),
             ctx: ctx.clone(),
@@ -270,7 +270,7 @@ pub async fn magic_link_verify(
     let bearer = user.bearer;
     let grant = user
         .tenant
-        .call(|reply| TenantMsg::StepUpLinkVerify {
+        .call(|reply| StepUpMsg::StepUpLinkVerify {
             bearer,
             token: req.token.clone(),
             ctx: ctx.clone(),

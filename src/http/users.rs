@@ -14,6 +14,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Deserializer, Serialize};
+use tessera_actors::tenant::UsersMsg;
 use tessera_actors::{
     records::Role,
     tenant::{
@@ -22,7 +23,7 @@ use tessera_actors::{
             NewUser, UserAction, UserDetail, UserPatch, UserQuery, UserStatus, UserSummary,
         },
     },
-    Password, TenantHandle, TenantMsg,
+    Password, TenantHandle,
 };
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use utoipa::{IntoParams, ToSchema};
@@ -358,7 +359,7 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
     };
     let page = m
         .tenant
-        .call(|reply| TenantMsg::ListUsers {
+        .call(|reply| UsersMsg::ListUsers {
             query: query.clone(),
             reply,
         })
@@ -389,7 +390,7 @@ async fn show(m: Manager, id: &str) -> Result<Json<ManagedUserDetail>, ApiError>
     let id = user_id(id)?;
     let detail = m
         .tenant
-        .call(|reply| TenantMsg::GetUser { id, reply })
+        .call(|reply| UsersMsg::GetUser { id, reply })
         .await
         .map_err(|e| not_found_user(e.into()))?;
     Ok(Json(detail.into()))
@@ -428,7 +429,7 @@ async fn create(
     let ctx = m.ctx.clone();
     let detail = m
         .tenant
-        .call(|reply| TenantMsg::CreateUser {
+        .call(|reply| UsersMsg::CreateUser {
             user: user.clone(),
             ctx: ctx.clone(),
             reply,
@@ -471,7 +472,7 @@ async fn update(
     let ctx = m.ctx.clone();
     let detail = m
         .tenant
-        .call(|reply| TenantMsg::UpdateUser {
+        .call(|reply| UsersMsg::UpdateUser {
             id,
             patch: patch.clone(),
             ctx: ctx.clone(),
@@ -495,7 +496,7 @@ async fn act(
     let ctx = m.ctx.clone();
     let detail = m
         .tenant
-        .call(|reply| TenantMsg::ActOnUser {
+        .call(|reply| UsersMsg::ActOnUser {
             id,
             action,
             ctx: ctx.clone(),
@@ -512,7 +513,7 @@ async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     m.sensitive()?;
     let ctx = m.ctx.clone();
     m.tenant
-        .call(|reply| TenantMsg::DeleteUser {
+        .call(|reply| UsersMsg::DeleteUser {
             id,
             ctx: ctx.clone(),
             reply,

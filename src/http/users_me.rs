@@ -12,6 +12,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::{SessionsMsg, SmsMsg, UsersMsg};
 use tessera_actors::{
     tenant::social::{Provider, SocialAnswer, SocialCmd},
     CallError, TenantError, TenantMsg,
@@ -59,7 +60,7 @@ pub async fn phone_verify(
     let phone = checked_phone(phone)?;
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::PhoneVerifyRequest {
+        .call(|reply| SmsMsg::PhoneVerifyRequest {
             bearer,
             phone: phone.clone(),
             ip,
@@ -111,7 +112,7 @@ pub async fn phone_confirm(
     let bearer = user.bearer;
     let me = user
         .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
     if me.is_anonymous {
         return Err(tessera_actors::TenantError::GuestNotAllowed.into());
@@ -127,7 +128,7 @@ pub async fn phone_confirm(
     let bearer = user.bearer;
     let view = user
         .tenant
-        .call(|reply| TenantMsg::PhoneConfirm {
+        .call(|reply| SmsMsg::PhoneConfirm {
             bearer,
             phone: e164.clone(),
             code: req.code.clone(),
@@ -213,7 +214,7 @@ pub async fn link_provider(
     let bearer = user.bearer;
     let me = user
         .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
+        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
     if me.email.is_some() && !me.email_verified {
         return Err(tessera_actors::TenantError::EmailUnconfirmed {
@@ -445,7 +446,7 @@ pub async fn export(
     let bearer = user.bearer;
     let document = user
         .tenant
-        .call(|reply| TenantMsg::ExportMe { bearer, reply })
+        .call(|reply| UsersMsg::ExportMe { bearer, reply })
         .await?;
     let filename = format!("{}-user-export.json", user.tenant.slug);
     Ok((
@@ -488,7 +489,7 @@ pub async fn delete_me(
     require_step_up(&state, &user, &headers).await?;
     let bearer = user.bearer;
     user.tenant
-        .call(|reply| TenantMsg::DeleteMe {
+        .call(|reply| UsersMsg::DeleteMe {
             bearer,
             ctx: ctx.clone(),
             reply,

@@ -19,9 +19,9 @@ mod state;
 mod supervision;
 mod tenants;
 
-use std::{collections::HashMap, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
 use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
@@ -36,8 +36,13 @@ pub use self::{
     tenants::{is_valid_slug, slug_from_name, API_KEY_PREFIX},
 };
 use crate::{
-    durable::reply_when_durable, error::DirectoryError, login_guard::LoginThrottles,
-    published::Published, records::TenantRecord, tenant::TenantRuntime, throttle::RateWindow,
+    error::DirectoryError,
+    login_guard::LoginThrottles,
+    published::Published,
+    records::TenantRecord,
+    reply::{after_flush, finish, Durability, Outcome},
+    tenant::TenantRuntime,
+    throttle::RateWindow,
 };
 
 /// What the directory starts with.
@@ -101,11 +106,11 @@ impl Actor for Directory {
         match message {
             DirectoryMsg::CreateTenant { req, reply } => {
                 let out = state.create_tenant(req);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::ReplayIdempotent { key, reply } => {
                 let out = state.replay(&key, time::OffsetDateTime::now_utc());
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::FindAccount { email, reply } => {
                 let _ = reply.send(state.find_account(&email));
@@ -118,7 +123,7 @@ impl Actor for Directory {
             }
             DirectoryMsg::SetTier { slug, tier, reply } => {
                 let out = state.update_tenant(&slug, |rec| rec.tier = tier);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::SetLimits {
                 slug,
@@ -126,11 +131,11 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.update_tenant(&slug, |rec| rec.mau_cap = Some(mau_cap));
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::RotateApiKey { slug, reply } => {
                 let out = state.rotate_api_key(&slug);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::EnsureRunning { tenant, reply } => {
                 let _ = reply.send(state.ensure_running(&myself, tenant).await);
@@ -142,7 +147,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.register_resource(tenant, name, uri);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::GetResource { id, reply } => {
                 let _ = reply.send(state.resource(id));
@@ -163,7 +168,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.register_catalog_scope(tenant, scope);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::DeleteCatalogScope {
                 tenant,
@@ -172,7 +177,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.delete_catalog_scope(tenant, resource, scope);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::CatalogScopes {
                 pending_only,
@@ -186,18 +191,18 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.approve_catalog_scope(resource, scope);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::CreateManagementKey { key, reply } => {
                 let out = state.create_management_key(key);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::ListManagementKeys { tenant, reply } => {
                 let _ = reply.send(state.list_management_keys(tenant));
             }
             DirectoryMsg::RevokeManagementKey { tenant, id, reply } => {
                 let out = state.revoke_management_key(tenant, id);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
@@ -231,7 +236,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 state.login_failed(&email, ip, device);
-                reply_after_flush(state, reply);
+                after_flush(state, reply);
             }
             DirectoryMsg::CreateSession {
                 account_id,
@@ -240,18 +245,18 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.create_session(account_id, ip, device);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::Authenticate { token, reply } => {
                 let _ = reply.send(state.authenticate(&token));
             }
             DirectoryMsg::Logout { token, reply } => {
                 let out = state.logout(&token);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::MarkReauth { token, reply } => {
                 let out = state.mark_reauth(&token);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::ListMembers { tenant, reply } => {
                 let _ = reply.send(state.members_and_invitations(tenant));
@@ -264,7 +269,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.invite(tenant, &email, role, invited_by);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::RevokeInvite {
                 tenant,
@@ -272,7 +277,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.revoke_invite(tenant, &email);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::InviteTarget { token, reply } => {
                 let _ = reply.send(state.invite_target(&token));
@@ -283,7 +288,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.accept_invite(&token, proof);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::ChangeMember {
                 tenant,
@@ -292,7 +297,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.change_member(tenant, account_id, role);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::IssueAccountToken {
                 target,
@@ -300,7 +305,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.issue_account_token(target, purpose);
-                reply_alike(state, reply, out);
+                finish(state, reply, alike_after_flush(out));
             }
             DirectoryMsg::VerifyAccount {
                 token,
@@ -308,7 +313,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.verify_account(&token, account_id);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
             DirectoryMsg::CheckAccountToken {
                 token,
@@ -323,7 +328,7 @@ impl Actor for Directory {
                 reply,
             } => {
                 let out = state.reset_password(&token, password_hash);
-                reply_durable(state, reply, out);
+                finish(state, reply, Outcome::durable_success(out));
             }
         }
         // Resets (a login that went through) and sweeps are written after the message.
@@ -342,23 +347,14 @@ impl Actor for Directory {
     }
 }
 
-/// Replies once the writes applied so far are durable; an error is answered at once (it
-/// reports no write).
-fn reply_durable<T: Send + 'static>(
-    state: &DirectoryState,
-    reply: RpcReplyPort<Result<T, DirectoryError>>,
-    out: Result<T, DirectoryError>,
-) {
-    match out {
-        Ok(v) => reply_when_durable(
-            state.platform.ticket(),
-            reply,
-            Ok(v),
-            DirectoryError::Internal,
-        ),
-        Err(e) => {
-            let _ = reply.send(Err(e));
-        }
+impl Durability for DirectoryState {
+    fn ticket(&self) -> tessera_storage::flusher::Ticket {
+        self.platform.ticket()
+    }
+
+    /// The directory sends nothing itself: the dashboard's mail leaves from its routes.
+    fn outbound(&self) -> Option<Arc<dyn crate::outbound::Outbound>> {
+        None
     }
 }
 
@@ -366,34 +362,11 @@ fn reply_durable<T: Send + 'static>(
 /// limit (checked before any lookup, alike for every address) is answered at once; any other
 /// answer, a token, none or an error, once the writes applied so far are durable, so an
 /// unknown address answers as late as a known one.
-fn reply_alike<T: Send + 'static>(
-    state: &DirectoryState,
-    reply: RpcReplyPort<Result<T, DirectoryError>>,
-    out: Result<T, DirectoryError>,
-) {
+fn alike_after_flush<T>(out: Result<T, DirectoryError>) -> Outcome<T, DirectoryError> {
     match out {
-        Err(e @ DirectoryError::RateLimited { .. }) => {
-            let _ = reply.send(Err(e));
-        }
-        other => reply_when_durable(
-            state.platform.ticket(),
-            reply,
-            other,
-            DirectoryError::Internal,
-        ),
+        Err(e @ DirectoryError::RateLimited { .. }) => Outcome::now(Err(e)),
+        other => Outcome::durable(other),
     }
-}
-
-/// Answers once the writes applied so far are durable (a failed flush is logged; the answer
-/// carries nothing to fail).
-fn reply_after_flush(state: &DirectoryState, reply: RpcReplyPort<()>) {
-    let ticket = state.platform.ticket();
-    tokio::spawn(async move {
-        if let Err(e) = ticket.wait().await {
-            tracing::error!(error = %e, "a write could not be made durable");
-        }
-        let _ = reply.send(());
-    });
 }
 
 impl DirectoryState {
@@ -454,10 +427,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
         let (tx, mut rx) = oneshot();
-        reply_durable(&d, tx.into(), Err::<u8, _>(DirectoryError::NotFound));
+        finish(
+            &d,
+            tx.into(),
+            Outcome::durable_success(Err::<u8, _>(DirectoryError::NotFound)),
+        );
         assert!(matches!(sent(&mut rx), Some(Err(DirectoryError::NotFound))));
         let (tx, mut rx) = oneshot();
-        reply_durable(&d, tx.into(), Ok::<u8, DirectoryError>(7));
+        finish(
+            &d,
+            tx.into(),
+            Outcome::durable_success(Ok::<u8, DirectoryError>(7)),
+        );
         assert!(sent(&mut rx).is_none());
         assert!(matches!(rx.await, Ok(Ok(7))));
     }
@@ -467,12 +448,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
         let (tx, mut rx) = oneshot();
-        reply_alike(
+        finish(
             &d,
             tx.into(),
-            Err::<Option<u8>, _>(DirectoryError::RateLimited {
+            alike_after_flush(Err::<Option<u8>, _>(DirectoryError::RateLimited {
                 retry_after_secs: 9,
-            }),
+            })),
         );
         assert!(matches!(
             sent(&mut rx),
@@ -489,7 +470,7 @@ mod tests {
         ] {
             let expected = format!("{out:?}");
             let (tx, mut rx) = oneshot();
-            reply_alike(&d, tx.into(), out);
+            finish(&d, tx.into(), alike_after_flush(out));
             assert!(sent(&mut rx).is_none(), "{expected} was answered at once");
             assert_eq!(format!("{:?}", rx.await.unwrap()), expected);
         }
@@ -500,7 +481,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
         let (tx, mut rx) = oneshot();
-        reply_after_flush(&d, tx.into());
+        after_flush(&d, tx.into());
         assert!(sent(&mut rx).is_none());
         rx.await.unwrap();
     }

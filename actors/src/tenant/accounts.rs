@@ -6,6 +6,8 @@
 //! never both win. Argon2 never runs here: callers hash and verify off the actor and send the
 //! result, and `LoginFinish` / `ChangePassword` re-check the password epoch before committing.
 
+pub mod msg;
+
 use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{sha256, Kind, TenantBatch};

@@ -2,6 +2,8 @@
 //! registered user with the same id, the purge of stale guests, and the monthly-active-user
 //! count that caps new guests.
 
+pub mod msg;
+
 use std::{net::IpAddr, time::Instant};
 
 use serde::{Deserialize, Serialize};

@@ -8,6 +8,8 @@
 //! its page must not hold the token pair: it hands the app a code bound to the app's
 //! `code_challenge` (RFC 7636, S256) instead.
 
+pub mod msg;
+
 use tessera_storage::{ct_eq, Kind};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;

@@ -29,6 +29,8 @@
 //! key material or key locations (`jwk`, `jku`, `x5u`, `x5c`, `x5t`, `x5t#S256`) or critical
 //! extensions (`crit`) are refused outright: this server never issues them.
 
+pub mod msg;
+
 use std::collections::HashMap;
 
 use aws_lc_rs::{

@@ -1,4 +1,5 @@
-//! The tenant's whole command surface: one variant per command, each with its reply port.
+//! The tenant's command surface, routed by flow: each flow's commands are its own enum (in its
+//! `msg` module, with how each is answered); the types they carry are here.
 
 use std::net::IpAddr;
 
@@ -13,8 +14,7 @@ use crate::{
     records::Tier,
     tenant::{
         audit::{AuditContext, AuditPage},
-        keys::RotatedKeys,
-        settings::{SettingsChange, TenantSettings},
+        settings::TenantSettings,
     },
 };
 
@@ -217,14 +217,14 @@ pub enum UserAction {
 }
 
 /// One kind of credential a user holds, and how many records, tokens or fields of it
-/// ([`TenantMsg::UserCredentials`]).
+/// ([`UsersMsg::UserCredentials`](crate::tenant::UsersMsg::UserCredentials)).
 #[derive(Clone, Debug, Serialize)]
 pub struct HeldCredential {
     pub kind: super::credentials::Credential,
     pub count: usize,
 }
 
-/// Where a user's trace was found by [`TenantMsg::UserTraces`].
+/// Where a user's trace was found by [`UsersMsg::UserTraces`](crate::tenant::UsersMsg::UserTraces).
 #[derive(Clone, Debug, Serialize)]
 pub struct Trace {
     /// The record kind's byte, in hex.
@@ -608,253 +608,32 @@ pub struct StepUpUse {
     pub amr: Vec<String>,
 }
 
+/// A message for a tenant actor: a flow's command, or one of the tenant's own.
 pub enum TenantMsg {
-    /// Counts a registration attempt from `ip` (5 a minute): answers `RateLimited` over it.
-    RegisterAdmit {
-        ip: IpAddr,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Registers, or (for an existing or policy-blocked address) answers a look-alike.
-    Register {
-        registration: Registration,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
-    },
-    VerifyEmail {
-        token: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Sends a new verification link when the address has an unverified account.
-    ResendVerification {
-        email: String,
-        redirect_to: Option<String>,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Checks the sign-in rules, then answers the credential to verify.
-    LoginBegin {
-        attempt: LoginAttempt,
-        reply: RpcReplyPort<Result<Credential, TenantError>>,
-    },
-    /// Records the verification's result; on success opens a session.
-    LoginFinish {
-        attempt: LoginAttempt,
-        credential: Credential,
-        password_ok: bool,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordSignIn, TenantError>>,
-    },
-    /// Rotates a refresh token (single use, with a short grace for concurrent retries).
-    Refresh {
-        token: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<Grant, TenantError>>,
-    },
-    /// The user behind a verified access token, if its session is still alive.
-    Authenticate {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
-    },
-    Logout {
-        bearer: Bearer,
-        global: bool,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    ListSessions {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<Vec<SessionView>, TenantError>>,
-    },
-    RevokeSession {
-        bearer: Bearer,
-        session_id: Uuid,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Sends a reset link when the address has an account.
-    ForgotPassword {
-        email: String,
-        redirect_to: Option<String>,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Whether a reset link is alive, before the new password is hashed.
-    CheckResetLink {
-        token: String,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    ResetPassword {
-        token: String,
-        password_hash: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// The signed-in user's password hash, to check the current password off the actor.
-    PasswordCredential {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<Credential, TenantError>>,
-    },
-    ChangePassword {
-        bearer: Bearer,
-        credential: Credential,
-        current_ok: bool,
-        new_hash: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Starts TOTP setup: a new pending seed.
-    MfaSetup {
-        who: MfaWho,
-        reply: RpcReplyPort<Result<MfaSecret, TenantError>>,
-    },
-    /// Confirms the pending seed; answers the recovery codes.
-    MfaVerifySetup {
-        who: MfaWho,
-        code: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
-    },
-    /// Answers an MFA login challenge or the gate's TOTP step-up challenge.
-    MfaVerify {
-        challenge: String,
-        code: String,
-        bearer: Option<Bearer>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<MfaVerified, TenantError>>,
-    },
-    MfaDisable {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    MfaRegenerateCodes {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
-    },
-    /// Step-up with the password, checked off the actor.
-    StepUpPassword {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        latency_ms: i128,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
-    },
-    /// Mails a step-up code (`link: false`) or link (`link: true`); answers the masked address.
-    StepUpMailInitiate {
-        bearer: Bearer,
-        link: bool,
-        action_hint: Option<String>,
-        /// For a link: where the hosted page hands its token to the app.
-        redirect_to: Option<String>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<String, TenantError>>,
-    },
-    StepUpEmailVerify {
-        bearer: Bearer,
-        otp: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
-    },
-    StepUpLinkVerify {
-        bearer: Bearer,
-        token: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
-    },
-    /// Starts a passkey registration for the signed-in user (step-up already passed):
-    /// answers the `publicKey` creation options.
-    PasskeyRegisterBegin {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
-    },
-    /// Finishes a registration of the caller's session with the browser's credential.
-    PasskeyRegisterFinish {
-        bearer: Bearer,
-        response: serde_json::Value,
-        nickname: Option<String>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
-    },
-    /// Starts a passkey sign-in: for one user (`user_handle`) or any discoverable one.
-    PasskeyAssertBegin {
-        user_handle: Option<String>,
-        ip: IpAddr,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
-    },
-    /// Takes the ceremony of a sign-in's assertion and finds its passkey: the signature is
-    /// then checked off the actor.
-    PasskeyAssertTake {
-        response: serde_json::Value,
-        ip: IpAddr,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
-    },
-    /// Finishes a passkey sign-in with the verdict on its signature.
-    PasskeyAssertFinish {
-        passkey: crate::tenant::passkeys::CheckedPasskey,
-        verdict: crate::tenant::passkeys::AssertionVerdict,
-        ip: IpAddr,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
-    },
-    /// The step-up options: the caller's passkeys, user verification required.
-    PasskeyStepUpOptions {
-        bearer: Bearer,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
-    },
-    /// A passkey step-up, first half: takes the options of the caller's session that the
-    /// assertion names; the signature is then checked off the actor.
-    PasskeyStepUpTake {
-        bearer: Bearer,
-        assertion: serde_json::Value,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
-    },
-    /// A passkey step-up, second half: the verdict on the signature.
-    PasskeyStepUpFinish {
-        bearer: Bearer,
-        passkey: crate::tenant::passkeys::CheckedPasskey,
-        verdict: crate::tenant::passkeys::AssertionVerdict,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
-    },
-    /// The caller's passkeys.
-    PasskeyList {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<Vec<PasskeyView>, TenantError>>,
-    },
-    /// Renames one of the caller's passkeys (step-up already passed).
-    PasskeyRename {
-        bearer: Bearer,
-        id: Uuid,
-        nickname: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
-    },
-    /// Deletes one of the caller's passkeys (step-up already passed).
-    PasskeyDelete {
-        bearer: Bearer,
-        id: Uuid,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Changes the relying-party id and the extra origins; a change that strands users'
-    /// passkeys needs `confirmed`.
-    PasskeyDomain {
-        rp_id: Option<Option<String>>,
-        origins: Option<Vec<String>>,
-        confirmed: bool,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
-    },
+    /// Registration, e-mail verification, password sign-in and the password itself.
+    Accounts(crate::tenant::accounts::msg::AccountsMsg),
+    /// Sessions: refresh, the access check, sign-out and the session list.
+    Sessions(crate::tenant::sessions::msg::SessionsMsg),
+    /// TOTP and recovery codes: setup, challenges, disabling and new codes.
+    Mfa(crate::tenant::mfa::msg::MfaMsg),
+    /// Step-up re-authentication: the gate, its methods and the consumed token.
+    StepUp(crate::tenant::step_up::msg::StepUpMsg),
+    /// Passkeys: registration, sign-in, step-up, the list and the relying-party domain.
+    Passkeys(crate::tenant::passkeys::msg::PasskeysMsg),
+    /// Mailed sign-in: login links and e-mailed codes.
+    Passwordless(crate::tenant::passwordless::msg::PasswordlessMsg),
+    /// The hosted pages: a look at a mailed link, the sign-in page, and the code exchange.
+    Hosted(crate::tenant::hosted::msg::HostedMsg),
+    /// Text messages: sign-in codes, phone confirmation and the dashboard's test message.
+    Sms(crate::tenant::sms::msg::SmsMsg),
+    /// Guests: anonymous sign-in, the claim, and the purge.
+    Guests(crate::tenant::guests::msg::GuestsMsg),
+    /// User management (dashboard, management keys, admin CLI) and the user's own data.
+    Users(crate::tenant::users::msg::UsersMsg),
+    /// The tenant's settings.
+    Settings(crate::tenant::settings::msg::SettingsMsg),
+    /// The signing keys.
+    Keys(crate::tenant::keys::msg::KeysMsg),
     /// The OAuth client registry (dashboard and admin CLI).
     /// The authorization server: authorize, consent, token, userinfo, revoke, introspect and
     /// the user's consents.
@@ -915,153 +694,8 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::tenant::webhooks::WebhookAnswer, TenantError>>,
     },
-    /// A gated request came without a step-up token.
-    StepUpGate {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<GateChallenge, TenantError>>,
-    },
-    /// A gated request came with a (verified) step-up token: consume it.
-    ConsumeStepUp {
-        bearer: Bearer,
-        jti: Uuid,
-        reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
-    },
-    /// Mails a login link when the address has an account (one request per address a minute).
-    MagicLinkRequest {
-        email: String,
-        oauth: Option<OAuthResume>,
-        hosted: HostedReturn,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// A hosted page's look at a mailed link (nothing is used).
-    HostedPeek {
-        link: HostedLink,
-        token: String,
-        reply: RpcReplyPort<Result<HostedView, TenantError>>,
-    },
-    /// What the hosted sign-in page of the authorization server offers (nothing is used).
-    SignInView {
-        reply: RpcReplyPort<Result<SignInView, TenantError>>,
-    },
-    /// The hosted login-link page's button: answers the code and where to send it.
-    HostedMagicLink {
-        token: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(String, String), TenantError>>,
-    },
-    /// `POST /v1/auth/token/exchange`: a hosted page's code and its PKCE verifier.
-    ExchangeCode {
-        code: String,
-        code_verifier: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
-    },
-    MagicLinkVerify {
-        token: String,
-        /// Hex SHA-256 of the `resume_binding` sent, if any.
-        binding_hash: Option<String>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
-    },
-    /// Mails a login code when the address has an account, or (`create`) in any case.
-    EmailOtpRequest {
-        email: String,
-        create: bool,
-        oauth: Option<OAuthResume>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    EmailOtpVerify {
-        email: String,
-        code: String,
-        binding_hash: Option<String>,
-        ip: IpAddr,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
-    },
-    /// Texts a login code (answered at once, like every passwordless request).
-    SmsOtpRequest {
-        phone: Phone,
-        create: bool,
-        oauth: Option<OAuthResume>,
-        ip: IpAddr,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    SmsOtpVerify {
-        /// E.164.
-        phone: String,
-        code: String,
-        binding_hash: Option<String>,
-        ip: IpAddr,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
-    },
-    /// Texts a code confirming a signed-in user's number.
-    PhoneVerifyRequest {
-        bearer: Bearer,
-        phone: Phone,
-        ip: IpAddr,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    PhoneConfirm {
-        bearer: Bearer,
-        /// E.164.
-        phone: String,
-        code: String,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
-    },
-    /// Checks and counts the dashboard's test message, and answers it for the caller to send.
-    SmsTest {
-        phone: Phone,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
-    },
-    /// A new guest and its session.
-    AnonymousSignin {
-        ip: IpAddr,
-        public_metadata: serde_json::Value,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<Grant, TenantError>>,
-    },
-    /// Registration by a signed-in guest: the same user becomes registered.
-    Claim {
-        bearer: Bearer,
-        registration: Registration,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
-    },
-    /// Deletes (or counts, dry) the guests inactive beyond the tenant's retention.
-    PurgeGuests {
-        as_of: OffsetDateTime,
-        dry_run: bool,
-        reply: RpcReplyPort<Result<PurgeReport, TenantError>>,
-    },
-    /// A new signing key; the previous one stays published until its tokens have expired.
-    /// `rsa_pkcs8`: a new RS256 key (generated by the caller, off the actor), which replaces
-    /// the tenant's current one if it has one.
-    RotateSigningKey {
-        rsa_pkcs8: Option<zeroize::Zeroizing<Vec<u8>>>,
-        reply: RpcReplyPort<Result<RotatedKeys, TenantError>>,
-    },
-    /// The tenant's first RS256 key for ID tokens (generated by the caller, off the actor);
-    /// nothing when it has one. Answers whether it was added (published once durable).
-    AddIdTokenKey {
-        pkcs8: zeroize::Zeroizing<Vec<u8>>,
-        reply: RpcReplyPort<Result<bool, TenantError>>,
-    },
     /// Delivery is done with a queued message (sent, or given up). No reply.
     MailSettled { id: Uuid },
-    GetSettings {
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
-    },
-    /// One settings change and its audit event, atomically.
-    UpdateSettings {
-        change: SettingsChange,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
-    },
     /// Appends an audit event for something that happened outside the tenant (a dashboard
     /// login, a member change, a key rotation).
     AppendAudit {
@@ -1083,67 +717,6 @@ pub enum TenantMsg {
     },
     /// The directory changed a platform fact (tier, API key). No reply.
     UpdateInfo { info: TenantInfo },
-    /// Writes users that come with an Argon2id hash (`admin user import`), in one batch.
-    ImportUsers {
-        users: Vec<ImportedUser>,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<ImportOutcome, TenantError>>,
-    },
-    /// A page of the users list.
-    ListUsers {
-        query: UserQuery,
-        reply: RpcReplyPort<Result<UserPage, TenantError>>,
-    },
-    GetUser {
-        id: Uuid,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
-    },
-    CreateUser {
-        user: NewUser,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
-    },
-    UpdateUser {
-        id: Uuid,
-        patch: UserPatch,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
-    },
-    ActOnUser {
-        id: Uuid,
-        action: UserAction,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
-    },
-    /// Erases a user and everything keyed to them (an admin's request).
-    DeleteUser {
-        id: Uuid,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Everything held about the caller (GDPR art. 15 and 20).
-    ExportMe {
-        bearer: Bearer,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
-    },
-    /// Erases the caller (GDPR art. 17), when the tenant allows it.
-    DeleteMe {
-        bearer: Bearer,
-        ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
-    /// Every record of the tenant whose key or plain value holds one of `needles` (an
-    /// operator's check that an erasure left nothing behind).
-    UserTraces {
-        needles: Vec<Vec<u8>>,
-        reply: RpcReplyPort<Result<Vec<Trace>, TenantError>>,
-    },
-    /// What a user holds of each kind of credential, as stored (the kinds with something):
-    /// the operator's check that a recovery or an erasure left the holder nothing.
-    UserCredentials {
-        id: uuid::Uuid,
-        reply: RpcReplyPort<Result<Vec<HeldCredential>, TenantError>>,
-    },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
     InjectPanic {
         reply: RpcReplyPort<Result<(), TenantError>>,

@@ -6,6 +6,8 @@
 //! accepted time step, and only a later step is accepted (the window is one step either side).
 //! TOTP checks are a few HMACs, cheap enough for the actor; passwords are checked off it.
 
+pub mod msg;
+
 use rand::{Rng, RngCore};
 use tessera_storage::{ct_eq, Kind};
 use time::{Duration, OffsetDateTime};

@@ -21,6 +21,8 @@
 //! use, clone mark), about 130 bytes beside the credential; every lookup here reads the two
 //! together.
 
+pub mod msg;
+
 use std::{net::IpAddr, time::Instant};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};

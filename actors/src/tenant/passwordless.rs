@@ -7,6 +7,8 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
+pub mod msg;
+
 use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{ct_eq, Kind};

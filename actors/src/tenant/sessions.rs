@@ -14,6 +14,8 @@
 //! Invariant: a session record exists exactly while the session is alive; revoking deletes it
 //! and its index entry in one batch, so every later check fails.
 
+pub mod msg;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_storage::{ct_eq, Kind, TenantBatch};
 use time::OffsetDateTime;

@@ -2,6 +2,8 @@
 //! ([`TenantSettings::apply`]: pure, so the actor only seals, writes and audits). The
 //! dashboard edits them; every capability reads them from here.
 
+pub mod msg;
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantRecord};
 use time::{Duration, OffsetDateTime};

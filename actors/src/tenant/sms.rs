@@ -14,6 +14,8 @@
 //! A message leaves only once the change that caused it is durable; messages are not kept for
 //! a later retry after a restart (see [`SmsJob`]).
 
+pub mod msg;
+
 use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{Kind, TenantBatch};

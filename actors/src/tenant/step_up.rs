@@ -7,6 +7,8 @@
 //! so verifying from any other session fails, and a session holds at most one of each kind.
 //! Challenges and tokens are consumed inside one message (see `challenges.rs`).
 
+pub mod msg;
+
 use std::time::Instant;
 
 use rand::Rng;

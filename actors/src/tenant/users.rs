@@ -12,6 +12,8 @@
 //! its link tokens, its audit index) or by a bounded scan of short-lived records (challenges,
 //! the mail queue), and [`TenantState::erase_user`] removes all of them in one batch.
 
+pub mod msg;
+
 use std::collections::HashSet;
 
 use tessera_storage::Kind;

@@ -16,6 +16,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::KeysMsg;
 use tessera_actors::{
     tenant::audit::AuditContext,
     tenant::keys::{generate_rsa_pkcs8, KeyAlg},
@@ -242,7 +243,7 @@ pub(crate) async fn ensure_id_token_key(
         .await
         .map_err(ApiError::internal)??;
     tenant
-        .call(|reply| TenantMsg::AddIdTokenKey {
+        .call(|reply| KeysMsg::AddIdTokenKey {
             pkcs8: pkcs8.clone(),
             reply,
         })

@@ -6,6 +6,7 @@
 //! changes nothing.
 
 use std::collections::BTreeMap;
+use tessera_actors::tenant::{PasskeysMsg, SettingsMsg};
 
 use axum::{
     extract::{Path, State},
@@ -21,7 +22,7 @@ use tessera_actors::tenant::{
         EudiConfig, KeyResolution, MfaPolicy, MinorSettings, SecurityPatch, SettingsChange,
         TrustAnchor, UrlSettings,
     },
-    SettingsView, TenantMsg,
+    SettingsView,
 };
 use time::OffsetDateTime;
 use utoipa::{
@@ -80,7 +81,7 @@ async fn update(
 ) -> Result<SettingsView, ApiError> {
     let (_, tenant) = auth.owner(state, slug)?;
     Ok(tenant
-        .call(|reply| TenantMsg::UpdateSettings {
+        .call(|reply| SettingsMsg::UpdateSettings {
             change: change.clone(),
             ctx: auth.ctx.clone(),
             reply,
@@ -100,7 +101,7 @@ fn confirmed(headers: &HeaderMap, what: &str) -> bool {
 async fn read(state: &AppState, auth: &Dashboard, slug: &str) -> Result<SettingsView, ApiError> {
     let (_, tenant) = auth.member(state, slug)?;
     Ok(tenant
-        .call(|reply| TenantMsg::GetSettings { reply })
+        .call(|reply| SettingsMsg::GetSettings { reply })
         .await?)
 }
 
@@ -906,7 +907,7 @@ pub async fn put_passkey_domain(
             .collect::<Vec<_>>()
     });
     let v = tenant
-        .call(|reply| TenantMsg::PasskeyDomain {
+        .call(|reply| PasskeysMsg::PasskeyDomain {
             rp_id: rp_id.clone(),
             origins: origins.clone(),
             confirmed,

@@ -4,7 +4,8 @@
 
 use axum::{extract::State, http::StatusCode, Json};
 use serde::{Deserialize, Serialize};
-use tessera_actors::{outbound::SmsJob, TenantMsg};
+use tessera_actors::outbound::SmsJob;
+use tessera_actors::tenant::SmsMsg;
 use utoipa::ToSchema;
 
 use super::Dashboard;
@@ -66,7 +67,7 @@ pub async fn sms_test(
     let (_, tenant) = auth.owner(&state, &req.tenant_slug)?;
     let ctx = auth.ctx.clone();
     let job: SmsJob = tenant
-        .call(|reply| TenantMsg::SmsTest {
+        .call(|reply| SmsMsg::SmsTest {
             phone: phone.clone(),
             ctx: ctx.clone(),
             reply,

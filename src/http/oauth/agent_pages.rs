@@ -19,6 +19,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
+use tessera_actors::tenant::{HostedMsg, MfaMsg};
 use tessera_actors::{
     login_guard::Captcha,
     password::Password,
@@ -29,7 +30,7 @@ use tessera_actors::{
         challenges::tenant_of_token,
         messages::{Bearer, LoginAttempt, LoginOutcome, MfaVerified},
     },
-    CallError, TenantError, TenantHandle, TenantMsg,
+    CallError, TenantError, TenantHandle,
 };
 use tessera_storage::TenantId;
 
@@ -221,7 +222,7 @@ async fn open_device(
         .tenant_for_slug(slug)
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
     let view = tenant
-        .call(|reply| TenantMsg::SignInView { reply })
+        .call(|reply| HostedMsg::SignInView { reply })
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
@@ -479,7 +480,7 @@ pub async fn device_submit(
         "mfa" => {
             let challenge = field(&form, "challenge").to_owned();
             let verified = tenant
-                .call(|reply| TenantMsg::MfaVerify {
+                .call(|reply| MfaMsg::MfaVerify {
                     challenge: challenge.clone(),
                     code: field(&form, "code").trim().to_owned(),
                     bearer: None,

@@ -26,6 +26,7 @@
 //! whole authorize request; the pages run no script.
 
 use std::collections::HashMap;
+use tessera_actors::tenant::{HostedMsg, MfaMsg, PasskeysMsg, PasswordlessMsg};
 
 use axum::{
     body::Bytes,
@@ -50,7 +51,7 @@ use tessera_actors::{
         },
         oauth::{s256, AuthorizeOutcome, ConsentNeeded, OAuthAnswer, OAuthCmd, OAuthFailure},
     },
-    CallError, TenantError, TenantHandle, TenantMsg,
+    CallError, TenantError, TenantHandle,
 };
 use tessera_storage::{ct_eq, random_token, sha256};
 use time::OffsetDateTime;
@@ -248,7 +249,7 @@ async fn open(
         .tenant_for_slug(slug)
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
     let view = tenant
-        .call(|reply| TenantMsg::SignInView { reply })
+        .call(|reply| HostedMsg::SignInView { reply })
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
@@ -646,7 +647,7 @@ async fn sign_in_submit(
             let binding = field(&form, "binding").to_owned();
             let login = flow
                 .tenant
-                .call(|reply| TenantMsg::EmailOtpVerify {
+                .call(|reply| PasswordlessMsg::EmailOtpVerify {
                     email: email.clone(),
                     code: field(&form, "code").trim().to_owned(),
                     binding_hash: Some(hex::encode(sha256(binding.as_bytes()))),
@@ -668,7 +669,7 @@ async fn sign_in_submit(
             let challenge = field(&form, "challenge").to_owned();
             let verified = flow
                 .tenant
-                .call(|reply| TenantMsg::MfaVerify {
+                .call(|reply| MfaMsg::MfaVerify {
                     challenge: challenge.clone(),
                     code: field(&form, "code").trim().to_owned(),
                     bearer: None,
@@ -802,7 +803,7 @@ async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &st
     };
     let sent = flow
         .tenant
-        .call(|reply| TenantMsg::MagicLinkRequest {
+        .call(|reply| PasswordlessMsg::MagicLinkRequest {
             email: email.clone(),
             oauth: Some(resume.clone()),
             hosted: hosted.clone(),
@@ -853,7 +854,7 @@ async fn link_return(
         return reader.problem(Problem::Invalid);
     };
     let Some(verifier) = cookie(&headers, &link_cookie_name(&tenant)).map(str::to_owned) else {
-        if let Ok(view) = tenant.call(|reply| TenantMsg::SignInView { reply }).await {
+        if let Ok(view) = tenant.call(|reply| HostedMsg::SignInView { reply }).await {
             reader.set_tenant(&view.tenant_name, &view.default_locale);
         }
         return reader.problem_page(
@@ -863,7 +864,7 @@ async fn link_return(
         );
     };
     let login = tenant
-        .call(|reply| TenantMsg::ExchangeCode {
+        .call(|reply| HostedMsg::ExchangeCode {
             code: code.clone(),
             code_verifier: verifier.clone(),
             ctx: ctx.clone(),
@@ -943,7 +944,7 @@ async fn request_code(
     let (resume, binding) = resume_of(flow);
     let sent = flow
         .tenant
-        .call(|reply| TenantMsg::EmailOtpRequest {
+        .call(|reply| PasswordlessMsg::EmailOtpRequest {
             email: email.clone(),
             create: false,
             oauth: Some(resume.clone()),
@@ -1093,7 +1094,7 @@ async fn passkey_begin(
         };
     let options = flow
         .tenant
-        .call(|reply| TenantMsg::PasskeyAssertBegin {
+        .call(|reply| PasskeysMsg::PasskeyAssertBegin {
             user_handle: None,
             ip,
             reply,
@@ -1131,7 +1132,7 @@ async fn passkey_finish(
     };
     let check = flow
         .tenant
-        .call(|reply| TenantMsg::PasskeyAssertTake {
+        .call(|reply| PasskeysMsg::PasskeyAssertTake {
             response: response.clone(),
             ip,
             ctx: ctx.clone(),
@@ -1147,7 +1148,7 @@ async fn passkey_finish(
     let passkey = check.passkey;
     let outcome = flow
         .tenant
-        .call(|reply| TenantMsg::PasskeyAssertFinish {
+        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
             passkey: passkey.clone(),
             verdict,
             ip,

@@ -15,6 +15,7 @@
 //!   signed-out page. Its form's CSRF value is the pages' own, bound to the whole request.
 
 use std::sync::Arc;
+use tessera_actors::tenant::HostedMsg;
 
 use axum::{
     body::Bytes,
@@ -28,7 +29,7 @@ use tessera_actors::{
     tenant::{
         audit::AuditContext, messages::Bearer, oauth::OAuthCmd, oauth_clients::OAuthClientRecord,
     },
-    CallError, TenantError, TenantHandle, TenantMsg,
+    CallError, TenantError, TenantHandle,
 };
 use utoipa::ToSchema;
 
@@ -309,7 +310,7 @@ async fn open(
         )
     })?;
     let view = tenant
-        .call(|reply| TenantMsg::SignInView { reply })
+        .call(|reply| HostedMsg::SignInView { reply })
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);

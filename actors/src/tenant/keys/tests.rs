@@ -1,4 +1,3 @@
-
 use super::*;
 use std::path::Path;
 use tessera_storage::{Durability, Store, StoreOptions};

@@ -1,0 +1,78 @@
+//! Guests: anonymous sign-in, the claim, and the purge: the commands the tenant actor takes for
+//! this flow, and how each is answered.
+
+use std::net::IpAddr;
+
+use ractor::RpcReplyPort;
+use time::OffsetDateTime;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{Bearer, Grant, PurgeReport, Registration, UserView},
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum GuestsMsg {
+    /// A new guest and its session.
+    AnonymousSignin {
+        ip: IpAddr,
+        public_metadata: serde_json::Value,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Grant, TenantError>>,
+    },
+    /// Registration by a signed-in guest: the same user becomes registered.
+    Claim {
+        bearer: Bearer,
+        registration: Registration,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    /// Deletes (or counts, dry) the guests inactive beyond the tenant's retention.
+    PurgeGuests {
+        as_of: OffsetDateTime,
+        dry_run: bool,
+        reply: RpcReplyPort<Result<PurgeReport, TenantError>>,
+    },
+}
+
+impl From<GuestsMsg> for TenantMsg {
+    fn from(msg: GuestsMsg) -> Self {
+        TenantMsg::Guests(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: GuestsMsg) {
+    match msg {
+        GuestsMsg::AnonymousSignin {
+            ip,
+            public_metadata,
+            ctx,
+            reply,
+        } => {
+            let out = state.anonymous_signin(ip, public_metadata, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        GuestsMsg::Claim {
+            bearer,
+            registration,
+            ctx,
+            reply,
+        } => {
+            let out = state.claim(bearer, registration, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        GuestsMsg::PurgeGuests {
+            as_of,
+            dry_run,
+            reply,
+        } => {
+            let out = state.purge_guests(as_of, dry_run).map(|r| (r, Vec::new()));
+            finish(state, reply, Outcome::with_mail(out));
+        }
+    }
+}

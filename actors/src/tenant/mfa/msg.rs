@@ -1,0 +1,110 @@
+//! TOTP and recovery codes: setup, challenges, disabling and new codes: the commands the tenant
+//! actor takes for this flow, and how each is answered.
+
+use ractor::RpcReplyPort;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum MfaMsg {
+    /// Starts TOTP setup: a new pending seed.
+    MfaSetup {
+        who: MfaWho,
+        reply: RpcReplyPort<Result<MfaSecret, TenantError>>,
+    },
+    /// Confirms the pending seed; answers the recovery codes.
+    MfaVerifySetup {
+        who: MfaWho,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+    },
+    /// Answers an MFA login challenge or the gate's TOTP step-up challenge.
+    MfaVerify {
+        challenge: String,
+        code: String,
+        bearer: Option<Bearer>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<MfaVerified, TenantError>>,
+    },
+    MfaDisable {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    MfaRegenerateCodes {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+    },
+}
+
+impl From<MfaMsg> for TenantMsg {
+    fn from(msg: MfaMsg) -> Self {
+        TenantMsg::Mfa(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: MfaMsg) {
+    match msg {
+        MfaMsg::MfaSetup { who, reply } => {
+            let out = state.mfa_setup(&who);
+            finish(state, reply, Outcome::durable_success(out));
+        }
+        MfaMsg::MfaVerifySetup {
+            who,
+            code,
+            ctx,
+            reply,
+        } => {
+            let out = state.mfa_verify_setup(&who, &code, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        MfaMsg::MfaVerify {
+            challenge,
+            code,
+            bearer,
+            ctx,
+            reply,
+        } => {
+            let out = state.mfa_verify(&challenge, &code, bearer, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        MfaMsg::MfaDisable {
+            bearer,
+            credential,
+            password_ok,
+            code,
+            ctx,
+            reply,
+        } => {
+            let out = state.mfa_disable(bearer, &credential, password_ok, &code, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        MfaMsg::MfaRegenerateCodes {
+            bearer,
+            credential,
+            password_ok,
+            code,
+            ctx,
+            reply,
+        } => {
+            let out = state.mfa_regenerate(bearer, &credential, password_ok, &code, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Passkeys: registration, sign-in, step-up, the list and the relying-party domain: the commands
+//! the tenant actor takes for this flow, and how each is answered.
+
+use std::net::IpAddr;
+
+use ractor::RpcReplyPort;
+use uuid::Uuid;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{Bearer, LoginOutcome, PasskeyView, SettingsView, StepUpGrant},
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum PasskeysMsg {
+    /// Starts a passkey registration for the signed-in user (step-up already passed):
+    /// answers the `publicKey` creation options.
+    PasskeyRegisterBegin {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Finishes a registration of the caller's session with the browser's credential.
+    PasskeyRegisterFinish {
+        bearer: Bearer,
+        response: serde_json::Value,
+        nickname: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+    },
+    /// Starts a passkey sign-in: for one user (`user_handle`) or any discoverable one.
+    PasskeyAssertBegin {
+        user_handle: Option<String>,
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Takes the ceremony of a sign-in's assertion and finds its passkey: the signature is
+    /// then checked off the actor.
+    PasskeyAssertTake {
+        response: serde_json::Value,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+    },
+    /// Finishes a passkey sign-in with the verdict on its signature.
+    PasskeyAssertFinish {
+        passkey: crate::tenant::passkeys::CheckedPasskey,
+        verdict: crate::tenant::passkeys::AssertionVerdict,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
+    },
+    /// The step-up options: the caller's passkeys, user verification required.
+    PasskeyStepUpOptions {
+        bearer: Bearer,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// A passkey step-up, first half: takes the options of the caller's session that the
+    /// assertion names; the signature is then checked off the actor.
+    PasskeyStepUpTake {
+        bearer: Bearer,
+        assertion: serde_json::Value,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+    },
+    /// A passkey step-up, second half: the verdict on the signature.
+    PasskeyStepUpFinish {
+        bearer: Bearer,
+        passkey: crate::tenant::passkeys::CheckedPasskey,
+        verdict: crate::tenant::passkeys::AssertionVerdict,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// The caller's passkeys.
+    PasskeyList {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<Vec<PasskeyView>, TenantError>>,
+    },
+    /// Renames one of the caller's passkeys (step-up already passed).
+    PasskeyRename {
+        bearer: Bearer,
+        id: Uuid,
+        nickname: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+    },
+    /// Deletes one of the caller's passkeys (step-up already passed).
+    PasskeyDelete {
+        bearer: Bearer,
+        id: Uuid,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Changes the relying-party id and the extra origins; a change that strands users'
+    /// passkeys needs `confirmed`.
+    PasskeyDomain {
+        rp_id: Option<Option<String>>,
+        origins: Option<Vec<String>>,
+        confirmed: bool,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+    },
+}
+
+impl From<PasskeysMsg> for TenantMsg {
+    fn from(msg: PasskeysMsg) -> Self {
+        TenantMsg::Passkeys(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: PasskeysMsg) {
+    match msg {
+        PasskeysMsg::PasskeyRegisterBegin { bearer, reply } => {
+            let out = state.passkey_register_begin(bearer);
+            finish(state, reply, Outcome::now(out));
+        }
+        PasskeysMsg::PasskeyRegisterFinish {
+            bearer,
+            response,
+            nickname,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_register_finish(bearer, response, nickname, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyAssertBegin {
+            user_handle,
+            ip,
+            reply,
+        } => {
+            let out = state.passkey_assert_begin(user_handle.as_deref(), ip);
+            finish(state, reply, Outcome::now(out));
+        }
+        PasskeysMsg::PasskeyAssertTake {
+            response,
+            ip,
+            ctx,
+            reply,
+        } => {
+            // Nothing written for a check: it goes straight back; a refusal counted a failure.
+            let out = state.passkey_assert_take(response, ip, &ctx);
+            finish(state, reply, Outcome::durable_refusal(out));
+        }
+        PasskeysMsg::PasskeyAssertFinish {
+            passkey,
+            verdict,
+            ip,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_assert_finish(passkey, verdict, ip, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
+            let out = state.passkey_step_up_options(bearer, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyStepUpTake {
+            bearer,
+            assertion,
+            ctx,
+            reply,
+        } => {
+            // Nothing written for a check: it goes straight back; a refusal counted a failure.
+            let out = state.passkey_step_up_take(bearer, assertion, &ctx);
+            finish(state, reply, Outcome::durable_refusal(out));
+        }
+        PasskeysMsg::PasskeyStepUpFinish {
+            bearer,
+            passkey,
+            verdict,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_step_up_finish(bearer, passkey, verdict, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyList { bearer, reply } => {
+            let out = state.passkey_list(bearer);
+            finish(state, reply, Outcome::now(out));
+        }
+        PasskeysMsg::PasskeyRename {
+            bearer,
+            id,
+            nickname,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_rename(bearer, id, nickname, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyDelete {
+            bearer,
+            id,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_delete(bearer, id, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        PasskeysMsg::PasskeyDomain {
+            rp_id,
+            origins,
+            confirmed,
+            ctx,
+            reply,
+        } => {
+            let out = state.passkey_domain(rp_id, origins, confirmed, &ctx);
+            finish(state, reply, Outcome::durable_success(out));
+        }
+    }
+}

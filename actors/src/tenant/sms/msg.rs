@@ -1,0 +1,123 @@
+//! Text messages: sign-in codes, phone confirmation and the dashboard's test message: the commands
+//! the tenant actor takes for this flow, and how each is answered.
+
+use std::net::IpAddr;
+
+use ractor::RpcReplyPort;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, UserView},
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum SmsMsg {
+    /// Texts a login code (answered at once, like every passwordless request).
+    SmsOtpRequest {
+        phone: Phone,
+        create: bool,
+        oauth: Option<OAuthResume>,
+        ip: IpAddr,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    SmsOtpVerify {
+        /// E.164.
+        phone: String,
+        code: String,
+        binding_hash: Option<String>,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+    },
+    /// Texts a code confirming a signed-in user's number.
+    PhoneVerifyRequest {
+        bearer: Bearer,
+        phone: Phone,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    PhoneConfirm {
+        bearer: Bearer,
+        /// E.164.
+        phone: String,
+        code: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserView, TenantError>>,
+    },
+    /// Checks and counts the dashboard's test message, and answers it for the caller to send.
+    SmsTest {
+        phone: Phone,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
+    },
+}
+
+impl From<SmsMsg> for TenantMsg {
+    fn from(msg: SmsMsg) -> Self {
+        TenantMsg::Sms(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: SmsMsg) {
+    match msg {
+        SmsMsg::SmsOtpRequest {
+            phone,
+            create,
+            oauth,
+            ip,
+            reply,
+        } => {
+            // Answered at once, after as much work whether or not anything is sent (a decoy is
+            // written for a number without a user): see `Timing::Alike`.
+            let outcome = match state.sms_otp_request(&phone, create, oauth, ip) {
+                Ok(job) => Outcome::alike(Ok(Vec::new())).texting(job),
+                Err(e) => Outcome::now(Err(e)),
+            };
+            finish(state, reply, outcome);
+        }
+        SmsMsg::SmsOtpVerify {
+            phone,
+            code,
+            binding_hash,
+            ip,
+            ctx,
+            reply,
+        } => {
+            let out = state.sms_otp_verify(&phone, &code, binding_hash.as_deref(), ip, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        SmsMsg::PhoneVerifyRequest {
+            bearer,
+            phone,
+            ip,
+            ctx,
+            reply,
+        } => {
+            let outcome = match state.phone_verify_request(bearer, &phone, ip, &ctx) {
+                Ok(job) => Outcome::durable_success(Ok(())).texting(Some(job)),
+                Err(e) => Outcome::now(Err(e)),
+            };
+            finish(state, reply, outcome);
+        }
+        SmsMsg::PhoneConfirm {
+            bearer,
+            phone,
+            code,
+            ctx,
+            reply,
+        } => {
+            let out = state.phone_confirm(bearer, &phone, &code, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        SmsMsg::SmsTest { phone, ctx, reply } => {
+            let out = state.sms_test(&phone, &ctx);
+            finish(state, reply, Outcome::durable_success(out));
+        }
+    }
+}

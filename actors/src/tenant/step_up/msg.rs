@@ -1,0 +1,124 @@
+//! Step-up re-authentication: the gate, its methods and the consumed token: the commands the tenant
+//! actor takes for this flow, and how each is answered.
+
+use ractor::RpcReplyPort;
+use uuid::Uuid;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum StepUpMsg {
+    /// Step-up with the password, checked off the actor.
+    StepUpPassword {
+        bearer: Bearer,
+        credential: Credential,
+        password_ok: bool,
+        latency_ms: i128,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// Mails a step-up code (`link: false`) or link (`link: true`); answers the masked address.
+    StepUpMailInitiate {
+        bearer: Bearer,
+        link: bool,
+        action_hint: Option<String>,
+        /// For a link: where the hosted page hands its token to the app.
+        redirect_to: Option<String>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<String, TenantError>>,
+    },
+    StepUpEmailVerify {
+        bearer: Bearer,
+        otp: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    StepUpLinkVerify {
+        bearer: Bearer,
+        token: String,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+    },
+    /// A gated request came without a step-up token.
+    StepUpGate {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<GateChallenge, TenantError>>,
+    },
+    /// A gated request came with a (verified) step-up token: consume it.
+    ConsumeStepUp {
+        bearer: Bearer,
+        jti: Uuid,
+        reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
+    },
+}
+
+impl From<StepUpMsg> for TenantMsg {
+    fn from(msg: StepUpMsg) -> Self {
+        TenantMsg::StepUp(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: StepUpMsg) {
+    match msg {
+        StepUpMsg::StepUpPassword {
+            bearer,
+            credential,
+            password_ok,
+            latency_ms,
+            ctx,
+            reply,
+        } => {
+            let out = state.step_up_password(bearer, &credential, password_ok, latency_ms, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        StepUpMsg::StepUpMailInitiate {
+            bearer,
+            link,
+            action_hint,
+            redirect_to,
+            ctx,
+            reply,
+        } => {
+            let out = if link {
+                state.step_up_link_initiate(bearer, action_hint, redirect_to, &ctx)
+            } else {
+                state.step_up_email_initiate(bearer, action_hint, &ctx)
+            };
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        StepUpMsg::StepUpEmailVerify {
+            bearer,
+            otp,
+            ctx,
+            reply,
+        } => {
+            let out = state.step_up_email_verify(bearer, &otp, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        StepUpMsg::StepUpLinkVerify {
+            bearer,
+            token,
+            ctx,
+            reply,
+        } => {
+            let out = state.step_up_link_verify(bearer, &token, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        StepUpMsg::StepUpGate { bearer, reply } => {
+            let out = state.step_up_gate(bearer);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        StepUpMsg::ConsumeStepUp { bearer, jti, reply } => {
+            let out = state.consume_step_up(bearer, jti);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+    }
+}

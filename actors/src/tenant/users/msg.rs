@@ -1,0 +1,148 @@
+//! User management (dashboard, management keys, admin CLI) and the user's own data: the commands
+//! the tenant actor takes for this flow, and how each is answered.
+
+use ractor::RpcReplyPort;
+use uuid::Uuid;
+
+use crate::{
+    error::TenantError,
+    reply::{finish, Outcome},
+    tenant::{
+        audit::AuditContext,
+        messages::{
+            Bearer, HeldCredential, ImportOutcome, ImportedUser, NewUser, Trace, UserAction,
+            UserDetail, UserPage, UserPatch, UserQuery,
+        },
+        TenantMsg, TenantState,
+    },
+};
+
+pub enum UsersMsg {
+    /// Writes users that come with an Argon2id hash (`admin user import`), in one batch.
+    ImportUsers {
+        users: Vec<ImportedUser>,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<ImportOutcome, TenantError>>,
+    },
+    /// A page of the users list.
+    ListUsers {
+        query: UserQuery,
+        reply: RpcReplyPort<Result<UserPage, TenantError>>,
+    },
+    GetUser {
+        id: Uuid,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    CreateUser {
+        user: NewUser,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    UpdateUser {
+        id: Uuid,
+        patch: UserPatch,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    ActOnUser {
+        id: Uuid,
+        action: UserAction,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+    },
+    /// Erases a user and everything keyed to them (an admin's request).
+    DeleteUser {
+        id: Uuid,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Everything held about the caller (GDPR art. 15 and 20).
+    ExportMe {
+        bearer: Bearer,
+        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+    },
+    /// Erases the caller (GDPR art. 17), when the tenant allows it.
+    DeleteMe {
+        bearer: Bearer,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Every record of the tenant whose key or plain value holds one of `needles` (an
+    /// operator's check that an erasure left nothing behind).
+    UserTraces {
+        needles: Vec<Vec<u8>>,
+        reply: RpcReplyPort<Result<Vec<Trace>, TenantError>>,
+    },
+    /// What a user holds of each kind of credential, as stored (the kinds with something):
+    /// the operator's check that a recovery or an erasure left the holder nothing.
+    UserCredentials {
+        id: uuid::Uuid,
+        reply: RpcReplyPort<Result<Vec<HeldCredential>, TenantError>>,
+    },
+}
+
+impl From<UsersMsg> for TenantMsg {
+    fn from(msg: UsersMsg) -> Self {
+        TenantMsg::Users(msg)
+    }
+}
+
+/// Applies one command and answers it by its reply policy.
+pub(in crate::tenant) fn handle(state: &mut TenantState, msg: UsersMsg) {
+    match msg {
+        UsersMsg::ImportUsers { users, ctx, reply } => {
+            let out = state.import_users(users, &ctx);
+            finish(state, reply, Outcome::durable_success(out));
+        }
+        UsersMsg::ListUsers { query, reply } => {
+            let out = state.list_users(&query);
+            finish(state, reply, Outcome::now(out));
+        }
+        UsersMsg::GetUser { id, reply } => {
+            let out = state.get_user(id);
+            finish(state, reply, Outcome::now(out));
+        }
+        UsersMsg::CreateUser { user, ctx, reply } => {
+            let out = state.create_user(user, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        UsersMsg::UpdateUser {
+            id,
+            patch,
+            ctx,
+            reply,
+        } => {
+            let out = state.update_user(id, patch, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        UsersMsg::ActOnUser {
+            id,
+            action,
+            ctx,
+            reply,
+        } => {
+            let out = state.act_on_user(id, action, &ctx);
+            finish(state, reply, Outcome::with_mail(out));
+        }
+        UsersMsg::DeleteUser { id, ctx, reply } => {
+            let out = state.delete_user(id, &ctx);
+            finish(state, reply, Outcome::erased(out));
+        }
+        UsersMsg::ExportMe { bearer, reply } => {
+            let out = state.export_me(bearer);
+            finish(state, reply, Outcome::now(out));
+        }
+        UsersMsg::DeleteMe { bearer, ctx, reply } => {
+            let out = state.delete_me(bearer, &ctx);
+            finish(state, reply, Outcome::erased(out));
+        }
+        UsersMsg::UserTraces { needles, reply } => {
+            let out = state.user_traces(&needles);
+            finish(state, reply, Outcome::now(out));
+        }
+        UsersMsg::UserCredentials { id, reply } => {
+            let out = state.user_credentials(id);
+            finish(state, reply, Outcome::now(out));
+        }
+    }
+}
