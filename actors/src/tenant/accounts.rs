@@ -6,6 +6,7 @@
 //! never both win. Argon2 never runs here: callers hash and verify off the actor and send the
 //! result, and `LoginFinish` / `ChangePassword` re-check the password epoch before committing.
 
+pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -107,7 +108,8 @@ impl TenantState {
 
     /// Counts a registration attempt from `ip`.
     pub fn register_admit(&mut self, ip: IpAddr) -> Result<(), TenantError> {
-        self.register_ips
+        self.accounts
+            .register_ips
             .hit(&throttle_ip(ip), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
@@ -139,7 +141,7 @@ impl TenantState {
         let age_proof = match &r.age_verification_token {
             Some(token) => {
                 let key = sha256(token.as_bytes());
-                match self.store.get::<super::eudi::AgeTokenRecord>(&key)? {
+                match self.cx.store.get::<super::eudi::AgeTokenRecord>(&key)? {
                     Some(proof) if proof.expires_at > now => {
                         fx.batch.remove(Kind::AgeToken, &key);
                         Some(proof)
@@ -202,7 +204,8 @@ impl TenantState {
         user.date_of_birth = r
             .date_of_birth
             .map(|d| {
-                self.master_key
+                self.cx
+                    .master_key
                     .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
             })
             .transpose()?;
@@ -215,7 +218,7 @@ impl TenantState {
                     "threshold": p.threshold,
                     "verified_at": p.verified_at.unix_timestamp(),
                 });
-                self.master_key.seal(
+                self.cx.master_key.seal(
                     &self.user_aad(id, "age_verification_token"),
                     proof.to_string().as_bytes(),
                 )
@@ -270,17 +273,17 @@ impl TenantState {
         email: &str,
         ctx: &AuditContext,
     ) -> Result<bool, TenantError> {
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         let policy = EmailPolicy {
             block_disposable: sec.block_disposable_emails,
             block_subaddress: sec.block_email_subaddresses,
-            allowlist: &self.settings.email_domains.allowlist,
-            blocklist: &self.settings.email_domains.blocklist,
+            allowlist: &self.cx.settings.email_domains.allowlist,
+            blocklist: &self.cx.settings.email_domains.blocklist,
         };
         let Some(block) = policy.check(email) else {
             return Ok(false);
         };
-        let domain_hash = hex::encode(self.domain_hasher.hash(email_domain(email).as_bytes()));
+        let domain_hash = hex::encode(self.cx.domain_hasher.hash(email_domain(email).as_bytes()));
         let decision_ref = Uuid::new_v4();
         let mut metadata = serde_json::json!({
             "domain_hash": domain_hash,
@@ -290,7 +293,7 @@ impl TenantState {
             metadata["reason"] = serde_json::json!(reason);
         }
         tracing::info!(
-            tenant = %self.info.id,
+            tenant = %self.cx.info.id,
             decision_ref = %decision_ref,
             event = block.event_type(),
             "registration blocked by the e-mail policy"
@@ -303,14 +306,15 @@ impl TenantState {
     /// mail are spaced so the service cannot be used to flood a mailbox); counts it if so.
     pub(super) fn mail_allowed(&mut self, user: Uuid) -> bool {
         let now = Instant::now();
-        if self.mail_sent.len() > 10_000 {
-            self.mail_sent
+        if self.cx.mail_sent.len() > 10_000 {
+            self.cx
+                .mail_sent
                 .retain(|_, at| now.duration_since(*at) < MAIL_INTERVAL);
         }
-        match self.mail_sent.get(&user) {
+        match self.cx.mail_sent.get(&user) {
             Some(at) if now.duration_since(*at) < MAIL_INTERVAL => false,
             _ => {
-                self.mail_sent.insert(user, now);
+                self.cx.mail_sent.insert(user, now);
                 true
             }
         }
@@ -374,7 +378,7 @@ impl TenantState {
             .flatten()
         {
             if let Ok(h) = hex::decode(h) {
-                if self.store.get::<LinkTokenRecord>(&h)?.is_some() {
+                if self.cx.store.get::<LinkTokenRecord>(&h)?.is_some() {
                     out.push((Kind::LinkToken, h));
                 }
             }
@@ -419,7 +423,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Option<(LinkTokenRecord, UserRecord)>, TenantError> {
         let hash = sha256(token.as_bytes());
-        let Some(rec) = self.store.get::<LinkTokenRecord>(&hash)? else {
+        let Some(rec) = self.cx.store.get::<LinkTokenRecord>(&hash)? else {
             return Ok(None);
         };
         if rec.purpose != purpose {
@@ -619,7 +623,7 @@ impl TenantState {
         )?;
         if let Some(email) = user.email.clone() {
             self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
-            self.login.forgive_account(&email);
+            self.cx.login.forgive_account(&email);
         }
         self.commit(fx)
     }
@@ -705,11 +709,11 @@ impl TenantState {
         };
         // A held minor learns that first: confirming the address alone would not help.
         if let Err(e) = user.guardian_gate() {
-            self.login.succeed(&guard);
+            self.cx.login.succeed(&guard);
             return Err(e);
         }
-        if self.settings.security.require_email_verification && !user.email_verified {
-            self.login.succeed(&guard);
+        if self.cx.settings.security.require_email_verification && !user.email_verified {
+            self.cx.login.succeed(&guard);
             return Err(TenantError::EmailNotVerified);
         }
         let mut proof = Proof::first_factor("pwd", "password");
@@ -719,7 +723,7 @@ impl TenantState {
         // succeed`), and not while a second factor is still to come: a known password must
         // not reset the count of wrong codes.
         if !matches!(outcome, LoginOutcome::MfaRequired { .. }) {
-            self.login.succeed(&guard);
+            self.cx.login.succeed(&guard);
         }
         // A device that signed in is known from now on (one that presented a live token keeps
         // it). Only a complete sign-in: after MFA, the second step's answer carries it.
@@ -766,7 +770,7 @@ impl TenantState {
         if let Some(retry_after) = user
             .email
             .as_ref()
-            .and_then(|e| self.login.account_blocked(e))
+            .and_then(|e| self.cx.login.account_blocked(e))
         {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
@@ -794,7 +798,7 @@ impl TenantState {
         let mut fx = self.effects();
         if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
             // Counts against the account only: the address throttle belongs to login.
-            self.login.fail_account(&email);
+            self.cx.login.fail_account(&email);
             self.audit_into(
                 &mut fx.batch,
                 "auth.password.change_failed",
@@ -888,7 +892,7 @@ pub(crate) mod tests {
         t: &TenantState,
         user: &UserRecord,
     ) -> crate::tenant::messages::Bearer {
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         let grant = t
             .open_session(
                 &mut b,
@@ -898,7 +902,7 @@ pub(crate) mod tests {
                 OffsetDateTime::now_utc(),
             )
             .unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         crate::tenant::messages::Bearer {
             session_id: grant.session_id,
             user_id: user.id,
@@ -1026,7 +1030,7 @@ pub(crate) mod tests {
         let ip: IpAddr = "192.0.2.9".parse().unwrap();
         let ctx = AuditContext::default();
         // Five failures per address in the window, for the test.
-        t.login = crate::login_guard::LoginThrottles::new(5);
+        t.cx.login = crate::login_guard::LoginThrottles::new(5);
         for round in 0..2 {
             let victim = format!("victim{round}@example.com");
             for _ in 0..2 {
@@ -1074,15 +1078,16 @@ pub(crate) mod tests {
         // A password change (simulated at the record: the epoch moves).
         let mut rec = t.user(user.id).unwrap().unwrap();
         rec.password_epoch += 1;
-        let mut batch = t.store.batch();
+        let mut batch = t.cx.store.batch();
         batch.put(rec.id.as_bytes(), &rec).unwrap();
-        t.store.apply(batch).unwrap();
+        t.cx.store.apply(batch).unwrap();
         assert!(matches!(
             t.check_reset_link(&reset),
             Err(TenantError::InvalidLinkToken)
         ));
         // The dead reset token was removed on the way.
         assert!(t
+            .cx
             .store
             .get::<LinkTokenRecord>(&sha256(reset.as_bytes()))
             .unwrap()

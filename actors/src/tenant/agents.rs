@@ -28,6 +28,8 @@
 //! `agents.activity_retention_days`, with keyed hashes of the client address and user agent
 //! of which only 12-character prefixes are ever shown.
 
+pub mod memory;
+
 use std::{
     collections::{BinaryHeap, HashMap, HashSet},
     sync::Arc,
@@ -981,18 +983,19 @@ fn sorted_scopes(scopes: &[String]) -> Vec<String> {
 
 impl TenantState {
     fn agent_policy(&self) -> AgentPolicy {
-        self.runtime.agents
+        self.cx.runtime.agents
     }
 
     /// Publishes a change just committed to the registry (and tokens just denylisted) for
     /// the HTTP edge: in memory, so it cannot fail once the change is durable.
     fn publish_agent(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) {
-        let next = self.cells.agents.load().with(agent, denied);
-        self.cells.agents.store(Arc::new(next));
+        let next = self.cx.cells.agents.load().with(agent, denied);
+        self.cx.cells.agents.store(Arc::new(next));
     }
 
     fn agent(&self, id: Uuid) -> Result<AgentRecord, TenantError> {
-        self.store
+        self.cx
+            .store
             .get::<AgentRecord>(id.as_bytes())?
             .ok_or(TenantError::NotFound)
     }
@@ -1001,7 +1004,8 @@ impl TenantState {
     /// gets nothing.
     /// The actor publishes every change before it answers, so its cell is the registry.
     fn current_agent(&self, agent: &AgentRecord) -> Result<Arc<AgentRecord>, TenantError> {
-        self.cells
+        self.cx
+            .cells
             .agents
             .load()
             .get(&agent.client_id)
@@ -1048,6 +1052,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let key = user_agent_key(user, agent.id);
         let mut rec = self
+            .cx
             .store
             .get::<UserAgentRecord>(&key)?
             .unwrap_or(UserAgentRecord {
@@ -1065,6 +1070,7 @@ impl TenantState {
 
     fn user_revoked(&self, user: Uuid, agent: Uuid) -> Result<bool, TenantError> {
         Ok(self
+            .cx
             .store
             .get::<UserAgentRecord>(&user_agent_key(user, agent))?
             .is_some_and(|r| r.revoked_at.is_some()))
@@ -1080,7 +1086,8 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let max = agent.limit_of(limit, &self.agent_policy());
         match self
-            .agent_counters
+            .agents
+            .counters
             .hit(agent.id, limit, max, Instant::now())
         {
             Ok(()) => Ok(()),
@@ -1139,18 +1146,19 @@ impl TenantState {
         agent: Uuid,
         now: i64,
     ) -> Result<&mut BinaryHeap<std::cmp::Reverse<i64>>, TenantError> {
-        if !self.agent_counters.live.contains_key(&agent) {
+        if !self.agents.counters.live.contains_key(&agent) {
             let mut heap = BinaryHeap::new();
-            for item in self.store.scan::<AgentTokenRecord>(agent.as_bytes()) {
+            for item in self.cx.store.scan::<AgentTokenRecord>(agent.as_bytes()) {
                 let (_, t) = item?;
                 if t.exp > now {
                     heap.push(std::cmp::Reverse(t.exp));
                 }
             }
-            self.agent_counters.live.insert(agent, heap);
+            self.agents.counters.live.insert(agent, heap);
         }
         let heap = self
-            .agent_counters
+            .agents
+            .counters
             .live
             .get_mut(&agent)
             .ok_or_else(|| TenantError::Internal("live tokens".into()))?;
@@ -1188,7 +1196,7 @@ impl TenantState {
                 .map_or(1, |std::cmp::Reverse(exp)| (exp - iat).max(1) as u64);
             let over = OverLimit {
                 retry_after,
-                first: self.agent_counters.cap_first(agent.id, Instant::now()),
+                first: self.agents.counters.cap_first(agent.id, Instant::now()),
                 limit: cap,
                 name: "max_concurrent_tokens",
             };
@@ -1291,7 +1299,7 @@ impl TenantState {
     ) -> Result<Option<ConsentRecord>, TenantError> {
         let mut key = user.as_bytes().to_vec();
         key.extend_from_slice(agent.client_id.as_bytes());
-        Ok(self.store.get::<ConsentRecord>(&key)?)
+        Ok(self.cx.store.get::<ConsentRecord>(&key)?)
     }
 
     /// Whether a token acting for a user still stands: the user is there and not suspended,
@@ -1395,6 +1403,7 @@ impl TenantState {
     ) -> Result<(super::effects::Effects, RequestStarted, AgentRequestRecord), TenantError> {
         let now = OffsetDateTime::now_utc();
         let pending = self
+            .cx
             .store
             .scan::<AgentRequestRecord>(b"")
             .filter_map(Result::ok)
@@ -1415,6 +1424,7 @@ impl TenantState {
         let user_code = if flow == RequestFlow::Device {
             let mut code = new_user_code();
             while self
+                .cx
                 .store
                 .get::<AgentRequestIndex>(&index_key(b'u', code.as_bytes()))?
                 .is_some()
@@ -1491,6 +1501,7 @@ impl TenantState {
         // user in the API but not mailed.
         let mailed_pending = match &user {
             Some(u) => self
+                .cx
                 .store
                 .scan::<AgentRequestRecord>(b"")
                 .filter_map(Result::ok)
@@ -1615,7 +1626,7 @@ impl TenantState {
             return Err(unauthorized());
         }
         let key = sha256(secret.as_bytes());
-        let Some(record) = self.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
+        let Some(record) = self.cx.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
             r.agent_id == agent.id && r.flow == flow && r.status != RequestStatus::Issued
         }) else {
             return Err(invalid_grant());
@@ -1633,7 +1644,7 @@ impl TenantState {
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
         }
-        let polls = &mut self.agent_counters.polls;
+        let polls = &mut self.agents.counters.polls;
         if polls.len() > 10_000 {
             polls.retain(|_, (at, _)| now - *at < Duration::hours(1));
         }
@@ -1652,7 +1663,7 @@ impl TenantState {
         if record.status == RequestStatus::Pending {
             return Ok(Err(PollRefusal::Pending));
         }
-        self.agent_counters.polls.remove(&key);
+        self.agents.counters.polls.remove(&key);
         // Approved: one token, once.
         let Some(user) = record.user else {
             return Err(invalid_grant());
@@ -1703,6 +1714,7 @@ impl TenantState {
         value: &[u8],
     ) -> Result<Option<([u8; 32], AgentRequestRecord)>, TenantError> {
         let Some(ix) = self
+            .cx
             .store
             .get::<AgentRequestIndex>(&index_key(tag, value))?
         else {
@@ -1710,6 +1722,7 @@ impl TenantState {
         };
         let now = OffsetDateTime::now_utc();
         Ok(self
+            .cx
             .store
             .get::<AgentRequestRecord>(&ix.key)?
             .filter(|r| r.status == RequestStatus::Pending && r.expires_at > now)
@@ -1729,8 +1742,8 @@ impl TenantState {
             resource: r.resource.clone(),
             created_at: r.created_at,
             expires_at: r.expires_at,
-            tenant_name: self.info.name.clone(),
-            default_locale: self.settings.users.default_locale.clone(),
+            tenant_name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -1773,6 +1786,7 @@ impl TenantState {
             let mut ckey = user.as_bytes().to_vec();
             ckey.extend_from_slice(agent.client_id.as_bytes());
             let mut consent = self
+                .cx
                 .store
                 .get::<ConsentRecord>(&ckey)?
                 .unwrap_or(ConsentRecord {
@@ -1829,7 +1843,7 @@ impl TenantState {
     fn my_requests(&self, user: Uuid) -> Result<Vec<RequestView>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut out = Vec::new();
-        for item in self.store.scan::<AgentRequestRecord>(b"") {
+        for item in self.cx.store.scan::<AgentRequestRecord>(b"") {
             let (_, r) = item?;
             if r.flow == RequestFlow::Ciba
                 && r.user == Some(user)
@@ -1837,6 +1851,7 @@ impl TenantState {
                 && r.expires_at > now
             {
                 let revoked = self
+                    .cx
                     .store
                     .get::<AgentRecord>(r.agent_id.as_bytes())?
                     .is_none_or(|a| a.revoked_at.is_some());
@@ -1851,9 +1866,9 @@ impl TenantState {
 
     fn my_agents(&self, user: Uuid) -> Result<Vec<UserAgentView>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserAgentRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserAgentRecord>(user.as_bytes()) {
             let (_, r) = item?;
-            let Some(agent) = self.store.get::<AgentRecord>(r.agent_id.as_bytes())? else {
+            let Some(agent) = self.cx.store.get::<AgentRecord>(r.agent_id.as_bytes())? else {
                 continue;
             };
             out.push(UserAgentView {
@@ -1897,7 +1912,8 @@ impl TenantState {
     }
 
     fn agent_by_client(&self, client_id: &str) -> Result<AgentRecord, TenantError> {
-        self.cells
+        self.cx
+            .cells
             .agents
             .load()
             .get(client_id)
@@ -1914,6 +1930,7 @@ impl TenantState {
         let agent = self.agent_by_client(client_id)?;
         let key = user_agent_key(user, agent.id);
         let mut rec = self
+            .cx
             .store
             .get::<UserAgentRecord>(&key)?
             .unwrap_or(UserAgentRecord {
@@ -1960,6 +1977,7 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let still_blocked_by_tenant = agent.revoked_at.is_some();
         let Some(mut rec) = self
+            .cx
             .store
             .get::<UserAgentRecord>(&key)?
             .filter(|r| r.revoked_at.is_some())
@@ -2022,10 +2040,10 @@ impl TenantState {
         new: NewAgent,
         ctx: &AuditContext,
     ) -> Result<IssuedAgent, TenantError> {
-        if self.info.tier == Tier::Free {
+        if self.cx.info.tier == Tier::Free {
             return Err(TenantError::AgentTierUnauthorized);
         }
-        if self.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
+        if self.cx.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
             return Err(TenantError::AgentLimit);
         }
         let now = OffsetDateTime::now_utc();
@@ -2155,7 +2173,7 @@ impl TenantState {
         let mut fx = self.effects();
         fx.batch.put(a.id.as_bytes(), &a)?;
         let mut denied = Vec::new();
-        for item in self.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
+        for item in self.cx.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
             let (key, t) = item?;
             if t.exp <= now.unix_timestamp() {
                 continue;
@@ -2202,7 +2220,7 @@ impl TenantState {
             )?;
         }
         let mail = self.commit(fx)?;
-        self.agent_counters.live.remove(&a.id);
+        self.agents.counters.live.remove(&a.id);
         self.publish_agent(Some(&a), &denied);
         Ok((a, mail))
     }
@@ -2215,7 +2233,7 @@ impl TenantState {
     ) -> Result<(Vec<AgentRecord>, Option<Uuid>), TenantError> {
         let mut out = Vec::new();
         let mut more = false;
-        for item in self.store.scan::<AgentRecord>(b"") {
+        for item in self.cx.store.scan::<AgentRecord>(b"") {
             let (_, a) = item?;
             if after.is_some_and(|c| a.id <= c) {
                 continue;
@@ -2252,6 +2270,7 @@ impl TenantState {
         let mut emails: HashMap<Uuid, Option<String>> = HashMap::new();
         'scan: loop {
             let chunk = self
+                .cx
                 .store
                 .scan_rev::<AgentActionRecord>(Some(&before), 256)?;
             let exhausted = chunk.len() < 256;
@@ -2309,7 +2328,7 @@ impl TenantState {
     /// own revocation).
     pub(super) fn user_agent_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserAgentRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserAgentRecord>(user.as_bytes()) {
             out.push((Kind::UserAgent, item?.0));
         }
         Ok(out)
@@ -2322,7 +2341,7 @@ impl TenantState {
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<AgentRequestRecord>(b"") {
+        for item in self.cx.store.scan::<AgentRequestRecord>(b"") {
             let (key, r) = item?;
             if !r.user.is_some_and(|u| users.contains(&u)) {
                 continue;
@@ -2346,7 +2365,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Vec<(Vec<u8>, Uuid, i64)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<AgentTokenRecord>(b"") {
+        for item in self.cx.store.scan::<AgentTokenRecord>(b"") {
             let (key, t) = item?;
             if t.exp <= now.unix_timestamp() || !t.user.is_some_and(|u| users.contains(&u)) {
                 continue;
@@ -2379,7 +2398,7 @@ impl TenantState {
         if denied.is_empty() {
             return;
         }
-        self.agent_counters.live.clear();
+        self.agents.counters.live.clear();
         self.publish_agent(None, denied);
     }
 
@@ -2429,7 +2448,7 @@ impl TenantState {
         mut remove: impl FnMut(&[u8], &R),
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<R>(b"") {
+        for item in self.cx.store.scan::<R>(b"") {
             if n >= limit {
                 break;
             }
@@ -2583,7 +2602,7 @@ impl TenantState {
                     a.jti = Some(jti);
                     self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
                     self.commit(fx)?;
-                    self.agent_counters.live.remove(&agent.id);
+                    self.agents.counters.live.remove(&agent.id);
                     self.publish_agent(None, &[jti]);
                 }
                 AgentAnswer::Done
@@ -2633,7 +2652,8 @@ impl TenantState {
             }
             AgentCmd::PeekUserCode { bearer, user_code } => {
                 let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                self.user_code_tries
+                self.agents
+                    .user_code_tries
                     .hit(&user.id, Instant::now())
                     .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
                 let (_, record) = self

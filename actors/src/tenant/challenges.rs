@@ -292,7 +292,7 @@ impl TenantState {
         record.secret_hash = hex::encode(sha256(&secret));
         batch.put(&challenge_key(slot, record.purpose), &record)?;
         let mut raw = Vec::with_capacity(TOKEN_LEN);
-        raw.extend_from_slice(self.store.tenant_id().as_bytes());
+        raw.extend_from_slice(self.cx.store.tenant_id().as_bytes());
         raw.extend_from_slice(slot.as_bytes());
         raw.push(record.purpose as u8);
         raw.extend_from_slice(&secret);
@@ -309,7 +309,8 @@ impl TenantState {
         purposes: &[Purpose],
         now: OffsetDateTime,
     ) -> Result<Found, TenantError> {
-        let (slot, purpose, secret) = match parse_token(token, self.store.tenant_id().as_bytes()) {
+        let (slot, purpose, secret) = match parse_token(token, self.cx.store.tenant_id().as_bytes())
+        {
             Presented::Ours {
                 slot,
                 purpose,
@@ -323,7 +324,7 @@ impl TenantState {
         };
         let key = challenge_key(slot, purpose);
         let record = if purposes.contains(&purpose) {
-            self.store.get::<ChallengeRecord>(&key)?
+            self.cx.store.get::<ChallengeRecord>(&key)?
         } else {
             None
         };
@@ -345,7 +346,7 @@ impl TenantState {
     pub(super) fn otp_hash(&self, slot: Uuid, code: &str) -> String {
         let mut m = slot.as_bytes().to_vec();
         m.extend_from_slice(code.as_bytes());
-        hex::encode(self.otp_hasher.hash(&m))
+        hex::encode(self.cx.otp_hasher.hash(&m))
     }
 
     /// Compares the typed `code` with the code kept at `slot` for `purpose`, when `accept`
@@ -361,6 +362,7 @@ impl TenantState {
     ) -> Result<CodeVerdict, TenantError> {
         let key = challenge_key(slot, purpose);
         let record = self
+            .cx
             .store
             .get::<ChallengeRecord>(&key)?
             .filter(|r| accept(r));
@@ -371,6 +373,7 @@ impl TenantState {
         let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
         let resubmitted = !matches
             && self
+                .cx
                 .consumed_codes
                 .is_resubmission(&key, &presented, expiry_now);
         Ok(match record.filter(|r| r.expires_at > expiry_now) {
@@ -392,7 +395,7 @@ impl TenantState {
         expiry_now: OffsetDateTime,
     ) {
         batch.remove(Kind::Challenge, &found.key);
-        self.consumed_codes.remember(
+        self.cx.consumed_codes.remember(
             &found.key,
             &found.record.secret_hash,
             found.record.expires_at,
@@ -431,7 +434,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<ChallengeRecord>(b"") {
+        for item in self.cx.store.scan::<ChallengeRecord>(b"") {
             if n == limit {
                 break;
             }

@@ -58,7 +58,7 @@ impl TenantState {
         let Some((id, secret)) = known_devices::parse(token) else {
             return Ok(None);
         };
-        let Some(record) = self.store.get::<DeviceRecord>(&device_key(user, id))? else {
+        let Some(record) = self.cx.store.get::<DeviceRecord>(&device_key(user, id))? else {
             return Ok(None);
         };
         Ok(known_devices::holds(secret, &record.secret_hash, record.expires_at, now).then_some(id))
@@ -95,7 +95,7 @@ impl TenantState {
     /// `user`'s device records, oldest first.
     fn devices_of(&self, user: Uuid) -> Result<Vec<DeviceRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<DeviceRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<DeviceRecord>(user.as_bytes()) {
             out.push(item?.1);
         }
         Ok(out)
@@ -117,9 +117,9 @@ mod tests {
     use crate::tenant::accounts::tests::tenant;
 
     fn issue(t: &TenantState, user: Uuid, now: OffsetDateTime) -> String {
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         let token = t.issue_device(&mut b, user, now).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         token
     }
 
@@ -151,11 +151,11 @@ mod tests {
             assert_eq!(t.known_device(user, malformed, now).unwrap(), None);
         }
         // Only the secret's hash is stored.
-        let record = t
-            .store
-            .get::<DeviceRecord>(&device_key(user, id))
-            .unwrap()
-            .unwrap();
+        let record =
+            t.cx.store
+                .get::<DeviceRecord>(&device_key(user, id))
+                .unwrap()
+                .unwrap();
         assert_ne!(record.secret_hash, secret);
         assert_eq!(record.user_id, user);
     }
@@ -181,6 +181,7 @@ mod tests {
         // The expired one went when the first new one came.
         let (stale_id, _) = known_devices::parse(&stale).unwrap();
         assert!(t
+            .cx
             .store
             .get::<DeviceRecord>(&device_key(user, stale_id))
             .unwrap()

@@ -57,7 +57,7 @@ pub(super) struct Effects {
 impl TenantState {
     pub(super) fn effects(&self) -> Effects {
         Effects {
-            batch: self.store.batch(),
+            batch: self.cx.store.batch(),
             mail: Vec::new(),
             locale: None,
             denied_agent_tokens: Vec::new(),
@@ -69,7 +69,7 @@ impl TenantState {
     /// are durable.
     pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
         self.throttle_changes_into(&mut effects.batch)?;
-        self.store.apply(effects.batch)?;
+        self.cx.store.apply(effects.batch)?;
         self.publish_denied(&effects.denied_agent_tokens);
         Ok(effects.mail)
     }
@@ -110,11 +110,11 @@ impl TenantState {
     }
 
     pub(super) fn user(&self, id: Uuid) -> Result<Option<UserRecord>, TenantError> {
-        Ok(self.store.get::<UserRecord>(id.as_bytes())?)
+        Ok(self.cx.store.get::<UserRecord>(id.as_bytes())?)
     }
 
     pub(super) fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
-        let Some(ix) = self.store.get::<EmailIndex>(email.as_bytes())? else {
+        let Some(ix) = self.cx.store.get::<EmailIndex>(email.as_bytes())? else {
             return Ok(None);
         };
         self.user(ix.user_id)
@@ -122,7 +122,7 @@ impl TenantState {
 
     /// Binds a sealed user secret to this tenant, this user and its name.
     pub(super) fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
-        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/user/");
         aad.extend_from_slice(user.as_bytes());
         aad.push(b'/');
@@ -136,7 +136,7 @@ impl TenantState {
     pub(super) fn link_token(&self) -> String {
         use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
         use rand::RngCore;
-        let mut raw = self.store.tenant_id().as_bytes().to_vec();
+        let mut raw = self.cx.store.tenant_id().as_bytes().to_vec();
         let mut secret = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut secret);
         raw.extend_from_slice(&secret);
@@ -147,7 +147,7 @@ impl TenantState {
     pub(super) fn link(&self, path: &str, token: &str) -> String {
         format!(
             "{}/{path}?token={token}",
-            self.runtime.accounts_url.trim_end_matches('/')
+            self.cx.runtime.accounts_url.trim_end_matches('/')
         )
     }
 
@@ -156,9 +156,9 @@ impl TenantState {
         MailJob {
             locale,
             id: Uuid::now_v7(),
-            tenant: self.info.id,
-            tenant_slug: self.info.slug.clone(),
-            tenant_name: self.info.name.clone(),
+            tenant: self.cx.info.id,
+            tenant_slug: self.cx.info.slug.clone(),
+            tenant_name: self.cx.info.name.clone(),
             to: to.to_owned(),
             kind,
         }
@@ -176,11 +176,11 @@ impl TenantState {
             None => self
                 .user_by_email(to)?
                 .and_then(|u| u.locale)
-                .unwrap_or_else(|| self.settings.users.default_locale.clone()),
+                .unwrap_or_else(|| self.cx.settings.users.default_locale.clone()),
         };
         let job = self.mail_job(to, kind, locale);
         let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
-        let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
+        let sealed = self.cx.master_key.seal(&self.mail_aad(job.id), &plain)?;
         fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
         fx.mail.push(job);
         Ok(())
@@ -195,11 +195,12 @@ impl TenantState {
     /// apart.
     pub(super) fn write_decoy(&self, stand_in: &[u8]) -> Result<(), TenantError> {
         let sealed = self
+            .cx
             .master_key
             .seal(&self.mail_aad(Uuid::now_v7()), stand_in)?;
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         batch.put(DECOY_KEY, &DecoyRecord { sealed })?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(())
     }
 
@@ -212,7 +213,7 @@ impl TenantState {
         kind: MailKind,
         records: &[serde_json::Value],
     ) -> Result<Vec<u8>, TenantError> {
-        let job = self.mail_job(to, kind, self.settings.users.default_locale.clone());
+        let job = self.mail_job(to, kind, self.cx.settings.users.default_locale.clone());
         let mut plain =
             serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         for r in records {
@@ -223,7 +224,7 @@ impl TenantState {
     }
 
     fn mail_aad(&self, id: Uuid) -> Vec<u8> {
-        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/mail/");
         aad.extend_from_slice(id.as_bytes());
         aad
@@ -232,13 +233,13 @@ impl TenantState {
     /// Every message still queued (after a restart, to submit again).
     pub fn queued_mail(&self) -> Result<Vec<MailJob>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<QueuedMail>(b"") {
+        for item in self.cx.store.scan::<QueuedMail>(b"") {
             let (key, q) = item?;
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Ok(plain) = self.master_key.open(&self.mail_aad(id), &q.sealed) else {
-                tracing::error!(tenant = %self.info.id, message = %id, "a queued message cannot be opened; skipped");
+            let Ok(plain) = self.cx.master_key.open(&self.mail_aad(id), &q.sealed) else {
+                tracing::error!(tenant = %self.cx.info.id, message = %id, "a queued message cannot be opened; skipped");
                 continue;
             };
             match serde_json::from_slice::<MailJob>(&plain) {
@@ -251,9 +252,9 @@ impl TenantState {
 
     /// Delivery is done with a message: it leaves the queue.
     pub fn mail_settled(&self, id: Uuid) -> Result<(), TenantError> {
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         batch.remove(Kind::MailQueue, id.as_bytes());
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(())
     }
 
@@ -267,7 +268,7 @@ impl TenantState {
         pred: impl Fn(&R) -> bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<R>(b"") {
+        for item in self.cx.store.scan::<R>(b"") {
             let (key, record) = item?;
             if pred(&record) {
                 out.push((R::KIND, key));
@@ -284,7 +285,7 @@ impl TenantState {
 
     /// Whether the sign-in rules let `attempt` be checked now; a refusal as its error.
     pub(super) fn login_gate(&self, attempt: &Attempt<'_>) -> Result<(), TenantError> {
-        self.login.check(attempt).map_err(refused)
+        self.cx.login.check(attempt).map_err(refused)
     }
 
     /// Counts a failed check of `attempt` (a password, a sign-in code) against the sign-in
@@ -297,7 +298,7 @@ impl TenantState {
         user: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        for (rule, retry_after) in self.login.fail(attempt) {
+        for (rule, retry_after) in self.cx.login.fail(attempt) {
             self.audit_into(
                 batch,
                 "auth.login.locked",
@@ -324,8 +325,8 @@ impl TenantState {
         if previous.is_some_and(|p| month_of(p) == month_of(now)) {
             return Ok(());
         }
-        self.mau.add(now);
-        batch.put(MAU_KEY, &self.mau)?;
+        self.cx.mau.add(now);
+        batch.put(MAU_KEY, &self.cx.mau)?;
         Ok(())
     }
 }
@@ -349,7 +350,7 @@ mod tests {
     };
 
     fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
-        t.store.raw_entries().any(|item| {
+        t.cx.store.raw_entries().any(|item| {
             let (_, key, value) = item.unwrap();
             [key, value]
                 .iter()
@@ -391,14 +392,14 @@ mod tests {
     async fn links_name_the_accounts_site_and_tokens_name_their_tenant() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
-        t.runtime.accounts_url = "https://accounts.example/".into();
+        t.cx.runtime.accounts_url = "https://accounts.example/".into();
         assert_eq!(
             t.link("magic-link", "abc"),
             "https://accounts.example/magic-link?token=abc"
         );
         let (a, b) = (t.link_token(), t.link_token());
         assert_ne!(a, b);
-        assert_eq!(tenant_of_token(&a), Some(t.store.tenant_id().0));
+        assert_eq!(tenant_of_token(&a), Some(t.cx.store.tenant_id().0));
         assert!(a
             .bytes()
             .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
@@ -411,10 +412,10 @@ mod tests {
         let mut user = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
         user.email = Some("ada@example.com".into());
         user.locale = Some("pl".into());
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         t.put_new_user(&mut b, &user).unwrap();
-        t.store.apply(b).unwrap();
-        t.settings.users.default_locale = "de".into();
+        t.cx.store.apply(b).unwrap();
+        t.cx.settings.users.default_locale = "de".into();
         let mut fx = t.effects();
         let link = "https://accounts.example/magic-link?token=s3cr3t-t0ken".to_owned();
         t.queue_mail(&mut fx, "ada@example.com", MailKind::MagicLink { link })
@@ -446,22 +447,22 @@ mod tests {
         let mut t = tenant(dir.path());
         let march = datetime!(2026-03-10 10:00:00 UTC);
         let april = datetime!(2026-04-02 10:00:00 UTC);
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         t.count_active(&mut b, None, march).unwrap();
         t.count_active(&mut b, Some(march), march + time::Duration::days(5))
             .unwrap();
-        assert_eq!(t.mau.in_month(march), 1);
+        assert_eq!(t.cx.mau.in_month(march), 1);
         t.count_active(&mut b, Some(march), april).unwrap();
         t.count_active(&mut b, Some(april), april).unwrap();
-        assert_eq!(t.mau.in_month(april), 1);
+        assert_eq!(t.cx.mau.in_month(april), 1);
         t.count_active(&mut b, None, april).unwrap();
-        assert_eq!(t.mau.in_month(april), 2);
-        t.store.apply(b).unwrap();
-        let stored = t
-            .store
-            .get::<super::super::usage::MauRecord>(MAU_KEY)
-            .unwrap()
-            .unwrap();
+        assert_eq!(t.cx.mau.in_month(april), 2);
+        t.cx.store.apply(b).unwrap();
+        let stored =
+            t.cx.store
+                .get::<super::super::usage::MauRecord>(MAU_KEY)
+                .unwrap()
+                .unwrap();
         assert_eq!(stored.in_month(april), 2);
     }
 
@@ -471,7 +472,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let user = Uuid::now_v7();
         let ctx = AuditContext::default();
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         t.audit_into(
             &mut b,
             "user.updated",
@@ -481,20 +482,20 @@ mod tests {
         .unwrap();
         t.audit_into(&mut b, "settings.updated", &ctx, serde_json::json!({}))
             .unwrap();
-        t.store.apply(b).unwrap();
-        let indexed: Vec<Vec<u8>> = t
-            .store
-            .scan::<UserAuditIndex>(user.as_bytes())
-            .map(|i| i.unwrap().0)
-            .collect();
+        t.cx.store.apply(b).unwrap();
+        let indexed: Vec<Vec<u8>> =
+            t.cx.store
+                .scan::<UserAuditIndex>(user.as_bytes())
+                .map(|i| i.unwrap().0)
+                .collect();
         assert_eq!(indexed.len(), 1);
-        let event = t
-            .store
-            .get::<AuditEvent>(&indexed[0][16..])
-            .unwrap()
-            .unwrap();
+        let event =
+            t.cx.store
+                .get::<AuditEvent>(&indexed[0][16..])
+                .unwrap()
+                .unwrap();
         assert_eq!(event.event_type, "user.updated");
-        assert_eq!(t.store.scan::<UserAuditIndex>(b"").count(), 1);
+        assert_eq!(t.cx.store.scan::<UserAuditIndex>(b"").count(), 1);
     }
 
     #[tokio::test]

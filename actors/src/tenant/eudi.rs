@@ -18,6 +18,8 @@
 //! checked outcome exactly once ([`EudiCmd::Complete`]): a replayed answer finds the
 //! transaction no longer pending.
 
+pub mod memory;
+
 use std::{net::IpAddr, sync::Arc};
 
 use serde::{Deserialize, Serialize};
@@ -532,10 +534,11 @@ fn floor_level(kind: AssuranceKind, value: &str) -> Eidas {
 impl TenantState {
     /// Opens the stored verifier identity (at load and after the CLI sets one).
     pub(super) fn load_verifier(&self) -> Result<Option<Arc<VerifierIdentity>>, TenantError> {
-        let Some(record) = self.store.get::<EudiVerifierRecord>(VERIFIER_KEY)? else {
+        let Some(record) = self.cx.store.get::<EudiVerifierRecord>(VERIFIER_KEY)? else {
             return Ok(None);
         };
         let der = self
+            .cx
             .master_key
             .open(&self.secret_aad(b"eudi-verifier"), &record.sealed_key)?;
         let key = SigningKey::from_pkcs8(&der)
@@ -567,6 +570,7 @@ impl TenantState {
                 development,
             } => {
                 let sealed_key = self
+                    .cx
                     .master_key
                     .seal(&self.secret_aad(b"eudi-verifier"), &key_pkcs8)?;
                 let record = EudiVerifierRecord {
@@ -585,14 +589,14 @@ impl TenantState {
                     serde_json::json!({ "development": development, "not_after": not_after }),
                 )?;
                 self.commit(fx)?;
-                self.eudi_verifier = self.load_verifier()?;
-                let v = self
-                    .eudi_verifier
-                    .clone()
-                    .ok_or_else(|| TenantError::Internal("the verifier was not stored".into()))?;
+                self.eudi.verifier = self.load_verifier()?;
+                let v =
+                    self.eudi.verifier.clone().ok_or_else(|| {
+                        TenantError::Internal("the verifier was not stored".into())
+                    })?;
                 Ok(EudiAnswer::VerifierSet(v))
             }
-            EudiCmd::Verifier => Ok(EudiAnswer::Verifier(self.eudi_verifier.clone())),
+            EudiCmd::Verifier => Ok(EudiAnswer::Verifier(self.eudi.verifier.clone())),
             EudiCmd::Begin {
                 purpose,
                 redirect_uri,
@@ -607,13 +611,14 @@ impl TenantState {
                 self.wallet_call(ip)?;
                 let (_, tx) = self.live_tx(&request_id, now)?;
                 let enc_key = self
+                    .cx
                     .master_key
                     .open(&self.tx_aad(&tx.request_id), &tx.enc_key)?;
                 Ok(EudiAnswer::Opened(Box::new(Opening {
                     tx: self.tx_view(&tx)?,
                     enc_key,
-                    config: self.settings.eudi.clone(),
-                    age: self.settings.eudi_age.clone(),
+                    config: self.cx.settings.eudi.clone(),
+                    age: self.cx.settings.eudi_age.clone(),
                 })))
             }
             EudiCmd::Complete {
@@ -647,7 +652,8 @@ impl TenantState {
     /// Counts a call of a wallet-facing route from `ip` (they need no key, and each costs a
     /// signature or a key agreement).
     fn wallet_call(&mut self, ip: IpAddr) -> Result<(), TenantError> {
-        self.eudi_wallet_calls
+        self.eudi
+            .wallet_calls
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
@@ -658,10 +664,12 @@ impl TenantState {
 
     fn tx_view(&self, tx: &EudiTxRecord) -> Result<TxView, TenantError> {
         let verifier = self
-            .eudi_verifier
+            .eudi
+            .verifier
             .clone()
             .ok_or(TenantError::Eudi(EudiRefusal::VerifierMissing))?;
         let enc = self
+            .cx
             .master_key
             .open(&self.tx_aad(&tx.request_id), &tx.enc_key)?;
         let enc_jwk = EncryptionKey::from_bytes(&enc)
@@ -676,10 +684,10 @@ impl TenantState {
             expires_at: tx.expires_at,
             same_device: tx.redirect_uri.is_some(),
             verifier,
-            config: self.settings.eudi.clone(),
-            purpose_text: self.settings.eudi.purpose.clone(),
-            tenant_name: self.info.name.clone(),
-            default_locale: self.settings.users.default_locale.clone(),
+            config: self.cx.settings.eudi.clone(),
+            purpose_text: self.cx.settings.eudi.purpose.clone(),
+            tenant_name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -690,9 +698,12 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(Vec<u8>, EudiTxRecord), TenantError> {
         let unknown = || TenantError::Eudi(EudiRefusal::RequestUnknown);
-        let key = tx_key(request_id, &self.store.tenant_id().0.simple().to_string())
-            .ok_or_else(unknown)?;
-        match self.store.get::<EudiTxRecord>(&key)? {
+        let key = tx_key(
+            request_id,
+            &self.cx.store.tenant_id().0.simple().to_string(),
+        )
+        .ok_or_else(unknown)?;
+        match self.cx.store.get::<EudiTxRecord>(&key)? {
             Some(tx) if tx.expires_at > now && matches!(tx.outcome, TxOutcome::Pending) => {
                 Ok((key, tx))
             }
@@ -710,13 +721,13 @@ impl TenantState {
         guardian_link: Option<[u8; 32]>,
     ) -> Result<EudiAnswer, TenantError> {
         let enabled = match purpose {
-            EudiPurpose::Login => self.settings.eudi.enabled,
-            EudiPurpose::Age => self.settings.eudi_age.age_verification_enabled,
+            EudiPurpose::Login => self.cx.settings.eudi.enabled,
+            EudiPurpose::Age => self.cx.settings.eudi_age.age_verification_enabled,
         };
         if !enabled {
             return Err(TenantError::Eudi(EudiRefusal::Disabled));
         }
-        match &self.eudi_verifier {
+        match &self.eudi.verifier {
             None => return Err(TenantError::Eudi(EudiRefusal::VerifierMissing)),
             // Wallets refuse a request signed under an expired certificate.
             Some(v) if v.not_after <= now.unix_timestamp() => {
@@ -725,22 +736,26 @@ impl TenantState {
             Some(_) => {}
         }
         if let Some(uri) = &redirect_uri {
-            if !self.settings.urls.allows(uri) {
+            if !self.cx.settings.urls.allows(uri) {
                 return Err(TenantError::Eudi(EudiRefusal::RedirectNotAllowed));
             }
         }
-        self.eudi_begins
+        self.eudi
+            .begins
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let random = random_token(24);
-        let request_id = format!("{}.{random}", self.store.tenant_id().0.simple());
+        let request_id = format!("{}.{random}", self.cx.store.tenant_id().0.simple());
         let state = random_token(32);
         let key = EncryptionKey::generate()
             .map_err(|e| TenantError::Internal(format!("a transaction key: {e}")))?;
         let scalar = key
             .to_bytes()
             .map_err(|e| TenantError::Internal(format!("a transaction key: {e}")))?;
-        let enc_key = self.master_key.seal(&self.tx_aad(&request_id), &scalar)?;
+        let enc_key = self
+            .cx
+            .master_key
+            .seal(&self.tx_aad(&request_id), &scalar)?;
         let poll_hash = sha256(state.as_bytes());
         let tx = EudiTxRecord {
             purpose,
@@ -754,7 +769,7 @@ impl TenantState {
             redirect_uri,
             response_code_hash: None,
             created_at: now,
-            expires_at: now + self.runtime.eudi_request_ttl,
+            expires_at: now + self.cx.runtime.eudi_request_ttl,
             outcome: TxOutcome::Pending,
             guardian_link,
         };
@@ -795,6 +810,7 @@ impl TenantState {
             (EudiPurpose::Age, WalletOutcome::Age(Some(over))) => {
                 let token = random_token(32);
                 let sealed = self
+                    .cx
                     .master_key
                     .seal(&self.tx_aad(&tx.request_id), token.as_bytes())?;
                 let token_hash = sha256(token.as_bytes());
@@ -867,7 +883,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(Uuid, Eidas), TenantError> {
         let acr = identity.level;
-        if let Some(floor) = &self.settings.eudi.required_assurance_floor {
+        if let Some(floor) = &self.cx.settings.eudi.required_assurance_floor {
             if acr < floor_level(floor.kind, &floor.value) {
                 return Err(TenantError::Eudi(EudiRefusal::BelowFloor));
             }
@@ -875,8 +891,8 @@ impl TenantState {
         let mut subject_input = identity.issuer.as_bytes().to_vec();
         subject_input.push(0);
         subject_input.extend_from_slice(identity.identifier.as_bytes());
-        let subject = self.eudi_hasher.hash(&subject_input);
-        let linked = match self.store.get::<EudiSubjectRecord>(&subject)? {
+        let subject = self.cx.eudi_hasher.hash(&subject_input);
+        let linked = match self.cx.store.get::<EudiSubjectRecord>(&subject)? {
             Some(l) => self.user(l.user_id)?,
             None => None,
         };
@@ -897,20 +913,21 @@ impl TenantState {
         } else {
             if match &email {
                 Some(e) => self.registration_blocked(fx, e, ctx)?,
-                None => !self.settings.email_domains.allowlist.is_empty(),
+                None => !self.cx.settings.email_domains.allowlist.is_empty(),
             } {
                 return Err(TenantError::Eudi(EudiRefusal::EmailExists));
             }
             let mut user = UserRecord::blank(Uuid::now_v7(), now);
             // Minor protection: the PID's birth date must show the consent age.
             let born = identity.claims.get("birth_date").and_then(|v| v.as_str());
-            if self.settings.minors.minor_protection_enabled {
+            if self.cx.settings.minors.minor_protection_enabled {
                 if !born.is_some_and(|b| self.adult_for_consent(b, now)) {
                     return Err(TenantError::Eudi(EudiRefusal::AgeRequired));
                 }
                 user.date_of_birth = born
                     .map(|b| {
-                        self.master_key
+                        self.cx
+                            .master_key
                             .seal(&self.user_aad(user.id, "date_of_birth"), b.as_bytes())
                     })
                     .transpose()?;
@@ -941,6 +958,7 @@ impl TenantState {
             },
         )?;
         let mut subjects = self
+            .cx
             .store
             .get::<EudiClaimsRecord>(user.id.as_bytes())?
             .map(|c| c.subjects)
@@ -951,6 +969,7 @@ impl TenantState {
         let plain = serde_json::to_vec(&identity.claims)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
         let sealed = self
+            .cx
             .master_key
             .seal(&self.user_aad(user.id, "eudi_claims"), &plain)?;
         fx.batch.put(
@@ -975,10 +994,14 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<EudiAnswer, TenantError> {
         let poll = |a| Ok(EudiAnswer::Poll(a));
-        let Some(ix) = self.store.get::<EudiPollIndex>(&sha256(state.as_bytes()))? else {
+        let Some(ix) = self
+            .cx
+            .store
+            .get::<EudiPollIndex>(&sha256(state.as_bytes()))?
+        else {
             return poll(PollAnswer::NotFound);
         };
-        let Some(mut tx) = self.store.get::<EudiTxRecord>(&ix.tx_key)? else {
+        let Some(mut tx) = self.cx.store.get::<EudiTxRecord>(&ix.tx_key)? else {
             return poll(PollAnswer::NotFound);
         };
         if tx.purpose != purpose {
@@ -1032,7 +1055,10 @@ impl TenantState {
             } => {
                 let token = match &sealed_token {
                     Some(sealed) => {
-                        let plain = self.master_key.open(&self.tx_aad(&tx.request_id), sealed)?;
+                        let plain = self
+                            .cx
+                            .master_key
+                            .open(&self.tx_aad(&tx.request_id), sealed)?;
                         Some(String::from_utf8_lossy(&plain).into_owned())
                     }
                     None => None,
@@ -1058,10 +1084,11 @@ impl TenantState {
     /// What wallets attested for the user (the data export): issuer, level, when, and the
     /// disclosed attributes; `null` for a user who never signed in with a wallet.
     pub(super) fn wallet_claims_of(&self, user: Uuid) -> Result<serde_json::Value, TenantError> {
-        let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? else {
+        let Some(c) = self.cx.store.get::<EudiClaimsRecord>(user.as_bytes())? else {
             return Ok(serde_json::Value::Null);
         };
         let plain = self
+            .cx
             .master_key
             .open(&self.user_aad(user, "eudi_claims"), &c.sealed)?;
         let claims: serde_json::Value =
@@ -1080,9 +1107,9 @@ impl TenantState {
     /// attested.
     pub(super) fn wallet_link_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        if let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? {
+        if let Some(c) = self.cx.store.get::<EudiClaimsRecord>(user.as_bytes())? {
             for subject in &c.subjects {
-                let linked = self.store.get::<EudiSubjectRecord>(subject)?;
+                let linked = self.cx.store.get::<EudiSubjectRecord>(subject)?;
                 if linked.is_some_and(|l| l.user_id == user) {
                     out.push((Kind::EudiSubject, subject.to_vec()));
                 }
@@ -1099,7 +1126,7 @@ impl TenantState {
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<EudiTxRecord>(b"") {
+        for item in self.cx.store.scan::<EudiTxRecord>(b"") {
             let (key, tx) = item?;
             if matches!(tx.outcome, TxOutcome::SignedIn { user_id, .. } if users.contains(&user_id))
             {

@@ -18,6 +18,8 @@
 //! names the tenant (`TenantState::link_token`). Nothing here writes the date of birth into
 //! an event or a log line.
 
+pub mod memory;
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::{random_token, sha256, Kind, Record, Sealed, TenantBatch, TenantRecord};
 use time::{Duration, OffsetDateTime};
@@ -282,17 +284,18 @@ fn age_on(born: time::Date, today: time::Date) -> i32 {
 impl TenantState {
     fn guardian_tenant(&self) -> GuardianTenant {
         GuardianTenant {
-            name: self.info.name.clone(),
-            default_locale: self.settings.users.default_locale.clone(),
+            name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
         }
     }
 
     fn controller(&self) -> String {
-        self.settings
+        self.cx
+            .settings
             .minors
             .controller_name
             .clone()
-            .unwrap_or_else(|| self.info.name.clone())
+            .unwrap_or_else(|| self.cx.info.name.clone())
     }
 
     /// For a registration under minor protection: whether the new account is held. With the
@@ -305,7 +308,7 @@ impl TenantState {
         wallet: Option<(bool, u8)>,
         now: OffsetDateTime,
     ) -> Result<Option<bool>, TenantError> {
-        let minors = &self.settings.minors;
+        let minors = &self.cx.settings.minors;
         if !minors.minor_protection_enabled {
             return Ok(None);
         }
@@ -330,7 +333,7 @@ impl TenantState {
 
     /// Whether a sign-up that brings no age may make an account: not under minor protection.
     pub(super) fn age_unknown_signup(&self) -> Result<(), TenantError> {
-        if self.settings.minors.minor_protection_enabled {
+        if self.cx.settings.minors.minor_protection_enabled {
             return Err(TenantError::AgeRequired);
         }
         Ok(())
@@ -340,7 +343,7 @@ impl TenantState {
     pub(super) fn adult_for_consent(&self, born: &str, now: OffsetDateTime) -> bool {
         let format = time::macros::format_description!("[year]-[month]-[day]");
         time::Date::parse(born, &format).is_ok_and(|b| {
-            age_on(b, now.date()) >= i32::from(self.settings.minors.digital_consent_age)
+            age_on(b, now.date()) >= i32::from(self.cx.settings.minors.digital_consent_age)
         })
     }
 
@@ -376,7 +379,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(GuardianTokenRecord, UserRecord), TenantError> {
         let hash = sha256(token.as_bytes());
-        let Some(rec) = self.store.get::<GuardianTokenRecord>(&hash)? else {
+        let Some(rec) = self.cx.store.get::<GuardianTokenRecord>(&hash)? else {
             return Err(TenantError::GuardianInvalid);
         };
         if rec.purpose != purpose {
@@ -419,7 +422,8 @@ impl TenantState {
 
     /// Counts a call of the guardian routes from `ip` (they need no key).
     fn guardian_call(&mut self, ip: std::net::IpAddr) -> Result<(), TenantError> {
-        self.guardian_calls
+        self.guardian
+            .calls
             .hit(&crate::throttle::throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
@@ -441,14 +445,14 @@ impl TenantState {
                 ip,
             } => self.request_consent(&email, (&credential, password_ok), &guardian, ip, ctx),
             GuardianCmd::ConsentView { token } => {
-                let mut batch = self.store.batch();
+                let mut batch = self.cx.store.batch();
                 let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Consent, now);
-                self.store.apply(batch)?;
+                self.cx.store.apply(batch)?;
                 let (rec, child) = found?;
                 if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
                     return Err(TenantError::GuardianInvalid);
                 }
-                let m = &self.settings.minors;
+                let m = &self.cx.settings.minors;
                 let view = ConsentView {
                     tenant: self.guardian_tenant(),
                     child_email: child.email.clone().unwrap_or_default(),
@@ -465,9 +469,9 @@ impl TenantState {
             }
             GuardianCmd::Consent { token, accept } => self.answer_consent(&token, accept, ctx),
             GuardianCmd::WalletBegin { token, ip } => {
-                let mut batch = self.store.batch();
+                let mut batch = self.cx.store.batch();
                 let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Consent, now);
-                self.store.apply(batch)?;
+                self.cx.store.apply(batch)?;
                 let (_, child) = found?;
                 if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
                     return Err(TenantError::GuardianInvalid);
@@ -478,9 +482,9 @@ impl TenantState {
                 Ok((GuardianAnswer::WalletBegun(Box::new(begun)), Vec::new()))
             }
             GuardianCmd::PortalView { token } => {
-                let mut batch = self.store.batch();
+                let mut batch = self.cx.store.batch();
                 let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Portal, now);
-                self.store.apply(batch)?;
+                self.cx.store.apply(batch)?;
                 let (_, child) = found?;
                 let view = self.portal_view(&child, None)?;
                 Ok((GuardianAnswer::Portal(Box::new(view)), Vec::new()))
@@ -491,12 +495,13 @@ impl TenantState {
                 confirm_nonce,
             } => self.portal_action(&token, action, confirm_nonce, ctx),
             GuardianCmd::Download { token } => {
-                let mut batch = self.store.batch();
+                let mut batch = self.cx.store.batch();
                 let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Export, now);
-                self.store.apply(batch)?;
+                self.cx.store.apply(batch)?;
                 let (rec, child) = found?;
                 let sealed = rec.archive.ok_or(TenantError::GuardianInvalid)?;
                 let plain = self
+                    .cx
                     .master_key
                     .open(&self.user_aad(child.id, "guardian_export"), &sealed)?;
                 let archive = serde_json::from_slice(&plain)
@@ -537,7 +542,7 @@ impl TenantState {
             )?;
             return self.fail(fx, TenantError::InvalidCredentials);
         };
-        self.login.succeed(&attempt);
+        self.cx.login.succeed(&attempt);
         let Some(mut g) = child
             .guardian
             .clone()
@@ -555,7 +560,8 @@ impl TenantState {
         if g.consented_by.as_deref().is_some_and(|c| c != guardian) {
             return Err(TenantError::GuardianOther);
         }
-        self.guardian_asks
+        self.guardian
+            .asks
             .hit(&child.id, std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         if let Some(old) = g.consent_token.take().and_then(|h| hex::decode(h).ok()) {
@@ -630,7 +636,7 @@ impl TenantState {
             "email"
         };
         let event = if accept {
-            let m = &self.settings.minors;
+            let m = &self.cx.settings.minors;
             g.status = ChildStatus::Active;
             g.consented_by = Some(rec.guardian.clone());
             g.receipt = Some(ConsentReceipt {
@@ -658,7 +664,7 @@ impl TenantState {
         };
         let status = g.status;
         let dpia =
-            self.settings.minors.dpia.as_ref().map(
+            self.cx.settings.minors.dpia.as_ref().map(
                 |d| serde_json::json!({ "dpia_key": d.dpia_key, "dpia_version": d.dpia_version }),
             );
         child.guardian = Some(g);
@@ -708,7 +714,7 @@ impl TenantState {
                 .receipt
                 .as_ref()
                 .map(|r| r.data_categories.clone())
-                .unwrap_or_else(|| self.settings.minors.data_categories.clone()),
+                .unwrap_or_else(|| self.cx.settings.minors.data_categories.clone()),
             receipt: g.receipt.clone(),
             controller: g
                 .receipt
@@ -782,6 +788,7 @@ impl TenantState {
                 let plain = serde_json::to_vec(&archive)
                     .map_err(|e| TenantError::Internal(e.to_string()))?;
                 let sealed = self
+                    .cx
                     .master_key
                     .seal(&self.user_aad(child.id, "guardian_export"), &plain)?;
                 let download = self.put_guardian_token(
@@ -858,9 +865,10 @@ impl TenantState {
     /// Whether a guardian may prove adulthood with the wallet: age verification on, and a
     /// verifier certificate that has not expired.
     fn guardian_wallet_available(&self, now: OffsetDateTime) -> bool {
-        self.settings.eudi_age.age_verification_enabled
+        self.cx.settings.eudi_age.age_verification_enabled
             && self
-                .eudi_verifier
+                .eudi
+                .verifier
                 .as_ref()
                 .is_some_and(|v| v.not_after > now.unix_timestamp())
     }
@@ -872,7 +880,7 @@ impl TenantState {
         link: &[u8; 32],
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        if let Some(mut rec) = self.store.get::<GuardianTokenRecord>(link)? {
+        if let Some(mut rec) = self.cx.store.get::<GuardianTokenRecord>(link)? {
             if rec.purpose == GuardianPurpose::Consent && rec.expires_at > now {
                 rec.adult_proven = true;
                 batch.put(link, &rec)?;
@@ -885,7 +893,7 @@ impl TenantState {
     /// `erase_user`); the messages queued about it are withdrawn from delivery.
     fn erase_child(&mut self, fx: &mut Effects, child: &UserRecord) -> Result<(), TenantError> {
         let withdrawn = self.erase_user(fx, child)?;
-        self.runtime.outbound.withdraw(&withdrawn);
+        self.cx.runtime.outbound.withdraw(&withdrawn);
         Ok(())
     }
 
@@ -906,7 +914,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<GuardianTokenRecord>(b"") {
+        for item in self.cx.store.scan::<GuardianTokenRecord>(b"") {
             if n == limit {
                 break;
             }
@@ -999,7 +1007,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut due = Vec::new();
-        for item in self.store.scan::<ChildBlockedIndex>(b"") {
+        for item in self.cx.store.scan::<ChildBlockedIndex>(b"") {
             let (key, ix) = item?;
             if due.len() == limit {
                 break;

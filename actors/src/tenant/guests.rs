@@ -2,6 +2,7 @@
 //! registered user with the same id, the purge of stale guests, and the monthly-active-user
 //! count that caps new guests.
 
+pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -40,7 +41,7 @@ impl TenantRecord for GuestIndex {}
 impl TenantState {
     /// This month's active users so far.
     fn active_this_month(&self, now: OffsetDateTime) -> u64 {
-        self.mau.in_month(now)
+        self.cx.mau.in_month(now)
     }
 
     /// A new guest with a session: the tenant must allow guests, the address and the key must
@@ -51,18 +52,21 @@ impl TenantState {
         public_metadata: serde_json::Value,
         ctx: &AuditContext,
     ) -> Result<(Grant, Vec<MailJob>), TenantError> {
-        if !self.settings.anonymous.anonymous_signins_enabled {
+        if !self.cx.settings.anonymous.anonymous_signins_enabled {
             return Err(TenantError::AnonymousDisabled);
         }
         let now = OffsetDateTime::now_utc();
         let at = Instant::now();
-        self.anon_ips
+        self.guests
+            .per_ip
             .hit(&throttle_ip(ip), at)
             .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
-        self.anon_key
+        self.guests
+            .per_key
             .hit(&(), at)
             .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
         if self
+            .cx
             .info
             .mau_cap
             .is_some_and(|cap| self.active_this_month(now) >= cap)
@@ -117,12 +121,14 @@ impl TenantState {
         as_of: OffsetDateTime,
         dry_run: bool,
     ) -> Result<PurgeReport, TenantError> {
-        let ttl = Duration::days(i64::from(self.settings.anonymous.anonymous_user_ttl_days));
+        let ttl = Duration::days(i64::from(
+            self.cx.settings.anonymous.anonymous_user_ttl_days,
+        ));
         let cutoff = as_of - ttl;
         let mut fx = self.effects();
         let mut purged = 0;
         let mut guests = Vec::new();
-        for item in self.store.scan::<GuestIndex>(b"") {
+        for item in self.cx.store.scan::<GuestIndex>(b"") {
             if purged == PURGE_LIMIT {
                 break;
             }
@@ -175,14 +181,14 @@ impl TenantState {
                 "count": purged,
                 "dry_run": dry_run,
                 "as_of": as_of.unix_timestamp(),
-                "ttl_days": self.settings.anonymous.anonymous_user_ttl_days,
+                "ttl_days": self.cx.settings.anonymous.anonymous_user_ttl_days,
                 "expired_challenges_removed": swept,
                 "declined_minors_erased": declined,
             }),
         )?;
         self.commit(fx)?;
         Ok(PurgeReport {
-            tenant: self.info.slug.clone(),
+            tenant: self.cx.info.slug.clone(),
             purged,
             dry_run,
         })
@@ -200,7 +206,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let old = OffsetDateTime::now_utc() - Duration::days(400);
-        let mut batch = t.store.batch();
+        let mut batch = t.cx.store.batch();
         for _ in 0..1005 {
             let mut g = UserRecord::blank(Uuid::now_v7(), old);
             g.is_anonymous = true;
@@ -213,7 +219,7 @@ mod tests {
         batch
             .put(registered.id.as_bytes(), &GuestIndex::default())
             .unwrap();
-        t.store.apply(batch).unwrap();
+        t.cx.store.apply(batch).unwrap();
         let now = OffsetDateTime::now_utc();
         assert_eq!(t.purge_guests(now, true).unwrap().purged, 1000);
         assert_eq!(t.purge_guests(now, false).unwrap().purged, 1000);

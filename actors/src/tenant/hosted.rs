@@ -48,22 +48,22 @@ impl TenantState {
     fn link_destination(&self, redirect_to: Option<&str>) -> Option<String> {
         let own = format!(
             "{}{}",
-            self.runtime.accounts_url.trim_end_matches('/'),
-            oauth_link_return_path(&self.info.slug)
+            self.cx.runtime.accounts_url.trim_end_matches('/'),
+            oauth_link_return_path(&self.cx.info.slug)
         );
         match redirect_to {
             Some(r) if r == own => Some(own),
-            other => self.settings.urls.destination(other),
+            other => self.cx.settings.urls.destination(other),
         }
     }
 
     /// What the authorization server's sign-in page offers.
     pub fn sign_in_view(&self) -> SignInView {
         SignInView {
-            tenant_name: self.info.name.clone(),
-            default_locale: self.settings.users.default_locale.clone(),
-            email_otp_enabled: self.settings.security.email_otp_enabled,
-            magic_link_enabled: self.settings.security.magic_link_enabled,
+            tenant_name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
+            email_otp_enabled: self.cx.settings.security.email_otp_enabled,
+            magic_link_enabled: self.cx.settings.security.magic_link_enabled,
             social: self.social_providers_enabled(),
         }
     }
@@ -105,7 +105,7 @@ impl TenantState {
         let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
                 HostedLink::MagicLink => self.link_destination(redirect_to.as_deref()),
-                _ => self.settings.urls.destination(redirect_to.as_deref()),
+                _ => self.cx.settings.urls.destination(redirect_to.as_deref()),
             };
             LiveLink {
                 code_flow: destination.is_some() && code_challenge.is_some(),
@@ -114,10 +114,10 @@ impl TenantState {
             }
         });
         Ok(HostedView {
-            tenant_name: self.info.name.clone(),
+            tenant_name: self.cx.info.name.clone(),
             live,
-            magic_link_enabled: self.settings.security.magic_link_enabled,
-            default_locale: self.settings.users.default_locale.clone(),
+            magic_link_enabled: self.cx.settings.security.magic_link_enabled,
+            default_locale: self.cx.settings.users.default_locale.clone(),
         })
     }
 

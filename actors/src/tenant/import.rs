@@ -122,13 +122,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let now = OffsetDateTime::now_utc();
-        let before = t.mau.in_month(now);
+        let before = t.cx.mau.in_month(now);
         t.import_users(
             vec![imported("a@example.com"), imported("b@example.com")],
             &AuditContext::default(),
         )
         .unwrap();
-        assert_eq!(t.mau.in_month(now), before);
+        assert_eq!(t.cx.mau.in_month(now), before);
         let q = crate::tenant::messages::UserQuery {
             limit: 10,
             ..Default::default()

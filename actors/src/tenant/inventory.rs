@@ -147,7 +147,9 @@ impl TenantState {
                 }
                 // Passkey registrations and step-ups under way, in memory.
                 Credential::Challenges => {
-                    self.ceremonies.forget_users(&HashSet::from([user.id]));
+                    self.passkeys
+                        .ceremonies
+                        .forget_users(&HashSet::from([user.id]));
                 }
                 Credential::Sessions
                 | Credential::OAuthGrants
@@ -278,9 +280,9 @@ mod tests {
     /// Gives `user` something of `kind`, stored as the flow that owns it stores it.
     fn give(t: &mut TenantState, user: &mut UserRecord, kind: Credential) {
         let now = OffsetDateTime::now_utc();
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         let sealed = |t: &TenantState, what: &str| {
-            t.master_key
+            t.cx.master_key
                 .seal(&t.user_aad(user.id, what), b"secret")
                 .unwrap()
         };
@@ -559,7 +561,7 @@ mod tests {
             }
         }
         b.put(user.id.as_bytes(), &*user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
     }
 
     /// A user of `t` holding something of every kind.
@@ -629,11 +631,11 @@ mod tests {
         t.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)
             .unwrap();
         assert!(
-            !t.cells.agents.load().is_denied(&jti.to_string()),
+            !t.cx.cells.agents.load().is_denied(&jti.to_string()),
             "published before the commit"
         );
         t.commit(fx).unwrap();
-        assert!(t.cells.agents.load().is_denied(&jti.to_string()));
+        assert!(t.cx.cells.agents.load().is_denied(&jti.to_string()));
     }
 
     #[test]

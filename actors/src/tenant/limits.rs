@@ -80,38 +80,41 @@ mod tests {
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         let now = Instant::now();
         for _ in 0..REGISTRATIONS_PER_MINUTE {
-            t.register_ips.hit(&ip, now).unwrap();
+            t.accounts.register_ips.hit(&ip, now).unwrap();
         }
-        let retry = t.register_ips.hit(&ip, now).unwrap_err();
+        let retry = t.accounts.register_ips.hit(&ip, now).unwrap_err();
         assert!((1..=60).contains(&retry), "{retry}");
         for _ in 0..GUESTS_PER_IP_PER_MINUTE {
-            t.anon_ips.hit(&ip, now).unwrap();
+            t.guests.per_ip.hit(&ip, now).unwrap();
         }
-        assert!(t.anon_ips.hit(&ip, now).is_err());
+        assert!(t.guests.per_ip.hit(&ip, now).is_err());
         for _ in 0..GUESTS_PER_KEY_PER_HOUR {
-            t.anon_key.hit(&(), now).unwrap();
+            t.guests.per_key.hit(&(), now).unwrap();
         }
-        let retry = t.anon_key.hit(&(), now).unwrap_err();
+        let retry = t.guests.per_key.hit(&(), now).unwrap_err();
         assert!(retry > 60 && retry <= 3600, "{retry}");
         let session = uuid::Uuid::now_v7();
         for _ in 0..STEP_UP_MAILS {
-            t.step_up_mails.hit(&session, now).unwrap();
+            t.step_up.mails.hit(&session, now).unwrap();
         }
-        let retry = t.step_up_mails.hit(&session, now).unwrap_err();
+        let retry = t.step_up.mails.hit(&session, now).unwrap_err();
         assert_eq!(retry, STEP_UP_MAIL_WINDOW.as_secs());
-        t.passwordless_requests.hit(&"k".to_owned(), now).unwrap();
+        t.passwordless.requests.hit(&"k".to_owned(), now).unwrap();
         let retry = t
-            .passwordless_requests
+            .passwordless
+            .requests
             .hit(&"k".to_owned(), now)
             .unwrap_err();
         assert_eq!(retry, REQUEST_SPACING.as_secs());
         // A period later each window admits again.
         assert!(t
+            .accounts
             .register_ips
             .hit(&ip, now + Duration::from_secs(60))
             .is_ok());
         assert!(t
-            .passwordless_requests
+            .passwordless
+            .requests
             .hit(&"k".to_owned(), now + REQUEST_SPACING)
             .is_ok());
     }

@@ -111,15 +111,16 @@ impl Factor {
 impl TenantState {
     /// The calendar the MFA grace period is measured on (shifted only in fault drills).
     pub(super) fn calendar_now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc() + self.runtime.clock_offset
+        OffsetDateTime::now_utc() + self.cx.runtime.clock_offset
     }
 
     /// When the policy became `required` (older settings lack the moment: their last change).
     fn mfa_required_since(&self) -> OffsetDateTime {
-        self.settings
+        self.cx
+            .settings
             .security
             .mfa_required_since
-            .unwrap_or(self.settings.updated_at)
+            .unwrap_or(self.cx.settings.updated_at)
     }
 
     /// Where `user` stands under the tenant's MFA policy.
@@ -127,7 +128,7 @@ impl TenantState {
         if user.mfa_enabled || user.is_anonymous {
             return Enrollment::NotRequired;
         }
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         enrollment(
             sec.mfa_policy,
             self.mfa_required_since(),
@@ -224,9 +225,13 @@ impl TenantState {
         may_add(&user, CredentialKind::Totp)?;
         let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
         rand::rngs::OsRng.fill_bytes(seed.as_mut_slice());
-        user.totp_pending = Some(self.master_key.seal(&self.seed_aad(user.id), &seed[..])?);
+        user.totp_pending = Some(
+            self.cx
+                .master_key
+                .seal(&self.seed_aad(user.id), &seed[..])?,
+        );
         let account = user.email.clone().unwrap_or_else(|| user.id.to_string());
-        let t = totp(&seed[..], &self.info.name, &account);
+        let t = totp(&seed[..], &self.cx.info.name, &account);
         let mut fx = self.effects();
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.commit(fx)?;
@@ -241,7 +246,11 @@ impl TenantState {
         user: Uuid,
         sealed: &tessera_storage::Sealed,
     ) -> Result<Vec<u8>, TenantError> {
-        Ok(self.master_key.open(&self.seed_aad(user), sealed)?.to_vec())
+        Ok(self
+            .cx
+            .master_key
+            .open(&self.seed_aad(user), sealed)?
+            .to_vec())
     }
 
     /// Which factor `code` proves for `user`: a TOTP code of a later step than the last
@@ -264,7 +273,8 @@ impl TenantState {
             return Ok(None);
         }
         let presented = hex::encode(
-            self.recovery_hasher
+            self.cx
+                .recovery_hasher
                 .hash(normalize_recovery(code).as_bytes()),
         );
         let mut matched = None;
@@ -299,7 +309,7 @@ impl TenantState {
             if plain.contains(&code) {
                 continue;
             }
-            hashes.push(hex::encode(self.recovery_hasher.hash(raw.as_bytes())));
+            hashes.push(hex::encode(self.cx.recovery_hasher.hash(raw.as_bytes())));
             plain.push(code);
         }
         (plain, hashes)
@@ -313,7 +323,7 @@ impl TenantState {
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        self.login.fail_account(&Self::throttle_key(user));
+        self.cx.login.fail_account(&Self::throttle_key(user));
         self.audit_into(
             &mut fx.batch,
             "auth.mfa.failed",
@@ -323,7 +333,7 @@ impl TenantState {
     }
 
     fn mfa_blocked(&self, user: &UserRecord) -> Result<(), TenantError> {
-        match self.login.account_blocked(&Self::throttle_key(user)) {
+        match self.cx.login.account_blocked(&Self::throttle_key(user)) {
             Some(retry_after) => Err(TenantError::TooManyAttempts { retry_after }),
             None => Ok(()),
         }
@@ -364,7 +374,7 @@ impl TenantState {
         if let Some(found) = enrollment {
             fx.batch.remove(Kind::Challenge, &found.key);
         }
-        self.login.forgive_account(&Self::throttle_key(&user));
+        self.cx.login.forgive_account(&Self::throttle_key(&user));
         self.audit_into(
             &mut fx.batch,
             "auth.mfa.enabled",
@@ -415,14 +425,14 @@ impl TenantState {
         // After a known device's password step, the device's count holds this step too.
         let device = found.record.device.filter(|_| !step_up);
         match device {
-            Some(d) => self.login.device_gate(d).map_err(refused)?,
+            Some(d) => self.cx.login.device_gate(d).map_err(refused)?,
             None => self.mfa_blocked(&user)?,
         }
         let Some(factor) = self.check_factor(&user, code, !step_up)? else {
             self.challenge_failed(&mut fx.batch, &mut found)?;
             match device {
-                Some(d) => self.login.fail_device(d),
-                None => self.login.fail_account(&Self::throttle_key(&user)),
+                Some(d) => self.cx.login.fail_device(d),
+                None => self.cx.login.fail_account(&Self::throttle_key(&user)),
             }
             self.audit_into(
                 &mut fx.batch,
@@ -438,8 +448,8 @@ impl TenantState {
         Self::use_factor(&mut user, &factor);
         fx.batch.remove(Kind::Challenge, &found.key);
         match device {
-            Some(d) => self.login.device_succeeded(d),
-            None => self.login.forgive_account(&Self::throttle_key(&user)),
+            Some(d) => self.cx.login.device_succeeded(d),
+            None => self.cx.login.forgive_account(&Self::throttle_key(&user)),
         }
         let outcome = match session {
             Some(session) => {

@@ -14,6 +14,7 @@ pub mod audit;
 pub mod ceremonies;
 pub mod challenges;
 pub mod credentials;
+pub mod ctx;
 pub mod devices;
 pub mod effects;
 pub mod eudi;
@@ -106,10 +107,10 @@ impl Actor for TenantActor {
         )?;
         // Whatever was queued when the last run ended goes out now.
         for job in state.queued_mail()? {
-            state.runtime.outbound.submit(job);
+            state.cx.runtime.outbound.submit(job);
         }
         if let Some(at) = state.next_webhook_due()? {
-            state.runtime.outbound.webhooks_due(state.info().id, at);
+            state.cx.runtime.outbound.webhooks_due(state.info().id, at);
         }
         tracing::info!(tenant = %state.info().slug, "tenant actor started");
         Ok(state)
@@ -256,7 +257,7 @@ impl Durability for TenantState {
     }
 
     fn outbound(&self) -> Option<Arc<dyn Outbound>> {
-        Some(self.runtime.outbound.clone())
+        Some(self.cx.runtime.outbound.clone())
     }
 }
 
@@ -267,7 +268,7 @@ fn wake_webhooks(state: &TenantState) {
         return;
     };
     let ticket = state.store().ticket();
-    let outbound = state.runtime.outbound.clone();
+    let outbound = state.cx.runtime.outbound.clone();
     let tenant = state.info().id;
     tokio::spawn(async move {
         match ticket.wait().await {

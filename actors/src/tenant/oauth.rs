@@ -433,7 +433,7 @@ impl TenantState {
     }
 
     fn commitment(&self, request: &AuthzRequest, user: Uuid) -> String {
-        URL_SAFE_NO_PAD.encode(self.oauth_hasher.hash(&request.canonical(user)))
+        URL_SAFE_NO_PAD.encode(self.cx.oauth_hasher.hash(&request.canonical(user)))
     }
 
     fn consent_of(
@@ -442,6 +442,7 @@ impl TenantState {
         client_id: &str,
     ) -> Result<Option<ConsentRecord>, TenantError> {
         Ok(self
+            .cx
             .store
             .get::<ConsentRecord>(&consent_key(user, client_id))?)
     }
@@ -469,7 +470,7 @@ impl TenantState {
             aal: session.aal,
             amr: session.amr.clone(),
             expires_at: now
-                + Duration::try_from(self.runtime.tokens.code_ttl)
+                + Duration::try_from(self.cx.runtime.tokens.code_ttl)
                     .map_err(|e| TenantError::Internal(e.to_string()))?,
             exchanged: None,
             sign_in_session: Some(session.id),
@@ -499,6 +500,7 @@ impl TenantState {
         }
         // The published registry: the same records, without decoding one.
         let client = self
+            .cx
             .cells
             .oauth_clients
             .load()
@@ -605,6 +607,7 @@ impl TenantState {
             .collect();
         let key = consent_key(user.id, &client.client_id);
         let mut record = self
+            .cx
             .store
             .get::<ConsentRecord>(&key)?
             .unwrap_or_else(|| ConsentRecord {
@@ -647,7 +650,7 @@ impl TenantState {
     ) -> Result<OAuthIssued, TenantError> {
         // Deleted (or re-keyed) since the edge read it: no more tokens. The actor publishes
         // every change before it answers, so its cell is the registry.
-        let current = self.cells.oauth_clients.load();
+        let current = self.cx.cells.oauth_clients.load();
         let client = current
             .get(&client.client_id)
             .filter(|c| c.secret_hash == client.secret_hash)
@@ -701,7 +704,7 @@ impl TenantState {
     ) -> Result<OAuthIssued, TenantError> {
         let now = OffsetDateTime::now_utc();
         let key = sha256(code.as_bytes());
-        let Some(mut record) = self.store.get::<AuthCodeRecord>(&key)? else {
+        let Some(mut record) = self.cx.store.get::<AuthCodeRecord>(&key)? else {
             return Err(fail(OAuthFailure::InvalidGrant));
         };
         if record.client_id != client.client_id {
@@ -710,7 +713,7 @@ impl TenantState {
         let mut fx = self.effects();
         if let Some(done) = &record.exchanged {
             // A second use: whatever the first one issued is revoked.
-            if let Some(session) = self.store.get::<SessionRecord>(done.grant.as_bytes())? {
+            if let Some(session) = self.cx.store.get::<SessionRecord>(done.grant.as_bytes())? {
                 self.remove_session(&mut fx.batch, &session);
             }
             self.audit_into(
@@ -723,7 +726,7 @@ impl TenantState {
                     "grant_id": done.grant,
                 }),
             )?;
-            tracing::warn!(tenant = %self.info.id, client = %record.client_id, "authorization code reused; its grant is revoked");
+            tracing::warn!(tenant = %self.cx.info.id, client = %record.client_id, "authorization code reused; its grant is revoked");
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         }
         if record.expires_at <= now
@@ -791,10 +794,11 @@ impl TenantState {
         client_id: &str,
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord), TenantError> {
-        if self.cells.oauth_clients.load().get(client_id).is_none() {
+        if self.cx.cells.oauth_clients.load().get(client_id).is_none() {
             return Err(TenantError::InvalidSession);
         }
         let session = self
+            .cx
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
             .filter(|s| {
@@ -813,7 +817,8 @@ impl TenantState {
     /// The session a refresh token names while that token is its current one.
     fn current_refresh(&self, token: &str, now: OffsetDateTime) -> Option<SessionRecord> {
         let (session, generation) = self.refresh_token_session(token)?;
-        self.store
+        self.cx
+            .store
             .get::<SessionRecord>(session.as_bytes())
             .ok()
             .flatten()
@@ -916,7 +921,7 @@ impl TenantState {
     /// The consents `user` has given, as stored.
     pub(super) fn consent_records(&self, user: Uuid) -> Result<Vec<ConsentRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<ConsentRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<ConsentRecord>(user.as_bytes()) {
             out.push(item?.1);
         }
         Ok(out)
@@ -926,9 +931,10 @@ impl TenantState {
     fn oauth_consents(&self, bearer: Bearer) -> Result<Vec<ConsentView>, TenantError> {
         let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
         let mut out = Vec::new();
-        for item in self.store.scan::<ConsentRecord>(user.id.as_bytes()) {
+        for item in self.cx.store.scan::<ConsentRecord>(user.id.as_bytes()) {
             let (_, c) = item?;
             let client_name = self
+                .cx
                 .store
                 .get::<OAuthClientRecord>(c.client_id.as_bytes())?
                 .map(|r| r.name);
@@ -953,12 +959,12 @@ impl TenantState {
         client_id: &str,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
             let (key, _) = item?;
             let Ok(sid) = Uuid::from_slice(&key[16..]) else {
                 continue;
             };
-            let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? else {
+            let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };
             if s.oauth.as_ref().is_some_and(|o| o.client_id == client_id) {
@@ -979,7 +985,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
         let key = consent_key(user.id, client_id);
-        if self.store.get::<ConsentRecord>(&key)?.is_none() {
+        if self.cx.store.get::<ConsentRecord>(&key)?.is_none() {
             return Err(TenantError::NotFound);
         }
         let mut fx = self.effects();
@@ -1013,6 +1019,7 @@ impl TenantState {
                 continue;
             }
             if let Some(s) = self
+                .cx
                 .store
                 .get::<SessionRecord>(b.session_id.as_bytes())?
                 .filter(|s| s.user_id == b.user_id && s.oauth.is_none())
@@ -1049,7 +1056,7 @@ impl TenantState {
         agents: bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<ConsentRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<ConsentRecord>(user.as_bytes()) {
             let (key, c) = item?;
             if is_agent_client(&c.client_id) == agents {
                 out.push((Kind::OAuthConsent, key));
@@ -1076,7 +1083,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<AuthCodeRecord>(b"") {
+        for item in self.cx.store.scan::<AuthCodeRecord>(b"") {
             if n == limit {
                 break;
             }

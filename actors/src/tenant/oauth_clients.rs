@@ -8,6 +8,8 @@
 //! Agents are clients too, registered through their own endpoint; the `client_type` field
 //! leaves room for them.
 
+pub mod memory;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::{Deserialize, Serialize};
 use tessera_storage::{ct_eq, sha256, Kind, Record, TenantRecord};
@@ -285,7 +287,7 @@ impl TenantState {
     /// Whether the tenant has a key of `alg` for ID tokens (RS256 once `AddIdTokenKey` made
     /// it; the HTTP layer asks for it before a client that needs it is written).
     fn id_token_alg_available(&self, alg: KeyAlg) -> Result<(), TenantError> {
-        if alg == KeyAlg::RS256 && !self.cells.keys.load().has_rsa() {
+        if alg == KeyAlg::RS256 && !self.cx.cells.keys.load().has_rsa() {
             return Err(TenantError::Internal(
                 "no RS256 key: add one (AddIdTokenKey) before registering the client".into(),
             ));
@@ -329,16 +331,17 @@ impl TenantState {
 
     /// Publishes the registry as it is now for the HTTP edge.
     fn publish_oauth_clients(&self) -> Result<(), TenantError> {
-        self.cells
+        self.cx
+            .cells
             .oauth_clients
-            .store(Arc::new(PublishedClients::load(&self.store)?));
+            .store(Arc::new(PublishedClients::load(&self.cx.store)?));
         Ok(())
     }
 
     /// The tenant's clients, oldest first.
     pub fn oauth_clients(&self) -> Result<Vec<OAuthClientRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<OAuthClientRecord>(b"") {
+        for item in self.cx.store.scan::<OAuthClientRecord>(b"") {
             out.push(item?.1);
         }
         out.sort_by(|a, b| {
@@ -350,7 +353,8 @@ impl TenantState {
     }
 
     pub fn oauth_client(&self, client_id: &str) -> Result<OAuthClientRecord, TenantError> {
-        self.store
+        self.cx
+            .store
             .get::<OAuthClientRecord>(client_id.as_bytes())?
             .ok_or(TenantError::NotFound)
     }
@@ -378,6 +382,7 @@ impl TenantState {
             MAX_OAUTH_CLIENTS
         };
         let held = self
+            .cx
             .store
             .scan::<OAuthClientRecord>(b"")
             .filter_map(Result::ok)
@@ -581,13 +586,14 @@ impl TenantState {
                 OAuthClientAnswer::One(self.oauth_client_attest(&id, ctx)?)
             }
             OAuthClientCmd::Register(new, ip) => {
-                if !self.settings.dynamic_client_registration
+                if !self.cx.settings.dynamic_client_registration
                     || new.client_type != ClientType::Public
                 {
                     return Err(TenantError::NotFound);
                 }
                 let ip = crate::throttle::throttle_ip(ip);
-                self.dcr_ips
+                self.oauth_clients
+                    .dcr_per_ip
                     .hit(&ip, std::time::Instant::now())
                     .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
                 OAuthClientAnswer::Issued(self.oauth_client_make(new, true, ctx)?)

@@ -21,6 +21,7 @@
 //! use, clone mark), about 130 bytes beside the credential; every lookup here reads the two
 //! together.
 
+pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -253,13 +254,13 @@ impl PasskeyRecord {
 impl TenantState {
     /// The relying-party id in force: the setting, else the accounts URL's host.
     pub(super) fn passkey_rp_id(&self) -> String {
-        self.rp_id_for(self.settings.passkey_rp_id.as_deref())
+        self.rp_id_for(self.cx.settings.passkey_rp_id.as_deref())
     }
 
     /// The relying-party id a `passkey_rp_id` setting gives.
     fn rp_id_for(&self, setting: Option<&str>) -> String {
         setting.map(str::to_owned).unwrap_or_else(|| {
-            Url::parse(&self.runtime.accounts_url)
+            Url::parse(&self.cx.runtime.accounts_url)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_owned))
                 .unwrap_or_else(|| "localhost".to_owned())
@@ -272,13 +273,14 @@ impl TenantState {
         let mut origins = vec![Url::parse(&format!("https://{rp_id}"))
             .map_err(|e| TenantError::Internal(format!("relying-party origin: {e}")))?];
         origins.extend(
-            self.settings
+            self.cx
+                .settings
                 .passkey_origins
                 .iter()
                 .filter_map(|o| Url::parse(o).ok()),
         );
         Ok(RelyingPartyParts {
-            name: self.info.name.clone(),
+            name: self.cx.info.name.clone(),
             rp_id,
             origins,
         })
@@ -291,7 +293,7 @@ impl TenantState {
     /// The user's passkeys, oldest first, each with its use applied.
     pub(super) fn passkeys_of(&self, user: Uuid) -> Result<Vec<PasskeyRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<PasskeyRecord>(user.as_bytes()) {
+        for item in self.cx.store.scan::<PasskeyRecord>(user.as_bytes()) {
             let (_, record) = item?;
             out.push(self.in_use(record)?);
         }
@@ -302,7 +304,7 @@ impl TenantState {
     /// `record` with its use state applied, when it has one.
     fn in_use(&self, record: PasskeyRecord) -> Result<PasskeyRecord, TenantError> {
         let key = passkey_key(record.user_id, record.id);
-        Ok(match self.store.get::<PasskeyUse>(&key)? {
+        Ok(match self.cx.store.get::<PasskeyUse>(&key)? {
             Some(used) => record.with_use(used),
             None => record,
         })
@@ -311,11 +313,12 @@ impl TenantState {
     /// A passkey's use state as stored now; `None` when the passkey is gone.
     fn use_now(&self, user: Uuid, passkey: Uuid) -> Result<Option<PasskeyUse>, TenantError> {
         let key = passkey_key(user, passkey);
-        if let Some(used) = self.store.get::<PasskeyUse>(&key)? {
+        if let Some(used) = self.cx.store.get::<PasskeyUse>(&key)? {
             return Ok(Some(used));
         }
         // Never used since registration: the record's own values.
         Ok(self
+            .cx
             .store
             .get::<PasskeyRecord>(&key)?
             .map(|r| r.use_state()))
@@ -323,7 +326,8 @@ impl TenantState {
 
     /// One passkey with its use applied.
     fn passkey(&self, user: Uuid, passkey: Uuid) -> Result<Option<PasskeyRecord>, TenantError> {
-        self.store
+        self.cx
+            .store
             .get::<PasskeyRecord>(&passkey_key(user, passkey))?
             .map(|r| self.in_use(r))
             .transpose()
@@ -342,7 +346,7 @@ impl TenantState {
     /// How many passkeys of all users were registered under `rp_id`.
     pub(super) fn passkeys_under(&self, rp_id: &str) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<PasskeyRecord>(b"") {
+        for item in self.cx.store.scan::<PasskeyRecord>(b"") {
             let (_, record) = item?;
             if record.rp_id == rp_id {
                 n += 1;
@@ -428,7 +432,7 @@ impl TenantState {
         let challenge = ccr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&ccr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.ceremonies.insert(
+        self.passkeys.ceremonies.insert(
             challenge,
             Ceremony::Register {
                 session: session.id,
@@ -455,7 +459,7 @@ impl TenantState {
             .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
         let challenge = signed_challenge(&reg.response.client_data_json)
             .ok_or(TenantError::PasskeyInvalidRegistration)?;
-        let state = match self.ceremonies.take(&challenge, Instant::now()) {
+        let state = match self.passkeys.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::Register {
                 session: s,
                 user: u,
@@ -479,6 +483,7 @@ impl TenantState {
         });
         let index_key = sha256(&credential.cred_id);
         if self
+            .cx
             .store
             .get::<PasskeyCredentialIndex>(&index_key)?
             .is_some()
@@ -521,8 +526,9 @@ impl TenantState {
         ip: IpAddr,
     ) -> Result<serde_json::Value, TenantError> {
         let clock = Instant::now();
-        self.login.address_gate(ip).map_err(refused)?;
-        self.passkey_begins
+        self.cx.login.address_gate(ip).map_err(refused)?;
+        self.passkeys
+            .begins
             .hit(&throttle_ip(ip), clock)
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let rp = self.relying_party()?;
@@ -543,7 +549,7 @@ impl TenantState {
                     None => Vec::new(),
                 };
                 if creds.is_empty() {
-                    let decoy = self.otp_hasher.hash(handle.as_bytes()).to_vec();
+                    let decoy = self.cx.otp_hasher.hash(handle.as_bytes()).to_vec();
                     (Some(Uuid::nil()), creds, Some(decoy))
                 } else {
                     (found.map(|u| u.id), creds, None)
@@ -566,7 +572,7 @@ impl TenantState {
         let challenge = rcr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.ceremonies.insert(
+        self.passkeys.ceremonies.insert(
             challenge,
             Ceremony::SignIn {
                 user,
@@ -639,6 +645,7 @@ impl TenantState {
         assertion: &PublicKeyCredential,
     ) -> Result<Option<PasskeyRecord>, TenantError> {
         let Some(ix) = self
+            .cx
             .store
             .get::<PasskeyCredentialIndex>(&sha256(&assertion.raw_id))?
         else {
@@ -656,7 +663,7 @@ impl TenantState {
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<T, TenantError> {
-        self.login.fail_address(ip);
+        self.cx.login.fail_address(ip);
         self.audit_into(
             &mut fx.batch,
             "auth.login.failed",
@@ -689,11 +696,11 @@ impl TenantState {
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::PasskeyCeremonyNotFound)?;
-        let (named, state) = match self.ceremonies.take(&challenge, clock) {
+        let (named, state) = match self.passkeys.ceremonies.take(&challenge, clock) {
             Some(Ceremony::SignIn { user, state }) => (user, state),
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };
-        self.login.address_gate(ip).map_err(refused)?;
+        self.cx.login.address_gate(ip).map_err(refused)?;
         let Some(record) = self.passkey_named(&assertion)? else {
             return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
         };
@@ -777,7 +784,8 @@ impl TenantState {
         if creds.is_empty() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
-        self.passkey_step_ups
+        self.passkeys
+            .step_ups
             .hit(&session.id, Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let rp = self.relying_party()?;
@@ -789,7 +797,7 @@ impl TenantState {
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.ceremonies.insert(
+        self.passkeys.ceremonies.insert(
             rcr.public_key.challenge.to_vec(),
             Ceremony::StepUp {
                 session: session.id,
@@ -836,7 +844,7 @@ impl TenantState {
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::InvalidChallenge)?;
-        let state = match self.ceremonies.take(&challenge, Instant::now()) {
+        let state = match self.passkeys.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::StepUp {
                 session: s,
                 user: u,

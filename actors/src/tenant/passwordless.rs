@@ -7,6 +7,7 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
+pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -79,7 +80,7 @@ pub(super) fn to_value<T: serde::Serialize>(r: &T) -> Result<serde_json::Value, 
 
 impl TenantState {
     pub(super) fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         let on = match flow {
             Flow::MagicLink => sec.magic_link_enabled,
             Flow::EmailOtp => sec.email_otp_enabled,
@@ -91,7 +92,8 @@ impl TenantState {
     /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
     /// whether or not the address has an account.
     pub(super) fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
-        self.passwordless_requests
+        self.passwordless
+            .requests
             .hit(&format!("{}:{email}", flow.method()), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
@@ -100,7 +102,7 @@ impl TenantState {
     fn address_slot(&self, email: &str) -> Uuid {
         let mut m = b"login-code:".to_vec();
         m.extend_from_slice(email.as_bytes());
-        let h = self.otp_hasher.hash(&m);
+        let h = self.cx.otp_hasher.hash(&m);
         let mut b = [0u8; 16];
         b.copy_from_slice(&h[..16]);
         Uuid::from_bytes(b)
@@ -459,7 +461,7 @@ impl TenantState {
                 _ => user.email.as_ref(),
             };
             if let Some(key) = proven {
-                self.login.forgive_account(key);
+                self.cx.login.forgive_account(key);
             }
         }
         Ok(login)
@@ -485,9 +487,9 @@ mod tests {
         let mut u = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
         u.email = Some(email.into());
         u.email_verified = true;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         t.put_new_user(&mut b, &u).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         u
     }
 
@@ -559,9 +561,9 @@ mod tests {
             .unwrap();
         let token = link_token(&mail);
         user.password_epoch += 1;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(user.id.as_bytes(), &user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         let ctx = AuditContext::default();
         assert!(matches!(
             t.magic_link_verify(&token, None, &ctx),
@@ -569,6 +571,7 @@ mod tests {
         ));
         // The dead link was removed on the way.
         assert!(t
+            .cx
             .store
             .get::<ChallengeRecord>(&challenge_key(user.id, Purpose::LoginMagicLink))
             .unwrap()
@@ -680,8 +683,8 @@ mod tests {
             &t.magic_link_request("ada@example.com", None, HostedReturn::default())
                 .unwrap(),
         );
-        t.settings.security.magic_link_enabled = false;
-        t.settings.security.email_otp_enabled = false;
+        t.cx.settings.security.magic_link_enabled = false;
+        t.cx.settings.security.email_otp_enabled = false;
         assert!(matches!(
             t.magic_link_verify(&token, None, &ctx),
             Err(TenantError::PasswordlessDisabled)
@@ -751,16 +754,16 @@ mod tests {
             let _ = t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx);
         }
         // Four wrong: still alive (the sign-in rules forgotten, to see the code's own count).
-        t.login = LoginThrottles::new(100);
+        t.cx.login = LoginThrottles::new(100);
         let at = (t.address_slot("ada@example.com"), Purpose::LoginEmailOtp);
-        let kept = t
-            .store
-            .get::<ChallengeRecord>(&challenge_key(at.0, at.1))
-            .unwrap()
-            .unwrap();
+        let kept =
+            t.cx.store
+                .get::<ChallengeRecord>(&challenge_key(at.0, at.1))
+                .unwrap()
+                .unwrap();
         assert_eq!(kept.failures, 4);
         let _ = t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx);
-        t.login = LoginThrottles::new(100);
+        t.cx.login = LoginThrottles::new(100);
         assert!(matches!(
             t.email_otp_verify("ada@example.com", &code, None, ip(), &ctx),
             Err(TenantError::InvalidChallenge)
@@ -819,9 +822,9 @@ mod tests {
         let mut t = tenant(dir.path());
         let mut guest = member(&mut t, "guest@example.com");
         guest.is_anonymous = true;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(guest.id.as_bytes(), &guest).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         assert!(t
             .magic_link_request("guest@example.com", None, HostedReturn::default())
             .unwrap()

@@ -177,10 +177,10 @@ impl TenantState {
     }
 
     fn refresh_tag(&self, session: Uuid, generation: u32) -> [u8; 32] {
-        let mut m = self.store.tenant_id().as_bytes().to_vec();
+        let mut m = self.cx.store.tenant_id().as_bytes().to_vec();
         m.extend_from_slice(session.as_bytes());
         m.extend_from_slice(&generation.to_be_bytes());
-        self.refresh_hasher.hash(&m)
+        self.cx.refresh_hasher.hash(&m)
     }
 
     fn refresh_token(&self, session: Uuid, generation: u32) -> String {
@@ -239,7 +239,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
-        let ttl = time::Duration::try_from(self.runtime.tokens.refresh_ttl)
+        let ttl = time::Duration::try_from(self.cx.runtime.tokens.refresh_ttl)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
         let session = SessionRecord {
             id: Uuid::now_v7(),
@@ -281,12 +281,12 @@ impl TenantState {
         grants: bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
             let (key, _) = item?;
             let Ok(sid) = Uuid::from_slice(&key[16..]) else {
                 continue;
             };
-            let session = self.store.get::<SessionRecord>(sid.as_bytes())?;
+            let session = self.cx.store.get::<SessionRecord>(sid.as_bytes())?;
             let is_grant = session.as_ref().is_some_and(|s| s.oauth.is_some());
             if is_grant != grants {
                 continue;
@@ -307,7 +307,7 @@ impl TenantState {
         keep: Option<Uuid>,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
             let (key, _) = item?;
             let Ok(sid) = Uuid::from_slice(&key[16..]) else {
                 continue;
@@ -330,6 +330,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord), TenantError> {
         let session = self
+            .cx
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
             .filter(|s| s.user_id == bearer.user_id && s.expires_at > now && s.oauth.is_none())
@@ -378,6 +379,7 @@ impl TenantState {
             .ok_or(TenantError::InvalidRefreshToken)?;
         let mut fx: Effects = self.effects();
         let Some(mut session) = self
+            .cx
             .store
             .get::<SessionRecord>(session_id.as_bytes())?
             .filter(|s| s.oauth.as_ref().map(|o| o.client_id.as_str()) == client)
@@ -390,7 +392,7 @@ impl TenantState {
             self.remove_session(&mut fx.batch, &session);
             return self.fail(fx, TenantError::InvalidRefreshToken);
         };
-        let grace = time::Duration::try_from(self.runtime.tokens.reuse_grace)
+        let grace = time::Duration::try_from(self.cx.runtime.tokens.reuse_grace)
             .unwrap_or(time::Duration::ZERO);
         if generation == session.generation {
             session.generation = session.generation.wrapping_add(1);
@@ -426,7 +428,7 @@ impl TenantState {
             ctx,
             serde_json::json!({ "user_id": user.id, "session_id": session.id, "client_id": client }),
         )?;
-        tracing::warn!(tenant = %self.info.id, session = %session.id, "refresh token reused; session revoked");
+        tracing::warn!(tenant = %self.cx.info.id, session = %session.id, "refresh token reused; session revoked");
         self.fail(fx, TenantError::RefreshTokenReused)
     }
 
@@ -464,12 +466,12 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (_, user) = self.live_session(bearer, now)?;
         let mut out = Vec::new();
-        for item in self.store.scan::<UserSessionIndex>(user.id.as_bytes()) {
+        for item in self.cx.store.scan::<UserSessionIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             let Ok(sid) = Uuid::from_slice(&key[16..]) else {
                 continue;
             };
-            let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? else {
+            let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };
             if s.expires_at <= now || s.oauth.is_some() {
@@ -498,6 +500,7 @@ impl TenantState {
     ) -> Result<Vec<MailJob>, TenantError> {
         let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
         let session = self
+            .cx
             .store
             .get::<SessionRecord>(target.as_bytes())?
             .filter(|s| s.user_id == user.id && s.oauth.is_none())

@@ -14,6 +14,7 @@
 //! A message leaves only once the change that caused it is durable; messages are not kept for
 //! a later retry after a restart (see [`SmsJob`]).
 
+pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -54,10 +55,13 @@ impl TenantState {
         let now = Instant::now();
         let limited = |retry_after| TenantError::RateLimited { retry_after };
         if let Some(ip) = ip {
-            self.sms_ips.hit(&throttle_ip(ip), now).map_err(limited)?;
+            self.sms
+                .per_ip
+                .hit(&throttle_ip(ip), now)
+                .map_err(limited)?;
         }
         self.space_request(Flow::SmsOtp, &phone.e164)?;
-        self.sms_numbers.hit(&phone.e164, now).map_err(limited)?;
+        self.sms.per_number.hit(&phone.e164, now).map_err(limited)?;
         let wall = OffsetDateTime::now_utc();
         if self.sms_sent_this_month(wall) >= u64::from(self.effective_sms_cap()) {
             return Err(TenantError::SmsCapReached {
@@ -71,9 +75,10 @@ impl TenantState {
     /// on the platform's account it can only narrow the platform's list, so no tenant opens
     /// countries the operator pays for and did not allow.
     fn country_allowed(&self, country: &str) -> bool {
-        let platform = self.runtime.sms_countries.iter().any(|c| c == country);
+        let platform = self.cx.runtime.sms_countries.iter().any(|c| c == country);
         let own_account = self.sms_account_is_own();
         match self
+            .cx
             .settings
             .security
             .sms_allowed_countries
@@ -89,24 +94,29 @@ impl TenantState {
     /// tier's ceiling (a setting made on the tenant's own account, or before a tier change,
     /// does not raise what the operator pays for).
     fn effective_sms_cap(&self) -> u32 {
-        let cap = self.settings.security.sms_otp_monthly_cap;
+        let cap = self.cx.settings.security.sms_otp_monthly_cap;
         if self.sms_account_is_own() {
             cap
         } else {
-            cap.min(self.runtime.sms_platform_caps.for_tier(self.info.tier))
+            cap.min(
+                self.cx
+                    .runtime
+                    .sms_platform_caps
+                    .for_tier(self.cx.info.tier),
+            )
         }
     }
 
     /// Whether all three `byok_provider_*` settings are set.
     fn sms_account_is_own(&self) -> bool {
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         sec.byok_provider_account_sid.is_some()
             && sec.byok_provider_messaging_service_sid.is_some()
             && self.byok_token_set()
     }
 
     fn sms_sent_this_month(&self, now: OffsetDateTime) -> u64 {
-        self.sms_usage.in_month(now)
+        self.sms.usage.in_month(now)
     }
 
     /// Counts one message in this month's total, in `batch`.
@@ -115,15 +125,15 @@ impl TenantState {
         batch: &mut TenantBatch,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        self.sms_usage.add(now);
-        batch.put(SMS_USAGE_KEY, &self.sms_usage)?;
+        self.sms.usage.add(now);
+        batch.put(SMS_USAGE_KEY, &self.sms.usage)?;
         Ok(())
     }
 
     /// The account that sends this tenant's messages: its own when all three `byok_provider_*`
     /// settings are set, else the platform's.
     fn sms_account(&self) -> Result<SmsAccount, TenantError> {
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         let (Some(account_sid), Some(messaging_service_sid)) = (
             sec.byok_provider_account_sid.clone(),
             sec.byok_provider_messaging_service_sid.clone(),
@@ -148,9 +158,9 @@ impl TenantState {
     ) -> Result<SmsJob, TenantError> {
         Ok(SmsJob {
             id: Uuid::now_v7(),
-            tenant: self.info.id,
-            tenant_slug: self.info.slug.clone(),
-            tenant_name: self.info.name.clone(),
+            tenant: self.cx.info.id,
+            tenant_slug: self.cx.info.slug.clone(),
+            tenant_name: self.cx.info.name.clone(),
             to: phone.e164.clone(),
             kind,
             code,
@@ -162,7 +172,7 @@ impl TenantState {
     pub(super) fn number_slot(&self, e164: &str) -> Uuid {
         let mut m = b"login-sms:".to_vec();
         m.extend_from_slice(e164.as_bytes());
-        let h = self.otp_hasher.hash(&m);
+        let h = self.cx.otp_hasher.hash(&m);
         let mut b = [0u8; 16];
         b.copy_from_slice(&h[..16]);
         Uuid::from_bytes(b)
@@ -170,7 +180,7 @@ impl TenantState {
 
     /// The user whose confirmed number this is.
     pub(super) fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
-        let Some(ix) = self.store.get::<PhoneIndex>(e164.as_bytes())? else {
+        let Some(ix) = self.cx.store.get::<PhoneIndex>(e164.as_bytes())? else {
             return Ok(None);
         };
         Ok(self
@@ -202,7 +212,7 @@ impl TenantState {
             record.secret_hash = self.otp_hash(Uuid::nil(), &code);
             record.phone = Some(phone.e164.clone());
             record.oauth = oauth;
-            let records = [to_value(&record)?, to_value(&self.sms_usage)?];
+            let records = [to_value(&record)?, to_value(&self.sms.usage)?];
             self.write_decoy(&self.decoy_of(
                 &phone.e164,
                 MailKind::EmailOtp { code },
@@ -218,10 +228,10 @@ impl TenantState {
         record.secret_hash = self.otp_hash(slot, &code);
         record.phone = Some(phone.e164.clone());
         record.oauth = oauth;
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         batch.put(&challenge_key(slot, Purpose::LoginSmsOtp), &record)?;
         self.count_sms(&mut batch, now)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(Some(job))
     }
 
@@ -291,7 +301,7 @@ impl TenantState {
         let mut record = ChallengeRecord::new(Purpose::PhoneVerify, &user, None, SMS_CODE_TTL, now);
         record.secret_hash = self.otp_hash(user.id, &code);
         record.phone = Some(phone.e164.clone());
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         batch.put(&challenge_key(user.id, Purpose::PhoneVerify), &record)?;
         self.count_sms(&mut batch, now)?;
         self.audit_into(
@@ -300,7 +310,7 @@ impl TenantState {
             ctx,
             serde_json::json!({ "user_id": user.id, "country": phone.country }),
         )?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(job)
     }
 
@@ -382,7 +392,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         user.phone_verified = false;
         if let Some(old) = user.phone.take() {
-            let indexed = self.store.get::<PhoneIndex>(old.as_bytes())?;
+            let indexed = self.cx.store.get::<PhoneIndex>(old.as_bytes())?;
             if indexed.is_some_and(|ix| ix.user_id == user.id) {
                 batch.remove(Kind::UserPhone, old.as_bytes());
             }
@@ -392,13 +402,14 @@ impl TenantState {
 
     /// The dashboard's test message to `phone`: checked and counted like any other.
     pub fn sms_test(&mut self, phone: &Phone, ctx: &AuditContext) -> Result<SmsJob, TenantError> {
-        self.sms_tests
+        self.sms
+            .tests
             .hit(&(), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         self.admit_sms(phone, None)?;
         let job = self.sms_job(phone, SmsKind::Test, None)?;
         let now = OffsetDateTime::now_utc();
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         self.count_sms(&mut batch, now)?;
         let own = matches!(job.account, SmsAccount::Own { .. });
         self.audit_into(
@@ -407,7 +418,7 @@ impl TenantState {
             ctx,
             serde_json::json!({ "country": phone.country, "own_account": own }),
         )?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(job)
     }
 }

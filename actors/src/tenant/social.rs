@@ -8,6 +8,8 @@
 //! address whether it was checked; `never_trust` ones say nothing reliable, so their address
 //! never links to, or claims, an existing account.
 
+pub mod memory;
+
 use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
@@ -337,6 +339,7 @@ impl TenantState {
         match cmd {
             SocialConfigCmd::Get(provider) => {
                 let record = self
+                    .cx
                     .store
                     .get::<SocialProviderRecord>(provider.as_str().as_bytes())?;
                 Ok(SocialProviderView::of(provider, record.as_ref()))
@@ -354,7 +357,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<SocialProviderView, TenantError> {
         let key = provider.as_str().as_bytes();
-        let current = self.store.get::<SocialProviderRecord>(key)?;
+        let current = self.cx.store.get::<SocialProviderRecord>(key)?;
         let secret_field = if provider.takes_client_secret() {
             "client_secret"
         } else {
@@ -377,7 +380,8 @@ impl TenantState {
         };
         let secret = match &put.secret {
             Some(plain) => Some(
-                self.master_key
+                self.cx
+                    .master_key
                     .seal(&self.secret_aad(&secret_name(provider)), plain.as_bytes())?,
             ),
             None => kept_secret,
@@ -864,6 +868,7 @@ impl TenantState {
         provider: Provider,
     ) -> Result<(SocialProviderRecord, String), TenantError> {
         let record = self
+            .cx
             .store
             .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
             .filter(|r| r.enabled && r.client_id.is_some())
@@ -873,6 +878,7 @@ impl TenantState {
             .as_ref()
             .ok_or(TenantError::SocialNotConfigured)?;
         let plain = self
+            .cx
             .master_key
             .open(&self.secret_aad(&secret_name(provider)), sealed)?;
         let secret = std::str::from_utf8(&plain)
@@ -896,7 +902,7 @@ impl TenantState {
         let (redirect_uri, link_user) = match link_ticket {
             Some(ticket) => {
                 let key = sha256(ticket.as_bytes());
-                let found = self.store.get::<SocialLinkTicketRecord>(&key)?;
+                let found = self.cx.store.get::<SocialLinkTicketRecord>(&key)?;
                 fx.batch.remove(Kind::SocialLinkTicket, &key);
                 match found {
                     Some(t) if t.provider == provider && t.expires_at > now => {
@@ -907,7 +913,7 @@ impl TenantState {
             }
             None => (redirect_uri, None),
         };
-        if link_user.is_none() && !hosted && !self.settings.urls.allows(&redirect_uri) {
+        if link_user.is_none() && !hosted && !self.cx.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
         let guest = match guest.filter(|_| link_user.is_none()) {
@@ -920,11 +926,16 @@ impl TenantState {
             }
             None => None,
         };
-        self.social_begins
+        self.social
+            .begins
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         // The callback URL is one for every tenant: the state names its tenant.
-        let state = format!("{}.{}", self.store.tenant_id().0.simple(), random_token(32));
+        let state = format!(
+            "{}.{}",
+            self.cx.store.tenant_id().0.simple(),
+            random_token(32)
+        );
         let binding = random_token(32);
         let nonce = random_token(16);
         let pkce_verifier = random_token(32);
@@ -973,7 +984,7 @@ impl TenantState {
             return Err(TenantError::SocialStateInvalid);
         }
         let key = sha256(state.as_bytes());
-        let Some(record) = self.store.get::<SocialStateRecord>(&key)? else {
+        let Some(record) = self.cx.store.get::<SocialStateRecord>(&key)? else {
             return Err(TenantError::SocialStateInvalid);
         };
         let mut fx = self.effects();
@@ -1029,6 +1040,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let key = identity_key(provider, &identity.subject);
         let keep = self
+            .cx
             .store
             .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
             .is_some_and(|r| r.store_tokens);
@@ -1039,6 +1051,7 @@ impl TenantState {
         let plain = serde_json::to_vec(&identity.tokens)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
         let sealed = self
+            .cx
             .master_key
             .seal(&self.token_aad(provider, &identity.subject), &plain)?;
         batch.put(&key, &SocialTokenRecord { sealed })?;
@@ -1055,14 +1068,17 @@ impl TenantState {
     ) -> Result<ProviderTokens, TenantError> {
         let (_, user) = self.live_session(bearer, now)?;
         let ix = self
+            .cx
             .store
             .get::<UserIdentityIndex>(&user_identity_key(user.id, provider))?
             .ok_or(TenantError::NotFound)?;
         let record = self
+            .cx
             .store
             .get::<SocialTokenRecord>(&identity_key(provider, &ix.subject))?
             .ok_or(TenantError::NotFound)?;
         let plain = self
+            .cx
             .master_key
             .open(&self.token_aad(provider, &ix.subject), &record.sealed)?;
         serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))
@@ -1131,6 +1147,7 @@ impl TenantState {
         };
         // A link whose user is gone counts as none (the next write replaces it).
         let linked = match self
+            .cx
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
         {
@@ -1150,7 +1167,7 @@ impl TenantState {
                 && verified
                 && existing.email_verified
                 && !existing.is_anonymous
-                && self.settings.security.automatic_account_linking_enabled;
+                && self.cx.settings.security.automatic_account_linking_enabled;
             if !may_link {
                 return refuse(self, fx, SocialRefusal::EmailExists);
             }
@@ -1159,6 +1176,7 @@ impl TenantState {
             }
             // One account of a provider per user: another one is linked explicitly, if at all.
             if self
+                .cx
                 .store
                 .get::<UserIdentityIndex>(&user_identity_key(existing.id, provider))?
                 .is_some()
@@ -1192,7 +1210,7 @@ impl TenantState {
             // An allowlist admits only the addresses it lists: without one, nothing.
             let refused = match &kept {
                 Some(e) => self.registration_blocked(&mut fx, e, ctx)?,
-                None => !self.settings.email_domains.allowlist.is_empty(),
+                None => !self.cx.settings.email_domains.allowlist.is_empty(),
             };
             if refused {
                 return refuse(self, fx, SocialRefusal::EmailNotAllowed);
@@ -1290,7 +1308,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<PasswordlessLogin, TenantError> {
-        let Some(record) = self.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
+        let Some(record) = self.cx.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
             return Err(TenantError::SocialExchangeInvalid);
         };
         let mut fx = self.effects();
@@ -1322,7 +1340,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
         self.social_enabled(provider)?;
-        if !self.settings.urls.allows(&redirect_uri) {
+        if !self.cx.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
         let (_, user) = self.live_session(bearer, now)?;
@@ -1350,6 +1368,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<TicketView, TenantError> {
         let t = self
+            .cx
             .store
             .get::<SocialLinkTicketRecord>(&sha256(ticket.as_bytes()))?
             .filter(|t| t.provider == provider && t.expires_at > now)
@@ -1362,8 +1381,8 @@ impl TenantState {
                 .email
                 .as_deref()
                 .map_or_else(|| user.id.to_string(), crate::policy::mask_email),
-            tenant_name: self.info.name.clone(),
-            default_locale: self.settings.users.default_locale.clone(),
+            tenant_name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -1397,6 +1416,7 @@ impl TenantState {
         };
         may_add(&holder, Credential::SocialLinks)?;
         if let Some(linked) = self
+            .cx
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
         {
@@ -1406,6 +1426,7 @@ impl TenantState {
             return refuse(self, fx, SocialRefusal::ProviderInUse);
         }
         if self
+            .cx
             .store
             .get::<UserIdentityIndex>(&user_identity_key(user, provider))?
             .is_some()
@@ -1451,10 +1472,10 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let (_, user) = self.live_session(bearer, now)?;
         let key = user_identity_key(user.id, provider);
-        let Some(ix) = self.store.get::<UserIdentityIndex>(&key)? else {
+        let Some(ix) = self.cx.store.get::<UserIdentityIndex>(&key)? else {
             return Err(TenantError::NotFound);
         };
-        let sec = &self.settings.security;
+        let sec = &self.cx.settings.security;
         let other_ways = user.password_hash.is_some()
             || !self.passkeys_of(user.id)?.is_empty()
             || self.identities_of(user.id)?.len() > 1
@@ -1484,7 +1505,8 @@ impl TenantState {
         Provider::ALL
             .into_iter()
             .filter(|p| {
-                self.store
+                self.cx
+                    .store
                     .get::<SocialProviderRecord>(p.as_str().as_bytes())
                     .ok()
                     .flatten()
@@ -1499,13 +1521,14 @@ impl TenantState {
         user: Uuid,
     ) -> Result<Vec<SocialIdentityRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserIdentityIndex>(user.as_bytes()) {
             let (key, ix) = item?;
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             let Some(p) = Provider::parse(name) else {
                 continue;
             };
             if let Some(r) = self
+                .cx
                 .store
                 .get::<SocialIdentityRecord>(&identity_key(p, &ix.subject))?
             {
@@ -1519,12 +1542,12 @@ impl TenantState {
     /// and the provider tokens kept for it.
     pub(super) fn identity_keys(&self, user: Uuid) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserIdentityIndex>(user.as_bytes()) {
             let (key, ix) = item?;
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             if let Some(p) = Provider::parse(name) {
                 let link = identity_key(p, &ix.subject);
-                if self.store.get::<SocialTokenRecord>(&link)?.is_some() {
+                if self.cx.store.get::<SocialTokenRecord>(&link)?.is_some() {
                     out.push((Kind::SocialToken, link.clone()));
                 }
                 out.push((Kind::SocialIdentity, link));
@@ -1561,21 +1584,21 @@ impl TenantState {
         // Every expired one: anyone may begin flows (30 a minute per address), so a cap below
         // what a day can write would let them pile up.
         let mut n = 0;
-        for item in self.store.scan::<SocialStateRecord>(b"") {
+        for item in self.cx.store.scan::<SocialStateRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialState, &key);
                 n += 1;
             }
         }
-        for item in self.store.scan::<SocialLinkTicketRecord>(b"") {
+        for item in self.cx.store.scan::<SocialLinkTicketRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialLinkTicket, &key);
                 n += 1;
             }
         }
-        for item in self.store.scan::<SocialExchangeRecord>(b"") {
+        for item in self.cx.store.scan::<SocialExchangeRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialExchange, &key);

@@ -1,40 +1,40 @@
-//! The tenant's state and its synchronous logic.
+//! The tenant's state: the kernel's context and each flow's memory, loaded from sled; the
+//! throttles' persistence, key rotation, settings writes and the audit listing.
 
-use std::{
-    collections::HashMap,
-    net::IpAddr,
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
 use arc_swap::ArcSwap;
-use tessera_storage::{KeyedHasher, MasterKey, TenantStore};
+use tessera_storage::{MasterKey, TenantStore};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
+    accounts::memory::AccountsMemory,
+    agents::memory::AgentsMemory,
     audit::{event_key, AuditContext, AuditEvent, AuditPage},
+    ctx::TenantCtx,
+    eudi::memory::EudiMemory,
+    guardian::memory::GuardianMemory,
+    guests::memory::GuestsMemory,
     keys::{KeyRing, RotatedKeys, TokenKeys},
-    limits::{
-        FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, GUESTS_PER_IP_PER_MINUTE, GUESTS_PER_KEY_PER_HOUR,
-        MAX_LOGIN_BLOCK, PASSKEY_BEGINS_PER_MINUTE, PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
-        REGISTRATIONS_PER_MINUTE, REQUEST_SPACING, SMS_PER_IP_PER_HOUR, SMS_PER_NUMBER_PER_HOUR,
-        SMS_TESTS_PER_HOUR, SOCIAL_BEGINS_PER_MINUTE, STEP_UP_MAILS, STEP_UP_MAIL_WINDOW,
-    },
     messages::{SettingsView, TenantInfo, TenantOverview},
+    oauth_clients::memory::OAuthClientsMemory,
+    passkeys::memory::PasskeysMemory,
+    passwordless::memory::PasswordlessMemory,
     runtime::{TenantCells, TenantRuntime},
     settings::{
         ApplyContext, ByokToken, EdgePolicy, SettingsChange, TenantSecret, TenantSettings,
         BYOK_AUTH_TOKEN,
     },
+    sms::memory::SmsMemory,
+    social::memory::SocialMemory,
+    step_up::memory::StepUpMemory,
     usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
 };
 use crate::{
     error::TenantError,
     login_guard::LoginThrottles,
-    throttle::{
-        saved_key, Clocks, RateWindow, SavedCount, TenantThrottleRecord, Throttle, ThrottleKey,
-    },
+    throttle::{saved_key, Clocks, ConsumedCodes, SavedCount, TenantThrottleRecord, ThrottleKey},
 };
 
 /// Puts each changed entry of one throttle in `batch` (or removes its record).
@@ -60,82 +60,20 @@ const THROTTLE_STEP_UP_CODES: u8 = 3;
 /// Key of the single settings record under the tenant's prefix.
 const SETTINGS_KEY: &[u8] = b"";
 
+/// A tenant's actor state: the kernel's context and each flow's own memory.
 pub struct TenantState {
-    pub(super) info: TenantInfo,
-    pub(super) store: TenantStore,
-    pub(super) master_key: MasterKey,
-    pub(super) settings: TenantSettings,
-    byok_token_set: bool,
-    fault_injection: bool,
-    audit_seq: u32,
-    pub(super) runtime: TenantRuntime,
-    /// What request handlers read without a hop: the signing keys, the edge policy.
-    pub(super) cells: TenantCells,
-    key_ring: KeyRing,
-    pub(super) refresh_hasher: KeyedHasher,
-    /// Keyed hash of OAuth consent requests (the commitment a decision carries back).
-    pub(super) oauth_hasher: KeyedHasher,
-    /// Keyed hash of e-mail domains in audit events.
-    pub(super) domain_hasher: KeyedHasher,
-    /// The sign-in rules: per (address, account), account, address and known device.
-    pub(super) login: LoginThrottles,
-    pub(super) register_ips: RateWindow<IpAddr>,
-    /// When each account was last sent a resend, reset or account-exists message.
-    pub(super) mail_sent: HashMap<Uuid, Instant>,
-    /// This month's active users (persisted).
-    pub(super) mau: MauRecord,
-    pub(super) anon_ips: RateWindow<IpAddr>,
-    /// Per API key: a tenant has one key, so this is per tenant.
-    pub(super) anon_key: RateWindow<()>,
-    /// Keyed hash of e-mailed step-up codes.
-    pub(super) otp_hasher: KeyedHasher,
-    /// Keyed hash of recovery codes.
-    pub(super) recovery_hasher: KeyedHasher,
-    /// Step-up mails (codes and links) per session.
-    pub(super) step_up_mails: RateWindow<Uuid>,
-    /// Wrong e-mailed step-up codes per user.
-    pub(super) step_up_fails: Throttle<Uuid>,
-    /// Passwordless link and code requests per flow and address (or number).
-    pub(super) passwordless_requests: RateWindow<String>,
-    /// Text messages per number per hour.
-    pub(super) sms_numbers: RateWindow<String>,
-    /// Text messages requested per client address per hour.
-    pub(super) sms_ips: RateWindow<IpAddr>,
-    /// This month's text messages (persisted), for the tenant's cap.
-    pub(super) sms_usage: MauRecord,
-    /// The dashboard's test messages.
-    pub(super) sms_tests: RateWindow<()>,
-    /// Typed codes consumed recently: sent again, they are not guesses.
-    pub(super) consumed_codes: crate::throttle::ConsumedCodes,
-    /// Pending passkey ceremonies, by challenge (in memory only).
-    pub(super) ceremonies: super::ceremonies::Ceremonies,
-    /// Passkey sign-in options requested per client address per minute.
-    pub(super) passkey_begins: RateWindow<IpAddr>,
-    pub(super) social_begins: RateWindow<IpAddr>,
-    /// Wallet transactions begun per client address.
-    pub(super) eudi_begins: RateWindow<IpAddr>,
-    /// Consent requests per child: each mails a guardian.
-    pub(super) guardian_asks: RateWindow<Uuid>,
-    /// Calls of the guardian routes per client address.
-    pub(super) guardian_calls: RateWindow<IpAddr>,
-    /// Calls of the wallet-facing routes per client address.
-    pub(super) eudi_wallet_calls: RateWindow<IpAddr>,
-    /// Hashes wallet identities into the subjects users are linked by.
-    pub(super) eudi_hasher: KeyedHasher,
-    /// The wallet verifier identity, opened.
-    pub(super) eudi_verifier: Option<Arc<super::eudi::VerifierIdentity>>,
-    /// Passkey step-up options per session per minute.
-    pub(super) passkey_step_ups: RateWindow<Uuid>,
-    /// Agents' per-minute windows and live tokens.
-    pub(super) agent_counters: super::agents::AgentCounters,
-    /// Breaks ties between agent actions of the same nanosecond.
-    agent_seq: u32,
-    /// Dynamic client registrations per client address (IPv6: per /64) per hour.
-    pub(super) dcr_ips: RateWindow<IpAddr>,
-    /// Device-page user code lookups per user per minute.
-    pub(super) user_code_tries: RateWindow<Uuid>,
-    /// Webhook attempts under way, and the deliveries a command just scheduled.
-    pub(super) webhooks: super::webhooks::WebhookMemory,
+    pub(super) cx: TenantCtx,
+    pub(super) accounts: AccountsMemory,
+    pub(super) guests: GuestsMemory,
+    pub(super) step_up: StepUpMemory,
+    pub(super) passwordless: PasswordlessMemory,
+    pub(super) sms: SmsMemory,
+    pub(super) passkeys: PasskeysMemory,
+    pub(super) social: SocialMemory,
+    pub(super) eudi: EudiMemory,
+    pub(super) guardian: GuardianMemory,
+    pub(super) agents: AgentsMemory,
+    pub(super) oauth_clients: OAuthClientsMemory,
 }
 
 impl TenantState {
@@ -177,67 +115,42 @@ impl TenantState {
         let dcr_per_hour = runtime.agents.registrations_per_ip_hourly;
         let per_address = runtime.login_failures_per_address;
         let mut state = TenantState {
-            info,
-            store,
-            refresh_hasher: master_key.hasher("refresh-token"),
-            oauth_hasher: master_key.hasher("oauth-consent"),
-            domain_hasher: master_key.hasher("email-domain"),
-            otp_hasher: master_key.hasher("step-up-otp"),
-            recovery_hasher: master_key.hasher("recovery-code"),
-            eudi_hasher: master_key.hasher("eudi-subject"),
-            master_key,
-            settings,
-            byok_token_set,
-            fault_injection,
-            audit_seq: 0,
-            runtime,
-            cells,
-            key_ring,
-            login: LoginThrottles::new(per_address),
-            register_ips: RateWindow::new(REGISTRATIONS_PER_MINUTE, Duration::from_secs(60)),
-            mail_sent: HashMap::new(),
-            mau,
-            anon_ips: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
-            anon_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
-            passwordless_requests: RateWindow::new(1, REQUEST_SPACING),
-            step_up_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
-            step_up_mails: RateWindow::new(STEP_UP_MAILS, STEP_UP_MAIL_WINDOW),
-            sms_numbers: RateWindow::new(SMS_PER_NUMBER_PER_HOUR, Duration::from_secs(3600)),
-            sms_ips: RateWindow::new(SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
-            sms_usage,
-            sms_tests: RateWindow::new(SMS_TESTS_PER_HOUR, Duration::from_secs(3600)),
-            consumed_codes: crate::throttle::ConsumedCodes::default(),
-            ceremonies: Default::default(),
-            passkey_begins: RateWindow::new(PASSKEY_BEGINS_PER_MINUTE, Duration::from_secs(60)),
-            social_begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
-            eudi_begins: RateWindow::new(super::eudi::BEGINS_PER_MINUTE, Duration::from_secs(60)),
-            guardian_asks: RateWindow::new(
-                super::limits::GUARDIAN_ASKS_PER_HOUR,
-                Duration::from_secs(3600),
-            ),
-            guardian_calls: RateWindow::new(
-                super::limits::GUARDIAN_CALLS_PER_MINUTE,
-                Duration::from_secs(60),
-            ),
-            eudi_wallet_calls: RateWindow::new(
-                super::eudi::WALLET_CALLS_PER_MINUTE,
-                Duration::from_secs(60),
-            ),
-            eudi_verifier: None,
-            passkey_step_ups: RateWindow::new(
-                PASSKEY_STEP_UP_OPTIONS_PER_MINUTE,
-                Duration::from_secs(60),
-            ),
-            agent_counters: Default::default(),
-            agent_seq: 0,
-            dcr_ips: RateWindow::new(dcr_per_hour, Duration::from_secs(3600)),
-            user_code_tries: RateWindow::new(
-                super::agents::USER_CODE_TRIES_PER_MINUTE,
-                Duration::from_secs(60),
-            ),
-            webhooks: Default::default(),
+            cx: TenantCtx {
+                info,
+                store,
+                refresh_hasher: master_key.hasher("refresh-token"),
+                oauth_hasher: master_key.hasher("oauth-consent"),
+                domain_hasher: master_key.hasher("email-domain"),
+                otp_hasher: master_key.hasher("step-up-otp"),
+                recovery_hasher: master_key.hasher("recovery-code"),
+                eudi_hasher: master_key.hasher("eudi-subject"),
+                master_key,
+                settings,
+                byok_token_set,
+                fault_injection,
+                audit_seq: 0,
+                runtime,
+                cells,
+                key_ring,
+                login: LoginThrottles::new(per_address),
+                mail_sent: HashMap::new(),
+                mau,
+                consumed_codes: ConsumedCodes::default(),
+                webhooks: Default::default(),
+            },
+            accounts: AccountsMemory::default(),
+            guests: GuestsMemory::default(),
+            step_up: StepUpMemory::default(),
+            passwordless: PasswordlessMemory::default(),
+            sms: SmsMemory::new(sms_usage),
+            passkeys: PasskeysMemory::default(),
+            social: SocialMemory::default(),
+            eudi: EudiMemory::default(),
+            guardian: GuardianMemory::default(),
+            agents: AgentsMemory::default(),
+            oauth_clients: OAuthClientsMemory::new(dcr_per_hour),
         };
-        state.eudi_verifier = state.load_verifier()?;
+        state.eudi.verifier = state.load_verifier()?;
         state.restore_throttles()?;
         state.ensure_user_indexes()?;
         Ok(state)
@@ -247,14 +160,14 @@ impl TenantState {
     /// deleted.
     fn restore_throttles(&mut self) -> Result<(), TenantError> {
         let clocks = Clocks::at(self.calendar_now());
-        let mut stale = self.store.batch();
+        let mut stale = self.cx.store.batch();
         let mut any_stale = false;
-        for item in self.store.scan::<TenantThrottleRecord>(b"") {
+        for item in self.cx.store.scan::<TenantThrottleRecord>(b"") {
             let (key, TenantThrottleRecord(saved)) = item?;
             let kept = match key.split_first() {
                 Some((&THROTTLE_STEP_UP_CODES, k)) => Uuid::from_key_bytes(k)
-                    .is_some_and(|k| self.step_up_fails.restore(k, &saved, clocks)),
-                _ => self.login.restore(&key, &saved, clocks),
+                    .is_some_and(|k| self.step_up.fails.restore(k, &saved, clocks)),
+                _ => self.cx.login.restore(&key, &saved, clocks),
             };
             if !kept {
                 stale.remove(tessera_storage::Kind::Throttle, &key);
@@ -262,14 +175,14 @@ impl TenantState {
             }
         }
         if any_stale {
-            self.store.apply(stale)?;
+            self.cx.store.apply(stale)?;
         }
         Ok(())
     }
 
     /// Whether a throttle changed since its entries were last written.
     pub fn throttles_changed(&self) -> bool {
-        self.login.has_changes() || self.step_up_fails.has_changes()
+        self.cx.login.has_changes() || self.step_up.fails.has_changes()
     }
 
     /// Writes (or deletes) the throttle entries changed since the last time into `batch`.
@@ -281,7 +194,7 @@ impl TenantState {
             return Ok(());
         }
         let clocks = Clocks::at(self.calendar_now());
-        for (key, saved) in self.login.take_changes(clocks) {
+        for (key, saved) in self.cx.login.take_changes(clocks) {
             match saved {
                 Some(saved) => batch.put(&key, &TenantThrottleRecord(saved))?,
                 None => batch.remove(tessera_storage::Kind::Throttle, &key),
@@ -290,7 +203,7 @@ impl TenantState {
         put_changes(
             batch,
             THROTTLE_STEP_UP_CODES,
-            self.step_up_fails.take_changes(clocks),
+            self.step_up.fails.take_changes(clocks),
         )?;
         Ok(())
     }
@@ -301,16 +214,16 @@ impl TenantState {
         if !self.throttles_changed() {
             return Ok(());
         }
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         self.throttle_changes_into(&mut batch)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(())
     }
 
     /// [`Self::persist_throttles`], logging a failure.
     pub fn persist_throttles_logged(&mut self) {
         if let Err(e) = self.persist_throttles() {
-            tracing::error!(tenant = %self.info.slug, error = %e, "cannot write throttle state");
+            tracing::error!(tenant = %self.cx.info.slug, error = %e, "cannot write throttle state");
         }
     }
 
@@ -318,8 +231,8 @@ impl TenantState {
     /// records go too.
     pub(super) fn sweep_throttles(&mut self) {
         let now = Instant::now();
-        self.login.sweep();
-        self.step_up_fails.sweep(now);
+        self.cx.login.sweep();
+        self.step_up.fails.sweep(now);
     }
 
     /// A new signing key, and a new RS256 key (`rsa_pkcs8`, made off the actor) when the
@@ -330,14 +243,14 @@ impl TenantState {
         &mut self,
         rsa_pkcs8: Option<&[u8]>,
     ) -> Result<(RotatedKeys, TokenKeys), TenantError> {
-        let (rotated, token_keys) = self.key_ring.rotate(
-            &self.store,
-            &self.master_key,
+        let (rotated, token_keys) = self.cx.key_ring.rotate(
+            &self.cx.store,
+            &self.cx.master_key,
             OffsetDateTime::now_utc(),
-            self.runtime.tokens.access_ttl,
+            self.cx.runtime.tokens.access_ttl,
             rsa_pkcs8,
         )?;
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         let ctx = AuditContext::default();
         let mut event = AuditEvent::new("tokens.signing_key.rotated", &ctx, Vec::new());
         event.metadata = serde_json::json!({
@@ -347,23 +260,23 @@ impl TenantState {
             "previous_rsa_kid": rotated.previous_rsa_kid,
         });
         batch.put(&self.next_event_key(event.at), &event)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok((rotated, token_keys))
     }
 
     /// The tenant's first RS256 key (`pkcs8`, made off the actor), unless it has one (then
     /// nothing is written). Answers the keys to publish once the write is durable, if any.
     pub fn add_id_token_key(&mut self, pkcs8: &[u8]) -> Result<Option<TokenKeys>, TenantError> {
-        let (keys, wrote) = self.key_ring.add_rsa(
-            &self.store,
-            &self.master_key,
+        let (keys, wrote) = self.cx.key_ring.add_rsa(
+            &self.cx.store,
+            &self.cx.master_key,
             pkcs8,
             OffsetDateTime::now_utc(),
         )?;
         if !wrote {
             return Ok(None);
         }
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         let mut event = AuditEvent::new(
             "tokens.signing_key.added",
             &AuditContext::default(),
@@ -371,62 +284,62 @@ impl TenantState {
         );
         event.metadata = serde_json::json!({ "alg": "RS256", "kid": keys.current_kid_of(super::keys::KeyAlg::RS256) });
         batch.put(&self.next_event_key(event.at), &event)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(Some(keys))
     }
 
     /// Where handlers read the signing keys.
     pub fn keys_cell(&self) -> Arc<ArcSwap<TokenKeys>> {
-        self.cells.keys.clone()
+        self.cx.cells.keys.clone()
     }
 
     pub fn info(&self) -> &TenantInfo {
-        &self.info
+        &self.cx.info
     }
 
     pub fn store(&self) -> &TenantStore {
-        &self.store
+        &self.cx.store
     }
 
     pub fn set_info(&mut self, info: TenantInfo) {
-        if info.id == self.store.tenant_id() {
-            self.info = info;
+        if info.id == self.cx.store.tenant_id() {
+            self.cx.info = info;
         }
     }
 
     pub fn fault_injection(&self) -> bool {
-        self.fault_injection
+        self.cx.fault_injection
     }
 
     pub fn overview(&self) -> TenantOverview {
         TenantOverview {
-            info: self.info.clone(),
-            settings: self.settings.clone(),
+            info: self.cx.info.clone(),
+            settings: self.cx.settings.clone(),
         }
     }
 
     pub fn settings_view(&self) -> SettingsView {
         SettingsView {
-            settings: self.settings.clone(),
-            byok_token_set: self.byok_token_set,
+            settings: self.cx.settings.clone(),
+            byok_token_set: self.cx.byok_token_set,
         }
     }
 
     pub(super) fn next_action_seq(&mut self) -> u32 {
-        self.agent_seq = self.agent_seq.wrapping_add(1);
-        self.agent_seq
+        self.agents.seq = self.agents.seq.wrapping_add(1);
+        self.agents.seq
     }
 
     pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
-        self.audit_seq = self.audit_seq.wrapping_add(1);
-        event_key(at, self.audit_seq)
+        self.cx.audit_seq = self.cx.audit_seq.wrapping_add(1);
+        event_key(at, self.cx.audit_seq)
     }
 
     /// Appends one audit event (applied, not yet durable).
     pub fn append_audit(&mut self, event: AuditEvent) -> Result<(), TenantError> {
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         batch.put(&self.next_event_key(event.at), &event)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         Ok(())
     }
 
@@ -438,23 +351,28 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<SettingsView, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let applied = self.settings.apply(
+        let applied = self.cx.settings.apply(
             change,
             &ApplyContext {
-                byok_token_set: self.byok_token_set,
-                tier: self.info.tier,
-                platform_sms_cap: self.runtime.sms_platform_caps.for_tier(self.info.tier),
+                byok_token_set: self.cx.byok_token_set,
+                tier: self.cx.info.tier,
+                platform_sms_cap: self
+                    .cx
+                    .runtime
+                    .sms_platform_caps
+                    .for_tier(self.cx.info.tier),
                 now,
             },
         )?;
         if applied.changed.is_empty() {
             return Ok(self.settings_view());
         }
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         match &applied.byok_token {
             ByokToken::Keep => {}
             ByokToken::Set(token) => {
                 let sealed = self
+                    .cx
                     .master_key
                     .seal(&self.secret_aad(BYOK_AUTH_TOKEN), token.as_bytes())?;
                 batch.put(BYOK_AUTH_TOKEN, &TenantSecret { sealed })?;
@@ -467,19 +385,19 @@ impl TenantState {
         let mut event = AuditEvent::new(applied.event_type, ctx, applied.changed);
         event.at = now;
         batch.put(&self.next_event_key(now), &event)?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         let edge = EdgePolicy::of(&applied.next);
-        if **self.cells.edge.load() != edge {
-            self.cells.edge.store(Arc::new(edge));
+        if **self.cx.cells.edge.load() != edge {
+            self.cx.cells.edge.store(Arc::new(edge));
         }
-        self.settings = applied.next;
-        self.byok_token_set = applied.byok_token_set;
+        self.cx.settings = applied.next;
+        self.cx.byok_token_set = applied.byok_token_set;
         Ok(self.settings_view())
     }
 
     /// Binds a sealed secret to this tenant and its name.
     pub(super) fn secret_aad(&self, name: &[u8]) -> Vec<u8> {
-        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
         aad.push(b'/');
         aad.extend_from_slice(name);
         aad
@@ -487,14 +405,15 @@ impl TenantState {
 
     /// The BYOK SMS auth token, opened (for the SMS sender; never for a response).
     pub(super) fn byok_token_set(&self) -> bool {
-        self.byok_token_set
+        self.cx.byok_token_set
     }
 
     pub fn byok_auth_token(&self) -> Result<Option<String>, TenantError> {
-        let Some(secret) = self.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
+        let Some(secret) = self.cx.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
             return Ok(None);
         };
         let plain = self
+            .cx
             .master_key
             .open(&self.secret_aad(BYOK_AUTH_TOKEN), &secret.sealed)?;
         Ok(Some(String::from_utf8_lossy(&plain).into_owned()))
@@ -511,7 +430,10 @@ impl TenantState {
         let mut before = cursor.map(<[u8]>::to_vec);
         let mut more = false;
         'scan: loop {
-            let chunk = self.store.scan_rev::<AuditEvent>(before.as_deref(), 256)?;
+            let chunk = self
+                .cx
+                .store
+                .scan_rev::<AuditEvent>(before.as_deref(), 256)?;
             let exhausted = chunk.len() < 256;
             for (key, event) in chunk {
                 before = Some(key.clone());
@@ -557,7 +479,7 @@ mod tests {
     }
 
     fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
-        t.store.raw_entries().any(|item| {
+        t.cx.store.raw_entries().any(|item| {
             let (_, key, value) = item.unwrap();
             [key, value]
                 .iter()
@@ -614,13 +536,13 @@ mod tests {
         };
         t.update_settings(required(), &ctx).unwrap();
         assert_eq!(event_count(&t), before + 1);
-        let stored = t
-            .store
-            .get::<TenantSettings>(SETTINGS_KEY)
-            .unwrap()
-            .unwrap();
+        let stored =
+            t.cx.store
+                .get::<TenantSettings>(SETTINGS_KEY)
+                .unwrap()
+                .unwrap();
         assert_eq!(stored.security.mfa_policy, MfaPolicy::Required);
-        assert_eq!(stored, t.settings);
+        assert_eq!(stored, t.cx.settings);
         t.update_settings(required(), &ctx).unwrap();
         assert_eq!(event_count(&t), before + 1);
     }
@@ -630,21 +552,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
-        let settings = t.settings.clone();
+        let settings = t.cx.settings.clone();
         let before = event_count(&t);
         let over_cap = security(SecurityPatch {
             magic_link_enabled: Some(false),
             byok_provider_auth_token: Some(Some("t".repeat(32))),
-            sms_otp_monthly_cap: Some(t.runtime.sms_platform_caps.free + 1),
+            sms_otp_monthly_cap: Some(t.cx.runtime.sms_platform_caps.free + 1),
             ..Default::default()
         });
         assert!(matches!(
             t.update_settings(over_cap, &ctx),
             Err(TenantError::SmsCapAboveTier { .. })
         ));
-        assert_eq!(t.settings, settings);
+        assert_eq!(t.cx.settings, settings);
         assert_eq!(
-            t.store
+            t.cx.store
                 .get::<TenantSettings>(SETTINGS_KEY)
                 .unwrap()
                 .unwrap(),
@@ -660,13 +582,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
-        assert!(t.cells.edge.load().allows_origin("https://any.example"));
+        assert!(t.cx.cells.edge.load().allows_origin("https://any.example"));
         t.update_settings(
             SettingsChange::AllowedOrigins(vec!["https://app.example".into()]),
             &ctx,
         )
         .unwrap();
-        let edge = t.cells.edge.load();
+        let edge = t.cx.cells.edge.load();
         assert!(edge.allows_origin("https://app.example"));
         assert!(!edge.allows_origin("https://any.example"));
         t.update_settings(
@@ -677,7 +599,7 @@ mod tests {
             &ctx,
         )
         .unwrap();
-        assert!(t.cells.edge.load().urls.allows("https://app.example/"));
+        assert!(t.cx.cells.edge.load().urls.allows("https://app.example/"));
     }
 
     #[tokio::test]
@@ -746,20 +668,20 @@ mod tests {
         let mut t = tenant(dir.path());
         let user = uuid::Uuid::now_v7();
         assert!(!t.throttles_changed());
-        t.step_up_fails.fail(&user, Instant::now());
+        t.step_up.fails.fail(&user, Instant::now());
         assert!(t.throttles_changed());
         let fx = t.effects();
         t.commit(fx).unwrap();
         assert!(!t.throttles_changed());
-        let saved: Vec<Vec<u8>> = t
-            .store
-            .scan::<TenantThrottleRecord>(b"")
-            .map(|i| i.unwrap().0)
-            .collect();
+        let saved: Vec<Vec<u8>> =
+            t.cx.store
+                .scan::<TenantThrottleRecord>(b"")
+                .map(|i| i.unwrap().0)
+                .collect();
         assert_eq!(saved, [saved_key(THROTTLE_STEP_UP_CODES, &user)]);
         // Forgiven: the record goes with the next write.
-        t.step_up_fails.reset(&user);
+        t.step_up.fails.reset(&user);
         t.persist_throttles().unwrap();
-        assert_eq!(t.store.scan::<TenantThrottleRecord>(b"").count(), 0);
+        assert_eq!(t.cx.store.scan::<TenantThrottleRecord>(b"").count(), 0);
     }
 }

@@ -7,6 +7,7 @@
 //! so verifying from any other session fails, and a session holds at most one of each kind.
 //! Challenges and tokens are consumed inside one message (see `challenges.rs`).
 
+pub mod memory;
 pub mod msg;
 
 use std::time::Instant;
@@ -115,7 +116,7 @@ impl TenantState {
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         // A proven factor forgives the user's wrong step-up codes (not failed passwords).
-        self.step_up_fails.reset(&user.id);
+        self.step_up.fails.reset(&user.id);
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
@@ -150,16 +151,16 @@ impl TenantState {
         let mut fx = self.effects();
         // Checked again here: guesses sent together all passed `PasswordCredential`, and the
         // ones finishing after the block began must not learn their result.
-        if let Some(retry_after) = self.login.account_blocked(&Self::throttle_key(&user)) {
+        if let Some(retry_after) = self.cx.login.account_blocked(&Self::throttle_key(&user)) {
             if !password_ok {
-                self.login.fail_account(&Self::throttle_key(&user));
+                self.cx.login.fail_account(&Self::throttle_key(&user));
                 self.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
                 self.commit(fx)?;
             }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         if !password_ok || credential.epoch != user.password_epoch {
-            self.login.fail_account(&Self::throttle_key(&user));
+            self.cx.login.fail_account(&Self::throttle_key(&user));
             self.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
             return self.fail(fx, TenantError::InvalidCredentials);
         }
@@ -187,7 +188,8 @@ impl TenantState {
             Some(e) if user.email_verified => e.clone(),
             _ => return Err(TenantError::StepUpMethodUnavailable),
         };
-        self.step_up_mails
+        self.step_up
+            .mails
             .hit(&session.id, Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         Ok((session, user, email))
@@ -260,7 +262,7 @@ impl TenantState {
         }
         // Wrong codes count per user across codes and sessions: five kill a code, and five
         // in a row block every code of the user for a while, doubling.
-        if let Some(retry_after) = self.step_up_fails.blocked(&user.id, Instant::now()) {
+        if let Some(retry_after) = self.step_up.fails.blocked(&user.id, Instant::now()) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         let found = match verdict {
@@ -272,7 +274,7 @@ impl TenantState {
             | CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
             CodeVerdict::Wrong { mut found, .. } => {
                 self.challenge_failed(&mut fx.batch, &mut found)?;
-                self.step_up_fails.fail(&user.id, Instant::now());
+                self.step_up.fails.fail(&user.id, Instant::now());
                 self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
                 return self.fail(fx, TenantError::InvalidChallenge);
             }
@@ -407,6 +409,7 @@ impl TenantState {
         let (session, _) = self.live_session(bearer, now)?;
         let key = challenge_key(session.id, Purpose::StepUpToken);
         let record = self
+            .cx
             .store
             .get::<ChallengeRecord>(&key)?
             .filter(|r| r.session_id == Some(session.id) && r.user_id == session.user_id)
@@ -437,9 +440,9 @@ mod tests {
         user.email = Some(email.into());
         user.email_verified = verified;
         user.password_hash = Some("$argon2id$opaque".into());
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         t.put_new_user(&mut b, &user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         let bearer = signed_in_session(t, &user);
         (user, bearer)
     }
@@ -532,13 +535,13 @@ mod tests {
             Err(TenantError::InvalidChallenge)
         ));
         // Past its lifetime (the drills' clock moved on), the newer one is refused too.
-        t.runtime.clock_offset = STEP_UP_TOKEN_TTL + Duration::seconds(1);
+        t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL + Duration::seconds(1);
         assert!(matches!(
             t.consume_step_up(bearer, second.jti),
             Err(TenantError::InvalidChallenge)
         ));
         // A moment before, it was good.
-        t.runtime.clock_offset = STEP_UP_TOKEN_TTL - Duration::seconds(5);
+        t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL - Duration::seconds(5);
         assert!(t.consume_step_up(bearer, second.jti).is_ok());
     }
 
@@ -555,17 +558,17 @@ mod tests {
         // A hash read before a password change: the right old password is no proof.
         let stale = password(&user);
         user.password_epoch += 1;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(user.id.as_bytes(), &user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         assert!(matches!(
             t.step_up_password(bearer, &stale, true, 5, &ctx),
             Err(TenantError::InvalidCredentials)
         ));
         user.password_hash = None;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(user.id.as_bytes(), &user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         assert!(matches!(
             t.step_up_password(bearer, &password(&user), true, 5, &ctx),
             Err(TenantError::StepUpMethodUnavailable)
@@ -615,13 +618,13 @@ mod tests {
         let ctx = AuditContext::default();
         let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
         let code = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
-        t.runtime.clock_offset = EMAIL_OTP_TTL + Duration::seconds(1);
+        t.cx.runtime.clock_offset = EMAIL_OTP_TTL + Duration::seconds(1);
         assert!(matches!(
             t.step_up_email_verify(bearer, &code, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
         // A moment before its end, the same code was good.
-        t.runtime.clock_offset = EMAIL_OTP_TTL - Duration::seconds(5);
+        t.cx.runtime.clock_offset = EMAIL_OTP_TTL - Duration::seconds(5);
         assert!(t.step_up_email_verify(bearer, &code, &ctx).is_ok());
     }
 
@@ -707,9 +710,9 @@ mod tests {
         let mut t = tenant(dir.path());
         let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
         user.mfa_enabled = true;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(user.id.as_bytes(), &user).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         let (gate, _) = t.step_up_gate(bearer).unwrap();
         assert_eq!(
             gate.available_methods,
@@ -727,9 +730,9 @@ mod tests {
         // No password, no confirmed address, no MFA: nothing to offer.
         let (mut bare, bare_bearer) = signed_in(&mut t, "bo@example.com", false);
         bare.password_hash = None;
-        let mut b = t.store.batch();
+        let mut b = t.cx.store.batch();
         b.put(bare.id.as_bytes(), &bare).unwrap();
-        t.store.apply(b).unwrap();
+        t.cx.store.apply(b).unwrap();
         let (gate, _) = t.step_up_gate(bare_bearer).unwrap();
         assert!(gate.available_methods.is_empty());
     }

@@ -113,26 +113,26 @@ impl TenantState {
     /// creation index, `created_at` in e-mail index entries, and the per-user audit index.
     /// One batch: a crash before it lands builds again from scratch at the next start.
     pub(super) fn ensure_user_indexes(&mut self) -> Result<(), TenantError> {
-        if self.store.get::<IndexBuilt>(USER_INDEXES_V1)?.is_some() {
+        if self.cx.store.get::<IndexBuilt>(USER_INDEXES_V1)?.is_some() {
             return Ok(());
         }
-        let mut batch = self.store.batch();
+        let mut batch = self.cx.store.batch();
         let mut users = 0usize;
-        for item in self.store.scan::<UserRecord>(b"") {
+        for item in self.cx.store.scan::<UserRecord>(b"") {
             let (_, user) = item?;
             batch.put(
                 &created_key(user.created_at, user.id),
                 &UserCreatedIndex::default(),
             )?;
             if let Some(email) = &user.email {
-                let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
+                let indexed = self.cx.store.get::<EmailIndex>(email.as_bytes())?;
                 if indexed.is_some_and(|ix| ix.user_id == user.id) {
                     batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
                 }
             }
             users += 1;
         }
-        for item in self.store.scan::<AuditEvent>(b"") {
+        for item in self.cx.store.scan::<AuditEvent>(b"") {
             let (key, event) = item?;
             if let Some(user) = subject_of(&event) {
                 batch.put(&user_audit_key(user, &key), &UserAuditIndex::default())?;
@@ -144,9 +144,9 @@ impl TenantState {
                 at: OffsetDateTime::now_utc(),
             },
         )?;
-        self.store.apply(batch)?;
+        self.cx.store.apply(batch)?;
         if users > 0 {
-            tracing::info!(tenant = %self.info.slug, users, "built the user indexes");
+            tracing::info!(tenant = %self.cx.info.slug, users, "built the user indexes");
         }
         Ok(())
     }
@@ -165,7 +165,7 @@ impl TenantState {
         }
         let floor = q.created_after.map(|t| created_key(t, Uuid::max()));
         if let Some(phone) = &q.phone {
-            let found = self.store.get::<PhoneIndex>(phone.as_bytes())?;
+            let found = self.cx.store.get::<PhoneIndex>(phone.as_bytes())?;
             let candidates = match found {
                 Some(ix) => self
                     .user(ix.user_id)?
@@ -178,7 +178,7 @@ impl TenantState {
         if let Some(prefix) = &q.email_prefix {
             let mut matches = Vec::new();
             let mut broad = false;
-            for item in self.store.scan::<EmailIndex>(prefix.as_bytes()) {
+            for item in self.cx.store.scan::<EmailIndex>(prefix.as_bytes()) {
                 let (_, ix) = item?;
                 if matches.len() == MAX_PREFIX_MATCHES {
                     broad = true;
@@ -203,6 +203,7 @@ impl TenantState {
         let mut before = start;
         loop {
             let chunk = self
+                .cx
                 .store
                 .scan_rev::<UserCreatedIndex>(before.as_deref(), 256)?;
             let exhausted = chunk.len() < 256;
@@ -284,7 +285,7 @@ impl TenantState {
 
     /// `key` as the next cursor when the creation index goes on below it (above `floor`).
     fn more_after(&self, key: &[u8], floor: Option<&[u8]>) -> Result<Option<Vec<u8>>, TenantError> {
-        let next = self.store.scan_rev::<UserCreatedIndex>(Some(key), 1)?;
+        let next = self.cx.store.scan_rev::<UserCreatedIndex>(Some(key), 1)?;
         let more = next
             .first()
             .is_some_and(|(k, _)| floor.is_none_or(|f| k.as_slice() > f));
@@ -302,12 +303,12 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Vec<SessionRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
+        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
             let (key, _) = item?;
             let Some(sid) = key.get(16..).and_then(|b| Uuid::from_slice(b).ok()) else {
                 continue;
             };
-            if let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? {
+            if let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? {
                 if s.expires_at > now {
                     out.push(s);
                 }
@@ -427,7 +428,7 @@ impl TenantState {
             }
             if let Some(old) = user.email.take() {
                 fx.batch.remove(Kind::UserEmail, old.as_bytes());
-                self.login.forget_account(&old);
+                self.cx.login.forget_account(&old);
             }
             user.email = Some(email.clone());
             user.is_anonymous = false;
@@ -623,7 +624,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<Vec<Uuid>, TenantError> {
         let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        if !self.settings.users.self_service_deletion_enabled {
+        if !self.cx.settings.users.self_service_deletion_enabled {
             return Err(TenantError::SelfDeletionDisabled);
         }
         self.erase_and_record(user, "self", ctx)
@@ -687,10 +688,10 @@ impl TenantState {
         }
         // The throttles forget the account's identifiers (throttle keys hold them).
         for identifier in user.email.iter().chain(user.phone.iter()) {
-            self.login.forget_account(identifier);
+            self.cx.login.forget_account(identifier);
         }
-        self.step_up_fails.reset(&user.id);
-        self.mail_sent.remove(&user.id);
+        self.step_up.fails.reset(&user.id);
+        self.cx.mail_sent.remove(&user.id);
         Ok(withdrawn)
     }
 
@@ -708,12 +709,12 @@ impl TenantState {
             batch.remove(Kind::UserCreated, &created_key(user.created_at, user.id));
             batch.remove(Kind::Guest, user.id.as_bytes());
             if let Some(email) = &user.email {
-                let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
+                let indexed = self.cx.store.get::<EmailIndex>(email.as_bytes())?;
                 if indexed.is_some_and(|ix| ix.user_id == user.id) {
                     batch.remove(Kind::UserEmail, email.as_bytes());
                 }
             }
-            for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+            for item in self.cx.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
                 let (key, _) = item?;
                 batch.remove(Kind::UserAudit, &key);
             }
@@ -740,6 +741,7 @@ impl TenantState {
         let date_of_birth = match &user.date_of_birth {
             Some(sealed) => {
                 let plain = self
+                    .cx
                     .master_key
                     .open(&self.user_aad(user.id, "date_of_birth"), sealed)?;
                 Some(String::from_utf8_lossy(&plain).into_owned())
@@ -747,13 +749,13 @@ impl TenantState {
             None => None,
         };
         let mut keys: Vec<Vec<u8>> = Vec::new();
-        for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+        for item in self.cx.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             keys.push(key.get(16..).unwrap_or_default().to_vec());
         }
         let mut events = Vec::new();
         for key in keys.iter().rev().take(MAX_EXPORTED_EVENTS) {
-            if let Some(e) = self.store.get::<AuditEvent>(key)? {
+            if let Some(e) = self.cx.store.get::<AuditEvent>(key)? {
                 events.push(serde_json::json!({
                     "type": e.event_type,
                     "created_at": e.at.format(&time::format_description::well_known::Rfc3339)
@@ -770,7 +772,7 @@ impl TenantState {
             "format": "tessera.user-export.v1",
             "exported_at": now.format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
-            "tenant": { "slug": self.info.slug, "name": self.info.name },
+            "tenant": { "slug": self.cx.info.slug, "name": self.cx.info.name },
             "profile": summary,
             "date_of_birth": date_of_birth,
             "identities": {
@@ -824,7 +826,7 @@ impl TenantState {
                 .any(|n| hay.windows(n.len()).any(|w| w == n.as_slice()))
         };
         let mut out = Vec::new();
-        for item in self.store.raw_entries() {
+        for item in self.cx.store.raw_entries() {
             let (kind, key, value) = item?;
             let found_in = if holds(&key) {
                 "key"

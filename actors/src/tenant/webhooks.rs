@@ -469,7 +469,7 @@ impl std::fmt::Debug for IssuedEndpoint {
 
 impl TenantState {
     fn webhook_aad(&self, endpoint: Uuid) -> Vec<u8> {
-        let mut aad = self.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/webhook/");
         aad.extend_from_slice(endpoint.as_bytes());
         aad
@@ -477,24 +477,29 @@ impl TenantState {
 
     fn seal_secret(&self, endpoint: Uuid, secret: &str) -> Result<Sealed, TenantError> {
         Ok(self
+            .cx
             .master_key
             .seal(&self.webhook_aad(endpoint), secret.as_bytes())?)
     }
 
     fn open_secret(&self, endpoint: Uuid, sealed: &Sealed) -> Result<String, TenantError> {
-        let plain = self.master_key.open(&self.webhook_aad(endpoint), sealed)?;
+        let plain = self
+            .cx
+            .master_key
+            .open(&self.webhook_aad(endpoint), sealed)?;
         String::from_utf8(plain.to_vec()).map_err(|e| TenantError::Internal(e.to_string()))
     }
 
     fn endpoint(&self, id: Uuid) -> Result<WebhookEndpointRecord, TenantError> {
-        self.store
+        self.cx
+            .store
             .get::<WebhookEndpointRecord>(id.as_bytes())?
             .ok_or(TenantError::NotFound)
     }
 
     fn endpoints(&self) -> Result<Vec<WebhookEndpointRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.store.scan::<WebhookEndpointRecord>(b"") {
+        for item in self.cx.store.scan::<WebhookEndpointRecord>(b"") {
             out.push(item?.1);
         }
         Ok(out)
@@ -628,13 +633,13 @@ impl TenantState {
                 &WebhookDueIndex::default(),
             )?;
         }
-        self.webhooks.note(event.at);
+        self.cx.webhooks.note(event.at);
         Ok(())
     }
 
     /// When the earliest pending delivery is due (to wake the worker at start).
     pub fn next_webhook_due(&self) -> Result<Option<OffsetDateTime>, TenantError> {
-        match self.store.scan::<WebhookDueIndex>(b"").next() {
+        match self.cx.store.scan::<WebhookDueIndex>(b"").next() {
             Some(item) => Ok(parse_due_key(&item?.0).map(|(at, _, _)| at)),
             None => Ok(None),
         }
@@ -642,7 +647,7 @@ impl TenantState {
 
     /// The earliest delivery scheduled by the commands since the last call.
     pub fn take_webhook_wake(&self) -> Option<OffsetDateTime> {
-        self.webhooks.take_wake()
+        self.cx.webhooks.take_wake()
     }
 
     pub fn webhook_cmd(
@@ -781,14 +786,14 @@ impl TenantState {
         self.endpoint(id)?;
         let mut fx = self.effects();
         fx.batch.remove(Kind::WebhookEndpoint, id.as_bytes());
-        for item in self.store.scan::<WebhookDeliveryRecord>(id.as_bytes()) {
+        for item in self.cx.store.scan::<WebhookDeliveryRecord>(id.as_bytes()) {
             let (key, d) = item?;
             fx.batch.remove(Kind::WebhookDelivery, &key);
             if let Some(at) = d.next_attempt_at {
                 fx.batch
                     .remove(Kind::WebhookDue, &due_key(at, d.endpoint, d.event));
             }
-            self.webhooks.in_flight.remove(&(d.endpoint, d.event));
+            self.cx.webhooks.in_flight.remove(&(d.endpoint, d.event));
         }
         self.audit_into(
             &mut fx.batch,
@@ -854,7 +859,8 @@ impl TenantState {
             serde_json::json!({ "endpoint_id": id, "event_id": event.id }),
         )?;
         self.commit(fx)?;
-        self.store
+        self.cx
+            .store
             .get::<WebhookDeliveryRecord>(&delivery_key(id, event.id))?
             .ok_or_else(|| TenantError::Internal("a queued test delivery is missing".into()))
     }
@@ -878,6 +884,7 @@ impl TenantState {
         let mut more = false;
         'scan: loop {
             let chunk = self
+                .cx
                 .store
                 .scan_rev::<WebhookDeliveryRecord>(Some(&cursor), 256)?;
             let exhausted = chunk.len() < 256;
@@ -914,10 +921,12 @@ impl TenantState {
         let e = self.endpoint(endpoint)?;
         let key = delivery_key(endpoint, event);
         let mut d = self
+            .cx
             .store
             .get::<WebhookDeliveryRecord>(&key)?
             .ok_or(TenantError::NotFound)?;
         if self
+            .cx
             .store
             .get::<OutboundEventRecord>(event.as_bytes())?
             .is_none()
@@ -944,7 +953,7 @@ impl TenantState {
         fx.batch.put(&key, &d)?;
         fx.batch
             .put(&due_key(now, endpoint, event), &WebhookDueIndex::default())?;
-        self.webhooks.note(now);
+        self.cx.webhooks.note(now);
         self.audit_into(
             &mut fx.batch,
             "webhook.redelivered",
@@ -962,7 +971,7 @@ impl TenantState {
 
     /// What is left of the lease of an attempt under way.
     fn lease_left(&self, endpoint: Uuid, event: Uuid) -> Option<Duration> {
-        let at = self.webhooks.in_flight.get(&(endpoint, event))?;
+        let at = self.cx.webhooks.in_flight.get(&(endpoint, event))?;
         let left = IN_FLIGHT_LEASE.checked_sub(at.elapsed())?;
         Duration::try_from(left).ok()
     }
@@ -980,7 +989,7 @@ impl TenantState {
         let cutoff = due_millis(now);
         let mut leased = Vec::new();
         let mut lease_next: Option<OffsetDateTime> = None;
-        for item in self.store.scan::<WebhookDueIndex>(b"") {
+        for item in self.cx.store.scan::<WebhookDueIndex>(b"") {
             let (key, _) = item?;
             let Some((at, endpoint, event)) = parse_due_key(&key) else {
                 fx.batch.remove(Kind::WebhookDue, &key);
@@ -1001,7 +1010,7 @@ impl TenantState {
                 break;
             }
             let dkey = delivery_key(endpoint, event);
-            let Some(mut d) = self.store.get::<WebhookDeliveryRecord>(&dkey)? else {
+            let Some(mut d) = self.cx.store.get::<WebhookDeliveryRecord>(&dkey)? else {
                 fx.batch.remove(Kind::WebhookDue, &key);
                 continue;
             };
@@ -1015,6 +1024,7 @@ impl TenantState {
                 Some(e) => e.clone(),
                 None => {
                     let e = self
+                        .cx
                         .store
                         .get::<WebhookEndpointRecord>(endpoint.as_bytes())?;
                     endpoints.insert(endpoint, e.clone());
@@ -1025,6 +1035,7 @@ impl TenantState {
                 Some(b) => b.clone(),
                 None => {
                     let b = self
+                        .cx
                         .store
                         .get::<OutboundEventRecord>(event.as_bytes())?
                         .map(|ev| ev.body())
@@ -1068,11 +1079,12 @@ impl TenantState {
         }
         self.commit(fx)?;
         let started = Instant::now();
-        self.webhooks
+        self.cx
+            .webhooks
             .in_flight
             .retain(|_, at| at.elapsed() < IN_FLIGHT_LEASE);
         for k in leased {
-            self.webhooks.in_flight.insert(k, started);
+            self.cx.webhooks.in_flight.insert(k, started);
         }
         let next = match (next, lease_next) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -1088,9 +1100,9 @@ impl TenantState {
     /// or, the schedule spent, ends it; an endpoint failing for `disable_after` is disabled
     /// and its owners are mailed, in the same batch.
     fn record_outcome(&mut self, o: AttemptOutcome) -> Result<Vec<MailJob>, TenantError> {
-        self.webhooks.in_flight.remove(&(o.endpoint, o.event));
+        self.cx.webhooks.in_flight.remove(&(o.endpoint, o.event));
         let key = delivery_key(o.endpoint, o.event);
-        let Some(mut d) = self.store.get::<WebhookDeliveryRecord>(&key)? else {
+        let Some(mut d) = self.cx.store.get::<WebhookDeliveryRecord>(&key)? else {
             return Ok(Vec::new());
         };
         if d.status != DeliveryStatus::Pending || o.attempt != d.attempts + 1 {
@@ -1098,12 +1110,13 @@ impl TenantState {
             return Ok(Vec::new());
         }
         let Some(mut e) = self
+            .cx
             .store
             .get::<WebhookEndpointRecord>(o.endpoint.as_bytes())?
         else {
             return Ok(Vec::new());
         };
-        let policy = self.runtime.webhooks;
+        let policy = self.cx.runtime.webhooks;
         let mut fx = self.effects();
         if let Some(at) = d.next_attempt_at.take() {
             fx.batch
@@ -1133,7 +1146,7 @@ impl TenantState {
                         &due_key(at, o.endpoint, o.event),
                         &WebhookDueIndex::default(),
                     )?;
-                    self.webhooks.note(at);
+                    self.cx.webhooks.note(at);
                 }
                 None => d.status = DeliveryStatus::Failed,
             }
@@ -1169,7 +1182,7 @@ impl TenantState {
             }),
         )?;
         if o.owners.is_empty() {
-            tracing::warn!(tenant = %self.info.id, endpoint = %e.id, "a failing webhook endpoint was disabled, and no owner could be mailed");
+            tracing::warn!(tenant = %self.cx.info.id, endpoint = %e.id, "a failing webhook endpoint was disabled, and no owner could be mailed");
         }
         for owner in &o.owners {
             self.queue_mail(
@@ -1192,9 +1205,9 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let cutoff = now - self.runtime.webhooks.retention;
+        let cutoff = now - self.cx.runtime.webhooks.retention;
         let mut removed = 0;
-        for item in self.store.scan::<WebhookDeliveryRecord>(b"") {
+        for item in self.cx.store.scan::<WebhookDeliveryRecord>(b"") {
             if removed == limit {
                 break;
             }
@@ -1209,7 +1222,7 @@ impl TenantState {
             removed += 1;
         }
         let mut events = 0;
-        for item in self.store.scan::<OutboundEventRecord>(b"") {
+        for item in self.cx.store.scan::<OutboundEventRecord>(b"") {
             if events == limit {
                 break;
             }

@@ -21,9 +21,9 @@ fn wallet_tenant(dir: &std::path::Path, days: i64) -> TenantState {
         &AuditContext::default(),
     )
     .unwrap();
-    t.settings.eudi.enabled = true;
-    t.settings.eudi_age.age_verification_enabled = true;
-    t.settings.urls.site_url = Some("https://app.example/wallet".into());
+    t.cx.settings.eudi.enabled = true;
+    t.cx.settings.eudi_age.age_verification_enabled = true;
+    t.cx.settings.urls.site_url = Some("https://app.example/wallet".into());
     t
 }
 
@@ -198,7 +198,7 @@ async fn a_wallet_answer_is_taken_once_and_the_poll_opens_the_session_once() {
 async fn a_credential_below_the_floor_is_refused_and_the_transaction_stays_open() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = wallet_tenant(dir.path(), 30);
-    t.settings.eudi.required_assurance_floor = Some(AssuranceFloor {
+    t.cx.settings.eudi.required_assurance_floor = Some(AssuranceFloor {
         kind: AssuranceKind::Eidas,
         value: "high".into(),
     });
@@ -224,9 +224,9 @@ async fn a_wallet_address_never_opens_an_account_that_holds_it() {
     let mut owner = UserRecord::blank(Uuid::now_v7(), OffsetDateTime::now_utc());
     owner.email = Some("ada@example.com".into());
     owner.email_verified = true;
-    let mut b = t.store.batch();
+    let mut b = t.cx.store.batch();
     t.put_new_user(&mut b, &owner).unwrap();
-    t.store.apply(b).unwrap();
+    t.cx.store.apply(b).unwrap();
     let (tx, _) = begin(&mut t, EudiPurpose::Login, None).unwrap();
     // As the wallet wrote it: the address is normalised before the lookup.
     assert_eq!(
@@ -301,7 +301,7 @@ async fn a_poll_finds_only_its_own_purpose_and_handle() {
 async fn an_expired_transaction_takes_no_answer_and_polls_as_expired() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = wallet_tenant(dir.path(), 30);
-    t.runtime.eudi_request_ttl = Duration::ZERO;
+    t.cx.runtime.eudi_request_ttl = Duration::ZERO;
     let (tx, state) = begin(&mut t, EudiPurpose::Login, None).unwrap();
     assert_eq!(
         refusal(complete(&mut t, &tx, identity(Eidas::High, None))),
@@ -327,11 +327,11 @@ async fn an_age_token_is_handed_out_on_the_first_poll_only() {
         poll(&mut t, EudiPurpose::Age, &state, None).unwrap(),
         PollAnswer::Determined(None)
     ));
-    let record = t
-        .store
-        .get::<AgeTokenRecord>(&sha256(token.as_bytes()))
-        .unwrap()
-        .unwrap();
+    let record =
+        t.cx.store
+            .get::<AgeTokenRecord>(&sha256(token.as_bytes()))
+            .unwrap()
+            .unwrap();
     assert!(record.over);
     assert_eq!(record.threshold, AGE_THRESHOLD);
     assert_eq!(record.expires_at - record.verified_at, AGE_TOKEN_TTL);
@@ -381,7 +381,7 @@ async fn a_declined_age_check_falls_back_and_a_declined_sign_in_stays_open() {
 async fn nothing_begins_while_disabled_or_without_a_live_verifier() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = tenant(dir.path());
-    t.settings.eudi.enabled = true;
+    t.cx.settings.eudi.enabled = true;
     assert_eq!(
         refusal(begin(&mut t, EudiPurpose::Login, None)),
         EudiRefusal::VerifierMissing
@@ -394,12 +394,12 @@ async fn nothing_begins_while_disabled_or_without_a_live_verifier() {
     );
     let dir = tempfile::tempdir().unwrap();
     let mut t = wallet_tenant(dir.path(), 30);
-    t.settings.eudi_age.age_verification_enabled = false;
+    t.cx.settings.eudi_age.age_verification_enabled = false;
     assert_eq!(
         refusal(begin(&mut t, EudiPurpose::Age, None)),
         EudiRefusal::Disabled
     );
-    t.settings.eudi.enabled = false;
+    t.cx.settings.eudi.enabled = false;
     assert_eq!(
         refusal(begin(&mut t, EudiPurpose::Login, None)),
         EudiRefusal::Disabled

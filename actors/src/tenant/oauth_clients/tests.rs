@@ -25,7 +25,7 @@ fn auth(client_id: &str, secret: Option<&str>, method: TokenAuthMethod) -> Clien
 }
 
 fn authenticate(t: &TenantState, a: &ClientAuth) -> Result<String, OAuthFailure> {
-    t.cells
+    t.cx.cells
         .oauth_clients
         .load()
         .authenticate(a)
@@ -229,7 +229,7 @@ async fn an_update_that_changes_nothing_writes_nothing() {
         serde_json::json!(["redirect_uris"])
     );
     // The edge sees the new URI list.
-    let published = t.cells.oauth_clients.load();
+    let published = t.cx.cells.oauth_clients.load();
     assert_eq!(
         published.get(&created.client_id).unwrap().redirect_uris,
         ["https://app.example/cb2"]
@@ -301,12 +301,12 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
         t.oauth_client_cmd(register(ClientType::Public), &ctx),
         Err(TenantError::NotFound)
     ));
-    t.settings.dynamic_client_registration = true;
+    t.cx.settings.dynamic_client_registration = true;
     assert!(matches!(
         t.oauth_client_cmd(register(ClientType::Confidential), &ctx),
         Err(TenantError::NotFound)
     ));
-    let per_hour = t.runtime.agents.registrations_per_ip_hourly;
+    let per_hour = t.cx.runtime.agents.registrations_per_ip_hourly;
     for _ in 0..per_hour {
         assert!(matches!(
             t.oauth_client_cmd(register(ClientType::Public), &ctx),
@@ -338,7 +338,7 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
 async fn an_owners_client_and_a_self_registered_one_are_marked_as_such() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = tenant(dir.path());
-    t.settings.dynamic_client_registration = true;
+    t.cx.settings.dynamic_client_registration = true;
     let ctx = AuditContext::default();
     let issued = |answer| match answer {
         Ok(OAuthClientAnswer::Issued(issued)) => issued.record,

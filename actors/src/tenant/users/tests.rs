@@ -9,9 +9,9 @@ use crate::tenant::{
 const T0: OffsetDateTime = datetime!(2026-03-01 12:00:00 UTC);
 
 fn put_user(t: &TenantState, user: &UserRecord) {
-    let mut b = t.store.batch();
+    let mut b = t.cx.store.batch();
     t.put_new_user(&mut b, user).unwrap();
-    t.store.apply(b).unwrap();
+    t.cx.store.apply(b).unwrap();
 }
 
 fn user_at(email: &str, created_at: OffsetDateTime) -> UserRecord {
@@ -316,12 +316,12 @@ async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
     t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
         .unwrap();
     let queued = t.commit(fx).unwrap()[0].id;
-    t.settings.users.self_service_deletion_enabled = false;
+    t.cx.settings.users.self_service_deletion_enabled = false;
     assert!(matches!(
         t.delete_me(bearer, &ctx),
         Err(TenantError::SelfDeletionDisabled)
     ));
-    t.settings.users.self_service_deletion_enabled = true;
+    t.cx.settings.users.self_service_deletion_enabled = true;
     let needle = [b"ada@example.com".to_vec()];
     assert!(!t.user_traces(&needle).unwrap().is_empty());
     assert_eq!(t.delete_me(bearer, &ctx).unwrap(), [queued]);

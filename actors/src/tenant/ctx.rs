@@ -1,0 +1,61 @@
+//! The kernel's context: what every flow of a tenant works with and nothing flow-specific.
+//!
+//! The tenant's identity and store, the settings snapshot, the master key and the keyed
+//! hashers, what the platform gives the actor (`TenantRuntime`: clocks' offset, outbound,
+//! token lifetimes) and what it publishes to handlers (`TenantCells`), the audit sequence, the
+//! sign-in rules that every way of signing in shares (`LoginThrottles`, the consumed codes),
+//! the month's active users and the webhook outbox. Each flow's own memory is a struct of that
+//! flow's (`<flow>/memory.rs`), held beside this one in `TenantState`.
+
+use std::{collections::HashMap, time::Instant};
+
+use tessera_storage::{KeyedHasher, MasterKey, TenantStore};
+use uuid::Uuid;
+
+use super::{
+    keys::KeyRing,
+    messages::TenantInfo,
+    runtime::{TenantCells, TenantRuntime},
+    settings::TenantSettings,
+    usage::MauRecord,
+    webhooks::WebhookMemory,
+};
+use crate::{login_guard::LoginThrottles, throttle::ConsumedCodes};
+
+pub struct TenantCtx {
+    pub(super) info: TenantInfo,
+    pub(super) store: TenantStore,
+    pub(super) master_key: MasterKey,
+    pub(super) settings: TenantSettings,
+    /// Whether the tenant's BYOK SMS token is set (the token itself stays sealed in the store).
+    pub(super) byok_token_set: bool,
+    pub(super) fault_injection: bool,
+    /// Breaks ties between audit events of the same instant.
+    pub(super) audit_seq: u32,
+    pub(super) runtime: TenantRuntime,
+    /// What request handlers read without a hop: the signing keys, the edge policy.
+    pub(super) cells: TenantCells,
+    pub(super) key_ring: KeyRing,
+    /// Keyed hash of refresh tokens.
+    pub(super) refresh_hasher: KeyedHasher,
+    /// Keyed hash of OAuth consent requests (the commitment a decision carries back).
+    pub(super) oauth_hasher: KeyedHasher,
+    /// Keyed hash of e-mail domains in audit events.
+    pub(super) domain_hasher: KeyedHasher,
+    /// Keyed hash of e-mailed and texted codes.
+    pub(super) otp_hasher: KeyedHasher,
+    /// Keyed hash of recovery codes.
+    pub(super) recovery_hasher: KeyedHasher,
+    /// Hashes wallet identities into the subjects users are linked by.
+    pub(super) eudi_hasher: KeyedHasher,
+    /// The sign-in rules: per (address, account), account, address and known device.
+    pub(super) login: LoginThrottles,
+    /// When each account was last sent a resend, reset or account-exists message.
+    pub(super) mail_sent: HashMap<Uuid, Instant>,
+    /// This month's active users (persisted).
+    pub(super) mau: MauRecord,
+    /// Typed codes consumed recently: sent again, they are not guesses.
+    pub(super) consumed_codes: ConsumedCodes,
+    /// Webhook attempts under way, and the deliveries a command just scheduled.
+    pub(super) webhooks: WebhookMemory,
+}

@@ -1,0 +1,28 @@
+//! What the wallet flow keeps in memory: its per-address windows and the verifier identity,
+//! opened once.
+
+use std::{net::IpAddr, sync::Arc, time::Duration};
+
+use crate::{
+    tenant::eudi::{VerifierIdentity, BEGINS_PER_MINUTE, WALLET_CALLS_PER_MINUTE},
+    throttle::RateWindow,
+};
+
+pub struct EudiMemory {
+    /// Wallet transactions begun per client address.
+    pub begins: RateWindow<IpAddr>,
+    /// Calls of the wallet-facing routes per client address.
+    pub wallet_calls: RateWindow<IpAddr>,
+    /// The wallet verifier identity, opened.
+    pub verifier: Option<Arc<VerifierIdentity>>,
+}
+
+impl Default for EudiMemory {
+    fn default() -> Self {
+        EudiMemory {
+            begins: RateWindow::new(BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            wallet_calls: RateWindow::new(WALLET_CALLS_PER_MINUTE, Duration::from_secs(60)),
+            verifier: None,
+        }
+    }
+}
