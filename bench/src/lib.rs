@@ -1,13 +1,11 @@
 //! Shared pieces of the benchmark programs (`ceilings`, `probe`, `seed`, `passkeys`): the error
-//! type, latency statistics, and the software WebAuthn authenticator (which the integration
-//! tests use too). The programs print one JSON document on stdout; `bench/run.sh` reads it.
+//! type and latency statistics (the software WebAuthn authenticator and the test wallet they
+//! drive are `tessera-testkit`'s). The programs print one JSON document on stdout;
+//! `bench/run.sh` reads it.
 
 use std::{path::Path, time::Duration};
 
 use serde_json::Value;
-
-pub mod wallet;
-pub mod webauthn;
 
 /// Any failure of a benchmark program: printed on stderr, exit status 1.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -6,9 +6,9 @@
 // The support module serves every integration test; these use a part of it.
 #![allow(dead_code)]
 
-#[path = "../it/stub.rs"]
-mod stub;
 #[path = "../it/support.rs"]
 mod support;
 
 mod nodes;
+
+use tessera_testkit::stub;

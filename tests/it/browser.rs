@@ -799,7 +799,7 @@ fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
     );
     let email = "chromium-key@example.com";
     let user = api.verified_user(&smtp, email, USER_PASSWORD);
-    let mut key = tessera_bench::webauthn::SoftAuthenticator::device_bound();
+    let mut key = tessera_testkit::webauthn::SoftAuthenticator::device_bound();
     crate::passkeys::register_from(&api, &user, &mut key, &origin, None).expect(201);
     let cred = key.credentials[0].clone();
 
@@ -1030,7 +1030,7 @@ fn the_wallet_qr_page_shows_a_scannable_code_in_chromium() {
     let key = signup["api_key"].as_str().unwrap().to_owned();
     let owner = srv.login("owner@example.com", PASSWORD);
     srv.admin(&["eudi", "dev-cert", &slug], "").json();
-    let issuer = tessera_bench::wallet::TestIssuer::new(
+    let issuer = tessera_testkit::wallet::TestIssuer::new(
         "pid.example",
         tessera_eudi::jose::Alg::Es256,
         tessera_eudi::x509::Usage::Issuer,

@@ -10,10 +10,10 @@ use std::{
 };
 
 use serde_json::{json, Map, Value};
-use tessera_bench::wallet::{
+use tessera_eudi::{jose::Alg, x509::Usage};
+use tessera_testkit::wallet::{
     encrypt_answer, OpenedRequest, TestIssuer, TestWallet, AV_DOCTYPE, PID_DOCTYPE,
 };
-use tessera_eudi::{jose::Alg, x509::Usage};
 
 use crate::stub::{Route, StubResponse, StubServer};
 use crate::support::*;
@@ -215,7 +215,7 @@ impl World {
         status: Option<(&str, u64)>,
     ) -> TestWallet {
         let mut w = TestWallet::new(&self.verifier_root).unwrap();
-        let exp = tessera_bench::wallet::now() + 86_400;
+        let exp = tessera_testkit::wallet::now() + 86_400;
         w.sd_jwt = Some(
             self.sd_issuer
                 .pid_sd_jwt(ISSUER, claims, &w.device.public_key(), exp, status)
@@ -479,7 +479,7 @@ fn presentations_that_fail_a_check_are_refused_and_leave_the_transaction_open() 
     // root.
     let rogue = TestIssuer::new("rogue.example", Alg::Es256, Usage::Issuer).unwrap();
     let mut fake = TestWallet::new(&w.verifier_root).unwrap();
-    let exp = tessera_bench::wallet::now() + 3600;
+    let exp = tessera_testkit::wallet::now() + 3600;
     fake.sd_jwt = Some(
         rogue
             .pid_sd_jwt(ISSUER, &pid_claims(), &fake.device.public_key(), exp, None)
@@ -796,7 +796,7 @@ impl World {
     /// A wallet holding a PID of `iss` signed by `issuer`, whose header names the key by `kid`.
     fn wallet_with_kid_pid(&self, issuer: &TestIssuer, kid: &str, iss: &str) -> TestWallet {
         let mut w = TestWallet::new(&self.verifier_root).unwrap();
-        let exp = tessera_bench::wallet::now() + 86_400;
+        let exp = tessera_testkit::wallet::now() + 86_400;
         w.sd_jwt = Some(
             issuer
                 .pid_sd_jwt_with_kid(kid, iss, &pid_claims(), &w.device.public_key(), exp)
@@ -1200,7 +1200,7 @@ fn certificates_vouch_for_their_own_issuer_and_mdoc_answers_for_one_document() {
     w.configure(json!({ "trust_anchors": body }));
     // pid.example's certificate, claiming to be other.example.
     let mut posing = TestWallet::new(&w.verifier_root).unwrap();
-    let exp = tessera_bench::wallet::now() + 3600;
+    let exp = tessera_testkit::wallet::now() + 3600;
     posing.sd_jwt = Some(
         w.sd_issuer
             .pid_sd_jwt(

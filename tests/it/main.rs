@@ -2,8 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod stub;
 mod support;
+
+use tessera_testkit::stub;
 
 mod accounts;
 mod agents;

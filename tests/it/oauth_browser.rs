@@ -1064,7 +1064,7 @@ fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
     );
     let email = "keyholder@example.com";
     let user = api.verified_user(&smtp, email, USER_PASSWORD);
-    let mut key = tessera_bench::webauthn::SoftAuthenticator::device_bound();
+    let mut key = tessera_testkit::webauthn::SoftAuthenticator::device_bound();
     crate::passkeys::register_from(&api, &user, &mut key, ORIGIN, None).expect(201);
 
     let mut b = Browser::new();

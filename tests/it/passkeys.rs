@@ -1,5 +1,5 @@
 //! Passkeys through the real binary, with real WebAuthn objects from the software
-//! authenticator of `tessera_bench::webauthn`: registration behind the step-up gate, username-less
+//! authenticator of `tessera_testkit::webauthn`: registration behind the step-up gate, username-less
 //! and by-handle sign-in (claims checked against the JWKS), origins and relying parties,
 //! replays and concurrent finishes, the passkey step-up with and without user verification,
 //! clone detection, management, the relying-party id change, and other tenants' ceremonies.
@@ -8,7 +8,7 @@ use std::sync::Barrier;
 
 use serde_json::{json, Value};
 
-use tessera_bench::webauthn::SoftAuthenticator;
+use tessera_testkit::webauthn::SoftAuthenticator;
 
 use crate::support::{
     audit_events, b64url, fresh_client_ip, password_step_up, user_setup, AuthAnswer, Session,

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use serde_json::{json, Value};
-use tessera_bench::{wallet::TestWallet, webauthn::SoftAuthenticator};
+use tessera_testkit::{wallet::TestWallet, webauthn::SoftAuthenticator};
 
 use crate::{
     agents::{

@@ -170,7 +170,7 @@ pub(super) mod tests {
     use std::time::Duration;
 
     use serde_json::{json, Value};
-    use tessera_bench::webauthn::{b64url, SoftAuthenticator, SoftCredential};
+    use tessera_testkit::webauthn::{b64url, SoftAuthenticator, SoftCredential};
     use webauthn_rs_core::proto::{
         AttestationConveyancePreference, RegisterPublicKeyCredential, RequestRegistrationExtensions,
     };

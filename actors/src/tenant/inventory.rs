@@ -344,7 +344,7 @@ mod tests {
             }
             Credential::Passkeys => {
                 let (credential, _) = assertion::tests::registered(
-                    tessera_bench::webauthn::SoftAuthenticator::device_bound(),
+                    tessera_testkit::webauthn::SoftAuthenticator::device_bound(),
                 );
                 let record = PasskeyRecord {
                     id: Uuid::now_v7(),

@@ -361,7 +361,7 @@ fn measure_es256(threads: usize, time: Duration) -> Result<serde_json::Value> {
 /// authenticator (client data, authenticator data, the P-256 signature). One thread; the
 /// assertions are made beforehand, one fresh challenge each.
 fn measure_webauthn(time: Duration) -> Result<serde_json::Value> {
-    use tessera_bench::webauthn::SoftAuthenticator;
+    use tessera_testkit::webauthn::SoftAuthenticator;
     use webauthn_rs_core::{
         proto::{
             AuthenticationState, COSEAlgorithm, PublicKeyCredential, RegisterPublicKeyCredential,

@@ -34,11 +34,8 @@ use hyper::{
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use tessera_bench::{
-    call, client_ip, field, read_rows,
-    webauthn::{Assertion, SoftAuthenticator},
-    LatencySummary, Result,
-};
+use tessera_bench::{call, client_ip, field, read_rows, LatencySummary, Result};
+use tessera_testkit::webauthn::{Assertion, SoftAuthenticator};
 
 #[derive(Parser)]
 #[command(name = "passkeys", about = "Passkey sign-ins under load")]

@@ -36,15 +36,12 @@ use std::{
 use base64::{engine::general_purpose::STANDARD, Engine};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Map, Value};
-use tessera_bench::{
-    call, client_ip, round3,
-    wallet::{now, TestIssuer, TestWallet, PID_DOCTYPE},
-    LatencySummary, Result,
-};
+use tessera_bench::{call, client_ip, round3, LatencySummary, Result};
 use tessera_eudi::{
     jose::{Alg, SigningKey},
     x509::Usage,
 };
+use tessera_testkit::wallet::{now, TestIssuer, TestWallet, PID_DOCTYPE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The SD-JWT PID issuer's `iss` (its trust anchor's `issuer`).

@@ -12,7 +12,7 @@ fn user_handles_are_read_as_bytes_or_as_text() {
 #[test]
 fn a_record_s_own_use_state_stands_until_a_use_record_is_applied() {
     let (mut credential, _) =
-        assertion::tests::registered(tessera_bench::webauthn::SoftAuthenticator::device_bound());
+        assertion::tests::registered(tessera_testkit::webauthn::SoftAuthenticator::device_bound());
     // As an earlier build, which kept the use state in the record, left it.
     credential.counter = 7;
     let used_at = OffsetDateTime::now_utc();

@@ -10,7 +10,6 @@
 use std::{
     collections::BTreeMap,
     convert::Infallible,
-    io::{Read, Write},
     net::SocketAddr,
     sync::{Arc, Mutex, PoisonError},
     thread::JoinHandle,
@@ -25,7 +24,7 @@ use hyper::{
     Request, Response,
 };
 use hyper_util::rt::TokioIo;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// What answers the requests of one route.
 pub type Handler = Arc<dyn Fn(&StubRequest) -> StubResponse + Send + Sync>;
@@ -229,6 +228,10 @@ pub struct StubServer {
 }
 
 impl StubServer {
+    #[allow(
+        clippy::unwrap_used,
+        reason = "test support: a stand-in that cannot start fails the test that starts it"
+    )]
     pub fn start(routes: Vec<Route>) -> StubServer {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
@@ -385,135 +388,145 @@ fn reply(answer: StubResponse) -> Response<Full<Bytes>> {
         })
 }
 
-/// Writes `raw` on a new connection and reads until the server closes it.
-fn exchange(addr: SocketAddr, raw: &str) -> String {
-    let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream.write_all(raw.as_bytes()).unwrap();
-    let mut out = String::new();
-    let _ = stream.read_to_string(&mut out);
-    out
-}
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
 
-#[test]
-fn the_stub_server_answers_from_its_routes_and_records_each_request() {
-    let hits = Arc::new(Mutex::new(0));
-    let counted = hits.clone();
-    let server = StubServer::start(vec![
-        Route::get("/exact", move |req| {
-            *counted.lock().unwrap() += 1;
-            StubResponse::json(200, &json!({"q": req.query_params()})).header("retry-after", "7")
-        }),
-        Route::prefix("POST", "/under/", |req| {
-            StubResponse::text(201, "text/plain", format!("{} {}", req.path, req.text()))
-        }),
-        Route::get("/panics", |_| panic!("a handler that fails")),
-    ]);
-    let client = reqwest::blocking::Client::new();
-    let url = server.url();
+    use serde_json::json;
 
-    let r = client
-        .get(format!("{url}/exact?a=1&b=x%20y"))
-        .header("x-probe", "one")
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    assert_eq!(r.headers()["retry-after"], "7");
-    assert_eq!(r.headers()["content-type"], "application/json");
-    assert_eq!(
-        r.json::<Value>().unwrap(),
-        json!({"q": {"a": "1", "b": "x y"}})
-    );
+    use super::*;
 
-    let r = client
-        .post(format!("{url}/under/deep/path"))
-        .body("a body")
-        .send()
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    assert_eq!(r.text().unwrap(), "/under/deep/path a body");
+    /// Writes `raw` on a new connection and reads until the server closes it.
+    fn exchange(addr: SocketAddr, raw: &str) -> String {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(raw.as_bytes()).unwrap();
+        let mut out = String::new();
+        let _ = stream.read_to_string(&mut out);
+        out
+    }
 
-    // The wrong method, an unknown path, a handler's panic.
-    assert_eq!(
-        client.post(format!("{url}/exact")).send().unwrap().status(),
-        404
-    );
-    assert_eq!(
-        client
-            .get(format!("{url}/under/x"))
+    #[test]
+    fn the_stub_server_answers_from_its_routes_and_records_each_request() {
+        let hits = Arc::new(Mutex::new(0));
+        let counted = hits.clone();
+        let server = StubServer::start(vec![
+            Route::get("/exact", move |req| {
+                *counted.lock().unwrap() += 1;
+                StubResponse::json(200, &json!({"q": req.query_params()}))
+                    .header("retry-after", "7")
+            }),
+            Route::prefix("POST", "/under/", |req| {
+                StubResponse::text(201, "text/plain", format!("{} {}", req.path, req.text()))
+            }),
+            Route::get("/panics", |_| panic!("a handler that fails")),
+        ]);
+        let client = reqwest::blocking::Client::new();
+        let url = server.url();
+
+        let r = client
+            .get(format!("{url}/exact?a=1&b=x%20y"))
+            .header("x-probe", "one")
             .send()
-            .unwrap()
-            .status(),
-        404
-    );
-    assert_eq!(
-        client.get(format!("{url}/panics")).send().unwrap().status(),
-        500
-    );
-    assert_eq!(*hits.lock().unwrap(), 1);
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.headers()["retry-after"], "7");
+        assert_eq!(r.headers()["content-type"], "application/json");
+        assert_eq!(
+            r.json::<Value>().unwrap(),
+            json!({"q": {"a": "1", "b": "x y"}})
+        );
 
-    let seen = server.requests();
-    let targets: Vec<(String, String)> = seen
-        .iter()
-        .map(|r| (r.method.clone(), r.target()))
-        .collect();
-    assert_eq!(
-        targets,
-        [
-            ("GET", "/exact?a=1&b=x%20y"),
-            ("POST", "/under/deep/path"),
-            ("POST", "/exact"),
-            ("GET", "/under/x"),
-            ("GET", "/panics"),
-        ]
-        .map(|(m, t)| (m.to_owned(), t.to_owned()))
-    );
-    assert_eq!(seen[0].header("X-Probe"), Some("one"));
-    assert_eq!(seen[0].query.as_deref(), Some("a=1&b=x%20y"));
-    assert_eq!(seen[1].body, b"a body");
-    assert_eq!(server.requests_to("/exact").len(), 2);
-}
+        let r = client
+            .post(format!("{url}/under/deep/path"))
+            .body("a body")
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 201);
+        assert_eq!(r.text().unwrap(), "/under/deep/path a body");
 
-#[test]
-fn the_stub_server_keeps_connections_alive_survives_garbage_and_stops_on_drop() {
-    let server = StubServer::start(vec![Route::any(|req| {
-        StubResponse::text(200, "text/plain", req.text())
-    })]);
-    let addr = server.addr();
+        // The wrong method, an unknown path, a handler's panic.
+        assert_eq!(
+            client.post(format!("{url}/exact")).send().unwrap().status(),
+            404
+        );
+        assert_eq!(
+            client
+                .get(format!("{url}/under/x"))
+                .send()
+                .unwrap()
+                .status(),
+            404
+        );
+        assert_eq!(
+            client.get(format!("{url}/panics")).send().unwrap().status(),
+            500
+        );
+        assert_eq!(*hits.lock().unwrap(), 1);
 
-    // Two requests on one connection, the second asking to close it.
-    let out = exchange(
-        addr,
-        "POST /one HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc\
-         POST /two HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n\
-         2\r\nde\r\n0\r\n\r\n",
-    );
-    assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 2, "{out}");
-    assert!(out.ends_with("de"), "{out}");
+        let seen = server.requests();
+        let targets: Vec<(String, String)> = seen
+            .iter()
+            .map(|r| (r.method.clone(), r.target()))
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                ("GET", "/exact?a=1&b=x%20y"),
+                ("POST", "/under/deep/path"),
+                ("POST", "/exact"),
+                ("GET", "/under/x"),
+                ("GET", "/panics"),
+            ]
+            .map(|(m, t)| (m.to_owned(), t.to_owned()))
+        );
+        assert_eq!(seen[0].header("X-Probe"), Some("one"));
+        assert_eq!(seen[0].query.as_deref(), Some("a=1&b=x%20y"));
+        assert_eq!(seen[1].body, b"a body");
+        assert_eq!(server.requests_to("/exact").len(), 2);
+    }
 
-    // Garbage is refused, and the server goes on.
-    let out = exchange(addr, "NOT HTTP AT ALL\r\n\r\n");
-    assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
-    let out = exchange(
-        addr,
-        "GET /three HTTP/1.1\r\nhost: x\r\ncontent-length: x\r\n\r\n",
-    );
-    assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
-    let out = exchange(
-        addr,
-        "GET /four HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
-    );
-    assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
-    assert_eq!(server.requests_to("/four").len(), 1);
+    #[test]
+    fn the_stub_server_keeps_connections_alive_survives_garbage_and_stops_on_drop() {
+        let server = StubServer::start(vec![Route::any(|req| {
+            StubResponse::text(200, "text/plain", req.text())
+        })]);
+        let addr = server.addr();
 
-    // An idle open connection does not keep the server up.
-    let idle = std::net::TcpStream::connect(addr).unwrap();
-    drop(server);
-    assert!(
-        std::net::TcpStream::connect(addr).is_err(),
-        "{addr} still listens"
-    );
-    drop(idle);
+        // Two requests on one connection, the second asking to close it.
+        let out = exchange(
+            addr,
+            "POST /one HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\nabc\
+             POST /two HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n\
+             2\r\nde\r\n0\r\n\r\n",
+        );
+        assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 2, "{out}");
+        assert!(out.ends_with("de"), "{out}");
+
+        // Garbage is refused, and the server goes on.
+        let out = exchange(addr, "NOT HTTP AT ALL\r\n\r\n");
+        assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
+        let out = exchange(
+            addr,
+            "GET /three HTTP/1.1\r\nhost: x\r\ncontent-length: x\r\n\r\n",
+        );
+        assert!(out.is_empty() || out.starts_with("HTTP/1.1 400"), "{out}");
+        let out = exchange(
+            addr,
+            "GET /four HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+        );
+        assert!(out.starts_with("HTTP/1.1 200 OK"), "{out}");
+        assert_eq!(server.requests_to("/four").len(), 1);
+
+        // An idle open connection does not keep the server up.
+        let idle = std::net::TcpStream::connect(addr).unwrap();
+        drop(server);
+        assert!(
+            std::net::TcpStream::connect(addr).is_err(),
+            "{addr} still listens"
+        );
+        drop(idle);
+    }
 }
