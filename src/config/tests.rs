@@ -1,3 +1,4 @@
+//! Unit tests of loading and validating the whole configuration.
 
 use super::*;
 
