@@ -92,7 +92,7 @@ impl ServerConfig {
         }
         self.trusted_proxies()?;
         for origin in &self.dashboard_origins {
-            if crate::http::cors::normalize_origin(origin).is_none() {
+            if crate::origin::normalize_origin(origin).is_none() {
                 return Err(ConfigError::Key {
                     key: "server.dashboard_origins",
                     reason: format!("{origin:?} is not an origin (scheme://host[:port], no path)"),
