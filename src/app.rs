@@ -45,7 +45,7 @@ pub struct App {
     pub sign_in_hasher: KeyedHasher,
     pub metrics: Metrics,
     /// Access tokens already verified (see `http::bearer`).
-    pub verified_tokens: crate::http::bearer::VerifiedTokens,
+    pub verified_tokens: crate::verified_tokens::VerifiedTokens,
     pub trusted_proxies: Vec<IpNet>,
     /// `server.base_url`, or `http://<bound address>`.
     pub base_url: String,

@@ -15,8 +15,10 @@ pub mod i18n;
 pub mod metrics;
 pub mod net;
 pub mod ops;
+pub mod origin;
 pub mod social;
 pub mod telemetry;
+pub mod verified_tokens;
 pub mod webhooks;
 
 use std::{fs::File, future::Future, io::Write, sync::Arc, time::Duration};
@@ -306,7 +308,8 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         .metrics_addr()
         .map_err(|e| StartError::Other(e.to_string()))?;
     let socket_path = config.admin_socket_path();
-    let verified_tokens = http::bearer::VerifiedTokens::new(config.tokens.verified_cache_entries);
+    let verified_tokens =
+        verified_tokens::VerifiedTokens::new(config.tokens.verified_cache_entries);
     let metrics = Metrics::new(Sources {
         store: store.clone(),
         hasher: hasher.clone(),

@@ -17,9 +17,9 @@ use etcd_client::{
 use tessera_actors::DirectoryHandle;
 use tessera_storage::TenantId;
 use thiserror::Error;
-use tokio::sync::Notify;
+use tokio::{sync::Notify, task::JoinHandle};
 
-use super::{ClusterTasks, Refusal};
+use super::refusal::Refusal;
 use crate::config::ClusterConfig;
 
 #[derive(Debug, Error)]
@@ -70,13 +70,13 @@ pub(super) struct Member {
 
 impl Member {
     /// Connects to etcd, takes this node's lease and every free tenant of the store, and
-    /// starts keeping them. Fails when etcd cannot be reached: a node configured for a
-    /// cluster never serves on its own.
+    /// starts keeping them, answering the tasks that keep them. Fails when etcd cannot be
+    /// reached: a node configured for a cluster never serves on its own.
     pub(super) async fn join(
         config: &ClusterConfig,
         advertise: String,
         directory: DirectoryHandle,
-    ) -> Result<(Arc<Member>, ClusterTasks), ClusterError> {
+    ) -> Result<(Arc<Member>, Vec<JoinHandle<()>>), ClusterError> {
         let timeout = Duration::from_millis(config.timeout_ms);
         let options = ConnectOptions::new()
             .with_connect_timeout(timeout)
@@ -115,10 +115,10 @@ impl Member {
             owned = shared.owned(),
             "joined the cluster"
         );
-        let tasks = ClusterTasks(vec![
+        let tasks = vec![
             tokio::spawn(keep_lease(shared.clone(), keeper, stream)),
             tokio::spawn(reconcile_loop(shared.clone())),
-        ]);
+        ];
         Ok((shared, tasks))
     }
 

@@ -24,6 +24,7 @@
 
 #[cfg(feature = "cluster")]
 mod etcd;
+mod refusal;
 
 #[cfg(feature = "cluster")]
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use crate::config::ClusterConfig;
 
 #[cfg(feature = "cluster")]
 pub use etcd::ClusterError;
+pub use refusal::Refusal;
 
 /// Why a node cannot join its cluster.
 #[cfg(not(feature = "cluster"))]
@@ -46,16 +48,6 @@ pub enum ClusterError {
          `cargo build --release --features cluster` (its etcd client needs protoc)"
     )]
     NotBuilt,
-}
-
-/// Why this node does not serve a tenant now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// Another node holds the tenant's lease: its advertised URL.
-    Elsewhere(String),
-    /// No node is known to hold it: its owner has just stopped and nobody took it yet, or
-    /// this node has lost etcd and serves nothing until it has a lease again.
-    Unowned,
 }
 
 /// Whether this node may serve a tenant. Cheap to clone. [`Cluster::off`], the default,
@@ -89,7 +81,7 @@ impl Cluster {
             Cluster {
                 member: Some(member),
             },
-            tasks,
+            ClusterTasks(tasks),
         ))
     }
 

@@ -1,3 +1,5 @@
+//! Unit tests of loading and validating the whole configuration.
+
 use super::*;
 
 #[test]

@@ -5,7 +5,7 @@
 //! Verification runs here, off the tenant actor, with the keys the actor publishes; the actor
 //! is then asked only whether the session is still alive (every command taking a [`Bearer`]
 //! checks that itself), so a revoked session's tokens stop working at once. A token verified
-//! once is remembered until it expires ([`VerifiedTokens`]): ES256 verification costs more
+//! once is remembered until it expires (`crate::verified_tokens`): ES256 verification costs more
 //! than the rest of `GET /v1/auth/me` together.
 
 use std::sync::Arc;
@@ -21,14 +21,17 @@ use tessera_actors::{
     },
     TenantHandle,
 };
-use tessera_storage::{sha256, TenantId};
+use tessera_storage::sha256;
 use time::OffsetDateTime;
 
 use super::{
     error::{invalid_token, ApiError},
     extract::ApiTenant,
 };
-use crate::app::{App, AppState};
+use crate::{
+    app::{App, AppState},
+    verified_tokens::Verified,
+};
 
 /// `{base_url}/v1/tenants/{slug}`: the issuer of a tenant's tokens.
 pub fn issuer(app: &App, slug: &str) -> String {
@@ -112,7 +115,8 @@ pub fn verify(
 
 /// Verifies `token` as an access token of `tenant` for any audience, first-party or issued to
 /// an OAuth client; a token verified before (same tenant, same published keys, not yet
-/// expired) is answered from [`VerifiedTokens`] without the ES256 check.
+/// expired) is answered from [`VerifiedTokens`](crate::verified_tokens::VerifiedTokens) without
+/// the ES256 check.
 pub fn verify_any(
     app: &App,
     tenant: &TenantHandle,
@@ -148,70 +152,6 @@ pub fn verify_any(
         },
     );
     Ok((claims, bearer))
-}
-
-/// An access token that passed [`verify_any`]: what a repeat of it needs, and what it was checked
-/// against.
-pub struct Verified {
-    tenant: TenantId,
-    /// The slug its `iss` was checked against.
-    slug: String,
-    /// The key set it was verified with. Held, so a later set is never at the same address;
-    /// a rotation publishes a new set, and the token is checked again once.
-    keys: Arc<TokenKeys>,
-    claims: AccessClaims,
-    bearer: Bearer,
-}
-
-/// Access tokens already verified, keyed by the SHA-256 of the exact token. Bounded (the
-/// least useful entries go first); an entry counts only for its tenant, while that tenant
-/// publishes the same key set, and until the token's `exp`. Whether the session is still alive
-/// is not cached: every command taking a [`Bearer`] asks the tenant's actor.
-pub struct VerifiedTokens(Option<quick_cache::sync::Cache<[u8; 32], Arc<Verified>>>);
-
-impl VerifiedTokens {
-    /// Room for `entries` tokens; 0 turns the cache off.
-    pub fn new(entries: u64) -> Self {
-        let entries = usize::try_from(entries).unwrap_or(usize::MAX);
-        VerifiedTokens((entries > 0).then(|| quick_cache::sync::Cache::new(entries)))
-    }
-
-    fn get(
-        &self,
-        digest: &[u8; 32],
-        tenant: &TenantHandle,
-        keys: &Arc<TokenKeys>,
-        now: i64,
-    ) -> Option<Arc<Verified>> {
-        let cache = self.0.as_ref()?;
-        let hit = cache.get(digest)?;
-        if hit.tenant == tenant.id
-            && hit.slug == tenant.slug
-            && Arc::ptr_eq(&hit.keys, keys)
-            && now < hit.claims.exp
-        {
-            return Some(hit);
-        }
-        if now >= hit.claims.exp {
-            cache.remove(digest);
-        }
-        None
-    }
-
-    fn insert(&self, digest: [u8; 32], verified: Verified) {
-        if let Some(cache) = &self.0 {
-            cache.insert(digest, Arc::new(verified));
-        }
-    }
-
-    /// Entries held now.
-    pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |c| c.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 impl FromRequestParts<AppState> for UserBearer {

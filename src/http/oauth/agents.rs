@@ -11,9 +11,8 @@
 use std::sync::Arc;
 
 use axum::{
-    body::Bytes,
-    extract::{Path, State},
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    extract::State,
+    http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
@@ -22,7 +21,7 @@ use tessera_actors::{
     tenant::{
         agents::{
             AgentAnswer, AgentCmd, AgentGrant, AgentIssued, AgentRecord, OnBehalf, PollRefusal,
-            RequestFlow,
+            RequestFlow, RequestStarted,
         },
         audit::AuditContext,
         keys::{ActorClaim, AgentClaims, TokenKeys},
@@ -33,9 +32,9 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    client_auth, is_protocol_scope, split_scopes, still_grantable, tenant_catalog,
-    token::{bearer_error, form, no_store, required, tenant_of},
-    OAuthError, OAuthErrorBody, Params,
+    form::{bearer_error, invalid_bearer, no_store, required, FormRequest},
+    is_protocol_scope, split_scopes, still_grantable, tenant_catalog, OAuthError, OAuthErrorBody,
+    Params,
 };
 use crate::{
     app::{App, AppState},
@@ -150,14 +149,15 @@ fn sign(
     let access_token = keys
         .sign_agent(&claims)
         .map_err(|e| OAuthError::from(ApiError::internal(e)))?;
+    // The token endpoint's `TokenAnswer::Agent`, which is this body alone (untagged).
     Ok(no_store(
-        Json(super::token::TokenAnswer::Agent(AgentTokenResponse {
+        Json(AgentTokenResponse {
             access_token,
             issued_token_type: exchange.then_some(ACCESS_TOKEN_TYPE),
             token_type: "Bearer",
             expires_in: (issued.exp - issued.iat).max(0),
             scope: claims.scope,
-        }))
+        })
         .into_response(),
     ))
 }
@@ -342,21 +342,33 @@ fn grant_error(e: CallError<TenantError>) -> OAuthError {
 }
 
 /// The agent a form request authenticates (for the CIBA and device endpoints).
-async fn agent_request(
-    state: &AppState,
-    slug: &str,
-    headers: &HeaderMap,
-    body: &[u8],
+async fn agent_of(
+    request: FormRequest,
 ) -> Result<(TenantHandle, Params, Arc<AgentRecord>), OAuthError> {
-    let tenant = tenant_of(state, slug)?;
-    let p = form(headers, body)?;
-    let auth = client_auth(headers, &p)?;
+    let FormRequest {
+        tenant,
+        params,
+        auth,
+    } = request;
     let agent = tenant
         .agents()
         .await?
         .authenticate(&auth)
         .map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
-    Ok((tenant, p, agent))
+    Ok((tenant, params, agent))
+}
+
+/// Starts a CIBA or device flow (`what`: the endpoint, for an unexpected answer).
+async fn start(
+    tenant: &TenantHandle,
+    ctx: AuditContext,
+    cmd: AgentCmd,
+    what: &str,
+) -> Result<RequestStarted, OAuthError> {
+    match call(tenant, ctx, cmd).await.map_err(grant_error)? {
+        AgentAnswer::Started(s) => Ok(s),
+        _ => Err(ApiError::internal(format!("an unexpected answer to {what}")).into()),
+    }
 }
 
 /// The CIBA authentication request's form (for the OpenAPI document).
@@ -402,12 +414,10 @@ pub struct BackchannelResponse {
     ))]
 pub async fn backchannel(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
-    headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
-    body: Bytes,
+    request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, agent) = agent_request(&state, &slug, &headers, &body).await?;
+    let (tenant, p, agent) = agent_of(request).await?;
     let hint = required(&p, "login_hint")?;
     let Some(hint) = tessera_actors::policy::normalize_email(hint).filter(|h| is_email(h)) else {
         return Err(OAuthError::invalid_request(
@@ -432,9 +442,7 @@ pub async fn backchannel(
         resource: resource_of(&state, &tenant, &p).await?,
         agent,
     };
-    let AgentAnswer::Started(s) = call(&tenant, ctx, cmd).await.map_err(grant_error)? else {
-        return Err(ApiError::internal("an unexpected answer to bc-authorize").into());
-    };
+    let s = start(&tenant, ctx, cmd, "bc-authorize").await?;
     Ok(no_store(
         Json(BackchannelResponse {
             auth_req_id: s.secret,
@@ -485,12 +493,10 @@ pub struct DeviceAuthorizationResponse {
     ))]
 pub async fn device_authorization(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
-    headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
-    body: Bytes,
+    request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, agent) = agent_request(&state, &slug, &headers, &body).await?;
+    let (tenant, p, agent) = agent_of(request).await?;
     let scopes = match p.get("scope") {
         Some(s) => split_scopes(s),
         None => agent.scopes.clone(),
@@ -500,9 +506,7 @@ pub async fn device_authorization(
         resource: resource_of(&state, &tenant, &p).await?,
         agent,
     };
-    let AgentAnswer::Started(s) = call(&tenant, ctx, cmd).await.map_err(grant_error)? else {
-        return Err(ApiError::internal("an unexpected answer to device_authorization").into());
-    };
+    let s = start(&tenant, ctx, cmd, "device_authorization").await?;
     let code = s.user_code.unwrap_or_default();
     let shown = if code.len() == 8 {
         format!("{}-{}", &code[..4], &code[4..])
@@ -546,11 +550,7 @@ pub async fn userinfo(
             Err(OAuthError::rate_limited(retry_after).into_response())
         }
         Err(CallError::Failed(TenantError::InvalidSession | TenantError::NotFound)) => {
-            Err(no_store(bearer_error(
-                StatusCode::UNAUTHORIZED,
-                "invalid_token",
-                "the access token is missing, invalid, expired or revoked",
-            )))
+            Err(no_store(invalid_bearer()))
         }
         Ok(_) => Err(ApiError::internal("an unexpected answer to userinfo").into_response()),
         Err(e) => Err(ApiError::from(e).into_response()),
@@ -613,13 +613,4 @@ pub async fn revoke_own(
     };
     call(tenant, ctx, cmd).await?;
     Ok(())
-}
-
-/// Adds `WWW-Authenticate` for a refused bearer to a response (unused header values are
-/// dropped).
-pub fn with_challenge(mut resp: Response, challenge: &str) -> Response {
-    if let Ok(v) = HeaderValue::from_str(challenge) {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
-    resp
 }

@@ -12,6 +12,7 @@ pub mod agents;
 pub mod authorize;
 pub mod browser;
 pub mod consents;
+pub mod form;
 pub mod logout;
 pub mod register;
 pub mod token;

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use axum::{
-    body::Bytes,
     extract::{Path, State},
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -27,7 +26,8 @@ use utoipa::ToSchema;
 
 use super::{
     agents::{self, AgentToken},
-    client_auth, is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
+    form::{bearer_error, invalid_bearer, no_store, required, FormRequest},
+    is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
     BearerUnauthorizedBody, OAuthError, OAuthErrorBody, Params,
 };
 use crate::{
@@ -40,45 +40,20 @@ use crate::{
     },
 };
 
-pub(super) fn tenant_of(state: &AppState, slug: &str) -> Result<TenantHandle, OAuthError> {
-    tenant_by_slug(state, slug).map_err(|_| OAuthError::invalid_request("no such tenant"))
-}
-
-/// A form body (`application/x-www-form-urlencoded`), each parameter at most once.
-pub(super) fn form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| {
-            m.trim()
-                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-        });
-    if !is_form {
-        return Err(OAuthError::invalid_request(
-            "the body must be application/x-www-form-urlencoded",
-        ));
-    }
-    Params::parse(body).map_err(OAuthError::invalid_request)
-}
-
 /// Who called a form endpoint: an OAuth client or an agent.
 enum Caller {
     Client(Arc<OAuthClientRecord>),
     Agent(Arc<AgentRecord>),
 }
 
-/// A form request: its tenant, the parameters, and the caller, authenticated against the
+/// A form request's tenant, its parameters, and its caller, authenticated against the
 /// tenant's published clients, else its agents (`agt_...`).
-async fn caller_request(
-    state: &AppState,
-    slug: &str,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(TenantHandle, Params, Caller), OAuthError> {
-    let tenant = tenant_of(state, slug)?;
-    let p = form(headers, body)?;
-    let auth = client_auth(headers, &p)?;
+async fn authenticated(request: FormRequest) -> Result<(TenantHandle, Params, Caller), OAuthError> {
+    let FormRequest {
+        tenant,
+        params,
+        auth,
+    } = request;
     let caller = if auth.client_id.starts_with("agt_") {
         tenant
             .agents()
@@ -93,7 +68,7 @@ async fn caller_request(
             .map(Caller::Client)
     };
     let caller = caller.map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
-    Ok((tenant, p, caller))
+    Ok((tenant, params, caller))
 }
 
 fn unsupported_grant() -> OAuthError {
@@ -108,11 +83,6 @@ fn unauthorized_grant() -> OAuthError {
         "unauthorized_client",
         "this client may not use this grant type",
     )
-}
-
-pub(super) fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
-    p.get(name)
-        .ok_or_else(|| OAuthError::invalid_request(format!("{name} is required")))
 }
 
 /// The token endpoint's form (for the OpenAPI document; the handler reads the form itself,
@@ -306,13 +276,6 @@ async fn sign(
     })
 }
 
-pub(super) fn no_store(mut resp: Response) -> Response {
-    let h = resp.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    resp
-}
-
 /// The token endpoint: for OAuth clients `authorization_code` (with the PKCE verifier) and
 /// `refresh_token`; for agents `client_credentials`, token exchange (RFC 8693), CIBA and the
 /// device code (RFC 8628), polled.
@@ -328,12 +291,10 @@ pub(super) fn no_store(mut resp: Response) -> Response {
     ))]
 pub async fn token(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
-    headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
-    body: Bytes,
+    request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let (tenant, p, caller) = authenticated(request).await?;
     let grant_type = required(&p, "grant_type")?;
     let client = match caller {
         Caller::Agent(agent) => {
@@ -408,12 +369,10 @@ async fn presented(
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
-    headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
-    body: Bytes,
+    request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let (tenant, p, caller) = authenticated(request).await?;
     let raw = required(&p, "token")?;
     match caller {
         Caller::Client(client) => {
@@ -525,12 +484,10 @@ impl IntrospectionResponse {
     ))]
 pub async fn introspect(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
-    headers: HeaderMap,
     RequestCtx(actx): RequestCtx,
-    body: Bytes,
+    request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = caller_request(&state, &slug, &headers, &body).await?;
+    let (tenant, p, caller) = authenticated(request).await?;
     let raw = required(&p, "token")?;
     // Resource servers introspect: confidential clients (and agents, their own tokens only).
     if let Caller::Client(c) = &caller {
@@ -628,28 +585,7 @@ pub struct UserInfoResponse {
     pub phone_number_verified: Option<bool>,
 }
 
-/// An RFC 6750 error: 401 `invalid_token` or 403 `insufficient_scope`.
-pub(super) fn bearer_error(status: StatusCode, error: &str, description: &str) -> Response {
-    let challenge = format!("Bearer error=\"{error}\", error_description=\"{description}\"");
-    let mut resp = (
-        status,
-        Json(serde_json::json!({ "error": error, "error_description": description })),
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&challenge) {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
-    resp
-}
-
 async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Response {
-    let invalid = || {
-        bearer_error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_token",
-            "the access token is missing, invalid, expired or revoked",
-        )
-    };
     let tenant = match tenant_by_slug(state, slug) {
         Ok(t) => t,
         Err(e) => return e.into_response(),
@@ -658,7 +594,7 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
         BearerHeader::Token(t) => t,
         // No credentials at all: RFC 6750 3.1's bare challenge, no error code.
         BearerHeader::Absent => return missing_token().into_response(),
-        BearerHeader::Malformed => return invalid(),
+        BearerHeader::Malformed => return invalid_bearer(),
     };
     let Ok(keys) = tenant.keys().await else {
         return ApiError::unavailable().into_response();
@@ -667,17 +603,17 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
         return match agents::agent_token(state, &tenant, &keys, token).await {
             Ok(AgentToken::Live(c, _)) => match agents::userinfo(&tenant, c.clone()).await {
                 Ok(Some(user)) => user_info(&user, &split_scopes(&c.scope)),
-                Ok(None) => invalid(),
+                Ok(None) => invalid_bearer(),
                 Err(resp) => resp,
             },
             Ok(AgentToken::Revoked(_)) => agents::agent_revoked(),
-            Ok(AgentToken::Denied(_)) => invalid(),
-            Ok(AgentToken::NotAgent) => invalid(),
+            Ok(AgentToken::Denied(_)) => invalid_bearer(),
+            Ok(AgentToken::NotAgent) => invalid_bearer(),
             Err(e) => e.into_response(),
         };
     };
     let Some(client_id) = claims.client_id.clone() else {
-        return invalid();
+        return invalid_bearer();
     };
     let scopes = split_scopes(claims.scope.as_deref().unwrap_or(""));
     if !scopes.iter().any(|s| s == "openid") {
@@ -691,7 +627,7 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
     let ctx = tessera_actors::tenant::audit::AuditContext::default();
     let user = match oauth(&tenant, ctx, cmd).await {
         Ok(OAuthAnswer::User(u)) => u,
-        Err(CallError::Failed(TenantError::InvalidSession)) => return invalid(),
+        Err(CallError::Failed(TenantError::InvalidSession)) => return invalid_bearer(),
         Ok(_) => return ApiError::internal("an unexpected answer to userinfo").into_response(),
         Err(e) => return ApiError::from(e).into_response(),
     };
