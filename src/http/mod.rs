@@ -23,6 +23,7 @@ pub mod oauth;
 pub mod onboarding;
 pub mod openapi;
 pub mod pages;
+pub mod paging;
 pub mod passkeys;
 pub mod passwordless;
 pub mod platform;

@@ -29,11 +29,12 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    dashboard::{audit::Pagination, reauth_required, Dashboard},
+    dashboard::{reauth_required, Dashboard},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{email_field, metadata_field, phone_field},
     management::Management,
+    paging::{self, Pagination},
 };
 use crate::{
     app::AppState,
@@ -310,20 +311,8 @@ fn parse_time(e: &mut FieldErrors, name: &str, v: Option<&str>) -> Option<Offset
 
 async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiError> {
     let mut e = FieldErrors::new();
-    let limit = match q.limit.as_deref() {
-        None => Some(50),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
-    };
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 200");
-    let cursor = q
-        .cursor
-        .as_deref()
-        .map(|c| hex::decode(c).ok().filter(|b| b.len() == 24));
-    e.check(
-        "cursor",
-        cursor.as_ref().is_none_or(Option::is_some),
-        "is not a cursor of this list",
-    );
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
+    let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(24));
     let email_prefix = q.email.as_deref().map(|p| p.trim().to_lowercase());
     if let Some(p) = &email_prefix {
         e.check("email", len_between(p, 1, 254), "must be 1-254 characters");
@@ -353,8 +342,8 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
         created_after,
         created_before,
         last_sign_in_before,
-        cursor: cursor.flatten(),
-        limit: limit.unwrap_or(50),
+        cursor,
+        limit,
     };
     let page = m
         .tenant
@@ -365,10 +354,7 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
         .await?;
     Ok(Json(ManagedUserList {
         data: page.users.into_iter().map(Into::into).collect(),
-        pagination: Pagination {
-            has_more: page.next_cursor.is_some(),
-            next_cursor: page.next_cursor.map(hex::encode),
-        },
+        pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
 }
 

@@ -27,12 +27,13 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{audit::Pagination, Dashboard};
+use super::Dashboard;
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
+    paging::{self, Pagination},
 };
 
 /// Scopes an agent may be registered for.
@@ -479,31 +480,23 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<Json<AgentList>, ApiError> {
     let (_, tenant) = auth.member(&state, &slug)?;
-    let limit = match q.limit.as_deref() {
-        None => Some(20),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=100).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => Uuid::parse_str(c).ok().map(Some),
-    };
+    let mut e = FieldErrors::new();
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
+    let after = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
     let include_revoked = match q.include_revoked.as_deref() {
         None | Some("false") => Some(false),
         Some("true") => Some(true),
         Some(_) => None,
     };
-    let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 100")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list")
-        .check(
-            "include_revoked",
-            include_revoked.is_some(),
-            "must be true or false",
-        );
+    e.check(
+        "include_revoked",
+        include_revoked.is_some(),
+        "must be true or false",
+    );
     e.finish()?;
     let cmd = AgentCmd::List {
-        after: cursor.flatten(),
-        limit: limit.unwrap_or(20),
+        after,
+        limit,
         include_revoked: include_revoked.unwrap_or(false),
     };
     let AgentAnswer::Page(page, next) = agents(&tenant, &auth.ctx, cmd).await? else {
@@ -514,10 +507,7 @@ pub async fn list(
             .into_iter()
             .map(|a| AgentResponse::of(&state, a))
             .collect(),
-        pagination: Pagination {
-            has_more: next.is_some(),
-            next_cursor: next.map(|n| n.to_string()),
-        },
+        pagination: Pagination::next(next.map(|n| n.to_string())),
     }))
 }
 
@@ -776,14 +766,9 @@ pub async fn activity(
 ) -> Result<Json<AgentActivity>, ApiError> {
     let (m, tenant) = auth.member(&state, &slug)?;
     let id = agent_id(&id)?;
-    let limit = match q.limit.as_deref() {
-        None => Some(50),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => hex::decode(c).ok().filter(|b| b.len() == 12).map(Some),
-    };
+    let mut e = FieldErrors::new();
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
+    let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));
     let time = |v: &Option<String>| match v {
         None => Some(None),
         Some(t) => OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
@@ -795,10 +780,7 @@ pub async fn activity(
         None => Some(None),
         Some(u) => Uuid::parse_str(u).ok().map(Some),
     };
-    let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 200")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list")
-        .check("since", since.is_some(), "must be an RFC 3339 time")
+    e.check("since", since.is_some(), "must be an RFC 3339 time")
         .check("until", until.is_some(), "must be an RFC 3339 time")
         .check("actor_user_id", actor.is_some(), "must be a user id");
     if let Some(t) = &q.action_type {
@@ -810,8 +792,8 @@ pub async fn activity(
     }
     e.finish()?;
     let query = ActivityQuery {
-        cursor: cursor.flatten(),
-        limit: limit.unwrap_or(50),
+        cursor,
+        limit,
         since: since.flatten(),
         until: until.flatten(),
         actor_user_id: actor.flatten(),
@@ -845,9 +827,6 @@ pub async fn activity(
         .collect();
     Ok(Json(AgentActivity {
         data,
-        pagination: Pagination {
-            has_more: page.next_cursor.is_some(),
-            next_cursor: page.next_cursor.map(hex::encode),
-        },
+        pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
 }

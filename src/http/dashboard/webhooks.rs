@@ -30,13 +30,14 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{audit::Pagination, Dashboard};
+use super::Dashboard;
 use crate::{
     app::AppState,
     http::{
         error::{len_between, ApiError, ErrorBody, FieldErrors},
         extract::ApiJson,
         fields::{check_description, nullable},
+        paging::{self, Pagination},
     },
     webhooks::{check_url, resolves_only_to_private, UrlRefusal},
 };
@@ -601,22 +602,14 @@ pub async fn deliveries(
 ) -> Result<Json<WebhookDeliveryList>, ApiError> {
     let (_, tenant) = auth.member(&state, &slug)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let limit = match q.limit.as_deref() {
-        None => Some(20),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=100).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => Uuid::parse_str(c).ok().map(Some),
-    };
     let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 100")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list");
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
+    let before = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
     e.finish()?;
     let cmd = WebhookCmd::Deliveries {
         endpoint: id,
-        before: cursor.flatten(),
-        limit: limit.unwrap_or(20),
+        before,
+        limit,
     };
     let WebhookAnswer::Deliveries(page, next) =
         webhooks(&tenant, &auth.ctx, cmd, "webhook endpoint").await?
@@ -625,10 +618,7 @@ pub async fn deliveries(
     };
     Ok(Json(WebhookDeliveryList {
         data: page.into_iter().map(WebhookDeliveryResponse::of).collect(),
-        pagination: Pagination {
-            has_more: next.is_some(),
-            next_cursor: next.map(|n| n.to_string()),
-        },
+        pagination: Pagination::next(next.map(|n| n.to_string())),
     }))
 }
 
