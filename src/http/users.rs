@@ -29,7 +29,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    dashboard::{reauth_required, Dashboard},
+    dashboard::{reauth_required, TenantCaller},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{email_field, metadata_field, phone_field},
@@ -54,14 +54,14 @@ pub struct Manager {
 }
 
 impl Manager {
-    fn dashboard(state: &AppState, auth: &Dashboard, slug: &str) -> Result<Self, ApiError> {
-        let (member, tenant) = auth.member(state, slug)?;
+    fn dashboard(state: &AppState, caller: &TenantCaller) -> Result<Self, ApiError> {
+        let (member, tenant) = caller.member(state)?;
         Ok(Manager {
             tenant,
             can_write: member.role != Role::Viewer,
             forbidden: ApiError::forbidden,
-            fresh: auth.require_recent_reauth().is_ok(),
-            ctx: auth.ctx.clone(),
+            fresh: caller.auth.require_recent_reauth().is_ok(),
+            ctx: caller.auth.ctx.clone(),
         })
     }
 
@@ -523,11 +523,10 @@ async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     ))]
 pub async fn dashboard_list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<UsersQuery>,
 ) -> Result<Json<ManagedUserList>, ApiError> {
-    list(Manager::dashboard(&state, &auth, &slug)?, q).await
+    list(Manager::dashboard(&state, &caller)?, q).await
 }
 
 /// Creates a user (admin, owner): with a password, or invited by mail to choose one.
@@ -546,11 +545,10 @@ pub async fn dashboard_list(
     ))]
 pub async fn dashboard_create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateUserRequest>,
 ) -> Result<Response, ApiError> {
-    create(&state, Manager::dashboard(&state, &auth, &slug)?, req).await
+    create(&state, Manager::dashboard(&state, &caller)?, req).await
 }
 
 /// One user: profile, factors, live sessions and this month's activity (any member).
@@ -564,10 +562,10 @@ pub async fn dashboard_create(
     ))]
 pub async fn dashboard_show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    show(Manager::dashboard(&state, &auth, &slug)?, &id).await
+    show(Manager::dashboard(&state, &caller)?, &id).await
 }
 
 /// Changes a user's address, number or metadata (admin, owner). A new address needs a
@@ -590,11 +588,11 @@ pub async fn dashboard_show(
     ))]
 pub async fn dashboard_update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateUserRequest>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    update(Manager::dashboard(&state, &auth, &slug)?, &id, req).await
+    update(Manager::dashboard(&state, &caller)?, &id, req).await
 }
 
 /// Erases a user and everything keyed to them (admin, owner; a re-authentication within 5
@@ -610,10 +608,10 @@ pub async fn dashboard_update(
     ))]
 pub async fn dashboard_delete(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    delete(Manager::dashboard(&state, &auth, &slug)?, &id).await
+    delete(Manager::dashboard(&state, &caller)?, &id).await
 }
 
 /// Blocks, unblocks, signs out everywhere, resets MFA or mails a password-reset link (admin,
@@ -635,10 +633,10 @@ pub async fn dashboard_delete(
     ))]
 pub async fn dashboard_act(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id, action)): Path<(String, String, String)>,
+    caller: TenantCaller,
+    Path((_, id, action)): Path<(String, String, String)>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    let m = Manager::dashboard(&state, &auth, &slug)?;
+    let m = Manager::dashboard(&state, &caller)?;
     act(m, &id, action_of(&action)?).await
 }
 

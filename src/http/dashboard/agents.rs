@@ -27,7 +27,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::Dashboard;
+use super::{Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -475,11 +475,10 @@ fn limits_of(s: &AgentSettingsBody) -> AgentRateLimits {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<AgentList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
     let after = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
@@ -499,7 +498,7 @@ pub async fn list(
         limit,
         include_revoked: include_revoked.unwrap_or(false),
     };
-    let AgentAnswer::Page(page, next) = agents(&tenant, &auth.ctx, cmd).await? else {
+    let AgentAnswer::Page(page, next) = agents(&tenant, &caller.auth.ctx, cmd).await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(AgentList {
@@ -528,11 +527,10 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<RegisterAgentRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     // The tier first: on the free tier nothing else about the request matters.
     let overview = tenant
         .call(|reply| TenantMsg::GetOverview { reply })
@@ -555,7 +553,7 @@ pub async fn create(
     check_ttl(&mut e, &state, ttl);
     check_settings(&mut e, &req.agent_settings);
     e.finish()?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let new = NewAgent {
         name,
         description: req.description,
@@ -567,7 +565,7 @@ pub async fn create(
         rate_limits: limits_of(&req.agent_settings),
         max_concurrent_tokens: req.agent_settings.max_concurrent_tokens,
     };
-    let created = issued(agents(&tenant, &auth.ctx, AgentCmd::Register(new)).await?)?;
+    let created = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::Register(new)).await?)?;
     let body = IssuedAgentResponse::of(&state, created);
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
@@ -586,12 +584,12 @@ pub async fn create(
     ))]
 pub async fn show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let id = agent_id(&id)?;
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Get(id)).await?)?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Get(id)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
 
@@ -614,13 +612,13 @@ pub async fn show(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateAgentRequest>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = agent_id(&id)?;
-    live_agent(&tenant, &auth, id).await?;
+    live_agent(&tenant, &caller.auth, id).await?;
     if let Some(uris) = &req.redirect_uris {
         no_redirects(uris)?;
     }
@@ -663,7 +661,7 @@ pub async fn update(
         rate_limits: req.agent_settings.as_ref().map(limits_of),
         max_concurrent_tokens: req.agent_settings.map(|s| s.max_concurrent_tokens),
     };
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Update(id, patch)).await?)?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Update(id, patch)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
 
@@ -684,14 +682,14 @@ pub async fn update(
     ))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedAgentResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = agent_id(&id)?;
-    live_agent(&tenant, &auth, id).await?;
-    auth.require_recent_reauth()?;
-    let i = issued(agents(&tenant, &auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
+    live_agent(&tenant, &caller.auth, id).await?;
+    caller.auth.require_recent_reauth()?;
+    let i = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
     Ok(Json(IssuedAgentResponse::of(&state, i)))
 }
 
@@ -714,10 +712,10 @@ pub async fn rotate_secret(
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<RevokedAgentResponse>, ApiError> {
-    let (m, tenant) = auth.owner(&state, &slug)?;
+    let (m, tenant) = caller.owner(&state)?;
     let id = agent_id(&id)?;
     let members = state
         .directory
@@ -732,7 +730,7 @@ pub async fn revoke(
         .filter(|m| m.role == Role::Owner)
         .map(|m| m.email)
         .collect();
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Revoke { id, owners }).await?)?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Revoke { id, owners }).await?)?;
     let revoked_at = a
         .revoked_at
         .ok_or_else(|| ApiError::internal("a revoked agent without revoked_at"))?;
@@ -760,11 +758,11 @@ pub async fn revoke(
     ))]
 pub async fn activity(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     Query(q): Query<ActivityParams>,
 ) -> Result<Json<AgentActivity>, ApiError> {
-    let (m, tenant) = auth.member(&state, &slug)?;
+    let (m, tenant) = caller.member(&state)?;
     let id = agent_id(&id)?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
@@ -798,10 +796,10 @@ pub async fn activity(
         until: until.flatten(),
         actor_user_id: actor.flatten(),
         action_type: q.action_type,
-        only_actor: (m.role != Role::Owner).then_some(Some(auth.session.account_id)),
+        only_actor: (m.role != Role::Owner).then_some(Some(caller.auth.session.account_id)),
     };
     let AgentAnswer::Activity(page) =
-        agents(&tenant, &auth.ctx, AgentCmd::Activity(id, query)).await?
+        agents(&tenant, &caller.auth.ctx, AgentCmd::Activity(id, query)).await?
     else {
         return Err(ApiError::internal("unexpected agent answer"));
     };

@@ -1,7 +1,7 @@
 //! `GET .../audit-events`: the tenant's audit log, newest first.
 
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Query, State},
     Json,
 };
 use serde::{Deserialize, Serialize};
@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::Dashboard;
+use super::TenantCaller;
 use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
@@ -70,11 +70,10 @@ pub struct AuditEventList {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<AuditQuery>,
 ) -> Result<Json<AuditEventList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
     let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));

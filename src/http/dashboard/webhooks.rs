@@ -30,7 +30,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::Dashboard;
+use super::TenantCaller;
 use crate::{
     app::AppState,
     http::{
@@ -339,12 +339,16 @@ fn delivery(answer: WebhookAnswer) -> Result<WebhookDeliveryRecord, ApiError> {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<WebhookList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let WebhookAnswer::Endpoints(all) =
-        webhooks(&tenant, &auth.ctx, WebhookCmd::List, "webhook endpoint").await?
+    let (_, tenant) = caller.member(&state)?;
+    let WebhookAnswer::Endpoints(all) = webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::List,
+        "webhook endpoint",
+    )
+    .await?
     else {
         return Err(unexpected());
     };
@@ -369,11 +373,10 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateWebhookRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let url = req.url.trim().to_owned();
     let mut e = FieldErrors::new();
     check_url_field(&mut e, &url);
@@ -381,7 +384,7 @@ pub async fn create(
     check_description(&mut e, req.description.as_deref());
     e.finish()?;
     check_target(&state, &url).await?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let new = NewEndpoint {
         url,
         description: req.description,
@@ -390,7 +393,7 @@ pub async fn create(
     let created = issued(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::Create(new),
             "webhook endpoint",
         )
@@ -417,12 +420,18 @@ pub async fn create(
     ))]
 pub async fn show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<WebhookEndpointResponse>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let e = one(webhooks(&tenant, &auth.ctx, WebhookCmd::Get(id), "webhook endpoint").await?)?;
+    let e = one(webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::Get(id),
+        "webhook endpoint",
+    )
+    .await?)?;
     Ok(Json(WebhookEndpointResponse::of(e)))
 }
 
@@ -445,11 +454,11 @@ pub async fn show(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateWebhookRequest>,
 ) -> Result<Json<WebhookEndpointResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     let url = req.url.as_ref().map(|u| u.trim().to_owned());
     let mut e = FieldErrors::new();
@@ -475,7 +484,7 @@ pub async fn update(
     };
     let e = one(webhooks(
         &tenant,
-        &auth.ctx,
+        &caller.auth.ctx,
         WebhookCmd::Update(id, patch),
         "webhook endpoint",
     )
@@ -498,14 +507,14 @@ pub async fn update(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     match webhooks(
         &tenant,
-        &auth.ctx,
+        &caller.auth.ctx,
         WebhookCmd::Delete(id),
         "webhook endpoint",
     )
@@ -533,17 +542,23 @@ pub async fn delete(
     ))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedWebhookResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    one(webhooks(&tenant, &auth.ctx, WebhookCmd::Get(id), "webhook endpoint").await?)?;
-    auth.require_recent_reauth()?;
+    one(webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::Get(id),
+        "webhook endpoint",
+    )
+    .await?)?;
+    caller.auth.require_recent_reauth()?;
     let i = issued(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::RotateSecret(id),
             "webhook endpoint",
         )
@@ -569,13 +584,20 @@ pub async fn rotate_secret(
     ))]
 pub async fn test(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let d =
-        delivery(webhooks(&tenant, &auth.ctx, WebhookCmd::Test(id), "webhook endpoint").await?)?;
+    let d = delivery(
+        webhooks(
+            &tenant,
+            &caller.auth.ctx,
+            WebhookCmd::Test(id),
+            "webhook endpoint",
+        )
+        .await?,
+    )?;
     Ok((StatusCode::ACCEPTED, Json(WebhookDeliveryResponse::of(d))).into_response())
 }
 
@@ -596,11 +618,11 @@ pub async fn test(
     ))]
 pub async fn deliveries(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     Query(q): Query<DeliveriesQuery>,
 ) -> Result<Json<WebhookDeliveryList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
@@ -612,7 +634,7 @@ pub async fn deliveries(
         limit,
     };
     let WebhookAnswer::Deliveries(page, next) =
-        webhooks(&tenant, &auth.ctx, cmd, "webhook endpoint").await?
+        webhooks(&tenant, &caller.auth.ctx, cmd, "webhook endpoint").await?
     else {
         return Err(unexpected());
     };
@@ -641,16 +663,16 @@ pub async fn deliveries(
     ))]
 pub async fn redeliver(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id, delivery_id)): Path<(String, String, String)>,
+    caller: TenantCaller,
+    Path((_, id, delivery_id)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let endpoint = path_id(&id, "webhook delivery")?;
     let event = path_id(&delivery_id, "webhook delivery")?;
     let d = delivery(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::Redeliver { endpoint, event },
             "webhook delivery",
         )
