@@ -15,7 +15,6 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::messages::DirectoryMsg,
     records::Role,
     tenant::agents::{
         ActivityQuery, AgentAnswer, AgentCmd, AgentGrant, AgentPatch, AgentRateLimits, AgentRecord,
@@ -27,7 +26,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{Dashboard, TenantCaller};
+use super::{members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -717,14 +716,8 @@ pub async fn revoke(
 ) -> Result<Json<RevokedAgentResponse>, ApiError> {
     let (m, tenant) = caller.owner(&state)?;
     let id = agent_id(&id)?;
-    let members = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
-    let owners = members
+    let owners = members_of(&state, m.tenant)
+        .await?
         .members
         .into_iter()
         .filter(|m| m.role == Role::Owner)

@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    audit_detached, audit_in, check_password, check_token_and_password, detached_refs,
+    audit_detached, audit_in, check_password, check_token_and_password, detached_refs, members_of,
     DetachedTenantRef, TenantCaller,
 };
 use crate::app::AppState;
@@ -161,13 +161,7 @@ pub async fn list(
     caller: TenantCaller,
 ) -> Result<Json<MemberList>, ApiError> {
     let (m, _) = caller.member(&state)?;
-    let list = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
+    let list = members_of(&state, m.tenant).await?;
     Ok(Json(MemberList {
         data: list.members.into_iter().map(Member::from).collect(),
         invitations: list
@@ -345,13 +339,7 @@ pub async fn update(
         serde_json::json!({"member": account_id, "from": change.previous, "to": role}),
     )
     .await;
-    let list = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
+    let list = members_of(&state, m.tenant).await?;
     list.members
         .into_iter()
         .find(|x| x.account_id == account_id)

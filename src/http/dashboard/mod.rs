@@ -24,11 +24,12 @@ use axum::{
 };
 use serde::Serialize;
 use tessera_actors::{
-    directory::dashboard::{DetachedTenant, LoginGate, MemberOf, SessionInfo},
+    directory::dashboard::{DetachedTenant, LoginGate, MemberList, MemberOf, SessionInfo},
     records::Role,
     tenant::audit::AuditContext,
     DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
+use tessera_storage::TenantId;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -204,6 +205,14 @@ impl TenantCaller {
     pub fn owner(&self, state: &AppState) -> Result<(MemberOf, TenantHandle), ApiError> {
         self.auth.owner(state, &self.slug)
     }
+}
+
+/// The tenant's members and pending invitations.
+pub async fn members_of(state: &AppState, tenant: TenantId) -> Result<MemberList, ApiError> {
+    Ok(state
+        .directory
+        .request(|reply| DirectoryMsg::ListMembers { tenant, reply })
+        .await?)
 }
 
 /// 401 `dashboard/reauth_required`.
