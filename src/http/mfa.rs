@@ -13,7 +13,10 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    tenant::messages::{Bearer, MfaVerified, MfaWho},
+    tenant::{
+        credentials::Credential,
+        messages::{Bearer, MfaVerified, MfaWho},
+    },
     TenantHandle, TenantMsg,
 };
 use utoipa::ToSchema;
@@ -23,6 +26,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, RequestCtx},
     fields::six_digits,
+    new_credential::{require_confirmed_address, signed_in},
     reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{resume, token_pair, TokenPair},
 };
@@ -99,23 +103,14 @@ pub async fn setup(
 ) -> Result<Json<MfaSetupResponse>, ApiError> {
     if let Some(user) = &caller.user {
         // Refusals that need no step-up come first.
-        let bearer = user.bearer;
-        let me = user
-            .tenant
-            .call(|reply| TenantMsg::Authenticate { bearer, reply })
-            .await?;
+        let me = signed_in(user).await?;
         if me.is_anonymous {
             return Err(tessera_actors::TenantError::MfaUnavailable.into());
         }
         if me.mfa_enabled {
             return Err(tessera_actors::TenantError::MfaAlreadyEnabled.into());
         }
-        if me.email.is_some() && !me.email_verified {
-            return Err(tessera_actors::TenantError::EmailUnconfirmed {
-                credential: tessera_actors::tenant::credentials::Credential::Totp,
-            }
-            .into());
-        }
+        require_confirmed_address(&me, Credential::Totp)?;
         require_step_up(&state, user, &headers).await?;
     }
     let who = caller.who;

@@ -19,6 +19,7 @@ pub mod management;
 pub mod mfa;
 pub mod middleware;
 pub mod my_agents;
+pub mod new_credential;
 pub mod oauth;
 pub mod onboarding;
 pub mod openapi;

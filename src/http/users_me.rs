@@ -13,7 +13,10 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    tenant::social::{Provider, SocialAnswer, SocialCmd},
+    tenant::{
+        credentials::Credential,
+        social::{Provider, SocialAnswer, SocialCmd},
+    },
     CallError, TenantError, TenantMsg,
 };
 use utoipa::ToSchema;
@@ -23,6 +26,7 @@ use super::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiJson, ClientIp, RequestCtx},
     fields::{checked_phone, phone_field, six_digits},
+    new_credential::{require_confirmed_address, signed_in},
     reauth::require_step_up,
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
@@ -108,20 +112,11 @@ pub async fn phone_confirm(
     six_digits(&mut errors, "code", &req.code);
     errors.finish()?;
     // Refusals that need no step-up come first (the actor checks them again).
-    let bearer = user.bearer;
-    let me = user
-        .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
-        .await?;
+    let me = signed_in(&user).await?;
     if me.is_anonymous {
         return Err(tessera_actors::TenantError::GuestNotAllowed.into());
     }
-    if me.email.is_some() && !me.email_verified {
-        return Err(tessera_actors::TenantError::EmailUnconfirmed {
-            credential: tessera_actors::tenant::credentials::Credential::Phone,
-        }
-        .into());
-    }
+    require_confirmed_address(&me, Credential::Phone)?;
     require_step_up(&state, &user, &headers).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
     let bearer = user.bearer;
@@ -210,17 +205,7 @@ pub async fn link_provider(
         ));
     }
     // Refused before the gate, so the step-up token is not used up (the actor checks again).
-    let bearer = user.bearer;
-    let me = user
-        .tenant
-        .call(|reply| TenantMsg::Authenticate { bearer, reply })
-        .await?;
-    if me.email.is_some() && !me.email_verified {
-        return Err(tessera_actors::TenantError::EmailUnconfirmed {
-            credential: tessera_actors::tenant::credentials::Credential::SocialLinks,
-        }
-        .into());
-    }
+    require_confirmed_address(&signed_in(&user).await?, Credential::SocialLinks)?;
     require_step_up(&state, &user, &headers).await?;
     let shown: String = provider.chars().take(32).collect();
     let not_configured = || {
