@@ -303,6 +303,18 @@ pub async fn identities(
     }))
 }
 
+/// The provider of an `identities/{provider}` route, once the step-up gate has passed; a name
+/// that is no provider is 404, as one not linked is.
+async fn gated_identity(
+    state: &AppState,
+    user: &UserBearer,
+    headers: &HeaderMap,
+    provider: &str,
+) -> Result<Provider, ApiError> {
+    require_step_up(state, user, headers).await?;
+    Provider::parse(provider).ok_or_else(|| ApiError::not_found("identity"))
+}
+
 /// A linked account's provider tokens, as the provider answered them at the last sign-in.
 #[derive(Serialize, ToSchema)]
 pub struct ProviderTokensResponse {
@@ -335,18 +347,9 @@ pub async fn provider_tokens(
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
-    require_step_up(&state, &user, &headers).await?;
-    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let provider = gated_identity(&state, &user, &headers, &provider).await?;
     let bearer = user.bearer;
-    let answer = social(
-        &user,
-        &ctx,
-        SocialCmd::Tokens {
-            bearer,
-            provider: p,
-        },
-    )
-    .await;
+    let answer = social(&user, &ctx, SocialCmd::Tokens { bearer, provider }).await;
     let tokens = match answer {
         Ok(SocialAnswer::Tokens(t)) => *t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -386,18 +389,9 @@ pub async fn unlink(
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
-    require_step_up(&state, &user, &headers).await?;
-    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let provider = gated_identity(&state, &user, &headers, &provider).await?;
     let bearer = user.bearer;
-    let answer = social(
-        &user,
-        &ctx,
-        SocialCmd::Unlink {
-            bearer,
-            provider: p,
-        },
-    )
-    .await;
+    let answer = social(&user, &ctx, SocialCmd::Unlink { bearer, provider }).await;
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
         Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),
