@@ -408,11 +408,7 @@ pub async fn email_otp_verify(
 ) -> Result<Json<LoginResponse>, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
-    errors.check(
-        "code",
-        req.code.len() == 6 && req.code.bytes().all(|b| b.is_ascii_digit()),
-        "must be exactly 6 digits",
-    );
+    six_digits(&mut errors, "code", &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
     let email = email.unwrap_or_default();
