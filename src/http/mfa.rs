@@ -224,11 +224,7 @@ pub async fn verify_mfa(
         len_between(&req.mfa_challenge_token, 1, 256),
         "must be 1-256 characters",
     );
-    errors.check(
-        "code",
-        len_between(&req.code, 1, 64),
-        "must be 1-64 characters",
-    );
+    any_code(&mut errors, &req.code);
     errors.finish()?;
     // The bearer matters only for a step-up challenge (which then needs this session's);
     // a stale one sent along with a login challenge is ignored.
@@ -284,6 +280,11 @@ pub struct MfaRegenerateCodesRequest {
     pub password: String,
 }
 
+/// A TOTP code or a recovery code (1-64 characters: their own checks are the actor's).
+fn any_code(errors: &mut FieldErrors, code: &str) {
+    errors.check("code", len_between(code, 1, 64), "must be 1-64 characters");
+}
+
 /// Checks the fields, then the password off the actor: the credential and its verdict.
 async fn check_password(
     state: &AppState,
@@ -295,11 +296,7 @@ async fn check_password(
     if totp_only {
         six_digits(&mut errors, "code", &req.code);
     } else {
-        errors.check(
-            "code",
-            len_between(&req.code, 1, 64),
-            "must be 1-64 characters",
-        );
+        any_code(&mut errors, &req.code);
     }
     errors.check(
         "password",
