@@ -26,7 +26,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{members_of, Dashboard, TenantCaller};
+use super::{hash_prefix, members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -305,10 +305,6 @@ pub struct AgentActionResponse {
 pub struct AgentActivity {
     pub data: Vec<AgentActionResponse>,
     pub pagination: Pagination,
-}
-
-fn prefix12(h: Option<String>) -> Option<String> {
-    h.map(|h| h.chars().take(12).collect())
 }
 
 /// One agent command on the tenant's actor; an unknown agent is 404 `resource/not_found`.
@@ -810,8 +806,8 @@ pub async fn activity(
                 method_or_event: r.method_or_event,
                 jti: r.jti,
                 scope_used: r.scope_used,
-                ip_hash_prefix: prefix12(r.ip_hash),
-                user_agent_hash_prefix: prefix12(r.ua_hash),
+                ip_hash_prefix: hash_prefix(r.ip_hash),
+                user_agent_hash_prefix: hash_prefix(r.ua_hash),
                 created_at: r.created_at,
             }
         })

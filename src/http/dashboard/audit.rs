@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::TenantCaller;
+use super::{hash_prefix, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
@@ -103,7 +103,7 @@ pub async fn list(
             actor_management_key_id: ev.management_key,
             created_at: ev.at,
             fields: ev.fields,
-            ip_hash_prefix: ev.ip_hash.map(|h| h.chars().take(12).collect()),
+            ip_hash_prefix: hash_prefix(ev.ip_hash),
             ua_family: ev.ua_family,
             // Always an object (spec 6): events recorded without context carry `null`.
             metadata: match ev.metadata {

@@ -215,6 +215,12 @@ pub async fn members_of(state: &AppState, tenant: TenantId) -> Result<MemberList
         .await?)
 }
 
+/// What the dashboard shows of a keyed hash (of a client address, of a User-Agent): its first
+/// 12 characters.
+pub fn hash_prefix(hash: Option<String>) -> Option<String> {
+    hash.map(|h| h.chars().take(12).collect())
+}
+
 /// 401 `dashboard/reauth_required`.
 pub fn reauth_required() -> ApiError {
     ApiError::new(
