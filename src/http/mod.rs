@@ -27,6 +27,7 @@ pub mod pages;
 pub mod paging;
 pub mod passkeys;
 pub mod passwordless;
+pub mod path_id;
 pub mod platform;
 pub mod reauth;
 pub mod request_id;

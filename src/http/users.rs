@@ -35,6 +35,7 @@ use super::{
     fields::{email_field, metadata_field, phone_field},
     management::Management,
     paging::{self, Pagination},
+    path_id::path_id,
 };
 use crate::{
     app::AppState,
@@ -358,11 +359,6 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
     }))
 }
 
-/// A path id; a malformed one is answered like an id that exists nowhere.
-fn user_id(id: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found("user"))
-}
-
 fn not_found_user(e: ApiError) -> ApiError {
     if e.status == StatusCode::NOT_FOUND {
         ApiError::not_found("user")
@@ -372,7 +368,7 @@ fn not_found_user(e: ApiError) -> ApiError {
 }
 
 async fn show(m: Manager, id: &str) -> Result<Json<ManagedUserDetail>, ApiError> {
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     let detail = m
         .tenant
         .call(|reply| TenantMsg::GetUser { id, reply })
@@ -429,7 +425,7 @@ async fn update(
     req: UpdateUserRequest,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     let mut e = FieldErrors::new();
     let email = req.email.as_deref().map(|v| email_field(&mut e, v));
     let phone = match req.phone {
@@ -474,7 +470,7 @@ async fn act(
     action: UserAction,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     if action == UserAction::ResetMfa {
         m.sensitive()?;
     }
@@ -494,7 +490,7 @@ async fn act(
 
 async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     m.sensitive()?;
     let ctx = m.ctx.clone();
     m.tenant

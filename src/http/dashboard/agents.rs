@@ -33,6 +33,7 @@ use crate::http::{
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
     paging::{self, Pagination},
+    path_id::path_id,
 };
 
 /// Scopes an agent may be registered for.
@@ -331,11 +332,6 @@ fn issued(answer: AgentAnswer) -> Result<IssuedAgent, ApiError> {
     }
 }
 
-/// An agent id from the path: a malformed one is answered like one that exists nowhere.
-fn agent_id(id: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found("agent"))
-}
-
 /// The agent, unless it is revoked (409 `agent/already_revoked`, before anything about the
 /// request is checked: nothing changes a revoked agent).
 async fn live_agent(tenant: &TenantHandle, auth: &Dashboard, id: Uuid) -> Result<(), ApiError> {
@@ -583,7 +579,7 @@ pub async fn show(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<AgentResponse>, ApiError> {
     let (_, tenant) = caller.member(&state)?;
-    let id = agent_id(&id)?;
+    let id = path_id(&id, "agent")?;
     let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Get(id)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
@@ -612,7 +608,7 @@ pub async fn update(
     ApiJson(req): ApiJson<UpdateAgentRequest>,
 ) -> Result<Json<AgentResponse>, ApiError> {
     let (_, tenant) = caller.owner(&state)?;
-    let id = agent_id(&id)?;
+    let id = path_id(&id, "agent")?;
     live_agent(&tenant, &caller.auth, id).await?;
     if let Some(uris) = &req.redirect_uris {
         no_redirects(uris)?;
@@ -681,7 +677,7 @@ pub async fn rotate_secret(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedAgentResponse>, ApiError> {
     let (_, tenant) = caller.owner(&state)?;
-    let id = agent_id(&id)?;
+    let id = path_id(&id, "agent")?;
     live_agent(&tenant, &caller.auth, id).await?;
     caller.auth.require_recent_reauth()?;
     let i = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
@@ -711,7 +707,7 @@ pub async fn revoke(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<RevokedAgentResponse>, ApiError> {
     let (m, tenant) = caller.owner(&state)?;
-    let id = agent_id(&id)?;
+    let id = path_id(&id, "agent")?;
     let owners = members_of(&state, m.tenant)
         .await?
         .members
@@ -752,7 +748,7 @@ pub async fn activity(
     Query(q): Query<ActivityParams>,
 ) -> Result<Json<AgentActivity>, ApiError> {
     let (m, tenant) = caller.member(&state)?;
-    let id = agent_id(&id)?;
+    let id = path_id(&id, "agent")?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
     let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));

@@ -23,6 +23,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
+    path_id::path_id,
 };
 
 /// A management key as listed: never the key itself.
@@ -208,7 +209,7 @@ pub async fn revoke(
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<ManagementKeyResponse>, ApiError> {
     let (_, tenant) = caller.owner(&state)?;
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::not_found("management key"))?;
+    let id = path_id(&id, "management key")?;
     let tenant = tenant.id;
     let (rec, revoked_now) = state
         .directory

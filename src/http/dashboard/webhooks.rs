@@ -38,6 +38,7 @@ use crate::{
         extract::ApiJson,
         fields::{check_description, nullable},
         paging::{self, Pagination},
+        path_id::path_id,
     },
     webhooks::{check_url, resolves_only_to_private, UrlRefusal},
 };
@@ -235,11 +236,6 @@ async fn webhooks(
 
 fn unexpected() -> ApiError {
     ApiError::internal("unexpected webhook answer")
-}
-
-/// An id from the path: a malformed one is answered like one that exists nowhere.
-fn path_id(id: &str, what: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found(what))
 }
 
 /// The URL's shape (400 `validation/invalid_request` naming `url`).
