@@ -367,6 +367,30 @@ mod tests {
         attempts: 10,
     };
 
+    /// A postman sending through `stub`, each job's outcome recorded: the recorder, the
+    /// sender of its jobs (dropping it stops the postman) and the postman's task.
+    fn start_postman(
+        stub: &Stub,
+        backoff: Backoff,
+        in_flight: Backlog,
+    ) -> (
+        Arc<Recorder>,
+        mpsc::UnboundedSender<MailJob>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let recorder = Arc::new(Recorder::default());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run_with(
+            stub.mailer(),
+            rx,
+            recorder.clone(),
+            backoff,
+            Withdrawn::default(),
+            in_flight,
+        ));
+        (recorder, tx, task)
+    }
+
     /// Log lines written while the test runs (current-thread runtime: every task logs on
     /// this thread).
     #[derive(Clone, Default)]
@@ -403,16 +427,7 @@ mod tests {
         let logs = Logs::default();
         let _guard = logs.capture();
         let stub = Stub::start(&["451 4.3.0 try again later"], Duration::ZERO).await;
-        let recorder = Arc::new(Recorder::default());
-        let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(
-            stub.mailer(),
-            rx,
-            recorder.clone(),
-            FAST,
-            Withdrawn::default(),
-            Backlog::default(),
-        ));
+        let (recorder, tx, postman) = start_postman(&stub, FAST, Backlog::default());
 
         let link = format!(
             "https://accounts.example.com/t/acme/reset?token={}",
@@ -462,16 +477,7 @@ mod tests {
             Duration::ZERO,
         )
         .await;
-        let recorder = Arc::new(Recorder::default());
-        let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(
-            stub.mailer(),
-            rx,
-            recorder.clone(),
-            FAST,
-            Withdrawn::default(),
-            Backlog::default(),
-        ));
+        let (recorder, tx, postman) = start_postman(&stub, FAST, Backlog::default());
 
         let j = job("gone.user@example.com", "https://a.example.com/r?token=abc");
         tx.send(j.clone()).unwrap();
@@ -494,20 +500,11 @@ mod tests {
     #[tokio::test]
     async fn the_last_transient_failure_settles_undelivered() {
         let stub = Stub::start(&["421 busy"; 3], Duration::ZERO).await;
-        let recorder = Arc::new(Recorder::default());
-        let (tx, rx) = mpsc::unbounded_channel();
         let three = Backoff {
             attempts: 3,
             ..FAST
         };
-        let postman = tokio::spawn(run_with(
-            stub.mailer(),
-            rx,
-            recorder.clone(),
-            three,
-            Withdrawn::default(),
-            Backlog::default(),
-        ));
+        let (recorder, tx, postman) = start_postman(&stub, three, Backlog::default());
         let j = job("u@example.com", "https://a.example.com/r?token=abc");
         tx.send(j.clone()).unwrap();
         assert_eq!(recorder.wait_for(1).await, vec![(j.id, false)]);
@@ -519,8 +516,6 @@ mod tests {
     #[tokio::test]
     async fn a_retrying_job_does_not_hold_up_others_and_stops_at_shutdown() {
         let stub = Stub::start(&["451 later"], Duration::ZERO).await;
-        let recorder = Arc::new(Recorder::default());
-        let (tx, rx) = mpsc::unbounded_channel();
         // A retry far in the future.
         let slow = Backoff {
             first: Duration::from_secs(600),
@@ -528,14 +523,7 @@ mod tests {
             attempts: 10,
         };
         let in_flight = Backlog::default();
-        let postman = tokio::spawn(run_with(
-            stub.mailer(),
-            rx,
-            recorder.clone(),
-            slow,
-            Withdrawn::default(),
-            in_flight.clone(),
-        ));
+        let (recorder, tx, postman) = start_postman(&stub, slow, in_flight.clone());
 
         let waiting = job("a@example.com", "https://a.example.com/r?token=a");
         let seen = stub.seen.notified();
@@ -569,16 +557,7 @@ mod tests {
     #[tokio::test]
     async fn at_most_eight_messages_are_sent_at_once() {
         let stub = Stub::start(&[], Duration::from_millis(100)).await;
-        let recorder = Arc::new(Recorder::default());
-        let (tx, rx) = mpsc::unbounded_channel();
-        let postman = tokio::spawn(run_with(
-            stub.mailer(),
-            rx,
-            recorder.clone(),
-            FAST,
-            Withdrawn::default(),
-            Backlog::default(),
-        ));
+        let (recorder, tx, postman) = start_postman(&stub, FAST, Backlog::default());
         for i in 0..20 {
             tx.send(job(
                 &format!("u{i}@example.com"),

@@ -29,6 +29,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{email_field, redirect_to_field},
+    paging::Pagination,
     reauth::{check_current_password, login_captcha, password_login},
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
@@ -523,12 +524,6 @@ impl From<SessionView> for SessionResponse {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Pagination {
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-}
-
-#[derive(Serialize, ToSchema)]
 pub struct SessionList {
     pub data: Vec<SessionResponse>,
     /// One page holds every live session.
@@ -550,10 +545,7 @@ pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
         .await?;
     Ok(Json(SessionList {
         data: list.into_iter().map(Into::into).collect(),
-        pagination: Pagination {
-            next_cursor: None,
-            has_more: false,
-        },
+        pagination: Pagination::next(None),
     }))
 }
 

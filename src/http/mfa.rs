@@ -12,9 +12,12 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{MfaMsg, SessionsMsg};
+use tessera_actors::tenant::MfaMsg;
 use tessera_actors::{
-    tenant::messages::{Bearer, MfaVerified, MfaWho},
+    tenant::{
+        credentials::Credential,
+        messages::{Bearer, MfaVerified, MfaWho},
+    },
     TenantHandle,
 };
 use utoipa::ToSchema;
@@ -24,6 +27,7 @@ use super::{
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, RequestCtx},
     fields::six_digits,
+    new_credential::{require_confirmed_address, signed_in},
     reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{resume, token_pair, TokenPair},
 };
@@ -100,23 +104,14 @@ pub async fn setup(
 ) -> Result<Json<MfaSetupResponse>, ApiError> {
     if let Some(user) = &caller.user {
         // Refusals that need no step-up come first.
-        let bearer = user.bearer;
-        let me = user
-            .tenant
-            .call(|reply| SessionsMsg::Authenticate { bearer, reply })
-            .await?;
+        let me = signed_in(user).await?;
         if me.is_anonymous {
             return Err(tessera_actors::TenantError::MfaUnavailable.into());
         }
         if me.mfa_enabled {
             return Err(tessera_actors::TenantError::MfaAlreadyEnabled.into());
         }
-        if me.email.is_some() && !me.email_verified {
-            return Err(tessera_actors::TenantError::EmailUnconfirmed {
-                credential: tessera_actors::tenant::credentials::Credential::Totp,
-            }
-            .into());
-        }
+        require_confirmed_address(&me, Credential::Totp)?;
         require_step_up(&state, user, &headers).await?;
     }
     let who = caller.who;
@@ -230,11 +225,7 @@ pub async fn verify_mfa(
         len_between(&req.mfa_challenge_token, 1, 256),
         "must be 1-256 characters",
     );
-    errors.check(
-        "code",
-        len_between(&req.code, 1, 64),
-        "must be 1-64 characters",
-    );
+    any_code(&mut errors, &req.code);
     errors.finish()?;
     // The bearer matters only for a step-up challenge (which then needs this session's);
     // a stale one sent along with a login challenge is ignored.
@@ -290,6 +281,11 @@ pub struct MfaRegenerateCodesRequest {
     pub password: String,
 }
 
+/// A TOTP code or a recovery code (1-64 characters: their own checks are the actor's).
+fn any_code(errors: &mut FieldErrors, code: &str) {
+    errors.check("code", len_between(code, 1, 64), "must be 1-64 characters");
+}
+
 /// Checks the fields, then the password off the actor: the credential and its verdict.
 async fn check_password(
     state: &AppState,
@@ -301,11 +297,7 @@ async fn check_password(
     if totp_only {
         six_digits(&mut errors, "code", &req.code);
     } else {
-        errors.check(
-            "code",
-            len_between(&req.code, 1, 64),
-            "must be 1-64 characters",
-        );
+        any_code(&mut errors, &req.code);
     }
     errors.check(
         "password",

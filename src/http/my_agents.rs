@@ -16,6 +16,7 @@ use super::{
     bearer::UserBearer,
     error::{ApiError, ErrorBody},
     extract::RequestCtx,
+    path_id::path_id,
 };
 
 /// The reason recorded for a user's revocation.
@@ -257,7 +258,7 @@ async fn decide(
     id: String,
     approve: bool,
 ) -> Result<Json<AgentRequestDecision>, ApiError> {
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::not_found("agent request"))?;
+    let id = path_id(&id, "agent request")?;
     let bearer = user.bearer;
     call(
         &user,

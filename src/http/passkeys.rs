@@ -23,6 +23,7 @@ use super::{
     bearer::UserBearer,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
+    path_id::path_id,
     reauth::{require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{login_answer, LoginResponse},
 };
@@ -350,7 +351,7 @@ pub async fn rename(
     let mut errors = FieldErrors::new();
     errors.check("nickname", nickname_ok(&req.nickname), NICKNAME_RULE);
     errors.finish()?;
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::not_found("passkey"))?;
+    let id = path_id(&id, "passkey")?;
     require_step_up(&state, &user, &headers).await?;
     let bearer = user.bearer;
     let view = user
@@ -387,7 +388,7 @@ pub async fn delete(
     Path(id): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::not_found("passkey"))?;
+    let id = path_id(&id, "passkey")?;
     require_step_up(&state, &user, &headers).await?;
     let bearer = user.bearer;
     user.tenant

@@ -5,15 +5,18 @@
 //! answers a `resume_binding` that the verify must present, and the verify answers
 //! `redirect_to`, which resumes the OAuth authorize flow.
 
+use std::net::IpAddr;
+use tessera_actors::tenant::{HostedMsg, PasswordlessMsg, SmsMsg};
+
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use serde::Deserialize;
-use tessera_actors::tenant::{HostedMsg, PasswordlessMsg, SmsMsg};
 use tessera_actors::{
     tenant::{
+        audit::AuditContext,
         challenges::{OAuthParams, OAuthResume},
         messages::{HostedReturn, PasswordlessLogin},
     },
-    TenantHandle,
+    TenantHandle, TenantMsg,
 };
 use tessera_storage::{random_token, sha256};
 use utoipa::ToSchema;
@@ -365,6 +368,45 @@ pub async fn email_otp(
     Ok(accepted(binding))
 }
 
+/// Where a login code went: the address it was mailed to, or the number it was texted to.
+enum SentTo {
+    Email(String),
+    Phone(String),
+}
+
+/// Signs in with a login code sent `to` an address or a number; answers as [`verified`].
+async fn code_verified(
+    app: &App,
+    tenant: &TenantHandle,
+    to: SentTo,
+    code: &str,
+    binding_hash: Option<String>,
+    ip: IpAddr,
+    ctx: &AuditContext,
+) -> Result<Json<LoginResponse>, ApiError> {
+    let login = tenant
+        .call(|reply| match &to {
+            SentTo::Email(email) => TenantMsg::from(PasswordlessMsg::EmailOtpVerify {
+                email: email.clone(),
+                code: code.to_owned(),
+                binding_hash: binding_hash.clone(),
+                ip,
+                ctx: ctx.clone(),
+                reply,
+            }),
+            SentTo::Phone(phone) => TenantMsg::from(SmsMsg::SmsOtpVerify {
+                phone: phone.clone(),
+                code: code.to_owned(),
+                binding_hash: binding_hash.clone(),
+                ip,
+                ctx: ctx.clone(),
+                reply,
+            }),
+        })
+        .await?;
+    verified(app, tenant, login).await
+}
+
 /// Whether `mode` is `login_or_create` (`login`, the default, is false).
 fn create_mode(errors: &mut FieldErrors, mode: Option<&str>) -> bool {
     errors.check(
@@ -409,25 +451,11 @@ pub async fn email_otp_verify(
 ) -> Result<Json<LoginResponse>, ApiError> {
     let mut errors = FieldErrors::new();
     let email = email_field(&mut errors, &req.email);
-    errors.check(
-        "code",
-        req.code.len() == 6 && req.code.bytes().all(|b| b.is_ascii_digit()),
-        "must be exactly 6 digits",
-    );
+    six_digits(&mut errors, "code", &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
-    let email = email.unwrap_or_default();
-    let login = tenant
-        .call(|reply| PasswordlessMsg::EmailOtpVerify {
-            email: email.clone(),
-            code: req.code.clone(),
-            binding_hash: binding_hash.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
-    verified(&state, &tenant, login).await
+    let to = SentTo::Email(email.unwrap_or_default());
+    code_verified(&state, &tenant, to, &req.code, binding_hash, ip, &ctx).await
 }
 
 /// Spec 2.4 UserSmsOtpRequest.
@@ -524,16 +552,6 @@ pub async fn sms_otp_verify(
     six_digits(&mut errors, "code", &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
-    let e164 = phone.map(|p| p.e164).unwrap_or_default();
-    let login = tenant
-        .call(|reply| SmsMsg::SmsOtpVerify {
-            phone: e164.clone(),
-            code: req.code.clone(),
-            binding_hash: binding_hash.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
-    verified(&state, &tenant, login).await
+    let to = SentTo::Phone(phone.map(|p| p.e164).unwrap_or_default());
+    code_verified(&state, &tenant, to, &req.code, binding_hash, ip, &ctx).await
 }

@@ -30,11 +30,13 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    dashboard::{audit::Pagination, reauth_required, Dashboard},
+    dashboard::{reauth_required, TenantCaller},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{email_field, metadata_field, phone_field},
     management::Management,
+    paging::{self, Pagination},
+    path_id::path_id,
 };
 use crate::{
     app::AppState,
@@ -54,14 +56,14 @@ pub struct Manager {
 }
 
 impl Manager {
-    fn dashboard(state: &AppState, auth: &Dashboard, slug: &str) -> Result<Self, ApiError> {
-        let (member, tenant) = auth.member(state, slug)?;
+    fn dashboard(state: &AppState, caller: &TenantCaller) -> Result<Self, ApiError> {
+        let (member, tenant) = caller.member(state)?;
         Ok(Manager {
             tenant,
             can_write: member.role != Role::Viewer,
             forbidden: ApiError::forbidden,
-            fresh: auth.require_recent_reauth().is_ok(),
-            ctx: auth.ctx.clone(),
+            fresh: caller.auth.require_recent_reauth().is_ok(),
+            ctx: caller.auth.ctx.clone(),
         })
     }
 
@@ -311,20 +313,8 @@ fn parse_time(e: &mut FieldErrors, name: &str, v: Option<&str>) -> Option<Offset
 
 async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiError> {
     let mut e = FieldErrors::new();
-    let limit = match q.limit.as_deref() {
-        None => Some(50),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
-    };
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 200");
-    let cursor = q
-        .cursor
-        .as_deref()
-        .map(|c| hex::decode(c).ok().filter(|b| b.len() == 24));
-    e.check(
-        "cursor",
-        cursor.as_ref().is_none_or(Option::is_some),
-        "is not a cursor of this list",
-    );
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
+    let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(24));
     let email_prefix = q.email.as_deref().map(|p| p.trim().to_lowercase());
     if let Some(p) = &email_prefix {
         e.check("email", len_between(p, 1, 254), "must be 1-254 characters");
@@ -354,8 +344,8 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
         created_after,
         created_before,
         last_sign_in_before,
-        cursor: cursor.flatten(),
-        limit: limit.unwrap_or(50),
+        cursor,
+        limit,
     };
     let page = m
         .tenant
@@ -366,16 +356,8 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
         .await?;
     Ok(Json(ManagedUserList {
         data: page.users.into_iter().map(Into::into).collect(),
-        pagination: Pagination {
-            has_more: page.next_cursor.is_some(),
-            next_cursor: page.next_cursor.map(hex::encode),
-        },
+        pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
-}
-
-/// A path id; a malformed one is answered like an id that exists nowhere.
-fn user_id(id: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found("user"))
 }
 
 fn not_found_user(e: ApiError) -> ApiError {
@@ -387,7 +369,7 @@ fn not_found_user(e: ApiError) -> ApiError {
 }
 
 async fn show(m: Manager, id: &str) -> Result<Json<ManagedUserDetail>, ApiError> {
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     let detail = m
         .tenant
         .call(|reply| UsersMsg::GetUser { id, reply })
@@ -444,7 +426,7 @@ async fn update(
     req: UpdateUserRequest,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     let mut e = FieldErrors::new();
     let email = req.email.as_deref().map(|v| email_field(&mut e, v));
     let phone = match req.phone {
@@ -489,7 +471,7 @@ async fn act(
     action: UserAction,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     if action == UserAction::ResetMfa {
         m.sensitive()?;
     }
@@ -509,7 +491,7 @@ async fn act(
 
 async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     m.write()?;
-    let id = user_id(id)?;
+    let id = path_id(id, "user")?;
     m.sensitive()?;
     let ctx = m.ctx.clone();
     m.tenant
@@ -538,11 +520,10 @@ async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     ))]
 pub async fn dashboard_list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<UsersQuery>,
 ) -> Result<Json<ManagedUserList>, ApiError> {
-    list(Manager::dashboard(&state, &auth, &slug)?, q).await
+    list(Manager::dashboard(&state, &caller)?, q).await
 }
 
 /// Creates a user (admin, owner): with a password, or invited by mail to choose one.
@@ -561,11 +542,10 @@ pub async fn dashboard_list(
     ))]
 pub async fn dashboard_create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateUserRequest>,
 ) -> Result<Response, ApiError> {
-    create(&state, Manager::dashboard(&state, &auth, &slug)?, req).await
+    create(&state, Manager::dashboard(&state, &caller)?, req).await
 }
 
 /// One user: profile, factors, live sessions and this month's activity (any member).
@@ -579,10 +559,10 @@ pub async fn dashboard_create(
     ))]
 pub async fn dashboard_show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    show(Manager::dashboard(&state, &auth, &slug)?, &id).await
+    show(Manager::dashboard(&state, &caller)?, &id).await
 }
 
 /// Changes a user's address, number or metadata (admin, owner). A new address needs a
@@ -605,11 +585,11 @@ pub async fn dashboard_show(
     ))]
 pub async fn dashboard_update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateUserRequest>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    update(Manager::dashboard(&state, &auth, &slug)?, &id, req).await
+    update(Manager::dashboard(&state, &caller)?, &id, req).await
 }
 
 /// Erases a user and everything keyed to them (admin, owner; a re-authentication within 5
@@ -625,10 +605,10 @@ pub async fn dashboard_update(
     ))]
 pub async fn dashboard_delete(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    delete(Manager::dashboard(&state, &auth, &slug)?, &id).await
+    delete(Manager::dashboard(&state, &caller)?, &id).await
 }
 
 /// Blocks, unblocks, signs out everywhere, resets MFA or mails a password-reset link (admin,
@@ -650,10 +630,10 @@ pub async fn dashboard_delete(
     ))]
 pub async fn dashboard_act(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id, action)): Path<(String, String, String)>,
+    caller: TenantCaller,
+    Path((_, id, action)): Path<(String, String, String)>,
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
-    let m = Manager::dashboard(&state, &auth, &slug)?;
+    let m = Manager::dashboard(&state, &caller)?;
     act(m, &id, action_of(&action)?).await
 }
 

@@ -12,9 +12,12 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{SessionsMsg, SmsMsg, UsersMsg};
+use tessera_actors::tenant::{SmsMsg, UsersMsg};
 use tessera_actors::{
-    tenant::social::{Provider, SocialAnswer, SocialCmd},
+    tenant::{
+        credentials::Credential,
+        social::{Provider, SocialAnswer, SocialCmd},
+    },
     CallError, TenantError, TenantMsg,
 };
 use utoipa::ToSchema;
@@ -24,6 +27,7 @@ use super::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::{optional_json, ApiJson, ClientIp, RequestCtx},
     fields::{checked_phone, phone_field, six_digits},
+    new_credential::{require_confirmed_address, signed_in},
     reauth::require_step_up,
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
@@ -109,20 +113,11 @@ pub async fn phone_confirm(
     six_digits(&mut errors, "code", &req.code);
     errors.finish()?;
     // Refusals that need no step-up come first (the actor checks them again).
-    let bearer = user.bearer;
-    let me = user
-        .tenant
-        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
-        .await?;
+    let me = signed_in(&user).await?;
     if me.is_anonymous {
         return Err(tessera_actors::TenantError::GuestNotAllowed.into());
     }
-    if me.email.is_some() && !me.email_verified {
-        return Err(tessera_actors::TenantError::EmailUnconfirmed {
-            credential: tessera_actors::tenant::credentials::Credential::Phone,
-        }
-        .into());
-    }
+    require_confirmed_address(&me, Credential::Phone)?;
     require_step_up(&state, &user, &headers).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
     let bearer = user.bearer;
@@ -211,17 +206,7 @@ pub async fn link_provider(
         ));
     }
     // Refused before the gate, so the step-up token is not used up (the actor checks again).
-    let bearer = user.bearer;
-    let me = user
-        .tenant
-        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
-        .await?;
-    if me.email.is_some() && !me.email_verified {
-        return Err(tessera_actors::TenantError::EmailUnconfirmed {
-            credential: tessera_actors::tenant::credentials::Credential::SocialLinks,
-        }
-        .into());
-    }
+    require_confirmed_address(&signed_in(&user).await?, Credential::SocialLinks)?;
     require_step_up(&state, &user, &headers).await?;
     let shown: String = provider.chars().take(32).collect();
     let not_configured = || {
@@ -319,6 +304,18 @@ pub async fn identities(
     }))
 }
 
+/// The provider of an `identities/{provider}` route, once the step-up gate has passed; a name
+/// that is no provider is 404, as one not linked is.
+async fn gated_identity(
+    state: &AppState,
+    user: &UserBearer,
+    headers: &HeaderMap,
+    provider: &str,
+) -> Result<Provider, ApiError> {
+    require_step_up(state, user, headers).await?;
+    Provider::parse(provider).ok_or_else(|| ApiError::not_found("identity"))
+}
+
 /// A linked account's provider tokens, as the provider answered them at the last sign-in.
 #[derive(Serialize, ToSchema)]
 pub struct ProviderTokensResponse {
@@ -351,18 +348,9 @@ pub async fn provider_tokens(
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
-    require_step_up(&state, &user, &headers).await?;
-    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let provider = gated_identity(&state, &user, &headers, &provider).await?;
     let bearer = user.bearer;
-    let answer = social(
-        &user,
-        &ctx,
-        SocialCmd::Tokens {
-            bearer,
-            provider: p,
-        },
-    )
-    .await;
+    let answer = social(&user, &ctx, SocialCmd::Tokens { bearer, provider }).await;
     let tokens = match answer {
         Ok(SocialAnswer::Tokens(t)) => *t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -402,18 +390,9 @@ pub async fn unlink(
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
-    require_step_up(&state, &user, &headers).await?;
-    let p = Provider::parse(&provider).ok_or_else(|| ApiError::not_found("identity"))?;
+    let provider = gated_identity(&state, &user, &headers, &provider).await?;
     let bearer = user.bearer;
-    let answer = social(
-        &user,
-        &ctx,
-        SocialCmd::Unlink {
-            bearer,
-            provider: p,
-        },
-    )
-    .await;
+    let answer = social(&user, &ctx, SocialCmd::Unlink { bearer, provider }).await;
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
         Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),

@@ -15,7 +15,6 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::messages::DirectoryMsg,
     records::Role,
     tenant::agents::{
         ActivityQuery, AgentAnswer, AgentCmd, AgentGrant, AgentPatch, AgentRateLimits, AgentRecord,
@@ -27,12 +26,14 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{audit::Pagination, Dashboard};
+use super::{hash_prefix, members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
+    paging::{self, Pagination},
+    path_id::path_id,
 };
 
 /// Scopes an agent may be registered for.
@@ -307,10 +308,6 @@ pub struct AgentActivity {
     pub pagination: Pagination,
 }
 
-fn prefix12(h: Option<String>) -> Option<String> {
-    h.map(|h| h.chars().take(12).collect())
-}
-
 /// One agent command on the tenant's actor; an unknown agent is 404 `resource/not_found`.
 async fn agents(
     tenant: &TenantHandle,
@@ -333,11 +330,6 @@ fn issued(answer: AgentAnswer) -> Result<IssuedAgent, ApiError> {
         AgentAnswer::Issued(i) => Ok(*i),
         _ => Err(ApiError::internal("unexpected agent answer")),
     }
-}
-
-/// An agent id from the path: a malformed one is answered like one that exists nowhere.
-fn agent_id(id: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found("agent"))
 }
 
 /// The agent, unless it is revoked (409 `agent/already_revoked`, before anything about the
@@ -474,39 +466,30 @@ fn limits_of(s: &AgentSettingsBody) -> AgentRateLimits {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<AgentList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let limit = match q.limit.as_deref() {
-        None => Some(20),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=100).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => Uuid::parse_str(c).ok().map(Some),
-    };
+    let (_, tenant) = caller.member(&state)?;
+    let mut e = FieldErrors::new();
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
+    let after = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
     let include_revoked = match q.include_revoked.as_deref() {
         None | Some("false") => Some(false),
         Some("true") => Some(true),
         Some(_) => None,
     };
-    let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 100")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list")
-        .check(
-            "include_revoked",
-            include_revoked.is_some(),
-            "must be true or false",
-        );
+    e.check(
+        "include_revoked",
+        include_revoked.is_some(),
+        "must be true or false",
+    );
     e.finish()?;
     let cmd = AgentCmd::List {
-        after: cursor.flatten(),
-        limit: limit.unwrap_or(20),
+        after,
+        limit,
         include_revoked: include_revoked.unwrap_or(false),
     };
-    let AgentAnswer::Page(page, next) = agents(&tenant, &auth.ctx, cmd).await? else {
+    let AgentAnswer::Page(page, next) = agents(&tenant, &caller.auth.ctx, cmd).await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(AgentList {
@@ -514,10 +497,7 @@ pub async fn list(
             .into_iter()
             .map(|a| AgentResponse::of(&state, a))
             .collect(),
-        pagination: Pagination {
-            has_more: next.is_some(),
-            next_cursor: next.map(|n| n.to_string()),
-        },
+        pagination: Pagination::next(next.map(|n| n.to_string())),
     }))
 }
 
@@ -538,11 +518,10 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<RegisterAgentRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     // The tier first: on the free tier nothing else about the request matters.
     let overview = tenant
         .call(|reply| TenantMsg::GetOverview { reply })
@@ -565,7 +544,7 @@ pub async fn create(
     check_ttl(&mut e, &state, ttl);
     check_settings(&mut e, &req.agent_settings);
     e.finish()?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let new = NewAgent {
         name,
         description: req.description,
@@ -577,7 +556,7 @@ pub async fn create(
         rate_limits: limits_of(&req.agent_settings),
         max_concurrent_tokens: req.agent_settings.max_concurrent_tokens,
     };
-    let created = issued(agents(&tenant, &auth.ctx, AgentCmd::Register(new)).await?)?;
+    let created = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::Register(new)).await?)?;
     let body = IssuedAgentResponse::of(&state, created);
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
@@ -596,12 +575,12 @@ pub async fn create(
     ))]
 pub async fn show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let id = agent_id(&id)?;
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Get(id)).await?)?;
+    let (_, tenant) = caller.member(&state)?;
+    let id = path_id(&id, "agent")?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Get(id)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
 
@@ -624,13 +603,13 @@ pub async fn show(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateAgentRequest>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
-    let id = agent_id(&id)?;
-    live_agent(&tenant, &auth, id).await?;
+    let (_, tenant) = caller.owner(&state)?;
+    let id = path_id(&id, "agent")?;
+    live_agent(&tenant, &caller.auth, id).await?;
     if let Some(uris) = &req.redirect_uris {
         no_redirects(uris)?;
     }
@@ -673,7 +652,7 @@ pub async fn update(
         rate_limits: req.agent_settings.as_ref().map(limits_of),
         max_concurrent_tokens: req.agent_settings.map(|s| s.max_concurrent_tokens),
     };
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Update(id, patch)).await?)?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Update(id, patch)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
 
@@ -694,14 +673,14 @@ pub async fn update(
     ))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedAgentResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
-    let id = agent_id(&id)?;
-    live_agent(&tenant, &auth, id).await?;
-    auth.require_recent_reauth()?;
-    let i = issued(agents(&tenant, &auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
+    let (_, tenant) = caller.owner(&state)?;
+    let id = path_id(&id, "agent")?;
+    live_agent(&tenant, &caller.auth, id).await?;
+    caller.auth.require_recent_reauth()?;
+    let i = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
     Ok(Json(IssuedAgentResponse::of(&state, i)))
 }
 
@@ -724,25 +703,19 @@ pub async fn rotate_secret(
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<RevokedAgentResponse>, ApiError> {
-    let (m, tenant) = auth.owner(&state, &slug)?;
-    let id = agent_id(&id)?;
-    let members = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
-    let owners = members
+    let (m, tenant) = caller.owner(&state)?;
+    let id = path_id(&id, "agent")?;
+    let owners = members_of(&state, m.tenant)
+        .await?
         .members
         .into_iter()
         .filter(|m| m.role == Role::Owner)
         .map(|m| m.email)
         .collect();
-    let a = one(agents(&tenant, &auth.ctx, AgentCmd::Revoke { id, owners }).await?)?;
+    let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Revoke { id, owners }).await?)?;
     let revoked_at = a
         .revoked_at
         .ok_or_else(|| ApiError::internal("a revoked agent without revoked_at"))?;
@@ -770,20 +743,15 @@ pub async fn revoke(
     ))]
 pub async fn activity(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     Query(q): Query<ActivityParams>,
 ) -> Result<Json<AgentActivity>, ApiError> {
-    let (m, tenant) = auth.member(&state, &slug)?;
-    let id = agent_id(&id)?;
-    let limit = match q.limit.as_deref() {
-        None => Some(50),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => hex::decode(c).ok().filter(|b| b.len() == 12).map(Some),
-    };
+    let (m, tenant) = caller.member(&state)?;
+    let id = path_id(&id, "agent")?;
+    let mut e = FieldErrors::new();
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
+    let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));
     let time = |v: &Option<String>| match v {
         None => Some(None),
         Some(t) => OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
@@ -795,10 +763,7 @@ pub async fn activity(
         None => Some(None),
         Some(u) => Uuid::parse_str(u).ok().map(Some),
     };
-    let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 200")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list")
-        .check("since", since.is_some(), "must be an RFC 3339 time")
+    e.check("since", since.is_some(), "must be an RFC 3339 time")
         .check("until", until.is_some(), "must be an RFC 3339 time")
         .check("actor_user_id", actor.is_some(), "must be a user id");
     if let Some(t) = &q.action_type {
@@ -810,16 +775,16 @@ pub async fn activity(
     }
     e.finish()?;
     let query = ActivityQuery {
-        cursor: cursor.flatten(),
-        limit: limit.unwrap_or(50),
+        cursor,
+        limit,
         since: since.flatten(),
         until: until.flatten(),
         actor_user_id: actor.flatten(),
         action_type: q.action_type,
-        only_actor: (m.role != Role::Owner).then_some(Some(auth.session.account_id)),
+        only_actor: (m.role != Role::Owner).then_some(Some(caller.auth.session.account_id)),
     };
     let AgentAnswer::Activity(page) =
-        agents(&tenant, &auth.ctx, AgentCmd::Activity(id, query)).await?
+        agents(&tenant, &caller.auth.ctx, AgentCmd::Activity(id, query)).await?
     else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
@@ -837,17 +802,14 @@ pub async fn activity(
                 method_or_event: r.method_or_event,
                 jti: r.jti,
                 scope_used: r.scope_used,
-                ip_hash_prefix: prefix12(r.ip_hash),
-                user_agent_hash_prefix: prefix12(r.ua_hash),
+                ip_hash_prefix: hash_prefix(r.ip_hash),
+                user_agent_hash_prefix: hash_prefix(r.ua_hash),
                 created_at: r.created_at,
             }
         })
         .collect();
     Ok(Json(AgentActivity {
         data,
-        pagination: Pagination {
-            has_more: page.next_cursor.is_some(),
-            next_cursor: page.next_cursor.map(hex::encode),
-        },
+        pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
 }

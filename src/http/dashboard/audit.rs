@@ -1,7 +1,7 @@
 //! `GET .../audit-events`: the tenant's audit log, newest first.
 
 use axum::{
-    extract::{Path, Query, State},
+    extract::{Query, State},
     Json,
 };
 use serde::{Deserialize, Serialize};
@@ -10,9 +10,12 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::Dashboard;
+use super::{hash_prefix, TenantCaller};
 use crate::app::AppState;
-use crate::http::error::{ApiError, ErrorBody, FieldErrors};
+use crate::http::{
+    error::{ApiError, ErrorBody, FieldErrors},
+    paging::{self, Pagination},
+};
 
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -50,12 +53,6 @@ pub struct AuditEventResponse {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct Pagination {
-    pub next_cursor: Option<String>,
-    pub has_more: bool,
-}
-
-#[derive(Serialize, ToSchema)]
 pub struct AuditEventList {
     pub data: Vec<AuditEventResponse>,
     pub pagination: Pagination,
@@ -73,22 +70,13 @@ pub struct AuditEventList {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     Query(q): Query<AuditQuery>,
 ) -> Result<Json<AuditEventList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let limit = match q.limit.as_deref() {
-        None => Some(50),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=200).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => hex::decode(c).ok().filter(|b| b.len() == 12).map(Some),
-    };
+    let (_, tenant) = caller.member(&state)?;
     let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 200")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list");
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
+    let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));
     if let Some(t) = &q.event_type {
         e.check(
             "type",
@@ -97,7 +85,6 @@ pub async fn list(
         );
     }
     e.finish()?;
-    let (limit, cursor) = (limit.unwrap_or(50), cursor.unwrap_or(None));
     let page = tenant
         .call(|reply| TenantMsg::ListAudit {
             cursor: cursor.clone(),
@@ -116,7 +103,7 @@ pub async fn list(
             actor_management_key_id: ev.management_key,
             created_at: ev.at,
             fields: ev.fields,
-            ip_hash_prefix: ev.ip_hash.map(|h| h.chars().take(12).collect()),
+            ip_hash_prefix: hash_prefix(ev.ip_hash),
             ua_family: ev.ua_family,
             // Always an object (spec 6): events recorded without context carry `null`.
             metadata: match ev.metadata {
@@ -127,9 +114,6 @@ pub async fn list(
         .collect();
     Ok(Json(AuditEventList {
         data,
-        pagination: Pagination {
-            has_more: page.next_cursor.is_some(),
-            next_cursor: page.next_cursor.map(hex::encode),
-        },
+        pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
 }

@@ -18,11 +18,12 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, Dashboard};
+use super::{audit_in, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
+    path_id::path_id,
 };
 
 /// A management key as listed: never the key itself.
@@ -100,10 +101,9 @@ pub struct CreatedManagementKeyResponse {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<ManagementKeyList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let tenant = tenant.id;
     let keys = state
         .directory
@@ -130,11 +130,10 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateManagementKeyRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let mut e = FieldErrors::new();
     let name = req.name.trim().to_owned();
     e.check("name", len_between(&name, 1, 64), "must be 1-64 characters");
@@ -154,13 +153,13 @@ pub async fn create(
         "must be an RFC 3339 date-time in the future",
     );
     e.finish()?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let key = NewManagementKey {
         tenant: tenant.id,
         name,
         role: role.unwrap_or(Role::Viewer),
         expires_at: expires_at.flatten(),
-        created_by: auth.session.account_id,
+        created_by: caller.auth.session.account_id,
     };
     let created = state
         .directory
@@ -172,9 +171,9 @@ pub async fn create(
     let rec = &created.record;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         "management_key.created",
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::json!({
             "key_id": rec.id,
             "name": rec.name,
@@ -206,11 +205,11 @@ pub async fn create(
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<ManagementKeyResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
-    let id = Uuid::parse_str(&id).map_err(|_| ApiError::not_found("management key"))?;
+    let (_, tenant) = caller.owner(&state)?;
+    let id = path_id(&id, "management key")?;
     let tenant = tenant.id;
     let (rec, revoked_now) = state
         .directory
@@ -223,9 +222,9 @@ pub async fn revoke(
     if revoked_now {
         audit_in(
             &state,
-            vec![slug],
+            vec![caller.slug],
             "management_key.revoked",
-            &auth.ctx,
+            &caller.auth.ctx,
             serde_json::json!({ "key_id": rec.id, "name": rec.name, "role": rec.role.as_str() }),
         )
         .await;

@@ -17,8 +17,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{
-    audit_detached, audit_in, check_password, check_token_and_password, detached_refs, Dashboard,
-    DetachedTenantRef,
+    audit_detached, audit_in, check_password, check_token_and_password, detached_refs, members_of,
+    DetachedTenantRef, TenantCaller,
 };
 use crate::app::AppState;
 use crate::http::{
@@ -158,17 +158,10 @@ pub struct AcceptInviteResponse {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<MemberList>, ApiError> {
-    let (m, _) = auth.member(&state, &slug)?;
-    let list = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
+    let (m, _) = caller.member(&state)?;
+    let list = members_of(&state, m.tenant).await?;
     Ok(Json(MemberList {
         data: list.members.into_iter().map(Member::from).collect(),
         invitations: list
@@ -200,11 +193,10 @@ pub async fn list(
     ))]
 pub async fn invite(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<InviteMemberRequest>,
 ) -> Result<(StatusCode, Json<InviteMemberResponse>), ApiError> {
-    let (m, _) = auth.owner(&state, &slug)?;
+    let (m, _) = caller.owner(&state)?;
     let role = Role::parse(&req.role);
     let mut e = FieldErrors::new();
     e.check(
@@ -222,7 +214,7 @@ pub async fn invite(
             tenant: m.tenant,
             email,
             role,
-            invited_by: auth.session.account_id,
+            invited_by: caller.auth.session.account_id,
             reply,
         })
         .await?;
@@ -246,9 +238,9 @@ pub async fn invite(
         .await;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         "member.invited",
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::json!({"role": role, "replaced": invitation.replaced}),
     )
     .await;
@@ -279,10 +271,10 @@ pub async fn invite(
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, email)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, email)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (m, _) = auth.owner(&state, &slug)?;
+    let (m, _) = caller.owner(&state)?;
     if email.len() > 254 {
         // No invitation has such an address; answered as the directory answers any other.
         return Err(CallError::Failed(DirectoryError::NotFound).into());
@@ -297,9 +289,9 @@ pub async fn revoke(
         .await?;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         "member.invitation_revoked",
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::json!({}),
     )
     .await;
@@ -323,11 +315,11 @@ pub async fn revoke(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, account_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, account_id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateMemberRequest>,
 ) -> Result<Json<Member>, ApiError> {
-    let (m, _) = auth.owner(&state, &slug)?;
+    let (m, _) = caller.owner(&state)?;
     let role = parse_role(&req.role)?;
     let account_id = member_id(&account_id);
     let change = state
@@ -341,19 +333,13 @@ pub async fn update(
         .await?;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         "member.role_changed",
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::json!({"member": account_id, "from": change.previous, "to": role}),
     )
     .await;
-    let list = state
-        .directory
-        .request(|reply| DirectoryMsg::ListMembers {
-            tenant: m.tenant,
-            reply,
-        })
-        .await?;
+    let list = members_of(&state, m.tenant).await?;
     list.members
         .into_iter()
         .find(|x| x.account_id == account_id)
@@ -377,12 +363,12 @@ pub async fn update(
     ))]
 pub async fn remove(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, account_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, account_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (m, _) = auth.member(&state, &slug)?;
+    let (m, _) = caller.member(&state)?;
     let account_id = member_id(&account_id);
-    let leaving = account_id == auth.session.account_id;
+    let leaving = account_id == caller.auth.session.account_id;
     if !leaving && m.role != Role::Owner {
         return Err(ApiError::forbidden());
     }
@@ -397,13 +383,13 @@ pub async fn remove(
         .await?;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         if leaving {
             "member.left"
         } else {
             "member.removed"
         },
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::json!({"member": account_id, "role": change.previous}),
     )
     .await;

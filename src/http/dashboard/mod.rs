@@ -18,16 +18,18 @@ pub mod social;
 pub mod webhooks;
 
 use axum::{
-    extract::FromRequestParts,
+    extract::{FromRequestParts, RawPathParams},
     http::{header, request::Parts, Method, StatusCode},
+    response::{IntoResponse, Response},
 };
 use serde::Serialize;
 use tessera_actors::{
-    directory::dashboard::{DetachedTenant, LoginGate, MemberOf, SessionInfo},
+    directory::dashboard::{DetachedTenant, LoginGate, MemberList, MemberOf, SessionInfo},
     records::Role,
     tenant::audit::AuditContext,
     DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
+use tessera_storage::TenantId;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -161,6 +163,62 @@ impl Dashboard {
             Err(reauth_required())
         }
     }
+}
+
+/// A dashboard caller on one of a tenant's routes (`/tenants/{slug}/...`): the session, then
+/// the route's `{slug}`. Whether the caller is a member (404) or an owner (403) is the
+/// handler's to ask, with [`TenantCaller::member`] or [`TenantCaller::owner`], once the rest of
+/// the request (its query, its body) has been read. A route with ids after the slug reads them
+/// with `Path` beside this.
+pub struct TenantCaller {
+    pub auth: Dashboard,
+    pub slug: String,
+}
+
+impl FromRequestParts<AppState> for TenantCaller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let auth = Dashboard::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let params = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let slug = params
+            .iter()
+            .find(|(name, _)| *name == "slug")
+            .map(|(_, value)| value.to_owned())
+            .ok_or_else(|| ApiError::internal("a tenant route without {slug}").into_response())?;
+        Ok(TenantCaller { auth, slug })
+    }
+}
+
+impl TenantCaller {
+    /// The caller's membership of the route's tenant and the tenant's handle; 404 when not a
+    /// member.
+    pub fn member(&self, state: &AppState) -> Result<(MemberOf, TenantHandle), ApiError> {
+        self.auth.member(state, &self.slug)
+    }
+
+    /// Like [`TenantCaller::member`], and the caller must be an owner (403 otherwise).
+    pub fn owner(&self, state: &AppState) -> Result<(MemberOf, TenantHandle), ApiError> {
+        self.auth.owner(state, &self.slug)
+    }
+}
+
+/// The tenant's members and pending invitations.
+pub async fn members_of(state: &AppState, tenant: TenantId) -> Result<MemberList, ApiError> {
+    Ok(state
+        .directory
+        .request(|reply| DirectoryMsg::ListMembers { tenant, reply })
+        .await?)
+}
+
+/// What the dashboard shows of a keyed hash (of a client address, of a User-Agent): its first
+/// 12 characters.
+pub fn hash_prefix(hash: Option<String>) -> Option<String> {
+    hash.map(|h| h.chars().take(12).collect())
 }
 
 /// 401 `dashboard/reauth_required`.

@@ -29,7 +29,7 @@ use tessera_actors::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::Dashboard;
+use super::TenantCaller;
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -295,11 +295,10 @@ fn issued(answer: OAuthClientAnswer) -> Result<IssuedClient, ApiError> {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<OAuthClientList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    match registry(&tenant, &auth.ctx, OAuthClientCmd::List).await? {
+    let (_, tenant) = caller.member(&state)?;
+    match registry(&tenant, &caller.auth.ctx, OAuthClientCmd::List).await? {
         OAuthClientAnswer::List(clients) => Ok(Json(OAuthClientList {
             data: clients.into_iter().map(Into::into).collect(),
         })),
@@ -323,16 +322,15 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateOAuthClientRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     if req.client_type == "agent" {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "oauth_client/use_agents_endpoint",
-            "agents are registered at /v1/auth/dashboard/tenants/{slug}/agents",
+            "agents are registered at /v1/auth/dashboard/tenants/{caller.slug}/agents",
         ));
     }
     let mut e = FieldErrors::new();
@@ -384,7 +382,7 @@ pub async fn create(
         "must be RS256 or ES256",
     );
     e.finish()?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let alg = alg.unwrap_or(KeyAlg::RS256);
     ensure_id_token_key(&tenant, alg).await?;
     let new = NewOAuthClient {
@@ -402,7 +400,7 @@ pub async fn create(
         first_party: req.first_party,
         id_token_signed_response_alg: alg,
     };
-    let created = issued(registry(&tenant, &auth.ctx, OAuthClientCmd::Create(new)).await?)?;
+    let created = issued(registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Create(new)).await?)?;
     let body = IssuedOAuthClientResponse::from(created);
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
@@ -421,11 +419,11 @@ pub async fn create(
     ))]
 pub async fn show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, client_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, client_id)): Path<(String, String)>,
 ) -> Result<Json<OAuthClientResponse>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let c = one(registry(&tenant, &auth.ctx, OAuthClientCmd::Get(client_id)).await?)?;
+    let (_, tenant) = caller.member(&state)?;
+    let c = one(registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Get(client_id)).await?)?;
     Ok(Json(c.into()))
 }
 
@@ -447,11 +445,11 @@ pub async fn show(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, client_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, client_id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateOAuthClientRequest>,
 ) -> Result<Json<OAuthClientResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let mut e = FieldErrors::new();
     let name = req.name.map(|n| n.trim().to_owned());
     if let Some(n) = &name {
@@ -492,7 +490,12 @@ pub async fn update(
         first_party: req.first_party,
         id_token_signed_response_alg: alg,
     };
-    let c = one(registry(&tenant, &auth.ctx, OAuthClientCmd::Update(client_id, patch)).await?)?;
+    let c = one(registry(
+        &tenant,
+        &caller.auth.ctx,
+        OAuthClientCmd::Update(client_id, patch),
+    )
+    .await?)?;
     Ok(Json(c.into()))
 }
 
@@ -511,11 +514,11 @@ pub async fn update(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, client_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, client_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
-    registry(&tenant, &auth.ctx, OAuthClientCmd::Delete(client_id)).await?;
+    let (_, tenant) = caller.owner(&state)?;
+    registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Delete(client_id)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -536,13 +539,19 @@ pub async fn delete(
     ))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, client_id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, client_id)): Path<(String, String)>,
 ) -> Result<Json<IssuedOAuthClientResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
-    auth.require_recent_reauth()?;
-    let rotated =
-        issued(registry(&tenant, &auth.ctx, OAuthClientCmd::RotateSecret(client_id)).await?)?;
+    let (_, tenant) = caller.owner(&state)?;
+    caller.auth.require_recent_reauth()?;
+    let rotated = issued(
+        registry(
+            &tenant,
+            &caller.auth.ctx,
+            OAuthClientCmd::RotateSecret(client_id),
+        )
+        .await?,
+    )?;
     Ok(Json(rotated.into()))
 }
 

@@ -1,7 +1,7 @@
 //! Dashboard login, logout, re-authentication, the caller's tenants, and API-key rotation.
 
 use axum::{
-    extract::{Path, State},
+    extract::State,
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -16,7 +16,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, Dashboard, DEVICE_COOKIE, SESSION_COOKIE};
+use super::{audit_in, check_password, Dashboard, TenantCaller, DEVICE_COOKIE, SESSION_COOKIE};
 use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
@@ -308,10 +308,9 @@ pub async fn tenants(auth: Dashboard) -> Json<TenantList> {
     ))]
 pub async fn tenant(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<TenantMembership>, ApiError> {
-    let (m, _) = auth.member(&state, &slug)?;
+    let (m, _) = caller.member(&state)?;
     Ok(Json(TenantMembership {
         id: m.tenant.0,
         slug: m.slug,
@@ -332,12 +331,11 @@ pub async fn tenant(
     ))]
 pub async fn rotate_api_key(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<RotatedApiKeyResponse>, ApiError> {
-    let (m, _) = auth.owner(&state, &slug)?;
-    auth.require_recent_reauth()?;
-    let target = slug.clone();
+    let (m, _) = caller.owner(&state)?;
+    caller.auth.require_recent_reauth()?;
+    let target = caller.slug.clone();
     let rotated: RotatedKey = state
         .directory
         .request(|reply| DirectoryMsg::RotateApiKey {
@@ -347,9 +345,9 @@ pub async fn rotate_api_key(
         .await?;
     audit_in(
         &state,
-        vec![slug],
+        vec![caller.slug],
         "api_key.rotated",
-        &auth.ctx,
+        &caller.auth.ctx,
         serde_json::Value::Null,
     )
     .await;

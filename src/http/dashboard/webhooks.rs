@@ -30,13 +30,15 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{audit::Pagination, Dashboard};
+use super::TenantCaller;
 use crate::{
     app::AppState,
     http::{
         error::{len_between, ApiError, ErrorBody, FieldErrors},
         extract::ApiJson,
         fields::{check_description, nullable},
+        paging::{self, Pagination},
+        path_id::path_id,
     },
     webhooks::{check_url, resolves_only_to_private, UrlRefusal},
 };
@@ -236,11 +238,6 @@ fn unexpected() -> ApiError {
     ApiError::internal("unexpected webhook answer")
 }
 
-/// An id from the path: a malformed one is answered like one that exists nowhere.
-fn path_id(id: &str, what: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(id).map_err(|_| ApiError::not_found(what))
-}
-
 /// The URL's shape (400 `validation/invalid_request` naming `url`).
 fn check_url_field(e: &mut FieldErrors, url: &str) {
     e.check(
@@ -338,12 +335,16 @@ fn delivery(answer: WebhookAnswer) -> Result<WebhookDeliveryRecord, ApiError> {
     ))]
 pub async fn list(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
 ) -> Result<Json<WebhookList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
-    let WebhookAnswer::Endpoints(all) =
-        webhooks(&tenant, &auth.ctx, WebhookCmd::List, "webhook endpoint").await?
+    let (_, tenant) = caller.member(&state)?;
+    let WebhookAnswer::Endpoints(all) = webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::List,
+        "webhook endpoint",
+    )
+    .await?
     else {
         return Err(unexpected());
     };
@@ -368,11 +369,10 @@ pub async fn list(
     ))]
 pub async fn create(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: TenantCaller,
     ApiJson(req): ApiJson<CreateWebhookRequest>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let url = req.url.trim().to_owned();
     let mut e = FieldErrors::new();
     check_url_field(&mut e, &url);
@@ -380,7 +380,7 @@ pub async fn create(
     check_description(&mut e, req.description.as_deref());
     e.finish()?;
     check_target(&state, &url).await?;
-    auth.require_recent_reauth()?;
+    caller.auth.require_recent_reauth()?;
     let new = NewEndpoint {
         url,
         description: req.description,
@@ -389,7 +389,7 @@ pub async fn create(
     let created = issued(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::Create(new),
             "webhook endpoint",
         )
@@ -416,12 +416,18 @@ pub async fn create(
     ))]
 pub async fn show(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<WebhookEndpointResponse>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let e = one(webhooks(&tenant, &auth.ctx, WebhookCmd::Get(id), "webhook endpoint").await?)?;
+    let e = one(webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::Get(id),
+        "webhook endpoint",
+    )
+    .await?)?;
     Ok(Json(WebhookEndpointResponse::of(e)))
 }
 
@@ -444,11 +450,11 @@ pub async fn show(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateWebhookRequest>,
 ) -> Result<Json<WebhookEndpointResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     let url = req.url.as_ref().map(|u| u.trim().to_owned());
     let mut e = FieldErrors::new();
@@ -474,7 +480,7 @@ pub async fn update(
     };
     let e = one(webhooks(
         &tenant,
-        &auth.ctx,
+        &caller.auth.ctx,
         WebhookCmd::Update(id, patch),
         "webhook endpoint",
     )
@@ -497,14 +503,14 @@ pub async fn update(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     match webhooks(
         &tenant,
-        &auth.ctx,
+        &caller.auth.ctx,
         WebhookCmd::Delete(id),
         "webhook endpoint",
     )
@@ -532,17 +538,23 @@ pub async fn delete(
     ))]
 pub async fn rotate_secret(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedWebhookResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    one(webhooks(&tenant, &auth.ctx, WebhookCmd::Get(id), "webhook endpoint").await?)?;
-    auth.require_recent_reauth()?;
+    one(webhooks(
+        &tenant,
+        &caller.auth.ctx,
+        WebhookCmd::Get(id),
+        "webhook endpoint",
+    )
+    .await?)?;
+    caller.auth.require_recent_reauth()?;
     let i = issued(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::RotateSecret(id),
             "webhook endpoint",
         )
@@ -568,13 +580,20 @@ pub async fn rotate_secret(
     ))]
 pub async fn test(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let d =
-        delivery(webhooks(&tenant, &auth.ctx, WebhookCmd::Test(id), "webhook endpoint").await?)?;
+    let d = delivery(
+        webhooks(
+            &tenant,
+            &caller.auth.ctx,
+            WebhookCmd::Test(id),
+            "webhook endpoint",
+        )
+        .await?,
+    )?;
     Ok((StatusCode::ACCEPTED, Json(WebhookDeliveryResponse::of(d))).into_response())
 }
 
@@ -595,40 +614,29 @@ pub async fn test(
     ))]
 pub async fn deliveries(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id)): Path<(String, String)>,
+    caller: TenantCaller,
+    Path((_, id)): Path<(String, String)>,
     Query(q): Query<DeliveriesQuery>,
 ) -> Result<Json<WebhookDeliveryList>, ApiError> {
-    let (_, tenant) = auth.member(&state, &slug)?;
+    let (_, tenant) = caller.member(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
-    let limit = match q.limit.as_deref() {
-        None => Some(20),
-        Some(l) => l.parse::<usize>().ok().filter(|n| (1..=100).contains(n)),
-    };
-    let cursor = match q.cursor.as_deref() {
-        None => Some(None),
-        Some(c) => Uuid::parse_str(c).ok().map(Some),
-    };
     let mut e = FieldErrors::new();
-    e.check("limit", limit.is_some(), "must be an integer from 1 to 100")
-        .check("cursor", cursor.is_some(), "is not a cursor of this list");
+    let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
+    let before = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
     e.finish()?;
     let cmd = WebhookCmd::Deliveries {
         endpoint: id,
-        before: cursor.flatten(),
-        limit: limit.unwrap_or(20),
+        before,
+        limit,
     };
     let WebhookAnswer::Deliveries(page, next) =
-        webhooks(&tenant, &auth.ctx, cmd, "webhook endpoint").await?
+        webhooks(&tenant, &caller.auth.ctx, cmd, "webhook endpoint").await?
     else {
         return Err(unexpected());
     };
     Ok(Json(WebhookDeliveryList {
         data: page.into_iter().map(WebhookDeliveryResponse::of).collect(),
-        pagination: Pagination {
-            has_more: next.is_some(),
-            next_cursor: next.map(|n| n.to_string()),
-        },
+        pagination: Pagination::next(next.map(|n| n.to_string())),
     }))
 }
 
@@ -651,16 +659,16 @@ pub async fn deliveries(
     ))]
 pub async fn redeliver(
     State(state): State<AppState>,
-    auth: Dashboard,
-    Path((slug, id, delivery_id)): Path<(String, String, String)>,
+    caller: TenantCaller,
+    Path((_, id, delivery_id)): Path<(String, String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let (_, tenant) = caller.owner(&state)?;
     let endpoint = path_id(&id, "webhook delivery")?;
     let event = path_id(&delivery_id, "webhook delivery")?;
     let d = delivery(
         webhooks(
             &tenant,
-            &auth.ctx,
+            &caller.auth.ctx,
             WebhookCmd::Redeliver { endpoint, event },
             "webhook delivery",
         )
