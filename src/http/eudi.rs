@@ -26,7 +26,7 @@ use tessera_actors::{
     tenant::{
         audit::AuditContext,
         eudi::{tenant_of_request, EudiAnswer, EudiCmd, EudiPurpose, PollAnswer, TxView},
-        messages::TenantMsg,
+        mailbox::TenantMsg,
     },
     CallError, TenantError,
 };

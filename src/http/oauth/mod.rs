@@ -30,7 +30,7 @@ use tessera_actors::{
     directory::catalog::{CatalogScopeRecord, ScopeStatus, TenantResource},
     directory::messages::DirectoryMsg,
     tenant::{
-        messages::TenantMsg,
+        mailbox::TenantMsg,
         oauth::{ClientAuth, OAuthAnswer, OAuthCmd, OAuthFailure},
         oauth_clients::TokenAuthMethod,
     },

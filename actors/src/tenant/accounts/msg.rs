@@ -11,7 +11,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, LoginAttempt, PasswordSignIn, Registration, UserView},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -81,12 +81,6 @@ pub enum AccountsMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
-}
-
-impl From<AccountsMsg> for TenantMsg {
-    fn from(msg: AccountsMsg) -> Self {
-        TenantMsg::Accounts(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

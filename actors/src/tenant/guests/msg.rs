@@ -12,7 +12,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, PurgeReport, Registration, UserView},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -37,12 +37,6 @@ pub enum GuestsMsg {
         dry_run: bool,
         reply: RpcReplyPort<Result<PurgeReport, TenantError>>,
     },
-}
-
-impl From<GuestsMsg> for TenantMsg {
-    fn from(msg: GuestsMsg) -> Self {
-        TenantMsg::Guests(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

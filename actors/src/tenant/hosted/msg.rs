@@ -9,7 +9,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{HostedLink, HostedView, PasswordlessLogin, SignInView},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -37,12 +37,6 @@ pub enum HostedMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },
-}
-
-impl From<HostedMsg> for TenantMsg {
-    fn from(msg: HostedMsg) -> Self {
-        TenantMsg::Hosted(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -9,7 +9,7 @@ use crate::{
     reply::{finish, Outcome},
     tenant::{
         keys::{RotatedKeys, TokenKeys},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -27,12 +27,6 @@ pub enum KeysMsg {
         pkcs8: zeroize::Zeroizing<Vec<u8>>,
         reply: RpcReplyPort<Result<bool, TenantError>>,
     },
-}
-
-impl From<KeysMsg> for TenantMsg {
-    fn from(msg: KeysMsg) -> Self {
-        TenantMsg::Keys(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

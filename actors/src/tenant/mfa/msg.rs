@@ -9,7 +9,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -50,12 +50,6 @@ pub enum MfaMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
     },
-}
-
-impl From<MfaMsg> for TenantMsg {
-    fn from(msg: MfaMsg) -> Self {
-        TenantMsg::Mfa(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

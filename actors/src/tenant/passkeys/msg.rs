@@ -12,7 +12,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, LoginOutcome, PasskeyView, SettingsView, StepUpGrant},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -104,12 +104,6 @@ pub enum PasskeysMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },
-}
-
-impl From<PasskeysMsg> for TenantMsg {
-    fn from(msg: PasskeysMsg) -> Self {
-        TenantMsg::Passkeys(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -11,7 +11,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{HostedReturn, OAuthResume, PasswordlessLogin},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -46,12 +46,6 @@ pub enum PasswordlessMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
     },
-}
-
-impl From<PasswordlessMsg> for TenantMsg {
-    fn from(msg: PasswordlessMsg) -> Self {
-        TenantMsg::Passwordless(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -10,7 +10,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, SessionView, UserView},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -42,12 +42,6 @@ pub enum SessionsMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<(), TenantError>>,
     },
-}
-
-impl From<SessionsMsg> for TenantMsg {
-    fn from(msg: SessionsMsg) -> Self {
-        TenantMsg::Sessions(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -6,10 +6,7 @@ use ractor::RpcReplyPort;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},
-    tenant::{
-        audit::AuditContext, messages::SettingsView, settings::SettingsChange, TenantMsg,
-        TenantState,
-    },
+    tenant::{audit::AuditContext, messages::SettingsView, settings::SettingsChange, TenantState},
 };
 
 pub enum SettingsMsg {
@@ -22,12 +19,6 @@ pub enum SettingsMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<SettingsView, TenantError>>,
     },
-}
-
-impl From<SettingsMsg> for TenantMsg {
-    fn from(msg: SettingsMsg) -> Self {
-        TenantMsg::Settings(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -11,7 +11,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, UserView},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -55,12 +55,6 @@ pub enum SmsMsg {
         ctx: AuditContext,
         reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
     },
-}
-
-impl From<SmsMsg> for TenantMsg {
-    fn from(msg: SmsMsg) -> Self {
-        TenantMsg::Sms(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

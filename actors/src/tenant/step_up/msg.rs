@@ -10,7 +10,7 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -57,12 +57,6 @@ pub enum StepUpMsg {
         jti: Uuid,
         reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
     },
-}
-
-impl From<StepUpMsg> for TenantMsg {
-    fn from(msg: StepUpMsg) -> Self {
-        TenantMsg::StepUp(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -13,7 +13,7 @@ use crate::{
             Bearer, HeldCredential, ImportOutcome, ImportedUser, NewUser, Trace, UserAction,
             UserDetail, UserPage, UserPatch, UserQuery,
         },
-        TenantMsg, TenantState,
+        state::TenantState,
     },
 };
 
@@ -79,12 +79,6 @@ pub enum UsersMsg {
         id: uuid::Uuid,
         reply: RpcReplyPort<Result<Vec<HeldCredential>, TenantError>>,
     },
-}
-
-impl From<UsersMsg> for TenantMsg {
-    fn from(msg: UsersMsg) -> Self {
-        TenantMsg::Users(msg)
-    }
 }
 
 /// Applies one command and answers it by its reply policy.

@@ -1,0 +1,221 @@
+//! The tenant actor's mailbox: `TenantMsg`, routed by flow. Each flow's commands are its own
+//! enum, in that flow's `msg` module, and come in through `From`; the tenant's own messages
+//! (its overview, the audit log, settled mail, fault drills) are variants here.
+
+use std::net::IpAddr;
+
+use ractor::RpcReplyPort;
+use uuid::Uuid;
+
+use crate::{
+    error::TenantError,
+    tenant::{
+        accounts::msg::AccountsMsg,
+        audit::{AuditContext, AuditPage},
+        guests::msg::GuestsMsg,
+        hosted::msg::HostedMsg,
+        keys::msg::KeysMsg,
+        messages::{TenantInfo, TenantOverview},
+        mfa::msg::MfaMsg,
+        passkeys::msg::PasskeysMsg,
+        passwordless::msg::PasswordlessMsg,
+        sessions::msg::SessionsMsg,
+        settings::msg::SettingsMsg,
+        sms::msg::SmsMsg,
+        step_up::msg::StepUpMsg,
+        users::msg::UsersMsg,
+    },
+};
+
+/// A message for a tenant actor: a flow's command, or one of the tenant's own.
+pub enum TenantMsg {
+    /// Registration, e-mail verification, password sign-in and the password itself.
+    Accounts(crate::tenant::accounts::msg::AccountsMsg),
+    /// Sessions: refresh, the access check, sign-out and the session list.
+    Sessions(crate::tenant::sessions::msg::SessionsMsg),
+    /// TOTP and recovery codes: setup, challenges, disabling and new codes.
+    Mfa(crate::tenant::mfa::msg::MfaMsg),
+    /// Step-up re-authentication: the gate, its methods and the consumed token.
+    StepUp(crate::tenant::step_up::msg::StepUpMsg),
+    /// Passkeys: registration, sign-in, step-up, the list and the relying-party domain.
+    Passkeys(crate::tenant::passkeys::msg::PasskeysMsg),
+    /// Mailed sign-in: login links and e-mailed codes.
+    Passwordless(crate::tenant::passwordless::msg::PasswordlessMsg),
+    /// The hosted pages: a look at a mailed link, the sign-in page, and the code exchange.
+    Hosted(crate::tenant::hosted::msg::HostedMsg),
+    /// Text messages: sign-in codes, phone confirmation and the dashboard's test message.
+    Sms(crate::tenant::sms::msg::SmsMsg),
+    /// Guests: anonymous sign-in, the claim, and the purge.
+    Guests(crate::tenant::guests::msg::GuestsMsg),
+    /// User management (dashboard, management keys, admin CLI) and the user's own data.
+    Users(crate::tenant::users::msg::UsersMsg),
+    /// The tenant's settings.
+    Settings(crate::tenant::settings::msg::SettingsMsg),
+    /// The signing keys.
+    Keys(crate::tenant::keys::msg::KeysMsg),
+    /// The OAuth client registry (dashboard and admin CLI).
+    /// The authorization server: authorize, consent, token, userinfo, revoke, introspect and
+    /// the user's consents.
+    OAuth {
+        cmd: crate::tenant::oauth::OAuthCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::oauth::OAuthAnswer, TenantError>>,
+    },
+    OAuthClients {
+        cmd: crate::tenant::oauth_clients::OAuthClientCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::oauth_clients::OAuthClientAnswer, TenantError>>,
+    },
+    /// Social sign-in: the authorize route, the callback and the exchange.
+    Social {
+        cmd: crate::tenant::social::SocialCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::social::SocialAnswer, TenantError>>,
+    },
+    /// The tenant's configuration of a social sign-in provider (dashboard).
+    SocialConfig {
+        cmd: crate::tenant::social::SocialConfigCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::social::SocialProviderView, TenantError>>,
+    },
+    /// Wallet sign-in and age verification.
+    Eudi {
+        cmd: crate::tenant::eudi::EudiCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::eudi::EudiAnswer, TenantError>>,
+    },
+    /// Agents: the registry, their grants, their users and their activity.
+    Agents {
+        cmd: crate::tenant::agents::AgentCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::agents::AgentAnswer, TenantError>>,
+    },
+    /// Guardian consent for minors: the child's request, the consent page, the portal.
+    Guardian {
+        cmd: crate::tenant::guardian::GuardianCmd,
+        /// The client's address, for the guardian routes' per-address limit.
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::guardian::GuardianAnswer, TenantError>>,
+    },
+    /// A portal link for a guardian who consented for that child; silently nothing otherwise.
+    GuardianManagementLink {
+        child_email: String,
+        guardian_email: String,
+        ip: IpAddr,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
+    /// outcomes.
+    Webhooks {
+        cmd: crate::tenant::webhooks::WebhookCmd,
+        ctx: AuditContext,
+        reply: RpcReplyPort<Result<crate::tenant::webhooks::WebhookAnswer, TenantError>>,
+    },
+    /// Delivery is done with a queued message (sent, or given up). No reply.
+    MailSettled { id: Uuid },
+    /// Appends an audit event for something that happened outside the tenant (a dashboard
+    /// login, a member change, a key rotation).
+    AppendAudit {
+        event_type: String,
+        ctx: AuditContext,
+        fields: Vec<String>,
+        metadata: serde_json::Value,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    ListAudit {
+        cursor: Option<Vec<u8>>,
+        limit: usize,
+        event_type: Option<String>,
+        reply: RpcReplyPort<Result<AuditPage, TenantError>>,
+    },
+    /// The tenant's platform facts and its settings.
+    GetOverview {
+        reply: RpcReplyPort<Result<TenantOverview, TenantError>>,
+    },
+    /// The directory changed a platform fact (tier, API key). No reply.
+    UpdateInfo { info: TenantInfo },
+    /// Crashes the actor when fault injection is enabled; otherwise answers an error.
+    InjectPanic {
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+    /// Holds the actor's mailbox for `millis` when fault injection is enabled (a slow tenant);
+    /// otherwise answers an error.
+    InjectStall {
+        millis: u64,
+        reply: RpcReplyPort<Result<(), TenantError>>,
+    },
+}
+
+impl From<AccountsMsg> for TenantMsg {
+    fn from(msg: AccountsMsg) -> Self {
+        TenantMsg::Accounts(msg)
+    }
+}
+
+impl From<GuestsMsg> for TenantMsg {
+    fn from(msg: GuestsMsg) -> Self {
+        TenantMsg::Guests(msg)
+    }
+}
+
+impl From<HostedMsg> for TenantMsg {
+    fn from(msg: HostedMsg) -> Self {
+        TenantMsg::Hosted(msg)
+    }
+}
+
+impl From<KeysMsg> for TenantMsg {
+    fn from(msg: KeysMsg) -> Self {
+        TenantMsg::Keys(msg)
+    }
+}
+
+impl From<MfaMsg> for TenantMsg {
+    fn from(msg: MfaMsg) -> Self {
+        TenantMsg::Mfa(msg)
+    }
+}
+
+impl From<PasskeysMsg> for TenantMsg {
+    fn from(msg: PasskeysMsg) -> Self {
+        TenantMsg::Passkeys(msg)
+    }
+}
+
+impl From<PasswordlessMsg> for TenantMsg {
+    fn from(msg: PasswordlessMsg) -> Self {
+        TenantMsg::Passwordless(msg)
+    }
+}
+
+impl From<SessionsMsg> for TenantMsg {
+    fn from(msg: SessionsMsg) -> Self {
+        TenantMsg::Sessions(msg)
+    }
+}
+
+impl From<SettingsMsg> for TenantMsg {
+    fn from(msg: SettingsMsg) -> Self {
+        TenantMsg::Settings(msg)
+    }
+}
+
+impl From<SmsMsg> for TenantMsg {
+    fn from(msg: SmsMsg) -> Self {
+        TenantMsg::Sms(msg)
+    }
+}
+
+impl From<StepUpMsg> for TenantMsg {
+    fn from(msg: StepUpMsg) -> Self {
+        TenantMsg::StepUp(msg)
+    }
+}
+
+impl From<UsersMsg> for TenantMsg {
+    fn from(msg: UsersMsg) -> Self {
+        TenantMsg::Users(msg)
+    }
+}
