@@ -1,0 +1,109 @@
+//! The registration e-mail domain lists: an allowlist and a blocklist, replaced together.
+//!
+//! One section of the dashboard's settings, in a file of its own as every section is: its
+//! request and answer types, the rules of its fields and its read and write routes.
+
+use axum::{
+    extract::{Path, State},
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::{
+    settings::{EmailDomains, SettingsChange},
+    SettingsView,
+};
+use utoipa::ToSchema;
+
+use super::{normalize_entries, read, update};
+use crate::{
+    app::AppState,
+    http::{
+        dashboard::Dashboard,
+        error::{ApiError, ErrorBody, FieldErrors},
+        extract::ApiJson,
+        fields::normalize_domain,
+    },
+};
+
+/// Both lists are replaced at once; an absent list is empty.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutEmailDomainsRequest {
+    /// When non-empty, only these domains may register. At most 100, each 1-253 characters.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub allowlist: Vec<String>,
+    /// These domains may not register. At most 100, each 1-253 characters.
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub blocklist: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct EmailDomainsResponse {
+    /// Lowercase, punycoded, de-duplicated.
+    pub allowlist: Vec<String>,
+    pub blocklist: Vec<String>,
+}
+
+fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<String> {
+    normalize_entries(e, field, list, 100, normalize_domain, |shown| {
+        format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)")
+    })
+}
+
+/// At most `max` entries, each normalized by `normalize` and de-duplicated in order; each bad
+/// entry is a field error naming it (`field[i]`) with `why(the entry's first 64 characters)`.
+fn domains_response(v: SettingsView) -> EmailDomainsResponse {
+    EmailDomainsResponse {
+        allowlist: v.settings.email_domains.allowlist,
+        blocklist: v.settings.email_domains.blocklist,
+    }
+}
+
+/// The registration e-mail domain lists (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "Both lists", body = EmailDomainsResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_email_domains(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<EmailDomainsResponse>, ApiError> {
+    Ok(Json(domains_response(read(&state, &auth, &slug).await?)))
+}
+
+/// Replaces both lists atomically (owner).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    request_body = PutEmailDomainsRequest,
+    responses(
+        (status = 200, description = "The stored lists", body = EmailDomainsResponse),
+        (status = 400, description = "`validation/invalid_request` naming each bad entry", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn put_email_domains(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    ApiJson(req): ApiJson<PutEmailDomainsRequest>,
+) -> Result<Json<EmailDomainsResponse>, ApiError> {
+    auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    let allowlist = normalize_list(&mut e, "allowlist", &req.allowlist);
+    let blocklist = normalize_list(&mut e, "blocklist", &req.blocklist);
+    e.finish()?;
+    let change = SettingsChange::EmailDomains(EmailDomains {
+        allowlist,
+        blocklist,
+    });
+    Ok(Json(domains_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
+}

@@ -1,0 +1,167 @@
+//! The passkey relying-party id and the extra origins its ceremonies accept.
+//!
+//! One section of the dashboard's settings, in a file of its own as every section is: its
+//! request and answer types, the rules of its fields and its read and write routes.
+
+use axum::{
+    extract::{Path, State},
+    http::HeaderMap,
+    Json,
+};
+use serde::{Deserialize, Serialize};
+use tessera_actors::tenant::{passkeys::MAX_PASSKEY_ORIGINS, SettingsView, TenantMsg};
+use utoipa::ToSchema;
+
+use super::{confirmed, read};
+use crate::{
+    app::AppState,
+    http::{
+        cors::normalize_origin,
+        dashboard::Dashboard,
+        error::{ApiError, ErrorBody, FieldErrors},
+        extract::ApiJson,
+        fields::nullable,
+    },
+};
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenantPasskeyDomainRequest {
+    /// 1-253 characters matching `^[a-z0-9.-]+$`, or null for the host of the accounts URL.
+    /// Required.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, required = true, nullable, min_length = 1, max_length = 253, pattern = "^[a-z0-9.-]+$")]
+    pub passkey_rp_id: Option<Option<String>>,
+    /// Exact origins accepted besides `https://<rp id>` and its subdomains: web origins
+    /// (`http://localhost:5173` in development) or Android apps
+    /// (`android:apk-key-hash:<base64url SHA-256 of the signing certificate>`). At most 20;
+    /// absent keeps the list.
+    #[schema(max_items = 20)]
+    pub passkey_origins: Option<Vec<String>>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct PasskeyDomainResponse {
+    /// The relying-party id set; null: the host of the accounts URL.
+    pub passkey_rp_id: Option<String>,
+    /// The extra origins accepted in passkey ceremonies.
+    pub passkey_origins: Vec<String>,
+}
+
+fn passkey_domain_response(v: SettingsView) -> PasskeyDomainResponse {
+    PasskeyDomainResponse {
+        passkey_rp_id: v.settings.passkey_rp_id,
+        passkey_origins: v.settings.passkey_origins,
+    }
+}
+
+/// The passkey relying-party id and extra origins (any role).
+#[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(("slug" = String, Path, description = "The tenant's slug")),
+    responses(
+        (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+    ))]
+pub async fn get_passkey_domain(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+) -> Result<Json<PasskeyDomainResponse>, ApiError> {
+    Ok(Json(passkey_domain_response(
+        read(&state, &auth, &slug).await?,
+    )))
+}
+
+/// An extra passkey origin: a web origin as browsers send it, or an Android app's
+/// `android:apk-key-hash:` origin, exactly.
+fn passkey_origin(input: &str) -> Option<String> {
+    if let Some(hash) = input.strip_prefix("android:apk-key-hash:") {
+        let ok = (16..=128).contains(&hash.len())
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        return ok.then(|| input.to_owned());
+    }
+    normalize_origin(input).filter(|o| o == input)
+}
+
+/// Sets the passkey relying-party id and extra origins (owner). A new relying-party id
+/// strands the passkeys registered under the old one; while there are any, the change needs
+/// `X-Service-Confirm: passkey-rp-id-change` (409 `passkey/rp_id_in_use` without it).
+#[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
+    security(("dashboard_session" = []), ("dashboard_cookie" = [])),
+    params(
+        ("slug" = String, Path, description = "The tenant's slug"),
+        ("X-Service-Confirm" = Option<String>, Header, description = "`passkey-rp-id-change` to strand existing passkeys"),
+    ),
+    request_body = UpdateTenantPasskeyDomainRequest,
+    responses(
+        (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
+        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        (status = 409, description = "`passkey/rp_id_in_use`: users hold passkeys under the current id; `details.passkeys` says how many", body = ErrorBody),
+    ))]
+pub async fn put_passkey_domain(
+    State(state): State<AppState>,
+    auth: Dashboard,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<UpdateTenantPasskeyDomainRequest>,
+) -> Result<Json<PasskeyDomainResponse>, ApiError> {
+    let (_, tenant) = auth.owner(&state, &slug)?;
+    let mut e = FieldErrors::new();
+    let rp_id = match req.passkey_rp_id {
+        None => {
+            e.check("passkey_rp_id", false, "is required (a domain or null)");
+            None
+        }
+        Some(None) => Some(None),
+        Some(Some(id)) => {
+            let ok = (1..=253).contains(&id.len())
+                && id.bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'
+                });
+            e.check(
+                "passkey_rp_id",
+                ok,
+                "must be 1-253 characters matching ^[a-z0-9.-]+$",
+            );
+            Some(Some(id))
+        }
+    };
+    if let Some(origins) = &req.passkey_origins {
+        e.check(
+            "passkey_origins",
+            origins.len() <= MAX_PASSKEY_ORIGINS,
+            "at most 20 origins",
+        );
+        for (i, o) in origins.iter().enumerate() {
+            e.check(
+                &format!("passkey_origins[{i}]"),
+                passkey_origin(o).is_some(),
+                "must be an origin as browsers send it (scheme://host[:port], lowercase, no path) or android:apk-key-hash:<base64url>",
+            );
+        }
+    }
+    e.finish()?;
+    let confirmed = confirmed(&headers, "passkey-rp-id-change");
+    // An origin listed twice is kept once, in the order first given.
+    let origins = req.passkey_origins.map(|list| {
+        let mut seen = std::collections::HashSet::new();
+        list.into_iter()
+            .filter(|o| seen.insert(o.clone()))
+            .collect::<Vec<_>>()
+    });
+    let v = tenant
+        .call(|reply| TenantMsg::PasskeyDomain {
+            rp_id: rp_id.clone(),
+            origins: origins.clone(),
+            confirmed,
+            ctx: auth.ctx.clone(),
+            reply,
+        })
+        .await?;
+    Ok(Json(passkey_domain_response(v)))
+}
