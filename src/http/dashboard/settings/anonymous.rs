@@ -9,15 +9,21 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{settings::SettingsChange, SettingsView};
+use tessera_actors::tenant::{
+    settings::{
+        rules::{SettingsFaults, GUEST_TTL_DAYS},
+        SettingsChange,
+    },
+    SettingsView,
+};
 use utoipa::ToSchema;
 
-use super::{confirmed, in_range, not_null, read, update};
+use super::{check, confirmed, not_null, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
         fields::nullable,
     },
@@ -88,25 +94,25 @@ pub async fn patch_anonymous(
     ApiJson(req): ApiJson<UpdateTenantAnonymousSettingsRequest>,
 ) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
+    let mut f = SettingsFaults::new();
     let enabled = not_null(
-        &mut e,
+        &mut f,
         "anonymous_signins_enabled",
         &req.anonymous_signins_enabled,
     );
     let ttl = not_null(
-        &mut e,
+        &mut f,
         "anonymous_user_ttl_days",
         &req.anonymous_user_ttl_days,
     );
-    let ttl_days = in_range(&mut e, "anonymous_user_ttl_days", ttl, 1, 180);
-    e.finish()?;
+    let ttl_days = ttl.and_then(|v| GUEST_TTL_DAYS.take(&mut f, "anonymous_user_ttl_days", v));
     let confirmed_privileged = confirmed(&headers, "privileged-default-role");
     let change = SettingsChange::Anonymous {
         enabled,
         ttl_days,
         confirmed_privileged,
     };
+    check(f, &change)?;
     Ok(Json(anonymous_response(
         update(&state, &auth, &slug, change).await?,
     )))

@@ -9,17 +9,20 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
-    settings::{EmailDomains, SettingsChange},
+    settings::{
+        rules::{SettingsFaults, MAX_EMAIL_DOMAINS},
+        EmailDomains, SettingsChange,
+    },
     SettingsView,
 };
 use utoipa::ToSchema;
 
-use super::{normalize_entries, read, update};
+use super::{check, normalize_entries, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
         fields::normalize_domain,
     },
@@ -46,14 +49,17 @@ pub struct EmailDomainsResponse {
     pub blocklist: Vec<String>,
 }
 
-fn normalize_list(e: &mut FieldErrors, field: &str, list: &[String]) -> Vec<String> {
-    normalize_entries(e, field, list, 100, normalize_domain, |shown| {
-        format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)")
-    })
+fn normalize_list(f: &mut SettingsFaults, field: &str, list: &[String]) -> Vec<String> {
+    normalize_entries(
+        f,
+        field,
+        list,
+        MAX_EMAIL_DOMAINS,
+        normalize_domain,
+        |shown| format!("{shown:?} is not a valid domain (1-253 characters, e.g. example.com)"),
+    )
 }
 
-/// At most `max` entries, each normalized by `normalize` and de-duplicated in order; each bad
-/// entry is a field error naming it (`field[i]`) with `why(the entry's first 64 characters)`.
 fn domains_response(v: SettingsView) -> EmailDomainsResponse {
     EmailDomainsResponse {
         allowlist: v.settings.email_domains.allowlist,
@@ -95,14 +101,14 @@ pub async fn put_email_domains(
     ApiJson(req): ApiJson<PutEmailDomainsRequest>,
 ) -> Result<Json<EmailDomainsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
-    let allowlist = normalize_list(&mut e, "allowlist", &req.allowlist);
-    let blocklist = normalize_list(&mut e, "blocklist", &req.blocklist);
-    e.finish()?;
+    let mut f = SettingsFaults::new();
+    let allowlist = normalize_list(&mut f, "allowlist", &req.allowlist);
+    let blocklist = normalize_list(&mut f, "blocklist", &req.blocklist);
     let change = SettingsChange::EmailDomains(EmailDomains {
         allowlist,
         blocklist,
     });
+    check(f, &change)?;
     Ok(Json(domains_response(
         update(&state, &auth, &slug, change).await?,
     )))

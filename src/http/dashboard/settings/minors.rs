@@ -9,18 +9,21 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
-    settings::{DpiaLink, MinorSettings, SettingsChange},
+    settings::{
+        rules::{SettingsFaults, CONSENT_AGES, DPIA_VERSIONS, LINKED_AT_RULE},
+        DpiaLink, MinorSettings, SettingsChange,
+    },
     SettingsView,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{in_range, read, update};
+use super::{check, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{len_between, ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
     },
 };
@@ -117,17 +120,6 @@ pub async fn get_minors(
     Ok(Json(minors_response(read(&state, &auth, &slug).await?)))
 }
 
-/// A text of 1 to `max` characters after trimming, or the field's error.
-fn text_field(e: &mut FieldErrors, field: &str, v: &str, max: usize) -> String {
-    let t = v.trim();
-    e.check(
-        field,
-        (1..=max).contains(&t.chars().count()) && !t.chars().any(char::is_control),
-        format!("must be 1-{max} characters without control characters"),
-    );
-    t.to_owned()
-}
-
 /// Replaces the tenant's minor-protection setting (owner); audited as
 /// `settings.minors.updated`. With protection on, registration needs `date_of_birth` (or an
 /// `age_verification_token`), and accounts of people younger than `digital_consent_age` are
@@ -149,79 +141,37 @@ pub async fn put_minors(
     ApiJson(req): ApiJson<PutMinorSettingsRequest>,
 ) -> Result<Json<MinorSettingsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
-    let age = in_range(
-        &mut e,
-        "digital_consent_age",
-        Some(req.digital_consent_age),
-        13,
-        16,
-    );
-    let controller_name = req
-        .controller_name
-        .as_deref()
-        .map(|c| text_field(&mut e, "controller_name", c, 200));
-    let lawful_basis = text_field(&mut e, "lawful_basis", &req.lawful_basis, 500);
-    let retention = text_field(&mut e, "retention", &req.retention, 500);
-    let mut list = |field: &str, items: &[String]| -> Vec<String> {
-        e.check(
-            field,
-            (1..=20).contains(&items.len()),
-            "must hold 1-20 entries",
-        );
-        items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| text_field(&mut e, &format!("{field}[{i}]"), item, 200))
-            .collect()
-    };
-    let purposes = list("purposes", &req.purposes);
-    let data_categories = list("data_categories", &req.data_categories);
-    let dpia = match &req.dpia {
-        None => None,
-        Some(d) => {
-            e.check(
-                "dpia.dpia_version",
-                d.dpia_version >= 1 && u32::try_from(d.dpia_version).is_ok(),
-                "must be an integer from 1 to 4294967295",
-            );
-            e.check(
-                "dpia.dpia_content_hash",
-                len_between(&d.dpia_content_hash, 1, 256),
-                "must be 1-256 characters",
-            );
-            let linked_at =
-                OffsetDateTime::parse(&d.linked_at, &time::format_description::well_known::Rfc3339)
-                    .ok()
-                    .filter(|t| t.offset().is_utc() && d.linked_at.ends_with('Z'));
-            e.check(
-                "dpia.linked_at",
-                linked_at.is_some(),
-                "must be an RFC 3339 UTC timestamp (ending in Z)",
-            );
-            match (linked_at, u32::try_from(d.dpia_version)) {
-                (Some(linked_at), Ok(version)) if version >= 1 => Some(DpiaLink {
-                    dpia_key: d.dpia_key,
-                    dpia_version: version,
-                    dpia_content_hash: d.dpia_content_hash.clone(),
-                    linked_at,
-                }),
-                _ => None,
-            }
+    // What the request's types cannot hold is refused here; every other rule is the
+    // settings' (texts are kept trimmed).
+    let mut f = SettingsFaults::new();
+    let age = CONSENT_AGES.take(&mut f, "digital_consent_age", req.digital_consent_age);
+    let trimmed = |items: &[String]| items.iter().map(|i| i.trim().to_owned()).collect();
+    let dpia = req.dpia.as_ref().map(|d| {
+        let version = DPIA_VERSIONS.take(&mut f, "dpia.dpia_version", d.dpia_version);
+        let linked_at =
+            OffsetDateTime::parse(&d.linked_at, &time::format_description::well_known::Rfc3339)
+                .ok()
+                .filter(|t| t.offset().is_utc() && d.linked_at.ends_with('Z'));
+        f.check("dpia.linked_at", linked_at.is_some(), LINKED_AT_RULE);
+        DpiaLink {
+            dpia_key: d.dpia_key,
+            dpia_version: version.unwrap_or(DPIA_VERSIONS.min),
+            dpia_content_hash: d.dpia_content_hash.clone(),
+            linked_at: linked_at.unwrap_or(OffsetDateTime::UNIX_EPOCH),
         }
-    };
-    e.finish()?;
+    });
     let minors = MinorSettings {
         minor_protection_enabled: req.minor_protection_enabled,
         digital_consent_age: age.and_then(|a| u8::try_from(a).ok()).unwrap_or(16),
-        controller_name,
-        lawful_basis,
-        purposes,
-        data_categories,
-        retention,
+        controller_name: req.controller_name.as_deref().map(|c| c.trim().to_owned()),
+        lawful_basis: req.lawful_basis.trim().to_owned(),
+        purposes: trimmed(&req.purposes),
+        data_categories: trimmed(&req.data_categories),
+        retention: req.retention.trim().to_owned(),
         dpia,
     };
     let change = SettingsChange::Minors(Box::new(minors));
+    check(f, &change)?;
     Ok(Json(minors_response(
         update(&state, &auth, &slug, change).await?,
     )))

@@ -3,7 +3,10 @@
 //!
 //! Reads need any role, writes the owner role. Every request type rejects unknown fields, and
 //! every rule is checked before anything is sent to the tenant actor, so a refused update
-//! changes nothing.
+//! changes nothing. The rules of the settings themselves (ranges, limits, formats,
+//! vocabularies) are `tessera_actors::tenant::settings::rules`', which the actor checks
+//! again; these routes add what only the edge knows (a domain's or an origin's normal form,
+//! an app URL's shape, the pages' languages) and what a request's types cannot hold.
 //!
 //! Each section is a module of its own (its types, rules and routes); this one holds what
 //! they share: reading the settings and writing one change through the tenant's actor, the
@@ -23,7 +26,13 @@ pub mod wallet_age;
 
 use axum::http::HeaderMap;
 use serde_json::Value;
-use tessera_actors::tenant::{settings::SettingsChange, SettingsView, TenantMsg};
+use tessera_actors::{
+    tenant::{
+        settings::{rules::SettingsFaults, SettingsChange},
+        SettingsView, TenantMsg,
+    },
+    CallError, TenantError,
+};
 use utoipa::openapi::{
     schema::{ArrayBuilder, SchemaType},
     Array, Object, ObjectBuilder, Type,
@@ -31,45 +40,54 @@ use utoipa::openapi::{
 
 use crate::{
     app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, FieldErrors},
-    },
+    http::{dashboard::Dashboard, error::ApiError},
 };
 
 /// A present, non-null value of a field that must not be null.
 pub(super) fn not_null<T: Clone>(
-    e: &mut FieldErrors,
+    f: &mut SettingsFaults,
     field: &str,
     v: &Option<Option<T>>,
 ) -> Option<T> {
     match v {
         None => None,
         Some(None) => {
-            e.check(field, false, "must not be null");
+            f.check(field, false, "must not be null");
             None
         }
         Some(Some(x)) => Some(x.clone()),
     }
 }
 
-pub(super) fn in_range(
-    e: &mut FieldErrors,
-    field: &str,
-    v: Option<i64>,
-    min: i64,
-    max: i64,
-) -> Option<u32> {
-    let v = v?;
-    let ok = (min..=max).contains(&v);
-    e.check(field, ok, format!("must be an integer from {min} to {max}"));
-    if ok {
-        u32::try_from(v).ok()
+/// The 400 that names every field of the request that breaks a rule: those found in reading
+/// it (`faults`) and the change's own ([`SettingsChange::check`]), the rules the tenant's
+/// actor keeps too.
+pub(super) fn check(mut faults: SettingsFaults, change: &SettingsChange) -> Result<(), ApiError> {
+    change.check(&mut faults);
+    invalid(faults)
+}
+
+/// The 400 that names each field of `faults`, when there is one.
+pub(super) fn invalid(faults: SettingsFaults) -> Result<(), ApiError> {
+    if faults.is_empty() {
+        Ok(())
     } else {
-        None
+        Err(ApiError::invalid_fields(faults.into_fields()))
     }
 }
 
+/// A refusal of the tenant's actor as these routes answer it: a change that breaks a rule of
+/// the settings is the same 400 as the routes' own check gives.
+pub(super) fn refused(e: CallError<TenantError>) -> ApiError {
+    match e {
+        CallError::Failed(TenantError::SettingsInvalid { fields }) => {
+            ApiError::invalid_fields(fields)
+        }
+        e => e.into(),
+    }
+}
+
+/// Writes one change, checked, as the tenant's owner.
 pub(super) async fn update(
     state: &AppState,
     auth: &Dashboard,
@@ -77,13 +95,14 @@ pub(super) async fn update(
     change: SettingsChange,
 ) -> Result<SettingsView, ApiError> {
     let (_, tenant) = auth.owner(state, slug)?;
-    Ok(tenant
+    tenant
         .call(|reply| TenantMsg::UpdateSettings {
             change: change.clone(),
             ctx: auth.ctx.clone(),
             reply,
         })
-        .await?)
+        .await
+        .map_err(refused)
 }
 
 /// Whether the request carries `X-Service-Confirm: <what>`, the confirmation of a change with
@@ -109,7 +128,7 @@ pub(super) async fn read(
 // ---------------------------------------------------------------- document schemas
 
 // The handlers read these fields as text (or JSON) so a bad value is a field error naming it;
-// these schemas tell the document what is accepted, exactly as the checks below do.
+// these schemas tell the document what is accepted, exactly as the checks do.
 
 /// A string that is one of `values`.
 pub(super) fn enum_schema(values: &[&str]) -> ObjectBuilder {
@@ -139,14 +158,14 @@ pub(super) fn enum_list_schema(values: &[&str], min: usize) -> Array {
 /// At most `max` entries, each normalized by `normalize` and de-duplicated in order; each bad
 /// entry is a field error naming it (`field[i]`) with `why(the entry's first 64 characters)`.
 pub(super) fn normalize_entries(
-    e: &mut FieldErrors,
+    f: &mut SettingsFaults,
     field: &str,
     list: &[String],
     max: usize,
     normalize: impl Fn(&str) -> Option<String>,
     why: impl Fn(&str) -> String,
 ) -> Vec<String> {
-    e.check(field, list.len() <= max, format!("at most {max} entries"));
+    f.at_most(field, list.len(), max);
     let mut out: Vec<String> = Vec::new();
     for (i, entry) in list.iter().enumerate() {
         match normalize(entry) {
@@ -157,16 +176,9 @@ pub(super) fn normalize_entries(
             }
             None => {
                 let shown: String = entry.chars().take(64).collect();
-                e.check(&format!("{field}[{i}]"), false, why(&shown));
+                f.check(&format!("{field}[{i}]"), false, why(&shown));
             }
         }
     }
     out
-}
-
-/// Whether `v` is one of `allowed`; the field's error if not.
-pub(super) fn one_of(e: &mut FieldErrors, field: &str, v: &str, allowed: &[&str]) -> bool {
-    let ok = allowed.contains(&v);
-    e.check(field, ok, format!("must be one of {}", allowed.join(", ")));
-    ok
 }

@@ -9,16 +9,21 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{passkeys::MAX_PASSKEY_ORIGINS, SettingsView, TenantMsg};
+use tessera_actors::tenant::{
+    settings::rules::{
+        check_passkey_domain, SettingsFaults, ANDROID_ORIGIN_PREFIX, PASSKEY_ORIGIN_RULE,
+    },
+    SettingsView, TenantMsg,
+};
 use utoipa::ToSchema;
 
-use super::{confirmed, read};
+use super::{confirmed, invalid, read, refused};
 use crate::{
     app::AppState,
     http::{
         cors::normalize_origin,
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
         fields::nullable,
     },
@@ -73,19 +78,6 @@ pub async fn get_passkey_domain(
     )))
 }
 
-/// An extra passkey origin: a web origin as browsers send it, or an Android app's
-/// `android:apk-key-hash:` origin, exactly.
-fn passkey_origin(input: &str) -> Option<String> {
-    if let Some(hash) = input.strip_prefix("android:apk-key-hash:") {
-        let ok = (16..=128).contains(&hash.len())
-            && hash
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        return ok.then(|| input.to_owned());
-    }
-    normalize_origin(input).filter(|o| o == input)
-}
-
 /// Sets the passkey relying-party id and extra origins (owner). A new relying-party id
 /// strands the passkeys registered under the old one; while there are any, the change needs
 /// `X-Service-Confirm: passkey-rp-id-change` (409 `passkey/rp_id_in_use` without it).
@@ -111,57 +103,33 @@ pub async fn put_passkey_domain(
     ApiJson(req): ApiJson<UpdateTenantPasskeyDomainRequest>,
 ) -> Result<Json<PasskeyDomainResponse>, ApiError> {
     let (_, tenant) = auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
+    let mut f = SettingsFaults::new();
     let rp_id = match req.passkey_rp_id {
         None => {
-            e.check("passkey_rp_id", false, "is required (a domain or null)");
+            f.check("passkey_rp_id", false, "is required (a domain or null)");
             None
         }
-        Some(None) => Some(None),
-        Some(Some(id)) => {
-            let ok = (1..=253).contains(&id.len())
-                && id.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'
-                });
-            e.check(
-                "passkey_rp_id",
-                ok,
-                "must be 1-253 characters matching ^[a-z0-9.-]+$",
-            );
-            Some(Some(id))
-        }
+        given => given,
     };
-    if let Some(origins) = &req.passkey_origins {
-        e.check(
-            "passkey_origins",
-            origins.len() <= MAX_PASSKEY_ORIGINS,
-            "at most 20 origins",
-        );
-        for (i, o) in origins.iter().enumerate() {
-            e.check(
-                &format!("passkey_origins[{i}]"),
-                passkey_origin(o).is_some(),
-                "must be an origin as browsers send it (scheme://host[:port], lowercase, no path) or android:apk-key-hash:<base64url>",
-            );
+    // A web origin's normal form is the edge's; the rest of the rules are the settings'.
+    for (i, o) in req.passkey_origins.iter().flatten().enumerate() {
+        if !o.starts_with(ANDROID_ORIGIN_PREFIX) {
+            let exact = normalize_origin(o).is_some_and(|n| n == *o);
+            f.check(&format!("passkey_origins[{i}]"), exact, PASSKEY_ORIGIN_RULE);
         }
     }
-    e.finish()?;
+    check_passkey_domain(&mut f, rp_id.as_ref(), req.passkey_origins.as_deref());
+    invalid(f)?;
     let confirmed = confirmed(&headers, "passkey-rp-id-change");
-    // An origin listed twice is kept once, in the order first given.
-    let origins = req.passkey_origins.map(|list| {
-        let mut seen = std::collections::HashSet::new();
-        list.into_iter()
-            .filter(|o| seen.insert(o.clone()))
-            .collect::<Vec<_>>()
-    });
     let v = tenant
         .call(|reply| TenantMsg::PasskeyDomain {
             rp_id: rp_id.clone(),
-            origins: origins.clone(),
+            origins: req.passkey_origins.clone(),
             confirmed,
             ctx: auth.ctx.clone(),
             reply,
         })
-        .await?;
+        .await
+        .map_err(refused)?;
     Ok(Json(passkey_domain_response(v)))
 }

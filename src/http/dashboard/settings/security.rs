@@ -10,7 +10,10 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
-    settings::{MfaPolicy, SecurityPatch, SettingsChange},
+    settings::{
+        rules::{SettingsFaults, MFA_GRACE_DAYS, SMS_MONTHLY_CAP},
+        MfaPolicy, SecurityPatch, SettingsChange,
+    },
     SettingsView,
 };
 use time::OffsetDateTime;
@@ -22,24 +25,16 @@ use utoipa::{
     ToSchema,
 };
 
-use super::{enum_schema, in_range, not_null, read, update};
+use super::{enum_schema, invalid, not_null, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{len_between, ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
         fields::nullable,
     },
 };
-
-fn is_sid(s: &str, prefix: &str) -> bool {
-    s.len() == 34
-        && s.starts_with(prefix)
-        && s[2..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
 
 fn mfa_policy_schema() -> Object {
     enum_schema(&["optional", "required"]).build()
@@ -123,92 +118,61 @@ impl UpdateTenantSecurityRequest {
     }
 
     fn into_patch(self) -> Result<SecurityPatch, ApiError> {
-        let mut e = FieldErrors::new();
-        let mfa_policy = not_null(&mut e, "mfa_policy", &self.mfa_policy).and_then(|p| {
+        let mut f = SettingsFaults::new();
+        let mfa_policy = not_null(&mut f, "mfa_policy", &self.mfa_policy).and_then(|p| {
             let parsed = match p.as_str() {
                 "optional" => Some(MfaPolicy::Optional),
                 "required" => Some(MfaPolicy::Required),
                 _ => None,
             };
-            e.check(
+            f.check(
                 "mfa_policy",
                 parsed.is_some(),
                 "must be optional or required",
             );
             parsed
         });
-        let grace = not_null(&mut e, "mfa_grace_period_days", &self.mfa_grace_period_days);
-        let mfa_grace_period_days = in_range(&mut e, "mfa_grace_period_days", grace, 3, 30);
-        let cap = not_null(&mut e, "sms_otp_monthly_cap", &self.sms_otp_monthly_cap);
-        let sms_otp_monthly_cap = in_range(&mut e, "sms_otp_monthly_cap", cap, 0, 100_000);
-        if let Some(Some(sid)) = &self.byok_provider_account_sid {
-            e.check(
-                "byok_provider_account_sid",
-                is_sid(sid, "AC"),
-                "must match ^AC[a-f0-9]{32}$",
-            );
-        }
-        if let Some(Some(sid)) = &self.byok_provider_messaging_service_sid {
-            e.check(
-                "byok_provider_messaging_service_sid",
-                is_sid(sid, "MG"),
-                "must match ^MG[a-f0-9]{32}$",
-            );
-        }
-        if let Some(Some(token)) = &self.byok_provider_auth_token {
-            e.check(
-                "byok_provider_auth_token",
-                len_between(token, 32, 128),
-                "must be 32-128 characters",
-            );
-        }
-        if let Some(Some(list)) = &self.sms_allowed_countries {
-            e.check(
-                "sms_allowed_countries",
-                list.len() <= 300,
-                "at most 300 codes",
-            );
-            for (i, c) in list.iter().enumerate() {
-                e.check(
-                    &format!("sms_allowed_countries[{i}]"),
-                    c.len() == 2 && c.bytes().all(|b| b.is_ascii_uppercase()),
-                    "must be a two-letter uppercase ISO 3166-1 alpha-2 code (^[A-Z]{2}$)",
-                );
-            }
-        }
+        let grace = not_null(&mut f, "mfa_grace_period_days", &self.mfa_grace_period_days);
+        let mfa_grace_period_days =
+            grace.and_then(|v| MFA_GRACE_DAYS.take(&mut f, "mfa_grace_period_days", v));
+        let cap = not_null(&mut f, "sms_otp_monthly_cap", &self.sms_otp_monthly_cap);
+        let sms_otp_monthly_cap =
+            cap.and_then(|v| SMS_MONTHLY_CAP.take(&mut f, "sms_otp_monthly_cap", v));
         let patch = SecurityPatch {
             mfa_policy,
             mfa_grace_period_days,
             block_disposable_emails: not_null(
-                &mut e,
+                &mut f,
                 "block_disposable_emails",
                 &self.block_disposable_emails,
             ),
             block_email_subaddresses: not_null(
-                &mut e,
+                &mut f,
                 "block_email_subaddresses",
                 &self.block_email_subaddresses,
             ),
             automatic_account_linking_enabled: not_null(
-                &mut e,
+                &mut f,
                 "automatic_account_linking_enabled",
                 &self.automatic_account_linking_enabled,
             ),
             explicit_account_linking_enabled: not_null(
-                &mut e,
+                &mut f,
                 "explicit_account_linking_enabled",
                 &self.explicit_account_linking_enabled,
             ),
-            sms_otp_enabled: not_null(&mut e, "sms_otp_enabled", &self.sms_otp_enabled),
+            sms_otp_enabled: not_null(&mut f, "sms_otp_enabled", &self.sms_otp_enabled),
             sms_otp_monthly_cap,
             byok_provider_account_sid: self.byok_provider_account_sid,
             byok_provider_auth_token: self.byok_provider_auth_token,
             byok_provider_messaging_service_sid: self.byok_provider_messaging_service_sid,
-            magic_link_enabled: not_null(&mut e, "magic_link_enabled", &self.magic_link_enabled),
-            email_otp_enabled: not_null(&mut e, "email_otp_enabled", &self.email_otp_enabled),
+            magic_link_enabled: not_null(&mut f, "magic_link_enabled", &self.magic_link_enabled),
+            email_otp_enabled: not_null(&mut f, "email_otp_enabled", &self.email_otp_enabled),
             sms_allowed_countries: self.sms_allowed_countries,
         };
-        e.finish()?;
+        // The patch's own rules (the SIDs, the token, the countries) are the settings'.
+        patch.check(&mut f);
+        invalid(f)?;
         Ok(patch)
     }
 }

@@ -10,18 +10,21 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
-    settings::{SettingsChange, UrlSettings},
+    settings::{
+        rules::{SettingsFaults, MAX_ALLOWED_ORIGINS, MAX_REDIRECT_URLS},
+        SettingsChange, UrlSettings,
+    },
     SettingsView,
 };
 use utoipa::ToSchema;
 
-use super::{normalize_entries, read, update};
+use super::{check, normalize_entries, read, update};
 use crate::{
     app::AppState,
     http::{
-        cors::{normalize_origin, MAX_ALLOWED_ORIGINS},
+        cors::normalize_origin,
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
         fields::is_app_url,
     },
@@ -86,29 +89,21 @@ pub async fn put_cors(
     ApiJson(req): ApiJson<PutCorsRequest>,
 ) -> Result<Json<CorsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
+    let mut f = SettingsFaults::new();
     let origins = normalize_entries(
-        &mut e,
+        &mut f,
         "allowed_origins",
         &req.allowed_origins,
         MAX_ALLOWED_ORIGINS,
         normalize_origin,
         |shown| format!("{shown:?} is not an origin (scheme://host[:port], no path)"),
     );
-    e.finish()?;
+    let change = SettingsChange::AllowedOrigins(origins);
+    check(f, &change)?;
     Ok(Json(cors_response(
-        update(
-            &state,
-            &auth,
-            &slug,
-            SettingsChange::AllowedOrigins(origins),
-        )
-        .await?,
+        update(&state, &auth, &slug, change).await?,
     )))
 }
-
-/// At most this many redirect URLs.
-pub const MAX_REDIRECT_URLS: usize = 50;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -173,26 +168,26 @@ pub async fn put_urls(
     ApiJson(req): ApiJson<PutUrlsRequest>,
 ) -> Result<Json<UrlsResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
+    let mut f = SettingsFaults::new();
     const WHY: &str = "must be an absolute https URL (http only for localhost and 127.0.0.1), \
                        without user info or fragment, at most 2048 characters";
     if let Some(site) = &req.site_url {
-        e.check("site_url", is_app_url(site), WHY);
+        f.check("site_url", is_app_url(site), WHY);
     }
     let redirect_urls = normalize_entries(
-        &mut e,
+        &mut f,
         "redirect_urls",
         &req.redirect_urls,
         MAX_REDIRECT_URLS,
         |u| is_app_url(u).then(|| u.to_owned()),
         |shown| format!("{shown:?} {WHY}"),
     );
-    e.finish()?;
-    let urls = UrlSettings {
+    let change = SettingsChange::Urls(UrlSettings {
         site_url: req.site_url,
         redirect_urls,
-    };
+    });
+    check(f, &change)?;
     Ok(Json(urls_response(
-        update(&state, &auth, &slug, SettingsChange::Urls(urls)).await?,
+        update(&state, &auth, &slug, change).await?,
     )))
 }

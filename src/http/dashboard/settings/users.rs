@@ -8,15 +8,18 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{settings::SettingsChange, SettingsView};
+use tessera_actors::tenant::{
+    settings::{rules::SettingsFaults, SettingsChange},
+    SettingsView,
+};
 use utoipa::ToSchema;
 
-use super::{read, update};
+use super::{check, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
     },
 };
@@ -81,19 +84,16 @@ pub async fn patch_users(
     Path(slug): Path<String>,
     ApiJson(req): ApiJson<PatchUserSettingsRequest>,
 ) -> Result<Json<UserSettingsResponse>, ApiError> {
-    let mut e = FieldErrors::new();
+    // The languages are the pages' and the mail's, which the edge has.
+    let mut f = SettingsFaults::new();
     if let Some(l) = &req.default_locale {
-        e.check(
-            "default_locale",
-            crate::i18n::LOCALES.contains(&l.as_str()),
-            "must be one of en, pl, de, fr, es",
-        );
+        f.one_of("default_locale", l, &crate::i18n::LOCALES);
     }
-    e.finish()?;
     let change = SettingsChange::Users {
         self_service_deletion_enabled: req.self_service_deletion_enabled,
         default_locale: req.default_locale,
     };
+    check(f, &change)?;
     Ok(Json(user_settings_response(
         update(&state, &auth, &slug, change).await?,
     )))

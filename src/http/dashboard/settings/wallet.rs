@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_actors::tenant::{
     settings::{
+        rules::{
+            SettingsFaults, ANCHOR_ALGS, ANCHOR_FORMATS, ASSURANCE_LEVELS, ON_STATUS_UNAVAILABLE,
+            STATUS_STALENESS_SECONDS, WALLET_ATTRIBUTES,
+        },
         AssuranceFloor, AssuranceKind, EudiConfig, KeyResolution, SettingsChange, TrustAnchor,
     },
     SettingsView,
@@ -27,52 +31,34 @@ use utoipa::{
     ToSchema,
 };
 
-use super::{enum_list_schema, enum_schema, in_range, nullable_enum_schema, one_of, read, update};
+use super::{check, enum_list_schema, enum_schema, nullable_enum_schema, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{len_between, ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
     },
 };
 
-const ATTRIBUTES: &[&str] = &[
-    "family_name",
-    "given_name",
-    "birth_date",
-    "nationality",
-    "age_over_16",
-    "age_over_18",
-    "age_over_21",
-    "resident_country",
-    "resident_city",
-    "email",
-    "phone_number",
-];
-const ALGS: &[&str] = &["ES256", "EdDSA"];
-const FORMATS: &[&str] = &["dc+sd-jwt", "mso_mdoc"];
-const LEVELS: &[&str] = &["low", "substantial", "high"];
-const ON_STATUS: &[&str] = &["reject", "accept_with_cache", "accept_unverified"];
-
 fn attributes_schema() -> Array {
-    enum_list_schema(ATTRIBUTES, 1)
+    enum_list_schema(WALLET_ATTRIBUTES, 1)
 }
 
 fn algs_schema() -> Array {
-    enum_list_schema(ALGS, 1)
+    enum_list_schema(ANCHOR_ALGS, 1)
 }
 
 fn formats_schema() -> Array {
-    enum_list_schema(FORMATS, 1)
+    enum_list_schema(ANCHOR_FORMATS, 1)
 }
 
 fn level_schema() -> Object {
-    nullable_enum_schema(LEVELS)
+    nullable_enum_schema(ASSURANCE_LEVELS)
 }
 
 fn on_status_schema() -> Object {
-    nullable_enum_schema(ON_STATUS)
+    nullable_enum_schema(ON_STATUS_UNAVAILABLE)
 }
 
 fn floor_kind_schema() -> Object {
@@ -219,30 +205,22 @@ fn eudi_response(v: SettingsView) -> EudiConfigResponse {
     }
 }
 
-fn list_of(
-    e: &mut FieldErrors,
-    field: &str,
-    v: &Option<Vec<String>>,
-    allowed: &[&str],
-) -> Vec<String> {
-    let Some(list) = v else {
-        e.check(field, false, "is required");
-        return Vec::new();
-    };
-    e.check(field, !list.is_empty(), "must have at least one item");
-    for (i, item) in list.iter().enumerate() {
-        one_of(e, &format!("{field}[{i}]"), item, allowed);
-    }
-    list.clone()
+/// A list the request must carry; when it is missing, none and its field's fault.
+fn required<'a>(f: &mut SettingsFaults, field: &str, v: &'a Option<Vec<String>>) -> &'a [String] {
+    f.check(field, v.is_some(), "is required");
+    v.as_deref().unwrap_or_default()
 }
 
-fn key_resolution(e: &mut FieldErrors, field: &str, v: &Option<Value>) -> Option<KeyResolution> {
+/// The key resolution as sent: its method and the fields that method takes, the values as
+/// they are (the settings' rules judge them). `None`, with the fault, when there is no method
+/// to read.
+fn key_resolution(f: &mut SettingsFaults, field: &str, v: &Option<Value>) -> Option<KeyResolution> {
     let Some(v) = v else {
-        e.check(field, false, "is required");
+        f.check(field, false, "is required");
         return None;
     };
     let Some(obj) = v.as_object() else {
-        e.check(field, false, "must be an object with a method");
+        f.check(field, false, "must be an object with a method");
         return None;
     };
     let method = obj.get("method").and_then(Value::as_str).unwrap_or("");
@@ -251,7 +229,7 @@ fn key_resolution(e: &mut FieldErrors, field: &str, v: &Option<Value>) -> Option
         "did_web" => &["method", "did"],
         "x5c" => &["method", "x5cRoots"],
         _ => {
-            e.check(
+            f.check(
                 &format!("{field}.method"),
                 false,
                 "must be jwks_uri, did_web or x5c",
@@ -260,158 +238,113 @@ fn key_resolution(e: &mut FieldErrors, field: &str, v: &Option<Value>) -> Option
         }
     };
     for k in obj.keys() {
-        e.check(
+        f.check(
             &format!("{field}.{k}"),
             allowed_keys.contains(&k.as_str()),
             format!("is not a field of the {method} method"),
         );
     }
-    match method {
-        "jwks_uri" => {
-            let uri = obj.get("jwksUri").and_then(Value::as_str).unwrap_or("");
-            let ok = reqwest::Url::parse(uri)
-                .is_ok_and(|u| matches!(u.scheme(), "https" | "http") && u.host().is_some());
-            e.check(&format!("{field}.jwksUri"), ok, "must be an http(s) URI");
-            ok.then(|| KeyResolution::JwksUri {
-                jwks_uri: uri.to_owned(),
-            })
-        }
-        "did_web" => {
-            let did = obj.get("did").and_then(Value::as_str).unwrap_or("");
-            let ok = did.starts_with("did:web:") && did.len() > "did:web:".len();
-            e.check(&format!("{field}.did"), ok, "must match ^did:web:");
-            ok.then(|| KeyResolution::DidWeb {
-                did: did.to_owned(),
-            })
-        }
-        _ => {
-            let roots: Option<Vec<String>> = obj
+    let text = |key: &str| {
+        obj.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    Some(match method {
+        "jwks_uri" => KeyResolution::JwksUri {
+            jwks_uri: text("jwksUri"),
+        },
+        "did_web" => KeyResolution::DidWeb { did: text("did") },
+        // Anything but a list of strings is no certificate.
+        _ => KeyResolution::X5c {
+            x5c_roots: obj
                 .get("x5cRoots")
                 .and_then(Value::as_array)
-                .and_then(|a| a.iter().map(|r| r.as_str().map(str::to_owned)).collect());
-            let ok = roots.as_ref().is_some_and(|r| {
-                !r.is_empty()
-                    && r.len() <= 20
-                    && r.iter()
-                        .all(|s| tessera_eudi::x509::root_from_config(s).is_ok())
-            });
-            e.check(
-                &format!("{field}.x5cRoots"),
-                ok,
-                "must be 1-20 certificates (base64 DER or PEM)",
-            );
-            ok.then(|| KeyResolution::X5c {
-                x5c_roots: roots.unwrap_or_default(),
-            })
-        }
+                .and_then(|a| a.iter().map(|r| r.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+        },
+    })
+}
+
+/// What stands in for a key resolution that could not be read, once its fault is recorded: a
+/// resolution that keeps the settings' rules, so that the rest of its anchor is still checked
+/// under the anchor's own index and nothing else is named. The request is refused anyway.
+fn unread_resolution() -> KeyResolution {
+    KeyResolution::DidWeb {
+        did: "did:web:unread".to_owned(),
     }
 }
 
 impl UpdateTenantEudiConfig {
-    fn into_config(self) -> Result<EudiConfig, ApiError> {
-        let mut e = FieldErrors::new();
-        e.check("enabled", self.enabled.is_some(), "is required");
-        let requested_attributes = list_of(
-            &mut e,
-            "requested_attributes",
-            &self.requested_attributes,
-            ATTRIBUTES,
-        );
+    fn into_change(self) -> Result<SettingsChange, ApiError> {
+        let mut f = SettingsFaults::new();
+        f.check("enabled", self.enabled.is_some(), "is required");
+        // At least one attribute on update: the stored defaults have none.
+        let requested_attributes =
+            required(&mut f, "requested_attributes", &self.requested_attributes).to_vec();
+        if self.requested_attributes.is_some() {
+            f.check(
+                "requested_attributes",
+                !requested_attributes.is_empty(),
+                "must have at least one item",
+            );
+        }
         let mut anchors = Vec::new();
         for (i, a) in self.trust_anchors.iter().enumerate() {
-            let f = |name: &str| format!("trust_anchors[{i}].{name}");
-            let issuer = a.issuer.clone().unwrap_or_default();
-            e.check(
-                &f("issuer"),
-                !issuer.is_empty(),
-                "is required (at least 1 character)",
-            );
-            if let Some(ms) = &a.member_state {
-                e.check(
-                    &f("memberState"),
-                    ms.chars().count() == 2,
-                    "must be 2 characters",
-                );
-            }
-            let allowed_algs = list_of(&mut e, &f("allowedAlgs"), &a.allowed_algs, ALGS);
-            let level = a
-                .max_assurance_level
-                .clone()
-                .unwrap_or_else(|| "high".into());
-            one_of(&mut e, &f("maxAssuranceLevel"), &level, LEVELS);
+            let at = |name: &str| format!("trust_anchors[{i}].{name}");
+            let allowed_algs = required(&mut f, &at("allowedAlgs"), &a.allowed_algs).to_vec();
             let allowed_formats =
-                list_of(&mut e, &f("allowedFormats"), &a.allowed_formats, FORMATS);
-            let resolution = key_resolution(&mut e, &f("keyResolution"), &a.key_resolution);
-            if let Some(names) = &a.display_name {
-                for (locale, name) in names {
-                    e.check(
-                        &f(&format!("displayName.{locale}")),
-                        len_between(locale, 2, 35) && len_between(name, 1, 200),
-                        "locale 2-35 characters, name 1-200 characters",
-                    );
-                }
-            }
-            if let Some(key_resolution) = resolution {
-                anchors.push(TrustAnchor {
-                    issuer,
-                    member_state: a.member_state.clone(),
-                    allowed_algs,
-                    max_assurance_level: level,
-                    allowed_formats,
-                    key_resolution,
-                    display_name: a.display_name.clone(),
-                });
-            }
+                required(&mut f, &at("allowedFormats"), &a.allowed_formats).to_vec();
+            let key_resolution = key_resolution(&mut f, &at("keyResolution"), &a.key_resolution);
+            anchors.push(TrustAnchor {
+                issuer: a.issuer.clone().unwrap_or_default(),
+                member_state: a.member_state.clone(),
+                allowed_algs,
+                max_assurance_level: a
+                    .max_assurance_level
+                    .clone()
+                    .unwrap_or_else(|| "high".into()),
+                allowed_formats,
+                key_resolution: key_resolution.unwrap_or_else(unread_resolution),
+                display_name: a.display_name.clone(),
+            });
         }
-        let floor = self.required_assurance_floor.as_ref().and_then(|f| {
-            let kind = match f.kind.as_deref() {
+        let floor = self.required_assurance_floor.as_ref().map(|fl| {
+            let kind = match fl.kind.as_deref() {
                 Some("aal") => Some(AssuranceKind::Aal),
                 Some("eidas") => Some(AssuranceKind::Eidas),
                 _ => None,
             };
-            e.check(
+            f.check(
                 "required_assurance_floor.kind",
                 kind.is_some(),
                 "must be aal or eidas",
             );
-            let value = f.value.clone().unwrap_or_default();
-            e.check(
-                "required_assurance_floor.value",
-                !value.is_empty(),
-                "is required (at least 1 character)",
-            );
-            kind.map(|kind| AssuranceFloor { kind, value })
+            AssuranceFloor {
+                kind: kind.unwrap_or(AssuranceKind::Aal),
+                value: fl.value.clone().unwrap_or_default(),
+            }
         });
-        if let Some(p) = &self.purpose {
-            e.check(
-                "purpose",
-                p.chars().count() <= 300,
-                "at most 300 characters",
-            );
-        }
-        let on_status = self
-            .on_status_unavailable
-            .clone()
-            .unwrap_or_else(|| "accept_with_cache".into());
-        one_of(&mut e, "on_status_unavailable", &on_status, ON_STATUS);
-        let staleness = in_range(
-            &mut e,
+        let staleness = STATUS_STALENESS_SECONDS.take(
+            &mut f,
             "max_status_staleness_seconds",
-            Some(self.max_status_staleness_seconds.unwrap_or(3600)),
-            0,
-            86_400,
+            self.max_status_staleness_seconds.unwrap_or(3600),
         );
-        e.finish()?;
-        Ok(EudiConfig {
+        let config = EudiConfig {
             enabled: self.enabled.unwrap_or(false),
             requested_attributes,
             trust_anchors: anchors,
             required_assurance_floor: floor,
             purpose: self.purpose,
-            on_status_unavailable: on_status,
+            on_status_unavailable: self
+                .on_status_unavailable
+                .unwrap_or_else(|| "accept_with_cache".into()),
             max_status_staleness_seconds: staleness.unwrap_or(3600),
             updated_at: OffsetDateTime::now_utc(),
-        })
+        };
+        let change = SettingsChange::Eudi(Box::new(config));
+        check(f, &change)?;
+        Ok(change)
     }
 }
 
@@ -449,7 +382,8 @@ pub async fn put_eudi(
     ApiJson(req): ApiJson<UpdateTenantEudiConfig>,
 ) -> Result<Json<EudiConfigResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let config = req.into_config()?;
-    let v = update(&state, &auth, &slug, SettingsChange::Eudi(Box::new(config))).await?;
-    Ok(Json(eudi_response(v)))
+    let change = req.into_change()?;
+    Ok(Json(eudi_response(
+        update(&state, &auth, &slug, change).await?,
+    )))
 }

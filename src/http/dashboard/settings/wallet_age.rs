@@ -9,26 +9,27 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
-    settings::{EudiAgeConfig, SettingsChange},
+    settings::{
+        rules::{SettingsFaults, AGE_MEMBER_STATES},
+        EudiAgeConfig, SettingsChange,
+    },
     SettingsView,
 };
 use time::OffsetDateTime;
 use utoipa::{openapi::Array, ToSchema};
 
-use super::{enum_list_schema, one_of, read, update};
+use super::{check, enum_list_schema, read, update};
 use crate::{
     app::AppState,
     http::{
         dashboard::Dashboard,
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::ApiJson,
     },
 };
 
-const AGE_STATES: &[&str] = &["PL", "DE", "FR", "IE"];
-
 fn age_states_schema() -> Array {
-    enum_list_schema(AGE_STATES, 0)
+    enum_list_schema(AGE_MEMBER_STATES, 0)
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -97,30 +98,18 @@ pub async fn put_eudi_age(
     ApiJson(req): ApiJson<UpdateEudiAgeConfig>,
 ) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
     auth.owner(&state, &slug)?;
-    let mut e = FieldErrors::new();
-    e.check(
+    let mut f = SettingsFaults::new();
+    f.check(
         "age_verification_enabled",
         req.age_verification_enabled.is_some(),
         "is required",
     );
-    let mut states: Vec<String> = Vec::new();
-    for (i, s) in req.supported_member_states.iter().enumerate() {
-        if one_of(
-            &mut e,
-            &format!("supported_member_states[{i}]"),
-            s,
-            AGE_STATES,
-        ) && !states.contains(s)
-        {
-            states.push(s.clone());
-        }
-    }
-    e.finish()?;
     let change = SettingsChange::EudiAge(EudiAgeConfig {
         age_verification_enabled: req.age_verification_enabled.unwrap_or(false),
-        supported_member_states: states,
+        supported_member_states: req.supported_member_states,
         updated_at: OffsetDateTime::now_utc(),
     });
+    check(f, &change)?;
     Ok(Json(eudi_age_response(
         update(&state, &auth, &slug, change).await?,
     )))
