@@ -3,22 +3,15 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{settings::SettingsChange, SettingsView};
 use utoipa::ToSchema;
 
-use super::{read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::Caller;
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 /// The tenant's agent settings.
@@ -50,12 +43,8 @@ fn agents_response(v: SettingsView) -> AgentSettingsResponse {
         (status = 200, description = "The settings", body = AgentSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_agents(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<AgentSettingsResponse>, ApiError> {
-    Ok(Json(agents_response(read(&state, &auth, &slug).await?)))
+pub async fn get_agents(caller: Caller) -> Result<Json<AgentSettingsResponse>, ApiError> {
+    Ok(Json(agents_response(caller.read().await?)))
 }
 
 /// Changes the tenant's agent settings (owner); audited as `settings.agents.updated`.
@@ -70,19 +59,15 @@ pub async fn get_agents(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn patch_agents(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PatchAgentSettingsRequest>,
 ) -> Result<Json<AgentSettingsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let Some(on) = req.dynamic_client_registration else {
-        return Ok(Json(agents_response(read(&state, &auth, &slug).await?)));
+        return Ok(Json(agents_response(caller.read().await?)));
     };
     let change = SettingsChange::Agents {
         dynamic_client_registration: on,
     };
-    Ok(Json(agents_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(agents_response(caller.update(change).await?)))
 }

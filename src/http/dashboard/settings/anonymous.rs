@@ -3,11 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    http::HeaderMap,
-    Json,
-};
+use axum::{http::HeaderMap, Json};
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -18,15 +14,11 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, confirmed, not_null, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-        fields::nullable,
-    },
+use super::{check, confirmed, not_null, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
+    fields::nullable,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -62,12 +54,8 @@ fn anonymous_response(v: SettingsView) -> AnonymousSettingsResponse {
         (status = 200, description = "Guest sign-in settings", body = AnonymousSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_anonymous(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
-    Ok(Json(anonymous_response(read(&state, &auth, &slug).await?)))
+pub async fn get_anonymous(caller: Caller) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
+    Ok(Json(anonymous_response(caller.read().await?)))
 }
 
 /// Updates guest sign-in settings (owner). Enabling them for the first time while the default
@@ -87,13 +75,11 @@ pub async fn get_anonymous(
         (status = 409, description = "`anonymous/privileged_default_role_unconfirmed`", body = ErrorBody),
     ))]
 pub async fn patch_anonymous(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(req): ApiJson<UpdateTenantAnonymousSettingsRequest>,
 ) -> Result<Json<AnonymousSettingsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let mut f = SettingsFaults::new();
     let enabled = not_null(
         &mut f,
@@ -113,7 +99,5 @@ pub async fn patch_anonymous(
         confirmed_privileged,
     };
     check(f, &change)?;
-    Ok(Json(anonymous_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(anonymous_response(caller.update(change).await?)))
 }

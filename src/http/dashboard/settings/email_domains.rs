@@ -3,10 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -17,15 +14,11 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, normalize_entries, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-        fields::normalize_domain,
-    },
+use super::{check, normalize_entries, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
+    fields::normalize_domain,
 };
 
 /// Both lists are replaced at once; an absent list is empty.
@@ -75,12 +68,8 @@ fn domains_response(v: SettingsView) -> EmailDomainsResponse {
         (status = 200, description = "Both lists", body = EmailDomainsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_email_domains(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<EmailDomainsResponse>, ApiError> {
-    Ok(Json(domains_response(read(&state, &auth, &slug).await?)))
+pub async fn get_email_domains(caller: Caller) -> Result<Json<EmailDomainsResponse>, ApiError> {
+    Ok(Json(domains_response(caller.read().await?)))
 }
 
 /// Replaces both lists atomically (owner).
@@ -95,12 +84,10 @@ pub async fn get_email_domains(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_email_domains(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PutEmailDomainsRequest>,
 ) -> Result<Json<EmailDomainsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let mut f = SettingsFaults::new();
     let allowlist = normalize_list(&mut f, "allowlist", &req.allowlist);
     let blocklist = normalize_list(&mut f, "blocklist", &req.blocklist);
@@ -109,7 +96,5 @@ pub async fn put_email_domains(
         blocklist,
     });
     check(f, &change)?;
-    Ok(Json(domains_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(domains_response(caller.update(change).await?)))
 }

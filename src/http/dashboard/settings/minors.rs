@@ -3,10 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -18,14 +15,10 @@ use tessera_actors::tenant::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{check, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::{check, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 /// Spec 2.7 DpiaVcGateLink: which version of the tenant's DPIA covers this processing.
@@ -112,12 +105,8 @@ fn minors_response(v: SettingsView) -> MinorSettingsResponse {
         (status = 200, description = "The setting", body = MinorSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_minors(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<MinorSettingsResponse>, ApiError> {
-    Ok(Json(minors_response(read(&state, &auth, &slug).await?)))
+pub async fn get_minors(caller: Caller) -> Result<Json<MinorSettingsResponse>, ApiError> {
+    Ok(Json(minors_response(caller.read().await?)))
 }
 
 /// Replaces the tenant's minor-protection setting (owner); audited as
@@ -135,12 +124,10 @@ pub async fn get_minors(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_minors(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PutMinorSettingsRequest>,
 ) -> Result<Json<MinorSettingsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     // What the request's types cannot hold is refused here; every other rule is the
     // settings' (texts are kept trimmed).
     let mut f = SettingsFaults::new();
@@ -172,7 +159,5 @@ pub async fn put_minors(
     };
     let change = SettingsChange::Minors(Box::new(minors));
     check(f, &change)?;
-    Ok(Json(minors_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(minors_response(caller.update(change).await?)))
 }

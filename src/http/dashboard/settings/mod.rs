@@ -24,14 +24,18 @@ pub mod users;
 pub mod wallet;
 pub mod wallet_age;
 
-use axum::http::HeaderMap;
+use axum::{
+    extract::{FromRequestParts, Path},
+    http::{request::Parts, HeaderMap},
+    response::{IntoResponse, Response},
+};
 use serde_json::Value;
 use tessera_actors::{
     tenant::{
         settings::{rules::SettingsFaults, SettingsChange},
         SettingsView, TenantMsg,
     },
-    CallError, TenantError,
+    CallError, TenantError, TenantHandle,
 };
 use utoipa::openapi::{
     schema::{ArrayBuilder, SchemaType},
@@ -87,24 +91,6 @@ pub(super) fn refused(e: CallError<TenantError>) -> ApiError {
     }
 }
 
-/// Writes one change, checked, as the tenant's owner.
-pub(super) async fn update(
-    state: &AppState,
-    auth: &Dashboard,
-    slug: &str,
-    change: SettingsChange,
-) -> Result<SettingsView, ApiError> {
-    let (_, tenant) = auth.owner(state, slug)?;
-    tenant
-        .call(|reply| TenantMsg::UpdateSettings {
-            change: change.clone(),
-            ctx: auth.ctx.clone(),
-            reply,
-        })
-        .await
-        .map_err(refused)
-}
-
 /// Whether the request carries `X-Service-Confirm: <what>`, the confirmation of a change with
 /// consequences the caller must have seen.
 pub(super) fn confirmed(headers: &HeaderMap, what: &str) -> bool {
@@ -114,15 +100,57 @@ pub(super) fn confirmed(headers: &HeaderMap, what: &str) -> bool {
         .is_some_and(|v| v.trim() == what)
 }
 
-pub(super) async fn read(
-    state: &AppState,
-    auth: &Dashboard,
-    slug: &str,
-) -> Result<SettingsView, ApiError> {
-    let (_, tenant) = auth.member(state, slug)?;
-    Ok(tenant
-        .call(|reply| TenantMsg::GetSettings { reply })
-        .await?)
+/// Who calls a settings route, and for which tenant: the dashboard session and the slug in
+/// the path, read in that order.
+pub struct Caller {
+    state: AppState,
+    pub auth: Dashboard,
+    slug: String,
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let auth = Dashboard::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let Path(slug) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Caller {
+            state: state.clone(),
+            auth,
+            slug,
+        })
+    }
+}
+
+impl Caller {
+    /// The tenant, when the caller is its owner.
+    pub(super) fn owner(&self) -> Result<TenantHandle, ApiError> {
+        Ok(self.auth.owner(&self.state, &self.slug)?.1)
+    }
+
+    /// The settings, for any member.
+    pub(super) async fn read(&self) -> Result<SettingsView, ApiError> {
+        let (_, tenant) = self.auth.member(&self.state, &self.slug)?;
+        Ok(tenant
+            .call(|reply| TenantMsg::GetSettings { reply })
+            .await?)
+    }
+
+    /// Writes one change, checked, as the tenant's owner.
+    pub(super) async fn update(&self, change: SettingsChange) -> Result<SettingsView, ApiError> {
+        self.owner()?
+            .call(|reply| TenantMsg::UpdateSettings {
+                change: change.clone(),
+                ctx: self.auth.ctx.clone(),
+                reply,
+            })
+            .await
+            .map_err(refused)
+    }
 }
 
 // ---------------------------------------------------------------- document schemas

@@ -3,11 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    http::HeaderMap,
-    Json,
-};
+use axum::{http::HeaderMap, Json};
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::rules::{
@@ -17,16 +13,12 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{confirmed, invalid, read, refused};
-use crate::{
-    app::AppState,
-    http::{
-        cors::normalize_origin,
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-        fields::nullable,
-    },
+use super::{confirmed, invalid, refused, Caller};
+use crate::http::{
+    cors::normalize_origin,
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
+    fields::nullable,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -68,14 +60,8 @@ fn passkey_domain_response(v: SettingsView) -> PasskeyDomainResponse {
         (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_passkey_domain(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<PasskeyDomainResponse>, ApiError> {
-    Ok(Json(passkey_domain_response(
-        read(&state, &auth, &slug).await?,
-    )))
+pub async fn get_passkey_domain(caller: Caller) -> Result<Json<PasskeyDomainResponse>, ApiError> {
+    Ok(Json(passkey_domain_response(caller.read().await?)))
 }
 
 /// Sets the passkey relying-party id and extra origins (owner). A new relying-party id
@@ -96,13 +82,11 @@ pub async fn get_passkey_domain(
         (status = 409, description = "`passkey/rp_id_in_use`: users hold passkeys under the current id; `details.passkeys` says how many", body = ErrorBody),
     ))]
 pub async fn put_passkey_domain(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(req): ApiJson<UpdateTenantPasskeyDomainRequest>,
 ) -> Result<Json<PasskeyDomainResponse>, ApiError> {
-    let (_, tenant) = auth.owner(&state, &slug)?;
+    let tenant = caller.owner()?;
     let mut f = SettingsFaults::new();
     let rp_id = match req.passkey_rp_id {
         None => {
@@ -126,7 +110,7 @@ pub async fn put_passkey_domain(
             rp_id: rp_id.clone(),
             origins: req.passkey_origins.clone(),
             confirmed,
-            ctx: auth.ctx.clone(),
+            ctx: caller.auth.ctx.clone(),
             reply,
         })
         .await

@@ -3,10 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{DefaultRole, SettingsChange},
@@ -14,14 +11,10 @@ use tessera_actors::tenant::{
 };
 use utoipa::{openapi::Object, ToSchema};
 
-use super::{enum_schema, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::{enum_schema, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 fn default_role_schema() -> Object {
@@ -67,12 +60,8 @@ fn roles_response(v: SettingsView) -> RolesResponse {
         (status = 200, description = "The default role", body = RolesResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_roles(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<RolesResponse>, ApiError> {
-    Ok(Json(roles_response(read(&state, &auth, &slug).await?)))
+pub async fn get_roles(caller: Caller) -> Result<Json<RolesResponse>, ApiError> {
+    Ok(Json(roles_response(caller.read().await?)))
 }
 
 /// Sets the default role of new end users (owner).
@@ -87,12 +76,10 @@ pub async fn get_roles(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn patch_roles(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<UpdateTenantRolesRequest>,
 ) -> Result<Json<RolesResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let role = match req.default_role.as_str() {
         "reader" => DefaultRole::Reader,
         "member" => DefaultRole::Member,
@@ -105,7 +92,5 @@ pub async fn patch_roles(
         }
     };
     let change = SettingsChange::DefaultRole(role);
-    Ok(Json(roles_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(roles_response(caller.update(change).await?)))
 }

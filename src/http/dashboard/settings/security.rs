@@ -4,10 +4,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -25,15 +22,11 @@ use utoipa::{
     ToSchema,
 };
 
-use super::{enum_schema, invalid, not_null, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-        fields::nullable,
-    },
+use super::{enum_schema, invalid, not_null, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
+    fields::nullable,
 };
 
 fn mfa_policy_schema() -> Object {
@@ -234,12 +227,8 @@ impl From<SettingsView> for SecuritySettingsResponse {
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_security(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<SecuritySettingsResponse>, ApiError> {
-    Ok(Json(read(&state, &auth, &slug).await?.into()))
+pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsResponse>, ApiError> {
+    Ok(Json(caller.read().await?.into()))
 }
 
 /// Updates security settings (owner; BYOK changes need a re-authentication in the last 5
@@ -256,23 +245,15 @@ pub async fn get_security(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn patch_security(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<UpdateTenantSecurityRequest>,
 ) -> Result<Json<SecuritySettingsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let byok = req.touches_byok();
     let patch = req.into_patch()?;
     if byok {
-        auth.require_recent_reauth()?;
+        caller.auth.require_recent_reauth()?;
     }
-    let view = update(
-        &state,
-        &auth,
-        &slug,
-        SettingsChange::Security(Box::new(patch)),
-    )
-    .await?;
-    Ok(Json(view.into()))
+    let change = SettingsChange::Security(Box::new(patch));
+    Ok(Json(caller.update(change).await?.into()))
 }

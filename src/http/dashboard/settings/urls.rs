@@ -4,10 +4,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -18,16 +15,12 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, normalize_entries, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        cors::normalize_origin,
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-        fields::is_app_url,
-    },
+use super::{check, normalize_entries, Caller};
+use crate::http::{
+    cors::normalize_origin,
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
+    fields::is_app_url,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -61,12 +54,8 @@ fn cors_response(v: SettingsView) -> CorsResponse {
         (status = 200, description = "The list; empty: any origin", body = CorsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_cors(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<CorsResponse>, ApiError> {
-    Ok(Json(cors_response(read(&state, &auth, &slug).await?)))
+pub async fn get_cors(caller: Caller) -> Result<Json<CorsResponse>, ApiError> {
+    Ok(Json(cors_response(caller.read().await?)))
 }
 
 /// Replaces the list of browser origins allowed to call the end-user API (owner). A request
@@ -83,12 +72,10 @@ pub async fn get_cors(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_cors(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PutCorsRequest>,
 ) -> Result<Json<CorsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let mut f = SettingsFaults::new();
     let origins = normalize_entries(
         &mut f,
@@ -100,9 +87,7 @@ pub async fn put_cors(
     );
     let change = SettingsChange::AllowedOrigins(origins);
     check(f, &change)?;
-    Ok(Json(cors_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(cors_response(caller.update(change).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -140,12 +125,8 @@ fn urls_response(v: SettingsView) -> UrlsResponse {
         (status = 200, description = "The URLs", body = UrlsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_urls(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<UrlsResponse>, ApiError> {
-    Ok(Json(urls_response(read(&state, &auth, &slug).await?)))
+pub async fn get_urls(caller: Caller) -> Result<Json<UrlsResponse>, ApiError> {
+    Ok(Json(urls_response(caller.read().await?)))
 }
 
 /// Replaces the tenant's site URL and redirect URLs (owner); audited as
@@ -162,12 +143,10 @@ pub async fn get_urls(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_urls(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PutUrlsRequest>,
 ) -> Result<Json<UrlsResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let mut f = SettingsFaults::new();
     const WHY: &str = "must be an absolute https URL (http only for localhost and 127.0.0.1), \
                        without user info or fragment, at most 2048 characters";
@@ -187,7 +166,5 @@ pub async fn put_urls(
         redirect_urls,
     });
     check(f, &change)?;
-    Ok(Json(urls_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(urls_response(caller.update(change).await?)))
 }

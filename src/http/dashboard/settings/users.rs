@@ -3,10 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{rules::SettingsFaults, SettingsChange},
@@ -14,14 +11,10 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::{check, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -56,14 +49,8 @@ fn user_settings_response(v: SettingsView) -> UserSettingsResponse {
         (status = 200, description = "The settings", body = UserSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_users(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<UserSettingsResponse>, ApiError> {
-    Ok(Json(user_settings_response(
-        read(&state, &auth, &slug).await?,
-    )))
+pub async fn get_users(caller: Caller) -> Result<Json<UserSettingsResponse>, ApiError> {
+    Ok(Json(user_settings_response(caller.read().await?)))
 }
 
 /// Changes what users may do about their own accounts (owner); audited as
@@ -79,9 +66,7 @@ pub async fn get_users(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn patch_users(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<PatchUserSettingsRequest>,
 ) -> Result<Json<UserSettingsResponse>, ApiError> {
     // The languages are the pages' and the mail's, which the edge has.
@@ -94,7 +79,5 @@ pub async fn patch_users(
         default_locale: req.default_locale,
     };
     check(f, &change)?;
-    Ok(Json(user_settings_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(user_settings_response(caller.update(change).await?)))
 }

@@ -6,10 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tessera_actors::tenant::{
@@ -31,14 +28,10 @@ use utoipa::{
     ToSchema,
 };
 
-use super::{check, enum_list_schema, enum_schema, nullable_enum_schema, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::{check, enum_list_schema, enum_schema, nullable_enum_schema, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 fn attributes_schema() -> Array {
@@ -356,12 +349,8 @@ impl UpdateTenantEudiConfig {
         (status = 200, description = "The configuration with defaults", body = EudiConfigResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_eudi(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<EudiConfigResponse>, ApiError> {
-    Ok(Json(eudi_response(read(&state, &auth, &slug).await?)))
+pub async fn get_eudi(caller: Caller) -> Result<Json<EudiConfigResponse>, ApiError> {
+    Ok(Json(eudi_response(caller.read().await?)))
 }
 
 /// Replaces the wallet login configuration (owner).
@@ -376,14 +365,10 @@ pub async fn get_eudi(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_eudi(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<UpdateTenantEudiConfig>,
 ) -> Result<Json<EudiConfigResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let change = req.into_change()?;
-    Ok(Json(eudi_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(eudi_response(caller.update(change).await?)))
 }

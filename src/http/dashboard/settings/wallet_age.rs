@@ -3,10 +3,7 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
-use axum::{
-    extract::{Path, State},
-    Json,
-};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
@@ -18,14 +15,10 @@ use tessera_actors::tenant::{
 use time::OffsetDateTime;
 use utoipa::{openapi::Array, ToSchema};
 
-use super::{check, enum_list_schema, read, update};
-use crate::{
-    app::AppState,
-    http::{
-        dashboard::Dashboard,
-        error::{ApiError, ErrorBody},
-        extract::ApiJson,
-    },
+use super::{check, enum_list_schema, Caller};
+use crate::http::{
+    error::{ApiError, ErrorBody},
+    extract::ApiJson,
 };
 
 fn age_states_schema() -> Array {
@@ -72,12 +65,8 @@ fn eudi_age_response(v: SettingsView) -> EudiAgeConfigResponse {
         (status = 200, description = "The configuration", body = EudiAgeConfigResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
-pub async fn get_eudi_age(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
-) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
-    Ok(Json(eudi_age_response(read(&state, &auth, &slug).await?)))
+pub async fn get_eudi_age(caller: Caller) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
+    Ok(Json(eudi_age_response(caller.read().await?)))
 }
 
 /// Replaces the wallet age-verification configuration (owner).
@@ -92,12 +81,10 @@ pub async fn get_eudi_age(
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn put_eudi_age(
-    State(state): State<AppState>,
-    auth: Dashboard,
-    Path(slug): Path<String>,
+    caller: Caller,
     ApiJson(req): ApiJson<UpdateEudiAgeConfig>,
 ) -> Result<Json<EudiAgeConfigResponse>, ApiError> {
-    auth.owner(&state, &slug)?;
+    caller.owner()?;
     let mut f = SettingsFaults::new();
     f.check(
         "age_verification_enabled",
@@ -110,7 +97,5 @@ pub async fn put_eudi_age(
         updated_at: OffsetDateTime::now_utc(),
     });
     check(f, &change)?;
-    Ok(Json(eudi_age_response(
-        update(&state, &auth, &slug, change).await?,
-    )))
+    Ok(Json(eudi_age_response(caller.update(change).await?)))
 }
