@@ -15,6 +15,7 @@ pub mod extract;
 pub mod fields;
 pub mod guardian;
 pub mod hosted;
+pub mod mailed_links;
 pub mod management;
 pub mod mfa;
 pub mod middleware;
