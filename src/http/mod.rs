@@ -140,12 +140,18 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(eudi::response))
         .routes(routes!(eudi::result_login))
         .routes(routes!(eudi::result_age))
-        .routes(routes!(guardian::parental_consent))
-        .routes(routes!(guardian::consent_get, guardian::consent_post))
-        .routes(routes!(guardian::consent_wallet))
-        .routes(routes!(guardian::management_link))
-        .routes(routes!(guardian::portal_get, guardian::portal_post))
-        .routes(routes!(guardian::export_download))
+        .routes(routes!(guardian::request::parental_consent))
+        .routes(routes!(
+            guardian::consent::consent_get,
+            guardian::consent::consent_post
+        ))
+        .routes(routes!(guardian::wallet::consent_wallet))
+        .routes(routes!(guardian::request::management_link))
+        .routes(routes!(
+            guardian::portal::portal_get,
+            guardian::portal::portal_post
+        ))
+        .routes(routes!(guardian::export::export_download))
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
