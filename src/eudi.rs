@@ -15,7 +15,7 @@ use std::{
 use serde_json::{json, Map, Value};
 use tessera_actors::tenant::{
     eudi::{Eidas, EudiPurpose, Opening, TxView, WalletIdentity, WalletOutcome, AGE_THRESHOLD},
-    settings::{EudiConfig, KeyResolution, TrustAnchor},
+    settings::{rules::WALLET_ATTRIBUTES, EudiConfig, KeyResolution, TrustAnchor},
 };
 use tessera_eudi::{
     jose::{Alg, Enc, EncryptionKey, Jws, PublicKey},
@@ -85,21 +85,14 @@ fn attribute_paths(name: &str) -> (Vec<Vec<&'static str>>, &'static str) {
     }
 }
 
-/// Every attribute a presentation is read for (each has its places in [`attribute_paths`]).
-const ATTRIBUTES: [&str; 12] = [
-    "family_name",
-    "given_name",
-    "birth_date",
-    "birth_place",
-    "nationality",
-    "age_over_16",
-    "age_over_18",
-    "age_over_21",
-    "resident_country",
-    "resident_city",
-    "email",
-    "phone_number",
-];
+/// Every attribute a presentation is read for (each has its places in [`attribute_paths`]):
+/// what identifies a person, and what a tenant may ask for.
+fn attributes() -> impl Iterator<Item = &'static str> {
+    let requestable = WALLET_ATTRIBUTES.iter().copied();
+    IDENTIFYING
+        .into_iter()
+        .chain(requestable.filter(|a| !IDENTIFYING.contains(a)))
+}
 
 /// What identifies a person at an issuer: the PID's mandatory attributes (the PID carries no
 /// identifier every issuer sets).
@@ -760,7 +753,7 @@ impl WalletVerifier {
             self.check_status(anchor, status, config, now).await?;
         }
         let mut claims = Map::new();
-        for name in ATTRIBUTES {
+        for name in attributes() {
             let (paths, _) = attribute_paths(name);
             if let Some(v) = paths.iter().find_map(|p| lookup(&verified.claims, p)) {
                 claims.insert(name.to_owned(), v.clone());
@@ -833,7 +826,7 @@ impl WalletVerifier {
         }
         let elements = doc.namespaces.get(doctype).cloned().unwrap_or_default();
         let mut claims = Map::new();
-        for name in ATTRIBUTES {
+        for name in attributes() {
             let (_, element) = attribute_paths(name);
             if let Some(v) = elements.get(element) {
                 claims.insert(name.to_owned(), v.clone());
