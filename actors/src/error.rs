@@ -28,6 +28,12 @@ pub enum TenantError {
     AgentRevokedByUser,
     #[error("fault injection is disabled")]
     FaultInjectionDisabled,
+    /// A settings change that breaks a rule of `tenant::settings::rules`: each field with its
+    /// reason.
+    #[error("the settings change breaks a rule")]
+    SettingsInvalid {
+        fields: std::collections::BTreeMap<String, String>,
+    },
     #[error("enabling guest sign-ins with a privileged default role needs confirmation")]
     PrivilegedDefaultRoleUnconfirmed {
         default_role: crate::tenant::settings::DefaultRole,

@@ -24,11 +24,7 @@ use axum::{
 };
 
 use super::{error::ApiError, extract::tenant_of_key};
-use crate::app::AppState;
-
-// Normalized below the HTTP layer (`crate::origin`, which the configuration uses too); named
-// here as well, where the dashboard's settings find it beside `MAX_ALLOWED_ORIGINS`.
-pub use crate::origin::normalize_origin;
+use crate::{app::AppState, origin::normalize_origin};
 
 /// Headers a browser may send on an end-user API call.
 const END_USER_HEADERS: &str =
@@ -40,9 +36,6 @@ const DASHBOARD_HEADERS: &str =
 const EXPOSED: &str = "Retry-After, X-Request-Id, WWW-Authenticate, X-Service-Docs";
 /// How long a browser may reuse a preflight answer, in seconds.
 const MAX_AGE: &str = "600";
-
-/// The most origins a tenant may list.
-pub const MAX_ALLOWED_ORIGINS: usize = 50;
 
 /// Which CORS rules a route follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,12 +10,13 @@
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
 use axum::{
-    extract::{Query, State},
-    http::{header, HeaderMap, StatusCode},
+    extract::{FromRequestParts, Query},
+    http::{header, request::Parts, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
     Form, Router,
 };
+use ractor::RpcReplyPort;
 use serde::Deserialize;
 use tessera_actors::tenant::{AccountsMsg, HostedMsg};
 use tessera_actors::{
@@ -23,16 +24,15 @@ use tessera_actors::{
     policy::is_weak_password,
     tenant::{
         audit::AuditContext,
-        challenges::tenant_of_token,
         messages::{HostedLink, HostedView},
     },
-    TenantHandle,
+    TenantError, TenantHandle, TenantMsg,
 };
-use tessera_storage::TenantId;
 
 use super::{
     error::len_between,
     extract::{served_here, RequestCtx},
+    mailed_links::tenant_of_link,
     pages::{
         see_other, with_query, FieldView, FormView, LinkView, PageTemplate, Problem, Reader,
         PASSWORD_MAX, PASSWORD_MIN,
@@ -55,25 +55,22 @@ const STYLESHEET: &str = include_str!("../../assets/hosted.css");
 const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
 
 async fn passkey_script() -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, "public, max-age=3600"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        PASSKEY_SCRIPT,
-    )
-        .into_response()
+    asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT)
 }
 
 async fn stylesheet() -> Response {
+    asset("text/css; charset=utf-8", STYLESHEET)
+}
+
+/// One of the pages' static files, cached an hour.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CONTENT_TYPE, content_type),
             (header::CACHE_CONTROL, "public, max-age=3600"),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        STYLESHEET,
+        body,
     )
         .into_response()
 }
@@ -84,33 +81,102 @@ struct LinkQuery {
     lang: Option<String>,
 }
 
-/// The tenant a link's token names, and a look at the link; or the page that says why not.
-async fn open_link(
-    state: &AppState,
-    reader: &mut Reader,
-    link: HostedLink,
-    token: Option<&str>,
-) -> Result<(TenantHandle, HostedView, String), Response> {
-    let token = token
-        .filter(|t| len_between(t, 1, 512))
-        .ok_or_else(|| reader.problem(Problem::Invalid))?;
-    let tenant = tenant_of_token(token)
-        .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
-        .ok_or_else(|| reader.problem(Problem::Invalid))?;
-    served_here(state, tenant.id).map_err(IntoResponse::into_response)?;
-    let view = tenant
-        .call(|reply| HostedMsg::HostedPeek {
-            link,
-            token: token.to_owned(),
-            reply,
+/// What every page of a mailed link reads first: the reader's headers and the link's query.
+struct Visit {
+    state: AppState,
+    headers: HeaderMap,
+    q: LinkQuery,
+}
+
+impl FromRequestParts<AppState> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Query(q) = Query::<LinkQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Visit {
+            state: state.clone(),
+            headers: parts.headers.clone(),
+            q,
         })
-        .await
-        .map_err(|e| reader.problem(e.into()))?;
-    reader.set_tenant(&view.tenant_name, &view.default_locale);
-    if view.live.is_none() {
-        return Err(reader.problem(Problem::Expired));
     }
-    Ok((tenant, view, token.to_owned()))
+}
+
+/// The page of a live link: its reader, the tenant the token names, the look at the link and
+/// the token.
+struct Opened {
+    reader: Reader,
+    tenant: TenantHandle,
+    view: HostedView,
+    token: String,
+}
+
+impl Visit {
+    /// The page of `link`: the tenant its token names and a look at the link; or the page
+    /// that says why not.
+    async fn open(&self, link: HostedLink) -> Result<Opened, Response> {
+        let mut reader = Reader::new(&self.state, &self.headers, self.q.lang.as_deref());
+        let (tenant, token) = self
+            .q
+            .token
+            .as_deref()
+            .and_then(|t| Some((tenant_of_link(&self.state, t)?, t)))
+            .ok_or_else(|| reader.problem(Problem::Invalid))?;
+        served_here(&self.state, tenant.id).map_err(IntoResponse::into_response)?;
+        let view = tenant
+            .call(|reply| HostedMsg::HostedPeek {
+                link,
+                token: token.to_owned(),
+                reply,
+            })
+            .await
+            .map_err(|e| reader.problem(e.into()))?;
+        reader.set_tenant(&view.tenant_name, &view.default_locale);
+        if view.live.is_none() {
+            return Err(reader.problem(Problem::Expired));
+        }
+        Ok(Opened {
+            reader,
+            tenant,
+            view,
+            token: token.to_owned(),
+        })
+    }
+
+    /// [`Visit::open`] for a form's POST, whose `csrf` must match the browser's cookie; a
+    /// POST that does not is refused before anything is used.
+    async fn submitted(&self, link: HostedLink, csrf: &str) -> Result<Opened, Response> {
+        let opened = self.open(link).await?;
+        if !opened.reader.csrf_ok(page_path(link), &opened.token, csrf) {
+            return Err(opened.reader.problem(Problem::Csrf));
+        }
+        Ok(opened)
+    }
+}
+
+impl Opened {
+    /// The link's own command, `msg` with the link's token and the request's audit context;
+    /// a refusal is the page that says it.
+    async fn spend<T: Send + 'static, M: Into<TenantMsg>>(
+        &self,
+        ctx: &AuditContext,
+        msg: fn(String, AuditContext, RpcReplyPort<Result<T, TenantError>>) -> M,
+    ) -> Result<T, Response> {
+        self.tenant
+            .call(|reply| msg(self.token.clone(), ctx.clone(), reply))
+            .await
+            .map_err(|e| self.reader.problem(e.into()))
+    }
+
+    /// A page of the link's own words: `title` and `paragraph`, and, when the link has one,
+    /// a "continue" button to its destination.
+    fn done(&self, title: &str, paragraph: &str) -> Response {
+        let mut page = self.reader.page(title);
+        page.paragraphs.push(self.reader.t(paragraph));
+        page.link = continue_link(&self.reader, &self.view);
+        self.reader.answer(StatusCode::OK, page, &[])
+    }
 }
 
 /// The path of the page of `link` (what its CSRF value is bound to).
@@ -121,22 +187,6 @@ fn page_path(link: HostedLink) -> &'static str {
         HostedLink::MagicLink => "/magic-link",
         HostedLink::StepUp => "/step-up/magic-link",
     }
-}
-
-/// [`open_link`] for a form's POST, whose `csrf` must match the browser's cookie; a POST
-/// that does not is refused before anything is used.
-async fn open_submitted(
-    state: &AppState,
-    reader: &mut Reader,
-    link: HostedLink,
-    token: Option<&str>,
-    csrf: &str,
-) -> Result<(TenantHandle, HostedView, String), Response> {
-    let found = open_link(state, reader, link, token).await?;
-    if !reader.csrf_ok(page_path(link), &found.2, csrf) {
-        return Err(reader.problem(Problem::Csrf));
-    }
-    Ok(found)
 }
 
 /// A "continue" button to the link's destination, when it has one.
@@ -150,30 +200,15 @@ fn continue_link(reader: &Reader, view: &HostedView) -> Option<LinkView> {
 
 // ---------------------------------------------------------------- verification
 
-async fn verify_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<LinkQuery>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (_, _, token) = match open_link(
-        &state,
-        &mut reader,
-        HostedLink::VerifyEmail,
-        q.token.as_deref(),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+async fn verify_page(visit: Visit) -> Result<Response, Response> {
+    let Opened { reader, token, .. } = visit.open(HostedLink::VerifyEmail).await?;
     let mut page = reader.page("verify-title");
     page.paragraphs.push(reader.t("verify-intro"));
     page.forms.push(FormView::new(
         reader.csrf(page_path(HostedLink::VerifyEmail), &token),
         reader.t("verify-button"),
     ));
-    reader.answer(StatusCode::OK, page, &[])
+    Ok(reader.answer(StatusCode::OK, page, &[]))
 }
 
 #[derive(Deserialize)]
@@ -183,39 +218,19 @@ struct CsrfForm {
 }
 
 async fn verify_submit(
-    State(state): State<AppState>,
-    headers: HeaderMap,
+    visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Query(q): Query<LinkQuery>,
     Form(form): Form<CsrfForm>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let found = open_submitted(
-        &state,
-        &mut reader,
-        HostedLink::VerifyEmail,
-        q.token.as_deref(),
-        &form.csrf,
-    )
-    .await;
-    let (tenant, view, token) = match found {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
-    let done = tenant
-        .call(|reply| AccountsMsg::VerifyEmail {
-            token: token.clone(),
-            ctx: ctx.clone(),
+) -> Result<Response, Response> {
+    let opened = visit.submitted(HostedLink::VerifyEmail, &form.csrf).await?;
+    opened
+        .spend(&ctx, |token, ctx, reply| AccountsMsg::VerifyEmail {
+            token,
+            ctx,
             reply,
         })
-        .await;
-    if let Err(e) = done {
-        return reader.problem(e.into());
-    }
-    let mut page = reader.page("verify-done-title");
-    page.paragraphs.push(reader.t("verify-done"));
-    page.link = continue_link(&reader, &view);
-    reader.answer(StatusCode::OK, page, &[])
+        .await?;
+    Ok(opened.done("verify-done-title", "verify-done"))
 }
 
 // ---------------------------------------------------------------- password reset
@@ -245,25 +260,10 @@ fn reset_form(reader: &Reader, token: &str, errors: [Option<String>; 2]) -> Page
     page
 }
 
-async fn reset_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<LinkQuery>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (_, _, token) = match open_link(
-        &state,
-        &mut reader,
-        HostedLink::ResetPassword,
-        q.token.as_deref(),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+async fn reset_page(visit: Visit) -> Result<Response, Response> {
+    let Opened { reader, token, .. } = visit.open(HostedLink::ResetPassword).await?;
     let page = reset_form(&reader, &token, [None, None]);
-    reader.answer(StatusCode::OK, page, &[])
+    Ok(reader.answer(StatusCode::OK, page, &[]))
 }
 
 #[derive(Deserialize)]
@@ -277,25 +277,14 @@ struct ResetForm {
 }
 
 async fn reset_submit(
-    State(state): State<AppState>,
-    headers: HeaderMap,
+    visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Query(q): Query<LinkQuery>,
     Form(form): Form<ResetForm>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let found = open_submitted(
-        &state,
-        &mut reader,
-        HostedLink::ResetPassword,
-        q.token.as_deref(),
-        &form.csrf,
-    )
-    .await;
-    let (tenant, view, token) = match found {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+) -> Result<Response, Response> {
+    let opened = visit
+        .submitted(HostedLink::ResetPassword, &form.csrf)
+        .await?;
+    let reader = &opened.reader;
     // The API's rules, in the API's order: the length, then the common-password list.
     let first = if !len_between(&form.password, PASSWORD_MIN, PASSWORD_MAX) {
         Some(reader.t("reset-error-length"))
@@ -307,18 +296,19 @@ async fn reset_submit(
     let second = (first.is_none() && form.password != form.password_confirm)
         .then(|| reader.t("reset-error-mismatch"));
     if first.is_some() || second.is_some() {
-        let page = reset_form(&reader, &token, [first, second]);
-        return reader.answer(StatusCode::BAD_REQUEST, page, &[]);
+        let page = reset_form(reader, &opened.token, [first, second]);
+        return Ok(reader.answer(StatusCode::BAD_REQUEST, page, &[]));
     }
-    match reset(&state, &tenant, &token, form.password, ctx).await {
-        Ok(()) => {
-            let mut page = reader.page("reset-done-title");
-            page.paragraphs.push(reader.t("reset-done"));
-            page.link = continue_link(&reader, &view);
-            reader.answer(StatusCode::OK, page, &[])
-        }
-        Err(problem) => reader.problem(problem),
-    }
+    reset(
+        &visit.state,
+        &opened.tenant,
+        &opened.token,
+        form.password,
+        ctx,
+    )
+    .await
+    .map_err(|problem| reader.problem(problem))?;
+    Ok(opened.done("reset-done-title", "reset-done"))
 }
 
 /// The API's reset: the link checked before argon2 runs, then the new password set.
@@ -353,25 +343,15 @@ async fn reset(
 
 // ---------------------------------------------------------------- login link
 
-async fn magic_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<LinkQuery>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (_, view, token) = match open_link(
-        &state,
-        &mut reader,
-        HostedLink::MagicLink,
-        q.token.as_deref(),
-    )
-    .await
-    {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+async fn magic_page(visit: Visit) -> Result<Response, Response> {
+    let Opened {
+        reader,
+        view,
+        token,
+        ..
+    } = visit.open(HostedLink::MagicLink).await?;
     if !view.magic_link_enabled {
-        return reader.problem(Problem::Disabled);
+        return Err(reader.problem(Problem::Disabled));
     }
     let live = view.live.as_ref();
     let Some(destination) = live
@@ -380,7 +360,7 @@ async fn magic_page(
     else {
         let mut page = reader.page("magic-unusable-title");
         page.paragraphs.push(reader.t("magic-unusable"));
-        return reader.answer(StatusCode::OK, page, &[]);
+        return Ok(reader.answer(StatusCode::OK, page, &[]));
     };
     let mut page = reader.page("magic-title");
     page.paragraphs.push(reader.t("magic-intro"));
@@ -392,74 +372,52 @@ async fn magic_page(
     // page, its redirects end at the client.
     let mut targets = vec![destination];
     targets.extend(live.and_then(|l| l.then.as_deref()));
-    reader.answer(StatusCode::OK, page, &targets)
+    Ok(reader.answer(StatusCode::OK, page, &targets))
 }
 
 async fn magic_submit(
-    State(state): State<AppState>,
-    headers: HeaderMap,
+    visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Query(q): Query<LinkQuery>,
     Form(form): Form<CsrfForm>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let found = open_submitted(
-        &state,
-        &mut reader,
-        HostedLink::MagicLink,
-        q.token.as_deref(),
-        &form.csrf,
-    )
-    .await;
-    let (tenant, _, token) = match found {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
-    let issued = tenant
-        .call(|reply| HostedMsg::HostedMagicLink {
-            token: token.clone(),
-            ctx: ctx.clone(),
+) -> Result<Response, Response> {
+    let opened = visit.submitted(HostedLink::MagicLink, &form.csrf).await?;
+    let (code, destination) = opened
+        .spend(&ctx, |token, ctx, reply| HostedMsg::HostedMagicLink {
+            token,
+            ctx,
             reply,
         })
-        .await;
-    let (code, destination) = match issued {
-        Ok(v) => v,
-        Err(e) => return reader.problem(e.into()),
-    };
+        .await?;
+    let reader = &opened.reader;
     let Some(location) = with_query(&destination, "code", &code) else {
-        return reader.problem(Problem::Internal);
+        return Err(reader.problem(Problem::Internal));
     };
-    see_other(&reader, &location, StatusCode::SEE_OTHER)
+    Ok(see_other(reader, &location, StatusCode::SEE_OTHER))
 }
 
 // ---------------------------------------------------------------- step-up link
 
-async fn step_up_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Query(q): Query<LinkQuery>,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (_, view, token) =
-        match open_link(&state, &mut reader, HostedLink::StepUp, q.token.as_deref()).await {
-            Ok(found) => found,
-            Err(page) => return page,
-        };
+async fn step_up_page(visit: Visit) -> Result<Response, Response> {
+    let Opened {
+        reader,
+        view,
+        token,
+        ..
+    } = visit.open(HostedLink::StepUp).await?;
     let href = view
         .live
         .as_ref()
         .and_then(|l| l.destination.as_deref())
         .and_then(|d| with_query(d, "token", &token));
-    let Some(href) = href else {
-        let mut page = reader.page("stepup-title");
-        page.paragraphs.push(reader.t("stepup-unusable"));
-        return reader.answer(StatusCode::OK, page, &[]);
-    };
     let mut page = reader.page("stepup-title");
+    let Some(href) = href else {
+        page.paragraphs.push(reader.t("stepup-unusable"));
+        return Ok(reader.answer(StatusCode::OK, page, &[]));
+    };
     page.paragraphs.push(reader.t("stepup-intro"));
     page.link = Some(LinkView {
         href,
         label: reader.t("stepup-button"),
     });
-    reader.answer(StatusCode::OK, page, &[])
+    Ok(reader.answer(StatusCode::OK, page, &[]))
 }

@@ -15,6 +15,7 @@ pub mod extract;
 pub mod fields;
 pub mod guardian;
 pub mod hosted;
+pub mod mailed_links;
 pub mod management;
 pub mod mfa;
 pub mod middleware;
@@ -142,12 +143,18 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(eudi::response))
         .routes(routes!(eudi::result_login))
         .routes(routes!(eudi::result_age))
-        .routes(routes!(guardian::parental_consent))
-        .routes(routes!(guardian::consent_get, guardian::consent_post))
-        .routes(routes!(guardian::consent_wallet))
-        .routes(routes!(guardian::management_link))
-        .routes(routes!(guardian::portal_get, guardian::portal_post))
-        .routes(routes!(guardian::export_download))
+        .routes(routes!(guardian::request::parental_consent))
+        .routes(routes!(
+            guardian::consent::consent_get,
+            guardian::consent::consent_post
+        ))
+        .routes(routes!(guardian::wallet::consent_wallet))
+        .routes(routes!(guardian::request::management_link))
+        .routes(routes!(
+            guardian::portal::portal_get,
+            guardian::portal::portal_post
+        ))
+        .routes(routes!(guardian::export::export_download))
         .routes(routes!(passkeys::list))
         .routes(routes!(passkeys::rename, passkeys::delete))
         .routes(routes!(users_me::link_provider))
@@ -182,52 +189,52 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(dashboard::account::reset_password))
         .routes(routes!(dashboard::audit::list))
         .routes(routes!(
-            dashboard::settings::get_security,
-            dashboard::settings::patch_security
+            dashboard::settings::security::get_security,
+            dashboard::settings::security::patch_security
         ))
         .routes(routes!(
-            dashboard::settings::get_email_domains,
-            dashboard::settings::put_email_domains
+            dashboard::settings::email_domains::get_email_domains,
+            dashboard::settings::email_domains::put_email_domains
         ))
         .routes(routes!(
-            dashboard::settings::get_anonymous,
-            dashboard::settings::patch_anonymous
+            dashboard::settings::anonymous::get_anonymous,
+            dashboard::settings::anonymous::patch_anonymous
         ))
         .routes(routes!(
-            dashboard::settings::get_roles,
-            dashboard::settings::patch_roles
+            dashboard::settings::roles::get_roles,
+            dashboard::settings::roles::patch_roles
         ))
         .routes(routes!(
-            dashboard::settings::get_passkey_domain,
-            dashboard::settings::put_passkey_domain
+            dashboard::settings::passkey_domain::get_passkey_domain,
+            dashboard::settings::passkey_domain::put_passkey_domain
         ))
         .routes(routes!(
-            dashboard::settings::get_eudi,
-            dashboard::settings::put_eudi
+            dashboard::settings::wallet::get_eudi,
+            dashboard::settings::wallet::put_eudi
         ))
         .routes(routes!(
-            dashboard::settings::get_eudi_age,
-            dashboard::settings::put_eudi_age
+            dashboard::settings::wallet_age::get_eudi_age,
+            dashboard::settings::wallet_age::put_eudi_age
         ))
         .routes(routes!(
-            dashboard::settings::get_cors,
-            dashboard::settings::put_cors
+            dashboard::settings::urls::get_cors,
+            dashboard::settings::urls::put_cors
         ))
         .routes(routes!(
-            dashboard::settings::get_users,
-            dashboard::settings::patch_users
+            dashboard::settings::users::get_users,
+            dashboard::settings::users::patch_users
         ))
         .routes(routes!(
-            dashboard::settings::get_urls,
-            dashboard::settings::put_urls
+            dashboard::settings::urls::get_urls,
+            dashboard::settings::urls::put_urls
         ))
         .routes(routes!(
-            dashboard::settings::get_agents,
-            dashboard::settings::patch_agents
+            dashboard::settings::agents::get_agents,
+            dashboard::settings::agents::patch_agents
         ))
         .routes(routes!(
-            dashboard::settings::get_minors,
-            dashboard::settings::put_minors
+            dashboard::settings::minors::get_minors,
+            dashboard::settings::minors::put_minors
         ))
         .routes(routes!(
             dashboard::social::get_provider,

@@ -57,7 +57,7 @@ use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 /// Passkeys a user may hold.
 pub const MAX_PASSKEYS: usize = 10;
 /// Extra origins a tenant may accept.
-pub const MAX_PASSKEY_ORIGINS: usize = 20;
+pub use super::settings::rules::MAX_PASSKEY_ORIGINS;
 /// Sign-in and step-up both require user verification: a passkey is both factors only
 /// with it (spec 5 rule 4).
 const ASSERTION_UV: UserVerificationPolicy = UserVerificationPolicy::Required;

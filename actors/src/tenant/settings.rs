@@ -10,6 +10,8 @@ use time::{Duration, OffsetDateTime};
 
 use crate::{error::TenantError, records::Tier};
 
+pub mod rules;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MfaPolicy {
@@ -382,7 +384,7 @@ impl TenantRecord for TenantSecret {}
 pub const BYOK_AUTH_TOKEN: &[u8] = b"byok_provider_auth_token";
 
 /// A partial update of the security settings: `None` leaves a field alone; for nullable fields
-/// `Some(None)` clears it. Values are validated by the caller.
+/// `Some(None)` clears it. The rules of its values are in [`rules`].
 #[derive(Clone, Default)]
 pub struct SecurityPatch {
     pub mfa_policy: Option<MfaPolicy>,
@@ -420,13 +422,14 @@ pub enum SettingsChange {
         confirmed_privileged: bool,
     },
     DefaultRole(DefaultRole),
-    /// The relying-party id (`Some(None)`: the accounts URL's host) and the extra origins;
-    /// `None` keeps a field.
+    /// The relying-party id (`Some(None)`: the accounts URL's host) and the extra origins
+    /// (one listed twice is kept once, in the order first given); `None` keeps a field.
     PasskeyDomain {
         rp_id: Option<Option<String>>,
         origins: Option<Vec<String>>,
     },
     Eudi(Box<EudiConfig>),
+    /// The age-verification configuration (a member state listed twice is kept once).
     EudiAge(EudiAgeConfig),
     /// The whole list of allowed browser origins, normalized.
     AllowedOrigins(Vec<String>),
@@ -435,13 +438,13 @@ pub enum SettingsChange {
         /// One of the five languages, checked by the caller.
         default_locale: Option<String>,
     },
-    /// The app's URLs, validated and normalized by the caller.
+    /// The app's URLs, normalized by the caller.
     Urls(UrlSettings),
     /// Agent-related settings: dynamic client registration on or off.
     Agents {
         dynamic_client_registration: bool,
     },
-    /// The whole minor-protection setting, validated by the caller.
+    /// The whole minor-protection setting.
     Minors(Box<MinorSettings>),
 }
 
@@ -502,10 +505,12 @@ pub struct Applied {
 }
 
 impl TenantSettings {
-    /// Applies one validated change to a copy of these settings: every rule that depends on
-    /// the settings themselves (the privileged-role confirmation, the platform's SMS cap) is
-    /// checked here, so a refused change leaves nothing to undo.
+    /// Applies one change to a copy of these settings: the change's own rules
+    /// ([`SettingsChange::validate`]) and every rule that depends on the settings themselves
+    /// (the privileged-role confirmation, the platform's SMS cap) are checked here, so a
+    /// refused change leaves nothing to undo.
     pub fn apply(&self, change: SettingsChange, cx: &ApplyContext) -> Result<Applied, TenantError> {
+        change.validate()?;
         let mut next = self.clone();
         let mut changed = Vec::new();
         let mut byok_token = ByokToken::Keep;
@@ -582,7 +587,7 @@ impl TenantSettings {
                 );
                 set(
                     &mut next.passkey_origins,
-                    origins,
+                    origins.map(first_of_each),
                     "passkey_origins",
                     &mut changed,
                 );
@@ -599,6 +604,7 @@ impl TenantSettings {
             }
             SettingsChange::EudiAge(mut config) => {
                 config.updated_at = next.eudi_age.updated_at;
+                config.supported_member_states = first_of_each(config.supported_member_states);
                 if config != next.eudi_age {
                     if config.age_verification_enabled != next.eudi_age.age_verification_enabled {
                         changed.push("age_verification_enabled".into());
@@ -706,6 +712,14 @@ impl TenantSettings {
             byok_token_set,
         })
     }
+}
+
+/// `list` with each entry kept once, where it first stands.
+fn first_of_each(list: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    list.into_iter()
+        .filter(|e| seen.insert(e.clone()))
+        .collect()
 }
 
 /// Sets `*slot` to `value` and records `name` when it changes.

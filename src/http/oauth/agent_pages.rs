@@ -19,7 +19,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Deserialize;
-use tessera_actors::tenant::{HostedMsg, MfaMsg};
+use tessera_actors::tenant::MfaMsg;
 use tessera_actors::{
     login_guard::Captcha,
     password::Password,
@@ -27,22 +27,21 @@ use tessera_actors::{
     tenant::{
         agents::{normalize_user_code, AgentAnswer, AgentCmd, RequestView},
         audit::AuditContext,
-        challenges::tenant_of_token,
         messages::{Bearer, LoginAttempt, LoginOutcome, MfaVerified},
     },
     CallError, TenantError, TenantHandle,
 };
-use tessera_storage::TenantId;
 
 use super::{
     agents::call,
-    browser::{scope_text, sign_in_cookie, signed_in},
+    hosted::{page_tenant, scope_text, sign_in_cookie, signed_in},
 };
 use crate::{
     app::AppState,
     http::{
-        error::{is_email, len_between},
+        error::is_email,
         extract::{served_here, ClientIp, RequestCtx},
+        mailed_links::tenant_of_link,
         pages::{
             field, form_fields, see_other, ButtonView, FieldView, FormView, Problem, Reader,
             PASSWORD_MAX,
@@ -132,11 +131,8 @@ async fn open_request(
     reader: &mut Reader,
     token: Option<&str>,
 ) -> Result<(TenantHandle, RequestView, String), Response> {
-    let token = token
-        .filter(|t| len_between(t, 1, 512))
-        .ok_or_else(|| reader.problem(Problem::Invalid))?;
-    let tenant = tenant_of_token(token)
-        .and_then(|id| state.directory.tenant_by_id(TenantId(id)))
+    let (tenant, token) = token
+        .and_then(|t| Some((tenant_of_link(state, t)?, t)))
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
     served_here(state, tenant.id).map_err(IntoResponse::into_response)?;
     let cmd = AgentCmd::PeekLink {
@@ -156,18 +152,15 @@ pub async fn request_page(
     State(state): State<AppState>,
     headers: HeaderMap,
     Query(q): Query<LinkQuery>,
-) -> Response {
+) -> Result<Response, Response> {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (_, view, token) = match open_request(&state, &mut reader, q.token.as_deref()).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+    let (_, view, token) = open_request(&state, &mut reader, q.token.as_deref()).await?;
     let mut page = reader.page("agent-request-title");
     describe(&reader, &mut page, &view);
     let mut form = FormView::new(reader.csrf(REQUEST_PATH, &token), String::new());
     decision_buttons(&reader, &mut form);
     page.forms.push(form);
-    reader.answer(StatusCode::OK, page, &[])
+    Ok(reader.answer(StatusCode::OK, page, &[]))
 }
 
 /// `POST /agent-request?token=`: the decision.
@@ -177,26 +170,23 @@ pub async fn request_submit(
     RequestCtx(ctx): RequestCtx,
     Query(q): Query<LinkQuery>,
     body: Bytes,
-) -> Response {
+) -> Result<Response, Response> {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let (tenant, view, token) = match open_request(&state, &mut reader, q.token.as_deref()).await {
-        Ok(found) => found,
-        Err(page) => return page,
-    };
+    let (tenant, view, token) = open_request(&state, &mut reader, q.token.as_deref()).await?;
     let form = form_fields(&body);
     if !reader.csrf_ok(REQUEST_PATH, &token, field(&form, "csrf")) {
-        return reader.problem(Problem::Csrf);
+        return Err(reader.problem(Problem::Csrf));
     }
     let approve = match field(&form, "decision") {
         "approve" => true,
         "deny" => false,
-        _ => return reader.problem(Problem::Invalid),
+        _ => return Err(reader.problem(Problem::Invalid)),
     };
     let cmd = AgentCmd::DecideLink { token, approve };
-    match call(&tenant, ctx, cmd).await {
+    Ok(match call(&tenant, ctx, cmd).await {
         Ok(_) => decided(&reader, &view.agent_name, approve),
         Err(e) => refused(&reader, &view.agent_name, e),
-    }
+    })
 }
 
 // ---------------------------------------------------------------- the device page
@@ -211,24 +201,6 @@ fn device_path(slug: &str) -> String {
     format!("/oauth/{slug}/device")
 }
 
-/// The tenant of the page, its name and language set.
-async fn open_device(
-    state: &AppState,
-    reader: &mut Reader,
-    slug: &str,
-) -> Result<TenantHandle, Response> {
-    let tenant = state
-        .directory
-        .tenant_for_slug(slug)
-        .ok_or_else(|| reader.problem(Problem::Invalid))?;
-    let view = tenant
-        .call(|reply| HostedMsg::SignInView { reply })
-        .await
-        .map_err(|e| reader.problem(e.into()))?;
-    reader.set_tenant(&view.tenant_name, &view.default_locale);
-    Ok(tenant)
-}
-
 /// A form of the device page, posting `step` with `user_code` kept.
 fn device_form(reader: &Reader, slug: &str, step: &str, code: &str, button: String) -> FormView {
     let mut form = FormView::new(reader.csrf(&device_path(slug), "device"), button);
@@ -238,17 +210,37 @@ fn device_form(reader: &Reader, slug: &str, step: &str, code: &str, button: Stri
     form
 }
 
+/// One step of the device page: its title, the reader's words for its error when one is
+/// due (answered with `bad`, else 200), its intro and its form.
+fn device_step(
+    reader: &Reader,
+    title: &str,
+    error: Option<(&str, StatusCode)>,
+    intro: &str,
+    form: FormView,
+) -> Response {
+    let mut page = reader.page(title);
+    page.error_summary = error.map(|(e, _)| reader.t(e));
+    page.paragraphs.push(reader.t(intro));
+    page.forms.push(form);
+    let status = error.map_or(StatusCode::OK, |(_, status)| status);
+    reader.answer(status, page, &[])
+}
+
+/// A one-time code's field, of at most `max` characters.
+fn code_field(reader: &Reader, name: &'static str, label: &str, max: usize) -> FieldView {
+    let mut field = FieldView::input(name, name, "text", reader.t(label), "one-time-code");
+    field.max = max;
+    field
+}
+
 /// The sign-in form (password), with an error when one is due.
 fn sign_in_form(
     reader: &Reader,
     slug: &str,
     code: &str,
-    error: Option<&str>,
-    status: StatusCode,
+    error: Option<(&str, StatusCode)>,
 ) -> Response {
-    let mut page = reader.page("device-title");
-    page.error_summary = error.map(|e| reader.t(e));
-    page.paragraphs.push(reader.t("device-signin-intro"));
     let mut form = device_form(reader, slug, "password", code, reader.t("login-button"));
     form.fields = vec![
         FieldView::input(
@@ -260,58 +252,25 @@ fn sign_in_form(
         ),
         FieldView::new_password("password", reader.t("login-password-label"), None),
     ];
-    page.forms.push(form);
-    reader.answer(status, page, &[])
+    device_step(reader, "device-title", error, "device-signin-intro", form)
 }
 
 /// The TOTP step of a sign-in with MFA.
 fn mfa_form(reader: &Reader, slug: &str, code: &str, challenge: &str, error: bool) -> Response {
-    let mut page = reader.page("mfa-title");
-    page.error_summary = error.then(|| reader.t("mfa-error"));
-    page.paragraphs.push(reader.t("mfa-intro"));
     let mut form = device_form(reader, slug, "mfa", code, reader.t("code-button"));
     form.hidden.push(("challenge", challenge.to_owned()));
-    let mut field = FieldView::input(
-        "code",
-        "code",
-        "text",
-        reader.t("code-label"),
-        "one-time-code",
-    );
-    field.max = 64;
-    form.fields = vec![field];
-    page.forms.push(form);
-    let status = if error {
-        StatusCode::UNAUTHORIZED
-    } else {
-        StatusCode::OK
-    };
-    reader.answer(status, page, &[])
+    form.fields = vec![code_field(reader, "code", "code-label", 64)];
+    let error = error.then_some(("mfa-error", StatusCode::UNAUTHORIZED));
+    device_step(reader, "mfa-title", error, "mfa-intro", form)
 }
 
 /// The code entry form.
 fn code_form(reader: &Reader, slug: &str, error: bool) -> Response {
-    let mut page = reader.page("device-title");
-    page.error_summary = error.then(|| reader.t("device-code-error"));
-    page.paragraphs.push(reader.t("device-intro"));
     let mut form = device_form(reader, slug, "code", "", reader.t("device-code-button"));
-    let mut field = FieldView::input(
-        "user_code",
-        "user_code",
-        "text",
-        reader.t("device-code-label"),
-        "one-time-code",
-    );
-    field.max = 16;
-    form.fields = vec![field];
+    form.fields = vec![code_field(reader, "user_code", "device-code-label", 16)];
     form.hidden.retain(|(n, _)| *n != "user_code");
-    page.forms.push(form);
-    let status = if error {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    reader.answer(status, page, &[])
+    let error = error.then_some(("device-code-error", StatusCode::BAD_REQUEST));
+    device_step(reader, "device-title", error, "device-intro", form)
 }
 
 /// What the signed-in user sees for `code`: the request and the decision, or the code form.
@@ -359,23 +318,20 @@ pub async fn device_page(
     Path(slug): Path<String>,
     headers: HeaderMap,
     Query(q): Query<DeviceQuery>,
-) -> Response {
+) -> Result<Response, Response> {
     let mut reader = Reader::new(&state, &headers, q.lang.as_deref());
-    let tenant = match open_device(&state, &mut reader, &slug).await {
-        Ok(t) => t,
-        Err(page) => return page,
-    };
+    let (tenant, _) = page_tenant(&state, &mut reader, &slug).await?;
     let code = shown_code(q.user_code.as_deref());
     let Some(bearer) = signed_in(&state, &tenant, &headers) else {
-        return sign_in_form(&reader, &slug, &code, None, StatusCode::OK);
+        return Ok(sign_in_form(&reader, &slug, &code, None));
     };
     if code.is_empty() {
-        return code_form(&reader, &slug, false);
+        return Ok(code_form(&reader, &slug, false));
     }
-    match confirm_page(&reader, &tenant, bearer, &code).await {
+    Ok(match confirm_page(&reader, &tenant, bearer, &code).await {
         Ok(page) => page,
-        Err(()) => sign_in_form(&reader, &slug, &code, None, StatusCode::OK),
-    }
+        Err(()) => sign_in_form(&reader, &slug, &code, None),
+    })
 }
 
 /// Back to the page for `code`, signed in by `grant` (its cookie set).
@@ -406,17 +362,18 @@ pub async fn device_submit(
     ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     body: Bytes,
-) -> Response {
+) -> Result<Response, Response> {
     let mut reader = Reader::new(&state, &headers, None);
-    let tenant = match open_device(&state, &mut reader, &slug).await {
-        Ok(t) => t,
-        Err(page) => return page,
-    };
+    let (tenant, _) = page_tenant(&state, &mut reader, &slug).await?;
     let form = form_fields(&body);
     if !reader.csrf_ok(&device_path(&slug), "device", field(&form, "csrf")) {
-        return reader.problem(Problem::Csrf);
+        return Err(reader.problem(Problem::Csrf));
     }
     let code = shown_code(Some(field(&form, "user_code")));
+    // The sign-in form again, with the reader's words for what went wrong.
+    let sign_in_again =
+        |key: &str, status: StatusCode| sign_in_form(&reader, &slug, &code, Some((key, status)));
+    let expired = || sign_in_again("login-error-expired", StatusCode::UNAUTHORIZED);
     match field(&form, "step") {
         "password" => {
             let email = field(&form, "email").trim();
@@ -425,13 +382,10 @@ pub async fn device_submit(
             let Some(email) =
                 normalized.filter(|_| !password.is_empty() && password.len() <= PASSWORD_MAX)
             else {
-                return sign_in_form(
-                    &reader,
-                    &slug,
-                    &code,
-                    Some("login-error-credentials"),
+                return Ok(sign_in_again(
+                    "login-error-credentials",
                     StatusCode::UNAUTHORIZED,
-                );
+                ));
             };
             let password = Password::new(password.to_owned());
             // The device page keeps no device token and shows no CAPTCHA.
@@ -448,33 +402,27 @@ pub async fn device_submit(
             let signed = password_login(&state, &tenant, attempt, password, &ctx).await;
             match signed.map(|s| s.outcome) {
                 Ok(LoginOutcome::Signed { grant, .. }) => {
-                    signed_back(&state, &reader, &tenant, &grant, &code)
+                    Ok(signed_back(&state, &reader, &tenant, &grant, &code))
                 }
                 Ok(LoginOutcome::MfaRequired { challenge, .. }) => {
-                    mfa_form(&reader, &slug, &code, &challenge, false)
+                    Ok(mfa_form(&reader, &slug, &code, &challenge, false))
                 }
                 Ok(LoginOutcome::EnrollmentRequired { .. }) => {
                     let mut page = reader.page("mfa-enrol-title");
                     page.paragraphs.push(reader.t("mfa-enrol"));
-                    reader.answer(StatusCode::FORBIDDEN, page, &[])
+                    Ok(reader.answer(StatusCode::FORBIDDEN, page, &[]))
                 }
                 Err(CallError::Failed(
                     TenantError::InvalidCredentials | TenantError::UserBlocked,
-                )) => sign_in_form(
-                    &reader,
-                    &slug,
-                    &code,
-                    Some("login-error-credentials"),
+                )) => Ok(sign_in_again(
+                    "login-error-credentials",
                     StatusCode::UNAUTHORIZED,
-                ),
-                Err(CallError::Failed(TenantError::EmailNotVerified)) => sign_in_form(
-                    &reader,
-                    &slug,
-                    &code,
-                    Some("login-error-unverified"),
+                )),
+                Err(CallError::Failed(TenantError::EmailNotVerified)) => Ok(sign_in_again(
+                    "login-error-unverified",
                     StatusCode::FORBIDDEN,
-                ),
-                Err(e) => reader.problem(e.into()),
+                )),
+                Err(e) => Err(reader.problem(e.into())),
             }
         }
         "mfa" => {
@@ -489,39 +437,29 @@ pub async fn device_submit(
                 })
                 .await;
             match verified {
-                Ok(MfaVerified::Login(l)) => signed_back(&state, &reader, &tenant, &l.grant, &code),
-                Ok(MfaVerified::StepUp(_)) => reader.problem(Problem::Invalid),
-                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
-                    mfa_form(&reader, &slug, &code, &challenge, true)
+                Ok(MfaVerified::Login(l)) => {
+                    Ok(signed_back(&state, &reader, &tenant, &l.grant, &code))
                 }
-                Err(CallError::Failed(TenantError::InvalidChallenge)) => sign_in_form(
-                    &reader,
-                    &slug,
-                    &code,
-                    Some("login-error-expired"),
-                    StatusCode::UNAUTHORIZED,
-                ),
-                Err(e) => reader.problem(e.into()),
+                Ok(MfaVerified::StepUp(_)) => Err(reader.problem(Problem::Invalid)),
+                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
+                    Ok(mfa_form(&reader, &slug, &code, &challenge, true))
+                }
+                Err(CallError::Failed(TenantError::InvalidChallenge)) => Ok(expired()),
+                Err(e) => Err(reader.problem(e.into())),
             }
         }
         "code" => {
             let location = format!("{}?user_code={code}", device_path(&slug));
-            see_other(&reader, &location, StatusCode::SEE_OTHER)
+            Ok(see_other(&reader, &location, StatusCode::SEE_OTHER))
         }
         "decide" => {
             let Some(bearer) = signed_in(&state, &tenant, &headers) else {
-                return sign_in_form(
-                    &reader,
-                    &slug,
-                    &code,
-                    Some("login-error-expired"),
-                    StatusCode::UNAUTHORIZED,
-                );
+                return Ok(expired());
             };
             let approve = match field(&form, "decision") {
                 "approve" => true,
                 "deny" => false,
-                _ => return reader.problem(Problem::Invalid),
+                _ => return Err(reader.problem(Problem::Invalid)),
             };
             let peek = AgentCmd::PeekUserCode {
                 bearer,
@@ -530,31 +468,23 @@ pub async fn device_submit(
             let agent = match call(&tenant, AuditContext::default(), peek).await {
                 Ok(AgentAnswer::Request(v)) => v.agent_name,
                 Err(CallError::Failed(TenantError::NotFound)) => {
-                    return code_form(&reader, &slug, true)
+                    return Ok(code_form(&reader, &slug, true))
                 }
-                Err(CallError::Failed(TenantError::InvalidSession)) => {
-                    return sign_in_form(
-                        &reader,
-                        &slug,
-                        &code,
-                        Some("login-error-expired"),
-                        StatusCode::UNAUTHORIZED,
-                    )
-                }
-                Ok(_) => return reader.problem(Problem::Internal),
-                Err(e) => return reader.problem(e.into()),
+                Err(CallError::Failed(TenantError::InvalidSession)) => return Ok(expired()),
+                Ok(_) => return Err(reader.problem(Problem::Internal)),
+                Err(e) => return Err(reader.problem(e.into())),
             };
             let cmd = AgentCmd::DecideUserCode {
                 bearer,
-                user_code: code,
+                user_code: code.clone(),
                 approve,
             };
-            match call(&tenant, ctx, cmd).await {
+            Ok(match call(&tenant, ctx, cmd).await {
                 Ok(_) => decided(&reader, &agent, approve),
                 Err(CallError::Failed(TenantError::NotFound)) => code_form(&reader, &slug, true),
                 Err(e) => refused(&reader, &agent, e),
-            }
+            })
         }
-        _ => reader.problem(Problem::Invalid),
+        _ => Err(reader.problem(Problem::Invalid)),
     }
 }

@@ -1,13 +1,11 @@
-//! `GET /v1/tenants/{slug}/oauth/authorize` and `POST /v1/tenants/{slug}/oauth/consent`.
+//! `GET /v1/tenants/{slug}/oauth/authorize` and `POST /v1/tenants/{slug}/oauth/consent`, the
+//! API mode of the authorization endpoint.
 //!
-//! One check serves both ([`check`]): a request whose client or `redirect_uri` is wrong is
-//! refused to the caller and never sent anywhere (RFC 6749 4.1.2.1); any other fault goes back
-//! to the client's `redirect_uri` with `error`, `state` and `iss` (RFC 9207). A request that
-//! passes goes to the tenant's actor with the signed-in user (the `Authorization: Bearer`
-//! access token of the tenant's own app), which answers with a code, the consent screen's
-//! payload, or that a sign-in is needed.
-
-use std::sync::Arc;
+//! Both run the one check of a request ([`super::request::check`]); a request that passes
+//! goes to the tenant's actor with the signed-in user (the `Authorization: Bearer` access
+//! token of the tenant's own app), which answers with a code, the consent screen's payload,
+//! or that a sign-in is needed. A plain browser navigation is sent on to the hosted pages
+//! (`browser/`).
 
 use axum::{
     extract::{Path, RawQuery, State},
@@ -17,13 +15,9 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::catalog::{DisplayMetadata, Sensitivity, TenantResource},
     tenant::{
         messages::Bearer,
-        oauth::{
-            AuthorizeOutcome, AuthzRequest, ConsentDecision, OAuthAnswer, OAuthCmd, OAuthFailure,
-        },
-        oauth_clients::OAuthClientRecord,
+        oauth::{AuthorizeOutcome, OAuthAnswer, OAuthCmd, OAuthFailure},
     },
     CallError, TenantError, TenantHandle,
 };
@@ -31,8 +25,12 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    browser::{hosted_authorize_url, is_navigation},
-    grantable, is_protocol_scope, oauth, split_scopes, tenant_catalog, Params, MAX_PARAM,
+    oauth,
+    request::{
+        check, code_redirect, custom_scopes, decide, error_redirect, hosted_authorize_url,
+        is_navigation, query_without_login, CustomScope, RawRequest, Refusal,
+    },
+    Params, MAX_PARAM,
 };
 use crate::{
     app::AppState,
@@ -42,296 +40,6 @@ use crate::{
         extract::{tenant_by_slug, ApiJson, RequestCtx},
     },
 };
-
-/// An authorization request's parameters as sent (a query string, or the consent decision's
-/// body).
-#[derive(Default)]
-pub struct RawRequest<'a> {
-    pub client_id: Option<&'a str>,
-    pub redirect_uri: Option<&'a str>,
-    pub response_type: Option<&'a str>,
-    pub scope: Option<&'a str>,
-    pub state: Option<&'a str>,
-    pub nonce: Option<&'a str>,
-    pub code_challenge: Option<&'a str>,
-    pub code_challenge_method: Option<&'a str>,
-    pub resource: Option<&'a str>,
-    pub prompt: Option<&'a str>,
-    pub max_age: Option<&'a str>,
-    /// `request` or `request_uri` (OpenID Connect request objects, not supported).
-    pub request_object: Option<&'static str>,
-}
-
-impl<'a> RawRequest<'a> {
-    pub fn of(p: &'a Params) -> Self {
-        RawRequest {
-            client_id: p.get("client_id"),
-            redirect_uri: p.get("redirect_uri"),
-            response_type: p.get("response_type"),
-            scope: p.get("scope"),
-            state: p.get("state"),
-            nonce: p.get("nonce"),
-            code_challenge: p.get("code_challenge"),
-            code_challenge_method: p.get("code_challenge_method"),
-            resource: p.get("resource"),
-            prompt: p.get("prompt"),
-            max_age: p.get("max_age"),
-            request_object: if p.get("request").is_some() {
-                Some("request_not_supported")
-            } else if p.get("request_uri").is_some() {
-                Some("request_uri_not_supported")
-            } else {
-                None
-            },
-        }
-    }
-}
-
-/// `prompt` (OpenID Connect Core 3.1.2.1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Prompt {
-    pub none: bool,
-    pub login: bool,
-    pub consent: bool,
-}
-
-/// A request that passed [`check`].
-pub struct Checked {
-    pub request: AuthzRequest,
-    pub client: Arc<OAuthClientRecord>,
-    pub catalog: Vec<TenantResource>,
-    pub prompt: Prompt,
-    pub max_age: Option<u64>,
-}
-
-/// Why a request is refused.
-pub enum Refusal {
-    /// To the caller only: the client or the redirect URI is wrong.
-    Shown(ApiError),
-    /// Back to the client.
-    Redirect(String),
-}
-
-impl From<ApiError> for Refusal {
-    fn from(e: ApiError) -> Self {
-        Refusal::Shown(e)
-    }
-}
-
-/// `redirect_uri` with `pairs` added to its query.
-pub fn redirect_with(redirect_uri: &str, pairs: &[(&str, &str)]) -> String {
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in pairs {
-        q.append_pair(k, v);
-    }
-    let sep = if redirect_uri.contains('?') { '&' } else { '?' };
-    format!("{redirect_uri}{sep}{}", q.finish())
-}
-
-/// The client's redirect URI with an RFC 6749 4.1.2.1 error.
-pub fn error_redirect(
-    iss: &str,
-    redirect_uri: &str,
-    state: Option<&str>,
-    error: &str,
-    description: &str,
-) -> String {
-    let mut pairs = vec![("error", error), ("error_description", description)];
-    if let Some(s) = state {
-        pairs.push(("state", s));
-    }
-    pairs.push(("iss", iss));
-    redirect_with(redirect_uri, &pairs)
-}
-
-/// The client's redirect URI with a code (RFC 6749 4.1.2, RFC 9207).
-pub fn code_redirect(iss: &str, redirect_uri: &str, state: Option<&str>, code: &str) -> String {
-    let mut pairs = vec![("code", code)];
-    if let Some(s) = state {
-        pairs.push(("state", s));
-    }
-    pairs.push(("iss", iss));
-    redirect_with(redirect_uri, &pairs)
-}
-
-fn shown(code: &str, message: &str) -> Refusal {
-    Refusal::Shown(ApiError::new(StatusCode::BAD_REQUEST, code, message))
-}
-
-async fn client_of(
-    tenant: &TenantHandle,
-    client_id: &str,
-) -> Result<Arc<OAuthClientRecord>, Refusal> {
-    let clients = tenant
-        .oauth_clients()
-        .await
-        .map_err(|e| Refusal::Shown(e.into()))?;
-    clients.get(client_id).cloned().ok_or_else(|| {
-        shown(
-            "oauth/invalid_client",
-            "client_id names no client of this tenant",
-        )
-    })
-}
-
-/// Whether `s` is an S256 challenge: 43 base64url characters.
-fn challenge_ok(s: &str) -> bool {
-    s.len() == 43
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-}
-
-/// Checks an authorization request against the client's registration and the catalog.
-pub async fn check(
-    state: &AppState,
-    tenant: &TenantHandle,
-    raw: &RawRequest<'_>,
-) -> Result<Checked, Refusal> {
-    let client_id = raw
-        .client_id
-        .ok_or_else(|| shown("oauth/invalid_client", "client_id is required"))?;
-    let client = client_of(tenant, client_id).await?;
-    let redirect_uri = raw
-        .redirect_uri
-        .filter(|r| client.redirect_uris.iter().any(|u| u == r))
-        .ok_or_else(|| {
-            shown(
-                "oauth/invalid_redirect_uri",
-                "redirect_uri is missing or is not one of the client's registered redirect URIs, exactly",
-            )
-        })?;
-    let iss = issuer(state, &tenant.slug);
-    let back = |error: &str, description: &str| {
-        Refusal::Redirect(error_redirect(
-            &iss,
-            redirect_uri,
-            raw.state,
-            error,
-            description,
-        ))
-    };
-    if let Some(e) = raw.request_object {
-        return Err(back(e, "request objects are not supported"));
-    }
-    match raw.response_type {
-        None => return Err(back("invalid_request", "response_type is required")),
-        Some("code") => {}
-        Some(_) => {
-            return Err(back(
-                "unsupported_response_type",
-                "only response_type=code is supported (no implicit or hybrid flow)",
-            ))
-        }
-    }
-    let Some(challenge) = raw.code_challenge else {
-        return Err(back(
-            "invalid_request",
-            "code_challenge is required (PKCE, S256)",
-        ));
-    };
-    if raw.code_challenge_method != Some("S256") {
-        return Err(back(
-            "invalid_request",
-            "code_challenge_method must be S256 (plain is not accepted)",
-        ));
-    }
-    if !challenge_ok(challenge) {
-        return Err(back(
-            "invalid_request",
-            "code_challenge must be 43 base64url characters",
-        ));
-    }
-    let mut prompt = Prompt::default();
-    for p in raw
-        .prompt
-        .unwrap_or("")
-        .split(' ')
-        .filter(|p| !p.is_empty())
-    {
-        match p {
-            "none" => prompt.none = true,
-            "login" => prompt.login = true,
-            "consent" => prompt.consent = true,
-            _ => {
-                return Err(back(
-                    "invalid_request",
-                    "prompt may be none, login or consent",
-                ))
-            }
-        }
-    }
-    if prompt.none && (prompt.login || prompt.consent) {
-        return Err(back("invalid_request", "prompt=none stands alone"));
-    }
-    let max_age = match raw.max_age {
-        None => None,
-        Some(m) => Some(m.parse::<u64>().map_err(|_| {
-            back(
-                "invalid_request",
-                "max_age must be a whole number of seconds",
-            )
-        })?),
-    };
-    let scopes = split_scopes(raw.scope.unwrap_or(""));
-    if scopes.is_empty() {
-        return Err(back("invalid_scope", "scope is required"));
-    }
-    if let Some(s) = scopes
-        .iter()
-        .find(|s| !client.allowed_scopes.iter().any(|a| a == *s))
-    {
-        return Err(back(
-            "invalid_scope",
-            &format!("{s} is not among the client's allowed scopes"),
-        ));
-    }
-    // The catalog is read only for a request that names a resource (the only one that may ask
-    // for resource scopes), and only once the client is known to allow what it asks.
-    let catalog = match raw.resource {
-        Some(_) => tenant_catalog(state, tenant).await?,
-        None => Vec::new(),
-    };
-    if let Some(r) = raw.resource {
-        let absolute = url::Url::parse(r).is_ok_and(|u| u.fragment().is_none());
-        if !absolute || !catalog.iter().any(|t| t.resource.uri == r) {
-            return Err(back(
-                "invalid_target",
-                "resource must be the URI of one of the tenant's registered resources",
-            ));
-        }
-    }
-    let approved = grantable(&catalog, raw.resource);
-    for s in scopes.iter().filter(|s| !is_protocol_scope(s)) {
-        if raw.resource.is_none() {
-            return Err(back(
-                "invalid_scope",
-                &format!("{s} is a resource scope: name its resource (RFC 8707 resource)"),
-            ));
-        }
-        if !approved.iter().any(|a| &a.scope_name == s) {
-            return Err(back(
-                "invalid_scope",
-                &format!("{s} is not an approved scope of the resource"),
-            ));
-        }
-    }
-    let request = AuthzRequest {
-        client_id: client.client_id.clone(),
-        redirect_uri: redirect_uri.to_owned(),
-        scopes,
-        resource: raw.resource.map(str::to_owned),
-        code_challenge: challenge.to_owned(),
-        state: raw.state.map(str::to_owned),
-        nonce: raw.nonce.map(str::to_owned),
-    };
-    Ok(Checked {
-        request,
-        client,
-        catalog,
-        prompt,
-        max_age,
-    })
-}
 
 /// Spec 2.12: no one is signed in (or must sign in again).
 #[derive(Serialize, ToSchema)]
@@ -353,17 +61,6 @@ pub struct ConsentClient {
     /// `first_party`, `attested` or `unverified`.
     pub verification: &'static str,
     pub registered_seconds_ago: i64,
-}
-
-/// A resource scope offered for individual approval (an approved `normal` catalog entry).
-#[derive(Serialize, ToSchema)]
-pub struct CustomScope {
-    pub scope: String,
-    /// The owner's text in the reader's language, or, for platform-authored copy, its
-    /// `consent.scopes.*` key for the app to translate.
-    pub display_name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -424,33 +121,6 @@ pub enum AuthorizeResponse {
     Redirect(RedirectResponse),
 }
 
-/// The request's resource scopes that the user may approve one by one (approved `normal`
-/// catalog entries), in the reader's language.
-pub fn custom_scopes(checked: &Checked, lang: &str) -> Vec<CustomScope> {
-    let approved = grantable(&checked.catalog, checked.request.resource.as_deref());
-    checked
-        .request
-        .scopes
-        .iter()
-        .filter_map(|s| approved.iter().find(|a| &a.scope_name == s))
-        .filter(|a| a.sensitivity == Sensitivity::Normal)
-        .map(|a| CustomScope {
-            scope: a.scope_name.clone(),
-            display_name: match &a.display_metadata {
-                DisplayMetadata::LocaleText { locale_text } => match lang {
-                    "pl" => locale_text.pl.clone(),
-                    "de" => locale_text.de.clone(),
-                    "fr" => locale_text.fr.clone(),
-                    "es" => locale_text.es.clone(),
-                    _ => locale_text.en.clone(),
-                },
-                DisplayMetadata::I18nKey { i18n_key } => i18n_key.clone(),
-            },
-            description: None,
-        })
-        .collect()
-}
-
 /// The signed-in user of the tenant's own app, if the request carries a valid access token.
 async fn signed_in(
     state: &AppState,
@@ -483,25 +153,6 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
         issuer(state, slug),
         query_without_login(params)
     )
-}
-
-/// The query of an authorize request without `prompt=login` (the user has just signed in).
-pub fn query_without_login(params: &Params) -> String {
-    let mut q = form_urlencoded::Serializer::new(String::new());
-    for (k, v) in params.iter() {
-        if k == "prompt" {
-            let rest: Vec<&str> = v
-                .split(' ')
-                .filter(|p| *p != "login" && !p.is_empty())
-                .collect();
-            if !rest.is_empty() {
-                q.append_pair(k, &rest.join(" "));
-            }
-            continue;
-        }
-        q.append_pair(k, v);
-    }
-    q.finish()
 }
 
 /// The authorization endpoint (RFC 6749 4.1.1, OpenID Connect Core 3.1.2). A plain browser
@@ -672,46 +323,6 @@ pub async fn authorize(
         agent_scopes: Vec::new(),
     };
     Ok(no_store(Json(body).into_response()))
-}
-
-/// The consent decision for `checked`: approve `granted` (default: everything asked), of which
-/// only the individually checkable scopes may leave anything out, or deny.
-pub fn decide(
-    checked: &Checked,
-    approve: bool,
-    granted: Option<Vec<String>>,
-) -> Result<ConsentDecision, ApiError> {
-    if !approve {
-        return Ok(ConsentDecision::Deny);
-    }
-    let req = &checked.request;
-    let granted = granted.unwrap_or_else(|| req.scopes.clone());
-    let checkable: Vec<String> = custom_scopes(checked, "en")
-        .into_iter()
-        .map(|c| c.scope)
-        .collect();
-    if let Some(s) = granted.iter().find(|s| !req.scopes.contains(s)) {
-        return Err(ApiError::invalid_field(
-            "granted_scopes",
-            format!("{s} was not asked for"),
-        ));
-    }
-    let required: Vec<&str> = req
-        .scopes
-        .iter()
-        .filter(|s| !checkable.contains(s) && !granted.contains(s))
-        .map(String::as_str)
-        .collect();
-    if !required.is_empty() {
-        return Err(ApiError::invalid_field(
-            "granted_scopes",
-            format!(
-                "only individually checkable scopes may be left out; missing {}",
-                required.join(" ")
-            ),
-        ));
-    }
-    Ok(ConsentDecision::Approve(granted))
 }
 
 /// The user's decision on the consent screen, with the request it was shown for.

@@ -34,9 +34,10 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{
-    authorize::redirect_with,
-    browser::{clear_sign_in_cookie, is_navigation, signed_in},
-    oauth, Params,
+    hosted::{clear_sign_in_cookie, signed_in},
+    oauth,
+    request::{is_navigation, redirect_with},
+    Params,
 };
 use crate::{
     app::AppState,

@@ -1,7 +1,8 @@
 //! The tenant's OAuth 2.1 / OpenID Connect authorization server, under
-//! `/v1/tenants/{slug}/oauth`: authorize and the consent decision ([`authorize`]), the token,
-//! revocation, introspection and userinfo endpoints ([`token`]), and the user's own consents
-//! ([`consents`]).
+//! `/v1/tenants/{slug}/oauth`: the one check of an authorization request ([`request`]),
+//! authorize and the consent decision ([`authorize`]), the hosted sign-in and consent pages
+//! ([`browser`]), the token, revocation, introspection and userinfo endpoints ([`token`]),
+//! and the user's own consents ([`consents`]).
 //!
 //! The token, revocation and introspection endpoints speak RFC 6749 section 5.2
 //! (`{"error", "error_description"}`, form-encoded requests), as every OAuth client library
@@ -13,8 +14,10 @@ pub mod authorize;
 pub mod browser;
 pub mod consents;
 pub mod form;
+pub mod hosted;
 pub mod logout;
 pub mod register;
+pub mod request;
 pub mod token;
 
 use std::collections::BTreeMap;

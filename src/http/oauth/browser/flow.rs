@@ -1,0 +1,166 @@
+//! One hosted authorize request: what every page of browser mode reads first ([`Visit`]), the
+//! request behind it checked as the API checks it ([`Flow`]), and the answers due before any
+//! page (a fault shown, or sent back to the client).
+//!
+//! Its own file: the floor of the browser mode's pages, which each stand on it.
+
+use std::collections::HashMap;
+
+use axum::{
+    extract::{FromRequestParts, Path},
+    http::{request::Parts, HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+};
+use tessera_actors::{tenant::messages::SignInView, TenantHandle};
+
+use super::super::{
+    hosted::page_tenant,
+    request::{check, error_redirect, query_without_login, Checked, RawRequest, Refusal},
+    Params,
+};
+use crate::{
+    app::AppState,
+    http::{
+        bearer::issuer,
+        error::ApiError,
+        pages::{field, form_fields, see_other, Problem, Reader},
+    },
+};
+
+/// What a hosted page of an authorize request reads first: the tenant's slug, the authorize
+/// request's query and the browser's headers.
+pub struct Visit {
+    pub state: AppState,
+    pub slug: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+}
+
+impl FromRequestParts<AppState> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Path(slug) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Visit {
+            state: state.clone(),
+            slug,
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+impl Visit {
+    /// The page's reader and the request behind it, checked; or the answer already due.
+    pub async fn open(&self) -> Result<(Reader, Flow), Response> {
+        let mut reader = Reader::new(&self.state, &self.headers, None);
+        let flow = open(&self.state, &mut reader, &self.slug, self.query.clone()).await?;
+        Ok((reader, flow))
+    }
+
+    /// A hosted form's POST: the request checked as [`Visit::open`] does, then the form's
+    /// CSRF value for the page at `page` (refused, 403, before anything is used).
+    pub async fn form(
+        &self,
+        body: &[u8],
+        page: fn(&Flow) -> String,
+    ) -> Result<(Reader, Flow, HashMap<String, String>), Response> {
+        let (reader, flow) = self.open().await?;
+        let form = form_fields(body);
+        if !reader.csrf_ok(&page(&flow), &flow.query, field(&form, "csrf")) {
+            return Err(reader.problem(Problem::Csrf));
+        }
+        Ok((reader, flow, form))
+    }
+}
+
+/// A hosted authorize request, checked: the tenant, what its page shows, the request.
+pub struct Flow {
+    pub tenant: TenantHandle,
+    pub view: SignInView,
+    pub query: String,
+    pub params: Params,
+    pub checked: Checked,
+}
+
+impl Flow {
+    pub fn authorize_path(&self) -> String {
+        format!("/oauth/{}/authorize", self.tenant.slug)
+    }
+
+    pub fn consent_path(&self) -> String {
+        format!("/oauth/{}/consent", self.tenant.slug)
+    }
+
+    pub fn iss(&self, state: &AppState) -> String {
+        issuer(state, &self.tenant.slug)
+    }
+
+    pub fn redirect_uri(&self) -> &str {
+        &self.checked.request.redirect_uri
+    }
+
+    /// The authorize page again, without `prompt=login` (the user has just signed in).
+    pub fn again(&self) -> String {
+        format!(
+            "{}?{}",
+            self.authorize_path(),
+            query_without_login(&self.params)
+        )
+    }
+
+    /// The client's redirect URI with an error, `state` and `iss`.
+    pub fn error_to_client(&self, state: &AppState, error: &str, description: &str) -> String {
+        error_redirect(
+            &self.iss(state),
+            self.redirect_uri(),
+            self.checked.request.state.as_deref(),
+            error,
+            description,
+        )
+    }
+}
+
+/// The request behind a hosted page, checked as the API checks it; or the answer already due
+/// (a page that shows a fault, or the redirect that sends one to the client).
+pub async fn open(
+    state: &AppState,
+    reader: &mut Reader,
+    slug: &str,
+    query: Option<String>,
+) -> Result<Flow, Response> {
+    let (tenant, view) = page_tenant(state, reader, slug).await?;
+    let query = query.unwrap_or_default();
+    let params = Params::parse(query.as_bytes())
+        .map_err(|e| shown(reader, &ApiError::new(StatusCode::BAD_REQUEST, "", e)))?;
+    let checked = match check(state, &tenant, &RawRequest::of(&params)).await {
+        Ok(c) => c,
+        Err(Refusal::Shown(e)) => return Err(shown(reader, &e)),
+        Err(Refusal::Redirect(to)) => return Err(to_client(reader, &to)),
+    };
+    Ok(Flow {
+        tenant,
+        view,
+        query,
+        params,
+        checked,
+    })
+}
+
+/// A fault about the client or its redirect URI: shown, never redirected.
+fn shown(reader: &Reader, e: &ApiError) -> Response {
+    if e.status != StatusCode::BAD_REQUEST {
+        return reader.problem(Problem::Busy);
+    }
+    let mut page = reader.page("oauth-invalid-title");
+    page.paragraphs.push(reader.t("oauth-invalid"));
+    page.paragraphs.push(e.message.clone());
+    reader.answer(StatusCode::BAD_REQUEST, page, &[])
+}
+
+/// `302 Found` to the client (RFC 6749 4.1.2).
+pub fn to_client(reader: &Reader, location: &str) -> Response {
+    see_other(reader, location, StatusCode::FOUND)
+}
