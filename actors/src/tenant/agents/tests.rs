@@ -1,5 +1,15 @@
+//! Unit tests of agents' pure parts: user codes, grant URNs, limits and their windows.
 
-use super::*;
+use std::time::Instant;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    registry::{new_client_id, new_secret},
+    requests::new_user_code,
+    *,
+};
 
 #[test]
 fn user_codes_use_the_rfc_8628_alphabet_and_normalize_as_typed() {
