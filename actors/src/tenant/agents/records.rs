@@ -64,11 +64,7 @@ impl AgentRecord {
     }
 
     pub fn effective_limits(&self, policy: &AgentPolicy) -> EffectiveLimits {
-        let clamp = |l: AgentLimit| {
-            self.rate_limits
-                .get(l)
-                .map_or(policy.ceiling(l), |v| v.min(policy.ceiling(l)))
-        };
+        let clamp = |l: AgentLimit| self.limit_of(l, policy);
         EffectiveLimits {
             api_calls_per_min: clamp(AgentLimit::ApiCalls),
             token_exchange_per_min: clamp(AgentLimit::TokenExchange),
@@ -83,15 +79,11 @@ impl AgentRecord {
         }
     }
 
+    /// One per-minute limit in force: its owner's value clamped to the platform's ceiling.
     pub(super) fn limit_of(&self, limit: AgentLimit, policy: &AgentPolicy) -> u32 {
-        let e = self.effective_limits(policy);
-        match limit {
-            AgentLimit::ApiCalls => e.api_calls_per_min,
-            AgentLimit::TokenExchange => e.token_exchange_per_min,
-            AgentLimit::CibaInitiate => e.ciba_initiate_per_min,
-            AgentLimit::DeviceCode => e.device_code_per_min,
-            AgentLimit::ClientCredentials => e.client_credentials_per_min,
-        }
+        self.rate_limits
+            .get(limit)
+            .map_or(policy.ceiling(limit), |v| v.min(policy.ceiling(limit)))
     }
 }
 

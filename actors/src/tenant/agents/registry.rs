@@ -141,7 +141,7 @@ impl PublishedAgents {
 }
 
 /// A fresh secret: `tas_` and 32 random bytes; its hash and its first 12 characters.
-pub(super) fn new_secret() -> (String, [u8; 32], String) {
+fn new_secret() -> (String, [u8; 32], String) {
     let bytes: [u8; 32] = rand::random();
     let secret = format!("tas_{}", URL_SAFE_NO_PAD.encode(bytes));
     let prefix = secret.chars().take(12).collect();
@@ -149,9 +149,38 @@ pub(super) fn new_secret() -> (String, [u8; 32], String) {
     (secret, hash, prefix)
 }
 
-pub(super) fn new_client_id() -> String {
+fn new_client_id() -> String {
     let bytes: [u8; 16] = rand::random();
     format!("agt_{}", hex::encode(bytes))
+}
+
+impl AgentRecord {
+    /// A new agent as `new` describes it, registered at `now` with a fresh client id, and
+    /// its secret.
+    pub(super) fn register(new: NewAgent, now: OffsetDateTime) -> (AgentRecord, String) {
+        let (secret, hash, prefix) = new_secret();
+        let record = AgentRecord {
+            id: Uuid::now_v7(),
+            client_id: new_client_id(),
+            name: new.name,
+            description: new.description,
+            agent_class: new.agent_class,
+            logo_url: new.logo_url,
+            scopes: new.scopes,
+            grant_types: new.grant_types,
+            token_ttl_secs: new.token_ttl_secs,
+            rate_limits: new.rate_limits,
+            max_concurrent_tokens: new.max_concurrent_tokens,
+            secret_hash: hash,
+            secret_prefix: prefix,
+            created_at: now,
+            updated_at: now,
+            secret_rotated_at: None,
+            revoked_at: None,
+            metadata_version: 1,
+        };
+        (record, secret)
+    }
 }
 
 impl TenantState {
@@ -233,28 +262,7 @@ impl TenantState {
         if self.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
             return Err(TenantError::AgentLimit);
         }
-        let now = OffsetDateTime::now_utc();
-        let (secret, hash, prefix) = new_secret();
-        let record = AgentRecord {
-            id: Uuid::now_v7(),
-            client_id: new_client_id(),
-            name: new.name,
-            description: new.description,
-            agent_class: new.agent_class,
-            logo_url: new.logo_url,
-            scopes: new.scopes,
-            grant_types: new.grant_types,
-            token_ttl_secs: new.token_ttl_secs,
-            rate_limits: new.rate_limits,
-            max_concurrent_tokens: new.max_concurrent_tokens,
-            secret_hash: hash,
-            secret_prefix: prefix,
-            created_at: now,
-            updated_at: now,
-            secret_rotated_at: None,
-            revoked_at: None,
-            metadata_version: 1,
-        };
+        let (record, secret) = AgentRecord::register(new, OffsetDateTime::now_utc());
         let extra = serde_json::json!({
             "scopes": record.scopes,
             "grant_types": record.grant_types.iter().map(|g| g.as_str()).collect::<Vec<_>>(),

@@ -36,16 +36,15 @@ pub struct Restored {
 }
 
 impl TenantState {
-    /// Counts a user's dealing with an agent (into `batch`).
-    pub(super) fn touch_user_agent(
+    /// What `user` and `agent` have to do with each other, under its key: a fresh record
+    /// while they have had nothing to do with each other.
+    fn user_agent_record(
         &self,
-        batch: &mut TenantBatch,
         user: Uuid,
         agent: &AgentRecord,
-        now: OffsetDateTime,
-    ) -> Result<(), TenantError> {
+    ) -> Result<(Vec<u8>, UserAgentRecord), TenantError> {
         let key = user_agent_key(user, agent.id);
-        let mut rec = self
+        let rec = self
             .store
             .get::<UserAgentRecord>(&key)?
             .unwrap_or(UserAgentRecord {
@@ -55,6 +54,18 @@ impl TenantState {
                 last_action_at: None,
                 revoked_at: None,
             });
+        Ok((key, rec))
+    }
+
+    /// Counts a user's dealing with an agent (into `batch`).
+    pub(super) fn touch_user_agent(
+        &self,
+        batch: &mut TenantBatch,
+        user: Uuid,
+        agent: &AgentRecord,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let (key, mut rec) = self.user_agent_record(user, agent)?;
         rec.action_count += 1;
         rec.last_action_at = Some(now);
         batch.put(&key, &rec)?;
@@ -125,17 +136,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<OffsetDateTime, TenantError> {
         let agent = self.agent_by_client(client_id)?;
-        let key = user_agent_key(user, agent.id);
-        let mut rec = self
-            .store
-            .get::<UserAgentRecord>(&key)?
-            .unwrap_or(UserAgentRecord {
-                agent_id: agent.id,
-                client_id: agent.client_id.clone(),
-                action_count: 0,
-                last_action_at: None,
-                revoked_at: None,
-            });
+        let (key, mut rec) = self.user_agent_record(user, &agent)?;
         if let Some(at) = rec.revoked_at {
             return Ok(at);
         }
