@@ -2,7 +2,7 @@
 //! linked account, automatic linking, the guest's claim or a new account) or the refusal,
 //! and the exchange token traded once for a session.
 
-use tessera_storage::Kind;
+use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -89,6 +89,10 @@ impl TenantState {
                 EmailTrust::NeverTrust => false,
             };
         let mut fx = self.effects();
+        // Links the provider account to the user it signs in as (into `batch`).
+        let link = |state: &TenantState, batch: &mut TenantBatch, user: Uuid| {
+            state.put_identity(batch, user, provider, &identity, email.as_ref(), now)
+        };
         let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
             state.audit_into(
                 &mut fx.batch,
@@ -134,14 +138,7 @@ impl TenantState {
             {
                 return refuse(self, fx, SocialRefusal::AlreadyLinked);
             }
-            self.put_identity(
-                &mut fx.batch,
-                existing.id,
-                provider,
-                &identity,
-                email.as_ref(),
-                now,
-            )?;
+            link(self, &mut fx.batch, existing.id)?;
             self.audit_into(
                 &mut fx.batch,
                 "auth.social.linked",
@@ -194,14 +191,7 @@ impl TenantState {
                 "social"
             };
             self.emit_user_created(&mut fx.batch, &user, method)?;
-            self.put_identity(
-                &mut fx.batch,
-                user.id,
-                provider,
-                &identity,
-                email.as_ref(),
-                now,
-            )?;
+            link(self, &mut fx.batch, user.id)?;
             self.audit_into(
                 &mut fx.batch,
                 event,
