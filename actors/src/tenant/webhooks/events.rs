@@ -77,11 +77,7 @@ impl TenantState {
         batch: &mut TenantBatch,
         user: Uuid,
     ) -> Result<(), TenantError> {
-        self.emit_event(
-            batch,
-            "user.email_verified",
-            serde_json::json!({ "user_id": user }),
-        )
+        self.emit_user_event(batch, "user.email_verified", user)
     }
 
     /// `user.deleted`: an account and its data were erased.
@@ -90,11 +86,17 @@ impl TenantState {
         batch: &mut TenantBatch,
         user: Uuid,
     ) -> Result<(), TenantError> {
-        self.emit_event(
-            batch,
-            "user.deleted",
-            serde_json::json!({ "user_id": user }),
-        )
+        self.emit_user_event(batch, "user.deleted", user)
+    }
+
+    /// An event about `user` that says nothing but who.
+    fn emit_user_event(
+        &self,
+        batch: &mut TenantBatch,
+        event_type: &str,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
+        self.emit_event(batch, event_type, serde_json::json!({ "user_id": user }))
     }
 
     /// `session.revoked`: one session (`Revoked::One`) or several of a user's sessions ended
