@@ -1,7 +1,19 @@
-
-use super::*;
 use std::path::Path;
-use tessera_storage::{Durability, Store, StoreOptions};
+
+use aws_lc_rs::{
+    rand::SystemRandom,
+    signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING, RSA_PKCS1_SHA256},
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use tessera_storage::{Durability, MasterKey, Store, StoreOptions, TenantId};
+use time::OffsetDateTime;
+
+use super::{
+    records::{rsa_thumbprint, thumbprint},
+    verifier::MAX_TOKEN_LEN,
+    *,
+};
 
 const ISS: &str = "https://auth.example.test/t/acme";
 const AUD: &str = "acme";
