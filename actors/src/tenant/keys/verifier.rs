@@ -23,6 +23,9 @@ pub(super) const MAX_TOKEN_LEN: usize = 8 * 1024;
 /// refuses the token.
 const FORBIDDEN_HEADERS: &[&str] = &["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "crit"];
 
+/// The `typ` an access token may carry: RFC 9068's, or its media type in full.
+const ACCESS_TYPS: &[&str] = &[ACCESS_TOKEN_TYP, "application/at+jwt"];
+
 impl TokenKeys {
     /// Verifies an access token of this tenant as an agent's (any audience).
     pub fn verify_agent(
@@ -31,13 +34,7 @@ impl TokenKeys {
         issuer: &str,
         now: i64,
     ) -> Result<AgentClaims, TokenError> {
-        self.verify_typed(
-            token,
-            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
-            issuer,
-            None,
-            Some(now),
-        )
+        self.verify_typed(token, ACCESS_TYPS, issuer, None, Some(now))
     }
 
     /// Verifies an access token of this tenant as [`Self::verify`] does, whatever its
@@ -49,13 +46,7 @@ impl TokenKeys {
         issuer: &str,
         now: i64,
     ) -> Result<AccessClaims, TokenError> {
-        self.verify_typed(
-            token,
-            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
-            issuer,
-            None,
-            Some(now),
-        )
+        self.verify_typed(token, ACCESS_TYPS, issuer, None, Some(now))
     }
 
     /// Verifies an ID token of this tenant given back as `id_token_hint` (RP-initiated
@@ -112,13 +103,7 @@ impl TokenKeys {
         audience: &str,
         now: i64,
     ) -> Result<AccessClaims, TokenError> {
-        self.verify_typed(
-            token,
-            &[ACCESS_TOKEN_TYP, "application/at+jwt"],
-            issuer,
-            Some(audience),
-            Some(now),
-        )
+        self.verify_typed(token, ACCESS_TYPS, issuer, Some(audience), Some(now))
     }
 
     /// Verifies a step-up token of this tenant (`typ` step-up+jwt), as [`Self::verify`] does
