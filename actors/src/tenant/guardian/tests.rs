@@ -1,5 +1,6 @@
+//! Unit tests of minor protection's pure parts: a person's age in whole years.
 
-use super::*;
+use super::hold::age_on;
 
 #[test]
 fn ages_count_whole_years_to_the_birthday() {
