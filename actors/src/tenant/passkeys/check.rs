@@ -9,9 +9,13 @@ use webauthn_rs_core::proto::{
 };
 
 use super::relying_party::RelyingPartyParts;
-use crate::tenant::{
-    assertion,
-    records::{PasskeyRecord, PasskeyUse},
+use crate::{
+    error::TenantError,
+    tenant::{
+        assertion,
+        records::{PasskeyRecord, PasskeyUse},
+        state::TenantState,
+    },
 };
 
 /// Sign-in and step-up both require user verification: a passkey is both factors only
@@ -38,13 +42,13 @@ pub enum AssertionVerdict {
 /// An assertion with everything needed to check it, taken from the actor so the signature
 /// (a P-256 verification, the costly part of a sign-in) is checked on a request's thread.
 pub struct PasskeyCheck {
-    pub(super) rp: RelyingPartyParts,
-    pub(super) assertion: PublicKeyCredential,
-    pub(super) state: Box<AuthenticationState>,
+    rp: RelyingPartyParts,
+    assertion: PublicKeyCredential,
+    state: Box<AuthenticationState>,
     /// The ceremony's challenge (the key it was found by) and user-verification policy.
-    pub(super) challenge: Vec<u8>,
-    pub(super) policy: UserVerificationPolicy,
-    pub(super) credential: Credential,
+    challenge: Vec<u8>,
+    policy: UserVerificationPolicy,
+    credential: Credential,
     /// The passkey checked, for the finish.
     pub passkey: CheckedPasskey,
 }
@@ -107,6 +111,28 @@ impl PasskeyCheck {
             &self.credential,
             &self.assertion,
         )
+    }
+}
+
+impl TenantState {
+    /// The check the handler runs of `assertion`, made with `record`, for the ceremony of
+    /// `challenge` (user verification required).
+    pub(super) fn passkey_check(
+        &self,
+        assertion: PublicKeyCredential,
+        state: Box<AuthenticationState>,
+        challenge: Vec<u8>,
+        record: PasskeyRecord,
+    ) -> Result<PasskeyCheck, TenantError> {
+        Ok(PasskeyCheck {
+            rp: self.relying_party_parts()?,
+            assertion,
+            state,
+            challenge,
+            policy: ASSERTION_UV,
+            passkey: CheckedPasskey::of(&record),
+            credential: record.credential,
+        })
     }
 }
 

@@ -233,15 +233,7 @@ impl TenantState {
         if !handle_ok || named.is_some_and(|u| u != owner) {
             return self.passkey_sign_in_failed(fx, ip, Some(owner), "wrong_user", ctx);
         }
-        Ok(PasskeyCheck {
-            rp: self.relying_party_parts()?,
-            assertion,
-            state,
-            challenge,
-            policy: ASSERTION_UV,
-            passkey: CheckedPasskey::of(&record),
-            credential: record.credential,
-        })
+        self.passkey_check(assertion, state, challenge, record)
     }
 
     /// The second half of a sign-in: the verdict on the signature applied to the passkey as

@@ -115,15 +115,7 @@ impl TenantState {
                 return self.fail(fx, TenantError::PasskeyInvalidAssertion);
             }
         };
-        Ok(PasskeyCheck {
-            rp: self.relying_party_parts()?,
-            assertion,
-            state,
-            challenge,
-            policy: ASSERTION_UV,
-            passkey: CheckedPasskey::of(&record),
-            credential: record.credential,
-        })
+        self.passkey_check(assertion, state, challenge, record)
     }
 
     /// The second half of a passkey step-up: the verdict applied to the passkey as stored
