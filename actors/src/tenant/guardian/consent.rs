@@ -12,8 +12,7 @@ use super::{
 use crate::{
     error::TenantError,
     login_guard::{Attempt, Captcha},
-    outbound::MailJob,
-    outbound::MailKind,
+    outbound::{MailJob, MailKind},
     tenant::{
         audit::AuditContext,
         messages::Credential,

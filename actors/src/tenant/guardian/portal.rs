@@ -14,8 +14,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
-    outbound::MailJob,
-    outbound::MailKind,
+    outbound::{MailJob, MailKind},
     tenant::{
         audit::AuditContext,
         effects::Effects,

@@ -7,8 +7,7 @@ use webauthn_rs_core::WebauthnCore;
 
 use crate::{
     error::TenantError,
-    tenant::assertion,
-    tenant::{audit::AuditContext, ceremonies::CEREMONY_TTL, state::TenantState},
+    tenant::{assertion, audit::AuditContext, ceremonies::CEREMONY_TTL, state::TenantState},
 };
 
 /// Extra origins a tenant may accept.
