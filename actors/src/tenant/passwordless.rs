@@ -489,6 +489,22 @@ mod tests {
         u
     }
 
+    /// A tenant in a fresh directory (kept while the tenant is used) with Ada, a member.
+    fn with_ada() -> (tempfile::TempDir, TenantState) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = tenant(dir.path());
+        member(&mut t, "ada@example.com");
+        (dir, t)
+    }
+
+    /// The login code mailed to Ada on her request.
+    fn ada_code(t: &mut TenantState, ctx: &AuditContext) -> String {
+        code_of(
+            &t.email_otp_request("ada@example.com", false, None, ctx)
+                .unwrap(),
+        )
+    }
+
     fn link_token(mail: &[MailJob]) -> String {
         match &mail[0].kind {
             MailKind::MagicLink { link } => link.split("token=").nth(1).unwrap().to_owned(),
@@ -529,9 +545,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_login_link_signs_in_once_with_amr_mca() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
         let mail = t
             .magic_link_request("ada@example.com", None, HostedReturn::default())
@@ -575,9 +589,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_link_for_an_oauth_flow_works_only_in_the_browser_that_started_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
         let mail = t
             .magic_link_request(
@@ -642,9 +654,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_request_per_address_and_flow_per_minute() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         member(&mut t, "bob@example.com");
         let ctx = AuditContext::default();
         t.magic_link_request("ada@example.com", None, HostedReturn::default())
@@ -670,9 +680,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_disabled_flow_is_refused_before_anything_else() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
         let token = link_token(
             &t.magic_link_request("ada@example.com", None, HostedReturn::default())
@@ -701,14 +709,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_login_code_signs_in_once_and_sent_again_is_no_guess() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
-        let code = code_of(
-            &t.email_otp_request("ada@example.com", false, None, &ctx)
-                .unwrap(),
-        );
+        let code = ada_code(&mut t, &ctx);
         assert_eq!(code.len(), 6);
         assert!(code.bytes().all(|b| b.is_ascii_digit()));
         assert!(matches!(
@@ -737,14 +740,9 @@ mod tests {
 
     #[tokio::test]
     async fn five_wrong_codes_kill_the_code() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
-        let code = code_of(
-            &t.email_otp_request("ada@example.com", false, None, &ctx)
-                .unwrap(),
-        );
+        let code = ada_code(&mut t, &ctx);
         for _ in 0..4 {
             let _ = t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx);
         }
@@ -767,14 +765,9 @@ mod tests {
 
     #[tokio::test]
     async fn wrong_codes_count_as_failed_logins_of_the_address() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        member(&mut t, "ada@example.com");
+        let (_dir, mut t) = with_ada();
         let ctx = AuditContext::default();
-        let code = code_of(
-            &t.email_otp_request("ada@example.com", false, None, &ctx)
-                .unwrap(),
-        );
+        let code = ada_code(&mut t, &ctx);
         let mut refusals = Vec::new();
         for _ in 0..6 {
             refusals.push(t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx));
