@@ -88,19 +88,9 @@ impl UserRecord {
 impl TenantState {
     /// A reference-only placeholder user, for answers that must look like a registration.
     fn lookalike(email: &str, now: OffsetDateTime) -> UserView {
-        UserView {
-            id: Uuid::now_v7(),
-            email: Some(email.to_owned()),
-            email_verified: false,
-            phone: None,
-            phone_verified: false,
-            is_anonymous: false,
-            mfa_enabled: false,
-            created_at: now,
-            last_sign_in_at: None,
-            public_metadata: serde_json::json!({}),
-            app_metadata: serde_json::json!({}),
-        }
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(email.to_owned());
+        user.view()
     }
 
     /// Counts a registration attempt from `ip`.
@@ -380,23 +370,8 @@ impl TenantState {
         Ok(out)
     }
 
-    /// The live link token of `purpose` and its user, without consuming it. Unknown,
-    /// expired, other-purpose and (for resets) stale-epoch tokens are all `None`; a dead token
-    /// found on the way is staged for removal in `batch`.
-    fn find_link(
-        &self,
-        batch: &mut TenantBatch,
-        token: &str,
-        purpose: LinkPurpose,
-        now: OffsetDateTime,
-    ) -> Result<Option<UserRecord>, TenantError> {
-        Ok(self
-            .live_link(batch, token, purpose, now)?
-            .map(|(_, user)| user))
-    }
-
     /// The record of a live link token of `purpose`, without consuming it (for the hosted
-    /// page's first look); as [`Self::find_link`] otherwise.
+    /// page's first look); as [`Self::live_link`] otherwise.
     pub(super) fn peek_link(
         &self,
         batch: &mut TenantBatch,
@@ -409,6 +384,9 @@ impl TenantState {
             .map(|(rec, _)| rec))
     }
 
+    /// The live link token of `purpose` and its user, without consuming it. Unknown,
+    /// expired, other-purpose and (for resets) stale-epoch tokens are all `None`; a dead token
+    /// found on the way is staged for removal in `batch`.
     fn live_link(
         &self,
         batch: &mut TenantBatch,
@@ -445,7 +423,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(Effects, UserRecord), TenantError> {
         let mut fx = fx;
-        let Some(mut user) = self.find_link(&mut fx.batch, token, purpose, now)? else {
+        let Some((_, mut user)) = self.live_link(&mut fx.batch, token, purpose, now)? else {
             return self.fail(fx, TenantError::InvalidLinkToken);
         };
         fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
@@ -460,7 +438,7 @@ impl TenantState {
     /// guessing tokens costs no argon2 work).
     pub fn check_reset_link(&mut self, token: &str) -> Result<(), TenantError> {
         let mut fx = self.effects();
-        let found = self.find_link(
+        let found = self.live_link(
             &mut fx.batch,
             token,
             LinkPurpose::ResetPassword,
