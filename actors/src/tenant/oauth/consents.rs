@@ -9,11 +9,8 @@ use super::records::{consent_key, ConsentRecord};
 use crate::{
     error::TenantError,
     tenant::{
-        audit::AuditContext,
-        messages::Bearer,
-        oauth_clients::OAuthClientRecord,
-        records::{SessionRecord, UserSessionIndex},
-        state::TenantState,
+        audit::AuditContext, messages::Bearer, oauth_clients::OAuthClientRecord,
+        records::SessionRecord, state::TenantState,
     },
 };
 
@@ -72,11 +69,8 @@ impl TenantState {
         client_id: &str,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.store.scan::<UserSessionIndex>(user.as_bytes()) {
-            let (key, _) = item?;
-            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
-                continue;
-            };
+        for item in self.session_index(user) {
+            let (_, sid) = item?;
             let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };
