@@ -42,17 +42,10 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let mut n = 0;
-        for item in self.store.scan::<AuthCodeRecord>(b"") {
-            if n == limit {
-                break;
-            }
-            let (key, record) = item?;
-            if record.expires_at + CODE_REUSE_WATCH <= now {
-                batch.remove(Kind::OAuthCode, &key);
-                n += 1;
-            }
-        }
-        Ok(n)
+        self.sweep_kind::<AuthCodeRecord>(
+            limit,
+            |_, r| r.expires_at + CODE_REUSE_WATCH <= now,
+            |k, _| batch.remove(Kind::OAuthCode, k),
+        )
     }
 }
