@@ -15,6 +15,7 @@ use crate::{
     error::DirectoryError,
     records::{
         membership_key, DashboardAccount, Membership, MembershipRecord, PendingInvite, Role,
+        TenantRecord,
     },
 };
 
@@ -112,20 +113,31 @@ impl DirectoryState {
         if account.email_verified {
             return Vec::new();
         }
-        let mut out: Vec<DetachedTenant> = account
+        self.tenants_of(account, |_| true)
+            .into_iter()
+            .map(|(t, m)| DetachedTenant {
+                tenant: t.id,
+                slug: t.slug.clone(),
+                name: t.name.clone(),
+                role: m.role,
+            })
+            .collect()
+    }
+
+    /// `account`'s memberships that `keep` passes, of tenants that exist, each with its
+    /// tenant, in slug order.
+    pub(super) fn tenants_of<'a>(
+        &'a self,
+        account: &'a DashboardAccount,
+        keep: impl Fn(&Membership) -> bool,
+    ) -> Vec<(&'a TenantRecord, &'a Membership)> {
+        let mut out: Vec<_> = account
             .memberships
             .iter()
-            .filter_map(|m| {
-                let t = self.tenants.get(&m.tenant)?;
-                Some(DetachedTenant {
-                    tenant: t.id,
-                    slug: t.slug.clone(),
-                    name: t.name.clone(),
-                    role: m.role,
-                })
-            })
+            .filter(|m| keep(m))
+            .filter_map(|m| Some((self.tenants.get(&m.tenant)?, m)))
             .collect();
-        out.sort_by(|a, b| a.slug.cmp(&b.slug));
+        out.sort_by(|a, b| a.0.slug.cmp(&b.0.slug));
         out
     }
 

@@ -20,22 +20,15 @@ use crate::{
 
 impl DirectoryState {
     pub(super) fn memberships_of(&self, account: &DashboardAccount) -> Vec<MemberOf> {
-        let mut out: Vec<MemberOf> = account
-            .memberships
-            .iter()
-            .filter(|m| account.may_use(&m.tenant))
-            .filter_map(|m| {
-                let t = self.tenants.get(&m.tenant)?;
-                Some(MemberOf {
-                    tenant: t.id,
-                    slug: t.slug.clone(),
-                    name: t.name.clone(),
-                    role: m.role,
-                })
+        self.tenants_of(account, |m| account.may_use(&m.tenant))
+            .into_iter()
+            .map(|(t, m)| MemberOf {
+                tenant: t.id,
+                slug: t.slug.clone(),
+                name: t.name.clone(),
+                role: m.role,
             })
-            .collect();
-        out.sort_by(|a, b| a.slug.cmp(&b.slug));
-        out
+            .collect()
     }
 
     fn info(&self, account: &DashboardAccount, session: &DashboardSession) -> SessionInfo {
