@@ -18,6 +18,9 @@
 //! names the tenant (`TenantState::link_token`). Nothing here writes the date of birth into
 //! an event or a log line.
 //!
+//! [`TenantState::guardian_hold`]: crate::tenant::TenantState::guardian_hold
+//! [`UserRecord::guardian_gate`]: crate::tenant::records::UserRecord::guardian_gate
+//!
 //! Its parts, one job a file: `records.rs` (guardian links and declined minors as stored,
 //! with their lifetimes), `hold.rs` (the decision at registration and the gate every sign-in
 //! checks), `links.rs` (a guardian's links written and looked up), `consent.rs` (the

@@ -18,6 +18,8 @@
 //! A consent decision must carry the commitment the server answered with the consent screen
 //! (a keyed hash of the whole request and the user), so only what was shown can be approved.
 //!
+//! [`SessionRecord`]: crate::tenant::records::SessionRecord
+//!
 //! Its parts, one job a file: `records.rs` (grants, consents and codes as stored),
 //! `failure.rs` (`OAuthFailure`, a refusal in RFC 6749 terms), `authorize.rs` (an
 //! authorization request, its consent and its code), `token.rs` (the token endpoint: a code

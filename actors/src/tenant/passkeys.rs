@@ -21,6 +21,8 @@
 //! use, clone mark), about 130 bytes beside the credential; every lookup here reads the two
 //! together.
 //!
+//! [`PasskeyUse`]: crate::tenant::records::PasskeyUse
+//!
 //! Its parts, one job a file: `check.rs` (an assertion's check, run on the request's thread,
 //! and its verdict), `relying_party.rs` (the relying party built from the settings, and the
 //! change of its id), `records.rs` (a user's passkeys read with their use state),

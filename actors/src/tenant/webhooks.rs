@@ -20,6 +20,8 @@
 //! master key (they must be opened to sign); a rotation keeps the previous one signing for
 //! [`ROTATION_OVERLAP`].
 //!
+//! [`TenantState::emit_event`]: crate::tenant::TenantState::emit_event
+//!
 //! Its parts, one job a file: `policy.rs` (the limits, the event types and the retry
 //! schedule), `records.rs` (endpoints, events, deliveries and the due index, with their keys),
 //! `events.rs` (events written in the batch of their change), `endpoints.rs` (the endpoints

@@ -77,6 +77,8 @@ impl std::fmt::Debug for WalletIdentity {
 pub enum WalletOutcome {
     Login(Box<WalletIdentity>),
     /// `Some(over)`: age established against [`AGE_THRESHOLD`]; `None`: not determinable.
+    ///
+    /// [`AGE_THRESHOLD`]: super::records::AGE_THRESHOLD
     Age(Option<bool>),
 }
 

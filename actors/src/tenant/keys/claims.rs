@@ -143,6 +143,8 @@ impl Expiring for IdTokenHint {
 }
 
 /// Claims with an expiry, for [`TokenKeys::verify_typed`].
+///
+/// [`TokenKeys::verify_typed`]: super::TokenKeys::verify_typed
 pub trait Expiring {
     fn exp(&self) -> i64;
 }
