@@ -1,4 +1,3 @@
-
 use time::macros::datetime;
 
 use super::*;
