@@ -1,3 +1,5 @@
+//! Unit tests of the wallet verifier.
+
 use serde_json::json;
 
 use super::*;

@@ -433,18 +433,11 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let mut n = 0;
-        for item in self.cx.store.scan::<ChallengeRecord>(b"") {
-            if n == limit {
-                break;
-            }
-            let (key, record) = item?;
-            if record.expires_at <= now {
-                batch.remove(Kind::Challenge, &key);
-                n += 1;
-            }
-        }
-        Ok(n)
+        self.sweep_kind::<ChallengeRecord>(
+            limit,
+            |_, r| r.expires_at <= now,
+            |k, _| batch.remove(Kind::Challenge, k),
+        )
     }
 }
 

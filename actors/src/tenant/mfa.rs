@@ -516,6 +516,23 @@ impl TenantState {
         self.signed_in(fx, user, proof, ctx, now)
     }
 
+    /// [`Self::mfa_manage_check`] in a command of its own: the command, the user and the
+    /// factor used, or the refusal once what it must keep is committed.
+    fn mfa_manage(
+        &mut self,
+        bearer: Bearer,
+        password: (&Credential, bool),
+        code: &str,
+        recovery: bool,
+        ctx: &AuditContext,
+    ) -> Result<(Effects, UserRecord, Factor), TenantError> {
+        let mut fx = self.effects();
+        match self.mfa_manage_check(&mut fx, bearer, password, code, recovery, ctx) {
+            Ok((user, factor)) => Ok((fx, user, factor)),
+            Err(e) => self.fail(fx, e),
+        }
+    }
+
     /// The checks shared by disabling MFA and regenerating codes: a live session, MFA on, the
     /// password (checked off the actor) and a code. Answers the user and the factor used.
     fn mfa_manage_check(
@@ -557,20 +574,8 @@ impl TenantState {
         code: &str,
         ctx: &AuditContext,
     ) -> Result<((), Vec<MailJob>), TenantError> {
-        let mut fx = self.effects();
-        let (mut user, _) = match self.mfa_manage_check(
-            &mut fx,
-            bearer,
-            (credential, password_ok),
-            code,
-            true,
-            ctx,
-        ) {
-            Ok(v) => v,
-            Err(e) => {
-                return self.fail(fx, e);
-            }
-        };
+        let (mut fx, mut user, _) =
+            self.mfa_manage(bearer, (credential, password_ok), code, true, ctx)?;
         user.mfa_enabled = false;
         user.totp_seed = None;
         user.totp_pending = None;
@@ -594,20 +599,8 @@ impl TenantState {
         code: &str,
         ctx: &AuditContext,
     ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
-        let mut fx = self.effects();
-        let (mut user, factor) = match self.mfa_manage_check(
-            &mut fx,
-            bearer,
-            (credential, password_ok),
-            code,
-            false,
-            ctx,
-        ) {
-            Ok(v) => v,
-            Err(e) => {
-                return self.fail(fx, e);
-            }
-        };
+        let (mut fx, mut user, factor) =
+            self.mfa_manage(bearer, (credential, password_ok), code, false, ctx)?;
         if let Err(e) = may_add(&user, CredentialKind::RecoveryCodes) {
             return self.fail(fx, e);
         }

@@ -264,6 +264,24 @@ impl TenantState {
         Ok(self.grant(&session, user))
     }
 
+    /// `user`'s session index, walked as it is read: each entry's key and the session id it
+    /// names (an entry that names none is passed over).
+    pub(super) fn session_index(
+        &self,
+        user: Uuid,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Uuid), TenantError>> + '_ {
+        self.cx
+            .store
+            .scan::<UserSessionIndex>(user.as_bytes())
+            .filter_map(|item| match item {
+                Ok((key, _)) => key
+                    .get(16..)
+                    .and_then(|b| Uuid::from_slice(b).ok())
+                    .map(|sid| Ok((key, sid))),
+                Err(e) => Some(Err(e.into())),
+            })
+    }
+
     pub(super) fn remove_session(&self, batch: &mut TenantBatch, session: &SessionRecord) {
         batch.remove(Kind::Session, session.id.as_bytes());
         batch.remove(
@@ -281,11 +299,8 @@ impl TenantState {
         grants: bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
-            let (key, _) = item?;
-            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
-                continue;
-            };
+        for item in self.session_index(user) {
+            let (key, sid) = item?;
             let session = self.cx.store.get::<SessionRecord>(sid.as_bytes())?;
             let is_grant = session.as_ref().is_some_and(|s| s.oauth.is_some());
             if is_grant != grants {
@@ -307,11 +322,8 @@ impl TenantState {
         keep: Option<Uuid>,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
-            let (key, _) = item?;
-            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
-                continue;
-            };
+        for item in self.session_index(user) {
+            let (key, sid) = item?;
             if Some(sid) == keep {
                 continue;
             }
@@ -466,11 +478,8 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (_, user) = self.live_session(bearer, now)?;
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserSessionIndex>(user.id.as_bytes()) {
-            let (key, _) = item?;
-            let Ok(sid) = Uuid::from_slice(&key[16..]) else {
-                continue;
-            };
+        for item in self.session_index(user.id) {
+            let (_, sid) = item?;
             let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };

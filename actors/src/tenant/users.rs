@@ -30,7 +30,7 @@ use super::{
     },
     records::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
-        UserAuditIndex, UserCreatedIndex, UserRecord, UserSessionIndex,
+        UserAuditIndex, UserCreatedIndex, UserRecord,
     },
     state::TenantState,
     usage::month_of,
@@ -303,11 +303,8 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Vec<SessionRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserSessionIndex>(user.as_bytes()) {
-            let (key, _) = item?;
-            let Some(sid) = key.get(16..).and_then(|b| Uuid::from_slice(b).ok()) else {
-                continue;
-            };
+        for item in self.session_index(user) {
+            let (_, sid) = item?;
             if let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? {
                 if s.expires_at > now {
                     out.push(s);
@@ -351,6 +348,30 @@ impl TenantState {
         })
     }
 
+    /// Commits an admin's change and answers the user's detail as it now stands, with the
+    /// mail the change queued.
+    fn committed(
+        &mut self,
+        fx: Effects,
+        user: &UserRecord,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mail = self.commit(fx)?;
+        Ok((self.detail(user)?, mail))
+    }
+
+    /// Mails `user` a link of `purpose` at `to` for an admin's change (no hosted page to
+    /// return to).
+    fn admin_link(
+        &mut self,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        purpose: LinkPurpose,
+        to: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        self.send_link(fx, user, (purpose, None), to, now)
+    }
+
     pub fn get_user(&self, id: Uuid) -> Result<UserDetail, TenantError> {
         self.detail(&self.found(id)?)
     }
@@ -383,10 +404,10 @@ impl TenantState {
             let link = self.link("reset-password", &token);
             self.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
         } else if !new.email_verified {
-            self.send_link(
+            self.admin_link(
                 &mut fx,
                 &mut user,
-                (LinkPurpose::VerifyEmail, None),
+                LinkPurpose::VerifyEmail,
                 &new.email,
                 now,
             )?;
@@ -403,8 +424,7 @@ impl TenantState {
                 "email_verified": new.email_verified,
             }),
         )?;
-        let mail = self.commit(fx)?;
-        Ok((self.detail(&user)?, mail))
+        self.committed(fx, &user)
     }
 
     /// An admin's change to a user's address, number or metadata.
@@ -442,13 +462,7 @@ impl TenantState {
             }
             user.email_verified = patch.email_verified == Some(true);
             if !user.email_verified {
-                self.send_link(
-                    &mut fx,
-                    &mut user,
-                    (LinkPurpose::VerifyEmail, None),
-                    &email,
-                    now,
-                )?;
+                self.admin_link(&mut fx, &mut user, LinkPurpose::VerifyEmail, &email, now)?;
             }
             changed.push("email");
         } else if let Some(verified) = patch.email_verified {
@@ -495,13 +509,7 @@ impl TenantState {
             user.email_verified = false;
             self.recover_address(&mut fx, &mut user, "admin", ctx)?;
             if let Some(email) = user.email.clone() {
-                self.send_link(
-                    &mut fx,
-                    &mut user,
-                    (LinkPurpose::ResetPassword, None),
-                    &email,
-                    now,
-                )?;
+                self.admin_link(&mut fx, &mut user, LinkPurpose::ResetPassword, &email, now)?;
             }
             // An admin's number stays: the admin set it in this very change.
             if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
@@ -520,8 +528,7 @@ impl TenantState {
             ctx,
             serde_json::json!({ "user_id": user.id, "fields": changed }),
         )?;
-        let mail = self.commit(fx)?;
-        Ok((self.detail(&user)?, mail))
+        self.committed(fx, &user)
     }
 
     /// Block, unblock, sign out everywhere, reset MFA, or mail a password-reset link.
@@ -594,21 +601,14 @@ impl TenantState {
             }
             UserAction::SendPasswordReset => {
                 let email = user.email.clone().ok_or(TenantError::NoEmail)?;
-                self.send_link(
-                    &mut fx,
-                    &mut user,
-                    (LinkPurpose::ResetPassword, None),
-                    &email,
-                    now,
-                )?;
+                self.admin_link(&mut fx, &mut user, LinkPurpose::ResetPassword, &email, now)?;
                 ("user.password_reset_sent", serde_json::json!({}))
             }
         };
         metadata["user_id"] = serde_json::json!(user.id);
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.audit_into(&mut fx.batch, event, ctx, metadata)?;
-        let mail = self.commit(fx)?;
-        Ok((self.detail(&user)?, mail))
+        self.committed(fx, &user)
     }
 
     /// Erases a user for an admin; answers the queued messages withdrawn from delivery.

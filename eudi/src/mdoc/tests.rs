@@ -1,3 +1,5 @@
+//! Unit tests of ISO mdoc presentations.
+
 use super::*;
 use serde_json::json;
 

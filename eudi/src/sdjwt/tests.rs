@@ -1,3 +1,5 @@
+//! Unit tests of SD-JWT VC presentations.
+
 use super::*;
 use serde_json::json;
 

@@ -1,15 +1,31 @@
-use super::*;
+//! Unit tests of the dashboard side: sessions, mailed tokens, invitations, members, logins.
+
+use std::net::IpAddr;
+
+use tessera_storage::{sha256, PlatformBatch, TenantId};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{account_mail::DECOY_KEY, logins::dashboard_device_key, *};
 use crate::{
     directory::{
         messages::NewOwner,
-        state::tests::{
-            directory, ip, onboarded, reopen, verified_owner, ABSOLUTE, IDLE, PASSWORD_HASH,
+        state::{
+            tests::{
+                directory, ip, onboarded, reopen, verified_owner, ABSOLUTE, IDLE, PASSWORD_HASH,
+            },
+            DirectoryState,
         },
         NewTenant,
     },
-    known_devices::DEVICES_PER_ACCOUNT,
+    error::DirectoryError,
+    known_devices::{self, DEVICES_PER_ACCOUNT},
     login_guard::{FREE_ACCOUNT_FAILURES, FREE_DEVICE_FAILURES, FREE_PAIR_FAILURES},
-    throttle::SavedCount,
+    records::{
+        pending_invite_key, AccountTokenPurpose, AccountTokenRecord, DashboardAccount,
+        DashboardDevice, DashboardSession, InviteRecord, PendingInvite, Role,
+    },
+    throttle::{Clocks, PlatformThrottleRecord, SavedCount},
 };
 
 fn seconds(d: std::time::Duration) -> time::Duration {

@@ -1,4 +1,11 @@
-use super::*;
+//! Unit tests of agents' pure parts: user codes, grant URNs, limits and their windows.
+
+use std::time::Instant;
+
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{requests::new_user_code, *};
 
 #[test]
 fn user_codes_use_the_rfc_8628_alphabet_and_normalize_as_typed() {
@@ -27,32 +34,24 @@ fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
         client_credentials_per_min: 3,
         ..AgentPolicy::default()
     };
-    let (_, hash, prefix) = new_secret();
-    let now = OffsetDateTime::now_utc();
-    let agent = AgentRecord {
-        id: Uuid::now_v7(),
-        client_id: new_client_id(),
-        name: "a".into(),
-        description: None,
-        agent_class: None,
-        logo_url: None,
-        scopes: vec![],
-        grant_types: vec![AgentGrant::ClientCredentials],
-        token_ttl_secs: 60,
-        rate_limits: AgentRateLimits {
-            client_credentials_per_min: Some(100),
-            token_exchange_per_min: Some(7),
-            ..AgentRateLimits::default()
+    let (agent, _) = AgentRecord::register(
+        NewAgent {
+            name: "a".into(),
+            description: None,
+            agent_class: None,
+            logo_url: None,
+            scopes: vec![],
+            grant_types: vec![AgentGrant::ClientCredentials],
+            token_ttl_secs: 60,
+            rate_limits: AgentRateLimits {
+                client_credentials_per_min: Some(100),
+                token_exchange_per_min: Some(7),
+                ..AgentRateLimits::default()
+            },
+            max_concurrent_tokens: None,
         },
-        max_concurrent_tokens: None,
-        secret_hash: hash,
-        secret_prefix: prefix,
-        created_at: now,
-        updated_at: now,
-        secret_rotated_at: None,
-        revoked_at: None,
-        metadata_version: 1,
-    };
+        OffsetDateTime::now_utc(),
+    );
     let e = agent.effective_limits(&policy);
     assert_eq!(e.client_credentials_per_min, 3);
     assert_eq!(e.token_exchange_per_min, 7);

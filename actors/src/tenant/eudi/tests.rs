@@ -1,5 +1,24 @@
-use super::*;
-use crate::tenant::{accounts::tests::tenant, settings::AssuranceFloor};
+//! Unit tests of wallet sign-in and age verification through the tenant's state.
+
+use std::net::IpAddr;
+
+use tessera_storage::sha256;
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+use zeroize::Zeroizing;
+
+use super::{outcome::floor_level, records::tx_key, *};
+use crate::{
+    error::TenantError,
+    tenant::{
+        accounts::tests::tenant,
+        audit::AuditContext,
+        messages::LoginOutcome,
+        records::UserRecord,
+        settings::{AssuranceFloor, AssuranceKind},
+        state::TenantState,
+    },
+};
 
 fn ip() -> IpAddr {
     "192.0.2.1".parse().unwrap()

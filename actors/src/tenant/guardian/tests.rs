@@ -1,4 +1,6 @@
-use super::*;
+//! Unit tests of minor protection's pure parts: a person's age in whole years.
+
+use super::hold::age_on;
 
 #[test]
 fn ages_count_whole_years_to_the_birthday() {

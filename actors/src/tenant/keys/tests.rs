@@ -1,6 +1,22 @@
-use super::*;
+//! Unit tests of the signing keys: the ring's rotation and loading, the signer and the strict
+//! verifier.
+
 use std::path::Path;
-use tessera_storage::{Durability, Store, StoreOptions};
+
+use aws_lc_rs::{
+    rand::SystemRandom,
+    signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING, RSA_PKCS1_SHA256},
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use tessera_storage::{Durability, MasterKey, Store, StoreOptions, TenantId};
+use time::OffsetDateTime;
+
+use super::{
+    records::{rsa_thumbprint, thumbprint},
+    verifier::MAX_TOKEN_LEN,
+    *,
+};
 
 const ISS: &str = "https://auth.example.test/t/acme";
 const AUD: &str = "acme";
@@ -71,6 +87,24 @@ fn es256(header: serde_json::Value, claims: &AccessClaims, pair: &EcdsaKeyPair) 
     );
     let sig = pair.sign(&SystemRandom::new(), msg.as_bytes()).unwrap();
     format!("{msg}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+}
+
+/// `header.payload.signature` signed by the RSA key `pair` (RS256, PKCS#1 v1.5).
+fn rs256(
+    header: serde_json::Value,
+    claims: &serde_json::Value,
+    pair: &aws_lc_rs::rsa::KeyPair,
+) -> String {
+    let msg = format!("{}.{}", b64json(&header), b64json(claims));
+    let mut sig = vec![0u8; pair.public_modulus_len()];
+    pair.sign(
+        &RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        msg.as_bytes(),
+        &mut sig,
+    )
+    .unwrap();
+    format!("{msg}.{}", URL_SAFE_NO_PAD.encode(&sig))
 }
 
 /// The tenant's current private key, opened as the actor would.
@@ -535,39 +569,22 @@ async fn an_rs256_key_signs_id_tokens_is_published_and_rotates_with_the_es256_ke
     // RS256 never passes where an access token is expected, even under a published kid.
     let rsa = aws_lc_rs::rsa::KeyPair::from_pkcs8(&pkcs8).unwrap();
     let c = claims(&ts.tenant_id().to_string());
-    let msg = format!(
-        "{}.{}",
-        b64json(&serde_json::json!({"alg": "RS256", "typ": "at+jwt", "kid": rsa_kid})),
-        b64json(&serde_json::to_value(&c).unwrap())
+    let forged = rs256(
+        serde_json::json!({"alg": "RS256", "typ": "at+jwt", "kid": rsa_kid}),
+        &serde_json::to_value(&c).unwrap(),
+        &rsa,
     );
-    let mut sig = vec![0u8; rsa.public_modulus_len()];
-    rsa.sign(
-        &RSA_PKCS1_SHA256,
-        &SystemRandom::new(),
-        msg.as_bytes(),
-        &mut sig,
-    )
-    .unwrap();
-    let forged = format!("{msg}.{}", URL_SAFE_NO_PAD.encode(&sig));
     assert!(matches!(
         keys.verify(&forged, ISS, AUD, now_ts()),
         Err(TokenError::Algorithm)
     ));
     // An RS256 header naming the ES256 key is refused as a hint.
     let es_kid = keys.current_kid().to_owned();
-    let msg = format!(
-        "{}.{}",
-        b64json(&serde_json::json!({"alg": "RS256", "typ": "JWT", "kid": es_kid})),
-        b64json(&id_claims(now_ts() + 60))
+    let confused = rs256(
+        serde_json::json!({"alg": "RS256", "typ": "JWT", "kid": es_kid}),
+        &id_claims(now_ts() + 60),
+        &rsa,
     );
-    rsa.sign(
-        &RSA_PKCS1_SHA256,
-        &SystemRandom::new(),
-        msg.as_bytes(),
-        &mut sig,
-    )
-    .unwrap();
-    let confused = format!("{msg}.{}", URL_SAFE_NO_PAD.encode(&sig));
     assert!(matches!(
         keys.verify_id_token_hint(&confused, ISS),
         Err(TokenError::UnknownKey)

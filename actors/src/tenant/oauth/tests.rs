@@ -1,3 +1,7 @@
+//! Unit tests of the authorization server's pure parts: PKCE, verifiers, the commitment.
+
+use uuid::Uuid;
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of the OAuth client registry: authentication, rotation, caps, registration.
+
 use super::*;
 use crate::tenant::accounts::tests::tenant;
 
@@ -14,6 +16,19 @@ fn new_client(client_type: ClientType, method: Option<TokenAuthMethod>) -> NewOA
         first_party: false,
         id_token_signed_response_alg: KeyAlg::ES256,
     }
+}
+
+/// A tenant in a fresh directory (kept while the tenant is used).
+fn fresh() -> (tempfile::TempDir, TenantState) {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tenant(dir.path());
+    (dir, t)
+}
+
+/// A client of `client_type` an owner registered without a method.
+fn create(t: &mut TenantState, client_type: ClientType, ctx: &AuditContext) -> IssuedClient {
+    t.oauth_client_create(new_client(client_type, None), ctx)
+        .unwrap()
 }
 
 fn auth(client_id: &str, secret: Option<&str>, method: TokenAuthMethod) -> ClientAuth {
@@ -49,12 +64,9 @@ fn auth_method_names_round_trip_and_unknown_ones_are_refused() {
 
 #[tokio::test]
 async fn a_confidential_client_authenticates_only_with_its_secret_by_a_method_it_takes() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
-    let issued = t
-        .oauth_client_create(new_client(ClientType::Confidential, None), &ctx)
-        .unwrap();
+    let issued = create(&mut t, ClientType::Confidential, &ctx);
     let id = issued.record.client_id.clone();
     assert!(id.starts_with("tc_") && id.len() == 3 + 32, "{id}");
     let secret = issued.client_secret.unwrap();
@@ -95,8 +107,7 @@ async fn a_confidential_client_authenticates_only_with_its_secret_by_a_method_it
 
 #[tokio::test]
 async fn a_client_registered_with_a_method_takes_that_one_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let issued = t
         .oauth_client_create(
             new_client(
@@ -117,12 +128,9 @@ async fn a_client_registered_with_a_method_takes_that_one_only() {
 
 #[tokio::test]
 async fn a_public_client_has_no_secret_and_presents_none() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
-    let issued = t
-        .oauth_client_create(new_client(ClientType::Public, None), &ctx)
-        .unwrap();
+    let issued = create(&mut t, ClientType::Public, &ctx);
     assert!(issued.client_secret.is_none());
     assert!(issued.record.secret_hash.is_none());
     let id = issued.record.client_id.as_str();
@@ -142,12 +150,9 @@ async fn a_public_client_has_no_secret_and_presents_none() {
 
 #[tokio::test]
 async fn a_rotated_secret_replaces_the_old_one_at_once_and_a_deleted_client_is_gone() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
-    let issued = t
-        .oauth_client_create(new_client(ClientType::Confidential, None), &ctx)
-        .unwrap();
+    let issued = create(&mut t, ClientType::Confidential, &ctx);
     let id = issued.record.client_id.clone();
     let old = issued.client_secret.unwrap();
     let rotated = t.oauth_client_rotate_secret(&id, &ctx).unwrap();
@@ -170,14 +175,9 @@ async fn a_rotated_secret_replaces_the_old_one_at_once_and_a_deleted_client_is_g
 
 #[tokio::test]
 async fn verification_is_first_party_then_attested_and_attesting_again_keeps_the_date() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
-    let id = t
-        .oauth_client_create(new_client(ClientType::Public, None), &ctx)
-        .unwrap()
-        .record
-        .client_id;
+    let id = create(&mut t, ClientType::Public, &ctx).record.client_id;
     assert_eq!(t.oauth_client(&id).unwrap().verification(), "unverified");
     let first = t.oauth_client_attest(&id, &ctx).unwrap();
     assert_eq!(first.verification(), "attested");
@@ -193,13 +193,9 @@ async fn verification_is_first_party_then_attested_and_attesting_again_keeps_the
 
 #[tokio::test]
 async fn an_update_that_changes_nothing_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
-    let created = t
-        .oauth_client_create(new_client(ClientType::Public, None), &ctx)
-        .unwrap()
-        .record;
+    let created = create(&mut t, ClientType::Public, &ctx).record;
     let events = |t: &TenantState| t.list_audit(None, 100, None).unwrap().events.len();
     let before = events(&t);
     let same = OAuthClientPatch {
@@ -238,8 +234,7 @@ async fn an_update_that_changes_nothing_writes_nothing() {
 
 #[tokio::test]
 async fn rs256_id_tokens_need_the_tenants_rsa_key_and_older_clients_stay_es256() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let mut rs = new_client(ClientType::Public, None);
     rs.id_token_signed_response_alg = KeyAlg::RS256;
@@ -248,10 +243,7 @@ async fn rs256_id_tokens_need_the_tenants_rsa_key_and_older_clients_stay_es256()
         Err(TenantError::Internal(_))
     ));
     assert!(t.oauth_clients().unwrap().is_empty());
-    let mut older = t
-        .oauth_client_create(new_client(ClientType::Public, None), &ctx)
-        .unwrap()
-        .record;
+    let mut older = create(&mut t, ClientType::Public, &ctx).record;
     assert_eq!(older.id_token_alg(), KeyAlg::ES256);
     older.id_token_signed_response_alg = None;
     assert_eq!(older.id_token_alg(), KeyAlg::ES256);
@@ -259,8 +251,7 @@ async fn rs256_id_tokens_need_the_tenants_rsa_key_and_older_clients_stay_es256()
 
 #[tokio::test]
 async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let make = |t: &mut TenantState, dynamic| {
         t.oauth_client_make(new_client(ClientType::Public, None), dynamic, &ctx)
@@ -292,8 +283,7 @@ async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
 
 #[tokio::test]
 async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_address() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let ip: std::net::IpAddr = "2001:db8:1:2::1".parse().unwrap();
     let register = |kind| OAuthClientCmd::Register(new_client(kind, None), ip);
@@ -336,8 +326,7 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
 
 #[tokio::test]
 async fn an_owners_client_and_a_self_registered_one_are_marked_as_such() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t) = fresh();
     t.cx.settings.dynamic_client_registration = true;
     let ctx = AuditContext::default();
     let issued = |answer| match answer {

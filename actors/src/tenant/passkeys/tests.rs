@@ -1,4 +1,14 @@
-use super::*;
+//! Unit tests of passkeys: user handles, use state, and the ceremonies through the tenant's state.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{check::signed_challenge, sign_in::parse_user_handle};
+use crate::tenant::{
+    assertion,
+    records::{PasskeyRecord, PasskeyUse},
+};
 
 #[test]
 fn user_handles_are_read_as_bytes_or_as_text() {

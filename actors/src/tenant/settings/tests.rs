@@ -1,3 +1,5 @@
+//! Unit tests of the tenant settings: defaults, changes and the edge policy.
+
 use time::macros::datetime;
 
 use super::*;

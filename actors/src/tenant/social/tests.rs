@@ -1,3 +1,5 @@
+//! Unit tests of the providers' table: trust, names, default scopes, Apple's key check.
+
 use super::*;
 
 #[test]

@@ -1,8 +1,11 @@
+//! Unit tests of the admins' users: the list and its indexes, changes, blocks, erasure.
+
 use time::macros::datetime;
 
 use super::*;
 use crate::tenant::{
     accounts::tests::{signed_in_session, tenant},
+    messages::Bearer,
     records::{ChildConsent, ChildStatus},
 };
 
@@ -19,6 +22,17 @@ fn user_at(email: &str, created_at: OffsetDateTime) -> UserRecord {
     u.email = Some(email.into());
     u.email_verified = true;
     u
+}
+
+/// A tenant in a fresh directory (kept while the tenant is used) with Ada stored and
+/// signed in.
+fn ada_signed_in() -> (tempfile::TempDir, TenantState, UserRecord, Bearer) {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tenant(dir.path());
+    let user = user_at("ada@example.com", T0);
+    put_user(&t, &user);
+    let bearer = signed_in_session(&t, &user);
+    (dir, t, user, bearer)
 }
 
 fn query(limit: usize) -> UserQuery {
@@ -285,12 +299,8 @@ async fn confirming_an_address_held_unconfirmed_hands_the_account_to_its_owner()
 
 #[tokio::test]
 async fn a_block_ends_every_session_until_lifted() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t, user, bearer) = ada_signed_in();
     let ctx = AuditContext::default();
-    let user = user_at("ada@example.com", T0);
-    put_user(&t, &user);
-    let bearer = signed_in_session(&t, &user);
     let (detail, _) = t.act_on_user(user.id, UserAction::Block, &ctx).unwrap();
     assert_eq!(detail.summary.status, UserStatus::Blocked);
     assert!(detail.sessions.is_empty());
@@ -305,12 +315,8 @@ async fn a_block_ends_every_session_until_lifted() {
 
 #[tokio::test]
 async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t, user, bearer) = ada_signed_in();
     let ctx = AuditContext::default();
-    let user = user_at("ada@example.com", T0);
-    put_user(&t, &user);
-    let bearer = signed_in_session(&t, &user);
     // A message to them waits in the queue.
     let mut fx = t.effects();
     t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)

@@ -1,6 +1,16 @@
+//! Unit tests of webhooks' pure parts: the retry schedule, the due keys, the body, the secrets.
+
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use super::*;
+use base64::{engine::general_purpose::STANDARD, Engine};
+use time::{Duration, OffsetDateTime};
+use uuid::Uuid;
+
+use super::{
+    endpoints::new_secret,
+    records::{due_key, parse_due_key},
+    *,
+};
 
 #[test]
 fn the_schedule_waits_5s_5min_30min_2h_5h_10h_10h_then_stops() {

@@ -1,3 +1,5 @@
+//! Unit tests of the settings' own rules.
+
 use time::macros::datetime;
 
 use super::*;

@@ -1,0 +1,203 @@
+//! Explicit linking by a signed-in user: the ticket the authorize URL carries, its
+//! confirmation page, the link itself, and unlinking while another way in remains.
+
+use tessera_storage::{random_token, sha256, Kind};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::{
+    finish::SocialRefusal,
+    identities::SocialIdentity,
+    providers::Provider,
+    records::{
+        identity_key, user_identity_key, SocialIdentityRecord, SocialLinkTicketRecord,
+        UserIdentityIndex, SOCIAL_STATE_TTL,
+    },
+};
+use crate::{
+    error::TenantError,
+    tenant::{
+        audit::AuditContext, credentials::Credential, effects::Effects, inventory::may_add,
+        messages::Bearer, state::TenantState,
+    },
+};
+
+/// A link ticket as its confirmation page shows it.
+#[derive(Clone, Debug)]
+pub struct TicketView {
+    /// The account it links to: its masked address (or its id, without one).
+    pub account: String,
+    pub tenant_name: String,
+    pub default_locale: String,
+}
+
+impl TenantState {
+    /// A ticket that lets the signed-in user's next flow with `provider` link to them.
+    pub(super) fn social_link_ticket(
+        &mut self,
+        bearer: Bearer,
+        provider: Provider,
+        redirect_uri: String,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
+        self.social_enabled(provider)?;
+        if !self.cx.settings.urls.allows(&redirect_uri) {
+            return Err(TenantError::SocialRedirectNotAllowed);
+        }
+        let (_, user) = self.live_session(bearer, now)?;
+        may_add(&user, Credential::SocialLinks)?;
+        let ticket = random_token(32);
+        let mut fx = self.effects();
+        fx.batch.put(
+            &sha256(ticket.as_bytes()),
+            &SocialLinkTicketRecord {
+                user_id: user.id,
+                provider,
+                redirect_uri,
+                expires_at: now + SOCIAL_STATE_TTL,
+            },
+        )?;
+        self.commit(fx)?;
+        Ok(ticket)
+    }
+
+    /// A live ticket of `provider`, as its confirmation page shows it.
+    pub(super) fn peek_ticket(
+        &self,
+        provider: Provider,
+        ticket: &str,
+        now: OffsetDateTime,
+    ) -> Result<TicketView, TenantError> {
+        let t = self
+            .cx
+            .store
+            .get::<SocialLinkTicketRecord>(&sha256(ticket.as_bytes()))?
+            .filter(|t| t.provider == provider && t.expires_at > now)
+            .ok_or(TenantError::SocialStateInvalid)?;
+        let user = self
+            .user(t.user_id)?
+            .ok_or(TenantError::SocialStateInvalid)?;
+        Ok(TicketView {
+            account: user
+                .email
+                .as_deref()
+                .map_or_else(|| user.id.to_string(), crate::policy::mask_email),
+            tenant_name: self.cx.info.name.clone(),
+            default_locale: self.cx.settings.users.default_locale.clone(),
+        })
+    }
+
+    /// Links `identity` to `user` (explicit linking): refused when the provider account is
+    /// another user's (`provider_in_use`) or the user has another account of this provider
+    /// (`already_linked`); linking it again is no change.
+    pub(super) fn social_link(
+        &mut self,
+        provider: Provider,
+        identity: SocialIdentity,
+        user: Uuid,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let mut fx = self.effects();
+        let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
+            state.audit_into(
+                &mut fx.batch,
+                "auth.social.link_refused",
+                ctx,
+                serde_json::json!({
+                    "user_id": user,
+                    "provider": provider.as_str(),
+                    "reason": why.as_str(),
+                }),
+            )?;
+            state.fail(fx, TenantError::SocialRefused(why))
+        };
+        let Some(holder) = self.user(user)?.filter(|u| !u.suspended()) else {
+            return refuse(self, fx, SocialRefusal::AccountBlocked);
+        };
+        may_add(&holder, Credential::SocialLinks)?;
+        if let Some(linked) = self
+            .cx
+            .store
+            .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
+        {
+            if linked.user_id == user {
+                return Ok(());
+            }
+            return refuse(self, fx, SocialRefusal::ProviderInUse);
+        }
+        if self
+            .cx
+            .store
+            .get::<UserIdentityIndex>(&user_identity_key(user, provider))?
+            .is_some()
+        {
+            return refuse(self, fx, SocialRefusal::AlreadyLinked);
+        }
+        let email = identity
+            .email
+            .as_deref()
+            .and_then(crate::policy::normalize_email);
+        self.put_identity(
+            &mut fx.batch,
+            user,
+            provider,
+            &identity,
+            email.as_ref(),
+            now,
+        )?;
+        self.keep_tokens(&mut fx.batch, provider, &identity)?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.social.linked",
+            ctx,
+            serde_json::json!({
+                "user_id": user,
+                "provider": provider.as_str(),
+                "method": "explicit",
+            }),
+        )?;
+        self.commit(fx)?;
+        Ok(())
+    }
+
+    /// Unlinks the user's account of `provider`, unless nothing else would sign them in: a
+    /// password, a passkey, another provider, or a confirmed address or number while the
+    /// tenant signs in by mailed or texted codes.
+    pub(super) fn social_unlink(
+        &mut self,
+        bearer: Bearer,
+        provider: Provider,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        let (_, user) = self.live_session(bearer, now)?;
+        let key = user_identity_key(user.id, provider);
+        let Some(ix) = self.cx.store.get::<UserIdentityIndex>(&key)? else {
+            return Err(TenantError::NotFound);
+        };
+        let sec = &self.cx.settings.security;
+        let other_ways = user.password_hash.is_some()
+            || !self.passkeys_of(user.id)?.is_empty()
+            || self.identities_of(user.id)?.len() > 1
+            || (user.email_verified && (sec.magic_link_enabled || sec.email_otp_enabled))
+            || (user.phone_verified && sec.sms_otp_enabled);
+        if !other_ways {
+            return Err(TenantError::SocialLastMethod);
+        }
+        let mut fx = self.effects();
+        fx.batch.remove(Kind::UserIdentity, &key);
+        fx.batch
+            .remove(Kind::SocialIdentity, &identity_key(provider, &ix.subject));
+        fx.batch
+            .remove(Kind::SocialToken, &identity_key(provider, &ix.subject));
+        self.audit_into(
+            &mut fx.batch,
+            "auth.social.unlinked",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "provider": provider.as_str() }),
+        )?;
+        self.commit(fx)?;
+        Ok(())
+    }
+}
