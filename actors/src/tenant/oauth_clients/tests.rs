@@ -1,7 +1,18 @@
 //! Unit tests of the OAuth client registry: authentication, rotation, caps, registration.
 
+use tessera_storage::sha256;
+
 use super::*;
-use crate::tenant::accounts::tests::tenant;
+use crate::{
+    error::TenantError,
+    tenant::{
+        accounts::tests::tenant,
+        audit::AuditContext,
+        keys::KeyAlg,
+        oauth::{ClientAuth, OAuthFailure},
+        state::TenantState,
+    },
+};
 
 fn new_client(client_type: ClientType, method: Option<TokenAuthMethod>) -> NewOAuthClient {
     NewOAuthClient {

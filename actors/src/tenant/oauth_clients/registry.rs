@@ -1,0 +1,343 @@
+//! The registry of OAuth clients: owners register, change, delete and re-key them (and
+//! clients register themselves, RFC 7591, within caps of their own); the operator attests
+//! third-party ones. Every change is audited and published before it is answered.
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_storage::{sha256, Kind};
+use time::OffsetDateTime;
+
+use std::sync::Arc;
+
+use super::{
+    published::PublishedClients,
+    records::{ClientType, OAuthClientRecord, TokenAuthMethod},
+};
+use crate::{
+    error::TenantError,
+    tenant::{audit::AuditContext, keys::KeyAlg, state::TenantState},
+};
+
+/// Clients a tenant's owners may register.
+pub const MAX_OAUTH_CLIENTS: usize = 100;
+/// Clients that registered themselves (RFC 7591) a tenant may hold, apart from the owners'.
+pub const MAX_DYNAMIC_CLIENTS: usize = 200;
+
+/// A client as the dashboard registers it; validated by the caller.
+#[derive(Clone, Debug)]
+pub struct NewOAuthClient {
+    pub name: String,
+    pub description: Option<String>,
+    pub logo_url: Option<String>,
+    pub client_type: ClientType,
+    /// `None`: a confidential client that takes either secret method.
+    pub token_endpoint_auth_method: Option<TokenAuthMethod>,
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub allowed_scopes: Vec<String>,
+    pub first_party: bool,
+    /// RS256 needs the tenant's RS256 key: the caller adds it first (`AddIdTokenKey`).
+    pub id_token_signed_response_alg: KeyAlg,
+}
+
+/// A change to a client; `None` leaves a field as it is. Validated by the caller.
+#[derive(Clone, Debug, Default)]
+pub struct OAuthClientPatch {
+    pub name: Option<String>,
+    pub description: Option<Option<String>>,
+    pub logo_url: Option<Option<String>>,
+    pub redirect_uris: Option<Vec<String>>,
+    pub post_logout_redirect_uris: Option<Vec<String>>,
+    pub allowed_scopes: Option<Vec<String>>,
+    pub first_party: Option<bool>,
+    /// RS256 needs the tenant's RS256 key: the caller adds it first (`AddIdTokenKey`).
+    pub id_token_signed_response_alg: Option<KeyAlg>,
+}
+
+/// A client with its new secret: the only time the secret is anywhere but in the caller's
+/// hands.
+#[derive(Clone, Debug)]
+pub struct IssuedClient {
+    pub record: OAuthClientRecord,
+    pub client_secret: Option<String>,
+}
+
+/// A new client secret and its hash.
+fn new_secret() -> (String, [u8; 32], String) {
+    let bytes: [u8; 32] = rand::random();
+    let secret = format!("tcs_{}", URL_SAFE_NO_PAD.encode(bytes));
+    let prefix = secret.chars().take(12).collect();
+    (secret.clone(), sha256(secret.as_bytes()), prefix)
+}
+
+fn new_client_id() -> String {
+    let bytes: [u8; 16] = rand::random();
+    format!("tc_{}", hex::encode(bytes))
+}
+
+/// Sets `field` to `new` if given, noting `name` in `changed` when that changes it.
+fn apply<T: PartialEq>(
+    changed: &mut Vec<&'static str>,
+    name: &'static str,
+    field: &mut T,
+    new: Option<T>,
+) {
+    if let Some(v) = new {
+        if v != *field {
+            changed.push(name);
+        }
+        *field = v;
+    }
+}
+
+impl TenantState {
+    /// Whether the tenant has a key of `alg` for ID tokens (RS256 once `AddIdTokenKey` made
+    /// it; the HTTP layer asks for it before a client that needs it is written).
+    fn id_token_alg_available(&self, alg: KeyAlg) -> Result<(), TenantError> {
+        if alg == KeyAlg::RS256 && !self.cx.cells.keys.load().has_rsa() {
+            return Err(TenantError::Internal(
+                "no RS256 key: add one (AddIdTokenKey) before registering the client".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Stores `client` with its audit event (`extra` added to the event's metadata).
+    fn oauth_client_write(
+        &mut self,
+        client: &OAuthClientRecord,
+        event: &str,
+        ctx: &AuditContext,
+        extra: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut fx = self.effects();
+        fx.batch.put(client.client_id.as_bytes(), client)?;
+        self.oauth_client_audit(&mut fx.batch, event, client, ctx, extra)?;
+        self.commit(fx)?;
+        self.publish_oauth_clients()
+    }
+
+    fn oauth_client_audit(
+        &mut self,
+        batch: &mut tessera_storage::TenantBatch,
+        event: &str,
+        client: &OAuthClientRecord,
+        ctx: &AuditContext,
+        extra: serde_json::Value,
+    ) -> Result<(), TenantError> {
+        let mut metadata = serde_json::json!({
+            "client_id": client.client_id,
+            "name": client.name,
+            "client_type": client.client_type.as_str(),
+        });
+        if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
+            m.extend(extra);
+        }
+        self.audit_into(batch, event, ctx, metadata)
+    }
+
+    /// Publishes the registry as it is now for the HTTP edge.
+    fn publish_oauth_clients(&self) -> Result<(), TenantError> {
+        self.cx
+            .cells
+            .oauth_clients
+            .store(Arc::new(PublishedClients::load(&self.cx.store)?));
+        Ok(())
+    }
+
+    /// The tenant's clients, oldest first.
+    pub fn oauth_clients(&self) -> Result<Vec<OAuthClientRecord>, TenantError> {
+        let mut out = Vec::new();
+        for item in self.cx.store.scan::<OAuthClientRecord>(b"") {
+            out.push(item?.1);
+        }
+        out.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then(a.client_id.cmp(&b.client_id))
+        });
+        Ok(out)
+    }
+
+    pub fn oauth_client(&self, client_id: &str) -> Result<OAuthClientRecord, TenantError> {
+        self.cx
+            .store
+            .get::<OAuthClientRecord>(client_id.as_bytes())?
+            .ok_or(TenantError::NotFound)
+    }
+
+    /// Registers an owner's client; a confidential one gets its secret, answered here only.
+    pub fn oauth_client_create(
+        &mut self,
+        new: NewOAuthClient,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        self.oauth_client_make(new, false, ctx)
+    }
+
+    /// Registers a client, an owner's or (`dynamic`) one registering itself; each kind has
+    /// its own cap, so clients registering themselves never take the owners' places.
+    pub(super) fn oauth_client_make(
+        &mut self,
+        new: NewOAuthClient,
+        dynamic: bool,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        let cap = if dynamic {
+            MAX_DYNAMIC_CLIENTS
+        } else {
+            MAX_OAUTH_CLIENTS
+        };
+        let held = self
+            .cx
+            .store
+            .scan::<OAuthClientRecord>(b"")
+            .filter_map(Result::ok)
+            .filter(|(_, c)| c.dynamic == dynamic)
+            .count();
+        if held >= cap {
+            return Err(TenantError::OAuthClientLimit);
+        }
+        self.id_token_alg_available(new.id_token_signed_response_alg)?;
+        let now = OffsetDateTime::now_utc();
+        let secret = (new.client_type == ClientType::Confidential).then(new_secret);
+        let record = OAuthClientRecord {
+            client_id: new_client_id(),
+            name: new.name,
+            description: new.description,
+            logo_url: new.logo_url,
+            client_type: new.client_type,
+            token_endpoint_auth_method: new.token_endpoint_auth_method,
+            redirect_uris: new.redirect_uris,
+            post_logout_redirect_uris: new.post_logout_redirect_uris,
+            allowed_scopes: new.allowed_scopes,
+            first_party: new.first_party,
+            attested_at: None,
+            secret_hash: secret.as_ref().map(|s| s.1),
+            secret_prefix: secret.as_ref().map(|s| s.2.clone()),
+            created_at: now,
+            updated_at: now,
+            secret_rotated_at: None,
+            dynamic,
+            id_token_signed_response_alg: Some(new.id_token_signed_response_alg),
+        };
+        let extra = serde_json::json!({
+            "redirect_uris": record.redirect_uris,
+            "allowed_scopes": record.allowed_scopes,
+            "first_party": record.first_party,
+        });
+        self.oauth_client_write(&record, "oauth_client.created", ctx, extra)?;
+        Ok(IssuedClient {
+            record,
+            client_secret: secret.map(|s| s.0),
+        })
+    }
+
+    pub fn oauth_client_update(
+        &mut self,
+        client_id: &str,
+        patch: OAuthClientPatch,
+        ctx: &AuditContext,
+    ) -> Result<OAuthClientRecord, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        let mut changed = Vec::new();
+        let c = &mut changed;
+        apply(c, "name", &mut record.name, patch.name);
+        apply(c, "description", &mut record.description, patch.description);
+        apply(c, "logo_url", &mut record.logo_url, patch.logo_url);
+        apply(
+            c,
+            "redirect_uris",
+            &mut record.redirect_uris,
+            patch.redirect_uris,
+        );
+        apply(
+            c,
+            "post_logout_redirect_uris",
+            &mut record.post_logout_redirect_uris,
+            patch.post_logout_redirect_uris,
+        );
+        apply(
+            c,
+            "allowed_scopes",
+            &mut record.allowed_scopes,
+            patch.allowed_scopes,
+        );
+        apply(c, "first_party", &mut record.first_party, patch.first_party);
+        if let Some(alg) = patch.id_token_signed_response_alg {
+            self.id_token_alg_available(alg)?;
+            if record.id_token_signed_response_alg != Some(alg) {
+                c.push("id_token_signed_response_alg");
+            }
+            record.id_token_signed_response_alg = Some(alg);
+        }
+        if changed.is_empty() {
+            return Ok(record);
+        }
+        record.updated_at = OffsetDateTime::now_utc();
+        let extra = serde_json::json!({ "changed": changed });
+        self.oauth_client_write(&record, "oauth_client.updated", ctx, extra)?;
+        Ok(record)
+    }
+
+    pub fn oauth_client_delete(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let record = self.oauth_client(client_id)?;
+        let mut fx = self.effects();
+        fx.batch
+            .remove(Kind::OAuthClient, record.client_id.as_bytes());
+        self.oauth_client_audit(
+            &mut fx.batch,
+            "oauth_client.deleted",
+            &record,
+            ctx,
+            serde_json::json!({}),
+        )?;
+        self.commit(fx)?;
+        self.publish_oauth_clients()
+    }
+
+    /// A new secret for a confidential client; the old one stops working at once.
+    pub fn oauth_client_rotate_secret(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<IssuedClient, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        if record.client_type != ClientType::Confidential {
+            return Err(TenantError::OAuthClientPublic);
+        }
+        let (secret, hash, prefix) = new_secret();
+        let now = OffsetDateTime::now_utc();
+        record.secret_hash = Some(hash);
+        record.secret_prefix = Some(prefix);
+        record.secret_rotated_at = Some(now);
+        record.updated_at = now;
+        let extra = serde_json::json!({ "secret_prefix": record.secret_prefix });
+        self.oauth_client_write(&record, "oauth_client.secret_rotated", ctx, extra)?;
+        Ok(IssuedClient {
+            record,
+            client_secret: Some(secret),
+        })
+    }
+
+    /// The operator's attestation of a third-party client (the admin CLI). Attesting again
+    /// keeps the first date.
+    pub fn oauth_client_attest(
+        &mut self,
+        client_id: &str,
+        ctx: &AuditContext,
+    ) -> Result<OAuthClientRecord, TenantError> {
+        let mut record = self.oauth_client(client_id)?;
+        if record.attested_at.is_some() {
+            return Ok(record);
+        }
+        let now = OffsetDateTime::now_utc();
+        record.attested_at = Some(now);
+        record.updated_at = now;
+        self.oauth_client_write(&record, "oauth_client.attested", ctx, serde_json::json!({}))?;
+        Ok(record)
+    }
+}
