@@ -36,7 +36,7 @@ pub enum TenantError {
     },
     #[error("enabling guest sign-ins with a privileged default role needs confirmation")]
     PrivilegedDefaultRoleUnconfirmed {
-        default_role: crate::tenant::settings::DefaultRole,
+        default_role: crate::tenant::settings::roles::DefaultRole,
     },
     #[error("invalid e-mail or password")]
     InvalidCredentials,

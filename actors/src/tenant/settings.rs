@@ -3,14 +3,15 @@
 //! dashboard edits them; every capability reads them from here.
 
 pub mod msg;
+pub mod roles;
+pub mod rules;
 
+pub use roles::DefaultRole;
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantRecord};
 use time::{Duration, OffsetDateTime};
 
 use crate::{error::TenantError, records::Tier};
-
-pub mod rules;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -95,23 +96,6 @@ impl Default for AnonymousSettings {
             anonymous_signins_enabled: false,
             anonymous_user_ttl_days: 30,
         }
-    }
-}
-
-/// The role new end users get.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DefaultRole {
-    /// Read access only.
-    Reader,
-    Member,
-    Admin,
-}
-
-impl DefaultRole {
-    /// Whether this role grants more than read access.
-    pub fn is_privileged(&self) -> bool {
-        !matches!(self, DefaultRole::Reader)
     }
 }
 
