@@ -414,23 +414,26 @@ mod tests {
         rx.try_recv().ok()
     }
 
+    /// Finishes `outcome` on a new reply port; answers where its answer arrives.
+    fn finished<T: Send + 'static>(
+        d: &DirectoryState,
+        outcome: Outcome<T, DirectoryError>,
+    ) -> OneshotReceiver<Result<T, DirectoryError>> {
+        let (tx, rx) = oneshot();
+        finish(d, tx.into(), outcome);
+        rx
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_write_is_answered_once_durable_and_an_error_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
-        let (tx, mut rx) = oneshot();
-        finish(
+        let mut rx = finished(
             &d,
-            tx.into(),
             Outcome::durable_success(Err::<u8, _>(DirectoryError::NotFound)),
         );
         assert!(matches!(sent(&mut rx), Some(Err(DirectoryError::NotFound))));
-        let (tx, mut rx) = oneshot();
-        finish(
-            &d,
-            tx.into(),
-            Outcome::durable_success(Ok::<u8, DirectoryError>(7)),
-        );
+        let mut rx = finished(&d, Outcome::durable_success(Ok::<u8, DirectoryError>(7)));
         assert!(sent(&mut rx).is_none());
         assert!(matches!(rx.await, Ok(Ok(7))));
     }
@@ -439,10 +442,8 @@ mod tests {
     async fn a_mailed_token_answer_waits_for_the_flush_alike_unless_rate_limited() {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
-        let (tx, mut rx) = oneshot();
-        finish(
+        let mut rx = finished(
             &d,
-            tx.into(),
             alike_after_flush(Err::<Option<u8>, _>(DirectoryError::RateLimited {
                 retry_after_secs: 9,
             })),
@@ -461,8 +462,7 @@ mod tests {
             Err(DirectoryError::Internal("x".into())),
         ] {
             let expected = format!("{out:?}");
-            let (tx, mut rx) = oneshot();
-            finish(&d, tx.into(), alike_after_flush(out));
+            let mut rx = finished(&d, alike_after_flush(out));
             assert!(sent(&mut rx).is_none(), "{expected} was answered at once");
             assert_eq!(format!("{:?}", rx.await.unwrap()), expected);
         }
