@@ -350,6 +350,12 @@ mod tests {
         }
     }
 
+    /// A resource of Acme's named `name`, at `https://<name lowercased>.acme.example`.
+    fn acme_resource(d: &mut DirectoryState, acme: TenantId, name: &str) -> ResourceRecord {
+        let uri = format!("https://{}.acme.example", name.to_lowercase());
+        d.register_resource(acme, name.into(), uri).unwrap()
+    }
+
     fn names(scopes: &[CatalogScopeRecord]) -> Vec<&str> {
         scopes.iter().map(|s| s.scope_name.as_str()).collect()
     }
@@ -364,16 +370,8 @@ mod tests {
             d.register_resource(TenantId::new(), "API".into(), "https://x.example".into()),
             Err(DirectoryError::TenantNotFound)
         ));
-        let api = d
-            .register_resource(acme, "API".into(), "https://api.acme.example".into())
-            .unwrap();
-        let billing = d
-            .register_resource(
-                acme,
-                "Billing".into(),
-                "https://billing.acme.example".into(),
-            )
-            .unwrap();
+        let api = acme_resource(&mut d, acme, "API");
+        let billing = acme_resource(&mut d, acme, "Billing");
         assert_eq!(d.resource(api.id).unwrap().unwrap().tenant, acme);
         d.register_catalog_scope(acme, scope(api.id, "read"))
             .unwrap();
@@ -422,16 +420,8 @@ mod tests {
         let mut d = directory(dir.path());
         let (acme, _) = tenant(&mut d, "Acme");
         let (globex, _) = tenant(&mut d, "Globex");
-        let api = d
-            .register_resource(acme, "API".into(), "https://api.acme.example".into())
-            .unwrap();
-        let billing = d
-            .register_resource(
-                acme,
-                "Billing".into(),
-                "https://billing.acme.example".into(),
-            )
-            .unwrap();
+        let api = acme_resource(&mut d, acme, "API");
+        let billing = acme_resource(&mut d, acme, "Billing");
         let other = d
             .register_resource(globex, "API".into(), "https://api.globex.example".into())
             .unwrap();
@@ -479,9 +469,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut d = directory(dir.path());
         let (acme, _) = tenant(&mut d, "Acme");
-        let api = d
-            .register_resource(acme, "API".into(), "https://api.acme.example".into())
-            .unwrap();
+        let api = acme_resource(&mut d, acme, "API");
         let read = d
             .register_catalog_scope(acme, scope(api.id, "read"))
             .unwrap();
@@ -521,9 +509,7 @@ mod tests {
         let mut d = directory(dir.path());
         let (acme, _) = tenant(&mut d, "Acme");
         let (globex, _) = tenant(&mut d, "Globex");
-        let api = d
-            .register_resource(acme, "API".into(), "https://api.acme.example".into())
-            .unwrap();
+        let api = acme_resource(&mut d, acme, "API");
         let read = d
             .register_catalog_scope(acme, scope(api.id, "read"))
             .unwrap();

@@ -21,7 +21,7 @@ mod tenants;
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
 use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
@@ -105,12 +105,10 @@ impl Actor for Directory {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             DirectoryMsg::CreateTenant { req, reply } => {
-                let out = state.create_tenant(req);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.create_tenant(req));
             }
             DirectoryMsg::ReplayIdempotent { key, reply } => {
-                let out = state.replay(&key, time::OffsetDateTime::now_utc());
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.replay(&key, time::OffsetDateTime::now_utc()));
             }
             DirectoryMsg::FindAccount { email, reply } => {
                 let _ = reply.send(state.find_account(&email));
@@ -122,20 +120,19 @@ impl Actor for Directory {
                 let _ = reply.send(state.show_tenant(&slug));
             }
             DirectoryMsg::SetTier { slug, tier, reply } => {
-                let out = state.update_tenant(&slug, |rec| rec.tier = tier);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.update_tenant(&slug, |rec| rec.tier = tier));
             }
             DirectoryMsg::SetLimits {
                 slug,
                 mau_cap,
                 reply,
             } => {
-                let out = state.update_tenant(&slug, |rec| rec.mau_cap = Some(mau_cap));
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| {
+                    s.update_tenant(&slug, |rec| rec.mau_cap = Some(mau_cap))
+                });
             }
             DirectoryMsg::RotateApiKey { slug, reply } => {
-                let out = state.rotate_api_key(&slug);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.rotate_api_key(&slug));
             }
             DirectoryMsg::EnsureRunning { tenant, reply } => {
                 let _ = reply.send(state.ensure_running(&myself, tenant).await);
@@ -146,8 +143,7 @@ impl Actor for Directory {
                 uri,
                 reply,
             } => {
-                let out = state.register_resource(tenant, name, uri);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.register_resource(tenant, name, uri));
             }
             DirectoryMsg::GetResource { id, reply } => {
                 let _ = reply.send(state.resource(id));
@@ -167,8 +163,7 @@ impl Actor for Directory {
                 scope,
                 reply,
             } => {
-                let out = state.register_catalog_scope(tenant, scope);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.register_catalog_scope(tenant, scope));
             }
             DirectoryMsg::DeleteCatalogScope {
                 tenant,
@@ -176,8 +171,7 @@ impl Actor for Directory {
                 scope,
                 reply,
             } => {
-                let out = state.delete_catalog_scope(tenant, resource, scope);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.delete_catalog_scope(tenant, resource, scope));
             }
             DirectoryMsg::CatalogScopes {
                 pending_only,
@@ -190,19 +184,16 @@ impl Actor for Directory {
                 scope,
                 reply,
             } => {
-                let out = state.approve_catalog_scope(resource, scope);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.approve_catalog_scope(resource, scope));
             }
             DirectoryMsg::CreateManagementKey { key, reply } => {
-                let out = state.create_management_key(key);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.create_management_key(key));
             }
             DirectoryMsg::ListManagementKeys { tenant, reply } => {
                 let _ = reply.send(state.list_management_keys(tenant));
             }
             DirectoryMsg::RevokeManagementKey { tenant, id, reply } => {
-                let out = state.revoke_management_key(tenant, id);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.revoke_management_key(tenant, id));
             }
             DirectoryMsg::Ping { reply } => {
                 let _ = reply.send(());
@@ -244,19 +235,16 @@ impl Actor for Directory {
                 device,
                 reply,
             } => {
-                let out = state.create_session(account_id, ip, device);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.create_session(account_id, ip, device));
             }
             DirectoryMsg::Authenticate { token, reply } => {
                 let _ = reply.send(state.authenticate(&token));
             }
             DirectoryMsg::Logout { token, reply } => {
-                let out = state.logout(&token);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.logout(&token));
             }
             DirectoryMsg::MarkReauth { token, reply } => {
-                let out = state.mark_reauth(&token);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.mark_reauth(&token));
             }
             DirectoryMsg::ListMembers { tenant, reply } => {
                 let _ = reply.send(state.members_and_invitations(tenant));
@@ -268,16 +256,14 @@ impl Actor for Directory {
                 invited_by,
                 reply,
             } => {
-                let out = state.invite(tenant, &email, role, invited_by);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.invite(tenant, &email, role, invited_by));
             }
             DirectoryMsg::RevokeInvite {
                 tenant,
                 email,
                 reply,
             } => {
-                let out = state.revoke_invite(tenant, &email);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.revoke_invite(tenant, &email));
             }
             DirectoryMsg::InviteTarget { token, reply } => {
                 let _ = reply.send(state.invite_target(&token));
@@ -287,8 +273,7 @@ impl Actor for Directory {
                 proof,
                 reply,
             } => {
-                let out = state.accept_invite(&token, proof);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.accept_invite(&token, proof));
             }
             DirectoryMsg::ChangeMember {
                 tenant,
@@ -296,8 +281,7 @@ impl Actor for Directory {
                 role,
                 reply,
             } => {
-                let out = state.change_member(tenant, account_id, role);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.change_member(tenant, account_id, role));
             }
             DirectoryMsg::IssueAccountToken {
                 target,
@@ -312,8 +296,7 @@ impl Actor for Directory {
                 account_id,
                 reply,
             } => {
-                let out = state.verify_account(&token, account_id);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.verify_account(&token, account_id));
             }
             DirectoryMsg::CheckAccountToken {
                 token,
@@ -327,8 +310,7 @@ impl Actor for Directory {
                 password_hash,
                 reply,
             } => {
-                let out = state.reset_password(&token, password_hash);
-                finish(state, reply, Outcome::durable_success(out));
+                state.answer_durable(reply, |s| s.reset_password(&token, password_hash));
             }
         }
         // Resets (a login that went through) and sweeps are written after the message.
@@ -370,6 +352,16 @@ fn alike_after_flush<T>(out: Result<T, DirectoryError>) -> Outcome<T, DirectoryE
 }
 
 impl DirectoryState {
+    /// Applies a write and answers it once it is durable if it went through, at once if not.
+    fn answer_durable<T: Send + 'static>(
+        &mut self,
+        reply: RpcReplyPort<Result<T, DirectoryError>>,
+        write: impl FnOnce(&mut Self) -> Result<T, DirectoryError>,
+    ) {
+        let out = write(self);
+        finish(self, reply, Outcome::durable_success(out));
+    }
+
     /// The directory's state as its records left it: the tenants, the dashboard throttles,
     /// the unrevoked management keys and the resources, with the index published and no
     /// tenant actor running.
@@ -422,23 +414,26 @@ mod tests {
         rx.try_recv().ok()
     }
 
+    /// Finishes `outcome` on a new reply port; answers where its answer arrives.
+    fn finished<T: Send + 'static>(
+        d: &DirectoryState,
+        outcome: Outcome<T, DirectoryError>,
+    ) -> OneshotReceiver<Result<T, DirectoryError>> {
+        let (tx, rx) = oneshot();
+        finish(d, tx.into(), outcome);
+        rx
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_write_is_answered_once_durable_and_an_error_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
-        let (tx, mut rx) = oneshot();
-        finish(
+        let mut rx = finished(
             &d,
-            tx.into(),
             Outcome::durable_success(Err::<u8, _>(DirectoryError::NotFound)),
         );
         assert!(matches!(sent(&mut rx), Some(Err(DirectoryError::NotFound))));
-        let (tx, mut rx) = oneshot();
-        finish(
-            &d,
-            tx.into(),
-            Outcome::durable_success(Ok::<u8, DirectoryError>(7)),
-        );
+        let mut rx = finished(&d, Outcome::durable_success(Ok::<u8, DirectoryError>(7)));
         assert!(sent(&mut rx).is_none());
         assert!(matches!(rx.await, Ok(Ok(7))));
     }
@@ -447,10 +442,8 @@ mod tests {
     async fn a_mailed_token_answer_waits_for_the_flush_alike_unless_rate_limited() {
         let dir = tempfile::tempdir().unwrap();
         let d = directory(dir.path());
-        let (tx, mut rx) = oneshot();
-        finish(
+        let mut rx = finished(
             &d,
-            tx.into(),
             alike_after_flush(Err::<Option<u8>, _>(DirectoryError::RateLimited {
                 retry_after_secs: 9,
             })),
@@ -469,8 +462,7 @@ mod tests {
             Err(DirectoryError::Internal("x".into())),
         ] {
             let expected = format!("{out:?}");
-            let (tx, mut rx) = oneshot();
-            finish(&d, tx.into(), alike_after_flush(out));
+            let mut rx = finished(&d, alike_after_flush(out));
             assert!(sent(&mut rx).is_none(), "{expected} was answered at once");
             assert_eq!(format!("{:?}", rx.await.unwrap()), expected);
         }

@@ -355,7 +355,7 @@ pub fn takes_messages(status: ActorStatus) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use ractor::ActorProcessingErr;
+    use ractor::{concurrency::JoinHandle, ActorProcessingErr};
 
     use super::*;
     use crate::directory::state::tests::{directory, tenant};
@@ -384,6 +384,27 @@ mod tests {
         ) -> Result<(), ActorProcessingErr> {
             Ok(())
         }
+    }
+
+    /// A directory holding the tenant "Acme", with an inert supervisor for its actors.
+    async fn acme_supervised(
+        dir: &std::path::Path,
+    ) -> (
+        DirectoryState,
+        TenantId,
+        ActorRef<DirectoryMsg>,
+        JoinHandle<()>,
+    ) {
+        let mut d = directory(dir);
+        let (acme, _) = tenant(&mut d, "Acme");
+        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        (d, acme, sup, sup_handle)
+    }
+
+    /// Stops the inert supervisor and waits for it.
+    async fn stop_supervisor(sup: ActorRef<DirectoryMsg>, handle: JoinHandle<()>) {
+        sup.stop(None);
+        handle.await.unwrap();
     }
 
     /// Waits until the actor has left `Starting` (`spawn` answers before its status is
@@ -449,9 +470,7 @@ mod tests {
     #[tokio::test]
     async fn a_crashed_tenant_is_restarted_within_its_budget_then_answers_unavailable() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = directory(dir.path());
-        let (acme, _) = tenant(&mut d, "Acme");
-        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let (mut d, acme, sup, sup_handle) = acme_supervised(dir.path()).await;
         assert!(matches!(
             d.ensure_running(&sup, TenantId::new()).await,
             Err(DirectoryError::TenantNotFound)
@@ -499,16 +518,13 @@ mod tests {
         .await;
         assert_eq!(d.restarts[&acme].count, MAX_RESTARTS + 1);
         d.stop_all().await;
-        sup.stop(None);
-        sup_handle.await.unwrap();
+        stop_supervisor(sup, sup_handle).await;
     }
 
     #[tokio::test]
     async fn a_tenant_just_started_is_not_started_twice() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = directory(dir.path());
-        let (acme, _) = tenant(&mut d, "Acme");
-        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let (mut d, acme, sup, sup_handle) = acme_supervised(dir.path()).await;
         // Back to back, as two first requests to a cold tenant: the first actor may still
         // read `Starting`, and is the one answered both times.
         let a = d.ensure_running(&sup, acme).await.unwrap();
@@ -516,16 +532,13 @@ mod tests {
         assert_eq!(a.actor.get_id(), b.actor.get_id());
         assert_eq!(d.by_actor.len(), 1);
         d.stop_all().await;
-        sup.stop(None);
-        sup_handle.await.unwrap();
+        stop_supervisor(sup, sup_handle).await;
     }
 
     #[tokio::test]
     async fn a_late_event_of_a_predecessor_leaves_its_successor_running() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = directory(dir.path());
-        let (acme, _) = tenant(&mut d, "Acme");
-        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let (mut d, acme, sup, sup_handle) = acme_supervised(dir.path()).await;
         let first = d.ensure_running(&sup, acme).await.unwrap();
         started(&first).await;
         // The actor stops on its own; its event has not reached the directory yet.
@@ -556,16 +569,13 @@ mod tests {
         )
         .await;
         assert!(!d.published.running.contains_key(&acme));
-        sup.stop(None);
-        sup_handle.await.unwrap();
+        stop_supervisor(sup, sup_handle).await;
     }
 
     #[tokio::test]
     async fn a_retired_tenant_leaves_the_published_map_and_starts_again_on_use() {
         let dir = tempfile::tempdir().unwrap();
-        let mut d = directory(dir.path());
-        let (acme, _) = tenant(&mut d, "Acme");
-        let (sup, sup_handle) = Actor::spawn(None, Inert, ()).await.unwrap();
+        let (mut d, acme, sup, sup_handle) = acme_supervised(dir.path()).await;
         let first = d.ensure_running(&sup, acme).await.unwrap();
         started(&first).await;
         // Never retired while no idle period is set.
@@ -596,7 +606,6 @@ mod tests {
         assert!(d.published.running.contains_key(&acme));
         d.stop_all().await;
         assert!(d.published.running.is_empty());
-        sup.stop(None);
-        sup_handle.await.unwrap();
+        stop_supervisor(sup, sup_handle).await;
     }
 }

@@ -1,7 +1,8 @@
 //! The kernel every capability writes through: one command's effects (its batch and its
 //! mail), committed together or, for a refused command, with only what a refusal must keep;
-//! the audit log, user lookups, the sealed mail queue and decoys, and the failure counts of
-//! the login throttles.
+//! the audit log, user lookups, the sealed mail queue and decoys, the walks over one kind of
+//! record that the inventory and the daily sweeps share, and the failure counts of the login
+//! throttles.
 //!
 //! A command builds an [`Effects`], stages its writes, and ends in exactly one of
 //! [`TenantState::commit`] (success: everything, and the mail to hand to delivery once it is
@@ -258,9 +259,6 @@ impl TenantState {
         Ok(())
     }
 
-    /// Ends a refused command: commits what it staged (a counted failure is durable with its
-    /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
-    /// staged is mail: a refusal sends none.
     /// The kind and key of every record of kind `R` that `pred` holds for (a walk of them
     /// all: for the short-lived kinds the credential inventory looks through).
     pub(super) fn keys_where<R: TenantRecord>(
@@ -277,6 +275,30 @@ impl TenantState {
         Ok(out)
     }
 
+    /// Hands at most `limit` records of one kind that are `due` to `remove`; answers how many.
+    pub(super) fn sweep_kind<R: TenantRecord>(
+        &self,
+        limit: usize,
+        due: impl Fn(&[u8], &R) -> bool,
+        mut remove: impl FnMut(&[u8], &R),
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in self.cx.store.scan::<R>(b"") {
+            if n >= limit {
+                break;
+            }
+            let (key, record) = item?;
+            if due(&key, &record) {
+                remove(&key, &record);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Ends a refused command: commits what it staged (a counted failure is durable with its
+    /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
+    /// staged is mail: a refusal sends none.
     pub(super) fn fail<T>(&mut self, fx: Effects, err: TenantError) -> Result<T, TenantError> {
         debug_assert!(fx.mail.is_empty(), "a refused command queued mail");
         self.commit(fx)?;

@@ -2,7 +2,7 @@
 //! removes, the denylisting of the tokens agents hold for them, and the daily sweep of
 //! expired tokens, requests and old feed entries.
 
-use tessera_storage::{Kind, TenantBatch, TenantRecord};
+use tessera_storage::{Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -129,27 +129,6 @@ impl TenantState {
             |_, r| r.created_at < cutoff,
             |k, _| batch.remove(Kind::AgentAction, k),
         )?;
-        Ok(n)
-    }
-
-    /// Hands at most `limit` records of one kind that are `due` to `remove`; answers how many.
-    pub(in crate::tenant) fn sweep_kind<R: TenantRecord>(
-        &self,
-        limit: usize,
-        due: impl Fn(&[u8], &R) -> bool,
-        mut remove: impl FnMut(&[u8], &R),
-    ) -> Result<usize, TenantError> {
-        let mut n = 0;
-        for item in self.cx.store.scan::<R>(b"") {
-            if n >= limit {
-                break;
-            }
-            let (key, record) = item?;
-            if due(&key, &record) {
-                remove(&key, &record);
-                n += 1;
-            }
-        }
         Ok(n)
     }
 }
