@@ -125,7 +125,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         // A wallet's age verification is used here, once, whatever else the registration
         // meets (an existing address answers a look-alike, and the token is spent all the same).
         let age_proof = match &r.age_verification_token {
@@ -157,7 +157,7 @@ impl TenantState {
             self.commit(fx)?;
             return Ok((lookalike(&r.email), Vec::new()));
         }
-        if let Some(mut existing) = self.user_by_email(&r.email)? {
+        if let Some(mut existing) = self.cx.user_by_email(&r.email)? {
             if self.mail_allowed(existing.id) {
                 let token = self.issue_link(
                     &mut fx.batch,
@@ -165,11 +165,12 @@ impl TenantState {
                     (LinkPurpose::ResetPassword, r.redirect_to.clone()),
                     now,
                 )?;
-                let reset_link = self.link("reset-password", &token);
+                let reset_link = self.cx.link("reset-password", &token);
                 fx.batch.put(existing.id.as_bytes(), &existing)?;
-                self.queue_mail(&mut fx, &r.email, MailKind::AccountExists { reset_link })?;
+                self.cx
+                    .queue_mail(&mut fx, &r.email, MailKind::AccountExists { reset_link })?;
             }
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.register.existing_email",
                 ctx,
@@ -186,7 +187,7 @@ impl TenantState {
             }
             None => {
                 let user = UserRecord::blank(Uuid::now_v7(), now);
-                self.count_active(&mut fx.batch, None, now)?;
+                self.cx.count_active(&mut fx.batch, None, now)?;
                 (user, "auth.register")
             }
         };
@@ -196,7 +197,7 @@ impl TenantState {
             .map(|d| {
                 self.cx
                     .master_key
-                    .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
+                    .seal(&self.cx.user_aad(id, "date_of_birth"), d.as_bytes())
             })
             .transpose()?;
         // What the wallet proved (not the spent token): sealed like the date of birth.
@@ -209,7 +210,7 @@ impl TenantState {
                     "verified_at": p.verified_at.unix_timestamp(),
                 });
                 self.cx.master_key.seal(
-                    &self.user_aad(id, "age_verification_token"),
+                    &self.cx.user_aad(id, "age_verification_token"),
                     proof.to_string().as_bytes(),
                 )
             })
@@ -242,14 +243,14 @@ impl TenantState {
             &r.email,
             now,
         )?;
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         let method = if claimed { "guest_claim" } else { "password" };
         self.emit_user_created(&mut fx.batch, &user, method)?;
         let mut metadata = serde_json::json!({ "user_id": id });
         if held == Some(true) {
             metadata["guardian_consent"] = serde_json::json!("pending");
         }
-        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
         let mail = self.commit(fx)?;
         Ok((user.view(), mail))
     }
@@ -288,7 +289,8 @@ impl TenantState {
             event = block.event_type(),
             "registration blocked by the e-mail policy"
         );
-        self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
+        self.cx
+            .audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
         Ok(true)
     }
 
@@ -336,7 +338,7 @@ impl TenantState {
         ttl: Duration,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let token = self.link_token();
+        let token = self.cx.link_token();
         let hash = sha256(token.as_bytes());
         let slot = match purpose {
             LinkPurpose::VerifyEmail => &mut user.verify_token,
@@ -407,7 +409,7 @@ impl TenantState {
         if rec.purpose != purpose {
             return Ok(None);
         }
-        let user = self.user(rec.user_id)?;
+        let user = self.cx.user(rec.user_id)?;
         let stale =
             |u: &UserRecord| purpose == LinkPurpose::ResetPassword && rec.epoch != u.password_epoch;
         match user {
@@ -443,7 +445,7 @@ impl TenantState {
     /// Whether a reset link is alive (checked before the new password is hashed, so that
     /// guessing tokens costs no argon2 work).
     pub fn check_reset_link(&mut self, token: &str) -> Result<(), TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let found = self.live_link(
             &mut fx.batch,
             token,
@@ -462,13 +464,13 @@ impl TenantState {
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let (mut fx, mut user) =
-            self.consume_link(self.effects(), token, LinkPurpose::VerifyEmail, now)?;
+            self.consume_link(self.cx.effects(), token, LinkPurpose::VerifyEmail, now)?;
         if !user.email_verified {
             self.emit_email_verified(&mut fx.batch, user.id)?;
         }
         user.email_verified = true;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.email.verified",
             ctx,
@@ -503,7 +505,7 @@ impl TenantState {
         (purpose, redirect_to): (LinkPurpose, Option<String>),
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let user = self.user_by_email(email)?;
+        let user = self.cx.user_by_email(email)?;
         let verified =
             purpose == LinkPurpose::VerifyEmail && user.as_ref().is_some_and(|u| u.email_verified);
         let mut user = match user {
@@ -516,7 +518,7 @@ impl TenantState {
                     u.password_hash = Some("x".repeat(97));
                     u
                 });
-                let stand_in_token = self.link_token();
+                let stand_in_token = self.cx.link_token();
                 let token = LinkTokenRecord {
                     purpose,
                     user_id: stand_in.id,
@@ -533,17 +535,18 @@ impl TenantState {
                 .map_err(|e| TenantError::Internal(e.to_string()))?;
                 let kind = match purpose {
                     LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
-                        link: self.link("verify-email", &stand_in_token),
+                        link: self.cx.link("verify-email", &stand_in_token),
                     },
                     LinkPurpose::ResetPassword => MailKind::PasswordReset {
-                        link: self.link("reset-password", &stand_in_token),
+                        link: self.cx.link("reset-password", &stand_in_token),
                     },
                 };
-                self.write_decoy(&self.decoy_of(email, kind, &records)?)?;
+                self.cx
+                    .write_decoy(&self.cx.decoy_of(email, kind, &records)?)?;
                 return Ok(Vec::new());
             }
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         self.send_link(&mut fx, &mut user, (purpose, redirect_to), email, now)?;
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.commit(fx)
@@ -562,13 +565,13 @@ impl TenantState {
         let token = self.issue_link(&mut fx.batch, user, (purpose, redirect_to), now)?;
         let kind = match purpose {
             LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
-                link: self.link("verify-email", &token),
+                link: self.cx.link("verify-email", &token),
             },
             LinkPurpose::ResetPassword => MailKind::PasswordReset {
-                link: self.link("reset-password", &token),
+                link: self.cx.link("reset-password", &token),
             },
         };
-        self.queue_mail(fx, to, kind)
+        self.cx.queue_mail(fx, to, kind)
     }
 
     /// Sets a new password with a reset link: every session ends, the e-mail counts as
@@ -581,7 +584,7 @@ impl TenantState {
     ) -> Result<Vec<MailJob>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let (mut fx, mut user) =
-            self.consume_link(self.effects(), token, LinkPurpose::ResetPassword, now)?;
+            self.consume_link(self.cx.effects(), token, LinkPurpose::ResetPassword, now)?;
         if !user.email_verified {
             // The link proved the address: an unconfirmed account's ways in go.
             self.recover_address(&mut fx, &mut user, "password_reset", ctx)?;
@@ -593,14 +596,15 @@ impl TenantState {
         if self.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
             self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "password_reset")?;
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.password.reset",
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
         if let Some(email) = user.email.clone() {
-            self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+            self.cx
+                .queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
             self.cx.login.forgive_account(&email);
         }
         self.commit(fx)
@@ -609,12 +613,12 @@ impl TenantState {
     /// Checks the sign-in rules, then answers what to verify: the account's credential, and
     /// the known device the attempt presented, if it is a live one of that account.
     pub fn login_begin(&self, attempt: &LoginAttempt) -> Result<Credential, TenantError> {
-        let user = self.user_by_email(&attempt.email)?;
+        let user = self.cx.user_by_email(&attempt.email)?;
         let device = match (&user, attempt.device_token.as_deref()) {
             (Some(u), Some(token)) => self.known_device(u.id, token, OffsetDateTime::now_utc())?,
             _ => None,
         };
-        self.login_gate(&Self::guard_attempt(attempt, device))?;
+        self.cx.login_gate(&Self::guard_attempt(attempt, device))?;
         Ok(match user {
             Some(u) => Credential {
                 user_id: Some(u.id),
@@ -650,8 +654,9 @@ impl TenantState {
         user: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        self.count_failed_login(&mut fx.batch, attempt, user, ctx)?;
-        self.audit_into(
+        self.cx
+            .count_failed_login(&mut fx.batch, attempt, user, ctx)?;
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.login.failed",
             ctx,
@@ -670,11 +675,11 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(PasswordSignIn, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let guard = Self::guard_attempt(attempt, credential.device);
         // Checked again here: attempts started together all passed `login_begin`, and the
         // ones finishing after the block began must not learn their result.
-        if let Err(refused) = self.login_gate(&guard) {
+        if let Err(refused) = self.cx.login_gate(&guard) {
             if !password_ok {
                 self.login_failed(&mut fx, &guard, credential.user_id, ctx)?;
                 self.commit(fx)?;
@@ -731,7 +736,7 @@ impl TenantState {
         password_ok: bool,
     ) -> Result<Option<UserRecord>, TenantError> {
         let user = match credential.user_id {
-            Some(id) => self.user(id)?,
+            Some(id) => self.cx.user(id)?,
             None => None,
         };
         Ok(user.filter(|u| {
@@ -773,11 +778,11 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let (_, mut user) = self.live_session(bearer, now)?;
         let email = user.email.clone().unwrap_or_default();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
             // Counts against the account only: the address throttle belongs to login.
             self.cx.login.fail_account(&email);
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.password.change_failed",
                 ctx,
@@ -799,14 +804,15 @@ impl TenantState {
                 "password_changed",
             )?;
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.password.changed",
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
         if !email.is_empty() {
-            self.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+            self.cx
+                .queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
         }
         self.commit(fx)
     }

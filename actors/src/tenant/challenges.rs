@@ -423,7 +423,8 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.keys_where::<ChallengeRecord>(|c| users.contains(&c.user_id))
+        self.cx
+            .keys_where::<ChallengeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes expired challenges (at most `limit`); answers how many.
@@ -433,7 +434,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        self.sweep_kind::<ChallengeRecord>(
+        self.cx.sweep_kind::<ChallengeRecord>(
             limit,
             |_, r| r.expires_at <= now,
             |k, _| batch.remove(Kind::Challenge, k),

@@ -10,9 +10,11 @@
 use std::{collections::HashMap, time::Instant};
 
 use tessera_storage::{KeyedHasher, MasterKey, TenantStore};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
+    audit::event_key,
     keys::KeyRing,
     messages::TenantInfo,
     runtime::{TenantCells, TenantRuntime},
@@ -58,4 +60,12 @@ pub struct TenantCtx {
     pub(super) consumed_codes: ConsumedCodes,
     /// Webhook attempts under way, and the deliveries a command just scheduled.
     pub(super) webhooks: WebhookMemory,
+}
+
+impl TenantCtx {
+    /// The key of the next audit event at `at` (the sequence breaks ties within an instant).
+    pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
+        self.audit_seq = self.audit_seq.wrapping_add(1);
+        event_key(at, self.audit_seq)
+    }
 }

@@ -8,6 +8,10 @@
 //! [`TenantState::commit`] (success: everything, and the mail to hand to delivery once it is
 //! durable) or [`TenantState::fail`] (a refusal: the counted failure, its audit event, a dead
 //! token removed, whatever was staged; then the error).
+//!
+//! Everything but those two is a method of the kernel's context, [`TenantCtx`]: a flow
+//! reaches it as `self.cx`. `commit` and `fail` stay on `TenantState`, since a commit also
+//! writes the step-up flow's throttle entries and publishes the agents' denied tokens.
 
 use tessera_storage::{Kind, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
@@ -15,6 +19,7 @@ use uuid::Uuid;
 
 use super::{
     audit::{AuditContext, AuditEvent},
+    ctx::TenantCtx,
     records::{
         created_key, DecoyRecord, EmailIndex, QueuedMail, UserAuditIndex, UserCreatedIndex,
         UserRecord, DECOY_KEY,
@@ -55,24 +60,14 @@ pub(super) struct Effects {
     pub denied_agent_tokens: Vec<Uuid>,
 }
 
-impl TenantState {
+impl TenantCtx {
     pub(super) fn effects(&self) -> Effects {
         Effects {
-            batch: self.cx.store.batch(),
+            batch: self.store.batch(),
             mail: Vec::new(),
             locale: None,
             denied_agent_tokens: Vec::new(),
         }
-    }
-
-    /// Applies the writes of one command at once, with the throttle entries it changed (a
-    /// failed attempt's count is durable with its audit event); its mail goes out once they
-    /// are durable.
-    pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
-        self.throttle_changes_into(&mut effects.batch)?;
-        self.cx.store.apply(effects.batch)?;
-        self.publish_denied(&effects.denied_agent_tokens);
-        Ok(effects.mail)
     }
 
     pub(super) fn audit_into(
@@ -111,11 +106,11 @@ impl TenantState {
     }
 
     pub(super) fn user(&self, id: Uuid) -> Result<Option<UserRecord>, TenantError> {
-        Ok(self.cx.store.get::<UserRecord>(id.as_bytes())?)
+        Ok(self.store.get::<UserRecord>(id.as_bytes())?)
     }
 
     pub(super) fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
-        let Some(ix) = self.cx.store.get::<EmailIndex>(email.as_bytes())? else {
+        let Some(ix) = self.store.get::<EmailIndex>(email.as_bytes())? else {
             return Ok(None);
         };
         self.user(ix.user_id)
@@ -123,7 +118,7 @@ impl TenantState {
 
     /// Binds a sealed user secret to this tenant, this user and its name.
     pub(super) fn user_aad(&self, user: Uuid, name: &str) -> Vec<u8> {
-        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/user/");
         aad.extend_from_slice(user.as_bytes());
         aad.push(b'/');
@@ -137,7 +132,7 @@ impl TenantState {
     pub(super) fn link_token(&self) -> String {
         use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
         use rand::RngCore;
-        let mut raw = self.cx.store.tenant_id().as_bytes().to_vec();
+        let mut raw = self.store.tenant_id().as_bytes().to_vec();
         let mut secret = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut secret);
         raw.extend_from_slice(&secret);
@@ -148,7 +143,7 @@ impl TenantState {
     pub(super) fn link(&self, path: &str, token: &str) -> String {
         format!(
             "{}/{path}?token={token}",
-            self.cx.runtime.accounts_url.trim_end_matches('/')
+            self.runtime.accounts_url.trim_end_matches('/')
         )
     }
 
@@ -157,9 +152,9 @@ impl TenantState {
         MailJob {
             locale,
             id: Uuid::now_v7(),
-            tenant: self.cx.info.id,
-            tenant_slug: self.cx.info.slug.clone(),
-            tenant_name: self.cx.info.name.clone(),
+            tenant: self.info.id,
+            tenant_slug: self.info.slug.clone(),
+            tenant_name: self.info.name.clone(),
             to: to.to_owned(),
             kind,
         }
@@ -177,11 +172,11 @@ impl TenantState {
             None => self
                 .user_by_email(to)?
                 .and_then(|u| u.locale)
-                .unwrap_or_else(|| self.cx.settings.users.default_locale.clone()),
+                .unwrap_or_else(|| self.settings.users.default_locale.clone()),
         };
         let job = self.mail_job(to, kind, locale);
         let plain = serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
-        let sealed = self.cx.master_key.seal(&self.mail_aad(job.id), &plain)?;
+        let sealed = self.master_key.seal(&self.mail_aad(job.id), &plain)?;
         fx.batch.put(job.id.as_bytes(), &QueuedMail { sealed })?;
         fx.mail.push(job);
         Ok(())
@@ -196,12 +191,11 @@ impl TenantState {
     /// apart.
     pub(super) fn write_decoy(&self, stand_in: &[u8]) -> Result<(), TenantError> {
         let sealed = self
-            .cx
             .master_key
             .seal(&self.mail_aad(Uuid::now_v7()), stand_in)?;
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         batch.put(DECOY_KEY, &DecoyRecord { sealed })?;
-        self.cx.store.apply(batch)?;
+        self.store.apply(batch)?;
         Ok(())
     }
 
@@ -214,7 +208,7 @@ impl TenantState {
         kind: MailKind,
         records: &[serde_json::Value],
     ) -> Result<Vec<u8>, TenantError> {
-        let job = self.mail_job(to, kind, self.cx.settings.users.default_locale.clone());
+        let job = self.mail_job(to, kind, self.settings.users.default_locale.clone());
         let mut plain =
             serde_json::to_vec(&job).map_err(|e| TenantError::Internal(e.to_string()))?;
         for r in records {
@@ -225,7 +219,7 @@ impl TenantState {
     }
 
     fn mail_aad(&self, id: Uuid) -> Vec<u8> {
-        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.extend_from_slice(b"/mail/");
         aad.extend_from_slice(id.as_bytes());
         aad
@@ -234,13 +228,13 @@ impl TenantState {
     /// Every message still queued (after a restart, to submit again).
     pub fn queued_mail(&self) -> Result<Vec<MailJob>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<QueuedMail>(b"") {
+        for item in self.store.scan::<QueuedMail>(b"") {
             let (key, q) = item?;
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Ok(plain) = self.cx.master_key.open(&self.mail_aad(id), &q.sealed) else {
-                tracing::error!(tenant = %self.cx.info.id, message = %id, "a queued message cannot be opened; skipped");
+            let Ok(plain) = self.master_key.open(&self.mail_aad(id), &q.sealed) else {
+                tracing::error!(tenant = %self.info.id, message = %id, "a queued message cannot be opened; skipped");
                 continue;
             };
             match serde_json::from_slice::<MailJob>(&plain) {
@@ -253,9 +247,9 @@ impl TenantState {
 
     /// Delivery is done with a message: it leaves the queue.
     pub fn mail_settled(&self, id: Uuid) -> Result<(), TenantError> {
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         batch.remove(Kind::MailQueue, id.as_bytes());
-        self.cx.store.apply(batch)?;
+        self.store.apply(batch)?;
         Ok(())
     }
 
@@ -266,7 +260,7 @@ impl TenantState {
         pred: impl Fn(&R) -> bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<R>(b"") {
+        for item in self.store.scan::<R>(b"") {
             let (key, record) = item?;
             if pred(&record) {
                 out.push((R::KIND, key));
@@ -283,7 +277,7 @@ impl TenantState {
         mut remove: impl FnMut(&[u8], &R),
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.cx.store.scan::<R>(b"") {
+        for item in self.store.scan::<R>(b"") {
             if n >= limit {
                 break;
             }
@@ -296,18 +290,9 @@ impl TenantState {
         Ok(n)
     }
 
-    /// Ends a refused command: commits what it staged (a counted failure is durable with its
-    /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
-    /// staged is mail: a refusal sends none.
-    pub(super) fn fail<T>(&mut self, fx: Effects, err: TenantError) -> Result<T, TenantError> {
-        debug_assert!(fx.mail.is_empty(), "a refused command queued mail");
-        self.commit(fx)?;
-        Err(err)
-    }
-
     /// Whether the sign-in rules let `attempt` be checked now; a refusal as its error.
     pub(super) fn login_gate(&self, attempt: &Attempt<'_>) -> Result<(), TenantError> {
-        self.cx.login.check(attempt).map_err(refused)
+        self.login.check(attempt).map_err(refused)
     }
 
     /// Counts a failed check of `attempt` (a password, a sign-in code) against the sign-in
@@ -320,7 +305,7 @@ impl TenantState {
         user: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        for (rule, retry_after) in self.cx.login.fail(attempt) {
+        for (rule, retry_after) in self.login.fail(attempt) {
             self.audit_into(
                 batch,
                 "auth.login.locked",
@@ -347,9 +332,30 @@ impl TenantState {
         if previous.is_some_and(|p| month_of(p) == month_of(now)) {
             return Ok(());
         }
-        self.cx.mau.add(now);
-        batch.put(MAU_KEY, &self.cx.mau)?;
+        self.mau.add(now);
+        batch.put(MAU_KEY, &self.mau)?;
         Ok(())
+    }
+}
+
+impl TenantState {
+    /// Applies the writes of one command at once, with the throttle entries it changed (a
+    /// failed attempt's count is durable with its audit event); its mail goes out once they
+    /// are durable.
+    pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
+        self.throttle_changes_into(&mut effects.batch)?;
+        self.cx.store.apply(effects.batch)?;
+        self.publish_denied(&effects.denied_agent_tokens);
+        Ok(effects.mail)
+    }
+
+    /// Ends a refused command: commits what it staged (a counted failure is durable with its
+    /// audit event; a dead token found on the way is removed) and answers `err`. Nothing it
+    /// staged is mail: a refusal sends none.
+    pub(super) fn fail<T>(&mut self, fx: Effects, err: TenantError) -> Result<T, TenantError> {
+        debug_assert!(fx.mail.is_empty(), "a refused command queued mail");
+        self.commit(fx)?;
+        Err(err)
     }
 }
 
@@ -416,10 +422,10 @@ mod tests {
         let mut t = tenant(dir.path());
         t.cx.runtime.accounts_url = "https://accounts.example/".into();
         assert_eq!(
-            t.link("magic-link", "abc"),
+            t.cx.link("magic-link", "abc"),
             "https://accounts.example/magic-link?token=abc"
         );
-        let (a, b) = (t.link_token(), t.link_token());
+        let (a, b) = (t.cx.link_token(), t.cx.link_token());
         assert_ne!(a, b);
         assert_eq!(tenant_of_token(&a), Some(t.cx.store.tenant_id().0));
         assert!(a
@@ -435,17 +441,17 @@ mod tests {
         user.email = Some("ada@example.com".into());
         user.locale = Some("pl".into());
         let mut b = t.cx.store.batch();
-        t.put_new_user(&mut b, &user).unwrap();
+        t.cx.put_new_user(&mut b, &user).unwrap();
         t.cx.store.apply(b).unwrap();
         t.cx.settings.users.default_locale = "de".into();
-        let mut fx = t.effects();
+        let mut fx = t.cx.effects();
         let link = "https://accounts.example/magic-link?token=s3cr3t-t0ken".to_owned();
-        t.queue_mail(&mut fx, "ada@example.com", MailKind::MagicLink { link })
+        t.cx.queue_mail(&mut fx, "ada@example.com", MailKind::MagicLink { link })
             .unwrap();
-        t.queue_mail(&mut fx, "else@example.com", MailKind::PasswordChanged)
+        t.cx.queue_mail(&mut fx, "else@example.com", MailKind::PasswordChanged)
             .unwrap();
         fx.locale = Some("fr".into());
-        t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
+        t.cx.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
             .unwrap();
         let sent = t.commit(fx).unwrap();
         // The user's language, else the tenant's, unless the command knows better.
@@ -454,13 +460,13 @@ mod tests {
         assert!(!raw_contains(&t, b"s3cr3t-t0ken"));
         // Whereas what is kept in clear is found (the e-mail index's key).
         assert!(raw_contains(&t, b"ada@example.com"));
-        let mut queued: Vec<Uuid> = t.queued_mail().unwrap().iter().map(|m| m.id).collect();
+        let mut queued: Vec<Uuid> = t.cx.queued_mail().unwrap().iter().map(|m| m.id).collect();
         let mut ids: Vec<Uuid> = sent.iter().map(|m| m.id).collect();
         queued.sort();
         ids.sort();
         assert_eq!(queued, ids);
-        t.mail_settled(sent[0].id).unwrap();
-        assert_eq!(t.queued_mail().unwrap().len(), 2);
+        t.cx.mail_settled(sent[0].id).unwrap();
+        assert_eq!(t.cx.queued_mail().unwrap().len(), 2);
     }
 
     #[tokio::test]
@@ -470,14 +476,14 @@ mod tests {
         let march = datetime!(2026-03-10 10:00:00 UTC);
         let april = datetime!(2026-04-02 10:00:00 UTC);
         let mut b = t.cx.store.batch();
-        t.count_active(&mut b, None, march).unwrap();
-        t.count_active(&mut b, Some(march), march + time::Duration::days(5))
+        t.cx.count_active(&mut b, None, march).unwrap();
+        t.cx.count_active(&mut b, Some(march), march + time::Duration::days(5))
             .unwrap();
         assert_eq!(t.cx.mau.in_month(march), 1);
-        t.count_active(&mut b, Some(march), april).unwrap();
-        t.count_active(&mut b, Some(april), april).unwrap();
+        t.cx.count_active(&mut b, Some(march), april).unwrap();
+        t.cx.count_active(&mut b, Some(april), april).unwrap();
         assert_eq!(t.cx.mau.in_month(april), 1);
-        t.count_active(&mut b, None, april).unwrap();
+        t.cx.count_active(&mut b, None, april).unwrap();
         assert_eq!(t.cx.mau.in_month(april), 2);
         t.cx.store.apply(b).unwrap();
         let stored =
@@ -495,14 +501,14 @@ mod tests {
         let user = Uuid::now_v7();
         let ctx = AuditContext::default();
         let mut b = t.cx.store.batch();
-        t.audit_into(
+        t.cx.audit_into(
             &mut b,
             "user.updated",
             &ctx,
             serde_json::json!({ "user_id": user }),
         )
         .unwrap();
-        t.audit_into(&mut b, "settings.updated", &ctx, serde_json::json!({}))
+        t.cx.audit_into(&mut b, "settings.updated", &ctx, serde_json::json!({}))
             .unwrap();
         t.cx.store.apply(b).unwrap();
         let indexed: Vec<Vec<u8>> =
@@ -524,8 +530,8 @@ mod tests {
     async fn a_refusal_keeps_what_it_staged_and_answers_its_error() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
-        let mut fx = t.effects();
-        t.audit_into(
+        let mut fx = t.cx.effects();
+        t.cx.audit_into(
             &mut fx.batch,
             "auth.step_up_failed",
             &AuditContext::default(),

@@ -73,12 +73,12 @@ impl TenantState {
         {
             return Err(TenantError::MauExhausted);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.is_anonymous = true;
         user.public_metadata = public_metadata;
-        self.count_active(&mut fx.batch, None, now)?;
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.count_active(&mut fx.batch, None, now)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         fx.batch.put(user.id.as_bytes(), &GuestIndex::default())?;
         let grant = self.open_session(
             &mut fx.batch,
@@ -87,7 +87,7 @@ impl TenantState {
             ctx,
             now,
         )?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.anonymous.signin",
             ctx,
@@ -125,7 +125,7 @@ impl TenantState {
             self.cx.settings.anonymous.anonymous_user_ttl_days,
         ));
         let cutoff = as_of - ttl;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut purged = 0;
         let mut guests = Vec::new();
         for item in self.cx.store.scan::<GuestIndex>(b"") {
@@ -136,7 +136,7 @@ impl TenantState {
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Some(user) = self.user(id)? else {
+            let Some(user) = self.cx.user(id)? else {
                 fx.batch.remove(Kind::Guest, &key);
                 continue;
             };
@@ -173,7 +173,7 @@ impl TenantState {
         } else {
             self.purge_declined(&mut fx, as_of, PURGE_LIMIT)?
         };
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "anonymous.purged",
             &AuditContext::default(),
@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(t.purge_guests(now, false).unwrap().purged, 1000);
         assert_eq!(t.purge_guests(now, false).unwrap().purged, 5);
         assert_eq!(t.purge_guests(now, false).unwrap().purged, 0);
-        assert!(t.user(registered.id).unwrap().is_some());
+        assert!(t.cx.user(registered.id).unwrap().is_some());
     }
 
     #[test]

@@ -83,7 +83,7 @@ impl TenantState {
                     HostedLink::VerifyEmail => LinkPurpose::VerifyEmail,
                     _ => LinkPurpose::ResetPassword,
                 };
-                let mut fx = self.effects();
+                let mut fx = self.cx.effects();
                 let found = self.peek_link(&mut fx.batch, token, purpose, now)?;
                 self.commit(fx)?;
                 found.map(|rec| (rec.redirect_to, None, None))
@@ -142,8 +142,9 @@ impl TenantState {
         else {
             return Err(TenantError::InvalidChallenge);
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let user = self
+            .cx
             .user(found.record.user_id)?
             .filter(|u| !u.is_anonymous && u.email.is_some())
             .filter(|u| u.password_epoch == found.record.epoch);
@@ -155,7 +156,7 @@ impl TenantState {
         code.code_challenge = Some(challenge);
         code.oauth = found.record.oauth;
         let secret = self.store_challenge(&mut fx.batch, Uuid::new_v4(), code)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.magic_link.code_issued",
             ctx,
@@ -180,7 +181,7 @@ impl TenantState {
         let found = self
             .find_challenge(code, &[Purpose::HostedCode], expiry_now)
             .map_err(|_| TenantError::InvalidChallenge)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::Challenge, &found.key);
         let verified = found
             .record
@@ -188,7 +189,7 @@ impl TenantState {
             .as_deref()
             .is_some_and(|c| pkce_s256_matches(verifier, c));
         if !verified {
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.magic_link.code_refused",
                 ctx,
@@ -197,6 +198,7 @@ impl TenantState {
             return self.fail(fx, TenantError::InvalidChallenge);
         }
         let user = self
+            .cx
             .user(found.record.user_id)?
             .filter(|u| !u.is_anonymous && u.password_epoch == found.record.epoch);
         let Some(user) = user else {

@@ -24,11 +24,11 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<ImportOutcome, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut outcome = ImportOutcome::default();
         let mut seen = std::collections::HashSet::new();
         for u in users {
-            if !seen.insert(u.email.clone()) || self.user_by_email(&u.email)?.is_some() {
+            if !seen.insert(u.email.clone()) || self.cx.user_by_email(&u.email)?.is_some() {
                 outcome.skipped_existing += 1;
                 continue;
             }
@@ -36,11 +36,11 @@ impl TenantState {
             user.email = Some(u.email.clone());
             user.email_verified = u.email_verified;
             user.password_hash = Some(u.password_hash);
-            self.put_new_user(&mut fx.batch, &user)?;
+            self.cx.put_new_user(&mut fx.batch, &user)?;
             outcome.imported += 1;
         }
         if outcome.imported > 0 {
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "admin.users.imported",
                 ctx,
@@ -97,7 +97,7 @@ mod tests {
                 skipped_existing: 1
             }
         );
-        let ada = t.user_by_email("ada@example.com").unwrap().unwrap();
+        let ada = t.cx.user_by_email("ada@example.com").unwrap().unwrap();
         // The first occurrence wins; the hash is kept as given.
         assert!(!ada.email_verified);
         assert_eq!(

@@ -283,7 +283,7 @@ mod tests {
         let mut b = t.cx.store.batch();
         let sealed = |t: &TenantState, what: &str| {
             t.cx.master_key
-                .seal(&t.user_aad(user.id, what), b"secret")
+                .seal(&t.cx.user_aad(user.id, what), b"secret")
                 .unwrap()
         };
         match kind {
@@ -578,7 +578,7 @@ mod tests {
             &Default::default(),
         )
         .unwrap();
-        let mut user = t.user_by_email("holder@example.com").unwrap().unwrap();
+        let mut user = t.cx.user_by_email("holder@example.com").unwrap().unwrap();
         for kind in Credential::all() {
             give(t, &mut user, kind);
         }
@@ -599,7 +599,7 @@ mod tests {
             let all: Vec<Credential> = Credential::all().collect();
             assert_eq!(kinds(&t.holdings(&user).unwrap()), all, "{ending:?}");
 
-            let mut fx = t.effects();
+            let mut fx = t.cx.effects();
             let removed = t
                 .end_holds(&mut fx, std::slice::from_mut(&mut user), ending)
                 .unwrap();
@@ -613,7 +613,7 @@ mod tests {
                 .filter(|k| k.fate(ending) == Fate::Remove)
                 .collect();
             assert_eq!(removed, gone, "{ending:?}");
-            let user = t.user(user.id).unwrap().unwrap();
+            let user = t.cx.user(user.id).unwrap().unwrap();
             assert_eq!(kinds(&t.holdings(&user).unwrap()), kept, "{ending:?}");
         }
     }
@@ -627,7 +627,7 @@ mod tests {
             .agent_tokens_for(&HashSet::from([user.id]), OffsetDateTime::now_utc())
             .unwrap()[0]
             .1;
-        let mut fx = t.effects();
+        let mut fx = t.cx.effects();
         t.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)
             .unwrap();
         assert!(

@@ -200,6 +200,7 @@ impl TenantState {
                     .map_err(|_| TenantError::InvalidSession)?;
                 // A password change since the login kills the enrolment token too.
                 let user = self
+                    .cx
                     .user(found.record.user_id)?
                     .filter(|u| u.password_epoch == found.record.epoch)
                     .ok_or(TenantError::InvalidSession)?;
@@ -209,7 +210,7 @@ impl TenantState {
     }
 
     fn seed_aad(&self, user: Uuid) -> Vec<u8> {
-        self.user_aad(user, "totp_seed")
+        self.cx.user_aad(user, "totp_seed")
     }
 
     /// Starts (or restarts) TOTP setup: a new pending seed.
@@ -232,7 +233,7 @@ impl TenantState {
         );
         let account = user.email.clone().unwrap_or_else(|| user.id.to_string());
         let t = totp(&seed[..], &self.cx.info.name, &account);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(user.id.as_bytes(), &user)?;
         self.commit(fx)?;
         Ok(MfaSecret {
@@ -324,7 +325,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         self.cx.login.fail_account(&Self::throttle_key(user));
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.mfa.failed",
             ctx,
@@ -359,7 +360,7 @@ impl TenantState {
         self.mfa_blocked(&user)?;
         let seed = zeroize::Zeroizing::new(self.open_seed(user.id, &pending)?);
         let unix = u64::try_from(now.unix_timestamp()).unwrap_or(0);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let Some(step) = totp_step(&seed, code, unix, user.totp_last_step) else {
             self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
             return self.fail(fx, TenantError::InvalidMfaCode);
@@ -375,7 +376,7 @@ impl TenantState {
             fx.batch.remove(Kind::Challenge, &found.key);
         }
         self.cx.login.forgive_account(&Self::throttle_key(&user));
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.mfa.enabled",
             ctx,
@@ -398,8 +399,8 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let mut found =
             self.find_challenge(token, &[Purpose::MfaLogin, Purpose::StepUpTotp], now)?;
-        let mut fx = self.effects();
-        let Some(mut user) = self.user(found.record.user_id)? else {
+        let mut fx = self.cx.effects();
+        let Some(mut user) = self.cx.user(found.record.user_id)? else {
             fx.batch.remove(Kind::Challenge, &found.key);
             return self.fail(fx, TenantError::InvalidChallenge);
         };
@@ -434,7 +435,7 @@ impl TenantState {
                 Some(d) => self.cx.login.fail_device(d),
                 None => self.cx.login.fail_account(&Self::throttle_key(&user)),
             }
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.mfa.failed",
                 ctx,
@@ -526,7 +527,7 @@ impl TenantState {
         recovery: bool,
         ctx: &AuditContext,
     ) -> Result<(Effects, UserRecord, Factor), TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         match self.mfa_manage_check(&mut fx, bearer, password, code, recovery, ctx) {
             Ok((user, factor)) => Ok((fx, user, factor)),
             Err(e) => self.fail(fx, e),
@@ -581,7 +582,7 @@ impl TenantState {
         user.totp_pending = None;
         user.recovery_codes.clear();
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.mfa.disabled",
             ctx,
@@ -608,7 +609,7 @@ impl TenantState {
         let (codes, hashes) = self.new_recovery_codes();
         user.recovery_codes = hashes;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.mfa.recovery_codes_regenerated",
             ctx,

@@ -108,7 +108,7 @@ impl Actor for TenantActor {
             args.cells,
         )?;
         // Whatever was queued when the last run ended goes out now.
-        for job in state.queued_mail()? {
+        for job in state.cx.queued_mail()? {
             state.cx.runtime.outbound.submit(job);
         }
         if let Some(at) = state.next_webhook_due()? {
@@ -216,7 +216,7 @@ impl Actor for TenantActor {
                 finish(state, reply, Outcome::now(out));
             }
             TenantMsg::MailSettled { id } => {
-                if let Err(e) = state.mail_settled(id) {
+                if let Err(e) = state.cx.mail_settled(id) {
                     tracing::error!(tenant = %state.info().id, error = %e, "cannot dequeue a settled message");
                 }
             }

@@ -110,7 +110,7 @@ impl TenantState {
 
     /// The registered (non-guest) user of an address.
     fn member_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
-        Ok(self.user_by_email(email)?.filter(|u| !u.is_anonymous))
+        Ok(self.cx.user_by_email(email)?.filter(|u| !u.is_anonymous))
     }
 
     /// Mails a login link to the account with this address, if there is one.
@@ -136,20 +136,27 @@ impl TenantState {
             record.oauth = oauth;
             record.redirect_to = hosted.redirect_to;
             record.code_challenge = hosted.code_challenge;
-            let link = self.link("magic-link", &tessera_storage::random_token(65));
+            let link = self
+                .cx
+                .link("magic-link", &tessera_storage::random_token(65));
             let records = [to_value(&record)?];
-            self.write_decoy(&self.decoy_of(email, MailKind::MagicLink { link }, &records)?)?;
+            self.cx.write_decoy(&self.cx.decoy_of(
+                email,
+                MailKind::MagicLink { link },
+                &records,
+            )?)?;
             return Ok(Vec::new());
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut record =
             ChallengeRecord::new(Purpose::LoginMagicLink, &user, None, LOGIN_LINK_TTL, now);
         record.oauth = oauth;
         record.redirect_to = hosted.redirect_to;
         record.code_challenge = hosted.code_challenge;
         let token = self.store_challenge(&mut fx.batch, user.id, record)?;
-        let link = self.link("magic-link", &token);
-        self.queue_mail(&mut fx, email, MailKind::MagicLink { link })?;
+        let link = self.cx.link("magic-link", &token);
+        self.cx
+            .queue_mail(&mut fx, email, MailKind::MagicLink { link })?;
         self.commit(fx)
     }
 
@@ -181,13 +188,14 @@ impl TenantState {
             let kind = MailKind::EmailOtp {
                 code: super::step_up::six_digit_code(),
             };
-            self.write_decoy(&self.decoy_of(email, kind, &[to_value(&record)?])?)?;
+            self.cx
+                .write_decoy(&self.cx.decoy_of(email, kind, &[to_value(&record)?])?)?;
             return Ok(Vec::new());
         }
         if user.is_none() {
             // A new account: the tenant's e-mail policy applies as to a registration, and a
             // refusal looks the same from outside (202, nothing sent).
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             if self.registration_blocked(&mut fx, email, ctx)? {
                 return self.commit(fx);
             }
@@ -201,10 +209,11 @@ impl TenantState {
         record.secret_hash = self.otp_hash(slot, &code);
         record.email = Some(email.to_owned());
         record.oauth = oauth;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch
             .put(&challenge_key(slot, Purpose::LoginEmailOtp), &record)?;
-        self.queue_mail(&mut fx, email, MailKind::EmailOtp { code })?;
+        self.cx
+            .queue_mail(&mut fx, email, MailKind::EmailOtp { code })?;
         self.commit(fx)
     }
 
@@ -229,9 +238,10 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         let expiry_now = now.max(self.calendar_now());
         let found = self.find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         // A password change since the link was sent (a recovery) kills it.
         let user = self
+            .cx
             .user(found.record.user_id)?
             .filter(|u| !u.is_anonymous && u.email.is_some())
             .filter(|u| u.password_epoch == found.record.epoch);
@@ -339,8 +349,8 @@ impl TenantState {
         // A code is checked as a password is, by the same rules (no device token, no CAPTCHA:
         // past the address's count, the answer is a refusal).
         let attempt = Attempt::new(target, ip, Captcha::Off);
-        self.login_gate(&attempt)?;
-        let mut fx = self.effects();
+        self.cx.login_gate(&attempt)?;
+        let mut fx = self.cx.effects();
         // Expiry is a calendar deadline: fault drills move it with the clock offset.
         let expiry_now = now.max(self.calendar_now());
         let mut found = match self.check_code(at, code, sent_to, expiry_now)? {
@@ -348,7 +358,8 @@ impl TenantState {
                 if resubmitted {
                     return Err(TenantError::InvalidChallenge);
                 }
-                self.count_failed_login(&mut fx.batch, &attempt, None, ctx)?;
+                self.cx
+                    .count_failed_login(&mut fx.batch, &attempt, None, ctx)?;
                 return self.fail(fx, TenantError::InvalidChallenge);
             }
             CodeVerdict::Wrong { found, resubmitted } => {
@@ -369,7 +380,8 @@ impl TenantState {
         };
         self.challenge_failed(&mut fx.batch, &mut found)?;
         let user = Some(found.record.user_id).filter(|id| !id.is_nil());
-        self.count_failed_login(&mut fx.batch, &attempt, user, ctx)?;
+        self.cx
+            .count_failed_login(&mut fx.batch, &attempt, user, ctx)?;
         self.fail(fx, TenantError::InvalidChallenge)
     }
 
@@ -385,10 +397,10 @@ impl TenantState {
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.email = Some(email.to_owned());
         user.email_verified = true;
-        self.count_active(&mut fx.batch, None, now)?;
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.count_active(&mut fx.batch, None, now)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         self.emit_user_created(&mut fx.batch, &user, "email_otp")?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.register",
             ctx,
@@ -426,7 +438,7 @@ impl TenantState {
                 "unconfirmed_holder_removed",
             )?;
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.account.recovered",
             ctx,

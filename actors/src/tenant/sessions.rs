@@ -151,7 +151,8 @@ impl TenantState {
             return Err(TenantError::UserBlocked);
         }
         user.guardian_gate()?;
-        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        self.cx
+            .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &*user)?;
@@ -167,7 +168,7 @@ impl TenantState {
         metadata.insert("user_id".into(), serde_json::json!(user.id));
         metadata.insert("session_id".into(), serde_json::json!(grant.session_id));
         metadata.extend(proof.audit);
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.login.succeeded",
             ctx,
@@ -348,6 +349,7 @@ impl TenantState {
             .filter(|s| s.user_id == bearer.user_id && s.expires_at > now && s.oauth.is_none())
             .ok_or(TenantError::InvalidSession)?;
         let user = self
+            .cx
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
         Ok((session, user))
@@ -389,7 +391,7 @@ impl TenantState {
         let (session_id, generation) = self
             .refresh_token_session(token)
             .ok_or(TenantError::InvalidRefreshToken)?;
-        let mut fx: Effects = self.effects();
+        let mut fx: Effects = self.cx.effects();
         let Some(mut session) = self
             .cx
             .store
@@ -398,7 +400,7 @@ impl TenantState {
         else {
             return Err(TenantError::InvalidRefreshToken);
         };
-        let user = self.user(session.user_id)?;
+        let user = self.cx.user(session.user_id)?;
         let alive = session.expires_at > now;
         let Some(mut user) = user.filter(|u| alive && !u.suspended()) else {
             self.remove_session(&mut fx.batch, &session);
@@ -411,7 +413,8 @@ impl TenantState {
             session.rotated_at = Some(now);
             session.last_active_at = now;
             fx.batch.put(session.id.as_bytes(), &session)?;
-            self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+            self.cx
+                .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
             user.last_active_at = now;
             fx.batch.put(user.id.as_bytes(), &user)?;
             self.commit(fx)?;
@@ -434,7 +437,7 @@ impl TenantState {
                 "refresh_token_reused",
             )?;
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.refresh.reused",
             ctx,
@@ -452,7 +455,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
         let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if global {
             self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
             self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "logout")?;
@@ -460,7 +463,7 @@ impl TenantState {
             self.remove_session(&mut fx.batch, &session);
             self.emit_session_revoked(&mut fx.batch, user.id, Revoked::One(session.id), "logout")?;
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.logout",
             ctx,
@@ -514,7 +517,7 @@ impl TenantState {
             .get::<SessionRecord>(target.as_bytes())?
             .filter(|s| s.user_id == user.id && s.oauth.is_none())
             .ok_or(TenantError::NotFound)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         self.remove_session(&mut fx.batch, &session);
         self.emit_session_revoked(
             &mut fx.batch,
@@ -522,7 +525,7 @@ impl TenantState {
             Revoked::One(session.id),
             "user_revoked",
         )?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.session.revoked",
             ctx,

@@ -184,6 +184,7 @@ impl TenantState {
             return Ok(None);
         };
         Ok(self
+            .cx
             .user(ix.user_id)?
             .filter(|u| !u.is_anonymous && u.phone.as_deref() == Some(e164)))
     }
@@ -213,7 +214,7 @@ impl TenantState {
             record.phone = Some(phone.e164.clone());
             record.oauth = oauth;
             let records = [to_value(&record)?, to_value(&self.sms.usage)?];
-            self.write_decoy(&self.decoy_of(
+            self.cx.write_decoy(&self.cx.decoy_of(
                 &phone.e164,
                 MailKind::EmailOtp { code },
                 &records,
@@ -259,12 +260,12 @@ impl TenantState {
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;
-        self.count_active(&mut fx.batch, None, now)?;
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.count_active(&mut fx.batch, None, now)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         self.emit_user_created(&mut fx.batch, &user, "sms_otp")?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.register",
             ctx,
@@ -304,7 +305,7 @@ impl TenantState {
         let mut batch = self.cx.store.batch();
         batch.put(&challenge_key(user.id, Purpose::PhoneVerify), &record)?;
         self.count_sms(&mut batch, now)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut batch,
             "user.phone.verification_sent",
             ctx,
@@ -327,7 +328,7 @@ impl TenantState {
         let (_, mut user) = self.live_session(bearer, now)?;
         Self::may_hold_phone(&user)?;
         let expiry_now = now.max(self.calendar_now());
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let at = (user.id, Purpose::PhoneVerify);
         let found = match self.check_code(at, code, |_| true, expiry_now)? {
             CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
@@ -353,9 +354,9 @@ impl TenantState {
                 let kind = MailKind::PhoneRemoved {
                     ending: ending.clone(),
                 };
-                self.queue_mail(&mut fx, &email, kind)?;
+                self.cx.queue_mail(&mut fx, &email, kind)?;
             }
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "user.phone.removed",
                 ctx,
@@ -367,10 +368,10 @@ impl TenantState {
         }
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "user.phone.verified",
             ctx,
@@ -378,7 +379,8 @@ impl TenantState {
         )?;
         // A stolen access token could add the thief's number: the owner hears of it.
         if let Some(email) = user.email.clone().filter(|_| user.email_verified) {
-            self.queue_mail(&mut fx, &email, MailKind::PhoneAdded { ending })?;
+            self.cx
+                .queue_mail(&mut fx, &email, MailKind::PhoneAdded { ending })?;
         }
         Ok((user.view(), self.commit(fx)?))
     }
@@ -412,7 +414,7 @@ impl TenantState {
         let mut batch = self.cx.store.batch();
         self.count_sms(&mut batch, now)?;
         let own = matches!(job.account, SmsAccount::Own { .. });
-        self.audit_into(
+        self.cx.audit_into(
             &mut batch,
             "tenant.sms_test",
             ctx,

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::{
     accounts::memory::AccountsMemory,
     agents::memory::AgentsMemory,
-    audit::{event_key, AuditContext, AuditEvent, AuditPage},
+    audit::{AuditContext, AuditEvent, AuditPage},
     ctx::TenantCtx,
     eudi::memory::EudiMemory,
     guardian::memory::GuardianMemory,
@@ -259,7 +259,7 @@ impl TenantState {
             "rsa_kid": rotated.rsa_kid,
             "previous_rsa_kid": rotated.previous_rsa_kid,
         });
-        batch.put(&self.next_event_key(event.at), &event)?;
+        batch.put(&self.cx.next_event_key(event.at), &event)?;
         self.cx.store.apply(batch)?;
         Ok((rotated, token_keys))
     }
@@ -283,7 +283,7 @@ impl TenantState {
             Vec::new(),
         );
         event.metadata = serde_json::json!({ "alg": "RS256", "kid": keys.current_kid_of(super::keys::KeyAlg::RS256) });
-        batch.put(&self.next_event_key(event.at), &event)?;
+        batch.put(&self.cx.next_event_key(event.at), &event)?;
         self.cx.store.apply(batch)?;
         Ok(Some(keys))
     }
@@ -330,15 +330,10 @@ impl TenantState {
         self.agents.seq
     }
 
-    pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
-        self.cx.audit_seq = self.cx.audit_seq.wrapping_add(1);
-        event_key(at, self.cx.audit_seq)
-    }
-
     /// Appends one audit event (applied, not yet durable).
     pub fn append_audit(&mut self, event: AuditEvent) -> Result<(), TenantError> {
         let mut batch = self.cx.store.batch();
-        batch.put(&self.next_event_key(event.at), &event)?;
+        batch.put(&self.cx.next_event_key(event.at), &event)?;
         self.cx.store.apply(batch)?;
         Ok(())
     }
@@ -384,7 +379,7 @@ impl TenantState {
         batch.put(SETTINGS_KEY, &applied.next)?;
         let mut event = AuditEvent::new(applied.event_type, ctx, applied.changed);
         event.at = now;
-        batch.put(&self.next_event_key(now), &event)?;
+        batch.put(&self.cx.next_event_key(now), &event)?;
         self.cx.store.apply(batch)?;
         let edge = EdgePolicy::of(&applied.next);
         if **self.cx.cells.edge.load() != edge {
@@ -670,7 +665,7 @@ mod tests {
         assert!(!t.throttles_changed());
         t.step_up.fails.fail(&user, Instant::now());
         assert!(t.throttles_changed());
-        let fx = t.effects();
+        let fx = t.cx.effects();
         t.commit(fx).unwrap();
         assert!(!t.throttles_changed());
         let saved: Vec<Vec<u8>> =

@@ -79,7 +79,8 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let mut metadata = Self::step_up_metadata(user, None, method, aal, ctx);
         metadata["reason"] = reason.into();
-        self.audit_into(&mut fx.batch, "auth.step_up_failed", ctx, metadata)
+        self.cx
+            .audit_into(&mut fx.batch, "auth.step_up_failed", ctx, metadata)
     }
 
     /// Records a new step-up token for `session` (its `jti` is the slot) and its
@@ -101,6 +102,7 @@ impl TenantState {
         let expires_at = now + STEP_UP_TOKEN_TTL;
         // One outstanding token per session (a new one replaces it), found by the session.
         let user = self
+            .cx
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
         let mut record = ChallengeRecord::new(
@@ -121,7 +123,8 @@ impl TenantState {
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
         }
-        self.audit_into(&mut fx.batch, "auth.step_up_issued", ctx, metadata)?;
+        self.cx
+            .audit_into(&mut fx.batch, "auth.step_up_issued", ctx, metadata)?;
         Ok(StepUpGrant {
             jti,
             user_id: session.user_id,
@@ -148,7 +151,7 @@ impl TenantState {
         if user.password_hash.is_none() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         // Checked again here: guesses sent together all passed `PasswordCredential`, and the
         // ones finishing after the block began must not learn their result.
         if let Some(retry_after) = self.cx.login.account_blocked(&Self::throttle_key(&user)) {
@@ -214,7 +217,7 @@ impl TenantState {
             now,
         );
         record.secret_hash = self.otp_hash(session.id, &code);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;
         let kind = MailKind::StepUpEmailOtp { code, action_hint };
@@ -234,10 +237,10 @@ impl TenantState {
         method: &str,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        self.queue_mail(&mut fx, email, kind)?;
+        self.cx.queue_mail(&mut fx, email, kind)?;
         let metadata = Self::step_up_metadata(user, Some(session), method, 1, ctx);
         let event = format!("auth.step_up_{method}_initiated");
-        self.audit_into(&mut fx.batch, &event, ctx, metadata)?;
+        self.cx.audit_into(&mut fx.batch, &event, ctx, metadata)?;
         let mail = self.commit(fx)?;
         Ok((mask_email(email), mail))
     }
@@ -255,7 +258,7 @@ impl TenantState {
         let of_session =
             |r: &ChallengeRecord| r.user_id == user.id && r.session_id == Some(session.id);
         let verdict = self.check_code(at, otp, of_session, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if let CodeVerdict::Missing { .. } = verdict {
             self.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
             return self.fail(fx, TenantError::InvalidChallenge);
@@ -304,7 +307,7 @@ impl TenantState {
     ) -> Result<(String, Vec<MailJob>), TenantError> {
         let now = self.calendar_now();
         let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut record = ChallengeRecord::new(
             Purpose::StepUpMagicLink,
             &user,
@@ -314,7 +317,7 @@ impl TenantState {
         );
         record.redirect_to = redirect_to;
         let token = self.store_challenge(&mut fx.batch, session.id, record)?;
-        let link = self.link("step-up/magic-link", &token);
+        let link = self.cx.link("step-up/magic-link", &token);
         let kind = MailKind::StepUpMagicLink { link, action_hint };
         self.send_step_up_mail(fx, session.id, &user, &email, kind, "magic_link", ctx)
     }
@@ -328,7 +331,7 @@ impl TenantState {
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let found = match self.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
             Ok(f) if f.record.session_id == Some(session.id) && f.record.user_id == user.id => f,
             Ok(_) => {
@@ -379,7 +382,7 @@ impl TenantState {
     ) -> Result<(GateChallenge, Vec<MailJob>), TenantError> {
         let now = self.calendar_now();
         let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let token = self.issue_challenge(
             &mut fx.batch,
             Purpose::StepUpTotp,
@@ -416,7 +419,7 @@ impl TenantState {
             .filter(|r| ct_eq(r.secret_hash.as_bytes(), jti.to_string().as_bytes()))
             .filter(|r| r.expires_at > now)
             .ok_or(TenantError::InvalidChallenge)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::Challenge, &key);
         Ok((
             StepUpUse {
@@ -441,7 +444,7 @@ mod tests {
         user.email_verified = verified;
         user.password_hash = Some("$argon2id$opaque".into());
         let mut b = t.cx.store.batch();
-        t.put_new_user(&mut b, &user).unwrap();
+        t.cx.put_new_user(&mut b, &user).unwrap();
         t.cx.store.apply(b).unwrap();
         let bearer = signed_in_session(t, &user);
         (user, bearer)

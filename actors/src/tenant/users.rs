@@ -168,6 +168,7 @@ impl TenantState {
             let found = self.cx.store.get::<PhoneIndex>(phone.as_bytes())?;
             let candidates = match found {
                 Some(ix) => self
+                    .cx
                     .user(ix.user_id)?
                     .map(|u| vec![created_key(u.created_at, u.id)])
                     .unwrap_or_default(),
@@ -186,7 +187,7 @@ impl TenantState {
                 }
                 let key = match ix.created_key() {
                     Some(k) => k,
-                    None => match self.user(ix.user_id)? {
+                    None => match self.cx.user(ix.user_id)? {
                         Some(u) => created_key(u.created_at, u.id),
                         None => continue,
                     },
@@ -280,7 +281,7 @@ impl TenantState {
         let Some(id) = key.get(8..).and_then(|b| Uuid::from_slice(b).ok()) else {
             return Ok(None);
         };
-        self.user(id)
+        self.cx.user(id)
     }
 
     /// `key` as the next cursor when the creation index goes on below it (above `floor`).
@@ -293,7 +294,7 @@ impl TenantState {
     }
 
     fn found(&self, id: Uuid) -> Result<UserRecord, TenantError> {
-        self.user(id)?.ok_or(TenantError::NotFound)
+        self.cx.user(id)?.ok_or(TenantError::NotFound)
     }
 
     /// A user's live sessions, newest first.
@@ -383,16 +384,16 @@ impl TenantState {
         new: NewUser,
         ctx: &AuditContext,
     ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
-        if self.user_by_email(&new.email)?.is_some() {
+        if self.cx.user_by_email(&new.email)?.is_some() {
             return Err(TenantError::EmailInUse);
         }
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.email = Some(new.email.clone());
         user.email_verified = new.email_verified;
         user.password_hash = new.password_hash;
-        self.count_active(&mut fx.batch, None, now)?;
+        self.cx.count_active(&mut fx.batch, None, now)?;
         if new.invite {
             let token = self.issue_link_for(
                 &mut fx.batch,
@@ -401,8 +402,9 @@ impl TenantState {
                 INVITE_TTL,
                 now,
             )?;
-            let link = self.link("reset-password", &token);
-            self.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
+            let link = self.cx.link("reset-password", &token);
+            self.cx
+                .queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
         } else if !new.email_verified {
             self.admin_link(
                 &mut fx,
@@ -412,9 +414,9 @@ impl TenantState {
                 now,
             )?;
         }
-        self.put_new_user(&mut fx.batch, &user)?;
+        self.cx.put_new_user(&mut fx.batch, &user)?;
         self.emit_user_created(&mut fx.batch, &user, "admin")?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "user.created",
             ctx,
@@ -440,10 +442,10 @@ impl TenantState {
         // address or another) hands the account to the address's owner.
         let held_unconfirmed = user.email.is_some() && !user.email_verified;
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut changed: Vec<&str> = Vec::new();
         if let Some(email) = patch.email.filter(|e| user.email.as_deref() != Some(e)) {
-            if self.user_by_email(&email)?.is_some() {
+            if self.cx.user_by_email(&email)?.is_some() {
                 return Err(TenantError::EmailInUse);
             }
             if let Some(old) = user.email.take() {
@@ -522,7 +524,7 @@ impl TenantState {
             self.emit_email_verified(&mut fx.batch, user.id)?;
         }
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "user.updated",
             ctx,
@@ -540,7 +542,7 @@ impl TenantState {
     ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
         let mut user = self.found(id)?;
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let (event, mut metadata) = match action {
             UserAction::Block => {
                 if user.blocked_at.is_none() {
@@ -594,7 +596,7 @@ impl TenantState {
                 user.recovery_codes.clear();
                 if had {
                     if let Some(email) = user.email.clone() {
-                        self.queue_mail(&mut fx, &email, MailKind::MfaReset)?;
+                        self.cx.queue_mail(&mut fx, &email, MailKind::MfaReset)?;
                     }
                 }
                 ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
@@ -607,7 +609,7 @@ impl TenantState {
         };
         metadata["user_id"] = serde_json::json!(user.id);
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
         self.committed(fx, &user)
     }
 
@@ -636,13 +638,13 @@ impl TenantState {
         by: &str,
         ctx: &AuditContext,
     ) -> Result<Vec<Uuid>, TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let withdrawn = self.erase_user(&mut fx, &user)?;
         // The event names the erased id and nothing else about the user; it is not indexed
         // under the user (that index is gone with them).
         let mut event = AuditEvent::new("user.deleted", ctx, Vec::new());
         event.metadata = serde_json::json!({ "deleted_user_id": user.id, "by": by });
-        let key = self.next_event_key(event.at);
+        let key = self.cx.next_event_key(event.at);
         fx.batch.put(&key, &event)?;
         self.commit(fx)?;
         Ok(withdrawn)
@@ -670,7 +672,7 @@ impl TenantState {
             .map(String::as_str)
             .collect();
         if !addresses.is_empty() {
-            for job in self.queued_mail()? {
+            for job in self.cx.queued_mail()? {
                 // Mail to a minor's guardian names the child's address.
                 let about = match &job.kind {
                     MailKind::GuardianConsent { child_email, .. }
@@ -743,7 +745,7 @@ impl TenantState {
                 let plain = self
                     .cx
                     .master_key
-                    .open(&self.user_aad(user.id, "date_of_birth"), sealed)?;
+                    .open(&self.cx.user_aad(user.id, "date_of_birth"), sealed)?;
                 Some(String::from_utf8_lossy(&plain).into_owned())
             }
             None => None,
@@ -807,7 +809,7 @@ impl TenantState {
 
     /// What the user holds of each kind of credential (an unknown user holds nothing).
     pub fn user_credentials(&self, id: Uuid) -> Result<Vec<HeldCredential>, TenantError> {
-        let Some(user) = self.user(id)? else {
+        let Some(user) = self.cx.user(id)? else {
             return Ok(Vec::new());
         };
         Ok(self
@@ -842,7 +844,7 @@ impl TenantState {
             });
         }
         // The mail queue is sealed: open it to look inside.
-        for job in self.queued_mail()? {
+        for job in self.cx.queued_mail()? {
             let plain = serde_json::to_vec(&job).unwrap_or_default();
             if holds(&plain) {
                 out.push(Trace {

@@ -240,7 +240,7 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
     let verify = token_of(&mail[0]);
     let reset = token_of(&t.forgot_password("bo@example.com", None).unwrap()[0]);
     // A password change (simulated at the record: the epoch moves).
-    let mut rec = t.user(user.id).unwrap().unwrap();
+    let mut rec = t.cx.user(user.id).unwrap().unwrap();
     rec.password_epoch += 1;
     let mut batch = t.cx.store.batch();
     batch.put(rec.id.as_bytes(), &rec).unwrap();
@@ -257,14 +257,14 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
         .unwrap()
         .is_none());
     t.verify_email(&verify, &ctx).unwrap();
-    assert!(t.user(user.id).unwrap().unwrap().email_verified);
+    assert!(t.cx.user(user.id).unwrap().unwrap().email_verified);
     // Single use.
     assert!(matches!(
         t.verify_email(&verify, &ctx),
         Err(TenantError::InvalidLinkToken)
     ));
     // The date of birth is sealed, never stored in clear.
-    let raw = serde_json::to_string(&t.user(user.id).unwrap().unwrap().date_of_birth).unwrap();
+    let raw = serde_json::to_string(&t.cx.user(user.id).unwrap().unwrap().date_of_birth).unwrap();
     assert!(!raw.contains("1990"));
 }
 

@@ -139,7 +139,7 @@ impl TenantState {
                 let email = match r.actor_user_id {
                     Some(u) => emails
                         .entry(u)
-                        .or_insert_with(|| self.user(u).ok().flatten().and_then(|u| u.email))
+                        .or_insert_with(|| self.cx.user(u).ok().flatten().and_then(|u| u.email))
                         .clone(),
                     None => None,
                 };

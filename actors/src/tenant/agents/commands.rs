@@ -276,7 +276,7 @@ impl TenantState {
                     Some(t) if active => self.on_behalf_stands(&agent, t)?,
                     _ => active,
                 };
-                let mut fx = self.effects();
+                let mut fx = self.cx.effects();
                 let mut a = Action::new("token.introspected");
                 a.method = Some(if active { "active" } else { "inactive" });
                 a.jti = Uuid::parse_str(&jti).ok();
@@ -296,7 +296,8 @@ impl TenantState {
                             return Err(TenantError::InvalidSession);
                         }
                         Some(
-                            self.user(t.user)?
+                            self.cx
+                                .user(t.user)?
                                 .ok_or(TenantError::InvalidSession)?
                                 .view(),
                         )
@@ -312,7 +313,7 @@ impl TenantState {
             } => {
                 let agent = self.agent_by_client(&client_id)?;
                 if let Ok(jti) = Uuid::parse_str(&jti) {
-                    let mut fx = self.effects();
+                    let mut fx = self.cx.effects();
                     fx.batch.put(jti.as_bytes(), &DeniedTokenRecord { exp })?;
                     fx.batch.remove(Kind::AgentToken, &token_key(agent.id, jti));
                     let mut a = Action::new("token.revoked");

@@ -152,8 +152,8 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         {
             let now = OffsetDateTime::now_utc();
-            let mut fx = self.effects();
-            self.audit_into(
+            let mut fx = self.cx.effects();
+            self.cx.audit_into(
                 &mut fx.batch,
                 "agent.rate_limited",
                 ctx,

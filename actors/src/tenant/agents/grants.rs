@@ -92,7 +92,7 @@ impl TenantState {
         }
         let exp = iat + ttl;
         let jti = Uuid::new_v4();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch
             .put(&token_key(agent.id, jti), &AgentTokenRecord { exp, user })?;
         let mut a = Action::new("token.issued");
@@ -129,7 +129,7 @@ impl TenantState {
         ctx: &AuditContext,
         err: TenantError,
     ) -> Result<AgentIssued, TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut a = Action::new("token.refused");
         a.user = user;
         a.method = Some(grant.as_str());
@@ -189,7 +189,7 @@ impl TenantState {
         agent: &AgentRecord,
         t: &OnBehalf,
     ) -> Result<bool, TenantError> {
-        if self.user(t.user)?.is_none_or(|u| u.suspended()) {
+        if self.cx.user(t.user)?.is_none_or(|u| u.suspended()) {
             return Ok(false);
         }
         let Some(consent) = self.agent_consent(t.user, agent)? else {

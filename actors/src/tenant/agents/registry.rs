@@ -238,7 +238,7 @@ impl TenantState {
         ctx: &AuditContext,
         extra: serde_json::Value,
     ) -> Result<(), TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(agent.id.as_bytes(), agent)?;
         let mut metadata = serde_json::json!({
             "agent_id": agent.id,
@@ -248,7 +248,7 @@ impl TenantState {
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
         }
-        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
         self.commit(fx)?;
         self.publish_agent(Some(agent), &[]);
         Ok(())
@@ -368,7 +368,7 @@ impl TenantState {
         let now = OffsetDateTime::now_utc();
         a.revoked_at = Some(now);
         a.updated_at = now;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(a.id.as_bytes(), &a)?;
         let mut denied = Vec::new();
         for item in self.cx.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
@@ -382,7 +382,7 @@ impl TenantState {
                 denied.push(jti);
             }
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "agent.revoked",
             ctx,
@@ -408,7 +408,7 @@ impl TenantState {
             }),
         )?;
         for owner in owners {
-            self.queue_mail(
+            self.cx.queue_mail(
                 &mut fx,
                 owner,
                 MailKind::AgentRevoked {

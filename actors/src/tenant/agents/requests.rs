@@ -132,7 +132,7 @@ impl TenantState {
         let bytes: [u8; 32] = rand::random();
         let secret = URL_SAFE_NO_PAD.encode(bytes);
         let key = sha256(secret.as_bytes());
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let user_code = if flow == RequestFlow::Device {
             let mut code = new_user_code();
             while self
@@ -205,7 +205,11 @@ impl TenantState {
         // the answer does not tell whether the account exists.
         // A user who revoked this agent is treated alike: no request reaches them.
         let now = OffsetDateTime::now_utc();
-        let user = match self.user_by_email(login_hint)?.filter(|u| !u.suspended()) {
+        let user = match self
+            .cx
+            .user_by_email(login_hint)?
+            .filter(|u| !u.suspended())
+        {
             Some(u) if !self.user_revoked(u.id, agent.id)? => Some(u),
             _ => None,
         };
@@ -240,7 +244,7 @@ impl TenantState {
             .filter(|_| mailed_pending < MAILED_REQUESTS_PER_USER)
         {
             if let Some(email) = &u.email {
-                let token = self.link_token();
+                let token = self.cx.link_token();
                 let link_hash = sha256(token.as_bytes());
                 record.link_hash = Some(link_hash);
                 fx.batch.put(
@@ -249,8 +253,8 @@ impl TenantState {
                         key: sha256(started.secret.as_bytes()),
                     },
                 )?;
-                let link = self.link("agent-request", &token);
-                self.queue_mail(
+                let link = self.cx.link("agent-request", &token);
+                self.cx.queue_mail(
                     &mut fx,
                     email,
                     MailKind::AgentRequest {
@@ -271,13 +275,14 @@ impl TenantState {
             // Nobody is mailed (an unknown address, a user who revoked the agent, a full
             // mailbox): seal and write as much as a mailed request does, so the answer's time
             // does not tell the cases apart.
-            let link = self.link("agent-request", &self.link_token());
+            let link = self.cx.link("agent-request", &self.cx.link_token());
             let kind = MailKind::AgentRequest {
                 link,
                 agent_name: agent.name.clone(),
                 binding_message: record.binding_message.clone(),
             };
-            self.write_decoy(&self.decoy_of(login_hint, kind, &[])?)?;
+            self.cx
+                .write_decoy(&self.cx.decoy_of(login_hint, kind, &[])?)?;
         }
         let mail = self.commit(fx)?;
         Ok((started, mail))
@@ -350,13 +355,13 @@ impl TenantState {
         };
         let now = OffsetDateTime::now_utc();
         if record.expires_at <= now {
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             self.remove_request(&mut fx.batch, &key, &record);
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Expired));
         }
         if record.status == RequestStatus::Denied {
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             self.remove_request(&mut fx.batch, &key, &record);
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
@@ -394,9 +399,9 @@ impl TenantState {
         });
         if !approved
             || self.user_revoked(user, agent.id)?
-            || self.user(user)?.is_none_or(|u| u.suspended())
+            || self.cx.user(user)?.is_none_or(|u| u.suspended())
         {
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             self.remove_request(&mut fx.batch, &key, &record);
             self.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
@@ -483,7 +488,7 @@ impl TenantState {
             return Err(TenantError::AgentRevokedByUser);
         }
         if approve {
-            let holder = self.user(user)?.ok_or(TenantError::NotFound)?;
+            let holder = self.cx.user(user)?.ok_or(TenantError::NotFound)?;
             if holder.email.is_some() && !holder.email_verified {
                 return Err(TenantError::EmailUnconfirmed {
                     credential: Credential::AgentConsents,
@@ -491,7 +496,7 @@ impl TenantState {
             }
         }
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         record.user = Some(user);
         record.status = if approve {
             RequestStatus::Approved
@@ -537,7 +542,7 @@ impl TenantState {
         a.scopes = Some(&record.scopes);
         a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             if approve {
                 "agent.request.approved"

@@ -105,17 +105,17 @@ impl TenantState {
         let ts = now.unix_timestamp();
         let retention = Duration::days(i64::from(self.agent_policy().activity_retention_days));
         let cutoff = now - retention;
-        let mut n = self.sweep_kind::<AgentTokenRecord>(
+        let mut n = self.cx.sweep_kind::<AgentTokenRecord>(
             limit,
             |_, t| t.exp <= ts,
             |k, _| batch.remove(Kind::AgentToken, k),
         )?;
-        n += self.sweep_kind::<DeniedTokenRecord>(
+        n += self.cx.sweep_kind::<DeniedTokenRecord>(
             limit,
             |_, t| t.exp <= ts,
             |k, _| batch.remove(Kind::AgentDenied, k),
         )?;
-        n += self.sweep_kind::<AgentRequestRecord>(
+        n += self.cx.sweep_kind::<AgentRequestRecord>(
             limit,
             |k, r| r.expires_at <= now && k.len() == 32,
             |k, r| {
@@ -124,7 +124,7 @@ impl TenantState {
                 }
             },
         )?;
-        n += self.sweep_kind::<AgentActionRecord>(
+        n += self.cx.sweep_kind::<AgentActionRecord>(
             limit,
             |_, r| r.created_at < cutoff,
             |k, _| batch.remove(Kind::AgentAction, k),

@@ -144,13 +144,13 @@ impl TenantState {
         }
         let now = OffsetDateTime::now_utc();
         rec.revoked_at = Some(now);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(&key, &rec)?;
         let mut a = Action::new("agent.revoked_by_user");
         a.user = Some(user);
         a.method = Some("gdpr_art_7_withdrawal");
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "agent.revoked_by_user",
             ctx,
@@ -188,12 +188,12 @@ impl TenantState {
             });
         };
         rec.revoked_at = None;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(&key, &rec)?;
         let mut a = Action::new("agent.restored_by_user");
         a.user = Some(user);
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "agent.restored_by_user",
             ctx,

@@ -96,9 +96,9 @@ impl TenantState {
                     development,
                     set_at: now,
                 };
-                let mut fx = self.effects();
+                let mut fx = self.cx.effects();
                 fx.batch.put(VERIFIER_KEY, &record)?;
-                self.audit_into(
+                self.cx.audit_into(
                     &mut fx.batch,
                     "eudi.verifier_set",
                     ctx,

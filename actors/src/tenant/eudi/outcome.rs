@@ -59,7 +59,7 @@ impl TenantState {
         subject_input.extend_from_slice(identity.identifier.as_bytes());
         let subject = self.cx.eudi_hasher.hash(&subject_input);
         let linked = match self.cx.store.get::<EudiSubjectRecord>(&subject)? {
-            Some(l) => self.user(l.user_id)?,
+            Some(l) => self.cx.user(l.user_id)?,
             None => None,
         };
         let email = identity
@@ -72,7 +72,7 @@ impl TenantState {
         let user: UserRecord = if let Some(user) = linked {
             user
         } else if match &email {
-            Some(e) => self.user_by_email(e)?.is_some(),
+            Some(e) => self.cx.user_by_email(e)?.is_some(),
             None => false,
         } {
             return Err(TenantError::Eudi(EudiRefusal::EmailExists));
@@ -94,17 +94,17 @@ impl TenantState {
                     .map(|b| {
                         self.cx
                             .master_key
-                            .seal(&self.user_aad(user.id, "date_of_birth"), b.as_bytes())
+                            .seal(&self.cx.user_aad(user.id, "date_of_birth"), b.as_bytes())
                     })
                     .transpose()?;
             }
-            self.count_active(&mut fx.batch, None, now)?;
+            self.cx.count_active(&mut fx.batch, None, now)?;
             // Kept unconfirmed: the account's confirmation rule applies as to any address.
             user.email = email.clone();
             user.email_verified = false;
-            self.put_new_user(&mut fx.batch, &user)?;
+            self.cx.put_new_user(&mut fx.batch, &user)?;
             self.emit_user_created(&mut fx.batch, &user, "eudi_wallet")?;
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.register",
                 ctx,
@@ -137,7 +137,7 @@ impl TenantState {
         let sealed = self
             .cx
             .master_key
-            .seal(&self.user_aad(user.id, "eudi_claims"), &plain)?;
+            .seal(&self.cx.user_aad(user.id, "eudi_claims"), &plain)?;
         fx.batch.put(
             user.id.as_bytes(),
             &EudiClaimsRecord {
@@ -185,10 +185,10 @@ impl TenantState {
                 return Err(TenantError::Eudi(EudiRefusal::ResponseCodeMismatch));
             }
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let answer = match std::mem::replace(&mut tx.outcome, TxOutcome::Consumed) {
             TxOutcome::SignedIn { user_id, acr } => {
-                let Some(mut user) = self.user(user_id)? else {
+                let Some(mut user) = self.cx.user(user_id)? else {
                     return poll(PollAnswer::NotFound);
                 };
                 let high_enough = acr >= Eidas::Substantial;
@@ -259,7 +259,7 @@ impl TenantState {
         let plain = self
             .cx
             .master_key
-            .open(&self.user_aad(user, "eudi_claims"), &c.sealed)?;
+            .open(&self.cx.user_aad(user, "eudi_claims"), &c.sealed)?;
         let claims: serde_json::Value =
             serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))?;
         Ok(serde_json::json!({

@@ -244,7 +244,7 @@ async fn a_wallet_address_never_opens_an_account_that_holds_it() {
     owner.email = Some("ada@example.com".into());
     owner.email_verified = true;
     let mut b = t.cx.store.batch();
-    t.put_new_user(&mut b, &owner).unwrap();
+    t.cx.put_new_user(&mut b, &owner).unwrap();
     t.cx.store.apply(b).unwrap();
     let (tx, _) = begin(&mut t, EudiPurpose::Login, None).unwrap();
     // As the wallet wrote it: the address is normalised before the lookup.

@@ -173,7 +173,7 @@ impl TenantState {
             outcome: TxOutcome::Pending,
             guardian_link,
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(random.as_bytes(), &tx)?;
         fx.batch.put(
             &poll_hash,
@@ -196,7 +196,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<EudiAnswer, TenantError> {
         let (key, mut tx) = self.live_tx(request_id, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let kind = match (tx.purpose, outcome) {
             (EudiPurpose::Login, WalletOutcome::Login(identity)) => {
                 match self.wallet_user(&mut fx, &identity, ctx, now) {
@@ -255,7 +255,7 @@ impl TenantState {
         };
         tx.expires_at = tx.expires_at.max(now + RESULT_TTL);
         fx.batch.put(&key, &tx)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             kind,
             ctx,

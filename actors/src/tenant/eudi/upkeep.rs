@@ -56,7 +56,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let mut n = self.sweep_kind::<EudiTxRecord>(
+        let mut n = self.cx.sweep_kind::<EudiTxRecord>(
             limit,
             |_, tx| tx.expires_at + RESULT_TTL <= now,
             |k, tx| {
@@ -64,7 +64,7 @@ impl TenantState {
                 batch.remove(Kind::EudiPoll, &tx.poll_hash);
             },
         )?;
-        n += self.sweep_kind::<AgeTokenRecord>(
+        n += self.cx.sweep_kind::<AgeTokenRecord>(
             limit,
             |_, t| t.expires_at <= now,
             |k, _| batch.remove(Kind::AgeToken, k),

@@ -151,7 +151,7 @@ impl TenantState {
                 let plain = self
                     .cx
                     .master_key
-                    .open(&self.user_aad(child.id, "guardian_export"), &sealed)?;
+                    .open(&self.cx.user_aad(child.id, "guardian_export"), &sealed)?;
                 let archive = serde_json::from_slice(&plain)
                     .map_err(|e| TenantError::Internal(e.to_string()))?;
                 Ok((GuardianAnswer::Archive(archive), Vec::new()))

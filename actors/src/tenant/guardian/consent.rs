@@ -33,19 +33,21 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         // As a login: a wrong password finishing after the block began still counts.
         let attempt = Attempt::new(email, ip, Captcha::Off);
-        if let Err(refused) = self.login_gate(&attempt) {
+        if let Err(refused) = self.cx.login_gate(&attempt) {
             if !password_ok {
-                self.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
+                self.cx
+                    .count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
                 self.commit(fx)?;
             }
             return Err(refused);
         }
         let Some(mut child) = self.proven_user(email, credential, password_ok)? else {
-            self.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
-            self.audit_into(
+            self.cx
+                .count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
+            self.cx.audit_into(
                 &mut fx.batch,
                 "guardian.consent_request_failed",
                 ctx,
@@ -96,9 +98,9 @@ impl TenantState {
         g.asked = Some(guardian.to_owned());
         child.guardian = Some(g);
         fx.batch.put(child.id.as_bytes(), &child)?;
-        let link = self.link("v1/guardian/consent", &token);
+        let link = self.cx.link("v1/guardian/consent", &token);
         fx.locale = child.locale.clone();
-        self.queue_mail(
+        self.cx.queue_mail(
             &mut fx,
             guardian,
             MailKind::GuardianConsent {
@@ -106,7 +108,7 @@ impl TenantState {
                 child_email: email.to_owned(),
             },
         )?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "guardian.consent_requested",
             ctx,
@@ -124,7 +126,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let (rec, mut child) =
             match self.guardian_link(&mut fx.batch, token, GuardianPurpose::Consent, now) {
                 Ok(found) => found,
@@ -180,7 +182,7 @@ impl TenantState {
             );
         child.guardian = Some(g);
         fx.batch.put(child.id.as_bytes(), &child)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             event,
             ctx,

@@ -36,7 +36,7 @@ impl TenantState {
         batch: &mut TenantBatch,
         rec: &GuardianTokenRecord,
     ) -> Result<String, TenantError> {
-        let token = self.link_token();
+        let token = self.cx.link_token();
         batch.put(&sha256(token.as_bytes()), rec)?;
         Ok(token)
     }
@@ -57,7 +57,7 @@ impl TenantState {
         if rec.purpose != purpose {
             return Err(TenantError::GuardianInvalid);
         }
-        let child = self.user(rec.child)?;
+        let child = self.cx.user(rec.child)?;
         let live = rec.expires_at > now;
         let child = match child {
             Some(c) if live && c.guardian.is_some() => c,

@@ -74,7 +74,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let (mut rec, mut child) =
             match self.guardian_link(&mut fx.batch, token, GuardianPurpose::Portal, now) {
                 Ok(found) => found,
@@ -109,7 +109,8 @@ impl TenantState {
                     "guardian.consent_withdrawn",
                     serde_json::json!({ "user_id": child.id }),
                 )?;
-                self.audit_into(&mut fx.batch, "guardian.consent_withdrawn", ctx, ids)?;
+                self.cx
+                    .audit_into(&mut fx.batch, "guardian.consent_withdrawn", ctx, ids)?;
                 let mail = self.commit(fx)?;
                 let view = self.portal_view(&child, None)?;
                 Ok((GuardianAnswer::Portal(Box::new(view)), mail))
@@ -129,7 +130,7 @@ impl TenantState {
                 let sealed = self
                     .cx
                     .master_key
-                    .seal(&self.user_aad(child.id, "guardian_export"), &plain)?;
+                    .seal(&self.cx.user_aad(child.id, "guardian_export"), &plain)?;
                 let download = self.put_guardian_token(
                     &mut fx.batch,
                     &GuardianTokenRecord {
@@ -143,8 +144,8 @@ impl TenantState {
                         exports: 0,
                     },
                 )?;
-                let link = self.link("v1/guardian/export", &download);
-                self.queue_mail(
+                let link = self.cx.link("v1/guardian/export", &download);
+                self.cx.queue_mail(
                     &mut fx,
                     &rec.guardian,
                     MailKind::GuardianExport {
@@ -152,7 +153,8 @@ impl TenantState {
                         child_email: child.email.clone().unwrap_or_default(),
                     },
                 )?;
-                self.audit_into(&mut fx.batch, "guardian.data_exported", ctx, ids)?;
+                self.cx
+                    .audit_into(&mut fx.batch, "guardian.data_exported", ctx, ids)?;
                 let mail = self.commit(fx)?;
                 Ok((GuardianAnswer::Portal(Box::new(portal_view)), mail))
             }
@@ -184,7 +186,7 @@ impl TenantState {
                 fx.batch.remove(Kind::GuardianToken, &hash);
                 self.erase_child(&mut fx, &child)?;
                 // The record of the erasure names the erased id and nothing else.
-                self.audit_into(
+                self.cx.audit_into(
                     &mut fx.batch,
                     "guardian.account_deleted",
                     ctx,
@@ -225,7 +227,7 @@ impl TenantState {
         // Before any lookup: the refusal tells nothing about the addresses.
         self.guardian_call(ip)?;
         let now = OffsetDateTime::now_utc();
-        let child = self.user_by_email(child_email)?.filter(|c| {
+        let child = self.cx.user_by_email(child_email)?.filter(|c| {
             c.guardian
                 .as_ref()
                 .is_some_and(|g| g.consented_by.as_deref() == Some(guardian))
@@ -249,24 +251,25 @@ impl TenantState {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| TenantError::Internal(e.to_string()))?;
             let kind = MailKind::GuardianPortal {
-                link: self.link("v1/guardian/portal", &self.link_token()),
+                link: self.cx.link("v1/guardian/portal", &self.cx.link_token()),
                 child_email: child_email.to_owned(),
             };
-            self.write_decoy(&self.decoy_of(guardian, kind, &records)?)?;
+            self.cx
+                .write_decoy(&self.cx.decoy_of(guardian, kind, &records)?)?;
             return Ok(Vec::new());
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let token = self.put_guardian_token(&mut fx.batch, &rec)?;
         fx.locale = child.locale.clone();
-        self.queue_mail(
+        self.cx.queue_mail(
             &mut fx,
             guardian,
             MailKind::GuardianPortal {
-                link: self.link("v1/guardian/portal", &token),
+                link: self.cx.link("v1/guardian/portal", &token),
                 child_email: child_email.to_owned(),
             },
         )?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "guardian.management_link_sent",
             ctx,

@@ -17,7 +17,8 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.keys_where::<GuardianTokenRecord>(|r| users.contains(&r.child))
+        self.cx
+            .keys_where::<GuardianTokenRecord>(|r| users.contains(&r.child))
     }
 
     /// Removes up to `limit` expired guardian links (an export's sealed archive among them);
@@ -65,7 +66,7 @@ impl TenantState {
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Some(child) = self.user(id)? else {
+            let Some(child) = self.cx.user(id)? else {
                 continue;
             };
             if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Blocked) {
@@ -73,7 +74,7 @@ impl TenantState {
             }
             self.erase_child(fx, &child)?;
             // The record of the erasure names the erased id and nothing else.
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "guardian.declined_account_erased",
                 &AuditContext::default(),

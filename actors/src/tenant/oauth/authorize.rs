@@ -202,7 +202,7 @@ impl TenantState {
             .collect();
         let covered = client.first_party || (new_scopes.is_empty() && new_resources.is_empty());
         if covered && !force_consent {
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             let code = self.issue_code(
                 &mut fx.batch,
                 request,
@@ -253,10 +253,10 @@ impl TenantState {
             return Err(fail(OAuthFailure::InvalidRequest));
         }
         let client = self.oauth_client(&request.client_id)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let approved = match decision {
             ConsentDecision::Deny => {
-                self.audit_into(
+                self.cx.audit_into(
                     &mut fx.batch,
                     "oauth.consent.denied",
                     ctx,
@@ -302,7 +302,7 @@ impl TenantState {
         record.updated_at = now;
         fx.batch.put(&key, &record)?;
         let code = self.issue_code(&mut fx.batch, request, scopes.clone(), &session, now)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "oauth.consent.granted",
             ctx,

@@ -96,10 +96,10 @@ impl TenantState {
         if self.cx.store.get::<ConsentRecord>(&key)?.is_none() {
             return Err(TenantError::NotFound);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::OAuthConsent, &key);
         let ended = self.end_grants(&mut fx.batch, user.id, client_id)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "oauth.consent.withdrawn",
             ctx,

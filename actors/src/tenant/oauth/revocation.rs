@@ -43,9 +43,9 @@ impl TenantState {
         let Some(session) = session else {
             return Ok(());
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         self.remove_session(&mut fx.batch, &session);
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "oauth.token.revoked",
             ctx,
@@ -97,7 +97,10 @@ impl TenantState {
                 else {
                     return Ok(inactive);
                 };
-                let alive = self.user(session.user_id)?.is_some_and(|u| !u.suspended());
+                let alive = self
+                    .cx
+                    .user(session.user_id)?
+                    .is_some_and(|u| !u.suspended());
                 Ok(OAuthAnswer::Introspected {
                     active: alive,
                     refresh: alive.then_some((
@@ -137,10 +140,10 @@ impl TenantState {
         if live.is_empty() {
             return Ok(false);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         for s in &live {
             self.remove_session(&mut fx.batch, s);
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.logout",
                 ctx,

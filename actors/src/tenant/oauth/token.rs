@@ -144,13 +144,13 @@ impl TenantState {
         if record.client_id != client.client_id {
             return Err(fail(OAuthFailure::InvalidGrant));
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if let Some(done) = &record.exchanged {
             // A second use: whatever the first one issued is revoked.
             if let Some(session) = self.cx.store.get::<SessionRecord>(done.grant.as_bytes())? {
                 self.remove_session(&mut fx.batch, &session);
             }
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "oauth.code.reused",
                 ctx,
@@ -172,7 +172,7 @@ impl TenantState {
             fx.batch.remove(Kind::OAuthCode, &key);
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         }
-        let Some(mut user) = self.user(record.user_id)?.filter(|u| !u.suspended()) else {
+        let Some(mut user) = self.cx.user(record.user_id)?.filter(|u| !u.suspended()) else {
             fx.batch.remove(Kind::OAuthCode, &key);
             return self.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
@@ -194,7 +194,8 @@ impl TenantState {
             auth_time: record.auth_time,
             sign_in_session: record.sign_in_session,
         };
-        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        self.cx
+            .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &user)?;
         let grant = self.open_session_with(
@@ -242,6 +243,7 @@ impl TenantState {
             })
             .ok_or(TenantError::InvalidSession)?;
         let user = self
+            .cx
             .user(session.user_id)?
             .filter(|u| !u.suspended())
             .ok_or(TenantError::InvalidSession)?;

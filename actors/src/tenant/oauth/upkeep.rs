@@ -32,7 +32,8 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.keys_where::<AuthCodeRecord>(|c| users.contains(&c.user_id))
+        self.cx
+            .keys_where::<AuthCodeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes codes past their reuse watch (at most `limit`); answers how many.
@@ -42,7 +43,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        self.sweep_kind::<AuthCodeRecord>(
+        self.cx.sweep_kind::<AuthCodeRecord>(
             limit,
             |_, r| r.expires_at + CODE_REUSE_WATCH <= now,
             |k, _| batch.remove(Kind::OAuthCode, k),

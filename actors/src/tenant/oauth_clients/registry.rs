@@ -109,7 +109,7 @@ impl TenantState {
         ctx: &AuditContext,
         extra: serde_json::Value,
     ) -> Result<(), TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(client.client_id.as_bytes(), client)?;
         self.oauth_client_audit(&mut fx.batch, event, client, ctx, extra)?;
         self.commit(fx)?;
@@ -132,7 +132,7 @@ impl TenantState {
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
         }
-        self.audit_into(batch, event, ctx, metadata)
+        self.cx.audit_into(batch, event, ctx, metadata)
     }
 
     /// Publishes the registry as it is now for the HTTP edge.
@@ -285,7 +285,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         let record = self.oauth_client(client_id)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch
             .remove(Kind::OAuthClient, record.client_id.as_bytes());
         self.oauth_client_audit(

@@ -47,7 +47,7 @@ impl TenantState {
     ) -> Result<(PasskeyView, Vec<MailJob>), TenantError> {
         let (user, mut record) = self.own_passkey(bearer, id)?;
         record.nickname = Some(nickname);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(&passkey_key(user.id, id), &record)?;
         self.passkey_audit(&mut fx, "auth.passkey.renamed", &record, ctx)?;
         Ok((record.view(), self.commit(fx)?))
@@ -69,7 +69,7 @@ impl TenantState {
         if !other_way_in {
             return Err(TenantError::PasskeyLastCredential);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::Passkey, &passkey_key(user.id, id));
         fx.batch.remove(Kind::PasskeyUse, &passkey_key(user.id, id));
         fx.batch

@@ -151,6 +151,6 @@ impl TenantState {
             "ip_hash": ctx.ip_hash,
             "ua_family": ctx.ua_family,
         });
-        self.audit_into(&mut fx.batch, event, ctx, metadata)
+        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)
     }
 }

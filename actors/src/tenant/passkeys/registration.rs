@@ -163,7 +163,7 @@ impl TenantState {
             last_used_at: None,
             suspected_clone: false,
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(&passkey_key(user.id, record.id), &record)?;
         fx.batch.put(
             &index_key,

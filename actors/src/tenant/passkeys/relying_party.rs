@@ -105,13 +105,14 @@ impl TenantState {
             ctx,
         )?;
         if stranded > 0 {
-            let mut fx = self.effects();
+            let mut fx = self.cx.effects();
             let metadata = serde_json::json!({
                 "old_rp_id": old,
                 "new_rp_id": self.passkey_rp_id(),
                 "passkeys_stranded": stranded,
             });
-            self.audit_into(&mut fx.batch, "auth.passkey.rp_id_changed", ctx, metadata)?;
+            self.cx
+                .audit_into(&mut fx.batch, "auth.passkey.rp_id_changed", ctx, metadata)?;
             self.commit(fx)?;
         }
         Ok(view)

@@ -58,7 +58,7 @@ impl TenantState {
             None => (None, Vec::new(), None),
             Some(handle) => {
                 let found = parse_user_handle(handle)
-                    .map(|id| self.user(id))
+                    .map(|id| self.cx.user(id))
                     .transpose()?
                     .flatten()
                     .filter(|u| u.blocked_at.is_none());
@@ -148,7 +148,7 @@ impl TenantState {
                     "ip_hash": ctx.ip_hash,
                     "ua_family": ctx.ua_family,
                 });
-                self.audit_into(
+                self.cx.audit_into(
                     &mut fx.batch,
                     "auth.passkey.counter_regression",
                     ctx,
@@ -186,7 +186,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<T, TenantError> {
         self.cx.login.fail_address(ip);
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.login.failed",
             ctx,
@@ -212,7 +212,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<PasskeyCheck, TenantError> {
         let clock = Instant::now();
-        let fx = self.effects();
+        let fx = self.cx.effects();
         let Ok(assertion) = serde_json::from_value::<PublicKeyCredential>(response) else {
             return self.passkey_sign_in_failed(fx, ip, None, "malformed", ctx);
         };
@@ -249,7 +249,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let user_id = passkey.user_id;
         let Some(mut used) = self.use_now(user_id, passkey.passkey_id)? else {
             // Deleted while its signature was being checked.
@@ -263,6 +263,7 @@ impl TenantState {
             return self.passkey_sign_in_failed(fx, ip, Some(user_id), reason, ctx);
         }
         let mut user: UserRecord = self
+            .cx
             .user(user_id)?
             .ok_or(TenantError::PasskeyInvalidAssertion)?;
         let mut proof = Proof::first_factor(amr_of(&used), "passkey");

@@ -60,7 +60,7 @@ impl TenantState {
             },
             Instant::now(),
         );
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let metadata = serde_json::json!({
             "user_id": user.id,
             "session_id": session.id,
@@ -69,7 +69,7 @@ impl TenantState {
             "ip_hash": ctx.ip_hash,
             "ua_family": ctx.ua_family,
         });
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.step_up_passkey_options_issued",
             ctx,
@@ -88,7 +88,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<PasskeyCheck, TenantError> {
         let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let assertion: PublicKeyCredential = match serde_json::from_value(assertion) {
             Ok(a) => a,
             Err(_) => {
@@ -131,7 +131,7 @@ impl TenantState {
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let used = self
             .use_now(user.id, passkey.passkey_id)?
             .filter(|_| passkey.user_id == user.id);

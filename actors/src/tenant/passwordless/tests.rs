@@ -18,7 +18,7 @@ fn member(t: &mut TenantState, email: &str) -> UserRecord {
     u.email = Some(email.into());
     u.email_verified = true;
     let mut b = t.cx.store.batch();
-    t.put_new_user(&mut b, &u).unwrap();
+    t.cx.put_new_user(&mut b, &u).unwrap();
     t.cx.store.apply(b).unwrap();
     u
 }
@@ -179,7 +179,7 @@ async fn an_unknown_address_is_answered_alike_and_sent_nothing() {
         .email_otp_request("nobody@example.com", false, None, &ctx)
         .unwrap();
     assert!(none.is_empty());
-    assert!(t.queued_mail().unwrap().is_empty());
+    assert!(t.cx.queued_mail().unwrap().is_empty());
     // The spacing holds for it as for an account.
     assert!(matches!(
         t.magic_link_request("nobody@example.com", None, HostedReturn::default()),
@@ -270,7 +270,7 @@ async fn a_login_code_signs_in_once_and_sent_again_is_no_guess() {
         ));
     }
     let attempt = Attempt::new("ada@example.com", ip(), Captcha::Off);
-    assert!(t.login_gate(&attempt).is_ok());
+    assert!(t.cx.login_gate(&attempt).is_ok());
 }
 
 #[tokio::test]
@@ -328,12 +328,12 @@ async fn login_or_create_makes_a_confirmed_passwordless_account_at_verification(
         .unwrap();
     assert_eq!(mail.len(), 1);
     // Nothing is created before the code is shown.
-    assert!(t.user_by_email("new@example.com").unwrap().is_none());
+    assert!(t.cx.user_by_email("new@example.com").unwrap().is_none());
     let (login, _) = t
         .email_otp_verify("new@example.com", &code_of(&mail), None, ip(), &ctx)
         .unwrap();
     assert_eq!(signed_amr(&login), ["otp"]);
-    let user = t.user_by_email("new@example.com").unwrap().unwrap();
+    let user = t.cx.user_by_email("new@example.com").unwrap().unwrap();
     assert!(user.email_verified);
     assert!(user.password_hash.is_none());
     assert!(!user.is_anonymous);

@@ -232,7 +232,7 @@ impl TenantState {
         if changed.is_empty() {
             return Ok(SocialProviderView::of(provider, was));
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(key, &next)?;
         let fields = changed.iter().map(|f| (*f).to_owned()).collect();
         let mut event = AuditEvent::new("settings.social.updated", ctx, fields);
@@ -241,7 +241,7 @@ impl TenantState {
             "provider": provider.as_str(),
             "enabled": next.enabled,
         });
-        fx.batch.put(&self.next_event_key(event.at), &event)?;
+        fx.batch.put(&self.cx.next_event_key(event.at), &event)?;
         self.commit(fx)?;
         Ok(SocialProviderView::of(provider, Some(&next)))
     }

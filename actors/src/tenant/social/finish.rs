@@ -88,13 +88,13 @@ impl TenantState {
                 EmailTrust::ProviderVerified => identity.email_verified == Some(true),
                 EmailTrust::NeverTrust => false,
             };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         // Links the provider account to the user it signs in as (into `batch`).
         let link = |state: &TenantState, batch: &mut TenantBatch, user: Uuid| {
             state.put_identity(batch, user, provider, &identity, email.as_ref(), now)
         };
         let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
-            state.audit_into(
+            state.cx.audit_into(
                 &mut fx.batch,
                 "auth.social.link_refused",
                 ctx,
@@ -108,7 +108,7 @@ impl TenantState {
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
         {
-            Some(l) => self.user(l.user_id)?,
+            Some(l) => self.cx.user(l.user_id)?,
             None => None,
         };
         let (user, how) = if let Some(user) = linked {
@@ -117,7 +117,7 @@ impl TenantState {
             }
             (user, "linked")
         } else if let Some(existing) = match &email {
-            Some(e) => self.user_by_email(e)?,
+            Some(e) => self.cx.user_by_email(e)?,
             None => None,
         } {
             let may_link = guest.is_none()
@@ -141,7 +141,7 @@ impl TenantState {
                 return refuse(self, fx, SocialRefusal::AlreadyLinked);
             }
             link(self, &mut fx.batch, existing.id)?;
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 "auth.social.linked",
                 ctx,
@@ -170,7 +170,7 @@ impl TenantState {
             }
             let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
             let (mut user, event) = match claim {
-                Some(id) => match self.user(id)? {
+                Some(id) => match self.cx.user(id)? {
                     Some(g) if g.is_anonymous && !g.suspended() => {
                         fx.batch.remove(Kind::Guest, g.id.as_bytes());
                         (g, "auth.anonymous.claimed")
@@ -179,14 +179,14 @@ impl TenantState {
                 },
                 None => {
                     let user = UserRecord::blank(Uuid::now_v7(), now);
-                    self.count_active(&mut fx.batch, None, now)?;
+                    self.cx.count_active(&mut fx.batch, None, now)?;
                     (user, "auth.register")
                 }
             };
             user.is_anonymous = false;
             user.email = kept;
             user.email_verified = verified;
-            self.put_new_user(&mut fx.batch, &user)?;
+            self.cx.put_new_user(&mut fx.batch, &user)?;
             let method = if claim.is_some() {
                 "guest_claim"
             } else {
@@ -194,7 +194,7 @@ impl TenantState {
             };
             self.emit_user_created(&mut fx.batch, &user, method)?;
             link(self, &mut fx.batch, user.id)?;
-            self.audit_into(
+            self.cx.audit_into(
                 &mut fx.batch,
                 event,
                 ctx,
@@ -224,7 +224,7 @@ impl TenantState {
                 expires_at,
             },
         )?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.social.signed_in",
             ctx,
@@ -254,12 +254,12 @@ impl TenantState {
         let Some(record) = self.cx.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
             return Err(TenantError::SocialExchangeInvalid);
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::SocialExchange, jti.as_bytes());
         if record.provider != provider || record.expires_at <= now {
             return self.fail(fx, TenantError::SocialExchangeInvalid);
         }
-        let Some(mut user) = self.user(record.user_id)? else {
+        let Some(mut user) = self.cx.user(record.user_id)? else {
             return self.fail(fx, TenantError::SocialExchangeInvalid);
         };
         let mut proof = Proof::first_factor("fed", "social");

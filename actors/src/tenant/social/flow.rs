@@ -75,7 +75,7 @@ impl TenantState {
         let (config, _) = self.social_enabled(provider)?;
         // A link ticket is used here, once: the flow links to its user and returns where the
         // ticket says.
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let (redirect_uri, link_user) = match link_ticket {
             Some(ticket) => {
                 let key = sha256(ticket.as_bytes());
@@ -164,7 +164,7 @@ impl TenantState {
         let Some(record) = self.cx.store.get::<SocialStateRecord>(&key)? else {
             return Err(TenantError::SocialStateInvalid);
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::SocialState, &key);
         if record.provider != provider || record.expires_at <= now {
             return self.fail(fx, TenantError::SocialStateInvalid);

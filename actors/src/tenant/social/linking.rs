@@ -47,7 +47,7 @@ impl TenantState {
         let (_, user) = self.live_session(bearer, now)?;
         may_add(&user, Credential::SocialLinks)?;
         let ticket = random_token(32);
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(
             &sha256(ticket.as_bytes()),
             &SocialLinkTicketRecord {
@@ -75,6 +75,7 @@ impl TenantState {
             .filter(|t| t.provider == provider && t.expires_at > now)
             .ok_or(TenantError::SocialStateInvalid)?;
         let user = self
+            .cx
             .user(t.user_id)?
             .ok_or(TenantError::SocialStateInvalid)?;
         Ok(TicketView {
@@ -98,9 +99,9 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
-            state.audit_into(
+            state.cx.audit_into(
                 &mut fx.batch,
                 "auth.social.link_refused",
                 ctx,
@@ -112,7 +113,7 @@ impl TenantState {
             )?;
             state.fail(fx, TenantError::SocialRefused(why))
         };
-        let Some(holder) = self.user(user)?.filter(|u| !u.suspended()) else {
+        let Some(holder) = self.cx.user(user)?.filter(|u| !u.suspended()) else {
             return refuse(self, fx, SocialRefusal::AccountBlocked);
         };
         may_add(&holder, Credential::SocialLinks)?;
@@ -147,7 +148,7 @@ impl TenantState {
             now,
         )?;
         self.keep_tokens(&mut fx.batch, provider, &identity)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.social.linked",
             ctx,
@@ -185,13 +186,13 @@ impl TenantState {
         if !other_ways {
             return Err(TenantError::SocialLastMethod);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::UserIdentity, &key);
         fx.batch
             .remove(Kind::SocialIdentity, &identity_key(provider, &ix.subject));
         fx.batch
             .remove(Kind::SocialToken, &identity_key(provider, &ix.subject));
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "auth.social.unlinked",
             ctx,

@@ -47,9 +47,14 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = self.keys_where::<SocialExchangeRecord>(|r| users.contains(&r.user_id))?;
-        out.extend(self.keys_where::<SocialLinkTicketRecord>(|r| users.contains(&r.user_id))?);
-        out.extend(self.keys_where::<SocialStateRecord>(|r| {
+        let mut out = self
+            .cx
+            .keys_where::<SocialExchangeRecord>(|r| users.contains(&r.user_id))?;
+        out.extend(
+            self.cx
+                .keys_where::<SocialLinkTicketRecord>(|r| users.contains(&r.user_id))?,
+        );
+        out.extend(self.cx.keys_where::<SocialStateRecord>(|r| {
             [r.link_user, r.guest]
                 .iter()
                 .flatten()

@@ -13,7 +13,7 @@ const T0: OffsetDateTime = datetime!(2026-03-01 12:00:00 UTC);
 
 fn put_user(t: &TenantState, user: &UserRecord) {
     let mut b = t.cx.store.batch();
-    t.put_new_user(&mut b, user).unwrap();
+    t.cx.put_new_user(&mut b, user).unwrap();
     t.cx.store.apply(b).unwrap();
 }
 
@@ -257,9 +257,14 @@ async fn a_new_address_kills_the_links_mailed_to_the_old_one() {
         t.verify_email(&old_link, &ctx),
         Err(TenantError::InvalidLinkToken)
     ));
-    assert!(t.user_by_email("old@example.com").unwrap().is_none());
+    assert!(t.cx.user_by_email("old@example.com").unwrap().is_none());
     t.verify_email(&link_token(&mail[0]), &ctx).unwrap();
-    assert!(t.user(created.summary.id).unwrap().unwrap().email_verified);
+    assert!(
+        t.cx.user(created.summary.id)
+            .unwrap()
+            .unwrap()
+            .email_verified
+    );
 }
 
 #[tokio::test]
@@ -278,7 +283,7 @@ async fn confirming_an_address_held_unconfirmed_hands_the_account_to_its_owner()
     };
     let (detail, mail) = t.update_user(squatter.id, patch, &ctx).unwrap();
     assert!(detail.summary.email_verified);
-    let user = t.user(squatter.id).unwrap().unwrap();
+    let user = t.cx.user(squatter.id).unwrap().unwrap();
     assert!(user.password_hash.is_none());
     assert!(matches!(
         t.live_session(bearer, OffsetDateTime::now_utc()),
@@ -318,8 +323,8 @@ async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
     let (_dir, mut t, user, bearer) = ada_signed_in();
     let ctx = AuditContext::default();
     // A message to them waits in the queue.
-    let mut fx = t.effects();
-    t.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
+    let mut fx = t.cx.effects();
+    t.cx.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
         .unwrap();
     let queued = t.commit(fx).unwrap()[0].id;
     t.cx.settings.users.self_service_deletion_enabled = false;
@@ -331,9 +336,9 @@ async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
     let needle = [b"ada@example.com".to_vec()];
     assert!(!t.user_traces(&needle).unwrap().is_empty());
     assert_eq!(t.delete_me(bearer, &ctx).unwrap(), [queued]);
-    assert!(t.user(user.id).unwrap().is_none());
-    assert!(t.user_by_email("ada@example.com").unwrap().is_none());
-    assert!(t.queued_mail().unwrap().is_empty());
+    assert!(t.cx.user(user.id).unwrap().is_none());
+    assert!(t.cx.user_by_email("ada@example.com").unwrap().is_none());
+    assert!(t.cx.queued_mail().unwrap().is_empty());
     assert!(t.live_session(bearer, OffsetDateTime::now_utc()).is_err());
     assert!(t.list_users(&query(10)).unwrap().users.is_empty());
     // Nothing left that names the address.

@@ -89,7 +89,7 @@ impl TenantState {
         if self.leased(endpoint, event) {
             return Err(TenantError::WebhookDeliveryInFlight);
         }
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if let Some(at) = d.next_attempt_at {
             fx.batch
                 .remove(Kind::WebhookDue, &due_key(at, endpoint, event));
@@ -104,7 +104,7 @@ impl TenantState {
         fx.batch
             .put(&due_key(now, endpoint, event), &WebhookDueIndex::default())?;
         self.cx.webhooks.note(now);
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.redelivered",
             ctx,

@@ -125,9 +125,9 @@ impl TenantState {
             updated_at: now,
             secret_rotated_at: None,
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(id.as_bytes(), &record)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.endpoint_created",
             ctx,
@@ -172,9 +172,9 @@ impl TenantState {
             fields.push("enabled");
         }
         e.updated_at = now;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(id.as_bytes(), &e)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.endpoint_updated",
             ctx,
@@ -191,7 +191,7 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         self.endpoint(id)?;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.remove(Kind::WebhookEndpoint, id.as_bytes());
         for item in self.cx.store.scan::<WebhookDeliveryRecord>(id.as_bytes()) {
             let (key, d) = item?;
@@ -202,7 +202,7 @@ impl TenantState {
             }
             self.cx.webhooks.in_flight.remove(&(d.endpoint, d.event));
         }
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.endpoint_deleted",
             ctx,
@@ -226,9 +226,9 @@ impl TenantState {
         e.secret = self.seal_secret(id, &secret)?;
         e.secret_rotated_at = Some(now);
         e.updated_at = now;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         fx.batch.put(id.as_bytes(), &e)?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.secret_rotated",
             ctx,
@@ -257,9 +257,9 @@ impl TenantState {
                 "message": "a test event sent from the dashboard",
             }),
         };
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         self.queue_event(&mut fx.batch, &event, &[id])?;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.test_sent",
             ctx,

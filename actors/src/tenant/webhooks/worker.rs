@@ -125,7 +125,7 @@ impl TenantState {
     /// entries left by a change (a delivery gone or no longer pending) are dropped; a
     /// delivery whose endpoint is disabled fails.
     pub(super) fn due_deliveries(&mut self, now: OffsetDateTime) -> Result<DueBatch, TenantError> {
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         let mut out = Vec::new();
         let mut next = None;
         let mut endpoints: HashMap<Uuid, Option<WebhookEndpointRecord>> = HashMap::new();
@@ -265,7 +265,7 @@ impl TenantState {
             return Ok(Vec::new());
         };
         let policy = self.cx.runtime.webhooks;
-        let mut fx = self.effects();
+        let mut fx = self.cx.effects();
         if let Some(at) = d.next_attempt_at.take() {
             fx.batch
                 .remove(Kind::WebhookDue, &due_key(at, o.endpoint, o.event));
@@ -319,7 +319,7 @@ impl TenantState {
         e.disabled_at = Some(o.at);
         e.disabled_reason = Some("failing".to_owned());
         e.updated_at = o.at;
-        self.audit_into(
+        self.cx.audit_into(
             &mut fx.batch,
             "webhook.endpoint_disabled",
             &AuditContext::default(),
@@ -333,7 +333,7 @@ impl TenantState {
             tracing::warn!(tenant = %self.cx.info.id, endpoint = %e.id, "a failing webhook endpoint was disabled, and no owner could be mailed");
         }
         for owner in &o.owners {
-            self.queue_mail(
+            self.cx.queue_mail(
                 fx,
                 owner,
                 MailKind::WebhookDisabled {
