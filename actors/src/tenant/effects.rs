@@ -187,8 +187,8 @@ impl TenantCtx {
     /// records that would have been written) as `queue_mail` seals a message, and writes it over
     /// the tenant's decoy record. The request for an existing account and the one for an unknown
     /// address then both seal and write about as much before their answer and leave about as
-    /// much for the next flush (see `reply_alike`), so the answer's time does not tell them
-    /// apart.
+    /// much for the next flush (see `reply::Timing::Alike`), so the answer's time does not tell
+    /// them apart.
     pub(super) fn write_decoy(&self, stand_in: &[u8]) -> Result<(), TenantError> {
         let sealed = self
             .master_key

@@ -186,9 +186,9 @@ impl Actor for TenantActor {
                 finish(state, reply, Outcome::alike(out));
             }
             TenantMsg::Webhooks { cmd, ctx, reply } => {
-                let reads_only = cmd.answers_at_once();
+                let at_once = cmd.answers_at_once();
                 let out = state.webhook_cmd(cmd, &ctx);
-                finish(state, reply, Outcome::read_or_mail(reads_only, out));
+                finish(state, reply, Outcome::read_or_mail(at_once, out));
             }
             TenantMsg::GetOverview { reply } => {
                 finish(state, reply, Outcome::now(Ok(state.overview())))
