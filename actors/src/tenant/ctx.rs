@@ -4,7 +4,9 @@
 //! hashers, what the platform gives the actor (`TenantRuntime`: clocks' offset, outbound,
 //! token lifetimes) and what it publishes to handlers (`TenantCells`), the audit sequence, the
 //! sign-in rules that every way of signing in shares (`LoginThrottles`, the consumed codes),
-//! the month's active users and the webhook outbox. Each flow's own memory is a struct of that
+//! the month's active users and the webhook outbox), and what the credential inventory and
+//! more than one flow reach: the WebAuthn ceremonies under way, the wrong step-up codes, the
+//! spacing of mailed and texted codes. Each flow's own memory is a struct of that
 //! flow's (`<flow>/memory.rs`), held beside this one in `TenantState`.
 
 use std::{collections::HashMap, time::Instant};
@@ -15,6 +17,7 @@ use uuid::Uuid;
 
 use super::{
     audit::event_key,
+    ceremonies::Ceremonies,
     keys::KeyRing,
     messages::TenantInfo,
     runtime::{TenantCells, TenantRuntime},
@@ -22,7 +25,10 @@ use super::{
     usage::MauRecord,
     webhooks::WebhookMemory,
 };
-use crate::{login_guard::LoginThrottles, throttle::ConsumedCodes};
+use crate::{
+    login_guard::LoginThrottles,
+    throttle::{ConsumedCodes, RateWindow, Throttle},
+};
 
 pub struct TenantCtx {
     pub(super) info: TenantInfo,
@@ -60,6 +66,17 @@ pub struct TenantCtx {
     pub(super) consumed_codes: ConsumedCodes,
     /// Webhook attempts under way, and the deliveries a command just scheduled.
     pub(super) webhooks: WebhookMemory,
+    /// Wrong e-mailed step-up codes per user: persisted with the sign-in rules.
+    pub(super) code_fails: Throttle<Uuid>,
+    /// WebAuthn ceremonies under way, by challenge: in memory only, and one of the kinds the
+    /// credential inventory ends.
+    pub(super) ceremonies: Ceremonies,
+    /// Passwordless link and code requests per flow and address (or number): the spacing every
+    /// mailed or texted code shares.
+    pub(super) request_spacing: RateWindow<String>,
+    /// How many times agent tokens were denylisted: the agents flow forgets its counts of live
+    /// tokens when this moves (another flow's erasure or block can deny them).
+    pub(super) denied_epoch: u64,
 }
 
 impl TenantCtx {

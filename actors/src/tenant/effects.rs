@@ -345,7 +345,10 @@ impl TenantState {
     pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
         self.throttle_changes_into(&mut effects.batch)?;
         self.cx.store.apply(effects.batch)?;
-        self.publish_denied(&effects.denied_agent_tokens);
+        if !effects.denied_agent_tokens.is_empty() {
+            self.cx.denied_epoch = self.cx.denied_epoch.wrapping_add(1);
+            self.publish_agent(None, &effects.denied_agent_tokens);
+        }
         Ok(effects.mail)
     }
 

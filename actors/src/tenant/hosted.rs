@@ -24,6 +24,10 @@ use super::{
 };
 use crate::{error::TenantError, outbound::MailJob};
 
+/// The hosted pages' flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Hosted;
+
 /// How long the login-link page's code lives.
 pub const HOSTED_CODE_TTL: Duration = Duration::seconds(60);
 

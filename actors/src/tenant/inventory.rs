@@ -147,8 +147,7 @@ impl TenantState {
                 }
                 // Passkey registrations and step-ups under way, in memory.
                 Credential::Challenges => {
-                    self.passkeys
-                        .ceremonies
+                    self.cx.ceremonies
                         .forget_users(&HashSet::from([user.id]));
                 }
                 Credential::Sessions

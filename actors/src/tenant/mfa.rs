@@ -29,6 +29,10 @@ use crate::{error::TenantError, outbound::MailJob};
 
 pub use super::settings::{enrollment, Enrollment};
 
+/// The TOTP and recovery-code flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Mfa;
+
 /// How long the second step of an MFA login may take.
 pub const MFA_CHALLENGE_TTL: Duration = Duration::minutes(5);
 /// How long an enrolment token (login past the grace period) allows MFA setup.

@@ -37,6 +37,10 @@ mod revocation;
 mod token;
 mod upkeep;
 
+/// The OAuth provider's flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct OAuth;
+
 #[cfg(test)]
 pub(super) use self::records::consent_key;
 pub use self::{

@@ -7,7 +7,6 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
-pub mod memory;
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -31,6 +30,10 @@ use crate::{
     login_guard::{Attempt, Captcha},
     outbound::{MailJob, MailKind},
 };
+
+/// The mailed sign-in flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Passwordless;
 
 /// A login link lives this long.
 pub const LOGIN_LINK_TTL: Duration = Duration::minutes(10);
@@ -92,8 +95,7 @@ impl TenantState {
     /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
     /// whether or not the address has an account.
     pub(super) fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
-        self.passwordless
-            .requests
+        self.cx.request_spacing
             .hit(&format!("{}:{email}", flow.method()), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }

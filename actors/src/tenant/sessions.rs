@@ -34,6 +34,10 @@ use super::{
 };
 use crate::{error::TenantError, outbound::MailJob};
 
+/// The sessions flow (refresh, sign-out): it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Sessions;
+
 const TOKEN_LEN: usize = 16 + 4 + 32;
 
 /// The parts of a refresh token.

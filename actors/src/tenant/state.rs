@@ -9,32 +9,42 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
-    accounts::memory::AccountsMemory,
-    agents::memory::AgentsMemory,
+    accounts::memory::Accounts,
+    agents::memory::Agents,
     audit::{AuditContext, AuditEvent, AuditPage},
     ctx::TenantCtx,
-    eudi::memory::EudiMemory,
-    guardian::memory::GuardianMemory,
-    guests::memory::GuestsMemory,
+    eudi::memory::Eudi,
+    guardian::memory::Guardian,
+    guests::memory::Guests,
     keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
-    oauth_clients::memory::OAuthClientsMemory,
-    passkeys::memory::PasskeysMemory,
-    passwordless::memory::PasswordlessMemory,
+    oauth_clients::memory::OAuthClients,
+    passkeys::memory::Passkeys,
+    passwordless::Passwordless,
+    mfa::Mfa,
+    hosted::Hosted,
+    oauth::OAuth,
+    sessions::Sessions,
+    users::Users,
+    webhooks::Webhooks,
     runtime::{TenantCells, TenantRuntime},
     settings::{
         ApplyContext, ByokToken, EdgePolicy, SettingsChange, TenantSecret, TenantSettings,
         BYOK_AUTH_TOKEN,
     },
-    sms::memory::SmsMemory,
-    social::memory::SocialMemory,
-    step_up::memory::StepUpMemory,
+    sms::memory::Sms,
+    social::memory::Social,
+    step_up::memory::StepUp,
     usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
 };
 use crate::{
     error::TenantError,
     login_guard::LoginThrottles,
-    throttle::{saved_key, Clocks, ConsumedCodes, SavedCount, TenantThrottleRecord, ThrottleKey},
+    tenant::limits::{FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, MAX_LOGIN_BLOCK, REQUEST_SPACING},
+    throttle::{
+        saved_key, Clocks, ConsumedCodes, RateWindow, SavedCount, TenantThrottleRecord, Throttle,
+        ThrottleKey,
+    },
 };
 
 /// Puts each changed entry of one throttle in `batch` (or removes its record).
@@ -63,17 +73,23 @@ const SETTINGS_KEY: &[u8] = b"";
 /// A tenant's actor state: the kernel's context and each flow's own memory.
 pub struct TenantState {
     pub(super) cx: TenantCtx,
-    pub(super) accounts: AccountsMemory,
-    pub(super) guests: GuestsMemory,
-    pub(super) step_up: StepUpMemory,
-    pub(super) passwordless: PasswordlessMemory,
-    pub(super) sms: SmsMemory,
-    pub(super) passkeys: PasskeysMemory,
-    pub(super) social: SocialMemory,
-    pub(super) eudi: EudiMemory,
-    pub(super) guardian: GuardianMemory,
-    pub(super) agents: AgentsMemory,
-    pub(super) oauth_clients: OAuthClientsMemory,
+    pub(super) accounts: Accounts,
+    pub(super) guests: Guests,
+    pub(super) step_up: StepUp,
+    pub(super) passwordless: Passwordless,
+    pub(super) sms: Sms,
+    pub(super) passkeys: Passkeys,
+    pub(super) social: Social,
+    pub(super) eudi: Eudi,
+    pub(super) guardian: Guardian,
+    pub(super) agents: Agents,
+    pub(super) oauth_clients: OAuthClients,
+    pub(super) mfa: Mfa,
+    pub(super) hosted: Hosted,
+    pub(super) oauth: OAuth,
+    pub(super) sessions: Sessions,
+    pub(super) users: Users,
+    pub(super) webhooks: Webhooks,
 }
 
 impl TenantState {
@@ -137,18 +153,28 @@ impl TenantState {
                 mau,
                 consumed_codes: ConsumedCodes::default(),
                 webhooks: Default::default(),
+                code_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),
+                ceremonies: Default::default(),
+                request_spacing: RateWindow::new(1, REQUEST_SPACING),
+                denied_epoch: 0,
             },
-            accounts: AccountsMemory::default(),
-            guests: GuestsMemory::default(),
-            step_up: StepUpMemory::default(),
-            passwordless: PasswordlessMemory::default(),
-            sms: SmsMemory::new(sms_usage),
-            passkeys: PasskeysMemory::default(),
-            social: SocialMemory::default(),
-            eudi: EudiMemory::default(),
-            guardian: GuardianMemory::default(),
-            agents: AgentsMemory::default(),
-            oauth_clients: OAuthClientsMemory::new(dcr_per_hour),
+            accounts: Accounts::default(),
+            guests: Guests::default(),
+            step_up: StepUp::default(),
+            passwordless: Passwordless::default(),
+            sms: Sms::new(sms_usage),
+            passkeys: Passkeys::default(),
+            social: Social::default(),
+            eudi: Eudi::default(),
+            guardian: Guardian::default(),
+            agents: Agents::default(),
+            oauth_clients: OAuthClients::new(dcr_per_hour),
+            mfa: Mfa,
+            hosted: Hosted,
+            oauth: OAuth,
+            sessions: Sessions,
+            users: Users,
+            webhooks: Webhooks,
         };
         state.eudi.verifier = state.load_verifier()?;
         state.restore_throttles()?;
@@ -166,7 +192,7 @@ impl TenantState {
             let (key, TenantThrottleRecord(saved)) = item?;
             let kept = match key.split_first() {
                 Some((&THROTTLE_STEP_UP_CODES, k)) => Uuid::from_key_bytes(k)
-                    .is_some_and(|k| self.step_up.fails.restore(k, &saved, clocks)),
+                    .is_some_and(|k| self.cx.code_fails.restore(k, &saved, clocks)),
                 _ => self.cx.login.restore(&key, &saved, clocks),
             };
             if !kept {
@@ -182,7 +208,7 @@ impl TenantState {
 
     /// Whether a throttle changed since its entries were last written.
     pub fn throttles_changed(&self) -> bool {
-        self.cx.login.has_changes() || self.step_up.fails.has_changes()
+        self.cx.login.has_changes() || self.cx.code_fails.has_changes()
     }
 
     /// Writes (or deletes) the throttle entries changed since the last time into `batch`.
@@ -203,7 +229,7 @@ impl TenantState {
         put_changes(
             batch,
             THROTTLE_STEP_UP_CODES,
-            self.step_up.fails.take_changes(clocks),
+            self.cx.code_fails.take_changes(clocks),
         )?;
         Ok(())
     }
@@ -232,7 +258,7 @@ impl TenantState {
     pub(super) fn sweep_throttles(&mut self) {
         let now = Instant::now();
         self.cx.login.sweep();
-        self.step_up.fails.sweep(now);
+        self.cx.code_fails.sweep(now);
     }
 
     /// A new signing key, and a new RS256 key (`rsa_pkcs8`, made off the actor) when the
@@ -323,11 +349,6 @@ impl TenantState {
             settings: self.cx.settings.clone(),
             byok_token_set: self.cx.byok_token_set,
         }
-    }
-
-    pub(super) fn next_action_seq(&mut self) -> u32 {
-        self.agents.seq = self.agents.seq.wrapping_add(1);
-        self.agents.seq
     }
 
     /// Appends one audit event (applied, not yet durable).
@@ -663,7 +684,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let user = uuid::Uuid::now_v7();
         assert!(!t.throttles_changed());
-        t.step_up.fails.fail(&user, Instant::now());
+        t.cx.code_fails.fail(&user, Instant::now());
         assert!(t.throttles_changed());
         let fx = t.cx.effects();
         t.commit(fx).unwrap();
@@ -675,7 +696,7 @@ mod tests {
                 .collect();
         assert_eq!(saved, [saved_key(THROTTLE_STEP_UP_CODES, &user)]);
         // Forgiven: the record goes with the next write.
-        t.step_up.fails.reset(&user);
+        t.cx.code_fails.reset(&user);
         t.persist_throttles().unwrap();
         assert_eq!(t.cx.store.scan::<TenantThrottleRecord>(b"").count(), 0);
     }

@@ -118,7 +118,7 @@ impl TenantState {
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         // A proven factor forgives the user's wrong step-up codes (not failed passwords).
-        self.step_up.fails.reset(&user.id);
+        self.cx.code_fails.reset(&user.id);
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
@@ -265,7 +265,7 @@ impl TenantState {
         }
         // Wrong codes count per user across codes and sessions: five kill a code, and five
         // in a row block every code of the user for a while, doubling.
-        if let Some(retry_after) = self.step_up.fails.blocked(&user.id, Instant::now()) {
+        if let Some(retry_after) = self.cx.code_fails.blocked(&user.id, Instant::now()) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         let found = match verdict {
@@ -277,7 +277,7 @@ impl TenantState {
             | CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
             CodeVerdict::Wrong { mut found, .. } => {
                 self.challenge_failed(&mut fx.batch, &mut found)?;
-                self.step_up.fails.fail(&user.id, Instant::now());
+                self.cx.code_fails.fail(&user.id, Instant::now());
                 self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
                 return self.fail(fx, TenantError::InvalidChallenge);
             }

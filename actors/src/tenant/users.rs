@@ -41,6 +41,10 @@ use crate::{
     outbound::{MailJob, MailKind},
 };
 
+/// The user-management flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Users;
+
 /// Users a list page reads at most while filtering.
 pub const MAX_EXAMINED: usize = 5_000;
 /// E-mail prefix matches sorted in memory at most; a broader prefix walks the creation index
@@ -692,7 +696,7 @@ impl TenantState {
         for identifier in user.email.iter().chain(user.phone.iter()) {
             self.cx.login.forget_account(identifier);
         }
-        self.step_up.fails.reset(&user.id);
+        self.cx.code_fails.reset(&user.id);
         self.cx.mail_sent.remove(&user.id);
         Ok(withdrawn)
     }

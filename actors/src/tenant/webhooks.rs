@@ -52,5 +52,9 @@ pub use self::{
     worker::{AttemptOutcome, DueBatch, DueDelivery, WebhookMemory},
 };
 
+/// The webhooks flow: it keeps nothing in memory and works on the context.
+#[derive(Default)]
+pub struct Webhooks;
+
 #[cfg(test)]
 mod tests;

@@ -4,14 +4,14 @@ use std::{net::IpAddr, time::Duration};
 
 use crate::{tenant::limits::REGISTRATIONS_PER_MINUTE, throttle::RateWindow};
 
-pub struct AccountsMemory {
+pub struct Accounts {
     /// Registration attempts per client address per minute.
     pub register_ips: RateWindow<IpAddr>,
 }
 
-impl Default for AccountsMemory {
+impl Default for Accounts {
     fn default() -> Self {
-        AccountsMemory {
+        Accounts {
             register_ips: RateWindow::new(REGISTRATIONS_PER_MINUTE, Duration::from_secs(60)),
         }
     }

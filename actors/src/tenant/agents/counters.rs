@@ -32,6 +32,8 @@ pub struct AgentCounters {
     /// Each polled request's last poll and current interval (by the key of its record): a
     /// poll writes nothing; a restart starts each from its record.
     pub(super) polls: HashMap<[u8; 32], (OffsetDateTime, u32)>,
+    /// The context's `denied_epoch` when `live` was last valid.
+    pub(super) denied_epoch: u64,
 }
 
 struct Window {
@@ -178,6 +180,11 @@ impl TenantState {
         agent: Uuid,
         now: i64,
     ) -> Result<&mut BinaryHeap<std::cmp::Reverse<i64>>, TenantError> {
+        if self.agents.counters.denied_epoch != self.cx.denied_epoch {
+            // Tokens were denylisted since: count again from the store.
+            self.agents.counters.live.clear();
+            self.agents.counters.denied_epoch = self.cx.denied_epoch;
+        }
         if !self.agents.counters.live.contains_key(&agent) {
             let mut heap = BinaryHeap::new();
             for item in self.cx.store.scan::<AgentTokenRecord>(agent.as_bytes()) {

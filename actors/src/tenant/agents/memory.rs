@@ -10,7 +10,7 @@ use crate::{
     throttle::RateWindow,
 };
 
-pub struct AgentsMemory {
+pub struct Agents {
     /// Agents' per-minute windows and live tokens.
     pub counters: AgentCounters,
     /// Breaks ties between agent actions of the same nanosecond.
@@ -19,9 +19,9 @@ pub struct AgentsMemory {
     pub user_code_tries: RateWindow<Uuid>,
 }
 
-impl Default for AgentsMemory {
+impl Default for Agents {
     fn default() -> Self {
-        AgentsMemory {
+        Agents {
             counters: AgentCounters::default(),
             seq: 0,
             user_code_tries: RateWindow::new(USER_CODE_TRIES_PER_MINUTE, Duration::from_secs(60)),

@@ -190,7 +190,7 @@ impl TenantState {
 
     /// Publishes a change just committed to the registry (and tokens just denylisted) for
     /// the HTTP edge: in memory, so it cannot fail once the change is durable.
-    pub(super) fn publish_agent(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) {
+    pub(in crate::tenant) fn publish_agent(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) {
         let next = self.cx.cells.agents.load().with(agent, denied);
         self.cx.cells.agents.store(Arc::new(next));
     }

@@ -71,7 +71,7 @@ impl TenantState {
 
     /// Denylists agent tokens (`(key, jti, exp)`, from [`Self::agent_tokens_for`]) into
     /// `batch`; the caller publishes the denylist once the batch is durable
-    /// ([`Self::publish_denied`]).
+    /// (the kernel's commit does).
     pub(in crate::tenant) fn deny_agent_tokens(
         &self,
         batch: &mut TenantBatch,
@@ -84,14 +84,10 @@ impl TenantState {
         Ok(())
     }
 
-    /// Publishes denylisted token ids to the edge, and forgets the counts of live tokens
-    /// (read back from the store on next use).
-    pub(in crate::tenant) fn publish_denied(&mut self, denied: &[Uuid]) {
-        if denied.is_empty() {
-            return;
-        }
-        self.agents.counters.live.clear();
-        self.publish_agent(None, denied);
+    /// The next number of the sequence that orders agent actions of one nanosecond.
+    pub(super) fn next_action_seq(&mut self) -> u32 {
+        self.agents.seq = self.agents.seq.wrapping_add(1);
+        self.agents.seq
     }
 
     /// Removes expired token records, denylist entries and requests, and actions past the

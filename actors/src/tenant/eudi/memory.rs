@@ -8,7 +8,7 @@ use crate::{
     throttle::RateWindow,
 };
 
-pub struct EudiMemory {
+pub struct Eudi {
     /// Wallet transactions begun per client address.
     pub begins: RateWindow<IpAddr>,
     /// Calls of the wallet-facing routes per client address.
@@ -17,9 +17,9 @@ pub struct EudiMemory {
     pub verifier: Option<Arc<VerifierIdentity>>,
 }
 
-impl Default for EudiMemory {
+impl Default for Eudi {
     fn default() -> Self {
-        EudiMemory {
+        Eudi {
             begins: RateWindow::new(BEGINS_PER_MINUTE, Duration::from_secs(60)),
             wallet_calls: RateWindow::new(WALLET_CALLS_PER_MINUTE, Duration::from_secs(60)),
             verifier: None,

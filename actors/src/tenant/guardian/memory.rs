@@ -9,16 +9,16 @@ use crate::{
     throttle::RateWindow,
 };
 
-pub struct GuardianMemory {
+pub struct Guardian {
     /// Consent requests per child: each mails a guardian.
     pub asks: RateWindow<Uuid>,
     /// Calls of the guardian routes per client address.
     pub calls: RateWindow<IpAddr>,
 }
 
-impl Default for GuardianMemory {
+impl Default for Guardian {
     fn default() -> Self {
-        GuardianMemory {
+        Guardian {
             asks: RateWindow::new(GUARDIAN_ASKS_PER_HOUR, Duration::from_secs(3600)),
             calls: RateWindow::new(GUARDIAN_CALLS_PER_MINUTE, Duration::from_secs(60)),
         }

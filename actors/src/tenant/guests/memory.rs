@@ -7,16 +7,16 @@ use crate::{
     throttle::RateWindow,
 };
 
-pub struct GuestsMemory {
+pub struct Guests {
     /// Guest sign-ins per client address per minute.
     pub per_ip: RateWindow<IpAddr>,
     /// Per API key: a tenant has one key, so this is per tenant.
     pub per_key: RateWindow<()>,
 }
 
-impl Default for GuestsMemory {
+impl Default for Guests {
     fn default() -> Self {
-        GuestsMemory {
+        Guests {
             per_ip: RateWindow::new(GUESTS_PER_IP_PER_MINUTE, Duration::from_secs(60)),
             per_key: RateWindow::new(GUESTS_PER_KEY_PER_HOUR, Duration::from_secs(3600)),
         }

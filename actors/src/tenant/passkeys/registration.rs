@@ -91,7 +91,7 @@ impl TenantState {
         let challenge = ccr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&ccr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.passkeys.ceremonies.insert(
+        self.cx.ceremonies.insert(
             challenge,
             Ceremony::Register {
                 session: session.id,
@@ -118,7 +118,7 @@ impl TenantState {
             .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
         let challenge = signed_challenge(&reg.response.client_data_json)
             .ok_or(TenantError::PasskeyInvalidRegistration)?;
-        let state = match self.passkeys.ceremonies.take(&challenge, Instant::now()) {
+        let state = match self.cx.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::Register {
                 session: s,
                 user: u,

@@ -94,7 +94,7 @@ impl TenantState {
         let challenge = rcr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.passkeys.ceremonies.insert(
+        self.cx.ceremonies.insert(
             challenge,
             Ceremony::SignIn {
                 user,
@@ -218,7 +218,7 @@ impl TenantState {
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::PasskeyCeremonyNotFound)?;
-        let (named, state) = match self.passkeys.ceremonies.take(&challenge, clock) {
+        let (named, state) = match self.cx.ceremonies.take(&challenge, clock) {
             Some(Ceremony::SignIn { user, state }) => (user, state),
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };

@@ -51,7 +51,7 @@ impl TenantState {
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.passkeys.ceremonies.insert(
+        self.cx.ceremonies.insert(
             rcr.public_key.challenge.to_vec(),
             Ceremony::StepUp {
                 session: session.id,
@@ -98,7 +98,7 @@ impl TenantState {
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::InvalidChallenge)?;
-        let state = match self.passkeys.ceremonies.take(&challenge, Instant::now()) {
+        let state = match self.cx.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::StepUp {
                 session: s,
                 user: u,

@@ -11,7 +11,7 @@ use crate::{
     throttle::RateWindow,
 };
 
-pub struct SmsMemory {
+pub struct Sms {
     /// Text messages per number per hour.
     pub per_number: RateWindow<String>,
     /// Text messages requested per client address per hour.
@@ -22,10 +22,10 @@ pub struct SmsMemory {
     pub tests: RateWindow<()>,
 }
 
-impl SmsMemory {
+impl Sms {
     /// The windows empty, and this month's count as stored.
     pub fn new(usage: MauRecord) -> Self {
-        SmsMemory {
+        Sms {
             per_number: RateWindow::new(SMS_PER_NUMBER_PER_HOUR, Duration::from_secs(3600)),
             per_ip: RateWindow::new(SMS_PER_IP_PER_HOUR, Duration::from_secs(3600)),
             usage,

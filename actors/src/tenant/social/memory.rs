@@ -4,14 +4,14 @@ use std::{net::IpAddr, time::Duration};
 
 use crate::{tenant::limits::SOCIAL_BEGINS_PER_MINUTE, throttle::RateWindow};
 
-pub struct SocialMemory {
+pub struct Social {
     /// Social sign-ins begun per client address per minute.
     pub begins: RateWindow<IpAddr>,
 }
 
-impl Default for SocialMemory {
+impl Default for Social {
     fn default() -> Self {
-        SocialMemory {
+        Social {
             begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
         }
     }
