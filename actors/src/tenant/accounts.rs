@@ -6,6 +6,9 @@
 //! never both win. Argon2 never runs here: callers hash and verify off the actor and send the
 //! result, and `LoginFinish` / `ChangePassword` re-check the password epoch before committing.
 
+use crate::tenant::accounts::memory::Accounts;
+use crate::tenant::ctx::TenantCtx;
+
 pub mod memory;
 pub mod msg;
 
@@ -21,7 +24,6 @@ use super::{
     messages::{Credential, LoginAttempt, LoginOutcome, PasswordSignIn, Registration, UserView},
     records::{LinkPurpose, LinkTokenRecord, UserRecord},
     sessions::Proof,
-    state::TenantState,
     webhooks::Revoked,
 };
 use crate::{
@@ -88,18 +90,10 @@ impl UserRecord {
     }
 }
 
-impl TenantState {
-    /// A reference-only placeholder user, for answers that must look like a registration.
-    fn lookalike(email: &str, now: OffsetDateTime) -> UserView {
-        let mut user = UserRecord::blank(Uuid::now_v7(), now);
-        user.email = Some(email.to_owned());
-        user.view()
-    }
-
+impl Accounts {
     /// Counts a registration attempt from `ip`.
     pub fn register_admit(&mut self, ip: IpAddr) -> Result<(), TenantError> {
-        self.accounts
-            .register_ips
+        self.register_ips
             .hit(&throttle_ip(ip), Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
@@ -108,10 +102,388 @@ impl TenantState {
     /// told by mail) or that the tenant's policy blocks (an audit event, nothing else).
     pub fn register(
         &mut self,
+        cx: &mut TenantCtx,
         r: Registration,
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
-        self.register_or_claim(r, None, ctx)
+        cx.register_or_claim(r, None, ctx)
+    }
+
+    /// Consumes a link token of `purpose`: answers its user, with the token removed from
+    /// `fx`. An invalid token is `InvalidLinkToken`, after removing it if it was dead.
+    fn consume_link(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: Effects,
+        token: &str,
+        purpose: LinkPurpose,
+        now: OffsetDateTime,
+    ) -> Result<(Effects, UserRecord), TenantError> {
+        let mut fx = fx;
+        let Some((_, mut user)) = cx.live_link(&mut fx.batch, token, purpose, now)? else {
+            return cx.fail(fx, TenantError::InvalidLinkToken);
+        };
+        fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
+        match purpose {
+            LinkPurpose::VerifyEmail => user.verify_token = None,
+            LinkPurpose::ResetPassword => user.reset_token = None,
+        }
+        Ok((fx, user))
+    }
+
+    /// Whether a reset link is alive (checked before the new password is hashed, so that
+    /// guessing tokens costs no argon2 work).
+    pub fn check_reset_link(&mut self, cx: &mut TenantCtx, token: &str) -> Result<(), TenantError> {
+        let mut fx = cx.effects();
+        let found = cx.live_link(
+            &mut fx.batch,
+            token,
+            LinkPurpose::ResetPassword,
+            OffsetDateTime::now_utc(),
+        )?;
+        cx.commit(fx)?;
+        found.map(|_| ()).ok_or(TenantError::InvalidLinkToken)
+    }
+
+    /// Confirms an address with a verification link.
+    pub fn verify_email(
+        &mut self,
+        cx: &mut TenantCtx,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (mut fx, mut user) =
+            self.consume_link(cx, cx.effects(), token, LinkPurpose::VerifyEmail, now)?;
+        if !user.email_verified {
+            cx.emit_email_verified(&mut fx.batch, user.id)?;
+        }
+        user.email_verified = true;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.email.verified",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        cx.commit(fx)
+    }
+
+    /// A new verification link for an unverified account; silently nothing otherwise.
+    pub fn resend_verification(
+        &mut self,
+        cx: &mut TenantCtx,
+        email: &str,
+        redirect_to: Option<String>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.mail_link(cx, email, (LinkPurpose::VerifyEmail, redirect_to))
+    }
+
+    /// A reset link for an account with this address; silently nothing otherwise.
+    pub fn forgot_password(
+        &mut self,
+        cx: &mut TenantCtx,
+        email: &str,
+        redirect_to: Option<String>,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        self.mail_link(cx, email, (LinkPurpose::ResetPassword, redirect_to))
+    }
+
+    /// Mails a new link of `purpose` to the account with this address, unless there is none,
+    /// it was mailed less than [`MAIL_INTERVAL`] ago, or (verification) it is confirmed already.
+    fn mail_link(
+        &mut self,
+        cx: &mut TenantCtx,
+        email: &str,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let user = cx.user_by_email(email)?;
+        let verified =
+            purpose == LinkPurpose::VerifyEmail && user.as_ref().is_some_and(|u| u.email_verified);
+        let mut user = match user {
+            Some(u) if !verified && cx.mail_allowed(u.id) => u,
+            // Nothing to send: as much sealed and written as when there is.
+            found => {
+                let stand_in = found.unwrap_or_else(|| {
+                    let mut u = UserRecord::blank(Uuid::now_v7(), now);
+                    u.email = Some(email.to_owned());
+                    u.password_hash = Some("x".repeat(97));
+                    u
+                });
+                let stand_in_token = cx.link_token();
+                let token = LinkTokenRecord {
+                    purpose,
+                    user_id: stand_in.id,
+                    expires_at: now + RESET_TTL,
+                    epoch: stand_in.password_epoch,
+                    redirect_to,
+                };
+                let records = [
+                    serde_json::to_value(&stand_in),
+                    serde_json::to_value(&token),
+                ]
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| TenantError::Internal(e.to_string()))?;
+                let kind = match purpose {
+                    LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
+                        link: cx.link("verify-email", &stand_in_token),
+                    },
+                    LinkPurpose::ResetPassword => MailKind::PasswordReset {
+                        link: cx.link("reset-password", &stand_in_token),
+                    },
+                };
+                cx.write_decoy(&cx.decoy_of(email, kind, &records)?)?;
+                return Ok(Vec::new());
+            }
+        };
+        let mut fx = cx.effects();
+        cx.send_link(&mut fx, &mut user, (purpose, redirect_to), email, now)?;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        cx.commit(fx)
+    }
+
+    /// Sets a new password with a reset link: every session ends, the e-mail counts as
+    /// confirmed (the link proved it), failed-login counters are forgiven.
+    pub fn reset_password(
+        &mut self,
+        cx: &mut TenantCtx,
+        token: &str,
+        password_hash: String,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (mut fx, mut user) =
+            self.consume_link(cx, cx.effects(), token, LinkPurpose::ResetPassword, now)?;
+        if !user.email_verified {
+            // The link proved the address: an unconfirmed account's ways in go.
+            cx.recover_address(&mut fx, &mut user, "password_reset", ctx)?;
+        }
+        user.password_hash = Some(password_hash);
+        user.password_epoch = user.password_epoch.wrapping_add(1);
+        user.email_verified = true;
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        if cx.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
+            cx.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "password_reset")?;
+        }
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.password.reset",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        if let Some(email) = user.email.clone() {
+            cx.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+            cx.login.forgive_account(&email);
+        }
+        cx.commit(fx)
+    }
+
+    /// Checks the sign-in rules, then answers what to verify: the account's credential, and
+    /// the known device the attempt presented, if it is a live one of that account.
+    pub fn login_begin(
+        &self,
+        cx: &TenantCtx,
+        attempt: &LoginAttempt,
+    ) -> Result<Credential, TenantError> {
+        let user = cx.user_by_email(&attempt.email)?;
+        let device = match (&user, attempt.device_token.as_deref()) {
+            (Some(u), Some(token)) => cx.known_device(u.id, token, OffsetDateTime::now_utc())?,
+            _ => None,
+        };
+        cx.login_gate(&Self::guard_attempt(attempt, device))?;
+        Ok(match user {
+            Some(u) => Credential {
+                user_id: Some(u.id),
+                password_hash: u.password_hash,
+                epoch: u.password_epoch,
+                device,
+            },
+            None => Credential {
+                user_id: None,
+                password_hash: None,
+                epoch: 0,
+                device: None,
+            },
+        })
+    }
+
+    /// The sign-in rules' view of a password login.
+    fn guard_attempt(attempt: &LoginAttempt, device: Option<Uuid>) -> Attempt<'_> {
+        Attempt {
+            account: &attempt.email,
+            ip: attempt.ip,
+            device,
+            captcha: attempt.captcha,
+        }
+    }
+
+    /// Records a failed password check with its audit event (and one for each rule it made
+    /// refuse).
+    fn login_failed(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: &mut Effects,
+        attempt: &Attempt<'_>,
+        user: Option<Uuid>,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        cx.count_failed_login(&mut fx.batch, attempt, user, ctx)?;
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.login.failed",
+            ctx,
+            serde_json::json!({ "user_id": user, "reason": "invalid_credentials" }),
+        )
+    }
+
+    /// Finishes a password login: a failure counts against the sign-in rules; a success (when
+    /// nothing changed since `login_begin`) opens a session and answers the device token to
+    /// keep.
+    pub fn login_finish(
+        &mut self,
+        cx: &mut TenantCtx,
+        attempt: &LoginAttempt,
+        credential: &Credential,
+        password_ok: bool,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordSignIn, Vec<MailJob>), TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let mut fx = cx.effects();
+        let guard = Self::guard_attempt(attempt, credential.device);
+        // Checked again here: attempts started together all passed `login_begin`, and the
+        // ones finishing after the block began must not learn their result.
+        if let Err(refused) = cx.login_gate(&guard) {
+            if !password_ok {
+                self.login_failed(cx, &mut fx, &guard, credential.user_id, ctx)?;
+                cx.commit(fx)?;
+            }
+            return Err(refused);
+        }
+        let Some(mut user) = cx.proven_user(&attempt.email, credential, password_ok)? else {
+            self.login_failed(cx, &mut fx, &guard, credential.user_id, ctx)?;
+            return cx.fail(fx, TenantError::InvalidCredentials);
+        };
+        // A held minor learns that first: confirming the address alone would not help.
+        if let Err(e) = user.guardian_gate() {
+            cx.login.succeed(&guard);
+            return Err(e);
+        }
+        if cx.settings.security.require_email_verification && !user.email_verified {
+            cx.login.succeed(&guard);
+            return Err(TenantError::EmailNotVerified);
+        }
+        let mut proof = Proof::first_factor("pwd", "password");
+        proof.device = credential.device;
+        let outcome = cx.sign_in(&mut fx, &mut user, proof, ctx, now)?.outcome;
+        // The account's failures are forgiven, not the address's (see `LoginThrottles::
+        // succeed`), and not while a second factor is still to come: a known password must
+        // not reset the count of wrong codes.
+        if !matches!(outcome, LoginOutcome::MfaRequired { .. }) {
+            cx.login.succeed(&guard);
+        }
+        // A device that signed in is known from now on (one that presented a live token keeps
+        // it). Only a complete sign-in: after MFA, the second step's answer carries it.
+        let device_token = match (&outcome, credential.device) {
+            (LoginOutcome::Signed { .. }, None) => {
+                Some(cx.issue_device(&mut fx.batch, user.id, now)?)
+            }
+            _ => None,
+        };
+        let mail = cx.commit(fx)?;
+        Ok((
+            PasswordSignIn {
+                outcome,
+                device_token,
+            },
+            mail,
+        ))
+    }
+
+    /// The signed-in user's credential, to check the current password off the actor.
+    pub fn password_credential(
+        &self,
+        cx: &TenantCtx,
+        bearer: super::messages::Bearer,
+    ) -> Result<Credential, TenantError> {
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        if let Some(retry_after) = user
+            .email
+            .as_ref()
+            .and_then(|e| cx.login.account_blocked(e))
+        {
+            return Err(TenantError::TooManyAttempts { retry_after });
+        }
+        Ok(Credential {
+            user_id: Some(user.id),
+            password_hash: user.password_hash,
+            epoch: user.password_epoch,
+            device: None,
+        })
+    }
+
+    /// Changes the password of a signed-in user whose current password was checked: the other
+    /// sessions end, outstanding reset links die (the epoch moves).
+    pub fn change_password(
+        &mut self,
+        cx: &mut TenantCtx,
+        bearer: super::messages::Bearer,
+        credential: &Credential,
+        current_ok: bool,
+        new_hash: String,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, mut user) = cx.live_session(bearer, now)?;
+        let email = user.email.clone().unwrap_or_default();
+        let mut fx = cx.effects();
+        if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
+            // Counts against the account only: the address throttle belongs to login.
+            cx.login.fail_account(&email);
+            cx.audit_into(
+                &mut fx.batch,
+                "auth.password.change_failed",
+                ctx,
+                serde_json::json!({ "user_id": user.id }),
+            )?;
+            return cx.fail(fx, TenantError::InvalidCredentials);
+        }
+        user.password_hash = Some(new_hash);
+        user.password_epoch = user.password_epoch.wrapping_add(1);
+        if let Some(old) = user.reset_token.take().and_then(|h| hex::decode(h).ok()) {
+            fx.batch.remove(Kind::LinkToken, &old);
+        }
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        if cx.revoke_user_sessions(&mut fx.batch, user.id, Some(bearer.session_id))? > 0 {
+            cx.emit_session_revoked(
+                &mut fx.batch,
+                user.id,
+                Revoked::AllBut(bearer.session_id),
+                "password_changed",
+            )?;
+        }
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.password.changed",
+            ctx,
+            serde_json::json!({ "user_id": user.id }),
+        )?;
+        if !email.is_empty() {
+            cx.queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
+        }
+        cx.commit(fx)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    /// A reference-only placeholder user, for answers that must look like a registration.
+    fn lookalike(email: &str, now: OffsetDateTime) -> UserView {
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(email.to_owned());
+        user.view()
     }
 
     /// Registration, or (with `guest`) the claim of a guest: the same user id becomes a
@@ -125,13 +497,13 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = self.effects();
         // A wallet's age verification is used here, once, whatever else the registration
         // meets (an existing address answers a look-alike, and the token is spent all the same).
         let age_proof = match &r.age_verification_token {
             Some(token) => {
                 let key = sha256(token.as_bytes());
-                match self.cx.store.get::<super::eudi::AgeTokenRecord>(&key)? {
+                match self.store.get::<super::eudi::AgeTokenRecord>(&key)? {
                     Some(proof) if proof.expires_at > now => {
                         fx.batch.remove(Kind::AgeToken, &key);
                         Some(proof)
@@ -157,7 +529,7 @@ impl TenantState {
             self.commit(fx)?;
             return Ok((lookalike(&r.email), Vec::new()));
         }
-        if let Some(mut existing) = self.cx.user_by_email(&r.email)? {
+        if let Some(mut existing) = self.user_by_email(&r.email)? {
             if self.mail_allowed(existing.id) {
                 let token = self.issue_link(
                     &mut fx.batch,
@@ -165,12 +537,11 @@ impl TenantState {
                     (LinkPurpose::ResetPassword, r.redirect_to.clone()),
                     now,
                 )?;
-                let reset_link = self.cx.link("reset-password", &token);
+                let reset_link = self.link("reset-password", &token);
                 fx.batch.put(existing.id.as_bytes(), &existing)?;
-                self.cx
-                    .queue_mail(&mut fx, &r.email, MailKind::AccountExists { reset_link })?;
+                self.queue_mail(&mut fx, &r.email, MailKind::AccountExists { reset_link })?;
             }
-            self.cx.audit_into(
+            self.audit_into(
                 &mut fx.batch,
                 "auth.register.existing_email",
                 ctx,
@@ -187,7 +558,7 @@ impl TenantState {
             }
             None => {
                 let user = UserRecord::blank(Uuid::now_v7(), now);
-                self.cx.count_active(&mut fx.batch, None, now)?;
+                self.count_active(&mut fx.batch, None, now)?;
                 (user, "auth.register")
             }
         };
@@ -195,9 +566,8 @@ impl TenantState {
         user.date_of_birth = r
             .date_of_birth
             .map(|d| {
-                self.cx
-                    .master_key
-                    .seal(&self.cx.user_aad(id, "date_of_birth"), d.as_bytes())
+                self.master_key
+                    .seal(&self.user_aad(id, "date_of_birth"), d.as_bytes())
             })
             .transpose()?;
         // What the wallet proved (not the spent token): sealed like the date of birth.
@@ -209,8 +579,8 @@ impl TenantState {
                     "threshold": p.threshold,
                     "verified_at": p.verified_at.unix_timestamp(),
                 });
-                self.cx.master_key.seal(
-                    &self.cx.user_aad(id, "age_verification_token"),
+                self.master_key.seal(
+                    &self.user_aad(id, "age_verification_token"),
                     proof.to_string().as_bytes(),
                 )
             })
@@ -243,14 +613,14 @@ impl TenantState {
             &r.email,
             now,
         )?;
-        self.cx.put_new_user(&mut fx.batch, &user)?;
+        self.put_new_user(&mut fx.batch, &user)?;
         let method = if claimed { "guest_claim" } else { "password" };
         self.emit_user_created(&mut fx.batch, &user, method)?;
         let mut metadata = serde_json::json!({ "user_id": id });
         if held == Some(true) {
             metadata["guardian_consent"] = serde_json::json!("pending");
         }
-        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        self.audit_into(&mut fx.batch, event, ctx, metadata)?;
         let mail = self.commit(fx)?;
         Ok((user.view(), mail))
     }
@@ -264,17 +634,17 @@ impl TenantState {
         email: &str,
         ctx: &AuditContext,
     ) -> Result<bool, TenantError> {
-        let sec = &self.cx.settings.security;
+        let sec = &self.settings.security;
         let policy = EmailPolicy {
             block_disposable: sec.block_disposable_emails,
             block_subaddress: sec.block_email_subaddresses,
-            allowlist: &self.cx.settings.email_domains.allowlist,
-            blocklist: &self.cx.settings.email_domains.blocklist,
+            allowlist: &self.settings.email_domains.allowlist,
+            blocklist: &self.settings.email_domains.blocklist,
         };
         let Some(block) = policy.check(email) else {
             return Ok(false);
         };
-        let domain_hash = hex::encode(self.cx.domain_hasher.hash(email_domain(email).as_bytes()));
+        let domain_hash = hex::encode(self.domain_hasher.hash(email_domain(email).as_bytes()));
         let decision_ref = Uuid::new_v4();
         let mut metadata = serde_json::json!({
             "domain_hash": domain_hash,
@@ -284,13 +654,12 @@ impl TenantState {
             metadata["reason"] = serde_json::json!(reason);
         }
         tracing::info!(
-            tenant = %self.cx.info.id,
+            tenant = %self.info.id,
             decision_ref = %decision_ref,
             event = block.event_type(),
             "registration blocked by the e-mail policy"
         );
-        self.cx
-            .audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
+        self.audit_into(&mut fx.batch, block.event_type(), ctx, metadata)?;
         Ok(true)
     }
 
@@ -298,15 +667,14 @@ impl TenantState {
     /// mail are spaced so the service cannot be used to flood a mailbox); counts it if so.
     pub(super) fn mail_allowed(&mut self, user: Uuid) -> bool {
         let now = Instant::now();
-        if self.cx.mail_sent.len() > 10_000 {
-            self.cx
-                .mail_sent
+        if self.mail_sent.len() > 10_000 {
+            self.mail_sent
                 .retain(|_, at| now.duration_since(*at) < MAIL_INTERVAL);
         }
-        match self.cx.mail_sent.get(&user) {
+        match self.mail_sent.get(&user) {
             Some(at) if now.duration_since(*at) < MAIL_INTERVAL => false,
             _ => {
-                self.cx.mail_sent.insert(user, now);
+                self.mail_sent.insert(user, now);
                 true
             }
         }
@@ -338,7 +706,7 @@ impl TenantState {
         ttl: Duration,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let token = self.cx.link_token();
+        let token = self.link_token();
         let hash = sha256(token.as_bytes());
         let slot = match purpose {
             LinkPurpose::VerifyEmail => &mut user.verify_token,
@@ -370,7 +738,7 @@ impl TenantState {
             .flatten()
         {
             if let Ok(h) = hex::decode(h) {
-                if self.cx.store.get::<LinkTokenRecord>(&h)?.is_some() {
+                if self.store.get::<LinkTokenRecord>(&h)?.is_some() {
                     out.push((Kind::LinkToken, h));
                 }
             }
@@ -403,13 +771,13 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Option<(LinkTokenRecord, UserRecord)>, TenantError> {
         let hash = sha256(token.as_bytes());
-        let Some(rec) = self.cx.store.get::<LinkTokenRecord>(&hash)? else {
+        let Some(rec) = self.store.get::<LinkTokenRecord>(&hash)? else {
             return Ok(None);
         };
         if rec.purpose != purpose {
             return Ok(None);
         }
-        let user = self.cx.user(rec.user_id)?;
+        let user = self.user(rec.user_id)?;
         let stale =
             |u: &UserRecord| purpose == LinkPurpose::ResetPassword && rec.epoch != u.password_epoch;
         match user {
@@ -419,137 +787,6 @@ impl TenantState {
                 Ok(None)
             }
         }
-    }
-
-    /// Consumes a link token of `purpose`: answers its user, with the token removed from
-    /// `fx`. An invalid token is `InvalidLinkToken`, after removing it if it was dead.
-    fn consume_link(
-        &mut self,
-        fx: Effects,
-        token: &str,
-        purpose: LinkPurpose,
-        now: OffsetDateTime,
-    ) -> Result<(Effects, UserRecord), TenantError> {
-        let mut fx = fx;
-        let Some((_, mut user)) = self.live_link(&mut fx.batch, token, purpose, now)? else {
-            return self.fail(fx, TenantError::InvalidLinkToken);
-        };
-        fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
-        match purpose {
-            LinkPurpose::VerifyEmail => user.verify_token = None,
-            LinkPurpose::ResetPassword => user.reset_token = None,
-        }
-        Ok((fx, user))
-    }
-
-    /// Whether a reset link is alive (checked before the new password is hashed, so that
-    /// guessing tokens costs no argon2 work).
-    pub fn check_reset_link(&mut self, token: &str) -> Result<(), TenantError> {
-        let mut fx = self.cx.effects();
-        let found = self.live_link(
-            &mut fx.batch,
-            token,
-            LinkPurpose::ResetPassword,
-            OffsetDateTime::now_utc(),
-        )?;
-        self.commit(fx)?;
-        found.map(|_| ()).ok_or(TenantError::InvalidLinkToken)
-    }
-
-    /// Confirms an address with a verification link.
-    pub fn verify_email(
-        &mut self,
-        token: &str,
-        ctx: &AuditContext,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (mut fx, mut user) =
-            self.consume_link(self.cx.effects(), token, LinkPurpose::VerifyEmail, now)?;
-        if !user.email_verified {
-            self.emit_email_verified(&mut fx.batch, user.id)?;
-        }
-        user.email_verified = true;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.email.verified",
-            ctx,
-            serde_json::json!({ "user_id": user.id }),
-        )?;
-        self.commit(fx)
-    }
-
-    /// A new verification link for an unverified account; silently nothing otherwise.
-    pub fn resend_verification(
-        &mut self,
-        email: &str,
-        redirect_to: Option<String>,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        self.mail_link(email, (LinkPurpose::VerifyEmail, redirect_to))
-    }
-
-    /// A reset link for an account with this address; silently nothing otherwise.
-    pub fn forgot_password(
-        &mut self,
-        email: &str,
-        redirect_to: Option<String>,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        self.mail_link(email, (LinkPurpose::ResetPassword, redirect_to))
-    }
-
-    /// Mails a new link of `purpose` to the account with this address, unless there is none,
-    /// it was mailed less than [`MAIL_INTERVAL`] ago, or (verification) it is confirmed already.
-    fn mail_link(
-        &mut self,
-        email: &str,
-        (purpose, redirect_to): (LinkPurpose, Option<String>),
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let user = self.cx.user_by_email(email)?;
-        let verified =
-            purpose == LinkPurpose::VerifyEmail && user.as_ref().is_some_and(|u| u.email_verified);
-        let mut user = match user {
-            Some(u) if !verified && self.mail_allowed(u.id) => u,
-            // Nothing to send: as much sealed and written as when there is.
-            found => {
-                let stand_in = found.unwrap_or_else(|| {
-                    let mut u = UserRecord::blank(Uuid::now_v7(), now);
-                    u.email = Some(email.to_owned());
-                    u.password_hash = Some("x".repeat(97));
-                    u
-                });
-                let stand_in_token = self.cx.link_token();
-                let token = LinkTokenRecord {
-                    purpose,
-                    user_id: stand_in.id,
-                    expires_at: now + RESET_TTL,
-                    epoch: stand_in.password_epoch,
-                    redirect_to,
-                };
-                let records = [
-                    serde_json::to_value(&stand_in),
-                    serde_json::to_value(&token),
-                ]
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| TenantError::Internal(e.to_string()))?;
-                let kind = match purpose {
-                    LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
-                        link: self.cx.link("verify-email", &stand_in_token),
-                    },
-                    LinkPurpose::ResetPassword => MailKind::PasswordReset {
-                        link: self.cx.link("reset-password", &stand_in_token),
-                    },
-                };
-                self.cx
-                    .write_decoy(&self.cx.decoy_of(email, kind, &records)?)?;
-                return Ok(Vec::new());
-            }
-        };
-        let mut fx = self.cx.effects();
-        self.send_link(&mut fx, &mut user, (purpose, redirect_to), email, now)?;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.commit(fx)
     }
 
     /// Issues a new link of `purpose` for `user` and queues its mail (the verification or
@@ -565,165 +802,13 @@ impl TenantState {
         let token = self.issue_link(&mut fx.batch, user, (purpose, redirect_to), now)?;
         let kind = match purpose {
             LinkPurpose::VerifyEmail => MailKind::VerifyEmail {
-                link: self.cx.link("verify-email", &token),
+                link: self.link("verify-email", &token),
             },
             LinkPurpose::ResetPassword => MailKind::PasswordReset {
-                link: self.cx.link("reset-password", &token),
+                link: self.link("reset-password", &token),
             },
         };
-        self.cx.queue_mail(fx, to, kind)
-    }
-
-    /// Sets a new password with a reset link: every session ends, the e-mail counts as
-    /// confirmed (the link proved it), failed-login counters are forgiven.
-    pub fn reset_password(
-        &mut self,
-        token: &str,
-        password_hash: String,
-        ctx: &AuditContext,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (mut fx, mut user) =
-            self.consume_link(self.cx.effects(), token, LinkPurpose::ResetPassword, now)?;
-        if !user.email_verified {
-            // The link proved the address: an unconfirmed account's ways in go.
-            self.recover_address(&mut fx, &mut user, "password_reset", ctx)?;
-        }
-        user.password_hash = Some(password_hash);
-        user.password_epoch = user.password_epoch.wrapping_add(1);
-        user.email_verified = true;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        if self.revoke_user_sessions(&mut fx.batch, user.id, None)? > 0 {
-            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "password_reset")?;
-        }
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.password.reset",
-            ctx,
-            serde_json::json!({ "user_id": user.id }),
-        )?;
-        if let Some(email) = user.email.clone() {
-            self.cx
-                .queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
-            self.cx.login.forgive_account(&email);
-        }
-        self.commit(fx)
-    }
-
-    /// Checks the sign-in rules, then answers what to verify: the account's credential, and
-    /// the known device the attempt presented, if it is a live one of that account.
-    pub fn login_begin(&self, attempt: &LoginAttempt) -> Result<Credential, TenantError> {
-        let user = self.cx.user_by_email(&attempt.email)?;
-        let device = match (&user, attempt.device_token.as_deref()) {
-            (Some(u), Some(token)) => self.known_device(u.id, token, OffsetDateTime::now_utc())?,
-            _ => None,
-        };
-        self.cx.login_gate(&Self::guard_attempt(attempt, device))?;
-        Ok(match user {
-            Some(u) => Credential {
-                user_id: Some(u.id),
-                password_hash: u.password_hash,
-                epoch: u.password_epoch,
-                device,
-            },
-            None => Credential {
-                user_id: None,
-                password_hash: None,
-                epoch: 0,
-                device: None,
-            },
-        })
-    }
-
-    /// The sign-in rules' view of a password login.
-    fn guard_attempt(attempt: &LoginAttempt, device: Option<Uuid>) -> Attempt<'_> {
-        Attempt {
-            account: &attempt.email,
-            ip: attempt.ip,
-            device,
-            captcha: attempt.captcha,
-        }
-    }
-
-    /// Records a failed password check with its audit event (and one for each rule it made
-    /// refuse).
-    fn login_failed(
-        &mut self,
-        fx: &mut Effects,
-        attempt: &Attempt<'_>,
-        user: Option<Uuid>,
-        ctx: &AuditContext,
-    ) -> Result<(), TenantError> {
-        self.cx
-            .count_failed_login(&mut fx.batch, attempt, user, ctx)?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.login.failed",
-            ctx,
-            serde_json::json!({ "user_id": user, "reason": "invalid_credentials" }),
-        )
-    }
-
-    /// Finishes a password login: a failure counts against the sign-in rules; a success (when
-    /// nothing changed since `login_begin`) opens a session and answers the device token to
-    /// keep.
-    pub fn login_finish(
-        &mut self,
-        attempt: &LoginAttempt,
-        credential: &Credential,
-        password_ok: bool,
-        ctx: &AuditContext,
-    ) -> Result<(PasswordSignIn, Vec<MailJob>), TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
-        let guard = Self::guard_attempt(attempt, credential.device);
-        // Checked again here: attempts started together all passed `login_begin`, and the
-        // ones finishing after the block began must not learn their result.
-        if let Err(refused) = self.cx.login_gate(&guard) {
-            if !password_ok {
-                self.login_failed(&mut fx, &guard, credential.user_id, ctx)?;
-                self.commit(fx)?;
-            }
-            return Err(refused);
-        }
-        let Some(mut user) = self.proven_user(&attempt.email, credential, password_ok)? else {
-            self.login_failed(&mut fx, &guard, credential.user_id, ctx)?;
-            return self.fail(fx, TenantError::InvalidCredentials);
-        };
-        // A held minor learns that first: confirming the address alone would not help.
-        if let Err(e) = user.guardian_gate() {
-            self.cx.login.succeed(&guard);
-            return Err(e);
-        }
-        if self.cx.settings.security.require_email_verification && !user.email_verified {
-            self.cx.login.succeed(&guard);
-            return Err(TenantError::EmailNotVerified);
-        }
-        let mut proof = Proof::first_factor("pwd", "password");
-        proof.device = credential.device;
-        let outcome = self.sign_in(&mut fx, &mut user, proof, ctx, now)?.outcome;
-        // The account's failures are forgiven, not the address's (see `LoginThrottles::
-        // succeed`), and not while a second factor is still to come: a known password must
-        // not reset the count of wrong codes.
-        if !matches!(outcome, LoginOutcome::MfaRequired { .. }) {
-            self.cx.login.succeed(&guard);
-        }
-        // A device that signed in is known from now on (one that presented a live token keeps
-        // it). Only a complete sign-in: after MFA, the second step's answer carries it.
-        let device_token = match (&outcome, credential.device) {
-            (LoginOutcome::Signed { .. }, None) => {
-                Some(self.issue_device(&mut fx.batch, user.id, now)?)
-            }
-            _ => None,
-        };
-        let mail = self.commit(fx)?;
-        Ok((
-            PasswordSignIn {
-                outcome,
-                device_token,
-            },
-            mail,
-        ))
+        self.queue_mail(fx, to, kind)
     }
 
     /// The account a password checked off the actor opens: the credential's user, when the
@@ -736,85 +821,12 @@ impl TenantState {
         password_ok: bool,
     ) -> Result<Option<UserRecord>, TenantError> {
         let user = match credential.user_id {
-            Some(id) => self.cx.user(id)?,
+            Some(id) => self.user(id)?,
             None => None,
         };
         Ok(user.filter(|u| {
             password_ok && u.password_epoch == credential.epoch && u.email.as_deref() == Some(email)
         }))
-    }
-
-    /// The signed-in user's credential, to check the current password off the actor.
-    pub fn password_credential(
-        &self,
-        bearer: super::messages::Bearer,
-    ) -> Result<Credential, TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        if let Some(retry_after) = user
-            .email
-            .as_ref()
-            .and_then(|e| self.cx.login.account_blocked(e))
-        {
-            return Err(TenantError::TooManyAttempts { retry_after });
-        }
-        Ok(Credential {
-            user_id: Some(user.id),
-            password_hash: user.password_hash,
-            epoch: user.password_epoch,
-            device: None,
-        })
-    }
-
-    /// Changes the password of a signed-in user whose current password was checked: the other
-    /// sessions end, outstanding reset links die (the epoch moves).
-    pub fn change_password(
-        &mut self,
-        bearer: super::messages::Bearer,
-        credential: &Credential,
-        current_ok: bool,
-        new_hash: String,
-        ctx: &AuditContext,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (_, mut user) = self.live_session(bearer, now)?;
-        let email = user.email.clone().unwrap_or_default();
-        let mut fx = self.cx.effects();
-        if !current_ok || user.password_epoch != credential.epoch || user.password_hash.is_none() {
-            // Counts against the account only: the address throttle belongs to login.
-            self.cx.login.fail_account(&email);
-            self.cx.audit_into(
-                &mut fx.batch,
-                "auth.password.change_failed",
-                ctx,
-                serde_json::json!({ "user_id": user.id }),
-            )?;
-            return self.fail(fx, TenantError::InvalidCredentials);
-        }
-        user.password_hash = Some(new_hash);
-        user.password_epoch = user.password_epoch.wrapping_add(1);
-        if let Some(old) = user.reset_token.take().and_then(|h| hex::decode(h).ok()) {
-            fx.batch.remove(Kind::LinkToken, &old);
-        }
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        if self.revoke_user_sessions(&mut fx.batch, user.id, Some(bearer.session_id))? > 0 {
-            self.emit_session_revoked(
-                &mut fx.batch,
-                user.id,
-                Revoked::AllBut(bearer.session_id),
-                "password_changed",
-            )?;
-        }
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.password.changed",
-            ctx,
-            serde_json::json!({ "user_id": user.id }),
-        )?;
-        if !email.is_empty() {
-            self.cx
-                .queue_mail(&mut fx, &email, MailKind::PasswordChanged)?;
-        }
-        self.commit(fx)
     }
 }
 

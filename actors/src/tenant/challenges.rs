@@ -18,9 +18,9 @@
 //! counted as a wrong guess, so it cannot lock the address out.
 //!
 //! Typed codes (e-mailed and texted login codes, phone confirmation, e-mailed step-up) are all
-//! checked by [`TenantState::check_code`] and consumed by [`TenantState::consume_code`]; each
+//! checked by [`TenantCtx::check_code`] and consumed by [`TenantCtx::consume_code`]; each
 //! caller decides only what a wrong or missing code counts against. Links and tokens carry
-//! their record's key ([`TenantState::find_challenge`]).
+//! their record's key ([`TenantCtx::find_challenge`]).
 //!
 //! Which record a mailed single-use secret gets: a `LinkTokenRecord` (keyed by the token's
 //! SHA-256, one per user and purpose, held on the user record) for the account links that
@@ -29,6 +29,8 @@
 //! and codes, step-up, MFA), because those need the failure count, the OAuth resume, the
 //! session binding and the sweep of expired ones.
 
+use crate::tenant::ctx::TenantCtx;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -36,7 +38,7 @@ use tessera_storage::{ct_eq, sha256, Kind, Record, TenantBatch, TenantRecord};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
-use super::{records::UserRecord, state::TenantState};
+use super::records::UserRecord;
 use crate::error::TenantError;
 
 /// RFC 7636 S256: `BASE64URL(SHA256(ASCII(code_verifier)))` (the PKCE of OAuth codes, of the
@@ -58,7 +60,7 @@ pub(super) enum CodeVerdict {
     Missing { resubmitted: bool },
     /// A live code that this one does not match; `resubmitted` as for `Missing`.
     Wrong { found: Found, resubmitted: bool },
-    /// The code matches (not consumed yet: see [`TenantState::consume_code`]).
+    /// The code matches (not consumed yet: see [`TenantCtx::consume_code`]).
     Right(Found),
 }
 
@@ -203,7 +205,7 @@ pub fn challenge_key(slot: Uuid, purpose: Purpose) -> Vec<u8> {
 const TOKEN_LEN: usize = 16 + 16 + 1 + 32;
 
 /// The tenant a mailed token names: challenge tokens and link tokens both begin with the
-/// tenant's id (see `TenantState::link_token`), which is how the hosted pages, served for
+/// tenant's id (see `TenantCtx::link_token`), which is how the hosted pages, served for
 /// every tenant at one address, find the tenant without a key. `None` for anything shorter
 /// or not base64url; the tenant's actor still checks the rest.
 pub fn tenant_of_token(token: &str) -> Option<Uuid> {
@@ -262,7 +264,7 @@ pub(super) struct Found {
     pub record: ChallengeRecord,
 }
 
-impl TenantState {
+impl TenantCtx {
     /// Writes a new challenge into `batch` and answers its token (whose secret only the
     /// caller ever sees). A session-bound challenge takes the session's slot, any other the
     /// user's, replacing the one there: a session or user holds at most one of each kind, so
@@ -292,7 +294,7 @@ impl TenantState {
         record.secret_hash = hex::encode(sha256(&secret));
         batch.put(&challenge_key(slot, record.purpose), &record)?;
         let mut raw = Vec::with_capacity(TOKEN_LEN);
-        raw.extend_from_slice(self.cx.store.tenant_id().as_bytes());
+        raw.extend_from_slice(self.store.tenant_id().as_bytes());
         raw.extend_from_slice(slot.as_bytes());
         raw.push(record.purpose as u8);
         raw.extend_from_slice(&secret);
@@ -309,8 +311,7 @@ impl TenantState {
         purposes: &[Purpose],
         now: OffsetDateTime,
     ) -> Result<Found, TenantError> {
-        let (slot, purpose, secret) = match parse_token(token, self.cx.store.tenant_id().as_bytes())
-        {
+        let (slot, purpose, secret) = match parse_token(token, self.store.tenant_id().as_bytes()) {
             Presented::Ours {
                 slot,
                 purpose,
@@ -324,7 +325,7 @@ impl TenantState {
         };
         let key = challenge_key(slot, purpose);
         let record = if purposes.contains(&purpose) {
-            self.cx.store.get::<ChallengeRecord>(&key)?
+            self.store.get::<ChallengeRecord>(&key)?
         } else {
             None
         };
@@ -346,7 +347,7 @@ impl TenantState {
     pub(super) fn otp_hash(&self, slot: Uuid, code: &str) -> String {
         let mut m = slot.as_bytes().to_vec();
         m.extend_from_slice(code.as_bytes());
-        hex::encode(self.cx.otp_hasher.hash(&m))
+        hex::encode(self.otp_hasher.hash(&m))
     }
 
     /// Compares the typed `code` with the code kept at `slot` for `purpose`, when `accept`
@@ -362,7 +363,6 @@ impl TenantState {
     ) -> Result<CodeVerdict, TenantError> {
         let key = challenge_key(slot, purpose);
         let record = self
-            .cx
             .store
             .get::<ChallengeRecord>(&key)?
             .filter(|r| accept(r));
@@ -373,7 +373,6 @@ impl TenantState {
         let matches = ct_eq(presented.as_bytes(), stored.as_bytes());
         let resubmitted = !matches
             && self
-                .cx
                 .consumed_codes
                 .is_resubmission(&key, &presented, expiry_now);
         Ok(match record.filter(|r| r.expires_at > expiry_now) {
@@ -395,7 +394,7 @@ impl TenantState {
         expiry_now: OffsetDateTime,
     ) {
         batch.remove(Kind::Challenge, &found.key);
-        self.cx.consumed_codes.remember(
+        self.consumed_codes.remember(
             &found.key,
             &found.record.secret_hash,
             found.record.expires_at,
@@ -423,8 +422,7 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.cx
-            .keys_where::<ChallengeRecord>(|c| users.contains(&c.user_id))
+        self.keys_where::<ChallengeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes expired challenges (at most `limit`); answers how many.
@@ -434,7 +432,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        self.cx.sweep_kind::<ChallengeRecord>(
+        self.sweep_kind::<ChallengeRecord>(
             limit,
             |_, r| r.expires_at <= now,
             |k, _| batch.remove(Kind::Challenge, k),

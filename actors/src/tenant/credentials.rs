@@ -6,8 +6,8 @@
 //! account that never confirmed it: whoever held it may have registered an address they do
 //! not own), and an admin's block. Each walks [`Credential::ALL`] and asks [`Credential::fate`]
 //! what to do with each kind; the removal of each kind is one arm of one `match`
-//! (`TenantState::remove_credential`), and what a user holds of each kind is another
-//! (`TenantState::holds`). A new kind is a new variant: nothing compiles until the fate on each
+//! (`TenantCtx::clear_held`), and what a user holds of each kind is another
+//! (`TenantCtx::stored`). A new kind is a new variant: nothing compiles until the fate on each
 //! path, the removal and the inspection say what to do with it.
 //!
 //! The door in front: an account whose e-mail address is not confirmed adds no durable

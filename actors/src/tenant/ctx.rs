@@ -1,23 +1,29 @@
 //! The kernel's context: what every flow of a tenant works with and nothing flow-specific.
 //!
 //! The tenant's identity and store, the settings snapshot, the master key and the keyed
-//! hashers, what the platform gives the actor (`TenantRuntime`: clocks' offset, outbound,
-//! token lifetimes) and what it publishes to handlers (`TenantCells`), the audit sequence, the
-//! sign-in rules that every way of signing in shares (`LoginThrottles`, the consumed codes),
-//! the month's active users and the webhook outbox), and what the credential inventory and
-//! more than one flow reach: the WebAuthn ceremonies under way, the wrong step-up codes, the
-//! spacing of mailed and texted codes. Each flow's own memory is a struct of that
-//! flow's (`<flow>/memory.rs`), held beside this one in `TenantState`.
+//! hashers, the signing keys and the wallet verifier's identity, what the platform gives the
+//! actor (`TenantRuntime`: clocks' offset, outbound, token lifetimes) and what it publishes to
+//! handlers (`TenantCells`), the audit sequence, the sign-in rules that every way of signing
+//! in shares (`LoginThrottles`, the consumed codes, the wrong step-up codes), the month's
+//! active users and the webhook outbox; and what the credential inventory and more than one
+//! flow reach: the WebAuthn ceremonies under way and the spacing of mailed and texted codes.
+//!
+//! Each flow is a component of `TenantState` (`<flow>/memory.rs` for the flows that keep
+//! something in memory, a unit struct for the others) whose methods take `(&mut self, cx:
+//! &mut TenantCtx, ...)`. A flow reaches another only through this context: the kernel's
+//! methods (`sign_in`, `live_session`, the challenges, the credential inventory, `commit` and
+//! `fail`) and the few a flow lends the others, each in its file's `impl TenantCtx` block.
 
-use std::{collections::HashMap, time::Instant};
+use std::{collections::HashMap, sync::Arc, time::Instant};
 
-use tessera_storage::{KeyedHasher, MasterKey, TenantStore};
+use tessera_storage::{flusher::Ticket, KeyedHasher, MasterKey, TenantStore};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::{
     audit::event_key,
     ceremonies::Ceremonies,
+    eudi::VerifierIdentity,
     keys::KeyRing,
     messages::TenantInfo,
     runtime::{TenantCells, TenantRuntime},
@@ -27,6 +33,8 @@ use super::{
 };
 use crate::{
     login_guard::LoginThrottles,
+    outbound::Outbound,
+    reply::Durability,
     throttle::{ConsumedCodes, RateWindow, Throttle},
 };
 
@@ -44,6 +52,8 @@ pub struct TenantCtx {
     /// What request handlers read without a hop: the signing keys, the edge policy.
     pub(super) cells: TenantCells,
     pub(super) key_ring: KeyRing,
+    /// The wallet verifier's identity (its key and certificate chain), opened once.
+    pub(super) verifier: Option<Arc<VerifierIdentity>>,
     /// Keyed hash of refresh tokens.
     pub(super) refresh_hasher: KeyedHasher,
     /// Keyed hash of OAuth consent requests (the commitment a decision carries back).
@@ -84,5 +94,17 @@ impl TenantCtx {
     pub(super) fn next_event_key(&mut self, at: OffsetDateTime) -> Vec<u8> {
         self.audit_seq = self.audit_seq.wrapping_add(1);
         event_key(at, self.audit_seq)
+    }
+}
+
+/// A command's writes are durable with the tenant's store; its mail and texts leave through
+/// the platform's outbound.
+impl Durability for TenantCtx {
+    fn ticket(&self) -> Ticket {
+        self.store.ticket()
+    }
+
+    fn outbound(&self) -> Option<Arc<dyn Outbound>> {
+        Some(self.runtime.outbound.clone())
     }
 }

@@ -11,12 +11,13 @@
 //! unconfirmed address remove them, so whoever held the account before its owner keeps no
 //! way past a lockout.
 
+use crate::tenant::ctx::TenantCtx;
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::state::TenantState;
 use crate::{error::TenantError, known_devices};
 
 /// A known device of a user.
@@ -47,7 +48,7 @@ pub fn device_key(user: Uuid, id: Uuid) -> Vec<u8> {
     out
 }
 
-impl TenantState {
+impl TenantCtx {
     /// The device `token` names, when it is a live device token of `user`.
     pub(super) fn known_device(
         &self,
@@ -58,7 +59,7 @@ impl TenantState {
         let Some((id, secret)) = known_devices::parse(token) else {
             return Ok(None);
         };
-        let Some(record) = self.cx.store.get::<DeviceRecord>(&device_key(user, id))? else {
+        let Some(record) = self.store.get::<DeviceRecord>(&device_key(user, id))? else {
             return Ok(None);
         };
         Ok(known_devices::holds(secret, &record.secret_hash, record.expires_at, now).then_some(id))
@@ -95,7 +96,7 @@ impl TenantState {
     /// `user`'s device records, oldest first.
     fn devices_of(&self, user: Uuid) -> Result<Vec<DeviceRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<DeviceRecord>(user.as_bytes()) {
+        for item in self.store.scan::<DeviceRecord>(user.as_bytes()) {
             out.push(item?.1);
         }
         Ok(out)
@@ -115,10 +116,11 @@ impl TenantState {
 mod tests {
     use super::*;
     use crate::tenant::accounts::tests::tenant;
+    use crate::tenant::state::TenantState;
 
     fn issue(t: &TenantState, user: Uuid, now: OffsetDateTime) -> String {
         let mut b = t.cx.store.batch();
-        let token = t.issue_device(&mut b, user, now).unwrap();
+        let token = t.cx.issue_device(&mut b, user, now).unwrap();
         t.cx.store.apply(b).unwrap();
         token
     }
@@ -131,24 +133,24 @@ mod tests {
         let now = OffsetDateTime::now_utc();
         let token = issue(&t, user, now);
         let (id, secret) = known_devices::parse(&token).unwrap();
-        assert_eq!(t.known_device(user, &token, now).unwrap(), Some(id));
-        assert_eq!(t.known_device(other, &token, now).unwrap(), None);
+        assert_eq!(t.cx.known_device(user, &token, now).unwrap(), Some(id));
+        assert_eq!(t.cx.known_device(other, &token, now).unwrap(), None);
         let end = now + known_devices::DEVICE_TOKEN_TTL;
         assert_eq!(
-            t.known_device(user, &token, end - time::Duration::seconds(1))
+            t.cx.known_device(user, &token, end - time::Duration::seconds(1))
                 .unwrap(),
             Some(id)
         );
-        assert_eq!(t.known_device(user, &token, end).unwrap(), None);
+        assert_eq!(t.cx.known_device(user, &token, end).unwrap(), None);
         let forged = token.replace(secret, &"A".repeat(secret.len()));
-        assert_eq!(t.known_device(user, &forged, now).unwrap(), None);
+        assert_eq!(t.cx.known_device(user, &forged, now).unwrap(), None);
         for malformed in [
             "",
             "tdv_",
             "not a token",
             &token[..token.len() - secret.len()],
         ] {
-            assert_eq!(t.known_device(user, malformed, now).unwrap(), None);
+            assert_eq!(t.cx.known_device(user, malformed, now).unwrap(), None);
         }
         // Only the secret's hash is stored.
         let record =
@@ -187,21 +189,21 @@ mod tests {
             .unwrap()
             .is_none());
         assert_eq!(
-            t.device_keys(user).unwrap().len(),
+            t.cx.device_keys(user).unwrap().len(),
             known_devices::DEVICES_PER_ACCOUNT
         );
         // One more: the oldest live one makes room.
         let newest = issue(&t, user, now);
-        assert_eq!(t.known_device(user, &tokens[0], now).unwrap(), None);
+        assert_eq!(t.cx.known_device(user, &tokens[0], now).unwrap(), None);
         for token in tokens[1..].iter().chain([&newest]) {
-            assert!(t.known_device(user, token, now).unwrap().is_some());
+            assert!(t.cx.known_device(user, token, now).unwrap().is_some());
         }
-        let keys = t.device_keys(user).unwrap();
+        let keys = t.cx.device_keys(user).unwrap();
         assert_eq!(keys.len(), known_devices::DEVICES_PER_ACCOUNT);
         assert!(keys
             .iter()
             .all(|(kind, key)| *kind == Kind::DeviceToken && key.starts_with(user.as_bytes())));
         // Another user's devices are apart.
-        assert!(t.device_keys(Uuid::now_v7()).unwrap().is_empty());
+        assert!(t.cx.device_keys(Uuid::now_v7()).unwrap().is_empty());
     }
 }

@@ -5,13 +5,14 @@
 //! throttles.
 //!
 //! A command builds an [`Effects`], stages its writes, and ends in exactly one of
-//! [`TenantState::commit`] (success: everything, and the mail to hand to delivery once it is
-//! durable) or [`TenantState::fail`] (a refusal: the counted failure, its audit event, a dead
+//! [`TenantCtx::commit`] (success: everything, and the mail to hand to delivery once it is
+//! durable) or [`TenantCtx::fail`] (a refusal: the counted failure, its audit event, a dead
 //! token removed, whatever was staged; then the error).
 //!
-//! Everything but those two is a method of the kernel's context, [`TenantCtx`]: a flow
-//! reaches it as `self.cx`. `commit` and `fail` stay on `TenantState`, since a commit also
-//! writes the step-up flow's throttle entries and publishes the agents' denied tokens.
+//! All of it is the kernel's context, [`TenantCtx`], which every flow's methods take as
+//! `cx`. A commit also writes the changed entries of the persisted throttles and, when the
+//! command denylisted agent tokens, publishes the denylist to the edge and moves the epoch
+//! the agents flow's counts of live tokens follow.
 
 use tessera_storage::{Kind, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
@@ -24,7 +25,6 @@ use super::{
         created_key, DecoyRecord, EmailIndex, QueuedMail, UserAuditIndex, UserCreatedIndex,
         UserRecord, DECOY_KEY,
     },
-    state::TenantState,
     usage::{month_of, MAU_KEY},
 };
 use crate::{
@@ -336,17 +336,15 @@ impl TenantCtx {
         batch.put(MAU_KEY, &self.mau)?;
         Ok(())
     }
-}
 
-impl TenantState {
     /// Applies the writes of one command at once, with the throttle entries it changed (a
     /// failed attempt's count is durable with its audit event); its mail goes out once they
     /// are durable.
     pub(super) fn commit(&mut self, mut effects: Effects) -> Result<Vec<MailJob>, TenantError> {
         self.throttle_changes_into(&mut effects.batch)?;
-        self.cx.store.apply(effects.batch)?;
+        self.store.apply(effects.batch)?;
         if !effects.denied_agent_tokens.is_empty() {
-            self.cx.denied_epoch = self.cx.denied_epoch.wrapping_add(1);
+            self.denied_epoch = self.denied_epoch.wrapping_add(1);
             self.publish_agent(None, &effects.denied_agent_tokens);
         }
         Ok(effects.mail)
@@ -375,6 +373,7 @@ mod tests {
     use time::macros::datetime;
 
     use super::*;
+    use crate::tenant::state::TenantState;
     use crate::{
         login_guard::LoginRule,
         tenant::{accounts::tests::tenant, challenges::tenant_of_token},
@@ -456,7 +455,7 @@ mod tests {
         fx.locale = Some("fr".into());
         t.cx.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
             .unwrap();
-        let sent = t.commit(fx).unwrap();
+        let sent = t.cx.commit(fx).unwrap();
         // The user's language, else the tenant's, unless the command knows better.
         let locales: Vec<&str> = sent.iter().map(|m| m.locale.as_str()).collect();
         assert_eq!(locales, ["pl", "de", "fr"]);
@@ -541,9 +540,11 @@ mod tests {
             serde_json::json!({}),
         )
         .unwrap();
-        let r: Result<(), TenantError> = t.fail(fx, TenantError::InvalidChallenge);
+        let r: Result<(), TenantError> = t.cx.fail(fx, TenantError::InvalidChallenge);
         assert!(matches!(r, Err(TenantError::InvalidChallenge)));
-        let page = t.list_audit(None, 10, Some("auth.step_up_failed")).unwrap();
+        let page =
+            t.cx.list_audit(None, 10, Some("auth.step_up_failed"))
+                .unwrap();
         assert_eq!(page.events.len(), 1);
     }
 }

@@ -1,6 +1,6 @@
 //! Minor protection (GDPR art. 8): a minor's account waits, `held`, until a guardian consents.
 //!
-//! - Registration ([`TenantState::guardian_hold`]): with the tenant's protection on, a date of
+//! - Registration ([`TenantCtx::guardian_hold`]): with the tenant's protection on, a date of
 //!   birth (or a wallet's age proof) is required; someone younger than the consent age gets
 //!   an account marked held (`UserRecord::guardian`), which cannot sign in
 //!   ([`UserRecord::guardian_gate`], checked by the sign-in kernel).
@@ -15,10 +15,10 @@
 //!   answered).
 //!
 //! Guardian links are [`GuardianTokenRecord`]s under the SHA-256 of their token; the token
-//! names the tenant (`TenantState::link_token`). Nothing here writes the date of birth into
+//! names the tenant (`TenantCtx::link_token`). Nothing here writes the date of birth into
 //! an event or a log line.
 //!
-//! [`TenantState::guardian_hold`]: crate::tenant::TenantState::guardian_hold
+//! [`TenantCtx::guardian_hold`]: crate::tenant::TenantCtx::guardian_hold
 //! [`UserRecord::guardian_gate`]: crate::tenant::records::UserRecord::guardian_gate
 //!
 //! Its parts, one job a file: `records.rs` (guardian links and declined minors as stored,
@@ -40,6 +40,7 @@ mod records;
 mod upkeep;
 mod values;
 
+pub(in crate::tenant) use self::commands::GuardianStep;
 pub use self::{
     commands::GuardianCmd,
     records::{

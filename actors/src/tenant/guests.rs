@@ -2,6 +2,9 @@
 //! registered user with the same id, the purge of stale guests, and the monthly-active-user
 //! count that caps new guests.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guests::memory::Guests;
+
 pub mod memory;
 pub mod msg;
 
@@ -16,7 +19,6 @@ use super::{
     audit::AuditContext,
     messages::{Bearer, Grant, Registration, UserView},
     records::UserRecord,
-    state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 
@@ -38,62 +40,60 @@ impl Record for GuestIndex {
 }
 impl TenantRecord for GuestIndex {}
 
-impl TenantState {
+impl Guests {
     /// This month's active users so far.
-    fn active_this_month(&self, now: OffsetDateTime) -> u64 {
-        self.cx.mau.in_month(now)
+    fn active_this_month(&self, cx: &TenantCtx, now: OffsetDateTime) -> u64 {
+        cx.mau.in_month(now)
     }
 
     /// A new guest with a session: the tenant must allow guests, the address and the key must
     /// be under their limits, and the month under the tenant's cap.
     pub fn anonymous_signin(
         &mut self,
+        cx: &mut TenantCtx,
         ip: IpAddr,
         public_metadata: serde_json::Value,
         ctx: &AuditContext,
     ) -> Result<(Grant, Vec<MailJob>), TenantError> {
-        if !self.cx.settings.anonymous.anonymous_signins_enabled {
+        if !cx.settings.anonymous.anonymous_signins_enabled {
             return Err(TenantError::AnonymousDisabled);
         }
         let now = OffsetDateTime::now_utc();
         let at = Instant::now();
-        self.guests
-            .per_ip
+        self.per_ip
             .hit(&throttle_ip(ip), at)
             .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
-        self.guests
-            .per_key
+        self.per_key
             .hit(&(), at)
             .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
-        if self
-            .cx
+        if cx
             .info
             .mau_cap
-            .is_some_and(|cap| self.active_this_month(now) >= cap)
+            .is_some_and(|cap| self.active_this_month(cx, now) >= cap)
         {
             return Err(TenantError::MauExhausted);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.is_anonymous = true;
         user.public_metadata = public_metadata;
-        self.cx.count_active(&mut fx.batch, None, now)?;
-        self.cx.put_new_user(&mut fx.batch, &user)?;
+        cx.count_active(&mut fx.batch, None, now)?;
+        cx.put_new_user(&mut fx.batch, &user)?;
         fx.batch.put(user.id.as_bytes(), &GuestIndex::default())?;
-        let grant = self.open_session(
+        let grant = cx.open_session(
             &mut fx.batch,
             &user,
             (1, vec!["anonymous".into()]),
             ctx,
             now,
         )?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.anonymous.signin",
             ctx,
             serde_json::json!({ "user_id": user.id, "session_id": grant.session_id }),
         )?;
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((grant, mail))
     }
 
@@ -102,15 +102,16 @@ impl TenantState {
     /// and the second finds a registered user.
     pub fn claim(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         registration: Registration,
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         if !user.is_anonymous {
             return Err(TenantError::AlreadyClaimed);
         }
-        self.register_or_claim(registration, Some(user), ctx)
+        cx.register_or_claim(registration, Some(user), ctx)
     }
 
     /// Deletes (or, dry, counts) up to [`PURGE_LIMIT`] guests inactive for longer than the
@@ -118,17 +119,16 @@ impl TenantState {
     /// per run.
     pub fn purge_guests(
         &mut self,
+        cx: &mut TenantCtx,
         as_of: OffsetDateTime,
         dry_run: bool,
     ) -> Result<PurgeReport, TenantError> {
-        let ttl = Duration::days(i64::from(
-            self.cx.settings.anonymous.anonymous_user_ttl_days,
-        ));
+        let ttl = Duration::days(i64::from(cx.settings.anonymous.anonymous_user_ttl_days));
         let cutoff = as_of - ttl;
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let mut purged = 0;
         let mut guests = Vec::new();
-        for item in self.cx.store.scan::<GuestIndex>(b"") {
+        for item in cx.store.scan::<GuestIndex>(b"") {
             if purged == PURGE_LIMIT {
                 break;
             }
@@ -136,7 +136,7 @@ impl TenantState {
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Some(user) = self.cx.user(id)? else {
+            let Some(user) = cx.user(id)? else {
                 fx.batch.remove(Kind::Guest, &key);
                 continue;
             };
@@ -151,29 +151,29 @@ impl TenantState {
         }
         // Their records, indexes, credentials and per-user audit index, in one walk.
         if !guests.is_empty() {
-            self.erase_user_records(&mut fx, guests)?;
+            cx.erase_user_records(&mut fx, guests)?;
         }
         // Expired challenges and step-up tokens go with the same daily run, and so do the
         // throttle entries with nothing left to hold (their records leave with this batch).
         let swept = if dry_run {
             0
         } else {
-            self.sweep_throttles();
-            self.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
-                + self.sweep_oauth_codes(&mut fx.batch, as_of, PURGE_LIMIT)?
-                + self.sweep_social(&mut fx.batch, as_of)?
-                + self.sweep_agents(&mut fx.batch, as_of, PURGE_LIMIT)?
-                + self.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
-                + self.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?
-                + self.sweep_guardian(&mut fx.batch, as_of, PURGE_LIMIT)?
+            cx.sweep_throttles();
+            cx.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_oauth_codes(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_social(&mut fx.batch, as_of)?
+                + cx.sweep_agents(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_guardian(&mut fx.batch, as_of, PURGE_LIMIT)?
         };
         // Minors whose guardian declined, 30 days on.
         let declined = if dry_run {
             0
         } else {
-            self.purge_declined(&mut fx, as_of, PURGE_LIMIT)?
+            cx.purge_declined(&mut fx, as_of, PURGE_LIMIT)?
         };
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "anonymous.purged",
             &AuditContext::default(),
@@ -181,14 +181,14 @@ impl TenantState {
                 "count": purged,
                 "dry_run": dry_run,
                 "as_of": as_of.unix_timestamp(),
-                "ttl_days": self.cx.settings.anonymous.anonymous_user_ttl_days,
+                "ttl_days": cx.settings.anonymous.anonymous_user_ttl_days,
                 "expired_challenges_removed": swept,
                 "declined_minors_erased": declined,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(PurgeReport {
-            tenant: self.cx.info.slug.clone(),
+            tenant: cx.info.slug.clone(),
             purged,
             dry_run,
         })
@@ -221,10 +221,22 @@ mod tests {
             .unwrap();
         t.cx.store.apply(batch).unwrap();
         let now = OffsetDateTime::now_utc();
-        assert_eq!(t.purge_guests(now, true).unwrap().purged, 1000);
-        assert_eq!(t.purge_guests(now, false).unwrap().purged, 1000);
-        assert_eq!(t.purge_guests(now, false).unwrap().purged, 5);
-        assert_eq!(t.purge_guests(now, false).unwrap().purged, 0);
+        assert_eq!(
+            t.guests.purge_guests(&mut t.cx, now, true).unwrap().purged,
+            1000
+        );
+        assert_eq!(
+            t.guests.purge_guests(&mut t.cx, now, false).unwrap().purged,
+            1000
+        );
+        assert_eq!(
+            t.guests.purge_guests(&mut t.cx, now, false).unwrap().purged,
+            5
+        );
+        assert_eq!(
+            t.guests.purge_guests(&mut t.cx, now, false).unwrap().purged,
+            0
+        );
         assert!(t.cx.user(registered.id).unwrap().is_some());
     }
 

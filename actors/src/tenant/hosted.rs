@@ -8,6 +8,8 @@
 //! its page must not hold the token pair: it hands the app a code bound to the app's
 //! `code_challenge` (RFC 7636, S256) instead.
 
+use crate::tenant::ctx::TenantCtx;
+
 pub mod msg;
 
 use tessera_storage::{ct_eq, Kind};
@@ -20,7 +22,6 @@ use super::{
     messages::{HostedLink, HostedView, LiveLink, PasswordlessLogin, SignInView},
     passwordless::Flow,
     records::LinkPurpose,
-    state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob};
 
@@ -45,30 +46,30 @@ pub fn oauth_link_return_path(slug: &str) -> String {
     format!("/oauth/{slug}/link")
 }
 
-impl TenantState {
+impl Hosted {
     /// Where a login link's page sends the user: the link's `redirect_to` while it is one of
     /// the tenant's URLs (else the site URL), or the authorization server's own return page
     /// when the link was asked for there.
-    fn link_destination(&self, redirect_to: Option<&str>) -> Option<String> {
+    fn link_destination(&self, cx: &TenantCtx, redirect_to: Option<&str>) -> Option<String> {
         let own = format!(
             "{}{}",
-            self.cx.runtime.accounts_url.trim_end_matches('/'),
-            oauth_link_return_path(&self.cx.info.slug)
+            cx.runtime.accounts_url.trim_end_matches('/'),
+            oauth_link_return_path(&cx.info.slug)
         );
         match redirect_to {
             Some(r) if r == own => Some(own),
-            other => self.cx.settings.urls.destination(other),
+            other => cx.settings.urls.destination(other),
         }
     }
 
     /// What the authorization server's sign-in page offers.
-    pub fn sign_in_view(&self) -> SignInView {
+    pub fn sign_in_view(&self, cx: &TenantCtx) -> SignInView {
         SignInView {
-            tenant_name: self.cx.info.name.clone(),
-            default_locale: self.cx.settings.users.default_locale.clone(),
-            email_otp_enabled: self.cx.settings.security.email_otp_enabled,
-            magic_link_enabled: self.cx.settings.security.magic_link_enabled,
-            social: self.social_providers_enabled(),
+            tenant_name: cx.info.name.clone(),
+            default_locale: cx.settings.users.default_locale.clone(),
+            email_otp_enabled: cx.settings.security.email_otp_enabled,
+            magic_link_enabled: cx.settings.security.magic_link_enabled,
+            social: cx.social_providers_enabled(),
         }
     }
 
@@ -77,6 +78,7 @@ impl TenantState {
     /// it can finish here. A used, expired or unknown link is answered with `live: None`.
     pub fn hosted_peek(
         &mut self,
+        cx: &mut TenantCtx,
         link: HostedLink,
         token: &str,
     ) -> Result<HostedView, TenantError> {
@@ -87,9 +89,9 @@ impl TenantState {
                     HostedLink::VerifyEmail => LinkPurpose::VerifyEmail,
                     _ => LinkPurpose::ResetPassword,
                 };
-                let mut fx = self.cx.effects();
-                let found = self.peek_link(&mut fx.batch, token, purpose, now)?;
-                self.commit(fx)?;
+                let mut fx = cx.effects();
+                let found = cx.peek_link(&mut fx.batch, token, purpose, now)?;
+                cx.commit(fx)?;
                 found.map(|rec| (rec.redirect_to, None, None))
             }
             HostedLink::MagicLink | HostedLink::StepUp => {
@@ -97,8 +99,8 @@ impl TenantState {
                     HostedLink::MagicLink => Purpose::LoginMagicLink,
                     _ => Purpose::StepUpMagicLink,
                 };
-                let expiry_now = now.max(self.calendar_now());
-                self.find_challenge(token, &[purpose], expiry_now)
+                let expiry_now = now.max(cx.calendar_now());
+                cx.find_challenge(token, &[purpose], expiry_now)
                     .ok()
                     .map(|f| {
                         let then = f.record.oauth.map(|o| o.params.redirect_uri);
@@ -108,8 +110,8 @@ impl TenantState {
         };
         let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
-                HostedLink::MagicLink => self.link_destination(redirect_to.as_deref()),
-                _ => self.cx.settings.urls.destination(redirect_to.as_deref()),
+                HostedLink::MagicLink => self.link_destination(cx, redirect_to.as_deref()),
+                _ => cx.settings.urls.destination(redirect_to.as_deref()),
             };
             LiveLink {
                 code_flow: destination.is_some() && code_challenge.is_some(),
@@ -118,10 +120,10 @@ impl TenantState {
             }
         });
         Ok(HostedView {
-            tenant_name: self.cx.info.name.clone(),
+            tenant_name: cx.info.name.clone(),
             live,
-            magic_link_enabled: self.cx.settings.security.magic_link_enabled,
-            default_locale: self.cx.settings.users.default_locale.clone(),
+            magic_link_enabled: cx.settings.security.magic_link_enabled,
+            default_locale: cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -131,42 +133,42 @@ impl TenantState {
     /// with nowhere to go, is refused and left alive (the app can still verify it itself).
     pub fn hosted_magic_link(
         &mut self,
+        cx: &mut TenantCtx,
         token: &str,
         ctx: &AuditContext,
     ) -> Result<(String, String), TenantError> {
-        self.flow_enabled(Flow::MagicLink)?;
+        cx.flow_enabled(Flow::MagicLink)?;
         let now = OffsetDateTime::now_utc();
-        let expiry_now = now.max(self.calendar_now());
-        let found = self
+        let expiry_now = now.max(cx.calendar_now());
+        let found = cx
             .find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)
             .map_err(|_| TenantError::InvalidChallenge)?;
-        let destination = self.link_destination(found.record.redirect_to.as_deref());
+        let destination = self.link_destination(cx, found.record.redirect_to.as_deref());
         let (Some(destination), Some(challenge)) =
             (destination, found.record.code_challenge.clone())
         else {
             return Err(TenantError::InvalidChallenge);
         };
-        let mut fx = self.cx.effects();
-        let user = self
-            .cx
+        let mut fx = cx.effects();
+        let user = cx
             .user(found.record.user_id)?
             .filter(|u| !u.is_anonymous && u.email.is_some())
             .filter(|u| u.password_epoch == found.record.epoch);
         fx.batch.remove(Kind::Challenge, &found.key);
         let Some(user) = user else {
-            return self.fail(fx, TenantError::InvalidChallenge);
+            return cx.fail(fx, TenantError::InvalidChallenge);
         };
         let mut code = ChallengeRecord::new(Purpose::HostedCode, &user, None, HOSTED_CODE_TTL, now);
         code.code_challenge = Some(challenge);
         code.oauth = found.record.oauth;
-        let secret = self.store_challenge(&mut fx.batch, Uuid::new_v4(), code)?;
-        self.cx.audit_into(
+        let secret = cx.store_challenge(&mut fx.batch, Uuid::new_v4(), code)?;
+        cx.audit_into(
             &mut fx.batch,
             "auth.magic_link.code_issued",
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok((secret, destination))
     }
 
@@ -176,16 +178,17 @@ impl TenantState {
     /// `InvalidChallenge`.
     pub fn exchange_code(
         &mut self,
+        cx: &mut TenantCtx,
         code: &str,
         verifier: &str,
         ctx: &AuditContext,
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let expiry_now = now.max(self.calendar_now());
-        let found = self
+        let expiry_now = now.max(cx.calendar_now());
+        let found = cx
             .find_challenge(code, &[Purpose::HostedCode], expiry_now)
             .map_err(|_| TenantError::InvalidChallenge)?;
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::Challenge, &found.key);
         let verified = found
             .record
@@ -193,27 +196,26 @@ impl TenantState {
             .as_deref()
             .is_some_and(|c| pkce_s256_matches(verifier, c));
         if !verified {
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.magic_link.code_refused",
                 ctx,
                 serde_json::json!({ "user_id": found.record.user_id, "reason": "code_verifier" }),
             )?;
-            return self.fail(fx, TenantError::InvalidChallenge);
+            return cx.fail(fx, TenantError::InvalidChallenge);
         }
-        let user = self
-            .cx
+        let user = cx
             .user(found.record.user_id)?
             .filter(|u| !u.is_anonymous && u.password_epoch == found.record.epoch);
         let Some(user) = user else {
-            return self.fail(fx, TenantError::InvalidChallenge);
+            return cx.fail(fx, TenantError::InvalidChallenge);
         };
-        if let Err(e) = self.flow_enabled(Flow::MagicLink) {
-            return self.fail(fx, e);
+        if let Err(e) = cx.flow_enabled(Flow::MagicLink) {
+            return cx.fail(fx, e);
         }
         let login =
-            self.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
-        Ok((login, self.commit(fx)?))
+            cx.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
+        Ok((login, cx.commit(fx)?))
     }
 }
 

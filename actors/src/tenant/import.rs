@@ -5,10 +5,12 @@
 //! an account is skipped (so a failed import can simply be run again), as is a repeat inside
 //! the batch. Imported users are not counted as active this month: they have not signed in.
 
+use crate::tenant::ctx::TenantCtx;
+
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::{audit::AuditContext, state::TenantState};
+use super::audit::AuditContext;
 use crate::{error::TenantError, tenant::records::UserRecord};
 
 pub use super::messages::{ImportOutcome, ImportedUser};
@@ -16,7 +18,7 @@ pub use super::messages::{ImportOutcome, ImportedUser};
 /// Most users one import call may carry (the admin server enforces it).
 pub const MAX_IMPORT_BATCH: usize = 1000;
 
-impl TenantState {
+impl TenantCtx {
     /// Writes `users` in one batch with one `admin.users.imported` audit event.
     pub fn import_users(
         &mut self,
@@ -24,11 +26,11 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<ImportOutcome, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = self.effects();
         let mut outcome = ImportOutcome::default();
         let mut seen = std::collections::HashSet::new();
         for u in users {
-            if !seen.insert(u.email.clone()) || self.cx.user_by_email(&u.email)?.is_some() {
+            if !seen.insert(u.email.clone()) || self.user_by_email(&u.email)?.is_some() {
                 outcome.skipped_existing += 1;
                 continue;
             }
@@ -36,11 +38,11 @@ impl TenantState {
             user.email = Some(u.email.clone());
             user.email_verified = u.email_verified;
             user.password_hash = Some(u.password_hash);
-            self.cx.put_new_user(&mut fx.batch, &user)?;
+            self.put_new_user(&mut fx.batch, &user)?;
             outcome.imported += 1;
         }
         if outcome.imported > 0 {
-            self.cx.audit_into(
+            self.audit_into(
                 &mut fx.batch,
                 "admin.users.imported",
                 ctx,
@@ -58,6 +60,7 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenant::state::TenantState;
     use crate::tenant::{accounts::tests::tenant, audit::AuditEvent};
 
     fn imported(email: &str) -> ImportedUser {
@@ -69,7 +72,7 @@ mod tests {
     }
 
     fn events_of(t: &TenantState, kind: &str) -> Vec<AuditEvent> {
-        t.list_audit(None, 100, Some(kind))
+        t.cx.list_audit(None, 100, Some(kind))
             .unwrap()
             .events
             .into_iter()
@@ -89,7 +92,7 @@ mod tests {
             imported("bob@example.com"),
             imported("ada@example.com"),
         ];
-        let outcome = t.import_users(batch.clone(), &ctx).unwrap();
+        let outcome = t.cx.import_users(batch.clone(), &ctx).unwrap();
         assert_eq!(
             outcome,
             ImportOutcome {
@@ -106,7 +109,7 @@ mod tests {
         );
         assert_eq!(events_of(&t, "admin.users.imported").len(), 1);
         // Run again: nothing new, no event.
-        let again = t.import_users(batch, &ctx).unwrap();
+        let again = t.cx.import_users(batch, &ctx).unwrap();
         assert_eq!(
             again,
             ImportOutcome {
@@ -123,7 +126,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let now = OffsetDateTime::now_utc();
         let before = t.cx.mau.in_month(now);
-        t.import_users(
+        t.cx.import_users(
             vec![imported("a@example.com"), imported("b@example.com")],
             &AuditContext::default(),
         )
@@ -133,6 +136,6 @@ mod tests {
             limit: 10,
             ..Default::default()
         };
-        assert_eq!(t.list_users(&q).unwrap().users.len(), 2);
+        assert_eq!(t.users.list_users(&t.cx, &q).unwrap().users.len(), 2);
     }
 }

@@ -1,10 +1,12 @@
 //! The walk of the credential inventory ([`super::credentials`]): what users hold of each
 //! kind as stored, its removal, and the endings that walk every kind. Each of
-//! [`TenantState::stored`] and [`TenantState::clear_held`] is one exhaustive `match` over the
+//! [`TenantCtx::stored`] and [`TenantCtx::clear_held`] is one exhaustive `match` over the
 //! kinds; the records of each kind are listed by the flow that owns them.
 //!
 //! Invariant: every path that ends a holder's hold (erasure, recovery of an unconfirmed
-//! address, block) goes through [`TenantState::end_holds`], so it reaches every kind.
+//! address, block) goes through [`TenantCtx::end_holds`], so it reaches every kind.
+
+use crate::tenant::ctx::TenantCtx;
 
 use std::collections::HashSet;
 
@@ -16,7 +18,6 @@ use super::{
     credentials::{Credential, Ending, Fate},
     effects::Effects,
     records::UserRecord,
-    state::TenantState,
 };
 use crate::error::TenantError;
 
@@ -50,7 +51,7 @@ pub(super) fn may_add(user: &UserRecord, kind: Credential) -> Result<(), TenantE
     Ok(())
 }
 
-impl TenantState {
+impl TenantCtx {
     /// The records of `kind` each of `users` holds, concatenated.
     fn each_user(
         &self,
@@ -147,8 +148,7 @@ impl TenantState {
                 }
                 // Passkey registrations and step-ups under way, in memory.
                 Credential::Challenges => {
-                    self.cx.ceremonies
-                        .forget_users(&HashSet::from([user.id]));
+                    self.ceremonies.forget_users(&HashSet::from([user.id]));
                 }
                 Credential::Sessions
                 | Credential::OAuthGrants
@@ -244,6 +244,7 @@ mod tests {
     use time::Duration;
 
     use super::*;
+    use crate::tenant::state::TenantState;
     use crate::tenant::{
         accounts::tests::tenant,
         agents::{
@@ -295,7 +296,7 @@ mod tests {
                     auth_time: now,
                     sign_in_session: None,
                 });
-                t.open_session_with(
+                t.cx.open_session_with(
                     &mut b,
                     user,
                     (1, vec!["pwd".into()]),
@@ -536,7 +537,7 @@ mod tests {
                     .unwrap();
             }
             Credential::MailedLinks => {
-                t.issue_link(&mut b, user, (LinkPurpose::ResetPassword, None), now)
+                t.cx.issue_link(&mut b, user, (LinkPurpose::ResetPassword, None), now)
                     .unwrap();
             }
             Credential::GuardianLinks => {
@@ -556,7 +557,7 @@ mod tests {
                 .unwrap();
             }
             Credential::DeviceTokens => {
-                t.issue_device(&mut b, user.id, now).unwrap();
+                t.cx.issue_device(&mut b, user.id, now).unwrap();
             }
         }
         b.put(user.id.as_bytes(), &*user).unwrap();
@@ -565,18 +566,20 @@ mod tests {
 
     /// A user of `t` holding something of every kind.
     fn holder_of_everything(t: &mut TenantState) -> UserRecord {
-        t.register(
-            Registration {
-                email: "holder@example.com".into(),
-                password_hash: "$argon2id$opaque".into(),
-                date_of_birth: None,
-                age_verification_token: None,
-                redirect_to: None,
-                locale: None,
-            },
-            &Default::default(),
-        )
-        .unwrap();
+        t.accounts
+            .register(
+                &mut t.cx,
+                Registration {
+                    email: "holder@example.com".into(),
+                    password_hash: "$argon2id$opaque".into(),
+                    date_of_birth: None,
+                    age_verification_token: None,
+                    redirect_to: None,
+                    locale: None,
+                },
+                &Default::default(),
+            )
+            .unwrap();
         let mut user = t.cx.user_by_email("holder@example.com").unwrap().unwrap();
         for kind in Credential::all() {
             give(t, &mut user, kind);
@@ -596,14 +599,14 @@ mod tests {
             let mut user = holder_of_everything(&mut t);
             // The fixture gives every kind, and the inventory sees each.
             let all: Vec<Credential> = Credential::all().collect();
-            assert_eq!(kinds(&t.holdings(&user).unwrap()), all, "{ending:?}");
+            assert_eq!(kinds(&t.cx.holdings(&user).unwrap()), all, "{ending:?}");
 
             let mut fx = t.cx.effects();
-            let removed = t
-                .end_holds(&mut fx, std::slice::from_mut(&mut user), ending)
-                .unwrap();
+            let removed =
+                t.cx.end_holds(&mut fx, std::slice::from_mut(&mut user), ending)
+                    .unwrap();
             fx.batch.put(user.id.as_bytes(), &user).unwrap();
-            t.commit(fx).unwrap();
+            t.cx.commit(fx).unwrap();
 
             let kept: Vec<Credential> = Credential::all()
                 .filter(|k| k.fate(ending) != Fate::Remove)
@@ -613,7 +616,7 @@ mod tests {
                 .collect();
             assert_eq!(removed, gone, "{ending:?}");
             let user = t.cx.user(user.id).unwrap().unwrap();
-            assert_eq!(kinds(&t.holdings(&user).unwrap()), kept, "{ending:?}");
+            assert_eq!(kinds(&t.cx.holdings(&user).unwrap()), kept, "{ending:?}");
         }
     }
 
@@ -622,18 +625,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let mut user = holder_of_everything(&mut t);
-        let jti = t
-            .agent_tokens_for(&HashSet::from([user.id]), OffsetDateTime::now_utc())
-            .unwrap()[0]
-            .1;
+        let jti =
+            t.cx.agent_tokens_for(&HashSet::from([user.id]), OffsetDateTime::now_utc())
+                .unwrap()[0]
+                .1;
         let mut fx = t.cx.effects();
-        t.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)
+        t.cx.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)
             .unwrap();
         assert!(
             !t.cx.cells.agents.load().is_denied(&jti.to_string()),
             "published before the commit"
         );
-        t.commit(fx).unwrap();
+        t.cx.commit(fx).unwrap();
         assert!(t.cx.cells.agents.load().is_denied(&jti.to_string()));
     }
 

@@ -100,9 +100,7 @@ mod tests {
         let retry = t.step_up.mails.hit(&session, now).unwrap_err();
         assert_eq!(retry, STEP_UP_MAIL_WINDOW.as_secs());
         t.cx.request_spacing.hit(&"k".to_owned(), now).unwrap();
-        let retry = t.cx.request_spacing
-            .hit(&"k".to_owned(), now)
-            .unwrap_err();
+        let retry = t.cx.request_spacing.hit(&"k".to_owned(), now).unwrap_err();
         assert_eq!(retry, REQUEST_SPACING.as_secs());
         // A period later each window admits again.
         assert!(t
@@ -110,7 +108,9 @@ mod tests {
             .register_ips
             .hit(&ip, now + Duration::from_secs(60))
             .is_ok());
-        assert!(t.cx.request_spacing
+        assert!(t
+            .cx
+            .request_spacing
             .hit(&"k".to_owned(), now + REQUEST_SPACING)
             .is_ok());
     }

@@ -6,6 +6,8 @@
 //! accepted time step, and only a later step is accepted (the window is one step either side).
 //! TOTP checks are a few HMACs, cheap enough for the actor; passwords are checked off it.
 
+use crate::tenant::ctx::TenantCtx;
+
 pub mod msg;
 
 use rand::{Rng, RngCore};
@@ -23,7 +25,6 @@ use super::{
     messages::{Bearer, Credential, Grant, LoginOutcome, MfaLogin, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
-    state::TenantState,
 };
 use crate::{error::TenantError, outbound::MailJob};
 
@@ -112,19 +113,20 @@ impl Factor {
     }
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The calendar the MFA grace period is measured on (shifted only in fault drills).
     pub(super) fn calendar_now(&self) -> OffsetDateTime {
-        OffsetDateTime::now_utc() + self.cx.runtime.clock_offset
+        OffsetDateTime::now_utc() + self.runtime.clock_offset
     }
 
     /// When the policy became `required` (older settings lack the moment: their last change).
     fn mfa_required_since(&self) -> OffsetDateTime {
-        self.cx
-            .settings
+        self.settings
             .security
             .mfa_required_since
-            .unwrap_or(self.cx.settings.updated_at)
+            .unwrap_or(self.settings.updated_at)
     }
 
     /// Where `user` stands under the tenant's MFA policy.
@@ -132,7 +134,7 @@ impl TenantState {
         if user.mfa_enabled || user.is_anonymous {
             return Enrollment::NotRequired;
         }
-        let sec = &self.cx.settings.security;
+        let sec = &self.settings.security;
         enrollment(
             sec.mfa_policy,
             self.mfa_required_since(),
@@ -188,23 +190,25 @@ impl TenantState {
         }
         Ok(None)
     }
+}
 
+impl Mfa {
     /// The user an MFA setup call acts for: a signed-in user, or the holder of an enrolment
     /// token. Anything invalid is an invalid bearer.
     fn mfa_subject(
         &self,
+        cx: &TenantCtx,
         who: &MfaWho,
         now: OffsetDateTime,
     ) -> Result<(UserRecord, Option<Found>), TenantError> {
         match who {
-            MfaWho::Session(bearer) => Ok((self.live_session(*bearer, now)?.1, None)),
+            MfaWho::Session(bearer) => Ok((cx.live_session(*bearer, now)?.1, None)),
             MfaWho::Enrollment(token) => {
-                let found = self
+                let found = cx
                     .find_challenge(token, &[Purpose::MfaEnrollment], now)
                     .map_err(|_| TenantError::InvalidSession)?;
                 // A password change since the login kills the enrolment token too.
-                let user = self
-                    .cx
+                let user = cx
                     .user(found.record.user_id)?
                     .filter(|u| u.password_epoch == found.record.epoch)
                     .ok_or(TenantError::InvalidSession)?;
@@ -213,14 +217,18 @@ impl TenantState {
         }
     }
 
-    fn seed_aad(&self, user: Uuid) -> Vec<u8> {
-        self.cx.user_aad(user, "totp_seed")
+    fn seed_aad(&self, cx: &TenantCtx, user: Uuid) -> Vec<u8> {
+        cx.user_aad(user, "totp_seed")
     }
 
     /// Starts (or restarts) TOTP setup: a new pending seed.
-    pub fn mfa_setup(&mut self, who: &MfaWho) -> Result<MfaSecret, TenantError> {
+    pub fn mfa_setup(
+        &mut self,
+        cx: &mut TenantCtx,
+        who: &MfaWho,
+    ) -> Result<MfaSecret, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (mut user, _) = self.mfa_subject(who, now)?;
+        let (mut user, _) = self.mfa_subject(cx, who, now)?;
         if user.is_anonymous {
             return Err(TenantError::MfaUnavailable);
         }
@@ -230,16 +238,12 @@ impl TenantState {
         may_add(&user, CredentialKind::Totp)?;
         let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
         rand::rngs::OsRng.fill_bytes(seed.as_mut_slice());
-        user.totp_pending = Some(
-            self.cx
-                .master_key
-                .seal(&self.seed_aad(user.id), &seed[..])?,
-        );
+        user.totp_pending = Some(cx.master_key.seal(&self.seed_aad(cx, user.id), &seed[..])?);
         let account = user.email.clone().unwrap_or_else(|| user.id.to_string());
-        let t = totp(&seed[..], &self.cx.info.name, &account);
-        let mut fx = self.cx.effects();
+        let t = totp(&seed[..], &cx.info.name, &account);
+        let mut fx = cx.effects();
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(MfaSecret {
             secret: t.get_secret_base32(),
             otpauth_uri: t.get_url(),
@@ -248,13 +252,13 @@ impl TenantState {
 
     fn open_seed(
         &self,
+        cx: &TenantCtx,
         user: Uuid,
         sealed: &tessera_storage::Sealed,
     ) -> Result<Vec<u8>, TenantError> {
-        Ok(self
-            .cx
+        Ok(cx
             .master_key
-            .open(&self.seed_aad(user), sealed)?
+            .open(&self.seed_aad(cx, user), sealed)?
             .to_vec())
     }
 
@@ -262,6 +266,7 @@ impl TenantState {
     /// accepted, or one of the unused recovery codes (when `recovery` allows them).
     fn check_factor(
         &self,
+        cx: &TenantCtx,
         user: &UserRecord,
         code: &str,
         recovery: bool,
@@ -270,18 +275,14 @@ impl TenantState {
             return Ok(None);
         };
         if is_totp_code(code) {
-            let seed = zeroize::Zeroizing::new(self.open_seed(user.id, sealed)?);
+            let seed = zeroize::Zeroizing::new(self.open_seed(cx, user.id, sealed)?);
             let now = u64::try_from(OffsetDateTime::now_utc().unix_timestamp()).unwrap_or(0);
             return Ok(totp_step(&seed, code, now, user.totp_last_step).map(Factor::Totp));
         }
         if !recovery {
             return Ok(None);
         }
-        let presented = hex::encode(
-            self.cx
-                .recovery_hasher
-                .hash(normalize_recovery(code).as_bytes()),
-        );
+        let presented = hex::encode(cx.recovery_hasher.hash(normalize_recovery(code).as_bytes()));
         let mut matched = None;
         for (i, stored) in user.recovery_codes.iter().enumerate() {
             if ct_eq(stored.as_bytes(), presented.as_bytes()) {
@@ -302,7 +303,7 @@ impl TenantState {
 
     /// A fresh set of recovery codes: the plain codes for the user, their hashes for the
     /// record.
-    fn new_recovery_codes(&self) -> (Vec<String>, Vec<String>) {
+    fn new_recovery_codes(&self, cx: &TenantCtx) -> (Vec<String>, Vec<String>) {
         let mut rng = rand::rngs::OsRng;
         let mut plain = Vec::with_capacity(RECOVERY_CODES);
         let mut hashes = Vec::with_capacity(RECOVERY_CODES);
@@ -314,7 +315,7 @@ impl TenantState {
             if plain.contains(&code) {
                 continue;
             }
-            hashes.push(hex::encode(self.cx.recovery_hasher.hash(raw.as_bytes())));
+            hashes.push(hex::encode(cx.recovery_hasher.hash(raw.as_bytes())));
             plain.push(code);
         }
         (plain, hashes)
@@ -323,13 +324,14 @@ impl TenantState {
     /// Counts a wrong code against the user's throttle, with its audit event.
     fn mfa_failed(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         user: &UserRecord,
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        self.cx.login.fail_account(&Self::throttle_key(user));
-        self.cx.audit_into(
+        cx.login.fail_account(&TenantCtx::throttle_key(user));
+        cx.audit_into(
             &mut fx.batch,
             "auth.mfa.failed",
             ctx,
@@ -337,8 +339,8 @@ impl TenantState {
         )
     }
 
-    fn mfa_blocked(&self, user: &UserRecord) -> Result<(), TenantError> {
-        match self.cx.login.account_blocked(&Self::throttle_key(user)) {
+    fn mfa_blocked(&self, cx: &TenantCtx, user: &UserRecord) -> Result<(), TenantError> {
+        match cx.login.account_blocked(&TenantCtx::throttle_key(user)) {
             Some(retry_after) => Err(TenantError::TooManyAttempts { retry_after }),
             None => Ok(()),
         }
@@ -348,12 +350,13 @@ impl TenantState {
     /// (shown once). An enrolment token is consumed by it.
     pub fn mfa_verify_setup(
         &mut self,
+        cx: &mut TenantCtx,
         who: &MfaWho,
         code: &str,
         ctx: &AuditContext,
     ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (mut user, enrollment) = self.mfa_subject(who, now)?;
+        let (mut user, enrollment) = self.mfa_subject(cx, who, now)?;
         if user.mfa_enabled {
             return Err(TenantError::MfaAlreadyEnabled);
         }
@@ -361,15 +364,15 @@ impl TenantState {
             return Err(TenantError::MfaSetupNotStarted);
         };
         may_add(&user, CredentialKind::Totp)?;
-        self.mfa_blocked(&user)?;
-        let seed = zeroize::Zeroizing::new(self.open_seed(user.id, &pending)?);
+        self.mfa_blocked(cx, &user)?;
+        let seed = zeroize::Zeroizing::new(self.open_seed(cx, user.id, &pending)?);
         let unix = u64::try_from(now.unix_timestamp()).unwrap_or(0);
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let Some(step) = totp_step(&seed, code, unix, user.totp_last_step) else {
-            self.mfa_failed(&mut fx, &user, "wrong_code", ctx)?;
-            return self.fail(fx, TenantError::InvalidMfaCode);
+            self.mfa_failed(cx, &mut fx, &user, "wrong_code", ctx)?;
+            return cx.fail(fx, TenantError::InvalidMfaCode);
         };
-        let (codes, hashes) = self.new_recovery_codes();
+        let (codes, hashes) = self.new_recovery_codes(cx);
         user.totp_seed = Some(pending);
         user.totp_pending = None;
         user.totp_last_step = step;
@@ -379,14 +382,14 @@ impl TenantState {
         if let Some(found) = enrollment {
             fx.batch.remove(Kind::Challenge, &found.key);
         }
-        self.cx.login.forgive_account(&Self::throttle_key(&user));
-        self.cx.audit_into(
+        cx.login.forgive_account(&TenantCtx::throttle_key(&user));
+        cx.audit_into(
             &mut fx.batch,
             "auth.mfa.enabled",
             ctx,
             serde_json::json!({ "user_id": user.id, "method": "totp" }),
         )?;
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((codes, mail))
     }
 
@@ -395,72 +398,72 @@ impl TenantState {
     /// step-up token).
     pub fn mfa_verify(
         &mut self,
+        cx: &mut TenantCtx,
         token: &str,
         code: &str,
         bearer: Option<Bearer>,
         ctx: &AuditContext,
     ) -> Result<(MfaVerified, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut found =
-            self.find_challenge(token, &[Purpose::MfaLogin, Purpose::StepUpTotp], now)?;
-        let mut fx = self.cx.effects();
-        let Some(mut user) = self.cx.user(found.record.user_id)? else {
+        let mut found = cx.find_challenge(token, &[Purpose::MfaLogin, Purpose::StepUpTotp], now)?;
+        let mut fx = cx.effects();
+        let Some(mut user) = cx.user(found.record.user_id)? else {
             fx.batch.remove(Kind::Challenge, &found.key);
-            return self.fail(fx, TenantError::InvalidChallenge);
+            return cx.fail(fx, TenantError::InvalidChallenge);
         };
         let step_up = found.record.purpose == Purpose::StepUpTotp;
         let session = if step_up {
             let session = bearer
                 .filter(|b| Some(b.session_id) == found.record.session_id && b.user_id == user.id)
-                .and_then(|b| self.live_session(b, now).ok());
+                .and_then(|b| cx.live_session(b, now).ok());
             match session {
                 Some((s, _)) => Some(s),
                 None => {
-                    self.step_up_failed(&mut fx, &user, "totp", 2, "session_mismatch", ctx)?;
-                    return self.fail(fx, TenantError::InvalidChallenge);
+                    cx.step_up_failed(&mut fx, &user, "totp", 2, "session_mismatch", ctx)?;
+                    return cx.fail(fx, TenantError::InvalidChallenge);
                 }
             }
         } else {
             if found.record.epoch != user.password_epoch {
                 fx.batch.remove(Kind::Challenge, &found.key);
-                return self.fail(fx, TenantError::InvalidChallenge);
+                return cx.fail(fx, TenantError::InvalidChallenge);
             }
             None
         };
         // After a known device's password step, the device's count holds this step too.
         let device = found.record.device.filter(|_| !step_up);
         match device {
-            Some(d) => self.cx.login.device_gate(d).map_err(refused)?,
-            None => self.mfa_blocked(&user)?,
+            Some(d) => cx.login.device_gate(d).map_err(refused)?,
+            None => self.mfa_blocked(cx, &user)?,
         }
-        let Some(factor) = self.check_factor(&user, code, !step_up)? else {
-            self.challenge_failed(&mut fx.batch, &mut found)?;
+        let Some(factor) = self.check_factor(cx, &user, code, !step_up)? else {
+            cx.challenge_failed(&mut fx.batch, &mut found)?;
             match device {
-                Some(d) => self.cx.login.fail_device(d),
-                None => self.cx.login.fail_account(&Self::throttle_key(&user)),
+                Some(d) => cx.login.fail_device(d),
+                None => cx.login.fail_account(&TenantCtx::throttle_key(&user)),
             }
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.mfa.failed",
                 ctx,
                 serde_json::json!({ "user_id": user.id, "reason": "wrong_code" }),
             )?;
             if step_up {
-                self.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
+                cx.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
             }
-            return self.fail(fx, TenantError::InvalidMfaCode);
+            return cx.fail(fx, TenantError::InvalidMfaCode);
         };
         Self::use_factor(&mut user, &factor);
         fx.batch.remove(Kind::Challenge, &found.key);
         match device {
-            Some(d) => self.cx.login.device_succeeded(d),
-            None => self.cx.login.forgive_account(&Self::throttle_key(&user)),
+            Some(d) => cx.login.device_succeeded(d),
+            None => cx.login.forgive_account(&TenantCtx::throttle_key(&user)),
         }
         let outcome = match session {
             Some(session) => {
                 fx.batch.put(user.id.as_bytes(), &user)?;
                 let latency = (now - found.record.created_at).whole_milliseconds();
-                let grant = self.issue_step_up(
+                let grant = cx.issue_step_up(
                     &mut fx,
                     &session,
                     2,
@@ -474,11 +477,11 @@ impl TenantState {
             None => {
                 let first = found.record.amr.first().map_or("pwd", String::as_str);
                 let grant =
-                    self.mfa_login_session(&mut fx, &mut user, (first, &factor), ctx, now)?;
+                    self.mfa_login_session(cx, &mut fx, &mut user, (first, &factor), ctx, now)?;
                 let oauth = found.record.oauth.take().map(|o| o.params);
                 // The device that proved both factors is known from now on.
                 let device_token = match (device, first) {
-                    (None, "pwd") => Some(self.issue_device(&mut fx.batch, user.id, now)?),
+                    (None, "pwd") => Some(cx.issue_device(&mut fx.batch, user.id, now)?),
                     _ => None,
                 };
                 MfaVerified::Login(Box::new(MfaLogin {
@@ -488,13 +491,14 @@ impl TenantState {
                 }))
             }
         };
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((outcome, mail))
     }
 
     /// Opens the AAL2 session of a completed MFA login.
     fn mfa_login_session(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         user: &mut UserRecord,
         (first, factor): (&str, &Factor),
@@ -518,23 +522,24 @@ impl TenantState {
             acr: None,
             device: None,
         };
-        self.signed_in(fx, user, proof, ctx, now)
+        cx.signed_in(fx, user, proof, ctx, now)
     }
 
     /// [`Self::mfa_manage_check`] in a command of its own: the command, the user and the
     /// factor used, or the refusal once what it must keep is committed.
     fn mfa_manage(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         password: (&Credential, bool),
         code: &str,
         recovery: bool,
         ctx: &AuditContext,
     ) -> Result<(Effects, UserRecord, Factor), TenantError> {
-        let mut fx = self.cx.effects();
-        match self.mfa_manage_check(&mut fx, bearer, password, code, recovery, ctx) {
+        let mut fx = cx.effects();
+        match self.mfa_manage_check(cx, &mut fx, bearer, password, code, recovery, ctx) {
             Ok((user, factor)) => Ok((fx, user, factor)),
-            Err(e) => self.fail(fx, e),
+            Err(e) => cx.fail(fx, e),
         }
     }
 
@@ -542,6 +547,7 @@ impl TenantState {
     /// password (checked off the actor) and a code. Answers the user and the factor used.
     fn mfa_manage_check(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         bearer: Bearer,
         (credential, password_ok): (&Credential, bool),
@@ -550,21 +556,21 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(UserRecord, Factor), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (_, user) = self.live_session(bearer, now)?;
+        let (_, user) = cx.live_session(bearer, now)?;
         if !user.mfa_enabled {
             return Err(TenantError::MfaNotEnabled);
         }
-        self.mfa_blocked(&user)?;
+        self.mfa_blocked(cx, &user)?;
         let password_ok =
             password_ok && user.password_hash.is_some() && credential.epoch == user.password_epoch;
         if !password_ok {
-            self.mfa_failed(fx, &user, "wrong_password", ctx)?;
+            self.mfa_failed(cx, fx, &user, "wrong_password", ctx)?;
             return Err(TenantError::InvalidCredentials);
         }
-        match self.check_factor(&user, code, recovery)? {
+        match self.check_factor(cx, &user, code, recovery)? {
             Some(f) => Ok((user, f)),
             None => {
-                self.mfa_failed(fx, &user, "wrong_code", ctx)?;
+                self.mfa_failed(cx, fx, &user, "wrong_code", ctx)?;
                 Err(TenantError::InvalidMfaCode)
             }
         }
@@ -573,6 +579,7 @@ impl TenantState {
     /// Turns MFA off (password and a code required); the seed and recovery codes are erased.
     pub fn mfa_disable(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         credential: &Credential,
         password_ok: bool,
@@ -580,24 +587,25 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<((), Vec<MailJob>), TenantError> {
         let (mut fx, mut user, _) =
-            self.mfa_manage(bearer, (credential, password_ok), code, true, ctx)?;
+            self.mfa_manage(cx, bearer, (credential, password_ok), code, true, ctx)?;
         user.mfa_enabled = false;
         user.totp_seed = None;
         user.totp_pending = None;
         user.recovery_codes.clear();
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.mfa.disabled",
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
-        Ok(((), self.commit(fx)?))
+        Ok(((), cx.commit(fx)?))
     }
 
     /// A new set of recovery codes (password and a TOTP code required); the old set dies.
     pub fn mfa_regenerate(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         credential: &Credential,
         password_ok: bool,
@@ -605,21 +613,21 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
         let (mut fx, mut user, factor) =
-            self.mfa_manage(bearer, (credential, password_ok), code, false, ctx)?;
+            self.mfa_manage(cx, bearer, (credential, password_ok), code, false, ctx)?;
         if let Err(e) = may_add(&user, CredentialKind::RecoveryCodes) {
-            return self.fail(fx, e);
+            return cx.fail(fx, e);
         }
         Self::use_factor(&mut user, &factor);
-        let (codes, hashes) = self.new_recovery_codes();
+        let (codes, hashes) = self.new_recovery_codes(cx);
         user.recovery_codes = hashes;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.mfa.recovery_codes_regenerated",
             ctx,
             serde_json::json!({ "user_id": user.id }),
         )?;
-        Ok((codes, self.commit(fx)?))
+        Ok((codes, cx.commit(fx)?))
     }
 }
 

@@ -111,10 +111,14 @@ impl Actor for TenantActor {
         for job in state.cx.queued_mail()? {
             state.cx.runtime.outbound.submit(job);
         }
-        if let Some(at) = state.next_webhook_due()? {
-            state.cx.runtime.outbound.webhooks_due(state.info().id, at);
+        if let Some(at) = state.webhooks.next_webhook_due(&state.cx)? {
+            state
+                .cx
+                .runtime
+                .outbound
+                .webhooks_due(state.cx.info().id, at);
         }
-        tracing::info!(tenant = %state.info().slug, "tenant actor started");
+        tracing::info!(tenant = %state.cx.info().slug, "tenant actor started");
         Ok(state)
     }
 
@@ -126,43 +130,45 @@ impl Actor for TenantActor {
     ) -> Result<(), ActorProcessingErr> {
         // Throttle changes that no command's batch took (a reset on a path that writes
         // nothing else) are written before the next message, and when the actor stops.
-        state.persist_throttles_logged();
+        state.cx.persist_throttles_logged();
         match message {
-            TenantMsg::Accounts(msg) => accounts::msg::handle(state, msg),
-            TenantMsg::Sessions(msg) => sessions::msg::handle(state, msg),
-            TenantMsg::Mfa(msg) => mfa::msg::handle(state, msg),
-            TenantMsg::StepUp(msg) => step_up::msg::handle(state, msg),
-            TenantMsg::Passkeys(msg) => passkeys::msg::handle(state, msg),
-            TenantMsg::Passwordless(msg) => passwordless::msg::handle(state, msg),
-            TenantMsg::Hosted(msg) => hosted::msg::handle(state, msg),
-            TenantMsg::Sms(msg) => sms::msg::handle(state, msg),
-            TenantMsg::Guests(msg) => guests::msg::handle(state, msg),
-            TenantMsg::Users(msg) => users::msg::handle(state, msg),
-            TenantMsg::Settings(msg) => settings::msg::handle(state, msg),
-            TenantMsg::Keys(msg) => keys::msg::handle(state, msg),
+            TenantMsg::Accounts(msg) => state.accounts.handle(&mut state.cx, msg),
+            TenantMsg::Sessions(msg) => state.sessions.handle(&mut state.cx, msg),
+            TenantMsg::Mfa(msg) => state.mfa.handle(&mut state.cx, msg),
+            TenantMsg::StepUp(msg) => state.step_up.handle(&mut state.cx, msg),
+            TenantMsg::Passkeys(msg) => state.passkeys.handle(&mut state.cx, msg),
+            TenantMsg::Passwordless(msg) => state.passwordless.handle(&mut state.cx, msg),
+            TenantMsg::Hosted(msg) => state.hosted.handle(&mut state.cx, msg),
+            TenantMsg::Sms(msg) => state.sms.handle(&mut state.cx, msg),
+            TenantMsg::Guests(msg) => state.guests.handle(&mut state.cx, msg),
+            TenantMsg::Users(msg) => state.users.handle(&mut state.cx, msg),
+            TenantMsg::Settings(msg) => settings::msg::handle(&mut state.cx, msg),
+            TenantMsg::Keys(msg) => keys::msg::handle(&mut state.cx, msg),
             TenantMsg::OAuth { cmd, ctx, reply } => {
-                let out = state.oauth_cmd(cmd, &ctx);
+                let out = state.oauth.oauth_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::wrote(out));
             }
             TenantMsg::OAuthClients { cmd, ctx, reply } => {
-                let out = state.oauth_client_cmd(cmd, &ctx);
+                let out = state
+                    .oauth_clients
+                    .oauth_client_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::durable_success(out));
             }
             TenantMsg::Social { cmd, ctx, reply } => {
-                let out = state.social_cmd(cmd, &ctx);
+                let out = state.social.social_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::durable_success(out));
             }
             TenantMsg::SocialConfig { cmd, ctx, reply } => {
-                let out = state.social_config_cmd(cmd, &ctx);
+                let out = state.social.social_config_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::durable_success(out));
             }
             TenantMsg::Eudi { cmd, ctx, reply } => {
-                let out = state.eudi_cmd(cmd, &ctx);
+                let out = state.eudi.eudi_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::durable_success(out));
             }
             TenantMsg::Agents { cmd, ctx, reply } => {
                 let reads_only = cmd.reads_only();
-                let out = state.agent_cmd(cmd, &ctx);
+                let out = state.agents.agent_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::read_or_mail(reads_only, out));
             }
             TenantMsg::Guardian {
@@ -182,18 +188,24 @@ impl Actor for TenantActor {
                 ctx,
                 reply,
             } => {
-                let out = state.guardian_management_link(&child_email, &guardian_email, ip, &ctx);
+                let out = state.guardian.guardian_management_link(
+                    &mut state.cx,
+                    &child_email,
+                    &guardian_email,
+                    ip,
+                    &ctx,
+                );
                 finish(state, reply, Outcome::alike(out));
             }
             TenantMsg::Webhooks { cmd, ctx, reply } => {
                 let at_once = cmd.answers_at_once();
-                let out = state.webhook_cmd(cmd, &ctx);
+                let out = state.webhooks.webhook_cmd(&mut state.cx, cmd, &ctx);
                 finish(state, reply, Outcome::read_or_mail(at_once, out));
             }
             TenantMsg::GetOverview { reply } => {
-                finish(state, reply, Outcome::now(Ok(state.overview())))
+                finish(state, reply, Outcome::now(Ok(state.cx.overview())))
             }
-            TenantMsg::UpdateInfo { info } => state.set_info(info),
+            TenantMsg::UpdateInfo { info } => state.cx.set_info(info),
             TenantMsg::AppendAudit {
                 event_type,
                 ctx,
@@ -203,7 +215,7 @@ impl Actor for TenantActor {
             } => {
                 let mut event = audit::AuditEvent::new(&event_type, &ctx, fields);
                 event.metadata = metadata;
-                let out = state.append_audit(event);
+                let out = state.cx.append_audit(event);
                 finish(state, reply, Outcome::durable_success(out));
             }
             TenantMsg::ListAudit {
@@ -212,28 +224,30 @@ impl Actor for TenantActor {
                 event_type,
                 reply,
             } => {
-                let out = state.list_audit(cursor.as_deref(), limit, event_type.as_deref());
+                let out = state
+                    .cx
+                    .list_audit(cursor.as_deref(), limit, event_type.as_deref());
                 finish(state, reply, Outcome::now(out));
             }
             TenantMsg::MailSettled { id } => {
                 if let Err(e) = state.cx.mail_settled(id) {
-                    tracing::error!(tenant = %state.info().id, error = %e, "cannot dequeue a settled message");
+                    tracing::error!(tenant = %state.cx.info().id, error = %e, "cannot dequeue a settled message");
                 }
             }
             TenantMsg::InjectPanic { reply } => {
-                if state.fault_injection() {
-                    tracing::warn!(tenant = %state.info().id, "fault injection: panicking");
+                if state.cx.fault_injection() {
+                    tracing::warn!(tenant = %state.cx.info().id, "fault injection: panicking");
                     // Deliberate: this drill checks that the directory restarts a crashed tenant.
-                    panic!("fault injection for tenant {}", state.info().id);
+                    panic!("fault injection for tenant {}", state.cx.info().id);
                 }
                 let _ = reply.send(Err(TenantError::FaultInjectionDisabled));
             }
             TenantMsg::InjectStall { millis, reply } => {
-                if !state.fault_injection() {
+                if !state.cx.fault_injection() {
                     let _ = reply.send(Err(TenantError::FaultInjectionDisabled));
                     return Ok(());
                 }
-                tracing::warn!(tenant = %state.info().id, millis, "fault injection: stalling");
+                tracing::warn!(tenant = %state.cx.info().id, millis, "fault injection: stalling");
                 // Deliberate: holds the mailbox so callers see their timeout, not a hang.
                 tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
                 let _ = reply.send(Ok(()));
@@ -248,30 +262,30 @@ impl Actor for TenantActor {
         _myself: ActorRef<Self::Msg>,
         state: &mut TenantState,
     ) -> Result<(), ActorProcessingErr> {
-        state.persist_throttles_logged();
+        state.cx.persist_throttles_logged();
         Ok(())
     }
 }
 
 impl Durability for TenantState {
     fn ticket(&self) -> tessera_storage::flusher::Ticket {
-        self.store().ticket()
+        self.cx.ticket()
     }
 
     fn outbound(&self) -> Option<Arc<dyn Outbound>> {
-        Some(self.cx.runtime.outbound.clone())
+        self.cx.outbound()
     }
 }
 
 /// Wakes the webhook worker when the message just handled scheduled deliveries, once they
 /// are on disk (the worker never sends an event whose cause could still be lost).
 fn wake_webhooks(state: &TenantState) {
-    let Some(at) = state.take_webhook_wake() else {
+    let Some(at) = state.webhooks.take_webhook_wake(&state.cx) else {
         return;
     };
-    let ticket = state.store().ticket();
+    let ticket = state.cx.store().ticket();
     let outbound = state.cx.runtime.outbound.clone();
-    let tenant = state.info().id;
+    let tenant = state.cx.info().id;
     tokio::spawn(async move {
         match ticket.wait().await {
             Ok(()) => outbound.webhooks_due(tenant, at),

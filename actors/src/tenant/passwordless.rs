@@ -7,6 +7,8 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
+use crate::tenant::ctx::TenantCtx;
+
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -23,7 +25,6 @@ use super::{
     messages::{HostedReturn, LoginOutcome, PasswordlessLogin},
     records::UserRecord,
     sessions::Proof,
-    state::TenantState,
 };
 use crate::{
     error::TenantError,
@@ -81,51 +82,19 @@ pub(super) fn to_value<T: serde::Serialize>(r: &T) -> Result<serde_json::Value, 
     serde_json::to_value(r).map_err(|e| TenantError::Internal(e.to_string()))
 }
 
-impl TenantState {
-    pub(super) fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
-        let sec = &self.cx.settings.security;
-        let on = match flow {
-            Flow::MagicLink => sec.magic_link_enabled,
-            Flow::EmailOtp => sec.email_otp_enabled,
-            Flow::SmsOtp => sec.sms_otp_enabled,
-        };
-        on.then_some(()).ok_or(TenantError::PasswordlessDisabled)
-    }
-
-    /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
-    /// whether or not the address has an account.
-    pub(super) fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
-        self.cx.request_spacing
-            .hit(&format!("{}:{email}", flow.method()), Instant::now())
-            .map_err(|retry_after| TenantError::RateLimited { retry_after })
-    }
-
-    /// The slot of an address's login code.
-    fn address_slot(&self, email: &str) -> Uuid {
-        let mut m = b"login-code:".to_vec();
-        m.extend_from_slice(email.as_bytes());
-        let h = self.cx.otp_hasher.hash(&m);
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&h[..16]);
-        Uuid::from_bytes(b)
-    }
-
-    /// The registered (non-guest) user of an address.
-    fn member_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
-        Ok(self.cx.user_by_email(email)?.filter(|u| !u.is_anonymous))
-    }
-
+impl Passwordless {
     /// Mails a login link to the account with this address, if there is one.
     pub fn magic_link_request(
         &mut self,
+        cx: &mut TenantCtx,
         email: &str,
         oauth: Option<OAuthResume>,
         hosted: HostedReturn,
     ) -> Result<Vec<MailJob>, TenantError> {
-        self.flow_enabled(Flow::MagicLink)?;
-        self.space_request(Flow::MagicLink, email)?;
+        cx.flow_enabled(Flow::MagicLink)?;
+        cx.space_request(Flow::MagicLink, email)?;
         let now = OffsetDateTime::now_utc();
-        let Some(user) = self.member_by_email(email)? else {
+        let Some(user) = cx.member_by_email(email)? else {
             // As much sealed and written as for an account (see `write_decoy`).
             let mut record = ChallengeRecord::new(
                 Purpose::LoginMagicLink,
@@ -138,42 +107,36 @@ impl TenantState {
             record.oauth = oauth;
             record.redirect_to = hosted.redirect_to;
             record.code_challenge = hosted.code_challenge;
-            let link = self
-                .cx
-                .link("magic-link", &tessera_storage::random_token(65));
+            let link = cx.link("magic-link", &tessera_storage::random_token(65));
             let records = [to_value(&record)?];
-            self.cx.write_decoy(&self.cx.decoy_of(
-                email,
-                MailKind::MagicLink { link },
-                &records,
-            )?)?;
+            cx.write_decoy(&cx.decoy_of(email, MailKind::MagicLink { link }, &records)?)?;
             return Ok(Vec::new());
         };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let mut record =
             ChallengeRecord::new(Purpose::LoginMagicLink, &user, None, LOGIN_LINK_TTL, now);
         record.oauth = oauth;
         record.redirect_to = hosted.redirect_to;
         record.code_challenge = hosted.code_challenge;
-        let token = self.store_challenge(&mut fx.batch, user.id, record)?;
-        let link = self.cx.link("magic-link", &token);
-        self.cx
-            .queue_mail(&mut fx, email, MailKind::MagicLink { link })?;
-        self.commit(fx)
+        let token = cx.store_challenge(&mut fx.batch, user.id, record)?;
+        let link = cx.link("magic-link", &token);
+        cx.queue_mail(&mut fx, email, MailKind::MagicLink { link })?;
+        cx.commit(fx)
     }
 
     /// Mails a login code to this address when it has an account, or (`create`) whatever it
     /// has: the account is then created when the code is verified.
     pub fn email_otp_request(
         &mut self,
+        cx: &mut TenantCtx,
         email: &str,
         create: bool,
         oauth: Option<OAuthResume>,
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
-        self.flow_enabled(Flow::EmailOtp)?;
-        self.space_request(Flow::EmailOtp, email)?;
-        let user = self.member_by_email(email)?;
+        cx.flow_enabled(Flow::EmailOtp)?;
+        cx.space_request(Flow::EmailOtp, email)?;
+        let user = cx.member_by_email(email)?;
         if user.is_none() && !create {
             // As much sealed and written as for an account (see `write_decoy`).
             let now = OffsetDateTime::now_utc();
@@ -190,33 +153,113 @@ impl TenantState {
             let kind = MailKind::EmailOtp {
                 code: super::step_up::six_digit_code(),
             };
-            self.cx
-                .write_decoy(&self.cx.decoy_of(email, kind, &[to_value(&record)?])?)?;
+            cx.write_decoy(&cx.decoy_of(email, kind, &[to_value(&record)?])?)?;
             return Ok(Vec::new());
         }
         if user.is_none() {
             // A new account: the tenant's e-mail policy applies as to a registration, and a
             // refusal looks the same from outside (202, nothing sent).
-            let mut fx = self.cx.effects();
-            if self.registration_blocked(&mut fx, email, ctx)? {
-                return self.commit(fx);
+            let mut fx = cx.effects();
+            if cx.registration_blocked(&mut fx, email, ctx)? {
+                return cx.commit(fx);
             }
         }
         let now = OffsetDateTime::now_utc();
-        let slot = self.address_slot(email);
+        let slot = cx.address_slot(email);
         let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
         let code = super::step_up::six_digit_code();
         let mut record =
             ChallengeRecord::new(Purpose::LoginEmailOtp, &user, None, LOGIN_CODE_TTL, now);
-        record.secret_hash = self.otp_hash(slot, &code);
+        record.secret_hash = cx.otp_hash(slot, &code);
         record.email = Some(email.to_owned());
         record.oauth = oauth;
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch
             .put(&challenge_key(slot, Purpose::LoginEmailOtp), &record)?;
-        self.cx
-            .queue_mail(&mut fx, email, MailKind::EmailOtp { code })?;
-        self.commit(fx)
+        cx.queue_mail(&mut fx, email, MailKind::EmailOtp { code })?;
+        cx.commit(fx)
+    }
+
+    /// Signs in with a login link.
+    pub fn magic_link_verify(
+        &mut self,
+        cx: &mut TenantCtx,
+        token: &str,
+        binding_hash: Option<&str>,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        cx.flow_enabled(Flow::MagicLink)?;
+        let now = OffsetDateTime::now_utc();
+        let expiry_now = now.max(cx.calendar_now());
+        let found = cx.find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)?;
+        let mut fx = cx.effects();
+        // A password change since the link was sent (a recovery) kills it.
+        let user = cx
+            .user(found.record.user_id)?
+            .filter(|u| !u.is_anonymous && u.email.is_some())
+            .filter(|u| u.password_epoch == found.record.epoch);
+        let Some(user) = user else {
+            fx.batch.remove(Kind::Challenge, &found.key);
+            return cx.fail(fx, TenantError::InvalidChallenge);
+        };
+        if !TenantCtx::binding_ok(&found.record, binding_hash) {
+            return Err(TenantError::InvalidChallenge);
+        }
+        fx.batch.remove(Kind::Challenge, &found.key);
+        let login =
+            cx.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
+        Ok((login, cx.commit(fx)?))
+    }
+
+    /// Signs in (or, for `login_or_create`, signs up) with a login code.
+    pub fn email_otp_verify(
+        &mut self,
+        cx: &mut TenantCtx,
+        email: &str,
+        code: &str,
+        binding_hash: Option<&str>,
+        ip: IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+        let proof = (code, binding_hash, ip);
+        cx.code_login(CodeTarget::Email(email), proof, ctx)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    pub(super) fn flow_enabled(&self, flow: Flow) -> Result<(), TenantError> {
+        let sec = &self.settings.security;
+        let on = match flow {
+            Flow::MagicLink => sec.magic_link_enabled,
+            Flow::EmailOtp => sec.email_otp_enabled,
+            Flow::SmsOtp => sec.sms_otp_enabled,
+        };
+        on.then_some(()).ok_or(TenantError::PasswordlessDisabled)
+    }
+
+    /// Counts a request for `email` in `flow`: one per address per [`REQUEST_SPACING`],
+    /// whether or not the address has an account.
+    pub(super) fn space_request(&mut self, flow: Flow, email: &str) -> Result<(), TenantError> {
+        self.request_spacing
+            .hit(&format!("{}:{email}", flow.method()), Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
+    }
+
+    /// The slot of an address's login code.
+    fn address_slot(&self, email: &str) -> Uuid {
+        let mut m = b"login-code:".to_vec();
+        m.extend_from_slice(email.as_bytes());
+        let h = self.otp_hasher.hash(&m);
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h[..16]);
+        Uuid::from_bytes(b)
+    }
+
+    /// The registered (non-guest) user of an address.
+    fn member_by_email(&self, email: &str) -> Result<Option<UserRecord>, TenantError> {
+        Ok(self.user_by_email(email)?.filter(|u| !u.is_anonymous))
     }
 
     /// Whether the browser verifying is the one that started an OAuth-resuming login:
@@ -227,50 +270,6 @@ impl TenantState {
             None => true,
             Some(o) => binding_hash.is_some_and(|h| ct_eq(h.as_bytes(), o.binding_hash.as_bytes())),
         }
-    }
-
-    /// Signs in with a login link.
-    pub fn magic_link_verify(
-        &mut self,
-        token: &str,
-        binding_hash: Option<&str>,
-        ctx: &AuditContext,
-    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
-        self.flow_enabled(Flow::MagicLink)?;
-        let now = OffsetDateTime::now_utc();
-        let expiry_now = now.max(self.calendar_now());
-        let found = self.find_challenge(token, &[Purpose::LoginMagicLink], expiry_now)?;
-        let mut fx = self.cx.effects();
-        // A password change since the link was sent (a recovery) kills it.
-        let user = self
-            .cx
-            .user(found.record.user_id)?
-            .filter(|u| !u.is_anonymous && u.email.is_some())
-            .filter(|u| u.password_epoch == found.record.epoch);
-        let Some(user) = user else {
-            fx.batch.remove(Kind::Challenge, &found.key);
-            return self.fail(fx, TenantError::InvalidChallenge);
-        };
-        if !Self::binding_ok(&found.record, binding_hash) {
-            return Err(TenantError::InvalidChallenge);
-        }
-        fx.batch.remove(Kind::Challenge, &found.key);
-        let login =
-            self.passwordless_login(&mut fx, user, Flow::MagicLink, found.record.oauth, ctx, now)?;
-        Ok((login, self.commit(fx)?))
-    }
-
-    /// Signs in (or, for `login_or_create`, signs up) with a login code.
-    pub fn email_otp_verify(
-        &mut self,
-        email: &str,
-        code: &str,
-        binding_hash: Option<&str>,
-        ip: IpAddr,
-        ctx: &AuditContext,
-    ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
-        let proof = (code, binding_hash, ip);
-        self.code_login(CodeTarget::Email(email), proof, ctx)
     }
 
     /// Signs in whoever a typed login code proves: the code is checked and consumed (see
@@ -351,8 +350,8 @@ impl TenantState {
         // A code is checked as a password is, by the same rules (no device token, no CAPTCHA:
         // past the address's count, the answer is a refusal).
         let attempt = Attempt::new(target, ip, Captcha::Off);
-        self.cx.login_gate(&attempt)?;
-        let mut fx = self.cx.effects();
+        self.login_gate(&attempt)?;
+        let mut fx = self.effects();
         // Expiry is a calendar deadline: fault drills move it with the clock offset.
         let expiry_now = now.max(self.calendar_now());
         let mut found = match self.check_code(at, code, sent_to, expiry_now)? {
@@ -360,8 +359,7 @@ impl TenantState {
                 if resubmitted {
                     return Err(TenantError::InvalidChallenge);
                 }
-                self.cx
-                    .count_failed_login(&mut fx.batch, &attempt, None, ctx)?;
+                self.count_failed_login(&mut fx.batch, &attempt, None, ctx)?;
                 return self.fail(fx, TenantError::InvalidChallenge);
             }
             CodeVerdict::Wrong { found, resubmitted } => {
@@ -382,8 +380,7 @@ impl TenantState {
         };
         self.challenge_failed(&mut fx.batch, &mut found)?;
         let user = Some(found.record.user_id).filter(|id| !id.is_nil());
-        self.cx
-            .count_failed_login(&mut fx.batch, &attempt, user, ctx)?;
+        self.count_failed_login(&mut fx.batch, &attempt, user, ctx)?;
         self.fail(fx, TenantError::InvalidChallenge)
     }
 
@@ -399,10 +396,10 @@ impl TenantState {
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.email = Some(email.to_owned());
         user.email_verified = true;
-        self.cx.count_active(&mut fx.batch, None, now)?;
-        self.cx.put_new_user(&mut fx.batch, &user)?;
+        self.count_active(&mut fx.batch, None, now)?;
+        self.put_new_user(&mut fx.batch, &user)?;
         self.emit_user_created(&mut fx.batch, &user, "email_otp")?;
-        self.cx.audit_into(
+        self.audit_into(
             &mut fx.batch,
             "auth.register",
             ctx,
@@ -440,7 +437,7 @@ impl TenantState {
                 "unconfirmed_holder_removed",
             )?;
         }
-        self.cx.audit_into(
+        self.audit_into(
             &mut fx.batch,
             "auth.account.recovered",
             ctx,
@@ -475,7 +472,7 @@ impl TenantState {
                 _ => user.email.as_ref(),
             };
             if let Some(key) = proven {
-                self.cx.login.forgive_account(key);
+                self.login.forgive_account(key);
             }
         }
         Ok(login)

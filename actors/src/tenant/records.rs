@@ -314,7 +314,7 @@ impl Record for LinkTokenRecord {
 impl TenantRecord for LinkTokenRecord {}
 
 /// What a request that found no account writes in place of the records and the sealed message
-/// a request for an existing account writes (see `TenantState::write_decoy`): as much sealed,
+/// a request for an existing account writes (see `TenantCtx::write_decoy`): as much sealed,
 /// about as many bytes, under the one key [`DECOY_KEY`] that each such request overwrites.
 /// Nothing reads it.
 #[derive(Clone, Debug, Serialize, Deserialize)]

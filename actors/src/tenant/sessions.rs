@@ -7,12 +7,14 @@
 //! anyone who saw a session id revoke it), and the grace answer for a concurrent retry can hand
 //! out the current token again instead of forking the family.
 //!
-//! Every sign-in method ends in [`TenantState::sign_in`] with what it proved: the tenant's
+//! Every sign-in method ends in [`TenantCtx::sign_in`] with what it proved: the tenant's
 //! MFA policy and a second step when one is due, else the month's active count, the user's
 //! last sign-in, the session and the `auth.login.succeeded` event, all in the method's batch.
 //!
 //! Invariant: a session record exists exactly while the session is alive; revoking deletes it
 //! and its index entry in one batch, so every later check fails.
+
+use crate::tenant::ctx::TenantCtx;
 
 pub mod msg;
 
@@ -29,7 +31,6 @@ use super::{
     oauth::OAuthGrant,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
-    state::TenantState,
     webhooks::Revoked,
 };
 use crate::{error::TenantError, outbound::MailJob};
@@ -101,7 +102,118 @@ impl Proof {
     }
 }
 
-impl TenantState {
+impl Sessions {
+    pub fn authenticate(&self, cx: &TenantCtx, bearer: Bearer) -> Result<UserView, TenantError> {
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        Ok(user.view())
+    }
+
+    /// Rotates a first-party session's refresh token (see [`TenantCtx::rotate`]).
+    pub fn refresh(
+        &mut self,
+        cx: &mut TenantCtx,
+        token: &str,
+        ctx: &AuditContext,
+    ) -> Result<(Grant, Vec<MailJob>), TenantError> {
+        Ok((cx.rotate(token, None, ctx)?, Vec::new()))
+    }
+
+    /// Ends the caller's session, or (`global`) every session of the user.
+    pub fn logout(
+        &mut self,
+        cx: &mut TenantCtx,
+        bearer: Bearer,
+        global: bool,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let (session, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        let mut fx = cx.effects();
+        if global {
+            cx.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+            cx.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "logout")?;
+        } else {
+            cx.remove_session(&mut fx.batch, &session);
+            cx.emit_session_revoked(&mut fx.batch, user.id, Revoked::One(session.id), "logout")?;
+        }
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.logout",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "session_id": session.id,
+                "scope": if global { "global" } else { "local" },
+            }),
+        )?;
+        cx.commit(fx)
+    }
+
+    /// The user's live sessions, newest first.
+    pub fn list_sessions(
+        &self,
+        cx: &TenantCtx,
+        bearer: Bearer,
+    ) -> Result<Vec<SessionView>, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = cx.live_session(bearer, now)?;
+        let mut out = Vec::new();
+        for item in cx.session_index(user.id) {
+            let (_, sid) = item?;
+            let Some(s) = cx.store.get::<SessionRecord>(sid.as_bytes())? else {
+                continue;
+            };
+            if s.expires_at <= now || s.oauth.is_some() {
+                continue;
+            }
+            out.push(SessionView {
+                id: s.id,
+                created_at: s.created_at,
+                last_active_at: s.last_active_at,
+                expires_at: s.expires_at,
+                aal: s.aal,
+                amr: s.amr,
+                current: s.id == bearer.session_id,
+            });
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Ends one of the caller's own sessions; any other id is `NotFound`.
+    pub fn revoke_session(
+        &mut self,
+        cx: &mut TenantCtx,
+        bearer: Bearer,
+        target: Uuid,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        let session = cx
+            .store
+            .get::<SessionRecord>(target.as_bytes())?
+            .filter(|s| s.user_id == user.id && s.oauth.is_none())
+            .ok_or(TenantError::NotFound)?;
+        let mut fx = cx.effects();
+        cx.remove_session(&mut fx.batch, &session);
+        cx.emit_session_revoked(
+            &mut fx.batch,
+            user.id,
+            Revoked::One(session.id),
+            "user_revoked",
+        )?;
+        cx.audit_into(
+            &mut fx.batch,
+            "auth.session.revoked",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "session_id": session.id }),
+        )?;
+        cx.commit(fx)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// Signs `user` in after a first factor: the second step (an MFA challenge, which carries
     /// the OAuth flow to resume, or the enrolment an overdue policy demands) when one is due,
     /// else the session (see [`Self::signed_in`]), with the enrolment deadline of a user in
@@ -155,8 +267,7 @@ impl TenantState {
             return Err(TenantError::UserBlocked);
         }
         user.guardian_gate()?;
-        self.cx
-            .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &*user)?;
@@ -172,7 +283,7 @@ impl TenantState {
         metadata.insert("user_id".into(), serde_json::json!(user.id));
         metadata.insert("session_id".into(), serde_json::json!(grant.session_id));
         metadata.extend(proof.audit);
-        self.cx.audit_into(
+        self.audit_into(
             &mut fx.batch,
             "auth.login.succeeded",
             ctx,
@@ -182,10 +293,10 @@ impl TenantState {
     }
 
     fn refresh_tag(&self, session: Uuid, generation: u32) -> [u8; 32] {
-        let mut m = self.cx.store.tenant_id().as_bytes().to_vec();
+        let mut m = self.store.tenant_id().as_bytes().to_vec();
         m.extend_from_slice(session.as_bytes());
         m.extend_from_slice(&generation.to_be_bytes());
-        self.cx.refresh_hasher.hash(&m)
+        self.refresh_hasher.hash(&m)
     }
 
     fn refresh_token(&self, session: Uuid, generation: u32) -> String {
@@ -244,7 +355,7 @@ impl TenantState {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
-        let ttl = time::Duration::try_from(self.cx.runtime.tokens.refresh_ttl)
+        let ttl = time::Duration::try_from(self.runtime.tokens.refresh_ttl)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
         let session = SessionRecord {
             id: Uuid::now_v7(),
@@ -275,8 +386,7 @@ impl TenantState {
         &self,
         user: Uuid,
     ) -> impl Iterator<Item = Result<(Vec<u8>, Uuid), TenantError>> + '_ {
-        self.cx
-            .store
+        self.store
             .scan::<UserSessionIndex>(user.as_bytes())
             .filter_map(|item| match item {
                 Ok((key, _)) => key
@@ -306,7 +416,7 @@ impl TenantState {
         let mut out = Vec::new();
         for item in self.session_index(user) {
             let (key, sid) = item?;
-            let session = self.cx.store.get::<SessionRecord>(sid.as_bytes())?;
+            let session = self.store.get::<SessionRecord>(sid.as_bytes())?;
             let is_grant = session.as_ref().is_some_and(|s| s.oauth.is_some());
             if is_grant != grants {
                 continue;
@@ -347,21 +457,14 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord), TenantError> {
         let session = self
-            .cx
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
             .filter(|s| s.user_id == bearer.user_id && s.expires_at > now && s.oauth.is_none())
             .ok_or(TenantError::InvalidSession)?;
         let user = self
-            .cx
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
         Ok((session, user))
-    }
-
-    pub fn authenticate(&self, bearer: Bearer) -> Result<UserView, TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        Ok(user.view())
     }
 
     /// The session and generation a refresh token names, if its tag is this tenant's.
@@ -369,15 +472,6 @@ impl TenantState {
         let parts = parse_refresh(token)?;
         let expected = self.refresh_tag(parts.session, parts.generation);
         ct_eq(&expected, &parts.tag).then_some((parts.session, parts.generation))
-    }
-
-    /// Rotates a first-party session's refresh token (see [`Self::rotate`]).
-    pub fn refresh(
-        &mut self,
-        token: &str,
-        ctx: &AuditContext,
-    ) -> Result<(Grant, Vec<MailJob>), TenantError> {
-        Ok((self.rotate(token, None, ctx)?, Vec::new()))
     }
 
     /// Rotates a refresh token of a first-party session (`client` none) or of a client's
@@ -395,30 +489,28 @@ impl TenantState {
         let (session_id, generation) = self
             .refresh_token_session(token)
             .ok_or(TenantError::InvalidRefreshToken)?;
-        let mut fx: Effects = self.cx.effects();
+        let mut fx: Effects = self.effects();
         let Some(mut session) = self
-            .cx
             .store
             .get::<SessionRecord>(session_id.as_bytes())?
             .filter(|s| s.oauth.as_ref().map(|o| o.client_id.as_str()) == client)
         else {
             return Err(TenantError::InvalidRefreshToken);
         };
-        let user = self.cx.user(session.user_id)?;
+        let user = self.user(session.user_id)?;
         let alive = session.expires_at > now;
         let Some(mut user) = user.filter(|u| alive && !u.suspended()) else {
             self.remove_session(&mut fx.batch, &session);
             return self.fail(fx, TenantError::InvalidRefreshToken);
         };
-        let grace = time::Duration::try_from(self.cx.runtime.tokens.reuse_grace)
+        let grace = time::Duration::try_from(self.runtime.tokens.reuse_grace)
             .unwrap_or(time::Duration::ZERO);
         if generation == session.generation {
             session.generation = session.generation.wrapping_add(1);
             session.rotated_at = Some(now);
             session.last_active_at = now;
             fx.batch.put(session.id.as_bytes(), &session)?;
-            self.cx
-                .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+            self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
             user.last_active_at = now;
             fx.batch.put(user.id.as_bytes(), &user)?;
             self.commit(fx)?;
@@ -441,101 +533,14 @@ impl TenantState {
                 "refresh_token_reused",
             )?;
         }
-        self.cx.audit_into(
+        self.audit_into(
             &mut fx.batch,
             "auth.refresh.reused",
             ctx,
             serde_json::json!({ "user_id": user.id, "session_id": session.id, "client_id": client }),
         )?;
-        tracing::warn!(tenant = %self.cx.info.id, session = %session.id, "refresh token reused; session revoked");
+        tracing::warn!(tenant = %self.info.id, session = %session.id, "refresh token reused; session revoked");
         self.fail(fx, TenantError::RefreshTokenReused)
-    }
-
-    /// Ends the caller's session, or (`global`) every session of the user.
-    pub fn logout(
-        &mut self,
-        bearer: Bearer,
-        global: bool,
-        ctx: &AuditContext,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let mut fx = self.cx.effects();
-        if global {
-            self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
-            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "logout")?;
-        } else {
-            self.remove_session(&mut fx.batch, &session);
-            self.emit_session_revoked(&mut fx.batch, user.id, Revoked::One(session.id), "logout")?;
-        }
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.logout",
-            ctx,
-            serde_json::json!({
-                "user_id": user.id,
-                "session_id": session.id,
-                "scope": if global { "global" } else { "local" },
-            }),
-        )?;
-        self.commit(fx)
-    }
-
-    /// The user's live sessions, newest first.
-    pub fn list_sessions(&self, bearer: Bearer) -> Result<Vec<SessionView>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (_, user) = self.live_session(bearer, now)?;
-        let mut out = Vec::new();
-        for item in self.session_index(user.id) {
-            let (_, sid) = item?;
-            let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? else {
-                continue;
-            };
-            if s.expires_at <= now || s.oauth.is_some() {
-                continue;
-            }
-            out.push(SessionView {
-                id: s.id,
-                created_at: s.created_at,
-                last_active_at: s.last_active_at,
-                expires_at: s.expires_at,
-                aal: s.aal,
-                amr: s.amr,
-                current: s.id == bearer.session_id,
-            });
-        }
-        out.reverse();
-        Ok(out)
-    }
-
-    /// Ends one of the caller's own sessions; any other id is `NotFound`.
-    pub fn revoke_session(
-        &mut self,
-        bearer: Bearer,
-        target: Uuid,
-        ctx: &AuditContext,
-    ) -> Result<Vec<MailJob>, TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let session = self
-            .cx
-            .store
-            .get::<SessionRecord>(target.as_bytes())?
-            .filter(|s| s.user_id == user.id && s.oauth.is_none())
-            .ok_or(TenantError::NotFound)?;
-        let mut fx = self.cx.effects();
-        self.remove_session(&mut fx.batch, &session);
-        self.emit_session_revoked(
-            &mut fx.batch,
-            user.id,
-            Revoked::One(session.id),
-            "user_revoked",
-        )?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.session.revoked",
-            ctx,
-            serde_json::json!({ "user_id": user.id, "session_id": session.id }),
-        )?;
-        self.commit(fx)
     }
 }
 

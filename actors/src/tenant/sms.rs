@@ -1,7 +1,7 @@
 //! Text messages: passwordless login by a texted code (AMR `sms`), confirming a signed-in
 //! user's phone number, and the dashboard's test message.
 //!
-//! Every send passes [`TenantState::admit_sms`] first: the destination country must be on the
+//! Every send passes [`Sms::admit_sms`] first: the destination country must be on the
 //! tenant's allowlist (or the platform's), the number and the client are rate limited, and the
 //! tenant's monthly cap must not be reached. These checks run the same way whether or not a
 //! number has an account, so a request's answer tells nothing about accounts.
@@ -13,6 +13,9 @@
 //!
 //! A message leaves only once the change that caused it is durable; messages are not kept for
 //! a later retry after a restart (see [`SmsJob`]).
+
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sms::memory::Sms;
 
 pub mod memory;
 pub mod msg;
@@ -32,7 +35,6 @@ use super::{
     messages::{Bearer, PasswordlessLogin, UserView},
     passwordless::{to_value, CodeTarget, Flow},
     records::{PhoneIndex, UserRecord},
-    state::TenantState,
     usage::SMS_USAGE_KEY,
 };
 use crate::{
@@ -45,25 +47,27 @@ pub use super::messages::Phone;
 
 /// A texted code lives this long.
 pub const SMS_CODE_TTL: Duration = Duration::minutes(10);
-impl TenantState {
+impl Sms {
     /// Checks and counts one message to `phone` requested from `ip` (none for the dashboard's
     /// test): the country, the per-number and per-client limits, then the monthly cap.
-    fn admit_sms(&mut self, phone: &Phone, ip: Option<IpAddr>) -> Result<(), TenantError> {
-        if !self.country_allowed(&phone.country) {
+    fn admit_sms(
+        &mut self,
+        cx: &mut TenantCtx,
+        phone: &Phone,
+        ip: Option<IpAddr>,
+    ) -> Result<(), TenantError> {
+        if !self.country_allowed(cx, &phone.country) {
             return Err(TenantError::CountryNotAllowed);
         }
         let now = Instant::now();
         let limited = |retry_after| TenantError::RateLimited { retry_after };
         if let Some(ip) = ip {
-            self.sms
-                .per_ip
-                .hit(&throttle_ip(ip), now)
-                .map_err(limited)?;
+            self.per_ip.hit(&throttle_ip(ip), now).map_err(limited)?;
         }
-        self.space_request(Flow::SmsOtp, &phone.e164)?;
-        self.sms.per_number.hit(&phone.e164, now).map_err(limited)?;
+        cx.space_request(Flow::SmsOtp, &phone.e164)?;
+        self.per_number.hit(&phone.e164, now).map_err(limited)?;
         let wall = OffsetDateTime::now_utc();
-        if self.sms_sent_this_month(wall) >= u64::from(self.effective_sms_cap()) {
+        if self.sms_sent_this_month(wall) >= u64::from(self.effective_sms_cap(cx)) {
             return Err(TenantError::SmsCapReached {
                 retry_after: seconds_to_next_month(wall),
             });
@@ -74,11 +78,10 @@ impl TenantState {
     /// Whether this tenant may text `country`. Its own list (when not null or empty) decides;
     /// on the platform's account it can only narrow the platform's list, so no tenant opens
     /// countries the operator pays for and did not allow.
-    fn country_allowed(&self, country: &str) -> bool {
-        let platform = self.cx.runtime.sms_countries.iter().any(|c| c == country);
-        let own_account = self.sms_account_is_own();
-        match self
-            .cx
+    fn country_allowed(&self, cx: &TenantCtx, country: &str) -> bool {
+        let platform = cx.runtime.sms_countries.iter().any(|c| c == country);
+        let own_account = self.sms_account_is_own(cx);
+        match cx
             .settings
             .security
             .sms_allowed_countries
@@ -93,30 +96,25 @@ impl TenantState {
     /// The monthly cap that applies: the setting, and on the platform's account at most the
     /// tier's ceiling (a setting made on the tenant's own account, or before a tier change,
     /// does not raise what the operator pays for).
-    fn effective_sms_cap(&self) -> u32 {
-        let cap = self.cx.settings.security.sms_otp_monthly_cap;
-        if self.sms_account_is_own() {
+    fn effective_sms_cap(&self, cx: &TenantCtx) -> u32 {
+        let cap = cx.settings.security.sms_otp_monthly_cap;
+        if self.sms_account_is_own(cx) {
             cap
         } else {
-            cap.min(
-                self.cx
-                    .runtime
-                    .sms_platform_caps
-                    .for_tier(self.cx.info.tier),
-            )
+            cap.min(cx.runtime.sms_platform_caps.for_tier(cx.info.tier))
         }
     }
 
     /// Whether all three `byok_provider_*` settings are set.
-    fn sms_account_is_own(&self) -> bool {
-        let sec = &self.cx.settings.security;
+    fn sms_account_is_own(&self, cx: &TenantCtx) -> bool {
+        let sec = &cx.settings.security;
         sec.byok_provider_account_sid.is_some()
             && sec.byok_provider_messaging_service_sid.is_some()
-            && self.byok_token_set()
+            && cx.byok_token_set()
     }
 
     fn sms_sent_this_month(&self, now: OffsetDateTime) -> u64 {
-        self.sms.usage.in_month(now)
+        self.usage.in_month(now)
     }
 
     /// Counts one message in this month's total, in `batch`.
@@ -125,22 +123,22 @@ impl TenantState {
         batch: &mut TenantBatch,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        self.sms.usage.add(now);
-        batch.put(SMS_USAGE_KEY, &self.sms.usage)?;
+        self.usage.add(now);
+        batch.put(SMS_USAGE_KEY, &self.usage)?;
         Ok(())
     }
 
     /// The account that sends this tenant's messages: its own when all three `byok_provider_*`
     /// settings are set, else the platform's.
-    fn sms_account(&self) -> Result<SmsAccount, TenantError> {
-        let sec = &self.cx.settings.security;
+    fn sms_account(&self, cx: &TenantCtx) -> Result<SmsAccount, TenantError> {
+        let sec = &cx.settings.security;
         let (Some(account_sid), Some(messaging_service_sid)) = (
             sec.byok_provider_account_sid.clone(),
             sec.byok_provider_messaging_service_sid.clone(),
         ) else {
             return Ok(SmsAccount::Platform);
         };
-        Ok(match self.byok_auth_token()? {
+        Ok(match cx.byok_auth_token()? {
             Some(auth_token) => SmsAccount::Own {
                 account_sid,
                 auth_token,
@@ -152,126 +150,78 @@ impl TenantState {
 
     fn sms_job(
         &self,
+        cx: &TenantCtx,
         phone: &Phone,
         kind: SmsKind,
         code: Option<String>,
     ) -> Result<SmsJob, TenantError> {
         Ok(SmsJob {
             id: Uuid::now_v7(),
-            tenant: self.cx.info.id,
-            tenant_slug: self.cx.info.slug.clone(),
-            tenant_name: self.cx.info.name.clone(),
+            tenant: cx.info.id,
+            tenant_slug: cx.info.slug.clone(),
+            tenant_name: cx.info.name.clone(),
             to: phone.e164.clone(),
             kind,
             code,
-            account: self.sms_account()?,
+            account: self.sms_account(cx)?,
         })
-    }
-
-    /// The slot of a number's login code.
-    pub(super) fn number_slot(&self, e164: &str) -> Uuid {
-        let mut m = b"login-sms:".to_vec();
-        m.extend_from_slice(e164.as_bytes());
-        let h = self.cx.otp_hasher.hash(&m);
-        let mut b = [0u8; 16];
-        b.copy_from_slice(&h[..16]);
-        Uuid::from_bytes(b)
-    }
-
-    /// The user whose confirmed number this is.
-    pub(super) fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
-        let Some(ix) = self.cx.store.get::<PhoneIndex>(e164.as_bytes())? else {
-            return Ok(None);
-        };
-        Ok(self
-            .cx
-            .user(ix.user_id)?
-            .filter(|u| !u.is_anonymous && u.phone.as_deref() == Some(e164)))
     }
 
     /// Texts a login code to this number when a user has confirmed it, or (`create`) whatever
     /// it is: the account is then created when the code is verified. `None`: nothing to send.
     pub fn sms_otp_request(
         &mut self,
+        cx: &mut TenantCtx,
         phone: &Phone,
         create: bool,
         oauth: Option<OAuthResume>,
         ip: IpAddr,
     ) -> Result<Option<SmsJob>, TenantError> {
-        self.flow_enabled(Flow::SmsOtp)?;
-        self.admit_sms(phone, Some(ip))?;
-        let user = self.user_by_phone(&phone.e164)?;
+        cx.flow_enabled(Flow::SmsOtp)?;
+        self.admit_sms(cx, phone, Some(ip))?;
+        let user = cx.user_by_phone(&phone.e164)?;
         let now = OffsetDateTime::now_utc();
         if user.is_none() && !create {
             // As much prepared and written as for a user (see `write_decoy`; the stand-in's
             // shape does not matter, only its size); the message is dropped.
             let code = super::step_up::six_digit_code();
-            let _ = self.sms_job(phone, SmsKind::LoginCode, Some(code.clone()))?;
+            let _ = self.sms_job(cx, phone, SmsKind::LoginCode, Some(code.clone()))?;
             let blank = UserRecord::blank(Uuid::nil(), now);
             let mut record =
                 ChallengeRecord::new(Purpose::LoginSmsOtp, &blank, None, SMS_CODE_TTL, now);
-            record.secret_hash = self.otp_hash(Uuid::nil(), &code);
+            record.secret_hash = cx.otp_hash(Uuid::nil(), &code);
             record.phone = Some(phone.e164.clone());
             record.oauth = oauth;
-            let records = [to_value(&record)?, to_value(&self.sms.usage)?];
-            self.cx.write_decoy(&self.cx.decoy_of(
-                &phone.e164,
-                MailKind::EmailOtp { code },
-                &records,
-            )?)?;
+            let records = [to_value(&record)?, to_value(&self.usage)?];
+            cx.write_decoy(&cx.decoy_of(&phone.e164, MailKind::EmailOtp { code }, &records)?)?;
             return Ok(None);
         }
-        let slot = self.number_slot(&phone.e164);
+        let slot = cx.number_slot(&phone.e164);
         let user = user.unwrap_or_else(|| UserRecord::blank(Uuid::nil(), now));
         let code = super::step_up::six_digit_code();
-        let job = self.sms_job(phone, SmsKind::LoginCode, Some(code.clone()))?;
+        let job = self.sms_job(cx, phone, SmsKind::LoginCode, Some(code.clone()))?;
         let mut record = ChallengeRecord::new(Purpose::LoginSmsOtp, &user, None, SMS_CODE_TTL, now);
-        record.secret_hash = self.otp_hash(slot, &code);
+        record.secret_hash = cx.otp_hash(slot, &code);
         record.phone = Some(phone.e164.clone());
         record.oauth = oauth;
-        let mut batch = self.cx.store.batch();
+        let mut batch = cx.store.batch();
         batch.put(&challenge_key(slot, Purpose::LoginSmsOtp), &record)?;
         self.count_sms(&mut batch, now)?;
-        self.cx.store.apply(batch)?;
+        cx.store.apply(batch)?;
         Ok(Some(job))
     }
 
     /// Signs in (or, for `login_or_create`, signs up) with a texted code.
     pub fn sms_otp_verify(
         &mut self,
+        cx: &mut TenantCtx,
         e164: &str,
         code: &str,
         binding_hash: Option<&str>,
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
-        self.code_login(CodeTarget::Phone(e164), (code, binding_hash, ip), ctx)
-    }
-
-    /// A new account for a number proven by a login code: no address, no password.
-    pub(super) fn create_sms_user(
-        &mut self,
-        fx: &mut Effects,
-        e164: &str,
-        ctx: &AuditContext,
-        now: OffsetDateTime,
-    ) -> Result<UserRecord, TenantError> {
-        self.age_unknown_signup()?;
-        let mut user = UserRecord::blank(Uuid::now_v7(), now);
-        user.phone = Some(e164.to_owned());
-        user.phone_verified = true;
-        self.cx.count_active(&mut fx.batch, None, now)?;
-        self.cx.put_new_user(&mut fx.batch, &user)?;
-        self.emit_user_created(&mut fx.batch, &user, "sms_otp")?;
-        fx.batch
-            .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "auth.register",
-            ctx,
-            serde_json::json!({ "user_id": user.id, "method": "sms_otp" }),
-        )?;
-        Ok(user)
+        cx.code_login(CodeTarget::Phone(e164), (code, binding_hash, ip), ctx)
     }
 
     /// Guests hold no number; nor does an account whose address is not confirmed yet: its
@@ -288,30 +238,31 @@ impl TenantState {
     /// previous one.
     pub fn phone_verify_request(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         phone: &Phone,
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<SmsJob, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (_, user) = self.live_session(bearer, now)?;
+        let (_, user) = cx.live_session(bearer, now)?;
         Self::may_hold_phone(&user)?;
-        self.admit_sms(phone, Some(ip))?;
+        self.admit_sms(cx, phone, Some(ip))?;
         let code = super::step_up::six_digit_code();
-        let job = self.sms_job(phone, SmsKind::PhoneVerify, Some(code.clone()))?;
+        let job = self.sms_job(cx, phone, SmsKind::PhoneVerify, Some(code.clone()))?;
         let mut record = ChallengeRecord::new(Purpose::PhoneVerify, &user, None, SMS_CODE_TTL, now);
-        record.secret_hash = self.otp_hash(user.id, &code);
+        record.secret_hash = cx.otp_hash(user.id, &code);
         record.phone = Some(phone.e164.clone());
-        let mut batch = self.cx.store.batch();
+        let mut batch = cx.store.batch();
         batch.put(&challenge_key(user.id, Purpose::PhoneVerify), &record)?;
         self.count_sms(&mut batch, now)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut batch,
             "user.phone.verification_sent",
             ctx,
             serde_json::json!({ "user_id": user.id, "country": phone.country }),
         )?;
-        self.cx.store.apply(batch)?;
+        cx.store.apply(batch)?;
         Ok(job)
     }
 
@@ -319,18 +270,19 @@ impl TenantState {
     /// user who had it). Five wrong codes kill the code.
     pub fn phone_confirm(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         e164: &str,
         code: &str,
         ctx: &AuditContext,
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (_, mut user) = self.live_session(bearer, now)?;
+        let (_, mut user) = cx.live_session(bearer, now)?;
         Self::may_hold_phone(&user)?;
-        let expiry_now = now.max(self.calendar_now());
-        let mut fx = self.cx.effects();
+        let expiry_now = now.max(cx.calendar_now());
+        let mut fx = cx.effects();
         let at = (user.id, Purpose::PhoneVerify);
-        let found = match self.check_code(at, code, |_| true, expiry_now)? {
+        let found = match cx.check_code(at, code, |_| true, expiry_now)? {
             CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
             // The previous code, just used, sent again: no guess at this one.
             CodeVerdict::Wrong {
@@ -339,13 +291,13 @@ impl TenantState {
             CodeVerdict::Right(found) if found.record.phone.as_deref() == Some(e164) => found,
             // A wrong code, or the right code for another number.
             CodeVerdict::Wrong { mut found, .. } | CodeVerdict::Right(mut found) => {
-                self.challenge_failed(&mut fx.batch, &mut found)?;
-                return self.fail(fx, TenantError::InvalidChallenge);
+                cx.challenge_failed(&mut fx.batch, &mut found)?;
+                return cx.fail(fx, TenantError::InvalidChallenge);
             }
         };
-        self.consume_code(&mut fx.batch, &found, expiry_now);
+        cx.consume_code(&mut fx.batch, &found, expiry_now);
         let ending = ending_of(e164);
-        if let Some(holder) = self.user_by_phone(e164)?.filter(|h| h.id != user.id) {
+        if let Some(holder) = cx.user_by_phone(e164)?.filter(|h| h.id != user.id) {
             let mut holder = holder;
             holder.phone = None;
             holder.phone_verified = false;
@@ -354,9 +306,9 @@ impl TenantState {
                 let kind = MailKind::PhoneRemoved {
                     ending: ending.clone(),
                 };
-                self.cx.queue_mail(&mut fx, &email, kind)?;
+                cx.queue_mail(&mut fx, &email, kind)?;
             }
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 "user.phone.removed",
                 ctx,
@@ -368,10 +320,10 @@ impl TenantState {
         }
         user.phone = Some(e164.to_owned());
         user.phone_verified = true;
-        self.cx.put_new_user(&mut fx.batch, &user)?;
+        cx.put_new_user(&mut fx.batch, &user)?;
         fx.batch
             .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "user.phone.verified",
             ctx,
@@ -379,10 +331,85 @@ impl TenantState {
         )?;
         // A stolen access token could add the thief's number: the owner hears of it.
         if let Some(email) = user.email.clone().filter(|_| user.email_verified) {
-            self.cx
-                .queue_mail(&mut fx, &email, MailKind::PhoneAdded { ending })?;
+            cx.queue_mail(&mut fx, &email, MailKind::PhoneAdded { ending })?;
         }
-        Ok((user.view(), self.commit(fx)?))
+        Ok((user.view(), cx.commit(fx)?))
+    }
+
+    /// The dashboard's test message to `phone`: checked and counted like any other.
+    pub fn sms_test(
+        &mut self,
+        cx: &mut TenantCtx,
+        phone: &Phone,
+        ctx: &AuditContext,
+    ) -> Result<SmsJob, TenantError> {
+        self.tests
+            .hit(&(), Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+        self.admit_sms(cx, phone, None)?;
+        let job = self.sms_job(cx, phone, SmsKind::Test, None)?;
+        let now = OffsetDateTime::now_utc();
+        let mut batch = cx.store.batch();
+        self.count_sms(&mut batch, now)?;
+        let own = matches!(job.account, SmsAccount::Own { .. });
+        cx.audit_into(
+            &mut batch,
+            "tenant.sms_test",
+            ctx,
+            serde_json::json!({ "country": phone.country, "own_account": own }),
+        )?;
+        cx.store.apply(batch)?;
+        Ok(job)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    /// The slot of a number's login code.
+    pub(super) fn number_slot(&self, e164: &str) -> Uuid {
+        let mut m = b"login-sms:".to_vec();
+        m.extend_from_slice(e164.as_bytes());
+        let h = self.otp_hasher.hash(&m);
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h[..16]);
+        Uuid::from_bytes(b)
+    }
+
+    /// The user whose confirmed number this is.
+    pub(super) fn user_by_phone(&self, e164: &str) -> Result<Option<UserRecord>, TenantError> {
+        let Some(ix) = self.store.get::<PhoneIndex>(e164.as_bytes())? else {
+            return Ok(None);
+        };
+        Ok(self
+            .user(ix.user_id)?
+            .filter(|u| !u.is_anonymous && u.phone.as_deref() == Some(e164)))
+    }
+
+    /// A new account for a number proven by a login code: no address, no password.
+    pub(super) fn create_sms_user(
+        &mut self,
+        fx: &mut Effects,
+        e164: &str,
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<UserRecord, TenantError> {
+        self.age_unknown_signup()?;
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.phone = Some(e164.to_owned());
+        user.phone_verified = true;
+        self.count_active(&mut fx.batch, None, now)?;
+        self.put_new_user(&mut fx.batch, &user)?;
+        self.emit_user_created(&mut fx.batch, &user, "sms_otp")?;
+        fx.batch
+            .put(e164.as_bytes(), &PhoneIndex { user_id: user.id })?;
+        self.audit_into(
+            &mut fx.batch,
+            "auth.register",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "method": "sms_otp" }),
+        )?;
+        Ok(user)
     }
 
     /// Removes `user`'s number (and its index entry, when it names this user), in `batch`;
@@ -394,34 +421,12 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         user.phone_verified = false;
         if let Some(old) = user.phone.take() {
-            let indexed = self.cx.store.get::<PhoneIndex>(old.as_bytes())?;
+            let indexed = self.store.get::<PhoneIndex>(old.as_bytes())?;
             if indexed.is_some_and(|ix| ix.user_id == user.id) {
                 batch.remove(Kind::UserPhone, old.as_bytes());
             }
         }
         Ok(())
-    }
-
-    /// The dashboard's test message to `phone`: checked and counted like any other.
-    pub fn sms_test(&mut self, phone: &Phone, ctx: &AuditContext) -> Result<SmsJob, TenantError> {
-        self.sms
-            .tests
-            .hit(&(), Instant::now())
-            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-        self.admit_sms(phone, None)?;
-        let job = self.sms_job(phone, SmsKind::Test, None)?;
-        let now = OffsetDateTime::now_utc();
-        let mut batch = self.cx.store.batch();
-        self.count_sms(&mut batch, now)?;
-        let own = matches!(job.account, SmsAccount::Own { .. });
-        self.cx.audit_into(
-            &mut batch,
-            "tenant.sms_test",
-            ctx,
-            serde_json::json!({ "country": phone.country, "own_account": own }),
-        )?;
-        self.cx.store.apply(batch)?;
-        Ok(job)
     }
 }
 

@@ -14,20 +14,20 @@ use super::{
     audit::{AuditContext, AuditEvent, AuditPage},
     ctx::TenantCtx,
     eudi::memory::Eudi,
+    eudi::EudiPurpose,
     guardian::memory::Guardian,
+    guardian::{GuardianAnswer, GuardianCmd, GuardianStep},
     guests::memory::Guests,
+    hosted::Hosted,
     keys::{KeyRing, RotatedKeys, TokenKeys},
     messages::{SettingsView, TenantInfo, TenantOverview},
+    mfa::Mfa,
+    oauth::OAuth,
     oauth_clients::memory::OAuthClients,
     passkeys::memory::Passkeys,
     passwordless::Passwordless,
-    mfa::Mfa,
-    hosted::Hosted,
-    oauth::OAuth,
-    sessions::Sessions,
-    users::Users,
-    webhooks::Webhooks,
     runtime::{TenantCells, TenantRuntime},
+    sessions::Sessions,
     settings::{
         ApplyContext, ByokToken, EdgePolicy, SettingsChange, TenantSecret, TenantSettings,
         BYOK_AUTH_TOKEN,
@@ -36,10 +36,13 @@ use super::{
     social::memory::Social,
     step_up::memory::StepUp,
     usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
+    users::Users,
+    webhooks::Webhooks,
 };
 use crate::{
     error::TenantError,
     login_guard::LoginThrottles,
+    outbound::MailJob,
     tenant::limits::{FIRST_LOGIN_BLOCK, FREE_LOGIN_FAILURES, MAX_LOGIN_BLOCK, REQUEST_SPACING},
     throttle::{
         saved_key, Clocks, ConsumedCodes, RateWindow, SavedCount, TenantThrottleRecord, Throttle,
@@ -148,6 +151,7 @@ impl TenantState {
                 runtime,
                 cells,
                 key_ring,
+                verifier: None,
                 login: LoginThrottles::new(per_address),
                 mail_sent: HashMap::new(),
                 mau,
@@ -161,7 +165,7 @@ impl TenantState {
             accounts: Accounts::default(),
             guests: Guests::default(),
             step_up: StepUp::default(),
-            passwordless: Passwordless::default(),
+            passwordless: Passwordless,
             sms: Sms::new(sms_usage),
             passkeys: Passkeys::default(),
             social: Social::default(),
@@ -176,24 +180,26 @@ impl TenantState {
             users: Users,
             webhooks: Webhooks,
         };
-        state.eudi.verifier = state.load_verifier()?;
-        state.restore_throttles()?;
-        state.ensure_user_indexes()?;
+        state.cx.verifier = Eudi::load_verifier(&state.cx)?;
+        state.cx.restore_throttles()?;
+        state.users.ensure_user_indexes(&mut state.cx)?;
         Ok(state)
     }
+}
 
+impl TenantCtx {
     /// Loads the throttles' entries written by earlier runs; expired or unreadable ones are
     /// deleted.
     fn restore_throttles(&mut self) -> Result<(), TenantError> {
         let clocks = Clocks::at(self.calendar_now());
-        let mut stale = self.cx.store.batch();
+        let mut stale = self.store.batch();
         let mut any_stale = false;
-        for item in self.cx.store.scan::<TenantThrottleRecord>(b"") {
+        for item in self.store.scan::<TenantThrottleRecord>(b"") {
             let (key, TenantThrottleRecord(saved)) = item?;
             let kept = match key.split_first() {
                 Some((&THROTTLE_STEP_UP_CODES, k)) => Uuid::from_key_bytes(k)
-                    .is_some_and(|k| self.cx.code_fails.restore(k, &saved, clocks)),
-                _ => self.cx.login.restore(&key, &saved, clocks),
+                    .is_some_and(|k| self.code_fails.restore(k, &saved, clocks)),
+                _ => self.login.restore(&key, &saved, clocks),
             };
             if !kept {
                 stale.remove(tessera_storage::Kind::Throttle, &key);
@@ -201,14 +207,14 @@ impl TenantState {
             }
         }
         if any_stale {
-            self.cx.store.apply(stale)?;
+            self.store.apply(stale)?;
         }
         Ok(())
     }
 
     /// Whether a throttle changed since its entries were last written.
     pub fn throttles_changed(&self) -> bool {
-        self.cx.login.has_changes() || self.cx.code_fails.has_changes()
+        self.login.has_changes() || self.code_fails.has_changes()
     }
 
     /// Writes (or deletes) the throttle entries changed since the last time into `batch`.
@@ -220,7 +226,7 @@ impl TenantState {
             return Ok(());
         }
         let clocks = Clocks::at(self.calendar_now());
-        for (key, saved) in self.cx.login.take_changes(clocks) {
+        for (key, saved) in self.login.take_changes(clocks) {
             match saved {
                 Some(saved) => batch.put(&key, &TenantThrottleRecord(saved))?,
                 None => batch.remove(tessera_storage::Kind::Throttle, &key),
@@ -229,7 +235,7 @@ impl TenantState {
         put_changes(
             batch,
             THROTTLE_STEP_UP_CODES,
-            self.cx.code_fails.take_changes(clocks),
+            self.code_fails.take_changes(clocks),
         )?;
         Ok(())
     }
@@ -240,16 +246,16 @@ impl TenantState {
         if !self.throttles_changed() {
             return Ok(());
         }
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         self.throttle_changes_into(&mut batch)?;
-        self.cx.store.apply(batch)?;
+        self.store.apply(batch)?;
         Ok(())
     }
 
     /// [`Self::persist_throttles`], logging a failure.
     pub fn persist_throttles_logged(&mut self) {
         if let Err(e) = self.persist_throttles() {
-            tracing::error!(tenant = %self.cx.info.slug, error = %e, "cannot write throttle state");
+            tracing::error!(tenant = %self.info.slug, error = %e, "cannot write throttle state");
         }
     }
 
@@ -257,8 +263,8 @@ impl TenantState {
     /// records go too.
     pub(super) fn sweep_throttles(&mut self) {
         let now = Instant::now();
-        self.cx.login.sweep();
-        self.cx.code_fails.sweep(now);
+        self.login.sweep();
+        self.code_fails.sweep(now);
     }
 
     /// A new signing key, and a new RS256 key (`rsa_pkcs8`, made off the actor) when the
@@ -269,14 +275,14 @@ impl TenantState {
         &mut self,
         rsa_pkcs8: Option<&[u8]>,
     ) -> Result<(RotatedKeys, TokenKeys), TenantError> {
-        let (rotated, token_keys) = self.cx.key_ring.rotate(
-            &self.cx.store,
-            &self.cx.master_key,
+        let (rotated, token_keys) = self.key_ring.rotate(
+            &self.store,
+            &self.master_key,
             OffsetDateTime::now_utc(),
-            self.cx.runtime.tokens.access_ttl,
+            self.runtime.tokens.access_ttl,
             rsa_pkcs8,
         )?;
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         let ctx = AuditContext::default();
         let mut event = AuditEvent::new("tokens.signing_key.rotated", &ctx, Vec::new());
         event.metadata = serde_json::json!({
@@ -285,77 +291,77 @@ impl TenantState {
             "rsa_kid": rotated.rsa_kid,
             "previous_rsa_kid": rotated.previous_rsa_kid,
         });
-        batch.put(&self.cx.next_event_key(event.at), &event)?;
-        self.cx.store.apply(batch)?;
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
         Ok((rotated, token_keys))
     }
 
     /// The tenant's first RS256 key (`pkcs8`, made off the actor), unless it has one (then
     /// nothing is written). Answers the keys to publish once the write is durable, if any.
     pub fn add_id_token_key(&mut self, pkcs8: &[u8]) -> Result<Option<TokenKeys>, TenantError> {
-        let (keys, wrote) = self.cx.key_ring.add_rsa(
-            &self.cx.store,
-            &self.cx.master_key,
+        let (keys, wrote) = self.key_ring.add_rsa(
+            &self.store,
+            &self.master_key,
             pkcs8,
             OffsetDateTime::now_utc(),
         )?;
         if !wrote {
             return Ok(None);
         }
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         let mut event = AuditEvent::new(
             "tokens.signing_key.added",
             &AuditContext::default(),
             Vec::new(),
         );
         event.metadata = serde_json::json!({ "alg": "RS256", "kid": keys.current_kid_of(super::keys::KeyAlg::RS256) });
-        batch.put(&self.cx.next_event_key(event.at), &event)?;
-        self.cx.store.apply(batch)?;
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
         Ok(Some(keys))
     }
 
     /// Where handlers read the signing keys.
     pub fn keys_cell(&self) -> Arc<ArcSwap<TokenKeys>> {
-        self.cx.cells.keys.clone()
+        self.cells.keys.clone()
     }
 
     pub fn info(&self) -> &TenantInfo {
-        &self.cx.info
+        &self.info
     }
 
     pub fn store(&self) -> &TenantStore {
-        &self.cx.store
+        &self.store
     }
 
     pub fn set_info(&mut self, info: TenantInfo) {
-        if info.id == self.cx.store.tenant_id() {
-            self.cx.info = info;
+        if info.id == self.store.tenant_id() {
+            self.info = info;
         }
     }
 
     pub fn fault_injection(&self) -> bool {
-        self.cx.fault_injection
+        self.fault_injection
     }
 
     pub fn overview(&self) -> TenantOverview {
         TenantOverview {
-            info: self.cx.info.clone(),
-            settings: self.cx.settings.clone(),
+            info: self.info.clone(),
+            settings: self.settings.clone(),
         }
     }
 
     pub fn settings_view(&self) -> SettingsView {
         SettingsView {
-            settings: self.cx.settings.clone(),
-            byok_token_set: self.cx.byok_token_set,
+            settings: self.settings.clone(),
+            byok_token_set: self.byok_token_set,
         }
     }
 
     /// Appends one audit event (applied, not yet durable).
     pub fn append_audit(&mut self, event: AuditEvent) -> Result<(), TenantError> {
-        let mut batch = self.cx.store.batch();
-        batch.put(&self.cx.next_event_key(event.at), &event)?;
-        self.cx.store.apply(batch)?;
+        let mut batch = self.store.batch();
+        batch.put(&self.next_event_key(event.at), &event)?;
+        self.store.apply(batch)?;
         Ok(())
     }
 
@@ -367,28 +373,23 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<SettingsView, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let applied = self.cx.settings.apply(
+        let applied = self.settings.apply(
             change,
             &ApplyContext {
-                byok_token_set: self.cx.byok_token_set,
-                tier: self.cx.info.tier,
-                platform_sms_cap: self
-                    .cx
-                    .runtime
-                    .sms_platform_caps
-                    .for_tier(self.cx.info.tier),
+                byok_token_set: self.byok_token_set,
+                tier: self.info.tier,
+                platform_sms_cap: self.runtime.sms_platform_caps.for_tier(self.info.tier),
                 now,
             },
         )?;
         if applied.changed.is_empty() {
             return Ok(self.settings_view());
         }
-        let mut batch = self.cx.store.batch();
+        let mut batch = self.store.batch();
         match &applied.byok_token {
             ByokToken::Keep => {}
             ByokToken::Set(token) => {
                 let sealed = self
-                    .cx
                     .master_key
                     .seal(&self.secret_aad(BYOK_AUTH_TOKEN), token.as_bytes())?;
                 batch.put(BYOK_AUTH_TOKEN, &TenantSecret { sealed })?;
@@ -400,20 +401,20 @@ impl TenantState {
         batch.put(SETTINGS_KEY, &applied.next)?;
         let mut event = AuditEvent::new(applied.event_type, ctx, applied.changed);
         event.at = now;
-        batch.put(&self.cx.next_event_key(now), &event)?;
-        self.cx.store.apply(batch)?;
+        batch.put(&self.next_event_key(now), &event)?;
+        self.store.apply(batch)?;
         let edge = EdgePolicy::of(&applied.next);
-        if **self.cx.cells.edge.load() != edge {
-            self.cx.cells.edge.store(Arc::new(edge));
+        if **self.cells.edge.load() != edge {
+            self.cells.edge.store(Arc::new(edge));
         }
-        self.cx.settings = applied.next;
-        self.cx.byok_token_set = applied.byok_token_set;
+        self.settings = applied.next;
+        self.byok_token_set = applied.byok_token_set;
         Ok(self.settings_view())
     }
 
     /// Binds a sealed secret to this tenant and its name.
     pub(super) fn secret_aad(&self, name: &[u8]) -> Vec<u8> {
-        let mut aad = self.cx.store.tenant_id().as_bytes().to_vec();
+        let mut aad = self.store.tenant_id().as_bytes().to_vec();
         aad.push(b'/');
         aad.extend_from_slice(name);
         aad
@@ -421,15 +422,14 @@ impl TenantState {
 
     /// The BYOK SMS auth token, opened (for the SMS sender; never for a response).
     pub(super) fn byok_token_set(&self) -> bool {
-        self.cx.byok_token_set
+        self.byok_token_set
     }
 
     pub fn byok_auth_token(&self) -> Result<Option<String>, TenantError> {
-        let Some(secret) = self.cx.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
+        let Some(secret) = self.store.get::<TenantSecret>(BYOK_AUTH_TOKEN)? else {
             return Ok(None);
         };
         let plain = self
-            .cx
             .master_key
             .open(&self.secret_aad(BYOK_AUTH_TOKEN), &secret.sealed)?;
         Ok(Some(String::from_utf8_lossy(&plain).into_owned()))
@@ -446,10 +446,7 @@ impl TenantState {
         let mut before = cursor.map(<[u8]>::to_vec);
         let mut more = false;
         'scan: loop {
-            let chunk = self
-                .cx
-                .store
-                .scan_rev::<AuditEvent>(before.as_deref(), 256)?;
+            let chunk = self.store.scan_rev::<AuditEvent>(before.as_deref(), 256)?;
             let exhausted = chunk.len() < 256;
             for (key, event) in chunk {
                 before = Some(key.clone());
@@ -478,6 +475,32 @@ impl TenantState {
     }
 }
 
+impl TenantState {
+    /// Carries out one guardian command. A wallet age check is where two flows meet: the
+    /// guardian flow proves the consent link, the wallet flow begins the presentation for it.
+    pub fn guardian_cmd(
+        &mut self,
+        cmd: GuardianCmd,
+        ip: std::net::IpAddr,
+        ctx: &AuditContext,
+    ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
+        match self.guardian.guardian_cmd(&mut self.cx, cmd, ip, ctx)? {
+            GuardianStep::Answered(answer, mail) => Ok((answer, mail)),
+            GuardianStep::AgeCheck { link, ip, now } => {
+                let begun = self.eudi.eudi_begin(
+                    &mut self.cx,
+                    EudiPurpose::Age,
+                    None,
+                    ip,
+                    now,
+                    Some(link),
+                )?;
+                Ok((GuardianAnswer::WalletBegun(Box::new(begun)), Vec::new()))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,7 +514,7 @@ mod tests {
     }
 
     fn event_count(t: &TenantState) -> usize {
-        t.list_audit(None, 1000, None).unwrap().events.len()
+        t.cx.list_audit(None, 1000, None).unwrap().events.len()
     }
 
     fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
@@ -509,8 +532,8 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let token = "byok-token-0123456789abcdef0123456789";
-        let view = t
-            .update_settings(
+        let view =
+            t.cx.update_settings(
                 security(SecurityPatch {
                     byok_provider_auth_token: Some(Some(token.into())),
                     ..Default::default()
@@ -519,14 +542,14 @@ mod tests {
             )
             .unwrap();
         assert!(view.byok_token_set);
-        assert_eq!(t.byok_auth_token().unwrap().as_deref(), Some(token));
+        assert_eq!(t.cx.byok_auth_token().unwrap().as_deref(), Some(token));
         assert!(!raw_contains(&t, token.as_bytes()));
         // The audit event names the field, never the value.
-        let event = &t.list_audit(None, 1, None).unwrap().events[0].1;
+        let event = &t.cx.list_audit(None, 1, None).unwrap().events[0].1;
         assert_eq!(event.event_type, "settings.security.updated");
         assert_eq!(event.fields, ["byok_provider_auth_token"]);
-        let view = t
-            .update_settings(
+        let view =
+            t.cx.update_settings(
                 security(SecurityPatch {
                     byok_provider_auth_token: Some(None),
                     ..Default::default()
@@ -535,7 +558,7 @@ mod tests {
             )
             .unwrap();
         assert!(!view.byok_token_set);
-        assert_eq!(t.byok_auth_token().unwrap(), None);
+        assert_eq!(t.cx.byok_auth_token().unwrap(), None);
     }
 
     #[tokio::test]
@@ -550,7 +573,7 @@ mod tests {
                 ..Default::default()
             })
         };
-        t.update_settings(required(), &ctx).unwrap();
+        t.cx.update_settings(required(), &ctx).unwrap();
         assert_eq!(event_count(&t), before + 1);
         let stored =
             t.cx.store
@@ -559,7 +582,7 @@ mod tests {
                 .unwrap();
         assert_eq!(stored.security.mfa_policy, MfaPolicy::Required);
         assert_eq!(stored, t.cx.settings);
-        t.update_settings(required(), &ctx).unwrap();
+        t.cx.update_settings(required(), &ctx).unwrap();
         assert_eq!(event_count(&t), before + 1);
     }
 
@@ -577,7 +600,7 @@ mod tests {
             ..Default::default()
         });
         assert!(matches!(
-            t.update_settings(over_cap, &ctx),
+            t.cx.update_settings(over_cap, &ctx),
             Err(TenantError::SmsCapAboveTier { .. })
         ));
         assert_eq!(t.cx.settings, settings);
@@ -588,8 +611,8 @@ mod tests {
                 .unwrap(),
             settings
         );
-        assert!(!t.settings_view().byok_token_set);
-        assert_eq!(t.byok_auth_token().unwrap(), None);
+        assert!(!t.cx.settings_view().byok_token_set);
+        assert_eq!(t.cx.byok_auth_token().unwrap(), None);
         assert_eq!(event_count(&t), before);
     }
 
@@ -599,7 +622,7 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         assert!(t.cx.cells.edge.load().allows_origin("https://any.example"));
-        t.update_settings(
+        t.cx.update_settings(
             SettingsChange::AllowedOrigins(vec!["https://app.example".into()]),
             &ctx,
         )
@@ -607,7 +630,7 @@ mod tests {
         let edge = t.cx.cells.edge.load();
         assert!(edge.allows_origin("https://app.example"));
         assert!(!edge.allows_origin("https://any.example"));
-        t.update_settings(
+        t.cx.update_settings(
             SettingsChange::Urls(crate::tenant::settings::UrlSettings {
                 site_url: Some("https://app.example/".into()),
                 redirect_urls: Vec::new(),
@@ -632,32 +655,34 @@ mod tests {
             // All in one instant: the sequence keeps them apart and in order.
             e.at = at;
             e.metadata = serde_json::json!({ "i": i });
-            t.append_audit(e).unwrap();
+            t.cx.append_audit(e).unwrap();
         }
-        let first = t.list_audit(None, 2, None).unwrap();
+        let first = t.cx.list_audit(None, 2, None).unwrap();
         let seen: Vec<i64> = first
             .events
             .iter()
             .map(|(_, e)| e.metadata["i"].as_i64().unwrap())
             .collect();
         assert_eq!(seen, [4, 3]);
-        let second = t.list_audit(first.next_cursor.as_deref(), 2, None).unwrap();
+        let second =
+            t.cx.list_audit(first.next_cursor.as_deref(), 2, None)
+                .unwrap();
         let seen: Vec<i64> = second
             .events
             .iter()
             .map(|(_, e)| e.metadata["i"].as_i64().unwrap())
             .collect();
         assert_eq!(seen, [2, 1]);
-        let odd = t.list_audit(None, 10, Some("odd")).unwrap();
+        let odd = t.cx.list_audit(None, 10, Some("odd")).unwrap();
         assert_eq!(odd.events.len(), 2);
         assert!(odd.next_cursor.is_none());
-        let even = t.list_audit(None, 2, Some("even")).unwrap();
+        let even = t.cx.list_audit(None, 2, Some("even")).unwrap();
         assert_eq!(even.events.len(), 2);
         // One more "even" is left: the page says so.
         assert!(even.next_cursor.is_some());
-        let rest = t
-            .list_audit(even.next_cursor.as_deref(), 2, Some("even"))
-            .unwrap();
+        let rest =
+            t.cx.list_audit(even.next_cursor.as_deref(), 2, Some("even"))
+                .unwrap();
         assert_eq!(rest.events.len(), 1);
         assert!(rest.next_cursor.is_none());
         assert_eq!(event_count(&t), base + 5);
@@ -667,15 +692,15 @@ mod tests {
     async fn another_tenant_s_info_is_not_taken() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
-        let mut other = t.info().clone();
+        let mut other = t.cx.info().clone();
         other.id = tessera_storage::TenantId::new();
         other.name = "Other".into();
-        t.set_info(other);
-        assert_eq!(t.info().name, "Acme");
-        let mut renamed = t.info().clone();
+        t.cx.set_info(other);
+        assert_eq!(t.cx.info().name, "Acme");
+        let mut renamed = t.cx.info().clone();
         renamed.name = "Acme Inc".into();
-        t.set_info(renamed);
-        assert_eq!(t.info().name, "Acme Inc");
+        t.cx.set_info(renamed);
+        assert_eq!(t.cx.info().name, "Acme Inc");
     }
 
     #[tokio::test]
@@ -683,12 +708,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut t = tenant(dir.path());
         let user = uuid::Uuid::now_v7();
-        assert!(!t.throttles_changed());
+        assert!(!t.cx.throttles_changed());
         t.cx.code_fails.fail(&user, Instant::now());
-        assert!(t.throttles_changed());
+        assert!(t.cx.throttles_changed());
         let fx = t.cx.effects();
-        t.commit(fx).unwrap();
-        assert!(!t.throttles_changed());
+        t.cx.commit(fx).unwrap();
+        assert!(!t.cx.throttles_changed());
         let saved: Vec<Vec<u8>> =
             t.cx.store
                 .scan::<TenantThrottleRecord>(b"")
@@ -697,7 +722,7 @@ mod tests {
         assert_eq!(saved, [saved_key(THROTTLE_STEP_UP_CODES, &user)]);
         // Forgiven: the record goes with the next write.
         t.cx.code_fails.reset(&user);
-        t.persist_throttles().unwrap();
+        t.cx.persist_throttles().unwrap();
         assert_eq!(t.cx.store.scan::<TenantThrottleRecord>(b"").count(), 0);
     }
 }

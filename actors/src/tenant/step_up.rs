@@ -7,6 +7,9 @@
 //! so verifying from any other session fails, and a session holds at most one of each kind.
 //! Challenges and tokens are consumed inside one message (see `challenges.rs`).
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::step_up::memory::StepUp;
+
 pub mod memory;
 pub mod msg;
 
@@ -23,7 +26,6 @@ use super::{
     effects::Effects,
     messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
     records::{SessionRecord, UserRecord},
-    state::TenantState,
 };
 use crate::{
     error::TenantError,
@@ -48,7 +50,9 @@ pub(super) fn six_digit_code() -> String {
     format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32))
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The audit metadata of a step-up event (spec section 6).
     fn step_up_metadata(
         user: &UserRecord,
@@ -79,8 +83,7 @@ impl TenantState {
     ) -> Result<(), TenantError> {
         let mut metadata = Self::step_up_metadata(user, None, method, aal, ctx);
         metadata["reason"] = reason.into();
-        self.cx
-            .audit_into(&mut fx.batch, "auth.step_up_failed", ctx, metadata)
+        self.audit_into(&mut fx.batch, "auth.step_up_failed", ctx, metadata)
     }
 
     /// Records a new step-up token for `session` (its `jti` is the slot) and its
@@ -102,7 +105,6 @@ impl TenantState {
         let expires_at = now + STEP_UP_TOKEN_TTL;
         // One outstanding token per session (a new one replaces it), found by the session.
         let user = self
-            .cx
             .user(session.user_id)?
             .ok_or(TenantError::InvalidSession)?;
         let mut record = ChallengeRecord::new(
@@ -118,13 +120,12 @@ impl TenantState {
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpToken), &record)?;
         // A proven factor forgives the user's wrong step-up codes (not failed passwords).
-        self.cx.code_fails.reset(&user.id);
+        self.code_fails.reset(&user.id);
         let mut metadata = Self::step_up_metadata(&user, Some(session.id), method, aal, ctx);
         if let Some(ms) = latency_ms {
             metadata["latency_ms"] = serde_json::json!(i64::try_from(ms).unwrap_or(i64::MAX));
         }
-        self.cx
-            .audit_into(&mut fx.batch, "auth.step_up_issued", ctx, metadata)?;
+        self.audit_into(&mut fx.batch, "auth.step_up_issued", ctx, metadata)?;
         Ok(StepUpGrant {
             jti,
             user_id: session.user_id,
@@ -135,39 +136,42 @@ impl TenantState {
             expires_at,
         })
     }
+}
 
+impl StepUp {
     /// Step-up with the password (checked off the actor): AAL2, `pwd`. Only for users with a
     /// password.
     pub fn step_up_password(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         credential: &Credential,
         password_ok: bool,
         latency_ms: i128,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user) = self.live_session(bearer, now)?;
+        let now = cx.calendar_now();
+        let (session, user) = cx.live_session(bearer, now)?;
         if user.password_hash.is_none() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         // Checked again here: guesses sent together all passed `PasswordCredential`, and the
         // ones finishing after the block began must not learn their result.
-        if let Some(retry_after) = self.cx.login.account_blocked(&Self::throttle_key(&user)) {
+        if let Some(retry_after) = cx.login.account_blocked(&TenantCtx::throttle_key(&user)) {
             if !password_ok {
-                self.cx.login.fail_account(&Self::throttle_key(&user));
-                self.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
-                self.commit(fx)?;
+                cx.login.fail_account(&TenantCtx::throttle_key(&user));
+                cx.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
+                cx.commit(fx)?;
             }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         if !password_ok || credential.epoch != user.password_epoch {
-            self.cx.login.fail_account(&Self::throttle_key(&user));
-            self.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
-            return self.fail(fx, TenantError::InvalidCredentials);
+            cx.login.fail_account(&TenantCtx::throttle_key(&user));
+            cx.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
+            return cx.fail(fx, TenantError::InvalidCredentials);
         }
-        let grant = self.issue_step_up(
+        let grant = cx.issue_step_up(
             &mut fx,
             &session,
             2,
@@ -176,23 +180,23 @@ impl TenantState {
             Some(latency_ms),
             ctx,
         )?;
-        Ok((grant, self.commit(fx)?))
+        Ok((grant, cx.commit(fx)?))
     }
 
     /// The session and user of a step-up by mail: the user needs a confirmed address, and the
     /// session a send left in its window.
     fn mail_step_up_subject(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord, String), TenantError> {
-        let (session, user) = self.live_session(bearer, now)?;
+        let (session, user) = cx.live_session(bearer, now)?;
         let email = match &user.email {
             Some(e) if user.email_verified => e.clone(),
             _ => return Err(TenantError::StepUpMethodUnavailable),
         };
-        self.step_up
-            .mails
+        self.mails
             .hit(&session.id, Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         Ok((session, user, email))
@@ -202,12 +206,13 @@ impl TenantState {
     /// replaces the session's previous one. Answers the masked address.
     pub fn step_up_email_initiate(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         action_hint: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
+        let now = cx.calendar_now();
+        let (session, user, email) = self.mail_step_up_subject(cx, bearer, now)?;
         let code = six_digit_code();
         let mut record = ChallengeRecord::new(
             Purpose::StepUpEmailOtp,
@@ -216,12 +221,12 @@ impl TenantState {
             EMAIL_OTP_TTL,
             now,
         );
-        record.secret_hash = self.otp_hash(session.id, &code);
-        let mut fx = self.cx.effects();
+        record.secret_hash = cx.otp_hash(session.id, &code);
+        let mut fx = cx.effects();
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;
         let kind = MailKind::StepUpEmailOtp { code, action_hint };
-        self.send_step_up_mail(fx, session.id, &user, &email, kind, "email_otp", ctx)
+        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, "email_otp", ctx)
     }
 
     /// Queues a step-up message with its `auth.step_up_<method>_initiated` event and commits;
@@ -229,6 +234,7 @@ impl TenantState {
     #[allow(clippy::too_many_arguments)]
     fn send_step_up_mail(
         &mut self,
+        cx: &mut TenantCtx,
         mut fx: Effects,
         session: Uuid,
         user: &UserRecord,
@@ -237,35 +243,36 @@ impl TenantState {
         method: &str,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        self.cx.queue_mail(&mut fx, email, kind)?;
-        let metadata = Self::step_up_metadata(user, Some(session), method, 1, ctx);
+        cx.queue_mail(&mut fx, email, kind)?;
+        let metadata = TenantCtx::step_up_metadata(user, Some(session), method, 1, ctx);
         let event = format!("auth.step_up_{method}_initiated");
-        self.cx.audit_into(&mut fx.batch, &event, ctx, metadata)?;
-        let mail = self.commit(fx)?;
+        cx.audit_into(&mut fx.batch, &event, ctx, metadata)?;
+        let mail = cx.commit(fx)?;
         Ok((mask_email(email), mail))
     }
 
     /// Checks the session's e-mailed code: AAL1, `otp`. Five wrong tries kill the code.
     pub fn step_up_email_verify(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         otp: &str,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user) = self.live_session(bearer, now)?;
+        let now = cx.calendar_now();
+        let (session, user) = cx.live_session(bearer, now)?;
         let at = (session.id, Purpose::StepUpEmailOtp);
         let of_session =
             |r: &ChallengeRecord| r.user_id == user.id && r.session_id == Some(session.id);
-        let verdict = self.check_code(at, otp, of_session, now)?;
-        let mut fx = self.cx.effects();
+        let verdict = cx.check_code(at, otp, of_session, now)?;
+        let mut fx = cx.effects();
         if let CodeVerdict::Missing { .. } = verdict {
-            self.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
-            return self.fail(fx, TenantError::InvalidChallenge);
+            cx.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
+            return cx.fail(fx, TenantError::InvalidChallenge);
         }
         // Wrong codes count per user across codes and sessions: five kill a code, and five
         // in a row block every code of the user for a while, doubling.
-        if let Some(retry_after) = self.cx.code_fails.blocked(&user.id, Instant::now()) {
+        if let Some(retry_after) = cx.code_fails.blocked(&user.id, Instant::now()) {
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         let found = match verdict {
@@ -276,15 +283,15 @@ impl TenantState {
             }
             | CodeVerdict::Missing { .. } => return Err(TenantError::InvalidChallenge),
             CodeVerdict::Wrong { mut found, .. } => {
-                self.challenge_failed(&mut fx.batch, &mut found)?;
-                self.cx.code_fails.fail(&user.id, Instant::now());
-                self.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
-                return self.fail(fx, TenantError::InvalidChallenge);
+                cx.challenge_failed(&mut fx.batch, &mut found)?;
+                cx.code_fails.fail(&user.id, Instant::now());
+                cx.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
+                return cx.fail(fx, TenantError::InvalidChallenge);
             }
         };
-        self.consume_code(&mut fx.batch, &found, now);
+        cx.consume_code(&mut fx.batch, &found, now);
         let latency = (now - found.record.created_at).whole_milliseconds();
-        let grant = self.issue_step_up(
+        let grant = cx.issue_step_up(
             &mut fx,
             &session,
             1,
@@ -293,21 +300,22 @@ impl TenantState {
             Some(latency),
             ctx,
         )?;
-        Ok((grant, self.commit(fx)?))
+        Ok((grant, cx.commit(fx)?))
     }
 
     /// Mails a single-use step-up link (10 minutes) to the signed-in user; a new link
     /// replaces the session's previous one. Answers the masked address.
     pub fn step_up_link_initiate(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         action_hint: Option<String>,
         redirect_to: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user, email) = self.mail_step_up_subject(bearer, now)?;
-        let mut fx = self.cx.effects();
+        let now = cx.calendar_now();
+        let (session, user, email) = self.mail_step_up_subject(cx, bearer, now)?;
+        let mut fx = cx.effects();
         let mut record = ChallengeRecord::new(
             Purpose::StepUpMagicLink,
             &user,
@@ -316,36 +324,37 @@ impl TenantState {
             now,
         );
         record.redirect_to = redirect_to;
-        let token = self.store_challenge(&mut fx.batch, session.id, record)?;
-        let link = self.cx.link("step-up/magic-link", &token);
+        let token = cx.store_challenge(&mut fx.batch, session.id, record)?;
+        let link = cx.link("step-up/magic-link", &token);
         let kind = MailKind::StepUpMagicLink { link, action_hint };
-        self.send_step_up_mail(fx, session.id, &user, &email, kind, "magic_link", ctx)
+        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, "magic_link", ctx)
     }
 
     /// Checks a step-up link's token from the session that asked for it: AAL1, `mca`.
     pub fn step_up_link_verify(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         token: &str,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.cx.effects();
-        let found = match self.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
+        let now = cx.calendar_now();
+        let (session, user) = cx.live_session(bearer, now)?;
+        let mut fx = cx.effects();
+        let found = match cx.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
             Ok(f) if f.record.session_id == Some(session.id) && f.record.user_id == user.id => f,
             Ok(_) => {
-                self.step_up_failed(&mut fx, &user, "magic_link", 1, "session_mismatch", ctx)?;
-                return self.fail(fx, TenantError::InvalidChallenge);
+                cx.step_up_failed(&mut fx, &user, "magic_link", 1, "session_mismatch", ctx)?;
+                return cx.fail(fx, TenantError::InvalidChallenge);
             }
             Err(e) => {
-                self.step_up_failed(&mut fx, &user, "magic_link", 1, "invalid_token", ctx)?;
-                return self.fail(fx, e);
+                cx.step_up_failed(&mut fx, &user, "magic_link", 1, "invalid_token", ctx)?;
+                return cx.fail(fx, e);
             }
         };
         fx.batch.remove(Kind::Challenge, &found.key);
         let latency = (now - found.record.created_at).whole_milliseconds();
-        let grant = self.issue_step_up(
+        let grant = cx.issue_step_up(
             &mut fx,
             &session,
             1,
@@ -354,13 +363,17 @@ impl TenantState {
             Some(latency),
             ctx,
         )?;
-        Ok((grant, self.commit(fx)?))
+        Ok((grant, cx.commit(fx)?))
     }
 
     /// The step-up methods `user` can use, strongest first.
-    fn step_up_methods(&self, user: &UserRecord) -> Result<Vec<String>, TenantError> {
+    fn step_up_methods(
+        &self,
+        cx: &TenantCtx,
+        user: &UserRecord,
+    ) -> Result<Vec<String>, TenantError> {
         let mailable = user.email.is_some() && user.email_verified;
-        let passkey = !self.usable_passkeys(user.id)?.is_empty();
+        let passkey = !cx.usable_passkeys(user.id)?.is_empty();
         Ok(METHOD_ORDER
             .iter()
             .filter(|m| match **m {
@@ -378,12 +391,13 @@ impl TenantState {
     /// use and a TOTP challenge for this session (answered through the MFA verify flow).
     pub fn step_up_gate(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
     ) -> Result<(GateChallenge, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.cx.effects();
-        let token = self.issue_challenge(
+        let now = cx.calendar_now();
+        let (session, user) = cx.live_session(bearer, now)?;
+        let mut fx = cx.effects();
+        let token = cx.issue_challenge(
             &mut fx.batch,
             Purpose::StepUpTotp,
             &user,
@@ -391,13 +405,13 @@ impl TenantState {
             GATE_CHALLENGE_TTL,
             now,
         )?;
-        let methods = self.step_up_methods(&user)?;
+        let methods = self.step_up_methods(cx, &user)?;
         Ok((
             GateChallenge {
                 mfa_challenge_token: token,
                 available_methods: methods,
             },
-            self.commit(fx)?,
+            cx.commit(fx)?,
         ))
     }
 
@@ -405,28 +419,28 @@ impl TenantState {
     /// of `bearer`'s session. Another session's, a used or an expired token is refused.
     pub fn consume_step_up(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         jti: Uuid,
     ) -> Result<(StepUpUse, Vec<MailJob>), TenantError> {
-        let now = self.calendar_now();
-        let (session, _) = self.live_session(bearer, now)?;
+        let now = cx.calendar_now();
+        let (session, _) = cx.live_session(bearer, now)?;
         let key = challenge_key(session.id, Purpose::StepUpToken);
-        let record = self
-            .cx
+        let record = cx
             .store
             .get::<ChallengeRecord>(&key)?
             .filter(|r| r.session_id == Some(session.id) && r.user_id == session.user_id)
             .filter(|r| ct_eq(r.secret_hash.as_bytes(), jti.to_string().as_bytes()))
             .filter(|r| r.expires_at > now)
             .ok_or(TenantError::InvalidChallenge)?;
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::Challenge, &key);
         Ok((
             StepUpUse {
                 aal: record.aal,
                 amr: record.amr,
             },
-            self.commit(fx)?,
+            cx.commit(fx)?,
         ))
     }
 }
@@ -435,6 +449,7 @@ impl TenantState {
 mod tests {
     use super::*;
     use crate::tenant::accounts::tests::{signed_in_session, tenant};
+    use crate::tenant::state::TenantState;
 
     /// A user (a password, an address confirmed or not) and a first-party session of theirs.
     fn signed_in(t: &mut TenantState, email: &str, verified: bool) -> (UserRecord, Bearer) {
@@ -497,7 +512,8 @@ mod tests {
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
         let other = signed_in_session(&t, &user);
         let (grant, _) = t
-            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .step_up
+            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
             .unwrap();
         assert_eq!(
             (grant.aal, grant.amr.as_slice()),
@@ -506,17 +522,20 @@ mod tests {
         assert_eq!(grant.session_id, bearer.session_id);
         assert_eq!(grant.expires_at - grant.issued_at, STEP_UP_TOKEN_TTL);
         assert!(matches!(
-            t.consume_step_up(other, grant.jti),
+            t.step_up.consume_step_up(&mut t.cx, other, grant.jti),
             Err(TenantError::InvalidChallenge)
         ));
         assert!(matches!(
-            t.consume_step_up(bearer, Uuid::new_v4()),
+            t.step_up.consume_step_up(&mut t.cx, bearer, Uuid::new_v4()),
             Err(TenantError::InvalidChallenge)
         ));
-        let (used, _) = t.consume_step_up(bearer, grant.jti).unwrap();
+        let (used, _) = t
+            .step_up
+            .consume_step_up(&mut t.cx, bearer, grant.jti)
+            .unwrap();
         assert_eq!((used.aal, used.amr), (2, vec!["pwd".to_owned()]));
         assert!(matches!(
-            t.consume_step_up(bearer, grant.jti),
+            t.step_up.consume_step_up(&mut t.cx, bearer, grant.jti),
             Err(TenantError::InvalidChallenge)
         ));
     }
@@ -528,24 +547,29 @@ mod tests {
         let ctx = AuditContext::default();
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
         let (first, _) = t
-            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .step_up
+            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
             .unwrap();
         let (second, _) = t
-            .step_up_password(bearer, &password(&user), true, 5, &ctx)
+            .step_up
+            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
             .unwrap();
         assert!(matches!(
-            t.consume_step_up(bearer, first.jti),
+            t.step_up.consume_step_up(&mut t.cx, bearer, first.jti),
             Err(TenantError::InvalidChallenge)
         ));
         // Past its lifetime (the drills' clock moved on), the newer one is refused too.
         t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL + Duration::seconds(1);
         assert!(matches!(
-            t.consume_step_up(bearer, second.jti),
+            t.step_up.consume_step_up(&mut t.cx, bearer, second.jti),
             Err(TenantError::InvalidChallenge)
         ));
         // A moment before, it was good.
         t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL - Duration::seconds(5);
-        assert!(t.consume_step_up(bearer, second.jti).is_ok());
+        assert!(t
+            .step_up
+            .consume_step_up(&mut t.cx, bearer, second.jti)
+            .is_ok());
     }
 
     #[tokio::test]
@@ -555,7 +579,8 @@ mod tests {
         let ctx = AuditContext::default();
         let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
         assert!(matches!(
-            t.step_up_password(bearer, &password(&user), false, 5, &ctx),
+            t.step_up
+                .step_up_password(&mut t.cx, bearer, &password(&user), false, 5, &ctx),
             Err(TenantError::InvalidCredentials)
         ));
         // A hash read before a password change: the right old password is no proof.
@@ -565,7 +590,8 @@ mod tests {
         b.put(user.id.as_bytes(), &user).unwrap();
         t.cx.store.apply(b).unwrap();
         assert!(matches!(
-            t.step_up_password(bearer, &stale, true, 5, &ctx),
+            t.step_up
+                .step_up_password(&mut t.cx, bearer, &stale, true, 5, &ctx),
             Err(TenantError::InvalidCredentials)
         ));
         user.password_hash = None;
@@ -573,7 +599,8 @@ mod tests {
         b.put(user.id.as_bytes(), &user).unwrap();
         t.cx.store.apply(b).unwrap();
         assert!(matches!(
-            t.step_up_password(bearer, &password(&user), true, 5, &ctx),
+            t.step_up
+                .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx),
             Err(TenantError::StepUpMethodUnavailable)
         ));
         // An unknown session is no bearer.
@@ -582,7 +609,8 @@ mod tests {
             user_id: user.id,
         };
         assert!(matches!(
-            t.step_up_password(stranger, &password(&user), true, 5, &ctx),
+            t.step_up
+                .step_up_password(&mut t.cx, stranger, &password(&user), true, 5, &ctx),
             Err(TenantError::InvalidSession)
         ));
     }
@@ -594,22 +622,31 @@ mod tests {
         let ctx = AuditContext::default();
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
         let other = signed_in_session(&t, &user);
-        let (masked, mail) = t.step_up_email_initiate(bearer, None, &ctx).unwrap();
+        let (masked, mail) = t
+            .step_up
+            .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
+            .unwrap();
         assert_eq!(masked, "a***@example.com");
         assert_eq!(mail[0].to, "ada@example.com");
         let code = code_of(&mail);
         assert!(matches!(
-            t.step_up_email_verify(other, &code, &ctx),
+            t.step_up
+                .step_up_email_verify(&mut t.cx, other, &code, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
         assert!(matches!(
-            t.step_up_email_verify(bearer, &wrong(&code), &ctx),
+            t.step_up
+                .step_up_email_verify(&mut t.cx, bearer, &wrong(&code), &ctx),
             Err(TenantError::InvalidChallenge)
         ));
-        let (grant, _) = t.step_up_email_verify(bearer, &code, &ctx).unwrap();
+        let (grant, _) = t
+            .step_up
+            .step_up_email_verify(&mut t.cx, bearer, &code, &ctx)
+            .unwrap();
         assert_eq!((grant.aal, grant.amr), (1, vec!["otp".to_owned()]));
         assert!(matches!(
-            t.step_up_email_verify(bearer, &code, &ctx),
+            t.step_up
+                .step_up_email_verify(&mut t.cx, bearer, &code, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
     }
@@ -620,15 +657,24 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let code = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        let code = code_of(
+            &t.step_up
+                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
+                .unwrap()
+                .1,
+        );
         t.cx.runtime.clock_offset = EMAIL_OTP_TTL + Duration::seconds(1);
         assert!(matches!(
-            t.step_up_email_verify(bearer, &code, &ctx),
+            t.step_up
+                .step_up_email_verify(&mut t.cx, bearer, &code, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
         // A moment before its end, the same code was good.
         t.cx.runtime.clock_offset = EMAIL_OTP_TTL - Duration::seconds(5);
-        assert!(t.step_up_email_verify(bearer, &code, &ctx).is_ok());
+        assert!(t
+            .step_up
+            .step_up_email_verify(&mut t.cx, bearer, &code, &ctx)
+            .is_ok());
     }
 
     #[tokio::test]
@@ -637,17 +683,29 @@ mod tests {
         let mut t = tenant(dir.path());
         let ctx = AuditContext::default();
         let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let code = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        let code = code_of(
+            &t.step_up
+                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
+                .unwrap()
+                .1,
+        );
         for _ in 0..5 {
             assert!(matches!(
-                t.step_up_email_verify(bearer, &wrong(&code), &ctx),
+                t.step_up
+                    .step_up_email_verify(&mut t.cx, bearer, &wrong(&code), &ctx),
                 Err(TenantError::InvalidChallenge)
             ));
         }
         // That code is dead; a new one is right but the user's codes are blocked.
-        let fresh = code_of(&t.step_up_email_initiate(bearer, None, &ctx).unwrap().1);
+        let fresh = code_of(
+            &t.step_up
+                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
+                .unwrap()
+                .1,
+        );
         assert!(matches!(
-            t.step_up_email_verify(bearer, &fresh, &ctx),
+            t.step_up
+                .step_up_email_verify(&mut t.cx, bearer, &fresh, &ctx),
             Err(TenantError::TooManyAttempts { .. })
         ));
     }
@@ -659,28 +717,38 @@ mod tests {
         let ctx = AuditContext::default();
         let (_, unconfirmed) = signed_in(&mut t, "bo@example.com", false);
         assert!(matches!(
-            t.step_up_email_initiate(unconfirmed, None, &ctx),
+            t.step_up
+                .step_up_email_initiate(&mut t.cx, unconfirmed, None, &ctx),
             Err(TenantError::StepUpMethodUnavailable)
         ));
         assert!(matches!(
-            t.step_up_link_initiate(unconfirmed, None, None, &ctx),
+            t.step_up
+                .step_up_link_initiate(&mut t.cx, unconfirmed, None, None, &ctx),
             Err(TenantError::StepUpMethodUnavailable)
         ));
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
         for i in 0..crate::tenant::limits::STEP_UP_MAILS {
             if i % 2 == 0 {
-                t.step_up_email_initiate(bearer, None, &ctx).unwrap();
+                t.step_up
+                    .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
+                    .unwrap();
             } else {
-                t.step_up_link_initiate(bearer, None, None, &ctx).unwrap();
+                t.step_up
+                    .step_up_link_initiate(&mut t.cx, bearer, None, None, &ctx)
+                    .unwrap();
             }
         }
         assert!(matches!(
-            t.step_up_link_initiate(bearer, None, None, &ctx),
+            t.step_up
+                .step_up_link_initiate(&mut t.cx, bearer, None, None, &ctx),
             Err(TenantError::RateLimited { .. })
         ));
         // Another session of the user has its own window.
         let other = signed_in_session(&t, &user);
-        assert!(t.step_up_email_initiate(other, None, &ctx).is_ok());
+        assert!(t
+            .step_up
+            .step_up_email_initiate(&mut t.cx, other, None, &ctx)
+            .is_ok());
     }
 
     #[tokio::test]
@@ -691,18 +759,24 @@ mod tests {
         let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
         let other = signed_in_session(&t, &user);
         let (masked, mail) = t
-            .step_up_link_initiate(bearer, Some("link google".into()), None, &ctx)
+            .step_up
+            .step_up_link_initiate(&mut t.cx, bearer, Some("link google".into()), None, &ctx)
             .unwrap();
         assert_eq!(masked, "a***@example.com");
         let token = link_token_of(&mail);
         assert!(matches!(
-            t.step_up_link_verify(other, &token, &ctx),
+            t.step_up
+                .step_up_link_verify(&mut t.cx, other, &token, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
-        let (grant, _) = t.step_up_link_verify(bearer, &token, &ctx).unwrap();
+        let (grant, _) = t
+            .step_up
+            .step_up_link_verify(&mut t.cx, bearer, &token, &ctx)
+            .unwrap();
         assert_eq!((grant.aal, grant.amr), (1, vec!["mca".to_owned()]));
         assert!(matches!(
-            t.step_up_link_verify(bearer, &token, &ctx),
+            t.step_up
+                .step_up_link_verify(&mut t.cx, bearer, &token, &ctx),
             Err(TenantError::InvalidChallenge)
         ));
     }
@@ -716,14 +790,14 @@ mod tests {
         let mut b = t.cx.store.batch();
         b.put(user.id.as_bytes(), &user).unwrap();
         t.cx.store.apply(b).unwrap();
-        let (gate, _) = t.step_up_gate(bearer).unwrap();
+        let (gate, _) = t.step_up.step_up_gate(&mut t.cx, bearer).unwrap();
         assert_eq!(
             gate.available_methods,
             ["totp", "email_otp", "magic_link", "password"]
         );
         // The challenge is the session's TOTP step-up.
-        let found = t
-            .find_challenge(
+        let found =
+            t.cx.find_challenge(
                 &gate.mfa_challenge_token,
                 &[Purpose::StepUpTotp],
                 OffsetDateTime::now_utc(),
@@ -736,7 +810,7 @@ mod tests {
         let mut b = t.cx.store.batch();
         b.put(bare.id.as_bytes(), &bare).unwrap();
         t.cx.store.apply(b).unwrap();
-        let (gate, _) = t.step_up_gate(bare_bearer).unwrap();
+        let (gate, _) = t.step_up.step_up_gate(&mut t.cx, bare_bearer).unwrap();
         assert!(gate.available_methods.is_empty());
     }
 }

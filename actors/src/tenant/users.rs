@@ -10,7 +10,9 @@
 //!
 //! Invariant: every record keyed to a user is found from the user (its indexes, its sessions,
 //! its link tokens, its audit index) or by a bounded scan of short-lived records (challenges,
-//! the mail queue), and [`TenantState::erase_user`] removes all of them in one batch.
+//! the mail queue), and [`TenantCtx::erase_user`] removes all of them in one batch.
+
+use crate::tenant::ctx::TenantCtx;
 
 pub mod msg;
 
@@ -32,7 +34,6 @@ use super::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
         UserAuditIndex, UserCreatedIndex, UserRecord,
     },
-    state::TenantState,
     usage::month_of,
     webhooks::Revoked,
 };
@@ -112,31 +113,31 @@ impl UserRecord {
     }
 }
 
-impl TenantState {
+impl Users {
     /// Builds, once per tenant, the user indexes that came after its first users: the
     /// creation index, `created_at` in e-mail index entries, and the per-user audit index.
     /// One batch: a crash before it lands builds again from scratch at the next start.
-    pub(super) fn ensure_user_indexes(&mut self) -> Result<(), TenantError> {
-        if self.cx.store.get::<IndexBuilt>(USER_INDEXES_V1)?.is_some() {
+    pub(super) fn ensure_user_indexes(&mut self, cx: &mut TenantCtx) -> Result<(), TenantError> {
+        if cx.store.get::<IndexBuilt>(USER_INDEXES_V1)?.is_some() {
             return Ok(());
         }
-        let mut batch = self.cx.store.batch();
+        let mut batch = cx.store.batch();
         let mut users = 0usize;
-        for item in self.cx.store.scan::<UserRecord>(b"") {
+        for item in cx.store.scan::<UserRecord>(b"") {
             let (_, user) = item?;
             batch.put(
                 &created_key(user.created_at, user.id),
                 &UserCreatedIndex::default(),
             )?;
             if let Some(email) = &user.email {
-                let indexed = self.cx.store.get::<EmailIndex>(email.as_bytes())?;
+                let indexed = cx.store.get::<EmailIndex>(email.as_bytes())?;
                 if indexed.is_some_and(|ix| ix.user_id == user.id) {
                     batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
                 }
             }
             users += 1;
         }
-        for item in self.cx.store.scan::<AuditEvent>(b"") {
+        for item in cx.store.scan::<AuditEvent>(b"") {
             let (key, event) = item?;
             if let Some(user) = subject_of(&event) {
                 batch.put(&user_audit_key(user, &key), &UserAuditIndex::default())?;
@@ -148,15 +149,15 @@ impl TenantState {
                 at: OffsetDateTime::now_utc(),
             },
         )?;
-        self.cx.store.apply(batch)?;
+        cx.store.apply(batch)?;
         if users > 0 {
-            tracing::info!(tenant = %self.cx.info.slug, users, "built the user indexes");
+            tracing::info!(tenant = %cx.info.slug, users, "built the user indexes");
         }
         Ok(())
     }
 
     /// One page of the users list (see the module's documentation).
-    pub fn list_users(&self, q: &UserQuery) -> Result<UserPage, TenantError> {
+    pub fn list_users(&self, cx: &TenantCtx, q: &UserQuery) -> Result<UserPage, TenantError> {
         let limit = q.limit.max(1);
         // The creation bounds narrow the walk: it starts below `created_before` (or the
         // cursor, whichever is lower) and ends at `created_after`.
@@ -169,21 +170,20 @@ impl TenantState {
         }
         let floor = q.created_after.map(|t| created_key(t, Uuid::max()));
         if let Some(phone) = &q.phone {
-            let found = self.cx.store.get::<PhoneIndex>(phone.as_bytes())?;
+            let found = cx.store.get::<PhoneIndex>(phone.as_bytes())?;
             let candidates = match found {
-                Some(ix) => self
-                    .cx
+                Some(ix) => cx
                     .user(ix.user_id)?
                     .map(|u| vec![created_key(u.created_at, u.id)])
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
-            return self.page_of(candidates, start.as_deref(), q, limit);
+            return self.page_of(cx, candidates, start.as_deref(), q, limit);
         }
         if let Some(prefix) = &q.email_prefix {
             let mut matches = Vec::new();
             let mut broad = false;
-            for item in self.cx.store.scan::<EmailIndex>(prefix.as_bytes()) {
+            for item in cx.store.scan::<EmailIndex>(prefix.as_bytes()) {
                 let (_, ix) = item?;
                 if matches.len() == MAX_PREFIX_MATCHES {
                     broad = true;
@@ -191,7 +191,7 @@ impl TenantState {
                 }
                 let key = match ix.created_key() {
                     Some(k) => k,
-                    None => match self.cx.user(ix.user_id)? {
+                    None => match cx.user(ix.user_id)? {
                         Some(u) => created_key(u.created_at, u.id),
                         None => continue,
                     },
@@ -200,15 +200,14 @@ impl TenantState {
             }
             if !broad {
                 matches.sort_unstable_by(|a, b| b.cmp(a));
-                return self.page_of(matches, start.as_deref(), q, limit);
+                return self.page_of(cx, matches, start.as_deref(), q, limit);
             }
         }
         let mut users = Vec::new();
         let mut examined = 0usize;
         let mut before = start;
         loop {
-            let chunk = self
-                .cx
+            let chunk = cx
                 .store
                 .scan_rev::<UserCreatedIndex>(before.as_deref(), 256)?;
             let exhausted = chunk.len() < 256;
@@ -221,12 +220,12 @@ impl TenantState {
                 }
                 before = Some(key.clone());
                 examined += 1;
-                if let Some(user) = self.user_at(&key)? {
+                if let Some(user) = self.user_at(cx, &key)? {
                     if user.matches(q) {
                         users.push(user.summary());
                         if users.len() == limit {
                             return Ok(UserPage {
-                                next_cursor: self.more_after(&key, floor.as_deref())?,
+                                next_cursor: self.more_after(cx, &key, floor.as_deref())?,
                                 users,
                             });
                         }
@@ -234,7 +233,7 @@ impl TenantState {
                 }
                 if examined >= MAX_EXAMINED {
                     return Ok(UserPage {
-                        next_cursor: self.more_after(&key, floor.as_deref())?,
+                        next_cursor: self.more_after(cx, &key, floor.as_deref())?,
                         users,
                     });
                 }
@@ -251,6 +250,7 @@ impl TenantState {
     /// A page from candidate keys already in list order (newest first).
     fn page_of(
         &self,
+        cx: &TenantCtx,
         candidates: Vec<Vec<u8>>,
         start: Option<&[u8]>,
         q: &UserQuery,
@@ -264,7 +264,7 @@ impl TenantState {
             .peekable();
         while let Some(key) = rest.next() {
             examined += 1;
-            if let Some(user) = self.user_at(&key)? {
+            if let Some(user) = self.user_at(cx, &key)? {
                 if user.matches(q) {
                     users.push(user.summary());
                 }
@@ -281,26 +281,439 @@ impl TenantState {
     }
 
     /// The user of a creation-index key.
-    fn user_at(&self, key: &[u8]) -> Result<Option<UserRecord>, TenantError> {
+    fn user_at(&self, cx: &TenantCtx, key: &[u8]) -> Result<Option<UserRecord>, TenantError> {
         let Some(id) = key.get(8..).and_then(|b| Uuid::from_slice(b).ok()) else {
             return Ok(None);
         };
-        self.cx.user(id)
+        cx.user(id)
     }
 
     /// `key` as the next cursor when the creation index goes on below it (above `floor`).
-    fn more_after(&self, key: &[u8], floor: Option<&[u8]>) -> Result<Option<Vec<u8>>, TenantError> {
-        let next = self.cx.store.scan_rev::<UserCreatedIndex>(Some(key), 1)?;
+    fn more_after(
+        &self,
+        cx: &TenantCtx,
+        key: &[u8],
+        floor: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>, TenantError> {
+        let next = cx.store.scan_rev::<UserCreatedIndex>(Some(key), 1)?;
         let more = next
             .first()
             .is_some_and(|(k, _)| floor.is_none_or(|f| k.as_slice() > f));
         Ok(more.then(|| key.to_vec()))
     }
 
-    fn found(&self, id: Uuid) -> Result<UserRecord, TenantError> {
-        self.cx.user(id)?.ok_or(TenantError::NotFound)
+    fn found(&self, cx: &TenantCtx, id: Uuid) -> Result<UserRecord, TenantError> {
+        cx.user(id)?.ok_or(TenantError::NotFound)
     }
 
+    /// Commits an admin's change and answers the user's detail as it now stands, with the
+    /// mail the change queued.
+    fn committed(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: Effects,
+        user: &UserRecord,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mail = cx.commit(fx)?;
+        Ok((cx.detail(user)?, mail))
+    }
+
+    /// Mails `user` a link of `purpose` at `to` for an admin's change (no hosted page to
+    /// return to).
+    fn admin_link(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: &mut Effects,
+        user: &mut UserRecord,
+        purpose: LinkPurpose,
+        to: &str,
+        now: OffsetDateTime,
+    ) -> Result<(), TenantError> {
+        cx.send_link(fx, user, (purpose, None), to, now)
+    }
+
+    pub fn get_user(&self, cx: &TenantCtx, id: Uuid) -> Result<UserDetail, TenantError> {
+        cx.detail(&self.found(cx, id)?)
+    }
+
+    /// A user made by an admin: with a password, confirmed or sent a verification link, or
+    /// (`invite`) without one and sent a link to choose it.
+    pub fn create_user(
+        &mut self,
+        cx: &mut TenantCtx,
+        new: NewUser,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        if cx.user_by_email(&new.email)?.is_some() {
+            return Err(TenantError::EmailInUse);
+        }
+        let now = OffsetDateTime::now_utc();
+        let mut fx = cx.effects();
+        let mut user = UserRecord::blank(Uuid::now_v7(), now);
+        user.email = Some(new.email.clone());
+        user.email_verified = new.email_verified;
+        user.password_hash = new.password_hash;
+        cx.count_active(&mut fx.batch, None, now)?;
+        if new.invite {
+            let token = cx.issue_link_for(
+                &mut fx.batch,
+                &mut user,
+                (LinkPurpose::ResetPassword, None),
+                INVITE_TTL,
+                now,
+            )?;
+            let link = cx.link("reset-password", &token);
+            cx.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
+        } else if !new.email_verified {
+            self.admin_link(
+                cx,
+                &mut fx,
+                &mut user,
+                LinkPurpose::VerifyEmail,
+                &new.email,
+                now,
+            )?;
+        }
+        cx.put_new_user(&mut fx.batch, &user)?;
+        cx.emit_user_created(&mut fx.batch, &user, "admin")?;
+        cx.audit_into(
+            &mut fx.batch,
+            "user.created",
+            ctx,
+            serde_json::json!({
+                "user_id": user.id,
+                "invited": new.invite,
+                "email_verified": new.email_verified,
+            }),
+        )?;
+        self.committed(cx, fx, &user)
+    }
+
+    /// An admin's change to a user's address, number or metadata.
+    pub fn update_user(
+        &mut self,
+        cx: &mut TenantCtx,
+        id: Uuid,
+        patch: UserPatch,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mut user = self.found(cx, id)?;
+        let was_verified = user.email_verified;
+        // An address the account held without confirming it: confirming one now (that
+        // address or another) hands the account to the address's owner.
+        let held_unconfirmed = user.email.is_some() && !user.email_verified;
+        let now = OffsetDateTime::now_utc();
+        let mut fx = cx.effects();
+        let mut changed: Vec<&str> = Vec::new();
+        if let Some(email) = patch.email.filter(|e| user.email.as_deref() != Some(e)) {
+            if cx.user_by_email(&email)?.is_some() {
+                return Err(TenantError::EmailInUse);
+            }
+            if let Some(old) = user.email.take() {
+                fx.batch.remove(Kind::UserEmail, old.as_bytes());
+                cx.login.forget_account(&old);
+            }
+            user.email = Some(email.clone());
+            user.is_anonymous = false;
+            fx.batch.remove(Kind::Guest, user.id.as_bytes());
+            fx.batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
+            // Links mailed to the old address die with it.
+            for slot in [user.verify_token.take(), user.reset_token.take()] {
+                if let Some(h) = slot.and_then(|h| hex::decode(h).ok()) {
+                    fx.batch.remove(Kind::LinkToken, &h);
+                }
+            }
+            user.email_verified = patch.email_verified == Some(true);
+            if !user.email_verified {
+                self.admin_link(
+                    cx,
+                    &mut fx,
+                    &mut user,
+                    LinkPurpose::VerifyEmail,
+                    &email,
+                    now,
+                )?;
+            }
+            changed.push("email");
+        } else if let Some(verified) = patch.email_verified {
+            if user.email.is_none() {
+                return Err(TenantError::NoEmail);
+            }
+            if verified != user.email_verified {
+                user.email_verified = verified;
+                changed.push("email_verified");
+            }
+        }
+        let patch_phone = patch.phone.clone().flatten();
+        if let Some(phone) = patch.phone.filter(|p| *p != user.phone) {
+            if let Some(p) = &phone {
+                if cx.user_by_phone(p)?.is_some_and(|h| h.id != user.id) {
+                    return Err(TenantError::PhoneInUse);
+                }
+            }
+            cx.drop_phone(&mut fx.batch, &mut user)?;
+            if let Some(p) = phone {
+                fx.batch
+                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
+                user.phone = Some(p);
+                user.phone_verified = true;
+            }
+            changed.push("phone");
+        }
+        if let Some(meta) = patch.app_metadata.filter(|m| *m != user.app_metadata) {
+            user.app_metadata = meta;
+            changed.push("app_metadata");
+        }
+        if let Some(meta) = patch.public_metadata.filter(|m| *m != user.public_metadata) {
+            user.public_metadata = meta;
+            changed.push("public_metadata");
+        }
+        if changed.is_empty() {
+            return Ok((cx.detail(&user)?, Vec::new()));
+        }
+        // A confirmed address that was not one before (unconfirmed, or another address).
+        let confirmed = user.email_verified && (!was_verified || changed.contains(&"email"));
+        if confirmed && held_unconfirmed {
+            // Whoever held the unconfirmed address keeps no way in; the address's owner gets
+            // a reset link to set a password. The recovery writes the verified event.
+            user.email_verified = false;
+            cx.recover_address(&mut fx, &mut user, "admin", ctx)?;
+            if let Some(email) = user.email.clone() {
+                self.admin_link(
+                    cx,
+                    &mut fx,
+                    &mut user,
+                    LinkPurpose::ResetPassword,
+                    &email,
+                    now,
+                )?;
+            }
+            // An admin's number stays: the admin set it in this very change.
+            if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
+                fx.batch
+                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
+                user.phone = Some(p);
+                user.phone_verified = true;
+            }
+        } else if confirmed {
+            cx.emit_email_verified(&mut fx.batch, user.id)?;
+        }
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        cx.audit_into(
+            &mut fx.batch,
+            "user.updated",
+            ctx,
+            serde_json::json!({ "user_id": user.id, "fields": changed }),
+        )?;
+        self.committed(cx, fx, &user)
+    }
+
+    /// Block, unblock, sign out everywhere, reset MFA, or mail a password-reset link.
+    pub fn act_on_user(
+        &mut self,
+        cx: &mut TenantCtx,
+        id: Uuid,
+        action: UserAction,
+        ctx: &AuditContext,
+    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+        let mut user = self.found(cx, id)?;
+        let now = OffsetDateTime::now_utc();
+        let mut fx = cx.effects();
+        let (event, mut metadata) = match action {
+            UserAction::Block => {
+                if user.blocked_at.is_none() {
+                    user.blocked_at = Some(now);
+                }
+                let mut ended = 0;
+                for grants in [false, true] {
+                    ended += cx
+                        .session_records(user.id, grants)?
+                        .iter()
+                        .filter(|(k, _)| *k == Kind::Session)
+                        .count();
+                }
+                let removed =
+                    cx.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)?;
+                if removed
+                    .iter()
+                    .any(|k| matches!(k, Credential::Sessions | Credential::OAuthGrants))
+                {
+                    cx.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "blocked")?;
+                }
+                (
+                    "user.blocked",
+                    serde_json::json!({ "sessions_revoked": ended, "removed": removed }),
+                )
+            }
+            UserAction::Unblock => {
+                user.blocked_at = None;
+                ("user.unblocked", serde_json::json!({}))
+            }
+            UserAction::SignOut => {
+                let ended = cx.revoke_user_sessions(&mut fx.batch, user.id, None)?;
+                if ended > 0 {
+                    cx.emit_session_revoked(
+                        &mut fx.batch,
+                        user.id,
+                        Revoked::All,
+                        "admin_sign_out",
+                    )?;
+                }
+                (
+                    "user.signed_out",
+                    serde_json::json!({ "sessions_revoked": ended }),
+                )
+            }
+            UserAction::ResetMfa => {
+                let had = user.totp_seed.is_some() || !user.recovery_codes.is_empty();
+                user.mfa_enabled = false;
+                user.totp_seed = None;
+                user.totp_pending = None;
+                user.recovery_codes.clear();
+                if had {
+                    if let Some(email) = user.email.clone() {
+                        cx.queue_mail(&mut fx, &email, MailKind::MfaReset)?;
+                    }
+                }
+                ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
+            }
+            UserAction::SendPasswordReset => {
+                let email = user.email.clone().ok_or(TenantError::NoEmail)?;
+                self.admin_link(
+                    cx,
+                    &mut fx,
+                    &mut user,
+                    LinkPurpose::ResetPassword,
+                    &email,
+                    now,
+                )?;
+                ("user.password_reset_sent", serde_json::json!({}))
+            }
+        };
+        metadata["user_id"] = serde_json::json!(user.id);
+        fx.batch.put(user.id.as_bytes(), &user)?;
+        cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        self.committed(cx, fx, &user)
+    }
+
+    /// Erases a user for an admin; answers the queued messages withdrawn from delivery.
+    pub fn delete_user(
+        &mut self,
+        cx: &mut TenantCtx,
+        id: Uuid,
+        ctx: &AuditContext,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        let user = self.found(cx, id)?;
+        self.erase_and_record(cx, user, "admin", ctx)
+    }
+
+    /// Erases the caller, when the tenant lets users do so.
+    pub fn delete_me(
+        &mut self,
+        cx: &mut TenantCtx,
+        bearer: Bearer,
+        ctx: &AuditContext,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        if !cx.settings.users.self_service_deletion_enabled {
+            return Err(TenantError::SelfDeletionDisabled);
+        }
+        self.erase_and_record(cx, user, "self", ctx)
+    }
+
+    fn erase_and_record(
+        &mut self,
+        cx: &mut TenantCtx,
+        user: UserRecord,
+        by: &str,
+        ctx: &AuditContext,
+    ) -> Result<Vec<Uuid>, TenantError> {
+        let mut fx = cx.effects();
+        let withdrawn = cx.erase_user(&mut fx, &user)?;
+        // The event names the erased id and nothing else about the user; it is not indexed
+        // under the user (that index is gone with them).
+        let mut event = AuditEvent::new("user.deleted", ctx, Vec::new());
+        event.metadata = serde_json::json!({ "deleted_user_id": user.id, "by": by });
+        let key = cx.next_event_key(event.at);
+        fx.batch.put(&key, &event)?;
+        cx.commit(fx)?;
+        Ok(withdrawn)
+    }
+
+    /// Everything held about the caller, as one JSON document: the profile, how they sign in
+    /// (never a secret), their sessions and the audit events about them.
+    pub fn export_me(
+        &self,
+        cx: &TenantCtx,
+        bearer: Bearer,
+    ) -> Result<serde_json::Value, TenantError> {
+        let now = OffsetDateTime::now_utc();
+        let (_, user) = cx.live_session(bearer, now)?;
+        cx.export_of(&user, now)
+    }
+
+    /// What the user holds of each kind of credential (an unknown user holds nothing).
+    pub fn user_credentials(
+        &self,
+        cx: &TenantCtx,
+        id: Uuid,
+    ) -> Result<Vec<HeldCredential>, TenantError> {
+        let Some(user) = cx.user(id)? else {
+            return Ok(Vec::new());
+        };
+        Ok(cx
+            .holdings(&user)?
+            .into_iter()
+            .map(|(kind, count)| HeldCredential { kind, count })
+            .collect())
+    }
+
+    /// Every record of this tenant whose key or plain value contains one of `needles`.
+    pub fn user_traces(
+        &self,
+        cx: &TenantCtx,
+        needles: &[Vec<u8>],
+    ) -> Result<Vec<Trace>, TenantError> {
+        let holds = |hay: &[u8]| {
+            needles
+                .iter()
+                .filter(|n| !n.is_empty())
+                .any(|n| hay.windows(n.len()).any(|w| w == n.as_slice()))
+        };
+        let mut out = Vec::new();
+        for item in cx.store.raw_entries() {
+            let (kind, key, value) = item?;
+            let found_in = if holds(&key) {
+                "key"
+            } else if holds(&value) {
+                "value"
+            } else {
+                continue;
+            };
+            out.push(Trace {
+                kind: format!("{kind:02x}"),
+                key: hex::encode(&key),
+                found_in: found_in.to_owned(),
+            });
+        }
+        // The mail queue is sealed: open it to look inside.
+        for job in cx.queued_mail()? {
+            let plain = serde_json::to_vec(&job).unwrap_or_default();
+            if holds(&plain) {
+                out.push(Trace {
+                    kind: format!("{:02x}", Kind::MailQueue as u8),
+                    key: hex::encode(job.id.as_bytes()),
+                    found_in: "sealed value".to_owned(),
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// A user's live sessions, newest first.
     fn sessions_of(
         &self,
@@ -310,7 +723,7 @@ impl TenantState {
         let mut out = Vec::new();
         for item in self.session_index(user) {
             let (_, sid) = item?;
-            if let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? {
+            if let Some(s) = self.store.get::<SessionRecord>(sid.as_bytes())? {
                 if s.expires_at > now {
                     out.push(s);
                 }
@@ -353,307 +766,6 @@ impl TenantState {
         })
     }
 
-    /// Commits an admin's change and answers the user's detail as it now stands, with the
-    /// mail the change queued.
-    fn committed(
-        &mut self,
-        fx: Effects,
-        user: &UserRecord,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
-        let mail = self.commit(fx)?;
-        Ok((self.detail(user)?, mail))
-    }
-
-    /// Mails `user` a link of `purpose` at `to` for an admin's change (no hosted page to
-    /// return to).
-    fn admin_link(
-        &mut self,
-        fx: &mut Effects,
-        user: &mut UserRecord,
-        purpose: LinkPurpose,
-        to: &str,
-        now: OffsetDateTime,
-    ) -> Result<(), TenantError> {
-        self.send_link(fx, user, (purpose, None), to, now)
-    }
-
-    pub fn get_user(&self, id: Uuid) -> Result<UserDetail, TenantError> {
-        self.detail(&self.found(id)?)
-    }
-
-    /// A user made by an admin: with a password, confirmed or sent a verification link, or
-    /// (`invite`) without one and sent a link to choose it.
-    pub fn create_user(
-        &mut self,
-        new: NewUser,
-        ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
-        if self.cx.user_by_email(&new.email)?.is_some() {
-            return Err(TenantError::EmailInUse);
-        }
-        let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
-        let mut user = UserRecord::blank(Uuid::now_v7(), now);
-        user.email = Some(new.email.clone());
-        user.email_verified = new.email_verified;
-        user.password_hash = new.password_hash;
-        self.cx.count_active(&mut fx.batch, None, now)?;
-        if new.invite {
-            let token = self.issue_link_for(
-                &mut fx.batch,
-                &mut user,
-                (LinkPurpose::ResetPassword, None),
-                INVITE_TTL,
-                now,
-            )?;
-            let link = self.cx.link("reset-password", &token);
-            self.cx
-                .queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
-        } else if !new.email_verified {
-            self.admin_link(
-                &mut fx,
-                &mut user,
-                LinkPurpose::VerifyEmail,
-                &new.email,
-                now,
-            )?;
-        }
-        self.cx.put_new_user(&mut fx.batch, &user)?;
-        self.emit_user_created(&mut fx.batch, &user, "admin")?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "user.created",
-            ctx,
-            serde_json::json!({
-                "user_id": user.id,
-                "invited": new.invite,
-                "email_verified": new.email_verified,
-            }),
-        )?;
-        self.committed(fx, &user)
-    }
-
-    /// An admin's change to a user's address, number or metadata.
-    pub fn update_user(
-        &mut self,
-        id: Uuid,
-        patch: UserPatch,
-        ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
-        let mut user = self.found(id)?;
-        let was_verified = user.email_verified;
-        // An address the account held without confirming it: confirming one now (that
-        // address or another) hands the account to the address's owner.
-        let held_unconfirmed = user.email.is_some() && !user.email_verified;
-        let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
-        let mut changed: Vec<&str> = Vec::new();
-        if let Some(email) = patch.email.filter(|e| user.email.as_deref() != Some(e)) {
-            if self.cx.user_by_email(&email)?.is_some() {
-                return Err(TenantError::EmailInUse);
-            }
-            if let Some(old) = user.email.take() {
-                fx.batch.remove(Kind::UserEmail, old.as_bytes());
-                self.cx.login.forget_account(&old);
-            }
-            user.email = Some(email.clone());
-            user.is_anonymous = false;
-            fx.batch.remove(Kind::Guest, user.id.as_bytes());
-            fx.batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
-            // Links mailed to the old address die with it.
-            for slot in [user.verify_token.take(), user.reset_token.take()] {
-                if let Some(h) = slot.and_then(|h| hex::decode(h).ok()) {
-                    fx.batch.remove(Kind::LinkToken, &h);
-                }
-            }
-            user.email_verified = patch.email_verified == Some(true);
-            if !user.email_verified {
-                self.admin_link(&mut fx, &mut user, LinkPurpose::VerifyEmail, &email, now)?;
-            }
-            changed.push("email");
-        } else if let Some(verified) = patch.email_verified {
-            if user.email.is_none() {
-                return Err(TenantError::NoEmail);
-            }
-            if verified != user.email_verified {
-                user.email_verified = verified;
-                changed.push("email_verified");
-            }
-        }
-        let patch_phone = patch.phone.clone().flatten();
-        if let Some(phone) = patch.phone.filter(|p| *p != user.phone) {
-            if let Some(p) = &phone {
-                if self.user_by_phone(p)?.is_some_and(|h| h.id != user.id) {
-                    return Err(TenantError::PhoneInUse);
-                }
-            }
-            self.drop_phone(&mut fx.batch, &mut user)?;
-            if let Some(p) = phone {
-                fx.batch
-                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
-                user.phone = Some(p);
-                user.phone_verified = true;
-            }
-            changed.push("phone");
-        }
-        if let Some(meta) = patch.app_metadata.filter(|m| *m != user.app_metadata) {
-            user.app_metadata = meta;
-            changed.push("app_metadata");
-        }
-        if let Some(meta) = patch.public_metadata.filter(|m| *m != user.public_metadata) {
-            user.public_metadata = meta;
-            changed.push("public_metadata");
-        }
-        if changed.is_empty() {
-            return Ok((self.detail(&user)?, Vec::new()));
-        }
-        // A confirmed address that was not one before (unconfirmed, or another address).
-        let confirmed = user.email_verified && (!was_verified || changed.contains(&"email"));
-        if confirmed && held_unconfirmed {
-            // Whoever held the unconfirmed address keeps no way in; the address's owner gets
-            // a reset link to set a password. The recovery writes the verified event.
-            user.email_verified = false;
-            self.recover_address(&mut fx, &mut user, "admin", ctx)?;
-            if let Some(email) = user.email.clone() {
-                self.admin_link(&mut fx, &mut user, LinkPurpose::ResetPassword, &email, now)?;
-            }
-            // An admin's number stays: the admin set it in this very change.
-            if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
-                fx.batch
-                    .put(p.as_bytes(), &PhoneIndex { user_id: user.id })?;
-                user.phone = Some(p);
-                user.phone_verified = true;
-            }
-        } else if confirmed {
-            self.emit_email_verified(&mut fx.batch, user.id)?;
-        }
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.cx.audit_into(
-            &mut fx.batch,
-            "user.updated",
-            ctx,
-            serde_json::json!({ "user_id": user.id, "fields": changed }),
-        )?;
-        self.committed(fx, &user)
-    }
-
-    /// Block, unblock, sign out everywhere, reset MFA, or mail a password-reset link.
-    pub fn act_on_user(
-        &mut self,
-        id: Uuid,
-        action: UserAction,
-        ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
-        let mut user = self.found(id)?;
-        let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
-        let (event, mut metadata) = match action {
-            UserAction::Block => {
-                if user.blocked_at.is_none() {
-                    user.blocked_at = Some(now);
-                }
-                let mut ended = 0;
-                for grants in [false, true] {
-                    ended += self
-                        .session_records(user.id, grants)?
-                        .iter()
-                        .filter(|(k, _)| *k == Kind::Session)
-                        .count();
-                }
-                let removed =
-                    self.end_holds(&mut fx, std::slice::from_mut(&mut user), Ending::Block)?;
-                if removed
-                    .iter()
-                    .any(|k| matches!(k, Credential::Sessions | Credential::OAuthGrants))
-                {
-                    self.emit_session_revoked(&mut fx.batch, user.id, Revoked::All, "blocked")?;
-                }
-                (
-                    "user.blocked",
-                    serde_json::json!({ "sessions_revoked": ended, "removed": removed }),
-                )
-            }
-            UserAction::Unblock => {
-                user.blocked_at = None;
-                ("user.unblocked", serde_json::json!({}))
-            }
-            UserAction::SignOut => {
-                let ended = self.revoke_user_sessions(&mut fx.batch, user.id, None)?;
-                if ended > 0 {
-                    self.emit_session_revoked(
-                        &mut fx.batch,
-                        user.id,
-                        Revoked::All,
-                        "admin_sign_out",
-                    )?;
-                }
-                (
-                    "user.signed_out",
-                    serde_json::json!({ "sessions_revoked": ended }),
-                )
-            }
-            UserAction::ResetMfa => {
-                let had = user.totp_seed.is_some() || !user.recovery_codes.is_empty();
-                user.mfa_enabled = false;
-                user.totp_seed = None;
-                user.totp_pending = None;
-                user.recovery_codes.clear();
-                if had {
-                    if let Some(email) = user.email.clone() {
-                        self.cx.queue_mail(&mut fx, &email, MailKind::MfaReset)?;
-                    }
-                }
-                ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
-            }
-            UserAction::SendPasswordReset => {
-                let email = user.email.clone().ok_or(TenantError::NoEmail)?;
-                self.admin_link(&mut fx, &mut user, LinkPurpose::ResetPassword, &email, now)?;
-                ("user.password_reset_sent", serde_json::json!({}))
-            }
-        };
-        metadata["user_id"] = serde_json::json!(user.id);
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
-        self.committed(fx, &user)
-    }
-
-    /// Erases a user for an admin; answers the queued messages withdrawn from delivery.
-    pub fn delete_user(&mut self, id: Uuid, ctx: &AuditContext) -> Result<Vec<Uuid>, TenantError> {
-        let user = self.found(id)?;
-        self.erase_and_record(user, "admin", ctx)
-    }
-
-    /// Erases the caller, when the tenant lets users do so.
-    pub fn delete_me(
-        &mut self,
-        bearer: Bearer,
-        ctx: &AuditContext,
-    ) -> Result<Vec<Uuid>, TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        if !self.cx.settings.users.self_service_deletion_enabled {
-            return Err(TenantError::SelfDeletionDisabled);
-        }
-        self.erase_and_record(user, "self", ctx)
-    }
-
-    fn erase_and_record(
-        &mut self,
-        user: UserRecord,
-        by: &str,
-        ctx: &AuditContext,
-    ) -> Result<Vec<Uuid>, TenantError> {
-        let mut fx = self.cx.effects();
-        let withdrawn = self.erase_user(&mut fx, &user)?;
-        // The event names the erased id and nothing else about the user; it is not indexed
-        // under the user (that index is gone with them).
-        let mut event = AuditEvent::new("user.deleted", ctx, Vec::new());
-        event.metadata = serde_json::json!({ "deleted_user_id": user.id, "by": by });
-        let key = self.cx.next_event_key(event.at);
-        fx.batch.put(&key, &event)?;
-        self.commit(fx)?;
-        Ok(withdrawn)
-    }
-
     /// Stages the removal of `user` and everything keyed to them: the record and its
     /// indexes (e-mail, phone, creation, guest), every credential of the inventory (see
     /// `credentials.rs`), the queued mail to their address, the per-user audit index, the
@@ -676,7 +788,7 @@ impl TenantState {
             .map(String::as_str)
             .collect();
         if !addresses.is_empty() {
-            for job in self.cx.queued_mail()? {
+            for job in self.queued_mail()? {
                 // Mail to a minor's guardian names the child's address.
                 let about = match &job.kind {
                     MailKind::GuardianConsent { child_email, .. }
@@ -694,10 +806,10 @@ impl TenantState {
         }
         // The throttles forget the account's identifiers (throttle keys hold them).
         for identifier in user.email.iter().chain(user.phone.iter()) {
-            self.cx.login.forget_account(identifier);
+            self.login.forget_account(identifier);
         }
-        self.cx.code_fails.reset(&user.id);
-        self.cx.mail_sent.remove(&user.id);
+        self.code_fails.reset(&user.id);
+        self.mail_sent.remove(&user.id);
         Ok(withdrawn)
     }
 
@@ -715,25 +827,17 @@ impl TenantState {
             batch.remove(Kind::UserCreated, &created_key(user.created_at, user.id));
             batch.remove(Kind::Guest, user.id.as_bytes());
             if let Some(email) = &user.email {
-                let indexed = self.cx.store.get::<EmailIndex>(email.as_bytes())?;
+                let indexed = self.store.get::<EmailIndex>(email.as_bytes())?;
                 if indexed.is_some_and(|ix| ix.user_id == user.id) {
                     batch.remove(Kind::UserEmail, email.as_bytes());
                 }
             }
-            for item in self.cx.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+            for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
                 let (key, _) = item?;
                 batch.remove(Kind::UserAudit, &key);
             }
         }
         Ok(())
-    }
-
-    /// Everything held about the caller, as one JSON document: the profile, how they sign in
-    /// (never a secret), their sessions and the audit events about them.
-    pub fn export_me(&self, bearer: Bearer) -> Result<serde_json::Value, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let (_, user) = self.live_session(bearer, now)?;
-        self.export_of(&user, now)
     }
 
     /// The export document of `user` (for the user, or for a minor's guardian).
@@ -747,21 +851,20 @@ impl TenantState {
         let date_of_birth = match &user.date_of_birth {
             Some(sealed) => {
                 let plain = self
-                    .cx
                     .master_key
-                    .open(&self.cx.user_aad(user.id, "date_of_birth"), sealed)?;
+                    .open(&self.user_aad(user.id, "date_of_birth"), sealed)?;
                 Some(String::from_utf8_lossy(&plain).into_owned())
             }
             None => None,
         };
         let mut keys: Vec<Vec<u8>> = Vec::new();
-        for item in self.cx.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
+        for item in self.store.scan::<UserAuditIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             keys.push(key.get(16..).unwrap_or_default().to_vec());
         }
         let mut events = Vec::new();
         for key in keys.iter().rev().take(MAX_EXPORTED_EVENTS) {
-            if let Some(e) = self.cx.store.get::<AuditEvent>(key)? {
+            if let Some(e) = self.store.get::<AuditEvent>(key)? {
                 events.push(serde_json::json!({
                     "type": e.event_type,
                     "created_at": e.at.format(&time::format_description::well_known::Rfc3339)
@@ -778,7 +881,7 @@ impl TenantState {
             "format": "tessera.user-export.v1",
             "exported_at": now.format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
-            "tenant": { "slug": self.cx.info.slug, "name": self.cx.info.name },
+            "tenant": { "slug": self.info.slug, "name": self.info.name },
             "profile": summary,
             "date_of_birth": date_of_birth,
             "identities": {
@@ -809,56 +912,6 @@ impl TenantState {
             "audit_events": events,
             "audit_events_truncated": keys.len() > MAX_EXPORTED_EVENTS,
         }))
-    }
-
-    /// What the user holds of each kind of credential (an unknown user holds nothing).
-    pub fn user_credentials(&self, id: Uuid) -> Result<Vec<HeldCredential>, TenantError> {
-        let Some(user) = self.cx.user(id)? else {
-            return Ok(Vec::new());
-        };
-        Ok(self
-            .holdings(&user)?
-            .into_iter()
-            .map(|(kind, count)| HeldCredential { kind, count })
-            .collect())
-    }
-
-    /// Every record of this tenant whose key or plain value contains one of `needles`.
-    pub fn user_traces(&self, needles: &[Vec<u8>]) -> Result<Vec<Trace>, TenantError> {
-        let holds = |hay: &[u8]| {
-            needles
-                .iter()
-                .filter(|n| !n.is_empty())
-                .any(|n| hay.windows(n.len()).any(|w| w == n.as_slice()))
-        };
-        let mut out = Vec::new();
-        for item in self.cx.store.raw_entries() {
-            let (kind, key, value) = item?;
-            let found_in = if holds(&key) {
-                "key"
-            } else if holds(&value) {
-                "value"
-            } else {
-                continue;
-            };
-            out.push(Trace {
-                kind: format!("{kind:02x}"),
-                key: hex::encode(&key),
-                found_in: found_in.to_owned(),
-            });
-        }
-        // The mail queue is sealed: open it to look inside.
-        for job in self.cx.queued_mail()? {
-            let plain = serde_json::to_vec(&job).unwrap_or_default();
-            if holds(&plain) {
-                out.push(Trace {
-                    kind: format!("{:02x}", Kind::MailQueue as u8),
-                    key: hex::encode(job.id.as_bytes()),
-                    found_in: "sealed value".to_owned(),
-                });
-            }
-        }
-        Ok(out)
     }
 }
 

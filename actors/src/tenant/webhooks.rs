@@ -1,7 +1,7 @@
 //! Webhooks: the tenant's endpoints, the events that go to them, and each event's delivery
 //! to each endpoint with its attempts (the delivery log), after the Standard Webhooks model.
 //!
-//! An event is written in the same batch as the change that causes it ([`TenantState::emit_event`]):
+//! An event is written in the same batch as the change that causes it ([`TenantCtx::emit_event`]):
 //! an [`OutboundEventRecord`] (the body's parts) and, for every enabled endpoint subscribed to
 //! its type, a [`WebhookDeliveryRecord`] (`endpoint | event`) with its entry in the due index
 //! ([`WebhookDueIndex`], `next attempt | endpoint | event`). Nothing is written when no
@@ -20,7 +20,7 @@
 //! master key (they must be opened to sign); a rotation keeps the previous one signing for
 //! [`ROTATION_OVERLAP`].
 //!
-//! [`TenantState::emit_event`]: crate::tenant::TenantState::emit_event
+//! [`TenantCtx::emit_event`]: crate::tenant::TenantCtx::emit_event
 //!
 //! Its parts, one job a file: `policy.rs` (the limits, the event types and the retry
 //! schedule), `records.rs` (endpoints, events, deliveries and the due index, with their keys),

@@ -1,6 +1,9 @@
 //! Registration, e-mail verification, password sign-in and the password itself: the commands the
 //! tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::accounts::memory::Accounts;
+use crate::tenant::ctx::TenantCtx;
+
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
@@ -11,7 +14,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, LoginAttempt, PasswordSignIn, Registration, UserView},
-        state::TenantState,
     },
 };
 
@@ -83,86 +85,88 @@ pub enum AccountsMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: AccountsMsg) {
-    match msg {
-        AccountsMsg::RegisterAdmit { ip, reply } => {
-            let out = state.register_admit(ip);
-            finish(state, reply, Outcome::now(out));
-        }
-        AccountsMsg::Register {
-            registration,
-            ctx,
-            reply,
-        } => {
-            let out = state.register(registration, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        AccountsMsg::VerifyEmail { token, ctx, reply } => {
-            let out = state.verify_email(&token, &ctx).map(|m| ((), m));
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        AccountsMsg::ResendVerification {
-            email,
-            redirect_to,
-            reply,
-        } => {
-            let out = state.resend_verification(&email, redirect_to);
-            finish(state, reply, Outcome::alike(out));
-        }
-        AccountsMsg::LoginBegin { attempt, reply } => {
-            let out = state.login_begin(&attempt);
-            finish(state, reply, Outcome::now(out));
-        }
-        AccountsMsg::LoginFinish {
-            attempt,
-            credential,
-            password_ok,
-            ctx,
-            reply,
-        } => {
-            let out = state.login_finish(&attempt, &credential, password_ok, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        AccountsMsg::ForgotPassword {
-            email,
-            redirect_to,
-            reply,
-        } => {
-            let out = state.forgot_password(&email, redirect_to);
-            finish(state, reply, Outcome::alike(out));
-        }
-        AccountsMsg::CheckResetLink { token, reply } => {
-            let out = state.check_reset_link(&token);
-            finish(state, reply, Outcome::now(out));
-        }
-        AccountsMsg::ResetPassword {
-            token,
-            password_hash,
-            ctx,
-            reply,
-        } => {
-            let out = state
-                .reset_password(&token, password_hash, &ctx)
-                .map(|m| ((), m));
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        AccountsMsg::PasswordCredential { bearer, reply } => {
-            let out = state.password_credential(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        AccountsMsg::ChangePassword {
-            bearer,
-            credential,
-            current_ok,
-            new_hash,
-            ctx,
-            reply,
-        } => {
-            let out = state
-                .change_password(bearer, &credential, current_ok, new_hash, &ctx)
-                .map(|m| ((), m));
-            finish(state, reply, Outcome::with_mail(out));
+impl Accounts {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: AccountsMsg) {
+        match msg {
+            AccountsMsg::RegisterAdmit { ip, reply } => {
+                let out = self.register_admit(ip);
+                finish(cx, reply, Outcome::now(out));
+            }
+            AccountsMsg::Register {
+                registration,
+                ctx,
+                reply,
+            } => {
+                let out = self.register(cx, registration, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            AccountsMsg::VerifyEmail { token, ctx, reply } => {
+                let out = self.verify_email(cx, &token, &ctx).map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            AccountsMsg::ResendVerification {
+                email,
+                redirect_to,
+                reply,
+            } => {
+                let out = self.resend_verification(cx, &email, redirect_to);
+                finish(cx, reply, Outcome::alike(out));
+            }
+            AccountsMsg::LoginBegin { attempt, reply } => {
+                let out = self.login_begin(cx, &attempt);
+                finish(cx, reply, Outcome::now(out));
+            }
+            AccountsMsg::LoginFinish {
+                attempt,
+                credential,
+                password_ok,
+                ctx,
+                reply,
+            } => {
+                let out = self.login_finish(cx, &attempt, &credential, password_ok, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            AccountsMsg::ForgotPassword {
+                email,
+                redirect_to,
+                reply,
+            } => {
+                let out = self.forgot_password(cx, &email, redirect_to);
+                finish(cx, reply, Outcome::alike(out));
+            }
+            AccountsMsg::CheckResetLink { token, reply } => {
+                let out = self.check_reset_link(cx, &token);
+                finish(cx, reply, Outcome::now(out));
+            }
+            AccountsMsg::ResetPassword {
+                token,
+                password_hash,
+                ctx,
+                reply,
+            } => {
+                let out = self
+                    .reset_password(cx, &token, password_hash, &ctx)
+                    .map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            AccountsMsg::PasswordCredential { bearer, reply } => {
+                let out = self.password_credential(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            AccountsMsg::ChangePassword {
+                bearer,
+                credential,
+                current_ok,
+                new_hash,
+                ctx,
+                reply,
+            } => {
+                let out = self
+                    .change_password(cx, bearer, &credential, current_ok, new_hash, &ctx)
+                    .map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use tessera_storage::{Durability, MasterKey, Store, StoreOptions, TenantId};
 
 use super::*;
+use crate::tenant::state::TenantState;
 use crate::{
     outbound::Outbound,
     records::Tier,
@@ -57,8 +58,8 @@ pub(crate) fn signed_in_session(
     user: &UserRecord,
 ) -> crate::tenant::messages::Bearer {
     let mut b = t.cx.store.batch();
-    let grant = t
-        .open_session(
+    let grant =
+        t.cx.open_session(
             &mut b,
             user,
             (1, vec!["pwd".into()]),
@@ -137,7 +138,9 @@ fn token_of(job: &MailJob) -> String {
 /// A verified user with a password (the hash is opaque here: argon2 runs elsewhere).
 fn verified_user(t: &mut TenantState, email: &str) {
     let (_, mail) = t
+        .accounts
         .register(
+            &mut t.cx,
             Registration {
                 email: email.into(),
                 password_hash: "$argon2id$opaque".into(),
@@ -149,7 +152,8 @@ fn verified_user(t: &mut TenantState, email: &str) {
             &AuditContext::default(),
         )
         .unwrap();
-    t.verify_email(&token_of(&mail[0]), &AuditContext::default())
+    t.accounts
+        .verify_email(&mut t.cx, &token_of(&mail[0]), &AuditContext::default())
         .unwrap();
 }
 
@@ -171,17 +175,28 @@ async fn a_right_password_finishing_after_the_block_began_gets_no_session() {
     let ctx = AuditContext::default();
     // Six attempts start together: all pass the first check.
     let creds: Vec<Credential> = (0..6)
-        .map(|_| t.login_begin(&attempt("ada@example.com", ip)).unwrap())
+        .map(|_| {
+            t.accounts
+                .login_begin(&t.cx, &attempt("ada@example.com", ip))
+                .unwrap()
+        })
         .collect();
     for c in &creds[..5] {
         assert!(matches!(
-            t.login_finish(&attempt("ada@example.com", ip), c, false, &ctx),
+            t.accounts
+                .login_finish(&mut t.cx, &attempt("ada@example.com", ip), c, false, &ctx),
             Err(TenantError::InvalidCredentials)
         ));
     }
     // The sixth had the right password, but the account is blocked by now.
     assert!(matches!(
-        t.login_finish(&attempt("ada@example.com", ip), &creds[5], true, &ctx),
+        t.accounts.login_finish(
+            &mut t.cx,
+            &attempt("ada@example.com", ip),
+            &creds[5],
+            true,
+            &ctx
+        ),
         Err(TenantError::TooManyAttempts { .. })
     ));
 }
@@ -198,24 +213,47 @@ async fn a_success_does_not_forgive_the_address_its_failures_on_other_accounts()
     for round in 0..2 {
         let victim = format!("victim{round}@example.com");
         for _ in 0..2 {
-            let c = t.login_begin(&attempt(&victim, ip)).unwrap();
-            let _ = t.login_finish(&attempt(&victim, ip), &c, false, &ctx);
+            let c = t
+                .accounts
+                .login_begin(&t.cx, &attempt(&victim, ip))
+                .unwrap();
+            let _ = t
+                .accounts
+                .login_finish(&mut t.cx, &attempt(&victim, ip), &c, false, &ctx);
         }
-        let c = t.login_begin(&attempt("mine@example.com", ip)).unwrap();
+        let c = t
+            .accounts
+            .login_begin(&t.cx, &attempt("mine@example.com", ip))
+            .unwrap();
         assert!(t
-            .login_finish(&attempt("mine@example.com", ip), &c, true, &ctx)
+            .accounts
+            .login_finish(&mut t.cx, &attempt("mine@example.com", ip), &c, true, &ctx)
             .is_ok());
     }
-    let c = t.login_begin(&attempt("victim9@example.com", ip)).unwrap();
-    let _ = t.login_finish(&attempt("victim9@example.com", ip), &c, false, &ctx);
+    let c = t
+        .accounts
+        .login_begin(&t.cx, &attempt("victim9@example.com", ip))
+        .unwrap();
+    let _ = t.accounts.login_finish(
+        &mut t.cx,
+        &attempt("victim9@example.com", ip),
+        &c,
+        false,
+        &ctx,
+    );
     // Five failures from the address in all: it is blocked for every account.
     assert!(matches!(
-        t.login_begin(&attempt("mine@example.com", ip)),
+        t.accounts
+            .login_begin(&t.cx, &attempt("mine@example.com", ip)),
         Err(TenantError::TooManyAttempts { .. })
     ));
     // Another address is not.
     assert!(t
-        .login_begin(&attempt("mine@example.com", "192.0.2.10".parse().unwrap()))
+        .accounts
+        .login_begin(
+            &t.cx,
+            &attempt("mine@example.com", "192.0.2.10".parse().unwrap())
+        )
         .is_ok());
 }
 
@@ -225,7 +263,9 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
     let mut t = tenant(dir.path());
     let ctx = AuditContext::default();
     let (user, mail) = t
+        .accounts
         .register(
+            &mut t.cx,
             Registration {
                 email: "bo@example.com".into(),
                 password_hash: "$argon2id$opaque".into(),
@@ -238,7 +278,11 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
         )
         .unwrap();
     let verify = token_of(&mail[0]);
-    let reset = token_of(&t.forgot_password("bo@example.com", None).unwrap()[0]);
+    let reset = token_of(
+        &t.accounts
+            .forgot_password(&mut t.cx, "bo@example.com", None)
+            .unwrap()[0],
+    );
     // A password change (simulated at the record: the epoch moves).
     let mut rec = t.cx.user(user.id).unwrap().unwrap();
     rec.password_epoch += 1;
@@ -246,7 +290,7 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
     batch.put(rec.id.as_bytes(), &rec).unwrap();
     t.cx.store.apply(batch).unwrap();
     assert!(matches!(
-        t.check_reset_link(&reset),
+        t.accounts.check_reset_link(&mut t.cx, &reset),
         Err(TenantError::InvalidLinkToken)
     ));
     // The dead reset token was removed on the way.
@@ -256,11 +300,11 @@ async fn a_verification_link_outlives_a_password_change_but_a_reset_link_does_no
         .get::<LinkTokenRecord>(&sha256(reset.as_bytes()))
         .unwrap()
         .is_none());
-    t.verify_email(&verify, &ctx).unwrap();
+    t.accounts.verify_email(&mut t.cx, &verify, &ctx).unwrap();
     assert!(t.cx.user(user.id).unwrap().unwrap().email_verified);
     // Single use.
     assert!(matches!(
-        t.verify_email(&verify, &ctx),
+        t.accounts.verify_email(&mut t.cx, &verify, &ctx),
         Err(TenantError::InvalidLinkToken)
     ));
     // The date of birth is sealed, never stored in clear.

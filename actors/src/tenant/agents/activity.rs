@@ -1,6 +1,9 @@
 //! An agent's activity feed: what one action records, its entry written into a command's
 //! batch, and the feed read newest first with its filters and cursor.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use std::collections::HashMap;
 
 use tessera_storage::TenantBatch;
@@ -8,10 +11,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{action_key, AgentActionRecord};
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// What the activity feed is asked for.
 #[derive(Clone, Debug, Default)]
@@ -62,7 +62,7 @@ impl<'a> Action<'a> {
     }
 }
 
-impl TenantState {
+impl Agents {
     /// Records one action in the agent's feed (into `batch`).
     pub(super) fn record_action(
         &mut self,
@@ -91,10 +91,11 @@ impl TenantState {
 
     pub(super) fn activity(
         &self,
+        cx: &TenantCtx,
         id: Uuid,
         q: &ActivityQuery,
     ) -> Result<ActivityPage, TenantError> {
-        self.agent(id)?;
+        self.agent(cx, id)?;
         let mut before = match &q.cursor {
             Some(c) => {
                 let mut k = id.as_bytes().to_vec();
@@ -111,10 +112,7 @@ impl TenantState {
         let mut more = false;
         let mut emails: HashMap<Uuid, Option<String>> = HashMap::new();
         'scan: loop {
-            let chunk = self
-                .cx
-                .store
-                .scan_rev::<AgentActionRecord>(Some(&before), 256)?;
+            let chunk = cx.store.scan_rev::<AgentActionRecord>(Some(&before), 256)?;
             let exhausted = chunk.len() < 256;
             for (key, r) in chunk {
                 if !key.starts_with(id.as_bytes()) {
@@ -139,7 +137,7 @@ impl TenantState {
                 let email = match r.actor_user_id {
                     Some(u) => emails
                         .entry(u)
-                        .or_insert_with(|| self.cx.user(u).ok().flatten().and_then(|u| u.email))
+                        .or_insert_with(|| cx.user(u).ok().flatten().and_then(|u| u.email))
                         .clone(),
                     None => None,
                 };

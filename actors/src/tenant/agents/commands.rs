@@ -2,6 +2,9 @@
 //! users and the hosted pages ask), the values it carries and answers with, and
 //! `agent_cmd`, which carries one out.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use std::{sync::Arc, time::Instant};
 
 use tessera_storage::{sha256, Kind};
@@ -23,7 +26,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, UserView},
-        state::TenantState,
     },
 };
 
@@ -177,16 +179,17 @@ pub enum AgentAnswer {
     Request(Box<RequestView>),
 }
 
-impl TenantState {
+impl Agents {
     /// Carries out one command; answers with the mail it queued.
     pub fn agent_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: AgentCmd,
         ctx: &AuditContext,
     ) -> Result<(AgentAnswer, Vec<MailJob>), TenantError> {
         Ok(match cmd {
             AgentCmd::Revoke { id, owners } => {
-                let (a, mail) = self.revoke_agent(id, &owners, ctx)?;
+                let (a, mail) = self.revoke_agent(cx, id, &owners, ctx)?;
                 (AgentAnswer::One(Box::new(a)), mail)
             }
             AgentCmd::Backchannel {
@@ -196,48 +199,56 @@ impl TenantState {
                 binding_message,
                 resource,
             } => {
-                let (started, mail) =
-                    self.backchannel(&agent, &login_hint, scopes, binding_message, resource, ctx)?;
+                let (started, mail) = self.backchannel(
+                    cx,
+                    &agent,
+                    &login_hint,
+                    scopes,
+                    binding_message,
+                    resource,
+                    ctx,
+                )?;
                 (AgentAnswer::Started(started), mail)
             }
-            other => (self.agent_cmd_quiet(other, ctx)?, Vec::new()),
+            other => (self.agent_cmd_quiet(cx, other, ctx)?, Vec::new()),
         })
     }
 
     /// The commands that mail nobody.
     fn agent_cmd_quiet(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: AgentCmd,
         ctx: &AuditContext,
     ) -> Result<AgentAnswer, TenantError> {
         Ok(match cmd {
             AgentCmd::Register(new) => {
-                AgentAnswer::Issued(Box::new(self.register_agent(new, ctx)?))
+                AgentAnswer::Issued(Box::new(self.register_agent(cx, new, ctx)?))
             }
             AgentCmd::List {
                 after,
                 limit,
                 include_revoked,
             } => {
-                let (page, next) = self.list_agents(after, limit, include_revoked)?;
+                let (page, next) = self.list_agents(cx, after, limit, include_revoked)?;
                 AgentAnswer::Page(page, next)
             }
-            AgentCmd::Get(id) => AgentAnswer::One(Box::new(self.agent(id)?)),
+            AgentCmd::Get(id) => AgentAnswer::One(Box::new(self.agent(cx, id)?)),
             AgentCmd::Update(id, patch) => {
-                AgentAnswer::One(Box::new(self.update_agent(id, patch, ctx)?))
+                AgentAnswer::One(Box::new(self.update_agent(cx, id, patch, ctx)?))
             }
             AgentCmd::RotateSecret(id) => {
-                AgentAnswer::Issued(Box::new(self.rotate_agent_secret(id, ctx)?))
+                AgentAnswer::Issued(Box::new(self.rotate_agent_secret(cx, id, ctx)?))
             }
             AgentCmd::Revoke { .. } | AgentCmd::Backchannel { .. } => {
                 return Err(TenantError::Internal("a mailing agent command".into()))
             }
-            AgentCmd::Activity(id, q) => AgentAnswer::Activity(self.activity(id, &q)?),
+            AgentCmd::Activity(id, q) => AgentAnswer::Activity(self.activity(cx, id, &q)?),
             AgentCmd::ClientCredentials {
                 agent,
                 scopes,
                 resource,
-            } => AgentAnswer::Token(self.client_credentials(&agent, scopes, resource, ctx)?),
+            } => AgentAnswer::Token(self.client_credentials(cx, &agent, scopes, resource, ctx)?),
             AgentCmd::Exchange {
                 agent,
                 subject,
@@ -245,6 +256,7 @@ impl TenantState {
                 scopes,
                 resource,
             } => AgentAnswer::Token(self.exchange(
+                cx,
                 &agent,
                 subject,
                 subject_client,
@@ -256,12 +268,12 @@ impl TenantState {
                 agent,
                 scopes,
                 resource,
-            } => AgentAnswer::Started(self.device_authorize(&agent, scopes, resource, ctx)?),
+            } => AgentAnswer::Started(self.device_authorize(cx, &agent, scopes, resource, ctx)?),
             AgentCmd::Poll {
                 agent,
                 flow,
                 secret,
-            } => match self.poll(&agent, flow, &secret, ctx)? {
+            } => match self.poll(cx, &agent, flow, &secret, ctx)? {
                 Ok(t) => AgentAnswer::Token(t),
                 Err(r) => AgentAnswer::NotYet(r),
             },
@@ -271,36 +283,31 @@ impl TenantState {
                 active,
                 on_behalf,
             } => {
-                let agent = self.agent_by_client(&client_id)?;
+                let agent = self.agent_by_client(cx, &client_id)?;
                 let active = match &on_behalf {
-                    Some(t) if active => self.on_behalf_stands(&agent, t)?,
+                    Some(t) if active => self.on_behalf_stands(cx, &agent, t)?,
                     _ => active,
                 };
-                let mut fx = self.cx.effects();
+                let mut fx = cx.effects();
                 let mut a = Action::new("token.introspected");
                 a.method = Some(if active { "active" } else { "inactive" });
                 a.jti = Uuid::parse_str(&jti).ok();
                 self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
-                self.commit(fx)?;
+                cx.commit(fx)?;
                 AgentAnswer::Active(active)
             }
             AgentCmd::UseToken {
                 client_id,
                 on_behalf,
             } => {
-                let agent = self.agent_by_client(&client_id)?;
-                self.agent_rate(&agent, AgentLimit::ApiCalls, ctx)?;
+                let agent = self.agent_by_client(cx, &client_id)?;
+                self.agent_rate(cx, &agent, AgentLimit::ApiCalls, ctx)?;
                 let view = match on_behalf {
                     Some(t) => {
-                        if !self.on_behalf_stands(&agent, &t)? {
+                        if !self.on_behalf_stands(cx, &agent, &t)? {
                             return Err(TenantError::InvalidSession);
                         }
-                        Some(
-                            self.cx
-                                .user(t.user)?
-                                .ok_or(TenantError::InvalidSession)?
-                                .view(),
-                        )
+                        Some(cx.user(t.user)?.ok_or(TenantError::InvalidSession)?.view())
                     }
                     None => None,
                 };
@@ -311,84 +318,83 @@ impl TenantState {
                 jti,
                 exp,
             } => {
-                let agent = self.agent_by_client(&client_id)?;
+                let agent = self.agent_by_client(cx, &client_id)?;
                 if let Ok(jti) = Uuid::parse_str(&jti) {
-                    let mut fx = self.cx.effects();
+                    let mut fx = cx.effects();
                     fx.batch.put(jti.as_bytes(), &DeniedTokenRecord { exp })?;
                     fx.batch.remove(Kind::AgentToken, &token_key(agent.id, jti));
                     let mut a = Action::new("token.revoked");
                     a.jti = Some(jti);
                     self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
-                    self.commit(fx)?;
-                    self.agents.counters.live.remove(&agent.id);
-                    self.publish_agent(None, &[jti]);
+                    cx.commit(fx)?;
+                    self.counters.live.remove(&agent.id);
+                    cx.publish_agent(None, &[jti]);
                 }
                 AgentAnswer::Done
             }
             AgentCmd::MyAgents { bearer } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                AgentAnswer::UserAgents(self.my_agents(user.id)?)
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+                AgentAnswer::UserAgents(cx.my_agents(user.id)?)
             }
             AgentCmd::RevokeMine { bearer, client_id } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                AgentAnswer::RevokedMine(self.revoke_mine(user.id, &client_id, ctx)?)
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+                AgentAnswer::RevokedMine(self.revoke_mine(cx, user.id, &client_id, ctx)?)
             }
             AgentCmd::RestoreMine { bearer, client_id } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                AgentAnswer::Restored(self.restore_mine(user.id, &client_id, ctx)?)
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+                AgentAnswer::Restored(self.restore_mine(cx, user.id, &client_id, ctx)?)
             }
             AgentCmd::MyRequests { bearer } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                AgentAnswer::Requests(self.my_requests(user.id)?)
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+                AgentAnswer::Requests(self.my_requests(cx, user.id)?)
             }
             AgentCmd::Decide {
                 bearer,
                 id,
                 approve,
             } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
                 let (key, record) = self
-                    .request_by_index(b'i', id.as_bytes())?
+                    .request_by_index(cx, b'i', id.as_bytes())?
                     .filter(|(_, r)| r.flow == RequestFlow::Ciba && r.user == Some(user.id))
                     .ok_or(TenantError::NotFound)?;
-                self.decide_request(key, record, user.id, approve, ctx)?;
+                self.decide_request(cx, key, record, user.id, approve, ctx)?;
                 AgentAnswer::Done
             }
             AgentCmd::PeekLink { token } => {
                 let (_, record) = self
-                    .request_by_index(b'l', &sha256(token.as_bytes()))?
+                    .request_by_index(cx, b'l', &sha256(token.as_bytes()))?
                     .ok_or(TenantError::InvalidLinkToken)?;
-                AgentAnswer::Request(Box::new(self.request_view(&record)?))
+                AgentAnswer::Request(Box::new(self.request_view(cx, &record)?))
             }
             AgentCmd::DecideLink { token, approve } => {
                 let (key, record) = self
-                    .request_by_index(b'l', &sha256(token.as_bytes()))?
+                    .request_by_index(cx, b'l', &sha256(token.as_bytes()))?
                     .ok_or(TenantError::InvalidLinkToken)?;
                 let user = record.user.ok_or(TenantError::InvalidLinkToken)?;
-                self.decide_request(key, record, user, approve, ctx)?;
+                self.decide_request(cx, key, record, user, approve, ctx)?;
                 AgentAnswer::Done
             }
             AgentCmd::PeekUserCode { bearer, user_code } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-                self.agents
-                    .user_code_tries
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+                self.user_code_tries
                     .hit(&user.id, Instant::now())
                     .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
                 let (_, record) = self
-                    .request_by_index(b'u', normalize_user_code(&user_code).as_bytes())?
+                    .request_by_index(cx, b'u', normalize_user_code(&user_code).as_bytes())?
                     .ok_or(TenantError::NotFound)?;
-                AgentAnswer::Request(Box::new(self.request_view(&record)?))
+                AgentAnswer::Request(Box::new(self.request_view(cx, &record)?))
             }
             AgentCmd::DecideUserCode {
                 bearer,
                 user_code,
                 approve,
             } => {
-                let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+                let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
                 let (key, record) = self
-                    .request_by_index(b'u', normalize_user_code(&user_code).as_bytes())?
+                    .request_by_index(cx, b'u', normalize_user_code(&user_code).as_bytes())?
                     .ok_or(TenantError::NotFound)?;
-                self.decide_request(key, record, user.id, approve, ctx)?;
+                self.decide_request(cx, key, record, user.id, approve, ctx)?;
                 AgentAnswer::Done
             }
         })

@@ -1,8 +1,11 @@
 //! Per-agent per-minute windows and the live tokens, in memory, and the refusals they make:
 //! the one `agent.rate_limited` event a window writes, and the cap of concurrent tokens.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use std::{
-    collections::{BinaryHeap, HashMap},
+    collections::{hash_map::Entry, BinaryHeap, HashMap},
     time::Instant,
 };
 
@@ -14,10 +17,7 @@ use super::{
     policy::AgentLimit,
     records::{AgentRecord, AgentTokenRecord},
 };
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// Per-agent per-minute windows and the live tokens, in memory. A restart forgets the
 /// windows (as it forgets the other throttles); the live tokens are read back from the store
@@ -109,35 +109,33 @@ impl AgentCounters {
     }
 }
 
-impl TenantState {
+impl Agents {
     /// Counts a request against the agent's per-minute `limit`; over it, writes the window's
     /// one `agent.rate_limited` event and answers 429.
     pub(super) fn agent_rate(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         limit: AgentLimit,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let max = agent.limit_of(limit, &self.agent_policy());
-        match self
-            .agents
-            .counters
-            .hit(agent.id, limit, max, Instant::now())
-        {
+        let max = agent.limit_of(limit, &cx.agent_policy());
+        match self.counters.hit(agent.id, limit, max, Instant::now()) {
             Ok(()) => Ok(()),
-            Err(over) => Err(self.over_limit(agent, over, ctx)),
+            Err(over) => Err(self.over_limit(cx, agent, over, ctx)),
         }
     }
 
     /// The refusal of a request over a limit, after the window's one event.
     pub(super) fn over_limit(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         over: OverLimit,
         ctx: &AuditContext,
     ) -> TenantError {
         if over.first {
-            if let Err(e) = self.write_rate_limited(agent, &over, ctx) {
+            if let Err(e) = self.write_rate_limited(cx, agent, &over, ctx) {
                 return e;
             }
         }
@@ -148,14 +146,15 @@ impl TenantState {
 
     fn write_rate_limited(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         over: &OverLimit,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         {
             let now = OffsetDateTime::now_utc();
-            let mut fx = self.cx.effects();
-            self.cx.audit_into(
+            let mut fx = cx.effects();
+            cx.audit_into(
                 &mut fx.batch,
                 "agent.rate_limited",
                 ctx,
@@ -169,7 +168,7 @@ impl TenantState {
             let mut a = Action::new("agent.rate_limited");
             a.method = Some(over.name);
             self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
-            self.commit(fx)?;
+            cx.commit(fx)?;
         }
         Ok(())
     }
@@ -177,30 +176,28 @@ impl TenantState {
     /// The agent's unexpired tokens, read back from the store the first time.
     pub(super) fn live_tokens(
         &mut self,
+        cx: &mut TenantCtx,
         agent: Uuid,
         now: i64,
     ) -> Result<&mut BinaryHeap<std::cmp::Reverse<i64>>, TenantError> {
-        if self.agents.counters.denied_epoch != self.cx.denied_epoch {
+        if self.counters.denied_epoch != cx.denied_epoch {
             // Tokens were denylisted since: count again from the store.
-            self.agents.counters.live.clear();
-            self.agents.counters.denied_epoch = self.cx.denied_epoch;
+            self.counters.live.clear();
+            self.counters.denied_epoch = cx.denied_epoch;
         }
-        if !self.agents.counters.live.contains_key(&agent) {
-            let mut heap = BinaryHeap::new();
-            for item in self.cx.store.scan::<AgentTokenRecord>(agent.as_bytes()) {
-                let (_, t) = item?;
-                if t.exp > now {
-                    heap.push(std::cmp::Reverse(t.exp));
+        let heap = match self.counters.live.entry(agent) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => {
+                let mut heap = BinaryHeap::new();
+                for item in cx.store.scan::<AgentTokenRecord>(agent.as_bytes()) {
+                    let (_, t) = item?;
+                    if t.exp > now {
+                        heap.push(std::cmp::Reverse(t.exp));
+                    }
                 }
+                e.insert(heap)
             }
-            self.agents.counters.live.insert(agent, heap);
-        }
-        let heap = self
-            .agents
-            .counters
-            .live
-            .get_mut(&agent)
-            .ok_or_else(|| TenantError::Internal("live tokens".into()))?;
+        };
         while heap
             .peek()
             .is_some_and(|std::cmp::Reverse(exp)| *exp <= now)

@@ -2,6 +2,9 @@
 //! exchange; the user's consent a token acting for a user rests on; and the issue of every
 //! agent token, its record and its feed entry, after the concurrency cap.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use std::time::Instant;
 
 use tessera_storage::TenantBatch;
@@ -20,7 +23,6 @@ use crate::{
         audit::AuditContext,
         messages::Bearer,
         oauth::{ConsentRecord, OAuthFailure},
-        state::TenantState,
     },
 };
 
@@ -49,50 +51,51 @@ pub struct OnBehalf {
     pub scopes: Vec<String>,
 }
 
-impl TenantState {
+impl Agents {
     /// Issues a token to `agent` (for `user`), with its record and its feed entry, after
     /// the concurrency cap.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn issue_agent_token(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         grant: AgentGrant,
         user: Option<Uuid>,
         scopes: Vec<String>,
         resource: Option<String>,
         ctx: &AuditContext,
-        extra: impl FnOnce(&Self, &mut TenantBatch) -> Result<(), TenantError>,
+        extra: impl FnOnce(&TenantCtx, &mut TenantBatch) -> Result<(), TenantError>,
     ) -> Result<AgentIssued, TenantError> {
         let now = OffsetDateTime::now_utc();
         let iat = now.unix_timestamp();
         let cap = agent
-            .effective_limits(&self.agent_policy())
+            .effective_limits(&cx.agent_policy())
             .max_concurrent_tokens;
-        let live = self.live_tokens(agent.id, iat)?;
+        let live = self.live_tokens(cx, agent.id, iat)?;
         if live.len() >= cap as usize {
             let retry_after = live
                 .peek()
                 .map_or(1, |std::cmp::Reverse(exp)| (exp - iat).max(1) as u64);
             let over = OverLimit {
                 retry_after,
-                first: self.agents.counters.cap_first(agent.id, Instant::now()),
+                first: self.counters.cap_first(agent.id, Instant::now()),
                 limit: cap,
                 name: "max_concurrent_tokens",
             };
-            return Err(self.over_limit(agent, over, ctx));
+            return Err(self.over_limit(cx, agent, over, ctx));
         }
         // The platform's ceiling may have come down since the agent was registered.
         let mut ttl = i64::from(
             agent
                 .token_ttl_secs
-                .min(self.agent_policy().max_token_ttl_secs),
+                .min(cx.agent_policy().max_token_ttl_secs),
         );
         if user.is_some() {
             ttl = ttl.min(ON_BEHALF_MAX_TTL);
         }
         let exp = iat + ttl;
         let jti = Uuid::new_v4();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch
             .put(&token_key(agent.id, jti), &AgentTokenRecord { exp, user })?;
         let mut a = Action::new("token.issued");
@@ -103,11 +106,11 @@ impl TenantState {
         a.resource = resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
         if let Some(u) = user {
-            self.touch_user_agent(&mut fx.batch, u, agent, now)?;
+            self.touch_user_agent(cx, &mut fx.batch, u, agent, now)?;
         }
-        extra(self, &mut fx.batch)?;
-        self.commit(fx)?;
-        self.live_tokens(agent.id, iat)?
+        extra(cx, &mut fx.batch)?;
+        cx.commit(fx)?;
+        self.live_tokens(cx, agent.id, iat)?
             .push(std::cmp::Reverse(exp));
         Ok(AgentIssued {
             client_id: agent.client_id.clone(),
@@ -123,18 +126,19 @@ impl TenantState {
     /// A refused grant: recorded in the feed, then the error.
     fn refuse_grant(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         grant: AgentGrant,
         user: Option<Uuid>,
         ctx: &AuditContext,
         err: TenantError,
     ) -> Result<AgentIssued, TenantError> {
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let mut a = Action::new("token.refused");
         a.user = user;
         a.method = Some(grant.as_str());
         self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Err(err)
     }
 
@@ -152,33 +156,44 @@ impl TenantState {
 
     pub(super) fn client_credentials(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         scopes: Option<Vec<String>>,
         resource: Option<String>,
         ctx: &AuditContext,
     ) -> Result<AgentIssued, TenantError> {
-        let agent = self.current_agent(agent)?;
+        let agent = self.current_agent(cx, agent)?;
         let grant = AgentGrant::ClientCredentials;
         if !agent.allows(grant) {
-            return self.refuse_grant(&agent, grant, None, ctx, unauthorized());
+            return self.refuse_grant(cx, &agent, grant, None, ctx, unauthorized());
         }
-        self.agent_rate(&agent, grant.limit(), ctx)?;
+        self.agent_rate(cx, &agent, grant.limit(), ctx)?;
         let scopes = match Self::agent_scopes(&agent, scopes) {
             Ok(s) => s,
-            Err(e) => return self.refuse_grant(&agent, grant, None, ctx, e),
+            Err(e) => return self.refuse_grant(cx, &agent, grant, None, ctx, e),
         };
-        self.issue_agent_token(&agent, grant, None, scopes, resource, ctx, |_, _| Ok(()))
+        self.issue_agent_token(
+            cx,
+            &agent,
+            grant,
+            None,
+            scopes,
+            resource,
+            ctx,
+            |_, _| Ok(()),
+        )
     }
 
     /// The user's consent to this agent: per resource, the scopes approved for it.
     pub(super) fn agent_consent(
         &self,
+        cx: &TenantCtx,
         user: Uuid,
         agent: &AgentRecord,
     ) -> Result<Option<ConsentRecord>, TenantError> {
         let mut key = user.as_bytes().to_vec();
         key.extend_from_slice(agent.client_id.as_bytes());
-        Ok(self.cx.store.get::<ConsentRecord>(&key)?)
+        Ok(cx.store.get::<ConsentRecord>(&key)?)
     }
 
     /// Whether a token acting for a user still stands: the user is there and not suspended,
@@ -186,13 +201,14 @@ impl TenantState {
     /// names none) with every scope in it.
     pub(super) fn on_behalf_stands(
         &self,
+        cx: &TenantCtx,
         agent: &AgentRecord,
         t: &OnBehalf,
     ) -> Result<bool, TenantError> {
-        if self.cx.user(t.user)?.is_none_or(|u| u.suspended()) {
+        if cx.user(t.user)?.is_none_or(|u| u.suspended()) {
             return Ok(false);
         }
-        let Some(consent) = self.agent_consent(t.user, agent)? else {
+        let Some(consent) = self.agent_consent(cx, t.user, agent)? else {
             return Ok(false);
         };
         Ok(consent
@@ -203,6 +219,7 @@ impl TenantState {
 
     pub(super) fn exchange(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         subject: Bearer,
         subject_client: Option<String>,
@@ -210,39 +227,39 @@ impl TenantState {
         resource: Option<String>,
         ctx: &AuditContext,
     ) -> Result<AgentIssued, TenantError> {
-        let agent = self.current_agent(agent)?;
+        let agent = self.current_agent(cx, agent)?;
         let grant = AgentGrant::TokenExchange;
         if !agent.allows(grant) {
-            return self.refuse_grant(&agent, grant, None, ctx, unauthorized());
+            return self.refuse_grant(cx, &agent, grant, None, ctx, unauthorized());
         }
-        self.agent_rate(&agent, grant.limit(), ctx)?;
+        self.agent_rate(cx, &agent, grant.limit(), ctx)?;
         let now = OffsetDateTime::now_utc();
         let alive = match &subject_client {
-            Some(c) => self.live_grant(subject, c, now).map(|(_, u)| u),
-            None => self.live_session(subject, now).map(|(_, u)| u),
+            Some(c) => cx.live_grant(subject, c, now).map(|(_, u)| u),
+            None => cx.live_session(subject, now).map(|(_, u)| u),
         };
         let user = match alive {
             Ok(u) if !u.suspended() => u,
             Ok(_) | Err(TenantError::InvalidSession) => {
-                return self.refuse_grant(&agent, grant, None, ctx, invalid_grant())
+                return self.refuse_grant(cx, &agent, grant, None, ctx, invalid_grant())
             }
             Err(e) => return Err(e),
         };
-        if self.user_revoked(user.id, agent.id)? {
-            return self.refuse_grant(&agent, grant, Some(user.id), ctx, invalid_grant());
+        if self.user_revoked(cx, user.id, agent.id)? {
+            return self.refuse_grant(cx, &agent, grant, Some(user.id), ctx, invalid_grant());
         }
         let Some(consent) = self
-            .agent_consent(user.id, &agent)?
+            .agent_consent(cx, user.id, &agent)?
             .filter(|c| c.grants.values().any(|s| !s.is_empty()))
         else {
-            return self.refuse_grant(&agent, grant, Some(user.id), ctx, invalid_grant());
+            return self.refuse_grant(cx, &agent, grant, Some(user.id), ctx, invalid_grant());
         };
         // RFC 8707: what the user approved for one resource is not approved for another, and
         // a token naming no resource comes only from what was approved naming none.
         let consented = consent.scopes_for(resource.as_deref());
         if consented.is_empty() {
             let e = TenantError::OAuth(OAuthFailure::InvalidTarget);
-            return self.refuse_grant(&agent, grant, Some(user.id), ctx, e);
+            return self.refuse_grant(cx, &agent, grant, Some(user.id), ctx, e);
         }
         let scopes = match scopes {
             None => agent
@@ -260,10 +277,11 @@ impl TenantState {
             }
             Some(_) => {
                 let e = TenantError::OAuth(OAuthFailure::InvalidScope);
-                return self.refuse_grant(&agent, grant, Some(user.id), ctx, e);
+                return self.refuse_grant(cx, &agent, grant, Some(user.id), ctx, e);
             }
         };
         self.issue_agent_token(
+            cx,
             &agent,
             grant,
             Some(user.id),

@@ -2,6 +2,9 @@
 //! `PublishedAgents`, the registry and the denylist as the HTTP edge reads them, replaced in
 //! memory after each committed change.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
@@ -25,7 +28,6 @@ use crate::{
         audit::AuditContext,
         oauth::{ClientAuth, OAuthFailure},
         oauth_clients::TokenAuthMethod,
-        state::TenantState,
     },
 };
 
@@ -183,21 +185,24 @@ impl AgentRecord {
     }
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     pub(super) fn agent_policy(&self) -> AgentPolicy {
-        self.cx.runtime.agents
+        self.runtime.agents
     }
 
     /// Publishes a change just committed to the registry (and tokens just denylisted) for
     /// the HTTP edge: in memory, so it cannot fail once the change is durable.
     pub(in crate::tenant) fn publish_agent(&self, agent: Option<&AgentRecord>, denied: &[Uuid]) {
-        let next = self.cx.cells.agents.load().with(agent, denied);
-        self.cx.cells.agents.store(Arc::new(next));
+        let next = self.cells.agents.load().with(agent, denied);
+        self.cells.agents.store(Arc::new(next));
     }
+}
 
-    pub(super) fn agent(&self, id: Uuid) -> Result<AgentRecord, TenantError> {
-        self.cx
-            .store
+impl Agents {
+    pub(super) fn agent(&self, cx: &TenantCtx, id: Uuid) -> Result<AgentRecord, TenantError> {
+        cx.store
             .get::<AgentRecord>(id.as_bytes())?
             .ok_or(TenantError::NotFound)
     }
@@ -207,10 +212,10 @@ impl TenantState {
     /// The actor publishes every change before it answers, so its cell is the registry.
     pub(super) fn current_agent(
         &self,
+        cx: &TenantCtx,
         agent: &AgentRecord,
     ) -> Result<Arc<AgentRecord>, TenantError> {
-        self.cx
-            .cells
+        cx.cells
             .agents
             .load()
             .get(&agent.client_id)
@@ -221,9 +226,12 @@ impl TenantState {
             .ok_or(TenantError::OAuth(OAuthFailure::InvalidClient))
     }
 
-    pub(super) fn agent_by_client(&self, client_id: &str) -> Result<AgentRecord, TenantError> {
-        self.cx
-            .cells
+    pub(super) fn agent_by_client(
+        &self,
+        cx: &TenantCtx,
+        client_id: &str,
+    ) -> Result<AgentRecord, TenantError> {
+        cx.cells
             .agents
             .load()
             .get(client_id)
@@ -233,12 +241,13 @@ impl TenantState {
 
     fn write_agent(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         event: &str,
         ctx: &AuditContext,
         extra: serde_json::Value,
     ) -> Result<(), TenantError> {
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(agent.id.as_bytes(), agent)?;
         let mut metadata = serde_json::json!({
             "agent_id": agent.id,
@@ -248,21 +257,22 @@ impl TenantState {
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
         }
-        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
-        self.commit(fx)?;
-        self.publish_agent(Some(agent), &[]);
+        cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        cx.commit(fx)?;
+        cx.publish_agent(Some(agent), &[]);
         Ok(())
     }
 
     pub(super) fn register_agent(
         &mut self,
+        cx: &mut TenantCtx,
         new: NewAgent,
         ctx: &AuditContext,
     ) -> Result<IssuedAgent, TenantError> {
-        if self.cx.info.tier == Tier::Free {
+        if cx.info.tier == Tier::Free {
             return Err(TenantError::AgentTierUnauthorized);
         }
-        if self.cx.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
+        if cx.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
             return Err(TenantError::AgentLimit);
         }
         let (record, secret) = AgentRecord::register(new, OffsetDateTime::now_utc());
@@ -270,7 +280,7 @@ impl TenantState {
             "scopes": record.scopes,
             "grant_types": record.grant_types.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
         });
-        self.write_agent(&record, "agent.registered", ctx, extra)?;
+        self.write_agent(cx, &record, "agent.registered", ctx, extra)?;
         Ok(IssuedAgent {
             record,
             client_secret: secret,
@@ -279,11 +289,12 @@ impl TenantState {
 
     pub(super) fn update_agent(
         &mut self,
+        cx: &mut TenantCtx,
         id: Uuid,
         patch: AgentPatch,
         ctx: &AuditContext,
     ) -> Result<AgentRecord, TenantError> {
-        let mut a = self.agent(id)?;
+        let mut a = self.agent(cx, id)?;
         if a.revoked_at.is_some() {
             return Err(TenantError::AgentAlreadyRevoked);
         }
@@ -318,6 +329,7 @@ impl TenantState {
         a.metadata_version += 1;
         a.updated_at = OffsetDateTime::now_utc();
         self.write_agent(
+            cx,
             &a,
             "agent.updated",
             ctx,
@@ -328,10 +340,11 @@ impl TenantState {
 
     pub(super) fn rotate_agent_secret(
         &mut self,
+        cx: &mut TenantCtx,
         id: Uuid,
         ctx: &AuditContext,
     ) -> Result<IssuedAgent, TenantError> {
-        let mut a = self.agent(id)?;
+        let mut a = self.agent(cx, id)?;
         if a.revoked_at.is_some() {
             return Err(TenantError::AgentAlreadyRevoked);
         }
@@ -342,6 +355,7 @@ impl TenantState {
         a.secret_rotated_at = Some(now);
         a.updated_at = now;
         self.write_agent(
+            cx,
             &a,
             "agent.secret_rotated",
             ctx,
@@ -357,21 +371,22 @@ impl TenantState {
     /// the owners and records the outbound event, all in one batch.
     pub(super) fn revoke_agent(
         &mut self,
+        cx: &mut TenantCtx,
         id: Uuid,
         owners: &[String],
         ctx: &AuditContext,
     ) -> Result<(AgentRecord, Vec<MailJob>), TenantError> {
-        let mut a = self.agent(id)?;
+        let mut a = self.agent(cx, id)?;
         if a.revoked_at.is_some() {
             return Ok((a, Vec::new()));
         }
         let now = OffsetDateTime::now_utc();
         a.revoked_at = Some(now);
         a.updated_at = now;
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(a.id.as_bytes(), &a)?;
         let mut denied = Vec::new();
-        for item in self.cx.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
+        for item in cx.store.scan::<AgentTokenRecord>(a.id.as_bytes()) {
             let (key, t) = item?;
             if t.exp <= now.unix_timestamp() {
                 continue;
@@ -382,7 +397,7 @@ impl TenantState {
                 denied.push(jti);
             }
         }
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "agent.revoked",
             ctx,
@@ -397,7 +412,7 @@ impl TenantState {
         let mut action = Action::new("agent.revoked");
         action.method = Some("admin");
         self.record_action(&mut fx.batch, a.id, action, ctx, now)?;
-        self.emit_event(
+        cx.emit_event(
             &mut fx.batch,
             "agent.revoked",
             serde_json::json!({
@@ -408,7 +423,7 @@ impl TenantState {
             }),
         )?;
         for owner in owners {
-            self.cx.queue_mail(
+            cx.queue_mail(
                 &mut fx,
                 owner,
                 MailKind::AgentRevoked {
@@ -417,21 +432,22 @@ impl TenantState {
                 },
             )?;
         }
-        let mail = self.commit(fx)?;
-        self.agents.counters.live.remove(&a.id);
-        self.publish_agent(Some(&a), &denied);
+        let mail = cx.commit(fx)?;
+        self.counters.live.remove(&a.id);
+        cx.publish_agent(Some(&a), &denied);
         Ok((a, mail))
     }
 
     pub(super) fn list_agents(
         &self,
+        cx: &TenantCtx,
         after: Option<Uuid>,
         limit: usize,
         include_revoked: bool,
     ) -> Result<(Vec<AgentRecord>, Option<Uuid>), TenantError> {
         let mut out = Vec::new();
         let mut more = false;
-        for item in self.cx.store.scan::<AgentRecord>(b"") {
+        for item in cx.store.scan::<AgentRecord>(b"") {
             let (_, a) = item?;
             if after.is_some_and(|c| a.id <= c) {
                 continue;

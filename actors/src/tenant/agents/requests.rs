@@ -2,6 +2,9 @@
 //! written alike), polled (`slow_down`, pending, denied, expired, or one token once), and
 //! approved or denied by the user through the API, the mailed link or the device page.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_storage::{sha256, Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
@@ -23,7 +26,6 @@ use crate::{
         credentials::Credential,
         effects::Effects,
         oauth::{ConsentRecord, OAuthFailure},
-        state::TenantState,
     },
 };
 
@@ -102,10 +104,11 @@ fn sorted_scopes(scopes: &[String]) -> Vec<String> {
     s
 }
 
-impl TenantState {
+impl Agents {
     /// A new CIBA or device request: its record and its indexes (into a new batch).
     fn start_request(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         flow: RequestFlow,
         user: Option<Uuid>,
@@ -114,8 +117,7 @@ impl TenantState {
         binding_message: Option<String>,
     ) -> Result<(Effects, RequestStarted, AgentRequestRecord), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let pending = self
-            .cx
+        let pending = cx
             .store
             .scan::<AgentRequestRecord>(b"")
             .filter_map(Result::ok)
@@ -124,7 +126,7 @@ impl TenantState {
         if pending >= MAX_PENDING_REQUESTS {
             return Err(TenantError::RateLimited { retry_after: 60 });
         }
-        let policy = self.agent_policy();
+        let policy = cx.agent_policy();
         let ttl = match flow {
             RequestFlow::Ciba => policy.ciba_ttl_secs,
             RequestFlow::Device => policy.device_code_ttl_secs,
@@ -132,11 +134,10 @@ impl TenantState {
         let bytes: [u8; 32] = rand::random();
         let secret = URL_SAFE_NO_PAD.encode(bytes);
         let key = sha256(secret.as_bytes());
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let user_code = if flow == RequestFlow::Device {
             let mut code = new_user_code();
-            while self
-                .cx
+            while cx
                 .store
                 .get::<AgentRequestIndex>(&index_key(b'u', code.as_bytes()))?
                 .is_some()
@@ -186,6 +187,7 @@ impl TenantState {
 
     pub(super) fn backchannel(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         login_hint: &str,
         scopes: Vec<String>,
@@ -193,31 +195,26 @@ impl TenantState {
         resource: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(RequestStarted, Vec<MailJob>), TenantError> {
-        let agent = self.current_agent(agent)?;
+        let agent = self.current_agent(cx, agent)?;
         if !agent.allows(AgentGrant::Ciba) {
             return Err(unauthorized());
         }
         if scopes.iter().any(|s| !agent.scopes.contains(s)) {
             return Err(TenantError::OAuth(OAuthFailure::InvalidScope));
         }
-        self.agent_rate(&agent, AgentLimit::CibaInitiate, ctx)?;
+        self.agent_rate(cx, &agent, AgentLimit::CibaInitiate, ctx)?;
         // An address with no account gets a request all the same, which nobody can approve:
         // the answer does not tell whether the account exists.
         // A user who revoked this agent is treated alike: no request reaches them.
         let now = OffsetDateTime::now_utc();
-        let user = match self
-            .cx
-            .user_by_email(login_hint)?
-            .filter(|u| !u.suspended())
-        {
-            Some(u) if !self.user_revoked(u.id, agent.id)? => Some(u),
+        let user = match cx.user_by_email(login_hint)?.filter(|u| !u.suspended()) {
+            Some(u) if !self.user_revoked(cx, u.id, agent.id)? => Some(u),
             _ => None,
         };
         // At most a few requests of one agent wait in one mailbox; more are listed for the
         // user in the API but not mailed.
         let mailed_pending = match &user {
-            Some(u) => self
-                .cx
+            Some(u) => cx
                 .store
                 .scan::<AgentRequestRecord>(b"")
                 .filter_map(Result::ok)
@@ -232,6 +229,7 @@ impl TenantState {
             None => 0,
         };
         let (mut fx, started, mut record) = self.start_request(
+            cx,
             &agent,
             RequestFlow::Ciba,
             user.as_ref().map(|u| u.id),
@@ -244,7 +242,7 @@ impl TenantState {
             .filter(|_| mailed_pending < MAILED_REQUESTS_PER_USER)
         {
             if let Some(email) = &u.email {
-                let token = self.cx.link_token();
+                let token = cx.link_token();
                 let link_hash = sha256(token.as_bytes());
                 record.link_hash = Some(link_hash);
                 fx.batch.put(
@@ -253,8 +251,8 @@ impl TenantState {
                         key: sha256(started.secret.as_bytes()),
                     },
                 )?;
-                let link = self.cx.link("agent-request", &token);
-                self.cx.queue_mail(
+                let link = cx.link("agent-request", &token);
+                cx.queue_mail(
                     &mut fx,
                     email,
                     MailKind::AgentRequest {
@@ -275,71 +273,62 @@ impl TenantState {
             // Nobody is mailed (an unknown address, a user who revoked the agent, a full
             // mailbox): seal and write as much as a mailed request does, so the answer's time
             // does not tell the cases apart.
-            let link = self.cx.link("agent-request", &self.cx.link_token());
+            let link = cx.link("agent-request", &cx.link_token());
             let kind = MailKind::AgentRequest {
                 link,
                 agent_name: agent.name.clone(),
                 binding_message: record.binding_message.clone(),
             };
-            self.cx
-                .write_decoy(&self.cx.decoy_of(login_hint, kind, &[])?)?;
+            cx.write_decoy(&cx.decoy_of(login_hint, kind, &[])?)?;
         }
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((started, mail))
     }
 
     pub(super) fn device_authorize(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         scopes: Vec<String>,
         resource: Option<String>,
         ctx: &AuditContext,
     ) -> Result<RequestStarted, TenantError> {
-        let agent = self.current_agent(agent)?;
+        let agent = self.current_agent(cx, agent)?;
         if !agent.allows(AgentGrant::DeviceCode) {
             return Err(unauthorized());
         }
         if scopes.iter().any(|s| !agent.scopes.contains(s)) {
             return Err(TenantError::OAuth(OAuthFailure::InvalidScope));
         }
-        self.agent_rate(&agent, AgentLimit::DeviceCode, ctx)?;
-        let (mut fx, started, record) =
-            self.start_request(&agent, RequestFlow::Device, None, scopes, resource, None)?;
+        self.agent_rate(cx, &agent, AgentLimit::DeviceCode, ctx)?;
+        let (mut fx, started, record) = self.start_request(
+            cx,
+            &agent,
+            RequestFlow::Device,
+            None,
+            scopes,
+            resource,
+            None,
+        )?;
         fx.batch.put(&sha256(started.secret.as_bytes()), &record)?;
         let mut a = Action::new("device.requested");
         a.scopes = Some(&record.scopes);
         a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, OffsetDateTime::now_utc())?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(started)
-    }
-
-    /// Removes a request and its indexes (into `batch`).
-    pub(super) fn remove_request(
-        &self,
-        batch: &mut TenantBatch,
-        key: &[u8; 32],
-        r: &AgentRequestRecord,
-    ) {
-        batch.remove(Kind::AgentRequest, key);
-        batch.remove(Kind::AgentRequestIndex, &index_key(b'i', r.id.as_bytes()));
-        if let Some(code) = &r.user_code {
-            batch.remove(Kind::AgentRequestIndex, &index_key(b'u', code.as_bytes()));
-        }
-        if let Some(h) = &r.link_hash {
-            batch.remove(Kind::AgentRequestIndex, &index_key(b'l', h));
-        }
     }
 
     /// The agent polls a CIBA or device request.
     pub(super) fn poll(
         &mut self,
+        cx: &mut TenantCtx,
         agent: &AgentRecord,
         flow: RequestFlow,
         secret: &str,
         ctx: &AuditContext,
     ) -> Result<Result<AgentIssued, PollRefusal>, TenantError> {
-        let agent = self.current_agent(agent)?;
+        let agent = self.current_agent(cx, agent)?;
         let grant = match flow {
             RequestFlow::Ciba => AgentGrant::Ciba,
             RequestFlow::Device => AgentGrant::DeviceCode,
@@ -348,25 +337,25 @@ impl TenantState {
             return Err(unauthorized());
         }
         let key = sha256(secret.as_bytes());
-        let Some(record) = self.cx.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
+        let Some(record) = cx.store.get::<AgentRequestRecord>(&key)?.filter(|r| {
             r.agent_id == agent.id && r.flow == flow && r.status != RequestStatus::Issued
         }) else {
             return Err(invalid_grant());
         };
         let now = OffsetDateTime::now_utc();
         if record.expires_at <= now {
-            let mut fx = self.cx.effects();
-            self.remove_request(&mut fx.batch, &key, &record);
-            self.commit(fx)?;
+            let mut fx = cx.effects();
+            cx.remove_request(&mut fx.batch, &key, &record);
+            cx.commit(fx)?;
             return Ok(Err(PollRefusal::Expired));
         }
         if record.status == RequestStatus::Denied {
-            let mut fx = self.cx.effects();
-            self.remove_request(&mut fx.batch, &key, &record);
-            self.commit(fx)?;
+            let mut fx = cx.effects();
+            cx.remove_request(&mut fx.batch, &key, &record);
+            cx.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
         }
-        let polls = &mut self.agents.counters.polls;
+        let polls = &mut self.counters.polls;
         if polls.len() > 10_000 {
             polls.retain(|_, (at, _)| now - *at < Duration::hours(1));
         }
@@ -385,25 +374,25 @@ impl TenantState {
         if record.status == RequestStatus::Pending {
             return Ok(Err(PollRefusal::Pending));
         }
-        self.agents.counters.polls.remove(&key);
+        self.counters.polls.remove(&key);
         // Approved: one token, once.
         let Some(user) = record.user else {
             return Err(invalid_grant());
         };
         // The approval stands while the user's consent for the request's resource still holds
         // every scope it approved (a withdrawal since ends it).
-        let approved = self.agent_consent(user, &agent)?.is_some_and(|c| {
+        let approved = self.agent_consent(cx, user, &agent)?.is_some_and(|c| {
             c.grants
                 .get(record.resource.as_deref().unwrap_or(""))
                 .is_some_and(|granted| record.scopes.iter().all(|s| granted.contains(s)))
         });
         if !approved
-            || self.user_revoked(user, agent.id)?
-            || self.cx.user(user)?.is_none_or(|u| u.suspended())
+            || self.user_revoked(cx, user, agent.id)?
+            || cx.user(user)?.is_none_or(|u| u.suspended())
         {
-            let mut fx = self.cx.effects();
-            self.remove_request(&mut fx.batch, &key, &record);
-            self.commit(fx)?;
+            let mut fx = cx.effects();
+            cx.remove_request(&mut fx.batch, &key, &record);
+            cx.commit(fx)?;
             return Ok(Err(PollRefusal::Denied));
         }
         // What the agent may still ask for (its scopes may have changed since).
@@ -415,6 +404,7 @@ impl TenantState {
             .collect();
         let resource = record.resource.clone();
         let issued = self.issue_agent_token(
+            cx,
             &agent,
             grant,
             Some(user),
@@ -432,27 +422,27 @@ impl TenantState {
     /// A request by one of its handles, pending and unexpired.
     pub(super) fn request_by_index(
         &self,
+        cx: &TenantCtx,
         tag: u8,
         value: &[u8],
     ) -> Result<Option<([u8; 32], AgentRequestRecord)>, TenantError> {
-        let Some(ix) = self
-            .cx
-            .store
-            .get::<AgentRequestIndex>(&index_key(tag, value))?
-        else {
+        let Some(ix) = cx.store.get::<AgentRequestIndex>(&index_key(tag, value))? else {
             return Ok(None);
         };
         let now = OffsetDateTime::now_utc();
-        Ok(self
-            .cx
+        Ok(cx
             .store
             .get::<AgentRequestRecord>(&ix.key)?
             .filter(|r| r.status == RequestStatus::Pending && r.expires_at > now)
             .map(|r| (ix.key, r)))
     }
 
-    pub(super) fn request_view(&self, r: &AgentRequestRecord) -> Result<RequestView, TenantError> {
-        let agent = self.agent(r.agent_id)?;
+    pub(super) fn request_view(
+        &self,
+        cx: &TenantCtx,
+        r: &AgentRequestRecord,
+    ) -> Result<RequestView, TenantError> {
+        let agent = self.agent(cx, r.agent_id)?;
         Ok(RequestView {
             id: r.id,
             flow: r.flow,
@@ -464,8 +454,8 @@ impl TenantState {
             resource: r.resource.clone(),
             created_at: r.created_at,
             expires_at: r.expires_at,
-            tenant_name: self.cx.info.name.clone(),
-            default_locale: self.cx.settings.users.default_locale.clone(),
+            tenant_name: cx.info.name.clone(),
+            default_locale: cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -474,21 +464,22 @@ impl TenantState {
     /// address is not confirmed may deny but not approve: a consent is durable.
     pub(super) fn decide_request(
         &mut self,
+        cx: &mut TenantCtx,
         key: [u8; 32],
         mut record: AgentRequestRecord,
         user: Uuid,
         approve: bool,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let agent = self.agent(record.agent_id)?;
+        let agent = self.agent(cx, record.agent_id)?;
         if agent.revoked_at.is_some() {
             return Err(TenantError::NotFound);
         }
-        if approve && self.user_revoked(user, agent.id)? {
+        if approve && self.user_revoked(cx, user, agent.id)? {
             return Err(TenantError::AgentRevokedByUser);
         }
         if approve {
-            let holder = self.cx.user(user)?.ok_or(TenantError::NotFound)?;
+            let holder = cx.user(user)?.ok_or(TenantError::NotFound)?;
             if holder.email.is_some() && !holder.email_verified {
                 return Err(TenantError::EmailUnconfirmed {
                     credential: Credential::AgentConsents,
@@ -496,7 +487,7 @@ impl TenantState {
             }
         }
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         record.user = Some(user);
         record.status = if approve {
             RequestStatus::Approved
@@ -507,8 +498,7 @@ impl TenantState {
         if approve {
             let mut ckey = user.as_bytes().to_vec();
             ckey.extend_from_slice(agent.client_id.as_bytes());
-            let mut consent = self
-                .cx
+            let mut consent = cx
                 .store
                 .get::<ConsentRecord>(&ckey)?
                 .unwrap_or(ConsentRecord {
@@ -526,7 +516,7 @@ impl TenantState {
             *entry = sorted_scopes(entry);
             consent.updated_at = now;
             fx.batch.put(&ckey, &consent)?;
-            self.touch_user_agent(&mut fx.batch, user, &agent, now)?;
+            self.touch_user_agent(cx, &mut fx.batch, user, &agent, now)?;
         }
         let action = if approve {
             "request.approved"
@@ -542,7 +532,7 @@ impl TenantState {
         a.scopes = Some(&record.scopes);
         a.resource = record.resource.as_deref();
         self.record_action(&mut fx.batch, agent.id, a, ctx, now)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             if approve {
                 "agent.request.approved"
@@ -558,31 +548,55 @@ impl TenantState {
                 "resource": record.resource,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(())
     }
 
-    pub(super) fn my_requests(&self, user: Uuid) -> Result<Vec<RequestView>, TenantError> {
+    pub(super) fn my_requests(
+        &self,
+        cx: &TenantCtx,
+        user: Uuid,
+    ) -> Result<Vec<RequestView>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<AgentRequestRecord>(b"") {
+        for item in cx.store.scan::<AgentRequestRecord>(b"") {
             let (_, r) = item?;
             if r.flow == RequestFlow::Ciba
                 && r.user == Some(user)
                 && r.status == RequestStatus::Pending
                 && r.expires_at > now
             {
-                let revoked = self
-                    .cx
+                let revoked = cx
                     .store
                     .get::<AgentRecord>(r.agent_id.as_bytes())?
                     .is_none_or(|a| a.revoked_at.is_some());
                 if !revoked {
-                    out.push(self.request_view(&r)?);
+                    out.push(self.request_view(cx, &r)?);
                 }
             }
         }
         out.sort_by_key(|r| std::cmp::Reverse(r.created_at));
         Ok(out)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    /// Removes a request and its indexes (into `batch`).
+    pub(super) fn remove_request(
+        &self,
+        batch: &mut TenantBatch,
+        key: &[u8; 32],
+        r: &AgentRequestRecord,
+    ) {
+        batch.remove(Kind::AgentRequest, key);
+        batch.remove(Kind::AgentRequestIndex, &index_key(b'i', r.id.as_bytes()));
+        if let Some(code) = &r.user_code {
+            batch.remove(Kind::AgentRequestIndex, &index_key(b'u', code.as_bytes()));
+        }
+        if let Some(h) = &r.link_hash {
+            batch.remove(Kind::AgentRequestIndex, &index_key(b'l', h));
+        }
     }
 }

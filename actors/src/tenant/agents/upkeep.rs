@@ -2,6 +2,9 @@
 //! removes, the denylisting of the tokens agents hold for them, and the daily sweep of
 //! expired tokens, requests and old feed entries.
 
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
@@ -10,9 +13,19 @@ use super::records::{
     index_key, AgentActionRecord, AgentRequestRecord, AgentTokenRecord, DeniedTokenRecord,
     UserAgentRecord,
 };
-use crate::{error::TenantError, tenant::state::TenantState};
+use crate::error::TenantError;
 
-impl TenantState {
+impl Agents {
+    /// The next number of the sequence that orders agent actions of one nanosecond.
+    pub(super) fn next_action_seq(&mut self) -> u32 {
+        self.seq = self.seq.wrapping_add(1);
+        self.seq
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The keys of what `user` and each agent have to do with each other (counts, the user's
     /// own revocation).
     pub(in crate::tenant) fn user_agent_keys(
@@ -20,7 +33,7 @@ impl TenantState {
         user: Uuid,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserAgentRecord>(user.as_bytes()) {
+        for item in self.store.scan::<UserAgentRecord>(user.as_bytes()) {
             out.push((Kind::UserAgent, item?.0));
         }
         Ok(out)
@@ -33,7 +46,7 @@ impl TenantState {
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<AgentRequestRecord>(b"") {
+        for item in self.store.scan::<AgentRequestRecord>(b"") {
             let (key, r) = item?;
             if !r.user.is_some_and(|u| users.contains(&u)) {
                 continue;
@@ -57,7 +70,7 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<Vec<(Vec<u8>, Uuid, i64)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<AgentTokenRecord>(b"") {
+        for item in self.store.scan::<AgentTokenRecord>(b"") {
             let (key, t) = item?;
             if t.exp <= now.unix_timestamp() || !t.user.is_some_and(|u| users.contains(&u)) {
                 continue;
@@ -84,12 +97,6 @@ impl TenantState {
         Ok(())
     }
 
-    /// The next number of the sequence that orders agent actions of one nanosecond.
-    pub(super) fn next_action_seq(&mut self) -> u32 {
-        self.agents.seq = self.agents.seq.wrapping_add(1);
-        self.agents.seq
-    }
-
     /// Removes expired token records, denylist entries and requests, and actions past the
     /// retention (at most `limit` of each); answers how many.
     pub(in crate::tenant) fn sweep_agents(
@@ -101,17 +108,17 @@ impl TenantState {
         let ts = now.unix_timestamp();
         let retention = Duration::days(i64::from(self.agent_policy().activity_retention_days));
         let cutoff = now - retention;
-        let mut n = self.cx.sweep_kind::<AgentTokenRecord>(
+        let mut n = self.sweep_kind::<AgentTokenRecord>(
             limit,
             |_, t| t.exp <= ts,
             |k, _| batch.remove(Kind::AgentToken, k),
         )?;
-        n += self.cx.sweep_kind::<DeniedTokenRecord>(
+        n += self.sweep_kind::<DeniedTokenRecord>(
             limit,
             |_, t| t.exp <= ts,
             |k, _| batch.remove(Kind::AgentDenied, k),
         )?;
-        n += self.cx.sweep_kind::<AgentRequestRecord>(
+        n += self.sweep_kind::<AgentRequestRecord>(
             limit,
             |k, r| r.expires_at <= now && k.len() == 32,
             |k, r| {
@@ -120,7 +127,7 @@ impl TenantState {
                 }
             },
         )?;
-        n += self.cx.sweep_kind::<AgentActionRecord>(
+        n += self.sweep_kind::<AgentActionRecord>(
             limit,
             |_, r| r.created_at < cutoff,
             |k, _| batch.remove(Kind::AgentAction, k),

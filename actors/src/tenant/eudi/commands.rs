@@ -2,6 +2,9 @@
 //! CLI, the client, the wallet's routes and the poll ask) and `eudi_cmd`, which carries one
 //! out.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
+
 use std::net::IpAddr;
 
 use tessera_storage::ct_eq;
@@ -13,10 +16,7 @@ use super::{
     refusal::EudiRefusal,
     values::{EudiAnswer, Opening, WalletOutcome},
 };
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, tenant::audit::AuditContext};
 
 #[derive(Clone)]
 pub enum EudiCmd {
@@ -71,9 +71,10 @@ impl std::fmt::Debug for EudiCmd {
     }
 }
 
-impl TenantState {
+impl Eudi {
     pub fn eudi_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: EudiCmd,
         ctx: &AuditContext,
     ) -> Result<EudiAnswer, TenantError> {
@@ -85,10 +86,9 @@ impl TenantState {
                 not_after,
                 development,
             } => {
-                let sealed_key = self
-                    .cx
+                let sealed_key = cx
                     .master_key
-                    .seal(&self.secret_aad(b"eudi-verifier"), &key_pkcs8)?;
+                    .seal(&cx.secret_aad(b"eudi-verifier"), &key_pkcs8)?;
                 let record = EudiVerifierRecord {
                     sealed_key,
                     chain,
@@ -96,62 +96,61 @@ impl TenantState {
                     development,
                     set_at: now,
                 };
-                let mut fx = self.cx.effects();
+                let mut fx = cx.effects();
                 fx.batch.put(VERIFIER_KEY, &record)?;
-                self.cx.audit_into(
+                cx.audit_into(
                     &mut fx.batch,
                     "eudi.verifier_set",
                     ctx,
                     serde_json::json!({ "development": development, "not_after": not_after }),
                 )?;
-                self.commit(fx)?;
-                self.eudi.verifier = self.load_verifier()?;
-                let v =
-                    self.eudi.verifier.clone().ok_or_else(|| {
-                        TenantError::Internal("the verifier was not stored".into())
-                    })?;
+                cx.commit(fx)?;
+                cx.verifier = Eudi::load_verifier(cx)?;
+                let v = cx
+                    .verifier
+                    .clone()
+                    .ok_or_else(|| TenantError::Internal("the verifier was not stored".into()))?;
                 Ok(EudiAnswer::VerifierSet(v))
             }
-            EudiCmd::Verifier => Ok(EudiAnswer::Verifier(self.eudi.verifier.clone())),
+            EudiCmd::Verifier => Ok(EudiAnswer::Verifier(cx.verifier.clone())),
             EudiCmd::Begin {
                 purpose,
                 redirect_uri,
                 ip,
-            } => self.eudi_begin(purpose, redirect_uri, ip, now, None),
+            } => self.eudi_begin(cx, purpose, redirect_uri, ip, now, None),
             EudiCmd::Request { request_id, ip } => {
                 self.wallet_call(ip)?;
-                let (_, tx) = self.live_tx(&request_id, now)?;
-                Ok(EudiAnswer::Tx(self.tx_view(&tx)?))
+                let (_, tx) = self.live_tx(cx, &request_id, now)?;
+                Ok(EudiAnswer::Tx(self.tx_view(cx, &tx)?))
             }
             EudiCmd::Open { request_id, ip } => {
                 self.wallet_call(ip)?;
-                let (_, tx) = self.live_tx(&request_id, now)?;
-                let enc_key = self
-                    .cx
+                let (_, tx) = self.live_tx(cx, &request_id, now)?;
+                let enc_key = cx
                     .master_key
-                    .open(&self.tx_aad(&tx.request_id), &tx.enc_key)?;
+                    .open(&self.tx_aad(cx, &tx.request_id), &tx.enc_key)?;
                 Ok(EudiAnswer::Opened(Box::new(Opening {
-                    tx: self.tx_view(&tx)?,
+                    tx: self.tx_view(cx, &tx)?,
                     enc_key,
-                    config: self.cx.settings.eudi.clone(),
-                    age: self.cx.settings.eudi_age.clone(),
+                    config: cx.settings.eudi.clone(),
+                    age: cx.settings.eudi_age.clone(),
                 })))
             }
             EudiCmd::Complete {
                 request_id,
                 outcome,
-            } => self.eudi_complete(&request_id, outcome, ctx, now),
+            } => self.eudi_complete(cx, &request_id, outcome, ctx, now),
             EudiCmd::Declined { state, ip } => {
                 self.wallet_call(ip)?;
                 let request_id = state.rsplit_once('.').map_or("", |(r, _)| r).to_owned();
-                let (_, tx) = self.live_tx(&request_id, now)?;
+                let (_, tx) = self.live_tx(cx, &request_id, now)?;
                 if !ct_eq(tx.oid_state.as_bytes(), state.as_bytes()) {
                     return Err(TenantError::Eudi(EudiRefusal::RequestUnknown));
                 }
                 match tx.purpose {
                     // The app can ask for the date of birth now instead of waiting.
                     EudiPurpose::Age => {
-                        self.eudi_complete(&request_id, WalletOutcome::Age(None), ctx, now)
+                        self.eudi_complete(cx, &request_id, WalletOutcome::Age(None), ctx, now)
                     }
                     // A sign-in stays open: the user may try again, with another wallet too.
                     EudiPurpose::Login => Ok(EudiAnswer::Completed { redirect_uri: None }),
@@ -161,7 +160,7 @@ impl TenantState {
                 purpose,
                 state,
                 response_code,
-            } => self.eudi_result(purpose, &state, response_code.as_deref(), ctx, now),
+            } => self.eudi_result(cx, purpose, &state, response_code.as_deref(), ctx, now),
         }
     }
 }

@@ -1,10 +1,10 @@
-//! What the wallet flow keeps in memory: its per-address windows and the verifier identity,
-//! opened once.
+//! What the wallet flow keeps in memory: its per-address windows. (The verifier identity is
+//! the kernel's, beside the signing keys: `TenantCtx::verifier`.)
 
-use std::{net::IpAddr, sync::Arc, time::Duration};
+use std::{net::IpAddr, time::Duration};
 
 use crate::{
-    tenant::eudi::{VerifierIdentity, BEGINS_PER_MINUTE, WALLET_CALLS_PER_MINUTE},
+    tenant::eudi::{BEGINS_PER_MINUTE, WALLET_CALLS_PER_MINUTE},
     throttle::RateWindow,
 };
 
@@ -13,8 +13,6 @@ pub struct Eudi {
     pub begins: RateWindow<IpAddr>,
     /// Calls of the wallet-facing routes per client address.
     pub wallet_calls: RateWindow<IpAddr>,
-    /// The wallet verifier identity, opened.
-    pub verifier: Option<Arc<VerifierIdentity>>,
 }
 
 impl Default for Eudi {
@@ -22,7 +20,6 @@ impl Default for Eudi {
         Eudi {
             begins: RateWindow::new(BEGINS_PER_MINUTE, Duration::from_secs(60)),
             wallet_calls: RateWindow::new(WALLET_CALLS_PER_MINUTE, Duration::from_secs(60)),
-            verifier: None,
         }
     }
 }

@@ -2,6 +2,9 @@
 //! by its attested address, or new), under the tenant's assurance floor; and the client's
 //! poll, which opens the session or hands over the age token, once.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
+
 use tessera_storage::{ct_eq, sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +21,7 @@ use crate::{
     error::TenantError,
     tenant::{
         audit::AuditContext, effects::Effects, messages::LoginOutcome, records::UserRecord,
-        sessions::Proof, settings::AssuranceKind, state::TenantState,
+        sessions::Proof, settings::AssuranceKind,
     },
 };
 
@@ -37,19 +40,20 @@ pub(super) fn floor_level(kind: AssuranceKind, value: &str) -> Eidas {
     }
 }
 
-impl TenantState {
+impl Eudi {
     /// The user a verified wallet identity signs in as: the one linked to it; else the
     /// account of its attested address when automatic linking allows; else a new account.
     /// Answers the user and the `acr`.
     pub(super) fn wallet_user(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         identity: &WalletIdentity,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<(Uuid, Eidas), TenantError> {
         let acr = identity.level;
-        if let Some(floor) = &self.cx.settings.eudi.required_assurance_floor {
+        if let Some(floor) = &cx.settings.eudi.required_assurance_floor {
             if acr < floor_level(floor.kind, &floor.value) {
                 return Err(TenantError::Eudi(EudiRefusal::BelowFloor));
             }
@@ -57,9 +61,9 @@ impl TenantState {
         let mut subject_input = identity.issuer.as_bytes().to_vec();
         subject_input.push(0);
         subject_input.extend_from_slice(identity.identifier.as_bytes());
-        let subject = self.cx.eudi_hasher.hash(&subject_input);
-        let linked = match self.cx.store.get::<EudiSubjectRecord>(&subject)? {
-            Some(l) => self.cx.user(l.user_id)?,
+        let subject = cx.eudi_hasher.hash(&subject_input);
+        let linked = match cx.store.get::<EudiSubjectRecord>(&subject)? {
+            Some(l) => cx.user(l.user_id)?,
             None => None,
         };
         let email = identity
@@ -72,39 +76,38 @@ impl TenantState {
         let user: UserRecord = if let Some(user) = linked {
             user
         } else if match &email {
-            Some(e) => self.cx.user_by_email(e)?.is_some(),
+            Some(e) => cx.user_by_email(e)?.is_some(),
             None => false,
         } {
             return Err(TenantError::Eudi(EudiRefusal::EmailExists));
         } else {
             if match &email {
-                Some(e) => self.registration_blocked(fx, e, ctx)?,
-                None => !self.cx.settings.email_domains.allowlist.is_empty(),
+                Some(e) => cx.registration_blocked(fx, e, ctx)?,
+                None => !cx.settings.email_domains.allowlist.is_empty(),
             } {
                 return Err(TenantError::Eudi(EudiRefusal::EmailExists));
             }
             let mut user = UserRecord::blank(Uuid::now_v7(), now);
             // Minor protection: the PID's birth date must show the consent age.
             let born = identity.claims.get("birth_date").and_then(|v| v.as_str());
-            if self.cx.settings.minors.minor_protection_enabled {
-                if !born.is_some_and(|b| self.adult_for_consent(b, now)) {
+            if cx.settings.minors.minor_protection_enabled {
+                if !born.is_some_and(|b| cx.adult_for_consent(b, now)) {
                     return Err(TenantError::Eudi(EudiRefusal::AgeRequired));
                 }
                 user.date_of_birth = born
                     .map(|b| {
-                        self.cx
-                            .master_key
-                            .seal(&self.cx.user_aad(user.id, "date_of_birth"), b.as_bytes())
+                        cx.master_key
+                            .seal(&cx.user_aad(user.id, "date_of_birth"), b.as_bytes())
                     })
                     .transpose()?;
             }
-            self.cx.count_active(&mut fx.batch, None, now)?;
+            cx.count_active(&mut fx.batch, None, now)?;
             // Kept unconfirmed: the account's confirmation rule applies as to any address.
             user.email = email.clone();
             user.email_verified = false;
-            self.cx.put_new_user(&mut fx.batch, &user)?;
-            self.emit_user_created(&mut fx.batch, &user, "eudi_wallet")?;
-            self.cx.audit_into(
+            cx.put_new_user(&mut fx.batch, &user)?;
+            cx.emit_user_created(&mut fx.batch, &user, "eudi_wallet")?;
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.register",
                 ctx,
@@ -123,8 +126,7 @@ impl TenantState {
                 linked_at: now,
             },
         )?;
-        let mut subjects = self
-            .cx
+        let mut subjects = cx
             .store
             .get::<EudiClaimsRecord>(user.id.as_bytes())?
             .map(|c| c.subjects)
@@ -134,10 +136,9 @@ impl TenantState {
         }
         let plain = serde_json::to_vec(&identity.claims)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        let sealed = self
-            .cx
+        let sealed = cx
             .master_key
-            .seal(&self.cx.user_aad(user.id, "eudi_claims"), &plain)?;
+            .seal(&cx.user_aad(user.id, "eudi_claims"), &plain)?;
         fx.batch.put(
             user.id.as_bytes(),
             &EudiClaimsRecord {
@@ -153,6 +154,7 @@ impl TenantState {
 
     pub(super) fn eudi_result(
         &mut self,
+        cx: &mut TenantCtx,
         purpose: EudiPurpose,
         state: &str,
         response_code: Option<&str>,
@@ -160,14 +162,10 @@ impl TenantState {
         now: OffsetDateTime,
     ) -> Result<EudiAnswer, TenantError> {
         let poll = |a| Ok(EudiAnswer::Poll(a));
-        let Some(ix) = self
-            .cx
-            .store
-            .get::<EudiPollIndex>(&sha256(state.as_bytes()))?
-        else {
+        let Some(ix) = cx.store.get::<EudiPollIndex>(&sha256(state.as_bytes()))? else {
             return poll(PollAnswer::NotFound);
         };
-        let Some(mut tx) = self.cx.store.get::<EudiTxRecord>(&ix.tx_key)? else {
+        let Some(mut tx) = cx.store.get::<EudiTxRecord>(&ix.tx_key)? else {
             return poll(PollAnswer::NotFound);
         };
         if tx.purpose != purpose {
@@ -185,10 +183,10 @@ impl TenantState {
                 return Err(TenantError::Eudi(EudiRefusal::ResponseCodeMismatch));
             }
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let answer = match std::mem::replace(&mut tx.outcome, TxOutcome::Consumed) {
             TxOutcome::SignedIn { user_id, acr } => {
-                let Some(mut user) = self.cx.user(user_id)? else {
+                let Some(mut user) = cx.user(user_id)? else {
                     return poll(PollAnswer::NotFound);
                 };
                 let high_enough = acr >= Eidas::Substantial;
@@ -199,18 +197,18 @@ impl TenantState {
                 // the holder's unlock): the session is AAL2 and no MFA step follows.
                 let login = if high_enough {
                     proof.aal = 2;
-                    self.signed_in(&mut fx, &mut user, proof, ctx, now)
+                    cx.signed_in(&mut fx, &mut user, proof, ctx, now)
                         .map(|grant| LoginOutcome::Signed {
                             grant,
                             enrollment_required_by: None,
                         })
                 } else {
-                    self.sign_in(&mut fx, &mut user, proof, ctx, now)
+                    cx.sign_in(&mut fx, &mut user, proof, ctx, now)
                         .map(|l| l.outcome)
                 };
                 match login {
                     Ok(l) => PollAnswer::Consumed(Some(Box::new(l))),
-                    Err(e) => return self.fail(fx, e),
+                    Err(e) => return cx.fail(fx, e),
                 }
             }
             TxOutcome::Consumed => PollAnswer::Consumed(None),
@@ -221,10 +219,9 @@ impl TenantState {
             } => {
                 let token = match &sealed_token {
                     Some(sealed) => {
-                        let plain = self
-                            .cx
+                        let plain = cx
                             .master_key
-                            .open(&self.tx_aad(&tx.request_id), sealed)?;
+                            .open(&self.tx_aad(cx, &tx.request_id), sealed)?;
                         Some(String::from_utf8_lossy(&plain).into_owned())
                     }
                     None => None,
@@ -243,23 +240,26 @@ impl TenantState {
             TxOutcome::Pending => return poll(PollAnswer::Pending),
         };
         fx.batch.put(&ix.tx_key, &tx)?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         poll(answer)
     }
+}
 
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// What wallets attested for the user (the data export): issuer, level, when, and the
     /// disclosed attributes; `null` for a user who never signed in with a wallet.
     pub(in crate::tenant) fn wallet_claims_of(
         &self,
         user: Uuid,
     ) -> Result<serde_json::Value, TenantError> {
-        let Some(c) = self.cx.store.get::<EudiClaimsRecord>(user.as_bytes())? else {
+        let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? else {
             return Ok(serde_json::Value::Null);
         };
         let plain = self
-            .cx
             .master_key
-            .open(&self.cx.user_aad(user, "eudi_claims"), &c.sealed)?;
+            .open(&self.user_aad(user, "eudi_claims"), &c.sealed)?;
         let claims: serde_json::Value =
             serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))?;
         Ok(serde_json::json!({

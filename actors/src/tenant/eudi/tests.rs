@@ -30,16 +30,18 @@ fn wallet_tenant(dir: &std::path::Path, days: i64) -> TenantState {
     let mut t = tenant(dir);
     let dev = tessera_eudi::x509::dev_chain("Verifier", "verifier.example", 30).unwrap();
     let not_after = (OffsetDateTime::now_utc() + Duration::days(days)).unix_timestamp();
-    t.eudi_cmd(
-        EudiCmd::SetVerifier {
-            key_pkcs8: Zeroizing::new(dev.leaf_key_pkcs8),
-            chain: vec![dev.leaf_der],
-            not_after,
-            development: true,
-        },
-        &AuditContext::default(),
-    )
-    .unwrap();
+    t.eudi
+        .eudi_cmd(
+            &mut t.cx,
+            EudiCmd::SetVerifier {
+                key_pkcs8: Zeroizing::new(dev.leaf_key_pkcs8),
+                chain: vec![dev.leaf_der],
+                not_after,
+                development: true,
+            },
+            &AuditContext::default(),
+        )
+        .unwrap();
     t.cx.settings.eudi.enabled = true;
     t.cx.settings.eudi_age.age_verification_enabled = true;
     t.cx.settings.urls.site_url = Some("https://app.example/wallet".into());
@@ -56,7 +58,7 @@ fn begin(
         redirect_uri: redirect_uri.map(str::to_owned),
         ip: ip(),
     };
-    match t.eudi_cmd(cmd, &AuditContext::default())? {
+    match t.eudi.eudi_cmd(&mut t.cx, cmd, &AuditContext::default())? {
         EudiAnswer::Begun { tx, state } => Ok((tx, state)),
         other => panic!("{other:?}"),
     }
@@ -83,7 +85,7 @@ fn complete(
         request_id: tx.request_id.clone(),
         outcome,
     };
-    match t.eudi_cmd(cmd, &AuditContext::default())? {
+    match t.eudi.eudi_cmd(&mut t.cx, cmd, &AuditContext::default())? {
         EudiAnswer::Completed { redirect_uri } => Ok(redirect_uri),
         other => panic!("{other:?}"),
     }
@@ -100,7 +102,7 @@ fn poll(
         state: state.to_owned(),
         response_code: response_code.map(str::to_owned),
     };
-    match t.eudi_cmd(cmd, &AuditContext::default())? {
+    match t.eudi.eudi_cmd(&mut t.cx, cmd, &AuditContext::default())? {
         EudiAnswer::Poll(p) => Ok(p),
         other => panic!("{other:?}"),
     }
@@ -197,7 +199,7 @@ async fn a_wallet_answer_is_taken_once_and_the_poll_opens_the_session_once() {
         limit: 100,
         ..Default::default()
     };
-    assert_eq!(t.list_users(&all).unwrap().users.len(), 1);
+    assert_eq!(t.users.list_users(&t.cx, &all).unwrap().users.len(), 1);
     let (tx2, state2) = begin(&mut t, EudiPurpose::Login, None).unwrap();
     complete(&mut t, &tx2, identity(Eidas::Low, None)).unwrap();
     match poll(&mut t, EudiPurpose::Login, &state2, None).unwrap() {
@@ -210,7 +212,7 @@ async fn a_wallet_answer_is_taken_once_and_the_poll_opens_the_session_once() {
         },
         other => panic!("{other:?}"),
     }
-    assert_eq!(t.list_users(&all).unwrap().users.len(), 1);
+    assert_eq!(t.users.list_users(&t.cx, &all).unwrap().users.len(), 1);
 }
 
 #[tokio::test]
@@ -376,16 +378,20 @@ async fn a_declined_age_check_falls_back_and_a_declined_sign_in_stays_open() {
     // A forged state naming the request is refused.
     let forged = format!("{}.forged", age.request_id);
     assert_eq!(
-        refusal(t.eudi_cmd(declined(&forged), &ctx)),
+        refusal(t.eudi.eudi_cmd(&mut t.cx, declined(&forged), &ctx)),
         EudiRefusal::RequestUnknown
     );
-    t.eudi_cmd(declined(&age.oid_state), &ctx).unwrap();
+    t.eudi
+        .eudi_cmd(&mut t.cx, declined(&age.oid_state), &ctx)
+        .unwrap();
     assert!(matches!(
         poll(&mut t, EudiPurpose::Age, &age_state, None).unwrap(),
         PollAnswer::Fallback
     ));
     let (login, login_state) = begin(&mut t, EudiPurpose::Login, None).unwrap();
-    t.eudi_cmd(declined(&login.oid_state), &ctx).unwrap();
+    t.eudi
+        .eudi_cmd(&mut t.cx, declined(&login.oid_state), &ctx)
+        .unwrap();
     assert!(matches!(
         poll(&mut t, EudiPurpose::Login, &login_state, None).unwrap(),
         PollAnswer::Pending
@@ -437,7 +443,7 @@ async fn another_tenants_request_id_is_unknown() {
         ip: ip(),
     };
     assert_eq!(
-        refusal(t.eudi_cmd(cmd, &AuditContext::default())),
+        refusal(t.eudi.eudi_cmd(&mut t.cx, cmd, &AuditContext::default())),
         EudiRefusal::RequestUnknown
     );
     let own = EudiCmd::Request {
@@ -445,7 +451,9 @@ async fn another_tenants_request_id_is_unknown() {
         ip: ip(),
     };
     assert!(matches!(
-        t.eudi_cmd(own, &AuditContext::default()).unwrap(),
+        t.eudi
+            .eudi_cmd(&mut t.cx, own, &AuditContext::default())
+            .unwrap(),
         EudiAnswer::Tx(_)
     ));
 }

@@ -2,6 +2,9 @@
 //! (its encryption key sealed, its poll handle hashed), shown to the wallet, opened for its
 //! answer (which changes nothing) and completed exactly once with the checked outcome.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
+
 use std::{net::IpAddr, sync::Arc};
 
 use tessera_eudi::jose::{EncryptionKey, SigningKey};
@@ -16,24 +19,19 @@ use super::{
     refusal::EudiRefusal,
     values::{EudiAnswer, TxView, WalletOutcome},
 };
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-    throttle::throttle_ip,
-};
+use crate::{error::TenantError, tenant::audit::AuditContext, throttle::throttle_ip};
 
-impl TenantState {
+impl Eudi {
     /// Opens the stored verifier identity (at load and after the CLI sets one).
     pub(in crate::tenant) fn load_verifier(
-        &self,
+        cx: &TenantCtx,
     ) -> Result<Option<Arc<VerifierIdentity>>, TenantError> {
-        let Some(record) = self.cx.store.get::<EudiVerifierRecord>(VERIFIER_KEY)? else {
+        let Some(record) = cx.store.get::<EudiVerifierRecord>(VERIFIER_KEY)? else {
             return Ok(None);
         };
-        let der = self
-            .cx
+        let der = cx
             .master_key
-            .open(&self.secret_aad(b"eudi-verifier"), &record.sealed_key)?;
+            .open(&cx.secret_aad(b"eudi-verifier"), &record.sealed_key)?;
         let key = SigningKey::from_pkcs8(&der)
             .map_err(|e| TenantError::Internal(format!("the verifier key: {e}")))?;
         let leaf = record
@@ -52,26 +50,23 @@ impl TenantState {
     /// Counts a call of a wallet-facing route from `ip` (they need no key, and each costs a
     /// signature or a key agreement).
     pub(super) fn wallet_call(&mut self, ip: IpAddr) -> Result<(), TenantError> {
-        self.eudi
-            .wallet_calls
+        self.wallet_calls
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
 
-    pub(super) fn tx_aad(&self, request_id: &str) -> Vec<u8> {
-        self.secret_aad(format!("eudi-tx/{request_id}").as_bytes())
+    pub(super) fn tx_aad(&self, cx: &TenantCtx, request_id: &str) -> Vec<u8> {
+        cx.secret_aad(format!("eudi-tx/{request_id}").as_bytes())
     }
 
-    pub(super) fn tx_view(&self, tx: &EudiTxRecord) -> Result<TxView, TenantError> {
-        let verifier = self
-            .eudi
+    pub(super) fn tx_view(&self, cx: &TenantCtx, tx: &EudiTxRecord) -> Result<TxView, TenantError> {
+        let verifier = cx
             .verifier
             .clone()
             .ok_or(TenantError::Eudi(EudiRefusal::VerifierMissing))?;
-        let enc = self
-            .cx
+        let enc = cx
             .master_key
-            .open(&self.tx_aad(&tx.request_id), &tx.enc_key)?;
+            .open(&self.tx_aad(cx, &tx.request_id), &tx.enc_key)?;
         let enc_jwk = EncryptionKey::from_bytes(&enc)
             .and_then(|k| k.public_jwk(&tx.request_id))
             .map_err(|e| TenantError::Internal(format!("a transaction key: {e}")))?;
@@ -84,26 +79,24 @@ impl TenantState {
             expires_at: tx.expires_at,
             same_device: tx.redirect_uri.is_some(),
             verifier,
-            config: self.cx.settings.eudi.clone(),
-            purpose_text: self.cx.settings.eudi.purpose.clone(),
-            tenant_name: self.cx.info.name.clone(),
-            default_locale: self.cx.settings.users.default_locale.clone(),
+            config: cx.settings.eudi.clone(),
+            purpose_text: cx.settings.eudi.purpose.clone(),
+            tenant_name: cx.info.name.clone(),
+            default_locale: cx.settings.users.default_locale.clone(),
         })
     }
 
     /// A pending transaction the wallet may still answer.
     pub(super) fn live_tx(
         &self,
+        cx: &TenantCtx,
         request_id: &str,
         now: OffsetDateTime,
     ) -> Result<(Vec<u8>, EudiTxRecord), TenantError> {
         let unknown = || TenantError::Eudi(EudiRefusal::RequestUnknown);
-        let key = tx_key(
-            request_id,
-            &self.cx.store.tenant_id().0.simple().to_string(),
-        )
-        .ok_or_else(unknown)?;
-        match self.cx.store.get::<EudiTxRecord>(&key)? {
+        let key =
+            tx_key(request_id, &cx.store.tenant_id().0.simple().to_string()).ok_or_else(unknown)?;
+        match cx.store.get::<EudiTxRecord>(&key)? {
             Some(tx) if tx.expires_at > now && matches!(tx.outcome, TxOutcome::Pending) => {
                 Ok((key, tx))
             }
@@ -114,6 +107,7 @@ impl TenantState {
 
     pub(in crate::tenant) fn eudi_begin(
         &mut self,
+        cx: &mut TenantCtx,
         purpose: EudiPurpose,
         redirect_uri: Option<String>,
         ip: IpAddr,
@@ -121,13 +115,13 @@ impl TenantState {
         guardian_link: Option<[u8; 32]>,
     ) -> Result<EudiAnswer, TenantError> {
         let enabled = match purpose {
-            EudiPurpose::Login => self.cx.settings.eudi.enabled,
-            EudiPurpose::Age => self.cx.settings.eudi_age.age_verification_enabled,
+            EudiPurpose::Login => cx.settings.eudi.enabled,
+            EudiPurpose::Age => cx.settings.eudi_age.age_verification_enabled,
         };
         if !enabled {
             return Err(TenantError::Eudi(EudiRefusal::Disabled));
         }
-        match &self.eudi.verifier {
+        match &cx.verifier {
             None => return Err(TenantError::Eudi(EudiRefusal::VerifierMissing)),
             // Wallets refuse a request signed under an expired certificate.
             Some(v) if v.not_after <= now.unix_timestamp() => {
@@ -136,26 +130,22 @@ impl TenantState {
             Some(_) => {}
         }
         if let Some(uri) = &redirect_uri {
-            if !self.cx.settings.urls.allows(uri) {
+            if !cx.settings.urls.allows(uri) {
                 return Err(TenantError::Eudi(EudiRefusal::RedirectNotAllowed));
             }
         }
-        self.eudi
-            .begins
+        self.begins
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         let random = random_token(24);
-        let request_id = format!("{}.{random}", self.cx.store.tenant_id().0.simple());
+        let request_id = format!("{}.{random}", cx.store.tenant_id().0.simple());
         let state = random_token(32);
         let key = EncryptionKey::generate()
             .map_err(|e| TenantError::Internal(format!("a transaction key: {e}")))?;
         let scalar = key
             .to_bytes()
             .map_err(|e| TenantError::Internal(format!("a transaction key: {e}")))?;
-        let enc_key = self
-            .cx
-            .master_key
-            .seal(&self.tx_aad(&request_id), &scalar)?;
+        let enc_key = cx.master_key.seal(&self.tx_aad(cx, &request_id), &scalar)?;
         let poll_hash = sha256(state.as_bytes());
         let tx = EudiTxRecord {
             purpose,
@@ -169,11 +159,11 @@ impl TenantState {
             redirect_uri,
             response_code_hash: None,
             created_at: now,
-            expires_at: now + self.cx.runtime.eudi_request_ttl,
+            expires_at: now + cx.runtime.eudi_request_ttl,
             outcome: TxOutcome::Pending,
             guardian_link,
         };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(random.as_bytes(), &tx)?;
         fx.batch.put(
             &poll_hash,
@@ -181,38 +171,38 @@ impl TenantState {
                 tx_key: random.as_bytes().to_vec(),
             },
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(EudiAnswer::Begun {
-            tx: self.tx_view(&tx)?,
+            tx: self.tx_view(cx, &tx)?,
             state,
         })
     }
 
     pub(super) fn eudi_complete(
         &mut self,
+        cx: &mut TenantCtx,
         request_id: &str,
         outcome: WalletOutcome,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<EudiAnswer, TenantError> {
-        let (key, mut tx) = self.live_tx(request_id, now)?;
-        let mut fx = self.cx.effects();
+        let (key, mut tx) = self.live_tx(cx, request_id, now)?;
+        let mut fx = cx.effects();
         let kind = match (tx.purpose, outcome) {
             (EudiPurpose::Login, WalletOutcome::Login(identity)) => {
-                match self.wallet_user(&mut fx, &identity, ctx, now) {
+                match self.wallet_user(cx, &mut fx, &identity, ctx, now) {
                     Ok((user, acr)) => {
                         tx.outcome = TxOutcome::SignedIn { user_id: user, acr };
                         "eudi.login.verified"
                     }
-                    Err(e) => return self.fail(fx, e),
+                    Err(e) => return cx.fail(fx, e),
                 }
             }
             (EudiPurpose::Age, WalletOutcome::Age(Some(over))) => {
                 let token = random_token(32);
-                let sealed = self
-                    .cx
+                let sealed = cx
                     .master_key
-                    .seal(&self.tx_aad(&tx.request_id), token.as_bytes())?;
+                    .seal(&self.tx_aad(cx, &tx.request_id), token.as_bytes())?;
                 let token_hash = sha256(token.as_bytes());
                 fx.batch.put(
                     &token_hash,
@@ -230,7 +220,7 @@ impl TenantState {
                 };
                 if over {
                     if let Some(link) = tx.guardian_link {
-                        self.mark_guardian_adult(&mut fx.batch, &link, now)?;
+                        cx.mark_guardian_adult(&mut fx.batch, &link, now)?;
                     }
                 }
                 "eudi.age.determined"
@@ -255,7 +245,7 @@ impl TenantState {
         };
         tx.expires_at = tx.expires_at.max(now + RESULT_TTL);
         fx.batch.put(&key, &tx)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             kind,
             ctx,
@@ -266,7 +256,7 @@ impl TenantState {
                 _ => serde_json::json!({}),
             },
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(EudiAnswer::Completed {
             redirect_uri: redirect,
         })

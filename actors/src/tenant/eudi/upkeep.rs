@@ -1,6 +1,8 @@
 //! What the rest of the tenant asks of the wallet records: the keys a user's erasure
 //! removes, and the daily sweep of finished transactions and unused age tokens.
 
+use crate::tenant::ctx::TenantCtx;
+
 use tessera_storage::Kind;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -8,9 +10,11 @@ use uuid::Uuid;
 use super::records::{
     AgeTokenRecord, EudiClaimsRecord, EudiSubjectRecord, EudiTxRecord, TxOutcome, RESULT_TTL,
 };
-use crate::{error::TenantError, tenant::state::TenantState};
+use crate::error::TenantError;
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The records of the user's wallet identities: each link to the user and what wallets
     /// attested.
     pub(in crate::tenant) fn wallet_link_keys(
@@ -18,9 +22,9 @@ impl TenantState {
         user: Uuid,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        if let Some(c) = self.cx.store.get::<EudiClaimsRecord>(user.as_bytes())? {
+        if let Some(c) = self.store.get::<EudiClaimsRecord>(user.as_bytes())? {
             for subject in &c.subjects {
-                let linked = self.cx.store.get::<EudiSubjectRecord>(subject)?;
+                let linked = self.store.get::<EudiSubjectRecord>(subject)?;
                 if linked.is_some_and(|l| l.user_id == user) {
                     out.push((Kind::EudiSubject, subject.to_vec()));
                 }
@@ -37,7 +41,7 @@ impl TenantState {
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<EudiTxRecord>(b"") {
+        for item in self.store.scan::<EudiTxRecord>(b"") {
             let (key, tx) = item?;
             if matches!(tx.outcome, TxOutcome::SignedIn { user_id, .. } if users.contains(&user_id))
             {
@@ -56,7 +60,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let mut n = self.cx.sweep_kind::<EudiTxRecord>(
+        let mut n = self.sweep_kind::<EudiTxRecord>(
             limit,
             |_, tx| tx.expires_at + RESULT_TTL <= now,
             |k, tx| {
@@ -64,7 +68,7 @@ impl TenantState {
                 batch.remove(Kind::EudiPoll, &tx.poll_hash);
             },
         )?;
-        n += self.cx.sweep_kind::<AgeTokenRecord>(
+        n += self.sweep_kind::<AgeTokenRecord>(
             limit,
             |_, t| t.expires_at <= now,
             |k, _| batch.remove(Kind::AgeToken, k),

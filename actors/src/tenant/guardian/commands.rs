@@ -1,5 +1,6 @@
 //! The command surface of minor protection: `GuardianCmd` (what the child's and the
-//! guardian's pages ask) and `guardian_cmd`, which carries one out.
+//! guardian's pages ask) and `guardian_cmd`, which carries one out up to the wallet
+//! (`GuardianStep`).
 
 use tessera_storage::sha256;
 use time::OffsetDateTime;
@@ -11,7 +12,10 @@ use super::{
 use crate::{
     error::TenantError,
     outbound::MailJob,
-    tenant::{audit::AuditContext, messages::Credential, records::ChildStatus, state::TenantState},
+    tenant::{
+        audit::AuditContext, ctx::TenantCtx, guardian::memory::Guardian, messages::Credential,
+        records::ChildStatus,
+    },
 };
 
 /// A guardian command. The HTTP layer checks the forms' CSRF values before it sends one.
@@ -70,92 +74,107 @@ impl GuardianCmd {
     }
 }
 
-impl TenantState {
-    pub fn guardian_cmd(
+impl Guardian {
+    /// Carries out one command of the guardian's pages, up to the wallet: a wallet age check
+    /// proves the link here and is begun by the wallet flow (`TenantState::guardian_cmd`).
+    pub(in crate::tenant) fn guardian_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: GuardianCmd,
         ip: std::net::IpAddr,
         ctx: &AuditContext,
-    ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
+    ) -> Result<GuardianStep, TenantError> {
         self.guardian_call(ip)?;
         let now = OffsetDateTime::now_utc();
-        match cmd {
+        let answered = match cmd {
+            GuardianCmd::WalletBegin { token, ip } => {
+                let mut batch = cx.store.batch();
+                let found =
+                    self.guardian_link(cx, &mut batch, &token, GuardianPurpose::Consent, now);
+                cx.store.apply(batch)?;
+                let (_, child) = found?;
+                if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
+                    return Err(TenantError::GuardianInvalid);
+                }
+                return Ok(GuardianStep::AgeCheck {
+                    link: sha256(token.as_bytes()),
+                    ip,
+                    now,
+                });
+            }
             GuardianCmd::Request {
                 email,
                 credential,
                 password_ok,
                 guardian,
                 ip,
-            } => self.request_consent(&email, (&credential, password_ok), &guardian, ip, ctx),
+            } => self.request_consent(cx, &email, (&credential, password_ok), &guardian, ip, ctx),
             GuardianCmd::ConsentView { token } => {
-                let mut batch = self.cx.store.batch();
-                let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Consent, now);
-                self.cx.store.apply(batch)?;
+                let mut batch = cx.store.batch();
+                let found =
+                    self.guardian_link(cx, &mut batch, &token, GuardianPurpose::Consent, now);
+                cx.store.apply(batch)?;
                 let (rec, child) = found?;
                 if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
                     return Err(TenantError::GuardianInvalid);
                 }
-                let m = &self.cx.settings.minors;
+                let m = &cx.settings.minors;
                 let view = ConsentView {
-                    tenant: self.guardian_tenant(),
+                    tenant: self.guardian_tenant(cx),
                     child_email: child.email.clone().unwrap_or_default(),
-                    controller: self.controller(),
+                    controller: self.controller(cx),
                     lawful_basis: m.lawful_basis.clone(),
                     purposes: m.purposes.clone(),
                     data_categories: m.data_categories.clone(),
                     retention: m.retention.clone(),
                     expires_at: rec.expires_at,
-                    wallet_available: self.guardian_wallet_available(now),
+                    wallet_available: cx.guardian_wallet_available(now),
                     adult_proven: rec.adult_proven,
                 };
                 Ok((GuardianAnswer::Consent(Box::new(view)), Vec::new()))
             }
-            GuardianCmd::Consent { token, accept } => self.answer_consent(&token, accept, ctx),
-            GuardianCmd::WalletBegin { token, ip } => {
-                let mut batch = self.cx.store.batch();
-                let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Consent, now);
-                self.cx.store.apply(batch)?;
-                let (_, child) = found?;
-                if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
-                    return Err(TenantError::GuardianInvalid);
-                }
-                let link = sha256(token.as_bytes());
-                let begun = self.eudi_begin(
-                    crate::tenant::eudi::EudiPurpose::Age,
-                    None,
-                    ip,
-                    now,
-                    Some(link),
-                )?;
-                Ok((GuardianAnswer::WalletBegun(Box::new(begun)), Vec::new()))
-            }
+            GuardianCmd::Consent { token, accept } => self.answer_consent(cx, &token, accept, ctx),
             GuardianCmd::PortalView { token } => {
-                let mut batch = self.cx.store.batch();
-                let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Portal, now);
-                self.cx.store.apply(batch)?;
+                let mut batch = cx.store.batch();
+                let found =
+                    self.guardian_link(cx, &mut batch, &token, GuardianPurpose::Portal, now);
+                cx.store.apply(batch)?;
                 let (_, child) = found?;
-                let view = self.portal_view(&child, None)?;
+                let view = self.portal_view(cx, &child, None)?;
                 Ok((GuardianAnswer::Portal(Box::new(view)), Vec::new()))
             }
             GuardianCmd::Portal {
                 token,
                 action,
                 confirm_nonce,
-            } => self.portal_action(&token, action, confirm_nonce, ctx),
+            } => self.portal_action(cx, &token, action, confirm_nonce, ctx),
             GuardianCmd::Download { token } => {
-                let mut batch = self.cx.store.batch();
-                let found = self.guardian_link(&mut batch, &token, GuardianPurpose::Export, now);
-                self.cx.store.apply(batch)?;
+                let mut batch = cx.store.batch();
+                let found =
+                    self.guardian_link(cx, &mut batch, &token, GuardianPurpose::Export, now);
+                cx.store.apply(batch)?;
                 let (rec, child) = found?;
                 let sealed = rec.archive.ok_or(TenantError::GuardianInvalid)?;
-                let plain = self
-                    .cx
+                let plain = cx
                     .master_key
-                    .open(&self.cx.user_aad(child.id, "guardian_export"), &sealed)?;
+                    .open(&cx.user_aad(child.id, "guardian_export"), &sealed)?;
                 let archive = serde_json::from_slice(&plain)
                     .map_err(|e| TenantError::Internal(e.to_string()))?;
                 Ok((GuardianAnswer::Archive(archive), Vec::new()))
             }
-        }
+        };
+        answered.map(|(answer, mail)| GuardianStep::Answered(answer, mail))
     }
+}
+
+/// Where a guardian command ends: answered by the guardian flow, or a wallet age check for a
+/// proven consent link, which the wallet flow begins.
+pub(in crate::tenant) enum GuardianStep {
+    Answered(GuardianAnswer, Vec<MailJob>),
+    AgeCheck {
+        /// The consent link's token's SHA-256.
+        link: [u8; 32],
+        ip: std::net::IpAddr,
+        now: OffsetDateTime,
+    },
 }

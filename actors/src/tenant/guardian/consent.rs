@@ -2,6 +2,9 @@
 //! accepts (with the consent receipt) or declines, an adult by the date of birth asked or by
 //! the EU wallet's age proof.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guardian::memory::Guardian;
+
 use tessera_storage::{sha256, Kind, TenantBatch};
 use time::OffsetDateTime;
 
@@ -17,15 +20,15 @@ use crate::{
         audit::AuditContext,
         messages::Credential,
         records::{ChildStatus, ConsentReceipt},
-        state::TenantState,
     },
 };
 
-impl TenantState {
+impl Guardian {
     /// `POST /v1/auth/parental-consent`: the child's password proves it is them; a held
     /// account gets a new consent link mailed to `guardian` (the previous one dies).
     pub(super) fn request_consent(
         &mut self,
+        cx: &mut TenantCtx,
         email: &str,
         (credential, password_ok): (&Credential, bool),
         guardian: &str,
@@ -33,29 +36,27 @@ impl TenantState {
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         // As a login: a wrong password finishing after the block began still counts.
         let attempt = Attempt::new(email, ip, Captcha::Off);
-        if let Err(refused) = self.cx.login_gate(&attempt) {
+        if let Err(refused) = cx.login_gate(&attempt) {
             if !password_ok {
-                self.cx
-                    .count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
-                self.commit(fx)?;
+                cx.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
+                cx.commit(fx)?;
             }
             return Err(refused);
         }
-        let Some(mut child) = self.proven_user(email, credential, password_ok)? else {
-            self.cx
-                .count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
-            self.cx.audit_into(
+        let Some(mut child) = cx.proven_user(email, credential, password_ok)? else {
+            cx.count_failed_login(&mut fx.batch, &attempt, credential.user_id, ctx)?;
+            cx.audit_into(
                 &mut fx.batch,
                 "guardian.consent_request_failed",
                 ctx,
                 serde_json::json!({ "user_id": credential.user_id, "reason": "invalid_credentials" }),
             )?;
-            return self.fail(fx, TenantError::InvalidCredentials);
+            return cx.fail(fx, TenantError::InvalidCredentials);
         };
-        self.cx.login.succeed(&attempt);
+        cx.login.succeed(&attempt);
         let Some(mut g) = child
             .guardian
             .clone()
@@ -73,8 +74,7 @@ impl TenantState {
         if g.consented_by.as_deref().is_some_and(|c| c != guardian) {
             return Err(TenantError::GuardianOther);
         }
-        self.guardian
-            .asks
+        self.asks
             .hit(&child.id, std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         if let Some(old) = g.consent_token.take().and_then(|h| hex::decode(h).ok()) {
@@ -82,6 +82,7 @@ impl TenantState {
         }
         let expires_at = now + CONSENT_TTL;
         let token = self.put_guardian_token(
+            cx,
             &mut fx.batch,
             &GuardianTokenRecord {
                 purpose: GuardianPurpose::Consent,
@@ -98,9 +99,9 @@ impl TenantState {
         g.asked = Some(guardian.to_owned());
         child.guardian = Some(g);
         fx.batch.put(child.id.as_bytes(), &child)?;
-        let link = self.cx.link("v1/guardian/consent", &token);
+        let link = cx.link("v1/guardian/consent", &token);
         fx.locale = child.locale.clone();
-        self.cx.queue_mail(
+        cx.queue_mail(
             &mut fx,
             guardian,
             MailKind::GuardianConsent {
@@ -108,29 +109,30 @@ impl TenantState {
                 child_email: email.to_owned(),
             },
         )?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "guardian.consent_requested",
             ctx,
             serde_json::json!({ "user_id": child.id }),
         )?;
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((GuardianAnswer::Requested { expires_at }, mail))
     }
 
     /// The guardian's answer on the consent page: the link is used either way.
     pub(super) fn answer_consent(
         &mut self,
+        cx: &mut TenantCtx,
         token: &str,
         accept: bool,
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let (rec, mut child) =
-            match self.guardian_link(&mut fx.batch, token, GuardianPurpose::Consent, now) {
+            match self.guardian_link(cx, &mut fx.batch, token, GuardianPurpose::Consent, now) {
                 Ok(found) => found,
-                Err(e) => return self.fail(fx, e),
+                Err(e) => return cx.fail(fx, e),
             };
         fx.batch
             .remove(Kind::GuardianToken, &sha256(token.as_bytes()));
@@ -139,7 +141,7 @@ impl TenantState {
             .clone()
             .filter(|g| g.status == ChildStatus::Held)
         else {
-            return self.fail(fx, TenantError::GuardianInvalid);
+            return cx.fail(fx, TenantError::GuardianInvalid);
         };
         g.consent_token = None;
         g.status_at = now;
@@ -149,7 +151,7 @@ impl TenantState {
             "email"
         };
         let event = if accept {
-            let m = &self.cx.settings.minors;
+            let m = &cx.settings.minors;
             g.status = ChildStatus::Active;
             g.consented_by = Some(rec.guardian.clone());
             g.receipt = Some(ConsentReceipt {
@@ -158,12 +160,12 @@ impl TenantState {
                 purposes: m.purposes.clone(),
                 data_categories: m.data_categories.clone(),
                 retention: m.retention.clone(),
-                controller: self.controller(),
+                controller: self.controller(cx),
                 withdrawal_available: true,
                 consent_method: method.to_owned(),
             });
             fx.batch.remove(Kind::ChildBlocked, child.id.as_bytes());
-            self.emit_event(
+            cx.emit_event(
                 &mut fx.batch,
                 "guardian.consent_granted",
                 serde_json::json!({ "user_id": child.id, "consent_method": method }),
@@ -177,33 +179,36 @@ impl TenantState {
         };
         let status = g.status;
         let dpia =
-            self.cx.settings.minors.dpia.as_ref().map(
+            cx.settings.minors.dpia.as_ref().map(
                 |d| serde_json::json!({ "dpia_key": d.dpia_key, "dpia_version": d.dpia_version }),
             );
         child.guardian = Some(g);
         fx.batch.put(child.id.as_bytes(), &child)?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             event,
             ctx,
             serde_json::json!({ "user_id": child.id, "consent_method": method, "dpia": dpia }),
         )?;
-        let mail = self.commit(fx)?;
+        let mail = cx.commit(fx)?;
         Ok((
             GuardianAnswer::Answered {
-                tenant: self.guardian_tenant(),
+                tenant: self.guardian_tenant(cx),
                 status,
             },
             mail,
         ))
     }
+}
 
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// Whether a guardian may prove adulthood with the wallet: age verification on, and a
     /// verifier certificate that has not expired.
     pub(super) fn guardian_wallet_available(&self, now: OffsetDateTime) -> bool {
-        self.cx.settings.eudi_age.age_verification_enabled
+        self.settings.eudi_age.age_verification_enabled
             && self
-                .eudi
                 .verifier
                 .as_ref()
                 .is_some_and(|v| v.not_after > now.unix_timestamp())
@@ -216,7 +221,7 @@ impl TenantState {
         link: &[u8; 32],
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        if let Some(mut rec) = self.cx.store.get::<GuardianTokenRecord>(link)? {
+        if let Some(mut rec) = self.store.get::<GuardianTokenRecord>(link)? {
             if rec.purpose == GuardianPurpose::Consent && rec.expires_at > now {
                 rec.adult_proven = true;
                 batch.put(link, &rec)?;

@@ -2,6 +2,8 @@
 //! the gate every sign-in and token path checks: a held or declined account, like a blocked
 //! one, holds no session.
 
+use crate::tenant::ctx::TenantCtx;
+
 use time::OffsetDateTime;
 
 use crate::{
@@ -9,7 +11,6 @@ use crate::{
     tenant::{
         messages::Registration,
         records::{ChildConsent, ChildStatus, UserRecord},
-        state::TenantState,
     },
 };
 
@@ -39,7 +40,9 @@ pub(super) fn age_on(born: time::Date, today: time::Date) -> i32 {
     age
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// For a registration under minor protection: whether the new account is held. With the
     /// protection off, `None`. A wallet's proof decides when it says enough: over a threshold
     /// at or above the consent age is an adult, under one at or below it a minor. Otherwise
@@ -50,7 +53,7 @@ impl TenantState {
         wallet: Option<(bool, u8)>,
         now: OffsetDateTime,
     ) -> Result<Option<bool>, TenantError> {
-        let minors = &self.cx.settings.minors;
+        let minors = &self.settings.minors;
         if !minors.minor_protection_enabled {
             return Ok(None);
         }
@@ -75,7 +78,7 @@ impl TenantState {
 
     /// Whether a sign-up that brings no age may make an account: not under minor protection.
     pub(in crate::tenant) fn age_unknown_signup(&self) -> Result<(), TenantError> {
-        if self.cx.settings.minors.minor_protection_enabled {
+        if self.settings.minors.minor_protection_enabled {
             return Err(TenantError::AgeRequired);
         }
         Ok(())
@@ -85,7 +88,7 @@ impl TenantState {
     pub(in crate::tenant) fn adult_for_consent(&self, born: &str, now: OffsetDateTime) -> bool {
         let format = time::macros::format_description!("[year]-[month]-[day]");
         time::Date::parse(born, &format).is_ok_and(|b| {
-            age_on(b, now.date()) >= i32::from(self.cx.settings.minors.digital_consent_age)
+            age_on(b, now.date()) >= i32::from(self.settings.minors.digital_consent_age)
         })
     }
 

@@ -2,6 +2,9 @@
 //! purpose with the child they name; the tenant and controller the pages show; the
 //! per-address limit of the guardian's routes.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guardian::memory::Guardian;
+
 use tessera_storage::{sha256, Kind, TenantBatch};
 use time::OffsetDateTime;
 
@@ -9,34 +12,31 @@ use super::{
     records::{GuardianPurpose, GuardianTokenRecord},
     values::GuardianTenant,
 };
-use crate::{
-    error::TenantError,
-    tenant::{records::UserRecord, state::TenantState},
-};
+use crate::{error::TenantError, tenant::records::UserRecord};
 
-impl TenantState {
-    pub(super) fn guardian_tenant(&self) -> GuardianTenant {
+impl Guardian {
+    pub(super) fn guardian_tenant(&self, cx: &TenantCtx) -> GuardianTenant {
         GuardianTenant {
-            name: self.cx.info.name.clone(),
-            default_locale: self.cx.settings.users.default_locale.clone(),
+            name: cx.info.name.clone(),
+            default_locale: cx.settings.users.default_locale.clone(),
         }
     }
 
-    pub(super) fn controller(&self) -> String {
-        self.cx
-            .settings
+    pub(super) fn controller(&self, cx: &TenantCtx) -> String {
+        cx.settings
             .minors
             .controller_name
             .clone()
-            .unwrap_or_else(|| self.cx.info.name.clone())
+            .unwrap_or_else(|| cx.info.name.clone())
     }
 
     pub(super) fn put_guardian_token(
         &self,
+        cx: &TenantCtx,
         batch: &mut TenantBatch,
         rec: &GuardianTokenRecord,
     ) -> Result<String, TenantError> {
-        let token = self.cx.link_token();
+        let token = cx.link_token();
         batch.put(&sha256(token.as_bytes()), rec)?;
         Ok(token)
     }
@@ -45,19 +45,20 @@ impl TenantState {
     /// `GuardianInvalid`, and a dead link found on the way is staged for removal.
     pub(super) fn guardian_link(
         &self,
+        cx: &TenantCtx,
         batch: &mut TenantBatch,
         token: &str,
         purpose: GuardianPurpose,
         now: OffsetDateTime,
     ) -> Result<(GuardianTokenRecord, UserRecord), TenantError> {
         let hash = sha256(token.as_bytes());
-        let Some(rec) = self.cx.store.get::<GuardianTokenRecord>(&hash)? else {
+        let Some(rec) = cx.store.get::<GuardianTokenRecord>(&hash)? else {
             return Err(TenantError::GuardianInvalid);
         };
         if rec.purpose != purpose {
             return Err(TenantError::GuardianInvalid);
         }
-        let child = self.cx.user(rec.child)?;
+        let child = cx.user(rec.child)?;
         let live = rec.expires_at > now;
         let child = match child {
             Some(c) if live && c.guardian.is_some() => c,
@@ -94,8 +95,7 @@ impl TenantState {
 
     /// Counts a call of the guardian routes from `ip` (they need no key).
     pub(super) fn guardian_call(&mut self, ip: std::net::IpAddr) -> Result<(), TenantError> {
-        self.guardian
-            .calls
+        self.calls
             .hit(&crate::throttle::throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }

@@ -2,6 +2,9 @@
 //! child's data, erase the account with a confirmation); and the portal link mailed on
 //! request, answered alike whether or not a link was sent.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guardian::memory::Guardian;
+
 use tessera_storage::{random_token, sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -19,13 +22,13 @@ use crate::{
         audit::AuditContext,
         effects::Effects,
         records::{ChildStatus, UserRecord},
-        state::TenantState,
     },
 };
 
-impl TenantState {
+impl Guardian {
     pub(super) fn portal_view(
         &self,
+        cx: &TenantCtx,
         child: &UserRecord,
         confirm_token: Option<String>,
     ) -> Result<PortalView, TenantError> {
@@ -44,7 +47,7 @@ impl TenantState {
             }
         };
         Ok(PortalView {
-            tenant: self.guardian_tenant(),
+            tenant: self.guardian_tenant(cx),
             child_email: child.email.clone().unwrap_or_default(),
             status: g.status,
             registered_at: child.created_at,
@@ -53,13 +56,13 @@ impl TenantState {
                 .receipt
                 .as_ref()
                 .map(|r| r.data_categories.clone())
-                .unwrap_or_else(|| self.cx.settings.minors.data_categories.clone()),
+                .unwrap_or_else(|| cx.settings.minors.data_categories.clone()),
             receipt: g.receipt.clone(),
             controller: g
                 .receipt
                 .as_ref()
                 .map(|r| r.controller.clone())
-                .unwrap_or_else(|| self.controller()),
+                .unwrap_or_else(|| self.controller(cx)),
             actions,
             confirm_token,
         })
@@ -68,19 +71,20 @@ impl TenantState {
     /// A portal action by the guardian who consented.
     pub(super) fn portal_action(
         &mut self,
+        cx: &mut TenantCtx,
         token: &str,
         action: PortalAction,
         confirm_nonce: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(GuardianAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let (mut rec, mut child) =
-            match self.guardian_link(&mut fx.batch, token, GuardianPurpose::Portal, now) {
+            match self.guardian_link(cx, &mut fx.batch, token, GuardianPurpose::Portal, now) {
                 Ok(found) => found,
-                Err(e) => return self.fail(fx, e),
+                Err(e) => return cx.fail(fx, e),
             };
-        let portal_view = self.portal_view(&child, None)?;
+        let portal_view = self.portal_view(cx, &child, None)?;
         if !portal_view.actions.contains(&action) {
             return Err(TenantError::GuardianConsentNotPending);
         }
@@ -95,24 +99,23 @@ impl TenantState {
                 g.status_at = now;
                 child.guardian = Some(g);
                 fx.batch.put(child.id.as_bytes(), &child)?;
-                let ended = self.revoke_user_sessions(&mut fx.batch, child.id, None)?;
+                let ended = cx.revoke_user_sessions(&mut fx.batch, child.id, None)?;
                 if ended > 0 {
-                    self.emit_session_revoked(
+                    cx.emit_session_revoked(
                         &mut fx.batch,
                         child.id,
                         crate::tenant::webhooks::Revoked::All,
                         "guardian_consent_withdrawn",
                     )?;
                 }
-                self.emit_event(
+                cx.emit_event(
                     &mut fx.batch,
                     "guardian.consent_withdrawn",
                     serde_json::json!({ "user_id": child.id }),
                 )?;
-                self.cx
-                    .audit_into(&mut fx.batch, "guardian.consent_withdrawn", ctx, ids)?;
-                let mail = self.commit(fx)?;
-                let view = self.portal_view(&child, None)?;
+                cx.audit_into(&mut fx.batch, "guardian.consent_withdrawn", ctx, ids)?;
+                let mail = cx.commit(fx)?;
+                let view = self.portal_view(cx, &child, None)?;
                 Ok((GuardianAnswer::Portal(Box::new(view)), mail))
             }
             PortalAction::Export => {
@@ -124,14 +127,14 @@ impl TenantState {
                 }
                 rec.exports += 1;
                 fx.batch.put(&hash, &rec)?;
-                let archive = self.export_of(&child, now)?;
+                let archive = cx.export_of(&child, now)?;
                 let plain = serde_json::to_vec(&archive)
                     .map_err(|e| TenantError::Internal(e.to_string()))?;
-                let sealed = self
-                    .cx
+                let sealed = cx
                     .master_key
-                    .seal(&self.cx.user_aad(child.id, "guardian_export"), &plain)?;
+                    .seal(&cx.user_aad(child.id, "guardian_export"), &plain)?;
                 let download = self.put_guardian_token(
+                    cx,
                     &mut fx.batch,
                     &GuardianTokenRecord {
                         purpose: GuardianPurpose::Export,
@@ -144,8 +147,8 @@ impl TenantState {
                         exports: 0,
                     },
                 )?;
-                let link = self.cx.link("v1/guardian/export", &download);
-                self.cx.queue_mail(
+                let link = cx.link("v1/guardian/export", &download);
+                cx.queue_mail(
                     &mut fx,
                     &rec.guardian,
                     MailKind::GuardianExport {
@@ -153,9 +156,8 @@ impl TenantState {
                         child_email: child.email.clone().unwrap_or_default(),
                     },
                 )?;
-                self.cx
-                    .audit_into(&mut fx.batch, "guardian.data_exported", ctx, ids)?;
-                let mail = self.commit(fx)?;
+                cx.audit_into(&mut fx.batch, "guardian.data_exported", ctx, ids)?;
+                let mail = cx.commit(fx)?;
                 Ok((GuardianAnswer::Portal(Box::new(portal_view)), mail))
             }
             PortalAction::Delete => {
@@ -179,23 +181,23 @@ impl TenantState {
                         (now + CONFIRM_TTL).unix_timestamp(),
                     ));
                     fx.batch.put(&hash, &rec)?;
-                    self.commit(fx)?;
-                    let view = self.portal_view(&child, Some(nonce))?;
+                    cx.commit(fx)?;
+                    let view = self.portal_view(cx, &child, Some(nonce))?;
                     return Ok((GuardianAnswer::Portal(Box::new(view)), Vec::new()));
                 }
                 fx.batch.remove(Kind::GuardianToken, &hash);
-                self.erase_child(&mut fx, &child)?;
+                cx.erase_child(&mut fx, &child)?;
                 // The record of the erasure names the erased id and nothing else.
-                self.cx.audit_into(
+                cx.audit_into(
                     &mut fx.batch,
                     "guardian.account_deleted",
                     ctx,
                     serde_json::json!({ "deleted_user_id": child.id }),
                 )?;
-                let mail = self.commit(fx)?;
+                let mail = cx.commit(fx)?;
                 Ok((
                     GuardianAnswer::Deleted {
-                        tenant: self.guardian_tenant(),
+                        tenant: self.guardian_tenant(cx),
                     },
                     mail,
                 ))
@@ -203,22 +205,11 @@ impl TenantState {
         }
     }
 
-    /// Stages the erasure of a minor's account (with its guardian links, see
-    /// `erase_user`); the messages queued about it are withdrawn from delivery.
-    pub(super) fn erase_child(
-        &mut self,
-        fx: &mut Effects,
-        child: &UserRecord,
-    ) -> Result<(), TenantError> {
-        let withdrawn = self.erase_user(fx, child)?;
-        self.cx.runtime.outbound.withdraw(&withdrawn);
-        Ok(())
-    }
-
     /// `POST /v1/guardian/management-link`: a portal link to `guardian` when they consented
     /// for the account at `child_email`; otherwise as much written, nothing sent.
     pub fn guardian_management_link(
         &mut self,
+        cx: &mut TenantCtx,
         child_email: &str,
         guardian: &str,
         ip: std::net::IpAddr,
@@ -227,7 +218,7 @@ impl TenantState {
         // Before any lookup: the refusal tells nothing about the addresses.
         self.guardian_call(ip)?;
         let now = OffsetDateTime::now_utc();
-        let child = self.cx.user_by_email(child_email)?.filter(|c| {
+        let child = cx.user_by_email(child_email)?.filter(|c| {
             c.guardian
                 .as_ref()
                 .is_some_and(|g| g.consented_by.as_deref() == Some(guardian))
@@ -244,47 +235,62 @@ impl TenantState {
         };
         let allowed = child
             .as_ref()
-            .is_some_and(|c| self.guardian_mail_allowed(c.id, guardian));
+            .is_some_and(|c| self.guardian_mail_allowed(cx, c.id, guardian));
         let Some(child) = child.filter(|_| allowed) else {
             let records = [serde_json::to_value(&rec)]
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| TenantError::Internal(e.to_string()))?;
             let kind = MailKind::GuardianPortal {
-                link: self.cx.link("v1/guardian/portal", &self.cx.link_token()),
+                link: cx.link("v1/guardian/portal", &cx.link_token()),
                 child_email: child_email.to_owned(),
             };
-            self.cx
-                .write_decoy(&self.cx.decoy_of(guardian, kind, &records)?)?;
+            cx.write_decoy(&cx.decoy_of(guardian, kind, &records)?)?;
             return Ok(Vec::new());
         };
-        let mut fx = self.cx.effects();
-        let token = self.put_guardian_token(&mut fx.batch, &rec)?;
+        let mut fx = cx.effects();
+        let token = self.put_guardian_token(cx, &mut fx.batch, &rec)?;
         fx.locale = child.locale.clone();
-        self.cx.queue_mail(
+        cx.queue_mail(
             &mut fx,
             guardian,
             MailKind::GuardianPortal {
-                link: self.cx.link("v1/guardian/portal", &token),
+                link: cx.link("v1/guardian/portal", &token),
                 child_email: child_email.to_owned(),
             },
         )?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "guardian.management_link_sent",
             ctx,
             serde_json::json!({ "user_id": child.id }),
         )?;
-        self.commit(fx)
+        cx.commit(fx)
     }
 
     /// Portal links are spaced like other mail to one account.
-    fn guardian_mail_allowed(&mut self, child: Uuid, guardian: &str) -> bool {
+    fn guardian_mail_allowed(&mut self, cx: &mut TenantCtx, child: Uuid, guardian: &str) -> bool {
         let mut seed = child.as_bytes().to_vec();
         seed.extend_from_slice(guardian.as_bytes());
         let digest = sha256(&seed);
         let mut key = [0u8; 16];
         key.copy_from_slice(&digest[..16]);
-        self.mail_allowed(Uuid::from_bytes(key))
+        cx.mail_allowed(Uuid::from_bytes(key))
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    /// Stages the erasure of a minor's account (with its guardian links, see
+    /// `erase_user`); the messages queued about it are withdrawn from delivery.
+    pub(super) fn erase_child(
+        &mut self,
+        fx: &mut Effects,
+        child: &UserRecord,
+    ) -> Result<(), TenantError> {
+        let withdrawn = self.erase_user(fx, child)?;
+        self.runtime.outbound.withdraw(&withdrawn);
+        Ok(())
     }
 }

@@ -1,6 +1,8 @@
 //! What the rest of the tenant asks of minor protection's records: the links a user's
 //! erasure removes, the daily sweep of expired links, and the purge of declined accounts.
 
+use crate::tenant::ctx::TenantCtx;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -8,17 +10,18 @@ use uuid::Uuid;
 use super::records::{ChildBlockedIndex, GuardianTokenRecord, DECLINED_RETENTION};
 use crate::{
     error::TenantError,
-    tenant::{audit::AuditContext, effects::Effects, records::ChildStatus, state::TenantState},
+    tenant::{audit::AuditContext, effects::Effects, records::ChildStatus},
 };
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The keys of the guardian links (consent, portal, export) about any of `users`.
     pub(in crate::tenant) fn guardian_link_keys(
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.cx
-            .keys_where::<GuardianTokenRecord>(|r| users.contains(&r.child))
+        self.keys_where::<GuardianTokenRecord>(|r| users.contains(&r.child))
     }
 
     /// Removes up to `limit` expired guardian links (an export's sealed archive among them);
@@ -30,7 +33,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.cx.store.scan::<GuardianTokenRecord>(b"") {
+        for item in self.store.scan::<GuardianTokenRecord>(b"") {
             if n == limit {
                 break;
             }
@@ -51,7 +54,7 @@ impl TenantState {
         limit: usize,
     ) -> Result<usize, TenantError> {
         let mut due = Vec::new();
-        for item in self.cx.store.scan::<ChildBlockedIndex>(b"") {
+        for item in self.store.scan::<ChildBlockedIndex>(b"") {
             let (key, ix) = item?;
             if due.len() == limit {
                 break;
@@ -66,7 +69,7 @@ impl TenantState {
             let Ok(id) = Uuid::from_slice(&key) else {
                 continue;
             };
-            let Some(child) = self.cx.user(id)? else {
+            let Some(child) = self.user(id)? else {
                 continue;
             };
             if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Blocked) {
@@ -74,7 +77,7 @@ impl TenantState {
             }
             self.erase_child(fx, &child)?;
             // The record of the erasure names the erased id and nothing else.
-            self.cx.audit_into(
+            self.audit_into(
                 &mut fx.batch,
                 "guardian.declined_account_erased",
                 &AuditContext::default(),

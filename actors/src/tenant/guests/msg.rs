@@ -1,6 +1,9 @@
 //! Guests: anonymous sign-in, the claim, and the purge: the commands the tenant actor takes for
 //! this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guests::memory::Guests;
+
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
@@ -12,7 +15,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, PurgeReport, Registration, UserView},
-        state::TenantState,
     },
 };
 
@@ -39,34 +41,38 @@ pub enum GuestsMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: GuestsMsg) {
-    match msg {
-        GuestsMsg::AnonymousSignin {
-            ip,
-            public_metadata,
-            ctx,
-            reply,
-        } => {
-            let out = state.anonymous_signin(ip, public_metadata, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        GuestsMsg::Claim {
-            bearer,
-            registration,
-            ctx,
-            reply,
-        } => {
-            let out = state.claim(bearer, registration, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        GuestsMsg::PurgeGuests {
-            as_of,
-            dry_run,
-            reply,
-        } => {
-            let out = state.purge_guests(as_of, dry_run).map(|r| (r, Vec::new()));
-            finish(state, reply, Outcome::with_mail(out));
+impl Guests {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: GuestsMsg) {
+        match msg {
+            GuestsMsg::AnonymousSignin {
+                ip,
+                public_metadata,
+                ctx,
+                reply,
+            } => {
+                let out = self.anonymous_signin(cx, ip, public_metadata, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            GuestsMsg::Claim {
+                bearer,
+                registration,
+                ctx,
+                reply,
+            } => {
+                let out = self.claim(cx, bearer, registration, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            GuestsMsg::PurgeGuests {
+                as_of,
+                dry_run,
+                reply,
+            } => {
+                let out = self
+                    .purge_guests(cx, as_of, dry_run)
+                    .map(|r| (r, Vec::new()));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

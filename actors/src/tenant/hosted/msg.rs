@@ -1,6 +1,9 @@
 //! The hosted pages: a look at a mailed link, the sign-in page, and the code exchange: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::hosted::Hosted;
+
 use ractor::RpcReplyPort;
 
 use crate::{
@@ -9,7 +12,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{HostedLink, HostedView, PasswordlessLogin, SignInView},
-        state::TenantState,
     },
 };
 
@@ -39,29 +41,31 @@ pub enum HostedMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: HostedMsg) {
-    match msg {
-        HostedMsg::HostedPeek { link, token, reply } => {
-            let out = state.hosted_peek(link, &token);
-            finish(state, reply, Outcome::now(out));
-        }
-        HostedMsg::SignInView { reply } => {
-            let out = Ok(state.sign_in_view());
-            finish(state, reply, Outcome::now(out));
-        }
-        HostedMsg::HostedMagicLink { token, ctx, reply } => {
-            let out = state.hosted_magic_link(&token, &ctx);
-            finish(state, reply, Outcome::now(out));
-        }
-        HostedMsg::ExchangeCode {
-            code,
-            code_verifier,
-            ctx,
-            reply,
-        } => {
-            let out = state.exchange_code(&code, &code_verifier, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
+impl Hosted {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: HostedMsg) {
+        match msg {
+            HostedMsg::HostedPeek { link, token, reply } => {
+                let out = self.hosted_peek(cx, link, &token);
+                finish(cx, reply, Outcome::now(out));
+            }
+            HostedMsg::SignInView { reply } => {
+                let out = Ok(self.sign_in_view(cx));
+                finish(cx, reply, Outcome::now(out));
+            }
+            HostedMsg::HostedMagicLink { token, ctx, reply } => {
+                let out = self.hosted_magic_link(cx, &token, &ctx);
+                finish(cx, reply, Outcome::now(out));
+            }
+            HostedMsg::ExchangeCode {
+                code,
+                code_verifier,
+                ctx,
+                reply,
+            } => {
+                let out = self.exchange_code(cx, &code, &code_verifier, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

@@ -1,5 +1,7 @@
 //! The signing keys: the commands the tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+
 use std::sync::Arc;
 
 use ractor::RpcReplyPort;
@@ -7,10 +9,7 @@ use ractor::RpcReplyPort;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},
-    tenant::{
-        keys::{RotatedKeys, TokenKeys},
-        state::TenantState,
-    },
+    tenant::keys::{RotatedKeys, TokenKeys},
 };
 
 pub enum KeysMsg {
@@ -30,23 +29,23 @@ pub enum KeysMsg {
 }
 
 /// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: KeysMsg) {
+pub(in crate::tenant) fn handle(cx: &mut TenantCtx, msg: KeysMsg) {
     match msg {
         KeysMsg::RotateSigningKey { rsa_pkcs8, reply } => {
-            let out = state.rotate_signing_key(rsa_pkcs8.as_deref().map(|v| v.as_slice()));
+            let out = cx.rotate_signing_key(rsa_pkcs8.as_deref().map(|v| v.as_slice()));
             let outcome = match out {
-                Ok((rotated, token_keys)) => publishing(state, Ok(rotated), token_keys),
+                Ok((rotated, token_keys)) => publishing(cx, Ok(rotated), token_keys),
                 Err(e) => Outcome::now(Err(e)),
             };
-            finish(state, reply, outcome);
+            finish(cx, reply, outcome);
         }
         KeysMsg::AddIdTokenKey { pkcs8, reply } => {
-            let outcome = match state.add_id_token_key(&pkcs8) {
-                Ok(Some(token_keys)) => publishing(state, Ok(true), token_keys),
+            let outcome = match cx.add_id_token_key(&pkcs8) {
+                Ok(Some(token_keys)) => publishing(cx, Ok(true), token_keys),
                 Ok(None) => Outcome::now(Ok(false)),
                 Err(e) => Outcome::now(Err(e)),
             };
-            finish(state, reply, outcome);
+            finish(cx, reply, outcome);
         }
     }
 }
@@ -54,10 +53,10 @@ pub(in crate::tenant) fn handle(state: &mut TenantState, msg: KeysMsg) {
 /// Answered once the new keys are on disk, and published to the request handlers just
 /// before: no token is signed with a key that a crash could lose.
 fn publishing<T>(
-    state: &TenantState,
+    cx: &TenantCtx,
     answer: Result<T, TenantError>,
     token_keys: TokenKeys,
 ) -> Outcome<T, TenantError> {
-    let cell = state.keys_cell();
+    let cell = cx.keys_cell();
     Outcome::durable_success(answer).publishing(move || cell.store(Arc::new(token_keys)))
 }

@@ -1,6 +1,9 @@
 //! TOTP and recovery codes: setup, challenges, disabling and new codes: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::mfa::Mfa;
+
 use ractor::RpcReplyPort;
 
 use crate::{
@@ -9,7 +12,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
-        state::TenantState,
     },
 };
 
@@ -52,53 +54,55 @@ pub enum MfaMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: MfaMsg) {
-    match msg {
-        MfaMsg::MfaSetup { who, reply } => {
-            let out = state.mfa_setup(&who);
-            finish(state, reply, Outcome::durable_success(out));
-        }
-        MfaMsg::MfaVerifySetup {
-            who,
-            code,
-            ctx,
-            reply,
-        } => {
-            let out = state.mfa_verify_setup(&who, &code, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        MfaMsg::MfaVerify {
-            challenge,
-            code,
-            bearer,
-            ctx,
-            reply,
-        } => {
-            let out = state.mfa_verify(&challenge, &code, bearer, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        MfaMsg::MfaDisable {
-            bearer,
-            credential,
-            password_ok,
-            code,
-            ctx,
-            reply,
-        } => {
-            let out = state.mfa_disable(bearer, &credential, password_ok, &code, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        MfaMsg::MfaRegenerateCodes {
-            bearer,
-            credential,
-            password_ok,
-            code,
-            ctx,
-            reply,
-        } => {
-            let out = state.mfa_regenerate(bearer, &credential, password_ok, &code, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
+impl Mfa {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: MfaMsg) {
+        match msg {
+            MfaMsg::MfaSetup { who, reply } => {
+                let out = self.mfa_setup(cx, &who);
+                finish(cx, reply, Outcome::durable_success(out));
+            }
+            MfaMsg::MfaVerifySetup {
+                who,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = self.mfa_verify_setup(cx, &who, &code, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            MfaMsg::MfaVerify {
+                challenge,
+                code,
+                bearer,
+                ctx,
+                reply,
+            } => {
+                let out = self.mfa_verify(cx, &challenge, &code, bearer, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            MfaMsg::MfaDisable {
+                bearer,
+                credential,
+                password_ok,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = self.mfa_disable(cx, bearer, &credential, password_ok, &code, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            MfaMsg::MfaRegenerateCodes {
+                bearer,
+                credential,
+                password_ok,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = self.mfa_regenerate(cx, bearer, &credential, password_ok, &code, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

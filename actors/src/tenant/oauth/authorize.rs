@@ -2,6 +2,9 @@
 //! consent screen (with the commitment the decision must carry back), the decision, and the
 //! code it issues.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
+
 use std::sync::Arc;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -22,7 +25,6 @@ use crate::{
         messages::Bearer,
         oauth_clients::OAuthClientRecord,
         records::{SessionRecord, UserRecord},
-        state::TenantState,
     },
 };
 
@@ -95,31 +97,32 @@ pub enum ConsentDecision {
     Deny,
 }
 
-impl TenantState {
+impl OAuth {
     /// The user's live first-party session behind `bearer`, for authorize and consent.
     fn oauth_signed_in(
         &self,
+        cx: &TenantCtx,
         bearer: Bearer,
         now: OffsetDateTime,
     ) -> Result<Option<(SessionRecord, UserRecord)>, TenantError> {
-        match self.live_session(bearer, now) {
+        match cx.live_session(bearer, now) {
             Ok((s, u)) if !u.suspended() => Ok(Some((s, u))),
             Ok(_) | Err(TenantError::InvalidSession) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    fn commitment(&self, request: &AuthzRequest, user: Uuid) -> String {
-        URL_SAFE_NO_PAD.encode(self.cx.oauth_hasher.hash(&request.canonical(user)))
+    fn commitment(&self, cx: &TenantCtx, request: &AuthzRequest, user: Uuid) -> String {
+        URL_SAFE_NO_PAD.encode(cx.oauth_hasher.hash(&request.canonical(user)))
     }
 
     pub(super) fn consent_of(
         &self,
+        cx: &TenantCtx,
         user: Uuid,
         client_id: &str,
     ) -> Result<Option<ConsentRecord>, TenantError> {
-        Ok(self
-            .cx
+        Ok(cx
             .store
             .get::<ConsentRecord>(&consent_key(user, client_id))?)
     }
@@ -127,6 +130,7 @@ impl TenantState {
     /// A new code for `request`, written into `batch`.
     fn issue_code(
         &self,
+        cx: &TenantCtx,
         batch: &mut TenantBatch,
         request: &AuthzRequest,
         scopes: Vec<String>,
@@ -147,7 +151,7 @@ impl TenantState {
             aal: session.aal,
             amr: session.amr.clone(),
             expires_at: now
-                + Duration::try_from(self.cx.runtime.tokens.code_ttl)
+                + Duration::try_from(cx.runtime.tokens.code_ttl)
                     .map_err(|e| TenantError::Internal(e.to_string()))?,
             exchanged: None,
             sign_in_session: Some(session.id),
@@ -160,13 +164,14 @@ impl TenantState {
     /// the client's redirect URI and scopes).
     pub fn oauth_authorize(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         request: &AuthzRequest,
         max_age: Option<u64>,
         (force_consent, no_prompt): (bool, bool),
     ) -> Result<(AuthorizeOutcome, bool), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let Some((session, user)) = self.oauth_signed_in(bearer, now)? else {
+        let Some((session, user)) = self.oauth_signed_in(cx, bearer, now)? else {
             return Ok((AuthorizeOutcome::LoginRequired, false));
         };
         if let Some(max) = max_age {
@@ -176,15 +181,14 @@ impl TenantState {
             }
         }
         // The published registry: the same records, without decoding one.
-        let client = self
-            .cx
+        let client = cx
             .cells
             .oauth_clients
             .load()
             .get(&request.client_id)
             .cloned()
             .ok_or(TenantError::NotFound)?;
-        let consent = self.consent_of(user.id, &client.client_id)?;
+        let consent = self.consent_of(cx, user.id, &client.client_id)?;
         let resource = request.resource.as_deref();
         let granted = consent.as_ref().map_or(&[][..], |c| c.scopes_for(resource));
         let resources = consent.as_ref().map(|c| c.resources()).unwrap_or_default();
@@ -202,15 +206,16 @@ impl TenantState {
             .collect();
         let covered = client.first_party || (new_scopes.is_empty() && new_resources.is_empty());
         if covered && !force_consent {
-            let mut fx = self.cx.effects();
+            let mut fx = cx.effects();
             let code = self.issue_code(
+                cx,
                 &mut fx.batch,
                 request,
                 request.scopes.clone(),
                 &session,
                 now,
             )?;
-            self.commit(fx)?;
+            cx.commit(fx)?;
             return Ok((AuthorizeOutcome::Code(code), true));
         }
         if no_prompt {
@@ -223,7 +228,7 @@ impl TenantState {
             .cloned()
             .collect();
         let needed = ConsentNeeded {
-            commitment: self.commitment(request, user.id),
+            commitment: self.commitment(cx, request, user.id),
             is_re_consent: consent.is_some()
                 && !(new_scopes.is_empty() && new_resources.is_empty()),
             client,
@@ -238,6 +243,7 @@ impl TenantState {
     /// file and a code is issued for them; a denial changes nothing on file.
     pub fn oauth_consent(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         request: &AuthzRequest,
         commitment: &str,
@@ -246,17 +252,17 @@ impl TenantState {
     ) -> Result<Option<String>, TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = self
-            .oauth_signed_in(bearer, now)?
+            .oauth_signed_in(cx, bearer, now)?
             .ok_or(TenantError::InvalidSession)?;
-        let expected = self.commitment(request, user.id);
+        let expected = self.commitment(cx, request, user.id);
         if !ct_eq(expected.as_bytes(), commitment.as_bytes()) {
             return Err(fail(OAuthFailure::InvalidRequest));
         }
-        let client = self.oauth_client(&request.client_id)?;
-        let mut fx = self.cx.effects();
+        let client = cx.oauth_client(&request.client_id)?;
+        let mut fx = cx.effects();
         let approved = match decision {
             ConsentDecision::Deny => {
-                self.cx.audit_into(
+                cx.audit_into(
                     &mut fx.batch,
                     "oauth.consent.denied",
                     ctx,
@@ -266,7 +272,7 @@ impl TenantState {
                         "scopes": request.scopes,
                     }),
                 )?;
-                self.commit(fx)?;
+                cx.commit(fx)?;
                 return Ok(None);
             }
             ConsentDecision::Approve(approved) => approved,
@@ -283,8 +289,7 @@ impl TenantState {
             .cloned()
             .collect();
         let key = consent_key(user.id, &client.client_id);
-        let mut record = self
-            .cx
+        let mut record = cx
             .store
             .get::<ConsentRecord>(&key)?
             .unwrap_or_else(|| ConsentRecord {
@@ -301,8 +306,8 @@ impl TenantState {
         *slot = sorted_union(slot, &scopes);
         record.updated_at = now;
         fx.batch.put(&key, &record)?;
-        let code = self.issue_code(&mut fx.batch, request, scopes.clone(), &session, now)?;
-        self.cx.audit_into(
+        let code = self.issue_code(cx, &mut fx.batch, request, scopes.clone(), &session, now)?;
+        cx.audit_into(
             &mut fx.batch,
             "oauth.consent.granted",
             ctx,
@@ -313,7 +318,7 @@ impl TenantState {
                 "resource": request.resource,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(Some(code))
     }
 }

@@ -1,6 +1,9 @@
 //! The command surface of the authorization server: `OAuthCmd` (what its routes ask, with
 //! the tokens presented back to it), its answers, and `oauth_cmd`, which carries one out.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
+
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -18,7 +21,6 @@ use crate::{
         audit::AuditContext,
         messages::{Bearer, UserView},
         oauth_clients::OAuthClientRecord,
-        state::TenantState,
     },
 };
 
@@ -103,11 +105,12 @@ pub enum OAuthAnswer {
     Consents(Vec<ConsentView>),
 }
 
-impl TenantState {
+impl OAuth {
     /// Carries out one command; answers whether it wrote anything (so the reply waits for
     /// the disk).
     pub fn oauth_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: OAuthCmd,
         ctx: &AuditContext,
     ) -> Result<(OAuthAnswer, bool), TenantError> {
@@ -119,8 +122,13 @@ impl TenantState {
                 force_consent,
                 no_prompt,
             } => {
-                let (outcome, wrote) =
-                    self.oauth_authorize(bearer, &request, max_age, (force_consent, no_prompt))?;
+                let (outcome, wrote) = self.oauth_authorize(
+                    cx,
+                    bearer,
+                    &request,
+                    max_age,
+                    (force_consent, no_prompt),
+                )?;
                 (OAuthAnswer::Authorize(outcome), wrote)
             }
             OAuthCmd::Consent {
@@ -130,6 +138,7 @@ impl TenantState {
                 decision,
             } => (
                 OAuthAnswer::Decided(self.oauth_consent(
+                    cx,
                     bearer,
                     &request,
                     &commitment,
@@ -139,32 +148,33 @@ impl TenantState {
                 true,
             ),
             OAuthCmd::Token { client, grant } => (
-                OAuthAnswer::Issued(Box::new(self.oauth_token(&client, grant, ctx)?)),
+                OAuthAnswer::Issued(Box::new(self.oauth_token(cx, &client, grant, ctx)?)),
                 true,
             ),
             OAuthCmd::UserInfo { bearer, client_id } => {
-                let (_, user) = self.live_grant(bearer, &client_id, OffsetDateTime::now_utc())?;
+                let (_, user) = cx.live_grant(bearer, &client_id, OffsetDateTime::now_utc())?;
                 (OAuthAnswer::User(user.view()), false)
             }
             OAuthCmd::Revoke { client, token } => {
-                self.oauth_revoke(&client, token, ctx)?;
+                self.oauth_revoke(cx, &client, token, ctx)?;
                 (OAuthAnswer::Done, true)
             }
             OAuthCmd::Introspect { client, token } => {
-                (self.oauth_introspect(&client, token)?, false)
+                (self.oauth_introspect(cx, &client, token)?, false)
             }
-            OAuthCmd::Consents { bearer } => {
-                (OAuthAnswer::Consents(self.oauth_consents(bearer)?), false)
-            }
+            OAuthCmd::Consents { bearer } => (
+                OAuthAnswer::Consents(self.oauth_consents(cx, bearer)?),
+                false,
+            ),
             OAuthCmd::EndSession {
                 sessions,
                 client_id,
             } => (
                 OAuthAnswer::Done,
-                self.oauth_end_session(&sessions, client_id.as_deref(), ctx)?,
+                self.oauth_end_session(cx, &sessions, client_id.as_deref(), ctx)?,
             ),
             OAuthCmd::Withdraw { bearer, client_id } => {
-                self.oauth_withdraw(bearer, &client_id, ctx)?;
+                self.oauth_withdraw(cx, bearer, &client_id, ctx)?;
                 (OAuthAnswer::Done, true)
             }
         })

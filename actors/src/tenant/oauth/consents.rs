@@ -1,6 +1,9 @@
 //! A user's consents to OAuth clients, as the user lists them, and their withdrawal, which
 //! ends the client's grants.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -10,7 +13,7 @@ use crate::{
     error::TenantError,
     tenant::{
         audit::AuditContext, messages::Bearer, oauth_clients::OAuthClientRecord,
-        records::SessionRecord, state::TenantState,
+        records::SessionRecord,
     },
 };
 
@@ -25,27 +28,34 @@ pub struct ConsentView {
     pub updated_at: OffsetDateTime,
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The consents `user` has given, as stored.
     pub(in crate::tenant) fn consent_records(
         &self,
         user: Uuid,
     ) -> Result<Vec<ConsentRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<ConsentRecord>(user.as_bytes()) {
+        for item in self.store.scan::<ConsentRecord>(user.as_bytes()) {
             out.push(item?.1);
         }
         Ok(out)
     }
+}
 
+impl OAuth {
     /// The user's consents, newest change first.
-    pub(super) fn oauth_consents(&self, bearer: Bearer) -> Result<Vec<ConsentView>, TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+    pub(super) fn oauth_consents(
+        &self,
+        cx: &TenantCtx,
+        bearer: Bearer,
+    ) -> Result<Vec<ConsentView>, TenantError> {
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<ConsentRecord>(user.id.as_bytes()) {
+        for item in cx.store.scan::<ConsentRecord>(user.id.as_bytes()) {
             let (_, c) = item?;
-            let client_name = self
-                .cx
+            let client_name = cx
                 .store
                 .get::<OAuthClientRecord>(c.client_id.as_bytes())?
                 .map(|r| r.name);
@@ -65,18 +75,19 @@ impl TenantState {
     /// Ends every grant of `user` to `client_id` (into `batch`); answers how many.
     fn end_grants(
         &self,
+        cx: &TenantCtx,
         batch: &mut TenantBatch,
         user: Uuid,
         client_id: &str,
     ) -> Result<usize, TenantError> {
         let mut n = 0;
-        for item in self.session_index(user) {
+        for item in cx.session_index(user) {
             let (_, sid) = item?;
-            let Some(s) = self.cx.store.get::<SessionRecord>(sid.as_bytes())? else {
+            let Some(s) = cx.store.get::<SessionRecord>(sid.as_bytes())? else {
                 continue;
             };
             if s.oauth.as_ref().is_some_and(|o| o.client_id == client_id) {
-                self.remove_session(batch, &s);
+                cx.remove_session(batch, &s);
                 n += 1;
             }
         }
@@ -87,19 +98,20 @@ impl TenantState {
     /// grants.
     pub(super) fn oauth_withdraw(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         client_id: &str,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let (_, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
+        let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         let key = consent_key(user.id, client_id);
-        if self.cx.store.get::<ConsentRecord>(&key)?.is_none() {
+        if cx.store.get::<ConsentRecord>(&key)?.is_none() {
             return Err(TenantError::NotFound);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::OAuthConsent, &key);
-        let ended = self.end_grants(&mut fx.batch, user.id, client_id)?;
-        self.cx.audit_into(
+        let ended = self.end_grants(cx, &mut fx.batch, user.id, client_id)?;
+        cx.audit_into(
             &mut fx.batch,
             "oauth.consent.withdrawn",
             ctx,
@@ -109,7 +121,7 @@ impl TenantState {
                 "grants_ended": ended,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(())
     }
 }

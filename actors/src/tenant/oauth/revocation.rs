@@ -1,6 +1,9 @@
 //! Tokens presented back by a client: revocation (RFC 7009), introspection (RFC 7662), and
 //! RP-initiated logout, which ends the sign-in sessions an ID token names.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
+
 use time::OffsetDateTime;
 
 use super::{
@@ -14,13 +17,13 @@ use crate::{
         messages::Bearer,
         oauth_clients::{ClientType, OAuthClientRecord},
         records::SessionRecord,
-        state::TenantState,
     },
 };
 
-impl TenantState {
+impl OAuth {
     pub(super) fn oauth_revoke(
         &mut self,
+        cx: &mut TenantCtx,
         client: &OAuthClientRecord,
         token: PresentedToken,
         ctx: &AuditContext,
@@ -30,8 +33,8 @@ impl TenantState {
             PresentedToken::Access {
                 bearer,
                 client_id: Some(c),
-            } if c == client.client_id => self.live_grant(bearer, &c, now).ok().map(|(s, _)| s),
-            PresentedToken::Refresh(t) => self.current_refresh(&t, now).filter(|s| {
+            } if c == client.client_id => cx.live_grant(bearer, &c, now).ok().map(|(s, _)| s),
+            PresentedToken::Refresh(t) => self.current_refresh(cx, &t, now).filter(|s| {
                 s.oauth
                     .as_ref()
                     .is_some_and(|o| o.client_id == client.client_id)
@@ -43,9 +46,9 @@ impl TenantState {
         let Some(session) = session else {
             return Ok(());
         };
-        let mut fx = self.cx.effects();
-        self.remove_session(&mut fx.batch, &session);
-        self.cx.audit_into(
+        let mut fx = cx.effects();
+        cx.remove_session(&mut fx.batch, &session);
+        cx.audit_into(
             &mut fx.batch,
             "oauth.token.revoked",
             ctx,
@@ -55,12 +58,13 @@ impl TenantState {
                 "grant_id": session.id,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(())
     }
 
     pub(super) fn oauth_introspect(
         &self,
+        cx: &TenantCtx,
         client: &OAuthClientRecord,
         token: PresentedToken,
     ) -> Result<OAuthAnswer, TenantError> {
@@ -75,8 +79,8 @@ impl TenantState {
         match token {
             PresentedToken::Access { bearer, client_id } => {
                 let active = match client_id {
-                    Some(c) => self.live_grant(bearer, &c, now).is_ok(),
-                    None => self
+                    Some(c) => cx.live_grant(bearer, &c, now).is_ok(),
+                    None => cx
                         .live_session(bearer, now)
                         .is_ok_and(|(_, u)| !u.suspended()),
                 };
@@ -87,7 +91,7 @@ impl TenantState {
             }
             // A refresh token only to the client holding it.
             PresentedToken::Refresh(t) => {
-                let Some(session) = self.current_refresh(&t, now) else {
+                let Some(session) = self.current_refresh(cx, &t, now) else {
                     return Ok(inactive);
                 };
                 let Some(oauth) = session
@@ -97,10 +101,7 @@ impl TenantState {
                 else {
                     return Ok(inactive);
                 };
-                let alive = self
-                    .cx
-                    .user(session.user_id)?
-                    .is_some_and(|u| !u.suspended());
+                let alive = cx.user(session.user_id)?.is_some_and(|u| !u.suspended());
                 Ok(OAuthAnswer::Introspected {
                     active: alive,
                     refresh: alive.then_some((
@@ -119,6 +120,7 @@ impl TenantState {
     /// (RP-initiated logout), in one batch; answers whether there was one to end.
     pub(super) fn oauth_end_session(
         &mut self,
+        cx: &mut TenantCtx,
         sessions: &[Bearer],
         client_id: Option<&str>,
         ctx: &AuditContext,
@@ -128,8 +130,7 @@ impl TenantState {
             if live.iter().any(|s: &SessionRecord| s.id == b.session_id) {
                 continue;
             }
-            if let Some(s) = self
-                .cx
+            if let Some(s) = cx
                 .store
                 .get::<SessionRecord>(b.session_id.as_bytes())?
                 .filter(|s| s.user_id == b.user_id && s.oauth.is_none())
@@ -140,10 +141,10 @@ impl TenantState {
         if live.is_empty() {
             return Ok(false);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         for s in &live {
-            self.remove_session(&mut fx.batch, s);
-            self.cx.audit_into(
+            cx.remove_session(&mut fx.batch, s);
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.logout",
                 ctx,
@@ -155,7 +156,7 @@ impl TenantState {
                 }),
             )?;
         }
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(true)
     }
 }

@@ -2,6 +2,9 @@
 //! (PKCE checked, a second use ending what the first opened) and a grant refreshed; and the
 //! live grant behind an access token.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
+
 use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 
@@ -17,7 +20,6 @@ use crate::{
         messages::{Bearer, Grant},
         oauth_clients::{OAuthClientRecord, TokenAuthMethod},
         records::{SessionRecord, UserRecord},
-        state::TenantState,
     },
 };
 
@@ -73,18 +75,19 @@ pub fn verifier_ok(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
-impl TenantState {
+impl OAuth {
     /// The token endpoint: a code exchanged for a new grant, or a grant's refresh token
     /// rotated.
     pub fn oauth_token(
         &mut self,
+        cx: &mut TenantCtx,
         client: &OAuthClientRecord,
         grant: TokenGrant,
         ctx: &AuditContext,
     ) -> Result<OAuthIssued, TenantError> {
         // Deleted (or re-keyed) since the edge read it: no more tokens. The actor publishes
         // every change before it answers, so its cell is the registry.
-        let current = self.cx.cells.oauth_clients.load();
+        let current = cx.cells.oauth_clients.load();
         let client = current
             .get(&client.client_id)
             .filter(|c| c.secret_hash == client.secret_hash)
@@ -95,12 +98,12 @@ impl TenantState {
                 code,
                 redirect_uri,
                 code_verifier,
-            } => self.oauth_exchange(&client, &code, &redirect_uri, &code_verifier, ctx),
+            } => self.oauth_exchange(cx, &client, &code, &redirect_uri, &code_verifier, ctx),
             TokenGrant::RefreshToken {
                 refresh_token,
                 scopes,
             } => {
-                let grant = self.rotate(&refresh_token, Some(&client.client_id), ctx)?;
+                let grant = cx.rotate(&refresh_token, Some(&client.client_id), ctx)?;
                 let oauth = grant
                     .oauth
                     .clone()
@@ -130,6 +133,7 @@ impl TenantState {
 
     fn oauth_exchange(
         &mut self,
+        cx: &mut TenantCtx,
         client: &OAuthClientRecord,
         code: &str,
         redirect_uri: &str,
@@ -138,19 +142,19 @@ impl TenantState {
     ) -> Result<OAuthIssued, TenantError> {
         let now = OffsetDateTime::now_utc();
         let key = sha256(code.as_bytes());
-        let Some(mut record) = self.cx.store.get::<AuthCodeRecord>(&key)? else {
+        let Some(mut record) = cx.store.get::<AuthCodeRecord>(&key)? else {
             return Err(fail(OAuthFailure::InvalidGrant));
         };
         if record.client_id != client.client_id {
             return Err(fail(OAuthFailure::InvalidGrant));
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         if let Some(done) = &record.exchanged {
             // A second use: whatever the first one issued is revoked.
-            if let Some(session) = self.cx.store.get::<SessionRecord>(done.grant.as_bytes())? {
-                self.remove_session(&mut fx.batch, &session);
+            if let Some(session) = cx.store.get::<SessionRecord>(done.grant.as_bytes())? {
+                cx.remove_session(&mut fx.batch, &session);
             }
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 "oauth.code.reused",
                 ctx,
@@ -160,8 +164,8 @@ impl TenantState {
                     "grant_id": done.grant,
                 }),
             )?;
-            tracing::warn!(tenant = %self.cx.info.id, client = %record.client_id, "authorization code reused; its grant is revoked");
-            return self.fail(fx, fail(OAuthFailure::InvalidGrant));
+            tracing::warn!(tenant = %cx.info.id, client = %record.client_id, "authorization code reused; its grant is revoked");
+            return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
         }
         if record.expires_at <= now
             || record.redirect_uri != redirect_uri
@@ -170,21 +174,21 @@ impl TenantState {
         {
             // A code is good for one try: a wrong verifier or redirect URI burns it.
             fx.batch.remove(Kind::OAuthCode, &key);
-            return self.fail(fx, fail(OAuthFailure::InvalidGrant));
+            return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
         }
-        let Some(mut user) = self.cx.user(record.user_id)?.filter(|u| !u.suspended()) else {
+        let Some(mut user) = cx.user(record.user_id)?.filter(|u| !u.suspended()) else {
             fx.batch.remove(Kind::OAuthCode, &key);
-            return self.fail(fx, fail(OAuthFailure::InvalidGrant));
+            return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
         // Consent withdrawn since the code was issued: the code is void.
         if !client.first_party {
-            let consent = self.consent_of(user.id, &client.client_id)?;
+            let consent = self.consent_of(cx, user.id, &client.client_id)?;
             let granted = consent
                 .as_ref()
                 .map_or(&[][..], |c| c.scopes_for(record.resource.as_deref()));
             if record.scopes.iter().any(|s| !granted.contains(s)) {
                 fx.batch.remove(Kind::OAuthCode, &key);
-                return self.fail(fx, fail(OAuthFailure::InvalidGrant));
+                return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
             }
         }
         let oauth = OAuthGrant {
@@ -194,11 +198,10 @@ impl TenantState {
             auth_time: record.auth_time,
             sign_in_session: record.sign_in_session,
         };
-        self.cx
-            .count_active(&mut fx.batch, Some(user.last_active_at), now)?;
+        cx.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        let grant = self.open_session_with(
+        let grant = cx.open_session_with(
             &mut fx.batch,
             &user,
             (record.aal, record.amr.clone()),
@@ -211,7 +214,7 @@ impl TenantState {
             grant: grant.session_id,
         });
         fx.batch.put(&key, &record)?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(OAuthIssued {
             grant,
             scopes: oauth.scopes.clone(),
@@ -221,6 +224,25 @@ impl TenantState {
         })
     }
 
+    /// The session a refresh token names while that token is its current one.
+    pub(super) fn current_refresh(
+        &self,
+        cx: &TenantCtx,
+        token: &str,
+        now: OffsetDateTime,
+    ) -> Option<SessionRecord> {
+        let (session, generation) = cx.refresh_token_session(token)?;
+        cx.store
+            .get::<SessionRecord>(session.as_bytes())
+            .ok()
+            .flatten()
+            .filter(|s| s.generation == generation && s.expires_at > now)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The live grant behind an OAuth access token of `client_id`, and its user. A deleted
     /// client's grants are dead.
     pub(in crate::tenant) fn live_grant(
@@ -229,11 +251,10 @@ impl TenantState {
         client_id: &str,
         now: OffsetDateTime,
     ) -> Result<(SessionRecord, UserRecord), TenantError> {
-        if self.cx.cells.oauth_clients.load().get(client_id).is_none() {
+        if self.cells.oauth_clients.load().get(client_id).is_none() {
             return Err(TenantError::InvalidSession);
         }
         let session = self
-            .cx
             .store
             .get::<SessionRecord>(bearer.session_id.as_bytes())?
             .filter(|s| {
@@ -243,25 +264,9 @@ impl TenantState {
             })
             .ok_or(TenantError::InvalidSession)?;
         let user = self
-            .cx
             .user(session.user_id)?
             .filter(|u| !u.suspended())
             .ok_or(TenantError::InvalidSession)?;
         Ok((session, user))
-    }
-
-    /// The session a refresh token names while that token is its current one.
-    pub(super) fn current_refresh(
-        &self,
-        token: &str,
-        now: OffsetDateTime,
-    ) -> Option<SessionRecord> {
-        let (session, generation) = self.refresh_token_session(token)?;
-        self.cx
-            .store
-            .get::<SessionRecord>(session.as_bytes())
-            .ok()
-            .flatten()
-            .filter(|s| s.generation == generation && s.expires_at > now)
     }
 }

@@ -1,14 +1,18 @@
 //! What the rest of the tenant asks of the authorization server's records: the keys a
 //! user's erasure removes, and the daily sweep of codes past their reuse watch.
 
+use crate::tenant::ctx::TenantCtx;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{is_agent_client, AuthCodeRecord, ConsentRecord, CODE_REUSE_WATCH};
-use crate::{error::TenantError, tenant::state::TenantState};
+use crate::error::TenantError;
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The keys of `user`'s consents to agents (`agents` true) or to OAuth clients.
     pub(in crate::tenant) fn consent_keys(
         &self,
@@ -16,7 +20,7 @@ impl TenantState {
         agents: bool,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<ConsentRecord>(user.as_bytes()) {
+        for item in self.store.scan::<ConsentRecord>(user.as_bytes()) {
             let (key, c) = item?;
             if is_agent_client(&c.client_id) == agents {
                 out.push((Kind::OAuthConsent, key));
@@ -32,8 +36,7 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        self.cx
-            .keys_where::<AuthCodeRecord>(|c| users.contains(&c.user_id))
+        self.keys_where::<AuthCodeRecord>(|c| users.contains(&c.user_id))
     }
 
     /// Removes codes past their reuse watch (at most `limit`); answers how many.
@@ -43,7 +46,7 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        self.cx.sweep_kind::<AuthCodeRecord>(
+        self.sweep_kind::<AuthCodeRecord>(
             limit,
             |_, r| r.expires_at + CODE_REUSE_WATCH <= now,
             |k, _| batch.remove(Kind::OAuthCode, k),

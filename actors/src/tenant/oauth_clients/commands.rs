@@ -2,14 +2,14 @@
 //! RFC 7591 registration and the admin CLI ask), its answers, and `oauth_client_cmd`, which
 //! carries one out.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth_clients::memory::OAuthClients;
+
 use super::{
     records::{ClientType, OAuthClientRecord},
     registry::{IssuedClient, NewOAuthClient, OAuthClientPatch},
 };
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// What the dashboard and the admin CLI ask of the registry.
 #[derive(Clone, Debug)]
@@ -34,44 +34,43 @@ pub enum OAuthClientAnswer {
     Deleted,
 }
 
-impl TenantState {
+impl OAuthClients {
     /// Carries out one registry command.
     pub fn oauth_client_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: OAuthClientCmd,
         ctx: &AuditContext,
     ) -> Result<OAuthClientAnswer, TenantError> {
         Ok(match cmd {
-            OAuthClientCmd::List => OAuthClientAnswer::List(self.oauth_clients()?),
-            OAuthClientCmd::Get(id) => OAuthClientAnswer::One(self.oauth_client(&id)?),
+            OAuthClientCmd::List => OAuthClientAnswer::List(self.oauth_clients(cx)?),
+            OAuthClientCmd::Get(id) => OAuthClientAnswer::One(cx.oauth_client(&id)?),
             OAuthClientCmd::Create(new) => {
-                OAuthClientAnswer::Issued(self.oauth_client_create(new, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_create(cx, new, ctx)?)
             }
             OAuthClientCmd::Update(id, patch) => {
-                OAuthClientAnswer::One(self.oauth_client_update(&id, patch, ctx)?)
+                OAuthClientAnswer::One(self.oauth_client_update(cx, &id, patch, ctx)?)
             }
             OAuthClientCmd::Delete(id) => {
-                self.oauth_client_delete(&id, ctx)?;
+                self.oauth_client_delete(cx, &id, ctx)?;
                 OAuthClientAnswer::Deleted
             }
             OAuthClientCmd::RotateSecret(id) => {
-                OAuthClientAnswer::Issued(self.oauth_client_rotate_secret(&id, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_rotate_secret(cx, &id, ctx)?)
             }
             OAuthClientCmd::Attest(id) => {
-                OAuthClientAnswer::One(self.oauth_client_attest(&id, ctx)?)
+                OAuthClientAnswer::One(self.oauth_client_attest(cx, &id, ctx)?)
             }
             OAuthClientCmd::Register(new, ip) => {
-                if !self.cx.settings.dynamic_client_registration
-                    || new.client_type != ClientType::Public
+                if !cx.settings.dynamic_client_registration || new.client_type != ClientType::Public
                 {
                     return Err(TenantError::NotFound);
                 }
                 let ip = crate::throttle::throttle_ip(ip);
-                self.oauth_clients
-                    .dcr_per_ip
+                self.dcr_per_ip
                     .hit(&ip, std::time::Instant::now())
                     .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-                OAuthClientAnswer::Issued(self.oauth_client_make(new, true, ctx)?)
+                OAuthClientAnswer::Issued(self.oauth_client_make(cx, new, true, ctx)?)
             }
         })
     }

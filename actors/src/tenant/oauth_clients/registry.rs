@@ -2,6 +2,9 @@
 //! clients register themselves, RFC 7591, within caps of their own); the operator attests
 //! third-party ones. Every change is audited and published before it is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth_clients::memory::OAuthClients;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_storage::{sha256, Kind};
 use time::OffsetDateTime;
@@ -14,7 +17,7 @@ use super::{
 };
 use crate::{
     error::TenantError,
-    tenant::{audit::AuditContext, keys::KeyAlg, state::TenantState},
+    tenant::{audit::AuditContext, keys::KeyAlg},
 };
 
 /// Clients a tenant's owners may register.
@@ -89,11 +92,11 @@ fn apply<T: PartialEq>(
     }
 }
 
-impl TenantState {
+impl OAuthClients {
     /// Whether the tenant has a key of `alg` for ID tokens (RS256 once `AddIdTokenKey` made
     /// it; the HTTP layer asks for it before a client that needs it is written).
-    fn id_token_alg_available(&self, alg: KeyAlg) -> Result<(), TenantError> {
-        if alg == KeyAlg::RS256 && !self.cx.cells.keys.load().has_rsa() {
+    fn id_token_alg_available(&self, cx: &TenantCtx, alg: KeyAlg) -> Result<(), TenantError> {
+        if alg == KeyAlg::RS256 && !cx.cells.keys.load().has_rsa() {
             return Err(TenantError::Internal(
                 "no RS256 key: add one (AddIdTokenKey) before registering the client".into(),
             ));
@@ -104,20 +107,22 @@ impl TenantState {
     /// Stores `client` with its audit event (`extra` added to the event's metadata).
     fn oauth_client_write(
         &mut self,
+        cx: &mut TenantCtx,
         client: &OAuthClientRecord,
         event: &str,
         ctx: &AuditContext,
         extra: serde_json::Value,
     ) -> Result<(), TenantError> {
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(client.client_id.as_bytes(), client)?;
-        self.oauth_client_audit(&mut fx.batch, event, client, ctx, extra)?;
-        self.commit(fx)?;
-        self.publish_oauth_clients()
+        self.oauth_client_audit(cx, &mut fx.batch, event, client, ctx, extra)?;
+        cx.commit(fx)?;
+        self.publish_oauth_clients(cx)
     }
 
     fn oauth_client_audit(
         &mut self,
+        cx: &mut TenantCtx,
         batch: &mut tessera_storage::TenantBatch,
         event: &str,
         client: &OAuthClientRecord,
@@ -132,22 +137,21 @@ impl TenantState {
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
         }
-        self.cx.audit_into(batch, event, ctx, metadata)
+        cx.audit_into(batch, event, ctx, metadata)
     }
 
     /// Publishes the registry as it is now for the HTTP edge.
-    fn publish_oauth_clients(&self) -> Result<(), TenantError> {
-        self.cx
-            .cells
+    fn publish_oauth_clients(&self, cx: &TenantCtx) -> Result<(), TenantError> {
+        cx.cells
             .oauth_clients
-            .store(Arc::new(PublishedClients::load(&self.cx.store)?));
+            .store(Arc::new(PublishedClients::load(&cx.store)?));
         Ok(())
     }
 
     /// The tenant's clients, oldest first.
-    pub fn oauth_clients(&self) -> Result<Vec<OAuthClientRecord>, TenantError> {
+    pub fn oauth_clients(&self, cx: &TenantCtx) -> Result<Vec<OAuthClientRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<OAuthClientRecord>(b"") {
+        for item in cx.store.scan::<OAuthClientRecord>(b"") {
             out.push(item?.1);
         }
         out.sort_by(|a, b| {
@@ -158,26 +162,21 @@ impl TenantState {
         Ok(out)
     }
 
-    pub fn oauth_client(&self, client_id: &str) -> Result<OAuthClientRecord, TenantError> {
-        self.cx
-            .store
-            .get::<OAuthClientRecord>(client_id.as_bytes())?
-            .ok_or(TenantError::NotFound)
-    }
-
     /// Registers an owner's client; a confidential one gets its secret, answered here only.
     pub fn oauth_client_create(
         &mut self,
+        cx: &mut TenantCtx,
         new: NewOAuthClient,
         ctx: &AuditContext,
     ) -> Result<IssuedClient, TenantError> {
-        self.oauth_client_make(new, false, ctx)
+        self.oauth_client_make(cx, new, false, ctx)
     }
 
     /// Registers a client, an owner's or (`dynamic`) one registering itself; each kind has
     /// its own cap, so clients registering themselves never take the owners' places.
     pub(super) fn oauth_client_make(
         &mut self,
+        cx: &mut TenantCtx,
         new: NewOAuthClient,
         dynamic: bool,
         ctx: &AuditContext,
@@ -187,8 +186,7 @@ impl TenantState {
         } else {
             MAX_OAUTH_CLIENTS
         };
-        let held = self
-            .cx
+        let held = cx
             .store
             .scan::<OAuthClientRecord>(b"")
             .filter_map(Result::ok)
@@ -197,7 +195,7 @@ impl TenantState {
         if held >= cap {
             return Err(TenantError::OAuthClientLimit);
         }
-        self.id_token_alg_available(new.id_token_signed_response_alg)?;
+        self.id_token_alg_available(cx, new.id_token_signed_response_alg)?;
         let now = OffsetDateTime::now_utc();
         let secret = (new.client_type == ClientType::Confidential).then(new_secret);
         let record = OAuthClientRecord {
@@ -225,7 +223,7 @@ impl TenantState {
             "allowed_scopes": record.allowed_scopes,
             "first_party": record.first_party,
         });
-        self.oauth_client_write(&record, "oauth_client.created", ctx, extra)?;
+        self.oauth_client_write(cx, &record, "oauth_client.created", ctx, extra)?;
         Ok(IssuedClient {
             record,
             client_secret: secret.map(|s| s.0),
@@ -234,11 +232,12 @@ impl TenantState {
 
     pub fn oauth_client_update(
         &mut self,
+        cx: &mut TenantCtx,
         client_id: &str,
         patch: OAuthClientPatch,
         ctx: &AuditContext,
     ) -> Result<OAuthClientRecord, TenantError> {
-        let mut record = self.oauth_client(client_id)?;
+        let mut record = cx.oauth_client(client_id)?;
         let mut changed = Vec::new();
         let c = &mut changed;
         apply(c, "name", &mut record.name, patch.name);
@@ -264,7 +263,7 @@ impl TenantState {
         );
         apply(c, "first_party", &mut record.first_party, patch.first_party);
         if let Some(alg) = patch.id_token_signed_response_alg {
-            self.id_token_alg_available(alg)?;
+            self.id_token_alg_available(cx, alg)?;
             if record.id_token_signed_response_alg != Some(alg) {
                 c.push("id_token_signed_response_alg");
             }
@@ -275,37 +274,40 @@ impl TenantState {
         }
         record.updated_at = OffsetDateTime::now_utc();
         let extra = serde_json::json!({ "changed": changed });
-        self.oauth_client_write(&record, "oauth_client.updated", ctx, extra)?;
+        self.oauth_client_write(cx, &record, "oauth_client.updated", ctx, extra)?;
         Ok(record)
     }
 
     pub fn oauth_client_delete(
         &mut self,
+        cx: &mut TenantCtx,
         client_id: &str,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        let record = self.oauth_client(client_id)?;
-        let mut fx = self.cx.effects();
+        let record = cx.oauth_client(client_id)?;
+        let mut fx = cx.effects();
         fx.batch
             .remove(Kind::OAuthClient, record.client_id.as_bytes());
         self.oauth_client_audit(
+            cx,
             &mut fx.batch,
             "oauth_client.deleted",
             &record,
             ctx,
             serde_json::json!({}),
         )?;
-        self.commit(fx)?;
-        self.publish_oauth_clients()
+        cx.commit(fx)?;
+        self.publish_oauth_clients(cx)
     }
 
     /// A new secret for a confidential client; the old one stops working at once.
     pub fn oauth_client_rotate_secret(
         &mut self,
+        cx: &mut TenantCtx,
         client_id: &str,
         ctx: &AuditContext,
     ) -> Result<IssuedClient, TenantError> {
-        let mut record = self.oauth_client(client_id)?;
+        let mut record = cx.oauth_client(client_id)?;
         if record.client_type != ClientType::Confidential {
             return Err(TenantError::OAuthClientPublic);
         }
@@ -316,7 +318,7 @@ impl TenantState {
         record.secret_rotated_at = Some(now);
         record.updated_at = now;
         let extra = serde_json::json!({ "secret_prefix": record.secret_prefix });
-        self.oauth_client_write(&record, "oauth_client.secret_rotated", ctx, extra)?;
+        self.oauth_client_write(cx, &record, "oauth_client.secret_rotated", ctx, extra)?;
         Ok(IssuedClient {
             record,
             client_secret: Some(secret),
@@ -327,17 +329,34 @@ impl TenantState {
     /// keeps the first date.
     pub fn oauth_client_attest(
         &mut self,
+        cx: &mut TenantCtx,
         client_id: &str,
         ctx: &AuditContext,
     ) -> Result<OAuthClientRecord, TenantError> {
-        let mut record = self.oauth_client(client_id)?;
+        let mut record = cx.oauth_client(client_id)?;
         if record.attested_at.is_some() {
             return Ok(record);
         }
         let now = OffsetDateTime::now_utc();
         record.attested_at = Some(now);
         record.updated_at = now;
-        self.oauth_client_write(&record, "oauth_client.attested", ctx, serde_json::json!({}))?;
+        self.oauth_client_write(
+            cx,
+            &record,
+            "oauth_client.attested",
+            ctx,
+            serde_json::json!({}),
+        )?;
         Ok(record)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
+    pub fn oauth_client(&self, client_id: &str) -> Result<OAuthClientRecord, TenantError> {
+        self.store
+            .get::<OAuthClientRecord>(client_id.as_bytes())?
+            .ok_or(TenantError::NotFound)
     }
 }

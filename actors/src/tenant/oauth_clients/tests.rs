@@ -38,7 +38,8 @@ fn fresh() -> (tempfile::TempDir, TenantState) {
 
 /// A client of `client_type` an owner registered without a method.
 fn create(t: &mut TenantState, client_type: ClientType, ctx: &AuditContext) -> IssuedClient {
-    t.oauth_client_create(new_client(client_type, None), ctx)
+    t.oauth_clients
+        .oauth_client_create(&mut t.cx, new_client(client_type, None), ctx)
         .unwrap()
 }
 
@@ -85,7 +86,7 @@ async fn a_confidential_client_authenticates_only_with_its_secret_by_a_method_it
     assert_eq!(issued.record.secret_prefix.as_deref(), Some(&secret[..12]));
     // Only the hash is kept.
     assert_eq!(issued.record.secret_hash, Some(sha256(secret.as_bytes())));
-    let stored = t.oauth_client(&id).unwrap();
+    let stored = t.cx.oauth_client(&id).unwrap();
     assert!(!serde_json::to_string(&stored).unwrap().contains(&secret));
     // Registered without a method: either secret method.
     for m in [
@@ -120,7 +121,9 @@ async fn a_confidential_client_authenticates_only_with_its_secret_by_a_method_it
 async fn a_client_registered_with_a_method_takes_that_one_only() {
     let (_dir, mut t) = fresh();
     let issued = t
+        .oauth_clients
         .oauth_client_create(
+            &mut t.cx,
             new_client(
                 ClientType::Confidential,
                 Some(TokenAuthMethod::ClientSecretPost),
@@ -154,7 +157,8 @@ async fn a_public_client_has_no_secret_and_presents_none() {
         assert_eq!(authenticate(&t, &refused), Err(OAuthFailure::InvalidClient));
     }
     assert!(matches!(
-        t.oauth_client_rotate_secret(id, &ctx),
+        t.oauth_clients
+            .oauth_client_rotate_secret(&mut t.cx, id, &ctx),
         Err(TenantError::OAuthClientPublic)
     ));
 }
@@ -166,7 +170,10 @@ async fn a_rotated_secret_replaces_the_old_one_at_once_and_a_deleted_client_is_g
     let issued = create(&mut t, ClientType::Confidential, &ctx);
     let id = issued.record.client_id.clone();
     let old = issued.client_secret.unwrap();
-    let rotated = t.oauth_client_rotate_secret(&id, &ctx).unwrap();
+    let rotated = t
+        .oauth_clients
+        .oauth_client_rotate_secret(&mut t.cx, &id, &ctx)
+        .unwrap();
     let new = rotated.client_secret.unwrap();
     assert_ne!(old, new);
     assert!(rotated.record.secret_rotated_at.is_some());
@@ -176,12 +183,14 @@ async fn a_rotated_secret_replaces_the_old_one_at_once_and_a_deleted_client_is_g
         Err(OAuthFailure::InvalidClient)
     );
     assert!(authenticate(&t, &auth(&id, Some(&new), basic)).is_ok());
-    t.oauth_client_delete(&id, &ctx).unwrap();
+    t.oauth_clients
+        .oauth_client_delete(&mut t.cx, &id, &ctx)
+        .unwrap();
     assert_eq!(
         authenticate(&t, &auth(&id, Some(&new), basic)),
         Err(OAuthFailure::InvalidClient)
     );
-    assert!(matches!(t.oauth_client(&id), Err(TenantError::NotFound)));
+    assert!(matches!(t.cx.oauth_client(&id), Err(TenantError::NotFound)));
 }
 
 #[tokio::test]
@@ -189,16 +198,25 @@ async fn verification_is_first_party_then_attested_and_attesting_again_keeps_the
     let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let id = create(&mut t, ClientType::Public, &ctx).record.client_id;
-    assert_eq!(t.oauth_client(&id).unwrap().verification(), "unverified");
-    let first = t.oauth_client_attest(&id, &ctx).unwrap();
+    assert_eq!(t.cx.oauth_client(&id).unwrap().verification(), "unverified");
+    let first = t
+        .oauth_clients
+        .oauth_client_attest(&mut t.cx, &id, &ctx)
+        .unwrap();
     assert_eq!(first.verification(), "attested");
-    let again = t.oauth_client_attest(&id, &ctx).unwrap();
+    let again = t
+        .oauth_clients
+        .oauth_client_attest(&mut t.cx, &id, &ctx)
+        .unwrap();
     assert_eq!(again.attested_at, first.attested_at);
     let patch = OAuthClientPatch {
         first_party: Some(true),
         ..Default::default()
     };
-    let own = t.oauth_client_update(&id, patch, &ctx).unwrap();
+    let own = t
+        .oauth_clients
+        .oauth_client_update(&mut t.cx, &id, patch, &ctx)
+        .unwrap();
     assert_eq!(own.verification(), "first_party");
 }
 
@@ -207,7 +225,7 @@ async fn an_update_that_changes_nothing_writes_nothing() {
     let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let created = create(&mut t, ClientType::Public, &ctx).record;
-    let events = |t: &TenantState| t.list_audit(None, 100, None).unwrap().events.len();
+    let events = |t: &TenantState| t.cx.list_audit(None, 100, None).unwrap().events.len();
     let before = events(&t);
     let same = OAuthClientPatch {
         name: Some("App".into()),
@@ -216,7 +234,8 @@ async fn an_update_that_changes_nothing_writes_nothing() {
         ..Default::default()
     };
     let unchanged = t
-        .oauth_client_update(&created.client_id, same, &ctx)
+        .oauth_clients
+        .oauth_client_update(&mut t.cx, &created.client_id, same, &ctx)
         .unwrap();
     assert_eq!(unchanged.updated_at, created.updated_at);
     assert_eq!(events(&t), before);
@@ -225,11 +244,12 @@ async fn an_update_that_changes_nothing_writes_nothing() {
         ..Default::default()
     };
     let changed = t
-        .oauth_client_update(&created.client_id, moved, &ctx)
+        .oauth_clients
+        .oauth_client_update(&mut t.cx, &created.client_id, moved, &ctx)
         .unwrap();
     assert_eq!(changed.redirect_uris, ["https://app.example/cb2"]);
     assert_eq!(events(&t), before + 1);
-    let event = &t.list_audit(None, 1, None).unwrap().events[0].1;
+    let event = &t.cx.list_audit(None, 1, None).unwrap().events[0].1;
     assert_eq!(event.event_type, "oauth_client.updated");
     assert_eq!(
         event.metadata["changed"],
@@ -250,10 +270,10 @@ async fn rs256_id_tokens_need_the_tenants_rsa_key_and_older_clients_stay_es256()
     let mut rs = new_client(ClientType::Public, None);
     rs.id_token_signed_response_alg = KeyAlg::RS256;
     assert!(matches!(
-        t.oauth_client_create(rs, &ctx),
+        t.oauth_clients.oauth_client_create(&mut t.cx, rs, &ctx),
         Err(TenantError::Internal(_))
     ));
-    assert!(t.oauth_clients().unwrap().is_empty());
+    assert!(t.oauth_clients.oauth_clients(&t.cx).unwrap().is_empty());
     let mut older = create(&mut t, ClientType::Public, &ctx).record;
     assert_eq!(older.id_token_alg(), KeyAlg::ES256);
     older.id_token_signed_response_alg = None;
@@ -265,7 +285,12 @@ async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
     let (_dir, mut t) = fresh();
     let ctx = AuditContext::default();
     let make = |t: &mut TenantState, dynamic| {
-        t.oauth_client_make(new_client(ClientType::Public, None), dynamic, &ctx)
+        t.oauth_clients.oauth_client_make(
+            &mut t.cx,
+            new_client(ClientType::Public, None),
+            dynamic,
+            &ctx,
+        )
     };
     // As many self-registered clients as owners may have: the owners keep their places.
     for _ in 0..MAX_OAUTH_CLIENTS {
@@ -287,7 +312,7 @@ async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
         Err(TenantError::OAuthClientLimit)
     ));
     assert_eq!(
-        t.oauth_clients().unwrap().len(),
+        t.oauth_clients.oauth_clients(&t.cx).unwrap().len(),
         MAX_OAUTH_CLIENTS + MAX_DYNAMIC_CLIENTS
     );
 }
@@ -299,18 +324,21 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
     let ip: std::net::IpAddr = "2001:db8:1:2::1".parse().unwrap();
     let register = |kind| OAuthClientCmd::Register(new_client(kind, None), ip);
     assert!(matches!(
-        t.oauth_client_cmd(register(ClientType::Public), &ctx),
+        t.oauth_clients
+            .oauth_client_cmd(&mut t.cx, register(ClientType::Public), &ctx),
         Err(TenantError::NotFound)
     ));
     t.cx.settings.dynamic_client_registration = true;
     assert!(matches!(
-        t.oauth_client_cmd(register(ClientType::Confidential), &ctx),
+        t.oauth_clients
+            .oauth_client_cmd(&mut t.cx, register(ClientType::Confidential), &ctx),
         Err(TenantError::NotFound)
     ));
     let per_hour = t.cx.runtime.agents.registrations_per_ip_hourly;
     for _ in 0..per_hour {
         assert!(matches!(
-            t.oauth_client_cmd(register(ClientType::Public), &ctx),
+            t.oauth_clients
+                .oauth_client_cmd(&mut t.cx, register(ClientType::Public), &ctx),
             Ok(OAuthClientAnswer::Issued(IssuedClient {
                 client_secret: None,
                 ..
@@ -320,7 +348,8 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
     // The same /64 is the same address.
     let neighbour: std::net::IpAddr = "2001:db8:1:2::ffff".parse().unwrap();
     assert!(matches!(
-        t.oauth_client_cmd(
+        t.oauth_clients.oauth_client_cmd(
+            &mut t.cx,
             OAuthClientCmd::Register(new_client(ClientType::Public, None), neighbour),
             &ctx
         ),
@@ -328,7 +357,9 @@ async fn dynamic_registration_needs_the_setting_a_public_client_and_a_quiet_addr
     ));
     let elsewhere: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
     assert!(t
+        .oauth_clients
         .oauth_client_cmd(
+            &mut t.cx,
             OAuthClientCmd::Register(new_client(ClientType::Public, None), elsewhere),
             &ctx
         )
@@ -344,13 +375,15 @@ async fn an_owners_client_and_a_self_registered_one_are_marked_as_such() {
         Ok(OAuthClientAnswer::Issued(issued)) => issued.record,
         _ => panic!("no client issued"),
     };
-    let owners = issued(t.oauth_client_cmd(
+    let owners = issued(t.oauth_clients.oauth_client_cmd(
+        &mut t.cx,
         OAuthClientCmd::Create(new_client(ClientType::Public, None)),
         &ctx,
     ));
     assert!(!owners.dynamic);
     let ip: std::net::IpAddr = "192.0.2.7".parse().unwrap();
-    let registered = issued(t.oauth_client_cmd(
+    let registered = issued(t.oauth_clients.oauth_client_cmd(
+        &mut t.cx,
         OAuthClientCmd::Register(new_client(ClientType::Public, None), ip),
         &ctx,
     ));

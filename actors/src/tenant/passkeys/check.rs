@@ -2,6 +2,9 @@
 //! what the ceremony hands it, the verdict it answers, the user verification it requires,
 //! the challenge the client signed, and the `amr` a verified passkey gives.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use uuid::Uuid;
 use webauthn_rs_core::proto::{
@@ -14,7 +17,6 @@ use crate::{
     tenant::{
         assertion,
         records::{PasskeyRecord, PasskeyUse},
-        state::TenantState,
     },
 };
 
@@ -114,18 +116,19 @@ impl PasskeyCheck {
     }
 }
 
-impl TenantState {
+impl Passkeys {
     /// The check the handler runs of `assertion`, made with `record`, for the ceremony of
     /// `challenge` (user verification required).
     pub(super) fn passkey_check(
         &self,
+        cx: &TenantCtx,
         assertion: PublicKeyCredential,
         state: Box<AuthenticationState>,
         challenge: Vec<u8>,
         record: PasskeyRecord,
     ) -> Result<PasskeyCheck, TenantError> {
         Ok(PasskeyCheck {
-            rp: self.relying_party_parts()?,
+            rp: self.relying_party_parts(cx)?,
             assertion,
             state,
             challenge,

@@ -6,9 +6,7 @@ use std::{net::IpAddr, time::Duration};
 use uuid::Uuid;
 
 use crate::{
-    tenant::{
-        limits::{PASSKEY_BEGINS_PER_MINUTE, PASSKEY_STEP_UP_OPTIONS_PER_MINUTE},
-    },
+    tenant::limits::{PASSKEY_BEGINS_PER_MINUTE, PASSKEY_STEP_UP_OPTIONS_PER_MINUTE},
     throttle::RateWindow,
 };
 

@@ -1,6 +1,9 @@
 //! Passkeys: registration, sign-in, step-up, the list and the relying-party domain: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
@@ -12,7 +15,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, LoginOutcome, PasskeyView, SettingsView, StepUpGrant},
-        state::TenantState,
     },
 };
 
@@ -106,107 +108,109 @@ pub enum PasskeysMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: PasskeysMsg) {
-    match msg {
-        PasskeysMsg::PasskeyRegisterBegin { bearer, reply } => {
-            let out = state.passkey_register_begin(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        PasskeysMsg::PasskeyRegisterFinish {
-            bearer,
-            response,
-            nickname,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_register_finish(bearer, response, nickname, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyAssertBegin {
-            user_handle,
-            ip,
-            reply,
-        } => {
-            let out = state.passkey_assert_begin(user_handle.as_deref(), ip);
-            finish(state, reply, Outcome::now(out));
-        }
-        PasskeysMsg::PasskeyAssertTake {
-            response,
-            ip,
-            ctx,
-            reply,
-        } => {
-            // Nothing written for a check: it goes straight back; a refusal counted a failure.
-            let out = state.passkey_assert_take(response, ip, &ctx);
-            finish(state, reply, Outcome::durable_refusal(out));
-        }
-        PasskeysMsg::PasskeyAssertFinish {
-            passkey,
-            verdict,
-            ip,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_assert_finish(passkey, verdict, ip, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
-            let out = state.passkey_step_up_options(bearer, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyStepUpTake {
-            bearer,
-            assertion,
-            ctx,
-            reply,
-        } => {
-            // Nothing written for a check: it goes straight back; a refusal counted a failure.
-            let out = state.passkey_step_up_take(bearer, assertion, &ctx);
-            finish(state, reply, Outcome::durable_refusal(out));
-        }
-        PasskeysMsg::PasskeyStepUpFinish {
-            bearer,
-            passkey,
-            verdict,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_step_up_finish(bearer, passkey, verdict, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyList { bearer, reply } => {
-            let out = state.passkey_list(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        PasskeysMsg::PasskeyRename {
-            bearer,
-            id,
-            nickname,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_rename(bearer, id, nickname, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyDelete {
-            bearer,
-            id,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_delete(bearer, id, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasskeysMsg::PasskeyDomain {
-            rp_id,
-            origins,
-            confirmed,
-            ctx,
-            reply,
-        } => {
-            let out = state.passkey_domain(rp_id, origins, confirmed, &ctx);
-            finish(state, reply, Outcome::durable_success(out));
+impl Passkeys {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: PasskeysMsg) {
+        match msg {
+            PasskeysMsg::PasskeyRegisterBegin { bearer, reply } => {
+                let out = self.passkey_register_begin(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            PasskeysMsg::PasskeyRegisterFinish {
+                bearer,
+                response,
+                nickname,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_register_finish(cx, bearer, response, nickname, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyAssertBegin {
+                user_handle,
+                ip,
+                reply,
+            } => {
+                let out = self.passkey_assert_begin(cx, user_handle.as_deref(), ip);
+                finish(cx, reply, Outcome::now(out));
+            }
+            PasskeysMsg::PasskeyAssertTake {
+                response,
+                ip,
+                ctx,
+                reply,
+            } => {
+                // Nothing written for a check: it goes straight back; a refusal counted a failure.
+                let out = self.passkey_assert_take(cx, response, ip, &ctx);
+                finish(cx, reply, Outcome::durable_refusal(out));
+            }
+            PasskeysMsg::PasskeyAssertFinish {
+                passkey,
+                verdict,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_assert_finish(cx, passkey, verdict, ip, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
+                let out = self.passkey_step_up_options(cx, bearer, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyStepUpTake {
+                bearer,
+                assertion,
+                ctx,
+                reply,
+            } => {
+                // Nothing written for a check: it goes straight back; a refusal counted a failure.
+                let out = self.passkey_step_up_take(cx, bearer, assertion, &ctx);
+                finish(cx, reply, Outcome::durable_refusal(out));
+            }
+            PasskeysMsg::PasskeyStepUpFinish {
+                bearer,
+                passkey,
+                verdict,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_step_up_finish(cx, bearer, passkey, verdict, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyList { bearer, reply } => {
+                let out = self.passkey_list(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            PasskeysMsg::PasskeyRename {
+                bearer,
+                id,
+                nickname,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_rename(cx, bearer, id, nickname, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyDelete {
+                bearer,
+                id,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_delete(cx, bearer, id, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasskeysMsg::PasskeyDomain {
+                rp_id,
+                origins,
+                confirmed,
+                ctx,
+                reply,
+            } => {
+                let out = self.passkey_domain(cx, rp_id, origins, confirmed, &ctx);
+                finish(cx, reply, Outcome::durable_success(out));
+            }
         }
     }
 }

@@ -1,6 +1,9 @@
 //! A user's passkeys as stored, each read together with its use state: listed, looked up,
 //! counted under an RP id, their keys for erasure, and the audit event of a change.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use tessera_storage::{sha256, Kind};
 use uuid::Uuid;
 
@@ -11,7 +14,6 @@ use crate::{
         effects::Effects,
         messages::PasskeyView,
         records::{passkey_key, PasskeyRecord, PasskeyUse},
-        state::TenantState,
     },
 };
 
@@ -39,14 +41,80 @@ impl PasskeyRecord {
     }
 }
 
-impl TenantState {
+impl Passkeys {
+    /// A passkey's use state as stored now; `None` when the passkey is gone.
+    pub(super) fn use_now(
+        &self,
+        cx: &TenantCtx,
+        user: Uuid,
+        passkey: Uuid,
+    ) -> Result<Option<PasskeyUse>, TenantError> {
+        let key = passkey_key(user, passkey);
+        if let Some(used) = cx.store.get::<PasskeyUse>(&key)? {
+            return Ok(Some(used));
+        }
+        // Never used since registration: the record's own values.
+        Ok(cx.store.get::<PasskeyRecord>(&key)?.map(|r| r.use_state()))
+    }
+
+    /// One passkey with its use applied.
+    pub(super) fn passkey(
+        &self,
+        cx: &TenantCtx,
+        user: Uuid,
+        passkey: Uuid,
+    ) -> Result<Option<PasskeyRecord>, TenantError> {
+        cx.store
+            .get::<PasskeyRecord>(&passkey_key(user, passkey))?
+            .map(|r| cx.in_use(r))
+            .transpose()
+    }
+
+    /// How many passkeys of all users were registered under `rp_id`.
+    pub(in crate::tenant) fn passkeys_under(
+        &self,
+        cx: &TenantCtx,
+        rp_id: &str,
+    ) -> Result<usize, TenantError> {
+        let mut n = 0;
+        for item in cx.store.scan::<PasskeyRecord>(b"") {
+            let (_, record) = item?;
+            if record.rp_id == rp_id {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    pub(super) fn passkey_audit(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: &mut Effects,
+        event: &str,
+        record: &PasskeyRecord,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        let metadata = serde_json::json!({
+            "user_id": record.user_id,
+            "passkey_id": record.id,
+            "backup_eligible": record.credential.backup_eligible,
+            "ip_hash": ctx.ip_hash,
+            "ua_family": ctx.ua_family,
+        });
+        cx.audit_into(&mut fx.batch, event, ctx, metadata)
+    }
+}
+
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The user's passkeys, oldest first, each with its use applied.
     pub(in crate::tenant) fn passkeys_of(
         &self,
         user: Uuid,
     ) -> Result<Vec<PasskeyRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<PasskeyRecord>(user.as_bytes()) {
+        for item in self.store.scan::<PasskeyRecord>(user.as_bytes()) {
             let (_, record) = item?;
             out.push(self.in_use(record)?);
         }
@@ -57,41 +125,10 @@ impl TenantState {
     /// `record` with its use state applied, when it has one.
     fn in_use(&self, record: PasskeyRecord) -> Result<PasskeyRecord, TenantError> {
         let key = passkey_key(record.user_id, record.id);
-        Ok(match self.cx.store.get::<PasskeyUse>(&key)? {
+        Ok(match self.store.get::<PasskeyUse>(&key)? {
             Some(used) => record.with_use(used),
             None => record,
         })
-    }
-
-    /// A passkey's use state as stored now; `None` when the passkey is gone.
-    pub(super) fn use_now(
-        &self,
-        user: Uuid,
-        passkey: Uuid,
-    ) -> Result<Option<PasskeyUse>, TenantError> {
-        let key = passkey_key(user, passkey);
-        if let Some(used) = self.cx.store.get::<PasskeyUse>(&key)? {
-            return Ok(Some(used));
-        }
-        // Never used since registration: the record's own values.
-        Ok(self
-            .cx
-            .store
-            .get::<PasskeyRecord>(&key)?
-            .map(|r| r.use_state()))
-    }
-
-    /// One passkey with its use applied.
-    pub(super) fn passkey(
-        &self,
-        user: Uuid,
-        passkey: Uuid,
-    ) -> Result<Option<PasskeyRecord>, TenantError> {
-        self.cx
-            .store
-            .get::<PasskeyRecord>(&passkey_key(user, passkey))?
-            .map(|r| self.in_use(r))
-            .transpose()
     }
 
     /// The user's passkeys that can sign in now: under the RP id in force, not suspect.
@@ -105,18 +142,6 @@ impl TenantState {
             .into_iter()
             .filter(|p| p.rp_id == rp_id && !p.suspected_clone)
             .collect())
-    }
-
-    /// How many passkeys of all users were registered under `rp_id`.
-    pub(in crate::tenant) fn passkeys_under(&self, rp_id: &str) -> Result<usize, TenantError> {
-        let mut n = 0;
-        for item in self.cx.store.scan::<PasskeyRecord>(b"") {
-            let (_, record) = item?;
-            if record.rp_id == rp_id {
-                n += 1;
-            }
-        }
-        Ok(n)
     }
 
     /// The records of the user's passkeys: each credential, its use record and its index
@@ -135,22 +160,5 @@ impl TenantState {
             ));
         }
         Ok(out)
-    }
-
-    pub(super) fn passkey_audit(
-        &mut self,
-        fx: &mut Effects,
-        event: &str,
-        record: &PasskeyRecord,
-        ctx: &AuditContext,
-    ) -> Result<(), TenantError> {
-        let metadata = serde_json::json!({
-            "user_id": record.user_id,
-            "passkey_id": record.id,
-            "backup_eligible": record.credential.backup_eligible,
-            "ip_hash": ctx.ip_hash,
-            "ua_family": ctx.ua_family,
-        });
-        self.cx.audit_into(&mut fx.batch, event, ctx, metadata)
     }
 }

@@ -1,6 +1,9 @@
 //! A passkey registered by a signed-in user: the ceremony begun (a resident key, user
 //! verification preferred) and finished into a record with its credential index.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use std::time::Instant;
 
 use tessera_storage::sha256;
@@ -22,7 +25,6 @@ use crate::{
         inventory::may_add,
         messages::{Bearer, PasskeyView},
         records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord},
-        state::TenantState,
     },
 };
 
@@ -45,21 +47,22 @@ fn aaguid_of(attestation_object: &[u8]) -> Uuid {
         .unwrap_or(Uuid::nil())
 }
 
-impl TenantState {
+impl Passkeys {
     /// The creation options for the signed-in user (its step-up already consumed): a
     /// resident key, user verification preferred, no attestation, the user's passkeys
     /// excluded.
     pub fn passkey_register_begin(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
     ) -> Result<serde_json::Value, TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (session, user) = self.live_session(bearer, now)?;
+        let (session, user) = cx.live_session(bearer, now)?;
         if user.is_anonymous {
             return Err(TenantError::GuestNotAllowed);
         }
         may_add(&user, CredentialKind::Passkeys)?;
-        let existing = self.passkeys_of(user.id)?;
+        let existing = cx.passkeys_of(user.id)?;
         if existing.len() >= MAX_PASSKEYS {
             return Err(TenantError::PasskeyLimit);
         }
@@ -72,7 +75,7 @@ impl TenantState {
             .iter()
             .map(|p| p.credential.cred_id.clone())
             .collect();
-        let rp = self.relying_party()?;
+        let rp = self.relying_party(cx)?;
         let builder = rp
             .new_challenge_register_builder(user.id.as_bytes(), &name, &name)
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?
@@ -91,7 +94,7 @@ impl TenantState {
         let challenge = ccr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&ccr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.cx.ceremonies.insert(
+        cx.ceremonies.insert(
             challenge,
             Ceremony::Register {
                 session: session.id,
@@ -106,19 +109,20 @@ impl TenantState {
     /// Verifies the browser's new credential against the session's ceremony and stores it.
     pub fn passkey_register_finish(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         response: serde_json::Value,
         nickname: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(PasskeyView, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (session, user) = self.live_session(bearer, now)?;
+        let (session, user) = cx.live_session(bearer, now)?;
         may_add(&user, CredentialKind::Passkeys)?;
         let reg: RegisterPublicKeyCredential = serde_json::from_value(response)
             .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
         let challenge = signed_challenge(&reg.response.client_data_json)
             .ok_or(TenantError::PasskeyInvalidRegistration)?;
-        let state = match self.cx.ceremonies.take(&challenge, Instant::now()) {
+        let state = match cx.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::Register {
                 session: s,
                 user: u,
@@ -127,7 +131,7 @@ impl TenantState {
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };
         let mut credential = self
-            .relying_party()?
+            .relying_party(cx)?
             .register_credential(&reg, &state, None)
             .map_err(|e| {
                 tracing::debug!(error = %e, "passkey registration refused");
@@ -141,15 +145,14 @@ impl TenantState {
                 .collect()
         });
         let index_key = sha256(&credential.cred_id);
-        if self
-            .cx
+        if cx
             .store
             .get::<PasskeyCredentialIndex>(&index_key)?
             .is_some()
         {
             return Err(TenantError::PasskeyAlreadyRegistered);
         }
-        if self.passkeys_of(user.id)?.len() >= MAX_PASSKEYS {
+        if cx.passkeys_of(user.id)?.len() >= MAX_PASSKEYS {
             return Err(TenantError::PasskeyLimit);
         }
         let record = PasskeyRecord {
@@ -158,12 +161,12 @@ impl TenantState {
             nickname,
             aaguid: aaguid_of(&reg.response.attestation_object),
             credential,
-            rp_id: self.passkey_rp_id(),
+            rp_id: cx.passkey_rp_id(),
             created_at: now,
             last_used_at: None,
             suspected_clone: false,
         };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(&passkey_key(user.id, record.id), &record)?;
         fx.batch.put(
             &index_key,
@@ -172,7 +175,7 @@ impl TenantState {
                 passkey_id: record.id,
             },
         )?;
-        self.passkey_audit(&mut fx, "auth.passkey.registered", &record, ctx)?;
-        Ok((record.view(), self.commit(fx)?))
+        self.passkey_audit(cx, &mut fx, "auth.passkey.registered", &record, ctx)?;
+        Ok((record.view(), cx.commit(fx)?))
     }
 }

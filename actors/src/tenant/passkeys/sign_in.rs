@@ -2,6 +2,9 @@
 //! for the handler's check, and the verdict applied to the passkey's use as stored, ending
 //! in `signed_in` at AAL2.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use std::{net::IpAddr, time::Instant};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -23,7 +26,6 @@ use crate::{
         messages::LoginOutcome,
         records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, PasskeyUse, UserRecord},
         sessions::Proof,
-        state::TenantState,
     },
     throttle::throttle_ip,
 };
@@ -38,32 +40,32 @@ pub(super) fn parse_user_handle(handle: &str) -> Option<Uuid> {
     Uuid::from_slice(&bytes).ok()
 }
 
-impl TenantState {
+impl Passkeys {
     /// The request options of a sign-in: for the user `user_handle` names (their usable
     /// passkeys; for an unknown user or one without passkeys, a credential id derived from
     /// the handle, so the answer does not tell), or discoverable without one.
     pub fn passkey_assert_begin(
         &mut self,
+        cx: &mut TenantCtx,
         user_handle: Option<&str>,
         ip: IpAddr,
     ) -> Result<serde_json::Value, TenantError> {
         let clock = Instant::now();
-        self.cx.login.address_gate(ip).map_err(refused)?;
-        self.passkeys
-            .begins
+        cx.login.address_gate(ip).map_err(refused)?;
+        self.begins
             .hit(&throttle_ip(ip), clock)
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-        let rp = self.relying_party()?;
+        let rp = self.relying_party(cx)?;
         let (user, creds, decoy) = match user_handle {
             None => (None, Vec::new(), None),
             Some(handle) => {
                 let found = parse_user_handle(handle)
-                    .map(|id| self.cx.user(id))
+                    .map(|id| cx.user(id))
                     .transpose()?
                     .flatten()
                     .filter(|u| u.blocked_at.is_none());
                 let creds: Vec<Credential> = match &found {
-                    Some(u) => self
+                    Some(u) => cx
                         .usable_passkeys(u.id)?
                         .into_iter()
                         .map(|p| p.credential)
@@ -71,7 +73,7 @@ impl TenantState {
                     None => Vec::new(),
                 };
                 if creds.is_empty() {
-                    let decoy = self.cx.otp_hasher.hash(handle.as_bytes()).to_vec();
+                    let decoy = cx.otp_hasher.hash(handle.as_bytes()).to_vec();
                     (Some(Uuid::nil()), creds, Some(decoy))
                 } else {
                     (found.map(|u| u.id), creds, None)
@@ -94,7 +96,7 @@ impl TenantState {
         let challenge = rcr.public_key.challenge.to_vec();
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.cx.ceremonies.insert(
+        cx.ceremonies.insert(
             challenge,
             Ceremony::SignIn {
                 user,
@@ -112,6 +114,7 @@ impl TenantState {
     /// RP id than the tenant's now, or already suspect, is refused whatever the verdict.
     pub(super) fn apply_verdict(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         passkey: &CheckedPasskey,
         used: &mut PasskeyUse,
@@ -119,7 +122,7 @@ impl TenantState {
         now: OffsetDateTime,
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
-        if passkey.rp_id != self.passkey_rp_id() || used.suspected_clone {
+        if passkey.rp_id != cx.passkey_rp_id() || used.suspected_clone {
             return Err(TenantError::PasskeyInvalidAssertion);
         }
         let key = passkey_key(passkey.user_id, passkey.passkey_id);
@@ -148,7 +151,7 @@ impl TenantState {
                     "ip_hash": ctx.ip_hash,
                     "ua_family": ctx.ua_family,
                 });
-                self.cx.audit_into(
+                cx.audit_into(
                     &mut fx.batch,
                     "auth.passkey.counter_regression",
                     ctx,
@@ -164,29 +167,30 @@ impl TenantState {
     /// The stored passkey an assertion names, if any.
     pub(super) fn passkey_named(
         &self,
+        cx: &TenantCtx,
         assertion: &PublicKeyCredential,
     ) -> Result<Option<PasskeyRecord>, TenantError> {
-        let Some(ix) = self
-            .cx
+        let Some(ix) = cx
             .store
             .get::<PasskeyCredentialIndex>(&sha256(&assertion.raw_id))?
         else {
             return Ok(None);
         };
-        self.passkey(ix.user_id, ix.passkey_id)
+        self.passkey(cx, ix.user_id, ix.passkey_id)
     }
 
     /// A refused sign-in: counted against the client address, and audited.
     fn passkey_sign_in_failed<T>(
         &mut self,
+        cx: &mut TenantCtx,
         mut fx: Effects,
         ip: IpAddr,
         user: Option<Uuid>,
         reason: &str,
         ctx: &AuditContext,
     ) -> Result<T, TenantError> {
-        self.cx.login.fail_address(ip);
-        self.cx.audit_into(
+        cx.login.fail_address(ip);
+        cx.audit_into(
             &mut fx.batch,
             "auth.login.failed",
             ctx,
@@ -198,7 +202,7 @@ impl TenantState {
                 "ua_family": ctx.ua_family,
             }),
         )?;
-        self.fail(fx, TenantError::PasskeyInvalidAssertion)
+        cx.fail(fx, TenantError::PasskeyInvalidAssertion)
     }
 
     /// The first half of a sign-in: takes the ceremony the assertion names and finds the
@@ -207,24 +211,25 @@ impl TenantState {
     /// and audited like a wrong signature.
     pub fn passkey_assert_take(
         &mut self,
+        cx: &mut TenantCtx,
         response: serde_json::Value,
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<PasskeyCheck, TenantError> {
         let clock = Instant::now();
-        let fx = self.cx.effects();
+        let fx = cx.effects();
         let Ok(assertion) = serde_json::from_value::<PublicKeyCredential>(response) else {
-            return self.passkey_sign_in_failed(fx, ip, None, "malformed", ctx);
+            return self.passkey_sign_in_failed(cx, fx, ip, None, "malformed", ctx);
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::PasskeyCeremonyNotFound)?;
-        let (named, state) = match self.cx.ceremonies.take(&challenge, clock) {
+        let (named, state) = match cx.ceremonies.take(&challenge, clock) {
             Some(Ceremony::SignIn { user, state }) => (user, state),
             _ => return Err(TenantError::PasskeyCeremonyNotFound),
         };
-        self.cx.login.address_gate(ip).map_err(refused)?;
-        let Some(record) = self.passkey_named(&assertion)? else {
-            return self.passkey_sign_in_failed(fx, ip, None, "unknown_credential", ctx);
+        cx.login.address_gate(ip).map_err(refused)?;
+        let Some(record) = self.passkey_named(cx, &assertion)? else {
+            return self.passkey_sign_in_failed(cx, fx, ip, None, "unknown_credential", ctx);
         };
         let owner = record.user_id;
         let handle_ok = match &assertion.response.user_handle {
@@ -233,9 +238,9 @@ impl TenantState {
             None => named.is_some(),
         };
         if !handle_ok || named.is_some_and(|u| u != owner) {
-            return self.passkey_sign_in_failed(fx, ip, Some(owner), "wrong_user", ctx);
+            return self.passkey_sign_in_failed(cx, fx, ip, Some(owner), "wrong_user", ctx);
         }
-        self.passkey_check(assertion, state, challenge, record)
+        self.passkey_check(cx, assertion, state, challenge, record)
     }
 
     /// The second half of a sign-in: the verdict on the signature applied to the passkey as
@@ -243,27 +248,34 @@ impl TenantState {
     /// second step.
     pub fn passkey_assert_finish(
         &mut self,
+        cx: &mut TenantCtx,
         passkey: CheckedPasskey,
         verdict: AssertionVerdict,
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let user_id = passkey.user_id;
-        let Some(mut used) = self.use_now(user_id, passkey.passkey_id)? else {
+        let Some(mut used) = self.use_now(cx, user_id, passkey.passkey_id)? else {
             // Deleted while its signature was being checked.
-            return self.passkey_sign_in_failed(fx, ip, Some(user_id), "unknown_credential", ctx);
+            return self.passkey_sign_in_failed(
+                cx,
+                fx,
+                ip,
+                Some(user_id),
+                "unknown_credential",
+                ctx,
+            );
         };
-        if let Err(e) = self.apply_verdict(&mut fx, &passkey, &mut used, verdict, now, ctx) {
+        if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",
             };
-            return self.passkey_sign_in_failed(fx, ip, Some(user_id), reason, ctx);
+            return self.passkey_sign_in_failed(cx, fx, ip, Some(user_id), reason, ctx);
         }
-        let mut user: UserRecord = self
-            .cx
+        let mut user: UserRecord = cx
             .user(user_id)?
             .ok_or(TenantError::PasskeyInvalidAssertion)?;
         let mut proof = Proof::first_factor(amr_of(&used), "passkey");
@@ -271,14 +283,14 @@ impl TenantState {
         proof
             .audit
             .insert("passkey_id".into(), serde_json::json!(passkey.passkey_id));
-        let grant = match self.signed_in(&mut fx, &mut user, proof, ctx, now) {
+        let grant = match cx.signed_in(&mut fx, &mut user, proof, ctx, now) {
             Ok(g) => g,
-            Err(e) => return self.fail(fx, e),
+            Err(e) => return cx.fail(fx, e),
         };
         let outcome = LoginOutcome::Signed {
             grant,
             enrollment_required_by: None,
         };
-        Ok((outcome, self.commit(fx)?))
+        Ok((outcome, cx.commit(fx)?))
     }
 }

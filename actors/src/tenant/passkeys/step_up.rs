@@ -1,6 +1,9 @@
 //! The passkey step-up of a signed-in session, in the same two messages as a sign-in around
 //! the handler's check, answering a step-up grant at AAL2.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
+
 use std::time::Instant;
 
 use time::OffsetDateTime;
@@ -16,21 +19,21 @@ use crate::{
         audit::AuditContext,
         ceremonies::Ceremony,
         messages::{Bearer, StepUpGrant},
-        state::TenantState,
     },
 };
 
-impl TenantState {
+impl Passkeys {
     /// The step-up options of the caller's session: their usable passkeys, user
     /// verification required.
     pub fn passkey_step_up_options(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         ctx: &AuditContext,
     ) -> Result<(serde_json::Value, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (session, user) = self.live_session(bearer, now)?;
-        let creds: Vec<Credential> = self
+        let (session, user) = cx.live_session(bearer, now)?;
+        let creds: Vec<Credential> = cx
             .usable_passkeys(user.id)?
             .into_iter()
             .map(|p| p.credential)
@@ -38,11 +41,10 @@ impl TenantState {
         if creds.is_empty() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
-        self.passkeys
-            .step_ups
+        self.step_ups
             .hit(&session.id, Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-        let rp = self.relying_party()?;
+        let rp = self.relying_party(cx)?;
         let builder = rp
             .new_challenge_authenticate_builder(creds, Some(ASSERTION_UV))
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
@@ -51,7 +53,7 @@ impl TenantState {
             .map_err(|e| TenantError::Internal(format!("passkey options: {e}")))?;
         let options = serde_json::to_value(&rcr.public_key)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        self.cx.ceremonies.insert(
+        cx.ceremonies.insert(
             rcr.public_key.challenge.to_vec(),
             Ceremony::StepUp {
                 session: session.id,
@@ -60,7 +62,7 @@ impl TenantState {
             },
             Instant::now(),
         );
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let metadata = serde_json::json!({
             "user_id": user.id,
             "session_id": session.id,
@@ -69,13 +71,13 @@ impl TenantState {
             "ip_hash": ctx.ip_hash,
             "ua_family": ctx.ua_family,
         });
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.step_up_passkey_options_issued",
             ctx,
             metadata,
         )?;
-        Ok((options, self.commit(fx)?))
+        Ok((options, cx.commit(fx)?))
     }
 
     /// The first half of a passkey step-up: takes the caller's session's options that the
@@ -83,40 +85,41 @@ impl TenantState {
     /// ([`PasskeyCheck::verify`]); [`Self::passkey_step_up_finish`] applies the verdict.
     pub fn passkey_step_up_take(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         assertion: serde_json::Value,
         ctx: &AuditContext,
     ) -> Result<PasskeyCheck, TenantError> {
-        let (session, user) = self.live_session(bearer, OffsetDateTime::now_utc())?;
-        let mut fx = self.cx.effects();
+        let (session, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
+        let mut fx = cx.effects();
         let assertion: PublicKeyCredential = match serde_json::from_value(assertion) {
             Ok(a) => a,
             Err(_) => {
-                self.step_up_failed(&mut fx, &user, "passkey", 2, "malformed", ctx)?;
-                return self.fail(fx, TenantError::PasskeyInvalidAssertion);
+                cx.step_up_failed(&mut fx, &user, "passkey", 2, "malformed", ctx)?;
+                return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
             }
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
             .ok_or(TenantError::InvalidChallenge)?;
-        let state = match self.cx.ceremonies.take(&challenge, Instant::now()) {
+        let state = match cx.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::StepUp {
                 session: s,
                 user: u,
                 state,
             }) if s == session.id && u == user.id => state,
             _ => {
-                self.step_up_failed(&mut fx, &user, "passkey", 2, "no_challenge", ctx)?;
-                return self.fail(fx, TenantError::InvalidChallenge);
+                cx.step_up_failed(&mut fx, &user, "passkey", 2, "no_challenge", ctx)?;
+                return cx.fail(fx, TenantError::InvalidChallenge);
             }
         };
-        let record = match self.passkey_named(&assertion)? {
+        let record = match self.passkey_named(cx, &assertion)? {
             Some(r) if r.user_id == user.id => r,
             _ => {
-                self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
-                return self.fail(fx, TenantError::PasskeyInvalidAssertion);
+                cx.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
+                return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
             }
         };
-        self.passkey_check(assertion, state, challenge, record)
+        self.passkey_check(cx, assertion, state, challenge, record)
     }
 
     /// The second half of a passkey step-up: the verdict applied to the passkey as stored
@@ -124,31 +127,32 @@ impl TenantState {
     /// user verification: `PasskeyStepUpRequired`, nothing issued.
     pub fn passkey_step_up_finish(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         passkey: CheckedPasskey,
         verdict: AssertionVerdict,
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (session, user) = self.live_session(bearer, now)?;
-        let mut fx = self.cx.effects();
+        let (session, user) = cx.live_session(bearer, now)?;
+        let mut fx = cx.effects();
         let used = self
-            .use_now(user.id, passkey.passkey_id)?
+            .use_now(cx, user.id, passkey.passkey_id)?
             .filter(|_| passkey.user_id == user.id);
         let Some(mut used) = used else {
             // Deleted while its signature was being checked.
-            self.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
-            return self.fail(fx, TenantError::PasskeyInvalidAssertion);
+            cx.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
+            return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
         };
-        if let Err(e) = self.apply_verdict(&mut fx, &passkey, &mut used, verdict, now, ctx) {
+        if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
                 TenantError::PasskeyStepUpRequired => "user_not_verified",
                 _ => "invalid_assertion",
             };
-            self.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
-            return self.fail(fx, e);
+            cx.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
+            return cx.fail(fx, e);
         }
-        let grant = self.issue_step_up(
+        let grant = cx.issue_step_up(
             &mut fx,
             &session,
             2,
@@ -157,6 +161,6 @@ impl TenantState {
             None,
             ctx,
         )?;
-        Ok((grant, self.commit(fx)?))
+        Ok((grant, cx.commit(fx)?))
     }
 }

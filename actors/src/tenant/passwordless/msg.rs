@@ -1,6 +1,9 @@
 //! Mailed sign-in: login links and e-mailed codes: the commands the tenant actor takes for this
 //! flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passwordless::Passwordless;
+
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
@@ -11,7 +14,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{HostedReturn, OAuthResume, PasswordlessLogin},
-        state::TenantState,
     },
 };
 
@@ -48,47 +50,50 @@ pub enum PasswordlessMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: PasswordlessMsg) {
-    match msg {
-        PasswordlessMsg::MagicLinkRequest {
-            email,
-            oauth,
-            hosted,
-            reply,
-        } => {
-            let out = state.magic_link_request(&email, oauth, hosted);
-            finish(state, reply, Outcome::alike(out));
-        }
-        PasswordlessMsg::MagicLinkVerify {
-            token,
-            binding_hash,
-            ctx,
-            reply,
-        } => {
-            let out = state.magic_link_verify(&token, binding_hash.as_deref(), &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        PasswordlessMsg::EmailOtpRequest {
-            email,
-            create,
-            oauth,
-            ctx,
-            reply,
-        } => {
-            let out = state.email_otp_request(&email, create, oauth, &ctx);
-            finish(state, reply, Outcome::alike(out));
-        }
-        PasswordlessMsg::EmailOtpVerify {
-            email,
-            code,
-            binding_hash,
-            ip,
-            ctx,
-            reply,
-        } => {
-            let out = state.email_otp_verify(&email, &code, binding_hash.as_deref(), ip, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
+impl Passwordless {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: PasswordlessMsg) {
+        match msg {
+            PasswordlessMsg::MagicLinkRequest {
+                email,
+                oauth,
+                hosted,
+                reply,
+            } => {
+                let out = self.magic_link_request(cx, &email, oauth, hosted);
+                finish(cx, reply, Outcome::alike(out));
+            }
+            PasswordlessMsg::MagicLinkVerify {
+                token,
+                binding_hash,
+                ctx,
+                reply,
+            } => {
+                let out = self.magic_link_verify(cx, &token, binding_hash.as_deref(), &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            PasswordlessMsg::EmailOtpRequest {
+                email,
+                create,
+                oauth,
+                ctx,
+                reply,
+            } => {
+                let out = self.email_otp_request(cx, &email, create, oauth, &ctx);
+                finish(cx, reply, Outcome::alike(out));
+            }
+            PasswordlessMsg::EmailOtpVerify {
+                email,
+                code,
+                binding_hash,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let out =
+                    self.email_otp_verify(cx, &email, &code, binding_hash.as_deref(), ip, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Unit tests of passwordless sign-in: login links, e-mailed codes, their limits and bindings.
 
+use crate::tenant::ctx::TenantCtx;
+
 use super::*;
+use crate::tenant::state::TenantState;
 use crate::{
     login_guard::LoginThrottles,
     tenant::{accounts::tests::tenant, messages::OAuthParams},
@@ -34,7 +37,8 @@ fn with_ada() -> (tempfile::TempDir, TenantState) {
 /// The login code mailed to Ada on her request.
 fn ada_code(t: &mut TenantState, ctx: &AuditContext) -> String {
     code_of(
-        &t.email_otp_request("ada@example.com", false, None, ctx)
+        &t.passwordless
+            .email_otp_request(&mut t.cx, "ada@example.com", false, None, ctx)
             .unwrap(),
     )
 }
@@ -82,15 +86,20 @@ async fn a_login_link_signs_in_once_with_amr_mca() {
     let (_dir, mut t) = with_ada();
     let ctx = AuditContext::default();
     let mail = t
-        .magic_link_request("ada@example.com", None, HostedReturn::default())
+        .passwordless
+        .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
         .unwrap();
     assert_eq!(mail.len(), 1);
     assert_eq!(mail[0].to, "ada@example.com");
     let token = link_token(&mail);
-    let (login, _) = t.magic_link_verify(&token, None, &ctx).unwrap();
+    let (login, _) = t
+        .passwordless
+        .magic_link_verify(&mut t.cx, &token, None, &ctx)
+        .unwrap();
     assert_eq!(signed_amr(&login), ["mca"]);
     assert!(matches!(
-        t.magic_link_verify(&token, None, &ctx),
+        t.passwordless
+            .magic_link_verify(&mut t.cx, &token, None, &ctx),
         Err(TenantError::InvalidChallenge)
     ));
 }
@@ -101,7 +110,8 @@ async fn a_login_link_dies_with_a_password_change() {
     let mut t = tenant(dir.path());
     let mut user = member(&mut t, "ada@example.com");
     let mail = t
-        .magic_link_request("ada@example.com", None, HostedReturn::default())
+        .passwordless
+        .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
         .unwrap();
     let token = link_token(&mail);
     user.password_epoch += 1;
@@ -110,7 +120,8 @@ async fn a_login_link_dies_with_a_password_change() {
     t.cx.store.apply(b).unwrap();
     let ctx = AuditContext::default();
     assert!(matches!(
-        t.magic_link_verify(&token, None, &ctx),
+        t.passwordless
+            .magic_link_verify(&mut t.cx, &token, None, &ctx),
         Err(TenantError::InvalidChallenge)
     ));
     // The dead link was removed on the way.
@@ -127,7 +138,9 @@ async fn a_link_for_an_oauth_flow_works_only_in_the_browser_that_started_it() {
     let (_dir, mut t) = with_ada();
     let ctx = AuditContext::default();
     let mail = t
+        .passwordless
         .magic_link_request(
+            &mut t.cx,
             "ada@example.com",
             Some(resume(&"b".repeat(64))),
             HostedReturn::default(),
@@ -136,13 +149,15 @@ async fn a_link_for_an_oauth_flow_works_only_in_the_browser_that_started_it() {
     let token = link_token(&mail);
     for other in [None, Some("c".repeat(64))] {
         assert!(matches!(
-            t.magic_link_verify(&token, other.as_deref(), &ctx),
+            t.passwordless
+                .magic_link_verify(&mut t.cx, &token, other.as_deref(), &ctx),
             Err(TenantError::InvalidChallenge)
         ));
     }
     // Another browser's tries did not spend it.
     let (login, _) = t
-        .magic_link_verify(&token, Some(&"b".repeat(64)), &ctx)
+        .passwordless
+        .magic_link_verify(&mut t.cx, &token, Some(&"b".repeat(64)), &ctx)
         .unwrap();
     assert_eq!(login.oauth.unwrap().client_id, "tc_app");
 }
@@ -157,13 +172,13 @@ fn without_oauth_any_binding_passes_and_with_it_only_the_right_one() {
         LOGIN_CODE_TTL,
         OffsetDateTime::now_utc(),
     );
-    assert!(TenantState::binding_ok(&r, None));
-    assert!(TenantState::binding_ok(&r, Some("anything")));
+    assert!(TenantCtx::binding_ok(&r, None));
+    assert!(TenantCtx::binding_ok(&r, Some("anything")));
     r.oauth = Some(resume("abc"));
-    assert!(TenantState::binding_ok(&r, Some("abc")));
-    assert!(!TenantState::binding_ok(&r, Some("abd")));
-    assert!(!TenantState::binding_ok(&r, Some("")));
-    assert!(!TenantState::binding_ok(&r, None));
+    assert!(TenantCtx::binding_ok(&r, Some("abc")));
+    assert!(!TenantCtx::binding_ok(&r, Some("abd")));
+    assert!(!TenantCtx::binding_ok(&r, Some("")));
+    assert!(!TenantCtx::binding_ok(&r, None));
 }
 
 #[tokio::test]
@@ -172,17 +187,29 @@ async fn an_unknown_address_is_answered_alike_and_sent_nothing() {
     let mut t = tenant(dir.path());
     let ctx = AuditContext::default();
     let none = t
-        .magic_link_request("nobody@example.com", None, HostedReturn::default())
+        .passwordless
+        .magic_link_request(
+            &mut t.cx,
+            "nobody@example.com",
+            None,
+            HostedReturn::default(),
+        )
         .unwrap();
     assert!(none.is_empty());
     let none = t
-        .email_otp_request("nobody@example.com", false, None, &ctx)
+        .passwordless
+        .email_otp_request(&mut t.cx, "nobody@example.com", false, None, &ctx)
         .unwrap();
     assert!(none.is_empty());
     assert!(t.cx.queued_mail().unwrap().is_empty());
     // The spacing holds for it as for an account.
     assert!(matches!(
-        t.magic_link_request("nobody@example.com", None, HostedReturn::default()),
+        t.passwordless.magic_link_request(
+            &mut t.cx,
+            "nobody@example.com",
+            None,
+            HostedReturn::default()
+        ),
         Err(TenantError::RateLimited { .. })
     ));
 }
@@ -192,21 +219,29 @@ async fn one_request_per_address_and_flow_per_minute() {
     let (_dir, mut t) = with_ada();
     member(&mut t, "bob@example.com");
     let ctx = AuditContext::default();
-    t.magic_link_request("ada@example.com", None, HostedReturn::default())
+    t.passwordless
+        .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
         .unwrap();
     assert!(matches!(
-        t.magic_link_request("ada@example.com", None, HostedReturn::default()),
+        t.passwordless.magic_link_request(
+            &mut t.cx,
+            "ada@example.com",
+            None,
+            HostedReturn::default()
+        ),
         Err(TenantError::RateLimited { .. })
     ));
     // Another address, or another flow, has its own spacing.
     assert_eq!(
-        t.magic_link_request("bob@example.com", None, HostedReturn::default())
+        t.passwordless
+            .magic_link_request(&mut t.cx, "bob@example.com", None, HostedReturn::default())
             .unwrap()
             .len(),
         1
     );
     assert_eq!(
-        t.email_otp_request("ada@example.com", false, None, &ctx)
+        t.passwordless
+            .email_otp_request(&mut t.cx, "ada@example.com", false, None, &ctx)
             .unwrap()
             .len(),
         1
@@ -218,26 +253,30 @@ async fn a_disabled_flow_is_refused_before_anything_else() {
     let (_dir, mut t) = with_ada();
     let ctx = AuditContext::default();
     let token = link_token(
-        &t.magic_link_request("ada@example.com", None, HostedReturn::default())
+        &t.passwordless
+            .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
             .unwrap(),
     );
     t.cx.settings.security.magic_link_enabled = false;
     t.cx.settings.security.email_otp_enabled = false;
     assert!(matches!(
-        t.magic_link_verify(&token, None, &ctx),
+        t.passwordless
+            .magic_link_verify(&mut t.cx, &token, None, &ctx),
         Err(TenantError::PasswordlessDisabled)
     ));
     assert!(matches!(
-        t.email_otp_request("ada@example.com", true, None, &ctx),
+        t.passwordless
+            .email_otp_request(&mut t.cx, "ada@example.com", true, None, &ctx),
         Err(TenantError::PasswordlessDisabled)
     ));
     assert!(matches!(
-        t.email_otp_verify("ada@example.com", "123456", None, ip(), &ctx),
+        t.passwordless
+            .email_otp_verify(&mut t.cx, "ada@example.com", "123456", None, ip(), &ctx),
         Err(TenantError::PasswordlessDisabled)
     ));
     // Texted codes are off by default.
     assert!(matches!(
-        t.flow_enabled(Flow::SmsOtp),
+        t.cx.flow_enabled(Flow::SmsOtp),
         Err(TenantError::PasswordlessDisabled)
     ));
 }
@@ -250,22 +289,32 @@ async fn a_login_code_signs_in_once_and_sent_again_is_no_guess() {
     assert_eq!(code.len(), 6);
     assert!(code.bytes().all(|b| b.is_ascii_digit()));
     assert!(matches!(
-        t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx),
+        t.passwordless.email_otp_verify(
+            &mut t.cx,
+            "ada@example.com",
+            &wrong(&code),
+            None,
+            ip(),
+            &ctx
+        ),
         Err(TenantError::InvalidChallenge)
     ));
     // The code is bound to its address.
     assert!(matches!(
-        t.email_otp_verify("bob@example.com", &code, None, ip(), &ctx),
+        t.passwordless
+            .email_otp_verify(&mut t.cx, "bob@example.com", &code, None, ip(), &ctx),
         Err(TenantError::InvalidChallenge)
     ));
     let (login, _) = t
-        .email_otp_verify("ada@example.com", &code, None, ip(), &ctx)
+        .passwordless
+        .email_otp_verify(&mut t.cx, "ada@example.com", &code, None, ip(), &ctx)
         .unwrap();
     assert_eq!(signed_amr(&login), ["otp"]);
     // The used code, sent again and again, is refused without counting as a guess.
     for _ in 0..20 {
         assert!(matches!(
-            t.email_otp_verify("ada@example.com", &code, None, ip(), &ctx),
+            t.passwordless
+                .email_otp_verify(&mut t.cx, "ada@example.com", &code, None, ip(), &ctx),
             Err(TenantError::InvalidChallenge)
         ));
     }
@@ -279,21 +328,36 @@ async fn five_wrong_codes_kill_the_code() {
     let ctx = AuditContext::default();
     let code = ada_code(&mut t, &ctx);
     for _ in 0..4 {
-        let _ = t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx);
+        let _ = t.passwordless.email_otp_verify(
+            &mut t.cx,
+            "ada@example.com",
+            &wrong(&code),
+            None,
+            ip(),
+            &ctx,
+        );
     }
     // Four wrong: still alive (the sign-in rules forgotten, to see the code's own count).
     t.cx.login = LoginThrottles::new(100);
-    let at = (t.address_slot("ada@example.com"), Purpose::LoginEmailOtp);
+    let at = (t.cx.address_slot("ada@example.com"), Purpose::LoginEmailOtp);
     let kept =
         t.cx.store
             .get::<ChallengeRecord>(&challenge_key(at.0, at.1))
             .unwrap()
             .unwrap();
     assert_eq!(kept.failures, 4);
-    let _ = t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx);
+    let _ = t.passwordless.email_otp_verify(
+        &mut t.cx,
+        "ada@example.com",
+        &wrong(&code),
+        None,
+        ip(),
+        &ctx,
+    );
     t.cx.login = LoginThrottles::new(100);
     assert!(matches!(
-        t.email_otp_verify("ada@example.com", &code, None, ip(), &ctx),
+        t.passwordless
+            .email_otp_verify(&mut t.cx, "ada@example.com", &code, None, ip(), &ctx),
         Err(TenantError::InvalidChallenge)
     ));
 }
@@ -305,7 +369,14 @@ async fn wrong_codes_count_as_failed_logins_of_the_address() {
     let code = ada_code(&mut t, &ctx);
     let mut refusals = Vec::new();
     for _ in 0..6 {
-        refusals.push(t.email_otp_verify("ada@example.com", &wrong(&code), None, ip(), &ctx));
+        refusals.push(t.passwordless.email_otp_verify(
+            &mut t.cx,
+            "ada@example.com",
+            &wrong(&code),
+            None,
+            ip(),
+            &ctx,
+        ));
     }
     assert!(matches!(
         refusals.last(),
@@ -313,7 +384,8 @@ async fn wrong_codes_count_as_failed_logins_of_the_address() {
     ));
     // Blocked, the right code is not even checked.
     assert!(matches!(
-        t.email_otp_verify("ada@example.com", &code, None, ip(), &ctx),
+        t.passwordless
+            .email_otp_verify(&mut t.cx, "ada@example.com", &code, None, ip(), &ctx),
         Err(TenantError::TooManyAttempts { .. })
     ));
 }
@@ -324,13 +396,22 @@ async fn login_or_create_makes_a_confirmed_passwordless_account_at_verification(
     let mut t = tenant(dir.path());
     let ctx = AuditContext::default();
     let mail = t
-        .email_otp_request("new@example.com", true, None, &ctx)
+        .passwordless
+        .email_otp_request(&mut t.cx, "new@example.com", true, None, &ctx)
         .unwrap();
     assert_eq!(mail.len(), 1);
     // Nothing is created before the code is shown.
     assert!(t.cx.user_by_email("new@example.com").unwrap().is_none());
     let (login, _) = t
-        .email_otp_verify("new@example.com", &code_of(&mail), None, ip(), &ctx)
+        .passwordless
+        .email_otp_verify(
+            &mut t.cx,
+            "new@example.com",
+            &code_of(&mail),
+            None,
+            ip(),
+            &ctx,
+        )
         .unwrap();
     assert_eq!(signed_amr(&login), ["otp"]);
     let user = t.cx.user_by_email("new@example.com").unwrap().unwrap();
@@ -349,7 +430,13 @@ async fn a_guest_is_no_member_for_a_login_link() {
     b.put(guest.id.as_bytes(), &guest).unwrap();
     t.cx.store.apply(b).unwrap();
     assert!(t
-        .magic_link_request("guest@example.com", None, HostedReturn::default())
+        .passwordless
+        .magic_link_request(
+            &mut t.cx,
+            "guest@example.com",
+            None,
+            HostedReturn::default()
+        )
         .unwrap()
         .is_empty());
 }

@@ -1,6 +1,9 @@
 //! Sessions: refresh, the access check, sign-out and the session list: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sessions::Sessions;
+
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
@@ -10,7 +13,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, SessionView, UserView},
-        state::TenantState,
     },
 };
 
@@ -44,40 +46,42 @@ pub enum SessionsMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: SessionsMsg) {
-    match msg {
-        SessionsMsg::Refresh { token, ctx, reply } => {
-            let out = state.refresh(&token, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        SessionsMsg::Authenticate { bearer, reply } => {
-            let out = state.authenticate(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        SessionsMsg::Logout {
-            bearer,
-            global,
-            ctx,
-            reply,
-        } => {
-            let out = state.logout(bearer, global, &ctx).map(|m| ((), m));
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        SessionsMsg::ListSessions { bearer, reply } => {
-            let out = state.list_sessions(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        SessionsMsg::RevokeSession {
-            bearer,
-            session_id,
-            ctx,
-            reply,
-        } => {
-            let out = state
-                .revoke_session(bearer, session_id, &ctx)
-                .map(|m| ((), m));
-            finish(state, reply, Outcome::with_mail(out));
+impl Sessions {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: SessionsMsg) {
+        match msg {
+            SessionsMsg::Refresh { token, ctx, reply } => {
+                let out = self.refresh(cx, &token, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            SessionsMsg::Authenticate { bearer, reply } => {
+                let out = self.authenticate(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            SessionsMsg::Logout {
+                bearer,
+                global,
+                ctx,
+                reply,
+            } => {
+                let out = self.logout(cx, bearer, global, &ctx).map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            SessionsMsg::ListSessions { bearer, reply } => {
+                let out = self.list_sessions(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            SessionsMsg::RevokeSession {
+                bearer,
+                session_id,
+                ctx,
+                reply,
+            } => {
+                let out = self
+                    .revoke_session(cx, bearer, session_id, &ctx)
+                    .map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

@@ -1,12 +1,14 @@
 //! The tenant's settings: the commands the tenant actor takes for this flow, and how each is
 //! answered.
 
+use crate::tenant::ctx::TenantCtx;
+
 use ractor::RpcReplyPort;
 
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},
-    tenant::{audit::AuditContext, messages::SettingsView, settings::SettingsChange, TenantState},
+    tenant::{audit::AuditContext, messages::SettingsView, settings::SettingsChange},
 };
 
 pub enum SettingsMsg {
@@ -22,15 +24,15 @@ pub enum SettingsMsg {
 }
 
 /// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: SettingsMsg) {
+pub(in crate::tenant) fn handle(cx: &mut TenantCtx, msg: SettingsMsg) {
     match msg {
         SettingsMsg::GetSettings { reply } => {
-            let out = Ok(state.settings_view());
-            finish(state, reply, Outcome::now(out));
+            let out = Ok(cx.settings_view());
+            finish(cx, reply, Outcome::now(out));
         }
         SettingsMsg::UpdateSettings { change, ctx, reply } => {
-            let out = state.update_settings(change, &ctx);
-            finish(state, reply, Outcome::durable_success(out));
+            let out = cx.update_settings(change, &ctx);
+            finish(cx, reply, Outcome::durable_success(out));
         }
     }
 }

@@ -1,6 +1,9 @@
 //! Text messages: sign-in codes, phone confirmation and the dashboard's test message: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sms::memory::Sms;
+
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
@@ -11,7 +14,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, UserView},
-        state::TenantState,
     },
 };
 
@@ -57,61 +59,63 @@ pub enum SmsMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: SmsMsg) {
-    match msg {
-        SmsMsg::SmsOtpRequest {
-            phone,
-            create,
-            oauth,
-            ip,
-            reply,
-        } => {
-            // Answered at once, after as much work whether or not anything is sent (a decoy is
-            // written for a number without a user): see `Timing::Alike`.
-            let outcome = match state.sms_otp_request(&phone, create, oauth, ip) {
-                Ok(job) => Outcome::alike(Ok(Vec::new())).texting(job),
-                Err(e) => Outcome::now(Err(e)),
-            };
-            finish(state, reply, outcome);
-        }
-        SmsMsg::SmsOtpVerify {
-            phone,
-            code,
-            binding_hash,
-            ip,
-            ctx,
-            reply,
-        } => {
-            let out = state.sms_otp_verify(&phone, &code, binding_hash.as_deref(), ip, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        SmsMsg::PhoneVerifyRequest {
-            bearer,
-            phone,
-            ip,
-            ctx,
-            reply,
-        } => {
-            let outcome = match state.phone_verify_request(bearer, &phone, ip, &ctx) {
-                Ok(job) => Outcome::durable_success(Ok(())).texting(Some(job)),
-                Err(e) => Outcome::now(Err(e)),
-            };
-            finish(state, reply, outcome);
-        }
-        SmsMsg::PhoneConfirm {
-            bearer,
-            phone,
-            code,
-            ctx,
-            reply,
-        } => {
-            let out = state.phone_confirm(bearer, &phone, &code, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        SmsMsg::SmsTest { phone, ctx, reply } => {
-            let out = state.sms_test(&phone, &ctx);
-            finish(state, reply, Outcome::durable_success(out));
+impl Sms {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: SmsMsg) {
+        match msg {
+            SmsMsg::SmsOtpRequest {
+                phone,
+                create,
+                oauth,
+                ip,
+                reply,
+            } => {
+                // Answered at once, after as much work whether or not anything is sent (a decoy is
+                // written for a number without a user): see `Timing::Alike`.
+                let outcome = match self.sms_otp_request(cx, &phone, create, oauth, ip) {
+                    Ok(job) => Outcome::alike(Ok(Vec::new())).texting(job),
+                    Err(e) => Outcome::now(Err(e)),
+                };
+                finish(cx, reply, outcome);
+            }
+            SmsMsg::SmsOtpVerify {
+                phone,
+                code,
+                binding_hash,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let out = self.sms_otp_verify(cx, &phone, &code, binding_hash.as_deref(), ip, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            SmsMsg::PhoneVerifyRequest {
+                bearer,
+                phone,
+                ip,
+                ctx,
+                reply,
+            } => {
+                let outcome = match self.phone_verify_request(cx, bearer, &phone, ip, &ctx) {
+                    Ok(job) => Outcome::durable_success(Ok(())).texting(Some(job)),
+                    Err(e) => Outcome::now(Err(e)),
+                };
+                finish(cx, reply, outcome);
+            }
+            SmsMsg::PhoneConfirm {
+                bearer,
+                phone,
+                code,
+                ctx,
+                reply,
+            } => {
+                let out = self.phone_confirm(cx, bearer, &phone, &code, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            SmsMsg::SmsTest { phone, ctx, reply } => {
+                let out = self.sms_test(cx, &phone, &ctx);
+                finish(cx, reply, Outcome::durable_success(out));
+            }
         }
     }
 }

@@ -2,6 +2,9 @@
 //! callback, the app's back end and the signed-in user ask), its answers, and `social_cmd`,
 //! which carries one out.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use std::net::IpAddr;
 
 use time::OffsetDateTime;
@@ -20,7 +23,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, PasswordlessLogin},
-        state::TenantState,
     },
 };
 
@@ -90,9 +92,10 @@ impl std::fmt::Debug for SocialAnswer {
     }
 }
 
-impl TenantState {
+impl Social {
     pub fn social_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: SocialCmd,
         ctx: &AuditContext,
     ) -> Result<SocialAnswer, TenantError> {
@@ -106,6 +109,7 @@ impl TenantState {
                 link_ticket,
                 ip,
             } => SocialAnswer::Started(Box::new(self.social_begin(
+                cx,
                 provider,
                 (redirect_uri, hosted),
                 (guest, link_ticket),
@@ -116,16 +120,16 @@ impl TenantState {
                 provider,
                 state,
                 binding,
-            } => {
-                SocialAnswer::Pending(Box::new(self.social_take(provider, &state, &binding, now)?))
-            }
+            } => SocialAnswer::Pending(Box::new(
+                self.social_take(cx, provider, &state, &binding, now)?,
+            )),
             SocialCmd::Finish {
                 provider,
                 identity,
                 link_user: Some(user),
                 ..
             } => {
-                self.social_link(provider, identity, user, ctx, now)?;
+                self.social_link(cx, provider, identity, user, ctx, now)?;
                 SocialAnswer::Linked
             }
             SocialCmd::Finish {
@@ -133,33 +137,36 @@ impl TenantState {
                 identity,
                 guest,
                 link_user: None,
-            } => SocialAnswer::Finished(self.social_finish(provider, identity, guest, ctx, now)?),
+            } => {
+                SocialAnswer::Finished(self.social_finish(cx, provider, identity, guest, ctx, now)?)
+            }
             SocialCmd::LinkStart {
                 bearer,
                 provider,
                 redirect_uri,
             } => SocialAnswer::Ticket(self.social_link_ticket(
+                cx,
                 bearer,
                 provider,
                 redirect_uri,
                 now,
             )?),
             SocialCmd::Identities { bearer } => {
-                let (_, user) = self.live_session(bearer, now)?;
-                SocialAnswer::Identities(self.identities_of(user.id)?)
+                let (_, user) = cx.live_session(bearer, now)?;
+                SocialAnswer::Identities(cx.identities_of(user.id)?)
             }
             SocialCmd::Unlink { bearer, provider } => {
-                self.social_unlink(bearer, provider, ctx, now)?;
+                self.social_unlink(cx, bearer, provider, ctx, now)?;
                 SocialAnswer::Unlinked
             }
             SocialCmd::Tokens { bearer, provider } => {
-                SocialAnswer::Tokens(Box::new(self.social_tokens(bearer, provider, now)?))
+                SocialAnswer::Tokens(Box::new(self.social_tokens(cx, bearer, provider, now)?))
             }
             SocialCmd::PeekTicket { provider, ticket } => {
-                SocialAnswer::TicketView(Box::new(self.peek_ticket(provider, &ticket, now)?))
+                SocialAnswer::TicketView(Box::new(self.peek_ticket(cx, provider, &ticket, now)?))
             }
             SocialCmd::Session { provider, jti } => {
-                SocialAnswer::Login(Box::new(self.social_session(provider, jti, ctx, now)?))
+                SocialAnswer::Login(Box::new(self.social_session(cx, provider, jti, ctx, now)?))
             }
         })
     }

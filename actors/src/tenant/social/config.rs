@@ -2,6 +2,9 @@
 //! sealed under the master key, its scopes; put and shown by the dashboard, and opened for
 //! a sign-in.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, Sealed, TenantRecord};
 use time::OffsetDateTime;
@@ -9,10 +12,7 @@ use time::OffsetDateTime;
 use super::providers::{AppleKeyId, Provider};
 use crate::{
     error::TenantError,
-    tenant::{
-        audit::{AuditContext, AuditEvent},
-        state::TenantState,
-    },
+    tenant::audit::{AuditContext, AuditEvent},
 };
 
 /// A tenant's configuration of one provider, keyed by the provider's name.
@@ -125,21 +125,21 @@ fn secret_name(provider: Provider) -> Vec<u8> {
     format!("social/{}", provider.as_str()).into_bytes()
 }
 
-impl TenantState {
+impl Social {
     pub fn social_config_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: SocialConfigCmd,
         ctx: &AuditContext,
     ) -> Result<SocialProviderView, TenantError> {
         match cmd {
             SocialConfigCmd::Get(provider) => {
-                let record = self
-                    .cx
+                let record = cx
                     .store
                     .get::<SocialProviderRecord>(provider.as_str().as_bytes())?;
                 Ok(SocialProviderView::of(provider, record.as_ref()))
             }
-            SocialConfigCmd::Put(provider, put) => self.social_config_put(provider, *put, ctx),
+            SocialConfigCmd::Put(provider, put) => self.social_config_put(cx, provider, *put, ctx),
         }
     }
 
@@ -147,12 +147,13 @@ impl TenantState {
     /// request; a provider is enabled only with a client id and a secret.
     fn social_config_put(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         put: SocialConfigPut,
         ctx: &AuditContext,
     ) -> Result<SocialProviderView, TenantError> {
         let key = provider.as_str().as_bytes();
-        let current = self.cx.store.get::<SocialProviderRecord>(key)?;
+        let current = cx.store.get::<SocialProviderRecord>(key)?;
         let secret_field = if provider.takes_client_secret() {
             "client_secret"
         } else {
@@ -175,9 +176,8 @@ impl TenantState {
         };
         let secret = match &put.secret {
             Some(plain) => Some(
-                self.cx
-                    .master_key
-                    .seal(&self.secret_aad(&secret_name(provider)), plain.as_bytes())?,
+                cx.master_key
+                    .seal(&cx.secret_aad(&secret_name(provider)), plain.as_bytes())?,
             ),
             None => kept_secret,
         };
@@ -232,7 +232,7 @@ impl TenantState {
         if changed.is_empty() {
             return Ok(SocialProviderView::of(provider, was));
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(key, &next)?;
         let fields = changed.iter().map(|f| (*f).to_owned()).collect();
         let mut event = AuditEvent::new("settings.social.updated", ctx, fields);
@@ -241,18 +241,18 @@ impl TenantState {
             "provider": provider.as_str(),
             "enabled": next.enabled,
         });
-        fx.batch.put(&self.cx.next_event_key(event.at), &event)?;
-        self.commit(fx)?;
+        fx.batch.put(&cx.next_event_key(event.at), &event)?;
+        cx.commit(fx)?;
         Ok(SocialProviderView::of(provider, Some(&next)))
     }
 
     /// The configuration of an enabled provider, with its secret opened.
     pub(super) fn social_enabled(
         &self,
+        cx: &TenantCtx,
         provider: Provider,
     ) -> Result<(SocialProviderRecord, String), TenantError> {
-        let record = self
-            .cx
+        let record = cx
             .store
             .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
             .filter(|r| r.enabled && r.client_id.is_some())
@@ -261,23 +261,25 @@ impl TenantState {
             .secret
             .as_ref()
             .ok_or(TenantError::SocialNotConfigured)?;
-        let plain = self
-            .cx
+        let plain = cx
             .master_key
-            .open(&self.secret_aad(&secret_name(provider)), sealed)?;
+            .open(&cx.secret_aad(&secret_name(provider)), sealed)?;
         let secret = std::str::from_utf8(&plain)
             .map_err(|_| TenantError::Internal("a sealed provider secret is not text".into()))?
             .to_owned();
         Ok((record, secret))
     }
+}
 
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The providers a user may sign in with now, in the table's order.
     pub(in crate::tenant) fn social_providers_enabled(&self) -> Vec<Provider> {
         Provider::ALL
             .into_iter()
             .filter(|p| {
-                self.cx
-                    .store
+                self.store
                     .get::<SocialProviderRecord>(p.as_str().as_bytes())
                     .ok()
                     .flatten()

@@ -2,6 +2,9 @@
 //! linked account, automatic linking, the guest's claim or a new account) or the refusal,
 //! and the exchange token traded once for a session.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +21,7 @@ use crate::{
     error::TenantError,
     tenant::{
         audit::AuditContext, effects::Effects, messages::PasswordlessLogin, records::UserRecord,
-        sessions::Proof, state::TenantState,
+        sessions::Proof,
     },
 };
 
@@ -63,13 +66,14 @@ pub struct SocialFinished {
     pub expires_at: OffsetDateTime,
 }
 
-impl TenantState {
+impl Social {
     /// The user a provider's account signs in as (spec 4.2): the account already linked; else
     /// the account of a trusted, verified address when automatic linking is on (else
     /// `email_exists`); else the guest of the flow, claimed in place (trusted providers);
     /// else a new account. Answers the exchange token's `jti`, recorded for one use.
     pub(super) fn social_finish(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         identity: SocialIdentity,
         guest: Option<Uuid>,
@@ -88,60 +92,58 @@ impl TenantState {
                 EmailTrust::ProviderVerified => identity.email_verified == Some(true),
                 EmailTrust::NeverTrust => false,
             };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         // Links the provider account to the user it signs in as (into `batch`).
-        let link = |state: &TenantState, batch: &mut TenantBatch, user: Uuid| {
-            state.put_identity(batch, user, provider, &identity, email.as_ref(), now)
+        let link = |social: &Social, batch: &mut TenantBatch, user: Uuid| {
+            social.put_identity(batch, user, provider, &identity, email.as_ref(), now)
         };
-        let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
-            state.cx.audit_into(
+        let refuse = |cx: &mut TenantCtx, mut fx: Effects, why: SocialRefusal| {
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.social.link_refused",
                 ctx,
                 serde_json::json!({ "provider": provider.as_str(), "reason": why.as_str() }),
             )?;
-            state.fail(fx, TenantError::SocialRefused(why))
+            cx.fail(fx, TenantError::SocialRefused(why))
         };
         // A link whose user is gone counts as none (the next write replaces it).
-        let linked = match self
-            .cx
+        let linked = match cx
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
         {
-            Some(l) => self.cx.user(l.user_id)?,
+            Some(l) => cx.user(l.user_id)?,
             None => None,
         };
         let (user, how) = if let Some(user) = linked {
             if user.blocked_at.is_some() {
-                return refuse(self, fx, SocialRefusal::AccountBlocked);
+                return refuse(cx, fx, SocialRefusal::AccountBlocked);
             }
             (user, "linked")
         } else if let Some(existing) = match &email {
-            Some(e) => self.cx.user_by_email(e)?,
+            Some(e) => cx.user_by_email(e)?,
             None => None,
         } {
             let may_link = guest.is_none()
                 && verified
                 && existing.email_verified
                 && !existing.is_anonymous
-                && self.cx.settings.security.automatic_account_linking_enabled;
+                && cx.settings.security.automatic_account_linking_enabled;
             if !may_link {
-                return refuse(self, fx, SocialRefusal::EmailExists);
+                return refuse(cx, fx, SocialRefusal::EmailExists);
             }
             if existing.blocked_at.is_some() {
-                return refuse(self, fx, SocialRefusal::AccountBlocked);
+                return refuse(cx, fx, SocialRefusal::AccountBlocked);
             }
             // One account of a provider per user: another one is linked explicitly, if at all.
-            if self
-                .cx
+            if cx
                 .store
                 .get::<UserIdentityIndex>(&user_identity_key(existing.id, provider))?
                 .is_some()
             {
-                return refuse(self, fx, SocialRefusal::AlreadyLinked);
+                return refuse(cx, fx, SocialRefusal::AlreadyLinked);
             }
             link(self, &mut fx.batch, existing.id)?;
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.social.linked",
                 ctx,
@@ -159,42 +161,42 @@ impl TenantState {
             let kept = email.clone().filter(|_| verified);
             // An allowlist admits only the addresses it lists: without one, nothing.
             let refused = match &kept {
-                Some(e) => self.registration_blocked(&mut fx, e, ctx)?,
-                None => !self.cx.settings.email_domains.allowlist.is_empty(),
+                Some(e) => cx.registration_blocked(&mut fx, e, ctx)?,
+                None => !cx.settings.email_domains.allowlist.is_empty(),
             };
             if refused {
-                return refuse(self, fx, SocialRefusal::EmailNotAllowed);
+                return refuse(cx, fx, SocialRefusal::EmailNotAllowed);
             }
-            if self.age_unknown_signup().is_err() {
-                return refuse(self, fx, SocialRefusal::AgeRequired);
+            if cx.age_unknown_signup().is_err() {
+                return refuse(cx, fx, SocialRefusal::AgeRequired);
             }
             let claim = guest.filter(|_| trust != EmailTrust::NeverTrust);
             let (mut user, event) = match claim {
-                Some(id) => match self.cx.user(id)? {
+                Some(id) => match cx.user(id)? {
                     Some(g) if g.is_anonymous && !g.suspended() => {
                         fx.batch.remove(Kind::Guest, g.id.as_bytes());
                         (g, "auth.anonymous.claimed")
                     }
-                    _ => return refuse(self, fx, SocialRefusal::AlreadyClaimed),
+                    _ => return refuse(cx, fx, SocialRefusal::AlreadyClaimed),
                 },
                 None => {
                     let user = UserRecord::blank(Uuid::now_v7(), now);
-                    self.cx.count_active(&mut fx.batch, None, now)?;
+                    cx.count_active(&mut fx.batch, None, now)?;
                     (user, "auth.register")
                 }
             };
             user.is_anonymous = false;
             user.email = kept;
             user.email_verified = verified;
-            self.cx.put_new_user(&mut fx.batch, &user)?;
+            cx.put_new_user(&mut fx.batch, &user)?;
             let method = if claim.is_some() {
                 "guest_claim"
             } else {
                 "social"
             };
-            self.emit_user_created(&mut fx.batch, &user, method)?;
+            cx.emit_user_created(&mut fx.batch, &user, method)?;
             link(self, &mut fx.batch, user.id)?;
-            self.cx.audit_into(
+            cx.audit_into(
                 &mut fx.batch,
                 event,
                 ctx,
@@ -213,7 +215,7 @@ impl TenantState {
                 },
             )
         };
-        self.keep_tokens(&mut fx.batch, provider, &identity)?;
+        self.keep_tokens(cx, &mut fx.batch, provider, &identity)?;
         let jti = Uuid::now_v7();
         let expires_at = now + EXCHANGE_TTL;
         fx.batch.put(
@@ -224,7 +226,7 @@ impl TenantState {
                 expires_at,
             },
         )?;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.social.signed_in",
             ctx,
@@ -234,7 +236,7 @@ impl TenantState {
                 "outcome": how,
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(SocialFinished {
             user_id: user.id,
             jti,
@@ -246,31 +248,32 @@ impl TenantState {
     /// before it expires, for the provider it names. The tenant's MFA policy applies.
     pub(super) fn social_session(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         jti: Uuid,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<PasswordlessLogin, TenantError> {
-        let Some(record) = self.cx.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
+        let Some(record) = cx.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
             return Err(TenantError::SocialExchangeInvalid);
         };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::SocialExchange, jti.as_bytes());
         if record.provider != provider || record.expires_at <= now {
-            return self.fail(fx, TenantError::SocialExchangeInvalid);
+            return cx.fail(fx, TenantError::SocialExchangeInvalid);
         }
-        let Some(mut user) = self.cx.user(record.user_id)? else {
-            return self.fail(fx, TenantError::SocialExchangeInvalid);
+        let Some(mut user) = cx.user(record.user_id)? else {
+            return cx.fail(fx, TenantError::SocialExchangeInvalid);
         };
         let mut proof = Proof::first_factor("fed", "social");
         proof
             .audit
             .insert("provider".into(), provider.as_str().into());
-        let login = match self.sign_in(&mut fx, &mut user, proof, ctx, now) {
+        let login = match cx.sign_in(&mut fx, &mut user, proof, ctx, now) {
             Ok(l) => l,
-            Err(e) => return self.fail(fx, e),
+            Err(e) => return cx.fail(fx, e),
         };
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(login)
     }
 }

@@ -2,6 +2,9 @@
 //! `state` (using a link ticket once), `Take` removes it once at the callback, for the
 //! browser that began it, with the opened secret.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use std::net::IpAddr;
 
 use tessera_storage::{ct_eq, random_token, sha256, Kind};
@@ -12,11 +15,7 @@ use super::{
     providers::{AppleKeyId, Provider},
     records::{SocialLinkTicketRecord, SocialStateRecord, SOCIAL_STATE_TTL},
 };
-use crate::{
-    error::TenantError,
-    tenant::{messages::Bearer, state::TenantState},
-    throttle::throttle_ip,
-};
+use crate::{error::TenantError, tenant::messages::Bearer, throttle::throttle_ip};
 
 /// What the authorize route needs to send the browser to the provider.
 #[derive(Clone, Debug)]
@@ -63,39 +62,40 @@ impl std::fmt::Debug for SocialPending {
     }
 }
 
-impl TenantState {
+impl Social {
     pub(super) fn social_begin(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         (redirect_uri, hosted): (String, bool),
         (guest, link_ticket): (Option<Bearer>, Option<String>),
         ip: IpAddr,
         now: OffsetDateTime,
     ) -> Result<SocialStart, TenantError> {
-        let (config, _) = self.social_enabled(provider)?;
+        let (config, _) = self.social_enabled(cx, provider)?;
         // A link ticket is used here, once: the flow links to its user and returns where the
         // ticket says.
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         let (redirect_uri, link_user) = match link_ticket {
             Some(ticket) => {
                 let key = sha256(ticket.as_bytes());
-                let found = self.cx.store.get::<SocialLinkTicketRecord>(&key)?;
+                let found = cx.store.get::<SocialLinkTicketRecord>(&key)?;
                 fx.batch.remove(Kind::SocialLinkTicket, &key);
                 match found {
                     Some(t) if t.provider == provider && t.expires_at > now => {
                         (t.redirect_uri, Some(t.user_id))
                     }
-                    _ => return self.fail(fx, TenantError::SocialStateInvalid),
+                    _ => return cx.fail(fx, TenantError::SocialStateInvalid),
                 }
             }
             None => (redirect_uri, None),
         };
-        if link_user.is_none() && !hosted && !self.cx.settings.urls.allows(&redirect_uri) {
+        if link_user.is_none() && !hosted && !cx.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
         let guest = match guest.filter(|_| link_user.is_none()) {
             Some(bearer) => {
-                let (_, user) = self.live_session(bearer, now)?;
+                let (_, user) = cx.live_session(bearer, now)?;
                 if !user.is_anonymous {
                     return Err(TenantError::AlreadyClaimed);
                 }
@@ -103,16 +103,11 @@ impl TenantState {
             }
             None => None,
         };
-        self.social
-            .begins
+        self.begins
             .hit(&throttle_ip(ip), std::time::Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
         // The callback URL is one for every tenant: the state names its tenant.
-        let state = format!(
-            "{}.{}",
-            self.cx.store.tenant_id().0.simple(),
-            random_token(32)
-        );
+        let state = format!("{}.{}", cx.store.tenant_id().0.simple(), random_token(32));
         let binding = random_token(32);
         let nonce = random_token(16);
         let pkce_verifier = random_token(32);
@@ -128,7 +123,7 @@ impl TenantState {
             expires_at: now + SOCIAL_STATE_TTL,
         };
         fx.batch.put(&sha256(state.as_bytes()), &record)?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         let scopes = config.scopes.clone().unwrap_or_else(|| {
             provider
                 .default_scopes()
@@ -152,6 +147,7 @@ impl TenantState {
     /// `SocialStateInvalid`; one begun in another browser is `SocialStateForeign`.
     pub(super) fn social_take(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         state: &str,
         binding: &str,
@@ -161,16 +157,16 @@ impl TenantState {
             return Err(TenantError::SocialStateInvalid);
         }
         let key = sha256(state.as_bytes());
-        let Some(record) = self.cx.store.get::<SocialStateRecord>(&key)? else {
+        let Some(record) = cx.store.get::<SocialStateRecord>(&key)? else {
             return Err(TenantError::SocialStateInvalid);
         };
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::SocialState, &key);
         if record.provider != provider || record.expires_at <= now {
-            return self.fail(fx, TenantError::SocialStateInvalid);
+            return cx.fail(fx, TenantError::SocialStateInvalid);
         }
         if !ct_eq(&record.binding_hash, &sha256(binding.as_bytes())) {
-            return self.fail(
+            return cx.fail(
                 fx,
                 TenantError::SocialStateForeign {
                     redirect_uri: record.redirect_uri,
@@ -178,11 +174,11 @@ impl TenantState {
                 },
             );
         }
-        let (config, secret) = match self.social_enabled(provider) {
+        let (config, secret) = match self.social_enabled(cx, provider) {
             Ok(found) => found,
-            Err(e) => return self.fail(fx, e),
+            Err(e) => return cx.fail(fx, e),
         };
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(SocialPending {
             redirect_uri: record.redirect_uri,
             hosted: record.hosted,

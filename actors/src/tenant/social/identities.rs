@@ -1,6 +1,9 @@
 //! Linked provider accounts: who the provider says the user is, the link written for a
 //! user, the provider's tokens kept sealed beside it (or dropped), and a user's links.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use serde::{Deserialize, Serialize};
 use tessera_storage::Kind;
 use time::OffsetDateTime;
@@ -13,10 +16,7 @@ use super::{
         identity_key, user_identity_key, SocialIdentityRecord, SocialTokenRecord, UserIdentityIndex,
     },
 };
-use crate::{
-    error::TenantError,
-    tenant::{messages::Bearer, state::TenantState},
-};
+use crate::{error::TenantError, tenant::messages::Bearer};
 
 /// Who the provider says the user is, checked by the caller (the ID token's signature and
 /// claims, or the provider's API over TLS).
@@ -48,9 +48,9 @@ impl std::fmt::Debug for ProviderTokens {
     }
 }
 
-impl TenantState {
-    fn token_aad(&self, provider: Provider, subject: &str) -> Vec<u8> {
-        self.secret_aad(
+impl Social {
+    fn token_aad(&self, cx: &TenantCtx, provider: Provider, subject: &str) -> Vec<u8> {
+        cx.secret_aad(
             &[
                 b"social-token/".as_slice(),
                 &identity_key(provider, subject),
@@ -63,13 +63,13 @@ impl TenantState {
     /// configuration of `provider` says now.
     pub(super) fn keep_tokens(
         &self,
+        cx: &TenantCtx,
         batch: &mut tessera_storage::TenantBatch,
         provider: Provider,
         identity: &SocialIdentity,
     ) -> Result<(), TenantError> {
         let key = identity_key(provider, &identity.subject);
-        let keep = self
-            .cx
+        let keep = cx
             .store
             .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
             .is_some_and(|r| r.store_tokens);
@@ -79,10 +79,9 @@ impl TenantState {
         }
         let plain = serde_json::to_vec(&identity.tokens)
             .map_err(|e| TenantError::Internal(e.to_string()))?;
-        let sealed = self
-            .cx
+        let sealed = cx
             .master_key
-            .seal(&self.token_aad(provider, &identity.subject), &plain)?;
+            .seal(&self.token_aad(cx, provider, &identity.subject), &plain)?;
         batch.put(&key, &SocialTokenRecord { sealed })?;
         Ok(())
     }
@@ -91,25 +90,23 @@ impl TenantState {
     /// are kept.
     pub(super) fn social_tokens(
         &self,
+        cx: &TenantCtx,
         bearer: Bearer,
         provider: Provider,
         now: OffsetDateTime,
     ) -> Result<ProviderTokens, TenantError> {
-        let (_, user) = self.live_session(bearer, now)?;
-        let ix = self
-            .cx
+        let (_, user) = cx.live_session(bearer, now)?;
+        let ix = cx
             .store
             .get::<UserIdentityIndex>(&user_identity_key(user.id, provider))?
             .ok_or(TenantError::NotFound)?;
-        let record = self
-            .cx
+        let record = cx
             .store
             .get::<SocialTokenRecord>(&identity_key(provider, &ix.subject))?
             .ok_or(TenantError::NotFound)?;
-        let plain = self
-            .cx
+        let plain = cx
             .master_key
-            .open(&self.token_aad(provider, &ix.subject), &record.sealed)?;
+            .open(&self.token_aad(cx, provider, &ix.subject), &record.sealed)?;
         serde_json::from_slice(&plain).map_err(|e| TenantError::Internal(e.to_string()))
     }
 
@@ -139,21 +136,24 @@ impl TenantState {
         )?;
         Ok(())
     }
+}
 
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The provider accounts linked to `user`, in provider order.
     pub(in crate::tenant) fn identities_of(
         &self,
         user: Uuid,
     ) -> Result<Vec<SocialIdentityRecord>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
             let (key, ix) = item?;
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             let Some(p) = Provider::parse(name) else {
                 continue;
             };
             if let Some(r) = self
-                .cx
                 .store
                 .get::<SocialIdentityRecord>(&identity_key(p, &ix.subject))?
             {

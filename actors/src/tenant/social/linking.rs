@@ -1,6 +1,9 @@
 //! Explicit linking by a signed-in user: the ticket the authorize URL carries, its
 //! confirmation page, the link itself, and unlinking while another way in remains.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
+
 use tessera_storage::{random_token, sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,7 +21,7 @@ use crate::{
     error::TenantError,
     tenant::{
         audit::AuditContext, credentials::Credential, effects::Effects, inventory::may_add,
-        messages::Bearer, state::TenantState,
+        messages::Bearer,
     },
 };
 
@@ -31,23 +34,24 @@ pub struct TicketView {
     pub default_locale: String,
 }
 
-impl TenantState {
+impl Social {
     /// A ticket that lets the signed-in user's next flow with `provider` link to them.
     pub(super) fn social_link_ticket(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         provider: Provider,
         redirect_uri: String,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        self.social_enabled(provider)?;
-        if !self.cx.settings.urls.allows(&redirect_uri) {
+        self.social_enabled(cx, provider)?;
+        if !cx.settings.urls.allows(&redirect_uri) {
             return Err(TenantError::SocialRedirectNotAllowed);
         }
-        let (_, user) = self.live_session(bearer, now)?;
+        let (_, user) = cx.live_session(bearer, now)?;
         may_add(&user, Credential::SocialLinks)?;
         let ticket = random_token(32);
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.put(
             &sha256(ticket.as_bytes()),
             &SocialLinkTicketRecord {
@@ -57,34 +61,31 @@ impl TenantState {
                 expires_at: now + SOCIAL_STATE_TTL,
             },
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(ticket)
     }
 
     /// A live ticket of `provider`, as its confirmation page shows it.
     pub(super) fn peek_ticket(
         &self,
+        cx: &TenantCtx,
         provider: Provider,
         ticket: &str,
         now: OffsetDateTime,
     ) -> Result<TicketView, TenantError> {
-        let t = self
-            .cx
+        let t = cx
             .store
             .get::<SocialLinkTicketRecord>(&sha256(ticket.as_bytes()))?
             .filter(|t| t.provider == provider && t.expires_at > now)
             .ok_or(TenantError::SocialStateInvalid)?;
-        let user = self
-            .cx
-            .user(t.user_id)?
-            .ok_or(TenantError::SocialStateInvalid)?;
+        let user = cx.user(t.user_id)?.ok_or(TenantError::SocialStateInvalid)?;
         Ok(TicketView {
             account: user
                 .email
                 .as_deref()
                 .map_or_else(|| user.id.to_string(), crate::policy::mask_email),
-            tenant_name: self.cx.info.name.clone(),
-            default_locale: self.cx.settings.users.default_locale.clone(),
+            tenant_name: cx.info.name.clone(),
+            default_locale: cx.settings.users.default_locale.clone(),
         })
     }
 
@@ -93,15 +94,16 @@ impl TenantState {
     /// (`already_linked`); linking it again is no change.
     pub(super) fn social_link(
         &mut self,
+        cx: &mut TenantCtx,
         provider: Provider,
         identity: SocialIdentity,
         user: Uuid,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        let mut fx = self.cx.effects();
-        let refuse = |state: &mut TenantState, mut fx: Effects, why: SocialRefusal| {
-            state.cx.audit_into(
+        let mut fx = cx.effects();
+        let refuse = |cx: &mut TenantCtx, mut fx: Effects, why: SocialRefusal| {
+            cx.audit_into(
                 &mut fx.batch,
                 "auth.social.link_refused",
                 ctx,
@@ -111,29 +113,27 @@ impl TenantState {
                     "reason": why.as_str(),
                 }),
             )?;
-            state.fail(fx, TenantError::SocialRefused(why))
+            cx.fail(fx, TenantError::SocialRefused(why))
         };
-        let Some(holder) = self.cx.user(user)?.filter(|u| !u.suspended()) else {
-            return refuse(self, fx, SocialRefusal::AccountBlocked);
+        let Some(holder) = cx.user(user)?.filter(|u| !u.suspended()) else {
+            return refuse(cx, fx, SocialRefusal::AccountBlocked);
         };
         may_add(&holder, Credential::SocialLinks)?;
-        if let Some(linked) = self
-            .cx
+        if let Some(linked) = cx
             .store
             .get::<SocialIdentityRecord>(&identity_key(provider, &identity.subject))?
         {
             if linked.user_id == user {
                 return Ok(());
             }
-            return refuse(self, fx, SocialRefusal::ProviderInUse);
+            return refuse(cx, fx, SocialRefusal::ProviderInUse);
         }
-        if self
-            .cx
+        if cx
             .store
             .get::<UserIdentityIndex>(&user_identity_key(user, provider))?
             .is_some()
         {
-            return refuse(self, fx, SocialRefusal::AlreadyLinked);
+            return refuse(cx, fx, SocialRefusal::AlreadyLinked);
         }
         let email = identity
             .email
@@ -147,8 +147,8 @@ impl TenantState {
             email.as_ref(),
             now,
         )?;
-        self.keep_tokens(&mut fx.batch, provider, &identity)?;
-        self.cx.audit_into(
+        self.keep_tokens(cx, &mut fx.batch, provider, &identity)?;
+        cx.audit_into(
             &mut fx.batch,
             "auth.social.linked",
             ctx,
@@ -158,7 +158,7 @@ impl TenantState {
                 "method": "explicit",
             }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(())
     }
 
@@ -167,38 +167,39 @@ impl TenantState {
     /// tenant signs in by mailed or texted codes.
     pub(super) fn social_unlink(
         &mut self,
+        cx: &mut TenantCtx,
         bearer: Bearer,
         provider: Provider,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        let (_, user) = self.live_session(bearer, now)?;
+        let (_, user) = cx.live_session(bearer, now)?;
         let key = user_identity_key(user.id, provider);
-        let Some(ix) = self.cx.store.get::<UserIdentityIndex>(&key)? else {
+        let Some(ix) = cx.store.get::<UserIdentityIndex>(&key)? else {
             return Err(TenantError::NotFound);
         };
-        let sec = &self.cx.settings.security;
+        let sec = &cx.settings.security;
         let other_ways = user.password_hash.is_some()
-            || !self.passkeys_of(user.id)?.is_empty()
-            || self.identities_of(user.id)?.len() > 1
+            || !cx.passkeys_of(user.id)?.is_empty()
+            || cx.identities_of(user.id)?.len() > 1
             || (user.email_verified && (sec.magic_link_enabled || sec.email_otp_enabled))
             || (user.phone_verified && sec.sms_otp_enabled);
         if !other_ways {
             return Err(TenantError::SocialLastMethod);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         fx.batch.remove(Kind::UserIdentity, &key);
         fx.batch
             .remove(Kind::SocialIdentity, &identity_key(provider, &ix.subject));
         fx.batch
             .remove(Kind::SocialToken, &identity_key(provider, &ix.subject));
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "auth.social.unlinked",
             ctx,
             serde_json::json!({ "user_id": user.id, "provider": provider.as_str() }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(())
     }
 }

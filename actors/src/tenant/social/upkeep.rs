@@ -1,6 +1,8 @@
 //! What the rest of the tenant asks of social sign-in's records: the keys a user's erasure
 //! removes, and the daily sweep of expired flows, tickets and exchange records.
 
+use crate::tenant::ctx::TenantCtx;
+
 use tessera_storage::Kind;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -12,12 +14,14 @@ use super::{
         SocialTokenRecord, UserIdentityIndex,
     },
 };
-use crate::{error::TenantError, tenant::state::TenantState};
+use crate::error::TenantError;
 
 /// The most expired flows, tickets and exchange records one daily run removes (in one batch).
 const SOCIAL_SWEEP_MAX: usize = 200_000;
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The records of every provider account linked to `user`: the index entry, the link
     /// and the provider tokens kept for it.
     pub(in crate::tenant) fn identity_keys(
@@ -25,12 +29,12 @@ impl TenantState {
         user: Uuid,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for item in self.cx.store.scan::<UserIdentityIndex>(user.as_bytes()) {
+        for item in self.store.scan::<UserIdentityIndex>(user.as_bytes()) {
             let (key, ix) = item?;
             let name = std::str::from_utf8(key.get(16..).unwrap_or_default()).unwrap_or_default();
             if let Some(p) = Provider::parse(name) {
                 let link = identity_key(p, &ix.subject);
-                if self.cx.store.get::<SocialTokenRecord>(&link)?.is_some() {
+                if self.store.get::<SocialTokenRecord>(&link)?.is_some() {
                     out.push((Kind::SocialToken, link.clone()));
                 }
                 out.push((Kind::SocialIdentity, link));
@@ -47,14 +51,9 @@ impl TenantState {
         &self,
         users: &std::collections::HashSet<Uuid>,
     ) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
-        let mut out = self
-            .cx
-            .keys_where::<SocialExchangeRecord>(|r| users.contains(&r.user_id))?;
-        out.extend(
-            self.cx
-                .keys_where::<SocialLinkTicketRecord>(|r| users.contains(&r.user_id))?,
-        );
-        out.extend(self.cx.keys_where::<SocialStateRecord>(|r| {
+        let mut out = self.keys_where::<SocialExchangeRecord>(|r| users.contains(&r.user_id))?;
+        out.extend(self.keys_where::<SocialLinkTicketRecord>(|r| users.contains(&r.user_id))?);
+        out.extend(self.keys_where::<SocialStateRecord>(|r| {
             [r.link_user, r.guest]
                 .iter()
                 .flatten()
@@ -72,21 +71,21 @@ impl TenantState {
         // Every expired one: anyone may begin flows (30 a minute per address), so a cap below
         // what a day can write would let them pile up.
         let mut n = 0;
-        for item in self.cx.store.scan::<SocialStateRecord>(b"") {
+        for item in self.store.scan::<SocialStateRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialState, &key);
                 n += 1;
             }
         }
-        for item in self.cx.store.scan::<SocialLinkTicketRecord>(b"") {
+        for item in self.store.scan::<SocialLinkTicketRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialLinkTicket, &key);
                 n += 1;
             }
         }
-        for item in self.cx.store.scan::<SocialExchangeRecord>(b"") {
+        for item in self.store.scan::<SocialExchangeRecord>(b"") {
             let (key, r) = item?;
             if r.expires_at <= now && n < SOCIAL_SWEEP_MAX {
                 batch.remove(Kind::SocialExchange, &key);

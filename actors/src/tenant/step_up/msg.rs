@@ -1,6 +1,9 @@
 //! Step-up re-authentication: the gate, its methods and the consumed token: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::step_up::memory::StepUp;
+
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
@@ -10,7 +13,6 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
-        state::TenantState,
     },
 };
 
@@ -59,60 +61,63 @@ pub enum StepUpMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: StepUpMsg) {
-    match msg {
-        StepUpMsg::StepUpPassword {
-            bearer,
-            credential,
-            password_ok,
-            latency_ms,
-            ctx,
-            reply,
-        } => {
-            let out = state.step_up_password(bearer, &credential, password_ok, latency_ms, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        StepUpMsg::StepUpMailInitiate {
-            bearer,
-            link,
-            action_hint,
-            redirect_to,
-            ctx,
-            reply,
-        } => {
-            let out = if link {
-                state.step_up_link_initiate(bearer, action_hint, redirect_to, &ctx)
-            } else {
-                state.step_up_email_initiate(bearer, action_hint, &ctx)
-            };
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        StepUpMsg::StepUpEmailVerify {
-            bearer,
-            otp,
-            ctx,
-            reply,
-        } => {
-            let out = state.step_up_email_verify(bearer, &otp, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        StepUpMsg::StepUpLinkVerify {
-            bearer,
-            token,
-            ctx,
-            reply,
-        } => {
-            let out = state.step_up_link_verify(bearer, &token, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        StepUpMsg::StepUpGate { bearer, reply } => {
-            let out = state.step_up_gate(bearer);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        StepUpMsg::ConsumeStepUp { bearer, jti, reply } => {
-            let out = state.consume_step_up(bearer, jti);
-            finish(state, reply, Outcome::with_mail(out));
+impl StepUp {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: StepUpMsg) {
+        match msg {
+            StepUpMsg::StepUpPassword {
+                bearer,
+                credential,
+                password_ok,
+                latency_ms,
+                ctx,
+                reply,
+            } => {
+                let out =
+                    self.step_up_password(cx, bearer, &credential, password_ok, latency_ms, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            StepUpMsg::StepUpMailInitiate {
+                bearer,
+                link,
+                action_hint,
+                redirect_to,
+                ctx,
+                reply,
+            } => {
+                let out = if link {
+                    self.step_up_link_initiate(cx, bearer, action_hint, redirect_to, &ctx)
+                } else {
+                    self.step_up_email_initiate(cx, bearer, action_hint, &ctx)
+                };
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            StepUpMsg::StepUpEmailVerify {
+                bearer,
+                otp,
+                ctx,
+                reply,
+            } => {
+                let out = self.step_up_email_verify(cx, bearer, &otp, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            StepUpMsg::StepUpLinkVerify {
+                bearer,
+                token,
+                ctx,
+                reply,
+            } => {
+                let out = self.step_up_link_verify(cx, bearer, &token, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            StepUpMsg::StepUpGate { bearer, reply } => {
+                let out = self.step_up_gate(cx, bearer);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            StepUpMsg::ConsumeStepUp { bearer, jti, reply } => {
+                let out = self.consume_step_up(cx, bearer, jti);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
         }
     }
 }

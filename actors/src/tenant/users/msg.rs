@@ -1,6 +1,9 @@
 //! User management (dashboard, management keys, admin CLI) and the user's own data: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::users::Users;
+
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
@@ -13,7 +16,6 @@ use crate::{
             Bearer, HeldCredential, ImportOutcome, ImportedUser, NewUser, Trace, UserAction,
             UserDetail, UserPage, UserPatch, UserQuery,
         },
-        state::TenantState,
     },
 };
 
@@ -81,62 +83,64 @@ pub enum UsersMsg {
     },
 }
 
-/// Applies one command and answers it by its reply policy.
-pub(in crate::tenant) fn handle(state: &mut TenantState, msg: UsersMsg) {
-    match msg {
-        UsersMsg::ImportUsers { users, ctx, reply } => {
-            let out = state.import_users(users, &ctx);
-            finish(state, reply, Outcome::durable_success(out));
-        }
-        UsersMsg::ListUsers { query, reply } => {
-            let out = state.list_users(&query);
-            finish(state, reply, Outcome::now(out));
-        }
-        UsersMsg::GetUser { id, reply } => {
-            let out = state.get_user(id);
-            finish(state, reply, Outcome::now(out));
-        }
-        UsersMsg::CreateUser { user, ctx, reply } => {
-            let out = state.create_user(user, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        UsersMsg::UpdateUser {
-            id,
-            patch,
-            ctx,
-            reply,
-        } => {
-            let out = state.update_user(id, patch, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        UsersMsg::ActOnUser {
-            id,
-            action,
-            ctx,
-            reply,
-        } => {
-            let out = state.act_on_user(id, action, &ctx);
-            finish(state, reply, Outcome::with_mail(out));
-        }
-        UsersMsg::DeleteUser { id, ctx, reply } => {
-            let out = state.delete_user(id, &ctx);
-            finish(state, reply, Outcome::erased(out));
-        }
-        UsersMsg::ExportMe { bearer, reply } => {
-            let out = state.export_me(bearer);
-            finish(state, reply, Outcome::now(out));
-        }
-        UsersMsg::DeleteMe { bearer, ctx, reply } => {
-            let out = state.delete_me(bearer, &ctx);
-            finish(state, reply, Outcome::erased(out));
-        }
-        UsersMsg::UserTraces { needles, reply } => {
-            let out = state.user_traces(&needles);
-            finish(state, reply, Outcome::now(out));
-        }
-        UsersMsg::UserCredentials { id, reply } => {
-            let out = state.user_credentials(id);
-            finish(state, reply, Outcome::now(out));
+impl Users {
+    /// Applies one command and answers it by its reply policy.
+    pub(in crate::tenant) fn handle(&mut self, cx: &mut TenantCtx, msg: UsersMsg) {
+        match msg {
+            UsersMsg::ImportUsers { users, ctx, reply } => {
+                let out = cx.import_users(users, &ctx);
+                finish(cx, reply, Outcome::durable_success(out));
+            }
+            UsersMsg::ListUsers { query, reply } => {
+                let out = self.list_users(cx, &query);
+                finish(cx, reply, Outcome::now(out));
+            }
+            UsersMsg::GetUser { id, reply } => {
+                let out = self.get_user(cx, id);
+                finish(cx, reply, Outcome::now(out));
+            }
+            UsersMsg::CreateUser { user, ctx, reply } => {
+                let out = self.create_user(cx, user, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            UsersMsg::UpdateUser {
+                id,
+                patch,
+                ctx,
+                reply,
+            } => {
+                let out = self.update_user(cx, id, patch, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            UsersMsg::ActOnUser {
+                id,
+                action,
+                ctx,
+                reply,
+            } => {
+                let out = self.act_on_user(cx, id, action, &ctx);
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            UsersMsg::DeleteUser { id, ctx, reply } => {
+                let out = self.delete_user(cx, id, &ctx);
+                finish(cx, reply, Outcome::erased(out));
+            }
+            UsersMsg::ExportMe { bearer, reply } => {
+                let out = self.export_me(cx, bearer);
+                finish(cx, reply, Outcome::now(out));
+            }
+            UsersMsg::DeleteMe { bearer, ctx, reply } => {
+                let out = self.delete_me(cx, bearer, &ctx);
+                finish(cx, reply, Outcome::erased(out));
+            }
+            UsersMsg::UserTraces { needles, reply } => {
+                let out = self.user_traces(cx, &needles);
+                finish(cx, reply, Outcome::now(out));
+            }
+            UsersMsg::UserCredentials { id, reply } => {
+                let out = self.user_credentials(cx, id);
+                finish(cx, reply, Outcome::now(out));
+            }
         }
     }
 }

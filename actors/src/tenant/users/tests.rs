@@ -3,6 +3,7 @@
 use time::macros::datetime;
 
 use super::*;
+use crate::tenant::state::TenantState;
 use crate::tenant::{
     accounts::tests::{signed_in_session, tenant},
     messages::Bearer,
@@ -132,32 +133,44 @@ async fn pages_run_newest_first_and_users_created_meanwhile_do_not_shift_them() 
             &user_at(&format!("u{i}@example.com"), T0 + Duration::minutes(i)),
         );
     }
-    let first = t.list_users(&query(2)).unwrap();
+    let first = t.users.list_users(&t.cx, &query(2)).unwrap();
     assert_eq!(emails(&first), ["u4@example.com", "u3@example.com"]);
     // A newer user arrives between two pages.
     put_user(&t, &user_at("late@example.com", T0 + Duration::hours(1)));
     let second = t
-        .list_users(&UserQuery {
-            cursor: first.next_cursor.clone(),
-            ..query(2)
-        })
+        .users
+        .list_users(
+            &t.cx,
+            &UserQuery {
+                cursor: first.next_cursor.clone(),
+                ..query(2)
+            },
+        )
         .unwrap();
     assert_eq!(emails(&second), ["u2@example.com", "u1@example.com"]);
     let third = t
-        .list_users(&UserQuery {
-            cursor: second.next_cursor.clone(),
-            ..query(2)
-        })
+        .users
+        .list_users(
+            &t.cx,
+            &UserQuery {
+                cursor: second.next_cursor.clone(),
+                ..query(2)
+            },
+        )
         .unwrap();
     assert_eq!(emails(&third), ["u0@example.com"]);
     assert_eq!(third.next_cursor, None);
     // Creation bounds narrow the walk, both ends strict.
     let window = t
-        .list_users(&UserQuery {
-            created_after: Some(T0 + Duration::minutes(1)),
-            created_before: Some(T0 + Duration::minutes(4)),
-            ..query(10)
-        })
+        .users
+        .list_users(
+            &t.cx,
+            &UserQuery {
+                created_after: Some(T0 + Duration::minutes(1)),
+                created_before: Some(T0 + Duration::minutes(4)),
+                ..query(10)
+            },
+        )
         .unwrap();
     assert_eq!(emails(&window), ["u3@example.com", "u2@example.com"]);
     assert_eq!(window.next_cursor, None);
@@ -179,9 +192,12 @@ async fn an_email_prefix_finds_its_matches_newest_first_in_pages() {
         cursor,
         ..query(2)
     };
-    let first = t.list_users(&q(None)).unwrap();
+    let first = t.users.list_users(&t.cx, &q(None)).unwrap();
     assert_eq!(emails(&first), ["ada.l@three.example", "adam@two.example"]);
-    let second = t.list_users(&q(first.next_cursor.clone())).unwrap();
+    let second = t
+        .users
+        .list_users(&t.cx, &q(first.next_cursor.clone()))
+        .unwrap();
     assert_eq!(emails(&second), ["ada@one.example"]);
     assert_eq!(second.next_cursor, None);
 }
@@ -197,10 +213,18 @@ async fn addresses_and_numbers_stay_unique() {
         email_verified: true,
         invite: false,
     };
-    let ada = t.create_user(new("ada@example.com"), &ctx).unwrap().0;
-    let bob = t.create_user(new("bob@example.com"), &ctx).unwrap().0;
+    let ada = t
+        .users
+        .create_user(&mut t.cx, new("ada@example.com"), &ctx)
+        .unwrap()
+        .0;
+    let bob = t
+        .users
+        .create_user(&mut t.cx, new("bob@example.com"), &ctx)
+        .unwrap()
+        .0;
     assert!(matches!(
-        t.create_user(new("ada@example.com"), &ctx),
+        t.users.create_user(&mut t.cx, new("ada@example.com"), &ctx),
         Err(TenantError::EmailInUse)
     ));
     let to_ada = UserPatch {
@@ -208,22 +232,25 @@ async fn addresses_and_numbers_stay_unique() {
         ..Default::default()
     };
     assert!(matches!(
-        t.update_user(bob.summary.id, to_ada, &ctx),
+        t.users.update_user(&mut t.cx, bob.summary.id, to_ada, &ctx),
         Err(TenantError::EmailInUse)
     ));
     let phone = |p: &str| UserPatch {
         phone: Some(Some(p.into())),
         ..Default::default()
     };
-    t.update_user(ada.summary.id, phone("+33612345678"), &ctx)
+    t.users
+        .update_user(&mut t.cx, ada.summary.id, phone("+33612345678"), &ctx)
         .unwrap();
     assert!(matches!(
-        t.update_user(bob.summary.id, phone("+33612345678"), &ctx),
+        t.users
+            .update_user(&mut t.cx, bob.summary.id, phone("+33612345678"), &ctx),
         Err(TenantError::PhoneInUse)
     ));
     // Setting one's own number again is no conflict.
     assert!(t
-        .update_user(ada.summary.id, phone("+33612345678"), &ctx)
+        .users
+        .update_user(&mut t.cx, ada.summary.id, phone("+33612345678"), &ctx)
         .is_ok());
 }
 
@@ -233,7 +260,9 @@ async fn a_new_address_kills_the_links_mailed_to_the_old_one() {
     let mut t = tenant(dir.path());
     let ctx = AuditContext::default();
     let (created, mail) = t
+        .users
         .create_user(
+            &mut t.cx,
             NewUser {
                 email: "old@example.com".into(),
                 password_hash: Some("$argon2id$opaque".into()),
@@ -248,17 +277,22 @@ async fn a_new_address_kills_the_links_mailed_to_the_old_one() {
         email: Some("new@example.com".into()),
         ..Default::default()
     };
-    let (detail, mail) = t.update_user(created.summary.id, patch, &ctx).unwrap();
+    let (detail, mail) = t
+        .users
+        .update_user(&mut t.cx, created.summary.id, patch, &ctx)
+        .unwrap();
     assert_eq!(detail.summary.email.as_deref(), Some("new@example.com"));
     assert!(!detail.summary.email_verified);
     assert_eq!(mail.len(), 1);
     assert_eq!(mail[0].to, "new@example.com");
     assert!(matches!(
-        t.verify_email(&old_link, &ctx),
+        t.accounts.verify_email(&mut t.cx, &old_link, &ctx),
         Err(TenantError::InvalidLinkToken)
     ));
     assert!(t.cx.user_by_email("old@example.com").unwrap().is_none());
-    t.verify_email(&link_token(&mail[0]), &ctx).unwrap();
+    t.accounts
+        .verify_email(&mut t.cx, &link_token(&mail[0]), &ctx)
+        .unwrap();
     assert!(
         t.cx.user(created.summary.id)
             .unwrap()
@@ -281,12 +315,15 @@ async fn confirming_an_address_held_unconfirmed_hands_the_account_to_its_owner()
         email_verified: Some(true),
         ..Default::default()
     };
-    let (detail, mail) = t.update_user(squatter.id, patch, &ctx).unwrap();
+    let (detail, mail) = t
+        .users
+        .update_user(&mut t.cx, squatter.id, patch, &ctx)
+        .unwrap();
     assert!(detail.summary.email_verified);
     let user = t.cx.user(squatter.id).unwrap().unwrap();
     assert!(user.password_hash.is_none());
     assert!(matches!(
-        t.live_session(bearer, OffsetDateTime::now_utc()),
+        t.cx.live_session(bearer, OffsetDateTime::now_utc()),
         Err(TenantError::InvalidSession)
     ));
     // The owner gets a link to set a password.
@@ -298,22 +335,34 @@ async fn confirming_an_address_held_unconfirmed_hands_the_account_to_its_owner()
         ..Default::default()
     };
     let bearer = signed_in_session(&t, &squatter);
-    t.update_user(squatter.id, meta, &ctx).unwrap();
-    assert!(t.live_session(bearer, OffsetDateTime::now_utc()).is_ok());
+    t.users
+        .update_user(&mut t.cx, squatter.id, meta, &ctx)
+        .unwrap();
+    assert!(t.cx.live_session(bearer, OffsetDateTime::now_utc()).is_ok());
 }
 
 #[tokio::test]
 async fn a_block_ends_every_session_until_lifted() {
     let (_dir, mut t, user, bearer) = ada_signed_in();
     let ctx = AuditContext::default();
-    let (detail, _) = t.act_on_user(user.id, UserAction::Block, &ctx).unwrap();
+    let (detail, _) = t
+        .users
+        .act_on_user(&mut t.cx, user.id, UserAction::Block, &ctx)
+        .unwrap();
     assert_eq!(detail.summary.status, UserStatus::Blocked);
     assert!(detail.sessions.is_empty());
-    assert!(t.live_session(bearer, OffsetDateTime::now_utc()).is_err());
-    let (detail, _) = t.act_on_user(user.id, UserAction::Unblock, &ctx).unwrap();
+    assert!(t
+        .cx
+        .live_session(bearer, OffsetDateTime::now_utc())
+        .is_err());
+    let (detail, _) = t
+        .users
+        .act_on_user(&mut t.cx, user.id, UserAction::Unblock, &ctx)
+        .unwrap();
     assert_eq!(detail.summary.status, UserStatus::Active);
     assert!(matches!(
-        t.act_on_user(Uuid::now_v7(), UserAction::Block, &ctx),
+        t.users
+            .act_on_user(&mut t.cx, Uuid::now_v7(), UserAction::Block, &ctx),
         Err(TenantError::NotFound)
     ));
 }
@@ -326,23 +375,34 @@ async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
     let mut fx = t.cx.effects();
     t.cx.queue_mail(&mut fx, "ada@example.com", MailKind::PasswordChanged)
         .unwrap();
-    let queued = t.commit(fx).unwrap()[0].id;
+    let queued = t.cx.commit(fx).unwrap()[0].id;
     t.cx.settings.users.self_service_deletion_enabled = false;
     assert!(matches!(
-        t.delete_me(bearer, &ctx),
+        t.users.delete_me(&mut t.cx, bearer, &ctx),
         Err(TenantError::SelfDeletionDisabled)
     ));
     t.cx.settings.users.self_service_deletion_enabled = true;
     let needle = [b"ada@example.com".to_vec()];
-    assert!(!t.user_traces(&needle).unwrap().is_empty());
-    assert_eq!(t.delete_me(bearer, &ctx).unwrap(), [queued]);
+    assert!(!t.users.user_traces(&t.cx, &needle).unwrap().is_empty());
+    assert_eq!(
+        t.users.delete_me(&mut t.cx, bearer, &ctx).unwrap(),
+        [queued]
+    );
     assert!(t.cx.user(user.id).unwrap().is_none());
     assert!(t.cx.user_by_email("ada@example.com").unwrap().is_none());
     assert!(t.cx.queued_mail().unwrap().is_empty());
-    assert!(t.live_session(bearer, OffsetDateTime::now_utc()).is_err());
-    assert!(t.list_users(&query(10)).unwrap().users.is_empty());
+    assert!(t
+        .cx
+        .live_session(bearer, OffsetDateTime::now_utc())
+        .is_err());
+    assert!(t
+        .users
+        .list_users(&t.cx, &query(10))
+        .unwrap()
+        .users
+        .is_empty());
     // Nothing left that names the address.
-    assert!(t.user_traces(&needle).unwrap().is_empty());
+    assert!(t.users.user_traces(&t.cx, &needle).unwrap().is_empty());
 }
 
 #[tokio::test]
@@ -354,7 +414,7 @@ async fn an_export_tells_how_the_user_signs_in_but_holds_no_secret() {
     user.recovery_codes = vec!["recovery-hash-1".into()];
     put_user(&t, &user);
     let bearer = signed_in_session(&t, &user);
-    let export = t.export_me(bearer).unwrap();
+    let export = t.users.export_me(&t.cx, bearer).unwrap();
     assert_eq!(export["format"], "tessera.user-export.v1");
     assert_eq!(export["identities"]["password_set"], true);
     assert_eq!(export["identities"]["email"]["address"], "ada@example.com");

@@ -1,6 +1,9 @@
 //! The command surface of webhooks: `WebhookCmd` (what the dashboard and the worker ask),
 //! its answers, and `webhook_cmd`, which carries one out.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
+
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -9,11 +12,7 @@ use super::{
     records::{WebhookDeliveryRecord, WebhookEndpointRecord},
     worker::{AttemptOutcome, DueBatch},
 };
-use crate::{
-    error::TenantError,
-    outbound::MailJob,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, outbound::MailJob, tenant::audit::AuditContext};
 
 /// What the dashboard and the worker ask of webhooks.
 #[derive(Clone, Debug)]
@@ -68,47 +67,48 @@ pub enum WebhookAnswer {
     Done,
 }
 
-impl TenantState {
+impl Webhooks {
     pub fn webhook_cmd(
         &mut self,
+        cx: &mut TenantCtx,
         cmd: WebhookCmd,
         ctx: &AuditContext,
     ) -> Result<(WebhookAnswer, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let answer = match cmd {
             WebhookCmd::Create(new) => {
-                WebhookAnswer::Issued(Box::new(self.create_endpoint(new, ctx, now)?))
+                WebhookAnswer::Issued(Box::new(self.create_endpoint(cx, new, ctx, now)?))
             }
-            WebhookCmd::List => WebhookAnswer::Endpoints(self.endpoints()?),
-            WebhookCmd::Get(id) => WebhookAnswer::Endpoint(Box::new(self.endpoint(id)?)),
+            WebhookCmd::List => WebhookAnswer::Endpoints(cx.endpoints()?),
+            WebhookCmd::Get(id) => WebhookAnswer::Endpoint(Box::new(self.endpoint(cx, id)?)),
             WebhookCmd::Update(id, patch) => {
-                WebhookAnswer::Endpoint(Box::new(self.update_endpoint(id, patch, ctx, now)?))
+                WebhookAnswer::Endpoint(Box::new(self.update_endpoint(cx, id, patch, ctx, now)?))
             }
             WebhookCmd::Delete(id) => {
-                self.delete_endpoint(id, ctx)?;
+                self.delete_endpoint(cx, id, ctx)?;
                 WebhookAnswer::Done
             }
             WebhookCmd::RotateSecret(id) => {
-                WebhookAnswer::Issued(Box::new(self.rotate_endpoint_secret(id, ctx, now)?))
+                WebhookAnswer::Issued(Box::new(self.rotate_endpoint_secret(cx, id, ctx, now)?))
             }
             WebhookCmd::Test(id) => {
-                WebhookAnswer::Delivery(Box::new(self.test_endpoint(id, ctx, now)?))
+                WebhookAnswer::Delivery(Box::new(self.test_endpoint(cx, id, ctx, now)?))
             }
             WebhookCmd::Deliveries {
                 endpoint,
                 before,
                 limit,
             } => {
-                let (page, next) = self.deliveries(endpoint, before, limit)?;
+                let (page, next) = self.deliveries(cx, endpoint, before, limit)?;
                 WebhookAnswer::Deliveries(page, next)
             }
             WebhookCmd::Redeliver { endpoint, event } => {
-                WebhookAnswer::Delivery(Box::new(self.redeliver(endpoint, event, ctx, now)?))
+                WebhookAnswer::Delivery(Box::new(self.redeliver(cx, endpoint, event, ctx, now)?))
             }
-            WebhookCmd::Due => WebhookAnswer::Due(self.due_deliveries(now)?),
+            WebhookCmd::Due => WebhookAnswer::Due(self.due_deliveries(cx, now)?),
             WebhookCmd::Outcome(o) => {
-                let mail = self.record_outcome(o)?;
-                return Ok((WebhookAnswer::Next(self.next_webhook_due()?), mail));
+                let mail = self.record_outcome(cx, o)?;
+                return Ok((WebhookAnswer::Next(self.next_webhook_due(cx)?), mail));
             }
         };
         Ok((answer, Vec::new()))

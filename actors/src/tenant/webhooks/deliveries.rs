@@ -1,6 +1,9 @@
 //! The delivery log: an endpoint's deliveries, newest first; a delivery attempted again
 //! now; and the daily run that drops what is past the retention.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
+
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -9,19 +12,17 @@ use super::records::{
     delivery_key, due_key, DeliveryStatus, OutboundEventRecord, WebhookDeliveryRecord,
     WebhookDueIndex,
 };
-use crate::{
-    error::TenantError,
-    tenant::{audit::AuditContext, state::TenantState},
-};
+use crate::{error::TenantError, tenant::audit::AuditContext};
 
-impl TenantState {
+impl Webhooks {
     pub(super) fn deliveries(
         &self,
+        cx: &TenantCtx,
         endpoint: Uuid,
         before: Option<Uuid>,
         limit: usize,
     ) -> Result<(Vec<WebhookDeliveryRecord>, Option<Uuid>), TenantError> {
-        self.endpoint(endpoint)?;
+        self.endpoint(cx, endpoint)?;
         let mut cursor = match before {
             Some(b) => delivery_key(endpoint, b),
             None => {
@@ -33,8 +34,7 @@ impl TenantState {
         let mut out = Vec::new();
         let mut more = false;
         'scan: loop {
-            let chunk = self
-                .cx
+            let chunk = cx
                 .store
                 .scan_rev::<WebhookDeliveryRecord>(Some(&cursor), 256)?;
             let exhausted = chunk.len() < 256;
@@ -63,20 +63,19 @@ impl TenantState {
 
     pub(super) fn redeliver(
         &mut self,
+        cx: &mut TenantCtx,
         endpoint: Uuid,
         event: Uuid,
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<WebhookDeliveryRecord, TenantError> {
-        let e = self.endpoint(endpoint)?;
+        let e = self.endpoint(cx, endpoint)?;
         let key = delivery_key(endpoint, event);
-        let mut d = self
-            .cx
+        let mut d = cx
             .store
             .get::<WebhookDeliveryRecord>(&key)?
             .ok_or(TenantError::NotFound)?;
-        if self
-            .cx
+        if cx
             .store
             .get::<OutboundEventRecord>(event.as_bytes())?
             .is_none()
@@ -86,10 +85,10 @@ impl TenantState {
         if !e.enabled {
             return Err(TenantError::WebhookDisabled);
         }
-        if self.leased(endpoint, event) {
+        if self.leased(cx, endpoint, event) {
             return Err(TenantError::WebhookDeliveryInFlight);
         }
-        let mut fx = self.cx.effects();
+        let mut fx = cx.effects();
         if let Some(at) = d.next_attempt_at {
             fx.batch
                 .remove(Kind::WebhookDue, &due_key(at, endpoint, event));
@@ -103,17 +102,21 @@ impl TenantState {
         fx.batch.put(&key, &d)?;
         fx.batch
             .put(&due_key(now, endpoint, event), &WebhookDueIndex::default())?;
-        self.cx.webhooks.note(now);
-        self.cx.audit_into(
+        cx.webhooks.note(now);
+        cx.audit_into(
             &mut fx.batch,
             "webhook.redelivered",
             ctx,
             serde_json::json!({ "endpoint_id": endpoint, "event_id": event }),
         )?;
-        self.commit(fx)?;
+        cx.commit(fx)?;
         Ok(d)
     }
+}
 
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// The daily run: removes deliveries and events older than the retention (at most
     /// `limit` of each); answers how many records went.
     pub(in crate::tenant) fn sweep_webhooks(
@@ -122,9 +125,9 @@ impl TenantState {
         now: OffsetDateTime,
         limit: usize,
     ) -> Result<usize, TenantError> {
-        let cutoff = now - self.cx.runtime.webhooks.retention;
+        let cutoff = now - self.runtime.webhooks.retention;
         let mut removed = 0;
-        for item in self.cx.store.scan::<WebhookDeliveryRecord>(b"") {
+        for item in self.store.scan::<WebhookDeliveryRecord>(b"") {
             if removed == limit {
                 break;
             }
@@ -139,7 +142,7 @@ impl TenantState {
             removed += 1;
         }
         let mut events = 0;
-        for item in self.cx.store.scan::<OutboundEventRecord>(b"") {
+        for item in self.store.scan::<OutboundEventRecord>(b"") {
             if events == limit {
                 break;
             }

@@ -2,6 +2,9 @@
 //! (a user created, verified or deleted, sessions revoked...), and the wake-up of the worker
 //! the actor sends once they are durable.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
+
 use tessera_storage::TenantBatch;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -10,10 +13,7 @@ use super::records::{
     delivery_key, due_key, parse_due_key, DeliveryStatus, OutboundEventRecord,
     WebhookDeliveryRecord, WebhookDueIndex,
 };
-use crate::{
-    error::TenantError,
-    tenant::{records::UserRecord, state::TenantState},
-};
+use crate::{error::TenantError, tenant::records::UserRecord};
 
 /// Which of a user's sessions a `session.revoked` event reports.
 #[derive(Clone, Copy, Debug)]
@@ -24,7 +24,9 @@ pub enum Revoked {
     AllBut(Uuid),
 }
 
-impl TenantState {
+// What this flow lends the other flows and the credential inventory: kernel methods, reached
+// through the context.
+impl TenantCtx {
     /// Records an event for the tenant's webhooks in `batch`, in the batch of the change that
     /// causes it: the event and a delivery, due now, for every enabled endpoint subscribed to
     /// its type. Nothing is written when no endpoint wants it.
@@ -155,20 +157,22 @@ impl TenantState {
                 &WebhookDueIndex::default(),
             )?;
         }
-        self.cx.webhooks.note(event.at);
+        self.webhooks.note(event.at);
         Ok(())
     }
+}
 
+impl Webhooks {
     /// When the earliest pending delivery is due (to wake the worker at start).
-    pub fn next_webhook_due(&self) -> Result<Option<OffsetDateTime>, TenantError> {
-        match self.cx.store.scan::<WebhookDueIndex>(b"").next() {
+    pub fn next_webhook_due(&self, cx: &TenantCtx) -> Result<Option<OffsetDateTime>, TenantError> {
+        match cx.store.scan::<WebhookDueIndex>(b"").next() {
             Some(item) => Ok(parse_due_key(&item?.0).map(|(at, _, _)| at)),
             None => Ok(None),
         }
     }
 
     /// The earliest delivery scheduled by the commands since the last call.
-    pub fn take_webhook_wake(&self) -> Option<OffsetDateTime> {
-        self.cx.webhooks.take_wake()
+    pub fn take_webhook_wake(&self, cx: &TenantCtx) -> Option<OffsetDateTime> {
+        cx.webhooks.take_wake()
     }
 }

@@ -2,6 +2,9 @@
 //! attempt runs, with their secrets opened; and each attempt's outcome, which schedules the
 //! next one, ends the delivery or disables an endpoint failing for too long.
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
+
 use std::{cell::Cell, collections::HashMap, time::Instant};
 
 use tessera_storage::Kind;
@@ -18,7 +21,7 @@ use super::{
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
-    tenant::{audit::AuditContext, effects::Effects, state::TenantState},
+    tenant::{audit::AuditContext, effects::Effects},
 };
 
 /// What the worker keeps in the actor's memory: the leases of attempts under way, and
@@ -108,15 +111,15 @@ impl std::fmt::Debug for AttemptOutcome {
     }
 }
 
-impl TenantState {
+impl Webhooks {
     /// Whether an attempt of this delivery is under way (its lease unexpired).
-    pub(super) fn leased(&self, endpoint: Uuid, event: Uuid) -> bool {
-        self.lease_left(endpoint, event).is_some()
+    pub(super) fn leased(&self, cx: &TenantCtx, endpoint: Uuid, event: Uuid) -> bool {
+        self.lease_left(cx, endpoint, event).is_some()
     }
 
     /// What is left of the lease of an attempt under way.
-    fn lease_left(&self, endpoint: Uuid, event: Uuid) -> Option<Duration> {
-        let at = self.cx.webhooks.in_flight.get(&(endpoint, event))?;
+    fn lease_left(&self, cx: &TenantCtx, endpoint: Uuid, event: Uuid) -> Option<Duration> {
+        let at = cx.webhooks.in_flight.get(&(endpoint, event))?;
         let left = IN_FLIGHT_LEASE.checked_sub(at.elapsed())?;
         Duration::try_from(left).ok()
     }
@@ -124,8 +127,12 @@ impl TenantState {
     /// Hands out the deliveries due at `now` (at most [`MAX_DUE`]), leasing each. Index
     /// entries left by a change (a delivery gone or no longer pending) are dropped; a
     /// delivery whose endpoint is disabled fails.
-    pub(super) fn due_deliveries(&mut self, now: OffsetDateTime) -> Result<DueBatch, TenantError> {
-        let mut fx = self.cx.effects();
+    pub(super) fn due_deliveries(
+        &mut self,
+        cx: &mut TenantCtx,
+        now: OffsetDateTime,
+    ) -> Result<DueBatch, TenantError> {
+        let mut fx = cx.effects();
         let mut out = Vec::new();
         let mut next = None;
         let mut endpoints: HashMap<Uuid, Option<WebhookEndpointRecord>> = HashMap::new();
@@ -134,7 +141,7 @@ impl TenantState {
         let cutoff = due_millis(now);
         let mut leased = Vec::new();
         let mut lease_next: Option<OffsetDateTime> = None;
-        for item in self.cx.store.scan::<WebhookDueIndex>(b"") {
+        for item in cx.store.scan::<WebhookDueIndex>(b"") {
             let (key, _) = item?;
             let Some((at, endpoint, event)) = parse_due_key(&key) else {
                 fx.batch.remove(Kind::WebhookDue, &key);
@@ -144,7 +151,7 @@ impl TenantState {
                 next = Some(at);
                 break;
             }
-            if let Some(left) = self.lease_left(endpoint, event) {
+            if let Some(left) = self.lease_left(cx, endpoint, event) {
                 // Asked again when the lease runs out, should its outcome never come.
                 let until = now + left;
                 lease_next = Some(lease_next.map_or(until, |n: OffsetDateTime| n.min(until)));
@@ -155,7 +162,7 @@ impl TenantState {
                 break;
             }
             let dkey = delivery_key(endpoint, event);
-            let Some(mut d) = self.cx.store.get::<WebhookDeliveryRecord>(&dkey)? else {
+            let Some(mut d) = cx.store.get::<WebhookDeliveryRecord>(&dkey)? else {
                 fx.batch.remove(Kind::WebhookDue, &key);
                 continue;
             };
@@ -168,10 +175,7 @@ impl TenantState {
             let e = match endpoints.get(&endpoint) {
                 Some(e) => e.clone(),
                 None => {
-                    let e = self
-                        .cx
-                        .store
-                        .get::<WebhookEndpointRecord>(endpoint.as_bytes())?;
+                    let e = cx.store.get::<WebhookEndpointRecord>(endpoint.as_bytes())?;
                     endpoints.insert(endpoint, e.clone());
                     e
                 }
@@ -179,8 +183,7 @@ impl TenantState {
             let body = match events.get(&event) {
                 Some(b) => b.clone(),
                 None => {
-                    let b = self
-                        .cx
+                    let b = cx
                         .store
                         .get::<OutboundEventRecord>(event.as_bytes())?
                         .map(|ev| ev.body())
@@ -202,10 +205,10 @@ impl TenantState {
             let signing = match secrets.get(&endpoint) {
                 Some(s) => s.clone(),
                 None => {
-                    let mut s = vec![self.open_secret(endpoint, &e.secret)?];
+                    let mut s = vec![self.open_secret(cx, endpoint, &e.secret)?];
                     if let (Some(prev), Some(until)) = (&e.previous_secret, e.previous_until) {
                         if until > now {
-                            s.push(self.open_secret(endpoint, prev)?);
+                            s.push(self.open_secret(cx, endpoint, prev)?);
                         }
                     }
                     secrets.insert(endpoint, s.clone());
@@ -222,14 +225,13 @@ impl TenantState {
                 body,
             });
         }
-        self.commit(fx)?;
+        cx.commit(fx)?;
         let started = Instant::now();
-        self.cx
-            .webhooks
+        cx.webhooks
             .in_flight
             .retain(|_, at| at.elapsed() < IN_FLIGHT_LEASE);
         for k in leased {
-            self.cx.webhooks.in_flight.insert(k, started);
+            cx.webhooks.in_flight.insert(k, started);
         }
         let next = match (next, lease_next) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -246,26 +248,26 @@ impl TenantState {
     /// and its owners are mailed, in the same batch.
     pub(super) fn record_outcome(
         &mut self,
+        cx: &mut TenantCtx,
         o: AttemptOutcome,
     ) -> Result<Vec<MailJob>, TenantError> {
-        self.cx.webhooks.in_flight.remove(&(o.endpoint, o.event));
+        cx.webhooks.in_flight.remove(&(o.endpoint, o.event));
         let key = delivery_key(o.endpoint, o.event);
-        let Some(mut d) = self.cx.store.get::<WebhookDeliveryRecord>(&key)? else {
+        let Some(mut d) = cx.store.get::<WebhookDeliveryRecord>(&key)? else {
             return Ok(Vec::new());
         };
         if d.status != DeliveryStatus::Pending || o.attempt != d.attempts + 1 {
             // An attempt overtaken by a change (a deletion, another round): nothing to record.
             return Ok(Vec::new());
         }
-        let Some(mut e) = self
-            .cx
+        let Some(mut e) = cx
             .store
             .get::<WebhookEndpointRecord>(o.endpoint.as_bytes())?
         else {
             return Ok(Vec::new());
         };
-        let policy = self.cx.runtime.webhooks;
-        let mut fx = self.cx.effects();
+        let policy = cx.runtime.webhooks;
+        let mut fx = cx.effects();
         if let Some(at) = d.next_attempt_at.take() {
             fx.batch
                 .remove(Kind::WebhookDue, &due_key(at, o.endpoint, o.event));
@@ -294,23 +296,24 @@ impl TenantState {
                         &due_key(at, o.endpoint, o.event),
                         &WebhookDueIndex::default(),
                     )?;
-                    self.cx.webhooks.note(at);
+                    cx.webhooks.note(at);
                 }
                 None => d.status = DeliveryStatus::Failed,
             }
             if disable {
-                self.disable_failing(&mut fx, &mut e, &o)?;
+                self.disable_failing(cx, &mut fx, &mut e, &o)?;
             }
             fx.batch.put(e.id.as_bytes(), &e)?;
         }
         fx.batch.put(&key, &d)?;
-        self.commit(fx)
+        cx.commit(fx)
     }
 
     /// Disables an endpoint that has failed for `disable_after`, with its audit event and a
     /// mail to each owner.
     fn disable_failing(
         &mut self,
+        cx: &mut TenantCtx,
         fx: &mut Effects,
         e: &mut WebhookEndpointRecord,
         o: &AttemptOutcome,
@@ -319,7 +322,7 @@ impl TenantState {
         e.disabled_at = Some(o.at);
         e.disabled_reason = Some("failing".to_owned());
         e.updated_at = o.at;
-        self.cx.audit_into(
+        cx.audit_into(
             &mut fx.batch,
             "webhook.endpoint_disabled",
             &AuditContext::default(),
@@ -330,10 +333,10 @@ impl TenantState {
             }),
         )?;
         if o.owners.is_empty() {
-            tracing::warn!(tenant = %self.cx.info.id, endpoint = %e.id, "a failing webhook endpoint was disabled, and no owner could be mailed");
+            tracing::warn!(tenant = %cx.info.id, endpoint = %e.id, "a failing webhook endpoint was disabled, and no owner could be mailed");
         }
         for owner in &o.owners {
-            self.cx.queue_mail(
+            cx.queue_mail(
                 fx,
                 owner,
                 MailKind::WebhookDisabled {
