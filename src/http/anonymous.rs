@@ -9,6 +9,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::GuestsMsg;
+use tessera_actors::GuestError;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -102,4 +103,30 @@ pub async fn anonymous_signin(
         }),
     )
         .into_response())
+}
+
+/// How guest sign-ins' refusals answer.
+impl From<GuestError> for ApiError {
+    fn from(e: GuestError) -> Self {
+        match e {
+            GuestError::Disabled => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "anonymous/disabled",
+                "guest sign-ins are disabled for this tenant",
+            ),
+            GuestError::RateLimited { retry_after } => {
+                ApiError::rate_limited("anonymous/rate_limited", retry_after)
+            }
+            GuestError::MauExhausted => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "anonymous/mau_exhausted",
+                "this tenant has reached its monthly active user cap; no new guests this month",
+            ),
+            GuestError::AlreadyClaimed => ApiError::new(
+                StatusCode::CONFLICT,
+                "anonymous/already_claimed",
+                "this user is not a guest (any more): it was already claimed",
+            ),
+        }
+    }
 }

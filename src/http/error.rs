@@ -165,56 +165,6 @@ impl ApiError {
 }
 
 /// 401 `auth/invalid_token` with the RFC 6750 challenge.
-/// A refused wallet command.
-fn eudi_refusal(r: tessera_actors::tenant::eudi::EudiRefusal) -> ApiError {
-    use tessera_actors::tenant::eudi::EudiRefusal as R;
-    let (status, message) = match r {
-        R::Disabled => (
-            StatusCode::FORBIDDEN,
-            "wallet sign-in (or age verification) is not enabled for this tenant",
-        ),
-        R::VerifierMissing => (
-            StatusCode::CONFLICT,
-            "the tenant has no wallet verifier certificate yet (tessera admin eudi set-verifier-cert)",
-        ),
-        R::VerifierExpired => (
-            StatusCode::CONFLICT,
-            "the tenant's wallet verifier certificate has expired; set a new one",
-        ),
-        R::RedirectNotAllowed => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "redirect_uri is not one of the tenant's URLs",
-        ),
-        R::RequestUnknown => (
-            StatusCode::NOT_FOUND,
-            "no pending wallet request has this id (unknown, answered or expired)",
-        ),
-        R::Replayed => (
-            StatusCode::CONFLICT,
-            "this wallet request was already answered",
-        ),
-        R::AccountBlocked => (StatusCode::FORBIDDEN, "the account is blocked"),
-        R::EmailExists => (
-            StatusCode::FORBIDDEN,
-            "the wallet's e-mail address belongs to another account of this tenant",
-        ),
-        R::BelowFloor => (
-            StatusCode::FORBIDDEN,
-            "the credential's assurance level is below the tenant's floor",
-        ),
-        R::ResponseCodeMismatch => (
-            StatusCode::BAD_REQUEST,
-            "a same-device result needs the response_code from the wallet's redirect",
-        ),
-        R::AgeRequired => (
-            StatusCode::FORBIDDEN,
-            "this app protects minors and the wallet's birth date is below the consent age: \
-             register with POST /v1/auth/register, where a guardian's consent is asked",
-        ),
-    };
-    ApiError::new(status, format!("eudi/{}", r.as_str()), message)
-}
-
 pub fn invalid_token() -> ApiError {
     ApiError::new(
         StatusCode::UNAUTHORIZED,
@@ -265,38 +215,6 @@ impl From<CallError<TenantError>> for ApiError {
         match e {
             CallError::Unavailable => ApiError::unavailable(),
             CallError::Failed(TenantError::NotFound) => ApiError::not_found("resource"),
-            CallError::Failed(TenantError::AgentTierUnauthorized) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "agent/tier_unauthorized",
-                "agents are not available on the free tier",
-            ),
-            CallError::Failed(TenantError::AgentLimit) => ApiError::new(
-                StatusCode::CONFLICT,
-                "agent/limit_reached",
-                "the tenant has as many agents as it may (500, revoked ones included)",
-            ),
-            CallError::Failed(TenantError::AgentAlreadyRevoked) => ApiError::new(
-                StatusCode::CONFLICT,
-                "agent/already_revoked",
-                "the agent is revoked; it cannot be changed or re-keyed",
-            ),
-            CallError::Failed(TenantError::AgentRevokedByUser) => ApiError::new(
-                StatusCode::CONFLICT,
-                "agent/revoked_by_user",
-                "you revoked this agent; restore it first",
-            ),
-            CallError::Failed(TenantError::PrivilegedDefaultRoleUnconfirmed { default_role }) => {
-                ApiError::new(
-                    StatusCode::CONFLICT,
-                    "anonymous/privileged_default_role_unconfirmed",
-                    "enabling guest sign-ins for the first time while the default role grants more than read access needs the header X-Service-Confirm: privileged-default-role",
-                )
-                .with_details(serde_json::json!({
-                    "reason": "default_role_grants_more_than_read",
-                    "default_role": default_role,
-                    "required_header": "X-Service-Confirm: privileged-default-role",
-                }))
-            }
             CallError::Failed(TenantError::InvalidCredentials) => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "auth/invalid_credentials",
@@ -340,53 +258,10 @@ impl From<CallError<TenantError>> for ApiError {
                 "this refresh token was already used; the session has been revoked",
             ),
             CallError::Failed(TenantError::InvalidSession) => invalid_token(),
-            CallError::Failed(TenantError::AnonymousDisabled) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "anonymous/disabled",
-                "guest sign-ins are disabled for this tenant",
-            ),
-            CallError::Failed(TenantError::AnonymousRateLimited { retry_after }) => {
-                ApiError::rate_limited("anonymous/rate_limited", retry_after)
-            }
-            CallError::Failed(TenantError::MauExhausted) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "anonymous/mau_exhausted",
-                "this tenant has reached its monthly active user cap; no new guests this month",
-            ),
-            CallError::Failed(TenantError::AlreadyClaimed) => ApiError::new(
-                StatusCode::CONFLICT,
-                "anonymous/already_claimed",
-                "this user is not a guest (any more): it was already claimed",
-            ),
             CallError::Failed(TenantError::InvalidChallenge) => ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 "invalid_or_expired_token",
                 "the challenge or step-up token is invalid, already used, expired, or belongs to another session",
-            ),
-            CallError::Failed(TenantError::InvalidMfaCode) => ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "mfa/invalid_code",
-                "the code is wrong, expired or already used",
-            ),
-            CallError::Failed(TenantError::MfaAlreadyEnabled) => ApiError::new(
-                StatusCode::CONFLICT,
-                "mfa/already_enabled",
-                "MFA is already enabled; disable it first to set up a new authenticator",
-            ),
-            CallError::Failed(TenantError::MfaNotEnabled) => ApiError::new(
-                StatusCode::CONFLICT,
-                "mfa/not_enabled",
-                "MFA is not enabled for this user",
-            ),
-            CallError::Failed(TenantError::MfaSetupNotStarted) => ApiError::new(
-                StatusCode::CONFLICT,
-                "mfa/setup_not_started",
-                "start with POST /v1/auth/mfa/setup",
-            ),
-            CallError::Failed(TenantError::MfaUnavailable) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "mfa/unavailable",
-                "guests cannot set up MFA; register first",
             ),
             CallError::Failed(TenantError::StepUpMethodUnavailable) => ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -398,175 +273,29 @@ impl From<CallError<TenantError>> for ApiError {
                 "passwordless/disabled",
                 "this sign-in method is disabled for this tenant",
             ),
-            CallError::Failed(TenantError::CountryNotAllowed) => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "sms/country_not_allowed",
-                "text messages to this number's country are not allowed for this tenant",
-            ),
-            CallError::Failed(TenantError::SmsCapReached { retry_after }) => {
-                let mut e = ApiError::rate_limited("sms/monthly_cap_reached", retry_after);
-                e.message = "this tenant's monthly text message cap is reached".into();
-                e
-            }
-            CallError::Failed(TenantError::SmsCapAboveTier { max, tier }) => ApiError::invalid_field(
-                "sms_otp_monthly_cap",
-                format!(
-                    "must be 0-{max} while messages go through the platform's SMS account (tier {}); with the tenant's own provider account, up to 100000",
-                    tier.as_str()
-                ),
-            ),
             CallError::Failed(TenantError::GuestNotAllowed) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "auth/anonymous_not_allowed",
                 "guests cannot do this; register first",
-            ),
-            CallError::Failed(TenantError::DateOfBirthRequired) => ApiError::invalid_field(
-                "date_of_birth",
-                "is required: this app protects minors (or send an age_verification_token)",
-            ),
-            CallError::Failed(TenantError::AgeRequired) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "auth/age_required",
-                "this app protects minors: create the account with POST /v1/auth/register \
-                 and a date of birth (or a wallet's age proof)",
-            ),
-            CallError::Failed(TenantError::GuardianConsentPending) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "auth/guardian_consent_pending",
-                "this account waits for a parent's or guardian's consent \
-                 (POST /v1/auth/parental-consent asks for it)",
-            ),
-            CallError::Failed(TenantError::GuardianConsentDeclined) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "auth/guardian_consent_declined",
-                "a parent or guardian declined consent for this account",
-            ),
-            CallError::Failed(TenantError::GuardianConsentNotPending) => ApiError::new(
-                StatusCode::CONFLICT,
-                "guardian/consent_not_pending",
-                "this account does not wait for a guardian's consent",
-            ),
-            CallError::Failed(TenantError::GuardianOther) => ApiError::new(
-                StatusCode::CONFLICT,
-                "guardian/other_guardian",
-                "a guardian consented for this account before: only that guardian can be asked again",
-            ),
-            CallError::Failed(TenantError::GuardianInvalid) => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "guardian/invalid_token",
-                "the link is invalid, used or expired, or the form was not sent from its page",
             ),
             CallError::Failed(TenantError::UserBlocked) => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "auth/user_blocked",
                 "this account is blocked; contact the app's support",
             ),
-            CallError::Failed(TenantError::EmailInUse) => ApiError::new(
-                StatusCode::CONFLICT,
-                "user/email_in_use",
-                "another user of this tenant has this e-mail address",
-            ),
-            CallError::Failed(TenantError::PhoneInUse) => ApiError::new(
-                StatusCode::CONFLICT,
-                "user/phone_in_use",
-                "another user of this tenant has confirmed this phone number",
-            ),
-            CallError::Failed(TenantError::PasskeyLimit) => ApiError::new(
-                StatusCode::CONFLICT,
-                "passkey/limit_reached",
-                "a user may hold at most 10 passkeys; delete one first",
-            ),
-            CallError::Failed(TenantError::PasskeyCeremonyNotFound) => ApiError::new(
-                StatusCode::NOT_FOUND,
-                "passkey/ceremony_not_found",
-                "no pending passkey ceremony has this challenge: it expired (5 minutes), was already used, or belongs elsewhere; begin again",
-            ),
-            CallError::Failed(TenantError::PasskeyInvalidAssertion) => ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "passkey/invalid_assertion",
-                "the passkey assertion was not accepted",
-            ),
-            CallError::Failed(TenantError::PasskeyInvalidRegistration) => ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "passkey/invalid_registration",
-                "the new credential was not accepted: wrong origin or relying party, a mismatched challenge, or a malformed response",
-            ),
-            CallError::Failed(TenantError::PasskeyAlreadyRegistered) => ApiError::new(
-                StatusCode::CONFLICT,
-                "passkey/already_registered",
-                "this credential is already registered",
-            ),
-            CallError::Failed(TenantError::PasskeyStepUpRequired) => ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "passkey/step_up_required",
-                "the authenticator did not verify the user (PIN or biometric); try again with user verification",
-            ),
-            CallError::Failed(TenantError::PasskeyLastCredential) => ApiError::new(
-                StatusCode::CONFLICT,
-                "passkey/last_credential",
-                "this passkey is the account's last way to sign in: add a password, a confirmed address or another passkey first",
-            ),
-            CallError::Failed(TenantError::PasskeyRpIdInUse { passkeys }) => ApiError::new(
-                StatusCode::CONFLICT,
-                "passkey/rp_id_in_use",
-                "users hold passkeys under the current relying-party id; changing it stops them working. Send X-Service-Confirm: passkey-rp-id-change to go ahead",
-            )
-            .with_details(serde_json::json!({
-                "passkeys": passkeys,
-                "required_header": "X-Service-Confirm: passkey-rp-id-change",
-            })),
-            CallError::Failed(TenantError::Eudi(r)) => eudi_refusal(r),
-            CallError::Failed(TenantError::AgeTokenInvalid) => ApiError::invalid_field(
-                "age_verification_token",
-                "is unknown, used or expired: verify the age again (POST /v1/auth/eudi/age/initiate)",
-            ),
-            CallError::Failed(TenantError::OAuthClientLimit) => ApiError::new(
-                StatusCode::CONFLICT,
-                "oauth_client/limit_reached",
-                "a tenant may register at most 100 OAuth clients; delete one first",
-            ),
-            CallError::Failed(TenantError::SocialCredentialMissing { field, reason }) => {
-                ApiError::invalid_field(field, reason)
-            }
-            CallError::Failed(TenantError::OAuthClientPublic) => ApiError::new(
-                StatusCode::CONFLICT,
-                "oauth_client/public_client",
-                "a public client has no secret to rotate",
-            ),
-            CallError::Failed(TenantError::OAuth(f)) => ApiError::new(
-                if f == tessera_actors::tenant::oauth::OAuthFailure::InvalidClient {
-                    StatusCode::UNAUTHORIZED
-                } else {
-                    StatusCode::BAD_REQUEST
-                },
-                format!("oauth/{}", f.code()),
-                "the OAuth request was refused",
-            ),
-            CallError::Failed(TenantError::NoEmail) => ApiError::new(
-                StatusCode::CONFLICT,
-                "user/no_email",
-                "the user has no e-mail address to send to",
-            ),
-            CallError::Failed(TenantError::WebhookLimit) => ApiError::new(
-                StatusCode::CONFLICT,
-                "webhook/limit_reached",
-                "a tenant may have at most 10 webhook endpoints; delete one first",
-            ),
-            CallError::Failed(TenantError::WebhookDisabled) => ApiError::new(
-                StatusCode::CONFLICT,
-                "webhook/endpoint_disabled",
-                "the endpoint is disabled: enable it (PATCH with \"enabled\": true) first",
-            ),
-            CallError::Failed(TenantError::WebhookDeliveryInFlight) => ApiError::new(
-                StatusCode::CONFLICT,
-                "webhook/delivery_in_flight",
-                "an attempt of this delivery is under way; retry once it is recorded",
-            ),
-            CallError::Failed(TenantError::SelfDeletionDisabled) => ApiError::new(
-                StatusCode::FORBIDDEN,
-                "user/self_deletion_disabled",
-                "this app does not let users delete their own accounts; ask its support",
-            ),
+            CallError::Failed(TenantError::Eudi(r)) => r.into(),
+            CallError::Failed(TenantError::OAuth(f)) => f.into(),
+            CallError::Failed(TenantError::Agent(e)) => e.into(),
+            CallError::Failed(TenantError::Mfa(e)) => e.into(),
+            CallError::Failed(TenantError::Passkey(e)) => e.into(),
+            CallError::Failed(TenantError::Social(e)) => e.into(),
+            CallError::Failed(TenantError::Guardian(e)) => e.into(),
+            CallError::Failed(TenantError::Guest(e)) => e.into(),
+            CallError::Failed(TenantError::Sms(e)) => e.into(),
+            CallError::Failed(TenantError::OAuthClient(e)) => e.into(),
+            CallError::Failed(TenantError::Webhook(e)) => e.into(),
+            CallError::Failed(TenantError::Settings(e)) => e.into(),
+            CallError::Failed(TenantError::User(e)) => e.into(),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

@@ -13,6 +13,8 @@
 //! The request object and the answer never carry the poll `state`: whoever sees the QR code
 //! can read the request object, and could otherwise poll the sign-in out from under the user.
 
+use tessera_actors::tenant::eudi::EudiRefusal;
+
 use axum::{
     body::Bytes,
     extract::{Path, Query, State},
@@ -644,4 +646,56 @@ fn qr_svg(data: &str) -> Option<String> {
     // The renderer starts with an XML declaration, which has no place inside HTML.
     let start = svg.find("<svg")?;
     Some(svg[start..].to_owned())
+}
+
+/// How the wallet flow's refusals answer.
+impl From<EudiRefusal> for ApiError {
+    fn from(r: EudiRefusal) -> Self {
+        use EudiRefusal as R;
+        let (status, message) = match r {
+        R::Disabled => (
+            StatusCode::FORBIDDEN,
+            "wallet sign-in (or age verification) is not enabled for this tenant",
+        ),
+        R::VerifierMissing => (
+            StatusCode::CONFLICT,
+            "the tenant has no wallet verifier certificate yet (tessera admin eudi set-verifier-cert)",
+        ),
+        R::VerifierExpired => (
+            StatusCode::CONFLICT,
+            "the tenant's wallet verifier certificate has expired; set a new one",
+        ),
+        R::RedirectNotAllowed => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "redirect_uri is not one of the tenant's URLs",
+        ),
+        R::RequestUnknown => (
+            StatusCode::NOT_FOUND,
+            "no pending wallet request has this id (unknown, answered or expired)",
+        ),
+        R::Replayed => (
+            StatusCode::CONFLICT,
+            "this wallet request was already answered",
+        ),
+        R::AccountBlocked => (StatusCode::FORBIDDEN, "the account is blocked"),
+        R::EmailExists => (
+            StatusCode::FORBIDDEN,
+            "the wallet's e-mail address belongs to another account of this tenant",
+        ),
+        R::BelowFloor => (
+            StatusCode::FORBIDDEN,
+            "the credential's assurance level is below the tenant's floor",
+        ),
+        R::ResponseCodeMismatch => (
+            StatusCode::BAD_REQUEST,
+            "a same-device result needs the response_code from the wallet's redirect",
+        ),
+        R::AgeRequired => (
+            StatusCode::FORBIDDEN,
+            "this app protects minors and the wallet's birth date is below the consent age: \
+             register with POST /v1/auth/register, where a guardian's consent is asked",
+        ),
+    };
+        ApiError::new(status, format!("eudi/{}", r.as_str()), message)
+    }
 }

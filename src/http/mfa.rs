@@ -6,6 +6,9 @@
 //! checked by the actor, which owns the seeds, the recovery codes and the single-use
 //! challenges.
 
+use axum::http::StatusCode;
+use tessera_actors::MfaError;
+
 use axum::{
     extract::{FromRequestParts, State},
     http::{request::Parts, HeaderMap},
@@ -106,10 +109,10 @@ pub async fn setup(
         // Refusals that need no step-up come first.
         let me = signed_in(user).await?;
         if me.is_anonymous {
-            return Err(tessera_actors::TenantError::MfaUnavailable.into());
+            return Err(tessera_actors::TenantError::Mfa(MfaError::Unavailable).into());
         }
         if me.mfa_enabled {
-            return Err(tessera_actors::TenantError::MfaAlreadyEnabled.into());
+            return Err(tessera_actors::TenantError::Mfa(MfaError::AlreadyEnabled).into());
         }
         require_confirmed_address(&me, Credential::Totp)?;
         require_step_up(&state, user, &headers).await?;
@@ -384,4 +387,37 @@ pub async fn recovery_codes(
     Ok(Json(RecoveryCodesResponse {
         recovery_codes: codes,
     }))
+}
+
+/// How MFA's refusals answer.
+impl From<MfaError> for ApiError {
+    fn from(e: MfaError) -> Self {
+        match e {
+            MfaError::InvalidCode => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "mfa/invalid_code",
+                "the code is wrong, expired or already used",
+            ),
+            MfaError::AlreadyEnabled => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/already_enabled",
+                "MFA is already enabled; disable it first to set up a new authenticator",
+            ),
+            MfaError::NotEnabled => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/not_enabled",
+                "MFA is not enabled for this user",
+            ),
+            MfaError::SetupNotStarted => ApiError::new(
+                StatusCode::CONFLICT,
+                "mfa/setup_not_started",
+                "start with POST /v1/auth/mfa/setup",
+            ),
+            MfaError::Unavailable => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "mfa/unavailable",
+                "guests cannot set up MFA; register first",
+            ),
+        }
+    }
 }

@@ -20,6 +20,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use tessera_actors::GuardianError;
 use tessera_actors::{CallError, TenantError};
 use tessera_storage::{ct_eq, random_token, sha256};
 
@@ -492,9 +493,15 @@ impl From<CallError<TenantError>> for Problem {
                 TenantError::RateLimited { .. } | TenantError::TooManyAttempts { .. },
             ) => Problem::TooMany,
             CallError::Unavailable => Problem::Busy,
-            CallError::Failed(TenantError::GuardianConsentPending) => Problem::GuardianPending,
-            CallError::Failed(TenantError::GuardianConsentDeclined) => Problem::GuardianDeclined,
-            CallError::Failed(TenantError::AgeRequired) => Problem::AgeRequired,
+            CallError::Failed(TenantError::Guardian(GuardianError::ConsentPending)) => {
+                Problem::GuardianPending
+            }
+            CallError::Failed(TenantError::Guardian(GuardianError::ConsentDeclined)) => {
+                Problem::GuardianDeclined
+            }
+            CallError::Failed(TenantError::Guardian(GuardianError::AgeRequired)) => {
+                Problem::AgeRequired
+            }
             CallError::Failed(TenantError::EmailUnconfirmed { .. }) => Problem::EmailUnconfirmed,
             CallError::Failed(other) => {
                 tracing::error!(error = %other, "a hosted page failed");

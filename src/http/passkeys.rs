@@ -16,6 +16,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::PasskeysMsg;
+use tessera_actors::PasskeyError;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -519,4 +520,56 @@ pub async fn step_up_verify(
         })
         .await?;
     Ok(Json(sign_step_up(&state, &user.tenant, &grant).await?))
+}
+
+/// How the passkey flow's refusals answer.
+impl From<PasskeyError> for ApiError {
+    fn from(e: PasskeyError) -> Self {
+        match e {
+            PasskeyError::Limit => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/limit_reached",
+                "a user may hold at most 10 passkeys; delete one first",
+            ),
+            PasskeyError::CeremonyNotFound => ApiError::new(
+                StatusCode::NOT_FOUND,
+                "passkey/ceremony_not_found",
+                "no pending passkey ceremony has this challenge: it expired (5 minutes), was already used, or belongs elsewhere; begin again",
+            ),
+            PasskeyError::InvalidAssertion => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "passkey/invalid_assertion",
+                "the passkey assertion was not accepted",
+            ),
+            PasskeyError::InvalidRegistration => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "passkey/invalid_registration",
+                "the new credential was not accepted: wrong origin or relying party, a mismatched challenge, or a malformed response",
+            ),
+            PasskeyError::AlreadyRegistered => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/already_registered",
+                "this credential is already registered",
+            ),
+            PasskeyError::StepUpRequired => ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "passkey/step_up_required",
+                "the authenticator did not verify the user (PIN or biometric); try again with user verification",
+            ),
+            PasskeyError::LastCredential => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/last_credential",
+                "this passkey is the account's last way to sign in: add a password, a confirmed address or another passkey first",
+            ),
+            PasskeyError::RpIdInUse { passkeys } => ApiError::new(
+                StatusCode::CONFLICT,
+                "passkey/rp_id_in_use",
+                "users hold passkeys under the current relying-party id; changing it stops them working. Send X-Service-Confirm: passkey-rp-id-change to go ahead",
+            )
+            .with_details(serde_json::json!({
+                "passkeys": passkeys,
+                "required_header": "X-Service-Confirm: passkey-rp-id-change",
+            })),
+        }
+    }
 }

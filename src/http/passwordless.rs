@@ -7,6 +7,7 @@
 
 use std::net::IpAddr;
 use tessera_actors::tenant::{HostedMsg, PasswordlessMsg, SmsMsg};
+use tessera_actors::SmsError;
 
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use serde::Deserialize;
@@ -554,4 +555,29 @@ pub async fn sms_otp_verify(
     errors.finish()?;
     let to = SentTo::Phone(phone.map(|p| p.e164).unwrap_or_default());
     code_verified(&state, &tenant, to, &req.code, binding_hash, ip, &ctx).await
+}
+
+/// How text messages' refusals answer.
+impl From<SmsError> for ApiError {
+    fn from(e: SmsError) -> Self {
+        match e {
+            SmsError::CountryNotAllowed => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "sms/country_not_allowed",
+                "text messages to this number's country are not allowed for this tenant",
+            ),
+            SmsError::CapReached { retry_after } => {
+                let mut e = ApiError::rate_limited("sms/monthly_cap_reached", retry_after);
+                e.message = "this tenant's monthly text message cap is reached".into();
+                e
+            }
+            SmsError::CapAboveTier { max, tier } => ApiError::invalid_field(
+                "sms_otp_monthly_cap",
+                format!(
+                    "must be 0-{max} while messages go through the platform's SMS account (tier {}); with the tenant's own provider account, up to 100000",
+                    tier.as_str()
+                ),
+            ),
+        }
+    }
 }

@@ -13,6 +13,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use tessera_actors::tenant::{AccountsMsg, StepUpMsg};
+use tessera_actors::SocialError;
 use tessera_actors::{
     login_guard::Captcha,
     password::HashError,
@@ -307,7 +308,9 @@ pub async fn exchange_sign_in(
     match answer {
         Ok(SocialAnswer::Login(l)) => Ok(*l),
         Ok(_) => Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialExchangeInvalid)) => Err(invalid_token()),
+        Err(CallError::Failed(TenantError::Social(SocialError::ExchangeInvalid))) => {
+            Err(invalid_token())
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -32,6 +32,7 @@ use tessera_actors::{
     },
     CallError, TenantError, TenantHandle, TenantMsg,
 };
+use tessera_actors::{GuestError, SocialError};
 use tessera_storage::{sha256, TenantId};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -231,7 +232,9 @@ async fn link_page(
     let view = match peek {
         Ok(SocialAnswer::TicketView(v)) => *v,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_ticket()),
+        Err(CallError::Failed(TenantError::Social(SocialError::StateInvalid))) => {
+            return Err(invalid_ticket())
+        }
         Err(e) => return Err(e.into()),
     };
     reader.set_tenant(&view.tenant_name, &view.default_locale);
@@ -350,14 +353,16 @@ async fn begin(
     let start: SocialStart = match begun {
         Ok(SocialAnswer::Started(s)) => *s,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
-        Err(CallError::Failed(TenantError::SocialRedirectNotAllowed)) => {
+        Err(CallError::Failed(TenantError::Social(SocialError::NotConfigured))) => {
+            return Err(not_configured(p))
+        }
+        Err(CallError::Failed(TenantError::Social(SocialError::RedirectNotAllowed))) => {
             return Err(ApiError::invalid_field(
                 "redirect_uri",
                 "must be one of the tenant's URLs (settings/urls), exactly",
             ))
         }
-        Err(CallError::Failed(TenantError::AlreadyClaimed)) => {
+        Err(CallError::Failed(TenantError::Guest(GuestError::AlreadyClaimed))) => {
             return Ok(found(&with_param(
                 &redirect_uri,
                 "error",
@@ -365,7 +370,9 @@ async fn begin(
             )))
         }
         Err(CallError::Failed(TenantError::InvalidSession)) => return Err(invalid_token()),
-        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_ticket()),
+        Err(CallError::Failed(TenantError::Social(SocialError::StateInvalid))) => {
+            return Err(invalid_ticket())
+        }
         Err(e) => return Err(e.into()),
     };
     let to = match state
@@ -470,11 +477,13 @@ async fn callback(
     let pending: SocialPending = match taken {
         Ok(SocialAnswer::Pending(p)) => *p,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialStateInvalid)) => return Err(invalid_state()),
-        Err(CallError::Failed(TenantError::SocialStateForeign {
+        Err(CallError::Failed(TenantError::Social(SocialError::StateInvalid))) => {
+            return Err(invalid_state())
+        }
+        Err(CallError::Failed(TenantError::Social(SocialError::StateForeign {
             redirect_uri,
             hosted,
-        })) => {
+        }))) => {
             if hosted {
                 return Err(invalid_state());
             }
@@ -484,7 +493,9 @@ async fn callback(
             }
             return Ok(resp);
         }
-        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured(p)),
+        Err(CallError::Failed(TenantError::Social(SocialError::NotConfigured))) => {
+            return Err(not_configured(p))
+        }
         Err(e) => return Err(e.into()),
     };
     // Back to the app with `name=value` in the query, or to the hosted sign-in page with it
@@ -541,7 +552,7 @@ async fn callback(
         Ok(SocialAnswer::Finished(f)) => f,
         Ok(SocialAnswer::Linked) => return Ok(done("linked", p.as_str())),
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialRefused(why))) => {
+        Err(CallError::Failed(TenantError::Social(SocialError::Refused(why)))) => {
             return Ok(done("error", why.as_str()))
         }
         Err(e) => return Err(e.into()),
@@ -621,4 +632,17 @@ pub async fn session(
     }
     let login = exchange_sign_in(&state, &tenant, &req.access_token, Some(p), &ctx).await?;
     Ok(Json(login_answer(&state, &tenant, login.outcome).await?))
+}
+
+/// How social sign-in's refusals answer.
+impl From<SocialError> for ApiError {
+    fn from(e: SocialError) -> Self {
+        match e {
+            SocialError::CredentialMissing { field, reason } => {
+                ApiError::invalid_field(field, reason)
+            }
+            // The routes answer the others themselves; one reaching here is a fault.
+            other => ApiError::internal(other),
+        }
+    }
 }

@@ -15,6 +15,7 @@ use axum::{
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use tessera_actors::tenant::UsersMsg;
+use tessera_actors::UserError;
 use tessera_actors::{
     records::Role,
     tenant::{
@@ -760,4 +761,32 @@ pub async fn key_act(
 ) -> Result<Json<ManagedUserDetail>, ApiError> {
     let action = action_of(&action)?;
     act(Manager::key(key), &id, action).await
+}
+
+/// How user management's refusals answer.
+impl From<UserError> for ApiError {
+    fn from(e: UserError) -> Self {
+        match e {
+            UserError::EmailInUse => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/email_in_use",
+                "another user of this tenant has this e-mail address",
+            ),
+            UserError::PhoneInUse => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/phone_in_use",
+                "another user of this tenant has confirmed this phone number",
+            ),
+            UserError::NoEmail => ApiError::new(
+                StatusCode::CONFLICT,
+                "user/no_email",
+                "the user has no e-mail address to send to",
+            ),
+            UserError::SelfDeletionDisabled => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "user/self_deletion_disabled",
+                "this app does not let users delete their own accounts; ask its support",
+            ),
+        }
+    }
 }

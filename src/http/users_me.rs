@@ -20,6 +20,7 @@ use tessera_actors::{
     },
     CallError, TenantError, TenantMsg,
 };
+use tessera_actors::{SocialError, UserError};
 use utoipa::ToSchema;
 
 use super::{
@@ -237,8 +238,10 @@ pub async fn link_provider(
     let ticket = match answer {
         Ok(SocialAnswer::Ticket(t)) => t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
-        Err(CallError::Failed(TenantError::SocialNotConfigured)) => return Err(not_configured()),
-        Err(CallError::Failed(TenantError::SocialRedirectNotAllowed)) => {
+        Err(CallError::Failed(TenantError::Social(SocialError::NotConfigured))) => {
+            return Err(not_configured())
+        }
+        Err(CallError::Failed(TenantError::Social(SocialError::RedirectNotAllowed))) => {
             return Err(ApiError::invalid_field(
                 "redirect_uri",
                 "must be one of the tenant's URLs (settings/urls), exactly",
@@ -396,7 +399,7 @@ pub async fn unlink(
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
         Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),
-        Err(CallError::Failed(TenantError::SocialLastMethod)) => Err(ApiError::new(
+        Err(CallError::Failed(TenantError::Social(SocialError::LastMethod))) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "account_linking/last_method",
             "this is the account's only way to sign in: add a password or a passkey first",
@@ -463,7 +466,7 @@ pub async fn delete_me(
         .call(|reply| TenantMsg::GetOverview { reply })
         .await?;
     if !overview.settings.users.self_service_deletion_enabled {
-        return Err(tessera_actors::TenantError::SelfDeletionDisabled.into());
+        return Err(tessera_actors::TenantError::User(UserError::SelfDeletionDisabled).into());
     }
     require_step_up(&state, &user, &headers).await?;
     let bearer = user.bearer;

@@ -26,6 +26,7 @@ use super::{
     sessions::Proof,
     webhooks::Revoked,
 };
+use crate::error::GuardianError;
 use crate::{
     error::TenantError,
     login_guard::Attempt,
@@ -508,7 +509,7 @@ impl TenantCtx {
                         fx.batch.remove(Kind::AgeToken, &key);
                         Some(proof)
                     }
-                    _ => return Err(TenantError::AgeTokenInvalid),
+                    _ => return Err(TenantError::Guardian(GuardianError::AgeTokenInvalid)),
                 }
             }
             None => None,

@@ -37,6 +37,7 @@
 //! `upkeep.rs` (what erasure, blocking and the daily sweep ask of agents) and `commands.rs`
 //! (`AgentCmd`, its answers and its dispatch).
 
+mod error;
 pub mod memory;
 
 mod activity;
@@ -69,6 +70,7 @@ pub use self::{
     },
     user_agents::{Restored, UserAgentView},
 };
+pub use error::AgentError;
 
 #[cfg(test)]
 mod tests;

@@ -29,8 +29,6 @@
 //! and codes, step-up, MFA), because those need the failure count, the OAuth resume, the
 //! session binding and the sweep of expired ones.
 
-use crate::tenant::ctx::TenantCtx;
-
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -49,6 +47,7 @@ pub fn s256(verifier: &str) -> String {
 pub use crate::throttle::ConsumedCodes;
 
 pub use super::messages::{OAuthParams, OAuthResume};
+use crate::tenant::ctx::TenantCtx;
 
 /// Wrong answers one challenge takes before it dies.
 pub const MAX_CHALLENGE_FAILURES: u32 = 5;

@@ -11,13 +11,12 @@
 //! unconfirmed address remove them, so whoever held the account before its owner keeps no
 //! way past a lockout.
 
-use crate::tenant::ctx::TenantCtx;
-
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantBatch, TenantRecord};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, known_devices};
 
 /// A known device of a user.

@@ -29,6 +29,7 @@
 //! `upkeep.rs` (erasure's keys, the daily sweep and purge) and `commands.rs` (`GuardianCmd`
 //! and its dispatch).
 
+mod error;
 pub mod memory;
 
 mod commands;
@@ -49,6 +50,7 @@ pub use self::{
     },
     values::{ConsentView, GuardianAnswer, GuardianTenant, PortalAction, PortalView},
 };
+pub use error::GuardianError;
 
 #[cfg(test)]
 mod tests;

@@ -2,9 +2,7 @@
 //! registered user with the same id, the purge of stale guests, and the monthly-active-user
 //! count that caps new guests.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::guests::memory::Guests;
-
+mod error;
 pub mod memory;
 pub mod msg;
 
@@ -23,6 +21,9 @@ use super::{
 use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
 
 pub use super::messages::PurgeReport;
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guests::memory::Guests;
+pub use error::GuestError;
 
 /// Largest `public_metadata` of a guest, serialised.
 pub const MAX_METADATA_BYTES: usize = 16 * 1024;
@@ -56,22 +57,22 @@ impl Guests {
         ctx: &AuditContext,
     ) -> Result<(Grant, Vec<MailJob>), TenantError> {
         if !cx.settings.anonymous.anonymous_signins_enabled {
-            return Err(TenantError::AnonymousDisabled);
+            return Err(TenantError::Guest(GuestError::Disabled));
         }
         let now = OffsetDateTime::now_utc();
         let at = Instant::now();
         self.per_ip
             .hit(&throttle_ip(ip), at)
-            .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
+            .map_err(|retry_after| TenantError::Guest(GuestError::RateLimited { retry_after }))?;
         self.per_key
             .hit(&(), at)
-            .map_err(|retry_after| TenantError::AnonymousRateLimited { retry_after })?;
+            .map_err(|retry_after| TenantError::Guest(GuestError::RateLimited { retry_after }))?;
         if cx
             .info
             .mau_cap
             .is_some_and(|cap| self.active_this_month(cx, now) >= cap)
         {
-            return Err(TenantError::MauExhausted);
+            return Err(TenantError::Guest(GuestError::MauExhausted));
         }
         let mut fx = cx.effects();
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
@@ -109,7 +110,7 @@ impl Guests {
     ) -> Result<(UserView, Vec<MailJob>), TenantError> {
         let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         if !user.is_anonymous {
-            return Err(TenantError::AlreadyClaimed);
+            return Err(TenantError::Guest(GuestError::AlreadyClaimed));
         }
         cx.register_or_claim(registration, Some(user), ctx)
     }

@@ -8,8 +8,6 @@
 //! its page must not hold the token pair: it hands the app a code bound to the app's
 //! `code_challenge` (RFC 7636, S256) instead.
 
-use crate::tenant::ctx::TenantCtx;
-
 pub mod msg;
 
 use tessera_storage::{ct_eq, Kind};
@@ -23,6 +21,7 @@ use super::{
     passwordless::Flow,
     records::LinkPurpose,
 };
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, outbound::MailJob};
 
 /// The hosted pages' flow: it keeps nothing in memory and works on the context.

@@ -5,8 +5,6 @@
 //! an account is skipped (so a failed import can simply be run again), as is a repeat inside
 //! the batch. Imported users are not counted as active this month: they have not signed in.
 
-use crate::tenant::ctx::TenantCtx;
-
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -14,6 +12,7 @@ use super::audit::AuditContext;
 use crate::{error::TenantError, tenant::records::UserRecord};
 
 pub use super::messages::{ImportOutcome, ImportedUser};
+use crate::tenant::ctx::TenantCtx;
 
 /// Most users one import call may carry (the admin server enforces it).
 pub const MAX_IMPORT_BATCH: usize = 1000;

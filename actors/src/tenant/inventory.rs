@@ -6,8 +6,6 @@
 //! Invariant: every path that ends a holder's hold (erasure, recovery of an unconfirmed
 //! address, block) goes through [`TenantCtx::end_holds`], so it reaches every kind.
 
-use crate::tenant::ctx::TenantCtx;
-
 use std::collections::HashSet;
 
 use tessera_storage::Kind;
@@ -20,6 +18,7 @@ use super::{
     records::UserRecord,
 };
 use crate::error::TenantError;
+use crate::tenant::ctx::TenantCtx;
 
 /// What users hold of one kind, as stored.
 enum Stored {

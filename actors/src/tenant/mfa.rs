@@ -6,8 +6,7 @@
 //! accepted time step, and only a later step is accepted (the window is one step either side).
 //! TOTP checks are a few HMACs, cheap enough for the actor; passwords are checked off it.
 
-use crate::tenant::ctx::TenantCtx;
-
+mod error;
 pub mod msg;
 
 use rand::{Rng, RngCore};
@@ -29,6 +28,8 @@ use super::{
 use crate::{error::TenantError, outbound::MailJob};
 
 pub use super::settings::{enrollment, Enrollment};
+use crate::tenant::ctx::TenantCtx;
+pub use error::MfaError;
 
 /// The TOTP and recovery-code flow: it keeps nothing in memory and works on the context.
 #[derive(Default)]
@@ -230,10 +231,10 @@ impl Mfa {
         let now = OffsetDateTime::now_utc();
         let (mut user, _) = self.mfa_subject(cx, who, now)?;
         if user.is_anonymous {
-            return Err(TenantError::MfaUnavailable);
+            return Err(TenantError::Mfa(MfaError::Unavailable));
         }
         if user.mfa_enabled {
-            return Err(TenantError::MfaAlreadyEnabled);
+            return Err(TenantError::Mfa(MfaError::AlreadyEnabled));
         }
         may_add(&user, CredentialKind::Totp)?;
         let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
@@ -358,10 +359,10 @@ impl Mfa {
         let now = OffsetDateTime::now_utc();
         let (mut user, enrollment) = self.mfa_subject(cx, who, now)?;
         if user.mfa_enabled {
-            return Err(TenantError::MfaAlreadyEnabled);
+            return Err(TenantError::Mfa(MfaError::AlreadyEnabled));
         }
         let Some(pending) = user.totp_pending.clone() else {
-            return Err(TenantError::MfaSetupNotStarted);
+            return Err(TenantError::Mfa(MfaError::SetupNotStarted));
         };
         may_add(&user, CredentialKind::Totp)?;
         self.mfa_blocked(cx, &user)?;
@@ -370,7 +371,7 @@ impl Mfa {
         let mut fx = cx.effects();
         let Some(step) = totp_step(&seed, code, unix, user.totp_last_step) else {
             self.mfa_failed(cx, &mut fx, &user, "wrong_code", ctx)?;
-            return cx.fail(fx, TenantError::InvalidMfaCode);
+            return cx.fail(fx, TenantError::Mfa(MfaError::InvalidCode));
         };
         let (codes, hashes) = self.new_recovery_codes(cx);
         user.totp_seed = Some(pending);
@@ -451,7 +452,7 @@ impl Mfa {
             if step_up {
                 cx.step_up_failed(&mut fx, &user, "totp", 2, "wrong_code", ctx)?;
             }
-            return cx.fail(fx, TenantError::InvalidMfaCode);
+            return cx.fail(fx, TenantError::Mfa(MfaError::InvalidCode));
         };
         Self::use_factor(&mut user, &factor);
         fx.batch.remove(Kind::Challenge, &found.key);
@@ -558,7 +559,7 @@ impl Mfa {
         let now = OffsetDateTime::now_utc();
         let (_, user) = cx.live_session(bearer, now)?;
         if !user.mfa_enabled {
-            return Err(TenantError::MfaNotEnabled);
+            return Err(TenantError::Mfa(MfaError::NotEnabled));
         }
         self.mfa_blocked(cx, &user)?;
         let password_ok =
@@ -571,7 +572,7 @@ impl Mfa {
             Some(f) => Ok((user, f)),
             None => {
                 self.mfa_failed(cx, fx, &user, "wrong_code", ctx)?;
-                Err(TenantError::InvalidMfaCode)
+                Err(TenantError::Mfa(MfaError::InvalidCode))
             }
         }
     }

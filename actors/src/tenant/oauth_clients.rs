@@ -13,6 +13,7 @@
 //! authentication), `registry.rs` (what owners and the operator do with clients) and
 //! `commands.rs` (`OAuthClientCmd`, its answers and its dispatch).
 
+mod error;
 pub mod memory;
 
 mod commands;
@@ -28,6 +29,7 @@ pub use self::{
         IssuedClient, NewOAuthClient, OAuthClientPatch, MAX_DYNAMIC_CLIENTS, MAX_OAUTH_CLIENTS,
     },
 };
+pub use error::OAuthClientError;
 
 #[cfg(test)]
 mod tests;

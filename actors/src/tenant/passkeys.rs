@@ -30,6 +30,7 @@
 //! check), `step_up.rs` (the passkey step-up, split the same way) and `owner.rs` (the
 //! owner's list, rename and delete).
 
+mod error;
 pub mod memory;
 pub mod msg;
 
@@ -46,6 +47,7 @@ pub use self::{
     registration::MAX_PASSKEYS,
     relying_party::MAX_PASSKEY_ORIGINS,
 };
+pub use error::PasskeyError;
 
 #[cfg(test)]
 mod tests;

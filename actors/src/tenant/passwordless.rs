@@ -7,8 +7,6 @@
 //! slot, the code in the address's slot (with `login_or_create` the account may not exist
 //! until the code is verified).
 
-use crate::tenant::ctx::TenantCtx;
-
 pub mod msg;
 
 use std::{net::IpAddr, time::Instant};
@@ -26,6 +24,7 @@ use super::{
     records::UserRecord,
     sessions::Proof,
 };
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     login_guard::{Attempt, Captcha},

@@ -14,8 +14,6 @@
 //! Invariant: a session record exists exactly while the session is alive; revoking deletes it
 //! and its index entry in one batch, so every later check fails.
 
-use crate::tenant::ctx::TenantCtx;
-
 pub mod msg;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -33,6 +31,7 @@ use super::{
     settings::Enrollment,
     webhooks::Revoked,
 };
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, outbound::MailJob};
 
 /// The sessions flow (refresh, sign-out): it keeps nothing in memory and works on the context.

@@ -2,15 +2,18 @@
 //! ([`TenantSettings::apply`]: pure, so the actor only seals, writes and audits). The
 //! dashboard edits them; every capability reads them from here.
 
+mod error;
 pub mod msg;
 pub mod roles;
 pub mod rules;
 
+pub use error::SettingsError;
 pub use roles::DefaultRole;
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Record, TenantRecord};
 use time::{Duration, OffsetDateTime};
 
+use crate::error::SmsError;
 use crate::{error::TenantError, records::Tier};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -532,9 +535,11 @@ impl TenantSettings {
                     && next.default_role.is_privileged()
                     && !confirmed_privileged
                 {
-                    return Err(TenantError::PrivilegedDefaultRoleUnconfirmed {
-                        default_role: next.default_role,
-                    });
+                    return Err(TenantError::Settings(
+                        SettingsError::PrivilegedDefaultRoleUnconfirmed {
+                            default_role: next.default_role,
+                        },
+                    ));
                 }
                 set(
                     &mut next.anonymous.anonymous_signins_enabled,
@@ -834,7 +839,10 @@ fn apply_security(
             && *byok_token_set;
         let max = cx.platform_sms_cap;
         if !own && cap > max {
-            return Err(TenantError::SmsCapAboveTier { max, tier: cx.tier });
+            return Err(TenantError::Sms(SmsError::CapAboveTier {
+                max,
+                tier: cx.tier,
+            }));
         }
     }
     Ok(())

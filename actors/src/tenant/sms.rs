@@ -14,9 +14,7 @@
 //! A message leaves only once the change that caused it is durable; messages are not kept for
 //! a later retry after a restart (see [`SmsJob`]).
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::sms::memory::Sms;
-
+mod error;
 pub mod memory;
 pub mod msg;
 
@@ -44,6 +42,9 @@ use crate::{
 };
 
 pub use super::messages::Phone;
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sms::memory::Sms;
+pub use error::SmsError;
 
 /// A texted code lives this long.
 pub const SMS_CODE_TTL: Duration = Duration::minutes(10);
@@ -57,7 +58,7 @@ impl Sms {
         ip: Option<IpAddr>,
     ) -> Result<(), TenantError> {
         if !self.country_allowed(cx, &phone.country) {
-            return Err(TenantError::CountryNotAllowed);
+            return Err(TenantError::Sms(SmsError::CountryNotAllowed));
         }
         let now = Instant::now();
         let limited = |retry_after| TenantError::RateLimited { retry_after };
@@ -68,9 +69,9 @@ impl Sms {
         self.per_number.hit(&phone.e164, now).map_err(limited)?;
         let wall = OffsetDateTime::now_utc();
         if self.sms_sent_this_month(wall) >= u64::from(self.effective_sms_cap(cx)) {
-            return Err(TenantError::SmsCapReached {
+            return Err(TenantError::Sms(SmsError::CapReached {
                 retry_after: seconds_to_next_month(wall),
-            });
+            }));
         }
         Ok(())
     }

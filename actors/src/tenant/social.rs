@@ -16,6 +16,7 @@
 //! and unlinking), `upkeep.rs` (erasure's keys and the daily sweep) and `commands.rs`
 //! (`SocialCmd`, its answers and its dispatch).
 
+mod error;
 pub mod memory;
 
 mod commands;
@@ -43,6 +44,7 @@ pub use self::{
         SocialTokenRecord, UserIdentityIndex, EXCHANGE_TTL, SOCIAL_STATE_TTL,
     },
 };
+pub use error::SocialError;
 
 #[cfg(test)]
 mod tests;

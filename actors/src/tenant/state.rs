@@ -504,6 +504,7 @@ impl TenantState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::SmsError;
     use crate::tenant::{
         accounts::tests::tenant,
         settings::{MfaPolicy, SecurityPatch},
@@ -601,7 +602,7 @@ mod tests {
         });
         assert!(matches!(
             t.cx.update_settings(over_cap, &ctx),
-            Err(TenantError::SmsCapAboveTier { .. })
+            Err(TenantError::Sms(SmsError::CapAboveTier { .. }))
         ));
         assert_eq!(t.cx.settings, settings);
         assert_eq!(

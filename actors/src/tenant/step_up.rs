@@ -7,9 +7,6 @@
 //! so verifying from any other session fails, and a session holds at most one of each kind.
 //! Challenges and tokens are consumed inside one message (see `challenges.rs`).
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::step_up::memory::StepUp;
-
 pub mod memory;
 pub mod msg;
 
@@ -27,6 +24,8 @@ use super::{
     messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
     records::{SessionRecord, UserRecord},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::step_up::memory::StepUp;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},

@@ -12,8 +12,8 @@
 //! its link tokens, its audit index) or by a bounded scan of short-lived records (challenges,
 //! the mail queue), and [`TenantCtx::erase_user`] removes all of them in one batch.
 
-use crate::tenant::ctx::TenantCtx;
-
+mod error;
+pub use error::UserError;
 pub mod msg;
 
 use std::collections::HashSet;
@@ -37,6 +37,7 @@ use super::{
     usage::month_of,
     webhooks::Revoked,
 };
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
@@ -345,7 +346,7 @@ impl Users {
         ctx: &AuditContext,
     ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
         if cx.user_by_email(&new.email)?.is_some() {
-            return Err(TenantError::EmailInUse);
+            return Err(TenantError::User(UserError::EmailInUse));
         }
         let now = OffsetDateTime::now_utc();
         let mut fx = cx.effects();
@@ -407,7 +408,7 @@ impl Users {
         let mut changed: Vec<&str> = Vec::new();
         if let Some(email) = patch.email.filter(|e| user.email.as_deref() != Some(e)) {
             if cx.user_by_email(&email)?.is_some() {
-                return Err(TenantError::EmailInUse);
+                return Err(TenantError::User(UserError::EmailInUse));
             }
             if let Some(old) = user.email.take() {
                 fx.batch.remove(Kind::UserEmail, old.as_bytes());
@@ -437,7 +438,7 @@ impl Users {
             changed.push("email");
         } else if let Some(verified) = patch.email_verified {
             if user.email.is_none() {
-                return Err(TenantError::NoEmail);
+                return Err(TenantError::User(UserError::NoEmail));
             }
             if verified != user.email_verified {
                 user.email_verified = verified;
@@ -448,7 +449,7 @@ impl Users {
         if let Some(phone) = patch.phone.filter(|p| *p != user.phone) {
             if let Some(p) = &phone {
                 if cx.user_by_phone(p)?.is_some_and(|h| h.id != user.id) {
-                    return Err(TenantError::PhoneInUse);
+                    return Err(TenantError::User(UserError::PhoneInUse));
                 }
             }
             cx.drop_phone(&mut fx.batch, &mut user)?;
@@ -578,7 +579,10 @@ impl Users {
                 ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
             }
             UserAction::SendPasswordReset => {
-                let email = user.email.clone().ok_or(TenantError::NoEmail)?;
+                let email = user
+                    .email
+                    .clone()
+                    .ok_or(TenantError::User(UserError::NoEmail))?;
                 self.admin_link(
                     cx,
                     &mut fx,
@@ -616,7 +620,7 @@ impl Users {
     ) -> Result<Vec<Uuid>, TenantError> {
         let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         if !cx.settings.users.self_service_deletion_enabled {
-            return Err(TenantError::SelfDeletionDisabled);
+            return Err(TenantError::User(UserError::SelfDeletionDisabled));
         }
         self.erase_and_record(cx, user, "self", ctx)
     }

@@ -32,6 +32,7 @@
 mod commands;
 mod deliveries;
 mod endpoints;
+mod error;
 mod events;
 mod policy;
 mod records;
@@ -51,6 +52,7 @@ pub use self::{
     },
     worker::{AttemptOutcome, DueBatch, DueDelivery, WebhookMemory},
 };
+pub use error::WebhookError;
 
 /// The webhooks flow: it keeps nothing in memory and works on the context.
 #[derive(Default)]

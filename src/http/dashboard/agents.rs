@@ -14,6 +14,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::AgentError;
 use tessera_actors::{
     records::Role,
     tenant::agents::{
@@ -338,7 +339,7 @@ async fn live_agent(tenant: &TenantHandle, auth: &Dashboard, id: Uuid) -> Result
     let a = one(agents(tenant, &auth.ctx, AgentCmd::Get(id)).await?)?;
     if a.revoked_at.is_some() {
         return Err(ApiError::from(tessera_actors::CallError::Failed(
-            tessera_actors::TenantError::AgentAlreadyRevoked,
+            tessera_actors::TenantError::Agent(AgentError::AlreadyRevoked),
         )));
     }
     Ok(())
@@ -528,7 +529,7 @@ pub async fn create(
         .await?;
     if overview.info.tier == tessera_actors::records::Tier::Free {
         return Err(ApiError::from(tessera_actors::CallError::Failed(
-            tessera_actors::TenantError::AgentTierUnauthorized,
+            tessera_actors::TenantError::Agent(AgentError::TierUnauthorized),
         )));
     }
     no_redirects(&req.redirect_uris)?;
@@ -812,4 +813,32 @@ pub async fn activity(
         data,
         pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
+}
+
+/// How the agents flow's refusals answer.
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::TierUnauthorized => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "agent/tier_unauthorized",
+                "agents are not available on the free tier",
+            ),
+            AgentError::Limit => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/limit_reached",
+                "the tenant has as many agents as it may (500, revoked ones included)",
+            ),
+            AgentError::AlreadyRevoked => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/already_revoked",
+                "the agent is revoked; it cannot be changed or re-keyed",
+            ),
+            AgentError::RevokedByUser => ApiError::new(
+                StatusCode::CONFLICT,
+                "agent/revoked_by_user",
+                "you revoked this agent; restore it first",
+            ),
+        }
+    }
 }

@@ -17,6 +17,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::KeysMsg;
+use tessera_actors::OAuthClientError;
 use tessera_actors::{
     tenant::audit::AuditContext,
     tenant::keys::{generate_rsa_pkcs8, KeyAlg},
@@ -553,6 +554,24 @@ pub async fn rotate_secret(
         .await?,
     )?;
     Ok(Json(rotated.into()))
+}
+
+/// How the OAuth client registry's refusals answer.
+impl From<OAuthClientError> for ApiError {
+    fn from(e: OAuthClientError) -> Self {
+        match e {
+            OAuthClientError::Limit => ApiError::new(
+                StatusCode::CONFLICT,
+                "oauth_client/limit_reached",
+                "a tenant may register at most 100 OAuth clients; delete one first",
+            ),
+            OAuthClientError::Public => ApiError::new(
+                StatusCode::CONFLICT,
+                "oauth_client/public_client",
+                "a public client has no secret to rotate",
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

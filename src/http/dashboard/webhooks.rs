@@ -16,6 +16,7 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use tessera_actors::WebhookError;
 use tessera_actors::{
     tenant::{
         audit::AuditContext,
@@ -675,4 +676,27 @@ pub async fn redeliver(
         .await?,
     )?;
     Ok((StatusCode::ACCEPTED, Json(WebhookDeliveryResponse::of(d))).into_response())
+}
+
+/// How webhooks' refusals answer.
+impl From<WebhookError> for ApiError {
+    fn from(e: WebhookError) -> Self {
+        match e {
+            WebhookError::Limit => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/limit_reached",
+                "a tenant may have at most 10 webhook endpoints; delete one first",
+            ),
+            WebhookError::Disabled => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/endpoint_disabled",
+                "the endpoint is disabled: enable it (PATCH with \"enabled\": true) first",
+            ),
+            WebhookError::DeliveryInFlight => ApiError::new(
+                StatusCode::CONFLICT,
+                "webhook/delivery_in_flight",
+                "an attempt of this delivery is under way; retry once it is recorded",
+            ),
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //! Its own file: the floor the consent, wallet and portal routes stand on.
 
 use std::{collections::HashMap, net::IpAddr};
+use tessera_actors::GuardianError;
 
 use axum::{
     extract::{FromRequestParts, Query},
@@ -213,13 +214,13 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 
 /// A refusal of the link as the JSON flavour answers it.
 pub fn invalid_link() -> ApiError {
-    CallError::Failed(TenantError::GuardianInvalid).into()
+    CallError::Failed(TenantError::Guardian(GuardianError::Invalid)).into()
 }
 
 /// A refusal of the link as a page says it: a used or expired link.
 pub fn guardian_problem(e: CallError<TenantError>) -> Problem {
     match e {
-        CallError::Failed(TenantError::GuardianInvalid) => Problem::Expired,
+        CallError::Failed(TenantError::Guardian(GuardianError::Invalid)) => Problem::Expired,
         other => other.into(),
     }
 }

@@ -31,6 +31,7 @@ use tessera_actors::{
     },
     CallError, TenantError, TenantHandle,
 };
+use tessera_actors::{AgentError, MfaError};
 
 use super::{
     agents::call,
@@ -90,7 +91,7 @@ fn decision_buttons(reader: &Reader, form: &mut FormView) {
 /// is not confirmed; anything else, the problem it is.
 fn refused(reader: &Reader, agent: &str, e: CallError<TenantError>) -> Response {
     match e {
-        CallError::Failed(TenantError::AgentRevokedByUser) => {
+        CallError::Failed(TenantError::Agent(AgentError::RevokedByUser)) => {
             let mut page = reader.page("agent-request-blocked-title");
             page.paragraphs
                 .push(reader.t_with("agent-request-blocked", &[("agent", agent)]));
@@ -441,7 +442,7 @@ pub async fn device_submit(
                     Ok(signed_back(&state, &reader, &tenant, &l.grant, &code))
                 }
                 Ok(MfaVerified::StepUp(_)) => Err(reader.problem(Problem::Invalid)),
-                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
+                Err(CallError::Failed(TenantError::Mfa(MfaError::InvalidCode))) => {
                     Ok(mfa_form(&reader, &slug, &code, &challenge, true))
                 }
                 Err(CallError::Failed(TenantError::InvalidChallenge)) => Ok(expired()),

@@ -21,6 +21,7 @@ pub mod request;
 pub mod token;
 
 use std::collections::BTreeMap;
+use tessera_actors::GuestError;
 
 use axum::{
     http::{header, HeaderMap, HeaderValue, StatusCode},
@@ -158,7 +159,7 @@ impl From<TenantError> for OAuthError {
                 "the refresh token is invalid, expired, revoked or not this client's",
             ),
             TenantError::RateLimited { retry_after } => OAuthError::rate_limited(retry_after),
-            TenantError::MauExhausted => OAuthError::new(
+            TenantError::Guest(GuestError::MauExhausted) => OAuthError::new(
                 "temporarily_unavailable",
                 "the tenant's monthly active user cap is reached",
             ),
@@ -375,6 +376,22 @@ pub fn still_grantable(
         .filter(|s| is_protocol_scope(s) || approved.iter().any(|a| &a.scope_name == *s))
         .cloned()
         .collect()
+}
+
+/// How the OAuth provider's refusals answer (its own endpoints answer RFC 6749's shape
+/// themselves).
+impl From<OAuthFailure> for ApiError {
+    fn from(f: OAuthFailure) -> Self {
+        ApiError::new(
+            if f == OAuthFailure::InvalidClient {
+                StatusCode::UNAUTHORIZED
+            } else {
+                StatusCode::BAD_REQUEST
+            },
+            format!("oauth/{}", f.code()),
+            "the OAuth request was refused",
+        )
+    }
 }
 
 #[cfg(test)]

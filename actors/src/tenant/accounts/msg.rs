@@ -1,13 +1,12 @@
 //! Registration, e-mail verification, password sign-in and the password itself: the commands the
 //! tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::accounts::memory::Accounts;
-use crate::tenant::ctx::TenantCtx;
-
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
 
+use crate::tenant::accounts::memory::Accounts;
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

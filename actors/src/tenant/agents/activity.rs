@@ -1,9 +1,6 @@
 //! An agent's activity feed: what one action records, its entry written into a command's
 //! batch, and the feed read newest first with its filters and cursor.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use std::collections::HashMap;
 
 use tessera_storage::TenantBatch;
@@ -11,6 +8,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{action_key, AgentActionRecord};
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// What the activity feed is asked for.

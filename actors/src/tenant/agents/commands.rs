@@ -2,9 +2,6 @@
 //! users and the hosted pages ask), the values it carries and answers with, and
 //! `agent_cmd`, which carries one out.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use std::{sync::Arc, time::Instant};
 
 use tessera_storage::{sha256, Kind};
@@ -20,6 +17,8 @@ use super::{
     requests::{normalize_user_code, PollRefusal, RequestStarted, RequestView},
     user_agents::{Restored, UserAgentView},
 };
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     outbound::MailJob,

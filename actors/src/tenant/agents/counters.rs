@@ -1,9 +1,6 @@
 //! Per-agent per-minute windows and the live tokens, in memory, and the refusals they make:
 //! the one `agent.rate_limited` event a window writes, and the cap of concurrent tokens.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use std::{
     collections::{hash_map::Entry, BinaryHeap, HashMap},
     time::Instant,
@@ -17,6 +14,8 @@ use super::{
     policy::AgentLimit,
     records::{AgentRecord, AgentTokenRecord},
 };
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// Per-agent per-minute windows and the live tokens, in memory. A restart forgets the

@@ -2,9 +2,6 @@
 //! exchange; the user's consent a token acting for a user rests on; and the issue of every
 //! agent token, its record and its feed entry, after the concurrency cap.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use std::time::Instant;
 
 use tessera_storage::TenantBatch;
@@ -17,6 +14,8 @@ use super::{
     policy::AgentGrant,
     records::{token_key, AgentRecord, AgentTokenRecord},
 };
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     tenant::{

@@ -20,6 +20,7 @@ use super::{
     policy::{AgentGrant, AgentPolicy, AgentRateLimits},
     records::{AgentRecord, AgentTokenRecord, DeniedTokenRecord},
 };
+use crate::error::AgentError;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
@@ -270,10 +271,10 @@ impl Agents {
         ctx: &AuditContext,
     ) -> Result<IssuedAgent, TenantError> {
         if cx.info.tier == Tier::Free {
-            return Err(TenantError::AgentTierUnauthorized);
+            return Err(TenantError::Agent(AgentError::TierUnauthorized));
         }
         if cx.store.scan::<AgentRecord>(b"").count() >= MAX_AGENTS {
-            return Err(TenantError::AgentLimit);
+            return Err(TenantError::Agent(AgentError::Limit));
         }
         let (record, secret) = AgentRecord::register(new, OffsetDateTime::now_utc());
         let extra = serde_json::json!({
@@ -296,7 +297,7 @@ impl Agents {
     ) -> Result<AgentRecord, TenantError> {
         let mut a = self.agent(cx, id)?;
         if a.revoked_at.is_some() {
-            return Err(TenantError::AgentAlreadyRevoked);
+            return Err(TenantError::Agent(AgentError::AlreadyRevoked));
         }
         let mut changed: Vec<&str> = Vec::new();
         macro_rules! set {
@@ -346,7 +347,7 @@ impl Agents {
     ) -> Result<IssuedAgent, TenantError> {
         let mut a = self.agent(cx, id)?;
         if a.revoked_at.is_some() {
-            return Err(TenantError::AgentAlreadyRevoked);
+            return Err(TenantError::Agent(AgentError::AlreadyRevoked));
         }
         let (secret, hash, prefix) = new_secret();
         let now = OffsetDateTime::now_utc();

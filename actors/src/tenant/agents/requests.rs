@@ -18,6 +18,7 @@ use super::{
         index_key, AgentRecord, AgentRequestIndex, AgentRequestRecord, RequestFlow, RequestStatus,
     },
 };
+use crate::error::AgentError;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
@@ -476,7 +477,7 @@ impl Agents {
             return Err(TenantError::NotFound);
         }
         if approve && self.user_revoked(cx, user, agent.id)? {
-            return Err(TenantError::AgentRevokedByUser);
+            return Err(TenantError::Agent(AgentError::RevokedByUser));
         }
         if approve {
             let holder = cx.user(user)?.ok_or(TenantError::NotFound)?;

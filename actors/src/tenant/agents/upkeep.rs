@@ -2,9 +2,6 @@
 //! removes, the denylisting of the tokens agents hold for them, and the daily sweep of
 //! expired tokens, requests and old feed entries.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::{Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
@@ -14,6 +11,8 @@ use super::records::{
     UserAgentRecord,
 };
 use crate::error::TenantError;
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 
 impl Agents {
     /// The next number of the sequence that orders agent actions of one nanosecond.

@@ -2,9 +2,6 @@
 //! user, the user's own revocation (GDPR art. 7(3)) and its undoing, and the user's list of
 //! agents, in the API and in the data export.
 
-use crate::tenant::agents::memory::Agents;
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::TenantBatch;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -13,6 +10,8 @@ use super::{
     activity::Action,
     records::{user_agent_key, AgentRecord, UserAgentRecord},
 };
+use crate::tenant::agents::memory::Agents;
+use crate::tenant::ctx::TenantCtx;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// An agent as a user sees it.

@@ -2,9 +2,6 @@
 //! CLI, the client, the wallet's routes and the poll ask) and `eudi_cmd`, which carries one
 //! out.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::eudi::memory::Eudi;
-
 use std::net::IpAddr;
 
 use tessera_storage::ct_eq;
@@ -16,6 +13,8 @@ use super::{
     refusal::EudiRefusal,
     values::{EudiAnswer, Opening, WalletOutcome},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 #[derive(Clone)]

@@ -2,9 +2,6 @@
 //! by its attested address, or new), under the tenant's assurance floor; and the client's
 //! poll, which opens the session or hands over the age token, once.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::eudi::memory::Eudi;
-
 use tessera_storage::{ct_eq, sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -17,6 +14,8 @@ use super::{
     refusal::EudiRefusal,
     values::{EudiAnswer, PollAnswer, WalletIdentity},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
 use crate::{
     error::TenantError,
     tenant::{

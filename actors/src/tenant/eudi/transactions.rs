@@ -2,9 +2,6 @@
 //! (its encryption key sealed, its poll handle hashed), shown to the wallet, opened for its
 //! answer (which changes nothing) and completed exactly once with the checked outcome.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::eudi::memory::Eudi;
-
 use std::{net::IpAddr, sync::Arc};
 
 use tessera_eudi::jose::{EncryptionKey, SigningKey};
@@ -19,6 +16,8 @@ use super::{
     refusal::EudiRefusal,
     values::{EudiAnswer, TxView, WalletOutcome},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::eudi::memory::Eudi;
 use crate::{error::TenantError, tenant::audit::AuditContext, throttle::throttle_ip};
 
 impl Eudi {

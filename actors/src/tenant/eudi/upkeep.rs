@@ -1,8 +1,6 @@
 //! What the rest of the tenant asks of the wallet records: the keys a user's erasure
 //! removes, and the daily sweep of finished transactions and unused age tokens.
 
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::Kind;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -11,6 +9,7 @@ use super::records::{
     AgeTokenRecord, EudiClaimsRecord, EudiSubjectRecord, EudiTxRecord, TxOutcome, RESULT_TTL,
 };
 use crate::error::TenantError;
+use crate::tenant::ctx::TenantCtx;
 
 // What this flow lends the other flows and the credential inventory: kernel methods, reached
 // through the context.

@@ -9,6 +9,7 @@ use super::{
     records::GuardianPurpose,
     values::{ConsentView, GuardianAnswer, PortalAction},
 };
+use crate::error::GuardianError;
 use crate::{
     error::TenantError,
     outbound::MailJob,
@@ -94,7 +95,7 @@ impl Guardian {
                 cx.store.apply(batch)?;
                 let (_, child) = found?;
                 if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
-                    return Err(TenantError::GuardianInvalid);
+                    return Err(TenantError::Guardian(GuardianError::Invalid));
                 }
                 return Ok(GuardianStep::AgeCheck {
                     link: sha256(token.as_bytes()),
@@ -116,7 +117,7 @@ impl Guardian {
                 cx.store.apply(batch)?;
                 let (rec, child) = found?;
                 if child.guardian.as_ref().map(|g| g.status) != Some(ChildStatus::Held) {
-                    return Err(TenantError::GuardianInvalid);
+                    return Err(TenantError::Guardian(GuardianError::Invalid));
                 }
                 let m = &cx.settings.minors;
                 let view = ConsentView {
@@ -154,7 +155,9 @@ impl Guardian {
                     self.guardian_link(cx, &mut batch, &token, GuardianPurpose::Export, now);
                 cx.store.apply(batch)?;
                 let (rec, child) = found?;
-                let sealed = rec.archive.ok_or(TenantError::GuardianInvalid)?;
+                let sealed = rec
+                    .archive
+                    .ok_or(TenantError::Guardian(GuardianError::Invalid))?;
                 let plain = cx
                     .master_key
                     .open(&cx.user_aad(child.id, "guardian_export"), &sealed)?;

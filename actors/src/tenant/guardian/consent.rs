@@ -12,6 +12,7 @@ use super::{
     records::{ChildBlockedIndex, GuardianPurpose, GuardianTokenRecord, CONSENT_TTL},
     values::GuardianAnswer,
 };
+use crate::error::GuardianError;
 use crate::{
     error::TenantError,
     login_guard::{Attempt, Captcha},
@@ -62,17 +63,17 @@ impl Guardian {
             .clone()
             .filter(|g| g.status == ChildStatus::Held)
         else {
-            return Err(TenantError::GuardianConsentNotPending);
+            return Err(TenantError::Guardian(GuardianError::ConsentNotPending));
         };
         if child.blocked_at.is_some() {
             return Err(TenantError::UserBlocked);
         }
         if guardian == email {
-            return Err(TenantError::GuardianInvalid);
+            return Err(TenantError::Guardian(GuardianError::Invalid));
         }
         // Once a guardian consented (and withdrew), only that guardian is asked again.
         if g.consented_by.as_deref().is_some_and(|c| c != guardian) {
-            return Err(TenantError::GuardianOther);
+            return Err(TenantError::Guardian(GuardianError::OtherGuardian));
         }
         self.asks
             .hit(&child.id, std::time::Instant::now())
@@ -141,7 +142,7 @@ impl Guardian {
             .clone()
             .filter(|g| g.status == ChildStatus::Held)
         else {
-            return cx.fail(fx, TenantError::GuardianInvalid);
+            return cx.fail(fx, TenantError::Guardian(GuardianError::Invalid));
         };
         g.consent_token = None;
         g.status_at = now;

@@ -6,6 +6,7 @@ use crate::tenant::ctx::TenantCtx;
 
 use time::OffsetDateTime;
 
+use crate::error::GuardianError;
 use crate::{
     error::TenantError,
     tenant::{
@@ -24,8 +25,10 @@ impl UserRecord {
     /// Whether the account may sign in as far as guardian consent goes.
     pub fn guardian_gate(&self) -> Result<(), TenantError> {
         match self.guardian.as_ref().map(|g| g.status) {
-            Some(ChildStatus::Held) => Err(TenantError::GuardianConsentPending),
-            Some(ChildStatus::Blocked) => Err(TenantError::GuardianConsentDeclined),
+            Some(ChildStatus::Held) => Err(TenantError::Guardian(GuardianError::ConsentPending)),
+            Some(ChildStatus::Blocked) => {
+                Err(TenantError::Guardian(GuardianError::ConsentDeclined))
+            }
             _ => Ok(()),
         }
     }
@@ -72,14 +75,14 @@ impl TenantCtx {
             Some(born) => Ok(Some(age_on(born, now.date()) < i32::from(age))),
             // An inconclusive wallet proof without a date: held, the safe side.
             None if wallet.is_some() => Ok(Some(true)),
-            None => Err(TenantError::DateOfBirthRequired),
+            None => Err(TenantError::Guardian(GuardianError::DateOfBirthRequired)),
         }
     }
 
     /// Whether a sign-up that brings no age may make an account: not under minor protection.
     pub(in crate::tenant) fn age_unknown_signup(&self) -> Result<(), TenantError> {
         if self.settings.minors.minor_protection_enabled {
-            return Err(TenantError::AgeRequired);
+            return Err(TenantError::Guardian(GuardianError::AgeRequired));
         }
         Ok(())
     }

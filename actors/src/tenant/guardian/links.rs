@@ -12,6 +12,7 @@ use super::{
     records::{GuardianPurpose, GuardianTokenRecord},
     values::GuardianTenant,
 };
+use crate::error::GuardianError;
 use crate::{error::TenantError, tenant::records::UserRecord};
 
 impl Guardian {
@@ -42,7 +43,7 @@ impl Guardian {
     }
 
     /// The live link of `purpose` behind `token`, with its child; anything else is
-    /// `GuardianInvalid`, and a dead link found on the way is staged for removal.
+    /// `GuardianError::Invalid`, and a dead link found on the way is staged for removal.
     pub(super) fn guardian_link(
         &self,
         cx: &TenantCtx,
@@ -53,10 +54,10 @@ impl Guardian {
     ) -> Result<(GuardianTokenRecord, UserRecord), TenantError> {
         let hash = sha256(token.as_bytes());
         let Some(rec) = cx.store.get::<GuardianTokenRecord>(&hash)? else {
-            return Err(TenantError::GuardianInvalid);
+            return Err(TenantError::Guardian(GuardianError::Invalid));
         };
         if rec.purpose != purpose {
-            return Err(TenantError::GuardianInvalid);
+            return Err(TenantError::Guardian(GuardianError::Invalid));
         }
         let child = cx.user(rec.child)?;
         let live = rec.expires_at > now;
@@ -64,7 +65,7 @@ impl Guardian {
             Some(c) if live && c.guardian.is_some() => c,
             _ => {
                 batch.remove(Kind::GuardianToken, &hash);
-                return Err(TenantError::GuardianInvalid);
+                return Err(TenantError::Guardian(GuardianError::Invalid));
             }
         };
         // Portal and export links work only for the guardian who consented (a child who asked
@@ -77,7 +78,7 @@ impl Guardian {
                 != Some(rec.guardian.as_str())
         {
             batch.remove(Kind::GuardianToken, &hash);
-            return Err(TenantError::GuardianInvalid);
+            return Err(TenantError::Guardian(GuardianError::Invalid));
         }
         // A consent link is the child's one live link.
         if purpose == GuardianPurpose::Consent
@@ -88,7 +89,7 @@ impl Guardian {
                 != Some(hex::encode(hash).as_str())
         {
             batch.remove(Kind::GuardianToken, &hash);
-            return Err(TenantError::GuardianInvalid);
+            return Err(TenantError::Guardian(GuardianError::Invalid));
         }
         Ok((rec, child))
     }

@@ -15,6 +15,7 @@ use super::{
     },
     values::{GuardianAnswer, PortalAction, PortalView},
 };
+use crate::error::GuardianError;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},
@@ -35,7 +36,7 @@ impl Guardian {
         let g = child
             .guardian
             .as_ref()
-            .ok_or(TenantError::GuardianInvalid)?;
+            .ok_or(TenantError::Guardian(GuardianError::Invalid))?;
         let actions = match g.status {
             ChildStatus::Active => vec![
                 PortalAction::Withdraw,
@@ -86,14 +87,14 @@ impl Guardian {
             };
         let portal_view = self.portal_view(cx, &child, None)?;
         if !portal_view.actions.contains(&action) {
-            return Err(TenantError::GuardianConsentNotPending);
+            return Err(TenantError::Guardian(GuardianError::ConsentNotPending));
         }
         let hash = sha256(token.as_bytes());
         let ids = serde_json::json!({ "user_id": child.id, "action": action.as_str() });
         match action {
             PortalAction::Withdraw => {
                 let Some(mut g) = child.guardian.clone() else {
-                    return Err(TenantError::GuardianInvalid);
+                    return Err(TenantError::Guardian(GuardianError::Invalid));
                 };
                 g.status = ChildStatus::Held;
                 g.status_at = now;
@@ -172,7 +173,7 @@ impl Guardian {
                     _ => false,
                 };
                 if confirm_nonce.is_some() && !confirmed {
-                    return Err(TenantError::GuardianInvalid);
+                    return Err(TenantError::Guardian(GuardianError::Invalid));
                 }
                 if !confirmed {
                     let nonce = random_token(32);

@@ -1,13 +1,12 @@
 //! What the rest of the tenant asks of minor protection's records: the links a user's
 //! erasure removes, the daily sweep of expired links, and the purge of declined accounts.
 
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{ChildBlockedIndex, GuardianTokenRecord, DECLINED_RETENTION};
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     tenant::{audit::AuditContext, effects::Effects, records::ChildStatus},

@@ -1,14 +1,13 @@
 //! Guests: anonymous sign-in, the claim, and the purge: the commands the tenant actor takes for
 //! this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::guests::memory::Guests;
-
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
 use time::OffsetDateTime;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::guests::memory::Guests;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -1,11 +1,10 @@
 //! The hosted pages: a look at a mailed link, the sign-in page, and the code exchange: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::hosted::Hosted;
-
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::hosted::Hosted;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

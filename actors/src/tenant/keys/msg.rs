@@ -1,11 +1,10 @@
 //! The signing keys: the commands the tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-
 use std::sync::Arc;
 
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -1,11 +1,10 @@
 //! TOTP and recovery codes: setup, challenges, disabling and new codes: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::mfa::Mfa;
-
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::mfa::Mfa;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -2,9 +2,6 @@
 //! consent screen (with the commitment the decision must carry back), the decision, and the
 //! code it issues.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth::OAuth;
-
 use std::sync::Arc;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -16,6 +13,8 @@ use super::{
     failure::{fail, OAuthFailure},
     records::{consent_key, sorted_union, AuthCodeRecord, ConsentRecord},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
 use crate::{
     error::TenantError,
     tenant::{

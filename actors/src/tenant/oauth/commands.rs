@@ -1,9 +1,6 @@
 //! The command surface of the authorization server: `OAuthCmd` (what its routes ask, with
 //! the tokens presented back to it), its answers, and `oauth_cmd`, which carries one out.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth::OAuth;
-
 use std::sync::Arc;
 
 use time::OffsetDateTime;
@@ -15,6 +12,8 @@ use super::{
     records::OAuthGrant,
     token::{OAuthIssued, TokenGrant},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
 use crate::{
     error::TenantError,
     tenant::{

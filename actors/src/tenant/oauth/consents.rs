@@ -1,14 +1,13 @@
 //! A user's consents to OAuth clients, as the user lists them, and their withdrawal, which
 //! ends the client's grants.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth::OAuth;
-
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{consent_key, ConsentRecord};
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
 use crate::{
     error::TenantError,
     tenant::{

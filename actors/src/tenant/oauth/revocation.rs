@@ -1,15 +1,14 @@
 //! Tokens presented back by a client: revocation (RFC 7009), introspection (RFC 7662), and
 //! RP-initiated logout, which ends the sign-in sessions an ID token names.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth::OAuth;
-
 use time::OffsetDateTime;
 
 use super::{
     commands::{OAuthAnswer, PresentedToken},
     failure::{fail, OAuthFailure},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
 use crate::{
     error::TenantError,
     tenant::{

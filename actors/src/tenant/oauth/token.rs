@@ -2,9 +2,6 @@
 //! (PKCE checked, a second use ending what the first opened) and a grant refreshed; and the
 //! live grant behind an access token.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth::OAuth;
-
 use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 
@@ -12,6 +9,8 @@ use super::{
     failure::{fail, OAuthFailure},
     records::{AuthCodeRecord, ExchangedCode, OAuthGrant},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth::OAuth;
 use crate::{
     error::TenantError,
     tenant::{

@@ -1,14 +1,13 @@
 //! What the rest of the tenant asks of the authorization server's records: the keys a
 //! user's erasure removes, and the daily sweep of codes past their reuse watch.
 
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 use super::records::{is_agent_client, AuthCodeRecord, ConsentRecord, CODE_REUSE_WATCH};
 use crate::error::TenantError;
+use crate::tenant::ctx::TenantCtx;
 
 // What this flow lends the other flows and the credential inventory: kernel methods, reached
 // through the context.

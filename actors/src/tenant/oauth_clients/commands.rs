@@ -2,13 +2,12 @@
 //! RFC 7591 registration and the admin CLI ask), its answers, and `oauth_client_cmd`, which
 //! carries one out.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::oauth_clients::memory::OAuthClients;
-
 use super::{
     records::{ClientType, OAuthClientRecord},
     registry::{IssuedClient, NewOAuthClient, OAuthClientPatch},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::oauth_clients::memory::OAuthClients;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// What the dashboard and the admin CLI ask of the registry.

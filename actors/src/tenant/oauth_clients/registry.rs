@@ -15,6 +15,7 @@ use super::{
     published::PublishedClients,
     records::{ClientType, OAuthClientRecord, TokenAuthMethod},
 };
+use crate::error::OAuthClientError;
 use crate::{
     error::TenantError,
     tenant::{audit::AuditContext, keys::KeyAlg},
@@ -193,7 +194,7 @@ impl OAuthClients {
             .filter(|(_, c)| c.dynamic == dynamic)
             .count();
         if held >= cap {
-            return Err(TenantError::OAuthClientLimit);
+            return Err(TenantError::OAuthClient(OAuthClientError::Limit));
         }
         self.id_token_alg_available(cx, new.id_token_signed_response_alg)?;
         let now = OffsetDateTime::now_utc();
@@ -309,7 +310,7 @@ impl OAuthClients {
     ) -> Result<IssuedClient, TenantError> {
         let mut record = cx.oauth_client(client_id)?;
         if record.client_type != ClientType::Confidential {
-            return Err(TenantError::OAuthClientPublic);
+            return Err(TenantError::OAuthClient(OAuthClientError::Public));
         }
         let (secret, hash, prefix) = new_secret();
         let now = OffsetDateTime::now_utc();

@@ -3,6 +3,7 @@
 use tessera_storage::sha256;
 
 use super::*;
+use crate::error::OAuthClientError;
 use crate::{
     error::TenantError,
     tenant::{
@@ -159,7 +160,7 @@ async fn a_public_client_has_no_secret_and_presents_none() {
     assert!(matches!(
         t.oauth_clients
             .oauth_client_rotate_secret(&mut t.cx, id, &ctx),
-        Err(TenantError::OAuthClientPublic)
+        Err(TenantError::OAuthClient(OAuthClientError::Public))
     ));
 }
 
@@ -301,7 +302,7 @@ async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
     }
     assert!(matches!(
         make(&mut t, false),
-        Err(TenantError::OAuthClientLimit)
+        Err(TenantError::OAuthClient(OAuthClientError::Limit))
     ));
     // The owners' full registry takes no self-registered place either.
     for _ in MAX_OAUTH_CLIENTS..MAX_DYNAMIC_CLIENTS {
@@ -309,7 +310,7 @@ async fn owners_clients_and_self_registered_ones_have_caps_of_their_own() {
     }
     assert!(matches!(
         make(&mut t, true),
-        Err(TenantError::OAuthClientLimit)
+        Err(TenantError::OAuthClient(OAuthClientError::Limit))
     ));
     assert_eq!(
         t.oauth_clients.oauth_clients(&t.cx).unwrap().len(),

@@ -2,9 +2,6 @@
 //! what the ceremony hands it, the verdict it answers, the user verification it requires,
 //! the challenge the client signed, and the `amr` a verified passkey gives.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passkeys::memory::Passkeys;
-
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use uuid::Uuid;
 use webauthn_rs_core::proto::{
@@ -12,6 +9,8 @@ use webauthn_rs_core::proto::{
 };
 
 use super::relying_party::RelyingPartyParts;
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
 use crate::{
     error::TenantError,
     tenant::{

@@ -1,14 +1,13 @@
 //! Passkeys: registration, sign-in, step-up, the list and the relying-party domain: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passkeys::memory::Passkeys;
-
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -7,6 +7,7 @@ use tessera_storage::{sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::error::PasskeyError;
 use crate::{
     error::TenantError,
     outbound::MailJob,
@@ -78,7 +79,7 @@ impl Passkeys {
             || (user.phone.is_some() && user.phone_verified)
             || cx.usable_passkeys(user.id)?.iter().any(|p| p.id != id);
         if !other_way_in {
-            return Err(TenantError::PasskeyLastCredential);
+            return Err(TenantError::Passkey(PasskeyError::LastCredential));
         }
         let mut fx = cx.effects();
         fx.batch.remove(Kind::Passkey, &passkey_key(user.id, id));

@@ -1,12 +1,11 @@
 //! A user's passkeys as stored, each read together with its use state: listed, looked up,
 //! counted under an RP id, their keys for erasure, and the audit event of a change.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passkeys::memory::Passkeys;
-
 use tessera_storage::{sha256, Kind};
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passkeys::memory::Passkeys;
 use crate::{
     error::TenantError,
     tenant::{

@@ -15,6 +15,7 @@ use webauthn_rs_core::proto::{
 };
 
 use super::check::signed_challenge;
+use crate::error::PasskeyError;
 use crate::{
     error::TenantError,
     outbound::MailJob,
@@ -64,7 +65,7 @@ impl Passkeys {
         may_add(&user, CredentialKind::Passkeys)?;
         let existing = cx.passkeys_of(user.id)?;
         if existing.len() >= MAX_PASSKEYS {
-            return Err(TenantError::PasskeyLimit);
+            return Err(TenantError::Passkey(PasskeyError::Limit));
         }
         let name = user
             .email
@@ -119,23 +120,23 @@ impl Passkeys {
         let (session, user) = cx.live_session(bearer, now)?;
         may_add(&user, CredentialKind::Passkeys)?;
         let reg: RegisterPublicKeyCredential = serde_json::from_value(response)
-            .map_err(|_| TenantError::PasskeyInvalidRegistration)?;
+            .map_err(|_| TenantError::Passkey(PasskeyError::InvalidRegistration))?;
         let challenge = signed_challenge(&reg.response.client_data_json)
-            .ok_or(TenantError::PasskeyInvalidRegistration)?;
+            .ok_or(TenantError::Passkey(PasskeyError::InvalidRegistration))?;
         let state = match cx.ceremonies.take(&challenge, Instant::now()) {
             Some(Ceremony::Register {
                 session: s,
                 user: u,
                 state,
             }) if s == session.id && u == user.id => state,
-            _ => return Err(TenantError::PasskeyCeremonyNotFound),
+            _ => return Err(TenantError::Passkey(PasskeyError::CeremonyNotFound)),
         };
         let mut credential = self
             .relying_party(cx)?
             .register_credential(&reg, &state, None)
             .map_err(|e| {
                 tracing::debug!(error = %e, "passkey registration refused");
-                TenantError::PasskeyInvalidRegistration
+                TenantError::Passkey(PasskeyError::InvalidRegistration)
             })?;
         // A hint for later options (`allowCredentials`), as the browser reported it; the
         // library leaves it to the caller.
@@ -150,10 +151,10 @@ impl Passkeys {
             .get::<PasskeyCredentialIndex>(&index_key)?
             .is_some()
         {
-            return Err(TenantError::PasskeyAlreadyRegistered);
+            return Err(TenantError::Passkey(PasskeyError::AlreadyRegistered));
         }
         if cx.passkeys_of(user.id)?.len() >= MAX_PASSKEYS {
-            return Err(TenantError::PasskeyLimit);
+            return Err(TenantError::Passkey(PasskeyError::Limit));
         }
         let record = PasskeyRecord {
             id: Uuid::now_v7(),

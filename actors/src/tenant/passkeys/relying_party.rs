@@ -13,6 +13,7 @@ use crate::{
     tenant::{assertion, audit::AuditContext, ceremonies::CEREMONY_TTL},
 };
 
+use crate::error::PasskeyError;
 /// Extra origins a tenant may accept.
 pub use crate::tenant::settings::rules::MAX_PASSKEY_ORIGINS;
 
@@ -108,7 +109,9 @@ impl Passkeys {
             _ => 0,
         };
         if stranded > 0 && !confirmed {
-            return Err(TenantError::PasskeyRpIdInUse { passkeys: stranded });
+            return Err(TenantError::Passkey(PasskeyError::RpIdInUse {
+                passkeys: stranded,
+            }));
         }
         let view = cx.update_settings(
             crate::tenant::settings::SettingsChange::PasskeyDomain { rp_id, origins },

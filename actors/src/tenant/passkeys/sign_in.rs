@@ -16,6 +16,7 @@ use webauthn_rs_core::proto::{AllowCredentials, Credential, PublicKeyCredential}
 use super::check::{
     amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck, ASSERTION_UV,
 };
+use crate::error::PasskeyError;
 use crate::{
     error::TenantError,
     outbound::MailJob,
@@ -123,7 +124,7 @@ impl Passkeys {
         ctx: &AuditContext,
     ) -> Result<(), TenantError> {
         if passkey.rp_id != cx.passkey_rp_id() || used.suspected_clone {
-            return Err(TenantError::PasskeyInvalidAssertion);
+            return Err(TenantError::Passkey(PasskeyError::InvalidAssertion));
         }
         let key = passkey_key(passkey.user_id, passkey.passkey_id);
         let stored = used.counter;
@@ -157,10 +158,12 @@ impl Passkeys {
                     ctx,
                     metadata,
                 )?;
-                Err(TenantError::PasskeyInvalidAssertion)
+                Err(TenantError::Passkey(PasskeyError::InvalidAssertion))
             }
-            AssertionVerdict::UserNotVerified => Err(TenantError::PasskeyStepUpRequired),
-            AssertionVerdict::Invalid => Err(TenantError::PasskeyInvalidAssertion),
+            AssertionVerdict::UserNotVerified => {
+                Err(TenantError::Passkey(PasskeyError::StepUpRequired))
+            }
+            AssertionVerdict::Invalid => Err(TenantError::Passkey(PasskeyError::InvalidAssertion)),
         }
     }
 
@@ -202,7 +205,7 @@ impl Passkeys {
                 "ua_family": ctx.ua_family,
             }),
         )?;
-        cx.fail(fx, TenantError::PasskeyInvalidAssertion)
+        cx.fail(fx, TenantError::Passkey(PasskeyError::InvalidAssertion))
     }
 
     /// The first half of a sign-in: takes the ceremony the assertion names and finds the
@@ -222,10 +225,10 @@ impl Passkeys {
             return self.passkey_sign_in_failed(cx, fx, ip, None, "malformed", ctx);
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
-            .ok_or(TenantError::PasskeyCeremonyNotFound)?;
+            .ok_or(TenantError::Passkey(PasskeyError::CeremonyNotFound))?;
         let (named, state) = match cx.ceremonies.take(&challenge, clock) {
             Some(Ceremony::SignIn { user, state }) => (user, state),
-            _ => return Err(TenantError::PasskeyCeremonyNotFound),
+            _ => return Err(TenantError::Passkey(PasskeyError::CeremonyNotFound)),
         };
         cx.login.address_gate(ip).map_err(refused)?;
         let Some(record) = self.passkey_named(cx, &assertion)? else {
@@ -270,14 +273,14 @@ impl Passkeys {
         };
         if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
-                TenantError::PasskeyStepUpRequired => "user_not_verified",
+                TenantError::Passkey(PasskeyError::StepUpRequired) => "user_not_verified",
                 _ => "invalid_assertion",
             };
             return self.passkey_sign_in_failed(cx, fx, ip, Some(user_id), reason, ctx);
         }
         let mut user: UserRecord = cx
             .user(user_id)?
-            .ok_or(TenantError::PasskeyInvalidAssertion)?;
+            .ok_or(TenantError::Passkey(PasskeyError::InvalidAssertion))?;
         let mut proof = Proof::first_factor(amr_of(&used), "passkey");
         proof.aal = 2;
         proof

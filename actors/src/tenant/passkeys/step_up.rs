@@ -12,6 +12,7 @@ use webauthn_rs_core::proto::{Credential, PublicKeyCredential};
 use super::check::{
     amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck, ASSERTION_UV,
 };
+use crate::error::PasskeyError;
 use crate::{
     error::TenantError,
     outbound::MailJob,
@@ -96,7 +97,7 @@ impl Passkeys {
             Ok(a) => a,
             Err(_) => {
                 cx.step_up_failed(&mut fx, &user, "passkey", 2, "malformed", ctx)?;
-                return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
+                return cx.fail(fx, TenantError::Passkey(PasskeyError::InvalidAssertion));
             }
         };
         let challenge = signed_challenge(&assertion.response.client_data_json)
@@ -116,7 +117,7 @@ impl Passkeys {
             Some(r) if r.user_id == user.id => r,
             _ => {
                 cx.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
-                return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
+                return cx.fail(fx, TenantError::Passkey(PasskeyError::InvalidAssertion));
             }
         };
         self.passkey_check(cx, assertion, state, challenge, record)
@@ -142,11 +143,11 @@ impl Passkeys {
         let Some(mut used) = used else {
             // Deleted while its signature was being checked.
             cx.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
-            return cx.fail(fx, TenantError::PasskeyInvalidAssertion);
+            return cx.fail(fx, TenantError::Passkey(PasskeyError::InvalidAssertion));
         };
         if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
             let reason = match e {
-                TenantError::PasskeyStepUpRequired => "user_not_verified",
+                TenantError::Passkey(PasskeyError::StepUpRequired) => "user_not_verified",
                 _ => "invalid_assertion",
             };
             cx.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;

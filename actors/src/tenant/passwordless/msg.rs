@@ -1,13 +1,12 @@
 //! Mailed sign-in: login links and e-mailed codes: the commands the tenant actor takes for this
 //! flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passwordless::Passwordless;
-
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::passwordless::Passwordless;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

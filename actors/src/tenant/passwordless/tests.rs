@@ -1,8 +1,7 @@
 //! Unit tests of passwordless sign-in: login links, e-mailed codes, their limits and bindings.
 
-use crate::tenant::ctx::TenantCtx;
-
 use super::*;
+use crate::tenant::ctx::TenantCtx;
 use crate::tenant::state::TenantState;
 use crate::{
     login_guard::LoginThrottles,

@@ -1,12 +1,11 @@
 //! Sessions: refresh, the access check, sign-out and the session list: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::sessions::Sessions;
-
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sessions::Sessions;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -1,10 +1,9 @@
 //! The tenant's settings: the commands the tenant actor takes for this flow, and how each is
 //! answered.
 
-use crate::tenant::ctx::TenantCtx;
-
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -1,7 +1,7 @@
 //! The rules a settings change must keep whoever sends it: the ranges, limits, formats and
 //! vocabularies of the settings' fields. [`SettingsChange::validate`] runs them first in
 //! [`TenantSettings::apply`](super::TenantSettings::apply), so the tenant's actor refuses a
-//! change that breaks one (`TenantError::SettingsInvalid`, each field with its reason); the
+//! change that breaks one (`TenantError::Settings(SettingsError::Invalid)`, each field with its reason); the
 //! dashboard checks a request with the same functions before it sends anything, so its
 //! answer names the same fields with the same reasons.
 //!
@@ -15,6 +15,7 @@ use super::{
     EmailDomains, EudiAgeConfig, EudiConfig, KeyResolution, MinorSettings, SecurityPatch,
     SettingsChange, TrustAnchor, UrlSettings,
 };
+use crate::error::SettingsError;
 use crate::error::TenantError;
 
 /// The fields of a change that break a rule, each with the first reason found for it, so
@@ -198,9 +199,9 @@ impl SettingsChange {
         if f.is_empty() {
             Ok(())
         } else {
-            Err(TenantError::SettingsInvalid {
+            Err(TenantError::Settings(SettingsError::Invalid {
                 fields: f.into_fields(),
-            })
+            }))
         }
     }
 }

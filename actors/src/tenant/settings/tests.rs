@@ -3,6 +3,7 @@
 use time::macros::datetime;
 
 use super::*;
+use crate::error::{SettingsError, SmsError};
 
 const T0: OffsetDateTime = datetime!(2026-03-01 12:00:00 UTC);
 const NOW: OffsetDateTime = datetime!(2026-03-10 08:00:00 UTC);
@@ -34,9 +35,11 @@ fn enabling_guests_under_a_privileged_role_needs_confirmation_the_first_time_onl
     assert!(s.default_role.is_privileged());
     assert!(matches!(
         s.apply(guests(true, false), &cx(false)),
-        Err(TenantError::PrivilegedDefaultRoleUnconfirmed {
-            default_role: DefaultRole::Member
-        })
+        Err(TenantError::Settings(
+            SettingsError::PrivilegedDefaultRoleUnconfirmed {
+                default_role: DefaultRole::Member
+            }
+        ))
     ));
     let on = s.apply(guests(true, true), &cx(false)).unwrap();
     assert!(on.next.anonymous.anonymous_signins_enabled);
@@ -87,10 +90,10 @@ fn an_sms_cap_above_the_tier_needs_the_tenants_own_complete_provider_account() {
     assert!(s.apply(security(cap(1_000)), &cx(false)).is_ok());
     assert!(matches!(
         s.apply(security(cap(1_001)), &cx(false)),
-        Err(TenantError::SmsCapAboveTier {
+        Err(TenantError::Sms(SmsError::CapAboveTier {
             max: 1_000,
             tier: Tier::Free
-        })
+        }))
     ));
     // The two identifiers without a stored token are not an account of the tenant's.
     let sids = SecurityPatch {
@@ -100,7 +103,7 @@ fn an_sms_cap_above_the_tier_needs_the_tenants_own_complete_provider_account() {
     };
     assert!(matches!(
         s.apply(security(sids.clone()), &cx(false)),
-        Err(TenantError::SmsCapAboveTier { .. })
+        Err(TenantError::Sms(SmsError::CapAboveTier { .. }))
     ));
     // The token in the same patch completes it.
     let full = SecurityPatch {
@@ -119,7 +122,7 @@ fn an_sms_cap_above_the_tier_needs_the_tenants_own_complete_provider_account() {
     };
     assert!(matches!(
         s.apply(security(clearing), &cx(true)),
-        Err(TenantError::SmsCapAboveTier { .. })
+        Err(TenantError::Sms(SmsError::CapAboveTier { .. }))
     ));
 }
 

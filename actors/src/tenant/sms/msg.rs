@@ -1,13 +1,12 @@
 //! Text messages: sign-in codes, phone confirmation and the dashboard's test message: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::sms::memory::Sms;
-
 use std::net::IpAddr;
 
 use ractor::RpcReplyPort;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::sms::memory::Sms;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

@@ -2,9 +2,6 @@
 //! callback, the app's back end and the signed-in user ask), its answers, and `social_cmd`,
 //! which carries one out.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::social::memory::Social;
-
 use std::net::IpAddr;
 
 use time::OffsetDateTime;
@@ -18,6 +15,8 @@ use super::{
     providers::Provider,
     records::SocialIdentityRecord,
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
 use crate::{
     error::TenantError,
     tenant::{

@@ -10,6 +10,7 @@ use tessera_storage::{Kind, Record, Sealed, TenantRecord};
 use time::OffsetDateTime;
 
 use super::providers::{AppleKeyId, Provider};
+use crate::error::SocialError;
 use crate::{
     error::TenantError,
     tenant::audit::{AuditContext, AuditEvent},
@@ -167,10 +168,10 @@ impl Social {
             (Some(_), _) | (None, None) => None,
             (None, Some(id)) if old_client == Some(id) => old_secret,
             (None, Some(_)) if old_secret.is_some() => {
-                return Err(TenantError::SocialCredentialMissing {
+                return Err(TenantError::Social(SocialError::CredentialMissing {
                     field: secret_field,
                     reason: "a new client_id needs its secret in the same request",
-                })
+                }))
             }
             (None, Some(_)) => None,
         };
@@ -182,10 +183,10 @@ impl Social {
             None => kept_secret,
         };
         if put.enabled && secret.is_none() {
-            return Err(TenantError::SocialCredentialMissing {
+            return Err(TenantError::Social(SocialError::CredentialMissing {
                 field: secret_field,
                 reason: "an enabled provider needs its secret",
-            });
+            }));
         }
         // Apple's key ids go with the key: kept with it, dropped with it.
         let apple = match (put.apple, put.secret.is_some(), secret.is_some()) {
@@ -256,11 +257,11 @@ impl Social {
             .store
             .get::<SocialProviderRecord>(provider.as_str().as_bytes())?
             .filter(|r| r.enabled && r.client_id.is_some())
-            .ok_or(TenantError::SocialNotConfigured)?;
+            .ok_or(TenantError::Social(SocialError::NotConfigured))?;
         let sealed = record
             .secret
             .as_ref()
-            .ok_or(TenantError::SocialNotConfigured)?;
+            .ok_or(TenantError::Social(SocialError::NotConfigured))?;
         let plain = cx
             .master_key
             .open(&cx.secret_aad(&secret_name(provider)), sealed)?;

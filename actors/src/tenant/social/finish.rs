@@ -17,6 +17,7 @@ use super::{
         UserIdentityIndex, EXCHANGE_TTL,
     },
 };
+use crate::error::SocialError;
 use crate::{
     error::TenantError,
     tenant::{
@@ -104,7 +105,7 @@ impl Social {
                 ctx,
                 serde_json::json!({ "provider": provider.as_str(), "reason": why.as_str() }),
             )?;
-            cx.fail(fx, TenantError::SocialRefused(why))
+            cx.fail(fx, TenantError::Social(SocialError::Refused(why)))
         };
         // A link whose user is gone counts as none (the next write replaces it).
         let linked = match cx
@@ -255,15 +256,15 @@ impl Social {
         now: OffsetDateTime,
     ) -> Result<PasswordlessLogin, TenantError> {
         let Some(record) = cx.store.get::<SocialExchangeRecord>(jti.as_bytes())? else {
-            return Err(TenantError::SocialExchangeInvalid);
+            return Err(TenantError::Social(SocialError::ExchangeInvalid));
         };
         let mut fx = cx.effects();
         fx.batch.remove(Kind::SocialExchange, jti.as_bytes());
         if record.provider != provider || record.expires_at <= now {
-            return cx.fail(fx, TenantError::SocialExchangeInvalid);
+            return cx.fail(fx, TenantError::Social(SocialError::ExchangeInvalid));
         }
         let Some(mut user) = cx.user(record.user_id)? else {
-            return cx.fail(fx, TenantError::SocialExchangeInvalid);
+            return cx.fail(fx, TenantError::Social(SocialError::ExchangeInvalid));
         };
         let mut proof = Proof::first_factor("fed", "social");
         proof

@@ -15,6 +15,7 @@ use super::{
     providers::{AppleKeyId, Provider},
     records::{SocialLinkTicketRecord, SocialStateRecord, SOCIAL_STATE_TTL},
 };
+use crate::error::{GuestError, SocialError};
 use crate::{error::TenantError, tenant::messages::Bearer, throttle::throttle_ip};
 
 /// What the authorize route needs to send the browser to the provider.
@@ -85,19 +86,19 @@ impl Social {
                     Some(t) if t.provider == provider && t.expires_at > now => {
                         (t.redirect_uri, Some(t.user_id))
                     }
-                    _ => return cx.fail(fx, TenantError::SocialStateInvalid),
+                    _ => return cx.fail(fx, TenantError::Social(SocialError::StateInvalid)),
                 }
             }
             None => (redirect_uri, None),
         };
         if link_user.is_none() && !hosted && !cx.settings.urls.allows(&redirect_uri) {
-            return Err(TenantError::SocialRedirectNotAllowed);
+            return Err(TenantError::Social(SocialError::RedirectNotAllowed));
         }
         let guest = match guest.filter(|_| link_user.is_none()) {
             Some(bearer) => {
                 let (_, user) = cx.live_session(bearer, now)?;
                 if !user.is_anonymous {
-                    return Err(TenantError::AlreadyClaimed);
+                    return Err(TenantError::Guest(GuestError::AlreadyClaimed));
                 }
                 Some(user.id)
             }
@@ -154,24 +155,24 @@ impl Social {
         now: OffsetDateTime,
     ) -> Result<SocialPending, TenantError> {
         if state.is_empty() || state.len() > 160 {
-            return Err(TenantError::SocialStateInvalid);
+            return Err(TenantError::Social(SocialError::StateInvalid));
         }
         let key = sha256(state.as_bytes());
         let Some(record) = cx.store.get::<SocialStateRecord>(&key)? else {
-            return Err(TenantError::SocialStateInvalid);
+            return Err(TenantError::Social(SocialError::StateInvalid));
         };
         let mut fx = cx.effects();
         fx.batch.remove(Kind::SocialState, &key);
         if record.provider != provider || record.expires_at <= now {
-            return cx.fail(fx, TenantError::SocialStateInvalid);
+            return cx.fail(fx, TenantError::Social(SocialError::StateInvalid));
         }
         if !ct_eq(&record.binding_hash, &sha256(binding.as_bytes())) {
             return cx.fail(
                 fx,
-                TenantError::SocialStateForeign {
+                TenantError::Social(SocialError::StateForeign {
                     redirect_uri: record.redirect_uri,
                     hosted: record.hosted,
-                },
+                }),
             );
         }
         let (config, secret) = match self.social_enabled(cx, provider) {

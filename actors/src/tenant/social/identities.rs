@@ -1,9 +1,6 @@
 //! Linked provider accounts: who the provider says the user is, the link written for a
 //! user, the provider's tokens kept sealed beside it (or dropped), and a user's links.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::social::memory::Social;
-
 use serde::{Deserialize, Serialize};
 use tessera_storage::Kind;
 use time::OffsetDateTime;
@@ -16,6 +13,8 @@ use super::{
         identity_key, user_identity_key, SocialIdentityRecord, SocialTokenRecord, UserIdentityIndex,
     },
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::social::memory::Social;
 use crate::{error::TenantError, tenant::messages::Bearer};
 
 /// Who the provider says the user is, checked by the caller (the ID token's signature and

@@ -17,6 +17,7 @@ use super::{
         UserIdentityIndex, SOCIAL_STATE_TTL,
     },
 };
+use crate::error::SocialError;
 use crate::{
     error::TenantError,
     tenant::{
@@ -46,7 +47,7 @@ impl Social {
     ) -> Result<String, TenantError> {
         self.social_enabled(cx, provider)?;
         if !cx.settings.urls.allows(&redirect_uri) {
-            return Err(TenantError::SocialRedirectNotAllowed);
+            return Err(TenantError::Social(SocialError::RedirectNotAllowed));
         }
         let (_, user) = cx.live_session(bearer, now)?;
         may_add(&user, Credential::SocialLinks)?;
@@ -77,8 +78,10 @@ impl Social {
             .store
             .get::<SocialLinkTicketRecord>(&sha256(ticket.as_bytes()))?
             .filter(|t| t.provider == provider && t.expires_at > now)
-            .ok_or(TenantError::SocialStateInvalid)?;
-        let user = cx.user(t.user_id)?.ok_or(TenantError::SocialStateInvalid)?;
+            .ok_or(TenantError::Social(SocialError::StateInvalid))?;
+        let user = cx
+            .user(t.user_id)?
+            .ok_or(TenantError::Social(SocialError::StateInvalid))?;
         Ok(TicketView {
             account: user
                 .email
@@ -113,7 +116,7 @@ impl Social {
                     "reason": why.as_str(),
                 }),
             )?;
-            cx.fail(fx, TenantError::SocialRefused(why))
+            cx.fail(fx, TenantError::Social(SocialError::Refused(why)))
         };
         let Some(holder) = cx.user(user)?.filter(|u| !u.suspended()) else {
             return refuse(cx, fx, SocialRefusal::AccountBlocked);
@@ -185,7 +188,7 @@ impl Social {
             || (user.email_verified && (sec.magic_link_enabled || sec.email_otp_enabled))
             || (user.phone_verified && sec.sms_otp_enabled);
         if !other_ways {
-            return Err(TenantError::SocialLastMethod);
+            return Err(TenantError::Social(SocialError::LastMethod));
         }
         let mut fx = cx.effects();
         fx.batch.remove(Kind::UserIdentity, &key);

@@ -1,8 +1,6 @@
 //! What the rest of the tenant asks of social sign-in's records: the keys a user's erasure
 //! removes, and the daily sweep of expired flows, tickets and exchange records.
 
-use crate::tenant::ctx::TenantCtx;
-
 use tessera_storage::Kind;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -15,6 +13,7 @@ use super::{
     },
 };
 use crate::error::TenantError;
+use crate::tenant::ctx::TenantCtx;
 
 /// The most expired flows, tickets and exchange records one daily run removes (in one batch).
 const SOCIAL_SWEEP_MAX: usize = 200_000;

@@ -1,12 +1,11 @@
 //! Step-up re-authentication: the gate, its methods and the consumed token: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::step_up::memory::StepUp;
-
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::step_up::memory::StepUp;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

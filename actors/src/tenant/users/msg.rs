@@ -1,12 +1,11 @@
 //! User management (dashboard, management keys, admin CLI) and the user's own data: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::users::Users;
-
 use ractor::RpcReplyPort;
 use uuid::Uuid;
 
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::users::Users;
 use crate::{
     error::TenantError,
     reply::{finish, Outcome},

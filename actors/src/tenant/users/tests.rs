@@ -3,6 +3,7 @@
 use time::macros::datetime;
 
 use super::*;
+use crate::error::UserError;
 use crate::tenant::state::TenantState;
 use crate::tenant::{
     accounts::tests::{signed_in_session, tenant},
@@ -225,7 +226,7 @@ async fn addresses_and_numbers_stay_unique() {
         .0;
     assert!(matches!(
         t.users.create_user(&mut t.cx, new("ada@example.com"), &ctx),
-        Err(TenantError::EmailInUse)
+        Err(TenantError::User(UserError::EmailInUse))
     ));
     let to_ada = UserPatch {
         email: Some("ada@example.com".into()),
@@ -233,7 +234,7 @@ async fn addresses_and_numbers_stay_unique() {
     };
     assert!(matches!(
         t.users.update_user(&mut t.cx, bob.summary.id, to_ada, &ctx),
-        Err(TenantError::EmailInUse)
+        Err(TenantError::User(UserError::EmailInUse))
     ));
     let phone = |p: &str| UserPatch {
         phone: Some(Some(p.into())),
@@ -245,7 +246,7 @@ async fn addresses_and_numbers_stay_unique() {
     assert!(matches!(
         t.users
             .update_user(&mut t.cx, bob.summary.id, phone("+33612345678"), &ctx),
-        Err(TenantError::PhoneInUse)
+        Err(TenantError::User(UserError::PhoneInUse))
     ));
     // Setting one's own number again is no conflict.
     assert!(t
@@ -379,7 +380,7 @@ async fn self_deletion_needs_the_setting_and_erases_the_user_and_their_mail() {
     t.cx.settings.users.self_service_deletion_enabled = false;
     assert!(matches!(
         t.users.delete_me(&mut t.cx, bearer, &ctx),
-        Err(TenantError::SelfDeletionDisabled)
+        Err(TenantError::User(UserError::SelfDeletionDisabled))
     ));
     t.cx.settings.users.self_service_deletion_enabled = true;
     let needle = [b"ada@example.com".to_vec()];

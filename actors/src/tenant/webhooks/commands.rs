@@ -1,9 +1,6 @@
 //! The command surface of webhooks: `WebhookCmd` (what the dashboard and the worker ask),
 //! its answers, and `webhook_cmd`, which carries one out.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::webhooks::Webhooks;
-
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -12,6 +9,8 @@ use super::{
     records::{WebhookDeliveryRecord, WebhookEndpointRecord},
     worker::{AttemptOutcome, DueBatch},
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
 use crate::{error::TenantError, outbound::MailJob, tenant::audit::AuditContext};
 
 /// What the dashboard and the worker ask of webhooks.

@@ -12,6 +12,7 @@ use super::records::{
     delivery_key, due_key, DeliveryStatus, OutboundEventRecord, WebhookDeliveryRecord,
     WebhookDueIndex,
 };
+use crate::error::WebhookError;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 impl Webhooks {
@@ -83,10 +84,10 @@ impl Webhooks {
             return Err(TenantError::NotFound);
         }
         if !e.enabled {
-            return Err(TenantError::WebhookDisabled);
+            return Err(TenantError::Webhook(WebhookError::Disabled));
         }
         if self.leased(cx, endpoint, event) {
-            return Err(TenantError::WebhookDeliveryInFlight);
+            return Err(TenantError::Webhook(WebhookError::DeliveryInFlight));
         }
         let mut fx = cx.effects();
         if let Some(at) = d.next_attempt_at {

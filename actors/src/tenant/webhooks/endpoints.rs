@@ -16,6 +16,7 @@ use super::{
         delivery_key, due_key, OutboundEventRecord, WebhookDeliveryRecord, WebhookEndpointRecord,
     },
 };
+use crate::error::WebhookError;
 use crate::{error::TenantError, tenant::audit::AuditContext};
 
 /// A fresh signing secret: `whsec_` and the standard base64 of 32 random bytes.
@@ -105,7 +106,7 @@ impl Webhooks {
         now: OffsetDateTime,
     ) -> Result<IssuedEndpoint, TenantError> {
         if cx.endpoints()?.len() >= MAX_ENDPOINTS {
-            return Err(TenantError::WebhookLimit);
+            return Err(TenantError::Webhook(WebhookError::Limit));
         }
         let id = Uuid::now_v7();
         let secret = new_secret();
@@ -250,7 +251,7 @@ impl Webhooks {
     ) -> Result<WebhookDeliveryRecord, TenantError> {
         let e = self.endpoint(cx, id)?;
         if !e.enabled {
-            return Err(TenantError::WebhookDisabled);
+            return Err(TenantError::Webhook(WebhookError::Disabled));
         }
         let event = OutboundEventRecord {
             id: Uuid::now_v7(),

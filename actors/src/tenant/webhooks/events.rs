@@ -2,9 +2,6 @@
 //! (a user created, verified or deleted, sessions revoked...), and the wake-up of the worker
 //! the actor sends once they are durable.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::webhooks::Webhooks;
-
 use tessera_storage::TenantBatch;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -13,6 +10,8 @@ use super::records::{
     delivery_key, due_key, parse_due_key, DeliveryStatus, OutboundEventRecord,
     WebhookDeliveryRecord, WebhookDueIndex,
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
 use crate::{error::TenantError, tenant::records::UserRecord};
 
 /// Which of a user's sessions a `session.revoked` event reports.

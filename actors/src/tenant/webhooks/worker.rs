@@ -2,9 +2,6 @@
 //! attempt runs, with their secrets opened; and each attempt's outcome, which schedules the
 //! next one, ends the delivery or disables an endpoint failing for too long.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::webhooks::Webhooks;
-
 use std::{cell::Cell, collections::HashMap, time::Instant};
 
 use tessera_storage::Kind;
@@ -18,6 +15,8 @@ use super::{
         WebhookDeliveryRecord, WebhookDueIndex, WebhookEndpointRecord,
     },
 };
+use crate::tenant::ctx::TenantCtx;
+use crate::tenant::webhooks::Webhooks;
 use crate::{
     error::TenantError,
     outbound::{MailJob, MailKind},

@@ -12,6 +12,9 @@
 //! they share: reading the settings and writing one change through the tenant's actor, the
 //! field helpers and the document's enum schemas.
 
+use axum::http::StatusCode;
+use tessera_actors::SettingsError;
+
 pub mod agents;
 pub mod anonymous;
 pub mod email_domains;
@@ -85,7 +88,7 @@ pub(super) fn invalid(faults: SettingsFaults) -> Result<(), ApiError> {
 /// the settings is the same 400 as the routes' own check gives.
 pub(super) fn refused(e: CallError<TenantError>) -> ApiError {
     match e {
-        CallError::Failed(TenantError::SettingsInvalid { fields }) => {
+        CallError::Failed(TenantError::Settings(SettingsError::Invalid { fields })) => {
             ApiError::invalid_fields(fields)
         }
         e => e.into(),
@@ -210,4 +213,25 @@ pub(super) fn normalize_entries(
         }
     }
     out
+}
+
+/// How a settings change's refusals answer.
+impl From<SettingsError> for ApiError {
+    fn from(e: SettingsError) -> Self {
+        match e {
+            SettingsError::Invalid { fields } => ApiError::invalid_fields(fields),
+            SettingsError::PrivilegedDefaultRoleUnconfirmed { default_role } => {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "anonymous/privileged_default_role_unconfirmed",
+                    "enabling guest sign-ins for the first time while the default role grants more than read access needs the header X-Service-Confirm: privileged-default-role",
+                )
+                .with_details(serde_json::json!({
+                    "reason": "default_role_grants_more_than_read",
+                    "default_role": default_role,
+                    "required_header": "X-Service-Confirm: privileged-default-role",
+                }))
+            }
+        }
+    }
 }

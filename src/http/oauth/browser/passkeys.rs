@@ -13,6 +13,7 @@ use axum::{
 };
 use tessera_actors::tenant::PasskeysMsg;
 use tessera_actors::{tenant::messages::LoginOutcome, CallError, TenantError};
+use tessera_actors::{GuardianError, PasskeyError};
 
 use super::{
     super::hosted::sign_in_cookie,
@@ -44,14 +45,14 @@ fn script_refusal(reader: &Reader, e: CallError<TenantError>) -> Response {
             script_error(reader, StatusCode::SERVICE_UNAVAILABLE, "error-busy")
         }
         CallError::Failed(
-            TenantError::PasskeyInvalidAssertion
-            | TenantError::PasskeyCeremonyNotFound
+            TenantError::Passkey(PasskeyError::InvalidAssertion)
+            | TenantError::Passkey(PasskeyError::CeremonyNotFound)
             | TenantError::UserBlocked,
         ) => script_error(reader, StatusCode::UNAUTHORIZED, "login-passkey-failed"),
-        CallError::Failed(TenantError::GuardianConsentPending) => {
+        CallError::Failed(TenantError::Guardian(GuardianError::ConsentPending)) => {
             script_error(reader, StatusCode::FORBIDDEN, "error-guardian-pending")
         }
-        CallError::Failed(TenantError::GuardianConsentDeclined) => {
+        CallError::Failed(TenantError::Guardian(GuardianError::ConsentDeclined)) => {
             script_error(reader, StatusCode::FORBIDDEN, "error-guardian-declined")
         }
         CallError::Failed(e) => {

@@ -11,6 +11,7 @@ use axum::{
     response::Response,
 };
 use tessera_actors::tenant::{MfaMsg, PasswordlessMsg};
+use tessera_actors::MfaError;
 use tessera_actors::{
     known_devices::DEVICE_TOKEN_TTL,
     login_guard::Captcha,
@@ -160,7 +161,7 @@ pub async fn sign_in_submit(
                     })
                 }
                 Ok(MfaVerified::StepUp(_)) => return Err(reader.problem(Problem::Invalid)),
-                Err(CallError::Failed(TenantError::InvalidMfaCode)) => {
+                Err(CallError::Failed(TenantError::Mfa(MfaError::InvalidCode))) => {
                     let error = Some(reader.t("mfa-error"));
                     let hidden = vec![("challenge", challenge)];
                     return Err(code_page(&reader, &flow, "mfa", hidden, error, None));

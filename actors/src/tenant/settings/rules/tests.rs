@@ -3,6 +3,7 @@
 use time::macros::datetime;
 
 use super::*;
+use crate::error::SettingsError;
 use crate::{
     records::Tier,
     tenant::settings::{ApplyContext, DpiaLink, TenantSettings},
@@ -22,7 +23,7 @@ fn cx() -> ApplyContext {
 /// The fields the settings refuse `change` for, with their reasons.
 fn refused(change: SettingsChange) -> BTreeMap<String, String> {
     match TenantSettings::defaults(NOW).apply(change, &cx()) {
-        Err(TenantError::SettingsInvalid { fields }) => fields,
+        Err(TenantError::Settings(SettingsError::Invalid { fields })) => fields,
         other => panic!("not refused for its fields: {other:?}"),
     }
 }
