@@ -86,27 +86,64 @@ pub struct ManagedUser {
     pub app_metadata: serde_json::Value,
 }
 
+impl ManagedUser {
+    /// The admins' view of a user: the user record with what only they see.
+    pub fn of(
+        user: User,
+        status: UserStatus,
+        blocked_at: Option<OffsetDateTime>,
+        app_metadata: serde_json::Value,
+    ) -> Self {
+        ManagedUser {
+            id: user.id,
+            email: user.email,
+            email_verified: user.email_verified,
+            phone: user.phone,
+            phone_verified: user.phone_verified,
+            is_anonymous: user.is_anonymous,
+            status,
+            mfa_enabled: user.mfa_enabled,
+            created_at: user.created_at,
+            last_sign_in_at: user.last_sign_in_at,
+            blocked_at,
+            public_metadata: user.public_metadata,
+            app_metadata,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn managed() -> ManagedUser {
-        ManagedUser {
+    fn user() -> User {
+        User {
             id: Uuid::nil(),
             email: Some("ada@example.com".into()),
             email_verified: true,
             phone: None,
             phone_verified: false,
             is_anonymous: false,
-            status: UserStatus::Held,
             mfa_enabled: false,
             created_at: OffsetDateTime::UNIX_EPOCH,
             last_sign_in_at: None,
-            blocked_at: None,
-            public_metadata: json!({}),
-            app_metadata: json!({"plan": "pro"}),
+            public_metadata: json!({"theme": "dark"}),
         }
+    }
+
+    fn managed() -> ManagedUser {
+        ManagedUser::of(user(), UserStatus::Held, None, json!({"plan": "pro"}))
+    }
+
+    #[test]
+    fn the_admins_view_carries_every_field_of_the_user_record() {
+        let admins = serde_json::to_value(managed()).unwrap();
+        let users = serde_json::to_value(user()).unwrap();
+        for (name, value) in users.as_object().unwrap() {
+            assert_eq!(&admins[name], value, "{name}");
+        }
+        assert_eq!(admins["app_metadata"], json!({"plan": "pro"}));
     }
 
     #[test]
