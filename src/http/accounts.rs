@@ -449,7 +449,7 @@ pub async fn me(user: UserBearer) -> Result<Json<UserResponse>, ApiError> {
         .tenant
         .call(|reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
-    Ok(Json(view.into()))
+    Ok(Json(view))
 }
 
 #[derive(Deserialize, ToSchema, Default)]

@@ -15,7 +15,7 @@ use tessera_actors::{
     tenant::{
         challenges::OAuthParams,
         keys::AccessClaims,
-        messages::{Grant, LoginOutcome, UserView},
+        messages::{Grant, LoginOutcome},
     },
     TenantHandle,
 };
@@ -26,43 +26,8 @@ use uuid::Uuid;
 use super::{bearer::issuer, error::ApiError};
 use crate::app::App;
 
-/// The user record (`GET /v1/auth/me`, and `user` in token pairs).
-#[derive(Serialize, ToSchema)]
-pub struct UserResponse {
-    pub id: Uuid,
-    /// `null` for a guest.
-    #[schema(format = "email")]
-    pub email: Option<String>,
-    pub email_verified: bool,
-    /// E.164.
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    #[schema(value_type = Object)]
-    pub public_metadata: serde_json::Value,
-}
-
-impl From<UserView> for UserResponse {
-    fn from(u: UserView) -> Self {
-        UserResponse {
-            id: u.id,
-            email: u.email,
-            email_verified: u.email_verified,
-            phone: u.phone,
-            phone_verified: u.phone_verified,
-            is_anonymous: u.is_anonymous,
-            mfa_enabled: u.mfa_enabled,
-            created_at: u.created_at,
-            last_sign_in_at: u.last_sign_in_at,
-            public_metadata: u.public_metadata,
-        }
-    }
-}
+/// The user record: the API's, which the actor answers as it is sent.
+pub use tessera_wire::User as UserResponse;
 
 /// The answer to every login and refresh.
 #[derive(Serialize, ToSchema)]
@@ -121,11 +86,10 @@ pub fn access_claims(app: &App, tenant: &TenantHandle, grant: &Grant, now: i64) 
             .map_or_else(|| format!("aal{aal}"), |e| e.acr().to_owned()),
         amr: grant.amr.clone(),
         app_metadata: grant
-            .user
             .app_metadata
             .as_object()
             .filter(|m| !m.is_empty())
-            .map(|_| grant.user.app_metadata.clone()),
+            .map(|_| grant.app_metadata.clone()),
         client_id: None,
         scope: None,
     }
@@ -146,7 +110,7 @@ pub async fn token_pair(
         refresh_token: grant.refresh_token,
         expires_in: (claims.exp - now).max(0),
         token_type: "Bearer",
-        user: grant.user.into(),
+        user: grant.user,
         mfa_enrollment_required_by: None,
         redirect_to: None,
         device_token: None,
@@ -222,7 +186,7 @@ pub async fn login_answer(
             enrollment_token: token,
             token_type: "Bearer",
             expires_in,
-            user: user.into(),
+            user,
         }),
     })
 }

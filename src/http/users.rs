@@ -20,12 +20,11 @@ use tessera_actors::{
     records::Role,
     tenant::{
         audit::AuditContext,
-        messages::{
-            NewUser, UserAction, UserDetail, UserPatch, UserQuery, UserStatus, UserSummary,
-        },
+        messages::{NewUser, UserAction, UserDetail, UserPatch, UserQuery, UserStatus},
     },
     Password, TenantHandle,
 };
+use tessera_wire::ManagedUser;
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -97,62 +96,6 @@ impl Manager {
 
 // ---------------------------------------------------------------- shapes
 
-/// A user as the list shows it.
-#[derive(Serialize, ToSchema)]
-pub struct ManagedUser {
-    pub id: Uuid,
-    pub email: Option<String>,
-    pub email_verified: bool,
-    /// E.164.
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    /// `active`, `blocked`, `held`, `anonymous` or `unverified`.
-    pub status: String,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub blocked_at: Option<OffsetDateTime>,
-    #[schema(value_type = Object)]
-    pub public_metadata: serde_json::Value,
-    /// Admin-only; the `app_metadata` claim of the user's access tokens.
-    #[schema(value_type = Object)]
-    pub app_metadata: serde_json::Value,
-}
-
-fn status_name(s: UserStatus) -> &'static str {
-    match s {
-        UserStatus::Active => "active",
-        UserStatus::Blocked => "blocked",
-        UserStatus::Held => "held",
-        UserStatus::Anonymous => "anonymous",
-        UserStatus::Unverified => "unverified",
-    }
-}
-
-impl From<UserSummary> for ManagedUser {
-    fn from(u: UserSummary) -> Self {
-        ManagedUser {
-            id: u.id,
-            email: u.email,
-            email_verified: u.email_verified,
-            phone: u.phone,
-            phone_verified: u.phone_verified,
-            is_anonymous: u.is_anonymous,
-            status: status_name(u.status).to_owned(),
-            mfa_enabled: u.mfa_enabled,
-            created_at: u.created_at,
-            last_sign_in_at: u.last_sign_in_at,
-            blocked_at: u.blocked_at,
-            public_metadata: u.public_metadata,
-            app_metadata: u.app_metadata,
-        }
-    }
-}
-
 #[derive(Serialize, ToSchema)]
 pub struct ManagedUserList {
     pub data: Vec<ManagedUser>,
@@ -208,7 +151,7 @@ pub struct ManagedUserDetail {
 impl From<UserDetail> for ManagedUserDetail {
     fn from(d: UserDetail) -> Self {
         ManagedUserDetail {
-            user: d.summary.into(),
+            user: d.summary,
             factors: UserFactorsResponse {
                 totp_enabled: d.factors.totp_enabled,
                 recovery_codes_remaining: d.factors.recovery_codes_remaining,
@@ -356,7 +299,7 @@ async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiErr
         })
         .await?;
     Ok(Json(ManagedUserList {
-        data: page.users.into_iter().map(Into::into).collect(),
+        data: page.users,
         pagination: Pagination::next(page.next_cursor.map(hex::encode)),
     }))
 }

@@ -132,7 +132,7 @@ pub async fn phone_confirm(
             reply,
         })
         .await?;
-    Ok(Json(view.into()))
+    Ok(Json(view))
 }
 
 /// One social command of the signed-in user on their tenant's actor.

@@ -86,7 +86,6 @@ impl UserRecord {
             created_at: self.created_at,
             last_sign_in_at: self.last_sign_in_at,
             public_metadata: self.public_metadata.clone(),
-            app_metadata: self.app_metadata.clone(),
         }
     }
 }

@@ -48,34 +48,8 @@ pub struct Phone {
     pub country: String,
 }
 
-/// A user's state as the users list shows and filters it (the first that applies, in this
-/// order).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum UserStatus {
-    /// Blocked by a tenant admin.
-    Blocked,
-    /// Waiting for a guardian's consent (minor protection).
-    Held,
-    /// A guest.
-    Anonymous,
-    /// Registered with an address that is not confirmed yet.
-    Unverified,
-    Active,
-}
-
-impl UserStatus {
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "active" => UserStatus::Active,
-            "blocked" => UserStatus::Blocked,
-            "held" => UserStatus::Held,
-            "anonymous" => UserStatus::Anonymous,
-            "unverified" => UserStatus::Unverified,
-            _ => return None,
-        })
-    }
-}
+/// A user's state as the users list shows and filters it: the API's.
+pub use tessera_wire::UserStatus;
 
 /// A page request of the users list, newest first. Every filter given must hold.
 #[derive(Clone, Debug, Default)]
@@ -93,26 +67,8 @@ pub struct UserQuery {
     pub limit: usize,
 }
 
-/// A user as the users list shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct UserSummary {
-    pub id: Uuid,
-    pub email: Option<String>,
-    pub email_verified: bool,
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    pub status: UserStatus,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub blocked_at: Option<OffsetDateTime>,
-    pub public_metadata: serde_json::Value,
-    pub app_metadata: serde_json::Value,
-}
+/// A user as the users list shows it: the API's managed user, answered as it is sent.
+pub use tessera_wire::ManagedUser as UserSummary;
 
 /// One page of users and where the next starts. A page can hold fewer than `limit` users
 /// while `next_cursor` is set (each page examines a bounded number of users); follow it.
@@ -274,29 +230,16 @@ pub struct SettingsView {
     pub byok_token_set: bool,
 }
 
-/// An end user as responses show them.
-#[derive(Clone, Debug, Serialize)]
-pub struct UserView {
-    pub id: Uuid,
-    pub email: Option<String>,
-    pub email_verified: bool,
-    pub phone: Option<String>,
-    pub phone_verified: bool,
-    pub is_anonymous: bool,
-    pub mfa_enabled: bool,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub last_sign_in_at: Option<OffsetDateTime>,
-    pub public_metadata: serde_json::Value,
-    /// Set by the tenant's admins only; the `app_metadata` claim of access tokens.
-    pub app_metadata: serde_json::Value,
-}
+/// An end user as responses show them: the API's user record, answered as it is sent. What
+/// else a sign-in needs of the user travels beside it (`Grant::app_metadata`).
+pub use tessera_wire::User as UserView;
 
 /// A session just created or refreshed: the handler signs the access token from it.
 #[derive(Clone)]
 pub struct Grant {
     pub user: UserView,
+    /// Set by the tenant's admins only; the `app_metadata` claim of access tokens.
+    pub app_metadata: serde_json::Value,
     pub session_id: Uuid,
     pub refresh_token: String,
     /// Access tokens never outlive their session.
@@ -459,6 +402,11 @@ pub struct Bearer {
 }
 
 /// What a password login leads to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one answer a sign-in, moved once: boxing the grant would allocate every time to \
+              save bytes on the rare enrolment answer"
+)]
 pub enum LoginOutcome {
     /// Signed in; `enrollment_required_by` when the tenant requires MFA and the user is in
     /// the grace period.

@@ -309,6 +309,7 @@ impl TenantCtx {
     fn grant(&self, session: &SessionRecord, user: &UserRecord) -> Grant {
         Grant {
             user: user.view(),
+            app_metadata: user.app_metadata.clone(),
             session_id: session.id,
             refresh_token: self.refresh_token(session.id, session.generation),
             session_expires_at: session.expires_at,

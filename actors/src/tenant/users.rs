@@ -78,21 +78,12 @@ impl UserRecord {
     }
 
     fn summary(&self) -> UserSummary {
-        UserSummary {
-            id: self.id,
-            email: self.email.clone(),
-            email_verified: self.email_verified,
-            phone: self.phone.clone(),
-            phone_verified: self.phone_verified,
-            is_anonymous: self.is_anonymous,
-            status: self.status(),
-            mfa_enabled: self.mfa_enabled,
-            created_at: self.created_at,
-            last_sign_in_at: self.last_sign_in_at,
-            blocked_at: self.blocked_at,
-            public_metadata: self.public_metadata.clone(),
-            app_metadata: self.app_metadata.clone(),
-        }
+        UserSummary::of(
+            self.view(),
+            self.status(),
+            self.blocked_at,
+            self.app_metadata.clone(),
+        )
     }
 
     fn matches(&self, q: &UserQuery) -> bool {

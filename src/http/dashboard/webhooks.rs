@@ -27,6 +27,7 @@ use tessera_actors::{
     },
     TenantHandle, TenantMsg,
 };
+use tessera_wire::WebhookEndpoint;
 use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -79,49 +80,23 @@ pub struct UpdateWebhookRequest {
     pub enabled: Option<bool>,
 }
 
-/// An endpoint as the dashboard shows it: never its secret.
-#[derive(Serialize, ToSchema)]
-pub struct WebhookEndpointResponse {
-    pub id: Uuid,
-    pub url: String,
-    pub description: Option<String>,
-    pub event_types: Vec<String>,
-    pub enabled: bool,
-    /// `failing` (disabled after failing for days) or `owner`; null while enabled.
-    pub disabled_reason: Option<String>,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub disabled_at: Option<OffsetDateTime>,
-    /// The first failed attempt since the last delivered one; null while it delivers.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub failing_since: Option<OffsetDateTime>,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub updated_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub secret_rotated_at: Option<OffsetDateTime>,
-    /// Until when the secret before the last rotation still signs (beside the current one).
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub previous_secret_expires_at: Option<OffsetDateTime>,
-}
-
-impl WebhookEndpointResponse {
-    fn of(e: WebhookEndpointRecord) -> Self {
-        let now = OffsetDateTime::now_utc();
-        WebhookEndpointResponse {
-            id: e.id,
-            url: e.url,
-            description: e.description,
-            event_types: e.event_types,
-            enabled: e.enabled,
-            disabled_reason: e.disabled_reason,
-            disabled_at: e.disabled_at,
-            failing_since: e.failing_since,
-            created_at: e.created_at,
-            updated_at: e.updated_at,
-            secret_rotated_at: e.secret_rotated_at,
-            previous_secret_expires_at: e.previous_until.filter(|u| *u > now),
-        }
+/// An endpoint as the dashboard shows it (the API's shape): the previous secret's end only
+/// while that secret still signs.
+fn endpoint_of(e: WebhookEndpointRecord) -> WebhookEndpoint {
+    let now = OffsetDateTime::now_utc();
+    WebhookEndpoint {
+        id: e.id,
+        url: e.url,
+        description: e.description,
+        event_types: e.event_types,
+        enabled: e.enabled,
+        disabled_reason: e.disabled_reason,
+        disabled_at: e.disabled_at,
+        failing_since: e.failing_since,
+        created_at: e.created_at,
+        updated_at: e.updated_at,
+        secret_rotated_at: e.secret_rotated_at,
+        previous_secret_expires_at: e.previous_until.filter(|u| *u > now),
     }
 }
 
@@ -129,7 +104,7 @@ impl WebhookEndpointResponse {
 #[derive(Serialize, ToSchema)]
 pub struct IssuedWebhookResponse {
     #[serde(flatten)]
-    pub endpoint: WebhookEndpointResponse,
+    pub endpoint: WebhookEndpoint,
     /// `whsec_...` (the standard base64 of 32 random bytes): shown once. Verify each
     /// delivery's `webhook-signature` with it (Standard Webhooks).
     pub secret: String,
@@ -138,7 +113,7 @@ pub struct IssuedWebhookResponse {
 impl IssuedWebhookResponse {
     fn of(i: IssuedEndpoint) -> Self {
         IssuedWebhookResponse {
-            endpoint: WebhookEndpointResponse::of(i.record),
+            endpoint: endpoint_of(i.record),
             secret: i.secret,
         }
     }
@@ -147,7 +122,7 @@ impl IssuedWebhookResponse {
 #[derive(Serialize, ToSchema)]
 pub struct WebhookList {
     /// Oldest first (at most 10).
-    pub data: Vec<WebhookEndpointResponse>,
+    pub data: Vec<WebhookEndpoint>,
 }
 
 /// One event's delivery to the endpoint.
@@ -350,7 +325,7 @@ pub async fn list(
         return Err(unexpected());
     };
     Ok(Json(WebhookList {
-        data: all.into_iter().map(WebhookEndpointResponse::of).collect(),
+        data: all.into_iter().map(endpoint_of).collect(),
     }))
 }
 
@@ -411,7 +386,7 @@ pub async fn create(
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     responses(
-        (status = 200, description = "The endpoint", body = WebhookEndpointResponse),
+        (status = 200, description = "The endpoint", body = WebhookEndpoint),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
         (status = 404, description = "No such endpoint of this tenant, or not one of the caller's tenants", body = ErrorBody),
     ))]
@@ -419,7 +394,7 @@ pub async fn show(
     State(state): State<AppState>,
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
-) -> Result<Json<WebhookEndpointResponse>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let (_, tenant) = caller.member(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     let e = one(webhooks(
@@ -429,7 +404,7 @@ pub async fn show(
         "webhook endpoint",
     )
     .await?)?;
-    Ok(Json(WebhookEndpointResponse::of(e)))
+    Ok(Json(endpoint_of(e)))
 }
 
 /// Changes an endpoint (owner): its URL, events, description, or whether it is enabled.
@@ -443,7 +418,7 @@ pub async fn show(
     ),
     request_body = UpdateWebhookRequest,
     responses(
-        (status = 200, description = "The endpoint as changed", body = WebhookEndpointResponse),
+        (status = 200, description = "The endpoint as changed", body = WebhookEndpoint),
         (status = 400, description = "`validation/invalid_request`, `webhook/target_not_allowed`", body = ErrorBody),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
@@ -454,7 +429,7 @@ pub async fn update(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateWebhookRequest>,
-) -> Result<Json<WebhookEndpointResponse>, ApiError> {
+) -> Result<Json<WebhookEndpoint>, ApiError> {
     let (_, tenant) = caller.owner(&state)?;
     let id = path_id(&id, "webhook endpoint")?;
     let url = req.url.as_ref().map(|u| u.trim().to_owned());
@@ -486,7 +461,7 @@ pub async fn update(
         "webhook endpoint",
     )
     .await?)?;
-    Ok(Json(WebhookEndpointResponse::of(e)))
+    Ok(Json(endpoint_of(e)))
 }
 
 /// Deletes an endpoint (owner) with its delivery log; its pending deliveries are dropped.
