@@ -9,14 +9,14 @@
 
 use tessera_actors::tenant::SessionsMsg;
 use tessera_actors::{
-    tenant::{credentials::Credential, messages::UserView},
+    tenant::{credentials::Credential, messages::User},
     TenantError,
 };
 
 use super::{bearer::UserBearer, error::ApiError};
 
 /// The signed-in user's record.
-pub async fn signed_in(user: &UserBearer) -> Result<UserView, ApiError> {
+pub async fn signed_in(user: &UserBearer) -> Result<User, ApiError> {
     let bearer = user.bearer;
     Ok(user
         .tenant
@@ -26,7 +26,7 @@ pub async fn signed_in(user: &UserBearer) -> Result<UserView, ApiError> {
 
 /// 403 `auth/email_unconfirmed` (naming `credential`) when the account has an address it has
 /// not confirmed: no new way in until it has.
-pub fn require_confirmed_address(me: &UserView, credential: Credential) -> Result<(), ApiError> {
+pub fn require_confirmed_address(me: &User, credential: Credential) -> Result<(), ApiError> {
     if me.email.is_some() && !me.email_verified {
         return Err(TenantError::EmailUnconfirmed { credential }.into());
     }

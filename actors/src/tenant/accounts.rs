@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::{
     audit::AuditContext,
     effects::Effects,
-    messages::{Credential, LoginAttempt, LoginOutcome, PasswordSignIn, Registration, UserView},
+    messages::{Credential, LoginAttempt, LoginOutcome, PasswordSignIn, Registration, User},
     records::{LinkPurpose, LinkTokenRecord, UserRecord},
     sessions::Proof,
     webhooks::Revoked,
@@ -74,8 +74,8 @@ impl UserRecord {
         }
     }
 
-    pub fn view(&self) -> UserView {
-        UserView {
+    pub fn view(&self) -> User {
+        User {
             id: self.id,
             email: self.email.clone(),
             email_verified: self.email_verified,
@@ -105,7 +105,7 @@ impl Accounts {
         cx: &mut TenantCtx,
         r: Registration,
         ctx: &AuditContext,
-    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+    ) -> Result<(User, Vec<MailJob>), TenantError> {
         cx.register_or_claim(r, None, ctx)
     }
 
@@ -480,7 +480,7 @@ impl Accounts {
 // through the context.
 impl TenantCtx {
     /// A reference-only placeholder user, for answers that must look like a registration.
-    fn lookalike(email: &str, now: OffsetDateTime) -> UserView {
+    fn lookalike(email: &str, now: OffsetDateTime) -> User {
         let mut user = UserRecord::blank(Uuid::now_v7(), now);
         user.email = Some(email.to_owned());
         user.view()
@@ -495,7 +495,7 @@ impl TenantCtx {
         r: Registration,
         guest: Option<UserRecord>,
         ctx: &AuditContext,
-    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+    ) -> Result<(User, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = self.effects();
         // A wallet's age verification is used here, once, whatever else the registration

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use super::{
     audit::AuditContext,
-    messages::{Bearer, Grant, Registration, UserView},
+    messages::{Bearer, Grant, Registration, User},
     records::UserRecord,
 };
 use crate::{error::TenantError, outbound::MailJob, throttle::throttle_ip};
@@ -107,7 +107,7 @@ impl Guests {
         bearer: Bearer,
         registration: Registration,
         ctx: &AuditContext,
-    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+    ) -> Result<(User, Vec<MailJob>), TenantError> {
         let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         if !user.is_anonymous {
             return Err(TenantError::Guest(GuestError::AlreadyClaimed));

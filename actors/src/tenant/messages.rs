@@ -1,5 +1,5 @@
 //! Every type that crosses the tenant actor's boundary: what commands carry and what they
-//! answer (`TenantInfo`, `Grant`, `LoginOutcome`, `UserView`, ...). The mailbox itself is
+//! answer (`TenantInfo`, `Grant`, `LoginOutcome`, `User`, ...). The mailbox itself is
 //! `mailbox.rs`.
 
 use std::net::IpAddr;
@@ -68,13 +68,13 @@ pub struct UserQuery {
 }
 
 /// A user as the users list shows it: the API's managed user, answered as it is sent.
-pub use tessera_wire::ManagedUser as UserSummary;
+pub use tessera_wire::ManagedUser;
 
 /// One page of users and where the next starts. A page can hold fewer than `limit` users
 /// while `next_cursor` is set (each page examines a bounded number of users); follow it.
 #[derive(Clone, Debug, Serialize)]
 pub struct UserPage {
-    pub users: Vec<UserSummary>,
+    pub users: Vec<ManagedUser>,
     pub next_cursor: Option<Vec<u8>>,
 }
 
@@ -120,7 +120,7 @@ pub struct UserActivity {
 #[derive(Clone, Debug, Serialize)]
 pub struct UserDetail {
     #[serde(flatten)]
-    pub summary: UserSummary,
+    pub summary: ManagedUser,
     pub factors: UserFactors,
     pub sessions: Vec<AdminSessionView>,
     pub activity: UserActivity,
@@ -232,12 +232,12 @@ pub struct SettingsView {
 
 /// An end user as responses show them: the API's user record, answered as it is sent. What
 /// else a sign-in needs of the user travels beside it (`Grant::app_metadata`).
-pub use tessera_wire::User as UserView;
+pub use tessera_wire::User;
 
 /// A session just created or refreshed: the handler signs the access token from it.
 #[derive(Clone)]
 pub struct Grant {
-    pub user: UserView,
+    pub user: User,
     /// Set by the tenant's admins only; the `app_metadata` claim of access tokens.
     pub app_metadata: serde_json::Value,
     pub session_id: Uuid,
@@ -424,7 +424,7 @@ pub enum LoginOutcome {
     EnrollmentRequired {
         token: String,
         expires_in: i64,
-        user: UserView,
+        user: User,
     },
 }
 

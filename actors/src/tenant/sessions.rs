@@ -25,7 +25,7 @@ use super::{
     audit::AuditContext,
     challenges::OAuthResume,
     effects::Effects,
-    messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionView, UserView},
+    messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionView, User},
     oauth::OAuthGrant,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
@@ -102,7 +102,7 @@ impl Proof {
 }
 
 impl Sessions {
-    pub fn authenticate(&self, cx: &TenantCtx, bearer: Bearer) -> Result<UserView, TenantError> {
+    pub fn authenticate(&self, cx: &TenantCtx, bearer: Bearer) -> Result<User, TenantError> {
         let (_, user) = cx.live_session(bearer, OffsetDateTime::now_utc())?;
         Ok(user.view())
     }

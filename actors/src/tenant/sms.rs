@@ -30,7 +30,7 @@ use super::{
     credentials::Credential,
     effects::Effects,
     inventory::may_add,
-    messages::{Bearer, PasswordlessLogin, UserView},
+    messages::{Bearer, PasswordlessLogin, User},
     passwordless::{to_value, CodeTarget, Flow},
     records::{PhoneIndex, UserRecord},
     usage::SMS_USAGE_KEY,
@@ -276,7 +276,7 @@ impl Sms {
         e164: &str,
         code: &str,
         ctx: &AuditContext,
-    ) -> Result<(UserView, Vec<MailJob>), TenantError> {
+    ) -> Result<(User, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (_, mut user) = cx.live_session(bearer, now)?;
         Self::may_hold_phone(&user)?;

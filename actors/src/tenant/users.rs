@@ -27,8 +27,8 @@ use super::{
     credentials::{Credential, Ending},
     effects::{subject_of, user_audit_key, Effects},
     messages::{
-        AdminSessionView, Bearer, HeldCredential, NewUser, Trace, UserAction, UserActivity,
-        UserDetail, UserFactors, UserPage, UserPatch, UserQuery, UserStatus, UserSummary,
+        AdminSessionView, Bearer, HeldCredential, ManagedUser, NewUser, Trace, UserAction,
+        UserActivity, UserDetail, UserFactors, UserPage, UserPatch, UserQuery, UserStatus,
     },
     records::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
@@ -77,8 +77,8 @@ impl UserRecord {
         }
     }
 
-    fn summary(&self) -> UserSummary {
-        UserSummary::of(
+    fn summary(&self) -> ManagedUser {
+        ManagedUser::of(
             self.view(),
             self.status(),
             self.blocked_at,

@@ -531,7 +531,7 @@ pub async fn device_authorization(
 pub async fn userinfo(
     tenant: &TenantHandle,
     claims: AgentClaims,
-) -> Result<Option<tessera_actors::tenant::messages::UserView>, Response> {
+) -> Result<Option<tessera_actors::tenant::messages::User>, Response> {
     let scopes = split_scopes(&claims.scope);
     if claims.act.is_none() || !scopes.iter().any(|s| s == "openid") {
         return Err(no_store(bearer_error(

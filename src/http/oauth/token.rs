@@ -191,7 +191,7 @@ struct UserClaims {
     phone_number_verified: Option<bool>,
 }
 
-fn user_claims(user: &tessera_actors::tenant::messages::UserView, scopes: &[String]) -> UserClaims {
+fn user_claims(user: &tessera_actors::tenant::messages::User, scopes: &[String]) -> UserClaims {
     let has = |s: &str| scopes.iter().any(|x| x == s);
     let email = has("email").then(|| user.email.clone()).flatten();
     let phone = has("phone").then(|| user.phone.clone()).flatten();
@@ -635,7 +635,7 @@ async fn userinfo_of(state: &AppState, slug: &str, headers: &HeaderMap) -> Respo
 }
 
 /// The userinfo answer about `user` for `scopes`.
-fn user_info(user: &tessera_actors::tenant::messages::UserView, scopes: &[String]) -> Response {
+fn user_info(user: &tessera_actors::tenant::messages::User, scopes: &[String]) -> Response {
     let u = user_claims(user, scopes);
     no_store(
         Json(UserInfoResponse {

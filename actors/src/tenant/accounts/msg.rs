@@ -12,7 +12,7 @@ use crate::{
     reply::{finish, Outcome},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, Credential, LoginAttempt, PasswordSignIn, Registration, UserView},
+        messages::{Bearer, Credential, LoginAttempt, PasswordSignIn, Registration, User},
     },
 };
 
@@ -26,7 +26,7 @@ pub enum AccountsMsg {
     Register {
         registration: Registration,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
+        reply: RpcReplyPort<Result<User, TenantError>>,
     },
     VerifyEmail {
         token: String,

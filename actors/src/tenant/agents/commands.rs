@@ -24,7 +24,7 @@ use crate::{
     outbound::MailJob,
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, UserView},
+        messages::{Bearer, User},
     },
 };
 
@@ -167,7 +167,7 @@ pub enum AgentAnswer {
     Token(AgentIssued),
     Started(RequestStarted),
     NotYet(PollRefusal),
-    Used(Option<UserView>),
+    Used(Option<User>),
     /// Whether an introspected token is active.
     Active(bool),
     Done,

@@ -13,7 +13,7 @@ use crate::{
     reply::{finish, Outcome},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, Grant, PurgeReport, Registration, UserView},
+        messages::{Bearer, Grant, PurgeReport, Registration, User},
     },
 };
 
@@ -30,7 +30,7 @@ pub enum GuestsMsg {
         bearer: Bearer,
         registration: Registration,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
+        reply: RpcReplyPort<Result<User, TenantError>>,
     },
     /// Deletes (or counts, dry) the guests inactive beyond the tenant's retention.
     PurgeGuests {

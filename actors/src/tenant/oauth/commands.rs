@@ -18,7 +18,7 @@ use crate::{
     error::TenantError,
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, UserView},
+        messages::{Bearer, User},
         oauth_clients::OAuthClientRecord,
     },
 };
@@ -94,7 +94,7 @@ pub enum OAuthAnswer {
     /// The code, or `None` when the user denied.
     Decided(Option<String>),
     Issued(Box<OAuthIssued>),
-    User(UserView),
+    User(User),
     Done,
     /// Introspection: whether the token is active, and for a refresh token its grant.
     Introspected {

@@ -11,7 +11,7 @@ use crate::{
     reply::{finish, Outcome},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, Grant, SessionView, UserView},
+        messages::{Bearer, Grant, SessionView, User},
     },
 };
 
@@ -25,7 +25,7 @@ pub enum SessionsMsg {
     /// The user behind a verified access token, if its session is still alive.
     Authenticate {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
+        reply: RpcReplyPort<Result<User, TenantError>>,
     },
     Logout {
         bearer: Bearer,

@@ -12,7 +12,7 @@ use crate::{
     reply::{finish, Outcome},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, UserView},
+        messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, User},
     },
 };
 
@@ -48,7 +48,7 @@ pub enum SmsMsg {
         phone: String,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserView, TenantError>>,
+        reply: RpcReplyPort<Result<User, TenantError>>,
     },
     /// Checks and counts the dashboard's test message, and answers it for the caller to send.
     SmsTest {
