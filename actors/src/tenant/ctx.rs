@@ -12,7 +12,7 @@
 //! something in memory, a unit struct for the others) whose methods take `(&mut self, cx:
 //! &mut TenantCtx, ...)`. A flow reaches another only through this context: the kernel's
 //! methods (`sign_in`, `live_session`, the challenges, the credential inventory, `commit` and
-//! `fail`) and the few a flow lends the others, each in its file's `impl TenantCtx` block.
+//! `fail`) and what a flow lends the others, each in its file's `impl TenantCtx` block.
 
 use std::{collections::HashMap, sync::Arc, time::Instant};
 

@@ -114,8 +114,7 @@ impl Factor {
     }
 }
 
-// What this flow lends the other flows and the credential inventory: kernel methods, reached
-// through the context.
+// The kernel's calendar, and what MFA lends the sign-in: the second step and the enrolment.
 impl TenantCtx {
     /// The calendar the MFA grace period is measured on (shifted only in fault drills).
     pub(super) fn calendar_now(&self) -> OffsetDateTime {

@@ -210,8 +210,8 @@ impl Sessions {
     }
 }
 
-// What this flow lends the other flows and the credential inventory: kernel methods, reached
-// through the context.
+// The kernel's sign-in: where every sign-in method ends (`sign_in`, `signed_in`), and the
+// sessions every flow opens, reads and ends.
 impl TenantCtx {
     /// Signs `user` in after a first factor: the second step (an MFA challenge, which carries
     /// the OAuth flow to resume, or the enrolment an overdue policy demands) when one is due,

@@ -23,8 +23,8 @@ pub enum Revoked {
     AllBut(Uuid),
 }
 
-// What this flow lends the other flows and the credential inventory: kernel methods, reached
-// through the context.
+// The kernel's event outbox: every flow emits its events through the context, in the batch of
+// the change that causes them.
 impl TenantCtx {
     /// Records an event for the tenant's webhooks in `batch`, in the batch of the change that
     /// causes it: the event and a delivery, due now, for every enabled endpoint subscribed to
