@@ -42,6 +42,7 @@ use crate::{
         bearer::{issuer, verify_any},
         error::{is_email, ApiError},
         extract::RequestCtx,
+        path_id::not_found_as,
     },
 };
 
@@ -187,10 +188,7 @@ pub(crate) async fn call_api(
 ) -> Result<AgentAnswer, ApiError> {
     call(tenant, ctx.clone(), cmd)
         .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found(what),
-            e => e,
-        })
+        .map_err(|e| not_found_as(what, e))
 }
 
 /// The RFC 8707 `resource`: one of the tenant's registered resources (else `invalid_target`).
