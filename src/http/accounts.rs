@@ -444,10 +444,8 @@ pub async fn refresh(
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token` (also for a revoked session)", body = ErrorBody),
     ))]
 pub async fn me(user: UserBearer) -> Result<Json<UserResponse>, ApiError> {
-    let bearer = user.bearer;
     let view = user
-        .tenant
-        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
+        .call(|bearer, reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
     Ok(Json(view.into()))
 }
@@ -481,15 +479,13 @@ pub async fn logout(
         Some("global") => true,
         Some(_) => return Err(ApiError::invalid_field("scope", "must be local or global")),
     };
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| SessionsMsg::Logout {
-            bearer,
-            global,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| SessionsMsg::Logout {
+        bearer,
+        global,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -538,10 +534,8 @@ pub struct SessionList {
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
     ))]
 pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
-    let bearer = user.bearer;
     let list = user
-        .tenant
-        .call(|reply| SessionsMsg::ListSessions { bearer, reply })
+        .call(|bearer, reply| SessionsMsg::ListSessions { bearer, reply })
         .await?;
     Ok(Json(SessionList {
         data: list.into_iter().map(Into::into).collect(),
@@ -567,15 +561,13 @@ pub async fn revoke_session(
     // a session's id), so the answer is the one for an unknown session in every respect,
     // including the check that the caller's own session is alive.
     let session_id: Uuid = id.parse().unwrap_or(Uuid::nil());
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| SessionsMsg::RevokeSession {
-            bearer,
-            session_id,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| SessionsMsg::RevokeSession {
+        bearer,
+        session_id,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -701,7 +693,6 @@ pub async fn change_password(
     if is_weak_password(&req.new_password) {
         return Err(weak_password());
     }
-    let bearer = user.bearer;
     let (credential, current_ok) =
         check_current_password(&state, &user, req.current_password).await?;
     let new_hash = if current_ok {
@@ -710,15 +701,14 @@ pub async fn change_password(
         String::new()
     };
     let credential: Credential = credential;
-    user.tenant
-        .call(|reply| AccountsMsg::ChangePassword {
-            bearer,
-            credential: credential.clone(),
-            current_ok,
-            new_hash: new_hash.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| AccountsMsg::ChangePassword {
+        bearer,
+        credential: credential.clone(),
+        current_ok,
+        new_hash: new_hash.clone(),
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(Json(ChangePasswordResponse { changed: true }))
 }

@@ -105,10 +105,8 @@ pub async fn check_current_password(
     user: &UserBearer,
     password: String,
 ) -> Result<(Credential, bool), ApiError> {
-    let bearer = user.bearer;
     let credential = user
-        .tenant
-        .call(|reply| AccountsMsg::PasswordCredential { bearer, reply })
+        .call(|bearer, reply| AccountsMsg::PasswordCredential { bearer, reply })
         .await?;
     let ok = app
         .hasher
