@@ -24,7 +24,7 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     path_id::path_id,
-    reauth::{require_step_up, sign_step_up, StepUpTokenResponse},
+    reauth::{passkey_login, require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{login_answer, LoginResponse},
 };
 use crate::app::AppState;
@@ -273,26 +273,7 @@ pub async fn assert_finish(
     let mut errors = FieldErrors::new();
     let response = credential_field(&mut errors, "response", req.response);
     errors.finish()?;
-    let check = tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertTake {
-            response: response.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
-    // The P-256 verification runs here, off the tenant's actor.
-    let verdict = check.verify();
-    let passkey = check.passkey;
-    let outcome = tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
-            passkey: passkey.clone(),
-            verdict,
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    let outcome = passkey_login(&tenant, response, ip, &ctx).await?;
     Ok(Json(login_answer(&state, &tenant, outcome).await?))
 }
 

@@ -1,6 +1,6 @@
-//! What an end user proves: a password at sign-in ([`password_login`], for the API's login and
-//! the hosted sign-in page), and, signed in, what they prove again for the routes that need
-//! it: the current password (argon2 here, off the tenant actor) and step-up tokens (spec 4.1
+//! What an end user proves: a password or a passkey at sign-in ([`password_login`],
+//! [`passkey_login`], for the API's routes and the hosted sign-in page alike), and, signed in,
+//! what they prove again for the routes that need it: the current password (argon2 here, off the tenant actor) and step-up tokens (spec 4.1
 //! and 5).
 //!
 //! A step-up token is an ES256 JWT (`typ` `step-up+jwt`, audience `<slug>/step-up`) carrying
@@ -12,7 +12,9 @@
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
-use tessera_actors::tenant::{AccountsMsg, StepUpMsg};
+use std::net::IpAddr;
+
+use tessera_actors::tenant::{AccountsMsg, PasskeysMsg, StepUpMsg};
 use tessera_actors::{
     login_guard::Captcha,
     password::HashError,
@@ -20,7 +22,8 @@ use tessera_actors::{
         audit::AuditContext,
         keys::StepUpClaims,
         messages::{
-            Credential, LoginAttempt, PasswordSignIn, PasswordlessLogin, StepUpGrant, StepUpUse,
+            Credential, LoginAttempt, LoginOutcome, PasswordSignIn, PasswordlessLogin, StepUpGrant,
+            StepUpUse,
         },
         social::{Provider, SocialAnswer, SocialCmd},
     },
@@ -64,6 +67,35 @@ pub async fn password_login(
             attempt: attempt.clone(),
             credential: credential.clone(),
             password_ok,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
+/// A passkey sign-in: the ceremony's assertion taken on the actor (`PasskeyAssertTake`), the
+/// P-256 verification here, off the actor, then the verdict (`PasskeyAssertFinish`).
+pub async fn passkey_login(
+    tenant: &TenantHandle,
+    response: serde_json::Value,
+    ip: IpAddr,
+    ctx: &AuditContext,
+) -> Result<LoginOutcome, CallError<TenantError>> {
+    let check = tenant
+        .call(|reply| PasskeysMsg::PasskeyAssertTake {
+            response: response.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    let verdict = check.verify();
+    let passkey = check.passkey;
+    tenant
+        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
+            passkey: passkey.clone(),
+            verdict,
+            ip,
             ctx: ctx.clone(),
             reply,
         })
