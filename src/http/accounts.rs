@@ -51,6 +51,14 @@ pub(crate) fn weak_password() -> ApiError {
     )
 }
 
+/// A new password the policy takes: [`weak_password`] for one too common.
+fn not_weak(password: &str) -> Result<(), ApiError> {
+    if is_weak_password(password) {
+        return Err(weak_password());
+    }
+    Ok(())
+}
+
 /// Spec 2.2 RegisterRequest.
 #[derive(Deserialize, ToSchema)]
 pub struct RegisterRequest {
@@ -173,9 +181,7 @@ pub async fn register(
         (!chosen.is_empty()).then(|| chosen.to_owned())
     });
     let email = email.unwrap_or_default();
-    if is_weak_password(&req.password) {
-        return Err(weak_password());
-    }
+    not_weak(&req.password)?;
     tenant
         .call(|reply| AccountsMsg::RegisterAdmit { ip, reply })
         .await?;
@@ -628,9 +634,7 @@ pub async fn reset_password(
     token_field(&mut errors, &req.token);
     password_field(&mut errors, "password", &req.password);
     errors.finish()?;
-    if is_weak_password(&req.password) {
-        return Err(weak_password());
-    }
+    not_weak(&req.password)?;
     // The link first: a guessed token must not cost an argon2 hash.
     tenant
         .call(|reply| AccountsMsg::CheckResetLink {
@@ -690,9 +694,7 @@ pub async fn change_password(
     );
     password_field(&mut errors, "new_password", &req.new_password);
     errors.finish()?;
-    if is_weak_password(&req.new_password) {
-        return Err(weak_password());
-    }
+    not_weak(&req.new_password)?;
     let (credential, current_ok) =
         check_current_password(&state, &user, req.current_password).await?;
     let new_hash = if current_ok {
