@@ -51,6 +51,14 @@ pub(crate) fn weak_password() -> ApiError {
     )
 }
 
+/// A new password the policy takes: [`weak_password`] for one too common.
+fn not_weak(password: &str) -> Result<(), ApiError> {
+    if is_weak_password(password) {
+        return Err(weak_password());
+    }
+    Ok(())
+}
+
 /// Spec 2.2 RegisterRequest.
 #[derive(Deserialize, ToSchema)]
 pub struct RegisterRequest {
@@ -173,9 +181,7 @@ pub async fn register(
         (!chosen.is_empty()).then(|| chosen.to_owned())
     });
     let email = email.unwrap_or_default();
-    if is_weak_password(&req.password) {
-        return Err(weak_password());
-    }
+    not_weak(&req.password)?;
     tenant
         .call(|reply| AccountsMsg::RegisterAdmit { ip, reply })
         .await?;
@@ -444,10 +450,8 @@ pub async fn refresh(
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token` (also for a revoked session)", body = ErrorBody),
     ))]
 pub async fn me(user: UserBearer) -> Result<Json<UserResponse>, ApiError> {
-    let bearer = user.bearer;
     let view = user
-        .tenant
-        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
+        .call(|bearer, reply| SessionsMsg::Authenticate { bearer, reply })
         .await?;
     Ok(Json(view))
 }
@@ -481,15 +485,13 @@ pub async fn logout(
         Some("global") => true,
         Some(_) => return Err(ApiError::invalid_field("scope", "must be local or global")),
     };
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| SessionsMsg::Logout {
-            bearer,
-            global,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| SessionsMsg::Logout {
+        bearer,
+        global,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -538,10 +540,8 @@ pub struct SessionList {
         (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
     ))]
 pub async fn sessions(user: UserBearer) -> Result<Json<SessionList>, ApiError> {
-    let bearer = user.bearer;
     let list = user
-        .tenant
-        .call(|reply| SessionsMsg::ListSessions { bearer, reply })
+        .call(|bearer, reply| SessionsMsg::ListSessions { bearer, reply })
         .await?;
     Ok(Json(SessionList {
         data: list.into_iter().map(Into::into).collect(),
@@ -567,15 +567,13 @@ pub async fn revoke_session(
     // a session's id), so the answer is the one for an unknown session in every respect,
     // including the check that the caller's own session is alive.
     let session_id: Uuid = id.parse().unwrap_or(Uuid::nil());
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| SessionsMsg::RevokeSession {
-            bearer,
-            session_id,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| SessionsMsg::RevokeSession {
+        bearer,
+        session_id,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -636,9 +634,7 @@ pub async fn reset_password(
     token_field(&mut errors, &req.token);
     password_field(&mut errors, "password", &req.password);
     errors.finish()?;
-    if is_weak_password(&req.password) {
-        return Err(weak_password());
-    }
+    not_weak(&req.password)?;
     // The link first: a guessed token must not cost an argon2 hash.
     tenant
         .call(|reply| AccountsMsg::CheckResetLink {
@@ -698,10 +694,7 @@ pub async fn change_password(
     );
     password_field(&mut errors, "new_password", &req.new_password);
     errors.finish()?;
-    if is_weak_password(&req.new_password) {
-        return Err(weak_password());
-    }
-    let bearer = user.bearer;
+    not_weak(&req.new_password)?;
     let (credential, current_ok) =
         check_current_password(&state, &user, req.current_password).await?;
     let new_hash = if current_ok {
@@ -710,15 +703,14 @@ pub async fn change_password(
         String::new()
     };
     let credential: Credential = credential;
-    user.tenant
-        .call(|reply| AccountsMsg::ChangePassword {
-            bearer,
-            credential: credential.clone(),
-            current_ok,
-            new_hash: new_hash.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| AccountsMsg::ChangePassword {
+        bearer,
+        credential: credential.clone(),
+        current_ok,
+        new_hash: new_hash.clone(),
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(Json(ChangePasswordResponse { changed: true }))
 }

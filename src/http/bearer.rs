@@ -14,12 +14,13 @@ use axum::{
     extract::FromRequestParts,
     http::{header, request::Parts, HeaderValue, StatusCode},
 };
+use ractor::RpcReplyPort;
 use tessera_actors::{
     tenant::{
         keys::{AccessClaims, TokenKeys},
         messages::Bearer,
     },
-    TenantHandle,
+    CallError, TenantError, TenantHandle, TenantMsg,
 };
 use tessera_storage::sha256;
 use time::OffsetDateTime;
@@ -45,6 +46,18 @@ pub struct UserBearer {
     pub tenant: TenantHandle,
     pub claims: AccessClaims,
     pub bearer: Bearer,
+}
+
+impl UserBearer {
+    /// A command about the signed-in user (the session, the account) on the tenant's actor:
+    /// `build` makes it of the bearer it names and the reply port.
+    pub async fn call<T: Send + 'static, M: Into<TenantMsg>>(
+        &self,
+        build: impl Fn(Bearer, RpcReplyPort<Result<T, TenantError>>) -> M,
+    ) -> Result<T, CallError<TenantError>> {
+        let bearer = self.bearer;
+        self.tenant.call(|reply| build(bearer, reply)).await
+    }
 }
 
 /// What a request's `Authorization` header holds, as every bearer-authenticated route reads it

@@ -335,17 +335,15 @@ pub async fn disable(
     ApiJson(req): ApiJson<MfaManageRequest>,
 ) -> Result<Json<MfaDisabledResponse>, ApiError> {
     let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| MfaMsg::MfaDisable {
-            bearer,
-            credential: credential.clone(),
-            password_ok,
-            code: req.code.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| MfaMsg::MfaDisable {
+        bearer,
+        credential: credential.clone(),
+        password_ok,
+        code: req.code.clone(),
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(Json(MfaDisabledResponse { mfa_enabled: false }))
 }
 
@@ -372,10 +370,8 @@ pub async fn recovery_codes(
         password: req.password,
     };
     let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
-    let bearer = user.bearer;
     let codes = user
-        .tenant
-        .call(|reply| MfaMsg::MfaRegenerateCodes {
+        .call(|bearer, reply| MfaMsg::MfaRegenerateCodes {
             bearer,
             credential: credential.clone(),
             password_ok,

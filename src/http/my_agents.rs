@@ -7,6 +7,7 @@ use serde::Serialize;
 use tessera_actors::tenant::{
     agents::{AgentAnswer, AgentCmd, RequestView},
     audit::AuditContext,
+    messages::Bearer,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -22,12 +23,15 @@ use super::{
 /// The reason recorded for a user's revocation.
 pub const USER_REVOCATION_REASON: &str = "gdpr_art_7_withdrawal";
 
+/// One of the signed-in user's agent commands (`cmd` makes it of the user's bearer); an
+/// unknown agent (or request) is 404 naming `what`.
 async fn call(
     user: &UserBearer,
     ctx: &AuditContext,
-    cmd: AgentCmd,
+    cmd: impl FnOnce(Bearer) -> AgentCmd,
+    what: &str,
 ) -> Result<AgentAnswer, ApiError> {
-    super::oauth::agents::call_api(&user.tenant, ctx, cmd, "agent").await
+    super::oauth::agents::call_api(&user.tenant, ctx, cmd(user.bearer), what).await
 }
 
 /// An agent as the user it acted for sees it (spec 2.11 UserAgentResponse).
@@ -76,9 +80,8 @@ pub async fn list(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Json<UserAgentList>, ApiError> {
-    let bearer = user.bearer;
-    let AgentAnswer::UserAgents(list) = call(&user, &ctx, AgentCmd::MyAgents { bearer }).await?
-    else {
+    let cmd = |bearer| AgentCmd::MyAgents { bearer };
+    let AgentAnswer::UserAgents(list) = call(&user, &ctx, cmd, "agent").await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(UserAgentList {
@@ -125,12 +128,11 @@ pub async fn revoke(
     RequestCtx(ctx): RequestCtx,
     Path(client_id): Path<String>,
 ) -> Result<Json<RevokeMyAgentResponse>, ApiError> {
-    let bearer = user.bearer;
-    let cmd = AgentCmd::RevokeMine {
+    let cmd = |bearer| AgentCmd::RevokeMine {
         bearer,
         client_id: client_id.clone(),
     };
-    let AgentAnswer::RevokedMine(revoked_at) = call(&user, &ctx, cmd).await? else {
+    let AgentAnswer::RevokedMine(revoked_at) = call(&user, &ctx, cmd, "agent").await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(RevokeMyAgentResponse {
@@ -168,12 +170,11 @@ pub async fn restore(
     RequestCtx(ctx): RequestCtx,
     Path(client_id): Path<String>,
 ) -> Result<Json<RestoreMyAgentResponse>, ApiError> {
-    let bearer = user.bearer;
-    let cmd = AgentCmd::RestoreMine {
+    let cmd = |bearer| AgentCmd::RestoreMine {
         bearer,
         client_id: client_id.clone(),
     };
-    let AgentAnswer::Restored(r) = call(&user, &ctx, cmd).await? else {
+    let AgentAnswer::Restored(r) = call(&user, &ctx, cmd, "agent").await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(RestoreMyAgentResponse {
@@ -234,9 +235,8 @@ pub async fn requests(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Json<AgentRequestList>, ApiError> {
-    let bearer = user.bearer;
-    let AgentAnswer::Requests(list) = call(&user, &ctx, AgentCmd::MyRequests { bearer }).await?
-    else {
+    let cmd = |bearer| AgentCmd::MyRequests { bearer };
+    let AgentAnswer::Requests(list) = call(&user, &ctx, cmd, "agent").await? else {
         return Err(ApiError::internal("unexpected agent answer"));
     };
     Ok(Json(AgentRequestList {
@@ -259,21 +259,12 @@ async fn decide(
     approve: bool,
 ) -> Result<Json<AgentRequestDecision>, ApiError> {
     let id = path_id(&id, "agent request")?;
-    let bearer = user.bearer;
-    call(
-        &user,
-        &ctx,
-        AgentCmd::Decide {
-            bearer,
-            id,
-            approve,
-        },
-    )
-    .await
-    .map_err(|e| match e {
-        e if e.status == axum::http::StatusCode::NOT_FOUND => ApiError::not_found("agent request"),
-        e => e,
-    })?;
+    let cmd = |bearer| AgentCmd::Decide {
+        bearer,
+        id,
+        approve,
+    };
+    call(&user, &ctx, cmd, "agent request").await?;
     Ok(Json(AgentRequestDecision {
         id,
         status: if approve { "approved" } else { "denied" },

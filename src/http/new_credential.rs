@@ -17,10 +17,8 @@ use super::{bearer::UserBearer, error::ApiError};
 
 /// The signed-in user's record.
 pub async fn signed_in(user: &UserBearer) -> Result<User, ApiError> {
-    let bearer = user.bearer;
     Ok(user
-        .tenant
-        .call(|reply| SessionsMsg::Authenticate { bearer, reply })
+        .call(|bearer, reply| SessionsMsg::Authenticate { bearer, reply })
         .await?)
 }
 

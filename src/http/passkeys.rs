@@ -25,7 +25,7 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     path_id::path_id,
-    reauth::{require_step_up, sign_step_up, StepUpTokenResponse},
+    reauth::{passkey_login, require_step_up, sign_step_up, StepUpTokenResponse},
     responses::{login_answer, LoginResponse},
 };
 use crate::app::AppState;
@@ -133,13 +133,11 @@ pub async fn register_begin(
     user: UserBearer,
     headers: HeaderMap,
 ) -> Result<Json<PasskeyOptionsResponse>, ApiError> {
-    let bearer = user.bearer;
     // The options first: a guest or a user at the limit is refused before the gate, so the
     // step-up token is not used up on a request that cannot succeed. Options answered with
     // the gate's refusal are never sent; the session's next begin replaces them.
     let options = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyRegisterBegin { bearer, reply })
+        .call(|bearer, reply| PasskeysMsg::PasskeyRegisterBegin { bearer, reply })
         .await?;
     require_step_up(&state, &user, &headers).await?;
     Ok(Json(PasskeyOptionsResponse {
@@ -183,10 +181,8 @@ pub async fn register_finish(
         errors.check("nickname", nickname_ok(n), NICKNAME_RULE);
     }
     errors.finish()?;
-    let bearer = user.bearer;
     let view = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyRegisterFinish {
+        .call(|bearer, reply| PasskeysMsg::PasskeyRegisterFinish {
             bearer,
             response: response.clone(),
             nickname: req.nickname.clone(),
@@ -278,26 +274,7 @@ pub async fn assert_finish(
     let mut errors = FieldErrors::new();
     let response = credential_field(&mut errors, "response", req.response);
     errors.finish()?;
-    let check = tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertTake {
-            response: response.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
-    // The P-256 verification runs here, off the tenant's actor.
-    let verdict = check.verify();
-    let passkey = check.passkey;
-    let outcome = tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
-            passkey: passkey.clone(),
-            verdict,
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    let outcome = passkey_login(&tenant, response, ip, &ctx).await?;
     Ok(Json(login_answer(&state, &tenant, outcome).await?))
 }
 
@@ -309,10 +286,8 @@ pub async fn assert_finish(
         (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
     ))]
 pub async fn list(user: UserBearer) -> Result<Json<PasskeyListResponse>, ApiError> {
-    let bearer = user.bearer;
     let views = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyList { bearer, reply })
+        .call(|bearer, reply| PasskeysMsg::PasskeyList { bearer, reply })
         .await?;
     Ok(Json(PasskeyListResponse {
         passkeys: views.into_iter().map(PasskeyResponse::from).collect(),
@@ -354,10 +329,8 @@ pub async fn rename(
     errors.finish()?;
     let id = path_id(&id, "passkey")?;
     require_step_up(&state, &user, &headers).await?;
-    let bearer = user.bearer;
     let view = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyRename {
+        .call(|bearer, reply| PasskeysMsg::PasskeyRename {
             bearer,
             id,
             nickname: req.nickname.clone(),
@@ -391,15 +364,13 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let id = path_id(&id, "passkey")?;
     require_step_up(&state, &user, &headers).await?;
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| PasskeysMsg::PasskeyDelete {
-            bearer,
-            id,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| PasskeysMsg::PasskeyDelete {
+        bearer,
+        id,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -417,10 +388,8 @@ pub async fn step_up_options(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Json<PasskeyOptionsResponse>, ApiError> {
-    let bearer = user.bearer;
     let options = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyStepUpOptions {
+        .call(|bearer, reply| PasskeysMsg::PasskeyStepUpOptions {
             bearer,
             ctx: ctx.clone(),
             reply,
@@ -496,10 +465,8 @@ pub async fn step_up_verify(
     );
     errors.finish()?;
     let assertion = serde_json::to_value(&req.assertion).map_err(ApiError::internal)?;
-    let bearer = user.bearer;
     let check = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyStepUpTake {
+        .call(|bearer, reply| PasskeysMsg::PasskeyStepUpTake {
             bearer,
             assertion: assertion.clone(),
             ctx: ctx.clone(),
@@ -510,8 +477,7 @@ pub async fn step_up_verify(
     let verdict = check.verify();
     let passkey = check.passkey;
     let grant = user
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyStepUpFinish {
+        .call(|bearer, reply| PasskeysMsg::PasskeyStepUpFinish {
             bearer,
             passkey: passkey.clone(),
             verdict,

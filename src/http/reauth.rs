@@ -1,6 +1,6 @@
-//! What an end user proves: a password at sign-in ([`password_login`], for the API's login and
-//! the hosted sign-in page), and, signed in, what they prove again for the routes that need
-//! it: the current password (argon2 here, off the tenant actor) and step-up tokens (spec 4.1
+//! What an end user proves: a password or a passkey at sign-in ([`password_login`],
+//! [`passkey_login`], for the API's routes and the hosted sign-in page alike), and, signed in,
+//! what they prove again for the routes that need it: the current password (argon2 here, off the tenant actor) and step-up tokens (spec 4.1
 //! and 5).
 //!
 //! A step-up token is an ES256 JWT (`typ` `step-up+jwt`, audience `<slug>/step-up`) carrying
@@ -12,7 +12,9 @@
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
-use tessera_actors::tenant::{AccountsMsg, StepUpMsg};
+use std::net::IpAddr;
+
+use tessera_actors::tenant::{AccountsMsg, PasskeysMsg, StepUpMsg};
 use tessera_actors::SocialError;
 use tessera_actors::{
     login_guard::Captcha,
@@ -21,7 +23,8 @@ use tessera_actors::{
         audit::AuditContext,
         keys::StepUpClaims,
         messages::{
-            Credential, LoginAttempt, PasswordSignIn, PasswordlessLogin, StepUpGrant, StepUpUse,
+            Credential, LoginAttempt, LoginOutcome, PasswordSignIn, PasswordlessLogin, StepUpGrant,
+            StepUpUse,
         },
         social::{Provider, SocialAnswer, SocialCmd},
     },
@@ -71,6 +74,35 @@ pub async fn password_login(
         .await
 }
 
+/// A passkey sign-in: the ceremony's assertion taken on the actor (`PasskeyAssertTake`), the
+/// P-256 verification here, off the actor, then the verdict (`PasskeyAssertFinish`).
+pub async fn passkey_login(
+    tenant: &TenantHandle,
+    response: serde_json::Value,
+    ip: IpAddr,
+    ctx: &AuditContext,
+) -> Result<LoginOutcome, CallError<TenantError>> {
+    let check = tenant
+        .call(|reply| PasskeysMsg::PasskeyAssertTake {
+            response: response.clone(),
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await?;
+    let verdict = check.verify();
+    let passkey = check.passkey;
+    tenant
+        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
+            passkey: passkey.clone(),
+            verdict,
+            ip,
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+}
+
 /// What the server knows of a sign-in's CAPTCHA: none configured, none sent, or one sent and
 /// solved. A token the verifier refuses is 400 `auth/captcha_failed`; a verifier that cannot
 /// be asked, 503.
@@ -106,10 +138,8 @@ pub async fn check_current_password(
     user: &UserBearer,
     password: String,
 ) -> Result<(Credential, bool), ApiError> {
-    let bearer = user.bearer;
     let credential = user
-        .tenant
-        .call(|reply| AccountsMsg::PasswordCredential { bearer, reply })
+        .call(|bearer, reply| AccountsMsg::PasswordCredential { bearer, reply })
         .await?;
     let ok = app
         .hasher

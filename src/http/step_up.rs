@@ -57,12 +57,10 @@ pub async fn password(
         "must be 1-256 characters",
     );
     errors.finish()?;
-    let bearer = user.bearer;
     let (credential, password_ok) = check_current_password(&state, &user, req.password).await?;
     let latency_ms = i128::try_from(started.elapsed().as_millis()).unwrap_or(i128::MAX);
     let grant = user
-        .tenant
-        .call(|reply| StepUpMsg::StepUpPassword {
+        .call(|bearer, reply| StepUpMsg::StepUpPassword {
             bearer,
             credential: credential.clone(),
             password_ok,
@@ -134,10 +132,8 @@ async fn initiate(
         None
     };
     errors.finish()?;
-    let bearer = user.bearer;
     let masked = user
-        .tenant
-        .call(|reply| StepUpMsg::StepUpMailInitiate {
+        .call(|bearer, reply| StepUpMsg::StepUpMailInitiate {
             bearer,
             link,
             action_hint: req.action_hint.clone().filter(|h| !h.trim().is_empty()),
@@ -203,10 +199,8 @@ pub async fn email_otp_verify(
     let mut errors = FieldErrors::new();
     errors.check("otp", len_between(&req.otp, 1, 8), "must be 1-8 characters");
     errors.finish()?;
-    let bearer = user.bearer;
     let grant = user
-        .tenant
-        .call(|reply| StepUpMsg::StepUpEmailVerify {
+        .call(|bearer, reply| StepUpMsg::StepUpEmailVerify {
             bearer,
             otp: req.otp.clone(),
             ctx: ctx.clone(),
@@ -267,10 +261,8 @@ pub async fn magic_link_verify(
         "must be 1-256 characters",
     );
     errors.finish()?;
-    let bearer = user.bearer;
     let grant = user
-        .tenant
-        .call(|reply| StepUpMsg::StepUpLinkVerify {
+        .call(|bearer, reply| StepUpMsg::StepUpLinkVerify {
             bearer,
             token: req.token.clone(),
             ctx: ctx.clone(),

@@ -16,6 +16,7 @@ use tessera_actors::tenant::{SmsMsg, UsersMsg};
 use tessera_actors::{
     tenant::{
         credentials::Credential,
+        messages::Bearer,
         social::{Provider, SocialAnswer, SocialCmd},
     },
     CallError, TenantError, TenantMsg,
@@ -63,16 +64,14 @@ pub async fn phone_verify(
     let phone = phone_field(&mut errors, "phone", &req.phone);
     errors.finish()?;
     let phone = checked_phone(phone)?;
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| SmsMsg::PhoneVerifyRequest {
-            bearer,
-            phone: phone.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| SmsMsg::PhoneVerifyRequest {
+        bearer,
+        phone: phone.clone(),
+        ip,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(accepted(None))
 }
 
@@ -121,10 +120,8 @@ pub async fn phone_confirm(
     require_confirmed_address(&me, Credential::Phone)?;
     require_step_up(&state, &user, &headers).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
-    let bearer = user.bearer;
     let view = user
-        .tenant
-        .call(|reply| SmsMsg::PhoneConfirm {
+        .call(|bearer, reply| SmsMsg::PhoneConfirm {
             bearer,
             phone: e164.clone(),
             code: req.code.clone(),
@@ -136,18 +133,18 @@ pub async fn phone_confirm(
 }
 
 /// One social command of the signed-in user on their tenant's actor.
+/// One of the signed-in user's social commands (`cmd` makes it of the user's bearer).
 async fn social(
     user: &UserBearer,
     ctx: &tessera_actors::tenant::audit::AuditContext,
-    cmd: SocialCmd,
+    cmd: impl Fn(Bearer) -> SocialCmd,
 ) -> Result<SocialAnswer, CallError<TenantError>> {
-    user.tenant
-        .call(|reply| TenantMsg::Social {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
+    user.call(|bearer, reply| TenantMsg::Social {
+        cmd: cmd(bearer),
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await
 }
 
 /// Spec 4.1's gated link request's body (optional): where the browser returns.
@@ -224,17 +221,12 @@ pub async fn link_provider(
         .redirect_uri
         .or(overview.settings.urls.site_url.clone())
         .unwrap_or_default();
-    let bearer = user.bearer;
-    let answer = social(
-        &user,
-        &ctx,
-        SocialCmd::LinkStart {
-            bearer,
-            provider: p,
-            redirect_uri: redirect_uri.clone(),
-        },
-    )
-    .await;
+    let link = |bearer| SocialCmd::LinkStart {
+        bearer,
+        provider: p,
+        redirect_uri: redirect_uri.clone(),
+    };
+    let answer = social(&user, &ctx, link).await;
     let ticket = match answer {
         Ok(SocialAnswer::Ticket(t)) => t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -289,8 +281,7 @@ pub async fn identities(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Json<IdentityList>, ApiError> {
-    let bearer = user.bearer;
-    let answer = social(&user, &ctx, SocialCmd::Identities { bearer }).await?;
+    let answer = social(&user, &ctx, |bearer| SocialCmd::Identities { bearer }).await?;
     let SocialAnswer::Identities(list) = answer else {
         return Err(ApiError::internal("unexpected social answer"));
     };
@@ -352,8 +343,7 @@ pub async fn provider_tokens(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
     let provider = gated_identity(&state, &user, &headers, &provider).await?;
-    let bearer = user.bearer;
-    let answer = social(&user, &ctx, SocialCmd::Tokens { bearer, provider }).await;
+    let answer = social(&user, &ctx, |bearer| SocialCmd::Tokens { bearer, provider }).await;
     let tokens = match answer {
         Ok(SocialAnswer::Tokens(t)) => *t,
         Ok(_) => return Err(ApiError::internal("unexpected social answer")),
@@ -394,8 +384,7 @@ pub async fn unlink(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
     let provider = gated_identity(&state, &user, &headers, &provider).await?;
-    let bearer = user.bearer;
-    let answer = social(&user, &ctx, SocialCmd::Unlink { bearer, provider }).await;
+    let answer = social(&user, &ctx, |bearer| SocialCmd::Unlink { bearer, provider }).await;
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
         Err(CallError::Failed(TenantError::NotFound)) => Err(ApiError::not_found("identity")),
@@ -425,10 +414,8 @@ pub async fn export(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     require_step_up(&state, &user, &headers).await?;
-    let bearer = user.bearer;
     let document = user
-        .tenant
-        .call(|reply| UsersMsg::ExportMe { bearer, reply })
+        .call(|bearer, reply| UsersMsg::ExportMe { bearer, reply })
         .await?;
     let filename = format!("{}-user-export.json", user.tenant.slug);
     Ok((
@@ -469,13 +456,11 @@ pub async fn delete_me(
         return Err(tessera_actors::TenantError::User(UserError::SelfDeletionDisabled).into());
     }
     require_step_up(&state, &user, &headers).await?;
-    let bearer = user.bearer;
-    user.tenant
-        .call(|reply| UsersMsg::DeleteMe {
-            bearer,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?;
+    user.call(|bearer, reply| UsersMsg::DeleteMe {
+        bearer,
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

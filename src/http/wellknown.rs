@@ -20,6 +20,13 @@ use crate::app::AppState;
 /// Short enough that a rotation is seen soon; the previous key stays published meanwhile.
 const CACHE: HeaderValue = HeaderValue::from_static("public, max-age=60");
 
+/// `body` as JSON, cached for [`CACHE`].
+fn cached(body: impl Serialize) -> Response {
+    let mut resp = Json(body).into_response();
+    resp.headers_mut().insert(header::CACHE_CONTROL, CACHE);
+    resp
+}
+
 /// The tenant's public signing keys: the current one and any retired one whose tokens may
 /// still be alive.
 #[utoipa::path(get, path = "/v1/tenants/{slug}/.well-known/jwks.json", tag = "tokens",
@@ -33,9 +40,7 @@ pub async fn jwks(
     Path(slug): Path<String>,
 ) -> Result<Response, ApiError> {
     let keys = tenant_by_slug(&state, &slug)?.keys().await?;
-    let mut resp = Json(keys.jwks().clone()).into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, CACHE);
-    Ok(resp)
+    Ok(cached(keys.jwks()))
 }
 
 /// OpenID Provider metadata for the tenant's issuer. It lists only what is served now.
@@ -203,7 +208,5 @@ async fn metadata(state: &AppState, slug: &str) -> Result<Response, ApiError> {
         request_parameter_supported: false,
         request_uri_parameter_supported: false,
     };
-    let mut resp = Json(doc).into_response();
-    resp.headers_mut().insert(header::CACHE_CONTROL, CACHE);
-    Ok(resp)
+    Ok(cached(doc))
 }

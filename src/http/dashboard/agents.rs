@@ -10,7 +10,7 @@
 use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
-    response::{IntoResponse, Response},
+    response::Response,
     Json,
 };
 use serde::{Deserialize, Serialize};
@@ -27,14 +27,13 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{hash_prefix, members_of, Dashboard, TenantCaller};
+use super::{created, hash_prefix, members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
     paging::{self, Pagination},
-    path_id::path_id,
 };
 
 /// Scopes an agent may be registered for.
@@ -557,9 +556,8 @@ pub async fn create(
         rate_limits: limits_of(&req.agent_settings),
         max_concurrent_tokens: req.agent_settings.max_concurrent_tokens,
     };
-    let created = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::Register(new)).await?)?;
-    let body = IssuedAgentResponse::of(&state, created);
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    let issued_agent = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::Register(new)).await?)?;
+    Ok(created(IssuedAgentResponse::of(&state, issued_agent)))
 }
 
 /// One agent (any member).
@@ -579,8 +577,7 @@ pub async fn show(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = caller.member(&state)?;
-    let id = path_id(&id, "agent")?;
+    let (_, tenant, id) = caller.member_item(&state, &id, "agent")?;
     let a = one(agents(&tenant, &caller.auth.ctx, AgentCmd::Get(id)).await?)?;
     Ok(Json(AgentResponse::of(&state, a)))
 }
@@ -608,8 +605,7 @@ pub async fn update(
     Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateAgentRequest>,
 ) -> Result<Json<AgentResponse>, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "agent")?;
+    let (_, tenant, id) = caller.owner_item(&state, &id, "agent")?;
     live_agent(&tenant, &caller.auth, id).await?;
     if let Some(uris) = &req.redirect_uris {
         no_redirects(uris)?;
@@ -677,8 +673,7 @@ pub async fn rotate_secret(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedAgentResponse>, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "agent")?;
+    let (_, tenant, id) = caller.owner_item(&state, &id, "agent")?;
     live_agent(&tenant, &caller.auth, id).await?;
     caller.auth.require_recent_reauth()?;
     let i = issued(agents(&tenant, &caller.auth.ctx, AgentCmd::RotateSecret(id)).await?)?;
@@ -707,8 +702,7 @@ pub async fn revoke(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<RevokedAgentResponse>, ApiError> {
-    let (m, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "agent")?;
+    let (m, tenant, id) = caller.owner_item(&state, &id, "agent")?;
     let owners = members_of(&state, m.tenant)
         .await?
         .members
@@ -748,8 +742,7 @@ pub async fn activity(
     Path((_, id)): Path<(String, String)>,
     Query(q): Query<ActivityParams>,
 ) -> Result<Json<AgentActivity>, ApiError> {
-    let (m, tenant) = caller.member(&state)?;
-    let id = path_id(&id, "agent")?;
+    let (m, tenant, id) = caller.member_item(&state, &id, "agent")?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
     let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));

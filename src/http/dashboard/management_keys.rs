@@ -4,8 +4,7 @@
 
 use axum::{
     extract::{Path, State},
-    http::StatusCode,
-    response::{IntoResponse, Response},
+    response::Response,
     Json,
 };
 use serde::{Deserialize, Serialize};
@@ -18,12 +17,12 @@ use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, TenantCaller};
+use super::{audit_in, created, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    path_id::path_id,
+    path_id::not_found_as,
 };
 
 /// A management key as listed: never the key itself.
@@ -161,14 +160,14 @@ pub async fn create(
         expires_at: expires_at.flatten(),
         created_by: caller.auth.session.account_id,
     };
-    let created = state
+    let made = state
         .directory
         .request(|reply| DirectoryMsg::CreateManagementKey {
             key: key.clone(),
             reply,
         })
         .await?;
-    let rec = &created.record;
+    let rec = &made.record;
     audit_in(
         &state,
         vec![caller.slug],
@@ -182,11 +181,10 @@ pub async fn create(
         }),
     )
     .await;
-    let body = CreatedManagementKeyResponse {
-        record: created.record.into(),
-        key: created.key,
-    };
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    Ok(created(CreatedManagementKeyResponse {
+        record: made.record.into(),
+        key: made.key,
+    }))
 }
 
 /// Revokes a management key (owner): it stops working at once. Revoking it again answers
@@ -208,17 +206,13 @@ pub async fn revoke(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<ManagementKeyResponse>, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "management key")?;
+    let (_, tenant, id) = caller.owner_item(&state, &id, "management key")?;
     let tenant = tenant.id;
     let (rec, revoked_now) = state
         .directory
         .request(|reply| DirectoryMsg::RevokeManagementKey { tenant, id, reply })
         .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found("management key"),
-            e => e,
-        })?;
+        .map_err(|e| not_found_as("management key", e))?;
     if revoked_now {
         audit_in(
             &state,

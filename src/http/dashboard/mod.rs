@@ -38,6 +38,7 @@ use super::{
     bearer::{bearer_header, BearerHeader},
     error::{len_between, ApiError, FieldErrors},
     extract::audit_context,
+    path_id::path_id,
 };
 use crate::app::AppState;
 
@@ -205,6 +206,30 @@ impl TenantCaller {
     pub fn owner(&self, state: &AppState) -> Result<(MemberOf, TenantHandle), ApiError> {
         self.auth.owner(state, &self.slug)
     }
+
+    /// [`TenantCaller::member`], then the id of the item the route names after the slug
+    /// (`raw`; 404 naming `what` when it is not an id).
+    pub fn member_item(
+        &self,
+        state: &AppState,
+        raw: &str,
+        what: &str,
+    ) -> Result<(MemberOf, TenantHandle, Uuid), ApiError> {
+        let (m, tenant) = self.member(state)?;
+        Ok((m, tenant, path_id(raw, what)?))
+    }
+
+    /// [`TenantCaller::owner`], then the id of the item the route names after the slug, as
+    /// [`TenantCaller::member_item`] reads it.
+    pub fn owner_item(
+        &self,
+        state: &AppState,
+        raw: &str,
+        what: &str,
+    ) -> Result<(MemberOf, TenantHandle, Uuid), ApiError> {
+        let (m, tenant) = self.owner(state)?;
+        Ok((m, tenant, path_id(raw, what)?))
+    }
 }
 
 /// The tenant's members and pending invitations.
@@ -219,6 +244,11 @@ pub async fn members_of(state: &AppState, tenant: TenantId) -> Result<MemberList
 /// 12 characters.
 pub fn hash_prefix(hash: Option<String>) -> Option<String> {
     hash.map(|h| h.chars().take(12).collect())
+}
+
+/// 201 with `body`: the answer of a route that made something.
+pub fn created(body: impl Serialize) -> Response {
+    (StatusCode::CREATED, axum::Json(body)).into_response()
 }
 
 /// 401 `dashboard/reauth_required`.

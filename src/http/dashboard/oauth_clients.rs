@@ -12,7 +12,7 @@
 use axum::{
     extract::{Path, State},
     http::StatusCode,
-    response::{IntoResponse, Response},
+    response::Response,
     Json,
 };
 use serde::{Deserialize, Serialize};
@@ -30,12 +30,13 @@ use tessera_actors::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::TenantCaller;
+use super::{created, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, redirect_uri_ok, scope_ok},
+    path_id::not_found_as,
 };
 
 /// Redirect URIs (and post-logout redirect URIs) a client may list.
@@ -264,10 +265,7 @@ pub(crate) async fn registry(
             reply,
         })
         .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found("OAuth client"),
-            e => e,
-        })
+        .map_err(|e| not_found_as("OAuth client", e))
 }
 
 pub(crate) fn one(answer: OAuthClientAnswer) -> Result<OAuthClientRecord, ApiError> {
@@ -401,9 +399,8 @@ pub async fn create(
         first_party: req.first_party,
         id_token_signed_response_alg: alg,
     };
-    let created = issued(registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Create(new)).await?)?;
-    let body = IssuedOAuthClientResponse::from(created);
-    Ok((StatusCode::CREATED, Json(body)).into_response())
+    let client = issued(registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Create(new)).await?)?;
+    Ok(created(IssuedOAuthClientResponse::from(client)))
 }
 
 /// One client (any member).

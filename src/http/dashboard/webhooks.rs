@@ -32,7 +32,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::TenantCaller;
+use super::{created, TenantCaller};
 use crate::{
     app::AppState,
     http::{
@@ -40,7 +40,7 @@ use crate::{
         extract::ApiJson,
         fields::{check_description, nullable},
         paging::{self, Pagination},
-        path_id::path_id,
+        path_id::{not_found_as, path_id},
     },
     webhooks::{check_url, resolves_only_to_private, UrlRefusal},
 };
@@ -204,10 +204,16 @@ async fn webhooks(
             reply,
         })
         .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found(what),
-            e => e,
-        })
+        .map_err(|e| not_found_as(what, e))
+}
+
+/// [`webhooks`] for a command about one of the tenant's endpoints (or all of them).
+async fn endpoints(
+    tenant: &TenantHandle,
+    ctx: &AuditContext,
+    cmd: WebhookCmd,
+) -> Result<WebhookAnswer, ApiError> {
+    webhooks(tenant, ctx, cmd, "webhook endpoint").await
 }
 
 fn unexpected() -> ApiError {
@@ -293,9 +299,13 @@ fn issued(answer: WebhookAnswer) -> Result<IssuedEndpoint, ApiError> {
     }
 }
 
-fn delivery(answer: WebhookAnswer) -> Result<WebhookDeliveryRecord, ApiError> {
+/// 202 with the delivery a command queued.
+fn queued(answer: WebhookAnswer) -> Result<Response, ApiError> {
     match answer {
-        WebhookAnswer::Delivery(d) => Ok(*d),
+        WebhookAnswer::Delivery(d) => {
+            let body = WebhookDeliveryResponse::of(*d);
+            Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+        }
         _ => Err(unexpected()),
     }
 }
@@ -314,13 +324,8 @@ pub async fn list(
     caller: TenantCaller,
 ) -> Result<Json<WebhookList>, ApiError> {
     let (_, tenant) = caller.member(&state)?;
-    let WebhookAnswer::Endpoints(all) = webhooks(
-        &tenant,
-        &caller.auth.ctx,
-        WebhookCmd::List,
-        "webhook endpoint",
-    )
-    .await?
+    let WebhookAnswer::Endpoints(all) =
+        endpoints(&tenant, &caller.auth.ctx, WebhookCmd::List).await?
     else {
         return Err(unexpected());
     };
@@ -362,20 +367,8 @@ pub async fn create(
         description: req.description,
         event_types,
     };
-    let created = issued(
-        webhooks(
-            &tenant,
-            &caller.auth.ctx,
-            WebhookCmd::Create(new),
-            "webhook endpoint",
-        )
-        .await?,
-    )?;
-    Ok((
-        StatusCode::CREATED,
-        Json(IssuedWebhookResponse::of(created)),
-    )
-        .into_response())
+    let endpoint = issued(endpoints(&tenant, &caller.auth.ctx, WebhookCmd::Create(new)).await?)?;
+    Ok(created(IssuedWebhookResponse::of(endpoint)))
 }
 
 /// One endpoint (any member).
@@ -395,15 +388,8 @@ pub async fn show(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<WebhookEndpoint>, ApiError> {
-    let (_, tenant) = caller.member(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
-    let e = one(webhooks(
-        &tenant,
-        &caller.auth.ctx,
-        WebhookCmd::Get(id),
-        "webhook endpoint",
-    )
-    .await?)?;
+    let (_, tenant, id) = caller.member_item(&state, &id, "webhook endpoint")?;
+    let e = one(endpoints(&tenant, &caller.auth.ctx, WebhookCmd::Get(id)).await?)?;
     Ok(Json(endpoint_of(e)))
 }
 
@@ -430,8 +416,7 @@ pub async fn update(
     Path((_, id)): Path<(String, String)>,
     ApiJson(req): ApiJson<UpdateWebhookRequest>,
 ) -> Result<Json<WebhookEndpoint>, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
+    let (_, tenant, id) = caller.owner_item(&state, &id, "webhook endpoint")?;
     let url = req.url.as_ref().map(|u| u.trim().to_owned());
     let mut e = FieldErrors::new();
     if let Some(u) = &url {
@@ -482,16 +467,8 @@ pub async fn delete(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
-    match webhooks(
-        &tenant,
-        &caller.auth.ctx,
-        WebhookCmd::Delete(id),
-        "webhook endpoint",
-    )
-    .await?
-    {
+    let (_, tenant, id) = caller.owner_item(&state, &id, "webhook endpoint")?;
+    match endpoints(&tenant, &caller.auth.ctx, WebhookCmd::Delete(id)).await? {
         WebhookAnswer::Done => Ok(StatusCode::NO_CONTENT),
         _ => Err(unexpected()),
     }
@@ -517,25 +494,10 @@ pub async fn rotate_secret(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Json<IssuedWebhookResponse>, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
-    one(webhooks(
-        &tenant,
-        &caller.auth.ctx,
-        WebhookCmd::Get(id),
-        "webhook endpoint",
-    )
-    .await?)?;
+    let (_, tenant, id) = caller.owner_item(&state, &id, "webhook endpoint")?;
+    one(endpoints(&tenant, &caller.auth.ctx, WebhookCmd::Get(id)).await?)?;
     caller.auth.require_recent_reauth()?;
-    let i = issued(
-        webhooks(
-            &tenant,
-            &caller.auth.ctx,
-            WebhookCmd::RotateSecret(id),
-            "webhook endpoint",
-        )
-        .await?,
-    )?;
+    let i = issued(endpoints(&tenant, &caller.auth.ctx, WebhookCmd::RotateSecret(id)).await?)?;
     Ok(Json(IssuedWebhookResponse::of(i)))
 }
 
@@ -559,18 +521,8 @@ pub async fn test(
     caller: TenantCaller,
     Path((_, id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (_, tenant) = caller.owner(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
-    let d = delivery(
-        webhooks(
-            &tenant,
-            &caller.auth.ctx,
-            WebhookCmd::Test(id),
-            "webhook endpoint",
-        )
-        .await?,
-    )?;
-    Ok((StatusCode::ACCEPTED, Json(WebhookDeliveryResponse::of(d))).into_response())
+    let (_, tenant, id) = caller.owner_item(&state, &id, "webhook endpoint")?;
+    queued(endpoints(&tenant, &caller.auth.ctx, WebhookCmd::Test(id)).await?)
 }
 
 /// The endpoint's deliveries, newest first (any member): status, the last attempt's HTTP
@@ -594,8 +546,7 @@ pub async fn deliveries(
     Path((_, id)): Path<(String, String)>,
     Query(q): Query<DeliveriesQuery>,
 ) -> Result<Json<WebhookDeliveryList>, ApiError> {
-    let (_, tenant) = caller.member(&state)?;
-    let id = path_id(&id, "webhook endpoint")?;
+    let (_, tenant, id) = caller.member_item(&state, &id, "webhook endpoint")?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 20, 100);
     let before = paging::cursor(&mut e, q.cursor.as_deref(), paging::id_cursor);
@@ -605,8 +556,7 @@ pub async fn deliveries(
         before,
         limit,
     };
-    let WebhookAnswer::Deliveries(page, next) =
-        webhooks(&tenant, &caller.auth.ctx, cmd, "webhook endpoint").await?
+    let WebhookAnswer::Deliveries(page, next) = endpoints(&tenant, &caller.auth.ctx, cmd).await?
     else {
         return Err(unexpected());
     };
@@ -641,16 +591,8 @@ pub async fn redeliver(
     let (_, tenant) = caller.owner(&state)?;
     let endpoint = path_id(&id, "webhook delivery")?;
     let event = path_id(&delivery_id, "webhook delivery")?;
-    let d = delivery(
-        webhooks(
-            &tenant,
-            &caller.auth.ctx,
-            WebhookCmd::Redeliver { endpoint, event },
-            "webhook delivery",
-        )
-        .await?,
-    )?;
-    Ok((StatusCode::ACCEPTED, Json(WebhookDeliveryResponse::of(d))).into_response())
+    let cmd = WebhookCmd::Redeliver { endpoint, event };
+    queued(webhooks(&tenant, &caller.auth.ctx, cmd, "webhook delivery").await?)
 }
 
 /// How webhooks' refusals answer.

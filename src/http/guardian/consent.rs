@@ -17,9 +17,8 @@ use tessera_actors::tenant::{
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, is_form, json_body, json_result, link_get,
-    open_form, posted_tenant, rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH,
-    WALLET_PATH,
+    check_link_fields, guardian, guardian_problem, json_body, link_get, link_post, posted_tenant,
+    rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH, WALLET_PATH,
 };
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
@@ -248,16 +247,13 @@ pub struct GuardianConsentResult {
         (status = 429, description = "`auth/rate_limited`: 120 calls of the guardian routes a minute per address", body = ErrorBody),
     ))]
 pub async fn consent_post(call: LinkCall, RequestCtx(ctx): RequestCtx, body: Bytes) -> Response {
-    if is_form(&call.headers) {
-        return consent_form(&call, ctx, &body).await;
-    }
-    json_result(consent_json(&call, ctx, &body).await)
+    link_post::<Consent, _>(&call, ctx, &body, consent_form, consent_json).await
 }
 
 async fn consent_json(
     call: &LinkCall,
     ctx: AuditContext,
-    body: &Bytes,
+    body: &[u8],
 ) -> Result<(Reader, GuardianConsentResult), ApiError> {
     let req: GuardianConsentConsume = json_body(&call.headers, body)?;
     let mut errors = FieldErrors::new();
@@ -286,17 +282,14 @@ async fn consent_json(
     }
 }
 
-async fn consent_form(call: &LinkCall, ctx: AuditContext, body: &Bytes) -> Response {
+async fn consent_form(call: &LinkCall, ctx: AuditContext, posted: Posted<ConsentView>) -> Response {
     let Posted {
         reader,
         form,
         token,
         tenant,
         view,
-    } = match open_form::<Consent>(call, body).await {
-        Ok(posted) => posted,
-        Err(page) => return page,
-    };
+    } = posted;
     let accept = match field(&form, "action") {
         "accept" => true,
         "decline" => false,

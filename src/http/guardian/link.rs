@@ -192,7 +192,7 @@ pub fn json_answer<T: Serialize>(reader: &Reader, status: StatusCode, body: &T) 
 }
 
 /// A JSON `POST`'s answer: the result with the pages' headers, or the error.
-pub fn json_result<T: Serialize>(result: Result<(Reader, T), ApiError>) -> Response {
+fn json_result<T: Serialize>(result: Result<(Reader, T), ApiError>) -> Response {
     match result {
         Ok((reader, body)) => json_answer(&reader, StatusCode::OK, &body),
         Err(e) => e.into_response(),
@@ -272,10 +272,7 @@ pub struct Posted<V> {
 
 /// A form's `POST` to a link's page: the link live, then the form's CSRF value (refused
 /// before anything is used).
-pub async fn open_form<K: LinkKind>(
-    call: &LinkCall,
-    body: &[u8],
-) -> Result<Posted<K::View>, Response> {
+async fn open_form<K: LinkKind>(call: &LinkCall, body: &[u8]) -> Result<Posted<K::View>, Response> {
     let mut reader = call.reader();
     let form = form_fields(body);
     let token = field(&form, "token").to_owned();
@@ -295,6 +292,25 @@ pub async fn open_form<K: LinkKind>(
         tenant,
         view,
     })
+}
+
+/// A `POST` to a link's route: from the page's form (the link live and the form's CSRF value
+/// checked by `open_form`, then `form`, answered with a page), or as JSON (`json`, its result
+/// answered by `json_result`).
+pub async fn link_post<K: LinkKind, T: Serialize>(
+    call: &LinkCall,
+    ctx: AuditContext,
+    body: &[u8],
+    form: impl AsyncFnOnce(&LinkCall, AuditContext, Posted<K::View>) -> Response,
+    json: impl AsyncFnOnce(&LinkCall, AuditContext, &[u8]) -> Result<(Reader, T), ApiError>,
+) -> Response {
+    if !is_form(&call.headers) {
+        return json_result(json(call, ctx, body).await);
+    }
+    match open_form::<K>(call, body).await {
+        Ok(posted) => form(call, ctx, posted).await,
+        Err(page) => page,
+    }
 }
 
 /// A JSON `POST`'s body: JSON (415 otherwise), parsed.

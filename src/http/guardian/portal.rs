@@ -17,8 +17,8 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, is_form, json_body, json_result, link_get,
-    open_form, posted_tenant, status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
+    check_link_fields, guardian, guardian_problem, json_body, link_get, link_post, posted_tenant,
+    status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
 };
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -251,10 +251,7 @@ pub struct GuardianPortalResult {
         (status = 415, description = "Not JSON (the page's forms post `application/x-www-form-urlencoded` and get a page)", body = ErrorBody),
     ))]
 pub async fn portal_post(call: LinkCall, RequestCtx(ctx): RequestCtx, body: Bytes) -> Response {
-    if is_form(&call.headers) {
-        return portal_form(&call, ctx, &body).await;
-    }
-    json_result(portal_json(&call, ctx, &body).await)
+    link_post::<Portal, _>(&call, ctx, &body, portal_form, portal_json).await
 }
 
 fn action_of(s: &str) -> Option<PortalAction> {
@@ -279,7 +276,7 @@ fn result_of(action: PortalAction, answer: &GuardianAnswer) -> &'static str {
 async fn portal_json(
     call: &LinkCall,
     ctx: AuditContext,
-    body: &Bytes,
+    body: &[u8],
 ) -> Result<(Reader, GuardianPortalResult), ApiError> {
     let req: GuardianManagementMutate = json_body(&call.headers, body)?;
     let mut errors = FieldErrors::new();
@@ -316,17 +313,14 @@ async fn portal_json(
     Ok((reader, GuardianPortalResult { result, portal }))
 }
 
-async fn portal_form(call: &LinkCall, ctx: AuditContext, body: &Bytes) -> Response {
+async fn portal_form(call: &LinkCall, ctx: AuditContext, posted: Posted<PortalView>) -> Response {
     let Posted {
         reader,
         form,
         token,
         tenant,
         view,
-    } = match open_form::<Portal>(call, body).await {
-        Ok(posted) => posted,
-        Err(page) => return page,
-    };
+    } = posted;
     let Some(action) = action_of(field(&form, "action")) else {
         return reader.problem(Problem::Invalid);
     };

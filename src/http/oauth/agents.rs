@@ -33,8 +33,7 @@ use utoipa::ToSchema;
 
 use super::{
     form::{bearer_error, invalid_bearer, no_store, required, FormRequest},
-    is_protocol_scope, split_scopes, still_grantable, tenant_catalog, OAuthError, OAuthErrorBody,
-    Params,
+    split_scopes, still_grantable, tenant_catalog, OAuthError, OAuthErrorBody, Params,
 };
 use crate::{
     app::{App, AppState},
@@ -42,6 +41,7 @@ use crate::{
         bearer::{issuer, verify_any},
         error::{is_email, ApiError},
         extract::RequestCtx,
+        path_id::not_found_as,
     },
 };
 
@@ -187,10 +187,7 @@ pub(crate) async fn call_api(
 ) -> Result<AgentAnswer, ApiError> {
     call(tenant, ctx.clone(), cmd)
         .await
-        .map_err(|e| match ApiError::from(e) {
-            e if e.status == StatusCode::NOT_FOUND => ApiError::not_found(what),
-            e => e,
-        })
+        .map_err(|e| not_found_as(what, e))
 }
 
 /// The RFC 8707 `resource`: one of the tenant's registered resources (else `invalid_target`).
@@ -284,10 +281,10 @@ pub async fn grant(
             // for OAuth clients' tokens).
             // Without a resource, a token's audience is the userinfo endpoint, which no
             // resource server takes for its own: the agent's scopes are kept as registered.
-            if issued.resource.is_some() && issued.scopes.iter().any(|s| !is_protocol_scope(s)) {
-                let catalog = tenant_catalog(state, tenant).await?;
+            if issued.resource.is_some() {
+                let scopes = std::mem::take(&mut issued.scopes);
                 issued.scopes =
-                    still_grantable(&catalog, issued.resource.as_deref(), &issued.scopes);
+                    still_grantable(state, tenant, issued.resource.as_deref(), scopes).await?;
             }
             sign(
                 state,
@@ -339,23 +336,6 @@ fn grant_error(e: CallError<TenantError>) -> OAuthError {
         ),
         other => other.into(),
     }
-}
-
-/// The agent a form request authenticates (for the CIBA and device endpoints).
-async fn agent_of(
-    request: FormRequest,
-) -> Result<(TenantHandle, Params, Arc<AgentRecord>), OAuthError> {
-    let FormRequest {
-        tenant,
-        params,
-        auth,
-    } = request;
-    let agent = tenant
-        .agents()
-        .await?
-        .authenticate(&auth)
-        .map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
-    Ok((tenant, params, agent))
 }
 
 /// Starts a CIBA or device flow (`what`: the endpoint, for an unexpected answer).
@@ -417,7 +397,7 @@ pub async fn backchannel(
     RequestCtx(ctx): RequestCtx,
     request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, agent) = agent_of(request).await?;
+    let (tenant, p, agent) = request.agent().await?;
     let hint = required(&p, "login_hint")?;
     let Some(hint) = tessera_actors::policy::normalize_email(hint).filter(|h| is_email(h)) else {
         return Err(OAuthError::invalid_request(
@@ -496,7 +476,7 @@ pub async fn device_authorization(
     RequestCtx(ctx): RequestCtx,
     request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, agent) = agent_of(request).await?;
+    let (tenant, p, agent) = request.agent().await?;
     let scopes = match p.get("scope") {
         Some(s) => split_scopes(s),
         None => agent.scopes.clone(),

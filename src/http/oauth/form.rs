@@ -2,7 +2,8 @@
 //! introspection, CIBA's `bc-authorize` and the device authorization endpoint), and the
 //! answers of the resources tokens are shown to (userinfo, an agent's refused token): the
 //! form request read ([`FormRequest`]: its tenant, its parameters, the client authentication
-//! it carries), required parameters, `Cache-Control: no-store`, and RFC 6750 errors.
+//! it carries, and the client or agent it authenticates, [`Caller`]), required parameters,
+//! `Cache-Control: no-store`, and RFC 6750 errors.
 //!
 //! Its own file, below the client endpoints (`token.rs`) and the agents' (`agents.rs`), so
 //! the token endpoint calls into the agents' grants one way only.
@@ -14,7 +15,16 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use tessera_actors::{tenant::oauth::ClientAuth, TenantHandle};
+use std::sync::Arc;
+
+use tessera_actors::{
+    tenant::{
+        agents::AgentRecord,
+        oauth::{ClientAuth, OAuthFailure},
+        oauth_clients::OAuthClientRecord,
+    },
+    TenantError, TenantHandle,
+};
 
 use super::{client_auth, OAuthError, Params};
 use crate::{app::AppState, http::extract::tenant_by_slug};
@@ -49,8 +59,9 @@ pub(super) fn required<'a>(p: &'a Params, name: &str) -> Result<&'a str, OAuthEr
 
 /// A form request to one of the tenant's form endpoints: the tenant its `{slug}` names, its
 /// parameters (a form body, each at most once) and the client authentication it carries,
-/// read in that order and not yet checked against the tenant's clients or agents. A body the
-/// server refuses to read is answered as before any handler; the rest speak RFC 6749 5.2.
+/// read in that order and not yet checked against the tenant's clients or agents (the handler
+/// does, with [`FormRequest::caller`] or [`FormRequest::agent`]). A body the server refuses to
+/// read is answered as before any handler; the rest speak RFC 6749 5.2.
 pub struct FormRequest {
     pub tenant: TenantHandle,
     pub params: Params,
@@ -81,6 +92,49 @@ impl FromRequest<AppState> for FormRequest {
         };
         read().map_err(IntoResponse::into_response)
     }
+}
+
+/// Who called a form endpoint: an OAuth client or an agent.
+pub(super) enum Caller {
+    Client(Arc<OAuthClientRecord>),
+    Agent(Arc<AgentRecord>),
+}
+
+impl FormRequest {
+    /// The request's tenant, its parameters, and its caller, authenticated against the
+    /// tenant's published clients, else its agents (`agt_...`).
+    pub(super) async fn caller(self) -> Result<(TenantHandle, Params, Caller), OAuthError> {
+        if self.auth.client_id.starts_with("agt_") {
+            let (tenant, params, agent) = self.agent().await?;
+            return Ok((tenant, params, Caller::Agent(agent)));
+        }
+        let client = self
+            .tenant
+            .oauth_clients()
+            .await?
+            .authenticate(&self.auth)
+            .map_err(refused)?;
+        Ok((self.tenant, self.params, Caller::Client(client)))
+    }
+
+    /// The request's tenant, its parameters, and the agent it authenticates (the CIBA and
+    /// device endpoints take agents only).
+    pub(super) async fn agent(
+        self,
+    ) -> Result<(TenantHandle, Params, Arc<AgentRecord>), OAuthError> {
+        let agent = self
+            .tenant
+            .agents()
+            .await?
+            .authenticate(&self.auth)
+            .map_err(refused)?;
+        Ok((self.tenant, self.params, agent))
+    }
+}
+
+/// A client authentication the tenant refused, in RFC 6749 5.2 words.
+fn refused(f: OAuthFailure) -> OAuthError {
+    OAuthError::from(TenantError::OAuth(f))
 }
 
 pub(super) fn no_store(mut resp: Response) -> Response {

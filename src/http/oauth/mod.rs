@@ -364,18 +364,24 @@ pub fn grantable<'a>(
 }
 
 /// `scopes` without the resource scopes that are no longer approved in the catalog (deleted
-/// since they were granted): what a new access token may carry.
-pub fn still_grantable(
-    catalog: &[TenantResource],
+/// since they were granted): what a new access token may carry, for a client's grant and an
+/// agent's alike. Only resource scopes can have left the catalog: it is read only when there
+/// is one.
+pub async fn still_grantable(
+    state: &AppState,
+    tenant: &TenantHandle,
     resource: Option<&str>,
-    scopes: &[String],
-) -> Vec<String> {
-    let approved = grantable(catalog, resource);
-    scopes
-        .iter()
-        .filter(|s| is_protocol_scope(s) || approved.iter().any(|a| &a.scope_name == *s))
-        .cloned()
-        .collect()
+    scopes: Vec<String>,
+) -> Result<Vec<String>, ApiError> {
+    if scopes.iter().all(|s| is_protocol_scope(s)) {
+        return Ok(scopes);
+    }
+    let catalog = tenant_catalog(state, tenant).await?;
+    let approved = grantable(&catalog, resource);
+    Ok(scopes
+        .into_iter()
+        .filter(|s| is_protocol_scope(s) || approved.iter().any(|a| &a.scope_name == s))
+        .collect())
 }
 
 /// How the OAuth provider's refusals answer (its own endpoints answer RFC 6749's shape

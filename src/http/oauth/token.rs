@@ -1,8 +1,6 @@
 //! The token endpoint (RFC 6749 3.2, OpenID Connect Core 3.1.3), revocation (RFC 7009),
 //! introspection (RFC 7662) and userinfo (OpenID Connect Core 5.3).
 
-use std::sync::Arc;
-
 use axum::{
     extract::{Path, State},
     http::{HeaderMap, StatusCode},
@@ -13,10 +11,10 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use tessera_actors::{
     tenant::{
-        agents::{AgentGrant, AgentRecord},
+        agents::AgentGrant,
         keys::{AccessClaims, AgentClaims, KeyAlg},
         oauth::{OAuthAnswer, OAuthCmd, OAuthFailure, OAuthIssued, PresentedToken, TokenGrant},
-        oauth_clients::{ClientType, OAuthClientRecord},
+        oauth_clients::ClientType,
     },
     CallError, TenantError, TenantHandle,
 };
@@ -26,9 +24,8 @@ use utoipa::ToSchema;
 
 use super::{
     agents::{self, AgentToken},
-    form::{bearer_error, invalid_bearer, no_store, required, FormRequest},
-    is_protocol_scope, oauth, split_scopes, still_grantable, tenant_catalog,
-    BearerUnauthorizedBody, OAuthError, OAuthErrorBody, Params,
+    form::{bearer_error, invalid_bearer, no_store, required, Caller, FormRequest},
+    oauth, split_scopes, still_grantable, BearerUnauthorizedBody, OAuthError, OAuthErrorBody,
 };
 use crate::{
     app::AppState,
@@ -39,37 +36,6 @@ use crate::{
         responses::access_claims,
     },
 };
-
-/// Who called a form endpoint: an OAuth client or an agent.
-enum Caller {
-    Client(Arc<OAuthClientRecord>),
-    Agent(Arc<AgentRecord>),
-}
-
-/// A form request's tenant, its parameters, and its caller, authenticated against the
-/// tenant's published clients, else its agents (`agt_...`).
-async fn authenticated(request: FormRequest) -> Result<(TenantHandle, Params, Caller), OAuthError> {
-    let FormRequest {
-        tenant,
-        params,
-        auth,
-    } = request;
-    let caller = if auth.client_id.starts_with("agt_") {
-        tenant
-            .agents()
-            .await?
-            .authenticate(&auth)
-            .map(Caller::Agent)
-    } else {
-        tenant
-            .oauth_clients()
-            .await?
-            .authenticate(&auth)
-            .map(Caller::Client)
-    };
-    let caller = caller.map_err(|f| OAuthError::from(TenantError::OAuth(f)))?;
-    Ok((tenant, params, caller))
-}
 
 fn unsupported_grant() -> OAuthError {
     OAuthError::new(
@@ -210,13 +176,8 @@ async fn sign(
     issued: OAuthIssued,
 ) -> Result<OAuthTokenResponse, OAuthError> {
     let oauth_grant = &issued.oauth;
-    // Only resource scopes can have left the catalog.
-    let scopes = if issued.scopes.iter().all(|s| is_protocol_scope(s)) {
-        issued.scopes.clone()
-    } else {
-        let catalog = tenant_catalog(state, tenant).await?;
-        still_grantable(&catalog, oauth_grant.resource.as_deref(), &issued.scopes)
-    };
+    let resource = oauth_grant.resource.as_deref();
+    let scopes = still_grantable(state, tenant, resource, issued.scopes.clone()).await?;
     let keys = tenant.keys().await.map_err(OAuthError::from)?;
     let now = OffsetDateTime::now_utc().unix_timestamp();
     let mut claims: AccessClaims = access_claims(state, tenant, &issued.grant, now);
@@ -294,7 +255,7 @@ pub async fn token(
     RequestCtx(ctx): RequestCtx,
     request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = authenticated(request).await?;
+    let (tenant, p, caller) = request.caller().await?;
     let grant_type = required(&p, "grant_type")?;
     let client = match caller {
         Caller::Agent(agent) => {
@@ -372,7 +333,7 @@ pub async fn revoke(
     RequestCtx(ctx): RequestCtx,
     request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = authenticated(request).await?;
+    let (tenant, p, caller) = request.caller().await?;
     let raw = required(&p, "token")?;
     match caller {
         Caller::Client(client) => {
@@ -487,7 +448,7 @@ pub async fn introspect(
     RequestCtx(actx): RequestCtx,
     request: FormRequest,
 ) -> Result<Response, OAuthError> {
-    let (tenant, p, caller) = authenticated(request).await?;
+    let (tenant, p, caller) = request.caller().await?;
     let raw = required(&p, "token")?;
     // Resource servers introspect: confidential clients (and agents, their own tokens only).
     if let Caller::Client(c) = &caller {

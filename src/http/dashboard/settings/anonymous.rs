@@ -14,7 +14,7 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, confirmed, not_null, Caller};
+use super::{confirmed, not_null, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -98,6 +98,5 @@ pub async fn patch_anonymous(
         ttl_days,
         confirmed_privileged,
     };
-    check(f, &change)?;
-    Ok(Json(anonymous_response(caller.update(change).await?)))
+    Ok(Json(anonymous_response(caller.apply(f, change).await?)))
 }

@@ -14,7 +14,7 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, normalize_entries, Caller};
+use super::{normalize_entries, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -95,6 +95,5 @@ pub async fn put_email_domains(
         allowlist,
         blocklist,
     });
-    check(f, &change)?;
-    Ok(Json(domains_response(caller.update(change).await?)))
+    Ok(Json(domains_response(caller.apply(f, change).await?)))
 }

@@ -15,7 +15,7 @@ use tessera_actors::tenant::{
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{check, Caller};
+use super::Caller;
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -158,6 +158,5 @@ pub async fn put_minors(
         dpia,
     };
     let change = SettingsChange::Minors(Box::new(minors));
-    check(f, &change)?;
-    Ok(Json(minors_response(caller.update(change).await?)))
+    Ok(Json(minors_response(caller.apply(f, change).await?)))
 }

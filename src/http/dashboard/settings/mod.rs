@@ -144,6 +144,17 @@ impl Caller {
             .await?)
     }
 
+    /// Writes one change read from a request: `faults` and the change's own rules checked
+    /// first ([`check`], every bad field at once), then [`Caller::update`].
+    pub(super) async fn apply(
+        &self,
+        faults: SettingsFaults,
+        change: SettingsChange,
+    ) -> Result<SettingsView, ApiError> {
+        check(faults, &change)?;
+        self.update(change).await
+    }
+
     /// Writes one change, checked, as the tenant's owner.
     pub(super) async fn update(&self, change: SettingsChange) -> Result<SettingsView, ApiError> {
         self.owner()?

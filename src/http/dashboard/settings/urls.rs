@@ -16,7 +16,7 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, normalize_entries, Caller};
+use super::{normalize_entries, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -86,8 +86,7 @@ pub async fn put_cors(
         |shown| format!("{shown:?} is not an origin (scheme://host[:port], no path)"),
     );
     let change = SettingsChange::AllowedOrigins(origins);
-    check(f, &change)?;
-    Ok(Json(cors_response(caller.update(change).await?)))
+    Ok(Json(cors_response(caller.apply(f, change).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -165,6 +164,5 @@ pub async fn put_urls(
         site_url: req.site_url,
         redirect_urls,
     });
-    check(f, &change)?;
-    Ok(Json(urls_response(caller.update(change).await?)))
+    Ok(Json(urls_response(caller.apply(f, change).await?)))
 }

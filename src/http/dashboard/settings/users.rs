@@ -11,7 +11,7 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{check, Caller};
+use super::Caller;
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -78,6 +78,5 @@ pub async fn patch_users(
         self_service_deletion_enabled: req.self_service_deletion_enabled,
         default_locale: req.default_locale,
     };
-    check(f, &change)?;
-    Ok(Json(user_settings_response(caller.update(change).await?)))
+    Ok(Json(user_settings_response(caller.apply(f, change).await?)))
 }

@@ -15,7 +15,7 @@ use tessera_actors::tenant::{
 use time::OffsetDateTime;
 use utoipa::{openapi::Array, ToSchema};
 
-use super::{check, enum_list_schema, Caller};
+use super::{enum_list_schema, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -96,6 +96,5 @@ pub async fn put_eudi_age(
         supported_member_states: req.supported_member_states,
         updated_at: OffsetDateTime::now_utc(),
     });
-    check(f, &change)?;
-    Ok(Json(eudi_age_response(caller.update(change).await?)))
+    Ok(Json(eudi_age_response(caller.apply(f, change).await?)))
 }

@@ -22,6 +22,7 @@ use super::{
 use crate::http::{
     extract::{ClientIp, RequestCtx},
     pages::{field, protect, Reader},
+    reauth::passkey_login,
 };
 
 /// A JSON answer of the passkey script's calls, with the pages' headers.
@@ -101,28 +102,7 @@ pub async fn passkey_finish(
             return Err(script_error(&reader, StatusCode::BAD_REQUEST, failed));
         }
     };
-    let check = flow
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertTake {
-            response: response.clone(),
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-        .map_err(refused)?;
-    // The P-256 verification runs here, off the tenant's actor.
-    let verdict = check.verify();
-    let passkey = check.passkey;
-    let outcome = flow
-        .tenant
-        .call(|reply| PasskeysMsg::PasskeyAssertFinish {
-            passkey: passkey.clone(),
-            verdict,
-            ip,
-            ctx: ctx.clone(),
-            reply,
-        })
+    let outcome = passkey_login(&flow.tenant, response, ip, &ctx)
         .await
         .map_err(refused)?;
     let grant = match outcome {
