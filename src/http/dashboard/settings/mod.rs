@@ -39,7 +39,7 @@ use tessera_actors::{
         settings::{rules::SettingsFaults, SettingsChange},
         SettingsView,
     },
-    CallError, TenantError, TenantHandle,
+    TenantHandle,
 };
 use utoipa::openapi::{
     schema::{ArrayBuilder, SchemaType},
@@ -81,17 +81,6 @@ pub(super) fn invalid(faults: SettingsFaults) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::invalid_fields(faults.into_fields()))
-    }
-}
-
-/// A refusal of the tenant's actor as these routes answer it: a change that breaks a rule of
-/// the settings is the same 400 as the routes' own check gives.
-pub(super) fn refused(e: CallError<TenantError>) -> ApiError {
-    match e {
-        CallError::Failed(TenantError::Settings(SettingsError::Invalid { fields })) => {
-            ApiError::invalid_fields(fields)
-        }
-        e => e.into(),
     }
 }
 
@@ -164,7 +153,7 @@ impl Caller {
                 reply,
             })
             .await
-            .map_err(refused)
+            .map_err(ApiError::from)
     }
 }
 
@@ -226,7 +215,8 @@ pub(super) fn normalize_entries(
     out
 }
 
-/// How a settings change's refusals answer.
+/// How a settings change's refusals answer: a change that breaks a rule of the settings is the
+/// same 400 as the routes' own check gives.
 impl From<SettingsError> for ApiError {
     fn from(e: SettingsError) -> Self {
         match e {

@@ -15,7 +15,7 @@ use tessera_actors::tenant::{
 };
 use utoipa::ToSchema;
 
-use super::{confirmed, invalid, refused, Caller};
+use super::{confirmed, invalid, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -115,6 +115,6 @@ pub async fn put_passkey_domain(
             reply,
         })
         .await
-        .map_err(refused)?;
+        .map_err(ApiError::from)?;
     Ok(Json(passkey_domain_response(v)))
 }
