@@ -1,13 +1,10 @@
 //! TOTP and recovery codes: setup, challenges, disabling and new codes: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::mfa::Mfa;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
@@ -18,14 +15,14 @@ pub enum MfaMsg {
     /// Starts TOTP setup: a new pending seed.
     MfaSetup {
         who: MfaWho,
-        reply: RpcReplyPort<Result<MfaSecret, TenantError>>,
+        reply: TenantReply<MfaSecret>,
     },
     /// Confirms the pending seed; answers the recovery codes.
     MfaVerifySetup {
         who: MfaWho,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+        reply: TenantReply<Vec<String>>,
     },
     /// Answers an MFA login challenge or the gate's TOTP step-up challenge.
     MfaVerify {
@@ -33,7 +30,7 @@ pub enum MfaMsg {
         code: String,
         bearer: Option<Bearer>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<MfaVerified, TenantError>>,
+        reply: TenantReply<MfaVerified>,
     },
     MfaDisable {
         bearer: Bearer,
@@ -41,7 +38,7 @@ pub enum MfaMsg {
         password_ok: bool,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     MfaRegenerateCodes {
         bearer: Bearer,
@@ -49,7 +46,7 @@ pub enum MfaMsg {
         password_ok: bool,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+        reply: TenantReply<Vec<String>>,
     },
 }
 
