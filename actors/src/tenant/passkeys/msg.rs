@@ -148,7 +148,7 @@ impl Passkeys {
                 ctx,
                 reply,
             } => {
-                let out = self.passkey_assert_finish(cx, passkey, verdict, ip, &ctx);
+                let out = self.passkey_assert_finish(cx, (passkey, verdict), ip, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
             PasskeysMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
@@ -172,7 +172,7 @@ impl Passkeys {
                 ctx,
                 reply,
             } => {
-                let out = self.passkey_step_up_finish(cx, bearer, passkey, verdict, &ctx);
+                let out = self.passkey_step_up_finish(cx, bearer, (passkey, verdict), &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
             PasskeysMsg::PasskeyList { bearer, reply } => {
