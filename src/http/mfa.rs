@@ -19,7 +19,7 @@ use tessera_actors::tenant::MfaMsg;
 use tessera_actors::{
     tenant::{
         credentials::Credential,
-        messages::{Bearer, MfaVerified, MfaWho},
+        messages::{Bearer, MfaManage, MfaVerified, MfaWho},
     },
     TenantHandle,
 };
@@ -335,13 +335,15 @@ pub async fn disable(
     ApiJson(req): ApiJson<MfaManageRequest>,
 ) -> Result<Json<MfaDisabledResponse>, ApiError> {
     let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
-    let bearer = user.bearer;
+    let manage = MfaManage {
+        bearer: user.bearer,
+        credential,
+        password_ok,
+        code: req.code,
+    };
     user.tenant
         .call(|reply| MfaMsg::MfaDisable {
-            bearer,
-            credential: credential.clone(),
-            password_ok,
-            code: req.code.clone(),
+            manage: manage.clone(),
             ctx: ctx.clone(),
             reply,
         })
@@ -372,14 +374,16 @@ pub async fn recovery_codes(
         password: req.password,
     };
     let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
-    let bearer = user.bearer;
+    let manage = MfaManage {
+        bearer: user.bearer,
+        credential,
+        password_ok,
+        code: req.code,
+    };
     let codes = user
         .tenant
         .call(|reply| MfaMsg::MfaRegenerateCodes {
-            bearer,
-            credential: credential.clone(),
-            password_ok,
-            code: req.code.clone(),
+            manage: manage.clone(),
             ctx: ctx.clone(),
             reply,
         })

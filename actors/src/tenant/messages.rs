@@ -428,6 +428,16 @@ pub enum LoginOutcome {
     },
 }
 
+/// What turning MFA off or replacing the recovery codes takes: the caller, their password
+/// (checked off the actor, with what must still hold) and a TOTP or recovery code.
+#[derive(Clone)]
+pub struct MfaManage {
+    pub bearer: Bearer,
+    pub credential: Credential,
+    pub password_ok: bool,
+    pub code: String,
+}
+
 /// Who an MFA setup call acts for.
 #[derive(Clone)]
 pub enum MfaWho {

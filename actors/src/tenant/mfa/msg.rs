@@ -7,7 +7,7 @@ use crate::{
     reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
+        messages::{Bearer, MfaManage, MfaSecret, MfaVerified, MfaWho},
     },
 };
 
@@ -32,19 +32,15 @@ pub enum MfaMsg {
         ctx: AuditContext,
         reply: TenantReply<MfaVerified>,
     },
+    /// Turns MFA off.
     MfaDisable {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
+        manage: MfaManage,
         ctx: AuditContext,
         reply: TenantReply<()>,
     },
+    /// Replaces the recovery codes; answers the new ones.
     MfaRegenerateCodes {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
+        manage: MfaManage,
         ctx: AuditContext,
         reply: TenantReply<Vec<String>>,
     },
@@ -77,26 +73,12 @@ impl Mfa {
                 let out = self.mfa_verify(cx, &challenge, &code, bearer, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
-            MfaMsg::MfaDisable {
-                bearer,
-                credential,
-                password_ok,
-                code,
-                ctx,
-                reply,
-            } => {
-                let out = self.mfa_disable(cx, bearer, &credential, password_ok, &code, &ctx);
+            MfaMsg::MfaDisable { manage, ctx, reply } => {
+                let out = self.mfa_disable(cx, &manage, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
-            MfaMsg::MfaRegenerateCodes {
-                bearer,
-                credential,
-                password_ok,
-                code,
-                ctx,
-                reply,
-            } => {
-                let out = self.mfa_regenerate(cx, bearer, &credential, password_ok, &code, &ctx);
+            MfaMsg::MfaRegenerateCodes { manage, ctx, reply } => {
+                let out = self.mfa_regenerate(cx, &manage, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
         }
