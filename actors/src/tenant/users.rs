@@ -27,8 +27,9 @@ use super::{
     credentials::{Credential, Ending},
     effects::{subject_of, user_audit_key, Effects},
     messages::{
-        AdminSessionView, Bearer, HeldCredential, ManagedUser, NewUser, Trace, UserAction,
-        UserActivity, UserDetail, UserFactors, UserPage, UserPatch, UserQuery, UserStatus,
+        AdminSessionView, Bearer, HeldCredential, ManagedUser, NewUser, SessionFacts, Trace,
+        UserAction, UserActivity, UserDetail, UserFactors, UserPage, UserPatch, UserQuery,
+        UserStatus,
     },
     records::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
@@ -703,12 +704,7 @@ impl TenantCtx {
             .sessions_of(user.id, now)?
             .into_iter()
             .map(|s| AdminSessionView {
-                id: s.id,
-                created_at: s.created_at,
-                last_active_at: s.last_active_at,
-                expires_at: s.expires_at,
-                aal: s.aal,
-                amr: s.amr,
+                session: SessionFacts::of(&s),
                 device: s.ua_family,
                 ip_hash_prefix: s.ip_hash.map(|h| h.chars().take(12).collect()),
             })
