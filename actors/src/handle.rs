@@ -14,6 +14,7 @@ pub use crate::published::{Index, ManagementKeyRef, Published, Running, RunningT
 use crate::{
     directory::messages::DirectoryMsg,
     error::{CallError, DirectoryError, TenantError},
+    reply::{DirectoryReply, TenantReply},
     tenant::{keys::TokenKeys, settings::EdgePolicy, TenantMsg},
 };
 
@@ -79,7 +80,7 @@ impl DirectoryHandle {
     /// Calls the directory for a fallible command and flattens the two error layers.
     pub async fn request<T: Send + 'static>(
         &self,
-        build: impl FnOnce(RpcReplyPort<Result<T, DirectoryError>>) -> DirectoryMsg,
+        build: impl FnOnce(DirectoryReply<T>) -> DirectoryMsg,
     ) -> Result<T, CallError<DirectoryError>> {
         match self.call(build).await? {
             Ok(v) => Ok(v),
@@ -176,7 +177,7 @@ impl TenantHandle {
     /// more to its successor; a timeout or a crash during the call is `Unavailable`.
     pub async fn call<T: Send + 'static, M: Into<TenantMsg>>(
         &self,
-        build: impl Fn(RpcReplyPort<Result<T, TenantError>>) -> M,
+        build: impl Fn(TenantReply<T>) -> M,
     ) -> Result<T, CallError<TenantError>> {
         for _attempt in 0..2 {
             let actor = self.running().await?.actor;

@@ -284,17 +284,26 @@ impl Record for MembershipRecord {
 }
 impl PlatformRecord for MembershipRecord {}
 
-/// An invitation to join a tenant, keyed by the SHA-256 of its single-use token.
+/// What an invitation offers and for how long: the role, who invited, when, and until when.
+/// The invitation and its pending entry carry it flattened: its fields stand beside theirs,
+/// as they always have.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct InviteRecord {
-    pub tenant: TenantId,
-    pub email: String,
+pub struct InviteTerms {
     pub role: Role,
     pub invited_by: Uuid,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
+}
+
+/// An invitation to join a tenant, keyed by the SHA-256 of its single-use token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InviteRecord {
+    pub tenant: TenantId,
+    pub email: String,
+    #[serde(flatten)]
+    pub terms: InviteTerms,
 }
 impl Record for InviteRecord {
     const KIND: Kind = Kind::Invite;
@@ -309,12 +318,8 @@ impl PlatformRecord for InviteRecord {}
 pub struct PendingInvite {
     /// SHA-256 of the invitation's token (the `InviteRecord` key).
     pub token_hash: [u8; 32],
-    pub role: Role,
-    pub invited_by: Uuid,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
+    #[serde(flatten)]
+    pub terms: InviteTerms,
 }
 impl Record for PendingInvite {
     const KIND: Kind = Kind::PendingInvite;

@@ -38,6 +38,15 @@ pub enum Timing {
     Alike,
 }
 
+/// Where a command's result goes: the caller's port, which [`finish`] answers.
+pub type Reply<T, E> = RpcReplyPort<Result<T, E>>;
+
+/// A tenant command's reply port (the last field of every tenant command).
+pub type TenantReply<T> = Reply<T, TenantError>;
+
+/// A directory command's reply port, for the commands that can be refused.
+pub type DirectoryReply<T> = Reply<T, DirectoryError>;
+
 /// Work to do once the writes are durable, before the answer leaves (publishing new signing
 /// keys to the request handlers, so no token is signed with a key a crash could lose).
 type Publish = Box<dyn FnOnce() + Send>;
@@ -186,11 +195,8 @@ pub trait Durability {
 
 /// Answers `outcome` on `reply` as its timing says, and hands what it sends to delivery once
 /// its writes are durable.
-pub fn finish<T, E>(
-    actor: &impl Durability,
-    reply: RpcReplyPort<Result<T, E>>,
-    outcome: Outcome<T, E>,
-) where
+pub fn finish<T, E>(actor: &impl Durability, reply: Reply<T, E>, outcome: Outcome<T, E>)
+where
     T: Send + 'static,
     E: FlushFailure + Send + 'static,
 {

@@ -514,12 +514,12 @@ pub struct SessionResponse {
 impl From<SessionView> for SessionResponse {
     fn from(s: SessionView) -> Self {
         SessionResponse {
-            id: s.id,
-            created_at: s.created_at,
-            last_active_at: s.last_active_at,
-            expires_at: s.expires_at,
-            aal: format!("AAL{}", s.aal),
-            amr: s.amr,
+            id: s.session.id,
+            created_at: s.session.created_at,
+            last_active_at: s.session.last_active_at,
+            expires_at: s.session.expires_at,
+            aal: format!("AAL{}", s.session.aal),
+            amr: s.session.amr,
             current: s.current,
         }
     }

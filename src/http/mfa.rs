@@ -19,7 +19,7 @@ use tessera_actors::tenant::MfaMsg;
 use tessera_actors::{
     tenant::{
         credentials::Credential,
-        messages::{Bearer, MfaVerified, MfaWho},
+        messages::{Bearer, MfaManage, MfaVerified, MfaWho},
     },
     TenantHandle,
 };
@@ -336,10 +336,12 @@ pub async fn disable(
 ) -> Result<Json<MfaDisabledResponse>, ApiError> {
     let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
     user.call(|bearer, reply| MfaMsg::MfaDisable {
-        bearer,
-        credential: credential.clone(),
-        password_ok,
-        code: req.code.clone(),
+        manage: MfaManage {
+            bearer,
+            credential: credential.clone(),
+            password_ok,
+            code: req.code.clone(),
+        },
         ctx: ctx.clone(),
         reply,
     })
@@ -372,10 +374,12 @@ pub async fn recovery_codes(
     let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
     let codes = user
         .call(|bearer, reply| MfaMsg::MfaRegenerateCodes {
-            bearer,
-            credential: credential.clone(),
-            password_ok,
-            code: req.code.clone(),
+            manage: MfaManage {
+                bearer,
+                credential: credential.clone(),
+                password_ok,
+                code: req.code.clone(),
+            },
             ctx: ctx.clone(),
             reply,
         })

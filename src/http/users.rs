@@ -162,12 +162,12 @@ impl From<UserDetail> for ManagedUserDetail {
                 .sessions
                 .into_iter()
                 .map(|s| ManagedSession {
-                    id: s.id,
-                    created_at: s.created_at,
-                    last_used_at: s.last_active_at,
-                    expires_at: s.expires_at,
-                    aal: s.aal,
-                    amr: s.amr,
+                    id: s.session.id,
+                    created_at: s.session.created_at,
+                    last_used_at: s.session.last_active_at,
+                    expires_at: s.session.expires_at,
+                    aal: s.session.aal,
+                    amr: s.session.amr,
                     device: s.device,
                     ip_hash_prefix: s.ip_hash_prefix,
                 })

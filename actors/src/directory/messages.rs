@@ -9,10 +9,11 @@ use tessera_storage::{ct_eq, sha256, TenantId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::catalog::{CatalogScopeRecord, NewCatalogScope, ResourceRecord, TenantResource};
 use crate::{
-    error::DirectoryError,
     published::RunningTenant,
     records::{AccountTokenPurpose, ManagementKeyRecord, Role, Tier},
+    reply::DirectoryReply,
     tenant::TenantInfo,
 };
 
@@ -40,65 +41,65 @@ pub enum DirectoryMsg {
         tenant: TenantId,
         name: String,
         uri: String,
-        reply: RpcReplyPort<Result<super::catalog::ResourceRecord, DirectoryError>>,
+        reply: DirectoryReply<ResourceRecord>,
     },
     /// A resource, whoever owns it.
     GetResource {
         id: Uuid,
-        reply: RpcReplyPort<Result<Option<super::catalog::ResourceRecord>, DirectoryError>>,
+        reply: DirectoryReply<Option<ResourceRecord>>,
     },
     /// The entries of a resource `tenant` owns; none for any other resource.
     ListCatalogScopes {
         tenant: TenantId,
         resource: Uuid,
-        reply: RpcReplyPort<Result<Vec<super::catalog::CatalogScopeRecord>, DirectoryError>>,
+        reply: DirectoryReply<Vec<CatalogScopeRecord>>,
     },
     /// Every resource `tenant` owns, with its catalog entries (for the authorization server).
     TenantCatalog {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<Vec<super::catalog::TenantResource>, DirectoryError>>,
+        reply: DirectoryReply<Vec<TenantResource>>,
     },
     RegisterCatalogScope {
         tenant: TenantId,
-        scope: super::catalog::NewCatalogScope,
-        reply: RpcReplyPort<Result<super::catalog::CatalogScopeRecord, DirectoryError>>,
+        scope: NewCatalogScope,
+        reply: DirectoryReply<CatalogScopeRecord>,
     },
     DeleteCatalogScope {
         tenant: TenantId,
         resource: Uuid,
         scope: Uuid,
-        reply: RpcReplyPort<Result<super::catalog::CatalogScopeRecord, DirectoryError>>,
+        reply: DirectoryReply<CatalogScopeRecord>,
     },
     /// Every entry, or every one awaiting the operator's review.
     CatalogScopes {
         pending_only: bool,
-        reply: RpcReplyPort<Result<Vec<super::catalog::CatalogScopeRecord>, DirectoryError>>,
+        reply: DirectoryReply<Vec<CatalogScopeRecord>>,
     },
     /// The operator approves an entry; answers it and whether this call approved it.
     ApproveCatalogScope {
         resource: Uuid,
         scope: Uuid,
-        reply: RpcReplyPort<Result<(super::catalog::CatalogScopeRecord, bool), DirectoryError>>,
+        reply: DirectoryReply<(CatalogScopeRecord, bool)>,
     },
     CreateManagementKey {
         key: NewManagementKey,
-        reply: RpcReplyPort<Result<CreatedManagementKey, DirectoryError>>,
+        reply: DirectoryReply<CreatedManagementKey>,
     },
     /// A tenant's management keys, newest first, revoked ones included.
     ListManagementKeys {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<Vec<ManagementKeyRecord>, DirectoryError>>,
+        reply: DirectoryReply<Vec<ManagementKeyRecord>>,
     },
     /// Revokes a key; answers it and whether this call revoked it (again: the record as it
     /// is, and false).
     RevokeManagementKey {
         tenant: TenantId,
         id: Uuid,
-        reply: RpcReplyPort<Result<(ManagementKeyRecord, bool), DirectoryError>>,
+        reply: DirectoryReply<(ManagementKeyRecord, bool)>,
     },
     CreateTenant {
         req: NewTenant,
-        reply: RpcReplyPort<Result<CreateOutcome, DirectoryError>>,
+        reply: DirectoryReply<CreateOutcome>,
     },
     FindAccount {
         email: String,
@@ -110,26 +111,26 @@ pub enum DirectoryMsg {
     /// The stored answer for an idempotency key and request (answered once durable).
     ReplayIdempotent {
         key: IdempotencyKey,
-        reply: RpcReplyPort<Result<Option<Created>, DirectoryError>>,
+        reply: DirectoryReply<Option<Created>>,
     },
     ShowTenant {
         slug: String,
-        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+        reply: DirectoryReply<TenantDetails>,
     },
     SetTier {
         slug: String,
         tier: Tier,
-        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+        reply: DirectoryReply<TenantDetails>,
     },
     /// Overrides the tenant's monthly-active-user cap.
     SetLimits {
         slug: String,
         mau_cap: u64,
-        reply: RpcReplyPort<Result<TenantDetails, DirectoryError>>,
+        reply: DirectoryReply<TenantDetails>,
     },
     RotateApiKey {
         slug: String,
-        reply: RpcReplyPort<Result<RotatedKey, DirectoryError>>,
+        reply: DirectoryReply<RotatedKey>,
     },
     /// Re-seals every sealed value under `new` and makes it the master key (written to
     /// `key_path`). Tenant actors are stopped first (their memory holds sealed values) and
@@ -137,14 +138,14 @@ pub enum DirectoryMsg {
     RotateMasterKey {
         new: tessera_storage::MasterKey,
         key_path: std::path::PathBuf,
-        reply: RpcReplyPort<Result<tessera_storage::RotationReport, DirectoryError>>,
+        reply: DirectoryReply<tessera_storage::RotationReport>,
     },
     /// Stops the tenant actors idle for longer than `tenant_idle` (sent by a timer).
     RetireIdle,
     /// Starts the tenant's actor unless it runs; answers it.
     EnsureRunning {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<RunningTenant, DirectoryError>>,
+        reply: DirectoryReply<RunningTenant>,
     },
     Ping {
         reply: RpcReplyPort<()>,
@@ -179,26 +180,26 @@ pub enum DirectoryMsg {
         ip: IpAddr,
         /// The known device it came from; `None`: a new device token is answered.
         device: Option<Uuid>,
-        reply: RpcReplyPort<Result<NewSession, DirectoryError>>,
+        reply: DirectoryReply<NewSession>,
     },
     /// The live session for a token.
     Authenticate {
         token: String,
-        reply: RpcReplyPort<Result<SessionInfo, DirectoryError>>,
+        reply: DirectoryReply<SessionInfo>,
     },
     Logout {
         token: String,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
+        reply: DirectoryReply<()>,
     },
     /// Records a successful re-authentication on the session.
     MarkReauth {
         token: String,
-        reply: RpcReplyPort<Result<OffsetDateTime, DirectoryError>>,
+        reply: DirectoryReply<OffsetDateTime>,
     },
     /// The tenant's members and pending invitations.
     ListMembers {
         tenant: TenantId,
-        reply: RpcReplyPort<Result<MemberList, DirectoryError>>,
+        reply: DirectoryReply<MemberList>,
     },
     /// Records an invitation (a token to mail); nobody is added before accepting.
     InviteMember {
@@ -206,55 +207,55 @@ pub enum DirectoryMsg {
         email: String,
         role: Role,
         invited_by: Uuid,
-        reply: RpcReplyPort<Result<Invitation, DirectoryError>>,
+        reply: DirectoryReply<Invitation>,
     },
     /// Withdraws a pending invitation.
     RevokeInvite {
         tenant: TenantId,
         email: String,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
+        reply: DirectoryReply<()>,
     },
     /// What accepting the invitation behind a token needs.
     InviteTarget {
         token: String,
-        reply: RpcReplyPort<Result<InviteTarget, DirectoryError>>,
+        reply: DirectoryReply<InviteTarget>,
     },
     /// Consumes an invitation with the invitee's proof.
     AcceptInvite {
         token: String,
         proof: InviteProof,
-        reply: RpcReplyPort<Result<AcceptedInvite, DirectoryError>>,
+        reply: DirectoryReply<AcceptedInvite>,
     },
     /// Changes a member's role (`Some`) or removes the member (`None`).
     ChangeMember {
         tenant: TenantId,
         account_id: Uuid,
         role: Option<Role>,
-        reply: RpcReplyPort<Result<MemberChange, DirectoryError>>,
+        reply: DirectoryReply<MemberChange>,
     },
     /// A verification or reset token to mail to an account, if any.
     IssueAccountToken {
         target: AccountTarget,
         purpose: AccountTokenPurpose,
-        reply: RpcReplyPort<Result<Option<MailedToken>, DirectoryError>>,
+        reply: DirectoryReply<Option<MailedToken>>,
     },
     /// Marks the session's account verified with a mailed token.
     VerifyAccount {
         token: String,
         account_id: Uuid,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
+        reply: DirectoryReply<()>,
     },
     /// Whether a mailed token of `purpose` is live (checked again when it is used).
     CheckAccountToken {
         token: String,
         purpose: AccountTokenPurpose,
-        reply: RpcReplyPort<Result<(), DirectoryError>>,
+        reply: DirectoryReply<()>,
     },
     /// Replaces the password through a mailed reset token.
     ResetPassword {
         token: String,
         password_hash: String,
-        reply: RpcReplyPort<Result<AccountReset, DirectoryError>>,
+        reply: DirectoryReply<AccountReset>,
     },
 }
 

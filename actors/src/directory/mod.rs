@@ -21,7 +21,7 @@ mod tenants;
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tessera_storage::{MasterKey, Store};
 
 use self::dashboard::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
@@ -40,7 +40,7 @@ use crate::{
     login_guard::LoginThrottles,
     published::Published,
     records::TenantRecord,
-    reply::{after_flush, finish, Durability, Outcome},
+    reply::{after_flush, finish, DirectoryReply, Durability, Outcome},
     tenant::TenantRuntime,
     throttle::RateWindow,
 };
@@ -355,7 +355,7 @@ impl DirectoryState {
     /// Applies a write and answers it once it is durable if it went through, at once if not.
     fn answer_durable<T: Send + 'static>(
         &mut self,
-        reply: RpcReplyPort<Result<T, DirectoryError>>,
+        reply: DirectoryReply<T>,
         write: impl FnOnce(&mut Self) -> Result<T, DirectoryError>,
     ) {
         let out = write(self);

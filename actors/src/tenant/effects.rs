@@ -373,20 +373,13 @@ mod tests {
     use time::macros::datetime;
 
     use super::*;
-    use crate::tenant::state::TenantState;
     use crate::{
         login_guard::LoginRule,
-        tenant::{accounts::tests::tenant, challenges::tenant_of_token},
+        tenant::{
+            accounts::tests::{raw_contains, tenant},
+            challenges::tenant_of_token,
+        },
     };
-
-    fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
-        t.cx.store.raw_entries().any(|item| {
-            let (_, key, value) = item.unwrap();
-            [key, value]
-                .iter()
-                .any(|hay| hay.windows(needle.len()).any(|w| w == needle))
-        })
-    }
 
     #[test]
     fn an_event_is_about_the_user_its_metadata_names() {

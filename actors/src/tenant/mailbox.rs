@@ -4,11 +4,10 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
 use uuid::Uuid;
 
 use crate::{
-    error::TenantError,
+    reply::TenantReply,
     tenant::{
         accounts::msg::AccountsMsg,
         audit::{AuditContext, AuditPage},
@@ -59,36 +58,36 @@ pub enum TenantMsg {
     OAuth {
         cmd: crate::tenant::oauth::OAuthCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::oauth::OAuthAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::oauth::OAuthAnswer>,
     },
     OAuthClients {
         cmd: crate::tenant::oauth_clients::OAuthClientCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::oauth_clients::OAuthClientAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::oauth_clients::OAuthClientAnswer>,
     },
     /// Social sign-in: the authorize route, the callback and the exchange.
     Social {
         cmd: crate::tenant::social::SocialCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::social::SocialAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::social::SocialAnswer>,
     },
     /// The tenant's configuration of a social sign-in provider (dashboard).
     SocialConfig {
         cmd: crate::tenant::social::SocialConfigCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::social::SocialProviderView, TenantError>>,
+        reply: TenantReply<crate::tenant::social::SocialProviderView>,
     },
     /// Wallet sign-in and age verification.
     Eudi {
         cmd: crate::tenant::eudi::EudiCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::eudi::EudiAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::eudi::EudiAnswer>,
     },
     /// Agents: the registry, their grants, their users and their activity.
     Agents {
         cmd: crate::tenant::agents::AgentCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::agents::AgentAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::agents::AgentAnswer>,
     },
     /// Guardian consent for minors: the child's request, the consent page, the portal.
     Guardian {
@@ -96,7 +95,7 @@ pub enum TenantMsg {
         /// The client's address, for the guardian routes' per-address limit.
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::guardian::GuardianAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::guardian::GuardianAnswer>,
     },
     /// A portal link for a guardian who consented for that child; silently nothing otherwise.
     GuardianManagementLink {
@@ -104,14 +103,14 @@ pub enum TenantMsg {
         guardian_email: String,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
     /// outcomes.
     Webhooks {
         cmd: crate::tenant::webhooks::WebhookCmd,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::webhooks::WebhookAnswer, TenantError>>,
+        reply: TenantReply<crate::tenant::webhooks::WebhookAnswer>,
     },
     /// Delivery is done with a queued message (sent, or given up). No reply.
     MailSettled { id: Uuid },
@@ -122,30 +121,23 @@ pub enum TenantMsg {
         ctx: AuditContext,
         fields: Vec<String>,
         metadata: serde_json::Value,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     ListAudit {
         cursor: Option<Vec<u8>>,
         limit: usize,
         event_type: Option<String>,
-        reply: RpcReplyPort<Result<AuditPage, TenantError>>,
+        reply: TenantReply<AuditPage>,
     },
     /// The tenant's platform facts and its settings.
-    GetOverview {
-        reply: RpcReplyPort<Result<TenantOverview, TenantError>>,
-    },
+    GetOverview { reply: TenantReply<TenantOverview> },
     /// The directory changed a platform fact (tier, API key). No reply.
     UpdateInfo { info: TenantInfo },
     /// Crashes the actor when fault injection is enabled; otherwise answers an error.
-    InjectPanic {
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
+    InjectPanic { reply: TenantReply<()> },
     /// Holds the actor's mailbox for `millis` when fault injection is enabled (a slow tenant);
     /// otherwise answers an error.
-    InjectStall {
-        millis: u64,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
+    InjectStall { millis: u64, reply: TenantReply<()> },
 }
 
 impl From<AccountsMsg> for TenantMsg {

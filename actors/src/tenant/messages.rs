@@ -9,7 +9,10 @@ use tessera_storage::TenantId;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::{records::Tier, tenant::settings::TenantSettings};
+use crate::{
+    records::Tier,
+    tenant::{records::SessionRecord, settings::TenantSettings},
+};
 
 /// What a purge run did (or, dry, would do).
 #[derive(Clone, Debug, Serialize)]
@@ -88,9 +91,9 @@ pub struct UserFactors {
     pub linked_providers: Vec<String>,
 }
 
-/// A live session, as a tenant admin sees it.
+/// A live session as its user and the tenant's admins both see it.
 #[derive(Clone, Debug, Serialize)]
-pub struct AdminSessionView {
+pub struct SessionFacts {
     pub id: Uuid,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -100,6 +103,27 @@ pub struct AdminSessionView {
     pub expires_at: OffsetDateTime,
     pub aal: u8,
     pub amr: Vec<String>,
+}
+
+impl SessionFacts {
+    /// A stored session's facts.
+    pub fn of(session: &SessionRecord) -> Self {
+        SessionFacts {
+            id: session.id,
+            created_at: session.created_at,
+            last_active_at: session.last_active_at,
+            expires_at: session.expires_at,
+            aal: session.aal,
+            amr: session.amr.clone(),
+        }
+    }
+}
+
+/// A live session, as a tenant admin sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AdminSessionView {
+    #[serde(flatten)]
+    pub session: SessionFacts,
     /// The client family that opened it (`Chrome`, `curl`, ...).
     pub device: Option<String>,
     /// The first 12 characters of the keyed hash of the address that opened it.
@@ -381,15 +405,8 @@ pub struct Registration {
 /// One of a user's sessions, as the user sees it.
 #[derive(Clone, Debug, Serialize)]
 pub struct SessionView {
-    pub id: Uuid,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub last_active_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
-    pub aal: u8,
-    pub amr: Vec<String>,
+    #[serde(flatten)]
+    pub session: SessionFacts,
     /// The session of the token that asked.
     pub current: bool,
 }
@@ -426,6 +443,16 @@ pub enum LoginOutcome {
         expires_in: i64,
         user: User,
     },
+}
+
+/// What turning MFA off or replacing the recovery codes takes: the caller, their password
+/// (checked off the actor, with what must still hold) and a TOTP or recovery code.
+#[derive(Clone)]
+pub struct MfaManage {
+    pub bearer: Bearer,
+    pub credential: Credential,
+    pub password_ok: bool,
+    pub code: String,
 }
 
 /// Who an MFA setup call acts for.

@@ -21,7 +21,7 @@ use super::{
     credentials::Credential as CredentialKind,
     effects::{refused, Effects},
     inventory::may_add,
-    messages::{Bearer, Credential, Grant, LoginOutcome, MfaLogin, MfaSecret, MfaVerified, MfaWho},
+    messages::{Bearer, Grant, LoginOutcome, MfaLogin, MfaManage, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
 };
@@ -530,14 +530,12 @@ impl Mfa {
     fn mfa_manage(
         &mut self,
         cx: &mut TenantCtx,
-        bearer: Bearer,
-        password: (&Credential, bool),
-        code: &str,
+        manage: &MfaManage,
         recovery: bool,
         ctx: &AuditContext,
     ) -> Result<(Effects, UserRecord, Factor), TenantError> {
         let mut fx = cx.effects();
-        match self.mfa_manage_check(cx, &mut fx, bearer, password, code, recovery, ctx) {
+        match self.mfa_manage_check(cx, &mut fx, manage, recovery, ctx) {
             Ok((user, factor)) => Ok((fx, user, factor)),
             Err(e) => cx.fail(fx, e),
         }
@@ -549,25 +547,24 @@ impl Mfa {
         &mut self,
         cx: &mut TenantCtx,
         fx: &mut Effects,
-        bearer: Bearer,
-        (credential, password_ok): (&Credential, bool),
-        code: &str,
+        manage: &MfaManage,
         recovery: bool,
         ctx: &AuditContext,
     ) -> Result<(UserRecord, Factor), TenantError> {
         let now = OffsetDateTime::now_utc();
-        let (_, user) = cx.live_session(bearer, now)?;
+        let (_, user) = cx.live_session(manage.bearer, now)?;
         if !user.mfa_enabled {
             return Err(TenantError::Mfa(MfaError::NotEnabled));
         }
         self.mfa_blocked(cx, &user)?;
-        let password_ok =
-            password_ok && user.password_hash.is_some() && credential.epoch == user.password_epoch;
+        let password_ok = manage.password_ok
+            && user.password_hash.is_some()
+            && manage.credential.epoch == user.password_epoch;
         if !password_ok {
             self.mfa_failed(cx, fx, &user, "wrong_password", ctx)?;
             return Err(TenantError::InvalidCredentials);
         }
-        match self.check_factor(cx, &user, code, recovery)? {
+        match self.check_factor(cx, &user, &manage.code, recovery)? {
             Some(f) => Ok((user, f)),
             None => {
                 self.mfa_failed(cx, fx, &user, "wrong_code", ctx)?;
@@ -580,54 +577,48 @@ impl Mfa {
     pub fn mfa_disable(
         &mut self,
         cx: &mut TenantCtx,
-        bearer: Bearer,
-        credential: &Credential,
-        password_ok: bool,
-        code: &str,
+        manage: &MfaManage,
         ctx: &AuditContext,
     ) -> Result<((), Vec<MailJob>), TenantError> {
-        let (mut fx, mut user, _) =
-            self.mfa_manage(cx, bearer, (credential, password_ok), code, true, ctx)?;
+        let (fx, mut user, _) = self.mfa_manage(cx, manage, true, ctx)?;
         user.mfa_enabled = false;
         user.totp_seed = None;
         user.totp_pending = None;
         user.recovery_codes.clear();
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        cx.audit_into(
-            &mut fx.batch,
-            "auth.mfa.disabled",
-            ctx,
-            serde_json::json!({ "user_id": user.id }),
-        )?;
-        Ok(((), cx.commit(fx)?))
+        let mail = Self::managed(cx, fx, &user, "auth.mfa.disabled", ctx)?;
+        Ok(((), mail))
     }
 
     /// A new set of recovery codes (password and a TOTP code required); the old set dies.
     pub fn mfa_regenerate(
         &mut self,
         cx: &mut TenantCtx,
-        bearer: Bearer,
-        credential: &Credential,
-        password_ok: bool,
-        code: &str,
+        manage: &MfaManage,
         ctx: &AuditContext,
     ) -> Result<(Vec<String>, Vec<MailJob>), TenantError> {
-        let (mut fx, mut user, factor) =
-            self.mfa_manage(cx, bearer, (credential, password_ok), code, false, ctx)?;
+        let (fx, mut user, factor) = self.mfa_manage(cx, manage, false, ctx)?;
         if let Err(e) = may_add(&user, CredentialKind::RecoveryCodes) {
             return cx.fail(fx, e);
         }
         Self::use_factor(&mut user, &factor);
         let (codes, hashes) = self.new_recovery_codes(cx);
         user.recovery_codes = hashes;
-        fx.batch.put(user.id.as_bytes(), &user)?;
-        cx.audit_into(
-            &mut fx.batch,
-            "auth.mfa.recovery_codes_regenerated",
-            ctx,
-            serde_json::json!({ "user_id": user.id }),
-        )?;
-        Ok((codes, cx.commit(fx)?))
+        let mail = Self::managed(cx, fx, &user, "auth.mfa.recovery_codes_regenerated", ctx)?;
+        Ok((codes, mail))
+    }
+
+    /// Writes the user as a management command left them, with its `event`, and commits.
+    fn managed(
+        cx: &mut TenantCtx,
+        mut fx: Effects,
+        user: &UserRecord,
+        event: &str,
+        ctx: &AuditContext,
+    ) -> Result<Vec<MailJob>, TenantError> {
+        fx.batch.put(user.id.as_bytes(), user)?;
+        let metadata = serde_json::json!({ "user_id": user.id });
+        cx.audit_into(&mut fx.batch, event, ctx, metadata)?;
+        cx.commit(fx)
     }
 }
 

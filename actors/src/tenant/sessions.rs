@@ -25,7 +25,7 @@ use super::{
     audit::AuditContext,
     challenges::OAuthResume,
     effects::Effects,
-    messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionView, User},
+    messages::{Bearer, Grant, LoginOutcome, PasswordlessLogin, SessionFacts, SessionView, User},
     oauth::OAuthGrant,
     records::{user_session_key, SessionRecord, UserRecord, UserSessionIndex},
     settings::Enrollment,
@@ -165,12 +165,7 @@ impl Sessions {
                 continue;
             }
             out.push(SessionView {
-                id: s.id,
-                created_at: s.created_at,
-                last_active_at: s.last_active_at,
-                expires_at: s.expires_at,
-                aal: s.aal,
-                amr: s.amr,
+                session: SessionFacts::of(&s),
                 current: s.id == bearer.session_id,
             });
         }

@@ -506,7 +506,7 @@ mod tests {
     use super::*;
     use crate::error::SmsError;
     use crate::tenant::{
-        accounts::tests::tenant,
+        accounts::tests::{raw_contains, tenant},
         settings::{MfaPolicy, SecurityPatch},
     };
 
@@ -516,15 +516,6 @@ mod tests {
 
     fn event_count(t: &TenantState) -> usize {
         t.cx.list_audit(None, 1000, None).unwrap().events.len()
-    }
-
-    fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
-        t.cx.store.raw_entries().any(|item| {
-            let (_, key, value) = item.unwrap();
-            [key, value]
-                .iter()
-                .any(|hay| hay.windows(needle.len()).any(|w| w == needle))
-        })
     }
 
     #[tokio::test]

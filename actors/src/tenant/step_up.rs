@@ -44,6 +44,34 @@ pub const GATE_CHALLENGE_TTL: Duration = Duration::minutes(5);
 /// sits with the passkey).
 const METHOD_ORDER: [&str; 5] = ["passkey", "totp", "email_otp", "magic_link", "password"];
 
+/// What a step-up answers: the grant, and the mail its commit queued.
+type Granted = Result<(StepUpGrant, Vec<MailJob>), TenantError>;
+
+/// A step-up method of this flow: its name in the audit events, the assurance level it
+/// proves and its `amr`.
+#[derive(Clone, Copy)]
+struct Method {
+    name: &'static str,
+    aal: u8,
+    amr: &'static str,
+}
+
+const PASSWORD: Method = Method {
+    name: "password",
+    aal: 2,
+    amr: "pwd",
+};
+const EMAIL_OTP: Method = Method {
+    name: "email_otp",
+    aal: 1,
+    amr: "otp",
+};
+const MAGIC_LINK: Method = Method {
+    name: "magic_link",
+    aal: 1,
+    amr: "mca",
+};
+
 /// A uniformly random 6-digit code.
 pub(super) fn six_digit_code() -> String {
     format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32))
@@ -148,9 +176,8 @@ impl StepUp {
         password_ok: bool,
         latency_ms: i128,
         ctx: &AuditContext,
-    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user) = cx.live_session(bearer, now)?;
+    ) -> Granted {
+        let (session, user, _) = Self::caller(cx, bearer)?;
         if user.password_hash.is_none() {
             return Err(TenantError::StepUpMethodUnavailable);
         }
@@ -160,23 +187,60 @@ impl StepUp {
         if let Some(retry_after) = cx.login.account_blocked(&TenantCtx::throttle_key(&user)) {
             if !password_ok {
                 cx.login.fail_account(&TenantCtx::throttle_key(&user));
-                cx.step_up_failed(&mut fx, &user, "password", 2, "throttled", ctx)?;
+                Self::failed(cx, &mut fx, &user, PASSWORD, "throttled", ctx)?;
                 cx.commit(fx)?;
             }
             return Err(TenantError::TooManyAttempts { retry_after });
         }
         if !password_ok || credential.epoch != user.password_epoch {
             cx.login.fail_account(&TenantCtx::throttle_key(&user));
-            cx.step_up_failed(&mut fx, &user, "password", 2, "wrong_password", ctx)?;
+            Self::failed(cx, &mut fx, &user, PASSWORD, "wrong_password", ctx)?;
             return cx.fail(fx, TenantError::InvalidCredentials);
         }
+        Self::granted(cx, fx, &session, PASSWORD, Some(latency_ms), ctx)
+    }
+
+    /// The caller's live session and user, and the drills' clock, which every step-up
+    /// lifetime is checked against.
+    fn caller(
+        cx: &TenantCtx,
+        bearer: Bearer,
+    ) -> Result<(SessionRecord, UserRecord, OffsetDateTime), TenantError> {
+        let now = cx.calendar_now();
+        let (session, user) = cx.live_session(bearer, now)?;
+        Ok((session, user, now))
+    }
+
+    /// Writes `method`'s `auth.step_up_failed` event, for `reason`.
+    fn failed(
+        cx: &mut TenantCtx,
+        fx: &mut Effects,
+        user: &UserRecord,
+        method: Method,
+        reason: &str,
+        ctx: &AuditContext,
+    ) -> Result<(), TenantError> {
+        cx.step_up_failed(fx, user, method.name, method.aal, reason, ctx)
+    }
+
+    /// Ends a step-up that `method` proved: the session's new token, committed with what
+    /// the check wrote.
+    fn granted(
+        cx: &mut TenantCtx,
+        mut fx: Effects,
+        session: &SessionRecord,
+        method: Method,
+        latency_ms: Option<i128>,
+        ctx: &AuditContext,
+    ) -> Granted {
+        let amr = vec![method.amr.to_owned()];
         let grant = cx.issue_step_up(
             &mut fx,
-            &session,
-            2,
-            vec!["pwd".into()],
-            "password",
-            Some(latency_ms),
+            session,
+            method.aal,
+            amr,
+            method.name,
+            latency_ms,
             ctx,
         )?;
         Ok((grant, cx.commit(fx)?))
@@ -188,9 +252,8 @@ impl StepUp {
         &mut self,
         cx: &mut TenantCtx,
         bearer: Bearer,
-        now: OffsetDateTime,
-    ) -> Result<(SessionRecord, UserRecord, String), TenantError> {
-        let (session, user) = cx.live_session(bearer, now)?;
+    ) -> Result<(SessionRecord, UserRecord, String, OffsetDateTime), TenantError> {
+        let (session, user, now) = Self::caller(cx, bearer)?;
         let email = match &user.email {
             Some(e) if user.email_verified => e.clone(),
             _ => return Err(TenantError::StepUpMethodUnavailable),
@@ -198,7 +261,7 @@ impl StepUp {
         self.mails
             .hit(&session.id, Instant::now())
             .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
-        Ok((session, user, email))
+        Ok((session, user, email, now))
     }
 
     /// Mails a 6-digit code (5 minutes, hashed at rest) to the signed-in user; a new code
@@ -210,8 +273,7 @@ impl StepUp {
         action_hint: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user, email) = self.mail_step_up_subject(cx, bearer, now)?;
+        let (session, user, email, now) = self.mail_step_up_subject(cx, bearer)?;
         let code = six_digit_code();
         let mut record = ChallengeRecord::new(
             Purpose::StepUpEmailOtp,
@@ -225,7 +287,7 @@ impl StepUp {
         fx.batch
             .put(&challenge_key(session.id, Purpose::StepUpEmailOtp), &record)?;
         let kind = MailKind::StepUpEmailOtp { code, action_hint };
-        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, "email_otp", ctx)
+        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, EMAIL_OTP, ctx)
     }
 
     /// Queues a step-up message with its `auth.step_up_<method>_initiated` event and commits;
@@ -239,12 +301,13 @@ impl StepUp {
         user: &UserRecord,
         email: &str,
         kind: MailKind,
-        method: &str,
+        method: Method,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
         cx.queue_mail(&mut fx, email, kind)?;
-        let metadata = TenantCtx::step_up_metadata(user, Some(session), method, 1, ctx);
-        let event = format!("auth.step_up_{method}_initiated");
+        let metadata =
+            TenantCtx::step_up_metadata(user, Some(session), method.name, method.aal, ctx);
+        let event = format!("auth.step_up_{}_initiated", method.name);
         cx.audit_into(&mut fx.batch, &event, ctx, metadata)?;
         let mail = cx.commit(fx)?;
         Ok((mask_email(email), mail))
@@ -257,16 +320,15 @@ impl StepUp {
         bearer: Bearer,
         otp: &str,
         ctx: &AuditContext,
-    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user) = cx.live_session(bearer, now)?;
+    ) -> Granted {
+        let (session, user, now) = Self::caller(cx, bearer)?;
         let at = (session.id, Purpose::StepUpEmailOtp);
         let of_session =
             |r: &ChallengeRecord| r.user_id == user.id && r.session_id == Some(session.id);
         let verdict = cx.check_code(at, otp, of_session, now)?;
         let mut fx = cx.effects();
         if let CodeVerdict::Missing { .. } = verdict {
-            cx.step_up_failed(&mut fx, &user, "email_otp", 1, "no_challenge", ctx)?;
+            Self::failed(cx, &mut fx, &user, EMAIL_OTP, "no_challenge", ctx)?;
             return cx.fail(fx, TenantError::InvalidChallenge);
         }
         // Wrong codes count per user across codes and sessions: five kill a code, and five
@@ -284,22 +346,13 @@ impl StepUp {
             CodeVerdict::Wrong { mut found, .. } => {
                 cx.challenge_failed(&mut fx.batch, &mut found)?;
                 cx.code_fails.fail(&user.id, Instant::now());
-                cx.step_up_failed(&mut fx, &user, "email_otp", 1, "wrong_code", ctx)?;
+                Self::failed(cx, &mut fx, &user, EMAIL_OTP, "wrong_code", ctx)?;
                 return cx.fail(fx, TenantError::InvalidChallenge);
             }
         };
         cx.consume_code(&mut fx.batch, &found, now);
         let latency = (now - found.record.created_at).whole_milliseconds();
-        let grant = cx.issue_step_up(
-            &mut fx,
-            &session,
-            1,
-            vec!["otp".into()],
-            "email_otp",
-            Some(latency),
-            ctx,
-        )?;
-        Ok((grant, cx.commit(fx)?))
+        Self::granted(cx, fx, &session, EMAIL_OTP, Some(latency), ctx)
     }
 
     /// Mails a single-use step-up link (10 minutes) to the signed-in user; a new link
@@ -312,8 +365,7 @@ impl StepUp {
         redirect_to: Option<String>,
         ctx: &AuditContext,
     ) -> Result<(String, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user, email) = self.mail_step_up_subject(cx, bearer, now)?;
+        let (session, user, email, now) = self.mail_step_up_subject(cx, bearer)?;
         let mut fx = cx.effects();
         let mut record = ChallengeRecord::new(
             Purpose::StepUpMagicLink,
@@ -326,7 +378,7 @@ impl StepUp {
         let token = cx.store_challenge(&mut fx.batch, session.id, record)?;
         let link = cx.link("step-up/magic-link", &token);
         let kind = MailKind::StepUpMagicLink { link, action_hint };
-        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, "magic_link", ctx)
+        self.send_step_up_mail(cx, fx, session.id, &user, &email, kind, MAGIC_LINK, ctx)
     }
 
     /// Checks a step-up link's token from the session that asked for it: AAL1, `mca`.
@@ -336,33 +388,23 @@ impl StepUp {
         bearer: Bearer,
         token: &str,
         ctx: &AuditContext,
-    ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user) = cx.live_session(bearer, now)?;
+    ) -> Granted {
+        let (session, user, now) = Self::caller(cx, bearer)?;
         let mut fx = cx.effects();
         let found = match cx.find_challenge(token, &[Purpose::StepUpMagicLink], now) {
             Ok(f) if f.record.session_id == Some(session.id) && f.record.user_id == user.id => f,
             Ok(_) => {
-                cx.step_up_failed(&mut fx, &user, "magic_link", 1, "session_mismatch", ctx)?;
+                Self::failed(cx, &mut fx, &user, MAGIC_LINK, "session_mismatch", ctx)?;
                 return cx.fail(fx, TenantError::InvalidChallenge);
             }
             Err(e) => {
-                cx.step_up_failed(&mut fx, &user, "magic_link", 1, "invalid_token", ctx)?;
+                Self::failed(cx, &mut fx, &user, MAGIC_LINK, "invalid_token", ctx)?;
                 return cx.fail(fx, e);
             }
         };
         fx.batch.remove(Kind::Challenge, &found.key);
         let latency = (now - found.record.created_at).whole_milliseconds();
-        let grant = cx.issue_step_up(
-            &mut fx,
-            &session,
-            1,
-            vec!["mca".into()],
-            "magic_link",
-            Some(latency),
-            ctx,
-        )?;
-        Ok((grant, cx.commit(fx)?))
+        Self::granted(cx, fx, &session, MAGIC_LINK, Some(latency), ctx)
     }
 
     /// The step-up methods `user` can use, strongest first.
@@ -393,8 +435,7 @@ impl StepUp {
         cx: &mut TenantCtx,
         bearer: Bearer,
     ) -> Result<(GateChallenge, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, user) = cx.live_session(bearer, now)?;
+        let (session, user, now) = Self::caller(cx, bearer)?;
         let mut fx = cx.effects();
         let token = cx.issue_challenge(
             &mut fx.batch,
@@ -422,8 +463,7 @@ impl StepUp {
         bearer: Bearer,
         jti: Uuid,
     ) -> Result<(StepUpUse, Vec<MailJob>), TenantError> {
-        let now = cx.calendar_now();
-        let (session, _) = cx.live_session(bearer, now)?;
+        let (session, _, now) = Self::caller(cx, bearer)?;
         let key = challenge_key(session.id, Purpose::StepUpToken);
         let record = cx
             .store
@@ -445,371 +485,4 @@ impl StepUp {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tenant::accounts::tests::{signed_in_session, tenant};
-    use crate::tenant::state::TenantState;
-
-    /// A user (a password, an address confirmed or not) and a first-party session of theirs.
-    fn signed_in(t: &mut TenantState, email: &str, verified: bool) -> (UserRecord, Bearer) {
-        let now = OffsetDateTime::now_utc();
-        let mut user = UserRecord::blank(Uuid::now_v7(), now);
-        user.email = Some(email.into());
-        user.email_verified = verified;
-        user.password_hash = Some("$argon2id$opaque".into());
-        let mut b = t.cx.store.batch();
-        t.cx.put_new_user(&mut b, &user).unwrap();
-        t.cx.store.apply(b).unwrap();
-        let bearer = signed_in_session(t, &user);
-        (user, bearer)
-    }
-
-    fn password(user: &UserRecord) -> Credential {
-        Credential {
-            user_id: Some(user.id),
-            password_hash: user.password_hash.clone(),
-            epoch: user.password_epoch,
-            device: None,
-        }
-    }
-
-    fn code_of(mail: &[MailJob]) -> String {
-        match &mail[0].kind {
-            MailKind::StepUpEmailOtp { code, .. } => code.clone(),
-            _ => panic!("not a step-up code"),
-        }
-    }
-
-    fn link_token_of(mail: &[MailJob]) -> String {
-        match &mail[0].kind {
-            MailKind::StepUpMagicLink { link, .. } => {
-                link.split("token=").nth(1).unwrap().to_owned()
-            }
-            _ => panic!("not a step-up link"),
-        }
-    }
-
-    fn wrong(code: &str) -> String {
-        let first = if code.starts_with('0') { '1' } else { '0' };
-        format!("{first}{}", &code[1..])
-    }
-
-    #[test]
-    fn codes_are_six_digits() {
-        for _ in 0..200 {
-            let c = six_digit_code();
-            assert_eq!(c.len(), 6, "{c}");
-            assert!(c.bytes().all(|b| b.is_ascii_digit()), "{c}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_step_up_token_is_consumed_once_and_only_by_its_own_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = signed_in_session(&t, &user);
-        let (grant, _) = t
-            .step_up
-            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
-            .unwrap();
-        assert_eq!(
-            (grant.aal, grant.amr.as_slice()),
-            (2, &["pwd".to_owned()][..])
-        );
-        assert_eq!(grant.session_id, bearer.session_id);
-        assert_eq!(grant.expires_at - grant.issued_at, STEP_UP_TOKEN_TTL);
-        assert!(matches!(
-            t.step_up.consume_step_up(&mut t.cx, other, grant.jti),
-            Err(TenantError::InvalidChallenge)
-        ));
-        assert!(matches!(
-            t.step_up.consume_step_up(&mut t.cx, bearer, Uuid::new_v4()),
-            Err(TenantError::InvalidChallenge)
-        ));
-        let (used, _) = t
-            .step_up
-            .consume_step_up(&mut t.cx, bearer, grant.jti)
-            .unwrap();
-        assert_eq!((used.aal, used.amr), (2, vec!["pwd".to_owned()]));
-        assert!(matches!(
-            t.step_up.consume_step_up(&mut t.cx, bearer, grant.jti),
-            Err(TenantError::InvalidChallenge)
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_step_up_token_expires_and_a_newer_one_replaces_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let (first, _) = t
-            .step_up
-            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
-            .unwrap();
-        let (second, _) = t
-            .step_up
-            .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx)
-            .unwrap();
-        assert!(matches!(
-            t.step_up.consume_step_up(&mut t.cx, bearer, first.jti),
-            Err(TenantError::InvalidChallenge)
-        ));
-        // Past its lifetime (the drills' clock moved on), the newer one is refused too.
-        t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL + Duration::seconds(1);
-        assert!(matches!(
-            t.step_up.consume_step_up(&mut t.cx, bearer, second.jti),
-            Err(TenantError::InvalidChallenge)
-        ));
-        // A moment before, it was good.
-        t.cx.runtime.clock_offset = STEP_UP_TOKEN_TTL - Duration::seconds(5);
-        assert!(t
-            .step_up
-            .consume_step_up(&mut t.cx, bearer, second.jti)
-            .is_ok());
-    }
-
-    #[tokio::test]
-    async fn password_step_up_refuses_a_wrong_or_stale_password_and_users_without_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        assert!(matches!(
-            t.step_up
-                .step_up_password(&mut t.cx, bearer, &password(&user), false, 5, &ctx),
-            Err(TenantError::InvalidCredentials)
-        ));
-        // A hash read before a password change: the right old password is no proof.
-        let stale = password(&user);
-        user.password_epoch += 1;
-        let mut b = t.cx.store.batch();
-        b.put(user.id.as_bytes(), &user).unwrap();
-        t.cx.store.apply(b).unwrap();
-        assert!(matches!(
-            t.step_up
-                .step_up_password(&mut t.cx, bearer, &stale, true, 5, &ctx),
-            Err(TenantError::InvalidCredentials)
-        ));
-        user.password_hash = None;
-        let mut b = t.cx.store.batch();
-        b.put(user.id.as_bytes(), &user).unwrap();
-        t.cx.store.apply(b).unwrap();
-        assert!(matches!(
-            t.step_up
-                .step_up_password(&mut t.cx, bearer, &password(&user), true, 5, &ctx),
-            Err(TenantError::StepUpMethodUnavailable)
-        ));
-        // An unknown session is no bearer.
-        let stranger = Bearer {
-            session_id: Uuid::now_v7(),
-            user_id: user.id,
-        };
-        assert!(matches!(
-            t.step_up
-                .step_up_password(&mut t.cx, stranger, &password(&user), true, 5, &ctx),
-            Err(TenantError::InvalidSession)
-        ));
-    }
-
-    #[tokio::test]
-    async fn an_emailed_code_steps_up_its_own_session_once_at_aal1() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = signed_in_session(&t, &user);
-        let (masked, mail) = t
-            .step_up
-            .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
-            .unwrap();
-        assert_eq!(masked, "a***@example.com");
-        assert_eq!(mail[0].to, "ada@example.com");
-        let code = code_of(&mail);
-        assert!(matches!(
-            t.step_up
-                .step_up_email_verify(&mut t.cx, other, &code, &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-        assert!(matches!(
-            t.step_up
-                .step_up_email_verify(&mut t.cx, bearer, &wrong(&code), &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-        let (grant, _) = t
-            .step_up
-            .step_up_email_verify(&mut t.cx, bearer, &code, &ctx)
-            .unwrap();
-        assert_eq!((grant.aal, grant.amr), (1, vec!["otp".to_owned()]));
-        assert!(matches!(
-            t.step_up
-                .step_up_email_verify(&mut t.cx, bearer, &code, &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-    }
-
-    #[tokio::test]
-    async fn an_emailed_code_expires_after_five_minutes() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let code = code_of(
-            &t.step_up
-                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
-                .unwrap()
-                .1,
-        );
-        t.cx.runtime.clock_offset = EMAIL_OTP_TTL + Duration::seconds(1);
-        assert!(matches!(
-            t.step_up
-                .step_up_email_verify(&mut t.cx, bearer, &code, &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-        // A moment before its end, the same code was good.
-        t.cx.runtime.clock_offset = EMAIL_OTP_TTL - Duration::seconds(5);
-        assert!(t
-            .step_up
-            .step_up_email_verify(&mut t.cx, bearer, &code, &ctx)
-            .is_ok());
-    }
-
-    #[tokio::test]
-    async fn five_wrong_codes_block_every_code_of_the_user_for_a_while() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (_, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let code = code_of(
-            &t.step_up
-                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
-                .unwrap()
-                .1,
-        );
-        for _ in 0..5 {
-            assert!(matches!(
-                t.step_up
-                    .step_up_email_verify(&mut t.cx, bearer, &wrong(&code), &ctx),
-                Err(TenantError::InvalidChallenge)
-            ));
-        }
-        // That code is dead; a new one is right but the user's codes are blocked.
-        let fresh = code_of(
-            &t.step_up
-                .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
-                .unwrap()
-                .1,
-        );
-        assert!(matches!(
-            t.step_up
-                .step_up_email_verify(&mut t.cx, bearer, &fresh, &ctx),
-            Err(TenantError::TooManyAttempts { .. })
-        ));
-    }
-
-    #[tokio::test]
-    async fn mail_step_up_needs_a_confirmed_address_and_is_spaced_per_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (_, unconfirmed) = signed_in(&mut t, "bo@example.com", false);
-        assert!(matches!(
-            t.step_up
-                .step_up_email_initiate(&mut t.cx, unconfirmed, None, &ctx),
-            Err(TenantError::StepUpMethodUnavailable)
-        ));
-        assert!(matches!(
-            t.step_up
-                .step_up_link_initiate(&mut t.cx, unconfirmed, None, None, &ctx),
-            Err(TenantError::StepUpMethodUnavailable)
-        ));
-        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        for i in 0..crate::tenant::limits::STEP_UP_MAILS {
-            if i % 2 == 0 {
-                t.step_up
-                    .step_up_email_initiate(&mut t.cx, bearer, None, &ctx)
-                    .unwrap();
-            } else {
-                t.step_up
-                    .step_up_link_initiate(&mut t.cx, bearer, None, None, &ctx)
-                    .unwrap();
-            }
-        }
-        assert!(matches!(
-            t.step_up
-                .step_up_link_initiate(&mut t.cx, bearer, None, None, &ctx),
-            Err(TenantError::RateLimited { .. })
-        ));
-        // Another session of the user has its own window.
-        let other = signed_in_session(&t, &user);
-        assert!(t
-            .step_up
-            .step_up_email_initiate(&mut t.cx, other, None, &ctx)
-            .is_ok());
-    }
-
-    #[tokio::test]
-    async fn a_step_up_link_works_once_and_only_from_its_session() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let ctx = AuditContext::default();
-        let (user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        let other = signed_in_session(&t, &user);
-        let (masked, mail) = t
-            .step_up
-            .step_up_link_initiate(&mut t.cx, bearer, Some("link google".into()), None, &ctx)
-            .unwrap();
-        assert_eq!(masked, "a***@example.com");
-        let token = link_token_of(&mail);
-        assert!(matches!(
-            t.step_up
-                .step_up_link_verify(&mut t.cx, other, &token, &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-        let (grant, _) = t
-            .step_up
-            .step_up_link_verify(&mut t.cx, bearer, &token, &ctx)
-            .unwrap();
-        assert_eq!((grant.aal, grant.amr), (1, vec!["mca".to_owned()]));
-        assert!(matches!(
-            t.step_up
-                .step_up_link_verify(&mut t.cx, bearer, &token, &ctx),
-            Err(TenantError::InvalidChallenge)
-        ));
-    }
-
-    #[tokio::test]
-    async fn the_gate_offers_what_the_user_can_use_strongest_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut t = tenant(dir.path());
-        let (mut user, bearer) = signed_in(&mut t, "ada@example.com", true);
-        user.mfa_enabled = true;
-        let mut b = t.cx.store.batch();
-        b.put(user.id.as_bytes(), &user).unwrap();
-        t.cx.store.apply(b).unwrap();
-        let (gate, _) = t.step_up.step_up_gate(&mut t.cx, bearer).unwrap();
-        assert_eq!(
-            gate.available_methods,
-            ["totp", "email_otp", "magic_link", "password"]
-        );
-        // The challenge is the session's TOTP step-up.
-        let found =
-            t.cx.find_challenge(
-                &gate.mfa_challenge_token,
-                &[Purpose::StepUpTotp],
-                OffsetDateTime::now_utc(),
-            )
-            .unwrap();
-        assert_eq!(found.record.session_id, Some(bearer.session_id));
-        // No password, no confirmed address, no MFA: nothing to offer.
-        let (mut bare, bare_bearer) = signed_in(&mut t, "bo@example.com", false);
-        bare.password_hash = None;
-        let mut b = t.cx.store.batch();
-        b.put(bare.id.as_bytes(), &bare).unwrap();
-        t.cx.store.apply(b).unwrap();
-        let (gate, _) = t.step_up.step_up_gate(&mut t.cx, bare_bearer).unwrap();
-        assert!(gate.available_methods.is_empty());
-    }
-}
+mod tests;

@@ -27,8 +27,9 @@ use super::{
     credentials::{Credential, Ending},
     effects::{subject_of, user_audit_key, Effects},
     messages::{
-        AdminSessionView, Bearer, HeldCredential, ManagedUser, NewUser, Trace, UserAction,
-        UserActivity, UserDetail, UserFactors, UserPage, UserPatch, UserQuery, UserStatus,
+        AdminSessionView, Bearer, HeldCredential, ManagedUser, NewUser, SessionFacts, Trace,
+        UserAction, UserActivity, UserDetail, UserFactors, UserPage, UserPatch, UserQuery,
+        UserStatus,
     },
     records::{
         created_key, EmailIndex, IndexBuilt, LinkPurpose, PhoneIndex, SessionRecord,
@@ -56,6 +57,10 @@ pub const MAX_PREFIX_MATCHES: usize = 5_000;
 pub const INVITE_TTL: Duration = Duration::days(7);
 /// The audit events an export carries at most (the newest).
 pub const MAX_EXPORTED_EVENTS: usize = 10_000;
+
+/// What an admin's change answers: the user's detail as it now stands, and the mail the
+/// change queued.
+type AdminChange = Result<(UserDetail, Vec<MailJob>), TenantError>;
 
 /// The name of the index build that added the creation index, `created_at` on e-mail index
 /// entries and the per-user audit index to tenants written before them.
@@ -300,28 +305,24 @@ impl Users {
 
     /// Commits an admin's change and answers the user's detail as it now stands, with the
     /// mail the change queued.
-    fn committed(
-        &mut self,
-        cx: &mut TenantCtx,
-        fx: Effects,
-        user: &UserRecord,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+    fn committed(&mut self, cx: &mut TenantCtx, fx: Effects, user: &UserRecord) -> AdminChange {
         let mail = cx.commit(fx)?;
         Ok((cx.detail(user)?, mail))
     }
 
-    /// Mails `user` a link of `purpose` at `to` for an admin's change (no hosted page to
-    /// return to).
+    /// Mails `user` a link of `purpose` at their address for an admin's change (no hosted
+    /// page to return to); a user without an address is sent nothing.
     fn admin_link(
-        &mut self,
         cx: &mut TenantCtx,
         fx: &mut Effects,
         user: &mut UserRecord,
         purpose: LinkPurpose,
-        to: &str,
         now: OffsetDateTime,
     ) -> Result<(), TenantError> {
-        cx.send_link(fx, user, (purpose, None), to, now)
+        match user.email.clone() {
+            Some(to) => cx.send_link(fx, user, (purpose, None), &to, now),
+            None => Ok(()),
+        }
     }
 
     pub fn get_user(&self, cx: &TenantCtx, id: Uuid) -> Result<UserDetail, TenantError> {
@@ -335,7 +336,7 @@ impl Users {
         cx: &mut TenantCtx,
         new: NewUser,
         ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+    ) -> AdminChange {
         if cx.user_by_email(&new.email)?.is_some() {
             return Err(TenantError::User(UserError::EmailInUse));
         }
@@ -357,14 +358,7 @@ impl Users {
             let link = cx.link("reset-password", &token);
             cx.queue_mail(&mut fx, &new.email, MailKind::Invitation { link })?;
         } else if !new.email_verified {
-            self.admin_link(
-                cx,
-                &mut fx,
-                &mut user,
-                LinkPurpose::VerifyEmail,
-                &new.email,
-                now,
-            )?;
+            Self::admin_link(cx, &mut fx, &mut user, LinkPurpose::VerifyEmail, now)?;
         }
         cx.put_new_user(&mut fx.batch, &user)?;
         cx.emit_user_created(&mut fx.batch, &user, "admin")?;
@@ -388,7 +382,7 @@ impl Users {
         id: Uuid,
         patch: UserPatch,
         ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+    ) -> AdminChange {
         let mut user = self.found(cx, id)?;
         let was_verified = user.email_verified;
         // An address the account held without confirming it: confirming one now (that
@@ -417,14 +411,7 @@ impl Users {
             }
             user.email_verified = patch.email_verified == Some(true);
             if !user.email_verified {
-                self.admin_link(
-                    cx,
-                    &mut fx,
-                    &mut user,
-                    LinkPurpose::VerifyEmail,
-                    &email,
-                    now,
-                )?;
+                Self::admin_link(cx, &mut fx, &mut user, LinkPurpose::VerifyEmail, now)?;
             }
             changed.push("email");
         } else if let Some(verified) = patch.email_verified {
@@ -470,16 +457,7 @@ impl Users {
             // a reset link to set a password. The recovery writes the verified event.
             user.email_verified = false;
             cx.recover_address(&mut fx, &mut user, "admin", ctx)?;
-            if let Some(email) = user.email.clone() {
-                self.admin_link(
-                    cx,
-                    &mut fx,
-                    &mut user,
-                    LinkPurpose::ResetPassword,
-                    &email,
-                    now,
-                )?;
-            }
+            Self::admin_link(cx, &mut fx, &mut user, LinkPurpose::ResetPassword, now)?;
             // An admin's number stays: the admin set it in this very change.
             if let Some(p) = patch_phone.filter(|_| changed.contains(&"phone")) {
                 fx.batch
@@ -507,7 +485,7 @@ impl Users {
         id: Uuid,
         action: UserAction,
         ctx: &AuditContext,
-    ) -> Result<(UserDetail, Vec<MailJob>), TenantError> {
+    ) -> AdminChange {
         let mut user = self.found(cx, id)?;
         let now = OffsetDateTime::now_utc();
         let mut fx = cx.effects();
@@ -570,18 +548,10 @@ impl Users {
                 ("user.mfa_reset", serde_json::json!({ "had_mfa": had }))
             }
             UserAction::SendPasswordReset => {
-                let email = user
-                    .email
-                    .clone()
-                    .ok_or(TenantError::User(UserError::NoEmail))?;
-                self.admin_link(
-                    cx,
-                    &mut fx,
-                    &mut user,
-                    LinkPurpose::ResetPassword,
-                    &email,
-                    now,
-                )?;
+                if user.email.is_none() {
+                    return Err(TenantError::User(UserError::NoEmail));
+                }
+                Self::admin_link(cx, &mut fx, &mut user, LinkPurpose::ResetPassword, now)?;
                 ("user.password_reset_sent", serde_json::json!({}))
             }
         };
@@ -734,12 +704,7 @@ impl TenantCtx {
             .sessions_of(user.id, now)?
             .into_iter()
             .map(|s| AdminSessionView {
-                id: s.id,
-                created_at: s.created_at,
-                last_active_at: s.last_active_at,
-                expires_at: s.expires_at,
-                aal: s.aal,
-                amr: s.amr,
+                session: SessionFacts::of(&s),
                 device: s.ua_family,
                 ip_hash_prefix: s.ip_hash.map(|h| h.chars().take(12).collect()),
             })

@@ -12,8 +12,8 @@ use crate::{
     },
     error::DirectoryError,
     records::{
-        pending_invite_key, AccountEmailIndex, DashboardAccount, InviteRecord, PendingInvite, Role,
-        TenantRecord,
+        pending_invite_key, AccountEmailIndex, DashboardAccount, InviteRecord, InviteTerms,
+        PendingInvite, Role, TenantRecord,
     },
 };
 
@@ -59,34 +59,28 @@ impl DirectoryState {
         let replaced = match self.platform.get::<PendingInvite>(&pending_key)? {
             Some(old) => {
                 batch.remove(Kind::Invite, &old.token_hash);
-                old.expires_at > now
+                old.terms.expires_at > now
             }
             None => false,
         };
         let token = random_token(32);
         let token_hash = sha256(token.as_bytes());
         let expires_at = now + INVITE_TTL;
+        let terms = InviteTerms {
+            role,
+            invited_by,
+            created_at: now,
+            expires_at,
+        };
         batch.put(
             &token_hash,
             &InviteRecord {
                 tenant,
                 email: email.clone(),
-                role,
-                invited_by,
-                created_at: now,
-                expires_at,
+                terms: terms.clone(),
             },
         )?;
-        batch.put(
-            &pending_key,
-            &PendingInvite {
-                token_hash,
-                role,
-                invited_by,
-                created_at: now,
-                expires_at,
-            },
-        )?;
+        batch.put(&pending_key, &PendingInvite { token_hash, terms })?;
         self.platform.apply(batch)?;
         Ok(Invitation {
             token,
@@ -124,7 +118,7 @@ impl DirectoryState {
         let invite = self
             .platform
             .get::<InviteRecord>(&sha256(token.as_bytes()))?
-            .filter(|i| now < i.expires_at)
+            .filter(|i| now < i.terms.expires_at)
             .ok_or(DirectoryError::InviteInvalid)?;
         let tenant = self
             .tenants
@@ -209,7 +203,8 @@ impl DirectoryState {
         );
         // Should the invitation be to a tenant just detached, accepting it joins that tenant
         // anew: the put of its membership follows the removal in the batch.
-        let member = self.add_membership(&mut batch, &mut account, tenant.id, invite.role, now)?;
+        let member =
+            self.add_membership(&mut batch, &mut account, tenant.id, invite.terms.role, now)?;
         self.platform.apply(batch)?;
         if reclaimed {
             self.login.forgive_account(&account.email);

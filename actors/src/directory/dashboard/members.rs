@@ -58,15 +58,15 @@ impl DirectoryState {
             .scan_prefix::<PendingInvite>(tenant.as_bytes())
         {
             let (key, p) = item?;
-            if p.expires_at <= now {
+            if p.terms.expires_at <= now {
                 continue;
             }
             invitations.push(PendingInfo {
                 email: String::from_utf8_lossy(&key).into_owned(),
-                role: p.role,
-                invited_by: p.invited_by,
-                created_at: p.created_at,
-                expires_at: p.expires_at,
+                role: p.terms.role,
+                invited_by: p.terms.invited_by,
+                created_at: p.terms.created_at,
+                expires_at: p.terms.expires_at,
             });
         }
         invitations.sort_by(|a, b| a.email.cmp(&b.email));

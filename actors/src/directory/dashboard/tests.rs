@@ -507,8 +507,8 @@ fn a_revoked_or_expired_invitation_is_refused() {
         .get::<PendingInvite>(&pending_key)
         .unwrap()
         .unwrap();
-    invite.expires_at = past;
-    pending.expires_at = past;
+    invite.terms.expires_at = past;
+    pending.terms.expires_at = past;
     let mut batch = PlatformBatch::default();
     batch.put(&token_key, &invite).unwrap();
     batch.put(&pending_key, &pending).unwrap();

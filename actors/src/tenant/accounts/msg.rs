@@ -3,13 +3,10 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::accounts::memory::Accounts;
 use crate::tenant::ctx::TenantCtx;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, LoginAttempt, PasswordSignIn, Registration, User},
@@ -18,31 +15,28 @@ use crate::{
 
 pub enum AccountsMsg {
     /// Counts a registration attempt from `ip` (5 a minute): answers `RateLimited` over it.
-    RegisterAdmit {
-        ip: IpAddr,
-        reply: RpcReplyPort<Result<(), TenantError>>,
-    },
+    RegisterAdmit { ip: IpAddr, reply: TenantReply<()> },
     /// Registers, or (for an existing or policy-blocked address) answers a look-alike.
     Register {
         registration: Registration,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<User, TenantError>>,
+        reply: TenantReply<User>,
     },
     VerifyEmail {
         token: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Sends a new verification link when the address has an unverified account.
     ResendVerification {
         email: String,
         redirect_to: Option<String>,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Checks the sign-in rules, then answers the credential to verify.
     LoginBegin {
         attempt: LoginAttempt,
-        reply: RpcReplyPort<Result<Credential, TenantError>>,
+        reply: TenantReply<Credential>,
     },
     /// Records the verification's result; on success opens a session.
     LoginFinish {
@@ -50,29 +44,29 @@ pub enum AccountsMsg {
         credential: Credential,
         password_ok: bool,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordSignIn, TenantError>>,
+        reply: TenantReply<PasswordSignIn>,
     },
     /// Sends a reset link when the address has an account.
     ForgotPassword {
         email: String,
         redirect_to: Option<String>,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Whether a reset link is alive, before the new password is hashed.
     CheckResetLink {
         token: String,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     ResetPassword {
         token: String,
         password_hash: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// The signed-in user's password hash, to check the current password off the actor.
     PasswordCredential {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<Credential, TenantError>>,
+        reply: TenantReply<Credential>,
     },
     ChangePassword {
         bearer: Bearer,
@@ -80,7 +74,7 @@ pub enum AccountsMsg {
         current_ok: bool,
         new_hash: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
 }
 

@@ -74,6 +74,16 @@ pub(crate) fn signed_in_session(
     }
 }
 
+/// Whether any key or value the tenant stores holds `needle`, as bytes.
+pub(crate) fn raw_contains(t: &TenantState, needle: &[u8]) -> bool {
+    t.cx.store.raw_entries().any(|item| {
+        let (_, key, value) = item.unwrap();
+        [key, value]
+            .iter()
+            .any(|hay| hay.windows(needle.len()).any(|w| w == needle))
+    })
+}
+
 /// A real store in `dir`, with a small cache and relaxed durability, for unit tests.
 pub(crate) fn test_store(dir: &std::path::Path) -> Store {
     Store::open(&StoreOptions {

@@ -3,14 +3,12 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
 use time::OffsetDateTime;
 
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::guests::memory::Guests;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, PurgeReport, Registration, User},
@@ -23,20 +21,20 @@ pub enum GuestsMsg {
         ip: IpAddr,
         public_metadata: serde_json::Value,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Grant, TenantError>>,
+        reply: TenantReply<Grant>,
     },
     /// Registration by a signed-in guest: the same user becomes registered.
     Claim {
         bearer: Bearer,
         registration: Registration,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<User, TenantError>>,
+        reply: TenantReply<User>,
     },
     /// Deletes (or counts, dry) the guests inactive beyond the tenant's retention.
     PurgeGuests {
         as_of: OffsetDateTime,
         dry_run: bool,
-        reply: RpcReplyPort<Result<PurgeReport, TenantError>>,
+        reply: TenantReply<PurgeReport>,
     },
 }
 

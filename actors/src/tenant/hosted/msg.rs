@@ -1,13 +1,10 @@
 //! The hosted pages: a look at a mailed link, the sign-in page, and the code exchange: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::hosted::Hosted;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{HostedLink, HostedView, PasswordlessLogin, SignInView},
@@ -19,24 +16,22 @@ pub enum HostedMsg {
     HostedPeek {
         link: HostedLink,
         token: String,
-        reply: RpcReplyPort<Result<HostedView, TenantError>>,
+        reply: TenantReply<HostedView>,
     },
     /// What the hosted sign-in page of the authorization server offers (nothing is used).
-    SignInView {
-        reply: RpcReplyPort<Result<SignInView, TenantError>>,
-    },
+    SignInView { reply: TenantReply<SignInView> },
     /// The hosted login-link page's button: answers the code and where to send it.
     HostedMagicLink {
         token: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(String, String), TenantError>>,
+        reply: TenantReply<(String, String)>,
     },
     /// `POST /v1/auth/token/exchange`: a hosted page's code and its PKCE verifier.
     ExchangeCode {
         code: String,
         code_verifier: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+        reply: TenantReply<PasswordlessLogin>,
     },
 }
 

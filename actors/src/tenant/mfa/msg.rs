@@ -1,16 +1,13 @@
 //! TOTP and recovery codes: setup, challenges, disabling and new codes: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::mfa::Mfa;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
-        messages::{Bearer, Credential, MfaSecret, MfaVerified, MfaWho},
+        messages::{Bearer, MfaManage, MfaSecret, MfaVerified, MfaWho},
     },
 };
 
@@ -18,14 +15,14 @@ pub enum MfaMsg {
     /// Starts TOTP setup: a new pending seed.
     MfaSetup {
         who: MfaWho,
-        reply: RpcReplyPort<Result<MfaSecret, TenantError>>,
+        reply: TenantReply<MfaSecret>,
     },
     /// Confirms the pending seed; answers the recovery codes.
     MfaVerifySetup {
         who: MfaWho,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+        reply: TenantReply<Vec<String>>,
     },
     /// Answers an MFA login challenge or the gate's TOTP step-up challenge.
     MfaVerify {
@@ -33,23 +30,19 @@ pub enum MfaMsg {
         code: String,
         bearer: Option<Bearer>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<MfaVerified, TenantError>>,
+        reply: TenantReply<MfaVerified>,
     },
+    /// Turns MFA off.
     MfaDisable {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
+        manage: MfaManage,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
+    /// Replaces the recovery codes; answers the new ones.
     MfaRegenerateCodes {
-        bearer: Bearer,
-        credential: Credential,
-        password_ok: bool,
-        code: String,
+        manage: MfaManage,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Vec<String>, TenantError>>,
+        reply: TenantReply<Vec<String>>,
     },
 }
 
@@ -80,26 +73,12 @@ impl Mfa {
                 let out = self.mfa_verify(cx, &challenge, &code, bearer, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
-            MfaMsg::MfaDisable {
-                bearer,
-                credential,
-                password_ok,
-                code,
-                ctx,
-                reply,
-            } => {
-                let out = self.mfa_disable(cx, bearer, &credential, password_ok, &code, &ctx);
+            MfaMsg::MfaDisable { manage, ctx, reply } => {
+                let out = self.mfa_disable(cx, &manage, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
-            MfaMsg::MfaRegenerateCodes {
-                bearer,
-                credential,
-                password_ok,
-                code,
-                ctx,
-                reply,
-            } => {
-                let out = self.mfa_regenerate(cx, bearer, &credential, password_ok, &code, &ctx);
+            MfaMsg::MfaRegenerateCodes { manage, ctx, reply } => {
+                let out = self.mfa_regenerate(cx, &manage, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
         }

@@ -3,14 +3,12 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
 use uuid::Uuid;
 
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::passkeys::memory::Passkeys;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, LoginOutcome, PasskeyView, SettingsView, StepUpGrant},
@@ -22,7 +20,7 @@ pub enum PasskeysMsg {
     /// answers the `publicKey` creation options.
     PasskeyRegisterBegin {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+        reply: TenantReply<serde_json::Value>,
     },
     /// Finishes a registration of the caller's session with the browser's credential.
     PasskeyRegisterFinish {
@@ -30,13 +28,13 @@ pub enum PasskeysMsg {
         response: serde_json::Value,
         nickname: Option<String>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+        reply: TenantReply<PasskeyView>,
     },
     /// Starts a passkey sign-in: for one user (`user_handle`) or any discoverable one.
     PasskeyAssertBegin {
         user_handle: Option<String>,
         ip: IpAddr,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+        reply: TenantReply<serde_json::Value>,
     },
     /// Takes the ceremony of a sign-in's assertion and finds its passkey: the signature is
     /// then checked off the actor.
@@ -44,7 +42,7 @@ pub enum PasskeysMsg {
         response: serde_json::Value,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+        reply: TenantReply<crate::tenant::passkeys::PasskeyCheck>,
     },
     /// Finishes a passkey sign-in with the verdict on its signature.
     PasskeyAssertFinish {
@@ -52,13 +50,13 @@ pub enum PasskeysMsg {
         verdict: crate::tenant::passkeys::AssertionVerdict,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<LoginOutcome, TenantError>>,
+        reply: TenantReply<LoginOutcome>,
     },
     /// The step-up options: the caller's passkeys, user verification required.
     PasskeyStepUpOptions {
         bearer: Bearer,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+        reply: TenantReply<serde_json::Value>,
     },
     /// A passkey step-up, first half: takes the options of the caller's session that the
     /// assertion names; the signature is then checked off the actor.
@@ -66,7 +64,7 @@ pub enum PasskeysMsg {
         bearer: Bearer,
         assertion: serde_json::Value,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::tenant::passkeys::PasskeyCheck, TenantError>>,
+        reply: TenantReply<crate::tenant::passkeys::PasskeyCheck>,
     },
     /// A passkey step-up, second half: the verdict on the signature.
     PasskeyStepUpFinish {
@@ -74,12 +72,12 @@ pub enum PasskeysMsg {
         passkey: crate::tenant::passkeys::CheckedPasskey,
         verdict: crate::tenant::passkeys::AssertionVerdict,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+        reply: TenantReply<StepUpGrant>,
     },
     /// The caller's passkeys.
     PasskeyList {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<Vec<PasskeyView>, TenantError>>,
+        reply: TenantReply<Vec<PasskeyView>>,
     },
     /// Renames one of the caller's passkeys (step-up already passed).
     PasskeyRename {
@@ -87,14 +85,14 @@ pub enum PasskeysMsg {
         id: Uuid,
         nickname: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasskeyView, TenantError>>,
+        reply: TenantReply<PasskeyView>,
     },
     /// Deletes one of the caller's passkeys (step-up already passed).
     PasskeyDelete {
         bearer: Bearer,
         id: Uuid,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Changes the relying-party id and the extra origins; a change that strands users'
     /// passkeys needs `confirmed`.
@@ -103,7 +101,7 @@ pub enum PasskeysMsg {
         origins: Option<Vec<String>>,
         confirmed: bool,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+        reply: TenantReply<SettingsView>,
     },
 }
 
@@ -150,7 +148,7 @@ impl Passkeys {
                 ctx,
                 reply,
             } => {
-                let out = self.passkey_assert_finish(cx, passkey, verdict, ip, &ctx);
+                let out = self.passkey_assert_finish(cx, (passkey, verdict), ip, &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
             PasskeysMsg::PasskeyStepUpOptions { bearer, ctx, reply } => {
@@ -174,7 +172,7 @@ impl Passkeys {
                 ctx,
                 reply,
             } => {
-                let out = self.passkey_step_up_finish(cx, bearer, passkey, verdict, &ctx);
+                let out = self.passkey_step_up_finish(cx, bearer, (passkey, verdict), &ctx);
                 finish(cx, reply, Outcome::with_mail(out));
             }
             PasskeysMsg::PasskeyList { bearer, reply } => {

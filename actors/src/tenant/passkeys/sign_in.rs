@@ -2,9 +2,6 @@
 //! for the handler's check, and the verdict applied to the passkey's use as stored, ending
 //! in `signed_in` at AAL2.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passkeys::memory::Passkeys;
-
 use std::{net::IpAddr, time::Instant};
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -13,16 +10,19 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 use webauthn_rs_core::proto::{AllowCredentials, Credential, PublicKeyCredential};
 
-use super::check::{
-    amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck, ASSERTION_UV,
+use super::{
+    check::{
+        amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck, ASSERTION_UV,
+    },
+    memory::Passkeys,
 };
-use crate::error::PasskeyError;
 use crate::{
-    error::TenantError,
+    error::{PasskeyError, TenantError},
     outbound::MailJob,
     tenant::{
         audit::AuditContext,
         ceremonies::Ceremony,
+        ctx::TenantCtx,
         effects::{refused, Effects},
         messages::LoginOutcome,
         records::{passkey_key, PasskeyCredentialIndex, PasskeyRecord, PasskeyUse, UserRecord},
@@ -30,6 +30,17 @@ use crate::{
     },
     throttle::throttle_ip,
 };
+
+/// What a finish makes of a checked assertion ([`Passkeys::settle`]).
+pub(super) enum Settled {
+    /// The passkey's use, as the verdict left it.
+    Used(PasskeyUse),
+    /// Refused: the reason the audit event names, and the error.
+    Refused {
+        reason: &'static str,
+        error: TenantError,
+    },
+}
 
 /// The user handle of a sign-in request: the user id's 16 bytes in base64url (as the
 /// authenticator returns it), or the id as text.
@@ -167,6 +178,38 @@ impl Passkeys {
         }
     }
 
+    /// What a finish makes of a checked assertion for `owner`, the user it must be of: the
+    /// passkey's use as stored now with the verdict applied ([`Self::apply_verdict`]), or why
+    /// it is refused.
+    pub(super) fn settle(
+        &mut self,
+        cx: &mut TenantCtx,
+        fx: &mut Effects,
+        (passkey, verdict): (&CheckedPasskey, AssertionVerdict),
+        owner: Uuid,
+        now: OffsetDateTime,
+        ctx: &AuditContext,
+    ) -> Result<Settled, TenantError> {
+        let used = self
+            .use_now(cx, owner, passkey.passkey_id)?
+            .filter(|_| passkey.user_id == owner);
+        let Some(mut used) = used else {
+            // Deleted while its signature was being checked.
+            return Ok(Settled::Refused {
+                reason: "unknown_credential",
+                error: TenantError::Passkey(PasskeyError::InvalidAssertion),
+            });
+        };
+        let Err(error) = self.apply_verdict(cx, fx, passkey, &mut used, verdict, now, ctx) else {
+            return Ok(Settled::Used(used));
+        };
+        let reason = match error {
+            TenantError::Passkey(PasskeyError::StepUpRequired) => "user_not_verified",
+            _ => "invalid_assertion",
+        };
+        Ok(Settled::Refused { reason, error })
+    }
+
     /// The stored passkey an assertion names, if any.
     pub(super) fn passkey_named(
         &self,
@@ -252,32 +295,19 @@ impl Passkeys {
     pub fn passkey_assert_finish(
         &mut self,
         cx: &mut TenantCtx,
-        passkey: CheckedPasskey,
-        verdict: AssertionVerdict,
+        (passkey, verdict): (CheckedPasskey, AssertionVerdict),
         ip: IpAddr,
         ctx: &AuditContext,
     ) -> Result<(LoginOutcome, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let mut fx = cx.effects();
         let user_id = passkey.user_id;
-        let Some(mut used) = self.use_now(cx, user_id, passkey.passkey_id)? else {
-            // Deleted while its signature was being checked.
-            return self.passkey_sign_in_failed(
-                cx,
-                fx,
-                ip,
-                Some(user_id),
-                "unknown_credential",
-                ctx,
-            );
+        let used = match self.settle(cx, &mut fx, (&passkey, verdict), user_id, now, ctx)? {
+            Settled::Used(used) => used,
+            Settled::Refused { reason, .. } => {
+                return self.passkey_sign_in_failed(cx, fx, ip, Some(user_id), reason, ctx)
+            }
         };
-        if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
-            let reason = match e {
-                TenantError::Passkey(PasskeyError::StepUpRequired) => "user_not_verified",
-                _ => "invalid_assertion",
-            };
-            return self.passkey_sign_in_failed(cx, fx, ip, Some(user_id), reason, ctx);
-        }
         let mut user: UserRecord = cx
             .user(user_id)?
             .ok_or(TenantError::Passkey(PasskeyError::InvalidAssertion))?;

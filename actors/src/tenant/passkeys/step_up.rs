@@ -1,27 +1,17 @@
 //! The passkey step-up of a signed-in session, in the same two messages as a sign-in around
 //! the handler's check, answering a step-up grant at AAL2.
 
-use crate::tenant::ctx::TenantCtx;
-use crate::tenant::passkeys::memory::Passkeys;
-
 use std::time::Instant;
 
 use time::OffsetDateTime;
 use webauthn_rs_core::proto::{Credential, PublicKeyCredential};
 
-use super::check::{
-    amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck, ASSERTION_UV,
-};
-use crate::error::PasskeyError;
-use crate::{
-    error::TenantError,
-    outbound::MailJob,
-    tenant::{
-        audit::AuditContext,
-        ceremonies::Ceremony,
-        messages::{Bearer, StepUpGrant},
-    },
-};
+use super::check::{amr_of, signed_challenge, AssertionVerdict, CheckedPasskey, PasskeyCheck};
+use super::{check::ASSERTION_UV, memory::Passkeys, sign_in::Settled};
+use crate::error::{PasskeyError, TenantError};
+use crate::outbound::MailJob;
+use crate::tenant::messages::{Bearer, StepUpGrant};
+use crate::tenant::{audit::AuditContext, ceremonies::Ceremony, ctx::TenantCtx};
 
 impl Passkeys {
     /// The step-up options of the caller's session: their usable passkeys, user
@@ -130,29 +120,19 @@ impl Passkeys {
         &mut self,
         cx: &mut TenantCtx,
         bearer: Bearer,
-        passkey: CheckedPasskey,
-        verdict: AssertionVerdict,
+        (passkey, verdict): (CheckedPasskey, AssertionVerdict),
         ctx: &AuditContext,
     ) -> Result<(StepUpGrant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (session, user) = cx.live_session(bearer, now)?;
         let mut fx = cx.effects();
-        let used = self
-            .use_now(cx, user.id, passkey.passkey_id)?
-            .filter(|_| passkey.user_id == user.id);
-        let Some(mut used) = used else {
-            // Deleted while its signature was being checked.
-            cx.step_up_failed(&mut fx, &user, "passkey", 2, "unknown_credential", ctx)?;
-            return cx.fail(fx, TenantError::Passkey(PasskeyError::InvalidAssertion));
+        let used = match self.settle(cx, &mut fx, (&passkey, verdict), user.id, now, ctx)? {
+            Settled::Used(used) => used,
+            Settled::Refused { reason, error } => {
+                cx.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
+                return cx.fail(fx, error);
+            }
         };
-        if let Err(e) = self.apply_verdict(cx, &mut fx, &passkey, &mut used, verdict, now, ctx) {
-            let reason = match e {
-                TenantError::Passkey(PasskeyError::StepUpRequired) => "user_not_verified",
-                _ => "invalid_assertion",
-            };
-            cx.step_up_failed(&mut fx, &user, "passkey", 2, reason, ctx)?;
-            return cx.fail(fx, e);
-        }
         let grant = cx.issue_step_up(
             &mut fx,
             &session,

@@ -3,13 +3,10 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::passwordless::Passwordless;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{HostedReturn, OAuthResume, PasswordlessLogin},
@@ -22,14 +19,14 @@ pub enum PasswordlessMsg {
         email: String,
         oauth: Option<OAuthResume>,
         hosted: HostedReturn,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     MagicLinkVerify {
         token: String,
         /// Hex SHA-256 of the `resume_binding` sent, if any.
         binding_hash: Option<String>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+        reply: TenantReply<PasswordlessLogin>,
     },
     /// Mails a login code when the address has an account, or (`create`) in any case.
     EmailOtpRequest {
@@ -37,7 +34,7 @@ pub enum PasswordlessMsg {
         create: bool,
         oauth: Option<OAuthResume>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     EmailOtpVerify {
         email: String,
@@ -45,7 +42,7 @@ pub enum PasswordlessMsg {
         binding_hash: Option<String>,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+        reply: TenantReply<PasswordlessLogin>,
     },
 }
 

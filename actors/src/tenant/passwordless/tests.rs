@@ -25,12 +25,35 @@ fn member(t: &mut TenantState, email: &str) -> UserRecord {
     u
 }
 
-/// A tenant in a fresh directory (kept while the tenant is used) with Ada, a member.
-fn with_ada() -> (tempfile::TempDir, TenantState) {
+/// Writes `user` as changed.
+fn save(t: &TenantState, user: &UserRecord) {
+    let mut b = t.cx.store.batch();
+    b.put(user.id.as_bytes(), user).unwrap();
+    t.cx.store.apply(b).unwrap();
+}
+
+/// A tenant in a fresh directory (kept while the tenant is used), and an audit context.
+fn fresh() -> (tempfile::TempDir, TenantState, AuditContext) {
     let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let t = tenant(dir.path());
+    (dir, t, AuditContext::default())
+}
+
+/// A fresh tenant with Ada, a member.
+fn with_ada() -> (tempfile::TempDir, TenantState, AuditContext) {
+    let (dir, mut t, ctx) = fresh();
     member(&mut t, "ada@example.com");
-    (dir, t)
+    (dir, t, ctx)
+}
+
+/// Ada's login code as she types it.
+fn ada_types(
+    t: &mut TenantState,
+    code: &str,
+    ctx: &AuditContext,
+) -> Result<(PasswordlessLogin, Vec<MailJob>), TenantError> {
+    t.passwordless
+        .email_otp_verify(&mut t.cx, "ada@example.com", code, None, ip(), ctx)
 }
 
 /// The login code mailed to Ada on her request.
@@ -82,8 +105,7 @@ fn wrong(code: &str) -> String {
 
 #[tokio::test]
 async fn a_login_link_signs_in_once_with_amr_mca() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let mail = t
         .passwordless
         .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
@@ -105,8 +127,7 @@ async fn a_login_link_signs_in_once_with_amr_mca() {
 
 #[tokio::test]
 async fn a_login_link_dies_with_a_password_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t, ctx) = fresh();
     let mut user = member(&mut t, "ada@example.com");
     let mail = t
         .passwordless
@@ -114,10 +135,7 @@ async fn a_login_link_dies_with_a_password_change() {
         .unwrap();
     let token = link_token(&mail);
     user.password_epoch += 1;
-    let mut b = t.cx.store.batch();
-    b.put(user.id.as_bytes(), &user).unwrap();
-    t.cx.store.apply(b).unwrap();
-    let ctx = AuditContext::default();
+    save(&t, &user);
     assert!(matches!(
         t.passwordless
             .magic_link_verify(&mut t.cx, &token, None, &ctx),
@@ -134,8 +152,7 @@ async fn a_login_link_dies_with_a_password_change() {
 
 #[tokio::test]
 async fn a_link_for_an_oauth_flow_works_only_in_the_browser_that_started_it() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let mail = t
         .passwordless
         .magic_link_request(
@@ -182,9 +199,7 @@ fn without_oauth_any_binding_passes_and_with_it_only_the_right_one() {
 
 #[tokio::test]
 async fn an_unknown_address_is_answered_alike_and_sent_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = fresh();
     let none = t
         .passwordless
         .magic_link_request(
@@ -215,9 +230,8 @@ async fn an_unknown_address_is_answered_alike_and_sent_nothing() {
 
 #[tokio::test]
 async fn one_request_per_address_and_flow_per_minute() {
-    let (_dir, mut t) = with_ada();
+    let (_dir, mut t, ctx) = with_ada();
     member(&mut t, "bob@example.com");
-    let ctx = AuditContext::default();
     t.passwordless
         .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
         .unwrap();
@@ -249,8 +263,7 @@ async fn one_request_per_address_and_flow_per_minute() {
 
 #[tokio::test]
 async fn a_disabled_flow_is_refused_before_anything_else() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let token = link_token(
         &t.passwordless
             .magic_link_request(&mut t.cx, "ada@example.com", None, HostedReturn::default())
@@ -282,8 +295,7 @@ async fn a_disabled_flow_is_refused_before_anything_else() {
 
 #[tokio::test]
 async fn a_login_code_signs_in_once_and_sent_again_is_no_guess() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let code = ada_code(&mut t, &ctx);
     assert_eq!(code.len(), 6);
     assert!(code.bytes().all(|b| b.is_ascii_digit()));
@@ -323,18 +335,10 @@ async fn a_login_code_signs_in_once_and_sent_again_is_no_guess() {
 
 #[tokio::test]
 async fn five_wrong_codes_kill_the_code() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let code = ada_code(&mut t, &ctx);
     for _ in 0..4 {
-        let _ = t.passwordless.email_otp_verify(
-            &mut t.cx,
-            "ada@example.com",
-            &wrong(&code),
-            None,
-            ip(),
-            &ctx,
-        );
+        let _ = ada_types(&mut t, &wrong(&code), &ctx);
     }
     // Four wrong: still alive (the sign-in rules forgotten, to see the code's own count).
     t.cx.login = LoginThrottles::new(100);
@@ -345,14 +349,7 @@ async fn five_wrong_codes_kill_the_code() {
             .unwrap()
             .unwrap();
     assert_eq!(kept.failures, 4);
-    let _ = t.passwordless.email_otp_verify(
-        &mut t.cx,
-        "ada@example.com",
-        &wrong(&code),
-        None,
-        ip(),
-        &ctx,
-    );
+    let _ = ada_types(&mut t, &wrong(&code), &ctx);
     t.cx.login = LoginThrottles::new(100);
     assert!(matches!(
         t.passwordless
@@ -363,19 +360,11 @@ async fn five_wrong_codes_kill_the_code() {
 
 #[tokio::test]
 async fn wrong_codes_count_as_failed_logins_of_the_address() {
-    let (_dir, mut t) = with_ada();
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = with_ada();
     let code = ada_code(&mut t, &ctx);
     let mut refusals = Vec::new();
     for _ in 0..6 {
-        refusals.push(t.passwordless.email_otp_verify(
-            &mut t.cx,
-            "ada@example.com",
-            &wrong(&code),
-            None,
-            ip(),
-            &ctx,
-        ));
+        refusals.push(ada_types(&mut t, &wrong(&code), &ctx));
     }
     assert!(matches!(
         refusals.last(),
@@ -391,9 +380,7 @@ async fn wrong_codes_count_as_failed_logins_of_the_address() {
 
 #[tokio::test]
 async fn login_or_create_makes_a_confirmed_passwordless_account_at_verification() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
-    let ctx = AuditContext::default();
+    let (_dir, mut t, ctx) = fresh();
     let mail = t
         .passwordless
         .email_otp_request(&mut t.cx, "new@example.com", true, None, &ctx)
@@ -421,13 +408,10 @@ async fn login_or_create_makes_a_confirmed_passwordless_account_at_verification(
 
 #[tokio::test]
 async fn a_guest_is_no_member_for_a_login_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut t = tenant(dir.path());
+    let (_dir, mut t, _) = fresh();
     let mut guest = member(&mut t, "guest@example.com");
     guest.is_anonymous = true;
-    let mut b = t.cx.store.batch();
-    b.put(guest.id.as_bytes(), &guest).unwrap();
-    t.cx.store.apply(b).unwrap();
+    save(&t, &guest);
     assert!(t
         .passwordless
         .magic_link_request(

@@ -1,14 +1,12 @@
 //! Sessions: refresh, the access check, sign-out and the session list: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
 use uuid::Uuid;
 
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::sessions::Sessions;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Grant, SessionView, User},
@@ -20,28 +18,28 @@ pub enum SessionsMsg {
     Refresh {
         token: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<Grant, TenantError>>,
+        reply: TenantReply<Grant>,
     },
     /// The user behind a verified access token, if its session is still alive.
     Authenticate {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<User, TenantError>>,
+        reply: TenantReply<User>,
     },
     Logout {
         bearer: Bearer,
         global: bool,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     ListSessions {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<Vec<SessionView>, TenantError>>,
+        reply: TenantReply<Vec<SessionView>>,
     },
     RevokeSession {
         bearer: Bearer,
         session_id: Uuid,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
 }
 

@@ -1,24 +1,21 @@
 //! The tenant's settings: the commands the tenant actor takes for this flow, and how each is
 //! answered.
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{audit::AuditContext, messages::SettingsView, settings::SettingsChange},
 };
 
 pub enum SettingsMsg {
     GetSettings {
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+        reply: TenantReply<SettingsView>,
     },
     /// One settings change and its audit event, atomically.
     UpdateSettings {
         change: SettingsChange,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<SettingsView, TenantError>>,
+        reply: TenantReply<SettingsView>,
     },
 }
 

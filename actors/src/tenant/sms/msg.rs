@@ -3,13 +3,10 @@
 
 use std::net::IpAddr;
 
-use ractor::RpcReplyPort;
-
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::sms::memory::Sms;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, OAuthResume, PasswordlessLogin, Phone, User},
@@ -23,7 +20,7 @@ pub enum SmsMsg {
         create: bool,
         oauth: Option<OAuthResume>,
         ip: IpAddr,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     SmsOtpVerify {
         /// E.164.
@@ -32,7 +29,7 @@ pub enum SmsMsg {
         binding_hash: Option<String>,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<PasswordlessLogin, TenantError>>,
+        reply: TenantReply<PasswordlessLogin>,
     },
     /// Texts a code confirming a signed-in user's number.
     PhoneVerifyRequest {
@@ -40,7 +37,7 @@ pub enum SmsMsg {
         phone: Phone,
         ip: IpAddr,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     PhoneConfirm {
         bearer: Bearer,
@@ -48,13 +45,13 @@ pub enum SmsMsg {
         phone: String,
         code: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<User, TenantError>>,
+        reply: TenantReply<User>,
     },
     /// Checks and counts the dashboard's test message, and answers it for the caller to send.
     SmsTest {
         phone: Phone,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<crate::outbound::SmsJob, TenantError>>,
+        reply: TenantReply<crate::outbound::SmsJob>,
     },
 }
 

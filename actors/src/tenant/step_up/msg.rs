@@ -1,14 +1,12 @@
 //! Step-up re-authentication: the gate, its methods and the consumed token: the commands the tenant
 //! actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
 use uuid::Uuid;
 
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::step_up::memory::StepUp;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{Bearer, Credential, GateChallenge, StepUpGrant, StepUpUse},
@@ -23,7 +21,7 @@ pub enum StepUpMsg {
         password_ok: bool,
         latency_ms: i128,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+        reply: TenantReply<StepUpGrant>,
     },
     /// Mails a step-up code (`link: false`) or link (`link: true`); answers the masked address.
     StepUpMailInitiate {
@@ -33,30 +31,30 @@ pub enum StepUpMsg {
         /// For a link: where the hosted page hands its token to the app.
         redirect_to: Option<String>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<String, TenantError>>,
+        reply: TenantReply<String>,
     },
     StepUpEmailVerify {
         bearer: Bearer,
         otp: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+        reply: TenantReply<StepUpGrant>,
     },
     StepUpLinkVerify {
         bearer: Bearer,
         token: String,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<StepUpGrant, TenantError>>,
+        reply: TenantReply<StepUpGrant>,
     },
     /// A gated request came without a step-up token.
     StepUpGate {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<GateChallenge, TenantError>>,
+        reply: TenantReply<GateChallenge>,
     },
     /// A gated request came with a (verified) step-up token: consume it.
     ConsumeStepUp {
         bearer: Bearer,
         jti: Uuid,
-        reply: RpcReplyPort<Result<StepUpUse, TenantError>>,
+        reply: TenantReply<StepUpUse>,
     },
 }
 

@@ -1,14 +1,12 @@
 //! User management (dashboard, management keys, admin CLI) and the user's own data: the commands
 //! the tenant actor takes for this flow, and how each is answered.
 
-use ractor::RpcReplyPort;
 use uuid::Uuid;
 
 use crate::tenant::ctx::TenantCtx;
 use crate::tenant::users::Users;
 use crate::{
-    error::TenantError,
-    reply::{finish, Outcome},
+    reply::{finish, Outcome, TenantReply},
     tenant::{
         audit::AuditContext,
         messages::{
@@ -23,62 +21,62 @@ pub enum UsersMsg {
     ImportUsers {
         users: Vec<ImportedUser>,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<ImportOutcome, TenantError>>,
+        reply: TenantReply<ImportOutcome>,
     },
     /// A page of the users list.
     ListUsers {
         query: UserQuery,
-        reply: RpcReplyPort<Result<UserPage, TenantError>>,
+        reply: TenantReply<UserPage>,
     },
     GetUser {
         id: Uuid,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+        reply: TenantReply<UserDetail>,
     },
     CreateUser {
         user: NewUser,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+        reply: TenantReply<UserDetail>,
     },
     UpdateUser {
         id: Uuid,
         patch: UserPatch,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+        reply: TenantReply<UserDetail>,
     },
     ActOnUser {
         id: Uuid,
         action: UserAction,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<UserDetail, TenantError>>,
+        reply: TenantReply<UserDetail>,
     },
     /// Erases a user and everything keyed to them (an admin's request).
     DeleteUser {
         id: Uuid,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Everything held about the caller (GDPR art. 15 and 20).
     ExportMe {
         bearer: Bearer,
-        reply: RpcReplyPort<Result<serde_json::Value, TenantError>>,
+        reply: TenantReply<serde_json::Value>,
     },
     /// Erases the caller (GDPR art. 17), when the tenant allows it.
     DeleteMe {
         bearer: Bearer,
         ctx: AuditContext,
-        reply: RpcReplyPort<Result<(), TenantError>>,
+        reply: TenantReply<()>,
     },
     /// Every record of the tenant whose key or plain value holds one of `needles` (an
     /// operator's check that an erasure left nothing behind).
     UserTraces {
         needles: Vec<Vec<u8>>,
-        reply: RpcReplyPort<Result<Vec<Trace>, TenantError>>,
+        reply: TenantReply<Vec<Trace>>,
     },
     /// What a user holds of each kind of credential, as stored (the kinds with something):
     /// the operator's check that a recovery or an erasure left the holder nothing.
     UserCredentials {
         id: uuid::Uuid,
-        reply: RpcReplyPort<Result<Vec<HeldCredential>, TenantError>>,
+        reply: TenantReply<Vec<HeldCredential>>,
     },
 }
 
