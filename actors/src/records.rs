@@ -2,7 +2,7 @@
 //! accounts and onboarding idempotency records.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, PlatformRecord, Record, Sealed, TenantId};
+use tessera_storage::{Kind, Sealed, TenantId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -69,12 +69,7 @@ pub struct TenantRecord {
     pub mau_cap: Option<u64>,
 }
 
-impl Record for TenantRecord {
-    const KIND: Kind = Kind::Tenant;
-    const NAME: &'static str = "tenant";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for TenantRecord {}
+tessera_storage::record!(TenantRecord in PlatformRecord: Kind::Tenant, "tenant", version 1);
 
 /// `slug -> tenant` and `API-key hash -> tenant`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -86,23 +81,13 @@ pub struct TenantRef {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SlugIndex(pub TenantRef);
-impl Record for SlugIndex {
-    const KIND: Kind = Kind::TenantSlug;
-    const NAME: &'static str = "slug index";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for SlugIndex {}
+tessera_storage::record!(SlugIndex in PlatformRecord: Kind::TenantSlug, "slug index", version 1);
 
 /// Index by API-key hash.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ApiKeyIndex(pub TenantRef);
-impl Record for ApiKeyIndex {
-    const KIND: Kind = Kind::ApiKeyIndex;
-    const NAME: &'static str = "api key index";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for ApiKeyIndex {}
+tessera_storage::record!(ApiKeyIndex in PlatformRecord: Kind::ApiKeyIndex, "api key index", version 1);
 
 /// A key a tenant's back end manages the tenant's users with (`tmk_...`): stored as its
 /// SHA-256 only, under `tenant id | key id`.
@@ -134,12 +119,7 @@ impl ManagementKeyRecord {
     }
 }
 
-impl Record for ManagementKeyRecord {
-    const KIND: Kind = Kind::ManagementKey;
-    const NAME: &'static str = "management key";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for ManagementKeyRecord {}
+tessera_storage::record!(ManagementKeyRecord in PlatformRecord: Kind::ManagementKey, "management key", version 1);
 
 /// A member's role in a tenant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,12 +170,7 @@ impl DashboardAccount {
     }
 }
 
-impl Record for DashboardAccount {
-    const KIND: Kind = Kind::DashboardAccount;
-    const NAME: &'static str = "dashboard account";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for DashboardAccount {}
+tessera_storage::record!(DashboardAccount in PlatformRecord: Kind::DashboardAccount, "dashboard account", version 1);
 
 /// A known device of a dashboard account (see `known_devices`), keyed `account id | device id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -210,24 +185,14 @@ pub struct DashboardDevice {
     pub expires_at: OffsetDateTime,
 }
 
-impl Record for DashboardDevice {
-    const KIND: Kind = Kind::DashboardDevice;
-    const NAME: &'static str = "dashboard device";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for DashboardDevice {}
+tessera_storage::record!(DashboardDevice in PlatformRecord: Kind::DashboardDevice, "dashboard device", version 1);
 
 /// Index of dashboard accounts by lowercased e-mail.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccountEmailIndex {
     pub account: Uuid,
 }
-impl Record for AccountEmailIndex {
-    const KIND: Kind = Kind::DashboardEmail;
-    const NAME: &'static str = "account e-mail index";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for AccountEmailIndex {}
+tessera_storage::record!(AccountEmailIndex in PlatformRecord: Kind::DashboardEmail, "account e-mail index", version 1);
 
 /// The first answer to an onboarding request with an idempotency key, kept 24 hours so a retry
 /// gets the same answer. Keyed by a keyed hash of the idempotency key; the answer holds the API
@@ -239,12 +204,7 @@ pub struct IdempotencyRecord {
     pub created_at: OffsetDateTime,
     pub response: Sealed,
 }
-impl Record for IdempotencyRecord {
-    const KIND: Kind = Kind::Idempotency;
-    const NAME: &'static str = "idempotency record";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for IdempotencyRecord {}
+tessera_storage::record!(IdempotencyRecord in PlatformRecord: Kind::Idempotency, "idempotency record", version 1);
 
 /// A dashboard session, keyed by the SHA-256 of its token.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -262,12 +222,7 @@ pub struct DashboardSession {
     #[serde(default)]
     pub epoch: u32,
 }
-impl Record for DashboardSession {
-    const KIND: Kind = Kind::DashboardSession;
-    const NAME: &'static str = "dashboard session";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for DashboardSession {}
+tessera_storage::record!(DashboardSession in PlatformRecord: Kind::DashboardSession, "dashboard session", version 1);
 
 /// A member of a tenant, keyed `tenant id | account id`; the account's `memberships` list is
 /// the same fact seen from the other side, written in the same batch.
@@ -277,12 +232,7 @@ pub struct MembershipRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub added_at: OffsetDateTime,
 }
-impl Record for MembershipRecord {
-    const KIND: Kind = Kind::Membership;
-    const NAME: &'static str = "membership";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for MembershipRecord {}
+tessera_storage::record!(MembershipRecord in PlatformRecord: Kind::Membership, "membership", version 1);
 
 /// What an invitation offers and for how long: the role, who invited, when, and until when.
 /// The invitation and its pending entry carry it flattened: its fields stand beside theirs,
@@ -305,12 +255,7 @@ pub struct InviteRecord {
     #[serde(flatten)]
     pub terms: InviteTerms,
 }
-impl Record for InviteRecord {
-    const KIND: Kind = Kind::Invite;
-    const NAME: &'static str = "invite";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for InviteRecord {}
+tessera_storage::record!(InviteRecord in PlatformRecord: Kind::Invite, "invite", version 1);
 
 /// A tenant's pending invitation of one address, keyed `tenant id | e-mail`: what the member
 /// list shows, and how a new invitation of the same address replaces the old one.
@@ -321,12 +266,7 @@ pub struct PendingInvite {
     #[serde(flatten)]
     pub terms: InviteTerms,
 }
-impl Record for PendingInvite {
-    const KIND: Kind = Kind::PendingInvite;
-    const NAME: &'static str = "pending invite";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for PendingInvite {}
+tessera_storage::record!(PendingInvite in PlatformRecord: Kind::PendingInvite, "pending invite", version 1);
 
 pub fn pending_invite_key(tenant: &TenantId, email: &str) -> Vec<u8> {
     let mut k = tenant.as_bytes().to_vec();
@@ -356,12 +296,7 @@ pub struct AccountTokenRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
 }
-impl Record for AccountTokenRecord {
-    const KIND: Kind = Kind::DashboardAccountToken;
-    const NAME: &'static str = "dashboard account token";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for AccountTokenRecord {}
+tessera_storage::record!(AccountTokenRecord in PlatformRecord: Kind::DashboardAccountToken, "dashboard account token", version 1);
 
 impl Role {
     pub fn parse(s: &str) -> Option<Role> {

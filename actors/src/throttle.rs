@@ -21,7 +21,7 @@ use std::{
 };
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{ct_eq, Kind, PlatformRecord, Record, TenantRecord};
+use tessera_storage::{ct_eq, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -106,24 +106,14 @@ pub struct SavedCount {
 #[serde(transparent)]
 pub struct TenantThrottleRecord(pub SavedCount);
 
-impl Record for TenantThrottleRecord {
-    const KIND: Kind = Kind::Throttle;
-    const NAME: &'static str = "throttle";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for TenantThrottleRecord {}
+tessera_storage::record!(TenantThrottleRecord in TenantRecord: Kind::Throttle, "throttle", version 1);
 
 /// A dashboard throttle entry of the directory, keyed `throttle | key`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PlatformThrottleRecord(pub SavedCount);
 
-impl Record for PlatformThrottleRecord {
-    const KIND: Kind = Kind::PlatformThrottle;
-    const NAME: &'static str = "dashboard throttle";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for PlatformThrottleRecord {}
+tessera_storage::record!(PlatformThrottleRecord in PlatformRecord: Kind::PlatformThrottle, "dashboard throttle", version 1);
 
 /// The record key of `key` in the throttle its owner numbers `throttle`.
 pub fn saved_key<K: ThrottleKey>(throttle: u8, key: &K) -> Vec<u8> {

@@ -25,6 +25,23 @@ pub trait TenantRecord: Record {}
 /// writes these.
 pub trait PlatformRecord: Record {}
 
+/// Declares what a record is to the store: the kind byte of its keys, its name in errors and
+/// logs, the schema version this build writes and reads, and whose store it lives in
+/// (`TenantRecord` or `PlatformRecord`):
+///
+/// `record!(MauRecord in TenantRecord: Kind::Usage, "monthly active users", version 1);`
+#[macro_export]
+macro_rules! record {
+    ($ty:ident in $store:ident : $kind:path, $name:literal, version $version:literal) => {
+        impl $crate::Record for $ty {
+            const KIND: $crate::Kind = $kind;
+            const NAME: &'static str = $name;
+            const VERSION: u16 = $version;
+        }
+        impl $crate::$store for $ty {}
+    };
+}
+
 pub fn encode<R: Record>(value: &R) -> Result<Vec<u8>, StorageError> {
     let mut out = R::VERSION.to_be_bytes().to_vec();
     serde_json::to_writer(&mut out, value).map_err(|source| StorageError::Encode {

@@ -9,7 +9,7 @@
 //! to its tenant before any tenant is asked anything.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, PlatformBatch, PlatformRecord, Record, TenantId};
+use tessera_storage::{Kind, PlatformBatch, TenantId};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -32,12 +32,7 @@ pub struct ResourceRecord {
     pub created_at: OffsetDateTime,
 }
 
-impl Record for ResourceRecord {
-    const KIND: Kind = Kind::Resource;
-    const NAME: &'static str = "resource";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for ResourceRecord {}
+tessera_storage::record!(ResourceRecord in PlatformRecord: Kind::Resource, "resource", version 1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,12 +94,7 @@ impl CatalogScopeRecord {
     }
 }
 
-impl Record for CatalogScopeRecord {
-    const KIND: Kind = Kind::CatalogScope;
-    const NAME: &'static str = "catalog scope";
-    const VERSION: u16 = 1;
-}
-impl PlatformRecord for CatalogScopeRecord {}
+tessera_storage::record!(CatalogScopeRecord in PlatformRecord: Kind::CatalogScope, "catalog scope", version 1);
 
 /// A resource and its catalog entries.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 //! a key is its own cursor. Events name changed fields, never secret values.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantRecord};
+use tessera_storage::Kind;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -42,12 +42,7 @@ pub struct AuditEvent {
     pub metadata: serde_json::Value,
 }
 
-impl Record for AuditEvent {
-    const KIND: Kind = Kind::AuditEvent;
-    const NAME: &'static str = "audit event";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AuditEvent {}
+tessera_storage::record!(AuditEvent in TenantRecord: Kind::AuditEvent, "audit event", version 1);
 
 impl AuditEvent {
     pub fn new(event_type: &str, ctx: &AuditContext, fields: Vec<String>) -> Self {

@@ -32,7 +32,7 @@
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
-use tessera_storage::{ct_eq, sha256, Kind, Record, TenantBatch, TenantRecord};
+use tessera_storage::{ct_eq, sha256, Kind, TenantBatch};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -188,12 +188,7 @@ impl ChallengeRecord {
     }
 }
 
-impl Record for ChallengeRecord {
-    const KIND: Kind = Kind::Challenge;
-    const NAME: &'static str = "challenge";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for ChallengeRecord {}
+tessera_storage::record!(ChallengeRecord in TenantRecord: Kind::Challenge, "challenge", version 1);
 
 pub fn challenge_key(slot: Uuid, purpose: Purpose) -> Vec<u8> {
     let mut k = slot.as_bytes().to_vec();

@@ -12,7 +12,7 @@
 //! way past a lockout.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantBatch, TenantRecord};
+use tessera_storage::{Kind, TenantBatch};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -32,12 +32,7 @@ pub struct DeviceRecord {
     pub expires_at: OffsetDateTime,
 }
 
-impl Record for DeviceRecord {
-    const KIND: Kind = Kind::DeviceToken;
-    const NAME: &'static str = "device_token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for DeviceRecord {}
+tessera_storage::record!(DeviceRecord in TenantRecord: Kind::DeviceToken, "device_token", version 1);
 
 /// The record key of `user`'s device `id`.
 pub fn device_key(user: Uuid, id: Uuid) -> Vec<u8> {

@@ -9,7 +9,7 @@ pub mod msg;
 use std::{net::IpAddr, time::Instant};
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantRecord};
+use tessera_storage::Kind;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -34,12 +34,7 @@ pub const PURGE_LIMIT: usize = 1000;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GuestIndex {}
 
-impl Record for GuestIndex {
-    const KIND: Kind = Kind::Guest;
-    const NAME: &'static str = "guest index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for GuestIndex {}
+tessera_storage::record!(GuestIndex in TenantRecord: Kind::Guest, "guest index", version 1);
 
 impl Guests {
     /// This month's active users so far.

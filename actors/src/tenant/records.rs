@@ -2,7 +2,7 @@
 //! tokens and queued mail. Secrets are sealed or hashed; nothing here holds a bearer token.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -120,12 +120,7 @@ impl std::fmt::Debug for UserRecord {
     }
 }
 
-impl Record for UserRecord {
-    const KIND: Kind = Kind::User;
-    const NAME: &'static str = "user";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserRecord {}
+tessera_storage::record!(UserRecord in TenantRecord: Kind::User, "user", version 1);
 
 /// Normalised e-mail address -> user. A prefix scan of these keys is the case-insensitive
 /// e-mail search of the users list; `created_ns` (the user's creation, nanoseconds since
@@ -163,12 +158,7 @@ fn created_ns(t: OffsetDateTime) -> u64 {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserCreatedIndex {}
 
-impl Record for UserCreatedIndex {
-    const KIND: Kind = Kind::UserCreated;
-    const NAME: &'static str = "user creation index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserCreatedIndex {}
+tessera_storage::record!(UserCreatedIndex in TenantRecord: Kind::UserCreated, "user creation index", version 1);
 
 /// The key of a user in the creation index: nanoseconds since 1970 (big-endian, so keys sort
 /// by time) and the id, which breaks ties.
@@ -182,12 +172,7 @@ pub fn created_key(created_at: OffsetDateTime, user: Uuid) -> Vec<u8> {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserAuditIndex {}
 
-impl Record for UserAuditIndex {
-    const KIND: Kind = Kind::UserAudit;
-    const NAME: &'static str = "user audit index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserAuditIndex {}
+tessera_storage::record!(UserAuditIndex in TenantRecord: Kind::UserAudit, "user audit index", version 1);
 
 /// That a one-off index build of this tenant is done (keyed by the build's name).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -196,19 +181,9 @@ pub struct IndexBuilt {
     pub at: OffsetDateTime,
 }
 
-impl Record for IndexBuilt {
-    const KIND: Kind = Kind::TenantIndexBuilt;
-    const NAME: &'static str = "index build marker";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for IndexBuilt {}
+tessera_storage::record!(IndexBuilt in TenantRecord: Kind::TenantIndexBuilt, "index build marker", version 1);
 
-impl Record for EmailIndex {
-    const KIND: Kind = Kind::UserEmail;
-    const NAME: &'static str = "user e-mail index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EmailIndex {}
+tessera_storage::record!(EmailIndex in TenantRecord: Kind::UserEmail, "user e-mail index", version 1);
 
 /// Confirmed phone number (E.164) -> user: the number signs that user in by SMS.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -216,12 +191,7 @@ pub struct PhoneIndex {
     pub user_id: Uuid,
 }
 
-impl Record for PhoneIndex {
-    const KIND: Kind = Kind::UserPhone;
-    const NAME: &'static str = "user phone index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for PhoneIndex {}
+tessera_storage::record!(PhoneIndex in TenantRecord: Kind::UserPhone, "user phone index", version 1);
 
 /// A session: one refresh-token family. Its refresh tokens are derived, not stored (see
 /// `sessions.rs`); `generation` says which one is current.
@@ -259,23 +229,13 @@ pub struct SessionRecord {
     pub oauth: Option<super::oauth::OAuthGrant>,
 }
 
-impl Record for SessionRecord {
-    const KIND: Kind = Kind::Session;
-    const NAME: &'static str = "session";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SessionRecord {}
+tessera_storage::record!(SessionRecord in TenantRecord: Kind::Session, "session", version 1);
 
 /// `user id | session id` -> this marker: lists a user's sessions without a full scan.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserSessionIndex {}
 
-impl Record for UserSessionIndex {
-    const KIND: Kind = Kind::UserSession;
-    const NAME: &'static str = "user session index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserSessionIndex {}
+tessera_storage::record!(UserSessionIndex in TenantRecord: Kind::UserSession, "user session index", version 1);
 
 pub fn user_session_key(user: Uuid, session: Uuid) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
@@ -306,12 +266,7 @@ pub struct LinkTokenRecord {
     pub redirect_to: Option<String>,
 }
 
-impl Record for LinkTokenRecord {
-    const KIND: Kind = Kind::LinkToken;
-    const NAME: &'static str = "link token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for LinkTokenRecord {}
+tessera_storage::record!(LinkTokenRecord in TenantRecord: Kind::LinkToken, "link token", version 1);
 
 /// What a request that found no account writes in place of the records and the sealed message
 /// a request for an existing account writes (see `TenantCtx::write_decoy`): as much sealed,
@@ -322,12 +277,7 @@ pub struct DecoyRecord {
     pub sealed: Sealed,
 }
 
-impl Record for DecoyRecord {
-    const KIND: Kind = Kind::Usage;
-    const NAME: &'static str = "decoy";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for DecoyRecord {}
+tessera_storage::record!(DecoyRecord in TenantRecord: Kind::Usage, "decoy", version 1);
 
 /// The key of the tenant's one [`DecoyRecord`] (beside the usage counters).
 pub const DECOY_KEY: &[u8] = b"decoy";
@@ -338,12 +288,7 @@ pub struct QueuedMail {
     pub sealed: Sealed,
 }
 
-impl Record for QueuedMail {
-    const KIND: Kind = Kind::MailQueue;
-    const NAME: &'static str = "queued mail";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for QueuedMail {}
+tessera_storage::record!(QueuedMail in TenantRecord: Kind::MailQueue, "queued mail", version 1);
 
 /// A user's passkey (a WebAuthn credential), keyed `user id | passkey id`. What its sign-ins
 /// change is kept apart, in a [`PasskeyUse`]; read through the tenant's passkey lookups, a
@@ -380,12 +325,7 @@ impl std::fmt::Debug for PasskeyRecord {
     }
 }
 
-impl Record for PasskeyRecord {
-    const KIND: Kind = Kind::Passkey;
-    const NAME: &'static str = "passkey";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for PasskeyRecord {}
+tessera_storage::record!(PasskeyRecord in TenantRecord: Kind::Passkey, "passkey", version 1);
 
 /// What a passkey's sign-ins changed, keyed like the passkey: the signature counter and the
 /// backup flags the latest one reported, when it was, and whether a counter that went back
@@ -403,12 +343,7 @@ pub struct PasskeyUse {
     pub suspected_clone: bool,
 }
 
-impl Record for PasskeyUse {
-    const KIND: Kind = Kind::PasskeyUse;
-    const NAME: &'static str = "passkey_use";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for PasskeyUse {}
+tessera_storage::record!(PasskeyUse in TenantRecord: Kind::PasskeyUse, "passkey_use", version 1);
 
 impl PasskeyRecord {
     /// The use state the record itself holds: the registration's counter and flags, or what an
@@ -449,12 +384,7 @@ pub struct PasskeyCredentialIndex {
     pub passkey_id: Uuid,
 }
 
-impl Record for PasskeyCredentialIndex {
-    const KIND: Kind = Kind::PasskeyCredential;
-    const NAME: &'static str = "passkey_credential";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for PasskeyCredentialIndex {}
+tessera_storage::record!(PasskeyCredentialIndex in TenantRecord: Kind::PasskeyCredential, "passkey_credential", version 1);
 
 #[cfg(test)]
 mod tests {

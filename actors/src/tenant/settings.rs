@@ -10,7 +10,7 @@ pub mod rules;
 pub use error::SettingsError;
 pub use roles::DefaultRole;
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantRecord};
+use tessera_storage::Kind;
 use time::{Duration, OffsetDateTime};
 
 use crate::error::SmsError;
@@ -347,12 +347,7 @@ impl TenantSettings {
     }
 }
 
-impl Record for TenantSettings {
-    const KIND: Kind = Kind::TenantSettings;
-    const NAME: &'static str = "tenant settings";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for TenantSettings {}
+tessera_storage::record!(TenantSettings in TenantRecord: Kind::TenantSettings, "tenant settings", version 1);
 
 /// A sealed tenant secret (the BYOK SMS token), keyed by its name.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -360,12 +355,7 @@ pub struct TenantSecret {
     pub sealed: tessera_storage::Sealed,
 }
 
-impl Record for TenantSecret {
-    const KIND: Kind = Kind::TenantSecret;
-    const NAME: &'static str = "tenant secret";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for TenantSecret {}
+tessera_storage::record!(TenantSecret in TenantRecord: Kind::TenantSecret, "tenant secret", version 1);
 
 /// Name of the BYOK SMS auth-token secret.
 pub const BYOK_AUTH_TOKEN: &[u8] = b"byok_provider_auth_token";

@@ -2,7 +2,7 @@
 //! persisted [`MauRecord`] (`YYYY-MM` and a count) that starts again at zero with the month.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantRecord};
+use tessera_storage::Kind;
 use time::OffsetDateTime;
 
 /// Users active in one calendar month: a user counts once a month, at its creation or its
@@ -14,12 +14,7 @@ pub struct MauRecord {
     pub count: u64,
 }
 
-impl Record for MauRecord {
-    const KIND: Kind = Kind::Usage;
-    const NAME: &'static str = "monthly active users";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for MauRecord {}
+tessera_storage::record!(MauRecord in TenantRecord: Kind::Usage, "monthly active users", version 1);
 
 impl MauRecord {
     /// The count of `now`'s month (0 when the record is of an earlier month).

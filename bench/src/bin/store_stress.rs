@@ -29,9 +29,7 @@ use clap::{Parser, ValueEnum};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tessera_bench::{round3, LatencySummary, Result};
-use tessera_storage::{
-    codec::Record, flusher::Durability, watch, Kind, Store, StoreOptions, TenantId, TenantRecord,
-};
+use tessera_storage::{flusher::Durability, watch, Kind, Store, StoreOptions, TenantId};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Mode {
@@ -74,12 +72,7 @@ struct Row {
     payload: String,
 }
 
-impl Record for Row {
-    const KIND: Kind = Kind::Session;
-    const NAME: &'static str = "stress row";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for Row {}
+tessera_storage::record!(Row in TenantRecord: Kind::Session, "stress row", version 1);
 
 /// What the sampler thread saw.
 #[derive(Default)]

@@ -3,7 +3,7 @@
 //! indexes; and the keys they are stored under.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{ct_eq, sha256, Kind, Record, TenantRecord};
+use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -47,12 +47,7 @@ impl std::fmt::Debug for AgentRecord {
     }
 }
 
-impl Record for AgentRecord {
-    const KIND: Kind = Kind::Agent;
-    const NAME: &'static str = "agent";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgentRecord {}
+tessera_storage::record!(AgentRecord in TenantRecord: Kind::Agent, "agent", version 1);
 
 impl AgentRecord {
     pub fn allows(&self, grant: AgentGrant) -> bool {
@@ -94,12 +89,7 @@ pub struct AgentTokenRecord {
     pub user: Option<Uuid>,
 }
 
-impl Record for AgentTokenRecord {
-    const KIND: Kind = Kind::AgentToken;
-    const NAME: &'static str = "agent token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgentTokenRecord {}
+tessera_storage::record!(AgentTokenRecord in TenantRecord: Kind::AgentToken, "agent token", version 1);
 
 /// A denylisted agent token, keyed by its `jti`, until it would have expired.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -107,12 +97,7 @@ pub struct DeniedTokenRecord {
     pub exp: i64,
 }
 
-impl Record for DeniedTokenRecord {
-    const KIND: Kind = Kind::AgentDenied;
-    const NAME: &'static str = "denied agent token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for DeniedTokenRecord {}
+tessera_storage::record!(DeniedTokenRecord in TenantRecord: Kind::AgentDenied, "denied agent token", version 1);
 
 /// One entry of an agent's activity feed, keyed `agent id | time (ns) | sequence`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -131,12 +116,7 @@ pub struct AgentActionRecord {
     pub created_at: OffsetDateTime,
 }
 
-impl Record for AgentActionRecord {
-    const KIND: Kind = Kind::AgentAction;
-    const NAME: &'static str = "agent action";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgentActionRecord {}
+tessera_storage::record!(AgentActionRecord in TenantRecord: Kind::AgentAction, "agent action", version 1);
 
 /// What a user and an agent have to do with each other, keyed `user id | agent id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -151,12 +131,7 @@ pub struct UserAgentRecord {
     pub revoked_at: Option<OffsetDateTime>,
 }
 
-impl Record for UserAgentRecord {
-    const KIND: Kind = Kind::UserAgent;
-    const NAME: &'static str = "user agent";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserAgentRecord {}
+tessera_storage::record!(UserAgentRecord in TenantRecord: Kind::UserAgent, "user agent", version 1);
 
 pub(in crate::tenant) fn user_agent_key(user: Uuid, agent: Uuid) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
@@ -211,12 +186,7 @@ pub struct AgentRequestRecord {
     pub status: RequestStatus,
 }
 
-impl Record for AgentRequestRecord {
-    const KIND: Kind = Kind::AgentRequest;
-    const NAME: &'static str = "agent request";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgentRequestRecord {}
+tessera_storage::record!(AgentRequestRecord in TenantRecord: Kind::AgentRequest, "agent request", version 1);
 
 /// Finds a request by another handle: `u` + user code, `l` + link hash, `i` + request id.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -224,12 +194,7 @@ pub struct AgentRequestIndex {
     pub key: [u8; 32],
 }
 
-impl Record for AgentRequestIndex {
-    const KIND: Kind = Kind::AgentRequestIndex;
-    const NAME: &'static str = "agent request index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgentRequestIndex {}
+tessera_storage::record!(AgentRequestIndex in TenantRecord: Kind::AgentRequestIndex, "agent request index", version 1);
 
 pub(in crate::tenant) fn index_key(tag: u8, value: &[u8]) -> Vec<u8> {
     let mut k = vec![tag];

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use tessera_eudi::jose::SigningKey;
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -88,12 +88,7 @@ impl std::fmt::Debug for EudiVerifierRecord {
     }
 }
 
-impl Record for EudiVerifierRecord {
-    const KIND: Kind = Kind::EudiVerifier;
-    const NAME: &'static str = "wallet verifier identity";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EudiVerifierRecord {}
+tessera_storage::record!(EudiVerifierRecord in TenantRecord: Kind::EudiVerifier, "wallet verifier identity", version 1);
 
 /// The verifier identity, opened, as the request objects are signed with it.
 pub struct VerifierIdentity {
@@ -171,12 +166,7 @@ impl std::fmt::Debug for EudiTxRecord {
     }
 }
 
-impl Record for EudiTxRecord {
-    const KIND: Kind = Kind::EudiTx;
-    const NAME: &'static str = "wallet transaction";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EudiTxRecord {}
+tessera_storage::record!(EudiTxRecord in TenantRecord: Kind::EudiTx, "wallet transaction", version 1);
 
 /// SHA-256 of a client's poll `state` -> the transaction's key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -184,12 +174,7 @@ pub struct EudiPollIndex {
     pub tx_key: Vec<u8>,
 }
 
-impl Record for EudiPollIndex {
-    const KIND: Kind = Kind::EudiPoll;
-    const NAME: &'static str = "wallet poll handle";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EudiPollIndex {}
+tessera_storage::record!(EudiPollIndex in TenantRecord: Kind::EudiPoll, "wallet poll handle", version 1);
 
 /// A wallet identity linked to a user: keyed by the keyed hash of issuer and identifier.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -200,12 +185,7 @@ pub struct EudiSubjectRecord {
     pub linked_at: OffsetDateTime,
 }
 
-impl Record for EudiSubjectRecord {
-    const KIND: Kind = Kind::EudiSubject;
-    const NAME: &'static str = "wallet subject";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EudiSubjectRecord {}
+tessera_storage::record!(EudiSubjectRecord in TenantRecord: Kind::EudiSubject, "wallet subject", version 1);
 
 /// The attributes a wallet attested for a user, sealed (keyed by the user id).
 #[derive(Clone, Serialize, Deserialize)]
@@ -227,12 +207,7 @@ impl std::fmt::Debug for EudiClaimsRecord {
     }
 }
 
-impl Record for EudiClaimsRecord {
-    const KIND: Kind = Kind::EudiClaims;
-    const NAME: &'static str = "wallet-verified claims";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for EudiClaimsRecord {}
+tessera_storage::record!(EudiClaimsRecord in TenantRecord: Kind::EudiClaims, "wallet-verified claims", version 1);
 
 /// An age-verification token not yet used (keyed by its SHA-256).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -245,12 +220,7 @@ pub struct AgeTokenRecord {
     pub expires_at: OffsetDateTime,
 }
 
-impl Record for AgeTokenRecord {
-    const KIND: Kind = Kind::AgeToken;
-    const NAME: &'static str = "age verification token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AgeTokenRecord {}
+tessera_storage::record!(AgeTokenRecord in TenantRecord: Kind::AgeToken, "age verification token", version 1);
 
 /// The request id's random part: the key of its transaction.
 pub(super) fn tx_key(request_id: &str, tenant: &str) -> Option<Vec<u8>> {

@@ -3,7 +3,7 @@
 //! lifetimes.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -53,12 +53,7 @@ pub struct GuardianTokenRecord {
     pub exports: u8,
 }
 
-impl Record for GuardianTokenRecord {
-    const KIND: Kind = Kind::GuardianToken;
-    const NAME: &'static str = "guardian token";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for GuardianTokenRecord {}
+tessera_storage::record!(GuardianTokenRecord in TenantRecord: Kind::GuardianToken, "guardian token", version 1);
 
 /// A declined minor's account, by user id: erased by the purge once `at` is 30 days old.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -67,9 +62,4 @@ pub struct ChildBlockedIndex {
     pub at: OffsetDateTime,
 }
 
-impl Record for ChildBlockedIndex {
-    const KIND: Kind = Kind::ChildBlocked;
-    const NAME: &'static str = "declined minor";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for ChildBlockedIndex {}
+tessera_storage::record!(ChildBlockedIndex in TenantRecord: Kind::ChildBlocked, "declined minor", version 1);

@@ -4,7 +4,7 @@
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use jsonwebtoken::Algorithm;
 use serde::{Deserialize, Serialize};
-use tessera_storage::{sha256, Kind, Record, Sealed, TenantId, TenantRecord};
+use tessera_storage::{sha256, Kind, Sealed, TenantId};
 use time::OffsetDateTime;
 
 /// The algorithm of a signing key: each tenant has exactly one current key of each kind it
@@ -75,12 +75,7 @@ pub struct SigningKeyRecord {
     pub publish_until: Option<OffsetDateTime>,
 }
 
-impl Record for SigningKeyRecord {
-    const KIND: Kind = Kind::SigningKey;
-    const NAME: &'static str = "signing key";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SigningKeyRecord {}
+tessera_storage::record!(SigningKeyRecord in TenantRecord: Kind::SigningKey, "signing key", version 1);
 
 /// Leaves out `sealed`: even ciphertext of a private key has no business in logs.
 impl std::fmt::Debug for SigningKeyRecord {

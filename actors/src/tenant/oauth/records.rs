@@ -2,7 +2,7 @@
 //! (user, client), and the authorization codes, kept past their use to catch a second one.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, TenantRecord};
+use tessera_storage::Kind;
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -71,12 +71,7 @@ impl ConsentRecord {
     }
 }
 
-impl Record for ConsentRecord {
-    const KIND: Kind = Kind::OAuthConsent;
-    const NAME: &'static str = "oauth_consent";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for ConsentRecord {}
+tessera_storage::record!(ConsentRecord in TenantRecord: Kind::OAuthConsent, "oauth_consent", version 1);
 
 /// Whether a client id is an agent's (`agt_...`): its consents are agent consents.
 pub fn is_agent_client(client_id: &str) -> bool {
@@ -121,12 +116,7 @@ pub struct AuthCodeRecord {
     pub sign_in_session: Option<Uuid>,
 }
 
-impl Record for AuthCodeRecord {
-    const KIND: Kind = Kind::OAuthCode;
-    const NAME: &'static str = "oauth_code";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for AuthCodeRecord {}
+tessera_storage::record!(AuthCodeRecord in TenantRecord: Kind::OAuthCode, "oauth_code", version 1);
 
 pub(super) fn sorted_union(a: &[String], b: &[String]) -> Vec<String> {
     let mut out: Vec<String> = a.iter().chain(b).cloned().collect();

@@ -2,7 +2,7 @@
 //! URIs, scopes and verification, and the check of its secret.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{ct_eq, sha256, Kind, Record, TenantRecord};
+use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 
 use crate::tenant::keys::KeyAlg;
@@ -102,12 +102,7 @@ impl std::fmt::Debug for OAuthClientRecord {
     }
 }
 
-impl Record for OAuthClientRecord {
-    const KIND: Kind = Kind::OAuthClient;
-    const NAME: &'static str = "oauth_client";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for OAuthClientRecord {}
+tessera_storage::record!(OAuthClientRecord in TenantRecord: Kind::OAuthClient, "oauth_client", version 1);
 
 impl OAuthClientRecord {
     /// The algorithm its ID tokens are signed with.

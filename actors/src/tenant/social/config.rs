@@ -6,7 +6,7 @@ use crate::tenant::ctx::TenantCtx;
 use crate::tenant::social::memory::Social;
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::OffsetDateTime;
 
 use super::providers::{AppleKeyId, Provider};
@@ -49,12 +49,7 @@ impl std::fmt::Debug for SocialProviderRecord {
     }
 }
 
-impl Record for SocialProviderRecord {
-    const KIND: Kind = Kind::SocialProvider;
-    const NAME: &'static str = "social provider";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialProviderRecord {}
+tessera_storage::record!(SocialProviderRecord in TenantRecord: Kind::SocialProvider, "social provider", version 1);
 
 /// The whole configuration of one provider as the dashboard puts it, its fields checked by the
 /// caller. A secret left out keeps the stored one (for the same client id).

@@ -2,7 +2,7 @@
 //! linked accounts with their per-user index, kept provider tokens; and their keys.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::{Duration, OffsetDateTime};
 use uuid::Uuid;
 
@@ -47,12 +47,7 @@ impl std::fmt::Debug for SocialStateRecord {
     }
 }
 
-impl Record for SocialStateRecord {
-    const KIND: Kind = Kind::SocialState;
-    const NAME: &'static str = "social sign-in state";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialStateRecord {}
+tessera_storage::record!(SocialStateRecord in TenantRecord: Kind::SocialState, "social sign-in state", version 1);
 
 /// A signed-in user's leave to link a provider (`POST /v1/users/me/link/{provider}`, past
 /// the step-up gate), keyed by the SHA-256 of the ticket its authorize URL carries: single
@@ -66,12 +61,7 @@ pub struct SocialLinkTicketRecord {
     pub expires_at: OffsetDateTime,
 }
 
-impl Record for SocialLinkTicketRecord {
-    const KIND: Kind = Kind::SocialLinkTicket;
-    const NAME: &'static str = "social link ticket";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialLinkTicketRecord {}
+tessera_storage::record!(SocialLinkTicketRecord in TenantRecord: Kind::SocialLinkTicket, "social link ticket", version 1);
 
 /// A callback's outcome waiting for the exchange, keyed by the exchange token's `jti`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -82,12 +72,7 @@ pub struct SocialExchangeRecord {
     pub expires_at: OffsetDateTime,
 }
 
-impl Record for SocialExchangeRecord {
-    const KIND: Kind = Kind::SocialExchange;
-    const NAME: &'static str = "social exchange";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialExchangeRecord {}
+tessera_storage::record!(SocialExchangeRecord in TenantRecord: Kind::SocialExchange, "social exchange", version 1);
 
 /// A provider account linked to a user, keyed `provider | 0 | subject`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -102,12 +87,7 @@ pub struct SocialIdentityRecord {
     pub linked_at: OffsetDateTime,
 }
 
-impl Record for SocialIdentityRecord {
-    const KIND: Kind = Kind::SocialIdentity;
-    const NAME: &'static str = "social identity";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialIdentityRecord {}
+tessera_storage::record!(SocialIdentityRecord in TenantRecord: Kind::SocialIdentity, "social identity", version 1);
 
 /// `user id | provider` -> the subject: a user's linked provider accounts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -115,12 +95,7 @@ pub struct UserIdentityIndex {
     pub subject: String,
 }
 
-impl Record for UserIdentityIndex {
-    const KIND: Kind = Kind::UserIdentity;
-    const NAME: &'static str = "user identity index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for UserIdentityIndex {}
+tessera_storage::record!(UserIdentityIndex in TenantRecord: Kind::UserIdentity, "user identity index", version 1);
 
 pub(in crate::tenant) fn identity_key(provider: Provider, subject: &str) -> Vec<u8> {
     let mut k = provider.as_str().as_bytes().to_vec();
@@ -141,9 +116,4 @@ pub struct SocialTokenRecord {
     pub sealed: Sealed,
 }
 
-impl Record for SocialTokenRecord {
-    const KIND: Kind = Kind::SocialToken;
-    const NAME: &'static str = "social provider tokens";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for SocialTokenRecord {}
+tessera_storage::record!(SocialTokenRecord in TenantRecord: Kind::SocialToken, "social provider tokens", version 1);

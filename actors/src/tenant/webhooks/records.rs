@@ -2,7 +2,7 @@
 //! as, each event's delivery to each endpoint, and the due index with its keys.
 
 use serde::{Deserialize, Serialize};
-use tessera_storage::{Kind, Record, Sealed, TenantRecord};
+use tessera_storage::{Kind, Sealed};
 use time::{format_description::well_known::Rfc3339, OffsetDateTime};
 use uuid::Uuid;
 
@@ -46,12 +46,7 @@ impl std::fmt::Debug for WebhookEndpointRecord {
     }
 }
 
-impl Record for WebhookEndpointRecord {
-    const KIND: Kind = Kind::WebhookEndpoint;
-    const NAME: &'static str = "webhook endpoint";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for WebhookEndpointRecord {}
+tessera_storage::record!(WebhookEndpointRecord in TenantRecord: Kind::WebhookEndpoint, "webhook endpoint", version 1);
 
 impl WebhookEndpointRecord {
     /// Whether it takes events of `event_type` now.
@@ -71,12 +66,7 @@ pub struct OutboundEventRecord {
     pub data: serde_json::Value,
 }
 
-impl Record for OutboundEventRecord {
-    const KIND: Kind = Kind::OutboundEvent;
-    const NAME: &'static str = "outbound event";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for OutboundEventRecord {}
+tessera_storage::record!(OutboundEventRecord in TenantRecord: Kind::OutboundEvent, "outbound event", version 1);
 
 /// The JSON body of an event as delivered: `{type, timestamp, data}`.
 #[derive(Serialize)]
@@ -147,23 +137,13 @@ pub struct WebhookDeliveryRecord {
     pub delivered_at: Option<OffsetDateTime>,
 }
 
-impl Record for WebhookDeliveryRecord {
-    const KIND: Kind = Kind::WebhookDelivery;
-    const NAME: &'static str = "webhook delivery";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for WebhookDeliveryRecord {}
+tessera_storage::record!(WebhookDeliveryRecord in TenantRecord: Kind::WebhookDelivery, "webhook delivery", version 1);
 
 /// A pending delivery's place in the due order (`next attempt ms | endpoint | event`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WebhookDueIndex {}
 
-impl Record for WebhookDueIndex {
-    const KIND: Kind = Kind::WebhookDue;
-    const NAME: &'static str = "webhook due index";
-    const VERSION: u16 = 1;
-}
-impl TenantRecord for WebhookDueIndex {}
+tessera_storage::record!(WebhookDueIndex in TenantRecord: Kind::WebhookDue, "webhook due index", version 1);
 
 pub(super) fn delivery_key(endpoint: Uuid, event: Uuid) -> Vec<u8> {
     let mut k = endpoint.as_bytes().to_vec();
