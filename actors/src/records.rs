@@ -87,7 +87,9 @@ tessera_storage::record!(SlugIndex in PlatformRecord: Kind::TenantSlug, "slug in
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct ApiKeyIndex(pub TenantRef);
-tessera_storage::record!(ApiKeyIndex in PlatformRecord: Kind::ApiKeyIndex, "api key index", version 1);
+tessera_storage::record!(
+    ApiKeyIndex in PlatformRecord: Kind::ApiKeyIndex, "api key index", version 1
+);
 
 /// A key a tenant's back end manages the tenant's users with (`tmk_...`): stored as its
 /// SHA-256 only, under `tenant id | key id`.
@@ -119,7 +121,9 @@ impl ManagementKeyRecord {
     }
 }
 
-tessera_storage::record!(ManagementKeyRecord in PlatformRecord: Kind::ManagementKey, "management key", version 1);
+tessera_storage::record!(
+    ManagementKeyRecord in PlatformRecord: Kind::ManagementKey, "management key", version 1
+);
 
 /// A member's role in a tenant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,7 +174,9 @@ impl DashboardAccount {
     }
 }
 
-tessera_storage::record!(DashboardAccount in PlatformRecord: Kind::DashboardAccount, "dashboard account", version 1);
+tessera_storage::record!(
+    DashboardAccount in PlatformRecord: Kind::DashboardAccount, "dashboard account", version 1
+);
 
 /// A known device of a dashboard account (see `known_devices`), keyed `account id | device id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -185,14 +191,18 @@ pub struct DashboardDevice {
     pub expires_at: OffsetDateTime,
 }
 
-tessera_storage::record!(DashboardDevice in PlatformRecord: Kind::DashboardDevice, "dashboard device", version 1);
+tessera_storage::record!(
+    DashboardDevice in PlatformRecord: Kind::DashboardDevice, "dashboard device", version 1
+);
 
 /// Index of dashboard accounts by lowercased e-mail.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AccountEmailIndex {
     pub account: Uuid,
 }
-tessera_storage::record!(AccountEmailIndex in PlatformRecord: Kind::DashboardEmail, "account e-mail index", version 1);
+tessera_storage::record!(
+    AccountEmailIndex in PlatformRecord: Kind::DashboardEmail, "account e-mail index", version 1
+);
 
 /// The first answer to an onboarding request with an idempotency key, kept 24 hours so a retry
 /// gets the same answer. Keyed by a keyed hash of the idempotency key; the answer holds the API
@@ -204,7 +214,9 @@ pub struct IdempotencyRecord {
     pub created_at: OffsetDateTime,
     pub response: Sealed,
 }
-tessera_storage::record!(IdempotencyRecord in PlatformRecord: Kind::Idempotency, "idempotency record", version 1);
+tessera_storage::record!(
+    IdempotencyRecord in PlatformRecord: Kind::Idempotency, "idempotency record", version 1
+);
 
 /// A dashboard session, keyed by the SHA-256 of its token.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -222,7 +234,9 @@ pub struct DashboardSession {
     #[serde(default)]
     pub epoch: u32,
 }
-tessera_storage::record!(DashboardSession in PlatformRecord: Kind::DashboardSession, "dashboard session", version 1);
+tessera_storage::record!(
+    DashboardSession in PlatformRecord: Kind::DashboardSession, "dashboard session", version 1
+);
 
 /// A member of a tenant, keyed `tenant id | account id`; the account's `memberships` list is
 /// the same fact seen from the other side, written in the same batch.
@@ -232,7 +246,9 @@ pub struct MembershipRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub added_at: OffsetDateTime,
 }
-tessera_storage::record!(MembershipRecord in PlatformRecord: Kind::Membership, "membership", version 1);
+tessera_storage::record!(
+    MembershipRecord in PlatformRecord: Kind::Membership, "membership", version 1
+);
 
 /// What an invitation offers and for how long: the role, who invited, when, and until when.
 /// The invitation and its pending entry carry it flattened: its fields stand beside theirs,
@@ -266,7 +282,9 @@ pub struct PendingInvite {
     #[serde(flatten)]
     pub terms: InviteTerms,
 }
-tessera_storage::record!(PendingInvite in PlatformRecord: Kind::PendingInvite, "pending invite", version 1);
+tessera_storage::record!(
+    PendingInvite in PlatformRecord: Kind::PendingInvite, "pending invite", version 1
+);
 
 pub fn pending_invite_key(tenant: &TenantId, email: &str) -> Vec<u8> {
     let mut k = tenant.as_bytes().to_vec();
@@ -296,7 +314,9 @@ pub struct AccountTokenRecord {
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
 }
-tessera_storage::record!(AccountTokenRecord in PlatformRecord: Kind::DashboardAccountToken, "dashboard account token", version 1);
+tessera_storage::record!(
+    AccountTokenRecord in PlatformRecord: Kind::DashboardAccountToken, "dashboard account token", version 1
+);
 
 impl Role {
     pub fn parse(s: &str) -> Option<Role> {

@@ -106,14 +106,18 @@ pub struct SavedCount {
 #[serde(transparent)]
 pub struct TenantThrottleRecord(pub SavedCount);
 
-tessera_storage::record!(TenantThrottleRecord in TenantRecord: Kind::Throttle, "throttle", version 1);
+tessera_storage::record!(
+    TenantThrottleRecord in TenantRecord: Kind::Throttle, "throttle", version 1
+);
 
 /// A dashboard throttle entry of the directory, keyed `throttle | key`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct PlatformThrottleRecord(pub SavedCount);
 
-tessera_storage::record!(PlatformThrottleRecord in PlatformRecord: Kind::PlatformThrottle, "dashboard throttle", version 1);
+tessera_storage::record!(
+    PlatformThrottleRecord in PlatformRecord: Kind::PlatformThrottle, "dashboard throttle", version 1
+);
 
 /// The record key of `key` in the throttle its owner numbers `throttle`.
 pub fn saved_key<K: ThrottleKey>(throttle: u8, key: &K) -> Vec<u8> {

@@ -94,7 +94,9 @@ impl CatalogScopeRecord {
     }
 }
 
-tessera_storage::record!(CatalogScopeRecord in PlatformRecord: Kind::CatalogScope, "catalog scope", version 1);
+tessera_storage::record!(
+    CatalogScopeRecord in PlatformRecord: Kind::CatalogScope, "catalog scope", version 1
+);
 
 /// A resource and its catalog entries.
 #[derive(Clone, Debug)]

@@ -32,7 +32,9 @@ pub struct DeviceRecord {
     pub expires_at: OffsetDateTime,
 }
 
-tessera_storage::record!(DeviceRecord in TenantRecord: Kind::DeviceToken, "device_token", version 1);
+tessera_storage::record!(
+    DeviceRecord in TenantRecord: Kind::DeviceToken, "device_token", version 1
+);
 
 /// The record key of `user`'s device `id`.
 pub fn device_key(user: Uuid, id: Uuid) -> Vec<u8> {

@@ -158,7 +158,9 @@ fn created_ns(t: OffsetDateTime) -> u64 {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserCreatedIndex {}
 
-tessera_storage::record!(UserCreatedIndex in TenantRecord: Kind::UserCreated, "user creation index", version 1);
+tessera_storage::record!(
+    UserCreatedIndex in TenantRecord: Kind::UserCreated, "user creation index", version 1
+);
 
 /// The key of a user in the creation index: nanoseconds since 1970 (big-endian, so keys sort
 /// by time) and the id, which breaks ties.
@@ -172,7 +174,9 @@ pub fn created_key(created_at: OffsetDateTime, user: Uuid) -> Vec<u8> {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserAuditIndex {}
 
-tessera_storage::record!(UserAuditIndex in TenantRecord: Kind::UserAudit, "user audit index", version 1);
+tessera_storage::record!(
+    UserAuditIndex in TenantRecord: Kind::UserAudit, "user audit index", version 1
+);
 
 /// That a one-off index build of this tenant is done (keyed by the build's name).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -181,9 +185,13 @@ pub struct IndexBuilt {
     pub at: OffsetDateTime,
 }
 
-tessera_storage::record!(IndexBuilt in TenantRecord: Kind::TenantIndexBuilt, "index build marker", version 1);
+tessera_storage::record!(
+    IndexBuilt in TenantRecord: Kind::TenantIndexBuilt, "index build marker", version 1
+);
 
-tessera_storage::record!(EmailIndex in TenantRecord: Kind::UserEmail, "user e-mail index", version 1);
+tessera_storage::record!(
+    EmailIndex in TenantRecord: Kind::UserEmail, "user e-mail index", version 1
+);
 
 /// Confirmed phone number (E.164) -> user: the number signs that user in by SMS.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -191,7 +199,9 @@ pub struct PhoneIndex {
     pub user_id: Uuid,
 }
 
-tessera_storage::record!(PhoneIndex in TenantRecord: Kind::UserPhone, "user phone index", version 1);
+tessera_storage::record!(
+    PhoneIndex in TenantRecord: Kind::UserPhone, "user phone index", version 1
+);
 
 /// A session: one refresh-token family. Its refresh tokens are derived, not stored (see
 /// `sessions.rs`); `generation` says which one is current.
@@ -235,7 +245,9 @@ tessera_storage::record!(SessionRecord in TenantRecord: Kind::Session, "session"
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct UserSessionIndex {}
 
-tessera_storage::record!(UserSessionIndex in TenantRecord: Kind::UserSession, "user session index", version 1);
+tessera_storage::record!(
+    UserSessionIndex in TenantRecord: Kind::UserSession, "user session index", version 1
+);
 
 pub fn user_session_key(user: Uuid, session: Uuid) -> Vec<u8> {
     let mut k = user.as_bytes().to_vec();
@@ -384,7 +396,9 @@ pub struct PasskeyCredentialIndex {
     pub passkey_id: Uuid,
 }
 
-tessera_storage::record!(PasskeyCredentialIndex in TenantRecord: Kind::PasskeyCredential, "passkey_credential", version 1);
+tessera_storage::record!(
+    PasskeyCredentialIndex in TenantRecord: Kind::PasskeyCredential, "passkey_credential", version 1
+);
 
 #[cfg(test)]
 mod tests {

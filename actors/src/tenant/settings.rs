@@ -347,7 +347,9 @@ impl TenantSettings {
     }
 }
 
-tessera_storage::record!(TenantSettings in TenantRecord: Kind::TenantSettings, "tenant settings", version 1);
+tessera_storage::record!(
+    TenantSettings in TenantRecord: Kind::TenantSettings, "tenant settings", version 1
+);
 
 /// A sealed tenant secret (the BYOK SMS token), keyed by its name.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -355,7 +357,9 @@ pub struct TenantSecret {
     pub sealed: tessera_storage::Sealed,
 }
 
-tessera_storage::record!(TenantSecret in TenantRecord: Kind::TenantSecret, "tenant secret", version 1);
+tessera_storage::record!(
+    TenantSecret in TenantRecord: Kind::TenantSecret, "tenant secret", version 1
+);
 
 /// Name of the BYOK SMS auth-token secret.
 pub const BYOK_AUTH_TOKEN: &[u8] = b"byok_provider_auth_token";

@@ -89,7 +89,9 @@ pub struct AgentTokenRecord {
     pub user: Option<Uuid>,
 }
 
-tessera_storage::record!(AgentTokenRecord in TenantRecord: Kind::AgentToken, "agent token", version 1);
+tessera_storage::record!(
+    AgentTokenRecord in TenantRecord: Kind::AgentToken, "agent token", version 1
+);
 
 /// A denylisted agent token, keyed by its `jti`, until it would have expired.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -97,7 +99,9 @@ pub struct DeniedTokenRecord {
     pub exp: i64,
 }
 
-tessera_storage::record!(DeniedTokenRecord in TenantRecord: Kind::AgentDenied, "denied agent token", version 1);
+tessera_storage::record!(
+    DeniedTokenRecord in TenantRecord: Kind::AgentDenied, "denied agent token", version 1
+);
 
 /// One entry of an agent's activity feed, keyed `agent id | time (ns) | sequence`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -116,7 +120,9 @@ pub struct AgentActionRecord {
     pub created_at: OffsetDateTime,
 }
 
-tessera_storage::record!(AgentActionRecord in TenantRecord: Kind::AgentAction, "agent action", version 1);
+tessera_storage::record!(
+    AgentActionRecord in TenantRecord: Kind::AgentAction, "agent action", version 1
+);
 
 /// What a user and an agent have to do with each other, keyed `user id | agent id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -186,7 +192,9 @@ pub struct AgentRequestRecord {
     pub status: RequestStatus,
 }
 
-tessera_storage::record!(AgentRequestRecord in TenantRecord: Kind::AgentRequest, "agent request", version 1);
+tessera_storage::record!(
+    AgentRequestRecord in TenantRecord: Kind::AgentRequest, "agent request", version 1
+);
 
 /// Finds a request by another handle: `u` + user code, `l` + link hash, `i` + request id.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -194,7 +202,9 @@ pub struct AgentRequestIndex {
     pub key: [u8; 32],
 }
 
-tessera_storage::record!(AgentRequestIndex in TenantRecord: Kind::AgentRequestIndex, "agent request index", version 1);
+tessera_storage::record!(
+    AgentRequestIndex in TenantRecord: Kind::AgentRequestIndex, "agent request index", version 1
+);
 
 pub(in crate::tenant) fn index_key(tag: u8, value: &[u8]) -> Vec<u8> {
     let mut k = vec![tag];

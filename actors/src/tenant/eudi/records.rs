@@ -88,7 +88,9 @@ impl std::fmt::Debug for EudiVerifierRecord {
     }
 }
 
-tessera_storage::record!(EudiVerifierRecord in TenantRecord: Kind::EudiVerifier, "wallet verifier identity", version 1);
+tessera_storage::record!(
+    EudiVerifierRecord in TenantRecord: Kind::EudiVerifier, "wallet verifier identity", version 1
+);
 
 /// The verifier identity, opened, as the request objects are signed with it.
 pub struct VerifierIdentity {
@@ -166,7 +168,9 @@ impl std::fmt::Debug for EudiTxRecord {
     }
 }
 
-tessera_storage::record!(EudiTxRecord in TenantRecord: Kind::EudiTx, "wallet transaction", version 1);
+tessera_storage::record!(
+    EudiTxRecord in TenantRecord: Kind::EudiTx, "wallet transaction", version 1
+);
 
 /// SHA-256 of a client's poll `state` -> the transaction's key.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -174,7 +178,9 @@ pub struct EudiPollIndex {
     pub tx_key: Vec<u8>,
 }
 
-tessera_storage::record!(EudiPollIndex in TenantRecord: Kind::EudiPoll, "wallet poll handle", version 1);
+tessera_storage::record!(
+    EudiPollIndex in TenantRecord: Kind::EudiPoll, "wallet poll handle", version 1
+);
 
 /// A wallet identity linked to a user: keyed by the keyed hash of issuer and identifier.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -185,7 +191,9 @@ pub struct EudiSubjectRecord {
     pub linked_at: OffsetDateTime,
 }
 
-tessera_storage::record!(EudiSubjectRecord in TenantRecord: Kind::EudiSubject, "wallet subject", version 1);
+tessera_storage::record!(
+    EudiSubjectRecord in TenantRecord: Kind::EudiSubject, "wallet subject", version 1
+);
 
 /// The attributes a wallet attested for a user, sealed (keyed by the user id).
 #[derive(Clone, Serialize, Deserialize)]
@@ -207,7 +215,9 @@ impl std::fmt::Debug for EudiClaimsRecord {
     }
 }
 
-tessera_storage::record!(EudiClaimsRecord in TenantRecord: Kind::EudiClaims, "wallet-verified claims", version 1);
+tessera_storage::record!(
+    EudiClaimsRecord in TenantRecord: Kind::EudiClaims, "wallet-verified claims", version 1
+);
 
 /// An age-verification token not yet used (keyed by its SHA-256).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -220,7 +230,9 @@ pub struct AgeTokenRecord {
     pub expires_at: OffsetDateTime,
 }
 
-tessera_storage::record!(AgeTokenRecord in TenantRecord: Kind::AgeToken, "age verification token", version 1);
+tessera_storage::record!(
+    AgeTokenRecord in TenantRecord: Kind::AgeToken, "age verification token", version 1
+);
 
 /// The request id's random part: the key of its transaction.
 pub(super) fn tx_key(request_id: &str, tenant: &str) -> Option<Vec<u8>> {

@@ -53,7 +53,9 @@ pub struct GuardianTokenRecord {
     pub exports: u8,
 }
 
-tessera_storage::record!(GuardianTokenRecord in TenantRecord: Kind::GuardianToken, "guardian token", version 1);
+tessera_storage::record!(
+    GuardianTokenRecord in TenantRecord: Kind::GuardianToken, "guardian token", version 1
+);
 
 /// A declined minor's account, by user id: erased by the purge once `at` is 30 days old.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -62,4 +64,6 @@ pub struct ChildBlockedIndex {
     pub at: OffsetDateTime,
 }
 
-tessera_storage::record!(ChildBlockedIndex in TenantRecord: Kind::ChildBlocked, "declined minor", version 1);
+tessera_storage::record!(
+    ChildBlockedIndex in TenantRecord: Kind::ChildBlocked, "declined minor", version 1
+);

@@ -75,7 +75,9 @@ pub struct SigningKeyRecord {
     pub publish_until: Option<OffsetDateTime>,
 }
 
-tessera_storage::record!(SigningKeyRecord in TenantRecord: Kind::SigningKey, "signing key", version 1);
+tessera_storage::record!(
+    SigningKeyRecord in TenantRecord: Kind::SigningKey, "signing key", version 1
+);
 
 /// Leaves out `sealed`: even ciphertext of a private key has no business in logs.
 impl std::fmt::Debug for SigningKeyRecord {

@@ -71,7 +71,9 @@ impl ConsentRecord {
     }
 }
 
-tessera_storage::record!(ConsentRecord in TenantRecord: Kind::OAuthConsent, "oauth_consent", version 1);
+tessera_storage::record!(
+    ConsentRecord in TenantRecord: Kind::OAuthConsent, "oauth_consent", version 1
+);
 
 /// Whether a client id is an agent's (`agt_...`): its consents are agent consents.
 pub fn is_agent_client(client_id: &str) -> bool {

@@ -102,7 +102,9 @@ impl std::fmt::Debug for OAuthClientRecord {
     }
 }
 
-tessera_storage::record!(OAuthClientRecord in TenantRecord: Kind::OAuthClient, "oauth_client", version 1);
+tessera_storage::record!(
+    OAuthClientRecord in TenantRecord: Kind::OAuthClient, "oauth_client", version 1
+);
 
 impl OAuthClientRecord {
     /// The algorithm its ID tokens are signed with.

@@ -49,7 +49,9 @@ impl std::fmt::Debug for SocialProviderRecord {
     }
 }
 
-tessera_storage::record!(SocialProviderRecord in TenantRecord: Kind::SocialProvider, "social provider", version 1);
+tessera_storage::record!(
+    SocialProviderRecord in TenantRecord: Kind::SocialProvider, "social provider", version 1
+);
 
 /// The whole configuration of one provider as the dashboard puts it, its fields checked by the
 /// caller. A secret left out keeps the stored one (for the same client id).

@@ -47,7 +47,9 @@ impl std::fmt::Debug for SocialStateRecord {
     }
 }
 
-tessera_storage::record!(SocialStateRecord in TenantRecord: Kind::SocialState, "social sign-in state", version 1);
+tessera_storage::record!(
+    SocialStateRecord in TenantRecord: Kind::SocialState, "social sign-in state", version 1
+);
 
 /// A signed-in user's leave to link a provider (`POST /v1/users/me/link/{provider}`, past
 /// the step-up gate), keyed by the SHA-256 of the ticket its authorize URL carries: single
@@ -61,7 +63,9 @@ pub struct SocialLinkTicketRecord {
     pub expires_at: OffsetDateTime,
 }
 
-tessera_storage::record!(SocialLinkTicketRecord in TenantRecord: Kind::SocialLinkTicket, "social link ticket", version 1);
+tessera_storage::record!(
+    SocialLinkTicketRecord in TenantRecord: Kind::SocialLinkTicket, "social link ticket", version 1
+);
 
 /// A callback's outcome waiting for the exchange, keyed by the exchange token's `jti`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -72,7 +76,9 @@ pub struct SocialExchangeRecord {
     pub expires_at: OffsetDateTime,
 }
 
-tessera_storage::record!(SocialExchangeRecord in TenantRecord: Kind::SocialExchange, "social exchange", version 1);
+tessera_storage::record!(
+    SocialExchangeRecord in TenantRecord: Kind::SocialExchange, "social exchange", version 1
+);
 
 /// A provider account linked to a user, keyed `provider | 0 | subject`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -87,7 +93,9 @@ pub struct SocialIdentityRecord {
     pub linked_at: OffsetDateTime,
 }
 
-tessera_storage::record!(SocialIdentityRecord in TenantRecord: Kind::SocialIdentity, "social identity", version 1);
+tessera_storage::record!(
+    SocialIdentityRecord in TenantRecord: Kind::SocialIdentity, "social identity", version 1
+);
 
 /// `user id | provider` -> the subject: a user's linked provider accounts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -95,7 +103,9 @@ pub struct UserIdentityIndex {
     pub subject: String,
 }
 
-tessera_storage::record!(UserIdentityIndex in TenantRecord: Kind::UserIdentity, "user identity index", version 1);
+tessera_storage::record!(
+    UserIdentityIndex in TenantRecord: Kind::UserIdentity, "user identity index", version 1
+);
 
 pub(in crate::tenant) fn identity_key(provider: Provider, subject: &str) -> Vec<u8> {
     let mut k = provider.as_str().as_bytes().to_vec();
@@ -116,4 +126,6 @@ pub struct SocialTokenRecord {
     pub sealed: Sealed,
 }
 
-tessera_storage::record!(SocialTokenRecord in TenantRecord: Kind::SocialToken, "social provider tokens", version 1);
+tessera_storage::record!(
+    SocialTokenRecord in TenantRecord: Kind::SocialToken, "social provider tokens", version 1
+);

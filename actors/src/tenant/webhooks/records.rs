@@ -46,7 +46,9 @@ impl std::fmt::Debug for WebhookEndpointRecord {
     }
 }
 
-tessera_storage::record!(WebhookEndpointRecord in TenantRecord: Kind::WebhookEndpoint, "webhook endpoint", version 1);
+tessera_storage::record!(
+    WebhookEndpointRecord in TenantRecord: Kind::WebhookEndpoint, "webhook endpoint", version 1
+);
 
 impl WebhookEndpointRecord {
     /// Whether it takes events of `event_type` now.
@@ -66,7 +68,9 @@ pub struct OutboundEventRecord {
     pub data: serde_json::Value,
 }
 
-tessera_storage::record!(OutboundEventRecord in TenantRecord: Kind::OutboundEvent, "outbound event", version 1);
+tessera_storage::record!(
+    OutboundEventRecord in TenantRecord: Kind::OutboundEvent, "outbound event", version 1
+);
 
 /// The JSON body of an event as delivered: `{type, timestamp, data}`.
 #[derive(Serialize)]
@@ -137,13 +141,17 @@ pub struct WebhookDeliveryRecord {
     pub delivered_at: Option<OffsetDateTime>,
 }
 
-tessera_storage::record!(WebhookDeliveryRecord in TenantRecord: Kind::WebhookDelivery, "webhook delivery", version 1);
+tessera_storage::record!(
+    WebhookDeliveryRecord in TenantRecord: Kind::WebhookDelivery, "webhook delivery", version 1
+);
 
 /// A pending delivery's place in the due order (`next attempt ms | endpoint | event`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WebhookDueIndex {}
 
-tessera_storage::record!(WebhookDueIndex in TenantRecord: Kind::WebhookDue, "webhook due index", version 1);
+tessera_storage::record!(
+    WebhookDueIndex in TenantRecord: Kind::WebhookDue, "webhook due index", version 1
+);
 
 pub(super) fn delivery_key(endpoint: Uuid, event: Uuid) -> Vec<u8> {
     let mut k = endpoint.as_bytes().to_vec();
