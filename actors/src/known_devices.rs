@@ -7,6 +7,7 @@
 //! (`account id | device id`), and the record keeps only the secret's SHA-256, compared in
 //! constant time. It signs nobody in by itself.
 
+use serde::{Deserialize, Serialize};
 use tessera_storage::{ct_eq, random_token, sha256};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -19,23 +20,39 @@ pub const DEVICES_PER_ACCOUNT: usize = 10;
 
 const PREFIX: &str = "tdv_";
 
-/// A new device token: the record's id and secret hash, and the token to hand out once.
-pub struct Minted {
+/// What a device's record keeps of its token, whoever owns the device; each owner's record
+/// carries it flattened beside the owner's id.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct KnownDevice {
     pub id: Uuid,
-    /// Hex SHA-256 of the secret part.
+    /// Hex SHA-256 of the token's secret part.
     pub secret_hash: String,
-    pub token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
 }
 
-/// A new device token (the id is time-ordered, so an account's devices sort oldest first).
-pub fn mint() -> Minted {
+impl KnownDevice {
+    /// Whether `secret` is this device's, and the device still live at `now`.
+    pub fn holds(&self, secret: &str, now: OffsetDateTime) -> bool {
+        let presented = hex::encode(sha256(secret.as_bytes()));
+        self.expires_at > now && ct_eq(presented.as_bytes(), self.secret_hash.as_bytes())
+    }
+}
+
+/// A new device at `now` (the id is time-ordered, so an account's devices sort oldest first),
+/// and the token to hand out once.
+fn mint(now: OffsetDateTime) -> (KnownDevice, String) {
     let id = Uuid::now_v7();
     let secret = random_token(32);
-    Minted {
+    let device = KnownDevice {
         id,
         secret_hash: hex::encode(sha256(secret.as_bytes())),
-        token: format!("{PREFIX}{}.{secret}", id.simple()),
-    }
+        created_at: now,
+        expires_at: now + DEVICE_TOKEN_TTL,
+    };
+    (device, format!("{PREFIX}{}.{secret}", id.simple()))
 }
 
 /// The device id and secret of a token, if it has the shape of one.
@@ -48,31 +65,23 @@ pub fn parse(token: &str) -> Option<(Uuid, &str)> {
     Some((Uuid::try_parse(id).ok()?, secret))
 }
 
-/// Whether `secret` is the one whose hash a live record (expiring at `expires_at`) keeps.
-pub fn holds(
-    secret: &str,
-    secret_hash: &str,
-    expires_at: OffsetDateTime,
-    now: OffsetDateTime,
-) -> bool {
-    let presented = hex::encode(sha256(secret.as_bytes()));
-    expires_at > now && ct_eq(presented.as_bytes(), secret_hash.as_bytes())
-}
-
-/// A device added at `now` to an account holding `held` (id and expiry, oldest first): the
-/// ids whose records go ([`to_evict`]), the new token, and when it expires.
+/// A device added at `now` to an account: the ids whose records go ([`to_evict`]), the new
+/// device and its token.
 pub struct Issued {
     pub evict: Vec<Uuid>,
-    pub minted: Minted,
-    pub expires_at: OffsetDateTime,
+    pub device: KnownDevice,
+    pub token: String,
 }
 
-/// Adds a device at `now` to an account holding `held` (see [`Issued`]).
-pub fn issue(held: &[(Uuid, OffsetDateTime)], now: OffsetDateTime) -> Issued {
+/// Adds a device at `now` to an account holding `held` (oldest first; see [`Issued`]).
+pub fn issue<'a>(held: impl IntoIterator<Item = &'a KnownDevice>, now: OffsetDateTime) -> Issued {
+    let held: Vec<(Uuid, OffsetDateTime)> =
+        held.into_iter().map(|d| (d.id, d.expires_at)).collect();
+    let (device, token) = mint(now);
     Issued {
-        evict: to_evict(held, now),
-        minted: mint(),
-        expires_at: now + DEVICE_TOKEN_TTL,
+        evict: to_evict(&held, now),
+        device,
+        token,
     }
 }
 
@@ -95,14 +104,13 @@ mod tests {
 
     #[test]
     fn tokens_parse_only_in_their_shape_and_hold_only_their_secret() {
-        let m = mint();
-        let (id, secret) = parse(&m.token).expect("a token");
-        assert_eq!(id, m.id);
         let now = OffsetDateTime::now_utc();
-        let later = now + DEVICE_TOKEN_TTL;
-        assert!(holds(secret, &m.secret_hash, later, now));
-        assert!(!holds("another", &m.secret_hash, later, now));
-        assert!(!holds(secret, &m.secret_hash, now, now));
+        let (device, token) = mint(now);
+        let (id, secret) = parse(&token).expect("a token");
+        assert_eq!(id, device.id);
+        assert!(device.holds(secret, now));
+        assert!(!device.holds("another", now));
+        assert!(!device.holds(secret, device.expires_at));
         assert_eq!(parse(&format!("tdv_{}.", id.simple())), None);
         assert_eq!(parse("tdv_nothex.secret"), None);
         assert_eq!(parse(&format!("xyz_{}.secret", id.simple())), None);

@@ -1,6 +1,7 @@
 //! Platform records, owned by the directory: tenants, their API-key and slug indexes, dashboard
 //! accounts and onboarding idempotency records.
 
+use crate::known_devices::KnownDevice;
 use serde::{Deserialize, Serialize};
 use tessera_storage::{Kind, Sealed, TenantId};
 use time::OffsetDateTime;
@@ -181,14 +182,9 @@ tessera_storage::record!(
 /// A known device of a dashboard account (see `known_devices`), keyed `account id | device id`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DashboardDevice {
-    pub id: Uuid,
     pub account_id: Uuid,
-    /// Hex SHA-256 of the token's secret part.
-    pub secret_hash: String,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
+    #[serde(flatten)]
+    pub device: KnownDevice,
 }
 
 tessera_storage::record!(

@@ -32,11 +32,11 @@ impl Default for AgentsConfig {
     fn default() -> Self {
         let p = tessera_actors::tenant::agents::AgentPolicy::default();
         AgentsConfig {
-            max_api_calls_per_min: p.api_calls_per_min,
-            max_token_exchange_per_min: p.token_exchange_per_min,
-            max_ciba_initiate_per_min: p.ciba_initiate_per_min,
-            max_device_code_per_min: p.device_code_per_min,
-            max_client_credentials_per_min: p.client_credentials_per_min,
+            max_api_calls_per_min: p.ceilings.api_calls_per_min,
+            max_token_exchange_per_min: p.ceilings.token_exchange_per_min,
+            max_ciba_initiate_per_min: p.ceilings.ciba_initiate_per_min,
+            max_device_code_per_min: p.ceilings.device_code_per_min,
+            max_client_credentials_per_min: p.ceilings.client_credentials_per_min,
             max_concurrent_tokens: p.max_concurrent_tokens,
             max_token_ttl_secs: p.max_token_ttl_secs,
             poll_interval_secs: p.poll_interval_secs,
@@ -51,11 +51,13 @@ impl Default for AgentsConfig {
 impl AgentsConfig {
     pub fn policy(&self) -> tessera_actors::tenant::agents::AgentPolicy {
         tessera_actors::tenant::agents::AgentPolicy {
-            api_calls_per_min: self.max_api_calls_per_min,
-            token_exchange_per_min: self.max_token_exchange_per_min,
-            ciba_initiate_per_min: self.max_ciba_initiate_per_min,
-            device_code_per_min: self.max_device_code_per_min,
-            client_credentials_per_min: self.max_client_credentials_per_min,
+            ceilings: tessera_actors::tenant::agents::PerMinute {
+                api_calls_per_min: self.max_api_calls_per_min,
+                token_exchange_per_min: self.max_token_exchange_per_min,
+                ciba_initiate_per_min: self.max_ciba_initiate_per_min,
+                device_code_per_min: self.max_device_code_per_min,
+                client_credentials_per_min: self.max_client_credentials_per_min,
+            },
             max_concurrent_tokens: self.max_concurrent_tokens,
             max_token_ttl_secs: self.max_token_ttl_secs,
             poll_interval_secs: self.poll_interval_secs,

@@ -289,13 +289,32 @@ fn any_code(errors: &mut FieldErrors, code: &str) {
     errors.check("code", len_between(code, 1, 64), "must be 1-64 characters");
 }
 
-/// Checks the fields, then the password off the actor: the credential and its verdict.
+/// What a change of MFA brings once its fields are checked: the password's verdict (reached
+/// off the actor) and the code, for the actor to weigh with the session it is made in.
+struct Proof {
+    credential: tessera_actors::tenant::messages::Credential,
+    password_ok: bool,
+    code: String,
+}
+
+impl Proof {
+    fn manage(&self, bearer: Bearer) -> MfaManage {
+        MfaManage {
+            bearer,
+            credential: self.credential.clone(),
+            password_ok: self.password_ok,
+            code: self.code.clone(),
+        }
+    }
+}
+
+/// Checks the fields, then the password off the actor.
 async fn check_password(
     state: &AppState,
     user: &UserBearer,
     req: &MfaManageRequest,
     totp_only: bool,
-) -> Result<(tessera_actors::tenant::messages::Credential, bool), ApiError> {
+) -> Result<Proof, ApiError> {
     let mut errors = FieldErrors::new();
     if totp_only {
         six_digits(&mut errors, "code", &req.code);
@@ -308,7 +327,13 @@ async fn check_password(
         "must be 1-1024 characters",
     );
     errors.finish()?;
-    check_current_password(state, user, req.password.clone()).await
+    let (credential, password_ok) =
+        check_current_password(state, user, req.password.clone()).await?;
+    Ok(Proof {
+        credential,
+        password_ok,
+        code: req.code.clone(),
+    })
 }
 
 #[derive(Serialize, ToSchema)]
@@ -334,14 +359,9 @@ pub async fn disable(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<MfaManageRequest>,
 ) -> Result<Json<MfaDisabledResponse>, ApiError> {
-    let (credential, password_ok) = check_password(&state, &user, &req, false).await?;
+    let proof = check_password(&state, &user, &req, false).await?;
     user.call(|bearer, reply| MfaMsg::MfaDisable {
-        manage: MfaManage {
-            bearer,
-            credential: credential.clone(),
-            password_ok,
-            code: req.code.clone(),
-        },
+        manage: proof.manage(bearer),
         ctx: ctx.clone(),
         reply,
     })
@@ -371,15 +391,10 @@ pub async fn recovery_codes(
         code: req.code,
         password: req.password,
     };
-    let (credential, password_ok) = check_password(&state, &user, &req, true).await?;
+    let proof = check_password(&state, &user, &req, true).await?;
     let codes = user
         .call(|bearer, reply| MfaMsg::MfaRegenerateCodes {
-            manage: MfaManage {
-                bearer,
-                credential: credential.clone(),
-                password_ok,
-                code: req.code.clone(),
-            },
+            manage: proof.manage(bearer),
             ctx: ctx.clone(),
             reply,
         })

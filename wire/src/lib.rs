@@ -7,8 +7,10 @@
 //! read them. The OpenAPI schema derive is behind the `schema` feature, which only the binary
 //! enables; names and doc comments are the document's schema names and descriptions.
 
+mod guardian;
 mod users;
 mod webhooks;
 
+pub use guardian::ConsentReceipt;
 pub use users::{ManagedUser, User, UserStatus};
 pub use webhooks::WebhookEndpoint;

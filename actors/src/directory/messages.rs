@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::catalog::{CatalogScopeRecord, NewCatalogScope, ResourceRecord, TenantResource};
 use crate::{
     published::RunningTenant,
-    records::{AccountTokenPurpose, ManagementKeyRecord, Role, Tier},
+    records::{AccountTokenPurpose, InviteTerms, ManagementKeyRecord, Role, Tier},
     reply::DirectoryReply,
     tenant::TenantInfo,
 };
@@ -406,12 +406,8 @@ pub struct MemberInfo {
 #[derive(Clone, Debug, Serialize)]
 pub struct PendingInfo {
     pub email: String,
-    pub role: Role,
-    pub invited_by: Uuid,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
+    #[serde(flatten)]
+    pub terms: InviteTerms,
 }
 
 /// A tenant's members and pending invitations.

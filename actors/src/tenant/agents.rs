@@ -58,7 +58,7 @@ pub use self::{
     commands::{AgentAnswer, AgentCmd},
     counters::AgentCounters,
     grants::{AgentIssued, OnBehalf, ON_BEHALF_MAX_TTL},
-    policy::{AgentGrant, AgentLimit, AgentPolicy, AgentRateLimits, EffectiveLimits},
+    policy::{AgentGrant, AgentLimit, AgentPolicy, AgentRateLimits, EffectiveLimits, PerMinute},
     records::{
         AgentActionRecord, AgentRecord, AgentRequestIndex, AgentRequestRecord, AgentTokenRecord,
         DeniedTokenRecord, RequestFlow, RequestStatus, UserAgentRecord,

@@ -17,19 +17,17 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 use crate::tenant::ctx::TenantCtx;
-use crate::{error::TenantError, known_devices};
+use crate::{
+    error::TenantError,
+    known_devices::{self, KnownDevice},
+};
 
 /// A known device of a user.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceRecord {
-    pub id: Uuid,
     pub user_id: Uuid,
-    /// Hex SHA-256 of the token's secret part.
-    pub secret_hash: String,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339")]
-    pub expires_at: OffsetDateTime,
+    #[serde(flatten)]
+    pub device: KnownDevice,
 }
 
 tessera_storage::record!(
@@ -58,7 +56,7 @@ impl TenantCtx {
         let Some(record) = self.store.get::<DeviceRecord>(&device_key(user, id))? else {
             return Ok(None);
         };
-        Ok(known_devices::holds(secret, &record.secret_hash, record.expires_at, now).then_some(id))
+        Ok(record.device.holds(secret, now).then_some(id))
     }
 
     /// A new device token for `user`, its record into `batch`; expired ones and, past the
@@ -69,24 +67,17 @@ impl TenantCtx {
         user: Uuid,
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
-        let held: Vec<(Uuid, OffsetDateTime)> = self
-            .devices_of(user)?
-            .iter()
-            .map(|d| (d.id, d.expires_at))
-            .collect();
-        let new = known_devices::issue(&held, now);
+        let held = self.devices_of(user)?;
+        let new = known_devices::issue(held.iter().map(|d| &d.device), now);
         for old in new.evict {
             batch.remove(Kind::DeviceToken, &device_key(user, old));
         }
         let record = DeviceRecord {
-            id: new.minted.id,
             user_id: user,
-            secret_hash: new.minted.secret_hash,
-            created_at: now,
-            expires_at: new.expires_at,
+            device: new.device,
         };
-        batch.put(&device_key(user, record.id), &record)?;
-        Ok(new.minted.token)
+        batch.put(&device_key(user, record.device.id), &record)?;
+        Ok(new.token)
     }
 
     /// `user`'s device records, oldest first.
@@ -103,7 +94,7 @@ impl TenantCtx {
         Ok(self
             .devices_of(user)?
             .into_iter()
-            .map(|d| (Kind::DeviceToken, device_key(user, d.id)))
+            .map(|d| (Kind::DeviceToken, device_key(user, d.device.id)))
             .collect())
     }
 }
@@ -154,7 +145,7 @@ mod tests {
                 .get::<DeviceRecord>(&device_key(user, id))
                 .unwrap()
                 .unwrap();
-        assert_ne!(record.secret_hash, secret);
+        assert_ne!(record.device.secret_hash, secret);
         assert_eq!(record.user_id, user);
     }
 

@@ -24,7 +24,7 @@ mod registry;
 pub use self::{
     commands::{OAuthClientAnswer, OAuthClientCmd},
     published::PublishedClients,
-    records::{ClientType, OAuthClientRecord, TokenAuthMethod},
+    records::{ClientType, OAuthClientProfile, OAuthClientRecord, TokenAuthMethod},
     registry::{
         IssuedClient, NewOAuthClient, OAuthClientPatch, MAX_DYNAMIC_CLIENTS, MAX_OAUTH_CLIENTS,
     },

@@ -97,20 +97,8 @@ pub struct ChildConsent {
     pub receipt: Option<ConsentReceipt>,
 }
 
-/// Spec 2.7 consent_receipt.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConsentReceipt {
-    #[serde(with = "time::serde::rfc3339")]
-    pub consented_at: OffsetDateTime,
-    pub lawful_basis: String,
-    pub purposes: Vec<String>,
-    pub data_categories: Vec<String>,
-    pub retention: String,
-    pub controller: String,
-    pub withdrawal_available: bool,
-    /// `email` or `eudi_wallet`.
-    pub consent_method: String,
-}
+/// Spec 2.7 consent_receipt, an API shape stored as it is shown.
+pub use tessera_wire::ConsentReceipt;
 
 impl std::fmt::Debug for UserRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -172,27 +172,28 @@ impl AgentResponse {
         AgentResponse {
             id: a.id,
             client_id: a.client_id,
-            name: a.name,
-            description: a.description,
-            agent_class: a.agent_class,
-            logo_url: a.logo_url,
-            scopes: a.scopes,
+            name: a.profile.name,
+            description: a.profile.description,
+            agent_class: a.profile.agent_class,
+            logo_url: a.profile.logo_url,
+            scopes: a.profile.scopes,
             grant_types: a
+                .profile
                 .grant_types
                 .iter()
                 .map(|g| g.as_str().to_owned())
                 .collect(),
             redirect_uris: Vec::new(),
-            agent_token_max_ttl_sec: a.token_ttl_secs,
+            agent_token_max_ttl_sec: a.profile.token_ttl_secs,
             agent_settings: AgentSettingsBody {
                 rate_limits: RateLimitsBody {
-                    api_calls_per_min: a.rate_limits.api_calls_per_min,
-                    token_exchange_per_min: a.rate_limits.token_exchange_per_min,
-                    ciba_initiate_per_min: a.rate_limits.ciba_initiate_per_min,
-                    device_code_per_min: a.rate_limits.device_code_per_min,
-                    client_credentials_per_min: a.rate_limits.client_credentials_per_min,
+                    api_calls_per_min: a.profile.rate_limits.api_calls_per_min,
+                    token_exchange_per_min: a.profile.rate_limits.token_exchange_per_min,
+                    ciba_initiate_per_min: a.profile.rate_limits.ciba_initiate_per_min,
+                    device_code_per_min: a.profile.rate_limits.device_code_per_min,
+                    client_credentials_per_min: a.profile.rate_limits.client_credentials_per_min,
                 },
-                max_concurrent_tokens: a.max_concurrent_tokens,
+                max_concurrent_tokens: a.profile.max_concurrent_tokens,
             },
             effective_limits,
             secret_prefix: a.secret_prefix,
@@ -716,7 +717,7 @@ pub async fn revoke(
         .ok_or_else(|| ApiError::internal("a revoked agent without revoked_at"))?;
     Ok(Json(RevokedAgentResponse {
         id: a.id,
-        name: a.name,
+        name: a.profile.name,
         revoked_at,
         agent_metadata_version: a.metadata_version,
     }))

@@ -169,10 +169,10 @@ pub async fn list(
             .into_iter()
             .map(|p| PendingInvitation {
                 email: p.email,
-                role: p.role.as_str().to_owned(),
-                invited_by: p.invited_by,
-                created_at: p.created_at,
-                expires_at: p.expires_at,
+                role: p.terms.role.as_str().to_owned(),
+                invited_by: p.terms.invited_by,
+                created_at: p.terms.created_at,
+                expires_at: p.terms.expires_at,
             })
             .collect(),
     }))

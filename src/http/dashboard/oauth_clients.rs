@@ -23,7 +23,7 @@ use tessera_actors::{
     tenant::keys::{generate_rsa_pkcs8, KeyAlg},
     tenant::oauth_clients::{
         ClientType, IssuedClient, NewOAuthClient, OAuthClientAnswer, OAuthClientCmd,
-        OAuthClientPatch, OAuthClientRecord, TokenAuthMethod,
+        OAuthClientPatch, OAuthClientProfile, OAuthClientRecord, TokenAuthMethod,
     },
     TenantHandle, TenantMsg,
 };
@@ -86,15 +86,18 @@ impl From<OAuthClientRecord> for OAuthClientResponse {
             verification: c.verification().to_owned(),
             id_token_signed_response_alg: c.id_token_alg().as_str().to_owned(),
             client_id: c.client_id,
-            name: c.name,
-            description: c.description,
-            logo_url: c.logo_url,
-            client_type: c.client_type.as_str().to_owned(),
-            token_endpoint_auth_method: c.token_endpoint_auth_method.map(|m| m.as_str().to_owned()),
-            redirect_uris: c.redirect_uris,
-            post_logout_redirect_uris: c.post_logout_redirect_uris,
-            allowed_scopes: c.allowed_scopes,
-            first_party: c.first_party,
+            name: c.profile.name,
+            description: c.profile.description,
+            logo_url: c.profile.logo_url,
+            client_type: c.profile.client_type.as_str().to_owned(),
+            token_endpoint_auth_method: c
+                .profile
+                .token_endpoint_auth_method
+                .map(|m| m.as_str().to_owned()),
+            redirect_uris: c.profile.redirect_uris,
+            post_logout_redirect_uris: c.profile.post_logout_redirect_uris,
+            allowed_scopes: c.profile.allowed_scopes,
+            first_party: c.profile.first_party,
             attested_at: c.attested_at,
             secret_prefix: c.secret_prefix,
             created_at: c.created_at,
@@ -385,18 +388,20 @@ pub async fn create(
     let alg = alg.unwrap_or(KeyAlg::RS256);
     ensure_id_token_key(&tenant, alg).await?;
     let new = NewOAuthClient {
-        name,
-        description: req.description,
-        logo_url: req.logo_url,
-        client_type,
-        token_endpoint_auth_method: match client_type {
-            ClientType::Public => Some(TokenAuthMethod::None),
-            ClientType::Confidential => method.flatten(),
+        profile: OAuthClientProfile {
+            name,
+            description: req.description,
+            logo_url: req.logo_url,
+            client_type,
+            token_endpoint_auth_method: match client_type {
+                ClientType::Public => Some(TokenAuthMethod::None),
+                ClientType::Confidential => method.flatten(),
+            },
+            redirect_uris: dedup(req.redirect_uris),
+            post_logout_redirect_uris: dedup(req.post_logout_redirect_uris),
+            allowed_scopes: dedup(scopes),
+            first_party: req.first_party,
         },
-        redirect_uris: dedup(req.redirect_uris),
-        post_logout_redirect_uris: dedup(req.post_logout_redirect_uris),
-        allowed_scopes: dedup(scopes),
-        first_party: req.first_party,
         id_token_signed_response_alg: alg,
     };
     let client = issued(registry(&tenant, &caller.auth.ctx, OAuthClientCmd::Create(new)).await?)?;

@@ -56,38 +56,6 @@ pub struct PortalInvalid {
     pub state: &'static str,
 }
 
-/// Spec 2.7 consent_receipt.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ConsentReceiptBody {
-    #[serde(with = "time::serde::rfc3339")]
-    pub consented_at: OffsetDateTime,
-    pub lawful_basis: String,
-    pub purposes: Vec<String>,
-    pub data_categories: Vec<String>,
-    pub retention: String,
-    pub controller: String,
-    /// Always true.
-    pub withdrawal_available: bool,
-    #[schema(pattern = "^(email|eudi_wallet)$")]
-    pub consent_method: String,
-}
-
-impl From<ConsentReceipt> for ConsentReceiptBody {
-    fn from(r: ConsentReceipt) -> Self {
-        ConsentReceiptBody {
-            consented_at: r.consented_at,
-            lawful_basis: r.lawful_basis,
-            purposes: r.purposes,
-            data_categories: r.data_categories,
-            retention: r.retention,
-            controller: r.controller,
-            withdrawal_available: r.withdrawal_available,
-            consent_method: r.consent_method,
-        }
-    }
-}
-
 /// The valid shape of GuardianPortalContext.
 #[derive(Serialize, ToSchema)]
 pub struct PortalValid {
@@ -100,7 +68,7 @@ pub struct PortalValid {
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_login_at: Option<OffsetDateTime>,
     pub data_categories: Vec<String>,
-    pub consent_receipt: ConsentReceiptBody,
+    pub consent_receipt: ConsentReceipt,
     pub controller_name: String,
     #[schema(min_length = 1, max_length = 512)]
     pub csrf: String,
@@ -137,7 +105,7 @@ impl GuardianPortalContext {
             registered_at: view.registered_at,
             last_login_at: view.last_login_at,
             data_categories: view.data_categories,
-            consent_receipt: receipt.into(),
+            consent_receipt: receipt,
             controller_name: view.controller,
             csrf,
             available_actions: view.actions.iter().map(|a| a.as_str()).collect(),

@@ -479,7 +479,7 @@ pub async fn device_authorization(
     let (tenant, p, agent) = request.agent().await?;
     let scopes = match p.get("scope") {
         Some(s) => split_scopes(s),
-        None => agent.scopes.clone(),
+        None => agent.profile.scopes.clone(),
     };
     let cmd = AgentCmd::DeviceAuthorize {
         scopes,

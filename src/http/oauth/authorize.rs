@@ -294,9 +294,9 @@ pub async fn authorize(
     let body = ConsentRequiredResponse {
         consent_required: true,
         client: ConsentClient {
-            name: client.name.clone(),
-            description: client.description.clone(),
-            logo_url: client.logo_url.clone(),
+            name: client.profile.name.clone(),
+            description: client.profile.description.clone(),
+            logo_url: client.profile.logo_url.clone(),
             verification: client.verification(),
             registered_seconds_ago: (OffsetDateTime::now_utc() - client.created_at)
                 .whole_seconds()

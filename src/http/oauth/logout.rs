@@ -132,7 +132,7 @@ async fn check(state: &AppState, tenant: &TenantHandle, p: &Params) -> Result<As
     };
     let back = match (p.get("post_logout_redirect_uri"), &client) {
         (None, _) => None,
-        (Some(uri), Some(c)) if c.post_logout_redirect_uris.iter().any(|u| u == uri) => {
+        (Some(uri), Some(c)) if c.profile.post_logout_redirect_uris.iter().any(|u| u == uri) => {
             Some(uri.to_owned())
         }
         (Some(_), Some(_)) => {
@@ -369,7 +369,7 @@ pub async fn logout_page(
 fn confirm_page(reader: &Reader, req: &Hosted) -> Response {
     let mut page = reader.page("logout-title");
     page.paragraphs.push(match &req.asked.client {
-        Some(c) => reader.t_with("logout-intro-client", &[("client", &c.name)]),
+        Some(c) => reader.t_with("logout-intro-client", &[("client", &c.profile.name)]),
         None => reader.t("logout-intro"),
     });
     let csrf = reader.csrf(&hosted_path(&req.tenant.slug), &req.query);

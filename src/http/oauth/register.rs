@@ -11,7 +11,8 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::oauth_clients::{
-    ClientType, NewOAuthClient, OAuthClientAnswer, OAuthClientCmd, TokenAuthMethod,
+    ClientType, NewOAuthClient, OAuthClientAnswer, OAuthClientCmd, OAuthClientProfile,
+    TokenAuthMethod,
 };
 use utoipa::ToSchema;
 
@@ -154,15 +155,17 @@ pub async fn register(
         .await
         .map_err(IntoResponse::into_response)?;
     let new = NewOAuthClient {
-        name,
-        description: None,
-        logo_url: req.logo_uri,
-        client_type: ClientType::Public,
-        token_endpoint_auth_method: Some(TokenAuthMethod::None),
-        redirect_uris: dedup(req.redirect_uris),
-        post_logout_redirect_uris: Vec::new(),
-        allowed_scopes: scopes,
-        first_party: false,
+        profile: OAuthClientProfile {
+            name,
+            description: None,
+            logo_url: req.logo_uri,
+            client_type: ClientType::Public,
+            token_endpoint_auth_method: Some(TokenAuthMethod::None),
+            redirect_uris: dedup(req.redirect_uris),
+            post_logout_redirect_uris: Vec::new(),
+            allowed_scopes: scopes,
+            first_party: false,
+        },
         id_token_signed_response_alg: alg,
     };
     let answer = registry(&tenant, &ctx, OAuthClientCmd::Register(new, ip))
@@ -179,12 +182,12 @@ pub async fn register(
     let body = RegistrationResponse {
         client_id: c.client_id,
         client_id_issued_at: c.created_at.unix_timestamp(),
-        client_name: c.name,
-        redirect_uris: c.redirect_uris,
+        client_name: c.profile.name,
+        redirect_uris: c.profile.redirect_uris,
         token_endpoint_auth_method: "none",
         grant_types,
         response_types,
-        scope: c.allowed_scopes.join(" "),
+        scope: c.profile.allowed_scopes.join(" "),
         id_token_signed_response_alg: alg,
     };
     Ok((StatusCode::CREATED, Json(body)).into_response())

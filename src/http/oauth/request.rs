@@ -178,7 +178,7 @@ pub async fn check(
     let client = client_of(tenant, client_id).await?;
     let redirect_uri = raw
         .redirect_uri
-        .filter(|r| client.redirect_uris.iter().any(|u| u == r))
+        .filter(|r| client.profile.redirect_uris.iter().any(|u| u == r))
         .ok_or_else(|| {
             shown(
                 "oauth/invalid_redirect_uri",
@@ -263,7 +263,7 @@ pub async fn check(
     }
     if let Some(s) = scopes
         .iter()
-        .find(|s| !client.allowed_scopes.iter().any(|a| a == *s))
+        .find(|s| !client.profile.allowed_scopes.iter().any(|a| a == *s))
     {
         return Err(back(
             "invalid_scope",

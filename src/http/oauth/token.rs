@@ -452,7 +452,7 @@ pub async fn introspect(
     let raw = required(&p, "token")?;
     // Resource servers introspect: confidential clients (and agents, their own tokens only).
     if let Caller::Client(c) = &caller {
-        if c.client_type != ClientType::Confidential {
+        if c.profile.client_type != ClientType::Confidential {
             return Err(OAuthError::from(TenantError::OAuth(
                 OAuthFailure::UnauthorizedClient,
             )));

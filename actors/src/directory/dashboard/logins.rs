@@ -94,13 +94,10 @@ impl DirectoryState {
             .platform
             .get::<DashboardDevice>(&dashboard_device_key(account, id))
             .ok()??;
-        known_devices::holds(
-            secret,
-            &record.secret_hash,
-            record.expires_at,
-            OffsetDateTime::now_utc(),
-        )
-        .then_some(id)
+        record
+            .device
+            .holds(secret, OffsetDateTime::now_utc())
+            .then_some(id)
     }
 
     /// `account`'s known devices, oldest first.
@@ -126,24 +123,17 @@ impl DirectoryState {
         account: Uuid,
         now: OffsetDateTime,
     ) -> Result<String, DirectoryError> {
-        let held: Vec<(Uuid, OffsetDateTime)> = self
-            .dashboard_devices(account)?
-            .iter()
-            .map(|d| (d.id, d.expires_at))
-            .collect();
-        let new = known_devices::issue(&held, now);
+        let held = self.dashboard_devices(account)?;
+        let new = known_devices::issue(held.iter().map(|d| &d.device), now);
         for old in new.evict {
             batch.remove(Kind::DashboardDevice, &dashboard_device_key(account, old));
         }
         let record = DashboardDevice {
-            id: new.minted.id,
             account_id: account,
-            secret_hash: new.minted.secret_hash,
-            created_at: now,
-            expires_at: new.expires_at,
+            device: new.device,
         };
-        batch.put(&dashboard_device_key(account, record.id), &record)?;
-        Ok(new.minted.token)
+        batch.put(&dashboard_device_key(account, record.device.id), &record)?;
+        Ok(new.token)
     }
 
     /// Loads the dashboard throttles' entries written by earlier runs; expired or unreadable

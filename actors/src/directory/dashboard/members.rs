@@ -63,10 +63,7 @@ impl DirectoryState {
             }
             invitations.push(PendingInfo {
                 email: String::from_utf8_lossy(&key).into_owned(),
-                role: p.terms.role,
-                invited_by: p.terms.invited_by,
-                created_at: p.terms.created_at,
-                expires_at: p.terms.expires_at,
+                terms: p.terms,
             });
         }
         invitations.sort_by(|a, b| a.email.cmp(&b.email));
@@ -159,7 +156,7 @@ impl DirectoryState {
             for d in devices {
                 batch.remove(
                     Kind::DashboardDevice,
-                    &dashboard_device_key(account.id, d.id),
+                    &dashboard_device_key(account.id, d.device.id),
                 );
             }
         }

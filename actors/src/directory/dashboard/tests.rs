@@ -412,7 +412,7 @@ fn an_invitation_makes_a_verified_member_once() {
     assert_eq!(list.members.len(), 1);
     assert_eq!(list.invitations.len(), 1);
     assert_eq!(list.invitations[0].email, "new@example.com");
-    assert_eq!(list.invitations[0].invited_by, owner);
+    assert_eq!(list.invitations[0].terms.invited_by, owner);
     let target = d.invite_target(&inv.token).unwrap();
     assert_eq!(target.email, "new@example.com");
     assert!(!target.verified_account);
@@ -469,7 +469,7 @@ fn a_new_invitation_replaces_the_pending_one() {
     ));
     let list = d.members_and_invitations(acme).unwrap();
     assert_eq!(list.invitations.len(), 1);
-    assert_eq!(list.invitations[0].role, Role::Viewer);
+    assert_eq!(list.invitations[0].terms.role, Role::Viewer);
     let accepted = d
         .accept_invite(
             &second.token,
@@ -780,7 +780,7 @@ fn a_device_token_counts_only_for_its_own_account_while_live() {
     assert_eq!(gate(&d, "owner@acme.example", &forged), None);
     let key = dashboard_device_key(account, id);
     let mut rec = d.platform.get::<DashboardDevice>(&key).unwrap().unwrap();
-    rec.expires_at = OffsetDateTime::now_utc() - time::Duration::seconds(1);
+    rec.device.expires_at = OffsetDateTime::now_utc() - time::Duration::seconds(1);
     let mut batch = PlatformBatch::default();
     batch.put(&key, &rec).unwrap();
     d.platform.apply(batch).unwrap();

@@ -86,6 +86,7 @@ impl Agents {
         // The platform's ceiling may have come down since the agent was registered.
         let mut ttl = i64::from(
             agent
+                .profile
                 .token_ttl_secs
                 .min(cx.agent_policy().max_token_ttl_secs),
         );
@@ -147,8 +148,8 @@ impl Agents {
         asked: Option<Vec<String>>,
     ) -> Result<Vec<String>, TenantError> {
         match asked {
-            None => Ok(agent.scopes.clone()),
-            Some(asked) if asked.iter().all(|s| agent.scopes.contains(s)) => Ok(asked),
+            None => Ok(agent.profile.scopes.clone()),
+            Some(asked) if asked.iter().all(|s| agent.profile.scopes.contains(s)) => Ok(asked),
             Some(_) => Err(TenantError::OAuth(OAuthFailure::InvalidScope)),
         }
     }
@@ -262,6 +263,7 @@ impl Agents {
         }
         let scopes = match scopes {
             None => agent
+                .profile
                 .scopes
                 .iter()
                 .filter(|s| consented.contains(s))
@@ -270,7 +272,7 @@ impl Agents {
             Some(asked)
                 if asked
                     .iter()
-                    .all(|s| consented.contains(s) && agent.scopes.contains(s)) =>
+                    .all(|s| consented.contains(s) && agent.profile.scopes.contains(s)) =>
             {
                 asked
             }

@@ -70,18 +70,18 @@ impl AgentLimit {
     }
 }
 
-/// The per-minute limits an owner set; `None`: the platform's ceiling.
+/// One value for each per-minute limit, named as the API and the configuration name them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentRateLimits {
-    pub api_calls_per_min: Option<u32>,
-    pub token_exchange_per_min: Option<u32>,
-    pub ciba_initiate_per_min: Option<u32>,
-    pub device_code_per_min: Option<u32>,
-    pub client_credentials_per_min: Option<u32>,
+pub struct PerMinute<T> {
+    pub api_calls_per_min: T,
+    pub token_exchange_per_min: T,
+    pub ciba_initiate_per_min: T,
+    pub device_code_per_min: T,
+    pub client_credentials_per_min: T,
 }
 
-impl AgentRateLimits {
-    pub(super) fn get(&self, limit: AgentLimit) -> Option<u32> {
+impl<T: Copy> PerMinute<T> {
+    pub fn get(&self, limit: AgentLimit) -> T {
         match limit {
             AgentLimit::ApiCalls => self.api_calls_per_min,
             AgentLimit::TokenExchange => self.token_exchange_per_min,
@@ -90,16 +90,27 @@ impl AgentRateLimits {
             AgentLimit::ClientCredentials => self.client_credentials_per_min,
         }
     }
+
+    /// Each limit's value from `f`.
+    pub fn from_fn(f: impl Fn(AgentLimit) -> T) -> Self {
+        PerMinute {
+            api_calls_per_min: f(AgentLimit::ApiCalls),
+            token_exchange_per_min: f(AgentLimit::TokenExchange),
+            ciba_initiate_per_min: f(AgentLimit::CibaInitiate),
+            device_code_per_min: f(AgentLimit::DeviceCode),
+            client_credentials_per_min: f(AgentLimit::ClientCredentials),
+        }
+    }
 }
+
+/// The per-minute limits an owner set; `None`: the platform's ceiling.
+pub type AgentRateLimits = PerMinute<Option<u32>>;
 
 /// The platform's ceilings and timings for agents (`[agents]` in the configuration).
 #[derive(Clone, Copy, Debug)]
 pub struct AgentPolicy {
-    pub api_calls_per_min: u32,
-    pub token_exchange_per_min: u32,
-    pub ciba_initiate_per_min: u32,
-    pub device_code_per_min: u32,
-    pub client_credentials_per_min: u32,
+    /// The highest per-minute limits an owner may set, and those of an agent that sets none.
+    pub ceilings: PerMinute<u32>,
     pub max_concurrent_tokens: u32,
     /// The longest `agent_token_max_ttl_sec` an owner may set.
     pub max_token_ttl_secs: u32,
@@ -115,11 +126,13 @@ pub struct AgentPolicy {
 impl Default for AgentPolicy {
     fn default() -> Self {
         AgentPolicy {
-            api_calls_per_min: 6000,
-            token_exchange_per_min: 600,
-            ciba_initiate_per_min: 60,
-            device_code_per_min: 60,
-            client_credentials_per_min: 600,
+            ceilings: PerMinute {
+                api_calls_per_min: 6000,
+                token_exchange_per_min: 600,
+                ciba_initiate_per_min: 60,
+                device_code_per_min: 60,
+                client_credentials_per_min: 600,
+            },
             max_concurrent_tokens: 1000,
             max_token_ttl_secs: 86_400,
             poll_interval_secs: 5,
@@ -131,25 +144,10 @@ impl Default for AgentPolicy {
     }
 }
 
-impl AgentPolicy {
-    pub(super) fn ceiling(&self, limit: AgentLimit) -> u32 {
-        match limit {
-            AgentLimit::ApiCalls => self.api_calls_per_min,
-            AgentLimit::TokenExchange => self.token_exchange_per_min,
-            AgentLimit::CibaInitiate => self.ciba_initiate_per_min,
-            AgentLimit::DeviceCode => self.device_code_per_min,
-            AgentLimit::ClientCredentials => self.client_credentials_per_min,
-        }
-    }
-}
-
 /// An agent's limits in force: each its owner's value clamped to the platform's ceiling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct EffectiveLimits {
-    pub api_calls_per_min: u32,
-    pub token_exchange_per_min: u32,
-    pub ciba_initiate_per_min: u32,
-    pub device_code_per_min: u32,
-    pub client_credentials_per_min: u32,
+    #[serde(flatten)]
+    pub per_minute: PerMinute<u32>,
     pub max_concurrent_tokens: u32,
 }

@@ -7,7 +7,8 @@ use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::policy::{AgentGrant, AgentLimit, AgentPolicy, AgentRateLimits, EffectiveLimits};
+use super::policy::{AgentGrant, AgentLimit, AgentPolicy, EffectiveLimits, PerMinute};
+use super::registry::NewAgent;
 use crate::tenant::audit::event_key;
 
 /// A registered agent, keyed by its id (a UUID v7, so the registry scans oldest first).
@@ -16,15 +17,9 @@ pub struct AgentRecord {
     pub id: Uuid,
     /// `agt_...`: what it authenticates with and what its tokens name.
     pub client_id: String,
-    pub name: String,
-    pub description: Option<String>,
-    pub agent_class: Option<String>,
-    pub logo_url: Option<String>,
-    pub scopes: Vec<String>,
-    pub grant_types: Vec<AgentGrant>,
-    pub token_ttl_secs: u32,
-    pub rate_limits: AgentRateLimits,
-    pub max_concurrent_tokens: Option<u32>,
+    /// What its owner registered and may change.
+    #[serde(flatten)]
+    pub profile: NewAgent,
     pub secret_hash: [u8; 32],
     pub secret_prefix: String,
     #[serde(with = "time::serde::rfc3339")]
@@ -51,7 +46,7 @@ tessera_storage::record!(AgentRecord in TenantRecord: Kind::Agent, "agent", vers
 
 impl AgentRecord {
     pub fn allows(&self, grant: AgentGrant) -> bool {
-        self.grant_types.contains(&grant)
+        self.profile.grant_types.contains(&grant)
     }
 
     pub fn secret_matches(&self, secret: &str) -> bool {
@@ -59,14 +54,10 @@ impl AgentRecord {
     }
 
     pub fn effective_limits(&self, policy: &AgentPolicy) -> EffectiveLimits {
-        let clamp = |l: AgentLimit| self.limit_of(l, policy);
         EffectiveLimits {
-            api_calls_per_min: clamp(AgentLimit::ApiCalls),
-            token_exchange_per_min: clamp(AgentLimit::TokenExchange),
-            ciba_initiate_per_min: clamp(AgentLimit::CibaInitiate),
-            device_code_per_min: clamp(AgentLimit::DeviceCode),
-            client_credentials_per_min: clamp(AgentLimit::ClientCredentials),
+            per_minute: PerMinute::from_fn(|l| self.limit_of(l, policy)),
             max_concurrent_tokens: self
+                .profile
                 .max_concurrent_tokens
                 .map_or(policy.max_concurrent_tokens, |v| {
                     v.min(policy.max_concurrent_tokens)
@@ -76,9 +67,12 @@ impl AgentRecord {
 
     /// One per-minute limit in force: its owner's value clamped to the platform's ceiling.
     pub(super) fn limit_of(&self, limit: AgentLimit, policy: &AgentPolicy) -> u32 {
-        self.rate_limits
+        self.profile
+            .rate_limits
             .get(limit)
-            .map_or(policy.ceiling(limit), |v| v.min(policy.ceiling(limit)))
+            .map_or(policy.ceilings.get(limit), |v| {
+                v.min(policy.ceilings.get(limit))
+            })
     }
 }
 

@@ -4,6 +4,7 @@
 
 use crate::tenant::agents::memory::Agents;
 use crate::tenant::ctx::TenantCtx;
+use serde::{Deserialize, Serialize};
 
 use std::{
     collections::{HashMap, HashSet},
@@ -35,8 +36,8 @@ use crate::{
 /// Agents a tenant may register (revoked ones included).
 pub const MAX_AGENTS: usize = 500;
 
-/// An agent as registered, validated by the caller.
-#[derive(Clone, Debug)]
+/// An agent as registered, validated by the caller; its record keeps it as its profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct NewAgent {
     pub name: String,
     pub description: Option<String>,
@@ -165,15 +166,7 @@ impl AgentRecord {
         let record = AgentRecord {
             id: Uuid::now_v7(),
             client_id: new_client_id(),
-            name: new.name,
-            description: new.description,
-            agent_class: new.agent_class,
-            logo_url: new.logo_url,
-            scopes: new.scopes,
-            grant_types: new.grant_types,
-            token_ttl_secs: new.token_ttl_secs,
-            rate_limits: new.rate_limits,
-            max_concurrent_tokens: new.max_concurrent_tokens,
+            profile: new,
             secret_hash: hash,
             secret_prefix: prefix,
             created_at: now,
@@ -253,7 +246,7 @@ impl Agents {
         let mut metadata = serde_json::json!({
             "agent_id": agent.id,
             "client_id": agent.client_id,
-            "name": agent.name,
+            "name": agent.profile.name,
         });
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
@@ -278,8 +271,8 @@ impl Agents {
         }
         let (record, secret) = AgentRecord::register(new, OffsetDateTime::now_utc());
         let extra = serde_json::json!({
-            "scopes": record.scopes,
-            "grant_types": record.grant_types.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+            "scopes": record.profile.scopes,
+            "grant_types": record.profile.grant_types.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
         });
         self.write_agent(cx, &record, "agent.registered", ctx, extra)?;
         Ok(IssuedAgent {
@@ -303,10 +296,10 @@ impl Agents {
         macro_rules! set {
             ($field:ident, $value:expr, $name:literal) => {
                 if let Some(v) = $value {
-                    if v != a.$field {
+                    if v != a.profile.$field {
                         changed.push($name);
                     }
-                    a.$field = v;
+                    a.profile.$field = v;
                 }
             };
         }
@@ -406,7 +399,7 @@ impl Agents {
                 "severity": "HIGH",
                 "agent_id": a.id,
                 "client_id": a.client_id,
-                "name": a.name,
+                "name": a.profile.name,
                 "tokens_denylisted": denied.len(),
             }),
         )?;
@@ -419,7 +412,7 @@ impl Agents {
             serde_json::json!({
                 "agent_id": a.id,
                 "client_id": a.client_id,
-                "name": a.name,
+                "name": a.profile.name,
                 "revoked_at": now.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
             }),
         )?;
@@ -428,7 +421,7 @@ impl Agents {
                 &mut fx,
                 owner,
                 MailKind::AgentRevoked {
-                    agent_name: a.name.clone(),
+                    agent_name: a.profile.name.clone(),
                     client_id: a.client_id.clone(),
                 },
             )?;

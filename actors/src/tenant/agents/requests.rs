@@ -200,7 +200,7 @@ impl Agents {
         if !agent.allows(AgentGrant::Ciba) {
             return Err(unauthorized());
         }
-        if scopes.iter().any(|s| !agent.scopes.contains(s)) {
+        if scopes.iter().any(|s| !agent.profile.scopes.contains(s)) {
             return Err(TenantError::OAuth(OAuthFailure::InvalidScope));
         }
         self.agent_rate(cx, &agent, AgentLimit::CibaInitiate, ctx)?;
@@ -258,7 +258,7 @@ impl Agents {
                     email,
                     MailKind::AgentRequest {
                         link,
-                        agent_name: agent.name.clone(),
+                        agent_name: agent.profile.name.clone(),
                         binding_message: record.binding_message.clone(),
                     },
                 )?;
@@ -277,7 +277,7 @@ impl Agents {
             let link = cx.link("agent-request", &cx.link_token());
             let kind = MailKind::AgentRequest {
                 link,
-                agent_name: agent.name.clone(),
+                agent_name: agent.profile.name.clone(),
                 binding_message: record.binding_message.clone(),
             };
             cx.write_decoy(&cx.decoy_of(login_hint, kind, &[])?)?;
@@ -298,7 +298,7 @@ impl Agents {
         if !agent.allows(AgentGrant::DeviceCode) {
             return Err(unauthorized());
         }
-        if scopes.iter().any(|s| !agent.scopes.contains(s)) {
+        if scopes.iter().any(|s| !agent.profile.scopes.contains(s)) {
             return Err(TenantError::OAuth(OAuthFailure::InvalidScope));
         }
         self.agent_rate(cx, &agent, AgentLimit::DeviceCode, ctx)?;
@@ -400,7 +400,7 @@ impl Agents {
         let scopes: Vec<String> = record
             .scopes
             .iter()
-            .filter(|s| agent.scopes.contains(s))
+            .filter(|s| agent.profile.scopes.contains(s))
             .cloned()
             .collect();
         let resource = record.resource.clone();
@@ -448,8 +448,8 @@ impl Agents {
             id: r.id,
             flow: r.flow,
             client_id: r.client_id.clone(),
-            agent_name: agent.name,
-            agent_logo_url: agent.logo_url,
+            agent_name: agent.profile.name,
+            agent_logo_url: agent.profile.logo_url,
             binding_message: r.binding_message.clone(),
             scopes: r.scopes.clone(),
             resource: r.resource.clone(),

@@ -30,10 +30,8 @@ fn grant_types_round_trip_their_urns() {
 
 #[test]
 fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
-    let policy = AgentPolicy {
-        client_credentials_per_min: 3,
-        ..AgentPolicy::default()
-    };
+    let mut policy = AgentPolicy::default();
+    policy.ceilings.client_credentials_per_min = 3;
     let (agent, _) = AgentRecord::register(
         NewAgent {
             name: "a".into(),
@@ -53,9 +51,12 @@ fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
         OffsetDateTime::now_utc(),
     );
     let e = agent.effective_limits(&policy);
-    assert_eq!(e.client_credentials_per_min, 3);
-    assert_eq!(e.token_exchange_per_min, 7);
-    assert_eq!(e.ciba_initiate_per_min, policy.ciba_initiate_per_min);
+    assert_eq!(e.per_minute.client_credentials_per_min, 3);
+    assert_eq!(e.per_minute.token_exchange_per_min, 7);
+    assert_eq!(
+        e.per_minute.ciba_initiate_per_min,
+        policy.ceilings.ciba_initiate_per_min
+    );
     assert_eq!(e.max_concurrent_tokens, policy.max_concurrent_tokens);
 }
 

@@ -179,9 +179,9 @@ impl TenantCtx {
             };
             out.push(UserAgentView {
                 client_id: agent.client_id,
-                name: agent.name,
-                logo_url: agent.logo_url,
-                agent_class: agent.agent_class,
+                name: agent.profile.name,
+                logo_url: agent.profile.logo_url,
+                agent_class: agent.profile.agent_class,
                 last_action_at: r.last_action_at,
                 action_count: r.action_count,
                 revoked_at: r.revoked_at,

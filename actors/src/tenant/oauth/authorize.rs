@@ -203,7 +203,8 @@ impl OAuth {
             .filter(|r| !resources.contains(r))
             .cloned()
             .collect();
-        let covered = client.first_party || (new_scopes.is_empty() && new_resources.is_empty());
+        let covered =
+            client.profile.first_party || (new_scopes.is_empty() && new_resources.is_empty());
         if covered && !force_consent {
             let mut fx = cx.effects();
             let code = self.issue_code(

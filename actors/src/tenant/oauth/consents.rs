@@ -57,7 +57,7 @@ impl OAuth {
             let client_name = cx
                 .store
                 .get::<OAuthClientRecord>(c.client_id.as_bytes())?
-                .map(|r| r.name);
+                .map(|r| r.profile.name);
             out.push(ConsentView {
                 scopes: c.all_scopes(),
                 resources: c.resources(),

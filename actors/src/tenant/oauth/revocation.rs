@@ -67,7 +67,7 @@ impl OAuth {
         client: &OAuthClientRecord,
         token: PresentedToken,
     ) -> Result<OAuthAnswer, TenantError> {
-        if client.client_type != ClientType::Confidential {
+        if client.profile.client_type != ClientType::Confidential {
             return Err(fail(OAuthFailure::UnauthorizedClient));
         }
         let now = OffsetDateTime::now_utc();

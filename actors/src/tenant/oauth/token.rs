@@ -117,7 +117,7 @@ impl OAuth {
                 // Scopes taken off the client since the grant are not in new tokens.
                 let scopes = scopes
                     .into_iter()
-                    .filter(|s| client.allowed_scopes.contains(s))
+                    .filter(|s| client.profile.allowed_scopes.contains(s))
                     .collect();
                 Ok(OAuthIssued {
                     grant,
@@ -180,7 +180,7 @@ impl OAuth {
             return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
         // Consent withdrawn since the code was issued: the code is void.
-        if !client.first_party {
+        if !client.profile.first_party {
             let consent = self.consent_of(cx, user.id, &client.client_id)?;
             let granted = consent
                 .as_ref()

@@ -61,7 +61,8 @@ impl OAuthClients {
                 OAuthClientAnswer::One(self.oauth_client_attest(cx, &id, ctx)?)
             }
             OAuthClientCmd::Register(new, ip) => {
-                if !cx.settings.dynamic_client_registration || new.client_type != ClientType::Public
+                if !cx.settings.dynamic_client_registration
+                    || new.profile.client_type != ClientType::Public
                 {
                     return Err(TenantError::NotFound);
                 }

@@ -41,7 +41,7 @@ impl PublishedClients {
         let client = self
             .get(&auth.client_id)
             .ok_or(OAuthFailure::InvalidClient)?;
-        let ok = match client.client_type {
+        let ok = match client.profile.client_type {
             ClientType::Confidential => {
                 client.takes_method(auth.method)
                     && auth

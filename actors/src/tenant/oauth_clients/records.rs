@@ -53,10 +53,9 @@ impl TokenAuthMethod {
     }
 }
 
-/// A registered client, keyed by its client id.
-#[derive(Clone, Serialize, Deserialize)]
-pub struct OAuthClientRecord {
-    pub client_id: String,
+/// What a client registers and its owners may change; its record carries it flattened.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OAuthClientProfile {
     pub name: String,
     pub description: Option<String>,
     pub logo_url: Option<String>,
@@ -72,6 +71,14 @@ pub struct OAuthClientRecord {
     pub allowed_scopes: Vec<String>,
     /// The tenant's own app: its consent screen says so.
     pub first_party: bool,
+}
+
+/// A registered client, keyed by its client id.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct OAuthClientRecord {
+    pub client_id: String,
+    #[serde(flatten)]
+    pub profile: OAuthClientProfile,
     /// Set by the operator (`tessera admin oauth-client attest`) for a third party it checked.
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub attested_at: Option<OffsetDateTime>,
@@ -114,7 +121,7 @@ impl OAuthClientRecord {
 
     /// What the consent screen says of the client (spec 2.12 `verification`).
     pub fn verification(&self) -> &'static str {
-        if self.first_party {
+        if self.profile.first_party {
             "first_party"
         } else if self.attested_at.is_some() {
             "attested"
@@ -126,7 +133,7 @@ impl OAuthClientRecord {
     /// Whether a confidential client may present its secret by `method`: the one it
     /// registered with, else either secret method.
     pub fn takes_method(&self, method: TokenAuthMethod) -> bool {
-        match self.token_endpoint_auth_method {
+        match self.profile.token_endpoint_auth_method {
             Some(registered) => method == registered,
             None => matches!(
                 method,

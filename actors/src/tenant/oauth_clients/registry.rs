@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::{
     published::PublishedClients,
-    records::{ClientType, OAuthClientRecord, TokenAuthMethod},
+    records::{ClientType, OAuthClientProfile, OAuthClientRecord},
 };
 use crate::error::OAuthClientError;
 use crate::{
@@ -29,16 +29,7 @@ pub const MAX_DYNAMIC_CLIENTS: usize = 200;
 /// A client as the dashboard registers it; validated by the caller.
 #[derive(Clone, Debug)]
 pub struct NewOAuthClient {
-    pub name: String,
-    pub description: Option<String>,
-    pub logo_url: Option<String>,
-    pub client_type: ClientType,
-    /// `None`: a confidential client that takes either secret method.
-    pub token_endpoint_auth_method: Option<TokenAuthMethod>,
-    pub redirect_uris: Vec<String>,
-    pub post_logout_redirect_uris: Vec<String>,
-    pub allowed_scopes: Vec<String>,
-    pub first_party: bool,
+    pub profile: OAuthClientProfile,
     /// RS256 needs the tenant's RS256 key: the caller adds it first (`AddIdTokenKey`).
     pub id_token_signed_response_alg: KeyAlg,
 }
@@ -132,8 +123,8 @@ impl OAuthClients {
     ) -> Result<(), TenantError> {
         let mut metadata = serde_json::json!({
             "client_id": client.client_id,
-            "name": client.name,
-            "client_type": client.client_type.as_str(),
+            "name": client.profile.name,
+            "client_type": client.profile.client_type.as_str(),
         });
         if let (Some(m), serde_json::Value::Object(extra)) = (metadata.as_object_mut(), extra) {
             m.extend(extra);
@@ -198,18 +189,10 @@ impl OAuthClients {
         }
         self.id_token_alg_available(cx, new.id_token_signed_response_alg)?;
         let now = OffsetDateTime::now_utc();
-        let secret = (new.client_type == ClientType::Confidential).then(new_secret);
+        let secret = (new.profile.client_type == ClientType::Confidential).then(new_secret);
         let record = OAuthClientRecord {
             client_id: new_client_id(),
-            name: new.name,
-            description: new.description,
-            logo_url: new.logo_url,
-            client_type: new.client_type,
-            token_endpoint_auth_method: new.token_endpoint_auth_method,
-            redirect_uris: new.redirect_uris,
-            post_logout_redirect_uris: new.post_logout_redirect_uris,
-            allowed_scopes: new.allowed_scopes,
-            first_party: new.first_party,
+            profile: new.profile,
             attested_at: None,
             secret_hash: secret.as_ref().map(|s| s.1),
             secret_prefix: secret.as_ref().map(|s| s.2.clone()),
@@ -220,9 +203,9 @@ impl OAuthClients {
             id_token_signed_response_alg: Some(new.id_token_signed_response_alg),
         };
         let extra = serde_json::json!({
-            "redirect_uris": record.redirect_uris,
-            "allowed_scopes": record.allowed_scopes,
-            "first_party": record.first_party,
+            "redirect_uris": record.profile.redirect_uris,
+            "allowed_scopes": record.profile.allowed_scopes,
+            "first_party": record.profile.first_party,
         });
         self.oauth_client_write(cx, &record, "oauth_client.created", ctx, extra)?;
         Ok(IssuedClient {
@@ -241,28 +224,38 @@ impl OAuthClients {
         let mut record = cx.oauth_client(client_id)?;
         let mut changed = Vec::new();
         let c = &mut changed;
-        apply(c, "name", &mut record.name, patch.name);
-        apply(c, "description", &mut record.description, patch.description);
-        apply(c, "logo_url", &mut record.logo_url, patch.logo_url);
+        apply(c, "name", &mut record.profile.name, patch.name);
+        apply(
+            c,
+            "description",
+            &mut record.profile.description,
+            patch.description,
+        );
+        apply(c, "logo_url", &mut record.profile.logo_url, patch.logo_url);
         apply(
             c,
             "redirect_uris",
-            &mut record.redirect_uris,
+            &mut record.profile.redirect_uris,
             patch.redirect_uris,
         );
         apply(
             c,
             "post_logout_redirect_uris",
-            &mut record.post_logout_redirect_uris,
+            &mut record.profile.post_logout_redirect_uris,
             patch.post_logout_redirect_uris,
         );
         apply(
             c,
             "allowed_scopes",
-            &mut record.allowed_scopes,
+            &mut record.profile.allowed_scopes,
             patch.allowed_scopes,
         );
-        apply(c, "first_party", &mut record.first_party, patch.first_party);
+        apply(
+            c,
+            "first_party",
+            &mut record.profile.first_party,
+            patch.first_party,
+        );
         if let Some(alg) = patch.id_token_signed_response_alg {
             self.id_token_alg_available(cx, alg)?;
             if record.id_token_signed_response_alg != Some(alg) {
@@ -309,7 +302,7 @@ impl OAuthClients {
         ctx: &AuditContext,
     ) -> Result<IssuedClient, TenantError> {
         let mut record = cx.oauth_client(client_id)?;
-        if record.client_type != ClientType::Confidential {
+        if record.profile.client_type != ClientType::Confidential {
             return Err(TenantError::OAuthClient(OAuthClientError::Public));
         }
         let (secret, hash, prefix) = new_secret();

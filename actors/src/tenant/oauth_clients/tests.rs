@@ -17,15 +17,17 @@ use crate::{
 
 fn new_client(client_type: ClientType, method: Option<TokenAuthMethod>) -> NewOAuthClient {
     NewOAuthClient {
-        name: "App".into(),
-        description: None,
-        logo_url: None,
-        client_type,
-        token_endpoint_auth_method: method,
-        redirect_uris: vec!["https://app.example/cb".into()],
-        post_logout_redirect_uris: Vec::new(),
-        allowed_scopes: vec!["openid".into()],
-        first_party: false,
+        profile: OAuthClientProfile {
+            name: "App".into(),
+            description: None,
+            logo_url: None,
+            client_type,
+            token_endpoint_auth_method: method,
+            redirect_uris: vec!["https://app.example/cb".into()],
+            post_logout_redirect_uris: Vec::new(),
+            allowed_scopes: vec!["openid".into()],
+            first_party: false,
+        },
         id_token_signed_response_alg: KeyAlg::ES256,
     }
 }
@@ -230,7 +232,7 @@ async fn an_update_that_changes_nothing_writes_nothing() {
     let before = events(&t);
     let same = OAuthClientPatch {
         name: Some("App".into()),
-        redirect_uris: Some(created.redirect_uris.clone()),
+        redirect_uris: Some(created.profile.redirect_uris.clone()),
         id_token_signed_response_alg: Some(KeyAlg::ES256),
         ..Default::default()
     };
@@ -248,7 +250,7 @@ async fn an_update_that_changes_nothing_writes_nothing() {
         .oauth_clients
         .oauth_client_update(&mut t.cx, &created.client_id, moved, &ctx)
         .unwrap();
-    assert_eq!(changed.redirect_uris, ["https://app.example/cb2"]);
+    assert_eq!(changed.profile.redirect_uris, ["https://app.example/cb2"]);
     assert_eq!(events(&t), before + 1);
     let event = &t.cx.list_audit(None, 1, None).unwrap().events[0].1;
     assert_eq!(event.event_type, "oauth_client.updated");
@@ -259,7 +261,11 @@ async fn an_update_that_changes_nothing_writes_nothing() {
     // The edge sees the new URI list.
     let published = t.cx.cells.oauth_clients.load();
     assert_eq!(
-        published.get(&created.client_id).unwrap().redirect_uris,
+        published
+            .get(&created.client_id)
+            .unwrap()
+            .profile
+            .redirect_uris,
         ["https://app.example/cb2"]
     );
 }

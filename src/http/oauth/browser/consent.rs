@@ -24,7 +24,7 @@ use crate::http::{
 };
 
 pub fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Response {
-    let client = needed.client.name.as_str();
+    let client = needed.client.profile.name.as_str();
     let req = &flow.checked.request;
     let mut page = reader.page("consent-title");
     page.title = reader.t_with("consent-title", &[("client", client)]);

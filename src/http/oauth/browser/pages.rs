@@ -76,7 +76,7 @@ pub fn sign_in_page(
     shown: Shown,
     status: StatusCode,
 ) -> Response {
-    let client = &flow.checked.client.name;
+    let client = &flow.checked.client.profile.name;
     let mut page = reader.page("login-title");
     page.error_summary = shown.error;
     page.paragraphs
