@@ -82,6 +82,29 @@ struct RestEndpoints {
     api: String,
 }
 
+/// What a provider's callback brings back to exchange: the code, with the sign-in it answers
+/// and the callback URL the code was issued for.
+#[derive(Clone, Copy)]
+pub struct Exchange<'a> {
+    pub provider: Provider,
+    pub pending: &'a SocialPending,
+    pub code: &'a str,
+    pub callback: &'a str,
+}
+
+impl<'a> Exchange<'a> {
+    /// The token request's form as every provider takes it; the client's authentication and
+    /// the PKCE verifier are the provider's to add.
+    fn token_form(&self) -> Vec<(&'static str, &'a str)> {
+        vec![
+            ("grant_type", "authorization_code"),
+            ("code", self.code),
+            ("redirect_uri", self.callback),
+            ("client_id", self.pending.client_id.as_str()),
+        ]
+    }
+}
+
 pub struct SocialClient {
     http: reqwest::Client,
     config: SocialConfig,
@@ -351,26 +374,15 @@ impl SocialClient {
 
     /// The user at the provider: the code exchanged (with the PKCE verifier where one was
     /// sent), then the ID token checked or the profile read.
-    pub async fn identity(
-        &self,
-        p: Provider,
-        pending: &SocialPending,
-        code: &str,
-        callback: &str,
-    ) -> Result<SocialIdentity, SocialError> {
-        match p.protocol() {
-            Protocol::Oidc => self.oidc_identity(p, pending, code, callback).await,
-            Protocol::OAuth2 => self.rest_identity(p, pending, code, callback).await,
+    pub async fn identity(&self, x: Exchange<'_>) -> Result<SocialIdentity, SocialError> {
+        match x.provider.protocol() {
+            Protocol::Oidc => self.oidc_identity(x).await,
+            Protocol::OAuth2 => self.rest_identity(x).await,
         }
     }
 
-    async fn oidc_identity(
-        &self,
-        p: Provider,
-        pending: &SocialPending,
-        code: &str,
-        callback: &str,
-    ) -> Result<SocialIdentity, SocialError> {
+    async fn oidc_identity(&self, x: Exchange<'_>) -> Result<SocialIdentity, SocialError> {
+        let (p, pending) = (x.provider, x.pending);
         let issuer = self.issuer(p, pending.microsoft_tenant.as_deref());
         let d = self.discovery(&issuer).await?;
         let secret = if p == Provider::Apple {
@@ -378,13 +390,8 @@ impl SocialClient {
         } else {
             pending.secret.clone()
         };
-        let mut form = vec![
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", callback),
-            ("client_id", pending.client_id.as_str()),
-            ("client_secret", secret.as_str()),
-        ];
+        let mut form = x.token_form();
+        form.push(("client_secret", secret.as_str()));
         if d.code_challenge_methods_supported
             .iter()
             .any(|m| m == "S256")
@@ -486,20 +493,10 @@ impl SocialClient {
         Ok(claims)
     }
 
-    async fn rest_identity(
-        &self,
-        p: Provider,
-        pending: &SocialPending,
-        code: &str,
-        callback: &str,
-    ) -> Result<SocialIdentity, SocialError> {
+    async fn rest_identity(&self, x: Exchange<'_>) -> Result<SocialIdentity, SocialError> {
+        let (p, pending) = (x.provider, x.pending);
         let e = self.rest(p);
-        let mut form = vec![
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", callback),
-            ("client_id", pending.client_id.as_str()),
-        ];
+        let mut form = x.token_form();
         let mut req = self
             .http
             .post(&e.token)

@@ -46,6 +46,7 @@ use super::{
     responses::{login_answer, LoginResponse},
 };
 use crate::app::{App, AppState};
+use crate::social::Exchange;
 
 /// Whether a `GET /oauth/{name}/authorize` is a social sign-in: a provider's name and a
 /// `tenant_id` (the authorization server's hosted sign-in page of a tenant whose slug is a
@@ -528,7 +529,12 @@ async fn callback(
     };
     let identity = match app
         .social
-        .identity(p, &pending, &code, &callback_url(app, p))
+        .identity(Exchange {
+            provider: p,
+            pending: &pending,
+            code: &code,
+            callback: &callback_url(app, p),
+        })
         .await
     {
         Ok(i) => i,

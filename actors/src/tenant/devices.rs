@@ -105,6 +105,26 @@ mod tests {
     use crate::tenant::accounts::tests::tenant;
     use crate::tenant::state::TenantState;
 
+    #[test]
+    fn a_device_record_keeps_the_token_fields_beside_the_owner() {
+        let now = OffsetDateTime::now_utc();
+        let issued = known_devices::issue(&[], now);
+        let record = DeviceRecord {
+            user_id: Uuid::now_v7(),
+            device: issued.device,
+        };
+        let stored = serde_json::to_value(&record).unwrap();
+        for key in ["id", "user_id", "secret_hash", "created_at", "expires_at"] {
+            assert!(stored.get(key).is_some(), "{key} in {stored}");
+        }
+        let back: DeviceRecord = serde_json::from_value(stored).unwrap();
+        assert_eq!(back.device.id, record.device.id);
+        assert_eq!(
+            back.device.expires_at,
+            now + known_devices::DEVICE_TOKEN_TTL
+        );
+    }
+
     fn issue(t: &TenantState, user: Uuid, now: OffsetDateTime) -> String {
         let mut b = t.cx.store.batch();
         let token = t.cx.issue_device(&mut b, user, now).unwrap();

@@ -29,6 +29,39 @@ fn grant_types_round_trip_their_urns() {
 }
 
 #[test]
+fn a_stored_agent_keeps_its_profile_and_limits_at_their_places() {
+    let (agent, _) = AgentRecord::register(
+        NewAgent {
+            name: "a".into(),
+            description: None,
+            agent_class: None,
+            logo_url: None,
+            scopes: vec!["read".into()],
+            grant_types: vec![AgentGrant::ClientCredentials],
+            token_ttl_secs: 60,
+            rate_limits: AgentRateLimits {
+                api_calls_per_min: Some(5),
+                ..AgentRateLimits::default()
+            },
+            max_concurrent_tokens: Some(3),
+        },
+        OffsetDateTime::now_utc(),
+    );
+    let stored = serde_json::to_value(&agent).unwrap();
+    assert_eq!(stored["name"], "a");
+    assert_eq!(stored["token_ttl_secs"], 60);
+    assert_eq!(stored["rate_limits"]["api_calls_per_min"], 5);
+    assert!(stored["rate_limits"]["token_exchange_per_min"].is_null());
+    assert!(stored.get("profile").is_none());
+    let back: AgentRecord = serde_json::from_value(stored).unwrap();
+    assert_eq!(back.profile.rate_limits, agent.profile.rate_limits);
+    assert_eq!(back.profile.max_concurrent_tokens, Some(3));
+    let shown = serde_json::to_value(back.effective_limits(&AgentPolicy::default())).unwrap();
+    assert_eq!(shown["api_calls_per_min"], 5);
+    assert_eq!(shown["max_concurrent_tokens"], 3);
+}
+
+#[test]
 fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
     let mut policy = AgentPolicy::default();
     policy.ceilings.client_credentials_per_min = 3;

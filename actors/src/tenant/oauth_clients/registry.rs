@@ -224,37 +224,20 @@ impl OAuthClients {
         let mut record = cx.oauth_client(client_id)?;
         let mut changed = Vec::new();
         let c = &mut changed;
-        apply(c, "name", &mut record.profile.name, patch.name);
-        apply(
-            c,
-            "description",
-            &mut record.profile.description,
-            patch.description,
-        );
-        apply(c, "logo_url", &mut record.profile.logo_url, patch.logo_url);
-        apply(
-            c,
-            "redirect_uris",
-            &mut record.profile.redirect_uris,
-            patch.redirect_uris,
-        );
-        apply(
-            c,
-            "post_logout_redirect_uris",
-            &mut record.profile.post_logout_redirect_uris,
-            patch.post_logout_redirect_uris,
-        );
-        apply(
-            c,
-            "allowed_scopes",
-            &mut record.profile.allowed_scopes,
-            patch.allowed_scopes,
-        );
-        apply(
-            c,
-            "first_party",
-            &mut record.profile.first_party,
-            patch.first_party,
+        // Each field the patch sets replaces the profile's (the API names them alike).
+        macro_rules! apply_each {
+            ($($field:ident),+) => {
+                $(apply(c, stringify!($field), &mut record.profile.$field, patch.$field);)+
+            };
+        }
+        apply_each!(
+            name,
+            description,
+            logo_url,
+            redirect_uris,
+            post_logout_redirect_uris,
+            allowed_scopes,
+            first_party
         );
         if let Some(alg) = patch.id_token_signed_response_alg {
             self.id_token_alg_available(cx, alg)?;

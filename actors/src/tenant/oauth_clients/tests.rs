@@ -396,3 +396,28 @@ async fn an_owners_client_and_a_self_registered_one_are_marked_as_such() {
     ));
     assert!(registered.dynamic);
 }
+
+#[test]
+fn a_stored_client_keeps_its_profile_fields_at_the_top_level() {
+    let (_dir, mut t) = fresh();
+    let issued = create(&mut t, ClientType::Confidential, &AuditContext::default());
+    let stored = serde_json::to_value(&issued.record).unwrap();
+    for key in [
+        "client_id",
+        "name",
+        "redirect_uris",
+        "allowed_scopes",
+        "first_party",
+    ] {
+        assert!(stored.get(key).is_some(), "{key} in {stored}");
+    }
+    assert!(stored.get("profile").is_none());
+    // A record written before it had `post_logout_redirect_uris` reads back with none.
+    let mut old = stored.clone();
+    old.as_object_mut()
+        .unwrap()
+        .remove("post_logout_redirect_uris");
+    let back: OAuthClientRecord = serde_json::from_value(old).unwrap();
+    assert_eq!(back.profile.name, issued.record.profile.name);
+    assert!(back.profile.post_logout_redirect_uris.is_empty());
+}
