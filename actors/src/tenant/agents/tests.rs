@@ -28,25 +28,29 @@ fn grant_types_round_trip_their_urns() {
     assert_eq!(AgentGrant::parse("authorization_code"), None);
 }
 
+/// A client-credentials agent named "a" with these limits, registered now.
+fn agent_with(rate_limits: AgentRateLimits, max_concurrent_tokens: Option<u32>) -> AgentRecord {
+    let new = NewAgent {
+        name: "a".into(),
+        description: None,
+        agent_class: None,
+        logo_url: None,
+        scopes: vec!["read".into()],
+        grant_types: vec![AgentGrant::ClientCredentials],
+        token_ttl_secs: 60,
+        rate_limits,
+        max_concurrent_tokens,
+    };
+    AgentRecord::register(new, OffsetDateTime::now_utc()).0
+}
+
 #[test]
 fn a_stored_agent_keeps_its_profile_and_limits_at_their_places() {
-    let (agent, _) = AgentRecord::register(
-        NewAgent {
-            name: "a".into(),
-            description: None,
-            agent_class: None,
-            logo_url: None,
-            scopes: vec!["read".into()],
-            grant_types: vec![AgentGrant::ClientCredentials],
-            token_ttl_secs: 60,
-            rate_limits: AgentRateLimits {
-                api_calls_per_min: Some(5),
-                ..AgentRateLimits::default()
-            },
-            max_concurrent_tokens: Some(3),
-        },
-        OffsetDateTime::now_utc(),
-    );
+    let limits = AgentRateLimits {
+        api_calls_per_min: Some(5),
+        ..AgentRateLimits::default()
+    };
+    let agent = agent_with(limits, Some(3));
     let stored = serde_json::to_value(&agent).unwrap();
     assert_eq!(stored["name"], "a");
     assert_eq!(stored["token_ttl_secs"], 60);
@@ -65,25 +69,12 @@ fn a_stored_agent_keeps_its_profile_and_limits_at_their_places() {
 fn limits_are_clamped_to_the_ceiling_and_default_to_it() {
     let mut policy = AgentPolicy::default();
     policy.ceilings.client_credentials_per_min = 3;
-    let (agent, _) = AgentRecord::register(
-        NewAgent {
-            name: "a".into(),
-            description: None,
-            agent_class: None,
-            logo_url: None,
-            scopes: vec![],
-            grant_types: vec![AgentGrant::ClientCredentials],
-            token_ttl_secs: 60,
-            rate_limits: AgentRateLimits {
-                client_credentials_per_min: Some(100),
-                token_exchange_per_min: Some(7),
-                ..AgentRateLimits::default()
-            },
-            max_concurrent_tokens: None,
-        },
-        OffsetDateTime::now_utc(),
-    );
-    let e = agent.effective_limits(&policy);
+    let limits = AgentRateLimits {
+        client_credentials_per_min: Some(100),
+        token_exchange_per_min: Some(7),
+        ..AgentRateLimits::default()
+    };
+    let e = agent_with(limits, None).effective_limits(&policy);
     assert_eq!(e.per_minute.client_credentials_per_min, 3);
     assert_eq!(e.per_minute.token_exchange_per_min, 7);
     assert_eq!(
