@@ -61,9 +61,9 @@ pub use self::{
     policy::{AgentGrant, AgentLimit, AgentPolicy, AgentRateLimits, EffectiveLimits, PerMinute},
     records::{
         AgentActionRecord, AgentRecord, AgentRequestIndex, AgentRequestRecord, AgentTokenRecord,
-        DeniedTokenRecord, RequestFlow, RequestStatus, UserAgentRecord,
+        DeniedTokenRecord, NewAgent, RequestFlow, RequestStatus, UserAgentRecord,
     },
-    registry::{AgentPatch, IssuedAgent, NewAgent, PublishedAgents, MAX_AGENTS},
+    registry::{AgentPatch, IssuedAgent, PublishedAgents, MAX_AGENTS},
     requests::{
         normalize_user_code, PollRefusal, RequestStarted, RequestView, SLOW_DOWN_STEP,
         USER_CODE_ALPHABET, USER_CODE_TRIES_PER_MINUTE,

@@ -12,8 +12,8 @@ use super::{
     activity::{Action, ActivityPage, ActivityQuery},
     grants::{AgentIssued, OnBehalf},
     policy::AgentLimit,
-    records::{token_key, AgentRecord, DeniedTokenRecord, RequestFlow},
-    registry::{AgentPatch, IssuedAgent, NewAgent},
+    records::{token_key, AgentRecord, DeniedTokenRecord, NewAgent, RequestFlow},
+    registry::{AgentPatch, IssuedAgent},
     requests::{normalize_user_code, PollRefusal, RequestStarted, RequestView},
     user_agents::{Restored, UserAgentView},
 };

@@ -7,9 +7,24 @@ use tessera_storage::{ct_eq, sha256, Kind};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::policy::{AgentGrant, AgentLimit, AgentPolicy, EffectiveLimits, PerMinute};
-use super::registry::NewAgent;
+use super::policy::{
+    AgentGrant, AgentLimit, AgentPolicy, AgentRateLimits, EffectiveLimits, PerMinute,
+};
 use crate::tenant::audit::event_key;
+
+/// An agent as registered, validated by the caller; its record keeps it as its profile.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NewAgent {
+    pub name: String,
+    pub description: Option<String>,
+    pub agent_class: Option<String>,
+    pub logo_url: Option<String>,
+    pub scopes: Vec<String>,
+    pub grant_types: Vec<AgentGrant>,
+    pub token_ttl_secs: u32,
+    pub rate_limits: AgentRateLimits,
+    pub max_concurrent_tokens: Option<u32>,
+}
 
 /// A registered agent, keyed by its id (a UUID v7, so the registry scans oldest first).
 #[derive(Clone, Serialize, Deserialize)]

@@ -4,7 +4,6 @@
 
 use crate::tenant::agents::memory::Agents;
 use crate::tenant::ctx::TenantCtx;
-use serde::{Deserialize, Serialize};
 
 use std::{
     collections::{HashMap, HashSet},
@@ -19,7 +18,7 @@ use uuid::Uuid;
 use super::{
     activity::Action,
     policy::{AgentGrant, AgentPolicy, AgentRateLimits},
-    records::{AgentRecord, AgentTokenRecord, DeniedTokenRecord},
+    records::{AgentRecord, AgentTokenRecord, DeniedTokenRecord, NewAgent},
 };
 use crate::error::AgentError;
 use crate::{
@@ -35,20 +34,6 @@ use crate::{
 
 /// Agents a tenant may register (revoked ones included).
 pub const MAX_AGENTS: usize = 500;
-
-/// An agent as registered, validated by the caller; its record keeps it as its profile.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct NewAgent {
-    pub name: String,
-    pub description: Option<String>,
-    pub agent_class: Option<String>,
-    pub logo_url: Option<String>,
-    pub scopes: Vec<String>,
-    pub grant_types: Vec<AgentGrant>,
-    pub token_ttl_secs: u32,
-    pub rate_limits: AgentRateLimits,
-    pub max_concurrent_tokens: Option<u32>,
-}
 
 /// A change to an agent; `None` leaves a field. Validated by the caller.
 #[derive(Clone, Debug, Default)]
