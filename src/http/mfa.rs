@@ -31,7 +31,9 @@ use super::{
     extract::{ApiJson, ApiTenant, RequestCtx},
     fields::six_digits,
     new_credential::{require_confirmed_address, signed_in},
-    reauth::{check_current_password, require_step_up, sign_step_up, StepUpTokenResponse},
+    reauth::{
+        check_current_password, require_step_up, sign_step_up, StepUpHeader, StepUpTokenResponse,
+    },
     responses::{resume, token_pair, TokenPair},
 };
 use crate::app::AppState;
@@ -103,7 +105,7 @@ pub struct MfaSetupResponse {
 pub async fn setup(
     State(state): State<AppState>,
     caller: MfaCaller,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
 ) -> Result<Json<MfaSetupResponse>, ApiError> {
     if let Some(user) = &caller.user {
         // Refusals that need no step-up come first.
@@ -115,7 +117,7 @@ pub async fn setup(
             return Err(tessera_actors::TenantError::Mfa(MfaError::AlreadyEnabled).into());
         }
         require_confirmed_address(&me, Credential::Totp)?;
-        require_step_up(&state, user, &headers).await?;
+        require_step_up(&state, user, &step_up).await?;
     }
     let who = caller.who;
     let secret = caller

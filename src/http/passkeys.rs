@@ -10,7 +10,7 @@
 
 use axum::{
     extract::{Path, State},
-    http::{HeaderMap, StatusCode},
+    http::StatusCode,
     response::{IntoResponse, Response},
     Json,
 };
@@ -25,7 +25,7 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     path_id::path_id,
-    reauth::{passkey_login, require_step_up, sign_step_up, StepUpTokenResponse},
+    reauth::{passkey_login, require_step_up, sign_step_up, StepUpHeader, StepUpTokenResponse},
     responses::{login_answer, LoginResponse},
 };
 use crate::app::AppState;
@@ -120,7 +120,7 @@ const NICKNAME_RULE: &str = "must be 1-64 characters, not blank, without control
 /// its token): the finish then needs only the same session.
 #[utoipa::path(post, path = "/v1/auth/passkeys/register/begin", tag = "passkeys",
     security(("api_key" = [], "bearer" = [])),
-    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    params(StepUpHeader),
     responses(
         (status = 200, description = "Creation options: a resident key, user verification preferred, no attestation, the user's passkeys excluded; valid 5 minutes", body = PasskeyOptionsResponse),
         (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge); `invalid_or_expired_token` (a bad step-up token); `auth/invalid_token`", body = ErrorBody),
@@ -131,7 +131,7 @@ const NICKNAME_RULE: &str = "must be 1-64 characters, not blank, without control
 pub async fn register_begin(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
 ) -> Result<Json<PasskeyOptionsResponse>, ApiError> {
     // The options first: a guest or a user at the limit is refused before the gate, so the
     // step-up token is not used up on a request that cannot succeed. Options answered with
@@ -139,7 +139,7 @@ pub async fn register_begin(
     let options = user
         .call(|bearer, reply| PasskeysMsg::PasskeyRegisterBegin { bearer, reply })
         .await?;
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     Ok(Json(PasskeyOptionsResponse {
         public_key: options,
     }))
@@ -307,7 +307,7 @@ pub struct PasskeyUpdateRequest {
     security(("api_key" = [], "bearer" = [])),
     params(
         ("id" = Uuid, Path, description = "The passkey"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+        StepUpHeader,
     ),
     request_body = PasskeyUpdateRequest,
     responses(
@@ -319,7 +319,7 @@ pub struct PasskeyUpdateRequest {
 pub async fn rename(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     Path(id): Path<String>,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PasskeyUpdateRequest>,
@@ -328,7 +328,7 @@ pub async fn rename(
     errors.check("nickname", nickname_ok(&req.nickname), NICKNAME_RULE);
     errors.finish()?;
     let id = path_id(&id, "passkey")?;
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     let view = user
         .call(|bearer, reply| PasskeysMsg::PasskeyRename {
             bearer,
@@ -347,7 +347,7 @@ pub async fn rename(
     security(("api_key" = [], "bearer" = [])),
     params(
         ("id" = Uuid, Path, description = "The passkey"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+        StepUpHeader,
     ),
     responses(
         (status = 204, description = "Deleted"),
@@ -358,12 +358,12 @@ pub async fn rename(
 pub async fn delete(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     Path(id): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
     let id = path_id(&id, "passkey")?;
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     user.call(|bearer, reply| PasskeysMsg::PasskeyDelete {
         bearer,
         id,

@@ -25,3 +25,12 @@ pub fn not_found_as(what: &str, e: impl Into<ApiError>) -> ApiError {
         e => e,
     }
 }
+
+/// The `{slug}` of a tenant's route as the document declares it, once for every route that
+/// has one (the handlers read it with `Path<String>`).
+#[derive(utoipa::IntoParams)]
+#[into_params(names("slug"), parameter_in = Path)]
+pub struct TenantSlug(
+    /// The tenant's slug
+    pub String,
+);

@@ -9,7 +9,10 @@
 //! the RFC 9470 challenge; with one it verifies the signature here and has the tenant actor
 //! consume the token (atomically, once).
 
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::{
+    extract::FromRequestParts,
+    http::{header, request::Parts, HeaderMap, HeaderName, HeaderValue, StatusCode},
+};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -31,7 +34,7 @@ use tessera_actors::{
     CallError, Password, TenantError, TenantHandle, TenantMsg,
 };
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{
     bearer::{issuer, UserBearer},
@@ -154,6 +157,34 @@ pub async fn check_current_password(
 /// The header a gated request carries its step-up token in.
 pub const STEP_UP_HEADER: HeaderName = HeaderName::from_static("x-step-up-token");
 
+/// A gated request's `X-Step-Up-Token`, as extracted and as documented: absent, or its value
+/// trimmed (one that is not text reads as blank, which the gate refuses as a bad token).
+#[derive(IntoParams)]
+#[into_params(names("X-Step-Up-Token"), parameter_in = Header)]
+pub struct StepUpHeader(
+    /// A step-up token of this session
+    Option<String>,
+);
+
+impl StepUpHeader {
+    /// The token of `headers`.
+    pub fn of(headers: &HeaderMap) -> Self {
+        StepUpHeader(
+            headers
+                .get(&STEP_UP_HEADER)
+                .map(|v| v.to_str().map(str::trim).unwrap_or("").to_owned()),
+        )
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for StepUpHeader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self::of(&parts.headers))
+    }
+}
+
 /// The audience of a tenant's step-up tokens: never the access tokens' audience.
 fn step_up_audience(slug: &str) -> String {
     format!("{slug}/step-up")
@@ -220,14 +251,12 @@ fn unverified_tenant(token: &str) -> Option<String> {
 pub async fn require_step_up(
     app: &App,
     user: &UserBearer,
-    headers: &HeaderMap,
+    step_up: &StepUpHeader,
 ) -> Result<StepUpUse, ApiError> {
     let tenant = &user.tenant;
     let bearer = user.bearer;
     // A header that is there but unreadable or blank is a bad token, not a missing one.
-    let presented = headers
-        .get(&STEP_UP_HEADER)
-        .map(|v| v.to_str().map(str::trim).unwrap_or(""));
+    let presented = step_up.0.as_deref();
     if presented == Some("") {
         return Err(invalid_step_up());
     }

@@ -11,6 +11,7 @@ use super::{
     error::{ApiError, ErrorBody},
     extract::ApiTenant,
 };
+use crate::http::path_id::TenantSlug;
 
 #[derive(Serialize, ToSchema)]
 pub struct ApiKeyInfo {
@@ -68,7 +69,7 @@ pub async fn current_tenant(
 /// A tenant by slug: only the key's own tenant is visible; any other slug is 404.
 #[utoipa::path(get, path = "/v1/tenants/{slug}", tag = "tenant",
     security(("api_key" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The caller's tenant", body = TenantResponse),
         (status = 401, description = "`auth/missing_api_key` or `auth/invalid_api_key`", body = ErrorBody),

@@ -36,7 +36,7 @@ use super::{
     fields::{email_field, metadata_field, phone_field},
     management::Management,
     paging::{self, Pagination},
-    path_id::path_id,
+    path_id::{path_id, TenantSlug},
 };
 use crate::{
     app::AppState,
@@ -455,7 +455,7 @@ async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
 /// while `has_more` is true: each page reads a bounded number of users; follow `next_cursor`.
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/users", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), UsersQuery),
+    params(TenantSlug, UsersQuery),
     responses(
         (status = 200, description = "A page of users", body = ManagedUserList),
         (status = 400, description = "`validation/invalid_request` naming each bad filter", body = ErrorBody),
@@ -473,7 +473,7 @@ pub async fn dashboard_list(
 /// Creates a user (admin, owner): with a password, or invited by mail to choose one.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/users", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = CreateUserRequest,
     responses(
         (status = 201, description = "The new user", body = ManagedUserDetail),
@@ -495,7 +495,7 @@ pub async fn dashboard_create(
 /// One user: profile, factors, live sessions and this month's activity (any member).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/users/{id}", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), ("id" = String, Path, description = "The user's id")),
+    params(TenantSlug, ("id" = String, Path, description = "The user's id")),
     responses(
         (status = 200, description = "The user", body = ManagedUserDetail),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -517,7 +517,7 @@ pub async fn dashboard_show(
 /// mailed a reset link.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/users/{id}", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), ("id" = String, Path, description = "The user's id")),
+    params(TenantSlug, ("id" = String, Path, description = "The user's id")),
     request_body = UpdateUserRequest,
     responses(
         (status = 200, description = "The user as it is now", body = ManagedUserDetail),
@@ -540,7 +540,7 @@ pub async fn dashboard_update(
 /// minutes). The audit log keeps `user.deleted` with the id only.
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/users/{id}", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), ("id" = String, Path, description = "The user's id")),
+    params(TenantSlug, ("id" = String, Path, description = "The user's id")),
     responses(
         (status = 204, description = "Erased"),
         (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
@@ -561,7 +561,7 @@ pub async fn dashboard_delete(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/users/{id}/{action}", tag = "users",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("id" = String, Path, description = "The user's id"),
         ("action" = String, Path, description = "`block`, `unblock`, `sign-out`, `reset-mfa` or `send-password-reset`"),
     ),

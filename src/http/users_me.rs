@@ -30,7 +30,7 @@ use super::{
     extract::{optional_json, ApiJson, ClientIp, RequestCtx},
     fields::{checked_phone, phone_field, six_digits},
     new_credential::{require_confirmed_address, signed_in},
-    reauth::require_step_up,
+    reauth::{require_step_up, StepUpHeader},
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
 use crate::app::AppState;
@@ -92,7 +92,7 @@ pub struct PhoneVerifyConfirmRequest {
 /// stolen access token must not be able to attach their own.
 #[utoipa::path(post, path = "/v1/users/me/phone/confirm", tag = "accounts",
     security(("api_key" = [], "bearer" = [])),
-    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    params(StepUpHeader),
     request_body = PhoneVerifyConfirmRequest,
     responses(
         (status = 200, description = "The user record, with the number", body = UserResponse),
@@ -104,7 +104,7 @@ pub struct PhoneVerifyConfirmRequest {
 pub async fn phone_confirm(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyConfirmRequest>,
 ) -> Result<Json<UserResponse>, ApiError> {
@@ -118,7 +118,7 @@ pub async fn phone_confirm(
         return Err(tessera_actors::TenantError::GuestNotAllowed.into());
     }
     require_confirmed_address(&me, Credential::Phone)?;
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     let e164 = phone.map(|p| p.e164).unwrap_or_default();
     let view = user
         .call(|bearer, reply| SmsMsg::PhoneConfirm {
@@ -173,7 +173,7 @@ pub struct LinkProviderResponse {
     security(("api_key" = [], "bearer" = [])),
     params(
         ("provider" = String, Path, description = "Lowercase provider name"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+        StepUpHeader,
     ),
     request_body(content = Option<LinkProviderRequest>, description = "Optional"),
     responses(
@@ -205,7 +205,7 @@ pub async fn link_provider(
     }
     // Refused before the gate, so the step-up token is not used up (the actor checks again).
     require_confirmed_address(&signed_in(&user).await?, Credential::SocialLinks)?;
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &StepUpHeader::of(&headers)).await?;
     let shown: String = provider.chars().take(32).collect();
     let not_configured = || {
         ApiError::new(
@@ -303,10 +303,10 @@ pub async fn identities(
 async fn gated_identity(
     state: &AppState,
     user: &UserBearer,
-    headers: &HeaderMap,
+    step_up: &StepUpHeader,
     provider: &str,
 ) -> Result<Provider, ApiError> {
-    require_step_up(state, user, headers).await?;
+    require_step_up(state, user, step_up).await?;
     Provider::parse(provider).ok_or_else(|| ApiError::not_found("identity"))
 }
 
@@ -328,7 +328,7 @@ pub struct ProviderTokensResponse {
     security(("api_key" = [], "bearer" = [])),
     params(
         ("provider" = String, Path, description = "Lowercase provider name"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+        StepUpHeader,
     ),
     responses(
         (status = 200, description = "The tokens (`Cache-Control: no-store`)", body = ProviderTokensResponse),
@@ -338,11 +338,11 @@ pub struct ProviderTokensResponse {
 pub async fn provider_tokens(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
-    let provider = gated_identity(&state, &user, &headers, &provider).await?;
+    let provider = gated_identity(&state, &user, &step_up, &provider).await?;
     let answer = social(&user, &ctx, |bearer| SocialCmd::Tokens { bearer, provider }).await;
     let tokens = match answer {
         Ok(SocialAnswer::Tokens(t)) => *t,
@@ -368,7 +368,7 @@ pub async fn provider_tokens(
     security(("api_key" = [], "bearer" = [])),
     params(
         ("provider" = String, Path, description = "Lowercase provider name"),
-        ("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session"),
+        StepUpHeader,
     ),
     responses(
         (status = 204, description = "Unlinked"),
@@ -379,11 +379,11 @@ pub async fn provider_tokens(
 pub async fn unlink(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     Path(provider): Path<String>,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
-    let provider = gated_identity(&state, &user, &headers, &provider).await?;
+    let provider = gated_identity(&state, &user, &step_up, &provider).await?;
     let answer = social(&user, &ctx, |bearer| SocialCmd::Unlink { bearer, provider }).await;
     match answer {
         Ok(_) => Ok(StatusCode::NO_CONTENT),
@@ -402,7 +402,7 @@ pub async fn unlink(
 /// audit events about them. Gated by step-up (`X-Step-Up-Token`).
 #[utoipa::path(get, path = "/v1/users/me/export", tag = "accounts",
     security(("api_key" = [], "bearer" = [])),
-    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    params(StepUpHeader),
     responses(
         (status = 200, description = "The export, `Content-Disposition: attachment`", body = Object),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
@@ -411,9 +411,9 @@ pub async fn unlink(
 pub async fn export(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
 ) -> Result<Response, ApiError> {
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     let document = user
         .call(|bearer, reply| UsersMsg::ExportMe { bearer, reply })
         .await?;
@@ -434,7 +434,7 @@ pub async fn export(
 /// `self_service_deletion_enabled` off.
 #[utoipa::path(delete, path = "/v1/users/me", tag = "accounts",
     security(("api_key" = [], "bearer" = [])),
-    params(("X-Step-Up-Token" = Option<String>, Header, description = "A step-up token of this session")),
+    params(StepUpHeader),
     responses(
         (status = 204, description = "Erased"),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
@@ -444,7 +444,7 @@ pub async fn export(
 pub async fn delete_me(
     State(state): State<AppState>,
     user: UserBearer,
-    headers: HeaderMap,
+    step_up: StepUpHeader,
     RequestCtx(ctx): RequestCtx,
 ) -> Result<StatusCode, ApiError> {
     // Refused before the gate, so no step-up token is spent on a request that cannot pass.
@@ -455,7 +455,7 @@ pub async fn delete_me(
     if !overview.settings.users.self_service_deletion_enabled {
         return Err(tessera_actors::TenantError::User(UserError::SelfDeletionDisabled).into());
     }
-    require_step_up(&state, &user, &headers).await?;
+    require_step_up(&state, &user, &step_up).await?;
     user.call(|bearer, reply| UsersMsg::DeleteMe {
         bearer,
         ctx: ctx.clone(),

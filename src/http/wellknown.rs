@@ -16,6 +16,7 @@ use super::{
     error::{ApiError, ErrorBody},
 };
 use crate::app::AppState;
+use crate::http::path_id::TenantSlug;
 
 /// Short enough that a rotation is seen soon; the previous key stays published meanwhile.
 const CACHE: HeaderValue = HeaderValue::from_static("public, max-age=60");
@@ -30,7 +31,7 @@ fn cached(body: impl Serialize) -> Response {
 /// The tenant's public signing keys: the current one and any retired one whose tokens may
 /// still be alive.
 #[utoipa::path(get, path = "/v1/tenants/{slug}/.well-known/jwks.json", tag = "tokens",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "A JWK Set (RFC 7517) of ES256 keys", body = Object),
         (status = 404, description = "`resource/not_found`", body = ErrorBody),
@@ -85,7 +86,7 @@ pub struct DiscoveryDocument {
 
 /// OpenID discovery for the tenant's issuer.
 #[utoipa::path(get, path = "/v1/tenants/{slug}/.well-known/openid-configuration", tag = "tokens",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The discovery document", body = DiscoveryDocument),
         (status = 404, description = "`resource/not_found`", body = ErrorBody),
@@ -100,7 +101,7 @@ pub async fn openid_configuration(
 /// OAuth 2.0 authorization server metadata (RFC 8414) for the tenant's issuer: the same
 /// document as OpenID discovery, for MCP clients and other OAuth clients.
 #[utoipa::path(get, path = "/v1/tenants/{slug}/.well-known/oauth-authorization-server", tag = "tokens",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The metadata", body = DiscoveryDocument),
         (status = 404, description = "`resource/not_found`", body = ErrorBody),
@@ -115,7 +116,7 @@ pub async fn authorization_server(
 /// The same at RFC 8414 3.1's own place: `/.well-known/oauth-authorization-server` followed
 /// by the issuer's path.
 #[utoipa::path(get, path = "/.well-known/oauth-authorization-server/v1/tenants/{slug}", tag = "tokens",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The metadata", body = DiscoveryDocument),
         (status = 404, description = "`resource/not_found`", body = ErrorBody),

@@ -316,6 +316,24 @@ fn the_gate_is_off_by_default_then_asks_for_a_step_up_with_the_users_methods() {
     );
     assert_eq!(r.status, 401, "{}", r.body);
     assert!(!first.is_empty());
+    // A header that is there but blank is a bad token, not a missing one: no challenge, on
+    // the link route and on the gated routes that take the header alone.
+    assert_gate_refuses(&api, &t.access, "  ", "a blank step-up header");
+    for (method, path) in [("GET", "/v1/users/me/export"), ("DELETE", "/v1/users/me")] {
+        let r = api.send_with(
+            method,
+            path,
+            Some(&t.access),
+            None,
+            &[(STEP_UP_HEADER, " ")],
+        );
+        assert_eq!(
+            (r.status, r.code()),
+            (401, EXPIRED),
+            "{method} {path}: {}",
+            r.body
+        );
+    }
 
     // With MFA, TOTP comes first.
     api.enable_mfa(&t.access);

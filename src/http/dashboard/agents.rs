@@ -34,6 +34,7 @@ use crate::http::{
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, scope_ok, PROTOCOL_SCOPES},
     paging::{self, Pagination},
+    path_id::TenantSlug,
 };
 
 /// Scopes an agent may be registered for.
@@ -458,7 +459,7 @@ fn limits_of(s: &AgentSettingsBody) -> AgentRateLimits {
 /// The tenant's agents, oldest first (any member).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/agents", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), ListQuery),
+    params(TenantSlug, ListQuery),
     responses(
         (status = 200, description = "A page of agents, never their secrets", body = AgentList),
         (status = 400, description = "`validation/invalid_request` (cursor, limit, include_revoked)", body = ErrorBody),
@@ -506,7 +507,7 @@ pub async fn list(
 /// Its secret is in this answer only.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/agents", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = RegisterAgentRequest,
     responses(
         (status = 201, description = "The agent, with its secret (shown once)", body = IssuedAgentResponse),
@@ -565,7 +566,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/agents/{agent_id}", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("agent_id" = String, Path, description = "The agent's id"),
     ),
     responses(
@@ -587,7 +588,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/agents/{agent_id}", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("agent_id" = String, Path, description = "The agent's id"),
     ),
     request_body = UpdateAgentRequest,
@@ -659,7 +660,7 @@ pub async fn update(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/agents/{agent_id}/rotate-secret", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("agent_id" = String, Path, description = "The agent's id"),
     ),
     responses(
@@ -689,7 +690,7 @@ pub async fn rotate_secret(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/agents/{agent_id}", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("agent_id" = String, Path, description = "The agent's id"),
     ),
     responses(
@@ -727,7 +728,7 @@ pub async fn revoke(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/agents/{agent_id}/activity", tag = "agents",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("agent_id" = String, Path, description = "The agent's id"),
         ActivityParams,
     ),

@@ -15,6 +15,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
     paging::{self, Pagination},
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, IntoParams)]
@@ -61,7 +62,7 @@ pub struct AuditEventList {
 /// The tenant's audit events, newest first (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/audit-events", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug"), AuditQuery),
+    params(TenantSlug, AuditQuery),
     responses(
         (status = 200, description = "A page of events", body = AuditEventList),
         (status = 400, description = "`validation/invalid_request` (cursor, limit)", body = ErrorBody),

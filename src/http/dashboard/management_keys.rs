@@ -22,7 +22,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
-    path_id::not_found_as,
+    path_id::{not_found_as, TenantSlug},
 };
 
 /// A management key as listed: never the key itself.
@@ -92,7 +92,7 @@ pub struct CreatedManagementKeyResponse {
 /// The tenant's management keys (any member).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/management-keys", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The keys, never their secrets", body = ManagementKeyList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -117,7 +117,7 @@ pub async fn list(
 /// this answer only. At most 20 unrevoked keys a tenant.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/management-keys", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = CreateManagementKeyRequest,
     responses(
         (status = 201, description = "The key, shown once", body = CreatedManagementKeyResponse),
@@ -192,7 +192,7 @@ pub async fn create(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/management-keys/{id}", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("id" = String, Path, description = "The key's id"),
     ),
     responses(

@@ -24,6 +24,7 @@ use crate::app::AppState;
 use crate::http::{
     error::{is_email, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
+    path_id::TenantSlug,
 };
 
 #[derive(Serialize, ToSchema)]
@@ -150,7 +151,7 @@ pub struct AcceptInviteResponse {
 /// The tenant's members and pending invitations (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "Members and pending invitations", body = MemberList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -182,7 +183,7 @@ pub async fn list(
 /// the address has an account. Inviting an address again replaces its pending invitation.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/members", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = InviteMemberRequest,
     responses(
         (status = 201, description = "Invited: the link was mailed", body = InviteMemberResponse),
@@ -261,7 +262,7 @@ pub async fn invite(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/invitations/{email}", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("email" = String, Path, description = "The invited address"),
     ),
     responses(
@@ -302,7 +303,7 @@ pub async fn revoke(
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/members/{account_id}", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("account_id" = Uuid, Path, description = "The member's account id"),
     ),
     request_body = UpdateMemberRequest,
@@ -352,7 +353,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/members/{account_id}", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("account_id" = Uuid, Path, description = "The member's account id (the caller's own to leave)"),
     ),
     responses(

@@ -36,7 +36,7 @@ use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{check_description, check_logo, dedup, nullable, redirect_uri_ok, scope_ok},
-    path_id::not_found_as,
+    path_id::{not_found_as, TenantSlug},
 };
 
 /// Redirect URIs (and post-logout redirect URIs) a client may list.
@@ -289,7 +289,7 @@ fn issued(answer: OAuthClientAnswer) -> Result<IssuedClient, ApiError> {
 /// The tenant's OAuth clients (any member).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The clients, never their secrets", body = OAuthClientList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -312,7 +312,7 @@ pub async fn list(
 /// client's secret is in this answer only. At most 100 clients a tenant.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = CreateOAuthClientRequest,
     responses(
         (status = 201, description = "The client, with its secret if confidential (shown once)", body = IssuedOAuthClientResponse),
@@ -412,7 +412,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients/{client_id}", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("client_id" = String, Path, description = "The client's id"),
     ),
     responses(
@@ -435,7 +435,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients/{client_id}", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("client_id" = String, Path, description = "The client's id"),
     ),
     request_body = UpdateOAuthClientRequest,
@@ -506,7 +506,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients/{client_id}", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("client_id" = String, Path, description = "The client's id"),
     ),
     responses(
@@ -530,7 +530,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/oauth-clients/{client_id}/rotate-secret", tag = "oauth clients",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("client_id" = String, Path, description = "The client's id"),
     ),
     responses(

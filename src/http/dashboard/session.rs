@@ -22,6 +22,7 @@ use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
     pages::cookie,
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -300,7 +301,7 @@ pub async fn tenants(auth: Dashboard) -> Json<TenantList> {
 /// One of the caller's tenants; another tenant is 404.
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The tenant and the caller's role", body = TenantMembership),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -322,7 +323,7 @@ pub async fn tenant(
 /// Replaces the tenant's API key (owner; re-authenticated in the last 5 minutes).
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/api-key/rotate", tag = "dashboard",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The new key, shown once", body = RotatedApiKeyResponse),
         (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),

@@ -24,6 +24,7 @@ use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::normalize_domain,
+    path_id::TenantSlug,
 };
 
 /// Scopes a tenant may ask a provider for.
@@ -298,7 +299,7 @@ async fn call(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/social/{provider}", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("provider" = String, Path, description = "google, apple, microsoft, gitlab, linkedin, slack, github, discord, facebook or x"),
     ),
     responses(
@@ -323,7 +324,7 @@ pub async fn get_provider(
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/social/{provider}", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("provider" = String, Path, description = "google, apple, microsoft, gitlab, linkedin, slack, github, discord, facebook or x"),
     ),
     request_body = PutSocialProviderRequest,

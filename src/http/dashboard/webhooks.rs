@@ -40,7 +40,7 @@ use crate::{
         extract::ApiJson,
         fields::{check_description, nullable},
         paging::{self, Pagination},
-        path_id::{not_found_as, path_id},
+        path_id::{not_found_as, path_id, TenantSlug},
     },
     webhooks::{check_url, resolves_only_to_private, UrlRefusal},
 };
@@ -313,7 +313,7 @@ fn queued(answer: WebhookAnswer) -> Result<Response, ApiError> {
 /// The tenant's webhook endpoints, oldest first (any member).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/webhooks", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The endpoints, never their secrets", body = WebhookList),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -338,7 +338,7 @@ pub async fn list(
 /// is in this answer only.
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/webhooks", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = CreateWebhookRequest,
     responses(
         (status = 201, description = "The endpoint, with its secret (shown once)", body = IssuedWebhookResponse),
@@ -375,7 +375,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     responses(
@@ -399,7 +399,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     request_body = UpdateWebhookRequest,
@@ -453,7 +453,7 @@ pub async fn update(
 #[utoipa::path(delete, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     responses(
@@ -480,7 +480,7 @@ pub async fn delete(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}/rotate-secret", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     responses(
@@ -506,7 +506,7 @@ pub async fn rotate_secret(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}/test", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
     ),
     responses(
@@ -530,7 +530,7 @@ pub async fn test(
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}/deliveries", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
         DeliveriesQuery,
     ),
@@ -572,7 +572,7 @@ pub async fn deliveries(
 #[utoipa::path(post, path = "/v1/auth/dashboard/tenants/{slug}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("webhook_id" = String, Path, description = "The endpoint's id"),
         ("delivery_id" = String, Path, description = "The delivery's id (its event's id)"),
     ),

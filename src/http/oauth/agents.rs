@@ -41,7 +41,7 @@ use crate::{
         bearer::{issuer, verify_any},
         error::{is_email, ApiError},
         extract::RequestCtx,
-        path_id::not_found_as,
+        path_id::{not_found_as, TenantSlug},
     },
 };
 
@@ -383,7 +383,7 @@ pub struct BackchannelResponse {
 /// alike (its request can never be approved). With `resource`, the approval is the user's
 /// consent for that resource only; token exchange grants its scopes for no other.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/bc-authorize", tag = "agents",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body(content = BackchannelForm, content_type = "application/x-www-form-urlencoded",
         description = "An agent's authentication (HTTP Basic, or `client_id` and `client_secret`), `login_hint`, `scope`, optional `binding_message` and `resource`"),
     responses(
@@ -462,7 +462,7 @@ pub struct DeviceAuthorizationResponse {
 /// hosted device page (signed in), and polls the token endpoint with
 /// `grant_type=urn:ietf:params:oauth:grant-type:device_code`.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/device_authorization", tag = "agents",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body(content = DeviceForm, content_type = "application/x-www-form-urlencoded",
         description = "An agent's authentication, optional `scope` and `resource`"),
     responses(

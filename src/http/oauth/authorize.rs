@@ -32,6 +32,7 @@ use super::{
     },
     Params, MAX_PARAM,
 };
+use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
@@ -160,7 +161,7 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
 /// sign-in UI sends the user's access token (if any) and renders what comes back (API mode).
 #[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/authorize", tag = "oauth",
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("client_id" = String, Query, description = "A client of the tenant"),
         ("redirect_uri" = String, Query, description = "One of the client's redirect URIs, exactly"),
         ("response_type" = String, Query, description = "`code`"),
@@ -350,7 +351,7 @@ pub struct OAuthConsentRequest {
 /// Takes the user's consent decision and answers where the browser goes: the client's
 /// redirect URI with a code, or with `error=access_denied`.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/consent", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     security(("bearer" = [])),
     request_body = OAuthConsentRequest,
     responses(

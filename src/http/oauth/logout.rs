@@ -39,6 +39,7 @@ use super::{
     request::{is_navigation, redirect_with},
     Params,
 };
+use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
@@ -193,7 +194,7 @@ fn clear_cookie(tenant: &TenantHandle, resp: &mut Response) {
 /// page instead, which asks before it ends a session the browser is not signed in with.
 #[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/end_session", tag = "oauth",
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("id_token_hint" = Option<String>, Query, description = "An ID token this tenant issued (expired or not). Required of API callers; a browser without it is asked"),
         ("client_id" = Option<String>, Query, description = "The client; with a hint, it must be the ID token's audience"),
         ("post_logout_redirect_uri" = Option<String>, Query, description = "One of the client's post_logout_redirect_uris, exactly; needs `client_id` or `id_token_hint`"),

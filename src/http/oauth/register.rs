@@ -17,6 +17,7 @@ use tessera_actors::tenant::oauth_clients::{
 use utoipa::ToSchema;
 
 use super::{split_scopes, OAuthError, OAuthErrorBody};
+use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
@@ -69,7 +70,7 @@ fn metadata(description: &str) -> OAuthError {
 
 /// Registers a public client (RFC 7591), while the tenant allows it.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/register", tag = "agents",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = RegistrationRequest,
     responses(
         (status = 201, description = "The client", body = RegistrationResponse),

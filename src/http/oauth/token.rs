@@ -27,6 +27,7 @@ use super::{
     form::{bearer_error, invalid_bearer, no_store, required, Caller, FormRequest},
     oauth, split_scopes, still_grantable, BearerUnauthorizedBody, OAuthError, OAuthErrorBody,
 };
+use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
@@ -241,7 +242,7 @@ async fn sign(
 /// `refresh_token`; for agents `client_credentials`, token exchange (RFC 8693), CIBA and the
 /// device code (RFC 8628), polled.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/token", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded",
         description = "`grant_type` `authorization_code` (`code`, `redirect_uri`, `code_verifier`) or `refresh_token` (`refresh_token`, optional narrower `scope`); an agent's `client_credentials` (`scope`, `resource`), token exchange (`subject_token`, `subject_token_type`, optional `actor_token`, `scope`, `resource`), CIBA (`auth_req_id`) or device code (`device_code`). Client authentication by HTTP Basic, `client_secret` in the body, or a public client's `client_id`"),
     responses(
@@ -320,7 +321,7 @@ async fn presented(
 /// Revokes a token of the calling client (RFC 7009): a refresh token, or an access token, ends
 /// its grant. Tokens that are unknown, expired or another client's are answered 200 alike.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/revoke", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body(content = TokenHintForm, content_type = "application/x-www-form-urlencoded",
         description = "`token`, optional `token_type_hint`; client authentication as at the token endpoint"),
     responses(
@@ -435,7 +436,7 @@ impl IntrospectionResponse {
 /// `{"active": false}`, and so is an agent's token acting for a user once the user's consent
 /// to the agent no longer covers its audience (`aud`) and scopes.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/introspect", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body(content = TokenHintForm, content_type = "application/x-www-form-urlencoded",
         description = "`token`, optional `token_type_hint`; a confidential client's authentication"),
     responses(
@@ -612,7 +613,7 @@ fn user_info(user: &tessera_actors::tenant::messages::User, scopes: &[String]) -
 
 /// The signed-in user's claims, by the access token's scopes (`email`, `phone`).
 #[utoipa::path(get, path = "/v1/tenants/{slug}/oauth/userinfo", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),
@@ -630,7 +631,7 @@ pub async fn userinfo_get(
 
 /// As `GET`, for clients that post.
 #[utoipa::path(post, path = "/v1/tenants/{slug}/oauth/userinfo", tag = "oauth",
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoResponse),

@@ -12,6 +12,7 @@ use super::Caller;
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 /// The tenant's agent settings.
@@ -38,7 +39,7 @@ fn agents_response(v: SettingsView) -> AgentSettingsResponse {
 /// The tenant's agent settings (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/agents", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The settings", body = AgentSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -50,7 +51,7 @@ pub async fn get_agents(caller: Caller) -> Result<Json<AgentSettingsResponse>, A
 /// Changes the tenant's agent settings (owner); audited as `settings.agents.updated`.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/agents", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PatchAgentSettingsRequest,
     responses(
         (status = 200, description = "The stored settings", body = AgentSettingsResponse),

@@ -19,6 +19,7 @@ use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
     fields::nullable,
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -49,7 +50,7 @@ fn anonymous_response(v: SettingsView) -> AnonymousSettingsResponse {
 /// Guest sign-in settings (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "Guest sign-in settings", body = AnonymousSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -63,7 +64,7 @@ pub async fn get_anonymous(caller: Caller) -> Result<Json<AnonymousSettingsRespo
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/anonymous", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("X-Service-Confirm" = Option<String>, Header, description = "`privileged-default-role` to confirm"),
     ),
     request_body = UpdateTenantAnonymousSettingsRequest,

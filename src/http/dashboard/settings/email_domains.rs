@@ -19,6 +19,7 @@ use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
     fields::normalize_domain,
+    path_id::TenantSlug,
 };
 
 /// Both lists are replaced at once; an absent list is empty.
@@ -63,7 +64,7 @@ fn domains_response(v: SettingsView) -> EmailDomainsResponse {
 /// The registration e-mail domain lists (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "Both lists", body = EmailDomainsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -75,7 +76,7 @@ pub async fn get_email_domains(caller: Caller) -> Result<Json<EmailDomainsRespon
 /// Replaces both lists atomically (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/email-domains", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PutEmailDomainsRequest,
     responses(
         (status = 200, description = "The stored lists", body = EmailDomainsResponse),

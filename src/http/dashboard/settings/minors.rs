@@ -19,6 +19,7 @@ use super::Caller;
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 /// Spec 2.7 DpiaVcGateLink: which version of the tenant's DPIA covers this processing.
@@ -100,7 +101,7 @@ fn minors_response(v: SettingsView) -> MinorSettingsResponse {
 /// The tenant's minor-protection setting (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/minors", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The setting", body = MinorSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -115,7 +116,7 @@ pub async fn get_minors(caller: Caller) -> Result<Json<MinorSettingsResponse>, A
 /// held until a guardian consents. Accounts already held stay held if it is turned off.
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/minors", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PutMinorSettingsRequest,
     responses(
         (status = 200, description = "The stored setting", body = MinorSettingsResponse),

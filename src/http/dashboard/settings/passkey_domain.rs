@@ -20,6 +20,7 @@ use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
     fields::nullable,
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -56,7 +57,7 @@ fn passkey_domain_response(v: SettingsView) -> PasskeyDomainResponse {
 /// The passkey relying-party id and extra origins (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The relying-party id and origins", body = PasskeyDomainResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -71,7 +72,7 @@ pub async fn get_passkey_domain(caller: Caller) -> Result<Json<PasskeyDomainResp
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/passkey-domain", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
-        ("slug" = String, Path, description = "The tenant's slug"),
+        TenantSlug,
         ("X-Service-Confirm" = Option<String>, Header, description = "`passkey-rp-id-change` to strand existing passkeys"),
     ),
     request_body = UpdateTenantPasskeyDomainRequest,

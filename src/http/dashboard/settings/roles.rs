@@ -15,6 +15,7 @@ use super::{enum_schema, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 fn default_role_schema() -> Object {
@@ -55,7 +56,7 @@ fn roles_response(v: SettingsView) -> RolesResponse {
 /// The default role of new end users (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The default role", body = RolesResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -67,7 +68,7 @@ pub async fn get_roles(caller: Caller) -> Result<Json<RolesResponse>, ApiError> 
 /// Sets the default role of new end users (owner).
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/roles", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = UpdateTenantRolesRequest,
     responses(
         (status = 200, description = "The default role", body = RolesResponse),

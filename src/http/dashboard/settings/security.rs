@@ -27,6 +27,7 @@ use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
     fields::nullable,
+    path_id::TenantSlug,
 };
 
 fn mfa_policy_schema() -> Object {
@@ -221,7 +222,7 @@ impl From<SettingsView> for SecuritySettingsResponse {
 /// The tenant's security settings (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "Security settings", body = SecuritySettingsResponse),
         (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
@@ -235,7 +236,7 @@ pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsRespons
 /// minutes).
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/security", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = UpdateTenantSecurityRequest,
     responses(
         (status = 200, description = "The updated settings", body = SecuritySettingsResponse),

@@ -21,6 +21,7 @@ use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
     fields::is_app_url,
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -49,7 +50,7 @@ fn cors_response(v: SettingsView) -> CorsResponse {
 /// The browser origins allowed to call the end-user API (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/cors", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The list; empty: any origin", body = CorsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -63,7 +64,7 @@ pub async fn get_cors(caller: Caller) -> Result<Json<CorsResponse>, ApiError> {
 /// `cors/origin_not_allowed` before anything happens.
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/cors", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PutCorsRequest,
     responses(
         (status = 200, description = "The stored list", body = CorsResponse),
@@ -119,7 +120,7 @@ fn urls_response(v: SettingsView) -> UrlsResponse {
 /// The tenant's site URL and redirect URLs (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/urls", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The URLs", body = UrlsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -133,7 +134,7 @@ pub async fn get_urls(caller: Caller) -> Result<Json<UrlsResponse>, ApiError> {
 /// listed then end at the site URL.
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/urls", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PutUrlsRequest,
     responses(
         (status = 200, description = "The stored URLs", body = UrlsResponse),

@@ -15,6 +15,7 @@ use super::Caller;
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -44,7 +45,7 @@ fn user_settings_response(v: SettingsView) -> UserSettingsResponse {
 /// What users may do about their own accounts (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/users", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The settings", body = UserSettingsResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -57,7 +58,7 @@ pub async fn get_users(caller: Caller) -> Result<Json<UserSettingsResponse>, Api
 /// `settings.users.updated`.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/settings/users", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = PatchUserSettingsRequest,
     responses(
         (status = 200, description = "The settings as they are now", body = UserSettingsResponse),

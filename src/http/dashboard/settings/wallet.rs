@@ -32,6 +32,7 @@ use super::{check, enum_list_schema, enum_schema, nullable_enum_schema, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 fn attributes_schema() -> Array {
@@ -344,7 +345,7 @@ impl UpdateTenantEudiConfig {
 /// Wallet login configuration (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The configuration with defaults", body = EudiConfigResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -356,7 +357,7 @@ pub async fn get_eudi(caller: Caller) -> Result<Json<EudiConfigResponse>, ApiErr
 /// Replaces the wallet login configuration (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = UpdateTenantEudiConfig,
     responses(
         (status = 200, description = "The stored configuration", body = EudiConfigResponse),

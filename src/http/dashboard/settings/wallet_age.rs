@@ -19,6 +19,7 @@ use super::{enum_list_schema, Caller};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
+    path_id::TenantSlug,
 };
 
 fn age_states_schema() -> Array {
@@ -60,7 +61,7 @@ fn eudi_age_response(v: SettingsView) -> EudiAgeConfigResponse {
 /// Wallet age-verification configuration (any role).
 #[utoipa::path(get, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     responses(
         (status = 200, description = "The configuration", body = EudiAgeConfigResponse),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
@@ -72,7 +73,7 @@ pub async fn get_eudi_age(caller: Caller) -> Result<Json<EudiAgeConfigResponse>,
 /// Replaces the wallet age-verification configuration (owner).
 #[utoipa::path(put, path = "/v1/auth/dashboard/tenants/{slug}/settings/eudi-age", tag = "dashboard settings",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
-    params(("slug" = String, Path, description = "The tenant's slug")),
+    params(TenantSlug),
     request_body = UpdateEudiAgeConfig,
     responses(
         (status = 200, description = "The stored configuration", body = EudiAgeConfigResponse),
