@@ -6,7 +6,7 @@
 //! into its answer.
 
 use axum::{
-    http::StatusCode,
+    http::{header, header::InvalidHeaderValue, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
@@ -25,6 +25,18 @@ use uuid::Uuid;
 
 use super::{bearer::issuer, error::ApiError};
 use crate::app::App;
+
+/// `302 Found` to `location`, never stored (`Cache-Control: no-store`): where a browser is
+/// sent on to a hosted page or back to a client; an error for a location that cannot be a
+/// header value.
+pub fn found(location: &str) -> Result<Response, InvalidHeaderValue> {
+    let location = HeaderValue::from_str(location)?;
+    let mut resp = StatusCode::FOUND.into_response();
+    let h = resp.headers_mut();
+    h.insert(header::LOCATION, location);
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
 
 /// The user record: the API's, which the actor answers as it is sent.
 pub use tessera_wire::User as UserResponse;

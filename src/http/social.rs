@@ -43,7 +43,7 @@ use super::{
     extract::{served_here, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{cookie, with_query, LinkView, Problem, Reader},
     reauth::{exchange_audience, exchange_sign_in, SOCIAL_DONE_COOKIE},
-    responses::{login_answer, LoginResponse},
+    responses::{self, login_answer, LoginResponse},
 };
 use crate::app::{App, AppState};
 use crate::social::Exchange;
@@ -129,13 +129,15 @@ fn with_param(to: &str, name: &str, value: &str) -> String {
     with_query(to, name, value).unwrap_or_else(|| to.to_owned())
 }
 
+/// [`responses::found`] that tells the provider's or the client's page nothing of where the
+/// browser came from (a location that is no header value: a 302 without one).
 fn found(location: &str) -> Response {
-    let mut resp = StatusCode::FOUND.into_response();
-    if let Ok(v) = HeaderValue::from_str(location) {
-        resp.headers_mut().insert(header::LOCATION, v);
-    }
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let mut resp = responses::found(location).unwrap_or_else(|_| {
+        let mut resp = StatusCode::FOUND.into_response();
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        resp
+    });
     resp.headers_mut().insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),

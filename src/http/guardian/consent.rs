@@ -17,8 +17,8 @@ use tessera_actors::tenant::{
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, json_body, link_get, link_post, posted_tenant,
-    rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH, WALLET_PATH,
+    check_link_fields, guardian, guardian_problem, json_body, link_get, link_kind, link_post,
+    posted_tenant, rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH, WALLET_PATH,
 };
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
@@ -26,28 +26,10 @@ use crate::http::{
     pages::{field, ButtonView, CheckView, FormView, PageTemplate, Problem, Reader},
 };
 
-/// The consent link.
-pub struct Consent;
-
-impl LinkKind for Consent {
-    type View = ConsentView;
-    const PATH: &'static str = CONSENT_PATH;
-
-    fn look(token: String) -> GuardianCmd {
-        GuardianCmd::ConsentView { token }
-    }
-
-    fn view(answer: GuardianAnswer) -> Option<ConsentView> {
-        match answer {
-            GuardianAnswer::Consent(view) => Some(*view),
-            _ => None,
-        }
-    }
-
-    fn tenant(view: &ConsentView) -> &GuardianTenant {
-        &view.tenant
-    }
-}
+link_kind!(
+    /// The consent link.
+    Consent: ConsentView at CONSENT_PATH, looked at by ConsentView
+);
 
 /// What the consent page shows, as JSON: `{state: "invalid"}` for a link that is unknown,
 /// used or expired, else `state: "valid"` with what the guardian consents to.

@@ -134,6 +134,37 @@ pub trait LinkKind {
     fn tenant(view: &Self::View) -> &GuardianTenant;
 }
 
+/// Declares a kind of guardian link and its [`LinkKind`]: the view the actor answers (in the
+/// answer variant of the same name as the link) to the command that looks at it, and the
+/// path of its page.
+macro_rules! link_kind {
+    ($(#[$doc:meta])* $kind:ident: $view:ident at $path:expr, looked at by $look:ident) => {
+        $(#[$doc])*
+        pub struct $kind;
+
+        impl LinkKind for $kind {
+            type View = $view;
+            const PATH: &'static str = $path;
+
+            fn look(token: String) -> GuardianCmd {
+                GuardianCmd::$look { token }
+            }
+
+            fn view(answer: GuardianAnswer) -> Option<$view> {
+                match answer {
+                    GuardianAnswer::$kind(view) => Some(*view),
+                    _ => None,
+                }
+            }
+
+            fn tenant(view: &$view) -> &GuardianTenant {
+                &view.tenant
+            }
+        }
+    };
+}
+pub(super) use link_kind;
+
 /// A link's view, or why none: `Ok(None)` for a link that is unknown, used or expired; an
 /// error for a refusal that is not about the link (too many calls, the service busy).
 type Viewed<V> = Result<Option<(TenantHandle, V)>, CallError<TenantError>>;

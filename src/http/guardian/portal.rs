@@ -17,8 +17,8 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, json_body, link_get, link_post, posted_tenant,
-    status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
+    check_link_fields, guardian, guardian_problem, json_body, link_get, link_kind, link_post,
+    posted_tenant, status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
 };
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -26,28 +26,10 @@ use crate::http::{
     pages::{field, FormView, PageTemplate, Problem, Reader},
 };
 
-/// The portal link.
-pub struct Portal;
-
-impl LinkKind for Portal {
-    type View = PortalView;
-    const PATH: &'static str = PORTAL_PATH;
-
-    fn look(token: String) -> GuardianCmd {
-        GuardianCmd::PortalView { token }
-    }
-
-    fn view(answer: GuardianAnswer) -> Option<PortalView> {
-        match answer {
-            GuardianAnswer::Portal(view) => Some(*view),
-            _ => None,
-        }
-    }
-
-    fn tenant(view: &PortalView) -> &GuardianTenant {
-        &view.tenant
-    }
-}
+link_kind!(
+    /// The portal link.
+    Portal: PortalView at PORTAL_PATH, looked at by PortalView
+);
 
 /// `{state: "invalid"}`.
 #[derive(Serialize, ToSchema)]

@@ -8,7 +8,7 @@
 //! (`browser/`).
 
 use axum::{
-    extract::{Path, RawQuery, State},
+    extract::{Path, State},
     http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -25,6 +25,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
+    browser::flow::Visit,
     oauth,
     request::{
         check, code_redirect, custom_scopes, decide, error_redirect, hosted_authorize_url,
@@ -32,13 +33,14 @@ use super::{
     },
     Params, MAX_PARAM,
 };
-use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
         bearer::{bearer_header, issuer, missing_token, verify, BearerHeader},
         error::{invalid_token, ApiError, ErrorBody},
         extract::{tenant_by_slug, ApiJson, RequestCtx},
+        path_id::TenantSlug,
+        responses::found,
     },
 };
 
@@ -182,30 +184,20 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
         (status = 400, description = "`oauth/invalid_client` (unknown client), `oauth/invalid_redirect_uri` (not registered), `oauth/invalid_request` (a parameter repeated or too long): never redirected", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
-pub async fn authorize(
-    State(state): State<AppState>,
-    Path(slug): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    RequestCtx(ctx): RequestCtx,
-) -> Result<Response, ApiError> {
+pub async fn authorize(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response, ApiError> {
+    let Visit {
+        state,
+        slug,
+        query,
+        headers,
+    } = visit;
     let tenant = tenant_by_slug(&state, &slug)?;
     let query = query.unwrap_or_default();
     if is_navigation(&headers) {
         // Browser mode: the hosted pages at the accounts URL take it from here.
         let to = hosted_authorize_url(&state, &tenant.slug, &query);
-        let mut resp = StatusCode::FOUND.into_response();
-        let h = resp.headers_mut();
-        h.insert(
-            header::LOCATION,
-            axum::http::HeaderValue::from_str(&to)
-                .map_err(|_| ApiError::internal("an authorize URL that is not a header value"))?,
-        );
-        h.insert(
-            header::CACHE_CONTROL,
-            axum::http::HeaderValue::from_static("no-store"),
-        );
-        return Ok(resp);
+        return found(&to)
+            .map_err(|_| ApiError::internal("an authorize URL that is not a header value"));
     }
     let params = Params::parse(query.as_bytes())
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "oauth/invalid_request", e))?;

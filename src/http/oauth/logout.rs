@@ -19,7 +19,6 @@ use tessera_actors::tenant::HostedMsg;
 
 use axum::{
     body::Bytes,
-    extract::{Path, RawQuery, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
@@ -34,12 +33,12 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{
+    browser::flow::Visit,
     hosted::{clear_sign_in_cookie, signed_in},
     oauth,
     request::{is_navigation, redirect_with},
     Params,
 };
-use crate::http::path_id::TenantSlug;
 use crate::{
     app::AppState,
     http::{
@@ -47,6 +46,8 @@ use crate::{
         error::{ApiError, ErrorBody},
         extract::{tenant_by_slug, RequestCtx},
         pages::{field, form_fields, see_other, FormView, Problem, Reader},
+        path_id::TenantSlug,
+        responses::found,
     },
 };
 
@@ -206,13 +207,13 @@ fn clear_cookie(tenant: &TenantHandle, resp: &mut Response) {
         (status = 400, description = "`oauth/invalid_request` (no or a bad `id_token_hint`, one naming no session, a post-logout URI without its client, a repeated parameter), `oauth/invalid_client` (`client_id` is not the token's client, or the client is gone), `oauth/invalid_post_logout_redirect_uri`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
-pub async fn end_session(
-    State(state): State<AppState>,
-    Path(slug): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    RequestCtx(ctx): RequestCtx,
-) -> Result<Response, ApiError> {
+pub async fn end_session(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response, ApiError> {
+    let Visit {
+        state,
+        slug,
+        query,
+        headers,
+    } = visit;
     if is_navigation(&headers) {
         return Ok(to_hosted(&state, &headers, &slug, query.as_deref()));
     }
@@ -234,12 +235,7 @@ pub async fn end_session(
     };
     end(&tenant, ctx, vec![session], &asked).await?;
     let mut resp = match asked.back_with_state() {
-        Some(to) => {
-            let mut r = StatusCode::FOUND.into_response();
-            let v = HeaderValue::from_str(&to).map_err(ApiError::internal)?;
-            r.headers_mut().insert(header::LOCATION, v);
-            r
-        }
+        Some(to) => found(&to).map_err(ApiError::internal)?,
         None => Json(SignedOut { signed_out: true }).into_response(),
     };
     resp.headers_mut()
@@ -268,14 +264,7 @@ fn to_hosted(state: &AppState, headers: &HeaderMap, slug: &str, query: Option<&s
         to.push('?');
         to.push_str(q);
     }
-    let Ok(location) = HeaderValue::from_str(&to) else {
-        return Reader::new(state, headers, None).problem(Problem::Invalid);
-    };
-    let mut resp = StatusCode::FOUND.into_response();
-    let h = resp.headers_mut();
-    h.insert(header::LOCATION, location);
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    resp
+    found(&to).unwrap_or_else(|_| Reader::new(state, headers, None).problem(Problem::Invalid))
 }
 
 /// A hosted logout request: its tenant, its query (what the form's CSRF value binds), and
@@ -297,36 +286,38 @@ impl Hosted {
     }
 }
 
-/// The request behind the hosted page, checked; or the page that says what is wrong with it.
-async fn open(
-    state: &AppState,
-    reader: &mut Reader,
-    slug: &str,
-    query: Option<String>,
-) -> Result<Hosted, Response> {
-    let tenant = state.directory.tenant_for_slug(slug).ok_or_else(|| {
-        reader.problem_page(
-            StatusCode::NOT_FOUND,
-            "logout-invalid-title",
-            "logout-invalid",
-        )
-    })?;
+/// The page's reader and the request behind the hosted page, checked; or the page that says
+/// what is wrong with it.
+async fn open(visit: &Visit) -> Result<(Reader, Hosted), Response> {
+    let state = &visit.state;
+    let mut reader = Reader::new(state, &visit.headers, None);
+    let tenant = state
+        .directory
+        .tenant_for_slug(&visit.slug)
+        .ok_or_else(|| {
+            reader.problem_page(
+                StatusCode::NOT_FOUND,
+                "logout-invalid-title",
+                "logout-invalid",
+            )
+        })?;
     let view = tenant
         .call(|reply| HostedMsg::SignInView { reply })
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
-    let query = query.unwrap_or_default();
+    let query = visit.query.clone().unwrap_or_default();
     let p = Params::parse(query.as_bytes())
-        .map_err(|e| refused(reader, &bad("oauth/invalid_request", &e)))?;
+        .map_err(|e| refused(&reader, &bad("oauth/invalid_request", &e)))?;
     let asked = check(state, &tenant, &p)
         .await
-        .map_err(|e| refused(reader, &e))?;
-    Ok(Hosted {
+        .map_err(|e| refused(&reader, &e))?;
+    let hosted = Hosted {
         tenant,
         query,
         asked,
-    })
+    };
+    Ok((reader, hosted))
 }
 
 /// A request the page will not carry out: said, never redirected.
@@ -345,19 +336,12 @@ fn refused(reader: &Reader, e: &ApiError) -> Response {
 
 /// The hosted logout page (`GET {accounts_url}/oauth/{slug}/logout`): a hint of the browser's
 /// own sign-in ends it at once; anything else is asked.
-pub async fn logout_page(
-    State(state): State<AppState>,
-    Path(slug): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    RequestCtx(ctx): RequestCtx,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, None);
-    let req = match open(&state, &mut reader, &slug, query).await {
+pub async fn logout_page(visit: Visit, RequestCtx(ctx): RequestCtx) -> Response {
+    let (reader, req) = match open(&visit).await {
         Ok(r) => r,
         Err(resp) => return resp,
     };
-    let cookie = signed_in(&state, &req.tenant, &headers);
+    let cookie = signed_in(&visit.state, &req.tenant, &visit.headers);
     match (req.asked.hinted, cookie) {
         (Some(h), Some(c)) if h.session_id == c.session_id && h.user_id == c.user_id => {
             signed_out(&reader, &req, ctx, vec![c], StatusCode::FOUND).await
@@ -383,16 +367,8 @@ fn confirm_page(reader: &Reader, req: &Hosted) -> Response {
 }
 
 /// The confirmation's post: ends the browser's hosted sign-in and the hint's session.
-pub async fn logout_submit(
-    State(state): State<AppState>,
-    Path(slug): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    RequestCtx(ctx): RequestCtx,
-    body: Bytes,
-) -> Response {
-    let mut reader = Reader::new(&state, &headers, None);
-    let req = match open(&state, &mut reader, &slug, query).await {
+pub async fn logout_submit(visit: Visit, RequestCtx(ctx): RequestCtx, body: Bytes) -> Response {
+    let (reader, req) = match open(&visit).await {
         Ok(r) => r,
         Err(resp) => return resp,
     };
@@ -404,7 +380,7 @@ pub async fn logout_submit(
     ) {
         return reader.problem(Problem::Csrf);
     }
-    let mut sessions: Vec<Bearer> = signed_in(&state, &req.tenant, &headers)
+    let mut sessions: Vec<Bearer> = signed_in(&visit.state, &req.tenant, &visit.headers)
         .into_iter()
         .collect();
     sessions.extend(req.asked.hinted);
