@@ -75,11 +75,10 @@ impl App {
             None => None,
             Some((email, password)) => {
                 let email = email.to_lowercase();
-                let lookup = email.clone();
                 let existing = self
                     .directory
                     .call(|reply| DirectoryMsg::FindAccount {
-                        email: lookup,
+                        email: email.clone(),
                         reply,
                     })
                     .await?;

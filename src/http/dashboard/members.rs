@@ -424,11 +424,10 @@ pub async fn accept(
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
     check_token_and_password(&req.token, &req.password, 8)?;
-    let lookup = req.token.clone();
     let target = state
         .directory
         .request(|reply| DirectoryMsg::InviteTarget {
-            token: lookup,
+            token: req.token.clone(),
             reply,
         })
         .await?;

@@ -86,11 +86,10 @@ impl FromRequestParts<AppState> for Dashboard {
         if token.len() > 256 {
             return Err(ApiError::unauthenticated());
         }
-        let lookup = token.clone();
         let session = state
             .directory
             .request(|reply| DirectoryMsg::Authenticate {
-                token: lookup,
+                token: token.clone(),
                 reply,
             })
             .await?;
@@ -277,12 +276,11 @@ pub async fn check_password(
     password: &Password,
     (ip, device_token): (std::net::IpAddr, Option<&str>),
 ) -> Result<CheckedPassword, ApiError> {
-    let lookup = email.to_owned();
     let device_token = device_token.map(str::to_owned);
     let gate = state
         .directory
         .call(|reply| DirectoryMsg::BeginLogin {
-            email: lookup,
+            email: email.to_owned(),
             ip,
             device_token: device_token.clone(),
             reply,
