@@ -75,17 +75,19 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
+/// A mailed link's query: its token, and the language the reader chose.
 #[derive(Deserialize)]
-struct LinkQuery {
-    token: Option<String>,
-    lang: Option<String>,
+pub(crate) struct LinkQuery {
+    pub(crate) token: Option<String>,
+    pub(crate) lang: Option<String>,
 }
 
-/// What every page of a mailed link reads first: the reader's headers and the link's query.
-struct Visit {
-    state: AppState,
-    headers: HeaderMap,
-    q: LinkQuery,
+/// What every page of a mailed link reads first: the reader's headers and the link's query
+/// (the dashboard's mail pages read it too).
+pub(crate) struct Visit {
+    pub(crate) state: AppState,
+    pub(crate) headers: HeaderMap,
+    pub(crate) q: LinkQuery,
 }
 
 impl FromRequestParts<AppState> for Visit {

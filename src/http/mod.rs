@@ -377,6 +377,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .layer(DefaultBodyLimit::max(body_limit));
     Ok(router
         .merge(hosted::router())
+        .merge(dashboard::pages::router())
         .merge(oauth::browser::router())
         .route(
             "/oauth/{slug}/authorize",

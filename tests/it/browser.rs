@@ -1323,3 +1323,76 @@ fn the_hosted_sign_in_asks_for_the_captcha_past_the_address_count_in_chromium() 
     drop(ui);
     drop(driver);
 }
+
+/// The dashboard's own mails in a real browser: an invitee opens the mailed link, chooses a
+/// password and is a member; the owner confirms the address with the account's password; then,
+/// having forgotten it, asks on the page, opens the mailed link and chooses a new one.
+#[test]
+fn the_dashboard_mail_pages_invite_verify_and_reset_in_chromium() {
+    use crate::members::{invite, login_status, start};
+    use crate::support::PASSWORD;
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv) = start();
+    srv.signup("Chromium Corp", "owner@chromium.test");
+    let owner = srv.login("owner@chromium.test", PASSWORD);
+    invite(&srv, &owner, "chromium-corp", "hire@chromium.test", "admin");
+    let login = |email: &str, password: &str| login_status(&srv, email, password);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let mail = |to: &str, path: &str, n: usize| {
+        srv.url(&format!("{path}?token={}", smtp.wait_for_link(to, path, n)))
+    };
+
+    ui.goto(
+        "invite-page",
+        &mail("hire@chromium.test", "/dashboard/accept-invite", 1),
+    );
+    ui.expect_text("invite", "hire@chromium.test");
+    let chosen = "a passphrase typed in chromium";
+    ui.type_into("invite-type", "password", chosen);
+    ui.type_into("invite-type-2", "password_confirm", chosen);
+    ui.click("invite-click", "button[type=submit]");
+    ui.expect_text(
+        "invite-done",
+        "You are now a member of chromium-corp as admin",
+    );
+    assert_eq!(login("hire@chromium.test", chosen), 200);
+
+    ui.goto(
+        "verify-page",
+        &mail("owner@chromium.test", "/dashboard/verify-email", 1),
+    );
+    ui.type_into("verify-email", "email", "owner@chromium.test");
+    ui.type_into("verify-password", "password", PASSWORD);
+    ui.click("verify-click", "button[type=submit]");
+    ui.expect_text("verify-done", "Address confirmed");
+    let s = srv.login("owner@chromium.test", PASSWORD);
+    assert_eq!(s.body["account"]["email_verified"], true);
+
+    ui.goto("forgot-page", &srv.url("/dashboard/forgot-password"));
+    ui.type_into("forgot-type", "email", "owner@chromium.test");
+    ui.click("forgot-click", "button[type=submit]");
+    ui.expect_text("forgot-done", "Check your e-mail");
+    ui.goto(
+        "reset-page",
+        &mail("owner@chromium.test", "/dashboard/reset-password", 1),
+    );
+    let renewed = "the owner's renewed passphrase";
+    ui.type_into("reset-type", "password", renewed);
+    ui.type_into("reset-type-2", "password_confirm", renewed);
+    ui.click("reset-click", "button[type=submit]");
+    ui.expect_text("reset-done", "Password changed");
+    // A verified account keeps its tenants.
+    assert_eq!(
+        srv.login("owner@chromium.test", renewed).body["tenants"][0]["slug"],
+        "chromium-corp"
+    );
+    assert_eq!(login("owner@chromium.test", PASSWORD), 401);
+    assert_eq!(login("owner@chromium.test", renewed), 200);
+
+    drop(ui);
+    drop(driver);
+}

@@ -13,11 +13,12 @@ use crate::support::{
 const CORP_OWNER: &str = "boss@corp.test";
 const NEW_HIRE: &str = "new-hire@corp.test";
 const HER_PASSWORD: &str = "the new hire's own passphrase";
-const INVITE: &str = "/dashboard/accept-invite";
-const VERIFY: &str = "/dashboard/verify-email";
-const RESET: &str = "/dashboard/reset-password";
+pub(crate) const INVITE: &str = "/dashboard/accept-invite";
+pub(crate) const VERIFY: &str = "/dashboard/verify-email";
+pub(crate) const RESET: &str = "/dashboard/reset-password";
 
-fn start() -> (SmtpStub, TestServer) {
+/// A server that mails through a local SMTP listener.
+pub(crate) fn start() -> (SmtpStub, TestServer) {
     let smtp = SmtpStub::start();
     let srv = TestServer::start_with(&env_refs(&smtp.env()));
     (smtp, srv)
@@ -42,7 +43,7 @@ fn accept(srv: &TestServer, token: &str, password: &str) -> (u16, Value) {
     (r.status().as_u16(), r.json().unwrap_or(Value::Null))
 }
 
-fn login_status(srv: &TestServer, email: &str, password: &str) -> u16 {
+pub(crate) fn login_status(srv: &TestServer, email: &str, password: &str) -> u16 {
     srv.post_json(
         "/v1/auth/dashboard/login",
         &json!({"email": email, "password": password}),

@@ -9,12 +9,15 @@
 
 use axum::{extract::State, http::StatusCode, Json};
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use tessera_actors::tenant::audit::AuditContext;
 use tessera_actors::{
     directory::dashboard::{AccountReset, AccountTarget, DetachedTenant},
     records::AccountTokenPurpose,
     DirectoryMsg, Password,
 };
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 use super::{
     audit_detached, audit_in, check_token_and_password, detached_refs, token_errors, Dashboard,
@@ -96,9 +99,18 @@ pub async fn verify_email(
     auth: Dashboard,
     ApiJson(req): ApiJson<DashboardTokenRequest>,
 ) -> Result<Json<VerifiedResponse>, ApiError> {
-    check_token(&req.token)?;
-    let token = req.token;
-    let account_id = auth.session.account_id;
+    verify_with_link(&state, req.token, auth.session.account_id).await?;
+    Ok(Json(VerifiedResponse { verified: true }))
+}
+
+/// Verifies the address of `account_id`, whose proof the caller checked (its session, or its
+/// password on the page), with the mailed `token`: the route's and the page's one way.
+pub(super) async fn verify_with_link(
+    state: &AppState,
+    token: String,
+    account_id: Uuid,
+) -> Result<(), ApiError> {
+    check_token(&token)?;
     state
         .directory
         .request(|reply| DirectoryMsg::VerifyAccount {
@@ -106,8 +118,8 @@ pub async fn verify_email(
             account_id,
             reply,
         })
-        .await?;
-    Ok(Json(VerifiedResponse { verified: true }))
+        .await
+        .map_err(ApiError::from)
 }
 
 /// Mails the session's account a new verification link (none when already verified).
@@ -155,14 +167,23 @@ pub async fn forgot_password(
     ClientIp(ip): ClientIp,
     ApiJson(req): ApiJson<DashboardForgotPasswordRequest>,
 ) -> Result<(StatusCode, Json<AcceptedResponse>), ApiError> {
+    mail_reset_link(&state, req.email, ip).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(AcceptedResponse { accepted: true }),
+    ))
+}
+
+/// Mails a reset link to `email` when it has an account, off the request: the route's and
+/// the page's one way. Succeeds alike for an address without one.
+pub(super) async fn mail_reset_link(
+    state: &AppState,
+    email: String,
+    ip: IpAddr,
+) -> Result<(), ApiError> {
     let mut e = FieldErrors::new();
-    e.check(
-        "email",
-        is_email(&req.email),
-        "must be a valid e-mail address",
-    );
+    e.check("email", is_email(&email), "must be a valid e-mail address");
     e.finish()?;
-    let email = req.email;
     let mailed = state
         .directory
         .request(|reply| DirectoryMsg::IssueAccountToken {
@@ -189,10 +210,7 @@ pub async fn forgot_password(
                 .await;
         });
     }
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(AcceptedResponse { accepted: true }),
-    ))
+    Ok(())
 }
 
 /// What a reset mail says when the account was never verified: a new password takes it over
@@ -226,22 +244,40 @@ fn detaches_notice(detaches: &[DetachedTenant]) -> String {
     ))]
 pub async fn reset_password(
     State(state): State<AppState>,
-    RequestCtx(mut ctx): RequestCtx,
+    RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<DashboardResetPasswordRequest>,
 ) -> Result<Json<PasswordResetResponse>, ApiError> {
-    check_token_and_password(&req.token, &req.password, 12)?;
-    // A dead link is refused before any hashing: guessing tokens costs no argon2.
-    let probe = req.token.clone();
+    Ok(Json(
+        reset_with_link(&state, ctx, req.token, req.password).await?,
+    ))
+}
+
+/// Whether a mailed reset link is alive, using nothing: the page asks before it shows its
+/// form, and the reset before it hashes (guessing tokens costs no argon2).
+pub(super) async fn reset_link_alive(state: &AppState, token: &str) -> Result<(), ApiError> {
+    check_token(token)?;
     state
         .directory
         .request(|reply| DirectoryMsg::CheckAccountToken {
-            token: probe,
+            token: token.to_owned(),
             purpose: AccountTokenPurpose::Reset,
             reply,
         })
-        .await?;
-    let password_hash = state.hasher.hash(&Password::new(req.password)).await?;
-    let token = req.token;
+        .await
+        .map_err(ApiError::from)
+}
+
+/// Replaces the password through the mailed `token`, and audits it: the route's and the
+/// page's one way.
+pub(super) async fn reset_with_link(
+    state: &AppState,
+    mut ctx: AuditContext,
+    token: String,
+    password: String,
+) -> Result<PasswordResetResponse, ApiError> {
+    check_token_and_password(&token, &password, 12)?;
+    reset_link_alive(state, &token).await?;
+    let password_hash = state.hasher.hash(&Password::new(password)).await?;
     let reset: AccountReset = state
         .directory
         .request(|reply| DirectoryMsg::ResetPassword {
@@ -252,7 +288,7 @@ pub async fn reset_password(
         .await?;
     ctx.actor = Some(reset.account_id);
     audit_in(
-        &state,
+        state,
         reset.slugs,
         "dashboard.password_reset",
         &ctx,
@@ -260,15 +296,15 @@ pub async fn reset_password(
     )
     .await;
     audit_detached(
-        &state,
+        state,
         reset.account_id,
         &reset.detached,
         &ctx,
         "password_reset",
     )
     .await;
-    Ok(Json(PasswordResetResponse {
+    Ok(PasswordResetResponse {
         reset: true,
         detached_tenants: detached_refs(&reset.detached),
-    }))
+    })
 }

@@ -7,9 +7,11 @@ use axum::{
     Json,
 };
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 use tessera_actors::{
-    directory::dashboard::{AcceptedInvite, InviteProof, MemberInfo},
+    directory::dashboard::{AcceptedInvite, InviteProof, InviteTarget, MemberInfo},
     records::Role,
+    tenant::audit::AuditContext,
     CallError, DirectoryError, DirectoryMsg, Password,
 };
 use time::OffsetDateTime;
@@ -18,7 +20,7 @@ use uuid::Uuid;
 
 use super::{
     audit_detached, audit_in, check_password, check_token_and_password, detached_refs, members_of,
-    DetachedTenantRef, TenantCaller,
+    token_errors, DetachedTenantRef, TenantCaller,
 };
 use crate::app::AppState;
 use crate::http::{
@@ -420,20 +422,41 @@ fn member_id(raw: &str) -> Uuid {
 pub async fn accept(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
-    RequestCtx(mut ctx): RequestCtx,
+    RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<AcceptInviteRequest>,
 ) -> Result<Json<AcceptInviteResponse>, ApiError> {
-    check_token_and_password(&req.token, &req.password, 8)?;
-    let target = state
+    Ok(Json(
+        accept_invitation(&state, (ip, ctx), req.token, req.password).await?,
+    ))
+}
+
+/// Who an invitation's `token` invites, using nothing: its address, and whether a verified
+/// account holds it (whose own password must then be given).
+pub(super) async fn invitation(state: &AppState, token: &str) -> Result<InviteTarget, ApiError> {
+    token_errors(token).finish()?;
+    state
         .directory
         .request(|reply| DirectoryMsg::InviteTarget {
-            token: req.token.clone(),
+            token: token.to_owned(),
             reply,
         })
-        .await?;
-    let password = Password::new(req.password);
+        .await
+        .map_err(ApiError::from)
+}
+
+/// Accepts the invitation of `token` with `password` (the verified account's own, or the new
+/// account's), and audits it: the route's and the page's one way.
+pub(super) async fn accept_invitation(
+    state: &AppState,
+    (ip, mut ctx): (IpAddr, AuditContext),
+    token: String,
+    password: String,
+) -> Result<AcceptInviteResponse, ApiError> {
+    check_token_and_password(&token, &password, 8)?;
+    let target = invitation(state, &token).await?;
+    let password = Password::new(password);
     let proof = if target.verified_account {
-        let account_id = check_password(&state, &target.email, &password, (ip, None))
+        let account_id = check_password(state, &target.email, &password, (ip, None))
             .await?
             .account_id;
         InviteProof::Login { account_id }
@@ -442,7 +465,6 @@ pub async fn accept(
             password_hash: state.hasher.hash(&password).await?,
         }
     };
-    let token = req.token;
     let accepted: AcceptedInvite = state
         .directory
         .request(|reply| DirectoryMsg::AcceptInvite {
@@ -453,7 +475,7 @@ pub async fn accept(
         .await?;
     ctx.actor = Some(accepted.account_id);
     audit_in(
-        &state,
+        state,
         vec![accepted.tenant_slug.clone()],
         "member.joined",
         &ctx,
@@ -461,18 +483,18 @@ pub async fn accept(
     )
     .await;
     audit_detached(
-        &state,
+        state,
         accepted.account_id,
         &accepted.detached,
         &ctx,
         "invitation",
     )
     .await;
-    Ok(Json(AcceptInviteResponse {
+    Ok(AcceptInviteResponse {
         account_id: accepted.account_id,
         email: accepted.email,
         tenant_slug: accepted.tenant_slug,
         role: accepted.role.as_str().to_owned(),
         detached_tenants: detached_refs(&accepted.detached),
-    }))
+    })
 }

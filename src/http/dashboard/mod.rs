@@ -11,6 +11,7 @@ pub mod audit;
 pub mod management_keys;
 pub mod members;
 pub mod oauth_clients;
+pub mod pages;
 pub mod session;
 pub mod settings;
 pub mod sms_test;
