@@ -49,13 +49,21 @@ pub fn router() -> Router<AppState> {
         .route("/step-up/magic-link", get(step_up_page))
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
+        .route("/hosted/favicon.svg", get(favicon))
+        .route("/favicon.ico", get(favicon))
 }
 
 const STYLESHEET: &str = include_str!("../../assets/hosted.css");
 const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
+const FAVICON: &str = include_str!("../../assets/favicon.svg");
 
 async fn passkey_script() -> Response {
     asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT)
+}
+
+/// The pages' icon; also at `/favicon.ico`, where browsers and tools look without a link.
+async fn favicon() -> Response {
+    asset("image/svg+xml", FAVICON)
 }
 
 async fn stylesheet() -> Response {

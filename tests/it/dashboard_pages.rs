@@ -303,3 +303,23 @@ fn the_dashboard_pages_speak_the_readers_language() {
         assert_eq!(page.header("content-language"), lang);
     }
 }
+
+/// Every page names its icon, which the server serves (also where browsers look unasked), so
+/// no page load asks for a file that is not there.
+#[test]
+fn the_pages_icon_is_served_where_they_name_it_and_where_browsers_look() {
+    let (_smtp, srv) = start();
+    let mut browser = Browser::new(&srv);
+    let page = browser.get(FORGOT, None);
+    html_page(
+        &page,
+        200,
+        "<link rel=\"icon\" href=\"/hosted/favicon.svg\"",
+    );
+    for path in ["/hosted/favicon.svg", "/favicon.ico"] {
+        let icon = browser.get(path, None);
+        icon.expect(200);
+        assert_eq!(icon.header("content-type"), "image/svg+xml");
+        assert!(icon.body.starts_with("<svg"), "{}", icon.body);
+    }
+}

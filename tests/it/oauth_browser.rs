@@ -420,6 +420,20 @@ fn nobody_signed_in_the_hosted_page_signs_in_by_password_or_a_mailed_code() {
     );
     assert!(page.body.contains("Photo Printer"));
     assert!(page.body.contains("E-mail me a code"));
+    // No passkey domain: no app can have registered a passkey this page could use, so it
+    // offers none, and runs no script.
+    assert!(!page.body.contains("passkey"), "{}", page.body);
+    let csp = b
+        .client
+        .get(&hosted)
+        .header("accept", "text/html")
+        .send()
+        .unwrap()
+        .headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!csp.contains("script-src"), "{csp}");
 }
 
 /// A sign-in post without the page's CSRF value is refused before anything is used.

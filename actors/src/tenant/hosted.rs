@@ -69,6 +69,7 @@ impl Hosted {
             email_otp_enabled: cx.settings.security.email_otp_enabled,
             magic_link_enabled: cx.settings.security.magic_link_enabled,
             social: cx.social_providers_enabled(),
+            passkeys: cx.settings.passkey_rp_id.is_some(),
         }
     }
 

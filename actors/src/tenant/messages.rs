@@ -361,6 +361,9 @@ pub struct SignInView {
     pub magic_link_enabled: bool,
     /// The social providers enabled (and configured).
     pub social: Vec<crate::tenant::social::Provider>,
+    /// Whether the tenant set its passkey domain: without one no app could have registered
+    /// a passkey the page's origin can use, so the page offers none.
+    pub passkeys: bool,
 }
 
 /// A link that can still be used.

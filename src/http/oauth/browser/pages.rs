@@ -86,7 +86,7 @@ pub fn sign_in_page(
     } else {
         shown.email
     };
-    page.passkey = Some(PasskeyButton {
+    page.passkey = flow.view.passkeys.then(|| PasskeyButton {
         begin: format!("/oauth/{}/passkey/begin?{}", flow.tenant.slug, flow.query),
         finish: format!("/oauth/{}/passkey/finish?{}", flow.tenant.slug, flow.query),
         csrf: reader.csrf(&flow.authorize_path(), &flow.query),
