@@ -374,6 +374,9 @@ enum OutboxCommand {
         #[arg(long, value_enum, default_value = "mail")]
         kind: OutboxKind,
     },
+    /// Prints one mail message: its headers, its text and the links in it (`file` from the
+    /// listing, or its UUID).
+    Show { id: String },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -721,6 +724,9 @@ fn admin_request(command: AdminCommand, config: &Path) -> Result<AdminRequest, S
             tenant,
             sms: matches!(kind, OutboxKind::Sms),
         },
+        AdminCommand::Outbox {
+            command: OutboxCommand::Show { id },
+        } => AdminRequest::OutboxShow { id },
     })
 }
 

@@ -223,3 +223,16 @@ dashboard-invite-button = Einladung annehmen
 dashboard-invite-done-title = Einladung angenommen
 dashboard-invite-done = Sie sind jetzt Mitglied von { $slug } mit der Rolle { $role }. Melden Sie sich beim Dashboard als { $email } an.
 dashboard-invite-member = Dieses Konto ist bereits Mitglied dieses Mandanten.
+
+# Die Mail-Ansicht für die Entwicklung (mail.dev_viewer)
+dev-mail-title = Gesendete E-Mails (Entwicklung)
+dev-mail-intro = Jede Nachricht, die der Datei-Transport geschrieben hat, die neueste zuerst. Diese Seite ist an, weil mail.dev_viewer gesetzt ist: Lassen Sie sie überall außer auf Ihrem eigenen Rechner aus.
+dev-mail-empty = Es wurde noch keine E-Mail gesendet.
+dev-mail-message-title = Eine gesendete Nachricht
+dev-mail-to = An: { $value }
+dev-mail-subject = Betreff: { $value }
+dev-mail-date = Gesendet: { $value }
+dev-mail-tenant = Mandant: { $value }
+dev-mail-back = Zurück zur Liste
+dev-mail-missing-title = Keine solche Nachricht
+dev-mail-missing = Der Postausgang hat keine Nachricht dieses Namens. Gehen Sie zurück zur Liste.

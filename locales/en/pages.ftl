@@ -223,3 +223,16 @@ dashboard-invite-button = Accept the invitation
 dashboard-invite-done-title = Invitation accepted
 dashboard-invite-done = You are now a member of { $slug } as { $role }. Sign in to the dashboard as { $email }.
 dashboard-invite-member = This account is already a member of that tenant.
+
+# The development mail viewer (mail.dev_viewer)
+dev-mail-title = Mail sent (development)
+dev-mail-intro = Every message the file transport wrote, newest first. This page is on because mail.dev_viewer is set: keep it off anywhere but on your own machine.
+dev-mail-empty = No mail has been sent yet.
+dev-mail-message-title = A sent message
+dev-mail-to = To: { $value }
+dev-mail-subject = Subject: { $value }
+dev-mail-date = Sent: { $value }
+dev-mail-tenant = Tenant: { $value }
+dev-mail-back = Back to the list
+dev-mail-missing-title = No such message
+dev-mail-missing = The outbox has no message of that name. Go back to the list.

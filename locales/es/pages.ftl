@@ -223,3 +223,16 @@ dashboard-invite-button = Aceptar la invitación
 dashboard-invite-done-title = Invitación aceptada
 dashboard-invite-done = Ahora eres miembro de { $slug } con el rol { $role }. Inicia sesión en el panel como { $email }.
 dashboard-invite-member = Esta cuenta ya es miembro de ese inquilino.
+
+# El visor de correo para desarrollo (mail.dev_viewer)
+dev-mail-title = Correo enviado (desarrollo)
+dev-mail-intro = Cada mensaje que escribió el transporte de archivos, el más reciente primero. Esta página está activa porque mail.dev_viewer está activado: mantenlo desactivado en cualquier sitio que no sea tu propia máquina.
+dev-mail-empty = Todavía no se ha enviado ningún correo.
+dev-mail-message-title = Un mensaje enviado
+dev-mail-to = Para: { $value }
+dev-mail-subject = Asunto: { $value }
+dev-mail-date = Enviado: { $value }
+dev-mail-tenant = Inquilino: { $value }
+dev-mail-back = Volver a la lista
+dev-mail-missing-title = No existe ese mensaje
+dev-mail-missing = La bandeja de salida no tiene ningún mensaje con ese nombre. Vuelve a la lista.

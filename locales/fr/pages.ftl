@@ -223,3 +223,16 @@ dashboard-invite-button = Accepter l'invitation
 dashboard-invite-done-title = Invitation acceptée
 dashboard-invite-done = Vous êtes maintenant membre de { $slug } avec le rôle { $role }. Connectez-vous au tableau de bord en tant que { $email }.
 dashboard-invite-member = Ce compte est déjà membre de ce locataire.
+
+# L'aperçu des e-mails pour le développement (mail.dev_viewer)
+dev-mail-title = E-mails envoyés (développement)
+dev-mail-intro = Chaque message écrit par le transport fichier, le plus récent d'abord. Cette page est active parce que mail.dev_viewer est activé : laissez-le désactivé partout ailleurs que sur votre propre machine.
+dev-mail-empty = Aucun e-mail n'a encore été envoyé.
+dev-mail-message-title = Un message envoyé
+dev-mail-to = À : { $value }
+dev-mail-subject = Objet : { $value }
+dev-mail-date = Envoyé : { $value }
+dev-mail-tenant = Locataire : { $value }
+dev-mail-back = Retour à la liste
+dev-mail-missing-title = Message introuvable
+dev-mail-missing = La boîte d'envoi n'a aucun message de ce nom. Revenez à la liste.

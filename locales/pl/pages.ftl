@@ -223,3 +223,16 @@ dashboard-invite-button = Przyjmij zaproszenie
 dashboard-invite-done-title = Zaproszenie przyjęte
 dashboard-invite-done = Jesteś teraz członkiem { $slug } z rolą { $role }. Zaloguj się do panelu jako { $email }.
 dashboard-invite-member = To konto jest już członkiem tego najemcy.
+
+# Podgląd poczty dla programistów (mail.dev_viewer)
+dev-mail-title = Wysłana poczta (tryb deweloperski)
+dev-mail-intro = Wszystkie wiadomości zapisane przez transport plikowy, od najnowszej. Ta strona działa, bo ustawiono mail.dev_viewer: wyłącz ją wszędzie poza własnym komputerem.
+dev-mail-empty = Nie wysłano jeszcze żadnej wiadomości.
+dev-mail-message-title = Wysłana wiadomość
+dev-mail-to = Do: { $value }
+dev-mail-subject = Temat: { $value }
+dev-mail-date = Wysłano: { $value }
+dev-mail-tenant = Najemca: { $value }
+dev-mail-back = Wróć do listy
+dev-mail-missing-title = Nie ma takiej wiadomości
+dev-mail-missing = W skrzynce nadawczej nie ma wiadomości o tej nazwie. Wróć do listy.

@@ -116,6 +116,11 @@ pub enum AdminRequest {
         #[serde(default)]
         sms: bool,
     },
+    /// One message of the file outbox, whole: its headers, text and links. `id` is the
+    /// listing's `file` or its UUID.
+    OutboxShow {
+        id: String,
+    },
     /// Sets a tenant's wallet verifier key and chain (PEM texts read by the CLI).
     EudiSetVerifier {
         slug: String,

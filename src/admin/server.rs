@@ -132,6 +132,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
         AdminRequest::FaultStallTenant { .. } => "fault stall-tenant",
         AdminRequest::FaultHangStorage => "fault hang-storage",
         AdminRequest::OutboxList { .. } => "outbox list",
+        AdminRequest::OutboxShow { .. } => "outbox show",
         AdminRequest::EudiSetVerifier { .. } => "eudi set-verifier-cert",
         AdminRequest::EudiDevCert { .. } => "eudi dev-cert",
         AdminRequest::EudiShow { .. } => "eudi show",
@@ -764,6 +765,19 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     .map_err(ApiError::internal)?
                     .map_err(ApiError::internal)?;
             to_value(entries)
+        }
+        AdminRequest::OutboxShow { id } => {
+            // With SMTP nothing is kept, so no message is here.
+            if state.config.mail.transport != MailTransport::File {
+                return Err(ApiError::not_found("message"));
+            }
+            let dir = state.config.data_path(&state.config.mail.outbox_dir);
+            let message = tokio::task::spawn_blocking(move || outbox::show(&dir, &id))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::internal)?
+                .ok_or_else(|| ApiError::not_found("message"))?;
+            to_value(message)
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `[mail]`: how mail leaves the server (a file outbox, or SMTP) and from whom.
 
-use std::path::PathBuf;
+use std::{net::SocketAddr, path::PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,10 @@ pub struct MailConfig {
     pub from: String,
     /// Where the file transport writes messages; relative paths are under the data directory.
     pub outbox_dir: PathBuf,
+    /// Development only: `{accounts_url}/dev/mail` lists the file outbox's messages with
+    /// their links to follow. Off by default; refused with SMTP and on a listener that is
+    /// not loopback (the messages carry live sign-in and reset links).
+    pub dev_viewer: bool,
     pub smtp: SmtpConfig,
 }
 
@@ -37,6 +41,7 @@ impl Default for MailConfig {
             transport: MailTransport::File,
             from: "Tessera <no-reply@localhost>".into(),
             outbox_dir: PathBuf::from("outbox"),
+            dev_viewer: false,
             smtp: SmtpConfig::default(),
         }
     }
@@ -65,11 +70,28 @@ impl Default for SmtpConfig {
 }
 
 impl MailConfig {
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    /// Checks the section; `listen` is the main listener's address, which the development
+    /// viewer needs to be loopback.
+    pub(super) fn validate(&self, listen: SocketAddr) -> Result<(), ConfigError> {
         if self.transport == MailTransport::Smtp && self.smtp.host.is_empty() {
             return Err(ConfigError::Key {
                 key: "mail.smtp.host",
                 reason: "is required when mail.transport = \"smtp\"".into(),
+            });
+        }
+        if self.dev_viewer && self.transport != MailTransport::File {
+            return Err(ConfigError::Key {
+                key: "mail.dev_viewer",
+                reason: "shows the file outbox: it needs mail.transport = \"file\"".into(),
+            });
+        }
+        if self.dev_viewer && !listen.ip().is_loopback() {
+            return Err(ConfigError::Key {
+                key: "mail.dev_viewer",
+                reason: format!(
+                    "shows every message sent, with its live links: it is for a server on this \
+                     machine only, and server.listen ({listen}) is not a loopback address"
+                ),
             });
         }
         Ok(())

@@ -139,7 +139,7 @@ impl Config {
         self.webhooks.validate()?;
         self.cluster.validate()?;
         self.catalog.validate()?;
-        self.mail.validate()?;
+        self.mail.validate(self.server.listen_addr()?)?;
         self.sms.validate()?;
         self.testing.validate()?;
         self.log.validate()

@@ -1,14 +1,16 @@
-//! Reading the file outbox back for `tessera admin outbox list`: with `mail.transport = "file"`
-//! the mailer writes each message as `<uuid>.eml` (mode 0600), and an operator (or a newcomer
-//! trying the server without a mail server) wants to see what was sent, for which tenant,
-//! without opening files.
+//! Reading the file outbox back for `tessera admin outbox list` and `show` and the
+//! development mail viewer: with `mail.transport = "file"` the mailer writes each message as
+//! `<uuid>.eml` (mode 0600), and an operator (or a newcomer trying the server without a mail
+//! server) wants to see what was sent, for which tenant, and follow its links, without opening
+//! files. The MIME parsing is `mail-parser`'s, the links are found by `linkify`.
 //!
-//! Only the header block of each file is read. The listing shows the recipient, which is fine
+//! A listing reads only the header block of each file; `show` reads one message whole. The listing shows the recipient, which is fine
 //! on the 0600 admin socket; nothing here is logged.
 
 use std::{io::Read, path::Path, time::SystemTime};
 
-use base64::Engine;
+use linkify::{LinkFinder, LinkKind};
+use mail_parser::MessageParser;
 use serde::Serialize;
 use time::{
     format_description::well_known::{Rfc2822, Rfc3339},
@@ -83,145 +85,94 @@ pub fn list(dir: &Path, tenant: Option<&str>) -> std::io::Result<Vec<OutboxEntry
     Ok(found.into_iter().map(|(_, e)| e).collect())
 }
 
-/// Reads the headers of one message.
+/// Reads the headers of one message (RFC 2047 words decoded by the MIME parser).
 fn parse(file: String, raw: &[u8]) -> OutboxEntry {
-    let headers = headers(raw);
-    let get = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.trim().to_owned())
+    let Some(msg) = MessageParser::default().parse_headers(raw) else {
+        return OutboxEntry {
+            file,
+            tenant: None,
+            kind: None,
+            to: None,
+            subject: None,
+            date: None,
+        };
     };
-    let date = get("Date").map(|d| {
+    let raw_header = |name: &str| msg.header_raw(name).map(|v| v.trim().to_owned());
+    let date = raw_header("Date").map(|d| {
         OffsetDateTime::parse(&d, &Rfc2822)
             .ok()
             .and_then(|t| t.format(&Rfc3339).ok())
             .unwrap_or(d)
     });
+    let to = msg.to().map(|to| {
+        to.iter()
+            .filter_map(|a| a.address())
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
     OutboxEntry {
         file,
-        tenant: get(TENANT_HEADER),
-        kind: get(KIND_HEADER),
-        to: get("To").map(|v| decode_words(&v)),
-        subject: get("Subject").map(|v| decode_words(&v)),
+        tenant: raw_header(TENANT_HEADER),
+        kind: raw_header(KIND_HEADER),
+        to,
+        subject: msg.subject().map(str::to_owned),
         date,
     }
 }
 
-/// The unfolded header fields before the first empty line, in order.
-fn headers(raw: &[u8]) -> Vec<(String, String)> {
-    let text = String::from_utf8_lossy(raw);
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.split('\n') {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() {
-            break;
-        }
-        if line.starts_with([' ', '\t']) {
-            // A folded continuation: unfolding removes only the line break.
-            if let Some((_, value)) = out.last_mut() {
-                value.push_str(line);
-            }
-            continue;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            out.push((name.trim().to_owned(), value.to_owned()));
-        }
-    }
-    out
+/// A message's largest size read back whole: the server's mails are a few KiB.
+const MESSAGE_LIMIT: u64 = 1024 * 1024;
+
+/// One message read back whole: its headers, its text (the plain part, decoded) and the links
+/// in that text, in order, each once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OutboxMessage {
+    #[serde(flatten)]
+    pub entry: OutboxEntry,
+    pub text: String,
+    pub links: Vec<String>,
 }
 
-/// Decodes RFC 2047 encoded words (`=?utf-8?b?...?=`, `=?iso-8859-1?q?...?=`) in a header
-/// value. White space between two encoded words is dropped, as the RFC says; adjacent words'
-/// bytes are joined before decoding, so a character split across words survives.
-pub fn decode_words(value: &str) -> String {
-    let mut out = String::new();
-    // Bytes of the current run of encoded words, with their charset.
-    let mut run: Option<(String, Vec<u8>)> = None;
-    // White space after an encoded word: dropped if another encoded word follows.
-    let mut gap = String::new();
-    let mut rest = value;
-    while let Some(c) = rest.chars().next() {
-        if let Some((charset, bytes, len)) = encoded_word(rest) {
-            gap.clear();
-            match &mut run {
-                Some((cs, buf)) if cs.eq_ignore_ascii_case(&charset) => buf.extend(bytes),
-                _ => {
-                    flush(&mut out, run.take());
-                    run = Some((charset, bytes));
-                }
-            }
-            rest = &rest[len..];
-            continue;
-        }
-        if c.is_ascii_whitespace() && run.is_some() {
-            gap.push(c);
-        } else {
-            flush(&mut out, run.take());
-            out.push_str(&gap);
-            gap.clear();
-            out.push(c);
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    flush(&mut out, run.take());
-    out.push_str(&gap);
-    out
+/// The file of message `id` in `dir`: `id` is the listing's file name (`<uuid>.eml`) or its
+/// UUID; anything else names no message (and no other file).
+fn message_file(dir: &Path, id: &str) -> Option<(String, std::path::PathBuf)> {
+    let uuid = uuid::Uuid::parse_str(id.strip_suffix(".eml").unwrap_or(id)).ok()?;
+    let file = format!("{}.eml", uuid.hyphenated());
+    let path = dir.join(&file);
+    Some((file, path))
 }
 
-/// Appends a run of decoded bytes in its charset.
-fn flush(out: &mut String, run: Option<(String, Vec<u8>)>) {
-    let Some((charset, bytes)) = run else { return };
-    let cs = charset.to_ascii_lowercase();
-    // RFC 2231 allows a language suffix: `utf-8*en`.
-    let cs = cs.split('*').next().unwrap_or_default();
-    if cs == "iso-8859-1" || cs == "latin1" {
-        out.extend(bytes.iter().map(|&b| char::from(b)));
-    } else {
-        // UTF-8, US-ASCII and anything unknown (shown lossily rather than not at all).
-        out.push_str(&String::from_utf8_lossy(&bytes));
-    }
-}
-
-/// An encoded word at the start of `s`: its charset, decoded bytes and length in `s`.
-fn encoded_word(s: &str) -> Option<(String, Vec<u8>, usize)> {
-    let inner = s.strip_prefix("=?")?;
-    let (charset, inner) = inner.split_once('?')?;
-    let (encoding, inner) = inner.split_once('?')?;
-    let end = inner.find("?=")?;
-    let text = &inner[..end];
-    if charset.is_empty() || text.contains([' ', '\t']) {
-        return None;
-    }
-    let bytes = match encoding {
-        "b" | "B" => base64::engine::general_purpose::STANDARD
-            .decode(text)
-            .ok()?,
-        "q" | "Q" => decode_q(text)?,
-        _ => return None,
+/// Message `id` of the outbox in `dir`, or `None` when there is no such message.
+pub fn show(dir: &Path, id: &str) -> std::io::Result<Option<OutboxMessage>> {
+    let Some((file, path)) = message_file(dir, id) else {
+        return Ok(None);
     };
-    let len = 2 + charset.len() + 1 + encoding.len() + 1 + end + 2;
-    Some((charset.to_owned(), bytes, len))
-}
-
-/// The "Q" encoding: `_` is a space, `=XX` a byte in hex.
-fn decode_q(text: &str) -> Option<Vec<u8>> {
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'_' => out.push(b' '),
-            b'=' => {
-                let hex = text.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            c => out.push(c),
+    let mut raw = Vec::new();
+    match std::fs::File::open(&path) {
+        Ok(f) => {
+            f.take(MESSAGE_LIMIT).read_to_end(&mut raw)?;
         }
-        i += 1;
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
     }
-    Some(out)
+    let text = MessageParser::default()
+        .parse(&raw)
+        .and_then(|m| m.body_text(0).map(|t| t.into_owned()))
+        .unwrap_or_default();
+    let mut links: Vec<String> = Vec::new();
+    for link in LinkFinder::new().kinds(&[LinkKind::Url]).links(&text) {
+        let link = link.as_str();
+        if (link.starts_with("https://") || link.starts_with("http://"))
+            && !links.iter().any(|l| l == link)
+        {
+            links.push(link.to_owned());
+        }
+    }
+    Ok(Some(OutboxMessage {
+        entry: parse(file, &raw),
+        text,
+        links,
+    }))
 }
 
 #[cfg(test)]
@@ -239,40 +190,36 @@ mod tests {
     };
 
     #[test]
-    fn encoded_words_are_decoded() {
-        assert_eq!(decode_words("plain subject"), "plain subject");
-        assert_eq!(decode_words("=?utf-8?b?Q2Fmw6k=?= Acme"), "Café Acme");
-        // Adjacent words join, white space between them goes.
-        assert_eq!(decode_words("=?utf-8?b?Q2Fm?=  =?utf-8?b?w6k=?="), "Café");
-        // A character split across two words.
-        assert_eq!(
-            decode_words("=?UTF-8?B?Q2Fmww==?= =?UTF-8?B?qQ==?="),
-            "Café"
-        );
-        assert_eq!(
-            decode_words("=?iso-8859-1?q?caf=E9_cr=E8me?= x"),
-            "café crème x"
-        );
-        assert_eq!(
-            decode_words("Re: =?utf-8?q?caf=C3=A9?= now"),
-            "Re: café now"
-        );
-        // Not encoded words: left alone.
-        assert_eq!(decode_words("=?broken"), "=?broken");
-        assert_eq!(decode_words("a =?x?z?y?= b"), "a =?x?z?y?= b");
+    fn encoded_words_are_decoded_and_folded_headers_unfolded() {
+        let raw = "To: x@example.com\r\nSubject: =?utf-8?b?Q2Fm?=\r\n  =?utf-8?b?w6k=?= Acme\r\n\
+                   X-Tessera-Tenant: acme\r\n\r\nSubject: body\r\n";
+        let e = parse("f.eml".into(), raw.as_bytes());
+        assert_eq!(e.subject.as_deref(), Some("Café Acme"));
+        assert_eq!(e.to.as_deref(), Some("x@example.com"));
+        let raw = "Subject: Re: =?iso-8859-1?q?caf=E9_cr=E8me?= now\r\n\r\n";
+        let e = parse("f.eml".into(), raw.as_bytes());
+        assert_eq!(e.subject.as_deref(), Some("Re: café crème now"));
+        assert_eq!(e.tenant, None);
     }
 
     #[test]
-    fn headers_unfold_and_stop_at_the_body() {
-        let raw = b"Subject: a\r\n b\r\nTo: x@example.com\r\n\r\nSubject: body\r\n";
-        let h = headers(raw);
-        assert_eq!(
-            h,
-            vec![
-                ("Subject".into(), " a b".into()),
-                ("To".into(), " x@example.com".into())
-            ]
-        );
+    fn only_an_outbox_file_name_or_its_uuid_names_a_message() {
+        let dir = Path::new("/data/outbox");
+        let id = "0192f0c4-7a1e-7cc0-9b7e-3f2a1d4c5b6a";
+        for given in [id.to_owned(), format!("{id}.eml"), id.to_uppercase()] {
+            let (file, path) = message_file(dir, &given).unwrap();
+            assert_eq!(file, format!("{id}.eml"));
+            assert_eq!(path, dir.join(&file));
+        }
+        for bad in [
+            "../master.key",
+            "x.eml",
+            "",
+            "/etc/passwd",
+            &format!("{id}/../x"),
+        ] {
+            assert!(message_file(dir, bad).is_none(), "{bad}");
+        }
     }
 
     #[test]
@@ -332,6 +279,25 @@ mod tests {
         assert!(all[1].file.ends_with(".eml"));
         let date = all[1].date.as_deref().unwrap();
         assert!(OffsetDateTime::parse(date, &Rfc3339).is_ok(), "{date}");
+
+        // Read back whole: the plain text decoded (the HTML part aside) and its links once.
+        let reset = show(&outbox, &all[1].file).unwrap().unwrap();
+        assert_eq!(reset.entry, all[1]);
+        assert!(
+            reset.text.contains("https://a.example.com/reset?token=t"),
+            "{}",
+            reset.text
+        );
+        assert!(!reset.text.contains("<a "), "{}", reset.text);
+        assert_eq!(reset.links, ["https://a.example.com/reset?token=t"]);
+        let plain = show(&outbox, all[0].file.trim_end_matches(".eml"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(plain.text.trim(), "hello");
+        assert!(plain.links.is_empty());
+        let unknown = uuid::Uuid::now_v7().to_string();
+        assert_eq!(show(&outbox, &unknown).unwrap(), None);
+        assert_eq!(show(&outbox, "../config.toml").unwrap(), None);
 
         let acme = list(&outbox, Some("acme")).unwrap();
         assert_eq!(acme.len(), 1);

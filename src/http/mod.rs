@@ -9,6 +9,7 @@ pub mod bearer;
 pub mod catalog;
 pub mod cors;
 pub mod dashboard;
+pub mod dev_mail;
 pub mod error;
 pub mod eudi;
 pub mod extract;
@@ -375,6 +376,12 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         ))
         .layer(axum::middleware::from_fn_with_state(cors, cors::middleware))
         .layer(DefaultBodyLimit::max(body_limit));
+    // Development only, and refused by the configuration anywhere but on loopback.
+    let router = if state.config.mail.dev_viewer {
+        router.merge(dev_mail::router())
+    } else {
+        router
+    };
     Ok(router
         .merge(hosted::router())
         .merge(dashboard::pages::router())

@@ -43,6 +43,10 @@ pub struct PageTemplate {
     pub paragraphs: Vec<String>,
     /// A bulleted list after the paragraphs (what a consent grants).
     pub items: Vec<String>,
+    /// Text shown as written, line breaks kept (a mail message in the development viewer).
+    pub text: Option<String>,
+    /// A list of links after the text.
+    pub links: Vec<LinkView>,
     pub forms: Vec<FormView>,
     pub link: Option<LinkView>,
     /// The passkey button: the one part of a page that runs script (`/hosted/passkey.js`).
@@ -265,6 +269,8 @@ impl Reader {
             error_summary: None,
             paragraphs: Vec::new(),
             items: Vec::new(),
+            text: None,
+            links: Vec::new(),
             forms: Vec::new(),
             link: None,
             passkey: None,

@@ -1396,3 +1396,26 @@ fn the_dashboard_mail_pages_invite_verify_and_reset_in_chromium() {
     drop(ui);
     drop(driver);
 }
+
+/// A developer without a mail server reads the verification mail in the development viewer
+/// and follows its link to the page it opens.
+#[test]
+fn a_developer_follows_a_mailed_link_from_the_mail_viewer_in_chromium() {
+    use crate::support::TestServer;
+    if !chromium_present() {
+        return;
+    }
+    let srv = TestServer::start_with(&[("TESSERA__MAIL__DEV_VIEWER", "true")]);
+    srv.signup("Viewer Co", "dev@viewer.test");
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("viewer", &srv.url("/dev/mail"));
+    ui.expect_text("list", "Confirm your Tessera dashboard address");
+    ui.click("open-message", "ul.links a");
+    ui.expect_text("message", "Confirm that this address is yours");
+    ui.click("follow-link", "ul.links a");
+    ui.expect_text("verify-page", "Confirm your dashboard address");
+    assert!(ui.url("at").contains("/dashboard/verify-email?token="));
+    drop(ui);
+    drop(driver);
+}

@@ -105,11 +105,17 @@ fn sigterm_drains_flushes_and_exits_zero() {
 }
 
 fn serve_with(config: &str, env: &[(&str, &str)]) -> (bool, String) {
+    serve_on("127.0.0.1:0", config, env)
+}
+
+/// Starts the server on `listen` with `config` and `env`, expecting it to refuse to start:
+/// answers whether it exited successfully, and what it said.
+pub(crate) fn serve_on(listen: &str, config: &str, env: &[(&str, &str)]) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.toml");
     std::fs::write(&path, config).unwrap();
     let mut child = Command::new(crate::support::bin())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .args(["serve", "--listen", listen, "--config"])
         .arg(&path)
         .arg("--data-dir")
         .arg(dir.path().join("data"))

@@ -390,6 +390,19 @@ impl HostedProvider {
 }
 
 /// A plain navigation to authorize is sent to the hosted page with the same request.
+/// The Content-Security-Policy a browser's navigation to `url` is answered with.
+fn page_csp(b: &Browser, url: &str) -> String {
+    b.client
+        .get(url)
+        .header("accept", "text/html")
+        .send()
+        .unwrap()
+        .headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
 #[test]
 fn a_plain_navigation_to_authorize_goes_to_the_hosted_page_with_the_same_request() {
     let h = hosted_provider();
@@ -423,16 +436,7 @@ fn nobody_signed_in_the_hosted_page_signs_in_by_password_or_a_mailed_code() {
     // No passkey domain: no app can have registered a passkey this page could use, so it
     // offers none, and runs no script.
     assert!(!page.body.contains("passkey"), "{}", page.body);
-    let csp = b
-        .client
-        .get(&hosted)
-        .header("accept", "text/html")
-        .send()
-        .unwrap()
-        .headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let csp = page_csp(&b, &hosted);
     assert!(!csp.contains("script-src"), "{csp}");
 }
 
@@ -1087,16 +1091,7 @@ fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
     let page = b.get(&hosted);
     assert_eq!(page.status, 200);
     assert!(page.body.contains("/hosted/passkey.js"), "{}", page.body);
-    let csp = b
-        .client
-        .get(&hosted)
-        .header("accept", "text/html")
-        .send()
-        .unwrap()
-        .headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
+    let csp = page_csp(&b, &hosted);
     assert!(csp.contains("script-src 'self'"), "{csp}");
     let script = b.get(&format!("{}/hosted/passkey.js", srv.base));
     assert_eq!(script.status, 200);

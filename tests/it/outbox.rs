@@ -238,3 +238,120 @@ fn outbox_files_are_their_owners_alone_under_a_permissive_umask() {
         "the mail went where the configuration says"
     );
 }
+
+/// `outbox show` prints one message whole: its headers, its text and the links in it; it
+/// names a message by the listing's file or its UUID, and nothing else.
+#[test]
+fn the_outbox_shows_a_messages_text_and_links() {
+    let srv = TestServer::start();
+    srv.signup("Show Co", OWNER);
+    let listed = srv.admin(&["outbox", "list"], "").json();
+    let file = listed[0]["file"].as_str().unwrap().to_owned();
+    let shown = srv.admin(&["outbox", "show", &file], "").json();
+    assert_eq!(shown["file"], file.as_str());
+    assert_eq!(shown["to"], OWNER);
+    assert_eq!(shown["subject"], "Confirm your Tessera dashboard address");
+    let text = shown["text"].as_str().unwrap();
+    assert!(text.contains("Signed in to the dashboard"), "{text}");
+    // The verification link, then the reset link the mail offers instead.
+    let links: Vec<&str> = shown["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(links.len(), 2, "{links:?}");
+    assert!(
+        links[0].starts_with(&format!("{}/dashboard/verify-email?token=", srv.base)),
+        "{links:?}"
+    );
+    assert_eq!(links[1], format!("{}/dashboard/forgot-password", srv.base));
+    assert!(text.contains(links[0]), "{text}");
+    let uuid = file.trim_end_matches(".eml");
+    assert_eq!(srv.admin(&["outbox", "show", uuid], "").json(), shown);
+
+    let missing = uuid::Uuid::now_v7().to_string();
+    for id in [missing.as_str(), "../master.key", "admin.sock"] {
+        let out = srv.admin(&["outbox", "show", id], "");
+        assert!(!out.status.success(), "{id}: {}", out.stdout);
+        assert!(out.stderr.contains("not_found"), "{id}: {}", out.stderr);
+    }
+}
+
+/// The development viewer is off unless asked for, and then refused anywhere but on a
+/// loopback listener: its pages show every message with live links.
+#[test]
+fn the_mail_viewer_is_off_by_default_and_refused_on_a_public_listener() {
+    let srv = TestServer::start();
+    assert_eq!(srv.get("/dev/mail", None).status(), 404);
+    drop(srv);
+    let (ok, err) =
+        crate::faults::serve_on("0.0.0.0:0", "", &[("TESSERA__MAIL__DEV_VIEWER", "true")]);
+    assert!(!ok);
+    assert!(err.contains("mail.dev_viewer"), "{err}");
+    assert!(err.contains("loopback"), "{err}");
+    // With SMTP there is no outbox to show.
+    let smtp = SmtpStub::start();
+    let mut env = smtp.env();
+    env.push(("TESSERA__MAIL__DEV_VIEWER".into(), "true".into()));
+    let out = std::process::Command::new(crate::support::bin())
+        .args(["check-config"])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mail.dev_viewer"), "{err}");
+}
+
+/// On loopback, `/dev/mail` lists what was sent, newest first, each message a page of its
+/// text with its links to follow.
+#[test]
+fn the_mail_viewer_lists_messages_and_shows_their_links() {
+    let srv = TestServer::start_with(&[("TESSERA__MAIL__DEV_VIEWER", "true")]);
+    let page = srv.get("/dev/mail", None);
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("default-src 'none'"));
+    let body = page.text().unwrap();
+    assert!(body.contains("No mail has been sent yet"), "{body}");
+
+    srv.signup("Viewer Co", OWNER);
+    let listed = srv.admin(&["outbox", "list"], "").json();
+    let file = listed[0]["file"].as_str().unwrap();
+    let body = srv.get("/dev/mail", None).text().unwrap();
+    assert!(
+        body.contains(&format!("<a href=\"/dev/mail/{file}\">")),
+        "{body}"
+    );
+    assert!(
+        body.contains("Confirm your Tessera dashboard address"),
+        "{body}"
+    );
+
+    let shown = srv.admin(&["outbox", "show", file], "").json();
+    let page = srv.get(&format!("/dev/mail/{file}"), None);
+    assert_eq!(page.status(), 200);
+    let body = page.text().unwrap();
+    assert!(body.contains(&format!("To: {OWNER}")), "{body}");
+    assert!(body.contains("<pre class=\"message\">"), "{body}");
+    for link in shown["links"].as_array().unwrap() {
+        let href = link.as_str().unwrap().replace('&', "&amp;");
+        assert!(body.contains(&format!("<a href=\"{href}\">")), "{body}");
+    }
+    // The link opens its page.
+    let verify = shown["links"][0].as_str().unwrap();
+    let page = srv.client.get(verify).send().unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page
+        .text()
+        .unwrap()
+        .contains("Confirm your dashboard address"));
+    for missing in ["nothing", "0192f0c4-7a1e-7cc0-9b7e-3f2a1d4c5b6a.eml"] {
+        let r = srv.get(&format!("/dev/mail/{missing}"), None);
+        assert_eq!(r.status(), 404);
+        assert!(r.text().unwrap().contains("No such message"));
+    }
+}
