@@ -516,8 +516,8 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     let req = rp.request(&[]);
     ui.goto("code", &req.url);
     ui.expect_text("code-sign-in-page", "E-mail me a code");
-    ui.type_into("code-email", "code-email", email);
-    ui.click("code-send", "form:has(#code-email) button[type=submit]");
+    ui.type_into("code-email", "email", email);
+    ui.click("code-send", "button[value=email_code]");
     ui.expect_text("code-page", email);
     let mail = smtp.wait_for(&api.slug, "email_otp", email, 1);
     let code = crate::support::six_digit_code(&mail.text).expect("a code");
@@ -532,8 +532,8 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     let req = rp.request(&[]);
     ui.goto("link", &req.url);
     ui.expect_text("link-sign-in-page", "E-mail me a sign-in link");
-    ui.type_into("link-email", "link-email", email);
-    ui.click("link-send", "form:has(#link-email) button[type=submit]");
+    ui.type_into("link-email", "email", email);
+    ui.click("link-send", "button[value=magic_link]");
     ui.expect_text("link-sent", email);
     let mail = smtp.wait_for(&api.slug, "magic_link", email, 1);
     let link = link_in(&mail.text, &format!("{}/magic-link?token=", srv.base));

@@ -19,8 +19,8 @@ use super::{super::hosted::sign_in_cookie, flow::Flow};
 use crate::{
     app::AppState,
     http::pages::{
-        see_other, FieldView, FormView, LinkView, PasskeyButton, Problem, Reader, SocialButtons,
-        PASSWORD_MAX,
+        see_other, ButtonView, FieldView, FormView, LinkView, PasskeyButton, Problem, Reader,
+        SocialButtons, PASSWORD_MAX,
     },
 };
 
@@ -56,17 +56,6 @@ fn email_field(reader: &Reader, id: &'static str, value: &str) -> FieldView {
     );
     input.value = value.to_owned();
     input
-}
-
-/// A form of the sign-in page that posts `step`, under its heading.
-fn step_form(reader: &Reader, flow: &Flow, step: &str, heading: &str, button: &str) -> FormView {
-    let mut form = FormView::new(
-        reader.csrf(&flow.authorize_path(), &flow.query),
-        reader.t(button),
-    );
-    form.heading = Some(reader.t(heading));
-    form.hidden.push(("step", step.to_owned()));
-    form
 }
 
 pub fn sign_in_page(
@@ -117,13 +106,15 @@ pub fn sign_in_page(
             links,
         });
     }
-    let mut form = step_form(
-        reader,
-        flow,
-        "password",
-        "login-password-heading",
-        "login-button",
+    // One address for every way in: the password's button first, then the mailed code and
+    // link as secondary buttons of the same form (a code or a link needs no CAPTCHA widget
+    // only when none is configured: the pages run no script).
+    let mut form = FormView::new(
+        reader.csrf(&flow.authorize_path(), &flow.query),
+        reader.t("login-button"),
     );
+    form.buttons[0].name = "step";
+    form.buttons[0].value = "password".to_owned();
     let mut password = FieldView::input(
         "password",
         "password",
@@ -137,32 +128,25 @@ pub fn sign_in_page(
         form.captcha = Some(widget.site_key.to_owned());
         page.captcha_script = Some(widget.script.to_owned());
     }
-    page.forms.push(form);
-    // A code or a link by e-mail needs no CAPTCHA widget only when none is configured (the
-    // pages run no script).
     let by_mail = [
-        (
-            flow.view.email_otp_enabled,
-            "email_code",
-            "code-email",
-            "login-code-heading",
-            "login-code-send",
-        ),
+        (flow.view.email_otp_enabled, "email_code", "login-code-send"),
         (
             flow.view.magic_link_enabled,
             "magic_link",
-            "link-email",
-            "login-link-heading",
             "login-link-send",
         ),
     ];
-    for (on, step, id, heading, button) in by_mail {
+    for (on, step, button) in by_mail {
         if on && !state.captcha.required() {
-            let mut form = step_form(reader, flow, step, heading, button);
-            form.fields = vec![email_field(reader, id, &email)];
-            page.forms.push(form);
+            form.buttons.push(ButtonView {
+                name: "step",
+                value: step.to_owned(),
+                label: reader.t(button),
+                secondary: true,
+            });
         }
     }
+    page.forms.push(form);
     // Its forms end, through this server's redirects, at the client.
     reader.answer(status, page, &[flow.redirect_uri()])
 }
