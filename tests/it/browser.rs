@@ -337,6 +337,54 @@ impl Calls {
     }
 }
 
+/// A tenant `name` with a first-party client whose callback the test hears, and a confirmed
+/// user `email` (password [`USER_PASSWORD`]).
+struct FirstParty {
+    smtp: crate::support::SmtpStub,
+    srv: crate::support::TestServer,
+    api: UserApi,
+    rp: Rp,
+    calls: Calls,
+}
+
+impl FirstParty {
+    fn start(name: &str, app: &str, email: &str) -> Self {
+        let (smtp, srv, api, s) = setup(name, &[]);
+        srv.reauth(&s, crate::support::PASSWORD);
+        let (callback, calls) = start_callback();
+        let rp = Rp::register(
+            &srv,
+            &s,
+            &api,
+            json!({"name": app, "redirect_uris": [callback], "first_party": true}),
+        );
+        api.verified_user(&smtp, email, USER_PASSWORD);
+        FirstParty {
+            smtp,
+            srv,
+            api,
+            rp,
+            calls,
+        }
+    }
+
+    /// Waits until the browser reached the client with `req`'s answer; answers the ID token's
+    /// claims.
+    fn reached(
+        &self,
+        ui: &Ui,
+        step: &str,
+        req: crate::oauth_browser::Request,
+    ) -> serde_json::Value {
+        ui.expect_text(&format!("{step}-callback"), "callback received");
+        let called = self
+            .calls
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{step}: the callback was not called"));
+        self.rp.finish(&self.api, req, &called)
+    }
+}
+
 /// A local app at the base URL this answers: every page is `#who` "callback received", and
 /// every URL called under `path` is handed to the test.
 pub(crate) fn start_app(path: &'static str) -> (String, Calls) {
@@ -1173,17 +1221,9 @@ fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_ch
     if !chromium_present() {
         return;
     }
-    let (smtp, srv, api, s) = setup("Chromium Devices", &[]);
-    srv.reauth(&s, crate::support::PASSWORD);
-    let (callback, calls) = start_callback();
-    let rp = Rp::register(
-        &srv,
-        &s,
-        &api,
-        json!({"name": "Gallery", "redirect_uris": [callback], "first_party": true}),
-    );
     let email = "known-device@example.com";
-    api.verified_user(&smtp, email, USER_PASSWORD);
+    let world = FirstParty::start("Chromium Devices", "Gallery", email);
+    let (srv, api, rp) = (&world.srv, &world.api, &world.rp);
 
     let dir = tempfile::tempdir().unwrap();
     let (driver, ui) = chromium(dir.path());
@@ -1197,11 +1237,7 @@ fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_ch
         req
     };
     let req = sign_in(&ui, "first");
-    ui.expect_text("first-callback", "callback received");
-    let called = calls
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the callback was called");
-    let first = rp.finish(&api, req, &called);
+    let first = world.reached(&ui, "first", req);
 
     // The browser keeps a device cookie on the hosted pages' path, out of scripts' reach.
     let pages = format!("{}/oauth/{}/authorize", srv.base, api.slug);
@@ -1238,11 +1274,7 @@ fn a_browser_that_signed_in_before_is_not_locked_out_of_the_hosted_sign_in_in_ch
 
     // This browser signs in and reaches the client.
     let req = sign_in(&ui, "known");
-    ui.expect_text("known-callback", "callback received");
-    let called = calls
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the known browser reached the client");
-    assert_eq!(rp.finish(&api, req, &called)["sub"], first["sub"]);
+    assert_eq!(world.reached(&ui, "known", req)["sub"], first["sub"]);
 
     // A fresh browser is told to wait.
     ui.goto("fresh-page", &pages);
@@ -1416,6 +1448,45 @@ fn a_developer_follows_a_mailed_link_from_the_mail_viewer_in_chromium() {
     ui.click("follow-link", "ul.links a");
     ui.expect_text("verify-page", "Confirm your dashboard address");
     assert!(ui.url("at").contains("/dashboard/verify-email?token="));
+    drop(ui);
+    drop(driver);
+}
+
+/// A user who forgot the password asks on the hosted sign-in, resets it from the mail and is
+/// brought back to the same authorize request, which ends at the client.
+#[test]
+fn a_forgotten_password_on_the_hosted_sign_in_ends_at_the_client_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let email = "forgetful@example.com";
+    let world = FirstParty::start("Chromium Forget", "Notes", email);
+    let (smtp, srv, api) = (&world.smtp, &world.srv, &world.api);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = world.rp.request(&[]);
+    ui.goto("sign-in", &req.url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Forget");
+    ui.type_into("forgot-email", "email", email);
+    ui.click("forgot", "button[value=forgot_password]");
+    ui.expect_text("forgot-sent", "Check your e-mail");
+    let mail = smtp.wait_for(&api.slug, "password_reset", email, 1);
+    ui.goto(
+        "reset-page",
+        &link_in(&mail.text, &format!("{}/reset-password?token=", srv.base)),
+    );
+    let renewed = "a password chosen after forgetting";
+    ui.type_into("reset-type", "password", renewed);
+    ui.type_into("reset-type-2", "password_confirm", renewed);
+    ui.click("reset-click", "button[type=submit]");
+    ui.expect_text("reset-done", "Password changed");
+    ui.click("continue", "main a.button");
+    ui.expect_text("back-at-sign-in", "Sign in to Chromium Forget");
+    ui.type_into("again-email", "email", email);
+    ui.type_into("again-password", "password", renewed);
+    ui.click("again-sign-in", "form button[type=submit]");
+    assert_eq!(world.reached(&ui, "again", req)["email"], email);
     drop(ui);
     drop(driver);
 }

@@ -482,6 +482,93 @@ fn a_sign_in_post_without_the_pages_csrf_value_is_refused() {
     assert_eq!(forged.status, 403, "{}", forged.body);
 }
 
+/// "Forgot your password?" on the hosted sign-in mails a reset link (for an account only, the
+/// same page either way) whose page, once the new password is set, continues to the same
+/// authorize request, where the new password signs in.
+#[test]
+fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
+    let h = hosted_provider();
+    h.walker();
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    let page = b.get(&hosted);
+    assert!(
+        page.body
+            .contains("value=\"forgot_password\" class=\"secondary\">Forgot your password?"),
+        "{}",
+        page.body
+    );
+    let csrf = page.hidden("csrf", 0);
+    let forgot = |b: &mut Browser, email: &str| {
+        let sent = b.post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "forgot_password"),
+                ("email", email),
+            ],
+        );
+        assert_eq!(sent.status, 200, "{}", sent.body);
+        assert!(sent.body.contains("Check your e-mail"), "{}", sent.body);
+    };
+    forgot(&mut b, "nobody-here@example.com");
+    forgot(&mut b, WALKER);
+    let mail = h.smtp.wait_for(&h.api.slug, "password_reset", WALKER, 1);
+    assert!(h
+        .smtp
+        .mails_of(&h.api.slug, "password_reset", "nobody-here@example.com")
+        .is_empty());
+
+    // The reset page, in the same browser; then its way on.
+    let start = mail.text.find("/reset-password?token=").expect("the link");
+    let link = format!(
+        "{}{}",
+        h.srv.base,
+        mail.text[start..].split_whitespace().next().unwrap()
+    );
+    let reset = b.get(&link);
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    let renewed = "a renewed walker passphrase";
+    let done = b.post(
+        &link,
+        &[
+            ("csrf", &reset.hidden("csrf", 0)),
+            ("password", renewed),
+            ("password_confirm", renewed),
+        ],
+    );
+    assert_eq!(done.status, 200, "{}", done.body);
+    // Its "continue" is the hosted authorize page with the same request.
+    let prefix = format!("href=\"{}/oauth/{}/authorize?", h.srv.base, h.api.slug);
+    let at = done.body.find(&prefix).expect("a way back to the request") + "href=\"".len();
+    let back = unescape(&done.body[at..at + done.body[at..].find('"').unwrap()]);
+    let pairs = |url: &str| {
+        let mut p: Vec<(String, String)> =
+            form_urlencoded::parse(url.split_once('?').unwrap().1.as_bytes())
+                .into_owned()
+                .collect();
+        p.sort();
+        p
+    };
+    assert_eq!(pairs(&back), pairs(&req.url));
+
+    // There, the new password signs in and the request goes on.
+    let again = b.get(&back);
+    assert_eq!(again.status, 200, "{}", again.body);
+    let on = b.post(
+        &back,
+        &[
+            ("csrf", &again.hidden("csrf", 0)),
+            ("step", "password"),
+            ("email", WALKER),
+            ("password", renewed),
+        ],
+    );
+    assert_eq!(on.status, 303, "{}", on.body);
+    assert!(b.signin_cookie().is_some());
+}
+
 /// A wrong password shows the sign-in page again with the error, and sets no cookie.
 #[test]
 fn a_wrong_password_shows_the_page_again_with_the_error_and_no_cookie() {

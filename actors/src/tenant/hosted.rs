@@ -45,7 +45,28 @@ pub fn oauth_link_return_path(slug: &str) -> String {
     format!("/oauth/{slug}/link")
 }
 
+/// The authorization server's hosted authorize page under the accounts URL: where a reset
+/// link asked for on its sign-in page returns, to sign in with the new password.
+pub fn oauth_authorize_path(slug: &str) -> String {
+    format!("/oauth/{slug}/authorize")
+}
+
 impl Hosted {
+    /// Where a reset link's page sends the user: the link's `redirect_to` while it is one of
+    /// the tenant's URLs (else the site URL), or the authorize request of this tenant's hosted
+    /// sign-in page it was asked for on (which checks that request again when it opens).
+    fn reset_destination(&self, cx: &TenantCtx, redirect_to: Option<&str>) -> Option<String> {
+        let own = format!(
+            "{}{}?",
+            cx.runtime.accounts_url.trim_end_matches('/'),
+            oauth_authorize_path(&cx.info.slug)
+        );
+        match redirect_to {
+            Some(r) if r.starts_with(&own) => Some(r.to_owned()),
+            other => cx.settings.urls.destination(other),
+        }
+    }
+
     /// Where a login link's page sends the user: the link's `redirect_to` while it is one of
     /// the tenant's URLs (else the site URL), or the authorization server's own return page
     /// when the link was asked for there.
@@ -111,6 +132,7 @@ impl Hosted {
         let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
                 HostedLink::MagicLink => self.link_destination(cx, redirect_to.as_deref()),
+                HostedLink::ResetPassword => self.reset_destination(cx, redirect_to.as_deref()),
                 _ => cx.settings.urls.destination(redirect_to.as_deref()),
             };
             LiveLink {

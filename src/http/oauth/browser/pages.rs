@@ -136,8 +136,9 @@ pub fn sign_in_page(
             "login-link-send",
         ),
     ];
-    for (on, step, button) in by_mail {
-        if on && !state.captcha.required() {
+    let forgot = (true, "forgot_password", "login-forgot-button");
+    for (on, step, button) in by_mail.into_iter().chain([forgot]) {
+        if on && (step == "forgot_password" || !state.captcha.required()) {
             form.buttons.push(ButtonView {
                 name: "step",
                 value: step.to_owned(),

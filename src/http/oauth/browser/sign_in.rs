@@ -1,7 +1,8 @@
 //! `POST /oauth/{slug}/authorize`: the sign-in page's forms. A password (with the login
 //! throttles' CAPTCHA and this browser's device token), the TOTP step of a user with MFA, and
 //! the two ways by e-mail: a code carrying this request as its OAuth flow, bound to a secret
-//! only the page holds, or a login link whose page hands its code back to `/link`.
+//! only the page holds, or a login link whose page hands its code back to `/link`; and a
+//! forgotten password's reset link, whose page returns to this request.
 //!
 //! Its own file: the one route that signs in from the page's forms, whatever step they post.
 
@@ -10,7 +11,7 @@ use axum::{
     http::{header, StatusCode},
     response::Response,
 };
-use tessera_actors::tenant::{MfaMsg, PasswordlessMsg};
+use tessera_actors::tenant::{AccountsMsg, MfaMsg, PasswordlessMsg};
 use tessera_actors::MfaError;
 use tessera_actors::{
     known_devices::DEVICE_TOKEN_TTL,
@@ -110,13 +111,14 @@ pub async fn sign_in_submit(
                     }
                 })
         }
-        step @ ("email_code" | "magic_link") => {
+        step @ ("email_code" | "magic_link" | "forgot_password") => {
             if !is_email(&email) {
                 return Err(again("login-error-email", StatusCode::BAD_REQUEST, false));
             }
             return Ok(match step {
                 "email_code" => request_code(state, &reader, &flow, &email, ctx).await,
-                _ => request_link(state, &reader, &flow, &email).await,
+                "magic_link" => request_link(state, &reader, &flow, &email).await,
+                _ => request_reset(state, &reader, &flow, &email).await,
             });
         }
         "verify_code" => {
@@ -268,6 +270,33 @@ fn resume_of(flow: &Flow) -> (OAuthResume, String) {
         binding_hash: hex::encode(sha256(binding.as_bytes())),
     };
     (resume, binding)
+}
+
+/// The longest authorize request a reset link returns to; a longer one returns to the
+/// tenant's site URL instead.
+const MAX_RETURN: usize = 2048;
+
+/// Mails a password-reset link (the API's forgot-password, for an account only) whose page,
+/// once the new password is set, returns to this authorize request to sign in with it; the
+/// same page follows whether or not the address has an account.
+async fn request_reset(state: &AppState, reader: &Reader, flow: &Flow, email: &str) -> Response {
+    let email = normalize_email(email).unwrap_or_default();
+    let back = format!("{}{}", state.accounts_base(), flow.again());
+    let sent = flow
+        .tenant
+        .call(|reply| AccountsMsg::ForgotPassword {
+            email: email.clone(),
+            redirect_to: (back.len() <= MAX_RETURN).then(|| back.clone()),
+            reply,
+        })
+        .await;
+    if let Err(e) = sent {
+        return unsent(state, reader, flow, email, e);
+    }
+    let mut page = reader.page("forgot-sent-title");
+    page.paragraphs
+        .push(reader.t_with("forgot-sent", &[("email", &email)]));
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 /// Mails a login link whose page hands its code back to this server's return page, bound
