@@ -43,6 +43,8 @@ pub struct PageTemplate {
     pub paragraphs: Vec<String>,
     /// A bulleted list after the paragraphs (what a consent grants).
     pub items: Vec<String>,
+    /// Paragraphs after the list (the paragraph before it introduces it).
+    pub after: Vec<String>,
     /// Text shown as written, line breaks kept (a mail message in the development viewer).
     pub text: Option<String>,
     /// A list of links after the text.
@@ -269,6 +271,7 @@ impl Reader {
             error_summary: None,
             paragraphs: Vec::new(),
             items: Vec::new(),
+            after: Vec::new(),
             text: None,
             links: Vec::new(),
             forms: Vec::new(),

@@ -1123,6 +1123,24 @@ fn the_wallet_qr_page_shows_a_scannable_code_in_chromium() {
     });
     let png = ui.ok("qr-screenshot", png);
     assert_eq!(qr_text(&png), wallet_url, "the QR code says something else");
+    // At 360 px the code fits its card and stands in its middle.
+    let rect = |css: &'static str| {
+        let r = ui
+            .rt
+            .block_on(async { ui.browser.find(Locator::Css(css)).await?.rectangle().await });
+        ui.ok(css, r)
+    };
+    let (qr_x, _, qr_w, _) = rect("figure.qr svg");
+    let (main_x, _, main_w, _) = rect("main");
+    assert!(
+        qr_x >= main_x && qr_x + qr_w <= main_x + main_w,
+        "the code overflows its card: code {qr_x}+{qr_w}, card {main_x}+{main_w}"
+    );
+    let (left, right) = (qr_x - main_x, main_x + main_w - (qr_x + qr_w));
+    assert!(
+        (left - right).abs() <= 2.0,
+        "the code is off-centre: {left} px left, {right} px right"
+    );
     let href = ui.rt.block_on(async {
         ui.browser
             .find(Locator::Css("main a.button"))

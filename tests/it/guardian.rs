@@ -384,6 +384,14 @@ fn a_declined_minor_cannot_sign_in_and_is_erased_30_days_later() {
     assert!(page.contains("kid@example.com"));
     assert!(page.contains("Kids Club Ltd"));
     assert!(page.contains("lang=\"de\""), "the reader's language");
+    // The line that introduces the purposes is followed by their list, not by other text.
+    let line = "<p>Die Daten würden verwendet für:</p>";
+    let intro = page.find(line).expect("the intro") + line.len();
+    let list = page.find("<ul class=\"items\">").expect("the list");
+    assert!(
+        list > intro && page[intro..list].trim().is_empty(),
+        "{page}"
+    );
     assert!(
         page.contains("name=\"attestation\" value=\"true\">"),
         "unticked: {page}"

@@ -103,9 +103,10 @@ fn consent_page(
             ("controller", &view.controller),
         ],
     ));
+    // The list follows the line that introduces it; the rest comes after the list.
     page.paragraphs.push(reader.t("guardian-consent-purposes"));
     page.items = view.purposes.clone();
-    page.paragraphs.push(reader.t_with(
+    page.after.push(reader.t_with(
         "guardian-consent-details",
         &[
             ("categories", &view.data_categories.join(", ")),
@@ -113,9 +114,9 @@ fn consent_page(
             ("basis", &view.lawful_basis),
         ],
     ));
-    page.paragraphs.push(reader.t("guardian-consent-withdraw"));
+    page.after.push(reader.t("guardian-consent-withdraw"));
     if view.adult_proven {
-        page.paragraphs.push(reader.t("guardian-wallet-proven"));
+        page.after.push(reader.t("guardian-wallet-proven"));
     }
     let mut form = FormView::new(reader.csrf(CONSENT_PATH, token), String::new());
     form.hidden.push(("token", token.to_owned()));
