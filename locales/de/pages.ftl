@@ -81,6 +81,7 @@ login-social-failed = Die Anmeldung mit diesem Konto hat nicht geklappt. Versuch
 login-social-email-exists = Zu dieser E-Mail-Adresse gibt es schon ein Konto. Melden Sie sich zuerst auf anderem Weg dort an.
 login-link-send = Anmeldelink per E-Mail senden
 login-forgot-button = Passwort vergessen?
+login-signup-button = Konto erstellen
 link-sent-title = Sehen Sie in Ihr Postfach
 link-sent = Wenn { $email } ein Konto hat, haben wir einen Anmeldelink dorthin gesendet. Öffnen Sie ihn in diesem Browser: Er gilt 10 Minuten.
 forgot-sent-title = Prüfen Sie Ihre E-Mails
@@ -236,3 +237,16 @@ dev-mail-tenant = Mandant: { $value }
 dev-mail-back = Zurück zur Liste
 dev-mail-missing-title = Keine solche Nachricht
 dev-mail-missing = Der Postausgang hat keine Nachricht dieses Namens. Gehen Sie zurück zur Liste.
+
+# Registrierung auf der Anmeldeseite
+signup-title = Ihr Konto bei { $tenant } erstellen
+signup-intro = Wählen Sie ein Passwort für Ihr neues Konto. Wir senden Ihnen einen Link, um die Adresse zu bestätigen; er bringt Sie zum Anmelden hierher zurück.
+signup-button = Konto erstellen
+signup-dob-label = Geburtsdatum
+signup-error-dob = Geben Sie Ihr Geburtsdatum ein, zum Beispiel 2010-04-30.
+signup-consent = Ich stimme den Nutzungsbedingungen und der Datenschutzerklärung von { $tenant } zu
+signup-error-consent = Kreuzen Sie das Feld an, um den Nutzungsbedingungen und der Datenschutzerklärung zuzustimmen.
+signup-error-summary = Das Konto wurde nicht erstellt. Prüfen Sie die unten markierten Felder.
+signup-back = Zurück zur Anmeldung
+signup-sent-title = Bestätigen Sie Ihre E-Mail-Adresse
+signup-sent = Wenn { $email } registriert werden kann, haben wir einen Link zur Bestätigung gesendet. Öffnen Sie den Link und melden Sie sich dann hier an.

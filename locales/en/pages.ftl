@@ -81,6 +81,7 @@ login-social-failed = Signing in with that account did not work. Try again, or s
 login-social-email-exists = An account with this e-mail address already exists. Sign in to it another way first.
 login-link-send = E-mail me a sign-in link
 login-forgot-button = Forgot your password?
+login-signup-button = Create an account
 link-sent-title = Check your e-mail
 link-sent = If { $email } has an account, we have sent it a sign-in link. Open it in this browser: it works for 10 minutes.
 forgot-sent-title = Check your e-mail
@@ -236,3 +237,16 @@ dev-mail-tenant = Tenant: { $value }
 dev-mail-back = Back to the list
 dev-mail-missing-title = No such message
 dev-mail-missing = The outbox has no message of that name. Go back to the list.
+
+# Sign-up on the sign-in page
+signup-title = Create your { $tenant } account
+signup-intro = Choose a password for your new account. We e-mail you a link to confirm the address; it brings you back here to sign in.
+signup-button = Create the account
+signup-dob-label = Date of birth
+signup-error-dob = Enter your date of birth, like 2010-04-30.
+signup-consent = I agree to the terms and the privacy policy of { $tenant }
+signup-error-consent = Tick the box to agree to the terms and the privacy policy.
+signup-error-summary = The account was not created. Check the fields marked below.
+signup-back = Back to signing in
+signup-sent-title = Confirm your e-mail address
+signup-sent = If { $email } can be registered, we have sent it a link to confirm it. Open the link, then sign in here.

@@ -81,6 +81,7 @@ login-social-failed = No se ha podido iniciar sesión con esa cuenta. Inténtelo
 login-social-email-exists = Ya existe una cuenta con esta dirección de correo. Inicie sesión primero en ella de otra forma.
 login-link-send = Enviarme un enlace de acceso
 login-forgot-button = ¿Has olvidado tu contraseña?
+login-signup-button = Crear una cuenta
 link-sent-title = Revise su correo
 link-sent = Si { $email } tiene una cuenta, le hemos enviado un enlace de acceso. Ábralo en este navegador: vale durante 10 minutos.
 forgot-sent-title = Revisa tu correo
@@ -236,3 +237,16 @@ dev-mail-tenant = Inquilino: { $value }
 dev-mail-back = Volver a la lista
 dev-mail-missing-title = No existe ese mensaje
 dev-mail-missing = La bandeja de salida no tiene ningún mensaje con ese nombre. Vuelve a la lista.
+
+# Registro en la página de inicio de sesión
+signup-title = Crea tu cuenta de { $tenant }
+signup-intro = Elige una contraseña para tu cuenta nueva. Te enviamos un enlace para confirmar la dirección; te trae de vuelta aquí para iniciar sesión.
+signup-button = Crear la cuenta
+signup-dob-label = Fecha de nacimiento
+signup-error-dob = Escribe tu fecha de nacimiento, por ejemplo 2010-04-30.
+signup-consent = Acepto las condiciones y la política de privacidad de { $tenant }
+signup-error-consent = Marca la casilla para aceptar las condiciones y la política de privacidad.
+signup-error-summary = No se ha creado la cuenta. Revisa los campos marcados abajo.
+signup-back = Volver al inicio de sesión
+signup-sent-title = Confirma tu dirección de correo
+signup-sent = Si { $email } se puede registrar, le hemos enviado un enlace para confirmarla. Abre el enlace y luego inicia sesión aquí.

@@ -81,6 +81,7 @@ login-social-failed = La connexion avec ce compte n’a pas abouti. Réessayez o
 login-social-email-exists = Un compte existe déjà avec cette adresse e-mail. Connectez-vous d’abord à ce compte autrement.
 login-link-send = M’envoyer un lien de connexion
 login-forgot-button = Mot de passe oublié ?
+login-signup-button = Créer un compte
 link-sent-title = Consultez votre messagerie
 link-sent = Si { $email } a un compte, nous y avons envoyé un lien de connexion. Ouvrez-le dans ce navigateur : il est valable 10 minutes.
 forgot-sent-title = Consultez vos e-mails
@@ -236,3 +237,16 @@ dev-mail-tenant = Locataire : { $value }
 dev-mail-back = Retour à la liste
 dev-mail-missing-title = Message introuvable
 dev-mail-missing = La boîte d'envoi n'a aucun message de ce nom. Revenez à la liste.
+
+# Inscription sur la page de connexion
+signup-title = Créez votre compte { $tenant }
+signup-intro = Choisissez un mot de passe pour votre nouveau compte. Nous vous envoyons un lien pour confirmer l'adresse ; il vous ramène ici pour vous connecter.
+signup-button = Créer le compte
+signup-dob-label = Date de naissance
+signup-error-dob = Saisissez votre date de naissance, par exemple 2010-04-30.
+signup-consent = J'accepte les conditions d'utilisation et la politique de confidentialité de { $tenant }
+signup-error-consent = Cochez la case pour accepter les conditions d'utilisation et la politique de confidentialité.
+signup-error-summary = Le compte n'a pas été créé. Vérifiez les champs signalés ci-dessous.
+signup-back = Retour à la connexion
+signup-sent-title = Confirmez votre adresse e-mail
+signup-sent = Si { $email } peut être inscrit, nous lui avons envoyé un lien pour la confirmer. Ouvrez le lien, puis connectez-vous ici.

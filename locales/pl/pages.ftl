@@ -81,6 +81,7 @@ login-social-failed = Logowanie tym kontem się nie powiodło. Spróbuj ponownie
 login-social-email-exists = Konto z tym adresem e-mail już istnieje. Najpierw zaloguj się do niego w inny sposób.
 login-link-send = Wyślij mi link logowania
 login-forgot-button = Nie pamiętasz hasła?
+login-signup-button = Załóż konto
 link-sent-title = Sprawdź pocztę
 link-sent = Jeśli { $email } ma konto, wysłaliśmy na ten adres link logowania. Otwórz go w tej przeglądarce: jest ważny 10 minut.
 forgot-sent-title = Sprawdź pocztę
@@ -236,3 +237,16 @@ dev-mail-tenant = Najemca: { $value }
 dev-mail-back = Wróć do listy
 dev-mail-missing-title = Nie ma takiej wiadomości
 dev-mail-missing = W skrzynce nadawczej nie ma wiadomości o tej nazwie. Wróć do listy.
+
+# Rejestracja na stronie logowania
+signup-title = Załóż konto w { $tenant }
+signup-intro = Wybierz hasło do nowego konta. Wyślemy Ci link do potwierdzenia adresu; przyprowadzi Cię z powrotem tutaj, aby się zalogować.
+signup-button = Załóż konto
+signup-dob-label = Data urodzenia
+signup-error-dob = Wpisz datę urodzenia, na przykład 2010-04-30.
+signup-consent = Akceptuję regulamin i politykę prywatności { $tenant }
+signup-error-consent = Zaznacz pole, aby zaakceptować regulamin i politykę prywatności.
+signup-error-summary = Konto nie zostało założone. Sprawdź pola oznaczone poniżej.
+signup-back = Wróć do logowania
+signup-sent-title = Potwierdź adres e-mail
+signup-sent = Jeśli { $email } można zarejestrować, wysłaliśmy na ten adres link do jego potwierdzenia. Otwórz link, a potem zaloguj się tutaj.

@@ -108,7 +108,7 @@ pub struct RegisterResponse {
 }
 
 /// A real, past calendar date in `YYYY-MM-DD`.
-fn is_past_date(s: &str) -> bool {
+pub(crate) fn is_past_date(s: &str) -> bool {
     let format = time::macros::format_description!("[year]-[month]-[day]");
     s.len() == 10
         && time::Date::parse(s, &format)

@@ -21,7 +21,6 @@ use serde::Deserialize;
 use tessera_actors::tenant::{AccountsMsg, HostedMsg};
 use tessera_actors::{
     password::Password,
-    policy::is_weak_password,
     tenant::{
         audit::AuditContext,
         messages::{HostedLink, HostedView},
@@ -30,12 +29,11 @@ use tessera_actors::{
 };
 
 use super::{
-    error::len_between,
     extract::{served_here, RequestCtx},
     mailed_links::tenant_of_link,
     pages::{
-        see_other, with_query, FieldView, FormView, LinkView, PageTemplate, Problem, Reader,
-        PASSWORD_MAX, PASSWORD_MIN,
+        new_password_errors, new_password_fields, see_other, with_query, FormView, LinkView,
+        PageTemplate, Problem, Reader,
     },
 };
 use crate::app::AppState;
@@ -256,16 +254,7 @@ fn reset_form(reader: &Reader, token: &str, errors: [Option<String>; 2]) -> Page
         reader.csrf(page_path(HostedLink::ResetPassword), token),
         reader.t("reset-button"),
     );
-    let mut password = FieldView::new_password(
-        "password",
-        reader.t("reset-password-label"),
-        Some(reader.t("reset-password-hint")),
-    );
-    password.error = first;
-    let mut confirm =
-        FieldView::new_password("password_confirm", reader.t("reset-confirm-label"), None);
-    confirm.error = second;
-    form.fields = vec![password, confirm];
+    form.fields = new_password_fields(reader, [first, second]);
     page.forms.push(form);
     page
 }
@@ -295,18 +284,9 @@ async fn reset_submit(
         .submitted(HostedLink::ResetPassword, &form.csrf)
         .await?;
     let reader = &opened.reader;
-    // The API's rules, in the API's order: the length, then the common-password list.
-    let first = if !len_between(&form.password, PASSWORD_MIN, PASSWORD_MAX) {
-        Some(reader.t("reset-error-length"))
-    } else if is_weak_password(&form.password) {
-        Some(reader.t("reset-error-weak"))
-    } else {
-        None
-    };
-    let second = (first.is_none() && form.password != form.password_confirm)
-        .then(|| reader.t("reset-error-mismatch"));
-    if first.is_some() || second.is_some() {
-        let page = reset_form(reader, &opened.token, [first, second]);
+    let errors = new_password_errors(reader, &form.password, &form.password_confirm);
+    if errors.iter().any(Option::is_some) {
+        let page = reset_form(reader, &opened.token, errors);
         return Ok(reader.answer(StatusCode::BAD_REQUEST, page, &[]));
     }
     reset(

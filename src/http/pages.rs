@@ -20,10 +20,11 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use tessera_actors::GuardianError;
+use tessera_actors::{policy::is_weak_password, GuardianError};
 use tessera_actors::{CallError, TenantError};
 use tessera_storage::{ct_eq, random_token, sha256};
 
+use super::error::len_between;
 use crate::{app::AppState, i18n};
 
 pub const CSRF_COOKIE: &str = "tessera_csrf";
@@ -194,6 +195,33 @@ pub struct ButtonView {
 pub struct LinkView {
     pub href: String,
     pub label: String,
+}
+
+/// A new password twice, with the errors of each.
+pub fn new_password_fields(r: &Reader, [first, second]: [Option<String>; 2]) -> Vec<FieldView> {
+    let mut password = FieldView::new_password(
+        "password",
+        r.t("reset-password-label"),
+        Some(r.t("reset-password-hint")),
+    );
+    password.error = first;
+    let mut confirm = FieldView::new_password("password_confirm", r.t("reset-confirm-label"), None);
+    confirm.error = second;
+    vec![password, confirm]
+}
+
+/// The errors of a new password and its repetition, in the API's order: the length, then
+/// the common-password list; then the match.
+pub fn new_password_errors(r: &Reader, password: &str, confirm: &str) -> [Option<String>; 2] {
+    let first = if !len_between(password, PASSWORD_MIN, PASSWORD_MAX) {
+        Some(r.t("reset-error-length"))
+    } else if is_weak_password(password) {
+        Some(r.t("reset-error-weak"))
+    } else {
+        None
+    };
+    let second = (first.is_none() && password != confirm).then(|| r.t("reset-error-mismatch"));
+    [first, second]
 }
 
 /// One request's page context: the reader's language, the tenant, the browser's CSRF secret.

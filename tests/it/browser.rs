@@ -368,6 +368,22 @@ impl FirstParty {
         }
     }
 
+    /// From an account link's done page: "continue" back to the sign-in page of the request,
+    /// sign in there as `email` with `password`, and reach the client; answers the claims.
+    fn continue_and_sign_in(
+        &self,
+        ui: &Ui,
+        (sign_in_page, email, password): (&str, &str, &str),
+        req: crate::oauth_browser::Request,
+    ) -> serde_json::Value {
+        ui.click("continue", "main a.button");
+        ui.expect_text("back-at-sign-in", sign_in_page);
+        ui.type_into("again-email", "email", email);
+        ui.type_into("again-password", "password", password);
+        ui.click("again-sign-in", "form button[type=submit]");
+        self.reached(ui, "again", req)
+    }
+
     /// Waits until the browser reached the client with `req`'s answer; answers the ID token's
     /// claims.
     fn reached(
@@ -1499,12 +1515,47 @@ fn a_forgotten_password_on_the_hosted_sign_in_ends_at_the_client_in_chromium() {
     ui.type_into("reset-type-2", "password_confirm", renewed);
     ui.click("reset-click", "button[type=submit]");
     ui.expect_text("reset-done", "Password changed");
-    ui.click("continue", "main a.button");
-    ui.expect_text("back-at-sign-in", "Sign in to Chromium Forget");
-    ui.type_into("again-email", "email", email);
-    ui.type_into("again-password", "password", renewed);
-    ui.click("again-sign-in", "form button[type=submit]");
-    assert_eq!(world.reached(&ui, "again", req)["email"], email);
+    let claims =
+        world.continue_and_sign_in(&ui, ("Sign in to Chromium Forget", email, renewed), req);
+    assert_eq!(claims["email"], email);
+    drop(ui);
+    drop(driver);
+}
+
+/// A newcomer creates an account on the hosted sign-in, confirms the address from the mail,
+/// is brought back to the same authorize request and signs in there, which ends at the client.
+#[test]
+fn a_newcomer_signs_up_on_the_hosted_sign_in_and_ends_at_the_client_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let world = FirstParty::start("Chromium Signup", "Notes", "someone-else@example.com");
+    let (smtp, srv, api) = (&world.smtp, &world.srv, &world.api);
+    let email = "newcomer@example.com";
+    let chosen = "a passphrase chosen on sign-up";
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = world.rp.request(&[]);
+    ui.goto("sign-in", &req.url);
+    ui.type_into("sign-in-email", "email", email);
+    ui.click("create", "button[value=sign_up_page]");
+    ui.expect_text("sign-up-page", "Create your Chromium Signup account");
+    ui.type_into("sign-up-password", "password", chosen);
+    ui.type_into("sign-up-password-2", "password_confirm", chosen);
+    ui.click("consent", "#consent");
+    ui.click("sign-up", "button[value=sign_up]");
+    ui.expect_text("sign-up-sent", "Confirm your e-mail address");
+    let mail = smtp.wait_for(&api.slug, "verify_email", email, 1);
+    ui.goto(
+        "verify-page",
+        &link_in(&mail.text, &format!("{}/verify-email?token=", srv.base)),
+    );
+    ui.click("verify", "button[type=submit]");
+    ui.expect_text("verified", "Address confirmed");
+    let claims =
+        world.continue_and_sign_in(&ui, ("Sign in to Chromium Signup", email, chosen), req);
+    assert_eq!(claims["email"], email);
     drop(ui);
     drop(driver);
 }

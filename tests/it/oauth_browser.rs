@@ -338,6 +338,60 @@ impl HostedProvider {
         b.get(&req.url).redirect(302)
     }
 
+    /// A browser at the sign-in page of a new request: the request, the page's address, and
+    /// the page, which offers `button` (a secondary step of its form).
+    fn at_sign_in(&self, b: &mut Browser, button: &str) -> (Request, String, Page) {
+        let req = self.rp.request(&[]);
+        let hosted = self.hosted(b, &req);
+        let page = b.get(&hosted);
+        assert!(page.body.contains(button), "{button}: {}", page.body);
+        (req, hosted, page)
+    }
+
+    /// The first mail of `kind` to `to`: the link in it to `path`, absolute.
+    fn mailed_link(&self, kind: &str, to: &str, path: &str) -> String {
+        let mail = self.smtp.wait_for(&self.api.slug, kind, to, 1);
+        let start = mail.text.find(path).expect("the link");
+        let tail = mail.text[start..].split_whitespace().next().unwrap();
+        format!("{}{tail}", self.srv.base)
+    }
+
+    /// The "continue" of an account link's done page: back to the hosted authorize request
+    /// `req`, with the same parameters.
+    fn way_back(&self, done: &Page, req: &Request) -> String {
+        let prefix = format!(
+            "href=\"{}/oauth/{}/authorize?",
+            self.srv.base, self.api.slug
+        );
+        let at = done.body.find(&prefix).expect("a way back to the request") + "href=\"".len();
+        let back = unescape(&done.body[at..at + done.body[at..].find('"').unwrap()]);
+        let pairs = |url: &str| {
+            let mut p: Vec<(String, String)> =
+                form_urlencoded::parse(url.split_once('?').unwrap().1.as_bytes())
+                    .into_owned()
+                    .collect();
+            p.sort();
+            p
+        };
+        assert_eq!(pairs(&back), pairs(&req.url));
+        back
+    }
+
+    /// Signs `email` in with `password` on the sign-in page at `at`: the request goes on.
+    fn signs_in_at(&self, b: &mut Browser, at: &str, email: &str, password: &str) {
+        let page = b.get(at);
+        let on = b.post(
+            at,
+            &[
+                ("csrf", &page.hidden("csrf", 0)),
+                ("step", "password"),
+                ("email", email),
+                ("password", password),
+            ],
+        );
+        assert_eq!(on.status, 303, "{}", on.body);
+    }
+
     /// [`WALKER`] signs in with the password on the sign-in page at `hosted`; answers the
     /// page's CSRF value and where the browser is sent on.
     fn sign_in(&self, b: &mut Browser, hosted: &str) -> (String, String) {
@@ -490,14 +544,9 @@ fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
     let h = hosted_provider();
     h.walker();
     let mut b = Browser::new();
-    let req = h.rp.request(&[]);
-    let hosted = h.hosted(&mut b, &req);
-    let page = b.get(&hosted);
-    assert!(
-        page.body
-            .contains("value=\"forgot_password\" class=\"secondary\">Forgot your password?"),
-        "{}",
-        page.body
+    let (req, hosted, page) = h.at_sign_in(
+        &mut b,
+        "value=\"forgot_password\" class=\"secondary\">Forgot your password?",
     );
     let csrf = page.hidden("csrf", 0);
     let forgot = |b: &mut Browser, email: &str| {
@@ -514,19 +563,14 @@ fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
     };
     forgot(&mut b, "nobody-here@example.com");
     forgot(&mut b, WALKER);
-    let mail = h.smtp.wait_for(&h.api.slug, "password_reset", WALKER, 1);
+    let link = h.mailed_link("password_reset", WALKER, "/reset-password?token=");
     assert!(h
         .smtp
         .mails_of(&h.api.slug, "password_reset", "nobody-here@example.com")
         .is_empty());
 
-    // The reset page, in the same browser; then its way on.
-    let start = mail.text.find("/reset-password?token=").expect("the link");
-    let link = format!(
-        "{}{}",
-        h.srv.base,
-        mail.text[start..].split_whitespace().next().unwrap()
-    );
+    // The reset page, in the same browser; its "continue" is the same request, where the
+    // new password signs in.
     let reset = b.get(&link);
     assert_eq!(reset.status, 200, "{}", reset.body);
     let renewed = "a renewed walker passphrase";
@@ -539,34 +583,119 @@ fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
         ],
     );
     assert_eq!(done.status, 200, "{}", done.body);
-    // Its "continue" is the hosted authorize page with the same request.
-    let prefix = format!("href=\"{}/oauth/{}/authorize?", h.srv.base, h.api.slug);
-    let at = done.body.find(&prefix).expect("a way back to the request") + "href=\"".len();
-    let back = unescape(&done.body[at..at + done.body[at..].find('"').unwrap()]);
-    let pairs = |url: &str| {
-        let mut p: Vec<(String, String)> =
-            form_urlencoded::parse(url.split_once('?').unwrap().1.as_bytes())
-                .into_owned()
-                .collect();
-        p.sort();
-        p
-    };
-    assert_eq!(pairs(&back), pairs(&req.url));
+    let back = h.way_back(&done, &req);
+    h.signs_in_at(&mut b, &back, WALKER, renewed);
+    assert!(b.signin_cookie().is_some());
+}
 
-    // There, the new password signs in and the request goes on.
-    let again = b.get(&back);
-    assert_eq!(again.status, 200, "{}", again.body);
-    let on = b.post(
-        &back,
+/// "Create an account" on the hosted sign-in: the sign-up form with the API's rules, the same
+/// answer whether or not the address can be registered, and a verification mail whose page
+/// continues to the same authorize request, where the new account signs in.
+#[test]
+fn a_new_user_signs_up_on_the_hosted_sign_in_and_comes_back_to_the_request() {
+    let h = hosted_provider();
+    h.walker();
+    let newbie = "newbie@example.com";
+    let chosen = "a newly chosen passphrase";
+    let mut b = Browser::new();
+    let (req, hosted, page) = h.at_sign_in(
+        &mut b,
+        "value=\"sign_up_page\" class=\"secondary\">Create an account",
+    );
+    let csrf = page.hidden("csrf", 0);
+    let form = b.post(
+        &hosted,
+        &[("csrf", &csrf), ("step", "sign_up_page"), ("email", newbie)],
+    );
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(form.body.contains("Create your Hosted Provider account"));
+    assert!(
+        form.body.contains(&format!("value=\"{newbie}\"")),
+        "{}",
+        form.body
+    );
+    assert!(!form.body.contains("date_of_birth"), "no minor protection");
+
+    // Every rule at once, as the API's; nothing registered.
+    let refused = b.post(
+        &hosted,
         &[
-            ("csrf", &again.hidden("csrf", 0)),
-            ("step", "password"),
-            ("email", WALKER),
-            ("password", renewed),
+            ("csrf", &csrf),
+            ("step", "sign_up"),
+            ("email", "not an address"),
+            ("password", "short"),
+            ("password_confirm", "short"),
         ],
     );
-    assert_eq!(on.status, 303, "{}", on.body);
-    assert!(b.signin_cookie().is_some());
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    for says in [
+        "12 to 128 characters",
+        "Tick the box",
+        "Enter your e-mail address",
+    ] {
+        assert!(refused.body.contains(says), "{says}: {}", refused.body);
+    }
+    let sign_up = |b: &mut Browser, email: &str| {
+        let done = b.post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "sign_up"),
+                ("email", email),
+                ("password", chosen),
+                ("password_confirm", chosen),
+                ("consent", "true"),
+            ],
+        );
+        assert_eq!(done.status, 200, "{}", done.body);
+        assert!(
+            done.body.contains("Confirm your e-mail address"),
+            "{}",
+            done.body
+        );
+    };
+    // An address that has an account is answered alike, and keeps its password.
+    sign_up(&mut b, WALKER);
+    h.api.login_ok(WALKER, WALKER_PASSWORD);
+    sign_up(&mut b, newbie);
+
+    // The verification page continues to the same request, where the account signs in.
+    let link = h.mailed_link("verify_email", newbie, "/verify-email?token=");
+    let verify = b.get(&link);
+    assert_eq!(verify.status, 200, "{}", verify.body);
+    let done = b.post(&link, &[("csrf", &verify.hidden("csrf", 0))]);
+    assert_eq!(done.status, 200, "{}", done.body);
+    let back = h.way_back(&done, &req);
+    h.signs_in_at(&mut b, &back, newbie, chosen);
+
+    // With minor protection, the form asks for the date of birth, as the API does.
+    crate::guardian::protect_minors(&h.srv, &h._s, &h.api.slug);
+    let form = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "sign_up_page"),
+            ("email", "kid@example.com"),
+        ],
+    );
+    assert!(
+        form.body.contains("type=\"date\" id=\"date_of_birth\""),
+        "{}",
+        form.body
+    );
+    let refused = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "sign_up"),
+            ("email", "kid@example.com"),
+            ("password", chosen),
+            ("password_confirm", chosen),
+            ("consent", "true"),
+        ],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("date of birth"), "{}", refused.body);
 }
 
 /// A wrong password shows the sign-in page again with the error, and sets no cookie.
@@ -1617,21 +1746,22 @@ fn a_browser_that_signed_in_before_is_not_locked_out_by_an_attacker() {
     );
 }
 
-/// The hosted sign-in past its address's count, with a CAPTCHA configured: the page shows
-/// the provider's widget (its script and frame allowed by the page's CSP, nothing else), a
-/// refused token shows it again, and a solved one signs in. The token is checked with the
-/// provider's siteverify, with the client's address.
-#[test]
-fn past_the_address_count_the_hosted_sign_in_shows_the_captcha_widget() {
+/// A server with a CAPTCHA provider (a local stand-in that speaks Turnstile's verification),
+/// `extra` configuration, a tenant that signed up through it, and a first-party client.
+fn widget_world(extra: &[(&str, &str)]) -> (CaptchaStub, SmtpStub, TestServer, UserApi, Rp) {
     let stub = CaptchaStub::start();
-    let (smtp, srv) = start_with_mail(&[
+    let mut env = vec![
         ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
         ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
-        ("TESSERA__CAPTCHA__VERIFY_URL", &stub.url),
+        ("TESSERA__CAPTCHA__VERIFY_URL", stub.url.as_str()),
         ("TESSERA__CAPTCHA__SITE_KEY", "0x4AAAAAAA-site_key"),
-        ("TESSERA__CAPTCHA__WIDGET_SCRIPT_URL", &stub.script_url),
-        ("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "3"),
-    ]);
+        (
+            "TESSERA__CAPTCHA__WIDGET_SCRIPT_URL",
+            stub.script_url.as_str(),
+        ),
+    ];
+    env.extend_from_slice(extra);
+    let (smtp, srv) = start_with_mail(&env);
     let api = crate::passwordless::signup_with_captcha(&srv, "Widget Co", "owner@example.com");
     let s = srv.login(&api.owner, PASSWORD);
     srv.reauth(&s, PASSWORD);
@@ -1641,6 +1771,60 @@ fn past_the_address_count_the_hosted_sign_in_shows_the_captcha_widget() {
         &api,
         json!({"name": "Notes", "redirect_uris": [CALLBACK], "first_party": true}),
     );
+    (stub, smtp, srv, api, rp)
+}
+
+/// With a CAPTCHA configured, the sign-up form carries the widget (its script allowed by the
+/// page's policy) and registers only with a solved one.
+#[test]
+fn with_a_captcha_configured_the_hosted_sign_up_needs_it_solved() {
+    let (stub, smtp, _srv, api, rp) = widget_world(&[]);
+    let mut b = Browser::new();
+    let hosted = b.get(&rp.request(&[]).url).redirect(302);
+    let csrf = b.get(&hosted).hidden("csrf", 0);
+    let form = b.post(&hosted, &[("csrf", &csrf), ("step", "sign_up_page")]);
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(
+        form.body.contains("data-sitekey=\"0x4AAAAAAA-site_key\""),
+        "{}",
+        form.body
+    );
+    let origin = stub.script_url.trim_end_matches("/api.js");
+    let csp = form.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains(&format!("script-src {origin}")), "{csp}");
+    let email = "captcha-newbie@example.com";
+    let chosen = "a passphrase behind a captcha";
+    let sign_up = |b: &mut Browser, token: &str| {
+        b.post(
+            &hosted,
+            &[
+                ("csrf", &csrf),
+                ("step", "sign_up"),
+                ("email", email),
+                ("password", chosen),
+                ("password_confirm", chosen),
+                ("consent", "true"),
+                ("cf-turnstile-response", token),
+            ],
+        )
+    };
+    let refused = sign_up(&mut b, "forged");
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("did not pass"), "{}", refused.body);
+    let done = sign_up(&mut b, "good");
+    assert_eq!(done.status, 200, "{}", done.body);
+    assert!(done.body.contains("Confirm your e-mail address"));
+    smtp.wait_for(&api.slug, "verify_email", email, 1);
+}
+
+/// The hosted sign-in past its address's count, with a CAPTCHA configured: the page shows
+/// the provider's widget (its script and frame allowed by the page's CSP, nothing else), a
+/// refused token shows it again, and a solved one signs in. The token is checked with the
+/// provider's siteverify, with the client's address.
+#[test]
+fn past_the_address_count_the_hosted_sign_in_shows_the_captcha_widget() {
+    let (stub, smtp, _srv, api, rp) =
+        widget_world(&[("TESSERA__SECURITY__LOGIN_FAILURES_PER_ADDRESS", "3")]);
     let email = "widget-user@example.com";
     api.verified_user(&smtp, email, USER_PASSWORD);
     let office = fresh_client_ip();

@@ -45,17 +45,22 @@ pub fn oauth_link_return_path(slug: &str) -> String {
     format!("/oauth/{slug}/link")
 }
 
-/// The authorization server's hosted authorize page under the accounts URL: where a reset
-/// link asked for on its sign-in page returns, to sign in with the new password.
+/// The authorization server's hosted authorize page under the accounts URL: where a reset or
+/// verification link asked for on its sign-in page returns, to sign in.
 pub fn oauth_authorize_path(slug: &str) -> String {
     format!("/oauth/{slug}/authorize")
 }
 
 impl Hosted {
-    /// Where a reset link's page sends the user: the link's `redirect_to` while it is one of
-    /// the tenant's URLs (else the site URL), or the authorize request of this tenant's hosted
-    /// sign-in page it was asked for on (which checks that request again when it opens).
-    fn reset_destination(&self, cx: &TenantCtx, redirect_to: Option<&str>) -> Option<String> {
+    /// Where a reset or verification link's page sends the user: the link's `redirect_to`
+    /// while it is one of the tenant's URLs (else the site URL), or the authorize request of
+    /// this tenant's hosted sign-in page it was asked for on (which checks that request again
+    /// when it opens).
+    fn account_link_destination(
+        &self,
+        cx: &TenantCtx,
+        redirect_to: Option<&str>,
+    ) -> Option<String> {
         let own = format!(
             "{}{}?",
             cx.runtime.accounts_url.trim_end_matches('/'),
@@ -91,6 +96,7 @@ impl Hosted {
             magic_link_enabled: cx.settings.security.magic_link_enabled,
             social: cx.social_providers_enabled(),
             passkeys: cx.settings.passkey_rp_id.is_some(),
+            minor_protection: cx.settings.minors.minor_protection_enabled,
         }
     }
 
@@ -132,8 +138,10 @@ impl Hosted {
         let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
                 HostedLink::MagicLink => self.link_destination(cx, redirect_to.as_deref()),
-                HostedLink::ResetPassword => self.reset_destination(cx, redirect_to.as_deref()),
-                _ => cx.settings.urls.destination(redirect_to.as_deref()),
+                HostedLink::ResetPassword | HostedLink::VerifyEmail => {
+                    self.account_link_destination(cx, redirect_to.as_deref())
+                }
+                HostedLink::StepUp => cx.settings.urls.destination(redirect_to.as_deref()),
             };
             LiveLink {
                 code_flow: destination.is_some() && code_challenge.is_some(),

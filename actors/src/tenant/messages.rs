@@ -364,6 +364,8 @@ pub struct SignInView {
     /// Whether the tenant set its passkey domain: without one no app could have registered
     /// a passkey the page's origin can use, so the page offers none.
     pub passkeys: bool,
+    /// Whether minor protection is on: a sign-up then gives a date of birth.
+    pub minor_protection: bool,
 }
 
 /// A link that can still be used.

@@ -21,7 +21,7 @@ use axum::{
     Form, Router,
 };
 use serde::Deserialize;
-use tessera_actors::{policy::is_weak_password, Password};
+use tessera_actors::Password;
 
 use super::{
     account::{mail_reset_link, reset_link_alive, reset_with_link, verify_with_link},
@@ -34,7 +34,10 @@ use crate::http::{
     error::{is_email, len_between, ApiError},
     extract::{ClientIp, RequestCtx},
     hosted,
-    pages::{FieldView, FormView, PageTemplate, Problem, Reader, PASSWORD_MAX, PASSWORD_MIN},
+    pages::{
+        new_password_errors, new_password_fields, FieldView, FormView, PageTemplate, Problem,
+        Reader, PASSWORD_MAX,
+    },
 };
 
 const VERIFY: &str = "/dashboard/verify-email";
@@ -172,33 +175,6 @@ fn password_field(r: &Reader, error: Option<String>) -> FieldView {
     f.max = PASSWORD_MAX;
     f.error = error;
     f
-}
-
-/// A new password twice, with the errors of each.
-fn new_password_fields(r: &Reader, [first, second]: [Option<String>; 2]) -> Vec<FieldView> {
-    let mut password = FieldView::new_password(
-        "password",
-        r.t("reset-password-label"),
-        Some(r.t("reset-password-hint")),
-    );
-    password.error = first;
-    let mut confirm = FieldView::new_password("password_confirm", r.t("reset-confirm-label"), None);
-    confirm.error = second;
-    vec![password, confirm]
-}
-
-/// The errors of a new password and its repetition, by the rules of the hosted reset page:
-/// the length, then the common-password list, then the match.
-fn new_password_errors(r: &Reader, password: &str, confirm: &str) -> [Option<String>; 2] {
-    let first = if !len_between(password, PASSWORD_MIN, PASSWORD_MAX) {
-        Some(r.t("reset-error-length"))
-    } else if is_weak_password(password) {
-        Some(r.t("reset-error-weak"))
-    } else {
-        None
-    };
-    let second = (first.is_none() && password != confirm).then(|| r.t("reset-error-mismatch"));
-    [first, second]
 }
 
 /// The page after a new password: `title` and `done`, and, when the password took over an

@@ -35,6 +35,7 @@ pub mod pages;
 pub mod passkeys;
 pub mod returns;
 pub mod sign_in;
+pub mod sign_up;
 
 use axum::{
     http::StatusCode,

@@ -106,9 +106,8 @@ pub fn sign_in_page(
             links,
         });
     }
-    // One address for every way in: the password's button first, then the mailed code and
-    // link as secondary buttons of the same form (a code or a link needs no CAPTCHA widget
-    // only when none is configured: the pages run no script).
+    // One address for every way in: the password's button first, then the others as
+    // secondary buttons of the same form.
     let mut form = FormView::new(
         reader.csrf(&flow.authorize_path(), &flow.query),
         reader.t("login-button"),
@@ -128,6 +127,8 @@ pub fn sign_in_page(
         form.captcha = Some(widget.site_key.to_owned());
         page.captcha_script = Some(widget.script.to_owned());
     }
+    // The mailed ways in need no CAPTCHA widget only when none is configured (the form runs
+    // no script); the account's own ways are always there.
     let by_mail = [
         (flow.view.email_otp_enabled, "email_code", "login-code-send"),
         (
@@ -135,10 +136,15 @@ pub fn sign_in_page(
             "magic_link",
             "login-link-send",
         ),
+    ]
+    .into_iter()
+    .filter(|_| !state.captcha.required());
+    let account = [
+        (true, "forgot_password", "login-forgot-button"),
+        (true, "sign_up_page", "login-signup-button"),
     ];
-    let forgot = (true, "forgot_password", "login-forgot-button");
-    for (on, step, button) in by_mail.into_iter().chain([forgot]) {
-        if on && (step == "forgot_password" || !state.captcha.required()) {
+    for (on, step, button) in by_mail.chain(account) {
+        if on {
             form.buttons.push(ButtonView {
                 name: "step",
                 value: step.to_owned(),

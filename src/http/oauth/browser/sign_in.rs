@@ -2,7 +2,8 @@
 //! throttles' CAPTCHA and this browser's device token), the TOTP step of a user with MFA, and
 //! the two ways by e-mail: a code carrying this request as its OAuth flow, bound to a secret
 //! only the page holds, or a login link whose page hands its code back to `/link`; and a
-//! forgotten password's reset link, whose page returns to this request.
+//! forgotten password's reset link, whose page returns to this request; and the sign-up
+//! (`sign_up.rs`).
 //!
 //! Its own file: the one route that signs in from the page's forms, whatever step they post.
 
@@ -35,6 +36,7 @@ use super::{
     super::hosted::{cookie_path, device_cookie_name, link_cookie_name, set_cookie},
     flow::{Flow, Visit},
     pages::{code_page, sign_in_page, signed, throttled, unsent, Shown},
+    sign_up::{sign_up_page, sign_up_submit, way_back, Typed},
 };
 use crate::{
     app::AppState,
@@ -110,6 +112,13 @@ pub async fn sign_in_submit(
                         oauth: None,
                     }
                 })
+        }
+        "sign_up_page" => {
+            let typed = Typed::email(email);
+            return Ok(sign_up_page(state, &reader, &flow, typed, StatusCode::OK));
+        }
+        "sign_up" => {
+            return Ok(sign_up_submit(state, &reader, &flow, &form, (ip, ctx)).await);
         }
         step @ ("email_code" | "magic_link" | "forgot_password") => {
             if !is_email(&email) {
@@ -272,21 +281,17 @@ fn resume_of(flow: &Flow) -> (OAuthResume, String) {
     (resume, binding)
 }
 
-/// The longest authorize request a reset link returns to; a longer one returns to the
-/// tenant's site URL instead.
-const MAX_RETURN: usize = 2048;
-
 /// Mails a password-reset link (the API's forgot-password, for an account only) whose page,
 /// once the new password is set, returns to this authorize request to sign in with it; the
 /// same page follows whether or not the address has an account.
 async fn request_reset(state: &AppState, reader: &Reader, flow: &Flow, email: &str) -> Response {
     let email = normalize_email(email).unwrap_or_default();
-    let back = format!("{}{}", state.accounts_base(), flow.again());
+    let back = way_back(state, flow);
     let sent = flow
         .tenant
         .call(|reply| AccountsMsg::ForgotPassword {
             email: email.clone(),
-            redirect_to: (back.len() <= MAX_RETURN).then(|| back.clone()),
+            redirect_to: back.clone(),
             reply,
         })
         .await;
