@@ -33,7 +33,7 @@ use super::{
     mailed_links::tenant_of_link,
     pages::{
         new_password_errors, new_password_fields, see_other, with_query, FormView, LinkView,
-        PageTemplate, Problem, Reader,
+        PageTemplate, Problem, Reader, BRAND_CSS_PATH,
     },
 };
 use crate::app::AppState;
@@ -48,6 +48,7 @@ pub fn router() -> Router<AppState> {
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
         .route("/hosted/favicon.svg", get(favicon))
+        .route(BRAND_CSS_PATH, get(brand_stylesheet))
         .route("/favicon.ico", get(favicon))
 }
 
@@ -62,6 +63,34 @@ async fn passkey_script() -> Response {
 /// The pages' icon; also at `/favicon.ico`, where browsers and tools look without a link.
 async fn favicon() -> Response {
     asset("image/svg+xml", FAVICON)
+}
+
+#[derive(Deserialize)]
+struct BrandQuery {
+    c: Option<String>,
+}
+
+/// The primary buttons in a tenant's colour (`?c=rrggbb`, the settings' checked value); any
+/// other query is 404. Cached a day: a new colour is a new URL.
+async fn brand_stylesheet(Query(q): Query<BrandQuery>) -> Response {
+    let Some(c) =
+        q.c.filter(|c| c.len() == 6 && c.bytes().all(|b| b.is_ascii_hexdigit()))
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let css = format!(
+        "button:not(.secondary), .button:not(.secondary) {{ background: #{c}; }}\n\
+         button:not(.secondary):hover, .button:not(.secondary):hover {{ background: #{c}; filter: brightness(0.85); }}\n"
+    );
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=86400"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        css,
+    )
+        .into_response()
 }
 
 async fn stylesheet() -> Response {
@@ -141,6 +170,7 @@ impl Visit {
             .await
             .map_err(|e| reader.problem(e.into()))?;
         reader.set_tenant(&view.tenant_name, &view.default_locale);
+        reader.brand(&tenant).await;
         if view.live.is_none() {
             return Err(reader.problem(Problem::Expired));
         }

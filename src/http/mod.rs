@@ -234,6 +234,10 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
             dashboard::settings::agents::patch_agents
         ))
         .routes(routes!(
+            dashboard::settings::branding::get_branding,
+            dashboard::settings::branding::patch_branding
+        ))
+        .routes(routes!(
             dashboard::settings::minors::get_minors,
             dashboard::settings::minors::put_minors
         ))

@@ -21,13 +21,15 @@ use axum::{
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::{policy::is_weak_password, GuardianError};
-use tessera_actors::{CallError, TenantError};
+use tessera_actors::{tenant::settings::Branding, CallError, TenantError, TenantHandle};
 use tessera_storage::{ct_eq, random_token, sha256};
 
 use super::error::len_between;
 use crate::{app::AppState, i18n};
 
 pub const CSRF_COOKIE: &str = "tessera_csrf";
+/// The stylesheet of a tenant's colour (`?c=rrggbb`), served by `hosted.rs`.
+pub const BRAND_CSS_PATH: &str = "/hosted/brand.css";
 /// The shortest and longest passwords, as the API takes them.
 pub const PASSWORD_MIN: usize = 12;
 pub const PASSWORD_MAX: usize = 128;
@@ -37,6 +39,10 @@ pub const PASSWORD_MAX: usize = 128;
 pub struct PageTemplate {
     pub lang: &'static str,
     pub tenant: Option<String>,
+    /// The tenant's logo, above its name.
+    pub logo: Option<String>,
+    /// The stylesheet of the tenant's colour, after the pages' own.
+    pub brand_css: Option<String>,
     pub title: String,
     pub skip: String,
     pub footer: Option<String>,
@@ -230,6 +236,8 @@ pub struct Reader {
     /// The reader's own choice (`?lang=`, `Accept-Language`), if it is one of the five.
     pub requested: Option<&'static str>,
     pub tenant: Option<String>,
+    /// The tenant's branding, when it set one.
+    pub brand: Branding,
     /// The browser's secret, and whether it must be set (it was absent or malformed).
     secret: (String, bool),
     pub secure_cookie: bool,
@@ -248,6 +256,7 @@ impl Reader {
             lang: requested.unwrap_or("en"),
             requested,
             tenant: None,
+            brand: Branding::default(),
             secret,
             secure_cookie: state.accounts_base().starts_with("https://"),
         }
@@ -258,6 +267,14 @@ impl Reader {
         self.tenant = Some(clean_name(name));
         if self.requested.is_none() {
             self.lang = i18n::supported(default_locale).unwrap_or("en");
+        }
+    }
+
+    /// Shows the tenant's branding (read from its published edge policy, no actor hop);
+    /// a tenant that cannot be read now keeps the pages' own look.
+    pub async fn brand(&mut self, tenant: &TenantHandle) {
+        if let Ok(edge) = tenant.edge().await {
+            self.brand = edge.branding.clone();
         }
     }
 
@@ -293,6 +310,12 @@ impl Reader {
         PageTemplate {
             lang: self.lang,
             tenant: self.tenant.clone(),
+            logo: self.brand.logo_url.clone(),
+            brand_css: self
+                .brand
+                .primary_color
+                .as_deref()
+                .map(|c| format!("{BRAND_CSS_PATH}?c={}", c.trim_start_matches('#'))),
             title: self.t(title),
             skip: self.t("skip-to-content"),
             footer: self.tenant.as_ref().map(|_| self.t("page-footer")),
@@ -345,8 +368,15 @@ impl Reader {
                 format!("script-src {own}{w}; connect-src {own}{w}; frame-src {w}; ")
             }
         };
+        // The tenant's logo is the one image from elsewhere.
+        let logo = page
+            .logo
+            .as_deref()
+            .and_then(source_of)
+            .map(|o| format!(" {o}"))
+            .unwrap_or_default();
         let csp = format!(
-            "default-src 'none'; {script}style-src 'self'; img-src 'self'; \
+            "default-src 'none'; {script}style-src 'self'; img-src 'self'{logo}; \
              form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
         );
         let mut resp = (status, html).into_response();

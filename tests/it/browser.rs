@@ -1559,3 +1559,43 @@ fn a_newcomer_signs_up_on_the_hosted_sign_in_and_ends_at_the_client_in_chromium(
     drop(ui);
     drop(driver);
 }
+
+/// A tenant's colour reaches the hosted sign-in's primary button in a real browser, through
+/// the page's own policy (a stylesheet of this server); the secondary buttons keep theirs.
+#[test]
+fn the_tenants_colour_paints_the_hosted_sign_ins_primary_button_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let world = FirstParty::start("Chromium Brand", "Notes", "brand-user@example.com");
+    let (srv, api) = (&world.srv, &world.api);
+    let owner = srv.login(&api.owner, crate::support::PASSWORD);
+    let (st, body) = srv.dash_json(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/branding", api.slug),
+        &owner,
+        Some(&json!({"primary_color": "#0b5cad"})),
+    );
+    assert_eq!(st, 200, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("sign-in", &world.rp.request(&[]).url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Brand");
+    let colour = |css: &'static str| {
+        let r = ui.rt.block_on(async {
+            ui.browser
+                .find(Locator::Css(css))
+                .await?
+                .css_value("background-color")
+                .await
+        });
+        ui.ok(css, r)
+    };
+    assert_eq!(colour("button[value=password]"), "rgba(11, 92, 173, 1)");
+    assert_eq!(
+        colour("button[value=forgot_password]"),
+        "rgba(255, 255, 255, 1)"
+    );
+    drop(ui);
+    drop(driver);
+}

@@ -698,6 +698,93 @@ fn a_new_user_signs_up_on_the_hosted_sign_in_and_comes_back_to_the_request() {
     assert!(refused.body.contains("date of birth"), "{}", refused.body);
 }
 
+/// A tenant's branding: set by its owner under the settings' rules, audited, and shown on
+/// its hosted pages (the logo, allowed by the page's policy alone, and the primary buttons'
+/// colour from a stylesheet of this server), until it is cleared.
+#[test]
+fn the_tenants_branding_is_checked_audited_and_shown_on_its_pages() {
+    let h = hosted_provider();
+    let path = format!(
+        "/v1/auth/dashboard/tenants/{}/settings/branding",
+        h.api.slug
+    );
+    let (st, body) = h.srv.dash_json("GET", &path, &h._s, None);
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body, json!({"logo_url": null, "primary_color": null}));
+    let (st, body) = h.srv.dash_json(
+        "PATCH",
+        &path,
+        &h._s,
+        Some(&json!({"logo_url": "http://cdn.example/logo.svg", "primary_color": "#ffcc00"})),
+    );
+    assert_eq!(st, 400, "{body}");
+    let fields = &body["error"]["details"]["fields"];
+    assert!(
+        fields["logo_url"].is_string() && fields["primary_color"].is_string(),
+        "{body}"
+    );
+    let logo = "https://cdn.example/brand/logo.svg";
+    let (st, body) = h.srv.dash_json(
+        "PATCH",
+        &path,
+        &h._s,
+        Some(&json!({"logo_url": logo, "primary_color": "#0B5CAD"})),
+    );
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body, json!({"logo_url": logo, "primary_color": "#0b5cad"}));
+    let events =
+        crate::support::audit_events(&h.srv, &h._s, &h.api.slug, "settings.branding.updated");
+    assert_eq!(events.len(), 1, "{events:?}");
+
+    // The sign-in page and a mailed link's page show it.
+    let mut b = Browser::new();
+    let req = h.rp.request(&[]);
+    let hosted = h.hosted(&mut b, &req);
+    let page = b.get(&hosted);
+    assert!(
+        page.body
+            .contains(&format!("<img class=\"logo\" src=\"{logo}\" alt=\"\">")),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("href=\"/hosted/brand.css?c=0b5cad\""),
+        "{}",
+        page.body
+    );
+    let csp = page_csp(&b, &hosted);
+    assert!(csp.contains("img-src 'self' https://cdn.example;"), "{csp}");
+    h.walker();
+    h.api
+        .post_as("/v1/auth/forgot-password", None, &json!({"email": WALKER}))
+        .expect(202);
+    let reset = b.get(&h.mailed_link("password_reset", WALKER, "/reset-password?token="));
+    assert!(
+        reset.body.contains(&format!("src=\"{logo}\"")),
+        "{}",
+        reset.body
+    );
+    let css = b.get(&format!("{}/hosted/brand.css?c=0b5cad", h.srv.base));
+    assert_eq!(css.status, 200);
+    assert!(css.body.contains("background: #0b5cad;"), "{}", css.body);
+    for bad in ["c=0b5ca", "c=red%7D", ""] {
+        let r = b.get(&format!("{}/hosted/brand.css?{bad}", h.srv.base));
+        assert_eq!(r.status, 404, "{bad}");
+    }
+
+    // Cleared, the pages look as before.
+    let (st, _) = h.srv.dash_json(
+        "PATCH",
+        &path,
+        &h._s,
+        Some(&json!({"logo_url": null, "primary_color": null})),
+    );
+    assert_eq!(st, 200);
+    let page = b.get(&hosted);
+    assert!(!page.body.contains("class=\"logo\"") && !page.body.contains("brand.css"));
+    assert!(page_csp(&b, &hosted).contains("img-src 'self';"));
+}
+
 /// A wrong password shows the sign-in page again with the error, and sets no cookie.
 #[test]
 fn a_wrong_password_shows_the_page_again_with_the_error_and_no_cookie() {

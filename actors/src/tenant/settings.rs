@@ -217,8 +217,21 @@ pub struct TenantSettings {
     /// Minor protection: guardian consent below the age of digital consent (GDPR art. 8).
     #[serde(default)]
     pub minors: MinorSettings,
+    /// How the hosted pages look for this tenant.
+    #[serde(default)]
+    pub branding: Branding,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// How the hosted pages look for a tenant: its logo above each page and the colour of the
+/// primary buttons (the pages' own look where unset).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Branding {
+    /// An https image URL, at most 2048 characters.
+    pub logo_url: Option<String>,
+    /// `#rrggbb`, dark enough for the buttons' white text (WCAG AA: 4.5:1).
+    pub primary_color: Option<String>,
 }
 
 /// Minor protection (GDPR art. 8): with it on, registration needs a date of birth (or a
@@ -342,6 +355,7 @@ impl TenantSettings {
             urls: UrlSettings::default(),
             dynamic_client_registration: false,
             minors: MinorSettings::default(),
+            branding: Branding::default(),
             updated_at: now,
         }
     }
@@ -427,6 +441,11 @@ pub enum SettingsChange {
     },
     /// The whole minor-protection setting.
     Minors(Box<MinorSettings>),
+    /// The hosted pages' logo and colour (`Some(None)` clears one; `None` keeps it).
+    Branding {
+        logo_url: Option<Option<String>>,
+        primary_color: Option<Option<String>>,
+    },
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -437,6 +456,8 @@ pub struct EdgePolicy {
     pub allowed_origins: Vec<String>,
     /// The destinations a `redirect_to` may name.
     pub urls: UrlSettings,
+    /// How the hosted pages look.
+    pub branding: Branding,
 }
 
 impl EdgePolicy {
@@ -444,6 +465,7 @@ impl EdgePolicy {
         EdgePolicy {
             allowed_origins: settings.allowed_origins.clone(),
             urls: settings.urls.clone(),
+            branding: settings.branding.clone(),
         }
     }
 
@@ -682,6 +704,24 @@ impl TenantSettings {
                     next.minors = *minors;
                 }
                 "settings.minors.updated"
+            }
+            SettingsChange::Branding {
+                logo_url,
+                primary_color,
+            } => {
+                set(
+                    &mut next.branding.logo_url,
+                    logo_url,
+                    "logo_url",
+                    &mut changed,
+                );
+                set(
+                    &mut next.branding.primary_color,
+                    primary_color.map(|c| c.map(|c| c.to_ascii_lowercase())),
+                    "primary_color",
+                    &mut changed,
+                );
+                "settings.branding.updated"
             }
         };
         if !changed.is_empty() {

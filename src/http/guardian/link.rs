@@ -266,7 +266,11 @@ pub async fn link_get<K: LinkKind, J: Serialize>(
 ) -> Response {
     let mut reader = call.reader();
     let found = match view_link::<K>(&call.state, call.q.token.as_deref(), call.ip).await {
-        Ok(found) => found.map(|(_, view)| view),
+        Ok(Some((tenant, view))) => {
+            reader.brand(&tenant).await;
+            Some(view)
+        }
+        Ok(None) => None,
         Err(e) if wants_json(&call.headers) => return ApiError::from(e).into_response(),
         Err(e) => return reader.problem(e.into()),
     };
@@ -313,6 +317,7 @@ async fn open_form<K: LinkKind>(call: &LinkCall, body: &[u8]) -> Result<Posted<K
         Err(e) => return Err(reader.problem(e.into())),
     };
     set_tenant(&mut reader, K::tenant(&view));
+    reader.brand(&tenant).await;
     if !reader.csrf_ok(K::PATH, &token, field(&form, "csrf")) {
         return Err(reader.problem(Problem::Csrf));
     }

@@ -145,6 +145,7 @@ async fn open_request(
         Err(e) => return Err(reader.problem(e.into())),
     };
     reader.set_tenant(&view.tenant_name, &view.default_locale);
+    reader.brand(&tenant).await;
     Ok((tenant, view, token.to_owned()))
 }
 

@@ -45,6 +45,7 @@ pub async fn page_tenant(
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
+    reader.brand(&tenant).await;
     Ok((tenant, view))
 }
 

@@ -306,6 +306,7 @@ async fn open(visit: &Visit) -> Result<(Reader, Hosted), Response> {
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
+    reader.brand(&tenant).await;
     let query = visit.query.clone().unwrap_or_default();
     let p = Params::parse(query.as_bytes())
         .map_err(|e| refused(&reader, &bad("oauth/invalid_request", &e)))?;

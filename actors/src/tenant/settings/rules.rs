@@ -185,6 +185,26 @@ impl SettingsChange {
             }
             SettingsChange::Urls(urls) => urls.check(f),
             SettingsChange::Minors(minors) => minors.check(f),
+            SettingsChange::Branding {
+                logo_url,
+                primary_color,
+            } => {
+                if let Some(Some(url)) = logo_url {
+                    f.check(
+                        "logo_url",
+                        url.len() <= 2048
+                            && url::Url::parse(url).is_ok_and(|u| u.scheme() == "https"),
+                        "must be an https URL of at most 2048 characters",
+                    );
+                }
+                if let Some(Some(color)) = primary_color {
+                    f.check(
+                        "primary_color",
+                        white_text_contrast(color).is_some_and(|c| c >= 4.5),
+                        "must be #rrggbb, dark enough for white text on it (4.5:1, WCAG AA)",
+                    );
+                }
+            }
             SettingsChange::DefaultRole(_)
             | SettingsChange::Users { .. }
             | SettingsChange::Agents { .. } => {}
@@ -482,3 +502,19 @@ impl MinorSettings {
 
 #[cfg(test)]
 mod tests;
+
+/// The contrast ratio (WCAG 2) of white text on the colour `#rrggbb`; `None` for anything
+/// else.
+pub fn white_text_contrast(color: &str) -> Option<f64> {
+    let hex = color.strip_prefix('#').filter(|h| h.len() == 6)?;
+    let channel = |i: usize| -> Option<f64> {
+        let v = f64::from(u8::from_str_radix(hex.get(i..i + 2)?, 16).ok()?) / 255.0;
+        Some(if v <= 0.04045 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        })
+    };
+    let luminance = 0.2126 * channel(0)? + 0.7152 * channel(2)? + 0.0722 * channel(4)?;
+    Some(1.05 / (luminance + 0.05))
+}

@@ -368,6 +368,7 @@ fn settings_stored_before_newer_fields_read_with_safe_defaults() {
         "urls",
         "dynamic_client_registration",
         "minors",
+        "branding",
     ] {
         o.remove(newer).unwrap();
     }
@@ -379,6 +380,64 @@ fn settings_stored_before_newer_fields_read_with_safe_defaults() {
     assert!(!s.dynamic_client_registration);
     assert!(s.allowed_origins.is_empty());
     assert!(!s.minors.minor_protection_enabled);
+    assert_eq!(s.branding, Branding::default());
     assert_eq!(s.users.default_locale, "en");
     assert!(s.users.self_service_deletion_enabled);
+}
+
+#[test]
+fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
+    use rules::white_text_contrast;
+    // The pages' own blue passes; white, a light yellow and a name do not.
+    assert!(white_text_contrast("#1f4fd1").unwrap() >= 4.5);
+    assert!((white_text_contrast("#ffffff").unwrap() - 1.0).abs() < 1e-9);
+    assert!((white_text_contrast("#000000").unwrap() - 21.0).abs() < 1e-9);
+    assert!(white_text_contrast("#ffcc00").unwrap() < 4.5);
+    for bad in ["blue", "#12345", "#1234567", "1f4fd1", "#gggggg"] {
+        assert_eq!(white_text_contrast(bad), None, "{bad}");
+    }
+    let change = |logo: &str, color: &str| SettingsChange::Branding {
+        logo_url: Some(Some(logo.to_owned())),
+        primary_color: Some(Some(color.to_owned())),
+    };
+    assert!(change("https://cdn.example/logo.svg", "#0B5CAD")
+        .validate()
+        .is_ok());
+    let Err(TenantError::Settings(SettingsError::Invalid { fields })) =
+        change("http://cdn.example/logo.svg", "#ffcc00").validate()
+    else {
+        panic!("refused");
+    };
+    assert!(fields.contains_key("logo_url") && fields.contains_key("primary_color"));
+
+    // Applied: the colour in lower case, each field named in the audit once it changes.
+    let s = TenantSettings::defaults(T0);
+    let applied = s
+        .apply(
+            change("https://cdn.example/logo.svg", "#0B5CAD"),
+            &cx(false),
+        )
+        .unwrap();
+    assert_eq!(
+        applied.next.branding.primary_color.as_deref(),
+        Some("#0b5cad")
+    );
+    assert_eq!(applied.changed, ["logo_url", "primary_color"]);
+    assert_eq!(applied.event_type, "settings.branding.updated");
+    assert_eq!(
+        EdgePolicy::of(&applied.next).branding,
+        applied.next.branding
+    );
+    let cleared = applied
+        .next
+        .apply(
+            SettingsChange::Branding {
+                logo_url: Some(None),
+                primary_color: None,
+            },
+            &cx(false),
+        )
+        .unwrap();
+    assert_eq!(cleared.next.branding.logo_url, None);
+    assert_eq!(cleared.changed, ["logo_url"]);
 }

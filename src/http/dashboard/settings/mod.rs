@@ -17,6 +17,7 @@ use tessera_actors::SettingsError;
 
 pub mod agents;
 pub mod anonymous;
+pub mod branding;
 pub mod email_domains;
 pub mod minors;
 pub mod passkey_domain;
