@@ -156,6 +156,13 @@ impl FieldView {
         }
     }
 
+    /// The field as the reader typed it, with its error.
+    pub fn filled(mut self, value: String, error: Option<String>) -> Self {
+        self.value = value;
+        self.error = error;
+        self
+    }
+
     /// Any other input: `kind` is its type, `id` unique on the page.
     pub fn input(
         id: &str,

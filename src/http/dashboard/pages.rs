@@ -157,10 +157,8 @@ fn form_page(
 }
 
 fn email_field(r: &Reader, value: &str, error: Option<String>) -> FieldView {
-    let mut f = FieldView::input("email", "email", "email", r.t("login-email-label"), "email");
-    f.value = value.to_owned();
-    f.error = error;
-    f
+    let label = r.t("login-email-label");
+    FieldView::input("email", "email", "email", label, "email").filled(value.to_owned(), error)
 }
 
 fn password_field(r: &Reader, error: Option<String>) -> FieldView {

@@ -40,13 +40,20 @@ pub async fn page_tenant(
         .directory
         .tenant_for_slug(slug)
         .ok_or_else(|| reader.problem(Problem::Invalid))?;
+    let view = dress(reader, &tenant).await?;
+    Ok((tenant, view))
+}
+
+/// What `tenant`'s sign-in pages offer, with its name, language and branding set on the
+/// page; or the page that says why not.
+pub async fn dress(reader: &mut Reader, tenant: &TenantHandle) -> Result<SignInView, Response> {
     let view = tenant
         .call(|reply| HostedMsg::SignInView { reply })
         .await
         .map_err(|e| reader.problem(e.into()))?;
     reader.set_tenant(&view.tenant_name, &view.default_locale);
-    reader.brand(&tenant).await;
-    Ok((tenant, view))
+    reader.brand(tenant).await;
+    Ok(view)
 }
 
 /// The words for a protocol scope.

@@ -15,7 +15,6 @@
 //!   signed-out page. Its form's CSRF value is the pages' own, bound to the whole request.
 
 use std::sync::Arc;
-use tessera_actors::tenant::HostedMsg;
 
 use axum::{
     body::Bytes,
@@ -34,7 +33,7 @@ use utoipa::ToSchema;
 
 use super::{
     browser::flow::Visit,
-    hosted::{clear_sign_in_cookie, signed_in},
+    hosted::{clear_sign_in_cookie, dress, signed_in},
     oauth,
     request::{is_navigation, redirect_with},
     Params,
@@ -301,12 +300,7 @@ async fn open(visit: &Visit) -> Result<(Reader, Hosted), Response> {
                 "logout-invalid",
             )
         })?;
-    let view = tenant
-        .call(|reply| HostedMsg::SignInView { reply })
-        .await
-        .map_err(|e| reader.problem(e.into()))?;
-    reader.set_tenant(&view.tenant_name, &view.default_locale);
-    reader.brand(&tenant).await;
+    dress(&mut reader, &tenant).await?;
     let query = visit.query.clone().unwrap_or_default();
     let p = Params::parse(query.as_bytes())
         .map_err(|e| refused(&reader, &bad("oauth/invalid_request", &e)))?;

@@ -95,28 +95,17 @@ pub fn sign_up_page(
         label: reader.t("signup-button"),
         secondary: false,
     }];
-    let mut email = FieldView::input(
-        "email",
-        "email",
-        "email",
-        reader.t("login-email-label"),
-        "email",
+    let label = reader.t("login-email-label");
+    form.fields.push(
+        FieldView::input("email", "email", "email", label, "email")
+            .filled(typed.email, typed.email_error),
     );
-    email.value = typed.email;
-    email.error = typed.email_error;
-    form.fields.push(email);
     form.fields
         .extend(new_password_fields(reader, typed.password_errors));
     if flow.view.minor_protection {
-        let mut dob = FieldView::input(
-            "date_of_birth",
-            "date_of_birth",
-            "date",
-            reader.t("signup-dob-label"),
-            "bday",
-        );
-        dob.value = typed.date_of_birth;
-        dob.error = typed.date_error;
+        let label = reader.t("signup-dob-label");
+        let mut dob = FieldView::input("date_of_birth", "date_of_birth", "date", label, "bday")
+            .filled(typed.date_of_birth, typed.date_error);
         dob.max = 10;
         form.fields.push(dob);
     }
