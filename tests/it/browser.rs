@@ -1599,3 +1599,139 @@ fn the_tenants_colour_paints_the_hosted_sign_ins_primary_button_in_chromium() {
     drop(ui);
     drop(driver);
 }
+
+/// axe-core's script (`npm ci --prefix tests/a11y`), or `None` after saying loudly that the
+/// accessibility checks are skipped.
+fn axe_source() -> Option<String> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a11y/node_modules/axe-core/axe.min.js");
+    let found = std::fs::read_to_string(&path).ok();
+    if found.is_none() {
+        crate::support::skip_without(
+            &format!("axe-core at {}", path.display()),
+            "npm ci --prefix tests/a11y; .ci/run does",
+        );
+    }
+    found
+}
+
+impl Ui {
+    /// The WCAG 2.1 A and AA violations axe-core finds on the page as it is, at `width` px:
+    /// each rule's id with the elements it names.
+    fn axe(&self, name: &str, axe: &str, width: u32) -> Vec<String> {
+        let r = self.rt.block_on(async {
+            self.browser.set_window_size(width, 900).await?;
+            self.browser.execute(axe, vec![]).await?;
+            self.browser
+                .execute_async(
+                    "const done = arguments[arguments.length - 1];
+                     window.axe
+                       .run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']})
+                       .then(r => done(r.violations.map(v =>
+                         v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '))))
+                       .catch(e => done(['axe failed: ' + e]));",
+                    vec![],
+                )
+                .await
+        });
+        let found = self.ok(name, r);
+        found
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_else(|| vec![format!("an answer that is no list: {found}")])
+    }
+
+    /// Checks the page now shown at 360 and 1280 px; back at 360 after.
+    fn accessible(&self, name: &str, axe: &str) {
+        for width in [1280, 360] {
+            let found = self.axe(name, axe, width);
+            if !found.is_empty() {
+                self.fail(name, format!("axe-core at {width} px: {found:?}"));
+            }
+        }
+    }
+}
+
+/// The hosted pages this release adds or changed pass axe-core's WCAG 2.1 A and AA rules at
+/// 360 and 1280 px: the sign-in (one address, its buttons), the sign-up form with its
+/// errors, the page after asking for a reset, the dashboard mails' pages, the development mail
+/// viewer and a branded page.
+#[test]
+fn the_hosted_pages_pass_axe_core_at_both_widths_in_chromium() {
+    use crate::members::{invite, start};
+    if !chromium_present() {
+        return;
+    }
+    let Some(axe) = axe_source() else {
+        return;
+    };
+    let world = FirstParty::start("Chromium Access", "Notes", "access@example.com");
+    let (srv, api) = (&world.srv, &world.api);
+    let owner = srv.login(&api.owner, crate::support::PASSWORD);
+    let (st, body) = srv.dash_json(
+        "PATCH",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/branding", api.slug),
+        &owner,
+        Some(&json!({"primary_color": "#0b5cad"})),
+    );
+    assert_eq!(st, 200, "{body}");
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+
+    let req = world.rp.request(&[]);
+    ui.goto("sign-in", &req.url);
+    ui.expect_text("sign-in-page", "Sign in to Chromium Access");
+    ui.accessible("sign-in", &axe);
+    ui.click("create", "button[value=sign_up_page]");
+    ui.expect_text("sign-up", "Create your Chromium Access account");
+    ui.accessible("sign-up", &axe);
+    ui.click("sign-up-empty", "button[value=sign_up]");
+    ui.expect_text("sign-up-errors", "The account was not created");
+    ui.accessible("sign-up-errors", &axe);
+    ui.goto("sign-in-again", &req.url);
+    ui.type_into("forgot-email", "email", "access@example.com");
+    ui.click("forgot", "button[value=forgot_password]");
+    ui.expect_text("forgot-sent", "Check your e-mail");
+    ui.accessible("forgot-sent", &axe);
+
+    // The dashboard's mails' pages and the development viewer, on a server that shows it.
+    let (smtp, dash) = start();
+    let viewer = crate::support::TestServer::start_with(&[("TESSERA__MAIL__DEV_VIEWER", "true")]);
+    for srv in [&dash, &viewer] {
+        srv.signup("Access Corp", "boss@access.test");
+    }
+    let boss = dash.login("boss@access.test", crate::support::PASSWORD);
+    invite(&dash, &boss, "access-corp", "hire@access.test", "admin");
+    for (name, to, path) in [
+        (
+            "dashboard-invite",
+            "hire@access.test",
+            "/dashboard/accept-invite",
+        ),
+        (
+            "dashboard-verify",
+            "boss@access.test",
+            "/dashboard/verify-email",
+        ),
+    ] {
+        let token = smtp.wait_for_link(to, path, 1);
+        ui.goto(name, &dash.url(&format!("{path}?token={token}")));
+        ui.expect_text(name, "Tessera");
+        ui.accessible(name, &axe);
+    }
+    ui.goto("dashboard-forgot", &dash.url("/dashboard/forgot-password"));
+    ui.expect_text("dashboard-forgot", "Reset your dashboard password");
+    ui.accessible("dashboard-forgot", &axe);
+    ui.goto("viewer", &viewer.url("/dev/mail"));
+    ui.expect_text("viewer", "Mail sent (development)");
+    ui.accessible("viewer", &axe);
+    ui.click("viewer-message", "ul.links a");
+    ui.expect_text("viewer-message", "To: boss@access.test");
+    ui.accessible("viewer-message", &axe);
+    drop(ui);
+    drop(driver);
+}
