@@ -1020,3 +1020,52 @@ fn the_guardian_routes_limit_each_client_address() {
         "valid"
     );
 }
+
+/// The tenant gives the consent page's text in other languages; a guardian reading the page
+/// in one of them sees it, in any other the main text. Each translation follows the main
+/// text's rules, in one of the pages' languages.
+#[test]
+fn the_consent_page_shows_the_tenants_text_in_the_readers_language() {
+    let (smtp, srv, api, s) = user_setup("Kids Club", &[]);
+    let german = json!({
+        "lawful_basis": "Einwilligung der sorgeberechtigten Person (DSGVO Art. 8)",
+        "purposes": ["das Vereinskonto führen", "an Spiele erinnern"],
+        "data_categories": ["E-Mail-Adresse", "Geburtsdatum"],
+        "retention": "bis das Konto gelöscht wird",
+    });
+    for (bad, field) in [
+        (json!({"xx": german}), "translations.xx"),
+        (
+            json!({"de": {"lawful_basis": "x", "purposes": [], "data_categories": ["y"], "retention": "z"}}),
+            "translations.de.purposes",
+        ),
+    ] {
+        let mut body = minors_body();
+        body["translations"] = bad;
+        let (st, answer) = srv.dash_json("PUT", &minors_path(&api.slug), &s, Some(&body));
+        assert_eq!(st, 400, "{answer}");
+        assert!(
+            answer["error"]["details"]["fields"][field].is_string(),
+            "{field}: {answer}"
+        );
+    }
+    let mut body = minors_body();
+    body["translations"] = json!({"de": german});
+    let (st, answer) = srv.dash_json("PUT", &minors_path(&api.slug), &s, Some(&body));
+    assert_eq!(st, 200, "{answer}");
+    assert_eq!(answer["translations"]["de"], german);
+
+    register_verified(&api, &smtp, "kid@example.com", KID_DOB);
+    let token = ask_guardian(&api, &smtp, "kid@example.com", GUARDIAN, 1);
+    let mut g = Guardian::new(&srv);
+    for (lang, shown, not_shown) in [
+        ("de", "das Vereinskonto führen", "running the club"),
+        ("en", "running the club", "das Vereinskonto"),
+        ("fr", "running the club", "das Vereinskonto"),
+    ] {
+        let (st, page) = g.get_page(&format!("/v1/guardian/consent?token={token}&lang={lang}"));
+        assert_eq!(st, 200, "{page}");
+        assert!(page.contains(shown), "{lang}: {page}");
+        assert!(!page.contains(not_shown), "{lang}: {page}");
+    }
+}

@@ -250,6 +250,19 @@ pub struct MinorSettings {
     pub retention: String,
     /// The DPIA version the tenant linked to this processing (spec 2.7 DpiaVcGateLink).
     pub dpia: Option<DpiaLink>,
+    /// The consent page's text in other languages of the hosted pages, by language; a
+    /// guardian reading in one of them sees it. The receipt keeps the text above.
+    #[serde(default)]
+    pub translations: std::collections::BTreeMap<String, ConsentTexts>,
+}
+
+/// What a guardian is asked to consent to, in one language.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentTexts {
+    pub lawful_basis: String,
+    pub purposes: Vec<String>,
+    pub data_categories: Vec<String>,
+    pub retention: String,
 }
 
 /// Spec 2.7 DpiaVcGateLink.
@@ -280,6 +293,7 @@ impl Default for MinorSettings {
             retention: "until the account is deleted, or 30 days after consent is declined"
                 .to_owned(),
             dpia: None,
+            translations: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -699,6 +713,7 @@ impl TenantSettings {
                         ),
                         ("retention", m.retention != minors.retention),
                         ("dpia", m.dpia != minors.dpia),
+                        ("translations", m.translations != minors.translations),
                     ];
                     changed.extend(fields.iter().filter(|f| f.1).map(|f| f.0.to_owned()));
                     next.minors = *minors;

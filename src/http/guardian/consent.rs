@@ -103,15 +103,30 @@ fn consent_page(
             ("controller", &view.controller),
         ],
     ));
-    // The list follows the line that introduces it; the rest comes after the list.
+    // The tenant's text in the reader's language when it gave one. The list follows the line
+    // that introduces it; the rest comes after the list.
+    let (purposes, categories, retention, basis) = match view.translations.get(reader.lang) {
+        Some(t) => (
+            &t.purposes,
+            &t.data_categories,
+            &t.retention,
+            &t.lawful_basis,
+        ),
+        None => (
+            &view.purposes,
+            &view.data_categories,
+            &view.retention,
+            &view.lawful_basis,
+        ),
+    };
     page.paragraphs.push(reader.t("guardian-consent-purposes"));
-    page.items = view.purposes.clone();
+    page.items = purposes.clone();
     page.after.push(reader.t_with(
         "guardian-consent-details",
         &[
-            ("categories", &view.data_categories.join(", ")),
-            ("retention", &view.retention),
-            ("basis", &view.lawful_basis),
+            ("categories", &categories.join(", ")),
+            ("retention", retention),
+            ("basis", basis),
         ],
     ));
     page.after.push(reader.t("guardian-consent-withdraw"));

@@ -131,6 +131,7 @@ impl Guardian {
                     expires_at: rec.expires_at,
                     wallet_available: cx.guardian_wallet_available(now),
                     adult_proven: rec.adult_proven,
+                    translations: m.translations.clone(),
                 };
                 Ok((GuardianAnswer::Consent(Box::new(view)), Vec::new()))
             }

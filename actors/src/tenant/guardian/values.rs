@@ -45,6 +45,8 @@ pub struct ConsentView {
     pub wallet_available: bool,
     /// Whether the guardian did.
     pub adult_proven: bool,
+    /// The texts above in other languages, for a page in one of them.
+    pub translations: std::collections::BTreeMap<String, crate::tenant::settings::ConsentTexts>,
 }
 
 /// What the portal shows (spec 2.7 GuardianPortalContext, without the page's CSRF value).

@@ -469,20 +469,25 @@ impl MinorSettings {
         if let Some(c) = &self.controller_name {
             check_text(f, "controller_name", c, 200);
         }
-        check_text(f, "lawful_basis", &self.lawful_basis, 500);
-        check_text(f, "retention", &self.retention, 500);
-        for (field, items) in [
-            ("purposes", &self.purposes),
-            ("data_categories", &self.data_categories),
-        ] {
+        check_consent_texts(
+            f,
+            "",
+            (&self.lawful_basis, &self.retention),
+            (&self.purposes, &self.data_categories),
+        );
+        for (lang, texts) in &self.translations {
+            let prefix = format!("translations.{lang}.");
             f.check(
-                field,
-                (1..=20).contains(&items.len()),
-                "must hold 1-20 entries",
+                &format!("translations.{lang}"),
+                PAGE_LANGUAGES.contains(&lang.as_str()),
+                "must be one of the pages' languages: en, pl, de, fr or es",
             );
-            for (i, item) in items.iter().enumerate() {
-                check_text(f, &format!("{field}[{i}]"), item, 200);
-            }
+            check_consent_texts(
+                f,
+                &prefix,
+                (&texts.lawful_basis, &texts.retention),
+                (&texts.purposes, &texts.data_categories),
+            );
         }
         if let Some(d) = &self.dpia {
             DPIA_VERSIONS.check(f, "dpia.dpia_version", d.dpia_version);
@@ -517,4 +522,29 @@ pub fn white_text_contrast(color: &str) -> Option<f64> {
     };
     let luminance = 0.2126 * channel(0)? + 0.7152 * channel(2)? + 0.0722 * channel(4)?;
     Some(1.05 / (luminance + 0.05))
+}
+
+/// The languages of the hosted pages.
+pub const PAGE_LANGUAGES: &[&str] = &["en", "pl", "de", "fr", "es"];
+
+/// The rules of what a guardian consents to (the main text, or a translation's under
+/// `prefix`): two texts of 1-500 characters and two lists of 1-20 entries of 1-200.
+fn check_consent_texts(
+    f: &mut SettingsFaults,
+    prefix: &str,
+    (lawful_basis, retention): (&str, &str),
+    (purposes, data_categories): (&[String], &[String]),
+) {
+    check_text(f, &format!("{prefix}lawful_basis"), lawful_basis, 500);
+    check_text(f, &format!("{prefix}retention"), retention, 500);
+    for (field, items) in [("purposes", purposes), ("data_categories", data_categories)] {
+        f.check(
+            &format!("{prefix}{field}"),
+            (1..=20).contains(&items.len()),
+            "must hold 1-20 entries",
+        );
+        for (i, item) in items.iter().enumerate() {
+            check_text(f, &format!("{prefix}{field}[{i}]"), item, 200);
+        }
+    }
 }

@@ -3,12 +3,14 @@
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types, the rules of its fields and its read and write routes.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::{
     settings::{
         rules::{SettingsFaults, CONSENT_AGES, DPIA_VERSIONS, LINKED_AT_RULE},
-        DpiaLink, MinorSettings, SettingsChange,
+        ConsentTexts, DpiaLink, MinorSettings, SettingsChange,
     },
     SettingsView,
 };
@@ -37,6 +39,35 @@ pub struct DpiaVcGateLink {
     pub linked_at: String,
 }
 
+/// What a guardian consents to, in one of the hosted pages' languages.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConsentTextsBody {
+    #[schema(min_length = 1, max_length = 500)]
+    pub lawful_basis: String,
+    /// 1-20 entries of 1-200 characters.
+    #[schema(min_items = 1, max_items = 20)]
+    pub purposes: Vec<String>,
+    /// 1-20 entries of 1-200 characters.
+    #[schema(min_items = 1, max_items = 20)]
+    pub data_categories: Vec<String>,
+    #[schema(min_length = 1, max_length = 500)]
+    pub retention: String,
+}
+
+impl ConsentTextsBody {
+    /// The texts as stored: trimmed.
+    fn stored(&self) -> ConsentTexts {
+        let trimmed = |items: &[String]| items.iter().map(|i| i.trim().to_owned()).collect();
+        ConsentTexts {
+            lawful_basis: self.lawful_basis.trim().to_owned(),
+            purposes: trimmed(&self.purposes),
+            data_categories: trimmed(&self.data_categories),
+            retention: self.retention.trim().to_owned(),
+        }
+    }
+}
+
 /// The minor-protection setting (GDPR art. 8), and the consent receipt's text.
 #[derive(Serialize, ToSchema)]
 pub struct MinorSettingsResponse {
@@ -50,9 +81,12 @@ pub struct MinorSettingsResponse {
     pub data_categories: Vec<String>,
     pub retention: String,
     pub dpia: Option<DpiaVcGateLink>,
+    /// The consent page's text in other languages (`en`, `pl`, `de`, `fr`, `es`); a guardian
+    /// reading the page in one of them sees it. The receipt keeps the text above.
+    pub translations: BTreeMap<String, ConsentTextsBody>,
 }
 
-/// The whole setting; every field but `controller_name` and `dpia` is required.
+/// The whole setting; every field but `controller_name`, `dpia` and `translations` is required.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PutMinorSettingsRequest {
@@ -74,6 +108,10 @@ pub struct PutMinorSettingsRequest {
     #[schema(min_length = 1, max_length = 500)]
     pub retention: String,
     pub dpia: Option<DpiaVcGateLink>,
+    /// The consent page's text in other languages of the hosted pages, by language; absent:
+    /// none.
+    #[serde(default)]
+    pub translations: BTreeMap<String, ConsentTextsBody>,
 }
 
 fn minors_response(v: SettingsView) -> MinorSettingsResponse {
@@ -95,6 +133,19 @@ fn minors_response(v: SettingsView) -> MinorSettingsResponse {
                 .format(&time::format_description::well_known::Rfc3339)
                 .unwrap_or_default(),
         }),
+        translations: m
+            .translations
+            .into_iter()
+            .map(|(lang, t)| {
+                let body = ConsentTextsBody {
+                    lawful_basis: t.lawful_basis,
+                    purposes: t.purposes,
+                    data_categories: t.data_categories,
+                    retention: t.retention,
+                };
+                (lang, body)
+            })
+            .collect(),
     }
 }
 
@@ -157,6 +208,11 @@ pub async fn put_minors(
         data_categories: trimmed(&req.data_categories),
         retention: req.retention.trim().to_owned(),
         dpia,
+        translations: req
+            .translations
+            .iter()
+            .map(|(lang, t)| (lang.clone(), t.stored()))
+            .collect(),
     };
     let change = SettingsChange::Minors(Box::new(minors));
     Ok(Json(minors_response(caller.apply(f, change).await?)))
