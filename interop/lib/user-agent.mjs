@@ -122,7 +122,9 @@ export class Browser {
       const signIn = form(page, 'name="password"');
       if (signIn) {
         if (page.status === 401) throw new Error(`the hosted sign-in refused ${email}: ${show(text(page.body))}`);
-        page = await this.post(signIn.action, [...signIn.fields, ['email', email], ['password', password]]);
+        // The password's button is the form's first: what a browser sends on Enter or a click.
+        const submit = signIn.button('password');
+        page = await this.post(signIn.action, [...signIn.fields, submit, ['email', email], ['password', password]]);
         continue;
       }
       const consent = form(page, 'name="commitment"');
