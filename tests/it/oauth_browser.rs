@@ -710,28 +710,40 @@ fn the_tenants_branding_is_checked_audited_and_shown_on_its_pages() {
     );
     let (st, body) = h.srv.dash_json("GET", &path, &h._s, None);
     assert_eq!(st, 200, "{body}");
-    assert_eq!(body, json!({"logo_url": null, "primary_color": null}));
+    assert_eq!(
+        body,
+        json!({"logo_url": null, "primary_color": null, "terms_url": null, "privacy_url": null})
+    );
     let (st, body) = h.srv.dash_json(
         "PATCH",
         &path,
         &h._s,
-        Some(&json!({"logo_url": "http://cdn.example/logo.svg", "primary_color": "#ffcc00"})),
+        Some(&json!({
+            "logo_url": "http://cdn.example/logo.svg",
+            "primary_color": "#ffcc00",
+            "terms_url": "not a url",
+        })),
     );
     assert_eq!(st, 400, "{body}");
     let fields = &body["error"]["details"]["fields"];
-    assert!(
-        fields["logo_url"].is_string() && fields["primary_color"].is_string(),
-        "{body}"
-    );
+    for field in ["logo_url", "primary_color", "terms_url"] {
+        assert!(fields[field].is_string(), "{field}: {body}");
+    }
     let logo = "https://cdn.example/brand/logo.svg";
     let (st, body) = h.srv.dash_json(
         "PATCH",
         &path,
         &h._s,
-        Some(&json!({"logo_url": logo, "primary_color": "#0B5CAD"})),
+        Some(&json!({
+            "logo_url": logo,
+            "primary_color": "#0B5CAD",
+            "terms_url": "https://app.example/terms",
+            "privacy_url": "https://app.example/privacy",
+        })),
     );
     assert_eq!(st, 200, "{body}");
-    assert_eq!(body, json!({"logo_url": logo, "primary_color": "#0b5cad"}));
+    assert_eq!(body["logo_url"], logo);
+    assert_eq!(body["primary_color"], "#0b5cad");
     let events =
         crate::support::audit_events(&h.srv, &h._s, &h.api.slug, "settings.branding.updated");
     assert_eq!(events.len(), 1, "{events:?}");
@@ -754,6 +766,17 @@ fn the_tenants_branding_is_checked_audited_and_shown_on_its_pages() {
     );
     let csp = page_csp(&b, &hosted);
     assert!(csp.contains("img-src 'self' https://cdn.example;"), "{csp}");
+    // The sign-up links what its consent agrees to.
+    let form = b.post(
+        &hosted,
+        &[("csrf", &page.hidden("csrf", 0)), ("step", "sign_up_page")],
+    );
+    for link in [
+        "<a href=\"https://app.example/terms\">The terms of Hosted Provider</a>",
+        "<a href=\"https://app.example/privacy\">The privacy policy of Hosted Provider</a>",
+    ] {
+        assert!(form.body.contains(link), "{link}: {}", form.body);
+    }
     h.walker();
     h.api
         .post_as("/v1/auth/forgot-password", None, &json!({"email": WALKER}))

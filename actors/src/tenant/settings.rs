@@ -232,6 +232,11 @@ pub struct Branding {
     pub logo_url: Option<String>,
     /// `#rrggbb`, dark enough for the buttons' white text (WCAG AA: 4.5:1).
     pub primary_color: Option<String>,
+    /// The app's terms and its privacy policy (https URLs), linked where a sign-up consents.
+    #[serde(default)]
+    pub terms_url: Option<String>,
+    #[serde(default)]
+    pub privacy_url: Option<String>,
 }
 
 /// Minor protection (GDPR art. 8): with it on, registration needs a date of birth (or a
@@ -459,6 +464,8 @@ pub enum SettingsChange {
     Branding {
         logo_url: Option<Option<String>>,
         primary_color: Option<Option<String>>,
+        terms_url: Option<Option<String>>,
+        privacy_url: Option<Option<String>>,
     },
 }
 
@@ -723,13 +730,17 @@ impl TenantSettings {
             SettingsChange::Branding {
                 logo_url,
                 primary_color,
+                terms_url,
+                privacy_url,
             } => {
-                set(
-                    &mut next.branding.logo_url,
-                    logo_url,
-                    "logo_url",
-                    &mut changed,
-                );
+                let b = &mut next.branding;
+                for (field, value, name) in [
+                    (&mut b.logo_url, logo_url, "logo_url"),
+                    (&mut b.terms_url, terms_url, "terms_url"),
+                    (&mut b.privacy_url, privacy_url, "privacy_url"),
+                ] {
+                    set(field, value, name, &mut changed);
+                }
                 set(
                     &mut next.branding.primary_color,
                     primary_color.map(|c| c.map(|c| c.to_ascii_lowercase())),

@@ -188,14 +188,22 @@ impl SettingsChange {
             SettingsChange::Branding {
                 logo_url,
                 primary_color,
+                terms_url,
+                privacy_url,
             } => {
-                if let Some(Some(url)) = logo_url {
-                    f.check(
-                        "logo_url",
-                        url.len() <= 2048
-                            && url::Url::parse(url).is_ok_and(|u| u.scheme() == "https"),
-                        "must be an https URL of at most 2048 characters",
-                    );
+                for (field, value) in [
+                    ("logo_url", logo_url),
+                    ("terms_url", terms_url),
+                    ("privacy_url", privacy_url),
+                ] {
+                    if let Some(Some(url)) = value {
+                        f.check(
+                            field,
+                            url.len() <= 2048
+                                && url::Url::parse(url).is_ok_and(|u| u.scheme() == "https"),
+                            "must be an https URL of at most 2048 characters",
+                        );
+                    }
                 }
                 if let Some(Some(color)) = primary_color {
                     f.check(

@@ -399,6 +399,9 @@ fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
     let change = |logo: &str, color: &str| SettingsChange::Branding {
         logo_url: Some(Some(logo.to_owned())),
         primary_color: Some(Some(color.to_owned())),
+        terms_url: None,
+        privacy_url: Some(Some("ftp://example.com/privacy".to_owned()))
+            .filter(|_| logo.starts_with("http:")),
     };
     assert!(change("https://cdn.example/logo.svg", "#0B5CAD")
         .validate()
@@ -409,6 +412,7 @@ fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
         panic!("refused");
     };
     assert!(fields.contains_key("logo_url") && fields.contains_key("primary_color"));
+    assert!(fields.contains_key("privacy_url"), "{fields:?}");
 
     // Applied: the colour in lower case, each field named in the audit once it changes.
     let s = TenantSettings::defaults(T0);
@@ -434,6 +438,8 @@ fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
             SettingsChange::Branding {
                 logo_url: Some(None),
                 primary_color: None,
+                terms_url: None,
+                privacy_url: None,
             },
             &cx(false),
         )

@@ -1,4 +1,5 @@
-//! Branding: the logo and the primary colour of the tenant's hosted pages.
+//! Branding: the logo and the primary colour of the tenant's hosted pages, and the app's terms
+//! and privacy policy that the hosted sign-up links.
 //!
 //! One section of the dashboard's settings, in a file of its own as every section is: its
 //! request and answer types and its read and write routes; the rules of its fields are the
@@ -24,6 +25,10 @@ pub struct BrandingResponse {
     pub logo_url: Option<String>,
     /// The primary buttons' colour, `#rrggbb`; null: the pages' own blue.
     pub primary_color: Option<String>,
+    /// The app's terms, linked from the hosted sign-up's consent; null: not linked.
+    pub terms_url: Option<String>,
+    /// The app's privacy policy, linked from the hosted sign-up's consent; null: not linked.
+    pub privacy_url: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -38,6 +43,14 @@ pub struct PatchBrandingRequest {
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, nullable, pattern = "^#[0-9A-Fa-f]{6}$")]
     pub primary_color: Option<Option<String>>,
+    /// An https URL of at most 2048 characters; null clears it.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, nullable, max_length = 2048)]
+    pub terms_url: Option<Option<String>>,
+    /// An https URL of at most 2048 characters; null clears it.
+    #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, nullable, max_length = 2048)]
+    pub privacy_url: Option<Option<String>>,
 }
 
 fn branding_response(v: SettingsView) -> BrandingResponse {
@@ -45,6 +58,8 @@ fn branding_response(v: SettingsView) -> BrandingResponse {
     BrandingResponse {
         logo_url: b.logo_url,
         primary_color: b.primary_color,
+        terms_url: b.terms_url,
+        privacy_url: b.privacy_url,
     }
 }
 
@@ -79,6 +94,8 @@ pub async fn patch_branding(
     let change = SettingsChange::Branding {
         logo_url: req.logo_url,
         primary_color: req.primary_color,
+        terms_url: req.terms_url,
+        privacy_url: req.privacy_url,
     };
     Ok(Json(branding_response(caller.update(change).await?)))
 }

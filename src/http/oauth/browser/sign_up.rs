@@ -85,6 +85,19 @@ pub fn sign_up_page(
         .summary
         .or_else(|| refused.then(|| reader.t("signup-error-summary")));
     page.paragraphs.push(reader.t("signup-intro"));
+    // What the consent agrees to, where the tenant links it.
+    let documents = [
+        (&reader.brand.terms_url, "signup-terms"),
+        (&reader.brand.privacy_url, "signup-privacy"),
+    ];
+    for (url, label) in documents {
+        if let Some(href) = url {
+            page.links.push(LinkView {
+                href: href.clone(),
+                label: reader.t(label),
+            });
+        }
+    }
     let mut form = FormView::new(
         reader.csrf(&flow.authorize_path(), &flow.query),
         reader.t("signup-button"),
