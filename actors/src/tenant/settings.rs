@@ -224,6 +224,15 @@ pub struct TenantSettings {
     pub updated_at: OffsetDateTime,
 }
 
+/// A change of the branding: `Some(None)` clears a field, `None` keeps it.
+#[derive(Clone, Debug, Default)]
+pub struct BrandingPatch {
+    pub logo_url: Option<Option<String>>,
+    pub primary_color: Option<Option<String>>,
+    pub terms_url: Option<Option<String>>,
+    pub privacy_url: Option<Option<String>>,
+}
+
 /// How the hosted pages look for a tenant: its logo above each page and the colour of the
 /// primary buttons (the pages' own look where unset).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -460,13 +469,8 @@ pub enum SettingsChange {
     },
     /// The whole minor-protection setting.
     Minors(Box<MinorSettings>),
-    /// The hosted pages' logo and colour (`Some(None)` clears one; `None` keeps it).
-    Branding {
-        logo_url: Option<Option<String>>,
-        primary_color: Option<Option<String>>,
-        terms_url: Option<Option<String>>,
-        privacy_url: Option<Option<String>>,
-    },
+    /// The hosted pages' branding.
+    Branding(Box<BrandingPatch>),
 }
 
 /// What the HTTP edge checks before a request reaches the tenant's actor, published by the
@@ -727,12 +731,13 @@ impl TenantSettings {
                 }
                 "settings.minors.updated"
             }
-            SettingsChange::Branding {
-                logo_url,
-                primary_color,
-                terms_url,
-                privacy_url,
-            } => {
+            SettingsChange::Branding(patch) => {
+                let BrandingPatch {
+                    logo_url,
+                    primary_color,
+                    terms_url,
+                    privacy_url,
+                } = *patch;
                 let b = &mut next.branding;
                 for (field, value, name) in [
                     (&mut b.logo_url, logo_url, "logo_url"),

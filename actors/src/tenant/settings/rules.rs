@@ -185,16 +185,11 @@ impl SettingsChange {
             }
             SettingsChange::Urls(urls) => urls.check(f),
             SettingsChange::Minors(minors) => minors.check(f),
-            SettingsChange::Branding {
-                logo_url,
-                primary_color,
-                terms_url,
-                privacy_url,
-            } => {
+            SettingsChange::Branding(patch) => {
                 for (field, value) in [
-                    ("logo_url", logo_url),
-                    ("terms_url", terms_url),
-                    ("privacy_url", privacy_url),
+                    ("logo_url", &patch.logo_url),
+                    ("terms_url", &patch.terms_url),
+                    ("privacy_url", &patch.privacy_url),
                 ] {
                     if let Some(Some(url)) = value {
                         f.check(
@@ -205,7 +200,7 @@ impl SettingsChange {
                         );
                     }
                 }
-                if let Some(Some(color)) = primary_color {
+                if let Some(Some(color)) = &patch.primary_color {
                     f.check(
                         "primary_color",
                         white_text_contrast(color).is_some_and(|c| c >= 4.5),

@@ -396,12 +396,14 @@ fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
     for bad in ["blue", "#12345", "#1234567", "1f4fd1", "#gggggg"] {
         assert_eq!(white_text_contrast(bad), None, "{bad}");
     }
-    let change = |logo: &str, color: &str| SettingsChange::Branding {
-        logo_url: Some(Some(logo.to_owned())),
-        primary_color: Some(Some(color.to_owned())),
-        terms_url: None,
-        privacy_url: Some(Some("ftp://example.com/privacy".to_owned()))
-            .filter(|_| logo.starts_with("http:")),
+    let change = |logo: &str, color: &str| {
+        SettingsChange::Branding(Box::new(BrandingPatch {
+            logo_url: Some(Some(logo.to_owned())),
+            primary_color: Some(Some(color.to_owned())),
+            terms_url: None,
+            privacy_url: Some(Some("ftp://example.com/privacy".to_owned()))
+                .filter(|_| logo.starts_with("http:")),
+        }))
     };
     assert!(change("https://cdn.example/logo.svg", "#0B5CAD")
         .validate()
@@ -435,12 +437,10 @@ fn a_brand_colour_must_carry_white_text_and_a_logo_must_be_https() {
     let cleared = applied
         .next
         .apply(
-            SettingsChange::Branding {
+            SettingsChange::Branding(Box::new(BrandingPatch {
                 logo_url: Some(None),
-                primary_color: None,
-                terms_url: None,
-                privacy_url: None,
-            },
+                ..BrandingPatch::default()
+            })),
             &cx(false),
         )
         .unwrap();

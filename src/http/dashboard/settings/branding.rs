@@ -7,7 +7,10 @@
 
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use tessera_actors::tenant::{settings::SettingsChange, SettingsView};
+use tessera_actors::tenant::{
+    settings::{BrandingPatch, SettingsChange},
+    SettingsView,
+};
 use utoipa::ToSchema;
 
 use super::Caller;
@@ -91,11 +94,11 @@ pub async fn patch_branding(
     caller: Caller,
     ApiJson(req): ApiJson<PatchBrandingRequest>,
 ) -> Result<Json<BrandingResponse>, ApiError> {
-    let change = SettingsChange::Branding {
+    let change = SettingsChange::Branding(Box::new(BrandingPatch {
         logo_url: req.logo_url,
         primary_color: req.primary_color,
         terms_url: req.terms_url,
         privacy_url: req.privacy_url,
-    };
+    }));
     Ok(Json(branding_response(caller.update(change).await?)))
 }
