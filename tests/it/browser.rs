@@ -267,6 +267,7 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
         &link_in(&mail.text, &format!("{}/verify-email?token=", srv.base)),
     );
     ui.expect_text("verify-page", "Browser Co");
+    ui.checked("verify-page");
     api.login(email, USER_PASSWORD)
         .expect_error(403, "auth/email_not_verified");
     ui.click("verify-click", "button[type=submit]");
@@ -303,6 +304,7 @@ fn a_user_confirms_resets_and_signs_in_through_the_hosted_pages_in_chromium() {
         &link_in(&mail.text, &format!("{}/magic-link?token=", srv.base)),
     );
     ui.expect_text("magic-page", "Sign in to Browser Co");
+    ui.checked("magic-page");
     ui.click("magic-click", "button[type=submit]");
     ui.expect_text("app-page", &format!("signed in as {email}"));
     let at = ui.url("app-url");
@@ -540,6 +542,7 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
         "first-consent",
         "Gallery wants to use your Chromium Again account",
     );
+    ui.checked("first-consent");
     ui.click("first-allow", "button[value=approve]");
     let first = reached(&ui, "first", req);
     assert_eq!(first["email"], email);
@@ -561,6 +564,7 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     ui.goto("mfa", &req.url);
     password_sign_in(&ui, "mfa");
     ui.expect_text("mfa-code-page", "authenticator");
+    ui.checked("mfa-code-page");
     ui.type_into("mfa-code", "code", &mfa.recovery_codes[0]);
     ui.click("mfa-verify", "form button[type=submit]");
     let with_mfa = reached(&ui, "mfa", req);
@@ -583,6 +587,7 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     ui.type_into("code-email", "email", email);
     ui.click("code-send", "button[value=email_code]");
     ui.expect_text("code-page", email);
+    ui.checked("code-page");
     let mail = smtp.wait_for(&api.slug, "email_otp", email, 1);
     let code = crate::support::six_digit_code(&mail.text).expect("a code");
     ui.type_into("code-code", "code", &code);
@@ -599,6 +604,7 @@ fn a_returning_user_signs_in_again_from_a_fresh_browser_and_reaches_the_client_i
     ui.type_into("link-email", "email", email);
     ui.click("link-send", "button[value=magic_link]");
     ui.expect_text("link-sent", email);
+    ui.checked("link-sent");
     let mail = smtp.wait_for(&api.slug, "magic_link", email, 1);
     let link = link_in(&mail.text, &format!("{}/magic-link?token=", srv.base));
     ui.goto("link-open", &link);
@@ -683,6 +689,7 @@ fn a_user_signs_out_through_the_logout_confirmation_page_in_chromium() {
         "confirmation",
         "Gallery asks to sign you out of Chromium Bye",
     );
+    ui.checked("confirmation");
     ui.click("sign-out", "form button[type=submit]");
     ui.expect_text("post-logout", "callback received");
     let called = calls
@@ -1130,6 +1137,7 @@ fn the_wallet_qr_page_shows_a_scannable_code_in_chromium() {
     let (driver, ui) = chromium(dir.path());
     ui.goto("qr-page", started["page_url"].as_str().unwrap());
     ui.expect_text("qr-title", "Sign in with your EU wallet");
+    ui.checked("qr-page");
     let png = ui.rt.block_on(async {
         ui.browser
             .find(Locator::Css("figure.qr svg"))
@@ -1216,6 +1224,7 @@ fn a_guardian_consents_and_manages_the_account_in_chromium() {
         &srv.url(&format!("/v1/guardian/consent?token={token}")),
     );
     ui.expect_text("consent", "kid@example.com");
+    ui.checked("guardian-consent");
     // Accepting without the attestation ticked: the page says what is missing.
     ui.click("accept-unticked", "main form button[value=accept]");
     ui.expect_text("attestation-missing", "Tick the box");
@@ -1232,6 +1241,7 @@ fn a_guardian_consents_and_manages_the_account_in_chromium() {
         &srv.url(&format!("/v1/guardian/portal?token={portal}")),
     );
     ui.expect_text("portal", "kid@example.com");
+    ui.checked("guardian-portal");
     ui.click("withdraw", "main form button[value=withdraw]");
     ui.expect_text("withdrawn", "Consent withdrawn");
     api.login("kid@example.com", USER_PASSWORD)
@@ -1643,6 +1653,15 @@ impl Ui {
                     .collect()
             })
             .unwrap_or_else(|| vec![format!("an answer that is no list: {found}")])
+    }
+
+    /// [`Ui::accessible`] with axe-core's script read once for every test; a test running
+    /// without it says so loudly (and fails in CI), as without Chromium.
+    fn checked(&self, name: &str) {
+        static AXE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+        if let Some(axe) = AXE.get_or_init(axe_source) {
+            self.accessible(name, axe);
+        }
     }
 
     /// Checks the page now shown at 360 and 1280 px; back at 360 after.
