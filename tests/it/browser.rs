@@ -734,6 +734,7 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
     let req = rp.request(&[]);
     ui.goto("authorize", &req.url);
     ui.expect_text("sign-in-page", "Continue with Google");
+    ui.checked("sign-in-with-social");
     ui.click("google", "#social a");
     ui.expect_text("callback", "callback received");
     let called = calls
@@ -792,6 +793,7 @@ fn a_user_links_a_provider_through_the_confirmation_page_in_chromium() {
     let (driver, ui) = chromium(dir.path());
     ui.goto("link-page", &url);
     ui.expect_text("link-page", "l***@example.com");
+    ui.checked("link-confirm");
     ui.click("continue", "a.button");
     ui.expect_text("callback", "callback received");
     let called = calls
@@ -1006,11 +1008,13 @@ fn a_user_connects_a_device_on_the_hosted_device_page_in_chromium() {
         started["verification_uri_complete"].as_str().unwrap(),
     );
     ui.expect_text("sign-in", "Connect a device");
+    ui.checked("device-sign-in");
     ui.type_into("email", "email", "cook@example.com");
     ui.type_into("password", "password", USER_PASSWORD);
     ui.click("sign-in-button", "main form button");
     ui.expect_text("confirm", "Kitchen Speaker");
     ui.expect_text("confirm-code", &user_code);
+    ui.checked("device-confirm");
     ui.click("approve", "main form button[value=approve]");
     ui.expect_text("approved", "Approved");
 
@@ -1066,6 +1070,7 @@ fn a_user_approves_an_agent_from_the_mailed_link_in_chromium() {
     );
     ui.expect_text("request", "Calendar Helper");
     ui.expect_text("binding", "Meeting 4F");
+    ui.checked("agent-request");
     ui.click("approve", "main form button[value=approve]");
     ui.expect_text("approved", "Approved");
 
@@ -1745,6 +1750,23 @@ fn the_hosted_pages_pass_axe_core_at_both_widths_in_chromium() {
     ui.goto("dashboard-forgot", &dash.url("/dashboard/forgot-password"));
     ui.expect_text("dashboard-forgot", "Reset your dashboard password");
     ui.accessible("dashboard-forgot", &axe);
+    // The pages that say what went wrong.
+    for (name, path, says) in [
+        (
+            "problem-invalid",
+            "/dashboard/reset-password",
+            "This link is not valid",
+        ),
+        (
+            "problem-expired",
+            "/reset-password?token=00000000-0000-7000-8000-000000000000.x",
+            "not valid",
+        ),
+    ] {
+        ui.goto(name, &dash.url(path));
+        ui.expect_text(name, says);
+        ui.accessible(name, &axe);
+    }
     ui.goto("viewer", &viewer.url("/dev/mail"));
     ui.expect_text("viewer", "Mail sent (development)");
     ui.accessible("viewer", &axe);
