@@ -1758,7 +1758,7 @@ fn the_hosted_pages_pass_axe_core_at_both_widths_in_chromium() {
             "This link is not valid",
         ),
         (
-            "problem-expired",
+            "problem-no-tenant",
             "/reset-password?token=00000000-0000-7000-8000-000000000000.x",
             "not valid",
         ),
