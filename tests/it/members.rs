@@ -265,6 +265,14 @@ fn verification_needs_the_accounts_own_session_and_a_new_invitation_replaces_the
     let second = smtp.wait_for_link("pat@corp.test", INVITE, 2);
     let (status, body) = accept(&srv, &first, "pat's password 12");
     assert_eq!(status, 400, "{body}");
+    // A new account's password is 12-128 characters, as a dashboard reset's; a shorter one
+    // leaves the link usable.
+    let (status, body) = accept(&srv, &second, "short pass1");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["details"]["fields"]["password"].is_string(),
+        "{body}"
+    );
     let (status, body) = accept(&srv, &second, "pat's password 12");
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["role"], "admin");

@@ -128,10 +128,11 @@ pub struct AcceptInviteRequest {
     #[schema(min_length = 1, max_length = 512, required = true)]
     pub token: String,
     /// 8-128 characters. When the invited address has a verified dashboard account: that
-    /// account's password (its login proves it is the invitee). Otherwise the password of
-    /// the account the invitation creates, or, for an account never verified, its new
-    /// password (the link proves the mailbox; the old password and sessions end, and the
-    /// account is detached from the tenants it was a member of: `detached_tenants`).
+    /// account's password (its login proves it is the invitee). Otherwise, 12-128 characters:
+    /// the password of the account the invitation creates, or, for an account never
+    /// verified, its new password (the link proves the mailbox; the old password and
+    /// sessions end, and the account is detached from the tenants it was a member of:
+    /// `detached_tenants`).
     #[serde(default)]
     #[schema(min_length = 8, max_length = 128, required = true)]
     pub password: String,
@@ -461,6 +462,8 @@ pub(super) async fn accept_invitation(
             .account_id;
         InviteProof::Login { account_id }
     } else {
+        // A new account's password follows a dashboard reset's rule: 12-128 characters.
+        check_token_and_password(&token, password.expose(), 12)?;
         InviteProof::NewPassword {
             password_hash: state.hasher.hash(&password).await?,
         }
