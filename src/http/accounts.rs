@@ -28,7 +28,7 @@ use super::{
     bearer::{bearer_header, verify, BearerHeader, UserBearer},
     error::{invalid_token, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
-    fields::{email_field, redirect_to_field},
+    fields::{email_field, is_past_date, redirect_to_field},
     paging::Pagination,
     reauth::{check_current_password, login_captcha, password_login},
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
@@ -105,14 +105,6 @@ pub struct RegisterResponse {
     pub user: RegisteredUser,
     /// Always true.
     pub verification_sent: bool,
-}
-
-/// A real, past calendar date in `YYYY-MM-DD`.
-pub(crate) fn is_past_date(s: &str) -> bool {
-    let format = time::macros::format_description!("[year]-[month]-[day]");
-    s.len() == 10
-        && time::Date::parse(s, &format)
-            .is_ok_and(|d| d < OffsetDateTime::now_utc().date() && d.year() >= 1900)
 }
 
 /// Registers an end user and sends the verification mail.

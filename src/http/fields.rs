@@ -280,3 +280,11 @@ pub fn dedup(list: Vec<String>) -> Vec<String> {
         .filter(|s| seen.insert(s.clone()))
         .collect()
 }
+
+/// A real, past calendar date in `YYYY-MM-DD`.
+pub fn is_past_date(s: &str) -> bool {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    s.len() == 10
+        && time::Date::parse(s, &format)
+            .is_ok_and(|d| d < time::OffsetDateTime::now_utc().date() && d.year() >= 1900)
+}

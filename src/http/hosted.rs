@@ -10,8 +10,8 @@
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
 use axum::{
-    extract::{FromRequestParts, Query},
-    http::{header, request::Parts, HeaderMap, StatusCode},
+    extract::Query,
+    http::{header, StatusCode},
     response::{IntoResponse, Response},
     routing::get,
     Form, Router,
@@ -33,7 +33,7 @@ use super::{
     mailed_links::tenant_of_link,
     pages::{
         new_password_errors, new_password_fields, see_other, with_query, FormView, LinkView,
-        PageTemplate, Problem, Reader, BRAND_CSS_PATH,
+        LinkVisit as Visit, PageTemplate, Problem, Reader, BRAND_CSS_PATH,
     },
 };
 use crate::app::AppState;
@@ -108,36 +108,6 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         body,
     )
         .into_response()
-}
-
-/// A mailed link's query: its token, and the language the reader chose.
-#[derive(Deserialize)]
-pub(crate) struct LinkQuery {
-    pub(crate) token: Option<String>,
-    pub(crate) lang: Option<String>,
-}
-
-/// What every page of a mailed link reads first: the reader's headers and the link's query
-/// (the dashboard's mail pages read it too).
-pub(crate) struct Visit {
-    pub(crate) state: AppState,
-    pub(crate) headers: HeaderMap,
-    pub(crate) q: LinkQuery,
-}
-
-impl FromRequestParts<AppState> for Visit {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let Query(q) = Query::<LinkQuery>::from_request_parts(parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        Ok(Visit {
-            state: state.clone(),
-            headers: parts.headers.clone(),
-            q,
-        })
-    }
 }
 
 /// The page of a live link: its reader, the tenant the token names, the look at the link and

@@ -16,10 +16,12 @@
 
 use askama::Template;
 use axum::{
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    extract::{FromRequestParts, Query},
+    http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::Deserialize;
 use tessera_actors::{policy::is_weak_password, GuardianError};
 use tessera_actors::{tenant::settings::Branding, CallError, TenantError, TenantHandle};
 use tessera_storage::{ct_eq, random_token, sha256};
@@ -235,6 +237,36 @@ pub fn new_password_errors(r: &Reader, password: &str, confirm: &str) -> [Option
     };
     let second = (first.is_none() && password != confirm).then(|| r.t("reset-error-mismatch"));
     [first, second]
+}
+
+/// A mailed link's query: its token, and the language the reader chose.
+#[derive(Deserialize)]
+pub struct LinkQuery {
+    pub token: Option<String>,
+    pub lang: Option<String>,
+}
+
+/// What every page of a mailed link reads first: the reader's headers and the link's query
+/// (the tenants' mailed links' pages and the dashboard's).
+pub struct LinkVisit {
+    pub state: AppState,
+    pub headers: HeaderMap,
+    pub q: LinkQuery,
+}
+
+impl FromRequestParts<AppState> for LinkVisit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Query(q) = Query::<LinkQuery>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(LinkVisit {
+            state: state.clone(),
+            headers: parts.headers.clone(),
+            q,
+        })
+    }
 }
 
 /// One request's page context: the reader's language, the tenant, the browser's CSRF secret.

@@ -542,7 +542,10 @@ fn a_sign_in_post_without_the_pages_csrf_value_is_refused() {
 #[test]
 fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
     let h = hosted_provider();
-    h.walker();
+    // A user with MFA: the sign-in after the reset has its second step.
+    let email = "forgetful@example.com";
+    let user = h.api.verified_user(&h.smtp, email, USER_PASSWORD);
+    let mfa = h.api.enable_mfa(&user.access);
     let mut b = Browser::new();
     let (req, hosted, page) = h.at_sign_in(
         &mut b,
@@ -562,19 +565,34 @@ fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
         assert!(sent.body.contains("Check your e-mail"), "{}", sent.body);
     };
     forgot(&mut b, "nobody-here@example.com");
-    forgot(&mut b, WALKER);
-    let link = h.mailed_link("password_reset", WALKER, "/reset-password?token=");
+    forgot(&mut b, email);
+    // From one client address, 20 asks an hour; the next is refused, with when to come back.
+    for i in 0..18 {
+        forgot(&mut b, &format!("someone{i}@example.com"));
+    }
+    let refused = b.post(
+        &hosted,
+        &[
+            ("csrf", &csrf),
+            ("step", "forgot_password"),
+            ("email", "one-too-many@example.com"),
+        ],
+    );
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.retry_after.is_some());
+    let link = h.mailed_link("password_reset", email, "/reset-password?token=");
     assert!(h
         .smtp
         .mails_of(&h.api.slug, "password_reset", "nobody-here@example.com")
         .is_empty());
 
-    // The reset page, in the same browser; its "continue" is the same request, where the
-    // new password signs in.
-    let reset = b.get(&link);
+    // The mail read on a second device: the reset page there, and its "continue" to the
+    // same request, where the new password and then the MFA step sign in.
+    let mut phone = Browser::new();
+    let reset = phone.get(&link);
     assert_eq!(reset.status, 200, "{}", reset.body);
-    let renewed = "a renewed walker passphrase";
-    let done = b.post(
+    let renewed = "a renewed forgetful passphrase";
+    let done = phone.post(
         &link,
         &[
             ("csrf", &reset.hidden("csrf", 0)),
@@ -584,8 +602,33 @@ fn a_forgotten_password_on_the_hosted_sign_in_comes_back_to_the_same_request() {
     );
     assert_eq!(done.status, 200, "{}", done.body);
     let back = h.way_back(&done, &req);
-    h.signs_in_at(&mut b, &back, WALKER, renewed);
-    assert!(b.signin_cookie().is_some());
+    let again = phone.get(&back);
+    let second_step = phone.post(
+        &back,
+        &[
+            ("csrf", &again.hidden("csrf", 0)),
+            ("step", "password"),
+            ("email", email),
+            ("password", renewed),
+        ],
+    );
+    assert_eq!(second_step.status, 200, "{}", second_step.body);
+    assert!(
+        second_step.body.contains("authenticator"),
+        "{}",
+        second_step.body
+    );
+    let on = phone.post(
+        &back,
+        &[
+            ("csrf", &second_step.hidden("csrf", 0)),
+            ("step", "mfa"),
+            ("challenge", &second_step.hidden("challenge", 0)),
+            ("code", &mfa.recovery_codes[0]),
+        ],
+    );
+    assert_eq!(on.status, 303, "{}", on.body);
+    assert!(phone.signin_cookie().is_some());
 }
 
 /// "Create an account" on the hosted sign-in: the sign-up form with the API's rules, the same
@@ -659,13 +702,16 @@ fn a_new_user_signs_up_on_the_hosted_sign_in_and_comes_back_to_the_request() {
     h.api.login_ok(WALKER, WALKER_PASSWORD);
     sign_up(&mut b, newbie);
 
-    // The verification page continues to the same request, where the account signs in.
+    // The verification page, opened on a second device, continues to the same request,
+    // where the account signs in; so does the browser that signed up.
     let link = h.mailed_link("verify_email", newbie, "/verify-email?token=");
-    let verify = b.get(&link);
+    let mut phone = Browser::new();
+    let verify = phone.get(&link);
     assert_eq!(verify.status, 200, "{}", verify.body);
-    let done = b.post(&link, &[("csrf", &verify.hidden("csrf", 0))]);
+    let done = phone.post(&link, &[("csrf", &verify.hidden("csrf", 0))]);
     assert_eq!(done.status, 200, "{}", done.body);
     let back = h.way_back(&done, &req);
+    h.signs_in_at(&mut phone, &back, newbie, chosen);
     h.signs_in_at(&mut b, &back, newbie, chosen);
 
     // With minor protection, the form asks for the date of birth, as the API does.

@@ -98,6 +98,13 @@ impl Accounts {
             .map_err(|retry_after| TenantError::RateLimited { retry_after })
     }
 
+    /// Counts a reset link asked for on the hosted sign-in page from `ip`.
+    pub fn reset_admit(&mut self, ip: IpAddr) -> Result<(), TenantError> {
+        self.reset_ips
+            .hit(&throttle_ip(ip), Instant::now())
+            .map_err(|retry_after| TenantError::RateLimited { retry_after })
+    }
+
     /// Registers a new user, or answers a look-alike for an address that exists (its owner is
     /// told by mail) or that the tenant's policy blocks (an audit event, nothing else).
     pub fn register(

@@ -16,6 +16,10 @@ pub const MAX_LOGIN_BLOCK: Duration = Duration::from_secs(15 * 60);
 /// Registrations per client address per minute (spec section 8).
 pub const REGISTRATIONS_PER_MINUTE: u32 = 5;
 
+/// Reset links asked for on the hosted sign-in page per client address per hour (as the
+/// dashboard's own forgotten-password requests).
+pub const RESET_REQUESTS_PER_IP_PER_HOUR: u32 = 20;
+
 /// Guest sign-ins per client address per minute (spec section 8, as registration).
 pub const GUESTS_PER_IP_PER_MINUTE: u32 = 5;
 

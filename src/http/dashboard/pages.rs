@@ -33,10 +33,9 @@ use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError},
     extract::{ClientIp, RequestCtx},
-    hosted,
     pages::{
-        new_password_errors, new_password_fields, FieldView, FormView, PageTemplate, Problem,
-        Reader, PASSWORD_MAX,
+        new_password_errors, new_password_fields, FieldView, FormView, LinkVisit, PageTemplate,
+        Problem, Reader, PASSWORD_MAX,
     },
 };
 
@@ -55,7 +54,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// What every page reads first: the reader (language, CSRF secret) and the link's token
-/// (empty on the page that has none), from the mailed links' own [`hosted::Visit`].
+/// (empty on the page that has none), from the mailed links' [`LinkVisit`].
 struct Visit {
     state: AppState,
     reader: Reader,
@@ -66,8 +65,7 @@ impl FromRequestParts<AppState> for Visit {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let hosted::Visit { state, headers, q } =
-            hosted::Visit::from_request_parts(parts, state).await?;
+        let LinkVisit { state, headers, q } = LinkVisit::from_request_parts(parts, state).await?;
         Ok(Visit {
             reader: Reader::new(&state, &headers, q.lang.as_deref()),
             token: q.token.unwrap_or_default(),

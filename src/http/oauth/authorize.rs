@@ -25,7 +25,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{
-    browser::flow::Visit,
+    hosted::Visit,
     oauth,
     request::{
         check, code_redirect, custom_scopes, decide, error_redirect, hosted_authorize_url,

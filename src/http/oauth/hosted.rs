@@ -11,8 +11,9 @@
 //! Its own file: a floor the pages stand on, so that none borrows from another.
 
 use axum::{
-    http::{HeaderMap, HeaderValue},
-    response::Response,
+    extract::{FromRequestParts, Path},
+    http::{request::Parts, HeaderMap, HeaderValue},
+    response::{IntoResponse, Response},
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use tessera_actors::tenant::HostedMsg;
@@ -161,4 +162,30 @@ pub fn sign_in_cookie(
 pub fn clear_sign_in_cookie(tenant: &TenantHandle) -> Option<HeaderValue> {
     let name = sign_in_cookie_name(tenant);
     set_cookie(&name, "", &cookie_path(&tenant.slug), 0, false)
+}
+
+/// What a hosted page of the authorization server reads first (the sign-in pages of
+/// `browser/`, and the authorize and logout routes): the tenant's slug, the request's query
+/// and the browser's headers.
+pub struct Visit {
+    pub state: AppState,
+    pub slug: String,
+    pub query: Option<String>,
+    pub headers: HeaderMap,
+}
+
+impl FromRequestParts<AppState> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let Path(slug) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Visit {
+            state: state.clone(),
+            slug,
+            query: parts.uri.query().map(str::to_owned),
+            headers: parts.headers.clone(),
+        })
+    }
 }

@@ -32,8 +32,7 @@ use tessera_actors::{
 use utoipa::ToSchema;
 
 use super::{
-    browser::flow::Visit,
-    hosted::{clear_sign_in_cookie, dress, signed_in},
+    hosted::{clear_sign_in_cookie, dress, signed_in, Visit},
     oauth,
     request::{is_navigation, redirect_with},
     Params,

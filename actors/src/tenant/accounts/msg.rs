@@ -16,6 +16,9 @@ use crate::{
 pub enum AccountsMsg {
     /// Counts a registration attempt from `ip` (5 a minute): answers `RateLimited` over it.
     RegisterAdmit { ip: IpAddr, reply: TenantReply<()> },
+    /// Counts a reset link asked for on the hosted sign-in page from `ip` (20 an hour):
+    /// answers `RateLimited` over it.
+    ResetAdmit { ip: IpAddr, reply: TenantReply<()> },
     /// Registers, or (for an existing or policy-blocked address) answers a look-alike.
     Register {
         registration: Registration,
@@ -84,6 +87,10 @@ impl Accounts {
         match msg {
             AccountsMsg::RegisterAdmit { ip, reply } => {
                 let out = self.register_admit(ip);
+                finish(cx, reply, Outcome::now(out));
+            }
+            AccountsMsg::ResetAdmit { ip, reply } => {
+                let out = self.reset_admit(ip);
                 finish(cx, reply, Outcome::now(out));
             }
             AccountsMsg::Register {

@@ -1,16 +1,13 @@
-//! One hosted authorize request: what every page of browser mode reads first ([`Visit`]), the
-//! request behind it checked as the API checks it ([`Flow`]), and the answers due before any
-//! page (a fault shown, or sent back to the client).
+//! One hosted authorize request: what every page of browser mode reads first ([`Visit`], the
+//! oauth pages' own, from `super::super::hosted`), the request behind it checked as the API
+//! checks it ([`Flow`]), and the answers due before any page (a fault shown, or sent back to
+//! the client).
 //!
 //! Its own file: the floor of the browser mode's pages, which each stand on it.
 
 use std::collections::HashMap;
 
-use axum::{
-    extract::{FromRequestParts, Path},
-    http::{request::Parts, HeaderMap, StatusCode},
-    response::{IntoResponse, Response},
-};
+use axum::{http::StatusCode, response::Response};
 use tessera_actors::{tenant::messages::SignInView, TenantHandle};
 
 use super::super::{
@@ -27,30 +24,7 @@ use crate::{
     },
 };
 
-/// What a hosted page of an authorize request reads first: the tenant's slug, the authorize
-/// request's query and the browser's headers.
-pub struct Visit {
-    pub state: AppState,
-    pub slug: String,
-    pub query: Option<String>,
-    pub headers: HeaderMap,
-}
-
-impl FromRequestParts<AppState> for Visit {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let Path(slug) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        Ok(Visit {
-            state: state.clone(),
-            slug,
-            query: parts.uri.query().map(str::to_owned),
-            headers: parts.headers.clone(),
-        })
-    }
-}
+pub use super::super::hosted::Visit;
 
 impl Visit {
     /// The page's reader and the request behind it, checked; or the answer already due.

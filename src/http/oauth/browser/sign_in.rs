@@ -7,6 +7,8 @@
 //!
 //! Its own file: the one route that signs in from the page's forms, whatever step they post.
 
+use std::net::IpAddr;
+
 use axum::{
     body::Bytes,
     http::{header, StatusCode},
@@ -127,7 +129,7 @@ pub async fn sign_in_submit(
             return Ok(match step {
                 "email_code" => request_code(state, &reader, &flow, &email, ctx).await,
                 "magic_link" => request_link(state, &reader, &flow, &email).await,
-                _ => request_reset(state, &reader, &flow, &email).await,
+                _ => request_reset(state, &reader, &flow, &email, ip).await,
             });
         }
         "verify_code" => {
@@ -281,20 +283,37 @@ fn resume_of(flow: &Flow) -> (OAuthResume, String) {
     (resume, binding)
 }
 
-/// Mails a password-reset link (the API's forgot-password, for an account only) whose page,
+/// Mails a password-reset link (the API's forgot-password, for an account only, and at most 20
+/// asks an hour from one client address) whose page,
 /// once the new password is set, returns to this authorize request to sign in with it; the
 /// same page follows whether or not the address has an account.
-async fn request_reset(state: &AppState, reader: &Reader, flow: &Flow, email: &str) -> Response {
+async fn request_reset(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    email: &str,
+    ip: IpAddr,
+) -> Response {
     let email = normalize_email(email).unwrap_or_default();
     let back = way_back(state, flow);
-    let sent = flow
+    // Each ask writes a record (the link, or a decoy of its size): 20 an hour per client
+    // address, before the API's one mail a minute per account.
+    let admitted = flow
         .tenant
-        .call(|reply| AccountsMsg::ForgotPassword {
-            email: email.clone(),
-            redirect_to: back.clone(),
-            reply,
-        })
+        .call(|reply| AccountsMsg::ResetAdmit { ip, reply })
         .await;
+    let sent = match admitted {
+        Ok(()) => {
+            flow.tenant
+                .call(|reply| AccountsMsg::ForgotPassword {
+                    email: email.clone(),
+                    redirect_to: back.clone(),
+                    reply,
+                })
+                .await
+        }
+        Err(e) => Err(e),
+    };
     if let Err(e) = sent {
         return unsent(state, reader, flow, email, e);
     }

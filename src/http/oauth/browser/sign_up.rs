@@ -21,8 +21,8 @@ use crate::{
     app::AppState,
     captcha::{CaptchaOutcome, WIDGET_FIELD},
     http::{
-        accounts::is_past_date,
         error::is_email,
+        fields::is_past_date,
         pages::{
             field, new_password_errors, new_password_fields, ButtonView, CheckView, FieldView,
             FormView, LinkView, Problem, Reader,
