@@ -127,6 +127,11 @@ enum AdminCommand {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Dashboard accounts.
+    Dashboard {
+        #[command(subcommand)]
+        command: DashboardCommand,
+    },
     /// The local outboxes (`mail.transport = "file"`, `sms.transport = "outbox"`).
     Outbox {
         #[command(subcommand)]
@@ -360,6 +365,14 @@ enum FaultCommand {
     /// Makes the next write to the store hang for good, as a sled deadlock would, to check that
     /// the storage watchdog stops the process (exit code 75) for its supervisor to restart.
     HangStorage,
+}
+
+#[derive(Subcommand)]
+enum DashboardCommand {
+    /// Takes the second factor off the account with this address, for a holder who lost
+    /// their authenticator and recovery codes (check who asks first): the next login asks
+    /// for the password only.
+    ResetMfa { email: String },
 }
 
 #[derive(Subcommand)]
@@ -727,6 +740,9 @@ fn admin_request(command: AdminCommand, config: &Path) -> Result<AdminRequest, S
         AdminCommand::Outbox {
             command: OutboxCommand::Show { id },
         } => AdminRequest::OutboxShow { id },
+        AdminCommand::Dashboard {
+            command: DashboardCommand::ResetMfa { email },
+        } => AdminRequest::DashboardResetMfa { email },
     })
 }
 

@@ -132,6 +132,14 @@ pub enum DirectoryError {
     TokenInvalid,
     #[error("too many requests; retry in {retry_after_secs} s")]
     RateLimited { retry_after_secs: u64 },
+    #[error("the account's address is not verified")]
+    EmailUnverified,
+    #[error("the account already has a second factor")]
+    MfaAlreadyEnabled,
+    #[error("no second factor is being set up")]
+    MfaNotPending,
+    #[error("the code is wrong or used")]
+    InvalidCode,
     #[error("internal: {0}")]
     Internal(String),
 }

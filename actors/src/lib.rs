@@ -16,6 +16,7 @@ pub mod published;
 pub mod records;
 pub mod reply;
 pub mod sealed_fields;
+pub mod second_factor;
 pub mod tenant;
 pub mod throttle;
 

@@ -166,6 +166,25 @@ pub struct DashboardAccount {
     /// carry the epoch they were made in and die when it moves.
     #[serde(default)]
     pub epoch: u32,
+    /// The account's second factor, once set up: every login then asks for a code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totp: Option<DashboardTotp>,
+    /// A TOTP seed waiting for its first code (sealed, bound to the account).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub totp_pending: Option<tessera_storage::Sealed>,
+}
+
+/// A dashboard account's TOTP factor and its unused recovery codes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DashboardTotp {
+    /// The seed, sealed with the master key and bound to the account.
+    pub seed: tessera_storage::Sealed,
+    /// The last accepted time step: a code is accepted once, and never an older one.
+    pub last_step: u64,
+    /// Keyed hashes (hex) of the unused recovery codes.
+    pub recovery_codes: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub enabled_at: OffsetDateTime,
 }
 
 impl DashboardAccount {

@@ -22,6 +22,11 @@ pub const SEALED_FIELDS: &[SealedField] = &[
         ],
     },
     SealedField {
+        kind: Kind::DashboardAccount,
+        name: "dashboard_totp",
+        paths: &[&["totp", "seed"], &["totp_pending"]],
+    },
+    SealedField {
         kind: Kind::TenantSecret,
         name: "tenant_secrets",
         paths: &[&["sealed"]],

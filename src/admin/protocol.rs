@@ -23,6 +23,10 @@ pub enum AdminRequest {
         owner_password: Option<String>,
     },
     TenantList,
+    /// Takes the second factor off a dashboard account (a lost authenticator).
+    DashboardResetMfa {
+        email: String,
+    },
     TenantShow {
         slug: String,
     },

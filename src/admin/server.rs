@@ -118,6 +118,7 @@ fn command_name(req: &AdminRequest) -> &'static str {
     match req {
         AdminRequest::TenantCreate { .. } => "tenant create",
         AdminRequest::TenantList => "tenant list",
+        AdminRequest::DashboardResetMfa { .. } => "dashboard reset-mfa",
         AdminRequest::TenantShow { .. } => "tenant show",
         AdminRequest::TenantSetTier { .. } => "tenant set-tier",
         AdminRequest::ApikeyRotate { .. } => "apikey rotate",
@@ -765,6 +766,21 @@ async fn dispatch(req: AdminRequest, state: &AppState) -> Result<Value, ApiError
                     .map_err(ApiError::internal)?
                     .map_err(ApiError::internal)?;
             to_value(entries)
+        }
+        AdminRequest::DashboardResetMfa { email } => {
+            let removed = dir
+                .request(|reply| DirectoryMsg::ResetAccountMfa {
+                    email: email.trim().to_lowercase(),
+                    reply,
+                })
+                .await
+                .map_err(|e| match e {
+                    tessera_actors::CallError::Failed(
+                        tessera_actors::error::DirectoryError::NotFound,
+                    ) => ApiError::not_found("dashboard account"),
+                    e => e.into(),
+                })?;
+            Ok(serde_json::json!({ "mfa_removed": removed }))
         }
         AdminRequest::OutboxShow { id } => {
             // With SMTP nothing is kept, so no message is here.

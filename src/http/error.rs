@@ -382,7 +382,27 @@ impl From<CallError<DirectoryError>> for ApiError {
             CallError::Failed(DirectoryError::RateLimited { retry_after_secs }) => {
                 ApiError::rate_limited("dashboard/rate_limited", retry_after_secs)
             }
-                        CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
+            CallError::Failed(DirectoryError::EmailUnverified) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "dashboard/email_unverified",
+                "verify the account's address first",
+            ),
+            CallError::Failed(DirectoryError::MfaAlreadyEnabled) => ApiError::new(
+                StatusCode::CONFLICT,
+                "dashboard/mfa_already_enabled",
+                "the account already has a second factor; remove it first",
+            ),
+            CallError::Failed(DirectoryError::MfaNotPending) => ApiError::new(
+                StatusCode::CONFLICT,
+                "dashboard/mfa_setup_not_started",
+                "start the setup first (POST /v1/auth/dashboard/mfa/totp)",
+            ),
+            CallError::Failed(DirectoryError::InvalidCode) => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "dashboard/invalid_code",
+                "the code is wrong or expired",
+            ),
+            CallError::Failed(DirectoryError::Internal(e)) => ApiError::internal(e),
             CallError::Failed(e @ DirectoryError::KeyRotation(_)) => ApiError::new(
                 StatusCode::CONFLICT,
                 "admin/rotation_failed",

@@ -169,6 +169,13 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(my_agents::approve))
         .routes(routes!(my_agents::deny))
         .routes(routes!(dashboard::session::login))
+        .routes(routes!(dashboard::session::login_mfa))
+        .routes(routes!(dashboard::factors::account))
+        .routes(routes!(
+            dashboard::factors::totp_setup,
+            dashboard::factors::totp_remove
+        ))
+        .routes(routes!(dashboard::factors::totp_confirm))
         .routes(routes!(dashboard::session::logout))
         .routes(routes!(dashboard::session::reauth))
         .routes(routes!(dashboard::session::tenants))

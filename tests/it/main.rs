@@ -16,6 +16,7 @@ mod catalog;
 mod cors;
 mod crash;
 mod dashboard;
+mod dashboard_mfa;
 mod dashboard_pages;
 mod docs;
 mod eudi;

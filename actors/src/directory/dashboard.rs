@@ -4,10 +4,12 @@
 //! Its parts, one job a file: `logins.rs` (the sign-in rules, their throttles on disk, and
 //! known devices), `sessions.rs` (sessions opened, authenticated, ended and re-authenticated),
 //! `members.rs` (members, their roles, and the memberships a takeover detaches),
-//! `invitations.rs` (invitations sent, revoked and accepted) and `account_mail.rs` (the
-//! verification and reset links mailed to an account, and what redeeming them does).
+//! `invitations.rs` (invitations sent, revoked and accepted), `account_mail.rs` (the
+//! verification and reset links mailed to an account, and what redeeming them does) and
+//! `factors.rs` (the second factor, and the login step that asks for it).
 
 mod account_mail;
+mod factors;
 mod invitations;
 mod logins;
 mod members;
@@ -15,13 +17,15 @@ mod sessions;
 
 pub(super) use self::account_mail::VERIFY_TTL;
 pub use self::account_mail::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
+pub(super) use self::factors::PendingMfa;
+pub use self::factors::MFA_LOGIN_TTL;
 
 /// The dashboard's wire types, where they have always been reachable.
 pub use super::{
     messages::{
         AcceptedInvite, AccountCredential, AccountReset, AccountTarget, DetachedTenant, Invitation,
-        InviteProof, InviteTarget, LoginGate, MailedToken, MemberChange, MemberInfo, MemberList,
-        MemberOf, NewSession, PendingInfo, SessionInfo,
+        InviteProof, InviteTarget, LoginGate, LoginStep, MailedToken, MemberChange, MemberInfo,
+        MemberList, MemberOf, NewSession, PendingInfo, SessionInfo, TotpSecret,
     },
     state::SessionPolicy,
 };

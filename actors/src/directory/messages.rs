@@ -173,14 +173,43 @@ pub enum DirectoryMsg {
         device: Option<Uuid>,
         reply: RpcReplyPort<()>,
     },
-    /// A new dashboard session for an account whose password was verified.
-    CreateSession {
+    /// An account's password was verified: a new dashboard session, or the challenge for
+    /// its second factor.
+    PasswordAccepted {
         account_id: Uuid,
         /// The address the password came from.
         ip: IpAddr,
         /// The known device it came from; `None`: a new device token is answered.
         device: Option<Uuid>,
+        reply: DirectoryReply<LoginStep>,
+    },
+    /// The second step of a login: a code for the challenge `PasswordAccepted` answered.
+    MfaLogin {
+        challenge: String,
+        code: String,
+        ip: IpAddr,
         reply: DirectoryReply<NewSession>,
+    },
+    /// Starts setting up TOTP on an account (verified address, none set up yet).
+    TotpSetup {
+        account_id: Uuid,
+        reply: DirectoryReply<TotpSecret>,
+    },
+    /// Confirms the pending TOTP seed with a code; answers the recovery codes.
+    TotpConfirm {
+        account_id: Uuid,
+        code: String,
+        reply: DirectoryReply<Vec<String>>,
+    },
+    /// Takes an account's second factor off; `false` when it had none.
+    TotpRemove {
+        account_id: Uuid,
+        reply: DirectoryReply<bool>,
+    },
+    /// The operator takes the second factor off the account with this address.
+    ResetAccountMfa {
+        email: String,
+        reply: DirectoryReply<bool>,
     },
     /// The live session for a token.
     Authenticate {
@@ -358,6 +387,10 @@ pub struct SessionInfo {
     pub account_id: Uuid,
     pub email: String,
     pub email_verified: bool,
+    /// Whether logins to the account ask for a TOTP code.
+    pub mfa_enabled: bool,
+    /// Its unused recovery codes (0 without MFA).
+    pub recovery_codes_left: usize,
     pub csrf_hash: [u8; 32],
     pub reauth_at: Option<OffsetDateTime>,
     pub expires_at: OffsetDateTime,
@@ -384,6 +417,26 @@ pub struct NewSession {
     pub info: SessionInfo,
     /// A new device token, when the login came from a device without one.
     pub device_token: Option<String>,
+}
+
+/// What a verified password leads to.
+#[derive(Debug)]
+pub enum LoginStep {
+    Session(NewSession),
+    /// The account has a second factor: send a code with this challenge (single use).
+    Mfa {
+        challenge: String,
+        expires_in: i64,
+    },
+}
+
+/// A TOTP seed being set up: for the authenticator app, shown once.
+#[derive(Debug)]
+pub struct TotpSecret {
+    /// Base32, for typing in.
+    pub secret: String,
+    /// The `otpauth://` URI (a QR code's content).
+    pub otpauth_uri: String,
 }
 
 /// Whether a login may be attempted.
@@ -528,6 +581,8 @@ mod tests {
             account_id: Uuid::now_v7(),
             email: "owner@acme.example".into(),
             email_verified: true,
+            mfa_enabled: false,
+            recovery_codes_left: 0,
             csrf_hash: sha256(b"the csrf value"),
             reauth_at: None,
             expires_at: now,

@@ -207,6 +207,7 @@ impl Actor for Directory {
             }
             DirectoryMsg::RetireIdle => {
                 state.sweep_throttles();
+                state.sweep_mfa_logins();
                 state.retire_idle().await;
             }
             DirectoryMsg::AdmitSignup { ip, reply } => {
@@ -229,13 +230,37 @@ impl Actor for Directory {
                 state.login_failed(&email, ip, device);
                 after_flush(state, reply);
             }
-            DirectoryMsg::CreateSession {
+            DirectoryMsg::PasswordAccepted {
                 account_id,
                 ip,
                 device,
                 reply,
             } => {
-                state.answer_durable(reply, |s| s.create_session(account_id, ip, device));
+                state.answer_durable(reply, |s| s.password_accepted(account_id, ip, device));
+            }
+            DirectoryMsg::MfaLogin {
+                challenge,
+                code,
+                ip,
+                reply,
+            } => {
+                state.answer_durable(reply, |s| s.mfa_login(&challenge, &code, ip));
+            }
+            DirectoryMsg::TotpSetup { account_id, reply } => {
+                state.answer_durable(reply, |s| s.totp_setup(account_id));
+            }
+            DirectoryMsg::TotpConfirm {
+                account_id,
+                code,
+                reply,
+            } => {
+                state.answer_durable(reply, |s| s.totp_confirm(account_id, &code));
+            }
+            DirectoryMsg::TotpRemove { account_id, reply } => {
+                state.answer_durable(reply, |s| s.totp_remove(account_id));
+            }
+            DirectoryMsg::ResetAccountMfa { email, reply } => {
+                state.answer_durable(reply, |s| s.reset_account_mfa(&email));
             }
             DirectoryMsg::Authenticate { token, reply } => {
                 let _ = reply.send(state.authenticate(&token));
@@ -376,6 +401,8 @@ impl DirectoryState {
             root: args.store,
             platform,
             idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
+            recovery_hasher: args.master_key.hasher("dashboard-recovery-code"),
+            mfa_logins: HashMap::new(),
             master_key: args.master_key,
             published: args.published,
             fault_injection: args.fault_injection,

@@ -40,6 +40,10 @@ pub struct DirectoryState {
     pub(super) platform: PlatformStore,
     pub(super) master_key: MasterKey,
     pub(super) idempotency_hasher: KeyedHasher,
+    /// Hashes dashboard accounts' recovery codes.
+    pub(super) recovery_hasher: KeyedHasher,
+    /// Logins waiting for their second factor, by the challenge's hash.
+    pub(super) mfa_logins: HashMap<[u8; 32], super::dashboard::PendingMfa>,
     pub(super) published: Published,
     pub(super) fault_injection: bool,
     pub(super) tenants: HashMap<TenantId, TenantRecord>,

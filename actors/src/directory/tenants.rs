@@ -257,6 +257,8 @@ impl DirectoryState {
                     email_verified: false,
                     onboarded_tenant: Some(rec.id),
                     epoch: 0,
+                    totp: None,
+                    totp_pending: None,
                 };
                 let token = random_token(32);
                 batch.put(

@@ -9,10 +9,8 @@
 mod error;
 pub mod msg;
 
-use rand::{Rng, RngCore};
-use tessera_storage::{ct_eq, Kind};
+use tessera_storage::Kind;
 use time::{Duration, OffsetDateTime};
-use totp_rs::{Algorithm, TOTP};
 use uuid::Uuid;
 
 use super::{
@@ -24,6 +22,10 @@ use super::{
     messages::{Bearer, Grant, LoginOutcome, MfaLogin, MfaManage, MfaSecret, MfaVerified, MfaWho},
     records::UserRecord,
     sessions::Proof,
+};
+pub use crate::second_factor::RECOVERY_CODES;
+use crate::second_factor::{
+    is_totp_code, new_recovery_codes, new_seed, recovery_index, totp, totp_step,
 };
 use crate::{error::TenantError, outbound::MailJob};
 
@@ -39,13 +41,6 @@ pub struct Mfa;
 pub const MFA_CHALLENGE_TTL: Duration = Duration::minutes(5);
 /// How long an enrolment token (login past the grace period) allows MFA setup.
 pub const ENROLLMENT_TTL: Duration = Duration::minutes(15);
-/// Recovery codes per set.
-pub const RECOVERY_CODES: usize = 10;
-const TOTP_STEP: u64 = 30;
-const SEED_BYTES: usize = 20;
-/// Recovery-code alphabet: no 0/o, 1/l/i.
-const RECOVERY_ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyz23456789";
-
 /// The MFA methods a login challenge takes.
 pub const LOGIN_METHODS: [&str; 2] = ["totp", "recovery_code"];
 
@@ -56,47 +51,6 @@ pub fn first_factor_method(amr: &str) -> &'static str {
         "otp" => "email_otp",
         _ => "password",
     }
-}
-
-fn is_totp_code(code: &str) -> bool {
-    code.len() == 6 && code.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Lowercase, without separators: how recovery codes are compared.
-fn normalize_recovery(code: &str) -> String {
-    code.chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
-}
-
-fn totp(seed: &[u8], issuer: &str, account: &str) -> TOTP {
-    // The otpauth label is `issuer:account`: neither part may hold a colon.
-    let clean = |s: &str| s.replace(':', " ");
-    TOTP::new_unchecked(
-        Algorithm::SHA1,
-        6,
-        1,
-        TOTP_STEP,
-        seed.to_vec(),
-        Some(clean(issuer)),
-        clean(account),
-    )
-}
-
-/// The time step whose code `code` is (within one step of `now`), if it is later than
-/// `last_step`. Every candidate is compared, in constant time.
-pub fn totp_step(seed: &[u8], code: &str, now_unix: u64, last_step: u64) -> Option<u64> {
-    let t = totp(seed, "", "");
-    let current = now_unix / TOTP_STEP;
-    let mut matched = None;
-    for step in current.saturating_sub(1)..=current + 1 {
-        let expected = t.generate(step * TOTP_STEP);
-        if ct_eq(expected.as_bytes(), code.as_bytes()) && step > last_step {
-            matched = Some(step);
-        }
-    }
-    matched
 }
 
 /// Which second factor a code proved.
@@ -236,8 +190,7 @@ impl Mfa {
             return Err(TenantError::Mfa(MfaError::AlreadyEnabled));
         }
         may_add(&user, CredentialKind::Totp)?;
-        let mut seed = zeroize::Zeroizing::new([0u8; SEED_BYTES]);
-        rand::rngs::OsRng.fill_bytes(seed.as_mut_slice());
+        let seed = new_seed();
         user.totp_pending = Some(cx.master_key.seal(&self.seed_aad(cx, user.id), &seed[..])?);
         let account = user.email.clone().unwrap_or_else(|| user.id.to_string());
         let t = totp(&seed[..], &cx.info.name, &account);
@@ -282,14 +235,7 @@ impl Mfa {
         if !recovery {
             return Ok(None);
         }
-        let presented = hex::encode(cx.recovery_hasher.hash(normalize_recovery(code).as_bytes()));
-        let mut matched = None;
-        for (i, stored) in user.recovery_codes.iter().enumerate() {
-            if ct_eq(stored.as_bytes(), presented.as_bytes()) {
-                matched = Some(i);
-            }
-        }
-        Ok(matched.map(Factor::Recovery))
+        Ok(recovery_index(&cx.recovery_hasher, &user.recovery_codes, code).map(Factor::Recovery))
     }
 
     fn use_factor(user: &mut UserRecord, factor: &Factor) {
@@ -304,21 +250,7 @@ impl Mfa {
     /// A fresh set of recovery codes: the plain codes for the user, their hashes for the
     /// record.
     fn new_recovery_codes(&self, cx: &TenantCtx) -> (Vec<String>, Vec<String>) {
-        let mut rng = rand::rngs::OsRng;
-        let mut plain = Vec::with_capacity(RECOVERY_CODES);
-        let mut hashes = Vec::with_capacity(RECOVERY_CODES);
-        while plain.len() < RECOVERY_CODES {
-            let raw: String = (0..10)
-                .map(|_| char::from(RECOVERY_ALPHABET[rng.gen_range(0..RECOVERY_ALPHABET.len())]))
-                .collect();
-            let code = format!("{}-{}", &raw[..5], &raw[5..]);
-            if plain.contains(&code) {
-                continue;
-            }
-            hashes.push(hex::encode(cx.recovery_hasher.hash(raw.as_bytes())));
-            plain.push(code);
-        }
-        (plain, hashes)
+        new_recovery_codes(&cx.recovery_hasher)
     }
 
     /// Counts a wrong code against the user's throttle, with its audit event.
@@ -627,43 +559,6 @@ mod tests {
     use super::*;
     use crate::tenant::settings::MfaPolicy;
 
-    const SEED: &[u8] = b"12345678901234567890";
-
-    #[test]
-    fn rfc6238_vectors_and_the_one_step_window() {
-        // RFC 6238 appendix B, SHA-1, truncated to 6 digits: T = 59 s -> 94287082.
-        let t = totp(SEED, "x", "y");
-        assert_eq!(t.generate(59), "287082");
-        assert_eq!(t.generate(1_111_111_109), "081804");
-        let now = 1_111_111_109;
-        assert_eq!(totp_step(SEED, "081804", now, 0), Some(now / 30));
-        // The previous and next steps are accepted; two away is not.
-        assert_eq!(
-            totp_step(SEED, &t.generate(now - 30), now, 0),
-            Some(now / 30 - 1)
-        );
-        assert_eq!(
-            totp_step(SEED, &t.generate(now + 30), now, 0),
-            Some(now / 30 + 1)
-        );
-        assert_eq!(totp_step(SEED, &t.generate(now - 60), now, 0), None);
-        assert_eq!(totp_step(SEED, "000000", now, 0), None);
-        assert_eq!(totp_step(SEED, "0818", now, 0), None);
-    }
-
-    #[test]
-    fn a_code_is_accepted_once_and_never_an_older_one() {
-        let t = totp(SEED, "x", "y");
-        let now = 1_700_000_000;
-        let step = totp_step(SEED, &t.generate(now), now, 0).unwrap();
-        assert_eq!(totp_step(SEED, &t.generate(now), now, step), None);
-        assert_eq!(totp_step(SEED, &t.generate(now - 30), now, step), None);
-        assert_eq!(
-            totp_step(SEED, &t.generate(now + 30), now, step),
-            Some(step + 1)
-        );
-    }
-
     #[test]
     fn the_grace_period_runs_from_the_later_of_policy_and_sign_up() {
         let t0 = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
@@ -685,11 +580,5 @@ mod tests {
             enrollment(MfaPolicy::Required, t0, 3, t0, t0 + 3 * day),
             Enrollment::Overdue
         );
-    }
-
-    #[test]
-    fn recovery_codes_compare_without_case_or_separators() {
-        assert_eq!(normalize_recovery("AbCdE-fGh23"), "abcdefgh23");
-        assert_eq!(normalize_recovery(" abcde fgh23 "), "abcdefgh23");
     }
 }

@@ -8,6 +8,7 @@
 pub mod account;
 pub mod agents;
 pub mod audit;
+pub mod factors;
 pub mod management_keys;
 pub mod members;
 pub mod oauth_clients;

@@ -8,9 +8,14 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 use tessera_actors::{
-    directory::{dashboard::NewSession, RotatedKey},
+    directory::{
+        dashboard::{LoginStep, NewSession},
+        RotatedKey,
+    },
+    error::DirectoryError,
     known_devices::DEVICE_TOKEN_TTL,
-    DirectoryMsg, Password,
+    tenant::audit::AuditContext,
+    CallError, DirectoryMsg, Password,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -39,6 +44,40 @@ pub struct DashboardLoginRequest {
     /// apply to it, the device's own count does.
     #[schema(max_length = 256)]
     pub device_token: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DashboardMfaLoginRequest {
+    /// The login's `mfa_challenge_token`.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 256, required = true)]
+    pub mfa_challenge_token: String,
+    /// A 6-digit TOTP code, or an unused recovery code (`xxxxx-xxxxx`, case and dashes
+    /// ignored).
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 32, required = true)]
+    pub code: String,
+}
+
+/// A login whose password was right, to an account with MFA: no session yet.
+#[derive(Serialize, ToSchema)]
+pub struct DashboardMfaChallenge {
+    /// Always true.
+    pub mfa_required: bool,
+    /// For `POST /v1/auth/dashboard/login/mfa`: single use, 5 minutes, 5 codes at most.
+    pub mfa_challenge_token: String,
+    /// `totp`, `recovery_code`.
+    pub available_methods: Vec<String>,
+    pub expires_in: i64,
+}
+
+/// The answer to a dashboard login: a session, or the second step's challenge.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum DashboardLoginAnswer {
+    Session(DashboardLoginResponse),
+    MfaRequired(DashboardMfaChallenge),
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -135,7 +174,7 @@ fn dashboard_cookie(state: &AppState, name: &str, value: &str, max_age: i64) -> 
 #[utoipa::path(post, path = "/v1/auth/dashboard/login", tag = "dashboard",
     request_body = DashboardLoginRequest,
     responses(
-        (status = 200, description = "A session: token in the body and in the `dashboard_session` cookie", body = DashboardLoginResponse),
+        (status = 200, description = "A session (token in the body and in the `dashboard_session` cookie); for an account with MFA, the challenge for `POST /v1/auth/dashboard/login/mfa` instead", body = DashboardLoginAnswer),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`dashboard/invalid_credentials`", body = ErrorBody),
         (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`: 5 consecutive failures of the account from this address, 10 from any, or `security.login_failures_per_address` from this address in 15 minutes; with a valid device token, 3 of that device instead", body = ErrorBody),
@@ -172,16 +211,100 @@ pub async fn login(
     let checked =
         check_password(&state, &req.email, &password, (ip, device_token.as_deref())).await?;
     let (account_id, device) = (checked.account_id, checked.device);
-    let session: NewSession = state
+    let step = state
         .directory
-        .request(|reply| DirectoryMsg::CreateSession {
+        .request(|reply| DirectoryMsg::PasswordAccepted {
             account_id,
             ip,
             device,
             reply,
         })
         .await?;
-    ctx.actor = Some(account_id);
+    match step {
+        LoginStep::Session(session) => {
+            ctx.actor = Some(account_id);
+            Ok(session_answer(&state, session, &ctx, "password").await)
+        }
+        LoginStep::Mfa {
+            challenge,
+            expires_in,
+        } => {
+            let body = DashboardMfaChallenge {
+                mfa_required: true,
+                mfa_challenge_token: challenge,
+                available_methods: vec!["totp".to_owned(), "recovery_code".to_owned()],
+                expires_in,
+            };
+            let mut resp = Json(body).into_response();
+            resp.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            Ok(resp)
+        }
+    }
+}
+
+/// The second step of a login to an account with MFA: a TOTP code or a recovery code.
+#[utoipa::path(post, path = "/v1/auth/dashboard/login/mfa", tag = "dashboard",
+    request_body = DashboardMfaLoginRequest,
+    responses(
+        (status = 200, description = "A session, as a login without MFA answers it", body = DashboardLoginResponse),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`dashboard/invalid_credentials` (a wrong or used code: it counts as a failed login), `dashboard/mfa_challenge_invalid` (unknown, used, expired, or five wrong codes)", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`: the login lockout, which wrong codes feed", body = ErrorBody),
+    ))]
+pub async fn login_mfa(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    RequestCtx(mut ctx): RequestCtx,
+    ApiJson(req): ApiJson<DashboardMfaLoginRequest>,
+) -> Result<Response, ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "mfa_challenge_token",
+        len_between(&req.mfa_challenge_token, 1, 256),
+        "must be 1-256 characters",
+    )
+    .check(
+        "code",
+        len_between(&req.code, 1, 32),
+        "must be 1-32 characters",
+    );
+    e.finish()?;
+    let (challenge, code) = (req.mfa_challenge_token, req.code);
+    let session = state
+        .directory
+        .request(|reply| DirectoryMsg::MfaLogin {
+            challenge,
+            code,
+            ip,
+            reply,
+        })
+        .await
+        .map_err(|e| match e {
+            CallError::Failed(DirectoryError::TokenInvalid) => mfa_challenge_invalid(),
+            e => e.into(),
+        })?;
+    ctx.actor = Some(session.info.account_id);
+    Ok(session_answer(&state, session, &ctx, "mfa").await)
+}
+
+/// 401 `dashboard/mfa_challenge_invalid`.
+pub fn mfa_challenge_invalid() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "dashboard/mfa_challenge_invalid",
+        "the login's second step is unknown, used or expired: log in again",
+    )
+}
+
+/// A new session's answer: the body, the session cookie (and the device's, when new), and
+/// the `dashboard.login` audit event in each of the account's tenants.
+async fn session_answer(
+    state: &AppState,
+    session: NewSession,
+    ctx: &AuditContext,
+    method: &str,
+) -> Response {
     let slugs: Vec<String> = session
         .info
         .memberships
@@ -189,11 +312,11 @@ pub async fn login(
         .map(|m| m.slug.clone())
         .collect();
     audit_in(
-        &state,
+        state,
         slugs,
         "dashboard.login",
-        &ctx,
-        serde_json::Value::Null,
+        ctx,
+        serde_json::json!({ "method": method }),
     )
     .await;
     let max_age = state.config.dashboard.absolute_timeout_secs as i64;
@@ -212,13 +335,13 @@ pub async fn login(
     let mut resp = Json(body).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        dashboard_cookie(&state, SESSION_COOKIE, &session.token, max_age),
+        dashboard_cookie(state, SESSION_COOKIE, &session.token, max_age),
     );
     if let Some(token) = &session.device_token {
         resp.headers_mut().append(
             header::SET_COOKIE,
             dashboard_cookie(
-                &state,
+                state,
                 DEVICE_COOKIE,
                 token,
                 DEVICE_TOKEN_TTL.whole_seconds(),
@@ -227,7 +350,7 @@ pub async fn login(
     }
     resp.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(resp)
+    resp
 }
 
 /// Ends the session.

@@ -183,6 +183,8 @@ impl DirectoryState {
                     email_verified: true,
                     onboarded_tenant: None,
                     epoch: 0,
+                    totp: None,
+                    totp_pending: None,
                 };
                 batch.put(
                     account.email.as_bytes(),

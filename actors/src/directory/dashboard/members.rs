@@ -160,6 +160,10 @@ impl DirectoryState {
                 );
             }
         }
+        // So was any second factor (setting one up needs a verified address; this is the
+        // backstop): the mailbox's owner is not asked for a code they never had.
+        account.totp = None;
+        account.totp_pending = None;
         account.onboarded_tenant = None;
         detached
     }

@@ -36,6 +36,8 @@ impl DirectoryState {
             account_id: account.id,
             email: account.email.clone(),
             email_verified: account.email_verified,
+            mfa_enabled: account.totp.is_some(),
+            recovery_codes_left: Self::recovery_codes_left(account).unwrap_or(0),
             csrf_hash: session.csrf_hash,
             reauth_at: session.reauth_at,
             expires_at: self.expiry(session),
