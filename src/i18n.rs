@@ -112,6 +112,17 @@ pub static PAGES: LazyLock<Catalogue> = LazyLock::new(|| {
     ])
 });
 
+/// The tenant console's texts.
+pub static CONSOLE: LazyLock<Catalogue> = LazyLock::new(|| {
+    Catalogue::new([
+        ("en", include_str!("../locales/en/console.ftl")),
+        ("pl", include_str!("../locales/pl/console.ftl")),
+        ("de", include_str!("../locales/de/console.ftl")),
+        ("fr", include_str!("../locales/fr/console.ftl")),
+        ("es", include_str!("../locales/es/console.ftl")),
+    ])
+});
+
 /// The messages mailed to end users.
 pub static MAIL: LazyLock<Catalogue> = LazyLock::new(|| {
     Catalogue::new([
@@ -175,6 +186,13 @@ mod tests {
                 include_str!("../locales/fr/mail.ftl"),
                 include_str!("../locales/es/mail.ftl"),
             ],
+            [
+                include_str!("../locales/en/console.ftl"),
+                include_str!("../locales/pl/console.ftl"),
+                include_str!("../locales/de/console.ftl"),
+                include_str!("../locales/fr/console.ftl"),
+                include_str!("../locales/es/console.ftl"),
+            ],
         ];
         for set in sources {
             let english = entries(set[0]);
@@ -194,6 +212,13 @@ mod tests {
                 assert_ne!(
                     PAGES.text(lang, id, &[]),
                     PAGES.text("en", id, &[]),
+                    "{lang} {id}"
+                );
+            }
+            for id in ["console-sign-in-title", "console-users", "console-audit"] {
+                assert_ne!(
+                    CONSOLE.text(lang, id, &[]),
+                    CONSOLE.text("en", id, &[]),
                     "{lang} {id}"
                 );
             }

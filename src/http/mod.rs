@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod anonymous;
 pub mod bearer;
 pub mod catalog;
+pub mod console;
 pub mod cors;
 pub mod dashboard;
 pub mod dev_mail;
@@ -396,6 +397,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     Ok(router
         .merge(hosted::router())
         .merge(dashboard::pages::router())
+        .merge(console::router())
         .merge(oauth::browser::router())
         .route(
             "/oauth/{slug}/authorize",

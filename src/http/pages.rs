@@ -418,13 +418,19 @@ impl Reader {
             "default-src 'none'; {script}style-src 'self'; img-src 'self'{logo}; \
              form-action {form_action}; frame-ancestors 'none'; base-uri 'none'"
         );
+        self.html(status, html, &csp)
+    }
+
+    /// Rendered HTML as an answer with `status`, the policy `csp` and the other security
+    /// headers every page carries (and the CSRF cookie when this request made it).
+    pub fn html(&self, status: StatusCode, html: String, csp: &str) -> Response {
         let mut resp = (status, html).into_response();
         let h = resp.headers_mut();
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/html; charset=utf-8"),
         );
-        if let Ok(v) = HeaderValue::from_str(&csp) {
+        if let Ok(v) = HeaderValue::from_str(csp) {
             h.insert(header::CONTENT_SECURITY_POLICY, v);
         }
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));

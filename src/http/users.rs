@@ -30,7 +30,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
-    dashboard::{reauth_required, TenantCaller},
+    dashboard::{reauth_required, Dashboard, TenantCaller},
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     fields::{email_field, metadata_field, phone_field},
@@ -57,13 +57,18 @@ pub struct Manager {
 
 impl Manager {
     fn dashboard(state: &AppState, caller: &TenantCaller) -> Result<Self, ApiError> {
-        let (member, tenant) = caller.member(state)?;
+        Self::member(state, &caller.auth, &caller.slug)
+    }
+
+    /// A dashboard session acting in the tenant `slug` (the API's routes and the console's).
+    pub fn member(state: &AppState, auth: &Dashboard, slug: &str) -> Result<Self, ApiError> {
+        let (member, tenant) = auth.member(state, slug)?;
         Ok(Manager {
             tenant,
             can_write: member.role != Role::Viewer,
             forbidden: ApiError::forbidden,
-            fresh: caller.auth.require_recent_reauth().is_ok(),
-            ctx: caller.auth.ctx.clone(),
+            fresh: auth.require_recent_reauth().is_ok(),
+            ctx: auth.ctx.clone(),
         })
     }
 
@@ -181,7 +186,7 @@ impl From<UserDetail> for ManagedUserDetail {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct UsersQuery {
     /// `next_cursor` of the previous page.
@@ -255,7 +260,7 @@ fn parse_time(e: &mut FieldErrors, name: &str, v: Option<&str>) -> Option<Offset
     t
 }
 
-async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiError> {
+pub async fn list(m: Manager, q: UsersQuery) -> Result<Json<ManagedUserList>, ApiError> {
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
     let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(24));
@@ -312,7 +317,7 @@ fn not_found_user(e: ApiError) -> ApiError {
     }
 }
 
-async fn show(m: Manager, id: &str) -> Result<Json<ManagedUserDetail>, ApiError> {
+pub async fn show(m: Manager, id: &str) -> Result<Json<ManagedUserDetail>, ApiError> {
     let id = path_id(id, "user")?;
     let detail = m
         .tenant
@@ -409,7 +414,7 @@ async fn update(
     Ok(Json(detail.into()))
 }
 
-async fn act(
+pub async fn act(
     m: Manager,
     id: &str,
     action: UserAction,
@@ -433,7 +438,7 @@ async fn act(
     Ok(Json(detail.into()))
 }
 
-async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
+pub async fn delete(m: Manager, id: &str) -> Result<StatusCode, ApiError> {
     m.write()?;
     let id = path_id(id, "user")?;
     m.sensitive()?;
@@ -581,7 +586,7 @@ pub async fn dashboard_act(
     act(m, &id, action_of(&action)?).await
 }
 
-fn action_of(name: &str) -> Result<UserAction, ApiError> {
+pub fn action_of(name: &str) -> Result<UserAction, ApiError> {
     Ok(match name {
         "block" => UserAction::Block,
         "unblock" => UserAction::Unblock,

@@ -1776,3 +1776,81 @@ fn the_hosted_pages_pass_axe_core_at_both_widths_in_chromium() {
     drop(ui);
     drop(driver);
 }
+
+/// A tenant owner signs in to the console with their password and authenticator code, finds
+/// a user by the start of their address, blocks them, and reads the block in the audit log;
+/// every page on the way passes axe-core at 360 and 1280 px.
+#[test]
+fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
+    use crate::dashboard_mfa::{enable_totp, verified_owner, OWNER};
+    use crate::support::PASSWORD;
+    if !chromium_present() {
+        return;
+    }
+    let (_smtp, srv, s) = verified_owner();
+    let (totp, step, _) = enable_totp(&srv, &s);
+    let (status, body) = srv.dash_json(
+        "POST",
+        "/v1/auth/dashboard/tenants/mfa-co/users",
+        &s,
+        Some(&json!({"email": "dana@users.test", "password": "a user's long password", "email_verified": true})),
+    );
+    assert_eq!(status, 201, "{body}");
+    let dana = body["id"].as_str().unwrap().to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("console", &srv.url("/console"));
+    ui.expect_text("sign-in-page", "Sign in to the console");
+    ui.checked("sign-in-axe");
+    ui.type_into("sign-in-email", "email", OWNER);
+    ui.type_into("sign-in-password", "password", PASSWORD);
+    ui.click("sign-in-click", "main button[type=submit]");
+    ui.expect_text("code-page", "Enter your code");
+    ui.checked("code-axe");
+    ui.type_into("code-type", "code", &totp.at_step(step + 1));
+    ui.click("code-click", "main button[type=submit]");
+    ui.expect_text("tenants", "Your tenants");
+    ui.checked("tenants-axe");
+
+    ui.click("open-tenant", "main a[href='/console/t/mfa-co']");
+    ui.expect_text("overview", "Your role");
+    ui.checked("overview-axe");
+    ui.click("users-nav", "nav a[href='/console/t/mfa-co/users']");
+    ui.expect_text("users", "dana@users.test");
+    ui.type_into("users-search", "email-prefix", "dan");
+    ui.click("users-search-click", "main form button[type=submit]");
+    ui.expect_text("users-found", "dana@users.test");
+    ui.checked("users-axe");
+    ui.click("open-user", &format!("main a[href$='{dana}']"));
+    ui.expect_text("user", "Sign-in methods");
+    ui.checked("user-axe");
+    ui.click(
+        "block",
+        &format!("form[action='/console/t/mfa-co/users/{dana}/block'] button"),
+    );
+    ui.expect_text("blocked", "The user is blocked and signed out everywhere.");
+    let (_, user) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/mfa-co/users/{dana}"),
+        &s,
+        None,
+    );
+    assert_eq!(user["status"], "blocked");
+    ui.click(
+        "delete",
+        &format!("form[action='/console/t/mfa-co/users/{dana}/delete'] button"),
+    );
+    ui.expect_text("reauth", "Confirm it is you");
+    ui.checked("reauth-axe");
+
+    ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
+    ui.expect_text("audit", "user.blocked");
+    ui.checked("audit-axe");
+    ui.click("sign-out", "header form button[type=submit]");
+    ui.expect_text("signed-out", "Sign in to the console");
+    ui.goto("after-sign-out", &srv.url("/console/t/mfa-co/users"));
+    ui.expect_text("still-signed-out", "Sign in to the console");
+    drop(ui);
+    drop(driver);
+}

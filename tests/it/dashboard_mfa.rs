@@ -9,10 +9,10 @@ use crate::support::{
     error_code, settled_totp_step, start_with_mail, Session, SmtpStub, TestServer, Totp, PASSWORD,
 };
 
-const OWNER: &str = "owner@mfa.test";
+pub(crate) const OWNER: &str = "owner@mfa.test";
 
 /// A server with mail, a tenant whose owner verified their address, and their session.
-fn verified_owner() -> (SmtpStub, TestServer, Session) {
+pub(crate) fn verified_owner() -> (SmtpStub, TestServer, Session) {
     let (smtp, srv) = start_with_mail(&[]);
     srv.signup("Mfa Co", OWNER);
     let s = srv.login(OWNER, PASSWORD);
@@ -29,7 +29,7 @@ fn verified_owner() -> (SmtpStub, TestServer, Session) {
 
 /// Sets TOTP up on the session's account; answers the authenticator, the step its
 /// confirmation used, and the recovery codes.
-fn enable_totp(srv: &TestServer, s: &Session) -> (Totp, u64, Vec<String>) {
+pub(crate) fn enable_totp(srv: &TestServer, s: &Session) -> (Totp, u64, Vec<String>) {
     srv.reauth(s, PASSWORD);
     let (status, body) = srv.dash_json("POST", "/v1/auth/dashboard/mfa/totp", s, None);
     assert_eq!(status, 200, "{body}");

@@ -13,6 +13,7 @@ mod backup;
 mod browser;
 mod capacity;
 mod catalog;
+mod console;
 mod cors;
 mod crash;
 mod dashboard;

@@ -56,6 +56,17 @@ impl UserStatus {
             _ => return None,
         })
     }
+
+    /// The name [`UserStatus::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UserStatus::Active => "active",
+            UserStatus::Blocked => "blocked",
+            UserStatus::Held => "held",
+            UserStatus::Anonymous => "anonymous",
+            UserStatus::Unverified => "unverified",
+        }
+    }
 }
 
 /// A user as the list shows it.

@@ -10,7 +10,7 @@ use time::OffsetDateTime;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{hash_prefix, TenantCaller};
+use super::{hash_prefix, Dashboard, TenantCaller};
 use crate::app::AppState;
 use crate::http::{
     error::{ApiError, ErrorBody, FieldErrors},
@@ -18,7 +18,7 @@ use crate::http::{
     path_id::TenantSlug,
 };
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct AuditQuery {
     /// `next_cursor` of the previous page.
@@ -74,7 +74,17 @@ pub async fn list(
     caller: TenantCaller,
     Query(q): Query<AuditQuery>,
 ) -> Result<Json<AuditEventList>, ApiError> {
-    let (_, tenant) = caller.member(&state)?;
+    page(&state, &caller.auth, &caller.slug, &q).await.map(Json)
+}
+
+/// One page of the audit log of `slug` for a member (the API's route and the console's).
+pub async fn page(
+    state: &AppState,
+    auth: &Dashboard,
+    slug: &str,
+    q: &AuditQuery,
+) -> Result<AuditEventList, ApiError> {
+    let (_, tenant) = auth.member(state, slug)?;
     let mut e = FieldErrors::new();
     let limit = paging::limit(&mut e, q.limit.as_deref(), 50, 200);
     let cursor = paging::cursor(&mut e, q.cursor.as_deref(), paging::key_cursor(12));
@@ -113,8 +123,8 @@ pub async fn list(
             },
         })
         .collect();
-    Ok(Json(AuditEventList {
+    Ok(AuditEventList {
         data,
         pagination: Pagination::next(page.next_cursor.map(hex::encode)),
-    }))
+    })
 }

@@ -1,0 +1,480 @@
+//! The tenant console at `{accounts_url}/console`: the dashboard for people, server-rendered
+//! like the hosted pages (one template, `templates/console/page.html`, no script at all).
+//!
+//! - A dashboard account signs in (`sign_in.rs`, with its second factor when it has one);
+//!   the session is a dashboard session in its own cookie (`console_session`, `HttpOnly`,
+//!   `SameSite=Strict`, `Path=/console`), so the API's cookie and the console's never mix.
+//! - Every page after that acts through the same functions as the dashboard API's routes
+//!   (`users.rs` through `http::users`, `audit.rs` through `dashboard::audit`): the same
+//!   membership and role checks, re-authentication gates, throttles and audit events.
+//! - Every form carries a CSRF value bound to the browser's `tessera_csrf` cookie, the
+//!   form's target and the session ([`super::pages::Reader::csrf`]); a `POST` without it is
+//!   refused (403) before anything is read.
+//! - Pages speak the reader's language (`?lang=`, else `Accept-Language`, else English).
+//!
+//! The pages are HTML for people, not API: they are not in the OpenAPI document.
+
+mod audit;
+mod home;
+mod sign_in;
+mod users;
+
+use askama::Template;
+use axum::{
+    extract::{FromRequestParts, Query},
+    http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Router,
+};
+use serde::Deserialize;
+use tessera_actors::{
+    directory::dashboard::MemberOf, error::DirectoryError, CallError, DirectoryMsg,
+};
+use time::OffsetDateTime;
+
+use super::{
+    dashboard::Dashboard,
+    error::ApiError,
+    extract::audit_context,
+    pages::{cookie, protect, see_other, ButtonView, FieldView, Problem, Reader},
+};
+use crate::{app::AppState, i18n};
+
+/// The console session's cookie.
+pub const SESSION_COOKIE: &str = "console_session";
+/// The cookie that keeps the console's known-device token (see `known_devices`).
+pub const DEVICE_COOKIE: &str = "console_device";
+const SIGN_IN: &str = "/console/sign-in";
+/// The console's policy: its own styles and images, forms to itself, nothing else.
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+const STYLESHEET: &str = include_str!("../../../assets/console.css");
+
+/// The console's routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/console", get(home::tenants))
+        .route("/console/console.css", get(stylesheet))
+        .route(SIGN_IN, get(sign_in::page).post(sign_in::submit))
+        .route("/console/sign-in/code", post(sign_in::code))
+        .route("/console/sign-out", post(sign_in::sign_out))
+        .route("/console/reauth", post(sign_in::reauth))
+        .route("/console/t/{slug}", get(home::overview))
+        .route("/console/t/{slug}/users", get(users::list))
+        .route("/console/t/{slug}/users/{id}", get(users::detail))
+        .route("/console/t/{slug}/users/{id}/{action}", post(users::act))
+        .route("/console/t/{slug}/audit", get(audit::list))
+        .route("/console/t/{slug}/audit/download", get(audit::download))
+}
+
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        STYLESHEET,
+    )
+        .into_response()
+}
+
+#[derive(Template)]
+#[template(path = "console/page.html")]
+pub struct ConsolePage {
+    pub lang: &'static str,
+    pub product: String,
+    pub title: String,
+    pub skip: String,
+    pub tenant: Option<String>,
+    pub nav: Option<Nav>,
+    pub sign_out: Option<SignOut>,
+    pub notice: Option<String>,
+    pub error_summary: Option<String>,
+    pub paragraphs: Vec<String>,
+    pub sections: Vec<Section>,
+}
+
+/// The tenant's sections.
+pub struct Nav {
+    pub label: String,
+    pub links: Vec<NavLink>,
+}
+
+pub struct NavLink {
+    pub href: String,
+    pub label: String,
+    pub current: bool,
+}
+
+/// The bar's sign-out button and who is signed in.
+pub struct SignOut {
+    pub csrf: String,
+    pub who: String,
+    pub label: String,
+}
+
+/// A part of a page: a heading, then paragraphs, facts, a table, links and forms.
+#[derive(Default)]
+pub struct Section {
+    pub heading: Option<String>,
+    pub paragraphs: Vec<String>,
+    pub facts: Vec<(String, String)>,
+    pub table: Option<Table>,
+    pub links: Vec<Link>,
+    pub forms: Vec<Form>,
+}
+
+pub struct Link {
+    pub href: String,
+    pub label: String,
+}
+
+pub struct Table {
+    /// The caption's id (unique on the page).
+    pub id: &'static str,
+    pub caption: String,
+    pub head: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Said instead of an empty table.
+    pub empty: String,
+}
+
+pub struct Cell {
+    pub text: String,
+    pub href: Option<String>,
+}
+
+impl Cell {
+    pub fn text(text: impl Into<String>) -> Self {
+        Cell {
+            text: text.into(),
+            href: None,
+        }
+    }
+
+    pub fn link(text: impl Into<String>, href: String) -> Self {
+        Cell {
+            text: text.into(),
+            href: Some(href),
+        }
+    }
+}
+
+/// A form: `GET` (a search, no CSRF value) or `POST` (with one).
+pub struct Form {
+    pub action: String,
+    pub get: bool,
+    pub csrf: Option<String>,
+    pub hidden: Vec<(&'static str, String)>,
+    pub fields: Vec<FieldView>,
+    pub selects: Vec<Select>,
+    pub buttons: Vec<ButtonView>,
+    /// Fields and button on one line (filters, single-button actions).
+    pub inline: bool,
+}
+
+impl Form {
+    /// A `POST` form to `action` with one button.
+    pub fn post(action: String, csrf: String, button: String, secondary: bool) -> Self {
+        Form {
+            action,
+            get: false,
+            csrf: Some(csrf),
+            hidden: Vec::new(),
+            fields: Vec::new(),
+            selects: Vec::new(),
+            buttons: vec![button_view(button, secondary)],
+            inline: false,
+        }
+    }
+
+    /// A `GET` form to `action` (filters) with one button.
+    pub fn search(action: String, button: String) -> Self {
+        Form {
+            action,
+            get: true,
+            csrf: None,
+            hidden: Vec::new(),
+            fields: Vec::new(),
+            selects: Vec::new(),
+            buttons: vec![button_view(button, false)],
+            inline: true,
+        }
+    }
+}
+
+fn button_view(label: String, secondary: bool) -> ButtonView {
+    ButtonView {
+        name: "",
+        value: String::new(),
+        label,
+        secondary,
+    }
+}
+
+pub struct Select {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub label: String,
+    pub options: Vec<SelectOption>,
+}
+
+pub struct SelectOption {
+    pub value: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+/// Which tenant section a page is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Area {
+    Overview,
+    Users,
+    Audit,
+}
+
+#[derive(Deserialize)]
+struct LangQuery {
+    lang: Option<String>,
+}
+
+/// What every console request reads first: the reader (language, CSRF secret), the client,
+/// and the session its cookie names, if it is live.
+pub struct Visit {
+    pub state: AppState,
+    pub reader: Reader,
+    pub headers: HeaderMap,
+    pub auth: Option<Dashboard>,
+    /// Where the request came from (`None` when a trusted proxy named no address).
+    pub ip: Option<std::net::IpAddr>,
+}
+
+impl FromRequestParts<AppState> for Visit {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let lang = Query::<LangQuery>::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|Query(q)| q.lang);
+        let reader = Reader::new(state, &parts.headers, lang.as_deref());
+        let ip = parts
+            .extensions
+            .get::<super::extract::ClientIp>()
+            .map(|c| c.0);
+        let token = cookie(&parts.headers, SESSION_COOKIE)
+            .filter(|t| t.len() <= 256)
+            .map(str::to_owned);
+        let mut auth = None;
+        if let Some(token) = token {
+            let answer = state
+                .directory
+                .request(|reply| DirectoryMsg::Authenticate {
+                    token: token.clone(),
+                    reply,
+                })
+                .await;
+            match answer {
+                Ok(session) => {
+                    let ctx = audit_context(state, parts, Some(session.account_id));
+                    auth = Some(Dashboard {
+                        session,
+                        token,
+                        ctx,
+                    });
+                }
+                Err(CallError::Failed(DirectoryError::SessionInvalid)) => {}
+                Err(_) => return Err(reader.problem(Problem::Busy)),
+            }
+        }
+        Ok(Visit {
+            state: state.clone(),
+            reader,
+            headers: parts.headers.clone(),
+            auth,
+            ip,
+        })
+    }
+}
+
+impl Visit {
+    /// The console's text `id` in the reader's language.
+    pub fn t(&self, id: &str) -> String {
+        i18n::CONSOLE.text(self.reader.lang, id, &[])
+    }
+
+    pub fn t_with(&self, id: &str, args: &[(&str, &str)]) -> String {
+        i18n::CONSOLE.text(self.reader.lang, id, args)
+    }
+
+    /// The signed-in session, or the sign-in page to go to.
+    #[allow(
+        clippy::result_large_err,
+        reason = "a page's refusal is the page itself, the handler's own answer"
+    )]
+    pub fn signed_in(&self) -> Result<&Dashboard, Response> {
+        self.auth
+            .as_ref()
+            .ok_or_else(|| see_other(&self.reader, SIGN_IN, StatusCode::SEE_OTHER))
+    }
+
+    /// What a form's CSRF value is bound to besides the browser and the target: the session.
+    fn subject(&self) -> &str {
+        self.auth.as_ref().map_or("", |a| a.token.as_str())
+    }
+
+    /// The CSRF value of a form that posts to `action`.
+    pub fn csrf(&self, action: &str) -> String {
+        self.reader.csrf(action, self.subject())
+    }
+
+    /// A `POST` to `action` whose CSRF value is not its form's is refused before anything
+    /// is used.
+    #[allow(
+        clippy::result_large_err,
+        reason = "a page's refusal is the page itself, the handler's own answer"
+    )]
+    pub fn check(&self, action: &str, sent: &str) -> Result<(), Response> {
+        if self.reader.csrf_ok(action, self.subject(), sent) {
+            Ok(())
+        } else {
+            Err(self.reader.problem(Problem::Csrf))
+        }
+    }
+
+    /// A page titled `title` (a console text id), with the bar of the signed-in account.
+    pub fn page(&self, title: &str) -> ConsolePage {
+        ConsolePage {
+            lang: self.reader.lang,
+            product: self.t("console-name"),
+            title: self.t(title),
+            skip: self.reader.t("skip-to-content"),
+            tenant: None,
+            nav: None,
+            sign_out: self.auth.as_ref().map(|a| SignOut {
+                csrf: self.csrf("/console/sign-out"),
+                who: self.t_with("console-signed-in-as", &[("email", &a.session.email)]),
+                label: self.t("console-sign-out"),
+            }),
+            notice: None,
+            error_summary: None,
+            paragraphs: Vec::new(),
+            sections: Vec::new(),
+        }
+    }
+
+    /// A page of tenant `m`'s section `area`, with the sections' links.
+    pub fn tenant_page(&self, m: &MemberOf, area: Area, title: &str) -> ConsolePage {
+        let mut page = self.page(title);
+        page.tenant = Some(m.name.clone());
+        let base = tenant_path(&m.slug);
+        let link = |href: String, label: &str, here: Area| NavLink {
+            href,
+            label: self.t(label),
+            current: area == here,
+        };
+        page.nav = Some(Nav {
+            label: self.t("console-nav"),
+            links: vec![
+                link(base.clone(), "console-overview", Area::Overview),
+                link(format!("{base}/users"), "console-users", Area::Users),
+                link(format!("{base}/audit"), "console-audit", Area::Audit),
+            ],
+        });
+        page
+    }
+
+    /// The page as an answer with `status` and the console's headers.
+    pub fn answer(&self, status: StatusCode, page: ConsolePage) -> Response {
+        match page.render() {
+            Ok(html) => self.reader.html(status, html, CSP),
+            Err(_) => self.reader.problem(Problem::Internal),
+        }
+    }
+
+    /// The page that answers a refusal of the dashboard's functions.
+    pub fn refused(&self, e: &ApiError) -> Response {
+        let r = &self.reader;
+        match (e.status, e.code.as_str()) {
+            (StatusCode::UNAUTHORIZED, "dashboard/unauthenticated") => {
+                see_other(r, SIGN_IN, StatusCode::SEE_OTHER)
+            }
+            (StatusCode::FORBIDDEN, "dashboard/forbidden") => self.message(
+                StatusCode::FORBIDDEN,
+                "console-forbidden-title",
+                "console-forbidden",
+            ),
+            (StatusCode::NOT_FOUND, _) => self.message(
+                StatusCode::NOT_FOUND,
+                "console-not-found-title",
+                "console-not-found",
+            ),
+            (StatusCode::CONFLICT, _) => self.message(
+                StatusCode::CONFLICT,
+                "console-conflict-title",
+                "console-conflict",
+            ),
+            (StatusCode::BAD_REQUEST, _) => r.problem(Problem::Invalid),
+            (StatusCode::TOO_MANY_REQUESTS, _) => r.problem(Problem::TooMany),
+            (StatusCode::SERVICE_UNAVAILABLE, _) => r.problem(Problem::Busy),
+            _ => r.problem(Problem::Internal),
+        }
+    }
+
+    /// A page of one paragraph (console texts) with `status`.
+    pub fn message(&self, status: StatusCode, title: &str, text: &str) -> Response {
+        let mut page = self.page(title);
+        page.paragraphs.push(self.t(text));
+        page.sections.push(Section {
+            links: vec![Link {
+                href: "/console".to_owned(),
+                label: self.t("console-back-home"),
+            }],
+            ..Section::default()
+        });
+        self.answer(status, page)
+    }
+
+    /// A console cookie (`Path=/console`, out of scripts' reach, never sent cross-site).
+    pub fn cookie(&self, name: &str, value: &str, max_age: i64) -> Option<HeaderValue> {
+        let secure = if self.reader.secure_cookie {
+            "; Secure"
+        } else {
+            ""
+        };
+        HeaderValue::from_str(&format!(
+            "{name}={value}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={max_age}{secure}"
+        ))
+        .ok()
+    }
+}
+
+/// The console's path of tenant `slug`.
+pub fn tenant_path(slug: &str) -> String {
+    format!("/console/t/{slug}")
+}
+
+/// A `303` to `location` with `cookies` set.
+pub fn redirect_with(visit: &Visit, location: &str, cookies: Vec<HeaderValue>) -> Response {
+    let mut resp = see_other(&visit.reader, location, StatusCode::SEE_OTHER);
+    for c in cookies {
+        resp.headers_mut().append(header::SET_COOKIE, c);
+    }
+    protect(resp.headers_mut());
+    resp
+}
+
+/// A moment as people read it in a table: `2026-11-29 14:05 UTC`.
+pub fn moment(t: OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
+}

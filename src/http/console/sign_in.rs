@@ -1,0 +1,369 @@
+//! Signing in to the console with a dashboard account (the dashboard's login rules: the
+//! throttles, the known device in `console_device`, the second factor), signing out, and
+//! re-authenticating before a sensitive action.
+
+use axum::{http::StatusCode, response::Response, Form};
+use serde::Deserialize;
+use tessera_actors::{
+    directory::dashboard::{LoginStep, NewSession},
+    error::DirectoryError,
+    known_devices::DEVICE_TOKEN_TTL,
+    CallError, DirectoryMsg, Password,
+};
+
+use super::{redirect_with, Form as PageForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE};
+use crate::http::{
+    dashboard::check_password,
+    error::{is_email, len_between, ApiError},
+    pages::{cookie, see_other, FieldView, Problem, PASSWORD_MAX},
+};
+
+const SIGN_IN: &str = "/console/sign-in";
+const CODE: &str = "/console/sign-in/code";
+const SIGN_OUT: &str = "/console/sign-out";
+const REAUTH: &str = "/console/reauth";
+
+#[derive(Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    password: String,
+}
+
+#[derive(Deserialize)]
+pub struct CodeForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    challenge: String,
+    #[serde(default)]
+    code: String,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[derive(Deserialize)]
+pub struct ReauthForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    back: String,
+}
+
+/// The sign-in form; a signed-in reader goes to the tenants.
+pub async fn page(visit: Visit) -> Response {
+    if visit.auth.is_some() {
+        return see_other(&visit.reader, "/console", StatusCode::SEE_OTHER);
+    }
+    sign_in_form(&visit, StatusCode::OK, "", None)
+}
+
+fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<String>) -> Response {
+    let mut page = visit.page("console-sign-in-title");
+    page.error_summary = error;
+    page.paragraphs.push(visit.t("console-sign-in-intro"));
+    let mut form = PageForm::post(
+        SIGN_IN.to_owned(),
+        visit.csrf(SIGN_IN),
+        visit.t("console-sign-in"),
+        false,
+    );
+    let mut e = FieldView::input(
+        "email",
+        "email",
+        "email",
+        visit.t("console-email"),
+        "username",
+    );
+    e.value = email.to_owned();
+    e.min = 3;
+    let mut p = FieldView::input(
+        "password",
+        "password",
+        "password",
+        visit.t("console-password"),
+        "current-password",
+    );
+    p.min = 8;
+    p.max = PASSWORD_MAX;
+    form.fields = vec![e, p];
+    page.sections.push(Section {
+        forms: vec![form],
+        ..Section::default()
+    });
+    visit.answer(status, page)
+}
+
+fn code_form(
+    visit: &Visit,
+    status: StatusCode,
+    challenge: &str,
+    error: Option<String>,
+) -> Response {
+    let mut page = visit.page("console-code-title");
+    page.paragraphs.push(visit.t("console-code-intro"));
+    let mut form = PageForm::post(
+        CODE.to_owned(),
+        visit.csrf(CODE),
+        visit.t("console-continue"),
+        false,
+    );
+    form.hidden.push(("challenge", challenge.to_owned()));
+    let mut f = FieldView::input(
+        "code",
+        "code",
+        "text",
+        visit.t("console-code"),
+        "one-time-code",
+    );
+    f.min = 6;
+    f.max = 32;
+    f.inputmode = "text";
+    f.error = error.clone();
+    form.fields = vec![f];
+    page.error_summary = error;
+    page.sections.push(Section {
+        forms: vec![form],
+        ..Section::default()
+    });
+    visit.answer(status, page)
+}
+
+/// Checks the password with the dashboard's login rules; a session (its cookie set), or the
+/// second factor's form.
+pub async fn submit(visit: Visit, Form(form): Form<SignInForm>) -> Response {
+    if let Err(r) = visit.check(SIGN_IN, &form.csrf) {
+        return r;
+    }
+    let email = form.email.trim().to_owned();
+    if !is_email(&email) || !len_between(&form.password, 8, PASSWORD_MAX) {
+        let error = Some(visit.t("console-sign-in-failed"));
+        return sign_in_form(&visit, StatusCode::UNAUTHORIZED, &email, error);
+    }
+    let Some(ip) = visit.ip else {
+        return visit.reader.problem(Problem::Invalid);
+    };
+    let device = cookie(&visit.headers, DEVICE_COOKIE).map(str::to_owned);
+    let password = Password::new(form.password);
+    let checked =
+        match check_password(&visit.state, &email, &password, (ip, device.as_deref())).await {
+            Ok(c) => c,
+            Err(e) if e.code == "dashboard/invalid_credentials" => {
+                let error = Some(visit.t("console-sign-in-failed"));
+                return sign_in_form(&visit, StatusCode::UNAUTHORIZED, &email, error);
+            }
+            Err(e) => return visit.refused(&e),
+        };
+    let (account_id, device) = (checked.account_id, checked.device);
+    let step = visit
+        .state
+        .directory
+        .request(|reply| DirectoryMsg::PasswordAccepted {
+            account_id,
+            ip,
+            device,
+            reply,
+        })
+        .await;
+    match step {
+        Ok(LoginStep::Session(session)) => signed_in(&visit, session),
+        Ok(LoginStep::Mfa { challenge, .. }) => code_form(&visit, StatusCode::OK, &challenge, None),
+        Err(e) => visit.refused(&ApiError::from(e)),
+    }
+}
+
+/// The second factor: a session, the form again for a wrong code, or the sign-in form when
+/// the challenge is gone.
+pub async fn code(visit: Visit, Form(form): Form<CodeForm>) -> Response {
+    if let Err(r) = visit.check(CODE, &form.csrf) {
+        return r;
+    }
+    let Some(ip) = visit.ip else {
+        return visit.reader.problem(Problem::Invalid);
+    };
+    if !len_between(&form.challenge, 1, 256) {
+        let error = Some(visit.t("console-code-expired"));
+        return sign_in_form(&visit, StatusCode::UNAUTHORIZED, "", error);
+    }
+    if !len_between(form.code.trim(), 1, 32) {
+        let error = Some(visit.t("console-code-failed"));
+        return code_form(&visit, StatusCode::UNAUTHORIZED, &form.challenge, error);
+    }
+    let (challenge, code) = (form.challenge.clone(), form.code.trim().to_owned());
+    let answer = visit
+        .state
+        .directory
+        .request(|reply| DirectoryMsg::MfaLogin {
+            challenge,
+            code,
+            ip,
+            reply,
+        })
+        .await;
+    match answer {
+        Ok(session) => signed_in(&visit, session),
+        Err(CallError::Failed(DirectoryError::InvalidCredentials)) => {
+            let error = Some(visit.t("console-code-failed"));
+            code_form(&visit, StatusCode::UNAUTHORIZED, &form.challenge, error)
+        }
+        Err(CallError::Failed(DirectoryError::TokenInvalid)) => {
+            let error = Some(visit.t("console-code-expired"));
+            sign_in_form(&visit, StatusCode::UNAUTHORIZED, "", error)
+        }
+        Err(e) => visit.refused(&ApiError::from(e)),
+    }
+}
+
+/// The session's cookie (and the new device's), then the tenants.
+fn signed_in(visit: &Visit, session: NewSession) -> Response {
+    let max_age = visit.state.config.dashboard.absolute_timeout_secs as i64;
+    let mut cookies: Vec<_> = visit
+        .cookie(SESSION_COOKIE, &session.token, max_age)
+        .into_iter()
+        .collect();
+    if let Some(token) = &session.device_token {
+        cookies.extend(visit.cookie(DEVICE_COOKIE, token, DEVICE_TOKEN_TTL.whole_seconds()));
+    }
+    redirect_with(visit, "/console", cookies)
+}
+
+/// Ends the session and clears its cookie.
+pub async fn sign_out(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
+    if let Err(r) = visit.check(SIGN_OUT, &form.csrf) {
+        return r;
+    }
+    if let Some(auth) = &visit.auth {
+        let token = auth.token.clone();
+        if let Err(e) = visit
+            .state
+            .directory
+            .request(|reply| DirectoryMsg::Logout { token, reply })
+            .await
+        {
+            return visit.refused(&ApiError::from(e));
+        }
+    }
+    let cleared = visit.cookie(SESSION_COOKIE, "", 0).into_iter().collect();
+    redirect_with(&visit, SIGN_IN, cleared)
+}
+
+/// The page that asks for the password again before a sensitive action, then returns to
+/// `back` (a console page).
+pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response {
+    let mut page = visit.page("console-reauth-title");
+    page.paragraphs.push(visit.t("console-reauth-intro"));
+    page.error_summary = error.clone();
+    let mut form = PageForm::post(
+        REAUTH.to_owned(),
+        visit.csrf(REAUTH),
+        visit.t("console-reauth"),
+        false,
+    );
+    form.hidden.push(("back", back.to_owned()));
+    let mut p = FieldView::input(
+        "reauth-password",
+        "password",
+        "password",
+        visit.t("console-password"),
+        "current-password",
+    );
+    p.min = 8;
+    p.max = PASSWORD_MAX;
+    p.error = error;
+    form.fields = vec![p];
+    page.sections.push(Section {
+        forms: vec![form],
+        ..Section::default()
+    });
+    let status = if page.error_summary.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+/// Re-authenticates the session with its password (the dashboard's rules), then goes back.
+pub async fn reauth(visit: Visit, Form(form): Form<ReauthForm>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    if let Err(r) = visit.check(REAUTH, &form.csrf) {
+        return r;
+    }
+    let back = if is_console_path(&form.back) {
+        form.back.clone()
+    } else {
+        "/console".to_owned()
+    };
+    let Some(ip) = visit.ip else {
+        return visit.reader.problem(Problem::Invalid);
+    };
+    if !len_between(&form.password, 8, PASSWORD_MAX) {
+        return reauth_page(&visit, &back, Some(visit.t("console-reauth-failed")));
+    }
+    let password = Password::new(form.password);
+    match check_password(&visit.state, &auth.session.email, &password, (ip, None)).await {
+        Ok(_) => {}
+        Err(e) if e.code == "dashboard/invalid_credentials" => {
+            return reauth_page(&visit, &back, Some(visit.t("console-reauth-failed")));
+        }
+        Err(e) => return visit.refused(&e),
+    }
+    let token = auth.token.clone();
+    match visit
+        .state
+        .directory
+        .request(|reply| DirectoryMsg::MarkReauth { token, reply })
+        .await
+    {
+        Ok(_) => see_other(&visit.reader, &back, StatusCode::SEE_OTHER),
+        Err(e) => visit.refused(&ApiError::from(e)),
+    }
+}
+
+/// Whether `path` is a page of the console and only that: no other origin (`//`), no dot
+/// segment or backslash that a browser would resolve elsewhere.
+fn is_console_path(path: &str) -> bool {
+    path.starts_with("/console/")
+        && path.len() <= 512
+        && !path.contains("//")
+        && !path.contains('\\')
+        && !path
+            .split(['/', '?', '#'])
+            .any(|seg| seg == ".." || seg == ".")
+        && !path.contains("%2e")
+        && !path.contains("%2E")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_console_path;
+
+    #[test]
+    fn the_way_back_stays_in_the_console() {
+        assert!(is_console_path("/console/t/acme/users/1"));
+        for away in [
+            "/console",
+            "https://evil.example/",
+            "//evil.example/console/",
+            "/console//evil.example",
+            "/console/../x",
+            "/console/%2e%2e/x",
+            "/console/\\evil.example",
+            "/x",
+        ] {
+            assert!(!is_console_path(away), "{away}");
+        }
+    }
+}

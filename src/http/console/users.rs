@@ -1,0 +1,358 @@
+//! A tenant's users in the console: search by address prefix and status, one user's
+//! profile, factors and sessions, and the actions the API offers (block, unblock, sign out
+//! everywhere, mail a reset link, reset MFA and delete, the last two after a
+//! re-authentication), all through `http::users`' functions.
+
+use axum::{
+    extract::{Path, Query},
+    http::StatusCode,
+    response::Response,
+    Form,
+};
+use serde::Deserialize;
+use tessera_actors::tenant::messages::UserAction;
+use tessera_wire::{ManagedUser, UserStatus};
+
+use super::{
+    moment, sign_in::reauth_page, tenant_path, Area, Cell, Form as PageForm, Section, Select,
+    SelectOption, Table, Visit,
+};
+use crate::http::{
+    pages::{see_other, FieldView},
+    users::{self as api, Manager, UsersQuery},
+};
+
+const STATUSES: [&str; 5] = ["active", "blocked", "held", "anonymous", "unverified"];
+/// The actions a page offers, by the path segment the API uses.
+const ACTIONS: [&str; 6] = [
+    "block",
+    "unblock",
+    "sign-out",
+    "send-password-reset",
+    "reset-mfa",
+    "delete",
+];
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    email: Option<String>,
+    status: Option<String>,
+    cursor: Option<String>,
+    /// `delete`: the user the reader deleted is gone.
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct ActForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+fn status_name(visit: &Visit, s: UserStatus) -> String {
+    visit.t(&format!("console-status-{}", s.as_str()))
+}
+
+fn or_never(visit: &Visit, t: Option<time::OffsetDateTime>) -> String {
+    t.map_or_else(|| visit.t("console-never"), moment)
+}
+
+/// The users page: the filters, then a page of users newest first.
+pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQuery>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let manager = match Manager::member(&visit.state, auth, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let (_, m) = match auth.member(&visit.state, &slug) {
+        Ok((m, t)) => (t, m),
+        Err(e) => return visit.refused(&e),
+    };
+    let email = q.email.clone().filter(|e| !e.trim().is_empty());
+    let status = q.status.clone().filter(|s| STATUSES.contains(&s.as_str()));
+    let query = UsersQuery {
+        email: email.clone(),
+        status: status.clone(),
+        cursor: q.cursor.clone().filter(|c| !c.is_empty()),
+        ..UsersQuery::default()
+    };
+    let page_of_users = match api::list(manager, query).await {
+        Ok(axum::Json(p)) => p,
+        Err(e) => return visit.refused(&e),
+    };
+    let base = format!("{}/users", tenant_path(&slug));
+    let mut page = visit.tenant_page(&m, Area::Users, "console-users");
+    page.notice = q
+        .done
+        .filter(|d| d == "delete")
+        .map(|_| visit.t("console-done-delete"));
+    let mut filter = PageForm::search(base.clone(), visit.t("console-search"));
+    let mut f = FieldView::input(
+        "email-prefix",
+        "email",
+        "search",
+        visit.t("console-email-prefix"),
+        "off",
+    );
+    f.value = email.clone().unwrap_or_default();
+    f.max = 254;
+    filter.fields.push(f);
+    let mut options = vec![SelectOption {
+        value: String::new(),
+        label: visit.t("console-status-any"),
+        selected: status.is_none(),
+    }];
+    options.extend(STATUSES.iter().map(|s| SelectOption {
+        value: (*s).to_owned(),
+        label: visit.t(&format!("console-status-{s}")),
+        selected: status.as_deref() == Some(*s),
+    }));
+    filter.selects.push(Select {
+        id: "status",
+        name: "status",
+        label: visit.t("console-col-status"),
+        options,
+    });
+    let rows = page_of_users
+        .data
+        .iter()
+        .map(|u: &ManagedUser| {
+            let name = u
+                .email
+                .clone()
+                .or_else(|| u.phone.clone())
+                .unwrap_or_else(|| u.id.to_string());
+            vec![
+                Cell::link(name, format!("{base}/{}", u.id)),
+                Cell::text(status_name(&visit, u.status)),
+                Cell::text(moment(u.created_at)),
+                Cell::text(or_never(&visit, u.last_sign_in_at)),
+            ]
+        })
+        .collect();
+    let mut links = Vec::new();
+    if let Some(next) = page_of_users.pagination.next_cursor {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if let Some(e) = &email {
+            query.append_pair("email", e);
+        }
+        if let Some(s) = &status {
+            query.append_pair("status", s);
+        }
+        query.append_pair("cursor", &next);
+        links.push(super::Link {
+            href: format!("{base}?{}", query.finish()),
+            label: visit.t("console-next-page"),
+        });
+    }
+    page.sections.push(Section {
+        forms: vec![filter],
+        table: Some(Table {
+            id: "users",
+            caption: visit.t("console-users-caption"),
+            head: vec![
+                visit.t("console-col-user"),
+                visit.t("console-col-status"),
+                visit.t("console-col-created"),
+                visit.t("console-col-last-sign-in"),
+            ],
+            rows,
+            empty: visit.t("console-users-empty"),
+        }),
+        links,
+        ..Section::default()
+    });
+    visit.answer(StatusCode::OK, page)
+}
+
+/// One user: profile, factors, sessions, and the actions the reader's role allows.
+pub async fn detail(
+    visit: Visit,
+    Path((slug, id)): Path<(String, String)>,
+    Query(q): Query<DoneQuery>,
+) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let (m, _) = match auth.member(&visit.state, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let manager = match Manager::member(&visit.state, auth, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let d = match api::show(manager, &id).await {
+        Ok(axum::Json(d)) => d,
+        Err(e) => return visit.refused(&e),
+    };
+    let u = &d.user;
+    let mut page = visit.tenant_page(&m, Area::Users, "console-user-title");
+    page.notice = q
+        .done
+        .filter(|a| ACTIONS.contains(&a.as_str()))
+        .map(|a| visit.t(&format!("console-done-{a}")));
+    let yes_no = |b: bool| visit.t(if b { "console-yes" } else { "console-no" });
+    let dash = || "—".to_owned();
+    let mut facts = vec![
+        (visit.t("console-user-id"), u.id.to_string()),
+        (
+            visit.t("console-email"),
+            u.email.clone().unwrap_or_else(dash),
+        ),
+        (visit.t("console-user-verified"), yes_no(u.email_verified)),
+        (
+            visit.t("console-user-phone"),
+            u.phone.clone().unwrap_or_else(dash),
+        ),
+        (visit.t("console-col-status"), status_name(&visit, u.status)),
+        (visit.t("console-col-created"), moment(u.created_at)),
+        (
+            visit.t("console-col-last-sign-in"),
+            or_never(&visit, u.last_sign_in_at),
+        ),
+    ];
+    if let Some(at) = u.blocked_at {
+        facts.push((visit.t("console-user-blocked-at"), moment(at)));
+    }
+    page.sections.push(Section {
+        facts,
+        ..Section::default()
+    });
+    let providers = if d.factors.linked_providers.is_empty() {
+        dash()
+    } else {
+        d.factors.linked_providers.join(", ")
+    };
+    page.sections.push(Section {
+        heading: Some(visit.t("console-factors")),
+        facts: vec![
+            (visit.t("console-user-mfa"), yes_no(d.factors.totp_enabled)),
+            (
+                visit.t("console-user-recovery"),
+                d.factors.recovery_codes_remaining.to_string(),
+            ),
+            (
+                visit.t("console-user-passkeys"),
+                d.factors.passkeys.to_string(),
+            ),
+            (visit.t("console-user-providers"), providers),
+        ],
+        ..Section::default()
+    });
+    let rows = d
+        .sessions
+        .iter()
+        .map(|s| {
+            vec![
+                Cell::text(moment(s.created_at)),
+                Cell::text(moment(s.last_used_at)),
+                Cell::text(s.device.clone().unwrap_or_else(dash)),
+                Cell::text(s.amr.join(", ")),
+            ]
+        })
+        .collect();
+    page.sections.push(Section {
+        heading: Some(visit.t("console-sessions")),
+        table: Some(Table {
+            id: "sessions",
+            caption: visit.t("console-sessions-caption"),
+            head: vec![
+                visit.t("console-col-started"),
+                visit.t("console-col-last-used"),
+                visit.t("console-col-device"),
+                visit.t("console-col-methods"),
+            ],
+            rows,
+            empty: visit.t("console-sessions-empty"),
+        }),
+        ..Section::default()
+    });
+    if m.role.as_str() != "viewer" {
+        let here = format!("{}/users/{}", tenant_path(&slug), u.id);
+        let mut offered = Vec::new();
+        offered.push(if u.status == UserStatus::Blocked {
+            "unblock"
+        } else {
+            "block"
+        });
+        offered.push("sign-out");
+        if u.email.is_some() {
+            offered.push("send-password-reset");
+        }
+        if d.factors.totp_enabled {
+            offered.push("reset-mfa");
+        }
+        offered.push("delete");
+        let forms = offered
+            .into_iter()
+            .map(|a| {
+                let action = format!("{here}/{a}");
+                let mut f = PageForm::post(
+                    action.clone(),
+                    visit.csrf(&action),
+                    visit.t(&format!("console-action-{a}")),
+                    a != "block" && a != "unblock",
+                );
+                f.inline = true;
+                f
+            })
+            .collect();
+        page.sections.push(Section {
+            heading: Some(visit.t("console-actions")),
+            paragraphs: vec![visit.t("console-actions-intro")],
+            forms,
+            ..Section::default()
+        });
+    }
+    visit.answer(StatusCode::OK, page)
+}
+
+/// An action on a user: the API's function, then the user's page saying it was done (the
+/// users list after a deletion). A sensitive one without a recent re-authentication asks for
+/// the password, then returns to the user's page.
+pub async fn act(
+    visit: Visit,
+    Path((slug, id, action)): Path<(String, String, String)>,
+    Form(form): Form<ActForm>,
+) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let users = format!("{}/users", tenant_path(&slug));
+    let here = format!("{users}/{id}");
+    if let Err(r) = visit.check(&format!("{here}/{action}"), &form.csrf) {
+        return r;
+    }
+    let manager = match Manager::member(&visit.state, auth, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let done = if action == "delete" {
+        api::delete(manager, &id).await.map(|_| users.clone())
+    } else {
+        let what: UserAction = match api::action_of(&action) {
+            Ok(a) => a,
+            Err(e) => return visit.refused(&e),
+        };
+        api::act(manager, &id, what).await.map(|_| here.clone())
+    };
+    match done {
+        Ok(to) => see_other(
+            &visit.reader,
+            &format!("{to}?done={action}"),
+            StatusCode::SEE_OTHER,
+        ),
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
+        Err(e) => visit.refused(&e),
+    }
+}

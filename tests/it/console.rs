@@ -1,0 +1,392 @@
+//! The tenant console over plain HTTP, as a browser sends it (its cookies kept by hand,
+//! redirects seen, not followed): signing in with the password and the second factor, the
+//! session cookie's scope, finding a user and acting on them through the API's rules
+//! (re-authentication before deleting), the audit log and its downloads, another tenant's
+//! pages, every form's CSRF refusal, the languages and the headers.
+
+use std::collections::BTreeMap;
+
+use reqwest::blocking::{Client, Response};
+use serde_json::{json, Value};
+
+use crate::dashboard_mfa::{enable_totp, verified_owner, OWNER};
+use crate::support::{Session, TestServer, PASSWORD};
+
+/// A page as the browser got it.
+struct Page {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Page {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
+    #[track_caller]
+    fn expect(&self, status: u16, says: &str) -> &Self {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert!(self.body.contains(says), "{says:?} not in {}", self.body);
+        self
+    }
+
+    #[track_caller]
+    fn redirect(&self, to: &str) {
+        assert_eq!(self.status, 303, "{}", self.body);
+        assert_eq!(self.header("location"), to);
+    }
+
+    /// The CSRF value of the form posting to `action`.
+    #[track_caller]
+    fn csrf_for(&self, action: &str) -> String {
+        let at = self
+            .body
+            .find(&format!("action=\"{action}\""))
+            .unwrap_or_else(|| panic!("no form to {action} in {}", self.body));
+        let rest = &self.body[at..];
+        let start = rest.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+        rest[start..].split('"').next().unwrap().to_owned()
+    }
+
+    /// The value of the hidden field `name`.
+    fn hidden(&self, name: &str) -> String {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = self.body.find(&marker).unwrap() + marker.len();
+        self.body[start..].split('"').next().unwrap().to_owned()
+    }
+
+    fn set_cookie(&self, name: &str) -> Option<String> {
+        self.headers
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with(&format!("{name}=")))
+            .map(str::to_owned)
+    }
+}
+
+/// A browser without JavaScript: it keeps the cookies it is given (by name, across paths:
+/// every request here is under `/console`) and sends them back.
+struct Browser {
+    client: Client,
+    base: String,
+    jar: BTreeMap<String, String>,
+    lang: Option<&'static str>,
+}
+
+impl Browser {
+    fn new(srv: &TestServer) -> Self {
+        Browser {
+            client: Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: srv.base.clone(),
+            jar: BTreeMap::new(),
+            lang: None,
+        }
+    }
+
+    fn keep(&mut self, r: Response) -> Page {
+        let page = Page {
+            status: r.status().as_u16(),
+            headers: r.headers().clone(),
+            body: r.text().unwrap(),
+        };
+        for c in page.headers.get_all("set-cookie") {
+            let c = c.to_str().unwrap();
+            let (pair, attrs) = c.split_once(';').unwrap_or((c, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            if attrs.contains("Max-Age=0") {
+                self.jar.remove(name);
+            } else {
+                self.jar.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        page
+    }
+
+    fn cookies(&self) -> String {
+        self.jar
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    fn get(&mut self, path: &str) -> Page {
+        let mut req = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", self.cookies());
+        if let Some(l) = self.lang {
+            req = req.header("accept-language", l);
+        }
+        let r = req.send().unwrap();
+        self.keep(r)
+    }
+
+    fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        let r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("cookie", self.cookies())
+            .form(form)
+            .send()
+            .unwrap();
+        self.keep(r)
+    }
+
+    /// Signs in with the owner's password; answers the page after it (the code form, or the
+    /// redirect to the tenants).
+    fn sign_in(&mut self, password: &str) -> Page {
+        let page = self.get("/console/sign-in");
+        page.expect(200, "Sign in to the console");
+        let csrf = page.csrf_for("/console/sign-in");
+        self.post(
+            "/console/sign-in",
+            &[("csrf", &csrf), ("email", OWNER), ("password", password)],
+        )
+    }
+}
+
+fn create_user(srv: &TestServer, s: &Session, slug: &str, email: &str) -> String {
+    let (status, body) = srv.dash_json(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/users"),
+        s,
+        Some(
+            &json!({"email": email, "password": "a user's long password", "email_verified": true}),
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn an_owner_signs_in_with_a_code_finds_a_user_blocks_and_deletes_them_and_reads_the_log() {
+    let (_smtp, srv, s) = verified_owner();
+    let (totp, step, _) = enable_totp(&srv, &s);
+    let alice = create_user(&srv, &s, "mfa-co", "alice@users.test");
+    create_user(&srv, &s, "mfa-co", "bob@users.test");
+    let mut b = Browser::new(&srv);
+
+    // Nobody is signed in: every page leads to the sign-in.
+    b.get("/console").redirect("/console/sign-in");
+    b.get("/console/t/mfa-co/users")
+        .redirect("/console/sign-in");
+    let page = b.sign_in("not the password at all");
+    page.expect(401, "The e-mail address or the password is wrong.");
+    assert!(page.set_cookie("console_session").is_none());
+
+    // The password opens the second step only.
+    let page = b.sign_in(PASSWORD);
+    page.expect(200, "Enter your code");
+    assert!(page.set_cookie("console_session").is_none());
+    let challenge = page.hidden("challenge");
+    let csrf = page.csrf_for("/console/sign-in/code");
+    let page = b.post(
+        "/console/sign-in/code",
+        &[
+            ("csrf", &csrf),
+            ("challenge", &challenge),
+            ("code", &totp.wrong_at(step)),
+        ],
+    );
+    page.expect(401, "The code is wrong or was already used.");
+    let page = b.post(
+        "/console/sign-in/code",
+        &[
+            ("csrf", &csrf),
+            ("challenge", &challenge),
+            ("code", &totp.at_step(step + 1)),
+        ],
+    );
+    page.redirect("/console");
+    let cookie = page.set_cookie("console_session").unwrap();
+    for attr in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie.contains(attr), "{cookie}");
+    }
+    let page = b.get("/console");
+    page.expect(200, "Your tenants")
+        .expect(200, "href=\"/console/t/mfa-co\"");
+    page.expect(200, "Signed in as owner@mfa.test");
+    b.get("/console/t/mfa-co").expect(200, "Owner");
+
+    // Find Alice by the start of her address.
+    let page = b.get("/console/t/mfa-co/users?email=ali");
+    page.expect(200, "alice@users.test");
+    assert!(!page.body.contains("bob@users.test"), "{}", page.body);
+    let here = format!("/console/t/mfa-co/users/{alice}");
+    let page = b.get(&here);
+    page.expect(200, "alice@users.test").expect(200, "Active");
+
+    // Block her: a form without its value is refused, with it she is blocked.
+    let block = format!("{here}/block");
+    let csrf = page.csrf_for(&block);
+    b.post(&block, &[("csrf", "forged")])
+        .expect(403, "The page has expired");
+    b.post(
+        &block,
+        &[("csrf", &page.csrf_for(&format!("{here}/sign-out")))],
+    )
+    .expect(403, "The page has expired");
+    b.post(&block, &[("csrf", &csrf)])
+        .redirect(&format!("{here}?done=block"));
+    let page = b.get(&format!("{here}?done=block"));
+    page.expect(200, "The user is blocked and signed out everywhere.");
+    page.expect(200, "Blocked since");
+    let (_, user) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/mfa-co/users/{alice}"),
+        &s,
+        None,
+    );
+    assert_eq!(user["status"], "blocked");
+    let r = srv.post_json(
+        "/v1/auth/login",
+        &json!({"email": "alice@users.test", "password": "a user's long password"}),
+    );
+    assert_ne!(r.status(), 200);
+
+    // Deleting asks for the password first, then goes through.
+    let delete = format!("{here}/delete");
+    let csrf = page.csrf_for(&delete);
+    let page = b.post(&delete, &[("csrf", &csrf)]);
+    page.expect(200, "Confirm it is you");
+    let reauth = page.csrf_for("/console/reauth");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &reauth),
+            ("password", "a wrong password here"),
+            ("back", &here),
+        ],
+    )
+    .expect(401, "The password is wrong.");
+    b.post(
+        "/console/reauth",
+        &[("csrf", &reauth), ("password", PASSWORD), ("back", &here)],
+    )
+    .redirect(&here);
+    b.post(&delete, &[("csrf", &csrf)])
+        .redirect("/console/t/mfa-co/users?done=delete");
+    b.get("/console/t/mfa-co/users?done=delete")
+        .expect(200, "The user is deleted.");
+    let (status, _) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/mfa-co/users/{alice}"),
+        &s,
+        None,
+    );
+    assert_eq!(status, 404);
+    b.get(&here).expect(404, "Not found");
+
+    // The audit log shows what the console did, and downloads it.
+    let page = b.get("/console/t/mfa-co/audit");
+    page.expect(200, "user.blocked").expect(200, "user.deleted");
+    let page = b.get("/console/t/mfa-co/audit?type=user.blocked");
+    page.expect(200, "user.blocked");
+    assert!(!page.body.contains("user.deleted"), "{}", page.body);
+    let csv = b.get("/console/t/mfa-co/audit/download?format=csv&type=user.blocked");
+    csv.expect(200, "id,created_at,type,actor_account_id");
+    assert!(csv.header("content-type").starts_with("text/csv"));
+    assert!(csv
+        .header("content-disposition")
+        .contains("audit-mfa-co.csv"));
+    assert_eq!(csv.body.lines().count(), 2, "{}", csv.body);
+    assert!(csv.body.contains(",user.blocked,"), "{}", csv.body);
+    let json = b.get("/console/t/mfa-co/audit/download?format=json");
+    let events: Value = serde_json::from_str(&json.body).unwrap();
+    assert!(events
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["type"] == "user.deleted" && e["actor_account_id"].is_string()));
+    b.get("/console/t/mfa-co/audit/download?format=xml")
+        .expect(400, "");
+
+    // Signing out ends the session: its cookie opens nothing any more.
+    let page = b.get("/console");
+    let out = page.csrf_for("/console/sign-out");
+    b.post("/console/sign-out", &[("csrf", "forged")])
+        .expect(403, "");
+    let kept = b.jar["console_session"].clone();
+    b.post("/console/sign-out", &[("csrf", &out)])
+        .redirect("/console/sign-in");
+    assert!(!b.jar.contains_key("console_session"));
+    b.jar.insert("console_session".into(), kept);
+    b.get("/console").redirect("/console/sign-in");
+}
+
+#[test]
+fn another_tenants_pages_are_not_found_and_forms_need_their_value() {
+    let (_smtp, srv, s) = verified_owner();
+    let other = srv.signup("Other Co", "other@mfa.test");
+    assert_eq!(other["tenant"]["slug"], "other-co");
+    let carol = create_user(&srv, &s, "mfa-co", "carol@users.test");
+    let mut b = Browser::new(&srv);
+    // A sign-in form without its value is refused before the password is looked at.
+    b.get("/console/sign-in");
+    b.post(
+        "/console/sign-in",
+        &[("csrf", "forged"), ("email", OWNER), ("password", PASSWORD)],
+    )
+    .expect(403, "The page has expired");
+    b.sign_in(PASSWORD).redirect("/console");
+    for path in [
+        "/console/t/other-co",
+        "/console/t/other-co/users",
+        "/console/t/other-co/audit",
+        "/console/t/nowhere/users",
+        "/console/t/mfa-co/users/not-an-id",
+    ] {
+        b.get(path).expect(404, "Not found");
+    }
+    // The way back after a re-authentication stays in the console.
+    let here = format!("/console/t/mfa-co/users/{carol}");
+    let page = b.get(&here);
+    let delete = format!("{here}/delete");
+    let page = b.post(&delete, &[("csrf", &page.csrf_for(&delete))]);
+    page.expect(200, "Confirm it is you");
+    let csrf = page.csrf_for("/console/reauth");
+    for away in [
+        "https://evil.example/",
+        "//evil.example/console/",
+        "/console/../x",
+    ] {
+        b.post(
+            "/console/reauth",
+            &[("csrf", &csrf), ("password", PASSWORD), ("back", away)],
+        )
+        .redirect("/console");
+    }
+}
+
+#[test]
+fn the_console_speaks_the_readers_language_and_runs_no_script() {
+    let (_smtp, srv, _s) = verified_owner();
+    let mut b = Browser::new(&srv);
+    b.lang = Some("de-DE,de;q=0.9");
+    let page = b.get("/console/sign-in");
+    page.expect(200, "Bei der Konsole anmelden");
+    assert!(page.body.contains("<html lang=\"de\">"));
+    assert_eq!(page.header("content-language"), "de");
+    let csp = page.header("content-security-policy");
+    assert!(csp.contains("default-src 'none'"), "{csp}");
+    assert!(csp.contains("form-action 'self'"), "{csp}");
+    assert!(!csp.contains("script-src"), "{csp}");
+    assert_eq!(page.header("x-frame-options"), "DENY");
+    assert_eq!(page.header("cache-control"), "no-store");
+    assert!(!page.body.contains("<script"));
+    b.lang = Some("pl");
+    b.get("/console/sign-in")
+        .expect(200, "Zaloguj się do konsoli");
+    let css = b.get("/console/console.css");
+    assert_eq!(css.status, 200);
+    assert!(css.header("content-type").starts_with("text/css"));
+}
