@@ -331,6 +331,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
 pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     let (router, doc) = routes(state.config.server.metrics_listen.is_empty());
     let cors = cors::Cors::new(state.clone(), &doc);
+    let console_doc = console::ApiDoc(Arc::new(serde_json::to_value(&doc)?));
     let doc = platform::OpenApiJson(Arc::new(doc.to_json()?));
     let sdk_policy = sdk_policy::Served::new(state.config.sdk.policy.as_deref())?;
     let timeout = Duration::from_secs(state.config.server.request_timeout_secs);
@@ -397,7 +398,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     Ok(router
         .merge(hosted::router())
         .merge(dashboard::pages::router())
-        .merge(console::router())
+        .merge(console::router(console_doc))
         .merge(oauth::browser::router())
         .route(
             "/oauth/{slug}/authorize",

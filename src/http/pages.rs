@@ -124,7 +124,7 @@ impl FormView {
 }
 
 pub struct FieldView {
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
     /// The input's `id` (unique on the page).
     pub id: String,
     /// `password`, `email` or `text`.
@@ -144,7 +144,7 @@ impl FieldView {
     /// A new password (the reset page).
     pub fn new_password(name: &'static str, label: String, hint: Option<String>) -> Self {
         FieldView {
-            name,
+            name: name.into(),
             id: name.to_owned(),
             kind: "password",
             label,
@@ -174,7 +174,7 @@ impl FieldView {
         autocomplete: &'static str,
     ) -> Self {
         FieldView {
-            name,
+            name: name.into(),
             id: id.to_owned(),
             kind,
             label,

@@ -1844,6 +1844,26 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.expect_text("reauth", "Confirm it is you");
     ui.checked("reauth-axe");
 
+    ui.goto("settings", &srv.url("/console/t/mfa-co/settings"));
+    ui.checked("settings-axe");
+    ui.click(
+        "security",
+        "main a[href='/console/t/mfa-co/settings/security']",
+    );
+    ui.expect_text("security-page", "Two-step verification");
+    ui.checked("security-axe");
+    ui.click("mfa-required", "#f-mfa-policy option[value='required']");
+    ui.click("security-save", "main form button[type=submit]");
+    ui.expect_text("security-saved", "Saved.");
+    let (_, security) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/settings/security",
+        &s,
+        None,
+    );
+    assert_eq!(security["mfa_policy"], "required");
+    ui.goto("minors", &srv.url("/console/t/mfa-co/settings/minors"));
+    ui.checked("minors-axe");
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");

@@ -9,7 +9,9 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{moment, tenant_path, Area, Cell, Form as PageForm, Link, Section, Table, Visit};
+use super::{
+    moment, tenant_path, Area, Cell, Control, Form as PageForm, Link, Section, Table, Visit,
+};
 use crate::http::{
     dashboard::audit::{page as audit_page, AuditEventResponse, AuditQuery},
     pages::{protect, FieldView},
@@ -86,7 +88,7 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     f.value = event_type.clone().unwrap_or_default();
     f.hint = Some(visit.t("console-audit-type-hint"));
     f.max = 100;
-    filter.fields.push(f);
+    filter.controls.push(Control::Input(f));
     let rows = events
         .data
         .iter()

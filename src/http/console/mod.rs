@@ -16,8 +16,11 @@
 
 mod audit;
 mod home;
+mod settings;
 mod sign_in;
 mod users;
+
+pub use settings::ApiDoc;
 
 use askama::Template;
 use axum::{
@@ -51,8 +54,9 @@ const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-ac
                    frame-ancestors 'none'; base-uri 'none'";
 const STYLESHEET: &str = include_str!("../../../assets/console.css");
 
-/// The console's routes.
-pub fn router() -> Router<AppState> {
+/// The console's routes; `doc` is the OpenAPI document the server serves (the settings
+/// forms are made from it).
+pub fn router(doc: ApiDoc) -> Router<AppState> {
     Router::new()
         .route("/console", get(home::tenants))
         .route("/console/console.css", get(stylesheet))
@@ -66,6 +70,12 @@ pub fn router() -> Router<AppState> {
         .route("/console/t/{slug}/users/{id}/{action}", post(users::act))
         .route("/console/t/{slug}/audit", get(audit::list))
         .route("/console/t/{slug}/audit/download", get(audit::download))
+        .route("/console/t/{slug}/settings", get(settings::index))
+        .route(
+            "/console/t/{slug}/settings/{section}",
+            get(settings::show).post(settings::save),
+        )
+        .layer(axum::Extension(doc))
 }
 
 async fn stylesheet() -> Response {
@@ -168,8 +178,8 @@ pub struct Form {
     pub get: bool,
     pub csrf: Option<String>,
     pub hidden: Vec<(&'static str, String)>,
-    pub fields: Vec<FieldView>,
-    pub selects: Vec<Select>,
+    /// Its inputs, in order.
+    pub controls: Vec<Control>,
     pub buttons: Vec<ButtonView>,
     /// Fields and button on one line (filters, single-button actions).
     pub inline: bool,
@@ -183,8 +193,7 @@ impl Form {
             get: false,
             csrf: Some(csrf),
             hidden: Vec::new(),
-            fields: Vec::new(),
-            selects: Vec::new(),
+            controls: Vec::new(),
             buttons: vec![button_view(button, secondary)],
             inline: false,
         }
@@ -197,8 +206,7 @@ impl Form {
             get: true,
             csrf: None,
             hidden: Vec::new(),
-            fields: Vec::new(),
-            selects: Vec::new(),
+            controls: Vec::new(),
             buttons: vec![button_view(button, false)],
             inline: true,
         }
@@ -214,11 +222,45 @@ fn button_view(label: String, secondary: bool) -> ButtonView {
     }
 }
 
+/// One input of a form.
+pub enum Control {
+    Input(FieldView),
+    Select(Select),
+    /// A list, one entry a line.
+    Lines(Lines),
+    /// Several of a fixed set.
+    Checks(CheckGroup),
+}
+
 pub struct Select {
-    pub id: &'static str,
-    pub name: &'static str,
+    pub id: String,
+    pub name: String,
     pub label: String,
     pub options: Vec<SelectOption>,
+    pub error: Option<String>,
+}
+
+pub struct Lines {
+    pub id: String,
+    pub name: String,
+    pub label: String,
+    pub hint: Option<String>,
+    pub error: Option<String>,
+    pub value: String,
+}
+
+pub struct CheckGroup {
+    pub legend: String,
+    pub name: String,
+    pub options: Vec<CheckOption>,
+    pub error: Option<String>,
+}
+
+pub struct CheckOption {
+    pub id: String,
+    pub value: String,
+    pub label: String,
+    pub checked: bool,
 }
 
 pub struct SelectOption {
@@ -232,6 +274,7 @@ pub struct SelectOption {
 pub enum Area {
     Overview,
     Users,
+    Settings,
     Audit,
 }
 
@@ -380,6 +423,11 @@ impl Visit {
             links: vec![
                 link(base.clone(), "console-overview", Area::Overview),
                 link(format!("{base}/users"), "console-users", Area::Users),
+                link(
+                    format!("{base}/settings"),
+                    "console-settings",
+                    Area::Settings,
+                ),
                 link(format!("{base}/audit"), "console-audit", Area::Audit),
             ],
         });

@@ -11,7 +11,9 @@ use tessera_actors::{
     CallError, DirectoryMsg, Password,
 };
 
-use super::{redirect_with, Form as PageForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE};
+use super::{
+    redirect_with, Control, Form as PageForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE,
+};
 use crate::http::{
     dashboard::check_password,
     error::{is_email, len_between, ApiError},
@@ -95,7 +97,7 @@ fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<St
     );
     p.min = 8;
     p.max = PASSWORD_MAX;
-    form.fields = vec![e, p];
+    form.controls = vec![Control::Input(e), Control::Input(p)];
     page.sections.push(Section {
         forms: vec![form],
         ..Section::default()
@@ -129,7 +131,7 @@ fn code_form(
     f.max = 32;
     f.inputmode = "text";
     f.error = error.clone();
-    form.fields = vec![f];
+    form.controls = vec![Control::Input(f)];
     page.error_summary = error;
     page.sections.push(Section {
         forms: vec![form],
@@ -279,7 +281,7 @@ pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response
     p.min = 8;
     p.max = PASSWORD_MAX;
     p.error = error;
-    form.fields = vec![p];
+    form.controls = vec![Control::Input(p)];
     page.sections.push(Section {
         forms: vec![form],
         ..Section::default()

@@ -14,8 +14,8 @@ use tessera_actors::tenant::messages::UserAction;
 use tessera_wire::{ManagedUser, UserStatus};
 
 use super::{
-    moment, sign_in::reauth_page, tenant_path, Area, Cell, Form as PageForm, Section, Select,
-    SelectOption, Table, Visit,
+    moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, Form as PageForm, Section,
+    Select, SelectOption, Table, Visit,
 };
 use crate::http::{
     pages::{see_other, FieldView},
@@ -103,7 +103,7 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     );
     f.value = email.clone().unwrap_or_default();
     f.max = 254;
-    filter.fields.push(f);
+    filter.controls.push(Control::Input(f));
     let mut options = vec![SelectOption {
         value: String::new(),
         label: visit.t("console-status-any"),
@@ -114,12 +114,13 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
         label: visit.t(&format!("console-status-{s}")),
         selected: status.as_deref() == Some(*s),
     }));
-    filter.selects.push(Select {
-        id: "status",
-        name: "status",
+    filter.controls.push(Control::Select(Select {
+        id: "status".to_owned(),
+        name: "status".to_owned(),
         label: visit.t("console-col-status"),
         options,
-    });
+        error: None,
+    }));
     let rows = page_of_users
         .data
         .iter()

@@ -52,6 +52,7 @@ pub const DEVICE_COOKIE: &str = "dashboard_device";
 pub const REAUTH_WINDOW: time::Duration = time::Duration::minutes(5);
 
 /// An authenticated dashboard caller.
+#[derive(Clone)]
 pub struct Dashboard {
     pub session: SessionInfo,
     pub token: String,

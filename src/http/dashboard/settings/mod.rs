@@ -121,6 +121,11 @@ impl FromRequestParts<AppState> for Caller {
 }
 
 impl Caller {
+    /// A caller made from a session already authenticated (the console's).
+    pub fn new(state: AppState, auth: Dashboard, slug: String) -> Self {
+        Caller { state, auth, slug }
+    }
+
     /// The tenant, when the caller is its owner.
     pub(super) fn owner(&self) -> Result<TenantHandle, ApiError> {
         Ok(self.auth.owner(&self.state, &self.slug)?.1)

@@ -1,0 +1,760 @@
+//! Every settings section of the dashboard API in the console, as forms made from the API's
+//! own document: each section's fields, their kinds and limits are read from the request
+//! schema of its write route in the OpenAPI document the server serves, filled with what
+//! its read route answers, and a submitted form becomes that route's JSON body, handed to
+//! the route's own handler (so the console cannot accept what the API refuses, nor drift
+//! from it). A `PATCH` section sends the fields that changed; a `PUT` section sends them
+//! all, the ones a form cannot edit (nested objects) as they were.
+//!
+//! Owners edit; other members read. A write that needs a recent re-authentication asks for
+//! the password first.
+
+use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
+
+use axum::{
+    body::Bytes,
+    extract::{Extension, Path, Query},
+    http::StatusCode,
+    response::Response,
+    Json,
+};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::{
+    sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control, Form as PageForm,
+    Lines, Link, Section, Select, SelectOption, Visit,
+};
+use crate::http::{
+    dashboard::settings::{self as api, Caller},
+    error::ApiError,
+    extract::parse_json,
+    pages::{see_other, FieldView},
+};
+
+/// The OpenAPI document the server serves, as JSON: where the forms' fields come from.
+#[derive(Clone)]
+pub struct ApiDoc(pub Arc<Value>);
+
+type Answer = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send>>;
+
+/// One settings section: its path segment, its write method, and its routes' handlers.
+struct SectionDef {
+    key: &'static str,
+    method: &'static str,
+    read: fn(Caller) -> Answer,
+    write: fn(Caller, axum::http::HeaderMap, Value) -> Answer,
+}
+
+fn json_of<T: serde::Serialize>(r: Result<Json<T>, ApiError>) -> Result<Value, ApiError> {
+    let Json(v) = r?;
+    serde_json::to_value(v).map_err(ApiError::internal)
+}
+
+/// The body as the route would read it from the wire: the same field errors.
+fn body_of<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
+    let bytes = serde_json::to_vec(v).map_err(ApiError::internal)?;
+    parse_json(&bytes)
+}
+
+macro_rules! section {
+    ($key:literal, $method:literal, $get:path, $write:path, with headers) => {
+        SectionDef {
+            key: $key,
+            method: $method,
+            read: |c| Box::pin(async move { json_of($get(c).await) }),
+            write: |c, headers, body| {
+                Box::pin(async move {
+                    let req = body_of(&body)?;
+                    json_of($write(c, headers, crate::http::extract::ApiJson(req)).await)
+                })
+            },
+        }
+    };
+    ($key:literal, $method:literal, $get:path, $write:path) => {
+        SectionDef {
+            key: $key,
+            method: $method,
+            read: |c| Box::pin(async move { json_of($get(c).await) }),
+            write: |c, _, body| {
+                Box::pin(async move {
+                    let req = body_of(&body)?;
+                    json_of($write(c, crate::http::extract::ApiJson(req)).await)
+                })
+            },
+        }
+    };
+}
+
+/// The sections, in the order the console lists them.
+fn sections() -> [SectionDef; 13] {
+    [
+        section!(
+            "security",
+            "patch",
+            api::security::get_security,
+            api::security::patch_security
+        ),
+        section!(
+            "email-domains",
+            "put",
+            api::email_domains::get_email_domains,
+            api::email_domains::put_email_domains
+        ),
+        section!("urls", "put", api::urls::get_urls, api::urls::put_urls),
+        section!("cors", "put", api::urls::get_cors, api::urls::put_cors),
+        section!(
+            "passkey-domain",
+            "put",
+            api::passkey_domain::get_passkey_domain,
+            api::passkey_domain::put_passkey_domain,
+            with headers
+        ),
+        section!(
+            "users",
+            "patch",
+            api::users::get_users,
+            api::users::patch_users
+        ),
+        section!(
+            "anonymous",
+            "patch",
+            api::anonymous::get_anonymous,
+            api::anonymous::patch_anonymous,
+            with headers
+        ),
+        section!(
+            "roles",
+            "patch",
+            api::roles::get_roles,
+            api::roles::patch_roles
+        ),
+        section!(
+            "branding",
+            "patch",
+            api::branding::get_branding,
+            api::branding::patch_branding
+        ),
+        section!(
+            "agents",
+            "patch",
+            api::agents::get_agents,
+            api::agents::patch_agents
+        ),
+        section!(
+            "minors",
+            "put",
+            api::minors::get_minors,
+            api::minors::put_minors
+        ),
+        section!("eudi", "put", api::wallet::get_eudi, api::wallet::put_eudi),
+        section!(
+            "eudi-age",
+            "put",
+            api::wallet_age::get_eudi_age,
+            api::wallet_age::put_eudi_age
+        ),
+    ]
+}
+
+/// What kind of input a field is.
+#[derive(Clone, Debug, PartialEq)]
+enum Kind {
+    Bool,
+    Int {
+        min: Option<i64>,
+        max: Option<i64>,
+    },
+    Text {
+        secret: bool,
+        max_len: Option<u64>,
+    },
+    Choice(Vec<String>),
+    /// A list of strings, one a line.
+    Lines,
+    /// Several of a fixed set of strings.
+    Options(Vec<String>),
+    /// Nested objects: not edited here.
+    Fixed,
+}
+
+#[derive(Clone, Debug)]
+struct Field {
+    name: String,
+    kind: Kind,
+    nullable: bool,
+}
+
+fn resolve<'d>(doc: &'d Value, mut s: &'d Value) -> &'d Value {
+    for _ in 0..8 {
+        let Some(r) = s.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        let name = r.rsplit('/').next().unwrap_or("");
+        match doc.pointer(&format!("/components/schemas/{name}")) {
+            Some(next) => s = next,
+            None => break,
+        }
+    }
+    s
+}
+
+/// The JSON types a schema allows (`type` as a string or a list), and whether `null` is one.
+fn types_of(s: &Value) -> (Vec<String>, bool) {
+    let mut types: Vec<String> = match s.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let nullable = types.iter().any(|t| t == "null");
+    types.retain(|t| t != "null");
+    (types, nullable)
+}
+
+fn string_enum(s: &Value) -> Option<Vec<String>> {
+    let values: Vec<String> = s
+        .get("enum")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    (!values.is_empty()).then_some(values)
+}
+
+/// The editable fields of the request body of `method` on `path`, from the document.
+fn fields_of(doc: &Value, path: &str, method: &str) -> Vec<Field> {
+    let pointer = format!(
+        "/paths/{}/{method}/requestBody/content/application~1json/schema",
+        path.replace('~', "~0").replace('/', "~1")
+    );
+    let Some(schema) = doc.pointer(&pointer) else {
+        return Vec::new();
+    };
+    let schema = resolve(doc, schema);
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, prop)| {
+            let prop = resolve(doc, prop);
+            // `oneOf: [null, {$ref}]`: an optional nested object.
+            if prop.get("oneOf").is_some() {
+                return Field {
+                    name: name.clone(),
+                    kind: Kind::Fixed,
+                    nullable: true,
+                };
+            }
+            let (types, nullable) = types_of(prop);
+            let kind = match types.first().map(String::as_str) {
+                Some("boolean") => Kind::Bool,
+                Some("integer") => Kind::Int {
+                    min: prop.get("minimum").and_then(Value::as_i64),
+                    max: prop.get("maximum").and_then(Value::as_i64),
+                },
+                Some("string") => match string_enum(prop) {
+                    Some(values) => Kind::Choice(values),
+                    None => Kind::Text {
+                        secret: name.contains("secret") || name.contains("token"),
+                        max_len: prop.get("maxLength").and_then(Value::as_u64),
+                    },
+                },
+                Some("array") => {
+                    let items = resolve(doc, prop.get("items").unwrap_or(&Value::Null));
+                    let (item_types, _) = types_of(items);
+                    match (item_types.first().map(String::as_str), string_enum(items)) {
+                        (Some("string"), Some(values)) => Kind::Options(values),
+                        (Some("string"), None) => Kind::Lines,
+                        _ => Kind::Fixed,
+                    }
+                }
+                _ => Kind::Fixed,
+            };
+            Field {
+                name: name.clone(),
+                kind,
+                nullable,
+            }
+        })
+        .collect()
+}
+
+fn api_path(key: &str) -> String {
+    format!("/v1/auth/dashboard/tenants/{{slug}}/settings/{key}")
+}
+
+fn find(key: &str) -> Option<SectionDef> {
+    sections().into_iter().find(|s| s.key == key)
+}
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+/// The sections, each a link.
+pub async fn index(visit: Visit, Path(slug): Path<String>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let (m, _) = match auth.member(&visit.state, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let mut page = visit.tenant_page(&m, Area::Settings, "console-settings");
+    let base = format!("{}/settings", tenant_path(&slug));
+    page.sections.push(Section {
+        links: sections()
+            .iter()
+            .map(|s| Link {
+                href: format!("{base}/{}", s.key),
+                label: visit.t(&format!("console-section-{}", s.key)),
+            })
+            .collect(),
+        ..Section::default()
+    });
+    visit.answer(StatusCode::OK, page)
+}
+
+/// One section: its form for an owner, its values for other members.
+pub async fn show(
+    visit: Visit,
+    Path((slug, key)): Path<(String, String)>,
+    Query(q): Query<DoneQuery>,
+    Extension(doc): Extension<ApiDoc>,
+) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let Some(def) = find(&key) else {
+        return visit.refused(&ApiError::not_found("settings section"));
+    };
+    let (m, _) = match auth.member(&visit.state, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let caller = Caller::new(visit.state.clone(), auth.clone(), slug.clone());
+    let current = match (def.read)(caller).await {
+        Ok(v) => v,
+        Err(e) => return visit.refused(&e),
+    };
+    let fields = fields_of(&doc.0, &api_path(def.key), def.method);
+    let notice = q.done.map(|_| visit.t("console-saved"));
+    render(
+        &visit,
+        &m,
+        &def,
+        &fields,
+        &current,
+        (notice, HashMap::new(), None),
+    )
+}
+
+/// The section's page: the values, as a form an owner may submit.
+fn render(
+    visit: &Visit,
+    m: &tessera_actors::directory::dashboard::MemberOf,
+    def: &SectionDef,
+    fields: &[Field],
+    shown: &Value,
+    (notice, errors, summary): (Option<String>, HashMap<String, String>, Option<String>),
+) -> Response {
+    let title = format!("console-section-{}", def.key);
+    let mut page = visit.tenant_page(m, Area::Settings, &title);
+    page.notice = notice;
+    page.error_summary = summary;
+    let action = format!("{}/settings/{}", tenant_path(&m.slug), def.key);
+    let owner = m.role.as_str() == "owner";
+    let fixed: Vec<String> = fields
+        .iter()
+        .filter(|f| f.kind == Kind::Fixed)
+        .map(|f| label(visit, &f.name))
+        .collect();
+    let mut section = Section::default();
+    if !fixed.is_empty() {
+        section
+            .paragraphs
+            .push(visit.t_with("console-settings-fixed", &[("fields", &fixed.join(", "))]));
+    }
+    if owner {
+        let mut form = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-save"),
+            false,
+        );
+        form.controls = fields
+            .iter()
+            .filter_map(|f| control(visit, f, shown.get(&f.name), errors.get(&f.name)))
+            .collect();
+        section.forms.push(form);
+    } else {
+        section
+            .paragraphs
+            .push(visit.t("console-settings-read-only"));
+        section.facts = fields
+            .iter()
+            .filter(|f| f.kind != Kind::Fixed)
+            .map(|f| {
+                (
+                    label(visit, &f.name),
+                    shown_value(visit, shown.get(&f.name)),
+                )
+            })
+            .collect();
+    }
+    page.sections.push(section);
+    let status = if errors.is_empty() && page.error_summary.is_none() {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    visit.answer(status, page)
+}
+
+fn label(visit: &Visit, name: &str) -> String {
+    visit.t(&format!("console-field-{name}"))
+}
+
+fn shown_value(visit: &Visit, v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "—".to_owned(),
+        Some(Value::Bool(b)) => visit.t(if *b { "console-yes" } else { "console-no" }),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The input of `f`, showing `v`.
+fn control(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) -> Option<Control> {
+    let id = format!("f-{}", f.name.replace('_', "-"));
+    let name = f.name.clone();
+    let error = error.map(|e| visit.t_with("console-not-accepted", &[("reason", e)]));
+    let text = |v: Option<&Value>| match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    Some(match &f.kind {
+        Kind::Fixed => return None,
+        Kind::Bool => Control::Select(Select {
+            id,
+            name,
+            label: label(visit, &f.name),
+            options: [("true", "console-yes"), ("false", "console-no")]
+                .iter()
+                .map(|(value, l)| SelectOption {
+                    value: (*value).to_owned(),
+                    label: visit.t(l),
+                    selected: v.and_then(Value::as_bool).map(|b| b.to_string()).as_deref()
+                        == Some(*value),
+                })
+                .collect(),
+            error,
+        }),
+        Kind::Choice(values) => {
+            let current = text(v);
+            let mut options = Vec::new();
+            if f.nullable {
+                options.push(SelectOption {
+                    value: String::new(),
+                    label: visit.t("console-not-set"),
+                    selected: current.is_empty(),
+                });
+            }
+            options.extend(values.iter().map(|value| SelectOption {
+                value: value.clone(),
+                label: value.clone(),
+                selected: *value == current,
+            }));
+            Control::Select(Select {
+                id,
+                name,
+                label: label(visit, &f.name),
+                options,
+                error,
+            })
+        }
+        Kind::Int { min, max } => {
+            let mut input = FieldView::input(&id, "", "text", label(visit, &f.name), "off");
+            input.inputmode = "numeric";
+            input.max = 20;
+            input.value = text(v);
+            input.hint = match (min, max) {
+                (Some(lo), Some(hi)) => Some(visit.t_with(
+                    "console-hint-range",
+                    &[("min", &lo.to_string()), ("max", &hi.to_string())],
+                )),
+                _ => None,
+            };
+            input.error = error;
+            Control::Input(input_named(input, name))
+        }
+        Kind::Text { secret, max_len } => {
+            let kind = if *secret { "password" } else { "text" };
+            let mut input = FieldView::input(&id, "", kind, label(visit, &f.name), "off");
+            input.max = max_len.map_or(2048, |m| m as usize);
+            let mut hints = Vec::new();
+            if *secret {
+                hints.push(visit.t("console-hint-secret"));
+            } else {
+                input.value = text(v);
+                if f.nullable {
+                    hints.push(visit.t("console-hint-empty-none"));
+                }
+            }
+            input.hint = (!hints.is_empty()).then(|| hints.join(" "));
+            input.error = error;
+            Control::Input(input_named(input, name))
+        }
+        Kind::Lines => Control::Lines(Lines {
+            id,
+            name,
+            label: label(visit, &f.name),
+            hint: Some(visit.t("console-hint-lines")),
+            error,
+            value: v
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default(),
+        }),
+        Kind::Options(values) => {
+            let chosen: Vec<&str> = v
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            Control::Checks(CheckGroup {
+                legend: label(visit, &f.name),
+                options: values
+                    .iter()
+                    .map(|value| CheckOption {
+                        id: format!("{id}-{}", value.to_lowercase().replace('_', "-")),
+                        value: value.clone(),
+                        label: value.clone(),
+                        checked: chosen.contains(&value.as_str()),
+                    })
+                    .collect(),
+                name,
+                error,
+            })
+        }
+    })
+}
+
+/// A settings field's input, named as the document names the field.
+fn input_named(mut input: FieldView, name: String) -> FieldView {
+    input.name = name.into();
+    input
+}
+
+/// The form's values as the route's body: `Err` names each field that is not of its kind.
+fn body_from(
+    fields: &[Field],
+    form: &[(String, String)],
+    current: &Value,
+    method: &str,
+) -> Result<Value, HashMap<String, String>> {
+    let one = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_owned())
+    };
+    let mut body = Map::new();
+    let mut errors = HashMap::new();
+    for f in fields {
+        let now = current.get(&f.name);
+        let value = match &f.kind {
+            Kind::Fixed => match (method, now) {
+                ("put", Some(v)) => Some(v.clone()),
+                _ => None,
+            },
+            Kind::Bool => one(&f.name).map(|v| Value::Bool(v == "true")),
+            Kind::Choice(values) => match one(&f.name) {
+                Some(v) if v.is_empty() && f.nullable => Some(Value::Null),
+                Some(v) if values.contains(&v) => Some(Value::String(v)),
+                Some(_) => {
+                    errors.insert(f.name.clone(), "not one of the choices".to_owned());
+                    None
+                }
+                None => None,
+            },
+            Kind::Int { .. } => match one(&f.name) {
+                Some(v) if v.is_empty() && f.nullable => Some(Value::Null),
+                Some(v) => match v.parse::<i64>() {
+                    Ok(n) => Some(Value::from(n)),
+                    Err(_) => {
+                        errors.insert(f.name.clone(), "must be a whole number".to_owned());
+                        None
+                    }
+                },
+                None => None,
+            },
+            Kind::Text { secret, .. } => match one(&f.name) {
+                // A secret is never shown: an empty input keeps the stored one.
+                Some(v) if v.is_empty() && *secret => None,
+                Some(v) if v.is_empty() && f.nullable => Some(Value::Null),
+                Some(v) => Some(Value::String(v)),
+                None => None,
+            },
+            Kind::Lines => one(&f.name).map(|v| {
+                let items: Vec<Value> = v
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(|l| Value::String(l.to_owned()))
+                    .collect();
+                if items.is_empty() && f.nullable && now.is_none_or(Value::is_null) {
+                    Value::Null
+                } else {
+                    Value::Array(items)
+                }
+            }),
+            Kind::Options(values) => Some(Value::Array(
+                form.iter()
+                    .filter(|(k, v)| *k == f.name && values.contains(v))
+                    .map(|(_, v)| Value::String(v.clone()))
+                    .collect(),
+            )),
+        };
+        let Some(value) = value else {
+            continue;
+        };
+        // A patch names only what changed.
+        if method == "patch" && now == Some(&value) {
+            continue;
+        }
+        body.insert(f.name.clone(), value);
+    }
+    if errors.is_empty() {
+        Ok(Value::Object(body))
+    } else {
+        Err(errors)
+    }
+}
+
+/// The field errors of a refusal (`details.fields`).
+fn field_errors(e: &ApiError) -> HashMap<String, String> {
+    e.details
+        .as_ref()
+        .and_then(|d| d.get("fields"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    // `items[2]`, `trust_anchors[0].name`: the field the form shows.
+                    let field = k.split(['[', '.']).next().unwrap_or(k).to_owned();
+                    (field, v.as_str().unwrap_or("").to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Saves a section through its route's handler; the form again with each refused field's
+/// reason, or the section saying it was saved.
+pub async fn save(
+    visit: Visit,
+    Path((slug, key)): Path<(String, String)>,
+    Extension(doc): Extension<ApiDoc>,
+    body: Bytes,
+) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let Some(def) = find(&key) else {
+        return visit.refused(&ApiError::not_found("settings section"));
+    };
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    let action = format!("{}/settings/{}", tenant_path(&slug), def.key);
+    let csrf = form
+        .iter()
+        .find(|(k, _)| k == "csrf")
+        .map_or("", |(_, v)| v.as_str());
+    if let Err(r) = visit.check(&action, csrf) {
+        return r;
+    }
+    let (m, _) = match auth.member(&visit.state, &slug) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let caller = || Caller::new(visit.state.clone(), auth.clone(), slug.clone());
+    let current = match (def.read)(caller()).await {
+        Ok(v) => v,
+        Err(e) => return visit.refused(&e),
+    };
+    let fields = fields_of(&doc.0, &api_path(def.key), def.method);
+    // What the reader typed, shown again when something is refused.
+    let typed = |current: &Value| {
+        let mut shown = current.clone();
+        if let Ok(Value::Object(sent)) = body_from(&fields, &form, current, "put") {
+            if let Value::Object(o) = &mut shown {
+                o.extend(sent);
+            }
+        }
+        shown
+    };
+    let request = match body_from(&fields, &form, &current, def.method) {
+        Ok(b) => b,
+        Err(errors) => {
+            let summary = Some(visit.t("console-settings-refused"));
+            return render(
+                &visit,
+                &m,
+                &def,
+                &fields,
+                &typed(&current),
+                (None, errors, summary),
+            );
+        }
+    };
+    // A patch of nothing is no change: nothing to write, nothing to audit.
+    if def.method == "patch" && request.as_object().is_some_and(Map::is_empty) {
+        return see_other(
+            &visit.reader,
+            &format!("{action}?done=1"),
+            StatusCode::SEE_OTHER,
+        );
+    }
+    match (def.write)(caller(), visit.headers.clone(), request).await {
+        Ok(_) => see_other(
+            &visit.reader,
+            &format!("{action}?done=1"),
+            StatusCode::SEE_OTHER,
+        ),
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &action, None),
+        Err(e) if e.status == StatusCode::BAD_REQUEST || e.status == StatusCode::CONFLICT => {
+            let errors = field_errors(&e);
+            let summary = Some(if errors.is_empty() {
+                visit.t_with("console-not-accepted", &[("reason", &e.message)])
+            } else {
+                visit.t("console-settings-refused")
+            });
+            render(
+                &visit,
+                &m,
+                &def,
+                &fields,
+                &typed(&current),
+                (None, errors, summary),
+            )
+        }
+        Err(e) => visit.refused(&e),
+    }
+}
