@@ -1864,6 +1864,14 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     assert_eq!(security["mfa_policy"], "required");
     ui.goto("minors", &srv.url("/console/t/mfa-co/settings/minors"));
     ui.checked("minors-axe");
+    ui.goto("members", &srv.url("/console/t/mfa-co/members"));
+    ui.type_into("invite-email", "invite-email", "colleague@users.test");
+    ui.click(
+        "invite",
+        "form[action='/console/t/mfa-co/members/invite'] button",
+    );
+    ui.expect_text("invited", "The invitation is on its way.");
+    ui.checked("members-axe");
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");

@@ -592,3 +592,129 @@ fn every_settings_section_is_a_form_of_the_apis_own_rules() {
     b.get("/console/t/mfa-co/settings/nothing")
         .expect(404, "Not found");
 }
+
+/// An owner invites a colleague from the console, who accepts from the mail and signs in;
+/// the owner changes their role; a viewer reads settings and users without forms; an
+/// invitation is withdrawn; the last owner cannot leave.
+#[test]
+fn an_owner_invites_a_colleague_who_accepts_from_the_mail() {
+    let (smtp, srv, _s) = verified_owner();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let base = "/console/t/mfa-co/members";
+    let page = b.get(base);
+    page.expect(200, OWNER)
+        .expect(200, "No invitation is waiting.");
+    let invite = format!("{base}/invite");
+    let csrf = page.csrf_for(&invite);
+    b.post(
+        &invite,
+        &[
+            ("csrf", &csrf),
+            ("email", "not an address"),
+            ("role", "admin"),
+        ],
+    )
+    .expect(400, "Enter a valid e-mail address and a role.");
+    b.post(
+        &invite,
+        &[("csrf", &csrf), ("email", OWNER), ("role", "admin")],
+    )
+    .expect(400, "This address is already a member.");
+    b.post(
+        &invite,
+        &[
+            ("csrf", &csrf),
+            ("email", "hire@mfa.test"),
+            ("role", "admin"),
+        ],
+    )
+    .redirect(&format!("{base}?done=invited"));
+    b.post(
+        &invite,
+        &[
+            ("csrf", &csrf),
+            ("email", "gone@mfa.test"),
+            ("role", "viewer"),
+        ],
+    )
+    .redirect(&format!("{base}?done=invited"));
+    let page = b.get(&format!("{base}?done=invited"));
+    page.expect(200, "The invitation is on its way.")
+        .expect(200, "hire@mfa.test")
+        .expect(200, "gone@mfa.test");
+
+    // Withdrawn: its link is dead.
+    let revoke = "/console/t/mfa-co/invitations/revoke";
+    let csrf = page.csrf_for(revoke);
+    b.post(revoke, &[("csrf", &csrf), ("email", "gone@mfa.test")])
+        .redirect(&format!("{base}?done=revoked"));
+    let gone = smtp.wait_for_link("gone@mfa.test", "/dashboard/accept-invite", 1);
+    let r = srv.post_json(
+        "/v1/auth/dashboard/accept-invite",
+        &json!({"token": gone, "password": "a colleague's passphrase"}),
+    );
+    assert_eq!(r.status(), 400);
+
+    // Accepted from the mail: a member, who signs in to the console.
+    srv.accept_mailed_invite(&smtp, "hire@mfa.test", 1, "the hire's own passphrase");
+    let page = b.get(base);
+    page.expect(200, "hire@mfa.test");
+    let hire = srv.login("hire@mfa.test", "the hire's own passphrase");
+    let hire_id = hire.body["account"]["id"].as_str().unwrap().to_owned();
+    let role = format!("{base}/{hire_id}/role");
+    b.post(
+        &role,
+        &[("csrf", &page.csrf_for(&role)), ("role", "viewer")],
+    )
+    .redirect(&format!("{base}?done=role"));
+    let (_, members) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/members",
+        &hire,
+        None,
+    );
+    assert!(members["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["email"] == "hire@mfa.test" && m["role"] == "viewer"));
+
+    // The viewer reads; no form to change anything is offered.
+    let mut v = Browser::new(&srv);
+    let page = v.get("/console/sign-in");
+    let csrf = page.csrf_for("/console/sign-in");
+    v.post(
+        "/console/sign-in",
+        &[
+            ("csrf", &csrf),
+            ("email", "hire@mfa.test"),
+            ("password", "the hire's own passphrase"),
+        ],
+    )
+    .redirect("/console");
+    let page = v.get("/console/t/mfa-co/settings/security");
+    page.expect(200, "owners change settings.");
+    assert!(!page.body.contains("Save</button>"), "{}", page.body);
+    let page = v.get(base);
+    assert!(!page.body.contains("/invite\""), "{}", page.body);
+    page.expect(200, "Leave this tenant");
+
+    // The last owner cannot leave.
+    let page = b.get(base);
+    let me = page
+        .body
+        .split("action=\"")
+        .filter_map(|a| a.split('"').next())
+        .find(|a| a.ends_with("/remove") && !a.contains(&hire_id))
+        .unwrap()
+        .to_owned();
+    b.post(&me, &[("csrf", &page.csrf_for(&me))])
+        .expect(400, "last owner cannot be removed or demoted.");
+    // The viewer leaves.
+    let page = v.get(base);
+    let leave = format!("{base}/{hire_id}/remove");
+    v.post(&leave, &[("csrf", &page.csrf_for(&leave))])
+        .redirect("/console");
+    v.get(base).expect(404, "Not found");
+}

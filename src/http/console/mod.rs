@@ -16,6 +16,7 @@
 
 mod audit;
 mod home;
+mod members;
 mod settings;
 mod sign_in;
 mod users;
@@ -70,6 +71,20 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/t/{slug}/users/{id}/{action}", post(users::act))
         .route("/console/t/{slug}/audit", get(audit::list))
         .route("/console/t/{slug}/audit/download", get(audit::download))
+        .route("/console/t/{slug}/members", get(members::page))
+        .route("/console/t/{slug}/members/invite", post(members::invite))
+        .route(
+            "/console/t/{slug}/members/{account}/role",
+            post(members::change_role),
+        )
+        .route(
+            "/console/t/{slug}/members/{account}/remove",
+            post(members::remove),
+        )
+        .route(
+            "/console/t/{slug}/invitations/revoke",
+            post(members::revoke),
+        )
         .route("/console/t/{slug}/settings", get(settings::index))
         .route(
             "/console/t/{slug}/settings/{section}",
@@ -274,6 +289,7 @@ pub struct SelectOption {
 pub enum Area {
     Overview,
     Users,
+    Members,
     Settings,
     Audit,
 }

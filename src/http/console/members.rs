@@ -1,0 +1,392 @@
+//! A tenant's members and invitations in the console: who administers the tenant and in
+//! which role, inviting a colleague by mail (they accept on `/dashboard/accept-invite`),
+//! withdrawing an invitation, changing a role, removing a member or leaving, all through the
+//! dashboard API's own handlers (`dashboard::members`).
+
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::Response,
+    Form,
+};
+use serde::Deserialize;
+
+use super::{
+    home::role_name, moment, tenant_path, Area, Cell, Control, Form as PageForm, Section, Select,
+    SelectOption, Table, Visit,
+};
+use crate::http::{
+    dashboard::{
+        members::{self as api, InviteMemberRequest, UpdateMemberRequest},
+        TenantCaller,
+    },
+    error::ApiError,
+    extract::ApiJson,
+    pages::{see_other, FieldView},
+};
+
+const ROLES: [&str; 3] = ["owner", "admin", "viewer"];
+const DONE: [&str; 5] = ["invited", "revoked", "role", "removed", "left"];
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct InviteForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    role: String,
+}
+
+#[derive(Deserialize)]
+pub struct RoleForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    role: String,
+}
+
+#[derive(Deserialize)]
+pub struct EmailForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    email: String,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
+    let auth = visit.signed_in()?;
+    Ok(TenantCaller {
+        auth: auth.clone(),
+        slug: slug.to_owned(),
+    })
+}
+
+fn role_select(visit: &Visit, id: String, current: &str, error: Option<String>) -> Control {
+    Control::Select(Select {
+        id,
+        name: "role".to_owned(),
+        label: visit.t("console-col-role-of"),
+        options: ROLES
+            .iter()
+            .map(|r| SelectOption {
+                value: (*r).to_owned(),
+                label: role_name(visit, r),
+                selected: *r == current,
+            })
+            .collect(),
+        error,
+    })
+}
+
+/// The members page: the members, the pending invitations, and an owner's forms.
+pub async fn page(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
+    let notice = q
+        .done
+        .filter(|d| DONE.contains(&d.as_str()))
+        .map(|d| visit.t(&format!("console-members-done-{d}")));
+    render(&visit, &slug, notice, (String::new(), None)).await
+}
+
+async fn render(
+    visit: &Visit,
+    slug: &str,
+    notice: Option<String>,
+    (typed, error): (String, Option<String>),
+) -> Response {
+    let c = match caller(visit, slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let me = c.auth.session.account_id;
+    let list = match api::list(State(visit.state.clone()), c).await {
+        Ok(axum::Json(l)) => l,
+        Err(e) => return visit.refused(&e),
+    };
+    let owner = m.role.as_str() == "owner";
+    let base = format!("{}/members", tenant_path(slug));
+    let mut page = visit.tenant_page(&m, Area::Members, "console-members");
+    page.notice = notice;
+    page.error_summary = error.clone();
+    let rows = list
+        .data
+        .iter()
+        .map(|x| {
+            vec![
+                Cell::text(x.email.clone()),
+                Cell::text(role_name(visit, &x.role)),
+                Cell::text(moment(x.added_at)),
+            ]
+        })
+        .collect();
+    page.sections.push(Section {
+        table: Some(Table {
+            id: "members",
+            caption: visit.t("console-members-caption"),
+            head: vec![
+                visit.t("console-email"),
+                visit.t("console-col-role-of"),
+                visit.t("console-col-added"),
+            ],
+            rows,
+            empty: visit.t("console-members-empty"),
+        }),
+        ..Section::default()
+    });
+    // One small form a member: an owner changes roles and removes; anyone leaves.
+    let mut forms = Vec::new();
+    for x in &list.data {
+        let at = format!("{base}/{}", x.account_id);
+        if owner && x.account_id != me {
+            let action = format!("{at}/role");
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t_with("console-members-change", &[("email", &x.email)]),
+                true,
+            );
+            f.inline = true;
+            f.controls.push(role_select(
+                visit,
+                format!("role-{}", x.account_id),
+                &x.role,
+                None,
+            ));
+            forms.push(f);
+            let action = format!("{at}/remove");
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t_with("console-members-remove", &[("email", &x.email)]),
+                true,
+            );
+            f.inline = true;
+            forms.push(f);
+        }
+        if x.account_id == me {
+            let action = format!("{at}/remove");
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t("console-members-leave"),
+                true,
+            );
+            f.inline = true;
+            forms.push(f);
+        }
+    }
+    if !forms.is_empty() {
+        page.sections.push(Section {
+            heading: Some(visit.t("console-members-manage")),
+            forms,
+            ..Section::default()
+        });
+    }
+    let rows = list
+        .invitations
+        .iter()
+        .map(|i| {
+            vec![
+                Cell::text(i.email.clone()),
+                Cell::text(role_name(visit, &i.role)),
+                Cell::text(moment(i.expires_at)),
+            ]
+        })
+        .collect();
+    let mut invitations = Section {
+        heading: Some(visit.t("console-invitations")),
+        table: Some(Table {
+            id: "invitations",
+            caption: visit.t("console-invitations-caption"),
+            head: vec![
+                visit.t("console-email"),
+                visit.t("console-col-role-of"),
+                visit.t("console-col-expires"),
+            ],
+            rows,
+            empty: visit.t("console-invitations-empty"),
+        }),
+        ..Section::default()
+    };
+    if owner {
+        let revoke = format!("{}/invitations/revoke", tenant_path(slug));
+        for i in &list.invitations {
+            let mut f = PageForm::post(
+                revoke.clone(),
+                visit.csrf(&revoke),
+                visit.t_with("console-invitations-revoke", &[("email", &i.email)]),
+                true,
+            );
+            f.inline = true;
+            f.hidden.push(("email", i.email.clone()));
+            invitations.forms.push(f);
+        }
+        let action = format!("{base}/invite");
+        let mut f = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-invite"),
+            false,
+        );
+        let mut email = FieldView::input(
+            "invite-email",
+            "email",
+            "email",
+            visit.t("console-email"),
+            "off",
+        );
+        email.value = typed;
+        email.max = 254;
+        email.min = 3;
+        email.error = error;
+        f.controls.push(Control::Input(email));
+        f.controls
+            .push(role_select(visit, "invite-role".to_owned(), "admin", None));
+        page.sections.push(invitations);
+        page.sections.push(Section {
+            heading: Some(visit.t("console-invite-heading")),
+            paragraphs: vec![visit.t("console-invite-intro")],
+            forms: vec![f],
+            ..Section::default()
+        });
+    } else {
+        page.sections.push(invitations);
+    }
+    let status = if page.error_summary.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+/// What a refusal of a member change shows: the page again with its reason for a bad field
+/// or a last owner, else the console's refusal.
+async fn refused(visit: &Visit, slug: &str, e: ApiError, typed: String) -> Response {
+    let reason = match (e.status, e.code.as_str()) {
+        (StatusCode::BAD_REQUEST, _) => "console-invite-invalid",
+        (StatusCode::CONFLICT, "dashboard/already_member") => "console-invite-member",
+        (StatusCode::CONFLICT, "dashboard/last_owner") => "console-members-last-owner",
+        _ => return visit.refused(&e),
+    };
+    render(visit, slug, None, (typed, Some(visit.t(reason)))).await
+}
+
+fn done(visit: &Visit, slug: &str, what: &str) -> Response {
+    see_other(
+        &visit.reader,
+        &format!("{}/members?done={what}", tenant_path(slug)),
+        StatusCode::SEE_OTHER,
+    )
+}
+
+/// Invites an address with a role (owner): the API's invitation, mailed.
+pub async fn invite(
+    visit: Visit,
+    Path(slug): Path<String>,
+    Form(form): Form<InviteForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if let Err(r) = visit.check(
+        &format!("{}/members/invite", tenant_path(&slug)),
+        &form.csrf,
+    ) {
+        return r;
+    }
+    let req = InviteMemberRequest {
+        email: form.email.trim().to_owned(),
+        role: form.role,
+    };
+    match api::invite(State(visit.state.clone()), c, ApiJson(req)).await {
+        Ok(_) => done(&visit, &slug, "invited"),
+        Err(e) => refused(&visit, &slug, e, form.email).await,
+    }
+}
+
+/// Withdraws a pending invitation (owner).
+pub async fn revoke(
+    visit: Visit,
+    Path(slug): Path<String>,
+    Form(form): Form<EmailForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let action = format!("{}/invitations/revoke", tenant_path(&slug));
+    if let Err(r) = visit.check(&action, &form.csrf) {
+        return r;
+    }
+    let path = axum::extract::Path((slug.clone(), form.email));
+    match api::revoke(State(visit.state.clone()), c, path).await {
+        Ok(_) => done(&visit, &slug, "revoked"),
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// Changes a member's role (owner).
+pub async fn change_role(
+    visit: Visit,
+    Path((slug, account)): Path<(String, String)>,
+    Form(form): Form<RoleForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let action = format!("{}/members/{account}/role", tenant_path(&slug));
+    if let Err(r) = visit.check(&action, &form.csrf) {
+        return r;
+    }
+    let req = UpdateMemberRequest { role: form.role };
+    let path = axum::extract::Path((slug.clone(), account));
+    match api::update(State(visit.state.clone()), c, path, ApiJson(req)).await {
+        Ok(_) => done(&visit, &slug, "role"),
+        Err(e) => refused(&visit, &slug, e, String::new()).await,
+    }
+}
+
+/// Removes a member (owner), or the reader leaves.
+pub async fn remove(
+    visit: Visit,
+    Path((slug, account)): Path<(String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let action = format!("{}/members/{account}/remove", tenant_path(&slug));
+    if let Err(r) = visit.check(&action, &form.csrf) {
+        return r;
+    }
+    let leaving = c.auth.session.account_id.to_string() == account;
+    let path = axum::extract::Path((slug.clone(), account));
+    match api::remove(State(visit.state.clone()), c, path).await {
+        Ok(_) if leaving => see_other(&visit.reader, "/console", StatusCode::SEE_OTHER),
+        Ok(_) => done(&visit, &slug, "removed"),
+        Err(e) => refused(&visit, &slug, e, String::new()).await,
+    }
+}
