@@ -621,7 +621,7 @@ pub async fn page(
     };
     let mut page = reader.page(title);
     page.paragraphs.push(reader.t("eudi-scan"));
-    page.qr = qr_svg(&urls.wallet_url);
+    page.qr = super::pages::qr_svg(&urls.wallet_url);
     page.link = Some(LinkView {
         href: urls.wallet_url,
         label: reader.t("eudi-same-device"),
@@ -632,20 +632,6 @@ pub async fn page(
     let mut resp = reader.answer(StatusCode::OK, page, &[]);
     protect(resp.headers_mut());
     resp
-}
-
-/// The QR code of `data` as an inline SVG (black modules on white, with the quiet zone).
-fn qr_svg(data: &str) -> Option<String> {
-    let code = qrcode::QrCode::with_error_correction_level(data, qrcode::EcLevel::M).ok()?;
-    let svg = code
-        .render::<qrcode::render::svg::Color<'_>>()
-        .min_dimensions(240, 240)
-        .dark_color(qrcode::render::svg::Color("#000000"))
-        .light_color(qrcode::render::svg::Color("#ffffff"))
-        .build();
-    // The renderer starts with an XML declaration, which has no place inside HTML.
-    let start = svg.find("<svg")?;
-    Some(svg[start..].to_owned())
 }
 
 /// How the wallet flow's refusals answer.

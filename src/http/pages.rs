@@ -661,6 +661,21 @@ pub fn clean_name(name: &str) -> String {
         .to_owned()
 }
 
+/// The QR code of `data` as an inline SVG (black modules on white, with the quiet zone): the
+/// wallet hand-off's and the console's authenticator set-up.
+pub fn qr_svg(data: &str) -> Option<String> {
+    let code = qrcode::QrCode::with_error_correction_level(data, qrcode::EcLevel::M).ok()?;
+    let svg = code
+        .render::<qrcode::render::svg::Color<'_>>()
+        .min_dimensions(240, 240)
+        .dark_color(qrcode::render::svg::Color("#000000"))
+        .light_color(qrcode::render::svg::Color("#ffffff"))
+        .build();
+    // The renderer starts with an XML declaration, which has no place inside HTML.
+    let start = svg.find("<svg")?;
+    Some(svg[start..].to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

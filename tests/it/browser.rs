@@ -1875,6 +1875,27 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");
+
+    // The account: two-step verification off (after the password again), then set up anew.
+    ui.click("account", "header a[href='/console/account']");
+    ui.expect_text("account", "recovery codes left");
+    ui.checked("account-axe");
+    ui.click(
+        "mfa-off",
+        "form[action='/console/account/mfa/remove'] button",
+    );
+    ui.expect_text("mfa-off-reauth", "Confirm it is you");
+    ui.type_into("mfa-off-password", "reauth-password", PASSWORD);
+    ui.click("mfa-off-confirm", "main form button[type=submit]");
+    ui.expect_text("mfa-off-back", "Turn off two-step verification");
+    ui.click(
+        "mfa-off-again",
+        "form[action='/console/account/mfa/remove'] button",
+    );
+    ui.expect_text("mfa-is-off", "Two-step verification is off.");
+    ui.click("mfa-on", "form[action='/console/account/mfa/setup'] button");
+    ui.expect_text("mfa-setup", "Scan this code");
+    ui.checked("mfa-setup-axe");
     ui.click("sign-out", "header form button[type=submit]");
     ui.expect_text("signed-out", "Sign in to the console");
     ui.goto("after-sign-out", &srv.url("/console/t/mfa-co/users"));

@@ -718,3 +718,106 @@ fn an_owner_invites_a_colleague_who_accepts_from_the_mail() {
         .redirect("/console");
     v.get(base).expect(404, "Not found");
 }
+
+/// The console's own account page turns two-step verification on (a QR code, the key, a
+/// code, recovery codes shown once) and off, each after the password again; the next
+/// sign-in asks for a code, and a recovery code answers it once.
+#[test]
+fn an_owner_turns_two_step_verification_on_and_off_in_the_console() {
+    use crate::support::Totp;
+    let (_smtp, srv, s) = verified_owner();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let page = b.get("/console/account");
+    page.expect(200, "Turn on two-step verification");
+    let setup = "/console/account/mfa/setup";
+    let csrf = page.csrf_for(setup);
+    let page = b.post(setup, &[("csrf", &csrf)]);
+    page.expect(200, "Confirm it is you");
+    let reauth = page.csrf_for("/console/reauth");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &reauth),
+            ("password", PASSWORD),
+            ("back", "/console/account"),
+        ],
+    )
+    .redirect("/console/account");
+    let page = b.post(setup, &[("csrf", &csrf)]);
+    page.expect(200, "Scan this code").expect(200, "<svg");
+    let secret = page.hidden("secret");
+    let uri = page.hidden("uri");
+    assert!(uri.starts_with("otpauth://totp/"), "{uri}");
+    let totp = Totp::new(&secret);
+    let confirm = "/console/account/mfa/confirm";
+    let csrf = page.csrf_for(confirm);
+    let step = crate::support::settled_totp_step(4.0);
+    let form = |code: &str| {
+        vec![
+            ("csrf".to_owned(), csrf.clone()),
+            ("secret".to_owned(), secret.clone()),
+            ("uri".to_owned(), uri.clone()),
+            ("code".to_owned(), code.to_owned()),
+        ]
+    };
+    post_values(&mut b, confirm, &form(&totp.wrong_at(step)))
+        .expect(400, "The code is wrong or was already used.")
+        .expect(400, &secret);
+    let page = post_values(&mut b, confirm, &form(&totp.at_step(step)));
+    page.expect(200, "Your recovery codes");
+    let codes: Vec<String> = page
+        .body
+        .split("<code>")
+        .skip(1)
+        .filter_map(|c| c.split("</code>").next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(codes.len(), 10, "{codes:?}");
+    let (_, account) = srv.dash_json("GET", "/v1/auth/dashboard/account", &s, None);
+    assert_eq!(account["mfa_enabled"], true);
+
+    // The next sign-in asks for a code; a recovery code answers it once.
+    let page = b.get("/console");
+    b.post(
+        "/console/sign-out",
+        &[("csrf", &page.csrf_for("/console/sign-out"))],
+    )
+    .redirect("/console/sign-in");
+    let page = b.sign_in(PASSWORD);
+    page.expect(200, "Enter your code");
+    let code_csrf = page.csrf_for("/console/sign-in/code");
+    b.post(
+        "/console/sign-in/code",
+        &[
+            ("csrf", &code_csrf),
+            ("challenge", &page.hidden("challenge")),
+            ("code", &codes[0]),
+        ],
+    )
+    .redirect("/console");
+    let page = b.get("/console/account");
+    page.expect(200, "9 recovery codes left.");
+
+    // Off, after the password again (this session never gave it).
+    let remove = "/console/account/mfa/remove";
+    let csrf = page.csrf_for(remove);
+    let page = b.post(remove, &[("csrf", &csrf)]);
+    page.expect(200, "Confirm it is you");
+    let reauth = page.csrf_for("/console/reauth");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &reauth),
+            ("password", PASSWORD),
+            ("back", "/console/account"),
+        ],
+    )
+    .redirect("/console/account");
+    b.post(remove, &[("csrf", &csrf)])
+        .redirect("/console/account?done=removed");
+    b.get("/console/account?done=removed")
+        .expect(200, "Two-step verification is off.");
+    let (_, account) = srv.dash_json("GET", "/v1/auth/dashboard/account", &s, None);
+    assert_eq!(account["mfa_enabled"], false);
+}

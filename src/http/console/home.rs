@@ -55,14 +55,10 @@ pub async fn tenants(visit: Visit) -> Response {
             ),
             (visit.t("console-account-mfa"), yes_no(s.mfa_enabled)),
         ],
-        paragraphs: if s.mfa_enabled {
-            vec![visit.t_with(
-                "console-account-recovery-left",
-                &[("count", &s.recovery_codes_left.to_string())],
-            )]
-        } else {
-            vec![visit.t("console-account-mfa-off")]
-        },
+        links: vec![Link {
+            href: "/console/account".to_owned(),
+            label: visit.t("console-account-manage"),
+        }],
         ..Section::default()
     });
     visit.answer(StatusCode::OK, page)

@@ -14,6 +14,7 @@
 //!
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
+mod account;
 mod audit;
 mod home;
 mod members;
@@ -65,6 +66,10 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/sign-in/code", post(sign_in::code))
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/reauth", post(sign_in::reauth))
+        .route("/console/account", get(account::page))
+        .route("/console/account/mfa/setup", post(account::setup))
+        .route("/console/account/mfa/confirm", post(account::confirm))
+        .route("/console/account/mfa/remove", post(account::remove))
         .route("/console/t/{slug}", get(home::overview))
         .route("/console/t/{slug}/users", get(users::list))
         .route("/console/t/{slug}/users/{id}", get(users::detail))
@@ -138,6 +143,8 @@ pub struct SignOut {
     pub csrf: String,
     pub who: String,
     pub label: String,
+    /// The link to the account's own page.
+    pub account: String,
 }
 
 /// A part of a page: a heading, then paragraphs, facts, a table, links and forms.
@@ -145,6 +152,10 @@ pub struct SignOut {
 pub struct Section {
     pub heading: Option<String>,
     pub paragraphs: Vec<String>,
+    /// A list of short texts shown as written (recovery codes, a key shown once).
+    pub codes: Vec<String>,
+    /// A QR code (inline SVG made by this server).
+    pub qr: Option<String>,
     pub facts: Vec<(String, String)>,
     pub table: Option<Table>,
     pub links: Vec<Link>,
@@ -416,6 +427,7 @@ impl Visit {
                 csrf: self.csrf("/console/sign-out"),
                 who: self.t_with("console-signed-in-as", &[("email", &a.session.email)]),
                 label: self.t("console-sign-out"),
+                account: self.t("console-account"),
             }),
             notice: None,
             error_summary: None,

@@ -1,0 +1,218 @@
+//! The signed-in dashboard account in the console: its address and second factor; setting
+//! TOTP up (a QR code and the secret, a code to confirm, the recovery codes shown once) and
+//! taking it off, both after a re-authentication, through the dashboard API's handlers
+//! (`dashboard::factors`).
+
+use axum::{extract::State, http::StatusCode, response::Response, Form};
+use serde::Deserialize;
+
+use super::{sign_in::reauth_page, Control, Form as PageForm, Section, Visit};
+use crate::http::{
+    dashboard::factors::{self as api, DashboardTotpConfirmRequest, DashboardTotpSetupResponse},
+    extract::ApiJson,
+    pages::{qr_svg, see_other, FieldView},
+};
+
+const PAGE: &str = "/console/account";
+const SETUP: &str = "/console/account/mfa/setup";
+const CONFIRM: &str = "/console/account/mfa/confirm";
+const REMOVE: &str = "/console/account/mfa/remove";
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[derive(Deserialize)]
+pub struct CodeForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    code: String,
+    /// The secret shown, so the page can show it again after a wrong code.
+    #[serde(default)]
+    secret: String,
+    #[serde(default)]
+    uri: String,
+}
+
+/// The account: its address and second factor, with the form that changes the factor.
+pub async fn page(
+    visit: Visit,
+    axum::extract::Query(q): axum::extract::Query<DoneQuery>,
+) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let s = &auth.session;
+    let mut page = visit.page("console-account");
+    page.notice = match q.done.as_deref() {
+        Some("removed") => Some(visit.t("console-mfa-removed")),
+        _ => None,
+    };
+    let yes_no = |b: bool| visit.t(if b { "console-yes" } else { "console-no" });
+    let mut section = Section {
+        facts: vec![
+            (visit.t("console-email"), s.email.clone()),
+            (
+                visit.t("console-account-verified"),
+                yes_no(s.email_verified),
+            ),
+            (visit.t("console-account-mfa"), yes_no(s.mfa_enabled)),
+        ],
+        ..Section::default()
+    };
+    if s.mfa_enabled {
+        section.paragraphs.push(visit.t_with(
+            "console-account-recovery-left",
+            &[("count", &s.recovery_codes_left.to_string())],
+        ));
+        section.forms.push(PageForm::post(
+            REMOVE.to_owned(),
+            visit.csrf(REMOVE),
+            visit.t("console-mfa-remove"),
+            true,
+        ));
+    } else if s.email_verified {
+        section.paragraphs.push(visit.t("console-mfa-why"));
+        section.forms.push(PageForm::post(
+            SETUP.to_owned(),
+            visit.csrf(SETUP),
+            visit.t("console-mfa-setup"),
+            false,
+        ));
+    } else {
+        section.paragraphs.push(visit.t("console-mfa-verify-first"));
+    }
+    page.sections.push(section);
+    visit.answer(StatusCode::OK, page)
+}
+
+/// The set-up page: the QR code, the secret, and the form for the first code.
+fn setup_page(visit: &Visit, secret: &str, uri: &str, error: Option<String>) -> Response {
+    let mut page = visit.page("console-mfa-setup");
+    page.error_summary = error.clone();
+    let mut form = PageForm::post(
+        CONFIRM.to_owned(),
+        visit.csrf(CONFIRM),
+        visit.t("console-mfa-confirm"),
+        false,
+    );
+    form.hidden.push(("secret", secret.to_owned()));
+    form.hidden.push(("uri", uri.to_owned()));
+    let mut code = FieldView::input(
+        "code",
+        "code",
+        "text",
+        visit.t("console-code"),
+        "one-time-code",
+    );
+    code.inputmode = "numeric";
+    code.min = 6;
+    code.max = 6;
+    code.error = error;
+    form.controls.push(Control::Input(code));
+    page.sections.push(Section {
+        paragraphs: vec![visit.t("console-mfa-scan")],
+        qr: qr_svg(uri),
+        ..Section::default()
+    });
+    page.sections.push(Section {
+        paragraphs: vec![visit.t("console-mfa-type")],
+        codes: vec![secret.to_owned()],
+        forms: vec![form],
+        ..Section::default()
+    });
+    let status = if page.error_summary.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+/// Starts the set-up (after a re-authentication): a new seed, shown on the set-up page.
+pub async fn setup(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a.clone(),
+        Err(r) => return r,
+    };
+    if let Err(r) = visit.check(SETUP, &form.csrf) {
+        return r;
+    }
+    match api::totp_setup(State(visit.state.clone()), auth).await {
+        Ok(axum::Json(DashboardTotpSetupResponse {
+            secret,
+            otpauth_uri,
+        })) => setup_page(&visit, &secret, &otpauth_uri, None),
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, PAGE, None),
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// Confirms the seed with a code: the recovery codes, shown once.
+pub async fn confirm(visit: Visit, Form(form): Form<CodeForm>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a.clone(),
+        Err(r) => return r,
+    };
+    if let Err(r) = visit.check(CONFIRM, &form.csrf) {
+        return r;
+    }
+    let req = DashboardTotpConfirmRequest {
+        code: form.code.trim().to_owned(),
+    };
+    match api::totp_confirm(State(visit.state.clone()), auth, ApiJson(req)).await {
+        Ok(axum::Json(codes)) => {
+            let mut page = visit.page("console-mfa-on");
+            page.notice = Some(visit.t("console-mfa-on-notice"));
+            page.sections.push(Section {
+                heading: Some(visit.t("console-recovery-codes")),
+                paragraphs: vec![visit.t("console-recovery-codes-intro")],
+                codes: codes.recovery_codes,
+                links: vec![super::Link {
+                    href: PAGE.to_owned(),
+                    label: visit.t("console-recovery-codes-saved"),
+                }],
+                ..Section::default()
+            });
+            visit.answer(StatusCode::OK, page)
+        }
+        Err(e) if e.status == StatusCode::BAD_REQUEST => {
+            // A wrong code: the same seed, asked again (the secret is the reader's own).
+            let (secret, uri) = (form.secret, form.uri);
+            if secret.len() > 128 || !uri.starts_with("otpauth://") || uri.len() > 1024 {
+                return visit.refused(&e);
+            }
+            setup_page(&visit, &secret, &uri, Some(visit.t("console-code-failed")))
+        }
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// Takes the second factor off (after a re-authentication).
+pub async fn remove(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
+    let auth = match visit.signed_in() {
+        Ok(a) => a.clone(),
+        Err(r) => return r,
+    };
+    if let Err(r) = visit.check(REMOVE, &form.csrf) {
+        return r;
+    }
+    match api::totp_remove(State(visit.state.clone()), auth).await {
+        Ok(_) => see_other(
+            &visit.reader,
+            "/console/account?done=removed",
+            StatusCode::SEE_OTHER,
+        ),
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, PAGE, None),
+        Err(e) => visit.refused(&e),
+    }
+}
