@@ -1872,6 +1872,9 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     );
     ui.expect_text("invited", "The invitation is on its way.");
     ui.checked("members-axe");
+    ui.click("keys", "nav a[href='/console/t/mfa-co/keys']");
+    ui.expect_text("keys", "Management keys");
+    ui.checked("keys-axe");
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");

@@ -215,7 +215,12 @@ fn an_owner_signs_in_with_a_code_finds_a_user_blocks_and_deletes_them_and_reads_
     page.expect(200, "Your tenants")
         .expect(200, "href=\"/console/t/mfa-co\"");
     page.expect(200, "Signed in as owner@mfa.test");
-    b.get("/console/t/mfa-co").expect(200, "Owner");
+    let overview = b.get("/console/t/mfa-co");
+    overview.expect(200, "Owner");
+    for area in ["users", "members", "keys", "settings", "audit"] {
+        let link = format!("<a href=\"/console/t/mfa-co/{area}\"");
+        assert!(overview.body.contains(&link), "no {area} in the sections");
+    }
 
     // Find Alice by the start of her address.
     let page = b.get("/console/t/mfa-co/users?email=ali");
@@ -820,4 +825,106 @@ fn an_owner_turns_two_step_verification_on_and_off_in_the_console() {
         .expect(200, "Two-step verification is off.");
     let (_, account) = srv.dash_json("GET", "/v1/auth/dashboard/account", &s, None);
     assert_eq!(account["mfa_enabled"], false);
+}
+
+/// The keys page: the API key rotated after the password again and shown once (the old one
+/// dead at once); a management key created, shown once, working, then revoked.
+#[test]
+fn an_owner_rotates_the_api_key_and_makes_a_management_key() {
+    let (smtp, srv) = crate::support::start_with_mail(&[]);
+    let tenant = srv.signup("Keys Co", OWNER);
+    drop(smtp);
+    let old_key = tenant["api_key"].as_str().unwrap().to_owned();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let base = "/console/t/keys-co/keys";
+    let page = b.get(base);
+    page.expect(200, "No management key yet.");
+    let rotate = format!("{base}/api-key/rotate");
+    let csrf = page.csrf_for(&rotate);
+    let page = b.post(&rotate, &[("csrf", &csrf)]);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", base),
+        ],
+    )
+    .redirect(base);
+    let page = b.post(&rotate, &[("csrf", &csrf)]);
+    page.expect(200, "shown only this once");
+    let new_key = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap();
+    assert_eq!(srv.get("/v1/tenant", Some(&old_key)).status(), 401);
+    assert_eq!(srv.get("/v1/tenant", Some(new_key)).status(), 200);
+
+    let create = format!("{base}/create");
+    let page = b.get(base);
+    let csrf = page.csrf_for(&create);
+    b.post(
+        &create,
+        &[
+            ("csrf", &csrf),
+            ("name", ""),
+            ("role", "admin"),
+            ("expires_at", ""),
+        ],
+    )
+    .expect(400, "Not accepted");
+    b.post(
+        &create,
+        &[
+            ("csrf", &csrf),
+            ("name", "ci"),
+            ("role", "admin"),
+            ("expires_at", "yesterday"),
+        ],
+    )
+    .expect(400, "expires_at");
+    let page = b.post(
+        &create,
+        &[
+            ("csrf", &csrf),
+            ("name", "billing back end"),
+            ("role", "viewer"),
+            ("expires_at", ""),
+        ],
+    );
+    page.expect(200, "shown only this once");
+    let key = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap();
+    assert!(key.starts_with("tmk_"), "{key}");
+    let users = |key: &str| {
+        srv.client
+            .get(srv.url("/v1/management/users"))
+            .bearer_auth(key)
+            .send()
+            .unwrap()
+            .status()
+    };
+    assert_eq!(users(key), 200);
+    let page = b.get(base);
+    page.expect(200, "billing back end");
+    let id_at = page.body.find("/revoke\"").unwrap();
+    let action_start = page.body[..id_at].rfind("action=\"").unwrap() + "action=\"".len();
+    let revoke = format!("{}/revoke", &page.body[action_start..id_at]);
+    b.post(&revoke, &[("csrf", &page.csrf_for(&revoke))])
+        .redirect(&format!("{base}?done=revoked"));
+    assert_eq!(users(key), 401);
+    b.get(&format!("{base}?done=revoked"))
+        .expect(200, "The key is revoked.");
 }

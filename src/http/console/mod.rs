@@ -17,6 +17,7 @@
 mod account;
 mod audit;
 mod home;
+mod keys;
 mod members;
 mod settings;
 mod sign_in;
@@ -90,6 +91,10 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
             "/console/t/{slug}/invitations/revoke",
             post(members::revoke),
         )
+        .route("/console/t/{slug}/keys", get(keys::page))
+        .route("/console/t/{slug}/keys/api-key/rotate", post(keys::rotate))
+        .route("/console/t/{slug}/keys/create", post(keys::create))
+        .route("/console/t/{slug}/keys/{id}/revoke", post(keys::revoke))
         .route("/console/t/{slug}/settings", get(settings::index))
         .route(
             "/console/t/{slug}/settings/{section}",
@@ -301,6 +306,7 @@ pub enum Area {
     Overview,
     Users,
     Members,
+    Keys,
     Settings,
     Audit,
 }
@@ -451,6 +457,8 @@ impl Visit {
             links: vec![
                 link(base.clone(), "console-overview", Area::Overview),
                 link(format!("{base}/users"), "console-users", Area::Users),
+                link(format!("{base}/members"), "console-members", Area::Members),
+                link(format!("{base}/keys"), "console-keys", Area::Keys),
                 link(
                     format!("{base}/settings"),
                     "console-settings",

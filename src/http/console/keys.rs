@@ -1,0 +1,338 @@
+//! A tenant's keys in the console: rotating the API key, and the management keys a back
+//! end uses (created, listed, revoked); a new key is shown once. Creating or rotating needs
+//! a recent re-authentication, as in the API, whose handlers these pages call
+//! (`dashboard::session::rotate_api_key`, `dashboard::management_keys`).
+
+use axum::{
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::Response,
+    Form,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    home::role_name, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control,
+    Form as PageForm, Link, Section, Select, SelectOption, Table, Visit,
+};
+use crate::http::{
+    dashboard::{
+        management_keys::{self as api, CreateManagementKeyRequest},
+        session::rotate_api_key,
+        TenantCaller,
+    },
+    error::ApiError,
+    extract::ApiJson,
+    pages::{see_other, FieldView},
+};
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[derive(Deserialize)]
+pub struct CreateForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    role: String,
+    #[serde(default)]
+    expires_at: String,
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
+    let auth = visit.signed_in()?;
+    Ok(TenantCaller {
+        auth: auth.clone(),
+        slug: slug.to_owned(),
+    })
+}
+
+fn keys_path(slug: &str) -> String {
+    format!("{}/keys", tenant_path(slug))
+}
+
+/// The keys page: the API key's rotation, the management keys, and the form for a new one.
+pub async fn page(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
+    let notice = q
+        .done
+        .filter(|d| d == "revoked")
+        .map(|_| visit.t("console-keys-revoked"));
+    render(&visit, &slug, notice, None).await
+}
+
+async fn render(
+    visit: &Visit,
+    slug: &str,
+    notice: Option<String>,
+    error: Option<(String, String)>,
+) -> Response {
+    let c = match caller(visit, slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let list = match api::list(State(visit.state.clone()), c).await {
+        Ok(axum::Json(l)) => l,
+        Err(e) => return visit.refused(&e),
+    };
+    let owner = m.role.as_str() == "owner";
+    let base = keys_path(slug);
+    let mut page = visit.tenant_page(&m, Area::Keys, "console-keys");
+    page.notice = notice;
+    let mut api_key = Section {
+        heading: Some(visit.t("console-api-key")),
+        paragraphs: vec![visit.t("console-api-key-intro")],
+        ..Section::default()
+    };
+    if owner {
+        let action = format!("{base}/api-key/rotate");
+        api_key.forms.push(PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-api-key-rotate"),
+            true,
+        ));
+    }
+    page.sections.push(api_key);
+    let none = || "—".to_owned();
+    let rows = list
+        .data
+        .iter()
+        .map(|k| {
+            vec![
+                Cell::text(k.name.clone()),
+                Cell::text(role_name(visit, &k.role)),
+                Cell::text(format!("{}…", k.prefix)),
+                Cell::text(moment(k.created_at)),
+                Cell::text(k.expires_at.map_or_else(none, moment)),
+                Cell::text(k.revoked_at.map_or_else(none, moment)),
+            ]
+        })
+        .collect();
+    let mut keys = Section {
+        heading: Some(visit.t("console-management-keys")),
+        paragraphs: vec![visit.t("console-management-keys-intro")],
+        table: Some(Table {
+            id: "management-keys",
+            caption: visit.t("console-management-keys-caption"),
+            head: vec![
+                visit.t("console-col-name"),
+                visit.t("console-col-role-of"),
+                visit.t("console-col-prefix"),
+                visit.t("console-col-created"),
+                visit.t("console-col-expires"),
+                visit.t("console-col-revoked"),
+            ],
+            rows,
+            empty: visit.t("console-management-keys-empty"),
+        }),
+        ..Section::default()
+    };
+    if owner {
+        for k in list.data.iter().filter(|k| k.revoked_at.is_none()) {
+            let action = format!("{base}/{}/revoke", k.id);
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t_with("console-management-keys-revoke", &[("name", &k.name)]),
+                true,
+            );
+            f.inline = true;
+            keys.forms.push(f);
+        }
+    }
+    page.sections.push(keys);
+    if owner {
+        let (typed, reason) = error.unwrap_or_default();
+        let action = format!("{base}/create");
+        let mut f = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-management-keys-create"),
+            false,
+        );
+        let mut name = FieldView::input(
+            "key-name",
+            "name",
+            "text",
+            visit.t("console-col-name"),
+            "off",
+        );
+        name.min = 1;
+        name.max = 64;
+        name.value = typed;
+        name.error = (!reason.is_empty())
+            .then(|| visit.t_with("console-not-accepted", &[("reason", &reason)]));
+        page.error_summary = name.error.clone();
+        f.controls.push(Control::Input(name));
+        f.controls.push(Control::Select(Select {
+            id: "key-role".to_owned(),
+            name: "role".to_owned(),
+            label: visit.t("console-col-role-of"),
+            options: ["viewer", "admin"]
+                .iter()
+                .map(|r| SelectOption {
+                    value: (*r).to_owned(),
+                    label: role_name(visit, r),
+                    selected: *r == "viewer",
+                })
+                .collect(),
+            error: None,
+        }));
+        let mut expires = FieldView::input(
+            "key-expires",
+            "expires_at",
+            "text",
+            visit.t("console-col-expires"),
+            "off",
+        );
+        expires.hint = Some(visit.t("console-key-expires-hint"));
+        expires.max = 40;
+        f.controls.push(Control::Input(expires));
+        page.sections.push(Section {
+            heading: Some(visit.t("console-management-keys-new")),
+            forms: vec![f],
+            ..Section::default()
+        });
+    }
+    let status = if page.error_summary.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+/// A page showing a new key once.
+fn shown_once(visit: &Visit, slug: &str, title: &str, key: String) -> Response {
+    let mut page = visit.page(title);
+    page.sections.push(Section {
+        paragraphs: vec![visit.t("console-key-once")],
+        codes: vec![key],
+        links: vec![Link {
+            href: keys_path(slug),
+            label: visit.t("console-key-saved"),
+        }],
+        ..Section::default()
+    });
+    visit.answer(StatusCode::OK, page)
+}
+
+/// Replaces the API key (owner, re-authenticated): the new key, shown once.
+pub async fn rotate(
+    visit: Visit,
+    Path(slug): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let base = keys_path(&slug);
+    if let Err(r) = visit.check(&format!("{base}/api-key/rotate"), &form.csrf) {
+        return r;
+    }
+    match rotate_api_key(State(visit.state.clone()), c).await {
+        Ok(axum::Json(rotated)) => {
+            shown_once(&visit, &slug, "console-api-key-new", rotated.api_key)
+        }
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &base, None),
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// Creates a management key (owner, re-authenticated): the key, shown once.
+pub async fn create(
+    visit: Visit,
+    Path(slug): Path<String>,
+    Form(form): Form<CreateForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let base = keys_path(&slug);
+    if let Err(r) = visit.check(&format!("{base}/create"), &form.csrf) {
+        return r;
+    }
+    let expires_at = Some(form.expires_at.trim().to_owned()).filter(|e| !e.is_empty());
+    let req = CreateManagementKeyRequest {
+        name: form.name.clone(),
+        role: form.role,
+        expires_at,
+    };
+    let answer = match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
+        Ok(resp) => resp,
+        Err(e) if e.code == "dashboard/reauth_required" => return reauth_page(&visit, &base, None),
+        Err(e) if e.status == StatusCode::BAD_REQUEST => {
+            let reasons: Vec<String> = e
+                .details
+                .as_ref()
+                .and_then(|d| d.get("fields"))
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                        .collect()
+                })
+                .unwrap_or_else(|| vec![e.message.clone()]);
+            return render(&visit, &slug, None, Some((form.name, reasons.join("; ")))).await;
+        }
+        Err(e) => return visit.refused(&e),
+    };
+    // The route answers the created key as JSON: read it back for the page.
+    let bytes = match axum::body::to_bytes(answer.into_body(), 64 * 1024).await {
+        Ok(b) => b,
+        Err(_) => return visit.refused(&ApiError::internal("the new key could not be read")),
+    };
+    let key = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("key").and_then(Value::as_str).map(str::to_owned));
+    match key {
+        Some(key) => shown_once(&visit, &slug, "console-management-keys-new", key),
+        None => visit.refused(&ApiError::internal("the new key could not be read")),
+    }
+}
+
+/// Revokes a management key (owner).
+pub async fn revoke(
+    visit: Visit,
+    Path((slug, id)): Path<(String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let base = keys_path(&slug);
+    if let Err(r) = visit.check(&format!("{base}/{id}/revoke"), &form.csrf) {
+        return r;
+    }
+    let path = Path((slug.clone(), id));
+    match api::revoke(State(visit.state.clone()), c, path).await {
+        Ok(_) => see_other(
+            &visit.reader,
+            &format!("{base}?done=revoked"),
+            StatusCode::SEE_OTHER,
+        ),
+        Err(e) => visit.refused(&e),
+    }
+}
