@@ -928,3 +928,100 @@ fn an_owner_rotates_the_api_key_and_makes_a_management_key() {
     b.get(&format!("{base}?done=revoked"))
         .expect(200, "The key is revoked.");
 }
+
+/// A newcomer creates their account and first tenant from the console: the onboarding
+/// route's rules, the key shown once, signed in at once; an address with an account is
+/// refused without saying more; with a CAPTCHA on, the form carries its widget.
+#[test]
+fn a_newcomer_creates_an_account_and_a_tenant_from_the_console() {
+    let (_smtp, srv) = crate::support::start_with_mail(&[]);
+    let mut b = Browser::new(&srv);
+    b.get("/console/sign-in")
+        .expect(200, "href=\"/console/sign-up\"");
+    let page = b.get("/console/sign-up");
+    page.expect(200, "Create your account");
+    let csrf = page.csrf_for("/console/sign-up");
+    let base = vec![
+        ("csrf", csrf.as_str()),
+        ("email", "new@console.test"),
+        ("password", "a newcomer's long passphrase"),
+        ("tenant_name", "Fresh App"),
+    ];
+    // No consent: refused beside the boxes, what was typed kept (never the password).
+    let refused = b.post("/console/sign-up", &base);
+    refused
+        .expect(400, "Not accepted")
+        .expect(400, "value=\"Fresh App\"");
+    assert!(!refused.body.contains("newcomer&#39;s long passphrase"));
+    assert!(!refused.body.contains("newcomer's long passphrase"));
+    let mut short = base.clone();
+    short[2] = ("password", "short");
+    short.extend([("consent", "terms"), ("consent", "privacy")]);
+    b.post("/console/sign-up", &short)
+        .expect(400, "Not accepted");
+    let mut good = base.clone();
+    good.extend([("consent", "terms"), ("consent", "privacy")]);
+    b.post("/console/sign-up", &[("csrf", "forged")])
+        .expect(403, "The page has expired");
+    let done = b.post("/console/sign-up", &good);
+    done.expect(201, "Your tenant is ready")
+        .expect(201, "shown only this once");
+    let key = done
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap();
+    assert_eq!(srv.get("/v1/tenant", Some(key)).status(), 200);
+    assert!(done.set_cookie("console_session").is_some());
+    b.get("/console")
+        .expect(200, "href=\"/console/t/fresh-app\"");
+
+    // The same address again: refused, nothing else said.
+    let mut other = Browser::new(&srv);
+    let page = other.get("/console/sign-up");
+    let csrf = page.csrf_for("/console/sign-up");
+    let mut again = good.clone();
+    again[0] = ("csrf", csrf.as_str());
+    again[3] = ("tenant_name", "Second App");
+    other
+        .post("/console/sign-up", &again)
+        .expect(409, "An account with this address exists already");
+
+    // With a CAPTCHA on, the page runs only its widget, and a form without it is refused.
+    let stub = crate::support::CaptchaStub::start();
+    let guarded = TestServer::start_with(&[
+        ("TESSERA__CAPTCHA__PROVIDER", "turnstile"),
+        ("TESSERA__CAPTCHA__SECRET", "stub-secret"),
+        ("TESSERA__CAPTCHA__VERIFY_URL", &stub.url),
+        ("TESSERA__CAPTCHA__SITE_KEY", "0x4AAAAAAA-site_key"),
+        ("TESSERA__CAPTCHA__WIDGET_SCRIPT_URL", &stub.script_url),
+    ]);
+    let mut c = Browser::new(&guarded);
+    let page = c.get("/console/sign-up");
+    page.expect(200, "class=\"cf-turnstile\"")
+        .expect(200, &stub.script_url);
+    let widget_origin = stub.script_url.trim_end_matches("/api.js");
+    assert!(
+        page.header("content-security-policy")
+            .contains(&format!("script-src {widget_origin};")),
+        "{}",
+        page.header("content-security-policy")
+    );
+    let csrf = page.csrf_for("/console/sign-up");
+    let mut form = good.clone();
+    form[0] = ("csrf", csrf.as_str());
+    c.post("/console/sign-up", &form)
+        .expect(400, "The sign-up was not accepted");
+    form.push(("cf-turnstile-response", "good"));
+    c.post("/console/sign-up", &form)
+        .expect(201, "Your tenant is ready");
+    // Pages without the widget keep the strict policy.
+    let csp = c
+        .get("/console/sign-in")
+        .header("content-security-policy")
+        .to_owned();
+    assert!(!csp.contains("script-src"), "{csp}");
+}

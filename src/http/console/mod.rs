@@ -21,6 +21,7 @@ mod keys;
 mod members;
 mod settings;
 mod sign_in;
+mod sign_up;
 mod users;
 
 pub use settings::ApiDoc;
@@ -65,6 +66,7 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/console.css", get(stylesheet))
         .route(SIGN_IN, get(sign_in::page).post(sign_in::submit))
         .route("/console/sign-in/code", post(sign_in::code))
+        .route("/console/sign-up", get(sign_up::page).post(sign_up::submit))
         .route("/console/sign-out", post(sign_in::sign_out))
         .route("/console/reauth", post(sign_in::reauth))
         .route("/console/account", get(account::page))
@@ -129,6 +131,9 @@ pub struct ConsolePage {
     pub error_summary: Option<String>,
     pub paragraphs: Vec<String>,
     pub sections: Vec<Section>,
+    /// The CAPTCHA provider's script, on the page whose form shows its widget (the one
+    /// script a console page may run, from the provider's origin).
+    pub captcha_script: Option<String>,
 }
 
 /// The tenant's sections.
@@ -214,6 +219,8 @@ pub struct Form {
     pub buttons: Vec<ButtonView>,
     /// Fields and button on one line (filters, single-button actions).
     pub inline: bool,
+    /// The CAPTCHA widget's site key, when the form must carry a solved CAPTCHA.
+    pub captcha: Option<String>,
 }
 
 impl Form {
@@ -227,6 +234,7 @@ impl Form {
             controls: Vec::new(),
             buttons: vec![button_view(button, secondary)],
             inline: false,
+            captcha: None,
         }
     }
 
@@ -240,6 +248,7 @@ impl Form {
             controls: Vec::new(),
             buttons: vec![button_view(button, false)],
             inline: true,
+            captcha: None,
         }
     }
 }
@@ -439,6 +448,7 @@ impl Visit {
             error_summary: None,
             paragraphs: Vec::new(),
             sections: Vec::new(),
+            captcha_script: None,
         }
     }
 
@@ -472,8 +482,21 @@ impl Visit {
 
     /// The page as an answer with `status` and the console's headers.
     pub fn answer(&self, status: StatusCode, page: ConsolePage) -> Response {
+        // The CAPTCHA widget's script renders in a frame of its own origin.
+        let csp = match page
+            .captcha_script
+            .as_deref()
+            .and_then(super::pages::source_of)
+        {
+            Some(w) => format!(
+                "default-src 'none'; script-src {w}; connect-src {w}; frame-src {w}; \
+                 style-src 'self'; img-src 'self'; form-action 'self'; \
+                 frame-ancestors 'none'; base-uri 'none'"
+            ),
+            None => CSP.to_owned(),
+        };
         match page.render() {
-            Ok(html) => self.reader.html(status, html, CSP),
+            Ok(html) => self.reader.html(status, html, &csp),
             Err(_) => self.reader.problem(Problem::Internal),
         }
     }

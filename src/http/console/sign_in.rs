@@ -100,6 +100,16 @@ fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<St
     form.controls = vec![Control::Input(e), Control::Input(p)];
     page.sections.push(Section {
         forms: vec![form],
+        links: vec![
+            super::Link {
+                href: "/dashboard/forgot-password".to_owned(),
+                label: visit.t("console-forgot"),
+            },
+            super::Link {
+                href: "/console/sign-up".to_owned(),
+                label: visit.t("console-no-account"),
+            },
+        ],
         ..Section::default()
     });
     visit.answer(status, page)

@@ -1,0 +1,243 @@
+//! Creating an account and a first tenant from the console, through the onboarding route's
+//! own handler (`POST /v1/onboarding/signup`: the per-address limit, the CAPTCHA when the
+//! server asks for one, the password rules): the new owner is signed in, and the tenant's
+//! API key is shown once.
+
+use axum::{body::Bytes, extract::State, http::StatusCode, response::Response};
+use serde_json::Value;
+use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
+
+use super::{
+    CheckGroup, CheckOption, Control, Form as PageForm, Link, Section, Visit, SESSION_COOKIE,
+};
+use crate::{
+    captcha::WIDGET_FIELD,
+    http::{
+        error::ApiError,
+        extract::{ApiJson, ClientIp},
+        onboarding::{signup, OnboardingSignupRequest},
+        pages::{see_other, FieldView, Problem, PASSWORD_MIN},
+    },
+};
+
+const SIGN_UP: &str = "/console/sign-up";
+
+/// What the reader typed, and what was wrong with it, field by field.
+#[derive(Default)]
+struct Typed {
+    email: String,
+    tenant_name: String,
+    errors: std::collections::HashMap<String, String>,
+    summary: Option<String>,
+}
+
+/// The sign-up form; a signed-in reader goes to the tenants.
+pub async fn page(visit: Visit) -> Response {
+    if visit.auth.is_some() {
+        return see_other(&visit.reader, "/console", StatusCode::SEE_OTHER);
+    }
+    form_page(&visit, StatusCode::OK, Typed::default())
+}
+
+fn form_page(visit: &Visit, status: StatusCode, typed: Typed) -> Response {
+    let mut page = visit.page("console-sign-up-title");
+    page.error_summary = typed.summary.clone();
+    page.paragraphs.push(visit.t("console-sign-up-intro"));
+    let error = |name: &str| {
+        typed
+            .errors
+            .get(name)
+            .map(|e| visit.t_with("console-not-accepted", &[("reason", e)]))
+    };
+    let mut form = PageForm::post(
+        SIGN_UP.to_owned(),
+        visit.csrf(SIGN_UP),
+        visit.t("console-sign-up"),
+        false,
+    );
+    let mut email = FieldView::input(
+        "email",
+        "email",
+        "email",
+        visit.t("console-email"),
+        "username",
+    );
+    email.value = typed.email.clone();
+    email.min = 3;
+    email.max = 254;
+    email.error = error("email");
+    let mut password = FieldView::new_password(
+        "password",
+        visit.t("console-password"),
+        Some(visit.t_with(
+            "console-password-hint",
+            &[("min", &PASSWORD_MIN.to_string())],
+        )),
+    );
+    password.error = error("password");
+    let mut tenant = FieldView::input(
+        "tenant-name",
+        "tenant_name",
+        "text",
+        visit.t("console-tenant-name"),
+        "organization",
+    );
+    tenant.value = typed.tenant_name.clone();
+    tenant.min = 2;
+    tenant.max = 50;
+    tenant.hint = Some(visit.t("console-tenant-name-hint"));
+    tenant.error = error("tenant_name");
+    let consent_error = error("consent_terms").or_else(|| error("consent_privacy"));
+    form.controls = vec![
+        Control::Input(email),
+        Control::Input(password),
+        Control::Input(tenant),
+        Control::Checks(CheckGroup {
+            legend: visit.t("console-consent"),
+            name: "consent".to_owned(),
+            options: [
+                ("terms", "console-consent-terms"),
+                ("privacy", "console-consent-privacy"),
+            ]
+            .iter()
+            .map(|(value, label)| CheckOption {
+                id: format!("consent-{value}"),
+                value: (*value).to_owned(),
+                label: visit.t(label),
+                checked: false,
+            })
+            .collect(),
+            error: consent_error,
+        }),
+    ];
+    if let Some(widget) = visit.state.captcha.widget() {
+        form.captcha = Some(widget.site_key.to_owned());
+        page.captcha_script = Some(widget.script.to_owned());
+    }
+    page.sections.push(Section {
+        forms: vec![form],
+        links: vec![Link {
+            href: "/console/sign-in".to_owned(),
+            label: visit.t("console-have-account"),
+        }],
+        ..Section::default()
+    });
+    visit.answer(status, page)
+}
+
+/// Creates the account and its tenant with the onboarding route's handler, signs the owner
+/// in, and shows the API key once.
+pub async fn submit(visit: Visit, body: Bytes) -> Response {
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    let one = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let ticked = |value: &str| form.iter().any(|(k, v)| k == "consent" && v == value);
+    if let Err(r) = visit.check(SIGN_UP, &one("csrf")) {
+        return r;
+    }
+    let Some(ip) = visit.ip else {
+        return visit.reader.problem(Problem::Invalid);
+    };
+    let req = OnboardingSignupRequest {
+        email: one("email").trim().to_owned(),
+        password: one("password"),
+        tenant_name: one("tenant_name").trim().to_owned(),
+        consent_terms: ticked("terms"),
+        consent_privacy: ticked("privacy"),
+        consent_marketing: false,
+        idempotency_key: None,
+        website: None,
+        turnstile_token: Some(one(WIDGET_FIELD)).filter(|t| !t.is_empty()),
+    };
+    let mut typed = Typed {
+        email: req.email.clone(),
+        tenant_name: req.tenant_name.clone(),
+        ..Typed::default()
+    };
+    let answer = match signup(State(visit.state.clone()), ClientIp(ip), ApiJson(req)).await {
+        Ok(resp) => resp,
+        Err(e) => return refused(&visit, e, typed),
+    };
+    let Ok(bytes) = axum::body::to_bytes(answer.into_body(), 64 * 1024).await else {
+        return visit.reader.problem(Problem::Internal);
+    };
+    let created: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let (Some(api_key), Some(owner), Some(slug)) = (
+        created["api_key"].as_str(),
+        created["owner"]["id"]
+            .as_str()
+            .and_then(|i| uuid::Uuid::parse_str(i).ok()),
+        created["tenant"]["slug"].as_str(),
+    ) else {
+        typed.summary = Some(visit.t("console-sign-up-failed"));
+        return form_page(&visit, StatusCode::INTERNAL_SERVER_ERROR, typed);
+    };
+    // The owner's password was just set: the session opens without asking it again.
+    let step = visit
+        .state
+        .directory
+        .request(|reply| DirectoryMsg::PasswordAccepted {
+            account_id: owner,
+            ip,
+            device: None,
+            reply,
+        })
+        .await;
+    let Ok(LoginStep::Session(session)) = step else {
+        return see_other(&visit.reader, "/console/sign-in", StatusCode::SEE_OTHER);
+    };
+    let mut page = visit.page("console-sign-up-done");
+    page.sign_out = None;
+    page.sections.push(Section {
+        paragraphs: vec![
+            visit.t("console-sign-up-verify"),
+            visit.t("console-api-key-intro"),
+            visit.t("console-key-once"),
+        ],
+        codes: vec![api_key.to_owned()],
+        links: vec![Link {
+            href: super::tenant_path(slug),
+            label: visit.t("console-sign-up-continue"),
+        }],
+        ..Section::default()
+    });
+    let max_age = visit.state.config.dashboard.absolute_timeout_secs as i64;
+    let mut resp = visit.answer(StatusCode::CREATED, page);
+    if let Some(c) = visit.cookie(SESSION_COOKIE, &session.token, max_age) {
+        resp.headers_mut().append(axum::http::header::SET_COOKIE, c);
+    }
+    resp
+}
+
+/// The form again with the refusal's reasons, or the console's refusal.
+fn refused(visit: &Visit, e: ApiError, mut typed: Typed) -> Response {
+    match (e.status, e.code.as_str()) {
+        (StatusCode::BAD_REQUEST, "validation/invalid_request") => {
+            typed.errors = e
+                .details
+                .as_ref()
+                .and_then(|d| d.get("fields"))
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            typed.summary = Some(visit.t("console-settings-refused"));
+            form_page(visit, StatusCode::BAD_REQUEST, typed)
+        }
+        (StatusCode::BAD_REQUEST, _) => {
+            typed.summary = Some(visit.t("console-sign-up-rejected"));
+            form_page(visit, StatusCode::BAD_REQUEST, typed)
+        }
+        (StatusCode::CONFLICT, _) => {
+            typed.summary = Some(visit.t("console-sign-up-exists"));
+            form_page(visit, StatusCode::CONFLICT, typed)
+        }
+        _ => visit.refused(&e),
+    }
+}
