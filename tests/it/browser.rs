@@ -179,6 +179,22 @@ impl Ui {
         self.fail(name, format!("{expected:?} not in {last:?}"));
     }
 
+    /// With `TESSERA_SCREENSHOTS` set to a folder, saves the page at 1280 x 800 px there as
+    /// `file` (how the README's pictures of the console are made), then goes back to 360 px.
+    fn picture(&self, name: &str, file: &str) {
+        let Some(dir) = std::env::var_os("TESSERA_SCREENSHOTS") else {
+            return;
+        };
+        let r = self.rt.block_on(async {
+            self.browser.set_window_size(1280, 800).await?;
+            let png = self.browser.screenshot().await?;
+            self.browser.set_window_size(360, 800).await?;
+            Ok::<_, fantoccini::error::CmdError>(png)
+        });
+        let png = self.ok(name, r);
+        std::fs::write(Path::new(&dir).join(file), png).unwrap();
+    }
+
     pub(crate) fn url(&self, name: &str) -> String {
         let r = self.rt.block_on(self.browser.current_url());
         self.ok(name, r).to_string()
@@ -1803,6 +1819,7 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.goto("console", &srv.url("/console"));
     ui.expect_text("sign-in-page", "Sign in to the console");
     ui.checked("sign-in-axe");
+    ui.picture("sign-in-picture", "console-sign-in.png");
     ui.type_into("sign-in-email", "email", OWNER);
     ui.type_into("sign-in-password", "password", PASSWORD);
     ui.click("sign-in-click", "main button[type=submit]");
@@ -1822,9 +1839,11 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.click("users-search-click", "main form button[type=submit]");
     ui.expect_text("users-found", "dana@users.test");
     ui.checked("users-axe");
+    ui.picture("users-picture", "console-users.png");
     ui.click("open-user", &format!("main a[href$='{dana}']"));
     ui.expect_text("user", "Sign-in methods");
     ui.checked("user-axe");
+    ui.picture("user-picture", "console-user.png");
     ui.click(
         "block",
         &format!("form[action='/console/t/mfa-co/users/{dana}/block'] button"),
@@ -1852,6 +1871,7 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     );
     ui.expect_text("security-page", "Two-step verification");
     ui.checked("security-axe");
+    ui.picture("security-picture", "console-settings.png");
     ui.click("mfa-required", "#f-mfa-policy option[value='required']");
     ui.click("security-save", "main form button[type=submit]");
     ui.expect_text("security-saved", "Saved.");
@@ -1878,6 +1898,7 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");
+    ui.picture("audit-picture", "console-audit.png");
 
     // The account: two-step verification off (after the password again), then set up anew.
     ui.click("account", "header a[href='/console/account']");
