@@ -197,6 +197,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(dashboard::account::forgot_password))
         .routes(routes!(dashboard::account::reset_password))
         .routes(routes!(dashboard::audit::list))
+        .routes(routes!(dashboard::activity::get))
         .routes(routes!(
             dashboard::settings::security::get_security,
             dashboard::settings::security::patch_security

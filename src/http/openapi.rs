@@ -367,6 +367,7 @@ mod tests {
                 }
                 let public = [
                     "/v1/auth/dashboard/login",
+                    "/v1/auth/dashboard/login/mfa",
                     "/v1/auth/dashboard/accept-invite",
                     "/v1/auth/dashboard/forgot-password",
                     "/v1/auth/dashboard/reset-password",

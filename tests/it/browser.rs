@@ -1831,8 +1831,9 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.checked("tenants-axe");
 
     ui.click("open-tenant", "main a[href='/console/t/mfa-co']");
-    ui.expect_text("overview", "Your role");
+    ui.expect_text("overview", "Sign-ins over time");
     ui.checked("overview-axe");
+    ui.picture("overview-picture", "console-overview.png");
     ui.click("users-nav", "nav a[href='/console/t/mfa-co/users']");
     ui.expect_text("users", "dana@users.test");
     ui.type_into("users-search", "email-prefix", "dan");
@@ -1895,6 +1896,12 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.click("keys", "nav a[href='/console/t/mfa-co/keys']");
     ui.expect_text("keys", "Management keys");
     ui.checked("keys-axe");
+    ui.click("clients", "nav a[href='/console/t/mfa-co/clients']");
+    ui.expect_text("clients", "No client yet.");
+    ui.checked("clients-axe");
+    ui.click("webhooks", "nav a[href='/console/t/mfa-co/webhooks']");
+    ui.expect_text("webhooks", "No endpoint yet.");
+    ui.checked("webhooks-axe");
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");

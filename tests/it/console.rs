@@ -144,12 +144,16 @@ impl Browser {
     /// Signs in with the owner's password; answers the page after it (the code form, or the
     /// redirect to the tenants).
     fn sign_in(&mut self, password: &str) -> Page {
+        self.sign_in_as(OWNER, password)
+    }
+
+    fn sign_in_as(&mut self, email: &str, password: &str) -> Page {
         let page = self.get("/console/sign-in");
         page.expect(200, "Sign in to the console");
         let csrf = page.csrf_for("/console/sign-in");
         self.post(
             "/console/sign-in",
-            &[("csrf", &csrf), ("email", OWNER), ("password", password)],
+            &[("csrf", &csrf), ("email", email), ("password", password)],
         )
     }
 }
@@ -1024,4 +1028,304 @@ fn a_newcomer_creates_an_account_and_a_tenant_from_the_console() {
         .header("content-security-policy")
         .to_owned();
     assert!(!csp.contains("script-src"), "{csp}");
+}
+
+/// The webhooks pages: an endpoint added (after the password again, its secret shown once
+/// and signing what arrives), a test event that keeps failing until the endpoint turns
+/// itself off, turned on again and the event sent again by hand, the secret rotated, the
+/// endpoint deleted.
+#[test]
+fn an_owner_runs_webhooks_and_their_delivery_log_from_the_console() {
+    use crate::webhooks::{Receiver, PRIVATE_OK};
+    let receiver = Receiver::start();
+    receiver.answer_by_default(500);
+    let (_smtp, srv, api, _s) = crate::support::user_setup(
+        "Hook Co",
+        &[
+            PRIVATE_OK,
+            ("TESSERA__WEBHOOKS__RETRY_SCALE", "0.001"),
+            ("TESSERA__WEBHOOKS__DISABLE_AFTER_SECS", "1"),
+        ],
+    );
+    let mut b = Browser::new(&srv);
+    b.sign_in_as(&api.owner, PASSWORD).redirect("/console");
+    let base = "/console/t/hook-co/webhooks";
+    let page = b.get(base);
+    page.expect(200, "No endpoint yet.");
+    let create = format!("{base}/create");
+    let csrf = page.csrf_for(&create);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("url", receiver.url.as_str()),
+        ("description", "the app's back end"),
+        ("event_types", "user.created"),
+    ];
+    // The API's order: the body's rules, then the re-authentication.
+    b.post(
+        &create,
+        &[
+            ("csrf", &csrf),
+            ("url", "http://x"),
+            ("event_types", "nope"),
+        ],
+    )
+    .expect(400, "Not accepted")
+    .expect(400, "guardian.consent_withdrawn");
+    let page = b.post(&create, &form);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", base),
+        ],
+    )
+    .redirect(base);
+    let page = b.post(&create, &form);
+    page.expect(200, "shown only this once");
+    let secret = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let at = page.body.find(&format!("href=\"{base}/")).unwrap() + "href=\"".len();
+    let here = page.body[at..].split('"').next().unwrap().to_owned();
+
+    // A test event, refused by the receiver until the endpoint turns itself off.
+    let page = b.get(&here);
+    page.expect(200, "Nothing delivered yet.")
+        .expect(200, "the app&#39;s back end");
+    let test = format!("{here}/test");
+    b.post(&test, &[("csrf", &page.csrf_for(&test))])
+        .redirect(&format!("{here}?done=tested"));
+    let got = receiver.wait_for("webhook.test", 1);
+    assert!(got[0].verifies_with(&secret));
+    let failed = crate::support::eventually(std::time::Duration::from_secs(30), || {
+        let p = b.get(&here);
+        p.body.contains("Failed") && p.body.contains("Turned off after failing")
+    });
+    assert!(failed, "{}", b.get(&here).body);
+
+    // On again, and the event sent again by hand: delivered.
+    receiver.answer_by_default(200);
+    let page = b.get(&here);
+    let enable = format!("{here}/enable");
+    b.post(&enable, &[("csrf", &page.csrf_for(&enable))])
+        .redirect(&format!("{here}?done=enabled"));
+    let page = b.get(&here);
+    let redeliver = page
+        .body
+        .split("action=\"")
+        .filter_map(|a| a.split('"').next())
+        .find(|a| a.ends_with("/redeliver"))
+        .unwrap()
+        .to_owned();
+    b.post(&redeliver, &[("csrf", &page.csrf_for(&redeliver))])
+        .redirect(&format!("{here}?done=redelivered"));
+    let delivered = crate::support::eventually(std::time::Duration::from_secs(20), || {
+        b.get(&here).body.contains("Delivered")
+    });
+    assert!(delivered, "{}", b.get(&here).body);
+    assert!(receiver
+        .wait_for("webhook.test", 2)
+        .iter()
+        .all(|r| r.verifies_with(&secret)));
+
+    // A new secret, shown once; then the endpoint goes.
+    let page = b.get(&here);
+    let rotate = format!("{here}/rotate");
+    let page = b.post(&rotate, &[("csrf", &page.csrf_for(&rotate))]);
+    page.expect(200, "shown only this once");
+    let rotated = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap();
+    assert!(rotated.starts_with("whsec_") && rotated != secret);
+    let page = b.get(&here);
+    let delete = format!("{here}/delete");
+    b.post(&delete, &[("csrf", &page.csrf_for(&delete))])
+        .redirect(&format!("{base}?done=deleted"));
+    b.get(&format!("{base}?done=deleted"))
+        .expect(200, "The endpoint is deleted.")
+        .expect(200, "No endpoint yet.");
+    b.get(&here).expect(404, "Not found");
+}
+
+/// The OAuth clients pages: a confidential client registered after the password again (its
+/// secret shown once), a public one without a secret, a refused registration with its reason,
+/// the secret rotated, a client deleted.
+#[test]
+fn an_owner_registers_oauth_clients_from_the_console() {
+    let (_smtp, srv, s) = verified_owner();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let base = "/console/t/mfa-co/clients";
+    let page = b.get(base);
+    page.expect(200, "No client yet.");
+    let create = format!("{base}/create");
+    let csrf = page.csrf_for(&create);
+    let confidential = [
+        ("csrf", csrf.as_str()),
+        ("name", "Wiki"),
+        ("client_type", "confidential"),
+        (
+            "redirect_uris",
+            "https://wiki.example.com/oidc/callback\r\n",
+        ),
+        ("post_logout_redirect_uris", ""),
+        ("allowed_scopes", "openid\r\nemail\r\nprofile"),
+        ("first_party", "false"),
+    ];
+    let page = b.post(&create, &confidential);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", base),
+        ],
+    )
+    .redirect(base);
+    let mut bad = confidential;
+    bad[3] = ("redirect_uris", "not a uri");
+    b.post(&create, &bad).expect(400, "redirect_uris");
+    let page = b.post(&create, &confidential);
+    page.expect(200, "shown only this once");
+    let secret = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(secret.starts_with("tcs_"), "{secret}");
+    let (_, list) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/oauth-clients",
+        &s,
+        None,
+    );
+    let wiki = &list["data"][0];
+    assert_eq!(wiki["name"], "Wiki");
+    assert_eq!(
+        wiki["allowed_scopes"],
+        json!(["openid", "email", "profile"])
+    );
+    assert_eq!(
+        wiki["redirect_uris"],
+        json!(["https://wiki.example.com/oidc/callback"])
+    );
+    assert!(secret.starts_with(wiki["secret_prefix"].as_str().unwrap()));
+    let id = wiki["client_id"].as_str().unwrap().to_owned();
+
+    let mut public = confidential;
+    public[1] = ("name", "Mobile");
+    public[2] = ("client_type", "public");
+    let page = b.post(&create, &public);
+    page.expect(200, "The client&#39;s credentials");
+    assert!(!page.body.contains("<code>"), "{}", page.body);
+
+    let here = format!("{base}/{id}");
+    let page = b.get(&here);
+    page.expect(200, "https://wiki.example.com/oidc/callback");
+    let rotate = format!("{here}/rotate");
+    let page = b.post(&rotate, &[("csrf", &page.csrf_for(&rotate))]);
+    page.expect(200, "shown only this once");
+    let rotated = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap();
+    assert!(rotated.starts_with("tcs_") && rotated != secret);
+    let page = b.get(&here);
+    let delete = format!("{here}/delete");
+    b.post(&delete, &[("csrf", &page.csrf_for(&delete))])
+        .redirect(&format!("{base}?done=deleted"));
+    b.get(&here).expect(404, "Not found");
+    let page = b.get(&format!("{base}?done=deleted"));
+    page.expect(200, "The client is deleted.")
+        .expect(200, "Mobile");
+}
+
+/// The overview counts the day's sign-ins and refused sign-ins as they happen (the chart and
+/// its table), and this month's active users; the API answers the same figures.
+#[test]
+fn the_overview_counts_sign_ins_a_day() {
+    let (_smtp, srv, s) = verified_owner();
+    create_user(&srv, &s, "mfa-co", "erin@users.test");
+    // The sign-up's key is not kept by the helper: a new one.
+    srv.reauth(&s, PASSWORD);
+    let (_, rotated) = srv.dash_json(
+        "POST",
+        "/v1/auth/dashboard/tenants/mfa-co/api-key/rotate",
+        &s,
+        None,
+    );
+    let key = rotated["api_key"].as_str().unwrap().to_owned();
+    let login = |password: &str| {
+        srv.client
+            .post(srv.url("/v1/auth/login"))
+            .header("x-api-key", &key)
+            .json(&json!({"email": "erin@users.test", "password": password}))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(login("a user's long password"), 200);
+    assert_eq!(login("a user's long password"), 200);
+    assert_eq!(login("not the user's password"), 401);
+    let (status, a) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/activity?days=7",
+        &s,
+        None,
+    );
+    assert_eq!(status, 200, "{a}");
+    let days = a["days"].as_array().unwrap();
+    assert_eq!(days.len(), 7);
+    let today = days.last().unwrap();
+    assert_eq!(
+        (today["sign_ins"].as_u64(), today["failures"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(days[..6]
+        .iter()
+        .all(|d| d["sign_ins"] == 0 && d["failures"] == 0));
+    assert!(a["active_users"].as_u64() >= Some(1));
+    let (status, _) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/activity?days=0",
+        &s,
+        None,
+    );
+    assert_eq!(status, 400);
+
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let page = b.get("/console/t/mfa-co");
+    page.expect(200, "Sign-ins over time").expect(200, "<svg");
+    let day = today["day"].as_str().unwrap();
+    assert!(
+        page.body
+            .contains(&format!("<td>{day}</td><td>2</td><td>1</td>")),
+        "{}",
+        page.body
+    );
 }

@@ -58,7 +58,7 @@ impl Received {
     }
 
     /// Whether the Standard Webhooks reference implementation accepts it under `secret`.
-    fn verifies_with(&self, secret: &str) -> bool {
+    pub(crate) fn verifies_with(&self, secret: &str) -> bool {
         let mut map = axum::http::HeaderMap::new();
         for (k, v) in &self.headers {
             if let (Ok(name), Ok(value)) = (
@@ -110,7 +110,7 @@ impl Receiver {
         self.script.lock().unwrap().extend(answers.iter().copied());
     }
 
-    fn answer_by_default(&self, status: u16) {
+    pub(crate) fn answer_by_default(&self, status: u16) {
         *self.default.lock().unwrap() = status;
     }
 

@@ -72,6 +72,8 @@ pub struct TenantCtx {
     pub(super) mail_sent: HashMap<Uuid, Instant>,
     /// This month's active users (persisted).
     pub(super) mau: MauRecord,
+    /// Today's sign-ins and refused sign-ins (persisted a record a day).
+    pub(super) activity: super::usage::ActivityDay,
     /// Typed codes consumed recently: sent again, they are not guesses.
     pub(super) consumed_codes: ConsumedCodes,
     /// Webhook attempts under way, and the deliveries a command just scheduled.

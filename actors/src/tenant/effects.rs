@@ -25,7 +25,7 @@ use super::{
         created_key, DecoyRecord, EmailIndex, QueuedMail, UserAuditIndex, UserCreatedIndex,
         UserRecord, DECOY_KEY,
     },
-    usage::{month_of, MAU_KEY},
+    usage::{activity_key, month_of, MAU_KEY},
 };
 use crate::{
     error::TenantError,
@@ -81,6 +81,16 @@ impl TenantCtx {
         event.metadata = metadata;
         let key = self.next_event_key(event.at);
         batch.put(&key, &event)?;
+        // The day's sign-in counts move with the events they count, in the same batch.
+        let signed_in = match event_type {
+            "auth.login.succeeded" => Some(true),
+            "auth.login.failed" => Some(false),
+            _ => None,
+        };
+        if let Some(succeeded) = signed_in {
+            self.activity.count(event.at, succeeded);
+            batch.put(&activity_key(&self.activity.day), &self.activity)?;
+        }
         if let Some(user) = subject_of(&event) {
             batch.put(&user_audit_key(user, &key), &UserAuditIndex::default())?;
         }

@@ -73,6 +73,16 @@ pub struct UserQuery {
 /// A user as the users list shows it: the API's managed user, answered as it is sent.
 pub use tessera_wire::ManagedUser;
 
+/// The tenant's activity for its overview: this month's active users and, a day at a time
+/// (oldest first, days without any at zero), sign-ins and refused sign-ins.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantActivity {
+    /// `YYYY-MM` (UTC).
+    pub month: String,
+    pub active_users: u64,
+    pub days: Vec<super::usage::ActivityDay>,
+}
+
 /// One page of users and where the next starts. A page can hold fewer than `limit` users
 /// while `next_cursor` is set (each page examines a bounded number of users); follow it.
 #[derive(Clone, Debug, Serialize)]

@@ -130,6 +130,10 @@ impl TenantState {
             .agents
             .store(Arc::new(super::agents::PublishedAgents::load(&store)?));
         let mau = store.get::<MauRecord>(MAU_KEY)?.unwrap_or_default();
+        let today = super::usage::day_of(OffsetDateTime::now_utc());
+        let activity = store
+            .get::<super::usage::ActivityDay>(&super::usage::activity_key(&today))?
+            .unwrap_or_default();
         let sms_usage = store.get::<MauRecord>(SMS_USAGE_KEY)?.unwrap_or_default();
         let dcr_per_hour = runtime.agents.registrations_per_ip_hourly;
         let per_address = runtime.login_failures_per_address;
@@ -155,6 +159,7 @@ impl TenantState {
                 login: LoginThrottles::new(per_address),
                 mail_sent: HashMap::new(),
                 mau,
+                activity,
                 consumed_codes: ConsumedCodes::default(),
                 webhooks: Default::default(),
                 code_fails: Throttle::new(FREE_LOGIN_FAILURES, FIRST_LOGIN_BLOCK, MAX_LOGIN_BLOCK),

@@ -46,11 +46,69 @@ pub fn month_of(t: OffsetDateTime) -> String {
 /// The key of this month's message count.
 pub const SMS_USAGE_KEY: &[u8] = b"sms";
 
+/// One UTC day's sign-ins and refused sign-ins (the `auth.login.succeeded` and
+/// `auth.login.failed` events), for the console's chart: a record a day, under
+/// [`activity_key`], counted in the batch that writes the event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivityDay {
+    /// `YYYY-MM-DD` (UTC).
+    pub day: String,
+    pub sign_ins: u64,
+    pub failures: u64,
+}
+
+tessera_storage::record!(ActivityDay in TenantRecord: Kind::Usage, "sign-in activity of a day", version 1);
+
+/// The key of `day`'s activity (`YYYY-MM-DD`).
+pub fn activity_key(day: &str) -> Vec<u8> {
+    format!("activity/{day}").into_bytes()
+}
+
+pub fn day_of(t: OffsetDateTime) -> String {
+    format!("{:04}-{:02}-{:02}", t.year(), u8::from(t.month()), t.day())
+}
+
+impl ActivityDay {
+    /// Counts one sign-in (or a refused one) on `now`'s day, starting the day at zero when
+    /// it is new.
+    pub fn count(&mut self, now: OffsetDateTime, succeeded: bool) {
+        let day = day_of(now);
+        if self.day != day {
+            *self = ActivityDay {
+                day,
+                ..ActivityDay::default()
+            };
+        }
+        if succeeded {
+            self.sign_ins += 1;
+        } else {
+            self.failures += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use time::macros::datetime;
 
     use super::*;
+
+    #[test]
+    fn a_days_activity_starts_again_at_midnight_utc() {
+        let mut a = ActivityDay::default();
+        a.count(datetime!(2026-11-29 23:59:59 UTC), true);
+        a.count(datetime!(2026-11-29 23:59:59 UTC), false);
+        assert_eq!(
+            (a.day.as_str(), a.sign_ins, a.failures),
+            ("2026-11-29", 1, 1)
+        );
+        a.count(datetime!(2026-11-30 00:00:00 UTC), false);
+        assert_eq!(
+            (a.day.as_str(), a.sign_ins, a.failures),
+            ("2026-11-30", 0, 1)
+        );
+        assert_eq!(activity_key("2026-11-30"), b"activity/2026-11-30".to_vec());
+    }
 
     #[test]
     fn a_count_belongs_to_its_month_and_starts_again_at_the_next() {

@@ -111,6 +111,37 @@ impl UserRecord {
 }
 
 impl Users {
+    /// This month's active users and the last `days` days' sign-ins, oldest first (at most
+    /// 90 days; a day without a record is a day without sign-ins).
+    pub(super) fn activity(
+        &self,
+        cx: &TenantCtx,
+        days: u32,
+    ) -> Result<super::messages::TenantActivity, TenantError> {
+        use super::usage::{activity_key, day_of, month_of, ActivityDay};
+        let now = OffsetDateTime::now_utc();
+        let mut out = Vec::new();
+        for back in (0..days.clamp(1, 90)).rev() {
+            let day = day_of(now - Duration::days(i64::from(back)));
+            let record = if day == cx.activity.day {
+                cx.activity.clone()
+            } else {
+                cx.store
+                    .get::<ActivityDay>(&activity_key(&day))?
+                    .unwrap_or(ActivityDay {
+                        day,
+                        ..ActivityDay::default()
+                    })
+            };
+            out.push(record);
+        }
+        Ok(super::messages::TenantActivity {
+            month: month_of(now),
+            active_users: cx.mau.in_month(now),
+            days: out,
+        })
+    }
+
     /// Builds, once per tenant, the user indexes that came after its first users: the
     /// creation index, `created_at` in e-mail index entries, and the per-user audit index.
     /// One batch: a crash before it lands builds again from scratch at the next start.

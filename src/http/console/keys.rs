@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    home::role_name, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control,
+    home::role_name, json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control,
     Form as PageForm, Link, Section, Select, SelectOption, Table, Visit,
 };
 use crate::http::{
@@ -299,12 +299,8 @@ pub async fn create(
         Err(e) => return visit.refused(&e),
     };
     // The route answers the created key as JSON: read it back for the page.
-    let bytes = match axum::body::to_bytes(answer.into_body(), 64 * 1024).await {
-        Ok(b) => b,
-        Err(_) => return visit.refused(&ApiError::internal("the new key could not be read")),
-    };
-    let key = serde_json::from_slice::<Value>(&bytes)
-        .ok()
+    let key = json_body(answer)
+        .await
         .and_then(|v| v.get("key").and_then(Value::as_str).map(str::to_owned));
     match key {
         Some(key) => shown_once(&visit, &slug, "console-management-keys-new", key),

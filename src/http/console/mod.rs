@@ -16,6 +16,7 @@
 
 mod account;
 mod audit;
+mod clients;
 mod home;
 mod keys;
 mod members;
@@ -23,6 +24,7 @@ mod settings;
 mod sign_in;
 mod sign_up;
 mod users;
+mod webhooks;
 
 pub use settings::ApiDoc;
 
@@ -97,6 +99,24 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/t/{slug}/keys/api-key/rotate", post(keys::rotate))
         .route("/console/t/{slug}/keys/create", post(keys::create))
         .route("/console/t/{slug}/keys/{id}/revoke", post(keys::revoke))
+        .route("/console/t/{slug}/clients", get(clients::list))
+        .route("/console/t/{slug}/clients/create", post(clients::create))
+        .route("/console/t/{slug}/clients/{id}", get(clients::detail))
+        .route(
+            "/console/t/{slug}/clients/{id}/{action}",
+            post(clients::act),
+        )
+        .route("/console/t/{slug}/webhooks", get(webhooks::list))
+        .route("/console/t/{slug}/webhooks/create", post(webhooks::create))
+        .route("/console/t/{slug}/webhooks/{id}", get(webhooks::detail))
+        .route(
+            "/console/t/{slug}/webhooks/{id}/{action}",
+            post(webhooks::act),
+        )
+        .route(
+            "/console/t/{slug}/webhooks/{id}/deliveries/{delivery}/redeliver",
+            post(webhooks::redeliver),
+        )
         .route("/console/t/{slug}/settings", get(settings::index))
         .route(
             "/console/t/{slug}/settings/{section}",
@@ -166,6 +186,8 @@ pub struct Section {
     pub codes: Vec<String>,
     /// A QR code (inline SVG made by this server).
     pub qr: Option<String>,
+    /// A chart (inline SVG made by this server from numbers only) and what it shows.
+    pub chart: Option<(String, String)>,
     pub facts: Vec<(String, String)>,
     pub table: Option<Table>,
     pub links: Vec<Link>,
@@ -316,6 +338,8 @@ pub enum Area {
     Users,
     Members,
     Keys,
+    Clients,
+    Webhooks,
     Settings,
     Audit,
 }
@@ -469,6 +493,12 @@ impl Visit {
                 link(format!("{base}/users"), "console-users", Area::Users),
                 link(format!("{base}/members"), "console-members", Area::Members),
                 link(format!("{base}/keys"), "console-keys", Area::Keys),
+                link(format!("{base}/clients"), "console-clients", Area::Clients),
+                link(
+                    format!("{base}/webhooks"),
+                    "console-webhooks",
+                    Area::Webhooks,
+                ),
                 link(
                     format!("{base}/settings"),
                     "console-settings",
@@ -571,6 +601,15 @@ pub fn redirect_with(visit: &Visit, location: &str, cookies: Vec<HeaderValue>) -
     }
     protect(resp.headers_mut());
     resp
+}
+
+/// The JSON body of a route's answer (the routes that answer a `Response`: a creation's
+/// 201 with what is shown once).
+pub async fn json_body(resp: Response) -> Option<serde_json::Value> {
+    let bytes = axum::body::to_bytes(resp.into_body(), 256 * 1024)
+        .await
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// A moment as people read it in a table: `2026-11-29 14:05 UTC`.

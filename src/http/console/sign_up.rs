@@ -8,7 +8,8 @@ use serde_json::Value;
 use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
 
 use super::{
-    CheckGroup, CheckOption, Control, Form as PageForm, Link, Section, Visit, SESSION_COOKIE,
+    json_body, CheckGroup, CheckOption, Control, Form as PageForm, Link, Section, Visit,
+    SESSION_COOKIE,
 };
 use crate::{
     captcha::WIDGET_FIELD,
@@ -161,10 +162,7 @@ pub async fn submit(visit: Visit, body: Bytes) -> Response {
         Ok(resp) => resp,
         Err(e) => return refused(&visit, e, typed),
     };
-    let Ok(bytes) = axum::body::to_bytes(answer.into_body(), 64 * 1024).await else {
-        return visit.reader.problem(Problem::Internal);
-    };
-    let created: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let created = json_body(answer).await.unwrap_or(Value::Null);
     let (Some(api_key), Some(owner), Some(slug)) = (
         created["api_key"].as_str(),
         created["owner"]["id"]

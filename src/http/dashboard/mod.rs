@@ -6,6 +6,7 @@
 //! as if it did not exist), the role (403 `dashboard/forbidden`), then the body (400).
 
 pub mod account;
+pub mod activity;
 pub mod agents;
 pub mod audit;
 pub mod factors;

@@ -54,10 +54,10 @@ pub struct CreateWebhookRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 2048, required = true)]
     pub url: String,
-    /// 1-5 of `user.created`, `user.deleted`, `user.email_verified`, `session.revoked`,
-    /// `agent.revoked`.
+    /// 1-7 of `user.created`, `user.deleted`, `user.email_verified`, `session.revoked`,
+    /// `agent.revoked`, `guardian.consent_granted`, `guardian.consent_withdrawn`.
     #[serde(default)]
-    #[schema(min_items = 1, max_items = 5, required = true)]
+    #[schema(min_items = 1, max_items = 7, required = true)]
     pub event_types: Vec<String>,
     /// At most 500 characters.
     pub description: Option<String>,
@@ -69,7 +69,7 @@ pub struct CreateWebhookRequest {
 pub struct UpdateWebhookRequest {
     #[schema(min_length = 1, max_length = 2048)]
     pub url: Option<String>,
-    #[schema(min_items = 1, max_items = 5)]
+    #[schema(min_items = 1, max_items = 7)]
     pub event_types: Option<Vec<String>>,
     /// Null clears it.
     #[serde(default, deserialize_with = "nullable")]
@@ -267,13 +267,13 @@ fn check_event_types(e: &mut FieldErrors, types: &[String]) -> Vec<String> {
     e.check(
         "event_types",
         (1..=EVENT_TYPES.len()).contains(&types.len()),
-        "must list 1-5 event types",
+        format!("must list 1-{} event types", EVENT_TYPES.len()),
     );
     for (i, t) in types.iter().enumerate() {
         e.check(
             &format!("event_types[{i}]"),
             EVENT_TYPES.contains(&t.as_str()),
-            "must be one of user.created, user.deleted, user.email_verified, session.revoked, agent.revoked",
+            format!("must be one of {}", EVENT_TYPES.join(", ")),
         );
     }
     let mut out: Vec<String> = Vec::new();

@@ -10,8 +10,8 @@ use crate::{
     tenant::{
         audit::AuditContext,
         messages::{
-            Bearer, HeldCredential, ImportOutcome, ImportedUser, NewUser, Trace, UserAction,
-            UserDetail, UserPage, UserPatch, UserQuery,
+            Bearer, HeldCredential, ImportOutcome, ImportedUser, NewUser, TenantActivity, Trace,
+            UserAction, UserDetail, UserPage, UserPatch, UserQuery,
         },
     },
 };
@@ -71,6 +71,11 @@ pub enum UsersMsg {
     UserTraces {
         needles: Vec<Vec<u8>>,
         reply: TenantReply<Vec<Trace>>,
+    },
+    /// This month's active users and the last `days` days' sign-ins (the overview).
+    Activity {
+        days: u32,
+        reply: TenantReply<TenantActivity>,
     },
     /// What a user holds of each kind of credential, as stored (the kinds with something):
     /// the operator's check that a recovery or an erasure left the holder nothing.
@@ -132,6 +137,10 @@ impl Users {
             }
             UsersMsg::UserTraces { needles, reply } => {
                 let out = self.user_traces(cx, &needles);
+                finish(cx, reply, Outcome::now(out));
+            }
+            UsersMsg::Activity { days, reply } => {
+                let out = self.activity(cx, days);
                 finish(cx, reply, Outcome::now(out));
             }
             UsersMsg::UserCredentials { id, reply } => {

@@ -1,0 +1,458 @@
+//! A tenant's OAuth clients in the console: the registry, a new client (its secret, for a
+//! confidential one, shown once), one client's registration, its secret rotated (shown
+//! once), the client deleted. All through the dashboard API's handlers
+//! (`dashboard::oauth_clients`), with their rules: owners write, and a secret is made only
+//! after a recent re-authentication.
+
+use axum::{
+    body::Bytes,
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::Response,
+    Form,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, Form as PageForm,
+    Lines, Link, Section, Select, SelectOption, Table, Visit,
+};
+use crate::http::{
+    dashboard::{
+        oauth_clients::{self as api, CreateOAuthClientRequest},
+        TenantCaller,
+    },
+    error::ApiError,
+    extract::ApiJson,
+    pages::{see_other, FieldView},
+};
+
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    done: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
+    let auth = visit.signed_in()?;
+    Ok(TenantCaller {
+        auth: auth.clone(),
+        slug: slug.to_owned(),
+    })
+}
+
+fn base(slug: &str) -> String {
+    format!("{}/clients", tenant_path(slug))
+}
+
+/// What the reader typed in the new client's form, and why it was refused.
+#[derive(Default)]
+struct Typed {
+    name: String,
+    redirect_uris: String,
+    post_logout: String,
+    scopes: String,
+    reason: String,
+}
+
+fn lines(id: &str, name: &str, label: String, hint: String, value: String) -> Control {
+    Control::Lines(Lines {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        label,
+        hint: Some(hint),
+        error: None,
+        value,
+    })
+}
+
+fn select(id: &str, name: &str, label: String, options: Vec<(String, String)>) -> Control {
+    Control::Select(Select {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        label,
+        options: options
+            .into_iter()
+            .enumerate()
+            .map(|(i, (value, label))| SelectOption {
+                value,
+                label,
+                selected: i == 0,
+            })
+            .collect(),
+        error: None,
+    })
+}
+
+/// The registry, and an owner's form for a new client.
+pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
+    let notice = q
+        .done
+        .filter(|d| d == "deleted")
+        .map(|_| visit.t("console-clients-deleted"));
+    render_list(&visit, &slug, notice, Typed::default()).await
+}
+
+async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: Typed) -> Response {
+    let c = match caller(visit, slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let clients = match api::list(State(visit.state.clone()), c).await {
+        Ok(axum::Json(l)) => l.data,
+        Err(e) => return visit.refused(&e),
+    };
+    let at = base(slug);
+    let mut page = visit.tenant_page(&m, Area::Clients, "console-clients");
+    page.notice = notice;
+    let rows = clients
+        .iter()
+        .map(|c| {
+            vec![
+                Cell::link(c.name.clone(), format!("{at}/{}", c.client_id)),
+                Cell::text(c.client_id.clone()),
+                Cell::text(visit.t(&format!("console-client-type-{}", c.client_type))),
+                Cell::text(visit.t(&format!("console-client-verification-{}", c.verification))),
+                Cell::text(moment(c.created_at)),
+            ]
+        })
+        .collect();
+    page.sections.push(Section {
+        paragraphs: vec![visit.t("console-clients-intro")],
+        table: Some(Table {
+            id: "clients",
+            caption: visit.t("console-clients-caption"),
+            head: vec![
+                visit.t("console-col-name"),
+                visit.t("console-col-client-id"),
+                visit.t("console-col-type"),
+                visit.t("console-col-verification"),
+                visit.t("console-col-created"),
+            ],
+            rows,
+            empty: visit.t("console-clients-empty"),
+        }),
+        ..Section::default()
+    });
+    if m.role.as_str() == "owner" {
+        let action = format!("{at}/create");
+        let mut f = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-clients-create"),
+            false,
+        );
+        let mut name = FieldView::input(
+            "client-name",
+            "name",
+            "text",
+            visit.t("console-col-name"),
+            "off",
+        );
+        name.min = 1;
+        name.max = 64;
+        name.value = typed.name;
+        f.controls.push(Control::Input(name));
+        f.controls.push(select(
+            "client-type",
+            "client_type",
+            visit.t("console-col-type"),
+            ["confidential", "public"]
+                .iter()
+                .map(|t| {
+                    (
+                        (*t).to_owned(),
+                        visit.t(&format!("console-client-type-{t}")),
+                    )
+                })
+                .collect(),
+        ));
+        f.controls.push(lines(
+            "client-redirects",
+            "redirect_uris",
+            visit.t("console-client-redirect-uris"),
+            visit.t("console-hint-lines"),
+            typed.redirect_uris,
+        ));
+        f.controls.push(lines(
+            "client-logout",
+            "post_logout_redirect_uris",
+            visit.t("console-client-logout-uris"),
+            visit.t("console-hint-lines"),
+            typed.post_logout,
+        ));
+        f.controls.push(lines(
+            "client-scopes",
+            "allowed_scopes",
+            visit.t("console-client-scopes"),
+            visit.t("console-client-scopes-hint"),
+            if typed.scopes.is_empty() {
+                "openid".to_owned()
+            } else {
+                typed.scopes
+            },
+        ));
+        f.controls.push(select(
+            "client-first-party",
+            "first_party",
+            visit.t("console-client-first-party"),
+            vec![
+                ("false".to_owned(), visit.t("console-no")),
+                ("true".to_owned(), visit.t("console-yes")),
+            ],
+        ));
+        if !typed.reason.is_empty() {
+            page.error_summary =
+                Some(visit.t_with("console-not-accepted", &[("reason", &typed.reason)]));
+        }
+        page.sections.push(Section {
+            heading: Some(visit.t("console-clients-new")),
+            forms: vec![f],
+            ..Section::default()
+        });
+    }
+    let status = if page.error_summary.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+fn split_lines(v: &str) -> Vec<String> {
+    v.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The reasons of a refusal, one line (field errors named).
+fn reasons(e: &ApiError) -> String {
+    e.details
+        .as_ref()
+        .and_then(|d| d.get("fields"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_else(|| e.message.clone())
+}
+
+/// A page showing a client's id and, once, its secret.
+fn issued_page(visit: &Visit, back: String, client_id: &str, secret: Option<String>) -> Response {
+    let mut page = visit.page("console-client-issued");
+    let mut section = Section {
+        facts: vec![(visit.t("console-col-client-id"), client_id.to_owned())],
+        links: vec![Link {
+            href: back,
+            label: visit.t("console-key-saved"),
+        }],
+        ..Section::default()
+    };
+    if let Some(secret) = secret {
+        section
+            .paragraphs
+            .push(visit.t("console-client-secret-intro"));
+        section.paragraphs.push(visit.t("console-key-once"));
+        section.codes.push(secret);
+    }
+    page.sections.push(section);
+    visit.answer(StatusCode::OK, page)
+}
+
+/// Registers a client (owner; a confidential one after a recent re-authentication).
+pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    let one = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map_or(String::new(), |(_, v)| v.clone())
+    };
+    let at = base(&slug);
+    if let Err(r) = visit.check(&format!("{at}/create"), &one("csrf")) {
+        return r;
+    }
+    let scopes = split_lines(&one("allowed_scopes"));
+    let req = CreateOAuthClientRequest {
+        name: one("name").trim().to_owned(),
+        description: None,
+        logo_url: None,
+        client_type: one("client_type"),
+        token_endpoint_auth_method: None,
+        redirect_uris: split_lines(&one("redirect_uris")),
+        post_logout_redirect_uris: split_lines(&one("post_logout_redirect_uris")),
+        allowed_scopes: (!scopes.is_empty()).then_some(scopes),
+        first_party: one("first_party") == "true",
+        id_token_signed_response_alg: None,
+    };
+    match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
+        Ok(resp) => {
+            let Some(v) = json_body(resp).await else {
+                return visit.refused(&ApiError::internal("the new client could not be read"));
+            };
+            let id = v["client_id"].as_str().unwrap_or("").to_owned();
+            let secret = v["client_secret"].as_str().map(str::to_owned);
+            issued_page(&visit, format!("{at}/{id}"), &id, secret)
+        }
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &at, None),
+        Err(e) if e.status == StatusCode::BAD_REQUEST || e.status == StatusCode::CONFLICT => {
+            let typed = Typed {
+                name: one("name"),
+                redirect_uris: one("redirect_uris"),
+                post_logout: one("post_logout_redirect_uris"),
+                scopes: one("allowed_scopes"),
+                reason: reasons(&e),
+            };
+            render_list(&visit, &slug, None, typed).await
+        }
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// One client's registration, and an owner's actions.
+pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let path = Path((slug.clone(), id.clone()));
+    let client = match api::show(State(visit.state.clone()), c, path).await {
+        Ok(axum::Json(c)) => c,
+        Err(e) => return visit.refused(&e),
+    };
+    let here = format!("{}/{}", base(&slug), client.client_id);
+    let mut page = visit.tenant_page(&m, Area::Clients, "console-client");
+    let dash = || "—".to_owned();
+    let joined = |v: &[String]| if v.is_empty() { dash() } else { v.join(", ") };
+    page.sections.push(Section {
+        facts: vec![
+            (visit.t("console-col-name"), client.name.clone()),
+            (visit.t("console-col-client-id"), client.client_id.clone()),
+            (
+                visit.t("console-col-type"),
+                visit.t(&format!("console-client-type-{}", client.client_type)),
+            ),
+            (
+                visit.t("console-col-verification"),
+                visit.t(&format!(
+                    "console-client-verification-{}",
+                    client.verification
+                )),
+            ),
+            (
+                visit.t("console-client-redirect-uris"),
+                joined(&client.redirect_uris),
+            ),
+            (
+                visit.t("console-client-logout-uris"),
+                joined(&client.post_logout_redirect_uris),
+            ),
+            (
+                visit.t("console-client-scopes"),
+                joined(&client.allowed_scopes),
+            ),
+            (
+                visit.t("console-client-secret-prefix"),
+                client
+                    .secret_prefix
+                    .as_ref()
+                    .map_or_else(dash, |p| format!("{p}…")),
+            ),
+            (visit.t("console-col-created"), moment(client.created_at)),
+        ],
+        ..Section::default()
+    });
+    if m.role.as_str() == "owner" {
+        let mut forms = Vec::new();
+        if client.client_type == "confidential" {
+            let action = format!("{here}/rotate");
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t("console-client-rotate"),
+                true,
+            );
+            f.inline = true;
+            forms.push(f);
+        }
+        let action = format!("{here}/delete");
+        let mut f = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-client-delete"),
+            true,
+        );
+        f.inline = true;
+        forms.push(f);
+        page.sections.push(Section {
+            heading: Some(visit.t("console-actions")),
+            forms,
+            ..Section::default()
+        });
+    }
+    visit.answer(StatusCode::OK, page)
+}
+
+/// An owner's action on a client: `rotate` (the new secret, shown once) or `delete`.
+pub async fn act(
+    visit: Visit,
+    Path((slug, id, what)): Path<(String, String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let here = format!("{}/{id}", base(&slug));
+    if let Err(r) = visit.check(&format!("{here}/{what}"), &form.csrf) {
+        return r;
+    }
+    let state = State(visit.state.clone());
+    let path = Path((slug.clone(), id.clone()));
+    let answer = match what.as_str() {
+        "rotate" => api::rotate_secret(state, c, path)
+            .await
+            .map(|axum::Json(r)| {
+                issued_page(&visit, here.clone(), &r.client.client_id, r.client_secret)
+            }),
+        "delete" => api::delete(state, c, path).await.map(|_| {
+            see_other(
+                &visit.reader,
+                &format!("{}?done=deleted", base(&slug)),
+                StatusCode::SEE_OTHER,
+            )
+        }),
+        _ => Err(ApiError::not_found("action")),
+    };
+    match answer {
+        Ok(r) => r,
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
+        Err(e) => visit.refused(&e),
+    }
+}

@@ -1,0 +1,512 @@
+//! A tenant's webhooks in the console: the endpoints, one endpoint's delivery log with
+//! redelivery of a failed event, a test event, the signing secret rotated (shown once), the
+//! endpoint enabled, disabled or deleted; and a new endpoint (its secret shown once). All
+//! through the dashboard API's handlers (`dashboard::webhooks`), with their rules: owners
+//! write, a new or rotated secret needs a recent re-authentication.
+
+use axum::{
+    body::Bytes,
+    extract::{Path, Query, State},
+    http::StatusCode,
+    response::Response,
+    Form,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use tessera_actors::tenant::webhooks::EVENT_TYPES;
+
+use super::{
+    json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup, CheckOption,
+    Control, Form as PageForm, Link, Section, Table, Visit,
+};
+use crate::http::{
+    dashboard::{
+        webhooks::{self as api, CreateWebhookRequest, DeliveriesQuery, UpdateWebhookRequest},
+        TenantCaller,
+    },
+    error::ApiError,
+    extract::ApiJson,
+    pages::{see_other, FieldView},
+};
+
+const DONE: [&str; 6] = [
+    "tested",
+    "redelivered",
+    "enabled",
+    "disabled",
+    "deleted",
+    "saved",
+];
+
+#[derive(Deserialize)]
+pub struct PageQuery {
+    done: Option<String>,
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
+    let auth = visit.signed_in()?;
+    Ok(TenantCaller {
+        auth: auth.clone(),
+        slug: slug.to_owned(),
+    })
+}
+
+fn base(slug: &str) -> String {
+    format!("{}/webhooks", tenant_path(slug))
+}
+
+fn done_notice(visit: &Visit, done: Option<String>) -> Option<String> {
+    done.filter(|d| DONE.contains(&d.as_str()))
+        .map(|d| visit.t(&format!("console-webhooks-done-{d}")))
+}
+
+fn state_of(visit: &Visit, enabled: bool, reason: Option<&str>) -> String {
+    match (enabled, reason) {
+        (true, _) => visit.t("console-webhooks-enabled"),
+        (false, Some("failing")) => visit.t("console-webhooks-disabled-failing"),
+        (false, _) => visit.t("console-webhooks-disabled"),
+    }
+}
+
+/// The events a form may subscribe to, ticked as `chosen`.
+fn events_group(visit: &Visit, chosen: &[String], error: Option<String>) -> Control {
+    Control::Checks(CheckGroup {
+        legend: visit.t("console-webhooks-events"),
+        name: "event_types".to_owned(),
+        options: EVENT_TYPES
+            .iter()
+            .map(|e| CheckOption {
+                id: format!("event-{}", e.replace(['.', '_'], "-")),
+                value: (*e).to_owned(),
+                label: (*e).to_owned(),
+                checked: chosen.iter().any(|c| c == e),
+            })
+            .collect(),
+        error,
+    })
+}
+
+/// The endpoints, and an owner's form for a new one.
+pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<PageQuery>) -> Response {
+    render_list(&visit, &slug, done_notice(&visit, q.done), None).await
+}
+
+async fn render_list(
+    visit: &Visit,
+    slug: &str,
+    notice: Option<String>,
+    refusal: Option<(String, Vec<String>, String)>,
+) -> Response {
+    let c = match caller(visit, slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let endpoints = match api::list(State(visit.state.clone()), c).await {
+        Ok(axum::Json(l)) => l.data,
+        Err(e) => return visit.refused(&e),
+    };
+    let at = base(slug);
+    let mut page = visit.tenant_page(&m, Area::Webhooks, "console-webhooks");
+    page.notice = notice;
+    let rows = endpoints
+        .iter()
+        .map(|e| {
+            vec![
+                Cell::link(e.url.clone(), format!("{at}/{}", e.id)),
+                Cell::text(e.event_types.join(", ")),
+                Cell::text(state_of(visit, e.enabled, e.disabled_reason.as_deref())),
+                Cell::text(e.failing_since.map_or_else(|| "—".to_owned(), moment)),
+            ]
+        })
+        .collect();
+    page.sections.push(Section {
+        paragraphs: vec![visit.t("console-webhooks-intro")],
+        table: Some(Table {
+            id: "endpoints",
+            caption: visit.t("console-webhooks-caption"),
+            head: vec![
+                visit.t("console-col-url"),
+                visit.t("console-webhooks-events"),
+                visit.t("console-col-status"),
+                visit.t("console-col-failing"),
+            ],
+            rows,
+            empty: visit.t("console-webhooks-empty"),
+        }),
+        ..Section::default()
+    });
+    if m.role.as_str() == "owner" {
+        let (typed_url, typed_events, reason) = refusal.unwrap_or_default();
+        let action = format!("{at}/create");
+        let mut f = PageForm::post(
+            action.clone(),
+            visit.csrf(&action),
+            visit.t("console-webhooks-create"),
+            false,
+        );
+        let mut url = FieldView::input(
+            "webhook-url",
+            "url",
+            "url",
+            visit.t("console-col-url"),
+            "url",
+        );
+        url.value = typed_url;
+        url.min = 1;
+        url.max = 2048;
+        url.hint = Some(visit.t("console-webhooks-url-hint"));
+        let mut description = FieldView::input(
+            "webhook-description",
+            "description",
+            "text",
+            visit.t("console-col-description"),
+            "off",
+        );
+        description.max = 500;
+        f.controls.push(Control::Input(url));
+        f.controls.push(Control::Input(description));
+        f.controls.push(events_group(visit, &typed_events, None));
+        if !reason.is_empty() {
+            page.error_summary = Some(visit.t_with("console-not-accepted", &[("reason", &reason)]));
+        }
+        page.sections.push(Section {
+            heading: Some(visit.t("console-webhooks-new")),
+            forms: vec![f],
+            ..Section::default()
+        });
+    }
+    let status = if page.error_summary.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    visit.answer(status, page)
+}
+
+/// The reasons of a refusal, one line (field errors named), for the page's summary.
+fn reasons(e: &ApiError) -> String {
+    e.details
+        .as_ref()
+        .and_then(|d| d.get("fields"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_else(|| e.message.clone())
+}
+
+/// A page showing a new signing secret once.
+fn secret_page(visit: &Visit, back: String, secret: String) -> Response {
+    let mut page = visit.page("console-webhooks-secret");
+    page.sections.push(Section {
+        paragraphs: vec![
+            visit.t("console-webhooks-secret-intro"),
+            visit.t("console-key-once"),
+        ],
+        codes: vec![secret],
+        links: vec![Link {
+            href: back,
+            label: visit.t("console-key-saved"),
+        }],
+        ..Section::default()
+    });
+    visit.answer(StatusCode::OK, page)
+}
+
+/// Registers an endpoint (owner, re-authenticated): its secret, shown once.
+pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    let one = |name: &str| {
+        form.iter()
+            .find(|(k, _)| k == name)
+            .map_or(String::new(), |(_, v)| v.trim().to_owned())
+    };
+    let at = base(&slug);
+    if let Err(r) = visit.check(&format!("{at}/create"), &one("csrf")) {
+        return r;
+    }
+    let events: Vec<String> = form
+        .iter()
+        .filter(|(k, _)| k == "event_types")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let req = CreateWebhookRequest {
+        url: one("url"),
+        event_types: events.clone(),
+        description: Some(one("description")).filter(|d| !d.is_empty()),
+    };
+    match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
+        Ok(resp) => match json_body(resp).await.and_then(|v| {
+            let secret = v.get("secret")?.as_str()?.to_owned();
+            let id = v.get("id")?.as_str()?.to_owned();
+            Some((id, secret))
+        }) {
+            Some((id, secret)) => secret_page(&visit, format!("{at}/{id}"), secret),
+            None => visit.refused(&ApiError::internal("the new endpoint could not be read")),
+        },
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &at, None),
+        Err(e) if e.status == StatusCode::BAD_REQUEST || e.status == StatusCode::CONFLICT => {
+            render_list(&visit, &slug, None, Some((one("url"), events, reasons(&e)))).await
+        }
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// One endpoint: what it is, its delivery log (a page of it), and an owner's actions.
+pub async fn detail(
+    visit: Visit,
+    Path((slug, id)): Path<(String, String)>,
+    Query(q): Query<PageQuery>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let (m, _) = match c.member(&visit.state) {
+        Ok(m) => m,
+        Err(e) => return visit.refused(&e),
+    };
+    let path = Path((slug.clone(), id.clone()));
+    let e = match api::show(State(visit.state.clone()), caller_again(&c), path).await {
+        Ok(axum::Json(e)) => e,
+        Err(err) => return visit.refused(&err),
+    };
+    let query = DeliveriesQuery {
+        cursor: q.cursor.filter(|c| !c.is_empty()),
+        limit: Some("20".to_owned()),
+    };
+    let path = Path((slug.clone(), id.clone()));
+    let log = match api::deliveries(State(visit.state.clone()), c, path, Query(query)).await {
+        Ok(axum::Json(l)) => l,
+        Err(err) => return visit.refused(&err),
+    };
+    let here = format!("{}/{}", base(&slug), e.id);
+    let owner = m.role.as_str() == "owner";
+    let mut page = visit.tenant_page(&m, Area::Webhooks, "console-webhook");
+    page.notice = done_notice(&visit, q.done);
+    let dash = || "—".to_owned();
+    page.sections.push(Section {
+        facts: vec![
+            (visit.t("console-col-url"), e.url.clone()),
+            (
+                visit.t("console-col-description"),
+                e.description.clone().unwrap_or_else(dash),
+            ),
+            (visit.t("console-webhooks-events"), e.event_types.join(", ")),
+            (
+                visit.t("console-col-status"),
+                state_of(&visit, e.enabled, e.disabled_reason.as_deref()),
+            ),
+            (
+                visit.t("console-col-failing"),
+                e.failing_since.map_or_else(dash, moment),
+            ),
+            (visit.t("console-col-created"), moment(e.created_at)),
+        ],
+        ..Section::default()
+    });
+    let rows = log
+        .data
+        .iter()
+        .map(|d| {
+            vec![
+                Cell::text(moment(d.created_at)),
+                Cell::text(d.event_type.clone()),
+                Cell::text(visit.t(&format!("console-delivery-{}", d.status))),
+                Cell::text(d.attempts.to_string()),
+                Cell::text(
+                    d.http_status
+                        .map(|s| s.to_string())
+                        .or_else(|| d.error.clone())
+                        .unwrap_or_else(dash),
+                ),
+            ]
+        })
+        .collect();
+    let mut deliveries = Section {
+        heading: Some(visit.t("console-deliveries")),
+        table: Some(Table {
+            id: "deliveries",
+            caption: visit.t("console-deliveries-caption"),
+            head: vec![
+                visit.t("console-col-time"),
+                visit.t("console-col-event"),
+                visit.t("console-col-status"),
+                visit.t("console-col-attempts"),
+                visit.t("console-col-answer"),
+            ],
+            rows,
+            empty: visit.t("console-deliveries-empty"),
+        }),
+        ..Section::default()
+    };
+    if let Some(next) = log.pagination.next_cursor {
+        deliveries.links.push(Link {
+            href: format!("{here}?cursor={next}"),
+            label: visit.t("console-next-page"),
+        });
+    }
+    if owner {
+        for d in log.data.iter().filter(|d| d.status != "pending") {
+            let action = format!("{here}/deliveries/{}/redeliver", d.id);
+            let mut f = PageForm::post(
+                action.clone(),
+                visit.csrf(&action),
+                visit.t_with(
+                    "console-deliveries-redeliver",
+                    &[("event", &d.event_type), ("at", &moment(d.created_at))],
+                ),
+                true,
+            );
+            f.inline = true;
+            deliveries.forms.push(f);
+        }
+    }
+    page.sections.push(deliveries);
+    if owner {
+        let mut actions = Vec::new();
+        let mut action = |what: &str, label: &str, secondary: bool| {
+            let target = format!("{here}/{what}");
+            let mut f = PageForm::post(
+                target.clone(),
+                visit.csrf(&target),
+                visit.t(label),
+                secondary,
+            );
+            f.inline = true;
+            actions.push(f);
+        };
+        action("test", "console-webhooks-test", false);
+        if e.enabled {
+            action("disable", "console-webhooks-disable", true);
+        } else {
+            action("enable", "console-webhooks-enable", false);
+        }
+        action("rotate", "console-webhooks-rotate", true);
+        action("delete", "console-webhooks-delete", true);
+        page.sections.push(Section {
+            heading: Some(visit.t("console-actions")),
+            forms: actions,
+            ..Section::default()
+        });
+    }
+    visit.answer(StatusCode::OK, page)
+}
+
+fn caller_again(c: &TenantCaller) -> TenantCaller {
+    TenantCaller {
+        auth: c.auth.clone(),
+        slug: c.slug.clone(),
+    }
+}
+
+/// An owner's action on an endpoint: `test`, `enable`, `disable`, `rotate` (its secret,
+/// shown once) or `delete`.
+pub async fn act(
+    visit: Visit,
+    Path((slug, id, what)): Path<(String, String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let here = format!("{}/{id}", base(&slug));
+    if let Err(r) = visit.check(&format!("{here}/{what}"), &form.csrf) {
+        return r;
+    }
+    let state = State(visit.state.clone());
+    let path = Path((slug.clone(), id.clone()));
+    let done = |d: &str| {
+        see_other(
+            &visit.reader,
+            &format!("{here}?done={d}"),
+            StatusCode::SEE_OTHER,
+        )
+    };
+    let answer = match what.as_str() {
+        "test" => api::test(state, c, path).await.map(|_| done("tested")),
+        "enable" | "disable" => {
+            let req = UpdateWebhookRequest {
+                url: None,
+                event_types: None,
+                description: None,
+                enabled: Some(what == "enable"),
+            };
+            let d = if what == "enable" {
+                "enabled"
+            } else {
+                "disabled"
+            };
+            api::update(state, c, path, ApiJson(req))
+                .await
+                .map(|_| done(d))
+        }
+        "rotate" => api::rotate_secret(state, c, path)
+            .await
+            .map(|axum::Json(r)| secret_page(&visit, here.clone(), r.secret)),
+        "delete" => api::delete(state, c, path).await.map(|_| {
+            see_other(
+                &visit.reader,
+                &format!("{}?done=deleted", base(&slug)),
+                StatusCode::SEE_OTHER,
+            )
+        }),
+        _ => Err(ApiError::not_found("action")),
+    };
+    match answer {
+        Ok(r) => r,
+        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
+        Err(e) => visit.refused(&e),
+    }
+}
+
+/// Sends a failed delivery's event again (owner).
+pub async fn redeliver(
+    visit: Visit,
+    Path((slug, id, delivery)): Path<(String, String, String)>,
+    Form(form): Form<CsrfForm>,
+) -> Response {
+    let c = match caller(&visit, &slug) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let here = format!("{}/{id}", base(&slug));
+    if let Err(r) = visit.check(
+        &format!("{here}/deliveries/{delivery}/redeliver"),
+        &form.csrf,
+    ) {
+        return r;
+    }
+    let path = Path((slug.clone(), id, delivery));
+    match api::redeliver(State(visit.state.clone()), c, path).await {
+        Ok(_) => see_other(
+            &visit.reader,
+            &format!("{here}?done=redelivered"),
+            StatusCode::SEE_OTHER,
+        ),
+        Err(e) => visit.refused(&e),
+    }
+}
