@@ -1899,6 +1899,9 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.click("clients", "nav a[href='/console/t/mfa-co/clients']");
     ui.expect_text("clients", "No client yet.");
     ui.checked("clients-axe");
+    ui.click("agents", "nav a[href='/console/t/mfa-co/agents']");
+    ui.expect_text("agents", "No agent yet.");
+    ui.checked("agents-axe");
     ui.click("webhooks", "nav a[href='/console/t/mfa-co/webhooks']");
     ui.expect_text("webhooks", "No endpoint yet.");
     ui.checked("webhooks-axe");

@@ -1329,3 +1329,92 @@ fn the_overview_counts_sign_ins_a_day() {
         page.body
     );
 }
+
+/// The agents pages: refused on the free tier with the API's reason; on pro, an agent
+/// registered after the password again (its secret shown once and working at the token
+/// endpoint, which its activity then shows), then revoked, its secret dead.
+#[test]
+fn an_owner_registers_and_revokes_an_agent_from_the_console() {
+    let (_smtp, srv, api, _s) = crate::support::user_setup("Agent Co", &[]);
+    let mut b = Browser::new(&srv);
+    b.sign_in_as(&api.owner, PASSWORD).redirect("/console");
+    let base = "/console/t/agent-co/agents";
+    let page = b.get(base);
+    page.expect(200, "No agent yet.");
+    let create = format!("{base}/create");
+    let csrf = page.csrf_for(&create);
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("name", "Billing bot"),
+        ("scopes", ""),
+        ("grant_types", "client_credentials"),
+    ];
+    // The free tier has no agents: the API's reason, on the page.
+    let refused = b.post(&create, &form);
+    assert!(
+        refused.status == 400 || refused.status == 403,
+        "{}",
+        refused.body
+    );
+    refused.expect(refused.status, "Not accepted");
+    crate::agents::set_pro(&srv, "agent-co");
+    let page = b.post(&create, &form);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", base),
+        ],
+    )
+    .redirect(base);
+    let page = b.post(&create, &form);
+    page.expect(200, "shown only this once");
+    let secret = page
+        .body
+        .split("<code>")
+        .nth(1)
+        .unwrap()
+        .split("</code>")
+        .next()
+        .unwrap()
+        .to_owned();
+    let client_id = page
+        .body
+        .split("<dd>")
+        .nth(1)
+        .unwrap()
+        .split("</dd>")
+        .next()
+        .unwrap()
+        .to_owned();
+    let token = |secret: &str| {
+        srv.client
+            .post(srv.url("/v1/tenants/agent-co/oauth/token"))
+            .basic_auth(&client_id, Some(secret))
+            .form(&[("grant_type", "client_credentials")])
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(token(&secret), 200);
+    let page = b.get(base);
+    page.expect(200, "Billing bot");
+    let at = page.body.find(&format!("href=\"{base}/")).unwrap() + "href=\"".len();
+    let here = page.body[at..].split('"').next().unwrap().to_owned();
+    let page = b.get(&here);
+    page.expect(200, "client_credentials");
+    assert!(!page.body.contains("No activity yet."), "{}", page.body);
+    let revoke = format!("{here}/revoke");
+    b.post(&revoke, &[("csrf", &page.csrf_for(&revoke))])
+        .redirect(&format!("{base}?done=revoked"));
+    assert_eq!(token(&secret), 401);
+    let page = b.get(&here);
+    assert!(
+        !page.body.contains(&format!("action=\"{revoke}\"")),
+        "{}",
+        page.body
+    );
+}

@@ -15,6 +15,7 @@
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
 mod account;
+mod agents;
 mod audit;
 mod clients;
 mod home;
@@ -106,6 +107,10 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
             "/console/t/{slug}/clients/{id}/{action}",
             post(clients::act),
         )
+        .route("/console/t/{slug}/agents", get(agents::list))
+        .route("/console/t/{slug}/agents/create", post(agents::create))
+        .route("/console/t/{slug}/agents/{id}", get(agents::detail))
+        .route("/console/t/{slug}/agents/{id}/{action}", post(agents::act))
         .route("/console/t/{slug}/webhooks", get(webhooks::list))
         .route("/console/t/{slug}/webhooks/create", post(webhooks::create))
         .route("/console/t/{slug}/webhooks/{id}", get(webhooks::detail))
@@ -339,6 +344,7 @@ pub enum Area {
     Members,
     Keys,
     Clients,
+    Agents,
     Webhooks,
     Settings,
     Audit,
@@ -494,6 +500,7 @@ impl Visit {
                 link(format!("{base}/members"), "console-members", Area::Members),
                 link(format!("{base}/keys"), "console-keys", Area::Keys),
                 link(format!("{base}/clients"), "console-clients", Area::Clients),
+                link(format!("{base}/agents"), "console-agents", Area::Agents),
                 link(
                     format!("{base}/webhooks"),
                     "console-webhooks",
