@@ -496,6 +496,11 @@ fn every_settings_section_is_a_form_of_the_apis_own_rules() {
         "minors",
         "eudi",
         "eudi-age",
+        "social-google",
+        "social-apple",
+        "social-microsoft",
+        "social-github",
+        "social-x",
     ];
     for key in sections {
         let action = format!("/console/t/mfa-co/settings/{key}");
@@ -594,6 +599,54 @@ fn every_settings_section_is_a_form_of_the_apis_own_rules() {
     assert_eq!(age["supported_member_states"], json!(["PL", "DE"]));
     let page = b.get(action);
     assert!(page.body.contains("value=\"PL\" checked"), "{}", page.body);
+
+    // A provider: its client, its secret (never shown again), on; the API says so.
+    let action = "/console/t/mfa-co/settings/social-github";
+    let page = b.get(action);
+    page.expect(200, "Sign-in with GitHub");
+    let mut values = form_values(&page, action);
+    set(&mut values, "enabled", "true");
+    set(&mut values, "client_id", "Iv1.0123456789abcdef");
+    set(
+        &mut values,
+        "client_secret",
+        "a-github-client-secret-of-forty-chars-00",
+    );
+    let page = post_values(&mut b, action, &values);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", action),
+        ],
+    )
+    .redirect(action);
+    post_values(&mut b, action, &values).redirect(&format!("{action}?done=1"));
+    let (_, github) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/settings/social/github",
+        &s,
+        None,
+    );
+    assert_eq!(github["enabled"], true, "{github}");
+    assert_eq!(github["client_id"], "Iv1.0123456789abcdef");
+    let page = b.get(action);
+    assert!(
+        !page.body.contains("a-github-client-secret"),
+        "a secret is never shown"
+    );
+    // Saved again with the secret left empty: the stored one stays.
+    let values = form_values(&page, action);
+    post_values(&mut b, action, &values).redirect(&format!("{action}?done=1"));
+    let (_, again) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/settings/social/github",
+        &s,
+        None,
+    );
+    assert_eq!(again["enabled"], true, "{again}");
 
     // The form's value is needed, and an unknown section is not found.
     post_values(&mut b, action, &[("csrf".into(), "forged".into())])

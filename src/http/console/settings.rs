@@ -13,7 +13,7 @@ use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
 
 use axum::{
     body::Bytes,
-    extract::{Extension, Path, Query},
+    extract::{Extension, Path, Query, State},
     http::StatusCode,
     response::Response,
     Json,
@@ -41,6 +41,8 @@ type Answer = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send>>;
 /// One settings section: its path segment, its write method, and its routes' handlers.
 struct SectionDef {
     key: &'static str,
+    /// The section's path after `settings/` in the API.
+    api: &'static str,
     method: &'static str,
     read: fn(Caller) -> Answer,
     write: fn(Caller, axum::http::HeaderMap, Value) -> Answer,
@@ -61,6 +63,7 @@ macro_rules! section {
     ($key:literal, $method:literal, $get:path, $write:path, with headers) => {
         SectionDef {
             key: $key,
+            api: $key,
             method: $method,
             read: |c| Box::pin(async move { json_of($get(c).await) }),
             write: |c, headers, body| {
@@ -74,6 +77,7 @@ macro_rules! section {
     ($key:literal, $method:literal, $get:path, $write:path) => {
         SectionDef {
             key: $key,
+            api: $key,
             method: $method,
             read: |c| Box::pin(async move { json_of($get(c).await) }),
             write: |c, _, body| {
@@ -86,8 +90,59 @@ macro_rules! section {
     };
 }
 
+/// One social provider's section: the provider's own route, with its name in the path.
+macro_rules! social {
+    ($provider:literal) => {
+        SectionDef {
+            key: concat!("social-", $provider),
+            api: "social/{provider}",
+            method: "put",
+            read: |c| {
+                Box::pin(async move {
+                    let (state, auth, slug) = c.into_parts();
+                    let path = Path((slug, $provider.to_owned()));
+                    json_of(
+                        crate::http::dashboard::social::get_provider(State(state), auth, path)
+                            .await,
+                    )
+                })
+            },
+            write: |c, _, body| {
+                Box::pin(async move {
+                    let req = body_of(&body)?;
+                    let (state, auth, slug) = c.into_parts();
+                    let path = Path((slug, $provider.to_owned()));
+                    json_of(
+                        crate::http::dashboard::social::put_provider(
+                            State(state),
+                            auth,
+                            path,
+                            crate::http::extract::ApiJson(req),
+                        )
+                        .await,
+                    )
+                })
+            },
+        }
+    };
+}
+
+/// The social providers, as the API names them, and as people do.
+const PROVIDERS: [(&str, &str); 10] = [
+    ("google", "Google"),
+    ("apple", "Apple"),
+    ("microsoft", "Microsoft"),
+    ("github", "GitHub"),
+    ("gitlab", "GitLab"),
+    ("linkedin", "LinkedIn"),
+    ("slack", "Slack"),
+    ("discord", "Discord"),
+    ("facebook", "Facebook"),
+    ("x", "X"),
+];
+
 /// The sections, in the order the console lists them.
-fn sections() -> [SectionDef; 13] {
+fn sections() -> [SectionDef; 23] {
     [
         section!(
             "security",
@@ -154,7 +209,31 @@ fn sections() -> [SectionDef; 13] {
             api::wallet_age::get_eudi_age,
             api::wallet_age::put_eudi_age
         ),
+        social!("google"),
+        social!("apple"),
+        social!("microsoft"),
+        social!("github"),
+        social!("gitlab"),
+        social!("linkedin"),
+        social!("slack"),
+        social!("discord"),
+        social!("facebook"),
+        social!("x"),
     ]
+}
+
+/// A section's name in the reader's language (a provider's section is named after it).
+fn section_title(visit: &Visit, key: &str) -> String {
+    match key.strip_prefix("social-") {
+        Some(p) => {
+            let name = PROVIDERS
+                .iter()
+                .find(|(k, _)| *k == p)
+                .map_or(p, |(_, n)| *n);
+            visit.t_with("console-section-social", &[("provider", name)])
+        }
+        None => visit.t(&format!("console-section-{key}")),
+    }
 }
 
 /// What kind of input a field is.
@@ -283,8 +362,8 @@ fn fields_of(doc: &Value, path: &str, method: &str) -> Vec<Field> {
         .collect()
 }
 
-fn api_path(key: &str) -> String {
-    format!("/v1/auth/dashboard/tenants/{{slug}}/settings/{key}")
+fn api_path(api: &str) -> String {
+    format!("/v1/auth/dashboard/tenants/{{slug}}/settings/{api}")
 }
 
 fn find(key: &str) -> Option<SectionDef> {
@@ -308,14 +387,20 @@ pub async fn index(visit: Visit, Path(slug): Path<String>) -> Response {
     };
     let mut page = visit.tenant_page(&m, Area::Settings, "console-settings");
     let base = format!("{}/settings", tenant_path(&slug));
+    let (social, own): (Vec<SectionDef>, Vec<SectionDef>) = sections()
+        .into_iter()
+        .partition(|s| s.key.starts_with("social-"));
+    let link = |s: &SectionDef| Link {
+        href: format!("{base}/{}", s.key),
+        label: section_title(&visit, s.key),
+    };
     page.sections.push(Section {
-        links: sections()
-            .iter()
-            .map(|s| Link {
-                href: format!("{base}/{}", s.key),
-                label: visit.t(&format!("console-section-{}", s.key)),
-            })
-            .collect(),
+        links: own.iter().map(link).collect(),
+        ..Section::default()
+    });
+    page.sections.push(Section {
+        heading: Some(visit.t("console-section-social-heading")),
+        links: social.iter().map(link).collect(),
         ..Section::default()
     });
     visit.answer(StatusCode::OK, page)
@@ -344,7 +429,7 @@ pub async fn show(
         Ok(v) => v,
         Err(e) => return visit.refused(&e),
     };
-    let fields = fields_of(&doc.0, &api_path(def.key), def.method);
+    let fields = fields_of(&doc.0, &api_path(def.api), def.method);
     let notice = q.done.map(|_| visit.t("console-saved"));
     render(
         &visit,
@@ -365,8 +450,8 @@ fn render(
     shown: &Value,
     (notice, errors, summary): (Option<String>, HashMap<String, String>, Option<String>),
 ) -> Response {
-    let title = format!("console-section-{}", def.key);
-    let mut page = visit.tenant_page(m, Area::Settings, &title);
+    let mut page = visit.tenant_page(m, Area::Settings, "console-settings");
+    page.title = section_title(visit, def.key);
     page.notice = notice;
     page.error_summary = summary;
     let action = format!("{}/settings/{}", tenant_path(&m.slug), def.key);
@@ -699,7 +784,7 @@ pub async fn save(
         Ok(v) => v,
         Err(e) => return visit.refused(&e),
     };
-    let fields = fields_of(&doc.0, &api_path(def.key), def.method);
+    let fields = fields_of(&doc.0, &api_path(def.api), def.method);
     // What the reader typed, shown again when something is refused.
     let typed = |current: &Value| {
         let mut shown = current.clone();

@@ -126,6 +126,11 @@ impl Caller {
         Caller { state, auth, slug }
     }
 
+    /// What the caller is made of, for a route that reads them apart (the social providers').
+    pub fn into_parts(self) -> (AppState, Dashboard, String) {
+        (self.state, self.auth, self.slug)
+    }
+
     /// The tenant, when the caller is its owner.
     pub(super) fn owner(&self) -> Result<TenantHandle, ApiError> {
         Ok(self.auth.owner(&self.state, &self.slug)?.1)
