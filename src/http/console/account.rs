@@ -6,28 +6,17 @@
 use axum::{extract::State, http::StatusCode, response::Response, Form};
 use serde::Deserialize;
 
-use super::{sign_in::reauth_page, Control, Form as PageForm, Section, Visit};
+use super::{sign_in::reauth_page, Control, CsrfForm, DoneQuery, Section, Visit};
 use crate::http::{
     dashboard::factors::{self as api, DashboardTotpConfirmRequest, DashboardTotpSetupResponse},
     extract::ApiJson,
-    pages::{qr_svg, see_other, FieldView},
+    pages::{qr_svg, FieldView},
 };
 
 const PAGE: &str = "/console/account";
 const SETUP: &str = "/console/account/mfa/setup";
 const CONFIRM: &str = "/console/account/mfa/confirm";
 const REMOVE: &str = "/console/account/mfa/remove";
-
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
 
 #[derive(Deserialize)]
 pub struct CodeForm {
@@ -74,20 +63,14 @@ pub async fn page(
             "console-account-recovery-left",
             &[("count", &s.recovery_codes_left.to_string())],
         ));
-        section.forms.push(PageForm::post(
-            REMOVE.to_owned(),
-            visit.csrf(REMOVE),
-            visit.t("console-mfa-remove"),
-            true,
-        ));
+        let mut off = visit.button(REMOVE.to_owned(), visit.t("console-mfa-remove"), true);
+        off.inline = false;
+        section.forms.push(off);
     } else if s.email_verified {
         section.paragraphs.push(visit.t("console-mfa-why"));
-        section.forms.push(PageForm::post(
-            SETUP.to_owned(),
-            visit.csrf(SETUP),
-            visit.t("console-mfa-setup"),
-            false,
-        ));
+        section
+            .forms
+            .push(visit.form(SETUP.to_owned(), visit.t("console-mfa-setup")));
     } else {
         section.paragraphs.push(visit.t("console-mfa-verify-first"));
     }
@@ -99,12 +82,7 @@ pub async fn page(
 fn setup_page(visit: &Visit, secret: &str, uri: &str, error: Option<String>) -> Response {
     let mut page = visit.page("console-mfa-setup");
     page.error_summary = error.clone();
-    let mut form = PageForm::post(
-        CONFIRM.to_owned(),
-        visit.csrf(CONFIRM),
-        visit.t("console-mfa-confirm"),
-        false,
-    );
+    let mut form = visit.form(CONFIRM.to_owned(), visit.t("console-mfa-confirm"));
     form.hidden.push(("secret", secret.to_owned()));
     form.hidden.push(("uri", uri.to_owned()));
     let mut code = FieldView::input(
@@ -130,12 +108,7 @@ fn setup_page(visit: &Visit, secret: &str, uri: &str, error: Option<String>) -> 
         forms: vec![form],
         ..Section::default()
     });
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
+    visit.answer_page(page)
 }
 
 /// Starts the set-up (after a re-authentication): a new seed, shown on the set-up page.
@@ -207,11 +180,7 @@ pub async fn remove(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
         return r;
     }
     match api::totp_remove(State(visit.state.clone()), auth).await {
-        Ok(_) => see_other(
-            &visit.reader,
-            "/console/account?done=removed",
-            StatusCode::SEE_OTHER,
-        ),
+        Ok(_) => visit.go("/console/account?done=removed"),
         Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, PAGE, None),
         Err(e) => visit.refused(&e),
     }

@@ -11,21 +11,18 @@ use axum::{
     response::Response,
     Form,
 };
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
-    json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup, CheckOption,
-    Control, Form as PageForm, Lines, Link, Section, Table, Visit,
+    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
+    CheckOption, Control, CsrfForm, DoneQuery, FormFields, Lines, Section, Table, Visit,
 };
 use crate::http::{
-    dashboard::{
-        agents::{self as api, ActivityParams, AgentSettingsBody, ListQuery, RegisterAgentRequest},
-        TenantCaller,
+    dashboard::agents::{
+        self as api, ActivityParams, AgentSettingsBody, ListQuery, RegisterAgentRequest,
     },
     error::ApiError,
     extract::ApiJson,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
 
 /// The grants an agent may use, as the API names them.
@@ -36,45 +33,8 @@ const GRANTS: [&str; 4] = [
     "urn:ietf:params:oauth:grant-type:device_code",
 ];
 
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-#[allow(
-    clippy::result_large_err,
-    reason = "a page's refusal is the page itself, the handler's own answer"
-)]
-fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
-    let auth = visit.signed_in()?;
-    Ok(TenantCaller {
-        auth: auth.clone(),
-        slug: slug.to_owned(),
-    })
-}
-
 fn base(slug: &str) -> String {
     format!("{}/agents", tenant_path(slug))
-}
-
-fn reasons(e: &ApiError) -> String {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-        .unwrap_or_else(|| e.message.clone())
 }
 
 /// The registry, and an owner's form for a new agent.
@@ -92,13 +52,9 @@ async fn render_list(
     notice: Option<String>,
     refusal: Option<(String, String)>,
 ) -> Response {
-    let c = match caller(visit, slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let query = ListQuery {
         cursor: None,
@@ -143,12 +99,7 @@ async fn render_list(
     if m.role.as_str() == "owner" {
         let (typed_name, reason) = refusal.unwrap_or_default();
         let action = format!("{at}/create");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-agents-create"),
-            false,
-        );
+        let mut f = visit.form(action.clone(), visit.t("console-agents-create"));
         let mut name = FieldView::input(
             "agent-name",
             "name",
@@ -192,49 +143,25 @@ async fn render_list(
             ..Section::default()
         });
     }
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
+    visit.answer_page(page)
 }
 
 /// A page showing an agent's client id and, once, its secret.
 fn issued_page(visit: &Visit, back: String, client_id: &str, secret: String) -> Response {
-    let mut page = visit.page("console-client-issued");
-    page.sections.push(Section {
-        facts: vec![(visit.t("console-col-client-id"), client_id.to_owned())],
-        paragraphs: vec![
-            visit.t("console-agents-secret-intro"),
-            visit.t("console-key-once"),
-        ],
-        codes: vec![secret],
-        links: vec![Link {
-            href: back,
-            label: visit.t("console-key-saved"),
-        }],
-        ..Section::default()
-    });
-    visit.answer(StatusCode::OK, page)
+    let intro = vec![visit.t("console-agents-secret-intro")];
+    let facts = vec![(visit.t("console-col-client-id"), client_id.to_owned())];
+    visit.shown_once("console-client-issued", (intro, facts), Some(secret), back)
 }
 
 /// Registers an agent (owner, re-authenticated): its secret, shown once.
 pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let c = match caller(&visit, &slug) {
+    let form = FormFields::read(&body);
+    let one = |name: &str| form.one(name);
+    let at = base(&slug);
+    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
-    let one = |name: &str| {
-        form.iter()
-            .find(|(k, _)| k == name)
-            .map_or(String::new(), |(_, v)| v.clone())
-    };
-    let at = base(&slug);
-    if let Err(r) = visit.check(&format!("{at}/create"), &one("csrf")) {
-        return r;
-    }
     let req = RegisterAgentRequest {
         name: one("name").trim().to_owned(),
         description: None,
@@ -246,11 +173,7 @@ pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Resp
             .filter(|l| !l.is_empty())
             .map(str::to_owned)
             .collect(),
-        grant_types: form
-            .iter()
-            .filter(|(k, _)| k == "grant_types")
-            .map(|(_, v)| v.clone())
-            .collect(),
+        grant_types: form.all("grant_types"),
         redirect_uris: Vec::new(),
         agent_token_max_ttl_sec: None,
         agent_settings: AgentSettingsBody::default(),
@@ -283,18 +206,11 @@ pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Resp
 
 /// One agent: its registration, its activity (newest first), and an owner's actions.
 pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> Response {
-    let c = match caller(&visit, &slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(&slug) {
+        Ok(t) => t,
         Err(r) => return r,
     };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
-    };
-    let again = TenantCaller {
-        auth: c.auth.clone(),
-        slug: c.slug.clone(),
-    };
+    let again = c.clone();
     let path = Path((slug.clone(), id.clone()));
     let a = match api::show(State(visit.state.clone()), c, path).await {
         Ok(axum::Json(a)) => a,
@@ -369,21 +285,10 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         ..Section::default()
     });
     if m.role.as_str() == "owner" && a.revoked_at.is_none() {
-        let mut forms = Vec::new();
-        for (what, label) in [
-            ("rotate", "console-client-rotate"),
-            ("revoke", "console-agents-revoke"),
-        ] {
-            let action = format!("{here}/{what}");
-            let mut f = PageForm::post(action.clone(), visit.csrf(&action), visit.t(label), true);
-            f.inline = true;
-            forms.push(f);
-        }
-        page.sections.push(Section {
-            heading: Some(visit.t("console-actions")),
-            forms,
-            ..Section::default()
-        });
+        page.sections.push(visit.actions(vec![
+            (format!("{here}/rotate"), "console-client-rotate", true),
+            (format!("{here}/revoke"), "console-agents-revoke", true),
+        ]));
     }
     visit.answer(StatusCode::OK, page)
 }
@@ -394,14 +299,11 @@ pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let here = format!("{}/{id}", base(&slug));
+    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let here = format!("{}/{id}", base(&slug));
-    if let Err(r) = visit.check(&format!("{here}/{what}"), &form.csrf) {
-        return r;
-    }
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {
@@ -410,18 +312,10 @@ pub async fn act(
             .map(|axum::Json(r)| {
                 issued_page(&visit, here.clone(), &r.agent.client_id, r.client_secret)
             }),
-        "revoke" => api::revoke(state, c, path).await.map(|_| {
-            see_other(
-                &visit.reader,
-                &format!("{}?done=revoked", base(&slug)),
-                StatusCode::SEE_OTHER,
-            )
-        }),
+        "revoke" => api::revoke(state, c, path)
+            .await
+            .map(|_| visit.go(&format!("{}?done=revoked", base(&slug)))),
         _ => Err(ApiError::not_found("action")),
     };
-    match answer {
-        Ok(r) => r,
-        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
-        Err(e) => visit.refused(&e),
-    }
+    visit.acted(answer, &here)
 }

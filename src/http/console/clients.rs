@@ -11,45 +11,17 @@ use axum::{
     response::Response,
     Form,
 };
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::{
-    json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, Form as PageForm,
-    Lines, Link, Section, Select, SelectOption, Table, Visit,
+    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, Control, CsrfForm,
+    DoneQuery, FormFields, Lines, Section, Select, SelectOption, Table, Visit,
 };
 use crate::http::{
-    dashboard::{
-        oauth_clients::{self as api, CreateOAuthClientRequest},
-        TenantCaller,
-    },
+    dashboard::oauth_clients::{self as api, CreateOAuthClientRequest},
     error::ApiError,
     extract::ApiJson,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
-
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-#[allow(
-    clippy::result_large_err,
-    reason = "a page's refusal is the page itself, the handler's own answer"
-)]
-fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
-    let auth = visit.signed_in()?;
-    Ok(TenantCaller {
-        auth: auth.clone(),
-        slug: slug.to_owned(),
-    })
-}
 
 fn base(slug: &str) -> String {
     format!("{}/clients", tenant_path(slug))
@@ -104,13 +76,9 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQu
 }
 
 async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: Typed) -> Response {
-    let c = match caller(visit, slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let clients = match api::list(State(visit.state.clone()), c).await {
         Ok(axum::Json(l)) => l.data,
@@ -150,12 +118,7 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
     });
     if m.role.as_str() == "owner" {
         let action = format!("{at}/create");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-clients-create"),
-            false,
-        );
+        let mut f = visit.form(action.clone(), visit.t("console-clients-create"));
         let mut name = FieldView::input(
             "client-name",
             "name",
@@ -225,12 +188,7 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
             ..Section::default()
         });
     }
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
+    visit.answer_page(page)
 }
 
 fn split_lines(v: &str) -> Vec<String> {
@@ -241,59 +199,26 @@ fn split_lines(v: &str) -> Vec<String> {
         .collect()
 }
 
-/// The reasons of a refusal, one line (field errors named).
-fn reasons(e: &ApiError) -> String {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-        .unwrap_or_else(|| e.message.clone())
-}
-
 /// A page showing a client's id and, once, its secret.
 fn issued_page(visit: &Visit, back: String, client_id: &str, secret: Option<String>) -> Response {
-    let mut page = visit.page("console-client-issued");
-    let mut section = Section {
-        facts: vec![(visit.t("console-col-client-id"), client_id.to_owned())],
-        links: vec![Link {
-            href: back,
-            label: visit.t("console-key-saved"),
-        }],
-        ..Section::default()
+    let intro = if secret.is_some() {
+        vec![visit.t("console-client-secret-intro")]
+    } else {
+        Vec::new()
     };
-    if let Some(secret) = secret {
-        section
-            .paragraphs
-            .push(visit.t("console-client-secret-intro"));
-        section.paragraphs.push(visit.t("console-key-once"));
-        section.codes.push(secret);
-    }
-    page.sections.push(section);
-    visit.answer(StatusCode::OK, page)
+    let facts = vec![(visit.t("console-col-client-id"), client_id.to_owned())];
+    visit.shown_once("console-client-issued", (intro, facts), secret, back)
 }
 
 /// Registers a client (owner; a confidential one after a recent re-authentication).
 pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let c = match caller(&visit, &slug) {
+    let form = FormFields::read(&body);
+    let one = |name: &str| form.one(name);
+    let at = base(&slug);
+    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
-    let one = |name: &str| {
-        form.iter()
-            .find(|(k, _)| k == name)
-            .map_or(String::new(), |(_, v)| v.clone())
-    };
-    let at = base(&slug);
-    if let Err(r) = visit.check(&format!("{at}/create"), &one("csrf")) {
-        return r;
-    }
     let scopes = split_lines(&one("allowed_scopes"));
     let req = CreateOAuthClientRequest {
         name: one("name").trim().to_owned(),
@@ -333,13 +258,9 @@ pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Resp
 
 /// One client's registration, and an owner's actions.
 pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> Response {
-    let c = match caller(&visit, &slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(&slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let path = Path((slug.clone(), id.clone()));
     let client = match api::show(State(visit.state.clone()), c, path).await {
@@ -389,32 +310,12 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         ..Section::default()
     });
     if m.role.as_str() == "owner" {
-        let mut forms = Vec::new();
+        let mut buttons = Vec::new();
         if client.client_type == "confidential" {
-            let action = format!("{here}/rotate");
-            let mut f = PageForm::post(
-                action.clone(),
-                visit.csrf(&action),
-                visit.t("console-client-rotate"),
-                true,
-            );
-            f.inline = true;
-            forms.push(f);
+            buttons.push((format!("{here}/rotate"), "console-client-rotate", true));
         }
-        let action = format!("{here}/delete");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-client-delete"),
-            true,
-        );
-        f.inline = true;
-        forms.push(f);
-        page.sections.push(Section {
-            heading: Some(visit.t("console-actions")),
-            forms,
-            ..Section::default()
-        });
+        buttons.push((format!("{here}/delete"), "console-client-delete", true));
+        page.sections.push(visit.actions(buttons));
     }
     visit.answer(StatusCode::OK, page)
 }
@@ -425,14 +326,11 @@ pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let here = format!("{}/{id}", base(&slug));
+    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let here = format!("{}/{id}", base(&slug));
-    if let Err(r) = visit.check(&format!("{here}/{what}"), &form.csrf) {
-        return r;
-    }
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {
@@ -441,18 +339,10 @@ pub async fn act(
             .map(|axum::Json(r)| {
                 issued_page(&visit, here.clone(), &r.client.client_id, r.client_secret)
             }),
-        "delete" => api::delete(state, c, path).await.map(|_| {
-            see_other(
-                &visit.reader,
-                &format!("{}?done=deleted", base(&slug)),
-                StatusCode::SEE_OTHER,
-            )
-        }),
+        "delete" => api::delete(state, c, path)
+            .await
+            .map(|_| visit.go(&format!("{}?done=deleted", base(&slug)))),
         _ => Err(ApiError::not_found("action")),
     };
-    match answer {
-        Ok(r) => r,
-        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
-        Err(e) => visit.refused(&e),
-    }
+    visit.acted(answer, &here)
 }

@@ -13,30 +13,18 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
-    home::role_name, json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, Control,
-    Form as PageForm, Link, Section, Select, SelectOption, Table, Visit,
+    home::role_name, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
+    Control, CsrfForm, DoneQuery, Section, Select, SelectOption, Table, Visit,
 };
 use crate::http::{
     dashboard::{
         management_keys::{self as api, CreateManagementKeyRequest},
         session::rotate_api_key,
-        TenantCaller,
     },
     error::ApiError,
     extract::ApiJson,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
-
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
 
 #[derive(Deserialize)]
 pub struct CreateForm {
@@ -48,18 +36,6 @@ pub struct CreateForm {
     role: String,
     #[serde(default)]
     expires_at: String,
-}
-
-#[allow(
-    clippy::result_large_err,
-    reason = "a page's refusal is the page itself, the handler's own answer"
-)]
-fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
-    let auth = visit.signed_in()?;
-    Ok(TenantCaller {
-        auth: auth.clone(),
-        slug: slug.to_owned(),
-    })
 }
 
 fn keys_path(slug: &str) -> String {
@@ -81,13 +57,9 @@ async fn render(
     notice: Option<String>,
     error: Option<(String, String)>,
 ) -> Response {
-    let c = match caller(visit, slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let list = match api::list(State(visit.state.clone()), c).await {
         Ok(axum::Json(l)) => l,
@@ -103,10 +75,8 @@ async fn render(
         ..Section::default()
     };
     if owner {
-        let action = format!("{base}/api-key/rotate");
-        api_key.forms.push(PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
+        api_key.forms.push(visit.button(
+            format!("{base}/api-key/rotate"),
             visit.t("console-api-key-rotate"),
             true,
         ));
@@ -148,27 +118,16 @@ async fn render(
     };
     if owner {
         for k in list.data.iter().filter(|k| k.revoked_at.is_none()) {
-            let action = format!("{base}/{}/revoke", k.id);
-            let mut f = PageForm::post(
-                action.clone(),
-                visit.csrf(&action),
-                visit.t_with("console-management-keys-revoke", &[("name", &k.name)]),
-                true,
-            );
-            f.inline = true;
-            keys.forms.push(f);
+            let label = visit.t_with("console-management-keys-revoke", &[("name", &k.name)]);
+            keys.forms
+                .push(visit.button(format!("{base}/{}/revoke", k.id), label, true));
         }
     }
     page.sections.push(keys);
     if owner {
         let (typed, reason) = error.unwrap_or_default();
         let action = format!("{base}/create");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-management-keys-create"),
-            false,
-        );
+        let mut f = visit.form(action.clone(), visit.t("console-management-keys-create"));
         let mut name = FieldView::input(
             "key-name",
             "name",
@@ -213,27 +172,12 @@ async fn render(
             ..Section::default()
         });
     }
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
+    visit.answer_page(page)
 }
 
 /// A page showing a new key once.
 fn shown_once(visit: &Visit, slug: &str, title: &str, key: String) -> Response {
-    let mut page = visit.page(title);
-    page.sections.push(Section {
-        paragraphs: vec![visit.t("console-key-once")],
-        codes: vec![key],
-        links: vec![Link {
-            href: keys_path(slug),
-            label: visit.t("console-key-saved"),
-        }],
-        ..Section::default()
-    });
-    visit.answer(StatusCode::OK, page)
+    visit.shown_once(title, (Vec::new(), Vec::new()), Some(key), keys_path(slug))
 }
 
 /// Replaces the API key (owner, re-authenticated): the new key, shown once.
@@ -242,14 +186,11 @@ pub async fn rotate(
     Path(slug): Path<String>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let base = keys_path(&slug);
+    let c = match visit.posted(&slug, &format!("{base}/api-key/rotate"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let base = keys_path(&slug);
-    if let Err(r) = visit.check(&format!("{base}/api-key/rotate"), &form.csrf) {
-        return r;
-    }
     match rotate_api_key(State(visit.state.clone()), c).await {
         Ok(axum::Json(rotated)) => {
             shown_once(&visit, &slug, "console-api-key-new", rotated.api_key)
@@ -265,14 +206,11 @@ pub async fn create(
     Path(slug): Path<String>,
     Form(form): Form<CreateForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let base = keys_path(&slug);
+    let c = match visit.posted(&slug, &format!("{base}/create"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let base = keys_path(&slug);
-    if let Err(r) = visit.check(&format!("{base}/create"), &form.csrf) {
-        return r;
-    }
     let expires_at = Some(form.expires_at.trim().to_owned()).filter(|e| !e.is_empty());
     let req = CreateManagementKeyRequest {
         name: form.name.clone(),
@@ -283,18 +221,7 @@ pub async fn create(
         Ok(resp) => resp,
         Err(e) if e.code == "dashboard/reauth_required" => return reauth_page(&visit, &base, None),
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
-            let reasons: Vec<String> = e
-                .details
-                .as_ref()
-                .and_then(|d| d.get("fields"))
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-                        .collect()
-                })
-                .unwrap_or_else(|| vec![e.message.clone()]);
-            return render(&visit, &slug, None, Some((form.name, reasons.join("; ")))).await;
+            return render(&visit, &slug, None, Some((form.name, reasons(&e)))).await;
         }
         Err(e) => return visit.refused(&e),
     };
@@ -314,21 +241,14 @@ pub async fn revoke(
     Path((slug, id)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let base = keys_path(&slug);
+    let c = match visit.posted(&slug, &format!("{base}/{id}/revoke"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let base = keys_path(&slug);
-    if let Err(r) = visit.check(&format!("{base}/{id}/revoke"), &form.csrf) {
-        return r;
-    }
     let path = Path((slug.clone(), id));
     match api::revoke(State(visit.state.clone()), c, path).await {
-        Ok(_) => see_other(
-            &visit.reader,
-            &format!("{base}?done=revoked"),
-            StatusCode::SEE_OTHER,
-        ),
+        Ok(_) => visit.go(&format!("{base}?done=revoked")),
         Err(e) => visit.refused(&e),
     }
 }

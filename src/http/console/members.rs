@@ -12,26 +12,18 @@ use axum::{
 use serde::Deserialize;
 
 use super::{
-    home::role_name, moment, tenant_path, Area, Cell, Control, Form as PageForm, Section, Select,
-    SelectOption, Table, Visit,
+    home::role_name, moment, tenant_path, Area, Cell, Control, CsrfForm, DoneQuery, Section,
+    Select, SelectOption, Table, Visit,
 };
 use crate::http::{
-    dashboard::{
-        members::{self as api, InviteMemberRequest, UpdateMemberRequest},
-        TenantCaller,
-    },
+    dashboard::members::{self as api, InviteMemberRequest, UpdateMemberRequest},
     error::ApiError,
     extract::ApiJson,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
 
 const ROLES: [&str; 3] = ["owner", "admin", "viewer"];
 const DONE: [&str; 5] = ["invited", "revoked", "role", "removed", "left"];
-
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
 
 #[derive(Deserialize)]
 pub struct InviteForm {
@@ -57,24 +49,6 @@ pub struct EmailForm {
     csrf: String,
     #[serde(default)]
     email: String,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-#[allow(
-    clippy::result_large_err,
-    reason = "a page's refusal is the page itself, the handler's own answer"
-)]
-fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
-    let auth = visit.signed_in()?;
-    Ok(TenantCaller {
-        auth: auth.clone(),
-        slug: slug.to_owned(),
-    })
 }
 
 fn role_select(visit: &Visit, id: String, current: &str, error: Option<String>) -> Control {
@@ -109,13 +83,9 @@ async fn render(
     notice: Option<String>,
     (typed, error): (String, Option<String>),
 ) -> Response {
-    let c = match caller(visit, slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let me = c.auth.session.account_id;
     let list = match api::list(State(visit.state.clone()), c).await {
@@ -158,13 +128,11 @@ async fn render(
         let at = format!("{base}/{}", x.account_id);
         if owner && x.account_id != me {
             let action = format!("{at}/role");
-            let mut f = PageForm::post(
+            let mut f = visit.button(
                 action.clone(),
-                visit.csrf(&action),
                 visit.t_with("console-members-change", &[("email", &x.email)]),
                 true,
             );
-            f.inline = true;
             f.controls.push(role_select(
                 visit,
                 format!("role-{}", x.account_id),
@@ -173,24 +141,16 @@ async fn render(
             ));
             forms.push(f);
             let action = format!("{at}/remove");
-            let mut f = PageForm::post(
+            let f = visit.button(
                 action.clone(),
-                visit.csrf(&action),
                 visit.t_with("console-members-remove", &[("email", &x.email)]),
                 true,
             );
-            f.inline = true;
             forms.push(f);
         }
         if x.account_id == me {
             let action = format!("{at}/remove");
-            let mut f = PageForm::post(
-                action.clone(),
-                visit.csrf(&action),
-                visit.t("console-members-leave"),
-                true,
-            );
-            f.inline = true;
+            let f = visit.button(action.clone(), visit.t("console-members-leave"), true);
             forms.push(f);
         }
     }
@@ -230,23 +190,16 @@ async fn render(
     if owner {
         let revoke = format!("{}/invitations/revoke", tenant_path(slug));
         for i in &list.invitations {
-            let mut f = PageForm::post(
+            let mut f = visit.button(
                 revoke.clone(),
-                visit.csrf(&revoke),
                 visit.t_with("console-invitations-revoke", &[("email", &i.email)]),
                 true,
             );
-            f.inline = true;
             f.hidden.push(("email", i.email.clone()));
             invitations.forms.push(f);
         }
         let action = format!("{base}/invite");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-invite"),
-            false,
-        );
+        let mut f = visit.form(action.clone(), visit.t("console-invite"));
         let mut email = FieldView::input(
             "invite-email",
             "email",
@@ -271,12 +224,7 @@ async fn render(
     } else {
         page.sections.push(invitations);
     }
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
+    visit.answer_page(page)
 }
 
 /// What a refusal of a member change shows: the page again with its reason for a bad field
@@ -292,11 +240,7 @@ async fn refused(visit: &Visit, slug: &str, e: ApiError, typed: String) -> Respo
 }
 
 fn done(visit: &Visit, slug: &str, what: &str) -> Response {
-    see_other(
-        &visit.reader,
-        &format!("{}/members?done={what}", tenant_path(slug)),
-        StatusCode::SEE_OTHER,
-    )
+    visit.go(&format!("{}/members?done={what}", tenant_path(slug)))
 }
 
 /// Invites an address with a role (owner): the API's invitation, mailed.
@@ -305,16 +249,11 @@ pub async fn invite(
     Path(slug): Path<String>,
     Form(form): Form<InviteForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let action = format!("{}/members/invite", tenant_path(&slug));
+    let c = match visit.posted(&slug, &action, &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    if let Err(r) = visit.check(
-        &format!("{}/members/invite", tenant_path(&slug)),
-        &form.csrf,
-    ) {
-        return r;
-    }
     let req = InviteMemberRequest {
         email: form.email.trim().to_owned(),
         role: form.role,
@@ -331,14 +270,11 @@ pub async fn revoke(
     Path(slug): Path<String>,
     Form(form): Form<EmailForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let action = format!("{}/invitations/revoke", tenant_path(&slug));
+    let c = match visit.posted(&slug, &action, &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let action = format!("{}/invitations/revoke", tenant_path(&slug));
-    if let Err(r) = visit.check(&action, &form.csrf) {
-        return r;
-    }
     let path = axum::extract::Path((slug.clone(), form.email));
     match api::revoke(State(visit.state.clone()), c, path).await {
         Ok(_) => done(&visit, &slug, "revoked"),
@@ -352,14 +288,11 @@ pub async fn change_role(
     Path((slug, account)): Path<(String, String)>,
     Form(form): Form<RoleForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let action = format!("{}/members/{account}/role", tenant_path(&slug));
+    let c = match visit.posted(&slug, &action, &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let action = format!("{}/members/{account}/role", tenant_path(&slug));
-    if let Err(r) = visit.check(&action, &form.csrf) {
-        return r;
-    }
     let req = UpdateMemberRequest { role: form.role };
     let path = axum::extract::Path((slug.clone(), account));
     match api::update(State(visit.state.clone()), c, path, ApiJson(req)).await {
@@ -374,18 +307,15 @@ pub async fn remove(
     Path((slug, account)): Path<(String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let action = format!("{}/members/{account}/remove", tenant_path(&slug));
+    let c = match visit.posted(&slug, &action, &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let action = format!("{}/members/{account}/remove", tenant_path(&slug));
-    if let Err(r) = visit.check(&action, &form.csrf) {
-        return r;
-    }
     let leaving = c.auth.session.account_id.to_string() == account;
     let path = axum::extract::Path((slug.clone(), account));
     match api::remove(State(visit.state.clone()), c, path).await {
-        Ok(_) if leaving => see_other(&visit.reader, "/console", StatusCode::SEE_OTHER),
+        Ok(_) if leaving => visit.go("/console"),
         Ok(_) => done(&visit, &slug, "removed"),
         Err(e) => refused(&visit, &slug, e, String::new()).await,
     }

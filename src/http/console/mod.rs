@@ -44,7 +44,7 @@ use tessera_actors::{
 use time::OffsetDateTime;
 
 use super::{
-    dashboard::Dashboard,
+    dashboard::{Dashboard, TenantCaller},
     error::ApiError,
     extract::audit_context,
     pages::{cookie, protect, see_other, ButtonView, FieldView, Problem, Reader},
@@ -592,6 +592,173 @@ impl Visit {
             "{name}={value}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={max_age}{secure}"
         ))
         .ok()
+    }
+}
+
+/// A form that carries only its CSRF value (a button).
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    pub csrf: String,
+}
+
+/// A submitted form's fields, in order (a name may repeat: ticked boxes).
+pub struct FormFields(Vec<(String, String)>);
+
+impl FormFields {
+    pub fn read(body: &[u8]) -> Self {
+        FormFields(form_urlencoded::parse(body).into_owned().collect())
+    }
+
+    /// The first value of `name`, or empty.
+    pub fn one(&self, name: &str) -> String {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(String::new(), |(_, v)| v.clone())
+    }
+
+    /// Every value of `name`.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+}
+
+/// `?done=`: what the page after a form says was done.
+#[derive(Deserialize)]
+pub struct DoneQuery {
+    pub done: Option<String>,
+}
+
+/// The reasons of a refusal in one line: each refused field with its rule, else the message.
+pub fn reasons(e: &ApiError) -> String {
+    e.details
+        .as_ref()
+        .and_then(|d| d.get("fields"))
+        .and_then(serde_json::Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+        .unwrap_or_else(|| e.message.clone())
+}
+
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+impl Visit {
+    /// The signed-in session acting in tenant `slug`, and its membership (the console's
+    /// not-found page when it is not one of the session's tenants).
+    pub fn tenant(&self, slug: &str) -> Result<(TenantCaller, MemberOf), Response> {
+        let auth = self.signed_in()?;
+        let caller = TenantCaller {
+            auth: auth.clone(),
+            slug: slug.to_owned(),
+        };
+        let (m, _) = caller.member(&self.state).map_err(|e| self.refused(&e))?;
+        Ok((caller, m))
+    }
+
+    /// A form's `POST` to `action` in tenant `slug`: the session, then the form's CSRF value;
+    /// the membership and the role are the handler's to check, as the API's.
+    pub fn posted(&self, slug: &str, action: &str, csrf: &str) -> Result<TenantCaller, Response> {
+        let auth = self.signed_in()?;
+        self.check(action, csrf)?;
+        Ok(TenantCaller {
+            auth: auth.clone(),
+            slug: slug.to_owned(),
+        })
+    }
+
+    /// A form posting to `action`, its fields one under another, its button `label`.
+    pub fn form(&self, action: String, label: String) -> Form {
+        let csrf = self.csrf(&action);
+        Form::post(action, csrf, label, false)
+    }
+
+    /// A one-button form to `action`, on a line with others.
+    pub fn button(&self, action: String, label: String, secondary: bool) -> Form {
+        let csrf = self.csrf(&action);
+        let mut f = Form::post(action, csrf, label, secondary);
+        f.inline = true;
+        f
+    }
+
+    /// A `303` to `location` (after a form).
+    pub fn go(&self, location: &str) -> Response {
+        see_other(&self.reader, location, StatusCode::SEE_OTHER)
+    }
+
+    /// What an action answers: its page; the password asked again (then back to `back`)
+    /// when it needs a recent re-authentication; else the refusal's page.
+    pub fn acted(&self, answer: Result<Response, ApiError>, back: &str) -> Response {
+        match answer {
+            Ok(r) => r,
+            Err(e) if e.code == "dashboard/reauth_required" => {
+                sign_in::reauth_page(self, back, None)
+            }
+            Err(e) => self.refused(&e),
+        }
+    }
+
+    /// An owner's actions: one button each (`action`, its label's text id, secondary).
+    pub fn actions(&self, buttons: Vec<(String, &str, bool)>) -> Section {
+        Section {
+            heading: Some(self.t("console-actions")),
+            forms: buttons
+                .into_iter()
+                .map(|(action, label, secondary)| self.button(action, self.t(label), secondary))
+                .collect(),
+            ..Section::default()
+        }
+    }
+
+    /// The page, 400 when it says something was refused, else 200.
+    pub fn answer_page(&self, page: ConsolePage) -> Response {
+        let status = if page.error_summary.is_some() {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::OK
+        };
+        self.answer(status, page)
+    }
+
+    /// A page titled `title` showing `secret` once (a new key, secret or token), after
+    /// `intro` and `facts`, with the way `back`.
+    pub fn shown_once(
+        &self,
+        title: &str,
+        (intro, facts): (Vec<String>, Vec<(String, String)>),
+        secret: Option<String>,
+        back: String,
+    ) -> Response {
+        let mut page = self.page(title);
+        let mut paragraphs = intro;
+        if secret.is_some() {
+            paragraphs.push(self.t("console-key-once"));
+        }
+        page.sections.push(Section {
+            facts,
+            paragraphs,
+            codes: secret.into_iter().collect(),
+            links: vec![Link {
+                href: back,
+                label: self.t("console-key-saved"),
+            }],
+            ..Section::default()
+        });
+        self.answer(StatusCode::OK, page)
     }
 }
 

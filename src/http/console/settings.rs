@@ -18,18 +18,18 @@ use axum::{
     response::Response,
     Json,
 };
-use serde::Deserialize;
+
 use serde_json::{Map, Value};
 
 use super::{
-    sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control, Form as PageForm,
-    Lines, Link, Section, Select, SelectOption, Visit,
+    sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control, DoneQuery, Lines,
+    Link, Section, Select, SelectOption, Visit,
 };
 use crate::http::{
     dashboard::settings::{self as api, Caller},
     error::ApiError,
     extract::parse_json,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
 
 /// The OpenAPI document the server serves, as JSON: where the forms' fields come from.
@@ -370,11 +370,6 @@ fn find(key: &str) -> Option<SectionDef> {
     sections().into_iter().find(|s| s.key == key)
 }
 
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
 /// The sections, each a link.
 pub async fn index(visit: Visit, Path(slug): Path<String>) -> Response {
     let auth = match visit.signed_in() {
@@ -468,12 +463,7 @@ fn render(
             .push(visit.t_with("console-settings-fixed", &[("fields", &fixed.join(", "))]));
     }
     if owner {
-        let mut form = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-save"),
-            false,
-        );
+        let mut form = visit.form(action.clone(), visit.t("console-save"));
         form.controls = fields
             .iter()
             .filter_map(|f| control(visit, f, shown.get(&f.name), errors.get(&f.name)))
@@ -811,18 +801,10 @@ pub async fn save(
     };
     // A patch of nothing is no change: nothing to write, nothing to audit.
     if def.method == "patch" && request.as_object().is_some_and(Map::is_empty) {
-        return see_other(
-            &visit.reader,
-            &format!("{action}?done=1"),
-            StatusCode::SEE_OTHER,
-        );
+        return visit.go(&format!("{action}?done=1"));
     }
     match (def.write)(caller(), visit.headers.clone(), request).await {
-        Ok(_) => see_other(
-            &visit.reader,
-            &format!("{action}?done=1"),
-            StatusCode::SEE_OTHER,
-        ),
+        Ok(_) => visit.go(&format!("{action}?done=1")),
         Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &action, None),
         Err(e) if e.status == StatusCode::BAD_REQUEST || e.status == StatusCode::CONFLICT => {
             let errors = field_errors(&e);

@@ -11,13 +11,11 @@ use tessera_actors::{
     CallError, DirectoryMsg, Password,
 };
 
-use super::{
-    redirect_with, Control, Form as PageForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE,
-};
+use super::{redirect_with, Control, CsrfForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE};
 use crate::http::{
     dashboard::check_password,
     error::{is_email, len_between, ApiError},
-    pages::{cookie, see_other, FieldView, Problem, PASSWORD_MAX},
+    pages::{cookie, FieldView, Problem, PASSWORD_MAX},
 };
 
 const SIGN_IN: &str = "/console/sign-in";
@@ -46,12 +44,6 @@ pub struct CodeForm {
 }
 
 #[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-#[derive(Deserialize)]
 pub struct ReauthForm {
     #[serde(default)]
     csrf: String,
@@ -64,7 +56,7 @@ pub struct ReauthForm {
 /// The sign-in form; a signed-in reader goes to the tenants.
 pub async fn page(visit: Visit) -> Response {
     if visit.auth.is_some() {
-        return see_other(&visit.reader, "/console", StatusCode::SEE_OTHER);
+        return visit.go("/console");
     }
     sign_in_form(&visit, StatusCode::OK, "", None)
 }
@@ -73,12 +65,7 @@ fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<St
     let mut page = visit.page("console-sign-in-title");
     page.error_summary = error;
     page.paragraphs.push(visit.t("console-sign-in-intro"));
-    let mut form = PageForm::post(
-        SIGN_IN.to_owned(),
-        visit.csrf(SIGN_IN),
-        visit.t("console-sign-in"),
-        false,
-    );
+    let mut form = visit.form(SIGN_IN.to_owned(), visit.t("console-sign-in"));
     let mut e = FieldView::input(
         "email",
         "email",
@@ -123,12 +110,7 @@ fn code_form(
 ) -> Response {
     let mut page = visit.page("console-code-title");
     page.paragraphs.push(visit.t("console-code-intro"));
-    let mut form = PageForm::post(
-        CODE.to_owned(),
-        visit.csrf(CODE),
-        visit.t("console-continue"),
-        false,
-    );
+    let mut form = visit.form(CODE.to_owned(), visit.t("console-continue"));
     form.hidden.push(("challenge", challenge.to_owned()));
     let mut f = FieldView::input(
         "code",
@@ -274,12 +256,7 @@ pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response
     let mut page = visit.page("console-reauth-title");
     page.paragraphs.push(visit.t("console-reauth-intro"));
     page.error_summary = error.clone();
-    let mut form = PageForm::post(
-        REAUTH.to_owned(),
-        visit.csrf(REAUTH),
-        visit.t("console-reauth"),
-        false,
-    );
+    let mut form = visit.form(REAUTH.to_owned(), visit.t("console-reauth"));
     form.hidden.push(("back", back.to_owned()));
     let mut p = FieldView::input(
         "reauth-password",
@@ -339,7 +316,7 @@ pub async fn reauth(visit: Visit, Form(form): Form<ReauthForm>) -> Response {
         .request(|reply| DirectoryMsg::MarkReauth { token, reply })
         .await
     {
-        Ok(_) => see_other(&visit.reader, &back, StatusCode::SEE_OTHER),
+        Ok(_) => visit.go(&back),
         Err(e) => visit.refused(&ApiError::from(e)),
     }
 }

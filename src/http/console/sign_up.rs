@@ -7,17 +7,14 @@ use axum::{body::Bytes, extract::State, http::StatusCode, response::Response};
 use serde_json::Value;
 use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
 
-use super::{
-    json_body, CheckGroup, CheckOption, Control, Form as PageForm, Link, Section, Visit,
-    SESSION_COOKIE,
-};
+use super::{json_body, CheckGroup, CheckOption, Control, Link, Section, Visit, SESSION_COOKIE};
 use crate::{
     captcha::WIDGET_FIELD,
     http::{
         error::ApiError,
         extract::{ApiJson, ClientIp},
         onboarding::{signup, OnboardingSignupRequest},
-        pages::{see_other, FieldView, Problem, PASSWORD_MIN},
+        pages::{FieldView, Problem, PASSWORD_MIN},
     },
 };
 
@@ -35,7 +32,7 @@ struct Typed {
 /// The sign-up form; a signed-in reader goes to the tenants.
 pub async fn page(visit: Visit) -> Response {
     if visit.auth.is_some() {
-        return see_other(&visit.reader, "/console", StatusCode::SEE_OTHER);
+        return visit.go("/console");
     }
     form_page(&visit, StatusCode::OK, Typed::default())
 }
@@ -50,12 +47,7 @@ fn form_page(visit: &Visit, status: StatusCode, typed: Typed) -> Response {
             .get(name)
             .map(|e| visit.t_with("console-not-accepted", &[("reason", e)]))
     };
-    let mut form = PageForm::post(
-        SIGN_UP.to_owned(),
-        visit.csrf(SIGN_UP),
-        visit.t("console-sign-up"),
-        false,
-    );
+    let mut form = visit.form(SIGN_UP.to_owned(), visit.t("console-sign-up"));
     let mut email = FieldView::input(
         "email",
         "email",
@@ -185,7 +177,7 @@ pub async fn submit(visit: Visit, body: Bytes) -> Response {
         })
         .await;
     let Ok(LoginStep::Session(session)) = step else {
-        return see_other(&visit.reader, "/console/sign-in", StatusCode::SEE_OTHER);
+        return visit.go("/console/sign-in");
     };
     let mut page = visit.page("console-sign-up-done");
     page.sign_out = None;

@@ -14,11 +14,11 @@ use tessera_actors::tenant::messages::UserAction;
 use tessera_wire::{ManagedUser, UserStatus};
 
 use super::{
-    moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, Form as PageForm, Section,
-    Select, SelectOption, Table, Visit,
+    moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, CsrfForm, DoneQuery,
+    Form as PageForm, Section, Select, SelectOption, Table, Visit,
 };
 use crate::http::{
-    pages::{see_other, FieldView},
+    pages::FieldView,
     users::{self as api, Manager, UsersQuery},
 };
 
@@ -40,17 +40,6 @@ pub struct ListQuery {
     cursor: Option<String>,
     /// `delete`: the user the reader deleted is gone.
     done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct DoneQuery {
-    done: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct ActForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 fn status_name(visit: &Visit, s: UserStatus) -> String {
@@ -323,7 +312,7 @@ pub async fn detail(
 pub async fn act(
     visit: Visit,
     Path((slug, id, action)): Path<(String, String, String)>,
-    Form(form): Form<ActForm>,
+    Form(form): Form<CsrfForm>,
 ) -> Response {
     let auth = match visit.signed_in() {
         Ok(a) => a,
@@ -348,11 +337,7 @@ pub async fn act(
         api::act(manager, &id, what).await.map(|_| here.clone())
     };
     match done {
-        Ok(to) => see_other(
-            &visit.reader,
-            &format!("{to}?done={action}"),
-            StatusCode::SEE_OTHER,
-        ),
+        Ok(to) => visit.go(&format!("{to}?done={action}")),
         Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
         Err(e) => visit.refused(&e),
     }

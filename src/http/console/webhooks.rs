@@ -12,21 +12,19 @@ use axum::{
     Form,
 };
 use serde::Deserialize;
-use serde_json::Value;
 use tessera_actors::tenant::webhooks::EVENT_TYPES;
 
 use super::{
-    json_body, moment, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup, CheckOption,
-    Control, Form as PageForm, Link, Section, Table, Visit,
+    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
+    CheckOption, Control, CsrfForm, FormFields, Link, Section, Table, Visit,
 };
 use crate::http::{
-    dashboard::{
-        webhooks::{self as api, CreateWebhookRequest, DeliveriesQuery, UpdateWebhookRequest},
-        TenantCaller,
+    dashboard::webhooks::{
+        self as api, CreateWebhookRequest, DeliveriesQuery, UpdateWebhookRequest,
     },
     error::ApiError,
     extract::ApiJson,
-    pages::{see_other, FieldView},
+    pages::FieldView,
 };
 
 const DONE: [&str; 6] = [
@@ -42,24 +40,6 @@ const DONE: [&str; 6] = [
 pub struct PageQuery {
     done: Option<String>,
     cursor: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
-#[allow(
-    clippy::result_large_err,
-    reason = "a page's refusal is the page itself, the handler's own answer"
-)]
-fn caller(visit: &Visit, slug: &str) -> Result<TenantCaller, Response> {
-    let auth = visit.signed_in()?;
-    Ok(TenantCaller {
-        auth: auth.clone(),
-        slug: slug.to_owned(),
-    })
 }
 
 fn base(slug: &str) -> String {
@@ -108,13 +88,9 @@ async fn render_list(
     notice: Option<String>,
     refusal: Option<(String, Vec<String>, String)>,
 ) -> Response {
-    let c = match caller(visit, slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let endpoints = match api::list(State(visit.state.clone()), c).await {
         Ok(axum::Json(l)) => l.data,
@@ -153,12 +129,7 @@ async fn render_list(
     if m.role.as_str() == "owner" {
         let (typed_url, typed_events, reason) = refusal.unwrap_or_default();
         let action = format!("{at}/create");
-        let mut f = PageForm::post(
-            action.clone(),
-            visit.csrf(&action),
-            visit.t("console-webhooks-create"),
-            false,
-        );
+        let mut f = visit.form(action.clone(), visit.t("console-webhooks-create"));
         let mut url = FieldView::input(
             "webhook-url",
             "url",
@@ -190,68 +161,30 @@ async fn render_list(
             ..Section::default()
         });
     }
-    let status = if page.error_summary.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    visit.answer(status, page)
-}
-
-/// The reasons of a refusal, one line (field errors named), for the page's summary.
-fn reasons(e: &ApiError) -> String {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join("; ")
-        })
-        .unwrap_or_else(|| e.message.clone())
+    visit.answer_page(page)
 }
 
 /// A page showing a new signing secret once.
 fn secret_page(visit: &Visit, back: String, secret: String) -> Response {
-    let mut page = visit.page("console-webhooks-secret");
-    page.sections.push(Section {
-        paragraphs: vec![
-            visit.t("console-webhooks-secret-intro"),
-            visit.t("console-key-once"),
-        ],
-        codes: vec![secret],
-        links: vec![Link {
-            href: back,
-            label: visit.t("console-key-saved"),
-        }],
-        ..Section::default()
-    });
-    visit.answer(StatusCode::OK, page)
+    let intro = vec![visit.t("console-webhooks-secret-intro")];
+    visit.shown_once(
+        "console-webhooks-secret",
+        (intro, Vec::new()),
+        Some(secret),
+        back,
+    )
 }
 
 /// Registers an endpoint (owner, re-authenticated): its secret, shown once.
 pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let c = match caller(&visit, &slug) {
+    let form = FormFields::read(&body);
+    let one = |name: &str| form.one(name).trim().to_owned();
+    let at = base(&slug);
+    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
-    let one = |name: &str| {
-        form.iter()
-            .find(|(k, _)| k == name)
-            .map_or(String::new(), |(_, v)| v.trim().to_owned())
-    };
-    let at = base(&slug);
-    if let Err(r) = visit.check(&format!("{at}/create"), &one("csrf")) {
-        return r;
-    }
-    let events: Vec<String> = form
-        .iter()
-        .filter(|(k, _)| k == "event_types")
-        .map(|(_, v)| v.clone())
-        .collect();
+    let events = form.all("event_types");
     let req = CreateWebhookRequest {
         url: one("url"),
         event_types: events.clone(),
@@ -280,16 +213,12 @@ pub async fn detail(
     Path((slug, id)): Path<(String, String)>,
     Query(q): Query<PageQuery>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
-        Ok(c) => c,
+    let (c, m) = match visit.tenant(&slug) {
+        Ok(t) => t,
         Err(r) => return r,
     };
-    let (m, _) = match c.member(&visit.state) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
-    };
     let path = Path((slug.clone(), id.clone()));
-    let e = match api::show(State(visit.state.clone()), caller_again(&c), path).await {
+    let e = match api::show(State(visit.state.clone()), c.clone(), path).await {
         Ok(axum::Json(e)) => e,
         Err(err) => return visit.refused(&err),
     };
@@ -370,56 +299,36 @@ pub async fn detail(
     }
     if owner {
         for d in log.data.iter().filter(|d| d.status != "pending") {
-            let action = format!("{here}/deliveries/{}/redeliver", d.id);
-            let mut f = PageForm::post(
-                action.clone(),
-                visit.csrf(&action),
-                visit.t_with(
-                    "console-deliveries-redeliver",
-                    &[("event", &d.event_type), ("at", &moment(d.created_at))],
-                ),
-                true,
+            let label = visit.t_with(
+                "console-deliveries-redeliver",
+                &[("event", &d.event_type), ("at", &moment(d.created_at))],
             );
-            f.inline = true;
-            deliveries.forms.push(f);
+            let action = format!("{here}/deliveries/{}/redeliver", d.id);
+            deliveries.forms.push(visit.button(action, label, true));
         }
     }
     page.sections.push(deliveries);
     if owner {
-        let mut actions = Vec::new();
-        let mut action = |what: &str, label: &str, secondary: bool| {
-            let target = format!("{here}/{what}");
-            let mut f = PageForm::post(
-                target.clone(),
-                visit.csrf(&target),
-                visit.t(label),
-                secondary,
-            );
-            f.inline = true;
-            actions.push(f);
-        };
-        action("test", "console-webhooks-test", false);
-        if e.enabled {
-            action("disable", "console-webhooks-disable", true);
+        let toggle = if e.enabled {
+            ("disable", "console-webhooks-disable", true)
         } else {
-            action("enable", "console-webhooks-enable", false);
-        }
-        action("rotate", "console-webhooks-rotate", true);
-        action("delete", "console-webhooks-delete", true);
-        page.sections.push(Section {
-            heading: Some(visit.t("console-actions")),
-            forms: actions,
-            ..Section::default()
-        });
+            ("enable", "console-webhooks-enable", false)
+        };
+        page.sections.push(
+            visit.actions(
+                [
+                    ("test", "console-webhooks-test", false),
+                    toggle,
+                    ("rotate", "console-webhooks-rotate", true),
+                    ("delete", "console-webhooks-delete", true),
+                ]
+                .into_iter()
+                .map(|(what, label, secondary)| (format!("{here}/{what}"), label, secondary))
+                .collect(),
+            ),
+        );
     }
     visit.answer(StatusCode::OK, page)
-}
-
-fn caller_again(c: &TenantCaller) -> TenantCaller {
-    TenantCaller {
-        auth: c.auth.clone(),
-        slug: c.slug.clone(),
-    }
 }
 
 /// An owner's action on an endpoint: `test`, `enable`, `disable`, `rotate` (its secret,
@@ -429,23 +338,14 @@ pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let here = format!("{}/{id}", base(&slug));
+    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let here = format!("{}/{id}", base(&slug));
-    if let Err(r) = visit.check(&format!("{here}/{what}"), &form.csrf) {
-        return r;
-    }
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
-    let done = |d: &str| {
-        see_other(
-            &visit.reader,
-            &format!("{here}?done={d}"),
-            StatusCode::SEE_OTHER,
-        )
-    };
+    let done = |d: &str| visit.go(&format!("{here}?done={d}"));
     let answer = match what.as_str() {
         "test" => api::test(state, c, path).await.map(|_| done("tested")),
         "enable" | "disable" => {
@@ -467,46 +367,29 @@ pub async fn act(
         "rotate" => api::rotate_secret(state, c, path)
             .await
             .map(|axum::Json(r)| secret_page(&visit, here.clone(), r.secret)),
-        "delete" => api::delete(state, c, path).await.map(|_| {
-            see_other(
-                &visit.reader,
-                &format!("{}?done=deleted", base(&slug)),
-                StatusCode::SEE_OTHER,
-            )
-        }),
+        "delete" => api::delete(state, c, path)
+            .await
+            .map(|_| visit.go(&format!("{}?done=deleted", base(&slug)))),
         _ => Err(ApiError::not_found("action")),
     };
-    match answer {
-        Ok(r) => r,
-        Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &here, None),
-        Err(e) => visit.refused(&e),
-    }
+    visit.acted(answer, &here)
 }
 
-/// Sends a failed delivery's event again (owner).
+/// Sends a delivery's event again (owner).
 pub async fn redeliver(
     visit: Visit,
     Path((slug, id, delivery)): Path<(String, String, String)>,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let c = match caller(&visit, &slug) {
+    let here = format!("{}/{id}", base(&slug));
+    let action = format!("{here}/deliveries/{delivery}/redeliver");
+    let c = match visit.posted(&slug, &action, &form.csrf) {
         Ok(c) => c,
         Err(r) => return r,
     };
-    let here = format!("{}/{id}", base(&slug));
-    if let Err(r) = visit.check(
-        &format!("{here}/deliveries/{delivery}/redeliver"),
-        &form.csrf,
-    ) {
-        return r;
-    }
     let path = Path((slug.clone(), id, delivery));
     match api::redeliver(State(visit.state.clone()), c, path).await {
-        Ok(_) => see_other(
-            &visit.reader,
-            &format!("{here}?done=redelivered"),
-            StatusCode::SEE_OTHER,
-        ),
+        Ok(_) => visit.go(&format!("{here}?done=redelivered")),
         Err(e) => visit.refused(&e),
     }
 }

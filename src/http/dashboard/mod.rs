@@ -174,6 +174,7 @@ impl Dashboard {
 /// handler's to ask, with [`TenantCaller::member`] or [`TenantCaller::owner`], once the rest of
 /// the request (its query, its body) has been read. A route with ids after the slug reads them
 /// with `Path` beside this.
+#[derive(Clone)]
 pub struct TenantCaller {
     pub auth: Dashboard,
     pub slug: String,
