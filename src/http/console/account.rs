@@ -3,10 +3,9 @@
 //! taking it off, both after a re-authentication, through the dashboard API's handlers
 //! (`dashboard::factors`).
 
-use axum::{extract::State, http::StatusCode, response::Response, Form};
-use serde::Deserialize;
+use axum::{extract::State, http::StatusCode, response::Response};
 
-use super::{sign_in::reauth_page, Control, CsrfForm, DoneQuery, Section, Visit};
+use super::{sign_in::reauth_page, Control, DoneQuery, Section, SignedInPost, Visit};
 use crate::http::{
     dashboard::factors::{self as api, DashboardTotpConfirmRequest, DashboardTotpSetupResponse},
     extract::ApiJson,
@@ -17,19 +16,6 @@ const PAGE: &str = "/console/account";
 const SETUP: &str = "/console/account/mfa/setup";
 const CONFIRM: &str = "/console/account/mfa/confirm";
 const REMOVE: &str = "/console/account/mfa/remove";
-
-#[derive(Deserialize)]
-pub struct CodeForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    code: String,
-    /// The secret shown, so the page can show it again after a wrong code.
-    #[serde(default)]
-    secret: String,
-    #[serde(default)]
-    uri: String,
-}
 
 /// The account: its address and second factor, with the form that changes the factor.
 pub async fn page(
@@ -112,14 +98,8 @@ fn setup_page(visit: &Visit, secret: &str, uri: &str, error: Option<String>) -> 
 }
 
 /// Starts the set-up (after a re-authentication): a new seed, shown on the set-up page.
-pub async fn setup(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a.clone(),
-        Err(r) => return r,
-    };
-    if let Err(r) = visit.check(SETUP, &form.csrf) {
-        return r;
-    }
+pub async fn setup(p: SignedInPost) -> Response {
+    let SignedInPost { visit, auth, .. } = p;
     match api::totp_setup(State(visit.state.clone()), auth).await {
         Ok(axum::Json(DashboardTotpSetupResponse {
             secret,
@@ -131,16 +111,10 @@ pub async fn setup(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
 }
 
 /// Confirms the seed with a code: the recovery codes, shown once.
-pub async fn confirm(visit: Visit, Form(form): Form<CodeForm>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a.clone(),
-        Err(r) => return r,
-    };
-    if let Err(r) = visit.check(CONFIRM, &form.csrf) {
-        return r;
-    }
+pub async fn confirm(p: SignedInPost) -> Response {
+    let SignedInPost { visit, form, auth } = p;
     let req = DashboardTotpConfirmRequest {
-        code: form.code.trim().to_owned(),
+        code: form.one("code").trim().to_owned(),
     };
     match api::totp_confirm(State(visit.state.clone()), auth, ApiJson(req)).await {
         Ok(axum::Json(codes)) => {
@@ -160,7 +134,7 @@ pub async fn confirm(visit: Visit, Form(form): Form<CodeForm>) -> Response {
         }
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
             // A wrong code: the same seed, asked again (the secret is the reader's own).
-            let (secret, uri) = (form.secret, form.uri);
+            let (secret, uri) = (form.one("secret"), form.one("uri"));
             if secret.len() > 128 || !uri.starts_with("otpauth://") || uri.len() > 1024 {
                 return visit.refused(&e);
             }
@@ -171,14 +145,8 @@ pub async fn confirm(visit: Visit, Form(form): Form<CodeForm>) -> Response {
 }
 
 /// Takes the second factor off (after a re-authentication).
-pub async fn remove(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a.clone(),
-        Err(r) => return r,
-    };
-    if let Err(r) = visit.check(REMOVE, &form.csrf) {
-        return r;
-    }
+pub async fn remove(p: SignedInPost) -> Response {
+    let SignedInPost { visit, auth, .. } = p;
     match api::totp_remove(State(visit.state.clone()), auth).await {
         Ok(_) => visit.go("/console/account?done=removed"),
         Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, PAGE, None),

@@ -5,16 +5,14 @@
 //! recent re-authentication, the tier must allow agents.
 
 use axum::{
-    body::Bytes,
     extract::{Path, Query, State},
     http::StatusCode,
     response::Response,
-    Form,
 };
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, CsrfForm, DoneQuery, FormFields, Lines, Section, Table, Visit,
+    CheckOption, Control, DoneQuery, Lines, Section, Table, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::agents::{
@@ -154,14 +152,14 @@ fn issued_page(visit: &Visit, back: String, client_id: &str, secret: String) -> 
 }
 
 /// Registers an agent (owner, re-authenticated): its secret, shown once.
-pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let form = FormFields::read(&body);
+pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
     let one = |name: &str| form.one(name);
     let at = base(&slug);
-    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let req = RegisterAgentRequest {
         name: one("name").trim().to_owned(),
         description: None,
@@ -295,15 +293,13 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
 
 /// An owner's action on an agent: `rotate` (the new secret, shown once) or `revoke`.
 pub async fn act(
-    visit: Visit,
     Path((slug, id, what)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let here = format!("{}/{id}", base(&slug));
-    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {

@@ -5,16 +5,14 @@
 //! after a recent re-authentication.
 
 use axum::{
-    body::Bytes,
     extract::{Path, Query, State},
     http::StatusCode,
     response::Response,
-    Form,
 };
 
 use super::{
-    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, Control, CsrfForm,
-    DoneQuery, FormFields, Lines, Section, Select, SelectOption, Table, Visit,
+    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, Control, DoneQuery,
+    Lines, Section, Select, SelectOption, Table, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::oauth_clients::{self as api, CreateOAuthClientRequest},
@@ -211,14 +209,14 @@ fn issued_page(visit: &Visit, back: String, client_id: &str, secret: Option<Stri
 }
 
 /// Registers a client (owner; a confidential one after a recent re-authentication).
-pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let form = FormFields::read(&body);
+pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
     let one = |name: &str| form.one(name);
     let at = base(&slug);
-    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let scopes = split_lines(&one("allowed_scopes"));
     let req = CreateOAuthClientRequest {
         name: one("name").trim().to_owned(),
@@ -322,15 +320,13 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
 
 /// An owner's action on a client: `rotate` (the new secret, shown once) or `delete`.
 pub async fn act(
-    visit: Visit,
     Path((slug, id, what)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let here = format!("{}/{id}", base(&slug));
-    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {

@@ -7,14 +7,12 @@ use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     response::Response,
-    Form,
 };
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
     home::role_name, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
-    Control, CsrfForm, DoneQuery, Section, Select, SelectOption, Table, Visit,
+    Control, DoneQuery, Section, Select, SelectOption, Table, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::{
@@ -25,18 +23,6 @@ use crate::http::{
     extract::ApiJson,
     pages::FieldView,
 };
-
-#[derive(Deserialize)]
-pub struct CreateForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    role: String,
-    #[serde(default)]
-    expires_at: String,
-}
 
 fn keys_path(slug: &str) -> String {
     format!("{}/keys", tenant_path(slug))
@@ -181,16 +167,11 @@ fn shown_once(visit: &Visit, slug: &str, title: &str, key: String) -> Response {
 }
 
 /// Replaces the API key (owner, re-authenticated): the new key, shown once.
-pub async fn rotate(
-    visit: Visit,
-    Path(slug): Path<String>,
-    Form(form): Form<CsrfForm>,
-) -> Response {
+pub async fn rotate(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let base = keys_path(&slug);
-    let c = match visit.posted(&slug, &format!("{base}/api-key/rotate"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     match rotate_api_key(State(visit.state.clone()), c).await {
         Ok(axum::Json(rotated)) => {
             shown_once(&visit, &slug, "console-api-key-new", rotated.api_key)
@@ -201,27 +182,25 @@ pub async fn rotate(
 }
 
 /// Creates a management key (owner, re-authenticated): the key, shown once.
-pub async fn create(
-    visit: Visit,
-    Path(slug): Path<String>,
-    Form(form): Form<CreateForm>,
-) -> Response {
+pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
     let base = keys_path(&slug);
-    let c = match visit.posted(&slug, &format!("{base}/create"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
-    let expires_at = Some(form.expires_at.trim().to_owned()).filter(|e| !e.is_empty());
+    let name = form.one("name");
+    let expires_at = Some(form.one("expires_at").trim().to_owned()).filter(|e| !e.is_empty());
     let req = CreateManagementKeyRequest {
-        name: form.name.clone(),
-        role: form.role,
+        name: name.clone(),
+        role: form.one("role"),
         expires_at,
     };
     let answer = match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
         Ok(resp) => resp,
         Err(e) if e.code == "dashboard/reauth_required" => return reauth_page(&visit, &base, None),
         Err(e) if e.status == StatusCode::BAD_REQUEST => {
-            return render(&visit, &slug, None, Some((form.name, reasons(&e)))).await;
+            return render(&visit, &slug, None, Some((name, reasons(&e)))).await;
         }
         Err(e) => return visit.refused(&e),
     };
@@ -237,15 +216,14 @@ pub async fn create(
 
 /// Revokes a management key (owner).
 pub async fn revoke(
-    visit: Visit,
+    _visit: Visit,
     Path((slug, id)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let base = keys_path(&slug);
-    let c = match visit.posted(&slug, &format!("{base}/{id}/revoke"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let path = Path((slug.clone(), id));
     match api::revoke(State(visit.state.clone()), c, path).await {
         Ok(_) => visit.go(&format!("{base}?done=revoked")),

@@ -7,13 +7,11 @@ use axum::{
     extract::{Path, Query, State},
     http::StatusCode,
     response::Response,
-    Form,
 };
-use serde::Deserialize;
 
 use super::{
-    home::role_name, moment, tenant_path, Area, Cell, Control, CsrfForm, DoneQuery, Section,
-    Select, SelectOption, Table, Visit,
+    home::role_name, moment, tenant_path, Area, Cell, Control, DoneQuery, Section, Select,
+    SelectOption, Table, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::members::{self as api, InviteMemberRequest, UpdateMemberRequest},
@@ -24,32 +22,6 @@ use crate::http::{
 
 const ROLES: [&str; 3] = ["owner", "admin", "viewer"];
 const DONE: [&str; 5] = ["invited", "revoked", "role", "removed", "left"];
-
-#[derive(Deserialize)]
-pub struct InviteForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    email: String,
-    #[serde(default)]
-    role: String,
-}
-
-#[derive(Deserialize)]
-pub struct RoleForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    role: String,
-}
-
-#[derive(Deserialize)]
-pub struct EmailForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    email: String,
-}
 
 fn role_select(visit: &Visit, id: String, current: &str, error: Option<String>) -> Control {
     Control::Select(Select {
@@ -244,38 +216,31 @@ fn done(visit: &Visit, slug: &str, what: &str) -> Response {
 }
 
 /// Invites an address with a role (owner): the API's invitation, mailed.
-pub async fn invite(
-    visit: Visit,
-    Path(slug): Path<String>,
-    Form(form): Form<InviteForm>,
-) -> Response {
-    let action = format!("{}/members/invite", tenant_path(&slug));
-    let c = match visit.posted(&slug, &action, &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn invite(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
+    let email = form.one("email");
     let req = InviteMemberRequest {
-        email: form.email.trim().to_owned(),
-        role: form.role,
+        email: email.trim().to_owned(),
+        role: form.one("role"),
     };
     match api::invite(State(visit.state.clone()), c, ApiJson(req)).await {
         Ok(_) => done(&visit, &slug, "invited"),
-        Err(e) => refused(&visit, &slug, e, form.email).await,
+        Err(e) => refused(&visit, &slug, e, email).await,
     }
 }
 
 /// Withdraws a pending invitation (owner).
-pub async fn revoke(
-    visit: Visit,
-    Path(slug): Path<String>,
-    Form(form): Form<EmailForm>,
-) -> Response {
-    let action = format!("{}/invitations/revoke", tenant_path(&slug));
-    let c = match visit.posted(&slug, &action, &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
-    let path = axum::extract::Path((slug.clone(), form.email));
+pub async fn revoke(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
+    let path = axum::extract::Path((slug.clone(), form.one("email")));
     match api::revoke(State(visit.state.clone()), c, path).await {
         Ok(_) => done(&visit, &slug, "revoked"),
         Err(e) => visit.refused(&e),
@@ -283,17 +248,15 @@ pub async fn revoke(
 }
 
 /// Changes a member's role (owner).
-pub async fn change_role(
-    visit: Visit,
-    Path((slug, account)): Path<(String, String)>,
-    Form(form): Form<RoleForm>,
-) -> Response {
-    let action = format!("{}/members/{account}/role", tenant_path(&slug));
-    let c = match visit.posted(&slug, &action, &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
+pub async fn change_role(Path((slug, account)): Path<(String, String)>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
+    let req = UpdateMemberRequest {
+        role: form.one("role"),
     };
-    let req = UpdateMemberRequest { role: form.role };
     let path = axum::extract::Path((slug.clone(), account));
     match api::update(State(visit.state.clone()), c, path, ApiJson(req)).await {
         Ok(_) => done(&visit, &slug, "role"),
@@ -302,16 +265,10 @@ pub async fn change_role(
 }
 
 /// Removes a member (owner), or the reader leaves.
-pub async fn remove(
-    visit: Visit,
-    Path((slug, account)): Path<(String, String)>,
-    Form(form): Form<CsrfForm>,
-) -> Response {
-    let action = format!("{}/members/{account}/remove", tenant_path(&slug));
-    let c = match visit.posted(&slug, &action, &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
+pub async fn remove(Path((slug, account)): Path<(String, String)>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let leaving = c.auth.session.account_id.to_string() == account;
     let path = axum::extract::Path((slug.clone(), account));
     match api::remove(State(visit.state.clone()), c, path).await {

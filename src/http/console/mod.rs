@@ -31,7 +31,7 @@ pub use settings::ApiDoc;
 
 use askama::Template;
 use axum::{
-    extract::{FromRequestParts, Query},
+    extract::{FromRequest, FromRequestParts, Query, Request},
     http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -595,13 +595,6 @@ impl Visit {
     }
 }
 
-/// A form that carries only its CSRF value (a button).
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    pub csrf: String,
-}
-
 /// A submitted form's fields, in order (a name may repeat: ticked boxes).
 pub struct FormFields(Vec<(String, String)>);
 
@@ -629,6 +622,73 @@ impl FormFields {
 
     pub fn pairs(&self) -> &[(String, String)] {
         &self.0
+    }
+}
+
+/// A console form's `POST`: the visit, its fields, its CSRF value checked against the path
+/// it was posted to (every form's value is bound to its own target) before anything else.
+pub struct Posted {
+    pub visit: Visit,
+    pub form: FormFields,
+}
+
+impl FromRequest<AppState> for Posted {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let visit = Visit::from_request_parts(&mut parts, state).await?;
+        let Ok(bytes) = axum::body::to_bytes(body, state.config.server.max_body_bytes).await else {
+            return Err(visit.reader.problem(Problem::Invalid));
+        };
+        let form = FormFields::read(&bytes);
+        visit.check(parts.uri.path(), &form.one("csrf"))?;
+        Ok(Posted { visit, form })
+    }
+}
+
+/// A [`Posted`] form by a signed-in session (the sign-in page otherwise).
+pub struct SignedInPost {
+    pub visit: Visit,
+    pub form: FormFields,
+    pub auth: Dashboard,
+}
+
+impl FromRequest<AppState> for SignedInPost {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let Posted { visit, form } = Posted::from_request(req, state).await?;
+        let auth = visit.signed_in()?.clone();
+        Ok(SignedInPost { visit, form, auth })
+    }
+}
+
+/// A [`SignedInPost`] of a tenant's page (`/console/t/{slug}/...`), with the caller the
+/// dashboard's handlers take (they check the membership and the role, as the API's).
+pub struct TenantPost {
+    pub visit: Visit,
+    pub form: FormFields,
+    pub caller: TenantCaller,
+}
+
+impl FromRequest<AppState> for TenantPost {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Response> {
+        let slug = req
+            .uri()
+            .path()
+            .strip_prefix("/console/t/")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or("")
+            .to_owned();
+        let SignedInPost { visit, form, auth } = SignedInPost::from_request(req, state).await?;
+        Ok(TenantPost {
+            caller: TenantCaller { auth, slug },
+            visit,
+            form,
+        })
     }
 }
 
@@ -668,17 +728,6 @@ impl Visit {
         };
         let (m, _) = caller.member(&self.state).map_err(|e| self.refused(&e))?;
         Ok((caller, m))
-    }
-
-    /// A form's `POST` to `action` in tenant `slug`: the session, then the form's CSRF value;
-    /// the membership and the role are the handler's to check, as the API's.
-    pub fn posted(&self, slug: &str, action: &str, csrf: &str) -> Result<TenantCaller, Response> {
-        let auth = self.signed_in()?;
-        self.check(action, csrf)?;
-        Ok(TenantCaller {
-            auth: auth.clone(),
-            slug: slug.to_owned(),
-        })
     }
 
     /// A form posting to `action`, its fields one under another, its button `label`.

@@ -12,7 +12,6 @@
 use std::{collections::HashMap, future::Future, pin::Pin, sync::Arc};
 
 use axum::{
-    body::Bytes,
     extract::{Extension, Path, Query, State},
     http::StatusCode,
     response::Response,
@@ -23,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::{
     sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control, DoneQuery, Lines,
-    Link, Section, Select, SelectOption, Visit,
+    Link, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::settings::{self as api, Caller},
@@ -744,27 +743,21 @@ fn field_errors(e: &ApiError) -> HashMap<String, String> {
 /// Saves a section through its route's handler; the form again with each refused field's
 /// reason, or the section saying it was saved.
 pub async fn save(
-    visit: Visit,
     Path((slug, key)): Path<(String, String)>,
     Extension(doc): Extension<ApiDoc>,
-    body: Bytes,
+    p: TenantPost,
 ) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
+    let TenantPost {
+        visit,
+        form,
+        caller,
+    } = p;
+    let auth = &caller.auth;
     let Some(def) = find(&key) else {
         return visit.refused(&ApiError::not_found("settings section"));
     };
-    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
+    let form = form.pairs();
     let action = format!("{}/settings/{}", tenant_path(&slug), def.key);
-    let csrf = form
-        .iter()
-        .find(|(k, _)| k == "csrf")
-        .map_or("", |(_, v)| v.as_str());
-    if let Err(r) = visit.check(&action, csrf) {
-        return r;
-    }
     let (m, _) = match auth.member(&visit.state, &slug) {
         Ok(m) => m,
         Err(e) => return visit.refused(&e),
@@ -778,14 +771,14 @@ pub async fn save(
     // What the reader typed, shown again when something is refused.
     let typed = |current: &Value| {
         let mut shown = current.clone();
-        if let Ok(Value::Object(sent)) = body_from(&fields, &form, current, "put") {
+        if let Ok(Value::Object(sent)) = body_from(&fields, form, current, "put") {
             if let Value::Object(o) = &mut shown {
                 o.extend(sent);
             }
         }
         shown
     };
-    let request = match body_from(&fields, &form, &current, def.method) {
+    let request = match body_from(&fields, form, &current, def.method) {
         Ok(b) => b,
         Err(errors) => {
             let summary = Some(visit.t("console-settings-refused"));

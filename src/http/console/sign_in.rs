@@ -2,8 +2,7 @@
 //! throttles, the known device in `console_device`, the second factor), signing out, and
 //! re-authenticating before a sensitive action.
 
-use axum::{http::StatusCode, response::Response, Form};
-use serde::Deserialize;
+use axum::{http::StatusCode, response::Response};
 use tessera_actors::{
     directory::dashboard::{LoginStep, NewSession},
     error::DirectoryError,
@@ -11,7 +10,9 @@ use tessera_actors::{
     CallError, DirectoryMsg, Password,
 };
 
-use super::{redirect_with, Control, CsrfForm, Section, Visit, DEVICE_COOKIE, SESSION_COOKIE};
+use super::{
+    redirect_with, Control, Posted, Section, SignedInPost, Visit, DEVICE_COOKIE, SESSION_COOKIE,
+};
 use crate::http::{
     dashboard::check_password,
     error::{is_email, len_between, ApiError},
@@ -20,38 +21,7 @@ use crate::http::{
 
 const SIGN_IN: &str = "/console/sign-in";
 const CODE: &str = "/console/sign-in/code";
-const SIGN_OUT: &str = "/console/sign-out";
 const REAUTH: &str = "/console/reauth";
-
-#[derive(Deserialize)]
-pub struct SignInForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    email: String,
-    #[serde(default)]
-    password: String,
-}
-
-#[derive(Deserialize)]
-pub struct CodeForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    challenge: String,
-    #[serde(default)]
-    code: String,
-}
-
-#[derive(Deserialize)]
-pub struct ReauthForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    password: String,
-    #[serde(default)]
-    back: String,
-}
 
 /// The sign-in form; a signed-in reader goes to the tenants.
 pub async fn page(visit: Visit) -> Response {
@@ -134,12 +104,11 @@ fn code_form(
 
 /// Checks the password with the dashboard's login rules; a session (its cookie set), or the
 /// second factor's form.
-pub async fn submit(visit: Visit, Form(form): Form<SignInForm>) -> Response {
-    if let Err(r) = visit.check(SIGN_IN, &form.csrf) {
-        return r;
-    }
-    let email = form.email.trim().to_owned();
-    if !is_email(&email) || !len_between(&form.password, 8, PASSWORD_MAX) {
+pub async fn submit(p: Posted) -> Response {
+    let Posted { visit, form } = p;
+    let email = form.one("email").trim().to_owned();
+    let typed = form.one("password");
+    if !is_email(&email) || !len_between(&typed, 8, PASSWORD_MAX) {
         let error = Some(visit.t("console-sign-in-failed"));
         return sign_in_form(&visit, StatusCode::UNAUTHORIZED, &email, error);
     }
@@ -147,7 +116,7 @@ pub async fn submit(visit: Visit, Form(form): Form<SignInForm>) -> Response {
         return visit.reader.problem(Problem::Invalid);
     };
     let device = cookie(&visit.headers, DEVICE_COOKIE).map(str::to_owned);
-    let password = Password::new(form.password);
+    let password = Password::new(typed);
     let checked =
         match check_password(&visit.state, &email, &password, (ip, device.as_deref())).await {
             Ok(c) => c,
@@ -177,22 +146,21 @@ pub async fn submit(visit: Visit, Form(form): Form<SignInForm>) -> Response {
 
 /// The second factor: a session, the form again for a wrong code, or the sign-in form when
 /// the challenge is gone.
-pub async fn code(visit: Visit, Form(form): Form<CodeForm>) -> Response {
-    if let Err(r) = visit.check(CODE, &form.csrf) {
-        return r;
-    }
+pub async fn code(p: Posted) -> Response {
+    let Posted { visit, form } = p;
+    let (challenge, code) = (form.one("challenge"), form.one("code").trim().to_owned());
     let Some(ip) = visit.ip else {
         return visit.reader.problem(Problem::Invalid);
     };
-    if !len_between(&form.challenge, 1, 256) {
+    if !len_between(&challenge, 1, 256) {
         let error = Some(visit.t("console-code-expired"));
         return sign_in_form(&visit, StatusCode::UNAUTHORIZED, "", error);
     }
-    if !len_between(form.code.trim(), 1, 32) {
+    if !len_between(&code, 1, 32) {
         let error = Some(visit.t("console-code-failed"));
-        return code_form(&visit, StatusCode::UNAUTHORIZED, &form.challenge, error);
+        return code_form(&visit, StatusCode::UNAUTHORIZED, &challenge, error);
     }
-    let (challenge, code) = (form.challenge.clone(), form.code.trim().to_owned());
+    let again = challenge.clone();
     let answer = visit
         .state
         .directory
@@ -207,7 +175,7 @@ pub async fn code(visit: Visit, Form(form): Form<CodeForm>) -> Response {
         Ok(session) => signed_in(&visit, session),
         Err(CallError::Failed(DirectoryError::InvalidCredentials)) => {
             let error = Some(visit.t("console-code-failed"));
-            code_form(&visit, StatusCode::UNAUTHORIZED, &form.challenge, error)
+            code_form(&visit, StatusCode::UNAUTHORIZED, &again, error)
         }
         Err(CallError::Failed(DirectoryError::TokenInvalid)) => {
             let error = Some(visit.t("console-code-expired"));
@@ -231,10 +199,8 @@ fn signed_in(visit: &Visit, session: NewSession) -> Response {
 }
 
 /// Ends the session and clears its cookie.
-pub async fn sign_out(visit: Visit, Form(form): Form<CsrfForm>) -> Response {
-    if let Err(r) = visit.check(SIGN_OUT, &form.csrf) {
-        return r;
-    }
+pub async fn sign_out(p: Posted) -> Response {
+    let visit = p.visit;
     if let Some(auth) = &visit.auth {
         let token = auth.token.clone();
         if let Err(e) = visit
@@ -282,26 +248,19 @@ pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response
 }
 
 /// Re-authenticates the session with its password (the dashboard's rules), then goes back.
-pub async fn reauth(visit: Visit, Form(form): Form<ReauthForm>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    if let Err(r) = visit.check(REAUTH, &form.csrf) {
-        return r;
-    }
-    let back = if is_console_path(&form.back) {
-        form.back.clone()
-    } else {
-        "/console".to_owned()
-    };
+pub async fn reauth(p: SignedInPost) -> Response {
+    let SignedInPost { visit, form, auth } = p;
+    let back = Some(form.one("back"))
+        .filter(|b| is_console_path(b))
+        .unwrap_or_else(|| "/console".to_owned());
+    let typed = form.one("password");
     let Some(ip) = visit.ip else {
         return visit.reader.problem(Problem::Invalid);
     };
-    if !len_between(&form.password, 8, PASSWORD_MAX) {
+    if !len_between(&typed, 8, PASSWORD_MAX) {
         return reauth_page(&visit, &back, Some(visit.t("console-reauth-failed")));
     }
-    let password = Password::new(form.password);
+    let password = Password::new(typed);
     match check_password(&visit.state, &auth.session.email, &password, (ip, None)).await {
         Ok(_) => {}
         Err(e) if e.code == "dashboard/invalid_credentials" => {

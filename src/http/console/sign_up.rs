@@ -3,11 +3,13 @@
 //! server asks for one, the password rules): the new owner is signed in, and the tenant's
 //! API key is shown once.
 
-use axum::{body::Bytes, extract::State, http::StatusCode, response::Response};
+use axum::{extract::State, http::StatusCode, response::Response};
 use serde_json::Value;
 use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
 
-use super::{json_body, CheckGroup, CheckOption, Control, Link, Section, Visit, SESSION_COOKIE};
+use super::{
+    json_body, CheckGroup, CheckOption, Control, Link, Posted, Section, Visit, SESSION_COOKIE,
+};
 use crate::{
     captcha::WIDGET_FIELD,
     http::{
@@ -120,17 +122,11 @@ fn form_page(visit: &Visit, status: StatusCode, typed: Typed) -> Response {
 
 /// Creates the account and its tenant with the onboarding route's handler, signs the owner
 /// in, and shows the API key once.
-pub async fn submit(visit: Visit, body: Bytes) -> Response {
-    let form: Vec<(String, String)> = form_urlencoded::parse(&body).into_owned().collect();
-    let one = |name: &str| {
-        form.iter()
-            .find(|(k, _)| k == name)
-            .map_or(String::new(), |(_, v)| v.clone())
-    };
-    let ticked = |value: &str| form.iter().any(|(k, v)| k == "consent" && v == value);
-    if let Err(r) = visit.check(SIGN_UP, &one("csrf")) {
-        return r;
-    }
+pub async fn submit(p: Posted) -> Response {
+    let Posted { visit, form } = p;
+    let one = |name: &str| form.one(name);
+    let consent = form.all("consent");
+    let ticked = |value: &str| consent.iter().any(|v| v == value);
     let Some(ip) = visit.ip else {
         return visit.reader.problem(Problem::Invalid);
     };

@@ -7,15 +7,14 @@ use axum::{
     extract::{Path, Query},
     http::StatusCode,
     response::Response,
-    Form,
 };
 use serde::Deserialize;
 use tessera_actors::tenant::messages::UserAction;
 use tessera_wire::{ManagedUser, UserStatus};
 
 use super::{
-    moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, CsrfForm, DoneQuery,
-    Form as PageForm, Section, Select, SelectOption, Table, Visit,
+    moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, DoneQuery, Form as PageForm,
+    Section, Select, SelectOption, Table, TenantPost, Visit,
 };
 use crate::http::{
     pages::FieldView,
@@ -310,20 +309,13 @@ pub async fn detail(
 /// users list after a deletion). A sensitive one without a recent re-authentication asks for
 /// the password, then returns to the user's page.
 pub async fn act(
-    visit: Visit,
     Path((slug, id, action)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
+    let TenantPost { visit, caller, .. } = p;
     let users = format!("{}/users", tenant_path(&slug));
     let here = format!("{users}/{id}");
-    if let Err(r) = visit.check(&format!("{here}/{action}"), &form.csrf) {
-        return r;
-    }
-    let manager = match Manager::member(&visit.state, auth, &slug) {
+    let manager = match Manager::member(&visit.state, &caller.auth, &slug) {
         Ok(m) => m,
         Err(e) => return visit.refused(&e),
     };

@@ -5,18 +5,16 @@
 //! write, a new or rotated secret needs a recent re-authentication.
 
 use axum::{
-    body::Bytes,
     extract::{Path, Query, State},
     http::StatusCode,
     response::Response,
-    Form,
 };
 use serde::Deserialize;
 use tessera_actors::tenant::webhooks::EVENT_TYPES;
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, CsrfForm, FormFields, Link, Section, Table, Visit,
+    CheckOption, Control, Link, Section, Table, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::webhooks::{
@@ -176,14 +174,14 @@ fn secret_page(visit: &Visit, back: String, secret: String) -> Response {
 }
 
 /// Registers an endpoint (owner, re-authenticated): its secret, shown once.
-pub async fn create(visit: Visit, Path(slug): Path<String>, body: Bytes) -> Response {
-    let form = FormFields::read(&body);
+pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
+    let TenantPost {
+        visit,
+        form,
+        caller: c,
+    } = p;
     let one = |name: &str| form.one(name).trim().to_owned();
     let at = base(&slug);
-    let c = match visit.posted(&slug, &format!("{at}/create"), &one("csrf")) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let events = form.all("event_types");
     let req = CreateWebhookRequest {
         url: one("url"),
@@ -334,15 +332,13 @@ pub async fn detail(
 /// An owner's action on an endpoint: `test`, `enable`, `disable`, `rotate` (its secret,
 /// shown once) or `delete`.
 pub async fn act(
-    visit: Visit,
     Path((slug, id, what)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let here = format!("{}/{id}", base(&slug));
-    let c = match visit.posted(&slug, &format!("{here}/{what}"), &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let done = |d: &str| visit.go(&format!("{here}?done={d}"));
@@ -377,16 +373,13 @@ pub async fn act(
 
 /// Sends a delivery's event again (owner).
 pub async fn redeliver(
-    visit: Visit,
     Path((slug, id, delivery)): Path<(String, String, String)>,
-    Form(form): Form<CsrfForm>,
+    p: TenantPost,
 ) -> Response {
+    let TenantPost {
+        visit, caller: c, ..
+    } = p;
     let here = format!("{}/{id}", base(&slug));
-    let action = format!("{here}/deliveries/{delivery}/redeliver");
-    let c = match visit.posted(&slug, &action, &form.csrf) {
-        Ok(c) => c,
-        Err(r) => return r,
-    };
     let path = Path((slug.clone(), id, delivery));
     match api::redeliver(State(visit.state.clone()), c, path).await {
         Ok(_) => visit.go(&format!("{here}?done=redelivered")),
