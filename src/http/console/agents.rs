@@ -12,7 +12,7 @@ use axum::{
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, DoneQuery, Lines, Section, Table, TenantPost, Visit,
+    CheckOption, Control, DoneQuery, Lines, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::agents::{
@@ -80,18 +80,17 @@ async fn render_list(
         .collect();
     page.sections.push(Section {
         paragraphs: vec![visit.t("console-agents-intro")],
-        table: Some(Table {
-            id: "agents",
-            caption: visit.t("console-agents-caption"),
-            head: vec![
-                visit.t("console-col-name"),
-                visit.t("console-col-client-id"),
-                visit.t("console-col-created"),
-                visit.t("console-col-revoked"),
+        table: Some(visit.table(
+            ("agents", "console-agents-caption"),
+            &[
+                "console-col-name",
+                "console-col-client-id",
+                "console-col-created",
+                "console-col-revoked",
             ],
             rows,
-            empty: visit.t("console-agents-empty"),
-        }),
+            "console-agents-empty",
+        )),
         ..Section::default()
     });
     if m.role.as_str() == "owner" {
@@ -268,18 +267,17 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         .collect();
     page.sections.push(Section {
         heading: Some(visit.t("console-agents-activity")),
-        table: Some(Table {
-            id: "agent-activity",
-            caption: visit.t("console-agents-activity-caption"),
-            head: vec![
-                visit.t("console-col-time"),
-                visit.t("console-col-event"),
-                visit.t("console-agents-method"),
-                visit.t("console-agents-on-behalf"),
+        table: Some(visit.table(
+            ("agent-activity", "console-agents-activity-caption"),
+            &[
+                "console-col-time",
+                "console-col-event",
+                "console-agents-method",
+                "console-agents-on-behalf",
             ],
             rows,
-            empty: visit.t("console-agents-activity-empty"),
-        }),
+            "console-agents-activity-empty",
+        )),
         ..Section::default()
     });
     if m.role.as_str() == "owner" && a.revoked_at.is_none() {

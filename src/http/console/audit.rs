@@ -9,9 +9,7 @@ use axum::{
 };
 use serde::Deserialize;
 
-use super::{
-    moment, tenant_path, Area, Cell, Control, Form as PageForm, Link, Section, Table, Visit,
-};
+use super::{moment, tenant_path, Area, Cell, Control, Form as PageForm, Link, Section, Visit};
 use crate::http::{
     dashboard::audit::{page as audit_page, AuditEventResponse, AuditQuery},
     pages::{protect, FieldView},
@@ -120,18 +118,17 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     }
     page.sections.push(Section {
         forms: vec![filter],
-        table: Some(Table {
-            id: "events",
-            caption: visit.t("console-audit-caption"),
-            head: vec![
-                visit.t("console-col-time"),
-                visit.t("console-col-event"),
-                visit.t("console-col-actor"),
-                visit.t("console-col-fields"),
+        table: Some(visit.table(
+            ("events", "console-audit-caption"),
+            &[
+                "console-col-time",
+                "console-col-event",
+                "console-col-actor",
+                "console-col-fields",
             ],
             rows,
-            empty: visit.t("console-audit-empty"),
-        }),
+            "console-audit-empty",
+        )),
         links,
         ..Section::default()
     });

@@ -12,7 +12,7 @@ use axum::{
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, Control, DoneQuery,
-    Lines, Section, Select, SelectOption, Table, TenantPost, Visit,
+    Lines, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::oauth_clients::{self as api, CreateOAuthClientRequest},
@@ -99,19 +99,18 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
         .collect();
     page.sections.push(Section {
         paragraphs: vec![visit.t("console-clients-intro")],
-        table: Some(Table {
-            id: "clients",
-            caption: visit.t("console-clients-caption"),
-            head: vec![
-                visit.t("console-col-name"),
-                visit.t("console-col-client-id"),
-                visit.t("console-col-type"),
-                visit.t("console-col-verification"),
-                visit.t("console-col-created"),
+        table: Some(visit.table(
+            ("clients", "console-clients-caption"),
+            &[
+                "console-col-name",
+                "console-col-client-id",
+                "console-col-type",
+                "console-col-verification",
+                "console-col-created",
             ],
             rows,
-            empty: visit.t("console-clients-empty"),
-        }),
+            "console-clients-empty",
+        )),
         ..Section::default()
     });
     if m.role.as_str() == "owner" {

@@ -7,7 +7,7 @@ use axum::{
     response::Response,
 };
 
-use super::{tenant_path, Area, Cell, Link, Section, Table, Visit};
+use super::{tenant_path, Area, Cell, Link, Section, Visit};
 use crate::http::dashboard::{
     activity::{self, ActivityDayResponse, ActivityQuery},
     TenantCaller,
@@ -38,17 +38,12 @@ pub async fn tenants(visit: Visit) -> Response {
         })
         .collect();
     page.sections.push(Section {
-        table: Some(Table {
-            id: "tenants",
-            caption: visit.t("console-tenants-caption"),
-            head: vec![
-                visit.t("console-col-tenant"),
-                visit.t("console-col-slug"),
-                visit.t("console-col-role"),
-            ],
+        table: Some(visit.table(
+            ("tenants", "console-tenants-caption"),
+            &["console-col-tenant", "console-col-slug", "console-col-role"],
             rows,
-            empty: visit.t("console-tenants-empty"),
-        }),
+            "console-tenants-empty",
+        )),
         ..Section::default()
     });
     let s = &auth.session;
@@ -181,28 +176,29 @@ pub async fn overview(visit: Visit, Path(slug): Path<String>) -> Response {
             sign_in_chart(&bars, &label),
             visit.t("console-chart-caption"),
         )),
-        table: Some(Table {
-            id: "activity",
-            caption: visit.t("console-activity-caption"),
-            head: vec![
-                visit.t("console-col-day"),
-                visit.t("console-col-sign-ins"),
-                visit.t("console-col-failures"),
-            ],
-            rows: activity
-                .days
-                .iter()
-                .rev()
-                .map(|d| {
-                    vec![
-                        Cell::text(d.day.clone()),
-                        Cell::text(d.sign_ins.to_string()),
-                        Cell::text(d.failures.to_string()),
-                    ]
-                })
-                .collect(),
-            empty: String::new(),
-        }),
+        table: Some(
+            visit.table(
+                ("activity", "console-activity-caption"),
+                &[
+                    "console-col-day",
+                    "console-col-sign-ins",
+                    "console-col-failures",
+                ],
+                activity
+                    .days
+                    .iter()
+                    .rev()
+                    .map(|d| {
+                        vec![
+                            Cell::text(d.day.clone()),
+                            Cell::text(d.sign_ins.to_string()),
+                            Cell::text(d.failures.to_string()),
+                        ]
+                    })
+                    .collect(),
+                "",
+            ),
+        ),
         links: vec![
             Link {
                 href: format!("{base}/users"),

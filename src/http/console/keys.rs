@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::{
     home::role_name, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
-    Control, DoneQuery, Section, Select, SelectOption, Table, TenantPost, Visit,
+    Control, DoneQuery, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::{
@@ -86,20 +86,19 @@ async fn render(
     let mut keys = Section {
         heading: Some(visit.t("console-management-keys")),
         paragraphs: vec![visit.t("console-management-keys-intro")],
-        table: Some(Table {
-            id: "management-keys",
-            caption: visit.t("console-management-keys-caption"),
-            head: vec![
-                visit.t("console-col-name"),
-                visit.t("console-col-role-of"),
-                visit.t("console-col-prefix"),
-                visit.t("console-col-created"),
-                visit.t("console-col-expires"),
-                visit.t("console-col-revoked"),
+        table: Some(visit.table(
+            ("management-keys", "console-management-keys-caption"),
+            &[
+                "console-col-name",
+                "console-col-role-of",
+                "console-col-prefix",
+                "console-col-created",
+                "console-col-expires",
+                "console-col-revoked",
             ],
             rows,
-            empty: visit.t("console-management-keys-empty"),
-        }),
+            "console-management-keys-empty",
+        )),
         ..Section::default()
     };
     if owner {

@@ -11,7 +11,7 @@ use axum::{
 
 use super::{
     home::role_name, moment, tenant_path, Area, Cell, Control, DoneQuery, Section, Select,
-    SelectOption, Table, TenantPost, Visit,
+    SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::members::{self as api, InviteMemberRequest, UpdateMemberRequest},
@@ -81,17 +81,12 @@ async fn render(
         })
         .collect();
     page.sections.push(Section {
-        table: Some(Table {
-            id: "members",
-            caption: visit.t("console-members-caption"),
-            head: vec![
-                visit.t("console-email"),
-                visit.t("console-col-role-of"),
-                visit.t("console-col-added"),
-            ],
+        table: Some(visit.table(
+            ("members", "console-members-caption"),
+            &["console-email", "console-col-role-of", "console-col-added"],
             rows,
-            empty: visit.t("console-members-empty"),
-        }),
+            "console-members-empty",
+        )),
         ..Section::default()
     });
     // One small form a member: an owner changes roles and removes; anyone leaves.
@@ -146,17 +141,16 @@ async fn render(
         .collect();
     let mut invitations = Section {
         heading: Some(visit.t("console-invitations")),
-        table: Some(Table {
-            id: "invitations",
-            caption: visit.t("console-invitations-caption"),
-            head: vec![
-                visit.t("console-email"),
-                visit.t("console-col-role-of"),
-                visit.t("console-col-expires"),
+        table: Some(visit.table(
+            ("invitations", "console-invitations-caption"),
+            &[
+                "console-email",
+                "console-col-role-of",
+                "console-col-expires",
             ],
             rows,
-            empty: visit.t("console-invitations-empty"),
-        }),
+            "console-invitations-empty",
+        )),
         ..Section::default()
     };
     if owner {

@@ -736,6 +736,28 @@ impl Visit {
         Form::post(action, csrf, label, false)
     }
 
+    /// A table: its caption's id and text id, its columns' text ids, its rows, and what it
+    /// says when it has none (text ids of the console's words).
+    pub fn table(
+        &self,
+        (id, caption): (&'static str, &str),
+        head: &[&str],
+        rows: Vec<Vec<Cell>>,
+        empty: &str,
+    ) -> Table {
+        Table {
+            id,
+            caption: self.t(caption),
+            head: head.iter().map(|h| self.t(h)).collect(),
+            rows,
+            empty: if empty.is_empty() {
+                String::new()
+            } else {
+                self.t(empty)
+            },
+        }
+    }
+
     /// A one-button form to `action`, on a line with others.
     pub fn button(&self, action: String, label: String, secondary: bool) -> Form {
         let csrf = self.csrf(&action);

@@ -14,7 +14,7 @@ use tessera_wire::{ManagedUser, UserStatus};
 
 use super::{
     moment, sign_in::reauth_page, tenant_path, Area, Cell, Control, DoneQuery, Form as PageForm,
-    Section, Select, SelectOption, Table, TenantPost, Visit,
+    Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     pages::FieldView,
@@ -143,18 +143,17 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     }
     page.sections.push(Section {
         forms: vec![filter],
-        table: Some(Table {
-            id: "users",
-            caption: visit.t("console-users-caption"),
-            head: vec![
-                visit.t("console-col-user"),
-                visit.t("console-col-status"),
-                visit.t("console-col-created"),
-                visit.t("console-col-last-sign-in"),
+        table: Some(visit.table(
+            ("users", "console-users-caption"),
+            &[
+                "console-col-user",
+                "console-col-status",
+                "console-col-created",
+                "console-col-last-sign-in",
             ],
             rows,
-            empty: visit.t("console-users-empty"),
-        }),
+            "console-users-empty",
+        )),
         links,
         ..Section::default()
     });
@@ -251,18 +250,17 @@ pub async fn detail(
         .collect();
     page.sections.push(Section {
         heading: Some(visit.t("console-sessions")),
-        table: Some(Table {
-            id: "sessions",
-            caption: visit.t("console-sessions-caption"),
-            head: vec![
-                visit.t("console-col-started"),
-                visit.t("console-col-last-used"),
-                visit.t("console-col-device"),
-                visit.t("console-col-methods"),
+        table: Some(visit.table(
+            ("sessions", "console-sessions-caption"),
+            &[
+                "console-col-started",
+                "console-col-last-used",
+                "console-col-device",
+                "console-col-methods",
             ],
             rows,
-            empty: visit.t("console-sessions-empty"),
-        }),
+            "console-sessions-empty",
+        )),
         ..Section::default()
     });
     if m.role.as_str() != "viewer" {

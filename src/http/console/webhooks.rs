@@ -14,7 +14,7 @@ use tessera_actors::tenant::webhooks::EVENT_TYPES;
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, Link, Section, Table, TenantPost, Visit,
+    CheckOption, Control, Link, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::webhooks::{
@@ -110,18 +110,17 @@ async fn render_list(
         .collect();
     page.sections.push(Section {
         paragraphs: vec![visit.t("console-webhooks-intro")],
-        table: Some(Table {
-            id: "endpoints",
-            caption: visit.t("console-webhooks-caption"),
-            head: vec![
-                visit.t("console-col-url"),
-                visit.t("console-webhooks-events"),
-                visit.t("console-col-status"),
-                visit.t("console-col-failing"),
+        table: Some(visit.table(
+            ("endpoints", "console-webhooks-caption"),
+            &[
+                "console-col-url",
+                "console-webhooks-events",
+                "console-col-status",
+                "console-col-failing",
             ],
             rows,
-            empty: visit.t("console-webhooks-empty"),
-        }),
+            "console-webhooks-empty",
+        )),
         ..Section::default()
     });
     if m.role.as_str() == "owner" {
@@ -274,19 +273,18 @@ pub async fn detail(
         .collect();
     let mut deliveries = Section {
         heading: Some(visit.t("console-deliveries")),
-        table: Some(Table {
-            id: "deliveries",
-            caption: visit.t("console-deliveries-caption"),
-            head: vec![
-                visit.t("console-col-time"),
-                visit.t("console-col-event"),
-                visit.t("console-col-status"),
-                visit.t("console-col-attempts"),
-                visit.t("console-col-answer"),
+        table: Some(visit.table(
+            ("deliveries", "console-deliveries-caption"),
+            &[
+                "console-col-time",
+                "console-col-event",
+                "console-col-status",
+                "console-col-attempts",
+                "console-col-answer",
             ],
             rows,
-            empty: visit.t("console-deliveries-empty"),
-        }),
+            "console-deliveries-empty",
+        )),
         ..Section::default()
     };
     if let Some(next) = log.pagination.next_cursor {
