@@ -352,3 +352,5 @@ console-field-microsoft_tenant = Microsoft-Verzeichnis (common, organizations, c
 console-field-scopes = Angefragte Scopes
 console-field-store_provider_tokens = Tokens des Anbieters für die App aufbewahren
 console-field-apple = Apple-Signaturschlüssel
+console-created-after = Angelegt am oder nach
+console-signed-in-before = Zuletzt angemeldet vor

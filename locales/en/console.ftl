@@ -352,3 +352,5 @@ console-field-microsoft_tenant = Microsoft directory (common, organizations, con
 console-field-scopes = Scopes asked for
 console-field-store_provider_tokens = Keep the provider's tokens for the app
 console-field-apple = Apple signing key
+console-created-after = Created on or after
+console-signed-in-before = Last signed in before

@@ -352,3 +352,5 @@ console-field-microsoft_tenant = Directorio de Microsoft (common, organizations,
 console-field-scopes = Ámbitos solicitados
 console-field-store_provider_tokens = Guardar los tokens del proveedor para la aplicación
 console-field-apple = Clave de firma de Apple
+console-created-after = Creados el o después del
+console-signed-in-before = Último inicio de sesión antes del

@@ -352,3 +352,5 @@ console-field-microsoft_tenant = Annuaire Microsoft (common, organizations, cons
 console-field-scopes = Portées demandées
 console-field-store_provider_tokens = Conserver les jetons du fournisseur pour l’application
 console-field-apple = Clé de signature Apple
+console-created-after = Créés le ou après
+console-signed-in-before = Dernière connexion avant le

@@ -352,3 +352,5 @@ console-field-microsoft_tenant = Katalog Microsoft (common, organizations, consu
 console-field-scopes = Żądane zakresy
 console-field-store_provider_tokens = Przechowuj tokeny dostawcy dla aplikacji
 console-field-apple = Klucz podpisu Apple
+console-created-after = Utworzeni od dnia
+console-signed-in-before = Ostatnie logowanie przed

@@ -226,10 +226,20 @@ fn an_owner_signs_in_with_a_code_finds_a_user_blocks_and_deletes_them_and_reads_
         assert!(overview.body.contains(&link), "no {area} in the sections");
     }
 
-    // Find Alice by the start of her address.
+    // Find Alice by the start of her address; the day filters are the API's.
     let page = b.get("/console/t/mfa-co/users?email=ali");
     page.expect(200, "alice@users.test");
     assert!(!page.body.contains("bob@users.test"), "{}", page.body);
+    let page = b.get("/console/t/mfa-co/users?created_after=2000-01-01");
+    page.expect(200, "alice@users.test")
+        .expect(200, "bob@users.test");
+    let page = b.get("/console/t/mfa-co/users?created_after=2999-01-01");
+    page.expect(200, "No user matches.");
+    // Nobody signed in yet: nobody signed in before any day.
+    let page = b.get("/console/t/mfa-co/users?last_sign_in_before=2999-01-01");
+    page.expect(200, "No user matches.");
+    b.get("/console/t/mfa-co/users?created_after=yesterday")
+        .expect(400, "");
     let here = format!("/console/t/mfa-co/users/{alice}");
     let page = b.get(&here);
     page.expect(200, "alice@users.test").expect(200, "Active");

@@ -36,6 +36,10 @@ const ACTIONS: [&str; 6] = [
 pub struct ListQuery {
     email: Option<String>,
     status: Option<String>,
+    /// `YYYY-MM-DD`: created on that day or after.
+    created_after: Option<String>,
+    /// `YYYY-MM-DD`: last signed in before that day (never signed in: not listed).
+    last_sign_in_before: Option<String>,
     cursor: Option<String>,
     /// `delete`: the user the reader deleted is gone.
     done: Option<String>,
@@ -65,9 +69,15 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     };
     let email = q.email.clone().filter(|e| !e.trim().is_empty());
     let status = q.status.clone().filter(|s| STATUSES.contains(&s.as_str()));
+    // A day from a date input, as the API's RFC 3339 moment (its start, UTC).
+    let day = |d: &Option<String>| d.clone().filter(|d| !d.trim().is_empty());
+    let (created_after, signed_in_before) = (day(&q.created_after), day(&q.last_sign_in_before));
+    let moment_of = |d: &Option<String>| d.as_ref().map(|d| format!("{}T00:00:00Z", d.trim()));
     let query = UsersQuery {
         email: email.clone(),
         status: status.clone(),
+        created_after: moment_of(&created_after),
+        last_sign_in_before: moment_of(&signed_in_before),
         cursor: q.cursor.clone().filter(|c| !c.is_empty()),
         ..UsersQuery::default()
     };
@@ -92,6 +102,25 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
     f.value = email.clone().unwrap_or_default();
     f.max = 254;
     filter.controls.push(Control::Input(f));
+    for (id, name, label, value) in [
+        (
+            "created-after",
+            "created_after",
+            "console-created-after",
+            &created_after,
+        ),
+        (
+            "signed-in-before",
+            "last_sign_in_before",
+            "console-signed-in-before",
+            &signed_in_before,
+        ),
+    ] {
+        let mut d = FieldView::input(id, name, "date", visit.t(label), "off");
+        d.value = value.clone().unwrap_or_default();
+        d.max = 10;
+        filter.controls.push(Control::Input(d));
+    }
     let mut options = vec![SelectOption {
         value: String::new(),
         label: visit.t("console-status-any"),
@@ -134,6 +163,12 @@ pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQu
         }
         if let Some(s) = &status {
             query.append_pair("status", s);
+        }
+        if let Some(d) = &created_after {
+            query.append_pair("created_after", d);
+        }
+        if let Some(d) = &signed_in_before {
+            query.append_pair("last_sign_in_before", d);
         }
         query.append_pair("cursor", &next);
         links.push(super::Link {
