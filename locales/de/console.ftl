@@ -354,3 +354,4 @@ console-field-store_provider_tokens = Tokens des Anbieters für die App aufbewah
 console-field-apple = Apple-Signaturschlüssel
 console-created-after = Angelegt am oder nach
 console-signed-in-before = Zuletzt angemeldet vor
+console-client-edit = Registrierung

@@ -354,3 +354,4 @@ console-field-store_provider_tokens = Keep the provider's tokens for the app
 console-field-apple = Apple signing key
 console-created-after = Created on or after
 console-signed-in-before = Last signed in before
+console-client-edit = Registration

@@ -354,3 +354,4 @@ console-field-store_provider_tokens = Guardar los tokens del proveedor para la a
 console-field-apple = Clave de firma de Apple
 console-created-after = Creados el o después del
 console-signed-in-before = Último inicio de sesión antes del
+console-client-edit = Registro

@@ -354,3 +354,4 @@ console-field-store_provider_tokens = Conserver les jetons du fournisseur pour l
 console-field-apple = Clé de signature Apple
 console-created-after = Créés le ou après
 console-signed-in-before = Dernière connexion avant le
+console-client-edit = Enregistrement

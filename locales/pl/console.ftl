@@ -354,3 +354,4 @@ console-field-store_provider_tokens = Przechowuj tokeny dostawcy dla aplikacji
 console-field-apple = Klucz podpisu Apple
 console-created-after = Utworzeni od dnia
 console-signed-in-before = Ostatnie logowanie przed
+console-client-edit = Rejestracja

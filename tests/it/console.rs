@@ -1304,6 +1304,29 @@ fn an_owner_registers_oauth_clients_from_the_console() {
     let here = format!("{base}/{id}");
     let page = b.get(&here);
     page.expect(200, "https://wiki.example.com/oidc/callback");
+    // Its registration, edited as the API's update takes it.
+    let edit = format!("{here}/edit");
+    let mut values = form_values(&page, &edit);
+    set(
+        &mut values,
+        "redirect_uris",
+        "https://wiki.example.com/oidc/callback\nhttps://wiki.example.com/oidc/other",
+    );
+    set(&mut values, "allowed_scopes", "openid\nemail");
+    post_values(&mut b, &edit, &values).redirect(&format!("{here}?done=saved"));
+    let (_, wiki) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/mfa-co/oauth-clients/{id}"),
+        &s,
+        None,
+    );
+    assert_eq!(wiki["allowed_scopes"], json!(["openid", "email"]));
+    assert_eq!(wiki["redirect_uris"].as_array().unwrap().len(), 2);
+    set(&mut values, "redirect_uris", "ftp://nowhere");
+    post_values(&mut b, &edit, &values)
+        .expect(400, "Not accepted")
+        .expect(400, "redirect_uris");
+    let page = b.get(&here);
     let rotate = format!("{here}/rotate");
     let page = b.post(&rotate, &[("csrf", &page.csrf_for(&rotate))]);
     page.expect(200, "shown only this once");

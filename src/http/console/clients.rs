@@ -15,7 +15,7 @@ use super::{
     Lines, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
-    dashboard::oauth_clients::{self as api, CreateOAuthClientRequest},
+    dashboard::oauth_clients::{self as api, CreateOAuthClientRequest, UpdateOAuthClientRequest},
     error::ApiError,
     extract::ApiJson,
     pages::FieldView,
@@ -254,7 +254,25 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
 }
 
 /// One client's registration, and an owner's actions.
-pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> Response {
+pub async fn detail(
+    visit: Visit,
+    Path((slug, id)): Path<(String, String)>,
+    Query(q): Query<DoneQuery>,
+) -> Response {
+    let notice = q
+        .done
+        .filter(|d| d == "saved")
+        .map(|_| visit.t("console-saved"));
+    render_detail(&visit, &slug, &id, (notice, None)).await
+}
+
+async fn render_detail(
+    visit: &Visit,
+    slug: &str,
+    id: &str,
+    (notice, refused): (Option<String>, Option<String>),
+) -> Response {
+    let (slug, id) = (slug.to_owned(), id.to_owned());
     let (c, m) = match visit.tenant(&slug) {
         Ok(t) => t,
         Err(r) => return r,
@@ -306,7 +324,58 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         ],
         ..Section::default()
     });
+    page.notice = notice;
+    page.error_summary = refused.map(|r| visit.t_with("console-not-accepted", &[("reason", &r)]));
     if m.role.as_str() == "owner" {
+        // The registration as a form: what the API's update takes here.
+        let mut f = visit.form(format!("{here}/edit"), visit.t("console-save"));
+        let mut name = FieldView::input(
+            "client-name",
+            "name",
+            "text",
+            visit.t("console-col-name"),
+            "off",
+        );
+        name.min = 1;
+        name.max = 64;
+        name.value = client.name.clone();
+        f.controls.push(Control::Input(name));
+        for (id, field, label, hint, values) in [
+            (
+                "client-redirects",
+                "redirect_uris",
+                "console-client-redirect-uris",
+                "console-hint-lines",
+                &client.redirect_uris,
+            ),
+            (
+                "client-logout",
+                "post_logout_redirect_uris",
+                "console-client-logout-uris",
+                "console-hint-lines",
+                &client.post_logout_redirect_uris,
+            ),
+            (
+                "client-scopes",
+                "allowed_scopes",
+                "console-client-scopes",
+                "console-client-scopes-hint",
+                &client.allowed_scopes,
+            ),
+        ] {
+            f.controls.push(lines(
+                id,
+                field,
+                visit.t(label),
+                visit.t(hint),
+                values.join("\n"),
+            ));
+        }
+        page.sections.push(Section {
+            heading: Some(visit.t("console-client-edit")),
+            forms: vec![f],
+            ..Section::default()
+        });
         let mut buttons = Vec::new();
         if client.client_type == "confidential" {
             buttons.push((format!("{here}/rotate"), "console-client-rotate", true));
@@ -314,21 +383,45 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         buttons.push((format!("{here}/delete"), "console-client-delete", true));
         page.sections.push(visit.actions(buttons));
     }
-    visit.answer(StatusCode::OK, page)
+    visit.answer_page(page)
 }
 
-/// An owner's action on a client: `rotate` (the new secret, shown once) or `delete`.
+/// An owner's action on a client: `edit` (its registration, as the form says), `rotate`
+/// (the new secret, shown once) or `delete`.
 pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
     let TenantPost {
-        visit, caller: c, ..
+        visit,
+        form,
+        caller: c,
     } = p;
     let here = format!("{}/{id}", base(&slug));
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {
+        "edit" => {
+            let req = UpdateOAuthClientRequest {
+                name: Some(form.one("name").trim().to_owned()),
+                description: None,
+                logo_url: None,
+                redirect_uris: Some(split_lines(&form.one("redirect_uris"))),
+                post_logout_redirect_uris: Some(split_lines(
+                    &form.one("post_logout_redirect_uris"),
+                )),
+                allowed_scopes: Some(split_lines(&form.one("allowed_scopes"))),
+                first_party: None,
+                id_token_signed_response_alg: None,
+            };
+            match api::update(state, c, path, ApiJson(req)).await {
+                Ok(_) => Ok(visit.go(&format!("{here}?done=saved"))),
+                Err(e) if e.status == StatusCode::BAD_REQUEST => {
+                    return render_detail(&visit, &slug, &id, (None, Some(reasons(&e)))).await;
+                }
+                Err(e) => Err(e),
+            }
+        }
         "rotate" => api::rotate_secret(state, c, path)
             .await
             .map(|axum::Json(r)| {
