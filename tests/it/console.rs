@@ -1504,3 +1504,76 @@ fn an_owner_registers_and_revokes_an_agent_from_the_console() {
         page.body
     );
 }
+
+/// Every form of the console is refused (403, the page that says it expired) without its
+/// own CSRF value, and with the value of another form, before it does anything: signed in
+/// or not, for every route that takes a form.
+#[test]
+fn every_console_form_refuses_a_missing_or_foreign_csrf_value() {
+    let (_smtp, srv, s) = verified_owner();
+    let id = create_user(&srv, &s, "mfa-co", "frank@users.test");
+    let mut b = Browser::new(&srv);
+    let outside = [
+        "/console/sign-in",
+        "/console/sign-in/code",
+        "/console/sign-up",
+        "/console/sign-out",
+    ];
+    // Not signed in: a browser that never got a value, then one with another page's.
+    for path in outside {
+        b.post(
+            path,
+            &[("csrf", "forged"), ("email", OWNER), ("password", PASSWORD)],
+        )
+        .expect(403, "The page has expired");
+    }
+    b.sign_in(PASSWORD).redirect("/console");
+    let foreign = b.get("/console").csrf_for("/console/sign-out");
+    let t = "/console/t/mfa-co";
+    let forms = [
+        "/console/sign-in".to_owned(),
+        "/console/sign-in/code".to_owned(),
+        "/console/sign-up".to_owned(),
+        "/console/reauth".to_owned(),
+        "/console/account/mfa/setup".to_owned(),
+        "/console/account/mfa/confirm".to_owned(),
+        "/console/account/mfa/remove".to_owned(),
+        format!("{t}/users/{id}/block"),
+        format!("{t}/users/{id}/delete"),
+        format!("{t}/members/invite"),
+        format!("{t}/members/{id}/role"),
+        format!("{t}/members/{id}/remove"),
+        format!("{t}/invitations/revoke"),
+        format!("{t}/keys/api-key/rotate"),
+        format!("{t}/keys/create"),
+        format!("{t}/keys/{id}/revoke"),
+        format!("{t}/clients/create"),
+        format!("{t}/clients/tc_x/edit"),
+        format!("{t}/clients/tc_x/delete"),
+        format!("{t}/agents/create"),
+        format!("{t}/agents/{id}/revoke"),
+        format!("{t}/webhooks/create"),
+        format!("{t}/webhooks/{id}/test"),
+        format!("{t}/webhooks/{id}/deliveries/{id}/redeliver"),
+        format!("{t}/settings/security"),
+    ];
+    for path in &forms {
+        for sent in ["", "forged", foreign.as_str()] {
+            b.post(
+                path,
+                &[("csrf", sent), ("email", "x@y.test"), ("role", "viewer")],
+            )
+            .expect(403, "The page has expired");
+        }
+    }
+    // Nothing happened: the user is still active, the key still the one it was.
+    let (_, user) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/mfa-co/users/{id}"),
+        &s,
+        None,
+    );
+    assert_eq!(user["status"], "active");
+    let (_, members) = srv.dash_json("GET", "/v1/auth/dashboard/tenants/mfa-co/members", &s, None);
+    assert_eq!(members["invitations"], json!([]));
+}
