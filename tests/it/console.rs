@@ -1493,6 +1493,25 @@ fn an_owner_registers_and_revokes_an_agent_from_the_console() {
     let page = b.get(&here);
     page.expect(200, "client_credentials");
     assert!(!page.body.contains("No activity yet."), "{}", page.body);
+    // Its registration, edited as the API's update takes it.
+    let edit = format!("{here}/edit");
+    let mut values = form_values(&page, &edit);
+    set(&mut values, "name", "Billing bot v2");
+    values.push((
+        "grant_types".into(),
+        "urn:ietf:params:oauth:grant-type:device_code".into(),
+    ));
+    post_values(&mut b, &edit, &values).redirect(&format!("{here}?done=saved"));
+    let page = b.get(&format!("{here}?done=saved"));
+    page.expect(200, "Saved.").expect(200, "Billing bot v2");
+    assert!(
+        page.body.contains("grant-type:device_code\" checked"),
+        "{}",
+        page.body
+    );
+    let mut none = form_values(&page, &edit);
+    none.retain(|(k, _)| k != "grant_types");
+    post_values(&mut b, &edit, &none).expect(400, "grant_types");
     let revoke = format!("{here}/revoke");
     b.post(&revoke, &[("csrf", &page.csrf_for(&revoke))])
         .redirect(&format!("{base}?done=revoked"));

@@ -12,11 +12,12 @@ use axum::{
 
 use super::{
     json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, DoneQuery, Lines, Section, TenantPost, Visit,
+    CheckOption, Control, DoneQuery, FormFields, Lines, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::agents::{
         self as api, ActivityParams, AgentSettingsBody, ListQuery, RegisterAgentRequest,
+        UpdateAgentRequest,
     },
     error::ApiError,
     extract::ApiJson,
@@ -108,29 +109,9 @@ async fn render_list(
         name.max = 64;
         name.value = typed_name;
         f.controls.push(Control::Input(name));
-        f.controls.push(Control::Lines(Lines {
-            id: "agent-scopes".to_owned(),
-            name: "scopes".to_owned(),
-            label: visit.t("console-client-scopes"),
-            hint: Some(visit.t("console-hint-lines")),
-            error: None,
-            value: String::new(),
-        }));
-        f.controls.push(Control::Checks(CheckGroup {
-            legend: visit.t("console-agents-grants"),
-            name: "grant_types".to_owned(),
-            options: GRANTS
-                .iter()
-                .enumerate()
-                .map(|(i, g)| CheckOption {
-                    id: format!("grant-{i}"),
-                    value: (*g).to_owned(),
-                    label: (*g).to_owned(),
-                    checked: i == 0,
-                })
-                .collect(),
-            error: None,
-        }));
+        f.controls.push(scopes_lines(visit, String::new()));
+        f.controls
+            .push(grants_group(visit, &["client_credentials".to_owned()]));
         if !reason.is_empty() {
             page.error_summary = Some(visit.t_with("console-not-accepted", &[("reason", &reason)]));
         }
@@ -164,12 +145,7 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
         description: None,
         agent_class: None,
         logo_url: None,
-        scopes: one("scopes")
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        scopes: scopes_of(&form),
         grant_types: form.all("grant_types"),
         redirect_uris: Vec::new(),
         agent_token_max_ttl_sec: None,
@@ -202,7 +178,25 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
 }
 
 /// One agent: its registration, its activity (newest first), and an owner's actions.
-pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> Response {
+pub async fn detail(
+    visit: Visit,
+    Path((slug, id)): Path<(String, String)>,
+    Query(q): Query<DoneQuery>,
+) -> Response {
+    let notice = q
+        .done
+        .filter(|d| d == "saved")
+        .map(|_| visit.t("console-saved"));
+    render_detail(&visit, &slug, &id, (notice, None)).await
+}
+
+async fn render_detail(
+    visit: &Visit,
+    slug: &str,
+    id: &str,
+    (notice, refused): (Option<String>, Option<String>),
+) -> Response {
+    let (slug, id) = (slug.to_owned(), id.to_owned());
     let (c, m) = match visit.tenant(&slug) {
         Ok(t) => t,
         Err(r) => return r,
@@ -280,13 +274,74 @@ pub async fn detail(visit: Visit, Path((slug, id)): Path<(String, String)>) -> R
         )),
         ..Section::default()
     });
+    page.notice = notice;
+    page.error_summary = refused.map(|r| visit.t_with("console-not-accepted", &[("reason", &r)]));
     if m.role.as_str() == "owner" && a.revoked_at.is_none() {
+        // The registration as a form: the name, the scopes and the grants the update takes.
+        let mut f = visit.form(format!("{here}/edit"), visit.t("console-save"));
+        let mut name = FieldView::input(
+            "agent-name",
+            "name",
+            "text",
+            visit.t("console-col-name"),
+            "off",
+        );
+        name.min = 1;
+        name.max = 64;
+        name.value = a.name.clone();
+        f.controls.push(Control::Input(name));
+        f.controls.push(scopes_lines(visit, a.scopes.join("\n")));
+        f.controls.push(grants_group(visit, &a.grant_types));
+        page.sections.push(Section {
+            heading: Some(visit.t("console-client-edit")),
+            forms: vec![f],
+            ..Section::default()
+        });
         page.sections.push(visit.actions(vec![
             (format!("{here}/rotate"), "console-client-rotate", true),
             (format!("{here}/revoke"), "console-agents-revoke", true),
         ]));
     }
-    visit.answer(StatusCode::OK, page)
+    visit.answer_page(page)
+}
+
+fn scopes_lines(visit: &Visit, value: String) -> Control {
+    Control::Lines(Lines {
+        id: "agent-scopes".to_owned(),
+        name: "scopes".to_owned(),
+        label: visit.t("console-client-scopes"),
+        hint: Some(visit.t("console-hint-lines")),
+        error: None,
+        value,
+    })
+}
+
+/// The grants an agent may use, ticked as `chosen`.
+fn grants_group(visit: &Visit, chosen: &[String]) -> Control {
+    Control::Checks(CheckGroup {
+        legend: visit.t("console-agents-grants"),
+        name: "grant_types".to_owned(),
+        options: GRANTS
+            .iter()
+            .enumerate()
+            .map(|(i, g)| CheckOption {
+                id: format!("grant-{i}"),
+                value: (*g).to_owned(),
+                label: (*g).to_owned(),
+                checked: chosen.iter().any(|c| c == g),
+            })
+            .collect(),
+        error: None,
+    })
+}
+
+fn scopes_of(form: &FormFields) -> Vec<String> {
+    form.one("scopes")
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 /// An owner's action on an agent: `rotate` (the new secret, shown once) or `revoke`.
@@ -295,12 +350,34 @@ pub async fn act(
     p: TenantPost,
 ) -> Response {
     let TenantPost {
-        visit, caller: c, ..
+        visit,
+        form,
+        caller: c,
     } = p;
     let here = format!("{}/{id}", base(&slug));
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {
+        "edit" => {
+            let req = UpdateAgentRequest {
+                name: Some(form.one("name").trim().to_owned()),
+                description: None,
+                agent_class: None,
+                logo_url: None,
+                scopes: Some(scopes_of(&form)),
+                grant_types: Some(form.all("grant_types")),
+                redirect_uris: None,
+                agent_token_max_ttl_sec: None,
+                agent_settings: None,
+            };
+            match api::update(state, c, path, ApiJson(req)).await {
+                Ok(_) => Ok(visit.go(&format!("{here}?done=saved"))),
+                Err(e) if e.status == StatusCode::BAD_REQUEST => {
+                    return render_detail(&visit, &slug, &id, (None, Some(reasons(&e)))).await;
+                }
+                Err(e) => Err(e),
+            }
+        }
         "rotate" => api::rotate_secret(state, c, path)
             .await
             .map(|axum::Json(r)| {
