@@ -145,6 +145,15 @@ fn every_login_then_asks_for_a_code_each_code_counts_once() {
     let (_, body) = srv.dash_json("GET", "/v1/auth/dashboard/account", &s, None);
     assert_eq!(body["mfa_enabled"], true);
     assert_eq!(body["recovery_codes_left"], 10);
+    // Recorded in the tenant's audit log, naming the method and nothing secret.
+    let (_, events) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/audit-events?type=dashboard.mfa.enabled",
+        &s,
+        None,
+    );
+    assert_eq!(events["data"].as_array().unwrap().len(), 1, "{events}");
+    assert_eq!(events["data"][0]["metadata"]["method"], "totp");
     // Starting again while on is refused.
     let (status, body) = srv.dash_json("POST", "/v1/auth/dashboard/mfa/totp", &s, None);
     assert_eq!(
@@ -192,6 +201,13 @@ fn every_login_then_asks_for_a_code_each_code_counts_once() {
     // Taken off (re-authenticated): the password is enough again.
     let (status, _) = srv.dash_json("DELETE", "/v1/auth/dashboard/mfa/totp", &s, None);
     assert_eq!(status, 204);
+    let (_, events) = srv.dash_json(
+        "GET",
+        "/v1/auth/dashboard/tenants/mfa-co/audit-events?type=dashboard.mfa.disabled",
+        &s,
+        None,
+    );
+    assert_eq!(events["data"].as_array().unwrap().len(), 1, "{events}");
     let (status, body) = srv.dash_json("DELETE", "/v1/auth/dashboard/mfa/totp", &s, None);
     assert_eq!(
         (status, error_code(&body)),

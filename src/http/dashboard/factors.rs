@@ -1,5 +1,7 @@
 //! The dashboard account itself and its second factor: TOTP set up with a code (recovery
-//! codes shown once), and taken off; both need a re-authentication within 5 minutes. Once
+//! codes shown once), and taken off; both need a re-authentication within 5 minutes, and
+//! each is recorded in the audit log of every tenant the account is a member of
+//! (`dashboard.mfa.enabled`, `dashboard.mfa.disabled`). Once
 //! on, every login asks for a code (`POST /v1/auth/dashboard/login/mfa`). An operator takes
 //! a lost factor off with `tessera admin dashboard reset-mfa EMAIL`.
 
@@ -9,7 +11,17 @@ use tessera_actors::{directory::dashboard::TotpSecret, DirectoryMsg};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::Dashboard;
+use super::{audit_in, Dashboard};
+
+/// The tenants an account's own changes are recorded in: each it is a member of (the
+/// dashboard's audit is per tenant, as its login's is).
+fn slugs_of(auth: &Dashboard) -> Vec<String> {
+    auth.session
+        .memberships
+        .iter()
+        .map(|m| m.slug.clone())
+        .collect()
+}
 use crate::app::AppState;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
@@ -135,6 +147,14 @@ pub async fn totp_confirm(
             reply,
         })
         .await?;
+    audit_in(
+        &state,
+        slugs_of(&auth),
+        "dashboard.mfa.enabled",
+        &auth.ctx,
+        serde_json::json!({ "method": "totp" }),
+    )
+    .await;
     Ok(Json(DashboardRecoveryCodes { recovery_codes }))
 }
 
@@ -158,6 +178,14 @@ pub async fn totp_remove(
         .request(|reply| DirectoryMsg::TotpRemove { account_id, reply })
         .await?;
     if had {
+        audit_in(
+            &state,
+            slugs_of(&auth),
+            "dashboard.mfa.disabled",
+            &auth.ctx,
+            serde_json::json!({ "method": "totp" }),
+        )
+        .await;
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::new(
