@@ -259,3 +259,23 @@ fn the_operator_takes_a_lost_factor_off_from_the_cli() {
     assert!(!out.status.success());
     assert!(out.stdout.contains("not_found") || out.stderr.contains("not_found"));
 }
+
+#[test]
+fn guessing_challenges_is_bounded_per_address() {
+    let srv = TestServer::start();
+    for i in 0..30 {
+        let (status, body) = second_step(&srv, &format!("guess-{i}"), "123456");
+        assert_eq!(
+            (status, error_code(&body)),
+            (401, "dashboard/mfa_challenge_invalid"),
+            "guess {i}"
+        );
+    }
+    let r = srv.post_json(
+        "/v1/auth/dashboard/login/mfa",
+        &json!({"mfa_challenge_token": "guess-31", "code": "123456"}),
+    );
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().get("retry-after").is_some());
+    assert_eq!(error_code(&r.json().unwrap()), "dashboard/rate_limited");
+}

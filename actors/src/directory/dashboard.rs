@@ -18,7 +18,7 @@ mod sessions;
 pub(super) use self::account_mail::VERIFY_TTL;
 pub use self::account_mail::{ACCOUNT_MAILS_PER_HOUR, RESETS_PER_IP_HOUR};
 pub(super) use self::factors::PendingMfa;
-pub use self::factors::MFA_LOGIN_TTL;
+pub use self::factors::{MFA_LOGIN_TTL, MFA_MISSES_PER_ADDRESS};
 
 /// The dashboard's wire types, where they have always been reachable.
 pub use super::{

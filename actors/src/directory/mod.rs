@@ -403,6 +403,10 @@ impl DirectoryState {
             idempotency_hasher: args.master_key.hasher("onboarding-idempotency"),
             recovery_hasher: args.master_key.hasher("dashboard-recovery-code"),
             mfa_logins: HashMap::new(),
+            mfa_misses: RateWindow::new(
+                dashboard::MFA_MISSES_PER_ADDRESS,
+                Duration::from_secs(900),
+            ),
             master_key: args.master_key,
             published: args.published,
             fault_injection: args.fault_injection,

@@ -42,6 +42,8 @@ pub struct DirectoryState {
     pub(super) idempotency_hasher: KeyedHasher,
     /// Hashes dashboard accounts' recovery codes.
     pub(super) recovery_hasher: KeyedHasher,
+    /// Second steps sent with an unknown, used or expired challenge, per client address.
+    pub(super) mfa_misses: RateWindow<IpAddr>,
     /// Logins waiting for their second factor, by the challenge's hash.
     pub(super) mfa_logins: HashMap<[u8; 32], super::dashboard::PendingMfa>,
     pub(super) published: Published,

@@ -7,6 +7,8 @@ use axum::{
     response::Response,
 };
 
+use crate::delivery::templates::escape_html;
+
 use super::{tenant_path, Area, Cell, Link, Section, Visit};
 use crate::http::dashboard::{
     activity::{self, ActivityDayResponse, ActivityQuery},
@@ -67,15 +69,6 @@ pub async fn tenants(visit: Visit) -> Response {
     visit.answer(StatusCode::OK, page)
 }
 
-/// `text` safe inside an HTML attribute.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
 /// A bar chart of the days' sign-ins (blue) and refused sign-ins (red), as inline SVG made
 /// from numbers only; `label` names it for assistive technology.
 pub fn sign_in_chart(days: &[(u64, u64)], label: &str) -> String {
@@ -93,7 +86,7 @@ pub fn sign_in_chart(days: &[(u64, u64)], label: &str) -> String {
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {}\" role=\"img\" aria-label=\"{}\">",
         H + 2,
-        escape(label)
+        escape_html(label)
     );
     svg.push_str(&format!(
         "<line x1=\"0\" y1=\"{H}\" x2=\"{W}\" y2=\"{H}\" stroke=\"#6e7781\" stroke-width=\"1\"/>"

@@ -698,6 +698,24 @@ pub struct DoneQuery {
     pub done: Option<String>,
 }
 
+/// The field errors of a refusal (`details.fields`), by the field a form shows
+/// (`items[2]`, `trust_anchors[0].name`: the list or object the error is in).
+pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
+    e.details
+        .as_ref()
+        .and_then(|d| d.get("fields"))
+        .and_then(serde_json::Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    let field = k.split(['[', '.']).next().unwrap_or(k).to_owned();
+                    (field, v.as_str().unwrap_or("").to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The reasons of a refusal in one line: each refused field with its rule, else the message.
 pub fn reasons(e: &ApiError) -> String {
     e.details

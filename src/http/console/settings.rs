@@ -21,8 +21,8 @@ use axum::{
 use serde_json::{Map, Value};
 
 use super::{
-    sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control, DoneQuery, Lines,
-    Link, Section, Select, SelectOption, TenantPost, Visit,
+    field_errors, sign_in::reauth_page, tenant_path, Area, CheckGroup, CheckOption, Control,
+    DoneQuery, Lines, Link, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::settings::{self as api, Caller},
@@ -720,24 +720,6 @@ fn body_from(
     } else {
         Err(errors)
     }
-}
-
-/// The field errors of a refusal (`details.fields`).
-fn field_errors(e: &ApiError) -> HashMap<String, String> {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| {
-                    // `items[2]`, `trust_anchors[0].name`: the field the form shows.
-                    let field = k.split(['[', '.']).next().unwrap_or(k).to_owned();
-                    (field, v.as_str().unwrap_or("").to_owned())
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Saves a section through its route's handler; the form again with each refused field's

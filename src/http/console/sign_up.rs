@@ -8,7 +8,8 @@ use serde_json::Value;
 use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
 
 use super::{
-    json_body, CheckGroup, CheckOption, Control, Link, Posted, Section, Visit, SESSION_COOKIE,
+    field_errors, json_body, CheckGroup, CheckOption, Control, Link, Posted, Section, Visit,
+    SESSION_COOKIE,
 };
 use crate::{
     captcha::WIDGET_FIELD,
@@ -202,17 +203,7 @@ pub async fn submit(p: Posted) -> Response {
 fn refused(visit: &Visit, e: ApiError, mut typed: Typed) -> Response {
     match (e.status, e.code.as_str()) {
         (StatusCode::BAD_REQUEST, "validation/invalid_request") => {
-            typed.errors = e
-                .details
-                .as_ref()
-                .and_then(|d| d.get("fields"))
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
+            typed.errors = field_errors(&e);
             typed.summary = Some(visit.t("console-settings-refused"));
             form_page(visit, StatusCode::BAD_REQUEST, typed)
         }

@@ -250,7 +250,7 @@ pub async fn login(
         (status = 200, description = "A session, as a login without MFA answers it", body = DashboardLoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`dashboard/invalid_credentials` (a wrong or used code: it counts as a failed login), `dashboard/mfa_challenge_invalid` (unknown, used, expired, or five wrong codes)", body = ErrorBody),
-        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`: the login lockout, which wrong codes feed", body = ErrorBody),
+        (status = 429, description = "`dashboard/rate_limited`, with `Retry-After`: the login lockout, which wrong codes feed; or 30 unknown, used or expired challenges from this address (IPv6: its /64) in 15 minutes", body = ErrorBody),
     ))]
 pub async fn login_mfa(
     State(state): State<AppState>,

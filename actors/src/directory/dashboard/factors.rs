@@ -7,9 +7,10 @@
 //! - A login whose password is right answers a challenge instead of a session: single use,
 //!   5 minutes, 5 codes at most, kept in memory (a restart only means typing the password
 //!   again). A wrong code counts as a failed login of the account from that address, on disk,
-//!   so the lockout covers guessing codes as it covers guessing passwords.
+//!   so the lockout covers guessing codes as it covers guessing passwords; an unknown
+//!   challenge counts against the address ([`MFA_MISSES_PER_ADDRESS`] in 15 minutes).
 
-use std::net::IpAddr;
+use std::{net::IpAddr, time::Instant};
 
 use tessera_storage::{random_token, sha256, PlatformBatch};
 use time::{Duration, OffsetDateTime};
@@ -24,12 +25,16 @@ use crate::{
     login_guard::{Attempt, Captcha, Refusal},
     records::{DashboardAccount, DashboardTotp},
     second_factor::{is_totp_code, new_recovery_codes, new_seed, recovery_index, totp, totp_step},
+    throttle::throttle_ip,
 };
 
 /// How long the second step of a login may take.
 pub const MFA_LOGIN_TTL: Duration = Duration::minutes(5);
 /// Codes one challenge takes before it dies.
 const MFA_LOGIN_TRIES: u8 = 5;
+/// Second steps with an unknown, used or expired challenge one client address (IPv6: its
+/// /64) may send in 15 minutes; past it, 429 until the window ends.
+pub const MFA_MISSES_PER_ADDRESS: u32 = 30;
 /// The issuer an authenticator app shows beside the account.
 const ISSUER: &str = "Tessera dashboard";
 
@@ -104,11 +109,16 @@ impl DirectoryState {
     ) -> Result<NewSession, DirectoryError> {
         let key = sha256(challenge.as_bytes());
         let now = OffsetDateTime::now_utc();
-        let pending = self
-            .mfa_logins
-            .get(&key)
-            .filter(|p| p.expires_at > now)
-            .ok_or(DirectoryError::TokenInvalid)?;
+        let Some(pending) = self.mfa_logins.get(&key).filter(|p| p.expires_at > now) else {
+            // Guessing challenges is bounded per address, as guessing codes is per account.
+            return Err(self
+                .mfa_misses
+                .hit(&throttle_ip(ip), Instant::now())
+                .map_or_else(
+                    |retry_after_secs| DirectoryError::RateLimited { retry_after_secs },
+                    |()| DirectoryError::TokenInvalid,
+                ));
+        };
         let (account_id, device, epoch) = (pending.account_id, pending.device, pending.epoch);
         let mut account = self
             .account(account_id)
