@@ -40,11 +40,11 @@ pub fn issuer(app: &App, slug: &str) -> String {
 }
 
 /// A signed-in end user of the API key's tenant: the token verified (signature, `typ`, `iss`,
-/// `aud`, `exp`, tenant). Whether its session is alive is checked by the command it is used
-/// for.
+/// `aud`, `exp`, tenant), or the hosted sign-in cookie's tag (the account page). Whether its
+/// session is alive is checked by the command it is used for.
+#[derive(Clone)]
 pub struct UserBearer {
     pub tenant: TenantHandle,
-    pub claims: AccessClaims,
     pub bearer: Bearer,
 }
 
@@ -178,11 +178,7 @@ impl FromRequestParts<AppState> for UserBearer {
             BearerHeader::Malformed => return Err(invalid_token()),
         };
         let keys = tenant.keys().await?;
-        let (claims, bearer) = verify(state, &tenant, &keys, token)?;
-        Ok(UserBearer {
-            tenant,
-            claims,
-            bearer,
-        })
+        let (_, bearer) = verify(state, &tenant, &keys, token)?;
+        Ok(UserBearer { tenant, bearer })
     }
 }

@@ -47,6 +47,7 @@ pub fn router() -> Router<AppState> {
         .route("/step-up/magic-link", get(step_up_page))
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
+        .route("/hosted/passkey-add.js", get(passkey_add_script))
         .route("/hosted/favicon.svg", get(favicon))
         .route(BRAND_CSS_PATH, get(brand_stylesheet))
         .route("/favicon.ico", get(favicon))
@@ -54,10 +55,16 @@ pub fn router() -> Router<AppState> {
 
 const STYLESHEET: &str = include_str!("../../assets/hosted.css");
 const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
+const PASSKEY_ADD_SCRIPT: &str = include_str!("../../assets/passkey-add.js");
 const FAVICON: &str = include_str!("../../assets/favicon.svg");
 
 async fn passkey_script() -> Response {
     asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT)
+}
+
+/// The account page's "add a passkey" step.
+async fn passkey_add_script() -> Response {
+    asset("text/javascript; charset=utf-8", PASSKEY_ADD_SCRIPT)
 }
 
 /// The pages' icon; also at `/favicon.ico`, where browsers and tools look without a link.

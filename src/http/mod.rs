@@ -36,6 +36,7 @@ pub mod reauth;
 pub mod request_id;
 pub mod responses;
 pub mod sdk_policy;
+pub mod sections;
 pub mod social;
 pub mod step_up;
 pub mod tenant;
@@ -401,6 +402,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
         .merge(dashboard::pages::router())
         .merge(console::router(console_doc))
         .merge(oauth::browser::router())
+        .merge(oauth::account::router())
         .route(
             "/oauth/{slug}/authorize",
             axum::routing::get(hosted_authorize),

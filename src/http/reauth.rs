@@ -167,6 +167,12 @@ pub struct StepUpHeader(
 );
 
 impl StepUpHeader {
+    /// A step-up token obtained here (the account page's forms step up with the password
+    /// they carry, then pass the gate as the API's callers do).
+    pub fn token(token: String) -> Self {
+        StepUpHeader(Some(token))
+    }
+
     /// The token of `headers`.
     pub fn of(headers: &HeaderMap) -> Self {
         StepUpHeader(

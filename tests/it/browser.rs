@@ -20,7 +20,10 @@ use serde_json::json;
 use crate::{
     oauth_browser::Rp,
     stub::{Route, StubResponse, StubServer},
-    support::{b64url, eventually, fresh_client_ip, user_setup as setup, UserApi, USER_PASSWORD},
+    support::{
+        b64url, eventually, fresh_client_ip, settled_totp_step, user_setup as setup, Totp, UserApi,
+        USER_PASSWORD,
+    },
 };
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -193,6 +196,14 @@ impl Ui {
         });
         let png = self.ok(name, r);
         std::fs::write(Path::new(&dir).join(file), png).unwrap();
+    }
+
+    /// The text of the first element `css` finds.
+    fn text_of(&self, name: &str, css: &str) -> String {
+        let r = self
+            .rt
+            .block_on(async { self.browser.find(Locator::Css(css)).await?.text().await });
+        self.ok(name, r)
     }
 
     pub(crate) fn url(&self, name: &str) -> String {
@@ -1972,6 +1983,149 @@ fn a_newcomer_signs_up_on_the_console_in_chromium() {
     ui.expect_text("overview", "Chromium Fresh");
     let s = srv.login("newcomer@chromium.test", "a newcomer's chromium passphrase");
     assert_eq!(s.body["tenants"][0]["slug"], "chromium-fresh");
+    drop(ui);
+    drop(driver);
+}
+
+/// A person signs in to their account page in Chromium (sent to the hosted sign-in and back),
+/// turns two-step verification on with the QR page, changes the password and signs out; every
+/// page on the way passes axe-core at both widths.
+#[test]
+fn a_person_manages_their_account_on_the_account_page_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, _s) = setup("Account Co", &[]);
+    let who = "grace@example.com";
+    let user = api.verified_user(&smtp, who, USER_PASSWORD);
+    let account = srv.url(&format!("/oauth/{}/account", api.slug));
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("account", &account);
+    ui.expect_text("sign-in", "Sign in to Account Co");
+    ui.checked("sign-in-axe");
+    ui.type_into("sign-in-email", "email", who);
+    ui.type_into("sign-in-password", "password", USER_PASSWORD);
+    ui.click("sign-in-click", "button[value='password']");
+    ui.expect_text("account-page", "Your Account Co account");
+    ui.checked("account-axe");
+    ui.picture("account-picture", "account-page.png");
+
+    ui.type_into("mfa-password", "setup-password", USER_PASSWORD);
+    ui.click(
+        "mfa-setup",
+        &format!(
+            "form[action='/oauth/{}/account/mfa/setup'] button",
+            api.slug
+        ),
+    );
+    ui.expect_text("mfa-page", "Scan this QR code");
+    ui.checked("mfa-axe");
+    let secret = ui.text_of("mfa-secret", "ul.codes code");
+    let totp = Totp::new(secret.trim());
+    let step = settled_totp_step(3.0);
+    ui.type_into("mfa-code", "code", &totp.at_step(step));
+    ui.click("mfa-confirm", "main form button[type=submit]");
+    ui.expect_text("mfa-on", "Two-step verification is on");
+    ui.checked("codes-axe");
+    assert_eq!(api.me(&user.access).expect(200)["mfa_enabled"], true);
+
+    ui.goto("back", &account);
+    ui.type_into("current", "current-password", USER_PASSWORD);
+    ui.type_into("new", "new_password", "another long passphrase");
+    ui.click(
+        "change",
+        &format!("form[action='/oauth/{}/account/password'] button", api.slug),
+    );
+    ui.expect_text("changed", "Your password is changed.");
+    api.me(&user.access).expect_error(401, "auth/invalid_token");
+
+    ui.click("sign-out", "header form button");
+    ui.expect_text("signed-out", "You are signed out");
+    ui.checked("signed-out-axe");
+    ui.goto("after", &account);
+    ui.expect_text("sign-in-again", "Sign in to Account Co");
+    drop(driver);
+}
+
+/// A person adds a passkey on their account page in Chromium (its virtual authenticator makes
+/// it when the page's script asks), signs out, and signs in to the account with that passkey;
+/// the page that adds it passes axe-core at both widths.
+#[test]
+fn a_person_adds_a_passkey_on_the_account_page_and_signs_in_with_it_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    // WebAuthn wants a secure context and a domain: http://localhost is both.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin = format!("http://localhost:{port}");
+    let (smtp, mut srv) = crate::support::start_with_mail_on(
+        &format!("127.0.0.1:{port}"),
+        &[("TESSERA__SERVER__BASE_URL", &origin)],
+    );
+    srv.base = origin.clone();
+    let api = UserApi::signup(&srv, "Keys Account", "owner@example.com");
+    let s = srv.login(&api.owner, crate::support::PASSWORD);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let r = crate::passkeys::put_domain(
+        &srv,
+        &s,
+        &api,
+        &json!({"passkey_rp_id": "localhost", "passkey_origins": [origin]}),
+        None,
+    );
+    assert_eq!(r.0, 200, "{}", r.1);
+    let who = "keyholder@example.com";
+    let user = api.verified_user(&smtp, who, USER_PASSWORD);
+    let account = format!("{origin}/oauth/{}/account", api.slug);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let added = ui.rt.block_on(ui.browser.issue_cmd(WebAuthnCmd {
+        path: "webauthn/authenticator".into(),
+        body: json!({
+            "protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+            "hasUserVerification": true, "isUserVerified": true, "isUserConsenting": true,
+        }),
+    }));
+    ui.ok("virtual-authenticator", added);
+    ui.goto("account", &account);
+    ui.expect_text("sign-in", "Sign in to Keys Account");
+    ui.type_into("sign-in-email", "email", who);
+    ui.type_into("sign-in-password", "password", USER_PASSWORD);
+    ui.click("sign-in-click", "button[value='password']");
+    ui.expect_text("account-page", "Your Keys Account account");
+    ui.type_into("add-password", "add-passkey-password", USER_PASSWORD);
+    ui.click(
+        "add",
+        &format!(
+            "form[action='/oauth/{}/account/passkeys/add'] button",
+            api.slug
+        ),
+    );
+    ui.expect_text("add-page", "Create the passkey");
+    ui.checked("add-axe");
+    ui.type_into("add-name", "passkey-name", "Chromium key");
+    ui.click("create", "#passkey-add-button");
+    ui.expect_text("added", "The passkey is added.");
+    ui.expect_text("listed", "Chromium key");
+    let listed = api.send("GET", "/v1/users/me/passkeys", Some(&user.access), None);
+    assert_eq!(
+        listed.expect(200)["passkeys"][0]["nickname"],
+        "Chromium key"
+    );
+
+    ui.click("sign-out", "header form button");
+    ui.expect_text("signed-out", "You are signed out");
+    ui.goto("again", &account);
+    ui.expect_text("sign-in-again", "Sign in with a passkey");
+    ui.click("passkey-click", "#passkey-button");
+    ui.expect_text("back-in", "Your Keys Account account");
     drop(ui);
     drop(driver);
 }

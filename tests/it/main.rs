@@ -6,6 +6,7 @@ mod support;
 
 use tessera_testkit::stub;
 
+mod account_page;
 mod accounts;
 mod agents;
 mod anonymous;

@@ -8,6 +8,7 @@
 //! (`{"error", "error_description"}`, form-encoded requests), as every OAuth client library
 //! expects; the others speak the service's error shape.
 
+pub mod account;
 pub mod agent_pages;
 pub mod agents;
 pub mod authorize;

@@ -14,7 +14,7 @@ use super::{
     super::{
         hosted::{scope_text, signed_in},
         oauth,
-        request::{code_redirect, custom_scopes, decide},
+        request::{code_redirect, custom_scopes, decide, Checked},
     },
     flow::{Flow, Visit},
 };
@@ -23,9 +23,14 @@ use crate::http::{
     pages::{field, see_other, ButtonView, CheckView, FormView, Problem, Reader},
 };
 
-pub fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Response {
+pub fn consent_page(
+    reader: &Reader,
+    flow: &Flow,
+    checked: &Checked,
+    needed: &ConsentNeeded,
+) -> Response {
     let client = needed.client.profile.name.as_str();
-    let req = &flow.checked.request;
+    let req = &checked.request;
     let mut page = reader.page("consent-title");
     page.title = reader.t_with("consent-title", &[("client", client)]);
     if needed.client.verification() == "unverified" {
@@ -39,7 +44,7 @@ pub fn consent_page(reader: &Reader, flow: &Flow, needed: &ConsentNeeded) -> Res
     };
     page.paragraphs
         .push(reader.t_with(intro, &[("client", client)]));
-    let checkable = custom_scopes(&flow.checked, reader.lang);
+    let checkable = custom_scopes(checked, reader.lang);
     for s in req
         .scopes
         .iter()
@@ -101,6 +106,9 @@ pub async fn consent_submit(
 ) -> Result<Response, Response> {
     let state = &visit.state;
     let (reader, flow, form) = visit.form(&body, Flow::consent_path).await?;
+    let Some(checked) = &flow.checked else {
+        return Err(reader.problem(Problem::Invalid));
+    };
     let to_page = |location: &str| see_other(&reader, location, StatusCode::SEE_OTHER);
     let Some(bearer) = signed_in(state, &flow.tenant, &visit.headers) else {
         return Ok(to_page(&flow.again()));
@@ -111,20 +119,20 @@ pub async fn consent_submit(
         _ => return Err(reader.problem(Problem::Invalid)),
     };
     // The boxes left checked, and every scope that has no box.
-    let req = &flow.checked.request;
+    let req = &checked.request;
     let checked_boxes: Vec<String> = form_urlencoded::parse(&body)
         .filter(|(k, _)| k == "scope")
         .map(|(_, v)| v.into_owned())
         .collect();
-    let checkable = custom_scopes(&flow.checked, "en");
+    let checkable = custom_scopes(checked, "en");
     let granted: Vec<String> = req
         .scopes
         .iter()
         .filter(|s| !checkable.iter().any(|c| &c.scope == *s) || checked_boxes.contains(s))
         .cloned()
         .collect();
-    let decision = decide(&flow.checked, approve, Some(granted))
-        .map_err(|_| reader.problem(Problem::Invalid))?;
+    let decision =
+        decide(checked, approve, Some(granted)).map_err(|_| reader.problem(Problem::Invalid))?;
     let cmd = OAuthCmd::Consent {
         bearer,
         request: req.clone(),
@@ -134,12 +142,17 @@ pub async fn consent_submit(
     match oauth(&flow.tenant, ctx, cmd).await {
         Ok(OAuthAnswer::Decided(Some(code))) => Ok(to_page(&code_redirect(
             &flow.iss(state),
-            flow.redirect_uri(),
+            &req.redirect_uri,
             req.state.as_deref(),
             &code,
         ))),
         Ok(OAuthAnswer::Decided(None)) => {
-            let to = flow.error_to_client(state, "access_denied", "the user denied the request");
+            let to = flow.error_to_client(
+                state,
+                checked,
+                "access_denied",
+                "the user denied the request",
+            );
             Ok(to_page(&to))
         }
         Ok(_) => Err(reader.problem(Problem::Internal)),

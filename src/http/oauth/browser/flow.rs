@@ -50,13 +50,19 @@ impl Visit {
     }
 }
 
-/// A hosted authorize request, checked: the tenant, what its page shows, the request.
+/// The query of the sign-in that leads to the tenant's account page instead of a client
+/// (`/oauth/{slug}/authorize?for=account`).
+pub const ACCOUNT_QUERY: &str = "for=account";
+
+/// A hosted sign-in, checked: the tenant, what its page shows, and the authorize request
+/// behind it; or none, for the sign-in of the tenant's account page ([`ACCOUNT_QUERY`]).
 pub struct Flow {
     pub tenant: TenantHandle,
     pub view: SignInView,
     pub query: String,
     pub params: Params,
-    pub checked: Checked,
+    /// The client's request; `None` on the account page's sign-in.
+    pub checked: Option<Checked>,
 }
 
 impl Flow {
@@ -72,29 +78,56 @@ impl Flow {
         issuer(state, &self.tenant.slug)
     }
 
-    pub fn redirect_uri(&self) -> &str {
-        &self.checked.request.redirect_uri
+    /// Where the page's forms may end besides this server: the client's redirect URI.
+    pub fn form_targets(&self) -> Vec<&str> {
+        self.checked
+            .iter()
+            .map(|c| c.request.redirect_uri.as_str())
+            .collect()
     }
 
-    /// The authorize page again, without `prompt=login` (the user has just signed in).
+    /// Whom the sign-in is for: the client, or the tenant itself on the account page's.
+    pub fn audience(&self) -> &str {
+        match &self.checked {
+            Some(c) => &c.client.profile.name,
+            None => &self.view.tenant_name,
+        }
+    }
+
+    /// Where a sign-in goes on: the authorize page again, without `prompt=login` (the user
+    /// has just signed in), or the account page.
     pub fn again(&self) -> String {
-        format!(
-            "{}?{}",
-            self.authorize_path(),
-            query_without_login(&self.params)
-        )
+        match &self.checked {
+            Some(_) => format!(
+                "{}?{}",
+                self.authorize_path(),
+                query_without_login(&self.params)
+            ),
+            None => account_path(&self.tenant.slug),
+        }
     }
 
     /// The client's redirect URI with an error, `state` and `iss`.
-    pub fn error_to_client(&self, state: &AppState, error: &str, description: &str) -> String {
+    pub fn error_to_client(
+        &self,
+        state: &AppState,
+        checked: &Checked,
+        error: &str,
+        description: &str,
+    ) -> String {
         error_redirect(
             &self.iss(state),
-            self.redirect_uri(),
-            self.checked.request.state.as_deref(),
+            &checked.request.redirect_uri,
+            checked.request.state.as_deref(),
             error,
             description,
         )
     }
+}
+
+/// The tenant's account page.
+pub fn account_path(slug: &str) -> String {
+    format!("/oauth/{slug}/account")
 }
 
 /// The request behind a hosted page, checked as the API checks it; or the answer already due
@@ -109,6 +142,15 @@ pub async fn open(
     let query = query.unwrap_or_default();
     let params = Params::parse(query.as_bytes())
         .map_err(|e| shown(reader, &ApiError::new(StatusCode::BAD_REQUEST, "", e)))?;
+    if query == ACCOUNT_QUERY {
+        return Ok(Flow {
+            tenant,
+            view,
+            query,
+            params,
+            checked: None,
+        });
+    }
     let checked = match check(state, &tenant, &RawRequest::of(&params)).await {
         Ok(c) => c,
         Err(Refusal::Shown(e)) => return Err(shown(reader, &e)),
@@ -119,7 +161,7 @@ pub async fn open(
         view,
         query,
         params,
-        checked,
+        checked: Some(checked),
     })
 }
 

@@ -48,6 +48,7 @@ use tessera_actors::{
         audit::AuditContext,
         messages::Bearer,
         oauth::{AuthorizeOutcome, OAuthAnswer, OAuthCmd, OAuthFailure},
+        SessionsMsg,
     },
     CallError, TenantError,
 };
@@ -62,7 +63,7 @@ use crate::{
     app::AppState,
     http::{
         extract::RequestCtx,
-        pages::{Problem, Reader},
+        pages::{see_other, Problem, Reader},
     },
 };
 
@@ -86,7 +87,7 @@ pub async fn authorize_page(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, Response> {
     let (reader, flow) = visit.open().await?;
-    let bearer = if flow.checked.prompt.login {
+    let bearer = if flow.checked.as_ref().is_some_and(|c| c.prompt.login) {
         None
     } else {
         signed_in(&visit.state, &flow.tenant, &visit.headers)
@@ -103,9 +104,17 @@ async fn decide_for(
     bearer: Option<Bearer>,
     ctx: AuditContext,
 ) -> Response {
+    let Some(checked) = &flow.checked else {
+        return account_sign_in(state, reader, flow, bearer).await;
+    };
     let login_required = || {
-        if flow.checked.prompt.none {
-            let to = flow.error_to_client(state, "login_required", "the user is not signed in");
+        if checked.prompt.none {
+            let to = flow.error_to_client(
+                state,
+                checked,
+                "login_required",
+                "the user is not signed in",
+            );
             return to_client(reader, &to);
         }
         sign_in_page(state, reader, flow, Shown::default(), StatusCode::OK)
@@ -115,29 +124,30 @@ async fn decide_for(
     };
     let cmd = OAuthCmd::Authorize {
         bearer,
-        request: flow.checked.request.clone(),
-        max_age: flow.checked.max_age,
-        force_consent: flow.checked.prompt.consent,
-        no_prompt: flow.checked.prompt.none,
+        request: checked.request.clone(),
+        max_age: checked.max_age,
+        force_consent: checked.prompt.consent,
+        no_prompt: checked.prompt.none,
     };
     match oauth(&flow.tenant, ctx, cmd).await {
         Ok(OAuthAnswer::Authorize(AuthorizeOutcome::LoginRequired)) => login_required(),
         Ok(OAuthAnswer::Authorize(AuthorizeOutcome::Code(code))) => {
             let to = code_redirect(
                 &flow.iss(state),
-                flow.redirect_uri(),
-                flow.checked.request.state.as_deref(),
+                &checked.request.redirect_uri,
+                checked.request.state.as_deref(),
                 &code,
             );
             to_client(reader, &to)
         }
         Ok(OAuthAnswer::Authorize(AuthorizeOutcome::Consent(needed))) => {
-            consent_page(reader, flow, &needed)
+            consent_page(reader, flow, checked, &needed)
         }
         Ok(_) => reader.problem(Problem::Internal),
         Err(CallError::Failed(TenantError::OAuth(OAuthFailure::ConsentRequired))) => {
             let to = flow.error_to_client(
                 state,
+                checked,
                 "consent_required",
                 "the user has not consented to this request",
             );
@@ -145,4 +155,26 @@ async fn decide_for(
         }
         Err(e) => reader.problem(e.into()),
     }
+}
+
+/// The account page's sign-in: on to the account page for a live session, else the sign-in
+/// page.
+async fn account_sign_in(
+    state: &AppState,
+    reader: &Reader,
+    flow: &Flow,
+    bearer: Option<Bearer>,
+) -> Response {
+    if let Some(bearer) = bearer {
+        let alive = flow
+            .tenant
+            .call(|reply| SessionsMsg::Authenticate { bearer, reply })
+            .await;
+        match alive {
+            Ok(_) => return see_other(reader, &flow.again(), StatusCode::SEE_OTHER),
+            Err(CallError::Failed(_)) => {}
+            Err(e) => return reader.problem(e.into()),
+        }
+    }
+    sign_in_page(state, reader, flow, Shown::default(), StatusCode::OK)
 }

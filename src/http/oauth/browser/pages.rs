@@ -65,7 +65,7 @@ pub fn sign_in_page(
     shown: Shown,
     status: StatusCode,
 ) -> Response {
-    let client = &flow.checked.client.profile.name;
+    let client = flow.audience();
     let mut page = reader.page("login-title");
     page.error_summary = shown.error;
     page.paragraphs
@@ -155,7 +155,7 @@ pub fn sign_in_page(
     }
     page.forms.push(form);
     // Its forms end, through this server's redirects, at the client.
-    reader.answer(status, page, &[flow.redirect_uri()])
+    reader.answer(status, page, &flow.form_targets())
 }
 
 /// The page that takes a code: the e-mailed one (`step=verify_code`) or the TOTP or recovery
@@ -205,7 +205,7 @@ pub fn code_page(
     }
     form.fields = vec![code];
     page.forms.push(form);
-    reader.answer(status, page, &[flow.redirect_uri()])
+    reader.answer(status, page, &flow.form_targets())
 }
 
 /// The page after a code or a link could not be sent: the sign-in page again when the
@@ -251,7 +251,9 @@ pub fn signed(
 ) -> Response {
     // A resumed code flow must be this request's.
     if let Some(p) = &login.oauth {
-        let req = &flow.checked.request;
+        let Some(req) = flow.checked.as_ref().map(|c| &c.request) else {
+            return reader.problem(Problem::Invalid);
+        };
         if p.client_id != req.client_id || p.redirect_uri != req.redirect_uri {
             return reader.problem(Problem::Invalid);
         }

@@ -14,7 +14,7 @@ use tessera_actors::tenant::HostedMsg;
 
 use super::{
     super::hosted::{cookie_path, link_cookie_name, set_cookie},
-    flow::{open, Visit},
+    flow::{open, Visit, ACCOUNT_QUERY},
     pages::{sign_in_page, signed, Shown},
 };
 use crate::{
@@ -67,10 +67,12 @@ pub async fn link_return(
         })
         .await
         .map_err(|e| reader.problem(e.into()))?;
-    let Some(params) = login.oauth.clone() else {
-        return Err(reader.problem(Problem::Invalid));
+    // A link asked for on the account page's sign-in carries no authorize request.
+    let query = match &login.oauth {
+        Some(params) => authorize_query(params),
+        None => ACCOUNT_QUERY.to_owned(),
     };
-    let flow = open(&state, &mut reader, &slug, Some(authorize_query(&params))).await?;
+    let flow = open(&state, &mut reader, &slug, Some(query)).await?;
     let mut resp = signed(&state, &reader, &flow, login);
     if let Some(v) = set_cookie(
         &link_cookie_name(&tenant),

@@ -262,10 +262,13 @@ async fn mfa_verify(
 }
 
 /// This request as the OAuth flow a passwordless sign-in resumes, bound to a fresh secret
-/// (answered with it).
-fn resume_of(flow: &Flow) -> (OAuthResume, String) {
+/// (answered with it); none on the account page's sign-in, whose code or link signs in as the
+/// API's do.
+fn resume_of(flow: &Flow) -> (Option<OAuthResume>, String) {
     let binding = random_token(32);
-    let req = &flow.checked.request;
+    let Some(req) = flow.checked.as_ref().map(|c| &c.request) else {
+        return (None, binding);
+    };
     let resume = OAuthResume {
         params: OAuthParams {
             client_id: req.client_id.clone(),
@@ -280,7 +283,7 @@ fn resume_of(flow: &Flow) -> (OAuthResume, String) {
         },
         binding_hash: hex::encode(sha256(binding.as_bytes())),
     };
-    (resume, binding)
+    (Some(resume), binding)
 }
 
 /// Mails a password-reset link (the API's forgot-password, for an account only, and at most 20
@@ -341,7 +344,7 @@ async fn request_link(state: &AppState, reader: &Reader, flow: &Flow, email: &st
         .tenant
         .call(|reply| PasswordlessMsg::MagicLinkRequest {
             email: email.clone(),
-            oauth: Some(resume.clone()),
+            oauth: resume.clone(),
             hosted: hosted.clone(),
             reply,
         })
@@ -385,7 +388,7 @@ async fn request_code(
         .call(|reply| PasswordlessMsg::EmailOtpRequest {
             email: email.clone(),
             create: false,
-            oauth: Some(resume.clone()),
+            oauth: resume.clone(),
             ctx: ctx.clone(),
             reply,
         })
