@@ -27,6 +27,14 @@ pub enum MailKind {
     AccountExists { reset_link: String },
     /// A single-use password-reset link (1 h).
     PasswordReset { link: String },
+    /// To a new address: a single-use link (1 h) that moves the account to it.
+    EmailChange { link: String },
+    /// To the account's current address: a move to another address (`masked`) was asked
+    /// for; it happens only once the new address is confirmed.
+    EmailChangeAsked { masked: String },
+    /// To an address that already has an account: someone asked to move another account
+    /// to it, and nothing changed.
+    EmailChangeTaken,
     /// The password was changed or reset; no link, a warning to act if it was not the owner.
     PasswordChanged,
     /// A passwordless login link (single use, 10 minutes).
@@ -82,6 +90,9 @@ impl MailKind {
             MailKind::VerifyEmail { .. } => "verify_email",
             MailKind::AccountExists { .. } => "account_exists",
             MailKind::PasswordReset { .. } => "password_reset",
+            MailKind::EmailChange { .. } => "email_change",
+            MailKind::EmailChangeAsked { .. } => "email_change_asked",
+            MailKind::EmailChangeTaken => "email_change_taken",
             MailKind::PasswordChanged => "password_changed",
             MailKind::MagicLink { .. } => "magic_link",
             MailKind::EmailOtp { .. } => "email_otp",

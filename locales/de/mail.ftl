@@ -99,3 +99,16 @@ guardian-export-subject = Die Daten des Kontos { $hint } bei { $tenant }
 guardian-export-1 = Hier ist die angeforderte Kopie der Daten, die { $tenant } zum Konto { $hint } speichert. Laden Sie sie mit diesem Link herunter (er gilt 24 Stunden):
 guardian-export-button = Daten herunterladen
 guardian-export-2 = Die Datei enthält personenbezogene Daten: Bewahren Sie sie sicher auf. Wenn Sie diese Kopie nicht angefordert haben, ignorieren Sie diese Nachricht und verwalten Sie das Konto im Portal für Sorgeberechtigte.
+
+# An address change
+email-change-subject = Bestätigen Sie Ihre neue E-Mail-Adresse für { $tenant }
+email-change-1 = Jemand, wahrscheinlich Sie, möchte ein Konto bei { $tenant } auf diese Adresse umstellen. Öffnen Sie diesen Link, um das zu bestätigen (er funktioniert einmal, eine Stunde lang):
+email-change-button = Neue Adresse bestätigen
+email-change-2 = Wenn Sie das nicht waren, ignorieren Sie diese Nachricht: Es ändert sich nichts.
+email-change-asked-subject = Ihre E-Mail-Adresse bei { $tenant } soll geändert werden
+email-change-asked-1 = Jemand, der in Ihrem Konto bei { $tenant } angemeldet ist, möchte es auf { $hint } umstellen.
+email-change-asked-2 = Die Umstellung erfolgt erst, wenn diese Adresse bestätigt ist.
+email-change-asked-3 = Wenn Sie das nicht waren, ändern Sie sofort Ihr Passwort: Das beendet die Anfrage und meldet alle anderen ab.
+email-change-taken-subject = Ihre Adresse wurde für ein anderes Konto bei { $tenant } angegeben
+email-change-taken-1 = Jemand möchte ein Konto bei { $tenant } auf diese Adresse umstellen, für die es bereits ein Konto gibt. Es wurde nichts geändert.
+email-change-taken-2 = Wenn Sie das waren, melden Sie sich stattdessen mit dieser Adresse an. Wenn nicht, ignorieren Sie diese Nachricht.

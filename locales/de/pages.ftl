@@ -367,3 +367,17 @@ account-passkey-add-failed = Der Passkey wurde nicht hinzugefügt. Versuchen Sie
 account-passkey-add-known = Dieses Gerät hat bereits einen Passkey für Ihr Konto.
 account-passkey-add-no-script = Zum Hinzufügen eines Passkeys braucht dieser Browser JavaScript.
 account-done-passkey-added = Der Passkey ist hinzugefügt. Sie können sich jetzt damit anmelden.
+
+# An address change
+change-email-title = Bestätigen Sie Ihre neue E-Mail-Adresse
+change-email-intro = Drücken Sie die Schaltfläche, um Ihr Konto bei { $tenant } auf diese Adresse umzustellen.
+change-email-button = Neue Adresse bestätigen
+change-email-done-title = Ihre E-Mail-Adresse ist geändert
+change-email-done = Ihr Konto bei { $tenant } nutzt jetzt diese Adresse. Melden Sie sich ab jetzt damit an.
+change-email-taken-title = Diese Adresse ist vergeben
+change-email-taken = Ein anderes Konto bei { $tenant } nutzt diese Adresse inzwischen, daher bleibt Ihre unverändert.
+account-email-intro = Um das Konto auf eine andere Adresse umzustellen, senden wir einen Link dorthin; die Adresse ändert sich, wenn Sie den Link öffnen.
+account-email-new = Neue E-Mail-Adresse
+account-email-change = E-Mail-Adresse ändern
+account-email-sent-title = Prüfen Sie Ihre neue Adresse
+account-email-sent = Wenn diese Adresse verwendet werden kann, haben wir ihr einen Link gesendet. Öffnen Sie ihn innerhalb einer Stunde, um Ihr Konto dorthin umzustellen. Bis dahin ändert sich nichts.

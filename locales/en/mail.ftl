@@ -99,3 +99,16 @@ guardian-export-subject = The data of the account { $hint } at { $tenant }
 guardian-export-1 = Here is the copy you asked for of the data { $tenant } holds about the account { $hint }. Download it with this link (it works for 24 hours):
 guardian-export-button = Download the data
 guardian-export-2 = The file holds personal data: keep it safe. If you did not ask for this copy, ignore this message and manage the account from the guardian portal.
+
+# An address change
+email-change-subject = Confirm your new e-mail address for { $tenant }
+email-change-1 = Someone, probably you, asked to move a { $tenant } account to this address. Open this link to confirm it (it works once, for an hour):
+email-change-button = Confirm the new address
+email-change-2 = If it was not you, ignore this message: nothing changes.
+email-change-asked-subject = Your { $tenant } e-mail address is about to change
+email-change-asked-1 = Someone signed in to your { $tenant } account asked to move it to { $hint }.
+email-change-asked-2 = It moves only once that address is confirmed.
+email-change-asked-3 = If it was not you, change your password at once: that ends the request and signs everyone else out.
+email-change-taken-subject = Your address was offered for another { $tenant } account
+email-change-taken-1 = Someone asked to move a { $tenant } account to this address, which already has an account. Nothing was changed.
+email-change-taken-2 = If it was you, sign in with this address instead. If not, ignore this message.

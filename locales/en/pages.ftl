@@ -367,3 +367,17 @@ account-passkey-add-failed = The passkey was not added. Try again, or use anothe
 account-passkey-add-known = This device already holds a passkey for your account.
 account-passkey-add-no-script = Adding a passkey needs JavaScript in this browser.
 account-done-passkey-added = The passkey is added. You can sign in with it now.
+
+# An address change
+change-email-title = Confirm your new e-mail address
+change-email-intro = Press the button to move your { $tenant } account to this address.
+change-email-button = Confirm the new address
+change-email-done-title = Your e-mail address is changed
+change-email-done = Your { $tenant } account now uses this address. Sign in with it from now on.
+change-email-taken-title = That address is taken
+change-email-taken = Another { $tenant } account uses this address now, so yours stays as it was.
+account-email-intro = To move the account to another address, we mail a link to it; the address changes when you open the link.
+account-email-new = New e-mail address
+account-email-change = Change the e-mail address
+account-email-sent-title = Check your new address
+account-email-sent = If that address can be used, we have mailed it a link. Open the link within an hour to move your account there. Until then nothing changes.

@@ -99,3 +99,16 @@ guardian-export-subject = Los datos de la cuenta { $hint } en { $tenant }
 guardian-export-1 = Aquí tienes la copia que pediste de los datos que { $tenant } guarda sobre la cuenta { $hint }. Descárgala con este enlace (funciona durante 24 horas):
 guardian-export-button = Descargar los datos
 guardian-export-2 = El archivo contiene datos personales: guárdalo de forma segura. Si no pediste esta copia, ignora este mensaje y gestiona la cuenta desde el portal del tutor.
+
+# An address change
+email-change-subject = Confirma tu nueva dirección de correo para { $tenant }
+email-change-1 = Alguien, probablemente tú, pidió trasladar una cuenta de { $tenant } a esta dirección. Abre este enlace para confirmarlo (funciona una vez, durante una hora):
+email-change-button = Confirmar la nueva dirección
+email-change-2 = Si no fuiste tú, ignora este mensaje: no cambia nada.
+email-change-asked-subject = Tu dirección de correo de { $tenant } va a cambiar
+email-change-asked-1 = Alguien con sesión iniciada en tu cuenta de { $tenant } pidió trasladarla a { $hint }.
+email-change-asked-2 = El cambio solo se hace cuando esa dirección se confirma.
+email-change-asked-3 = Si no fuiste tú, cambia tu contraseña enseguida: eso anula la solicitud y cierra la sesión de todos los demás.
+email-change-taken-subject = Tu dirección se propuso para otra cuenta de { $tenant }
+email-change-taken-1 = Alguien pidió trasladar una cuenta de { $tenant } a esta dirección, que ya tiene una cuenta. No se ha cambiado nada.
+email-change-taken-2 = Si fuiste tú, inicia sesión con esta dirección. Si no, ignora este mensaje.

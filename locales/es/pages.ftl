@@ -367,3 +367,17 @@ account-passkey-add-failed = La llave de acceso no se añadió. Vuelve a intenta
 account-passkey-add-known = Este dispositivo ya tiene una llave de acceso para tu cuenta.
 account-passkey-add-no-script = Para añadir una llave de acceso, este navegador necesita JavaScript.
 account-done-passkey-added = La llave de acceso se ha añadido. Ya puedes iniciar sesión con ella.
+
+# An address change
+change-email-title = Confirma tu nueva dirección de correo
+change-email-intro = Pulsa el botón para trasladar tu cuenta de { $tenant } a esta dirección.
+change-email-button = Confirmar la nueva dirección
+change-email-done-title = Tu dirección de correo ha cambiado
+change-email-done = Tu cuenta de { $tenant } usa ahora esta dirección. Inicia sesión con ella a partir de ahora.
+change-email-taken-title = Esa dirección ya está en uso
+change-email-taken = Otra cuenta de { $tenant } usa ahora esta dirección, así que la tuya sigue como estaba.
+account-email-intro = Para trasladar la cuenta a otra dirección, le enviamos un enlace; la dirección cambia cuando abres el enlace.
+account-email-new = Nueva dirección de correo
+account-email-change = Cambiar la dirección de correo
+account-email-sent-title = Revisa tu nueva dirección
+account-email-sent = Si esa dirección se puede usar, le hemos enviado un enlace. Ábrelo antes de una hora para trasladar allí tu cuenta. Hasta entonces no cambia nada.

@@ -99,3 +99,16 @@ guardian-export-subject = Les données du compte { $hint } chez { $tenant }
 guardian-export-1 = Voici la copie demandée des données que { $tenant } détient sur le compte { $hint }. Téléchargez-la avec ce lien (il fonctionne pendant 24 heures) :
 guardian-export-button = Télécharger les données
 guardian-export-2 = Le fichier contient des données personnelles : conservez-le en lieu sûr. Si vous n'avez pas demandé cette copie, ignorez ce message et gérez le compte depuis le portail parental.
+
+# An address change
+email-change-subject = Confirmez votre nouvelle adresse e-mail pour { $tenant }
+email-change-1 = Quelqu’un, sans doute vous, a demandé de déplacer un compte { $tenant } vers cette adresse. Ouvrez ce lien pour le confirmer (il fonctionne une fois, pendant une heure) :
+email-change-button = Confirmer la nouvelle adresse
+email-change-2 = Si ce n’était pas vous, ignorez ce message : rien ne change.
+email-change-asked-subject = Votre adresse e-mail { $tenant } va changer
+email-change-asked-1 = Quelqu’un connecté à votre compte { $tenant } a demandé de le déplacer vers { $hint }.
+email-change-asked-2 = Le changement n’a lieu qu’une fois cette adresse confirmée.
+email-change-asked-3 = Si ce n’était pas vous, changez votre mot de passe tout de suite : cela annule la demande et déconnecte tous les autres.
+email-change-taken-subject = Votre adresse a été proposée pour un autre compte { $tenant }
+email-change-taken-1 = Quelqu’un a demandé de déplacer un compte { $tenant } vers cette adresse, qui a déjà un compte. Rien n’a été changé.
+email-change-taken-2 = Si c’était vous, connectez-vous plutôt avec cette adresse. Sinon, ignorez ce message.

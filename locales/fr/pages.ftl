@@ -367,3 +367,17 @@ account-passkey-add-failed = La clé d’accès n’a pas été ajoutée. Réess
 account-passkey-add-known = Cet appareil contient déjà une clé d’accès pour votre compte.
 account-passkey-add-no-script = Ajouter une clé d’accès nécessite JavaScript dans ce navigateur.
 account-done-passkey-added = La clé d’accès est ajoutée. Vous pouvez maintenant vous connecter avec elle.
+
+# An address change
+change-email-title = Confirmez votre nouvelle adresse e-mail
+change-email-intro = Appuyez sur le bouton pour déplacer votre compte { $tenant } vers cette adresse.
+change-email-button = Confirmer la nouvelle adresse
+change-email-done-title = Votre adresse e-mail est changée
+change-email-done = Votre compte { $tenant } utilise maintenant cette adresse. Connectez-vous désormais avec elle.
+change-email-taken-title = Cette adresse est prise
+change-email-taken = Un autre compte { $tenant } utilise désormais cette adresse : la vôtre reste inchangée.
+account-email-intro = Pour déplacer le compte vers une autre adresse, nous lui envoyons un lien ; l’adresse change quand vous ouvrez le lien.
+account-email-new = Nouvelle adresse e-mail
+account-email-change = Changer l’adresse e-mail
+account-email-sent-title = Consultez votre nouvelle adresse
+account-email-sent = Si cette adresse peut être utilisée, nous lui avons envoyé un lien. Ouvrez-le dans l’heure pour y déplacer votre compte. D’ici là, rien ne change.

@@ -99,3 +99,16 @@ guardian-export-subject = Dane konta { $hint } w { $tenant }
 guardian-export-1 = Oto kopia danych, które { $tenant } przechowuje o koncie { $hint }, o którą prosiłeś. Pobierz ją tym linkiem (działa przez 24 godziny):
 guardian-export-button = Pobierz dane
 guardian-export-2 = Plik zawiera dane osobowe: przechowuj go bezpiecznie. Jeśli nie prosiłeś o tę kopię, zignoruj tę wiadomość i zarządzaj kontem w portalu opiekuna.
+
+# An address change
+email-change-subject = Potwierdź nowy adres e-mail w serwisie { $tenant }
+email-change-1 = Ktoś, zapewne ty, poprosił o przeniesienie konta w serwisie { $tenant } na ten adres. Otwórz ten link, aby to potwierdzić (działa raz, przez godzinę):
+email-change-button = Potwierdź nowy adres
+email-change-2 = Jeśli to nie ty, zignoruj tę wiadomość: nic się nie zmieni.
+email-change-asked-subject = Twój adres e-mail w serwisie { $tenant } ma się zmienić
+email-change-asked-1 = Ktoś zalogowany na twoje konto w serwisie { $tenant } poprosił o przeniesienie go na adres { $hint }.
+email-change-asked-2 = Zmiana nastąpi dopiero po potwierdzeniu tego adresu.
+email-change-asked-3 = Jeśli to nie ty, natychmiast zmień hasło: to anuluje prośbę i wyloguje wszystkich innych.
+email-change-taken-subject = Twój adres podano dla innego konta w serwisie { $tenant }
+email-change-taken-1 = Ktoś poprosił o przeniesienie konta w serwisie { $tenant } na ten adres, który ma już konto. Nic nie zostało zmienione.
+email-change-taken-2 = Jeśli to ty, zaloguj się tym adresem. Jeśli nie, zignoruj tę wiadomość.

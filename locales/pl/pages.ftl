@@ -367,3 +367,17 @@ account-passkey-add-failed = Nie dodano klucza dostępu. Spróbuj ponownie lub u
 account-passkey-add-known = To urządzenie ma już klucz dostępu do twojego konta.
 account-passkey-add-no-script = Dodanie klucza dostępu wymaga JavaScriptu w tej przeglądarce.
 account-done-passkey-added = Klucz dostępu został dodany. Możesz się już nim logować.
+
+# An address change
+change-email-title = Potwierdź nowy adres e-mail
+change-email-intro = Naciśnij przycisk, aby przenieść konto w serwisie { $tenant } na ten adres.
+change-email-button = Potwierdź nowy adres
+change-email-done-title = Adres e-mail został zmieniony
+change-email-done = Twoje konto w serwisie { $tenant } używa teraz tego adresu. Od teraz loguj się nim.
+change-email-taken-title = Ten adres jest zajęty
+change-email-taken = Inne konto w serwisie { $tenant } używa już tego adresu, więc twój pozostaje bez zmian.
+account-email-intro = Aby przenieść konto na inny adres, wyślemy na niego link; adres zmieni się po otwarciu linku.
+account-email-new = Nowy adres e-mail
+account-email-change = Zmień adres e-mail
+account-email-sent-title = Sprawdź nowy adres
+account-email-sent = Jeśli ten adres może zostać użyty, wysłaliśmy na niego link. Otwórz go w ciągu godziny, aby przenieść tam konto. Do tego czasu nic się nie zmienia.

@@ -68,6 +68,26 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
                 Para("password-reset-3"),
             ],
         ),
+        MailKind::EmailChange { link } => (
+            "email-change-subject",
+            vec![
+                Para("email-change-1"),
+                Link(link, "email-change-button"),
+                Para("email-change-2"),
+            ],
+        ),
+        MailKind::EmailChangeAsked { masked } => (
+            "email-change-asked-subject",
+            vec![
+                Hint("email-change-asked-1", Some(masked)),
+                Para("email-change-asked-2"),
+                Strong("email-change-asked-3"),
+            ],
+        ),
+        MailKind::EmailChangeTaken => (
+            "email-change-taken-subject",
+            vec![Para("email-change-taken-1"), Para("email-change-taken-2")],
+        ),
         MailKind::PasswordChanged => (
             "password-changed-subject",
             vec![
@@ -336,6 +356,11 @@ mod tests {
                 reset_link: link.into(),
             },
             MailKind::PasswordReset { link: link.into() },
+            MailKind::EmailChange { link: link.into() },
+            MailKind::EmailChangeAsked {
+                masked: "n***@example.com".into(),
+            },
+            MailKind::EmailChangeTaken,
             MailKind::PasswordChanged,
             MailKind::PhoneAdded {
                 ending: "78".into(),
@@ -385,6 +410,8 @@ mod tests {
             let has_link = !matches!(
                 kind,
                 MailKind::PasswordChanged
+                    | MailKind::EmailChangeAsked { .. }
+                    | MailKind::EmailChangeTaken
                     | MailKind::MfaReset
                     | MailKind::AgentRevoked { .. }
                     | MailKind::WebhookDisabled { .. }

@@ -30,7 +30,9 @@ use super::{
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{email_field, is_past_date, redirect_to_field},
     paging::Pagination,
-    reauth::{check_current_password, login_captcha, password_login},
+    reauth::{
+        check_current_password, login_captcha, password_login, require_step_up, StepUpHeader,
+    },
     responses::{login_answer, token_pair, LoginResponse, TokenPair, UserResponse},
 };
 use crate::app::AppState;
@@ -705,4 +707,52 @@ pub async fn change_password(
     })
     .await?;
     Ok(Json(ChangePasswordResponse { changed: true }))
+}
+
+/// A change of the signed-in user's address.
+#[derive(Deserialize, ToSchema)]
+pub struct ChangeEmailRequest {
+    /// The new address.
+    #[serde(default)]
+    #[schema(format = "email", required = true)]
+    pub email: String,
+}
+
+/// Asks to move the signed-in user's account to another address (step-up gated): the new
+/// address gets a single-use link (1 hour; a password change kills it) whose hosted page
+/// (`{accounts_url}/confirm-email`) moves the account, confirmed; the current address is told.
+/// An address another account holds gets a mail saying so instead, and one the tenant's
+/// e-mail policy refuses gets nothing: the answer is 202 every time. At most one such mail a
+/// minute per account.
+#[utoipa::path(post, path = "/v1/auth/change-email", tag = "accounts",
+    security(("api_key" = [], "bearer" = [])),
+    params(StepUpHeader),
+    request_body = ChangeEmailRequest,
+    responses(
+        (status = 202, description = "Accepted, whatever the address", body = Accepted),
+        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 403, description = "`auth/anonymous_not_allowed`: a guest has no address to change", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+    ))]
+pub async fn change_email(
+    State(state): State<AppState>,
+    user: UserBearer,
+    step_up: StepUpHeader,
+    RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<ChangeEmailRequest>,
+) -> Result<Response, ApiError> {
+    let mut errors = FieldErrors::new();
+    let email = email_field(&mut errors, &req.email);
+    errors.finish()?;
+    let new_email = email.unwrap_or_default();
+    require_step_up(&state, &user, &step_up).await?;
+    user.call(|bearer, reply| AccountsMsg::ChangeEmail {
+        bearer,
+        new_email: new_email.clone(),
+        ctx: ctx.clone(),
+        reply,
+    })
+    .await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { accepted: true })).into_response())
 }

@@ -25,7 +25,7 @@ use tessera_actors::{
         audit::AuditContext,
         messages::{HostedLink, HostedView},
     },
-    TenantError, TenantHandle, TenantMsg,
+    CallError, TenantError, TenantHandle, TenantMsg, UserError,
 };
 
 use super::{
@@ -42,6 +42,7 @@ use crate::app::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/verify-email", get(verify_page).post(verify_submit))
+        .route("/confirm-email", get(change_page).post(change_submit))
         .route("/reset-password", get(reset_page).post(reset_submit))
         .route("/magic-link", get(magic_page).post(magic_submit))
         .route("/step-up/magic-link", get(step_up_page))
@@ -198,6 +199,7 @@ impl Opened {
 fn page_path(link: HostedLink) -> &'static str {
     match link {
         HostedLink::VerifyEmail => "/verify-email",
+        HostedLink::ChangeEmail => "/confirm-email",
         HostedLink::ResetPassword => "/reset-password",
         HostedLink::MagicLink => "/magic-link",
         HostedLink::StepUp => "/step-up/magic-link",
@@ -246,6 +248,47 @@ async fn verify_submit(
         })
         .await?;
     Ok(opened.done("verify-done-title", "verify-done"))
+}
+
+// ---------------------------------------------------------------- address change
+
+/// The page of an address-change link: a button moves the account (GET uses nothing).
+async fn change_page(visit: Visit) -> Result<Response, Response> {
+    let Opened { reader, token, .. } = visit.open(HostedLink::ChangeEmail).await?;
+    let mut page = reader.page("change-email-title");
+    page.paragraphs.push(reader.t("change-email-intro"));
+    page.forms.push(FormView::new(
+        reader.csrf(page_path(HostedLink::ChangeEmail), &token),
+        reader.t("change-email-button"),
+    ));
+    Ok(reader.answer(StatusCode::OK, page, &[]))
+}
+
+async fn change_submit(
+    visit: Visit,
+    RequestCtx(ctx): RequestCtx,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, Response> {
+    let opened = visit.submitted(HostedLink::ChangeEmail, &form.csrf).await?;
+    let moved = opened
+        .tenant
+        .call(|reply| AccountsMsg::ConfirmEmailChange {
+            token: opened.token.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await;
+    match moved {
+        Ok(()) => Ok(opened.done("change-email-done-title", "change-email-done")),
+        Err(CallError::Failed(TenantError::User(UserError::EmailInUse))) => {
+            Err(opened.reader.problem_page(
+                StatusCode::CONFLICT,
+                "change-email-taken-title",
+                "change-email-taken",
+            ))
+        }
+        Err(e) => Err(opened.reader.problem(e.into())),
+    }
 }
 
 // ---------------------------------------------------------------- password reset

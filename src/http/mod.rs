@@ -113,6 +113,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         .routes(routes!(accounts::forgot_password))
         .routes(routes!(accounts::reset_password))
         .routes(routes!(accounts::change_password))
+        .routes(routes!(accounts::change_email))
         .routes(routes!(passwordless::magic_link))
         .routes(routes!(passwordless::magic_link_verify))
         .routes(routes!(passwordless::token_exchange))

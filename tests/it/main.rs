@@ -21,6 +21,7 @@ mod dashboard;
 mod dashboard_mfa;
 mod dashboard_pages;
 mod docs;
+mod email_change;
 mod eudi;
 mod faults;
 mod fuzz_seeds;

@@ -9,6 +9,7 @@
 use crate::tenant::accounts::memory::Accounts;
 use crate::tenant::ctx::TenantCtx;
 
+pub mod address;
 pub mod memory;
 pub mod msg;
 
@@ -64,6 +65,7 @@ impl UserRecord {
             age_verification_token: None,
             verify_token: None,
             reset_token: None,
+            change_token: None,
             totp_seed: None,
             totp_pending: None,
             totp_last_step: 0,
@@ -134,6 +136,7 @@ impl Accounts {
         match purpose {
             LinkPurpose::VerifyEmail => user.verify_token = None,
             LinkPurpose::ResetPassword => user.reset_token = None,
+            LinkPurpose::ChangeEmail => user.change_token = None,
         }
         Ok((fx, user))
     }
@@ -225,6 +228,7 @@ impl Accounts {
                     expires_at: now + RESET_TTL,
                     epoch: stand_in.password_epoch,
                     redirect_to,
+                    new_email: None,
                 };
                 let records = [
                     serde_json::to_value(&stand_in),
@@ -239,6 +243,9 @@ impl Accounts {
                     },
                     LinkPurpose::ResetPassword => MailKind::PasswordReset {
                         link: cx.link("reset-password", &stand_in_token),
+                    },
+                    LinkPurpose::ChangeEmail => MailKind::EmailChange {
+                        link: cx.link("confirm-email", &stand_in_token),
                     },
                 };
                 cx.write_decoy(&cx.decoy_of(email, kind, &records)?)?;
@@ -698,7 +705,7 @@ impl TenantCtx {
     ) -> Result<String, TenantError> {
         let ttl = match purpose {
             LinkPurpose::VerifyEmail => VERIFY_TTL,
-            LinkPurpose::ResetPassword => RESET_TTL,
+            LinkPurpose::ResetPassword | LinkPurpose::ChangeEmail => RESET_TTL,
         };
         self.issue_link_for(batch, user, (purpose, redirect_to), ttl, now)
     }
@@ -709,8 +716,20 @@ impl TenantCtx {
         &self,
         batch: &mut TenantBatch,
         user: &mut UserRecord,
-        (purpose, redirect_to): (LinkPurpose, Option<String>),
+        link: (LinkPurpose, Option<String>),
         ttl: Duration,
+        now: OffsetDateTime,
+    ) -> Result<String, TenantError> {
+        self.issue_link_to(batch, user, link, (ttl, None), now)
+    }
+
+    /// [`Self::issue_link_for`] with the address an address-change link confirms.
+    pub(super) fn issue_link_to(
+        &self,
+        batch: &mut TenantBatch,
+        user: &mut UserRecord,
+        (purpose, redirect_to): (LinkPurpose, Option<String>),
+        (ttl, new_email): (Duration, Option<String>),
         now: OffsetDateTime,
     ) -> Result<String, TenantError> {
         let token = self.link_token();
@@ -718,6 +737,7 @@ impl TenantCtx {
         let slot = match purpose {
             LinkPurpose::VerifyEmail => &mut user.verify_token,
             LinkPurpose::ResetPassword => &mut user.reset_token,
+            LinkPurpose::ChangeEmail => &mut user.change_token,
         };
         if let Some(old) = slot.take().and_then(|h| hex::decode(h).ok()) {
             batch.remove(Kind::LinkToken, &old);
@@ -731,6 +751,7 @@ impl TenantCtx {
                 expires_at: now + ttl,
                 epoch: user.password_epoch,
                 redirect_to,
+                new_email,
             },
         )?;
         Ok(token)
@@ -740,7 +761,7 @@ impl TenantCtx {
     /// the newest of each, and issuing one removes the one before.
     pub(super) fn link_keys(&self, user: &UserRecord) -> Result<Vec<(Kind, Vec<u8>)>, TenantError> {
         let mut out = Vec::new();
-        for h in [&user.verify_token, &user.reset_token]
+        for h in [&user.verify_token, &user.reset_token, &user.change_token]
             .into_iter()
             .flatten()
         {
@@ -770,7 +791,7 @@ impl TenantCtx {
     /// The live link token of `purpose` and its user, without consuming it. Unknown,
     /// expired, other-purpose and (for resets) stale-epoch tokens are all `None`; a dead token
     /// found on the way is staged for removal in `batch`.
-    fn live_link(
+    pub(super) fn live_link(
         &self,
         batch: &mut TenantBatch,
         token: &str,
@@ -785,8 +806,13 @@ impl TenantCtx {
             return Ok(None);
         }
         let user = self.user(rec.user_id)?;
-        let stale =
-            |u: &UserRecord| purpose == LinkPurpose::ResetPassword && rec.epoch != u.password_epoch;
+        // A password change kills reset links and pending address changes alike.
+        let stale = |u: &UserRecord| {
+            matches!(
+                purpose,
+                LinkPurpose::ResetPassword | LinkPurpose::ChangeEmail
+            ) && rec.epoch != u.password_epoch
+        };
         match user {
             Some(u) if rec.expires_at > now && !stale(&u) => Ok(Some((rec, u))),
             _ => {
@@ -813,6 +839,9 @@ impl TenantCtx {
             },
             LinkPurpose::ResetPassword => MailKind::PasswordReset {
                 link: self.link("reset-password", &token),
+            },
+            LinkPurpose::ChangeEmail => MailKind::EmailChange {
+                link: self.link("confirm-email", &token),
             },
         };
         self.queue_mail(fx, to, kind)

@@ -111,9 +111,10 @@ impl Hosted {
     ) -> Result<HostedView, TenantError> {
         let now = OffsetDateTime::now_utc();
         let found = match link {
-            HostedLink::VerifyEmail | HostedLink::ResetPassword => {
+            HostedLink::VerifyEmail | HostedLink::ResetPassword | HostedLink::ChangeEmail => {
                 let purpose = match link {
                     HostedLink::VerifyEmail => LinkPurpose::VerifyEmail,
+                    HostedLink::ChangeEmail => LinkPurpose::ChangeEmail,
                     _ => LinkPurpose::ResetPassword,
                 };
                 let mut fx = cx.effects();
@@ -138,7 +139,7 @@ impl Hosted {
         let live = found.map(|(redirect_to, code_challenge, then)| {
             let destination = match link {
                 HostedLink::MagicLink => self.link_destination(cx, redirect_to.as_deref()),
-                HostedLink::ResetPassword | HostedLink::VerifyEmail => {
+                HostedLink::ResetPassword | HostedLink::VerifyEmail | HostedLink::ChangeEmail => {
                     self.account_link_destination(cx, redirect_to.as_deref())
                 }
                 HostedLink::StepUp => cx.settings.urls.destination(redirect_to.as_deref()),

@@ -144,6 +144,7 @@ impl TenantCtx {
                 Credential::MailedLinks => {
                     user.verify_token = None;
                     user.reset_token = None;
+                    user.change_token = None;
                 }
                 // Passkey registrations and step-ups under way, in memory.
                 Credential::Challenges => {

@@ -347,6 +347,8 @@ impl std::fmt::Debug for PasswordSignIn {
 pub enum HostedLink {
     VerifyEmail,
     ResetPassword,
+    /// An address-change link (to the new address).
+    ChangeEmail,
     MagicLink,
     StepUp,
 }

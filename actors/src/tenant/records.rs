@@ -41,6 +41,9 @@ pub struct UserRecord {
     /// old, so at most one of each is alive and stored.
     pub verify_token: Option<String>,
     pub reset_token: Option<String>,
+    /// The hash of the newest unused address-change link (one at a time, like the others).
+    #[serde(default)]
+    pub change_token: Option<String>,
     /// The TOTP seed in use (sealed), while MFA is enabled.
     #[serde(default)]
     pub totp_seed: Option<Sealed>,
@@ -249,6 +252,8 @@ pub fn user_session_key(user: Uuid, session: Uuid) -> Vec<u8> {
 pub enum LinkPurpose {
     VerifyEmail,
     ResetPassword,
+    /// Confirms a new address the signed-in user asked to move the account to.
+    ChangeEmail,
 }
 
 /// A single-use link token, stored under the SHA-256 of the token.
@@ -264,6 +269,9 @@ pub struct LinkTokenRecord {
     /// when the link was requested, and again when it is used).
     #[serde(default)]
     pub redirect_to: Option<String>,
+    /// The address an address-change link confirms (mailed to it).
+    #[serde(default)]
+    pub new_email: Option<String>,
 }
 
 tessera_storage::record!(LinkTokenRecord in TenantRecord: Kind::LinkToken, "link token", version 1);

@@ -435,7 +435,11 @@ impl Users {
             fx.batch.remove(Kind::Guest, user.id.as_bytes());
             fx.batch.put(email.as_bytes(), &EmailIndex::of(&user))?;
             // Links mailed to the old address die with it.
-            for slot in [user.verify_token.take(), user.reset_token.take()] {
+            for slot in [
+                user.verify_token.take(),
+                user.reset_token.take(),
+                user.change_token.take(),
+            ] {
                 if let Some(h) = slot.and_then(|h| hex::decode(h).ok()) {
                     fx.batch.remove(Kind::LinkToken, &h);
                 }

@@ -79,6 +79,20 @@ pub enum AccountsMsg {
         ctx: AuditContext,
         reply: TenantReply<()>,
     },
+    /// Asks to move the signed-in user's account to `new_email` (normalised): answered
+    /// alike whether the address is free, taken or refused by the tenant's policy.
+    ChangeEmail {
+        bearer: Bearer,
+        new_email: String,
+        ctx: AuditContext,
+        reply: TenantReply<()>,
+    },
+    /// Moves the account to the address its change link was mailed to.
+    ConfirmEmailChange {
+        token: String,
+        ctx: AuditContext,
+        reply: TenantReply<()>,
+    },
 }
 
 impl Accounts {
@@ -165,6 +179,19 @@ impl Accounts {
                 let out = self
                     .change_password(cx, bearer, &credential, current_ok, new_hash, &ctx)
                     .map(|m| ((), m));
+                finish(cx, reply, Outcome::with_mail(out));
+            }
+            AccountsMsg::ChangeEmail {
+                bearer,
+                new_email,
+                ctx,
+                reply,
+            } => {
+                let out = self.change_email_begin(cx, bearer, &new_email, &ctx);
+                finish(cx, reply, Outcome::alike(out));
+            }
+            AccountsMsg::ConfirmEmailChange { token, ctx, reply } => {
+                let out = self.change_email_confirm(cx, &token, &ctx).map(|m| ((), m));
                 finish(cx, reply, Outcome::with_mail(out));
             }
         }

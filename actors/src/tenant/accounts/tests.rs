@@ -125,6 +125,7 @@ fn token_of(job: &MailJob) -> String {
     let link = match &job.kind {
         MailKind::VerifyEmail { link }
         | MailKind::PasswordReset { link }
+        | MailKind::EmailChange { link }
         | MailKind::MagicLink { link }
         | MailKind::StepUpMagicLink { link, .. }
         | MailKind::Invitation { link }
@@ -136,6 +137,8 @@ fn token_of(job: &MailJob) -> String {
         MailKind::AgentRevoked { .. }
         | MailKind::WebhookDisabled { .. }
         | MailKind::PasswordChanged
+        | MailKind::EmailChangeAsked { .. }
+        | MailKind::EmailChangeTaken
         | MailKind::MfaReset
         | MailKind::StepUpEmailOtp { .. }
         | MailKind::EmailOtp { .. }

@@ -61,6 +61,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/oauth/{slug}/account", get(page::page))
         .route("/oauth/{slug}/account/password", post(security::password))
+        .route("/oauth/{slug}/account/email", post(security::email))
         .route("/oauth/{slug}/account/mfa/setup", post(security::mfa_setup))
         .route(
             "/oauth/{slug}/account/mfa/confirm",

@@ -79,11 +79,26 @@ fn profile(a: &Account) -> Section {
     if let Some(at) = me.last_sign_in_at {
         facts.push((a.t("account-last-sign-in"), moment(at)));
     }
-    Section {
+    let mut section = Section {
         heading: Some(a.t("account-profile")),
         facts,
         ..Section::default()
+    };
+    if !me.is_anonymous {
+        let mut form = a.form("email", "account-email-change", false);
+        let mut new = FieldView::input(
+            "new-email",
+            "email",
+            "email",
+            a.t("account-email-new"),
+            "email",
+        );
+        new.min = 3;
+        form.controls = vec![Control::Input(new), a.password_field("email-password")];
+        section.paragraphs.push(a.t("account-email-intro"));
+        section.forms.push(form);
     }
+    section
 }
 
 fn password(a: &Account) -> Section {

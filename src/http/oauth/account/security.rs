@@ -13,7 +13,7 @@ use tessera_actors::tenant::messages::MfaWho;
 
 use super::{page::code_field, Account, PasskeyAdd, Posted};
 use crate::http::{
-    accounts::{self, ChangePasswordRequest},
+    accounts::{self, ChangeEmailRequest, ChangePasswordRequest},
     extract::{ApiJson, RequestCtx},
     mfa::{self, MfaCaller, MfaManageRequest, MfaRegenerateCodesRequest, MfaVerifySetupRequest},
     pages::{field, qr_svg},
@@ -38,6 +38,36 @@ pub async fn password(p: Posted) -> Response {
     .await;
     match answer {
         Ok(_) => a.done("password"),
+        Err(e) => a.refused(&e).await,
+    }
+}
+
+/// `POST .../account/email`: steps up with the password, then asks to move the account to
+/// the new address; the page that follows says to open the link mailed there (said alike
+/// whatever the address, as the API answers).
+pub async fn email(p: Posted) -> Response {
+    let Posted { account: a, form } = p;
+    let step_up = match a.step_up(&form).await {
+        Ok(s) => s,
+        Err(e) => return a.refused(&e).await,
+    };
+    let req = ChangeEmailRequest {
+        email: field(&form, "email").to_owned(),
+    };
+    let asked = accounts::change_email(
+        State(a.state.clone()),
+        a.user.clone(),
+        step_up,
+        RequestCtx(a.ctx.clone()),
+        ApiJson(req),
+    )
+    .await;
+    match asked {
+        Ok(_) => {
+            let mut page = a.after("account-email-sent-title");
+            page.paragraphs.push(a.t("account-email-sent"));
+            a.answer(StatusCode::OK, page)
+        }
         Err(e) => a.refused(&e).await,
     }
 }
