@@ -2041,6 +2041,32 @@ fn a_person_manages_their_account_on_the_account_page_in_chromium() {
     ui.expect_text("changed", "Your password is changed.");
     api.me(&user.access).expect_error(401, "auth/invalid_token");
 
+    // A new address, confirmed from the link mailed to it.
+    ui.type_into("new-email", "new-email", "grace.new@example.com");
+    ui.type_into(
+        "email-password",
+        "email-password",
+        "another long passphrase",
+    );
+    ui.click(
+        "change-email",
+        &format!("form[action='/oauth/{}/account/email'] button", api.slug),
+    );
+    ui.expect_text("email-sent", "Check your new address");
+    ui.checked("email-sent-axe");
+    let token = smtp.wait_for_link("grace.new@example.com", "/confirm-email", 1);
+    ui.goto(
+        "confirm",
+        &srv.url(&format!("/confirm-email?token={token}")),
+    );
+    ui.expect_text("confirm-page", "Confirm your new e-mail address");
+    ui.checked("confirm-axe");
+    ui.click("confirm-click", "main form button");
+    ui.expect_text("confirmed", "Your e-mail address is changed");
+    ui.checked("confirmed-axe");
+    ui.goto("account-again", &account);
+    ui.expect_text("new-address", "grace.new@example.com");
+
     ui.click("sign-out", "header form button");
     ui.expect_text("signed-out", "You are signed out");
     ui.checked("signed-out-axe");
