@@ -1875,6 +1875,22 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.expect_text("reauth", "Confirm it is you");
     ui.checked("reauth-axe");
 
+    srv.admin(
+        &[
+            "resource",
+            "register",
+            "--tenant",
+            "mfa-co",
+            "--name",
+            "Orders API",
+            "--uri",
+            "https://api.mfa.example/orders",
+        ],
+        "",
+    );
+    ui.goto("scopes", &srv.url("/console/t/mfa-co/scopes"));
+    ui.expect_text("scopes-page", "Orders API");
+    ui.checked("scopes-axe");
     ui.goto("settings", &srv.url("/console/t/mfa-co/settings"));
     ui.checked("settings-axe");
     ui.click(

@@ -1575,6 +1575,8 @@ fn every_console_form_refuses_a_missing_or_foreign_csrf_value() {
         format!("{t}/webhooks/{id}/test"),
         format!("{t}/webhooks/{id}/deliveries/{id}/redeliver"),
         format!("{t}/settings/security"),
+        format!("{t}/scopes/{id}/register"),
+        format!("{t}/scopes/{id}/{id}/remove"),
     ];
     for path in &forms {
         for sent in ["", "forged", foreign.as_str()] {
@@ -1595,4 +1597,84 @@ fn every_console_form_refuses_a_missing_or_foreign_csrf_value() {
     assert_eq!(user["status"], "active");
     let (_, members) = srv.dash_json("GET", "/v1/auth/dashboard/tenants/mfa-co/members", &s, None);
     assert_eq!(members["invitations"], json!([]));
+}
+
+/// An owner registers a scope on the tenant's resource from the console (all five consent
+/// texts, waiting for the operator's review), sees a refusal of the API's rules said on the
+/// form, and removes the scope; an admin is told only owners manage the catalog.
+#[test]
+fn an_owner_registers_and_removes_a_resource_scope_from_the_console() {
+    let (smtp, srv) = crate::support::start_with_mail(&[]);
+    srv.signup("Scopes Co", OWNER);
+    drop(smtp);
+    let out = srv.admin(
+        &[
+            "resource",
+            "register",
+            "--tenant",
+            "scopes-co",
+            "--name",
+            "Orders API",
+            "--uri",
+            "https://api.scopes.example/orders",
+        ],
+        "",
+    );
+    let resource = out.json()["id"].as_str().expect("a resource id").to_owned();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    b.get("/console/t/scopes-co/clients")
+        .expect(200, "/console/t/scopes-co/scopes");
+    let base = "/console/t/scopes-co/scopes";
+    let page = b.get(base);
+    page.expect(200, "Orders API (https://api.scopes.example/orders)")
+        .expect(200, "This resource has no scopes yet.");
+    let register = format!("{base}/{resource}/register");
+    let csrf = page.csrf_for(&register);
+    let texts = [
+        ("text_en", "Read your orders"),
+        ("text_pl", "Odczyt zamówień"),
+        ("text_de", "Bestellungen lesen"),
+        ("text_fr", "Lire vos commandes"),
+        ("text_es", "Leer tus pedidos"),
+    ];
+    let mut form = vec![("csrf", csrf.as_str()), ("sensitivity", "normal")];
+    form.extend_from_slice(&texts);
+    let mut reserved = form.clone();
+    reserved.push(("scope_name", "mcp:orders"));
+    b.post(&register, &reserved)
+        .expect(400, "Not accepted")
+        .expect(400, "mcp:orders");
+    let mut good = form.clone();
+    good.push(("scope_name", "orders:read"));
+    b.post(&register, &good)
+        .redirect(&format!("{base}?done=registered"));
+    let page = b.get(&format!("{base}?done=registered"));
+    page.expect(200, "It waits for the operator&#39;s review")
+        .expect(200, "orders:read")
+        .expect(200, "Waiting for review")
+        .expect(200, "Read your orders");
+    let (_, listed) = srv.dash_json(
+        "GET",
+        &format!("/v1/resources/{resource}/scopes"),
+        &srv.login(OWNER, PASSWORD),
+        None,
+    );
+    assert_eq!(listed["data"][0]["scope_name"], "orders:read");
+    assert_eq!(listed["data"][0]["sensitivity"], "normal");
+    assert_eq!(
+        listed["data"][0]["display_metadata"]["locale_text"]["de"],
+        "Bestellungen lesen"
+    );
+    let scope = listed["data"][0]["id"].as_str().unwrap().to_owned();
+    let remove = format!("{base}/{resource}/{scope}/remove");
+    b.post(&remove, &[("csrf", &page.csrf_for(&remove))])
+        .redirect(&format!("{base}?done=removed"));
+    let (_, listed) = srv.dash_json(
+        "GET",
+        &format!("/v1/resources/{resource}/scopes"),
+        &srv.login(OWNER, PASSWORD),
+        None,
+    );
+    assert_eq!(listed["data"], json!([]));
 }

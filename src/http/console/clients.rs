@@ -111,6 +111,10 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
             rows,
             "console-clients-empty",
         )),
+        links: vec![super::Link {
+            href: format!("{}/scopes", super::tenant_path(&m.slug)),
+            label: visit.t("console-scopes-link"),
+        }],
         ..Section::default()
     });
     if m.role.as_str() == "owner" {

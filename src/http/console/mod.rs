@@ -21,6 +21,7 @@ mod clients;
 mod home;
 mod keys;
 mod members;
+mod scopes;
 mod settings;
 mod sign_in;
 mod sign_up;
@@ -125,6 +126,15 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route(
             "/console/t/{slug}/webhooks/{id}/deliveries/{delivery}/redeliver",
             post(webhooks::redeliver),
+        )
+        .route("/console/t/{slug}/scopes", get(scopes::page))
+        .route(
+            "/console/t/{slug}/scopes/{resource}/register",
+            post(scopes::register),
+        )
+        .route(
+            "/console/t/{slug}/scopes/{resource}/{id}/remove",
+            post(scopes::remove),
         )
         .route("/console/t/{slug}/settings", get(settings::index))
         .route(
