@@ -382,3 +382,6 @@ console-scope-status-pending_review = Wartet auf Prüfung
 console-scope-status-approved = Freigegeben
 console-scope-normal = Normal: der Nutzer kann ihn weglassen
 console-scope-elevated = Erhöht: nur als Ganzes erfragt
+console-user-activity = Aktivität
+console-user-last-active = Zuletzt aktiv
+console-user-active-month = Aktiv im { $month }

@@ -382,3 +382,6 @@ console-scope-status-pending_review = Waiting for review
 console-scope-status-approved = Approved
 console-scope-normal = Normal: the user may leave it out
 console-scope-elevated = Elevated: asked as a whole
+console-user-activity = Activity
+console-user-last-active = Last active
+console-user-active-month = Active in { $month }

@@ -382,3 +382,6 @@ console-scope-status-pending_review = Pendiente de revisión
 console-scope-status-approved = Aprobado
 console-scope-normal = Normal: el usuario puede excluirlo
 console-scope-elevated = Elevado: se pide completo
+console-user-activity = Actividad
+console-user-last-active = Última actividad
+console-user-active-month = Activo en { $month }

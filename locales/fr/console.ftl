@@ -382,3 +382,6 @@ console-scope-status-pending_review = En attente de revue
 console-scope-status-approved = Approuvé
 console-scope-normal = Normal : l’utilisateur peut l’écarter
 console-scope-elevated = Élevé : demandé en bloc
+console-user-activity = Activité
+console-user-last-active = Dernière activité
+console-user-active-month = Actif en { $month }

@@ -382,3 +382,6 @@ console-scope-status-pending_review = Czeka na przegląd
 console-scope-status-approved = Zatwierdzony
 console-scope-normal = Zwykły: użytkownik może go pominąć
 console-scope-elevated = Podwyższony: tylko w całości
+console-user-activity = Aktywność
+console-user-last-active = Ostatnia aktywność
+console-user-active-month = Aktywny w { $month }

@@ -243,6 +243,11 @@ fn an_owner_signs_in_with_a_code_finds_a_user_blocks_and_deletes_them_and_reads_
     let here = format!("/console/t/mfa-co/users/{alice}");
     let page = b.get(&here);
     page.expect(200, "alice@users.test").expect(200, "Active");
+    // Her activity: when she was last active and whether she counts this month.
+    let month = time::OffsetDateTime::now_utc();
+    let month = format!("{:04}-{:02}", month.year(), u8::from(month.month()));
+    page.expect(200, "Last active")
+        .expect(200, &format!("Active in {month}"));
 
     // Block her: a form without its value is refused, with it she is blocked.
     let block = format!("{here}/block");

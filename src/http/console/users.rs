@@ -271,6 +271,20 @@ pub async fn detail(
         ],
         ..Section::default()
     });
+    page.sections.push(Section {
+        heading: Some(visit.t("console-user-activity")),
+        facts: vec![
+            (
+                visit.t("console-user-last-active"),
+                moment(d.activity.last_active_at),
+            ),
+            (
+                visit.t_with("console-user-active-month", &[("month", &d.activity.month)]),
+                yes_no(d.activity.active_this_month),
+            ),
+        ],
+        ..Section::default()
+    });
     let rows = d
         .sessions
         .iter()
