@@ -218,7 +218,7 @@ pub(crate) fn chromium_here() -> bool {
 }
 
 /// Whether Chromium and its driver are here; says loudly when not.
-fn chromium_present() -> bool {
+pub(crate) fn chromium_present() -> bool {
     let present = chromium_here();
     if !present {
         crate::support::skip_without(
@@ -1689,7 +1689,7 @@ impl Ui {
 
     /// [`Ui::accessible`] with axe-core's script read once for every test; a test running
     /// without it says so loudly (and fails in CI), as without Chromium.
-    fn checked(&self, name: &str) {
+    pub(crate) fn checked(&self, name: &str) {
         static AXE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
         if let Some(axe) = AXE.get_or_init(axe_source) {
             self.accessible(name, axe);
@@ -2135,7 +2135,8 @@ fn a_person_adds_a_passkey_on_the_account_page_and_signs_in_with_it_in_chromium(
             "hasUserVerification": true, "isUserVerified": true, "isUserConsenting": true,
         }),
     }));
-    ui.ok("virtual-authenticator", added);
+    let added = ui.ok("virtual-authenticator", added);
+    let authenticator = added.as_str().expect("an authenticator id").to_owned();
     ui.goto("account", &account);
     ui.expect_text("sign-in", "Sign in to Keys Account");
     ui.type_into("sign-in-email", "email", who);
@@ -2166,6 +2167,20 @@ fn a_person_adds_a_passkey_on_the_account_page_and_signs_in_with_it_in_chromium(
     ui.expect_text("signed-out", "You are signed out");
     ui.goto("again", &account);
     ui.expect_text("sign-in-again", "Sign in with a passkey");
+    // The authenticator fails to verify the user: the button's error state, which passes
+    // axe-core too; then it verifies, and the same button signs in.
+    let uv = |verified: bool| {
+        let set = ui.rt.block_on(ui.browser.issue_cmd(WebAuthnCmd {
+            path: format!("webauthn/authenticator/{authenticator}/uv"),
+            body: json!({ "isUserVerified": verified }),
+        }));
+        ui.ok("user-verification", set);
+    };
+    uv(false);
+    ui.click("passkey-fails", "#passkey-button");
+    ui.expect_text("passkey-error", "The passkey did not sign you in");
+    ui.checked("passkey-error-axe");
+    uv(true);
     ui.click("passkey-click", "#passkey-button");
     ui.expect_text("back-in", "Your Keys Account account");
     drop(ui);

@@ -1556,3 +1556,61 @@ fn a_wallet_linked_to_an_unconfirmed_address_is_unlinked_when_its_owner_recovers
         .collect();
     assert!(!held.iter().any(|k| k.starts_with("wallet")), "{held:?}");
 }
+
+/// The guardian's way from the consent page to the wallet: the page offers the wallet, its
+/// button leads to the age check's QR page, and both pass axe-core at 360 and 1280 px in
+/// Chromium.
+#[test]
+fn a_guardian_goes_from_the_consent_page_to_the_wallet_in_chromium() {
+    use crate::guardian::{minors_body, minors_path, GUARDIAN, KID_DOB};
+    if !crate::browser::chromium_present() {
+        return;
+    }
+    let smtp = SmtpStub::start();
+    let mut env = smtp.env();
+    env.push(("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP".into(), "true".into()));
+    let w = World::start_with(&env_refs(&env));
+    let (st, v) = w.srv.dash_json(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/eudi-age", w.slug),
+        &w.owner,
+        Some(&json!({"age_verification_enabled": true, "supported_member_states": ["PL"]})),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = w
+        .srv
+        .dash_json("PUT", &minors_path(&w.slug), &w.owner, Some(&minors_body()));
+    assert_eq!(st, 200, "{v}");
+    w.post(
+        "/v1/auth/register",
+        &json!({"email": "kid@example.com", "password": PASSWORD, "consent": true,
+                "date_of_birth": KID_DOB}),
+    )
+    .expect(200);
+    w.post(
+        "/v1/auth/parental-consent",
+        &json!({"email": "kid@example.com", "password": PASSWORD, "guardian_email": GUARDIAN}),
+    )
+    .expect(202);
+    let token = smtp
+        .wait_for(&w.slug, "guardian_consent", GUARDIAN, 1)
+        .token_after("/v1/guardian/consent?token=")
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = crate::browser::chromium(dir.path());
+    ui.goto(
+        "consent-page",
+        &w.srv.url(&format!("/v1/guardian/consent?token={token}")),
+    );
+    ui.expect_text("consent", "kid@example.com");
+    ui.checked("consent-with-wallet");
+    ui.click(
+        "wallet-button",
+        "form[action='/v1/guardian/consent/wallet'] button",
+    );
+    ui.expect_text("qr-page", "Prove your age with your EU wallet");
+    ui.checked("wallet-qr");
+    drop(ui);
+    drop(driver);
+}
