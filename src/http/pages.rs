@@ -165,6 +165,19 @@ impl FieldView {
         self
     }
 
+    /// The current password (a sign-in or a re-authentication): at least `min` characters.
+    pub fn current_password(id: &str, label: String, min: usize) -> Self {
+        FieldView::input(id, "password", "password", label, "current-password")
+            .sized(min, PASSWORD_MAX)
+    }
+
+    /// The field with its length between `min` and `max`.
+    pub fn sized(mut self, min: usize, max: usize) -> Self {
+        self.min = min;
+        self.max = max;
+        self
+    }
+
     /// Any other input: `kind` is its type, `id` unique on the page.
     pub fn input(
         id: &str,

@@ -51,7 +51,7 @@ use super::{
     dashboard::{Dashboard, TenantCaller},
     error::ApiError,
     extract::audit_context,
-    pages::{cookie, protect, see_other, Problem, Reader},
+    pages::{cookie, protect, see_other, FieldView, Problem, Reader},
 };
 use crate::{app::AppState, i18n};
 
@@ -522,6 +522,13 @@ pub struct TenantPost {
     pub caller: TenantCaller,
 }
 
+impl TenantPost {
+    /// The visit, the form's fields and the caller, apart.
+    pub fn into_parts(self) -> (Visit, FormFields, TenantCaller) {
+        (self.visit, self.form, self.caller)
+    }
+}
+
 impl FromRequest<AppState> for TenantPost {
     type Rejection = Response;
 
@@ -546,6 +553,27 @@ impl FromRequest<AppState> for TenantPost {
 #[derive(Deserialize)]
 pub struct DoneQuery {
     pub done: Option<String>,
+}
+
+impl DoneQuery {
+    /// What the page says when the form before it did `done`: `text` (a console text id).
+    pub fn notice(self, visit: &Visit, done: &str, text: &str) -> Option<String> {
+        self.done.filter(|d| d == done).map(|_| visit.t(text))
+    }
+}
+
+/// What a page shows for a value that is not there.
+pub fn dash() -> String {
+    "—".to_owned()
+}
+
+/// Values on one line, or a dash when there are none.
+pub fn joined(values: &[String]) -> String {
+    if values.is_empty() {
+        dash()
+    } else {
+        values.join(", ")
+    }
 }
 
 /// The field errors of a refusal (`details.fields`), by the field a form shows
@@ -589,13 +617,56 @@ impl Visit {
     /// The signed-in session acting in tenant `slug`, and its membership (the console's
     /// not-found page when it is not one of the session's tenants).
     pub fn tenant(&self, slug: &str) -> Result<(TenantCaller, MemberOf), Response> {
-        let auth = self.signed_in()?;
+        let (auth, m) = self.member(slug)?;
         let caller = TenantCaller {
             auth: auth.clone(),
             slug: slug.to_owned(),
         };
-        let (m, _) = caller.member(&self.state).map_err(|e| self.refused(&e))?;
         Ok((caller, m))
+    }
+
+    /// The signed-in session and its membership of tenant `slug` (the console's not-found
+    /// page when it is not one of the session's tenants).
+    pub fn member(&self, slug: &str) -> Result<(&Dashboard, MemberOf), Response> {
+        let auth = self.signed_in()?;
+        let (m, _) = auth
+            .member(&self.state, slug)
+            .map_err(|e| self.refused(&e))?;
+        Ok((auth, m))
+    }
+
+    /// What a form's refusal says: `reason`, in the reader's language.
+    pub fn not_accepted(&self, reason: &str) -> String {
+        self.t_with("console-not-accepted", &[("reason", reason)])
+    }
+
+    /// The name of a new or edited item (1 to 64 characters), with its `value`.
+    pub fn name_input(&self, id: &str, value: String) -> FieldView {
+        FieldView::input(id, "name", "text", self.t("console-col-name"), "off")
+            .sized(1, 64)
+            .filled(value, None)
+    }
+
+    /// A list page's section: its intro (a text id), then its table.
+    pub fn listing(&self, intro: &str, table: Table) -> Section {
+        Section {
+            paragraphs: vec![self.t(intro)],
+            table: Some(table),
+            ..Section::default()
+        }
+    }
+
+    /// An owner's form for a new item, under `heading` (a text id); when `reason` is not
+    /// empty, the page says first why the last one was refused.
+    pub fn new_item(&self, page: &mut ConsolePage, heading: &str, form: Form, reason: &str) {
+        if !reason.is_empty() {
+            page.error_summary = Some(self.not_accepted(reason));
+        }
+        page.sections.push(Section {
+            heading: Some(self.t(heading)),
+            forms: vec![form],
+            ..Section::default()
+        });
     }
 
     /// A form posting to `action`, its fields one under another, its button `label`.
@@ -648,6 +719,25 @@ impl Visit {
                 sign_in::reauth_page(self, back, None)
             }
             Err(e) => self.refused(&e),
+        }
+    }
+
+    /// What an edit form's update answers: back to `here` saying it was saved; the form's
+    /// page again (`again`, given the reasons) when a value was refused; else as
+    /// [`Visit::acted`].
+    pub async fn saved<T, F>(
+        &self,
+        answer: Result<T, ApiError>,
+        here: &str,
+        again: impl FnOnce(String) -> F,
+    ) -> Response
+    where
+        F: std::future::Future<Output = Response>,
+    {
+        match answer {
+            Ok(_) => self.go(&format!("{here}?done=saved")),
+            Err(e) if e.status == StatusCode::BAD_REQUEST => again(reasons(&e)).await,
+            Err(e) => self.acted(Err(e), here),
         }
     }
 

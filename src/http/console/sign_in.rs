@@ -45,15 +45,7 @@ fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<St
     );
     e.value = email.to_owned();
     e.min = 3;
-    let mut p = FieldView::input(
-        "password",
-        "password",
-        "password",
-        visit.t("console-password"),
-        "current-password",
-    );
-    p.min = 8;
-    p.max = PASSWORD_MAX;
+    let p = FieldView::current_password("password", visit.t("console-password"), 8);
     form.controls = vec![Control::Input(e), Control::Input(p)];
     page.sections.push(Section {
         forms: vec![form],
@@ -224,15 +216,7 @@ pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response
     page.error_summary = error.clone();
     let mut form = visit.form(REAUTH.to_owned(), visit.t("console-reauth"));
     form.hidden.push(("back", back.to_owned()));
-    let mut p = FieldView::input(
-        "reauth-password",
-        "password",
-        "password",
-        visit.t("console-password"),
-        "current-password",
-    );
-    p.min = 8;
-    p.max = PASSWORD_MAX;
+    let mut p = FieldView::current_password("reauth-password", visit.t("console-password"), 8);
     p.error = error;
     form.controls = vec![Control::Input(p)];
     page.sections.push(Section {
