@@ -282,6 +282,12 @@ impl FromRequestParts<AppState> for LinkVisit {
     }
 }
 
+/// `?lang=`: the language the reader chose.
+#[derive(Deserialize)]
+struct LangQuery {
+    lang: Option<String>,
+}
+
 /// One request's page context: the reader's language, the tenant, the browser's CSRF secret.
 pub struct Reader {
     pub lang: &'static str,
@@ -312,6 +318,16 @@ impl Reader {
             secret,
             secure_cookie: state.accounts_base().starts_with("https://"),
         }
+    }
+
+    /// The reader of a request: its `?lang=` (none when the query cannot be read), then its
+    /// headers.
+    pub async fn of_request(parts: &mut Parts, state: &AppState) -> Self {
+        let lang = Query::<LangQuery>::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|Query(q)| q.lang);
+        Reader::new(state, &parts.headers, lang.as_deref())
     }
 
     /// Shows the tenant's name, and speaks its default language unless the reader chose one.

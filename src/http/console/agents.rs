@@ -12,7 +12,7 @@ use axum::{
 
 use super::{
     dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
-    CheckGroup, CheckOption, Control, DoneQuery, FormFields, Lines, Section, TenantPost, Visit,
+    CheckGroup, CheckOption, Control, DoneQuery, Lines, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::agents::{
@@ -116,7 +116,7 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
         description: None,
         agent_class: None,
         logo_url: None,
-        scopes: scopes_of(&form),
+        scopes: form.lines("scopes"),
         grant_types: form.all("grant_types"),
         redirect_uris: Vec::new(),
         agent_token_max_ttl_sec: None,
@@ -305,15 +305,6 @@ fn grants_group(visit: &Visit, chosen: &[String]) -> Control {
     })
 }
 
-fn scopes_of(form: &FormFields) -> Vec<String> {
-    form.one("scopes")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// An owner's action on an agent: `rotate` (the new secret, shown once) or `revoke`.
 pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
@@ -330,7 +321,7 @@ pub async fn act(
                 description: None,
                 agent_class: None,
                 logo_url: None,
-                scopes: Some(scopes_of(&form)),
+                scopes: Some(form.lines("scopes")),
                 grant_types: Some(form.all("grant_types")),
                 redirect_uris: None,
                 agent_token_max_ttl_sec: None,

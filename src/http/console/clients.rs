@@ -164,14 +164,6 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
     visit.answer_page(page)
 }
 
-fn split_lines(v: &str) -> Vec<String> {
-    v.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// A page showing a client's id and, once, its secret.
 fn issued_page(visit: &Visit, back: String, client_id: &str, secret: Option<String>) -> Response {
     let intro = if secret.is_some() {
@@ -188,15 +180,15 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
     let (visit, form, c) = p.into_parts();
     let one = |name: &str| form.one(name);
     let at = base(&slug);
-    let scopes = split_lines(&one("allowed_scopes"));
+    let scopes = form.lines("allowed_scopes");
     let req = CreateOAuthClientRequest {
         name: one("name").trim().to_owned(),
         description: None,
         logo_url: None,
         client_type: one("client_type"),
         token_endpoint_auth_method: None,
-        redirect_uris: split_lines(&one("redirect_uris")),
-        post_logout_redirect_uris: split_lines(&one("post_logout_redirect_uris")),
+        redirect_uris: form.lines("redirect_uris"),
+        post_logout_redirect_uris: form.lines("post_logout_redirect_uris"),
         allowed_scopes: (!scopes.is_empty()).then_some(scopes),
         first_party: one("first_party") == "true",
         id_token_signed_response_alg: None,
@@ -361,11 +353,9 @@ pub async fn act(
                 name: Some(form.one("name").trim().to_owned()),
                 description: None,
                 logo_url: None,
-                redirect_uris: Some(split_lines(&form.one("redirect_uris"))),
-                post_logout_redirect_uris: Some(split_lines(
-                    &form.one("post_logout_redirect_uris"),
-                )),
-                allowed_scopes: Some(split_lines(&form.one("allowed_scopes"))),
+                redirect_uris: Some(form.lines("redirect_uris")),
+                post_logout_redirect_uris: Some(form.lines("post_logout_redirect_uris")),
+                allowed_scopes: Some(form.lines("allowed_scopes")),
                 first_party: None,
                 id_token_signed_response_alg: None,
             };

@@ -36,7 +36,7 @@ pub use super::sections::{
 
 use askama::Template;
 use axum::{
-    extract::{FromRequest, FromRequestParts, Query, Request},
+    extract::{FromRequest, FromRequestParts, Request},
     http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -68,6 +68,8 @@ const STYLESHEET: &str = include_str!("../../../assets/console.css");
 /// The console's routes; `doc` is the OpenAPI document the server serves (the settings
 /// forms are made from it).
 pub fn router(doc: ApiDoc) -> Router<AppState> {
+    // A tenant's page: `path` under its own.
+    let t = |path: &str| format!("{}{path}", tenant_path("{slug}"));
     Router::new()
         .route("/console", get(home::tenants))
         .route("/console/console.css", get(stylesheet))
@@ -80,55 +82,40 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/account/mfa/setup", post(account::setup))
         .route("/console/account/mfa/confirm", post(account::confirm))
         .route("/console/account/mfa/remove", post(account::remove))
-        .route("/console/t/{slug}", get(home::overview))
-        .route("/console/t/{slug}/users", get(users::list))
-        .route("/console/t/{slug}/users/{id}", get(users::detail))
-        .route("/console/t/{slug}/users/{id}/{action}", post(users::act))
-        .route("/console/t/{slug}/audit", get(audit::list))
-        .route("/console/t/{slug}/audit/download", get(audit::download))
-        .route("/console/t/{slug}/members", get(members::page))
-        .route("/console/t/{slug}/members/invite", post(members::invite))
+        .route(&t(""), get(home::overview))
+        .route(&t("/users"), get(users::list))
+        .route(&t("/users/{id}"), get(users::detail))
+        .route(&t("/users/{id}/{action}"), post(users::act))
+        .route(&t("/audit"), get(audit::list))
+        .route(&t("/audit/download"), get(audit::download))
+        .route(&t("/members"), get(members::page))
+        .route(&t("/members/invite"), post(members::invite))
+        .route(&t("/members/{account}/role"), post(members::change_role))
+        .route(&t("/members/{account}/remove"), post(members::remove))
+        .route(&t("/invitations/revoke"), post(members::revoke))
+        .route(&t("/keys"), get(keys::page))
+        .route(&t("/keys/api-key/rotate"), post(keys::rotate))
+        .route(&t("/keys/create"), post(keys::create))
+        .route(&t("/keys/{id}/revoke"), post(keys::revoke))
+        .route(&t("/clients"), get(clients::list))
+        .route(&t("/clients/create"), post(clients::create))
+        .route(&t("/clients/{id}"), get(clients::detail))
+        .route(&t("/clients/{id}/{action}"), post(clients::act))
+        .route(&t("/agents"), get(agents::list))
+        .route(&t("/agents/create"), post(agents::create))
+        .route(&t("/agents/{id}"), get(agents::detail))
+        .route(&t("/agents/{id}/{action}"), post(agents::act))
+        .route(&t("/webhooks"), get(webhooks::list))
+        .route(&t("/webhooks/create"), post(webhooks::create))
+        .route(&t("/webhooks/{id}"), get(webhooks::detail))
+        .route(&t("/webhooks/{id}/{action}"), post(webhooks::act))
         .route(
-            "/console/t/{slug}/members/{account}/role",
-            post(members::change_role),
-        )
-        .route(
-            "/console/t/{slug}/members/{account}/remove",
-            post(members::remove),
-        )
-        .route(
-            "/console/t/{slug}/invitations/revoke",
-            post(members::revoke),
-        )
-        .route("/console/t/{slug}/keys", get(keys::page))
-        .route("/console/t/{slug}/keys/api-key/rotate", post(keys::rotate))
-        .route("/console/t/{slug}/keys/create", post(keys::create))
-        .route("/console/t/{slug}/keys/{id}/revoke", post(keys::revoke))
-        .route("/console/t/{slug}/clients", get(clients::list))
-        .route("/console/t/{slug}/clients/create", post(clients::create))
-        .route("/console/t/{slug}/clients/{id}", get(clients::detail))
-        .route(
-            "/console/t/{slug}/clients/{id}/{action}",
-            post(clients::act),
-        )
-        .route("/console/t/{slug}/agents", get(agents::list))
-        .route("/console/t/{slug}/agents/create", post(agents::create))
-        .route("/console/t/{slug}/agents/{id}", get(agents::detail))
-        .route("/console/t/{slug}/agents/{id}/{action}", post(agents::act))
-        .route("/console/t/{slug}/webhooks", get(webhooks::list))
-        .route("/console/t/{slug}/webhooks/create", post(webhooks::create))
-        .route("/console/t/{slug}/webhooks/{id}", get(webhooks::detail))
-        .route(
-            "/console/t/{slug}/webhooks/{id}/{action}",
-            post(webhooks::act),
-        )
-        .route(
-            "/console/t/{slug}/webhooks/{id}/deliveries/{delivery}/redeliver",
+            &t("/webhooks/{id}/deliveries/{delivery}/redeliver"),
             post(webhooks::redeliver),
         )
-        .route("/console/t/{slug}/settings", get(settings::index))
+        .route(&t("/settings"), get(settings::index))
         .route(
-            "/console/t/{slug}/settings/{section}",
+            &t("/settings/{section}"),
             get(settings::show).post(settings::save),
         )
         .layer(axum::Extension(doc))
@@ -200,11 +187,6 @@ pub enum Area {
     Audit,
 }
 
-#[derive(Deserialize)]
-struct LangQuery {
-    lang: Option<String>,
-}
-
 /// What every console request reads first: the reader (language, CSRF secret), the client,
 /// and the session its cookie names, if it is live.
 pub struct Visit {
@@ -220,11 +202,7 @@ impl FromRequestParts<AppState> for Visit {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let lang = Query::<LangQuery>::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|Query(q)| q.lang);
-        let reader = Reader::new(state, &parts.headers, lang.as_deref());
+        let reader = Reader::of_request(parts, state).await;
         let ip = parts
             .extensions
             .get::<super::extract::ClientIp>()
@@ -470,6 +448,16 @@ impl FormFields {
             .collect()
     }
 
+    /// The lines of `name`'s value (a list, one a line), trimmed, the empty ones left out.
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        self.one(name)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     pub fn pairs(&self) -> &[(String, String)] {
         &self.0
     }
@@ -576,13 +564,18 @@ pub fn joined(values: &[String]) -> String {
     }
 }
 
-/// The field errors of a refusal (`details.fields`), by the field a form shows
-/// (`items[2]`, `trust_anchors[0].name`: the list or object the error is in).
-pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
+/// A refusal's `details.fields`: each refused field with its rule.
+fn refused_fields(e: &ApiError) -> Option<&serde_json::Map<String, serde_json::Value>> {
     e.details
         .as_ref()
         .and_then(|d| d.get("fields"))
         .and_then(serde_json::Value::as_object)
+}
+
+/// The field errors of a refusal (`details.fields`), by the field a form shows
+/// (`items[2]`, `trust_anchors[0].name`: the list or object the error is in).
+pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
+    refused_fields(e)
         .map(|m| {
             m.iter()
                 .map(|(k, v)| {
@@ -596,10 +589,7 @@ pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
 
 /// The reasons of a refusal in one line: each refused field with its rule, else the message.
 pub fn reasons(e: &ApiError) -> String {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(serde_json::Value::as_object)
+    refused_fields(e)
         .map(|m| {
             m.iter()
                 .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))

@@ -14,7 +14,7 @@ use super::{
     redirect_with, Control, Posted, Section, SignedInPost, Visit, DEVICE_COOKIE, SESSION_COOKIE,
 };
 use crate::http::{
-    dashboard::check_password,
+    dashboard::{check_password, mfa_login},
     error::{is_email, len_between, ApiError},
     pages::{cookie, FieldView, Problem, PASSWORD_MAX},
 };
@@ -118,17 +118,7 @@ pub async fn submit(p: Posted) -> Response {
             }
             Err(e) => return visit.refused(&e),
         };
-    let (account_id, device) = (checked.account_id, checked.device);
-    let step = visit
-        .state
-        .directory
-        .request(|reply| DirectoryMsg::PasswordAccepted {
-            account_id,
-            ip,
-            device,
-            reply,
-        })
-        .await;
+    let step = checked.next_step(&visit.state, ip).await;
     match step {
         Ok(LoginStep::Session(session)) => signed_in(&visit, session),
         Ok(LoginStep::Mfa { challenge, .. }) => code_form(&visit, StatusCode::OK, &challenge, None),
@@ -153,16 +143,7 @@ pub async fn code(p: Posted) -> Response {
         return code_form(&visit, StatusCode::UNAUTHORIZED, &challenge, error);
     }
     let again = challenge.clone();
-    let answer = visit
-        .state
-        .directory
-        .request(|reply| DirectoryMsg::MfaLogin {
-            challenge,
-            code,
-            ip,
-            reply,
-        })
-        .await;
+    let answer = mfa_login(&visit.state, challenge, code, ip).await;
     match answer {
         Ok(session) => signed_in(&visit, session),
         Err(CallError::Failed(DirectoryError::InvalidCredentials)) => {
