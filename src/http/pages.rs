@@ -165,6 +165,19 @@ impl FieldView {
         self
     }
 
+    /// The current password (a sign-in or a re-authentication): at least `min` characters.
+    pub fn current_password(id: &str, label: String, min: usize) -> Self {
+        FieldView::input(id, "password", "password", label, "current-password")
+            .sized(min, PASSWORD_MAX)
+    }
+
+    /// The field with its length between `min` and `max`.
+    pub fn sized(mut self, min: usize, max: usize) -> Self {
+        self.min = min;
+        self.max = max;
+        self
+    }
+
     /// Any other input: `kind` is its type, `id` unique on the page.
     pub fn input(
         id: &str,
@@ -269,6 +282,12 @@ impl FromRequestParts<AppState> for LinkVisit {
     }
 }
 
+/// `?lang=`: the language the reader chose.
+#[derive(Deserialize)]
+struct LangQuery {
+    lang: Option<String>,
+}
+
 /// One request's page context: the reader's language, the tenant, the browser's CSRF secret.
 pub struct Reader {
     pub lang: &'static str,
@@ -299,6 +318,16 @@ impl Reader {
             secret,
             secure_cookie: state.accounts_base().starts_with("https://"),
         }
+    }
+
+    /// The reader of a request: its `?lang=` (none when the query cannot be read), then its
+    /// headers.
+    pub async fn of_request(parts: &mut Parts, state: &AppState) -> Self {
+        let lang = Query::<LangQuery>::from_request_parts(parts, state)
+            .await
+            .ok()
+            .and_then(|Query(q)| q.lang);
+        Reader::new(state, &parts.headers, lang.as_deref())
     }
 
     /// Shows the tenant's name, and speaks its default language unless the reader chose one.

@@ -11,8 +11,8 @@ use axum::{
 };
 
 use super::{
-    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
-    CheckOption, Control, DoneQuery, FormFields, Lines, Section, TenantPost, Visit,
+    dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
+    CheckGroup, CheckOption, Control, DoneQuery, Lines, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::agents::{
@@ -21,7 +21,6 @@ use crate::http::{
     },
     error::ApiError,
     extract::ApiJson,
-    pages::FieldView,
 };
 
 /// The grants an agent may use, as the API names them.
@@ -38,10 +37,7 @@ fn base(slug: &str) -> String {
 
 /// The registry, and an owner's form for a new agent.
 pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
-    let notice = q
-        .done
-        .filter(|d| d == "revoked")
-        .map(|_| visit.t("console-agents-revoked"));
+    let notice = q.notice(&visit, "revoked", "console-agents-revoked");
     render_list(&visit, &slug, notice, None).await
 }
 
@@ -67,7 +63,6 @@ async fn render_list(
     let at = base(slug);
     let mut page = visit.tenant_page(&m, Area::Agents, "console-agents");
     page.notice = notice;
-    let dash = || "—".to_owned();
     let rows = agents
         .iter()
         .map(|a| {
@@ -79,47 +74,28 @@ async fn render_list(
             ]
         })
         .collect();
-    page.sections.push(Section {
-        paragraphs: vec![visit.t("console-agents-intro")],
-        table: Some(visit.table(
-            ("agents", "console-agents-caption"),
-            &[
-                "console-col-name",
-                "console-col-client-id",
-                "console-col-created",
-                "console-col-revoked",
-            ],
-            rows,
-            "console-agents-empty",
-        )),
-        ..Section::default()
-    });
+    let table = visit.table(
+        ("agents", "console-agents-caption"),
+        &[
+            "console-col-name",
+            "console-col-client-id",
+            "console-col-created",
+            "console-col-revoked",
+        ],
+        rows,
+        "console-agents-empty",
+    );
+    page.sections
+        .push(visit.listing("console-agents-intro", table));
     if m.role.as_str() == "owner" {
         let (typed_name, reason) = refusal.unwrap_or_default();
-        let action = format!("{at}/create");
-        let mut f = visit.form(action.clone(), visit.t("console-agents-create"));
-        let mut name = FieldView::input(
-            "agent-name",
-            "name",
-            "text",
-            visit.t("console-col-name"),
-            "off",
+        let f = registration_form(
+            visit,
+            (format!("{at}/create"), "console-agents-create"),
+            typed_name,
+            (String::new(), &["client_credentials".to_owned()]),
         );
-        name.min = 1;
-        name.max = 64;
-        name.value = typed_name;
-        f.controls.push(Control::Input(name));
-        f.controls.push(scopes_lines(visit, String::new()));
-        f.controls
-            .push(grants_group(visit, &["client_credentials".to_owned()]));
-        if !reason.is_empty() {
-            page.error_summary = Some(visit.t_with("console-not-accepted", &[("reason", &reason)]));
-        }
-        page.sections.push(Section {
-            heading: Some(visit.t("console-agents-new")),
-            forms: vec![f],
-            ..Section::default()
-        });
+        visit.new_item(&mut page, "console-agents-new", f, &reason);
     }
     visit.answer_page(page)
 }
@@ -133,19 +109,14 @@ fn issued_page(visit: &Visit, back: String, client_id: &str, secret: String) -> 
 
 /// Registers an agent (owner, re-authenticated): its secret, shown once.
 pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
-    let one = |name: &str| form.one(name);
+    let (visit, form, c) = p.into_parts();
     let at = base(&slug);
     let req = RegisterAgentRequest {
-        name: one("name").trim().to_owned(),
+        name: form.one("name").trim().to_owned(),
         description: None,
         agent_class: None,
         logo_url: None,
-        scopes: scopes_of(&form),
+        scopes: form.lines("scopes"),
         grant_types: form.all("grant_types"),
         redirect_uris: Vec::new(),
         agent_token_max_ttl_sec: None,
@@ -171,7 +142,7 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
                 || e.status == StatusCode::CONFLICT
                 || e.status == StatusCode::FORBIDDEN && e.code != "dashboard/forbidden" =>
         {
-            render_list(&visit, &slug, None, Some((one("name"), reasons(&e)))).await
+            render_list(&visit, &slug, None, Some((form.one("name"), reasons(&e)))).await
         }
         Err(e) => visit.refused(&e),
     }
@@ -183,10 +154,7 @@ pub async fn detail(
     Path((slug, id)): Path<(String, String)>,
     Query(q): Query<DoneQuery>,
 ) -> Response {
-    let notice = q
-        .done
-        .filter(|d| d == "saved")
-        .map(|_| visit.t("console-saved"));
+    let notice = q.notice(&visit, "saved", "console-saved");
     render_detail(&visit, &slug, &id, (notice, None)).await
 }
 
@@ -222,8 +190,6 @@ async fn render_detail(
     };
     let here = format!("{}/{}", base(&slug), a.id);
     let mut page = visit.tenant_page(&m, Area::Agents, "console-agent");
-    let dash = || "—".to_owned();
-    let joined = |v: &[String]| if v.is_empty() { dash() } else { v.join(", ") };
     page.sections.push(Section {
         facts: vec![
             (visit.t("console-col-name"), a.name.clone()),
@@ -275,23 +241,15 @@ async fn render_detail(
         ..Section::default()
     });
     page.notice = notice;
-    page.error_summary = refused.map(|r| visit.t_with("console-not-accepted", &[("reason", &r)]));
+    page.error_summary = refused.map(|r| visit.not_accepted(&r));
     if m.role.as_str() == "owner" && a.revoked_at.is_none() {
         // The registration as a form: the name, the scopes and the grants the update takes.
-        let mut f = visit.form(format!("{here}/edit"), visit.t("console-save"));
-        let mut name = FieldView::input(
-            "agent-name",
-            "name",
-            "text",
-            visit.t("console-col-name"),
-            "off",
+        let f = registration_form(
+            visit,
+            (format!("{here}/edit"), "console-save"),
+            a.name.clone(),
+            (a.scopes.join("\n"), &a.grant_types),
         );
-        name.min = 1;
-        name.max = 64;
-        name.value = a.name.clone();
-        f.controls.push(Control::Input(name));
-        f.controls.push(scopes_lines(visit, a.scopes.join("\n")));
-        f.controls.push(grants_group(visit, &a.grant_types));
         page.sections.push(Section {
             heading: Some(visit.t("console-client-edit")),
             forms: vec![f],
@@ -305,15 +263,27 @@ async fn render_detail(
     visit.answer_page(page)
 }
 
-fn scopes_lines(visit: &Visit, value: String) -> Control {
-    Control::Lines(Lines {
+/// An agent's registration as a form posting to `action` (its button's text id): the
+/// `name`, the scopes (one a line) and the grants ticked as `chosen`.
+fn registration_form(
+    visit: &Visit,
+    (action, button): (String, &str),
+    name: String,
+    (scopes, chosen): (String, &[String]),
+) -> super::Form {
+    let mut f = visit.form(action, visit.t(button));
+    f.controls
+        .push(Control::Input(visit.name_input("agent-name", name)));
+    f.controls.push(Control::Lines(Lines {
         id: "agent-scopes".to_owned(),
         name: "scopes".to_owned(),
         label: visit.t("console-client-scopes"),
         hint: Some(visit.t("console-hint-lines")),
         error: None,
-        value,
-    })
+        value: scopes,
+    }));
+    f.controls.push(grants_group(visit, chosen));
+    f
 }
 
 /// The grants an agent may use, ticked as `chosen`.
@@ -335,25 +305,12 @@ fn grants_group(visit: &Visit, chosen: &[String]) -> Control {
     })
 }
 
-fn scopes_of(form: &FormFields) -> Vec<String> {
-    form.one("scopes")
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 /// An owner's action on an agent: `rotate` (the new secret, shown once) or `revoke`.
 pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let here = format!("{}/{id}", base(&slug));
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
@@ -364,19 +321,15 @@ pub async fn act(
                 description: None,
                 agent_class: None,
                 logo_url: None,
-                scopes: Some(scopes_of(&form)),
+                scopes: Some(form.lines("scopes")),
                 grant_types: Some(form.all("grant_types")),
                 redirect_uris: None,
                 agent_token_max_ttl_sec: None,
                 agent_settings: None,
             };
-            match api::update(state, c, path, ApiJson(req)).await {
-                Ok(_) => Ok(visit.go(&format!("{here}?done=saved"))),
-                Err(e) if e.status == StatusCode::BAD_REQUEST => {
-                    return render_detail(&visit, &slug, &id, (None, Some(reasons(&e)))).await;
-                }
-                Err(e) => Err(e),
-            }
+            let updated = api::update(state, c, path, ApiJson(req)).await;
+            let again = |r| render_detail(&visit, &slug, &id, (None, Some(r)));
+            return visit.saved(updated, &here, again).await;
         }
         "rotate" => api::rotate_secret(state, c, path)
             .await

@@ -55,13 +55,9 @@ fn query_of(event_type: Option<&str>, extra: &[(&str, &str)]) -> String {
 
 /// The audit log page: the filter, the download links, then a page of events.
 pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQuery>) -> Response {
-    let auth = match visit.signed_in() {
+    let (auth, m) = match visit.member(&slug) {
         Ok(a) => a,
         Err(r) => return r,
-    };
-    let (m, _) = match auth.member(&visit.state, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let event_type = q.event_type.filter(|t| !t.trim().is_empty());
     let query = AuditQuery {

@@ -11,14 +11,13 @@ use axum::{
 };
 
 use super::{
-    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, Control, DoneQuery,
-    Lines, Section, Select, SelectOption, TenantPost, Visit,
+    dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
+    Control, DoneQuery, Lines, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::oauth_clients::{self as api, CreateOAuthClientRequest, UpdateOAuthClientRequest},
     error::ApiError,
     extract::ApiJson,
-    pages::FieldView,
 };
 
 fn base(slug: &str) -> String {
@@ -66,10 +65,7 @@ fn select(id: &str, name: &str, label: String, options: Vec<(String, String)>) -
 
 /// The registry, and an owner's form for a new client.
 pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
-    let notice = q
-        .done
-        .filter(|d| d == "deleted")
-        .map(|_| visit.t("console-clients-deleted"));
+    let notice = q.notice(&visit, "deleted", "console-clients-deleted");
     render_list(&visit, &slug, notice, Typed::default()).await
 }
 
@@ -97,40 +93,28 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
             ]
         })
         .collect();
-    page.sections.push(Section {
-        paragraphs: vec![visit.t("console-clients-intro")],
-        table: Some(visit.table(
-            ("clients", "console-clients-caption"),
-            &[
-                "console-col-name",
-                "console-col-client-id",
-                "console-col-type",
-                "console-col-verification",
-                "console-col-created",
-            ],
-            rows,
-            "console-clients-empty",
-        )),
-        links: vec![super::Link {
-            href: format!("{}/scopes", super::tenant_path(&m.slug)),
-            label: visit.t("console-scopes-link"),
-        }],
-        ..Section::default()
+    let table = visit.table(
+        ("clients", "console-clients-caption"),
+        &[
+            "console-col-name",
+            "console-col-client-id",
+            "console-col-type",
+            "console-col-verification",
+            "console-col-created",
+        ],
+        rows,
+        "console-clients-empty",
+    );
+    let mut listing = visit.listing("console-clients-intro", table);
+    listing.links.push(super::Link {
+        href: format!("{}/scopes", super::tenant_path(&m.slug)),
+        label: visit.t("console-scopes-link"),
     });
+    page.sections.push(listing);
     if m.role.as_str() == "owner" {
-        let action = format!("{at}/create");
-        let mut f = visit.form(action.clone(), visit.t("console-clients-create"));
-        let mut name = FieldView::input(
-            "client-name",
-            "name",
-            "text",
-            visit.t("console-col-name"),
-            "off",
-        );
-        name.min = 1;
-        name.max = 64;
-        name.value = typed.name;
-        f.controls.push(Control::Input(name));
+        let mut f = visit.form(format!("{at}/create"), visit.t("console-clients-create"));
+        f.controls
+            .push(Control::Input(visit.name_input("client-name", typed.name)));
         f.controls.push(select(
             "client-type",
             "client_type",
@@ -179,25 +163,9 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
                 ("true".to_owned(), visit.t("console-yes")),
             ],
         ));
-        if !typed.reason.is_empty() {
-            page.error_summary =
-                Some(visit.t_with("console-not-accepted", &[("reason", &typed.reason)]));
-        }
-        page.sections.push(Section {
-            heading: Some(visit.t("console-clients-new")),
-            forms: vec![f],
-            ..Section::default()
-        });
+        visit.new_item(&mut page, "console-clients-new", f, &typed.reason);
     }
     visit.answer_page(page)
-}
-
-fn split_lines(v: &str) -> Vec<String> {
-    v.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 /// A page showing a client's id and, once, its secret.
@@ -213,22 +181,18 @@ fn issued_page(visit: &Visit, back: String, client_id: &str, secret: Option<Stri
 
 /// Registers a client (owner; a confidential one after a recent re-authentication).
 pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let one = |name: &str| form.one(name);
     let at = base(&slug);
-    let scopes = split_lines(&one("allowed_scopes"));
+    let scopes = form.lines("allowed_scopes");
     let req = CreateOAuthClientRequest {
         name: one("name").trim().to_owned(),
         description: None,
         logo_url: None,
         client_type: one("client_type"),
         token_endpoint_auth_method: None,
-        redirect_uris: split_lines(&one("redirect_uris")),
-        post_logout_redirect_uris: split_lines(&one("post_logout_redirect_uris")),
+        redirect_uris: form.lines("redirect_uris"),
+        post_logout_redirect_uris: form.lines("post_logout_redirect_uris"),
         allowed_scopes: (!scopes.is_empty()).then_some(scopes),
         first_party: one("first_party") == "true",
         id_token_signed_response_alg: None,
@@ -263,10 +227,7 @@ pub async fn detail(
     Path((slug, id)): Path<(String, String)>,
     Query(q): Query<DoneQuery>,
 ) -> Response {
-    let notice = q
-        .done
-        .filter(|d| d == "saved")
-        .map(|_| visit.t("console-saved"));
+    let notice = q.notice(&visit, "saved", "console-saved");
     render_detail(&visit, &slug, &id, (notice, None)).await
 }
 
@@ -288,8 +249,6 @@ async fn render_detail(
     };
     let here = format!("{}/{}", base(&slug), client.client_id);
     let mut page = visit.tenant_page(&m, Area::Clients, "console-client");
-    let dash = || "—".to_owned();
-    let joined = |v: &[String]| if v.is_empty() { dash() } else { v.join(", ") };
     page.sections.push(Section {
         facts: vec![
             (visit.t("console-col-name"), client.name.clone()),
@@ -329,21 +288,13 @@ async fn render_detail(
         ..Section::default()
     });
     page.notice = notice;
-    page.error_summary = refused.map(|r| visit.t_with("console-not-accepted", &[("reason", &r)]));
+    page.error_summary = refused.map(|r| visit.not_accepted(&r));
     if m.role.as_str() == "owner" {
         // The registration as a form: what the API's update takes here.
         let mut f = visit.form(format!("{here}/edit"), visit.t("console-save"));
-        let mut name = FieldView::input(
-            "client-name",
-            "name",
-            "text",
-            visit.t("console-col-name"),
-            "off",
-        );
-        name.min = 1;
-        name.max = 64;
-        name.value = client.name.clone();
-        f.controls.push(Control::Input(name));
+        f.controls.push(Control::Input(
+            visit.name_input("client-name", client.name.clone()),
+        ));
         for (id, field, label, hint, values) in [
             (
                 "client-redirects",
@@ -396,11 +347,7 @@ pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let here = format!("{}/{id}", base(&slug));
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
@@ -410,21 +357,15 @@ pub async fn act(
                 name: Some(form.one("name").trim().to_owned()),
                 description: None,
                 logo_url: None,
-                redirect_uris: Some(split_lines(&form.one("redirect_uris"))),
-                post_logout_redirect_uris: Some(split_lines(
-                    &form.one("post_logout_redirect_uris"),
-                )),
-                allowed_scopes: Some(split_lines(&form.one("allowed_scopes"))),
+                redirect_uris: Some(form.lines("redirect_uris")),
+                post_logout_redirect_uris: Some(form.lines("post_logout_redirect_uris")),
+                allowed_scopes: Some(form.lines("allowed_scopes")),
                 first_party: None,
                 id_token_signed_response_alg: None,
             };
-            match api::update(state, c, path, ApiJson(req)).await {
-                Ok(_) => Ok(visit.go(&format!("{here}?done=saved"))),
-                Err(e) if e.status == StatusCode::BAD_REQUEST => {
-                    return render_detail(&visit, &slug, &id, (None, Some(reasons(&e)))).await;
-                }
-                Err(e) => Err(e),
-            }
+            let updated = api::update(state, c, path, ApiJson(req)).await;
+            let again = |r| render_detail(&visit, &slug, &id, (None, Some(r)));
+            return visit.saved(updated, &here, again).await;
         }
         "rotate" => api::rotate_secret(state, c, path)
             .await

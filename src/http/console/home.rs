@@ -10,10 +10,7 @@ use axum::{
 use crate::delivery::templates::escape_html;
 
 use super::{tenant_path, Area, Cell, Link, Section, Visit};
-use crate::http::dashboard::{
-    activity::{self, ActivityDayResponse, ActivityQuery},
-    TenantCaller,
-};
+use crate::http::dashboard::activity::{self, ActivityDayResponse, ActivityQuery};
 
 /// The role's name in the reader's language.
 pub fn role_name(visit: &Visit, role: &str) -> String {
@@ -109,17 +106,9 @@ pub fn sign_in_chart(days: &[(u64, u64)], label: &str) -> String {
 /// A tenant's overview: what it is, the reader's role, this month's active users and the
 /// last two weeks' sign-ins (a chart and its table), and where to go.
 pub async fn overview(visit: Visit, Path(slug): Path<String>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
+    let (caller, m) = match visit.tenant(&slug) {
+        Ok(t) => t,
         Err(r) => return r,
-    };
-    let (m, _) = match auth.member(&visit.state, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
-    };
-    let caller = TenantCaller {
-        auth: auth.clone(),
-        slug: slug.clone(),
     };
     let activity = match activity::get(
         State(visit.state.clone()),

@@ -11,8 +11,8 @@ use axum::{
 use serde_json::Value;
 
 use super::{
-    home::role_name, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
-    Control, DoneQuery, Section, Select, SelectOption, TenantPost, Visit,
+    dash, home::role_name, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area,
+    Cell, Control, DoneQuery, Section, Select, SelectOption, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::{
@@ -30,10 +30,7 @@ fn keys_path(slug: &str) -> String {
 
 /// The keys page: the API key's rotation, the management keys, and the form for a new one.
 pub async fn page(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQuery>) -> Response {
-    let notice = q
-        .done
-        .filter(|d| d == "revoked")
-        .map(|_| visit.t("console-keys-revoked"));
+    let notice = q.notice(&visit, "revoked", "console-keys-revoked");
     render(&visit, &slug, notice, None).await
 }
 
@@ -68,7 +65,6 @@ async fn render(
         ));
     }
     page.sections.push(api_key);
-    let none = || "—".to_owned();
     let rows = list
         .data
         .iter()
@@ -78,29 +74,26 @@ async fn render(
                 Cell::text(role_name(visit, &k.role)),
                 Cell::text(format!("{}…", k.prefix)),
                 Cell::text(moment(k.created_at)),
-                Cell::text(k.expires_at.map_or_else(none, moment)),
-                Cell::text(k.revoked_at.map_or_else(none, moment)),
+                Cell::text(k.expires_at.map_or_else(dash, moment)),
+                Cell::text(k.revoked_at.map_or_else(dash, moment)),
             ]
         })
         .collect();
-    let mut keys = Section {
-        heading: Some(visit.t("console-management-keys")),
-        paragraphs: vec![visit.t("console-management-keys-intro")],
-        table: Some(visit.table(
-            ("management-keys", "console-management-keys-caption"),
-            &[
-                "console-col-name",
-                "console-col-role-of",
-                "console-col-prefix",
-                "console-col-created",
-                "console-col-expires",
-                "console-col-revoked",
-            ],
-            rows,
-            "console-management-keys-empty",
-        )),
-        ..Section::default()
-    };
+    let table = visit.table(
+        ("management-keys", "console-management-keys-caption"),
+        &[
+            "console-col-name",
+            "console-col-role-of",
+            "console-col-prefix",
+            "console-col-created",
+            "console-col-expires",
+            "console-col-revoked",
+        ],
+        rows,
+        "console-management-keys-empty",
+    );
+    let mut keys = visit.listing("console-management-keys-intro", table);
+    keys.heading = Some(visit.t("console-management-keys"));
     if owner {
         for k in list.data.iter().filter(|k| k.revoked_at.is_none()) {
             let label = visit.t_with("console-management-keys-revoke", &[("name", &k.name)]);
@@ -112,19 +105,9 @@ async fn render(
     if owner {
         let (typed, reason) = error.unwrap_or_default();
         let action = format!("{base}/create");
-        let mut f = visit.form(action.clone(), visit.t("console-management-keys-create"));
-        let mut name = FieldView::input(
-            "key-name",
-            "name",
-            "text",
-            visit.t("console-col-name"),
-            "off",
-        );
-        name.min = 1;
-        name.max = 64;
-        name.value = typed;
-        name.error = (!reason.is_empty())
-            .then(|| visit.t_with("console-not-accepted", &[("reason", &reason)]));
+        let mut f = visit.form(action, visit.t("console-management-keys-create"));
+        let mut name = visit.name_input("key-name", typed);
+        name.error = (!reason.is_empty()).then(|| visit.not_accepted(&reason));
         page.error_summary = name.error.clone();
         f.controls.push(Control::Input(name));
         f.controls.push(Control::Select(Select {
@@ -141,13 +124,8 @@ async fn render(
                 .collect(),
             error: None,
         }));
-        let mut expires = FieldView::input(
-            "key-expires",
-            "expires_at",
-            "text",
-            visit.t("console-col-expires"),
-            "off",
-        );
+        let label = visit.t("console-col-expires");
+        let mut expires = FieldView::input("key-expires", "expires_at", "text", label, "off");
         expires.hint = Some(visit.t("console-key-expires-hint"));
         expires.max = 40;
         f.controls.push(Control::Input(expires));
@@ -167,9 +145,7 @@ fn shown_once(visit: &Visit, slug: &str, title: &str, key: String) -> Response {
 
 /// Replaces the API key (owner, re-authenticated): the new key, shown once.
 pub async fn rotate(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit, caller: c, ..
-    } = p;
+    let (visit, _, c) = p.into_parts();
     let base = keys_path(&slug);
     match rotate_api_key(State(visit.state.clone()), c).await {
         Ok(axum::Json(rotated)) => {
@@ -182,11 +158,7 @@ pub async fn rotate(Path(slug): Path<String>, p: TenantPost) -> Response {
 
 /// Creates a management key (owner, re-authenticated): the key, shown once.
 pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let base = keys_path(&slug);
     let name = form.one("name");
     let expires_at = Some(form.one("expires_at").trim().to_owned()).filter(|e| !e.is_empty());
@@ -219,9 +191,7 @@ pub async fn revoke(
     Path((slug, id)): Path<(String, String)>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit, caller: c, ..
-    } = p;
+    let (visit, _, c) = p.into_parts();
     let base = keys_path(&slug);
     let path = Path((slug.clone(), id));
     match api::revoke(State(visit.state.clone()), c, path).await {

@@ -211,11 +211,7 @@ fn done(visit: &Visit, slug: &str, what: &str) -> Response {
 
 /// Invites an address with a role (owner): the API's invitation, mailed.
 pub async fn invite(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let email = form.one("email");
     let req = InviteMemberRequest {
         email: email.trim().to_owned(),
@@ -229,11 +225,7 @@ pub async fn invite(Path(slug): Path<String>, p: TenantPost) -> Response {
 
 /// Withdraws a pending invitation (owner).
 pub async fn revoke(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let path = axum::extract::Path((slug.clone(), form.one("email")));
     match api::revoke(State(visit.state.clone()), c, path).await {
         Ok(_) => done(&visit, &slug, "revoked"),
@@ -243,11 +235,7 @@ pub async fn revoke(Path(slug): Path<String>, p: TenantPost) -> Response {
 
 /// Changes a member's role (owner).
 pub async fn change_role(Path((slug, account)): Path<(String, String)>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let req = UpdateMemberRequest {
         role: form.one("role"),
     };
@@ -260,9 +248,7 @@ pub async fn change_role(Path((slug, account)): Path<(String, String)>, p: Tenan
 
 /// Removes a member (owner), or the reader leaves.
 pub async fn remove(Path((slug, account)): Path<(String, String)>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit, caller: c, ..
-    } = p;
+    let (visit, _, c) = p.into_parts();
     let leaving = c.auth.session.account_id.to_string() == account;
     let path = axum::extract::Path((slug.clone(), account));
     match api::remove(State(visit.state.clone()), c, path).await {

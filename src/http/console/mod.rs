@@ -37,7 +37,7 @@ pub use super::sections::{
 
 use askama::Template;
 use axum::{
-    extract::{FromRequest, FromRequestParts, Query, Request},
+    extract::{FromRequest, FromRequestParts, Request},
     http::{header, request::Parts, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -52,7 +52,7 @@ use super::{
     dashboard::{Dashboard, TenantCaller},
     error::ApiError,
     extract::audit_context,
-    pages::{cookie, protect, see_other, Problem, Reader},
+    pages::{cookie, protect, see_other, FieldView, Problem, Reader},
 };
 use crate::{app::AppState, i18n};
 
@@ -69,6 +69,8 @@ const STYLESHEET: &str = include_str!("../../../assets/console.css");
 /// The console's routes; `doc` is the OpenAPI document the server serves (the settings
 /// forms are made from it).
 pub fn router(doc: ApiDoc) -> Router<AppState> {
+    // A tenant's page: `path` under its own.
+    let t = |path: &str| format!("{}{path}", tenant_path("{slug}"));
     Router::new()
         .route("/console", get(home::tenants))
         .route("/console/console.css", get(stylesheet))
@@ -81,64 +83,43 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route("/console/account/mfa/setup", post(account::setup))
         .route("/console/account/mfa/confirm", post(account::confirm))
         .route("/console/account/mfa/remove", post(account::remove))
-        .route("/console/t/{slug}", get(home::overview))
-        .route("/console/t/{slug}/users", get(users::list))
-        .route("/console/t/{slug}/users/{id}", get(users::detail))
-        .route("/console/t/{slug}/users/{id}/{action}", post(users::act))
-        .route("/console/t/{slug}/audit", get(audit::list))
-        .route("/console/t/{slug}/audit/download", get(audit::download))
-        .route("/console/t/{slug}/members", get(members::page))
-        .route("/console/t/{slug}/members/invite", post(members::invite))
+        .route(&t(""), get(home::overview))
+        .route(&t("/users"), get(users::list))
+        .route(&t("/users/{id}"), get(users::detail))
+        .route(&t("/users/{id}/{action}"), post(users::act))
+        .route(&t("/audit"), get(audit::list))
+        .route(&t("/audit/download"), get(audit::download))
+        .route(&t("/members"), get(members::page))
+        .route(&t("/members/invite"), post(members::invite))
+        .route(&t("/members/{account}/role"), post(members::change_role))
+        .route(&t("/members/{account}/remove"), post(members::remove))
+        .route(&t("/invitations/revoke"), post(members::revoke))
+        .route(&t("/keys"), get(keys::page))
+        .route(&t("/keys/api-key/rotate"), post(keys::rotate))
+        .route(&t("/keys/create"), post(keys::create))
+        .route(&t("/keys/{id}/revoke"), post(keys::revoke))
+        .route(&t("/clients"), get(clients::list))
+        .route(&t("/clients/create"), post(clients::create))
+        .route(&t("/clients/{id}"), get(clients::detail))
+        .route(&t("/clients/{id}/{action}"), post(clients::act))
+        .route(&t("/agents"), get(agents::list))
+        .route(&t("/agents/create"), post(agents::create))
+        .route(&t("/agents/{id}"), get(agents::detail))
+        .route(&t("/agents/{id}/{action}"), post(agents::act))
+        .route(&t("/webhooks"), get(webhooks::list))
+        .route(&t("/webhooks/create"), post(webhooks::create))
+        .route(&t("/webhooks/{id}"), get(webhooks::detail))
+        .route(&t("/webhooks/{id}/{action}"), post(webhooks::act))
         .route(
-            "/console/t/{slug}/members/{account}/role",
-            post(members::change_role),
-        )
-        .route(
-            "/console/t/{slug}/members/{account}/remove",
-            post(members::remove),
-        )
-        .route(
-            "/console/t/{slug}/invitations/revoke",
-            post(members::revoke),
-        )
-        .route("/console/t/{slug}/keys", get(keys::page))
-        .route("/console/t/{slug}/keys/api-key/rotate", post(keys::rotate))
-        .route("/console/t/{slug}/keys/create", post(keys::create))
-        .route("/console/t/{slug}/keys/{id}/revoke", post(keys::revoke))
-        .route("/console/t/{slug}/clients", get(clients::list))
-        .route("/console/t/{slug}/clients/create", post(clients::create))
-        .route("/console/t/{slug}/clients/{id}", get(clients::detail))
-        .route(
-            "/console/t/{slug}/clients/{id}/{action}",
-            post(clients::act),
-        )
-        .route("/console/t/{slug}/agents", get(agents::list))
-        .route("/console/t/{slug}/agents/create", post(agents::create))
-        .route("/console/t/{slug}/agents/{id}", get(agents::detail))
-        .route("/console/t/{slug}/agents/{id}/{action}", post(agents::act))
-        .route("/console/t/{slug}/webhooks", get(webhooks::list))
-        .route("/console/t/{slug}/webhooks/create", post(webhooks::create))
-        .route("/console/t/{slug}/webhooks/{id}", get(webhooks::detail))
-        .route(
-            "/console/t/{slug}/webhooks/{id}/{action}",
-            post(webhooks::act),
-        )
-        .route(
-            "/console/t/{slug}/webhooks/{id}/deliveries/{delivery}/redeliver",
+            &t("/webhooks/{id}/deliveries/{delivery}/redeliver"),
             post(webhooks::redeliver),
         )
-        .route("/console/t/{slug}/scopes", get(scopes::page))
+        .route(&t("/scopes"), get(scopes::page))
+        .route(&t("/scopes/{resource}/register"), post(scopes::register))
+        .route(&t("/scopes/{resource}/{id}/remove"), post(scopes::remove))
+        .route(&t("/settings"), get(settings::index))
         .route(
-            "/console/t/{slug}/scopes/{resource}/register",
-            post(scopes::register),
-        )
-        .route(
-            "/console/t/{slug}/scopes/{resource}/{id}/remove",
-            post(scopes::remove),
-        )
-        .route("/console/t/{slug}/settings", get(settings::index))
-        .route(
-            "/console/t/{slug}/settings/{section}",
+            &t("/settings/{section}"),
             get(settings::show).post(settings::save),
         )
         .layer(axum::Extension(doc))
@@ -210,11 +191,6 @@ pub enum Area {
     Audit,
 }
 
-#[derive(Deserialize)]
-struct LangQuery {
-    lang: Option<String>,
-}
-
 /// What every console request reads first: the reader (language, CSRF secret), the client,
 /// and the session its cookie names, if it is live.
 pub struct Visit {
@@ -230,11 +206,7 @@ impl FromRequestParts<AppState> for Visit {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let lang = Query::<LangQuery>::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|Query(q)| q.lang);
-        let reader = Reader::new(state, &parts.headers, lang.as_deref());
+        let reader = Reader::of_request(parts, state).await;
         let ip = parts
             .extensions
             .get::<super::extract::ClientIp>()
@@ -480,6 +452,16 @@ impl FormFields {
             .collect()
     }
 
+    /// The lines of `name`'s value (a list, one a line), trimmed, the empty ones left out.
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        self.one(name)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+
     pub fn pairs(&self) -> &[(String, String)] {
         &self.0
     }
@@ -532,6 +514,13 @@ pub struct TenantPost {
     pub caller: TenantCaller,
 }
 
+impl TenantPost {
+    /// The visit, the form's fields and the caller, apart.
+    pub fn into_parts(self) -> (Visit, FormFields, TenantCaller) {
+        (self.visit, self.form, self.caller)
+    }
+}
+
 impl FromRequest<AppState> for TenantPost {
     type Rejection = Response;
 
@@ -558,13 +547,39 @@ pub struct DoneQuery {
     pub done: Option<String>,
 }
 
-/// The field errors of a refusal (`details.fields`), by the field a form shows
-/// (`items[2]`, `trust_anchors[0].name`: the list or object the error is in).
-pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
+impl DoneQuery {
+    /// What the page says when the form before it did `done`: `text` (a console text id).
+    pub fn notice(self, visit: &Visit, done: &str, text: &str) -> Option<String> {
+        self.done.filter(|d| d == done).map(|_| visit.t(text))
+    }
+}
+
+/// What a page shows for a value that is not there.
+pub fn dash() -> String {
+    "—".to_owned()
+}
+
+/// Values on one line, or a dash when there are none.
+pub fn joined(values: &[String]) -> String {
+    if values.is_empty() {
+        dash()
+    } else {
+        values.join(", ")
+    }
+}
+
+/// A refusal's `details.fields`: each refused field with its rule.
+fn refused_fields(e: &ApiError) -> Option<&serde_json::Map<String, serde_json::Value>> {
     e.details
         .as_ref()
         .and_then(|d| d.get("fields"))
         .and_then(serde_json::Value::as_object)
+}
+
+/// The field errors of a refusal (`details.fields`), by the field a form shows
+/// (`items[2]`, `trust_anchors[0].name`: the list or object the error is in).
+pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
+    refused_fields(e)
         .map(|m| {
             m.iter()
                 .map(|(k, v)| {
@@ -578,10 +593,7 @@ pub fn field_errors(e: &ApiError) -> std::collections::HashMap<String, String> {
 
 /// The reasons of a refusal in one line: each refused field with its rule, else the message.
 pub fn reasons(e: &ApiError) -> String {
-    e.details
-        .as_ref()
-        .and_then(|d| d.get("fields"))
-        .and_then(serde_json::Value::as_object)
+    refused_fields(e)
         .map(|m| {
             m.iter()
                 .map(|(k, v)| format!("{k} {}", v.as_str().unwrap_or("")))
@@ -599,13 +611,56 @@ impl Visit {
     /// The signed-in session acting in tenant `slug`, and its membership (the console's
     /// not-found page when it is not one of the session's tenants).
     pub fn tenant(&self, slug: &str) -> Result<(TenantCaller, MemberOf), Response> {
-        let auth = self.signed_in()?;
+        let (auth, m) = self.member(slug)?;
         let caller = TenantCaller {
             auth: auth.clone(),
             slug: slug.to_owned(),
         };
-        let (m, _) = caller.member(&self.state).map_err(|e| self.refused(&e))?;
         Ok((caller, m))
+    }
+
+    /// The signed-in session and its membership of tenant `slug` (the console's not-found
+    /// page when it is not one of the session's tenants).
+    pub fn member(&self, slug: &str) -> Result<(&Dashboard, MemberOf), Response> {
+        let auth = self.signed_in()?;
+        let (m, _) = auth
+            .member(&self.state, slug)
+            .map_err(|e| self.refused(&e))?;
+        Ok((auth, m))
+    }
+
+    /// What a form's refusal says: `reason`, in the reader's language.
+    pub fn not_accepted(&self, reason: &str) -> String {
+        self.t_with("console-not-accepted", &[("reason", reason)])
+    }
+
+    /// The name of a new or edited item (1 to 64 characters), with its `value`.
+    pub fn name_input(&self, id: &str, value: String) -> FieldView {
+        FieldView::input(id, "name", "text", self.t("console-col-name"), "off")
+            .sized(1, 64)
+            .filled(value, None)
+    }
+
+    /// A list page's section: its intro (a text id), then its table.
+    pub fn listing(&self, intro: &str, table: Table) -> Section {
+        Section {
+            paragraphs: vec![self.t(intro)],
+            table: Some(table),
+            ..Section::default()
+        }
+    }
+
+    /// An owner's form for a new item, under `heading` (a text id); when `reason` is not
+    /// empty, the page says first why the last one was refused.
+    pub fn new_item(&self, page: &mut ConsolePage, heading: &str, form: Form, reason: &str) {
+        if !reason.is_empty() {
+            page.error_summary = Some(self.not_accepted(reason));
+        }
+        page.sections.push(Section {
+            heading: Some(self.t(heading)),
+            forms: vec![form],
+            ..Section::default()
+        });
     }
 
     /// A form posting to `action`, its fields one under another, its button `label`.
@@ -658,6 +713,25 @@ impl Visit {
                 sign_in::reauth_page(self, back, None)
             }
             Err(e) => self.refused(&e),
+        }
+    }
+
+    /// What an edit form's update answers: back to `here` saying it was saved; the form's
+    /// page again (`again`, given the reasons) when a value was refused; else as
+    /// [`Visit::acted`].
+    pub async fn saved<T, F>(
+        &self,
+        answer: Result<T, ApiError>,
+        here: &str,
+        again: impl FnOnce(String) -> F,
+    ) -> Response
+    where
+        F: std::future::Future<Output = Response>,
+    {
+        match answer {
+            Ok(_) => self.go(&format!("{here}?done=saved")),
+            Err(e) if e.status == StatusCode::BAD_REQUEST => again(reasons(&e)).await,
+            Err(e) => self.acted(Err(e), here),
         }
     }
 

@@ -371,13 +371,9 @@ fn find(key: &str) -> Option<SectionDef> {
 
 /// The sections, each a link.
 pub async fn index(visit: Visit, Path(slug): Path<String>) -> Response {
-    let auth = match visit.signed_in() {
+    let (_, m) = match visit.member(&slug) {
         Ok(a) => a,
         Err(r) => return r,
-    };
-    let (m, _) = match auth.member(&visit.state, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let mut page = visit.tenant_page(&m, Area::Settings, "console-settings");
     let base = format!("{}/settings", tenant_path(&slug));
@@ -407,16 +403,12 @@ pub async fn show(
     Query(q): Query<DoneQuery>,
     Extension(doc): Extension<ApiDoc>,
 ) -> Response {
-    let auth = match visit.signed_in() {
+    let (auth, m) = match visit.member(&slug) {
         Ok(a) => a,
         Err(r) => return r,
     };
     let Some(def) = find(&key) else {
         return visit.refused(&ApiError::not_found("settings section"));
-    };
-    let (m, _) = match auth.member(&visit.state, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let caller = Caller::new(visit.state.clone(), auth.clone(), slug.clone());
     let current = match (def.read)(caller).await {
@@ -729,11 +721,7 @@ pub async fn save(
     Extension(doc): Extension<ApiDoc>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller,
-    } = p;
+    let (visit, form, caller) = p.into_parts();
     let auth = &caller.auth;
     let Some(def) = find(&key) else {
         return visit.refused(&ApiError::not_found("settings section"));

@@ -14,7 +14,7 @@ use super::{
     redirect_with, Control, Posted, Section, SignedInPost, Visit, DEVICE_COOKIE, SESSION_COOKIE,
 };
 use crate::http::{
-    dashboard::check_password,
+    dashboard::{check_password, mfa_login},
     error::{is_email, len_between, ApiError},
     pages::{cookie, FieldView, Problem, PASSWORD_MAX},
 };
@@ -45,15 +45,7 @@ fn sign_in_form(visit: &Visit, status: StatusCode, email: &str, error: Option<St
     );
     e.value = email.to_owned();
     e.min = 3;
-    let mut p = FieldView::input(
-        "password",
-        "password",
-        "password",
-        visit.t("console-password"),
-        "current-password",
-    );
-    p.min = 8;
-    p.max = PASSWORD_MAX;
+    let p = FieldView::current_password("password", visit.t("console-password"), 8);
     form.controls = vec![Control::Input(e), Control::Input(p)];
     page.sections.push(Section {
         forms: vec![form],
@@ -126,17 +118,7 @@ pub async fn submit(p: Posted) -> Response {
             }
             Err(e) => return visit.refused(&e),
         };
-    let (account_id, device) = (checked.account_id, checked.device);
-    let step = visit
-        .state
-        .directory
-        .request(|reply| DirectoryMsg::PasswordAccepted {
-            account_id,
-            ip,
-            device,
-            reply,
-        })
-        .await;
+    let step = checked.next_step(&visit.state, ip).await;
     match step {
         Ok(LoginStep::Session(session)) => signed_in(&visit, session),
         Ok(LoginStep::Mfa { challenge, .. }) => code_form(&visit, StatusCode::OK, &challenge, None),
@@ -161,16 +143,7 @@ pub async fn code(p: Posted) -> Response {
         return code_form(&visit, StatusCode::UNAUTHORIZED, &challenge, error);
     }
     let again = challenge.clone();
-    let answer = visit
-        .state
-        .directory
-        .request(|reply| DirectoryMsg::MfaLogin {
-            challenge,
-            code,
-            ip,
-            reply,
-        })
-        .await;
+    let answer = mfa_login(&visit.state, challenge, code, ip).await;
     match answer {
         Ok(session) => signed_in(&visit, session),
         Err(CallError::Failed(DirectoryError::InvalidCredentials)) => {
@@ -224,15 +197,7 @@ pub fn reauth_page(visit: &Visit, back: &str, error: Option<String>) -> Response
     page.error_summary = error.clone();
     let mut form = visit.form(REAUTH.to_owned(), visit.t("console-reauth"));
     form.hidden.push(("back", back.to_owned()));
-    let mut p = FieldView::input(
-        "reauth-password",
-        "password",
-        "password",
-        visit.t("console-password"),
-        "current-password",
-    );
-    p.min = 8;
-    p.max = PASSWORD_MAX;
+    let mut p = FieldView::current_password("reauth-password", visit.t("console-password"), 8);
     p.error = error;
     form.controls = vec![Control::Input(p)];
     page.sections.push(Section {

@@ -5,7 +5,7 @@
 
 use axum::{extract::State, http::StatusCode, response::Response};
 use serde_json::Value;
-use tessera_actors::{directory::dashboard::LoginStep, DirectoryMsg};
+use tessera_actors::directory::dashboard::LoginStep;
 
 use super::{
     field_errors, json_body, CheckGroup, CheckOption, Control, Link, Posted, Section, Visit,
@@ -14,6 +14,7 @@ use super::{
 use crate::{
     captcha::WIDGET_FIELD,
     http::{
+        dashboard::password_accepted,
         error::ApiError,
         extract::{ApiJson, ClientIp},
         onboarding::{signup, OnboardingSignupRequest},
@@ -51,17 +52,10 @@ fn form_page(visit: &Visit, status: StatusCode, typed: Typed) -> Response {
             .map(|e| visit.t_with("console-not-accepted", &[("reason", e)]))
     };
     let mut form = visit.form(SIGN_UP.to_owned(), visit.t("console-sign-up"));
-    let mut email = FieldView::input(
-        "email",
-        "email",
-        "email",
-        visit.t("console-email"),
-        "username",
-    );
-    email.value = typed.email.clone();
-    email.min = 3;
-    email.max = 254;
-    email.error = error("email");
+    let label = visit.t("console-email");
+    let email = FieldView::input("email", "email", "email", label, "username")
+        .sized(3, 254)
+        .filled(typed.email.clone(), error("email"));
     let mut password = FieldView::new_password(
         "password",
         visit.t("console-password"),
@@ -71,18 +65,11 @@ fn form_page(visit: &Visit, status: StatusCode, typed: Typed) -> Response {
         )),
     );
     password.error = error("password");
-    let mut tenant = FieldView::input(
-        "tenant-name",
-        "tenant_name",
-        "text",
-        visit.t("console-tenant-name"),
-        "organization",
-    );
-    tenant.value = typed.tenant_name.clone();
-    tenant.min = 2;
-    tenant.max = 50;
+    let label = visit.t("console-tenant-name");
+    let mut tenant = FieldView::input("tenant-name", "tenant_name", "text", label, "organization")
+        .sized(2, 50)
+        .filled(typed.tenant_name.clone(), error("tenant_name"));
     tenant.hint = Some(visit.t("console-tenant-name-hint"));
-    tenant.error = error("tenant_name");
     let consent_error = error("consent_terms").or_else(|| error("consent_privacy"));
     form.controls = vec![
         Control::Input(email),
@@ -163,16 +150,7 @@ pub async fn submit(p: Posted) -> Response {
         return form_page(&visit, StatusCode::INTERNAL_SERVER_ERROR, typed);
     };
     // The owner's password was just set: the session opens without asking it again.
-    let step = visit
-        .state
-        .directory
-        .request(|reply| DirectoryMsg::PasswordAccepted {
-            account_id: owner,
-            ip,
-            device: None,
-            reply,
-        })
-        .await;
+    let step = password_accepted(&visit.state, owner, ip, None).await;
     let Ok(LoginStep::Session(session)) = step else {
         return visit.go("/console/sign-in");
     };

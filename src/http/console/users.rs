@@ -9,7 +9,7 @@ use axum::{
     response::Response,
 };
 use serde::Deserialize;
-use tessera_actors::tenant::messages::UserAction;
+use tessera_actors::{directory::dashboard::MemberOf, tenant::messages::UserAction};
 use tessera_wire::{ManagedUser, UserStatus};
 
 use super::{
@@ -53,19 +53,22 @@ fn or_never(visit: &Visit, t: Option<time::OffsetDateTime>) -> String {
     t.map_or_else(|| visit.t("console-never"), moment)
 }
 
+/// The signed-in session's membership of tenant `slug`, and the users' manager it acts as.
+#[allow(
+    clippy::result_large_err,
+    reason = "a page's refusal is the page itself, the handler's own answer"
+)]
+fn manager(visit: &Visit, slug: &str) -> Result<(MemberOf, Manager), Response> {
+    let (auth, m) = visit.member(slug)?;
+    let manager = Manager::member(&visit.state, auth, slug).map_err(|e| visit.refused(&e))?;
+    Ok((m, manager))
+}
+
 /// The users page: the filters, then a page of users newest first.
 pub async fn list(visit: Visit, Path(slug): Path<String>, Query(q): Query<ListQuery>) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    let manager = match Manager::member(&visit.state, auth, &slug) {
+    let (m, manager) = match manager(&visit, &slug) {
         Ok(m) => m,
-        Err(e) => return visit.refused(&e),
-    };
-    let (_, m) = match auth.member(&visit.state, &slug) {
-        Ok((m, t)) => (t, m),
-        Err(e) => return visit.refused(&e),
+        Err(r) => return r,
     };
     let email = q.email.clone().filter(|e| !e.trim().is_empty());
     let status = q.status.clone().filter(|s| STATUSES.contains(&s.as_str()));
@@ -201,17 +204,9 @@ pub async fn detail(
     Path((slug, id)): Path<(String, String)>,
     Query(q): Query<DoneQuery>,
 ) -> Response {
-    let auth = match visit.signed_in() {
-        Ok(a) => a,
+    let (m, manager) = match manager(&visit, &slug) {
+        Ok(m) => m,
         Err(r) => return r,
-    };
-    let (m, _) = match auth.member(&visit.state, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
-    };
-    let manager = match Manager::member(&visit.state, auth, &slug) {
-        Ok(m) => m,
-        Err(e) => return visit.refused(&e),
     };
     let d = match api::show(manager, &id).await {
         Ok(axum::Json(d)) => d,

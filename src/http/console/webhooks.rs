@@ -13,7 +13,7 @@ use serde::Deserialize;
 use tessera_actors::tenant::webhooks::EVENT_TYPES;
 
 use super::{
-    json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
+    dash, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell, CheckGroup,
     CheckOption, Control, Link, Section, TenantPost, Visit,
 };
 use crate::http::{
@@ -104,59 +104,44 @@ async fn render_list(
                 Cell::link(e.url.clone(), format!("{at}/{}", e.id)),
                 Cell::text(e.event_types.join(", ")),
                 Cell::text(state_of(visit, e.enabled, e.disabled_reason.as_deref())),
-                Cell::text(e.failing_since.map_or_else(|| "—".to_owned(), moment)),
+                Cell::text(e.failing_since.map_or_else(dash, moment)),
             ]
         })
         .collect();
-    page.sections.push(Section {
-        paragraphs: vec![visit.t("console-webhooks-intro")],
-        table: Some(visit.table(
-            ("endpoints", "console-webhooks-caption"),
-            &[
-                "console-col-url",
-                "console-webhooks-events",
-                "console-col-status",
-                "console-col-failing",
-            ],
-            rows,
-            "console-webhooks-empty",
-        )),
-        ..Section::default()
-    });
+    let table = visit.table(
+        ("endpoints", "console-webhooks-caption"),
+        &[
+            "console-col-url",
+            "console-webhooks-events",
+            "console-col-status",
+            "console-col-failing",
+        ],
+        rows,
+        "console-webhooks-empty",
+    );
+    page.sections
+        .push(visit.listing("console-webhooks-intro", table));
     if m.role.as_str() == "owner" {
         let (typed_url, typed_events, reason) = refusal.unwrap_or_default();
-        let action = format!("{at}/create");
-        let mut f = visit.form(action.clone(), visit.t("console-webhooks-create"));
+        let mut f = visit.form(format!("{at}/create"), visit.t("console-webhooks-create"));
         let mut url = FieldView::input(
             "webhook-url",
             "url",
             "url",
             visit.t("console-col-url"),
             "url",
-        );
-        url.value = typed_url;
-        url.min = 1;
-        url.max = 2048;
+        )
+        .sized(1, 2048)
+        .filled(typed_url, None);
         url.hint = Some(visit.t("console-webhooks-url-hint"));
-        let mut description = FieldView::input(
-            "webhook-description",
-            "description",
-            "text",
-            visit.t("console-col-description"),
-            "off",
-        );
-        description.max = 500;
+        let label = visit.t("console-col-description");
+        let description =
+            FieldView::input("webhook-description", "description", "text", label, "off")
+                .sized(0, 500);
         f.controls.push(Control::Input(url));
         f.controls.push(Control::Input(description));
         f.controls.push(events_group(visit, &typed_events, None));
-        if !reason.is_empty() {
-            page.error_summary = Some(visit.t_with("console-not-accepted", &[("reason", &reason)]));
-        }
-        page.sections.push(Section {
-            heading: Some(visit.t("console-webhooks-new")),
-            forms: vec![f],
-            ..Section::default()
-        });
+        visit.new_item(&mut page, "console-webhooks-new", f, &reason);
     }
     visit.answer_page(page)
 }
@@ -174,11 +159,7 @@ fn secret_page(visit: &Visit, back: String, secret: String) -> Response {
 
 /// Registers an endpoint (owner, re-authenticated): its secret, shown once.
 pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
-    let TenantPost {
-        visit,
-        form,
-        caller: c,
-    } = p;
+    let (visit, form, c) = p.into_parts();
     let one = |name: &str| form.one(name).trim().to_owned();
     let at = base(&slug);
     let events = form.all("event_types");
@@ -232,7 +213,6 @@ pub async fn detail(
     let owner = m.role.as_str() == "owner";
     let mut page = visit.tenant_page(&m, Area::Webhooks, "console-webhook");
     page.notice = done_notice(&visit, q.done);
-    let dash = || "—".to_owned();
     page.sections.push(Section {
         facts: vec![
             (visit.t("console-col-url"), e.url.clone()),
@@ -333,9 +313,7 @@ pub async fn act(
     Path((slug, id, what)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit, caller: c, ..
-    } = p;
+    let (visit, _, c) = p.into_parts();
     let here = format!("{}/{id}", base(&slug));
     let state = State(visit.state.clone());
     let path = Path((slug.clone(), id.clone()));
@@ -374,9 +352,7 @@ pub async fn redeliver(
     Path((slug, id, delivery)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let TenantPost {
-        visit, caller: c, ..
-    } = p;
+    let (visit, _, c) = p.into_parts();
     let here = format!("{}/{id}", base(&slug));
     let path = Path((slug.clone(), id, delivery));
     match api::redeliver(State(visit.state.clone()), c, path).await {

@@ -26,12 +26,17 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
+use std::net::IpAddr;
 use tessera_actors::{
-    directory::dashboard::{DetachedTenant, LoginGate, MemberList, MemberOf, SessionInfo},
+    directory::dashboard::{
+        DetachedTenant, LoginGate, LoginStep, MemberList, MemberOf, NewSession, SessionInfo,
+    },
+    error::DirectoryError,
     records::Role,
     tenant::audit::AuditContext,
-    DirectoryMsg, Password, TenantHandle, TenantMsg,
+    CallError, DirectoryMsg, Password, TenantHandle, TenantMsg,
 };
+
 use tessera_storage::TenantId;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -331,6 +336,58 @@ pub async fn check_password(
 pub struct CheckedPassword {
     pub account_id: Uuid,
     pub device: Option<Uuid>,
+}
+
+impl CheckedPassword {
+    /// The login's next step after the password, from `ip`: a session, or the second
+    /// factor's challenge.
+    pub async fn next_step(
+        &self,
+        state: &AppState,
+        ip: IpAddr,
+    ) -> Result<LoginStep, DirectoryCall> {
+        password_accepted(state, self.account_id, ip, self.device).await
+    }
+}
+
+/// What a call to the directory answers when it fails.
+pub type DirectoryCall = CallError<DirectoryError>;
+
+/// The login's next step once `account_id`'s password is known good (from `ip`, on the
+/// known `device`): a session, or the second factor's challenge.
+pub async fn password_accepted(
+    state: &AppState,
+    account_id: Uuid,
+    ip: IpAddr,
+    device: Option<Uuid>,
+) -> Result<LoginStep, DirectoryCall> {
+    state
+        .directory
+        .request(|reply| DirectoryMsg::PasswordAccepted {
+            account_id,
+            ip,
+            device,
+            reply,
+        })
+        .await
+}
+
+/// A login's second factor: the `code` for its `challenge` (from `ip`) opens the session.
+pub async fn mfa_login(
+    state: &AppState,
+    challenge: String,
+    code: String,
+    ip: IpAddr,
+) -> Result<NewSession, DirectoryCall> {
+    state
+        .directory
+        .request(|reply| DirectoryMsg::MfaLogin {
+            challenge,
+            code,
+            ip,
+            reply,
+        })
+        .await
 }
 
 /// Records one event in each listed tenant's audit log (best effort: logged when it fails).

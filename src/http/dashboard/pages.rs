@@ -35,7 +35,7 @@ use crate::http::{
     extract::{ClientIp, RequestCtx},
     pages::{
         new_password_errors, new_password_fields, FieldView, FormView, LinkVisit, PageTemplate,
-        Problem, Reader, PASSWORD_MAX,
+        Problem, Reader,
     },
 };
 
@@ -160,15 +160,7 @@ fn email_field(r: &Reader, value: &str, error: Option<String>) -> FieldView {
 }
 
 fn password_field(r: &Reader, error: Option<String>) -> FieldView {
-    let mut f = FieldView::input(
-        "password",
-        "password",
-        "password",
-        r.t("login-password-label"),
-        "current-password",
-    );
-    f.min = 1;
-    f.max = PASSWORD_MAX;
+    let mut f = FieldView::current_password("password", r.t("login-password-label"), 1);
     f.error = error;
     f
 }

@@ -21,7 +21,9 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{audit_in, check_password, Dashboard, TenantCaller, DEVICE_COOKIE, SESSION_COOKIE};
+use super::{
+    audit_in, check_password, mfa_login, Dashboard, TenantCaller, DEVICE_COOKIE, SESSION_COOKIE,
+};
 use crate::app::AppState;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
@@ -210,16 +212,8 @@ pub async fn login(
         .or_else(|| cookie(&headers, DEVICE_COOKIE).map(str::to_owned));
     let checked =
         check_password(&state, &req.email, &password, (ip, device_token.as_deref())).await?;
-    let (account_id, device) = (checked.account_id, checked.device);
-    let step = state
-        .directory
-        .request(|reply| DirectoryMsg::PasswordAccepted {
-            account_id,
-            ip,
-            device,
-            reply,
-        })
-        .await?;
+    let account_id = checked.account_id;
+    let step = checked.next_step(&state, ip).await?;
     match step {
         LoginStep::Session(session) => {
             ctx.actor = Some(account_id);
@@ -270,15 +264,7 @@ pub async fn login_mfa(
         "must be 1-32 characters",
     );
     e.finish()?;
-    let (challenge, code) = (req.mfa_challenge_token, req.code);
-    let session = state
-        .directory
-        .request(|reply| DirectoryMsg::MfaLogin {
-            challenge,
-            code,
-            ip,
-            reply,
-        })
+    let session = mfa_login(&state, req.mfa_challenge_token, req.code, ip)
         .await
         .map_err(|e| match e {
             CallError::Failed(DirectoryError::TokenInvalid) => mfa_challenge_invalid(),
