@@ -1683,3 +1683,63 @@ fn an_owner_registers_and_removes_a_resource_scope_from_the_console() {
     );
     assert_eq!(listed["data"], json!([]));
 }
+
+/// Nested settings in the console: Apple's signing key as its own inputs (the key sealed,
+/// never shown again, kept when left empty), and the wallet's trust anchors as JSON, whose
+/// text must parse.
+#[test]
+fn an_owner_sets_apples_key_and_edits_nested_settings_as_json() {
+    let (_smtp, srv, s) = verified_owner();
+    let mut b = Browser::new(&srv);
+    b.sign_in(PASSWORD).redirect("/console");
+    let action = "/console/t/mfa-co/settings/social-apple";
+    let page = b.get(action);
+    page.expect(200, "Apple key: the .p8 file")
+        .expect(200, "name=\"apple.team_id\"");
+    let key = crate::social::p8_key(&aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED_SIGNING);
+    let mut values = form_values(&page, action);
+    set(&mut values, "enabled", "true");
+    set(&mut values, "client_id", "com.example.signin");
+    set(&mut values, "apple.team_id", "ABCDE12345");
+    set(&mut values, "apple.key_id", "KEY0123456");
+    // As a browser sends a text area's lines.
+    set(&mut values, "apple.private_key", &key.replace('\n', "\r\n"));
+    let page = post_values(&mut b, action, &values);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", action),
+        ],
+    )
+    .redirect(action);
+    post_values(&mut b, action, &values).redirect(&format!("{action}?done=1"));
+    let api = "/v1/auth/dashboard/tenants/mfa-co/settings/social/apple";
+    let (_, apple) = srv.dash_json("GET", api, &s, None);
+    assert_eq!(apple["enabled"], true, "{apple}");
+    assert_eq!(apple["apple"]["team_id"], "ABCDE12345");
+    assert_eq!(apple["apple"]["private_key_set"], true);
+    let page = b.get(action);
+    let body_line = key.lines().nth(1).unwrap();
+    assert!(!page.body.contains(body_line), "the key is never shown");
+    page.expect(200, "value=\"KEY0123456\"");
+    // Saved again as shown (the key's input empty): the stored key stays.
+    let values = form_values(&page, action);
+    post_values(&mut b, action, &values).redirect(&format!("{action}?done=1"));
+    let (_, again) = srv.dash_json("GET", api, &s, None);
+    assert_eq!(again["apple"], apple["apple"], "{again}");
+    assert_eq!(again["enabled"], true);
+
+    // The wallet's trust anchors: JSON, shown as the API answers them; text that is not JSON
+    // is refused beside the field and nothing is saved.
+    let action = "/console/t/mfa-co/settings/eudi";
+    let page = b.get(action);
+    page.expect(200, "As JSON");
+    let mut values = form_values(&page, action);
+    set(&mut values, "trust_anchors", "[{\"issuer\": ");
+    post_values(&mut b, action, &values)
+        .expect(400, "must be JSON")
+        .expect(400, "aria-invalid=\"true\"");
+}

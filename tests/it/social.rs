@@ -13,7 +13,7 @@ fn social(slug: &str, provider: &str) -> String {
 }
 
 /// A P-256 private key made here, as Apple's `.p8` files hold one (PKCS#8 PEM).
-fn p8_key(alg: &'static aws_lc_rs::signature::EcdsaSigningAlgorithm) -> String {
+pub(crate) fn p8_key(alg: &'static aws_lc_rs::signature::EcdsaSigningAlgorithm) -> String {
     use base64::{engine::general_purpose::STANDARD, Engine};
     let rng = aws_lc_rs::rand::SystemRandom::new();
     let der = aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("a key");

@@ -4,7 +4,9 @@
 //! its read route answers, and a submitted form becomes that route's JSON body, handed to
 //! the route's own handler (so the console cannot accept what the API refuses, nor drift
 //! from it). A `PATCH` section sends the fields that changed; a `PUT` section sends them
-//! all, the ones a form cannot edit (nested objects) as they were.
+//! all. A nested object of plain strings (Apple's key, the wallet's assurance floor) is a
+//! group of inputs; any other nested value (the wallet's trust anchors, the minors' texts)
+//! is edited as JSON. A secret is never shown: left empty, the stored one stays.
 //!
 //! Owners edit; other members read. A write that needs a recent re-authentication asks for
 //! the password first.
@@ -252,8 +254,42 @@ enum Kind {
     Lines,
     /// Several of a fixed set of strings.
     Options(Vec<String>),
-    /// Nested objects: not edited here.
-    Fixed,
+    /// A nested object of strings: one input each, named `field.property`.
+    Object(Vec<Part>),
+    /// Any other nested value (a list of objects, a map, an object with numbers), as JSON.
+    Json {
+        array: bool,
+    },
+}
+
+/// One property of a nested object's group of inputs.
+#[derive(Clone, Debug, PartialEq)]
+struct Part {
+    name: String,
+    /// Never shown (a private key): left empty, the stored one stays.
+    secret: bool,
+    /// Long text (a PEM file): a text area.
+    long: bool,
+    /// The values it may take, when they are a fixed set.
+    choices: Option<Vec<String>>,
+}
+
+/// The properties of `schema` when it is an object of strings only (its group of inputs).
+fn parts_of(doc: &Value, schema: &Value) -> Option<Vec<Part>> {
+    let props = schema.get("properties")?.as_object()?;
+    props
+        .iter()
+        .map(|(name, p)| {
+            let p = resolve(doc, p);
+            let (types, _) = types_of(p);
+            (types.first().map(String::as_str) == Some("string")).then(|| Part {
+                name: name.clone(),
+                secret: name.contains("private") || name.contains("secret"),
+                long: p.get("maxLength").and_then(Value::as_u64).unwrap_or(0) > 512,
+                choices: string_enum(p),
+            })
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug)]
@@ -320,10 +356,18 @@ fn fields_of(doc: &Value, path: &str, method: &str) -> Vec<Field> {
         .map(|(name, prop)| {
             let prop = resolve(doc, prop);
             // `oneOf: [null, {$ref}]`: an optional nested object.
-            if prop.get("oneOf").is_some() {
+            if let Some(variants) = prop.get("oneOf").and_then(Value::as_array) {
+                let object = variants
+                    .iter()
+                    .map(|v| resolve(doc, v))
+                    .find(|v| v.get("properties").is_some());
+                let kind = match object.and_then(|o| parts_of(doc, o)) {
+                    Some(parts) => Kind::Object(parts),
+                    None => Kind::Json { array: false },
+                };
                 return Field {
                     name: name.clone(),
-                    kind: Kind::Fixed,
+                    kind,
                     nullable: true,
                 };
             }
@@ -347,10 +391,10 @@ fn fields_of(doc: &Value, path: &str, method: &str) -> Vec<Field> {
                     match (item_types.first().map(String::as_str), string_enum(items)) {
                         (Some("string"), Some(values)) => Kind::Options(values),
                         (Some("string"), None) => Kind::Lines,
-                        _ => Kind::Fixed,
+                        _ => Kind::Json { array: true },
                     }
                 }
-                _ => Kind::Fixed,
+                _ => Kind::Json { array: false },
             };
             Field {
                 name: name.clone(),
@@ -442,22 +486,12 @@ fn render(
     page.error_summary = summary;
     let action = format!("{}/settings/{}", tenant_path(&m.slug), def.key);
     let owner = m.role.as_str() == "owner";
-    let fixed: Vec<String> = fields
-        .iter()
-        .filter(|f| f.kind == Kind::Fixed)
-        .map(|f| label(visit, &f.name))
-        .collect();
     let mut section = Section::default();
-    if !fixed.is_empty() {
-        section
-            .paragraphs
-            .push(visit.t_with("console-settings-fixed", &[("fields", &fixed.join(", "))]));
-    }
     if owner {
         let mut form = visit.form(action.clone(), visit.t("console-save"));
         form.controls = fields
             .iter()
-            .filter_map(|f| control(visit, f, shown.get(&f.name), errors.get(&f.name)))
+            .flat_map(|f| controls(visit, f, shown.get(&f.name), errors.get(&f.name)))
             .collect();
         section.forms.push(form);
     } else {
@@ -466,7 +500,6 @@ fn render(
             .push(visit.t("console-settings-read-only"));
         section.facts = fields
             .iter()
-            .filter(|f| f.kind != Kind::Fixed)
             .map(|f| {
                 (
                     label(visit, &f.name),
@@ -502,6 +535,80 @@ fn shown_value(visit: &Visit, v: Option<&Value>) -> String {
     }
 }
 
+/// The inputs of `f`, showing `v`: one, or a nested object's group.
+fn controls(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) -> Vec<Control> {
+    let reason = |e: &String| visit.t_with("console-not-accepted", &[("reason", e)]);
+    match &f.kind {
+        Kind::Object(parts) => parts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let id = format!("f-{}-{}", f.name, p.name).replace('_', "-");
+                let name = format!("{}.{}", f.name, p.name);
+                let label = visit.t(&format!("console-field-{}-{}", f.name, p.name));
+                // The group's refusal is said once, beside its first input.
+                let error = error.filter(|_| i == 0).map(reason);
+                let shown = if p.secret {
+                    String::new()
+                } else {
+                    v.and_then(|o| o.get(&p.name))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                let hint = p.secret.then(|| visit.t("console-hint-secret"));
+                if let Some(choices) = &p.choices {
+                    let mut options = vec![SelectOption {
+                        value: String::new(),
+                        label: visit.t("console-not-set"),
+                        selected: shown.is_empty(),
+                    }];
+                    options.extend(choices.iter().map(|c| SelectOption {
+                        value: c.clone(),
+                        label: c.clone(),
+                        selected: *c == shown,
+                    }));
+                    return Control::Select(Select {
+                        id,
+                        name,
+                        label,
+                        options,
+                        error,
+                    });
+                }
+                if p.long {
+                    return Control::Lines(Lines {
+                        id,
+                        name,
+                        label,
+                        hint,
+                        error,
+                        value: shown,
+                    });
+                }
+                let kind = if p.secret { "password" } else { "text" };
+                let mut input = FieldView::input(&id, "", kind, label, "off");
+                input.value = shown;
+                input.hint = hint;
+                input.error = error;
+                Control::Input(input_named(input, name))
+            })
+            .collect(),
+        Kind::Json { .. } => vec![Control::Lines(Lines {
+            id: format!("f-{}", f.name.replace('_', "-")),
+            name: f.name.clone(),
+            label: label(visit, &f.name),
+            hint: Some(visit.t("console-hint-json")),
+            error: error.map(reason),
+            value: match v {
+                None | Some(Value::Null) => String::new(),
+                Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+            },
+        })],
+        _ => control(visit, f, v, error).into_iter().collect(),
+    }
+}
+
 /// The input of `f`, showing `v`.
 fn control(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) -> Option<Control> {
     let id = format!("f-{}", f.name.replace('_', "-"));
@@ -513,7 +620,7 @@ fn control(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) 
         _ => String::new(),
     };
     Some(match &f.kind {
-        Kind::Fixed => return None,
+        Kind::Object(_) | Kind::Json { .. } => return None,
         Kind::Bool => Control::Select(Select {
             id,
             name,
@@ -646,9 +753,23 @@ fn body_from(
     for f in fields {
         let now = current.get(&f.name);
         let value = match &f.kind {
-            Kind::Fixed => match (method, now) {
-                ("put", Some(v)) => Some(v.clone()),
-                _ => None,
+            Kind::Object(parts) => object_value(f, parts, &one, (now, method)),
+            Kind::Json { array } => match one(&f.name) {
+                None => None,
+                Some(v) if v.is_empty() => Some(if f.nullable {
+                    Value::Null
+                } else if *array {
+                    Value::Array(Vec::new())
+                } else {
+                    Value::Object(Map::new())
+                }),
+                Some(v) => match serde_json::from_str::<Value>(&v) {
+                    Ok(parsed) => Some(parsed),
+                    Err(e) => {
+                        errors.insert(f.name.clone(), format!("must be JSON ({e})"));
+                        None
+                    }
+                },
             },
             Kind::Bool => one(&f.name).map(|v| Value::Bool(v == "true")),
             Kind::Choice(values) => match one(&f.name) {
@@ -712,6 +833,56 @@ fn body_from(
     } else {
         Err(errors)
     }
+}
+
+/// A nested object's value from its group of inputs. Unchanged (the secrets left empty, the
+/// rest as they were), it is left out when the stored object is write-only (its read form
+/// says `..._set`: the API keeps what it has), else a `PUT` sends it as it was; all empty is
+/// `null` when the field may be; otherwise the object of what was typed.
+fn object_value(
+    f: &Field,
+    parts: &[Part],
+    one: &dyn Fn(&str) -> Option<String>,
+    (now, method): (Option<&Value>, &str),
+) -> Option<Value> {
+    let typed: Vec<(&Part, String)> = parts
+        .iter()
+        .filter_map(|p| {
+            one(&format!("{}.{}", f.name, p.name)).map(|v| (p, v.replace("\r\n", "\n")))
+        })
+        .collect();
+    if typed.is_empty() {
+        return None;
+    }
+    let stored = now.and_then(Value::as_object);
+    let write_only = stored.is_some_and(|o| o.keys().any(|k| k.ends_with("_set")));
+    let unchanged = typed.iter().all(|(p, v)| {
+        if p.secret {
+            v.is_empty()
+        } else {
+            stored
+                .and_then(|o| o.get(&p.name))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                == v
+        }
+    });
+    if unchanged {
+        return match (write_only, method) {
+            (false, "put") => now.cloned(),
+            _ => None,
+        };
+    }
+    if typed.iter().all(|(_, v)| v.is_empty()) {
+        return f.nullable.then_some(Value::Null);
+    }
+    Some(Value::Object(
+        typed
+            .into_iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(p, v)| (p.name.clone(), Value::String(v)))
+            .collect(),
+    ))
 }
 
 /// Saves a section through its route's handler; the form again with each refused field's
