@@ -1253,6 +1253,9 @@ fn an_owner_registers_oauth_clients_from_the_console() {
         ("post_logout_redirect_uris", ""),
         ("allowed_scopes", "openid\r\nemail\r\nprofile"),
         ("first_party", "false"),
+        ("description", "The team's wiki"),
+        ("logo_url", "https://wiki.example.com/logo.png"),
+        ("id_token_signed_response_alg", "ES256"),
     ];
     let page = b.post(&create, &confidential);
     page.expect(200, "Confirm it is you");
@@ -1297,6 +1300,9 @@ fn an_owner_registers_oauth_clients_from_the_console() {
         json!(["https://wiki.example.com/oidc/callback"])
     );
     assert!(secret.starts_with(wiki["secret_prefix"].as_str().unwrap()));
+    assert_eq!(wiki["description"], "The team's wiki");
+    assert_eq!(wiki["logo_url"], "https://wiki.example.com/logo.png");
+    assert_eq!(wiki["id_token_signed_response_alg"], "ES256");
     let id = wiki["client_id"].as_str().unwrap().to_owned();
 
     let mut public = confidential;
@@ -1318,6 +1324,9 @@ fn an_owner_registers_oauth_clients_from_the_console() {
         "https://wiki.example.com/oidc/callback\nhttps://wiki.example.com/oidc/other",
     );
     set(&mut values, "allowed_scopes", "openid\nemail");
+    set(&mut values, "description", "");
+    set(&mut values, "first_party", "true");
+    set(&mut values, "id_token_signed_response_alg", "RS256");
     post_values(&mut b, &edit, &values).redirect(&format!("{here}?done=saved"));
     let (_, wiki) = srv.dash_json(
         "GET",
@@ -1326,6 +1335,10 @@ fn an_owner_registers_oauth_clients_from_the_console() {
         None,
     );
     assert_eq!(wiki["allowed_scopes"], json!(["openid", "email"]));
+    assert_eq!(wiki["description"], Value::Null, "emptied: none");
+    assert_eq!(wiki["first_party"], true);
+    assert_eq!(wiki["id_token_signed_response_alg"], "RS256");
+    assert_eq!(wiki["logo_url"], "https://wiki.example.com/logo.png");
     assert_eq!(wiki["redirect_uris"].as_array().unwrap().len(), 2);
     set(&mut values, "redirect_uris", "ftp://nowhere");
     post_values(&mut b, &edit, &values)
@@ -1439,6 +1452,10 @@ fn an_owner_registers_and_revokes_an_agent_from_the_console() {
         ("name", "Billing bot"),
         ("scopes", ""),
         ("grant_types", "client_credentials"),
+        ("description", "Sends the invoices"),
+        ("agent_class", "mcp-server"),
+        ("agent_token_max_ttl_sec", "600"),
+        ("client_credentials_per_min", "30"),
     ];
     // The free tier has no agents: the API's reason, on the page.
     let refused = b.post(&create, &form);
@@ -1501,12 +1518,38 @@ fn an_owner_registers_and_revokes_an_agent_from_the_console() {
     // Its registration, edited as the API's update takes it.
     let edit = format!("{here}/edit");
     let mut values = form_values(&page, &edit);
+    // What was registered is shown, and the form carries it.
+    page.expect(200, "Sends the invoices")
+        .expect(200, "mcp-server")
+        .expect(200, "value=\"30\"");
     set(&mut values, "name", "Billing bot v2");
     values.push((
         "grant_types".into(),
         "urn:ietf:params:oauth:grant-type:device_code".into(),
     ));
+    set(&mut values, "agent_token_max_ttl_sec", "120");
+    set(&mut values, "max_concurrent_tokens", "3");
+    set(&mut values, "client_credentials_per_min", "");
+    // A number that is not one is said, and nothing is saved.
+    let mut bad = values.clone();
+    set(&mut bad, "api_calls_per_min", "many");
+    post_values(&mut b, &edit, &bad).expect(400, "api_calls_per_min: must be a whole number");
     post_values(&mut b, &edit, &values).redirect(&format!("{here}?done=saved"));
+    let id = here.rsplit('/').next().unwrap();
+    let (_, agent) = srv.dash_json(
+        "GET",
+        &format!("/v1/auth/dashboard/tenants/agent-co/agents/{id}"),
+        &srv.login(&api.owner, PASSWORD),
+        None,
+    );
+    assert_eq!(agent["description"], "Sends the invoices", "{agent}");
+    assert_eq!(agent["agent_class"], "mcp-server");
+    assert_eq!(agent["agent_token_max_ttl_sec"], 120);
+    assert_eq!(agent["agent_settings"]["max_concurrent_tokens"], 3);
+    assert_eq!(
+        agent["agent_settings"]["rate_limits"]["client_credentials_per_min"],
+        Value::Null
+    );
     let page = b.get(&format!("{here}?done=saved"));
     page.expect(200, "Saved.").expect(200, "Billing bot v2");
     assert!(

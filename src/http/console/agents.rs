@@ -21,6 +21,7 @@ use crate::http::{
     },
     error::ApiError,
     extract::ApiJson,
+    pages::FieldView,
 };
 
 /// The grants an agent may use, as the API names them.
@@ -45,7 +46,7 @@ async fn render_list(
     visit: &Visit,
     slug: &str,
     notice: Option<String>,
-    refusal: Option<(String, String)>,
+    refusal: Option<(Typed, String)>,
 ) -> Response {
     let (c, m) = match visit.tenant(slug) {
         Ok(t) => t,
@@ -88,12 +89,11 @@ async fn render_list(
     page.sections
         .push(visit.listing("console-agents-intro", table));
     if m.role.as_str() == "owner" {
-        let (typed_name, reason) = refusal.unwrap_or_default();
+        let (typed, reason) = refusal.unwrap_or_else(|| (Typed::new(), String::new()));
         let f = registration_form(
             visit,
             (format!("{at}/create"), "console-agents-create"),
-            typed_name,
-            (String::new(), &["client_credentials".to_owned()]),
+            &typed,
         );
         visit.new_item(&mut page, "console-agents-new", f, &reason);
     }
@@ -111,16 +111,21 @@ fn issued_page(visit: &Visit, back: String, client_id: &str, secret: String) -> 
 pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
     let (visit, form, c) = p.into_parts();
     let at = base(&slug);
+    let typed = Typed::posted(&form);
+    let (ttl, settings) = match typed.numbers() {
+        Ok(n) => n,
+        Err(reason) => return render_list(&visit, &slug, None, Some((typed, reason))).await,
+    };
     let req = RegisterAgentRequest {
-        name: form.one("name").trim().to_owned(),
-        description: None,
-        agent_class: None,
-        logo_url: None,
+        name: typed.name.trim().to_owned(),
+        description: super::optional(&typed.description),
+        agent_class: super::optional(&typed.agent_class),
+        logo_url: super::optional(&typed.logo_url),
         scopes: form.lines("scopes"),
-        grant_types: form.all("grant_types"),
+        grant_types: typed.grants.clone(),
         redirect_uris: Vec::new(),
-        agent_token_max_ttl_sec: None,
-        agent_settings: AgentSettingsBody::default(),
+        agent_token_max_ttl_sec: ttl,
+        agent_settings: settings,
     };
     match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
         Ok(resp) => {
@@ -142,7 +147,7 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
                 || e.status == StatusCode::CONFLICT
                 || e.status == StatusCode::FORBIDDEN && e.code != "dashboard/forbidden" =>
         {
-            render_list(&visit, &slug, None, Some((form.one("name"), reasons(&e)))).await
+            render_list(&visit, &slug, None, Some((typed, reasons(&e)))).await
         }
         Err(e) => visit.refused(&e),
     }
@@ -194,8 +199,20 @@ async fn render_detail(
         facts: vec![
             (visit.t("console-col-name"), a.name.clone()),
             (visit.t("console-col-client-id"), a.client_id.clone()),
+            (
+                visit.t("console-field-description"),
+                a.description.clone().unwrap_or_else(dash),
+            ),
+            (
+                visit.t("console-agents-class"),
+                a.agent_class.clone().unwrap_or_else(dash),
+            ),
             (visit.t("console-client-scopes"), joined(&a.scopes)),
             (visit.t("console-agents-grants"), joined(&a.grant_types)),
+            (
+                visit.t("console-agents-ttl"),
+                a.agent_token_max_ttl_sec.to_string(),
+            ),
             (
                 visit.t("console-client-secret-prefix"),
                 format!("{}…", a.secret_prefix),
@@ -243,12 +260,11 @@ async fn render_detail(
     page.notice = notice;
     page.error_summary = refused.map(|r| visit.not_accepted(&r));
     if m.role.as_str() == "owner" && a.revoked_at.is_none() {
-        // The registration as a form: the name, the scopes and the grants the update takes.
+        // The registration as a form: every field the update takes.
         let f = registration_form(
             visit,
             (format!("{here}/edit"), "console-save"),
-            a.name.clone(),
-            (a.scopes.join("\n"), &a.grant_types),
+            &Typed::of(&a),
         );
         page.sections.push(Section {
             heading: Some(visit.t("console-client-edit")),
@@ -263,26 +279,169 @@ async fn render_detail(
     visit.answer_page(page)
 }
 
-/// An agent's registration as a form posting to `action` (its button's text id): the
-/// `name`, the scopes (one a line) and the grants ticked as `chosen`.
-fn registration_form(
-    visit: &Visit,
-    (action, button): (String, &str),
+/// The rate-limit fields of an agent's settings, as the API names them.
+const LIMITS: [&str; 5] = [
+    "api_calls_per_min",
+    "token_exchange_per_min",
+    "ciba_initiate_per_min",
+    "device_code_per_min",
+    "client_credentials_per_min",
+];
+
+/// An agent's registration as the form shows it: from the agent, or as typed.
+struct Typed {
     name: String,
-    (scopes, chosen): (String, &[String]),
-) -> super::Form {
+    description: String,
+    agent_class: String,
+    logo_url: String,
+    scopes: String,
+    grants: Vec<String>,
+    ttl: String,
+    /// Each of [`LIMITS`], in order.
+    limits: [String; 5],
+    max_concurrent: String,
+}
+
+impl Typed {
+    /// A new agent's: client credentials ticked, the rest empty.
+    fn new() -> Self {
+        Typed {
+            name: String::new(),
+            description: String::new(),
+            agent_class: String::new(),
+            logo_url: String::new(),
+            scopes: String::new(),
+            grants: vec!["client_credentials".to_owned()],
+            ttl: String::new(),
+            limits: Default::default(),
+            max_concurrent: String::new(),
+        }
+    }
+
+    /// The agent's own.
+    fn of(a: &api::AgentResponse) -> Self {
+        let n = |v: Option<u32>| v.map(|n| n.to_string()).unwrap_or_default();
+        let r = &a.agent_settings.rate_limits;
+        Typed {
+            name: a.name.clone(),
+            description: a.description.clone().unwrap_or_default(),
+            agent_class: a.agent_class.clone().unwrap_or_default(),
+            logo_url: a.logo_url.clone().unwrap_or_default(),
+            scopes: a.scopes.join("\n"),
+            grants: a.grant_types.clone(),
+            ttl: a.agent_token_max_ttl_sec.to_string(),
+            limits: [
+                n(r.api_calls_per_min),
+                n(r.token_exchange_per_min),
+                n(r.ciba_initiate_per_min),
+                n(r.device_code_per_min),
+                n(r.client_credentials_per_min),
+            ],
+            max_concurrent: n(a.agent_settings.max_concurrent_tokens),
+        }
+    }
+
+    /// As the form posted it.
+    fn posted(form: &super::FormFields) -> Self {
+        let one = |n: &str| form.one(n).trim().to_owned();
+        Typed {
+            name: form.one("name"),
+            description: one("description"),
+            agent_class: one("agent_class"),
+            logo_url: one("logo_url"),
+            scopes: form.one("scopes"),
+            grants: form.all("grant_types"),
+            ttl: one("agent_token_max_ttl_sec"),
+            limits: LIMITS.map(|l| one(l)),
+            max_concurrent: one("max_concurrent_tokens"),
+        }
+    }
+
+    /// The token lifetime and the settings, or which number is not one.
+    fn numbers(&self) -> Result<(Option<u32>, AgentSettingsBody), String> {
+        let number = |name: &str, v: &str| -> Result<Option<u32>, String> {
+            if v.is_empty() {
+                return Ok(None);
+            }
+            v.parse::<u32>()
+                .map(Some)
+                .map_err(|_| format!("{name}: must be a whole number"))
+        };
+        let [api_calls, exchange, ciba, device, credentials] = &self.limits;
+        let settings = AgentSettingsBody {
+            rate_limits: api::RateLimitsBody {
+                api_calls_per_min: number(LIMITS[0], api_calls)?,
+                token_exchange_per_min: number(LIMITS[1], exchange)?,
+                ciba_initiate_per_min: number(LIMITS[2], ciba)?,
+                device_code_per_min: number(LIMITS[3], device)?,
+                client_credentials_per_min: number(LIMITS[4], credentials)?,
+            },
+            max_concurrent_tokens: number("max_concurrent_tokens", &self.max_concurrent)?,
+        };
+        Ok((number("agent_token_max_ttl_sec", &self.ttl)?, settings))
+    }
+}
+
+/// An agent's registration as a form posting to `action` (its button's text id).
+fn registration_form(visit: &Visit, (action, button): (String, &str), t: &Typed) -> super::Form {
     let mut f = visit.form(action, visit.t(button));
-    f.controls
-        .push(Control::Input(visit.name_input("agent-name", name)));
+    f.controls.push(Control::Input(
+        visit.name_input("agent-name", t.name.clone()),
+    ));
+    f.controls.extend(super::profile_inputs(
+        visit,
+        "agent",
+        &t.description,
+        &t.logo_url,
+    ));
+    f.controls.push(Control::Input(
+        FieldView::input(
+            "agent-class",
+            "agent_class",
+            "text",
+            visit.t("console-agents-class"),
+            "off",
+        )
+        .sized(0, 64)
+        .filled(t.agent_class.clone(), None),
+    ));
     f.controls.push(Control::Lines(Lines {
         id: "agent-scopes".to_owned(),
         name: "scopes".to_owned(),
         label: visit.t("console-client-scopes"),
         hint: Some(visit.t("console-hint-lines")),
         error: None,
-        value: scopes,
+        value: t.scopes.clone(),
     }));
-    f.controls.push(grants_group(visit, chosen));
+    f.controls.push(grants_group(visit, &t.grants));
+    let number = |id: &str, name: &'static str, label: &str, value: &str| {
+        let mut input = FieldView::input(id, name, "text", visit.t(label), "off")
+            .sized(0, 10)
+            .filled(value.to_owned(), None);
+        input.inputmode = "numeric";
+        input.hint = Some(visit.t("console-hint-empty-platform"));
+        Control::Input(input)
+    };
+    f.controls.push(number(
+        "agent-ttl",
+        "agent_token_max_ttl_sec",
+        "console-agents-ttl",
+        &t.ttl,
+    ));
+    for (limit, value) in LIMITS.iter().zip(&t.limits) {
+        f.controls.push(number(
+            &format!("agent-{}", limit.replace('_', "-")),
+            limit,
+            &format!("console-agents-{}", limit.replace('_', "-")),
+            value,
+        ));
+    }
+    f.controls.push(number(
+        "agent-max-concurrent",
+        "max_concurrent_tokens",
+        "console-agents-max-concurrent",
+        &t.max_concurrent,
+    ));
     f
 }
 
@@ -316,16 +475,23 @@ pub async fn act(
     let path = Path((slug.clone(), id.clone()));
     let answer = match what.as_str() {
         "edit" => {
+            let typed = Typed::posted(&form);
+            let (ttl, settings) = match typed.numbers() {
+                Ok(n) => n,
+                Err(reason) => {
+                    return render_detail(&visit, &slug, &id, (None, Some(reason))).await;
+                }
+            };
             let req = UpdateAgentRequest {
-                name: Some(form.one("name").trim().to_owned()),
-                description: None,
-                agent_class: None,
-                logo_url: None,
+                name: Some(typed.name.trim().to_owned()),
+                description: Some(super::optional(&typed.description)),
+                agent_class: Some(super::optional(&typed.agent_class)),
+                logo_url: Some(super::optional(&typed.logo_url)),
                 scopes: Some(form.lines("scopes")),
-                grant_types: Some(form.all("grant_types")),
+                grant_types: Some(typed.grants.clone()),
                 redirect_uris: None,
-                agent_token_max_ttl_sec: None,
-                agent_settings: None,
+                agent_token_max_ttl_sec: ttl,
+                agent_settings: Some(settings),
             };
             let updated = api::update(state, c, path, ApiJson(req)).await;
             let again = |r| render_detail(&visit, &slug, &id, (None, Some(r)));

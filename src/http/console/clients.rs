@@ -31,6 +31,11 @@ struct Typed {
     redirect_uris: String,
     post_logout: String,
     scopes: String,
+    description: String,
+    logo_url: String,
+    client_type: String,
+    first_party: String,
+    alg: String,
     reason: String,
 }
 
@@ -45,7 +50,13 @@ fn lines(id: &str, name: &str, label: String, hint: String, value: String) -> Co
     })
 }
 
-fn select(id: &str, name: &str, label: String, options: Vec<(String, String)>) -> Control {
+/// A choice of `options` (value, label), `chosen` selected (else the first).
+fn select(
+    (id, name, label): (&str, &str, String),
+    options: Vec<(String, String)>,
+    chosen: &str,
+) -> Control {
+    let known = options.iter().any(|(v, _)| v == chosen);
     Control::Select(Select {
         id: id.to_owned(),
         name: name.to_owned(),
@@ -54,13 +65,45 @@ fn select(id: &str, name: &str, label: String, options: Vec<(String, String)>) -
             .into_iter()
             .enumerate()
             .map(|(i, (value, label))| SelectOption {
+                selected: if known { value == chosen } else { i == 0 },
                 value,
                 label,
-                selected: i == 0,
             })
             .collect(),
         error: None,
     })
+}
+
+/// Whether it is the tenant's own app: no, or yes.
+fn first_party_select(visit: &Visit, chosen: &str) -> Control {
+    select(
+        (
+            "client-first-party",
+            "first_party",
+            visit.t("console-client-first-party"),
+        ),
+        vec![
+            ("false".to_owned(), visit.t("console-no")),
+            ("true".to_owned(), visit.t("console-yes")),
+        ],
+        chosen,
+    )
+}
+
+/// The algorithm of the client's ID tokens.
+fn alg_select(visit: &Visit, chosen: &str) -> Control {
+    select(
+        (
+            "client-alg",
+            "id_token_signed_response_alg",
+            visit.t("console-client-id-token-alg"),
+        ),
+        ["RS256", "ES256"]
+            .iter()
+            .map(|a| ((*a).to_owned(), (*a).to_owned()))
+            .collect(),
+        chosen,
+    )
 }
 
 /// The registry, and an owner's form for a new client.
@@ -115,10 +158,14 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
         let mut f = visit.form(format!("{at}/create"), visit.t("console-clients-create"));
         f.controls
             .push(Control::Input(visit.name_input("client-name", typed.name)));
+        f.controls.extend(super::profile_inputs(
+            visit,
+            "client",
+            &typed.description,
+            &typed.logo_url,
+        ));
         f.controls.push(select(
-            "client-type",
-            "client_type",
-            visit.t("console-col-type"),
+            ("client-type", "client_type", visit.t("console-col-type")),
             ["confidential", "public"]
                 .iter()
                 .map(|t| {
@@ -128,6 +175,7 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
                     )
                 })
                 .collect(),
+            &typed.client_type,
         ));
         f.controls.push(lines(
             "client-redirects",
@@ -154,15 +202,9 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
                 typed.scopes
             },
         ));
-        f.controls.push(select(
-            "client-first-party",
-            "first_party",
-            visit.t("console-client-first-party"),
-            vec![
-                ("false".to_owned(), visit.t("console-no")),
-                ("true".to_owned(), visit.t("console-yes")),
-            ],
-        ));
+        f.controls
+            .push(first_party_select(visit, &typed.first_party));
+        f.controls.push(alg_select(visit, &typed.alg));
         visit.new_item(&mut page, "console-clients-new", f, &typed.reason);
     }
     visit.answer_page(page)
@@ -187,15 +229,15 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
     let scopes = form.lines("allowed_scopes");
     let req = CreateOAuthClientRequest {
         name: one("name").trim().to_owned(),
-        description: None,
-        logo_url: None,
+        description: super::optional(&one("description")),
+        logo_url: super::optional(&one("logo_url")),
         client_type: one("client_type"),
         token_endpoint_auth_method: None,
         redirect_uris: form.lines("redirect_uris"),
         post_logout_redirect_uris: form.lines("post_logout_redirect_uris"),
         allowed_scopes: (!scopes.is_empty()).then_some(scopes),
         first_party: one("first_party") == "true",
-        id_token_signed_response_alg: None,
+        id_token_signed_response_alg: super::optional(&one("id_token_signed_response_alg")),
     };
     match api::create(State(visit.state.clone()), c, ApiJson(req)).await {
         Ok(resp) => {
@@ -213,6 +255,11 @@ pub async fn create(Path(slug): Path<String>, p: TenantPost) -> Response {
                 redirect_uris: one("redirect_uris"),
                 post_logout: one("post_logout_redirect_uris"),
                 scopes: one("allowed_scopes"),
+                description: one("description"),
+                logo_url: one("logo_url"),
+                client_type: one("client_type"),
+                first_party: one("first_party"),
+                alg: one("id_token_signed_response_alg"),
                 reason: reasons(&e),
             };
             render_list(&visit, &slug, None, typed).await
@@ -253,6 +300,22 @@ async fn render_detail(
         facts: vec![
             (visit.t("console-col-name"), client.name.clone()),
             (visit.t("console-col-client-id"), client.client_id.clone()),
+            (
+                visit.t("console-field-description"),
+                client.description.clone().unwrap_or_else(dash),
+            ),
+            (
+                visit.t("console-client-first-party"),
+                visit.t(if client.first_party {
+                    "console-yes"
+                } else {
+                    "console-no"
+                }),
+            ),
+            (
+                visit.t("console-client-id-token-alg"),
+                client.id_token_signed_response_alg.clone(),
+            ),
             (
                 visit.t("console-col-type"),
                 visit.t(&format!("console-client-type-{}", client.client_type)),
@@ -295,6 +358,12 @@ async fn render_detail(
         f.controls.push(Control::Input(
             visit.name_input("client-name", client.name.clone()),
         ));
+        f.controls.extend(super::profile_inputs(
+            visit,
+            "client",
+            client.description.as_deref().unwrap_or(""),
+            client.logo_url.as_deref().unwrap_or(""),
+        ));
         for (id, field, label, hint, values) in [
             (
                 "client-redirects",
@@ -326,6 +395,10 @@ async fn render_detail(
                 values.join("\n"),
             ));
         }
+        let first_party = if client.first_party { "true" } else { "false" };
+        f.controls.push(first_party_select(visit, first_party));
+        f.controls
+            .push(alg_select(visit, &client.id_token_signed_response_alg));
         page.sections.push(Section {
             heading: Some(visit.t("console-client-edit")),
             forms: vec![f],
@@ -355,13 +428,15 @@ pub async fn act(
         "edit" => {
             let req = UpdateOAuthClientRequest {
                 name: Some(form.one("name").trim().to_owned()),
-                description: None,
-                logo_url: None,
+                description: Some(super::optional(&form.one("description"))),
+                logo_url: Some(super::optional(&form.one("logo_url"))),
                 redirect_uris: Some(form.lines("redirect_uris")),
                 post_logout_redirect_uris: Some(form.lines("post_logout_redirect_uris")),
                 allowed_scopes: Some(form.lines("allowed_scopes")),
-                first_party: None,
-                id_token_signed_response_alg: None,
+                first_party: Some(form.one("first_party") == "true"),
+                id_token_signed_response_alg: super::optional(
+                    &form.one("id_token_signed_response_alg"),
+                ),
             };
             let updated = api::update(state, c, path, ApiJson(req)).await;
             let again = |r| render_detail(&visit, &slug, &id, (None, Some(r)));

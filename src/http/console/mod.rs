@@ -808,3 +808,40 @@ pub async fn json_body(resp: Response) -> Option<serde_json::Value> {
         .ok()?;
     serde_json::from_slice(&bytes).ok()
 }
+
+/// What users are shown of a client or an agent besides its name: its description (at most
+/// 500 characters) and its logo's https URL; both may be left empty for none. `prefix` keeps
+/// the inputs' ids unique on the page.
+pub fn profile_inputs(
+    visit: &Visit,
+    prefix: &str,
+    description: &str,
+    logo_url: &str,
+) -> Vec<Control> {
+    let mut about = FieldView::input(
+        &format!("{prefix}-description"),
+        "description",
+        "text",
+        visit.t("console-field-description"),
+        "off",
+    )
+    .sized(0, 500)
+    .filled(description.to_owned(), None);
+    about.hint = Some(visit.t("console-hint-empty-none"));
+    let mut logo = FieldView::input(
+        &format!("{prefix}-logo"),
+        "logo_url",
+        "url",
+        visit.t("console-field-logo_url"),
+        "off",
+    )
+    .sized(0, 2048)
+    .filled(logo_url.to_owned(), None);
+    logo.hint = Some(visit.t("console-hint-logo"));
+    vec![Control::Input(about), Control::Input(logo)]
+}
+
+/// A text that may be left empty for none.
+pub fn optional(v: &str) -> Option<String> {
+    Some(v.trim().to_owned()).filter(|v| !v.is_empty())
+}
