@@ -352,7 +352,7 @@ impl Typed {
             scopes: form.one("scopes"),
             grants: form.all("grant_types"),
             ttl: one("agent_token_max_ttl_sec"),
-            limits: LIMITS.map(|l| one(l)),
+            limits: LIMITS.map(&one),
             max_concurrent: one("max_concurrent_tokens"),
         }
     }
