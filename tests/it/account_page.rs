@@ -142,6 +142,15 @@ fn a_stranger_signs_in_on_the_hosted_page_and_lands_on_the_account() {
     assert_eq!(wrong.status, 401, "{}", wrong.body);
     assert!(other.signin_cookie().is_none());
     assert_eq!(other.get(&w.account()).status, 303);
+    // The short address apps link to: `/account?tenant=`.
+    let short = other
+        .get(&format!("{}/account?tenant={}", w.srv.base, w.api.slug))
+        .redirect(303);
+    assert_eq!(short, format!("/oauth/{}/account", w.api.slug));
+    for bad in ["", "?tenant=", "?tenant=..%2Fetc", "?tenant=Upper"] {
+        let page = other.get(&format!("{}/account{bad}", w.srv.base));
+        assert_eq!(page.status, 400, "{bad}");
+    }
 }
 
 /// A mailed code signs in to the account page too (no client's request to resume).

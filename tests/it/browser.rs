@@ -1814,7 +1814,7 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     if !chromium_present() {
         return;
     }
-    let (_smtp, srv, s) = verified_owner();
+    let (smtp, srv, s) = verified_owner();
     let (totp, step, _) = enable_totp(&srv, &s);
     let (status, body) = srv.dash_json(
         "POST",
@@ -1920,6 +1920,19 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     );
     ui.expect_text("invited", "The invitation is on its way.");
     ui.checked("members-axe");
+    // The colleague accepts from the mail, and is a member.
+    let invite = smtp.wait_for_link("colleague@users.test", "/dashboard/accept-invite", 1);
+    ui.goto(
+        "accept",
+        &srv.url(&format!("/dashboard/accept-invite?token={invite}")),
+    );
+    let chosen = "a colleague's long passphrase";
+    ui.type_into("accept-password", "password", chosen);
+    ui.type_into("accept-password-2", "password_confirm", chosen);
+    ui.click("accept-click", "button[type=submit]");
+    ui.expect_text("accepted", "You are now a member of mfa-co");
+    ui.goto("members-again", &srv.url("/console/t/mfa-co/members"));
+    ui.expect_text("member-listed", "colleague@users.test");
     ui.click("keys", "nav a[href='/console/t/mfa-co/keys']");
     ui.expect_text("keys", "Management keys");
     ui.checked("keys-axe");
@@ -1957,6 +1970,15 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.click("mfa-on", "form[action='/console/account/mfa/setup'] button");
     ui.expect_text("mfa-setup", "Scan this code");
     ui.checked("mfa-setup-axe");
+    ui.goto("keys-again", &srv.url("/console/t/mfa-co/keys"));
+    // The API key rotated (the password was given for two-step verification a moment ago,
+    // which the re-authentication window covers): the new key, shown once.
+    let rotate = "form[action='/console/t/mfa-co/keys/api-key/rotate'] button";
+    ui.click("rotate", rotate);
+    ui.expect_text("rotated", "shown only this once");
+    let key = ui.text_of("new-key", "main code");
+    assert_eq!(srv.get("/v1/tenant", Some(key.trim())).status(), 200);
+    ui.checked("rotated-axe");
     ui.click("sign-out", "header form button[type=submit]");
     ui.expect_text("signed-out", "Sign in to the console");
     ui.goto("after-sign-out", &srv.url("/console/t/mfa-co/users"));

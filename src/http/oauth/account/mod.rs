@@ -59,6 +59,7 @@ use crate::{
 /// The account page's routes.
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/account", get(entry))
         .route("/oauth/{slug}/account", get(page::page))
         .route("/oauth/{slug}/account/password", post(security::password))
         .route("/oauth/{slug}/account/email", post(security::email))
@@ -103,6 +104,31 @@ pub fn router() -> Router<AppState> {
         .route("/oauth/{slug}/account/sign-out", post(activity::sign_out))
         .route("/oauth/{slug}/account/export", post(data::export))
         .route("/oauth/{slug}/account/delete", post(data::delete))
+}
+
+#[derive(Deserialize)]
+struct EntryQuery {
+    tenant: Option<String>,
+}
+
+/// `GET {accounts_url}/account?tenant={slug}`: the short address of a tenant's account page,
+/// for apps to link to; it sends the browser to the page. Without a tenant it names (a slug's
+/// letters, digits and hyphens), the invalid-request page.
+async fn entry(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    Query(q): Query<EntryQuery>,
+) -> Response {
+    let reader = Reader::new(&state, &headers, None);
+    match q.tenant.filter(|t| {
+        !t.is_empty()
+            && t.len() <= 64
+            && t.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    }) {
+        Some(slug) => see_other(&reader, &account_path(&slug), StatusCode::SEE_OTHER),
+        None => reader.problem(Problem::Invalid),
+    }
 }
 
 #[derive(Template)]
