@@ -128,8 +128,20 @@ impl Accounts {
         purpose: LinkPurpose,
         now: OffsetDateTime,
     ) -> Result<(Effects, UserRecord), TenantError> {
+        let (fx, _, user) = Self::take_link(cx, fx, token, (purpose, now))?;
+        Ok((fx, user))
+    }
+
+    /// [`Self::consume_link`], answering the token's record too (an address change's link
+    /// carries the new address).
+    pub(super) fn take_link(
+        cx: &mut TenantCtx,
+        fx: Effects,
+        token: &str,
+        (purpose, now): (LinkPurpose, OffsetDateTime),
+    ) -> Result<(Effects, LinkTokenRecord, UserRecord), TenantError> {
         let mut fx = fx;
-        let Some((_, mut user)) = cx.live_link(&mut fx.batch, token, purpose, now)? else {
+        let Some((rec, mut user)) = cx.live_link(&mut fx.batch, token, purpose, now)? else {
             return cx.fail(fx, TenantError::InvalidLinkToken);
         };
         fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
@@ -138,7 +150,7 @@ impl Accounts {
             LinkPurpose::ResetPassword => user.reset_token = None,
             LinkPurpose::ChangeEmail => user.change_token = None,
         }
-        Ok((fx, user))
+        Ok((fx, rec, user))
     }
 
     /// Whether a reset link is alive (checked before the new password is hashed, so that

@@ -261,6 +261,9 @@ pub enum LinkPurpose {
 pub struct LinkTokenRecord {
     pub purpose: LinkPurpose,
     pub user_id: Uuid,
+    /// The address an address-change link confirms (mailed to it); none for the others.
+    #[serde(default)]
+    pub new_email: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
     /// The user's password epoch when issued: a later password change kills a reset link.
@@ -269,9 +272,6 @@ pub struct LinkTokenRecord {
     /// when the link was requested, and again when it is used).
     #[serde(default)]
     pub redirect_to: Option<String>,
-    /// The address an address-change link confirms (mailed to it).
-    #[serde(default)]
-    pub new_email: Option<String>,
 }
 
 tessera_storage::record!(LinkTokenRecord in TenantRecord: Kind::LinkToken, "link token", version 1);

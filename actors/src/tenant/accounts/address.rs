@@ -25,7 +25,7 @@ use crate::{
         records::{EmailIndex, LinkPurpose},
     },
 };
-use tessera_storage::{sha256, Kind};
+use tessera_storage::Kind;
 
 impl Accounts {
     /// Asks to move the signed-in user's account to `new_email` (normalised by the caller).
@@ -85,14 +85,12 @@ impl Accounts {
         token: &str,
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
-        let now = OffsetDateTime::now_utc();
-        let mut fx = cx.effects();
-        let found = cx.live_link(&mut fx.batch, token, LinkPurpose::ChangeEmail, now)?;
-        let Some((rec, mut user)) = found.filter(|(_, u)| u.blocked_at.is_none()) else {
-            return cx.fail(fx, TenantError::InvalidLinkToken);
-        };
-        let Some(new_email) = rec.new_email else {
-            return cx.fail(fx, TenantError::InvalidLinkToken);
+        // The link is spent whatever follows: a refused move is asked for again.
+        let link = (LinkPurpose::ChangeEmail, OffsetDateTime::now_utc());
+        let (mut fx, rec, mut user) = Self::take_link(cx, cx.effects(), token, link)?;
+        let new_email = match rec.new_email {
+            Some(e) if user.blocked_at.is_none() => e,
+            _ => return cx.fail(fx, TenantError::InvalidLinkToken),
         };
         if cx.user_by_email(&new_email)?.is_some() {
             return cx.fail(
@@ -100,8 +98,6 @@ impl Accounts {
                 TenantError::User(crate::tenant::users::UserError::EmailInUse),
             );
         }
-        fx.batch.remove(Kind::LinkToken, &sha256(token.as_bytes()));
-        user.change_token = None;
         // Links mailed to the old address die with it; the address is free again.
         for slot in [user.verify_token.take(), user.reset_token.take()] {
             if let Some(h) = slot.and_then(|h| hex::decode(h).ok()) {
