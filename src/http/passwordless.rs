@@ -26,8 +26,8 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{
-        checked_phone, code_challenge_field, code_verifier_field, email_field, phone_field,
-        redirect_to_field, six_digits,
+        checked_phone, code_challenge_field, code_verifier_field, email_field, phone_and_code,
+        phone_field, redirect_to_field, six_digits,
     },
     responses::{accepted, login_answer, resume, LoginResponse, PasswordlessAccepted},
 };
@@ -548,9 +548,7 @@ pub async fn sms_otp_verify(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<UserSmsOtpVerifyRequest>,
 ) -> Result<Json<LoginResponse>, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    six_digits(&mut errors, "code", &req.code);
+    let (mut errors, phone) = phone_and_code(&req.phone, &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
     let to = SentTo::Phone(phone.map(|p| p.e164).unwrap_or_default());

@@ -26,9 +26,9 @@ use utoipa::ToSchema;
 
 use super::{
     bearer::UserBearer,
-    error::{ApiError, ErrorBody, FieldErrors},
+    error::{ApiError, ErrorBody},
     extract::{optional_json, ApiJson, ClientIp, RequestCtx},
-    fields::{checked_phone, phone_field, six_digits},
+    fields::{only_phone, phone_and_code},
     new_credential::{require_confirmed_address, signed_in},
     reauth::{require_step_up, StepUpHeader},
     responses::{accepted, PasswordlessAccepted, UserResponse},
@@ -60,10 +60,7 @@ pub async fn phone_verify(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyRequest>,
 ) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    errors.finish()?;
-    let phone = checked_phone(phone)?;
+    let phone = only_phone(&req.phone)?;
     user.call(|bearer, reply| SmsMsg::PhoneVerifyRequest {
         bearer,
         phone: phone.clone(),
@@ -108,9 +105,7 @@ pub async fn phone_confirm(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyConfirmRequest>,
 ) -> Result<Json<UserResponse>, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    six_digits(&mut errors, "code", &req.code);
+    let (errors, phone) = phone_and_code(&req.phone, &req.code);
     errors.finish()?;
     // Refusals that need no step-up come first (the actor checks them again).
     let me = signed_in(&user).await?;
