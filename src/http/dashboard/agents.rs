@@ -29,6 +29,7 @@ use uuid::Uuid;
 
 use super::{created, hash_prefix, members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
+use crate::http::error_responses::ReauthRequired;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
@@ -512,7 +513,7 @@ pub async fn list(
     responses(
         (status = 201, description = "The agent, with its secret (shown once)", body = IssuedAgentResponse),
         (status = 400, description = "`validation/invalid_request` naming each bad field", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`agent/tier_unauthorized` (free tier), `dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`agent/limit_reached`", body = ErrorBody),
@@ -665,7 +666,7 @@ pub async fn update(
     ),
     responses(
         (status = 200, description = "The agent with its new secret (shown once)", body = IssuedAgentResponse),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "No such agent", body = ErrorBody),
         (status = 409, description = "`agent/already_revoked`", body = ErrorBody),
