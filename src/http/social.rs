@@ -46,6 +46,7 @@ use super::{
     responses::{self, login_answer, LoginResponse},
 };
 use crate::app::{App, AppState};
+use crate::http::error_responses::{InvalidRequest, UserBlocked};
 use crate::social::Exchange;
 
 /// Whether a `GET /oauth/{name}/authorize` is a social sign-in: a provider's name and a
@@ -612,9 +613,8 @@ pub struct SocialSessionRequest {
     request_body = SocialSessionRequest,
     responses(
         (status = 200, description = "Signed in, or the MFA step", body = LoginResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest, UserBlocked,
         (status = 401, description = "`auth/invalid_token`: not an exchange token of this tenant and provider, expired, or already used", body = ErrorBody),
-        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: an unknown provider, or another tenant's token or `tenant_slug`", body = ErrorBody),
     ))]
 pub async fn session(

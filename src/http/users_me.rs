@@ -34,6 +34,7 @@ use super::{
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
 use crate::app::AppState;
+use crate::http::error_responses::{InvalidRequest, MissingOrInvalidToken, OtherTenantsStepUp};
 
 /// Spec 2.4 PhoneVerifyRequest.
 #[derive(Deserialize, ToSchema)]
@@ -50,7 +51,7 @@ pub struct PhoneVerifyRequest {
     responses(
         (status = 202, description = "The code is on its way", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`, `sms/country_not_allowed`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        MissingOrInvalidToken,
         (status = 403, description = "`auth/anonymous_not_allowed`: a guest; `auth/email_unconfirmed`: the account's address is not confirmed (no phone number until it is)", body = ErrorBody),
         (status = 429, description = "`auth/rate_limited`, `sms/monthly_cap_reached`", body = ErrorBody),
     ))]
@@ -93,7 +94,7 @@ pub struct PhoneVerifyConfirmRequest {
     request_body = PhoneVerifyConfirmRequest,
     responses(
         (status = 200, description = "The user record, with the number", body = UserResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest,
         (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge, see the step-up gate); `invalid_or_expired_token`: wrong, used or expired code, another number, or a bad step-up token; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_unconfirmed` (the account's address is not confirmed: no phone number until it is)", body = ErrorBody),
         (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
@@ -176,7 +177,7 @@ pub struct LinkProviderResponse {
         (status = 400, description = "`account_linking/provider_not_configured` (not a provider, or not enabled for this tenant; after the gate passed and consumed the token); `validation/invalid_request` (`redirect_uri` not one of the tenant's URLs)", body = ErrorBody),
         (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking; `auth/email_unconfirmed`: the account's address is not confirmed (no linked account until it is)", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn link_provider(
     State(state): State<AppState>,
@@ -401,7 +402,7 @@ pub async fn unlink(
     responses(
         (status = 200, description = "The export, `Content-Disposition: attachment`", body = Object),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn export(
     State(state): State<AppState>,
@@ -434,7 +435,7 @@ pub async fn export(
         (status = 204, description = "Erased"),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`user/self_deletion_disabled`", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn delete_me(
     State(state): State<AppState>,

@@ -24,6 +24,7 @@ use utoipa::{
 
 use super::{enum_schema, invalid, not_null, Caller};
 use crate::http::error_responses::NoSessionOrReauth;
+use crate::http::error_responses::{ForbiddenOrCsrf, NotCallersTenant, Unauthenticated};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -226,8 +227,7 @@ impl From<SettingsView> for SecuritySettingsResponse {
     params(TenantSlug),
     responses(
         (status = 200, description = "Security settings", body = SecuritySettingsResponse),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        Unauthenticated, NotCallersTenant,
     ))]
 pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsResponse>, ApiError> {
     Ok(Json(caller.read().await?.into()))
@@ -243,8 +243,7 @@ pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsRespons
         (status = 200, description = "The updated settings", body = SecuritySettingsResponse),
         (status = 400, description = "`validation/invalid_request` naming each field; `sms_otp_monthly_cap` above the tier's ceiling (`[sms.platform_monthly_cap_max]`, named in the message) while the tenant sends through the platform's SMS account", body = ErrorBody),
         NoSessionOrReauth,
-        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        ForbiddenOrCsrf, NotCallersTenant,
     ))]
 pub async fn patch_security(
     caller: Caller,
