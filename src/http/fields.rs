@@ -91,6 +91,23 @@ pub fn checked_phone(phone: Option<Phone>) -> Result<Phone, ApiError> {
     phone.ok_or_else(|| ApiError::internal("a checked phone number is missing"))
 }
 
+/// The one field `phone` of a body, checked: its validation error, or the number.
+pub fn only_phone(raw: &str) -> Result<Phone, ApiError> {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", raw);
+    errors.finish()?;
+    checked_phone(phone)
+}
+
+/// The first checks of a body that carries a `phone` and its 6-digit `code`: the errors so
+/// far, to which the caller adds its own before answering them, and the parsed number.
+pub fn phone_and_code(phone: &str, code: &str) -> (FieldErrors, Option<Phone>) {
+    let mut errors = FieldErrors::new();
+    let phone = phone_field(&mut errors, "phone", phone);
+    six_digits(&mut errors, "code", code);
+    (errors, phone)
+}
+
 /// Mobile (or possibly mobile), personal and VoIP numbers receive texts. Premium-rate,
 /// shared-cost, toll-free, pager, UAN and fixed-line numbers are refused: texting them is how
 /// SMS pumping fraud makes money, and they cannot read a code anyway.

@@ -20,10 +20,11 @@ use uuid::Uuid;
 use super::{
     bearer::{bearer_header, BearerHeader},
     dashboard::management_keys::ManagementKeyResponse,
-    error::{ApiError, ErrorBody},
+    error::ApiError,
     extract::audit_context,
 };
 use crate::app::AppState;
+use crate::http::error_responses::InvalidManagementKey;
 
 /// A request made with a management key.
 pub struct Management {
@@ -118,7 +119,7 @@ pub struct CurrentKeyResponse {
     security(("management_key" = [])),
     responses(
         (status = 200, description = "The key (never the secret) and its tenant", body = CurrentKeyResponse),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
     ))]
 pub async fn current_key(
     State(state): State<AppState>,

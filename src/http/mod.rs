@@ -12,6 +12,7 @@ pub mod cors;
 pub mod dashboard;
 pub mod dev_mail;
 pub mod error;
+pub mod error_responses;
 pub mod eudi;
 pub mod extract;
 pub mod fields;

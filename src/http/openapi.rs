@@ -18,7 +18,10 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::error::{ErrorBody, ErrorDetail};
+use super::{
+    error::{ErrorBody, ErrorDetail},
+    tenant::TenantResponse,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -39,7 +42,9 @@ use super::error::{ErrorBody, ErrorDetail};
             the list. Dashboard routes are same-origin unless the operator lists \
             server.dashboard_origins."
     ),
-    components(schemas(ErrorBody, ErrorDetail)),
+    // TenantResponse is answered through tenant::CallersTenant, a response set whose schemas
+    // the paths do not collect.
+    components(schemas(ErrorBody, ErrorDetail, TenantResponse)),
     modifiers(&SecuritySchemes),
     tags(
         (name = "platform", description = "Health, readiness, metrics and this document"),

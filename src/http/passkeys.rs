@@ -29,6 +29,9 @@ use super::{
     responses::{login_answer, LoginResponse},
 };
 use crate::app::AppState;
+use crate::http::error_responses::{
+    EmailUnconfirmed, InvalidRequest, InvalidToken, TooManyAttempts, UserBlocked,
+};
 
 /// WebAuthn options for `navigator.credentials.create()` or `.get()`, in their JSON form.
 #[derive(Serialize, ToSchema)]
@@ -165,8 +168,7 @@ pub struct PasskeyRegisterFinishRequest {
     responses(
         (status = 201, description = "The passkey", body = PasskeyResponse),
         (status = 400, description = "`validation/invalid_request`; `passkey/invalid_registration` (wrong origin or relying party, a malformed credential)", body = ErrorBody),
-        (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
-        (status = 403, description = "`auth/email_unconfirmed`: the account's address is not confirmed", body = ErrorBody),
+        InvalidToken, EmailUnconfirmed,
         (status = 404, description = "`passkey/ceremony_not_found`: expired, used, or another session's", body = ErrorBody),
         (status = 409, description = "`passkey/limit_reached`; `passkey/already_registered`", body = ErrorBody),
     ))]
@@ -211,7 +213,7 @@ pub struct PasskeyAssertBeginRequest {
     request_body = PasskeyAssertBeginRequest,
     responses(
         (status = 200, description = "Request options, valid 5 minutes", body = PasskeyOptionsResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest,
         (status = 429, description = "`auth/too_many_attempts` (the address's failed sign-ins); `auth/rate_limited` (60 options per address a minute)", body = ErrorBody),
     ))]
 pub async fn assert_begin(
@@ -258,11 +260,9 @@ pub struct PasskeyAssertFinishRequest {
     request_body = PasskeyAssertFinishRequest,
     responses(
         (status = 200, description = "Signed in", body = LoginResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest, UserBlocked, TooManyAttempts,
         (status = 401, description = "`passkey/invalid_assertion`", body = ErrorBody),
-        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
         (status = 404, description = "`passkey/ceremony_not_found`: expired (5 minutes), used, or another tenant's", body = ErrorBody),
-        (status = 429, description = "`auth/too_many_attempts`", body = ErrorBody),
     ))]
 pub async fn assert_finish(
     State(state): State<AppState>,
@@ -283,7 +283,7 @@ pub async fn assert_finish(
     security(("api_key" = [], "bearer" = [])),
     responses(
         (status = 200, description = "The passkeys", body = PasskeyListResponse),
-        (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
+        InvalidToken,
     ))]
 pub async fn list(user: UserBearer) -> Result<Json<PasskeyListResponse>, ApiError> {
     let views = user
@@ -312,7 +312,7 @@ pub struct PasskeyUpdateRequest {
     request_body = PasskeyUpdateRequest,
     responses(
         (status = 200, description = "The passkey", body = PasskeyResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest,
         (status = 401, description = "`account_linking/mfa_required` (no step-up token); `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 404, description = "No such passkey of this user, or another tenant's step-up token", body = ErrorBody),
     ))]
@@ -381,7 +381,7 @@ pub async fn delete(
     responses(
         (status = 200, description = "Request options, valid 5 minutes", body = PasskeyOptionsResponse),
         (status = 400, description = "`step_up/method_unavailable`: the user has no passkey", body = ErrorBody),
-        (status = 401, description = "`auth/invalid_token`", body = ErrorBody),
+        InvalidToken,
         (status = 429, description = "`auth/rate_limited`: 20 options per session a minute", body = ErrorBody),
     ))]
 pub async fn step_up_options(
@@ -448,7 +448,7 @@ pub struct StepUpPasskeyVerifyRequest {
     request_body = StepUpPasskeyVerifyRequest,
     responses(
         (status = 200, description = "A step-up token", body = StepUpTokenResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest,
         (status = 401, description = "`passkey/step_up_required` (no user verification); `passkey/invalid_assertion`; `invalid_or_expired_token` (no pending options of this session); `auth/invalid_token`", body = ErrorBody),
     ))]
 pub async fn step_up_verify(

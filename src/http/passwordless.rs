@@ -26,11 +26,12 @@ use super::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ApiTenant, ClientIp, RequestCtx},
     fields::{
-        checked_phone, code_challenge_field, code_verifier_field, email_field, phone_field,
-        redirect_to_field, six_digits,
+        checked_phone, code_challenge_field, code_verifier_field, email_field, phone_and_code,
+        phone_field, redirect_to_field, six_digits,
     },
     responses::{accepted, login_answer, resume, LoginResponse, PasswordlessAccepted},
 };
+use crate::http::error_responses::PasswordlessDisabled;
 use crate::{
     app::{App, AppState},
     captcha::CaptchaOutcome,
@@ -141,7 +142,7 @@ pub struct UserMagicLinkRequest {
     responses(
         (status = 202, description = "Accepted, whether or not the address has an account; the link is `{accounts_url}/magic-link?token=...`", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 429, description = "`auth/rate_limited`: one request per address a minute", body = ErrorBody),
     ))]
 pub async fn magic_link(
@@ -218,7 +219,7 @@ async fn verified(
         (status = 200, description = "Signed in (with `redirect_to` when the link resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`invalid_or_expired_token`: used, expired or unknown link, or a wrong `resume_binding`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 404, description = "`resource/not_found`: another tenant's link", body = ErrorBody),
     ))]
 pub async fn magic_link_verify(
@@ -274,7 +275,7 @@ pub struct TokenExchangeRequest {
         (status = 200, description = "Signed in (AMR `mca`), or the MFA challenge for a user with MFA", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`invalid_or_expired_token`: a used, expired, unknown or another tenant's code, or a verifier that does not match", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
     ))]
 pub async fn token_exchange(
     State(state): State<AppState>,
@@ -323,7 +324,7 @@ pub struct UserEmailOtpRequest {
     responses(
         (status = 202, description = "Accepted, whatever the address", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`, `passwordless/captcha_failed`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 429, description = "`auth/rate_limited`: one request per address a minute", body = ErrorBody),
         (status = 503, description = "`service/unavailable`: the CAPTCHA verifier cannot be reached", body = ErrorBody),
     ))]
@@ -440,7 +441,7 @@ pub struct UserEmailOtpVerifyRequest {
         (status = 200, description = "Signed in (with `redirect_to` when the code resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`invalid_or_expired_token`: wrong, used, expired or no code, or a wrong `resume_binding`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 429, description = "`auth/too_many_attempts`: wrong codes count as failed logins of the address", body = ErrorBody),
     ))]
 pub async fn email_otp_verify(
@@ -482,7 +483,7 @@ pub struct UserSmsOtpRequest {
     responses(
         (status = 202, description = "Accepted, whether or not the number has an account", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request` (also an invalid number), `sms/country_not_allowed`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 429, description = "`auth/rate_limited` (one a minute and 5 an hour per number, 10 an hour per client), `sms/monthly_cap_reached`", body = ErrorBody),
     ))]
 pub async fn sms_otp(
@@ -538,7 +539,7 @@ pub struct UserSmsOtpVerifyRequest {
         (status = 200, description = "Signed in (with `redirect_to` when the code resumes an OAuth flow), or the MFA challenge for a user with MFA", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`invalid_or_expired_token`: wrong, used, expired or no code, or a wrong `resume_binding`", body = ErrorBody),
-        (status = 403, description = "`passwordless/disabled`", body = ErrorBody),
+        PasswordlessDisabled,
         (status = 429, description = "`auth/too_many_attempts`: wrong codes count as failed logins of the number and the client", body = ErrorBody),
     ))]
 pub async fn sms_otp_verify(
@@ -548,9 +549,7 @@ pub async fn sms_otp_verify(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<UserSmsOtpVerifyRequest>,
 ) -> Result<Json<LoginResponse>, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    six_digits(&mut errors, "code", &req.code);
+    let (mut errors, phone) = phone_and_code(&req.phone, &req.code);
     let binding_hash = binding_field(&mut errors, req.resume_binding.as_deref());
     errors.finish()?;
     let to = SentTo::Phone(phone.map(|p| p.e164).unwrap_or_default());

@@ -46,6 +46,7 @@ use super::{
     responses::{self, login_answer, LoginResponse},
 };
 use crate::app::{App, AppState};
+use crate::http::error_responses::{InvalidRequest, UserBlocked};
 use crate::social::Exchange;
 
 /// Whether a `GET /oauth/{name}/authorize` is a social sign-in: a provider's name and a
@@ -175,16 +176,21 @@ async fn social(
         .await
 }
 
+/// What both routes that start a social sign-in read, in this order: the state, the
+/// provider's name, the query, the browser's headers, its address and the audit context.
+type Start = (
+    State<AppState>,
+    Path<String>,
+    Query<AuthorizeQuery>,
+    HeaderMap,
+    ClientIp,
+    RequestCtx,
+);
+
 /// Starts a social sign-in: stores the flow and sends the browser to the provider. A link
 /// ticket's URL first shows the confirmation page (see [`link_confirm`]).
-pub async fn authorize(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    Query(q): Query<AuthorizeQuery>,
-    headers: HeaderMap,
-    ClientIp(ip): ClientIp,
-    RequestCtx(ctx): RequestCtx,
-) -> Result<Response, ApiError> {
+pub async fn authorize(start: Start) -> Result<Response, ApiError> {
+    let (State(state), Path(name), Query(q), headers, ClientIp(ip), RequestCtx(ctx)) = start;
     if q.hosted.is_none() {
         if let (Some(ticket), Some(tenant)) = (&q.link_ticket, &q.tenant_id) {
             return link_page(&state, &name, tenant, ticket, &headers, ctx).await;
@@ -267,14 +273,8 @@ async fn link_page(
 /// The link confirmation page's button: its CSRF value (only the browser that saw the page
 /// has it: it is bound to that browser's cookie), then the flow as any other. A GET, since it
 /// starts a chain of redirects; the ticket it uses was never mailed.
-pub async fn link_confirm(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    Query(q): Query<AuthorizeQuery>,
-    headers: HeaderMap,
-    ClientIp(ip): ClientIp,
-    RequestCtx(ctx): RequestCtx,
-) -> Result<Response, ApiError> {
+pub async fn link_confirm(start: Start) -> Result<Response, ApiError> {
+    let (State(state), Path(name), Query(q), headers, ClientIp(ip), RequestCtx(ctx)) = start;
     let p = provider_of(&name)?;
     let ticket = q.link_ticket.clone().unwrap_or_default();
     let sent = q.csrf.clone().unwrap_or_default();
@@ -612,9 +612,8 @@ pub struct SocialSessionRequest {
     request_body = SocialSessionRequest,
     responses(
         (status = 200, description = "Signed in, or the MFA step", body = LoginResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest, UserBlocked,
         (status = 401, description = "`auth/invalid_token`: not an exchange token of this tenant and provider, expired, or already used", body = ErrorBody),
-        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: an unknown provider, or another tenant's token or `tenant_slug`", body = ErrorBody),
     ))]
 pub async fn session(

@@ -4,7 +4,7 @@ use axum::{extract::Path, Json};
 use serde::Serialize;
 use tessera_actors::{tenant::TenantOverview, TenantMsg};
 use time::OffsetDateTime;
-use utoipa::ToSchema;
+use utoipa::{IntoResponses, ToSchema};
 use uuid::Uuid;
 
 use super::{
@@ -49,12 +49,23 @@ impl From<TenantOverview> for TenantResponse {
     }
 }
 
+/// What both routes answer alike: the tenant, or 401 for a missing or unknown API key.
+#[derive(IntoResponses)]
+pub enum CallersTenant {
+    #[response(status = 200, description = "The caller's tenant")]
+    Tenant(TenantResponse),
+    #[response(
+        status = 401,
+        description = "`auth/missing_api_key` or `auth/invalid_api_key`"
+    )]
+    Unauthorized(ErrorBody),
+}
+
 /// The tenant that owns the API key.
 #[utoipa::path(get, path = "/v1/tenant", tag = "tenant",
     security(("api_key" = [])),
     responses(
-        (status = 200, description = "The caller's tenant", body = TenantResponse),
-        (status = 401, description = "`auth/missing_api_key` or `auth/invalid_api_key`", body = ErrorBody),
+        CallersTenant,
         (status = 503, description = "`service/unavailable`", body = ErrorBody),
     ))]
 pub async fn current_tenant(
@@ -71,8 +82,7 @@ pub async fn current_tenant(
     security(("api_key" = [])),
     params(TenantSlug),
     responses(
-        (status = 200, description = "The caller's tenant", body = TenantResponse),
-        (status = 401, description = "`auth/missing_api_key` or `auth/invalid_api_key`", body = ErrorBody),
+        CallersTenant,
         (status = 404, description = "`resource/not_found`: not the key's tenant", body = ErrorBody),
     ))]
 pub async fn tenant_by_slug(

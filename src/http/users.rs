@@ -38,6 +38,7 @@ use super::{
     paging::{self, Pagination},
     path_id::{path_id, TenantSlug},
 };
+use crate::http::error_responses::{InvalidManagementKey, ReauthRequired};
 use crate::{
     app::AppState,
     http::accounts::{password_field, weak_password},
@@ -548,7 +549,7 @@ pub async fn dashboard_update(
     params(TenantSlug, ("id" = String, Path, description = "The user's id")),
     responses(
         (status = 204, description = "Erased"),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden` (viewer), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "No such user in this tenant, or not one of the caller's tenants", body = ErrorBody),
     ))]
@@ -606,7 +607,7 @@ pub fn action_of(name: &str) -> Result<UserAction, ApiError> {
     responses(
         (status = 200, description = "A page of users", body = ManagedUserList),
         (status = 400, description = "`validation/invalid_request` naming each bad filter", body = ErrorBody),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
     ))]
 pub async fn key_list(
     key: Management,
@@ -622,7 +623,7 @@ pub async fn key_list(
     responses(
         (status = 201, description = "The new user", body = ManagedUserDetail),
         (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
         (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
         (status = 409, description = "`user/email_in_use`", body = ErrorBody),
         (status = 503, description = "`service/unavailable`: the password hashing queue is full", body = ErrorBody),
@@ -641,7 +642,7 @@ pub async fn key_create(
     params(("id" = String, Path, description = "The user's id")),
     responses(
         (status = 200, description = "The user", body = ManagedUserDetail),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
         (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
     ))]
 pub async fn key_show(
@@ -661,7 +662,7 @@ pub async fn key_show(
     responses(
         (status = 200, description = "The user as it is now", body = ManagedUserDetail),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
         (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
         (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
         (status = 409, description = "`user/email_in_use`, `user/phone_in_use`, `user/no_email`", body = ErrorBody),
@@ -680,7 +681,7 @@ pub async fn key_update(
     params(("id" = String, Path, description = "The user's id")),
     responses(
         (status = 204, description = "Erased"),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
         (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
         (status = 404, description = "No such user in the key's tenant", body = ErrorBody),
     ))]
@@ -698,7 +699,7 @@ pub async fn key_delete(key: Management, Path(id): Path<String>) -> Result<Statu
     ),
     responses(
         (status = 200, description = "The user as it is now", body = ManagedUserDetail),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`, `management/invalid_key`", body = ErrorBody),
+        InvalidManagementKey,
         (status = 403, description = "`management/forbidden` (viewer key)", body = ErrorBody),
         (status = 404, description = "No such user or action", body = ErrorBody),
         (status = 409, description = "`user/no_email` (send-password-reset)", body = ErrorBody),

@@ -26,14 +26,15 @@ use utoipa::ToSchema;
 
 use super::{
     bearer::UserBearer,
-    error::{ApiError, ErrorBody, FieldErrors},
+    error::{ApiError, ErrorBody},
     extract::{optional_json, ApiJson, ClientIp, RequestCtx},
-    fields::{checked_phone, phone_field, six_digits},
+    fields::{only_phone, phone_and_code},
     new_credential::{require_confirmed_address, signed_in},
     reauth::{require_step_up, StepUpHeader},
     responses::{accepted, PasswordlessAccepted, UserResponse},
 };
 use crate::app::AppState;
+use crate::http::error_responses::{InvalidRequest, MissingOrInvalidToken, OtherTenantsStepUp};
 
 /// Spec 2.4 PhoneVerifyRequest.
 #[derive(Deserialize, ToSchema)]
@@ -50,7 +51,7 @@ pub struct PhoneVerifyRequest {
     responses(
         (status = 202, description = "The code is on its way", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`, `sms/country_not_allowed`", body = ErrorBody),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        MissingOrInvalidToken,
         (status = 403, description = "`auth/anonymous_not_allowed`: a guest; `auth/email_unconfirmed`: the account's address is not confirmed (no phone number until it is)", body = ErrorBody),
         (status = 429, description = "`auth/rate_limited`, `sms/monthly_cap_reached`", body = ErrorBody),
     ))]
@@ -60,10 +61,7 @@ pub async fn phone_verify(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyRequest>,
 ) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    errors.finish()?;
-    let phone = checked_phone(phone)?;
+    let phone = only_phone(&req.phone)?;
     user.call(|bearer, reply| SmsMsg::PhoneVerifyRequest {
         bearer,
         phone: phone.clone(),
@@ -96,7 +94,7 @@ pub struct PhoneVerifyConfirmRequest {
     request_body = PhoneVerifyConfirmRequest,
     responses(
         (status = 200, description = "The user record, with the number", body = UserResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
+        InvalidRequest,
         (status = 401, description = "`account_linking/mfa_required` (no step-up token: the step-up challenge, see the step-up gate); `invalid_or_expired_token`: wrong, used or expired code, another number, or a bad step-up token; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`auth/anonymous_not_allowed` (a guest), `auth/email_unconfirmed` (the account's address is not confirmed: no phone number until it is)", body = ErrorBody),
         (status = 404, description = "The step-up token is another tenant's", body = ErrorBody),
@@ -108,9 +106,7 @@ pub async fn phone_confirm(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<PhoneVerifyConfirmRequest>,
 ) -> Result<Json<UserResponse>, ApiError> {
-    let mut errors = FieldErrors::new();
-    let phone = phone_field(&mut errors, "phone", &req.phone);
-    six_digits(&mut errors, "code", &req.code);
+    let (errors, phone) = phone_and_code(&req.phone, &req.code);
     errors.finish()?;
     // Refusals that need no step-up come first (the actor checks them again).
     let me = signed_in(&user).await?;
@@ -181,7 +177,7 @@ pub struct LinkProviderResponse {
         (status = 400, description = "`account_linking/provider_not_configured` (not a provider, or not enabled for this tenant; after the gate passed and consumed the token); `validation/invalid_request` (`redirect_uri` not one of the tenant's URLs)", body = ErrorBody),
         (status = 401, description = "`account_linking/mfa_required` with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\", acr_values=\"...\"` and `details` {next_action, mfa_challenge_token, available_methods}; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`account_linking/disabled`: the tenant does not allow explicit linking; `auth/email_unconfirmed`: the account's address is not confirmed (no linked account until it is)", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn link_provider(
     State(state): State<AppState>,
@@ -406,7 +402,7 @@ pub async fn unlink(
     responses(
         (status = 200, description = "The export, `Content-Disposition: attachment`", body = Object),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn export(
     State(state): State<AppState>,
@@ -439,7 +435,7 @@ pub async fn export(
         (status = 204, description = "Erased"),
         (status = 401, description = "`account_linking/mfa_required` (the step-up gate) with `WWW-Authenticate: Bearer error=\"insufficient_user_authentication\"` and the methods in `details`; `invalid_or_expired_token`; `auth/invalid_token`", body = ErrorBody),
         (status = 403, description = "`user/self_deletion_disabled`", body = ErrorBody),
-        (status = 404, description = "`resource/not_found`: another tenant's step-up token", body = ErrorBody),
+        OtherTenantsStepUp,
     ))]
 pub async fn delete_me(
     State(state): State<AppState>,

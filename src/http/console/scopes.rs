@@ -189,9 +189,8 @@ fn register_form(
         "text",
         visit.t("console-col-scope"),
         "off",
-    );
-    name.min = 1;
-    name.max = 64;
+    )
+    .sized(1, 64);
     name.value = typed("scope_name");
     name.hint = Some(visit.t("console-scopes-name-hint"));
     f.controls.push(Control::Input(name));
@@ -223,9 +222,8 @@ fn register_form(
             "text",
             visit.t(&format!("console-scopes-text-{lang}")),
             "off",
-        );
-        text.min = 1;
-        text.max = 256;
+        )
+        .sized(1, 256);
         text.value = typed(&format!("text_{lang}"));
         f.controls.push(Control::Input(text));
     }

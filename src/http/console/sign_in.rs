@@ -80,9 +80,8 @@ fn code_form(
         "text",
         visit.t("console-code"),
         "one-time-code",
-    );
-    f.min = 6;
-    f.max = 32;
+    )
+    .sized(6, 32);
     f.inputmode = "text";
     f.error = error.clone();
     form.controls = vec![Control::Input(f)];

@@ -29,6 +29,10 @@ use uuid::Uuid;
 
 use super::{created, hash_prefix, members_of, Dashboard, TenantCaller};
 use crate::app::AppState;
+use crate::http::error_responses::ReauthRequired;
+use crate::http::error_responses::{
+    ForbiddenCsrf, InvalidFields, InvalidRequest, NoSuchAgent, NotCallersTenant, Unauthenticated,
+};
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
@@ -463,8 +467,7 @@ fn limits_of(s: &AgentSettingsBody) -> AgentRateLimits {
     responses(
         (status = 200, description = "A page of agents, never their secrets", body = AgentList),
         (status = 400, description = "`validation/invalid_request` (cursor, limit, include_revoked)", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        Unauthenticated, NotCallersTenant,
     ))]
 pub async fn list(
     State(state): State<AppState>,
@@ -511,10 +514,9 @@ pub async fn list(
     request_body = RegisterAgentRequest,
     responses(
         (status = 201, description = "The agent, with its secret (shown once)", body = IssuedAgentResponse),
-        (status = 400, description = "`validation/invalid_request` naming each bad field", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        InvalidFields, NotCallersTenant,
+        ReauthRequired,
         (status = 403, description = "`agent/tier_unauthorized` (free tier), `dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`agent/limit_reached`", body = ErrorBody),
         (status = 422, description = "`agent/invalid_grant_type`, `agent/invalid_field` (non-empty `redirect_uris`)", body = ErrorBody),
     ))]
@@ -571,7 +573,7 @@ pub async fn create(
     ),
     responses(
         (status = 200, description = "The agent", body = AgentResponse),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
+        Unauthenticated,
         (status = 404, description = "No such agent of this tenant, or not one of the caller's tenants", body = ErrorBody),
     ))]
 pub async fn show(
@@ -594,10 +596,7 @@ pub async fn show(
     request_body = UpdateAgentRequest,
     responses(
         (status = 200, description = "The agent as changed", body = AgentResponse),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "No such agent", body = ErrorBody),
+        InvalidRequest, Unauthenticated, ForbiddenCsrf, NoSuchAgent,
         (status = 409, description = "`agent/already_revoked`", body = ErrorBody),
         (status = 422, description = "`agent/invalid_grant_type`, `agent/invalid_field`", body = ErrorBody),
     ))]
@@ -665,9 +664,8 @@ pub async fn update(
     ),
     responses(
         (status = 200, description = "The agent with its new secret (shown once)", body = IssuedAgentResponse),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
-        (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "No such agent", body = ErrorBody),
+        ReauthRequired,
+        ForbiddenCsrf, NoSuchAgent,
         (status = 409, description = "`agent/already_revoked`", body = ErrorBody),
     ))]
 pub async fn rotate_secret(
@@ -695,9 +693,7 @@ pub async fn rotate_secret(
     ),
     responses(
         (status = 200, description = "Revoked (now or before)", body = RevokedAgentResponse),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "No such agent", body = ErrorBody),
+        Unauthenticated, ForbiddenCsrf, NoSuchAgent,
     ))]
 pub async fn revoke(
     State(state): State<AppState>,
@@ -734,9 +730,7 @@ pub async fn revoke(
     ),
     responses(
         (status = 200, description = "A page of actions", body = AgentActivity),
-        (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 404, description = "No such agent", body = ErrorBody),
+        InvalidRequest, Unauthenticated, NoSuchAgent,
     ))]
 pub async fn activity(
     State(state): State<AppState>,

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::{audit_in, Dashboard};
+use crate::http::error_responses::NoSessionOrReauth;
 
 /// The tenants an account's own changes are recorded in: each it is a member of (the
 /// dashboard's audit is per tenant, as its login's is).
@@ -91,7 +92,7 @@ pub async fn account(auth: Dashboard) -> Json<DashboardAccountResponse> {
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     responses(
         (status = 200, description = "The seed, to confirm with a code", body = DashboardTotpSetupResponse),
-        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
+        NoSessionOrReauth,
         (status = 403, description = "`dashboard/email_unverified` or `dashboard/csrf_failed`", body = ErrorBody),
         (status = 409, description = "`dashboard/mfa_already_enabled`", body = ErrorBody),
     ))]
@@ -163,7 +164,7 @@ pub async fn totp_confirm(
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     responses(
         (status = 204, description = "Off: logins ask for the password only"),
-        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
+        NoSessionOrReauth,
         (status = 403, description = "`dashboard/csrf_failed`", body = ErrorBody),
         (status = 409, description = "`dashboard/mfa_not_enabled`", body = ErrorBody),
     ))]

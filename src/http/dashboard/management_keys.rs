@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::{audit_in, created, TenantCaller};
 use crate::app::AppState;
+use crate::http::error_responses::ReauthRequired;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
@@ -122,7 +123,7 @@ pub async fn list(
     responses(
         (status = 201, description = "The key, shown once", body = CreatedManagementKeyResponse),
         (status = 400, description = "`validation/invalid_request` naming each bad field", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`management_key/limit_reached`", body = ErrorBody),

@@ -32,6 +32,7 @@ use utoipa::ToSchema;
 
 use super::{created, TenantCaller};
 use crate::app::AppState;
+use crate::http::error_responses::ReauthRequired;
 use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
@@ -317,7 +318,7 @@ pub async fn list(
     responses(
         (status = 201, description = "The client, with its secret if confidential (shown once)", body = IssuedOAuthClientResponse),
         (status = 400, description = "`validation/invalid_request` naming each bad field; `oauth_client/use_agents_endpoint` for `client_type: \"agent\"`", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`oauth_client/limit_reached`", body = ErrorBody),
@@ -535,7 +536,7 @@ pub async fn delete(
     ),
     responses(
         (status = 200, description = "The client with its new secret (shown once)", body = IssuedOAuthClientResponse),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "No such client of this tenant, or not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`oauth_client/public_client`: a public client has no secret", body = ErrorBody),

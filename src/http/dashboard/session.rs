@@ -25,6 +25,7 @@ use super::{
     audit_in, check_password, mfa_login, Dashboard, TenantCaller, DEVICE_COOKIE, SESSION_COOKIE,
 };
 use crate::app::AppState;
+use crate::http::error_responses::NoSessionOrReauth;
 use crate::http::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{ApiJson, ClientIp, RequestCtx},
@@ -435,7 +436,7 @@ pub async fn tenant(
     params(TenantSlug),
     responses(
         (status = 200, description = "The new key, shown once", body = RotatedApiKeyResponse),
-        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
+        NoSessionOrReauth,
         (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
     ))]

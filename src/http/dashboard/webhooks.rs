@@ -33,6 +33,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{created, TenantCaller};
+use crate::http::error_responses::ReauthRequired;
 use crate::{
     app::AppState,
     http::{
@@ -343,7 +344,7 @@ pub async fn list(
     responses(
         (status = 201, description = "The endpoint, with its secret (shown once)", body = IssuedWebhookResponse),
         (status = 400, description = "`validation/invalid_request` naming each bad field; `webhook/target_not_allowed` (http://, or a target that is not public: loopback, private, link-local or special-use)", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden` (not an owner), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`webhook/limit_reached` (10 endpoints)", body = ErrorBody),
@@ -485,7 +486,7 @@ pub async fn delete(
     ),
     responses(
         (status = 200, description = "The endpoint with its new secret (shown once)", body = IssuedWebhookResponse),
-        (status = 401, description = "`dashboard/unauthenticated`, `dashboard/reauth_required`", body = ErrorBody),
+        ReauthRequired,
         (status = 403, description = "`dashboard/forbidden`, `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "No such endpoint", body = ErrorBody),
     ))]

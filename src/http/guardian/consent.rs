@@ -17,11 +17,11 @@ use tessera_actors::tenant::{
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, json_body, link_get, link_kind, link_post,
-    posted_tenant, rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH, WALLET_PATH,
+    guardian, guardian_problem, json_body, link_field_errors, link_get, link_kind, link_post,
+    rfc3339, status_name, LinkCall, LinkKind, Posted, CONSENT_PATH, WALLET_PATH,
 };
 use crate::http::{
-    error::{ApiError, ErrorBody, FieldErrors},
+    error::{ApiError, ErrorBody},
     extract::RequestCtx,
     pages::{field, ButtonView, CheckView, FormView, PageTemplate, Problem, Reader},
 };
@@ -254,8 +254,7 @@ async fn consent_json(
     body: &[u8],
 ) -> Result<(Reader, GuardianConsentResult), ApiError> {
     let req: GuardianConsentConsume = json_body(&call.headers, body)?;
-    let mut errors = FieldErrors::new();
-    check_link_fields(&mut errors, &req.token, &req.csrf);
+    let mut errors = link_field_errors(&req.token, &req.csrf);
     errors.check(
         "action",
         matches!(req.action.as_str(), "accept" | "decline"),
@@ -263,8 +262,7 @@ async fn consent_json(
     );
     errors.check("attestation", req.attestation, "must be true");
     errors.finish()?;
-    let reader = Reader::new(&call.state, &call.headers, None);
-    let tenant = posted_tenant(&call.state, &reader, CONSENT_PATH, &req.token, &req.csrf)?;
+    let (reader, tenant) = call.posted(CONSENT_PATH, &req.token, &req.csrf)?;
     let cmd = GuardianCmd::Consent {
         token: req.token,
         accept: req.action == "accept",

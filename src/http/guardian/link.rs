@@ -87,6 +87,19 @@ impl LinkCall {
     pub fn token(&self) -> String {
         self.q.token.clone().unwrap_or_default()
     }
+
+    /// A JSON body's reader (the language its headers ask for) and the tenant of the link it
+    /// names, once its CSRF value is the one of the link's page at `path`.
+    pub fn posted(
+        &self,
+        path: &str,
+        token: &str,
+        csrf: &str,
+    ) -> Result<(Reader, TenantHandle), ApiError> {
+        let reader = Reader::new(&self.state, &self.headers, None);
+        let tenant = posted_tenant(&self.state, &reader, path, token, csrf)?;
+        Ok((reader, tenant))
+    }
 }
 
 /// A normalised address for `name`, or its field error.
@@ -357,11 +370,14 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Resul
     parse_json(body)
 }
 
-/// The field errors of a link's token and CSRF value as a body sends them.
-pub fn check_link_fields(errors: &mut FieldErrors, token: &str, csrf: &str) {
+/// The field errors of a link's token and CSRF value as a body sends them: the first checks
+/// of a posted body, to which the caller adds its own.
+pub fn link_field_errors(token: &str, csrf: &str) -> FieldErrors {
+    let mut errors = FieldErrors::new();
     for (name, value) in [("token", token), ("csrf", csrf)] {
         errors.check(name, len_between(value, 1, 512), "must be 1-512 characters");
     }
+    errors
 }
 
 /// The tenant of a link a body names, once its CSRF value is the one of the link's page at

@@ -17,11 +17,11 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, guardian_problem, json_body, link_get, link_kind, link_post,
-    posted_tenant, status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
+    guardian, guardian_problem, json_body, link_field_errors, link_get, link_kind, link_post,
+    status_name, LinkCall, LinkKind, Posted, PORTAL_PATH,
 };
 use crate::http::{
-    error::{len_between, ApiError, ErrorBody, FieldErrors},
+    error::{len_between, ApiError, ErrorBody},
     extract::RequestCtx,
     pages::{field, FormView, PageTemplate, Problem, Reader},
 };
@@ -229,8 +229,7 @@ async fn portal_json(
     body: &[u8],
 ) -> Result<(Reader, GuardianPortalResult), ApiError> {
     let req: GuardianManagementMutate = json_body(&call.headers, body)?;
-    let mut errors = FieldErrors::new();
-    check_link_fields(&mut errors, &req.token, &req.csrf);
+    let mut errors = link_field_errors(&req.token, &req.csrf);
     let action = action_of(&req.action);
     errors.check(
         "action",
@@ -246,8 +245,7 @@ async fn portal_json(
     }
     errors.finish()?;
     let action = action.ok_or_else(|| ApiError::invalid_field("action", "unknown"))?;
-    let reader = Reader::new(&call.state, &call.headers, None);
-    let tenant = posted_tenant(&call.state, &reader, PORTAL_PATH, &req.token, &req.csrf)?;
+    let (reader, tenant) = call.posted(PORTAL_PATH, &req.token, &req.csrf)?;
     let csrf = reader.csrf(PORTAL_PATH, &req.token);
     let cmd = GuardianCmd::Portal {
         token: req.token,

@@ -15,12 +15,12 @@ use tessera_actors::tenant::guardian::{GuardianAnswer, GuardianCmd};
 use utoipa::ToSchema;
 
 use super::link::{
-    check_link_fields, guardian, is_form, json_answer, json_body, posted_tenant, CONSENT_PATH,
+    guardian, is_form, json_answer, json_body, link_field_errors, posted_tenant, CONSENT_PATH,
 };
 use crate::{
     app::AppState,
     http::{
-        error::{ApiError, ErrorBody, FieldErrors},
+        error::{ApiError, ErrorBody},
         extract::{ClientIp, RequestCtx},
         pages::{field, form_fields, see_other, Problem, Reader},
     },
@@ -71,9 +71,7 @@ pub async fn consent_wallet(
     };
     let reader = Reader::new(&state, &headers, None);
     let began = async {
-        let mut errors = FieldErrors::new();
-        check_link_fields(&mut errors, &token, &csrf);
-        errors.finish()?;
+        link_field_errors(&token, &csrf).finish()?;
         let tenant = posted_tenant(&state, &reader, CONSENT_PATH, &token, &csrf)?;
         let cmd = GuardianCmd::WalletBegin {
             token: token.clone(),

@@ -185,12 +185,7 @@ fn repeat_url(state: &AppState, slug: &str, params: &Params) -> String {
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
 pub async fn authorize(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response, ApiError> {
-    let Visit {
-        state,
-        slug,
-        query,
-        headers,
-    } = visit;
+    let (state, slug, query, headers) = visit.into_parts();
     let tenant = tenant_by_slug(&state, &slug)?;
     let query = query.unwrap_or_default();
     if is_navigation(&headers) {

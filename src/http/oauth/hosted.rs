@@ -174,6 +174,13 @@ pub struct Visit {
     pub headers: HeaderMap,
 }
 
+impl Visit {
+    /// Its fields, in order: the state, the tenant's slug, the query and the headers.
+    pub fn into_parts(self) -> (AppState, String, Option<String>, HeaderMap) {
+        (self.state, self.slug, self.query, self.headers)
+    }
+}
+
 impl FromRequestParts<AppState> for Visit {
     type Rejection = Response;
 

@@ -206,12 +206,7 @@ fn clear_cookie(tenant: &TenantHandle, resp: &mut Response) {
         (status = 404, description = "`resource/not_found`: no such tenant", body = ErrorBody),
     ))]
 pub async fn end_session(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response, ApiError> {
-    let Visit {
-        state,
-        slug,
-        query,
-        headers,
-    } = visit;
+    let (state, slug, query, headers) = visit.into_parts();
     if is_navigation(&headers) {
         return Ok(to_hosted(&state, &headers, &slug, query.as_deref()));
     }

@@ -23,6 +23,8 @@ use utoipa::{
 };
 
 use super::{enum_schema, invalid, not_null, Caller};
+use crate::http::error_responses::NoSessionOrReauth;
+use crate::http::error_responses::{ForbiddenOrCsrf, NotCallersTenant, Unauthenticated};
 use crate::http::{
     error::{ApiError, ErrorBody},
     extract::ApiJson,
@@ -225,8 +227,7 @@ impl From<SettingsView> for SecuritySettingsResponse {
     params(TenantSlug),
     responses(
         (status = 200, description = "Security settings", body = SecuritySettingsResponse),
-        (status = 401, description = "`dashboard/unauthenticated`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        Unauthenticated, NotCallersTenant,
     ))]
 pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsResponse>, ApiError> {
     Ok(Json(caller.read().await?.into()))
@@ -241,9 +242,8 @@ pub async fn get_security(caller: Caller) -> Result<Json<SecuritySettingsRespons
     responses(
         (status = 200, description = "The updated settings", body = SecuritySettingsResponse),
         (status = 400, description = "`validation/invalid_request` naming each field; `sms_otp_monthly_cap` above the tier's ceiling (`[sms.platform_monthly_cap_max]`, named in the message) while the tenant sends through the platform's SMS account", body = ErrorBody),
-        (status = 401, description = "`dashboard/unauthenticated` or `dashboard/reauth_required`", body = ErrorBody),
-        (status = 403, description = "`dashboard/forbidden` or `dashboard/csrf_failed`", body = ErrorBody),
-        (status = 404, description = "Not one of the caller's tenants", body = ErrorBody),
+        NoSessionOrReauth,
+        ForbiddenOrCsrf, NotCallersTenant,
     ))]
 pub async fn patch_security(
     caller: Caller,

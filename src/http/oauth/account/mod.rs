@@ -423,15 +423,10 @@ impl Account {
 
     /// A password field ("confirm with your password"), for a gated form.
     pub fn password_field(&self, id: &str) -> Control {
-        let mut f = crate::http::pages::FieldView::input(
+        Control::Input(crate::http::pages::FieldView::current_password(
             id,
-            "password",
-            "password",
             self.t("account-password-confirm"),
-            "current-password",
-        );
-        f.min = 1;
-        f.max = crate::http::pages::PASSWORD_MAX;
-        Control::Input(f)
+            1,
+        ))
     }
 }

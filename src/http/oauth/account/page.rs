@@ -103,15 +103,14 @@ fn profile(a: &Account) -> Section {
 
 fn password(a: &Account) -> Section {
     let mut form = a.form("password", "account-password-change", false);
-    let mut current = FieldView::input(
+    let current = FieldView::input(
         "current-password",
         "current_password",
         "password",
         a.t("account-password-current"),
         "current-password",
-    );
-    current.min = 1;
-    current.max = crate::http::pages::PASSWORD_MAX;
+    )
+    .sized(1, crate::http::pages::PASSWORD_MAX);
     let new = FieldView::new_password(
         "new_password",
         a.t("account-password-new"),
