@@ -60,8 +60,17 @@ fn body_of<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ApiError> {
     parse_json(&bytes)
 }
 
+/// One section of the dashboard API's own: its read and write handlers (`with headers`: the
+/// write also takes the request's headers, for its confirmation header).
 macro_rules! section {
-    ($key:literal, $method:literal, $get:path, $write:path, with headers) => {
+    (@write $write:path, $c:ident, $headers:ident, $req:ident) => {{
+        let _ = $headers;
+        $write($c, crate::http::extract::ApiJson($req))
+    }};
+    (@write $write:path, $c:ident, $headers:ident, $req:ident, with headers) => {
+        $write($c, $headers, crate::http::extract::ApiJson($req))
+    };
+    ($key:literal, $method:literal, $get:path, $write:path $(, with $h:ident)?) => {
         SectionDef {
             key: $key,
             api: $key,
@@ -70,21 +79,7 @@ macro_rules! section {
             write: |c, headers, body| {
                 Box::pin(async move {
                     let req = body_of(&body)?;
-                    json_of($write(c, headers, crate::http::extract::ApiJson(req)).await)
-                })
-            },
-        }
-    };
-    ($key:literal, $method:literal, $get:path, $write:path) => {
-        SectionDef {
-            key: $key,
-            api: $key,
-            method: $method,
-            read: |c| Box::pin(async move { json_of($get(c).await) }),
-            write: |c, _, body| {
-                Box::pin(async move {
-                    let req = body_of(&body)?;
-                    json_of($write(c, crate::http::extract::ApiJson(req)).await)
+                    json_of(section!(@write $write, c, headers, req $(, with $h)?).await)
                 })
             },
         }
@@ -144,72 +139,34 @@ const PROVIDERS: [(&str, &str); 10] = [
 
 /// The sections, in the order the console lists them.
 fn sections() -> [SectionDef; 23] {
+    use api::{
+        agents::{get_agents, patch_agents},
+        anonymous::{get_anonymous, patch_anonymous},
+        branding::{get_branding, patch_branding},
+        email_domains::{get_email_domains, put_email_domains},
+        minors::{get_minors, put_minors},
+        passkey_domain::{get_passkey_domain, put_passkey_domain},
+        roles::{get_roles, patch_roles},
+        security::{get_security, patch_security},
+        urls::{get_cors, get_urls, put_cors, put_urls},
+        users::{get_users, patch_users},
+        wallet::{get_eudi, put_eudi},
+        wallet_age::{get_eudi_age, put_eudi_age},
+    };
     [
-        section!(
-            "security",
-            "patch",
-            api::security::get_security,
-            api::security::patch_security
-        ),
-        section!(
-            "email-domains",
-            "put",
-            api::email_domains::get_email_domains,
-            api::email_domains::put_email_domains
-        ),
-        section!("urls", "put", api::urls::get_urls, api::urls::put_urls),
-        section!("cors", "put", api::urls::get_cors, api::urls::put_cors),
-        section!(
-            "passkey-domain",
-            "put",
-            api::passkey_domain::get_passkey_domain,
-            api::passkey_domain::put_passkey_domain,
-            with headers
-        ),
-        section!(
-            "users",
-            "patch",
-            api::users::get_users,
-            api::users::patch_users
-        ),
-        section!(
-            "anonymous",
-            "patch",
-            api::anonymous::get_anonymous,
-            api::anonymous::patch_anonymous,
-            with headers
-        ),
-        section!(
-            "roles",
-            "patch",
-            api::roles::get_roles,
-            api::roles::patch_roles
-        ),
-        section!(
-            "branding",
-            "patch",
-            api::branding::get_branding,
-            api::branding::patch_branding
-        ),
-        section!(
-            "agents",
-            "patch",
-            api::agents::get_agents,
-            api::agents::patch_agents
-        ),
-        section!(
-            "minors",
-            "put",
-            api::minors::get_minors,
-            api::minors::put_minors
-        ),
-        section!("eudi", "put", api::wallet::get_eudi, api::wallet::put_eudi),
-        section!(
-            "eudi-age",
-            "put",
-            api::wallet_age::get_eudi_age,
-            api::wallet_age::put_eudi_age
-        ),
+        section!("security", "patch", get_security, patch_security),
+        section!("email-domains", "put", get_email_domains, put_email_domains),
+        section!("urls", "put", get_urls, put_urls),
+        section!("cors", "put", get_cors, put_cors),
+        section!("passkey-domain", "put", get_passkey_domain, put_passkey_domain, with headers),
+        section!("users", "patch", get_users, patch_users),
+        section!("anonymous", "patch", get_anonymous, patch_anonymous, with headers),
+        section!("roles", "patch", get_roles, patch_roles),
+        section!("branding", "patch", get_branding, patch_branding),
+        section!("agents", "patch", get_agents, patch_agents),
+        section!("minors", "put", get_minors, put_minors),
+        section!("eudi", "put", get_eudi, put_eudi),
+        section!("eudi-age", "put", get_eudi_age, put_eudi_age),
         social!("google"),
         social!("apple"),
         social!("microsoft"),
@@ -558,16 +515,7 @@ fn controls(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>)
                 };
                 let hint = p.secret.then(|| visit.t("console-hint-secret"));
                 if let Some(choices) = &p.choices {
-                    let mut options = vec![SelectOption {
-                        value: String::new(),
-                        label: visit.t("console-not-set"),
-                        selected: shown.is_empty(),
-                    }];
-                    options.extend(choices.iter().map(|c| SelectOption {
-                        value: c.clone(),
-                        label: c.clone(),
-                        selected: *c == shown,
-                    }));
+                    let options = choice_options(visit, choices, &shown, true);
                     return Control::Select(Select {
                         id,
                         name,
@@ -609,6 +557,28 @@ fn controls(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>)
     }
 }
 
+/// The options of a choice among `values`, `current` selected; first "not set" when it may
+/// be left unset.
+fn choice_options(
+    visit: &Visit,
+    values: &[String],
+    current: &str,
+    unset: bool,
+) -> Vec<SelectOption> {
+    let none = unset.then(|| SelectOption {
+        value: String::new(),
+        label: visit.t("console-not-set"),
+        selected: current.is_empty(),
+    });
+    none.into_iter()
+        .chain(values.iter().map(|value| SelectOption {
+            value: value.clone(),
+            label: value.clone(),
+            selected: value == current,
+        }))
+        .collect()
+}
+
 /// The input of `f`, showing `v`.
 fn control(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) -> Option<Control> {
     let id = format!("f-{}", f.name.replace('_', "-"));
@@ -638,19 +608,7 @@ fn control(visit: &Visit, f: &Field, v: Option<&Value>, error: Option<&String>) 
         }),
         Kind::Choice(values) => {
             let current = text(v);
-            let mut options = Vec::new();
-            if f.nullable {
-                options.push(SelectOption {
-                    value: String::new(),
-                    label: visit.t("console-not-set"),
-                    selected: current.is_empty(),
-                });
-            }
-            options.extend(values.iter().map(|value| SelectOption {
-                value: value.clone(),
-                label: value.clone(),
-                selected: *value == current,
-            }));
+            let options = choice_options(visit, values, &current, f.nullable);
             Control::Select(Select {
                 id,
                 name,
@@ -919,19 +877,21 @@ pub async fn save(
         }
         shown
     };
+    // The form again, with what was typed, each refused field's reason and the summary.
+    let again = |errors, summary: String| {
+        let shown = typed(&current);
+        render(
+            &visit,
+            &m,
+            &def,
+            &fields,
+            &shown,
+            (None, errors, Some(summary)),
+        )
+    };
     let request = match body_from(&fields, form, &current, def.method) {
         Ok(b) => b,
-        Err(errors) => {
-            let summary = Some(visit.t("console-settings-refused"));
-            return render(
-                &visit,
-                &m,
-                &def,
-                &fields,
-                &typed(&current),
-                (None, errors, summary),
-            );
-        }
+        Err(errors) => return again(errors, visit.t("console-settings-refused")),
     };
     // A patch of nothing is no change: nothing to write, nothing to audit.
     if def.method == "patch" && request.as_object().is_some_and(Map::is_empty) {
@@ -942,19 +902,12 @@ pub async fn save(
         Err(e) if e.code == "dashboard/reauth_required" => reauth_page(&visit, &action, None),
         Err(e) if e.status == StatusCode::BAD_REQUEST || e.status == StatusCode::CONFLICT => {
             let errors = field_errors(&e);
-            let summary = Some(if errors.is_empty() {
+            let summary = if errors.is_empty() {
                 visit.t_with("console-not-accepted", &[("reason", &e.message)])
             } else {
                 visit.t("console-settings-refused")
-            });
-            render(
-                &visit,
-                &m,
-                &def,
-                &fields,
-                &typed(&current),
-                (None, errors, summary),
-            )
+            };
+            again(errors, summary)
         }
         Err(e) => visit.refused(&e),
     }

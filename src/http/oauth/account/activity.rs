@@ -20,10 +20,9 @@ pub async fn end_session(p: Posted) -> Response {
         // This one ends by signing out.
         return a.done("session");
     }
-    match accounts::revoke_session(a.user.clone(), RequestCtx(a.ctx.clone()), Path(id)).await {
-        Ok(_) => a.done("session"),
-        Err(e) => a.refused(&e).await,
-    }
+    let (_, user, ctx) = a.api();
+    let ended = accounts::revoke_session(user, ctx, Path(id)).await;
+    a.finish(ended, "session").await
 }
 
 /// `POST .../account/sessions/others`: every session but this one ends.
@@ -50,20 +49,18 @@ pub async fn end_others(p: Posted) -> Response {
 pub async fn withdraw(p: Posted) -> Response {
     let Posted { account: a, form } = p;
     let client = Path(field(&form, "client_id").to_owned());
-    match consents::withdraw(a.user.clone(), RequestCtx(a.ctx.clone()), client).await {
-        Ok(_) => a.done("app"),
-        Err(e) => a.refused(&e).await,
-    }
+    let (_, user, ctx) = a.api();
+    let withdrawn = consents::withdraw(user, ctx, client).await;
+    a.finish(withdrawn, "app").await
 }
 
 /// `POST .../account/agents/revoke`: the agent may no longer act for the person.
 pub async fn revoke_agent(p: Posted) -> Response {
     let Posted { account: a, form } = p;
     let agent = Path(field(&form, "agent").to_owned());
-    match my_agents::revoke(a.user.clone(), RequestCtx(a.ctx.clone()), agent).await {
-        Ok(_) => a.done("agent"),
-        Err(e) => a.refused(&e).await,
-    }
+    let (_, user, ctx) = a.api();
+    let revoked = my_agents::revoke(user, ctx, agent).await;
+    a.finish(revoked, "agent").await
 }
 
 /// `POST .../account/sign-out`: this session ends and its cookie goes; the page that says

@@ -405,6 +405,33 @@ impl Account {
         self.t(key)
     }
 
+    /// What the API's functions for the signed-in user take: the state, the user and the
+    /// request's audit context.
+    pub fn api(&self) -> (State<AppState>, UserBearer, RequestCtx) {
+        (
+            State(self.state.clone()),
+            self.user.clone(),
+            RequestCtx(self.ctx.clone()),
+        )
+    }
+
+    /// Back to the page with the notice `done` once `answer` is a success, else the page
+    /// that says why not.
+    pub async fn finish<T>(&self, answer: Result<T, ApiError>, done: &str) -> Response {
+        match answer {
+            Ok(_) => self.done(done),
+            Err(e) => self.refused(&e).await,
+        }
+    }
+
+    /// [`Self::step_up`], its refusal already the page that says why.
+    pub async fn stepped(&self, form: &HashMap<String, String>) -> Result<StepUpHeader, Response> {
+        match self.step_up(form).await {
+            Ok(s) => Ok(s),
+            Err(e) => Err(self.refused(&e).await),
+        }
+    }
+
     /// A step-up token of this session, from the password the form carries (the gate of the
     /// API's routes then passes as for any caller).
     pub async fn step_up(&self, form: &HashMap<String, String>) -> Result<StepUpHeader, ApiError> {

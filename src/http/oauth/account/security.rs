@@ -29,47 +29,27 @@ pub async fn password(p: Posted) -> Response {
         current_password: field(&form, "current_password").to_owned(),
         new_password: field(&form, "new_password").to_owned(),
     };
-    let answer = accounts::change_password(
-        State(a.state.clone()),
-        a.user.clone(),
-        RequestCtx(a.ctx.clone()),
-        ApiJson(req),
-    )
-    .await;
-    match answer {
-        Ok(_) => a.done("password"),
-        Err(e) => a.refused(&e).await,
-    }
+    let (state, user, ctx) = a.api();
+    let changed = accounts::change_password(state, user, ctx, ApiJson(req)).await;
+    a.finish(changed, "password").await
 }
 
 /// `POST .../account/email`: steps up with the password, then asks to move the account to
 /// the new address; the page that follows says to open the link mailed there (said alike
 /// whatever the address, as the API answers).
-pub async fn email(p: Posted) -> Response {
+pub async fn email(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = match a.step_up(&form).await {
-        Ok(s) => s,
-        Err(e) => return a.refused(&e).await,
-    };
+    let step_up = a.stepped(&form).await?;
     let req = ChangeEmailRequest {
         email: field(&form, "email").to_owned(),
     };
-    let asked = accounts::change_email(
-        State(a.state.clone()),
-        a.user.clone(),
-        step_up,
-        RequestCtx(a.ctx.clone()),
-        ApiJson(req),
-    )
-    .await;
-    match asked {
-        Ok(_) => {
-            let mut page = a.after("account-email-sent-title");
-            page.paragraphs.push(a.t("account-email-sent"));
-            a.answer(StatusCode::OK, page)
-        }
-        Err(e) => a.refused(&e).await,
+    let (state, user, ctx) = a.api();
+    if let Err(e) = accounts::change_email(state, user, step_up, ctx, ApiJson(req)).await {
+        return Err(a.refused(&e).await);
     }
+    let mut page = a.after("account-email-sent-title");
+    page.paragraphs.push(a.t("account-email-sent"));
+    Ok(a.answer(StatusCode::OK, page))
 }
 
 /// The MFA caller of the signed-in session.
@@ -121,15 +101,12 @@ fn codes_page(a: &Account, title: &str, codes: Vec<String>) -> Response {
 }
 
 /// `POST .../account/mfa/setup`: steps up with the password, then a new pending seed.
-pub async fn mfa_setup(p: Posted) -> Response {
+pub async fn mfa_setup(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = match a.step_up(&form).await {
-        Ok(s) => s,
-        Err(e) => return a.refused(&e).await,
-    };
+    let step_up = a.stepped(&form).await?;
     match mfa::setup(State(a.state.clone()), caller(&a), step_up).await {
-        Ok(axum::Json(s)) => setup_page(&a, &s.secret, &s.otpauth_uri, None),
-        Err(e) => a.refused(&e).await,
+        Ok(axum::Json(s)) => Ok(setup_page(&a, &s.secret, &s.otpauth_uri, None)),
+        Err(e) => Err(a.refused(&e).await),
     }
 }
 
@@ -161,17 +138,9 @@ pub async fn mfa_disable(p: Posted) -> Response {
         code: field(&form, "code").trim().to_owned(),
         password: field(&form, "password").to_owned(),
     };
-    let answer = mfa::disable(
-        State(a.state.clone()),
-        a.user.clone(),
-        RequestCtx(a.ctx.clone()),
-        ApiJson(req),
-    )
-    .await;
-    match answer {
-        Ok(_) => a.done("mfa-off"),
-        Err(e) => a.refused(&e).await,
-    }
+    let (state, user, ctx) = a.api();
+    let off = mfa::disable(state, user, ctx, ApiJson(req)).await;
+    a.finish(off, "mfa-off").await
 }
 
 /// `POST .../account/mfa/codes`: the password and a TOTP code; ten new recovery codes.
@@ -181,14 +150,8 @@ pub async fn mfa_codes(p: Posted) -> Response {
         code: field(&form, "code").trim().to_owned(),
         password: field(&form, "password").to_owned(),
     };
-    let answer = mfa::recovery_codes(
-        State(a.state.clone()),
-        a.user.clone(),
-        RequestCtx(a.ctx.clone()),
-        ApiJson(req),
-    )
-    .await;
-    match answer {
+    let (state, user, ctx) = a.api();
+    match mfa::recovery_codes(state, user, ctx, ApiJson(req)).await {
         Ok(axum::Json(codes)) => codes_page(&a, "account-codes-title", codes.recovery_codes),
         Err(e) => a.refused(&e).await,
     }
@@ -196,41 +159,27 @@ pub async fn mfa_codes(p: Posted) -> Response {
 
 /// `POST .../account/passkeys/remove`: steps up with the password, then removes the passkey
 /// (the account's last way in is refused, as by the API).
-pub async fn passkey_remove(p: Posted) -> Response {
+pub async fn passkey_remove(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = match a.step_up(&form).await {
-        Ok(s) => s,
-        Err(e) => return a.refused(&e).await,
-    };
-    let answer = passkeys::delete(
-        State(a.state.clone()),
-        a.user.clone(),
-        step_up,
-        axum::extract::Path(field(&form, "passkey").to_owned()),
-        RequestCtx(a.ctx.clone()),
-    )
-    .await;
-    match answer {
-        Ok(_) => a.done("passkey"),
-        Err(e) => a.refused(&e).await,
-    }
+    let step_up = a.stepped(&form).await?;
+    let (state, user, ctx) = a.api();
+    let id = axum::extract::Path(field(&form, "passkey").to_owned());
+    let removed = passkeys::delete(state, user, step_up, id, ctx).await;
+    Ok(a.finish(removed, "passkey").await)
 }
 
 /// `POST .../account/passkeys/add`: steps up with the password, then the creation options,
 /// on the page whose script asks the browser for the new passkey.
-pub async fn passkey_add(p: Posted) -> Response {
+pub async fn passkey_add(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = match a.step_up(&form).await {
-        Ok(s) => s,
-        Err(e) => return a.refused(&e).await,
+    let step_up = a.stepped(&form).await?;
+    let (state, user, _) = a.api();
+    let options = match passkeys::register_begin(state, user, step_up).await {
+        Ok(axum::Json(o)) => o.public_key,
+        Err(e) => return Err(a.refused(&e).await),
     };
-    let options =
-        match passkeys::register_begin(State(a.state.clone()), a.user.clone(), step_up).await {
-            Ok(axum::Json(o)) => o.public_key,
-            Err(e) => return a.refused(&e).await,
-        };
     let Ok(options) = serde_json::to_string(&options) else {
-        return a.reader.problem(crate::http::pages::Problem::Internal);
+        return Err(a.reader.problem(crate::http::pages::Problem::Internal));
     };
     let mut page = a.after("account-passkey-add-title");
     page.paragraphs.push(a.t("account-passkey-add-intro"));
@@ -243,7 +192,7 @@ pub async fn passkey_add(p: Posted) -> Response {
         button: a.t("account-passkey-add-button"),
         no_script: a.t("account-passkey-add-no-script"),
     });
-    a.answer(StatusCode::OK, page)
+    Ok(a.answer(StatusCode::OK, page))
 }
 
 /// `POST .../account/passkeys/finish` (the script's): the new credential, checked and kept as
