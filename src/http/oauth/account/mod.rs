@@ -166,11 +166,6 @@ pub struct PasskeyAdd {
     pub no_script: String,
 }
 
-#[derive(Deserialize)]
-struct LangQuery {
-    lang: Option<String>,
-}
-
 /// What every request of the account page reads first: the reader (the tenant's name,
 /// language and branding), the signed-in user of the hosted sign-in cookie with the account as
 /// the session sees it, and the request's audit context. No live session: the sign-in.
@@ -189,11 +184,7 @@ impl FromRequestParts<AppState> for Account {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
-        let lang = Query::<LangQuery>::from_request_parts(parts, state)
-            .await
-            .ok()
-            .and_then(|Query(q)| q.lang);
-        let mut reader = Reader::new(state, &parts.headers, lang.as_deref());
+        let mut reader = Reader::of_request(parts, state).await;
         let Path(params) = Path::<HashMap<String, String>>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
