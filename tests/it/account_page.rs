@@ -615,3 +615,65 @@ fn data_of(page: &Page, name: &str) -> String {
         .replace("&#38;", "&")
         .replace("&amp;", "&")
 }
+
+/// A gated action confirmed by a code by e-mail instead of the password (the way for an
+/// account without one): the page asks for the mailed code and posts the form again with
+/// it; a wrong code is said and nothing happens; the right one lets the export and the
+/// erasure (its ticked box carried along) through.
+#[test]
+fn a_gated_action_is_confirmed_by_a_code_by_e_mail() {
+    let w = world("Account Mailed");
+    let (mut b, page) = w.signed_in(WHO, USER_PASSWORD);
+    let asked = w.act(&mut b, &page, "export", &[("via", "code")]);
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked.body.contains("Enter the code we e-mailed you"),
+        "{}",
+        asked.body
+    );
+    let mail = w.smtp.wait_for(&w.api.slug, "step_up_email_otp", WHO, 1);
+    let code = six_digit_code(&mail.text).expect("a code");
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let refused = w.act(&mut b, &asked, "export", &[("step_up_code", wrong)]);
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(
+        refused.body.contains("The code is not right"),
+        "{}",
+        refused.body
+    );
+    let export = w.act(&mut b, &asked, "export", &[("step_up_code", &code)]);
+    assert_eq!(export.status, 200, "{}", export.body);
+    assert!(export.headers.get("content-disposition").is_some());
+    assert!(export.body.contains(WHO));
+
+    let page = b.get(&w.account());
+    let asked = w.act(
+        &mut b,
+        &page,
+        "delete",
+        &[("via", "code"), ("confirm", "yes")],
+    );
+    assert_eq!(asked.status, 200, "{}", asked.body);
+    assert!(
+        asked.body.contains("name=\"confirm\" value=\"yes\""),
+        "{}",
+        asked.body
+    );
+    let mail = w.smtp.wait_for(&w.api.slug, "step_up_email_otp", WHO, 2);
+    let code = six_digit_code(&mail.text).expect("a code");
+    let gone = w.act(
+        &mut b,
+        &asked,
+        "delete",
+        &[("confirm", "yes"), ("step_up_code", &code)],
+    );
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    assert!(
+        gone.body.contains("Your account is deleted"),
+        "{}",
+        gone.body
+    );
+    w.api
+        .login(WHO, USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+}

@@ -15,7 +15,7 @@ use crate::http::{pages::field, users_me};
 /// `POST .../account/export`: the export document, as a download.
 pub async fn export(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "export").await?;
     let (state, user, _) = a.api();
     match users_me::export(state, user, step_up).await {
         Ok(mut resp) => {
@@ -34,7 +34,7 @@ pub async fn delete(p: Posted) -> Result<Response, Response> {
         let unticked = a.t("account-delete-unticked");
         return Err(super::page::page_with_error(&a, StatusCode::BAD_REQUEST, unticked).await);
     }
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "delete").await?;
     let (state, user, ctx) = a.api();
     if let Err(e) = users_me::delete_me(state, user, step_up, ctx).await {
         return Err(a.refused(&e).await);

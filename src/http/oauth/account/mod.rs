@@ -29,7 +29,7 @@ use askama::Template;
 use axum::{
     body::Bytes,
     extract::{FromRequest, FromRequestParts, Path, Query, Request, State},
-    http::{header, request::Parts, StatusCode},
+    http::{header, request::Parts, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
     Router,
@@ -52,7 +52,7 @@ use crate::{
         pages::{field, form_fields, see_other, Problem, Reader},
         reauth::StepUpHeader,
         sections::{Control, Form, Section},
-        step_up::{self, StepUpPasswordRequest},
+        step_up::{self, StepUpEmailOtpVerifyRequest, StepUpPasswordRequest},
     },
 };
 
@@ -130,6 +130,9 @@ async fn entry(
         None => reader.problem(Problem::Invalid),
     }
 }
+
+/// What a gated form carries besides its password, posted again with a mailed code.
+const CARRIED: [&str; 3] = ["email", "passkey", "confirm"];
 
 #[derive(Template)]
 #[template(path = "hosted/account.html")]
@@ -380,7 +383,7 @@ impl Account {
     fn reason(&self, e: &ApiError) -> String {
         let key = match e.code.as_str() {
             "auth/invalid_credentials" => "account-error-password",
-            "mfa/invalid_code" => "account-error-code",
+            "mfa/invalid_code" | "invalid_or_expired_token" => "account-error-code",
             "auth/weak_password" => "account-error-weak",
             "step_up/method_unavailable" => "account-error-no-password",
             "user/self_deletion_disabled" => "account-error-deletion-off",
@@ -415,12 +418,78 @@ impl Account {
         }
     }
 
-    /// [`Self::step_up`], its refusal already the page that says why.
-    pub async fn stepped(&self, form: &HashMap<String, String>) -> Result<StepUpHeader, Response> {
-        match self.step_up(form).await {
+    /// A step-up token for the gated form posted to `action`, its refusal already the page
+    /// that says why: with the password the form carries; or, when the reader chose a code
+    /// by e-mail (an account without a password), the page that asks for the mailed code and
+    /// posts the form again with it; then with that code.
+    pub async fn stepped(
+        &self,
+        form: &HashMap<String, String>,
+        action: &str,
+    ) -> Result<StepUpHeader, Response> {
+        let code = field(form, "step_up_code").trim().to_owned();
+        let answer = if !code.is_empty() {
+            let (state, user, ctx) = self.api();
+            step_up::email_otp_verify(
+                state,
+                user,
+                ctx,
+                ApiJson(StepUpEmailOtpVerifyRequest { otp: code }),
+            )
+            .await
+            .map(|axum::Json(t)| StepUpHeader::token(t.step_up_token))
+        } else if field(form, "via") == "code" {
+            let (_, user, ctx) = self.api();
+            let sent = step_up::email_otp_initiate(user, ctx, HeaderMap::new(), Bytes::new()).await;
+            return Err(match sent {
+                Ok(_) => self.code_page(form, action),
+                Err(e) => self.refused(&e).await,
+            });
+        } else {
+            self.step_up(form).await
+        };
+        match answer {
             Ok(s) => Ok(s),
             Err(e) => Err(self.refused(&e).await),
         }
+    }
+
+    /// The page that takes the code mailed for a step-up, and posts the form to `action`
+    /// again with it (what the form carried besides its password, as hidden fields).
+    fn code_page(&self, posted: &HashMap<String, String>, action: &str) -> Response {
+        let mut page = self.after("account-mail-code-title");
+        page.paragraphs.push(self.t("account-mail-code-intro"));
+        let mut form = self.form(action, "account-mail-code-continue", false);
+        for name in CARRIED {
+            if let Some(v) = posted.get(name) {
+                form.hidden.push((name, v.clone()));
+            }
+        }
+        let mut code = crate::http::pages::FieldView::input(
+            "step-up-code",
+            "step_up_code",
+            "text",
+            self.t("account-mail-code"),
+            "one-time-code",
+        )
+        .sized(6, 8);
+        code.inputmode = "numeric";
+        form.controls.push(Control::Input(code));
+        page.sections.push(Section {
+            forms: vec![form],
+            ..Section::default()
+        });
+        self.answer(StatusCode::OK, page)
+    }
+
+    /// Offers a gated form's other way to confirm: a code by e-mail instead of the password.
+    pub fn or_code(&self, form: &mut Form) {
+        form.buttons.push(crate::http::pages::ButtonView {
+            name: "via",
+            value: "code".to_owned(),
+            label: self.t("account-or-code"),
+            secondary: true,
+        });
     }
 
     /// A step-up token of this session, from the password the form carries (the gate of the

@@ -95,6 +95,7 @@ fn profile(a: &Account) -> Section {
         );
         new.min = 3;
         form.controls = vec![Control::Input(new), a.password_field("email-password")];
+        a.or_code(&mut form);
         section.paragraphs.push(a.t("account-email-intro"));
         section.forms.push(form);
     }
@@ -168,6 +169,7 @@ fn two_step(a: &Account) -> Section {
         section.paragraphs.push(a.t("account-mfa-off"));
         let mut setup = a.form("mfa/setup", "account-mfa-setup", false);
         setup.controls = vec![a.password_field("setup-password")];
+        a.or_code(&mut setup);
         section.forms.push(setup);
     }
     section
@@ -202,6 +204,7 @@ fn pick_form(
     if gated {
         form.controls
             .push(a.password_field(&format!("{id}-password")));
+        a.or_code(&mut form);
     }
     form
 }
@@ -250,6 +253,7 @@ async fn passkey_part(a: &Account) -> Section {
     if a.passkeys_on && a.me.email_verified && !a.me.is_anonymous {
         let mut add = a.form("passkeys/add", "account-passkey-add", false);
         add.controls.push(a.password_field("add-passkey-password"));
+        a.or_code(&mut add);
         section.forms.push(add);
     }
     if !list.is_empty() {
@@ -448,6 +452,7 @@ async fn agents(a: &Account) -> Section {
 fn data(a: &Account) -> Section {
     let mut export = a.form("export", "account-export", false);
     export.controls = vec![a.password_field("export-password")];
+    a.or_code(&mut export);
     let mut delete = a.form("delete", "account-delete", true);
     delete.controls = vec![
         a.password_field("delete-password"),
@@ -463,6 +468,7 @@ fn data(a: &Account) -> Section {
             error: None,
         }),
     ];
+    a.or_code(&mut delete);
     Section {
         heading: Some(a.t("account-data")),
         paragraphs: vec![a.t("account-data-intro"), a.t("account-delete-intro")],

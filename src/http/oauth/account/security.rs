@@ -39,7 +39,7 @@ pub async fn password(p: Posted) -> Response {
 /// whatever the address, as the API answers).
 pub async fn email(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "email").await?;
     let req = ChangeEmailRequest {
         email: field(&form, "email").to_owned(),
     };
@@ -103,7 +103,7 @@ fn codes_page(a: &Account, title: &str, codes: Vec<String>) -> Response {
 /// `POST .../account/mfa/setup`: steps up with the password, then a new pending seed.
 pub async fn mfa_setup(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "mfa/setup").await?;
     match mfa::setup(State(a.state.clone()), caller(&a), step_up).await {
         Ok(axum::Json(s)) => Ok(setup_page(&a, &s.secret, &s.otpauth_uri, None)),
         Err(e) => Err(a.refused(&e).await),
@@ -161,7 +161,7 @@ pub async fn mfa_codes(p: Posted) -> Response {
 /// (the account's last way in is refused, as by the API).
 pub async fn passkey_remove(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "passkeys/remove").await?;
     let (state, user, ctx) = a.api();
     let id = axum::extract::Path(field(&form, "passkey").to_owned());
     let removed = passkeys::delete(state, user, step_up, id, ctx).await;
@@ -172,7 +172,7 @@ pub async fn passkey_remove(p: Posted) -> Result<Response, Response> {
 /// on the page whose script asks the browser for the new passkey.
 pub async fn passkey_add(p: Posted) -> Result<Response, Response> {
     let Posted { account: a, form } = p;
-    let step_up = a.stepped(&form).await?;
+    let step_up = a.stepped(&form, "passkeys/add").await?;
     let (state, user, _) = a.api();
     let options = match passkeys::register_begin(state, user, step_up).await {
         Ok(axum::Json(o)) => o.public_key,
