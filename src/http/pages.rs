@@ -171,6 +171,19 @@ impl FieldView {
             .sized(min, PASSWORD_MAX)
     }
 
+    /// A one-time code typed from an app or a message (`min` to `max` characters, digits on
+    /// a phone's keypad).
+    pub fn one_time_code(
+        id: &str,
+        name: &'static str,
+        label: String,
+        (min, max): (usize, usize),
+    ) -> Self {
+        let mut code = FieldView::input(id, name, "text", label, "one-time-code").sized(min, max);
+        code.inputmode = "numeric";
+        code
+    }
+
     /// The field with its length between `min` and `max`.
     pub fn sized(mut self, min: usize, max: usize) -> Self {
         self.min = min;

@@ -74,14 +74,8 @@ fn code_form(
     page.paragraphs.push(visit.t("console-code-intro"));
     let mut form = visit.form(CODE.to_owned(), visit.t("console-continue"));
     form.hidden.push(("challenge", challenge.to_owned()));
-    let mut f = FieldView::input(
-        "code",
-        "code",
-        "text",
-        visit.t("console-code"),
-        "one-time-code",
-    )
-    .sized(6, 32);
+    // A recovery code has letters too.
+    let mut f = FieldView::one_time_code("code", "code", visit.t("console-code"), (6, 32));
     f.inputmode = "text";
     f.error = error.clone();
     form.controls = vec![Control::Input(f)];

@@ -465,15 +465,13 @@ impl Account {
                 form.hidden.push((name, v.clone()));
             }
         }
-        let mut code = crate::http::pages::FieldView::input(
+        let label = self.t("account-mail-code");
+        let code = crate::http::pages::FieldView::one_time_code(
             "step-up-code",
             "step_up_code",
-            "text",
-            self.t("account-mail-code"),
-            "one-time-code",
-        )
-        .sized(6, 8);
-        code.inputmode = "numeric";
+            label,
+            (6, 8),
+        );
         form.controls.push(Control::Input(code));
         page.sections.push(Section {
             forms: vec![form],

@@ -133,11 +133,11 @@ pub fn code_field(a: &Account, id: &str, recovery: bool) -> Control {
     } else {
         "account-code"
     };
-    let mut code = FieldView::input(id, "code", "text", a.t(label), "one-time-code");
-    code.min = 6;
-    code.max = if recovery { 64 } else { 6 };
-    if !recovery {
-        code.inputmode = "numeric";
+    let max = if recovery { 64 } else { 6 };
+    let mut code = FieldView::one_time_code(id, "code", a.t(label), (6, max));
+    if recovery {
+        // A recovery code has letters too.
+        code.inputmode = "";
     }
     Control::Input(code)
 }
