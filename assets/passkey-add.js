@@ -5,34 +5,15 @@
 (function () {
   "use strict";
   var section = document.getElementById("passkey-add");
-  if (!section || !window.PublicKeyCredential || !navigator.credentials) {
+  if (!section || !window.PublicKeyCredential || !navigator.credentials || !window.TesseraWebAuthn) {
     return;
   }
   var error = document.getElementById("passkey-error");
   var button = document.getElementById("passkey-add-button");
   var name = document.getElementById("passkey-name");
 
-  function decode(s) {
-    s = s.replace(/-/g, "+").replace(/_/g, "/");
-    while (s.length % 4) {
-      s += "=";
-    }
-    var bin = atob(s);
-    var out = new Uint8Array(bin.length);
-    for (var i = 0; i < bin.length; i++) {
-      out[i] = bin.charCodeAt(i);
-    }
-    return out.buffer;
-  }
-
-  function encode(buf) {
-    var bytes = new Uint8Array(buf);
-    var bin = "";
-    for (var i = 0; i < bytes.length; i++) {
-      bin += String.fromCharCode(bytes[i]);
-    }
-    return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }
+  var decode = window.TesseraWebAuthn.decode;
+  var encode = window.TesseraWebAuthn.encode;
 
   function fail(e) {
     error.textContent = (e && e.shown) || section.dataset.failed;

@@ -49,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
         .route("/hosted/passkey-add.js", get(passkey_add_script))
+        .route("/hosted/webauthn.js", get(webauthn_script))
         .route("/hosted/favicon.svg", get(favicon))
         .route(BRAND_CSS_PATH, get(brand_stylesheet))
         .route("/favicon.ico", get(favicon))
@@ -57,10 +58,16 @@ pub fn router() -> Router<AppState> {
 const STYLESHEET: &str = include_str!("../../assets/hosted.css");
 const PASSKEY_SCRIPT: &str = include_str!("../../assets/passkey.js");
 const PASSKEY_ADD_SCRIPT: &str = include_str!("../../assets/passkey-add.js");
+const WEBAUTHN_SCRIPT: &str = include_str!("../../assets/webauthn.js");
 const FAVICON: &str = include_str!("../../assets/favicon.svg");
 
 async fn passkey_script() -> Response {
     asset("text/javascript; charset=utf-8", PASSKEY_SCRIPT)
+}
+
+/// What both passkey scripts share, loaded before either.
+async fn webauthn_script() -> Response {
+    asset("text/javascript; charset=utf-8", WEBAUTHN_SCRIPT)
 }
 
 /// The account page's "add a passkey" step.

@@ -677,3 +677,51 @@ fn a_gated_action_is_confirmed_by_a_code_by_e_mail() {
         .login(WHO, USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
 }
+
+/// A returning user with two-step verification signs in to the account page from a second
+/// browser: the password leads to the code step, whose wrong code is refused, and the right
+/// one lands on the account page, not on any client.
+#[test]
+fn a_user_with_two_step_verification_signs_in_to_the_account_page() {
+    let w = world("Account Second Step");
+    let mfa = w.api.enable_mfa(&w.user.access);
+    let mut b = Browser::new();
+    let page = b.get(&w.sign_in_url());
+    let step = b.post(
+        &w.sign_in_url(),
+        &[
+            ("csrf", &page.hidden("csrf", 0)),
+            ("step", "password"),
+            ("email", WHO),
+            ("password", USER_PASSWORD),
+        ],
+    );
+    assert_eq!(step.status, 200, "{}", step.body);
+    assert!(
+        b.signin_cookie().is_none(),
+        "no sign-in before the second step"
+    );
+    let code_step = |b: &mut Browser, code: &str| {
+        b.post(
+            &w.sign_in_url(),
+            &[
+                ("csrf", &step.hidden("csrf", 0)),
+                ("step", "mfa"),
+                ("challenge", &step.hidden("challenge", 0)),
+                ("code", code),
+            ],
+        )
+    };
+    let wrong = code_step(&mut b, &mfa.totp.wrong());
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    wait_for_totp_step(mfa.step + 1);
+    let back = code_step(&mut b, &mfa.totp.at_step(mfa.step + 1)).redirect(303);
+    assert_eq!(back, format!("/oauth/{}/account", w.api.slug));
+    let page = b.get(&w.account());
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("On: signing in asks for a code"),
+        "{}",
+        page.body
+    );
+}

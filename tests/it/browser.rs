@@ -21,8 +21,8 @@ use crate::{
     oauth_browser::Rp,
     stub::{Route, StubResponse, StubServer},
     support::{
-        b64url, eventually, fresh_client_ip, settled_totp_step, user_setup as setup, Totp, UserApi,
-        USER_PASSWORD,
+        b64url, eventually, fresh_client_ip, settled_totp_step, user_setup as setup, Session,
+        SmtpStub, TestServer, Totp, UserApi, USER_PASSWORD,
     },
 };
 
@@ -859,15 +859,10 @@ impl fantoccini::wd::WebDriverCompatibleCommand for WebAuthnCmd {
     }
 }
 
-/// A passkey in Chromium's virtual authenticator: registered through the API with the
-/// software authenticator, then handed (key, id, user handle) to the browser, which signs with
-/// it when the hosted page's script asks.
-#[test]
-fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
-    if !chromium_present() {
-        return;
-    }
-    // WebAuthn wants a secure context and a domain: http://localhost is both.
+/// A tenant `name` whose passkey domain is this server's: WebAuthn wants a secure context
+/// and a domain, and `http://localhost` is both. Answers the mail stub, the server (its base
+/// the origin), the tenant's API, the owner's re-authenticated session and the origin.
+fn passkey_tenant(name: &str) -> (SmtpStub, TestServer, UserApi, Session, String) {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -879,7 +874,7 @@ fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
         &[("TESSERA__SERVER__BASE_URL", &origin)],
     );
     srv.base = origin.clone();
-    let api = UserApi::signup(&srv, "Passkey Chromium", "owner@example.com");
+    let api = UserApi::signup(&srv, name, "owner@example.com");
     let s = srv.login(&api.owner, crate::support::PASSWORD);
     srv.reauth(&s, crate::support::PASSWORD);
     let r = crate::passkeys::put_domain(
@@ -890,6 +885,18 @@ fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
         None,
     );
     assert_eq!(r.0, 200, "{}", r.1);
+    (smtp, srv, api, s, origin)
+}
+
+/// A passkey in Chromium's virtual authenticator: registered through the API with the
+/// software authenticator, then handed (key, id, user handle) to the browser, which signs with
+/// it when the hosted page's script asks.
+#[test]
+fn the_hosted_sign_in_page_signs_in_with_a_passkey_in_chromium() {
+    if !chromium_present() {
+        return;
+    }
+    let (smtp, srv, api, s, origin) = passkey_tenant("Passkey Chromium");
     let (callback, calls) = start_callback();
     let rp = Rp::register(
         &srv,
@@ -2121,29 +2128,7 @@ fn a_person_adds_a_passkey_on_the_account_page_and_signs_in_with_it_in_chromium(
     if !chromium_present() {
         return;
     }
-    // WebAuthn wants a secure context and a domain: http://localhost is both.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let origin = format!("http://localhost:{port}");
-    let (smtp, mut srv) = crate::support::start_with_mail_on(
-        &format!("127.0.0.1:{port}"),
-        &[("TESSERA__SERVER__BASE_URL", &origin)],
-    );
-    srv.base = origin.clone();
-    let api = UserApi::signup(&srv, "Keys Account", "owner@example.com");
-    let s = srv.login(&api.owner, crate::support::PASSWORD);
-    srv.reauth(&s, crate::support::PASSWORD);
-    let r = crate::passkeys::put_domain(
-        &srv,
-        &s,
-        &api,
-        &json!({"passkey_rp_id": "localhost", "passkey_origins": [origin]}),
-        None,
-    );
-    assert_eq!(r.0, 200, "{}", r.1);
+    let (smtp, _srv, api, _s, origin) = passkey_tenant("Keys Account");
     let who = "keyholder@example.com";
     let user = api.verified_user(&smtp, who, USER_PASSWORD);
     let account = format!("{origin}/oauth/{}/account", api.slug);

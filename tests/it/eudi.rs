@@ -1351,9 +1351,10 @@ fn the_wallet_routes_limit_each_address() {
     refused.expect_error(429, "auth/rate_limited");
 }
 
-#[test]
-fn a_guardian_proves_adulthood_with_the_wallet_and_the_receipt_says_so() {
-    use crate::guardian::{minors_body, minors_path, Guardian, GUARDIAN, KID_DOB};
+/// A wallet world with mail, the tenant's wallet age verification on and minor protection
+/// set: a guardian may prove adulthood with the wallet.
+fn guardian_world() -> (SmtpStub, World) {
+    use crate::guardian::{minors_body, minors_path};
     let smtp = SmtpStub::start();
     let mut env = smtp.env();
     env.push(("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP".into(), "true".into()));
@@ -1369,6 +1370,13 @@ fn a_guardian_proves_adulthood_with_the_wallet_and_the_receipt_says_so() {
         .srv
         .dash_json("PUT", &minors_path(&w.slug), &w.owner, Some(&minors_body()));
     assert_eq!(st, 200, "{v}");
+    (smtp, w)
+}
+
+#[test]
+fn a_guardian_proves_adulthood_with_the_wallet_and_the_receipt_says_so() {
+    use crate::guardian::{Guardian, GUARDIAN, KID_DOB};
+    let (smtp, w) = guardian_world();
     let age_wallet = |over: bool| {
         w.wallet_with_mdoc(
             AV_DOCTYPE,
@@ -1562,25 +1570,11 @@ fn a_wallet_linked_to_an_unconfirmed_address_is_unlinked_when_its_owner_recovers
 /// Chromium.
 #[test]
 fn a_guardian_goes_from_the_consent_page_to_the_wallet_in_chromium() {
-    use crate::guardian::{minors_body, minors_path, GUARDIAN, KID_DOB};
+    use crate::guardian::{GUARDIAN, KID_DOB};
     if !crate::browser::chromium_present() {
         return;
     }
-    let smtp = SmtpStub::start();
-    let mut env = smtp.env();
-    env.push(("TESSERA__EUDI__ALLOW_LOOPBACK_HTTP".into(), "true".into()));
-    let w = World::start_with(&env_refs(&env));
-    let (st, v) = w.srv.dash_json(
-        "PUT",
-        &format!("/v1/auth/dashboard/tenants/{}/settings/eudi-age", w.slug),
-        &w.owner,
-        Some(&json!({"age_verification_enabled": true, "supported_member_states": ["PL"]})),
-    );
-    assert_eq!(st, 200, "{v}");
-    let (st, v) = w
-        .srv
-        .dash_json("PUT", &minors_path(&w.slug), &w.owner, Some(&minors_body()));
-    assert_eq!(st, 200, "{v}");
+    let (smtp, w) = guardian_world();
     w.post(
         "/v1/auth/register",
         &json!({"email": "kid@example.com", "password": PASSWORD, "consent": true,

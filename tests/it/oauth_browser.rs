@@ -1490,6 +1490,11 @@ fn the_hosted_sign_in_takes_a_passkey_through_its_script_endpoints() {
     let script = b.get(&format!("{}/hosted/passkey.js", srv.base));
     assert_eq!(script.status, 200);
     assert!(script.body.contains("navigator.credentials.get"));
+    // The base64url conversions both passkey scripts share, loaded first.
+    assert!(page.body.contains("/hosted/webauthn.js"), "{}", page.body);
+    let shared = b.get(&format!("{}/hosted/webauthn.js", srv.base));
+    assert_eq!(shared.status, 200);
+    assert!(shared.body.contains("TesseraWebAuthn"));
 
     let csrf = data_attr(&page, "csrf");
     let begin = Browser::absolute(&srv.base, &data_attr(&page, "begin"));

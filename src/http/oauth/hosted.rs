@@ -67,6 +67,22 @@ pub fn scope_text(reader: &Reader, scope: &str) -> String {
     }
 }
 
+// ---------------------------------------------------------------- the account page
+
+/// The query of the sign-in that leads to the tenant's account page instead of a client
+/// (`/oauth/{slug}/authorize?for=account`).
+pub const ACCOUNT_QUERY: &str = "for=account";
+
+/// The tenant's account page.
+pub fn account_path(slug: &str) -> String {
+    format!("/oauth/{slug}/account")
+}
+
+/// The sign-in that leads to the tenant's account page.
+pub fn account_sign_in_path(slug: &str) -> String {
+    format!("/oauth/{slug}/authorize?{ACCOUNT_QUERY}")
+}
+
 // ---------------------------------------------------------------- cookies
 
 /// The path every cookie of the tenant's hosted pages is kept under.

@@ -80,7 +80,7 @@ pub async fn sign_out(p: Posted) -> Response {
     let mut page = a.reader.page("account-signed-out-title");
     page.paragraphs.push(a.t("account-signed-out"));
     page.links.push(crate::http::pages::LinkView {
-        href: format!("/oauth/{}/authorize?{}", a.slug, super::ACCOUNT_QUERY),
+        href: super::super::hosted::account_sign_in_path(&a.slug),
         label: a.t("account-sign-in-again"),
     });
     let mut resp = a.reader.answer(StatusCode::OK, page, &[]);

@@ -6,7 +6,7 @@
 //! - It lives under the tenant's `/oauth/{slug}/` because the hosted sign-in cookie does (see
 //!   [`super::hosted`]): the cookie names a first-party session, and that session is the
 //!   page's caller. Without a live one the page sends the browser to the hosted sign-in with
-//!   no client ([`ACCOUNT_QUERY`]), which comes back here.
+//!   no client ([`super::hosted::ACCOUNT_QUERY`]), which comes back here.
 //! - Every action goes through the same functions as the API's routes for the signed-in user
 //!   (`accounts`, `mfa`, `passkeys`, `users_me`, `my_agents`, `oauth::consents`), with the
 //!   session as their [`UserBearer`]: the same checks, throttles, audit events and step-up
@@ -38,9 +38,8 @@ use serde::Deserialize;
 use tessera_actors::{tenant::audit::AuditContext, tenant::SessionsMsg, CallError};
 use tessera_wire::User;
 
-use super::{
-    browser::flow::{account_path, ACCOUNT_QUERY},
-    hosted::{clear_sign_in_cookie, page_tenant, signed_in},
+use super::hosted::{
+    account_path, account_sign_in_path, clear_sign_in_cookie, page_tenant, signed_in,
 };
 use crate::{
     app::AppState,
@@ -193,7 +192,7 @@ impl FromRequestParts<AppState> for Account {
             .map_err(IntoResponse::into_response)?;
         let slug = params.get("slug").cloned().unwrap_or_default();
         let (tenant, view) = page_tenant(state, &mut reader, &slug).await?;
-        let sign_in = format!("/oauth/{slug}/authorize?{ACCOUNT_QUERY}");
+        let sign_in = account_sign_in_path(&slug);
         let Some(bearer) = signed_in(state, &tenant, &parts.headers) else {
             return Err(see_other(&reader, &sign_in, StatusCode::SEE_OTHER));
         };
@@ -370,7 +369,7 @@ impl Account {
     pub async fn refused(&self, e: &ApiError) -> Response {
         match (e.status, e.code.as_str()) {
             (StatusCode::UNAUTHORIZED, "auth/invalid_token" | "auth/missing_token") => {
-                let to = format!("/oauth/{}/authorize?{ACCOUNT_QUERY}", self.slug);
+                let to = account_sign_in_path(&self.slug);
                 see_other(&self.reader, &to, StatusCode::SEE_OTHER)
             }
             (StatusCode::SERVICE_UNAVAILABLE, _) => self.reader.problem(Problem::Busy),

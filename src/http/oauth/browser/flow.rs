@@ -11,7 +11,7 @@ use axum::{http::StatusCode, response::Response};
 use tessera_actors::{tenant::messages::SignInView, TenantHandle};
 
 use super::super::{
-    hosted::page_tenant,
+    hosted::{account_path, page_tenant, ACCOUNT_QUERY},
     request::{check, error_redirect, query_without_login, Checked, RawRequest, Refusal},
     Params,
 };
@@ -49,10 +49,6 @@ impl Visit {
         Ok((reader, flow, form))
     }
 }
-
-/// The query of the sign-in that leads to the tenant's account page instead of a client
-/// (`/oauth/{slug}/authorize?for=account`).
-pub const ACCOUNT_QUERY: &str = "for=account";
 
 /// A hosted sign-in, checked: the tenant, what its page shows, and the authorize request
 /// behind it; or none, for the sign-in of the tenant's account page ([`ACCOUNT_QUERY`]).
@@ -123,11 +119,6 @@ impl Flow {
             description,
         )
     }
-}
-
-/// The tenant's account page.
-pub fn account_path(slug: &str) -> String {
-    format!("/oauth/{slug}/account")
 }
 
 /// The request behind a hosted page, checked as the API checks it; or the answer already due

@@ -13,8 +13,8 @@ use axum::{
 use tessera_actors::tenant::HostedMsg;
 
 use super::{
-    super::hosted::{cookie_path, link_cookie_name, set_cookie},
-    flow::{open, Visit, ACCOUNT_QUERY},
+    super::hosted::{cookie_path, link_cookie_name, set_cookie, ACCOUNT_QUERY},
+    flow::{open, Visit},
     pages::{sign_in_page, signed, Shown},
 };
 use crate::{
