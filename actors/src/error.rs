@@ -5,8 +5,9 @@ use thiserror::Error;
 
 pub use crate::tenant::{
     agents::AgentError, guardian::GuardianError, guests::GuestError, mfa::MfaError,
-    oauth_clients::OAuthClientError, passkeys::PasskeyError, settings::SettingsError,
-    sms::SmsError, social::SocialError, users::UserError, webhooks::WebhookError,
+    oauth_clients::OAuthClientError, organizations::OrgError, passkeys::PasskeyError,
+    settings::SettingsError, sms::SmsError, social::SocialError, users::UserError,
+    webhooks::WebhookError,
 };
 
 /// What a call to any actor can fail with, besides its own business error.
@@ -89,6 +90,8 @@ pub enum TenantError {
     Settings(#[from] SettingsError),
     #[error(transparent)]
     User(#[from] UserError),
+    #[error(transparent)]
+    Organization(#[from] OrgError),
 }
 
 /// Errors of the directory.

@@ -23,7 +23,8 @@ pub mod throttle;
 pub use directory::{Directory, DirectoryArgs, DirectoryMsg};
 pub use error::{
     AgentError, CallError, DirectoryError, GuardianError, GuestError, MfaError, OAuthClientError,
-    PasskeyError, SettingsError, SmsError, SocialError, TenantError, UserError, WebhookError,
+    OrgError, PasskeyError, SettingsError, SmsError, SocialError, TenantError, UserError,
+    WebhookError,
 };
 pub use handle::{DirectoryHandle, TenantHandle};
 pub use password::{is_argon2id_phc, Password, PasswordHasher, PoolLimits};

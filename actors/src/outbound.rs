@@ -81,6 +81,9 @@ pub enum MailKind {
     GuardianPortal { link: String, child_email: String },
     /// To a guardian: the download link (24 hours) of the child's data.
     GuardianExport { link: String, child_email: String },
+    /// An invitation to join an organization (`organization`: its name): a single-use link
+    /// (7 days).
+    OrganizationInvitation { link: String, organization: String },
 }
 
 impl MailKind {
@@ -101,6 +104,7 @@ impl MailKind {
             MailKind::PhoneAdded { .. } => "phone_added",
             MailKind::PhoneRemoved { .. } => "phone_removed",
             MailKind::Invitation { .. } => "invitation",
+            MailKind::OrganizationInvitation { .. } => "organization_invitation",
             MailKind::MfaReset => "mfa_reset",
             MailKind::AgentRequest { .. } => "agent_request",
             MailKind::AgentRevoked { .. } => "agent_revoked",

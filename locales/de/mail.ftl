@@ -36,6 +36,11 @@ invitation-1 = Für diese E-Mail-Adresse wurde ein Konto bei { $tenant } erstell
 invitation-2 = Wählen Sie Ihr Passwort, indem Sie diesen Link öffnen (er funktioniert einmal, 7 Tage lang):
 invitation-button = Mein Passwort wählen
 invitation-3 = Wenn Sie dies nicht erwartet haben, ignorieren Sie diese Nachricht: Niemand kann sich mit dieser Adresse anmelden, bevor über den Link ein Passwort gewählt wurde.
+org-invitation-subject = Treten Sie { $organization } bei { $tenant } bei
+org-invitation-1 = Sie sind eingeladen, { $organization } bei { $tenant } beizutreten.
+org-invitation-2 = Nehmen Sie die Einladung an, indem Sie diesen Link öffnen (er funktioniert einmal, 7 Tage lang):
+org-invitation-button = Einladung annehmen
+org-invitation-3 = Wenn Sie dies nicht erwartet haben, ignorieren Sie diese Nachricht: Nichts ändert sich, solange der Link nicht benutzt wird.
 
 mfa-reset-subject = Die Zwei-Schritt-Verifizierung Ihres Kontos bei { $tenant } wurde zurückgesetzt
 mfa-reset-1 = Ein Administrator von { $tenant } hat die Authenticator-App und die Wiederherstellungscodes aus Ihrem Konto entfernt, wie Sie oder jemand in Ihrem Namen es verlangt hat.

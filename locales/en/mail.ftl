@@ -36,6 +36,11 @@ invitation-1 = An account at { $tenant } was created for this e-mail address.
 invitation-2 = Choose your password by opening this link (it works once, for 7 days):
 invitation-button = Choose my password
 invitation-3 = If you did not expect this, ignore this message: nobody can sign in with this address until a password is chosen through the link.
+org-invitation-subject = Join { $organization } on { $tenant }
+org-invitation-1 = You are invited to join { $organization } on { $tenant }.
+org-invitation-2 = Accept the invitation by opening this link (it works once, for 7 days):
+org-invitation-button = Accept the invitation
+org-invitation-3 = If you did not expect this, ignore this message: nothing changes unless the link is used.
 
 mfa-reset-subject = Two-step verification was reset on your { $tenant } account
 mfa-reset-1 = An administrator of { $tenant } removed the authenticator app and the recovery codes from your account, as you or someone claiming to be you asked.

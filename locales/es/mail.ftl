@@ -36,6 +36,11 @@ invitation-1 = Se ha creado una cuenta en { $tenant } para esta dirección de co
 invitation-2 = Elige tu contraseña abriendo este enlace (funciona una vez, durante 7 días):
 invitation-button = Elegir mi contraseña
 invitation-3 = Si no lo esperabas, ignora este mensaje: nadie puede iniciar sesión con esta dirección hasta que se elija una contraseña mediante el enlace.
+org-invitation-subject = Únete a { $organization } en { $tenant }
+org-invitation-1 = Te han invitado a unirte a { $organization } en { $tenant }.
+org-invitation-2 = Acepta la invitación abriendo este enlace (funciona una vez, durante 7 días):
+org-invitation-button = Aceptar la invitación
+org-invitation-3 = Si no lo esperabas, ignora este mensaje: nada cambia si no se usa el enlace.
 
 mfa-reset-subject = Se ha restablecido la verificación en dos pasos de tu cuenta en { $tenant }
 mfa-reset-1 = Un administrador de { $tenant } ha quitado la aplicación de autenticación y los códigos de recuperación de tu cuenta, tal como pediste tú o alguien que dijo ser tú.

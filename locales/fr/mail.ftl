@@ -36,6 +36,11 @@ invitation-1 = Un compte sur { $tenant } a été créé pour cette adresse e-mai
 invitation-2 = Choisissez votre mot de passe en ouvrant ce lien (il fonctionne une fois, pendant 7 jours) :
 invitation-button = Choisir mon mot de passe
 invitation-3 = Si vous ne vous y attendiez pas, ignorez ce message : personne ne peut se connecter avec cette adresse tant qu'un mot de passe n'a pas été choisi via le lien.
+org-invitation-subject = Rejoignez { $organization } sur { $tenant }
+org-invitation-1 = Vous êtes invité à rejoindre { $organization } sur { $tenant }.
+org-invitation-2 = Acceptez l'invitation en ouvrant ce lien (il fonctionne une fois, pendant 7 jours) :
+org-invitation-button = Accepter l'invitation
+org-invitation-3 = Si vous ne vous y attendiez pas, ignorez ce message : rien ne change tant que le lien n'est pas utilisé.
 
 mfa-reset-subject = La vérification en deux étapes de votre compte sur { $tenant } a été réinitialisée
 mfa-reset-1 = Un administrateur de { $tenant } a retiré l'application d'authentification et les codes de récupération de votre compte, comme vous ou une personne se faisant passer pour vous l'a demandé.

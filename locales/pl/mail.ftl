@@ -36,6 +36,11 @@ invitation-1 = Dla tego adresu e-mail założono konto w serwisie { $tenant }.
 invitation-2 = Wybierz hasło, otwierając ten link (działa jeden raz, przez 7 dni):
 invitation-button = Wybierz moje hasło
 invitation-3 = Jeśli się tego nie spodziewałeś, zignoruj tę wiadomość: nikt nie zaloguje się tym adresem, dopóki przez link nie zostanie wybrane hasło.
+org-invitation-subject = Dołącz do { $organization } w serwisie { $tenant }
+org-invitation-1 = Zaproszono Cię do organizacji { $organization } w serwisie { $tenant }.
+org-invitation-2 = Przyjmij zaproszenie, otwierając ten link (działa jeden raz, przez 7 dni):
+org-invitation-button = Przyjmij zaproszenie
+org-invitation-3 = Jeśli się tego nie spodziewałeś, zignoruj tę wiadomość: nic się nie zmieni, dopóki link nie zostanie użyty.
 
 mfa-reset-subject = Weryfikacja dwuetapowa Twojego konta w serwisie { $tenant } została zresetowana
 mfa-reset-1 = Administrator serwisu { $tenant } usunął z Twojego konta aplikację uwierzytelniającą i kody odzyskiwania, zgodnie z prośbą Twoją lub osoby podającej się za Ciebie.

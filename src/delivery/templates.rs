@@ -105,6 +105,15 @@ fn layout(kind: &MailKind) -> (&'static str, Vec<Block<'_>>) {
                 Para("invitation-3"),
             ],
         ),
+        MailKind::OrganizationInvitation { link, .. } => (
+            "org-invitation-subject",
+            vec![
+                Para("org-invitation-1"),
+                Para("org-invitation-2"),
+                Link(link, "org-invitation-button"),
+                Para("org-invitation-3"),
+            ],
+        ),
         MailKind::MfaReset => (
             "mfa-reset-subject",
             vec![
@@ -224,6 +233,10 @@ pub fn render(job: &MailJob) -> Rendered {
         MailKind::WebhookDisabled { url, .. } => clean(url),
         _ => String::new(),
     };
+    let organization = match &job.kind {
+        MailKind::OrganizationInvitation { organization, .. } => clean(organization),
+        _ => String::new(),
+    };
     let lang = job.locale.as_str();
     let t = |id: &str, hint: &str| {
         MAIL.text(
@@ -235,6 +248,7 @@ pub fn render(job: &MailJob) -> Rendered {
                 ("hint", hint),
                 ("agent", &agent),
                 ("endpoint", &endpoint),
+                ("organization", &organization),
             ],
         )
     };
@@ -374,6 +388,10 @@ mod tests {
             },
             MailKind::MagicLink { link: link.into() },
             MailKind::Invitation { link: link.into() },
+            MailKind::OrganizationInvitation {
+                link: link.into(),
+                organization: "Globex\r\nBcc: x".into(),
+            },
             MailKind::MfaReset,
             MailKind::AgentRequest {
                 link: link.into(),

@@ -54,7 +54,7 @@ pub(crate) fn weak_password() -> ApiError {
 }
 
 /// A new password the policy takes: [`weak_password`] for one too common.
-fn not_weak(password: &str) -> Result<(), ApiError> {
+pub(crate) fn not_weak(password: &str) -> Result<(), ApiError> {
     if is_weak_password(password) {
         return Err(weak_password());
     }
@@ -234,7 +234,7 @@ pub struct VerifyEmailResponse {
     pub verified: bool,
 }
 
-fn token_field(errors: &mut FieldErrors, token: &str) {
+pub(crate) fn token_field(errors: &mut FieldErrors, token: &str) {
     errors.check(
         "token",
         len_between(token, 1, 512),

@@ -296,6 +296,7 @@ impl From<CallError<TenantError>> for ApiError {
             CallError::Failed(TenantError::Webhook(e)) => e.into(),
             CallError::Failed(TenantError::Settings(e)) => e.into(),
             CallError::Failed(TenantError::User(e)) => e.into(),
+            CallError::Failed(TenantError::Organization(e)) => e.into(),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

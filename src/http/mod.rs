@@ -27,6 +27,7 @@ pub mod new_credential;
 pub mod oauth;
 pub mod onboarding;
 pub mod openapi;
+pub mod organizations;
 pub mod pages;
 pub mod paging;
 pub mod passkeys;
@@ -90,7 +91,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
     if public_metrics {
         router = router.routes(routes!(platform::metrics));
     }
-    let (router, mut doc) = router
+    let router = router
         .routes(routes!(platform::openapi))
         .routes(routes!(sdk_policy::sdk_support_policy))
         .routes(routes!(onboarding::signup))
@@ -325,10 +326,62 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
         ))
         .routes(routes!(users::key_act))
         .routes(routes!(users_me::export))
-        .routes(routes!(users_me::delete_me))
-        .split_for_parts();
+        .routes(routes!(users_me::delete_me));
+    let router = organization_routes(router);
+    let (router, mut doc) = router.split_for_parts();
+    organizations::mirror(&mut doc);
     openapi::complete(&mut doc);
     (router, doc)
+}
+
+/// Organizations: the dashboard's routes (documented) and their management-key copies (the
+/// same handlers; documented by `organizations::mirror`), and the users' routes.
+fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
+    use axum::routing::{delete, get, patch, put};
+    use organizations::{admin, me, MANAGEMENT_PREFIX as M};
+    router
+        .routes(routes!(admin::list, admin::create))
+        .routes(routes!(admin::show, admin::update, admin::delete))
+        .routes(routes!(admin::members, admin::add_member))
+        .routes(routes!(admin::update_member, admin::remove_member))
+        .routes(routes!(admin::invitations, admin::invite))
+        .routes(routes!(admin::revoke_invitation))
+        .routes(routes!(admin::roles))
+        .routes(routes!(admin::put_role, admin::delete_role))
+        .route(
+            &format!("{M}/organizations"),
+            get(admin::list).post(admin::create),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}"),
+            get(admin::show).patch(admin::update).delete(admin::delete),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/members"),
+            get(admin::members).post(admin::add_member),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/members/{{user_id}}"),
+            patch(admin::update_member).delete(admin::remove_member),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/invitations"),
+            get(admin::invitations).post(admin::invite),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/invitations/{{email}}"),
+            delete(admin::revoke_invitation),
+        )
+        .route(&format!("{M}/organization-roles"), get(admin::roles))
+        .route(
+            &format!("{M}/organization-roles/{{role}}"),
+            put(admin::put_role).delete(admin::delete_role),
+        )
+        .routes(routes!(me::mine))
+        .routes(routes!(me::switch))
+        .routes(routes!(me::leave_active))
+        .routes(routes!(me::preview))
+        .routes(routes!(me::accept))
 }
 
 /// The complete application: routes, middleware and state.

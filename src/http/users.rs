@@ -47,13 +47,13 @@ use tessera_actors::policy::is_weak_password;
 
 /// Who manages the users: a dashboard member or a management key, with what they may do.
 pub struct Manager {
-    tenant: TenantHandle,
+    pub(crate) tenant: TenantHandle,
     can_write: bool,
     forbidden: fn() -> ApiError,
     /// Whether the sensitive actions may go ahead (a dashboard re-authentication within 5
     /// minutes; always for a management key).
     fresh: bool,
-    ctx: AuditContext,
+    pub(crate) ctx: AuditContext,
 }
 
 impl Manager {
@@ -73,7 +73,7 @@ impl Manager {
         })
     }
 
-    fn key(key: Management) -> Self {
+    pub(crate) fn key(key: Management) -> Self {
         Manager {
             can_write: key.role != Role::Viewer,
             tenant: key.tenant,
@@ -83,7 +83,7 @@ impl Manager {
         }
     }
 
-    fn sensitive(&self) -> Result<(), ApiError> {
+    pub(crate) fn sensitive(&self) -> Result<(), ApiError> {
         if self.fresh {
             Ok(())
         } else {
@@ -91,7 +91,7 @@ impl Manager {
         }
     }
 
-    fn write(&self) -> Result<(), ApiError> {
+    pub(crate) fn write(&self) -> Result<(), ApiError> {
         if self.can_write {
             Ok(())
         } else {

@@ -174,6 +174,18 @@ pub enum Kind {
     PasskeyUse = 0x71,
     /// `user id | device id` -> a known device's token (its hash) and expiry.
     DeviceToken = 0x72,
+    /// Organization id -> one of the tenant's organizations (its customers' companies).
+    Organization = 0x73,
+    /// `organization id | user id` -> a membership: the member's role in the organization.
+    OrgMember = 0x74,
+    /// `user id | organization id` -> (): a user's organizations.
+    UserOrg = 0x75,
+    /// Role name -> the permissions a role of the tenant's organizations grants.
+    OrgRole = 0x76,
+    /// SHA-256 of an invitation's token -> the invitation to join an organization.
+    OrgInvite = 0x77,
+    /// `organization id | e-mail` -> the hash of the pending invitation to that address.
+    OrgPendingInvite = 0x78,
 }
 
 /// The key of a platform record.

@@ -105,6 +105,13 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: TenantReply<()>,
     },
+    /// Organizations: the tenant's admins' (organizations, members, invitations, roles) and
+    /// the users' (their list, the switch, invitations).
+    Organizations {
+        cmd: crate::tenant::organizations::msg::OrgCmd,
+        ctx: AuditContext,
+        reply: TenantReply<crate::tenant::organizations::msg::OrgAnswer>,
+    },
     /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
     /// outcomes.
     Webhooks {

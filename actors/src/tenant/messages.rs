@@ -284,6 +284,8 @@ pub struct Grant {
     pub acr: Option<crate::tenant::eudi::Eidas>,
     /// A client's grant: what it was granted.
     pub oauth: Option<crate::tenant::oauth::OAuthGrant>,
+    /// The organization the session works in, with the member's role and permissions.
+    pub org: Option<crate::tenant::organizations::OrgClaim>,
 }
 
 impl std::fmt::Debug for Grant {

@@ -30,6 +30,7 @@ pub mod messages;
 pub mod mfa;
 pub mod oauth;
 pub mod oauth_clients;
+pub mod organizations;
 pub mod passkeys;
 pub mod passwordless;
 pub mod records;
@@ -196,6 +197,9 @@ impl Actor for TenantActor {
                     &ctx,
                 );
                 finish(state, reply, Outcome::alike(out));
+            }
+            TenantMsg::Organizations { cmd, ctx, reply } => {
+                state.organizations.handle(&mut state.cx, cmd, ctx, reply)
             }
             TenantMsg::Webhooks { cmd, ctx, reply } => {
                 let at_once = cmd.answers_at_once();

@@ -228,6 +228,10 @@ pub struct SessionRecord {
     /// session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<super::oauth::OAuthGrant>,
+    /// The organization the session works in (its tokens carry its claims); set by a
+    /// switch, never on a client's grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org: Option<Uuid>,
 }
 
 tessera_storage::record!(SessionRecord in TenantRecord: Kind::Session, "session", version 1);

@@ -301,8 +301,14 @@ impl TenantCtx {
         URL_SAFE_NO_PAD.encode(raw)
     }
 
-    fn grant(&self, session: &SessionRecord, user: &UserRecord) -> Grant {
-        Grant {
+    /// What a session's token pair says: its refresh token and the claims of its access
+    /// token (the organization's read from the membership now).
+    pub(super) fn grant(
+        &self,
+        session: &SessionRecord,
+        user: &UserRecord,
+    ) -> Result<Grant, TenantError> {
+        Ok(Grant {
             user: user.view(),
             app_metadata: user.app_metadata.clone(),
             session_id: session.id,
@@ -312,7 +318,8 @@ impl TenantCtx {
             amr: session.amr.clone(),
             acr: session.acr,
             oauth: session.oauth.clone(),
-        }
+            org: self.session_claim(session)?,
+        })
     }
 
     /// Opens a session for `user` (writes into `batch`).
@@ -366,13 +373,14 @@ impl TenantCtx {
             ua_family: ctx.ua_family.clone(),
             ip_hash: ctx.ip_hash.clone(),
             oauth,
+            org: None,
         };
         batch.put(session.id.as_bytes(), &session)?;
         batch.put(
             &user_session_key(user.id, session.id),
             &UserSessionIndex::default(),
         )?;
-        Ok(self.grant(&session, user))
+        self.grant(&session, user)
     }
 
     /// `user`'s session index, walked as it is read: each entry's key and the session id it
@@ -509,12 +517,12 @@ impl TenantCtx {
             user.last_active_at = now;
             fx.batch.put(user.id.as_bytes(), &user)?;
             self.commit(fx)?;
-            return Ok(self.grant(&session, &user));
+            return self.grant(&session, &user);
         }
         let within_grace = generation.wrapping_add(1) == session.generation
             && session.rotated_at.is_some_and(|at| now - at <= grace);
         if within_grace {
-            return Ok(self.grant(&session, &user));
+            return self.grant(&session, &user);
         }
         if generation > session.generation {
             return Err(TenantError::InvalidRefreshToken);

@@ -24,6 +24,7 @@ use super::{
     mfa::Mfa,
     oauth::OAuth,
     oauth_clients::memory::OAuthClients,
+    organizations::Organizations,
     passkeys::memory::Passkeys,
     passwordless::Passwordless,
     runtime::{TenantCells, TenantRuntime},
@@ -93,6 +94,7 @@ pub struct TenantState {
     pub(super) sessions: Sessions,
     pub(super) users: Users,
     pub(super) webhooks: Webhooks,
+    pub(super) organizations: Organizations,
 }
 
 impl TenantState {
@@ -184,6 +186,7 @@ impl TenantState {
             sessions: Sessions,
             users: Users,
             webhooks: Webhooks,
+            organizations: Organizations::default(),
         };
         state.cx.verifier = Eudi::load_verifier(&state.cx)?;
         state.cx.restore_throttles()?;

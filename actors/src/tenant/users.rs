@@ -831,6 +831,7 @@ impl TenantCtx {
                 let (key, _) = item?;
                 batch.remove(Kind::UserAudit, &key);
             }
+            self.erase_memberships(batch, user)?;
         }
         Ok(())
     }
@@ -899,6 +900,7 @@ impl TenantCtx {
             "activity": detail.activity,
             "consents": self.consent_records(user.id)?,
             "agents": self.agents_of_user(user.id)?,
+            "organizations": self.exported_memberships(user.id)?,
             "wallet": self.wallet_claims_of(user.id)?,
             "guardian_consent": user.guardian.as_ref().map(|g| serde_json::json!({
                 "status": g.status,

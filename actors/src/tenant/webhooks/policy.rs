@@ -8,7 +8,7 @@ use time::Duration;
 /// Endpoints a tenant may have.
 pub const MAX_ENDPOINTS: usize = 10;
 /// The events an endpoint may subscribe to.
-pub const EVENT_TYPES: [&str; 7] = [
+pub const EVENT_TYPES: [&str; 13] = [
     "user.created",
     "user.deleted",
     "user.email_verified",
@@ -16,6 +16,12 @@ pub const EVENT_TYPES: [&str; 7] = [
     "agent.revoked",
     "guardian.consent_granted",
     "guardian.consent_withdrawn",
+    "organization.created",
+    "organization.updated",
+    "organization.deleted",
+    "membership.created",
+    "membership.updated",
+    "membership.deleted",
 ];
 /// The event `POST .../webhooks/{id}/test` sends, to that endpoint only.
 pub const TEST_EVENT: &str = "webhook.test";
