@@ -104,6 +104,9 @@ pub fn access_claims(app: &App, tenant: &TenantHandle, grant: &Grant, now: i64) 
             .map(|_| grant.app_metadata.clone()),
         client_id: None,
         scope: None,
+        org_id: grant.org.as_ref().map(|o| o.id.to_string()),
+        org_role: grant.org.as_ref().map(|o| o.role.clone()),
+        org_permissions: grant.org.as_ref().map(|o| o.permissions.clone()),
     }
 }
 

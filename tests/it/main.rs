@@ -38,6 +38,7 @@ mod oauth;
 mod oauth_browser;
 mod oauth_clients;
 mod onboarding;
+mod organizations;
 mod outbox;
 mod passkeys;
 mod passwordless;

@@ -55,10 +55,12 @@ pub struct CreateWebhookRequest {
     #[serde(default)]
     #[schema(min_length = 1, max_length = 2048, required = true)]
     pub url: String,
-    /// 1-7 of `user.created`, `user.deleted`, `user.email_verified`, `session.revoked`,
-    /// `agent.revoked`, `guardian.consent_granted`, `guardian.consent_withdrawn`.
+    /// 1-13 of `user.created`, `user.deleted`, `user.email_verified`, `session.revoked`,
+    /// `agent.revoked`, `guardian.consent_granted`, `guardian.consent_withdrawn`,
+    /// `organization.created`, `organization.updated`, `organization.deleted`,
+    /// `membership.created`, `membership.updated`, `membership.deleted`.
     #[serde(default)]
-    #[schema(min_items = 1, max_items = 7, required = true)]
+    #[schema(min_items = 1, max_items = 13, required = true)]
     pub event_types: Vec<String>,
     /// At most 500 characters.
     pub description: Option<String>,
@@ -70,7 +72,7 @@ pub struct CreateWebhookRequest {
 pub struct UpdateWebhookRequest {
     #[schema(min_length = 1, max_length = 2048)]
     pub url: Option<String>,
-    #[schema(min_items = 1, max_items = 7)]
+    #[schema(min_items = 1, max_items = 13)]
     pub event_types: Option<Vec<String>>,
     /// Null clears it.
     #[serde(default, deserialize_with = "nullable")]

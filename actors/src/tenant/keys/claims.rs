@@ -48,6 +48,15 @@ pub struct AccessClaims {
     /// The granted scopes, space-separated (RFC 9068); OAuth tokens only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The organization the session works in (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_id: Option<String>,
+    /// The member's role in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_role: Option<String>,
+    /// What that role grants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_permissions: Option<Vec<String>>,
 }
 
 /// The claims of a step-up token: proof that the user of session `sid` re-authenticated.

@@ -71,6 +71,9 @@ fn claims(tid: &str) -> AccessClaims {
         app_metadata: None,
         client_id: None,
         scope: None,
+        org_id: None,
+        org_role: None,
+        org_permissions: None,
     }
 }
 

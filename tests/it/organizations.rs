@@ -1,0 +1,610 @@
+//! Organizations through the real binary: the tenant's admins manage them with a management
+//! key or a dashboard session (the same routes twice), members work in one at a time with
+//! its claims in their access tokens, a membership that ends ends the sessions working in it,
+//! and a mailed invitation proves its address under the credential inventory's rules (a
+//! squatter's unconfirmed account is recovered, a confirmed one is never handed over).
+
+use serde_json::{json, Value};
+
+use crate::support::*;
+
+/// A management key of `role` for the tenant of `s`'s owner.
+fn key_of(srv: &TestServer, s: &Session, slug: &str, role: &str) -> String {
+    srv.reauth(s, PASSWORD);
+    let r = srv.dash(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{slug}/management-keys"),
+        s,
+        Some(&json!({ "name": format!("{role} key"), "role": role })),
+    );
+    assert_eq!(r.status().as_u16(), 201);
+    let body: Value = r.json().unwrap();
+    body["key"].as_str().expect("key").to_owned()
+}
+
+/// A request with a management key.
+fn with_key(
+    srv: &TestServer,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> AuthAnswer {
+    let mut req = srv
+        .client
+        .request(method.parse().unwrap(), srv.url(path))
+        .bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    AuthAnswer::read(req.send().unwrap())
+}
+
+fn create_org(srv: &TestServer, key: &str, name: &str) -> String {
+    let r = with_key(
+        srv,
+        key,
+        "POST",
+        "/v1/management/organizations",
+        Some(&json!({ "name": name })),
+    );
+    r.expect(201)["id"].as_str().expect("id").to_owned()
+}
+
+/// The user id of a token pair.
+fn user_id(t: &UserTokens) -> String {
+    t.body["user"]["id"].as_str().expect("user id").to_owned()
+}
+
+fn switch(api: &UserApi, access: &str, org: &str) -> AuthAnswer {
+    api.send(
+        "POST",
+        &format!("/v1/auth/organizations/{org}/switch"),
+        Some(access),
+        None,
+    )
+}
+
+#[test]
+fn members_work_in_an_organization_with_its_claims_until_their_membership_ends() {
+    let (smtp, srv, api, s) = user_setup("Orgs Co", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let viewer = key_of(&srv, &s, &api.slug, "viewer");
+
+    // Bad input is named; a viewer key reads and does not write.
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        "/v1/management/organizations",
+        Some(&json!({ "name": "  " })),
+    )
+    .expect_error(400, "validation/invalid_request");
+    with_key(
+        &srv,
+        &viewer,
+        "POST",
+        "/v1/management/organizations",
+        Some(&json!({ "name": "Acme" })),
+    )
+    .expect_error(403, "management/forbidden");
+    let org = create_org(&srv, &admin, "Acme");
+    let r = with_key(
+        &srv,
+        &viewer,
+        "GET",
+        &format!("/v1/management/organizations/{org}"),
+        None,
+    );
+    assert_eq!(r.expect(200)["name"], "Acme");
+    with_key(
+        &srv,
+        &admin,
+        "GET",
+        "/v1/management/organizations/not-an-id",
+        None,
+    )
+    .expect_error(404, "resource/not_found");
+
+    // A confirmed user joins with a role; an unconfirmed one cannot.
+    let alice = api.verified_user(&smtp, "alice@example.com", USER_PASSWORD);
+    let alice_id = user_id(&alice);
+    let members = format!("/v1/management/organizations/{org}/members");
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &members,
+        Some(&json!({ "user_id": alice_id, "role": "nope" })),
+    )
+    .expect_error(400, "organization/unknown_role");
+    let m = with_key(
+        &srv,
+        &admin,
+        "POST",
+        &members,
+        Some(&json!({ "user_id": alice_id, "role": "admin" })),
+    );
+    assert_eq!(m.expect(201)["role"], "admin", "{}", m.body);
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &members,
+        Some(&json!({ "user_id": alice_id })),
+    )
+    .expect_error(409, "organization/already_member");
+    let bob = api.register("bob@example.com", USER_PASSWORD);
+    let bob_id = bob.expect(200)["user"]["id"].as_str().unwrap().to_owned();
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &members,
+        Some(&json!({ "user_id": bob_id })),
+    )
+    .expect_error(409, "organization/email_unconfirmed");
+
+    // Her list, then a switch: the new pair carries the organization's claims, and so does
+    // every refresh while the membership lasts.
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&alice.access), None);
+    let mine = mine.expect(200);
+    assert_eq!(mine["data"][0]["id"], org.as_str(), "{mine}");
+    assert_eq!(mine["data"][0]["active"], false);
+    assert!(alice.claims().get("org_id").is_none(), "{}", alice.claims());
+    let switched = UserTokens::from_answer(&switch(&api, &alice.access, &org));
+    let claims = switched.claims();
+    assert_eq!(claims["org_id"], org.as_str(), "{claims}");
+    assert_eq!(claims["org_role"], "admin");
+    assert!(
+        claims["org_permissions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("members:manage")),
+        "{claims}"
+    );
+    api.verify_access(&switched.access);
+    // The switch rotated the session's refresh token.
+    api.refresh(&alice.refresh).expect(200);
+    let mine = api.send(
+        "GET",
+        "/v1/auth/organizations",
+        Some(&switched.access),
+        None,
+    );
+    assert_eq!(mine.expect(200)["data"][0]["active"], true);
+
+    // A role of the tenant's own, then a role change: the next refresh says it.
+    let role = with_key(
+        &srv,
+        &admin,
+        "PUT",
+        "/v1/management/organization-roles/billing",
+        Some(&json!({ "permissions": ["invoices:read", "invoices:pay", "invoices:read"] })),
+    );
+    assert_eq!(
+        role.expect(200)["permissions"],
+        json!(["invoices:read", "invoices:pay"]),
+        "{}",
+        role.body
+    );
+    with_key(
+        &srv,
+        &admin,
+        "PUT",
+        "/v1/management/organization-roles/Bad",
+        Some(&json!({ "permissions": [] })),
+    )
+    .expect_error(400, "validation/invalid_request");
+    let r = with_key(
+        &srv,
+        &admin,
+        "PATCH",
+        &format!("{members}/{alice_id}"),
+        Some(&json!({ "role": "billing" })),
+    );
+    assert_eq!(r.expect(200)["role"], "billing");
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        "/v1/management/organization-roles/billing",
+        None,
+    )
+    .expect_error(409, "organization/role_in_use");
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        "/v1/management/organization-roles/member",
+        None,
+    )
+    .expect_error(409, "organization/built_in_role");
+    let refreshed = UserTokens::from_answer(&api.refresh(&switched.refresh));
+    let claims = refreshed.claims();
+    assert_eq!(claims["org_role"], "billing", "{claims}");
+    assert_eq!(
+        claims["org_permissions"],
+        json!(["invoices:read", "invoices:pay"])
+    );
+
+    // Not a member, or no such organization: alike.
+    let other = create_org(&srv, &admin, "Other");
+    switch(&api, &refreshed.access, &other).expect_error(404, "resource/not_found");
+    switch(
+        &api,
+        &refreshed.access,
+        "00000000-0000-0000-0000-000000000000",
+    )
+    .expect_error(404, "resource/not_found");
+
+    // A second session of hers works in no organization and outlives the removal.
+    let plain = api.login_ok("alice@example.com", USER_PASSWORD);
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("{members}/{alice_id}"),
+        None,
+    )
+    .expect(204);
+    api.me(&refreshed.access)
+        .expect_error(401, "auth/invalid_token");
+    api.refresh(&refreshed.refresh)
+        .expect_error(401, "auth/invalid_refresh_token");
+    api.me(&plain.access).expect(200);
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&plain.access), None);
+    assert_eq!(mine.expect(200)["data"], json!([]));
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("{members}/{alice_id}"),
+        None,
+    )
+    .expect_error(404, "resource/not_found");
+
+    // The audit log says who did what.
+    for event in [
+        "organization.created",
+        "organization.member.added",
+        "organization.member.updated",
+        "organization.member.removed",
+        "organization.switched",
+        "organization.role.saved",
+    ] {
+        assert!(
+            !audit_events(&srv, &s, &api.slug, event).is_empty(),
+            "no {event}"
+        );
+    }
+    let removed = audit_events(&srv, &s, &api.slug, "organization.member.removed");
+    assert_eq!(removed[0]["metadata"]["sessions_ended"], 1, "{removed:?}");
+}
+
+#[test]
+fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organization_held() {
+    let (smtp, srv, api, s) = user_setup("Dash Orgs", &[]);
+    let base = format!("/v1/auth/dashboard/tenants/{}/organizations", api.slug);
+    let r = srv.dash(
+        "POST",
+        &base,
+        &s,
+        Some(&json!({ "name": "Globex", "external_id": "crm-1" })),
+    );
+    assert_eq!(r.status().as_u16(), 201);
+    let org: Value = r.json().unwrap();
+    let org_id = org["id"].as_str().unwrap().to_owned();
+    let r = srv.dash(
+        "POST",
+        &base,
+        &s,
+        Some(&json!({ "name": "Globex 2", "external_id": "crm-1" })),
+    );
+    assert_eq!(r.status().as_u16(), 409);
+    let list: Value = srv.dash("GET", &base, &s, None).json().unwrap();
+    assert_eq!(list["data"][0]["external_id"], "crm-1", "{list}");
+
+    // Another tenant's key sees nothing of it.
+    let (srv2_api, s2) = {
+        let other = UserApi::signup(&srv, "Elsewhere", "owner2@example.com");
+        let s2 = srv.login(&other.owner, PASSWORD);
+        (other, s2)
+    };
+    let foreign = key_of(&srv, &s2, &srv2_api.slug, "admin");
+    with_key(
+        &srv,
+        &foreign,
+        "GET",
+        &format!("/v1/management/organizations/{org_id}"),
+        None,
+    )
+    .expect_error(404, "resource/not_found");
+
+    let carol = api.verified_user(&smtp, "carol@example.com", USER_PASSWORD);
+    let carol_id = user_id(&carol);
+    let r = srv.dash(
+        "POST",
+        &format!("{base}/{org_id}/members"),
+        &s,
+        Some(&json!({ "user_id": carol_id, "role": "member" })),
+    );
+    assert_eq!(r.status().as_u16(), 201);
+    let inside = UserTokens::from_answer(&switch(&api, &carol.access, &org_id));
+
+    // The export lists the membership.
+    let token = api.password_step_up(&inside.access);
+    let export = api.send_with(
+        "GET",
+        "/v1/users/me/export",
+        Some(&inside.access),
+        None,
+        &[(STEP_UP_HEADER, &token)],
+    );
+    let export = export.expect(200);
+    assert_eq!(
+        export["organizations"][0]["organization_id"],
+        org_id.as_str(),
+        "{export}"
+    );
+    assert_eq!(export["organizations"][0]["role"], "member");
+
+    // Deleting needs a fresh re-authentication on the dashboard; then the session working
+    // in the organization ends, the membership with it.
+    srv.reauth(&s, PASSWORD);
+    let r = srv.dash("DELETE", &format!("{base}/{org_id}"), &s, None);
+    assert_eq!(r.status().as_u16(), 204);
+    api.me(&inside.access)
+        .expect_error(401, "auth/invalid_token");
+    let again = api.login_ok("carol@example.com", USER_PASSWORD);
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&again.access), None);
+    assert_eq!(mine.expect(200)["data"], json!([]));
+    let r = srv.dash("GET", &format!("{base}/{org_id}"), &s, None);
+    assert_eq!(r.status().as_u16(), 404);
+}
+
+#[test]
+fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
+    let (smtp, srv, api, s) = user_setup("Invites Co", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&srv, &admin, "Initech");
+    let invites = format!("/v1/management/organizations/{org}/invitations");
+
+    // A new address: the mail carries a link to the hosted page; the preview asks for a
+    // password; the acceptance makes the account, confirmed, and the membership.
+    let r = with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "New@Example.com", "role": "admin" })),
+    );
+    assert_eq!(r.expect(201)["email"], "new@example.com", "{}", r.body);
+    let mail = smtp.wait_for(&api.slug, "organization_invitation", "new@example.com", 1);
+    assert!(mail.text.contains("Initech"), "{}", mail.text);
+    let token = mail
+        .token_after(&api.link("join-organization"))
+        .expect("a join-organization link");
+    let listed = with_key(&srv, &admin, "GET", &invites, None);
+    assert_eq!(listed.expect(200)["data"][0]["role"], "admin");
+    let p = api.post(
+        "/v1/auth/organizations/invitations/preview",
+        &json!({ "token": token }),
+    );
+    let p = p.expect(200);
+    assert_eq!(
+        (p["needs_password"].clone(), p["organization_name"].clone()),
+        (json!(true), json!("Initech")),
+        "{p}"
+    );
+    api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token }),
+    )
+    .expect_error(400, "organization/password_required");
+    api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token, "password": "password1234" }),
+    )
+    .expect_error(400, "auth/weak_password");
+    let a = api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+    );
+    let a = a.expect(200);
+    assert_eq!(a["account_created"], true, "{a}");
+    api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+    )
+    .expect_error(400, "auth/invalid_or_expired_token");
+    let new = api.login_ok("new@example.com", NEW_USER_PASSWORD);
+    assert_eq!(new.body["user"]["email_verified"], true);
+    let joined = UserTokens::from_answer(&switch(&api, &new.access, &org));
+    assert_eq!(joined.claims()["org_role"], "admin");
+    assert_eq!(
+        with_key(&srv, &admin, "GET", &invites, None).expect(200)["data"],
+        json!([])
+    );
+
+    // A confirmed account: the link needs no password and sets none.
+    let dave = api.verified_user(&smtp, "dave@example.com", USER_PASSWORD);
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "dave@example.com" })),
+    )
+    .expect(201);
+    let mail = smtp.wait_for(&api.slug, "organization_invitation", "dave@example.com", 1);
+    let token = mail.token_after(&api.link("join-organization")).unwrap();
+    let p = api.post(
+        "/v1/auth/organizations/invitations/preview",
+        &json!({ "token": token }),
+    );
+    assert_eq!(p.expect(200)["needs_password"], false);
+    api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+    )
+    .expect_error(400, "organization/password_not_wanted");
+    let a = api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token }),
+    );
+    assert_eq!(a.expect(200)["account_created"], false);
+    api.login_ok("dave@example.com", USER_PASSWORD);
+    api.login("dave@example.com", NEW_USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+    switch(&api, &dave.access, &org).expect(200);
+
+    // An invitation replaced is dead; a withdrawn one too; a member is not invited again.
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "dave@example.com" })),
+    )
+    .expect_error(409, "organization/already_member");
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "eve@example.com" })),
+    )
+    .expect(201);
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "eve@example.com", "role": "owner" })),
+    )
+    .expect(201);
+    let first = smtp.wait_for(&api.slug, "organization_invitation", "eve@example.com", 1);
+    let first = first.token_after(&api.link("join-organization")).unwrap();
+    api.post(
+        "/v1/auth/organizations/invitations/preview",
+        &json!({ "token": first }),
+    )
+    .expect_error(400, "auth/invalid_or_expired_token");
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("{invites}/eve@example.com"),
+        None,
+    )
+    .expect(204);
+    let second = smtp.wait_for(&api.slug, "organization_invitation", "eve@example.com", 2);
+    let second = second.token_after(&api.link("join-organization")).unwrap();
+    api.post(
+        "/v1/auth/organizations/invitations/preview",
+        &json!({ "token": second }),
+    )
+    .expect_error(400, "auth/invalid_or_expired_token");
+}
+
+#[test]
+fn an_invitation_to_an_address_a_squatter_registered_recovers_the_account() {
+    let (smtp, srv, api, s) = user_setup("Squat Orgs", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&srv, &admin, "Hooli");
+    let squatter = crate::recovery::squatter(&srv, &s, &api);
+    api.me(&squatter).expect(200);
+    let invites = format!("/v1/management/organizations/{org}/invitations");
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &invites,
+        Some(&json!({ "email": "victim@example.com" })),
+    )
+    .expect(201);
+    let mail = smtp.wait_for(
+        &api.slug,
+        "organization_invitation",
+        "victim@example.com",
+        1,
+    );
+    let token = mail.token_after(&api.link("join-organization")).unwrap();
+
+    // The owner of the mailbox: the account is hers, with nothing of the squatter's.
+    let p = api.post(
+        "/v1/auth/organizations/invitations/preview",
+        &json!({ "token": token }),
+    );
+    assert_eq!(p.expect(200)["needs_password"], true);
+    let a = api.post(
+        "/v1/auth/organizations/invitations/accept",
+        &json!({ "token": token, "password": NEW_USER_PASSWORD }),
+    );
+    assert_eq!(a.expect(200)["account_created"], false, "{}", a.body);
+    api.me(&squatter).expect_error(401, "auth/invalid_token");
+    api.login("victim@example.com", USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+    let owner = api.login_ok("victim@example.com", NEW_USER_PASSWORD);
+    assert_eq!(owner.body["user"]["email_verified"], true);
+    switch(&api, &owner.access, &org).expect(200);
+    let events = audit_events(&srv, &s, &api.slug, "auth.account.recovered");
+    assert_eq!(
+        events[0]["metadata"]["via"], "organization_invitation",
+        "{events:?}"
+    );
+
+    // Her erasure takes the membership with it.
+    let id = user_id(&owner);
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("/v1/management/users/{id}"),
+        None,
+    )
+    .expect(204);
+    let members = with_key(
+        &srv,
+        &admin,
+        "GET",
+        &format!("/v1/management/organizations/{org}/members"),
+        None,
+    );
+    assert_eq!(members.expect(200)["data"], json!([]));
+}
+
+#[test]
+fn a_tier_bounds_the_organizations_of_a_tenant() {
+    let (_smtp, srv, api, s) = user_setup("Bounded Orgs", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    for i in 0..100 {
+        create_org(&srv, &admin, &format!("Org {i}"));
+    }
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        "/v1/management/organizations",
+        Some(&json!({ "name": "One more" })),
+    )
+    .expect_error(409, "organization/limit_reached");
+    // Paging walks them all, newest first.
+    let mut seen = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/management/organizations?limit=40&cursor={c}"),
+            None => "/v1/management/organizations?limit=40".to_owned(),
+        };
+        let page = with_key(&srv, &admin, "GET", &path, None);
+        let page = page.expect(200);
+        seen += page["data"].as_array().unwrap().len();
+        match page["pagination"]["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, 100);
+}
