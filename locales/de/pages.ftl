@@ -115,6 +115,7 @@ scope-email = Ihre E-Mail-Adresse sehen
 scope-phone = Ihre Telefonnummer sehen
 scope-address = Ihre Postanschrift sehen
 scope-offline_access = Zugriff behalten, auch wenn Sie die App nicht nutzen
+scope-organization = Ihre Rolle und Berechtigungen in der Organisation, bei der Sie sich anmelden
 scope-other = { $scope } verwenden
 
 # Abmelden von einer App (RP-initiated logout)

@@ -115,6 +115,7 @@ scope-email = See your e-mail address
 scope-phone = See your phone number
 scope-address = See your postal address
 scope-offline_access = Keep access while you are not using it
+scope-organization = Your role and permissions in the organization you sign in to
 scope-other = Use { $scope }
 
 # Signing out of an app (RP-initiated logout)

@@ -115,6 +115,7 @@ scope-email = Ver su dirección de correo
 scope-phone = Ver su número de teléfono
 scope-address = Ver su dirección postal
 scope-offline_access = Mantener el acceso cuando no use la aplicación
+scope-organization = Tu rol y permisos en la organización en la que inicias sesión
 scope-other = Usar { $scope }
 
 # Cerrar sesión desde una aplicación (RP-initiated logout)

@@ -115,6 +115,7 @@ scope-email = Voir votre adresse e-mail
 scope-phone = Voir votre numéro de téléphone
 scope-address = Voir votre adresse postale
 scope-offline_access = Garder l’accès quand vous n’utilisez pas l’application
+scope-organization = Votre rôle et vos autorisations dans l’organisation où vous vous connectez
 scope-other = Utiliser { $scope }
 
 # Se déconnecter d’une application (RP-initiated logout)

@@ -115,6 +115,7 @@ scope-email = Widzieć Twój adres e-mail
 scope-phone = Widzieć Twój numer telefonu
 scope-address = Widzieć Twój adres pocztowy
 scope-offline_access = Zachować dostęp, gdy nie korzystasz z aplikacji
+scope-organization = Twoja rola i uprawnienia w organizacji, do której się logujesz
 scope-other = Używać { $scope }
 
 # Wylogowanie z aplikacji (RP-initiated logout)

@@ -207,13 +207,14 @@ pub fn is_app_url(raw: &str) -> bool {
 }
 
 /// The OpenID Connect and OAuth scopes every tenant knows.
-pub const PROTOCOL_SCOPES: [&str; 6] = [
+pub const PROTOCOL_SCOPES: [&str; 7] = [
     "openid",
     "profile",
     "email",
     "phone",
     "address",
     "offline_access",
+    "organization",
 ];
 
 /// A resource scope's name (spec 2.13): `^[a-z][a-z0-9_.:-]{0,63}$`.

@@ -269,7 +269,7 @@ impl TenantCtx {
             &mut fx.batch,
             user,
             (proof.aal, proof.amr, proof.acr),
-            None,
+            (None, None),
             ctx,
             now,
         )?;
@@ -344,7 +344,20 @@ impl TenantCtx {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
-        self.open_session_full(batch, user, (aal, amr, None), oauth, ctx, now)
+        self.open_session_full(batch, user, (aal, amr, None), (oauth, None), ctx, now)
+    }
+
+    /// Opens a client's grant, working in `org` when the authorization named one.
+    pub(super) fn open_grant(
+        &self,
+        batch: &mut TenantBatch,
+        user: &UserRecord,
+        (aal, amr): (u8, Vec<String>),
+        (oauth, org): (OAuthGrant, Option<Uuid>),
+        ctx: &AuditContext,
+        now: OffsetDateTime,
+    ) -> Result<Grant, TenantError> {
+        self.open_session_full(batch, user, (aal, amr, None), (Some(oauth), org), ctx, now)
     }
 
     /// Opens a session with what was proved: its AAL, `amr` and, when not the AAL's, `acr`.
@@ -353,7 +366,7 @@ impl TenantCtx {
         batch: &mut TenantBatch,
         user: &UserRecord,
         (aal, amr, acr): (u8, Vec<String>, Option<super::eudi::Eidas>),
-        oauth: Option<OAuthGrant>,
+        (oauth, org): (Option<OAuthGrant>, Option<Uuid>),
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
@@ -373,7 +386,7 @@ impl TenantCtx {
             ua_family: ctx.ua_family.clone(),
             ip_hash: ctx.ip_hash.clone(),
             oauth,
-            org: None,
+            org,
         };
         batch.put(session.id.as_bytes(), &session)?;
         batch.put(

@@ -60,7 +60,8 @@ pub async fn dress(reader: &mut Reader, tenant: &TenantHandle) -> Result<SignInV
 /// The words for a protocol scope.
 pub fn scope_text(reader: &Reader, scope: &str) -> String {
     match scope {
-        "openid" | "profile" | "email" | "phone" | "address" | "offline_access" => {
+        "openid" | "profile" | "email" | "phone" | "address" | "offline_access"
+        | "organization" => {
             reader.t(&format!("scope-{scope}"))
         }
         other => reader.t_with("scope-other", &[("scope", other)]),

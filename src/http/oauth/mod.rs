@@ -200,6 +200,7 @@ fn failure_text(f: OAuthFailure) -> &'static str {
         OAuthFailure::UnauthorizedClient => {
             "the client may not use this grant or endpoint (introspection: confidential clients and agents only)"
         }
+        OAuthFailure::AccessDenied => "the user is not a member of the organization asked for",
     }
 }
 

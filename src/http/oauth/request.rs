@@ -41,6 +41,8 @@ pub struct RawRequest<'a> {
     pub code_challenge: Option<&'a str>,
     pub code_challenge_method: Option<&'a str>,
     pub resource: Option<&'a str>,
+    /// The organization the tokens are for (needs the `organization` scope).
+    pub organization: Option<&'a str>,
     pub prompt: Option<&'a str>,
     pub max_age: Option<&'a str>,
     /// `request` or `request_uri` (OpenID Connect request objects, not supported).
@@ -59,6 +61,7 @@ impl<'a> RawRequest<'a> {
             code_challenge: p.get("code_challenge"),
             code_challenge_method: p.get("code_challenge_method"),
             resource: p.get("resource"),
+            organization: p.get("organization"),
             prompt: p.get("prompt"),
             max_age: p.get("max_age"),
             request_object: if p.get("request").is_some() {
@@ -71,6 +74,9 @@ impl<'a> RawRequest<'a> {
         }
     }
 }
+
+/// The scope an authorization request names with its `organization`.
+pub const ORGANIZATION_SCOPE: &str = "organization";
 
 /// `prompt` (OpenID Connect Core 3.1.2.1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -300,6 +306,20 @@ pub async fn check(
             ));
         }
     }
+    let organization = match raw.organization {
+        None => None,
+        Some(o) => {
+            if !scopes.iter().any(|s| s == ORGANIZATION_SCOPE) {
+                return Err(back(
+                    "invalid_request",
+                    "organization needs the organization scope",
+                ));
+            }
+            Some(uuid::Uuid::parse_str(o).map_err(|_| {
+                back("invalid_request", "organization must be an organization id")
+            })?)
+        }
+    };
     let request = AuthzRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.to_owned(),
@@ -308,6 +328,7 @@ pub async fn check(
         code_challenge: challenge.to_owned(),
         state: raw.state.map(str::to_owned),
         nonce: raw.nonce.map(str::to_owned),
+        organization,
     };
     Ok(Checked {
         request,

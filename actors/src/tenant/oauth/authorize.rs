@@ -39,13 +39,16 @@ pub struct AuthzRequest {
     pub code_challenge: String,
     pub state: Option<String>,
     pub nonce: Option<String>,
+    /// The organization the tokens are for (`organization`, with the `organization` scope):
+    /// the user must be a member.
+    pub organization: Option<Uuid>,
 }
 
 impl AuthzRequest {
     /// The bytes the consent commitment covers: every field, length-prefixed, so no two
     /// requests share them.
     pub(super) fn canonical(&self, user: Uuid) -> Vec<u8> {
-        let mut out = b"oauth-consent/2".to_vec();
+        let mut out = b"oauth-consent/3".to_vec();
         // Each field: a presence byte, then (if present) its length and bytes.
         let mut field = |s: Option<&str>| match s {
             None => out.push(0),
@@ -63,6 +66,7 @@ impl AuthzRequest {
         field(Some(&self.code_challenge));
         field(self.state.as_deref());
         field(self.nonce.as_deref());
+        field(self.organization.map(|o| o.to_string()).as_deref());
         out
     }
 }
@@ -154,6 +158,7 @@ impl OAuth {
                     .map_err(|e| TenantError::Internal(e.to_string()))?,
             exchanged: None,
             sign_in_session: Some(session.id),
+            organization: request.organization,
         };
         batch.put(&sha256(code.as_bytes()), &record)?;
         Ok(code)
@@ -177,6 +182,11 @@ impl OAuth {
             let age = (now - session.created_at).whole_seconds().max(0);
             if u64::try_from(age).unwrap_or(u64::MAX) > max {
                 return Ok((AuthorizeOutcome::LoginRequired, false));
+            }
+        }
+        if let Some(org) = request.organization {
+            if cx.membership(org, user.id)?.is_none() {
+                return Err(fail(OAuthFailure::AccessDenied));
             }
         }
         // The published registry: the same records, without decoding one.

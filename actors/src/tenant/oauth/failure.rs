@@ -20,6 +20,8 @@ pub enum OAuthFailure {
     InvalidRequest,
     /// The client is not allowed this (a public client at introspection).
     UnauthorizedClient,
+    /// The user may not grant this: the organization asked for is not one of theirs.
+    AccessDenied,
 }
 
 impl OAuthFailure {
@@ -32,6 +34,7 @@ impl OAuthFailure {
             OAuthFailure::ConsentRequired => "consent_required",
             OAuthFailure::InvalidRequest => "invalid_request",
             OAuthFailure::UnauthorizedClient => "unauthorized_client",
+            OAuthFailure::AccessDenied => "access_denied",
         }
     }
 }

@@ -116,6 +116,9 @@ pub struct AuthCodeRecord {
     /// The sign-in session that authorized.
     #[serde(default)]
     pub sign_in_session: Option<Uuid>,
+    /// The organization the grant's tokens are for.
+    #[serde(default)]
+    pub organization: Option<Uuid>,
 }
 
 tessera_storage::record!(AuthCodeRecord in TenantRecord: Kind::OAuthCode, "oauth_code", version 1);

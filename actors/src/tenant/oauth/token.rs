@@ -179,6 +179,13 @@ impl OAuth {
             fx.batch.remove(Kind::OAuthCode, &key);
             return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
         };
+        // A membership ended since the code was issued: the code is void.
+        if let Some(org) = record.organization {
+            if cx.membership(org, user.id)?.is_none() {
+                fx.batch.remove(Kind::OAuthCode, &key);
+                return cx.fail(fx, fail(OAuthFailure::InvalidGrant));
+            }
+        }
         // Consent withdrawn since the code was issued: the code is void.
         if !client.profile.first_party {
             let consent = self.consent_of(cx, user.id, &client.client_id)?;
@@ -200,11 +207,11 @@ impl OAuth {
         cx.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_active_at = now;
         fx.batch.put(user.id.as_bytes(), &user)?;
-        let grant = cx.open_session_with(
+        let grant = cx.open_grant(
             &mut fx.batch,
             &user,
             (record.aal, record.amr.clone()),
-            Some(oauth.clone()),
+            (oauth.clone(), record.organization),
             ctx,
             now,
         )?;
