@@ -132,7 +132,8 @@ fn token_of(job: &MailJob) -> String {
         | MailKind::AgentRequest { link, .. }
         | MailKind::GuardianConsent { link, .. }
         | MailKind::GuardianPortal { link, .. }
-        | MailKind::GuardianExport { link, .. } => link.clone(),
+        | MailKind::GuardianExport { link, .. }
+        | MailKind::OrganizationInvitation { link, .. } => link.clone(),
         MailKind::AccountExists { reset_link } => reset_link.clone(),
         MailKind::AgentRevoked { .. }
         | MailKind::WebhookDisabled { .. }
