@@ -207,7 +207,12 @@ mod tests {
     fn no_message_is_left_in_english() {
         // The language's own name differs everywhere, and so does every sentence.
         for lang in &LOCALES[1..] {
-            for id in ["verify-button", "reset-title", "error-expired"] {
+            for id in [
+                "verify-button",
+                "reset-title",
+                "error-expired",
+                "join-create-button",
+            ] {
                 assert!(PAGES.has(lang, id));
                 assert_ne!(
                     PAGES.text(lang, id, &[]),

@@ -387,3 +387,20 @@ account-mail-code-title = Geben Sie den Code aus der E-Mail ein
 account-mail-code-intro = Wir haben einen Code an Ihre E-Mail-Adresse gesendet, um zu bestätigen, dass Sie es sind. Geben Sie ihn ein, um fortzufahren; er gilt 5 Minuten.
 account-mail-code = Code aus der E-Mail
 account-mail-code-continue = Bestätigen und fortfahren
+
+# Die Einladung einer Organisation
+join-title = Einladung zu { $organization }
+join-intro = { $organization } lädt { $email } ein, der Organisation bei { $tenant } mit der Rolle { $role } beizutreten.
+join-intro-new = Wählen Sie zum Annehmen ein Passwort für das Konto dieser Adresse bei { $tenant }. Sie melden sich dann mit { $email } und diesem Passwort an.
+join-intro-existing = { $email } hat bereits ein Konto bei { $tenant }: Es tritt so bei, wie es ist, und Sie melden sich weiter wie bisher an.
+join-create-button = Mein Konto erstellen und beitreten
+join-button = { $organization } beitreten
+join-error-summary = Sie sind noch nicht beigetreten. Prüfen Sie die markierten Felder.
+join-error-changed = Das Konto dieser Adresse hat sich inzwischen geändert. Die Seite zeigt jetzt, was zum Beitreten nötig ist.
+join-done-title = Sie sind { $organization } beigetreten
+join-done = Ihr Konto bei { $tenant } ist jetzt Mitglied von { $organization }. Sie können sich jetzt wie bisher anmelden.
+join-done-password = Ihr Konto bei { $tenant } ist eingerichtet und Mitglied von { $organization }. Sie können sich jetzt mit { $email } und dem gewählten Passwort anmelden.
+join-blocked-title = Dieses Konto kann nicht beitreten
+join-blocked = Das Konto von { $email } bei { $tenant } ist gesperrt und kann daher { $organization } nicht beitreten. Wenden Sie sich an { $tenant }.
+join-full-title = Kein Platz zum Beitreten
+join-full = { $organization } hat so viele Mitglieder, wie erlaubt sind, oder dieses Konto gehört bereits so vielen Organisationen an, wie erlaubt sind. Bitten Sie die Administration von { $organization } um Hilfe.

@@ -387,3 +387,20 @@ account-mail-code-title = Enter the code we e-mailed you
 account-mail-code-intro = We sent a code to your e-mail address to confirm it is you. Enter it to go on; it works for 5 minutes.
 account-mail-code = Code from the e-mail
 account-mail-code-continue = Confirm and go on
+
+# An organization's invitation
+join-title = Invitation to { $organization }
+join-intro = { $organization } invites { $email } to join it on { $tenant }, with the role { $role }.
+join-intro-new = To accept, choose a password for the { $tenant } account of this address. You will sign in with { $email } and this password.
+join-intro-existing = { $email } already has a { $tenant } account: it joins as it is, and you keep signing in as before.
+join-create-button = Create my account and join
+join-button = Join { $organization }
+join-error-summary = You have not joined yet. Check the fields marked below.
+join-error-changed = The account of this address changed in the meantime. The page now shows what joining needs.
+join-done-title = You joined { $organization }
+join-done = Your { $tenant } account is now a member of { $organization }. You can sign in now, as before.
+join-done-password = Your { $tenant } account is ready and is a member of { $organization }. You can sign in now with { $email } and the password you chose.
+join-blocked-title = This account cannot join
+join-blocked = The { $tenant } account of { $email } is blocked, so it cannot join { $organization }. Contact { $tenant } for help.
+join-full-title = No room to join
+join-full = { $organization } has as many members as it may have, or this account belongs to as many organizations as it may. Ask an administrator of { $organization } for help.

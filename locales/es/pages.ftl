@@ -387,3 +387,20 @@ account-mail-code-title = Introduce el código que te enviamos
 account-mail-code-intro = Hemos enviado un código a tu dirección de correo para confirmar que eres tú. Introdúcelo para continuar; vale 5 minutos.
 account-mail-code = Código del correo
 account-mail-code-continue = Confirmar y continuar
+
+# La invitación de una organización
+join-title = Invitación a { $organization }
+join-intro = { $organization } invita a { $email } a unirse a ella en { $tenant }, con el rol { $role }.
+join-intro-new = Para aceptar, elige una contraseña para la cuenta de { $tenant } de esta dirección. Iniciarás sesión con { $email } y esa contraseña.
+join-intro-existing = { $email } ya tiene una cuenta en { $tenant }: se une tal como está, y sigues iniciando sesión como antes.
+join-create-button = Crear mi cuenta y unirme
+join-button = Unirse a { $organization }
+join-error-summary = Todavía no te has unido. Revisa los campos marcados.
+join-error-changed = La cuenta de esta dirección ha cambiado mientras tanto. La página muestra ahora lo que hace falta para unirse.
+join-done-title = Te has unido a { $organization }
+join-done = Tu cuenta de { $tenant } ya es miembro de { $organization }. Ya puedes iniciar sesión, como antes.
+join-done-password = Tu cuenta de { $tenant } está lista y es miembro de { $organization }. Ya puedes iniciar sesión con { $email } y la contraseña que elegiste.
+join-blocked-title = Esta cuenta no puede unirse
+join-blocked = La cuenta de { $email } en { $tenant } está bloqueada, así que no puede unirse a { $organization }. Contacta con { $tenant } para pedir ayuda.
+join-full-title = No queda sitio para unirse
+join-full = { $organization } ya tiene todos los miembros permitidos, o esta cuenta ya pertenece a todas las organizaciones permitidas. Pide ayuda a un administrador de { $organization }.

@@ -387,3 +387,20 @@ account-mail-code-title = Saisissez le code reçu par e-mail
 account-mail-code-intro = Nous avons envoyé un code à votre adresse e-mail pour confirmer que c’est bien vous. Saisissez-le pour continuer ; il est valable 5 minutes.
 account-mail-code = Code reçu par e-mail
 account-mail-code-continue = Confirmer et continuer
+
+# L'invitation d'une organisation
+join-title = Invitation à rejoindre { $organization }
+join-intro = { $organization } invite { $email } à la rejoindre sur { $tenant }, avec le rôle { $role }.
+join-intro-new = Pour accepter, choisissez un mot de passe pour le compte { $tenant } de cette adresse. Vous vous connecterez avec { $email } et ce mot de passe.
+join-intro-existing = { $email } a déjà un compte { $tenant } : il rejoint l'organisation tel quel, et vous continuez à vous connecter comme avant.
+join-create-button = Créer mon compte et rejoindre
+join-button = Rejoindre { $organization }
+join-error-summary = Vous n'avez pas encore rejoint l'organisation. Vérifiez les champs signalés ci-dessous.
+join-error-changed = Le compte de cette adresse a changé entre-temps. La page montre maintenant ce qu'il faut pour rejoindre l'organisation.
+join-done-title = Vous avez rejoint { $organization }
+join-done = Votre compte { $tenant } est maintenant membre de { $organization }. Vous pouvez vous connecter dès maintenant, comme avant.
+join-done-password = Votre compte { $tenant } est prêt et membre de { $organization }. Vous pouvez vous connecter dès maintenant avec { $email } et le mot de passe choisi.
+join-blocked-title = Ce compte ne peut pas rejoindre l'organisation
+join-blocked = Le compte { $tenant } de { $email } est bloqué : il ne peut donc pas rejoindre { $organization }. Contactez { $tenant } pour obtenir de l'aide.
+join-full-title = Plus de place pour rejoindre l'organisation
+join-full = { $organization } a atteint le nombre de membres autorisé, ou ce compte appartient déjà au nombre maximal d'organisations. Demandez de l'aide à un administrateur de { $organization }.

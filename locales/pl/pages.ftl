@@ -387,3 +387,20 @@ account-mail-code-title = Wpisz kod z e-maila
 account-mail-code-intro = Wysłaliśmy kod na twój adres e-mail, aby potwierdzić, że to ty. Wpisz go, aby kontynuować; jest ważny 5 minut.
 account-mail-code = Kod z e-maila
 account-mail-code-continue = Potwierdź i kontynuuj
+
+# Zaproszenie do organizacji
+join-title = Zaproszenie do organizacji { $organization }
+join-intro = Organizacja { $organization } zaprasza adres { $email } do dołączenia w serwisie { $tenant } z rolą { $role }.
+join-intro-new = Aby przyjąć zaproszenie, wybierz hasło do konta w serwisie { $tenant } dla tego adresu. Będziesz się logować adresem { $email } i tym hasłem.
+join-intro-existing = Adres { $email } ma już konto w serwisie { $tenant }: dołączy ono bez zmian, a Ty logujesz się tak jak dotąd.
+join-create-button = Utwórz moje konto i dołącz
+join-button = Dołącz do organizacji { $organization }
+join-error-summary = Nie dołączono jeszcze do organizacji. Sprawdź oznaczone pola.
+join-error-changed = Konto o tym adresie zmieniło się w międzyczasie. Strona pokazuje teraz, czego wymaga dołączenie.
+join-done-title = Dołączono do organizacji { $organization }
+join-done = Twoje konto w serwisie { $tenant } należy teraz do organizacji { $organization }. Możesz się już zalogować, tak jak dotąd.
+join-done-password = Twoje konto w serwisie { $tenant } jest gotowe i należy do organizacji { $organization }. Możesz się już zalogować adresem { $email } i wybranym hasłem.
+join-blocked-title = To konto nie może dołączyć
+join-blocked = Konto w serwisie { $tenant } o adresie { $email } jest zablokowane, więc nie może dołączyć do organizacji { $organization }. Skontaktuj się z serwisem { $tenant }.
+join-full-title = Brak miejsca w organizacji
+join-full = Organizacja { $organization } ma już tylu członków, ilu może mieć, albo to konto należy już do tylu organizacji, do ilu może należeć. Poproś o pomoc administratora organizacji { $organization }.

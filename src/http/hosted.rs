@@ -7,6 +7,9 @@
 //! - Each form's CSRF value, the headers and the language are [`super::pages`]': the CSRF
 //!   value is bound to the page and its link's token.
 //!
+//! The page of an organization's invitation (`/join-organization`) is in its own file,
+//! [`super::hosted_join`], merged here.
+//!
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
 use axum::{
@@ -46,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .route("/reset-password", get(reset_page).post(reset_submit))
         .route("/magic-link", get(magic_page).post(magic_submit))
         .route("/step-up/magic-link", get(step_up_page))
+        .merge(super::hosted_join::router())
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
         .route("/hosted/passkey-add.js", get(passkey_add_script))

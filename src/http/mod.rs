@@ -18,6 +18,7 @@ pub mod extract;
 pub mod fields;
 pub mod guardian;
 pub mod hosted;
+pub mod hosted_join;
 pub mod mailed_links;
 pub mod management;
 pub mod mfa;

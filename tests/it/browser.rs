@@ -2,8 +2,9 @@
 //! `chromium-driver`) driven over WebDriver. A user registers, opens the mailed link, confirms
 //! and signs in; forgets the password, resets it on the page and signs in with the new one;
 //! and signs in with a login link that ends at a local test app, which exchanges the page's code
-//! with its PKCE verifier. A failing step saves a screenshot of the page under the test's
-//! temporary directory and names it.
+//! with its PKCE verifier; an invited address joins an organization from its mailed link. A
+//! failing step saves a screenshot of the page under the test's temporary directory and names
+//! it.
 //!
 //! Without Chromium the test says so loudly and skips; `.ci/run` installs it, so CI runs it.
 
@@ -1291,6 +1292,35 @@ fn a_guardian_consents_and_manages_the_account_in_chromium() {
     ui.expect_text("deleted", "Account deleted");
     api.login("kid@example.com", USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
+
+    drop(ui);
+    drop(driver);
+}
+
+/// An address without an account opens the mailed invitation of an organization, chooses
+/// its password on the page and joins; it then signs in with that password.
+#[test]
+fn an_invitee_chooses_a_password_and_joins_an_organization_in_chromium() {
+    use crate::join_organization::{World, ORG};
+    if !chromium_present() {
+        return;
+    }
+    let world = World::start("Chromium Orgs");
+    let email = "invitee@example.com";
+    let link = world.invite(email, "member", 1);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    ui.goto("open-invitation", &link);
+    ui.expect_text("invitation-page", &format!("{ORG} invites {email}"));
+    ui.checked("invitation-page");
+    let password = "chromium chosen passphrase";
+    ui.type_into("join-type", "password", password);
+    ui.type_into("join-type-2", "password_confirm", password);
+    ui.click("join-click", "button[type=submit]");
+    ui.expect_text("join-done", &format!("You joined {ORG}"));
+    ui.checked("join-done");
+    world.api.login_ok(email, password);
 
     drop(ui);
     drop(driver);

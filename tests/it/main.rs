@@ -28,6 +28,7 @@ mod fuzz_seeds;
 mod guardian;
 mod hosted;
 mod hygiene;
+mod join_organization;
 mod management_keys;
 mod master_key;
 mod members;
