@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 use crate::support::http;
 use crate::support::*;
 
-const CALLBACK: &str = "https://rp.example/callback";
+pub(crate) const CALLBACK: &str = "https://rp.example/callback";
 const API: &str = "https://api.acme.example/orders";
 
 /// Registers a client on the dashboard; answers its id and secret (none for a public one).
-fn register_client(
+pub(crate) fn register_client(
     srv: &TestServer,
     s: &Session,
     slug: &str,
@@ -84,7 +84,7 @@ pub(crate) fn authorize(api: &UserApi, url: &str, bearer: Option<&str>, lang: &s
     AuthAnswer::read(req.send().expect("authorize answers"))
 }
 
-fn consent(
+pub(crate) fn consent(
     api: &UserApi,
     bearer: &str,
     shown: &Value,
@@ -105,6 +105,7 @@ fn consent(
         "code_challenge",
         "code_challenge_method",
         "resource",
+        "organization",
     ] {
         if !shown[k].is_null() {
             body[k] = shown[k].clone();
@@ -124,7 +125,7 @@ fn consent(
 }
 
 /// The query parameters of a redirect.
-fn query_of(redirect_to: &str) -> std::collections::HashMap<String, String> {
+pub(crate) fn query_of(redirect_to: &str) -> std::collections::HashMap<String, String> {
     let u = url::Url::parse(redirect_to).expect("a URL");
     u.query_pairs().into_owned().collect()
 }
@@ -758,7 +759,7 @@ impl Flow {
 
 /// RFC 7636 appendix B.
 pub(crate) const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+pub(crate) const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
 #[track_caller]
 fn redirected_error(a: &AuthAnswer, error: &str, iss: &str) {

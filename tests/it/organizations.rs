@@ -608,3 +608,115 @@ fn a_tier_bounds_the_organizations_of_a_tenant() {
     }
     assert_eq!(seen, 100);
 }
+
+#[test]
+fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it() {
+    use crate::oauth::{authorize, consent, query_of, register_client, Flow, VERIFIER};
+    let (smtp, srv, api, s) = user_setup("OAuth Orgs", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&srv, &admin, "Umbrella");
+    let elsewhere = create_org(&srv, &admin, "Not hers");
+    let user = api.verified_user(&smtp, "ada@example.com", USER_PASSWORD);
+    let members = format!("/v1/management/organizations/{org}/members");
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &members,
+        Some(&json!({ "user_id": user_id(&user), "role": "owner" })),
+    )
+    .expect(201);
+    srv.reauth(&s, PASSWORD);
+    let (cid, secret) = register_client(
+        &srv,
+        &s,
+        &api.slug,
+        "confidential",
+        &["openid", "email", "organization"],
+    );
+    let secret = secret.expect("secret");
+    let f = Flow {
+        api,
+        user,
+        confidential: (cid.clone(), secret.clone()),
+        public: String::new(),
+    };
+    let error_of = |extra: &[(&str, &str)]| {
+        let a = authorize(&f.api, &f.url(&cid, extra), Some(&f.user.access), "en");
+        let to = a.expect(200)["redirect_to"]
+            .as_str()
+            .expect("redirect_to")
+            .to_owned();
+        query_of(&to).get("error").cloned()
+    };
+    // The parameter needs the scope and an id; an organization not hers is refused.
+    assert_eq!(
+        error_of(&[("organization", &org)]).as_deref(),
+        Some("invalid_request")
+    );
+    let scope = ("scope", "openid email organization");
+    assert_eq!(
+        error_of(&[scope, ("organization", "acme")]).as_deref(),
+        Some("invalid_request")
+    );
+    assert_eq!(
+        error_of(&[scope, ("organization", &elsewhere)]).as_deref(),
+        Some("access_denied")
+    );
+
+    // Hers: the consent, the code, the tokens with the organization's claims.
+    let code = |f: &Flow| {
+        let a = authorize(
+            &f.api,
+            &f.url(&cid, &[scope, ("organization", &org)]),
+            Some(&f.user.access),
+            "en",
+        );
+        let body = a.expect(200).clone();
+        let to = if body["consent_required"] == true {
+            consent(&f.api, &f.user.access, &body, "approve", None).expect(200)["redirect_to"]
+                .clone()
+        } else {
+            body["redirect_to"].clone()
+        };
+        query_of(to.as_str().expect("redirect_to"))["code"].clone()
+    };
+    let first = code(&f);
+    let tokens = f.exchange((&cid, &secret), &first, VERIFIER);
+    let tokens = tokens.expect(200);
+    let access = jwt_part(tokens["access_token"].as_str().unwrap(), 1);
+    assert_eq!(
+        (access["org_id"].as_str(), access["org_role"].as_str()),
+        (Some(org.as_str()), Some("owner")),
+        "{access}"
+    );
+    assert_eq!(access["client_id"], cid.as_str());
+    let id = jwt_part(tokens["id_token"].as_str().unwrap(), 1);
+    assert_eq!(id["org_id"], org.as_str(), "{id}");
+
+    // A code issued before the membership ended is void.
+    let second = code(&f);
+    let uid = user_id(&f.user);
+    with_key(&srv, &admin, "DELETE", &format!("{members}/{uid}"), None).expect(204);
+    let r = f.exchange((&cid, &secret), &second, VERIFIER);
+    assert_eq!(
+        (r.status, r.body["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "{}",
+        r.body
+    );
+    // And the grant the first code opened, which worked in the organization, ended with it.
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let r = crate::oauth::form(
+        &f.api,
+        &format!("/v1/tenants/{}/oauth/token", f.api.slug),
+        Some((&cid, &secret)),
+        &[("grant_type", "refresh_token"), ("refresh_token", refresh)],
+    );
+    assert_eq!(
+        r.body["error"].as_str(),
+        Some("invalid_grant"),
+        "{}",
+        r.body
+    );
+}

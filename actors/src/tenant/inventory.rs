@@ -321,6 +321,7 @@ mod tests {
                     expires_at: now + Duration::minutes(1),
                     exchanged: None,
                     sign_in_session: None,
+                    organization: None,
                 };
                 b.put(&sha256(b"code"), &code).unwrap();
             }

@@ -93,6 +93,9 @@ pub struct ConsentRequiredResponse {
     pub resource: Option<String>,
     /// Carry it back in the decision: it binds the decision to this request and this user.
     pub resource_commitment: String,
+    /// The organization the request names (carry it back too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization: Option<String>,
     pub redirect_uri: String,
     pub state: Option<String>,
     pub client_id: String,
@@ -239,13 +242,15 @@ pub async fn authorize(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Resp
     let outcome = match oauth(&tenant, ctx, cmd).await {
         Ok(OAuthAnswer::Authorize(o)) => o,
         Ok(_) => return Err(ApiError::internal("an unexpected answer to authorize")),
-        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::ConsentRequired))) => {
+        Err(CallError::Failed(TenantError::OAuth(
+            f @ (OAuthFailure::ConsentRequired | OAuthFailure::AccessDenied),
+        ))) => {
             return Ok(redirect(error_redirect(
                 &iss,
                 &req.redirect_uri,
                 req.state.as_deref(),
-                "consent_required",
-                "the user has not consented to this request",
+                f.code(),
+                super::failure_text(f),
             )))
         }
         Err(e) => return Err(e.into()),
@@ -300,6 +305,7 @@ pub async fn authorize(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Resp
         new_resources: needed.new_resources.clone(),
         resource: req.resource.clone(),
         resource_commitment: needed.commitment.clone(),
+        organization: req.organization.map(|o| o.to_string()),
         redirect_uri: req.redirect_uri.clone(),
         state: req.state.clone(),
         client_id: req.client_id.clone(),
@@ -326,6 +332,8 @@ pub struct OAuthConsentRequest {
     pub code_challenge: String,
     pub code_challenge_method: String,
     pub resource: Option<String>,
+    /// As the consent screen's payload gave it, when it gave one.
+    pub organization: Option<String>,
     /// As the consent screen's payload gave it.
     pub resource_commitment: String,
     /// `approve` or `deny`.
@@ -399,6 +407,7 @@ pub async fn consent(
         code_challenge: Some(&body.code_challenge),
         code_challenge_method: Some(&body.code_challenge_method),
         resource: body.resource.as_deref(),
+        organization: body.organization.as_deref(),
         ..RawRequest::default()
     };
     let checked = match check(&state, &tenant, &raw).await {

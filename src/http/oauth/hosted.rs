@@ -61,9 +61,7 @@ pub async fn dress(reader: &mut Reader, tenant: &TenantHandle) -> Result<SignInV
 pub fn scope_text(reader: &Reader, scope: &str) -> String {
     match scope {
         "openid" | "profile" | "email" | "phone" | "address" | "offline_access"
-        | "organization" => {
-            reader.t(&format!("scope-{scope}"))
-        }
+        | "organization" => reader.t(&format!("scope-{scope}")),
         other => reader.t_with("scope-other", &[("scope", other)]),
     }
 }

@@ -185,7 +185,7 @@ impl From<ApiError> for OAuthError {
     }
 }
 
-fn failure_text(f: OAuthFailure) -> &'static str {
+pub(crate) fn failure_text(f: OAuthFailure) -> &'static str {
     match f {
         OAuthFailure::InvalidClient => {
             "client authentication failed: unknown client, wrong secret, or not the method it is registered for"

@@ -306,20 +306,21 @@ pub async fn check(
             ));
         }
     }
-    let organization = match raw.organization {
-        None => None,
-        Some(o) => {
-            if !scopes.iter().any(|s| s == ORGANIZATION_SCOPE) {
-                return Err(back(
-                    "invalid_request",
-                    "organization needs the organization scope",
-                ));
+    let organization =
+        match raw.organization {
+            None => None,
+            Some(o) => {
+                if !scopes.iter().any(|s| s == ORGANIZATION_SCOPE) {
+                    return Err(back(
+                        "invalid_request",
+                        "organization needs the organization scope",
+                    ));
+                }
+                Some(uuid::Uuid::parse_str(o).map_err(|_| {
+                    back("invalid_request", "organization must be an organization id")
+                })?)
             }
-            Some(uuid::Uuid::parse_str(o).map_err(|_| {
-                back("invalid_request", "organization must be an organization id")
-            })?)
-        }
-    };
+        };
     let request = AuthzRequest {
         client_id: client.client_id.clone(),
         redirect_uri: redirect_uri.to_owned(),

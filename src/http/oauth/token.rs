@@ -143,6 +143,11 @@ struct IdClaims {
     phone_number: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     phone_number_verified: Option<bool>,
+    /// The organization the authorization named, and the user's role in it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    org_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    org_role: Option<String>,
 }
 
 /// The left half of the access token's SHA-256, base64url (OpenID Connect Core 3.1.3.6).
@@ -213,6 +218,8 @@ async fn sign(
             email_verified: u.email_verified,
             phone_number: u.phone_number,
             phone_number_verified: u.phone_number_verified,
+            org_id: claims.org_id.clone(),
+            org_role: claims.org_role.clone(),
         };
         // The client's registered algorithm (a client gone since is refused elsewhere).
         let alg = tenant

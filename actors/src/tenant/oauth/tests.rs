@@ -31,6 +31,7 @@ fn the_commitment_covers_every_field() {
         code_challenge: "x".into(),
         state: None,
         nonce: None,
+        organization: None,
     };
     let user = Uuid::now_v7();
     let mut variants = vec![base.clone()];
@@ -48,6 +49,9 @@ fn the_commitment_covers_every_field() {
     variants.push(v);
     let mut v = base.clone();
     v.redirect_uri = "https://a/cb2".into();
+    variants.push(v);
+    let mut v = base.clone();
+    v.organization = Some(Uuid::nil());
     variants.push(v);
     let mut seen = std::collections::HashSet::new();
     for v in &variants {

@@ -58,7 +58,7 @@ use self::{
     flow::{to_client, Flow, Visit},
     pages::{sign_in_page, Shown},
 };
-use super::{hosted::signed_in, oauth, request::code_redirect};
+use super::{failure_text, hosted::signed_in, oauth, request::code_redirect};
 use crate::{
     app::AppState,
     http::{
@@ -144,13 +144,10 @@ async fn decide_for(
             consent_page(reader, flow, checked, &needed)
         }
         Ok(_) => reader.problem(Problem::Internal),
-        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::ConsentRequired))) => {
-            let to = flow.error_to_client(
-                state,
-                checked,
-                "consent_required",
-                "the user has not consented to this request",
-            );
+        Err(CallError::Failed(TenantError::OAuth(
+            f @ (OAuthFailure::ConsentRequired | OAuthFailure::AccessDenied),
+        ))) => {
+            let to = flow.error_to_client(state, checked, f.code(), failure_text(f));
             to_client(reader, &to)
         }
         Err(e) => reader.problem(e.into()),
