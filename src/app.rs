@@ -35,6 +35,8 @@ pub struct App {
     pub social: crate::social::SocialClient,
     /// Checks wallet presentations (fetches issuers' keys and status lists).
     pub wallet: crate::eudi::WalletVerifier,
+    /// Looks up the TXT records that prove organizations' domains.
+    pub dns: crate::dns::TxtLookup,
     pub mailer: Arc<Mailer>,
     /// Sends text messages (the dashboard's test directly; tenants' through the courier).
     pub texter: Arc<crate::delivery::sms::Texter>,

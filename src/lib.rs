@@ -9,6 +9,7 @@ pub mod captcha;
 pub mod cluster;
 pub mod config;
 pub mod delivery;
+pub mod dns;
 pub mod eudi;
 pub mod http;
 pub mod i18n;
@@ -316,7 +317,13 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         mail: mail_backlog,
         sms: sms_backlog,
     });
+    let dns = config
+        .dns
+        .addresses()
+        .map_err(|e| StartError::Other(e.to_string()))
+        .and_then(|a| dns::TxtLookup::new(&a).map_err(StartError::Other))?;
     let state = Arc::new(App {
+        dns,
         store: store.clone(),
         config,
         directory: directory.clone(),

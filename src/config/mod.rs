@@ -13,6 +13,7 @@ mod captcha;
 mod catalog;
 mod cluster;
 mod dashboard;
+mod dns;
 mod error;
 mod eudi;
 mod log;
@@ -45,6 +46,7 @@ pub use captcha::{CaptchaConfig, CaptchaProvider};
 pub use catalog::CatalogConfig;
 pub use cluster::ClusterConfig;
 pub use dashboard::DashboardConfig;
+pub use dns::DnsConfig;
 pub use error::ConfigError;
 pub use eudi::WalletConfig;
 pub use log::{LogConfig, LogFormat};
@@ -78,6 +80,7 @@ pub struct Config {
     pub eudi: WalletConfig,
     pub webhooks: WebhooksConfig,
     pub sdk: SdkConfig,
+    pub dns: DnsConfig,
     pub cluster: ClusterConfig,
     pub testing: TestingConfig,
 }
@@ -122,6 +125,7 @@ impl Config {
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         config.validate()?;
         config.sdk.policy = config.sdk.load_policy(&config.storage.data_dir)?;
+        config.dns.addresses()?;
         Ok(config)
     }
 

@@ -339,7 +339,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
 /// same handlers; documented by `organizations::mirror`), and the users' routes.
 fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     use axum::routing::{delete, get, patch, put};
-    use organizations::{admin, me, MANAGEMENT_PREFIX as M};
+    use organizations::{admin, domains, me, MANAGEMENT_PREFIX as M};
     router
         .routes(routes!(admin::list, admin::create))
         .routes(routes!(admin::show, admin::update, admin::delete))
@@ -347,6 +347,21 @@ fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppStat
         .routes(routes!(admin::update_member, admin::remove_member))
         .routes(routes!(admin::invitations, admin::invite))
         .routes(routes!(admin::revoke_invitation))
+        .routes(routes!(domains::list, domains::add))
+        .routes(routes!(domains::update, domains::remove))
+        .routes(routes!(domains::verify))
+        .route(
+            &format!("{M}/organizations/{{org_id}}/domains"),
+            get(domains::list).post(domains::add),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/domains/{{domain}}"),
+            patch(domains::update).delete(domains::remove),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/domains/{{domain}}/verify"),
+            axum::routing::post(domains::verify),
+        )
         .routes(routes!(admin::roles))
         .routes(routes!(admin::put_role, admin::delete_role))
         .route(

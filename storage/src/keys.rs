@@ -186,6 +186,13 @@ pub enum Kind {
     OrgInvite = 0x77,
     /// `organization id | e-mail` -> the hash of the pending invitation to that address.
     OrgPendingInvite = 0x78,
+    /// `organization id | domain` -> a domain an organization claims, and its proof.
+    OrgDomain = 0x79,
+    /// Domain -> the organization that proved it (one per tenant).
+    VerifiedDomain = 0x7A,
+    /// `user id | organization id` -> (): a member an admin removed, whom the organization's
+    /// domain does not add again.
+    OrgDeparted = 0x7B,
 }
 
 /// The key of a platform record.

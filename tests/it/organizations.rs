@@ -720,3 +720,249 @@ fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it
         r.body
     );
 }
+
+/// A nameserver on 127.0.0.1 (UDP) that answers TXT questions from its table and says a name
+/// it does not hold does not exist, as an authoritative server would.
+struct DnsStub {
+    addr: std::net::SocketAddr,
+    records: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>>,
+}
+
+impl DnsStub {
+    fn start() -> Self {
+        use hickory_proto::{
+            op::{Message, MessageType, OpCode, ResponseCode},
+            rr::{rdata::TXT, RData, Record, RecordType},
+        };
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = sock.local_addr().unwrap();
+        let records: std::sync::Arc<
+            std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+        > = Default::default();
+        let table = records.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok((n, peer)) = sock.recv_from(&mut buf) {
+                let Ok(req) = Message::from_vec(&buf[..n]) else {
+                    continue;
+                };
+                let mut resp = Message::new(req.metadata.id, MessageType::Response, OpCode::Query);
+                resp.metadata.authoritative = true;
+                resp.metadata.recursion_desired = req.metadata.recursion_desired;
+                for q in &req.queries {
+                    resp.add_query(q.clone());
+                    let name = q.name().to_ascii().trim_end_matches('.').to_lowercase();
+                    let held = table.lock().unwrap().get(&name).cloned();
+                    match held {
+                        Some(values) if q.query_type() == RecordType::TXT => {
+                            for v in values {
+                                resp.add_answer(Record::from_rdata(
+                                    q.name().clone(),
+                                    30,
+                                    RData::TXT(TXT::new(vec![v])),
+                                ));
+                            }
+                        }
+                        Some(_) => {}
+                        None => resp.metadata.response_code = ResponseCode::NXDomain,
+                    }
+                }
+                if let Ok(bytes) = resp.to_vec() {
+                    let _ = sock.send_to(&bytes, peer);
+                }
+            }
+        });
+        DnsStub { addr, records }
+    }
+
+    fn publish(&self, name: &str, value: &str) {
+        self.records
+            .lock()
+            .unwrap()
+            .entry(name.to_owned())
+            .or_default()
+            .push(value.to_owned());
+    }
+}
+
+#[test]
+fn a_domain_proven_by_dns_adds_the_users_who_sign_in_at_it_and_an_unproven_claim_adds_nobody() {
+    let dns = DnsStub::start();
+    let ns = dns.addr.to_string();
+    let (smtp, srv, api, s) = user_setup(
+        "Domain Orgs",
+        &[("TESSERA__DNS__NAMESERVERS", &format!("[\"{ns}\"]"))],
+    );
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&srv, &admin, "Contoso");
+    let rival = create_org(&srv, &admin, "Rival");
+    let domains = format!("/v1/management/organizations/{org}/domains");
+    let rival_domains = format!("/v1/management/organizations/{rival}/domains");
+
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &domains,
+        Some(&json!({ "domain": "not a domain" })),
+    )
+    .expect_error(400, "validation/invalid_request");
+    let claim = with_key(
+        &srv,
+        &admin,
+        "POST",
+        &domains,
+        Some(&json!({ "domain": "Contoso.Example" })),
+    );
+    let claim = claim.expect(201).clone();
+    assert_eq!(claim["domain"], "contoso.example", "{claim}");
+    assert_eq!(claim["verified"], false);
+    assert_eq!(claim["txt_name"], "_tessera-verification.contoso.example");
+    let value = claim["txt_value"].as_str().unwrap().to_owned();
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &domains,
+        Some(&json!({ "domain": "contoso.example" })),
+    )
+    .expect_error(409, "organization/domain_claimed");
+    // A rival may claim it too, but not prove it without the record.
+    let r = with_key(
+        &srv,
+        &admin,
+        "POST",
+        &rival_domains,
+        Some(&json!({ "domain": "contoso.example" })),
+    );
+    let rival_value = r.expect(201)["txt_value"].as_str().unwrap().to_owned();
+    with_key(
+        &srv,
+        &admin,
+        "PATCH",
+        &format!("{domains}/contoso.example"),
+        Some(&json!({ "auto_join": true })),
+    )
+    .expect(200);
+
+    // Unproven: the lookup finds nothing, or another value; nobody is added at sign-in.
+    let verify = format!("{domains}/contoso.example/verify");
+    let r = with_key(&srv, &admin, "POST", &verify, None);
+    r.expect_error(409, "organization/domain_unproven");
+    assert_eq!(
+        r.body["error"]["details"]["txt_value"],
+        value.as_str(),
+        "{}",
+        r.body
+    );
+    dns.publish(
+        "_tessera-verification.contoso.example",
+        "tessera-verification=wrong",
+    );
+    with_key(&srv, &admin, "POST", &verify, None).expect_error(409, "organization/domain_unproven");
+    let early = api.verified_user(&smtp, "early@contoso.example", USER_PASSWORD);
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&early.access), None);
+    assert_eq!(mine.expect(200)["data"], json!([]));
+
+    // Proven: a confirmed address at the domain joins at its next sign-in; an unconfirmed one
+    // does not; a member an admin removed is not added again.
+    dns.publish("_tessera-verification.contoso.example", &value);
+    let proven = with_key(&srv, &admin, "POST", &verify, None);
+    assert_eq!(proven.expect(200)["verified"], true, "{}", proven.body);
+    dns.publish("_tessera-verification.contoso.example", &rival_value);
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &format!("{rival_domains}/contoso.example/verify"),
+        None,
+    )
+    .expect_error(409, "organization/domain_taken");
+    let again = api.login_ok("early@contoso.example", USER_PASSWORD);
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&again.access), None);
+    let mine = mine.expect(200);
+    assert_eq!(
+        (
+            mine["data"][0]["id"].as_str(),
+            mine["data"][0]["role"].as_str()
+        ),
+        (Some(org.as_str()), Some("member")),
+        "{mine}"
+    );
+    api.register("unconfirmed@contoso.example", USER_PASSWORD)
+        .expect(200);
+    let other = api.verified_user(&smtp, "someone@elsewhere.example", USER_PASSWORD);
+    let mine = api.send("GET", "/v1/auth/organizations", Some(&other.access), None);
+    assert_eq!(mine.expect(200)["data"], json!([]));
+    let members = format!("/v1/management/organizations/{org}/members");
+    let listed = with_key(&srv, &admin, "GET", &members, None);
+    let listed = listed.expect(200).clone();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["data"][0]["joined_via"], "domain");
+    let early_id = user_id(&early);
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("{members}/{early_id}"),
+        None,
+    )
+    .expect(204);
+    api.login_ok("early@contoso.example", USER_PASSWORD);
+    assert_eq!(
+        with_key(&srv, &admin, "GET", &members, None).expect(200)["data"],
+        json!([])
+    );
+
+    // Removing the claim frees the domain for the rival.
+    with_key(
+        &srv,
+        &admin,
+        "DELETE",
+        &format!("{domains}/contoso.example"),
+        None,
+    )
+    .expect(204);
+    let r = with_key(
+        &srv,
+        &admin,
+        "POST",
+        &format!("{rival_domains}/contoso.example/verify"),
+        None,
+    );
+    assert_eq!(r.expect(200)["verified"], true, "{}", r.body);
+    assert!(!audit_events(&srv, &s, &api.slug, "organization.domain.verified").is_empty());
+}
+
+#[test]
+fn a_nameserver_that_does_not_answer_is_a_bad_gateway_not_a_proof() {
+    // A port nothing listens on: every attempt times out or is refused.
+    let dead = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = dead.local_addr().unwrap().to_string();
+    drop(dead);
+    let (_smtp, srv, api, s) = user_setup(
+        "Dead DNS",
+        &[("TESSERA__DNS__NAMESERVERS", &format!("[\"{addr}\"]"))],
+    );
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&srv, &admin, "Offline");
+    let domains = format!("/v1/management/organizations/{org}/domains");
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &domains,
+        Some(&json!({ "domain": "offline.example" })),
+    )
+    .expect(201);
+    with_key(
+        &srv,
+        &admin,
+        "POST",
+        &format!("{domains}/offline.example/verify"),
+        None,
+    )
+    .expect_error(502, "organization/dns_unavailable");
+    let list = with_key(&srv, &admin, "GET", &domains, None);
+    assert_eq!(list.expect(200)["data"][0]["verified"], false);
+}

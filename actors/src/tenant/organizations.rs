@@ -23,6 +23,7 @@
 //! (`OrgCmd`, its answers and its dispatch).
 
 mod admin;
+pub mod domains;
 mod error;
 mod member;
 pub mod msg;
@@ -34,7 +35,7 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub use error::OrgError;
-pub use records::{Joined, OrgMemberRecord, OrganizationRecord};
+pub use records::{Joined, OrgDomainRecord, OrgMemberRecord, OrganizationRecord};
 
 /// The organizations flow. It keeps the number of organizations once counted (the tier's
 /// limit is checked against it).

@@ -273,6 +273,7 @@ impl TenantCtx {
             ctx,
             now,
         )?;
+        self.join_by_domain(&mut fx.batch, user, ctx)?;
         let mut metadata = serde_json::Map::new();
         metadata.insert("user_id".into(), serde_json::json!(user.id));
         metadata.insert("session_id".into(), serde_json::json!(grant.session_id));

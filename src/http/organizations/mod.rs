@@ -11,6 +11,7 @@
 //! organization, then the organization, member or role (404).
 
 pub mod admin;
+pub mod domains;
 pub mod me;
 mod mirror;
 
@@ -297,6 +298,18 @@ impl From<OrgError> for ApiError {
             }
             OrgError::PasswordNotWanted => {
                 (StatusCode::BAD_REQUEST, "organization/password_not_wanted")
+            }
+            OrgError::DomainClaimed => (StatusCode::CONFLICT, "organization/domain_claimed"),
+            OrgError::DomainTaken => (StatusCode::CONFLICT, "organization/domain_taken"),
+            OrgError::DomainLimit { .. } => (StatusCode::CONFLICT, "organization/limit_reached"),
+            OrgError::DomainUnproven { name, value } => {
+                let details = serde_json::json!({ "txt_name": name, "txt_value": value });
+                return ApiError::new(
+                    StatusCode::CONFLICT,
+                    "organization/domain_unproven",
+                    e.to_string(),
+                )
+                .with_details(details);
             }
         };
         ApiError::new(status, code, e.to_string())

@@ -173,6 +173,13 @@ impl Organizations {
             let (key, p) = item?;
             Self::drop_invite(&mut fx.batch, &key, &p);
         }
+        for item in cx
+            .store
+            .scan::<super::records::OrgDomainRecord>(id.as_bytes())
+        {
+            let (_, d) = item?;
+            Self::drop_domain(cx, &mut fx.batch, &d)?;
+        }
         fx.batch.remove(Kind::Organization, id.as_bytes());
         let data = serde_json::json!({ "organization_id": org.id, "members": members });
         cx.emit_event(&mut fx.batch, "organization.deleted", data.clone())?;
@@ -223,7 +230,7 @@ impl Organizations {
     }
 
     /// How many members `org` has.
-    fn member_count(&self, cx: &TenantCtx, org: Uuid) -> Result<usize, TenantError> {
+    fn member_count(cx: &TenantCtx, org: Uuid) -> Result<usize, TenantError> {
         let mut n = 0;
         for item in cx.store.scan::<OrgMemberRecord>(org.as_bytes()) {
             item?;
@@ -233,14 +240,9 @@ impl Organizations {
     }
 
     /// Whether `org` may take one more member, and `user` one more organization.
-    pub(super) fn room_for(
-        &self,
-        cx: &TenantCtx,
-        org: Uuid,
-        user: Uuid,
-    ) -> Result<(), TenantError> {
+    pub(super) fn room_for(cx: &TenantCtx, org: Uuid, user: Uuid) -> Result<(), TenantError> {
         let limit = OrgLimits::of(cx.info.tier).members;
-        if self.member_count(cx, org)? >= limit {
+        if Self::member_count(cx, org)? >= limit {
             return Err(OrgError::MemberLimit { limit }.into());
         }
         let mut held = 0;
@@ -259,7 +261,6 @@ impl Organizations {
 
     /// Writes a new membership and its mirror, with its event and audit entry.
     pub(super) fn link(
-        &self,
         cx: &mut TenantCtx,
         batch: &mut TenantBatch,
         (org, user, role): (Uuid, Uuid, &str),
@@ -299,9 +300,10 @@ impl Organizations {
         if cx.membership(org, user)?.is_some() {
             return Err(OrgError::AlreadyMember.into());
         }
-        self.room_for(cx, org, user)?;
+        Self::room_for(cx, org, user)?;
         let mut fx = cx.effects();
-        let m = self.link(cx, &mut fx.batch, (org, user, &role), Joined::Admin, ctx)?;
+        fx.batch.remove(Kind::OrgDeparted, &pair_key(user, org));
+        let m = Self::link(cx, &mut fx.batch, (org, user, &role), Joined::Admin, ctx)?;
         Ok((member_view(&m, u.email), cx.commit(fx)?))
     }
 
@@ -342,6 +344,10 @@ impl Organizations {
             .map_err(TenantError::from)?;
         let mut fx = cx.effects();
         Self::unlink(&mut fx.batch, &m);
+        fx.batch.put(
+            &pair_key(user, org),
+            &super::records::OrgDeparted::default(),
+        )?;
         let ended = cx.end_org_sessions(&mut fx.batch, user, org)?;
         let data =
             serde_json::json!({ "organization_id": org, "user_id": user, "reason": "removed" });

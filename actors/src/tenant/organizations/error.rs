@@ -36,4 +36,12 @@ pub enum OrgError {
     PasswordRequired,
     #[error("the address has a confirmed account: it joins without a password")]
     PasswordNotWanted,
+    #[error("the organization claims this domain already")]
+    DomainClaimed,
+    #[error("another organization of the tenant proved this domain")]
+    DomainTaken,
+    #[error("the organization claims as many domains as allowed ({limit})")]
+    DomainLimit { limit: usize },
+    #[error("no TXT record at {name} holds {value}")]
+    DomainUnproven { name: String, value: String },
 }

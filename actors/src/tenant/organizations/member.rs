@@ -180,9 +180,11 @@ impl Organizations {
         fx.batch.remove(Kind::OrgInvite, &hash);
         fx.batch
             .remove(Kind::OrgPendingInvite, &pending_key(org.id, &invite.email));
+        fx.batch
+            .remove(Kind::OrgDeparted, &pair_key(user.id, org.id));
         if cx.membership(org.id, user.id)?.is_none() {
-            self.room_for(cx, org.id, user.id)?;
-            self.link(
+            Self::room_for(cx, org.id, user.id)?;
+            Self::link(
                 cx,
                 &mut fx.batch,
                 (org.id, user.id, &invite.role),
@@ -311,6 +313,13 @@ impl TenantCtx {
         for item in self.store.scan::<UserOrgIndex>(user.id.as_bytes()) {
             let (key, _) = item?;
             batch.remove(Kind::UserOrg, &key);
+        }
+        for item in self
+            .store
+            .scan::<super::records::OrgDeparted>(user.id.as_bytes())
+        {
+            let (key, _) = item?;
+            batch.remove(Kind::OrgDeparted, &key);
         }
         if let Some(email) = &user.email {
             for item in self.store.scan::<OrgInviteRecord>(b"") {

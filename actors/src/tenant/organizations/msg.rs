@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use super::{
     Accepted, InvitePreview, InviteView, MemberView, MyOrganization, NewOrganization,
-    OrganizationPatch, OrganizationRecord, Organizations, RoleView,
+    OrgDomainRecord, OrganizationPatch, OrganizationRecord, Organizations, RoleView,
 };
 use crate::{
     error::TenantError,
@@ -62,6 +62,28 @@ pub enum OrgCmd {
         org: Uuid,
         email: String,
     },
+    /// An organization's domains.
+    Domains(Uuid),
+    /// Claims a normalised domain.
+    AddDomain {
+        org: Uuid,
+        domain: String,
+    },
+    /// Proves a claim with the TXT values the edge found at its proof name.
+    VerifyDomain {
+        org: Uuid,
+        domain: String,
+        values: Vec<String>,
+    },
+    UpdateDomain {
+        org: Uuid,
+        domain: String,
+        auto_join: bool,
+    },
+    RemoveDomain {
+        org: Uuid,
+        domain: String,
+    },
     Roles,
     PutRole {
         name: String,
@@ -97,6 +119,7 @@ impl OrgCmd {
                 | OrgCmd::Members { .. }
                 | OrgCmd::Invitations(_)
                 | OrgCmd::Roles
+                | OrgCmd::Domains(_)
                 | OrgCmd::Mine(_)
                 | OrgCmd::PreviewInvite { .. }
         )
@@ -112,6 +135,8 @@ pub enum OrgAnswer {
     Members(Vec<MemberView>, Option<Uuid>),
     Invite(Box<InviteView>),
     Invites(Vec<InviteView>),
+    Domain(Box<OrgDomainRecord>),
+    Domains(Vec<OrgDomainRecord>),
     Role(Box<RoleView>),
     Roles(Vec<RoleView>),
     Mine(Vec<MyOrganization>),
@@ -176,6 +201,30 @@ impl Organizations {
             OrgCmd::Invitations(org) => read(OrgAnswer::Invites(self.invitations(cx, org)?)),
             OrgCmd::RevokeInvite { org, email } => {
                 done(self.revoke_invite(cx, (org, email), ctx)?)
+            }
+            OrgCmd::Domains(org) => read(OrgAnswer::Domains(self.domains(cx, org)?)),
+            OrgCmd::AddDomain { org, domain } => {
+                let (d, mail) = self.add_domain(cx, (org, domain), ctx)?;
+                Ok((OrgAnswer::Domain(Box::new(d)), mail))
+            }
+            OrgCmd::VerifyDomain {
+                org,
+                domain,
+                values,
+            } => {
+                let (d, mail) = self.verify_domain(cx, (org, domain, values), ctx)?;
+                Ok((OrgAnswer::Domain(Box::new(d)), mail))
+            }
+            OrgCmd::UpdateDomain {
+                org,
+                domain,
+                auto_join,
+            } => {
+                let (d, mail) = self.update_domain(cx, (org, domain, auto_join), ctx)?;
+                Ok((OrgAnswer::Domain(Box::new(d)), mail))
+            }
+            OrgCmd::RemoveDomain { org, domain } => {
+                done(self.remove_domain(cx, (org, domain), ctx)?)
             }
             OrgCmd::Roles => read(OrgAnswer::Roles(self.roles(cx)?)),
             OrgCmd::PutRole {

@@ -39,6 +39,8 @@ pub const MAX_CUSTOM_ROLES: usize = 50;
 pub const MAX_PERMISSIONS: usize = 100;
 /// Pending invitations of one organization.
 pub const MAX_PENDING_INVITES: usize = 500;
+/// Domains one organization claims.
+pub const MAX_DOMAINS: usize = 20;
 /// Organizations one user belongs to.
 pub const MAX_MEMBERSHIPS_PER_USER: usize = 100;
 

@@ -37,6 +37,9 @@ pub enum Joined {
     Admin,
     /// The member accepted a mailed invitation.
     Invitation,
+    /// The member signed in with a confirmed address at one of the organization's proven
+    /// domains that adds members.
+    Domain,
 }
 
 impl Joined {
@@ -44,6 +47,7 @@ impl Joined {
         match self {
             Joined::Admin => "admin",
             Joined::Invitation => "invitation",
+            Joined::Domain => "domain",
         }
     }
 }
@@ -138,4 +142,45 @@ pub fn pending_key(organization: Uuid, email: &str) -> Vec<u8> {
 /// The second id of a `a | b` key.
 pub fn second_id(key: &[u8]) -> Option<Uuid> {
     key.get(16..32).and_then(|b| Uuid::from_slice(b).ok())
+}
+
+/// A domain an organization claims, keyed `organization | domain`: proven by a DNS TXT
+/// record holding its token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OrgDomainRecord {
+    pub organization: Uuid,
+    /// Lowercase, punycode.
+    pub domain: String,
+    /// What the TXT record must hold (`tessera-verification=<token>`); not a secret.
+    pub token: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub verified_at: Option<OffsetDateTime>,
+    /// Users who sign in with a confirmed address at the domain join as `member`.
+    pub auto_join: bool,
+}
+
+tessera_storage::record!(
+    OrgDomainRecord in TenantRecord: Kind::OrgDomain, "organization domain", version 1
+);
+
+/// Domain -> the organization that proved it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VerifiedDomain {
+    pub organization: Uuid,
+}
+
+tessera_storage::record!(VerifiedDomain in TenantRecord: Kind::VerifiedDomain, "verified domain", version 1);
+
+/// `user | organization` -> (): an admin removed the member; the domain does not add them
+/// again (an admin or an invitation may).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct OrgDeparted {}
+
+tessera_storage::record!(OrgDeparted in TenantRecord: Kind::OrgDeparted, "organization departure", version 1);
+
+/// `organization id | domain`.
+pub fn domain_key(organization: Uuid, domain: &str) -> Vec<u8> {
+    pending_key(organization, domain)
 }
