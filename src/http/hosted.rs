@@ -326,20 +326,22 @@ async fn reset_page(visit: Visit) -> Result<Response, Response> {
     Ok(reader.answer(StatusCode::OK, page, &[]))
 }
 
+/// A form that sets a new password: its CSRF value and the password twice (the reset page's,
+/// the invitation page's).
 #[derive(Deserialize)]
-struct ResetForm {
+pub(super) struct NewPasswordForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     #[serde(default)]
-    password: String,
+    pub(super) password: String,
     #[serde(default)]
-    password_confirm: String,
+    pub(super) password_confirm: String,
 }
 
 async fn reset_submit(
     visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Form(form): Form<ResetForm>,
+    Form(form): Form<NewPasswordForm>,
 ) -> Result<Response, Response> {
     let opened = visit
         .submitted(HostedLink::ResetPassword, &form.csrf)

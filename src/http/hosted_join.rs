@@ -20,7 +20,6 @@ use axum::{
     routing::get,
     Form, Router,
 };
-use serde::Deserialize;
 use tessera_actors::{
     password::Password,
     tenant::{
@@ -189,23 +188,12 @@ async fn join_page(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response
     Ok(invitation.reader.answer(StatusCode::OK, page, &[]))
 }
 
-/// The form's fields: its CSRF value, and the new password twice when one is wanted.
-#[derive(Deserialize)]
-struct JoinForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    password: String,
-    #[serde(default)]
-    password_confirm: String,
-}
-
 /// Joins: the CSRF value, then the invitation as it stands, then the password when one is
 /// wanted (checked before argon2 runs), then the link used.
 async fn join_submit(
     visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Form(form): Form<JoinForm>,
+    Form(form): Form<super::hosted::NewPasswordForm>,
 ) -> Result<Response, Response> {
     let invitation = open(&visit).await?;
     let reader = &invitation.reader;

@@ -395,7 +395,7 @@ fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppStat
         )
         .routes(routes!(me::mine))
         .routes(routes!(me::switch))
-        .routes(routes!(me::leave_active))
+        .routes(routes!(me::switch_out))
         .routes(routes!(me::preview))
         .routes(routes!(me::accept))
 }

@@ -17,24 +17,6 @@ fn create_key(srv: &TestServer, s: &Session, slug: &str, body: Value) -> (u16, V
     (status, r.json().unwrap_or(Value::Null))
 }
 
-/// A request with `Authorization: Bearer <key>` and nothing else.
-fn with_key(
-    srv: &TestServer,
-    key: &str,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> AuthAnswer {
-    let mut req = srv
-        .client
-        .request(method.parse().unwrap(), srv.url(path))
-        .bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    AuthAnswer::read(req.send().unwrap())
-}
-
 #[test]
 fn a_key_is_shown_once_acts_with_its_role_and_stops_when_revoked() {
     let (_smtp, srv, api, s) = user_setup("Backend", &[]);

@@ -22,24 +22,6 @@ fn key_of(srv: &TestServer, s: &Session, slug: &str, role: &str) -> String {
     body["key"].as_str().expect("key").to_owned()
 }
 
-/// A request with a management key.
-fn with_key(
-    srv: &TestServer,
-    key: &str,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> AuthAnswer {
-    let mut req = srv
-        .client
-        .request(method.parse().unwrap(), srv.url(path))
-        .bearer_auth(key);
-    if let Some(b) = body {
-        req = req.json(b);
-    }
-    AuthAnswer::read(req.send().unwrap())
-}
-
 fn create_org(srv: &TestServer, key: &str, name: &str) -> String {
     let r = with_key(
         srv,
@@ -56,12 +38,13 @@ fn user_id(t: &UserTokens) -> String {
     t.body["user"]["id"].as_str().expect("user id").to_owned()
 }
 
-fn switch(api: &UserApi, access: &str, org: &str) -> AuthAnswer {
+/// A switch into `org` with the pair's current refresh token.
+fn switch(api: &UserApi, t: &UserTokens, org: &str) -> AuthAnswer {
     api.send(
         "POST",
         &format!("/v1/auth/organizations/{org}/switch"),
-        Some(access),
-        None,
+        Some(&t.access),
+        Some(&json!({ "refresh_token": t.refresh })),
     )
 }
 
@@ -152,7 +135,16 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
     assert_eq!(mine["data"][0]["id"], org.as_str(), "{mine}");
     assert_eq!(mine["data"][0]["active"], false);
     assert!(alice.claims().get("org_id").is_none(), "{}", alice.claims());
-    let switched = UserTokens::from_answer(&switch(&api, &alice.access, &org));
+    // An access token alone gives no token pair: the switch is a refresh, with the
+    // session's current refresh token.
+    let path = format!("/v1/auth/organizations/{org}/switch");
+    api.send("POST", &path, Some(&alice.access), Some(&json!({})))
+        .expect_error(400, "validation/invalid_request");
+    let elsewhere = api.login_ok("alice@example.com", USER_PASSWORD);
+    let crossed = json!({ "refresh_token": elsewhere.refresh });
+    api.send("POST", &path, Some(&alice.access), Some(&crossed))
+        .expect_error(401, "auth/invalid_refresh_token");
+    let switched = UserTokens::from_answer(&switch(&api, &alice, &org));
     let claims = switched.claims();
     assert_eq!(claims["org_id"], org.as_str(), "{claims}");
     assert_eq!(claims["org_role"], "admin");
@@ -230,13 +222,9 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
 
     // Not a member, or no such organization: alike.
     let other = create_org(&srv, &admin, "Other");
-    switch(&api, &refreshed.access, &other).expect_error(404, "resource/not_found");
-    switch(
-        &api,
-        &refreshed.access,
-        "00000000-0000-0000-0000-000000000000",
-    )
-    .expect_error(404, "resource/not_found");
+    switch(&api, &refreshed, &other).expect_error(404, "resource/not_found");
+    switch(&api, &refreshed, "00000000-0000-0000-0000-000000000000")
+        .expect_error(404, "resource/not_found");
 
     // A second session of hers works in no organization and outlives the removal.
     let plain = api.login_ok("alice@example.com", USER_PASSWORD);
@@ -330,7 +318,7 @@ fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organizatio
         Some(&json!({ "user_id": carol_id, "role": "member" })),
     );
     assert_eq!(r.status().as_u16(), 201);
-    let inside = UserTokens::from_answer(&switch(&api, &carol.access, &org_id));
+    let inside = UserTokens::from_answer(&switch(&api, &carol, &org_id));
 
     // The export lists the membership.
     let token = api.password_step_up(&inside.access);
@@ -420,7 +408,7 @@ fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     .expect_error(400, "auth/invalid_or_expired_token");
     let new = api.login_ok("new@example.com", NEW_USER_PASSWORD);
     assert_eq!(new.body["user"]["email_verified"], true);
-    let joined = UserTokens::from_answer(&switch(&api, &new.access, &org));
+    let joined = UserTokens::from_answer(&switch(&api, &new, &org));
     assert_eq!(joined.claims()["org_role"], "admin");
     assert_eq!(
         with_key(&srv, &admin, "GET", &invites, None).expect(200)["data"],
@@ -457,7 +445,7 @@ fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     api.login_ok("dave@example.com", USER_PASSWORD);
     api.login("dave@example.com", NEW_USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
-    switch(&api, &dave.access, &org).expect(200);
+    switch(&api, &dave, &org).expect(200);
 
     // An invitation replaced is dead; a withdrawn one too; a member is not invited again.
     with_key(
@@ -548,7 +536,7 @@ fn an_invitation_to_an_address_a_squatter_registered_recovers_the_account() {
         .expect_error(401, "auth/invalid_credentials");
     let owner = api.login_ok("victim@example.com", NEW_USER_PASSWORD);
     assert_eq!(owner.body["user"]["email_verified"], true);
-    switch(&api, &owner.access, &org).expect(200);
+    switch(&api, &owner, &org).expect(200);
     let events = audit_events(&srv, &s, &api.slug, "auth.account.recovered");
     assert_eq!(
         events[0]["metadata"]["via"], "organization_invitation",
@@ -659,9 +647,33 @@ fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it
         error_of(&[scope, ("organization", "acme")]).as_deref(),
         Some("invalid_request")
     );
+    // Without asking the user, nothing is said about membership: consent is required alike
+    // for her organization and for one she is not in.
+    for o in [&org, &elsewhere] {
+        assert_eq!(
+            error_of(&[scope, ("organization", o), ("prompt", "none")]).as_deref(),
+            Some("consent_required")
+        );
+    }
+    // Shown the request and approving, she is refused for an organization not hers.
+    let a = authorize(
+        &f.api,
+        &f.url(&cid, &[scope, ("organization", &elsewhere)]),
+        Some(&f.user.access),
+        "en",
+    );
+    let shown = a.expect(200).clone();
+    assert_eq!(shown["consent_required"], true, "{shown}");
+    assert_eq!(shown["organization"], elsewhere.as_str());
+    let decided = consent(&f.api, &f.user.access, &shown, "approve", None);
+    let to = decided.expect(200)["redirect_to"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_eq!(
-        error_of(&[scope, ("organization", &elsewhere)]).as_deref(),
-        Some("access_denied")
+        query_of(&to).get("error").map(String::as_str),
+        Some("access_denied"),
+        "{to}"
     );
 
     // Hers: the consent, the code, the tokens with the organization's claims.

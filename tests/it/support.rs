@@ -2075,3 +2075,21 @@ pub fn assert_sign_in_tokens(
     assert!((iat - now).abs() < 60, "iat {iat} vs now {now}");
     t
 }
+
+/// A request with `Authorization: Bearer <key>` and nothing else.
+pub fn with_key(
+    srv: &TestServer,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> AuthAnswer {
+    let mut req = srv
+        .client
+        .request(method.parse().unwrap(), srv.url(path))
+        .bearer_auth(key);
+    if let Some(b) = body {
+        req = req.json(b);
+    }
+    AuthAnswer::read(req.send().unwrap())
+}

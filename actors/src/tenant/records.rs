@@ -228,8 +228,8 @@ pub struct SessionRecord {
     /// session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<super::oauth::OAuthGrant>,
-    /// The organization the session works in (its tokens carry its claims); set by a
-    /// switch, never on a client's grant.
+    /// The organization the session works in (its tokens carry its claims): set by a
+    /// switch, or on a client's grant by an authorization that named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org: Option<Uuid>,
 }

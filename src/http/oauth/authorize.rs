@@ -439,6 +439,15 @@ pub async fn consent(
             "the user denied the request",
         ))),
         Ok(_) => Err(ApiError::internal("an unexpected answer to a consent")),
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::AccessDenied))) => {
+            Ok(redirect(error_redirect(
+                &iss,
+                &req.redirect_uri,
+                req.state.as_deref(),
+                "access_denied",
+                super::failure_text(OAuthFailure::AccessDenied),
+            )))
+        }
         Err(CallError::Failed(TenantError::OAuth(OAuthFailure::InvalidRequest))) => {
             Err(ApiError::new(
                 StatusCode::BAD_REQUEST,

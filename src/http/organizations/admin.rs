@@ -132,8 +132,7 @@ pub struct PutRoleRequest {
     #[schema(max_length = 200)]
     pub description: Option<String>,
     /// At most 100, each 1-100 of `a-z`, `0-9` and `:._*-`.
-    #[serde(default)]
-    #[schema(max_items = 100, required = true)]
+    #[schema(max_items = 100)]
     pub permissions: Vec<String>,
 }
 

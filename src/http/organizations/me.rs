@@ -70,14 +70,31 @@ pub async fn mine(
     }
 }
 
+/// The session's current refresh token, which the switch rotates.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchRequest {
+    #[serde(default)]
+    #[schema(min_length = 1, required = true)]
+    pub refresh_token: String,
+}
+
 async fn switched(
     state: &AppState,
-    user: UserBearer,
-    ctx: tessera_actors::tenant::audit::AuditContext,
+    (user, ctx): (UserBearer, tessera_actors::tenant::audit::AuditContext),
+    req: SwitchRequest,
     org: Option<Uuid>,
 ) -> Result<Json<TokenPair>, ApiError> {
+    let mut e = FieldErrors::new();
+    e.check(
+        "refresh_token",
+        !req.refresh_token.is_empty(),
+        "must not be empty",
+    );
+    e.finish()?;
     let cmd = OrgCmd::Switch {
         bearer: user.bearer,
+        refresh_token: req.refresh_token,
         org,
     };
     match call(&user.tenant, &ctx, cmd).await {
@@ -90,16 +107,18 @@ async fn switched(
     }
 }
 
-/// Moves the caller's session into one of their organizations: the answer is a fresh token
-/// pair (the session's refresh token rotates) whose access token carries `org_id`,
-/// `org_role` and `org_permissions`, as every later refresh of the session does while the
-/// membership lasts.
+/// Moves the caller's session into one of their organizations: a refresh with the session's
+/// current refresh token (it rotates, as at `/v1/auth/refresh`), whose new access token
+/// carries `org_id`, `org_role` and `org_permissions`, as every later refresh of the session
+/// does while the membership lasts.
 #[utoipa::path(post, path = "/v1/auth/organizations/{org_id}/switch", tag = "organizations",
     security(("api_key" = [], "bearer" = [])),
     params(("org_id" = String, Path, description = "The organization's id")),
+    request_body = SwitchRequest,
     responses(
         (status = 200, description = "A new pair, in the organization", body = TokenPair),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`; `auth/invalid_refresh_token` (not the current refresh token of the bearer's session)", body = ErrorBody),
+        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such organization, or the caller is not a member", body = ErrorBody),
     ))]
 pub async fn switch(
@@ -107,25 +126,29 @@ pub async fn switch(
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
     axum::extract::Path(org_id): axum::extract::Path<String>,
+    ApiJson(req): ApiJson<SwitchRequest>,
 ) -> Result<Json<TokenPair>, ApiError> {
     let org = path_id(&org_id, "organization")?;
-    switched(&state, user, ctx, Some(org)).await
+    switched(&state, (user, ctx), req, Some(org)).await
 }
 
-/// Takes the caller's session out of its organization: a fresh token pair without
-/// organization claims.
-#[utoipa::path(delete, path = "/v1/auth/organizations/active", tag = "organizations",
+/// Takes the caller's session out of its organization: a refresh (as the switch) whose new
+/// access token carries no organization claims.
+#[utoipa::path(post, path = "/v1/auth/organizations/switch-out", tag = "organizations",
     security(("api_key" = [], "bearer" = [])),
+    request_body = SwitchRequest,
     responses(
         (status = 200, description = "A new pair, in no organization", body = TokenPair),
-        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`", body = ErrorBody),
+        (status = 401, description = "`auth/missing_token`, `auth/invalid_token`; `auth/invalid_refresh_token` (not the current refresh token of the bearer's session)", body = ErrorBody),
+        (status = 403, description = "`auth/user_blocked`", body = ErrorBody),
     ))]
-pub async fn leave_active(
+pub async fn switch_out(
     State(state): State<AppState>,
     user: UserBearer,
     RequestCtx(ctx): RequestCtx,
+    ApiJson(req): ApiJson<SwitchRequest>,
 ) -> Result<Json<TokenPair>, ApiError> {
-    switched(&state, user, ctx, None).await
+    switched(&state, (user, ctx), req, None).await
 }
 
 #[derive(Deserialize, ToSchema)]

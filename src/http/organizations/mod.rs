@@ -158,7 +158,8 @@ pub struct OrganizationMember {
     #[schema(format = "email")]
     pub email: Option<String>,
     pub role: String,
-    /// `admin` (added by an admin) or `invitation`.
+    /// `admin` (added by an admin), `invitation` or `domain` (signed in at a proven domain
+    /// that adds members).
     #[schema(example = "invitation")]
     pub joined_via: &'static str,
     #[serde(with = "time::serde::rfc3339")]

@@ -184,11 +184,6 @@ impl OAuth {
                 return Ok((AuthorizeOutcome::LoginRequired, false));
             }
         }
-        if let Some(org) = request.organization {
-            if cx.membership(org, user.id)?.is_none() {
-                return Err(fail(OAuthFailure::AccessDenied));
-            }
-        }
         // The published registry: the same records, without decoding one.
         let client = cx
             .cells
@@ -213,9 +208,19 @@ impl OAuth {
             .filter(|r| !resources.contains(r))
             .cloned()
             .collect();
-        let covered =
-            client.profile.first_party || (new_scopes.is_empty() && new_resources.is_empty());
+        // A request that names an organization is shown to the user each time (a consent on
+        // file names no organization) unless the client is the tenant's own; so whether the
+        // user is a member is said only once they have seen the request.
+        let covered = client.profile.first_party
+            || (new_scopes.is_empty()
+                && new_resources.is_empty()
+                && request.organization.is_none());
         if covered && !force_consent {
+            if let Some(org) = request.organization {
+                if cx.membership(org, user.id)?.is_none() {
+                    return Err(fail(OAuthFailure::AccessDenied));
+                }
+            }
             let mut fx = cx.effects();
             let code = self.issue_code(
                 cx,
@@ -290,6 +295,11 @@ impl OAuth {
         may_add(&user, Credential::OAuthConsents)?;
         if approved.iter().any(|s| !request.scopes.contains(s)) {
             return Err(fail(OAuthFailure::InvalidScope));
+        }
+        if let Some(org) = request.organization {
+            if cx.membership(org, user.id)?.is_none() {
+                return Err(fail(OAuthFailure::AccessDenied));
+            }
         }
         // In the order asked.
         let scopes: Vec<String> = request

@@ -28,7 +28,8 @@ use crate::{
 };
 
 impl Organizations {
-    /// The caller's organizations, with their role in each, oldest membership first.
+    /// The caller's organizations, with their role in each, by organization id (oldest
+    /// organization first).
     pub(super) fn mine(
         &self,
         cx: &TenantCtx,
@@ -50,18 +51,25 @@ impl Organizations {
         Ok(out)
     }
 
-    /// Moves the caller's session into `org` (one of theirs; `None`: out of any): a new
-    /// generation of the session, so the answer is a fresh token pair whose access token
-    /// carries the organization's claims.
+    /// Moves the caller's session into `org` (one of theirs; `None`: out of any): a rotation
+    /// of the session's refresh token, which the caller presents (an access token alone gives
+    /// no refresh token), so the answer is a fresh token pair whose access token carries the
+    /// organization's claims.
     pub(super) fn switch(
         &mut self,
         cx: &mut TenantCtx,
-        bearer: Bearer,
+        (bearer, refresh_token): (Bearer, &str),
         org: Option<Uuid>,
         ctx: &AuditContext,
     ) -> Result<(Grant, Vec<MailJob>), TenantError> {
         let now = OffsetDateTime::now_utc();
         let (mut session, user) = cx.live_session(bearer, now)?;
+        if cx.refresh_token_session(refresh_token) != Some((session.id, session.generation)) {
+            return Err(TenantError::InvalidRefreshToken);
+        }
+        if user.suspended() {
+            return Err(TenantError::UserBlocked);
+        }
         if let Some(org) = org {
             // Not a member and no such organization answer alike.
             cx.membership(org, user.id)?.ok_or(TenantError::NotFound)?;
@@ -321,7 +329,9 @@ impl TenantCtx {
             let (key, _) = item?;
             batch.remove(Kind::OrgDeparted, &key);
         }
-        if let Some(email) = &user.email {
+        // The invitations to the address are the erased user's data only when the address was
+        // theirs (confirmed): an unconfirmed holder's erasure leaves the owner's invitations.
+        if let Some(email) = user.email.as_ref().filter(|_| user.email_verified) {
             for item in self.store.scan::<OrgInviteRecord>(b"") {
                 let (hash, invite) = item?;
                 if &invite.email == email {

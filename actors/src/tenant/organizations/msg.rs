@@ -93,9 +93,11 @@ pub enum OrgCmd {
     DeleteRole(String),
     /// The caller's organizations.
     Mine(Bearer),
-    /// Moves the caller's session into an organization of theirs (`None`: out of any).
+    /// Moves the caller's session into an organization of theirs (`None`: out of any), with
+    /// the session's current refresh token, which it rotates.
     Switch {
         bearer: Bearer,
+        refresh_token: String,
         org: Option<Uuid>,
     },
     /// A look at a mailed invitation (nothing is used).
@@ -237,8 +239,12 @@ impl Organizations {
             }
             OrgCmd::DeleteRole(name) => done(self.delete_role(cx, name, ctx)?),
             OrgCmd::Mine(bearer) => read(OrgAnswer::Mine(self.mine(cx, bearer)?)),
-            OrgCmd::Switch { bearer, org } => {
-                let (grant, mail) = self.switch(cx, bearer, org, ctx)?;
+            OrgCmd::Switch {
+                bearer,
+                refresh_token,
+                org,
+            } => {
+                let (grant, mail) = self.switch(cx, (bearer, &refresh_token), org, ctx)?;
                 Ok((OrgAnswer::Grant(Box::new(grant)), mail))
             }
             OrgCmd::PreviewInvite { token } => {

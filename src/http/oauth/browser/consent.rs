@@ -156,6 +156,15 @@ pub async fn consent_submit(
             Ok(to_page(&to))
         }
         Ok(_) => Err(reader.problem(Problem::Internal)),
+        Err(CallError::Failed(TenantError::OAuth(OAuthFailure::AccessDenied))) => {
+            let to = flow.error_to_client(
+                state,
+                checked,
+                "access_denied",
+                crate::http::oauth::failure_text(OAuthFailure::AccessDenied),
+            );
+            Ok(to_page(&to))
+        }
         // Not the request or the user the page was shown for.
         Err(CallError::Failed(TenantError::OAuth(OAuthFailure::InvalidRequest))) => {
             Err(reader.problem(Problem::Csrf))
