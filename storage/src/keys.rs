@@ -193,6 +193,8 @@ pub enum Kind {
     /// `user id | organization id` -> (): a member an admin removed, whom the organization's
     /// domain does not add again.
     OrgDeparted = 0x7B,
+    /// External id -> the organization that bears it (unique in the tenant).
+    OrgExternalId = 0x7C,
 }
 
 /// The key of a platform record.

@@ -292,6 +292,28 @@ fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organizatio
     assert_eq!(r.status().as_u16(), 409);
     let list: Value = srv.dash("GET", &base, &s, None).json().unwrap();
     assert_eq!(list["data"][0]["external_id"], "crm-1", "{list}");
+    // An external id freed by a change (or a deletion, below) may be taken again.
+    let r = srv.dash(
+        "PATCH",
+        &format!("{base}/{org_id}"),
+        &s,
+        Some(&json!({ "external_id": "crm-2" })),
+    );
+    assert_eq!(r.status().as_u16(), 200);
+    let r = srv.dash(
+        "POST",
+        &base,
+        &s,
+        Some(&json!({ "name": "Globex 2", "external_id": "crm-1" })),
+    );
+    assert_eq!(r.status().as_u16(), 201);
+    let r = srv.dash(
+        "POST",
+        &base,
+        &s,
+        Some(&json!({ "name": "Globex 3", "external_id": "crm-2" })),
+    );
+    assert_eq!(r.status().as_u16(), 409);
 
     // Another tenant's key sees nothing of it.
     let (srv2_api, s2) = {
@@ -349,6 +371,13 @@ fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organizatio
     assert_eq!(mine.expect(200)["data"], json!([]));
     let r = srv.dash("GET", &format!("{base}/{org_id}"), &s, None);
     assert_eq!(r.status().as_u16(), 404);
+    let r = srv.dash(
+        "POST",
+        &base,
+        &s,
+        Some(&json!({ "name": "Globex 3", "external_id": "crm-2" })),
+    );
+    assert_eq!(r.status().as_u16(), 201);
 }
 
 #[test]

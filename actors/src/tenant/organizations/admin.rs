@@ -12,7 +12,7 @@ use super::{
         MAX_MEMBERSHIPS_PER_USER, MAX_PENDING_INVITES,
     },
     records::{
-        pair_key, pending_key, second_id, Joined, OrgInviteRecord, OrgMemberRecord,
+        pair_key, pending_key, second_id, Joined, OrgExternalId, OrgInviteRecord, OrgMemberRecord,
         OrgPendingInvite, OrgRoleRecord, OrganizationRecord, UserOrgIndex,
     },
     InviteView, MemberView, NewOrganization, OrganizationPatch, Organizations, RoleView,
@@ -50,19 +50,35 @@ impl Organizations {
             .ok_or(TenantError::NotFound)
     }
 
+    /// Whether another organization than `except` bears `external_id` (by its index).
     fn external_id_taken(
         &self,
         cx: &TenantCtx,
         external_id: &str,
         except: Option<Uuid>,
     ) -> Result<bool, TenantError> {
-        for item in cx.store.scan::<OrganizationRecord>(b"") {
-            let (_, org) = item?;
-            if org.external_id.as_deref() == Some(external_id) && Some(org.id) != except {
-                return Ok(true);
-            }
+        Ok(cx
+            .store
+            .get::<OrgExternalId>(external_id.as_bytes())?
+            .is_some_and(|x| Some(x.organization) != except))
+    }
+
+    /// Moves the external id index from `before` to `after` for `org` (into `batch`).
+    fn index_external_id(
+        batch: &mut TenantBatch,
+        org: Uuid,
+        (before, after): (Option<&str>, Option<&str>),
+    ) -> Result<(), TenantError> {
+        if before == after {
+            return Ok(());
         }
-        Ok(false)
+        if let Some(old) = before {
+            batch.remove(Kind::OrgExternalId, old.as_bytes());
+        }
+        if let Some(new) = after {
+            batch.put(new.as_bytes(), &OrgExternalId { organization: org })?;
+        }
+        Ok(())
     }
 
     pub(super) fn create(
@@ -91,6 +107,7 @@ impl Organizations {
         };
         let mut fx = cx.effects();
         fx.batch.put(org.id.as_bytes(), &org)?;
+        Self::index_external_id(&mut fx.batch, org.id, (None, org.external_id.as_deref()))?;
         let data = serde_json::json!({ "organization_id": org.id, "name": org.name });
         cx.emit_event(&mut fx.batch, "organization.created", data.clone())?;
         cx.audit_into(&mut fx.batch, "organization.created", ctx, data)?;
@@ -135,6 +152,7 @@ impl Organizations {
                 return Err(OrgError::ExternalIdInUse.into());
             }
         }
+        let before = org.external_id.clone();
         let mut changed = Vec::new();
         if let Some(name) = patch.name {
             org.name = name;
@@ -151,6 +169,11 @@ impl Organizations {
         org.updated_at = OffsetDateTime::now_utc();
         let mut fx = cx.effects();
         fx.batch.put(org.id.as_bytes(), &org)?;
+        Self::index_external_id(
+            &mut fx.batch,
+            org.id,
+            (before.as_deref(), org.external_id.as_deref()),
+        )?;
         let data = serde_json::json!({ "organization_id": org.id, "changed": changed });
         cx.emit_event(&mut fx.batch, "organization.updated", data.clone())?;
         cx.audit_into(&mut fx.batch, "organization.updated", ctx, data)?;
@@ -181,6 +204,7 @@ impl Organizations {
             Self::drop_domain(cx, &mut fx.batch, &d)?;
         }
         fx.batch.remove(Kind::Organization, id.as_bytes());
+        Self::index_external_id(&mut fx.batch, id, (org.external_id.as_deref(), None))?;
         let data = serde_json::json!({ "organization_id": org.id, "members": members });
         cx.emit_event(&mut fx.batch, "organization.deleted", data.clone())?;
         cx.audit_into(&mut fx.batch, "organization.deleted", ctx, data)?;

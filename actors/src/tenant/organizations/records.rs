@@ -184,3 +184,13 @@ tessera_storage::record!(OrgDeparted in TenantRecord: Kind::OrgDeparted, "organi
 pub fn domain_key(organization: Uuid, domain: &str) -> Vec<u8> {
     pending_key(organization, domain)
 }
+
+/// External id -> the organization that bears it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OrgExternalId {
+    pub organization: Uuid,
+}
+
+tessera_storage::record!(
+    OrgExternalId in TenantRecord: Kind::OrgExternalId, "organization external id", version 1
+);
