@@ -8,7 +8,7 @@
 //!   value is bound to the page and its link's token.
 //!
 //! The page of an organization's invitation (`/join-organization`) is in its own file,
-//! [`super::hosted_join`], merged here.
+//! `hosted_join.rs`, merged beside these by `http::app`.
 //!
 //! The pages are HTML for people, not API: they are not in the OpenAPI document.
 
@@ -36,7 +36,7 @@ use super::{
     mailed_links::tenant_of_link,
     pages::{
         new_password_errors, new_password_fields, see_other, with_query, FormView, LinkView,
-        LinkVisit as Visit, PageTemplate, Problem, Reader, BRAND_CSS_PATH,
+        LinkVisit as Visit, NewPasswordForm, PageTemplate, Problem, Reader, BRAND_CSS_PATH,
     },
 };
 use crate::app::AppState;
@@ -49,7 +49,6 @@ pub fn router() -> Router<AppState> {
         .route("/reset-password", get(reset_page).post(reset_submit))
         .route("/magic-link", get(magic_page).post(magic_submit))
         .route("/step-up/magic-link", get(step_up_page))
-        .merge(super::hosted_join::router())
         .route("/hosted/style.css", get(stylesheet))
         .route("/hosted/passkey.js", get(passkey_script))
         .route("/hosted/passkey-add.js", get(passkey_add_script))
@@ -324,18 +323,6 @@ async fn reset_page(visit: Visit) -> Result<Response, Response> {
     let Opened { reader, token, .. } = visit.open(HostedLink::ResetPassword).await?;
     let page = reset_form(&reader, &token, [None, None]);
     Ok(reader.answer(StatusCode::OK, page, &[]))
-}
-
-/// A form that sets a new password: its CSRF value and the password twice (the reset page's,
-/// the invitation page's).
-#[derive(Deserialize)]
-pub(super) struct NewPasswordForm {
-    #[serde(default)]
-    pub(super) csrf: String,
-    #[serde(default)]
-    pub(super) password: String,
-    #[serde(default)]
-    pub(super) password_confirm: String,
 }
 
 async fn reset_submit(

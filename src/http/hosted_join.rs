@@ -1,6 +1,7 @@
 //! The hosted page of an organization's mailed invitation, `/join-organization?token=`: which
 //! organization invites which address with which role, and the button that joins. Served
-//! beside the other mailed links' pages ([`super::hosted`]) and built as they are.
+//! beside the other mailed links' pages (`hosted.rs`) and built as they are, from the pages'
+//! floor (`pages.rs`).
 //!
 //! - `GET` never uses the link: it looks at the invitation (`OrgCmd::PreviewInvite`) and shows
 //!   it. When the address has no account, or one that never confirmed it, the form asks for a
@@ -193,7 +194,7 @@ async fn join_page(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response
 async fn join_submit(
     visit: Visit,
     RequestCtx(ctx): RequestCtx,
-    Form(form): Form<super::hosted::NewPasswordForm>,
+    Form(form): Form<super::pages::NewPasswordForm>,
 ) -> Result<Response, Response> {
     let invitation = open(&visit).await?;
     let reader = &invitation.reader;

@@ -470,6 +470,7 @@ pub fn app(state: AppState) -> Result<Router, serde_json::Error> {
     };
     Ok(router
         .merge(hosted::router())
+        .merge(hosted_join::router())
         .merge(dashboard::pages::router())
         .merge(console::router(console_doc))
         .merge(oauth::browser::router())

@@ -251,6 +251,18 @@ pub fn new_password_fields(r: &Reader, [first, second]: [Option<String>; 2]) -> 
     vec![password, confirm]
 }
 
+/// A posted form that sets a new password: its CSRF value and the password twice (the reset
+/// page's, the invitation page's).
+#[derive(Deserialize)]
+pub struct NewPasswordForm {
+    #[serde(default)]
+    pub csrf: String,
+    #[serde(default)]
+    pub password: String,
+    #[serde(default)]
+    pub password_confirm: String,
+}
+
 /// The errors of a new password and its repetition, in the API's order: the length, then
 /// the common-password list; then the match.
 pub fn new_password_errors(r: &Reader, password: &str, confirm: &str) -> [Option<String>; 2] {

@@ -8,8 +8,35 @@ use serde_json::{json, Value};
 
 use crate::support::*;
 
+/// A management key and the server it is for: its requests.
+struct Keyed<'a> {
+    srv: &'a TestServer,
+    key: String,
+}
+
+impl Keyed<'_> {
+    fn send(&self, method: &str, path: &str, body: Option<&Value>) -> AuthAnswer {
+        with_key(self.srv, &self.key, method, path, body)
+    }
+    fn get(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("GET", path, body)
+    }
+    fn post(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("POST", path, body)
+    }
+    fn put(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("PUT", path, body)
+    }
+    fn patch(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("PATCH", path, body)
+    }
+    fn delete(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+        self.send("DELETE", path, body)
+    }
+}
+
 /// A management key of `role` for the tenant of `s`'s owner.
-fn key_of(srv: &TestServer, s: &Session, slug: &str, role: &str) -> String {
+fn key_of<'a>(srv: &'a TestServer, s: &Session, slug: &str, role: &str) -> Keyed<'a> {
     srv.reauth(s, PASSWORD);
     let r = srv.dash(
         "POST",
@@ -19,14 +46,14 @@ fn key_of(srv: &TestServer, s: &Session, slug: &str, role: &str) -> String {
     );
     assert_eq!(r.status().as_u16(), 201);
     let body: Value = r.json().unwrap();
-    body["key"].as_str().expect("key").to_owned()
+    Keyed {
+        srv,
+        key: body["key"].as_str().expect("key").to_owned(),
+    }
 }
 
-fn create_org(srv: &TestServer, key: &str, name: &str) -> String {
-    let r = with_key(
-        srv,
-        key,
-        "POST",
+fn create_org(key: &Keyed, name: &str) -> String {
+    let r = key.post(
         "/v1/management/organizations",
         Some(&json!({ "name": name })),
     );
@@ -55,78 +82,48 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
     let viewer = key_of(&srv, &s, &api.slug, "viewer");
 
     // Bad input is named; a viewer key reads and does not write.
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        "/v1/management/organizations",
-        Some(&json!({ "name": "  " })),
-    )
-    .expect_error(400, "validation/invalid_request");
-    with_key(
-        &srv,
-        &viewer,
-        "POST",
-        "/v1/management/organizations",
-        Some(&json!({ "name": "Acme" })),
-    )
-    .expect_error(403, "management/forbidden");
-    let org = create_org(&srv, &admin, "Acme");
-    let r = with_key(
-        &srv,
-        &viewer,
-        "GET",
-        &format!("/v1/management/organizations/{org}"),
-        None,
-    );
+    admin
+        .post(
+            "/v1/management/organizations",
+            Some(&json!({ "name": "  " })),
+        )
+        .expect_error(400, "validation/invalid_request");
+    viewer
+        .post(
+            "/v1/management/organizations",
+            Some(&json!({ "name": "Acme" })),
+        )
+        .expect_error(403, "management/forbidden");
+    let org = create_org(&admin, "Acme");
+    let r = viewer.get(&format!("/v1/management/organizations/{org}"), None);
     assert_eq!(r.expect(200)["name"], "Acme");
-    with_key(
-        &srv,
-        &admin,
-        "GET",
-        "/v1/management/organizations/not-an-id",
-        None,
-    )
-    .expect_error(404, "resource/not_found");
+    admin
+        .get("/v1/management/organizations/not-an-id", None)
+        .expect_error(404, "resource/not_found");
 
     // A confirmed user joins with a role; an unconfirmed one cannot.
     let alice = api.verified_user(&smtp, "alice@example.com", USER_PASSWORD);
     let alice_id = user_id(&alice);
     let members = format!("/v1/management/organizations/{org}/members");
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &members,
-        Some(&json!({ "user_id": alice_id, "role": "nope" })),
-    )
-    .expect_error(400, "organization/unknown_role");
-    let m = with_key(
-        &srv,
-        &admin,
-        "POST",
+    admin
+        .post(
+            &members,
+            Some(&json!({ "user_id": alice_id, "role": "nope" })),
+        )
+        .expect_error(400, "organization/unknown_role");
+    let m = admin.post(
         &members,
         Some(&json!({ "user_id": alice_id, "role": "admin" })),
     );
     assert_eq!(m.expect(201)["role"], "admin", "{}", m.body);
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &members,
-        Some(&json!({ "user_id": alice_id })),
-    )
-    .expect_error(409, "organization/already_member");
+    admin
+        .post(&members, Some(&json!({ "user_id": alice_id })))
+        .expect_error(409, "organization/already_member");
     let bob = api.register("bob@example.com", USER_PASSWORD);
     let bob_id = bob.expect(200)["user"]["id"].as_str().unwrap().to_owned();
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &members,
-        Some(&json!({ "user_id": bob_id })),
-    )
-    .expect_error(409, "organization/email_unconfirmed");
+    admin
+        .post(&members, Some(&json!({ "user_id": bob_id })))
+        .expect_error(409, "organization/email_unconfirmed");
 
     // Her list, then a switch: the new pair carries the organization's claims, and so does
     // every refresh while the membership lasts.
@@ -167,10 +164,7 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
     assert_eq!(mine.expect(200)["data"][0]["active"], true);
 
     // A role of the tenant's own, then a role change: the next refresh says it.
-    let role = with_key(
-        &srv,
-        &admin,
-        "PUT",
+    let role = admin.put(
         "/v1/management/organization-roles/billing",
         Some(&json!({ "permissions": ["invoices:read", "invoices:pay", "invoices:read"] })),
     );
@@ -180,38 +174,23 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
         "{}",
         role.body
     );
-    with_key(
-        &srv,
-        &admin,
-        "PUT",
-        "/v1/management/organization-roles/Bad",
-        Some(&json!({ "permissions": [] })),
-    )
-    .expect_error(400, "validation/invalid_request");
-    let r = with_key(
-        &srv,
-        &admin,
-        "PATCH",
+    admin
+        .put(
+            "/v1/management/organization-roles/Bad",
+            Some(&json!({ "permissions": [] })),
+        )
+        .expect_error(400, "validation/invalid_request");
+    let r = admin.patch(
         &format!("{members}/{alice_id}"),
         Some(&json!({ "role": "billing" })),
     );
     assert_eq!(r.expect(200)["role"], "billing");
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        "/v1/management/organization-roles/billing",
-        None,
-    )
-    .expect_error(409, "organization/role_in_use");
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        "/v1/management/organization-roles/member",
-        None,
-    )
-    .expect_error(409, "organization/built_in_role");
+    admin
+        .delete("/v1/management/organization-roles/billing", None)
+        .expect_error(409, "organization/role_in_use");
+    admin
+        .delete("/v1/management/organization-roles/member", None)
+        .expect_error(409, "organization/built_in_role");
     let refreshed = UserTokens::from_answer(&api.refresh(&switched.refresh));
     let claims = refreshed.claims();
     assert_eq!(claims["org_role"], "billing", "{claims}");
@@ -221,21 +200,16 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
     );
 
     // Not a member, or no such organization: alike.
-    let other = create_org(&srv, &admin, "Other");
+    let other = create_org(&admin, "Other");
     switch(&api, &refreshed, &other).expect_error(404, "resource/not_found");
     switch(&api, &refreshed, "00000000-0000-0000-0000-000000000000")
         .expect_error(404, "resource/not_found");
 
     // A second session of hers works in no organization and outlives the removal.
     let plain = api.login_ok("alice@example.com", USER_PASSWORD);
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("{members}/{alice_id}"),
-        None,
-    )
-    .expect(204);
+    admin
+        .delete(&format!("{members}/{alice_id}"), None)
+        .expect(204);
     api.me(&refreshed.access)
         .expect_error(401, "auth/invalid_token");
     api.refresh(&refreshed.refresh)
@@ -243,14 +217,9 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
     api.me(&plain.access).expect(200);
     let mine = api.send("GET", "/v1/auth/organizations", Some(&plain.access), None);
     assert_eq!(mine.expect(200)["data"], json!([]));
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("{members}/{alice_id}"),
-        None,
-    )
-    .expect_error(404, "resource/not_found");
+    admin
+        .delete(&format!("{members}/{alice_id}"), None)
+        .expect_error(404, "resource/not_found");
 
     // The audit log says who did what.
     for event in [
@@ -322,14 +291,9 @@ fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organizatio
         (other, s2)
     };
     let foreign = key_of(&srv, &s2, &srv2_api.slug, "admin");
-    with_key(
-        &srv,
-        &foreign,
-        "GET",
-        &format!("/v1/management/organizations/{org_id}"),
-        None,
-    )
-    .expect_error(404, "resource/not_found");
+    foreign
+        .get(&format!("/v1/management/organizations/{org_id}"), None)
+        .expect_error(404, "resource/not_found");
 
     let carol = api.verified_user(&smtp, "carol@example.com", USER_PASSWORD);
     let carol_id = user_id(&carol);
@@ -384,15 +348,12 @@ fn the_dashboard_serves_the_same_routes_and_a_deletion_ends_what_the_organizatio
 fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     let (smtp, srv, api, s) = user_setup("Invites Co", &[]);
     let admin = key_of(&srv, &s, &api.slug, "admin");
-    let org = create_org(&srv, &admin, "Initech");
+    let org = create_org(&admin, "Initech");
     let invites = format!("/v1/management/organizations/{org}/invitations");
 
     // A new address: the mail carries a link to the hosted page; the preview asks for a
     // password; the acceptance makes the account, confirmed, and the membership.
-    let r = with_key(
-        &srv,
-        &admin,
-        "POST",
+    let r = admin.post(
         &invites,
         Some(&json!({ "email": "New@Example.com", "role": "admin" })),
     );
@@ -402,7 +363,7 @@ fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     let token = mail
         .token_after(&api.link("join-organization"))
         .expect("a join-organization link");
-    let listed = with_key(&srv, &admin, "GET", &invites, None);
+    let listed = admin.get(&invites, None);
     assert_eq!(listed.expect(200)["data"][0]["role"], "admin");
     let p = api.post(
         "/v1/auth/organizations/invitations/preview",
@@ -439,21 +400,13 @@ fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     assert_eq!(new.body["user"]["email_verified"], true);
     let joined = UserTokens::from_answer(&switch(&api, &new, &org));
     assert_eq!(joined.claims()["org_role"], "admin");
-    assert_eq!(
-        with_key(&srv, &admin, "GET", &invites, None).expect(200)["data"],
-        json!([])
-    );
+    assert_eq!(admin.get(&invites, None).expect(200)["data"], json!([]));
 
     // A confirmed account: the link needs no password and sets none.
     let dave = api.verified_user(&smtp, "dave@example.com", USER_PASSWORD);
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &invites,
-        Some(&json!({ "email": "dave@example.com" })),
-    )
-    .expect(201);
+    admin
+        .post(&invites, Some(&json!({ "email": "dave@example.com" })))
+        .expect(201);
     let mail = smtp.wait_for(&api.slug, "organization_invitation", "dave@example.com", 1);
     let token = mail.token_after(&api.link("join-organization")).unwrap();
     let p = api.post(
@@ -477,70 +430,57 @@ fn an_invitation_makes_an_account_once_and_never_hands_over_a_confirmed_one() {
     switch(&api, &dave, &org).expect(200);
 
     // An invitation replaced is dead; a withdrawn one too; a member is not invited again.
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &invites,
-        Some(&json!({ "email": "dave@example.com" })),
-    )
-    .expect_error(409, "organization/already_member");
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &invites,
-        Some(&json!({ "email": "eve@example.com" })),
-    )
-    .expect(201);
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &invites,
-        Some(&json!({ "email": "eve@example.com", "role": "owner" })),
-    )
-    .expect(201);
-    let first = smtp.wait_for(&api.slug, "organization_invitation", "eve@example.com", 1);
-    let first = first.token_after(&api.link("join-organization")).unwrap();
-    api.post(
-        "/v1/auth/organizations/invitations/preview",
-        &json!({ "token": first }),
-    )
-    .expect_error(400, "auth/invalid_or_expired_token");
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("{invites}/eve@example.com"),
-        None,
-    )
-    .expect(204);
-    let second = smtp.wait_for(&api.slug, "organization_invitation", "eve@example.com", 2);
-    let second = second.token_after(&api.link("join-organization")).unwrap();
-    api.post(
-        "/v1/auth/organizations/invitations/preview",
-        &json!({ "token": second }),
-    )
-    .expect_error(400, "auth/invalid_or_expired_token");
+    admin
+        .post(&invites, Some(&json!({ "email": "dave@example.com" })))
+        .expect_error(409, "organization/already_member");
+    admin
+        .post(&invites, Some(&json!({ "email": "eve@example.com" })))
+        .expect(201);
+    admin
+        .post(
+            &invites,
+            Some(&json!({ "email": "eve@example.com", "role": "owner" })),
+        )
+        .expect(201);
+    // The two mails may arrive in either order: of their links, the replaced one is dead and
+    // the other carries the second invitation's role.
+    smtp.wait_for(&api.slug, "organization_invitation", "eve@example.com", 2);
+    let preview = |token: &str| {
+        api.post(
+            "/v1/auth/organizations/invitations/preview",
+            &json!({ "token": token }),
+        )
+    };
+    let tokens: Vec<String> = smtp
+        .mails_of(&api.slug, "organization_invitation", "eve@example.com")
+        .iter()
+        .map(|m| m.token_after(&api.link("join-organization")).unwrap())
+        .collect();
+    let answers: Vec<AuthAnswer> = tokens.iter().map(|t| preview(t)).collect();
+    let live: Vec<&AuthAnswer> = answers.iter().filter(|a| a.status == 200).collect();
+    assert_eq!(live.len(), 1, "one live link of two");
+    assert_eq!(live[0].body["role"], "owner");
+    let dead = answers.iter().find(|a| a.status != 200).unwrap();
+    dead.expect_error(400, "auth/invalid_or_expired_token");
+    admin
+        .delete(&format!("{invites}/eve@example.com"), None)
+        .expect(204);
+    for t in &tokens {
+        preview(t).expect_error(400, "auth/invalid_or_expired_token");
+    }
 }
 
 #[test]
 fn an_invitation_to_an_address_a_squatter_registered_recovers_the_account() {
     let (smtp, srv, api, s) = user_setup("Squat Orgs", &[]);
     let admin = key_of(&srv, &s, &api.slug, "admin");
-    let org = create_org(&srv, &admin, "Hooli");
+    let org = create_org(&admin, "Hooli");
     let squatter = crate::recovery::squatter(&srv, &s, &api);
     api.me(&squatter).expect(200);
     let invites = format!("/v1/management/organizations/{org}/invitations");
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &invites,
-        Some(&json!({ "email": "victim@example.com" })),
-    )
-    .expect(201);
+    admin
+        .post(&invites, Some(&json!({ "email": "victim@example.com" })))
+        .expect(201);
     let mail = smtp.wait_for(
         &api.slug,
         "organization_invitation",
@@ -574,21 +514,10 @@ fn an_invitation_to_an_address_a_squatter_registered_recovers_the_account() {
 
     // Her erasure takes the membership with it.
     let id = user_id(&owner);
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("/v1/management/users/{id}"),
-        None,
-    )
-    .expect(204);
-    let members = with_key(
-        &srv,
-        &admin,
-        "GET",
-        &format!("/v1/management/organizations/{org}/members"),
-        None,
-    );
+    admin
+        .delete(&format!("/v1/management/users/{id}"), None)
+        .expect(204);
+    let members = admin.get(&format!("/v1/management/organizations/{org}/members"), None);
     assert_eq!(members.expect(200)["data"], json!([]));
 }
 
@@ -597,16 +526,14 @@ fn a_tier_bounds_the_organizations_of_a_tenant() {
     let (_smtp, srv, api, s) = user_setup("Bounded Orgs", &[]);
     let admin = key_of(&srv, &s, &api.slug, "admin");
     for i in 0..100 {
-        create_org(&srv, &admin, &format!("Org {i}"));
+        create_org(&admin, &format!("Org {i}"));
     }
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        "/v1/management/organizations",
-        Some(&json!({ "name": "One more" })),
-    )
-    .expect_error(409, "organization/limit_reached");
+    admin
+        .post(
+            "/v1/management/organizations",
+            Some(&json!({ "name": "One more" })),
+        )
+        .expect_error(409, "organization/limit_reached");
     // Paging walks them all, newest first.
     let mut seen = 0;
     let mut cursor: Option<String> = None;
@@ -615,7 +542,7 @@ fn a_tier_bounds_the_organizations_of_a_tenant() {
             Some(c) => format!("/v1/management/organizations?limit=40&cursor={c}"),
             None => "/v1/management/organizations?limit=40".to_owned(),
         };
-        let page = with_key(&srv, &admin, "GET", &path, None);
+        let page = admin.get(&path, None);
         let page = page.expect(200);
         seen += page["data"].as_array().unwrap().len();
         match page["pagination"]["next_cursor"].as_str() {
@@ -631,18 +558,16 @@ fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it
     use crate::oauth::{authorize, consent, query_of, register_client, Flow, VERIFIER};
     let (smtp, srv, api, s) = user_setup("OAuth Orgs", &[]);
     let admin = key_of(&srv, &s, &api.slug, "admin");
-    let org = create_org(&srv, &admin, "Umbrella");
-    let elsewhere = create_org(&srv, &admin, "Not hers");
+    let org = create_org(&admin, "Umbrella");
+    let elsewhere = create_org(&admin, "Not hers");
     let user = api.verified_user(&smtp, "ada@example.com", USER_PASSWORD);
     let members = format!("/v1/management/organizations/{org}/members");
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &members,
-        Some(&json!({ "user_id": user_id(&user), "role": "owner" })),
-    )
-    .expect(201);
+    admin
+        .post(
+            &members,
+            Some(&json!({ "user_id": user_id(&user), "role": "owner" })),
+        )
+        .expect(201);
     srv.reauth(&s, PASSWORD);
     let (cid, secret) = register_client(
         &srv,
@@ -738,7 +663,7 @@ fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it
     // A code issued before the membership ended is void.
     let second = code(&f);
     let uid = user_id(&f.user);
-    with_key(&srv, &admin, "DELETE", &format!("{members}/{uid}"), None).expect(204);
+    admin.delete(&format!("{members}/{uid}"), None).expect(204);
     let r = f.exchange((&cid, &secret), &second, VERIFIER);
     assert_eq!(
         (r.status, r.body["error"].as_str()),
@@ -835,60 +760,39 @@ fn a_domain_proven_by_dns_adds_the_users_who_sign_in_at_it_and_an_unproven_claim
         &[("TESSERA__DNS__NAMESERVERS", &format!("[\"{ns}\"]"))],
     );
     let admin = key_of(&srv, &s, &api.slug, "admin");
-    let org = create_org(&srv, &admin, "Contoso");
-    let rival = create_org(&srv, &admin, "Rival");
+    let org = create_org(&admin, "Contoso");
+    let rival = create_org(&admin, "Rival");
     let domains = format!("/v1/management/organizations/{org}/domains");
     let rival_domains = format!("/v1/management/organizations/{rival}/domains");
 
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &domains,
-        Some(&json!({ "domain": "not a domain" })),
-    )
-    .expect_error(400, "validation/invalid_request");
-    let claim = with_key(
-        &srv,
-        &admin,
-        "POST",
-        &domains,
-        Some(&json!({ "domain": "Contoso.Example" })),
-    );
+    admin
+        .post(&domains, Some(&json!({ "domain": "not a domain" })))
+        .expect_error(400, "validation/invalid_request");
+    let claim = admin.post(&domains, Some(&json!({ "domain": "Contoso.Example" })));
     let claim = claim.expect(201).clone();
     assert_eq!(claim["domain"], "contoso.example", "{claim}");
     assert_eq!(claim["verified"], false);
     assert_eq!(claim["txt_name"], "_tessera-verification.contoso.example");
     let value = claim["txt_value"].as_str().unwrap().to_owned();
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &domains,
-        Some(&json!({ "domain": "contoso.example" })),
-    )
-    .expect_error(409, "organization/domain_claimed");
+    admin
+        .post(&domains, Some(&json!({ "domain": "contoso.example" })))
+        .expect_error(409, "organization/domain_claimed");
     // A rival may claim it too, but not prove it without the record.
-    let r = with_key(
-        &srv,
-        &admin,
-        "POST",
+    let r = admin.post(
         &rival_domains,
         Some(&json!({ "domain": "contoso.example" })),
     );
     let rival_value = r.expect(201)["txt_value"].as_str().unwrap().to_owned();
-    with_key(
-        &srv,
-        &admin,
-        "PATCH",
-        &format!("{domains}/contoso.example"),
-        Some(&json!({ "auto_join": true })),
-    )
-    .expect(200);
+    admin
+        .patch(
+            &format!("{domains}/contoso.example"),
+            Some(&json!({ "auto_join": true })),
+        )
+        .expect(200);
 
     // Unproven: the lookup finds nothing, or another value; nobody is added at sign-in.
     let verify = format!("{domains}/contoso.example/verify");
-    let r = with_key(&srv, &admin, "POST", &verify, None);
+    let r = admin.post(&verify, None);
     r.expect_error(409, "organization/domain_unproven");
     assert_eq!(
         r.body["error"]["details"]["txt_value"],
@@ -900,7 +804,9 @@ fn a_domain_proven_by_dns_adds_the_users_who_sign_in_at_it_and_an_unproven_claim
         "_tessera-verification.contoso.example",
         "tessera-verification=wrong",
     );
-    with_key(&srv, &admin, "POST", &verify, None).expect_error(409, "organization/domain_unproven");
+    admin
+        .post(&verify, None)
+        .expect_error(409, "organization/domain_unproven");
     let early = api.verified_user(&smtp, "early@contoso.example", USER_PASSWORD);
     let mine = api.send("GET", "/v1/auth/organizations", Some(&early.access), None);
     assert_eq!(mine.expect(200)["data"], json!([]));
@@ -908,17 +814,12 @@ fn a_domain_proven_by_dns_adds_the_users_who_sign_in_at_it_and_an_unproven_claim
     // Proven: a confirmed address at the domain joins at its next sign-in; an unconfirmed one
     // does not; a member an admin removed is not added again.
     dns.publish("_tessera-verification.contoso.example", &value);
-    let proven = with_key(&srv, &admin, "POST", &verify, None);
+    let proven = admin.post(&verify, None);
     assert_eq!(proven.expect(200)["verified"], true, "{}", proven.body);
     dns.publish("_tessera-verification.contoso.example", &rival_value);
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &format!("{rival_domains}/contoso.example/verify"),
-        None,
-    )
-    .expect_error(409, "organization/domain_taken");
+    admin
+        .post(&format!("{rival_domains}/contoso.example/verify"), None)
+        .expect_error(409, "organization/domain_taken");
     let again = api.login_ok("early@contoso.example", USER_PASSWORD);
     let mine = api.send("GET", "/v1/auth/organizations", Some(&again.access), None);
     let mine = mine.expect(200);
@@ -936,41 +837,22 @@ fn a_domain_proven_by_dns_adds_the_users_who_sign_in_at_it_and_an_unproven_claim
     let mine = api.send("GET", "/v1/auth/organizations", Some(&other.access), None);
     assert_eq!(mine.expect(200)["data"], json!([]));
     let members = format!("/v1/management/organizations/{org}/members");
-    let listed = with_key(&srv, &admin, "GET", &members, None);
+    let listed = admin.get(&members, None);
     let listed = listed.expect(200).clone();
     assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["data"][0]["joined_via"], "domain");
     let early_id = user_id(&early);
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("{members}/{early_id}"),
-        None,
-    )
-    .expect(204);
+    admin
+        .delete(&format!("{members}/{early_id}"), None)
+        .expect(204);
     api.login_ok("early@contoso.example", USER_PASSWORD);
-    assert_eq!(
-        with_key(&srv, &admin, "GET", &members, None).expect(200)["data"],
-        json!([])
-    );
+    assert_eq!(admin.get(&members, None).expect(200)["data"], json!([]));
 
     // Removing the claim frees the domain for the rival.
-    with_key(
-        &srv,
-        &admin,
-        "DELETE",
-        &format!("{domains}/contoso.example"),
-        None,
-    )
-    .expect(204);
-    let r = with_key(
-        &srv,
-        &admin,
-        "POST",
-        &format!("{rival_domains}/contoso.example/verify"),
-        None,
-    );
+    admin
+        .delete(&format!("{domains}/contoso.example"), None)
+        .expect(204);
+    let r = admin.post(&format!("{rival_domains}/contoso.example/verify"), None);
     assert_eq!(r.expect(200)["verified"], true, "{}", r.body);
     assert!(!audit_events(&srv, &s, &api.slug, "organization.domain.verified").is_empty());
 }
@@ -986,24 +868,14 @@ fn a_nameserver_that_does_not_answer_is_a_bad_gateway_not_a_proof() {
         &[("TESSERA__DNS__NAMESERVERS", &format!("[\"{addr}\"]"))],
     );
     let admin = key_of(&srv, &s, &api.slug, "admin");
-    let org = create_org(&srv, &admin, "Offline");
+    let org = create_org(&admin, "Offline");
     let domains = format!("/v1/management/organizations/{org}/domains");
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &domains,
-        Some(&json!({ "domain": "offline.example" })),
-    )
-    .expect(201);
-    with_key(
-        &srv,
-        &admin,
-        "POST",
-        &format!("{domains}/offline.example/verify"),
-        None,
-    )
-    .expect_error(502, "organization/dns_unavailable");
-    let list = with_key(&srv, &admin, "GET", &domains, None);
+    admin
+        .post(&domains, Some(&json!({ "domain": "offline.example" })))
+        .expect(201);
+    admin
+        .post(&format!("{domains}/offline.example/verify"), None)
+        .expect_error(502, "organization/dns_unavailable");
+    let list = admin.get(&domains, None);
     assert_eq!(list.expect(200)["data"][0]["verified"], false);
 }

@@ -21,7 +21,7 @@ use crate::{
         bearer::UserBearer,
         error::{ApiError, ErrorBody, FieldErrors},
         extract::{ApiJson, ApiTenant, RequestCtx},
-        path_id::path_id,
+        path_id::{not_found_as, path_id},
         responses::{token_pair, TokenPair},
     },
 };
@@ -97,13 +97,12 @@ async fn switched(
         refresh_token: req.refresh_token,
         org,
     };
-    match call(&user.tenant, &ctx, cmd).await {
-        Ok(OrgAnswer::Grant(grant)) => Ok(Json(token_pair(state, &user.tenant, *grant).await?)),
-        Ok(_) => Err(unexpected()),
-        Err(e) if e.status == axum::http::StatusCode::NOT_FOUND => {
-            Err(ApiError::not_found("organization"))
-        }
-        Err(e) => Err(e),
+    let answer = call(&user.tenant, &ctx, cmd)
+        .await
+        .map_err(|e| not_found_as("organization", e))?;
+    match answer {
+        OrgAnswer::Grant(grant) => Ok(Json(token_pair(state, &user.tenant, *grant).await?)),
+        _ => Err(unexpected()),
     }
 }
 
