@@ -15,6 +15,7 @@ pub mod http;
 pub mod i18n;
 pub mod metrics;
 pub mod net;
+pub mod oidc_rp;
 pub mod ops;
 pub mod origin;
 pub mod social;

@@ -7,36 +7,16 @@
 //! Nothing here decides who the user is in the tenant: that is the tenant actor's
 //! (`tenant::social`), given the [`SocialIdentity`] found here.
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::time::Duration;
 
-use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use serde::Deserialize;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 use tessera_actors::tenant::social::{
     pkcs8_der, Protocol, Provider, ProviderTokens, SocialIdentity, SocialPending, SocialStart,
 };
 
 use crate::config::SocialConfig;
-
-/// How long a discovery document and a key set are used before they are fetched again.
-const CACHE_TTL: Duration = Duration::from_secs(3600);
-/// The largest answer read from a provider.
-const MAX_ANSWER: usize = 1 << 20;
-/// How far in the future an ID token's `iat` may be, and how late its `exp` is forgiven.
-const SKEW_SECS: i64 = 300;
-/// The ID token signatures taken: asymmetric ones only.
-const ID_TOKEN_ALGS: [Algorithm; 6] = [
-    Algorithm::RS256,
-    Algorithm::RS384,
-    Algorithm::RS512,
-    Algorithm::PS256,
-    Algorithm::ES256,
-    Algorithm::ES384,
-];
+use crate::oidc_rp::{provider_err, Discovery, OidcCore};
 
 /// Why a sign-in failed at or after the provider: logged, and answered to the app as
 /// `?error=access_denied` (the user said no) or `?error=provider_error`.
@@ -58,21 +38,6 @@ impl SocialError {
             SocialError::Provider(_) | SocialError::IdToken(_) => "provider_error",
         }
     }
-}
-
-fn provider_err(what: &str, e: impl std::fmt::Display) -> SocialError {
-    SocialError::Provider(format!("{what}: {e}"))
-}
-
-/// An OpenID provider's discovery document (the fields used).
-#[derive(Clone, Debug, Deserialize)]
-pub struct Discovery {
-    pub issuer: String,
-    pub authorization_endpoint: String,
-    pub token_endpoint: String,
-    pub jwks_uri: String,
-    #[serde(default)]
-    pub code_challenge_methods_supported: Vec<String>,
 }
 
 /// Where an OAuth 2 provider is reached.
@@ -106,35 +71,8 @@ impl<'a> Exchange<'a> {
 }
 
 pub struct SocialClient {
-    http: reqwest::Client,
+    core: OidcCore,
     config: SocialConfig,
-    discovery: Fetched<Discovery>,
-    keys: Fetched<JwkSet>,
-}
-
-/// Documents fetched from providers, by where they came from, with when.
-struct Fetched<T>(Mutex<HashMap<String, (Instant, Arc<T>)>>);
-
-impl<T> Fetched<T> {
-    fn new() -> Self {
-        Fetched(Mutex::new(HashMap::new()))
-    }
-
-    /// The document of `key` if it was fetched less than `max_age` ago.
-    fn fresh(&self, key: &str, max_age: Duration) -> Option<Arc<T>> {
-        let cache = self.0.lock().ok()?;
-        let (at, doc) = cache.get(key)?;
-        (at.elapsed() < max_age).then(|| doc.clone())
-    }
-
-    /// Keeps `doc` as the document of `key`, fetched now.
-    fn keep(&self, key: &str, doc: T) -> Arc<T> {
-        let doc = Arc::new(doc);
-        if let Ok(mut cache) = self.0.lock() {
-            cache.insert(key.to_owned(), (Instant::now(), doc.clone()));
-        }
-        doc
-    }
 }
 
 /// The provider's own issuer of an OpenID provider (`{tenant}`: Microsoft's directory).
@@ -240,12 +178,9 @@ impl SocialClient {
             .user_agent(concat!("Tessera/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("social client: {e}"))?;
-        Ok(SocialClient {
-            http,
-            config,
-            discovery: Fetched::new(),
-            keys: Fetched::new(),
-        })
+        // The operator configures where providers are reached: any address will do.
+        let core = OidcCore::new(http, Duration::from_secs(config.keys_refetch_secs), true);
+        Ok(SocialClient { core, config })
     }
 
     /// The issuer of an OpenID provider for a tenant (Microsoft: with its directory).
@@ -262,64 +197,6 @@ impl SocialClient {
             token: or_default(&e.token_endpoint, t),
             api: or_default(&e.api_base_url, api),
         }
-    }
-
-    /// An answer's JSON body, at most [`MAX_ANSWER`] bytes, from a 2xx.
-    async fn json(&self, what: &str, req: reqwest::RequestBuilder) -> Result<Value, SocialError> {
-        let mut resp = req.send().await.map_err(|e| provider_err(what, e))?;
-        let status = resp.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| provider_err(what, e))? {
-            if body.len() + chunk.len() > MAX_ANSWER {
-                return Err(SocialError::Provider(format!("{what}: answer too large")));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        let value: Value = serde_json::from_slice(&body)
-            .map_err(|e| provider_err(&format!("{what} ({status})"), e))?;
-        if !status.is_success() {
-            let error = value.get("error").and_then(Value::as_str).unwrap_or("");
-            return Err(SocialError::Provider(format!(
-                "{what}: {status} {}",
-                error.chars().take(64).collect::<String>()
-            )));
-        }
-        Ok(value)
-    }
-
-    /// The JSON document at `url`, read as `T`.
-    async fn document<T: serde::de::DeserializeOwned>(
-        &self,
-        what: &str,
-        url: &str,
-    ) -> Result<T, SocialError> {
-        let value = self.json(what, self.http.get(url)).await?;
-        serde_json::from_value(value).map_err(|e| provider_err(what, e))
-    }
-
-    /// The discovery document of `issuer`, from the cache while fresh.
-    pub async fn discovery(&self, issuer: &str) -> Result<Arc<Discovery>, SocialError> {
-        if let Some(d) = self.discovery.fresh(issuer, CACHE_TTL) {
-            return Ok(d);
-        }
-        let url = format!("{issuer}/.well-known/openid-configuration");
-        let d = self.document("discovery", &url).await?;
-        Ok(self.discovery.keep(issuer, d))
-    }
-
-    /// The key set at `uri`: from the cache while fresh, unless `refetch` (an unknown `kid`)
-    /// and the cached one is older than `social.keys_refetch_secs`.
-    async fn key_set(&self, uri: &str, refetch: bool) -> Result<Arc<JwkSet>, SocialError> {
-        let max_age = if refetch {
-            CACHE_TTL.min(Duration::from_secs(self.config.keys_refetch_secs))
-        } else {
-            CACHE_TTL
-        };
-        if let Some(set) = self.keys.fresh(uri, max_age) {
-            return Ok(set);
-        }
-        let set = self.document("keys", uri).await?;
-        Ok(self.keys.keep(uri, set))
     }
 
     /// Where the browser is sent: the provider's authorization endpoint with the flow's
@@ -339,6 +216,7 @@ impl SocialClient {
         let (endpoint, pkce) = match p.protocol() {
             Protocol::Oidc => {
                 let d = self
+                    .core
                     .discovery(&self.issuer(p, start.microsoft_tenant.as_deref()))
                     .await?;
                 let pkce = d
@@ -384,7 +262,7 @@ impl SocialClient {
     async fn oidc_identity(&self, x: Exchange<'_>) -> Result<SocialIdentity, SocialError> {
         let (p, pending) = (x.provider, x.pending);
         let issuer = self.issuer(p, pending.microsoft_tenant.as_deref());
-        let d = self.discovery(&issuer).await?;
+        let d = self.core.discovery(&issuer).await?;
         let secret = if p == Provider::Apple {
             apple_client_secret(pending, &d.issuer)?
         } else {
@@ -399,9 +277,11 @@ impl SocialClient {
             form.push(("code_verifier", pending.pkce_verifier.as_str()));
         }
         let answer = self
+            .core
             .json(
                 "token",
-                self.http
+                self.core
+                    .http()
                     .post(&d.token_endpoint)
                     .header("accept", "application/json")
                     .form(&form),
@@ -436,40 +316,20 @@ impl SocialClient {
         })
     }
 
-    /// The ID token's claims once its signature (a key of the provider's set, an asymmetric
-    /// algorithm), `iss`, `aud`, `exp`, `iat` and `nonce` are right.
+    /// The ID token's claims once its signature, `aud`, `exp`, `iat` and `nonce` are right
+    /// (see [`OidcCore::check_id_token`]) and `iss` is the provider's: the discovery's
+    /// issuer, or for Microsoft's multi-directory issuer the user's directory (`tid`) where
+    /// the document says `{tenantid}`.
     async fn check_id_token(
         &self,
         d: &Discovery,
         token: &str,
         pending: &SocialPending,
     ) -> Result<Value, SocialError> {
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|e| SocialError::IdToken(e.to_string()))?;
-        if !ID_TOKEN_ALGS.contains(&header.alg) {
-            return Err(SocialError::IdToken(format!("alg {:?}", header.alg)));
-        }
-        let pick = |set: &JwkSet| match &header.kid {
-            Some(kid) => set.find(kid).cloned(),
-            None if set.keys.len() == 1 => set.keys.first().cloned(),
-            None => None,
-        };
-        let set = self.key_set(&d.jwks_uri, false).await?;
-        let jwk = match pick(&set) {
-            Some(k) => k,
-            None => pick(&*self.key_set(&d.jwks_uri, true).await?)
-                .ok_or_else(|| SocialError::IdToken("signed by an unknown key".into()))?,
-        };
-        let key = DecodingKey::from_jwk(&jwk).map_err(|e| SocialError::IdToken(e.to_string()))?;
-        let mut v = Validation::new(header.alg);
-        v.leeway = SKEW_SECS as u64;
-        v.set_audience(&[&pending.client_id]);
-        v.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
-        let claims: Value = jsonwebtoken::decode::<Value>(token, &key, &v)
-            .map_err(|e| SocialError::IdToken(e.to_string()))?
-            .claims;
-        // `iss`: the discovery's issuer; Microsoft's multi-directory issuer names the user's
-        // directory (`tid`) where the document says `{tenantid}`.
+        let claims = self
+            .core
+            .check_id_token(d, token, (&pending.client_id, &pending.nonce))
+            .await?;
         let iss = claims.get("iss").and_then(Value::as_str).unwrap_or("");
         let expected = match claims.get("tid").and_then(Value::as_str) {
             Some(tid) => d.issuer.replace("{tenantid}", tid),
@@ -477,18 +337,6 @@ impl SocialClient {
         };
         if iss != expected {
             return Err(SocialError::IdToken("iss is not the provider's".into()));
-        }
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let iat = claims
-            .get("iat")
-            .and_then(Value::as_i64)
-            .unwrap_or(i64::MAX);
-        if iat > now + SKEW_SECS {
-            return Err(SocialError::IdToken("iat is in the future".into()));
-        }
-        let nonce = claims.get("nonce").and_then(Value::as_str).unwrap_or("");
-        if !tessera_storage::ct_eq(nonce.as_bytes(), pending.nonce.as_bytes()) {
-            return Err(SocialError::IdToken("nonce is not the flow's".into()));
         }
         Ok(claims)
     }
@@ -498,7 +346,8 @@ impl SocialClient {
         let e = self.rest(p);
         let mut form = x.token_form();
         let mut req = self
-            .http
+            .core
+            .http()
             .post(&e.token)
             .header("accept", "application/json");
         if p == Provider::X {
@@ -508,7 +357,7 @@ impl SocialClient {
         } else {
             form.push(("client_secret", pending.secret.as_str()));
         }
-        let answer = self.json("token", req.form(&form)).await?;
+        let answer = self.core.json("token", req.form(&form)).await?;
         let tokens = tokens_of(&answer);
         let token = answer
             .get("access_token")
@@ -516,7 +365,8 @@ impl SocialClient {
             .ok_or_else(|| SocialError::Provider("the token answer has no access_token".into()))?
             .to_owned();
         let get = |path: &str| {
-            self.http
+            self.core
+                .http()
                 .get(format!("{}{path}", e.api))
                 .bearer_auth(&token)
                 .header("accept", "application/json")
@@ -529,9 +379,12 @@ impl SocialClient {
         let missing = || SocialError::Provider("the profile has no id".into());
         match p {
             Provider::Github => {
-                let user = self.json("profile", get("/user")).await?;
+                let user = self.core.json("profile", get("/user")).await?;
                 let subject = user.get("id").and_then(id_of).ok_or_else(missing)?;
-                let emails = self.json("e-mail addresses", get("/user/emails")).await?;
+                let emails = self
+                    .core
+                    .json("e-mail addresses", get("/user/emails"))
+                    .await?;
                 let primary = emails
                     .as_array()
                     .into_iter()
@@ -550,7 +403,7 @@ impl SocialClient {
                 })
             }
             Provider::Discord => {
-                let user = self.json("profile", get("/users/@me")).await?;
+                let user = self.core.json("profile", get("/users/@me")).await?;
                 Ok(SocialIdentity {
                     tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
@@ -559,7 +412,10 @@ impl SocialClient {
                 })
             }
             Provider::Facebook => {
-                let user = self.json("profile", get("/me?fields=id,email")).await?;
+                let user = self
+                    .core
+                    .json("profile", get("/me?fields=id,email"))
+                    .await?;
                 Ok(SocialIdentity {
                     tokens,
                     subject: user.get("id").and_then(id_of).ok_or_else(missing)?,
@@ -569,7 +425,7 @@ impl SocialClient {
             }
             _ => {
                 // X: the account's id; X gives no address without a separate permission.
-                let user = self.json("profile", get("/users/me")).await?;
+                let user = self.core.json("profile", get("/users/me")).await?;
                 Ok(SocialIdentity {
                     tokens,
                     subject: user

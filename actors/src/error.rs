@@ -6,7 +6,7 @@ use thiserror::Error;
 pub use crate::tenant::{
     agents::AgentError, guardian::GuardianError, guests::GuestError, mfa::MfaError,
     oauth_clients::OAuthClientError, organizations::OrgError, passkeys::PasskeyError,
-    settings::SettingsError, sms::SmsError, social::SocialError, users::UserError,
+    settings::SettingsError, sms::SmsError, social::SocialError, sso::SsoError, users::UserError,
     webhooks::WebhookError,
 };
 
@@ -92,6 +92,8 @@ pub enum TenantError {
     User(#[from] UserError),
     #[error(transparent)]
     Organization(#[from] OrgError),
+    #[error(transparent)]
+    Sso(#[from] SsoError),
 }
 
 /// Errors of the directory.

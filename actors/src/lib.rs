@@ -23,7 +23,7 @@ pub mod throttle;
 pub use directory::{Directory, DirectoryArgs, DirectoryMsg};
 pub use error::{
     AgentError, CallError, DirectoryError, GuardianError, GuestError, MfaError, OAuthClientError,
-    OrgError, PasskeyError, SettingsError, SmsError, SocialError, TenantError, UserError,
+    OrgError, PasskeyError, SettingsError, SmsError, SocialError, SsoError, TenantError, UserError,
     WebhookError,
 };
 pub use handle::{DirectoryHandle, TenantHandle};

@@ -52,6 +52,14 @@ pub const SEALED_FIELDS: &[SealedField] = &[
         paths: &[&["secret"]],
     },
     SealedField {
+        kind: Kind::SsoConnection,
+        name: "sso_connection_secrets",
+        paths: &[
+            &["protocol", "*", "sp_key"],
+            &["protocol", "*", "client_secret"],
+        ],
+    },
+    SealedField {
         kind: Kind::SocialToken,
         name: "social_tokens",
         paths: &[&["sealed"]],

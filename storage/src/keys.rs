@@ -195,6 +195,23 @@ pub enum Kind {
     OrgDeparted = 0x7B,
     /// External id -> the organization that bears it (unique in the tenant).
     OrgExternalId = 0x7C,
+    /// Connection id -> an organization's single sign-on connection (SAML or OpenID), its
+    /// secrets sealed.
+    SsoConnection = 0x7D,
+    /// `organization id | connection id` -> (): an organization's connections.
+    OrgConnection = 0x7E,
+    /// SHA-256 of a single sign-on's `state` (SAML: its RelayState) -> the sign-in under way.
+    SsoState = 0x7F,
+    /// SHA-256 of `connection id | assertion ID` -> until when a SAML assertion is refused
+    /// again (the replay cache, on disk so it outlives a restart).
+    SsoReplay = 0x80,
+    /// `connection id | SHA-256 of the subject` -> the user an identity provider's account
+    /// signs in as.
+    SsoIdentity = 0x81,
+    /// `user id | connection id` -> the subject's hash: a user's single sign-on links.
+    UserSso = 0x82,
+    /// SHA-256 of a single sign-on's exchange code -> the sign-in it trades for a session.
+    SsoExchange = 0x83,
 }
 
 /// The key of a platform record.

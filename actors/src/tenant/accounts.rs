@@ -313,6 +313,7 @@ impl Accounts {
         cx: &TenantCtx,
         attempt: &LoginAttempt,
     ) -> Result<Credential, TenantError> {
+        cx.sso_gate(&attempt.email)?;
         let user = cx.user_by_email(&attempt.email)?;
         let device = match (&user, attempt.device_token.as_deref()) {
             (Some(u), Some(token)) => cx.known_device(u.id, token, OffsetDateTime::now_utc())?,
@@ -551,6 +552,7 @@ impl TenantCtx {
             }
             view
         };
+        self.sso_gate(&r.email)?;
         if self.registration_blocked(&mut fx, &r.email, ctx)? {
             self.commit(fx)?;
             return Ok((lookalike(&r.email), Vec::new()));

@@ -156,6 +156,10 @@ pub struct ChallengeRecord {
     /// not the account's, holds the second step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<Uuid>,
+    /// For an MFA login challenge after a single sign-on: the organization and connection
+    /// the session will work in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sso: Option<(Uuid, Uuid)>,
 }
 
 impl ChallengeRecord {
@@ -184,6 +188,7 @@ impl ChallengeRecord {
             redirect_to: None,
             code_challenge: None,
             device: None,
+            sso: None,
         }
     }
 }

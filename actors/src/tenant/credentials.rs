@@ -45,6 +45,10 @@ pub enum Credential {
     /// Social sign-ins under way for the user: exchange tokens not yet traded and link
     /// tickets not yet used.
     SocialSignIns,
+    /// Accounts at organizations' identity providers (SAML, OpenID) linked to the user.
+    SsoLinks,
+    /// Single sign-ons completed for the user whose exchange codes were not yet traded.
+    SsoSignIns,
     /// Wallet identities linked to the user, and the attributes they attested.
     WalletLinks,
     /// Wallet sign-ins that completed for the user and wait for the client's poll.
@@ -114,6 +118,8 @@ impl Credential {
             Credential::Passkeys => "passkeys",
             Credential::SocialLinks => "social_links",
             Credential::SocialSignIns => "social_sign_ins",
+            Credential::SsoLinks => "sso_links",
+            Credential::SsoSignIns => "sso_sign_ins",
             Credential::WalletLinks => "wallet_links",
             Credential::WalletSignIns => "wallet_sign_ins",
             Credential::AgentConsents => "agent_consents",
@@ -136,6 +142,7 @@ impl Credential {
             | Credential::Phone
             | Credential::Passkeys
             | Credential::SocialLinks
+            | Credential::SsoLinks
             | Credential::WalletLinks
             | Credential::OAuthConsents
             | Credential::AgentConsents => true,
@@ -144,6 +151,7 @@ impl Credential {
             | Credential::OAuthGrants
             | Credential::OAuthCodes
             | Credential::SocialSignIns
+            | Credential::SsoSignIns
             | Credential::WalletSignIns
             | Credential::AgentRequests
             | Credential::AgentTokens
@@ -170,6 +178,7 @@ impl Credential {
             | Credential::OAuthCodes
             | Credential::AgentTokens
             | Credential::SocialSignIns
+            | Credential::SsoSignIns
             | Credential::WalletSignIns
             | Credential::Challenges => Fate::Remove,
             Credential::OAuthConsents
@@ -178,6 +187,7 @@ impl Credential {
             | Credential::Phone
             | Credential::Passkeys
             | Credential::SocialLinks
+            | Credential::SsoLinks
             | Credential::WalletLinks
             | Credential::AgentConsents
             | Credential::AgentRequests => match ending {

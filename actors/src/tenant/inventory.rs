@@ -96,6 +96,10 @@ impl TenantCtx {
                 Stored::Records(self.each_user(users, |s, u| s.identity_keys(u.id))?)
             }
             Credential::SocialSignIns => Stored::Records(self.social_sign_in_keys(&ids)?),
+            Credential::SsoLinks => {
+                Stored::Records(self.each_user(users, |s, u| s.sso_link_keys(u.id))?)
+            }
+            Credential::SsoSignIns => Stored::Records(self.sso_sign_in_keys(&ids)?),
             Credential::WalletLinks => {
                 Stored::Records(self.each_user(users, |s, u| s.wallet_link_keys(u.id))?)
             }
@@ -157,6 +161,8 @@ impl TenantCtx {
                 | Credential::Passkeys
                 | Credential::SocialLinks
                 | Credential::SocialSignIns
+                | Credential::SsoLinks
+                | Credential::SsoSignIns
                 | Credential::WalletLinks
                 | Credential::WalletSignIns
                 | Credential::AgentConsents
@@ -413,6 +419,38 @@ mod tests {
                         provider: Provider::Github,
                         redirect_uri: "https://app.example/linked".into(),
                         expires_at: now + Duration::minutes(10),
+                    },
+                )
+                .unwrap();
+            }
+            Credential::SsoLinks => {
+                let connection = Uuid::now_v7();
+                b.put(
+                    &crate::tenant::sso::records::identity_key(connection, "alice@corp.example"),
+                    &crate::tenant::sso::records::SsoIdentityRecord {
+                        user_id: user.id,
+                        subject: "alice@corp.example".into(),
+                        created_at: now,
+                        last_used_at: now,
+                    },
+                )
+                .unwrap();
+                b.put(
+                    &crate::tenant::sso::records::id_pair(user.id, connection),
+                    &crate::tenant::sso::records::UserSsoIndex {
+                        subject_hash: sha256(b"alice@corp.example"),
+                    },
+                )
+                .unwrap();
+            }
+            Credential::SsoSignIns => {
+                b.put(
+                    &sha256(b"sso_code"),
+                    &crate::tenant::sso::records::SsoExchangeRecord {
+                        user_id: user.id,
+                        connection: Uuid::now_v7(),
+                        organization: Uuid::now_v7(),
+                        expires_at: now + Duration::minutes(1),
                     },
                 )
                 .unwrap();

@@ -112,6 +112,13 @@ pub enum TenantMsg {
         ctx: AuditContext,
         reply: TenantReply<crate::tenant::organizations::msg::OrgAnswer>,
     },
+    /// Single sign-on: organizations' connections (admins), home-realm discovery, and the
+    /// sign-ins through them.
+    Sso {
+        cmd: crate::tenant::sso::msg::SsoCmd,
+        ctx: AuditContext,
+        reply: TenantReply<crate::tenant::sso::msg::SsoAnswer>,
+    },
     /// Webhooks: the endpoints, the delivery log, and the worker's due deliveries and
     /// outcomes.
     Webhooks {

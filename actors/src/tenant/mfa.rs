@@ -109,7 +109,12 @@ impl TenantCtx {
         &self,
         fx: &mut Effects,
         user: &UserRecord,
-        (first_factor, oauth, device): (&str, Option<OAuthResume>, Option<Uuid>),
+        (first_factor, oauth, device, sso): (
+            &str,
+            Option<OAuthResume>,
+            Option<Uuid>,
+            Option<(Uuid, Uuid)>,
+        ),
         now: OffsetDateTime,
     ) -> Result<Option<LoginOutcome>, TenantError> {
         if user.mfa_enabled {
@@ -117,6 +122,7 @@ impl TenantCtx {
                 ChallengeRecord::new(Purpose::MfaLogin, user, None, MFA_CHALLENGE_TTL, now);
             record.amr = vec![first_factor.to_owned()];
             record.device = device;
+            record.sso = sso;
             // The flow resumes after the second factor; the challenge token, handed to the
             // client that passed the binding check, carries it there.
             record.oauth = oauth;
@@ -408,8 +414,15 @@ impl Mfa {
             }
             None => {
                 let first = found.record.amr.first().map_or("pwd", String::as_str);
-                let grant =
-                    self.mfa_login_session(cx, &mut fx, &mut user, (first, &factor), ctx, now)?;
+                let sso = found.record.sso;
+                let grant = self.mfa_login_session(
+                    cx,
+                    &mut fx,
+                    &mut user,
+                    (first, &factor, sso),
+                    ctx,
+                    now,
+                )?;
                 let oauth = found.record.oauth.take().map(|o| o.params);
                 // The device that proved both factors is known from now on.
                 let device_token = match (device, first) {
@@ -433,7 +446,7 @@ impl Mfa {
         cx: &mut TenantCtx,
         fx: &mut Effects,
         user: &mut UserRecord,
-        (first, factor): (&str, &Factor),
+        (first, factor, sso): (&str, &Factor, Option<(Uuid, Uuid)>),
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
@@ -453,6 +466,7 @@ impl Mfa {
             oauth: None,
             acr: None,
             device: None,
+            sso,
         };
         cx.signed_in(fx, user, proof, ctx, now)
     }

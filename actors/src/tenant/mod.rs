@@ -39,6 +39,7 @@ pub mod sessions;
 pub mod settings;
 pub mod sms;
 pub mod social;
+pub mod sso;
 pub mod state;
 pub mod step_up;
 pub mod usage;
@@ -201,6 +202,7 @@ impl Actor for TenantActor {
             TenantMsg::Organizations { cmd, ctx, reply } => {
                 state.organizations.handle(&mut state.cx, cmd, ctx, reply)
             }
+            TenantMsg::Sso { cmd, ctx, reply } => state.sso.handle(&mut state.cx, cmd, ctx, reply),
             TenantMsg::Webhooks { cmd, ctx, reply } => {
                 let at_once = cmd.answers_at_once();
                 let out = state.webhooks.webhook_cmd(&mut state.cx, cmd, &ctx);

@@ -91,6 +91,7 @@ impl Passwordless {
         hosted: HostedReturn,
     ) -> Result<Vec<MailJob>, TenantError> {
         cx.flow_enabled(Flow::MagicLink)?;
+        cx.sso_gate(email)?;
         cx.space_request(Flow::MagicLink, email)?;
         let now = OffsetDateTime::now_utc();
         let Some(user) = cx.member_by_email(email)? else {
@@ -134,6 +135,7 @@ impl Passwordless {
         ctx: &AuditContext,
     ) -> Result<Vec<MailJob>, TenantError> {
         cx.flow_enabled(Flow::EmailOtp)?;
+        cx.sso_gate(email)?;
         cx.space_request(Flow::EmailOtp, email)?;
         let user = cx.member_by_email(email)?;
         if user.is_none() && !create {

@@ -232,6 +232,9 @@ pub struct SessionRecord {
     /// switch, or on a client's grant by an authorization that named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub org: Option<Uuid>,
+    /// The single sign-on connection the session was signed in through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<Uuid>,
 }
 
 tessera_storage::record!(SessionRecord in TenantRecord: Kind::Session, "session", version 1);

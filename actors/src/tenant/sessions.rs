@@ -83,6 +83,9 @@ pub(super) struct Proof {
     /// The known device a password sign-in presented (see `devices`): an MFA step after it
     /// is held to the device's count, not the account's.
     pub device: Option<Uuid>,
+    /// A single sign-on: the organization the session works in and the connection it came
+    /// through.
+    pub sso: Option<(Uuid, Uuid)>,
 }
 
 impl Proof {
@@ -97,6 +100,7 @@ impl Proof {
             oauth: None,
             acr: None,
             device: None,
+            sso: None,
         }
     }
 }
@@ -226,7 +230,7 @@ impl TenantCtx {
         user.guardian_gate()?;
         let first = proof.amr.first().map_or("pwd", String::as_str);
         let oauth = proof.oauth.take();
-        let second = (first, oauth.clone(), proof.device);
+        let second = (first, oauth.clone(), proof.device, proof.sso);
         if let Some(outcome) = self.login_second_step(fx, user, second, now)? {
             return Ok(PasswordlessLogin {
                 outcome,
@@ -269,7 +273,7 @@ impl TenantCtx {
             &mut fx.batch,
             user,
             (proof.aal, proof.amr, proof.acr),
-            (None, None),
+            (None, proof.sso),
             ctx,
             now,
         )?;
@@ -358,6 +362,7 @@ impl TenantCtx {
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
+        let org = org.map(|o| (o, Uuid::nil()));
         self.open_session_full(batch, user, (aal, amr, None), (Some(oauth), org), ctx, now)
     }
 
@@ -367,7 +372,7 @@ impl TenantCtx {
         batch: &mut TenantBatch,
         user: &UserRecord,
         (aal, amr, acr): (u8, Vec<String>, Option<super::eudi::Eidas>),
-        (oauth, org): (Option<OAuthGrant>, Option<Uuid>),
+        (oauth, sso): (Option<OAuthGrant>, Option<(Uuid, Uuid)>),
         ctx: &AuditContext,
         now: OffsetDateTime,
     ) -> Result<Grant, TenantError> {
@@ -387,7 +392,8 @@ impl TenantCtx {
             ua_family: ctx.ua_family.clone(),
             ip_hash: ctx.ip_hash.clone(),
             oauth,
-            org,
+            org: sso.map(|(org, _)| org),
+            connection: sso.map(|(_, c)| c).filter(|c| !c.is_nil()),
         };
         batch.put(session.id.as_bytes(), &session)?;
         batch.put(

@@ -35,6 +35,7 @@ use super::{
     },
     sms::memory::Sms,
     social::memory::Social,
+    sso::Sso,
     step_up::memory::StepUp,
     usage::{MauRecord, MAU_KEY, SMS_USAGE_KEY},
     users::Users,
@@ -95,6 +96,7 @@ pub struct TenantState {
     pub(super) users: Users,
     pub(super) webhooks: Webhooks,
     pub(super) organizations: Organizations,
+    pub(super) sso: Sso,
 }
 
 impl TenantState {
@@ -187,6 +189,7 @@ impl TenantState {
             users: Users,
             webhooks: Webhooks,
             organizations: Organizations::default(),
+            sso: Sso::default(),
         };
         state.cx.verifier = Eudi::load_verifier(&state.cx)?;
         state.cx.restore_throttles()?;

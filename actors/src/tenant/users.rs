@@ -901,6 +901,7 @@ impl TenantCtx {
             "consents": self.consent_records(user.id)?,
             "agents": self.agents_of_user(user.id)?,
             "organizations": self.exported_memberships(user.id)?,
+            "sso_links": self.exported_sso_links(user.id)?,
             "wallet": self.wallet_claims_of(user.id)?,
             "guardian_consent": user.guardian.as_ref().map(|g| serde_json::json!({
                 "status": g.status,

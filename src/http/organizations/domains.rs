@@ -5,7 +5,7 @@
 use axum::{http::StatusCode, response::Response, Json};
 use serde::{Deserialize, Serialize};
 use tessera_actors::tenant::organizations::{
-    domains::{proof_name, proof_value},
+    domains::{proof_name, proof_value, DomainChange},
     msg::{OrgAnswer, OrgCmd},
     OrgDomainRecord,
 };
@@ -42,6 +42,10 @@ pub struct OrganizationDomain {
     /// Users who sign in with a confirmed address at the domain join as `member` (once it
     /// is proven).
     pub auto_join: bool,
+    /// Addresses at the domain sign in only through the organization's single sign-on (once
+    /// it is proven and the organization has an enabled connection): password sign-in,
+    /// registration and mailed codes and links refuse them with 403 `auth/sso_required`.
+    pub sso_only: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }
@@ -54,6 +58,7 @@ impl From<OrgDomainRecord> for OrganizationDomain {
             verified: d.verified_at.is_some(),
             verified_at: d.verified_at,
             auto_join: d.auto_join,
+            sso_only: d.sso_only,
             created_at: d.created_at,
             domain: d.domain,
         }
@@ -77,9 +82,12 @@ pub struct AddDomainRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateDomainRequest {
+    /// Unchanged when absent.
     #[serde(default)]
-    #[schema(required = true)]
-    pub auto_join: bool,
+    pub auto_join: Option<bool>,
+    /// Unchanged when absent.
+    #[serde(default)]
+    pub sso_only: Option<bool>,
 }
 
 fn domain_of(answer: OrgAnswer) -> Result<OrganizationDomain, ApiError> {
@@ -208,8 +216,9 @@ pub async fn verify(
 }
 
 /// Sets whether the users who sign in with a confirmed address at the domain join the
-/// organization as `member` (admin, owner); it takes effect once the domain is proven. A
-/// member an admin removed is not added again by it.
+/// organization as `member`, and whether they sign in only through its single sign-on
+/// (admin, owner); both take effect once the domain is proven. A member an admin removed is
+/// not added again by the domain.
 #[utoipa::path(patch, path = "/v1/auth/dashboard/tenants/{slug}/organizations/{org_id}/domains/{domain}", tag = "organizations",
     security(("dashboard_session" = []), ("dashboard_cookie" = [])),
     params(
@@ -234,7 +243,10 @@ pub async fn update(
     let cmd = OrgCmd::UpdateDomain {
         org,
         domain,
-        auto_join: req.auto_join,
+        change: DomainChange {
+            auto_join: req.auto_join,
+            sso_only: req.sso_only,
+        },
     };
     Ok(Json(domain_of(
         a.call(cmd).await.map_err(|e| not_found_as("domain", e))?,

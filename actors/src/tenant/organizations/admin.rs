@@ -203,6 +203,15 @@ impl Organizations {
             let (_, d) = item?;
             Self::drop_domain(cx, &mut fx.batch, &d)?;
         }
+        for item in cx
+            .store
+            .scan::<crate::tenant::sso::records::OrgConnectionIndex>(id.as_bytes())
+        {
+            let (key, _) = item?;
+            if let Some(connection) = second_id(&key) {
+                cx.drop_connection(&mut fx.batch, id, connection)?;
+            }
+        }
         fx.batch.remove(Kind::Organization, id.as_bytes());
         Self::index_external_id(&mut fx.batch, id, (org.external_id.as_deref(), None))?;
         let data = serde_json::json!({ "organization_id": org.id, "members": members });
@@ -264,7 +273,11 @@ impl Organizations {
     }
 
     /// Whether `org` may take one more member, and `user` one more organization.
-    pub(super) fn room_for(cx: &TenantCtx, org: Uuid, user: Uuid) -> Result<(), TenantError> {
+    pub(in crate::tenant) fn room_for(
+        cx: &TenantCtx,
+        org: Uuid,
+        user: Uuid,
+    ) -> Result<(), TenantError> {
         let limit = OrgLimits::of(cx.info.tier).members;
         if Self::member_count(cx, org)? >= limit {
             return Err(OrgError::MemberLimit { limit }.into());
@@ -284,7 +297,7 @@ impl Organizations {
     }
 
     /// Writes a new membership and its mirror, with its event and audit entry.
-    pub(super) fn link(
+    pub(in crate::tenant) fn link(
         cx: &mut TenantCtx,
         batch: &mut TenantBatch,
         (org, user, role): (Uuid, Uuid, &str),
@@ -338,21 +351,34 @@ impl Organizations {
         ctx: &AuditContext,
     ) -> Done<MemberView> {
         self.role(cx, &role)?;
-        let mut m = cx
+        let m = cx
             .membership(org, user)?
             .ok_or(OrgError::NotMember)
             .map_err(TenantError::from)?;
-        let before = std::mem::replace(&mut m.role, role);
-        m.updated_at = OffsetDateTime::now_utc();
         let mut fx = cx.effects();
-        fx.batch.put(&pair_key(org, user), &m)?;
-        let data = serde_json::json!({
-            "organization_id": org, "user_id": user, "role": m.role, "previous_role": before,
-        });
-        cx.emit_event(&mut fx.batch, "membership.updated", data.clone())?;
-        cx.audit_into(&mut fx.batch, "organization.member.updated", ctx, data)?;
+        let m = Self::set_role(cx, &mut fx.batch, m, &role, ctx)?;
         let email = cx.user(user)?.and_then(|u| u.email);
         Ok((member_view(&m, email), cx.commit(fx)?))
+    }
+
+    /// Gives a member another role (into `batch`), with its event and audit entry.
+    pub(in crate::tenant) fn set_role(
+        cx: &mut TenantCtx,
+        batch: &mut TenantBatch,
+        mut m: OrgMemberRecord,
+        role: &str,
+        ctx: &AuditContext,
+    ) -> Result<OrgMemberRecord, TenantError> {
+        let before = std::mem::replace(&mut m.role, role.to_owned());
+        m.updated_at = OffsetDateTime::now_utc();
+        batch.put(&pair_key(m.organization, m.user), &m)?;
+        let data = serde_json::json!({
+            "organization_id": m.organization, "user_id": m.user, "role": m.role,
+            "previous_role": before,
+        });
+        cx.emit_event(batch, "membership.updated", data.clone())?;
+        cx.audit_into(batch, "organization.member.updated", ctx, data)?;
+        Ok(m)
     }
 
     /// Ends a membership: the member's sessions in the organization end with it.

@@ -22,6 +22,13 @@ use crate::{
 
 type Done<T> = Result<(T, Vec<MailJob>), TenantError>;
 
+/// A change to a domain's switches; `None`: unchanged.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DomainChange {
+    pub auto_join: Option<bool>,
+    pub sso_only: Option<bool>,
+}
+
 /// The name whose TXT record proves `domain`.
 pub fn proof_name(domain: &str) -> String {
     format!("_tessera-verification.{domain}")
@@ -87,6 +94,7 @@ impl Organizations {
             created_at: OffsetDateTime::now_utc(),
             verified_at: None,
             auto_join: false,
+            sso_only: false,
         };
         let mut fx = cx.effects();
         fx.batch.put(&domain_key(org, &domain), &record)?;
@@ -138,22 +146,27 @@ impl Organizations {
         Ok((record, cx.commit(fx)?))
     }
 
-    /// Turns the adding of members by the domain on or off.
+    /// Turns the adding of members by the domain, or single sign-on only, on or off
+    /// (`None`: unchanged).
     pub(super) fn update_domain(
         &mut self,
         cx: &mut TenantCtx,
-        (org, domain, auto_join): (Uuid, String, bool),
+        (org, domain, change): (Uuid, String, DomainChange),
         ctx: &AuditContext,
     ) -> Done<OrgDomainRecord> {
         let mut record = self.domain(cx, org, &domain)?;
-        record.auto_join = auto_join;
+        record.auto_join = change.auto_join.unwrap_or(record.auto_join);
+        record.sso_only = change.sso_only.unwrap_or(record.sso_only);
         let mut fx = cx.effects();
         fx.batch.put(&domain_key(org, &domain), &record)?;
         cx.audit_into(
             &mut fx.batch,
             "organization.domain.updated",
             ctx,
-            serde_json::json!({ "organization_id": org, "domain": domain, "auto_join": auto_join }),
+            serde_json::json!({
+                "organization_id": org, "domain": domain, "auto_join": record.auto_join,
+                "sso_only": record.sso_only,
+            }),
         )?;
         Ok((record, cx.commit(fx)?))
     }

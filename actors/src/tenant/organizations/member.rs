@@ -366,6 +366,28 @@ impl TenantCtx {
         Ok(serde_json::Value::Array(out))
     }
 
+    /// `Ok` when `name` is a role of the tenant's organizations (built in or defined).
+    pub(in crate::tenant) fn role_exists(&self, name: &str) -> Result<(), TenantError> {
+        if super::policy::default_permissions(name).is_some()
+            || self
+                .store
+                .get::<super::records::OrgRoleRecord>(name.as_bytes())?
+                .is_some()
+        {
+            return Ok(());
+        }
+        Err(super::OrgError::UnknownRole.into())
+    }
+
+    /// Whether `org` proved the domain of the (normalised) address `email`.
+    pub(in crate::tenant) fn proven_by(&self, org: Uuid, email: &str) -> Result<bool, TenantError> {
+        let domain = crate::policy::email_domain(email);
+        Ok(self
+            .store
+            .get::<super::records::VerifiedDomain>(domain.as_bytes())?
+            .is_some_and(|v| v.organization == org))
+    }
+
     /// The keyed hash (hex) of an address's domain, as audit events name it.
     pub(in crate::tenant) fn domain_hash(&self, email: &str) -> String {
         hex::encode(

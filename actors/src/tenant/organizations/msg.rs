@@ -78,7 +78,7 @@ pub enum OrgCmd {
     UpdateDomain {
         org: Uuid,
         domain: String,
-        auto_join: bool,
+        change: super::domains::DomainChange,
     },
     RemoveDomain {
         org: Uuid,
@@ -220,9 +220,9 @@ impl Organizations {
             OrgCmd::UpdateDomain {
                 org,
                 domain,
-                auto_join,
+                change,
             } => {
-                let (d, mail) = self.update_domain(cx, (org, domain, auto_join), ctx)?;
+                let (d, mail) = self.update_domain(cx, (org, domain, change), ctx)?;
                 Ok((OrgAnswer::Domain(Box::new(d)), mail))
             }
             OrgCmd::RemoveDomain { org, domain } => {

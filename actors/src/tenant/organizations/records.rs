@@ -40,6 +40,8 @@ pub enum Joined {
     /// The member signed in with a confirmed address at one of the organization's proven
     /// domains that adds members.
     Domain,
+    /// The member signed in through one of the organization's single sign-on connections.
+    Sso,
 }
 
 impl Joined {
@@ -48,6 +50,7 @@ impl Joined {
             Joined::Admin => "admin",
             Joined::Invitation => "invitation",
             Joined::Domain => "domain",
+            Joined::Sso => "sso",
         }
     }
 }
@@ -159,6 +162,10 @@ pub struct OrgDomainRecord {
     pub verified_at: Option<OffsetDateTime>,
     /// Users who sign in with a confirmed address at the domain join as `member`.
     pub auto_join: bool,
+    /// Addresses at the domain sign in only through the organization's single sign-on (no
+    /// password, no mailed code or link, no new account by registration).
+    #[serde(default)]
+    pub sso_only: bool,
 }
 
 tessera_storage::record!(
