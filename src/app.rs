@@ -37,6 +37,8 @@ pub struct App {
     pub wallet: crate::eudi::WalletVerifier,
     /// Looks up the TXT records that prove organizations' domains.
     pub dns: crate::dns::TxtLookup,
+    /// Speaks to organizations' OpenID providers and reads SAML metadata.
+    pub federation: crate::oidc_rp::Federation,
     pub mailer: Arc<Mailer>,
     /// Sends text messages (the dashboard's test directly; tenants' through the courier).
     pub texter: Arc<crate::delivery::sms::Texter>,

@@ -323,8 +323,14 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         .addresses()
         .map_err(|e| StartError::Other(e.to_string()))
         .and_then(|a| dns::TxtLookup::new(&a).map_err(StartError::Other))?;
+    let federation = oidc_rp::Federation::new(
+        Duration::from_millis(config.sso.timeout_ms),
+        config.sso.allow_private_targets,
+    )
+    .map_err(StartError::Other)?;
     let state = Arc::new(App {
         dns,
+        federation,
         store: store.clone(),
         config,
         directory: directory.clone(),

@@ -14,6 +14,7 @@ mod catalog;
 mod cluster;
 mod dashboard;
 mod dns;
+mod sso;
 mod error;
 mod eudi;
 mod log;
@@ -57,6 +58,7 @@ pub use security::SecurityConfig;
 pub use server::ServerConfig;
 pub use sms::{SmsConfig, SmsTierCaps, SmsTransport, DEFAULT_SMS_COUNTRIES};
 pub use social::{ProviderEndpoints, SocialConfig};
+pub use sso::SsoConfig;
 pub use storage::StorageConfig;
 pub use testing::TestingConfig;
 pub use tokens::TokensConfig;
@@ -81,6 +83,7 @@ pub struct Config {
     pub webhooks: WebhooksConfig,
     pub sdk: SdkConfig,
     pub dns: DnsConfig,
+    pub sso: SsoConfig,
     pub cluster: ClusterConfig,
     pub testing: TestingConfig,
 }
@@ -132,6 +135,7 @@ impl Config {
     /// Every section checks itself, in this order; the first error found is the answer.
     fn validate(&self) -> Result<(), ConfigError> {
         self.server.validate()?;
+        self.sso.validate()?;
         self.storage.validate()?;
         self.captcha.validate()?;
         self.security.validate()?;
