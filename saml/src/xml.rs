@@ -130,3 +130,43 @@ pub fn cert_body(pem_or_b64: &str) -> String {
         .filter(|c| !c.is_whitespace())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(xml: &str) -> Result<String, SamlError> {
+        let doc = parse(xml)?;
+        let root = doc.document_element().ok_or(SamlError::SplitText)?;
+        strict_text(&doc, root)
+    }
+
+    #[test]
+    fn plain_text_and_entities_are_read_whole() {
+        assert_eq!(
+            text_of("<a> alice@corp.example </a>").unwrap(),
+            "alice@corp.example"
+        );
+        assert_eq!(text_of("<a>AT&amp;T&#x40;x</a>").unwrap(), "AT&T@x");
+        assert_eq!(text_of("<a/>").unwrap(), "");
+    }
+
+    #[test]
+    fn markup_splitting_text_is_refused() {
+        for xml in [
+            "<a>alice@corp.example<!---->.evil.example</a>",
+            "<a>alice@corp.example<?pi x?>.evil.example</a>",
+            "<a>alice@corp.example<![CDATA[.evil.example]]></a>",
+            "<a><![CDATA[alice@corp.example]]></a>",
+            "<a>alice@corp.example<b/></a>",
+        ] {
+            assert_eq!(text_of(xml).unwrap_err().code(), "saml/split_text", "{xml}");
+        }
+    }
+
+    #[test]
+    fn dtds_are_refused() {
+        let xml = "<!DOCTYPE a [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><a>&e;</a>";
+        assert_eq!(parse(xml).unwrap_err().code(), "saml/malformed");
+    }
+}
