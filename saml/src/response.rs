@@ -85,7 +85,10 @@ pub fn verify_response(
         Shape::Encrypted(encrypted) => {
             check_encryption_algorithms(&doc, encrypted)?;
             let plain = decrypt(&text, sp)?;
-            let ddoc = xml::parse(&plain)?;
+            // One answer for every failure of the plaintext, so the error says nothing
+            // about what a tampered ciphertext decrypted to (no CBC padding/parse oracle).
+            let ddoc = xml::parse(&plain)
+                .map_err(|_| SamlError::Decryption("the plaintext is not XML".into()))?;
             let droot = response_element(&ddoc)?;
             let assertion = decrypted_structure(&ddoc, droot)?;
             assertion_signature(&ddoc, &plain, sp, assertion, response_signed)?;
