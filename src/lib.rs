@@ -325,6 +325,7 @@ pub async fn run(config: Config, shutdown: impl Future<Output = ()>) -> Result<(
         .and_then(|a| dns::TxtLookup::new(&a).map_err(StartError::Other))?;
     let federation = oidc_rp::Federation::new(
         Duration::from_millis(config.sso.timeout_ms),
+        Duration::from_secs(config.sso.keys_refetch_secs),
         config.sso.allow_private_targets,
     )
     .map_err(StartError::Other)?;

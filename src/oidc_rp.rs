@@ -244,7 +244,11 @@ pub struct Federation {
 }
 
 impl Federation {
-    pub fn new(timeout: Duration, allow_private: bool) -> Result<Self, String> {
+    pub fn new(
+        timeout: Duration,
+        keys_refetch: Duration,
+        allow_private: bool,
+    ) -> Result<Self, String> {
         let reach = if allow_private {
             crate::net::Reach::Any
         } else {
@@ -252,7 +256,7 @@ impl Federation {
         };
         let http = crate::net::client(reach, timeout).map_err(|e| format!("sso client: {e}"))?;
         Ok(Federation {
-            core: OidcCore::new(http, Duration::from_secs(60), allow_private),
+            core: OidcCore::new(http, keys_refetch, allow_private),
         })
     }
 

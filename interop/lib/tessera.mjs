@@ -59,17 +59,20 @@ export function serverEnv(extra = {}) {
 }
 
 /**
- * Starts `tessera serve --listen 127.0.0.1:0` with a fresh data directory; answers once the
- * server prints its listening line.
+ * Starts `tessera serve --listen 127.0.0.1:0` with a fresh data directory (or, `again`, a
+ * stopped server's data directory at its address); answers once the server prints its
+ * listening line.
  */
-export async function startTessera(extraEnv = {}) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'tessera-interop-'));
+export async function startTessera(extraEnv = {}, again = null) {
+  const dir = again ? again.dir : await mkdtemp(path.join(tmpdir(), 'tessera-interop-'));
   const dataDir = path.join(dir, 'data');
-  const logPath = path.join(dir, 'server.log');
+  const logPath = path.join(dir, again ? 'server-again.log' : 'server.log');
   const log = createWriteStream(logPath);
+  // Started again: the same data directory at the same address.
+  const listen = again ? new URL(again.base).host : '127.0.0.1:0';
   const child = spawn(
     BIN,
-    ['serve', '--listen', '127.0.0.1:0', '--config', path.join(ROOT, 'config.toml'), '--data-dir', dataDir],
+    ['serve', '--listen', listen, '--config', path.join(ROOT, 'config.toml'), '--data-dir', dataDir],
     { env: serverEnv(extraEnv), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stderr.pipe(log);

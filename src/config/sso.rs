@@ -14,6 +14,9 @@ pub struct SsoConfig {
     pub allow_private_targets: bool,
     /// How long one request to a provider may take, in milliseconds.
     pub timeout_ms: u64,
+    /// An ID token signed by a key not in the provider's cached set fetches the set again,
+    /// at most this often (seconds).
+    pub keys_refetch_secs: u64,
 }
 
 impl Default for SsoConfig {
@@ -21,6 +24,7 @@ impl Default for SsoConfig {
         SsoConfig {
             allow_private_targets: false,
             timeout_ms: 10_000,
+            keys_refetch_secs: 60,
         }
     }
 }

@@ -114,6 +114,7 @@ pub struct RegisterResponse {
     security(("api_key" = [])),
     request_body = RegisterRequest,
     responses(
+        (status = 403, description = "`auth/sso_required`: the address's domain signs in only through its organization's single sign-on (`details.connection_id`)", body = ErrorBody),
         (status = 200, description = "Registered; the same answer when the address already has an account or is blocked by the tenant's policy. With a guest's `Authorization: Bearer`, the guest is claimed: same user id, sessions and metadata kept", body = RegisterResponse),
         (status = 400, description = "`validation/invalid_request`, `auth/weak_password`", body = ErrorBody),
         (status = 401, description = "`auth/missing_api_key`, `auth/invalid_api_key`, `auth/invalid_token` (the bearer, or a malformed Authorization header)", body = ErrorBody),
@@ -353,7 +354,7 @@ pub struct LoginRequest {
         (status = 200, description = "Signed in (with `mfa_enrollment_required_by` during the tenant's MFA grace period, and a new `device_token` unless a valid one was sent); or, for a user with MFA, `{mfa_required, mfa_challenge_token, available_methods}`; or, past the grace period, `{mfa_enrollment_required, enrollment_token}`", body = LoginResponse),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
-        (status = 403, description = "`auth/email_not_verified`", body = ErrorBody),
+        (status = 403, description = "`auth/email_not_verified`; `auth/sso_required`: the address's domain signs in only through its organization's single sign-on", body = ErrorBody),
         (status = 400, description = "`auth/captcha_failed`: the `captcha_token` was refused by the verifier", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts` with `Retry-After`: 5 consecutive failures of this account from this address, 10 from any address (each block 15 s, doubling to 15 minutes), or `security.login_failures_per_address` failures from this address in 15 minutes (100 by default) when no CAPTCHA is configured; with a valid `device_token`, 3 consecutive failures of that device instead of the account's and address's rules. `auth/captcha_required`: past the address's count with a CAPTCHA configured: solve it and send `captcha_token`", body = ErrorBody),
         (status = 503, description = "`service/unavailable`: every core is checking passwords and the queue is full (`security.hashing_queue_max`); `Retry-After: 1`", body = ErrorBody),

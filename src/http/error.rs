@@ -297,6 +297,7 @@ impl From<CallError<TenantError>> for ApiError {
             CallError::Failed(TenantError::Settings(e)) => e.into(),
             CallError::Failed(TenantError::User(e)) => e.into(),
             CallError::Failed(TenantError::Organization(e)) => e.into(),
+            CallError::Failed(TenantError::Sso(e)) => e.into(),
             CallError::Failed(e) => ApiError::internal(e),
         }
     }

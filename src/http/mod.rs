@@ -41,6 +41,7 @@ pub mod responses;
 pub mod sdk_policy;
 pub mod sections;
 pub mod social;
+pub mod sso;
 pub mod step_up;
 pub mod tenant;
 pub mod users;
@@ -339,7 +340,7 @@ pub fn routes(public_metrics: bool) -> (Router<AppState>, utoipa::openapi::OpenA
 /// same handlers; documented by `organizations::mirror`), and the users' routes.
 fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppState> {
     use axum::routing::{delete, get, patch, put};
-    use organizations::{admin, domains, me, MANAGEMENT_PREFIX as M};
+    use organizations::{admin, connections, domains, me, MANAGEMENT_PREFIX as M};
     router
         .routes(routes!(admin::list, admin::create))
         .routes(routes!(admin::show, admin::update, admin::delete))
@@ -350,6 +351,31 @@ fn organization_routes(router: OpenApiRouter<AppState>) -> OpenApiRouter<AppStat
         .routes(routes!(domains::list, domains::add))
         .routes(routes!(domains::update, domains::remove))
         .routes(routes!(domains::verify))
+        .routes(routes!(connections::list, connections::create))
+        .routes(routes!(
+            connections::show,
+            connections::update,
+            connections::delete
+        ))
+        .route(
+            &format!("{M}/organizations/{{org_id}}/connections"),
+            get(connections::list).post(connections::create),
+        )
+        .route(
+            &format!("{M}/organizations/{{org_id}}/connections/{{connection_id}}"),
+            get(connections::show)
+                .patch(connections::update)
+                .delete(connections::delete),
+        )
+        .routes(routes!(sso::discover))
+        .routes(routes!(sso::session))
+        .route("/sso/{slug}/{connection_id}/start", get(sso::start))
+        .route("/sso/{slug}/{connection_id}/callback", get(sso::callback))
+        .route(
+            "/sso/{slug}/{connection_id}/acs",
+            axum::routing::post(sso::acs),
+        )
+        .route("/sso/{slug}/{connection_id}/metadata", get(sso::metadata))
         .route(
             &format!("{M}/organizations/{{org_id}}/domains"),
             get(domains::list).post(domains::add),

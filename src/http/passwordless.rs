@@ -140,6 +140,7 @@ pub struct UserMagicLinkRequest {
     security(("api_key" = [])),
     request_body = UserMagicLinkRequest,
     responses(
+        (status = 403, description = "`auth/sso_required`: the address's domain signs in only through its organization's single sign-on (`details.connection_id`)", body = ErrorBody),
         (status = 202, description = "Accepted, whether or not the address has an account; the link is `{accounts_url}/magic-link?token=...`", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         PasswordlessDisabled,
@@ -322,6 +323,7 @@ pub struct UserEmailOtpRequest {
     security(("api_key" = [])),
     request_body = UserEmailOtpRequest,
     responses(
+        (status = 403, description = "`auth/sso_required`: the address's domain signs in only through its organization's single sign-on (`details.connection_id`)", body = ErrorBody),
         (status = 202, description = "Accepted, whatever the address", body = PasswordlessAccepted),
         (status = 400, description = "`validation/invalid_request`, `passwordless/captcha_failed`", body = ErrorBody),
         PasswordlessDisabled,

@@ -34,7 +34,7 @@ use tessera_actors::{
         flow::{SsoPending, SsoStart},
         msg::{SsoAnswer, SsoCmd},
         records::{Attributes, SsoProtocol},
-        SsoError, SsoRefusal,
+        SsoError,
     },
     CallError, TenantError, TenantHandle, TenantMsg,
 };
@@ -101,7 +101,10 @@ fn sp_config(app: &App, slug: &str, pending: &SsoPending) -> Option<tessera_saml
 
 /// The name of the cookie that binds the flow of `state` to the browser.
 fn cookie_name(state: &str) -> String {
-    format!("tessera_sso_{}", &hex::encode(sha256(state.as_bytes()))[..16])
+    format!(
+        "tessera_sso_{}",
+        &hex::encode(sha256(state.as_bytes()))[..16]
+    )
 }
 
 /// The flow's cookie: `value` for 10 minutes, or cleared (`None`). Over https it is
@@ -143,7 +146,7 @@ fn back(to: &str, name: &str, value: &str) -> Response {
 
 /// The path's tenant (served here) and connection; 404 otherwise.
 fn tenant_and_connection(
-    app: &App,
+    app: &AppState,
     slug: &str,
     connection: &str,
 ) -> Result<(TenantHandle, Uuid), ApiError> {
@@ -283,7 +286,6 @@ fn provider_unavailable() -> ApiError {
 /// Takes the flow of `state`, for this browser: the pending sign-in, or the response that
 /// ends the browser's visit (back to the app with `error`, or an error page).
 async fn take(
-    app: &App,
     (tenant, id, slug): (&TenantHandle, Uuid, &str),
     flow_state: &str,
     headers: &HeaderMap,
@@ -361,7 +363,7 @@ pub async fn callback(
         slot.get_or_insert_with(|| v.into_owned());
     }
     let flow_state = flow_state.unwrap_or_default();
-    let pending = match take(&state, (&tenant, id, &slug), &flow_state, &headers, &ctx).await {
+    let pending = match take((&tenant, id, &slug), &flow_state, &headers, &ctx).await {
         Ok(p) => p,
         Err(resp) => return Ok(resp),
     };
@@ -468,13 +470,16 @@ pub async fn acs(
         slot.get_or_insert_with(|| v.into_owned());
     }
     let Some(response) = response.filter(|r| !r.is_empty()) else {
-        return Err(ApiError::invalid_field("SAMLResponse", "the IdP's response"));
+        return Err(ApiError::invalid_field(
+            "SAMLResponse",
+            "the IdP's response",
+        ));
     };
     let relay = relay.filter(|r| !r.is_empty());
     // With a RelayState: the flow this browser began; without: an unsolicited response,
     // when the connection takes them.
     let pending = match &relay {
-        Some(r) => match take(&state, (&tenant, id, &slug), r, &headers, &ctx).await {
+        Some(r) => match take((&tenant, id, &slug), r, &headers, &ctx).await {
             Ok(p) => p,
             Err(resp) => return Ok(resp),
         },
@@ -496,8 +501,12 @@ pub async fn acs(
         return Err(invalid_state());
     };
     let now = OffsetDateTime::now_utc();
-    let assertion = match tessera_saml::verify_response(&response, &sp, pending.nonce.as_deref(), now)
-    {
+    let assertion = match tessera_saml::verify_response(
+        &response,
+        &sp,
+        pending.nonce.as_deref(),
+        now,
+    ) {
         Ok(a) => a,
         Err(err) => {
             tracing::warn!(tenant = %slug, connection = %id, code = err.code(), error = %err, "a SAML response was refused");
@@ -534,7 +543,7 @@ pub async fn metadata(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
     let (tenant, id) = tenant_and_connection(&state, &slug, &connection)?;
-    let c = match call(&tenant, &ctx, SsoCmd::Unpublished { connection: id }).await {
+    let c = match call(&tenant, &ctx, SsoCmd::Describe { connection: id }).await {
         Ok(SsoAnswer::Connection(c)) => *c,
         Ok(_) => return Err(unexpected()),
         Err(e) => return Err(flow_error(e)),
@@ -607,7 +616,7 @@ pub async fn discover(
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<DiscoverRequest>,
 ) -> Result<Json<DiscoverResponse>, ApiError> {
-    let email = crate::http::fields::normalize_email(req.email.trim());
+    let email = tessera_actors::policy::normalize_email(req.email.trim());
     let mut e = FieldErrors::new();
     e.check(
         "email",
@@ -732,9 +741,4 @@ impl From<SsoError> for ApiError {
             .with_details(serde_json::json!({ "connection_id": connection })),
         }
     }
-}
-
-#[allow(dead_code)]
-fn _refusals_answered(r: SsoRefusal) -> &'static str {
-    r.as_str()
 }

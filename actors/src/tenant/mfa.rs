@@ -69,6 +69,15 @@ impl Factor {
 }
 
 // The kernel's calendar, and what MFA lends the sign-in: the second step and the enrolment.
+/// What a second step after a first factor carries on: the first factor's `amr`, the OAuth
+/// flow to resume, the known device, and a single sign-on's organization and connection.
+type SecondStep<'a> = (
+    &'a str,
+    Option<OAuthResume>,
+    Option<Uuid>,
+    Option<(Uuid, Uuid)>,
+);
+
 impl TenantCtx {
     /// The calendar the MFA grace period is measured on (shifted only in fault drills).
     pub(super) fn calendar_now(&self) -> OffsetDateTime {
@@ -109,12 +118,7 @@ impl TenantCtx {
         &self,
         fx: &mut Effects,
         user: &UserRecord,
-        (first_factor, oauth, device, sso): (
-            &str,
-            Option<OAuthResume>,
-            Option<Uuid>,
-            Option<(Uuid, Uuid)>,
-        ),
+        (first_factor, oauth, device, sso): SecondStep<'_>,
         now: OffsetDateTime,
     ) -> Result<Option<LoginOutcome>, TenantError> {
         if user.mfa_enabled {

@@ -11,6 +11,7 @@
 //! organization, then the organization, member or role (404).
 
 pub mod admin;
+pub mod connections;
 pub mod domains;
 pub mod me;
 mod mirror;

@@ -59,6 +59,10 @@ pub enum SsoCmd {
         state: String,
         binding: String,
     },
+    /// Any organization's connection, enabled or not (its published SAML metadata).
+    Describe {
+        connection: Uuid,
+    },
     /// A connection that takes unsolicited SAML responses.
     Unsolicited {
         connection: Uuid,
@@ -82,6 +86,7 @@ impl SsoCmd {
             SsoCmd::Connections(_)
                 | SsoCmd::Connection { .. }
                 | SsoCmd::Discover { .. }
+                | SsoCmd::Describe { .. }
                 | SsoCmd::Unsolicited { .. }
         )
     }
@@ -141,6 +146,10 @@ impl Sso {
                 let ((), mail) = self.delete_connection(cx, (org, id), ctx)?;
                 Ok((SsoAnswer::Done, mail))
             }
+            SsoCmd::Describe { connection } => quiet(SsoAnswer::Connection(Box::new(
+                self.connection(cx, None, connection)
+                    .map_err(|_| TenantError::Sso(super::SsoError::UnknownConnection))?,
+            ))),
             SsoCmd::Discover { email } => quiet(SsoAnswer::Realm(cx.realm_of(&email)?)),
             SsoCmd::Begin {
                 connection,
