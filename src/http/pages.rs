@@ -68,6 +68,9 @@ pub struct PageTemplate {
     pub qr: Option<String>,
     /// The CAPTCHA provider's script, on a page whose form shows the widget.
     pub captcha_script: Option<String>,
+    /// Where the page sends the browser at once (an instant redirect without script, to a
+    /// page of this server; `link` says the same for whoever stays).
+    pub refresh: Option<String>,
 }
 
 /// The sign-in page's social providers: a heading and one link each.
@@ -424,6 +427,7 @@ impl Reader {
             social: None,
             qr: None,
             captcha_script: None,
+            refresh: None,
         }
     }
 

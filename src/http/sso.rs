@@ -179,6 +179,45 @@ fn invalid_state() -> ApiError {
 pub struct StartQuery {
     redirect_uri: Option<String>,
     login_hint: Option<String>,
+    /// Set by the authorization server's hosted sign-in page: its authorize request, which
+    /// the sign-in returns to (`/oauth/<slug>/sso-return?<it>`) instead of an app URL.
+    hosted: Option<String>,
+}
+
+/// The cookie that hands a hosted sign-in's outcome to the hosted sign-in page:
+/// `c.<exchange code>` or `e.<error>` (60 seconds, `Path=/oauth/<slug>/sso-return`).
+pub const SSO_DONE_COOKIE: &str = "tessera_sso_done";
+
+/// The hosted sign-in page's return path.
+pub fn sso_return_path(slug: &str) -> String {
+    format!("/oauth/{slug}/sso-return")
+}
+
+/// Where a sign-in ends: back to the app with `code` or `error`, or for a hosted one to the
+/// sign-in page's return page with the outcome in [`SSO_DONE_COOKIE`].
+fn outcome(app: &App, slug: &str, pending: &SsoPending, done: Result<&str, &str>) -> Response {
+    if !pending.hosted {
+        return match done {
+            Ok(code) => back(&pending.redirect_uri, "code", code),
+            Err(why) => back(&pending.redirect_uri, "error", why),
+        };
+    }
+    let value = match done {
+        Ok(code) => format!("c.{code}"),
+        Err(why) => format!("e.{why}"),
+    };
+    let mut c = format!(
+        "{SSO_DONE_COOKIE}={value}; Path={}; HttpOnly; SameSite=Lax; Max-Age=60",
+        sso_return_path(slug)
+    );
+    if app.accounts_base().starts_with("https://") {
+        c.push_str("; Secure");
+    }
+    let mut resp = found(&pending.redirect_uri);
+    if let Ok(v) = HeaderValue::from_str(&c) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    resp
 }
 
 /// `GET /sso/{slug}/{connection_id}/start`: stores the flow and sends the browser to the
@@ -191,14 +230,24 @@ pub async fn start(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
     let (tenant, id) = tenant_and_connection(&state, &slug, &connection)?;
-    let redirect_uri = q.redirect_uri.unwrap_or_default();
     let hint = q.login_hint.filter(|h| !h.is_empty());
     let mut e = FieldErrors::new();
-    e.check(
-        "redirect_uri",
-        len_between(&redirect_uri, 1, 2048),
-        "one of the tenant's URLs (settings/urls)",
-    );
+    let redirect_uri = match &q.hosted {
+        Some(h) => {
+            e.check("redirect_uri", q.redirect_uri.is_none(), "not with hosted");
+            e.check("hosted", len_between(h, 1, 4096), "1-4096 characters");
+            format!("{}{}?{h}", state.accounts_base(), sso_return_path(&slug))
+        }
+        None => {
+            let r = q.redirect_uri.unwrap_or_default();
+            e.check(
+                "redirect_uri",
+                len_between(&r, 1, 2048),
+                "one of the tenant's URLs (settings/urls)",
+            );
+            r
+        }
+    };
     if let Some(h) = &hint {
         e.check("login_hint", len_between(h, 1, 254), "1-254 characters");
     }
@@ -206,6 +255,7 @@ pub async fn start(
     let cmd = SsoCmd::Begin {
         connection: id,
         redirect_uri,
+        hosted: q.hosted.is_some(),
         ip,
     };
     let start: SsoStart = match call(&tenant, &ctx, cmd).await {
@@ -303,6 +353,7 @@ async fn take(
         Ok(SsoAnswer::Pending(p)) => Ok(*p),
         Ok(_) => Err(unexpected().into_response()),
         Err(CallError::Failed(TenantError::Sso(SsoError::StateForeign { redirect_uri }))) => {
+            // The app learns it; a hosted page's return finds no outcome and says so.
             tracing::warn!(tenant = %slug, connection = %id, "a single sign-on came back to another browser");
             Err(back(&redirect_uri, "error", "invalid_state"))
         }
@@ -313,7 +364,7 @@ async fn take(
 /// The actor's decision on `identity`, as the browser's way back to the app.
 async fn finish(
     app: &App,
-    (tenant, pending, path): (&TenantHandle, &SsoPending, &str),
+    (tenant, pending, slug): (&TenantHandle, &SsoPending, &str),
     flow_state: Option<&str>,
     identity: SsoIdentity,
     ctx: &tessera_actors::tenant::audit::AuditContext,
@@ -323,18 +374,19 @@ async fn finish(
         identity,
     };
     let mut resp = match call(tenant, ctx, cmd).await {
-        Ok(SsoAnswer::Finished(f)) => back(&pending.redirect_uri, "code", &f.code),
+        Ok(SsoAnswer::Finished(f)) => outcome(app, slug, pending, Ok(&f.code)),
         Ok(_) => unexpected().into_response(),
         Err(CallError::Failed(TenantError::Sso(SsoError::Refused(why)))) => {
-            back(&pending.redirect_uri, "error", why.as_str())
+            outcome(app, slug, pending, Err(why.as_str()))
         }
         Err(CallError::Failed(TenantError::Sso(SsoError::Disabled))) => {
-            back(&pending.redirect_uri, "error", "connection_disabled")
+            outcome(app, slug, pending, Err("connection_disabled"))
         }
         Err(e) => ApiError::from(e).into_response(),
     };
     if let Some(s) = flow_state {
-        if let Some(c) = flow_cookie(app, path, s, None) {
+        let path = format!("/sso/{slug}/{}/", pending.connection.id);
+        if let Some(c) = flow_cookie(app, &path, s, None) {
             resp.headers_mut().append(header::SET_COOKIE, c);
         }
     }
@@ -367,7 +419,6 @@ pub async fn callback(
         Ok(p) => p,
         Err(resp) => return Ok(resp),
     };
-    let path = format!("/sso/{slug}/{id}/");
     let SsoProtocol::Oidc(o) = &pending.connection.protocol else {
         return Err(invalid_state());
     };
@@ -377,7 +428,7 @@ pub async fn callback(
         } else {
             "provider_error"
         };
-        return Ok(back(&pending.redirect_uri, "error", why));
+        return Ok(outcome(&state, &slug, &pending, Err(why)));
     };
     let rp = OidcRp {
         issuer: &o.issuer,
@@ -395,16 +446,16 @@ pub async fn callback(
         Ok(c) => c,
         Err(err) => {
             tracing::warn!(tenant = %slug, connection = %id, error = %err, "an OpenID sign-in was refused");
-            return Ok(back(&pending.redirect_uri, "error", err.code()));
+            return Ok(outcome(&state, &slug, &pending, Err(err.code())));
         }
     };
     let identity = oidc_identity(&pending, &claims);
     let Some(identity) = identity else {
-        return Ok(back(&pending.redirect_uri, "error", "provider_error"));
+        return Ok(outcome(&state, &slug, &pending, Err("provider_error")));
     };
     Ok(finish(
         &state,
-        (&tenant, &pending, &path),
+        (&tenant, &pending, &slug),
         Some(&flow_state),
         identity,
         &ctx,
@@ -510,7 +561,7 @@ pub async fn acs(
         Ok(a) => a,
         Err(err) => {
             tracing::warn!(tenant = %slug, connection = %id, code = err.code(), error = %err, "a SAML response was refused");
-            let mut resp = back(&pending.redirect_uri, "error", "invalid_assertion");
+            let mut resp = outcome(&state, &slug, &pending, Err("invalid_assertion"));
             if let Some(r) = &relay {
                 if let Some(c) = flow_cookie(&state, &path, r, None) {
                     resp.headers_mut().append(header::SET_COOKIE, c);
@@ -527,7 +578,7 @@ pub async fn acs(
     identity.assertion = Some((assertion.id.clone(), assertion.not_on_or_after));
     Ok(finish(
         &state,
-        (&tenant, &pending, &path),
+        (&tenant, &pending, &slug),
         relay.as_deref(),
         identity,
         &ctx,

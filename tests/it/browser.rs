@@ -776,6 +776,115 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
     drop(driver);
 }
 
+/// Single sign-on from the hosted sign-in page in Chromium: the user types an address at an
+/// organization's proven domain and presses "Sign in with single sign-on"; the page sends the
+/// browser on (an instant refresh and a link, never a redirect of the form's post, which the
+/// page's `form-action` would stop) to the organization's OpenID provider, which answers at
+/// once; back on the sign-in page's return, the authorize request goes on to the client.
+/// Then an SSO-only domain: the password button itself goes on to the provider.
+#[test]
+fn an_organization_member_signs_in_with_single_sign_on_on_the_hosted_page_in_chromium() {
+    use crate::organizations::DnsStub;
+    use crate::social_signin::{Stub, OIDC_SECRET};
+    if !chromium_present() {
+        return;
+    }
+    let op = Stub::start();
+    let dns = DnsStub::start();
+    let ns = format!("[\"{}\"]", dns.addr);
+    let env = [
+        ("TESSERA__DNS__NAMESERVERS", ns.as_str()),
+        ("TESSERA__SSO__ALLOW_PRIVATE_TARGETS", "true"),
+    ];
+    let (_smtp, srv, api, s) = setup("Chromium SSO", &env);
+    srv.reauth(&s, crate::support::PASSWORD);
+    let base = format!("/v1/auth/dashboard/tenants/{}/organizations", api.slug);
+    let (st, org) = srv.dash_json("POST", &base, &s, Some(&json!({"name": "Contoso"})));
+    assert_eq!(st, 201, "{org}");
+    let org = org["id"].as_str().unwrap().to_owned();
+    let (st, claim) = srv.dash_json(
+        "POST",
+        &format!("{base}/{org}/domains"),
+        &s,
+        Some(&json!({"domain": "contoso.example"})),
+    );
+    assert_eq!(st, 201, "{claim}");
+    dns.publish(
+        claim["txt_name"].as_str().unwrap(),
+        claim["txt_value"].as_str().unwrap(),
+    );
+    let (st, v) = srv.dash_json(
+        "POST",
+        &format!("{base}/{org}/domains/contoso.example/verify"),
+        &s,
+        None,
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, c) = srv.dash_json(
+        "POST",
+        &format!("{base}/{org}/connections"),
+        &s,
+        Some(&json!({
+            "name": "Contoso OP", "type": "oidc",
+            "oidc": {"issuer": op.base, "client_id": "tessera-sso", "client_secret": OIDC_SECRET},
+        })),
+    );
+    assert_eq!(st, 201, "{c}");
+    let (callback, calls) = start_callback();
+    let rp = Rp::register(
+        &srv,
+        &s,
+        &api,
+        json!({"name": "Org Portal", "redirect_uris": [callback], "first_party": true}),
+    );
+    op.next("sso-ada", Some("ada@contoso.example"), true);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (driver, ui) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui.goto("authorize", &req.url);
+    ui.expect_text("sign-in-page", "Sign in with single sign-on");
+    ui.checked("sign-in-with-sso");
+    ui.type_into("email", "email", "ada@contoso.example");
+    ui.click("sso", "button[value=sso]");
+    ui.expect_text("callback", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let claims = rp.finish(&api, req, &called);
+    assert_eq!(claims["email"], "ada@contoso.example");
+    assert_eq!(claims["amr"], json!(["fed"]));
+
+    // An SSO-only domain: the password's own button goes on to the provider too.
+    let (st, v) = srv.dash_json(
+        "PATCH",
+        &format!("{base}/{org}/domains/contoso.example"),
+        &s,
+        Some(&json!({"sso_only": true})),
+    );
+    assert_eq!(st, 200, "{v}");
+    op.next("sso-grace", Some("grace@contoso.example"), true);
+    let dir = tempfile::tempdir().unwrap();
+    let (driver2, ui2) = chromium(dir.path());
+    let req = rp.request(&[]);
+    ui2.goto("authorize-2", &req.url);
+    ui2.expect_text("sign-in-page-2", "Sign in with single sign-on");
+    ui2.type_into("email-2", "email", "grace@contoso.example");
+    ui2.type_into("password-2", "password", "not the way in here");
+    ui2.click("password-button", "button[value=password]");
+    ui2.expect_text("callback-2", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called");
+    let claims = rp.finish(&api, req, &called);
+    assert_eq!(claims["email"], "grace@contoso.example");
+
+    drop(ui2);
+    drop(driver2);
+    drop(ui);
+    drop(driver);
+}
+
 /// The link confirmation page in Chromium: its button is a form whose policy must let the
 /// browser go on to the provider; the provider account is then linked.
 #[test]

@@ -689,13 +689,13 @@ fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it
 
 /// A nameserver on 127.0.0.1 (UDP) that answers TXT questions from its table and says a name
 /// it does not hold does not exist, as an authoritative server would.
-struct DnsStub {
-    addr: std::net::SocketAddr,
+pub(crate) struct DnsStub {
+    pub(crate) addr: std::net::SocketAddr,
     records: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>>,
 }
 
 impl DnsStub {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         use hickory_proto::{
             op::{Message, MessageType, OpCode, ResponseCode},
             rr::{rdata::TXT, RData, Record, RecordType},
@@ -741,7 +741,7 @@ impl DnsStub {
         DnsStub { addr, records }
     }
 
-    fn publish(&self, name: &str, value: &str) {
+    pub(crate) fn publish(&self, name: &str, value: &str) {
         self.records
             .lock()
             .unwrap()

@@ -23,7 +23,7 @@ use crate::support::*;
 
 pub(crate) const APP: &str = "https://app.example/social/done";
 const OIDC_CLIENT: &str = "oidc-client";
-const OIDC_SECRET: &str = "oidc-secret-0123456789";
+pub(crate) const OIDC_SECRET: &str = "oidc-secret-0123456789";
 const REST_SECRET: &str = "rest-secret-0123456789";
 
 /// Who the local provider says signs in next, and how it misbehaves.
@@ -189,7 +189,27 @@ fn take_code(st: &mut StubState, form: &BTreeMap<String, String>, secret: &str) 
 }
 
 fn oidc_token(st: &mut StubState, req: &StubRequest) -> StubResponse {
-    let Some(code) = take_code(st, &req.form(), OIDC_SECRET) else {
+    // client_secret_basic (RFC 6749 2.3.1: each part form-encoded) as well as in the form.
+    let mut form = req.form();
+    if let Some(basic) = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Basic "))
+    {
+        use base64::engine::{general_purpose::STANDARD, Engine};
+        let decoded = STANDARD.decode(basic).unwrap_or_default();
+        let text = String::from_utf8(decoded).unwrap_or_default();
+        if let Some((id, secret)) = text.split_once(':') {
+            let dec = |v: &str| {
+                form_urlencoded::parse(format!("v={v}").as_bytes())
+                    .next()
+                    .map(|(_, v)| v.into_owned())
+                    .unwrap_or_default()
+            };
+            form.insert("client_id".into(), dec(id));
+            form.insert("client_secret".into(), dec(secret));
+        }
+    }
+    let Some(code) = take_code(st, &form, OIDC_SECRET) else {
         return StubResponse::json(400, &json!({"error": "invalid_grant"}));
     };
     let now = unix_now() as i64;

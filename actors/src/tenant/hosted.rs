@@ -97,6 +97,7 @@ impl Hosted {
             social: cx.social_providers_enabled(),
             passkeys: cx.settings.passkey_rp_id.is_some(),
             minor_protection: cx.settings.minors.minor_protection_enabled,
+            sso: cx.any_sso(),
         }
     }
 

@@ -380,6 +380,8 @@ pub struct SignInView {
     pub passkeys: bool,
     /// Whether minor protection is on: a sign-up then gives a date of birth.
     pub minor_protection: bool,
+    /// Whether an organization has an enabled single sign-on connection.
+    pub sso: bool,
 }
 
 /// A link that can still be used.

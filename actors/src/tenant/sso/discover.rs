@@ -66,6 +66,14 @@ impl TenantCtx {
         Ok(None)
     }
 
+    /// Whether any organization has an enabled connection (the hosted sign-in then offers
+    /// single sign-on).
+    pub(in crate::tenant) fn any_sso(&self) -> bool {
+        self.store
+            .scan::<SsoConnectionRecord>(b"")
+            .any(|item| item.is_ok_and(|(_, c)| c.enabled))
+    }
+
     /// `Err(SsoRequired)` when the address's domain signs in only through single sign-on:
     /// the other ways in (a password, a mailed code or link, registration) refuse it.
     pub(in crate::tenant) fn sso_gate(&self, email: &str) -> Result<(), TenantError> {

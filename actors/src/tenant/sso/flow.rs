@@ -37,6 +37,8 @@ pub struct SsoStart {
 pub struct SsoPending {
     pub connection: SsoConnectionRecord,
     pub redirect_uri: String,
+    /// Begun on the hosted sign-in page: `redirect_uri` is its return page.
+    pub hosted: bool,
     /// OpenID: the nonce the ID token must carry; SAML: the ID `InResponseTo` must name
     /// (`None`: an unsolicited response).
     pub nonce: Option<String>,
@@ -74,12 +76,13 @@ impl Sso {
         &mut self,
         cx: &mut TenantCtx,
         connection: Uuid,
-        redirect_uri: String,
+        (redirect_uri, hosted): (String, bool),
         ip: IpAddr,
         now: OffsetDateTime,
     ) -> Result<SsoStart, TenantError> {
         let c = self.enabled(cx, connection)?;
-        if !cx.settings.urls.allows(&redirect_uri) {
+        // The hosted page's return page is this server's, whatever the tenant's URLs are.
+        if !hosted && !cx.settings.urls.allows(&redirect_uri) {
             return Err(SsoError::RedirectNotAllowed.into());
         }
         self.begins
@@ -99,6 +102,7 @@ impl Sso {
             nonce: nonce.clone(),
             pkce_verifier: pkce_verifier.clone(),
             binding_hash: sha256(binding.as_bytes()),
+            hosted,
             expires_at: now + SSO_STATE_TTL,
         };
         let mut fx = cx.effects();
@@ -145,6 +149,7 @@ impl Sso {
                 secret: self.opened_secret(cx, &c)?,
                 connection: c,
                 redirect_uri: record.redirect_uri,
+                hosted: record.hosted,
                 nonce: Some(record.nonce),
                 pkce_verifier: record.pkce_verifier,
             })
@@ -176,6 +181,7 @@ impl Sso {
             secret: self.opened_secret(cx, &c)?,
             connection: c,
             redirect_uri,
+            hosted: false,
             nonce: None,
             pkce_verifier: String::new(),
         })

@@ -51,6 +51,8 @@ pub enum SsoCmd {
     Begin {
         connection: Uuid,
         redirect_uri: String,
+        /// Begun on the hosted sign-in page (`redirect_uri` is its return page).
+        hosted: bool,
         ip: IpAddr,
     },
     /// Takes the sign-in of `state` when the provider answers.
@@ -154,11 +156,12 @@ impl Sso {
             SsoCmd::Begin {
                 connection,
                 redirect_uri,
+                hosted,
                 ip,
             } => quiet(SsoAnswer::Start(Box::new(self.begin(
                 cx,
                 connection,
-                redirect_uri,
+                (redirect_uri, hosted),
                 ip,
                 now,
             )?))),

@@ -126,6 +126,10 @@ pub struct SsoStateRecord {
     pub nonce: String,
     pub pkce_verifier: String,
     pub binding_hash: [u8; 32],
+    /// Begun on the authorization server's hosted sign-in page, whose return page
+    /// `redirect_uri` is.
+    #[serde(default)]
+    pub hosted: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub expires_at: OffsetDateTime,
 }

@@ -80,6 +80,7 @@ pub fn router() -> Router<AppState> {
             post(passkeys::passkey_finish),
         )
         .route("/oauth/{slug}/social-return", get(returns::social_return))
+        .route("/oauth/{slug}/sso-return", get(returns::sso_return))
 }
 
 pub async fn authorize_page(

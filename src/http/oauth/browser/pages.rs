@@ -140,6 +140,7 @@ pub fn sign_in_page(
     .into_iter()
     .filter(|_| !state.captcha.required());
     let account = [
+        (flow.view.sso, "sso", "login-sso-button"),
         (true, "forgot_password", "login-forgot-button"),
         (true, "sign_up_page", "login-signup-button"),
     ];
@@ -221,8 +222,37 @@ pub fn unsent(
         CallError::Failed(
             TenantError::RateLimited { retry_after } | TenantError::TooManyAttempts { retry_after },
         ) => throttled(state, reader, flow, email, retry_after),
+        // The address's domain signs in only through its organization.
+        CallError::Failed(TenantError::Sso(tessera_actors::SsoError::Required { connection })) => {
+            sso_continue_page(reader, flow, connection, &email)
+        }
         e => reader.problem(e.into()),
     }
+}
+
+/// The page that sends the browser on to an organization's identity provider: at once (an
+/// instant refresh to this server's start of the single sign-on, which redirects to the
+/// provider), with a link for whoever stays. A refresh and a link rather than a redirect of
+/// the sign-in form's post: the form's `form-action` would have to name the provider.
+pub fn sso_continue_page(
+    reader: &Reader,
+    flow: &Flow,
+    connection: uuid::Uuid,
+    email: &str,
+) -> Response {
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("hosted", &flow.query)
+        .append_pair("login_hint", email)
+        .finish();
+    let to = format!("/sso/{}/{connection}/start?{query}", flow.tenant.slug);
+    let mut page = reader.page("sso-continue-title");
+    page.paragraphs.push(reader.t("sso-continue"));
+    page.link = Some(LinkView {
+        href: to.clone(),
+        label: reader.t("sso-continue-button"),
+    });
+    page.refresh = Some(to);
+    reader.answer(StatusCode::OK, page, &[])
 }
 
 /// The sign-in page again with the reason, 429 and `Retry-After`, when the client address or

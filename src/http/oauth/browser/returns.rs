@@ -10,7 +10,13 @@ use axum::{
     http::{header, HeaderMap, StatusCode},
     response::Response,
 };
-use tessera_actors::tenant::HostedMsg;
+use tessera_actors::{
+    tenant::{
+        sso::msg::{SsoAnswer, SsoCmd},
+        HostedMsg,
+    },
+    CallError,
+};
 
 use super::{
     super::hosted::{cookie_path, link_cookie_name, set_cookie, ACCOUNT_QUERY},
@@ -24,6 +30,7 @@ use crate::{
         pages::{cookie, Problem, Reader},
         reauth::{exchange_sign_in, SOCIAL_DONE_COOKIE},
         responses::authorize_query,
+        sso::{sso_return_path, SSO_DONE_COOKIE},
     },
 };
 
@@ -81,6 +88,38 @@ pub async fn link_return(
         0,
         false,
     ) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    Ok(resp)
+}
+
+/// Where a single sign-on begun on the sign-in page comes back: its outcome is in the
+/// [`SSO_DONE_COOKIE`] (an exchange code, traded here as the API's session route does, or
+/// the error), the authorize request in the query. Then as after any sign-in.
+pub async fn sso_return(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Response, Response> {
+    let state = &visit.state;
+    let (reader, flow) = visit.open().await?;
+    let failed = |key: &str| {
+        let shown = Shown::error(&reader, key, String::new());
+        sign_in_page(state, &reader, &flow, shown, StatusCode::UNAUTHORIZED)
+    };
+    let done = cookie(&visit.headers, SSO_DONE_COOKIE);
+    let mut resp = match done.and_then(|v| v.split_once('.')) {
+        Some(("c", code)) => {
+            let cmd = SsoCmd::Session {
+                code: code.to_owned(),
+            };
+            match crate::http::sso::call(&flow.tenant, &ctx, cmd).await {
+                Ok(SsoAnswer::Login(login)) => signed(state, &reader, &flow, *login),
+                Ok(_) => reader.problem(Problem::Internal),
+                Err(CallError::Unavailable) => reader.problem(Problem::Busy),
+                Err(_) => failed("login-sso-failed"),
+            }
+        }
+        Some(("e", "email_exists")) => failed("login-social-email-exists"),
+        _ => failed("login-sso-failed"),
+    };
+    if let Some(v) = set_cookie(SSO_DONE_COOKIE, "", &sso_return_path(&visit.slug), 0, false) {
         resp.headers_mut().append(header::SET_COOKIE, v);
     }
     Ok(resp)

@@ -14,8 +14,8 @@ use axum::{
     http::{header, StatusCode},
     response::Response,
 };
+use tessera_actors::tenant::sso::msg::{SsoAnswer, SsoCmd};
 use tessera_actors::tenant::{AccountsMsg, MfaMsg, PasswordlessMsg};
-use tessera_actors::MfaError;
 use tessera_actors::{
     known_devices::DEVICE_TOKEN_TTL,
     login_guard::Captcha,
@@ -32,12 +32,13 @@ use tessera_actors::{
     },
     CallError, TenantError,
 };
+use tessera_actors::{MfaError, SsoError};
 use tessera_storage::{random_token, sha256};
 
 use super::{
     super::hosted::{cookie_path, device_cookie_name, link_cookie_name, set_cookie},
     flow::{Flow, Visit},
-    pages::{code_page, sign_in_page, signed, throttled, unsent, Shown},
+    pages::{code_page, sign_in_page, signed, sso_continue_page, throttled, unsent, Shown},
     sign_up::{sign_up_page, sign_up_submit, way_back, Typed},
 };
 use crate::{
@@ -122,6 +123,20 @@ pub async fn sign_in_submit(
         "sign_up" => {
             return Ok(sign_up_submit(state, &reader, &flow, &form, (ip, ctx)).await);
         }
+        "sso" => {
+            if !is_email(&email) {
+                return Err(again("login-error-email", StatusCode::BAD_REQUEST, false));
+            }
+            let normalized = normalize_email(&email).unwrap_or_default();
+            let cmd = SsoCmd::Discover { email: normalized };
+            return match crate::http::sso::call(&flow.tenant, &ctx, cmd).await {
+                Ok(SsoAnswer::Realm(Some(r))) => {
+                    Ok(sso_continue_page(&reader, &flow, r.connection_id, &email))
+                }
+                Ok(_) => Err(again("login-sso-none", StatusCode::BAD_REQUEST, false)),
+                Err(e) => Err(reader.problem(e.into())),
+            };
+        }
         step @ ("email_code" | "magic_link" | "forgot_password") => {
             if !is_email(&email) {
                 return Err(again("login-error-email", StatusCode::BAD_REQUEST, false));
@@ -192,6 +207,10 @@ pub async fn sign_in_submit(
                 StatusCode::UNAUTHORIZED,
                 false,
             ))
+        }
+        // The address's domain signs in only through its organization: on to its provider.
+        Err(CallError::Failed(TenantError::Sso(SsoError::Required { connection }))) => {
+            return Ok(sso_continue_page(&reader, &flow, connection, &email));
         }
         Err(CallError::Failed(TenantError::EmailNotVerified)) => {
             return Err(again(
