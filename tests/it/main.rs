@@ -52,6 +52,7 @@ mod shared_networks;
 mod sms;
 mod social;
 mod social_signin;
+mod sso;
 mod stepup;
 mod tenants;
 mod throttles;

@@ -9,34 +9,34 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// A management key and the server it is for: its requests.
-struct Keyed<'a> {
+pub(crate) struct Keyed<'a> {
     srv: &'a TestServer,
     key: String,
 }
 
 impl Keyed<'_> {
-    fn send(&self, method: &str, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn send(&self, method: &str, path: &str, body: Option<&Value>) -> AuthAnswer {
         with_key(self.srv, &self.key, method, path, body)
     }
-    fn get(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn get(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
         self.send("GET", path, body)
     }
-    fn post(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn post(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
         self.send("POST", path, body)
     }
-    fn put(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn put(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
         self.send("PUT", path, body)
     }
-    fn patch(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn patch(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
         self.send("PATCH", path, body)
     }
-    fn delete(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
+    pub(crate) fn delete(&self, path: &str, body: Option<&Value>) -> AuthAnswer {
         self.send("DELETE", path, body)
     }
 }
 
 /// A management key of `role` for the tenant of `s`'s owner.
-fn key_of<'a>(srv: &'a TestServer, s: &Session, slug: &str, role: &str) -> Keyed<'a> {
+pub(crate) fn key_of<'a>(srv: &'a TestServer, s: &Session, slug: &str, role: &str) -> Keyed<'a> {
     srv.reauth(s, PASSWORD);
     let r = srv.dash(
         "POST",
@@ -52,7 +52,7 @@ fn key_of<'a>(srv: &'a TestServer, s: &Session, slug: &str, role: &str) -> Keyed
     }
 }
 
-fn create_org(key: &Keyed, name: &str) -> String {
+pub(crate) fn create_org(key: &Keyed, name: &str) -> String {
     let r = key.post(
         "/v1/management/organizations",
         Some(&json!({ "name": name })),

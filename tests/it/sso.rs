@@ -1,0 +1,309 @@
+//! Single sign-on per organization through the real server: the admins' connection routes
+//! (validation, secrets never answered, the management key's copies, the limit, the SAML
+//! service provider's metadata), home-realm discovery, and sign-ins through a local OpenID
+//! provider: the pre-hijack rule (an account someone registered at the address before its
+//! owner's organization signed them in keeps no way in), erasure reaching the links, and the
+//! export listing them. The SAML and OpenID protocol walks against pysaml2 and oidc-provider
+//! are the interop suite's (`interop/test/sso-*.test.mjs`).
+
+use serde_json::{json, Value};
+
+use crate::{
+    organizations::{create_org, key_of, DnsStub},
+    social_signin::{param, Browser, Stub, OIDC_SECRET},
+    support::{user_setup, UserApi, USER_PASSWORD},
+};
+
+/// A PEM certificate in the shape an IdP publishes (its contents are not used until a
+/// response is checked).
+const IDP_CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUfake0000000000000000000000000wCgYIKoZIzj0EAwIw\n-----END CERTIFICATE-----\n";
+
+const APP: &str = "https://app.example/sso-done";
+
+fn saml_body(name: &str) -> Value {
+    json!({
+        "name": name, "type": "saml",
+        "saml": {
+            "idp_entity_id": "https://idp.contoso.example",
+            "idp_sso_url": "https://idp.contoso.example/sso",
+            "idp_certificates": [IDP_CERT],
+        },
+    })
+}
+
+#[test]
+fn connections_are_managed_by_admins_and_never_answer_their_secrets() {
+    let (_smtp, srv, api, s) = user_setup("Connections", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&admin, "Contoso");
+    let other = create_org(&admin, "Fabrikam");
+    let path = format!("/v1/management/organizations/{org}/connections");
+
+    // What is refused, field by field.
+    for (body, field) in [
+        (json!({"name": "x"}), "type"),
+        (json!({"name": "", "type": "saml", "saml": {}}), "name"),
+        (
+            json!({"name": "x", "type": "saml", "saml": {"idp_entity_id": "e"}}),
+            "saml.idp_sso_url",
+        ),
+        (
+            json!({"name": "x", "type": "oidc", "oidc": {"issuer": "http://10.0.0.1", "client_id": "c", "client_secret": "s"}}),
+            "oidc.issuer",
+        ),
+        (
+            json!({"name": "x", "type": "saml", "default_role": "Not A Role!", "saml": {}}),
+            "default_role",
+        ),
+    ] {
+        let r = admin.post(&path, Some(&body));
+        r.expect_error(400, "validation/invalid_request");
+        assert!(
+            r.body["error"]["details"]["fields"].get(field).is_some(),
+            "{field}: {}",
+            r.body
+        );
+    }
+    let mut unsolicited = saml_body("x");
+    unsolicited["saml"]["allow_idp_initiated"] = json!(true);
+    admin
+        .post(&path, Some(&unsolicited))
+        .expect_error(400, "validation/invalid_request");
+    let mut unknown_role = saml_body("x");
+    unknown_role["default_role"] = json!("auditor");
+    admin
+        .post(&path, Some(&unknown_role))
+        .expect_error(400, "organization/unknown_role");
+
+    // Created: the service provider's side, never its key.
+    let c = admin
+        .post(&path, Some(&saml_body("Contoso IdP")))
+        .expect(201)
+        .clone();
+    let id = c["id"].as_str().unwrap().to_owned();
+    let text = c.to_string();
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
+    assert_eq!(c["type"], "saml");
+    assert_eq!(c["jit"], true);
+    assert_eq!(c["default_role"], "member");
+    let base = srv.url(&format!("/sso/{}/{id}", api.slug));
+    assert_eq!(c["saml"]["sp"]["acs_url"], format!("{base}/acs"));
+    assert_eq!(c["saml"]["sp"]["entity_id"], format!("{base}/metadata"));
+    assert_eq!(c["start_url"], format!("{base}/start"));
+    let cert = c["saml"]["sp"]["certificate"].as_str().unwrap().to_owned();
+    assert!(cert.contains("BEGIN CERTIFICATE"), "{cert}");
+
+    // Its published metadata names the ACS and the certificate.
+    let md = reqwest::blocking::get(format!("{base}/metadata")).unwrap();
+    assert_eq!(md.status(), 200);
+    let xml = md.text().unwrap();
+    assert!(xml.contains(&format!("{base}/acs")), "{xml}");
+    let body: String = cert.lines().filter(|l| !l.starts_with("-----")).collect();
+    assert!(xml.contains(&body[..40]), "{xml}");
+
+    // Changed: the key stays; the protocol cannot change.
+    let one = format!("{path}/{id}");
+    let changed = admin
+        .patch(&one, Some(&json!({"name": "Renamed", "enabled": false})))
+        .expect(200)
+        .clone();
+    assert_eq!(changed["name"], "Renamed");
+    assert_eq!(changed["enabled"], false);
+    assert_eq!(changed["saml"]["sp"]["certificate"], cert.as_str());
+    admin
+        .patch(&one, Some(&json!({"type": "oidc"})))
+        .expect_error(400, "validation/invalid_request");
+    assert_eq!(
+        admin.get(&path, None).expect(200)["data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Another organization's path does not reach it.
+    admin
+        .get(
+            &format!("/v1/management/organizations/{other}/connections/{id}"),
+            None,
+        )
+        .expect_error(404, "resource/not_found");
+    // A disabled connection starts nothing.
+    let r = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{base}/start?redirect_uri=https://app.example/"))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 400);
+
+    // A read-only key reads, and writes nothing.
+    let viewer = key_of(&srv, &s, &api.slug, "viewer");
+    viewer.get(&one, None).expect(200);
+    assert_eq!(viewer.post(&path, Some(&saml_body("v"))).status, 403);
+
+    // At most 10 an organization.
+    for n in 1..10 {
+        admin
+            .post(&path, Some(&saml_body(&format!("c{n}"))))
+            .expect(201);
+    }
+    admin
+        .post(&path, Some(&saml_body("c11")))
+        .expect_error(409, "organization/limit_reached");
+
+    admin.delete(&one, None).expect(204);
+    admin
+        .get(&one, None)
+        .expect_error(404, "resource/not_found");
+}
+
+/// A tenant whose organization Contoso proved `contoso.example` and has an OpenID
+/// connection to `op`; answers the connection's start URL.
+fn federated(
+    srv: &crate::support::TestServer,
+    api: &UserApi,
+    s: &crate::support::Session,
+    dns: &DnsStub,
+    op: &Stub,
+) -> (String, String) {
+    let admin = key_of(srv, s, &api.slug, "admin");
+    let r = srv.dash(
+        "PUT",
+        &format!("/v1/auth/dashboard/tenants/{}/settings/urls", api.slug),
+        s,
+        Some(&json!({"site_url": APP, "redirect_urls": [APP]})),
+    );
+    assert_eq!(r.status(), 200);
+    let org = create_org(&admin, "Contoso");
+    let domains = format!("/v1/management/organizations/{org}/domains");
+    let claim = admin
+        .post(&domains, Some(&json!({"domain": "contoso.example"})))
+        .expect(201)
+        .clone();
+    dns.publish(
+        claim["txt_name"].as_str().unwrap(),
+        claim["txt_value"].as_str().unwrap(),
+    );
+    admin
+        .post(&format!("{domains}/contoso.example/verify"), None)
+        .expect(200);
+    let c = admin
+        .post(
+            &format!("/v1/management/organizations/{org}/connections"),
+            Some(&json!({
+                "name": "Contoso OP", "type": "oidc",
+                "oidc": {"issuer": op.base, "client_id": "tessera-sso", "client_secret": OIDC_SECRET},
+            })),
+        )
+        .expect(201)
+        .clone();
+    (org, c["start_url"].as_str().unwrap().to_owned())
+}
+
+/// Out to the provider and back: the URL the app is sent to.
+fn sign_in(start: &str) -> String {
+    let mut b = Browser::new();
+    let (st, at, body) = b.get(&format!("{start}?redirect_uri={APP}"), None);
+    assert_eq!(st, 302, "{body}");
+    let (st, callback, body) = b.get(&at, None);
+    assert_eq!(st, 302, "{body}");
+    let (st, back, body) = b.get(&callback, None);
+    assert_eq!(st, 302, "{body}");
+    back
+}
+
+/// Trades the sign-in's code: the token pair's answer.
+fn session(api: &UserApi, back: &str) -> Value {
+    let code = param(back, "code").unwrap_or_else(|| panic!("no code: {back}"));
+    api.post_as("/v1/auth/sso/session", None, &json!({ "code": code }))
+        .expect(200)
+        .clone()
+}
+
+#[test]
+fn an_account_registered_before_its_owner_signs_in_by_sso_keeps_no_way_in() {
+    let dns = DnsStub::start();
+    let op = Stub::start();
+    let ns = format!("[\"{}\"]", dns.addr);
+    let (smtp, srv, api, s) = user_setup(
+        "Pre-hijack SSO",
+        &[
+            ("TESSERA__DNS__NAMESERVERS", ns.as_str()),
+            ("TESSERA__SSO__ALLOW_PRIVATE_TARGETS", "true"),
+        ],
+    );
+    // The attacker registers the victim's address first and keeps the password.
+    api.register("victim@contoso.example", USER_PASSWORD)
+        .expect(200);
+    let (org, start) = federated(&srv, &api, &s, &dns, &op);
+
+    // Discovery routes the proven domain only.
+    let found = api
+        .post_as(
+            "/v1/auth/sso/discover",
+            None,
+            &json!({"email": "x@contoso.example"}),
+        )
+        .expect(200)
+        .clone();
+    assert_eq!(found["sso"], true);
+    assert_eq!(found["organization_id"], org.as_str());
+    let none = api
+        .post_as(
+            "/v1/auth/sso/discover",
+            None,
+            &json!({"email": "x@unproven.example"}),
+        )
+        .expect(200)
+        .clone();
+    assert_eq!(none["sso"], false);
+
+    op.next("victim-sub", Some("victim@contoso.example"), true);
+    let login = session(&api, &sign_in(&start));
+    let victim = login["user"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(login["user"]["email_verified"], true);
+    // Same account (linked), recovered: the attacker's password is gone.
+    api.login("victim@contoso.example", USER_PASSWORD)
+        .expect_error(401, "auth/invalid_credentials");
+    // An exchange code is single use; garbage is refused alike.
+    api.post_as("/v1/auth/sso/session", None, &json!({"code": "sso_nope"}))
+        .expect_error(401, "auth/invalid_token");
+
+    // The export lists the link (past a step-up by an e-mailed code: the account has no
+    // password).
+    let access = login["access_token"].as_str().unwrap();
+    api.post_as(
+        "/v1/auth/step-up/email-otp/initiate",
+        Some(access),
+        &json!({}),
+    )
+    .expect(202);
+    let mail = smtp.wait_for(&api.slug, "step_up_email_otp", "victim@contoso.example", 1);
+    let code = crate::support::six_digit_code(&mail.text).expect("code");
+    let r = api.post_as(
+        "/v1/auth/step-up/email-otp/verify",
+        Some(access),
+        &json!({ "otp": code }),
+    );
+    let token = r.expect(200)["step_up_token"].as_str().unwrap().to_owned();
+    let export = api.send_with(
+        "GET",
+        "/v1/users/me/export",
+        Some(access),
+        None,
+        &[(crate::support::STEP_UP_HEADER, &token)],
+    );
+    let links = export.expect(200)["sso_links"].clone();
+    assert_eq!(links.as_array().map(Vec::len), Some(1), "{links}");
+    assert_eq!(links[0]["subject"], "victim-sub");
+
+    // Erasure reaches the link: the next sign-in is a new account.
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    admin
+        .delete(&format!("/v1/management/users/{victim}"), None)
+        .expect(204);
+    op.next("victim-sub", Some("victim@contoso.example"), true);
+    let again = session(&api, &sign_in(&start));
+    assert_ne!(again["user"]["id"].as_str().unwrap(), victim);
+}
