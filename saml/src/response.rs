@@ -228,8 +228,20 @@ fn assertion_signature(
     }
 }
 
+/// Every encryption in the document is the assertion's, with allowed algorithms: an
+/// `EncryptedKey` elsewhere (which a `RetrievalMethod` could name) would be decrypted with
+/// the service provider's key under whatever algorithm it says.
 fn check_encryption_algorithms(doc: &Document<'_>, encrypted: NodeId) -> Result<(), SamlError> {
-    for node in doc.descendants(encrypted) {
+    let inside: HashSet<NodeId> = doc.descendants(encrypted).into_iter().collect();
+    for node in doc.descendants(doc.root()) {
+        let encryption = ["EncryptedKey", "EncryptedData", "EncryptionMethod"]
+            .iter()
+            .any(|name| xml::is(doc, node, XENC, name));
+        if encryption && !inside.contains(&node) {
+            return Err(SamlError::Wrapped(
+                "encryption outside the encrypted assertion".into(),
+            ));
+        }
         if !xml::is(doc, node, XENC, "EncryptionMethod") {
             continue;
         }
@@ -258,7 +270,8 @@ fn decrypt(text: &str, sp: &SpConfig) -> Result<String, SamlError> {
         .map_err(|e| SamlError::Config(format!("decryption key: {e}")))?;
     let mut keys = bergshamra::KeysManager::new();
     keys.add_key(key);
-    let ctx = bergshamra::EncContext::new(keys);
+    // No CipherReference: the cipher text is the one in the document.
+    let ctx = bergshamra::EncContext::new(keys).with_disable_cipher_reference(true);
     bergshamra::decrypt(&ctx, text).map_err(|e| SamlError::Decryption(e.to_string()))
 }
 

@@ -145,6 +145,18 @@ fn rsa_1_5_key_transport_is_refused() {
     );
 }
 
+/// An `EncryptedKey` outside the encrypted assertion (which a `RetrievalMethod` inside could
+/// name, under an algorithm of its own) is refused before anything is decrypted.
+#[test]
+fn an_encrypted_key_outside_the_assertion_is_refused() {
+    let xml = fixture("encrypted.xml");
+    let stray = "<samlp:Extensions><xenc:EncryptedKey xmlns:xenc=\"http://www.w3.org/2001/04/xmlenc#\" Id=\"stray\"><xenc:EncryptionMethod Algorithm=\"http://www.w3.org/2001/04/xmlenc#rsa-1_5\"/><xenc:CipherData><xenc:CipherValue>AAAA</xenc:CipherValue></xenc:CipherData></xenc:EncryptedKey></samlp:Extensions>";
+    let at = xml.find("<saml:Issuer").expect("an issuer");
+    let end = at + xml[at..].find("</saml:Issuer>").expect("its end") + "</saml:Issuer>".len();
+    let wrapped = format!("{}{stray}{}", &xml[..end], &xml[end..]);
+    assert_eq!(code(verify_xml(&wrapped, Some(REQUEST_ID))), "saml/wrapped");
+}
+
 #[test]
 fn idp_initiated_is_accepted_when_no_request_is_expected() {
     check_alice(&verify("idp-initiated", None).unwrap(), None);

@@ -344,6 +344,10 @@ pub struct LoginRequest {
     /// verifies CAPTCHAs).
     #[schema(max_length = 2048)]
     pub captcha_token: Option<String>,
+    /// An organization of the user's: the session works in it from the start (its access
+    /// tokens carry `org_id`, `org_role`, `org_permissions`), as after a switch.
+    #[schema(format = "uuid")]
+    pub organization_id: Option<String>,
 }
 
 /// Password login.
@@ -355,6 +359,7 @@ pub struct LoginRequest {
         (status = 400, description = "`validation/invalid_request`", body = ErrorBody),
         (status = 401, description = "`auth/invalid_credentials`: wrong password or unknown address, alike", body = ErrorBody),
         (status = 403, description = "`auth/email_not_verified`; `auth/sso_required`: the address's domain signs in only through its organization's single sign-on", body = ErrorBody),
+        (status = 404, description = "`resource/not_found`: `organization_id` names no organization of the user's (only once the password is right)", body = ErrorBody),
         (status = 400, description = "`auth/captcha_failed`: the `captcha_token` was refused by the verifier", body = ErrorBody),
         (status = 429, description = "`auth/too_many_attempts` with `Retry-After`: 5 consecutive failures of this account from this address, 10 from any address (each block 15 s, doubling to 15 minutes), or `security.login_failures_per_address` failures from this address in 15 minutes (100 by default) when no CAPTCHA is configured; with a valid `device_token`, 3 consecutive failures of that device instead of the account's and address's rules. `auth/captcha_required`: past the address's count with a CAPTCHA configured: solve it and send `captcha_token`", body = ErrorBody),
         (status = 503, description = "`service/unavailable`: every core is checking passwords and the queue is full (`security.hashing_queue_max`); `Retry-After: 1`", body = ErrorBody),
@@ -379,6 +384,16 @@ pub async fn login(
         req.captcha_token.as_ref().is_none_or(|t| t.len() <= 2048),
         "must be at most 2048 characters",
     );
+    let organization = req
+        .organization_id
+        .as_deref()
+        .map(uuid::Uuid::try_parse)
+        .transpose();
+    errors.check(
+        "organization_id",
+        organization.is_ok(),
+        "an organization's id",
+    );
     errors.finish()?;
     let captcha = login_captcha(&state, req.captcha_token.as_deref(), ip).await?;
     let attempt = LoginAttempt {
@@ -386,6 +401,7 @@ pub async fn login(
         ip,
         device_token: req.device_token.filter(|t| !t.is_empty()),
         captcha,
+        organization: organization.ok().flatten(),
     };
     let password = Password::new(req.password);
     let signed = password_login(&state, &tenant, attempt, password, &ctx).await?;

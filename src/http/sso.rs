@@ -784,6 +784,9 @@ impl From<SsoError> for ApiError {
             SsoError::Incomplete { field } => {
                 ApiError::invalid_field(field, "required for this connection")
             }
+            SsoError::NotTenantUrl { field } => {
+                ApiError::invalid_field(field, "must be one of the tenant's URLs (settings/urls)")
+            }
             SsoError::Required { connection } => ApiError::new(
                 StatusCode::FORBIDDEN,
                 "auth/sso_required",

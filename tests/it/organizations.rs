@@ -125,6 +125,35 @@ fn members_work_in_an_organization_with_its_claims_until_their_membership_ends()
         .post(&members, Some(&json!({ "user_id": bob_id })))
         .expect_error(409, "organization/email_unconfirmed");
 
+    // A sign-in may ask for the organization: only one she belongs to.
+    let login = |org_id: &str| {
+        api.post_as(
+            "/v1/auth/login",
+            None,
+            &json!({"email": "alice@example.com", "password": USER_PASSWORD, "organization_id": org_id}),
+        )
+    };
+    let inside = UserTokens::from_answer(&login(&org));
+    assert_eq!(
+        inside.claims()["org_id"],
+        org.as_str(),
+        "{}",
+        inside.claims()
+    );
+    assert_eq!(inside.claims()["org_role"], "admin");
+    api.send("POST", "/v1/auth/logout", Some(&inside.access), None)
+        .expect(204);
+    let stranger = create_org(&admin, "Not Hers");
+    login(&stranger).expect_error(404, "resource/not_found");
+    login("not-an-id").expect_error(400, "validation/invalid_request");
+    // A wrong password says nothing of the organization.
+    api.post_as(
+        "/v1/auth/login",
+        None,
+        &json!({"email": "alice@example.com", "password": "not her password at all", "organization_id": stranger}),
+    )
+    .expect_error(401, "auth/invalid_credentials");
+
     // Her list, then a switch: the new pair carries the organization's claims, and so does
     // every refresh while the membership lasts.
     let mine = api.send("GET", "/v1/auth/organizations", Some(&alice.access), None);

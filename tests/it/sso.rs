@@ -69,6 +69,17 @@ fn connections_are_managed_by_admins_and_never_answer_their_secrets() {
     admin
         .post(&path, Some(&unsolicited))
         .expect_error(400, "validation/invalid_request");
+    // Unsolicited sign-ins go only to one of the tenant's URLs.
+    unsolicited["saml"]["idp_initiated_redirect_uri"] = json!("https://evil.example/take");
+    let r = admin.post(&path, Some(&unsolicited));
+    r.expect_error(400, "validation/invalid_request");
+    assert!(
+        r.body["error"]["details"]["fields"]
+            .get("saml.idp_initiated_redirect_uri")
+            .is_some(),
+        "{}",
+        r.body
+    );
     let mut unknown_role = saml_body("x");
     unknown_role["default_role"] = json!("auditor");
     admin
@@ -113,6 +124,33 @@ fn connections_are_managed_by_admins_and_never_answer_their_secrets() {
     admin
         .patch(&one, Some(&json!({"type": "oidc"})))
         .expect_error(400, "validation/invalid_request");
+    // One name of the mapping changes; the others stay.
+    admin
+        .patch(&one, Some(&json!({"attribute_mapping": {"email": "mail"}})))
+        .expect(200);
+    let mapped = admin
+        .patch(
+            &one,
+            Some(&json!({"attribute_mapping": {"groups": "memberOf"}})),
+        )
+        .expect(200)["attribute_mapping"]
+        .clone();
+    assert_eq!(mapped["email"], "mail", "{mapped}");
+    assert_eq!(mapped["groups"], "memberOf", "{mapped}");
+    assert_eq!(mapped["given_name"], "given_name", "{mapped}");
+    // A role a connection gives cannot be deleted.
+    admin
+        .put(
+            "/v1/management/organization-roles/auditor",
+            Some(&json!({"permissions": ["audit:read"]})),
+        )
+        .expect(200);
+    admin
+        .patch(&one, Some(&json!({"default_role": "auditor"})))
+        .expect(200);
+    admin
+        .delete("/v1/management/organization-roles/auditor", None)
+        .expect_error(409, "organization/role_in_use");
     assert_eq!(
         admin.get(&path, None).expect(200)["data"]
             .as_array()
@@ -201,6 +239,20 @@ fn federated(
     (org, c["start_url"].as_str().unwrap().to_owned())
 }
 
+/// The id of the organization's one connection.
+fn admin_id(
+    srv: &crate::support::TestServer,
+    s: &crate::support::Session,
+    api: &UserApi,
+    connections: &str,
+) -> String {
+    let list = key_of(srv, s, &api.slug, "viewer").get(connections, None);
+    list.expect(200)["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// Out to the provider and back: the URL the app is sent to.
 fn sign_in(start: &str) -> String {
     let mut b = Browser::new();
@@ -266,6 +318,32 @@ fn an_account_registered_before_its_owner_signs_in_by_sso_keeps_no_way_in() {
     // Same account (linked), recovered: the attacker's password is gone.
     api.login("victim@contoso.example", USER_PASSWORD)
         .expect_error(401, "auth/invalid_credentials");
+    // The secret stays with its issuer: pointing the connection elsewhere needs it again.
+    let elsewhere = Stub::start();
+    let connections = format!("/v1/management/organizations/{org}/connections");
+    let id = admin_id(&srv, &s, &api, &connections);
+    let r = key_of(&srv, &s, &api.slug, "admin").patch(
+        &format!("{connections}/{id}"),
+        Some(&json!({"oidc": {"issuer": elsewhere.base}})),
+    );
+    r.expect_error(400, "validation/invalid_request");
+    assert!(
+        r.body["error"]["details"]["fields"]
+            .get("oidc.client_secret")
+            .is_some(),
+        "{}",
+        r.body
+    );
+
+    // Another account at the provider with the same address (it moved to someone else
+    // there) is not a way into this one.
+    op.next("someone-else", Some("victim@contoso.example"), true);
+    let back = sign_in(&start);
+    assert_eq!(
+        param(&back, "error").as_deref(),
+        Some("email_exists"),
+        "{back}"
+    );
     // An exchange code is single use; garbage is refused alike.
     api.post_as("/v1/auth/sso/session", None, &json!({"code": "sso_nope"}))
         .expect_error(401, "auth/invalid_token");

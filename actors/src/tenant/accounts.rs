@@ -403,6 +403,14 @@ impl Accounts {
         }
         let mut proof = Proof::first_factor("pwd", "password");
         proof.device = credential.device;
+        // Asked into an organization: only one the user belongs to.
+        if let Some(org) = attempt.organization {
+            if cx.membership(org, user.id)?.is_none() {
+                cx.login.succeed(&guard);
+                return Err(crate::OrgError::NotMember.into());
+            }
+            proof.sso = Some((org, Uuid::nil()));
+        }
         let outcome = cx.sign_in(&mut fx, &mut user, proof, ctx, now)?.outcome;
         // The account's failures are forgiven, not the address's (see `LoginThrottles::
         // succeed`), and not while a second factor is still to come: a known password must
@@ -552,7 +560,10 @@ impl TenantCtx {
             }
             view
         };
-        self.sso_gate(&r.email)?;
+        // An SSO-only domain registers nobody (an age token sent along is spent all the same).
+        if let Err(e) = self.sso_gate(&r.email) {
+            return self.fail(fx, e);
+        }
         if self.registration_blocked(&mut fx, &r.email, ctx)? {
             self.commit(fx)?;
             return Ok((lookalike(&r.email), Vec::new()));

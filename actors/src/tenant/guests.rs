@@ -158,7 +158,11 @@ impl Guests {
             cx.sweep_challenges(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + cx.sweep_oauth_codes(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + cx.sweep_social(&mut fx.batch, as_of)?
-                + cx.sweep_sso(&mut fx.batch, as_of, PURGE_LIMIT)?
+                + cx.sweep_sso(
+                    &mut fx.batch,
+                    as_of,
+                    crate::tenant::sso::records::SSO_SWEEP_MAX,
+                )?
                 + cx.sweep_agents(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + cx.sweep_eudi(&mut fx.batch, as_of, PURGE_LIMIT)?
                 + cx.sweep_webhooks(&mut fx.batch, as_of, PURGE_LIMIT)?

@@ -317,6 +317,8 @@ pub struct LoginAttempt {
     /// The device token the client kept from an earlier sign-in to this account.
     pub device_token: Option<String>,
     pub captcha: crate::login_guard::Captcha,
+    /// The organization the session is to work in (the user must be a member).
+    pub organization: Option<Uuid>,
 }
 
 impl std::fmt::Debug for LoginAttempt {

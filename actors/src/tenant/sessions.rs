@@ -228,6 +228,7 @@ impl TenantCtx {
             return Err(TenantError::UserBlocked);
         }
         user.guardian_gate()?;
+        self.sso_only_gate(user, &proof)?;
         let first = proof.amr.first().map_or("pwd", String::as_str);
         let oauth = proof.oauth.take();
         let second = (first, oauth.clone(), proof.device, proof.sso);
@@ -265,6 +266,7 @@ impl TenantCtx {
             return Err(TenantError::UserBlocked);
         }
         user.guardian_gate()?;
+        self.sso_only_gate(user, &proof)?;
         self.count_active(&mut fx.batch, Some(user.last_active_at), now)?;
         user.last_sign_in_at = Some(now);
         user.last_active_at = now;
@@ -289,6 +291,19 @@ impl TenantCtx {
             serde_json::Value::Object(metadata),
         )?;
         Ok(grant)
+    }
+
+    /// Every way in but single sign-on refuses an account whose address is at a domain that
+    /// signs in only through its organization's (passkeys, social providers, wallets, links
+    /// and codes consumed after the domain became SSO-only, as well as passwords).
+    fn sso_only_gate(&self, user: &UserRecord, proof: &Proof) -> Result<(), TenantError> {
+        let by_sso = proof
+            .sso
+            .is_some_and(|(_, connection)| !connection.is_nil());
+        match user.email.as_deref() {
+            Some(email) if !by_sso => self.sso_gate(email),
+            _ => Ok(()),
+        }
     }
 
     fn refresh_tag(&self, session: Uuid, generation: u32) -> [u8; 32] {

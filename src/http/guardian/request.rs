@@ -98,6 +98,7 @@ pub async fn parental_consent(
                 ip,
                 device_token: None,
                 captcha: Captcha::Off,
+                organization: None,
             },
             reply,
         })

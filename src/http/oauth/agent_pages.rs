@@ -400,6 +400,7 @@ pub async fn device_submit(
                 } else {
                     Captcha::Off
                 },
+                organization: None,
             };
             let signed = password_login(&state, &tenant, attempt, password, &ctx).await;
             match signed.map(|s| s.outcome) {

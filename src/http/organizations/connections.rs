@@ -21,7 +21,6 @@ use super::OrgAdmin;
 use crate::http::{
     dashboard::created,
     error::{len_between, ApiError, ErrorBody, FieldErrors},
-    error_responses::InvalidFields,
     extract::ApiJson,
     path_id::{not_found_as, TenantSlug},
     sso::{call, connection_base},
@@ -42,7 +41,7 @@ pub struct AttributeMappingBody {
     /// claim. Default empty.
     #[serde(default)]
     #[schema(max_length = 200)]
-    pub email: String,
+    pub email: Option<String>,
     /// Default `given_name`.
     #[serde(default)]
     #[schema(max_length = 200)]
@@ -75,8 +74,9 @@ pub struct SamlBody {
     /// allow_private_targets`).
     #[schema(max_length = 2048)]
     pub metadata_url: Option<String>,
-    /// The IdP's metadata itself.
-    #[schema(max_length = 262144)]
+    /// The IdP's metadata itself, up to 10,000 characters (a larger document by
+    /// `metadata_url`, read up to 1 MiB).
+    #[schema(max_length = 10000)]
     pub metadata_xml: Option<String>,
     /// Without metadata: the IdP's entity id, ...
     #[schema(max_length = 1024)]
@@ -208,7 +208,7 @@ impl Connection {
             enabled: v.enabled,
             jit: v.jit,
             attribute_mapping: AttributeMappingBody {
-                email: v.attribute_mapping.email,
+                email: Some(v.attribute_mapping.email),
                 given_name: Some(v.attribute_mapping.given_name),
                 family_name: Some(v.attribute_mapping.family_name),
                 groups: Some(v.attribute_mapping.groups),
@@ -290,14 +290,22 @@ async fn spec_of(
     let pick = |given: Option<String>, kept: Option<String>, default: &str| {
         given.or(kept).unwrap_or_else(|| default.to_owned())
     };
-    let mapping = match (&req.attribute_mapping, &current_mapping) {
-        (None, Some(kept)) => kept.clone(),
-        _ => AttributeMapping {
-            email: m.email.clone(),
-            given_name: pick(m.given_name.clone(), None, "given_name"),
-            family_name: pick(m.family_name.clone(), None, "family_name"),
-            groups: pick(m.groups.clone(), None, "groups"),
-        },
+    // Each name left out keeps its value (a new connection: its default).
+    let kept = |f: fn(&AttributeMapping) -> &String| current_mapping.as_ref().map(|k| f(k).clone());
+    let mapping = AttributeMapping {
+        email: req
+            .attribute_mapping
+            .as_ref()
+            .and_then(|a| a.email.clone())
+            .or_else(|| kept(|k| &k.email))
+            .unwrap_or_default(),
+        given_name: pick(m.given_name.clone(), kept(|k| &k.given_name), "given_name"),
+        family_name: pick(
+            m.family_name.clone(),
+            kept(|k| &k.family_name),
+            "family_name",
+        ),
+        groups: pick(m.groups.clone(), kept(|k| &k.groups), "groups"),
     };
     for (field, v) in [
         ("attribute_mapping.email", &mapping.email),
@@ -390,8 +398,8 @@ async fn saml_spec(
         "saml.metadata_xml",
         b.metadata_xml
             .as_ref()
-            .is_none_or(|x| x.len() <= 256 * 1024),
-        "at most 256 KiB",
+            .is_none_or(|x| x.chars().count() <= 10_000),
+        "at most 10,000 characters (a larger document by metadata_url)",
     );
     e.check(
         "saml",
@@ -479,9 +487,14 @@ async fn saml_spec(
         idp_entity_id: entity,
         idp_sso_url: sso_url,
         idp_certificates: certs,
-        metadata_url: b
-            .metadata_url
-            .or_else(|| kept.and_then(|s| s.metadata_url.clone())),
+        // Where the settings came from: kept only while nothing else replaced them.
+        metadata_url: match (&b.metadata_url, &b.metadata_xml, &b.idp_entity_id) {
+            (Some(u), _, _) => Some(u.clone()),
+            (None, None, None) if b.idp_sso_url.is_none() && b.idp_certificates.is_none() => {
+                kept.and_then(|s| s.metadata_url.clone())
+            }
+            _ => None,
+        },
         sp_key,
         allow_idp_initiated,
         idp_initiated_redirect_uri: redirect,
@@ -600,7 +613,7 @@ pub async fn list(
     request_body = ConnectionRequest,
     responses(
         (status = 201, description = "The connection", body = Connection),
-        InvalidFields,
+        (status = 400, description = "`validation/invalid_request` (`details.fields` names each); `sso/provider_invalid`: the IdP's metadata or the issuer's discovery document could not be read or is wrong; `organization/unknown_role`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` (viewer), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such organization; or not one of the caller's tenants", body = ErrorBody),
         (status = 409, description = "`organization/limit_reached` (10 connections)", body = ErrorBody),
@@ -650,7 +663,7 @@ pub async fn show(
     request_body = ConnectionRequest,
     responses(
         (status = 200, description = "The connection", body = Connection),
-        InvalidFields,
+        (status = 400, description = "`validation/invalid_request` (`details.fields` names each); `sso/provider_invalid`: the IdP's metadata or the issuer's discovery document could not be read or is wrong; `organization/unknown_role`", body = ErrorBody),
         (status = 403, description = "`dashboard/forbidden` (viewer), `dashboard/csrf_failed`", body = ErrorBody),
         (status = 404, description = "`resource/not_found`: no such connection; or not one of the caller's tenants", body = ErrorBody),
     ))]

@@ -177,6 +177,7 @@ fn attempt(email: &str, ip: IpAddr) -> LoginAttempt {
         ip,
         device_token: None,
         captcha: crate::login_guard::Captcha::Off,
+        organization: None,
     }
 }
 

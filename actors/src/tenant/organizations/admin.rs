@@ -625,7 +625,8 @@ impl Organizations {
         Ok((view, cx.commit(fx)?))
     }
 
-    /// Deletes one of the tenant's roles that no member and no pending invitation holds.
+    /// Deletes one of the tenant's roles that no member, no pending invitation and no single
+    /// sign-on connection's mapping holds.
     pub(super) fn delete_role(
         &mut self,
         cx: &mut TenantCtx,
@@ -647,6 +648,15 @@ impl Organizations {
         for item in cx.store.scan::<OrgPendingInvite>(b"") {
             let (_, p) = item?;
             if p.role == name && p.expires_at > now {
+                return Err(OrgError::RoleInUse.into());
+            }
+        }
+        for item in cx
+            .store
+            .scan::<crate::tenant::sso::records::SsoConnectionRecord>(b"")
+        {
+            let (_, c) = item?;
+            if c.default_role == name || c.group_roles.iter().any(|g| g.role == name) {
                 return Err(OrgError::RoleInUse.into());
             }
         }

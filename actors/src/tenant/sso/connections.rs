@@ -252,11 +252,20 @@ impl Sso {
                         .into())
                     }
                 };
-                if allow_idp_initiated && idp_initiated_redirect_uri.is_none() {
-                    return Err(SsoError::Incomplete {
-                        field: "saml.idp_initiated_redirect_uri",
+                match &idp_initiated_redirect_uri {
+                    None if allow_idp_initiated => {
+                        return Err(SsoError::Incomplete {
+                            field: "saml.idp_initiated_redirect_uri",
+                        }
+                        .into())
                     }
-                    .into());
+                    Some(to) if !cx.settings.urls.allows(to) => {
+                        return Err(SsoError::NotTenantUrl {
+                            field: "saml.idp_initiated_redirect_uri",
+                        }
+                        .into())
+                    }
+                    _ => {}
                 }
                 SsoProtocol::Saml(SamlSettings {
                     idp_entity_id,
@@ -277,8 +286,10 @@ impl Sso {
             } => {
                 let client_secret = match (client_secret, current) {
                     (Some(s), _) => self.seal(cx, id, &s)?,
-                    // A stored secret stays with its client id.
-                    (None, Some(SsoProtocol::Oidc(o))) if o.client_id == client_id => {
+                    // A stored secret stays with its provider and client: never sent to another.
+                    (None, Some(SsoProtocol::Oidc(o)))
+                        if o.client_id == client_id && o.issuer == issuer =>
+                    {
                         o.client_secret.clone()
                     }
                     (None, _) => {
@@ -364,6 +375,11 @@ impl Sso {
     ) -> Done<SsoConnectionRecord> {
         let current = self.connection(cx, Some(org), id)?;
         self.check_roles(cx, &spec)?;
+        let provider_of = |p: &SsoProtocol| match p {
+            SsoProtocol::Saml(s) => s.idp_entity_id.clone(),
+            SsoProtocol::Oidc(o) => o.issuer.clone(),
+        };
+        let before = provider_of(&current.protocol);
         let record = SsoConnectionRecord {
             name: spec.name,
             enabled: spec.enabled,
@@ -376,12 +392,19 @@ impl Sso {
             ..current
         };
         let mut fx = cx.effects();
+        // Another provider's subjects are other people: the links made through the old one go.
+        let moved = provider_of(&record.protocol) != before;
+        if moved {
+            cx.drop_links(&mut fx.batch, id)?;
+        }
         fx.batch.put(id.as_bytes(), &record)?;
         cx.audit_into(
             &mut fx.batch,
             "organization.connection.updated",
             ctx,
-            serde_json::json!({ "organization_id": org, "connection_id": id }),
+            serde_json::json!({
+                "organization_id": org, "connection_id": id, "links_removed": moved,
+            }),
         )?;
         let mail = cx.commit(fx)?;
         Ok((record, mail))
@@ -418,6 +441,15 @@ impl TenantCtx {
     ) -> Result<(), TenantError> {
         batch.remove(Kind::SsoConnection, id.as_bytes());
         batch.remove(Kind::OrgConnection, &id_pair(org, id));
+        self.drop_links(batch, id)
+    }
+
+    /// Removes a connection's links to users (into `batch`).
+    pub(in crate::tenant) fn drop_links(
+        &self,
+        batch: &mut tessera_storage::TenantBatch,
+        id: Uuid,
+    ) -> Result<(), TenantError> {
         for item in self
             .store
             .scan::<super::records::SsoIdentityRecord>(id.as_bytes())

@@ -64,4 +64,6 @@ pub enum SsoError {
     Incomplete { field: &'static str },
     #[error("addresses at this domain sign in with their organization's single sign-on")]
     Required { connection: uuid::Uuid },
+    #[error("{field} must be one of the tenant's URLs")]
+    NotTenantUrl { field: &'static str },
 }

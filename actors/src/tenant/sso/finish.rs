@@ -37,6 +37,8 @@ use crate::{
 /// The most groups read from one sign-in, and the longest value kept.
 const MAX_GROUPS: usize = 100;
 const MAX_VALUE: usize = 256;
+/// How much of the groups' names a user's `app_metadata.sso` keeps (its limit is 16 KiB).
+const MAX_GROUPS_KEPT_BYTES: usize = 4096;
 
 /// Who the provider says the user is, read through the connection's mapping.
 #[derive(Clone, Debug, Default)]
@@ -169,7 +171,21 @@ impl Sso {
             Some(l) => cx.user(l.user_id)?.map(|u| (u, l)),
             None => None,
         };
+        // The membership must fit before anything is written for the user: a refusal keeps
+        // only the assertion's use and its audit entry.
+        let room = |cx: &TenantCtx, user: Uuid| match cx.membership(org, user) {
+            Ok(Some(_)) => Ok(true),
+            Ok(None) => match Organizations::room_for(cx, org, user) {
+                Ok(()) => Ok(true),
+                Err(TenantError::Organization(_)) => Ok(false),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
         let (mut user, how) = if let Some((user, mut link)) = linked {
+            if !room(cx, user.id)? {
+                return refuse(cx, fx, SsoRefusal::MembershipRefused);
+            }
             link.last_used_at = now;
             fx.batch.put(&link_key, &link)?;
             (user, "linked")
@@ -180,8 +196,20 @@ impl Sso {
             if !trusted || existing.is_anonymous {
                 return refuse(cx, fx, SsoRefusal::EmailExists);
             }
+            // Already linked to another account of this provider: the address moved to
+            // someone else there (or its attribute is one users edit); not a way into this one.
+            if cx
+                .store
+                .get::<UserSsoIndex>(&id_pair(existing.id, connection))?
+                .is_some()
+            {
+                return refuse(cx, fx, SsoRefusal::EmailExists);
+            }
             if existing.blocked_at.is_some() {
                 return refuse(cx, fx, SsoRefusal::AccountBlocked);
+            }
+            if !room(cx, existing.id)? {
+                return refuse(cx, fx, SsoRefusal::MembershipRefused);
             }
             if !existing.email_verified {
                 // Whoever registered the address before its owner keeps no way in.
@@ -204,7 +232,11 @@ impl Sso {
             if cx.age_unknown_signup().is_err() {
                 return refuse(cx, fx, SsoRefusal::AgeRequired);
             }
-            let mut user = UserRecord::blank(Uuid::now_v7(), now);
+            let id = Uuid::now_v7();
+            if !room(cx, id)? {
+                return refuse(cx, fx, SsoRefusal::MembershipRefused);
+            }
+            let mut user = UserRecord::blank(id, now);
             cx.count_active(&mut fx.batch, None, now)?;
             user.email_verified = kept.is_some();
             user.email = kept;
@@ -228,6 +260,16 @@ impl Sso {
         if !user.app_metadata.is_object() {
             user.app_metadata = serde_json::json!({});
         }
+        // The groups kept are bounded so the metadata stays within its limit.
+        let mut kept_groups = Vec::new();
+        let mut size = 0;
+        for g in &identity.groups {
+            size += g.len() + 3;
+            if size > MAX_GROUPS_KEPT_BYTES {
+                break;
+            }
+            kept_groups.push(g.clone());
+        }
         if let Some(m) = user.app_metadata.as_object_mut() {
             m.insert(
                 "sso".into(),
@@ -236,7 +278,7 @@ impl Sso {
                     "organization_id": org,
                     "given_name": identity.given_name,
                     "family_name": identity.family_name,
-                    "groups": identity.groups,
+                    "groups": kept_groups,
                 }),
             );
         }

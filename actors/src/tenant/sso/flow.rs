@@ -173,8 +173,9 @@ impl Sso {
         let SsoProtocol::Saml(s) = &c.protocol else {
             return Err(SsoError::UnsolicitedRefused.into());
         };
+        // Still one of the tenant's URLs (they may have changed since it was set).
         let redirect_uri = match (&s.idp_initiated_redirect_uri, s.allow_idp_initiated) {
-            (Some(to), true) => to.clone(),
+            (Some(to), true) if cx.settings.urls.allows(to) => to.clone(),
             _ => return Err(SsoError::UnsolicitedRefused.into()),
         };
         Ok(SsoPending {

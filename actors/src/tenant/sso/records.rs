@@ -15,6 +15,11 @@ pub const SSO_STATE_TTL: Duration = Duration::minutes(10);
 /// How long an exchange code may wait for the app's back end.
 pub const SSO_EXCHANGE_TTL: Duration = Duration::seconds(60);
 
+/// The most expired flows, codes and replay-cache entries of each kind one daily run
+/// removes: anyone may begin flows (30 a minute per address), so a cap below what a day can
+/// write would let them pile up.
+pub const SSO_SWEEP_MAX: usize = 200_000;
+
 /// An organization's connection to its identity provider, keyed by its id.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SsoConnectionRecord {

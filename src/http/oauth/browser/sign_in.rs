@@ -105,6 +105,7 @@ pub async fn sign_in_submit(
                 device_token: cookie(&visit.headers, &device_cookie_name(&flow.tenant))
                     .map(str::to_owned),
                 captcha,
+                organization: None,
             };
             password_login(state, &flow.tenant, attempt, password, &ctx)
                 .await
