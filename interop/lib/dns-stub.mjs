@@ -14,16 +14,21 @@ export async function startDnsStub() {
     if (answer) sock.send(answer, peer.port, peer.address);
   });
   await new Promise((resolve) => sock.bind(0, '127.0.0.1', resolve));
-  atExit(() => sock.close());
+  // It must not keep the test process alive once the tests are done.
+  sock.unref();
+  let open = true;
+  const close = () => {
+    if (open) sock.close();
+    open = false;
+  };
+  atExit(close);
   return {
     address: `127.0.0.1:${sock.address().port}`,
     publish(name, value) {
       const key = name.toLowerCase();
       table.set(key, [...(table.get(key) ?? []), value]);
     },
-    close() {
-      sock.close();
-    },
+    close,
   };
 }
 

@@ -31,7 +31,9 @@ const ROUTING = 'an unproven claim routes nothing; an SSO-only domain refuses th
 
 let srv;
 let op;
+let dns;
 after(async () => {
+  dns?.close();
   await op?.close();
   if (!srv) return;
   await srv.stop();
@@ -59,6 +61,7 @@ walk('OpenID federation (oidc-provider)', [
     SETUP,
     async (s) => {
       s.dns = await startDnsStub();
+      dns = s.dns;
       srv = await startTessera({
         TESSERA__DNS__NAMESERVERS: `["${s.dns.address}"]`,
         TESSERA__SSO__ALLOW_PRIVATE_TARGETS: 'true',
@@ -108,7 +111,15 @@ walk('OpenID federation (oidc-provider)', [
         },
         clients: [{ client_id: 'tessera', client_secret: 'op-secret-1', redirect_uris: [redirect(c.id)] }],
       });
-      await t.dash(200, 'PATCH', `/organizations/${s.org}/connections/${c.id}`, { oidc: { issuer: op.issuer } });
+      // Another issuer: the secret is sent along again (a stored one never goes to another).
+      const moved = await srv.request('PATCH', `/v1/auth/dashboard/tenants/${t.slug}/organizations/${s.org}/connections/${c.id}`, {
+        bearer: t.session,
+        json: { oidc: { issuer: op.issuer } },
+      });
+      assert.equal(moved.status, 400, JSON.stringify(moved.body));
+      await t.dash(200, 'PATCH', `/organizations/${s.org}/connections/${c.id}`, {
+        oidc: { issuer: op.issuer, client_secret: 'op-secret-1' },
+      });
       const found = await srv.expect(200, 'POST', '/v1/auth/sso/discover', {
         apiKey: t.apiKey,
         json: { email: 'Someone@Contoso.Example' },

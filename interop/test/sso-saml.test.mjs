@@ -31,7 +31,11 @@ const REPLAY = 'an unsolicited response is used once, also after a restart';
 
 let srv;
 let env;
+let dns;
+let idp;
 after(async () => {
+  dns?.close();
+  await idp?.close();
   if (!srv) return;
   await srv.stop();
   if (anyFailed()) console.error(`--- the end of the server's log ---\n${await srv.logTail()}`);
@@ -70,7 +74,9 @@ walk('SAML 2.0 (pysaml2)', [
     SETUP,
     async (s) => {
       s.idp = await startSamlIdp();
+      idp = s.idp;
       s.dns = await startDnsStub();
+      dns = s.dns;
       env = { TESSERA__DNS__NAMESERVERS: `["${s.dns.address}"]`, TESSERA__SSO__ALLOW_PRIVATE_TARGETS: 'true' };
       srv = await startTessera(env);
       const t = await srv.tenant('Federated SAML');
