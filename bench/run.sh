@@ -299,6 +299,31 @@ setup_wallet() { # name
   [[ $code == 200 ]] || die "$name: PUT settings/eudi: $code $(cat "$dir/wallet_settings_put.json")"
 }
 
+# The single sign-on scenarios' tenant (on a data directory's first start): its owner, on a
+# paid tier (an organization there takes the load's 1,000 users as members). The load
+# generator (`sso`) sets the rest up itself through the dashboard API: the redirect URL, the
+# organization and its connections, pointed at the identity provider it runs.
+setup_sso() { # name
+  local name=$1 data=${SDATA[$1]} dir=$WORK/$1
+  printf '%s\n' "$BENCH_PASSWORD" |
+    admin "$data" tenant create --name "Bench SSO" --slug bench-sso \
+      --owner-email owner@sso.bench.test >"$dir/sso_tenant.json"
+  admin "$data" tenant set-tier bench-sso pro >/dev/null
+}
+
+# sso_load protocol: single sign-on through the `sso` load generator's own identity provider
+# (OpenID Connect or SAML), as scenario sso_<protocol>_sign_in.
+sso_load() {
+  local protocol=$1 out=$RD/sso_$1_sign_in
+  "$BIN/sso" --protocol "$protocol" --base "${SBASE[A]}" --slug bench-sso \
+    --owner-email owner@sso.bench.test --api-key "$(jq -r '.api_key' "$WORK/A/sso_tenant.json")" \
+    --concurrency "$CONNS" --seconds "$DUR" --warmup "$WARM" \
+    --server-pid "${SPID[A]}" --clock-ticks "$TICKS" >"$out.json" 2>"$out.err" ||
+    die "the $protocol single sign-on load failed: $(cat "$out.err")"
+  check_errors "run $RUN sso_${protocol}_sign_in" "$out.json"
+  log "  $(jq -r --arg n "sso_${protocol}_sign_in" '"\($n): \(.rps) sign-ins/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors) (server \(.server_cpu_cores) cores, load generator \(.generator_cpu_cores))"' "$out.json")"
+}
+
 # Signs users in before a run: bearer tokens for me / step_up / the probe, refresh tokens for
 # the refresh and mixed scenarios (each run starts from fresh ones: they are single-use).
 seed_tokens() { # name run_dir
@@ -476,11 +501,13 @@ for RUN in $(seq 1 "$RUNS"); do
 
   # A: durable writes (the production setting). Restarted every run: rate windows start empty.
   # Codes live 10 minutes here: the code-exchange scenario uses codes made before it.
-  # The wallet load serves its issuer's status list on 127.0.0.1 over plain HTTP.
+  # The wallet load serves its issuer's status list on 127.0.0.1 over plain HTTP, and the
+  # single sign-on loads their identity providers.
   start_server A "$WORK/data-a" TESSERA__TOKENS__AUTHORIZATION_CODE_TTL_SECS=600 \
-    TESSERA__EUDI__ALLOW_LOOPBACK_HTTP=true
+    TESSERA__EUDI__ALLOW_LOOPBACK_HTTP=true TESSERA__SSO__ALLOW_PRIVATE_TARGETS=true
   ((RUN > 1)) || setup_server A
   ((RUN > 1)) || setup_wallet A
+  ((RUN > 1)) || setup_sso A
   seed_tokens A "$RD"
   log "A (durable) at ${SBASE[A]}"
   scenario A healthz healthz "$CONNS" "$THREADS"
@@ -517,6 +544,12 @@ for RUN in $(seq 1 "$RUNS"); do
     die "the passkey load failed: $(cat "$RD/passkey_sign_in.err")"
   check_errors "run $RUN passkey_sign_in" "$RD/passkey_sign_in.json"
   log "  $(jq -r '"passkey_sign_in: \(.rps) sign-ins/s, p50 \(.p50_ms) ms, p99 \(.p99_ms) ms, errors \(.errors)"' "$RD/passkey_sign_in.json")"
+  # Single sign-on (an organization's connection): the bench's own identity provider and
+  # browser, each sign-in start -> provider -> callback (OpenID) or ACS (SAML, an ECDSA-signed
+  # assertion) -> code exchange for the token pair, from its own address, over 1,000
+  # provider users (a user's first sign-in creates the account, later ones are linked).
+  sso_load oidc
+  sso_load saml
   # Wallet presentations (OpenID4VP, direct_post.jwt): the bench's own load generator again,
   # a test wallet per loop (half SD-JWT VC PIDs with a status list it serves itself, cached
   # by the server; half mdoc PIDs): initiate, request object, encrypted answer. The figure

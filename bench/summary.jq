@@ -13,7 +13,7 @@ def scenario_names: [
   "healthz", "me", "login", "login_at_cores", "step_up", "refresh", "refresh_nondurable",
   "anonymous", "anonymous_nondurable", "mixed", "passkey_sign_in", "introspect",
   "code_exchange", "oauth_round_trip", "client_credentials", "token_exchange",
-  "wallet_presentation"
+  "wallet_presentation", "sso_oidc_sign_in", "sso_saml_sign_in"
 ];
 
 # What each target compares, per run.
@@ -26,6 +26,8 @@ def ratio_values:
     "me_rps / healthz_rps": div(.me.rps; .healthz.rps),
     "refresh_rps / refresh_rps_nondurable": div(.refresh.rps; .refresh_nondurable.rps),
     "passkey_sign_in_rps / refresh_rps": div(.passkey_sign_in.rps; .refresh.rps),
+    "sso_oidc_sign_in_rps / refresh_rps": div(.sso_oidc_sign_in.rps; .refresh.rps),
+    "sso_saml_sign_in_rps / refresh_rps": div(.sso_saml_sign_in.rps; .refresh.rps),
     "introspect_rps / me_rps": div(.introspect.rps; .me.rps),
     "code_exchange_rps / refresh_rps": div(.code_exchange.rps; .refresh.rps),
     "client_credentials_rps / refresh_rps": div(.client_credentials.rps; .refresh.rps),
@@ -46,6 +48,8 @@ def targets:
     "me_rps / healthz_rps": {op: ">=", target: 0.4},
     "refresh_rps / refresh_rps_nondurable": {op: ">=", target: 0.5},
     "passkey_sign_in_rps / refresh_rps": {op: ">=", target: 0.5},
+    "sso_oidc_sign_in_rps / refresh_rps": {op: ">=", target: 0.3},
+    "sso_saml_sign_in_rps / refresh_rps": {op: ">=", target: 0.3},
     "introspect_rps / me_rps": {op: ">=", target: 0.8},
     "code_exchange_rps / refresh_rps": {op: ">=", target: 0.5},
     "client_credentials_rps / refresh_rps": {op: ">=", target: 0.8},
@@ -215,6 +219,17 @@ def drop_pct($s; $kind):
       wallet_presentation_flow_p50_ms: ($runs | map(.wallet_presentation.flow_latency.p50_ms) | median | r3),
       wallet_presentation_generator_cpu_cores: ($runs | map(.wallet_presentation.generator_cpu_cores) | median | r3),
       wallet_status_list_fetches_under_load: ($runs | map(.wallet_presentation.status_list.fetches_during_load)),
+      # Single sign-on: the server's CPU per sign-in (four requests, the provider's answer
+      # checked: an ES256 ID token, or an ECDSA-signed SAML assertion) against a refresh's,
+      # and the cores the load generator and its identity provider took beside the server.
+      "server_cpu_ms_per_sso_oidc_sign_in / server_cpu_ms_per_refresh": (
+        $runs | map(div(.sso_oidc_sign_in.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
+      "server_cpu_ms_per_sso_saml_sign_in / server_cpu_ms_per_refresh": (
+        $runs | map(div(.sso_saml_sign_in.server_cpu_ms_per_request; .refresh.server_cpu_ms_per_request)) | median | r3),
+      sso_generator_cpu_cores: {
+        oidc: ($runs | map(.sso_oidc_sign_in.generator_cpu_cores) | median | r3),
+        saml: ($runs | map(.sso_saml_sign_in.generator_cpu_cores) | median | r3)
+      },
       mixed_overall_p99_ms: ($runs | map(.mixed.p99_ms) | median | r3),
       mixed_requests_sent_by_kind: ($runs | map(.mixed.extra))
     },
