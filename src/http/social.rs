@@ -131,8 +131,9 @@ fn with_param(to: &str, name: &str, value: &str) -> String {
 }
 
 /// [`responses::found`] that tells the provider's or the client's page nothing of where the
-/// browser came from (a location that is no header value: a 302 without one).
-fn found(location: &str) -> Response {
+/// browser came from (a location that is no header value: a 302 without one). Single sign-on
+/// answers its redirects with it too.
+pub(crate) fn found(location: &str) -> Response {
     let mut resp = responses::found(location).unwrap_or_else(|_| {
         let mut resp = StatusCode::FOUND.into_response();
         resp.headers_mut()

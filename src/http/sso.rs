@@ -33,7 +33,7 @@ use tessera_actors::{
         finish::SsoIdentity,
         flow::{SsoPending, SsoStart},
         msg::{SsoAnswer, SsoCmd},
-        records::{Attributes, SsoProtocol},
+        records::{Attributes, SamlSettings, SsoProtocol},
         SsoError,
     },
     CallError, TenantError, TenantHandle, TenantMsg,
@@ -47,7 +47,8 @@ use super::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{served_here, tenant_by_slug, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{cookie, with_query},
-    responses::{self, login_answer, LoginResponse},
+    responses::{login_answer, LoginResponse},
+    social::found,
 };
 use crate::{
     app::{App, AppState},
@@ -89,14 +90,23 @@ fn sp_config(app: &App, slug: &str, pending: &SsoPending) -> Option<tessera_saml
         return None;
     };
     let base = connection_base(app, slug, pending.connection.id);
-    Some(tessera_saml::SpConfig {
+    let mut sp = sp_of(&base, s);
+    sp.idp_certs = s.idp_certificates.clone();
+    sp.decryption_key_pem = Some(pending.secret.clone());
+    Some(sp)
+}
+
+/// The service provider a connection at `base` is, for `s`'s IdP (no certificates, no key:
+/// what a request and the metadata need).
+fn sp_of(base: &str, s: &SamlSettings) -> tessera_saml::SpConfig {
+    tessera_saml::SpConfig {
         entity_id: format!("{base}/metadata"),
         acs_url: format!("{base}/acs"),
         idp_entity_id: s.idp_entity_id.clone(),
-        idp_certs: s.idp_certificates.clone(),
-        decryption_key_pem: Some(pending.secret.clone()),
+        idp_certs: Vec::new(),
+        decryption_key_pem: None,
         skew: SAML_SKEW,
-    })
+    }
 }
 
 /// The name of the cookie that binds the flow of `state` to the browser.
@@ -122,21 +132,6 @@ fn flow_cookie(app: &App, path: &str, state: &str, value: Option<&str>) -> Optio
         c.push_str("; Secure");
     }
     HeaderValue::from_str(&c).ok()
-}
-
-/// A 302 that tells the next page nothing of where the browser came from.
-fn found(location: &str) -> Response {
-    let mut resp = responses::found(location).unwrap_or_else(|_| {
-        let mut resp = StatusCode::FOUND.into_response();
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        resp
-    });
-    resp.headers_mut().insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    resp
 }
 
 /// Back to the app with `name=value`.
@@ -291,14 +286,7 @@ pub async fn start(
                 .map_err(|e| e.to_string())
         }
         SsoProtocol::Saml(s) => {
-            let sp = tessera_saml::SpConfig {
-                entity_id: format!("{base}/metadata"),
-                acs_url: format!("{base}/acs"),
-                idp_entity_id: s.idp_entity_id.clone(),
-                idp_certs: Vec::new(),
-                decryption_key_pem: None,
-                skew: SAML_SKEW,
-            };
+            let sp = sp_of(&base, s);
             tessera_saml::authn_request(
                 &sp,
                 &s.idp_sso_url,
@@ -603,15 +591,7 @@ pub async fn metadata(
         return Err(ApiError::not_found("connection"));
     };
     let base = connection_base(&state, &slug, id);
-    let sp = tessera_saml::SpConfig {
-        entity_id: format!("{base}/metadata"),
-        acs_url: format!("{base}/acs"),
-        idp_entity_id: s.idp_entity_id.clone(),
-        idp_certs: Vec::new(),
-        decryption_key_pem: None,
-        skew: SAML_SKEW,
-    };
-    let xml = tessera_saml::sp_metadata(&sp, Some(&s.sp_certificate));
+    let xml = tessera_saml::sp_metadata(&sp_of(&base, s), Some(&s.sp_certificate));
     Ok((
         [
             (header::CONTENT_TYPE, "application/samlmetadata+xml"),
