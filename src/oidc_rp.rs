@@ -20,8 +20,6 @@ use jsonwebtoken::{jwk::JwkSet, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::social::SocialError;
-
 /// How long a discovery document and a key set are used before they are fetched again.
 const CACHE_TTL: Duration = Duration::from_secs(3600);
 /// The largest answer read from a provider.
@@ -37,6 +35,28 @@ const ID_TOKEN_ALGS: [Algorithm; 6] = [
     Algorithm::ES256,
     Algorithm::ES384,
 ];
+
+/// Why a sign-in failed at or after the provider: logged, and answered to the app as
+/// `?error=access_denied` (the user said no) or `?error=provider_error`.
+#[derive(Debug, thiserror::Error)]
+pub enum SocialError {
+    #[error("the user denied the request at the provider")]
+    Denied,
+    #[error("the provider could not be used: {0}")]
+    Provider(String),
+    #[error("the ID token was refused: {0}")]
+    IdToken(String),
+}
+
+impl SocialError {
+    /// The `error` the browser is sent back to the app with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SocialError::Denied => "access_denied",
+            SocialError::Provider(_) | SocialError::IdToken(_) => "provider_error",
+        }
+    }
+}
 
 pub(crate) fn provider_err(what: &str, e: impl std::fmt::Display) -> SocialError {
     SocialError::Provider(format!("{what}: {e}"))

@@ -16,29 +16,8 @@ use tessera_actors::tenant::social::{
 };
 
 use crate::config::SocialConfig;
+pub use crate::oidc_rp::SocialError;
 use crate::oidc_rp::{provider_err, Discovery, OidcCore};
-
-/// Why a sign-in failed at or after the provider: logged, and answered to the app as
-/// `?error=access_denied` (the user said no) or `?error=provider_error`.
-#[derive(Debug, thiserror::Error)]
-pub enum SocialError {
-    #[error("the user denied the request at the provider")]
-    Denied,
-    #[error("the provider could not be used: {0}")]
-    Provider(String),
-    #[error("the ID token was refused: {0}")]
-    IdToken(String),
-}
-
-impl SocialError {
-    /// The `error` the browser is sent back to the app with.
-    pub fn code(&self) -> &'static str {
-        match self {
-            SocialError::Denied => "access_denied",
-            SocialError::Provider(_) | SocialError::IdToken(_) => "provider_error",
-        }
-    }
-}
 
 /// Where an OAuth 2 provider is reached.
 struct RestEndpoints {
