@@ -58,6 +58,14 @@ impl SocialError {
     }
 }
 
+/// The ID token of a token endpoint's answer.
+pub(crate) fn id_token_of(answer: &Value) -> Result<&str, SocialError> {
+    answer
+        .get("id_token")
+        .and_then(Value::as_str)
+        .ok_or_else(|| SocialError::Provider("the token answer has no id_token".into()))
+}
+
 pub(crate) fn provider_err(what: &str, e: impl std::fmt::Display) -> SocialError {
     SocialError::Provider(format!("{what}: {e}"))
 }
@@ -390,10 +398,7 @@ impl Federation {
                     .form(&form),
             )
             .await?;
-        let id_token = answer
-            .get("id_token")
-            .and_then(Value::as_str)
-            .ok_or_else(|| SocialError::Provider("the token answer has no id_token".into()))?;
+        let id_token = id_token_of(&answer)?;
         let claims = self
             .core
             .check_id_token(&d, id_token, (rp.client_id, nonce))

@@ -17,7 +17,7 @@ use tessera_actors::tenant::social::{
 
 use crate::config::SocialConfig;
 pub use crate::oidc_rp::SocialError;
-use crate::oidc_rp::{provider_err, Discovery, OidcCore};
+use crate::oidc_rp::{id_token_of, provider_err, Discovery, OidcCore};
 
 /// Where an OAuth 2 provider is reached.
 struct RestEndpoints {
@@ -266,10 +266,7 @@ impl SocialClient {
                     .form(&form),
             )
             .await?;
-        let id_token = answer
-            .get("id_token")
-            .and_then(Value::as_str)
-            .ok_or_else(|| SocialError::Provider("the token answer has no id_token".into()))?;
+        let id_token = id_token_of(&answer)?;
         let claims = self.check_id_token(&d, id_token, pending).await?;
         let subject = claims
             .get("sub")

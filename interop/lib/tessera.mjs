@@ -235,6 +235,19 @@ export class Tenant {
     return this.dash(201, 'POST', '/oauth-clients', { name: 'Relying Party', ...fields });
   }
 
+  /**
+   * An organization `name` that proved `domain` by DNS, its TXT record published on `dns`
+   * (a `startDnsStub`, which the server must use: `TESSERA__DNS__NAMESERVERS`); answers the
+   * organization's id.
+   */
+  async provenOrganization(dns, name, domain) {
+    const org = await this.dash(201, 'POST', '/organizations', { name });
+    const claim = await this.dash(201, 'POST', `/organizations/${org.id}/domains`, { domain });
+    dns.publish(claim.txt_name, claim.txt_value);
+    await this.dash(200, 'POST', `/organizations/${org.id}/domains/${domain}/verify`);
+    return org.id;
+  }
+
   /** Turns RFC 7591 dynamic client registration on. */
   allowDynamicRegistration() {
     return this.dash(200, 'PATCH', '/settings/agents', { dynamic_client_registration: true });

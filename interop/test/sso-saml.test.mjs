@@ -81,11 +81,8 @@ walk('SAML 2.0 (pysaml2)', [
       srv = await startTessera(env);
       const t = await srv.tenant('Federated SAML');
       await t.dash(200, 'PUT', '/settings/urls', { site_url: APP, redirect_urls: [BACK] });
-      const org = await t.dash(201, 'POST', '/organizations', { name: 'Contoso' });
-      const claim = await t.dash(201, 'POST', `/organizations/${org.id}/domains`, { domain: 'contoso.example' });
-      s.dns.publish(claim.txt_name, claim.txt_value);
-      await t.dash(200, 'POST', `/organizations/${org.id}/domains/contoso.example/verify`);
-      Object.assign(s, { t, org: org.id });
+      const org = await t.provenOrganization(s.dns, 'Contoso', 'contoso.example');
+      Object.assign(s, { t, org });
     },
   ],
   [

@@ -38,6 +38,23 @@ pub fn found(location: &str) -> Result<Response, InvalidHeaderValue> {
     Ok(resp)
 }
 
+/// [`found`] that tells the next page (an identity provider's, the client's) nothing of where
+/// the browser came from (a location that is no header value: a 302 without one): the
+/// redirects of social sign-in and single sign-on.
+pub fn found_quietly(location: &str) -> Response {
+    let mut resp = found(location).unwrap_or_else(|_| {
+        let mut resp = StatusCode::FOUND.into_response();
+        resp.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        resp
+    });
+    resp.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    resp
+}
+
 /// The user record: the API's, which the actor answers as it is sent.
 pub use tessera_wire::User as UserResponse;
 

@@ -18,7 +18,7 @@
 use axum::{
     extract::{Path, Query, RawQuery, State},
     http::{header, HeaderMap, HeaderValue, StatusCode},
-    response::{IntoResponse, Response},
+    response::Response,
     Json,
 };
 use serde::Deserialize;
@@ -128,23 +128,6 @@ fn done_cookie(app: &App, slug: &str, name: &str, value: &str) -> Option<HeaderV
 /// `to` with `name=value` added to its query (`to` as it is when it is no URL).
 fn with_param(to: &str, name: &str, value: &str) -> String {
     with_query(to, name, value).unwrap_or_else(|| to.to_owned())
-}
-
-/// [`responses::found`] that tells the provider's or the client's page nothing of where the
-/// browser came from (a location that is no header value: a 302 without one). Single sign-on
-/// answers its redirects with it too.
-pub(crate) fn found(location: &str) -> Response {
-    let mut resp = responses::found(location).unwrap_or_else(|_| {
-        let mut resp = StatusCode::FOUND.into_response();
-        resp.headers_mut()
-            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        resp
-    });
-    resp.headers_mut().insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    resp
 }
 
 fn not_configured(p: Provider) -> ApiError {
@@ -367,7 +350,7 @@ async fn begin(
             ))
         }
         Err(CallError::Failed(TenantError::Guest(GuestError::AlreadyClaimed))) => {
-            return Ok(found(&with_param(
+            return Ok(responses::found_quietly(&with_param(
                 &redirect_uri,
                 "error",
                 "already_claimed",
@@ -387,10 +370,14 @@ async fn begin(
         Ok(u) => u,
         Err(err) => {
             tracing::warn!(provider = p.as_str(), error = %err, "a social sign-in could not start");
-            return Ok(found(&with_param(&start.redirect_uri, "error", err.code())));
+            return Ok(responses::found_quietly(&with_param(
+                &start.redirect_uri,
+                "error",
+                err.code(),
+            )));
         }
     };
-    let mut resp = found(&to);
+    let mut resp = responses::found_quietly(&to);
     if let Some(c) = flow_cookie(state, p, &start.state, Some(&start.binding)) {
         resp.headers_mut().append(header::SET_COOKIE, c);
     }
@@ -491,7 +478,8 @@ async fn callback(
             if hosted {
                 return Err(invalid_state());
             }
-            let mut resp = found(&with_param(&redirect_uri, "error", "invalid_state"));
+            let mut resp =
+                responses::found_quietly(&with_param(&redirect_uri, "error", "invalid_state"));
             if let Some(c) = &clear {
                 resp.headers_mut().append(header::SET_COOKIE, c.clone());
             }
@@ -507,13 +495,13 @@ async fn callback(
     let done = |name: &str, value: &str| {
         let to = &pending.redirect_uri;
         let mut resp = if pending.hosted {
-            let mut resp = found(to);
+            let mut resp = responses::found_quietly(to);
             if let Some(c) = done_cookie(app, &tenant.slug, name, value) {
                 resp.headers_mut().append(header::SET_COOKIE, c);
             }
             resp
         } else {
-            found(&with_param(to, name, value))
+            responses::found_quietly(&with_param(to, name, value))
         };
         if let Some(c) = &clear {
             resp.headers_mut().append(header::SET_COOKIE, c.clone());

@@ -47,8 +47,7 @@ use super::{
     error::{is_email, len_between, ApiError, ErrorBody, FieldErrors},
     extract::{served_here, tenant_by_slug, ApiJson, ApiTenant, ClientIp, RequestCtx},
     pages::{cookie, with_query},
-    responses::{login_answer, LoginResponse},
-    social::found,
+    responses::{found_quietly as found, login_answer, LoginResponse},
 };
 use crate::{
     app::{App, AppState},
@@ -60,7 +59,7 @@ use crate::{
 const SAML_SKEW: time::Duration = time::Duration::seconds(120);
 
 /// Carries out `cmd` on `tenant`'s actor.
-pub(crate) async fn call(
+pub(super) async fn call(
     tenant: &TenantHandle,
     ctx: &tessera_actors::tenant::audit::AuditContext,
     cmd: SsoCmd,
@@ -493,6 +492,7 @@ fn oidc_identity(
 pub async fn acs(
     State(state): State<AppState>,
     Path((slug, connection)): Path<(String, String)>,
+    ClientIp(ip): ClientIp,
     headers: HeaderMap,
     RequestCtx(ctx): RequestCtx,
     body: axum::body::Bytes,
@@ -522,7 +522,7 @@ pub async fn acs(
             Ok(p) => p,
             Err(resp) => return Ok(resp),
         },
-        None => match call(&tenant, &ctx, SsoCmd::Unsolicited { connection: id }).await {
+        None => match call(&tenant, &ctx, SsoCmd::Unsolicited { connection: id, ip }).await {
             Ok(SsoAnswer::Pending(p)) => *p,
             Ok(_) => return Err(unexpected()),
             Err(CallError::Failed(TenantError::Sso(SsoError::UnsolicitedRefused))) => {
@@ -640,10 +640,12 @@ pub struct DiscoverResponse {
     responses(
         (status = 200, description = "Where the address signs in", body = DiscoverResponse),
         InvalidRequest,
+        (status = 429, description = "`auth/rate_limited` with `Retry-After`: 60 a minute per client address", body = ErrorBody),
     ))]
 pub async fn discover(
     State(state): State<AppState>,
     ApiTenant(tenant): ApiTenant,
+    ClientIp(ip): ClientIp,
     RequestCtx(ctx): RequestCtx,
     ApiJson(req): ApiJson<DiscoverRequest>,
 ) -> Result<Json<DiscoverResponse>, ApiError> {
@@ -657,6 +659,7 @@ pub async fn discover(
     e.finish()?;
     let cmd = SsoCmd::Discover {
         email: email.unwrap_or_default(),
+        ip,
     };
     let realm = match call(&tenant, &ctx, cmd).await? {
         SsoAnswer::Realm(r) => r,

@@ -34,13 +34,38 @@ use crate::{tenant::limits::SOCIAL_BEGINS_PER_MINUTE, throttle::RateWindow};
 /// The single sign-on flow: what it keeps in memory only, the sign-ins begun per client
 /// address (held to the social sign-in's rate).
 pub struct Sso {
+    /// Sign-ins begun, and unsolicited SAML responses checked, per client address.
     begins: RateWindow<IpAddr>,
+    /// Home-realm discoveries per client address.
+    discoveries: RateWindow<IpAddr>,
 }
+
+/// Home-realm discoveries a client address may ask a minute.
+const DISCOVERIES_PER_MINUTE: u32 = 60;
 
 impl Default for Sso {
     fn default() -> Self {
         Sso {
             begins: RateWindow::new(SOCIAL_BEGINS_PER_MINUTE, Duration::from_secs(60)),
+            discoveries: RateWindow::new(DISCOVERIES_PER_MINUTE, Duration::from_secs(60)),
         }
+    }
+}
+
+impl Sso {
+    /// Counts one request of `ip`: a discovery, or the start of a sign-in (a flow begun, an
+    /// unsolicited response to check); `RateLimited` past the window's count.
+    fn admit(&mut self, ip: &IpAddr, discovery: bool) -> Result<(), crate::error::TenantError> {
+        let window = if discovery {
+            &mut self.discoveries
+        } else {
+            &mut self.begins
+        };
+        window
+            .hit(
+                &crate::throttle::throttle_ip(*ip),
+                std::time::Instant::now(),
+            )
+            .map_err(|retry_after| crate::error::TenantError::RateLimited { retry_after })
     }
 }

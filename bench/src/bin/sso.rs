@@ -819,7 +819,7 @@ impl Conn {
 
 impl Reply {
     /// `Ok(self)` when the status is `want`; else an error naming `step`.
-    fn expect(self, step: &str, want: u16) -> Result<Self> {
+    fn want(self, step: &str, want: u16) -> Result<Self> {
         if self.status == want {
             Ok(self)
         } else {
@@ -870,7 +870,7 @@ async fn sign_in(b: &mut Browser, plan: &Plan, n: usize, subject: usize) -> Resu
         .server
         .send(Method::GET, &plan.start, &[xff], None)
         .await?
-        .expect("start", 302)?;
+        .want("start", 302)?;
     let cookie = start.cookie.clone().ok_or("start: no flow cookie")?;
     let to = start.location("start")?;
     if !to.starts_with(&plan.idp_base) {
@@ -882,14 +882,14 @@ async fn sign_in(b: &mut Browser, plan: &Plan, n: usize, subject: usize) -> Resu
     let cookie_header = (COOKIE.as_str(), cookie.as_str());
     let back = match plan.protocol {
         Protocol::Oidc => {
-            let provider = provider.expect("provider authorize", 302)?;
+            let provider = provider.want("provider authorize", 302)?;
             let callback = path_of(provider.location("provider authorize")?)?.to_owned();
             b.server
                 .send(Method::GET, &callback, &[xff, cookie_header], None)
                 .await?
         }
         Protocol::Saml => {
-            let provider = provider.expect("provider SSO", 200)?;
+            let provider = provider.want("provider SSO", 200)?;
             // The form the browser would post: SAMLResponse and RelayState, to the ACS.
             let mut acs = None;
             let post = {
@@ -920,7 +920,7 @@ async fn sign_in(b: &mut Browser, plan: &Plan, n: usize, subject: usize) -> Resu
         Protocol::Oidc => "callback",
         Protocol::Saml => "acs",
     };
-    let back = back.expect(step, 302)?;
+    let back = back.want(step, 302)?;
     let to_app = back.location(step)?;
     let query = to_app
         .strip_prefix(APP)
@@ -940,7 +940,7 @@ async fn sign_in(b: &mut Browser, plan: &Plan, n: usize, subject: usize) -> Resu
             Some(("application/json", body)),
         )
         .await?
-        .expect("sso/session", 200)?;
+        .want("sso/session", 200)?;
     match serde_json::from_slice::<TokenPair>(&pair.body) {
         Ok(p) if !p.access_token.is_empty() => Ok(()),
         _ => Err(format!(

@@ -15,7 +15,7 @@ use super::{
     records::{SsoConnectionRecord, SsoProtocol, SsoStateRecord, SSO_STATE_TTL},
     Sso,
 };
-use crate::{error::TenantError, tenant::ctx::TenantCtx, throttle::throttle_ip};
+use crate::{error::TenantError, tenant::ctx::TenantCtx};
 
 /// What the start route needs to send the browser to the provider.
 #[derive(Clone, Debug)]
@@ -85,9 +85,7 @@ impl Sso {
         if !hosted && !cx.settings.urls.allows(&redirect_uri) {
             return Err(SsoError::RedirectNotAllowed.into());
         }
-        self.begins
-            .hit(&throttle_ip(ip), std::time::Instant::now())
-            .map_err(|retry_after| TenantError::RateLimited { retry_after })?;
+        self.admit(&ip, false)?;
         let state = random_token(32);
         let binding = random_token(32);
         // A SAML request ID must start with a letter (xs:ID is an NCName).

@@ -46,6 +46,8 @@ pub enum SsoCmd {
     /// The realm of a normalised address (home-realm discovery).
     Discover {
         email: String,
+        /// The client's address (held to a per-address rate).
+        ip: IpAddr,
     },
     /// Starts a sign-in at a connection's provider.
     Begin {
@@ -68,6 +70,8 @@ pub enum SsoCmd {
     /// A connection that takes unsolicited SAML responses.
     Unsolicited {
         connection: Uuid,
+        /// The client's address: an unsolicited response is checked at a per-address rate.
+        ip: IpAddr,
     },
     /// Finishes a sign-in with who the provider says the user is.
     Finish {
@@ -152,7 +156,10 @@ impl Sso {
                 self.connection(cx, None, connection)
                     .map_err(|_| TenantError::Sso(super::SsoError::UnknownConnection))?,
             ))),
-            SsoCmd::Discover { email } => quiet(SsoAnswer::Realm(cx.realm_of(&email)?)),
+            SsoCmd::Discover { email, ip } => {
+                self.admit(&ip, true)?;
+                quiet(SsoAnswer::Realm(cx.realm_of(&email)?))
+            }
             SsoCmd::Begin {
                 connection,
                 redirect_uri,
@@ -175,9 +182,12 @@ impl Sso {
                 (&state, &binding),
                 now,
             )?))),
-            SsoCmd::Unsolicited { connection } => quiet(SsoAnswer::Pending(Box::new(
-                self.unsolicited(cx, connection)?,
-            ))),
+            SsoCmd::Unsolicited { connection, ip } => {
+                self.admit(&ip, false)?;
+                quiet(SsoAnswer::Pending(Box::new(
+                    self.unsolicited(cx, connection)?,
+                )))
+            }
             SsoCmd::Finish {
                 connection,
                 identity,

@@ -15,7 +15,7 @@ use tessera_actors::{
         sso::msg::{SsoAnswer, SsoCmd},
         HostedMsg,
     },
-    CallError,
+    CallError, TenantMsg,
 };
 
 use super::{
@@ -109,7 +109,15 @@ pub async fn sso_return(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Res
             let cmd = SsoCmd::Session {
                 code: code.to_owned(),
             };
-            match crate::http::sso::call(&flow.tenant, &ctx, cmd).await {
+            let login = flow
+                .tenant
+                .call(|reply| TenantMsg::Sso {
+                    cmd: cmd.clone(),
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await;
+            match login {
                 Ok(SsoAnswer::Login(login)) => signed(state, &reader, &flow, *login),
                 Ok(_) => reader.problem(Problem::Internal),
                 Err(CallError::Unavailable) => reader.problem(Problem::Busy),

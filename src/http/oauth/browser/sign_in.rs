@@ -32,7 +32,7 @@ use tessera_actors::{
     },
     CallError, TenantError,
 };
-use tessera_actors::{MfaError, SsoError};
+use tessera_actors::{MfaError, SsoError, TenantMsg};
 use tessera_storage::{random_token, sha256};
 
 use super::{
@@ -129,8 +129,19 @@ pub async fn sign_in_submit(
                 return Err(again("login-error-email", StatusCode::BAD_REQUEST, false));
             }
             let normalized = normalize_email(&email).unwrap_or_default();
-            let cmd = SsoCmd::Discover { email: normalized };
-            return match crate::http::sso::call(&flow.tenant, &ctx, cmd).await {
+            let cmd = SsoCmd::Discover {
+                email: normalized,
+                ip,
+            };
+            let found = flow
+                .tenant
+                .call(|reply| TenantMsg::Sso {
+                    cmd: cmd.clone(),
+                    ctx: ctx.clone(),
+                    reply,
+                })
+                .await;
+            return match found {
                 Ok(SsoAnswer::Realm(Some(r))) => {
                     Ok(sso_continue_page(&reader, &flow, r.connection_id, &email))
                 }
