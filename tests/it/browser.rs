@@ -1952,7 +1952,8 @@ fn the_hosted_pages_pass_axe_core_at_both_widths_in_chromium() {
 
 /// A tenant owner signs in to the console with their password and authenticator code, finds
 /// a user by the start of their address, blocks them, and reads the block in the audit log;
-/// every page on the way passes axe-core at 360 and 1280 px.
+/// makes an organization and claims a domain for it; every page on the way passes axe-core
+/// at 360 and 1280 px.
 #[test]
 fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     use crate::dashboard_mfa::{enable_totp, verified_owner, OWNER};
@@ -2091,6 +2092,23 @@ fn an_owner_runs_a_tenant_from_the_console_in_chromium() {
     ui.click("webhooks", "nav a[href='/console/t/mfa-co/webhooks']");
     ui.expect_text("webhooks", "No endpoint yet.");
     ui.checked("webhooks-axe");
+    // An organization: made on its list, a domain claimed on its own page.
+    ui.click(
+        "organizations",
+        "nav a[href='/console/t/mfa-co/organizations']",
+    );
+    ui.expect_text("organizations", "No organization yet.");
+    ui.checked("organizations-axe");
+    ui.type_into("organization-name", "org-name", "Contoso");
+    ui.click(
+        "organization-create",
+        "form[action='/console/t/mfa-co/organizations/create'] button",
+    );
+    ui.expect_text("organization", "The organization is created.");
+    ui.type_into("domain", "org-domain", "contoso.example");
+    ui.click("domain-claim", "form[action$='/add-domain'] button");
+    ui.expect_text("domain-claimed", "_tessera-verification.contoso.example");
+    ui.checked("organization-axe");
     ui.goto("audit-page", &srv.url("/console/t/mfa-co/audit"));
     ui.expect_text("audit", "user.blocked");
     ui.checked("audit-axe");

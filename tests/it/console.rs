@@ -52,6 +52,15 @@ impl Page {
         rest[start..].split('"').next().unwrap().to_owned()
     }
 
+    /// What the page's alert says (a refused form's reasons), or nothing.
+    fn alert(&self) -> &str {
+        self.body
+            .split("role=\"alert\"><p>")
+            .nth(1)
+            .and_then(|a| a.split("</p>").next())
+            .unwrap_or("")
+    }
+
     /// The value of the hidden field `name`.
     fn hidden(&self, name: &str) -> String {
         let marker = format!("name=\"{name}\" value=\"");
@@ -1625,6 +1634,12 @@ fn every_console_form_refuses_a_missing_or_foreign_csrf_value() {
         format!("{t}/settings/security"),
         format!("{t}/scopes/{id}/register"),
         format!("{t}/scopes/{id}/{id}/remove"),
+        format!("{t}/organizations/create"),
+        format!("{t}/organizations/{id}/rename"),
+        format!("{t}/organizations/{id}/delete"),
+        format!("{t}/organizations/{id}/members/{id}/remove"),
+        format!("{t}/organizations/{id}/domains/x.example/verify"),
+        format!("{t}/organizations/{id}/connections/{id}/delete"),
     ];
     for path in &forms {
         for sent in ["", "forged", foreign.as_str()] {
@@ -1785,4 +1800,285 @@ fn an_owner_sets_apples_key_and_edits_nested_settings_as_json() {
     post_values(&mut b, action, &values)
         .expect(400, "must be JSON")
         .expect(400, "aria-invalid=\"true\"");
+}
+
+/// An owner runs an organization from the console: created (a refused name first), renamed,
+/// someone invited by mail and a member removed; a domain claimed, refused until its TXT
+/// record is published, proven, set to add its people and to single sign-on only; an OpenID
+/// connection added (its discovery read, its secret never shown), turned off and deleted, a
+/// SAML one refused for metadata that cannot be read; a viewer reads without forms; the
+/// organization deleted after the password again. What each form did is
+/// read back through the management API.
+#[test]
+fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_console() {
+    use crate::organizations::{key_of, DnsStub};
+    use crate::social_signin::{Stub, OIDC_SECRET};
+    let dns = DnsStub::start();
+    let op = Stub::start();
+    let ns = format!("[\"{}\"]", dns.addr);
+    let (smtp, srv, api, s) = crate::support::user_setup(
+        "Org Console",
+        &[
+            ("TESSERA__DNS__NAMESERVERS", ns.as_str()),
+            ("TESSERA__SSO__ALLOW_PRIVATE_TARGETS", "true"),
+        ],
+    );
+    let key = key_of(&srv, &s, &api.slug, "admin");
+    let mut b = Browser::new(&srv);
+    b.sign_in_as(&api.owner, PASSWORD).redirect("/console");
+    let base = format!("/console/t/{}/organizations", api.slug);
+    let page = b.get(&format!("/console/t/{}", api.slug));
+    assert!(
+        page.body.contains(&format!("href=\"{base}\"")),
+        "{}",
+        page.body
+    );
+    let page = b.get(&base);
+    page.expect(200, "No organization yet.");
+
+    // Created: a name of nothing is refused with its reason, then one is made.
+    let create = format!("{base}/create");
+    let csrf = page.csrf_for(&create);
+    b.post(
+        &create,
+        &[("csrf", &csrf), ("name", "  "), ("external_id", "")],
+    )
+    .expect(400, "Not accepted")
+    .alert()
+    .contains("name must be 1-200 characters")
+    .then_some(())
+    .expect("the name's rule");
+    let made = b.post(
+        &create,
+        &[
+            ("csrf", &csrf),
+            ("name", "Contoso"),
+            ("external_id", "crm-42"),
+        ],
+    );
+    assert_eq!(made.status, 303, "{}", made.body);
+    let done = made.header("location").to_owned();
+    let here = done.strip_suffix("?done=created").unwrap().to_owned();
+    let org = here.rsplit('/').next().unwrap().to_owned();
+    let api_org = format!("/v1/management/organizations/{org}");
+    assert_eq!(key.get(&api_org, None).expect(200)["external_id"], "crm-42");
+    let page = b.get(&done);
+    page.expect(200, "The organization is created.")
+        .expect(200, "crm-42")
+        .expect(200, "No member yet.");
+    b.get(&base).expect(200, &format!("href=\"{here}\""));
+
+    // Renamed.
+    let rename = format!("{here}/rename");
+    b.post(
+        &rename,
+        &[("csrf", &page.csrf_for(&rename)), ("name", "Contoso Ltd")],
+    )
+    .redirect(&format!("{here}?done=renamed"));
+    assert_eq!(key.get(&api_org, None).expect(200)["name"], "Contoso Ltd");
+
+    // Invited by mail; a member added by the API is removed from the page.
+    let invite = format!("{here}/invite");
+    let csrf = page.csrf_for(&invite);
+    let refused = b.post(
+        &invite,
+        &[("csrf", &csrf), ("email", "nope"), ("role", "member")],
+    );
+    assert_eq!(
+        refused.alert(),
+        "Not accepted: email must be an e-mail address"
+    );
+    b.post(
+        &invite,
+        &[
+            ("csrf", &csrf),
+            ("email", "new@contoso.example"),
+            ("role", "admin"),
+        ],
+    )
+    .redirect(&format!("{here}?done=invited"));
+    smtp.wait_for(
+        &api.slug,
+        "organization_invitation",
+        "new@contoso.example",
+        1,
+    );
+    let member = api.verified_user(&smtp, "kim@contoso.example", crate::support::USER_PASSWORD);
+    let kim = member.body["user"]["id"].as_str().unwrap().to_owned();
+    key.post(
+        &format!("{api_org}/members"),
+        Some(&json!({ "user_id": kim })),
+    )
+    .expect(201);
+    let page = b.get(&here);
+    page.expect(200, "new@contoso.example")
+        .expect(200, "kim@contoso.example");
+    let remove = format!("{here}/members/{kim}/remove");
+    b.post(&remove, &[("csrf", &page.csrf_for(&remove))])
+        .redirect(&format!("{here}?done=removed"));
+    let members = key.get(&format!("{api_org}/members"), None);
+    assert_eq!(members.expect(200)["data"], json!([]));
+
+    // A domain: claimed, refused until its record is published, then proven and set.
+    let add = format!("{here}/add-domain");
+    b.post(
+        &add,
+        &[
+            ("csrf", &page.csrf_for(&add)),
+            ("domain", "contoso.example"),
+        ],
+    )
+    .redirect(&format!("{here}?done=domain-added"));
+    let claims = key
+        .get(&format!("{api_org}/domains"), None)
+        .expect(200)
+        .clone();
+    let claim = &claims["data"][0];
+    let (txt_name, txt_value) = (
+        claim["txt_name"].as_str().unwrap(),
+        claim["txt_value"].as_str().unwrap(),
+    );
+    let page = b.get(&format!("{here}?done=domain-added"));
+    page.expect(200, "Publish its TXT record")
+        .expect(200, txt_name)
+        .expect(200, txt_value);
+    let domain = format!("{here}/domains/contoso.example");
+    let verify = format!("{domain}/verify");
+    let unproven = b.post(&verify, &[("csrf", &page.csrf_for(&verify))]);
+    assert_eq!(unproven.status, 400);
+    assert!(
+        unproven
+            .alert()
+            .contains(&format!("{txt_name} holds {txt_value}")),
+        "{}",
+        unproven.body
+    );
+    dns.publish(txt_name, txt_value);
+    b.post(&verify, &[("csrf", &page.csrf_for(&verify))])
+        .redirect(&format!("{here}?done=domain-verified"));
+    let page = b.get(&here);
+    assert!(
+        !page.body.contains(&format!("action=\"{verify}\"")),
+        "{}",
+        page.body
+    );
+    for what in ["auto-join-on", "sso-only-on"] {
+        let to = format!("{domain}/{what}");
+        b.post(&to, &[("csrf", &page.csrf_for(&to))])
+            .redirect(&format!("{here}?done=domain-changed"));
+    }
+    let claim = key.get(&format!("{api_org}/domains"), None).expect(200)["data"][0].clone();
+    assert_eq!(
+        (&claim["verified"], &claim["auto_join"], &claim["sso_only"]),
+        (&json!(true), &json!(true), &json!(true)),
+        "{claim}"
+    );
+
+    // Connections: a SAML one whose metadata cannot be read is refused with the reason; an
+    // OpenID one is added, shown without its secret, turned off and deleted.
+    let page = b.get(&here);
+    let connect = format!("{here}/add-connection");
+    let csrf = page.csrf_for(&connect);
+    let refused = b.post(
+        &connect,
+        &[
+            ("csrf", &csrf),
+            ("type", "saml"),
+            ("name", "Contoso IdP"),
+            ("metadata_url", &format!("{}/no-metadata-here", op.base)),
+            ("metadata_xml", ""),
+        ],
+    );
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.alert().contains("metadata could not be read"),
+        "{}",
+        refused.body
+    );
+    b.post(
+        &connect,
+        &[
+            ("csrf", &csrf),
+            ("type", "oidc"),
+            ("name", "Contoso OP"),
+            ("issuer", &op.base),
+            ("client_id", "tessera-sso"),
+            ("client_secret", OIDC_SECRET),
+        ],
+    )
+    .redirect(&format!("{here}?done=connection-added"));
+    let listed = key
+        .get(&format!("{api_org}/connections"), None)
+        .expect(200)
+        .clone();
+    let conn = listed["data"][0].clone();
+    let page = b.get(&here);
+    page.expect(200, "Contoso OP")
+        .expect(200, "OpenID Connect")
+        .expect(200, conn["oidc"]["redirect_uri"].as_str().unwrap())
+        .expect(200, conn["start_url"].as_str().unwrap());
+    assert!(!page.body.contains(OIDC_SECRET));
+    let id = conn["id"].as_str().unwrap();
+    let off = format!("{here}/connections/{id}/disable");
+    b.post(&off, &[("csrf", &page.csrf_for(&off))])
+        .redirect(&format!("{here}?done=connection-changed"));
+    let one = format!("{api_org}/connections/{id}");
+    assert_eq!(key.get(&one, None).expect(200)["enabled"], false);
+    let page = b.get(&here);
+    let gone = format!("{here}/connections/{id}/delete");
+    b.post(&gone, &[("csrf", &page.csrf_for(&gone))])
+        .redirect(&format!("{here}?done=connection-deleted"));
+    key.get(&one, None).expect_error(404, "resource/not_found");
+
+    // A viewer reads the page without a form, and a write is refused.
+    let r = srv.dash(
+        "POST",
+        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
+        &s,
+        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
+    );
+    assert_eq!(r.status(), 201);
+    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    let mut v = Browser::new(&srv);
+    v.sign_in_as("viewer@example.com", PASSWORD)
+        .redirect("/console");
+    let page = v.get(&here);
+    page.expect(200, "Contoso Ltd")
+        .expect(200, "contoso.example");
+    assert!(
+        !page.body.contains("method=\"post\" action=\"/console/t/"),
+        "{}",
+        page.body
+    );
+    assert!(!v.get(&base).body.contains(&create));
+    // Without a form of their own, the owner's form value is refused (it is bound to the
+    // owner's browser and session), and nothing changes.
+    let owners = b.get(&here).csrf_for(&rename);
+    let refused = v.post(&rename, &[("csrf", &owners), ("name", "Mine now")]);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(key.get(&api_org, None).expect(200)["name"], "Contoso Ltd");
+
+    // Deleted, after the password again.
+    let page = b.get(&here);
+    let delete = format!("{here}/delete");
+    let page = b.post(&delete, &[("csrf", &page.csrf_for(&delete))]);
+    page.expect(200, "Confirm it is you");
+    b.post(
+        "/console/reauth",
+        &[
+            ("csrf", &page.csrf_for("/console/reauth")),
+            ("password", PASSWORD),
+            ("back", &here),
+        ],
+    )
+    .redirect(&here);
+    let page = b.get(&here);
+    b.post(&delete, &[("csrf", &page.csrf_for(&delete))])
+        .redirect(&format!("{base}?done=deleted"));
+    b.get(&format!("{base}?done=deleted"))
+        .expect(200, "The organization is deleted.")
+        .expect(200, "No organization yet.");
+    key.get(&api_org, None)
+        .expect_error(404, "resource/not_found");
+    b.get(&here).expect(404, "Not found");
 }

@@ -11,8 +11,8 @@ use axum::{
 };
 
 use super::{
-    dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area, Cell,
-    Control, DoneQuery, Lines, Section, Select, SelectOption, TenantPost, Visit,
+    choice, dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area,
+    Cell, Control, DoneQuery, Lines, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::oauth_clients::{self as api, CreateOAuthClientRequest, UpdateOAuthClientRequest},
@@ -50,33 +50,9 @@ fn lines(id: &str, name: &str, label: String, hint: String, value: String) -> Co
     })
 }
 
-/// A choice of `options` (value, label), `chosen` selected (else the first).
-fn select(
-    (id, name, label): (&str, &str, String),
-    options: Vec<(String, String)>,
-    chosen: &str,
-) -> Control {
-    let known = options.iter().any(|(v, _)| v == chosen);
-    Control::Select(Select {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        label,
-        options: options
-            .into_iter()
-            .enumerate()
-            .map(|(i, (value, label))| SelectOption {
-                selected: if known { value == chosen } else { i == 0 },
-                value,
-                label,
-            })
-            .collect(),
-        error: None,
-    })
-}
-
 /// Whether it is the tenant's own app: no, or yes.
 fn first_party_select(visit: &Visit, chosen: &str) -> Control {
-    select(
+    choice(
         (
             "client-first-party",
             "first_party",
@@ -92,7 +68,7 @@ fn first_party_select(visit: &Visit, chosen: &str) -> Control {
 
 /// The algorithm of the client's ID tokens.
 fn alg_select(visit: &Visit, chosen: &str) -> Control {
-    select(
+    choice(
         (
             "client-alg",
             "id_token_signed_response_alg",
@@ -164,7 +140,7 @@ async fn render_list(visit: &Visit, slug: &str, notice: Option<String>, typed: T
             &typed.description,
             &typed.logo_url,
         ));
-        f.controls.push(select(
+        f.controls.push(choice(
             ("client-type", "client_type", visit.t("console-col-type")),
             ["confidential", "public"]
                 .iter()

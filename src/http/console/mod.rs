@@ -21,6 +21,8 @@ mod clients;
 mod home;
 mod keys;
 mod members;
+mod org_sso;
+mod organizations;
 mod scopes;
 mod settings;
 mod sign_in;
@@ -117,6 +119,25 @@ pub fn router(doc: ApiDoc) -> Router<AppState> {
         .route(&t("/scopes"), get(scopes::page))
         .route(&t("/scopes/{resource}/register"), post(scopes::register))
         .route(&t("/scopes/{resource}/{id}/remove"), post(scopes::remove))
+        .route(&t("/organizations"), get(organizations::list))
+        .route(&t("/organizations/create"), post(organizations::create))
+        .route(&t("/organizations/{org}"), get(organizations::detail))
+        .route(
+            &t("/organizations/{org}/{action}"),
+            post(organizations::act),
+        )
+        .route(
+            &t("/organizations/{org}/members/{user}/remove"),
+            post(organizations::remove_member),
+        )
+        .route(
+            &t("/organizations/{org}/domains/{domain}/{action}"),
+            post(organizations::domain_act),
+        )
+        .route(
+            &t("/organizations/{org}/connections/{id}/{action}"),
+            post(organizations::connection_act),
+        )
         .route(&t("/settings"), get(settings::index))
         .route(
             &t("/settings/{section}"),
@@ -183,6 +204,7 @@ pub enum Area {
     Overview,
     Users,
     Members,
+    Organizations,
     Keys,
     Clients,
     Agents,
@@ -330,6 +352,11 @@ impl Visit {
                 link(base.clone(), "console-overview", Area::Overview),
                 link(format!("{base}/users"), "console-users", Area::Users),
                 link(format!("{base}/members"), "console-members", Area::Members),
+                link(
+                    format!("{base}/organizations"),
+                    "console-organizations",
+                    Area::Organizations,
+                ),
                 link(format!("{base}/keys"), "console-keys", Area::Keys),
                 link(format!("{base}/clients"), "console-clients", Area::Clients),
                 link(format!("{base}/agents"), "console-agents", Area::Agents),
@@ -641,6 +668,18 @@ impl Visit {
             .filled(value, None)
     }
 
+    /// A text input `name` labelled with the console text `label`, `min` to `max`
+    /// characters long.
+    pub fn text_input(
+        &self,
+        id: &str,
+        name: &'static str,
+        label: &str,
+        (min, max): (usize, usize),
+    ) -> FieldView {
+        FieldView::input(id, name, "text", self.t(label), "off").sized(min, max)
+    }
+
     /// A list page's section: its intro (a text id), then its table.
     pub fn listing(&self, intro: &str, table: Table) -> Section {
         Section {
@@ -839,6 +878,30 @@ pub fn profile_inputs(
     .filled(logo_url.to_owned(), None);
     logo.hint = Some(visit.t("console-hint-logo"));
     vec![Control::Input(about), Control::Input(logo)]
+}
+
+/// A choice of `options` (value, label), `chosen` selected (else the first).
+pub fn choice(
+    (id, name, label): (&str, &str, String),
+    options: Vec<(String, String)>,
+    chosen: &str,
+) -> Control {
+    let known = options.iter().any(|(v, _)| v == chosen);
+    Control::Select(Select {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        label,
+        options: options
+            .into_iter()
+            .enumerate()
+            .map(|(i, (value, label))| SelectOption {
+                selected: if known { value == chosen } else { i == 0 },
+                value,
+                label,
+            })
+            .collect(),
+        error: None,
+    })
 }
 
 /// A text that may be left empty for none.

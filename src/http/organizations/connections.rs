@@ -110,7 +110,7 @@ pub struct OidcBody {
 }
 
 /// A connection as created, or changed (fields left out are unchanged).
-#[derive(Deserialize, ToSchema)]
+#[derive(Deserialize, ToSchema, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectionRequest {
     /// 1-200 characters.

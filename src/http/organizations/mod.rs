@@ -82,6 +82,23 @@ impl FromRequestParts<AppState> for OrgAdmin {
 }
 
 impl OrgAdmin {
+    /// A dashboard session acting in tenant `slug`, with the path's values `params` (the
+    /// console's pages, which call these handlers with what their own paths hold).
+    pub(crate) fn member(
+        state: &AppState,
+        auth: &super::dashboard::Dashboard,
+        slug: &str,
+        params: &[(&str, &str)],
+    ) -> Result<Self, ApiError> {
+        Ok(OrgAdmin {
+            m: Manager::member(state, auth, slug)?,
+            params: params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        })
+    }
+
     /// The path parameter `name` (the router only matches with it).
     fn param(&self, name: &str) -> Result<&str, ApiError> {
         self.params
