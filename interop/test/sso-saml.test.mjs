@@ -7,7 +7,8 @@
 // refused: unsigned, signed by another key or with SHA-1, the XML signature wrapping shapes
 // XSW1-XSW8, two assertions, a wrong audience, recipient or destination, expired or not yet
 // valid, a NameID split by a comment; and an unsolicited response is used once, also after
-// the server restarts (the replay cache is on disk).
+// the server restarts (the replay cache is on disk). A response the IdP made for one
+// connection is refused at another connection of the same IdP, solicited or not.
 
 import assert from 'node:assert/strict';
 import { after } from 'node:test';
@@ -28,6 +29,7 @@ const SIGN_IN = 'a sign-in by the IdP: a new member, tokens with the organizatio
 const ENCRYPTED = 'an encrypted assertion (AES-256-CBC under RSA-OAEP) signs in';
 const REFUSED = 'every bad response is refused';
 const REPLAY = 'an unsolicited response is used once, also after a restart';
+const OTHER = 'a response the IdP made for one connection is refused at another connection';
 
 let srv;
 let env;
@@ -193,6 +195,64 @@ walk('SAML 2.0 (pysaml2)', [
       const code = fresh.searchParams.get('code');
       assert.ok(code, `${fresh}`);
       await srv.expect(200, 'POST', '/v1/auth/sso/session', { apiKey: t.apiKey, json: { code } });
+    },
+  ],
+  [
+    // Last: the restart above gives it a fresh count of sign-ins begun from this address.
+    OTHER,
+    async (s) => {
+      const t = needs(s.t, SETUP);
+      needs(s.start, CONNECT);
+      // A second connection of the organization to the same IdP: the same issuer, the same
+      // signing key; only the service provider (entity id, ACS) is another.
+      const b = await t.dash(201, 'POST', `/organizations/${s.org}/connections`, {
+        name: 'Contoso IdP, again',
+        type: 'saml',
+        saml: { metadata_url: s.idp.metadataUrl, allow_idp_initiated: true, idp_initiated_redirect_uri: BACK },
+      });
+      assert.equal(b.saml.idp_entity_id, s.idp.entityId);
+      await s.idp.registerSp(await (await fetch(b.saml.sp.metadata_url)).text());
+      // B signs in with its own responses: what is refused below is not B being broken.
+      const own = await signIn({ start: b.start_url });
+      assert.ok(own.searchParams.get('code'), `B refused its own response: ${own}`);
+      const refused = `${BACK}?error=invalid_assertion`;
+
+      // Solicited: one browser begins a sign-in at B and one at A; the IdP answers A's
+      // request (A's audience, ACS and InResponseTo), and that response goes to B's ACS with
+      // B's RelayState.
+      const browser = new Browser();
+      const begin = async (start) => {
+        const out = await browser.get(`${start}?redirect_uri=${encodeURIComponent(BACK)}`);
+        assert.equal(out.status, 302, `start answered ${out.status}: ${out.body}`);
+        return new URL(out.location);
+      };
+      const relayB = (await begin(b.start_url)).searchParams.get('RelayState');
+      assert.ok(relayB, 'no RelayState in the request to the IdP');
+      const toIdp = await begin(s.start);
+      toIdp.searchParams.set('user', USER);
+      const page = await browser.get(toIdp.href);
+      assert.equal(page.status, 200, `the IdP answered ${page.status}: ${page.body.slice(0, 300)}`);
+      const forA = samlPost(page.body);
+      assert.notEqual(forA.action, b.saml.sp.acs_url);
+      const atB = await browser.post(b.saml.sp.acs_url, { SAMLResponse: forA.SAMLResponse, RelayState: relayB });
+      assert.equal(atB.status, 302, `B's ACS answered ${atB.status}: ${atB.body}`);
+      assert.equal(atB.location, refused, 'A\'s response was taken at B');
+      // The same response at A's own ACS signs in: it was refused for being A's, not for
+      // being bad.
+      const atA = await post(browser, page.body);
+      assert.ok(atA.searchParams.get('code'), `A refused its own response: ${atA}`);
+
+      // Unsolicited (B takes IdP-initiated responses too): no InResponseTo to tell them
+      // apart, only the audience, the recipient and the destination.
+      const unsolicited = new URL('/idp-initiated', s.idp.base);
+      unsolicited.searchParams.set('sp', s.entityId);
+      unsolicited.searchParams.set('user', USER);
+      const pushed = (await new Browser().get(unsolicited.href)).body;
+      const atBAgain = await new Browser().post(b.saml.sp.acs_url, { SAMLResponse: samlPost(pushed).SAMLResponse });
+      assert.equal(atBAgain.status, 302, `B's ACS answered ${atBAgain.status}: ${atBAgain.body}`);
+      assert.equal(atBAgain.location, refused, 'A\'s unsolicited response was taken at B');
+      const atAAgain = await post(new Browser(), pushed);
+      assert.ok(atAAgain.searchParams.get('code'), `A refused its own unsolicited response: ${atAAgain}`);
     },
   ],
 ]);

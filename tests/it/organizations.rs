@@ -582,6 +582,38 @@ fn a_tier_bounds_the_organizations_of_a_tenant() {
     assert_eq!(seen, 100);
 }
 
+/// The free tier's 100 members an organization: the 101st is refused; after a removal one
+/// more joins, and the next is refused again (the count follows joins and removals, also
+/// when it is kept between them).
+#[test]
+fn a_tier_bounds_the_members_of_an_organization_through_joins_and_removals() {
+    let (_smtp, srv, api, s) = user_setup("Bounded Members", &[]);
+    let admin = key_of(&srv, &s, &api.slug, "admin");
+    let org = create_org(&admin, "Crowded");
+    let members = format!("/v1/management/organizations/{org}/members");
+    let user = |i: usize| {
+        let r = admin.post(
+            "/v1/management/users",
+            Some(&json!({ "email": format!("m{i}@crowded.example"), "email_verified": true })),
+        );
+        r.expect(201)["id"].as_str().unwrap().to_owned()
+    };
+    let users: Vec<String> = (0..102).map(user).collect();
+    for u in &users[..100] {
+        admin
+            .post(&members, Some(&json!({ "user_id": u })))
+            .expect(201);
+    }
+    let join = |u: &str| admin.post(&members, Some(&json!({ "user_id": u })));
+    join(&users[100]).expect_error(409, "organization/limit_reached");
+    admin
+        .delete(&format!("{members}/{}", users[0]), None)
+        .expect(204);
+    join(&users[100]).expect(201);
+    join(&users[101]).expect_error(409, "organization/limit_reached");
+    join(&users[0]).expect_error(409, "organization/limit_reached");
+}
+
 #[test]
 fn an_oauth_client_asks_for_an_organization_of_the_users_and_its_tokens_carry_it() {
     use crate::oauth::{authorize, consent, query_of, register_client, Flow, VERIFIER};

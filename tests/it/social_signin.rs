@@ -7,8 +7,8 @@
 //! on and off (`email_exists`), an unverified address never linking, a guest claimed in
 //! place, `already_claimed` for two callbacks racing for one guest, the `never_trust` fresh
 //! account, a replayed state, a callback in a browser without the flow's cookie, a wrong
-//! nonce, an unknown signing key, an expired ID token, the user saying no, and the exchange
-//! token's single use and tenant check.
+//! nonce, an unknown signing key, an expired ID token, another issuer's `iss`, the user
+//! saying no, and the exchange token's single use and tenant check.
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -34,13 +34,16 @@ struct Person {
     email_verified: bool,
 }
 
+/// How the token endpoint's next ID tokens are wrong (set with [`Stub::faults`]).
 #[derive(Default)]
-struct Faults {
-    wrong_nonce: bool,
-    unknown_key: bool,
-    expired: bool,
+pub(crate) struct Faults {
+    pub(crate) wrong_nonce: bool,
+    pub(crate) unknown_key: bool,
+    pub(crate) expired: bool,
     /// The header names ES256 while the `kid` is the provider's RSA key (with `rsa`).
-    alg_mismatch: bool,
+    pub(crate) alg_mismatch: bool,
+    /// `iss` names another issuer (`{base}/other`) than the one the discovery document says.
+    pub(crate) wrong_issuer: bool,
 }
 
 struct Code {
@@ -223,8 +226,13 @@ fn oidc_token(st: &mut StubState, req: &StubRequest) -> StubResponse {
     } else {
         code.nonce
     };
+    let iss = if st.faults.wrong_issuer {
+        format!("{}/other", st.base)
+    } else {
+        st.base.clone()
+    };
     let claims = json!({
-        "iss": st.base,
+        "iss": iss,
         "aud": code.client_id,
         "sub": code.person.sub,
         "email": code.person.email,
@@ -436,7 +444,8 @@ impl Stub {
         };
     }
 
-    fn faults(&self, f: Faults) {
+    /// The provider's ID tokens are wrong from now on as `f` says (`Faults::default()`: right).
+    pub(crate) fn faults(&self, f: Faults) {
         self.state.lock().unwrap().faults = f;
     }
 
@@ -819,6 +828,10 @@ fn openid_sign_in_creates_links_and_exchanges_once() {
         },
         Faults {
             expired: true,
+            ..Faults::default()
+        },
+        Faults {
+            wrong_issuer: true,
             ..Faults::default()
         },
     ] {

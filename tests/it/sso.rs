@@ -2,15 +2,16 @@
 //! (validation, secrets never answered, the management key's copies, the limit, the SAML
 //! service provider's metadata), home-realm discovery, and sign-ins through a local OpenID
 //! provider: the pre-hijack rule (an account someone registered at the address before its
-//! owner's organization signed them in keeps no way in), erasure reaching the links, and the
-//! export listing them. The SAML and OpenID protocol walks against pysaml2 and oidc-provider
-//! are the interop suite's (`interop/test/sso-*.test.mjs`).
+//! owner's organization signed them in keeps no way in), erasure reaching the links, the
+//! export listing them, and ID tokens of another issuer or with another nonce refused. The
+//! SAML and OpenID protocol walks against pysaml2 and oidc-provider are the interop suite's
+//! (`interop/test/sso-*.test.mjs`).
 
 use serde_json::{json, Value};
 
 use crate::{
     organizations::{create_org, key_of, DnsStub},
-    social_signin::{param, Browser, Stub, OIDC_SECRET},
+    social_signin::{param, Browser, Faults, Stub, OIDC_SECRET},
     support::{user_setup, UserApi, USER_PASSWORD},
 };
 
@@ -384,4 +385,65 @@ fn an_account_registered_before_its_owner_signs_in_by_sso_keeps_no_way_in() {
     op.next("victim-sub", Some("victim@contoso.example"), true);
     let again = session(&api, &sign_in(&start));
     assert_ne!(again["user"]["id"].as_str().unwrap(), victim);
+}
+
+/// An ID token the connection's provider signed with its own key is still refused when its
+/// `iss` is not the connection's issuer, or its `nonce` not the flow's: the browser is sent
+/// back to the app with `error=provider_error` and no code, and no user or membership is
+/// made. The same sign-in with a right ID token then succeeds, so the refusals were the
+/// `iss` and the `nonce`.
+#[test]
+fn an_id_token_of_another_issuer_or_with_another_nonce_signs_nobody_in() {
+    let dns = DnsStub::start();
+    let op = Stub::start();
+    let ns = format!("[\"{}\"]", dns.addr);
+    let (_smtp, srv, api, s) = user_setup(
+        "Refused SSO",
+        &[
+            ("TESSERA__DNS__NAMESERVERS", ns.as_str()),
+            ("TESSERA__SSO__ALLOW_PRIVATE_TARGETS", "true"),
+        ],
+    );
+    let (org, start) = federated(&srv, &api, &s, &dns, &op);
+    let viewer = key_of(&srv, &s, &api.slug, "viewer");
+    let members = format!("/v1/management/organizations/{org}/members");
+
+    for (what, faults) in [
+        (
+            "iss",
+            Faults {
+                wrong_issuer: true,
+                ..Faults::default()
+            },
+        ),
+        (
+            "nonce",
+            Faults {
+                wrong_nonce: true,
+                ..Faults::default()
+            },
+        ),
+    ] {
+        op.faults(faults);
+        op.next("ada-sub", Some("ada@contoso.example"), true);
+        let back = sign_in(&start);
+        assert_eq!(back, format!("{APP}?error=provider_error"), "{what}");
+        assert!(param(&back, "code").is_none(), "{what}: {back}");
+        let users = viewer.get("/v1/management/users", None);
+        assert_eq!(users.expect(200)["data"], json!([]), "{what}");
+        let listed = viewer.get(&members, None);
+        assert_eq!(listed.expect(200)["data"], json!([]), "{what}");
+    }
+
+    // Right ID tokens again: the same person signs in, a member of the organization.
+    op.faults(Faults::default());
+    op.next("ada-sub", Some("ada@contoso.example"), true);
+    let login = session(&api, &sign_in(&start));
+    assert_eq!(login["user"]["email"], "ada@contoso.example");
+    let id = login["user"]["id"].as_str().unwrap().to_owned();
+    let users = viewer.get("/v1/management/users", None);
+    assert_eq!(users.expect(200)["data"][0]["id"], id.as_str());
+    let listed = viewer.get(&members, None).expect(200)["data"].clone();
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["user_id"], id.as_str(), "{listed}");
 }

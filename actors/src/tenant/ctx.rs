@@ -89,6 +89,8 @@ pub struct TenantCtx {
     /// How many times agent tokens were denylisted: the agents flow forgets its counts of live
     /// tokens when this moves (another flow's erasure or block can deny them).
     pub(super) denied_epoch: u64,
+    /// Each organization's member count, as last counted (the tier's limit at each join).
+    pub(super) member_counts: super::organizations::MemberCounts,
 }
 
 impl TenantCtx {

@@ -19,10 +19,12 @@
 //!
 //! Its parts: `policy.rs` (limits, built-in roles, shapes), `records.rs`, `error.rs`,
 //! `admin.rs` (what the tenant's admins do), `member.rs` (what users do: their list, the
-//! switch, invitations; the claims of a session's tokens; export and erasure) and `msg.rs`
-//! (`OrgCmd`, its answers and its dispatch).
+//! switch, invitations; the claims of a session's tokens; export and erasure), `counts.rs`
+//! (each organization's member count, kept between joins) and `msg.rs` (`OrgCmd`, its
+//! answers and its dispatch).
 
 mod admin;
+mod counts;
 pub mod domains;
 mod error;
 mod member;
@@ -34,6 +36,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+pub use counts::MemberCounts;
 pub use error::OrgError;
 pub use records::{Joined, OrgDomainRecord, OrgMemberRecord, OrganizationRecord};
 

@@ -170,6 +170,7 @@ impl TenantState {
                 ceremonies: Default::default(),
                 request_spacing: RateWindow::new(1, REQUEST_SPACING),
                 denied_epoch: 0,
+                member_counts: Default::default(),
             },
             accounts: Accounts::default(),
             guests: Guests::default(),

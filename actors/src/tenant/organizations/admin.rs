@@ -188,7 +188,7 @@ impl Organizations {
         let mut members = 0usize;
         for item in cx.store.scan::<OrgMemberRecord>(id.as_bytes()) {
             let (_, m) = item?;
-            Self::unlink(&mut fx.batch, &m);
+            Self::unlink(cx, &mut fx.batch, &m);
             cx.end_org_sessions(&mut fx.batch, m.user, id)?;
             members += 1;
         }
@@ -222,8 +222,9 @@ impl Organizations {
         Ok(((), mail))
     }
 
-    /// Removes a membership and its mirror.
-    pub(super) fn unlink(batch: &mut TenantBatch, m: &OrgMemberRecord) {
+    /// Removes a membership and its mirror (the organization's member count is made again).
+    pub(super) fn unlink(cx: &TenantCtx, batch: &mut TenantBatch, m: &OrgMemberRecord) {
+        cx.member_counts.forget(m.organization);
         batch.remove(Kind::OrgMember, &pair_key(m.organization, m.user));
         batch.remove(Kind::UserOrg, &pair_key(m.user, m.organization));
     }
@@ -262,14 +263,16 @@ impl Organizations {
         Ok((out, next))
     }
 
-    /// How many members `org` has.
+    /// How many members `org` has (counted once, then kept: `counts.rs`).
     fn member_count(cx: &TenantCtx, org: Uuid) -> Result<usize, TenantError> {
-        let mut n = 0;
-        for item in cx.store.scan::<OrgMemberRecord>(org.as_bytes()) {
-            item?;
-            n += 1;
-        }
-        Ok(n)
+        cx.member_counts.get(org, || {
+            let mut n = 0;
+            for item in cx.store.scan::<OrgMemberRecord>(org.as_bytes()) {
+                item?;
+                n += 1;
+            }
+            Ok(n)
+        })
     }
 
     /// Whether `org` may take one more member, and `user` one more organization.
@@ -315,6 +318,7 @@ impl Organizations {
         };
         batch.put(&pair_key(org, user), &m)?;
         batch.put(&pair_key(user, org), &UserOrgIndex::default())?;
+        cx.member_counts.joined(org);
         let data = serde_json::json!({
             "organization_id": org, "user_id": user, "role": role, "via": joined.as_str(),
         });
@@ -393,7 +397,7 @@ impl Organizations {
             .ok_or(OrgError::NotMember)
             .map_err(TenantError::from)?;
         let mut fx = cx.effects();
-        Self::unlink(&mut fx.batch, &m);
+        Self::unlink(cx, &mut fx.batch, &m);
         fx.batch.put(
             &pair_key(user, org),
             &super::records::OrgDeparted::default(),

@@ -312,7 +312,7 @@ impl TenantCtx {
         user: &UserRecord,
     ) -> Result<(), TenantError> {
         for (m, _) in self.memberships_of(user.id)? {
-            Organizations::unlink(batch, &m);
+            Organizations::unlink(self, batch, &m);
             let data = serde_json::json!({
                 "organization_id": m.organization, "user_id": user.id, "reason": "user_deleted",
             });
