@@ -25,6 +25,7 @@ export async function approveInApiMode(authorizeUrl, userAccessToken) {
     'code_challenge',
     'code_challenge_method',
     'resource',
+    'organization',
   ]) {
     if (shown[k] !== undefined && shown[k] !== null) decision[k] = shown[k];
   }

@@ -1,7 +1,10 @@
 // openid-client (v6), as its quick start uses it: discovery with the client's id and secret
 // (so client_secret_post, its default), the authorization URL with PKCE and a nonce, the code
 // exchange from the callback URL with its ID token checks, userinfo, refresh, introspection,
-// revocation and RP-initiated logout. The user's side is the tenant's UI in API mode.
+// revocation and RP-initiated logout; an authorization naming one of the user's
+// organizations (the `organization` parameter with its scope, passed through the library's
+// own parameters) gives tokens with its claims, and one naming another organization comes
+// back as access_denied. The user's side is the tenant's UI in API mode.
 
 import assert from 'node:assert/strict';
 import { after } from 'node:test';
@@ -42,7 +45,7 @@ walk('openid-client', [
         client_type: 'confidential',
         redirect_uris: [REDIRECT_URI],
         post_logout_redirect_uris: [SIGNED_OUT_URI],
-        allowed_scopes: ['openid', 'email', 'offline_access'],
+        allowed_scopes: ['openid', 'email', 'offline_access', 'organization'],
       });
       s.user = await t.createUser(EMAIL);
       s.userToken = (await t.login(EMAIL)).access_token;
@@ -134,6 +137,51 @@ walk('openid-client', [
         challenge,
         /\berror=/,
         `a request with no credentials gets no error code (RFC 6750 3.1); WWW-Authenticate: ${challenge}`,
+      );
+    },
+  ],
+  [
+    'an authorization naming an organization: its claims in the ID and access tokens',
+    async (s) => {
+      const config = needs(s.config, DISCOVERY);
+      const t = s.t;
+      const org = await t.dash(201, 'POST', '/organizations', { name: 'Umbrella' });
+      const other = await t.dash(201, 'POST', '/organizations', { name: 'Not hers' });
+      await t.dash(201, 'POST', `/organizations/${org.id}/members`, { user_id: s.user.id, role: 'admin' });
+      const ask = async (organization) => {
+        const codeVerifier = client.randomPKCECodeVerifier();
+        const nonce = client.randomNonce();
+        const url = client.buildAuthorizationUrl(config, {
+          redirect_uri: REDIRECT_URI,
+          scope: 'openid email organization',
+          code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+          code_challenge_method: 'S256',
+          nonce,
+          organization,
+        });
+        assert.equal(url.searchParams.get('organization'), organization);
+        return { callback: await approveInApiMode(url.href, s.userToken), codeVerifier, nonce };
+      };
+      const hers = await ask(org.id);
+      const tokens = await client.authorizationCodeGrant(config, new URL(hers.callback), {
+        pkceCodeVerifier: hers.codeVerifier,
+        expectedNonce: hers.nonce,
+        idTokenExpected: true,
+      });
+      assert.equal(tokens.claims().org_id, org.id);
+      const access = jose.decodeJwt(tokens.access_token);
+      assert.equal(access.org_id, org.id);
+      assert.equal(access.org_role, 'admin');
+      assert.ok(access.org_permissions.includes('members:manage'), JSON.stringify(access.org_permissions));
+      // Not hers: the relying party's callback carries the refusal, which the library raises.
+      const not = await ask(other.id);
+      await assert.rejects(
+        client.authorizationCodeGrant(config, new URL(not.callback), {
+          pkceCodeVerifier: not.codeVerifier,
+          expectedNonce: not.nonce,
+        }),
+        (e) => e.error === 'access_denied',
+        `another organization's authorization came back as ${not.callback}`,
       );
     },
   ],
