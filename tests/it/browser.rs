@@ -780,8 +780,8 @@ fn a_user_signs_in_with_a_social_provider_on_the_hosted_page_in_chromium() {
 /// organization's proven domain and presses "Sign in with single sign-on"; the page sends the
 /// browser on (an instant refresh and a link, never a redirect of the form's post, which the
 /// page's `form-action` would stop) to the organization's OpenID provider, which answers at
-/// once; back on the sign-in page's return, the authorize request goes on to the client.
-/// Then an SSO-only domain: the password button itself goes on to the provider.
+/// once; back on the sign-in page's return, the authorize request goes on to the client;
+/// a second request in the same browser goes on without a page. Then an SSO-only domain: the password button itself goes on to the provider.
 #[test]
 fn an_organization_member_signs_in_with_single_sign_on_on_the_hosted_page_in_chromium() {
     use crate::organizations::DnsStub;
@@ -854,6 +854,18 @@ fn an_organization_member_signs_in_with_single_sign_on_on_the_hosted_page_in_chr
     let claims = rp.finish(&api, req, &called);
     assert_eq!(claims["email"], "ada@contoso.example");
     assert_eq!(claims["amr"], json!(["fed"]));
+
+    // Returning in the same browser: the sign-in she made through her provider holds, and
+    // the authorize request goes on to the client without a page, as the same user.
+    let req = rp.request(&[]);
+    ui.goto("authorize-again", &req.url);
+    ui.expect_text("callback-again", "callback received");
+    let called = calls
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the callback was called again");
+    let again = rp.finish(&api, req, &called);
+    assert_eq!(again["sub"], claims["sub"], "{again}");
+    assert_eq!(again["amr"], json!(["fed"]), "{again}");
 
     // An SSO-only domain: the password's own button goes on to the provider too.
     let (st, v) = srv.dash_json(
