@@ -1867,8 +1867,13 @@ fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_co
         .expect(200, "crm-42")
         .expect(200, "No member yet.");
     b.get(&base).expect(200, &format!("href=\"{here}\""));
+    // Another spelling of the id (upper case) shows the same page, its forms at the
+    // organization's own spelling.
+    let upper = format!("{base}/{}", org.to_uppercase());
+    b.get(&upper)
+        .expect(200, &format!("action=\"{here}/rename\""));
 
-    // Renamed.
+    // Renamed; a refused name is shown again as typed, with its reason beside it.
     let rename = format!("{here}/rename");
     b.post(
         &rename,
@@ -1876,6 +1881,14 @@ fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_co
     )
     .redirect(&format!("{here}?done=renamed"));
     assert_eq!(key.get(&api_org, None).expect(200)["name"], "Contoso Ltd");
+    let long = "x".repeat(201);
+    let refused = b.post(
+        &rename,
+        &[("csrf", &page.csrf_for(&rename)), ("name", &long)],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains(&format!("value=\"{long}\"")));
+    assert!(refused.body.contains("aria-invalid=\"true\""));
 
     // Invited by mail; a member added by the API is removed from the page.
     let invite = format!("{here}/invite");
@@ -1888,6 +1901,7 @@ fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_co
         refused.alert(),
         "Not accepted: email must be an e-mail address"
     );
+    assert!(refused.body.contains("value=\"nope\""), "{}", refused.body);
     b.post(
         &invite,
         &[
@@ -1995,6 +2009,25 @@ fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_co
         "{}",
         refused.body
     );
+    assert!(refused
+        .body
+        .contains(&format!("value=\"{}/no-metadata-here\"", op.base)));
+    // An OpenID one refused: what was typed comes back, but never the secret.
+    let refused = b.post(
+        &connect,
+        &[
+            ("csrf", &csrf),
+            ("type", "oidc"),
+            ("name", "Contoso OP"),
+            ("issuer", "not an address"),
+            ("client_id", "tessera-sso"),
+            ("client_secret", OIDC_SECRET),
+        ],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("value=\"not an address\""));
+    assert!(refused.body.contains("value=\"tessera-sso\""));
+    assert!(!refused.body.contains(OIDC_SECRET));
     b.post(
         &connect,
         &[

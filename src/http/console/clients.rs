@@ -12,7 +12,7 @@ use axum::{
 
 use super::{
     choice, dash, joined, json_body, moment, reasons, sign_in::reauth_page, tenant_path, Area,
-    Cell, Control, DoneQuery, Lines, Section, TenantPost, Visit,
+    Cell, Control, DoneQuery, Section, TenantPost, Visit,
 };
 use crate::http::{
     dashboard::oauth_clients::{self as api, CreateOAuthClientRequest, UpdateOAuthClientRequest},
@@ -40,14 +40,7 @@ struct Typed {
 }
 
 fn lines(id: &str, name: &str, label: String, hint: String, value: String) -> Control {
-    Control::Lines(Lines {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        label,
-        hint: Some(hint),
-        error: None,
-        value,
-    })
+    super::lines((id, name, label), Some(hint), value, None)
 }
 
 /// Whether it is the tenant's own app: no, or yes.

@@ -668,6 +668,11 @@ impl Visit {
             .filled(value, None)
     }
 
+    /// "Yes" or "No" in the reader's language.
+    pub fn yes_no(&self, b: bool) -> String {
+        self.t(if b { "console-yes" } else { "console-no" })
+    }
+
     /// A text input `name` labelled with the console text `label`, `min` to `max`
     /// characters long.
     pub fn text_input(
@@ -878,6 +883,49 @@ pub fn profile_inputs(
     .filled(logo_url.to_owned(), None);
     logo.hint = Some(visit.t("console-hint-logo"));
     vec![Control::Input(about), Control::Input(logo)]
+}
+
+/// A form of a page that was refused: which (a name the page gives its forms), why, what
+/// was typed in it, and the status the page answers with.
+pub struct Refused {
+    pub form: &'static str,
+    pub reason: String,
+    pub fields: FormFields,
+    pub status: StatusCode,
+}
+
+impl Refused {
+    /// What was typed in `field` of `form` when that form was refused, else empty.
+    pub fn typed(refused: Option<&Refused>, form: &str, field: &str) -> String {
+        refused
+            .filter(|r| r.form == form)
+            .map(|r| r.fields.one(field))
+            .unwrap_or_default()
+    }
+
+    /// Why `form` was refused, in the reader's language, else nothing.
+    pub fn error_of(refused: Option<&Refused>, visit: &Visit, form: &str) -> Option<String> {
+        refused
+            .filter(|r| r.form == form)
+            .map(|r| visit.not_accepted(&r.reason))
+    }
+}
+
+/// A list, one entry a line, with its `hint` and `value`.
+pub fn lines(
+    (id, name, label): (&str, &str, String),
+    hint: Option<String>,
+    value: String,
+    error: Option<String>,
+) -> Control {
+    Control::Lines(Lines {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        label,
+        hint,
+        error,
+        value,
+    })
 }
 
 /// A choice of `options` (value, label), `chosen` selected (else the first).

@@ -8,7 +8,7 @@
 
 use axum::extract::State;
 
-use super::{dash, joined, Cell, Control, FormFields, Lines, Section, Visit};
+use super::{dash, joined, lines, Cell, Control, FormFields, Refused, Section, Visit};
 use crate::{
     app::AppState,
     http::{
@@ -27,11 +27,10 @@ use crate::{
 /// (a writer's forms when `writer`).
 pub(super) fn sections(
     visit: &Visit,
-    here: &str,
-    writer: bool,
+    (here, writer, refused): (&str, bool, Option<&Refused>),
     (claimed, connected): (&[OrganizationDomain], &[Connection]),
 ) -> Vec<Section> {
-    let yes_no = |b: bool| visit.t(if b { "console-yes" } else { "console-no" });
+    let yes_no = |b: bool| visit.yes_no(b);
     let rows = claimed
         .iter()
         .map(|d| {
@@ -92,7 +91,12 @@ pub(super) fn sections(
             format!("{here}/add-domain"),
             visit.t("console-org-domain-add"),
         );
-        let domain = visit.text_input("org-domain", "domain", "console-col-domain", (1, 253));
+        let domain = visit
+            .text_input("org-domain", "domain", "console-col-domain", (1, 253))
+            .filled(
+                Refused::typed(refused, "add-domain", "domain"),
+                Refused::error_of(refused, visit, "add-domain"),
+            );
         f.controls.push(Control::Input(domain));
         domains.forms.push(f);
     }
@@ -101,8 +105,8 @@ pub(super) fn sections(
         out.push(connection_section(visit, here, conn, writer));
     }
     if writer {
-        out.push(new_connection(visit, here, "saml"));
-        out.push(new_connection(visit, here, "oidc"));
+        out.push(new_connection(visit, here, "saml", refused));
+        out.push(new_connection(visit, here, "oidc", refused));
     }
     out
 }
@@ -121,7 +125,7 @@ fn connections_intro(visit: &Visit, none: bool) -> Section {
 
 /// One connection: what it is and what its identity provider is told; a writer's buttons.
 fn connection_section(visit: &Visit, here: &str, conn: &Connection, writer: bool) -> Section {
-    let yes_no = |b: bool| visit.t(if b { "console-yes" } else { "console-no" });
+    let yes_no = |b: bool| visit.yes_no(b);
     let mut facts = vec![
         (
             visit.t("console-col-type"),
@@ -194,26 +198,44 @@ fn connection_section(visit: &Visit, here: &str, conn: &Connection, writer: bool
     section
 }
 
-/// A writer's form for a new connection of `kind` (`saml` or `oidc`).
-fn new_connection(visit: &Visit, here: &str, kind: &'static str) -> Section {
+/// A writer's form for a new connection of `kind` (`saml` or `oidc`), with what was typed
+/// in it when it was refused (never the client secret).
+fn new_connection(
+    visit: &Visit,
+    here: &str,
+    kind: &'static str,
+    refused: Option<&Refused>,
+) -> Section {
+    let mine = Refused::typed(refused, "add-connection", "type") == kind;
+    let typed = |field: &str| {
+        if mine {
+            Refused::typed(refused, "add-connection", field)
+        } else {
+            String::new()
+        }
+    };
     let mut f = visit.form(
         format!("{here}/add-connection"),
         visit.t("console-org-connection-create"),
     );
     f.hidden.push(("type", kind.to_owned()));
     let input = |id: &str, name: &'static str, ty: &'static str, label: &str, max: usize| {
-        FieldView::input(id, name, ty, visit.t(label), "off").sized(0, max)
+        FieldView::input(id, name, ty, visit.t(label), "off")
+            .sized(0, max)
+            .filled(typed(name), None)
     };
-    f.controls.push(Control::Input(
-        input(
-            &format!("{kind}-name"),
-            "name",
-            "text",
-            "console-col-name",
-            200,
-        )
-        .sized(1, 200),
-    ));
+    let mut name = input(
+        &format!("{kind}-name"),
+        "name",
+        "text",
+        "console-col-name",
+        200,
+    )
+    .sized(1, 200);
+    name.error = mine
+        .then(|| Refused::error_of(refused, visit, "add-connection"))
+        .flatten();
+    f.controls.push(Control::Input(name));
     if kind == "saml" {
         let mut url = input(
             "saml-metadata-url",
@@ -224,14 +246,16 @@ fn new_connection(visit: &Visit, here: &str, kind: &'static str) -> Section {
         );
         url.hint = Some(visit.t("console-org-metadata-hint"));
         f.controls.push(Control::Input(url));
-        f.controls.push(Control::Lines(Lines {
-            id: "saml-metadata-xml".to_owned(),
-            name: "metadata_xml".to_owned(),
-            label: visit.t("console-field-metadata_xml"),
-            hint: None,
-            error: None,
-            value: String::new(),
-        }));
+        f.controls.push(lines(
+            (
+                "saml-metadata-xml",
+                "metadata_xml",
+                visit.t("console-field-metadata_xml"),
+            ),
+            None,
+            typed("metadata_xml"),
+            None,
+        ));
     } else {
         let mut issuer =
             input("oidc-issuer", "issuer", "url", "console-field-issuer", 2048).sized(1, 2048);
@@ -247,16 +271,16 @@ fn new_connection(visit: &Visit, here: &str, kind: &'static str) -> Section {
             )
             .sized(1, 512),
         ));
-        f.controls.push(Control::Input(
-            input(
-                "oidc-client-secret",
-                "client_secret",
-                "password",
-                "console-field-client_secret",
-                2048,
-            )
-            .sized(1, 2048),
-        ));
+        // The secret is typed again after a refusal: it is never written into a page.
+        let secret = FieldView::input(
+            "oidc-client-secret",
+            "client_secret",
+            "password",
+            visit.t("console-field-client_secret"),
+            "off",
+        )
+        .sized(1, 2048);
+        f.controls.push(Control::Input(secret));
     }
     Section {
         heading: Some(visit.t(&format!("console-org-connection-{kind}-new"))),

@@ -10,10 +10,11 @@ use axum::{
     response::Response,
 };
 use serde::Deserialize;
+use uuid::Uuid;
 
 use super::{
-    choice, dash, json_body, moment, org_sso, reasons, tenant_path, Area, Cell, Control, Link,
-    Section, TenantCaller, TenantPost, Visit,
+    choice, dash, json_body, moment, org_sso, reasons, tenant_path, Area, Cell, Control,
+    FormFields, Link, Refused, Section, TenantCaller, TenantPost, Visit,
 };
 use crate::http::{
     error::ApiError,
@@ -79,15 +80,27 @@ pub(super) fn admin(
 }
 
 /// An organization's page being made: who reads it, acting as whom, on which
-/// organization, and whether they may change it.
+/// organization (its id as the organization says it), whether they may change it, and the
+/// form refused, if one was.
 pub(super) struct OrgView<'a> {
     pub visit: &'a Visit,
     pub c: &'a TenantCaller,
     pub org: &'a str,
     pub writer: bool,
+    pub refused: Option<&'a Refused>,
 }
 
 impl OrgView<'_> {
+    /// What was typed in `field` of `form` when that form was refused, else empty.
+    pub(super) fn typed(&self, form: &str, field: &str) -> String {
+        Refused::typed(self.refused, form, field)
+    }
+
+    /// Why `form` was refused, said beside its first field.
+    pub(super) fn error_of(&self, form: &str) -> Option<String> {
+        Refused::error_of(self.refused, self.visit, form)
+    }
+
     /// The organization handlers' caller with the organization and `more` path values.
     #[allow(
         clippy::result_large_err,
@@ -244,14 +257,14 @@ pub async fn detail(
     render_detail(&visit, &slug, &org, notice, None).await
 }
 
-/// The organization's page, saying `notice` (what was done) or `refusal` (why a form was
-/// refused: the page answers 400 then).
+/// The organization's page, saying `notice` (what was done) or which form was refused,
+/// why, with what was typed in it (the page answers the refusal's status then).
 pub(super) async fn render_detail(
     visit: &Visit,
     slug: &str,
     org: &str,
     notice: Option<String>,
-    refusal: Option<String>,
+    refused: Option<Refused>,
 ) -> Response {
     let (c, m) = match visit.tenant(slug) {
         Ok(t) => t,
@@ -266,16 +279,25 @@ pub(super) async fn render_detail(
         Ok(axum::Json(o)) => o,
         Err(e) => return visit.refused(&e),
     };
-    let here = org_path(slug, org);
+    // The organization's own spelling of its id, whatever form of it the path held.
+    let id = o.id.to_string();
+    let here = org_path(slug, &id);
     let writer = writes(m.role.as_str());
     let mut page = visit.tenant_page(&m, Area::Organizations, "console-organization");
     page.title = o.name.clone();
     page.notice = notice;
-    page.error_summary = refusal.map(|r| visit.not_accepted(&r));
+    page.error_summary = refused.as_ref().map(|r| visit.not_accepted(&r.reason));
+    let view = OrgView {
+        visit,
+        c: &c,
+        org: &id,
+        writer,
+        refused: refused.as_ref(),
+    };
     let mut about = Section {
         facts: vec![
             (visit.t("console-col-name"), o.name.clone()),
-            ("ID".to_owned(), o.id.to_string()),
+            (visit.t("console-user-id"), id.clone()),
             (
                 visit.t("console-col-external-id"),
                 o.external_id.clone().unwrap_or_else(dash),
@@ -290,19 +312,19 @@ pub(super) async fn render_detail(
     };
     if writer {
         let mut rename = visit.form(format!("{here}/rename"), visit.t("console-org-rename"));
+        let error = view.error_of("rename");
+        let value = if error.is_some() {
+            view.typed("rename", "name")
+        } else {
+            o.name.clone()
+        };
         let name = visit
             .text_input("org-rename", "name", "console-col-name", (1, 200))
-            .filled(o.name.clone(), None);
+            .filled(value, error);
         rename.controls.push(Control::Input(name));
         about.forms.push(rename);
     }
     page.sections.push(about);
-    let view = OrgView {
-        visit,
-        c: &c,
-        org,
-        writer,
-    };
     match members_sections(&view).await {
         Ok(mut sections) => page.sections.append(&mut sections),
         Err(r) => return r,
@@ -317,7 +339,8 @@ pub(super) async fn render_detail(
         actions.paragraphs.push(visit.t("console-org-delete-intro"));
         page.sections.push(actions);
     }
-    visit.answer_page(page)
+    let status = refused.as_ref().map_or(StatusCode::OK, |r| r.status);
+    visit.answer(status, page)
 }
 
 /// The members (the first 100, by user id) with a writer's buttons to remove each, the
@@ -413,8 +436,10 @@ async fn members_sections(v: &OrgView<'_>) -> Result<Vec<Section>, Response> {
             visit.t("console-email"),
             "off",
         )
-        .sized(3, 320);
+        .sized(3, 320)
+        .filled(v.typed("invite", "email"), v.error_of("invite"));
         f.controls.push(Control::Input(email));
+        let role = Some(v.typed("invite", "role")).filter(|r| !r.is_empty());
         f.controls.push(choice(
             ("org-invite-role", "role", visit.t("console-col-role-of")),
             roles
@@ -422,7 +447,7 @@ async fn members_sections(v: &OrgView<'_>) -> Result<Vec<Section>, Response> {
                 .iter()
                 .map(|r| (r.name.clone(), r.name.clone()))
                 .collect(),
-            "member",
+            role.as_deref().unwrap_or("member"),
         ));
         invited.paragraphs.push(visit.t("console-org-invite-intro"));
         invited.forms.push(f);
@@ -445,8 +470,7 @@ async fn sign_in_sections(v: &OrgView<'_>) -> Result<Vec<Section>, Response> {
         .data;
     Ok(org_sso::sections(
         visit,
-        &v.here(),
-        v.writer,
+        (&v.here(), v.writer, v.refused),
         (&claimed, &connected),
     ))
 }
@@ -462,6 +486,13 @@ pub async fn act(
     let a = match admin(&visit, &c, &[("org_id", &org)]) {
         Ok(a) => a,
         Err(r) => return r,
+    };
+    let which = match what.as_str() {
+        "rename" => "rename",
+        "invite" => "invite",
+        "add-domain" => "add-domain",
+        "add-connection" => "add-connection",
+        _ => "action",
     };
     let answer = match what.as_str() {
         "rename" => {
@@ -489,7 +520,7 @@ pub async fn act(
         "add-connection" => org_sso::add_connection(visit.state.clone(), a, &form).await,
         _ => Err(ApiError::not_found("action")),
     };
-    outcome(&visit, &slug, &org, answer).await
+    outcome(&visit, (&slug, &org), answer, (which, form)).await
 }
 
 /// Removes a member (admin, owner).
@@ -497,25 +528,28 @@ pub async fn remove_member(
     Path((slug, org, user)): Path<(String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let (visit, _, c) = p.into_parts();
+    let (visit, form, c) = p.into_parts();
     let answer = match admin(&visit, &c, &[("org_id", &org), ("user_id", &user)]) {
         Ok(a) => api::remove_member(a).await.map(|_| "removed"),
         Err(r) => return r,
     };
-    outcome(&visit, &slug, &org, answer).await
+    outcome(&visit, (&slug, &org), answer, ("action", form)).await
 }
 
 /// What a writer's form on the organization's page answers: back to the page saying it was
-/// `done`; the page again saying why when a value was refused, a rule stood in the way or no
-/// nameserver answered; the password asked again when it needs a recent re-authentication;
-/// else the refusal's page.
+/// `done`; the page again saying why, with what was typed in `form` (its name and fields),
+/// when a value was refused or a rule stood in the way (400) or no nameserver answered
+/// (502); the password asked again when it needs a recent re-authentication; else the
+/// refusal's page.
 pub(super) async fn outcome(
     visit: &Visit,
-    slug: &str,
-    org: &str,
+    (slug, org): (&str, &str),
     answer: Result<&str, ApiError>,
+    (form, fields): (&'static str, FormFields),
 ) -> Response {
-    let here = org_path(slug, org);
+    // The organization's own spelling of its id (the path may hold another form of it).
+    let org = Uuid::parse_str(org).map_or_else(|_| org.to_owned(), |u| u.to_string());
+    let here = org_path(slug, &org);
     match answer {
         Ok(done) => visit.go(&format!("{here}?done={done}")),
         Err(e)
@@ -524,7 +558,18 @@ pub(super) async fn outcome(
                 StatusCode::BAD_REQUEST | StatusCode::CONFLICT | StatusCode::BAD_GATEWAY
             ) =>
         {
-            render_detail(visit, slug, org, None, Some(reasons(&e))).await
+            let status = if e.status == StatusCode::BAD_GATEWAY {
+                StatusCode::BAD_GATEWAY
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            let refused = Refused {
+                form,
+                reason: reasons(&e),
+                fields,
+                status,
+            };
+            render_detail(visit, slug, &org, None, Some(refused)).await
         }
         Err(e) => visit.acted(Err(e), &here),
     }
@@ -535,12 +580,12 @@ pub async fn domain_act(
     Path((slug, org, domain, what)): Path<(String, String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let (visit, _, c) = p.into_parts();
+    let (visit, form, c) = p.into_parts();
     let answer = match admin(&visit, &c, &[("org_id", &org), ("domain", &domain)]) {
         Ok(a) => org_sso::domain_action(visit.state.clone(), a, &what).await,
         Err(r) => return r,
     };
-    outcome(&visit, &slug, &org, answer).await
+    outcome(&visit, (&slug, &org), answer, ("action", form)).await
 }
 
 /// A writer's action on a connection (`org_sso::connection_action`).
@@ -548,10 +593,10 @@ pub async fn connection_act(
     Path((slug, org, id, what)): Path<(String, String, String, String)>,
     p: TenantPost,
 ) -> Response {
-    let (visit, _, c) = p.into_parts();
+    let (visit, form, c) = p.into_parts();
     let answer = match admin(&visit, &c, &[("org_id", &org), ("connection_id", &id)]) {
         Ok(a) => org_sso::connection_action(visit.state.clone(), a, &what).await,
         Err(r) => return r,
     };
-    outcome(&visit, &slug, &org, answer).await
+    outcome(&visit, (&slug, &org), answer, ("action", form)).await
 }
