@@ -197,6 +197,34 @@ impl TenantHandle {
         Err(CallError::Unavailable)
     }
 
+    /// Carries out an organizations command (`OrgCmd`) with `ctx`'s audit context.
+    pub async fn organizations(
+        &self,
+        ctx: &crate::tenant::audit::AuditContext,
+        cmd: crate::tenant::organizations::msg::OrgCmd,
+    ) -> Result<crate::tenant::organizations::msg::OrgAnswer, CallError<TenantError>> {
+        self.call(|reply| TenantMsg::Organizations {
+            cmd: cmd.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+    }
+
+    /// Carries out a single sign-on command (`SsoCmd`) with `ctx`'s audit context.
+    pub async fn sso(
+        &self,
+        ctx: &crate::tenant::audit::AuditContext,
+        cmd: crate::tenant::sso::msg::SsoCmd,
+    ) -> Result<crate::tenant::sso::msg::SsoAnswer, CallError<TenantError>> {
+        self.call(|reply| TenantMsg::Sso {
+            cmd: cmd.clone(),
+            ctx: ctx.clone(),
+            reply,
+        })
+        .await
+    }
+
     /// Sends a message that takes no reply (starting the actor if needed).
     pub async fn tell(&self, message: TenantMsg) -> Result<(), CallError<TenantError>> {
         self.running()

@@ -30,7 +30,7 @@ use tessera_actors::{
             InvitePreview,
         },
     },
-    CallError, OrgError, TenantError, TenantHandle, TenantMsg,
+    CallError, OrgError, TenantError, TenantHandle,
 };
 
 use super::{
@@ -85,13 +85,7 @@ impl Invitation {
         ctx: &AuditContext,
         cmd: OrgCmd,
     ) -> Result<OrgAnswer, CallError<TenantError>> {
-        self.tenant
-            .call(|reply| TenantMsg::Organizations {
-                cmd: cmd.clone(),
-                ctx: ctx.clone(),
-                reply,
-            })
-            .await
+        self.tenant.organizations(ctx, cmd).await
     }
 
     /// The invitation as it stands (nothing is used); a used, expired or unknown one is the

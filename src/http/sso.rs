@@ -36,7 +36,7 @@ use tessera_actors::{
         records::{Attributes, SamlSettings, SsoProtocol},
         SsoError,
     },
-    CallError, TenantError, TenantHandle, TenantMsg,
+    CallError, TenantError, TenantHandle,
 };
 use tessera_storage::sha256;
 use time::OffsetDateTime;
@@ -57,21 +57,6 @@ use crate::{
 
 /// How far a SAML response's clocks may be off ours.
 const SAML_SKEW: time::Duration = time::Duration::seconds(120);
-
-/// Carries out `cmd` on `tenant`'s actor.
-pub(super) async fn call(
-    tenant: &TenantHandle,
-    ctx: &tessera_actors::tenant::audit::AuditContext,
-    cmd: SsoCmd,
-) -> Result<SsoAnswer, CallError<TenantError>> {
-    tenant
-        .call(|reply| TenantMsg::Sso {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await
-}
 
 fn unexpected() -> ApiError {
     ApiError::internal("unexpected single sign-on answer")
@@ -252,7 +237,7 @@ pub async fn start(
         hosted: q.hosted.is_some(),
         ip,
     };
-    let start: SsoStart = match call(&tenant, &ctx, cmd).await {
+    let start: SsoStart = match tenant.sso(&ctx, cmd).await {
         Ok(SsoAnswer::Start(s)) => *s,
         Ok(_) => return Err(unexpected()),
         Err(CallError::Failed(TenantError::Sso(SsoError::RedirectNotAllowed))) => {
@@ -336,7 +321,7 @@ async fn take(
         state: flow_state.to_owned(),
         binding,
     };
-    match call(tenant, ctx, cmd).await {
+    match tenant.sso(ctx, cmd).await {
         Ok(SsoAnswer::Pending(p)) => Ok(*p),
         Ok(_) => Err(unexpected().into_response()),
         Err(CallError::Failed(TenantError::Sso(SsoError::StateForeign { redirect_uri }))) => {
@@ -360,7 +345,7 @@ async fn finish(
         connection: pending.connection.id,
         identity,
     };
-    let mut resp = match call(tenant, ctx, cmd).await {
+    let mut resp = match tenant.sso(ctx, cmd).await {
         Ok(SsoAnswer::Finished(f)) => outcome(app, slug, pending, Ok(&f.code)),
         Ok(_) => unexpected().into_response(),
         Err(CallError::Failed(TenantError::Sso(SsoError::Refused(why)))) => {
@@ -522,7 +507,10 @@ pub async fn acs(
             Ok(p) => p,
             Err(resp) => return Ok(resp),
         },
-        None => match call(&tenant, &ctx, SsoCmd::Unsolicited { connection: id, ip }).await {
+        None => match tenant
+            .sso(&ctx, SsoCmd::Unsolicited { connection: id, ip })
+            .await
+        {
             Ok(SsoAnswer::Pending(p)) => *p,
             Ok(_) => return Err(unexpected()),
             Err(CallError::Failed(TenantError::Sso(SsoError::UnsolicitedRefused))) => {
@@ -582,7 +570,7 @@ pub async fn metadata(
     RequestCtx(ctx): RequestCtx,
 ) -> Result<Response, ApiError> {
     let (tenant, id) = tenant_and_connection(&state, &slug, &connection)?;
-    let c = match call(&tenant, &ctx, SsoCmd::Describe { connection: id }).await {
+    let c = match tenant.sso(&ctx, SsoCmd::Describe { connection: id }).await {
         Ok(SsoAnswer::Connection(c)) => *c,
         Ok(_) => return Err(unexpected()),
         Err(e) => return Err(flow_error(e)),
@@ -661,7 +649,7 @@ pub async fn discover(
         email: email.unwrap_or_default(),
         ip,
     };
-    let realm = match call(&tenant, &ctx, cmd).await? {
+    let realm = match tenant.sso(&ctx, cmd).await? {
         SsoAnswer::Realm(r) => r,
         _ => return Err(unexpected()),
     };
@@ -722,7 +710,7 @@ pub async fn session(
         "the exchange code, 1-128 characters",
     );
     e.finish()?;
-    let login = match call(&tenant, &ctx, SsoCmd::Session { code: req.code }).await {
+    let login = match tenant.sso(&ctx, SsoCmd::Session { code: req.code }).await {
         Ok(SsoAnswer::Login(l)) => *l,
         Ok(_) => return Err(unexpected()),
         Err(CallError::Failed(TenantError::Sso(SsoError::ExchangeInvalid))) => {

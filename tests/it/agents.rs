@@ -753,14 +753,7 @@ fn another_tenants_owner_does_not_see_the_agents() {
 fn a_viewer_reads_agents_but_only_owners_change_them() {
     let (smtp, srv, api, s, bot) = registry_with_order_bot();
     let base = agents_path(&api.slug);
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
-        &s,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &s, &api.slug);
     let viewer = srv.login("viewer@example.com", PASSWORD);
     srv.reauth(&viewer, PASSWORD);
     let (st, _) = srv.dash_json("GET", &agent_path(&api.slug, &bot.id), &viewer, None);
@@ -2143,14 +2136,7 @@ fn owners_alone_see_users_actions_and_agents_introspect_only_their_own_tokens() 
     let user = api.verified_user(&smtp, "sorted@example.com", USER_PASSWORD);
     consent_by_ciba(&api, &agent, &user.access, "sorted@example.com", "openid");
 
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
-        &s,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &s, &api.slug);
     let viewer = srv.login("viewer@example.com", PASSWORD);
     let query = "?action_type=request.approved";
     let (st, owners) = activity(&srv, &s, &api.slug, &agent.id, query);

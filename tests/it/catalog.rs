@@ -333,14 +333,7 @@ fn only_the_owning_tenants_owners_see_or_touch_a_resource() {
     // Another tenant's owner, and a viewer of this one: the resource is not theirs.
     let other = UserApi::signup(&srv, "Elsewhere", "boss@example.com");
     let boss = srv.login(&other.owner, PASSWORD);
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
-        &owner,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &owner, &api.slug);
     let viewer = srv.login("viewer@example.com", PASSWORD);
     for s in [&boss, &viewer] {
         let (st, list) = call(&srv, s, "GET", &path, None);

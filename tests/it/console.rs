@@ -2064,14 +2064,7 @@ fn an_owner_runs_an_organization_with_its_domains_and_single_sign_on_from_the_co
     key.get(&one, None).expect_error(404, "resource/not_found");
 
     // A viewer reads the page without a form, and a write is refused.
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
-        &s,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &s, &api.slug);
     let mut v = Browser::new(&srv);
     v.sign_in_as("viewer@example.com", PASSWORD)
         .redirect("/console");

@@ -288,14 +288,7 @@ fn bad_registrations_are_refused_and_only_owners_write() {
     let web_id = web["client_id"].as_str().expect("id").to_owned();
 
     // A viewer reads; writes are the owners'.
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{}/members", api.slug),
-        &owner,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &owner, &api.slug);
     let viewer = srv.login("viewer@example.com", PASSWORD);
     srv.reauth(&viewer, PASSWORD);
     let (st, _) = call(&srv, &viewer, "GET", &format!("{base}/{web_id}"), None);

@@ -490,14 +490,7 @@ fn a_viewer_reads_the_settings_but_only_owners_change_them() {
     let (smtp, srv, owner) = social_co();
     srv.reauth(&owner, PASSWORD);
     set_apple(&srv, &owner);
-    let r = srv.dash(
-        "POST",
-        &format!("/v1/auth/dashboard/tenants/{SLUG}/members"),
-        &owner,
-        Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
-    );
-    assert_eq!(r.status(), 201);
-    srv.accept_mailed_invite(&smtp, "viewer@example.com", 1, PASSWORD);
+    srv.add_viewer(&smtp, &owner, SLUG);
     let viewer = srv.login("viewer@example.com", PASSWORD);
     srv.reauth(&viewer, PASSWORD);
     let (st, v) = srv.dash_json("GET", &social(SLUG, "apple"), &viewer, None);

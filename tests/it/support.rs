@@ -688,6 +688,18 @@ impl TestServer {
         assert_eq!(r.status(), 200, "accepting the invitation of {to}");
     }
 
+    /// A viewer of tenant `slug`'s dashboard, at `viewer@example.com` with the shared password: invited by `owner`'s session and accepted from the first mail.
+    pub fn add_viewer(&self, smtp: &SmtpStub, owner: &Session, slug: &str) {
+        let r = self.dash(
+            "POST",
+            &format!("/v1/auth/dashboard/tenants/{slug}/members"),
+            owner,
+            Some(&json!({"email": "viewer@example.com", "role": "viewer"})),
+        );
+        assert_eq!(r.status(), 201);
+        self.accept_mailed_invite(smtp, "viewer@example.com", 1, PASSWORD);
+    }
+
     /// Re-authenticates the session with its password.
     pub fn reauth(&self, session: &Session, password: &str) {
         let r = self.dash(

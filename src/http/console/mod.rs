@@ -888,7 +888,7 @@ pub fn profile_inputs(
 /// A form of a page that was refused: which (a name the page gives its forms), why, what
 /// was typed in it, and the status the page answers with.
 pub struct Refused {
-    pub form: &'static str,
+    pub form: String,
     pub reason: String,
     pub fields: FormFields,
     pub status: StatusCode,

@@ -564,7 +564,7 @@ pub(super) async fn outcome(
                 StatusCode::BAD_REQUEST
             };
             let refused = Refused {
-                form,
+                form: form.to_owned(),
                 reason: reasons(&e),
                 fields,
                 status,

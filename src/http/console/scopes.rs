@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tessera_actors::DirectoryMsg;
 
 use super::{
-    reasons, tenant_path, Area, Cell, Control, DoneQuery, Section, Select, SelectOption,
+    reasons, tenant_path, Area, Cell, Control, DoneQuery, Refused, Section, Select, SelectOption,
     TenantPost, Visit,
 };
 use crate::http::{
@@ -36,13 +36,6 @@ pub async fn page(visit: Visit, Path(slug): Path<String>, Query(q): Query<DoneQu
         _ => None,
     };
     render(&visit, &slug, notice, None).await
-}
-
-/// A refused registration: the resource it was for, what was typed and why.
-struct Refused {
-    resource: uuid::Uuid,
-    typed: Vec<(String, String)>,
-    reason: String,
 }
 
 async fn render(
@@ -123,19 +116,15 @@ async fn render(
                 .forms
                 .push(visit.button(format!("{base}/{rid}/{}/remove", e.id), label, true));
         }
-        let failed = refused.as_ref().filter(|f| f.resource == rid);
+        // The refused form is named by its resource's id.
+        let failed = refused.as_ref().filter(|f| f.form == rid.to_string());
         section.forms.push(register_form(visit, &base, rid, failed));
         if let Some(f) = failed {
-            page.error_summary =
-                Some(visit.t_with("console-not-accepted", &[("reason", &f.reason)]));
+            page.error_summary = Some(visit.not_accepted(&f.reason));
         }
         page.sections.push(section);
     }
-    let status = if refused.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
+    let status = refused.as_ref().map_or(StatusCode::OK, |r| r.status);
     visit.answer(status, page)
 }
 
@@ -173,12 +162,7 @@ fn register_form(
     rid: uuid::Uuid,
     failed: Option<&Refused>,
 ) -> super::Form {
-    let typed = |name: &str| {
-        failed
-            .and_then(|f| f.typed.iter().find(|(k, _)| k == name))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
+    let typed = |name: &str| Refused::typed(failed, &rid.to_string(), name);
     let mut f = visit.form(
         format!("{base}/{rid}/register"),
         visit.t("console-scopes-register"),
@@ -266,9 +250,10 @@ pub async fn register(Path((slug, resource)): Path<(String, String)>, p: TenantP
                 return visit.refused(&e);
             };
             let refused = Refused {
-                resource: rid,
-                typed: form.pairs().to_vec(),
+                form: rid.to_string(),
                 reason: reasons(&e),
+                fields: form,
+                status: StatusCode::BAD_REQUEST,
             };
             render(&visit, &slug, None, Some(refused)).await
         }

@@ -23,7 +23,7 @@ use crate::http::{
     error::{len_between, ApiError, ErrorBody, FieldErrors},
     extract::ApiJson,
     path_id::{not_found_as, TenantSlug},
-    sso::{call, connection_base},
+    sso::connection_base,
 };
 use tessera_actors::tenant::organizations::policy::valid_role_name;
 
@@ -575,7 +575,8 @@ fn connection_of(
 }
 
 async fn sso(a: &OrgAdmin, cmd: SsoCmd, what: &str) -> Result<SsoAnswer, ApiError> {
-    call(&a.m.tenant, &a.m.ctx, cmd)
+    a.m.tenant
+        .sso(&a.m.ctx, cmd)
         .await
         .map_err(|e| not_found_as(what, e))
 }

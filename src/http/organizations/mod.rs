@@ -28,7 +28,7 @@ use tessera_actors::{
         policy::{valid_permission, valid_role_name, MAX_PERMISSIONS},
         InviteView, MemberView, OrganizationRecord, RoleView,
     },
-    OrgError, TenantHandle, TenantMsg,
+    OrgError, TenantHandle,
 };
 use time::OffsetDateTime;
 use utoipa::ToSchema;
@@ -125,13 +125,7 @@ pub(crate) async fn call(
     ctx: &tessera_actors::tenant::audit::AuditContext,
     cmd: OrgCmd,
 ) -> Result<OrgAnswer, ApiError> {
-    Ok(tenant
-        .call(|reply| TenantMsg::Organizations {
-            cmd: cmd.clone(),
-            ctx: ctx.clone(),
-            reply,
-        })
-        .await?)
+    Ok(tenant.organizations(ctx, cmd).await?)
 }
 
 /// An answer of another kind than the command's.

@@ -15,7 +15,7 @@ use tessera_actors::{
         sso::msg::{SsoAnswer, SsoCmd},
         HostedMsg,
     },
-    CallError, TenantMsg,
+    CallError,
 };
 
 use super::{
@@ -109,14 +109,7 @@ pub async fn sso_return(visit: Visit, RequestCtx(ctx): RequestCtx) -> Result<Res
             let cmd = SsoCmd::Session {
                 code: code.to_owned(),
             };
-            let login = flow
-                .tenant
-                .call(|reply| TenantMsg::Sso {
-                    cmd: cmd.clone(),
-                    ctx: ctx.clone(),
-                    reply,
-                })
-                .await;
+            let login = flow.tenant.sso(&ctx, cmd).await;
             match login {
                 Ok(SsoAnswer::Login(login)) => signed(state, &reader, &flow, *login),
                 Ok(_) => reader.problem(Problem::Internal),

@@ -32,7 +32,7 @@ use tessera_actors::{
     },
     CallError, TenantError,
 };
-use tessera_actors::{MfaError, SsoError, TenantMsg};
+use tessera_actors::{MfaError, SsoError};
 use tessera_storage::{random_token, sha256};
 
 use super::{
@@ -133,14 +133,7 @@ pub async fn sign_in_submit(
                 email: normalized,
                 ip,
             };
-            let found = flow
-                .tenant
-                .call(|reply| TenantMsg::Sso {
-                    cmd: cmd.clone(),
-                    ctx: ctx.clone(),
-                    reply,
-                })
-                .await;
+            let found = flow.tenant.sso(&ctx, cmd).await;
             return match found {
                 Ok(SsoAnswer::Realm(Some(r))) => {
                     Ok(sso_continue_page(&reader, &flow, r.connection_id, &email))
